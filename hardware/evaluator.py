@@ -1,0 +1,108 @@
+"""The hardware cost evaluator: one score for every answer (DESIGN.md section 3).
+
+Roofline time of op t: ``max(flops_t / peak, sum over operands of bytes / bw(level))``
+plus ``fixed_bytes_t / slow_bw``; program time = sum over ops. For problems without ops
+(MiniMalloc CSVs) the model is additive: each buffer left in slow memory costs its
+``benefit`` (default: its size), so time = sum of the slow buffers' benefits.
+
+The map-mode **value** of a placement is ``time(all slow) - time(placement)``: the time
+saved. It is what every report, bound and game reward is expressed in.
+
+Example:
+    >>> from hybrid.model import Buffer, Problem
+    >>> from hardware.spec import PRESETS
+    >>> p = Problem("t", (Buffer("a", 4, 0, 2, benefit=3.0), Buffer("b", 4, 1, 3)), capacity=8)
+    >>> ev = Evaluator(p, PRESETS["unit"])
+    >>> ev.time_all_slow, ev.value([0, None])
+    (7.0, 3.0)
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Sequence
+
+import numpy as np
+
+from hardware.spec import HardwareSpec
+from hybrid.model import Problem
+
+
+class Evaluator:
+    """Scores placements of one problem on one hardware spec.
+
+    Operand data is kept in flat arrays of shape ``[n_operands]`` (op index, buffer index,
+    bytes), so one evaluation is a few vectorised passes.
+    """
+
+    def __init__(self, problem: Problem, hardware: HardwareSpec):
+        self.problem = problem
+        self.hardware = hardware
+        self.additive = not problem.has_ops
+        if self.additive:
+            benefit = problem.arrays.benefit
+            self._benefit = np.where(np.isnan(benefit), problem.arrays.size.astype(np.float64), benefit)
+            return
+        idx = problem.index
+        op_of, buf_of, nbytes = [], [], []
+        for t, op in enumerate(problem.ops):
+            for o in op.operands:
+                op_of.append(t)
+                buf_of.append(idx[o.buffer])
+                nbytes.append(o.bytes)
+        self.op_of = np.asarray(op_of, np.int64)
+        self.buf_of = np.asarray(buf_of, np.int64)
+        self.nbytes = np.asarray(nbytes, np.float64)
+        n_ops = len(problem.ops)
+        self.compute = np.array([op.flops for op in problem.ops], np.float64) / hardware.peak_flops
+        self.fixed = np.array([op.fixed_bytes for op in problem.ops], np.float64) / hardware.slow_bw
+        self.slow_mem = np.bincount(self.op_of, self.nbytes / hardware.slow_bw, minlength=n_ops)
+        # Seconds saved on op t's memory time by holding an operand fast; shape [n_operands].
+        self.delta = self.nbytes * (1.0 / hardware.slow_bw - 1.0 / hardware.fast_bw)
+        self.n_ops = n_ops
+
+    def op_times(self, fast: np.ndarray) -> np.ndarray:
+        """Roofline time of every op, shape ``[n_ops]``, given ``fast`` (bool ``[n]``)."""
+        saved = np.bincount(self.op_of, self.delta * fast[self.buf_of], minlength=self.n_ops)
+        return np.maximum(self.compute, self.slow_mem - saved) + self.fixed
+
+    def time(self, offsets: Sequence[int | None] | np.ndarray) -> float:
+        """Estimated program time of a placement (``None``/-1 = slow memory)."""
+        fast = _fast_mask(offsets, self.problem.n)
+        if self.additive:
+            return float(self._benefit[~fast].sum())
+        return float(self.op_times(fast).sum())
+
+    @cached_property
+    def time_all_slow(self) -> float:
+        return self.time(np.full(self.problem.n, -1, np.int64))
+
+    @cached_property
+    def time_all_fast(self) -> float:
+        return self.time(np.zeros(self.problem.n, np.int64))
+
+    def value(self, offsets: Sequence[int | None] | np.ndarray) -> float:
+        """Time saved against all-slow: the map-mode objective (higher is better)."""
+        return self.time_all_slow - self.time(offsets)
+
+    @cached_property
+    def benefits(self) -> np.ndarray:
+        """``time(all slow) - time(only buffer i fast)`` for every buffer, shape ``[n]``.
+
+        Summed over a set they bound the set's value from above (op time is concave in the
+        bytes made fast), which is what makes the knapsack relaxation a valid bound.
+        """
+        if self.additive:
+            return self._benefit.copy()
+        headroom = np.maximum(self.slow_mem - self.compute, 0.0)  # [n_ops]
+        # A buffer touched twice by one op: the two operands share that op's headroom.
+        key = self.op_of * self.problem.n + self.buf_of
+        uniq, inv = np.unique(key, return_inverse=True)
+        per_pair = np.minimum(np.bincount(inv, self.delta), headroom[uniq // self.problem.n])
+        return np.bincount(uniq % self.problem.n, per_pair, minlength=self.problem.n)
+
+
+def _fast_mask(offsets: Sequence[int | None] | np.ndarray, n: int) -> np.ndarray:
+    if isinstance(offsets, np.ndarray):
+        return offsets >= 0
+    return np.fromiter((o is not None for o in offsets), bool, n)

@@ -1,0 +1,88 @@
+"""The validator: the only judge of "valid" (DESIGN.md section 3).
+
+Checks, for a placement of a problem: one entry per buffer; in pack mode every buffer
+placed; offsets non-negative and multiples of the buffer's alignment; ``offset + size``
+within the capacity; and no two placed buffers whose live ranges overlap sharing an
+address. The overlap check is a sweep over time with the live placed buffers kept sorted
+by offset, so it costs O(n log n) plus list moves, never all pairs.
+
+Example:
+    >>> from hybrid.model import Buffer, Problem
+    >>> p = Problem("t", (Buffer("a", 4, 0, 2), Buffer("b", 4, 1, 3)), capacity=8)
+    >>> validate(p, [0, 4]) is None, validate(p, [0, 2])
+    (True, "buffers 'a' and 'b' overlap: live [0, 2) and [1, 3), addresses [0, 4) and [2, 6)")
+"""
+
+from __future__ import annotations
+
+import bisect
+from typing import Sequence
+
+import numpy as np
+
+from hybrid.model import Problem
+
+
+def validate(problem: Problem, offsets: Sequence[int | None] | np.ndarray, *,
+             capacity: int | None = None, mode: str | None = None) -> str | None:
+    """The first violation as one line, or ``None`` when the placement is valid.
+
+    ``capacity`` and ``mode`` default to the problem's own.
+    """
+    capacity = problem.capacity if capacity is None else capacity
+    mode = problem.mode if mode is None else mode
+    bufs = problem.buffers
+    if isinstance(offsets, np.ndarray):
+        offsets = [None if o < 0 else int(o) for o in offsets.tolist()]
+    if len(offsets) != len(bufs):
+        return f"solution has {len(offsets)} entries for {len(bufs)} buffers"
+    for b, off in zip(bufs, offsets):
+        if off is None:
+            if mode == "pack":
+                return f"buffer {b.id!r} has no offset (pack mode places every buffer)"
+            continue
+        if off < 0:
+            return f"buffer {b.id!r}: negative offset {off}"
+        if off % b.alignment:
+            return f"buffer {b.id!r}: offset {off} is not a multiple of its alignment {b.alignment}"
+        if capacity is not None and off + b.size > capacity:
+            return f"buffer {b.id!r}: offset {off} + size {b.size} = {off + b.size} exceeds capacity {capacity}"
+    return first_overlap(problem, offsets)
+
+
+def first_overlap(problem: Problem, offsets: Sequence[int | None]) -> str | None:
+    """The first pair of live-overlapping placed buffers that share an address, if any."""
+    bufs = problem.buffers
+    events = []  # (time, kind, index); kind 0 = release, sorts before 1 = allocate at equal times
+    for i, (b, off) in enumerate(zip(bufs, offsets)):
+        if off is not None:
+            events.append((b.start, 1, i))
+            events.append((b.end, 0, i))
+    events.sort()
+    active: list[tuple[int, int, int]] = []  # (offset, top, index), disjoint, sorted
+    for _, kind, i in events:
+        off = offsets[i]
+        item = (off, off + bufs[i].size, i)
+        if kind == 0:
+            del active[bisect.bisect_left(active, item)]
+            continue
+        pos = bisect.bisect_left(active, item)
+        for j in (pos - 1, pos):
+            if 0 <= j < len(active):
+                o2, t2, k = active[j]
+                if o2 < item[1] and item[0] < t2:
+                    return _overlap_message(problem, k, i, offsets)
+        active.insert(pos, item)
+    return None
+
+
+def _overlap_message(problem: Problem, i: int, j: int, offsets: Sequence[int | None]) -> str:
+    a, b = problem.buffers[i], problem.buffers[j]
+    oa, ob = offsets[i], offsets[j]
+    return (f"buffers {a.id!r} and {b.id!r} overlap: live [{a.start}, {a.end}) and [{b.start}, {b.end}), "
+            f"addresses [{oa}, {oa + a.size}) and [{ob}, {ob + b.size})")
+
+
+def peak(problem: Problem, offsets: Sequence[int | None]) -> int:
+    """Highest address used: max of ``offset + size`` over placed buffers (0 if none)."""
+    return max((off + b.size for b, off in zip(problem.buffers, offsets) if off is not None), default=0)

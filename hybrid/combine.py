@@ -1,0 +1,50 @@
+"""Combinations of solvers that the runner applies around any solver: warm start and fallback.
+
+``solve_with_warm_start`` runs a first solver, gives its validated answer to the main
+solver as a hint, and keeps the hint whenever the main answer is invalid or worse, so a
+warm-started result is never worse than its hint (DESIGN.md section 5).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from hybrid.model import Problem, Solution, Status
+from hybrid.run import Report, problem_bound, run_solver, score
+
+
+def better(a: Report, b: Report) -> bool:
+    """Is ``a`` strictly better than ``b``? Valid beats invalid; then value (map) or peak (pack)."""
+    if a.valid != b.valid:
+        return a.valid
+    if not a.valid:
+        return False
+    if a.mode == "map":
+        return a.objective > b.objective + 1e-12 * max(1.0, abs(b.objective))
+    return a.objective < b.objective
+
+
+def solve_with_warm_start(name: str, problem: Problem, hardware, *, time_limit: float, seed: int,
+                          hint: Solution | None = None, warm_start: str | None = None,
+                          options: dict[str, Any] | None = None) -> Report:
+    t0 = time.monotonic()
+    bound = problem_bound(problem, hardware)
+    fallback: Report | None = None
+    if hint is not None:
+        fallback = score(problem, hardware, hint, seconds=0.0, bound=bound, solver_name="hint")
+    if warm_start:
+        first = run_solver(warm_start, problem, hardware, time_limit=max(time_limit * 0.2, 1e-3), seed=seed,
+                           hint=hint, options=options, bound=bound)
+        if first.valid and (fallback is None or better(first, fallback)):
+            fallback = first
+            hint = Solution(offsets=first.offsets, status=Status.FEASIBLE, mode=problem.mode, solver=warm_start)
+    remaining = max(time_limit - (time.monotonic() - t0), 1e-3)
+    report = run_solver(name, problem, hardware, time_limit=remaining, seed=seed, hint=hint,
+                        options=options, bound=bound)
+    total = time.monotonic() - t0
+    if fallback is not None and better(fallback, report):
+        stats = dict(report.stats) | {"fallback": f"kept the hint from {fallback.solver}",
+                                      "main_status": report.status}
+        return fallback.__class__(**{**fallback.__dict__, "solver": name, "seconds": total, "stats": stats})
+    return report.__class__(**{**report.__dict__, "seconds": total})

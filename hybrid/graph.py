@@ -1,0 +1,163 @@
+"""The interference graph of buffer lifetimes and the sweeps that stand in for it (DESIGN.md section 4).
+
+Two buffers interfere when their half-open live ranges overlap. Real traces have up to
+hundreds of millions of such pairs, so only :func:`interference_graph` materialises them
+(for NetworkX users and small inputs); everything else is computed by sweeps over sorted
+starts: components (:func:`components`), the live-bytes profile (:func:`live_profile`),
+and :class:`OverlapIndex`, which answers "who overlaps ``[s, e)``" without a graph.
+
+Example:
+    >>> from hybrid.model import Buffer, Problem
+    >>> p = Problem("t", (Buffer("a", 4, 0, 3), Buffer("b", 4, 2, 5), Buffer("c", 2, 5, 6)))
+    >>> sorted(interference_graph(p).edges()), components(p), max_live(p)
+    ([(0, 1)], [[0, 1], [2]], 8)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hybrid.model import Problem
+
+
+def overlapping_pairs(start: np.ndarray, end: np.ndarray):
+    """Yield ``(i, j)`` for every pair with overlapping ``[start, end)``, by a sweep over sorted starts.
+
+    Cost O(n log n + pairs): each buffer is compared only with those still live at its start.
+    """
+    order = np.lexsort((end, start))
+    live: list[int] = []
+    for i in order.tolist():
+        s = start[i]
+        live = [j for j in live if end[j] > s]
+        for j in live:
+            yield (j, i) if j < i else (i, j)
+        live.append(i)
+
+
+def interference_graph(problem: Problem, *, max_edges: int = 5_000_000):
+    """NetworkX graph: nodes = buffer indices with ``id, size, start, end, benefit`` attributes.
+
+    Raises ``ValueError`` when the graph would have more than ``max_edges`` edges (real
+    traces reach 10^8); use :class:`OverlapIndex` or :func:`components` there.
+    """
+    import networkx as nx
+
+    a = problem.arrays
+    if count_overlapping_pairs(a.start, a.end) > max_edges:
+        raise ValueError(f"{problem.name}: interference graph has more than {max_edges} edges; "
+                         "use OverlapIndex / components instead")
+    g = nx.Graph(name=problem.name)
+    for i, b in enumerate(problem.buffers):
+        g.add_node(i, id=b.id, size=b.size, start=b.start, end=b.end, benefit=b.benefit)
+    g.add_edges_from(overlapping_pairs(a.start, a.end))
+    return g
+
+
+def count_overlapping_pairs(start: np.ndarray, end: np.ndarray) -> int:
+    """Number of interfering pairs, in O(n log n) without listing them."""
+    s_sorted, e_sorted = np.sort(start), np.sort(end)
+    # For each i: buffers starting strictly before s_i that are still live at s_i ...
+    before = np.searchsorted(s_sorted, start, side="left") - np.searchsorted(e_sorted, start, side="right")
+    # ... plus ties on the start, counted once per pair.
+    _, ties = np.unique(start, return_counts=True)
+    return int(before.sum() + (ties * (ties - 1) // 2).sum())
+
+
+def components(problem: Problem) -> list[list[int]]:
+    """Connected components of the interference graph, as sorted lists of buffer indices.
+
+    For an interval graph these are the maximal runs of overlapping intervals in start
+    order, so one sort suffices. Components are ordered by their first start time.
+    """
+    a = problem.arrays
+    return components_of(a.start, a.end)
+
+
+def components_of(start: np.ndarray, end: np.ndarray) -> list[list[int]]:
+    order = np.lexsort((end, start))
+    if len(order) == 0:
+        return []
+    reach = np.maximum.accumulate(end[order])
+    # A new component starts where a start is at or past everything seen so far.
+    cut = np.flatnonzero(start[order][1:] >= reach[:-1]) + 1
+    return [sorted(part.tolist()) for part in np.split(order, cut)]
+
+
+def live_profile(problem: Problem, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``(times, live_bytes)``: bytes live on ``[times[k], times[k+1])``, shapes ``[m]``.
+
+    ``mask`` (bool ``[n]``) restricts the profile to some buffers.
+    """
+    a = problem.arrays
+    start, end, size = a.start, a.end, a.size
+    if mask is not None:
+        start, end, size = start[mask], end[mask], size[mask]
+    times = np.unique(np.concatenate([start, end]))
+    delta = np.zeros(len(times), np.int64)
+    np.add.at(delta, np.searchsorted(times, start), size)
+    np.add.at(delta, np.searchsorted(times, end), -size)
+    return times, np.cumsum(delta)
+
+
+def max_live(problem: Problem) -> int:
+    """Largest number of bytes live at one time: a lower bound on any packing's peak."""
+    if problem.n == 0:
+        return 0
+    return int(live_profile(problem)[1].max())
+
+
+class OverlapIndex:
+    """Static index answering "which buffers are live somewhere in ``[s, e)``".
+
+    Built once per problem in O(n log n) and bounded memory: the buffers live at every
+    ``stride``-th start (in start order) are stored, with ``stride`` chosen so that about
+    ``budget`` indices are kept. A query combines the stored set nearest below ``s``
+    (filtered by end), the few starts between that checkpoint and ``s``, and the starts
+    inside ``(s, e)`` — each a contiguous slice or one vectorised filter.
+
+    Example:
+        >>> import numpy as np
+        >>> idx = OverlapIndex(np.array([0, 2, 5]), np.array([3, 5, 6]))
+        >>> sorted(idx.query(2, 4).tolist()), sorted(idx.query(5, 6).tolist())
+        ([0, 1], [2])
+    """
+
+    def __init__(self, start: np.ndarray, end: np.ndarray, *, budget: int = 4_000_000):
+        self.start, self.end = start, end
+        self.order = np.lexsort((end, start))
+        self.sorted_start = start[self.order]
+        n = len(start)
+        if n == 0:
+            self.stride, self.cp_time, self.cp_pos, self.cp_sets = 1, np.zeros(0, np.int64), np.zeros(0, np.int64), []
+            return
+        e_sorted = np.sort(end)
+        live_at = np.searchsorted(self.sorted_start, self.sorted_start, side="right") - np.searchsorted(
+            e_sorted, self.sorted_start, side="right")
+        self.stride = max(1, int(np.ceil(live_at.sum() / budget)))
+        cp_pos = np.arange(0, n, self.stride)
+        self.cp_time = self.sorted_start[cp_pos]
+        # Position just past every start <= checkpoint time: what the stored set covers.
+        self.cp_pos = np.searchsorted(self.sorted_start, self.cp_time, side="right")
+        # Sweep the checkpoints in time order, carrying the live set forward: O(budget + n).
+        self.cp_sets = []
+        live, done = np.zeros(0, np.int64), 0
+        for t, p in zip(self.cp_time.tolist(), self.cp_pos.tolist()):
+            live = np.concatenate([live, self.order[done:p]])
+            live = live[self.end[live] > t]
+            done = p
+            self.cp_sets.append(live)
+
+    def query(self, s: int, e: int) -> np.ndarray:
+        """Indices of buffers with ``start < e`` and ``end > s`` (int64, unordered)."""
+        if len(self.cp_time) == 0 or e <= s:
+            return np.zeros(0, np.int64)
+        k = int(np.searchsorted(self.cp_time, s, side="right")) - 1
+        hi = int(np.searchsorted(self.sorted_start, e, side="left"))
+        if k < 0:
+            return self.order[:hi]
+        stored = self.cp_sets[k]
+        stored = stored[self.end[stored] > s]
+        rest = self.order[self.cp_pos[k]:hi]
+        rest = rest[self.end[rest] > s]
+        return np.concatenate([stored, rest])

@@ -1,0 +1,367 @@
+"""Readers and writers for the stable formats of DESIGN.md section 2.
+
+* MiniMalloc CSV ``id,lower,upper,size[,benefit]`` (capacity from ``NAME.CAPACITY.csv``);
+* the JSON workload ``mallocgame.workload/1``;
+* the solution CSV: the problem's columns plus ``offset`` (empty = slow memory).
+
+Every reader raises :class:`~hybrid.model.InputError` with one line naming the file,
+row/field and reason; every writer writes a temp file and renames it, so nothing is
+ever half-written.
+
+Example:
+    >>> import tempfile, os
+    >>> d = tempfile.mkdtemp(); path = os.path.join(d, "x.16.csv")
+    >>> _ = open(path, "w").write("id,lower,upper,size\\na,0,2,8\\nb,1,3,8\\n")
+    >>> p = load_problem(path); (p.n, p.capacity)
+    (2, 16)
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from hybrid.model import BUFFER_KINDS, Buffer, InputError, Op, Operand, Problem, Solution
+
+WORKLOAD_FORMAT = "mallocgame.workload/1"
+CSV_COLUMNS = ("id", "lower", "upper", "size")
+_CAPACITY_IN_NAME = re.compile(r"\.(\d+)\.csv$")
+
+
+# --------------------------------------------------------------------------- writing
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> None:
+    """Write ``text`` to ``path`` through a temp file in the same folder and a rename."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", newline="") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _fmt_num(x: float | int) -> str:
+    if isinstance(x, float) and x.is_integer() and abs(x) < 2**53:
+        return str(int(x))
+    return repr(x) if isinstance(x, float) else str(x)
+
+
+def problem_csv_text(problem: Problem, offsets: Sequence[int | None] | None = None) -> str:
+    """The problem (and optionally a solution's offsets) as MiniMalloc-style CSV text."""
+    with_benefit = any(b.benefit is not None for b in problem.buffers)
+    cols = list(CSV_COLUMNS) + (["benefit"] if with_benefit else []) + (["offset"] if offsets is not None else [])
+    lines = [",".join(cols)]
+    for i, b in enumerate(problem.buffers):
+        row = [b.id, str(b.start), str(b.end), str(b.size)]
+        if with_benefit:
+            row.append("" if b.benefit is None else _fmt_num(b.benefit))
+        if offsets is not None:
+            row.append("" if offsets[i] is None else str(offsets[i]))
+        lines.append(",".join(row))
+    return "\n".join(lines) + "\n"
+
+
+def write_solution_csv(path: str | os.PathLike, problem: Problem, solution: Solution) -> None:
+    atomic_write_text(path, problem_csv_text(problem, solution.offsets))
+
+
+def workload_dict(problem: Problem) -> dict[str, Any]:
+    """The problem as a ``mallocgame.workload/1`` dictionary."""
+    return {
+        "format": WORKLOAD_FORMAT,
+        "name": problem.name,
+        "ops": [
+            {"id": op.id, "kind": op.kind, "flops": op.flops, "fixed_bytes": op.fixed_bytes,
+             "operands": [{"buffer": o.buffer, "access": o.access, "bytes": o.bytes} for o in op.operands]}
+            for op in problem.ops
+        ],
+        "buffers": [
+            {"id": b.id, "size": b.size, "start": b.start, "end": b.end, "alignment": b.alignment, "kind": b.kind,
+             **({"benefit": b.benefit} if b.benefit is not None else {})}
+            for b in problem.buffers
+        ],
+        "inplace": [list(pair) for pair in problem.inplace],
+    }
+
+
+def write_workload_json(path: str | os.PathLike, problem: Problem) -> None:
+    atomic_write_text(path, json.dumps(workload_dict(problem), indent=1) + "\n")
+
+
+# --------------------------------------------------------------------------- reading
+
+def _int_field(path: str, where: str, field: str, raw: Any) -> int:
+    if isinstance(raw, bool):
+        raise InputError(f"{path}: {where}, field '{field}': expected an integer, got {raw!r}")
+    if isinstance(raw, int):
+        return raw
+    if isinstance(raw, float) and raw.is_integer():
+        return int(raw)
+    if isinstance(raw, str):
+        s = raw.strip()
+        try:
+            return int(s)
+        except ValueError:
+            try:
+                f = float(s)
+            except ValueError:
+                f = math.nan
+            if math.isfinite(f) and f.is_integer():
+                return int(f)
+    raise InputError(f"{path}: {where}, field '{field}': expected an integer, got {raw!r}")
+
+
+def _float_field(path: str, where: str, field: str, raw: Any) -> float:
+    try:
+        if isinstance(raw, bool):
+            raise ValueError
+        value = float(raw.strip() if isinstance(raw, str) else raw)
+    except (TypeError, ValueError):
+        raise InputError(f"{path}: {where}, field '{field}': expected a number, got {raw!r}") from None
+    if not math.isfinite(value):
+        raise InputError(f"{path}: {where}, field '{field}': expected a finite number, got {raw!r}")
+    return value
+
+
+def _check_buffer(path: str, where: str, b: Buffer, seen: set[str]) -> None:
+    if not b.id:
+        raise InputError(f"{path}: {where}, field 'id': empty id")
+    if b.id in seen:
+        raise InputError(f"{path}: {where}, field 'id': duplicate id {b.id!r}")
+    if b.size <= 0:
+        raise InputError(f"{path}: {where}, field 'size': size must be positive, got {b.size}")
+    if b.end <= b.start:
+        raise InputError(f"{path}: {where}, field 'upper': upper ({b.end}) must be greater than lower ({b.start})")
+    if b.start < 0:
+        raise InputError(f"{path}: {where}, field 'lower': lower must not be negative, got {b.start}")
+    if b.alignment <= 0:
+        raise InputError(f"{path}: {where}, field 'alignment': alignment must be positive, got {b.alignment}")
+    if b.benefit is not None and b.benefit < 0:
+        raise InputError(f"{path}: {where}, field 'benefit': benefit must not be negative, got {b.benefit}")
+    seen.add(b.id)
+
+
+def capacity_from_name(path: str | os.PathLike) -> int | None:
+    """``A.1048576.csv`` -> 1048576 (MiniMalloc's convention); otherwise ``None``."""
+    m = _CAPACITY_IN_NAME.search(os.path.basename(str(path)))
+    return int(m.group(1)) if m else None
+
+
+def _read_text(path: str) -> str:
+    try:
+        with open(path, newline="") as fh:
+            text = fh.read()
+    except FileNotFoundError:
+        raise InputError(f"{path}: file not found") from None
+    except IsADirectoryError:
+        raise InputError(f"{path}: is a directory, not a file") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: not a text file") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+    if not text.strip():
+        raise InputError(f"{path}: empty file")
+    return text
+
+
+def _csv_rows(path: str, text: str, required: Iterable[str]) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
+    reader = csv.reader(text.splitlines())
+    header = [h.strip() for h in next(reader)]
+    missing = [c for c in required if c not in header]
+    if missing:
+        raise InputError(f"{path}: row 1 (header): missing column '{missing[0]}' (have: {','.join(header)})")
+    rows = []
+    for lineno, raw in enumerate(reader, start=2):
+        if not raw or all(not c.strip() for c in raw):
+            continue
+        if len(raw) != len(header):
+            raise InputError(f"{path}: row {lineno}: expected {len(header)} fields, got {len(raw)}")
+        rows.append((lineno, dict(zip(header, raw))))
+    if not rows:
+        raise InputError(f"{path}: no buffers (header only)")
+    return header, rows
+
+
+def read_csv(path: str | os.PathLike, *, with_offsets: bool = False) -> tuple[Problem, list[int | None] | None]:
+    path = str(path)
+    text = _read_text(path)
+    header, rows = _csv_rows(path, text, CSV_COLUMNS + (("offset",) if with_offsets else ()))
+    has_benefit = "benefit" in header
+    buffers, offsets, seen = [], [], set()
+    for lineno, row in rows:
+        where = f"row {lineno}"
+        benefit = None
+        if has_benefit and row["benefit"].strip() != "":
+            benefit = _float_field(path, where, "benefit", row["benefit"])
+        b = Buffer(
+            id=row["id"].strip(),
+            start=_int_field(path, where, "lower", row["lower"]),
+            end=_int_field(path, where, "upper", row["upper"]),
+            size=_int_field(path, where, "size", row["size"]),
+            benefit=benefit,
+        )
+        _check_buffer(path, where, b, seen)
+        buffers.append(b)
+        if with_offsets:
+            raw = row["offset"].strip()
+            off = None if raw == "" else _int_field(path, where, "offset", raw)
+            if off is not None and off < 0:
+                raise InputError(f"{path}: {where}, field 'offset': offset must not be negative, got {off}")
+            offsets.append(off)
+    name = os.path.basename(path)
+    name = name[: -len(".csv")] if name.endswith(".csv") else name
+    problem = Problem(name=name, buffers=tuple(buffers), capacity=capacity_from_name(path), source=path)
+    return problem, (offsets if with_offsets else None)
+
+
+def _json_list(path: str, data: dict, key: str) -> list:
+    value = data.get(key, [])
+    if not isinstance(value, list):
+        raise InputError(f"{path}: field '{key}': expected a list")
+    return value
+
+
+def _json_obj(path: str, where: str, value: Any) -> dict:
+    if not isinstance(value, dict):
+        raise InputError(f"{path}: {where}: expected an object")
+    return value
+
+
+def parse_workload(path: str, data: Any) -> Problem:
+    """Build a problem from a decoded ``mallocgame.workload/1`` document."""
+    if not isinstance(data, dict):
+        raise InputError(f"{path}: top level: expected a JSON object")
+    fmt = data.get("format")
+    if fmt != WORKLOAD_FORMAT:
+        raise InputError(f"{path}: field 'format': expected {WORKLOAD_FORMAT!r}, got {fmt!r}")
+    buffers, seen = [], set()
+    raw_buffers = _json_list(path, data, "buffers")
+    if not raw_buffers:
+        raise InputError(f"{path}: field 'buffers': no buffers")
+    for k, raw in enumerate(raw_buffers):
+        where = f"buffers[{k}]"
+        raw = _json_obj(path, where, raw)
+        for key in ("id", "size", "start", "end"):
+            if key not in raw:
+                raise InputError(f"{path}: {where}: missing field '{key}'")
+        kind = raw.get("kind", "activation")
+        if kind not in BUFFER_KINDS:
+            raise InputError(f"{path}: {where}, field 'kind': unknown kind {kind!r} (one of {', '.join(BUFFER_KINDS)})")
+        b = Buffer(
+            id=str(raw["id"]),
+            size=_int_field(path, where, "size", raw["size"]),
+            start=_int_field(path, where, "start", raw["start"]),
+            end=_int_field(path, where, "end", raw["end"]),
+            benefit=None if raw.get("benefit") is None else _float_field(path, where, "benefit", raw["benefit"]),
+            alignment=_int_field(path, where, "alignment", raw.get("alignment", 1)),
+            kind=kind,
+        )
+        _check_buffer(path, where.replace("row", ""), b, seen)
+        buffers.append(b)
+    by_id = {b.id: b for b in buffers}
+    ops, op_ids = [], set()
+    raw_ops = _json_list(path, data, "ops")
+    for t, raw in enumerate(raw_ops):
+        where = f"ops[{t}]"
+        raw = _json_obj(path, where, raw)
+        op_id = str(raw.get("id", f"op{t}"))
+        if op_id in op_ids:
+            raise InputError(f"{path}: {where}, field 'id': duplicate op id {op_id!r}")
+        op_ids.add(op_id)
+        flops = _float_field(path, where, "flops", raw.get("flops", 0.0))
+        fixed = _int_field(path, where, "fixed_bytes", raw.get("fixed_bytes", 0))
+        if flops < 0 or fixed < 0:
+            raise InputError(f"{path}: {where}: flops and fixed_bytes must not be negative")
+        operands = []
+        for j, rawo in enumerate(raw.get("operands", [])):
+            w = f"{where}.operands[{j}]"
+            rawo = _json_obj(path, w, rawo)
+            name = str(rawo.get("buffer", ""))
+            if name not in by_id:
+                raise InputError(f"{path}: {w}, field 'buffer': unknown buffer {name!r}")
+            b = by_id[name]
+            if not (b.start <= t < b.end):
+                raise InputError(
+                    f"{path}: {w}: op {t} touches buffer {name!r} outside its live range [{b.start}, {b.end})"
+                )
+            access = rawo.get("access", "read")
+            if access not in ("read", "write"):
+                raise InputError(f"{path}: {w}, field 'access': expected 'read' or 'write', got {access!r}")
+            nbytes = _int_field(path, w, "bytes", rawo.get("bytes", b.size))
+            if nbytes < 0:
+                raise InputError(f"{path}: {w}, field 'bytes': must not be negative")
+            operands.append(Operand(name, access, nbytes))
+        ops.append(Op(op_id, str(raw.get("kind", "op")), flops, fixed, tuple(operands)))
+    if ops:
+        horizon = len(ops)
+        for k, b in enumerate(buffers):
+            if b.end > horizon:
+                raise InputError(f"{path}: buffers[{k}], field 'end': {b.end} is past the last op ({horizon})")
+    inplace = []
+    for k, pair in enumerate(_json_list(path, data, "inplace")):
+        if not (isinstance(pair, list) and len(pair) == 2 and all(str(x) in by_id for x in pair)):
+            raise InputError(f"{path}: inplace[{k}]: expected a pair of known buffer ids, got {pair!r}")
+        inplace.append((str(pair[0]), str(pair[1])))
+    capacity = data.get("capacity")
+    if capacity is not None:
+        capacity = _int_field(path, "top level", "capacity", capacity)
+        if capacity <= 0:
+            raise InputError(f"{path}: field 'capacity': must be positive, got {capacity}")
+    name = str(data.get("name") or os.path.basename(path))
+    return Problem(name=name, buffers=tuple(buffers), ops=tuple(ops), inplace=tuple(inplace),
+                   capacity=capacity, source=path)
+
+
+def read_workload_json(path: str | os.PathLike) -> Problem:
+    path = str(path)
+    text = _read_text(path)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}: line {exc.lineno}: invalid JSON ({exc.msg})") from None
+    return parse_workload(path, data)
+
+
+def load_problem(path: str | os.PathLike) -> Problem:
+    """Read a problem from a ``.csv`` (MiniMalloc) or ``.json`` (workload) file."""
+    path = str(path)
+    if path.endswith(".json"):
+        return read_workload_json(path)
+    if path.endswith(".csv"):
+        return read_csv(path)[0]
+    if not os.path.exists(path):
+        raise InputError(f"{path}: file not found")
+    raise InputError(f"{path}: unknown file type (expected .csv or .json)")
+
+
+def read_solution_csv(path: str | os.PathLike, problem: Problem) -> list[int | None]:
+    """Offsets of a solution CSV, in ``problem``'s buffer order.
+
+    The file must describe exactly the problem's buffers (same ids, lives and sizes).
+    """
+    path = str(path)
+    sol_problem, offsets = read_csv(path, with_offsets=True)
+    assert offsets is not None
+    mine = {b.id: (b.start, b.end, b.size) for b in problem.buffers}
+    theirs = {b.id: (b.start, b.end, b.size) for b in sol_problem.buffers}
+    for b in sol_problem.buffers:
+        if b.id not in mine:
+            raise InputError(f"{path}: buffer {b.id!r} is not in problem {problem.name!r}: solution is for a different problem")
+        if mine[b.id] != theirs[b.id]:
+            raise InputError(f"{path}: buffer {b.id!r}: lifetime or size differs from problem {problem.name!r}: solution is for a different problem")
+    for b in problem.buffers:
+        if b.id not in theirs:
+            raise InputError(f"{path}: buffer {b.id!r} of problem {problem.name!r} is missing: solution is for a different problem")
+    by_id = {b.id: off for b, off in zip(sol_problem.buffers, offsets)}
+    return [by_id[b.id] for b in problem.buffers]

@@ -1,0 +1,174 @@
+"""Problem model: buffers, ops, problems and solutions (DESIGN.md sections 1, 2 and 5).
+
+Every type here is a frozen dataclass; solvers work on the numpy views in
+:class:`ProblemArrays`, which are computed once per problem.
+
+Example:
+    >>> from hybrid.model import Buffer, Problem
+    >>> p = Problem(name="tiny", buffers=(Buffer("a", 4, 0, 3), Buffer("b", 4, 2, 5)), capacity=8)
+    >>> p.arrays.size.tolist(), p.n
+    ([4, 4], 2)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+MODES = ("map", "pack")
+BUFFER_KINDS = ("activation", "weight", "input", "output", "scratch")
+
+
+class InputError(ValueError):
+    """Bad input: the message is one line naming the file, row/field and reason."""
+
+
+class Status(str, enum.Enum):
+    OPTIMAL = "OPTIMAL"
+    FEASIBLE = "FEASIBLE"
+    INFEASIBLE = "INFEASIBLE"
+    UNKNOWN = "UNKNOWN"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """A tensor live on the half-open op range ``[start, end)``.
+
+    ``benefit`` is the value of holding it in fast memory when the input gives one
+    (the CSV ``benefit`` column); ``None`` lets the cost evaluator derive it.
+    """
+
+    id: str
+    size: int
+    start: int
+    end: int
+    benefit: float | None = None
+    alignment: int = 1
+    kind: str = "activation"
+
+    @property
+    def length(self) -> int:
+        return self.end - self.start
+
+
+@dataclass(frozen=True)
+class Operand:
+    buffer: str
+    access: str  # "read" | "write"
+    bytes: int
+
+
+@dataclass(frozen=True)
+class Op:
+    """One scheduled op; its index in ``Problem.ops`` is its time step."""
+
+    id: str
+    kind: str = "op"
+    flops: float = 0.0
+    fixed_bytes: int = 0
+    operands: tuple[Operand, ...] = ()
+
+
+@dataclass(frozen=True)
+class ProblemArrays:
+    """Column views of a problem's buffers, each of shape ``[n]`` (int64 unless noted)."""
+
+    size: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    alignment: np.ndarray
+    benefit: np.ndarray  # float64; NaN where the input gave none
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A planning instance: buffers (and optionally ops) plus mode and fast-memory capacity.
+
+    ``capacity`` is ``None`` when unknown; in pack mode that means "minimise the peak".
+    """
+
+    name: str
+    buffers: tuple[Buffer, ...]
+    ops: tuple[Op, ...] = ()
+    inplace: tuple[tuple[str, str], ...] = ()
+    capacity: int | None = None
+    mode: str = "map"
+    source: str = ""
+
+    @property
+    def n(self) -> int:
+        return len(self.buffers)
+
+    @property
+    def has_ops(self) -> bool:
+        return bool(self.ops)
+
+    @cached_property
+    def arrays(self) -> ProblemArrays:
+        bufs = self.buffers
+        return ProblemArrays(
+            size=np.fromiter((b.size for b in bufs), np.int64, len(bufs)),
+            start=np.fromiter((b.start for b in bufs), np.int64, len(bufs)),
+            end=np.fromiter((b.end for b in bufs), np.int64, len(bufs)),
+            alignment=np.fromiter((b.alignment for b in bufs), np.int64, len(bufs)),
+            benefit=np.fromiter(
+                (np.nan if b.benefit is None else b.benefit for b in bufs), np.float64, len(bufs)
+            ),
+        )
+
+    @cached_property
+    def index(self) -> dict[str, int]:
+        return {b.id: i for i, b in enumerate(self.buffers)}
+
+    @cached_property
+    def fingerprint(self) -> tuple:
+        """Identity of the buffer set, used to check that a hint belongs to this problem."""
+        return tuple((b.id, b.size, b.start, b.end) for b in self.buffers)
+
+    def replace(self, **changes: Any) -> "Problem":
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class Solution:
+    """A solver's answer (DESIGN.md section 5).
+
+    ``offsets[i]`` is the fast-memory offset of ``problem.buffers[i]`` or ``None`` (slow).
+    ``objective`` is the solver's own view; the runner re-scores every answer with the
+    evaluator. ``history`` holds ``(seconds, objective)`` incumbents for anytime curves.
+    """
+
+    offsets: tuple[int | None, ...]
+    status: Status
+    mode: str = "map"
+    objective: float | None = None
+    bound: float | None = None
+    wall_time: float = 0.0
+    history: tuple[tuple[float, float], ...] = ()
+    stats: Mapping[str, Any] = field(default_factory=dict)
+    solver: str = ""
+
+    @property
+    def placed(self) -> int:
+        return sum(o is not None for o in self.offsets)
+
+    def replace(self, **changes: Any) -> "Solution":
+        return dataclasses.replace(self, **changes)
+
+
+def offsets_array(offsets: Sequence[int | None]) -> np.ndarray:
+    """``offsets`` as int64 ``[n]`` with -1 for slow memory."""
+    return np.fromiter((-1 if o is None else o for o in offsets), np.int64, len(offsets))
+
+
+def offsets_tuple(arr: np.ndarray) -> tuple[int | None, ...]:
+    """Inverse of :func:`offsets_array`."""
+    return tuple(None if o < 0 else int(o) for o in arr.tolist())

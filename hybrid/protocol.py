@@ -1,0 +1,42 @@
+"""The solver protocol every built-in and plugin solver follows (DESIGN.md section 5).
+
+A solver is a class with a ``name``, the ``modes`` it supports and a ``solve`` method::
+
+    solve(problem, hardware, *, time_limit, seed, hint=None, **options) -> Solution
+
+It is registered under the entry-point group ``mallocgame.solvers`` and instantiated with
+no arguments. ``problem.mode`` is ``"map"`` or ``"pack"``; ``problem.capacity`` is the
+fast-memory size (``None`` in pack mode means "minimise the peak"). ``hint`` is a
+:class:`~hybrid.model.Solution` already checked to belong to the problem. Extra keyword
+options (``workers``, ``minimize_peak``, ``simulations``, ...) are passed only when the
+solver's ``solve`` signature names them, so a solver declares what it understands simply
+by naming it. Solvers must honour ``time_limit`` (seconds), take all randomness from
+``seed``, and never print. The runner (:mod:`hybrid.run`) validates and scores whatever
+they return.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, ClassVar
+
+from hybrid.model import Problem, Solution
+
+
+class Solver:
+    """Base class for solvers; subclasses set ``name``/``modes`` and implement ``solve``."""
+
+    name: ClassVar[str] = ""
+    modes: ClassVar[frozenset[str]] = frozenset({"map", "pack"})
+
+    def solve(self, problem: Problem, hardware: Any, *, time_limit: float, seed: int,
+              hint: Solution | None = None, **options: Any) -> Solution:
+        raise NotImplementedError
+
+
+def accepted_options(solver: Any, options: dict[str, Any]) -> dict[str, Any]:
+    """The subset of ``options`` that ``solver.solve`` names in its signature."""
+    params = inspect.signature(solver.solve).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return dict(options)
+    return {k: v for k, v in options.items() if k in params}

@@ -1,0 +1,125 @@
+"""Run a solver, validate its answer and score it: the one path every result takes.
+
+Data flows one way (problem -> solver -> validator and evaluator -> report), so whatever
+a solver claims, the report's ``valid``, ``objective``, ``peak`` and ``estimated_time``
+come from :mod:`hardware.validator` and :mod:`hardware.evaluator`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from hardware.evaluator import Evaluator
+from hardware.validator import peak as peak_of
+from hardware.validator import validate
+from hybrid.bounds import Bound, map_upper_bound, pack_lower_bound
+from hybrid.model import Problem, Solution, Status
+from hybrid.protocol import accepted_options
+from hybrid.registry import load_solver
+
+
+@dataclass(frozen=True)
+class Report:
+    """One solver's validated, scored answer (the report JSON of ``mallocgame solve``).
+
+    ``objective`` is the value (time saved against all-slow) in map mode and the peak
+    address in pack mode; ``bound`` is the relaxation's upper bound on the value (map)
+    or the max-live lower bound on the peak (pack); ``gap`` is ``(bound - value) / bound``
+    in map mode and ``(peak - bound) / bound`` in pack mode.
+    """
+
+    solver: str
+    mode: str
+    status: str
+    valid: bool
+    objective: float | None
+    bound: float | None
+    bound_kind: str | None
+    gap: float | None
+    placed: int
+    total: int
+    peak: int
+    seconds: float
+    estimated_time: float | None
+    time_all_slow: float | None
+    speedup: float | None
+    violation: str | None = None
+    history: list[tuple[float, float]] = field(default_factory=list)
+    stats: dict[str, Any] = field(default_factory=dict)
+    offsets: tuple[int | None, ...] = ()
+
+    def as_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d.pop("offsets")
+        d["history"] = [list(h) for h in self.history]
+        return d
+
+    def summary(self) -> str:
+        obj = "-" if self.objective is None else f"{self.objective:.6g}"
+        bound = "" if self.bound is None else f" bound={self.bound:.6g}"
+        gap = "" if self.gap is None else f" gap={self.gap:.2%}"
+        extra = "" if self.valid else f" INVALID: {self.violation}" if self.violation else ""
+        return (f"{self.solver}: {self.status} objective={obj}{bound}{gap} placed={self.placed}/{self.total} "
+                f"peak={self.peak} seconds={self.seconds:.3f}{extra}")
+
+
+def problem_bound(problem: Problem, hardware) -> Bound:
+    return pack_lower_bound(problem) if problem.mode == "pack" else map_upper_bound(problem, hardware)
+
+
+def score(problem: Problem, hardware, solution: Solution, *, seconds: float, bound: Bound | None,
+          solver_name: str) -> Report:
+    """Validate and score ``solution``; invalid or empty answers yield ``valid=False``."""
+    offsets = tuple(solution.offsets)
+    has_answer = len(offsets) == problem.n and (problem.n == 0 or any(o is not None for o in offsets)
+                                                 or problem.mode == "map")
+    if solution.status is Status.INFEASIBLE or not has_answer:
+        violation = "no solution" if solution.status is not Status.INFEASIBLE else "proven infeasible"
+        valid = False
+    else:
+        violation = validate(problem, offsets)
+        valid = violation is None
+    placed = sum(o is not None for o in offsets) if len(offsets) == problem.n else 0
+    pk = peak_of(problem, offsets) if len(offsets) == problem.n else 0
+    est = slow = speedup = objective = gap = None
+    if valid and problem.mode == "map":
+        ev = Evaluator(problem, hardware)
+        est, slow = ev.time(offsets), ev.time_all_slow
+        objective = slow - est
+        speedup = slow / est if est > 0 else None
+        if bound is not None and bound.value > 0:
+            gap = max(0.0, (bound.value - objective) / bound.value)
+    elif valid:
+        objective = float(pk)
+        if bound is not None and bound.value > 0:
+            gap = (pk - bound.value) / bound.value
+    status = solution.status
+    if valid and status in (Status.UNKNOWN, Status.INFEASIBLE):
+        status = Status.FEASIBLE
+    if not valid and status in (Status.OPTIMAL, Status.FEASIBLE):
+        status = Status.UNKNOWN
+    return Report(
+        solver=solver_name, mode=problem.mode, status=str(status), valid=valid, objective=objective,
+        bound=None if bound is None else bound.value, bound_kind=None if bound is None else bound.kind,
+        gap=gap, placed=placed, total=problem.n, peak=pk, seconds=seconds, estimated_time=est,
+        time_all_slow=slow, speedup=speedup, violation=violation,
+        history=[(float(t), float(v)) for t, v in solution.history],
+        stats=dict(solution.stats), offsets=offsets if valid else (),
+    )
+
+
+def run_solver(name: str, problem: Problem, hardware, *, time_limit: float, seed: int,
+               hint: Solution | None = None, options: dict[str, Any] | None = None,
+               bound: Bound | None = None) -> Report:
+    """Load solver ``name``, solve, validate and score. Raises ``SolverLoadError`` for a bad name."""
+    solver = load_solver(name)
+    modes = getattr(solver, "modes", frozenset({"map", "pack"}))
+    if problem.mode not in modes:
+        raise ValueError(f"solver {name!r} does not support {problem.mode} mode (supports: {', '.join(sorted(modes))})")
+    kwargs = accepted_options(solver, dict(options or {}))
+    t0 = time.monotonic()
+    solution = solver.solve(problem, hardware, time_limit=time_limit, seed=seed, hint=hint, **kwargs)
+    seconds = time.monotonic() - t0
+    return score(problem, hardware, solution, seconds=seconds, bound=bound, solver_name=name)
