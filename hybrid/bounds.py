@@ -91,24 +91,29 @@ def map_upper_bound(problem: Problem, hardware, *, time_limit: float = 20.0) -> 
     for r, row in enumerate(rows):
         r_idx.extend([r] * len(row))
         c_idx.extend(col[int(i)] for i in row.tolist())
-        vals.extend(a.size[row].tolist())
+        # Rows in units of the capacity, times in units of the largest headroom, so that
+        # HiGHS's absolute feasibility tolerance (1e-7) is small against every coefficient.
+        vals.extend((a.size[row] / capacity).tolist())
     n_rows = len(rows)
     if ev.additive:
         c = -benefits[cand]
         nvar = nx
         A_rows, A_cols, A_vals = r_idx, c_idx, vals
-        ub_rows = [float(capacity)] * n_rows
+        ub_rows = [1.0] * n_rows
         lb_rows = [-np.inf] * n_rows
         integrality = np.ones(nx)
+        unit = 1.0
         ub_vars = np.ones(nx)
     else:
         # s_t - sum delta_{t,b} x_b <= 0 for every op t with headroom; s_t <= headroom_t.
         headroom = np.maximum(ev.slow_mem - ev.compute, 0.0)
         ops = np.flatnonzero(headroom > 0)
+        unit = float(headroom.max()) if len(ops) else 1.0
+        headroom = headroom / unit
         op_col = {int(t): nx + k for k, t in enumerate(ops.tolist())}
         nvar = nx + len(ops)
         A_rows, A_cols, A_vals = list(r_idx), list(c_idx), [float(v) for v in vals]
-        ub_rows = [float(capacity)] * n_rows
+        ub_rows = [1.0] * n_rows
         lb_rows = [-np.inf] * n_rows
         for t in ops.tolist():
             A_rows.append(n_rows)
@@ -119,7 +124,7 @@ def map_upper_bound(problem: Problem, hardware, *, time_limit: float = 20.0) -> 
                 if b in col:
                     A_rows.append(n_rows)
                     A_cols.append(col[b])
-                    A_vals.append(-d)
+                    A_vals.append(-d / unit)
             ub_rows.append(0.0)
             lb_rows.append(-np.inf)
             n_rows += 1
@@ -127,7 +132,7 @@ def map_upper_bound(problem: Problem, hardware, *, time_limit: float = 20.0) -> 
         integrality = np.concatenate([np.ones(nx), np.zeros(len(ops))])
         ub_vars = np.concatenate([np.ones(nx), headroom[ops]])
     if n_rows == 0:
-        return Bound(float(-c[c < 0].sum()) if ev.additive else trivial, "mip", time.monotonic() - t0)
+        return Bound(trivial, "mip", time.monotonic() - t0)
     A = coo_matrix((A_vals, (A_rows, A_cols)), shape=(n_rows, nvar)).tocsr()
     constraint = LinearConstraint(A, lb_rows, ub_rows)
     var_bounds = Bounds(np.zeros(nvar), ub_vars)
@@ -138,9 +143,11 @@ def map_upper_bound(problem: Problem, hardware, *, time_limit: float = 20.0) -> 
         res = milp(c, constraints=constraint, bounds=var_bounds, integrality=integrality,
                    options={"time_limit": time_limit, "mip_rel_gap": 1e-6})
         kind = "mip"
-    if res.status == 0 and res.fun is not None:
-        return Bound(float(-res.fun), kind, time.monotonic() - t0)
+    # The dual bound, not the incumbent, is what no placement can exceed.
     dual = getattr(res, "mip_dual_bound", None)
+    if res.status == 0 and res.fun is not None:
+        best = float(-res.fun) if dual is None or not np.isfinite(dual) else max(float(-res.fun), float(-dual))
+        return Bound(min(best * unit, trivial), kind, time.monotonic() - t0)
     if dual is not None and np.isfinite(dual):
-        return Bound(float(-dual), "mip-dual", time.monotonic() - t0)
+        return Bound(min(float(-dual) * unit, trivial), "mip-dual", time.monotonic() - t0)
     return Bound(trivial, "trivial", time.monotonic() - t0)

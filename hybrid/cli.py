@@ -56,9 +56,23 @@ def fail(message: str, code: int = EXIT_BAD_INPUT) -> None:
 
 
 def load_input(path: str) -> Problem:
+    """Read PROBLEM: a file path, or ``example:NAME`` for an example bundled in ``hybrid/data``."""
     from hybrid.io import load_problem
 
+    if path.startswith("example:"):
+        path = str(example_path(path.split(":", 1)[1]))
     return load_problem(path)
+
+
+def example_path(name: str):
+    from importlib.resources import files
+
+    data = files("hybrid") / "data"
+    names = sorted(p.name for p in data.iterdir() if p.name.endswith((".csv", ".json")))
+    for candidate in names:
+        if candidate == name or candidate.split(".")[0] == name:
+            return data / candidate
+    raise InputError(f"example:{name}: no such bundled example (have: {', '.join(n.split('.')[0] for n in names)})")
 
 
 def default_mode(problem: Problem) -> str:

@@ -7,6 +7,7 @@ warm-started result is never worse than its hint (DESIGN.md section 5).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Any
 
@@ -42,9 +43,11 @@ def solve_with_warm_start(name: str, problem: Problem, hardware, *, time_limit: 
     remaining = max(time_limit - (time.monotonic() - t0), 1e-3)
     report = run_solver(name, problem, hardware, time_limit=remaining, seed=seed, hint=hint,
                         options=options, bound=bound)
-    total = time.monotonic() - t0
     if fallback is not None and better(fallback, report):
         stats = dict(report.stats) | {"fallback": f"kept the hint from {fallback.solver}",
                                       "main_status": report.status}
-        return fallback.__class__(**{**fallback.__dict__, "solver": name, "seconds": total, "stats": stats})
-    return report.__class__(**{**report.__dict__, "seconds": total})
+        return dataclasses.replace(fallback, solver=name, seconds=report.seconds + fallback.seconds, stats=stats)
+    if warm_start and fallback is not None:
+        return dataclasses.replace(report, seconds=report.seconds + fallback.seconds,
+                                   stats=dict(report.stats) | {"warm_start": warm_start})
+    return report

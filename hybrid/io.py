@@ -92,6 +92,7 @@ def workload_dict(problem: Problem) -> dict[str, Any]:
             for b in problem.buffers
         ],
         "inplace": [list(pair) for pair in problem.inplace],
+        **({"capacity": problem.capacity} if problem.capacity is not None else {}),
     }
 
 

@@ -1,0 +1,27 @@
+"""Shared fixtures: benchmark paths and small generated problems."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCHMARKS = Path(os.environ.get("MALLOCGAME_BENCHMARKS", ROOT.parent / "shared" / "benchmarks"))
+DATA = ROOT / "hybrid" / "data"
+
+
+def needs_benchmarks():
+    return pytest.mark.skipif(not BENCHMARKS.is_dir(), reason=f"benchmarks not found at {BENCHMARKS}")
+
+
+def run_cli(*args: str, env: dict | None = None, input: str | None = None) -> subprocess.CompletedProcess:
+    """Run ``mallocgame ARGS`` in a fresh interpreter, as a user would."""
+    full_env = dict(os.environ)
+    if env:
+        full_env.update(env)
+    return subprocess.run([sys.executable, "-m", "hybrid.cli", *args], capture_output=True, text=True,
+                          env=full_env, input=input, timeout=600, cwd=ROOT)

@@ -1,0 +1,125 @@
+"""The command line as users call it: contract names, exit codes, one-line errors, no half-written files."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from hybrid.generate import packed_instance, random_intervals
+from hybrid.io import problem_csv_text
+from tests.conftest import BENCHMARKS, DATA, needs_benchmarks, run_cli
+
+EXAMPLE = str(DATA / "layered150.json")
+
+
+def test_solvers_lists_builtins_without_importing_them():
+    r = run_cli("solvers")
+    assert r.returncode == 0
+    assert "greedy-xla" in r.stdout and "best-fit" in r.stdout
+    r = run_cli("solvers", env={"PYTHONPROFILEIMPORTTIME": "1"})
+    imported = r.stderr
+    assert "solvers.greedy_xla" not in imported and " torch" not in imported and "ortools" not in imported
+
+
+def test_solve_writes_solution_and_report(tmp_path):
+    out, rep = tmp_path / "sol.csv", tmp_path / "rep.json"
+    r = run_cli("solve", EXAMPLE, "--solver", "greedy-xla", "-o", str(out), "--report", str(rep), "--seed", "3")
+    assert r.returncode == 0, r.stderr
+    line = r.stdout.strip().splitlines()[-1]
+    assert line.startswith("greedy-xla: FEASIBLE") and "placed=" in line and "seconds=" in line
+    report = json.loads(rep.read_text())
+    for key in ("solver", "mode", "status", "objective", "bound", "gap", "placed", "total", "peak", "seconds",
+                "estimated_time"):
+        assert key in report
+    assert report["mode"] == "map" and report["objective"] <= report["bound"] * (1 + 1e-9)
+    v = run_cli("validate", EXAMPLE, str(out))
+    assert v.returncode == 0 and v.stdout.startswith("ok")
+
+
+def test_validate_reports_first_violation(tmp_path):
+    p, offsets = packed_instance(12, seed=1, capacity=32, horizon=10)
+    prob = tmp_path / "p.32.csv"
+    prob.write_text(problem_csv_text(p))
+    sol = tmp_path / "s.csv"
+    bad = [0] * len(offsets)
+    sol.write_text(problem_csv_text(p, bad))
+    r = run_cli("validate", str(prob), str(sol))
+    assert r.returncode == 1 and "overlap" in r.stdout
+    sol.write_text(problem_csv_text(p, offsets))
+    assert run_cli("validate", str(prob), str(sol)).returncode == 0
+
+
+def test_info_prints_the_facts():
+    r = run_cli("info", EXAMPLE)
+    assert r.returncode == 0
+    for key in ("buffers: 150", "ops: ", "horizon:", "components:", "max live bytes:", "bound (no-fragmentation"):
+        assert key in r.stdout
+
+
+def test_pack_mode_over_capacity_is_no_solution(tmp_path):
+    p, _ = packed_instance(40, seed=3, capacity=64, horizon=30)
+    prob = tmp_path / "tight.64.csv"
+    prob.write_text(problem_csv_text(p))
+    out = tmp_path / "sol.csv"
+    r = run_cli("solve", str(prob), "--solver", "best-fit", "-o", str(out))
+    if "INVALID" in r.stdout:  # best fit overflows this tight instance
+        assert r.returncode == 1 and not out.exists()
+    else:
+        assert r.returncode == 0 and out.exists()
+
+
+def bad_inputs(tmp_path):
+    ok = tmp_path / "ok.100.csv"
+    ok.write_text(problem_csv_text(random_intervals(8, seed=1)))
+    files = {
+        "empty": ("empty.csv", ""),
+        "nocol": ("nocol.csv", "id,lower,size\na,0,4\n"),
+        "nonnum": ("nonnum.csv", "id,lower,upper,size\na,zero,2,4\n"),
+        "size": ("size.csv", "id,lower,upper,size\na,0,2,0\n"),
+        "upper": ("upper.csv", "id,lower,upper,size\na,3,2,4\n"),
+        "dup": ("dup.csv", "id,lower,upper,size\na,0,2,4\na,0,2,4\n"),
+        "unknown-buffer": ("ub.json", json.dumps({"format": "mallocgame.workload/1", "buffers": [
+            {"id": "x", "size": 4, "start": 0, "end": 1}], "ops": [{"id": "o", "operands": [{"buffer": "y"}]}]})),
+        "format": ("fmt.json", json.dumps({"format": "nope", "buffers": []})),
+        "big": ("big.16.csv", "id,lower,upper,size\na,0,2,32\n"),
+    }
+    for key, (name, text) in files.items():
+        (tmp_path / name).write_text(text)
+    other = tmp_path / "other.csv"
+    other.write_text(problem_csv_text(random_intervals(8, seed=2), [None] * 8))
+    return {
+        **{k: ["solve", str(tmp_path / n), "--solver", "greedy-xla"] for k, (n, _) in files.items()},
+        "missing-file": ["solve", str(tmp_path / "nope.csv"), "--solver", "greedy-xla"],
+        "capacity-zero": ["solve", str(ok), "--solver", "greedy-xla", "--capacity", "0"],
+        "capacity-negative": ["solve", str(ok), "--solver", "greedy-xla", "--capacity", "-5"],
+        "unknown-solver": ["solve", str(ok), "--solver", "no-such-solver"],
+        "foreign-hint": ["solve", str(ok), "--solver", "greedy-xla", "--mode", "map", "--hint", str(other)],
+        "time-limit": ["solve", str(ok), "--solver", "greedy-xla", "--time-limit", "0"],
+    }
+
+
+@pytest.fixture
+def bad(tmp_path):
+    return tmp_path, bad_inputs(tmp_path)
+
+
+CASES = ["empty", "nocol", "nonnum", "size", "upper", "dup", "unknown-buffer", "format", "big", "missing-file",
+         "capacity-zero", "capacity-negative", "unknown-solver", "foreign-hint", "time-limit"]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_bad_input_is_one_line_exit_2(bad, case):
+    tmp_path, cases = bad
+    out = tmp_path / f"out-{case}.csv"
+    r = run_cli(*cases[case], "-o", str(out))
+    assert r.returncode == 2, (case, r.stdout, r.stderr)
+    err = r.stderr.strip().splitlines()
+    assert len(err) == 1 and "Traceback" not in r.stderr, r.stderr
+    assert not out.exists()
+
+
+@needs_benchmarks()
+def test_minimalloc_pack_default_mode():
+    r = run_cli("info", str(BENCHMARKS / "minimalloc" / "input.12.csv"))
+    assert "mode: pack" in r.stdout and "capacity: 12" in r.stdout

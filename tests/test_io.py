@@ -1,0 +1,130 @@
+"""Readers and writers: round trips, and one clear line for every kind of bad input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from hybrid.generate import layered_network, random_intervals
+from hybrid.io import (capacity_from_name, load_problem, problem_csv_text, read_solution_csv, workload_dict,
+                       write_solution_csv, write_workload_json)
+from hybrid.model import InputError, Solution, Status
+from tests.conftest import BENCHMARKS, needs_benchmarks
+
+
+def write(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def test_csv_round_trip_with_benefit(tmp_path):
+    p = random_intervals(30, seed=2, with_benefit=True)
+    path = write(tmp_path, "r.100.csv", problem_csv_text(p))
+    q = load_problem(path)
+    assert q.capacity == 100
+    assert [(b.id, b.start, b.end, b.size, b.benefit) for b in q.buffers] == \
+           [(b.id, b.start, b.end, b.size, b.benefit) for b in p.buffers]
+
+
+def test_json_round_trip_keeps_ops_and_capacity(tmp_path):
+    p = layered_network(80, seed=3)
+    path = tmp_path / "w.json"
+    write_workload_json(path, p)
+    q = load_problem(str(path))
+    assert q.ops == p.ops and q.buffers == p.buffers and q.capacity == p.capacity
+    assert workload_dict(q)["format"] == "mallocgame.workload/1"
+
+
+def test_solution_csv_round_trip(tmp_path):
+    p = random_intervals(10, seed=1)
+    offsets = tuple(None if i % 3 == 0 else 8 * i for i in range(10))
+    path = tmp_path / "sol.csv"
+    write_solution_csv(path, p, Solution(offsets=offsets, status=Status.FEASIBLE))
+    assert tuple(read_solution_csv(str(path), p)) == offsets
+    header = path.read_text().splitlines()[0]
+    assert header == "id,lower,upper,size,offset"
+
+
+def test_capacity_from_name():
+    assert capacity_from_name("x/A.1048576.csv") == 1048576
+    assert capacity_from_name("plain.csv") is None
+
+
+@needs_benchmarks()
+def test_reads_minimalloc_benchmark():
+    p = load_problem(str(BENCHMARKS / "minimalloc" / "K.1048576.csv"))
+    assert p.n == 454 and p.capacity == 1048576
+
+
+BAD_CSV = [
+    ("empty.csv", "", "empty file"),
+    ("header.csv", "id,lower,upper,size\n", "no buffers"),
+    ("nocol.csv", "id,lower,size\na,0,4\n", "missing column 'upper'"),
+    ("nonnum.csv", "id,lower,upper,size\na,0,x,4\n", "row 2, field 'upper'"),
+    ("zero.csv", "id,lower,upper,size\na,0,2,0\n", "row 2, field 'size'"),
+    ("neg.csv", "id,lower,upper,size\na,0,2,-3\n", "size must be positive"),
+    ("order.csv", "id,lower,upper,size\na,0,2,4\nb,5,5,4\n", "row 3, field 'upper'"),
+    ("dup.csv", "id,lower,upper,size\na,0,2,4\na,1,3,4\n", "duplicate id 'a'"),
+    ("fields.csv", "id,lower,upper,size\na,0,2\n", "row 2: expected 4 fields"),
+]
+
+
+@pytest.mark.parametrize("name,text,reason", BAD_CSV, ids=[b[0] for b in BAD_CSV])
+def test_bad_csv_gives_one_line(tmp_path, name, text, reason):
+    path = write(tmp_path, name, text)
+    with pytest.raises(InputError) as err:
+        load_problem(path)
+    message = str(err.value)
+    assert "\n" not in message and path in message and reason in message
+
+
+def workload(**changes):
+    doc = {"format": "mallocgame.workload/1", "name": "w",
+           "ops": [{"id": "op0", "kind": "matmul", "flops": 10.0, "operands": [{"buffer": "b0", "access": "read", "bytes": 8}]},
+                   {"id": "op1", "kind": "add", "flops": 1.0, "operands": [{"buffer": "b0", "access": "read", "bytes": 8}]}],
+           "buffers": [{"id": "b0", "size": 8, "start": 0, "end": 2, "alignment": 1, "kind": "activation"}],
+           "inplace": []}
+    doc.update(changes)
+    return doc
+
+
+BAD_JSON = [
+    ("format", lambda: workload(format="other/1"), "field 'format'"),
+    ("unknown-buffer", lambda: workload(ops=[{"id": "o", "operands": [{"buffer": "zz", "bytes": 1}]}]), "unknown buffer 'zz'"),
+    ("outside-life", lambda: workload(ops=[{"id": "o", "operands": []}, {"id": "p", "operands": []},
+                                           {"id": "q", "operands": [{"buffer": "b0", "bytes": 1}]}]), "outside its live range"),
+    ("size", lambda: workload(buffers=[{"id": "b0", "size": 0, "start": 0, "end": 2}]), "field 'size'"),
+    ("missing", lambda: workload(buffers=[{"id": "b0", "start": 0, "end": 2}]), "missing field 'size'"),
+    ("kind", lambda: workload(buffers=[{"id": "b0", "size": 8, "start": 0, "end": 2, "kind": "nope"}]), "field 'kind'"),
+    ("inplace", lambda: workload(inplace=[["b0", "b9"]]), "inplace[0]"),
+]
+
+
+@pytest.mark.parametrize("name,make,reason", BAD_JSON, ids=[b[0] for b in BAD_JSON])
+def test_bad_json_gives_one_line(tmp_path, name, make, reason):
+    path = write(tmp_path, f"{name}.json", json.dumps(make()))
+    with pytest.raises(InputError) as err:
+        load_problem(path)
+    assert "\n" not in str(err.value) and reason in str(err.value) and path in str(err.value)
+
+
+def test_truncated_json(tmp_path):
+    path = write(tmp_path, "t.json", json.dumps(workload())[:40])
+    with pytest.raises(InputError, match="invalid JSON"):
+        load_problem(path)
+
+
+def test_missing_file():
+    with pytest.raises(InputError, match="file not found"):
+        load_problem("/nonexistent/x.csv")
+
+
+def test_hint_for_other_problem_is_rejected(tmp_path):
+    p = random_intervals(5, seed=1)
+    q = random_intervals(5, seed=2)
+    path = tmp_path / "sol.csv"
+    write_solution_csv(path, q, Solution(offsets=(None,) * 5, status=Status.FEASIBLE))
+    with pytest.raises(InputError, match="different problem"):
+        read_solution_csv(str(path), p)
