@@ -1,0 +1,203 @@
+"""The mallocGame: memory mapping as a one-player game with exact, telescoping rewards (DESIGN.md section 6).
+
+Two variants share one interface (:class:`Game`; pick with ``GameConfig.variant``):
+
+* ``"order"`` (:mod:`search.game_order`): buffers are decided one at a time in a fixed
+  order (default: start time ascending, then size descending). Actions ``0..k-1`` put
+  the current buffer at one of its ``k`` lowest feasible **canonical offsets** — the
+  aligned bottom of each free hole left by the placed buffers that interfere with it,
+  which is exactly the set of aligned tops (and 0) where it fits; action ``k`` sends it
+  to slow memory (in pack mode only when no offset fits).
+* ``"address"`` (:mod:`search.game_address`): MiniMalloc's view. The address is fixed
+  instead: the lowest segment of the occupancy skyline. Actions ``0..k-1`` put one of
+  the ``k`` best-ranked candidate buffers (those whose whole live range fits the
+  segment) on that segment; action ``k`` ("slow"/close) leaves the segment idle, which
+  raises it to its lower neighbour; buffers that no longer fit below the capacity go to
+  slow memory. See that module for the exact rules and why every episode ends.
+
+Reward per step = exact reduction of the evaluator's program time (undecided buffers
+count as slow) divided by ``time(all slow)``, so an episode's rewards sum to
+``Evaluator.value(offsets) / time(all slow)`` in ``[0, 1]``. Pack mode: bytes placed /
+total bytes (see :mod:`search.game_data`). State updates are incremental: a step touches
+only the buffers that interfere with the decision and the ops of the buffer placed.
+
+Example:
+    >>> from hybrid.generate import layered_network
+    >>> from hardware.spec import PRESETS
+    >>> g = Game(layered_network(60, seed=1), PRESETS["tpuv4i"])
+    >>> while not g.done:
+    ...     _ = g.step(g.greedy_action())
+    >>> 0 < g.total_reward() < 1
+    True
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from hybrid.model import Problem
+from search.game_data import GameData
+
+#: Features of one buffer: valid, size/scale, start, end, length (horizon-normalised),
+#: benefit / max benefit, benefit density / max density, is a weight.
+BUFFER_FEATURES = 8
+#: Features of one action slot. Order variant: offset, top, hole size, waste (all /scale),
+#: value of placing, rank / k, is slow, exists. Address variant: size, top, start within
+#: the segment, coverage of the segment, benefit, value of placing, is slow/close, exists.
+ACTION_FEATURES = 8
+VARIANTS = ("order", "address")
+
+
+@dataclass(frozen=True)
+class GameConfig:
+    variant: str = "order"  # "order" (fixed buffer order, choose offset) | "address" (fixed address, choose buffer)
+    k: int = 16  # candidate actions besides "slow"
+    order: str = "start"  # buffer order of the "order" variant: "start" | "xla" | "size"
+    upcoming: int = 4  # next buffers in the observation
+    profile_bins: int = 16  # occupancy profile resolution
+
+    def __post_init__(self):
+        if self.variant not in VARIANTS:
+            raise ValueError(f"unknown game variant {self.variant!r} (known: {', '.join(VARIANTS)})")
+        if self.k < 1 or self.upcoming < 0 or self.profile_bins < 1:
+            raise ValueError("GameConfig: k and profile_bins must be >= 1 and upcoming >= 0")
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What a policy sees; fixed shapes for a given :class:`GameConfig`.
+
+    ``buffer`` [BUFFER_FEATURES]: the current buffer (address variant: the lowest skyline
+    segment as a pseudo-buffer: valid, floor height, start, end, length, candidates / k,
+    room left above the floor, 0); ``profile`` [profile_bins]: fast-memory occupancy
+    over the current buffer's live range (address variant: skyline height around the
+    segment), as fractions of the capacity; ``actions`` [num_actions, ACTION_FEATURES];
+    ``upcoming`` [upcoming, BUFFER_FEATURES] (zero rows past the end); ``progress`` [2]:
+    fraction decided and current time (address variant: floor height); ``mask``
+    [num_actions] bool.
+    """
+
+    buffer: np.ndarray
+    profile: np.ndarray
+    actions: np.ndarray
+    upcoming: np.ndarray
+    progress: np.ndarray
+    mask: np.ndarray
+
+    def as_vector(self) -> np.ndarray:
+        """float32 ``[OBS_DIM]``: buffer, profile, upcoming (flattened), progress."""
+        return np.concatenate([self.buffer, self.profile, self.upcoming.reshape(-1), self.progress]).astype(np.float32)
+
+
+def observation_dims(config: GameConfig = GameConfig()) -> dict[str, int]:
+    """Sizes a network needs, without building a game."""
+    return {
+        "obs_dim": BUFFER_FEATURES + config.profile_bins + config.upcoming * BUFFER_FEATURES + 2,
+        "num_actions": config.k + 1,
+        "action_features": ACTION_FEATURES,
+        "buffer_features": BUFFER_FEATURES,
+        "profile_bins": config.profile_bins,
+        "upcoming": config.upcoming,
+    }
+
+
+class Game:
+    """One episode of the mallocGame; ``Game(problem, hardware, config)`` builds the config's variant.
+
+    ``data`` may pass a :class:`GameData` built earlier for the same problem and hardware,
+    so many games on one problem share it. ``mode`` overrides ``problem.mode``.
+    """
+
+    config: GameConfig
+    data: GameData
+
+    def __new__(cls, problem: Problem | None = None, hardware=None, config: GameConfig = GameConfig(), **_):
+        if cls is Game:
+            if config.variant == "order":
+                from search.game_order import OrderGame as cls
+            else:
+                from search.game_address import AddressGame as cls
+        return object.__new__(cls)
+
+    def __init__(self, problem: Problem, hardware, config: GameConfig = GameConfig(), *,
+                 data: GameData | None = None, mode: str | None = None):
+        self.config = config
+        self.data = data if data is not None else GameData(problem, hardware, mode=mode)
+        self.num_actions = config.k + 1
+        self.slow_action = config.k
+        self._total = 0.0
+        self._steps = 0
+
+    # --- shared API -------------------------------------------------------------------------
+    def legal_actions(self) -> np.ndarray:
+        """Indices of the legal actions, int64 ascending."""
+        return np.flatnonzero(self.legal_mask())
+
+    def total_reward(self) -> float:
+        """Sum of the rewards so far (normalised; the episode's value when done)."""
+        return self._total
+
+    @property
+    def steps(self) -> int:
+        return self._steps
+
+    def offsets(self) -> np.ndarray:
+        """int64 ``[n]``: offset of every buffer, -1 = slow or undecided."""
+        return self._off.copy()
+
+    def clone(self) -> "Game":
+        """An independent copy of the state; the immutable problem data is shared."""
+        other = object.__new__(type(self))
+        other.__dict__.update(self.__dict__)
+        other._copy_state_from(self)
+        return other
+
+    def _profile(self, lo: float, hi: float, starts: np.ndarray, ends: np.ndarray, values: np.ndarray,
+                 reduce_max: bool) -> np.ndarray:
+        """``profile_bins`` values over time ``[lo, hi)``: per bin, the sum (or max) of ``values``
+        of the intervals ``[starts, ends)`` that touch it."""
+        bins = self.config.profile_bins
+        out = np.zeros(bins, np.float64)
+        if len(starts) == 0 or hi <= lo:
+            return out.astype(np.float32)
+        width = (hi - lo) / bins
+        first = np.clip(np.floor((np.maximum(starts, lo) - lo) / width), 0, bins - 1).astype(np.int64)
+        last = np.clip(np.ceil((np.minimum(ends, hi) - lo) / width), 1, bins).astype(np.int64)
+        if reduce_max:
+            for f, l, v in zip(first.tolist(), last.tolist(), values.tolist()):
+                np.maximum(out[f:l], v, out=out[f:l])
+        else:
+            diff = np.zeros(bins + 1, np.float64)
+            np.add.at(diff, first, values)
+            np.add.at(diff, last, -values)
+            out = np.cumsum(diff[:-1])
+        return out.astype(np.float32)
+
+    # --- variant API (implemented by subclasses) ------------------------------------------
+    def _copy_state_from(self, other: "Game") -> None:
+        raise NotImplementedError
+
+    def legal_mask(self) -> np.ndarray:
+        raise NotImplementedError
+
+    def step(self, action: int) -> float:
+        raise NotImplementedError
+
+    @property
+    def done(self) -> bool:
+        raise NotImplementedError
+
+    def observation(self) -> Observation:
+        raise NotImplementedError
+
+    def greedy_action(self) -> int:
+        raise NotImplementedError
+
+    def describe_actions(self) -> list[str]:
+        """One human-readable line per legal action (for ``mallocgame play``)."""
+        raise NotImplementedError
+
+    def describe_state(self) -> str:
+        raise NotImplementedError

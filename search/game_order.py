@@ -1,0 +1,225 @@
+"""The fixed-order mallocGame variant: buffers in a fixed order, the action chooses the offset.
+
+For the current buffer, the placed buffers that interfere with it (live ranges overlap,
+found with :class:`hybrid.graph.OverlapIndex`) split the address space ``[0, capacity)``
+into free holes. A canonical offset (0 or the aligned top of an interfering placed
+buffer) is feasible exactly when it is the aligned bottom of a free hole that holds the
+buffer, so the feasible canonical offsets are the holes' aligned bottoms; actions
+``0..k-1`` are the ``k`` lowest of them in address order, action ``k`` is slow memory
+(in pack mode legal only when no offset fits, so the game never gives up voluntarily).
+
+State: offsets ``[n]``, the position in the order, the per-op saved seconds of the
+reward model. A step costs one index query plus a scan of the interfering buffers.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from search.game import ACTION_FEATURES, BUFFER_FEATURES, Game, GameConfig, Observation
+from search.game_data import buffer_order
+
+_SMALL = 48  # below this many interfering buffers a Python scan beats numpy
+_INF = float("inf")
+
+
+def free_holes(offs: np.ndarray, tops: np.ndarray, size: int, align: int, capacity: int | None,
+               k: int) -> list[tuple[int, int, float]]:
+    """The ``k`` lowest free holes that hold ``size`` bytes: ``[(aligned offset, hole bottom, hole top)]``.
+
+    ``offs``/``tops`` (shape ``[m]``) are the address ranges ``[off, top)`` of the placed
+    interfering buffers. The hole above everything ends at ``capacity`` (infinity when
+    ``None``).
+    """
+    cap = _INF if capacity is None else capacity
+    holes: list[tuple[int, int, float]] = []
+    if len(offs) < _SMALL:
+        cur = 0
+        for o, t in sorted(zip(offs.tolist(), tops.tolist())):
+            if o > cur:
+                a = -(-cur // align) * align
+                if a + size <= o:
+                    holes.append((a, cur, o))
+                    if len(holes) == k:
+                        return holes
+            if t > cur:
+                cur = t
+        a = -(-cur // align) * align
+        if a + size <= cap:
+            holes.append((a, cur, cap))
+        return holes
+    order = np.argsort(offs, kind="stable")
+    o, t = offs[order], tops[order]
+    lo = np.concatenate(([0], np.maximum.accumulate(t)))
+    hi = np.concatenate((o, [np.iinfo(np.int64).max if capacity is None else capacity]))
+    start = -(-lo // align) * align
+    fit = np.flatnonzero(start + size <= hi)[:k]
+    for j in fit.tolist():
+        top = _INF if (j == len(o) and capacity is None) else int(hi[j])
+        holes.append((int(start[j]), int(lo[j]), top))
+    return holes
+
+
+class OrderGame(Game):
+    """Fixed buffer order; choose one of the ``k`` lowest feasible canonical offsets, or slow."""
+
+    def __init__(self, problem, hardware, config: GameConfig = GameConfig(), *, data=None, mode=None):
+        super().__init__(problem, hardware, config, data=data, mode=mode)
+        d = self.data
+        if config.order not in d.orders:
+            order = buffer_order(d.problem, d.benefit, config.order)
+            d.orders[config.order] = (order, order.tolist())
+        self._order, self._order_l = d.orders[config.order]
+        self._off = np.full(d.n, -1, np.int64)
+        self._pos = 0
+        self._saved = [0.0] * d.n_ops if d.mode == "map" else None
+        self._peak = 0
+        self._holes: list | None = None
+
+    def _copy_state_from(self, other: "OrderGame") -> None:
+        self._off = other._off.copy()
+        if other._saved is not None:
+            self._saved = other._saved.copy()
+
+    # --- decisions ----------------------------------------------------------------------------
+    @property
+    def done(self) -> bool:
+        return self._pos >= self.data.n
+
+    @property
+    def current(self) -> int:
+        """Index of the buffer being decided (-1 when done)."""
+        return self._order_l[self._pos] if self._pos < self.data.n else -1
+
+    def holes(self) -> list[tuple[int, int, float]]:
+        """Feasible canonical placements of the current buffer: ``[(offset, hole bottom, hole top)]``."""
+        if self._holes is None:
+            d = self.data
+            i = self._order_l[self._pos]
+            near = d.index.query(d.start_l[i], d.end_l[i])
+            offs = self._off[near]
+            placed = offs >= 0
+            offs = offs[placed]
+            self._holes = free_holes(offs, offs + d.size[near[placed]], d.size_l[i], d.align_l[i],
+                                     d.capacity, self.config.k)
+        return self._holes
+
+    def _slow_legal(self) -> bool:
+        return self.data.mode == "map" or not self.holes()
+
+    def legal_mask(self) -> np.ndarray:
+        mask = np.zeros(self.num_actions, bool)
+        if self.done:
+            return mask
+        mask[:len(self.holes())] = True
+        mask[self.slow_action] = self._slow_legal()
+        return mask
+
+    def greedy_action(self) -> int:
+        """Best fit: the smallest offered hole that holds the buffer (lowest on ties), else slow."""
+        holes = self.holes()
+        if not holes:
+            return self.slow_action
+        best, best_len = 0, _INF
+        for j, (_, lo, hi) in enumerate(holes):
+            if hi - lo < best_len:
+                best, best_len = j, hi - lo
+        return best
+
+    def step(self, action: int) -> float:
+        if self.done:
+            raise ValueError("step on a finished game")
+        holes = self.holes()
+        i = self._order_l[self._pos]
+        reward = 0.0
+        if action == self.slow_action:
+            if not self._slow_legal():
+                raise ValueError("illegal action: slow memory is not allowed while an offset fits (pack mode)")
+        elif 0 <= action < len(holes):
+            off = holes[action][0]
+            self._off[i] = off
+            reward = self._place_reward(i, off)
+        else:
+            raise ValueError(f"illegal action {action}: {len(holes)} offsets are offered")
+        self._total += reward
+        self._pos += 1
+        self._steps += 1
+        self._holes = None
+        return reward
+
+    def _place_reward(self, i: int, off: int) -> float:
+        d = self.data
+        if d.mode == "map":
+            return d.place_reward(i, self._saved, True)
+        size = d.size_l[i]
+        if d.capacity is not None:
+            return size / d.total_bytes
+        top = off + size
+        rise = max(0, top - self._peak)
+        self._peak = max(self._peak, top)
+        return (size - rise) / d.total_bytes
+
+    def placement_value(self, i: int) -> float:
+        """Reward of placing buffer ``i`` now (same for every offset of the order variant)."""
+        d = self.data
+        if d.mode == "map":
+            return d.place_reward(i, self._saved, False)
+        return d.size_l[i] / d.total_bytes
+
+    # --- observation --------------------------------------------------------------------------
+    def observation(self) -> Observation:
+        d, cfg = self.data, self.config
+        buffer = np.zeros(BUFFER_FEATURES, np.float32)
+        actions = np.zeros((self.num_actions, ACTION_FEATURES), np.float32)
+        profile = np.zeros(cfg.profile_bins, np.float32)
+        upcoming = np.zeros((cfg.upcoming, BUFFER_FEATURES), np.float32)
+        mask = self.legal_mask()
+        if not self.done:
+            i = self.current
+            buffer[:] = d.buffer_features(i)
+            s, e = d.start_l[i], d.end_l[i]
+            near = d.index.query(s, e)
+            near = near[self._off[near] >= 0]
+            profile = self._profile(s, e, d.start[near], d.end[near], d.size[near] / d.scale, reduce_max=False)
+            value = self.placement_value(i) * d.reward_norm / d.max_benefit if d.mode == "map" else \
+                d.size_l[i] / d.scale
+            size = d.size_l[i]
+            for j, (off, lo, hi) in enumerate(self.holes()):
+                hole = min(hi, d.scale) - lo
+                actions[j] = (off / d.scale, (off + size) / d.scale, hole / d.scale, (hole - size) / d.scale,
+                              value, j / cfg.k, 0.0, 1.0)
+            actions[self.slow_action, 6] = 1.0
+            actions[self.slow_action, 7] = float(mask[self.slow_action])
+            nxt = self._order_l[self._pos + 1:self._pos + 1 + cfg.upcoming]
+            for r, b in enumerate(nxt):
+                upcoming[r] = d.buffer_features(b)
+            progress = np.array([self._pos / max(d.n, 1), (s - d.t0) / d.horizon], np.float32)
+        else:
+            progress = np.array([1.0, 1.0], np.float32)
+        return Observation(buffer, profile, actions, upcoming, progress, mask)
+
+    # --- text view ----------------------------------------------------------------------------
+    def describe_state(self) -> str:
+        d = self.data
+        if self.done:
+            return f"done: {int((self._off >= 0).sum())}/{d.n} buffers in fast memory"
+        i = self.current
+        b = d.problem.buffers[i]
+        return (f"step {self._pos + 1}/{d.n}: buffer {b.id!r} size={b.size} live=[{b.start}, {b.end}) "
+                f"align={d.align_l[i]} benefit={float(d.benefit[i]):.4g} value-if-placed={self.placement_value(i):.4g}")
+
+    def describe_actions(self) -> list[str]:
+        if self.done:
+            return []
+        d = self.data
+        size = d.size_l[self.current]
+        lines = []
+        greedy = self.greedy_action()
+        for j, (off, lo, hi) in enumerate(self.holes()):
+            hole = "inf" if hi == _INF else str(int(hi - lo))
+            waste = "-" if hi == _INF else str(int(hi - lo - size))
+            lines.append(f"[{j}] offset={off} hole=[{lo}, {hi if hi != _INF else 'inf'}) size={hole} "
+                         f"waste={waste}{'  <- greedy' if j == greedy else ''}")
+        if self._slow_legal():
+            lines.append(f"[{self.slow_action}] slow memory{'  <- greedy' if greedy == self.slow_action else ''}")
+        return lines
