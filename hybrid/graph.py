@@ -107,6 +107,31 @@ def max_live(problem: Problem) -> int:
     return int(live_profile(problem)[1].max())
 
 
+def neighbour_lists(start: np.ndarray, end: np.ndarray, *, max_pairs: int = 20_000_000):
+    """The interference graph as CSR arrays ``(indptr [n+1], indices [2*pairs])``, or ``None``
+    when it has more than ``max_pairs`` pairs.
+
+    Built without a Python loop: in start order, the buffers starting inside ``[s_i, e_i)``
+    after ``i`` form one contiguous run, which gives every pair exactly once.
+    """
+    n = len(start)
+    if count_overlapping_pairs(start, end) > max_pairs:
+        return None
+    order = np.lexsort((end, start))
+    s_sorted = start[order]
+    pos = np.arange(n)
+    hi = np.searchsorted(s_sorted, end[order], side="left")
+    counts = np.maximum(hi - pos - 1, 0)
+    first = np.repeat(pos, counts)
+    run_start = np.repeat(pos + 1 - np.cumsum(np.concatenate(([0], counts[:-1]))), counts)
+    second = np.arange(len(first)) + run_start
+    a, b = order[first], order[second]
+    src, dst = np.concatenate([a, b]), np.concatenate([b, a])
+    by_src = np.argsort(src, kind="stable")
+    indptr = np.concatenate(([0], np.cumsum(np.bincount(src, minlength=n))))
+    return indptr, dst[by_src]
+
+
 class OverlapIndex:
     """Static index answering "which buffers are live somewhere in ``[s, e)``".
 

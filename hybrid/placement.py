@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hybrid.graph import OverlapIndex
+from hybrid.graph import OverlapIndex, neighbour_lists
 from hybrid.model import Problem
 
 _SMALL = 48  # below this many neighbours a Python scan beats numpy's call overhead
@@ -76,7 +76,9 @@ def greedy_place(problem: Problem, order: np.ndarray, capacity: int | None, *,
     import time as _time
 
     a = problem.arrays
-    index = index or OverlapIndex(a.start, a.end)
+    csr = neighbour_lists(a.start, a.end) if index is None else None
+    if csr is None:
+        index = index or OverlapIndex(a.start, a.end)
     out = np.full(problem.n, -1, np.int64) if offsets is None else offsets.copy()
     placed = out >= 0
     tops = np.where(placed, out + a.size, 0)
@@ -88,7 +90,10 @@ def greedy_place(problem: Problem, order: np.ndarray, capacity: int | None, *,
             break
         if capacity is not None and size_l[i] > capacity:
             continue
-        near = index.query(start_l[i], end_l[i])
+        if csr is not None:
+            near = csr[1][csr[0][i]:csr[0][i + 1]]
+        else:
+            near = index.query(start_l[i], end_l[i])
         near = near[placed[near]]
         off = best_fit_offset(out[near], tops[near], size_l[i], align_l[i], capacity)
         if off is not None:

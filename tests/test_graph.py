@@ -86,3 +86,17 @@ def test_graph_of_largest_minimalloc_instance():
     assert g.number_of_edges() == count_overlapping_pairs(p.arrays.start, p.arrays.end) == 7607
     assert max_live(p) == 1048576
     assert np.all([g.nodes[i]["size"] == p.buffers[i].size for i in range(3)])
+
+
+@settings(max_examples=60, deadline=None)
+@given(lifetimes)
+def test_neighbour_lists_match_brute_force(rows):
+    from hybrid.graph import neighbour_lists
+
+    p = problem_of(rows)
+    indptr, indices = neighbour_lists(p.arrays.start, p.arrays.end)
+    pairs = brute_pairs(p)
+    for i in range(p.n):
+        want = sorted([j for a, j in pairs if a == i] + [a for a, j in pairs if j == i])
+        assert sorted(indices[indptr[i]:indptr[i + 1]].tolist()) == want
+    assert neighbour_lists(p.arrays.start, p.arrays.end, max_pairs=len(pairs) - 1) is None or not pairs

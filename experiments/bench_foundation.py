@@ -1,0 +1,123 @@
+"""Benchmark of the foundation (issue 2): `info`, `greedy-xla` and `best-fit` on generated and real inputs.
+
+Each measurement runs in its own process, so the reported peak memory (max RSS) is that of
+loading the input and running one task. Records wall time of the task, the whole process's
+peak RSS, and for `best-fit` the peak address against the max-live lower bound.
+
+    python experiments/bench_foundation.py [--out experiments/results/foundation_bench.md]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH = Path(os.environ.get("MALLOCGAME_BENCHMARKS", ROOT.parent / "shared" / "benchmarks"))
+TRACES = ["idealloc-iree/iree_mobilebert.csv", "idealloc-iree/iree_mobilenet.csv", "idealloc-somas/resnet50.csv",
+          "idealloc-somas/bert_base.csv", "idealloc-somas/pangu_13B.csv", "idealloc-somas/pangu_2.6B.csv",
+          "iopddl/asplos-2025-iopddl-G.csv", "iopddl/asplos-2025-iopddl-S.csv", "iopddl/asplos-2025-iopddl-A.csv",
+          "iopddl/asplos-2025-iopddl-P.csv"]
+
+
+def one(task: str, path: str) -> dict:
+    """Run one task on one input in this process and return its measurements."""
+    sys.path.insert(0, str(ROOT))
+    from hardware.spec import PRESETS
+    from hybrid.graph import components, max_live
+    from hybrid.io import load_problem
+    from hybrid.run import run_solver
+
+    t0 = time.monotonic()
+    problem = load_problem(path)
+    load_s = time.monotonic() - t0
+    if not problem.has_ops:
+        problem = problem.replace(mode="pack", capacity=None)
+    hw = PRESETS["tpuv4i"] if problem.has_ops else PRESETS["unit"]
+    t0 = time.monotonic()
+    row = {"task": task, "input": Path(path).name, "buffers": problem.n, "load_s": load_s}
+    if task == "info":
+        row["components"] = len(components(problem))
+        row["max_live"] = max_live(problem)
+    else:
+        report = run_solver(task, problem, hw, time_limit=600, seed=0)
+        row["valid"] = report.valid
+        row["peak"] = report.peak
+        row["placed"] = report.placed
+        if problem.mode == "pack":
+            row["max_live"] = max_live(problem)
+    row["seconds"] = time.monotonic() - t0
+    row["max_rss_mb"] = peak_rss_mb()
+    return row
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident memory. ``ru_maxrss`` would carry the parent's over exec."""
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def generated_inputs(folder: Path) -> list[Path]:
+    sys.path.insert(0, str(ROOT))
+    from hybrid.generate import layered_network
+    from hybrid.io import write_workload_json
+
+    paths = []
+    for n in (1_000, 10_000, 100_000):
+        path = folder / f"layered-{n}.json"
+        write_workload_json(path, layered_network(n, seed=0))
+        paths.append(path)
+    return paths
+
+
+def main(out: str) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        inputs = generated_inputs(Path(tmp)) + [BENCH / t for t in TRACES if (BENCH / t).exists()]
+        rows = []
+        for path in inputs:
+            for task in ("info", "greedy-xla", "best-fit"):
+                res = subprocess.run([sys.executable, __file__, "--one", task, str(path)], capture_output=True,
+                                     text=True, check=True)
+                row = json.loads(res.stdout.strip().splitlines()[-1])
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+    lines = ["# Foundation benchmark (issue 2)", "",
+             f"Command: `python experiments/bench_foundation.py --out {out}`", "",
+             "Each row is one fresh process: load the input, run the task. `seconds` is the task alone "
+             "(for solvers: solve + validate + score), `load s` the reader, `max RSS` the process's peak memory. "
+             "Generated inputs are `layered_network(n, seed=0)` workloads (map mode, capacity 40% of max live); "
+             "real traces are solved in pack mode minimising the peak.", "",
+             "| input | buffers | task | seconds | load s | max RSS MB | result |", "|---|---:|---|---:|---:|---:|---|"]
+    for r in rows:
+        if r["task"] == "info":
+            result = f"{r['components']} components, max live {r['max_live']}"
+        elif "max_live" in r:
+            result = f"peak {r['peak']} = {r['peak'] / r['max_live']:.4f} x max live" + ("" if r["valid"] else " INVALID")
+        else:
+            result = f"placed {r['placed']}/{r['buffers']}" + ("" if r["valid"] else " INVALID")
+        lines.append(f"| {r['input']} | {r['buffers']} | {r['task']} | {r['seconds']:.3f} | {r['load_s']:.2f} | "
+                     f"{r['max_rss_mb']:.0f} | {result} |")
+    text = "\n".join(lines) + "\n"
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    tmp_out = Path(out).with_suffix(".tmp")
+    tmp_out.write_text(text)
+    os.replace(tmp_out, out)
+    print(text)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 4 and sys.argv[1] == "--one":
+        print(json.dumps(one(sys.argv[2], sys.argv[3])))
+    else:
+        out = sys.argv[sys.argv.index("--out") + 1] if "--out" in sys.argv else str(
+            ROOT / "experiments" / "results" / "foundation_bench.md")
+        main(out)
