@@ -252,7 +252,8 @@ def solve(problem_path, solver_name, mode, capacity, hardware, time_limit, seed,
 @problem_options
 def validate(problem_path, solution_path, mode, capacity, hardware) -> None:
     """Check SOLUTION against PROBLEM: prints `ok ...` or the first violation (exit 0 / 1)."""
-    from hardware.validator import peak, validate as check
+    from hardware.validator import peak
+    from hardware.validator import validate as check
     from hybrid.io import read_solution_csv
 
     try:

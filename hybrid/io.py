@@ -356,13 +356,14 @@ def read_solution_csv(path: str | os.PathLike, problem: Problem) -> list[int | N
     assert offsets is not None
     mine = {b.id: (b.start, b.end, b.size) for b in problem.buffers}
     theirs = {b.id: (b.start, b.end, b.size) for b in sol_problem.buffers}
+    other = "solution is for a different problem"
     for b in sol_problem.buffers:
         if b.id not in mine:
-            raise InputError(f"{path}: buffer {b.id!r} is not in problem {problem.name!r}: solution is for a different problem")
+            raise InputError(f"{path}: buffer {b.id!r} is not in problem {problem.name!r}: {other}")
         if mine[b.id] != theirs[b.id]:
-            raise InputError(f"{path}: buffer {b.id!r}: lifetime or size differs from problem {problem.name!r}: solution is for a different problem")
+            raise InputError(f"{path}: buffer {b.id!r}: lifetime or size differs from problem {problem.name!r}: {other}")
     for b in problem.buffers:
         if b.id not in theirs:
-            raise InputError(f"{path}: buffer {b.id!r} of problem {problem.name!r} is missing: solution is for a different problem")
+            raise InputError(f"{path}: buffer {b.id!r} of problem {problem.name!r} is missing: {other}")
     by_id = {b.id: off for b, off in zip(sol_problem.buffers, offsets)}
     return [by_id[b.id] for b in problem.buffers]

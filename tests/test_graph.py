@@ -8,8 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hybrid.generate import random_intervals
-from hybrid.graph import (OverlapIndex, components, count_overlapping_pairs, interference_graph, live_profile,
-                          max_live)
+from hybrid.graph import OverlapIndex, components, count_overlapping_pairs, interference_graph, live_profile, max_live
 from hybrid.model import Buffer, Problem
 from tests.conftest import BENCHMARKS, needs_benchmarks
 

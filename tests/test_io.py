@@ -7,8 +7,15 @@ import json
 import pytest
 
 from hybrid.generate import layered_network, random_intervals
-from hybrid.io import (capacity_from_name, load_problem, problem_csv_text, read_solution_csv, workload_dict,
-                       write_solution_csv, write_workload_json)
+from hybrid.io import (
+    capacity_from_name,
+    load_problem,
+    problem_csv_text,
+    read_solution_csv,
+    workload_dict,
+    write_solution_csv,
+    write_workload_json,
+)
 from hybrid.model import InputError, Solution, Status
 from tests.conftest import BENCHMARKS, needs_benchmarks
 
