@@ -211,6 +211,7 @@ def solve(problem_path, solver_name, mode, capacity, hardware, time_limit, seed,
     from hybrid.combine import solve_with_warm_start
     from hybrid.io import atomic_write_text, write_solution_csv
     from hybrid.registry import SolverLoadError, solver_entries
+    from hybrid.run import UnsupportedMode
 
     if time_limit <= 0:
         fail(f"--time-limit: must be positive, got {time_limit}")
@@ -231,10 +232,10 @@ def solve(problem_path, solver_name, mode, capacity, hardware, time_limit, seed,
     try:
         report = solve_with_warm_start(solver_name, problem, spec, time_limit=time_limit, seed=seed, hint=hint,
                                        warm_start=warm_start, options=options)
-    except SolverLoadError as exc:
+    except (SolverLoadError, UnsupportedMode) as exc:
         fail(str(exc))
-    except ValueError as exc:
-        fail(str(exc))
+    except Exception as exc:  # a solver's own failure: one line, no solution
+        fail(f"solver {solver_name!r} failed: {exc.__class__.__name__}: {exc}", EXIT_NO_SOLUTION)
     click.echo(report.summary())
     if not report.valid:
         sys.exit(EXIT_NO_SOLUTION)

@@ -20,6 +20,10 @@ from hybrid.protocol import accepted_options
 from hybrid.registry import load_solver
 
 
+class UnsupportedMode(ValueError):
+    """The solver asked for does not handle the problem's mode."""
+
+
 @dataclass(frozen=True)
 class Report:
     """One solver's validated, scored answer (the report JSON of ``mallocgame solve``).
@@ -117,7 +121,7 @@ def run_solver(name: str, problem: Problem, hardware, *, time_limit: float, seed
     solver = load_solver(name)
     modes = getattr(solver, "modes", frozenset({"map", "pack"}))
     if problem.mode not in modes:
-        raise ValueError(f"solver {name!r} does not support {problem.mode} mode (supports: {', '.join(sorted(modes))})")
+        raise UnsupportedMode(f"solver {name!r} does not support {problem.mode} mode (supports: {', '.join(sorted(modes))})")
     kwargs = accepted_options(solver, dict(options or {}))
     t0 = time.monotonic()
     solution = solver.solve(problem, hardware, time_limit=time_limit, seed=seed, hint=hint, **kwargs)

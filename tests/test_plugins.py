@@ -79,3 +79,25 @@ def test_plugin_passes_the_conformance_checks(plugin_path):
     conformance.check_hint_accepted("first-fit-plugin")
     conformance.check_time_limit("first-fit-plugin")
     assert "tiny_plugin.solver" in sys.modules  # imported only when asked for
+
+
+CRASHING_MODULE = textwrap.dedent('''
+    """A solver that raises inside solve (for the CLI's error handling)."""
+    class Crash:
+        name = "crash"
+        modes = frozenset({"map"})
+
+        def solve(self, problem, hardware, *, time_limit, seed, hint=None):
+            raise RuntimeError("boom")
+''')
+
+
+def test_solver_that_raises_is_one_line_exit_1(tmp_path):
+    make_distribution(tmp_path, "crash-plugin", "crash = crash_plugin.solver:Crash", CRASHING_MODULE)
+    out = tmp_path / "sol.csv"
+    r = run_cli("solve", str(DATA / "layered150.json"), "--solver", "crash", "-o", str(out),
+                env={"PYTHONPATH": str(tmp_path)})
+    assert r.returncode == 1 and r.stderr.strip() == "error: solver 'crash' failed: RuntimeError: boom"
+    assert not out.exists()
+    r = run_cli("solve", str(DATA / "pack40.64.csv"), "--solver", "crash", env={"PYTHONPATH": str(tmp_path)})
+    assert r.returncode == 2 and "does not support pack mode" in r.stderr
