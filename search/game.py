@@ -166,8 +166,8 @@ class Game:
         first = np.clip(np.floor((np.maximum(starts, lo) - lo) / width), 0, bins - 1).astype(np.int64)
         last = np.clip(np.ceil((np.minimum(ends, hi) - lo) / width), 1, bins).astype(np.int64)
         if reduce_max:
-            for f, l, v in zip(first.tolist(), last.tolist(), values.tolist()):
-                np.maximum(out[f:l], v, out=out[f:l])
+            for f, t, v in zip(first.tolist(), last.tolist(), values.tolist()):
+                np.maximum(out[f:t], v, out=out[f:t])
         else:
             diff = np.zeros(bins + 1, np.float64)
             np.add.at(diff, first, values)

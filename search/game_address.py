@@ -1,0 +1,354 @@
+"""The fixed-address mallocGame variant (MiniMalloc's view): the address is fixed, the action picks the buffer.
+
+The **skyline** maps every time to the lowest address not yet given away there (0 at
+first). Placed buffers rest on it; the space under it is never revisited. The skyline
+is kept as a linked list of *segments* (maximal time runs of equal height, over the
+elementary intervals between consecutive distinct start/end times) with a heap keyed
+by ``(height, start)``.
+
+A decision is taken at the **lowest segment** (leftmost among equals) ``[a, b)`` of
+height ``h``. Its *candidates* are the undecided buffers whose whole live range lies in
+``[a, b)``, ranked (map mode: greedy-xla's benefit / sqrt(size) descending, then size and
+live-range length descending; pack mode: start ascending, then live-range length and
+size descending; ties by index), of which the best ``k`` are offered:
+
+* action ``j < k``: put candidate ``j`` at ``h`` rounded up to its alignment; the
+  skyline over its live range rises to its top;
+* action ``k`` ("slow" / close): leave the segment idle. It rises to the height of its
+  lower neighbour and merges with it; with no neighbour (the segment spans every
+  remaining buffer) every undecided buffer goes to slow memory. In pack mode closing is
+  legal only when the segment has a neighbour, so the game never gives up voluntarily.
+
+Automatic transitions (no decision, no reward): a buffer whose live range reaches a
+skyline height where it no longer fits below the capacity goes to slow memory; a lowest
+segment with no candidates is closed. With these rules every placement in which each
+buffer rests on the floor or on another buffer is reachable, and every episode ends:
+each action places a buffer or removes a segment, placements are at most ``n`` and
+each creates at most two segments.
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+
+import numpy as np
+
+from search.game import ACTION_FEATURES, BUFFER_FEATURES, Game, GameConfig, Observation
+
+
+class AddressGame(Game):
+    """Fixed address (the lowest skyline segment); choose which buffer goes there, or close it."""
+
+    def __init__(self, problem, hardware, config: GameConfig = GameConfig(), *, data=None, mode=None):
+        super().__init__(problem, hardware, config, data=data, mode=mode)
+        d = self.data
+        if d.skyline is None:
+            d.skyline = _SkylineData(d)
+        self._sky = sd = d.skyline
+        n, m = d.n, sd.m
+        self._off = np.full(n, -1, np.int64)
+        self._undecided = np.ones(n, bool)
+        self._n_left = n
+        self._height = [0] * max(m, 1)
+        self._right = [m] + [0] * max(m - 1, 0)
+        self._prev = [-1] * max(m, 1)
+        self._is_left = [True] + [False] * max(m - 1, 0)
+        self._heap = [(0, 0)]
+        self._saved = [0.0] * d.n_ops if d.mode == "map" else None
+        self._peak = 0
+        self._seg: tuple[int, int, int] | None = None
+        self._cands: list[int] = []
+        if n == 0:
+            self._n_left = 0
+            return
+        if d.capacity is not None:
+            too_big = np.flatnonzero(d.size > d.capacity)
+            self._undecided[too_big] = False
+            self._n_left -= len(too_big)
+        self._advance()
+
+    def _copy_state_from(self, other: "AddressGame") -> None:
+        self._off = other._off.copy()
+        self._undecided = other._undecided.copy()
+        self._height = other._height.copy()
+        self._right = other._right.copy()
+        self._prev = other._prev.copy()
+        self._is_left = other._is_left.copy()
+        self._heap = other._heap.copy()
+        if other._saved is not None:
+            self._saved = other._saved.copy()
+
+    # --- skyline ------------------------------------------------------------------------------
+    def _push(self, left: int) -> None:
+        heapq.heappush(self._heap, (self._height[left], left))
+
+    def _merge(self, left: int, right: int) -> None:
+        """Join segment ``right`` into the adjacent segment ``left`` (same height)."""
+        r = self._right[right]
+        self._right[left] = r
+        self._is_left[right] = False
+        if r < self._sky.m:
+            self._prev[r] = left
+
+    def _place_on_skyline(self, a: int, r: int, s: int, e: int, top: int) -> None:
+        """The buffer spanning elementary ``[s, e)`` inside segment ``[a, r)`` now tops it at ``top``."""
+        H, R, P, L, m = self._height, self._right, self._prev, self._is_left, self._sky.m
+        h = H[a]
+        if e < r:  # right piece keeps height h
+            L[e], H[e], R[e], P[e] = True, h, r, s
+            if r < m:
+                P[r] = e
+            self._push(e)
+        elif r < m:
+            P[r] = s
+        if s > a:  # left piece keeps height h
+            R[a] = s
+            L[s], P[s] = True, a
+        H[s], R[s] = top, e
+        mid = s
+        if s == a and P[a] >= 0 and H[P[a]] == top:
+            mid = P[a]
+            self._merge(mid, s)
+        nxt = R[mid]
+        if e == r and nxt < m and H[nxt] == top:
+            self._merge(mid, nxt)
+        self._push(mid)
+
+    def _close(self, a: int) -> None:
+        """Leave segment ``a`` idle: raise it to its lower neighbour and merge (or end the episode)."""
+        H, R, P, m = self._height, self._right, self._prev, self._sky.m
+        r, pl = R[a], P[a]
+        if pl < 0 and r >= m:
+            self._undecided[:] = False
+            self._n_left = 0
+            return
+        v = min(H[pl] if pl >= 0 else np.inf, H[r] if r < m else np.inf)
+        H[a] = v
+        left = a
+        if r < m and H[r] == v:
+            self._merge(a, r)
+        if pl >= 0 and H[pl] == v:
+            self._merge(pl, a)
+            left = pl
+        self._push(left)
+        self._drop_unfit(a, r, v)
+
+    def _drop_unfit(self, x: int, y: int, height: int) -> None:
+        """Undecided buffers live in elementary ``[x, y)`` that no longer fit above ``height`` go slow."""
+        d = self.data
+        if d.capacity is None:
+            return
+        times = self._sky.times
+        near = d.index.query(times[x], times[y])
+        near = near[self._undecided[near]]
+        if len(near) == 0:
+            return
+        al = d.align[near]
+        bad = near[-(-height // al) * al + d.size[near] > d.capacity]
+        if len(bad):
+            self._undecided[bad] = False
+            self._n_left -= len(bad)
+
+    def _candidates(self, a: int, r: int) -> list[int]:
+        sd = self._sky
+        lo = bisect.bisect_left(sd.sorted_cs, a)
+        hi = bisect.bisect_left(sd.sorted_cs, r)
+        idx = sd.by_cs[lo:hi]
+        idx = idx[self._undecided[idx] & (sd.ce[idx] <= r)]
+        k = self.config.k
+        if len(idx) > k:
+            idx = idx[np.argpartition(sd.rank[idx], k - 1)[:k]]
+        return idx[np.argsort(sd.rank[idx])].tolist()
+
+    def _advance(self) -> None:
+        """Move to the next decision: the lowest segment that has candidates."""
+        H, L, heap = self._height, self._is_left, self._heap
+        while self._n_left > 0:
+            h, a = heap[0]
+            if not L[a] or H[a] != h:
+                heapq.heappop(heap)
+                continue
+            cands = self._candidates(a, self._right[a])
+            if cands:
+                self._seg, self._cands = (a, self._right[a], h), cands
+                return
+            self._close(a)
+        self._seg, self._cands = None, []
+
+    # --- decisions ----------------------------------------------------------------------------
+    @property
+    def done(self) -> bool:
+        return self._n_left == 0
+
+    def candidates(self) -> list[int]:
+        """Buffer indices offered by actions ``0..len-1``, best-ranked first."""
+        return self._cands
+
+    @property
+    def segment(self) -> tuple[int, int, int] | None:
+        """The decision point ``(start time, end time, floor height)``, or ``None`` when done."""
+        if self._seg is None:
+            return None
+        a, r, h = self._seg
+        return int(self._sky.times[a]), int(self._sky.times[r]), int(h)
+
+    def _close_legal(self) -> bool:
+        if self.data.mode == "map":
+            return True
+        a, r, _ = self._seg
+        return self._prev[a] >= 0 or r < self._sky.m
+
+    def legal_mask(self) -> np.ndarray:
+        mask = np.zeros(self.num_actions, bool)
+        if self.done:
+            return mask
+        mask[:len(self._cands)] = True
+        mask[self.slow_action] = self._close_legal()
+        return mask
+
+    def greedy_action(self) -> int:
+        """The best-ranked candidate."""
+        return 0 if self._cands else self.slow_action
+
+    def step(self, action: int) -> float:
+        if self.done:
+            raise ValueError("step on a finished game")
+        a, r, h = self._seg
+        reward = 0.0
+        if action == self.slow_action:
+            if not self._close_legal():
+                raise ValueError("illegal action: closing the only segment would give up (pack mode)")
+            self._close(a)
+        elif 0 <= action < len(self._cands):
+            d, sd = self.data, self._sky
+            i = self._cands[action]
+            al = d.align_l[i]
+            off = -(-h // al) * al
+            top = off + d.size_l[i]
+            self._off[i] = off
+            self._undecided[i] = False
+            self._n_left -= 1
+            reward = self._place_reward(i, top)
+            s, e = sd.cs_l[i], sd.ce_l[i]
+            self._place_on_skyline(a, r, s, e, top)
+            self._drop_unfit(s, e, top)
+        else:
+            raise ValueError(f"illegal action {action}: {len(self._cands)} candidates are offered")
+        self._total += reward
+        self._steps += 1
+        self._advance()
+        return reward
+
+    def _place_reward(self, i: int, top: int) -> float:
+        d = self.data
+        if d.mode == "map":
+            return d.place_reward(i, self._saved, True)
+        size = d.size_l[i]
+        if d.capacity is not None:
+            return size / d.total_bytes
+        rise = max(0, top - self._peak)
+        self._peak = max(self._peak, top)
+        return (size - rise) / d.total_bytes
+
+    def placement_value(self, i: int) -> float:
+        d = self.data
+        if d.mode == "map":
+            return d.place_reward(i, self._saved, False)
+        return d.size_l[i] / d.total_bytes
+
+    # --- observation --------------------------------------------------------------------------
+    def observation(self) -> Observation:
+        d, sd, cfg = self.data, self._sky, self.config
+        buffer = np.zeros(BUFFER_FEATURES, np.float32)
+        actions = np.zeros((self.num_actions, ACTION_FEATURES), np.float32)
+        profile = np.zeros(cfg.profile_bins, np.float32)
+        upcoming = np.zeros((cfg.upcoming, BUFFER_FEATURES), np.float32)
+        mask = self.legal_mask()
+        if self.done:
+            return Observation(buffer, profile, actions, upcoming, np.ones(2, np.float32), mask)
+        a, r, h = self._seg
+        t_a, t_r = int(sd.times[a]), int(sd.times[r])
+        room = (d.capacity - h) / d.scale if d.capacity is not None else 1.0
+        buffer[:] = (1.0, h / d.scale, (t_a - d.t0) / d.horizon, (t_r - d.t0) / d.horizon, (t_r - t_a) / d.horizon,
+                     len(self._cands) / cfg.k, room, 0.0)
+        # Skyline over the segment and its two neighbours.
+        segs = [x for x in (self._prev[a], a, r if r < sd.m else -1) if x >= 0]
+        starts = np.array([sd.times[x] for x in segs], np.float64)
+        ends = np.array([sd.times[self._right[x]] for x in segs], np.float64)
+        heights = np.array([self._height[x] for x in segs], np.float64) / d.scale
+        profile = self._profile(starts[0], ends[-1], starts, ends, heights, reduce_max=True)
+        seg_len = max(t_r - t_a, 1)
+        for j, i in enumerate(self._cands):
+            al = d.align_l[i]
+            top = -(-h // al) * al + d.size_l[i]
+            value = self.placement_value(i) * d.reward_norm / d.max_benefit if d.mode == "map" else \
+                d.size_l[i] / d.scale
+            actions[j] = (d.size_l[i] / d.scale, top / d.scale, (d.start_l[i] - t_a) / seg_len,
+                          (d.end_l[i] - d.start_l[i]) / seg_len, float(d.benefit[i]) / d.max_benefit, value, 0.0, 1.0)
+        actions[self.slow_action, 6] = 1.0
+        actions[self.slow_action, 7] = float(mask[self.slow_action])
+        # Upcoming: the next undecided buffers starting at or after the segment's end.
+        pos = int(np.searchsorted(d.sorted_starts, t_r))
+        row = 0
+        while row < cfg.upcoming and pos < d.n:
+            b = int(d.start_order[pos])
+            if self._undecided[b]:
+                upcoming[row] = d.buffer_features(b)
+                row += 1
+            pos += 1
+        progress = np.array([1.0 - self._n_left / max(d.n, 1), h / d.scale], np.float32)
+        return Observation(buffer, profile, actions, upcoming, progress, mask)
+
+    # --- text view ----------------------------------------------------------------------------
+    def describe_state(self) -> str:
+        d = self.data
+        if self.done:
+            return f"done: {int((self._off >= 0).sum())}/{d.n} buffers in fast memory"
+        t_a, t_r, h = self.segment
+        return (f"step {self._steps + 1}: lowest free segment time=[{t_a}, {t_r}) at address {h}; "
+                f"{self._n_left} buffers undecided, {len(self._cands)} candidates offered")
+
+    def describe_actions(self) -> list[str]:
+        if self.done:
+            return []
+        d = self.data
+        h = self._seg[2]
+        lines = []
+        for j, i in enumerate(self._cands):
+            b = d.problem.buffers[i]
+            off = -(-h // d.align_l[i]) * d.align_l[i]
+            lines.append(f"[{j}] buffer {b.id!r} size={b.size} live=[{b.start}, {b.end}) offset={off} "
+                         f"value={self.placement_value(i):.4g}{'  <- greedy' if j == 0 else ''}")
+        if self._close_legal():
+            lines.append(f"[{self.slow_action}] close: leave this segment idle")
+        return lines
+
+
+class _SkylineData:
+    """Immutable per-problem data of the address variant: compressed time and candidate ranks.
+
+    ``times`` [m + 1] distinct starts/ends; ``cs, ce`` [n] each buffer's elementary range;
+    ``by_cs`` [n] buffers sorted by ``cs`` (with ``sorted_cs``); ``rank`` [n] candidate
+    rank (lower = offered first).
+    """
+
+    def __init__(self, d):
+        self.times = np.unique(np.concatenate([d.start, d.end])) if d.n else np.zeros(1, np.int64)
+        self.m = len(self.times) - 1
+        self.cs = np.searchsorted(self.times, d.start)
+        self.ce = np.searchsorted(self.times, d.end)
+        self.cs_l, self.ce_l = self.cs.tolist(), self.ce.tolist()
+        self.by_cs = np.argsort(self.cs, kind="stable")
+        self.sorted_cs = self.cs[self.by_cs].tolist()
+        idx = np.arange(d.n)
+        length = d.end - d.start
+        # Measured on layered networks and MiniMalloc's A-K (experiments/results/game_speed.md):
+        # greedy-xla's density key fills fast memory best in map mode; earliest start (the
+        # candidate flush with the segment's left end), then longest, packs best.
+        if d.mode == "map":
+            key = np.lexsort((idx, -length, -d.size, -(d.benefit / np.sqrt(np.maximum(d.size, 1)))))
+        else:
+            key = np.lexsort((idx, -d.size, -length, d.start))
+        self.rank = np.empty(d.n, np.int64)
+        self.rank[key] = idx
