@@ -1,0 +1,229 @@
+"""Generate the committed HLO test fixtures (``tests/data/*.hlo.txt`` + ``*.expected.json``).
+
+JAX is a dev tool here, not a dependency of mallocgame: install it only to re-run this
+script (``pip install jax jaxlib``; CPU is enough). The tests read the committed files and
+never import JAX.
+
+For each small program this writes
+
+* ``tests/data/NAME.hlo.txt`` -- ``jax.jit(f).lower(...).compile().as_text()``, the
+  scheduled after-optimizations HLO (``is_scheduled=true``);
+* ``tests/data/NAME.expected.json`` -- XLA's own numbers for the same compilation:
+  ``compiled.cost_analysis()`` (flops, transcendentals, bytes accessed),
+  ``compiled.memory_analysis()`` (argument/output/alias/temp bytes) and the peak of XLA's
+  live-range report (``*-live-range.txt`` from ``--xla_dump_to``: the "Live ranges at T
+  (peak)" section, which counts parameters as live for the whole program and outputs to the
+  end) -- both the report's own "(peak)" listing and the true maximum over its live ranges
+  (see ``_live_range_numbers``) -- plus the jax/jaxlib versions and the XLA flags used.
+
+XLA's CPU backend by default wraps whole programs into one library ("ynn") fusion, which
+would turn a transformer into one or two ops; the fixtures are compiled with
+``--xla_cpu_experimental_ynn_fusion_type=`` (empty: no library fusion) so that the schedule
+has the dots, loop fusions and reduces a TPU/GPU compile would show.
+
+XLA's cost analysis counts a ``while`` loop's body once (not times its trip count). The
+scanned transformer therefore also records the flops of the same math unrolled
+(``reference_flops``), which is what the importer, counting the body ``trip_count`` times,
+must match.
+
+Run from the project root:  ``python experiments/make_hlo_fixtures.py``  (about 20 s).
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import re
+import sys
+import tempfile
+
+DUMP_DIR = tempfile.mkdtemp(prefix="hlo_dump_")
+XLA_FLAGS = f"--xla_cpu_experimental_ynn_fusion_type= --xla_dump_to={DUMP_DIR} --xla_dump_hlo_as_text"
+os.environ["XLA_FLAGS"] = XLA_FLAGS
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import jaxlib  # noqa: E402
+import numpy as np  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OUT = os.path.join(ROOT, "tests", "data")
+
+# ----------------------------------------------------------------- a small transformer
+
+D, HEADS, SEQ, BATCH, FF, LAYERS = 64, 4, 32, 2, 256, 2
+
+
+def _layer_params(key):
+    ks = jax.random.split(key, 4)
+    s = 0.05
+    return {
+        "wqkv": jax.random.normal(ks[0], (D, 3 * D)) * s,
+        "wo": jax.random.normal(ks[1], (D, D)) * s,
+        "w1": jax.random.normal(ks[2], (D, FF)) * s,
+        "w2": jax.random.normal(ks[3], (FF, D)) * s,
+        "g1": jnp.ones((D,)), "b1": jnp.zeros((D,)),
+        "g2": jnp.ones((D,)), "b2": jnp.zeros((D,)),
+    }
+
+
+def _layernorm(x, g, b):
+    mu = x.mean(-1, keepdims=True)
+    var = ((x - mu) ** 2).mean(-1, keepdims=True)
+    return (x - mu) * jax.lax.rsqrt(var + 1e-5) * g + b
+
+
+def _block(x, p):
+    h = _layernorm(x, p["g1"], p["b1"])
+    qkv = h @ p["wqkv"]                                   # [B, S, 3D]
+    q, k, v = jnp.split(qkv, 3, axis=-1)
+    def split(t):
+        return t.reshape(BATCH, SEQ, HEADS, D // HEADS).transpose(0, 2, 1, 3)
+    q, k, v = split(q), split(k), split(v)
+    att = (q @ k.transpose(0, 1, 3, 2)) / np.sqrt(D // HEADS)
+    mask = jnp.tril(jnp.ones((SEQ, SEQ), bool))
+    att = jnp.where(mask, att, -1e9)
+    att = jax.nn.softmax(att, axis=-1)
+    o = (att @ v).transpose(0, 2, 1, 3).reshape(BATCH, SEQ, D)
+    x = x + o @ p["wo"]
+    h = _layernorm(x, p["g2"], p["b2"])
+    x = x + jax.nn.gelu(h @ p["w1"], approximate=True) @ p["w2"]
+    return x
+
+
+def transformer_fwd(x, params):
+    for p in params:
+        x = _block(x, p)
+    return x
+
+
+def transformer_scan_fwd(x, stacked):
+    x, _ = jax.lax.scan(lambda h, p: (_block(h, p), None), x, stacked)
+    return x
+
+
+def transformer_train(x, params, target):
+    def loss(params):
+        return ((transformer_fwd(x, params) - target) ** 2).mean()
+    value, grads = jax.value_and_grad(loss)(params)
+    return value, grads
+
+
+# ----------------------------------------------------------------- a small CNN
+
+def cnn_fwd(x, w1, w2, wd):
+    dn = ("NHWC", "HWIO", "NHWC")
+    h = jax.lax.conv_general_dilated(x, w1, (1, 1), "SAME", dimension_numbers=dn)
+    h = jax.nn.relu(h)
+    h = jax.lax.conv_general_dilated(h, w2, (2, 2), "SAME", dimension_numbers=dn)
+    h = jax.nn.relu(h)
+    h = jax.lax.reduce_window(h, 0.0, jax.lax.add, (1, 2, 2, 1), (1, 2, 2, 1), "VALID") / 4.0
+    h = h.reshape(h.shape[0], -1)
+    return jax.nn.log_softmax(h @ wd)
+
+
+# ----------------------------------------------------------------- dumping
+
+def _dump_file(module_name: str, suffix: str) -> str:
+    files = sorted(glob.glob(os.path.join(DUMP_DIR, f"module_*.{module_name}.cpu_after_optimizations-{suffix}")))
+    if not files:
+        raise SystemExit(f"no {suffix} for {module_name} in {DUMP_DIR}")
+    return open(files[-1]).read()
+
+
+def _live_range_numbers(module_name: str) -> dict:
+    """XLA's live-range report, summarised two ways.
+
+    * ``report_peak_bytes``: the sum of the values the report lists under "Live ranges at T
+      (peak)". XLA picks T with an event sweep that adds the values starting at a time before
+      removing those that ended just before it, so T is not always the true maximum.
+    * ``max_live_bytes``: the true maximum over time T of the bytes of values whose XLA live
+      range ``start-end`` (inclusive) contains T, with each value's size taken from the
+      buffer assignment (values it does not list, i.e. tuple index tables, count 0).
+    """
+    text = _dump_file(module_name, "live-range.txt")
+    m = re.search(r"Live ranges at (\d+) \(peak\):\n((?:    .*\n)*)", text)
+    if not m:
+        raise SystemExit(f"{module_name}: no peak section in the live-range report")
+    listed = re.findall(r"^\s+(\S+): (\d+) bytes", m.group(2), re.M)
+    ranges = re.findall(r"^    (\S+):(\d+)-(\d+)$", text, re.M)
+    assignment = _dump_file(module_name, "buffer-assignment.txt")
+    sizes = {}
+    for name, size in re.findall(r"value: <\d+ (\S+)(?: \(phi\))? @\d+> \(size=(\d+)", assignment):
+        sizes[name if "{" in name else name + "{}"] = int(size)
+    horizon = int(re.search(r"HloLiveRange \(max (\d+)\)", text).group(1))
+    profile = [0] * (horizon + 2)
+    for name, start, end in ranges:
+        for t in range(int(start), int(end) + 1):
+            profile[t] += sizes.get(name, 0)
+    peak = max(profile)
+    return {"report_peak_time": int(m.group(1)), "report_peak_bytes": sum(int(b) for _, b in listed),
+            "max_live_bytes": peak, "max_live_time": profile.index(peak),
+            "values": len(ranges), "values_without_size": sum(1 for n, _, _ in ranges if n not in sizes),
+            "sequence_length": horizon}
+
+
+def dump(name, fn, *args, reference_flops=None, note=""):
+    fn.__name__ = name
+    compiled = jax.jit(fn).lower(*args).compile()
+    text = compiled.as_text()
+    cost = compiled.cost_analysis()
+    if isinstance(cost, list):  # older jax returns a list with one dict
+        cost = cost[0]
+    mem = compiled.memory_analysis()
+    live = _live_range_numbers(f"jit_{name}")
+    expected = {
+        "name": name,
+        "note": note,
+        "jax": jax.__version__, "jaxlib": jaxlib.__version__,
+        "xla_flags": "--xla_cpu_experimental_ynn_fusion_type=",
+        "cost_analysis": {"flops": cost["flops"], "transcendentals": cost.get("transcendentals", 0.0),
+                          "bytes_accessed": cost.get("bytes accessed", 0.0)},
+        "memory_analysis": {k: getattr(mem, k) for k in (
+            "argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes", "temp_size_in_bytes")},
+        "live_range_report": live,
+    }
+    if reference_flops is not None:
+        expected["reference_flops"] = reference_flops
+    with open(os.path.join(OUT, f"{name}.hlo.txt"), "w") as fh:
+        fh.write(text)
+    with open(os.path.join(OUT, f"{name}.expected.json"), "w") as fh:
+        json.dump(expected, fh, indent=1)
+        fh.write("\n")
+    print(f"{name}: {len(text)} chars, flops={cost['flops']:.0f}, "
+          f"transcendentals={cost.get('transcendentals', 0):.0f}, max_live={live['max_live_bytes']}, "
+          f"report_peak={live['report_peak_bytes']}, "
+          f"temp={mem.temp_size_in_bytes}")
+    return expected
+
+
+def main() -> int:
+    os.makedirs(OUT, exist_ok=True)
+    key = jax.random.PRNGKey(0)
+    x = jax.random.normal(key, (BATCH, SEQ, D))
+    params = [_layer_params(k) for k in jax.random.split(key, LAYERS)]
+    fwd = dump("transformer_fwd", transformer_fwd, x, params,
+               note=f"{LAYERS}-layer pre-LN transformer forward, D={D}, heads={HEADS}, seq={SEQ}, "
+                    f"batch={BATCH}, ff={FF}; layers unrolled")
+    stacked = jax.tree_util.tree_map(lambda *a: jnp.stack(a), *params)
+    dump("transformer_scan_fwd", transformer_scan_fwd, x, stacked,
+         reference_flops={"flops": fwd["cost_analysis"]["flops"],
+                          "transcendentals": fwd["cost_analysis"]["transcendentals"],
+                          "source": "transformer_fwd (same math, layers unrolled)"},
+         note="same transformer with lax.scan over the layers (a while loop, known_trip_count=2)")
+    dump("transformer_train", transformer_train, x, params[:1], jnp.zeros_like(x),
+         note="loss and gradients (jax.value_and_grad) of a 1-layer transformer (same sizes); "
+              "one layer keeps the committed text near 100 KB")
+    xc = jax.random.normal(key, (2, 16, 16, 3))
+    w1 = jax.random.normal(key, (3, 3, 3, 8)) * 0.1
+    w2 = jax.random.normal(key, (3, 3, 8, 16)) * 0.1
+    wd = jax.random.normal(key, (4 * 4 * 16, 10)) * 0.1
+    dump("cnn_fwd", cnn_fwd, xc, w1, w2, wd,
+         note="conv3x3 SAME stride 1 -> relu -> conv3x3 SAME stride 2 -> relu -> 2x2 avg pool -> dense -> log_softmax")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,112 @@
+"""``mallocgame import ...``: the importers' click commands (attach :data:`import_group`).
+
+Each command writes a ``mallocgame.workload/1`` JSON file (atomically: a temp file and a
+rename) and prints one line: output path, ops, buffers, total FLOPs, max live bytes.
+Importer warnings go to stderr as ``warning: ...`` lines. Bad input: one line on stderr,
+exit status 2, no output file.
+
+Example:
+    >>> from click.testing import CliRunner
+    >>> import tempfile, os
+    >>> out = os.path.join(tempfile.mkdtemp(), "w.json")
+    >>> r = CliRunner().invoke(import_group, ["matmul", "--depth", "1", "--n", "64", "-o", out])
+    >>> r.exit_code, r.output.split()[1:3]
+    (0, ['ops=29', 'buffers=29'])
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from typing import Callable
+
+import click
+
+from hybrid.model import InputError, Problem
+
+
+def _finish(build: Callable[[], Problem], out: str) -> None:
+    from hybrid.importers._common import summarize
+    from hybrid.io import write_workload_json
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            problem = build()
+        except InputError as exc:
+            _flush(caught)
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(2)
+    _flush(caught)
+    write_workload_json(out, problem)
+    click.echo(f"{out}: {summarize(problem).line()}")
+
+
+def _flush(caught) -> None:
+    for w in caught:
+        if issubclass(w.category, (DeprecationWarning, PendingDeprecationWarning, FutureWarning)):
+            continue
+        click.echo(f"warning: {w.message}", err=True)
+
+
+_OUT = click.option("-o", "--output", "out", required=True, type=click.Path(dir_okay=False),
+                    help="Workload JSON file to write.")
+
+
+@click.group("import")
+def import_group() -> None:
+    """Turn real ML programs into workload JSON files (mallocgame.workload/1)."""
+
+
+@import_group.command("hlo")
+@click.argument("file", type=click.Path(dir_okay=False))
+@_OUT
+@click.option("--name", default=None, help="Workload name (default: the file name).")
+@click.option("--max-expanded-ops", default=200_000, show_default=True, type=click.IntRange(min=1),
+              help="Above this many ops a while loop's body is imported once with scaled FLOPs and bytes.")
+def hlo_cmd(file: str, out: str, name: str | None, max_expanded_ops: int) -> None:
+    """Import scheduled after-optimizations XLA HLO text (is_scheduled=true)."""
+    from hybrid.importers.hlo import import_hlo
+    _finish(lambda: import_hlo(file, name=name, max_expanded_ops=max_expanded_ops), out)
+
+
+@import_group.command("torch")
+@click.argument("spec")
+@click.option("--input-shape", "input_shapes", multiple=True, metavar="D1,D2,...",
+              help="Shape of one float32 example input, e.g. 1,3,32,32 (repeat for several inputs).")
+@click.option("--weights", type=click.Choice(["use", "program", "none"]), default="use", show_default=True,
+              help="Weights live from first to last use, for the whole program, or are left out.")
+@click.option("--level", type=click.Choice(["high", "core"]), default="high", show_default=True,
+              help="ATen level: as torch.export records it, or decomposed to core ATen.")
+@click.option("--name", default=None, help="Workload name (default: the callable's name).")
+@_OUT
+def torch_cmd(spec: str, input_shapes: tuple[str, ...], weights: str, level: str, name: str | None, out: str) -> None:
+    """Import a PyTorch module via torch.export: SPEC is module.path:callable or file.py:callable."""
+    def build() -> Problem:
+        from hybrid.importers.torch_export import import_torch
+        return import_torch(spec, list(input_shapes), weights=weights, level=level, name=name)
+    _finish(build, out)
+
+
+@import_group.command("matmul")
+@click.option("--factorization", default=None, metavar="F.npy|F.npz|strassen|naiveN",
+              help="Factorization [3, n*n, R] (.npy, or .npz with u, v, w / one array; FILE.npz:KEY). "
+                   "Default: Strassen 2x2 rank 7.")
+@click.option("--n", "size", type=click.IntRange(min=1), default=None,
+              help="Matrix size N (N x N operands); a multiple of n**depth. Default n**depth * 256.")
+@click.option("--depth", type=click.IntRange(min=1), default=1, show_default=True, help="Recursion depth D.")
+@click.option("--block", type=click.IntRange(min=1), default=None, help="Base block side (instead of --n).")
+@click.option("--dtype", type=click.Choice(["f32", "bf16", "f16", "f64"]), default="f32", show_default=True)
+@click.option("--name", default=None, help="Workload name.")
+@_OUT
+def matmul_cmd(factorization: str | None, size: int | None, depth: int, block: int | None, dtype: str,
+               name: str | None, out: str) -> None:
+    """Import a recursive fast-matmul program (AlphaTensor-style factorization, checked numerically)."""
+    def build() -> Problem:
+        from hybrid.importers.matmul import import_matmul
+        return import_matmul(factorization, depth=depth, size=size, block=block, dtype=dtype, name=name)
+    _finish(build, out)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    import_group()

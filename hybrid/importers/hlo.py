@@ -1,0 +1,1025 @@
+"""XLA HLO importer: scheduled after-optimizations HLO text -> workload.
+
+Input: the text of a *scheduled* HLO module, as ``jax.jit(f).lower(...).compile().as_text()``
+or ``--xla_dump_to=DIR --xla_dump_hlo_as_text`` (``*after_optimizations.txt``) produce. The
+header must say ``HloModule NAME, is_scheduled=true``; anything else is rejected with
+:class:`~hybrid.model.InputError` (one line: file, line, reason), as are truncated or
+malformed files.
+
+What becomes what
+-----------------
+* **Schedule.** The ENTRY computation's instruction order is the schedule. Every instruction
+  that computes something (fusion, dot, convolution, copy, reduce, elementwise op, ...)
+  becomes one op, in that order; op index = time step.
+* **Buffers.** Each array leaf of an op's output shape is one buffer (tuple shapes give one
+  buffer per leaf; byte sizes from dtype x dims: pred/s8/u8/f8* 1, bf16/f16/s16 2,
+  f32/s32 4, f64/s64/c64 8, c128 16, s4/u4 half a byte, ...). ``bitcast``,
+  ``get-tuple-element``, ``tuple``, ``optimization-barrier``, ``add-dependency``,
+  ``domain`` and the ``*-done`` halves of async pairs alias their operand: no new buffer,
+  no op. ENTRY ``parameter``\\ s are external buffers of kind ``input`` and ``constant``\\ s
+  of kind ``weight``; buffers that reach the ENTRY ROOT are ``output``; the rest are
+  ``activation``. Buffers no op touches (e.g. an unused argument) are left out.
+* **Live ranges** follow the project rule: ``start`` = first op touching the buffer,
+  ``end`` = last op touching it + 1. (XLA itself keeps parameters live for the whole program
+  and outputs to the end; :func:`xla_style_max_live` recomputes max live bytes that way.)
+* **FLOPs** follow XLA's ``HloCostAnalysis``: a fusion costs the sum of its fused
+  instructions; dot ``2 * output elements * product of the lhs contracting dims``;
+  convolution ``2 * (in features / feature groups) * out features * (batch / batch groups)
+  * valid (output, kernel) position pairs`` per spatial dim (padding and dilation aware);
+  elementwise ops one per output element; reduce ``(input - output elements) * reducer
+  cost``; reduce-window ``(window elements - 1) * output elements * reducer cost``; sort
+  ``n * ceil(log2 n)``; data movement (copy, transpose, broadcast, slice, gather, pad,
+  concatenate, iota, ...) zero. XLA reports transcendental ops (exp, log, tanh, rsqrt,
+  power, ...) as a separate count; here an op's ``flops`` is FLOPs **plus**
+  transcendentals (one each), and :class:`HloImport` keeps the two totals apart.
+* **Bytes per operand**: the operand's size, except slices, dynamic slices and gathers
+  (inside fusions too), which read only what they extract, and dynamic-update-slice, whose
+  operand 0 is updated in place (0 bytes read, the update's bytes written).
+* **while loops** are **expanded**: the condition and the body are imported once per
+  iteration (``trip_count`` iterations plus the final condition test), with fresh buffers
+  for the values each iteration computes; loop state carried through unchanged keeps its
+  buffer. The trip count comes from ``backend_config`` ``known_trip_count`` (or a
+  ``trip_count`` in ``frontend_attributes``). When ``trip_count x body ops`` would exceed
+  ``max_expanded_ops`` the body is imported **once with FLOPs and bytes scaled** by the trip
+  count (a warning says so); an unknown trip count imports one iteration (warning).
+  ``call`` is inlined; ``conditional`` is one op costing its most expensive branch.
+* **inplace** pairs ``[input, output]``: where an op's output may take the storage of a
+  same-size operand that dies at that op and that the op reads element-wise (loop fusions
+  whose fused parameter only flows through element-wise ops, element-wise ops,
+  dynamic-update-slice and scatter operand 0), as XLA's buffer sharing does.
+* **Unknown instructions** (and ``custom-call``, whose cost is unknown) become zero-FLOP ops
+  that read their operands and write their outputs, with a :class:`HloImportWarning`;
+  nothing is dropped silently.
+
+Example:
+    >>> text = '''HloModule m, is_scheduled=true
+    ... ENTRY %main (a: f32[4,8], b: f32[8,16]) -> f32[4,16] {
+    ...   %a = f32[4,8]{1,0} parameter(0)
+    ...   %b = f32[8,16]{1,0} parameter(1)
+    ...   %d = f32[4,16]{1,0} dot(%a, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+    ...   ROOT %t = f32[4,16]{1,0} tanh(%d)
+    ... }'''
+    >>> r = parse_hlo_text(text, "m.hlo.txt")
+    >>> [(op.id, op.flops) for op in r.problem.ops], r.flops, r.transcendentals
+    ([('d', 1024.0), ('t', 64.0)], 1024.0, 64.0)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import warnings
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Union
+
+from hybrid.importers._common import WorkloadBuilder, summarize  # noqa: F401  (summarize re-exported)
+from hybrid.model import InputError, Problem
+
+
+class HloImportWarning(UserWarning):
+    """An instruction the importer does not know (kept as a zero-FLOP op), or an approximation."""
+
+
+# --------------------------------------------------------------------------- shapes
+
+_DTYPE_BITS = {
+    "pred": 8, "s1": 1, "u1": 1, "s2": 2, "u2": 2, "s4": 4, "u4": 4, "s8": 8, "u8": 8,
+    "s16": 16, "u16": 16, "s32": 32, "u32": 32, "s64": 64, "u64": 64,
+    "f16": 16, "bf16": 16, "f32": 32, "f64": 64, "c64": 64, "c128": 128,
+    "f8e5m2": 8, "f8e4m3": 8, "f8e4m3fn": 8, "f8e4m3b11fnuz": 8, "f8e5m2fnuz": 8, "f8e4m3fnuz": 8,
+    "f8e3m4": 8, "f8e8m0fnu": 8, "f4e2m1fn": 4, "f6e2m3fn": 8, "f6e3m2fn": 8,
+    "token": 0, "opaque": 0,
+}
+
+
+@dataclass(frozen=True)
+class Shape:
+    """An HLO shape: an array ``dtype[dims]`` or a tuple of shapes (``dtype == "tuple"``)."""
+
+    dtype: str
+    dims: tuple[int, ...] = ()
+    parts: tuple["Shape", ...] = ()
+
+    @property
+    def is_tuple(self) -> bool:
+        return self.dtype == "tuple"
+
+    @property
+    def elements(self) -> int:
+        """Element count of an array shape (of the first leaf for a tuple, as XLA's reduce does)."""
+        if self.is_tuple:
+            return self.parts[0].elements if self.parts else 0
+        return math.prod(self.dims)
+
+    @property
+    def nbytes(self) -> int:
+        if self.is_tuple:
+            return sum(p.nbytes for p in self.parts)
+        return (math.prod(self.dims) * _DTYPE_BITS[self.dtype] + 7) // 8
+
+    def leaves(self, prefix: tuple[int, ...] = ()) -> list[tuple[tuple[int, ...], "Shape"]]:
+        if not self.is_tuple:
+            return [(prefix, self)]
+        out = []
+        for i, p in enumerate(self.parts):
+            out.extend(p.leaves(prefix + (i,)))
+        return out
+
+    def __str__(self) -> str:
+        if self.is_tuple:
+            return "(" + ", ".join(map(str, self.parts)) + ")"
+        return f"{self.dtype}[{','.join(map(str, self.dims))}]"
+
+
+_CLOSE = {"(": ")", "{": "}", "[": "]"}
+
+
+def _skip_balanced(s: str, i: int) -> int:
+    """``s[i]`` opens a bracket; return the index just after its match (quote aware)."""
+    stack = [_CLOSE[s[i]]]
+    i += 1
+    n = len(s)
+    while i < n:
+        c = s[i]
+        if c == '"':
+            i += 1
+            while i < n and s[i] != '"':
+                i += 2 if s[i] == "\\" else 1
+        elif c in _CLOSE:
+            stack.append(_CLOSE[c])
+        elif c in ")}]":
+            if not stack or c != stack[-1]:
+                raise ValueError(f"unbalanced {c!r}")
+            stack.pop()
+            if not stack:
+                return i + 1
+        i += 1
+    raise ValueError("unbalanced brackets (line cut short?)")
+
+
+def _split_top(s: str, sep: str = ",") -> list[str]:
+    """Split at ``sep`` outside brackets and quotes."""
+    parts, depth, cur, i, n = [], 0, [], 0, len(s)
+    while i < n:
+        c = s[i]
+        if c == '"':
+            j = i + 1
+            while j < n and s[j] != '"':
+                j += 2 if s[j] == "\\" else 1
+            cur.append(s[i:j + 1])
+            i = j + 1
+            continue
+        if c in "({[":
+            depth += 1
+        elif c in ")}]":
+            depth -= 1
+        if c == sep and depth == 0:
+            parts.append("".join(cur))
+            cur = []
+        else:
+            cur.append(c)
+        i += 1
+    if cur or parts:
+        parts.append("".join(cur))
+    return [p.strip() for p in parts]
+
+
+_DTYPE_RE = re.compile(r"([a-z][a-z0-9]*)\[")
+
+
+def parse_shape(s: str, i: int = 0) -> tuple[Shape, int]:
+    """Parse a shape at ``s[i:]`` (layouts and ``/*...*/`` comments skipped); returns (shape, end)."""
+    while i < len(s) and s[i] == " ":
+        i += 1
+    if s.startswith("(", i):
+        parts = []
+        i += 1
+        while True:
+            while i < len(s) and s[i] in " ,":
+                i += 1
+            if i >= len(s):
+                raise ValueError("tuple shape cut short")
+            if s[i] == ")":
+                return Shape("tuple", (), tuple(parts)), i + 1
+            p, i = parse_shape(s, i)
+            parts.append(p)
+    m = _DTYPE_RE.match(s, i)
+    if not m:
+        raise ValueError(f"expected a shape at {s[i:i + 20]!r}")
+    dtype = m.group(1)
+    if dtype not in _DTYPE_BITS:
+        raise ValueError(f"unknown element type {dtype!r}")
+    j = s.index("]", m.end()) if "]" in s[m.end():] else -1
+    if j < 0:
+        raise ValueError("shape cut short")
+    dims = []
+    for d in s[m.end():j].split(","):
+        d = d.strip()
+        if not d:
+            continue
+        d = d.lstrip("<=")
+        if not d.isdigit():
+            raise ValueError(f"unsupported dimension {d!r}")
+        dims.append(int(d))
+    i = j + 1
+    if s.startswith("{", i):  # layout
+        i = _skip_balanced(s, i)
+    return Shape(dtype, tuple(dims)), i
+
+
+# --------------------------------------------------------------------------- module
+
+@dataclass
+class Instr:
+    name: str
+    shape: Shape
+    opcode: str
+    operands: list[str]
+    attrs: dict[str, str]
+    arg: str  # the text inside the parentheses (parameter number, constant literal)
+    line: int
+    root: bool = False
+
+
+@dataclass
+class Computation:
+    name: str
+    is_entry: bool
+    line: int
+    instrs: list[Instr] = field(default_factory=list)
+    by_name: dict[str, Instr] = field(default_factory=dict)
+
+    @property
+    def root(self) -> Instr:
+        for ins in self.instrs:
+            if ins.root:
+                return ins
+        return self.instrs[-1]
+
+    @cached_property
+    def users(self) -> dict[str, list[Instr]]:
+        u: dict[str, list[Instr]] = {ins.name: [] for ins in self.instrs}
+        for ins in self.instrs:
+            for o in ins.operands:
+                u.setdefault(o, []).append(ins)
+        return u
+
+    @cached_property
+    def params(self) -> dict[int, Instr]:
+        return {int(ins.arg): ins for ins in self.instrs if ins.opcode == "parameter"}
+
+
+@dataclass
+class HloModule:
+    name: str
+    computations: dict[str, Computation]
+    entry: Computation
+    path: str
+
+
+_INSTR_RE = re.compile(r"\s*(ROOT\s+)?%?([A-Za-z_][\w.\-]*)\s*=\s*")
+_OPCODE_RE = re.compile(r"\s*([a-z][a-z0-9\-_]*)\(")
+_COMP_RE = re.compile(r"(ENTRY\s+)?%?([A-Za-z_][\w.\-]*)\s*\(")
+_COMMENT_RE = re.compile(r"/\*.*?\*/")
+_SECTION_RE = re.compile(r"[A-Z][A-Za-z]*$|\d+\s")
+
+
+def _parse_instruction(line: str, lineno: int, path: str) -> Instr:
+    m = _INSTR_RE.match(line)
+    if not m:
+        raise InputError(f"{path}: line {lineno}: not an HLO instruction: {line.strip()[:80]!r}")
+    try:
+        shape, i = parse_shape(line, m.end())
+        mo = _OPCODE_RE.match(line, i)
+        if not mo:
+            raise ValueError(f"expected an opcode at {line[i:i + 30].strip()!r}")
+        open_at = mo.end() - 1
+        close = _skip_balanced(line, open_at)
+        inner = line[open_at + 1:close - 1]
+        rest = line[close:].strip()
+        attrs: dict[str, str] = {}
+        if rest:
+            if not rest.startswith(","):
+                raise ValueError(f"unexpected text after the operands: {rest[:30]!r}")
+            for item in _split_top(rest[1:]):
+                if "=" in item:
+                    k, v = item.split("=", 1)
+                    attrs[k.strip()] = v.strip()
+    except ValueError as exc:
+        raise InputError(f"{path}: line {lineno}: {exc}") from None
+    opcode = mo.group(1)
+    operands = []
+    if opcode not in ("parameter", "constant") and inner.strip():
+        for tok in _split_top(inner):
+            if tok:
+                operands.append(tok.split()[-1].lstrip("%"))
+    return Instr(m.group(2), shape, opcode, operands, attrs, inner.strip(), lineno, bool(m.group(1)))
+
+
+def parse_hlo_module(text: str, path: str = "<hlo>") -> HloModule:
+    """Parse scheduled HLO text into computations; raises :class:`InputError` on bad input."""
+    lines = text.splitlines()
+    k = 0
+    while k < len(lines) and not lines[k].strip():
+        k += 1
+    if k == len(lines):
+        raise InputError(f"{path}: empty file")
+    header = lines[k].strip()
+    if not header.startswith("HloModule"):
+        raise InputError(f"{path}: line {k + 1}: not HLO text (expected an 'HloModule NAME, ...' header)")
+    if not re.search(r"\bis_scheduled=true\b", header):
+        raise InputError(
+            f"{path}: line {k + 1}: HLO module is not scheduled (no is_scheduled=true in its header); "
+            "give the after-optimizations HLO of a compiled module"
+        )
+    mname = header.split()[1].rstrip(",") if len(header.split()) > 1 else os.path.basename(path)
+    comps: dict[str, Computation] = {}
+    entry = None
+    cur: Computation | None = None
+    for lineno in range(k + 2, len(lines) + 1):
+        raw = _COMMENT_RE.sub("", lines[lineno - 1])
+        s = raw.strip()
+        if cur is None:
+            if not s or _SECTION_RE.match(s):
+                continue
+            m = _COMP_RE.match(s)
+            if m and s.endswith("{") and not _INSTR_RE.match(s):
+                cur = Computation(m.group(2), bool(m.group(1)), lineno)
+                if cur.name in comps:
+                    raise InputError(f"{path}: line {lineno}: duplicate computation {cur.name!r}")
+                continue
+            raise InputError(f"{path}: line {lineno}: unexpected text outside a computation: {s[:80]!r}")
+        if s == "}":
+            if not cur.instrs:
+                raise InputError(f"{path}: line {lineno}: computation {cur.name!r} is empty")
+            comps[cur.name] = cur
+            if cur.is_entry:
+                if entry is not None:
+                    raise InputError(f"{path}: line {lineno}: second ENTRY computation {cur.name!r}")
+                entry = cur
+            cur = None
+            continue
+        if not s:
+            continue
+        try:
+            ins = _parse_instruction(raw, lineno, path)
+        except InputError as exc:
+            if not any(x.strip() for x in lines[lineno:]):
+                raise InputError(f"{path}: line {lineno}: truncated file: the last instruction is cut short "
+                                 f"and computation {cur.name!r} is not closed") from None
+            raise exc
+        for o in ins.operands:
+            if o not in cur.by_name:
+                raise InputError(
+                    f"{path}: line {lineno}: instruction {ins.name!r} uses {o!r} before it is defined "
+                    f"in computation {cur.name!r}"
+                )
+        if ins.name in cur.by_name:
+            raise InputError(f"{path}: line {lineno}: duplicate instruction name {ins.name!r}")
+        cur.instrs.append(ins)
+        cur.by_name[ins.name] = ins
+    if cur is not None:
+        raise InputError(f"{path}: line {len(lines)}: truncated file: computation {cur.name!r} (line {cur.line}) is not closed")
+    if entry is None:
+        raise InputError(f"{path}: no ENTRY computation (truncated file?)")
+    # every called computation must exist
+    for comp in comps.values():
+        for ins in comp.instrs:
+            for callee in _callees(ins):
+                if callee not in comps:
+                    raise InputError(f"{path}: line {ins.line}: {ins.name!r} calls unknown computation {callee!r}")
+    return HloModule(mname, comps, entry, path)
+
+
+_CALL_ATTRS = ("calls", "to_apply", "condition", "body", "select", "scatter",
+               "true_computation", "false_computation")
+
+
+def _callees(ins: Instr) -> list[str]:
+    out = []
+    for key in _CALL_ATTRS:
+        v = ins.attrs.get(key)
+        if v:
+            out.extend(x.strip().lstrip("%") for x in v.strip("{}").split(",") if x.strip())
+    v = ins.attrs.get("branch_computations")
+    if v:
+        out.extend(x.strip().lstrip("%") for x in v.strip("{}").split(",") if x.strip())
+    return out
+
+
+# --------------------------------------------------------------------------- costs
+
+_TRANSCENDENTAL = {
+    "exponential", "exponential-minus-one", "log", "log-plus-one", "logistic", "power", "sqrt", "cbrt",
+    "rsqrt", "tanh", "sine", "cosine", "tan", "atan2", "erf", "acosh",
+}
+_ELEMENTWISE = {
+    "abs", "add", "and", "bitcast-convert", "ceil", "clamp", "compare", "complex", "convert",
+    "count-leading-zeros", "divide", "floor", "imag", "is-finite", "maximum", "minimum", "multiply",
+    "negate", "not", "or", "popcnt", "real", "reduce-precision", "remainder", "round-nearest-afz",
+    "round-nearest-even", "select", "shift-left", "shift-right-arithmetic", "shift-right-logical",
+    "sign", "stochastic-convert", "subtract", "xor",
+}
+_ZERO_COST = {
+    "parameter", "constant", "get-tuple-element", "tuple", "bitcast", "broadcast", "reshape",
+    "dynamic-reshape", "transpose", "copy", "slice", "dynamic-slice", "dynamic-update-slice",
+    "concatenate", "pad", "reverse", "iota", "gather", "copy-start", "copy-done", "after-all",
+    "add-dependency", "optimization-barrier", "domain", "get-dimension-size", "set-dimension-size",
+    "partition-id", "replica-id", "send", "send-done", "recv", "recv-done", "infeed", "outfeed",
+    "all-gather", "all-gather-start", "all-gather-done", "all-to-all", "ragged-all-to-all",
+    "collective-permute", "collective-permute-start", "collective-permute-done", "collective-broadcast",
+    "reduce-scatter", "all-reduce-done", "async-start", "async-update", "async-done",
+    "rng-get-and-update-state", "batch-norm-training", "batch-norm-inference", "batch-norm-grad",
+    "top-k",
+}
+_ALIASING = {"bitcast", "get-tuple-element", "tuple", "optimization-barrier", "add-dependency", "domain"}
+
+_INT_LIST = re.compile(r"-?\d+")
+
+
+def _ints(v: str | None) -> list[int]:
+    return [int(x) for x in _INT_LIST.findall(v or "")]
+
+
+@dataclass(frozen=True)
+class _WinDim:
+    size: int = 1
+    stride: int = 1
+    pad_lo: int = 0
+    pad_hi: int = 0
+    base_dil: int = 1  # lhs_dilate
+    win_dil: int = 1   # rhs_dilate
+
+
+def _parse_window(v: str | None) -> list[_WinDim]:
+    if not v:
+        return []
+    fields: dict[str, list[str]] = {}
+    for item in v.strip("{} ").split():
+        if "=" in item:
+            k, val = item.split("=", 1)
+            fields[k] = val.split("x")
+    n = len(fields.get("size", []))
+    dims = []
+    for d in range(n):
+        def get(key, default=1):
+            vals = fields.get(key)
+            return int(vals[d]) if vals else default
+        lo = hi = 0
+        if "pad" in fields:
+            lo, hi = (int(x) for x in fields["pad"][d].split("_"))
+        dims.append(_WinDim(get("size"), get("stride"), lo, hi, get("lhs_dilate"), get("rhs_dilate")))
+    return dims
+
+
+def _valid_positions(inp: int, out: int, ker: int, w: _WinDim) -> int:
+    """Pairs (output index, kernel index) that hit a real (non-padding, non-hole) input element."""
+    if inp == out and ker == out and inp == w.base_dil and w.win_dil == 1 \
+            and max(1, inp - 1) == w.stride and w.pad_lo == 0 and w.pad_hi == 0:
+        return inp
+    if inp == 1 and ker == out and w.win_dil == 1 and w.base_dil == 1 and w.stride == 1 \
+            and w.pad_lo == out - 1 and w.pad_hi == out - 1:
+        return out
+    count = 0
+    for k in range(ker):
+        if w.stride == 1 and w.base_dil == 1:
+            base = w.pad_lo - k * w.win_dil
+            count += max(min(inp + base, out) - max(base, 0), 0)
+            continue
+        for o in range(out):
+            undilated = o * w.stride - w.pad_lo + k * w.win_dil
+            if undilated % w.base_dil:
+                continue
+            idx = undilated // w.base_dil
+            if 0 <= idx < inp:
+                count += 1
+    return count
+
+
+def _conv_flops(ins: Instr, lhs: Shape, rhs: Shape) -> float:
+    labels = ins.attrs.get("dim_labels", "")
+    m = re.match(r"(\w+)_(\w+)->(\w+)", labels)
+    if not m:
+        raise ValueError(f"convolution {ins.name!r}: cannot read dim_labels={labels!r}")
+    lhs_l, rhs_l, out_l = m.groups()
+    out = ins.shape.parts[0] if ins.shape.is_tuple else ins.shape
+    in_feat = lhs.dims[lhs_l.index("f")]
+    out_feat = out.dims[out_l.index("f")]
+    batch = lhs.dims[lhs_l.index("b")]
+    window = _parse_window(ins.attrs.get("window"))
+    spatial = [c for c in lhs_l if c.isdigit()]
+    positions = 1
+    for d, label in enumerate(sorted(spatial, key=int)):
+        w = window[d] if d < len(window) else _WinDim()
+        positions *= _valid_positions(lhs.dims[lhs_l.index(label)], out.dims[out_l.index(label)],
+                                      rhs.dims[rhs_l.index(label)], w)
+    fgc = int(ins.attrs.get("feature_group_count", 1))
+    bgc = int(ins.attrs.get("batch_group_count", 1))
+    return 2.0 * (in_feat // fgc) * out_feat * (batch // bgc) * positions
+
+
+def _reduce_window_count(ins: Instr, operand: Shape) -> int:
+    window = _parse_window(ins.attrs.get("window"))
+    out = ins.shape.parts[0] if ins.shape.is_tuple else ins.shape
+    wcount = math.prod(w.size for w in window) if window else 1
+    count = (wcount - 1) * out.elements
+    # XLA's special case: a reduce followed by a broadcast along one dimension (cumsum-like)
+    reduced = [d for d, w in enumerate(window) if w.size != 1]
+    padded = [d for d, w in enumerate(window) if w.pad_lo or w.pad_hi]
+    if len(reduced) == 1 and len(padded) == 1 and not ins.shape.is_tuple:
+        d = reduced[0]
+        w = window[d]
+        if w.pad_lo and w.pad_hi and w.pad_lo == w.pad_hi and w.size == 2 * w.pad_lo + 1 \
+                and w.pad_lo == out.dims[d] - 1:
+            span = out.dims[d]
+            count = out.elements // span + (span - 1)
+    return count
+
+
+def _trip_count(ins: Instr) -> int | None:
+    cfg = ins.attrs.get("backend_config", "")
+    if cfg:
+        try:
+            data = json.loads(cfg[1:-1].encode().decode("unicode_escape")) if cfg.startswith('"') else json.loads(cfg)
+            n = data.get("known_trip_count", {}).get("n")
+            if n is not None:
+                return int(n)
+        except (ValueError, AttributeError, TypeError):
+            m = re.search(r'known_trip_count\\?"?\s*:\s*\{\s*\\?"?n\\?"?\s*:\s*\\?"?(\d+)', cfg)
+            if m:
+                return int(m.group(1))
+    fa = ins.attrs.get("frontend_attributes", "")
+    m = re.search(r'trip_count\\?"?\s*=\s*\\?"?(\d+)', fa)
+    if m:
+        return int(m.group(1))
+    return None
+
+
+class _Costs:
+    """FLOPs/transcendentals per instruction and per computation (memoised)."""
+
+    def __init__(self, module: HloModule, warn):
+        self.m = module
+        self.warn = warn
+        self._comp: dict[str, tuple[float, float]] = {}
+
+    def comp(self, name: str) -> tuple[float, float]:
+        if name not in self._comp:
+            self._comp[name] = (0.0, 0.0)  # recursion guard
+            c = self.m.computations[name]
+            f = t = 0.0
+            for ins in c.instrs:
+                a, b = self.instr(c, ins)
+                f += a
+                t += b
+            self._comp[name] = (f, t)
+        return self._comp[name]
+
+    def _called(self, ins: Instr, key: str) -> str:
+        return ins.attrs[key].strip().lstrip("%")
+
+    def instr(self, comp: Computation, ins: Instr) -> tuple[float, float]:
+        op = ins.opcode
+        shape = ins.shape
+        opnd = [comp.by_name[o].shape for o in ins.operands]
+        try:
+            if op in _TRANSCENDENTAL:
+                return 0.0, float(shape.elements)
+            if op in _ELEMENTWISE:
+                return float(shape.elements), 0.0
+            if op in _ZERO_COST:
+                return 0.0, 0.0
+            if op in ("dot", "scaled-dot"):
+                width = math.prod(opnd[0].dims[d] for d in _ints(ins.attrs.get("lhs_contracting_dims")))
+                return 2.0 * shape.elements * width, 0.0
+            if op == "convolution":
+                return _conv_flops(ins, opnd[0], opnd[1]), 0.0
+            if op == "fusion":
+                return self.comp(self._called(ins, "calls"))
+            if op == "call":
+                return self.comp(self._called(ins, "to_apply"))
+            if op in ("reduce", "all-reduce", "all-reduce-start"):
+                if op != "reduce":
+                    return float(sum(s.elements for _, s in shape.leaves())), 0.0
+                f, t = self.comp(self._called(ins, "to_apply"))
+                count = opnd[0].elements - shape.elements
+                return f * count, t * count
+            if op == "reduce-window":
+                f, t = self.comp(self._called(ins, "to_apply"))
+                count = _reduce_window_count(ins, opnd[0])
+                return f * count, t * count
+            if op == "map":
+                f, t = self.comp(self._called(ins, "to_apply"))
+                return f * shape.elements, t * shape.elements
+            if op == "scatter":
+                f, t = self.comp(self._called(ins, "to_apply"))
+                n_upd = opnd[-1].elements
+                return f * n_upd, t * n_upd
+            if op == "select-and-scatter":
+                fs, ts = self.comp(self._called(ins, "select"))
+                fc, tc = self.comp(self._called(ins, "scatter"))
+                wcount = math.prod(w.size for w in _parse_window(ins.attrs.get("window"))) or 1
+                src = opnd[1].elements
+                return fs * src * (wcount - 1) + fc * src, ts * src * (wcount - 1) + tc * src
+            if op == "sort":
+                n = opnd[0].elements
+                return float(n * math.ceil(math.log2(n))) if n > 1 else 0.0, 0.0
+            if op in ("rng", "rng-bit-generator"):
+                return 0.0, float(sum(s.elements for _, s in shape.leaves()))
+            if op == "fft":
+                lengths = _ints(ins.attrs.get("fft_length"))
+                logs = math.prod(int(math.log2(x)) for x in lengths) if lengths else 1
+                return 2.0 * 4 * logs * opnd[0].elements, 0.0
+            if op == "triangular-solve":
+                return 2.0 * opnd[0].dims[-1] * opnd[1].elements, 0.0
+            if op == "cholesky":
+                return float(opnd[0].dims[-1] * opnd[0].elements // 3), 0.0
+            if op == "while":
+                n = _trip_count(ins) or 1
+                fb, tb = self.comp(self._called(ins, "body"))
+                fc, tc = self.comp(self._called(ins, "condition"))
+                return n * fb + (n + 1) * fc, n * tb + (n + 1) * tc
+            if op == "conditional":
+                names = _callees(ins)
+                costs = [self.comp(n) for n in names] or [(0.0, 0.0)]
+                return max(c[0] for c in costs), max(c[1] for c in costs)
+        except (KeyError, IndexError, ValueError) as exc:
+            raise InputError(f"{self.m.path}: line {ins.line}: cannot cost {op} {ins.name!r}: {exc}") from None
+        if op == "custom-call":
+            target = ins.attrs.get("custom_call_target", "?")
+            self.warn(f"{self.m.path}: line {ins.line}: custom-call {ins.name!r} (target {target}): "
+                      "FLOPs unknown, imported as a zero-FLOP op")
+        else:
+            self.warn(f"{self.m.path}: line {ins.line}: unknown instruction {op!r} ({ins.name!r}): "
+                      "imported as a zero-FLOP op")
+        return 0.0, 0.0
+
+
+# --------------------------------------------------------------------------- workload
+
+Value = Union[str, None, tuple]  # a buffer id, no buffer (token / empty), or a tuple of values
+
+
+def _leaves(v: Value) -> list[str]:
+    if v is None:
+        return []
+    if isinstance(v, str):
+        return [v]
+    out = []
+    for x in v:
+        out.extend(_leaves(x))
+    return out
+
+
+def _fusion_kind(module: HloModule, comp_name: str) -> str:
+    ops = {i.opcode for i in module.computations[comp_name].instrs}
+    for heavy in ("convolution", "dot", "scatter", "reduce-window", "reduce", "sort"):
+        if heavy in ops:
+            return f"fusion:{heavy}"
+    return "fusion"
+
+
+_ELEMENTWISE_ACCESS = _ELEMENTWISE | _TRANSCENDENTAL | {"bitcast", "tuple"}
+
+
+@dataclass
+class HloImport:
+    """Result of :func:`load_hlo`: the workload plus XLA-comparable totals and warnings."""
+
+    problem: Problem
+    flops: float            # XLA "flops" (transcendentals excluded)
+    transcendentals: float  # XLA "transcendentals"
+    warnings: list[str]
+    module: str
+
+
+class _Importer:
+    def __init__(self, module: HloModule, *, name: str | None, max_expanded_ops: int, alignment: int):
+        self.m = module
+        self.warnings: list[str] = []
+        self.costs = _Costs(module, self._warn)
+        self.b = WorkloadBuilder(name or module.name, source=module.path, alignment=alignment)
+        self.max_expanded_ops = max_expanded_ops
+        self.scale = 1.0
+        self.flops = 0.0
+        self.trans = 0.0
+        self._consts: dict[tuple[str, str], Value] = {}
+        self._op_counts: dict[str, int] = {}
+
+    def _warn(self, msg: str) -> None:
+        if msg not in self.warnings:
+            self.warnings.append(msg)
+
+    # -- buffers
+    def _new(self, base: str, shape: Shape, kind: str) -> Value:
+        if shape.is_tuple:
+            return tuple(self._new(f"{base}#{i}" if "#" not in base else f"{base}.{i}", p, kind)
+                         for i, p in enumerate(shape.parts))
+        size = shape.nbytes
+        if size <= 0:
+            return None
+        return self.b.add_buffer(base, size, kind)
+
+    # -- expansion size of a computation (ops it would add)
+    def _ops_in(self, comp_name: str) -> int:
+        if comp_name not in self._op_counts:
+            self._op_counts[comp_name] = 0
+            n = 0
+            for ins in self.m.computations[comp_name].instrs:
+                if ins.opcode in _ALIASING or ins.opcode in ("parameter", "constant", "after-all"):
+                    continue
+                if ins.opcode == "while":
+                    t = _trip_count(ins) or 1
+                    n += t * self._ops_in(self.costs._called(ins, "body")) \
+                        + (t + 1) * self._ops_in(self.costs._called(ins, "condition"))
+                elif ins.opcode == "call":
+                    n += self._ops_in(self.costs._called(ins, "to_apply"))
+                else:
+                    n += 1
+            self._op_counts[comp_name] = n
+        return self._op_counts[comp_name]
+
+    # -- evaluation
+    def run(self, comp: Computation, args: list[Value] | None, prefix: str) -> Value:
+        env: dict[str, Value] = {}
+        for ins in comp.instrs:
+            env[ins.name] = self._eval(comp, ins, env, args, prefix)
+        return env[comp.root.name]
+
+    def _eval(self, comp: Computation, ins: Instr, env: dict, args, prefix: str) -> Value:
+        op = ins.opcode
+        if op == "parameter":
+            if args is None:
+                return self._new(ins.name, ins.shape, "input")
+            idx = int(ins.arg)
+            if idx >= len(args):
+                raise InputError(f"{self.m.path}: line {ins.line}: parameter({idx}) but only {len(args)} argument(s)")
+            return args[idx]
+        if op == "constant":
+            key = (comp.name, ins.name)
+            if key not in self._consts:
+                self._consts[key] = self._new(ins.name if args is None else f"{comp.name}/{ins.name}", ins.shape, "weight")
+            return self._consts[key]
+        vals = [env[o] for o in ins.operands]
+        if op == "get-tuple-element":
+            v = vals[0]
+            idx = int(ins.attrs.get("index", "0"))
+            if isinstance(v, tuple):
+                if idx >= len(v):
+                    raise InputError(f"{self.m.path}: line {ins.line}: get-tuple-element index {idx} out of range")
+                return v[idx]
+            return v
+        if op == "tuple":
+            return tuple(vals)
+        if op in ("bitcast", "optimization-barrier", "add-dependency", "domain"):
+            return vals[0] if vals else None
+        if op == "after-all":
+            return None
+        if op == "copy-done":
+            v = vals[0]
+            return v[0] if isinstance(v, tuple) else v
+        if op.endswith("-done") and op != "copy-done":
+            v = vals[0]
+            if isinstance(v, tuple) and len(v) >= 2 and not ins.shape.is_tuple:
+                return v[1]
+            if isinstance(v, str) or v is None:
+                return v
+        if op == "while":
+            return self._while(comp, ins, vals[0] if vals else None, prefix)
+        if op == "call":
+            called = self.m.computations[self.costs._called(ins, "to_apply")]
+            return self.run(called, vals, f"{prefix}{ins.name}/")
+        return self._op(comp, ins, vals, prefix)
+
+    def _while(self, comp: Computation, ins: Instr, init: Value, prefix: str) -> Value:
+        body = self.m.computations[self.costs._called(ins, "body")]
+        cond = self.m.computations[self.costs._called(ins, "condition")]
+        n = _trip_count(ins)
+        where = f"{self.m.path}: line {ins.line}: while {ins.name!r}"
+        if n is None:
+            self._warn(f"{where}: unknown trip count; imported one iteration")
+            n = 1
+        per_iter = self._ops_in(body.name) + self._ops_in(cond.name)
+        state = init
+        if n * per_iter > self.max_expanded_ops:
+            self._warn(f"{where}: {n} iterations x {per_iter} ops exceeds max_expanded_ops={self.max_expanded_ops}; "
+                       f"body imported once with FLOPs and bytes scaled by {n}")
+            saved = self.scale
+            self.scale = saved * n
+            self.run(cond, [state], f"{prefix}{ins.name}/cond/")
+            state = self.run(body, [state], f"{prefix}{ins.name}/body/")
+            self.scale = saved
+            self.run(cond, [state], f"{prefix}{ins.name}/exit/")
+            return state
+        for k in range(n):
+            self.run(cond, [state], f"{prefix}{ins.name}/{k}/cond/")
+            state = self.run(body, [state], f"{prefix}{ins.name}/{k}/")
+        self.run(cond, [state], f"{prefix}{ins.name}/{n}/cond/")
+        return state
+
+    def _read_bytes(self, comp: Computation, ins: Instr, k: int, leaf_index: tuple, leaf_shape: Shape) -> int:
+        full = leaf_shape.nbytes
+        op = ins.opcode
+        if op in ("slice", "dynamic-slice", "gather") and k == 0:
+            return min(full, ins.shape.nbytes)
+        if op in ("dynamic-update-slice", "scatter") and k == 0:
+            return 0
+        if op == "fusion" and not leaf_index:
+            fcomp = self.m.computations[self.costs._called(ins, "calls")]
+            p = fcomp.params.get(k)
+            if p is not None and not p.shape.is_tuple:
+                return min(full, _fused_param_read_bytes(fcomp, p.name, full))
+        return full
+
+    def _write_bytes(self, ins: Instr, leaf_index: tuple, leaf_shape: Shape, comp: Computation) -> int:
+        if ins.opcode == "dynamic-update-slice":
+            return comp.by_name[ins.operands[1]].shape.nbytes
+        if ins.opcode == "fusion":
+            fcomp = self.m.computations[self.costs._called(ins, "calls")]
+            root = fcomp.root
+            if root.opcode == "tuple" and len(leaf_index) == 1 and leaf_index[0] < len(root.operands):
+                root = fcomp.by_name[root.operands[leaf_index[0]]]
+            while root.opcode == "bitcast":
+                root = fcomp.by_name[root.operands[0]]
+            if root.opcode == "dynamic-update-slice":
+                return fcomp.by_name[root.operands[1]].shape.nbytes
+        return leaf_shape.nbytes
+
+    def _inplace_sources(self, comp: Computation, ins: Instr, vals: list[Value]) -> list[tuple[int, str]]:
+        """(operand number, buffer) pairs whose storage the output may take."""
+        op = ins.opcode
+        if op in ("dynamic-update-slice", "scatter"):
+            return [(0, b) for b in _leaves(vals[0])] if vals else []
+        if op in _ELEMENTWISE or op in _TRANSCENDENTAL:
+            return [(k, b) for k, v in enumerate(vals) for b in _leaves(v)]
+        if op == "fusion":
+            fcomp = self.m.computations[self.costs._called(ins, "calls")]
+            out = []
+            for k, v in enumerate(vals):
+                p = fcomp.params.get(k)
+                if p is not None and not p.shape.is_tuple and _elementwise_access(fcomp, p.name):
+                    out.extend((k, b) for b in _leaves(v))
+            return out
+        return []
+
+    def _op(self, comp: Computation, ins: Instr, vals: list[Value], prefix: str) -> Value:
+        flops, trans = self.costs.instr(comp, ins)
+        flops *= self.scale
+        trans *= self.scale
+        self.flops += flops
+        self.trans += trans
+        reads = []
+        for k, (o, v) in enumerate(zip(ins.operands, vals)):
+            oshape = comp.by_name[o].shape
+            leaf_shapes = dict(oshape.leaves())
+            flat = _flatten_with_index(v)
+            for idx, buf in flat:
+                ls = leaf_shapes.get(idx)
+                nbytes = self._read_bytes(comp, ins, k, idx, ls) if ls is not None else self.b.sizes[buf]
+                reads.append((buf, int(nbytes * self.scale)))
+        out = self._new(prefix + ins.name, ins.shape, "activation")
+        out_shapes = dict(ins.shape.leaves())
+        writes = [(buf, int(self._write_bytes(ins, idx, out_shapes[idx], comp) * self.scale))
+                  for idx, buf in _flatten_with_index(out)]
+        inplace = []
+        if writes:
+            srcs = self._inplace_sources(comp, ins, vals)
+            for dst, _ in writes:
+                for _k, src in srcs:
+                    if self.b.sizes.get(src) == self.b.sizes[dst] and self.b.kinds.get(src) == "activation":
+                        inplace.append((src, dst))
+        kind = _fusion_kind(self.m, self.costs._called(ins, "calls")) if ins.opcode == "fusion" else ins.opcode
+        self.b.add_op(prefix + ins.name, kind, flops + trans, reads, writes, inplace)
+        return out
+
+
+def _flatten_with_index(v: Value, prefix: tuple = ()) -> list[tuple[tuple, str]]:
+    if v is None:
+        return []
+    if isinstance(v, str):
+        return [(prefix, v)]
+    out = []
+    for i, x in enumerate(v):
+        out.extend(_flatten_with_index(x, prefix + (i,)))
+    return out
+
+
+def _through_bitcasts(fcomp: Computation, name: str) -> list[tuple[str, Instr]]:
+    """Users of ``name`` (looking through bitcasts), each with the operand name it uses."""
+    out = []
+    for u in fcomp.users.get(name, []):
+        if u.opcode == "bitcast":
+            out.extend(_through_bitcasts(fcomp, u.name))
+        else:
+            out.append((name, u))
+    return out
+
+
+def _fused_param_read_bytes(fcomp: Computation, pname: str, full: int) -> int:
+    users = _through_bitcasts(fcomp, pname)
+    if not users:
+        return 0
+    total = 0
+    for used_as, u in users:
+        first = u.operands[0] == used_as if u.operands else False
+        if u.opcode in ("slice", "dynamic-slice", "gather") and first:
+            total += u.shape.nbytes
+        elif u.opcode == "dynamic-update-slice" and first:
+            continue
+        else:
+            return full
+    return total
+
+
+def _elementwise_access(fcomp: Computation, pname: str) -> bool:
+    """True if the fused parameter reaches the root only through element-wise ops."""
+    seen, todo = set(), [pname]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        for u in fcomp.users.get(name, []):
+            if u.opcode == "dynamic-update-slice":
+                if u.operands[0] != name:
+                    return False
+            elif u.opcode not in _ELEMENTWISE_ACCESS:
+                return False
+            todo.append(u.name)
+    return True
+
+
+# --------------------------------------------------------------------------- API
+
+def parse_hlo_text(text: str, path: str = "<hlo>", *, name: str | None = None,
+                   max_expanded_ops: int = 200_000, alignment: int = 1) -> HloImport:
+    """Import HLO text (see the module docstring); warnings are also issued as :class:`HloImportWarning`."""
+    module = parse_hlo_module(text, path)
+    imp = _Importer(module, name=name, max_expanded_ops=max_expanded_ops, alignment=alignment)
+    root = imp.run(module.entry, None, "")
+    for buf in _leaves(root):
+        if imp.b.kinds.get(buf) == "activation":
+            imp.b.set_kind(buf, "output")
+    problem = imp.b.build()
+    for msg in imp.warnings:
+        warnings.warn(msg, HloImportWarning, stacklevel=3)
+    return HloImport(problem, imp.flops, imp.trans, imp.warnings, module.name)
+
+
+def load_hlo(path: str | os.PathLike, **options) -> HloImport:
+    """Read and import an HLO text file (``InputError`` on unreadable or bad input)."""
+    path = str(path)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except FileNotFoundError:
+        raise InputError(f"{path}: file not found") from None
+    except IsADirectoryError:
+        raise InputError(f"{path}: is a directory, not a file") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: not a text file") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+    if not options.get("name"):
+        base = os.path.basename(path)
+        for suffix in (".hlo.txt", ".txt", ".hlo"):
+            if base.endswith(suffix):
+                base = base[: -len(suffix)]
+                break
+        options["name"] = base
+    return parse_hlo_text(text, path, **options)
+
+
+def import_hlo(path: str | os.PathLike, **options) -> Problem:
+    """The workload of an HLO text file (see :func:`load_hlo` for the details kept aside)."""
+    return load_hlo(path, **options).problem
+
+
+def xla_style_max_live(problem: Problem) -> int:
+    """Max live bytes counted as XLA's live-range report does.
+
+    Inputs and weights (parameters, constants) live for the whole program and outputs from
+    their definition to the end; other buffers as in the workload.
+    """
+    horizon = len(problem.ops)
+    delta = [0] * (horizon + 1)
+    for b in problem.buffers:
+        start, end = b.start, b.end
+        if b.kind in ("input", "weight"):
+            start, end = 0, horizon
+        elif b.kind == "output":
+            end = horizon
+        delta[start] += b.size
+        delta[end] -= b.size
+    peak = cur = 0
+    for d in delta[:horizon]:
+        cur += d
+        peak = max(peak, cur)
+    return peak
+
+
+__all__ = ["HloImport", "HloImportWarning", "Shape", "import_hlo", "load_hlo", "parse_hlo_module",
+           "parse_hlo_text", "parse_shape", "summarize", "xla_style_max_live"]

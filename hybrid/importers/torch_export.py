@@ -1,0 +1,466 @@
+"""PyTorch importer: ``torch.export`` of an ``nn.Module`` -> workload.
+
+``torch`` is imported inside the functions that need it, never at module import, so the
+rest of mallocgame (and ``mallocgame import hlo``) does not pay for it.
+
+**Spec.** ``package.module:callable`` or ``path/to/file.py:callable``. The callable (a
+function, or an ``nn.Module`` class) is called with no arguments and returns either the
+module or a ``(module, example_inputs)`` pair. ``input_shapes`` (``--input-shape 1,3,32,32``,
+repeatable) give float32 example inputs and override the callable's. The module is put in
+``eval()`` mode and exported with ``torch.export.export`` (static shapes).
+
+**Ops.** One op per ATen node of the exported graph, in graph order (the export order is the
+schedule), at the high level by default (``aten.linear``, ``aten.conv2d``, ``aten.layer_norm``
+... as ``torch.export`` records them); ``level="core"`` runs ``run_decompositions()`` first
+(core ATen: ``addmm``, ``convolution``, ...).
+
+**Buffers.** One per tensor an op produces (tuple outputs: one per tensor), plus the
+module's parameters, buffers and constants (kind ``weight``) and the user inputs (kind
+``input``); tensors that reach the graph output are ``output``. **Views** -- every op whose
+schema marks its result as an alias of an input (``view``, ``reshape``, ``permute``,
+``transpose``, ``t``, ``expand``, ``slice``, ``select``, ``alias``, ``flatten``,
+``unsqueeze``, ``split`` ...), and ``getitem`` -- make no op and no buffer: the result
+aliases its base, and an op reading the view touches the base buffer (bytes: the view's
+size, at most the base's). In-place ops write their aliased input's buffer.
+
+**Weights** (``weights=``): ``"use"`` (default) live from their first to their last use;
+``"program"`` live for the whole program (``[0, T)``); ``"none"`` are left out of the
+workload (ops do not list them).
+
+**FLOPs** (conventions of ``torch.utils.flop_counter`` for the matmul family; bias adds not
+counted): ``mm``/``matmul``/``bmm``/``linear``/``addmm``/``baddbmm``: ``2 * M * K * N`` (per
+batch); convolutions ``2 * output elements * (in channels / groups) * kernel elements``
+(transposed: ``2 * input elements * (out channels / groups) * kernel elements``);
+``scaled_dot_product_attention``: ``4 * B * H * L * S * E``; element-wise ops (arithmetic,
+activations, comparisons, casts): one per output element; reductions (``sum``, ``mean``,
+``amax``, ...): one per input element; ``softmax``/``log_softmax`` 5, ``layer_norm``/
+``group_norm`` 7 and ``batch_norm`` 4 per element; pooling ``output elements * window
+elements``; data movement (``cat``, ``clone``, ``embedding``, ``index``, ...) 0. Ops
+without a formula count 0 with a :class:`TorchImportWarning` naming them.
+
+Example (needs torch):
+    >>> import torch                                        # doctest: +SKIP
+    >>> p = import_module(torch.nn.Linear(8, 4), [(2, 8)])  # doctest: +SKIP
+    >>> [op.kind for op in p.ops], p.ops[0].flops           # doctest: +SKIP
+    (['linear'], 128.0)
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import math
+import os
+import sys
+import warnings
+from typing import Any, Sequence
+
+from hybrid.importers._common import WorkloadBuilder, summarize  # noqa: F401  (summarize re-exported)
+from hybrid.model import InputError, Problem
+
+WEIGHT_MODES = ("use", "program", "none")
+
+
+class TorchImportWarning(UserWarning):
+    """An ATen op without a FLOP formula (counted as 0 FLOPs)."""
+
+
+# --------------------------------------------------------------------------- spec loading
+
+def parse_shape(text: str) -> tuple[int, ...]:
+    """``"1,3,32,32"`` (or ``1x3x32x32``) -> ``(1, 3, 32, 32)``."""
+    parts = [p for p in text.replace("x", ",").replace(" ", "").strip("()[]").split(",") if p]
+    try:
+        dims = tuple(int(p) for p in parts)
+    except ValueError:
+        raise InputError(f"--input-shape {text!r}: expected comma-separated integers like 1,3,32,32") from None
+    if not dims or any(d <= 0 for d in dims):
+        raise InputError(f"--input-shape {text!r}: dimensions must be positive integers")
+    return dims
+
+
+def load_spec(spec: str) -> Any:
+    """Resolve ``module.path:callable`` or ``file.py:callable`` to the callable's result."""
+    if ":" not in spec:
+        raise InputError(f"{spec}: expected 'module.path:callable' or 'path/to/file.py:callable'")
+    target, attr = spec.rsplit(":", 1)
+    if not attr:
+        raise InputError(f"{spec}: missing the callable after ':'")
+    try:
+        if target.endswith(".py") or os.sep in target or "/" in target:
+            if not os.path.isfile(target):
+                raise InputError(f"{spec}: file {target!r} not found")
+            name = "_mallocgame_spec_" + os.path.splitext(os.path.basename(target))[0]
+            loader_spec = importlib.util.spec_from_file_location(name, target)
+            if loader_spec is None or loader_spec.loader is None:
+                raise InputError(f"{spec}: cannot load {target!r} as Python")
+            mod = importlib.util.module_from_spec(loader_spec)
+            sys.modules[name] = mod
+            loader_spec.loader.exec_module(mod)
+        else:
+            mod = importlib.import_module(target)
+    except InputError:
+        raise
+    except Exception as exc:  # user code: report any failure as one line
+        raise InputError(f"{spec}: cannot import {target!r} ({type(exc).__name__}: {exc})") from None
+    obj: Any = mod
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise InputError(f"{spec}: {target!r} has no attribute {attr!r}")
+        obj = getattr(obj, part)
+    if not callable(obj):
+        raise InputError(f"{spec}: {attr!r} is not callable")
+    try:
+        return obj()
+    except Exception as exc:
+        raise InputError(f"{spec}: calling {attr}() failed ({type(exc).__name__}: {exc})") from None
+
+
+# --------------------------------------------------------------------------- FLOPs
+
+_ELEMENTWISE = {
+    "add", "sub", "rsub", "mul", "div", "true_divide", "floor_divide", "remainder", "fmod", "neg", "abs",
+    "relu", "relu6", "gelu", "silu", "sigmoid", "tanh", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p",
+    "sqrt", "rsqrt", "pow", "square", "reciprocal", "sin", "cos", "tan", "erf", "erfc", "clamp", "clamp_min",
+    "clamp_max", "clip", "hardtanh", "hardswish", "hardsigmoid", "leaky_relu", "elu", "selu", "celu", "mish",
+    "softplus", "softsign", "logsigmoid", "glu", "prelu", "where", "maximum", "minimum", "fmax", "fmin",
+    "masked_fill", "eq", "ne", "lt", "gt", "le", "ge", "logical_and", "logical_or", "logical_not", "logical_xor",
+    "bitwise_and", "bitwise_or", "bitwise_not", "bitwise_xor", "floor", "ceil", "round", "trunc", "sign",
+    "isnan", "isinf", "isfinite", "nan_to_num", "lerp", "addcmul", "addcdiv", "dropout", "native_dropout",
+    "_to_copy", "to", "type_as", "threshold", "hardshrink", "softshrink", "tanhshrink", "sgn", "frac",
+    "atan2", "atan", "asin", "acos", "sinh", "cosh", "asinh", "acosh", "atanh", "xlogy", "heaviside",
+}
+_REDUCTION = {
+    "sum", "mean", "amax", "amin", "max", "min", "argmax", "argmin", "prod", "var", "std", "var_mean",
+    "std_mean", "norm", "linalg_vector_norm", "logsumexp", "cumsum", "cumprod", "all", "any", "count_nonzero",
+    "nansum", "nanmean", "median", "mode", "aminmax",
+}
+_PER_ELEMENT = {"softmax": 5, "_softmax": 5, "log_softmax": 5, "_log_softmax": 5, "layer_norm": 7,
+                "native_layer_norm": 7, "group_norm": 7, "native_group_norm": 7, "batch_norm": 4,
+                "_native_batch_norm_legit_no_training": 4, "_native_batch_norm_legit": 4,
+                "native_batch_norm": 4, "instance_norm": 7, "rms_norm": 4}
+_POOL = {"max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d",
+         "max_pool2d_with_indices", "max_pool3d_with_indices"}
+_ADAPTIVE_POOL = {"adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "_adaptive_avg_pool2d",
+                  "adaptive_max_pool2d", "adaptive_max_pool1d"}
+_NO_FLOPS = {
+    "cat", "concat", "stack", "clone", "copy", "copy_", "contiguous", "zeros", "zeros_like", "ones", "ones_like",
+    "full", "full_like", "empty", "empty_like", "new_zeros", "new_ones", "new_full", "new_empty", "arange",
+    "embedding", "index", "index_select", "gather", "scatter", "index_put", "constant_pad_nd", "pad", "flip",
+    "roll", "repeat", "tile", "masked_select", "scalar_tensor", "lift_fresh_copy", "_assert_tensor_metadata",
+    "tril", "triu", "one_hot", "nonzero", "sort", "topk", "upsample_nearest2d", "_unsafe_index", "linspace",
+    "rand", "randn", "rand_like", "randn_like", "bernoulli", "slice_scatter", "select_scatter", "diagonal",
+    "repeat_interleave", "alias_copy", "view_copy", "fill", "zero", "detach_", "_assert_async",
+    "sym_constrain_range_for_size", "_assert_scalar", "item", "_local_scalar_dense", "resize_",
+}
+_MATMUL = {"mm", "matmul", "bmm", "linear", "addmm", "baddbmm", "addbmm", "einsum", "_addmm_activation", "mv",
+           "dot", "vdot", "outer", "addmv", "addr"}
+_CONV = {"conv1d", "conv2d", "conv3d", "convolution", "_convolution", "conv_transpose1d", "conv_transpose2d",
+         "conv_transpose3d", "cudnn_convolution", "mkldnn_convolution"}
+
+
+def _numel(shape: Sequence[int]) -> int:
+    return int(math.prod(int(d) for d in shape))
+
+
+def _tensor_shapes(args: Sequence[Any]) -> list[tuple[int, ...] | None]:
+    out = []
+    for a in args:
+        v = getattr(a, "meta", {}).get("val") if hasattr(a, "meta") else None
+        out.append(tuple(int(d) for d in v.shape) if hasattr(v, "shape") else None)
+    return out
+
+
+def op_flops(name: str, node: Any, out_shapes: list[tuple[int, ...]]) -> float | None:
+    """FLOPs of one ATen node, or ``None`` if there is no formula for it."""
+    args = list(node.args)
+    shapes = _tensor_shapes(args)
+    out = out_shapes[0] if out_shapes else ()
+    out_n = _numel(out) if out_shapes else 0
+    if name in _MATMUL:
+        if name == "einsum":
+            return _einsum_flops(args[0], _tensor_shapes(args[1]) if len(args) > 1 else [])
+        if name in ("outer", "addr"):
+            return float(out_n) * (1 if name == "outer" else 2)
+        a, b = (shapes[1], shapes[2]) if name in ("addmm", "baddbmm", "addbmm", "addmv", "_addmm_activation") \
+            else (shapes[0], shapes[1])
+        if a is None or b is None:
+            return None
+        if name == "linear":      # x [..., in] @ w[out, in]^T
+            return 2.0 * _numel(a[:-1]) * a[-1] * b[0]
+        if name == "addbmm":      # sum over the batch of [n, k] @ [k, m]
+            return 2.0 * a[0] * a[1] * a[2] * b[-1]
+        return 2.0 * out_n * a[-1]
+    if name in _CONV:
+        x, w = shapes[0], shapes[1]
+        if x is None or w is None:
+            return None
+        transposed = name.startswith("conv_transpose") or (
+            name in ("convolution", "_convolution") and len(args) > 6 and bool(args[6]))
+        kernel = _numel(w[2:])
+        if transposed:  # weight [in, out / groups, k...]: each input element feeds out/groups * kernel outputs
+            return 2.0 * _numel(x) * w[1] * kernel
+        return 2.0 * out_n * w[1] * kernel  # weight [out, in / groups, k...]
+    if name in ("scaled_dot_product_attention", "_scaled_dot_product_flash_attention",
+                "_scaled_dot_product_efficient_attention", "_scaled_dot_product_flash_attention_for_cpu"):
+        q, k, v = shapes[0], shapes[1], shapes[2]
+        if q is None or k is None or v is None:
+            return None
+        batch = _numel(q[:-2])
+        return 2.0 * batch * q[-2] * k[-2] * q[-1] + 2.0 * batch * q[-2] * k[-2] * v[-1]
+    if name in _ELEMENTWISE:
+        return float(out_n)
+    if name in _REDUCTION:
+        src = shapes[0]
+        return float(_numel(src)) if src is not None else float(out_n)
+    if name in _PER_ELEMENT:
+        src = shapes[0]
+        return float(_PER_ELEMENT[name] * (_numel(src) if src is not None else out_n))
+    if name in _POOL:
+        kernel = args[1] if len(args) > 1 else 1
+        kernel = [kernel] if isinstance(kernel, int) else list(kernel)
+        dims = {"1d": 1, "2d": 2, "3d": 3}[name[name.index("pool") + 4:name.index("pool") + 6]]
+        if len(kernel) == 1:
+            kernel = kernel * dims
+        return float(out_n * _numel(kernel))
+    if name in _ADAPTIVE_POOL:
+        src = shapes[0]
+        return float(_numel(src)) if src is not None else float(out_n)
+    if name in _NO_FLOPS:
+        return 0.0
+    return None
+
+
+def _einsum_flops(equation: Any, shapes: list) -> float | None:
+    if not isinstance(equation, str) or "->" not in equation:
+        return None
+    lhs = equation.replace(" ", "").split("->")[0].split(",")
+    sizes: dict[str, int] = {}
+    for term, shape in zip(lhs, shapes):
+        if shape is None or "." in term:
+            return None
+        for c, d in zip(term, shape):
+            sizes[c] = int(d)
+    return 2.0 * _numel(sizes.values())
+
+
+# --------------------------------------------------------------------------- import
+
+def _val_leaves(v: Any) -> list[Any]:
+    if isinstance(v, (list, tuple)):
+        out = []
+        for x in v:
+            out.extend(_val_leaves(x))
+        return out
+    return [v] if hasattr(v, "shape") and hasattr(v, "dtype") else []
+
+
+def _nbytes(t: Any) -> int:
+    return _numel(t.shape) * t.element_size()
+
+
+def export_module(module: Any, example_inputs: Sequence[Any], *, level: str = "high") -> Any:
+    """``torch.export.export(module.eval(), example_inputs)`` (optionally core-ATen decomposed)."""
+    import torch  # lazy
+    if not isinstance(module, torch.nn.Module):
+        raise InputError(f"expected a torch.nn.Module, got {type(module).__name__}")
+    if level not in ("high", "core"):
+        raise InputError(f"level must be 'high' or 'core', got {level!r}")
+    module = module.eval()
+    try:
+        with torch.no_grad():
+            ep = torch.export.export(module, tuple(example_inputs))
+        if level == "core":
+            ep = ep.run_decompositions()
+    except Exception as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        raise InputError(f"torch.export failed ({type(exc).__name__}: {first[:300]})") from None
+    return ep
+
+
+def import_exported(ep: Any, *, weights: str = "use", name: str = "torch", source: str = "") -> Problem:
+    """Workload of an ``ExportedProgram`` (see the module docstring)."""
+    import torch  # lazy
+    from torch.export.graph_signature import InputKind
+
+    if weights not in WEIGHT_MODES:
+        raise InputError(f"--weights must be one of {', '.join(WEIGHT_MODES)}, got {weights!r}")
+    sig = ep.graph_signature
+    kinds = {}
+    targets = {}
+    for spec in sig.input_specs:
+        arg_name = getattr(spec.arg, "name", None)
+        if arg_name is None:
+            continue
+        kinds[arg_name] = "input" if spec.kind == InputKind.USER_INPUT else "weight"
+        if spec.target:
+            targets[arg_name] = spec.target
+    b = WorkloadBuilder(name, source=source)
+    env: dict[str, Any] = {}          # node name -> value: buffer id, None, or list of values
+    view_bytes: dict[str, int] = {}   # node name -> bytes of the view (for reads through views)
+    weight_ids: set[str] = set()
+    warned: set[str] = set()
+
+    def new_buffers(base: str, val: Any, kind: str) -> Any:
+        if isinstance(val, (list, tuple)):
+            return [new_buffers(f"{base}#{i}", x, kind) for i, x in enumerate(val)]
+        if not (hasattr(val, "shape") and hasattr(val, "dtype")):
+            return None
+        size = _nbytes(val)
+        return b.add_buffer(base, size, kind) if size > 0 else None
+
+    def leaves(v: Any) -> list[str]:
+        if v is None:
+            return []
+        if isinstance(v, str):
+            return [v]
+        out = []
+        for x in v:
+            out.extend(leaves(x))
+        return out
+
+    def arg_nodes(a: Any) -> list[Any]:
+        if isinstance(a, torch.fx.Node):
+            return [a]
+        if isinstance(a, (list, tuple)):
+            out = []
+            for x in a:
+                out.extend(arg_nodes(x))
+            return out
+        if isinstance(a, dict):
+            return arg_nodes(list(a.values()))
+        return []
+
+    for node in ep.graph.nodes:
+        val = node.meta.get("val")
+        if node.op == "placeholder":
+            kind = kinds.get(node.name, "input")
+            if kind == "weight" and weights == "none":
+                env[node.name] = None
+                continue
+            ident = (targets.get(node.name) or node.name).replace(",", "_").replace(" ", "_")
+            env[node.name] = new_buffers(ident, val, kind)
+            if kind == "weight":
+                weight_ids.update(leaves(env[node.name]))
+            continue
+        if node.op == "get_attr":
+            env[node.name] = None if weights == "none" else new_buffers(str(node.target), val, "weight")
+            weight_ids.update(leaves(env[node.name]))
+            continue
+        if node.op == "output":
+            for src in arg_nodes(node.args):
+                for buf in leaves(env.get(src.name)):
+                    if b.kinds.get(buf) == "activation":
+                        b.set_kind(buf, "output")
+            continue
+        if node.op != "call_function":
+            continue
+        target = node.target
+        if target.__class__.__name__ == "builtin_function_or_method" and getattr(target, "__name__", "") == "getitem":
+            base = env.get(node.args[0].name)
+            idx = node.args[1]
+            env[node.name] = base[idx] if isinstance(base, list) and isinstance(idx, int) and idx < len(base) else None
+            if hasattr(val, "shape"):
+                view_bytes[node.name] = _nbytes(val)
+            continue
+        schema = getattr(target, "_schema", None)
+        packet = getattr(target, "_overloadpacket", None)
+        opname = getattr(packet, "__name__", None) or getattr(target, "__name__", str(target))
+        opname = opname.split(".")[-1]
+        inputs = arg_nodes(list(node.args) + list(node.kwargs.values()))
+        out_leaves = _val_leaves(val)
+        if schema is None and not out_leaves:
+            continue  # symbolic-int arithmetic and the like: no tensors
+        alias = None
+        if schema is not None and schema.returns and schema.returns[0].alias_info is not None:
+            alias = schema.returns[0].alias_info
+        if alias is not None and not alias.is_write and inputs:
+            # a view: aliases the schema argument that shares its alias set (first tensor input)
+            base_node = _aliased_input(schema, node, alias) or inputs[0]
+            base = env.get(base_node.name)
+            env[node.name] = [base] * len(val) if isinstance(val, (list, tuple)) and isinstance(base, str) else base
+            if hasattr(val, "shape"):
+                view_bytes[node.name] = _nbytes(val)
+            continue
+        reads = []
+        for src in inputs:
+            for buf in leaves(env.get(src.name)):
+                nbytes = b.sizes[buf]
+                if src.name in view_bytes:
+                    nbytes = min(nbytes, view_bytes[src.name])
+                reads.append((buf, nbytes))
+        if alias is not None and alias.is_write:  # in-place: writes the aliased input
+            base_node = _aliased_input(schema, node, alias) or inputs[0]
+            out = env.get(base_node.name)
+        else:
+            out = new_buffers(node.name, val, "activation")
+        writes = [(buf, b.sizes[buf]) for buf in leaves(out)]
+        shapes = [tuple(int(d) for d in t.shape) for t in out_leaves]
+        flops = op_flops(opname, node, shapes)
+        if flops is None:
+            if opname not in warned:
+                warned.add(opname)
+                warnings.warn(f"{source or name}: no FLOP formula for aten.{opname}; counted as 0 FLOPs",
+                              TorchImportWarning, stacklevel=2)
+            flops = 0.0
+        inplace = []
+        if opname in _ELEMENTWISE and writes:
+            inplace = [(src, dst) for dst, _ in writes for src, _n in reads
+                       if src not in weight_ids and b.sizes[src] == b.sizes[dst]]
+        b.add_op(node.name, opname, flops, reads=reads, writes=writes, inplace=inplace)
+        env[node.name] = out
+    return b.build(whole_program=weight_ids if weights == "program" else ())
+
+
+def _aliased_input(schema: Any, node: Any, alias: Any) -> Any:
+    """The input node whose schema argument shares the return's alias set."""
+    import torch  # lazy
+    sets = set(alias.before_set)
+    for k, arg in enumerate(schema.arguments):
+        if arg.alias_info is not None and set(arg.alias_info.before_set) & sets:
+            value = node.args[k] if k < len(node.args) else node.kwargs.get(arg.name)
+            if isinstance(value, torch.fx.Node):
+                return value
+    return None
+
+
+def import_module(module: Any, input_shapes: Sequence[Sequence[int]] = (), *, example_inputs: Sequence[Any] | None = None,
+                  weights: str = "use", level: str = "high", name: str | None = None, source: str = "") -> Problem:
+    """Workload of an in-memory ``nn.Module`` (shapes give float32 random example inputs)."""
+    import torch  # lazy
+    if input_shapes:
+        gen = torch.Generator().manual_seed(0)
+        example_inputs = [torch.randn(tuple(s), generator=gen) for s in input_shapes]
+    if not example_inputs:
+        raise InputError(f"{source or 'module'}: no example inputs: give --input-shape (e.g. --input-shape 1,3,32,32)")
+    if weights not in WEIGHT_MODES:
+        raise InputError(f"--weights must be one of {', '.join(WEIGHT_MODES)}, got {weights!r}")
+    ep = export_module(module, example_inputs, level=level)
+    return import_exported(ep, weights=weights, name=name or type(module).__name__, source=source)
+
+
+def import_torch(spec: str | Any, input_shapes: Sequence[str | Sequence[int]] = (), *, weights: str = "use",
+                 level: str = "high", name: str | None = None) -> Problem:
+    """Workload of ``spec`` (``module:callable`` / ``file.py:callable``, or a module object)."""
+    import torch  # lazy
+    shapes = [parse_shape(s) if isinstance(s, str) else tuple(int(d) for d in s) for s in input_shapes]
+    if isinstance(spec, str):
+        obj = load_spec(spec)
+        source = spec
+    else:
+        obj, source = spec, type(spec).__name__
+    example = None
+    if isinstance(obj, tuple) and len(obj) == 2:
+        obj, example = obj
+        if isinstance(example, torch.Tensor):
+            example = (example,)
+    if not isinstance(obj, torch.nn.Module):
+        raise InputError(f"{source}: the callable must return an nn.Module or (module, example_inputs), "
+                         f"got {type(obj).__name__}")
+    default_name = spec.rsplit(":", 1)[-1] if isinstance(spec, str) else type(obj).__name__
+    return import_module(obj, shapes, example_inputs=example, weights=weights, level=level,
+                         name=name or default_name, source=source)
+
+
+__all__ = ["TorchImportWarning", "WEIGHT_MODES", "export_module", "import_exported", "import_module",
+           "import_torch", "load_spec", "op_flops", "parse_shape", "summarize"]
