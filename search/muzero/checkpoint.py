@@ -1,0 +1,75 @@
+"""Checkpoints: atomic save, safe load (``torch.load(weights_only=True)``), resume.
+
+A checkpoint is one ``torch.save`` dict of tensors and plain Python values:
+
+``format``          ``"mallocgame.muzero/1"``
+``network``         :class:`~search.muzero.networks.NetworkConfig` fields
+``game``            the ``GameConfig`` fields the network was trained with (shapes depend on them)
+``model``           the network's ``state_dict``
+``train``           the ``TrainConfig`` fields (absent in exported model-only files)
+``optimizer``, ``step``, ``rng`` (numpy ``bit_generator.state``), ``replay`` (compact
+trajectories: recipes, actions and targets; observations are rebuilt by replaying),
+``games``, ``log`` -- present in training checkpoints, so ``--resume`` continues exactly.
+
+Writes go to a temporary file in the same directory, then ``os.replace``: a reader never
+sees half a checkpoint.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from typing import Any
+
+import torch
+
+from search.muzero.networks import MuZeroNet, NetworkConfig
+
+FORMAT = "mallocgame.muzero/1"
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that is missing, unreadable or of another format (one-line message)."""
+
+
+def atomic_save(payload: dict[str, Any], path: str) -> None:
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".pt", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            torch.save(payload, fh)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def load(path: str) -> dict[str, Any]:
+    """The checkpoint dict at ``path`` (raises :class:`CheckpointError`)."""
+    if not os.path.isfile(path):
+        raise CheckpointError(f"{path}: checkpoint not found")
+    try:
+        payload = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # torch raises many types for a bad file
+        raise CheckpointError(f"{path}: not a readable checkpoint ({type(exc).__name__})") from None
+    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
+        raise CheckpointError(f"{path}: not a {FORMAT} checkpoint")
+    return payload
+
+
+def network_from(payload: dict[str, Any]) -> MuZeroNet:
+    """The network stored in a loaded checkpoint, in eval mode."""
+    net = MuZeroNet(NetworkConfig(**payload["network"]))
+    net.load_state_dict(payload["model"])
+    return net.eval()
+
+
+def model_only(payload: dict[str, Any]) -> dict[str, Any]:
+    """A small copy of a training checkpoint with just what inference needs (for shipping)."""
+    keep = ("format", "network", "game", "model", "summary")
+    out = {k: payload[k] for k in keep if k in payload}
+    out["step"] = payload.get("step", 0)
+    out["games"] = payload.get("games", 0)
+    return out

@@ -1,0 +1,93 @@
+"""The two models the tree search can plan with (both wrap a :class:`~search.muzero.networks.MuZeroNet`).
+
+* :class:`LearnedModel` (MuZero): the root is ``h(observation)``; every deeper node is
+  ``g(latent, action)``, so the search never touches the game. Masks: the root uses the
+  game's true mask; deeper nodes use the network's learned legality head (action legal
+  when its legality logit > 0), with "slow" (the last action) always legal, since the
+  game always allows leaving a buffer in slow memory. The learned model does not know
+  where the game ends; it was trained to predict zero reward and value past the end.
+* :class:`SimulatorModel` (AlphaZero style): nodes are clones of the real game
+  (``clone()`` / ``step()``), so rewards, masks and terminal states are exact; the
+  network gives only the prior logits and the value of each new position.
+
+Both return :class:`~search.muzero.search.Expansion` with normalised values in [0, 1].
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from search.muzero.features import ObsArrays, obs_arrays
+from search.muzero.networks import MuZeroNet
+from search.muzero.search import Expansion
+
+
+class NetworkEvaluator:
+    """Batch-of-one inference helpers around a network (no gradients, numpy out)."""
+
+    def __init__(self, net: MuZeroNet):
+        self.net = net.eval()
+        self.calls = 0
+
+    @torch.inference_mode()
+    def initial(self, obs: ObsArrays):
+        """-> ``((state, embeddings), logits [A], value, legality logits [A])``."""
+        self.calls += 1
+        state, emb = self.net.initial(torch.from_numpy(obs.vector[None]), torch.from_numpy(obs.actions[None]),
+                                      torch.from_numpy(obs.mask[None]))
+        return self._predict(state, emb)
+
+    @torch.inference_mode()
+    def recurrent(self, latent, action: int):
+        """-> ``((state', embeddings'), reward, logits [A], value, legality logits [A])``."""
+        self.calls += 1
+        state, emb, reward = self.net.recurrent(latent[0], latent[1], torch.tensor([action]))
+        latent, logits, value, legal = self._predict(state, emb)
+        return latent, float(self.net.unscale(reward)[0]), logits, value, legal
+
+    def _predict(self, state, emb):
+        logits, value, legal = self.net.predict(state, emb)
+        return (state, emb), logits[0].numpy().astype(np.float64), float(self.net.unscale(value)[0]), legal[0].numpy()
+
+
+class LearnedModel:
+    """MuZero: plan inside the learned dynamics from one real observation."""
+
+    def __init__(self, evaluator: NetworkEvaluator, obs: ObsArrays):
+        self.evaluator, self.obs = evaluator, obs
+
+    def root(self) -> Expansion:
+        latent, logits, value, _ = self.evaluator.initial(self.obs)
+        return Expansion(latent, 0.0, logits, value, self.obs.mask)
+
+    def expand(self, state: Any, action: int) -> Expansion:
+        latent, reward, logits, value, legal = self.evaluator.recurrent(state, action)
+        mask = legal > 0.0
+        mask[-1] = True
+        return Expansion(latent, reward, logits, value, mask)
+
+
+class SimulatorModel:
+    """AlphaZero: plan with the true game; the network supplies priors and values only."""
+
+    def __init__(self, evaluator: NetworkEvaluator, game: Any, obs: ObsArrays | None = None):
+        self.evaluator, self.game, self.root_obs = evaluator, game, obs
+
+    def _evaluate(self, game: Any, reward: float, obs: ObsArrays | None = None) -> Expansion:
+        if game.done:
+            A = game.num_actions
+            return Expansion(game, reward, np.zeros(A), 0.0, np.zeros(A, bool), terminal=True)
+        obs = obs if obs is not None else obs_arrays(game.observation())
+        _, logits, value, _ = self.evaluator.initial(obs)
+        return Expansion(game, reward, logits, value, obs.mask)
+
+    def root(self) -> Expansion:
+        return self._evaluate(self.game, 0.0, self.root_obs)
+
+    def expand(self, state: Any, action: int) -> Expansion:
+        child = state.clone()
+        reward = float(child.step(action))
+        return self._evaluate(child, reward)

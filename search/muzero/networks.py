@@ -1,0 +1,130 @@
+"""The MuZero networks (PyTorch): representation h, dynamics g, prediction f.
+
+Schrittwieser et al. 2020, "Mastering Atari, Go, chess and shogi by planning with a
+learned model", adapted to a game whose action set is a variable list of canonical offsets
+(DESIGN.md section 6). The latent state has two parts, so every head is shared across
+actions and the same weights serve any problem size:
+
+* ``state``   float32 ``[B, L]``    -- a summary of the position;
+* ``actions`` float32 ``[B, A, d]`` -- one embedding per action slot (A = k + 1, last = slow).
+
+h(obs):        phi_i = MLP(action features_i, is_slow_i); pooled = mean/max of phi over legal actions;
+               state = LN(MLP(obs vector, pooled)); actions_i = LN(MLP(phi_i, state)).
+g(latent, a):  state' = LN(state + MLP(state, actions_a)); actions'_i = LN(actions_i + MLP(actions_i, state', actions_a));
+               reward = MLP(state, actions_a).
+f(latent):     logit_i, legal_i = MLP(state, actions_i) (one shared MLP, two outputs per action);
+               value = MLP(state, mean_i actions_i).
+
+LN is a LayerNorm without parameters: it keeps the latent bounded through long unrolls
+(MuZero min-max scales its hidden state for the same reason). ``legal_i`` is a learned
+legality logit: deeper than the root the learned model has no true mask, so the search
+masks actions the model predicts illegal (see :mod:`search.muzero.models`).
+
+Values and rewards are scalars. The game's normalised return lies in [0, 1] but is
+small (about 0.1 on layered networks, 1e-3 per step), so the heads predict
+``value_scale`` times it with a linear output trained by MSE; :meth:`MuZeroNet.unscale`
+divides and clamps to [0, 1] for the search.
+
+All weights are initialised from an explicit ``torch.Generator`` (no global RNG).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+
+@dataclass(frozen=True)
+class NetworkConfig:
+    """Shapes and sizes of a :class:`MuZeroNet`."""
+
+    obs_dim: int
+    action_features: int
+    num_actions: int
+    latent: int = 64  # L
+    action_latent: int = 32  # d
+    hidden: int = 64
+    value_scale: float = 10.0  # heads predict value_scale x normalised value/reward
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def _mlp(inputs: int, hidden: int, outputs: int) -> nn.Sequential:
+    return nn.Sequential(nn.Linear(inputs, hidden), nn.ReLU(), nn.Linear(hidden, outputs))
+
+
+def _norm(x: torch.Tensor) -> torch.Tensor:
+    return F.layer_norm(x, x.shape[-1:])
+
+
+class MuZeroNet(nn.Module):
+    """h, g and f of MuZero over a (state, per-action embeddings) latent; see the module docstring."""
+
+    def __init__(self, config: NetworkConfig, generator: torch.Generator | None = None):
+        super().__init__()
+        self.config = config
+        L, d, H = config.latent, config.action_latent, config.hidden
+        self.action_embed = _mlp(config.action_features + 1, H, d)
+        self.represent = _mlp(config.obs_dim + 2 * d, H, L)
+        self.action_context = _mlp(d + L, H, d)
+        self.dynamics_state = _mlp(L + d, H, L)
+        self.dynamics_actions = _mlp(2 * d + L, H, d)
+        self.reward_head = _mlp(L + d, H, 1)
+        self.policy_head = _mlp(L + d, H, 2)
+        self.value_head = _mlp(L + d, H, 1)
+        self.reset_parameters(generator)
+
+    def reset_parameters(self, generator: torch.Generator | None) -> None:
+        """PyTorch's default Linear initialisation, drawn from ``generator``."""
+        for module in self.modules():
+            if isinstance(module, nn.Linear):
+                nn.init.kaiming_uniform_(module.weight, a=math.sqrt(5), generator=generator)
+                bound = 1.0 / math.sqrt(module.in_features)
+                nn.init.uniform_(module.bias, -bound, bound, generator=generator)
+
+    # h --------------------------------------------------------------------------------
+    def initial(self, vector: torch.Tensor, actions: torch.Tensor, mask: torch.Tensor):
+        """``vector [B, D]``, ``actions [B, A, F]``, ``mask [B, A]`` -> ``(state [B, L], embeddings [B, A, d])``."""
+        B, A, _ = actions.shape
+        is_slow = torch.zeros(B, A, 1, dtype=actions.dtype)
+        is_slow[:, -1] = 1.0
+        phi = self.action_embed(torch.cat([actions, is_slow], -1))  # [B, A, d]
+        m = mask.to(phi.dtype).unsqueeze(-1)
+        mean = (phi * m).sum(1) / m.sum(1).clamp_min(1.0)
+        peak = torch.where(m > 0, phi, torch.full_like(phi, -1e4)).amax(1).clamp_min(-1e3)
+        state = _norm(self.represent(torch.cat([vector, mean, peak], -1)))
+        emb = _norm(self.action_context(torch.cat([phi, state.unsqueeze(1).expand(B, A, -1)], -1)))
+        return state, emb
+
+    # g --------------------------------------------------------------------------------
+    def recurrent(self, state: torch.Tensor, emb: torch.Tensor, action: torch.Tensor):
+        """``action [B]`` (int64) -> ``(state' [B, L], embeddings' [B, A, d], scaled reward [B])``."""
+        B, A, d = emb.shape
+        chosen = emb[torch.arange(B), action]  # [B, d]
+        sa = torch.cat([state, chosen], -1)
+        reward = self.reward_head(sa).squeeze(-1)
+        new_state = _norm(state + self.dynamics_state(sa))
+        ctx = torch.cat([new_state, chosen], -1).unsqueeze(1).expand(B, A, -1)
+        new_emb = _norm(emb + self.dynamics_actions(torch.cat([emb, ctx], -1)))
+        return new_state, new_emb, reward
+
+    # f --------------------------------------------------------------------------------
+    def predict(self, state: torch.Tensor, emb: torch.Tensor):
+        """-> ``(policy logits [B, A], scaled value [B], legality logits [B, A])`` (logits unmasked)."""
+        B, A, _ = emb.shape
+        out = self.policy_head(torch.cat([state.unsqueeze(1).expand(B, A, -1), emb], -1))  # [B, A, 2]
+        value = self.value_head(torch.cat([state, emb.mean(1)], -1)).squeeze(-1)
+        return out[..., 0], value, out[..., 1]
+
+    def unscale(self, scaled: torch.Tensor) -> torch.Tensor:
+        """Scaled head output -> normalised value/reward in [0, 1]."""
+        return (scaled / self.config.value_scale).clamp(0.0, 1.0)
+
+
+def parameter_count(net: nn.Module) -> int:
+    return sum(p.numel() for p in net.parameters())

@@ -1,0 +1,242 @@
+"""MuZero training: the unrolled loss and the self-play / learn loop (Schrittwieser et al. 2020, appendix G).
+
+Loop (one schedule, a function of the step count only, so a resumed run continues exactly):
+whenever ``step % updates_per_iter == 0`` the agent plays ``games_per_iter`` self-play games
+on problems drawn from the curriculum and adds them to the replay buffer; then one
+gradient step on a batch of positions unrolled ``K`` steps through the dynamics.
+
+Loss per batch, summed over the unroll (step 0 weight 1, steps 1..K weight 1/K; the latent
+gradient is halved at each dynamics step, as in MuZero):
+
+* policy: cross-entropy between the search's policy target and the masked logits;
+* value:  MSE between the value head and ``value_scale`` x the n-step target;
+* reward: MSE between the reward head and ``value_scale`` x the observed reward;
+* legality: binary cross-entropy of the legality head against the true mask (it masks
+  actions inside the learned model, see :mod:`search.muzero.models`).
+
+Determinism: all sampling uses one ``numpy.random.Generator`` seeded by ``--seed``; the
+weights are initialised from a ``torch.Generator`` with the same seed; training runs with
+``torch.use_deterministic_algorithms(True)`` on one CPU thread. Same seed, same machine and
+library versions -> the same checkpoint, and a run resumed from a checkpoint continues
+bit for bit as if it had not stopped.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+import torch
+from torch.nn import functional as F
+
+from search.muzero import checkpoint as ckpt
+from search.muzero.features import obs_dims
+from search.muzero.networks import MuZeroNet, NetworkConfig, parameter_count
+from search.muzero.problems import Curriculum, Recipe
+from search.muzero.replay import Batch, ReplayBuffer, rebuild
+from search.muzero.search import SearchConfig
+from search.muzero.selfplay import Agent, play_game
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    games_per_iter: int = 4
+    updates_per_iter: int = 16
+    batch_size: int = 64
+    unroll: int = 5  # K
+    td_steps: int = 10  # n
+    discount: float = 1.0
+    learning_rate: float = 1e-3
+    weight_decay: float = 1e-5
+    replay_capacity: int = 20_000  # positions
+    simulations: int = 8  # per self-play move
+    search_method: str = "gumbel"
+    model: str = "learned"  # self-play search model: "learned" (MuZero) or "simulator" (AlphaZero)
+    value_weight: float = 1.0
+    reward_weight: float = 1.0
+    legal_weight: float = 0.5
+    latent: int = 64
+    action_latent: int = 32
+    hidden: int = 64
+    value_scale: float = 10.0
+    curriculum: Curriculum = field(default_factory=Curriculum)
+
+    def search_config(self) -> SearchConfig:
+        return SearchConfig(simulations=self.simulations, method=self.search_method, discount=self.discount,
+                            root_noise=self.search_method == "puct", temperature=1.0 if self.search_method == "puct"
+                            else 0.0)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    @staticmethod
+    def from_dict(d: dict) -> "TrainConfig":
+        d = dict(d)
+        d["curriculum"] = Curriculum(**d.get("curriculum", {}))
+        return TrainConfig(**d)
+
+
+@dataclass
+class TrainState:
+    """Everything a resumed run needs; see :mod:`search.muzero.checkpoint`."""
+
+    config: TrainConfig
+    net: MuZeroNet
+    optimizer: torch.optim.Optimizer
+    rng: np.random.Generator
+    replay: ReplayBuffer
+    game_config: dict
+    step: int = 0
+    log: list[dict] = field(default_factory=list)
+
+    def payload(self) -> dict[str, Any]:
+        return {"format": ckpt.FORMAT, "network": self.net.config.as_dict(), "game": dict(self.game_config),
+                "model": self.net.state_dict(), "train": self.config.as_dict(),
+                "optimizer": self.optimizer.state_dict(), "step": self.step, "rng": self.rng.bit_generator.state,
+                "replay": self.replay.compact(), "games": self.replay.total_games, "log": list(self.log),
+                "summary": self.log[-1] if self.log else {}}
+
+
+def configure_torch() -> None:
+    """One thread and deterministic kernels: reproducible and polite on a shared machine."""
+    torch.set_num_threads(1)
+    torch.use_deterministic_algorithms(True)
+
+
+def _optimizer(net: MuZeroNet, config: TrainConfig) -> torch.optim.Optimizer:
+    return torch.optim.Adam(net.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay)
+
+
+def new_state(config: TrainConfig, seed: int, make_game: Callable[[Recipe], Any], game_config: dict,
+              probe: Recipe) -> TrainState:
+    """A fresh run: network shapes from the observation of ``make_game(probe)``."""
+    dims = obs_dims(make_game(probe).observation())
+    net_config = NetworkConfig(dims.obs_dim, dims.action_features, dims.num_actions, config.latent,
+                               config.action_latent, config.hidden, config.value_scale)
+    net = MuZeroNet(net_config, torch.Generator().manual_seed(seed))
+    return TrainState(config=config, net=net, optimizer=_optimizer(net, config), rng=np.random.default_rng(seed),
+                      replay=ReplayBuffer(config.replay_capacity, config.td_steps, config.discount),
+                      game_config=dict(game_config))
+
+
+def resume_state(payload: dict[str, Any], make_game: Callable[[Recipe], Any]) -> TrainState:
+    """The :class:`TrainState` saved in a training checkpoint (replays stored games to rebuild observations)."""
+    if "train" not in payload or "optimizer" not in payload:
+        raise ckpt.CheckpointError("checkpoint has no training state (a model-only export cannot be resumed)")
+    config = TrainConfig.from_dict(payload["train"])
+    net = ckpt.network_from(payload).train()
+    optimizer = _optimizer(net, config)
+    optimizer.load_state_dict(payload["optimizer"])
+    rng = np.random.default_rng()
+    rng.bit_generator.state = payload["rng"]
+    replay = ReplayBuffer(config.replay_capacity, config.td_steps, config.discount)
+    for data in payload["replay"]:
+        replay.add(rebuild(data, make_game))
+    replay.total_games = int(payload.get("games", replay.total_games))
+    return TrainState(config=config, net=net, optimizer=optimizer, rng=rng, replay=replay,
+                      game_config=dict(payload["game"]), step=int(payload["step"]), log=list(payload.get("log", [])))
+
+
+def _scale_grad(x: torch.Tensor, factor: float) -> torch.Tensor:
+    return x * factor + x.detach() * (1 - factor)
+
+
+def loss(net: MuZeroNet, batch: Batch, config: TrainConfig) -> tuple[torch.Tensor, dict[str, float]]:
+    """The MuZero loss of one batch (module docstring) and its parts, per position."""
+    t = {k: torch.from_numpy(v) for k, v in batch.__dict__.items()}
+    scale = net.config.value_scale
+    K = t["played"].shape[1]
+    state, emb = net.initial(t["vector"], t["actions"], t["mask"])
+    parts = {"policy": 0.0, "value": 0.0, "reward": 0.0, "legal": 0.0}
+    total = torch.zeros(())
+    B = t["vector"].shape[0]
+    for k in range(K + 1):
+        weight = 1.0 if k == 0 else 1.0 / K
+        logits, value, legal = net.predict(state, emb)
+        valid = t["valid"][:, k]
+        mask = t["target_mask"][:, k]
+        log_p = F.log_softmax(logits.masked_fill(~mask, -1e9), -1)
+        policy = -(t["target_policy"][:, k] * log_p).sum(-1) * valid
+        v = (value - scale * t["target_value"][:, k]) ** 2
+        lg = F.binary_cross_entropy_with_logits(legal, mask.float(), reduction="none").mean(-1) * valid
+        step_loss = policy.sum() + config.value_weight * v.sum() + config.legal_weight * lg.sum()
+        parts["policy"] += float(policy.detach().sum()) * weight
+        parts["value"] += float(v.detach().sum()) * weight
+        parts["legal"] += float(lg.detach().sum()) * weight
+        if k > 0:
+            r = (reward - scale * t["target_reward"][:, k]) ** 2
+            step_loss = step_loss + config.reward_weight * r.sum()
+            parts["reward"] += float(r.detach().sum()) * weight
+        total = total + weight * step_loss
+        if k < K:
+            state, emb, reward = net.recurrent(state, emb, t["played"][:, k])
+            state, emb = _scale_grad(state, 0.5), _scale_grad(emb, 0.5)
+    return total / B, {k: v / B for k, v in parts.items()}
+
+
+def self_play(state: TrainState, make_game: Callable[[Recipe], Any]) -> dict[str, float]:
+    """Play ``games_per_iter`` games with the current network; returns mean return and moves."""
+    cfg = state.config
+    agent = Agent(state.net, cfg.search_config(), cfg.model)
+    returns, moves = [], 0
+    for _ in range(cfg.games_per_iter):
+        recipe = cfg.curriculum.sample(state.rng)
+        traj = play_game(make_game(recipe), agent, state.rng, recipe)
+        state.replay.add(traj)
+        returns.append(float(traj.rewards.sum()))
+        moves += len(traj)
+    state.net.train()
+    return {"selfplay_return": float(np.mean(returns)), "moves": moves}
+
+
+def train(state: TrainState, until_step: int, make_game: Callable[[Recipe], Any], *,
+          checkpoint_path: str | None = None, checkpoint_every: int = 0, deadline: float | None = None,
+          on_log: Callable[[dict], None] | None = None) -> TrainState:
+    """Train until ``state.step == until_step`` (or ``deadline``, checked between iterations).
+
+    Saves to ``checkpoint_path`` every ``checkpoint_every`` iterations and at the end.
+    """
+    configure_torch()
+    cfg = state.config
+    t0 = time.monotonic()
+    acc: dict[str, float] = {}
+    played: dict[str, float] = {}
+    state.net.train()
+    while state.step < until_step:
+        if state.step % cfg.updates_per_iter == 0:
+            if deadline is not None and time.monotonic() >= deadline:
+                break
+            state.net.eval()
+            played = self_play(state, make_game)
+            acc = {}
+        batch = state.replay.sample(state.rng, cfg.batch_size, cfg.unroll)
+        total, parts = loss(state.net, batch, cfg)
+        state.optimizer.zero_grad()
+        total.backward()
+        state.optimizer.step()
+        state.step += 1
+        for k, v in parts.items():
+            acc[k] = acc.get(k, 0.0) + v / cfg.updates_per_iter
+        if state.step % cfg.updates_per_iter == 0:
+            entry = {"step": state.step, "games": state.replay.total_games, "positions": state.replay.positions,
+                     **{k: round(v, 5) for k, v in played.items()}, **{k: round(v, 5) for k, v in acc.items()},
+                     "seconds": round(time.monotonic() - t0, 1)}
+            state.log.append(entry)
+            if on_log:
+                on_log(entry)
+            iteration = state.step // cfg.updates_per_iter
+            if checkpoint_path and checkpoint_every and iteration % checkpoint_every == 0:
+                ckpt.atomic_save(state.payload(), checkpoint_path)
+    if checkpoint_path:
+        ckpt.atomic_save(state.payload(), checkpoint_path)
+    return state
+
+
+def describe(state: TrainState) -> str:
+    return (f"network: {parameter_count(state.net)} parameters, {state.net.config}; "
+            f"game: {state.game_config}")
+
+
+__all__ = ["TrainConfig", "TrainState", "new_state", "resume_state", "train", "loss", "self_play"]

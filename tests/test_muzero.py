@@ -1,0 +1,280 @@
+"""mallocMuZero: networks, search, training, checkpoints and determinism on a tiny stand-in game.
+
+``KnapsackToy`` has the mallocGame interface (``search/game.py``) but is tiny: items in a
+fixed order, one capacity; action j < k puts the current item in with j units of waste,
+action k leaves it out (slow). Rewards are item values / total value, so returns lie in [0, 1].
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from search.muzero import checkpoint as ckpt  # noqa: E402
+from search.muzero.features import obs_arrays, obs_dims  # noqa: E402
+from search.muzero.models import LearnedModel, NetworkEvaluator, SimulatorModel  # noqa: E402
+from search.muzero.networks import MuZeroNet, NetworkConfig  # noqa: E402
+from search.muzero.problems import Curriculum, Recipe  # noqa: E402
+from search.muzero.search import Expansion, SearchConfig, considered_visit_schedule, run_search  # noqa: E402
+from search.muzero.train import TrainConfig, loss, new_state, resume_state, train  # noqa: E402
+
+K_TOY = 3
+
+
+@dataclass(frozen=True)
+class ToyObservation:
+    buffer: np.ndarray
+    profile: np.ndarray
+    actions: np.ndarray
+    upcoming: np.ndarray
+    progress: np.ndarray
+    mask: np.ndarray
+
+    def as_vector(self) -> np.ndarray:
+        return np.concatenate([self.buffer, self.profile, self.upcoming.reshape(-1), self.progress]).astype(np.float32)
+
+
+class KnapsackToy:
+    """Stand-in for ``search.game.Game`` (same methods and shapes; see the module docstring)."""
+
+    def __init__(self, sizes, values, capacity):
+        self.sizes, self.values, self.capacity = list(sizes), list(values), capacity
+        self.num_actions = K_TOY + 1
+        self.t, self.used, self._total = 0, 0, 0.0
+        self._off = np.full(len(self.sizes), -1, np.int64)
+
+    @property
+    def done(self) -> bool:
+        return self.t >= len(self.sizes)
+
+    def clone(self) -> "KnapsackToy":
+        other = KnapsackToy(self.sizes, self.values, self.capacity)
+        other.t, other.used, other._total, other._off = self.t, self.used, self._total, self._off.copy()
+        return other
+
+    def legal_mask(self) -> np.ndarray:
+        mask = np.zeros(self.num_actions, bool)
+        mask[-1] = True
+        if not self.done:
+            for j in range(K_TOY):
+                mask[j] = self.used + self.sizes[self.t] + j <= self.capacity
+        return mask
+
+    def legal_actions(self) -> np.ndarray:
+        return np.flatnonzero(self.legal_mask())
+
+    def step(self, action: int) -> float:
+        assert self.legal_mask()[action], "illegal action"
+        reward = 0.0
+        if action < K_TOY:
+            self._off[self.t] = self.used
+            self.used += self.sizes[self.t] + action
+            reward = self.values[self.t] / sum(self.values)
+        self.t += 1
+        self._total += reward
+        return reward
+
+    def _item(self, i: int) -> np.ndarray:
+        if i >= len(self.sizes):
+            return np.zeros(3, np.float32)
+        return np.array([1.0, self.sizes[i] / self.capacity, self.values[i] / max(self.values)], np.float32)
+
+    def observation(self) -> ToyObservation:
+        mask = self.legal_mask()
+        actions = np.zeros((self.num_actions, 3), np.float32)
+        actions[:K_TOY, 0] = np.arange(K_TOY) / self.capacity
+        actions[:, 1] = mask
+        actions[-1, 2] = 1.0
+        return ToyObservation(buffer=self._item(self.t), profile=np.array([self.used / self.capacity], np.float32),
+                              actions=actions, upcoming=np.stack([self._item(self.t + 1), self._item(self.t + 2)]),
+                              progress=np.array([self.t / len(self.sizes), 1.0], np.float32), mask=mask)
+
+    def greedy_action(self) -> int:
+        return 0 if self.legal_mask()[0] else K_TOY
+
+    def offsets(self) -> np.ndarray:
+        return self._off.copy()
+
+    def total_reward(self) -> float:
+        return self._total
+
+
+def toy_game(recipe: Recipe) -> KnapsackToy:
+    rng = np.random.default_rng(recipe.seed)
+    sizes = rng.integers(1, 6, recipe.n).tolist()
+    values = rng.integers(1, 10, recipe.n).tolist()
+    return KnapsackToy(sizes, values, capacity=max(6, int(sum(sizes) * recipe.capacity_fraction)))
+
+
+def trap_game() -> KnapsackToy:
+    """Greedy takes the first item (value 1) and then cannot fit the second (value 5)."""
+    return KnapsackToy([6, 6], [1, 5], capacity=10)
+
+
+TOY_CURRICULUM = Curriculum(min_size=4, max_size=7)
+TINY = TrainConfig(games_per_iter=2, updates_per_iter=4, batch_size=16, unroll=3, td_steps=3, simulations=4,
+                   latent=16, action_latent=8, hidden=16, curriculum=TOY_CURRICULUM)
+
+
+def toy_net(seed: int = 0) -> MuZeroNet:
+    dims = obs_dims(trap_game().observation())
+    return MuZeroNet(NetworkConfig(dims.obs_dim, dims.action_features, dims.num_actions, 16, 8, 16),
+                     torch.Generator().manual_seed(seed))
+
+
+def neutral_net() -> MuZeroNet:
+    """Uniform prior and zero value: the search must find good moves from rewards alone."""
+    net = toy_net()
+    with torch.no_grad():
+        for head in (net.policy_head, net.value_head):
+            head[2].weight.zero_()
+            head[2].bias.zero_()
+    return net
+
+
+def fresh(seed: int, config: TrainConfig = TINY):
+    return new_state(config, seed, toy_game, {"variant": "toy"}, Recipe("layered", 5, 1))
+
+
+def params(state) -> list[np.ndarray]:
+    return [p.detach().numpy().copy() for p in state.net.parameters()]
+
+
+# --- networks ------------------------------------------------------------------------------
+def test_network_shapes_and_learned_legality():
+    net = toy_net()
+    obs = obs_arrays(trap_game().observation())
+    B, A = 3, obs.mask.shape[0]
+    vec = torch.from_numpy(np.stack([obs.vector] * B))
+    act = torch.from_numpy(np.stack([obs.actions] * B))
+    mask = torch.from_numpy(np.stack([obs.mask] * B))
+    state, emb = net.initial(vec, act, mask)
+    assert state.shape == (B, 16) and emb.shape == (B, A, 8)
+    logits, value, legal = net.predict(state, emb)
+    assert logits.shape == (B, A) and value.shape == (B,) and legal.shape == (B, A)
+    state2, emb2, reward = net.recurrent(state, emb, torch.tensor([0, 1, A - 1]))
+    assert state2.shape == state.shape and emb2.shape == emb.shape and reward.shape == (B,)
+    # The learned model keeps "slow" legal even where the legality head says otherwise.
+    evaluator = NetworkEvaluator(net)
+    with torch.no_grad():
+        net.policy_head[2].bias[1] = -100.0  # every legality logit very negative
+    child = LearnedModel(evaluator, obs).expand(LearnedModel(evaluator, obs).root().state, 0)
+    assert child.mask.tolist() == [False] * (A - 1) + [True]
+
+
+def test_root_mask_comes_from_the_game():
+    game = KnapsackToy([9, 1], [1, 1], capacity=10)  # waste 1 and 2 do not fit the first item
+    obs = obs_arrays(game.observation())
+    root = LearnedModel(NetworkEvaluator(toy_net()), obs).root()
+    assert root.mask.tolist() == [True, True, False, True]
+    for method in ("gumbel", "puct"):
+        for seed in range(5):
+            result = run_search(LearnedModel(NetworkEvaluator(toy_net(seed)), obs),
+                                SearchConfig(simulations=12, method=method), np.random.default_rng(seed))
+            assert result.visits[2] == 0 and result.policy[2] == 0 and result.action != 2
+
+
+# --- search --------------------------------------------------------------------------------
+@pytest.mark.parametrize("method,simulations", [("gumbel", 16), ("puct", 150)])
+def test_search_with_simulator_avoids_the_greedy_trap(method, simulations):
+    # pUCT needs far more simulations: "slow" scores 0 on its first visit (zero value, no
+    # reward yet) and min-max normalisation then ranks it far below the others, while
+    # Gumbel's sequential halving revisits it by construction.
+    game = trap_game()
+    assert game.greedy_action() == 0
+    result = run_search(SimulatorModel(NetworkEvaluator(neutral_net()), game),
+                        SearchConfig(simulations=simulations, method=method), np.random.default_rng(0))
+    assert result.action == K_TOY  # skip the first item to take the second (5/6 > 1/6)
+    assert result.q[0] == pytest.approx(1 / 6)  # after taking item 1 only "slow" is legal: exact
+    assert result.q[K_TOY] > 0.5  # a mean over visits, most of which take item 2 (5/6)
+
+
+class BanditModel:
+    """A one-step model: action a has reward ``rewards[a]`` and a terminal child."""
+
+    def __init__(self, rewards, mask):
+        self.rewards, self.mask = np.asarray(rewards, float), np.asarray(mask, bool)
+
+    def root(self):
+        return Expansion(None, 0.0, np.zeros(len(self.rewards)), 0.0, self.mask)
+
+    def expand(self, state, action):
+        A = len(self.rewards)
+        return Expansion(None, float(self.rewards[action]), np.zeros(A), 0.0, np.zeros(A, bool), terminal=True)
+
+
+@pytest.mark.parametrize("method", ["gumbel", "puct"])
+def test_search_finds_best_legal_arm_and_never_an_illegal_one(method):
+    model = BanditModel([0.1, 0.9, 0.3, 1.0, 0.2], [True, True, True, False, True])
+    result = run_search(model, SearchConfig(simulations=20, method=method), np.random.default_rng(3))
+    assert result.action == 1
+    assert result.visits[3] == 0 and result.policy[3] == 0
+    assert result.policy[1] == result.policy.max()
+
+
+def test_sequential_halving_schedule():
+    schedule = considered_visit_schedule(4, 16)
+    assert len(schedule) == 16
+    # Phase 1 visits all four actions twice, then the best two get the remaining visits.
+    assert schedule[:8] == [0, 0, 0, 0, 1, 1, 1, 1]
+    assert schedule[8:12] == [2, 2, 3, 3]
+    assert considered_visit_schedule(1, 3) == [0, 1, 2]
+
+
+# --- training ------------------------------------------------------------------------------
+def test_training_loss_decreases_on_a_fixed_problem():
+    fixed = Curriculum(min_size=6, max_size=6)
+    config = TrainConfig(games_per_iter=6, updates_per_iter=1000, batch_size=32, unroll=3, td_steps=3,
+                         simulations=4, latent=16, action_latent=8, hidden=16, learning_rate=3e-3, curriculum=fixed)
+    state = fresh(0, config)
+    train(state, 1, toy_game)  # plays 6 games, one update
+    batch = state.replay.sample(np.random.default_rng(99), 64, config.unroll)
+    with torch.no_grad():
+        before, _ = loss(state.net, batch, config)
+    train(state, 40, toy_game)
+    with torch.no_grad():
+        after, _ = loss(state.net, batch, config)
+    assert float(after) < 0.7 * float(before)
+
+
+def test_same_seed_same_training_and_other_seed_differs():
+    a, b, c = fresh(5), fresh(5), fresh(6)
+    for s in (a, b, c):
+        train(s, 8, toy_game)
+    assert all(np.array_equal(x, y) for x, y in zip(params(a), params(b)))
+    assert not all(np.array_equal(x, y) for x, y in zip(params(a), params(c)))
+    def numbers(log):
+        return [{k: v for k, v in e.items() if k != "seconds"} for e in log]
+
+    assert numbers(a.log) == numbers(b.log) and len(a.log) == 2
+
+
+def test_checkpoint_resume_continues_identically(tmp_path):
+    path = str(tmp_path / "run.pt")
+    straight = fresh(3)
+    train(straight, 6, toy_game, checkpoint_path=path)  # mid-iteration on purpose (4 updates per iteration)
+    train(straight, 14, toy_game)
+    resumed = resume_state(ckpt.load(path), toy_game)
+    assert resumed.step == 6
+    train(resumed, 14, toy_game)
+    assert all(np.array_equal(x, y) for x, y in zip(params(straight), params(resumed)))
+    assert resumed.replay.total_games == straight.replay.total_games
+    assert resumed.rng.bit_generator.state == straight.rng.bit_generator.state
+
+
+def test_model_only_export_loads_and_cannot_resume(tmp_path):
+    state = fresh(1)
+    train(state, 4, toy_game)
+    path = str(tmp_path / "model.pt")
+    ckpt.atomic_save(ckpt.model_only(state.payload()), path)
+    net = ckpt.network_from(ckpt.load(path))
+    assert all(np.array_equal(x.detach().numpy(), y) for x, y in zip(net.parameters(), params(state)))
+    with pytest.raises(ckpt.CheckpointError):
+        resume_state(ckpt.load(path), toy_game)
+    (tmp_path / "junk.pt").write_bytes(b"not a checkpoint")
+    with pytest.raises(ckpt.CheckpointError):
+        ckpt.load(str(tmp_path / "junk.pt"))
