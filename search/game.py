@@ -189,6 +189,11 @@ class Game:
     def done(self) -> bool:
         raise NotImplementedError
 
+    @property
+    def decisions_left(self) -> int:
+        """Buffers still undecided: the number of moves left (the address variant may add closes)."""
+        raise NotImplementedError
+
     def observation(self) -> Observation:
         raise NotImplementedError
 

@@ -19,9 +19,11 @@ size descending; ties by index), of which the best ``k`` are offered:
   remaining buffer) every undecided buffer goes to slow memory. In pack mode closing is
   legal only when the segment has a neighbour, so the game never gives up voluntarily.
 
-Automatic transitions (no decision, no reward): a buffer whose live range reaches a
-skyline height where it no longer fits below the capacity goes to slow memory; a lowest
-segment with no candidates is closed. With these rules every placement in which each
+Automatic transitions (no decision, no reward): a lowest segment with no candidates is
+closed; candidates must fit below the capacity on the segment's floor, and once no
+undecided buffer fits on the lowest floor (the skyline only rises) all of them go to
+slow memory. A buffer that no longer fits stays undecided until then (checking it
+eagerly would cost an interval query per step). With these rules every placement in which each
 buffer rests on the floor or on another buffer is reachable, and every episode ends:
 each action places a buffer or removes a segment, placements are at most ``n`` and
 each creates at most two segments.
@@ -57,6 +59,7 @@ class AddressGame(Game):
         self._heap = [(0, 0)]
         self._saved = [0.0] * d.n_ops if d.mode == "map" else None
         self._peak = 0
+        self._fit_ptr = 0
         self._seg: tuple[int, int, int] | None = None
         self._cands: list[int] = []
         if n == 0:
@@ -132,34 +135,26 @@ class AddressGame(Game):
             self._merge(pl, a)
             left = pl
         self._push(left)
-        self._drop_unfit(a, r, v)
-
-    def _drop_unfit(self, x: int, y: int, height: int) -> None:
-        """Undecided buffers live in elementary ``[x, y)`` that no longer fit above ``height`` go slow."""
-        d = self.data
-        if d.capacity is None:
-            return
-        times = self._sky.times
-        near = d.index.query(times[x], times[y])
-        near = near[self._undecided[near]]
-        if len(near) == 0:
-            return
-        al = d.align[near]
-        bad = near[-(-height // al) * al + d.size[near] > d.capacity]
-        if len(bad):
-            self._undecided[bad] = False
-            self._n_left -= len(bad)
 
     def _candidates(self, a: int, r: int) -> list[int]:
         sd = self._sky
         lo = bisect.bisect_left(sd.sorted_cs, a)
         hi = bisect.bisect_left(sd.sorted_cs, r)
         idx = sd.by_cs[lo:hi]
-        idx = idx[self._undecided[idx] & (sd.ce[idx] <= r)]
+        idx = idx[self._undecided[idx] & (sd.ce[idx] <= r) & (sd.threshold[idx] >= self._height[a])]
         k = self.config.k
         if len(idx) > k:
             idx = idx[np.argpartition(sd.rank[idx], k - 1)[:k]]
         return idx[np.argsort(sd.rank[idx])].tolist()
+
+    def _max_threshold(self) -> int:
+        """Highest floor at which some undecided buffer still fits (pointer moves forward only)."""
+        sd, und = self._sky, self._undecided
+        p = self._fit_ptr
+        while p < len(sd.by_threshold) and not und[sd.by_threshold[p]]:
+            p += 1
+        self._fit_ptr = p
+        return sd.threshold_l[sd.by_threshold[p]] if p < len(sd.by_threshold) else -1
 
     def _advance(self) -> None:
         """Move to the next decision: the lowest segment that has candidates."""
@@ -169,6 +164,10 @@ class AddressGame(Game):
             if not L[a] or H[a] != h:
                 heapq.heappop(heap)
                 continue
+            if self._max_threshold() < h:  # the skyline is everywhere too high for what is left
+                self._undecided[:] = False
+                self._n_left = 0
+                break
             cands = self._candidates(a, self._right[a])
             if cands:
                 self._seg, self._cands = (a, self._right[a], h), cands
@@ -180,6 +179,10 @@ class AddressGame(Game):
     @property
     def done(self) -> bool:
         return self._n_left == 0
+
+    @property
+    def decisions_left(self) -> int:
+        return self._n_left
 
     def candidates(self) -> list[int]:
         """Buffer indices offered by actions ``0..len-1``, best-ranked first."""
@@ -232,7 +235,6 @@ class AddressGame(Game):
             reward = self._place_reward(i, top)
             s, e = sd.cs_l[i], sd.ce_l[i]
             self._place_on_skyline(a, r, s, e, top)
-            self._drop_unfit(s, e, top)
         else:
             raise ValueError(f"illegal action {action}: {len(self._cands)} candidates are offered")
         self._total += reward
@@ -352,3 +354,11 @@ class _SkylineData:
             key = np.lexsort((idx, -d.size, -length, d.start))
         self.rank = np.empty(d.n, np.int64)
         self.rank[key] = idx
+        # A buffer fits on a floor h iff h <= threshold: align_up(h) + size <= capacity.
+        if d.capacity is None:
+            self.threshold = np.full(d.n, np.iinfo(np.int64).max, np.int64)
+        else:
+            self.threshold = (d.capacity - d.size) // d.align * d.align
+            self.threshold[d.size > d.capacity] = -1
+        self.threshold_l = self.threshold.tolist()
+        self.by_threshold = np.argsort(-self.threshold, kind="stable").tolist()

@@ -87,6 +87,10 @@ class OrderGame(Game):
         return self._pos >= self.data.n
 
     @property
+    def decisions_left(self) -> int:
+        return self.data.n - self._pos
+
+    @property
     def current(self) -> int:
         """Index of the buffer being decided (-1 when done)."""
         return self._order_l[self._pos] if self._pos < self.data.n else -1

@@ -135,7 +135,9 @@ def test_address_candidates_fit_the_lowest_segment(kind):
         cands = game.candidates()
         assert 1 <= len(cands) <= k
         undecided = [i for i in range(problem.n) if game._undecided[i]]
-        inside = [i for i in undecided if a.start[i] >= t0 and a.end[i] <= t1]
+        al = a.alignment
+        inside = [i for i in undecided if a.start[i] >= t0 and a.end[i] <= t1
+                  and -(-h // al[i]) * al[i] + a.size[i] <= problem.capacity]
         rank = game.data.skyline.rank
         assert cands == sorted(inside, key=lambda i: rank[i])[:k]
         # Nothing placed overlaps the segment above its floor: the floor is really free.
@@ -190,8 +192,8 @@ def test_observation_shapes_match_the_declared_dims():
 
 
 def test_greedy_xla_order_replays_greedy_xla():
-    from solvers.greedy_xla import GreedyXLA, xla_order
     from search.game_data import xla_like_order
+    from solvers.greedy_xla import GreedyXLA, xla_order
 
     problem, hw = layered_network(150, seed=8), HW
     ev = Evaluator(problem, hw)
