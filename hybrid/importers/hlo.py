@@ -135,56 +135,43 @@ class Shape:
 
 
 _CLOSE = {"(": ")", "{": "}", "[": "]"}
+# the characters that matter when scanning brackets: quoted strings (skipped whole), brackets, commas
+_SPECIAL = re.compile(r'"(?:[^"\\]|\\.)*"?|[(){}\[\],]')
 
 
 def _skip_balanced(s: str, i: int) -> int:
     """``s[i]`` opens a bracket; return the index just after its match (quote aware)."""
-    stack = [_CLOSE[s[i]]]
-    i += 1
-    n = len(s)
-    while i < n:
-        c = s[i]
-        if c == '"':
-            i += 1
-            while i < n and s[i] != '"':
-                i += 2 if s[i] == "\\" else 1
-        elif c in _CLOSE:
+    stack: list[str] = []
+    for m in _SPECIAL.finditer(s, i):
+        c = m.group()
+        if c in _CLOSE:
             stack.append(_CLOSE[c])
         elif c in ")}]":
             if not stack or c != stack[-1]:
                 raise ValueError(f"unbalanced {c!r}")
             stack.pop()
             if not stack:
-                return i + 1
-        i += 1
+                return m.end()
     raise ValueError("unbalanced brackets (line cut short?)")
 
 
 def _split_top(s: str, sep: str = ",") -> list[str]:
-    """Split at ``sep`` outside brackets and quotes."""
-    parts, depth, cur, i, n = [], 0, [], 0, len(s)
-    while i < n:
-        c = s[i]
-        if c == '"':
-            j = i + 1
-            while j < n and s[j] != '"':
-                j += 2 if s[j] == "\\" else 1
-            cur.append(s[i:j + 1])
-            i = j + 1
-            continue
+    """Split at commas outside brackets and quotes."""
+    assert sep == ","
+    parts, depth, start = [], 0, 0
+    for m in _SPECIAL.finditer(s):
+        c = m.group()
         if c in "({[":
             depth += 1
         elif c in ")}]":
             depth -= 1
-        if c == sep and depth == 0:
-            parts.append("".join(cur))
-            cur = []
-        else:
-            cur.append(c)
-        i += 1
-    if cur or parts:
-        parts.append("".join(cur))
-    return [p.strip() for p in parts]
+        elif c == "," and depth == 0:
+            parts.append(s[start:m.start()].strip())
+            start = m.end()
+    tail = s[start:].strip()
+    if tail or parts:
+        parts.append(tail)
+    return parts
 
 
 _DTYPE_RE = re.compile(r"([a-z][a-z0-9]*)\[")

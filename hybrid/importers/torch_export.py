@@ -32,7 +32,7 @@ counted): ``mm``/``matmul``/``bmm``/``linear``/``addmm``/``baddbmm``: ``2 * M * 
 batch); convolutions ``2 * output elements * (in channels / groups) * kernel elements``
 (transposed: ``2 * input elements * (out channels / groups) * kernel elements``);
 ``scaled_dot_product_attention``: ``4 * B * H * L * S * E``; element-wise ops (arithmetic,
-activations, comparisons, casts): one per output element; reductions (``sum``, ``mean``,
+activations, comparisons, casts, dropout when training): one per output element; reductions (``sum``, ``mean``,
 ``amax``, ...): one per input element; ``softmax``/``log_softmax`` 5, ``layer_norm``/
 ``group_norm`` 7 and ``batch_norm`` 4 per element; pooling ``output elements * window
 elements``; data movement (``cat``, ``clone``, ``embedding``, ``index``, ...) 0. Ops
@@ -208,6 +208,9 @@ def op_flops(name: str, node: Any, out_shapes: list[tuple[int, ...]]) -> float |
             return None
         batch = _numel(q[:-2])
         return 2.0 * batch * q[-2] * k[-2] * q[-1] + 2.0 * batch * q[-2] * k[-2] * v[-1]
+    if name in ("dropout", "native_dropout", "feature_dropout", "alpha_dropout") and len(args) > 2 \
+            and args[2] is False:
+        return 0.0  # identity outside training
     if name in _ELEMENTWISE:
         return float(out_n)
     if name in _REDUCTION:
