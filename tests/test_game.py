@@ -203,3 +203,30 @@ def test_greedy_xla_order_replays_greedy_xla():
         game.step(game.greedy_action())
     expected = GreedyXLA().solve(problem, hw, time_limit=5, seed=0).offsets
     assert np.array_equal(game.offsets(), offsets_array(expected))
+
+
+def test_play_greedy_prints_each_step_and_a_valid_end(tmp_path):
+    from tests.conftest import DATA, run_cli
+
+    out = tmp_path / "sol.csv"
+    proc = run_cli("play", str(DATA / "pack40.64.csv"), "--policy", "greedy", "--variant", "address", "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert sum(line.startswith("step ") for line in lines) >= 40  # one per buffer, plus closes
+    assert lines[-1].startswith("done: 40/40 buffers in fast memory, return 1") and lines[-1].endswith("valid")
+    assert out.exists() and len(out.read_text().splitlines()) == 41
+
+
+def test_play_interactive_reads_actions_and_rejects_bad_ones():
+    from tests.conftest import DATA, run_cli
+
+    path = str(DATA / "layered150.json")
+    ok = run_cli("play", path, "--variant", "address", "--k", "4", input="1\n\n4\ng\n")
+    assert ok.returncode == 0, ok.stderr
+    prompts = ok.stdout.count("action> ") - ok.stdout.count("(greedy)")  # after "g" the greedy plays on
+    assert prompts == 4 and "valid" in ok.stdout.splitlines()[-1]
+    for text, reason in (("9\n", "is not legal"), ("x\n", "expected an action index"), ("", "input ended")):
+        bad = run_cli("play", path, "--k", "4", input=text)
+        assert bad.returncode == 2 and reason in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+    missing = run_cli("play", "no-such-file.csv")
+    assert missing.returncode == 2 and "Traceback" not in missing.stderr

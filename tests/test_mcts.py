@@ -1,0 +1,101 @@
+"""Plain UCT (search.mcts) and the ``mcts`` solver: finds what the greedy misses, keeps incumbents, honours budgets."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hardware.evaluator import Evaluator
+from hardware.spec import PRESETS
+from hardware.validator import validate
+from hybrid.generate import layered_network
+from hybrid.model import Buffer, Problem, Solution, Status
+from hybrid.run import run_solver
+from search.game import Game, GameConfig
+from search.mcts import MCTSConfig, UCTSearch, play_greedy
+from solvers.mcts import MCTSSolver
+
+HW, UNIT = PRESETS["tpuv4i"], PRESETS["unit"]
+
+
+def greedy_trap() -> Problem:
+    """The densest buffer (a) blocks the two others (b + c = 8 > 5); the optimum leaves a slow."""
+    bufs = (Buffer("a", 6, 0, 2, 5.0), Buffer("b", 5, 0, 2, 4.0), Buffer("c", 5, 0, 2, 4.0))
+    return Problem("trap", bufs, capacity=10)
+
+
+@pytest.mark.parametrize("variant", ["order", "address"])
+def test_search_escapes_the_greedy_trap(variant):
+    problem = greedy_trap()
+    greedy = Game(problem, UNIT, GameConfig(variant=variant))
+    play_greedy(greedy)
+    assert greedy.total_reward() == pytest.approx(5 / 13)
+    game = Game(problem, UNIT, GameConfig(variant=variant))
+    result = UCTSearch(MCTSConfig(simulations=50, rollout_depth=None), np.random.default_rng(0)).run(
+        game, deadline=float("inf"))
+    assert result.best.value == pytest.approx(8 / 13)
+    assert result.best.offsets.tolist() in ([-1, 0, 5], [-1, 5, 0])
+    assert result.searched_moves >= 1 and result.simulations >= 50
+
+
+def test_solver_answer_is_valid_and_no_worse_than_both_greedy_episodes():
+    problem = layered_network(80, seed=3)
+    ev = Evaluator(problem, HW)
+    sol = MCTSSolver().solve(problem, HW, time_limit=30, seed=0, simulations=8)
+    assert validate(problem, sol.offsets) is None
+    value = ev.value(sol.offsets)
+    assert sol.objective == pytest.approx(value, rel=1e-9)
+    for variant in ("order", "address"):
+        g = Game(problem, HW, GameConfig(variant=variant))
+        play_greedy(g)
+        assert value >= ev.value(g.offsets()) - 1e-15
+    assert 0 <= sol.stats["value_normalised"] <= 1
+    assert sol.stats["finished_greedily_at"] is None  # 30 s is plenty: every move was searched
+    times = [t for t, _ in sol.history]
+    values = [v for _, v in sol.history]
+    assert times == sorted(times) and values == sorted(values) and values[-1] == pytest.approx(value)
+
+
+def test_short_time_limit_finishes_greedily_with_a_valid_answer():
+    problem = layered_network(600, seed=9)
+    report = run_solver("mcts", problem, HW, time_limit=0.3, seed=0, options={"simulations": 64})
+    assert report.valid and report.placed > 0
+    assert report.stats["finished_greedily_at"] is not None
+    assert report.stats["moves"] < problem.n
+
+
+def test_hint_is_kept_when_the_search_does_worse():
+    problem = layered_network(70, seed=4)
+    strong = MCTSSolver().solve(problem, HW, time_limit=30, seed=1, simulations=48)
+    hint = Solution(offsets=strong.offsets, status=Status.FEASIBLE, solver="hint")
+    weak = MCTSSolver().solve(problem, HW, time_limit=30, seed=2, simulations=1, hint=hint)
+    ev = Evaluator(problem, HW)
+    assert ev.value(weak.offsets) >= ev.value(strong.offsets) - 1e-15
+
+
+@pytest.mark.parametrize("options", [dict(variant="order", order="xla"), dict(rollout="random"),
+                                     dict(epsilon=0.3, rollout_depth=None), dict(k=2, variant="order")])
+def test_options_give_valid_deterministic_answers(options):
+    problem = layered_network(40, seed=6)
+    a = MCTSSolver().solve(problem, HW, time_limit=30, seed=3, simulations=6, **options)
+    b = MCTSSolver().solve(problem, HW, time_limit=30, seed=3, simulations=6, **options)
+    assert validate(problem, a.offsets) is None and a.offsets == b.offsets
+
+
+def test_pack_mode_places_everything_or_says_unknown():
+    from hybrid.generate import packed_instance
+
+    problem, _ = packed_instance(30, seed=3, capacity=64, horizon=16)
+    sol = MCTSSolver().solve(problem, UNIT, time_limit=30, seed=0, simulations=16)
+    complete = all(o is not None for o in sol.offsets)
+    assert validate(problem, sol.offsets, mode="map") is None
+    assert (sol.status is Status.FEASIBLE) == complete
+    if complete:
+        assert validate(problem, sol.offsets) is None and sol.objective <= 64
+
+
+def test_bad_config_is_rejected():
+    with pytest.raises(ValueError):
+        MCTSConfig(rollout="nope")
+    with pytest.raises(ValueError):
+        MCTSConfig(simulations=0)
