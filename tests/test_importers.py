@@ -164,6 +164,35 @@ def test_hlo_inplace_pairs_are_dying_same_size_operands(hlo_imports):
             assert by_id[src].kind == "activation"
 
 
+def test_hlo_async_pairs_and_header_without_parameters():
+    text = """HloModule m, is_scheduled=true
+
+ENTRY %main {
+  %p = f32[1024]{0} parameter(0)
+  %cs = (f32[1024]{0:S(1)}, f32[1024]{0}, u32[]) copy-start(%p)
+  %n = f32[1024]{0} negate(%p)
+  %cd = f32[1024]{0:S(1)} copy-done(%cs)
+  %as = ((f32[1024]{0}), f32[1024]{0}, s32[]) async-start(%n), calls=%wrapped
+  %ad = f32[1024]{0} async-done(%as), calls=%wrapped
+  ROOT %a = f32[1024]{0} add(%cd, %ad)
+}
+
+%wrapped (x: f32[1024]) -> f32[1024] {
+  %x = f32[1024]{0} parameter(0)
+  ROOT %e = f32[1024]{0} exponential(%x)
+}
+"""
+    r = parse_hlo_text(text, "async.hlo.txt")
+    assert r.warnings == []
+    ops = {op.id: [(o.buffer, o.access) for o in op.operands] for op in r.problem.ops}
+    assert list(ops) == ["cs", "n", "as", "a"]   # the *-done halves are aliases, not ops
+    assert ops["cs"] == [("p", "read"), ("cs#0", "write")]
+    assert ops["as"] == [("n", "read"), ("as#1", "write")]
+    assert ops["a"] == [("cs#0", "read"), ("as#1", "read"), ("a", "write")]
+    assert r.transcendentals == 1024  # async-start costs its called computation
+    roundtrip(r.problem)
+
+
 def test_hlo_shapes_and_dtypes():
     s, _ = parse_shape("(f32[2,3]{1,0}, bf16[4], pred[], s8[10], (f64[2], s4[3]), token[])")
     assert [leaf.nbytes for _, leaf in s.leaves()] == [24, 8, 1, 10, 16, 2, 0]

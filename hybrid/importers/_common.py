@@ -8,12 +8,13 @@ by construction every op touches its buffers only inside their live ranges, whic
 
 Example:
     >>> b = WorkloadBuilder("tiny")
-    >>> x = b.add_buffer("x", 64, "input"); y = b.add_buffer("y", 64)
+    >>> a = b.add_buffer("a", 64, "input"); x = b.add_buffer("x", 64); y = b.add_buffer("y", 64, "output")
+    >>> _ = b.add_op("neg", "elementwise", 16, reads=[(a, 64)], writes=[(x, 64)], inplace=[(a, x)])
     >>> _ = b.add_op("relu", "elementwise", 16, reads=[(x, 64)], writes=[(y, 64)], inplace=[(x, y)])
-    >>> p = b.build(); [(q.id, q.start, q.end) for q in p.buffers], p.inplace
-    ([('x', 0, 1), ('y', 0, 1)], (('x', 'y'),))
+    >>> p = b.build(); [(q.id, q.start, q.end) for q in p.buffers], p.inplace  # inputs are never reused
+    ([('a', 0, 1), ('x', 0, 2), ('y', 1, 2)], (('x', 'y'),))
     >>> s = summarize(p); (s.ops, s.buffers, s.flops, s.max_live_bytes)
-    (1, 2, 16.0, 128)
+    (2, 3, 32.0, 128)
 """
 
 from __future__ import annotations
@@ -38,8 +39,9 @@ class WorkloadBuilder:
     """Collects buffers and scheduled ops, then builds a ``map``-mode :class:`Problem`.
 
     ``inplace`` candidates given to :meth:`add_op` are kept only when they hold in the
-    final schedule: the input buffer dies at that op (its last touch) and the output is
-    born there (its first touch).
+    final schedule: the input buffer dies at that op (its last touch), the output is born
+    there (its first touch), the input is an activation (inputs, weights and outputs belong
+    to the caller and are never reused), and neither is already in another pair.
     """
 
     def __init__(self, name: str, source: str = "", alignment: int = 1):

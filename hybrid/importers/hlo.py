@@ -16,9 +16,10 @@ What becomes what
   f32/s32 4, f64/s64/c64 8, c128 16, s4/u4 half a byte, ...). ``bitcast``,
   ``get-tuple-element``, ``tuple``, ``optimization-barrier``, ``add-dependency``,
   ``domain`` and the ``*-done`` halves of async pairs alias their operand: no new buffer,
-  no op. ENTRY ``parameter``\\ s are external buffers of kind ``input`` and ``constant``\\ s
-  of kind ``weight``; buffers that reach the ENTRY ROOT are ``output``; the rest are
-  ``activation``. Buffers no op touches (e.g. an unused argument) are left out.
+  no op. An async ``*-start`` (``copy-start``, ``async-start``, ...) is the op: it writes only
+  the destination; the operand slots of its tuple alias the operands. ENTRY parameters
+  are external buffers of kind ``input`` and constants of kind ``weight``; buffers that
+  reach the ENTRY ROOT are ``output``; the rest are ``activation``. Buffers no op touches (e.g. an unused argument) are left out.
 * **Live ranges** follow the project rule: ``start`` = first op touching the buffer,
   ``end`` = last op touching it + 1. (XLA itself keeps parameters live for the whole program
   and outputs to the end; :func:`xla_style_max_live` recomputes max live bytes that way.)
@@ -269,7 +270,7 @@ class HloModule:
 
 _INSTR_RE = re.compile(r"\s*(ROOT\s+)?%?([A-Za-z_][\w.\-]*)\s*=\s*")
 _OPCODE_RE = re.compile(r"\s*([a-z][a-z0-9\-_]*)\(")
-_COMP_RE = re.compile(r"(ENTRY\s+)?%?([A-Za-z_][\w.\-]*)\s*\(")
+_COMP_RE = re.compile(r"(ENTRY\s+)?%?([A-Za-z_][\w.\-]*)\s*[({]")
 _COMMENT_RE = re.compile(r"/\*.*?\*/")
 _SECTION_RE = re.compile(r"[A-Z][A-Za-z]*$|\d+\s")
 
@@ -418,7 +419,7 @@ _ZERO_COST = {
     "partition-id", "replica-id", "send", "send-done", "recv", "recv-done", "infeed", "outfeed",
     "all-gather", "all-gather-start", "all-gather-done", "all-to-all", "ragged-all-to-all",
     "collective-permute", "collective-permute-start", "collective-permute-done", "collective-broadcast",
-    "reduce-scatter", "all-reduce-done", "async-start", "async-update", "async-done",
+    "reduce-scatter", "all-reduce-done", "async-update", "async-done",
     "rng-get-and-update-state", "batch-norm-training", "batch-norm-inference", "batch-norm-grad",
     "top-k",
 }
@@ -584,7 +585,7 @@ class _Costs:
                 return 2.0 * shape.elements * width, 0.0
             if op == "convolution":
                 return _conv_flops(ins, opnd[0], opnd[1]), 0.0
-            if op == "fusion":
+            if op == "fusion" or (op == "async-start" and "calls" in ins.attrs):
                 return self.comp(self._called(ins, "calls"))
             if op == "call":
                 return self.comp(self._called(ins, "to_apply"))
@@ -867,10 +868,14 @@ class _Importer:
                 ls = leaf_shapes.get(idx)
                 nbytes = self._read_bytes(comp, ins, k, idx, ls) if ls is not None else self.b.sizes[buf]
                 reads.append((buf, int(nbytes * self.scale)))
-        out = self._new(prefix + ins.name, ins.shape, "activation")
+        if ins.opcode.endswith("-start") and ins.shape.is_tuple:
+            out = self._start_outputs(comp, ins, vals, prefix)
+        else:
+            out = self._new(prefix + ins.name, ins.shape, "activation")
         out_shapes = dict(ins.shape.leaves())
+        already = {buf for v in vals for buf in _leaves(v)}
         writes = [(buf, int(self._write_bytes(ins, idx, out_shapes[idx], comp) * self.scale))
-                  for idx, buf in _flatten_with_index(out)]
+                  for idx, buf in _flatten_with_index(out) if buf not in already]
         inplace = []
         if writes:
             srcs = self._inplace_sources(comp, ins, vals)
@@ -881,6 +886,25 @@ class _Importer:
         kind = _fusion_kind(self.m, self.costs._called(ins, "calls")) if ins.opcode == "fusion" else ins.opcode
         self.b.add_op(prefix + ins.name, kind, flops + trans, reads, writes, inplace)
         return out
+
+
+    def _start_outputs(self, comp: Computation, ins: Instr, vals: list[Value], prefix: str) -> Value:
+        """Outputs of an async ``*-start``: operand slots alias the operands, scalar contexts get
+        no buffer, the rest (the destination) is new. ``copy-start`` is (destination, source, context)."""
+        opnd_shapes = [comp.by_name[o].shape for o in ins.operands]
+        out: list[Value] = []
+        for i, part in enumerate(ins.shape.parts):
+            if ins.opcode == "copy-start" and i == 1 and vals:
+                out.append(vals[0])
+            elif ins.opcode != "copy-start" and i == 0 and vals and (
+                    (len(vals) == 1 and part == opnd_shapes[0])
+                    or (part.is_tuple and list(part.parts) == opnd_shapes)):
+                out.append(vals[0] if len(vals) == 1 and not part.is_tuple else tuple(vals))
+            elif not part.is_tuple and not part.dims and part.dtype in ("u32", "s32"):
+                out.append(None)
+            else:
+                out.append(self._new(f"{prefix}{ins.name}#{i}", part, "activation"))
+        return tuple(out)
 
 
 def _flatten_with_index(v: Value, prefix: tuple = ()) -> list[tuple[tuple, str]]:
