@@ -1,0 +1,522 @@
+"""``mallocgame compare``: every solver on every input, validated, scored, tabulated, plotted.
+
+The product's main job. For each input (a built-in suite, ``SUITE:ENTRY`` or a file) the
+bound is computed once (:func:`hybrid.run.problem_bound`) and, in map mode, the
+``greedy-xla`` answer is the reference for the "x greedy" column (run once if it is not
+among the solvers). Every (input, solver) pair then runs in its own forked process,
+``--jobs`` at a time, through :func:`hybrid.run.run_solver`, which validates and scores
+the answer; a solver that raises, dies or overruns ``2 x time limit + 30 s`` gets an
+``ERROR`` row with a one-line reason and the rest goes on.
+
+Outputs: a table on stdout (map: value, bound, gap, speed-up over all-slow and over
+greedy-xla, seconds; pack: peak, bound, gap, seconds) and a per-solver summary;
+``--out results.csv`` (first columns ``input,solver``, one row per pair) plus
+``results.json`` beside it (full reports with anytime histories and offsets);
+``--plot DIR`` pictures (see :mod:`hybrid.plots`). Files are written atomically, and
+only after every run has finished.
+
+Exit codes: 0 the comparison ran; 1 no solver produced a valid answer on any input;
+2 bad input or usage (one line on stderr, nothing written).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import multiprocessing as mp
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from multiprocessing.connection import wait
+from pathlib import Path
+from typing import Any, Sequence
+
+import click
+
+from hybrid.model import InputError, Problem
+
+GREEDY = "greedy-xla"
+CSV_COLUMNS = ("input", "solver", "mode", "status", "valid", "value", "bound", "gap", "speedup_vs_slow",
+               "speedup_vs_greedy", "estimated_time", "time_all_slow", "peak", "capacity", "placed", "total",
+               "seconds", "error")
+IMPROVED = 1 + 1e-6  # a speed-up over greedy above this counts as an improvement, not a tie
+
+
+@dataclass
+class Input:
+    """One prepared input: the problem as solvers see it, its hardware, bound and reference."""
+
+    name: str
+    problem: Problem
+    hardware: Any
+    capacity_fraction: float | None = None
+    bound: Any = None  # hybrid.bounds.Bound
+    greedy: Any = None  # hybrid.run.Report of greedy-xla (map mode), the "x greedy" reference
+    max_live: int = 0
+
+
+@dataclass
+class Row:
+    """One (input, solver) result: a validated report or the one-line reason it has none."""
+
+    input: str
+    solver: str
+    report: Any = None  # hybrid.run.Report
+    error: str | None = None
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def valid(self) -> bool:
+        return self.report is not None and self.report.valid
+
+    @property
+    def status(self) -> str:
+        return "ERROR" if self.report is None else self.report.status
+
+
+# ---------------------------------------------------------------------------- options
+
+def parse_solver_options(items: Sequence[str], solvers: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """``KEY=VALUE`` (every solver) or ``SOLVER:KEY=VALUE`` (one solver) -> options per solver.
+
+    Values are read as int, float, true/false, else kept as text. A solver receives only
+    the options its ``solve`` names (:func:`hybrid.protocol.accepted_options`).
+    """
+    per: dict[str, dict[str, Any]] = {s: {} for s in solvers}
+    for item in items:
+        target, sep, rest = item.partition(":")
+        if not sep or "=" in target:
+            target, rest = None, item
+        key, eq, raw = rest.partition("=")
+        key = key.strip().replace("-", "_")
+        if not eq or not key.isidentifier():
+            raise InputError(f"--solver-option: expected KEY=VALUE or SOLVER:KEY=VALUE, got {item!r}")
+        if target is not None and target not in per:
+            raise InputError(f"--solver-option {item!r}: solver {target!r} is not in --solvers")
+        value = _parse_value(raw.strip())
+        for s in ([target] if target else solvers):
+            per[s][key] = value
+    return per
+
+
+def _parse_value(raw: str) -> Any:
+    if raw.lower() in ("true", "false"):
+        return raw.lower() == "true"
+    for cast in (int, float):
+        try:
+            return cast(raw)
+        except ValueError:
+            pass
+    return raw
+
+
+def one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return f"{exc.__class__.__name__}: {text}" if text else exc.__class__.__name__
+
+
+# ---------------------------------------------------------------------------- preparation
+
+def prepare_inputs(specs: Sequence[str], *, benchmarks: str | None, mode: str | None, capacity: int | None,
+                   capacity_fraction: float | None, hardware: str | None) -> list[Input]:
+    """Resolve, build and prepare every input; raises :class:`InputError` on the first bad one."""
+    from hybrid.cli import prepare
+    from hybrid.graph import max_live
+    from hybrid.suites import resolve_inputs
+
+    entries = resolve_inputs(specs, benchmarks)
+    if not entries:
+        raise InputError("no inputs: the suites given are empty here")
+    inputs, seen = [], set()
+    for entry in entries:
+        problem = entry.build()
+        live = max_live(problem)
+        fraction = entry.capacity_fraction
+        cap = capacity
+        if cap is None and capacity_fraction is not None:
+            cap, fraction = max(1, int(live * capacity_fraction)), capacity_fraction
+            cap = max(cap // 512 * 512, 512) if cap >= 512 else cap
+        if cap is None:
+            cap = problem.capacity
+        elif capacity is not None:
+            fraction = None
+        prepared, spec = prepare(problem, mode=mode, capacity=cap, hardware=hardware)
+        name, k = entry.name, 1
+        while name in seen:
+            k += 1
+            name = f"{entry.name}.{k}"
+        seen.add(name)
+        inputs.append(Input(name, prepared, spec, fraction, max_live=live))
+    return inputs
+
+
+# ---------------------------------------------------------------------------- running
+
+def _child(conn, name: str, problem: Problem, hardware, time_limit: float, seed: int, options: dict, bound) -> None:
+    from hybrid.run import run_solver
+
+    try:
+        report = run_solver(name, problem, hardware, time_limit=time_limit, seed=seed, options=options, bound=bound)
+        conn.send(("ok", report))
+    except BaseException as exc:  # any failure of a solver is its row's error, never a traceback
+        conn.send(("error", one_line(exc)))
+    finally:
+        conn.close()
+
+
+def run_matrix(inputs: list[Input], solvers: Sequence[str], *, time_limit: float, seed: int, jobs: int,
+               options: dict[str, dict[str, Any]], load_errors: dict[str, str], progress: bool | None,
+               hard_limit: float | None = None) -> list[Row]:
+    """Run every (input, solver) pair in forked processes, ``jobs`` at a time; rows in input order."""
+    from tqdm import tqdm
+
+    ctx = mp.get_context("fork")
+    hard_limit = hard_limit if hard_limit is not None else 2 * time_limit + 30
+    tasks = [(i, s) for i in range(len(inputs)) for s in solvers]
+    rows: dict[tuple[int, str], Row] = {}
+    queue = list(reversed(tasks))
+    running: dict[Any, tuple[tuple[int, str], Any, float]] = {}  # conn -> (task, process, started)
+    bar = tqdm(total=len(tasks), desc="compare", unit="run", disable=_disable(progress), file=sys.stderr,
+               leave=False)
+    try:
+        while queue or running:
+            while queue and len(running) < jobs:
+                i, s = task = queue.pop()
+                if s in load_errors:
+                    rows[task] = Row(inputs[i].name, s, error=load_errors[s])
+                    bar.update(1)
+                    continue
+                recv, send = ctx.Pipe(duplex=False)
+                inp = inputs[i]
+                proc = ctx.Process(target=_child, args=(send, s, inp.problem, inp.hardware, time_limit, seed,
+                                                        options.get(s, {}), inp.bound), daemon=True)
+                proc.start()
+                send.close()
+                running[recv] = (task, proc, time.monotonic())
+                bar.set_postfix_str(f"{inp.name} / {s}", refresh=False)
+            if not running:
+                continue
+            ready = wait(list(running), timeout=0.5)
+            for conn in ready:
+                task, proc, _ = running.pop(conn)
+                try:
+                    kind, payload = conn.recv()
+                except (EOFError, OSError):
+                    proc.join(5)
+                    kind, payload = "error", f"solver process died (exit code {proc.exitcode})"
+                conn.close()
+                proc.join(5)
+                i, s = task
+                rows[task] = Row(inputs[i].name, s, report=payload) if kind == "ok" else \
+                    Row(inputs[i].name, s, error=payload)
+                bar.update(1)
+            now = time.monotonic()
+            for conn, (task, proc, started) in list(running.items()):
+                if now - started > hard_limit:
+                    proc.kill()
+                    proc.join(5)
+                    conn.close()
+                    del running[conn]
+                    i, s = task
+                    rows[task] = Row(inputs[i].name, s, error=f"killed after {hard_limit:.0f} s "
+                                                                f"(time limit {time_limit:g} s)")
+                    bar.update(1)
+    finally:
+        for conn, (_, proc, _) in running.items():
+            proc.kill()
+            conn.close()
+        bar.close()
+    return [rows[t] for t in tasks]
+
+
+def _disable(progress: bool | None) -> bool | None:
+    """tqdm's ``disable``: ``None`` lets tqdm hide the bar when stderr is not a terminal."""
+    return None if progress is None else not progress
+
+
+def compute_references(inputs: list[Input], *, time_limit: float, seed: int, progress: bool | None) -> None:
+    """The bound of every input and, in map mode, the greedy-xla reference answer (in place)."""
+    from tqdm import tqdm
+
+    from hybrid.run import problem_bound, run_solver
+
+    for inp in tqdm(inputs, desc="bounds", unit="input", file=sys.stderr, leave=False, disable=_disable(progress)):
+        inp.bound = problem_bound(inp.problem, inp.hardware)
+        if inp.problem.mode == "map":
+            try:
+                inp.greedy = run_solver(GREEDY, inp.problem, inp.hardware, time_limit=time_limit, seed=seed,
+                                        bound=inp.bound)
+            except Exception:  # no reference: the column stays empty
+                inp.greedy = None
+
+
+def attach_speedups(inputs: list[Input], rows: list[Row]) -> None:
+    """Fill ``row.extra['speedup_vs_greedy']`` from the greedy-xla row (or the reference run)."""
+    by_input = {inp.name: inp for inp in inputs}
+    greedy_rows = {r.input: r for r in rows if r.solver == GREEDY and r.valid}
+    for r in rows:
+        inp = by_input[r.input]
+        ref = greedy_rows.get(r.input)
+        ref_report = ref.report if ref is not None else inp.greedy
+        if r.valid and inp.problem.mode == "map" and ref_report is not None and ref_report.valid \
+                and r.report.estimated_time:
+            r.extra["speedup_vs_greedy"] = ref_report.estimated_time / r.report.estimated_time
+
+
+# ---------------------------------------------------------------------------- output
+
+def row_record(inp: Input, r: Row) -> dict[str, Any]:
+    """The CSV record of a row (columns :data:`CSV_COLUMNS`)."""
+    rep = r.report
+    rec: dict[str, Any] = {c: None for c in CSV_COLUMNS}
+    rec.update(input=r.input, solver=r.solver, mode=inp.problem.mode, status=r.status, valid=r.valid,
+               capacity=inp.problem.capacity, total=inp.problem.n,
+               bound=None if inp.bound is None else inp.bound.value)
+    if rep is not None:
+        rec.update(value=rep.objective, gap=rep.gap, speedup_vs_slow=rep.speedup, estimated_time=rep.estimated_time,
+                   time_all_slow=rep.time_all_slow, peak=rep.peak if rep.valid else None, placed=rep.placed,
+                   seconds=rep.seconds, error=None if rep.valid else (rep.violation or "no valid answer"))
+    else:
+        rec["error"] = r.error
+    rec["speedup_vs_greedy"] = r.extra.get("speedup_vs_greedy")
+    return rec
+
+
+def _csv_text(records: list[dict[str, Any]]) -> str:
+    import csv
+    import io
+
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for rec in records:
+        writer.writerow(["" if rec[c] is None else _csv_cell(rec[c]) for c in CSV_COLUMNS])
+    return buf.getvalue()
+
+
+def _csv_cell(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return repr(v)
+    return str(v)
+
+
+def json_document(inputs: list[Input], rows: list[Row], settings: dict[str, Any]) -> dict[str, Any]:
+    by_input = {inp.name: inp for inp in inputs}
+    results = []
+    for r in rows:
+        rec = {"input": r.input, "solver": r.solver, "error": r.error, **r.extra}
+        if r.report is not None:
+            rec["report"] = r.report.as_json()
+            rec["offsets"] = list(r.report.offsets) if r.report.valid else None
+        results.append(rec)
+    return {
+        "format": "mallocgame.compare/1",
+        "settings": settings,
+        "inputs": [{
+            "input": inp.name, "source": inp.problem.source, "mode": inp.problem.mode, "buffers": inp.problem.n,
+            "ops": len(inp.problem.ops), "capacity": inp.problem.capacity,
+            "capacity_fraction": inp.capacity_fraction, "max_live": inp.max_live,
+            "hardware": getattr(inp.hardware, "name", None),
+            "bound": None if inp.bound is None else inp.bound.value,
+            "bound_kind": None if inp.bound is None else inp.bound.kind,
+            "bound_seconds": None if inp.bound is None else inp.bound.seconds,
+            "greedy_xla": None if inp.greedy is None else inp.greedy.as_json(),
+        } for inp in by_input.values()],
+        "results": results,
+    }
+
+
+def _fmt(v: float | None, spec: str) -> str:
+    return "-" if v is None or (isinstance(v, float) and not math.isfinite(v)) else format(v, spec)
+
+
+def _fmt_value(v: float | None, has_ops: bool) -> str:
+    if v is None:
+        return "-"
+    return f"{v * 1e6:.3f}us" if has_ops else f"{v:.6g}"
+
+
+def table_text(inputs: list[Input], rows: list[Row]) -> str:
+    """The comparison table: one line per (input, solver); map and pack inputs in separate tables."""
+    by_input = {inp.name: inp for inp in inputs}
+    out = []
+    for mode in ("map", "pack"):
+        mine = [r for r in rows if by_input[r.input].problem.mode == mode]
+        if not mine:
+            continue
+        if mode == "map":
+            header = ("input", "solver", "status", "value", "bound", "gap", "x slow", "x greedy", "seconds")
+        else:
+            header = ("input", "solver", "status", "peak", "bound", "gap", "seconds")
+        lines = []
+        for r in mine:
+            inp, rep = by_input[r.input], r.report
+            ops = inp.problem.has_ops
+            bound = None if inp.bound is None else inp.bound.value
+            secs = _fmt(rep.seconds if rep else None, ".2f")
+            status = r.status if (rep is None or rep.valid) else f"{r.status}!"
+            if mode == "map":
+                lines.append((r.input, r.solver, status, _fmt_value(rep.objective if rep else None, ops),
+                              _fmt_value(bound, ops), _fmt(rep.gap if rep else None, ".2%"),
+                              _fmt(rep.speedup if rep else None, ".3f"),
+                              _fmt(r.extra.get("speedup_vs_greedy"), ".3f"), secs))
+            else:
+                lines.append((r.input, r.solver, status, _fmt(rep.peak if rep and rep.valid else None, "d"),
+                              _fmt(int(bound) if bound is not None else None, "d"),
+                              _fmt(rep.gap if rep else None, ".2%"), secs))
+        widths = [max(len(h), *(len(line[k]) for line in lines)) for k, h in enumerate(header)]
+        left = {0, 1, 2}
+        fmt_line = lambda cells: "  ".join(c.ljust(w) if k in left else c.rjust(w)  # noqa: E731
+                                           for k, (c, w) in enumerate(zip(cells, widths))).rstrip()
+        out.append(fmt_line(header))
+        prev = None
+        for line in lines:
+            if prev is not None and line[0] != prev:
+                out.append("")
+            out.append(fmt_line(line))
+            prev = line[0]
+        notes = [f"  {r.input} / {r.solver}: {r.error or r.report.violation}" for r in mine if not r.valid]
+        if notes:
+            out.append("")
+            out.append("not valid (status ERROR: the solver failed; '!': its answer was rejected):")
+            out += notes
+        out.append("")
+    return "\n".join(out).rstrip() + "\n"
+
+
+def summary_text(inputs: list[Input], rows: list[Row], solvers: Sequence[str]) -> str:
+    """Per solver: valid answers; map: improved/tied/worse vs greedy-xla, speed-ups; pack: mean gap."""
+    by_input = {inp.name: inp for inp in inputs}
+    lines = []
+    for s in solvers:
+        mine = [r for r in rows if r.solver == s]
+        valid = [r for r in mine if r.valid]
+        parts = [f"{s}: valid {len(valid)}/{len(mine)}"]
+        maps = [r for r in valid if by_input[r.input].problem.mode == "map"]
+        vs = [r.extra["speedup_vs_greedy"] for r in maps if "speedup_vs_greedy" in r.extra]
+        if vs:
+            better = sum(v > IMPROVED for v in vs)
+            worse = sum(v < 1 / IMPROVED for v in vs)
+            geo = math.exp(sum(math.log(v) for v in vs) / len(vs))
+            parts.append(f"vs greedy-xla: better on {better}, equal on {len(vs) - better - worse}, "
+                         f"worse on {worse}; speed-up geo-mean {geo:.4f}, max {max(vs):.4f}, min {min(vs):.4f}")
+        slows = [r.report.speedup for r in maps if r.report.speedup]
+        if slows:
+            parts.append(f"mean speed-up over all-slow {sum(slows) / len(slows):.3f}")
+        packs = [r for r in valid if by_input[r.input].problem.mode == "pack" and r.report.gap is not None]
+        if packs:
+            parts.append(f"pack: mean peak gap to max-live {sum(r.report.gap for r in packs) / len(packs):.2%}")
+        lines.append("; ".join(parts))
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------------- the command
+
+def _fail(message: str) -> None:
+    click.echo(f"error: {message}", err=True)
+    sys.exit(2)
+
+
+@click.command("compare")
+@click.argument("specs", nargs=-1, required=True, metavar="SUITE_OR_FILES...")
+@click.option("--solvers", "solver_list", required=True, metavar="A,B,C",
+              help="Comma-separated registered solvers (see `mallocgame solvers`).")
+@click.option("--time-limit", type=float, default=5.0, show_default=True, help="Seconds per solver and input.")
+@click.option("--hardware", default=None, metavar="PRESET_OR_FILE",
+              help="Cost model: preset (tpuv4i, test, unit) or file. Keeps each input's capacity.")
+@click.option("--capacity", type=int, default=None, metavar="B", help="Fast-memory bytes for every input.")
+@click.option("--capacity-fraction", type=float, default=None, metavar="F",
+              help="Fast memory = F x each input's max live bytes (overrides the suite's choice).")
+@click.option("--mode", type=click.Choice(["map", "pack"]), default=None,
+              help="Default: pack for plain CSV, map otherwise.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--jobs", type=int, default=1, show_default=True, help="Solver runs in parallel (processes).")
+@click.option("--solver-option", "solver_options", multiple=True, metavar="[SOLVER:]KEY=VALUE",
+              help="Option passed to solvers whose solve() names KEY (e.g. simulations=64, mcts:workers=1).")
+@click.option("--out", "out_path", default=None, metavar="RESULTS.csv",
+              help="Write the rows here (first columns input,solver) and the full reports to RESULTS.json.")
+@click.option("--plot", "plot_dir", default=None, metavar="DIR", help="Draw allocations, anytime curves, speed-ups.")
+@click.option("--benchmarks", default=None, metavar="DIR",
+              help="Shared benchmark folder for the minimalloc/traces suites "
+                   "(default: $MALLOCGAME_BENCHMARKS, then ../shared/benchmarks).")
+@click.option("--progress/--no-progress", default=None, help="Progress bar (default: when stderr is a terminal).")
+def compare_command(specs, solver_list, time_limit, hardware, capacity, capacity_fraction, mode, seed, jobs,
+                    solver_options, out_path, plot_dir, benchmarks, progress) -> None:
+    """Run every solver on every input; print a table; optionally write CSV/JSON and pictures.
+
+    SUITE_OR_FILES: built-in suites (`mallocgame suites`), SUITE:ENTRY[,ENTRY...], or
+    problem files (.csv, .json).
+    """
+    from hybrid.registry import SolverLoadError, load_solver, solver_entries
+
+    solvers = list(dict.fromkeys(s.strip() for s in solver_list.split(",") if s.strip()))
+    registered = solver_entries()
+    if not solvers:
+        _fail("--solvers: give at least one solver")
+    for s in solvers:
+        if s not in registered:
+            _fail(f"--solvers: unknown solver {s!r} (registered: {', '.join(registered)})")
+    if not time_limit > 0:
+        _fail(f"--time-limit: must be positive, got {time_limit}")
+    if jobs < 1:
+        _fail(f"--jobs: must be at least 1, got {jobs}")
+    if capacity_fraction is not None and not capacity_fraction > 0:
+        _fail(f"--capacity-fraction: must be positive, got {capacity_fraction}")
+    if capacity is not None and capacity_fraction is not None:
+        _fail("--capacity and --capacity-fraction exclude each other")
+    if out_path is not None and not out_path.endswith(".csv"):
+        _fail(f"--out: expected a .csv path, got {out_path!r}")
+    try:
+        options = parse_solver_options(solver_options, solvers)
+        inputs = prepare_inputs(specs, benchmarks=benchmarks, mode=mode, capacity=capacity,
+                                capacity_fraction=capacity_fraction, hardware=hardware)
+    except InputError as exc:
+        _fail(str(exc))
+    if plot_dir:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            _fail("--plot: matplotlib is not installed (pip install matplotlib)")
+
+    load_errors: dict[str, str] = {}
+    for s in solvers:  # import once here, so the forked runs share the loaded modules
+        try:
+            load_solver(s)
+        except SolverLoadError as exc:
+            load_errors[s] = str(exc)
+    t0 = time.monotonic()
+    compute_references(inputs, time_limit=time_limit, seed=seed, progress=progress)
+    rows = run_matrix(inputs, solvers, time_limit=time_limit, seed=seed, jobs=jobs, options=options,
+                      load_errors=load_errors, progress=progress)
+    attach_speedups(inputs, rows)
+    wall = time.monotonic() - t0
+
+    click.echo(table_text(inputs, rows), nl=False)
+    click.echo()
+    click.echo(summary_text(inputs, rows, solvers), nl=False)
+    click.echo(f"{len(rows)} runs on {len(inputs)} inputs in {wall:.1f} s "
+               f"(time limit {time_limit:g} s, {jobs} job{'s' if jobs > 1 else ''})")
+
+    by_input = {inp.name: inp for inp in inputs}
+    if out_path:
+        from hybrid.io import atomic_write_text
+
+        settings = {"argv": sys.argv[1:],
+                    "inputs": list(specs), "solvers": solvers, "time_limit": time_limit, "seed": seed,
+                    "jobs": jobs, "hardware": hardware, "capacity": capacity,
+                    "capacity_fraction": capacity_fraction, "mode": mode,
+                    "solver_options": {s: o for s, o in options.items() if o}, "wall_seconds": wall}
+        atomic_write_text(out_path, _csv_text([row_record(by_input[r.input], r) for r in rows]))
+        json_path = os.path.splitext(out_path)[0] + ".json"
+        atomic_write_text(json_path, json.dumps(json_document(inputs, rows, settings), indent=1) + "\n")
+        click.echo(f"wrote {out_path} and {json_path}")
+    if plot_dir:
+        from hybrid.plots import plot_comparison
+
+        written = plot_comparison(inputs, rows, Path(plot_dir))
+        click.echo(f"wrote {len(written)} pictures to {plot_dir}")
+    if not any(r.valid for r in rows):
+        sys.exit(1)

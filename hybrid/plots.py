@@ -1,0 +1,380 @@
+"""Pictures of answers and comparisons (matplotlib, imported lazily, Agg canvas, no pyplot state).
+
+* :func:`draw_allocation`: the allocation picture of one answer — each fast buffer a
+  rectangle ``[start, end) x [offset, offset + size)`` coloured by buffer kind, the
+  capacity as a dashed line, and the slow (HBM) buffers in a separate band below, one
+  bar per buffer on first-fit tracks;
+* :func:`plot_solution`: one answer to one file (``mallocgame plot``);
+* :func:`plot_comparison`: what ``mallocgame compare --plot DIR`` writes — per input
+  ``INPUT.alloc.png`` (one allocation per solver) and ``INPUT.anytime.png`` (value or
+  peak over time per solver, bound dashed); overall ``speedups.png`` (speed-up over
+  greedy-xla and over all-slow, per input and solver) and, for pack inputs,
+  ``pack_gaps.png`` (peak over the max-live bound).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+from typing import Sequence
+
+import click
+import numpy as np
+
+from hybrid.model import InputError, Problem
+
+KIND_COLORS = {"activation": "#4C72B0", "weight": "#DD8452", "input": "#55A868", "output": "#C44E52",
+               "scratch": "#8172B3"}
+SOLVER_COLORS = ("#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C",
+                 "#CCB974", "#64B5CD")
+
+
+def _figure(width: float, height: float):
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(width, height), dpi=110, layout="constrained")
+
+
+def _byte_axis(ax, height: float) -> None:
+    """Ticks at round numbers of MiB / KiB / bytes on the y axis of ``ax``."""
+    from matplotlib.ticker import FuncFormatter, MultipleLocator
+
+    unit, name = (2**20, "MiB") if height >= 2**20 else (2**10, "KiB") if height >= 2**10 else (1, "B")
+    raw = max(height / unit / 6, 1e-9)
+    mag = 10 ** np.floor(np.log10(raw))
+    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
+    if unit == 1:
+        step = max(1.0, np.ceil(step))
+    ax.yaxis.set_major_locator(MultipleLocator(step * unit))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / unit:g} {name}"))
+
+
+def slow_tracks(start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """First-fit track of every interval (intervals on one track do not overlap), shape ``[k]``."""
+    import heapq
+
+    order = np.lexsort((end, start))
+    track = np.zeros(len(start), np.int64)
+    free: list[tuple[int, int]] = []  # (end time, track) of the tracks in use
+    spare: list[int] = []
+    used = 0
+    for i in order.tolist():
+        while free and free[0][0] <= start[i]:
+            heapq.heappush(spare, heapq.heappop(free)[1])
+        if spare:
+            t = heapq.heappop(spare)
+        else:
+            t, used = used, used + 1
+        track[i] = t
+        heapq.heappush(free, (int(end[i]), t))
+    return track
+
+
+def kind_legend(fig, problem: Problem) -> None:
+    """A legend of the buffer kinds present in ``problem``, above the figure's axes."""
+    from matplotlib.patches import Patch
+
+    kinds = {b.kind for b in problem.buffers}
+    present = [k for k in KIND_COLORS if k in kinds]
+    fig.legend(handles=[Patch(color=KIND_COLORS[k], label=k) for k in present], fontsize=8, ncols=len(present),
+               loc="outside upper right", frameon=False)
+
+
+def draw_allocation(ax_fast, ax_slow, problem: Problem, offsets: Sequence[int | None], *, title: str = "") -> None:
+    """Fast buffers as rectangles on ``ax_fast``; slow ones on first-fit tracks on ``ax_slow``."""
+    from matplotlib.collections import PolyCollection
+
+    a = problem.arrays
+    off = np.fromiter((-1 if o is None else o for o in offsets), np.int64, problem.n)
+    fast = off >= 0
+    kinds = [b.kind for b in problem.buffers]
+    colors = np.array([KIND_COLORS.get(k, "#999999") for k in kinds])
+    edge = "white" if fast.sum() <= 400 else "none"
+    s, e, o, z = a.start[fast], a.end[fast], off[fast], a.size[fast]
+    verts = np.stack([np.stack([s, o], 1), np.stack([e, o], 1), np.stack([e, o + z], 1), np.stack([s, o + z], 1)], 1)
+    ax_fast.add_collection(PolyCollection(verts, facecolors=colors[fast], edgecolors=edge, linewidths=0.4))
+    horizon = int(a.end.max()) if problem.n else 1
+    t0 = int(a.start.min()) if problem.n else 0
+    top = int((o + z).max()) if fast.any() else 0
+    cap = problem.capacity
+    height = max(cap or 0, top, 1)
+    ax_fast.set_xlim(t0, horizon)
+    ax_fast.set_ylim(0, height * 1.04)
+    if cap is not None:
+        ax_fast.axhline(cap, color="black", linestyle="--", linewidth=1.0)
+        ax_fast.text(horizon, cap, "capacity ", va="bottom", ha="right", fontsize=7)
+    _byte_axis(ax_fast, height)
+    ax_fast.set_ylabel("fast-memory address", fontsize=8)
+    ax_fast.tick_params(labelsize=7)
+    if title:
+        ax_fast.set_title(title, fontsize=9, loc="left")
+    slow = ~fast
+    if ax_slow is None:
+        return
+    n_slow = int(slow.sum())
+    ax_slow.set_xlim(t0, horizon)
+    ax_slow.set_yticks([])
+    ax_slow.tick_params(labelsize=7)
+    ax_slow.set_xlabel("time (op index)", fontsize=8)
+    mib = int(a.size[slow].sum()) / 2**20
+    ax_slow.set_ylabel("slow", fontsize=8)
+    ax_slow.set_title(f"slow memory (HBM): {n_slow} buffers, {mib:.2f} MiB", fontsize=8, loc="left")
+    if n_slow == 0:
+        return
+    tracks = slow_tracks(a.start[slow], a.end[slow])
+    s, e = a.start[slow], a.end[slow]
+    verts = np.stack([np.stack([s, tracks + 0.1], 1), np.stack([e, tracks + 0.1], 1),
+                      np.stack([e, tracks + 0.9], 1), np.stack([s, tracks + 0.9], 1)], 1)
+    ax_slow.add_collection(PolyCollection(verts, facecolors=colors[slow], edgecolors="none"))
+    ax_slow.set_ylim(0, int(tracks.max()) + 1)
+
+
+def plot_solution(problem: Problem, offsets: Sequence[int | None], path: str | Path, *, title: str = "") -> Path:
+    """Draw one answer (allocation + slow band) to ``path``."""
+    if problem.mode == "pack" and all(o is not None for o in offsets):
+        fig = _figure(11, 4.2)
+        ax_fast, ax_slow = fig.subplots(), None
+        ax_fast.set_xlabel("time (op index)", fontsize=8)
+    else:
+        fig = _figure(11, 5.2)
+        ax_fast, ax_slow = fig.subplots(2, 1, sharex=True, height_ratios=[4, 1])
+    draw_allocation(ax_fast, ax_slow, problem, offsets, title=title)
+    kind_legend(fig, problem)
+    return _save(fig, path)
+
+
+def _save(fig, path: str | Path) -> Path:
+    import os
+    import tempfile
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=path.suffix, dir=path.parent)
+    os.close(fd)
+    try:
+        fig.savefig(tmp, format=path.suffix.lstrip(".") or "png")
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def safe_name(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "input"
+
+
+# ---------------------------------------------------------------------------- comparisons
+
+def _answer_title(inp, row) -> str:
+    rep = row.report
+    if inp.problem.mode == "map":
+        speed = "" if rep.speedup is None else f", {rep.speedup:.3f}x over all-slow"
+        vs = row.extra.get("speedup_vs_greedy")
+        vs = "" if vs is None else f", {vs:.3f}x over greedy-xla"
+        return f"{row.solver}: {rep.placed}/{rep.total} fast{speed}{vs}"
+    gap = "" if rep.gap is None else f" ({rep.gap:+.2%} vs max-live)"
+    return f"{row.solver}: peak {rep.peak}{gap}"
+
+
+def plot_allocations(inp, rows: list, path: Path) -> Path:
+    """One allocation panel (plus slow band) per solver answer to ``inp``; failed solvers listed below."""
+    valid = [r for r in rows if r.valid]
+    failed = [r for r in rows if not r.valid]
+    pack = inp.problem.mode == "pack"  # every buffer is placed: no slow band
+    per = (1,) if pack else (4, 1)
+    ratios = [x for _ in valid for x in per] + ([0.35 * len(failed) + 0.2] if failed else [])
+    fig = _figure(11, (2.6 if pack else 3.3) * len(valid) + (0.35 * len(failed) + 0.6 if failed else 0) + 0.4)
+    axes = fig.subplots(len(ratios), 1, height_ratios=ratios, squeeze=False)[:, 0]
+    cap = inp.problem.capacity
+    cap_text = "" if not cap else f", capacity {cap / 2**20:.2f} MiB" if cap >= 2**16 else f", capacity {cap}"
+    fig.suptitle(f"{inp.name}: {inp.problem.n} buffers, {inp.problem.mode} mode{cap_text}", fontsize=10,
+                 x=0.01, ha="left")
+    step = len(per)
+    for k, r in enumerate(valid):
+        ax_fast = axes[step * k]
+        ax_slow = None if pack else axes[step * k + 1]
+        draw_allocation(ax_fast, ax_slow, inp.problem, r.report.offsets, title=_answer_title(inp, r))
+        if pack:
+            ax_fast.set_xlabel("time (op index)" if k == len(valid) - 1 else "", fontsize=8)
+        elif k < len(valid) - 1:
+            ax_slow.set_xlabel("")
+    if valid:
+        kind_legend(fig, inp.problem)
+    if failed:
+        ax = axes[-1]
+        ax.axis("off")
+        lines = [f"{r.solver}: {r.status} - {(r.error or r.report.violation or 'no valid answer')[:150]}"
+                 for r in failed]
+        ax.text(0, 1, "no valid answer from\n" + "\n".join(lines), va="top", ha="left", fontsize=8,
+                color="#C44E52", transform=ax.transAxes)
+    return _save(fig, path)
+
+
+def plot_anytime(inp, rows: list, path: Path) -> Path:
+    """Value (map, higher is better) or peak (pack, lower is better) over seconds, per solver."""
+    fig = _figure(7.5, 4.2)
+    ax = fig.subplots()
+    ops = inp.problem.has_ops
+    scale = 1e6 if (ops and inp.problem.mode == "map") else 1.0
+    valid = [(k, r) for k, r in enumerate(rows) if r.valid]
+    right = max([max(r.report.seconds, 1e-3) for _, r in valid] + [1e-3]) * 1.5
+    for k, r in valid:
+        rep = r.report
+        hist = sorted((max(t, 1e-3), v) for t, v in rep.history if v is not None)
+        final = (max(rep.seconds, 1e-3), rep.objective)
+        pts = hist + [final, (right, rep.objective)]
+        color = SOLVER_COLORS[k % len(SOLVER_COLORS)]
+        ax.step([p[0] for p in pts], [p[1] * scale for p in pts], where="post", color=color, linewidth=1.5,
+                label=r.solver)
+        ax.plot([final[0]], [final[1] * scale], "o", color=color, markersize=5)
+    if inp.bound is not None:
+        label = "bound (no-fragmentation)" if inp.problem.mode == "map" else "bound (max live)"
+        ax.axhline(inp.bound.value * scale, color="black", linestyle="--", linewidth=1, label=label)
+    ax.set_xscale("log")
+    ax.set_xlabel("seconds (log)", fontsize=9)
+    if inp.problem.mode == "map":
+        ax.set_ylabel("time saved vs all-slow (us)" if ops else "value (sum of benefits)", fontsize=9)
+    else:
+        ax.set_ylabel("peak address (lower is better)", fontsize=9)
+    ax.set_title(f"{inp.name}: anytime curves (dot = final validated answer)", fontsize=10, loc="left")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    return _save(fig, path)
+
+
+def plot_speedups(inputs: list, rows: list, path: Path) -> Path | None:
+    """Grouped bars per map input: speed-up over greedy-xla (top) and over all-slow (bottom)."""
+    names = [inp.name for inp in inputs if inp.problem.mode == "map"]
+    if not names:
+        return None
+    solvers = list(dict.fromkeys(r.solver for r in rows))
+    table = {(r.input, r.solver): r for r in rows}
+    fig = _figure(max(7.0, 0.55 * len(names) * max(1, len(solvers)) ** 0.5 + 3), 7.0)
+    ax_g, ax_s = fig.subplots(2, 1, sharex=True)
+    x = np.arange(len(names))
+    width = 0.8 / max(1, len(solvers))
+    for k, s in enumerate(solvers):
+        vs_greedy = [table[(n, s)].extra.get("speedup_vs_greedy", np.nan) if (n, s) in table else np.nan
+                     for n in names]
+        vs_slow = [(table[(n, s)].report.speedup or np.nan) if (n, s) in table and table[(n, s)].valid else np.nan
+                   for n in names]
+        color = SOLVER_COLORS[k % len(SOLVER_COLORS)]
+        pos = x - 0.4 + width * (k + 0.5)
+        ax_g.bar(pos, np.nan_to_num(np.array(vs_greedy, float) - 1.0), width, bottom=1.0, color=color, label=s)
+        ax_g.scatter(pos, vs_greedy, marker="_", s=120, color="black", linewidths=1, zorder=3)
+        ax_s.bar(pos, np.array(vs_slow, float), width, color=color, label=s)
+    ax_g.axhline(1.0, color="black", linewidth=0.8)
+    ax_g.set_ylabel("speed-up over greedy-xla", fontsize=9)
+    ax_g.set_title("estimated speed-up per input and solver (black tick = value; no tick = no valid answer)",
+                   fontsize=10, loc="left")
+    ax_g.legend(fontsize=8, ncols=min(len(solvers), 5))
+    lo = min([v for r in rows for v in [r.extra.get("speedup_vs_greedy")] if v] + [1.0])
+    hi = max([v for r in rows for v in [r.extra.get("speedup_vs_greedy")] if v] + [1.0])
+    pad = max((hi - lo) * 0.1, 0.005)
+    ax_g.set_ylim(lo - pad, hi + pad)
+    ax_s.axhline(1.0, color="black", linewidth=0.8)
+    ax_s.set_ylabel("speed-up over all-slow", fontsize=9)
+    ax_s.set_xticks(x, names, rotation=40, ha="right", fontsize=8)
+    for ax in (ax_g, ax_s):
+        ax.grid(True, axis="y", alpha=0.3)
+        ax.tick_params(labelsize=8)
+    return _save(fig, path)
+
+
+def plot_pack_gaps(inputs: list, rows: list, path: Path) -> Path | None:
+    """Grouped bars per pack input: peak / max-live bound (1.0 = provably optimal)."""
+    names = [inp.name for inp in inputs if inp.problem.mode == "pack"]
+    if not names:
+        return None
+    solvers = list(dict.fromkeys(r.solver for r in rows))
+    table = {(r.input, r.solver): r for r in rows}
+    by_input = {inp.name: inp for inp in inputs}
+    fig = _figure(max(7.0, 0.5 * len(names) + 3), 4.2)
+    ax = fig.subplots()
+    x = np.arange(len(names))
+    width = 0.8 / max(1, len(solvers))
+    for k, s in enumerate(solvers):
+        ratio = []
+        for n in names:
+            r, b = table.get((n, s)), by_input[n].bound
+            ratio.append(r.report.peak / b.value if r is not None and r.valid and b and b.value else np.nan)
+        pos = x - 0.4 + width * (k + 0.5)
+        ax.bar(pos, np.array(ratio) - 1.0, width, bottom=1.0, color=SOLVER_COLORS[k % len(SOLVER_COLORS)], label=s)
+        ax.scatter(pos, ratio, marker="_", s=120, color="black", linewidths=1, zorder=3)
+    caps = [by_input[n].problem.capacity / by_input[n].bound.value if by_input[n].problem.capacity and
+            by_input[n].bound and by_input[n].bound.value else np.nan for n in names]
+    ax.plot(x, caps, linestyle="none", marker="v", color="#C44E52", markersize=6, label="capacity / bound")
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_ylabel("peak / max-live bound", fontsize=9)
+    ax.set_xticks(x, names, rotation=40, ha="right", fontsize=8)
+    ax.set_title("pack mode: peak / max-live lower bound (black tick = value; none = no valid answer)", fontsize=10,
+                 loc="left")
+    ax.legend(fontsize=8)
+    ax.grid(True, axis="y", alpha=0.3)
+    return _save(fig, path)
+
+
+def plot_comparison(inputs: list, rows: list, out_dir: Path) -> list[Path]:
+    """Every picture of a comparison into ``out_dir``; returns the paths written."""
+    out_dir = Path(out_dir)
+    written: list[Path] = []
+    for inp in inputs:
+        mine = [r for r in rows if r.input == inp.name]
+        stem = safe_name(inp.name)
+        written.append(plot_allocations(inp, mine, out_dir / f"{stem}.alloc.png"))
+        written.append(plot_anytime(inp, mine, out_dir / f"{stem}.anytime.png"))
+    for p in (plot_speedups(inputs, rows, out_dir / "speedups.png"), plot_pack_gaps(inputs, rows, out_dir / "pack_gaps.png")):
+        if p is not None:
+            written.append(p)
+    return written
+
+
+# ---------------------------------------------------------------------------- the command
+
+@click.command("plot")
+@click.argument("problem_path", metavar="PROBLEM")
+@click.argument("solution_path", metavar="SOLUTION")
+@click.option("-o", "--output", required=True, metavar="FILE.png", help="Picture to write (.png, .pdf or .svg).")
+@click.option("--hardware", default=None, metavar="PRESET_OR_FILE", help="Hardware preset or file (for the score).")
+@click.option("--capacity", type=int, default=None, metavar="B", help="Fast-memory capacity in bytes.")
+@click.option("--mode", type=click.Choice(["map", "pack"]), default=None, help="Default: as `mallocgame solve`.")
+@click.option("--title", default=None, help="Title (default: problem, value and speed-up).")
+def plot_command(problem_path: str, solution_path: str, output: str, hardware: str | None, capacity: int | None,
+                 mode: str | None, title: str | None) -> None:
+    """Draw one answer: time x address rectangles by buffer kind, slow buffers in a band below."""
+    from hardware.validator import peak, validate
+    from hybrid.cli import load_input, prepare
+    from hybrid.io import read_solution_csv
+
+    def fail(msg: str) -> None:
+        click.echo(f"error: {msg}", err=True)
+        sys.exit(2)
+
+    if not output.lower().endswith((".png", ".pdf", ".svg")):
+        fail(f"-o: expected a .png, .pdf or .svg file, got {output!r}")
+    try:
+        problem, spec = prepare(load_input(problem_path), mode=mode, capacity=capacity, hardware=hardware)
+        offsets = read_solution_csv(solution_path, problem)
+    except InputError as exc:
+        fail(str(exc))
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        fail("matplotlib is not installed (pip install matplotlib)")
+    violation = validate(problem, offsets)
+    placed = sum(o is not None for o in offsets)
+    if title is None:
+        title = f"{problem.name}: {placed}/{problem.n} buffers fast, peak {peak(problem, offsets)}"
+        if violation:
+            title += f" - INVALID: {violation}"
+        elif problem.mode == "map":
+            from hardware.evaluator import Evaluator
+
+            ev = Evaluator(problem, spec)
+            t = ev.time(offsets)
+            title += f", {ev.time_all_slow / t:.3f}x faster than all-slow" if t > 0 else ""
+    path = plot_solution(problem, offsets, output, title=title[:160])
+    click.echo(f"wrote {path}" + (f" (the solution is not valid: {violation})" if violation else ""))

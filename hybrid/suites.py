@@ -1,0 +1,379 @@
+"""Built-in suites of inputs for ``mallocgame compare`` and the command ``mallocgame suites``.
+
+A suite is a named list of entries; an entry builds one :class:`~hybrid.model.Problem`
+on demand. Generated suites live here (package code), so they work after a plain
+``pip install``; the MiniMalloc and trace suites read the CSVs of the shared benchmark
+folder, found by :func:`benchmarks_dir`.
+
+* ``realistic``: MLPs, CNNs, transformers (BERT-base included) and Strassen matmul
+  programs from :mod:`hybrid.workloads` / :mod:`hybrid.importers.matmul`, in map mode on
+  the ``tpuv4i`` cost model, with the fast memory set to :data:`CAPACITY_FRACTION` (40%)
+  of each workload's max live bytes (capped at the chip's 128 MiB), aligned down to 512;
+* ``quick``: five small workloads from ``realistic``, for a comparison in about a minute;
+* ``matmul``: the Strassen programs alone (the AlphaTensor experiment);
+* ``sizes``: synthetic programs whose tensor sizes follow four distributions;
+* ``minimalloc``: MiniMalloc's 11 challenging CSVs (pack mode, capacity 1048576);
+* ``traces``: small real compiler traces (IREE, MindSpore SOMAS, IOPDDL; pack mode,
+  minimise the peak).
+
+An input spec on the command line is a suite name, ``SUITE:ENTRY[,ENTRY...]`` or a file.
+
+Example:
+    >>> [e.name for e in suite_entries("quick")][:2]
+    ['encoder-tiny-b4', 'mlp-train-3x1024-b128']
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+import click
+
+from hybrid.model import InputError, Problem
+
+CAPACITY_FRACTION = 0.4
+BENCHMARKS_ENV = "MALLOCGAME_BENCHMARKS"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One input of a suite. ``build()`` returns the problem (capacity set when known)."""
+
+    name: str
+    description: str
+    build: Callable[[], Problem]
+    capacity_fraction: float | None = None
+    pending: str | None = None  # why the entry cannot be built here, if it cannot
+
+
+@dataclass(frozen=True)
+class Suite:
+    name: str
+    description: str
+    entries: Callable[[str | None], list[Entry]]  # argument: --benchmarks DIR or None
+    needs_benchmarks: bool = False
+
+
+# ---------------------------------------------------------------------------- generated workloads
+
+def _workload(name: str, description: str, make: Callable[[], Problem],
+              fraction: float = CAPACITY_FRACTION) -> Entry:
+    def build() -> Problem:
+        from hybrid.workloads import with_capacity
+
+        return with_capacity(make().replace(name=name, source=f"builtin:{name}"), fraction)
+
+    return Entry(name, description, build, fraction)
+
+
+def _matmul(name: str, description: str, *, depth: int, size: int, naive: bool = False) -> Entry:
+    """A recursive matmul program from the importer's generator (pending until it is installed)."""
+    try:
+        from hybrid.importers import matmul as mm  # noqa: F401
+        pending = None if hasattr(mm, "import_matmul") else "hybrid.importers.matmul has no import_matmul"
+    except Exception as exc:  # the importer is optional here: its absence only suspends the entry
+        pending = f"matmul generator unavailable ({exc.__class__.__name__}: {exc})"
+
+    def make() -> Problem:
+        from hybrid.importers.matmul import import_matmul
+        from hybrid.importers.matmul import naive as naive_factorization
+
+        return import_matmul(naive_factorization(2) if naive else None, depth=depth, size=size, dtype="bf16")
+
+    entry = _workload(name, description, make)
+    return Entry(entry.name, entry.description, entry.build, entry.capacity_fraction, pending)
+
+
+def _realistic_entries() -> list[Entry]:
+    from hybrid import workloads as w
+
+    resnet18 = [(64, 2), (128, 2), (256, 2), (512, 2)]
+    cifar = [(16, 3), (32, 3), (64, 3)]
+    return [
+        _workload("mlp-4x2048-b32", "MLP 784-2048x4-10, batch 32, inference (weight-bound)",
+                  lambda: w.mlp([784, 2048, 2048, 2048, 2048, 10], batch=32)),
+        _workload("mlp-3x4096-b256", "MLP 1024-4096x3-1024, batch 256, inference",
+                  lambda: w.mlp([1024, 4096, 4096, 4096, 1024], batch=256)),
+        _workload("mlp-train-3x1024-b128", "MLP 784-1024x3-10, batch 128, one SGD training step",
+                  lambda: w.mlp([784, 1024, 1024, 1024, 10], batch=128, training=True)),
+        _workload("mlp-train-6x2048-b512", "MLP 2048x7-1000, batch 512, one SGD training step",
+                  lambda: w.mlp([2048] * 7 + [1000], batch=512, training=True)),
+        _workload("resnet20-cifar-b32", "ResNet-20 on 32x32 images, batch 32, inference",
+                  lambda: w.resnet(cifar, batch=32, image=32, classes=10, cifar_stem=True)),
+        _workload("resnet8-cifar-train-b64", "ResNet-8 on 32x32 images, batch 64, one SGD training step",
+                  lambda: w.resnet([(16, 1), (32, 1), (64, 1)], batch=64, image=32, classes=10,
+                                   cifar_stem=True, training=True)),
+        _workload("resnet18-b1", "ResNet-18 at 224x224, batch 1, inference",
+                  lambda: w.resnet(resnet18, batch=1)),
+        _workload("resnet18-b8", "ResNet-18 at 224x224, batch 8, inference",
+                  lambda: w.resnet(resnet18, batch=8)),
+        _workload("resnet34-b4", "ResNet-34 at 224x224, batch 4, inference",
+                  lambda: w.resnet([(64, 3), (128, 4), (256, 6), (512, 3)], batch=4)),
+        _workload("mobilenetv2-b1", "MobileNetV2 at 224x224, batch 1, inference (depthwise convs)",
+                  lambda: w.mobilenet_v2(batch=1)),
+        _workload("mobilenetv2-b8", "MobileNetV2 at 224x224, batch 8, inference",
+                  lambda: w.mobilenet_v2(batch=8)),
+        _workload("vgg11-b1", "VGG-11 at 224x224, batch 1, inference (a 205 MB fc1 weight)",
+                  lambda: w.vgg(batch=1)),
+        _workload("encoder-tiny-b4", "Transformer encoder 2 layers, hidden 128, 2 heads, seq 64, batch 4",
+                  lambda: w.transformer_encoder(layers=2, hidden=128, heads=2, seq=64, batch=4)),
+        _workload("encoder-small-b4", "Transformer encoder 4 layers, hidden 256, 4 heads, seq 128, batch 4",
+                  lambda: w.transformer_encoder(layers=4, hidden=256, heads=4, seq=128, batch=4)),
+        _workload("encoder-small-train-b8", "Transformer encoder 2 layers, hidden 256, seq 128, batch 8, "
+                  "classifier, one SGD training step",
+                  lambda: w.transformer_encoder(layers=2, hidden=256, heads=4, seq=128, batch=8, pooler=True,
+                                                classes=2, training=True)),
+        *[_workload(f"bert-base-b{b}", f"BERT-base (12 layers, hidden 768, seq 128), batch {b}, inference",
+                    lambda b=b: w.bert_base(batch=b)) for b in (1, 2, 4, 8)],
+        _workload("bert-large-b1", "BERT-large (24 layers, hidden 1024, 16 heads, seq 128), batch 1, inference",
+                  lambda: w.transformer_encoder(layers=24, hidden=1024, heads=16, seq=128, batch=1, vocab=30522,
+                                                pooler=True)),
+        _workload("gpt2-small-s256-b1", "GPT-2 small (12 layers, hidden 768) over 256 tokens, batch 1, "
+                  "tied LM head (vocab 50257)",
+                  lambda: w.gpt_decoder(layers=12, hidden=768, heads=12, seq=256, batch=1, vocab=50257)),
+        _workload("gpt2-small-decode-b8", "GPT-2 small, one decode step, batch 8, KV cache of 512 tokens",
+                  lambda: w.gpt_decode_step(layers=12, hidden=768, heads=12, context=512, batch=8)),
+        _matmul("strassen-d1-n2048", "Strassen 2x2 rank 7, depth 1, 2048x2048 bf16 matrices", depth=1, size=2048),
+        _matmul("strassen-d2-n2048", "Strassen 2x2 rank 7, depth 2, 2048x2048 bf16 matrices", depth=2, size=2048),
+        _matmul("naive-2x2-d2-n2048", "Schoolbook 2x2 rank 8 (baseline for Strassen), depth 2, 2048x2048 bf16",
+                depth=2, size=2048, naive=True),
+    ]
+
+
+QUICK = ("encoder-tiny-b4", "mlp-train-3x1024-b128", "resnet8-cifar-train-b64", "mobilenetv2-b1", "strassen-d1-n2048")
+
+
+def _quick_entries() -> list[Entry]:
+    by_name = {e.name: e for e in _realistic_entries()}
+    return [by_name[n] for n in QUICK]
+
+
+def _matmul_entries() -> list[Entry]:
+    return [e for e in _realistic_entries() if e.name.startswith(("strassen", "naive"))] + [
+        _matmul("strassen-d1-n4096", "Strassen 2x2 rank 7, depth 1, 4096x4096 bf16 matrices", depth=1, size=4096),
+        _matmul("naive-2x2-d1-n4096", "Schoolbook 2x2 rank 8, depth 1, 4096x4096 bf16", depth=1, size=4096,
+                naive=True),
+    ]
+
+
+def _sizes_entries() -> list[Entry]:
+    from hybrid.workloads import SIZE_DISTRIBUTIONS, synthetic_program
+
+    return [_workload(f"synthetic-{dist}-s{seed}", f"synthetic 150-op program, {dist} tensor sizes, seed {seed}",
+                      lambda dist=dist, seed=seed: synthetic_program(150, sizes=dist, seed=seed))
+            for dist in SIZE_DISTRIBUTIONS for seed in (0, 1)]
+
+
+# ---------------------------------------------------------------------------- benchmark files
+
+def benchmark_candidates(explicit: str | None = None) -> list[Path]:
+    """Where the shared benchmark folder is looked for, in order."""
+    if explicit:
+        return [Path(explicit)]
+    found = []
+    if os.environ.get(BENCHMARKS_ENV):
+        found.append(Path(os.environ[BENCHMARKS_ENV]))
+    repo = Path(__file__).resolve().parents[1]
+    found += [repo.parent / "shared" / "benchmarks", Path.cwd().parent / "shared" / "benchmarks",
+              Path.cwd() / "shared" / "benchmarks"]
+    return list(dict.fromkeys(found))
+
+
+def benchmarks_dir(explicit: str | None = None, *, subfolder: str = "minimalloc") -> Path:
+    """The folder holding ``subfolder`` (e.g. ``minimalloc/A.1048576.csv``); InputError if none does."""
+    tried = benchmark_candidates(explicit)
+    for root in tried:
+        if (root / subfolder).is_dir():
+            return root
+        if root.name == subfolder and root.is_dir():
+            return root.parent
+    where = ", ".join(str(p) for p in tried)
+    raise InputError(f"benchmark files not found (looked for {subfolder}/ in: {where}); "
+                     f"pass --benchmarks DIR or set {BENCHMARKS_ENV}")
+
+
+def _csv_entry(path: Path, description: str) -> Entry:
+    def build() -> Problem:
+        from hybrid.io import load_problem
+
+        return load_problem(path)
+
+    return Entry(path.name.split(".")[0], description, build)
+
+
+def _minimalloc_entries(explicit: str | None) -> list[Entry]:
+    folder = benchmarks_dir(explicit) / "minimalloc"
+    files = [folder / f"{c}.1048576.csv" for c in "ABCDEFGHIJK"]
+    missing = [f for f in files if not f.is_file()]
+    if missing:
+        raise InputError(f"{missing[0]}: file not found (suite minimalloc needs A..K.1048576.csv)")
+    return [_csv_entry(f, "MiniMalloc challenging instance, pack at capacity 1048576") for f in files]
+
+
+TRACES = (("idealloc-iree", "iree_mobilenet.csv", "IREE MobileNet transient buffers"),
+          ("idealloc-iree", "iree_mobilebert.csv", "IREE MobileBERT transient buffers"),
+          ("idealloc-somas", "resnet50.csv", "MindSpore SOMAS ResNet-50 tensors"),
+          ("idealloc-iopddl", "G_1.csv", "IOPDDL G (idealloc's DSA conversion)"),
+          ("idealloc-somas", "tiny_bert.csv", "MindSpore SOMAS TinyBERT tensors"))
+
+
+def _trace_entries(explicit: str | None) -> list[Entry]:
+    root = benchmarks_dir(explicit, subfolder="idealloc-iree")
+    out = []
+    for folder, name, description in TRACES:
+        path = root / folder / name
+        if not path.is_file():
+            raise InputError(f"{path}: file not found (suite traces)")
+        out.append(_csv_entry(path, f"{description}; pack, minimise the peak"))
+    return out
+
+
+SUITES: dict[str, Suite] = {s.name: s for s in (
+    Suite("quick", "five small realistic workloads: a comparison in about a minute", lambda _: _quick_entries()),
+    Suite("realistic", f"MLPs, CNNs, transformers (BERT-base b1-8), Strassen matmul; tpuv4i, "
+          f"capacity {CAPACITY_FRACTION:.0%} of max live", lambda _: _realistic_entries()),
+    Suite("matmul", "Strassen vs schoolbook recursive matmul programs (AlphaTensor experiment)",
+          lambda _: _matmul_entries()),
+    Suite("sizes", "synthetic programs: uniform, lognormal, bimodal, heavy-tail tensor sizes",
+          lambda _: _sizes_entries()),
+    Suite("minimalloc", "MiniMalloc's 11 challenging pack instances A-K (capacity 1048576)",
+          _minimalloc_entries, needs_benchmarks=True),
+    Suite("traces", "real compiler traces (IREE, SOMAS, IOPDDL), pack mode, minimise the peak",
+          _trace_entries, needs_benchmarks=True),
+)}
+
+
+def suite_entries(name: str, benchmarks: str | None = None, *, include_pending: bool = False) -> list[Entry]:
+    """The entries of suite ``name`` (pending ones left out unless asked for)."""
+    if name not in SUITES:
+        raise InputError(f"unknown suite {name!r} (suites: {', '.join(SUITES)})")
+    entries = SUITES[name].entries(benchmarks)
+    return entries if include_pending else [e for e in entries if e.pending is None]
+
+
+def looks_like_file(spec: str) -> bool:
+    return os.sep in spec or spec.endswith((".csv", ".json")) or os.path.exists(spec)
+
+
+def resolve_inputs(specs: Sequence[str], benchmarks: str | None = None) -> list[Entry]:
+    """Entries for command-line input specs: suite names, ``SUITE:ENTRY[,ENTRY]`` or files.
+
+    Raises :class:`InputError` (one line) for an unknown suite or entry, or a missing file.
+    """
+    out: list[Entry] = []
+    for spec in specs:
+        suite, _, wanted = spec.partition(":")
+        if suite in SUITES and not looks_like_file(spec):
+            entries = suite_entries(suite, benchmarks, include_pending=True)
+            if wanted:
+                by_name = {e.name: e for e in entries}
+                for n in wanted.split(","):
+                    if n not in by_name:
+                        raise InputError(f"{spec}: suite {suite!r} has no entry {n!r} "
+                                         f"(entries: {', '.join(by_name)})")
+                    if by_name[n].pending:
+                        raise InputError(f"{spec}: entry {n!r} is pending: {by_name[n].pending}")
+                entries = [by_name[n] for n in wanted.split(",")]
+            else:
+                entries = [e for e in entries if e.pending is None]
+            out += entries
+        elif looks_like_file(spec):
+            path = Path(spec)
+            if not path.is_file():
+                raise InputError(f"{spec}: file not found")
+            out.append(_csv_entry(path, str(path)) if spec.endswith(".csv") else _file_entry(path))
+        else:
+            raise InputError(f"{spec}: not a suite ({', '.join(SUITES)}) and no such file")
+    return out
+
+
+def _file_entry(path: Path) -> Entry:
+    def build() -> Problem:
+        from hybrid.io import load_problem
+
+        return load_problem(path)
+
+    stem = path.name[:-5] if path.name.endswith(".json") else path.stem
+    return Entry(stem, str(path), build)
+
+
+# ---------------------------------------------------------------------------- the command
+
+@click.command("suites")
+@click.argument("name", required=False)
+@click.option("--benchmarks", "benchmarks", default=None, metavar="DIR",
+              help=f"The shared benchmark folder (default: ${BENCHMARKS_ENV}, then ../shared/benchmarks).")
+@click.option("--export", "export_dir", default=None, metavar="DIR",
+              help="Write every entry of NAME to DIR (JSON workloads; CSV inputs are copied as CSV).")
+def suites_command(name: str | None, benchmarks: str | None, export_dir: str | None) -> None:
+    """List the built-in suites (name, count, description), or the entries of suite NAME."""
+    import sys
+
+    if name is None:
+        if export_dir:
+            click.echo("error: --export needs a suite NAME", err=True)
+            sys.exit(2)
+        rows = []
+        for suite in SUITES.values():
+            try:
+                entries = suite.entries(benchmarks)
+                pending = [e for e in entries if e.pending]
+                note = f" ({len(pending)} pending: {pending[0].pending})" if pending else ""
+                count = str(len(entries) - len(pending))
+            except InputError as exc:
+                count, note = "-", f" [not available: {exc}]"
+            rows.append((suite.name, count, suite.description + note))
+        width = max(len(r[0]) for r in rows)
+        click.echo(f"{'suite':<{width}}  count  description")
+        for n, c, d in rows:
+            click.echo(f"{n:<{width}}  {c:>5}  {d}")
+        return
+    try:
+        entries = suite_entries(name, benchmarks, include_pending=True)
+    except InputError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+    _list_entries(entries, export_dir)
+
+
+def _list_entries(entries: list[Entry], export_dir: str | None) -> None:
+    from hybrid.graph import max_live
+    from hybrid.io import atomic_write_text, problem_csv_text, write_workload_json
+
+    width = max(len(e.name) for e in entries)
+    click.echo(f"{'entry':<{width}}  {'buffers':>7}  {'ops':>5}  {'max live':>10}  {'capacity':>10}  description")
+    for e in entries:
+        if e.pending:
+            click.echo(f"{e.name:<{width}}  {'-':>7}  {'-':>5}  {'-':>10}  {'-':>10}  {e.description} "
+                       f"[pending: {e.pending}]")
+            continue
+        p = e.build()
+        cap = "-" if p.capacity is None else _mib(p.capacity)
+        frac = f" (capacity {e.capacity_fraction:.0%} of max live)" if e.capacity_fraction else ""
+        click.echo(f"{e.name:<{width}}  {p.n:>7}  {len(p.ops):>5}  {_mib(max_live(p)):>10}  {cap:>10}  "
+                   f"{e.description}{frac}")
+        if export_dir:
+            if p.has_ops:
+                path = Path(export_dir) / f"{e.name}.json"
+                write_workload_json(path, p)
+                _add_capacity(path, p.capacity)
+            else:
+                cap_part = f".{p.capacity}" if p.capacity is not None else ""
+                atomic_write_text(Path(export_dir) / f"{e.name}{cap_part}.csv", problem_csv_text(p))
+
+
+def _add_capacity(path: Path, capacity: int | None) -> None:
+    import json
+
+    from hybrid.io import atomic_write_text
+
+    data = json.loads(path.read_text())
+    data["capacity"] = capacity
+    atomic_write_text(path, json.dumps(data, indent=1) + "\n")
+
+
+def _mib(nbytes: int) -> str:
+    return f"{nbytes / 2**20:.2f}MiB" if nbytes >= 2**16 else f"{nbytes}B"
