@@ -456,3 +456,24 @@ def test_torch_cnn_conv_flops_and_views_alias_their_base():
     linear_reads = [o.buffer for o in p.ops[4].operands if o.access == "read"]
     assert "relu_1" in linear_reads           # reads the flattened tensor's base buffer
     assert not any(b.id.startswith("flatten") for b in p.buffers)
+
+
+@needs_torch
+def test_torch_module_spec_cli_and_bad_specs(tmp_path):
+    out = tmp_path / "relu.json"
+    r = CliRunner().invoke(import_group, ["torch", "torch.nn:ReLU", "--input-shape", "2,3",
+                                          "--weights", "program", "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    assert "ops=1 buffers=2" in r.output
+    p = read_workload_json(out)
+    assert [op.kind for op in p.ops] == ["relu"] and p.ops[0].flops == 6
+    from hybrid.importers.torch_export import import_torch
+    with pytest.raises(InputError, match="must return an nn.Module"):
+        import_torch("builtins:dict", ["1"])
+    bad = tmp_path / "broken.py"
+    bad.write_text("import torch\nclass M(torch.nn.Module):\n    def forward(self, x):\n"
+                   "        raise RuntimeError('boom')\ndef make():\n    return M()\n")
+    with pytest.raises(InputError, match="torch.export failed.*boom"):
+        import_torch(f"{bad}:make", ["2"])
+    with pytest.raises(InputError, match="expected comma-separated integers"):
+        import_torch(f"{bad}:make", ["a,b"])
