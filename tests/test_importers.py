@@ -118,6 +118,18 @@ def test_hlo_while_loop_is_expanded_per_iteration(hlo_imports):
     assert read == [w1.size // 2] * 2
 
 
+def test_hlo_trip_count_sources():
+    text = (DATA / "transformer_scan_fwd.hlo.txt").read_text()
+    assert ',"known_trip_count":{"n":"2"}' in text
+    unknown = text.replace(',"known_trip_count":{"n":"2"}', "")
+    with pytest.warns(HloImportWarning, match="unknown trip count; imported one iteration"):
+        one = parse_hlo_text(unknown, "unknown.hlo.txt")
+    full = load_hlo(DATA / "transformer_scan_fwd.hlo.txt")
+    assert one.flops == pytest.approx(full.flops / 2, rel=0.01)
+    frontend = unknown.replace("body=%wide.region_0.15,", 'body=%wide.region_0.15, frontend_attributes={trip_count="2"},')
+    assert parse_hlo_text(frontend, "frontend.hlo.txt").flops == full.flops
+
+
 def test_hlo_scaled_loop_mode():
     text = (DATA / "transformer_scan_fwd.hlo.txt").read_text()
     with pytest.warns(HloImportWarning, match="scaled by 2"):
