@@ -278,3 +278,90 @@ def test_model_only_export_loads_and_cannot_resume(tmp_path):
     (tmp_path / "junk.pt").write_bytes(b"not a checkpoint")
     with pytest.raises(ckpt.CheckpointError):
         ckpt.load(str(tmp_path / "junk.pt"))
+
+
+# --- numpy inference and the torch-free reader --------------------------------------------
+def test_numpy_inference_matches_torch():
+    from search.muzero.inference import NumpyNet
+
+    net = toy_net(4)
+    fast = NumpyNet.from_torch(net)
+    game = toy_game(Recipe("layered", 6, 2))
+    obs = obs_arrays(game.observation())
+    with torch.no_grad():
+        s, e = net.initial(*(torch.from_numpy(x[None]) for x in (obs.vector, obs.actions, obs.mask)))
+        s2, e2, r = net.recurrent(s, e, torch.tensor([1]))
+        logits, value, legal = net.predict(s2, e2)
+    fs, fe = fast.initial(obs.vector, obs.actions, obs.mask)
+    fs2, fe2, fr = fast.recurrent(fs, fe, 1)
+    flogits, fvalue, flegal = fast.predict(fs2, fe2)
+    np.testing.assert_allclose(fs, s[0].numpy(), atol=1e-5)
+    np.testing.assert_allclose(fe2, e2[0].numpy(), atol=1e-5)
+    np.testing.assert_allclose(flogits, logits[0].numpy(), atol=1e-5)
+    np.testing.assert_allclose(flegal, legal[0].numpy(), atol=1e-5)
+    assert fr == pytest.approx(float(r[0]), abs=1e-5) and fvalue == pytest.approx(float(value[0]), abs=1e-5)
+
+
+def test_torchless_reader_matches_torch_load(tmp_path):
+    from search.muzero.torchless import read
+
+    state = fresh(2)
+    path = str(tmp_path / "m.pt")
+    ckpt.atomic_save(ckpt.model_only(state.payload()), path)
+    ours, theirs = read(path), ckpt.load(path)
+    assert ours["network"] == theirs["network"] and ours["game"] == theirs["game"]
+    assert list(ours["model"]) == list(theirs["model"])
+    for key, tensor in theirs["model"].items():
+        assert ours["model"][key].dtype == np.float32
+        np.testing.assert_array_equal(ours["model"][key], tensor.numpy())
+
+
+# --- the solver on the real game -----------------------------------------------------------
+@pytest.fixture(scope="module")
+def real_checkpoint(tmp_path_factory):
+    """A model-only checkpoint for the real game (untrained weights: the tests check mechanics)."""
+    from search.muzero.env import game_factory
+
+    fields = {"variant": "order", "k": 8, "order": "xla"}
+    config = TrainConfig(latent=16, action_latent=8, hidden=16)
+    state = new_state(config, 0, game_factory(fields), fields, Recipe("layered", 16, 0))
+    path = str(tmp_path_factory.mktemp("muzero") / "real.pt")
+    ckpt.atomic_save(ckpt.model_only(state.payload()), path)
+    return path
+
+
+@pytest.mark.parametrize("search_model", ["learned", "simulator"])
+def test_solver_valid_deterministic_and_never_below_its_hint(real_checkpoint, search_model):
+    from hardware.spec import PRESETS
+    from hardware.validator import validate
+    from hybrid.generate import layered_network
+    from hybrid.run import run_solver
+    from solvers.muzero import MuZeroSolver
+
+    problem, hw = layered_network(25, seed=4), PRESETS["tpuv4i"]
+    opts = dict(time_limit=30, simulations=6, checkpoint=real_checkpoint, search_model=search_model)
+    a = MuZeroSolver().solve(problem, hw, seed=3, **opts)
+    b = MuZeroSolver().solve(problem, hw, seed=3, **opts)
+    assert validate(problem, a.offsets) is None
+    assert a.offsets == b.offsets
+    assert a.stats["searched_moves"] > 0 and a.stats["simulations"] > 0
+    best = run_solver("greedy-xla", problem, hw, time_limit=5, seed=0)
+    from hybrid.model import Solution, Status
+
+    hint = Solution(offsets=best.offsets, status=Status.FEASIBLE, solver="hint")
+    c = MuZeroSolver().solve(problem, hw, seed=3, hint=hint, **opts)
+    assert c.objective >= best.objective * (1 - 1e-9)
+
+
+def test_solver_does_not_import_torch(real_checkpoint):
+    import subprocess
+    import sys
+
+    code = ("import sys; from hardware.spec import PRESETS; from hybrid.generate import layered_network; "
+            "from solvers.muzero import MuZeroSolver; "
+            f"s = MuZeroSolver().solve(layered_network(12, seed=1), PRESETS['tpuv4i'], time_limit=20, seed=0, "
+            f"simulations=2, checkpoint={real_checkpoint!r}); "
+            "assert s.stats['searched_moves'] > 0; print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"

@@ -39,6 +39,7 @@ def atomic_save(payload: dict[str, Any], path: str) -> None:
     try:
         with os.fdopen(fd, "wb") as fh:
             torch.save(payload, fh)
+        os.chmod(tmp, 0o644)  # mkstemp makes 0600; a shipped checkpoint must be readable by all
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

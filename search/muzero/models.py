@@ -15,42 +15,44 @@ Both return :class:`~search.muzero.search.Expansion` with normalised values in [
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 
 from search.muzero.features import ObsArrays, obs_arrays
-from search.muzero.networks import MuZeroNet
+from search.muzero.inference import NumpyNet
 from search.muzero.search import Expansion
+
+if TYPE_CHECKING:
+    from search.muzero.networks import MuZeroNet
 
 
 class NetworkEvaluator:
-    """Batch-of-one inference helpers around a network (no gradients, numpy out)."""
+    """Batch-of-one inference for the search (numpy copy of the weights, see :mod:`search.muzero.inference`).
 
-    def __init__(self, net: MuZeroNet):
-        self.net = net.eval()
+    Built from a torch network (copied; rebuild after the weights change) or a :class:`NumpyNet`.
+    """
+
+    def __init__(self, net: "MuZeroNet | NumpyNet"):
+        self.net = net if isinstance(net, NumpyNet) else NumpyNet.from_torch(net)
         self.calls = 0
 
-    @torch.inference_mode()
     def initial(self, obs: ObsArrays):
         """-> ``((state, embeddings), logits [A], value, legality logits [A])``."""
         self.calls += 1
-        state, emb = self.net.initial(torch.from_numpy(obs.vector[None]), torch.from_numpy(obs.actions[None]),
-                                      torch.from_numpy(obs.mask[None]))
-        return self._predict(state, emb)
+        latent = self.net.initial(obs.vector, obs.actions, obs.mask)
+        return self._predict(*latent)
 
-    @torch.inference_mode()
     def recurrent(self, latent, action: int):
         """-> ``((state', embeddings'), reward, logits [A], value, legality logits [A])``."""
         self.calls += 1
-        state, emb, reward = self.net.recurrent(latent[0], latent[1], torch.tensor([action]))
+        state, emb, reward = self.net.recurrent(latent[0], latent[1], action)
         latent, logits, value, legal = self._predict(state, emb)
-        return latent, float(self.net.unscale(reward)[0]), logits, value, legal
+        return latent, self.net.unscale(reward), logits, value, legal
 
     def _predict(self, state, emb):
         logits, value, legal = self.net.predict(state, emb)
-        return (state, emb), logits[0].numpy().astype(np.float64), float(self.net.unscale(value)[0]), legal[0].numpy()
+        return (state, emb), logits.astype(np.float64), self.net.unscale(value), legal
 
 
 class LearnedModel:

@@ -8,16 +8,19 @@ the :class:`~search.muzero.replay.Trajectory` the learner trains on.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from search.muzero.features import ObsArrays, obs_arrays
 from search.muzero.models import LearnedModel, NetworkEvaluator, SimulatorModel
-from search.muzero.networks import MuZeroNet
 from search.muzero.problems import Recipe
 from search.muzero.replay import Trajectory
 from search.muzero.search import SearchConfig, SearchResult, run_search
+
+if TYPE_CHECKING:
+    from search.muzero.inference import NumpyNet
+    from search.muzero.networks import MuZeroNet
 
 MODELS = ("learned", "simulator")
 
@@ -25,7 +28,7 @@ MODELS = ("learned", "simulator")
 class Agent:
     """A network and a search configuration; ``model`` is ``"learned"`` or ``"simulator"``."""
 
-    def __init__(self, net: MuZeroNet, search: SearchConfig, model: str = "learned"):
+    def __init__(self, net: "MuZeroNet | NumpyNet", search: SearchConfig, model: str = "learned"):
         if model not in MODELS:
             raise ValueError(f"unknown search model {model!r} (known: {', '.join(MODELS)})")
         self.evaluator = NetworkEvaluator(net)

@@ -151,6 +151,7 @@ def loss(net: MuZeroNet, batch: Batch, config: TrainConfig) -> tuple[torch.Tenso
     state, emb = net.initial(t["vector"], t["actions"], t["mask"])
     parts = {"policy": 0.0, "value": 0.0, "reward": 0.0, "legal": 0.0}
     total = torch.zeros(())
+    reward = torch.zeros(())  # set by the dynamics step before it is first used (k = 1)
     B = t["vector"].shape[0]
     for k in range(K + 1):
         weight = 1.0 if k == 0 else 1.0 / K
@@ -177,18 +178,28 @@ def loss(net: MuZeroNet, batch: Batch, config: TrainConfig) -> tuple[torch.Tenso
 
 
 def self_play(state: TrainState, make_game: Callable[[Recipe], Any]) -> dict[str, float]:
-    """Play ``games_per_iter`` games with the current network; returns mean return and moves."""
+    """Play ``games_per_iter`` games with the current network; returns mean return, return / greedy's, moves."""
     cfg = state.config
     agent = Agent(state.net, cfg.search_config(), cfg.model)
-    returns, moves = [], 0
+    returns, ratios, moves = [], [], 0
     for _ in range(cfg.games_per_iter):
         recipe = cfg.curriculum.sample(state.rng)
-        traj = play_game(make_game(recipe), agent, state.rng, recipe)
+        game = make_game(recipe)
+        greedy = greedy_return(game.clone())
+        traj = play_game(game, agent, state.rng, recipe)
         state.replay.add(traj)
         returns.append(float(traj.rewards.sum()))
+        ratios.append(returns[-1] / greedy if greedy > 0 else 1.0)
         moves += len(traj)
     state.net.train()
-    return {"selfplay_return": float(np.mean(returns)), "moves": moves}
+    return {"selfplay_return": float(np.mean(returns)), "vs_greedy": float(np.mean(ratios)), "moves": moves}
+
+
+def greedy_return(game: Any) -> float:
+    """Return of the game's own greedy policy from ``game`` (consumed); the yardstick in the logs."""
+    while not game.done:
+        game.step(game.greedy_action())
+    return float(game.total_reward())
 
 
 def train(state: TrainState, until_step: int, make_game: Callable[[Recipe], Any], *,

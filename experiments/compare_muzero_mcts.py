@@ -1,0 +1,82 @@
+"""NN-guided search (muzero: learned model and AlphaZero-style simulator) vs plain MCTS vs greedy.
+
+Equal simulation budgets per move, on generated held-out problems (seeds below the
+training stream's ``TRAIN_SEED_BASE``, so none was seen in training). Every answer goes
+through :func:`hybrid.run.run_solver` (validated, scored by the evaluator); the gap is to
+``hybrid.bounds.map_upper_bound``. For muzero the table also shows the value of the
+search's own episode (``own``), before the solver keeps the better of it and the game's
+greedy episode.
+
+    nice python experiments/compare_muzero_mcts.py --simulations 16 --time-limit 600
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from hybrid.bounds import map_upper_bound  # noqa: E402
+from hybrid.run import run_solver  # noqa: E402
+from search.muzero.problems import Recipe, build  # noqa: E402
+
+HELD_OUT = [Recipe("layered", 50, 101), Recipe("layered", 50, 102), Recipe("layered", 100, 103),
+            Recipe("layered", 100, 104), Recipe("layered", 200, 105), Recipe("layered", 200, 106),
+            Recipe("intervals", 60, 107, 0.4), Recipe("intervals", 120, 108, 0.4)]
+
+
+def entries(sims: int):
+    """(column name, solver, options)."""
+    return [
+        ("greedy-xla", "greedy-xla", {}),
+        ("mcts", "mcts", {"simulations": sims}),
+        ("mcts-order", "mcts", {"simulations": sims, "variant": "order", "order": "xla"}),
+        ("muzero", "muzero", {"simulations": sims, "search_model": "learned"}),
+        ("alphazero", "muzero", {"simulations": sims, "search_model": "simulator"}),
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--simulations", type=int, default=16)
+    parser.add_argument("--time-limit", type=float, default=600.0, help="per solve; large so the budget never binds")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--limit", type=int, default=len(HELD_OUT), help="first N problems only")
+    args = parser.parse_args()
+    cols = entries(args.simulations)
+    print(f"simulations per move: {args.simulations}; gap = (bound - value) / bound; own = muzero's search episode")
+    header = f"{'problem':<22}{'n':>5}{'bound':>11}" + "".join(f"{name:>22}" for name, _, _ in cols)
+    print(header)
+    gaps: dict[str, list[float]] = {name: [] for name, _, _ in cols}
+    own_gaps: dict[str, list[float]] = {"muzero": [], "alphazero": []}
+    for recipe in HELD_OUT[:args.limit]:
+        problem, hw = build(recipe)
+        bound = map_upper_bound(problem, hw)
+        label = f"{recipe.kind}-{recipe.n}-s{recipe.seed}"
+        cells = []
+        for name, solver, options in cols:
+            t0 = time.monotonic()
+            report = run_solver(solver, problem, hw, time_limit=args.time_limit, seed=args.seed, options=options,
+                                bound=bound)
+            seconds = time.monotonic() - t0
+            assert report.valid, f"{name} on {label}: {report.violation}"
+            gaps[name].append(report.gap)
+            cell = f"{report.gap:7.2%} {seconds:6.1f}s"
+            if solver == "muzero":
+                own = report.stats["search_value_normalised"] * report.time_all_slow
+                own_gap = max(0.0, (bound.value - own) / bound.value)
+                own_gaps[name].append(own_gap)
+                cell = f"{report.gap:6.2%} own {own_gap:6.2%} {seconds:5.1f}s"
+            cells.append(f"{cell:>22}")
+        print(f"{label:<22}{problem.n:>5}{bound.value:>11.4g}" + "".join(cells), flush=True)
+    print("mean gap: " + ", ".join(f"{k} {statistics.mean(v):.2%}" for k, v in gaps.items()))
+    print("mean gap of muzero's own search episode: " + ", ".join(f"{k} {statistics.mean(v):.2%}"
+                                                              for k, v in own_gaps.items()))
+
+
+if __name__ == "__main__":
+    main()

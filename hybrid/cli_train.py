@@ -1,0 +1,93 @@
+"""``mallocgame train``: train the mallocMuZero agent by self-play and save a checkpoint.
+
+Attached lazily to the CLI (``LAZY_COMMANDS``), so torch is imported only when training.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import click
+
+
+@click.command()
+@click.option("--steps", type=int, default=2000, show_default=True, help="Total gradient updates (with --resume: the new total).")
+@click.option("--games-per-iter", type=int, default=4, show_default=True, help="Self-play games per iteration.")
+@click.option("--updates-per-iter", type=int, default=16, show_default=True, help="Gradient updates per iteration.")
+@click.option("--simulations", type=int, default=8, show_default=True, help="Search simulations per self-play move.")
+@click.option("--search", "search_method", type=click.Choice(["gumbel", "puct"]), default="gumbel", show_default=True)
+@click.option("--model", type=click.Choice(["learned", "simulator"]), default="learned", show_default=True,
+              help="Self-play plans with the learned dynamics (MuZero) or the true game (AlphaZero style).")
+@click.option("--batch-size", type=int, default=64, show_default=True)
+@click.option("--unroll", type=int, default=5, show_default=True, help="Dynamics steps unrolled per sample (K).")
+@click.option("--td-steps", type=int, default=10, show_default=True, help="n of the n-step value target.")
+@click.option("--lr", "learning_rate", type=float, default=1e-3, show_default=True)
+@click.option("--min-size", type=int, default=16, show_default=True, help="Smallest training problem (buffers).")
+@click.option("--max-size", type=int, default=64, show_default=True, help="Largest training problem (buffers).")
+@click.option("--k", "k", type=int, default=16, show_default=True, help="Game: candidate offsets per move.")
+@click.option("--order", type=click.Choice(["start", "xla", "size"]), default="xla", show_default=True,
+              help="Game: buffer order of the fixed-order variant.")
+@click.option("--out", "out_path", default="muzero.pt", show_default=True, metavar="CKPT",
+              help="Training checkpoint (written atomically; resumable).")
+@click.option("--resume", "resume_path", default=None, metavar="CKPT",
+              help="Continue this checkpoint with its own settings; only --steps, --out, --export, "
+                   "--time-budget and --checkpoint-every apply.")
+@click.option("--export", "export_path", default=None, metavar="PT",
+              help="Also write a small model-only copy (what the solver needs) here.")
+@click.option("--checkpoint-every", type=int, default=10, show_default=True, help="Save every N iterations.")
+@click.option("--time-budget", type=float, default=None, metavar="SECONDS",
+              help="Stop at the first iteration boundary after this many seconds (the run is then not "
+                   "reproducible in length; resume continues it exactly).")
+@click.option("--seed", type=int, default=0, show_default=True)
+def train(steps, games_per_iter, updates_per_iter, simulations, search_method, model, batch_size, unroll, td_steps,
+          learning_rate, min_size, max_size, k, order, out_path, resume_path, export_path, checkpoint_every,
+          time_budget, seed) -> None:
+    """Train the muzero solver's network by self-play on generated problems; deterministic under --seed."""
+    from search.muzero import checkpoint as ckpt
+    from search.muzero.env import game_factory
+    from search.muzero.problems import Curriculum, Recipe
+    from search.muzero.train import TrainConfig, describe, new_state, resume_state
+    from search.muzero.train import train as run_training
+
+    def fail(message: str) -> None:
+        click.echo(f"error: {message}", err=True)
+        sys.exit(2)
+
+    for name, value in (("--steps", steps), ("--games-per-iter", games_per_iter),
+                        ("--updates-per-iter", updates_per_iter), ("--batch-size", batch_size),
+                        ("--unroll", unroll), ("--td-steps", td_steps), ("--k", k), ("--min-size", min_size)):
+        if value <= 0:
+            fail(f"{name}: must be positive, got {value}")
+    if simulations < 0:
+        fail(f"--simulations: must be >= 0, got {simulations}")
+    if max_size < min_size:
+        fail(f"--max-size: must be >= --min-size ({min_size}), got {max_size}")
+    t0 = time.monotonic()
+    try:
+        if resume_path:
+            payload = ckpt.load(resume_path)
+            state = resume_state(payload, game_factory(payload["game"]))
+        else:
+            config = TrainConfig(games_per_iter=games_per_iter, updates_per_iter=updates_per_iter,
+                                 batch_size=batch_size, unroll=unroll, td_steps=td_steps,
+                                 learning_rate=learning_rate, simulations=simulations, search_method=search_method,
+                                 model=model, curriculum=Curriculum(min_size=min_size, max_size=max_size))
+            game_fields = {"variant": "order", "k": k, "order": order}
+            state = new_state(config, seed, game_factory(game_fields), game_fields, Recipe("layered", min_size, 0))
+    except ckpt.CheckpointError as exc:
+        fail(str(exc))
+    make_game = game_factory(state.game_config)
+    click.echo(describe(state))
+    click.echo(f"start at step {state.step}, train to {steps}; checkpoint -> {out_path}")
+
+    def show(entry: dict) -> None:
+        click.echo(" ".join(f"{k}={v}" for k, v in entry.items()))
+
+    deadline = None if time_budget is None else t0 + time_budget
+    run_training(state, steps, make_game, checkpoint_path=out_path, checkpoint_every=checkpoint_every,
+                 deadline=deadline, on_log=show)
+    if export_path:
+        ckpt.atomic_save(ckpt.model_only(state.payload()), export_path)
+    click.echo(f"done: step {state.step}, {state.replay.total_games} games, {time.monotonic() - t0:.0f}s; "
+               f"saved {out_path}" + (f" and {export_path}" if export_path else ""))

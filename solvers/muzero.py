@@ -1,0 +1,157 @@
+"""MuZero-guided tree search (mallocMuZero) with the shipped trained network; map mode.
+
+Plays the mallocGame (:mod:`search.game`, the variant and ``GameConfig`` the checkpoint
+was trained on) move by move: each move runs ``simulations`` simulations (default 16) of
+Gumbel MuZero search (:mod:`search.muzero.search`) and commits the chosen action.
+
+Options (keyword arguments of ``solve``; the CLI passes ``--simulations``):
+
+* ``simulations``  per move (default 16);
+* ``checkpoint``   path of a ``.pt`` from ``mallocgame train`` (default: the environment
+  variable ``MALLOCGAME_MUZERO_CHECKPOINT``, else the shipped ``search/muzero/checkpoints/default.pt``);
+* ``search_model`` ``"learned"`` (MuZero: plan inside the learned dynamics; default) or
+  ``"simulator"`` (AlphaZero style: plan with the true game, the network gives priors and
+  values); default from ``MALLOCGAME_MUZERO_MODEL``;
+* ``method``       ``"gumbel"`` (default) or ``"puct"``.
+
+Time: the remaining budget is spread evenly over the remaining moves, using the measured
+cost of a simulation; a move that cannot afford two simulations is played by the game's
+greedy policy (which banks time for later moves), and when the clock runs out the
+undecided buffers stay in slow memory, so there is always a valid answer. Incumbents:
+the game's greedy episode and the ``hint``; the best complete answer is returned
+(``stats["answer_from"]`` says which). All randomness comes from ``seed``; the answer is
+the same for the same seed unless the time limit binds (then the switch to greedy
+depends on the clock).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hybrid.model import Problem, Solution, Status, offsets_array, offsets_tuple
+from hybrid.protocol import Solver
+
+DEFAULT_SIMULATIONS = 16
+CHECKPOINT_ENV = "MALLOCGAME_MUZERO_CHECKPOINT"
+MODEL_ENV = "MALLOCGAME_MUZERO_MODEL"
+DEFAULT_CHECKPOINT = Path(__file__).resolve().parent.parent / "search" / "muzero" / "checkpoints" / "default.pt"
+
+_LOADED: dict[str, tuple[Any, dict]] = {}  # checkpoint path -> (numpy network, game config fields)
+
+
+def load_agent_network(path: str):
+    """The network (numpy inference copy) and game config of a checkpoint, cached per path.
+
+    Read without torch when possible (:mod:`search.muzero.torchless`): importing torch
+    would cost seconds of the time limit.
+    """
+    if path not in _LOADED:
+        from search.muzero.torchless import load_inference
+
+        net, payload = load_inference(path)
+        _LOADED[path] = (net, dict(payload["game"]))
+    return _LOADED[path]
+
+
+class MuZeroSolver(Solver):
+    name = "muzero"
+    modes = frozenset({"map"})
+
+    def solve(self, problem: Problem, hardware, *, time_limit: float, seed: int, hint: Solution | None = None,
+              simulations: int | None = None, checkpoint: str | None = None, search_model: str | None = None,
+              method: str = "gumbel") -> Solution:
+        t0 = time.monotonic()
+        deadline = t0 + 0.9 * time_limit - 0.05
+        from search.game import Game, GameConfig
+        from search.game_data import GameData
+        from search.muzero.search import SearchConfig
+        from search.muzero.selfplay import Agent
+
+        path = checkpoint or os.environ.get(CHECKPOINT_ENV) or str(DEFAULT_CHECKPOINT)
+        model = search_model or os.environ.get(MODEL_ENV) or "learned"
+        sims = DEFAULT_SIMULATIONS if simulations is None else simulations
+        if sims < 0:
+            raise ValueError(f"simulations: must be >= 0, got {sims}")
+        net, game_fields = load_agent_network(path)
+        agent = Agent(net, SearchConfig(simulations=sims, method=method, gumbel_scale=0.0), model)
+        rng = np.random.default_rng(seed)
+
+        data = GameData(problem, hardware)
+        config = GameConfig(**game_fields)
+        greedy = Game(problem, hardware, config, data=data)
+        _finish_greedily(greedy, deadline)  # the incumbent first: cheap, and an answer whatever happens next
+        game = Game(problem, hardware, config, data=data)
+        play = _Play(game, agent, rng, sims, deadline)
+        play.run()
+
+        candidates = [(game.total_reward(), game.offsets(), "search" if play.greedy_moves == 0 else
+                       "search+greedy" if game.done else "search (cut short)")]
+        if greedy.done:
+            candidates.append((greedy.total_reward(), greedy.offsets(), "greedy"))
+        if hint is not None and len(hint.offsets) == problem.n:
+            off = offsets_array(hint.offsets)
+            candidates.append((data.evaluator.value(off) / data.reward_norm, off, "hint"))
+        value, offsets, source = max(candidates, key=lambda c: c[0])  # first wins ties: the search's own
+        stats = {"checkpoint": path, "search_model": model, "method": method, "simulations_per_move": sims,
+                 "simulations": play.simulations, "searched_moves": play.searched_moves,
+                 "greedy_moves": play.greedy_moves, "network_evaluations": agent.evaluator.calls,
+                 "search_value_normalised": game.total_reward(), "answer_from": source,
+                 "game": dict(game_fields)}
+        return Solution(offsets=offsets_tuple(offsets), status=Status.FEASIBLE, mode=problem.mode,
+                        objective=value * data.reward_norm, wall_time=time.monotonic() - t0,
+                        history=((time.monotonic() - t0, value * data.reward_norm),), stats=stats, solver=self.name)
+
+
+class _Play:
+    """Commit moves by search while the budget allows, then greedily (module docstring)."""
+
+    def __init__(self, game, agent, rng: np.random.Generator, sims: int, deadline: float):
+        self.game, self.agent, self.rng, self.sims, self.deadline = game, agent, rng, sims, deadline
+        self.simulations = self.searched_moves = self.greedy_moves = 0
+        self.sim_seconds = 0.0  # measured cost of one simulation (running mean)
+
+    def _moves_left(self) -> int:
+        left = getattr(self.game, "decisions_left", None)
+        return max(1, int(left) if left is not None else self.game.data.n - self.game.steps)
+
+    def _affordable(self) -> int:
+        """Simulations this move can pay for if the rest of the budget is spread evenly."""
+        if self.simulations == 0:
+            return self.sims
+        left = self.deadline - time.monotonic()
+        per_move = left / self._moves_left()
+        return min(self.sims, int(per_move / max(self.sim_seconds, 1e-6)))
+
+    def run(self) -> None:
+        game = self.game
+        while not game.done:
+            now = time.monotonic()
+            if now >= self.deadline:
+                return
+            sims = self._affordable() if self.sims > 0 else 0
+            if self.sims > 0 and sims < 2:  # cannot afford a search: a greedy move banks the time for later ones
+                game.step(game.greedy_action())
+                self.greedy_moves += 1
+                continue
+            result = self.agent.search(game, self.rng, simulations=sims)
+            if result.simulations:
+                spent = (time.monotonic() - now) / result.simulations
+                n = self.simulations
+                self.sim_seconds = (self.sim_seconds * n + spent * result.simulations) / (n + result.simulations)
+                self.simulations += result.simulations
+            self.searched_moves += 1
+            game.step(result.action)
+
+
+def _finish_greedily(game, deadline: float) -> int:
+    """Greedy moves until done or ``deadline``; undecided buffers stay slow. Returns the moves made."""
+    moves = 0
+    while not game.done and time.monotonic() < deadline:
+        game.step(game.greedy_action())
+        moves += 1
+    return moves
