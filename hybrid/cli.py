@@ -27,6 +27,7 @@ LAZY_COMMANDS = {
     "compare": "hybrid.compare:compare_command",
     "suites": "hybrid.suites:suites_command",
     "plot": "hybrid.plots:plot_command",
+    "train": "hybrid.cli_train:train",
 }
 
 
