@@ -16,7 +16,8 @@ folder, found by :func:`benchmarks_dir`.
 * ``traces``: small real compiler traces (IREE, MindSpore SOMAS, IOPDDL; pack mode,
   minimise the peak).
 
-An input spec on the command line is a suite name, ``SUITE:ENTRY[,ENTRY...]`` or a file.
+An input spec on the command line is a suite name, ``SUITE:ENTRY[,ENTRY...]``, a bundled
+``example:NAME`` or a file.
 
 Example:
     >>> [e.name for e in suite_entries("quick")][:2]
@@ -60,11 +61,12 @@ class Suite:
 # ---------------------------------------------------------------------------- generated workloads
 
 def _workload(name: str, description: str, make: Callable[[], Problem],
-              fraction: float = CAPACITY_FRACTION) -> Entry:
+              fraction: float = CAPACITY_FRACTION, cap: int | None = 128 * 2**20) -> Entry:
+    """A generated workload with capacity ``fraction`` x max live bytes, at most ``cap`` (the chip's)."""
     def build() -> Problem:
         from hybrid.workloads import with_capacity
 
-        return with_capacity(make().replace(name=name, source=f"builtin:{name}"), fraction)
+        return with_capacity(make().replace(name=name, source=f"builtin:{name}"), fraction, hardware_capacity=cap)
 
     return Entry(name, description, build, fraction)
 
@@ -163,7 +165,7 @@ def _sizes_entries() -> list[Entry]:
     from hybrid.workloads import SIZE_DISTRIBUTIONS, synthetic_program
 
     return [_workload(f"synthetic-{dist}-s{seed}", f"synthetic 150-op program, {dist} tensor sizes, seed {seed}",
-                      lambda dist=dist, seed=seed: synthetic_program(150, sizes=dist, seed=seed))
+                      lambda dist=dist, seed=seed: synthetic_program(150, sizes=dist, seed=seed), cap=None)
             for dist in SIZE_DISTRIBUTIONS for seed in (0, 1)]
 
 
@@ -177,8 +179,9 @@ def benchmark_candidates(explicit: str | None = None) -> list[Path]:
     if os.environ.get(BENCHMARKS_ENV):
         found.append(Path(os.environ[BENCHMARKS_ENV]))
     repo = Path(__file__).resolve().parents[1]
-    found += [repo.parent / "shared" / "benchmarks", Path.cwd().parent / "shared" / "benchmarks",
-              Path.cwd() / "shared" / "benchmarks"]
+    if (repo / "pyproject.toml").is_file():  # running from a source checkout (editable install)
+        found.append(repo.parent / "shared" / "benchmarks")
+    found += [Path.cwd().parent / "shared" / "benchmarks", Path.cwd() / "shared" / "benchmarks"]
     return list(dict.fromkeys(found))
 
 
@@ -280,6 +283,11 @@ def resolve_inputs(specs: Sequence[str], benchmarks: str | None = None) -> list[
             else:
                 entries = [e for e in entries if e.pending is None]
             out += entries
+        elif spec.startswith("example:"):
+            from hybrid.cli import example_path  # the examples bundled in hybrid/data
+
+            path = Path(example_path(spec.split(":", 1)[1]))
+            out.append(_csv_entry(path, spec) if path.name.endswith(".csv") else _file_entry(path))
         elif looks_like_file(spec):
             path = Path(spec)
             if not path.is_file():

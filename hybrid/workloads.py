@@ -576,7 +576,8 @@ def sample_sizes(distribution: str, n: int, rng: np.random.Generator, *, median:
     * ``uniform``: uniform on ``[median/2, 3*median/2]`` (all alike);
     * ``lognormal``: ``exp(N(log median, 1))`` (a typical spread);
     * ``bimodal``: 85% small (``median/8``), 15% large (``8*median``), each +-25%;
-    * ``heavy-tail``: Pareto with shape 1.2 scaled to the median (a few huge tensors).
+    * ``heavy-tail``: Pareto with shape 1.5 scaled to the median, clipped at ``64*median``
+      (a few huge tensors).
     """
     if distribution == "uniform":
         raw = rng.uniform(0.5, 1.5, n) * median
@@ -586,7 +587,7 @@ def sample_sizes(distribution: str, n: int, rng: np.random.Generator, *, median:
         big = rng.random(n) < 0.15
         raw = np.where(big, 8 * median, median / 8) * rng.uniform(0.75, 1.25, n)
     elif distribution == "heavy-tail":
-        raw = (rng.pareto(1.2, n) + 1.0) * median / 2 ** (1 / 1.2)
+        raw = np.minimum((rng.pareto(1.5, n) + 1.0) * median / 2 ** (1 / 1.5), 64 * median)
     else:
         raise ValueError(f"unknown size distribution {distribution!r} (one of {', '.join(SIZE_DISTRIBUTIONS)})")
     return np.maximum(ALIGN, np.round(raw / ALIGN) * ALIGN).astype(np.int64)

@@ -1,0 +1,102 @@
+"""Effect of fast-memory size and of the buffer-size distribution on every solver (paper claim 4).
+
+1. Capacity: six workloads of the ``realistic`` suite (a training MLP, a training ResNet,
+   MobileNetV2, a small transformer, BERT-base, Strassen) with the fast memory set to
+   10%, 20%, 40%, 60%, 80% and 100% of each workload's max live bytes
+   (``compare --capacity-fraction F``).
+2. Sizes: the ``sizes`` suite -- synthetic 150-op programs whose tensor sizes are uniform,
+   lognormal, bimodal or heavy-tailed (two seeds each), fast memory = 40% of max live.
+
+For each setting and solver: the share of inputs improved over greedy-xla, the mean and
+max speed-up over it, and the mean speed-up over all-slow.
+
+Usage: nice python experiments/paper_capacity_sizes.py [--time-limit 3] [--jobs 2] [--solvers a,b,c]
+       [--fractions 0.1 0.2 0.4 0.6 0.8 1.0] [--skip-capacity] [--skip-sizes]
+Writes experiments/results/paper_capacity_F.{csv,json}, paper_sizes.{csv,json}, paper_capacity.md, paper_sizes.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from paper_common import (
+    RESULTS,
+    fenced,
+    fmt,
+    machine_note,
+    read_rows,
+    registered_solvers,
+    run_compare,
+    speedup_stats,
+    stats_table,
+    write_markdown,
+)
+
+WORKLOADS = ("mlp-train-3x1024-b128", "resnet8-cifar-train-b64", "mobilenetv2-b1", "encoder-small-b4", "bert-base-b1",
+             "strassen-d1-n2048")
+
+
+def sweep_table(results: dict[str, list[dict[str, str]]], solvers: list[str], label: str) -> str:
+    """Markdown: one row per setting, per solver 'improved share, mean / max speed-up over greedy-xla'."""
+    head = f"| {label} | " + " | ".join(solvers) + " |"
+    lines = [head, "|---|" + "---|" * len(solvers)]
+    for setting, rows in results.items():
+        cells = []
+        for s in solvers:
+            st = speedup_stats(rows, s)
+            cells.append(f"{fmt(st['share_improved'], '.0%')} better, {fmt(st['mean'], '.3f')} / "
+                         f"{fmt(st['max'], '.3f')} (x slow {fmt(st['mean_vs_slow'], '.2f')}; valid "
+                         f"{st['valid']}/{st['inputs']})")
+        lines.append(f"| {setting} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--time-limit", type=float, default=3.0)
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--solvers", default=None, help="default: every registered solver")
+    ap.add_argument("--fractions", type=float, nargs="+", default=[0.1, 0.2, 0.4, 0.6, 0.8, 1.0])
+    ap.add_argument("--skip-capacity", action="store_true")
+    ap.add_argument("--skip-sizes", action="store_true")
+    args = ap.parse_args()
+    solvers = args.solvers.split(",") if args.solvers else registered_solvers()
+    common = ["--solvers", ",".join(solvers), "--time-limit", str(args.time_limit), "--jobs", str(args.jobs),
+              "--no-progress"]
+    legend = ("Each cell: share of inputs improved over greedy-xla, mean / max speed-up over greedy-xla "
+              "(valid answers), mean speed-up over all-slow, valid answers.\n\n")
+    if not args.skip_capacity:
+        results, outputs, total = {}, [], 0.0
+        for f in args.fractions:
+            out = RESULTS / f"paper_capacity_{f:g}.csv"
+            cmd, printed, seconds = run_compare(["realistic:" + ",".join(WORKLOADS), "--capacity-fraction", str(f),
+                                                 *common, "--out", str(out)])
+            results[f"{f:.0%} of max live"] = read_rows(out)
+            outputs.append(f"### capacity {f:.0%} of max live ({seconds:.0f} s)\n\n" + fenced(cmd) + "\n"
+                           + fenced(printed))
+            total += seconds
+        table = sweep_table(results, solvers, "fast memory")
+        print(table)
+        write_markdown(RESULTS / "paper_capacity.md", (
+            "# Effect of the fast-memory size\n\n"
+            f"Workloads: {', '.join(WORKLOADS)} (suite `realistic`); {total:.0f} s in all.\n"
+            f"{machine_note()}\n\n## Summary\n\n" + legend + table +
+            "\n## What compare printed\n\n" + "\n".join(outputs)))
+    if not args.skip_sizes:
+        out = RESULTS / "paper_sizes.csv"
+        cmd, printed, seconds = run_compare(["sizes", *common, "--out", str(out)])
+        rows = read_rows(out)
+        by_dist = {}
+        for dist in ("uniform", "lognormal", "bimodal", "heavy-tail"):
+            by_dist[dist] = [r for r in rows if r["input"].startswith(f"synthetic-{dist}-")]
+        table = sweep_table(by_dist, solvers, "tensor sizes")
+        print(table)
+        write_markdown(RESULTS / "paper_sizes.md", (
+            "# Effect of the buffer-size distribution\n\n"
+            f"Command (from the project root, {seconds:.0f} s):\n\n" + fenced(cmd) + f"\n{machine_note()}\n\n"
+            "## Summary per distribution (two seeds each)\n\n" + legend + table +
+            "\n## All inputs\n\n" + stats_table(rows, solvers) + "\n## What compare printed\n\n" + fenced(printed)))
+
+
+if __name__ == "__main__":
+    main()
