@@ -76,7 +76,7 @@ def greedy_place(problem: Problem, order: np.ndarray, capacity: int | None, *,
     import time as _time
 
     a = problem.arrays
-    csr = neighbour_lists(a.start, a.end) if index is None else None
+    csr = neighbour_lists(a.start, a.end, max_pairs=4_000_000) if index is None else None
     if csr is None:
         index = index or OverlapIndex(a.start, a.end)
     out = np.full(problem.n, -1, np.int64) if offsets is None else offsets.copy()
