@@ -85,7 +85,7 @@ class GameData:
         self.start_order = np.lexsort((np.arange(self.n), a.start))  # buffers by start, [n]
         self.sorted_starts = a.start[self.start_order]
         self.total_bytes = float(max(int(a.size.sum()), 1))
-        self.orders: dict[str, tuple[np.ndarray, list[int]]] = {}  # decision orders, built on first use
+        self.orders: dict = {}  # decision orders of the order variant (search.game_order), built on first use
         self.skyline = None  # the address variant's compressed time and ranks, built on first use
         self.is_weight = np.array([b.kind == "weight" for b in problem.buffers], np.float64)
 

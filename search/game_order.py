@@ -67,9 +67,9 @@ class OrderGame(Game):
         super().__init__(problem, hardware, config, data=data, mode=mode)
         d = self.data
         if config.order not in d.orders:
-            order = buffer_order(d.problem, d.benefit, config.order)
-            d.orders[config.order] = (order, order.tolist())
-        self._order, self._order_l = d.orders[config.order]
+            d.orders[config.order] = _DecisionOrder(d, config.order)
+        self._dec = d.orders[config.order]
+        self._order, self._order_l = self._dec.order, self._dec.order_l
         self._off = np.full(d.n, -1, np.int64)
         self._pos = 0
         self._saved = [0.0] * d.n_ops if d.mode == "map" else None
@@ -100,7 +100,7 @@ class OrderGame(Game):
         if self._holes is None:
             d = self.data
             i = self._order_l[self._pos]
-            near = d.index.query(d.start_l[i], d.end_l[i])
+            near = self._dec.earlier_neighbours(self._pos)
             offs = self._off[near]
             placed = offs >= 0
             offs = offs[placed]
@@ -227,3 +227,39 @@ class OrderGame(Game):
         if self._slow_legal():
             lines.append(f"[{self.slow_action}] slow memory{'  <- greedy' if greedy == self.slow_action else ''}")
         return lines
+
+
+class _DecisionOrder:
+    """One decision order of a problem, shared by every game on it.
+
+    ``order`` [n] buffer indices; ``earlier_neighbours(pos)`` the buffers that interfere
+    with ``order[pos]`` and come before it (the only ones that can be placed when it is
+    decided), cached per position unless the problem has too many interfering pairs.
+    """
+
+    PAIR_BUDGET = 4_000_000
+
+    def __init__(self, d, kind: str):
+        from hybrid.graph import count_overlapping_pairs
+
+        self.data = d
+        self.order = buffer_order(d.problem, d.benefit, kind)
+        self.order_l = self.order.tolist()
+        self.position = np.empty(d.n, np.int64)
+        self.position[self.order] = np.arange(d.n)
+        self.cache: list[np.ndarray | None] | None = None
+        if count_overlapping_pairs(d.start, d.end) <= self.PAIR_BUDGET:
+            self.cache = [None] * d.n
+
+    def earlier_neighbours(self, pos: int) -> np.ndarray:
+        if self.cache is not None:
+            near = self.cache[pos]
+            if near is not None:
+                return near
+        d = self.data
+        i = self.order_l[pos]
+        near = d.index.query(d.start_l[i], d.end_l[i])
+        near = near[self.position[near] < pos]
+        if self.cache is not None:
+            self.cache[pos] = near
+        return near

@@ -3,12 +3,14 @@
 UCT (Kocsis & Szepesvari, "Bandit based Monte-Carlo Planning", ECML 2006) with
 move-by-move commitment, as the "traditional MCTS" of mallocMuZero (arXiv 2305.07440):
 
-1. from the current root state, ``simulations`` times: descend the tree by UCT (untried
+1. from the current root state, ``simulations`` new times: descend the tree by UCT (untried
    actions first: the greedy's choice, then the others in a seeded random order), expand
    one node, play a rollout (the greedy's choice per step, with probability ``epsilon``
    a uniformly random legal action; or uniformly random throughout) until the episode
    ends or ``rollout_depth`` steps past the root, and back the return up the path;
-2. commit the most visited root action (ties: higher mean value), keep its subtree.
+2. commit the most visited root action (ties: higher mean value), keep its subtree
+   (``commit="max"``: the root action whose subtree holds the best return seen, which
+   suits a deterministic one-player game).
 
 Rewards are the game's normalised rewards, so every return lies in ``[0, 1]``. The UCT
 score compares siblings on their values min-max normalised among themselves (the
@@ -38,16 +40,19 @@ ROLLOUTS = ("greedy", "random")
 
 @dataclass(frozen=True)
 class MCTSConfig:
-    simulations: int = 32  # per move
+    simulations: int = 16  # new simulations per move (the reused subtree's visits do not count)
     exploration: float = 1.0  # UCT constant on sibling-normalised values
     rollout: str = "greedy"  # "greedy" | "random"
     epsilon: float = 0.0  # with "greedy": probability of a random legal action per rollout step
-    rollout_depth: int | None = 48  # steps past the root per simulation; None = to the end of the episode
+    rollout_depth: int | None = None  # steps past the root per simulation; None = to the end of the episode
     reuse_tree: bool = True
+    commit: str = "visits"  # "visits": the most visited root action (UCT); "max": the one with the best return seen
 
     def __post_init__(self):
         if self.rollout not in ROLLOUTS:
             raise ValueError(f"unknown rollout policy {self.rollout!r} (known: {', '.join(ROLLOUTS)})")
+        if self.commit not in ("visits", "max"):
+            raise ValueError(f"unknown commit rule {self.commit!r} (known: visits, max)")
         if self.simulations < 1 or not 0.0 <= self.epsilon <= 1.0 or self.exploration < 0:
             raise ValueError("MCTSConfig: simulations >= 1, 0 <= epsilon <= 1, exploration >= 0")
 
@@ -74,13 +79,14 @@ class SearchResult:
 class Node:
     """A tree node: the state after ``reward`` was received on the edge into it."""
 
-    __slots__ = ("children", "untried", "visits", "value_sum", "reward")
+    __slots__ = ("children", "untried", "visits", "value_sum", "best", "reward")
 
     def __init__(self, reward: float = 0.0):
         self.children: dict[int, Node] = {}
         self.untried: list[int] | None = None  # actions not expanded yet, next one last
         self.visits = 0
         self.value_sum = 0.0  # sum of returns from this state on
+        self.best = -math.inf  # best return from this state on seen in any simulation
         self.reward = reward
 
     def q(self) -> float:
@@ -157,6 +163,8 @@ class UCTSearch:
         for n in reversed(path):
             n.visits += 1
             n.value_sum += ret
+            if ret > n.best:
+                n.best = ret
             ret += n.reward
         return best
 
@@ -188,7 +196,7 @@ class UCTSearch:
                 move_deadline = now + (deadline - now - reserve) / left
                 stop_step = game.steps + cfg.rollout_depth if cfg.rollout_depth is not None else math.inf
                 sims = 0
-                while not root.children or (root.visits < cfg.simulations and time.monotonic() < move_deadline):
+                while sims < cfg.simulations and (sims == 0 or time.monotonic() < move_deadline):
                     best_before = best.value
                     best = self.simulate(root, game, stop_step, best)
                     if best.value > best_before:
@@ -196,7 +204,10 @@ class UCTSearch:
                     sims += 1
                 result.simulations += sims
                 result.searched_moves += 1
-                action = max(root.children.items(), key=lambda kv: (kv[1].visits, kv[1].q()))[0]
+                if cfg.commit == "max":
+                    action = max(root.children.items(), key=lambda kv: (kv[1].reward + kv[1].best, kv[1].visits))[0]
+                else:
+                    action = max(root.children.items(), key=lambda kv: (kv[1].visits, kv[1].q()))[0]
             else:
                 action = int(legal[0])
             game.step(action)

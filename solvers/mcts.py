@@ -1,17 +1,19 @@
 """Plain UCT Monte Carlo tree search with greedy rollouts on the mallocGame (the traditional baseline).
 
-Runs :class:`search.mcts.UCTSearch` on one variant of the game (:mod:`search.game`),
-committing one move at a time with ``simulations`` simulations per move (option
-``simulations``, default 32) within ``time_limit``. The answer is the best complete
-episode seen: the committed path, a rollout that reached the end, the greedy episodes of
-both game variants, or the ``hint``. Pack mode: the game places every buffer it can
-within the capacity (no capacity: it minimises the peak); an episode that leaves a
-buffer out is not a packing, so the status is then UNKNOWN and the runner reports it
-invalid.
+Runs :class:`search.mcts.UCTSearch` on one variant of the game (:mod:`search.game`; by
+default the fixed-order game in greedy-xla's order in map mode, the fixed-address game in
+pack mode), committing one move at a time with ``simulations`` new simulations per move
+(option ``simulations``, default 16) within ``time_limit``. The answer is the best
+complete episode seen: the committed path, a rollout that reached the end, the greedy
+episodes of the other game shapes (fixed order by start and by greedy-xla's order, which
+replays ``greedy-xla`` exactly; fixed address), or the ``hint``. Pack mode: the game
+places every buffer it can within the capacity (no capacity: it minimises the peak); an
+episode that leaves a buffer out is not a packing, so the status is then UNKNOWN and the
+runner reports it invalid.
 
 Extra keyword options (Python callers): ``variant`` ("order" | "address"), ``k``,
 ``order``, ``rollout`` ("greedy" | "random"), ``epsilon``, ``rollout_depth``,
-``exploration``.
+``exploration``, ``commit`` ("visits" | "max").
 """
 
 from __future__ import annotations
@@ -26,7 +28,10 @@ from search.game import Game, GameConfig
 from search.game_data import GameData
 from search.mcts import Episode, MCTSConfig, UCTSearch, play_greedy
 
-DEFAULT_VARIANT = "address"
+# Measured in experiments/results/mcts_vs_greedy.md: in map mode searching the fixed-order
+# game in greedy-xla's order ends closest to the bound; in pack mode the fixed-address game
+# places the most bytes (MiniMalloc A-F).
+DEFAULT_GAME = {"map": ("order", "xla"), "pack": ("address", "start")}
 
 
 def episode_value(data: GameData, offsets: np.ndarray) -> float:
@@ -45,21 +50,26 @@ class MCTSSolver(Solver):
     modes = frozenset({"map", "pack"})
 
     def solve(self, problem: Problem, hardware, *, time_limit: float, seed: int, hint: Solution | None = None,
-              simulations: int | None = None, variant: str | None = None, k: int = 16, order: str = "start",
-              rollout: str = "greedy", epsilon: float = 0.0, rollout_depth: int | None = 48,
-              exploration: float = 1.0) -> Solution:
+              simulations: int | None = None, variant: str | None = None, k: int = 16, order: str | None = None,
+              rollout: str = "greedy", epsilon: float = 0.0, rollout_depth: int | None = None,
+              exploration: float = 1.0, commit: str = "visits") -> Solution:
         t0 = time.monotonic()
         deadline = t0 + 0.95 * time_limit - 0.05
         cfg = MCTSConfig(simulations=simulations or MCTSConfig.simulations, exploration=exploration,
-                         rollout=rollout, epsilon=epsilon, rollout_depth=rollout_depth)
-        game_cfg = GameConfig(variant=variant or DEFAULT_VARIANT, k=k, order=order)
+                         rollout=rollout, epsilon=epsilon, rollout_depth=rollout_depth, commit=commit)
+        default_variant, default_order = DEFAULT_GAME[problem.mode]
+        game_cfg = GameConfig(variant=variant or default_variant, k=k,
+                              order=order or (default_order if variant in (None, default_variant) else "start"))
         data = GameData(problem, hardware)
         incumbents = []
-        for other in ("order", "address"):
-            if other != game_cfg.variant:
-                g = Game(problem, hardware, GameConfig(variant=other, k=k, order=order), data=data)
+        # The greedy episodes of the other game shapes (one of them replays greedy-xla exactly),
+        # so the answer is never worse than any of them.
+        for other in (GameConfig(variant="order", k=k, order="xla"), GameConfig(variant="order", k=k, order="start"),
+                      GameConfig(variant="address", k=k)):
+            if other != game_cfg:
+                g = Game(problem, hardware, other, data=data)
                 play_greedy(g)
-                incumbents.append(Episode(g.total_reward(), g.offsets(), f"greedy-{other}"))
+                incumbents.append(Episode(g.total_reward(), g.offsets(), f"greedy-{other.variant}-{other.order}"))
         if hint is not None and len(hint.offsets) == problem.n:
             off = offsets_array(hint.offsets)
             incumbents.append(Episode(episode_value(data, off), off, "hint"))

@@ -1,0 +1,65 @@
+"""Plain MCTS (``mcts``) against ``greedy-xla`` on generated layered networks of 100-500 buffers (issue 4).
+
+For each size and seed: the no-fragmentation bound (``map_upper_bound``), then each
+solver through the runner (validated and scored by the evaluator): value (time saved,
+seconds), gap to the bound, wall seconds, and for mcts the ratio to greedy-xla's value
+and search statistics. Prints a markdown table and a mean row.
+
+Usage: nice python experiments/compare_mcts.py [--sizes 100 200 300 500] [--seeds 1 2 3]
+       [--time-limit 30] [--simulations 32] [--variant address] [--rollout-depth 48]
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+
+from hardware.spec import PRESETS
+from hybrid.generate import layered_network
+from hybrid.run import problem_bound, run_solver
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[100, 200, 300, 500])
+    ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    ap.add_argument("--time-limit", type=float, default=30.0)
+    ap.add_argument("--simulations", type=int, default=None)
+    ap.add_argument("--variant", default=None, choices=["order", "address"])
+    ap.add_argument("--order", default="start", choices=["start", "xla", "size"])
+    ap.add_argument("--rollout-depth", type=int, default=48, help="0 = rollouts to the end of the episode")
+    args = ap.parse_args()
+    hw = PRESETS["tpuv4i"]
+    options = {"order": args.order, "rollout_depth": args.rollout_depth or None}
+    if args.variant:
+        options["variant"] = args.variant
+    if args.simulations:
+        options["simulations"] = args.simulations
+    print(f"# mcts options: {options}, time limit {args.time_limit}s, hardware tpuv4i")
+    print("| instance | buffers | greedy-xla gap | greedy-xla s | mcts gap | mcts s | mcts / greedy-xla "
+          "| simulations | searched moves | answer from |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    ratios, gaps_g, gaps_m = [], [], []
+    for n in args.sizes:
+        for seed in args.seeds:
+            problem = layered_network(n, seed=seed)
+            bound = problem_bound(problem, hw)
+            g = run_solver("greedy-xla", problem, hw, time_limit=args.time_limit, seed=0, bound=bound)
+            m = run_solver("mcts", problem, hw, time_limit=args.time_limit, seed=0, bound=bound, options=options)
+            assert g.valid and m.valid, (g.violation, m.violation)
+            ratio = m.objective / g.objective
+            ratios.append(ratio)
+            gaps_g.append(g.gap)
+            gaps_m.append(m.gap)
+            s = m.stats
+            print(f"| {problem.name} | {problem.n} | {g.gap:.2%} | {g.seconds:.3f} | {m.gap:.2%} | {m.seconds:.1f} "
+                  f"| {ratio:.4f} | {s['simulations']} | {s['searched_moves']}/{s['moves']} | {s['answer_from']} |",
+                  flush=True)
+    print(f"| mean | | {np.mean(gaps_g):.2%} | | {np.mean(gaps_m):.2%} | | {np.mean(ratios):.4f} | | | |")
+    print(f"# mcts better than greedy-xla on {sum(r > 1 + 1e-9 for r in ratios)}/{len(ratios)}, "
+          f"equal on {sum(abs(r - 1) <= 1e-9 for r in ratios)}, worse on {sum(r < 1 - 1e-9 for r in ratios)}")
+
+
+if __name__ == "__main__":
+    main()
