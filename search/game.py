@@ -200,6 +200,10 @@ class Game:
     def greedy_action(self) -> int:
         raise NotImplementedError
 
+    def undo(self) -> None:
+        """Take back the last step. Only the fixed-order variant has it (cheap there); use clone() otherwise."""
+        raise NotImplementedError(f"undo is not available in the {self.config.variant} variant; use clone()")
+
     def describe_actions(self) -> list[str]:
         """One human-readable line per legal action (for ``mallocgame play``)."""
         raise NotImplementedError

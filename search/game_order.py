@@ -75,6 +75,7 @@ class OrderGame(Game):
         self._saved = [0.0] * d.n_ops if d.mode == "map" else None
         self._peak = 0
         self._holes: list | None = None
+        self._journal = None  # (total, peak, saved values before the step), previous journal
 
     def _copy_state_from(self, other: "OrderGame") -> None:
         self._off = other._off.copy()
@@ -136,6 +137,12 @@ class OrderGame(Game):
         holes = self.holes()
         i = self._order_l[self._pos]
         reward = 0.0
+        saved_before = None
+        if self._saved is not None and self.data.buf_ops is not None:
+            saved = self._saved
+            saved_before = [(t, saved[t]) for t in self.data.buf_ops[i]]
+        # A persistent (shared, immutable) chain, so clone() copies nothing for undo.
+        self._journal = ((self._total, self._peak, saved_before), self._journal)
         if action == self.slow_action:
             if not self._slow_legal():
                 raise ValueError("illegal action: slow memory is not allowed while an offset fits (pack mode)")
@@ -150,6 +157,20 @@ class OrderGame(Game):
         self._steps += 1
         self._holes = None
         return reward
+
+    def undo(self) -> None:
+        """Take back the last step (exactly: the saved per-op times are restored, not recomputed)."""
+        if self._journal is None:
+            raise ValueError("undo: no step to take back")
+        (total, peak, saved_before), self._journal = self._journal
+        self._pos -= 1
+        self._steps -= 1
+        self._off[self._order_l[self._pos]] = -1
+        self._total, self._peak = total, peak
+        if saved_before is not None:
+            for t, v in saved_before:
+                self._saved[t] = v
+        self._holes = None
 
     def _place_reward(self, i: int, off: int) -> float:
         d = self.data

@@ -230,3 +230,26 @@ def test_play_interactive_reads_actions_and_rejects_bad_ones():
         assert bad.returncode == 2 and reason in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
     missing = run_cli("play", "no-such-file.csv")
     assert missing.returncode == 2 and "Traceback" not in missing.stderr
+
+
+@pytest.mark.parametrize("kind", ["layered", "csv-map", "pack-nocap"])
+def test_order_undo_restores_the_state_exactly(kind):
+    problem, hw = make_problem(kind, 12)
+    game = Game(problem, hw, GameConfig(variant="order", k=4))
+    rng = np.random.default_rng(3)
+    snapshots = []
+    while not game.done:
+        snapshots.append((game.offsets(), game.total_reward(), game.legal_mask(), game.observation().as_vector()))
+        game.step(int(rng.choice(game.legal_actions())))
+    final = game.total_reward()
+    for off, total, mask, obs in reversed(snapshots):
+        game.undo()
+        assert (game.offsets() == off).all() and game.total_reward() == total
+        assert (game.legal_mask() == mask).all() and np.array_equal(game.observation().as_vector(), obs)
+    with pytest.raises(ValueError):
+        game.undo()
+    replay = game.clone()
+    play(replay, np.random.default_rng(3))
+    assert replay.total_reward() == final  # the same actions from the restored start give the same return
+    with pytest.raises(NotImplementedError):
+        Game(problem, hw, GameConfig(variant="address")).undo()
