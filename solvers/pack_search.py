@@ -1,0 +1,861 @@
+"""Exact pack-mode search: dynamic storage allocation by canonical depth-first search.
+
+Pack mode (DESIGN.md section 1): buffer ``i`` is live on the half-open range
+``[start[i], end[i])`` and needs ``size[i]`` bytes; find integer offsets ``>= 0`` with
+``offset + size <= capacity`` such that buffers whose live ranges overlap get disjoint
+address ranges, or (``capacity=None``) minimise the peak ``max(offset + size)``.
+
+The search follows the ideas published with MiniMalloc (M. D. Moffitt, "MiniMalloc: A
+Lightweight Memory Allocator for Hardware-Accelerated Machine Learning", ASPLOS 2023);
+the code here is an independent Python implementation:
+
+* **Canonical solutions.** Every packing can be pushed down until each buffer rests on
+  the floor or on a buffer that overlaps it in time. The search only builds such packings,
+  placing buffers in non-decreasing ``(offset, preorder rank)`` order, each at its lowest
+  feasible offset ("min offset" = highest top of the placed buffers it overlaps).
+* **Dominance.** A buffer is never placed at or above the top that some other unplaced
+  buffer would reach at its own min offset: that buffer could drop into the gap below, so
+  the packing is found in another branch.
+* **Section inference.** Time is cut into sections at the distinct start/end points. In a
+  section, the unplaced buffers are pairwise conflicting and must all lie above both the
+  current offset and the lowest min offset among them, so
+  ``max(offset, lowest min offset) + (sum of unplaced sizes) <= capacity`` must hold in
+  every section. The lowest min offset per section is kept exact and incrementally (a
+  ``[buffers, sections]`` matrix of min offsets, rows updated with undo).
+* **Hat-less pruning.** If a buffer that no unplaced buffer overlaps fails, every later
+  alternative fails too (it could never be placed again in canonical order).
+* **Dynamic decomposition.** When no unplaced buffer crosses a section boundary any more,
+  the two sides are independent and are solved one after the other without backtracking
+  between them. Components of the interval graph are split up front.
+* **Restarts.** Several static preorders (MiniMalloc's width/area/total mixes plus seeded
+  random perturbations) are run round robin with growing node limits.
+
+Additions of our own: all numbers are divided by their common divisor first (exact, also
+with alignments); a transposition table of failed states; an optional concurrent CP-SAT
+engine (OR-Tools) on a "one NoOverlap per maximal clique" model of the same problem, which
+settles a different set of hard instances than the search; minimise-peak by trying the
+max-live lower bound first and then a binary search between bound and incumbent.
+
+Entry point: :func:`pack`.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+__all__ = ["PackResult", "pack", "max_live", "components", "check_packing"]
+
+_INF = 1 << 40          # "no min offset" marker (placed / outside); keys use offset * K + rank
+_VM_INF32 = 1 << 30
+_DENSE_LIMIT = 40_000_000  # max buffers x sections for the exact engine on one component
+
+
+# ----------------------------------------------------------------------------- results
+
+@dataclass
+class PackResult:
+    """Answer of :func:`pack`.
+
+    ``offsets``: int64 ``[n]``, ``-1`` where no offset was found. ``status``: ``"OPTIMAL"``
+    (a packing within ``capacity`` was found, or with ``capacity=None`` the peak is proven
+    minimal), ``"FEASIBLE"`` (``capacity=None`` only: a packing, peak not proven minimal),
+    ``"INFEASIBLE"`` (proven: no packing fits ``capacity``), ``"UNKNOWN"`` (time ran out).
+    ``peak``: ``max(offset + size)`` of the returned packing (``None`` if incomplete).
+    ``lower_bound``: proven lower bound on the peak. ``history``: ``[(seconds, peak)]`` each
+    time a better complete packing was found. ``stats``: counters (nodes, backtracks, ...).
+    """
+
+    offsets: np.ndarray
+    status: str
+    peak: int | None
+    lower_bound: int
+    history: list[tuple[float, int]] = field(default_factory=list)
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+class _Abort(Exception):
+    """Raised inside the search when a node limit, the deadline or a stop request hits."""
+
+
+# ----------------------------------------------------------------------------- helpers
+
+def max_live(size: np.ndarray, start: np.ndarray, end: np.ndarray) -> int:
+    """Max over time of the summed sizes of live buffers (a lower bound on the peak).
+
+    Shapes: ``size``, ``start``, ``end`` int ``[n]``; ranges are half-open.
+    """
+    if len(size) == 0:
+        return 0
+    t = np.concatenate([start, end])
+    d = np.concatenate([size, -size])
+    order = np.lexsort((d, t))  # at equal times, ends (negative) before starts
+    return int(max(0, np.cumsum(d[order]).max()))
+
+
+def components(start: np.ndarray, end: np.ndarray) -> list[np.ndarray]:
+    """Connected components of the interval graph, as index arrays (sorted by start).
+
+    Components are the maximal runs of overlapping intervals after sorting by start:
+    a new one begins where a start is ``>=`` every end seen so far (half-open ranges).
+    """
+    n = len(start)
+    if n == 0:
+        return []
+    order = np.lexsort((end, start))
+    s, e = start[order], end[order]
+    run_end = np.maximum.accumulate(e)
+    breaks = np.flatnonzero(s[1:] >= run_end[:-1]) + 1
+    return np.split(order, breaks)
+
+
+def check_packing(size, start, end, offsets, capacity=None, alignment=None) -> str | None:
+    """Independent check of a complete packing; ``None`` if valid, else the first problem.
+
+    Sweeps buffers by start time and compares each with the ones still live (O(n * live)).
+    """
+    size = np.asarray(size, np.int64)
+    start = np.asarray(start, np.int64)
+    end = np.asarray(end, np.int64)
+    off = np.asarray(offsets, np.int64)
+    if (off < 0).any():
+        return f"buffer {int(np.flatnonzero(off < 0)[0])} has no offset"
+    if capacity is not None and (off + size > capacity).any():
+        return f"buffer {int(np.flatnonzero(off + size > capacity)[0])} exceeds the capacity"
+    if alignment is not None:
+        al = np.asarray(alignment, np.int64)
+        if (off % np.maximum(al, 1) != 0).any():
+            return f"buffer {int(np.flatnonzero(off % np.maximum(al, 1) != 0)[0])} is misaligned"
+    order = np.argsort(start, kind="stable")
+    live: list[int] = []
+    for i in order.tolist():
+        live = [j for j in live if end[j] > start[i]]
+        for j in live:
+            if off[i] < off[j] + size[j] and off[j] < off[i] + size[i]:
+                return f"buffers {j} and {i} overlap in time and in memory"
+        live.append(i)
+    return None
+
+
+def _gcd_all(values: np.ndarray) -> int:
+    g = int(np.gcd.reduce(values)) if len(values) else 0
+    return g if g > 0 else 1
+
+
+# ----------------------------------------------------------------------------- the search
+
+class _Component:
+    """Precomputed data of one interval-graph component, in divided ("scaled") units.
+
+    Local buffer ``k`` (0..m-1) is ordered by section start. ``sl``/``sh``: int ``[m]``
+    first section and one past the last section. ``nbr[k]``: int64 array of overlapping
+    buffers. ``member``: bool ``[m, S]``.
+    """
+
+    def __init__(self, size: np.ndarray, start: np.ndarray, end: np.ndarray,
+                 align: np.ndarray | None, ident: np.ndarray | None = None):
+        pts = np.unique(np.concatenate([start, end]))
+        sl = np.searchsorted(pts, start)
+        sh = np.searchsorted(pts, end)
+        order = np.lexsort((sh, sl))
+        self.order = order                       # local k -> index into the given arrays
+        self.m = m = len(size)
+        self.S = S = len(pts) - 1
+        self.size = size[order].astype(np.int64)
+        self.sl = sl[order].astype(np.int64)
+        self.sh = sh[order].astype(np.int64)
+        self.length = (end - start)[order].astype(np.int64)
+        self.align = None if align is None else align[order].astype(np.int64)
+        self.size_l = self.size.tolist()
+        self.sl_l = self.sl.tolist()
+        self.sh_l = self.sh.tolist()
+        # neighbours: k' with sl[k'] < sh[k] and sh[k'] > sl[k]; rows sorted by sl
+        self.nbr: list[np.ndarray] = []
+        prefix = np.searchsorted(self.sl, self.sh, side="left")  # rows with sl < sh[k]
+        for k in range(m):
+            cand = np.arange(prefix[k])
+            cand = cand[self.sh[:prefix[k]] > self.sl[k]]
+            self.nbr.append(cand[cand != k])
+        self.row_end = np.searchsorted(self.sl, np.arange(S + 1), side="left")  # rows sl < B
+        live = np.zeros(S + 1, np.int64)
+        np.add.at(live, self.sl, self.size)
+        np.add.at(live, self.sh, -self.size)
+        self.live = np.cumsum(live)[:S]
+        self.peak_live = int(self.live.max()) if S else 0
+        self.sec_total_max = np.array(
+            [self.live[a:b].max() for a, b in zip(self.sl_l, self.sh_l)], np.int64)
+        self.dense_ok = m * S <= _DENSE_LIMIT
+        # final tie-break of every preorder: the caller's buffer numbering
+        ident = np.arange(m) if ident is None else np.asarray(ident)
+        self.ident = np.argsort(np.argsort(ident[order], kind="stable"), kind="stable")
+
+    def preorder(self, keys: list[np.ndarray]) -> np.ndarray:
+        """Rank ``[m]`` of each buffer under lexicographic ascending ``keys`` (first primary)."""
+        order = np.lexsort(tuple(keys[::-1]) + ())
+        rank = np.empty(self.m, np.int64)
+        rank[order] = np.arange(self.m)
+        return rank
+
+    def heuristic(self, name: str, rng: np.random.Generator | None = None,
+                  hint: np.ndarray | None = None) -> np.ndarray:
+        """Preorder by a MiniMalloc-style code: W=width (lifetime), A=area, T=max section
+        total, Z=size, C=sections; all descending. ``rng`` adds a random tie-break/noise."""
+        cols = {
+            "W": -self.length, "A": -(self.size * self.length), "T": -self.sec_total_max,
+            "Z": -self.size, "C": -(self.sh - self.sl),
+        }
+        keys = []
+        if hint is not None:
+            keys.append(np.where(hint >= 0, hint, np.iinfo(np.int64).max))
+        for c in name:
+            col = cols[c]
+            if rng is not None:
+                # multiplicative noise of a few percent keeps the character of the key
+                col = np.floor(col * rng.uniform(0.85, 1.15, self.m)).astype(np.int64)
+            keys.append(col)
+        keys.append(rng.permutation(self.m) if rng is not None else self.ident)
+        return self.preorder(keys)
+
+
+class _Searcher:
+    """One canonical DFS over a component for a fixed capacity and preorder.
+
+    Branching is binary, at the lowest offset ``o`` any unplaced buffer can take: pick a
+    buffer ``b`` whose min offset is ``o`` and either place it there, or *exclude* it from
+    ``o`` (it must later be lifted by a buffer placed under its top). MiniMalloc's
+    candidate loop (place the first candidate, else the second, ...) is this branching
+    with a static choice; here the choice is dynamic: the candidate whose tightest
+    section has the least room goes first (fail first), ties by the static preorder.
+    Every fully compact packing (no buffer can move down) stays reachable: see the proof
+    sketch in the module docstring.
+
+    State (all numpy, undone through a trail): ``minoff`` int64 ``[m]`` (``_INF`` once
+    placed); ``excl`` int64 ``[m]`` offset a buffer was excluded from (``-1``: none; it is
+    excluded while ``minoff == excl``); ``VM`` ``[m, S]`` lower bound on the offset of each
+    unplaced buffer on its sections (``INF`` elsewhere); ``total`` int64 ``[S]`` unplaced
+    size per section; ``cuts`` int64 ``[S-1]`` unplaced buffers crossing each boundary;
+    ``off`` int64 ``[m]``.
+    """
+
+    def __init__(self, comp: _Component, cap: int, rank: np.ndarray, *, node_limit: int,
+                 deadline: float, stop: threading.Event | None, use_tt: bool = True,
+                 choice: str = "tight", weights: np.ndarray | None = None):
+        self.c = comp
+        self.cap = int(cap)
+        self.rank = rank
+        self.node_limit = node_limit
+        self.deadline = deadline
+        self.stop = stop
+        self.choice = choice
+        self.nodes = 0
+        self.backtracks = 0
+        self.tt_hits = 0
+        self.use_tt = use_tt
+        self.tt: set = set()
+        m, S = comp.m, comp.S
+        self.weights = weights
+        if self.cap + int(comp.live.max(initial=0)) < _VM_INF32 // 2:
+            self.vinf = _VM_INF32
+            vdt = np.int32
+        else:
+            self.vinf = _INF
+            vdt = np.int64
+        self.minoff = np.zeros(m, np.int64)
+        self.excl = np.full(m, -1, np.int64)
+        member = np.zeros((m, S), bool)
+        for k in range(m):
+            member[k, comp.sl_l[k]:comp.sh_l[k]] = True
+        self.VM = np.where(member, 0, self.vinf).astype(vdt)
+        self.total = np.append(comp.live, 0)      # one padding section for reduceat
+        cuts = np.zeros(S + 1, np.int64)
+        np.add.at(cuts, comp.sl + 1, 1)
+        np.add.at(cuts, comp.sh, -1)
+        self.cuts = np.cumsum(cuts)[1:S]          # boundary j between sections j and j+1
+        self.off = np.full(m, -1, np.int64)
+        self.trail: list[tuple] = []
+
+    # -- moves ------------------------------------------------------------------------
+    def _place(self, b: int, o: int, chg: np.ndarray, old_m: np.ndarray, newm) -> None:
+        """Put ``b`` at ``o``; ``chg`` (old min offsets ``old_m``) rise to ``newm``."""
+        c = self.c
+        l, h = c.sl_l[b], c.sh_l[b]
+        VM = self.VM
+        if len(chg):
+            self.minoff[chg] = newm
+            old_rows = VM[chg]
+            if isinstance(newm, int):
+                VM[chg] = np.maximum(old_rows, newm)
+            else:
+                VM[chg] = np.maximum(old_rows, newm[:, None].astype(VM.dtype))
+        else:
+            old_rows = None
+        self.minoff[b] = _INF
+        VM[b, l:h] = self.vinf
+        self.total[l:h] -= c.size_l[b]
+        if h - l > 1:
+            self.cuts[l:h - 1] -= 1
+        self.off[b] = o
+        self.trail.append((b, o, chg, old_m, old_rows))
+
+    def _exclude(self, b: int, o: int, lift: int) -> None:
+        c = self.c
+        self.trail.append((b, -1, self.excl[b], None, None))
+        self.excl[b] = o
+        self.VM[b, c.sl_l[b]:c.sh_l[b]] = lift
+
+    def _undo_to(self, mark: int) -> None:
+        c = self.c
+        tr = self.trail
+        VM = self.VM
+        while len(tr) > mark:
+            b, o, chg, old_m, old_rows = tr.pop()
+            l, h = c.sl_l[b], c.sh_l[b]
+            if o < 0:                                   # an exclusion
+                self.excl[b] = chg
+                VM[b, l:h] = self.minoff[b]
+                continue
+            if h - l > 1:
+                self.cuts[l:h - 1] += 1
+            self.total[l:h] += c.size_l[b]
+            VM[b, l:h] = o
+            if old_rows is not None:
+                VM[chg] = old_rows
+                self.minoff[chg] = old_m
+            self.minoff[b] = o
+            self.off[b] = -1
+
+    def _sections_ok(self, a: int, bnd: int) -> bool:
+        """Exact section inference on sections ``[a, bnd)``: lowest offset bound + unplaced
+        total must fit (sections without unplaced buffers are ignored)."""
+        uf = self.VM[:self.c.row_end[bnd], a:bnd].min(axis=0)
+        np.minimum(uf, self.cap, out=uf)
+        uf += self.total[a:bnd]
+        if int(uf.max()) <= self.cap:
+            return True
+        if self.weights is not None:
+            self.weights[a + np.flatnonzero(uf > self.cap)] += 1
+        return False
+
+    # -- search -----------------------------------------------------------------------
+    def run(self) -> bool:
+        """True: packed (``self.off`` complete); False: proven impossible; raises _Abort."""
+        c = self.c
+        if c.m == 0:
+            return True
+        if c.peak_live > self.cap or int(c.size.max()) > self.cap:
+            return False
+        if not self._sections_ok(0, c.S):
+            return False
+        return self._node(np.arange(c.m), 0, c.S)
+
+    def _tick(self) -> None:
+        if self.nodes > self.node_limit:
+            raise _Abort()
+        if (self.nodes & 63) == 0:
+            if time.perf_counter() > self.deadline or (self.stop is not None and self.stop.is_set()):
+                raise _Abort()
+
+    def _node(self, P: np.ndarray, ps: int, pe: int) -> bool:
+        """Solve the partition of the (unplaced) buffers ``P`` living in sections
+        ``[ps, pe)``; True on success (placements kept), False when proven impossible
+        (state restored)."""
+        c = self.c
+        cap = self.cap
+        minoff = self.minoff
+        P = P[minoff[P] < _INF]
+        if len(P) == 0:
+            return True
+        excl = self.excl
+        size = c.size
+        align = c.align
+        sizeP = size[P]
+        omax = cap - int(self.total[ps:pe].max())       # monotone floor: o + total <= cap
+        pkey = P.tobytes() if self.use_tt else None
+        mark = len(self.trail)
+        tkeys = []
+        while True:                      # one iteration per node of the binary tree
+            self.nodes += 1
+            self._tick()
+            mo = minoff[P]
+            stuck = excl[P] == mo
+            any_stuck = bool(stuck.any())
+            if any_stuck:
+                free = ~stuck
+                if not free.any():
+                    break
+                o = int(mo[free].min())
+            else:
+                o = int(mo.min())
+            if o > omax:
+                break
+            if o >= int((mo + sizeP).min()):              # dominance: a gap stays open
+                break
+            if any_stuck:
+                # an excluded buffer must be lifted by an unplaced neighbour starting
+                # below its top; if none is left, the branch is dead
+                dead = False
+                for cb in P[stuck].tolist():
+                    nbm = minoff[c.nbr[cb]]
+                    if not len(nbm) or int(nbm.min()) >= minoff[cb] + c.size_l[cb]:
+                        dead = True
+                        break
+                if dead:
+                    break
+                cand = P[free & (mo == o)]
+            else:
+                cand = P[mo == o]
+            if self.use_tt:
+                key = hash((pkey, mo.tobytes(), stuck.tobytes()))
+                if key in self.tt:
+                    self.tt_hits += 1
+                    break
+                tkeys.append(key)
+            if len(cand) == 1:
+                b = int(cand[0])
+            elif self.choice == "rank":
+                b = int(cand[np.argmin(self.rank[cand])])
+            else:
+                lh = np.empty(2 * len(cand), np.int64)
+                lh[0::2] = c.sl[cand]
+                lh[1::2] = c.sh[cand]
+                tmax = np.maximum.reduceat(self.total, lh)[0::2]
+                if self.choice == "wdeg":
+                    wmax = np.maximum.reduceat(self.weights, lh)[0::2]
+                    b = int(cand[np.lexsort((self.rank[cand], -tmax, -wmax))[0]])
+                else:
+                    # least room first (largest unplaced total), then static rank
+                    b = int(cand[np.lexsort((self.rank[cand], -tmax))[0]])
+            sz = c.size_l[b]
+            t = o + sz
+            nb = c.nbr[b]
+            mn = minoff[nb]
+            hat = bool((mn < _INF).any())
+            if t <= cap:
+                if align is None:
+                    m_chg = mn < t
+                    newm = t
+                else:
+                    a = align[nb]
+                    tn = -(-t // a) * a
+                    m_chg = mn < tn
+                    newm = tn[m_chg]
+                chg = nb[m_chg]
+                mark_b = len(self.trail)
+                self._place(b, o, chg, mn[m_chg], newm)
+                lo, hi = c.sl_l[b], c.sh_l[b]
+                ok = False
+                if len(chg):
+                    lo = min(lo, int(c.sl[chg].min()))
+                    hi = max(hi, int(c.sh[chg].max()))
+                if self._sections_ok(lo, hi):
+                    l, h = c.sl_l[b], c.sh_l[b]
+                    z = np.flatnonzero(self.cuts[l:h - 1] == 0) if h - l > 1 else ()
+                    if len(z):
+                        cps = [ps] + (z + (l + 1)).tolist() + [pe]
+                        U = P[minoff[P] < _INF]
+                        part = np.searchsorted(np.asarray(cps), c.sl[U], side="right") - 1
+                        ok = True
+                        for j in range(len(cps) - 1):
+                            Uj = U[part == j]
+                            if len(Uj) == 0:
+                                continue
+                            if not self._node(Uj, cps[j], cps[j + 1]):
+                                ok = False
+                                break
+                    else:
+                        ok = self._node(P, ps, pe)
+                if ok:
+                    return True
+                self._undo_to(mark_b)
+            if not hat:
+                break                                      # hat-less: nothing can lift it
+            # second branch: b is not at offset o. It must be lifted onto an unplaced
+            # neighbour placed at >= o and starting below b's top (else a gap under b
+            # would stay open: dominance), so it cannot sit below the lowest such top.
+            mnu = np.maximum(mn, o)
+            ok_l = mnu < t
+            if not ok_l.any():
+                break
+            lift = int((mnu[ok_l] + size[nb[ok_l]]).min())
+            self._exclude(b, o, lift)
+            if not self._sections_ok(c.sl_l[b], c.sh_l[b]):
+                break
+        self.backtracks += 1
+        self._undo_to(mark)
+        if self.use_tt:
+            self.tt.update(tkeys)
+        return False
+
+
+# ----------------------------------------------------------------------------- CP-SAT engine
+
+def _maximal_cliques(sl: np.ndarray, sh: np.ndarray) -> list[np.ndarray]:
+    """Maximal cliques of an interval graph given section ranges ``[sl, sh)``: the live
+    set of a section is a maximal clique when the next section loses a buffer before
+    gaining one. Returns index arrays."""
+    S = int(sh.max())
+    starts = np.bincount(sl, minlength=S + 1)
+    ends = np.bincount(sh, minlength=S + 1)
+    out = []
+    order = np.argsort(sl, kind="stable")
+    for s in range(S):
+        # section s is maximal if some buffer ends right after it (or it is the last)
+        # and the section is entered by a start (else it is a subset of section s-1)
+        if starts[s] > 0 and (s == S - 1 or ends[s + 1] > 0):
+            live = order[(sl[order] <= s) & (sh[order] > s)]
+            out.append(live)
+    return out
+
+
+class _CpSatRun:
+    """CP-SAT on one component for a fixed capacity (scaled units), in a thread.
+
+    Model: ``x_i = align_i * y_i`` with ``x_i + size_i <= cap``; one ``AddNoOverlap`` per
+    maximal clique of the interval graph (equivalent to pairwise disjointness of
+    time-overlapping buffers, and a stronger propagation than ``AddNoOverlap2D`` here).
+    Single worker, seeded. ``result``: local offsets array, or ``False`` (proven
+    infeasible), or ``None`` (unknown).
+    """
+
+    def __init__(self, comp: _Component, cap: int, seed: int, time_limit: float,
+                 hint: np.ndarray | None = None, workers: int = 1):
+        from ortools.sat.python import cp_model  # lazy: only when the engine runs
+        self._cp = cp_model
+        self.comp = comp
+        m = cp_model.CpModel()
+        al = comp.align if comp.align is not None else np.ones(comp.m, np.int64)
+        ys, ivs = [], []
+        for k in range(comp.m):
+            a = int(al[k])
+            hi = (cap - comp.size_l[k]) // a
+            y = m.NewIntVar(0, max(hi, 0), f"y{k}")
+            ys.append(y)
+            ivs.append(m.NewFixedSizeIntervalVar(a * y, comp.size_l[k], f"i{k}"))
+            if hint is not None and hint[k] >= 0 and hint[k] % a == 0 and hint[k] // a <= hi:
+                m.AddHint(y, int(hint[k] // a))
+        for cl in _maximal_cliques(comp.sl, comp.sh):
+            if len(cl) > 1:
+                m.AddNoOverlap([ivs[k] for k in cl.tolist()])
+        self.model = m
+        self.ys = ys
+        self.al = al
+        self.solver = cp_model.CpSolver()
+        p = self.solver.parameters
+        p.max_time_in_seconds = max(0.01, float(time_limit))
+        p.num_workers = int(workers)
+        p.random_seed = int(seed) % (2 ** 31)
+        self.result: np.ndarray | bool | None = None
+        self.done = threading.Event()
+        self.thread: threading.Thread | None = None
+
+    def _run(self) -> None:
+        try:
+            st = self.solver.Solve(self.model)
+            if st in (self._cp.OPTIMAL, self._cp.FEASIBLE):
+                self.result = np.array([self.solver.Value(y) for y in self.ys], np.int64) * self.al
+            elif st == self._cp.INFEASIBLE:
+                self.result = False
+        finally:
+            self.done.set()
+
+    def start(self) -> None:
+        self.thread = threading.Thread(target=self._run, name="pack-search-cpsat", daemon=True)
+        self.thread.start()
+
+    def stop(self) -> None:
+        if self.thread is not None and not self.done.is_set():
+            self.solver.StopSearch()
+        if self.thread is not None:
+            self.thread.join()
+
+
+# ----------------------------------------------------------------------------- driver
+
+_CONFIGS = [("rank", "TWA"), ("tight", "TWA"), ("rank", "WAT"), ("tight", "WAT"),
+            ("rank", "TAW"), ("tight", "TAW")]
+
+
+class _Stats:
+    def __init__(self):
+        self.nodes = 0
+        self.backtracks = 0
+        self.tt_hits = 0
+        self.restarts = 0
+        self.cpsat_runs = 0
+        self.cpsat_wins = 0
+        self.search_wins = 0
+        self.components = 0
+
+    def add(self, s: _Searcher) -> None:
+        self.nodes += s.nodes
+        self.backtracks += s.backtracks
+        self.tt_hits += s.tt_hits
+        self.restarts += 1
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def _greedy(comp: _Component) -> np.ndarray:
+    """First descent of the canonical search with unbounded capacity: every buffer goes
+    to its lowest offset in (offset, rank) order. Returns local offsets ``[m]``."""
+    big = int(comp.size.sum()) * (int(comp.align.max()) if comp.align is not None else 1) + 1
+    s = _Searcher(comp, big, comp.heuristic("TWA"), node_limit=10 * comp.m + 10,
+                  deadline=math.inf, stop=None, use_tt=False, choice="rank")
+    if not s.run():  # cannot happen with an unbounded capacity
+        raise RuntimeError("greedy descent failed")
+    return s.off.copy()
+
+
+def _solve_cap(comp: _Component, cap: int, deadline: float, seed: int, stats: _Stats,
+               *, use_cpsat: bool, hint_local: np.ndarray | None,
+               tt_store: dict | None = None) -> np.ndarray | bool | None:
+    """Pack one component within ``cap`` (scaled). Returns local offsets ``[m]``,
+    ``False`` when proven impossible, ``None`` when the deadline passed.
+
+    Restarts: the configurations of ``_CONFIGS`` (then seeded random perturbations of
+    them) run round robin; the node limit starts at ``2 m`` and doubles each round. The
+    table of failed states and the conflict weights are shared by all runs for this
+    capacity (a failed state fails whatever the branching order). A CP-SAT run starts in
+    a second thread when the search has not succeeded within a short warm-up.
+    """
+    m = comp.m
+    if m == 0:
+        return np.zeros(0, np.int64)
+    if comp.peak_live > cap or int(comp.size.max()) > cap:
+        return False
+    if m == 1:
+        return np.zeros(1, np.int64)
+    rng = np.random.default_rng(seed)
+    tt: set = set() if tt_store is None else tt_store.setdefault(cap, set())
+    weights = np.zeros(comp.S + 1, np.int64)
+    stop = threading.Event()
+    cps: _CpSatRun | None = None
+    t_start = time.perf_counter()
+    warmup = min(2.0, 0.05 * max(0.0, deadline - t_start))
+    limit = 2 * m
+    hint_rank = comp.heuristic("TWA", hint=hint_local) if hint_local is not None else None
+    configs: list[tuple[str, np.ndarray]] = []
+    if hint_rank is not None:
+        configs.append(("rank", hint_rank))
+    configs += [(ch, comp.heuristic(h)) for ch, h in _CONFIGS]
+    result: np.ndarray | bool | None = None
+    old_limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old_limit, 4 * m + 1000))
+    try:
+        rnd = 0
+        while result is None:
+            round_configs = list(configs)
+            if rnd >= 2:   # from the third round on, add seeded perturbations
+                for ch, h in _CONFIGS[:2]:
+                    round_configs.append((ch, comp.heuristic(h, rng)))
+            for choice, rank in round_configs:
+                now = time.perf_counter()
+                if now >= deadline:
+                    break
+                if cps is not None and cps.done.is_set():
+                    break
+                if use_cpsat and cps is None and now - t_start >= warmup and m >= 8:
+                    cps = _CpSatRun(comp, cap, seed, deadline - now, hint=hint_local)
+                    cps.start()
+                    stats.cpsat_runs += 1
+                s = _Searcher(comp, cap, rank, node_limit=limit, deadline=deadline, stop=stop,
+                              use_tt=True, choice=choice, weights=weights)
+                s.tt = tt
+                try:
+                    ok = s.run()
+                except _Abort:
+                    ok = None
+                stats.add(s)
+                if len(tt) > 1_000_000:
+                    tt.clear()
+                if ok is True:
+                    result = s.off.copy()
+                    stats.search_wins += 1
+                    break
+                if ok is False:
+                    result = False
+                    break
+            else:
+                limit *= 2
+                rnd += 1
+                continue
+            if result is None:
+                if cps is not None and cps.done.is_set():
+                    if cps.result is not None:
+                        result = cps.result
+                        if result is not False:
+                            stats.cpsat_wins += 1
+                    else:
+                        break  # CP-SAT gave up (time): so do we
+                if time.perf_counter() >= deadline:
+                    break
+    finally:
+        sys.setrecursionlimit(old_limit)
+        if cps is not None:
+            cps.stop()
+            if result is None and cps.result is not None:
+                result = cps.result
+                if result is not False:
+                    stats.cpsat_wins += 1
+    return result
+
+
+def pack(size, start, end, *, capacity: int | None = None, alignment=None,
+         time_limit: float = 60.0, seed: int = 0, hint=None, use_cpsat: bool = True
+         ) -> PackResult:
+    """Place every buffer (pack mode); see the module docstring for the method.
+
+    Args:
+        size, start, end: int arrays ``[n]``; buffer ``i`` is live on ``[start[i], end[i])``
+            and needs ``size[i] > 0`` bytes.
+        capacity: fast-memory size, or ``None`` to minimise the peak.
+        alignment: optional int array ``[n]`` (offsets must be multiples), default 1.
+        time_limit: seconds (wall clock) for the whole call.
+        seed: the only source of randomness (restart perturbations, CP-SAT seed).
+        hint: optional int array ``[n]`` of offsets, ``-1`` = none. A complete valid hint
+            is an incumbent (returned as is when it fits ``capacity``); otherwise the
+            hinted offsets order the first search run and hint CP-SAT.
+        use_cpsat: also run the CP-SAT engine in a second thread on components that the
+            search does not settle within a short warm-up.
+
+    Returns:
+        :class:`PackResult` with offsets ``[n]`` (``-1`` where unknown). With a capacity,
+        ``status`` is OPTIMAL (all packed), INFEASIBLE (proven) or UNKNOWN (time; offsets
+        of the components that were packed are kept). With ``capacity=None`` it is
+        OPTIMAL (peak = proven lower bound) or FEASIBLE.
+
+    The search itself is deterministic for a seed (its restarts are node-limited); when
+    the CP-SAT thread runs, which engine finishes first depends on timing.
+    """
+    t0 = time.perf_counter()
+    deadline = t0 + max(0.0, float(time_limit))
+    size = np.asarray(size, np.int64).reshape(-1)
+    start = np.asarray(start, np.int64).reshape(-1)
+    end = np.asarray(end, np.int64).reshape(-1)
+    n = len(size)
+    if not (len(start) == n and len(end) == n):
+        raise ValueError("size, start and end must have the same length")
+    if n and ((size <= 0).any() or (end <= start).any()):
+        raise ValueError("sizes must be positive and every end must exceed its start")
+    al = np.ones(n, np.int64) if alignment is None else np.asarray(alignment, np.int64).reshape(-1)
+    if len(al) != n or (al <= 0).any():
+        raise ValueError("alignment must be positive, one per buffer")
+    stats = _Stats()
+    history: list[tuple[float, int]] = []
+    lb_total = max_live(size, start, end)
+    off = np.full(n, -1, np.int64)
+
+    def result(status: str, offsets: np.ndarray, lower: int) -> PackResult:
+        peak = int((offsets + size).max()) if n and (offsets >= 0).all() else (0 if n == 0 else None)
+        st = stats.as_dict()
+        st["seconds"] = round(time.perf_counter() - t0, 4)
+        return PackResult(offsets=offsets, status=status, peak=peak, lower_bound=int(lower),
+                          history=history, stats=st)
+
+    if n == 0:
+        return result("OPTIMAL", off, 0)
+    hint_arr = None if hint is None else np.asarray(hint, np.int64).reshape(-1)
+    if hint_arr is not None and len(hint_arr) != n:
+        raise ValueError("hint must have one offset per buffer")
+    hint_valid = (hint_arr is not None and (hint_arr >= 0).all()
+                  and check_packing(size, start, end, hint_arr, capacity, al) is None)
+    if capacity is not None:
+        capacity = int(capacity)
+        if lb_total > capacity or int(size.max()) > capacity:
+            return result("INFEASIBLE", off, lb_total)
+        if hint_valid:
+            history.append((round(time.perf_counter() - t0, 4), int((hint_arr + size).max())))
+            return result("OPTIMAL", hint_arr.copy(), lb_total)
+
+    # components, each in divided units (gcd of sizes, capacity and alignments)
+    comps = []
+    for idx in components(start, end):
+        sz, st_, en = size[idx], start[idx], end[idx]
+        a = al[idx]
+        g = _gcd_all(np.concatenate([sz, [capacity] if capacity is not None else []]).astype(np.int64))
+        # offsets are multiples of g; alignment a needs multiples of a/gcd(a, g) in units
+        a_units = a // np.gcd(a, g)
+        comp = _Component(sz // g, st_, en, None if (a_units == 1).all() else a_units, idx)
+        h_local = None
+        if hint_arr is not None:
+            hv = hint_arr[idx][comp.order]
+            h_local = np.where((hv >= 0) & (hv % g == 0), hv // g, -1)
+        comps.append((idx, g, comp, h_local))
+    stats.components = len(comps)
+    comps.sort(key=lambda x: (x[2].m, x[0][0]))          # small components first
+
+    def put(idx, g, comp, local):
+        o = np.empty(comp.m, np.int64)
+        o[comp.order] = local * g
+        off[idx] = o
+
+    if capacity is not None:
+        status = "OPTIMAL"
+        for idx, g, comp, h_local in comps:
+            r = _solve_cap(comp, capacity // g, deadline, seed, stats, use_cpsat=use_cpsat,
+                           hint_local=h_local)
+            if r is False:
+                off[:] = -1
+                return result("INFEASIBLE", off, lb_total)
+            if r is None:
+                status = "UNKNOWN"
+                continue
+            put(idx, g, comp, r)
+        if status == "OPTIMAL":
+            history.append((round(time.perf_counter() - t0, 4), int((off + size).max())))
+        return result(status, off, lb_total)
+
+    # minimise the peak: incumbents first (greedy descent or the hint), then per component
+    # try the overall lower bound, then bisect between proven bound and incumbent.
+    best = []
+    for idx, g, comp, h_local in comps:
+        loc = _greedy(comp)
+        if hint_valid:
+            hl = hint_arr[idx][comp.order]
+            if (hl % g == 0).all() and int((hl + comp.size * g).max()) < int(((loc + comp.size) * g).max()):
+                loc = hl // g
+        put(idx, g, comp, loc)
+        best.append(int(((loc + comp.size) * g).max()))
+    history.append((round(time.perf_counter() - t0, 4), int((off + size).max())))
+    lbs = [comp.peak_live * g for _, g, comp, _ in comps]
+    global_lb = max(lbs)
+    order = sorted(range(len(comps)), key=lambda k: -best[k])  # worst component first
+    for k in order:
+        idx, g, comp, h_local = comps[k]
+        lo = max(lbs[k], global_lb)                 # never worth going below the overall bound
+        lo_u = -(-lo // g)
+        hi_u = best[k] // g - 1                     # looking for peaks <= hi_u (units)
+        tt_store: dict = {}
+        first = True
+        while lo_u <= hi_u and time.perf_counter() < deadline:
+            cap_u = lo_u if first else (lo_u + hi_u) // 2
+            first = False
+            now = time.perf_counter()
+            # give each probe a share of the time left (the first probe, at the bound, more)
+            share = deadline if cap_u == lo_u else now + max(0.05, 0.5 * (deadline - now))
+            r = _solve_cap(comp, cap_u, min(deadline, share), seed, stats,
+                           use_cpsat=use_cpsat, hint_local=None, tt_store=tt_store)
+            if r is False:
+                lo_u = cap_u + 1
+                lbs[k] = max(lbs[k], lo_u * g)
+            elif r is None:
+                if cap_u == lo_u and time.perf_counter() >= deadline:
+                    break
+                lo_u = cap_u + 1                    # heuristic: look higher, not a proof
+            else:
+                put(idx, g, comp, r)
+                best[k] = int(((r + comp.size) * g).max())
+                hi_u = best[k] // g - 1
+                history.append((round(time.perf_counter() - t0, 4), int((off + size).max())))
+        if time.perf_counter() >= deadline:
+            break
+    peak = int((off + size).max())
+    proven = max(max(lbs), lb_total)
+    return result("OPTIMAL" if peak <= proven else "FEASIBLE", off, proven)
