@@ -6,7 +6,7 @@ seconds), gap to the bound, wall seconds, and for mcts the ratio to greedy-xla's
 and search statistics. Prints a markdown table and a mean row.
 
 Usage: nice python experiments/compare_mcts.py [--sizes 100 200 300 500] [--seeds 1 2 3]
-       [--time-limit 30] [--simulations 32] [--variant address] [--rollout-depth 48]
+       [--time-limit 30] [--simulations 16] [--variant order|address] [--order xla] [--rollout-depth 48]
 """
 
 from __future__ import annotations
@@ -27,16 +27,15 @@ def main() -> None:
     ap.add_argument("--time-limit", type=float, default=30.0)
     ap.add_argument("--simulations", type=int, default=None)
     ap.add_argument("--variant", default=None, choices=["order", "address"])
-    ap.add_argument("--order", default="start", choices=["start", "xla", "size"])
-    ap.add_argument("--rollout-depth", type=int, default=48, help="0 = rollouts to the end of the episode")
+    ap.add_argument("--order", default=None, choices=["start", "xla", "size"])
+    ap.add_argument("--rollout-depth", type=int, default=None, help="steps per rollout (default: to the end)")
     args = ap.parse_args()
     hw = PRESETS["tpuv4i"]
-    options = {"order": args.order, "rollout_depth": args.rollout_depth or None}
-    if args.variant:
-        options["variant"] = args.variant
-    if args.simulations:
-        options["simulations"] = args.simulations
-    print(f"# mcts options: {options}, time limit {args.time_limit}s, hardware tpuv4i")
+    # Only what was asked for; everything else keeps the solver's defaults.
+    given = {"variant": args.variant, "order": args.order, "simulations": args.simulations,
+             "rollout_depth": args.rollout_depth}
+    options = {k: v for k, v in given.items() if v is not None}
+    print(f"# mcts options: {options or 'solver defaults'}, time limit {args.time_limit}s, hardware tpuv4i")
     print("| instance | buffers | greedy-xla gap | greedy-xla s | mcts gap | mcts s | mcts / greedy-xla "
           "| simulations | searched moves | answer from |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")

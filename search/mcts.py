@@ -18,11 +18,12 @@ per-move differences are tiny in absolute terms), plus ``exploration * sqrt(ln N
 Truncated rollouts end at a fixed step count from the root, so all simulations of one
 move are scored over the same decisions.
 
-Budgets: at most ``simulations`` per move, and a wall-clock deadline shared out over the
-remaining moves. A reserve for finishing greedily is kept (measured on a first greedy
-episode), so the search always returns a complete episode; when the time is gone it
-finishes greedily. The answer is the best complete episode seen: the committed path,
-any rollout that reached the end, or the incumbents given by the caller.
+Budgets: at most ``simulations`` new simulations per move, and a wall-clock deadline
+shared out over the remaining moves. A reserve for finishing greedily is kept (measured
+on a first greedy episode); when the time is gone the episode is finished greedily, and
+if even that cannot end in time (huge inputs) it stops, which in map mode is still a
+valid placement (undecided buffers are slow). The answer is the best episode seen: the
+committed path, any rollout that reached the end, or the incumbents given by the caller.
 """
 
 from __future__ import annotations
@@ -93,10 +94,25 @@ class Node:
         return self.reward + self.value_sum / self.visits
 
 
-def play_greedy(game: Game) -> None:
-    """Finish ``game`` with the greedy's choice at every step (in place)."""
+def play_greedy(game: Game, deadline: float = math.inf) -> bool:
+    """Finish ``game`` with the greedy's choice at every step (in place); False if ``deadline`` came first.
+
+    A game stopped early is still a valid map-mode placement: undecided buffers are slow.
+    """
+    steps = 0
     while not game.done:
+        if steps % 32 == 0 and deadline < math.inf and time.monotonic() > deadline:
+            return False
         game.step(game.greedy_action())
+        steps += 1
+    return True
+
+
+def episode_of(game: Game, source: str) -> Episode:
+    """The game's placement as an episode. An unfinished one counts only in map mode,
+    where undecided buffers are slow and the return so far is its exact value."""
+    value = game.total_reward() if game.done or game.data.mode == "map" else -math.inf
+    return Episode(value, game.offsets(), source if game.done else f"{source} (stopped at the deadline)")
 
 
 def rollout(game: Game, cfg: MCTSConfig, rng: np.random.Generator, stop_step: float) -> float:
@@ -175,9 +191,9 @@ class UCTSearch:
         cfg = self.cfg
         probe = game.clone()
         tp = time.monotonic()
-        play_greedy(probe)
+        play_greedy(probe, deadline)
         step_time = (time.monotonic() - tp) / max(probe.steps - game.steps, 1)
-        best = Episode(probe.total_reward(), probe.offsets(), "greedy")
+        best = episode_of(probe, "greedy")
         for inc in incumbents:
             if inc.value > best.value:
                 best = inc
@@ -190,7 +206,7 @@ class UCTSearch:
             reserve = 2.0 * left * step_time + 0.01
             if now + reserve >= deadline:
                 result.finished_greedily_at = result.moves
-                play_greedy(game)
+                play_greedy(game, deadline + 0.1 * (deadline - t0) + 0.5)
                 break
             if len(legal) > 1:
                 move_deadline = now + (deadline - now - reserve) / left
@@ -214,8 +230,9 @@ class UCTSearch:
             result.moves += 1
             child = root.children.get(action)
             root = child if (cfg.reuse_tree and child is not None) else Node()
-        if game.total_reward() > best.value:
-            best = Episode(game.total_reward(), game.offsets(), "committed")
+        final = episode_of(game, "committed")
+        if final.value > best.value:
+            best = final
             result.history.append((time.monotonic() - t0, best.value))
         result.best = best
         return result

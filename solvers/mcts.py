@@ -26,7 +26,7 @@ from hybrid.model import Problem, Solution, Status, offsets_array, offsets_tuple
 from hybrid.protocol import Solver
 from search.game import Game, GameConfig
 from search.game_data import GameData
-from search.mcts import Episode, MCTSConfig, UCTSearch, play_greedy
+from search.mcts import Episode, MCTSConfig, UCTSearch, episode_of, play_greedy
 
 # Measured in experiments/results/mcts_vs_greedy.md: in map mode searching the fixed-order
 # game in greedy-xla's order ends closest to the bound; in pack mode the fixed-address game
@@ -68,8 +68,8 @@ class MCTSSolver(Solver):
                       GameConfig(variant="address", k=k)):
             if other != game_cfg:
                 g = Game(problem, hardware, other, data=data)
-                play_greedy(g)
-                incumbents.append(Episode(g.total_reward(), g.offsets(), f"greedy-{other.variant}-{other.order}"))
+                play_greedy(g, t0 + 0.25 * time_limit)
+                incumbents.append(episode_of(g, f"greedy-{other.variant}-{other.order}"))
         if hint is not None and len(hint.offsets) == problem.n:
             off = offsets_array(hint.offsets)
             incumbents.append(Episode(episode_value(data, off), off, "hint"))

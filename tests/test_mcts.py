@@ -64,6 +64,32 @@ def test_short_time_limit_finishes_greedily_with_a_valid_answer():
     assert report.stats["moves"] < problem.n
 
 
+def test_no_time_at_all_still_returns_a_valid_map_answer():
+    # The deadline has passed before the first move: no search, the greedy finishes the episode.
+    problem = layered_network(3000, seed=2)
+    report = run_solver("mcts", problem, HW, time_limit=0.01, seed=0)
+    assert report.valid and report.objective >= 0
+    assert report.stats["finished_greedily_at"] == 0 and report.stats["simulations"] == 0
+
+
+def test_an_episode_stopped_at_the_deadline_counts_only_in_map_mode():
+    from hybrid.generate import packed_instance
+    from search.mcts import episode_of
+
+    problem = layered_network(50, seed=1)
+    game = Game(problem, HW, GameConfig(variant="order", order="xla"))
+    for _ in range(10):
+        game.step(game.greedy_action())
+    assert play_greedy(game.clone(), deadline=0.0) is False  # stopped before its first step
+    ep = episode_of(game, "partial")
+    assert validate(problem, ep.offsets) is None and ep.value == game.total_reward() > 0
+    assert ep.value * Evaluator(problem, HW).time_all_slow == pytest.approx(Evaluator(problem, HW).value(ep.offsets))
+    pack, _ = packed_instance(20, seed=1)
+    g = Game(pack, UNIT, GameConfig(variant="address"))
+    g.step(g.greedy_action())
+    assert episode_of(g, "partial").value == -np.inf
+
+
 def test_hint_is_kept_when_the_search_does_worse():
     problem = layered_network(70, seed=4)
     strong = MCTSSolver().solve(problem, HW, time_limit=30, seed=1, simulations=48)
