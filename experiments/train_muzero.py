@@ -1,7 +1,7 @@
 """Train (optionally), evaluate and ship the muzero solver's checkpoint; writes results/muzero_training.md.
 
     nice python experiments/train_muzero.py --run --ship    # train as below, then summarise and ship
-    nice python experiments/train_muzero.py --ship          # summarise an existing run in --dir
+    nice python experiments/train_muzero.py --ship --tune   # summarise an existing run in --dir
 
 The training command (``mallocgame train``) is fixed in ``COMMAND`` so the record says
 exactly what produced the shipped ``search/muzero/checkpoints/default.pt``. The summary
@@ -68,6 +68,43 @@ def evaluate(model_path: Path, simulations: int = 8) -> list[str]:
     return rows
 
 
+def tune_c_scale(model_path: Path, simulations: int = 16) -> list[str]:
+    """Return / greedy's for Gumbel's ``c_scale`` (weight of searched Q vs prior) on tuning seeds 201-206.
+
+    These seeds are neither in training (>= TRAIN_SEED_BASE) nor in the comparison (101-108).
+    """
+    import numpy as np
+
+    from search.muzero.env import game_factory
+    from search.muzero.problems import Recipe
+    from search.muzero.search import SearchConfig
+    from search.muzero.selfplay import Agent
+    from search.muzero.torchless import load_inference
+    from search.muzero.train import greedy_return
+
+    net, payload = load_inference(str(model_path))
+    make = game_factory(payload["game"])
+    recipes = [Recipe("layered", 60, 201), Recipe("layered", 100, 202), Recipe("intervals", 60, 203),
+               Recipe("layered", 80, 204), Recipe("layered", 150, 205), Recipe("intervals", 100, 206)]
+    greedy = [greedy_return(make(r)) for r in recipes]
+    rows = ["| search | c_scale | " + " | ".join(f"{r.kind}-{r.n}-s{r.seed}" for r in recipes) + " | mean |",
+            "|---|---|" + "---|" * (len(recipes) + 1)]
+    settings = [("policy only", None)] + [(m, c) for c in (0.1, 0.02, 0.005) for m in ("simulator", "learned")]
+    for model, c_scale in settings:
+        ratios = []
+        for r, g0 in zip(recipes, greedy):
+            config = SearchConfig(simulations=0 if c_scale is None else simulations, gumbel_scale=0.0,
+                                  c_scale=c_scale or 0.1)
+            agent = Agent(net, config, "learned" if model == "policy only" else model)
+            game, rng = make(r), np.random.default_rng(0)
+            while not game.done:
+                game.step(agent.search(game, rng).action)
+            ratios.append(game.total_reward() / g0)
+        rows.append(f"| {model} | {'-' if c_scale is None else c_scale} | " + " | ".join(f"{x:.4f}" for x in ratios)
+                    + f" | {statistics.mean(ratios):.4f} |")
+    return rows
+
+
 def log_summary(train_path: Path) -> tuple[list[str], dict]:
     from search.muzero import checkpoint as ckpt
 
@@ -90,6 +127,7 @@ def main() -> None:
     parser.add_argument("--dir", default="/tmp/muzero_run", help="where the run's checkpoints and log live")
     parser.add_argument("--run", action="store_true", help="run the training command first (about 30 min)")
     parser.add_argument("--ship", action="store_true", help=f"copy the exported model to {SHIPPED}")
+    parser.add_argument("--tune", action="store_true", help="also tabulate Gumbel c_scale on tuning seeds")
     args = parser.parse_args()
     run_dir = Path(args.dir)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -134,6 +172,12 @@ def main() -> None:
         *evaluate(export),
         "",
     ]
+    if args.tune:
+        lines += ["## Tuning Gumbel's c_scale (16 simulations per move; return / greedy's)", "",
+                  "Seeds 201-206 are used neither in training nor in `compare_muzero_mcts.py` (101-108). "
+                  "The solver's defaults come from this table: c_scale 0.1 with the simulator, 0.02 with the "
+                  "learned model, and the simulator as the default search model.", "",
+                  *tune_c_scale(export), ""]
     text = "\n".join(lines)
     out = ROOT / "experiments" / "results" / "muzero_training.md"
     out.write_text(text)
