@@ -21,10 +21,22 @@ RESULTS = ROOT / "experiments" / "results"
 IMPROVED = 1 + 1e-6  # same threshold as `compare`: above it a speed-up over greedy is an improvement
 
 
-def registered_solvers() -> list[str]:
-    from hybrid.registry import solver_entries
+def registered_solvers(mode: str | None = "map") -> list[str]:
+    """Every registered solver that loads and supports ``mode`` (``None``: any mode)."""
+    from hybrid.registry import SolverLoadError, load_solver, solver_entries
 
-    return list(solver_entries())
+    names = []
+    for name in solver_entries():
+        try:
+            solver = load_solver(name)
+        except SolverLoadError as exc:
+            print(f"skipping {name}: {exc}")
+            continue
+        if mode is None or mode in getattr(solver, "modes", {"map", "pack"}):
+            names.append(name)
+        else:
+            print(f"skipping {name}: no {mode} mode")
+    return names
 
 
 def run_compare(args: list[str]) -> tuple[str, str, float]:

@@ -156,6 +156,7 @@ def prepare_inputs(specs: Sequence[str], *, benchmarks: str | None, mode: str | 
 def _child(conn, name: str, problem: Problem, hardware, time_limit: float, seed: int, options: dict, bound) -> None:
     from hybrid.run import run_solver
 
+    os.setpgid(0, 0)  # its own process group, so a kill reaches any processes the solver starts
     try:
         report = run_solver(name, problem, hardware, time_limit=time_limit, seed=seed, options=options, bound=bound)
         conn.send(("ok", report))
@@ -189,8 +190,9 @@ def run_matrix(inputs: list[Input], solvers: Sequence[str], *, time_limit: float
                     continue
                 recv, send = ctx.Pipe(duplex=False)
                 inp = inputs[i]
+                # Not a daemon: a solver may start processes of its own (portfolio does).
                 proc = ctx.Process(target=_child, args=(send, s, inp.problem, inp.hardware, time_limit, seed,
-                                                        options.get(s, {}), inp.bound), daemon=True)
+                                                        options.get(s, {}), inp.bound), daemon=False)
                 proc.start()
                 send.close()
                 running[recv] = (task, proc, time.monotonic())
@@ -214,7 +216,7 @@ def run_matrix(inputs: list[Input], solvers: Sequence[str], *, time_limit: float
             now = time.monotonic()
             for conn, (task, proc, started) in list(running.items()):
                 if now - started > hard_limit:
-                    proc.kill()
+                    _kill_group(proc)
                     proc.join(5)
                     conn.close()
                     del running[conn]
@@ -224,10 +226,20 @@ def run_matrix(inputs: list[Input], solvers: Sequence[str], *, time_limit: float
                     bar.update(1)
     finally:
         for conn, (_, proc, _) in running.items():
-            proc.kill()
+            _kill_group(proc)
             conn.close()
         bar.close()
     return [rows[t] for t in tasks]
+
+
+def _kill_group(proc) -> None:
+    """Kill a run and whatever processes its solver started (they share its process group)."""
+    import signal
+
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        proc.kill()
 
 
 def _disable(progress: bool | None) -> bool | None:

@@ -27,6 +27,17 @@ FAILING_MODULE = textwrap.dedent('''
         def solve(self, problem, hardware, *, time_limit, seed, hint=None):
             raise RuntimeError("boom on " + problem.name)
 
+    class Sleeps(Solver):
+        """Starts a helper process, writes its pid where PID_FILE says, and never returns."""
+        name = "sleeps"
+
+        def solve(self, problem, hardware, *, time_limit, seed, hint=None):
+            import subprocess, time
+            helper = subprocess.Popen(["sleep", "120"])
+            with open(os.environ["PID_FILE"], "w") as fh:
+                fh.write(str(helper.pid))
+            time.sleep(120)
+
     class Dies(Solver):
         name = "dies"
 
@@ -142,3 +153,29 @@ def test_solver_options_parse():
                     "x": {"simulations": 64, "flag": True}}
     with pytest.raises(InputError, match="not in --solvers"):
         parse_solver_options(["other:k=1"], ["mcts"])
+
+
+def test_overrunning_solver_is_killed_with_its_helpers(tmp_path, monkeypatch):
+    import os
+    import time
+
+    from hardware.spec import PRESETS
+    from hybrid.compare import Input, run_matrix
+
+    make_distribution(tmp_path, "failing-plugin", "sleeps = failing_plugin.solver:Sleeps", FAILING_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    pid_file = tmp_path / "helper.pid"
+    monkeypatch.setenv("PID_FILE", str(pid_file))
+    inp = Input("tiny", layered_network(20, seed=1), PRESETS["tpuv4i"])
+    (row,) = run_matrix([inp], ["sleeps"], time_limit=0.5, seed=0, jobs=1, options={}, load_errors={},
+                        progress=False, hard_limit=2.0)
+    assert row.status == "ERROR" and row.error.startswith("killed after 2 s")
+    helper = int(pid_file.read_text())
+    for _ in range(50):  # the helper was in the run's process group: it is gone too
+        try:
+            os.kill(helper, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail("the solver's helper process survived the kill")
