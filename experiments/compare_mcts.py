@@ -5,6 +5,9 @@ solver through the runner (validated and scored by the evaluator): value (time s
 seconds), gap to the bound, wall seconds, and for mcts the ratio to greedy-xla's value
 and search statistics. Prints a markdown table and a mean row.
 
+With ``--pack FILE...``: pack mode on MiniMalloc CSVs instead, the fraction of bytes that
+``best-fit`` (its map-mode run: within the capacity, the rest left out) and ``mcts`` place.
+
 Usage: nice python experiments/compare_mcts.py [--sizes 100 200 300 500] [--seeds 1 2 3]
        [--time-limit 30] [--simulations 16] [--variant order|address] [--order xla] [--rollout-depth 48]
 """
@@ -29,7 +32,11 @@ def main() -> None:
     ap.add_argument("--variant", default=None, choices=["order", "address"])
     ap.add_argument("--order", default=None, choices=["start", "xla", "size"])
     ap.add_argument("--rollout-depth", type=int, default=None, help="steps per rollout (default: to the end)")
+    ap.add_argument("--pack", nargs="+", default=None, metavar="CSV",
+                    help="instead: pack mode on these MiniMalloc CSVs (capacity from the file name), mcts vs best-fit")
     args = ap.parse_args()
+    if args.pack:
+        return compare_pack(args)
     hw = PRESETS["tpuv4i"]
     # Only what was asked for; everything else keeps the solver's defaults.
     given = {"variant": args.variant, "order": args.order, "simulations": args.simulations,
@@ -58,6 +65,27 @@ def main() -> None:
     print(f"| mean | | {np.mean(gaps_g):.2%} | | {np.mean(gaps_m):.2%} | | {np.mean(ratios):.4f} | | | |")
     print(f"# mcts better than greedy-xla on {sum(r > 1 + 1e-9 for r in ratios)}/{len(ratios)}, "
           f"equal on {sum(abs(r - 1) <= 1e-9 for r in ratios)}, worse on {sum(r < 1 - 1e-9 for r in ratios)}")
+
+
+def compare_pack(args) -> None:
+    """Pack mode: fraction of bytes each solver's answer places within the capacity (1 = a packing)."""
+    from hybrid.io import load_problem
+    from search.game_data import GameData
+    from solvers.mcts import episode_value
+
+    hw = PRESETS["unit"]
+    options = {k: v for k, v in {"variant": args.variant, "simulations": args.simulations}.items() if v is not None}
+    print(f"# pack mode, mcts options: {options or 'solver defaults'}, time limit {args.time_limit}s")
+    print("| instance | buffers | best-fit placed bytes | mcts placed bytes | mcts valid | mcts s | simulations |")
+    print("|---|---:|---:|---:|---|---:|---:|")
+    for path in args.pack:
+        problem = load_problem(path).replace(mode="pack")
+        data = GameData(problem, hw)
+        b = run_solver("best-fit", problem.replace(mode="map"), hw, time_limit=args.time_limit, seed=0)
+        m = run_solver("mcts", problem, hw, time_limit=args.time_limit, seed=0, options=options)
+        best_fit = episode_value(data, np.array([-1 if o is None else o for o in b.offsets], np.int64))
+        print(f"| {problem.name} | {problem.n} | {best_fit:.4f} | {m.stats['value_normalised']:.4f} | {m.valid} "
+              f"| {m.seconds:.1f} | {m.stats['simulations']} |", flush=True)
 
 
 if __name__ == "__main__":
