@@ -14,6 +14,9 @@ Options (keyword arguments of ``solve``; the CLI passes ``--simulations``):
   see ``experiments/results/muzero_training.md``) or ``"learned"`` (MuZero proper: plan
   inside the learned dynamics); default from ``MALLOCGAME_MUZERO_MODEL``;
 * ``method``       ``"gumbel"`` (default) or ``"puct"``;
+* ``rollout_depth`` simulator only: a leaf's value is the return of this many greedy moves
+  plus the network's value after them (default 48, as plain MCTS's rollouts; 0 = the
+  network's value alone, pure AlphaZero); complete rollouts are answers too;
 * ``c_scale``      weight of the searched Q values against the prior in Gumbel selection
   (default 0.1 with the simulator, 0.02 with the learned model, whose Q values are noisier).
 
@@ -21,7 +24,7 @@ Time: the remaining budget is spread evenly over the remaining moves, using the 
 cost of a simulation; a move that cannot afford two simulations is played by the game's
 greedy policy (which banks time for later moves), and when the clock runs out the
 undecided buffers stay in slow memory, so there is always a valid answer. Incumbents:
-the game's greedy episode and the ``hint``; the best complete answer is returned
+the game's greedy episode, complete rollouts and the ``hint``; the best complete answer is returned
 (``stats["answer_from"]`` says which). All randomness comes from ``seed``; the answer is
 the same for the same seed unless the time limit binds (then the switch to greedy
 depends on the clock).
@@ -40,6 +43,7 @@ from hybrid.model import Problem, Solution, Status, offsets_array, offsets_tuple
 from hybrid.protocol import Solver
 
 DEFAULT_SIMULATIONS = 16
+DEFAULT_ROLLOUT_DEPTH = 48
 DEFAULT_C_SCALE = {"simulator": 0.1, "learned": 0.02}  # tuned on layered/intervals seeds 201-206 (held out)
 CHECKPOINT_ENV = "MALLOCGAME_MUZERO_CHECKPOINT"
 MODEL_ENV = "MALLOCGAME_MUZERO_MODEL"
@@ -68,7 +72,7 @@ class MuZeroSolver(Solver):
 
     def solve(self, problem: Problem, hardware, *, time_limit: float, seed: int, hint: Solution | None = None,
               simulations: int | None = None, checkpoint: str | None = None, search_model: str | None = None,
-              method: str = "gumbel", c_scale: float | None = None) -> Solution:
+              method: str = "gumbel", c_scale: float | None = None, rollout_depth: int | None = None) -> Solution:
         t0 = time.monotonic()
         deadline = t0 + 0.9 * time_limit - 0.05
         from search.game import Game, GameConfig
@@ -86,7 +90,8 @@ class MuZeroSolver(Solver):
             raise ValueError(f"simulations: must be >= 0, got {sims}")
         net, game_fields = load_agent_network(path)
         search = SearchConfig(simulations=sims, method=method, gumbel_scale=0.0, c_scale=c_scale)
-        agent = Agent(net, search, model)
+        depth = (DEFAULT_ROLLOUT_DEPTH if model == "simulator" else 0) if rollout_depth is None else rollout_depth
+        agent = Agent(net, search, model, depth)
         rng = np.random.default_rng(seed)
 
         data = GameData(problem, hardware)
@@ -99,13 +104,15 @@ class MuZeroSolver(Solver):
 
         candidates = [(game.total_reward(), game.offsets(), "search" if play.greedy_moves == 0 else
                        "search+greedy" if game.done else "search (cut short)")]
+        if agent.best_rollout is not None:
+            candidates.append((agent.best_rollout[0], agent.best_rollout[1], "rollout"))
         if greedy.done:
             candidates.append((greedy.total_reward(), greedy.offsets(), "greedy"))
         if hint is not None and len(hint.offsets) == problem.n:
             off = offsets_array(hint.offsets)
             candidates.append((data.evaluator.value(off) / data.reward_norm, off, "hint"))
         value, offsets, source = max(candidates, key=lambda c: c[0])  # first wins ties: the search's own
-        stats = {"checkpoint": path, "search_model": model, "method": method, "c_scale": c_scale,
+        stats = {"checkpoint": path, "search_model": model, "method": method, "c_scale": c_scale, "rollout_depth": depth,
                  "simulations_per_move": sims,
                  "simulations": play.simulations, "searched_moves": play.searched_moves,
                  "greedy_moves": play.greedy_moves, "network_evaluations": agent.evaluator.calls,

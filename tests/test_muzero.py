@@ -340,6 +340,8 @@ def test_solver_valid_deterministic_and_never_below_its_hint(real_checkpoint, se
 
     problem, hw = layered_network(25, seed=4), PRESETS["tpuv4i"]
     opts = dict(time_limit=30, simulations=6, checkpoint=real_checkpoint, search_model=search_model)
+    if search_model == "simulator":
+        opts["rollout_depth"] = 4
     a = MuZeroSolver().solve(problem, hw, seed=3, **opts)
     b = MuZeroSolver().solve(problem, hw, seed=3, **opts)
     assert validate(problem, a.offsets) is None
@@ -365,3 +367,17 @@ def test_solver_does_not_import_torch(real_checkpoint):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
+
+
+def test_simulator_rollouts_value_leaves_and_keep_the_best_complete_episode():
+    from search.muzero.selfplay import Agent
+
+    agent = Agent(neutral_net(), SearchConfig(simulations=16), "simulator", rollout_depth=5)
+    game = trap_game()
+    result = agent.search(game, np.random.default_rng(0))
+    assert result.action == K_TOY
+    value, offsets = agent.best_rollout
+    assert value == pytest.approx(5 / 6) and offsets.tolist() == [-1, 0]
+    assert game.t == 0  # the search played on clones
+    with pytest.raises(ValueError):
+        Agent(neutral_net(), SearchConfig(), "learned", rollout_depth=5)

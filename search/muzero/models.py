@@ -8,7 +8,13 @@
   where the game ends; it was trained to predict zero reward and value past the end.
 * :class:`SimulatorModel` (AlphaZero style): nodes are clones of the real game
   (``clone()`` / ``step()``), so rewards, masks and terminal states are exact; the
-  network gives only the prior logits and the value of each new position.
+  network gives only the prior logits and the value of each new position. With
+  ``rollout_depth`` d > 0 a leaf's value is instead the return of d moves of the game's
+  greedy policy plus the network's value where the rollout stops (AlphaGo's mix of
+  rollouts and a value network, with the rollout truncated and bootstrapped): the near
+  future is then exact and the network only has to judge what lies beyond. A rollout that
+  reaches the end of the game is a complete placement; the best one is kept in ``best``
+  (plain MCTS keeps such episodes too).
 
 Both return :class:`~search.muzero.search.Expansion` with normalised values in [0, 1].
 """
@@ -75,8 +81,9 @@ class LearnedModel:
 class SimulatorModel:
     """AlphaZero: plan with the true game; the network supplies priors and values only."""
 
-    def __init__(self, evaluator: NetworkEvaluator, game: Any, obs: ObsArrays | None = None):
-        self.evaluator, self.game, self.root_obs = evaluator, game, obs
+    def __init__(self, evaluator: NetworkEvaluator, game: Any, obs: ObsArrays | None = None, rollout_depth: int = 0):
+        self.evaluator, self.game, self.root_obs, self.rollout_depth = evaluator, game, obs, rollout_depth
+        self.best: tuple[float, np.ndarray] | None = None  # best complete episode a rollout reached
 
     def _evaluate(self, game: Any, reward: float, obs: ObsArrays | None = None) -> Expansion:
         if game.done:
@@ -84,7 +91,24 @@ class SimulatorModel:
             return Expansion(game, reward, np.zeros(A), 0.0, np.zeros(A, bool), terminal=True)
         obs = obs if obs is not None else obs_arrays(game.observation())
         _, logits, value, _ = self.evaluator.initial(obs)
+        if self.rollout_depth > 0:
+            value = self._rollout(game)
         return Expansion(game, reward, logits, value, obs.mask)
+
+    def _rollout(self, game: Any) -> float:
+        """Greedy return over ``rollout_depth`` moves from ``game`` plus the network's value after them."""
+        sim = game.clone()
+        total = 0.0
+        for _ in range(self.rollout_depth):
+            if sim.done:
+                break
+            total += float(sim.step(sim.greedy_action()))
+        if sim.done:
+            if self.best is None or sim.total_reward() > self.best[0]:
+                self.best = (float(sim.total_reward()), sim.offsets())
+            return total
+        _, _, value, _ = self.evaluator.initial(obs_arrays(sim.observation()))
+        return total + value
 
     def root(self) -> Expansion:
         return self._evaluate(self.game, 0.0, self.root_obs)

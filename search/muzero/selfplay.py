@@ -26,20 +26,31 @@ MODELS = ("learned", "simulator")
 
 
 class Agent:
-    """A network and a search configuration; ``model`` is ``"learned"`` or ``"simulator"``."""
+    """A network and a search configuration; ``model`` is ``"learned"`` or ``"simulator"``.
 
-    def __init__(self, net: "MuZeroNet | NumpyNet", search: SearchConfig, model: str = "learned"):
+    ``rollout_depth`` (simulator only): greedy rollout moves before the value network judges a leaf.
+    """
+
+    def __init__(self, net: "MuZeroNet | NumpyNet", search: SearchConfig, model: str = "learned",
+                 rollout_depth: int = 0):
         if model not in MODELS:
             raise ValueError(f"unknown search model {model!r} (known: {', '.join(MODELS)})")
+        if rollout_depth and model != "simulator":
+            raise ValueError("rollout_depth needs the simulator search model (the learned model has no game to roll out)")
         self.evaluator = NetworkEvaluator(net)
-        self.search_config, self.model = search, model
+        self.search_config, self.model, self.rollout_depth = search, model, rollout_depth
+        self.best_rollout: tuple[float, Any] | None = None  # (episode return, offsets) over all searches
 
     def search(self, game: Any, rng: np.random.Generator, *, simulations: int | None = None,
                obs: ObsArrays | None = None) -> SearchResult:
         obs = obs if obs is not None else obs_arrays(game.observation())
         model = (LearnedModel(self.evaluator, obs) if self.model == "learned"
-                 else SimulatorModel(self.evaluator, game, obs))
-        return run_search(model, self.search_config, rng, simulations=simulations)
+                 else SimulatorModel(self.evaluator, game, obs, self.rollout_depth))
+        result = run_search(model, self.search_config, rng, simulations=simulations)
+        best = getattr(model, "best", None)
+        if best is not None and (self.best_rollout is None or best[0] > self.best_rollout[0]):
+            self.best_rollout = best
+        return result
 
     def prior_action(self, game: Any, obs: ObsArrays | None = None) -> int:
         """The network's most likely legal action (no search)."""
