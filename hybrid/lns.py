@@ -1,0 +1,263 @@
+"""Large neighbourhood search: keep most of an incumbent, re-solve a time window with CP-SAT, keep improvements.
+
+Starts from the hint when one is given, else from greedy-xla (map mode) or best-fit (pack
+mode), pushed down onto the address grid (:func:`solvers.cpsat_model.push_down`). Each
+step frees the buffers live in a random time window (about ``k`` of them), turns every
+other placed buffer that overlaps them in time into a fixed rectangle, and re-solves the
+freed part with CP-SAT (:func:`solvers.cpsat_model.solve_part`) hinted with the
+incumbent, so a step never makes the part worse:
+
+* map mode: maximise the exact value of the freed buffers given the fixed ones (roofline
+  saving per op for workloads with ops, sum of benefits otherwise);
+* pack mode: minimise the highest top among the freed buffers, never asking for less
+  than the fixed rectangles around them already reach; windows are centred on the
+  buffers that touch the peak. With a capacity (feasibility), the search stops as
+  soon as the peak fits.
+
+The window adapts: a part proved optimal quickly grows ``k`` by 25%, a part that runs out
+of time shrinks it. When one part covers every candidate and is proved optimal the
+search stops early (nothing left to improve). All randomness comes from ``seed``; CP-SAT
+runs deterministically (``interleave_search``) with a per-step seed drawn from it, so the
+trajectory is reproducible except for where the wall clock cuts a step.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from hardware.evaluator import Evaluator
+from hybrid.graph import OverlapIndex, live_profile
+from hybrid.model import Problem, Solution, Status, offsets_array, offsets_tuple
+from hybrid.placement import greedy_place
+from hybrid.protocol import Solver
+from solvers.cpsat_model import Limits, Part, push_down, solve_part, value_terms
+
+K_MIN, K_START, K_MAX = 12, 40, 600
+SAFETY = 0.05
+
+
+@dataclass
+class Window:
+    """A neighbourhood: free buffer indices ``[m]`` and the placed buffers around them ``[k]``."""
+
+    free: np.ndarray
+    fixed: np.ndarray
+
+
+def window_around(index: OverlapIndex, candidates: np.ndarray, center: int, k: int, horizon: tuple[int, int]) -> np.ndarray:
+    """About ``k`` candidate buffers live in a time window grown around ``center`` (indices, sorted).
+
+    The window ``[center - w, center + w)`` doubles until it holds ``k`` candidates or
+    spans the horizon, then the last doubling is bisected back towards ``k``.
+    """
+    lo_t, hi_t = horizon
+
+    def live(w: int) -> np.ndarray:
+        got = index.query(max(lo_t, center - w), min(hi_t, center + w + 1))
+        return got[candidates[got]]
+
+    w, got = 1, live(1)
+    while len(got) < k and (center - w > lo_t or center + w + 1 < hi_t):
+        w *= 2
+        got = live(w)
+    if len(got) > k and w > 1:
+        lo_w, hi_w = w // 2, w
+        while hi_w - lo_w > 1:
+            mid = (lo_w + hi_w) // 2
+            if len(live(mid)) >= k:
+                hi_w = mid
+            else:
+                lo_w = mid
+        got = live(hi_w)
+    return np.sort(got)
+
+
+def neighbourhood(problem: Problem, index: OverlapIndex, offsets: np.ndarray, free: np.ndarray) -> Window:
+    """The placed buffers outside ``free`` that overlap the free buffers' time span."""
+    a = problem.arrays
+    span = index.query(int(a.start[free].min()), int(a.end[free].max()))
+    is_free = np.zeros(problem.n, bool)
+    is_free[free] = True
+    fixed = span[(offsets[span] >= 0) & ~is_free[span]]
+    return Window(free, fixed)
+
+
+def fixed_rectangles(problem: Problem, offsets: np.ndarray, fixed: np.ndarray) -> dict[str, np.ndarray]:
+    a = problem.arrays
+    return {"fixed_start": a.start[fixed], "fixed_end": a.end[fixed], "fixed_lo": offsets[fixed],
+            "fixed_hi": offsets[fixed] + a.size[fixed]}
+
+
+class LargeNeighbourhoodSearch(Solver):
+    name = "lns"
+    modes = frozenset({"map", "pack"})
+
+    def solve(self, problem, hardware, *, time_limit, seed, hint=None, workers=1, minimize_peak=False):
+        t0 = time.monotonic()
+        deadline = t0 + max(time_limit - SAFETY, time_limit * 0.5)
+        if problem.n == 0:
+            return Solution((), Status.OPTIMAL, problem.mode, objective=0.0, solver=self.name)
+        if problem.mode == "map":
+            return self._solve_map(problem, hardware, t0, deadline, seed, hint, workers)
+        return self._solve_pack(problem, t0, deadline, seed, hint, workers, minimize_peak)
+
+    # ------------------------------------------------------------------ map mode
+
+    def _solve_map(self, problem, hardware, t0, deadline, seed, hint, workers):
+        rng = np.random.default_rng(seed)
+        a = problem.arrays
+        ev = Evaluator(problem, hardware)
+        index = OverlapIndex(a.start, a.end)
+        candidates = (ev.benefits > 0) & (a.size <= problem.capacity)
+        x, source = self._map_start(problem, ev, index, hint)
+        # Buffers worth nothing in fast memory only block others (value is monotone in the fast set).
+        x[~candidates] = -1
+        value = ev.value(x)
+        history = [(time.monotonic() - t0, value)]
+        horizon = (int(a.start.min()), int(a.end.max()))
+        n_cand = int(candidates.sum())
+        k = min(K_START, max(n_cand, 1))
+        steps = accepted = improved = 0
+        proved = False
+        while n_cand and time.monotonic() < deadline - 0.02:
+            center = int(rng.integers(horizon[0], horizon[1]))
+            free = window_around(index, candidates, center, int(k), horizon)
+            if len(free) == 0:
+                continue
+            win = neighbourhood(problem, index, x, free)
+            fast_fixed = x >= 0
+            fast_fixed[free] = False
+            terms = value_terms(ev, free, fast_fixed)
+            part = Part(free, "value", capacity=problem.capacity, terms=terms, hint=x[free],
+                        **fixed_rectangles(problem, x, win.fixed))
+            sub_limit = min(self._step_limit(deadline - t0), deadline - time.monotonic())
+            res = solve_part(problem, part, Limits(sub_limit, seed=int(rng.integers(2**31 - 1)), workers=workers,
+                                                   deadline=time.monotonic() + sub_limit))
+            steps += 1
+            if res.offsets is not None:
+                trial = x.copy()
+                trial[free] = res.offsets
+                trial_value = ev.value(trial)
+                if trial_value >= value - 1e-12 * abs(value):
+                    accepted += 1
+                    if trial_value > value + 1e-12 * abs(value):
+                        improved += 1
+                        history.append((time.monotonic() - t0, trial_value))
+                    x, value = trial, max(value, trial_value)
+            if res.status is Status.OPTIMAL:
+                if len(free) >= n_cand and len(win.fixed) == 0:
+                    proved = True
+                    break
+                k = min(k * 1.25, K_MAX, n_cand)
+            else:
+                k = max(k / 1.25, K_MIN)
+        stats = {"start": source, "steps": steps, "accepted": accepted, "improved": improved, "final_k": int(k)}
+        return Solution(offsets_tuple(x), Status.OPTIMAL if proved else Status.FEASIBLE, "map", objective=value,
+                        wall_time=time.monotonic() - t0, history=tuple(history), stats=stats, solver=self.name)
+
+    @staticmethod
+    def _map_start(problem, ev, index, hint) -> tuple[np.ndarray, str]:
+        if hint is not None and len(hint.offsets) == problem.n:
+            return push_down(problem, offsets_array(hint.offsets), index=index), hint.solver or "hint"
+        from solvers.greedy_xla import xla_order
+
+        x = greedy_place(problem, xla_order(problem, ev.benefits), problem.capacity, index=index)
+        return push_down(problem, x, index=index), "greedy-xla"
+
+    @staticmethod
+    def _step_limit(total: float) -> float:
+        """Seconds for one CP-SAT step: a tenth of the budget, within [0.3, 3]."""
+        return float(np.clip(total / 10.0, 0.3, 3.0))
+
+    # ------------------------------------------------------------------ pack mode
+
+    def _solve_pack(self, problem, t0, deadline, seed, hint, workers, minimize_peak):
+        rng = np.random.default_rng(seed)
+        a = problem.arrays
+        index = OverlapIndex(a.start, a.end)
+        capacity = None if minimize_peak else problem.capacity
+        x, source = self._pack_start(problem, index, hint)
+        tops = x + a.size
+        peak = int(tops.max())
+        floor = int(live_profile(problem)[1].max())
+        history = [(time.monotonic() - t0, float(peak))]
+        horizon = (int(a.start.min()), int(a.end.max()))
+        k = min(K_START, problem.n)
+        steps = accepted = improved = 0
+        proved = peak <= floor
+        while not proved and time.monotonic() < deadline - 0.02:
+            if capacity is not None and peak <= capacity:
+                break
+            at_peak = np.flatnonzero(tops == peak)
+            b = int(rng.choice(at_peak))
+            center = int(rng.integers(a.start[b], a.end[b]))
+            free, band = self._top_band(problem, index, x, tops, center, int(k), horizon, rng)
+            win = neighbourhood(problem, index, x, free)
+            above = win.fixed[tops[win.fixed] > band]  # rectangles wholly below the band cannot interfere
+            local_floor = int(tops[above].max()) if len(above) else 0
+            old_top = int(tops[free].max())
+            part = Part(free, "peak", hint=x[free], peak_floor=local_floor, peak_ceiling=old_top, offset_floor=band,
+                        **fixed_rectangles(problem, x, above))
+            sub_limit = min(self._step_limit(deadline - t0), deadline - time.monotonic())
+            res = solve_part(problem, part, Limits(sub_limit, seed=int(rng.integers(2**31 - 1)), workers=workers,
+                                                   deadline=time.monotonic() + sub_limit))
+            steps += 1
+            if res.offsets is not None and int((res.offsets + a.size[free]).max()) <= old_top:
+                x = x.copy()
+                x[free] = res.offsets
+                tops = x + a.size
+                accepted += 1
+                new_peak = int(tops.max())
+                if new_peak < peak:
+                    improved += 1
+                    peak = new_peak
+                    history.append((time.monotonic() - t0, float(peak)))
+            if res.status is Status.OPTIMAL:
+                if len(free) >= problem.n and len(win.fixed) == 0:
+                    proved = True
+                    break
+                k = min(k * 1.25, K_MAX, problem.n)
+            else:
+                k = max(k / 1.25, K_MIN)
+            proved = proved or peak <= floor
+        stats = {"start": source, "steps": steps, "accepted": accepted, "improved": improved, "final_k": int(k)}
+        if capacity is not None and peak > capacity:
+            return Solution((None,) * problem.n, Status.UNKNOWN, "pack", wall_time=time.monotonic() - t0,
+                            history=tuple(history), stats=stats | {"best_peak": peak}, solver=self.name)
+        status = Status.OPTIMAL if (proved or capacity is not None and peak <= capacity and
+                                    not minimize_peak) else Status.FEASIBLE
+        return Solution(offsets_tuple(x), status, "pack", objective=float(peak), bound=float(floor),
+                        wall_time=time.monotonic() - t0, history=tuple(history), stats=stats, solver=self.name)
+
+    @staticmethod
+    def _top_band(problem, index, x, tops, center, k, horizon, rng) -> tuple[np.ndarray, int]:
+        """About ``k`` buffers live near ``center`` and the lowest address they may take.
+
+        Half the time a plain time window (everything in it free, address floor 0);
+        otherwise a 2-D window: the time window holds up to ``3k`` buffers, the ``k``
+        nearest the top (ties broken at random) are freed, and they may move only above
+        the lowest of their current offsets, so everything below that band stays out of
+        the model.
+        """
+        if rng.random() < 0.5:  # half the steps: a plain time window, free down to the floor
+            free = window_around(index, np.ones(problem.n, bool), center, k, horizon)
+            return free, 0
+        live = window_around(index, np.ones(problem.n, bool), center, 3 * k, horizon)
+        jitter = rng.random(len(live))
+        order = np.lexsort((jitter, -tops[live]))
+        free = np.sort(live[order[:k]])
+        return free, int(x[free].min())
+
+    @staticmethod
+    def _pack_start(problem, index, hint) -> tuple[np.ndarray, str]:
+        if hint is not None and len(hint.offsets) == problem.n and all(o is not None for o in hint.offsets):
+            return push_down(problem, offsets_array(hint.offsets), index=index), hint.solver or "hint"
+        from solvers.best_fit import heap_orders
+
+        size = problem.arrays.size
+        best = min((greedy_place(problem, order, None, index=index) for order in heap_orders(problem).values()),
+                   key=lambda o: int((o + size).max()))
+        return push_down(problem, best, index=index), "best-fit"

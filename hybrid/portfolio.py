@@ -1,0 +1,179 @@
+"""Portfolio: run several registered solvers (in parallel processes where cores allow), keep the best valid answer.
+
+Members come from the ``solvers`` option (a list or a comma-separated string) or the
+defaults below, skipping any that is not registered or does not support the mode. The
+fast constructive members (greedy-xla, best-fit) run first, in this process; their best
+valid answer (or the caller's hint, if better) becomes the hint of every other member,
+so CP-SAT-based members start warm. The other members then run in child processes, at
+most ``workers`` at a time, each with one CP-SAT worker and an equal share of the time
+left (children still running at the deadline are terminated). Every answer is validated
+and scored by :func:`hybrid.run.run_solver`; the best valid one wins (ties go to the
+earlier member, so the same seed gives the same choice).
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import time
+from multiprocessing.connection import wait
+from typing import Any
+
+from hardware.validator import validate
+from hybrid.combine import better
+from hybrid.model import Solution, Status
+from hybrid.protocol import Solver
+from hybrid.registry import SolverLoadError, load_solver, solver_entries
+from hybrid.run import Report, run_solver
+
+DEFAULT_MEMBERS = {
+    "map": ("greedy-xla", "best-fit", "select-pack", "lns", "cpsat"),
+    "pack": ("best-fit", "greedy-xla", "pack-search", "cpsat", "lns", "select-pack"),
+}
+FAST_MEMBERS = frozenset({"greedy-xla", "best-fit"})
+SAFETY = 0.15  # seconds kept for collecting answers and terminating children
+
+
+def member_names(mode: str, solvers: Any = None) -> list[str]:
+    """The members to run: registered, supporting ``mode``, not the portfolio itself, in order."""
+    if solvers is None:
+        wanted = list(DEFAULT_MEMBERS[mode])
+    elif isinstance(solvers, str):
+        wanted = [s.strip() for s in solvers.split(",") if s.strip()]
+    else:
+        wanted = list(solvers)
+    registered = solver_entries()
+    names = []
+    for name in wanted:
+        if name == Portfolio.name or name not in registered or name in names:
+            continue
+        try:
+            modes = getattr(load_solver(name), "modes", frozenset({"map", "pack"}))
+        except SolverLoadError:
+            continue
+        if mode in modes:
+            names.append(name)
+    return names
+
+
+def _child(conn, name, problem, hardware, time_limit, seed, hint, options) -> None:
+    """Child-process entry: run one member and send back its Report (or the error line)."""
+    try:
+        report = run_solver(name, problem, hardware, time_limit=time_limit, seed=seed, hint=hint, options=options)
+        conn.send(("ok", report))
+    except Exception as exc:  # a member may fail in any way; the portfolio carries on
+        conn.send(("error", f"{exc.__class__.__name__}: {exc}"))
+    finally:
+        conn.close()
+
+
+class Portfolio(Solver):
+    name = "portfolio"
+    modes = frozenset({"map", "pack"})
+
+    def solve(self, problem, hardware, *, time_limit, seed, hint=None, workers=2, minimize_peak=False,
+              solvers=None):
+        t0 = time.monotonic()
+        deadline = t0 + max(time_limit - SAFETY, time_limit * 0.5)
+        names = member_names(problem.mode, solvers)
+        options = {"minimize_peak": minimize_peak, "workers": 1}
+        reports: dict[str, Report] = {}
+        errors: dict[str, str] = {}
+        history: list[tuple[float, float]] = []
+        best: Report | None = None
+
+        def consider(name: str, report: Report) -> None:
+            nonlocal best
+            reports[name] = report
+            if best is None or better(report, best):
+                best = report
+                if report.valid:
+                    history.append((time.monotonic() - t0, float(report.objective)))
+
+        for name in [n for n in names if n in FAST_MEMBERS]:
+            try:
+                consider(name, run_solver(name, problem, hardware, time_limit=max(deadline - time.monotonic(), 1e-3),
+                                          seed=seed, hint=hint, options=options))
+            except Exception as exc:
+                errors[name] = f"{exc.__class__.__name__}: {exc}"
+        warm = hint
+        if best is not None and best.valid:
+            warm = Solution(best.offsets, Status.FEASIBLE, problem.mode, solver=best.solver)
+            if hint is not None:
+                from hybrid.run import score
+
+                given = score(problem, hardware, hint, seconds=0.0, bound=None, solver_name="hint")
+                if better(given, best):
+                    warm = hint
+        heavy = [n for n in names if n not in FAST_MEMBERS]
+        if heavy:
+            if max(int(workers), 1) > 1 and len(heavy) > 1:
+                self._run_parallel(heavy, problem, hardware, deadline, seed, warm, options, max(int(workers), 1),
+                                   consider, errors)
+            else:
+                for k, name in enumerate(heavy):
+                    share = (deadline - time.monotonic()) / (len(heavy) - k)
+                    if share <= 0.01:
+                        break
+                    try:
+                        consider(name, run_solver(name, problem, hardware, time_limit=share, seed=seed, hint=warm,
+                                                  options=options))
+                    except Exception as exc:
+                        errors[name] = f"{exc.__class__.__name__}: {exc}"
+        stats = {"members": {n: {"status": r.status, "valid": r.valid, "objective": r.objective,
+                                 "seconds": round(r.seconds, 3)} for n, r in reports.items()},
+                 "errors": errors, "winner": best.solver if best is not None and best.valid else None}
+        wall = time.monotonic() - t0
+        if best is None or not best.valid or validate(problem, best.offsets) is not None:
+            proven = any(r.status == str(Status.INFEASIBLE) for r in reports.values())
+            return Solution((None,) * problem.n, Status.INFEASIBLE if proven else Status.UNKNOWN, problem.mode,
+                            wall_time=wall, history=tuple(history), stats=stats, solver=self.name)
+        status = Status(best.status) if best.status in (str(Status.OPTIMAL), str(Status.FEASIBLE)) else Status.FEASIBLE
+        return Solution(tuple(best.offsets), status, problem.mode, objective=best.objective, wall_time=wall,
+                        history=tuple(history), stats=stats, solver=self.name)
+
+    @staticmethod
+    def _run_parallel(names, problem, hardware, deadline, seed, hint, options, workers, consider, errors) -> None:
+        """Run ``names`` in child processes, ``workers`` at a time, each with an equal share of the time."""
+        ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
+        waves = -(-len(names) // workers)  # members per slot, run one after another
+        queue = list(names)
+        running: dict[Any, tuple[str, Any]] = {}  # connection -> (name, process)
+        try:
+            while queue or running:
+                now = time.monotonic()
+                while queue and len(running) < workers:
+                    slots_left = -(-len(queue) // workers)
+                    share = (deadline - now) / max(slots_left, 1) if waves > 1 else deadline - now
+                    name = queue.pop(0)
+                    if share <= 0.05:
+                        errors[name] = "skipped: no time left"
+                        continue
+                    parent, child = ctx.Pipe(duplex=False)
+                    proc = ctx.Process(target=_child, args=(child, name, problem, hardware, share, seed, hint, options),
+                                       daemon=True)
+                    proc.start()
+                    child.close()
+                    running[parent] = (name, proc)
+                if not running:
+                    break
+                ready = wait(list(running), timeout=max(deadline + SAFETY / 2 - time.monotonic(), 0.0))
+                if not ready:
+                    break  # deadline: stop whatever still runs
+                for conn in ready:
+                    name, proc = running.pop(conn)
+                    try:
+                        kind, payload = conn.recv()
+                    except (EOFError, OSError):
+                        kind, payload = "error", "member process ended without an answer"
+                    conn.close()
+                    proc.join(timeout=1.0)
+                    if kind == "ok":
+                        consider(name, payload)
+                    else:
+                        errors[name] = payload
+        finally:
+            for conn, (name, proc) in running.items():
+                errors[name] = "stopped at the time limit"
+                proc.terminate()
+                proc.join(timeout=1.0)
+                conn.close()

@@ -1,0 +1,292 @@
+"""Select then pack: the no-fragmentation relaxation picks the fast set, best fit places it, CP-SAT repairs the rest.
+
+Map mode, one round:
+
+1. *select*: solve the relaxation of :mod:`hybrid.bounds` (a knapsack row per maximal
+   moment, the evaluator's exact per-op saving for workloads with ops) as a MIP with
+   HiGHS, minus the buffers forbidden by earlier rounds; its choice ``S`` would reach the
+   bound if it packed without fragmentation;
+2. *pack*: best-fit placement of ``S`` in three orders (greedy-xla density, start time,
+   size), keeping the most valuable; the buffers of ``S`` that find no hole are the
+   failures;
+3. *repair*: around each cluster of failures, CP-SAT re-solves the window (chosen and
+   unchosen candidates free, everything else fixed, the packing as hint) for the most
+   valuable fit;
+4. *fill*: the leftover holes take the remaining candidates in greedy-xla order.
+
+The chosen buffers that still end up slow are forbidden (a cut on the relaxation:
+dropping the least dense buffers the packer could not place) and the next round
+re-selects; the best valid placement of all rounds is returned. When a round packs the
+whole choice, its value equals the relaxation's and is optimal.
+
+Pack mode: the choice is every buffer; pack within a target capacity with best fit (the
+two heap-simulator orders), then CP-SAT feasibility on the buffers that do not fit plus
+the placed buffers around them, widening the neighbourhood until it fits or covers
+everything. With ``minimize_peak`` (or no capacity) the target is bisected between the
+max-live bound and the best answer so far.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from hardware.evaluator import Evaluator
+from hybrid.bounds import clique_rows
+from hybrid.graph import OverlapIndex, live_profile
+from hybrid.lns import fixed_rectangles, neighbourhood, window_around
+from hybrid.model import Problem, Solution, Status, offsets_array, offsets_tuple
+from hybrid.placement import greedy_place
+from hybrid.protocol import Solver
+from solvers.cpsat_model import Limits, Part, push_down, solve_part, value_terms
+
+SAFETY = 0.05
+REPAIR_WINDOW = 120  # buffers freed around a failure
+
+
+def relaxation_choice(problem: Problem, ev: Evaluator, candidates: np.ndarray, *, time_limit: float) -> np.ndarray:
+    """The fast set (bool ``[n]``) maximising the no-fragmentation relaxation over ``candidates`` (bool ``[n]``).
+
+    Same model as :func:`hybrid.bounds.map_upper_bound`; an LP rounding-down is used
+    if HiGHS returns no integer solution in time.
+    """
+    from scipy.optimize import Bounds, LinearConstraint, milp
+    from scipy.sparse import coo_matrix
+
+    cand = np.flatnonzero(candidates)
+    chosen = np.zeros(problem.n, bool)
+    if len(cand) == 0:
+        return chosen
+    a = problem.arrays
+    col = np.full(problem.n, -1, np.int64)
+    col[cand] = np.arange(len(cand))
+    r_idx, c_idx, vals, ub = [], [], [], []
+    for r, row in enumerate(clique_rows(problem, cand)):
+        r_idx.append(np.full(len(row), r))
+        c_idx.append(col[row])
+        # Rows in units of the capacity and times in units of the largest headroom, as in
+        # hybrid.bounds, so HiGHS's absolute tolerances are small against every coefficient.
+        vals.append(a.size[row] / float(problem.capacity))
+        ub.append(1.0)
+    nx = len(cand)
+    n_rows = len(ub)
+    if ev.additive:
+        c = -ev.benefits[cand] / max(float(ev.benefits[cand].max()), 1e-300)
+        n_var, integrality, var_ub = nx, np.ones(nx), np.ones(nx)
+    else:
+        headroom = np.maximum(ev.slow_mem - ev.compute, 0.0)
+        ops = np.flatnonzero(headroom > 0)
+        unit = float(headroom.max()) if len(ops) else 1.0
+        headroom = headroom / unit
+        op_col = np.full(ev.n_ops, -1, np.int64)
+        op_col[ops] = nx + np.arange(len(ops))
+        keep = (headroom[ev.op_of] > 0) & (col[ev.buf_of] >= 0)
+        rows = n_rows + np.searchsorted(ops, ev.op_of[keep])
+        r_idx += [n_rows + np.arange(len(ops)), rows]
+        c_idx += [op_col[ops], col[ev.buf_of[keep]]]
+        vals += [np.ones(len(ops)), -ev.delta[keep] / unit]
+        ub += [0.0] * len(ops)
+        n_rows += len(ops)
+        n_var = nx + len(ops)
+        c = np.concatenate([np.zeros(nx), -np.ones(len(ops))])
+        integrality = np.concatenate([np.ones(nx), np.zeros(len(ops))])
+        var_ub = np.concatenate([np.ones(nx), headroom[ops]])
+    if n_rows == 0:
+        chosen[cand] = True
+        return chosen
+    A = coo_matrix((np.concatenate(vals), (np.concatenate(r_idx), np.concatenate(c_idx))), shape=(n_rows, n_var))
+    res = milp(c, constraints=LinearConstraint(A.tocsr(), -np.inf, np.array(ub)),
+               bounds=Bounds(np.zeros(n_var), var_ub), integrality=integrality,
+               options={"time_limit": max(time_limit, 0.05), "mip_rel_gap": 1e-6})
+    if res.x is None:
+        return chosen
+    chosen[cand] = res.x[:nx] > 0.5
+    return chosen
+
+
+class SelectPack(Solver):
+    name = "select-pack"
+    modes = frozenset({"map", "pack"})
+
+    def solve(self, problem, hardware, *, time_limit, seed, hint=None, workers=1, minimize_peak=False):
+        t0 = time.monotonic()
+        deadline = t0 + max(time_limit - SAFETY, time_limit * 0.5)
+        if problem.n == 0:
+            return Solution((), Status.OPTIMAL, problem.mode, objective=0.0, solver=self.name)
+        if problem.mode == "map":
+            return self._solve_map(problem, hardware, t0, deadline, seed, hint, workers)
+        return self._solve_pack(problem, t0, deadline, seed, hint, workers, minimize_peak)
+
+    # ------------------------------------------------------------------ map mode
+
+    def _solve_map(self, problem, hardware, t0, deadline, seed, hint, workers):
+        from solvers.greedy_xla import xla_order
+
+        rng = np.random.default_rng(seed)
+        a = problem.arrays
+        ev = Evaluator(problem, hardware)
+        index = OverlapIndex(a.start, a.end)
+        candidates = (ev.benefits > 0) & (a.size <= problem.capacity)
+        density_order = xla_order(problem, ev.benefits)
+        best = push_down(problem, offsets_array(hint.offsets)) if hint is not None else None
+        best_value = ev.value(best) if best is not None else -np.inf
+        history = [(time.monotonic() - t0, best_value)] if best is not None else []
+        allowed = candidates.copy()
+        rounds = 0
+        whole_choice_packed = False
+        seen: set[bytes] = set()
+        while time.monotonic() < deadline - 0.02:
+            remaining = deadline - time.monotonic()
+            chosen = relaxation_choice(problem, ev, allowed, time_limit=min(remaining * 0.3, 10.0))
+            key = np.packbits(chosen).tobytes()
+            if key in seen or not chosen.any():
+                break
+            seen.add(key)
+            rounds += 1
+            placed = self._pack_choice(problem, index, chosen, density_order)
+            failed = np.flatnonzero(chosen & (placed < 0))
+            if len(failed):
+                placed = self._repair(problem, ev, index, candidates, placed, failed, rng, deadline, workers)
+            fill = density_order[candidates[density_order] & (placed[density_order] < 0)]
+            placed = greedy_place(problem, fill, problem.capacity, index=index, offsets=placed)
+            value = ev.value(placed)
+            if value > best_value:
+                best, best_value = placed, value
+                history.append((time.monotonic() - t0, value))
+            dropped = chosen & (placed < 0)
+            if not dropped.any():
+                whole_choice_packed = True
+                break
+            allowed &= ~dropped
+        if best is None:  # no round ran: fall back to greedy-xla
+            best = greedy_place(problem, density_order, problem.capacity, index=index)
+            best_value = ev.value(best)
+            history.append((time.monotonic() - t0, best_value))
+        status = Status.OPTIMAL if whole_choice_packed and rounds == 1 else Status.FEASIBLE
+        return Solution(offsets_tuple(best), status, "map", objective=best_value, wall_time=time.monotonic() - t0,
+                        history=tuple(history), stats={"rounds": rounds, "choice_packed": whole_choice_packed},
+                        solver=self.name)
+
+    @staticmethod
+    def _pack_choice(problem, index, chosen, density_order) -> np.ndarray:
+        """Best-fit placement of the chosen buffers in three orders; the one placing the most bytes."""
+        a = problem.arrays
+        ids = np.arange(problem.n)
+        orders = [density_order,
+                  np.lexsort((ids, -a.size, a.start)),
+                  np.lexsort((ids, a.start, -a.size))]
+        best, best_bytes = None, -1
+        for order in orders:
+            out = greedy_place(problem, order[chosen[order]], problem.capacity, index=index)
+            placed_bytes = int(a.size[out >= 0].sum())
+            if placed_bytes > best_bytes:
+                best, best_bytes = out, placed_bytes
+        return best
+
+    @staticmethod
+    def _repair(problem, ev, index, candidates, placed, failed, rng, deadline, workers) -> np.ndarray:
+        """CP-SAT on a window around each failure, most valuable fit kept (never worse than ``placed``)."""
+        a = problem.arrays
+        x = placed.copy()
+        horizon = (int(a.start.min()), int(a.end.max()))
+        todo = list(failed[np.argsort(a.start[failed], kind="stable")].tolist())
+        while todo and time.monotonic() < deadline - 0.05:
+            u = todo.pop(0)
+            if x[u] >= 0:
+                continue
+            center = int((a.start[u] + a.end[u]) // 2)
+            free = window_around(index, candidates, center, REPAIR_WINDOW, horizon)
+            free = np.union1d(free, [u])
+            win = neighbourhood(problem, index, x, free)
+            fast_fixed = x >= 0
+            fast_fixed[free] = False
+            part = Part(free, "value", capacity=problem.capacity, terms=value_terms(ev, free, fast_fixed),
+                        hint=x[free], **fixed_rectangles(problem, x, win.fixed))
+            limit = min(2.0, max(deadline - time.monotonic(), 0.0))
+            res = solve_part(problem, part, Limits(limit, seed=int(rng.integers(2**31 - 1)), workers=workers,
+                                                   deadline=time.monotonic() + limit))
+            if res.offsets is not None:
+                trial = x.copy()
+                trial[free] = res.offsets
+                if ev.value(trial) >= ev.value(x):
+                    x = trial
+        return x
+
+    # ------------------------------------------------------------------ pack mode
+
+    def _solve_pack(self, problem, t0, deadline, seed, hint, workers, minimize_peak):
+        from solvers.best_fit import heap_orders
+
+        rng = np.random.default_rng(seed)
+        a = problem.arrays
+        index = OverlapIndex(a.start, a.end)
+        orders = list(heap_orders(problem).values())
+        floor = int(live_profile(problem)[1].max())
+        unbounded = [greedy_place(problem, o, None, index=index) for o in orders]
+        best = min(unbounded, key=lambda o: int((o + a.size).max()))
+        if hint is not None and all(o is not None for o in hint.offsets):
+            h = offsets_array(hint.offsets)
+            if (h + a.size).max() < (best + a.size).max():
+                best = h
+        best = push_down(problem, best)
+        best_peak = int((best + a.size).max())
+        history = [(time.monotonic() - t0, float(best_peak))]
+        if not minimize_peak and problem.capacity is not None:
+            if best_peak <= problem.capacity:
+                return self._pack_solution(best, Status.OPTIMAL, floor, t0, history, {"target": problem.capacity})
+            got, proven_infeasible = self._pack_within(problem, index, orders, problem.capacity, rng, deadline,
+                                                       workers)
+            if got is None:
+                status = Status.INFEASIBLE if proven_infeasible else Status.UNKNOWN
+                return Solution((None,) * problem.n, status, "pack", wall_time=time.monotonic() - t0,
+                                history=tuple(history), solver=self.name)
+            history.append((time.monotonic() - t0, float((got + a.size).max())))
+            return self._pack_solution(got, Status.OPTIMAL, floor, t0, history, {"target": problem.capacity})
+        lo, hi = floor, best_peak  # the answer lies in [lo, hi]; hi is achieved by ``best``
+        attempts = 0
+        while lo < hi and time.monotonic() < deadline - 0.05:
+            target = (lo + hi) // 2
+            attempts += 1
+            share = (deadline - time.monotonic()) / 3
+            got, proven_infeasible = self._pack_within(problem, index, orders, target, rng,
+                                                       min(deadline, time.monotonic() + share), workers)
+            if got is not None:
+                best, hi = got, int((got + a.size).max())
+                history.append((time.monotonic() - t0, float(hi)))
+            else:
+                lo = target + 1  # proven infeasible, or too hard in the time given: look higher
+        status = Status.OPTIMAL if hi <= floor else Status.FEASIBLE
+        return self._pack_solution(best, status, floor, t0, history, {"attempts": attempts})
+
+    def _pack_solution(self, offsets, status, floor, t0, history, stats) -> Solution:
+        peak = float(history[-1][1])
+        return Solution(offsets_tuple(offsets), status, "pack", objective=peak, bound=float(floor),
+                        wall_time=time.monotonic() - t0, history=tuple(history), stats=stats, solver=self.name)
+
+    @staticmethod
+    def _pack_within(problem, index, orders, target, rng, deadline, workers) -> tuple[np.ndarray | None, bool]:
+        """Every buffer within ``target`` bytes, or ``(None, proven_infeasible)``."""
+        a = problem.arrays
+        x = max((greedy_place(problem, o, target, index=index) for o in orders), key=lambda o: int((o >= 0).sum()))
+        missing = np.flatnonzero(x < 0)
+        if len(missing) == 0:
+            return x, False
+        free = missing
+        while time.monotonic() < deadline - 0.05:
+            # Free the missing buffers and everything placed that overlaps them in time.
+            span = np.unique(np.concatenate([index.query(int(a.start[i]), int(a.end[i])) for i in free.tolist()]))
+            free = span if len(span) > len(free) else np.arange(problem.n)
+            win = neighbourhood(problem, index, x, free)
+            hint = x[free] if (x[free] >= 0).all() else None
+            part = Part(free, "feasible", capacity=target, hint=hint, **fixed_rectangles(problem, x, win.fixed))
+            limit = max(deadline - time.monotonic(), 0.0) * (1.0 if len(free) == problem.n else 0.3)
+            res = solve_part(problem, part, Limits(limit, seed=int(rng.integers(2**31 - 1)), workers=workers,
+                                                   deadline=time.monotonic() + limit))
+            if res.offsets is not None:
+                x = x.copy()
+                x[free] = res.offsets
+                return x, False
+            if len(free) == problem.n:
+                return None, res.status is Status.INFEASIBLE
+        return None, False

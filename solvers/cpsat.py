@@ -1,0 +1,276 @@
+"""OR-Tools CP-SAT, both modes: NoOverlap2D + cumulative, scaled units, per-component solves, exact roofline objective.
+
+Pack mode: every buffer gets an offset within the capacity (feasibility), or with
+``minimize_peak`` (or no capacity) the highest address is minimised; there the best-fit
+answer bounds the address range and is the first hint, so the result is never worse
+than best-fit. Map mode: optional intervals (presence = fast memory); the objective is
+the evaluator's exact roofline saving for workloads with ops and the sum of benefits
+otherwise (see :mod:`solvers.cpsat_model`).
+
+The interference graph's connected components are solved one by one, smallest first,
+each with a share of the remaining time proportional to its buffer count. A component
+too large for a model (``MAX_MODEL_BUFFERS`` buffers or ``MAX_MODEL_PAIRS`` interfering
+pairs) is placed greedily instead (greedy-xla order in map mode, best-fit in pack mode),
+so the solver returns a valid answer within the limit on any input. A ``hint`` goes to
+CP-SAT as ``AddHint`` (after :func:`~solvers.cpsat_model.push_down`, which puts every
+offset on the model's grid without making it worse) and is kept as the answer for any
+component where CP-SAT ends with nothing better. ``workers`` (default 2) CP-SAT workers
+search with ``interleave_search`` so the same seed gives the same answer whenever the
+search ends on its own (proved optimal) rather than on the clock.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from hardware.evaluator import Evaluator
+from hybrid.graph import OverlapIndex, components, count_overlapping_pairs, live_profile
+from hybrid.model import Problem, Solution, Status, offsets_array, offsets_tuple
+from hybrid.placement import greedy_place
+from hybrid.protocol import Solver
+from solvers.cpsat_model import PACK_ORDERS, SMALL_MODEL, Limits, Part, PartResult, push_down, solve_part, value_terms
+
+MAX_MODEL_BUFFERS = 20_000
+MAX_MODEL_PAIRS = 2_000_000
+SAFETY = 0.05  # seconds kept back for reading the answer and building the Solution
+
+
+def solve_with_restarts(problem: Problem, part: Part, limits: Limits, t0: float) -> PartResult:
+    """Pack feasibility as short CP-SAT runs that cycle through branching orders with doubling time slices.
+
+    Which tie-break order lets the bottom-up worker finish fast differs a lot between
+    instances (on MiniMalloc's A-K, earliest-start-first solves A-H in seconds and
+    longest-first solves C, F, G, I, K, each failing elsewhere), so every order gets a
+    slice of ``total / 20``, then twice that, and so on; the last slice takes what is left.
+    """
+    deadline = limits.deadline if limits.deadline is not None else time.monotonic() + limits.time_limit
+    if len(part.free) < SMALL_MODEL or part.hint is not None:
+        return solve_part(problem, part, limits, t0=t0)
+    base = max((deadline - time.monotonic()) / 20, 0.5)
+    k, result = 0, None
+    while (remaining := deadline - time.monotonic()) > 0.05:
+        order = PACK_ORDERS[k % len(PACK_ORDERS)]
+        share = base * 2 ** (k // len(PACK_ORDERS))
+        share = remaining if remaining < 1.5 * share else share
+        result = solve_part(problem, part, Limits(share, seed=limits.seed, workers=limits.workers,
+                                                  deterministic=limits.deterministic,
+                                                  deadline=time.monotonic() + share), t0=t0, pack_order=order)
+        k += 1
+        if result.status is not Status.UNKNOWN:
+            break
+    if result is None:
+        return PartResult(Status.UNKNOWN, None, None, None)
+    return PartResult(result.status, result.offsets, result.objective, result.bound, result.history,
+                      dict(result.stats) | {"restarts": k, "order": PACK_ORDERS[(k - 1) % len(PACK_ORDERS)]})
+
+
+def time_shares(sizes: list[int], remaining: float) -> float:
+    """Seconds for the first of ``sizes`` (buffer counts still to solve) out of ``remaining``."""
+    return remaining * sizes[0] / max(sum(sizes), 1)
+
+
+class Fallbacks:
+    """Greedy answers computed on demand, once per problem: greedy-xla (map) and best-fit (pack)."""
+
+    def __init__(self, problem: Problem, evaluator: Evaluator | None):
+        self.problem, self.evaluator = problem, evaluator
+        self._map = None
+        self._pack = None
+        self.index = OverlapIndex(problem.arrays.start, problem.arrays.end)
+
+    def map_offsets(self) -> np.ndarray:
+        if self._map is None:
+            from solvers.greedy_xla import xla_order
+
+            order = xla_order(self.problem, self.evaluator.benefits)
+            self._map = greedy_place(self.problem, order, self.problem.capacity, index=self.index)
+        return self._map
+
+    def pack_offsets(self) -> list[np.ndarray]:
+        """Both heap-simulator placements over an unbounded address space, each int64 ``[n]``."""
+        if self._pack is None:
+            from solvers.best_fit import heap_orders
+
+            self._pack = [greedy_place(self.problem, order, None, index=self.index)
+                          for order in heap_orders(self.problem).values()]
+        return self._pack
+
+    def pack_component(self, comp: np.ndarray) -> np.ndarray:
+        """The best-fit placement of ``comp`` (offsets ``[m]``) with the lower peak."""
+        size = self.problem.arrays.size[comp]
+        return min((p[comp] for p in self.pack_offsets()), key=lambda o: int((o + size).max()))
+
+
+class CpSat(Solver):
+    name = "cpsat"
+    modes = frozenset({"map", "pack"})
+
+    def solve(self, problem, hardware, *, time_limit, seed, hint=None, workers=2, minimize_peak=False,
+              deterministic=True):
+        t0 = time.monotonic()
+        n = problem.n
+        # Reading a large model's answer back and scoring it takes time too.
+        deadline = t0 + max(time_limit - SAFETY - 2e-5 * n, time_limit * 0.5)
+        pack = problem.mode == "pack"
+        goal = ("peak" if (minimize_peak or problem.capacity is None) else "feasible") if pack else "value"
+        evaluator = None if pack else Evaluator(problem, hardware)
+        fallbacks = Fallbacks(problem, evaluator)
+        a = problem.arrays
+        hint_offsets = None
+        if hint is not None and len(hint.offsets) == n:
+            hint_offsets = push_down(problem, offsets_array(hint.offsets), index=fallbacks.index)
+            if pack and (hint_offsets < 0).any():
+                hint_offsets = None
+        comps = [np.asarray(c, np.int64) for c in components(problem)]
+        comps.sort(key=len)
+        global_floor = int(live_profile(problem)[1].max()) if (pack and n) else 0
+
+        out = np.full(n, -1, np.int64)
+        statuses: list[Status] = []
+        bounds: list[float | None] = []
+        current = []  # per component: best known objective (value, or peak) for the history
+        for comp in comps:
+            current.append(self._initial_objective(problem, comp, goal, hint_offsets, evaluator))
+        history: list[tuple[float, float]] = []
+        part_stats: dict = {}
+        models = greedy_comps = 0
+        infeasible = False
+        for c, comp in enumerate(comps):
+            remaining = deadline - time.monotonic()
+            share = time_shares([len(x) for x in comps[c:]], remaining)
+            result, used_model = self._solve_component(
+                problem, comp, goal, evaluator, fallbacks, hint_offsets, global_floor,
+                Limits(share, seed=seed, workers=workers, deterministic=deterministic,
+                       deadline=min(deadline, time.monotonic() + share)), t0)
+            models += used_model
+            if c == len(comps) - 1 and result.stats:
+                part_stats = dict(result.stats)
+            greedy_comps += not used_model
+            statuses.append(result.status)
+            bounds.append(result.bound)
+            if result.status is Status.INFEASIBLE:
+                infeasible = True
+                break
+            if result.offsets is None:
+                if pack:
+                    continue  # no placement for this component: the pack answer is UNKNOWN
+            else:
+                out[comp] = result.offsets
+            for t, v in result.history if goal != "feasible" else ():
+                current[c] = v
+                history.append((t, self._combine(current, goal)))
+            if result.objective is not None:
+                current[c] = result.objective
+        wall = time.monotonic() - t0
+        stats = {"components": len(comps), "cpsat_components": models, "greedy_components": greedy_comps,
+                 "workers": workers, "deterministic": deterministic, "largest_component": part_stats}
+        if infeasible:
+            return Solution((None,) * n, Status.INFEASIBLE, problem.mode, wall_time=wall, history=tuple(history),
+                            stats=stats, solver=self.name)
+        if pack and (out < 0).any():
+            return Solution((None,) * n, Status.UNKNOWN, problem.mode, wall_time=wall, history=tuple(history),
+                            stats=stats, solver=self.name)
+        objective = self._combine(current, goal) if comps else 0.0
+        bound = None
+        if all(b is not None for b in bounds) and bounds:
+            bound = (max(max(bounds), float(global_floor)) if goal == "peak" else
+                     float(sum(bounds)) if goal == "value" else None)
+        elif goal == "peak":
+            bound = float(global_floor)
+        if goal == "peak":
+            objective = float((out + a.size).max()) if n else 0.0
+            optimal = bound is not None and objective <= bound
+        elif goal == "feasible":
+            objective = float((out + a.size).max()) if n else 0.0
+            optimal = True
+        else:
+            objective = evaluator.value(out)
+            optimal = all(s is Status.OPTIMAL for s in statuses)
+        status = Status.OPTIMAL if optimal else Status.FEASIBLE
+        if not history or history[-1][1] != objective:
+            history.append((time.monotonic() - t0, objective))
+        return Solution(offsets_tuple(out), status, problem.mode, objective=objective, bound=bound,
+                        wall_time=time.monotonic() - t0, history=tuple(history), stats=stats, solver=self.name)
+
+    # ------------------------------------------------------------ per component
+
+    @staticmethod
+    def _combine(current: list[float], goal: str) -> float:
+        if goal == "peak" or goal == "feasible":
+            return float(max(current, default=0.0))
+        return float(sum(current))
+
+    @staticmethod
+    def _initial_objective(problem, comp, goal, hint_offsets, evaluator) -> float:
+        if hint_offsets is None:
+            return 0.0
+        if goal == "value":
+            fast = np.zeros(problem.n, bool)
+            fast[comp] = hint_offsets[comp] >= 0
+            terms = value_terms(evaluator, comp)
+            return terms.value(fast[comp])
+        return float((hint_offsets[comp] + problem.arrays.size[comp]).max())
+
+    def _solve_component(self, problem, comp, goal, evaluator, fallbacks, hint_offsets, global_floor,
+                         limits: Limits, t0: float) -> tuple[PartResult, bool]:
+        """Answer for one component, and whether CP-SAT was used (else a greedy placement)."""
+        a = problem.arrays
+        size = a.size[comp]
+        hint = None if hint_offsets is None else hint_offsets[comp]
+        terms = value_terms(evaluator, comp) if goal == "value" else None
+        too_big = len(comp) > MAX_MODEL_BUFFERS or count_overlapping_pairs(a.start[comp], a.end[comp]) > MAX_MODEL_PAIRS
+        if goal == "value":
+            greedy = None
+            if too_big:
+                greedy = fallbacks.map_offsets()[comp]
+                if hint is not None and terms.value(hint >= 0) > terms.value(greedy >= 0):
+                    greedy = hint
+                v = terms.value(greedy >= 0)
+                return PartResult(Status.FEASIBLE, greedy, v, terms.total, ((time.monotonic() - t0, v),)), False
+            part = Part(comp, "value", capacity=problem.capacity, terms=terms, hint=hint)
+            result = solve_part(problem, part, limits, t0=t0)
+            best = hint if hint is not None else None
+            if result.offsets is not None:
+                if best is None or result.objective >= terms.value(best >= 0):
+                    return result, True
+            if best is None:
+                best = fallbacks.map_offsets()[comp]
+            v = terms.value(best >= 0)
+            return PartResult(Status.FEASIBLE, best, v, result.bound if result.bound is not None else terms.total,
+                              result.history, result.stats | {"fallback": "hint" if hint is not None else "greedy"}), True
+        if goal == "feasible":
+            if len(comp) == 1:
+                if size[0] > problem.capacity:
+                    return PartResult(Status.INFEASIBLE, None, None, None), False
+                return PartResult(Status.OPTIMAL, np.zeros(1, np.int64), float(size[0]), float(size[0])), False
+            if too_big:
+                greedy = hint if hint is not None else fallbacks.pack_component(comp)
+                peak = int((greedy + size).max())
+                if peak <= problem.capacity:
+                    return PartResult(Status.FEASIBLE, greedy, float(peak), None), False
+                return PartResult(Status.UNKNOWN, None, None, None), False
+            part = Part(comp, "feasible", capacity=problem.capacity, hint=hint)
+            result = solve_with_restarts(problem, part, limits, t0)
+            if result.offsets is None and hint is not None:
+                return PartResult(Status.FEASIBLE, hint, float((hint + size).max()), None), True
+            return result, True
+        # Peak: best-fit (or the hint, if lower) bounds the address range and is the first hint.
+        greedy = fallbacks.pack_component(comp)
+        if hint is not None and (hint + size).max() < (greedy + size).max():
+            greedy = hint
+        full = np.full(problem.n, -1, np.int64)
+        full[comp] = greedy
+        greedy = push_down(problem, full, index=fallbacks.index)[comp]
+        greedy_peak = int((greedy + size).max())
+        comp_floor = int(max(size.max(), 0))
+        if greedy_peak <= global_floor or len(comp) == 1 or too_big:
+            return PartResult(Status.OPTIMAL if greedy_peak <= max(global_floor, comp_floor) else Status.FEASIBLE,
+                              greedy, float(greedy_peak), float(global_floor)), False
+        part = Part(comp, "peak", hint=greedy, peak_floor=global_floor, peak_ceiling=greedy_peak)
+        result = solve_part(problem, part, limits, t0=t0)
+        if result.offsets is None or result.objective > greedy_peak:
+            bound = result.bound if result.bound is not None else float(global_floor)
+            return PartResult(Status.FEASIBLE, greedy, float(greedy_peak), bound, result.history, result.stats), True
+        return result, True

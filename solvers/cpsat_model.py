@@ -1,0 +1,563 @@
+"""CP-SAT model of one placement sub-problem, shared by the cpsat solver and the hybrids (DESIGN.md section 5).
+
+A *part* is a set of ``m`` buffers to decide (``free``, indices into the problem) plus
+already-placed *fixed rectangles* that it must avoid (LNS keeps most of an incumbent
+fixed). The model, in the OR-Tools samples' order:
+
+* data: every number in bytes is divided by a common unit ``u`` (the gcd of sizes,
+  alignments, capacity and fixed addresses). Dividing MiniMalloc's instances by 1024 is
+  what lets plain CP-SAT solve most of them; it loses nothing, because any placement can
+  be pushed down until every buffer rests on the floor or on another buffer
+  (:func:`push_down`), and then every offset is a multiple of ``u``;
+* variables: per buffer an offset ``align * k`` (``k`` integer), a presence literal
+  (optional intervals in map mode, always present in pack mode), a fixed time interval
+  ``[start, end)`` and an address interval ``[offset, offset + size)``;
+* constraints: ``AddNoOverlap2D`` over (time, address) and a redundant cumulative over
+  time whose demand is the size (the max-live cut), capacity or peak on top; identical
+  buffers (same live range, size, alignment and value) are ordered by address and by
+  presence, which is sound because any answer can swap them;
+* objective: none (pack feasibility), the peak (pack, minimise), or the value in map mode:
+  the sum of benefits for additive problems, or the evaluator's exact roofline saving
+  per op, ``s_t <= headroom_t`` and ``s_t <= sum of deltas of its fast operands``, so the
+  optimum is optimal for the evaluator itself. Seconds are scaled to integers with
+  ``2^30`` units over the part's total possible saving (rounding error below 1e-6).
+
+Determinism: with ``deterministic=True`` the workers run with ``interleave_search``,
+whose result does not depend on thread timing; CP-SAT's ``random_seed`` is the solver
+seed. A wall-clock stop can still cut a run at a different point on a loaded machine;
+a deterministic-time budget (``dtime``) makes such cuts reproducible as long as it binds
+before the wall clock.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from hybrid.graph import OverlapIndex
+from hybrid.model import Problem, Status
+
+OBJECTIVE_UNITS = 2**30
+
+
+# ---------------------------------------------------------------- data helpers
+
+
+def common_unit(*values: Any) -> int:
+    """Greatest common divisor of every positive integer in ``values`` (ints or int arrays); 0 if none."""
+    g = 0
+    for v in values:
+        if v is None:
+            continue
+        arr = np.atleast_1d(np.asarray(v, dtype=np.int64))
+        arr = arr[arr > 0]
+        if len(arr):
+            g = math.gcd(g, int(np.gcd.reduce(arr)))
+    return g
+
+
+def grid_unit(sizes: np.ndarray, alignments: np.ndarray, *addresses: Any) -> int:
+    """The address unit of the model: pushed-down placements put every offset on its multiples.
+
+    Start from the gcd of the sizes and of the given fixed ``addresses``; an alignment
+    that neither divides the unit nor is a multiple of it shrinks the unit to their gcd
+    (repeat until stable). Capacities need not divide it: tops are multiples of the unit,
+    so ``capacity // unit`` loses nothing.
+    """
+    unit = common_unit(sizes, *addresses) or 1
+    aligns = np.unique(np.asarray(alignments, np.int64))
+    while True:
+        bad = aligns[(aligns % unit != 0) & (unit % aligns != 0)]
+        if not len(bad):
+            return unit
+        unit = math.gcd(unit, int(np.gcd.reduce(bad)))
+
+
+def push_down(problem: Problem, offsets: np.ndarray, *, index: OverlapIndex | None = None) -> np.ndarray:
+    """Gravity: every placed buffer drops to the lowest aligned address above the buffers under it.
+
+    ``offsets`` is int64 ``[n]`` (-1 = slow). Buffers are moved in increasing offset
+    order; each rests on ``align_up(max top of the already-moved buffers that overlap it
+    in time)``, which is never above its old offset, so the result is valid whenever the
+    input is, with no higher peak and the same fast set. Every resulting offset is a sum
+    of sizes rounded up to alignments, hence a multiple of their common unit.
+    """
+    a = problem.arrays
+    index = index or OverlapIndex(a.start, a.end)
+    out = np.full(problem.n, -1, np.int64)
+    placed = np.flatnonzero(offsets >= 0)
+    order = placed[np.lexsort((placed, offsets[placed]))]
+    done = np.zeros(problem.n, bool)
+    tops = np.zeros(problem.n, np.int64)
+    start, end, size, align = a.start.tolist(), a.end.tolist(), a.size.tolist(), a.alignment.tolist()
+    for i in order.tolist():
+        near = index.query(start[i], end[i])
+        near = near[done[near]]
+        floor = int(tops[near].max()) if len(near) else 0
+        off = -(-floor // align[i]) * align[i]
+        out[i], done[i], tops[i] = off, True, off + size[i]
+    return out
+
+
+# ---------------------------------------------------------------- value terms
+
+
+@dataclass(frozen=True)
+class ValueTerms:
+    """Map-mode value of the free buffers of a part, in seconds (or benefit units).
+
+    Additive part: ``weights[j]`` per free buffer, shape ``[m]``. Linear roofline part
+    (``ops`` non-empty): every op whose saving can saturate contributes
+    ``min(cap, sum_j delta_j * fast_j)`` with ``(cap, js, deltas)`` per op; the ops that
+    cannot saturate are folded into ``weights``.
+    """
+
+    weights: np.ndarray  # float64 [m]
+    ops: tuple[tuple[float, np.ndarray, np.ndarray], ...] = ()
+
+    @property
+    def total(self) -> float:
+        return float(self.weights.sum() + sum(cap for cap, _, _ in self.ops))
+
+    def value(self, fast: np.ndarray) -> float:
+        """Value of a choice ``fast`` (bool ``[m]``)."""
+        v = float(self.weights[fast].sum())
+        for cap, js, ds in self.ops:
+            v += min(cap, float(ds[fast[js]].sum()))
+        return v
+
+    def signature(self, j: int) -> tuple:
+        """What buffer ``j`` contributes, for symmetry detection."""
+        per_op = tuple((k, float(ds[js == j].sum())) for k, (_, js, ds) in enumerate(self.ops) if (js == j).any())
+        return (float(self.weights[j]), per_op)
+
+
+def value_terms(evaluator, free: np.ndarray, fast_fixed: np.ndarray | None = None) -> ValueTerms:
+    """The value terms of buffers ``free`` ([m] indices) given the other fast buffers ``fast_fixed`` (bool [n]).
+
+    For workloads with ops this is exact: op ``t``'s time is
+    ``max(compute_t, slow_mem_t - sum of deltas of fast operands)``, so the saving left
+    to the free buffers is capped by ``slow_mem_t - compute_t - saved_by_fixed_t``.
+    """
+    m = len(free)
+    if evaluator.additive:
+        return ValueTerms(np.maximum(evaluator.benefits[free], 0.0))
+    n = evaluator.problem.n
+    local = np.full(n, -1, np.int64)
+    local[free] = np.arange(m)
+    rows = np.flatnonzero(local[evaluator.buf_of] >= 0)
+    if fast_fixed is None:
+        fast_fixed = np.zeros(n, bool)
+    fixed_fast_rows = fast_fixed[evaluator.buf_of] & (local[evaluator.buf_of] < 0)
+    saved_fixed = np.bincount(evaluator.op_of[fixed_fast_rows], evaluator.delta[fixed_fast_rows],
+                              minlength=evaluator.n_ops)
+    headroom = np.maximum(evaluator.slow_mem - evaluator.compute - saved_fixed, 0.0)
+    weights = np.zeros(m)
+    ops = []
+    op_rows = evaluator.op_of[rows]
+    order = np.argsort(op_rows, kind="stable")
+    rows, op_rows = rows[order], op_rows[order]
+    bounds = np.flatnonzero(np.diff(op_rows)) + 1
+    for chunk in np.split(rows, bounds) if len(rows) else []:
+        t = int(evaluator.op_of[chunk[0]])
+        cap = float(headroom[t])
+        if cap <= 0:
+            continue
+        js, ds = local[evaluator.buf_of[chunk]], evaluator.delta[chunk]
+        if ds.sum() <= cap:  # cannot saturate: additive
+            np.add.at(weights, js, ds)
+        else:
+            ops.append((cap, js, ds))
+    return ValueTerms(weights, tuple(ops))
+
+
+# ---------------------------------------------------------------- the part and its result
+
+
+@dataclass(frozen=True)
+class Part:
+    """One sub-problem for CP-SAT (all numbers in bytes; scaling happens inside).
+
+    ``free``: buffer indices ``[m]`` to decide, at or above ``offset_floor``. ``goal``: ``"feasible"`` (pack, within
+    ``capacity``), ``"peak"`` (pack, minimise the highest address, never below
+    ``peak_floor``, never above ``peak_ceiling``) or ``"value"`` (map, optional
+    buffers, maximise ``terms``). ``fixed_*`` (shape ``[k]``): rectangles already placed,
+    time ``[start, end)`` x address ``[lo, hi)``. ``hint``: offsets ``[m]`` (-1 slow)
+    of a solution CP-SAT should try first.
+    """
+
+    free: np.ndarray
+    goal: str
+    capacity: int | None = None
+    terms: ValueTerms | None = None
+    fixed_start: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    fixed_end: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    fixed_lo: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    fixed_hi: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    hint: np.ndarray | None = None
+    peak_floor: int = 0
+    peak_ceiling: int | None = None
+    offset_floor: int = 0  # no free buffer goes below this address (an LNS band)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """How long and how CP-SAT searches: seconds, absolute monotonic deadline, seed, workers."""
+
+    time_limit: float
+    seed: int = 0
+    workers: int = 2
+    deterministic: bool = True
+    dtime: float | None = None  # deterministic-time budget (CP-SAT work units)
+    deadline: float | None = None
+
+
+@dataclass(frozen=True)
+class PartResult:
+    """CP-SAT's answer for a part: offsets ``[m]`` (-1 slow) or None, in bytes."""
+
+    status: Status
+    offsets: np.ndarray | None
+    objective: float | None  # value (map) or peak (pack), in the problem's units
+    bound: float | None  # proven upper bound on the value (map) / lower bound on the peak (pack)
+    history: tuple[tuple[float, float], ...] = ()
+    stats: dict = field(default_factory=dict)
+
+
+def _status_of(code: int) -> Status:
+    from ortools.sat.python import cp_model
+
+    return {cp_model.OPTIMAL: Status.OPTIMAL, cp_model.FEASIBLE: Status.FEASIBLE,
+            cp_model.INFEASIBLE: Status.INFEASIBLE}.get(code, Status.UNKNOWN)
+
+
+def _symmetry_groups(problem: Problem, part: Part) -> list[np.ndarray]:
+    """Groups of local indices of interchangeable free buffers (same live range, size, alignment, value)."""
+    a = problem.arrays
+    f = part.free
+    keys: dict[tuple, list[int]] = {}
+    for j, (s, e, z, al) in enumerate(zip(a.start[f].tolist(), a.end[f].tolist(), a.size[f].tolist(),
+                                          a.alignment[f].tolist())):
+        keys.setdefault((s, e, z, al), []).append(j)
+    groups = []
+    for members in keys.values():
+        if len(members) < 2:
+            continue
+        if part.goal == "value" and part.terms is not None:
+            by_sig: dict[tuple, list[int]] = {}
+            for j in members:
+                by_sig.setdefault(part.terms.signature(j), []).append(j)
+            groups.extend(np.array(g) for g in by_sig.values() if len(g) > 1)
+        else:
+            groups.append(np.array(members))
+    return groups
+
+
+def _canonical_hint(hint: np.ndarray, groups: list[np.ndarray]) -> np.ndarray:
+    """Reassign a hint inside each symmetry group so that it obeys the ordering constraints."""
+    out = hint.copy()
+    for g in groups:
+        offs = np.sort(hint[g][hint[g] >= 0])
+        out[g] = -1
+        out[g[:len(offs)]] = offs
+    return out
+
+
+PACK_ORDERS = ("start", "length", "size", "area")
+PACK_ORDER = "start"
+
+
+def pack_branching_order(start: np.ndarray, end: np.ndarray, size: np.ndarray, name: str) -> np.ndarray:
+    """Order in which the bottom-up worker takes buffers that could go equally low: ``[m]`` local indices.
+
+    ``name`` is the primary key: ``start`` (earliest first), ``length`` (longest live
+    range first), ``size`` (largest first) or ``area`` (size x length); the others break ties.
+    """
+    length = end - start
+    keys = {"start": (-length, -size, start), "size": (start, -length, -size),
+            "area": (start, -size, -(size * length)), "length": (start, -size, -length)}[name]
+    return np.lexsort(keys)
+
+
+def maximal_cliques(start: np.ndarray, end: np.ndarray) -> list[np.ndarray]:
+    """Index sets of the intervals live together at each maximal moment (interval-graph maximal cliques).
+
+    Two intervals overlap iff both are live at the later start, so these sets cover every
+    overlapping pair. Only a start followed by a release before the next start is maximal.
+    """
+    if len(start) == 0:
+        return []
+    times = np.unique(start)
+    next_start = np.append(times[1:], np.iinfo(np.int64).max)
+    ends_sorted = np.sort(end)
+    released = np.searchsorted(ends_sorted, next_start, side="right") > np.searchsorted(ends_sorted, times, side="right")
+    index = OverlapIndex(start, end)
+    return [index.query(t, t + 1) for t in times[released].tolist()]
+
+
+# Measured here (see experiments/README-cpsat.md): the clique form alone proves map-mode
+# windows several times faster; pack models gain from keeping NoOverlap2D beside it.
+FORMULATION = {"value": "cliques", "feasible": "both", "peak": "both"}
+PACK_STRATEGY = True
+SMALL_MODEL = 40  # buffers
+
+
+def solve_part(problem: Problem, part: Part, limits: Limits, *, t0: float | None = None,
+               formulation: str | None = None, pack_order: str | None = None) -> PartResult:
+    """Build the CP-SAT model of ``part``, solve it within ``limits`` and read the answer back in bytes.
+
+    ``t0`` (monotonic seconds) is the origin of the history timestamps.
+    """
+    from ortools.sat.python import cp_model
+
+    started = time.monotonic()
+    t0 = started if t0 is None else t0
+    formulation = formulation or FORMULATION[part.goal]
+    a = problem.arrays
+    free = np.asarray(part.free, np.int64)
+    m = len(free)
+    size, start, end, align = a.size[free], a.start[free], a.end[free], a.alignment[free]
+    if part.goal == "value" and part.terms is None:
+        raise ValueError("goal 'value' needs value terms")
+
+    # Data: one unit for every address quantity.
+    unit = grid_unit(size, align, part.fixed_lo, part.fixed_hi, part.offset_floor)
+    s_size, s_align = size // unit, np.maximum(align // unit, 1)
+    f_lo, f_hi = part.fixed_lo // unit, part.fixed_hi // unit
+    fixed_top = int(f_hi.max()) if len(f_hi) else 0
+    if part.goal == "peak":
+        floor = max(-(-part.peak_floor // unit), 0)
+        ceiling = (part.peak_ceiling // unit if part.peak_ceiling is not None
+                   else fixed_top + int(s_size.sum()))
+        top = ceiling
+    else:
+        if part.capacity is None:
+            raise ValueError(f"goal {part.goal!r} needs a capacity")
+        top = part.capacity // unit
+    optional = part.goal == "value"
+    hint = None
+    if part.hint is not None:
+        hint = np.asarray(part.hint, np.int64)
+        hint = np.where((hint >= part.offset_floor) & (hint % (s_align * unit) == 0) & (hint // unit + s_size <= top),
+                        hint, -1)
+        if not optional and (hint < 0).any():
+            hint = None  # a pack hint must place everything; a partial one would mislead
+    weight_scale = 0.0
+    forced_out = np.zeros(m, bool)
+    if optional:
+        total = part.terms.total
+        weight_scale = OBJECTIVE_UNITS / total if total > 0 else 0.0
+        touched = part.terms.weights > 0
+        for _, js, _ in part.terms.ops:
+            touched[js] = True
+        forced_out = ~touched | (s_size > top)  # worthless or too big: never fast
+    groups = _symmetry_groups(problem, part)
+    if hint is not None and groups:
+        hint = _canonical_hint(hint, groups)
+
+    # Variables.
+    model = cp_model.CpModel()
+    k_vars, present, x_iv, y_iv, item_lits, item_free = [], [], [], [], [], []
+    for j in range(m):
+        z, al = int(s_size[j]), int(s_align[j])
+        lo_k = -(-(part.offset_floor // unit) // al)
+        hi_k = (top - z) // al if top >= z else lo_k - 1
+        if hi_k < lo_k or (optional and forced_out[j]):
+            if not optional:  # a buffer that must be placed has no room: the part is infeasible
+                return PartResult(Status.INFEASIBLE, None, None, None, (), {"unit": unit, "empty_domain": j})
+            k_vars.append(None)
+            present.append(None)
+            continue
+        k = model.new_int_var(lo_k, hi_k, f"k{j}")
+        offset = k * al if al > 1 else k
+        if optional:
+            p = model.new_bool_var(f"p{j}")
+            x = model.new_optional_fixed_size_interval_var(int(start[j]), int(end[j] - start[j]), p, f"x{j}")
+            y = model.new_optional_fixed_size_interval_var(offset, z, p, f"y{j}")
+        else:
+            p = None
+            x = model.new_fixed_size_interval_var(int(start[j]), int(end[j] - start[j]), f"x{j}")
+            y = model.new_fixed_size_interval_var(offset, z, f"y{j}")
+        k_vars.append(k)
+        present.append(p)
+        x_iv.append(x)
+        y_iv.append(y)
+        item_lits.append(p)
+        item_free.append(j)
+    demands = [int(s_size[j]) for j in item_free]
+    for fs, fe, lo, hi in zip(part.fixed_start.tolist(), part.fixed_end.tolist(), f_lo.tolist(), f_hi.tolist()):
+        x_iv.append(model.new_fixed_size_interval_var(int(fs), int(fe - fs), ""))
+        y_iv.append(model.new_fixed_size_interval_var(int(lo), int(hi - lo), ""))
+        demands.append(int(hi - lo))
+        item_lits.append(None)
+    item_start = np.concatenate([start[item_free], part.fixed_start]).astype(np.int64)
+    item_end = np.concatenate([end[item_free], part.fixed_end]).astype(np.int64)
+
+    # Constraints.
+    if formulation in ("2d", "both"):
+        model.add_no_overlap_2d(x_iv, y_iv)
+    if formulation in ("cliques", "both"):
+        n_free_items = len(item_free)
+        for row in maximal_cliques(item_start, item_end):
+            members = row.tolist()
+            if len(members) < 2 or min(members) >= n_free_items:
+                continue
+            model.add_no_overlap([y_iv[i] for i in members])
+            if optional:  # the knapsack row of the no-fragmentation relaxation: a tight LP bound
+                fixed_bytes = sum(demands[i] for i in members if item_lits[i] is None)
+                model.add(sum(demands[i] * item_lits[i] for i in members if item_lits[i] is not None)
+                          <= top - fixed_bytes)
+    peak = None
+    if part.goal == "peak":
+        peak = model.new_int_var(max(floor, fixed_top), max(ceiling, floor, fixed_top), "peak")
+        for j in range(m):
+            model.add(k_vars[j] * int(s_align[j]) + int(s_size[j]) <= peak)
+        model.add_cumulative(x_iv, demands, peak)
+    else:
+        model.add_cumulative(x_iv, demands, top)
+    for g in groups:  # interchangeable buffers: lower index lower address, and fast first
+        for i, j in zip(g[:-1].tolist(), g[1:].tolist()):
+            if k_vars[i] is None or k_vars[j] is None:
+                continue
+            ordered = model.add(k_vars[i] * int(s_align[i]) + int(s_size[i]) <= k_vars[j] * int(s_align[j]))
+            if optional:
+                ordered.only_enforce_if([present[i], present[j]])
+                model.add_implication(present[j], present[i])
+
+    # Objective.
+    saving_hints: list[tuple[Any, int]] = []
+    savings: list[Any] = []
+    if part.goal == "peak":
+        model.minimize(peak)
+    elif optional:
+        expr = []
+        w_int = np.round(part.terms.weights * weight_scale).astype(np.int64)
+        for j in range(m):
+            if present[j] is not None and w_int[j] > 0:
+                expr.append(int(w_int[j]) * present[j])
+        for cap, js, ds in part.terms.ops:
+            lits = [(int(round(d * weight_scale)), j) for j, d in zip(js.tolist(), ds.tolist())
+                    if present[j] is not None]
+            if not lits:
+                continue
+            cap_int = int(round(cap * weight_scale))
+            # s = min(cap, e) exactly, not just s <= both: a free s would let the search
+            # creep up one objective unit per solution.
+            e = model.new_int_var(0, sum(c for c, _ in lits), "")
+            model.add(e == sum(c * present[j] for c, j in lits))
+            s = model.new_int_var(0, cap_int, "")
+            model.add_min_equality(s, [e, cap_int])
+            expr.append(s)
+            savings.append(s)
+            if hint is not None:  # a complete hint is taken as is; a partial one may be lost
+                e_hint = sum(c for c, j in lits if hint[j] >= 0)
+                saving_hints += [(e, e_hint), (s, min(cap_int, e_hint))]
+        model.maximize(sum(expr) if expr else 0)
+        # Branch on savings at their largest value once the presences are set: left to
+        # itself the search raises a free saving by one objective unit per solution.
+        lits = [p for p in present if p is not None]
+        if savings and lits:
+            model.add_decision_strategy(lits, cp_model.CHOOSE_FIRST, cp_model.SELECT_MAX_VALUE)
+            model.add_decision_strategy(savings, cp_model.CHOOSE_FIRST, cp_model.SELECT_MAX_VALUE)
+
+    # Search: in pack mode, a worker places buffers bottom-up (lowest possible offset first),
+    # the canonical order of MiniMalloc-style searches; CP-SAT's other workers run as usual.
+    if not optional and PACK_STRATEGY:
+        order = pack_branching_order(start, end, size, pack_order or PACK_ORDER)
+        model.add_decision_strategy([k_vars[j] for j in order.tolist()], cp_model.CHOOSE_LOWEST_MIN,
+                                    cp_model.SELECT_MIN_VALUE)
+
+    # Hint.
+    if hint is not None:
+        for j in range(m):
+            if k_vars[j] is None:
+                continue
+            on = hint[j] >= 0
+            if optional:
+                model.add_hint(present[j], bool(on))
+            if on:
+                model.add_hint(k_vars[j], int(hint[j] // unit // int(s_align[j])))
+        for var, val in saving_hints:
+            model.add_hint(var, val)
+        if peak is not None:
+            model.add_hint(peak, max(int(((hint // unit) + s_size).max()) if m else 0, fixed_top, floor))
+
+    # Solve.
+    deadline = limits.deadline if limits.deadline is not None else started + limits.time_limit
+    remaining = min(limits.time_limit, deadline - time.monotonic())
+    if remaining <= 0.01:
+        return PartResult(Status.UNKNOWN, None, None, None, (), {"unit": unit, "stopped_by": "time"})
+    solver = cp_model.CpSolver()
+    prm = solver.parameters
+    prm.max_time_in_seconds = remaining
+    # Parallel workers only pay off on models worth a portfolio; tiny ones run single-threaded.
+    prm.num_workers = max(1, int(limits.workers)) if m >= SMALL_MODEL else 1
+    prm.random_seed = int(limits.seed) % (2**31 - 1)
+    if limits.deterministic and prm.num_workers > 1:
+        prm.interleave_search = True
+        # In interleaved mode (OR-Tools 9.15) the 'core' worker's task ignores the stop
+        # signal and runs on to the time limit after the search is over.
+        prm.ignore_subsolvers.append("core")
+    if prm.num_workers == 1 and (savings or (not optional and PACK_STRATEGY)):
+        # One worker follows our strategy first (it is the multi-worker portfolio's
+        # 'fixed' worker otherwise); measured several times faster on LNS windows.
+        prm.search_branching = cp_model.PARTIAL_FIXED_SEARCH
+    if limits.dtime is not None:
+        prm.max_deterministic_time = max(float(limits.dtime), 1e-3)
+    prm.log_search_progress = False
+
+    def to_objective(raw: float) -> float:
+        if part.goal == "peak":
+            return float(raw) * unit
+        return float(raw) / weight_scale if weight_scale else 0.0
+
+    history: list[tuple[float, float]] = []
+    maximize = part.goal == "value"
+    if part.goal == "feasible":
+        prm.stop_after_first_solution = True  # the interleaved search would go on looking
+
+    def proved(objective: float, bound: float) -> bool:
+        return objective >= bound - 0.5 if maximize else objective <= bound + 0.5
+
+    # Only records: calling stop_search() from a callback can crash OR-Tools 9.15 when the
+    # first solution comes from presolve (a CHECK on the postsolve mapping).
+    class Recorder(cp_model.CpSolverSolutionCallback):
+        def on_solution_callback(self) -> None:
+            value = 0.0 if part.goal == "feasible" else to_objective(self.objective_value)
+            history.append((time.monotonic() - t0, value))
+
+    code = solver.solve(model, Recorder())
+    status = _status_of(code)
+    if (status is Status.FEASIBLE and part.goal != "feasible"
+            and proved(solver.objective_value, solver.best_objective_bound)):
+        status = Status.OPTIMAL  # the incumbent meets the proven bound
+    stats = {"unit": unit, "cp_status": solver.status_name(code), "wall": round(solver.wall_time, 4),
+             "dtime": round(solver.deterministic_time, 4), "conflicts": solver.num_conflicts,
+             "branches": solver.num_branches, "variables": len(model.proto.variables),
+             "constraints": len(model.proto.constraints)}
+    if status not in (Status.OPTIMAL, Status.FEASIBLE):
+        bound = None
+        if part.goal == "peak" and status is Status.UNKNOWN:
+            bound = to_objective(solver.best_objective_bound)
+        return PartResult(status, None, None, bound, tuple(history), stats)
+    offsets = np.full(m, -1, np.int64)
+    for j in range(m):
+        if k_vars[j] is None:
+            continue
+        if optional and not solver.boolean_value(present[j]):
+            continue
+        offsets[j] = int(solver.value(k_vars[j])) * int(s_align[j]) * unit
+    if part.goal == "peak":
+        objective = float(max(int((offsets + size).max()) if m else 0, fixed_top * unit))
+        bound = to_objective(solver.best_objective_bound)
+    elif optional:
+        objective = part.terms.value(offsets >= 0)
+        bound = to_objective(solver.best_objective_bound) if status is not Status.OPTIMAL else objective
+        bound = max(bound, objective)
+    else:
+        objective, bound = 0.0, 0.0
+    return PartResult(status, offsets, objective, bound, tuple(history), stats)

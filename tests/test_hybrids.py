@@ -1,0 +1,140 @@
+"""The hybrids: select-then-pack, large neighbourhood search and the portfolio."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hardware.evaluator import Evaluator
+from hardware.spec import PRESETS
+from hardware.validator import validate
+from hybrid.bounds import map_upper_bound
+from hybrid.generate import layered_network, packed_instance, random_intervals
+from hybrid.graph import OverlapIndex, live_profile
+from hybrid.lns import LargeNeighbourhoodSearch, window_around
+from hybrid.model import Buffer, Problem, Solution, Status, offsets_array
+from hybrid.portfolio import Portfolio, member_names
+from hybrid.run import run_solver
+from hybrid.select_pack import SelectPack, relaxation_choice
+from solvers.cpsat_model import value_terms
+
+HW = PRESETS["tpuv4i"]
+UNIT = PRESETS["unit"]
+
+
+def greedy(problem, hw=HW):
+    return run_solver("greedy-xla" if problem.mode == "map" else "best-fit", problem, hw, time_limit=5, seed=0)
+
+
+def as_hint(report, mode):
+    return Solution(report.offsets, Status.FEASIBLE, mode, solver=report.solver)
+
+
+# ------------------------------------------------------------------ select-pack
+
+
+def test_relaxation_choice_reaches_the_bound_and_respects_capacity_at_every_moment():
+    p = layered_network(200, seed=4)
+    ev = Evaluator(p, HW)
+    candidates = (ev.benefits > 0) & (p.arrays.size <= p.capacity)
+    chosen = relaxation_choice(p, ev, candidates, time_limit=10)
+    assert not (chosen & ~candidates).any()
+    assert live_profile(p, chosen)[1].max() <= p.capacity
+    everyone = np.arange(p.n)
+    relaxed_value = value_terms(ev, everyone).value(chosen)  # the concave saving, no fragmentation
+    assert relaxed_value == pytest.approx(map_upper_bound(p, HW).value, rel=1e-6)
+
+
+def test_select_pack_beats_greedy_on_a_layered_network():
+    p = layered_network(300, seed=2)
+    s = SelectPack().solve(p, HW, time_limit=10, seed=0)
+    assert validate(p, s.offsets) is None
+    value = Evaluator(p, HW).value(s.offsets)
+    assert value >= greedy(p).objective * (1 - 1e-9)
+    assert value <= map_upper_bound(p, HW).value * (1 + 1e-9)
+    assert s.stats["rounds"] >= 1 and s.history
+
+
+def test_select_pack_never_returns_less_than_its_hint():
+    p = random_intervals(60, seed=5, with_benefit=True).replace(capacity=120, mode="map")
+    hint = as_hint(greedy(p, UNIT), "map")
+    s = SelectPack().solve(p, UNIT, time_limit=5, seed=0, hint=hint)
+    ev = Evaluator(p, UNIT)
+    assert validate(p, s.offsets) is None and ev.value(s.offsets) >= ev.value(hint.offsets) - 1e-9
+
+
+def test_select_pack_packs_a_tight_instance_and_proves_an_over_full_one_infeasible():
+    p, _ = packed_instance(30, seed=7, capacity=48, horizon=16)
+    s = SelectPack().solve(p, UNIT, time_limit=10, seed=0)
+    assert s.status is Status.OPTIMAL and validate(p, s.offsets) is None
+    over = Problem("over", (Buffer("a", 4, 0, 2), Buffer("b", 4, 0, 2), Buffer("c", 4, 1, 3)), capacity=10,
+                   mode="pack")
+    assert SelectPack().solve(over, UNIT, time_limit=5, seed=0).status is Status.INFEASIBLE
+
+
+# ------------------------------------------------------------------ lns
+
+
+def test_window_holds_about_k_candidates_around_the_centre():
+    p = random_intervals(300, seed=1, horizon=200)
+    a = p.arrays
+    index = OverlapIndex(a.start, a.end)
+    got = window_around(index, np.ones(p.n, bool), 100, 40, (0, 200))
+    assert 40 <= len(got) <= 80
+    assert ((a.start[got] <= 140) & (a.end[got] >= 60)).all()  # all live near the centre
+
+
+def test_lns_improves_a_weak_hint_and_never_returns_less():
+    p = layered_network(200, seed=6)
+    ev = Evaluator(p, HW)
+    weak = offsets_array(greedy(p).offsets)
+    weak[::2] = -1  # drop half the greedy placement: a valid but poor start
+    hint = Solution(tuple(None if o < 0 else int(o) for o in weak), Status.FEASIBLE, "map", solver="weak")
+    s = LargeNeighbourhoodSearch().solve(p, HW, time_limit=4, seed=0, hint=hint)
+    assert validate(p, s.offsets) is None
+    assert ev.value(s.offsets) > ev.value(weak) * 1.01
+    assert s.stats["start"] == "weak" and s.stats["steps"] >= 1
+
+
+def test_lns_lowers_the_peak_in_pack_mode():
+    p, _ = packed_instance(40, seed=3, capacity=64, horizon=24)
+    p = p.replace(capacity=None)
+    base = greedy(p, UNIT)
+    s = LargeNeighbourhoodSearch().solve(p, UNIT, time_limit=5, seed=0, minimize_peak=True)
+    assert validate(p, s.offsets) is None
+    assert s.objective <= base.objective and s.objective >= s.bound
+    assert s.objective == max(b.size + o for b, o in zip(p.buffers, s.offsets))
+
+
+def test_lns_same_seed_same_answer():
+    p = layered_network(40, seed=8)
+    a = LargeNeighbourhoodSearch().solve(p, HW, time_limit=5, seed=3)
+    b = LargeNeighbourhoodSearch().solve(p, HW, time_limit=5, seed=3)
+    assert a.offsets == b.offsets
+
+
+# ------------------------------------------------------------------ portfolio
+
+
+def test_member_names_skip_unknown_and_unsupported_solvers():
+    names = member_names("map", "greedy-xla, no-such-solver, portfolio, cpsat")
+    assert names == ["greedy-xla", "cpsat"]
+    assert "portfolio" not in member_names("pack")
+
+
+def test_portfolio_keeps_the_best_valid_member_answer():
+    p = layered_network(150, seed=1)
+    s = Portfolio().solve(p, HW, time_limit=6, seed=0, workers=2, solvers="greedy-xla,lns,select-pack")
+    assert validate(p, s.offsets) is None
+    members = s.stats["members"]
+    assert set(members) == {"greedy-xla", "lns", "select-pack"}, s.stats
+    best_member = max(m["objective"] for m in members.values() if m["valid"])
+    assert Evaluator(p, HW).value(s.offsets) == pytest.approx(best_member, rel=1e-9)
+    assert s.stats["winner"] in members
+
+
+def test_portfolio_reports_a_proven_infeasible_pack():
+    over = Problem("over", (Buffer("a", 4, 0, 2), Buffer("b", 4, 0, 2), Buffer("c", 4, 1, 3)), capacity=10,
+                   mode="pack")
+    s = Portfolio().solve(over, UNIT, time_limit=5, seed=0, workers=1, solvers="best-fit,cpsat")
+    assert s.status is Status.INFEASIBLE and all(o is None for o in s.offsets)
