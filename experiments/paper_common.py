@@ -110,7 +110,15 @@ def stats_table(rows: list[dict[str, str]], solvers: list[str]) -> str:
 
 def machine_note() -> str:
     load = os.getloadavg()
-    return (f"Machine: {os.cpu_count()} cores shared with other engineers' jobs "
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                                check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                               capture_output=True, text=True).stdout.strip()
+        commit += " (with uncommitted changes in the tree)" if dirty else ""
+    except (OSError, subprocess.CalledProcessError):
+        commit = "unknown"
+    return (f"Code: commit {commit}. Machine: {os.cpu_count()} cores shared with other engineers' jobs "
             f"(load average at the end {load[0]:.1f}, {load[1]:.1f}, {load[2]:.1f}); run under `nice`.")
 
 
@@ -123,3 +131,22 @@ def write_markdown(path: Path, text: str) -> None:
 
 def fenced(text: str) -> str:
     return "```\n" + text.rstrip("\n") + "\n```\n"
+
+
+def per_input_table(rows: list[dict[str, str]]) -> str:
+    """Markdown: per input, greedy-xla's gap to the bound and the best solver's (ties listed together)."""
+    lines = ["| input | buffers | greedy-xla gap to bound | best solver(s) | best gap | best speed-up over greedy-xla |",
+             "|---|---:|---:|---|---:|---:|"]
+    for name in dict.fromkeys(r["input"] for r in rows):
+        mine = [r for r in rows if r["input"] == name and r["valid"] == "true" and r["value"]]
+        if not mine:
+            lines.append(f"| {name} | - | - | (no valid answer) | - | - |")
+            continue
+        greedy = next((r for r in mine if r["solver"] == "greedy-xla"), None)
+        top = max(float(r["value"]) for r in mine)
+        best = [r["solver"] for r in mine if float(r["value"]) >= top * (1 - 1e-9)]
+        gap = min(float(r["gap"]) for r in mine if r["gap"])  if any(r["gap"] for r in mine) else None
+        vs = max(_f(r["speedup_vs_greedy"]) or 0.0 for r in mine)
+        lines.append(f"| {name} | {mine[0]['total']} | {fmt(_f(greedy['gap']) if greedy else None, '.2%')} | "
+                     f"{', '.join(best)} | {fmt(gap, '.2%')} | {vs:.4f} |")
+    return "\n".join(lines) + "\n"

@@ -46,8 +46,8 @@ def head_to_head(rows: list[dict[str, str]]) -> str:
         else:
             ahead = "tie"
         wins[ahead] += 1
-        lines.append(f"| {name} | {fmt(va)} | {fmt(vb)} | {a['seconds'] if a else '-'} | "
-                     f"{b['seconds'] if b else '-'} | {ahead} |")
+        lines.append(f"| {name} | {fmt(va)} | {fmt(vb)} | {fmt(float(a['seconds']) if a and a['seconds'] else None, '.2f')} | "
+                     f"{fmt(float(b['seconds']) if b and b['seconds'] else None, '.2f')} | {ahead} |")
     lines.append(f"\nmuzero ahead on {wins['muzero']}, mcts ahead on {wins['mcts']}, tied on {wins['tie']}.")
     return "\n".join(lines) + "\n"
 

@@ -15,7 +15,17 @@ from __future__ import annotations
 
 import argparse
 
-from paper_common import RESULTS, fenced, machine_note, read_rows, registered_solvers, run_compare, stats_table, write_markdown
+from paper_common import (
+    RESULTS,
+    fenced,
+    machine_note,
+    per_input_table,
+    read_rows,
+    registered_solvers,
+    run_compare,
+    stats_table,
+    write_markdown,
+)
 
 
 def main() -> None:
@@ -40,6 +50,8 @@ def main() -> None:
         "Speed-up = estimated time of greedy-xla's answer / estimated time of the solver's answer "
         "(tpuv4i roofline model). *Share improved* counts all inputs (a failed run is not an improvement); "
         "mean/max/min/geo-mean are over the valid answers.\n\n" + summary +
+        "\n## Per input: how far greedy-xla and the best answer are from the no-fragmentation bound\n\n"
+        + per_input_table(rows) +
         "\n## What compare printed\n\n" + fenced(printed)))
 
 
