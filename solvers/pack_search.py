@@ -27,14 +27,45 @@ the code here is an independent Python implementation:
 * **Dynamic decomposition.** When no unplaced buffer crosses a section boundary any more,
   the two sides are independent and are solved one after the other without backtracking
   between them. Components of the interval graph are split up front.
-* **Restarts.** Several static preorders (MiniMalloc's width/area/total mixes plus seeded
-  random perturbations) are run round robin with growing node limits.
+* **Restarts.** MiniMalloc runs static preorders (width/area/total mixes, "WAT", "TAW",
+  "TWA") round robin with doubling node limits; that schedule is kept as an option.
 
-Additions of our own: all numbers are divided by their common divisor first (exact, also
-with alignments); a transposition table of failed states; an optional concurrent CP-SAT
-engine (OR-Tools) on a "one NoOverlap per maximal clique" model of the same problem, which
-settles a different set of hard instances than the search; minimise-peak by trying the
-max-live lower bound first and then a binary search between bound and incumbent.
+Additions of our own:
+
+* **Binary branching with a dynamic choice.** MiniMalloc's candidate loop ("place the
+  first candidate, else the second, ...") is read as binary branching at the lowest
+  offset ``o``: place a buffer ``b`` whose min offset is ``o`` there, or *exclude* ``b``
+  from ``o`` (it must later be lifted onto a neighbour placed under its top). Which ``b``
+  is free to choose (the proof below does not depend on it): ties go to the buffer whose
+  sections failed most often so far (conflict weights, "dom/wdeg" style), then to the
+  fullest section, then to the static preorder. An excluded buffer's offset bound rises
+  to the lowest top of a neighbour that could lift it, which sharpens section inference.
+  *Why nothing is lost:* take any packing and push buffers down until none can move (a
+  fully compact packing F). Follow the branches that agree with F. Placed buffers sit
+  below the min offsets of the unplaced ones; every unplaced buffer of F sits at or above
+  ``o`` (an excluded one rests on a later-placed neighbour, by induction); if a placement
+  at ``o`` reached the top ``minoff(u) + size(u)`` of an unplaced ``u``, then ``u`` could
+  drop to ``minoff(u)`` in F (nothing placed or to be placed occupies that slot), which
+  contradicts compactness; the same argument gives the hat-less rule and the requirement
+  that an excluded buffer keeps a neighbour able to lift it. So F is never pruned, and
+  "INFEASIBLE" is a proof (up to a collision of 64-bit hashes in the failed-state table,
+  about 2**-64 per pair of states).
+* **Shared failed-state table and weights.** A failed state (unplaced set, min offsets,
+  exclusions) fails whatever the branching order, so the table of failed states (64-bit
+  hashes) and the conflict weights survive restarts. Restarts: the base preorders once,
+  then seeded perturbations with Luby-sequence node limits.
+* **Divided units.** All numbers are divided by their common divisor first (exact, also
+  with alignments: a buffer aligned to ``a`` needs multiples of ``a / gcd(a, g)`` units).
+* **CP-SAT thread.** When the search has not settled a component within a short warm-up,
+  OR-Tools CP-SAT (single worker) runs concurrently on a "one NoOverlap per maximal clique
+  of the interval graph" model of the same component; whichever finishes first wins.
+  The two engines are good at different instances (CP-SAT settles some zero-slack
+  instances from a time-sweep generator instantly that the search finds hard).
+* **Minimise peak.** A greedy first descent gives an incumbent; then per component the
+  overall max-live bound is tried first, then bisection between proven bound and
+  incumbent (each probe is a feasibility search as above).
+* **Large components** (more than ``_MAX_EXACT`` buffers or ``_DENSE_LIMIT`` buffer x
+  section cells) get a first-fit sweep instead of the exact engine.
 
 Entry point: :func:`pack`.
 """
@@ -52,9 +83,11 @@ import numpy as np
 
 __all__ = ["PackResult", "pack", "max_live", "components", "check_packing"]
 
-_INF = 1 << 40          # "no min offset" marker (placed / outside); keys use offset * K + rank
+_INF = 1 << 40          # "no min offset" marker (placed buffers)
+_EXCL = 1 << 42         # added to ``eff`` of a buffer excluded from its current min offset
 _VM_INF32 = 1 << 30
 _DENSE_LIMIT = 40_000_000  # max buffers x sections for the exact engine on one component
+_MAX_EXACT = 20_000        # max buffers of a component for the exact engine
 
 
 # ----------------------------------------------------------------------------- results
@@ -182,6 +215,10 @@ class _Component:
             cand = np.arange(prefix[k])
             cand = cand[self.sh[:prefix[k]] > self.sl[k]]
             self.nbr.append(cand[cand != k])
+        # sections whose lowest min offset a placement of k can change: k's and its
+        # neighbours' (int lists for speed)
+        self.nlo = [min([self.sl_l[k]] + self.sl[nb].tolist()) for k, nb in enumerate(self.nbr)]
+        self.nhi = [max([self.sh_l[k]] + self.sh[nb].tolist()) for k, nb in enumerate(self.nbr)]
         self.row_end = np.searchsorted(self.sl, np.arange(S + 1), side="left")  # rows sl < B
         live = np.zeros(S + 1, np.int64)
         np.add.at(live, self.sl, self.size)
@@ -190,7 +227,6 @@ class _Component:
         self.peak_live = int(self.live.max()) if S else 0
         self.sec_total_max = np.array(
             [self.live[a:b].max() for a, b in zip(self.sl_l, self.sh_l)], np.int64)
-        self.dense_ok = m * S <= _DENSE_LIMIT
         # final tie-break of every preorder: the caller's buffer numbering
         ident = np.arange(m) if ident is None else np.asarray(ident)
         self.ident = np.argsort(np.argsort(ident[order], kind="stable"), kind="stable")
@@ -236,8 +272,8 @@ class _Searcher:
     sketch in the module docstring.
 
     State (all numpy, undone through a trail): ``minoff`` int64 ``[m]`` (``_INF`` once
-    placed); ``excl`` int64 ``[m]`` offset a buffer was excluded from (``-1``: none; it is
-    excluded while ``minoff == excl``); ``VM`` ``[m, S]`` lower bound on the offset of each
+    placed); ``eff`` int64 ``[m]`` = ``minoff`` plus ``_EXCL`` while the buffer is excluded
+    from that offset (a lift clears it); ``VM`` ``[m, S]`` lower bound on the offset of each
     unplaced buffer on its sections (``INF`` elsewhere); ``total`` int64 ``[S]`` unplaced
     size per section; ``cuts`` int64 ``[S-1]`` unplaced buffers crossing each boundary;
     ``off`` int64 ``[m]``.
@@ -267,7 +303,8 @@ class _Searcher:
             self.vinf = _INF
             vdt = np.int64
         self.minoff = np.zeros(m, np.int64)
-        self.excl = np.full(m, -1, np.int64)
+        # eff = minoff, plus _EXCL while the buffer is excluded from its min offset
+        self.eff = np.zeros(m, np.int64)
         member = np.zeros((m, S), bool)
         for k in range(m):
             member[k, comp.sl_l[k]:comp.sh_l[k]] = True
@@ -282,31 +319,36 @@ class _Searcher:
 
     # -- moves ------------------------------------------------------------------------
     def _place(self, b: int, o: int, chg: np.ndarray, old_m: np.ndarray, newm) -> None:
-        """Put ``b`` at ``o``; ``chg`` (old min offsets ``old_m``) rise to ``newm``."""
+        """Put ``b`` at ``o``; ``chg`` (old min offsets ``old_m``) rise to ``newm`` (which
+        also ends any exclusion of theirs: they are lifted)."""
         c = self.c
         l, h = c.sl_l[b], c.sh_l[b]
         VM = self.VM
         if len(chg):
+            old_e = self.eff[chg]
             self.minoff[chg] = newm
+            self.eff[chg] = newm
             old_rows = VM[chg]
             if isinstance(newm, int):
                 VM[chg] = np.maximum(old_rows, newm)
             else:
                 VM[chg] = np.maximum(old_rows, newm[:, None].astype(VM.dtype))
         else:
-            old_rows = None
+            old_rows = old_e = None
         self.minoff[b] = _INF
+        self.eff[b] = _INF
         VM[b, l:h] = self.vinf
         self.total[l:h] -= c.size_l[b]
         if h - l > 1:
             self.cuts[l:h - 1] -= 1
         self.off[b] = o
-        self.trail.append((b, o, chg, old_m, old_rows))
+        self.trail.append((b, o, chg, old_m, old_rows, old_e))
 
-    def _exclude(self, b: int, o: int, lift: int) -> None:
+    def _exclude(self, b: int, lift: int) -> None:
+        """``b`` may not take its current min offset; its rows get the bound ``lift``."""
         c = self.c
-        self.trail.append((b, -1, self.excl[b], None, None))
-        self.excl[b] = o
+        self.trail.append((b, -1, None, None, None, None))
+        self.eff[b] += _EXCL
         self.VM[b, c.sl_l[b]:c.sh_l[b]] = lift
 
     def _undo_to(self, mark: int) -> None:
@@ -314,10 +356,10 @@ class _Searcher:
         tr = self.trail
         VM = self.VM
         while len(tr) > mark:
-            b, o, chg, old_m, old_rows = tr.pop()
+            b, o, chg, old_m, old_rows, old_e = tr.pop()
             l, h = c.sl_l[b], c.sh_l[b]
             if o < 0:                                   # an exclusion
-                self.excl[b] = chg
+                self.eff[b] -= _EXCL
                 VM[b, l:h] = self.minoff[b]
                 continue
             if h - l > 1:
@@ -327,7 +369,9 @@ class _Searcher:
             if old_rows is not None:
                 VM[chg] = old_rows
                 self.minoff[chg] = old_m
+                self.eff[chg] = old_e
             self.minoff[b] = o
+            self.eff[b] = o
             self.off[b] = -1
 
     def _sections_ok(self, a: int, bnd: int) -> bool:
@@ -371,7 +415,7 @@ class _Searcher:
         P = P[minoff[P] < _INF]
         if len(P) == 0:
             return True
-        excl = self.excl
+        eff = self.eff
         size = c.size
         align = c.align
         sizeP = size[P]
@@ -382,36 +426,33 @@ class _Searcher:
         while True:                      # one iteration per node of the binary tree
             self.nodes += 1
             self._tick()
-            mo = minoff[P]
-            stuck = excl[P] == mo
-            any_stuck = bool(stuck.any())
-            if any_stuck:
-                free = ~stuck
-                if not free.any():
-                    break
-                o = int(mo[free].min())
-            else:
-                o = int(mo.min())
+            ef = eff[P]
+            o = int(ef.min())
+            if o >= _EXCL:
+                break                                      # only excluded buffers left
             if o > omax:
                 break
-            if o >= int((mo + sizeP).min()):              # dominance: a gap stays open
+            tops = ef + sizeP                               # excluded ones are >= _EXCL
+            if o >= int(tops.min()):                        # dominance: a gap stays open
                 break
-            if any_stuck:
-                # an excluded buffer must be lifted by an unplaced neighbour starting
-                # below its top; if none is left, the branch is dead
+            if int(ef.max()) >= _EXCL:
+                # each excluded buffer: no placement may reach its top (dominance), and an
+                # unplaced neighbour starting below that top must remain to lift it
                 dead = False
-                for cb in P[stuck].tolist():
+                for cb in P[ef >= _EXCL].tolist():
+                    top = minoff[cb] + c.size_l[cb]
+                    if o >= top:
+                        dead = True
+                        break
                     nbm = minoff[c.nbr[cb]]
-                    if not len(nbm) or int(nbm.min()) >= minoff[cb] + c.size_l[cb]:
+                    if not len(nbm) or int(nbm.min()) >= top:
                         dead = True
                         break
                 if dead:
                     break
-                cand = P[free & (mo == o)]
-            else:
-                cand = P[mo == o]
+            cand = P[ef == o]
             if self.use_tt:
-                key = hash((pkey, mo.tobytes(), stuck.tobytes()))
+                key = hash((pkey, ef.tobytes()))
                 if key in self.tt:
                     self.tt_hits += 1
                     break
@@ -435,7 +476,6 @@ class _Searcher:
             t = o + sz
             nb = c.nbr[b]
             mn = minoff[nb]
-            hat = bool((mn < _INF).any())
             if t <= cap:
                 if align is None:
                     m_chg = mn < t
@@ -448,14 +488,12 @@ class _Searcher:
                 chg = nb[m_chg]
                 mark_b = len(self.trail)
                 self._place(b, o, chg, mn[m_chg], newm)
-                lo, hi = c.sl_l[b], c.sh_l[b]
                 ok = False
-                if len(chg):
-                    lo = min(lo, int(c.sl[chg].min()))
-                    hi = max(hi, int(c.sh[chg].max()))
-                if self._sections_ok(lo, hi):
+                if self._sections_ok(c.nlo[b], c.nhi[b]):
                     l, h = c.sl_l[b], c.sh_l[b]
-                    z = np.flatnonzero(self.cuts[l:h - 1] == 0) if h - l > 1 else ()
+                    z = ()
+                    if h - l > 1 and int(self.cuts[l:h - 1].min()) == 0:
+                        z = np.flatnonzero(self.cuts[l:h - 1] == 0)
                     if len(z):
                         cps = [ps] + (z + (l + 1)).tolist() + [pe]
                         U = P[minoff[P] < _INF]
@@ -473,7 +511,7 @@ class _Searcher:
                 if ok:
                     return True
                 self._undo_to(mark_b)
-            if not hat:
+            if not bool((mn < _INF).any()):
                 break                                      # hat-less: nothing can lift it
             # second branch: b is not at offset o. It must be lifted onto an unplaced
             # neighbour placed at >= o and starting below b's top (else a gap under b
@@ -483,7 +521,7 @@ class _Searcher:
             if not ok_l.any():
                 break
             lift = int((mnu[ok_l] + size[nb[ok_l]]).min())
-            self._exclude(b, o, lift)
+            self._exclude(b, lift)
             if not self._sections_ok(c.sl_l[b], c.sh_l[b]):
                 break
         self.backtracks += 1
@@ -524,7 +562,8 @@ class _CpSatRun:
     """
 
     def __init__(self, comp: _Component, cap: int, seed: int, time_limit: float,
-                 hint: np.ndarray | None = None, workers: int = 1):
+                 hint: np.ndarray | None = None, workers: int = 1,
+                 on_done: threading.Event | None = None):
         from ortools.sat.python import cp_model  # lazy: only when the engine runs
         self._cp = cp_model
         self.comp = comp
@@ -552,6 +591,7 @@ class _CpSatRun:
         p.random_seed = int(seed) % (2 ** 31)
         self.result: np.ndarray | bool | None = None
         self.done = threading.Event()
+        self.on_done = on_done
         self.thread: threading.Thread | None = None
 
     def _run(self) -> None:
@@ -563,6 +603,8 @@ class _CpSatRun:
                 self.result = False
         finally:
             self.done.set()
+            if self.on_done is not None and self.result is not None:
+                self.on_done.set()          # tell the search thread to stop
 
     def start(self) -> None:
         self.thread = threading.Thread(target=self._run, name="pack-search-cpsat", daemon=True)
@@ -577,8 +619,7 @@ class _CpSatRun:
 
 # ----------------------------------------------------------------------------- driver
 
-_CONFIGS = [("rank", "TWA"), ("tight", "TWA"), ("rank", "WAT"), ("tight", "WAT"),
-            ("rank", "TAW"), ("tight", "TAW")]
+_CONFIGS = [("wdeg", "TWA"), ("wdeg", "WAT"), ("wdeg", "TAW")]
 
 
 class _Stats:
@@ -591,6 +632,8 @@ class _Stats:
         self.cpsat_wins = 0
         self.search_wins = 0
         self.components = 0
+        self.fallback_components = 0
+        self.winner = ""
 
     def add(self, s: _Searcher) -> None:
         self.nodes += s.nodes
@@ -611,6 +654,88 @@ def _greedy(comp: _Component) -> np.ndarray:
     if not s.run():  # cannot happen with an unbounded capacity
         raise RuntimeError("greedy descent failed")
     return s.off.copy()
+
+
+def _first_fit(size: np.ndarray, start: np.ndarray, end: np.ndarray,
+               align: np.ndarray) -> np.ndarray:
+    """Fallback for components too large for the exact engine: sweep buffers by start
+    time (larger first at equal starts) and put each at the lowest aligned gap among the
+    live placed buffers. Returns offsets ``[n]`` (int64, input units)."""
+    n = len(size)
+    off = np.zeros(n, np.int64)
+    order = np.lexsort((-size, start))
+    lo = np.zeros(0, np.int64)     # live placed buffers, sorted by offset
+    hi = np.zeros(0, np.int64)
+    en = np.zeros(0, np.int64)
+    for i in order.tolist():
+        keep = en > start[i]
+        if not keep.all():
+            lo, hi, en = lo[keep], hi[keep], en[keep]
+        a, sz = int(align[i]), int(size[i])
+        # live placed buffers are all live now, so they are disjoint and sorted by offset:
+        # the gaps are [0, lo[0]), [hi[0], lo[1]), ..., [hi[-1], inf)
+        bottoms = np.concatenate(([0], hi))
+        cand = bottoms if a == 1 else -(-bottoms // a) * a
+        okm = cand[:-1] + sz <= lo
+        if okm.any():
+            o = int(cand[int(np.argmax(okm))])
+        else:
+            o = int(cand[-1])
+        off[i] = o
+        pos = int(np.searchsorted(lo, o))
+        lo = np.insert(lo, pos, o)
+        hi = np.insert(hi, pos, o + sz)
+        en = np.insert(en, pos, end[i])
+    return off
+
+
+_SCHEDULE = "luby"
+_NODE_BUDGET: int | None = None       # experiments only: stop after this many nodes
+
+
+def _luby(i: int) -> int:
+    """i-th term (1-based) of the Luby sequence 1,1,2,1,1,2,4,1,1,2,1,1,2,4,8,..."""
+    k = 1
+    while (1 << k) - 1 < i:
+        k += 1
+    while True:
+        if i == (1 << k) - 1:
+            return 1 << (k - 1)
+        i -= (1 << (k - 1)) - 1
+        k = 1
+        while (1 << k) - 1 < i:
+            k += 1
+
+
+def _schedule(comp: _Component, base: list, rng: np.random.Generator):
+    """Endless sequence of runs ``(choice, name, rank, node_limit)``.
+
+    ``"rounds"`` (MiniMalloc's round robin): all base configurations with a node limit
+    of ``2 m`` doubling each round; from the third round on two seeded perturbations
+    join each round. ``"luby"``: the base configurations once at ``2 m``, then a fresh
+    seeded perturbation of a base preorder per run, node limits ``2 m`` times the Luby
+    sequence (restarts that keep the failed-state table and the conflict weights).
+    """
+    m = comp.m
+    if _SCHEDULE == "rounds":
+        limit, rnd = 2 * m, 0
+        while True:
+            runs = list(base)
+            if rnd >= 2:
+                for ch, h in _CONFIGS[:2]:
+                    runs.append((ch, h + "~", comp.heuristic(h, rng)))
+            for ch, h, rank in runs:
+                yield ch, h, rank, limit
+            limit *= 2
+            rnd += 1
+    else:
+        for ch, h, rank in base:
+            yield ch, h, rank, 2 * m
+        i = 0
+        while True:
+            i += 1
+            ch, h = _CONFIGS[(i - 1) % len(_CONFIGS)]
+            yield ch, h + "~", comp.heuristic(h, rng), 2 * m * _luby(i)
 
 
 def _solve_cap(comp: _Component, cap: int, deadline: float, seed: int, stats: _Stats,
@@ -641,61 +766,48 @@ def _solve_cap(comp: _Component, cap: int, deadline: float, seed: int, stats: _S
     warmup = min(2.0, 0.05 * max(0.0, deadline - t_start))
     limit = 2 * m
     hint_rank = comp.heuristic("TWA", hint=hint_local) if hint_local is not None else None
-    configs: list[tuple[str, np.ndarray]] = []
+    base: list[tuple[str, str, np.ndarray]] = []
     if hint_rank is not None:
-        configs.append(("rank", hint_rank))
-    configs += [(ch, comp.heuristic(h)) for ch, h in _CONFIGS]
+        base.append(("rank", "hint", hint_rank))
+    base += [(ch, h, comp.heuristic(h)) for ch, h in _CONFIGS]
     result: np.ndarray | bool | None = None
     old_limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(old_limit, 4 * m + 1000))
     try:
-        rnd = 0
-        while result is None:
-            round_configs = list(configs)
-            if rnd >= 2:   # from the third round on, add seeded perturbations
-                for ch, h in _CONFIGS[:2]:
-                    round_configs.append((ch, comp.heuristic(h, rng)))
-            for choice, rank in round_configs:
-                now = time.perf_counter()
-                if now >= deadline:
-                    break
-                if cps is not None and cps.done.is_set():
-                    break
-                if use_cpsat and cps is None and now - t_start >= warmup and m >= 8:
-                    cps = _CpSatRun(comp, cap, seed, deadline - now, hint=hint_local)
-                    cps.start()
-                    stats.cpsat_runs += 1
-                s = _Searcher(comp, cap, rank, node_limit=limit, deadline=deadline, stop=stop,
-                              use_tt=True, choice=choice, weights=weights)
-                s.tt = tt
-                try:
-                    ok = s.run()
-                except _Abort:
-                    ok = None
-                stats.add(s)
-                if len(tt) > 1_000_000:
-                    tt.clear()
-                if ok is True:
-                    result = s.off.copy()
-                    stats.search_wins += 1
-                    break
-                if ok is False:
-                    result = False
-                    break
-            else:
-                limit *= 2
-                rnd += 1
-                continue
-            if result is None:
-                if cps is not None and cps.done.is_set():
-                    if cps.result is not None:
-                        result = cps.result
-                        if result is not False:
-                            stats.cpsat_wins += 1
-                    else:
-                        break  # CP-SAT gave up (time): so do we
-                if time.perf_counter() >= deadline:
-                    break
+        for run_no, (choice, hname, rank, limit) in enumerate(_schedule(comp, base, rng)):
+            now = time.perf_counter()
+            if now >= deadline:
+                break
+            if cps is not None and cps.done.is_set():
+                if cps.result is not None:
+                    result = cps.result
+                    if result is not False:
+                        stats.cpsat_wins += 1
+                break                     # CP-SAT settled it, or gave up on time: so do we
+            if use_cpsat and cps is None and now - t_start >= warmup and m >= 8:
+                cps = _CpSatRun(comp, cap, seed, deadline - now, hint=hint_local, on_done=stop)
+                cps.start()
+                stats.cpsat_runs += 1
+            if _NODE_BUDGET is not None and stats.nodes >= _NODE_BUDGET:
+                break
+            s = _Searcher(comp, cap, rank, node_limit=limit, deadline=deadline, stop=stop,
+                          use_tt=True, choice=choice, weights=weights)
+            s.tt = tt
+            try:
+                ok = s.run()
+            except _Abort:
+                ok = None
+            stats.add(s)
+            if len(tt) > 1_000_000:
+                tt.clear()
+            if ok is True:
+                result = s.off.copy()
+                stats.search_wins += 1
+                stats.winner = f"{choice}:{hname} run {run_no} limit {limit}"
+                break
+            if ok is False:
+                result = False
+                break
     finally:
         sys.setrecursionlimit(old_limit)
         if cps is not None:
@@ -774,11 +886,15 @@ def pack(size, start, end, *, capacity: int | None = None, alignment=None,
             history.append((round(time.perf_counter() - t0, 4), int((hint_arr + size).max())))
             return result("OPTIMAL", hint_arr.copy(), lb_total)
 
-    # components, each in divided units (gcd of sizes, capacity and alignments)
-    comps = []
+    # components, each in divided units (gcd of sizes and capacity; exact with alignments)
+    comps = []          # (idx, g, _Component or None for the first-fit fallback, local hint)
     for idx in components(start, end):
         sz, st_, en = size[idx], start[idx], end[idx]
         a = al[idx]
+        S = len(np.unique(np.concatenate([st_, en]))) - 1
+        if len(idx) * max(S, 1) > _DENSE_LIMIT or len(idx) > _MAX_EXACT:
+            comps.append((idx, 1, None, None))
+            continue
         g = _gcd_all(np.concatenate([sz, [capacity] if capacity is not None else []]).astype(np.int64))
         # offsets are multiples of g; alignment a needs multiples of a/gcd(a, g) in units
         a_units = a // np.gcd(a, g)
@@ -789,16 +905,26 @@ def pack(size, start, end, *, capacity: int | None = None, alignment=None,
             h_local = np.where((hv >= 0) & (hv % g == 0), hv // g, -1)
         comps.append((idx, g, comp, h_local))
     stats.components = len(comps)
-    comps.sort(key=lambda x: (x[2].m, x[0][0]))          # small components first
+    comps.sort(key=lambda x: (len(x[0]), int(x[0][0])))     # small components first
 
     def put(idx, g, comp, local):
-        o = np.empty(comp.m, np.int64)
+        o = np.empty(len(idx), np.int64)
         o[comp.order] = local * g
         off[idx] = o
+
+    def fallback(idx):
+        off[idx] = _first_fit(size[idx], start[idx], end[idx], al[idx])
+        stats.fallback_components += 1
 
     if capacity is not None:
         status = "OPTIMAL"
         for idx, g, comp, h_local in comps:
+            if comp is None:
+                fallback(idx)
+                if int((off[idx] + size[idx]).max()) > capacity:
+                    off[idx] = -1
+                    status = "UNKNOWN"
+                continue
             r = _solve_cap(comp, capacity // g, deadline, seed, stats, use_cpsat=use_cpsat,
                            hint_local=h_local)
             if r is False:
@@ -812,43 +938,41 @@ def pack(size, start, end, *, capacity: int | None = None, alignment=None,
             history.append((round(time.perf_counter() - t0, 4), int((off + size).max())))
         return result(status, off, lb_total)
 
-    # minimise the peak: incumbents first (greedy descent or the hint), then per component
-    # try the overall lower bound, then bisect between proven bound and incumbent.
-    best = []
+    # minimise the peak. Incumbents first (greedy descent, or the hint if better); then,
+    # worst component first, probe capacities: the overall lower bound first (most of the
+    # time left), then bisection between the proven bound and the incumbent.
+    best, lbs = [], []
     for idx, g, comp, h_local in comps:
-        loc = _greedy(comp)
-        if hint_valid:
-            hl = hint_arr[idx][comp.order]
-            if (hl % g == 0).all() and int((hl + comp.size * g).max()) < int(((loc + comp.size) * g).max()):
-                loc = hl // g
-        put(idx, g, comp, loc)
-        best.append(int(((loc + comp.size) * g).max()))
+        if comp is None:
+            fallback(idx)
+        else:
+            put(idx, g, comp, _greedy(comp))
+        if hint_valid and int((hint_arr[idx] + size[idx]).max()) < int((off[idx] + size[idx]).max()):
+            off[idx] = hint_arr[idx]
+        best.append(int((off[idx] + size[idx]).max()))
+        lbs.append(max_live(size[idx], start[idx], end[idx]))
     history.append((round(time.perf_counter() - t0, 4), int((off + size).max())))
-    lbs = [comp.peak_live * g for _, g, comp, _ in comps]
     global_lb = max(lbs)
-    order = sorted(range(len(comps)), key=lambda k: -best[k])  # worst component first
-    for k in order:
-        idx, g, comp, h_local = comps[k]
-        lo = max(lbs[k], global_lb)                 # never worth going below the overall bound
-        lo_u = -(-lo // g)
-        hi_u = best[k] // g - 1                     # looking for peaks <= hi_u (units)
+    for k in sorted(range(len(comps)), key=lambda k: -best[k]):
+        idx, g, comp, _ = comps[k]
+        if comp is None or best[k] <= global_lb:
+            continue
+        lo_u = -(-max(lbs[k], global_lb) // g)      # never worth going below the overall bound
+        hi_u = best[k] // g - 1                      # looking for peaks <= hi_u (units)
         tt_store: dict = {}
         first = True
         while lo_u <= hi_u and time.perf_counter() < deadline:
             cap_u = lo_u if first else (lo_u + hi_u) // 2
-            first = False
             now = time.perf_counter()
-            # give each probe a share of the time left (the first probe, at the bound, more)
-            share = deadline if cap_u == lo_u else now + max(0.05, 0.5 * (deadline - now))
+            share = now + (0.6 if first else 0.5) * (deadline - now)
+            first = False
             r = _solve_cap(comp, cap_u, min(deadline, share), seed, stats,
                            use_cpsat=use_cpsat, hint_local=None, tt_store=tt_store)
             if r is False:
                 lo_u = cap_u + 1
                 lbs[k] = max(lbs[k], lo_u * g)
             elif r is None:
-                if cap_u == lo_u and time.perf_counter() >= deadline:
-                    break
-                lo_u = cap_u + 1                    # heuristic: look higher, not a proof
+                lo_u = cap_u + 1                    # not a proof: only where we look next
             else:
                 put(idx, g, comp, r)
                 best[k] = int(((r + comp.size) * g).max())

@@ -310,3 +310,23 @@ def test_solver_wrapper_statuses():
     hint = Solution(offsets=tuple(int(x) for x in known), status=Status.FEASIBLE, mode="pack")
     s = solver.solve(p, None, time_limit=5, seed=0, hint=hint)
     assert s.status == Status.OPTIMAL and list(s.offsets) == [int(x) for x in known]
+
+
+def test_minimise_with_several_components_and_the_large_component_fallback(monkeypatch):
+    import solvers.pack_search as ps_mod
+
+    rng = np.random.default_rng(4)
+    parts = []
+    for k, (C, pieces) in enumerate(((30, 15), (50, 25))):
+        size, start, end, _ = guillotine(rng, T=20, C=C, pieces=pieces)
+        parts.append((size, start + 100 * k, end + 100 * k))       # disjoint in time
+    size, start, end = (np.concatenate([p[i] for p in parts]) for i in range(3))
+    r = pack(size, start, end, capacity=None, time_limit=20, use_cpsat=False)
+    assert r.status == "OPTIMAL" and r.peak == 50 and valid(size, start, end, r.offsets)
+    assert r.stats["components"] == 2
+    # the same input with the exact engine switched off: a valid first-fit answer
+    monkeypatch.setattr(ps_mod, "_MAX_EXACT", 1)
+    f = pack(size, start, end, capacity=None, time_limit=5, use_cpsat=False)
+    assert f.stats["fallback_components"] == 2
+    assert f.status in ("OPTIMAL", "FEASIBLE") and valid(size, start, end, f.offsets)
+    assert f.peak >= 50 and f.lower_bound == 50
