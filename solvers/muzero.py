@@ -41,13 +41,14 @@ import numpy as np
 
 from hybrid.model import Problem, Solution, Status, offsets_array, offsets_tuple
 from hybrid.protocol import Solver
+from search.muzero import checkpoints as shipped_checkpoints
 
 DEFAULT_SIMULATIONS = 16
 DEFAULT_ROLLOUT_DEPTH = 48
 DEFAULT_C_SCALE = {"simulator": 0.1, "learned": 0.02}  # tuned on layered/intervals seeds 201-206 (held out)
 CHECKPOINT_ENV = "MALLOCGAME_MUZERO_CHECKPOINT"
 MODEL_ENV = "MALLOCGAME_MUZERO_MODEL"
-DEFAULT_CHECKPOINT = Path(__file__).resolve().parent.parent / "search" / "muzero" / "checkpoints" / "default.pt"
+DEFAULT_CHECKPOINT = Path(shipped_checkpoints.__file__).resolve().parent / "default.pt"
 
 _LOADED: dict[str, tuple[Any, dict]] = {}  # checkpoint path -> (numpy network, game config fields)
 
