@@ -12,21 +12,30 @@ fixed). The model, in the OR-Tools samples' order:
 * variables: per buffer an offset ``align * k`` (``k`` integer), a presence literal
   (optional intervals in map mode, always present in pack mode), a fixed time interval
   ``[start, end)`` and an address interval ``[offset, offset + size)``;
-* constraints: ``AddNoOverlap2D`` over (time, address) and a redundant cumulative over
-  time whose demand is the size (the max-live cut), capacity or peak on top; identical
-  buffers (same live range, size, alignment and value) are ordered by address and by
-  presence, which is sound because any answer can swap them;
+* constraints: live ranges are fixed, so two buffers conflict exactly when both are live
+  at the later start; hence one 1-D ``AddNoOverlap`` over the address intervals of each
+  maximal moment (:func:`maximal_cliques`), plus, in map mode, that moment's knapsack
+  row (the no-fragmentation relaxation of :mod:`hybrid.bounds`, which gives CP-SAT's LP
+  its tight bound). Pack models also keep ``AddNoOverlap2D`` over (time, address) and a
+  redundant cumulative (the max-live cut) with the capacity or the peak on top
+  (:data:`FORMULATION`, chosen by measurement). Identical buffers (same live range,
+  size, alignment and value) are ordered by address and by presence, which is sound
+  because any answer can swap them;
+* search: a decision strategy places buffers bottom-up (pack; the tie-break order is a
+  parameter, see :func:`pack_branching_order`) or decides presences first and op savings
+  at their largest (map); a single worker follows it first (``PARTIAL_FIXED_SEARCH``);
 * objective: none (pack feasibility), the peak (pack, minimise), or the value in map mode:
   the sum of benefits for additive problems, or the evaluator's exact roofline saving
   per op, ``s_t <= headroom_t`` and ``s_t <= sum of deltas of its fast operands``, so the
   optimum is optimal for the evaluator itself. Seconds are scaled to integers with
   ``2^30`` units over the part's total possible saving (rounding error below 1e-6).
 
-Determinism: with ``deterministic=True`` the workers run with ``interleave_search``,
-whose result does not depend on thread timing; CP-SAT's ``random_seed`` is the solver
-seed. A wall-clock stop can still cut a run at a different point on a loaded machine;
-a deterministic-time budget (``dtime``) makes such cuts reproducible as long as it binds
-before the wall clock.
+Determinism: one worker is deterministic given CP-SAT's ``random_seed`` (the solver
+seed); with several and ``deterministic=True`` they run with ``interleave_search``, whose
+result does not depend on thread timing (the 'core' worker is left out: in OR-Tools 9.15
+it ignores the stop signal in that mode). A wall-clock stop can still cut a run at a
+different point on a loaded machine; a deterministic-time budget (``dtime``) makes such
+cuts reproducible as long as it binds before the wall clock.
 """
 
 from __future__ import annotations
