@@ -459,8 +459,8 @@ def compare_command(specs, solver_list, time_limit, hardware, capacity, capacity
                     solver_options, out_path, plot_dir, benchmarks, progress) -> None:
     """Run every solver on every input; print a table; optionally write CSV/JSON and pictures.
 
-    SUITE_OR_FILES: built-in suites (`mallocgame suites`), SUITE:ENTRY[,ENTRY...], or
-    problem files (.csv, .json).
+    SUITE_OR_FILES: built-in suites (`mallocgame suites`), SUITE:ENTRY[,ENTRY...], bundled
+    examples (example:NAME), or problem files (.csv, .json).
     """
     from hybrid.registry import SolverLoadError, load_solver, solver_entries
 
