@@ -1,7 +1,8 @@
 """Large neighbourhood search: keep most of an incumbent, re-solve a time window with CP-SAT, keep improvements.
 
-Starts from the hint when one is given, else from greedy-xla (map mode) or best-fit (pack
-mode), pushed down onto the address grid (:func:`solvers.cpsat_model.push_down`). Each
+Starts from the hint when one is given, else from greedy-xla (map mode) or best fit
+(pack mode; an online allocator when best fit would not finish in time), pushed down
+onto the address grid (:func:`solvers.cpsat_model.push_down`). Each
 step frees the buffers live in a random time window (about ``k`` of them), turns every
 other placed buffer that overlaps them in time into a fixed rectangle, and re-solves the
 freed part with CP-SAT (:func:`solvers.cpsat_model.solve_part`) hinted with the
@@ -33,9 +34,11 @@ from hybrid.graph import OverlapIndex, live_profile
 from hybrid.model import Problem, Solution, Status, offsets_array, offsets_tuple
 from hybrid.placement import greedy_place
 from hybrid.protocol import Solver
+from solvers.cpsat_fallback import pack_start
 from solvers.cpsat_model import Limits, Part, push_down, solve_part, value_terms
 
 K_MIN, K_START, K_MAX = 12, 40, 600
+FIXED_BUDGET = 1500  # fixed rectangles per pack step, so huge traces still give small models
 SAFETY = 0.05
 
 
@@ -76,12 +79,20 @@ def window_around(index: OverlapIndex, candidates: np.ndarray, center: int, k: i
 
 
 def neighbourhood(problem: Problem, index: OverlapIndex, offsets: np.ndarray, free: np.ndarray) -> Window:
-    """The placed buffers outside ``free`` that overlap the free buffers' time span."""
+    """The placed buffers outside ``free`` whose live range overlaps some free buffer's."""
     a = problem.arrays
     span = index.query(int(a.start[free].min()), int(a.end[free].max()))
     is_free = np.zeros(problem.n, bool)
     is_free[free] = True
-    fixed = span[(offsets[span] >= 0) & ~is_free[span]]
+    span = span[(offsets[span] >= 0) & ~is_free[span]]
+    # Union of the free live ranges as disjoint segments [seg_lo, seg_hi): one overlap test per candidate.
+    order = np.argsort(a.start[free], kind="stable")
+    lo, hi = a.start[free][order], np.maximum.accumulate(a.end[free][order])
+    new_seg = np.concatenate([[True], lo[1:] >= hi[:-1]])
+    seg_lo = lo[new_seg]
+    seg_hi = np.maximum.reduceat(hi, np.flatnonzero(new_seg))
+    k = np.searchsorted(seg_lo, a.end[span], side="left") - 1  # last segment starting before the end
+    fixed = span[(k >= 0) & (seg_hi[np.maximum(k, 0)] > a.start[span])]
     return Window(free, fixed)
 
 
@@ -97,7 +108,7 @@ class LargeNeighbourhoodSearch(Solver):
 
     def solve(self, problem, hardware, *, time_limit, seed, hint=None, workers=1, minimize_peak=False):
         t0 = time.monotonic()
-        deadline = t0 + max(time_limit - SAFETY, time_limit * 0.5)
+        deadline = t0 + max(time_limit - SAFETY - 2e-5 * problem.n, time_limit * 0.5)
         if problem.n == 0:
             return Solution((), Status.OPTIMAL, problem.mode, objective=0.0, solver=self.name)
         if problem.mode == "map":
@@ -112,7 +123,7 @@ class LargeNeighbourhoodSearch(Solver):
         ev = Evaluator(problem, hardware)
         index = OverlapIndex(a.start, a.end)
         candidates = (ev.benefits > 0) & (a.size <= problem.capacity)
-        x, source = self._map_start(problem, ev, index, hint)
+        x, source = self._map_start(problem, ev, index, hint, t0 + 0.3 * (deadline - t0))
         # Buffers worth nothing in fast memory only block others (value is monotone in the fast set).
         x[~candidates] = -1
         value = ev.value(x)
@@ -159,13 +170,17 @@ class LargeNeighbourhoodSearch(Solver):
                         wall_time=time.monotonic() - t0, history=tuple(history), stats=stats, solver=self.name)
 
     @staticmethod
-    def _map_start(problem, ev, index, hint) -> tuple[np.ndarray, str]:
+    def _map_start(problem, ev, index, hint, deadline) -> tuple[np.ndarray, str]:
+        """The hint, else greedy-xla (buffers it has not reached by ``deadline`` stay slow), pushed down."""
         if hint is not None and len(hint.offsets) == problem.n:
-            return push_down(problem, offsets_array(hint.offsets), index=index), hint.solver or "hint"
-        from solvers.greedy_xla import xla_order
+            x, source = offsets_array(hint.offsets), hint.solver or "hint"
+        else:
+            from solvers.greedy_xla import xla_order
 
-        x = greedy_place(problem, xla_order(problem, ev.benefits), problem.capacity, index=index)
-        return push_down(problem, x, index=index), "greedy-xla"
+            x = greedy_place(problem, xla_order(problem, ev.benefits), problem.capacity, index=index,
+                             deadline=deadline)
+            source = "greedy-xla"
+        return push_down(problem, x, index=index, deadline=deadline), source
 
     @staticmethod
     def _step_limit(total: float) -> float:
@@ -179,7 +194,7 @@ class LargeNeighbourhoodSearch(Solver):
         a = problem.arrays
         index = OverlapIndex(a.start, a.end)
         capacity = None if minimize_peak else problem.capacity
-        x, source = self._pack_start(problem, index, hint)
+        x, source = self._pack_start(problem, index, hint, t0 + 0.3 * (deadline - t0))
         tops = x + a.size
         peak = int(tops.max())
         floor = int(live_profile(problem)[1].max())
@@ -197,6 +212,15 @@ class LargeNeighbourhoodSearch(Solver):
             free, band = self._top_band(problem, index, x, tops, center, int(k), horizon, rng)
             win = neighbourhood(problem, index, x, free)
             above = win.fixed[tops[win.fixed] > band]  # rectangles wholly below the band cannot interfere
+            if len(above) > FIXED_BUDGET:  # a model of bounded size: raise the band
+                band = int(np.sort(tops[above])[-FIXED_BUDGET])
+                stay = free[x[free] < band]  # now fixed too: they may reach into the band
+                free = free[x[free] >= band]
+                above = np.concatenate([above, stay])
+                above = above[tops[above] > band]
+                if len(free) == 0:
+                    k = max(k / 1.25, K_MIN)
+                    continue
             local_floor = int(tops[above].max()) if len(above) else 0
             old_top = int(tops[free].max())
             part = Part(free, "peak", hint=x[free], peak_floor=local_floor, peak_ceiling=old_top, offset_floor=band,
@@ -252,12 +276,10 @@ class LargeNeighbourhoodSearch(Solver):
         return free, int(x[free].min())
 
     @staticmethod
-    def _pack_start(problem, index, hint) -> tuple[np.ndarray, str]:
+    def _pack_start(problem, index, hint, deadline) -> tuple[np.ndarray, str]:
+        """The complete hint, else the best deadline-safe start (:func:`solvers.cpsat_fallback.pack_start`), pushed down."""
         if hint is not None and len(hint.offsets) == problem.n and all(o is not None for o in hint.offsets):
-            return push_down(problem, offsets_array(hint.offsets), index=index), hint.solver or "hint"
-        from solvers.best_fit import heap_orders
-
-        size = problem.arrays.size
-        best = min((greedy_place(problem, order, None, index=index) for order in heap_orders(problem).values()),
-                   key=lambda o: int((o + size).max()))
-        return push_down(problem, best, index=index), "best-fit"
+            x, source = offsets_array(hint.offsets), hint.solver or "hint"
+        else:
+            x, source = pack_start(problem, deadline, index=index)
+        return push_down(problem, x, index=index, deadline=deadline), source

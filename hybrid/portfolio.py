@@ -2,9 +2,10 @@
 
 Members come from the ``solvers`` option (a list or a comma-separated string) or the
 defaults below, skipping any that is not registered or does not support the mode. The
-fast constructive members (greedy-xla, best-fit) run first, in this process; their best
-valid answer (or the caller's hint, if better) becomes the hint of every other member,
-so CP-SAT-based members start warm. The other members then run in child processes, at
+fast constructive members (greedy-xla, best-fit) run first, in this process (in child
+processes stopped at a quarter of the time limit on inputs above ``LARGE`` buffers,
+where they are not fast); their best valid answer (or the caller's hint, if better)
+becomes the hint of every other member, so CP-SAT-based members start warm. The other members then run in child processes, at
 most ``workers`` at a time, each with one CP-SAT worker and an equal share of the time
 left (children still running at the deadline are terminated). A member that returns a
 valid answer it proved optimal (any placement within the capacity, for a pack
@@ -27,20 +28,27 @@ from hybrid.protocol import Solver
 from hybrid.registry import SolverLoadError, load_solver, solver_entries
 from hybrid.run import Report, run_solver
 
-# Two heavy members per mode, so that on two cores each gets the whole time limit:
-# measured best on layered networks (lns, select-pack) and on MiniMalloc (pack-search, cpsat).
+# Two heavy members per goal, so that on two cores each gets the whole time limit:
+# measured best on layered networks (lns, select-pack), on MiniMalloc (pack-search, cpsat)
+# and, minimising the peak of the real traces, pack-search and lns.
 DEFAULT_MEMBERS = {
     "map": ("greedy-xla", "best-fit", "lns", "select-pack"),
     "pack": ("best-fit", "pack-search", "cpsat"),
+    "peak": ("best-fit", "pack-search", "lns"),
 }
 FAST_MEMBERS = frozenset({"greedy-xla", "best-fit"})
 SAFETY = 0.15  # seconds kept for collecting answers and terminating children
+LARGE = 5000  # buffers; above this the constructive members run in stoppable children too
+FAST_SHARE = 0.25  # of the time limit, for them
 
 
-def member_names(mode: str, solvers: Any = None) -> list[str]:
-    """The members to run: registered, supporting ``mode``, not the portfolio itself, in order."""
+def member_names(mode: str, solvers: Any = None, *, goal: str | None = None) -> list[str]:
+    """The members to run: registered, supporting ``mode``, not the portfolio itself, in order.
+
+    ``goal`` picks the default list (``map``, ``pack`` or ``peak``); it defaults to the mode.
+    """
     if solvers is None:
-        wanted = list(DEFAULT_MEMBERS[mode])
+        wanted = list(DEFAULT_MEMBERS[goal or mode])
     elif isinstance(solvers, str):
         wanted = [s.strip() for s in solvers.split(",") if s.strip()]
     else:
@@ -77,8 +85,9 @@ class Portfolio(Solver):
     def solve(self, problem, hardware, *, time_limit, seed, hint=None, workers=2, minimize_peak=False,
               solvers=None):
         t0 = time.monotonic()
-        deadline = t0 + max(time_limit - SAFETY, time_limit * 0.5)
-        names = member_names(problem.mode, solvers)
+        deadline = t0 + max(time_limit - SAFETY - 2e-5 * problem.n, time_limit * 0.5)
+        peak_goal = problem.mode == "pack" and (minimize_peak or problem.capacity is None)
+        names = member_names(problem.mode, solvers, goal="peak" if peak_goal else None)
         options = {"minimize_peak": minimize_peak, "workers": 1}
         reports: dict[str, Report] = {}
         errors: dict[str, str] = {}
@@ -97,7 +106,14 @@ class Portfolio(Solver):
             return report.valid and (feasibility or report.status == str(Status.OPTIMAL))
 
         settled = False
-        for name in [n for n in names if n in FAST_MEMBERS]:
+        fast = [n for n in names if n in FAST_MEMBERS]
+        if problem.n > LARGE and fast:
+            # Constructive members are not time-limited and can take a minute on 10^8-pair
+            # traces: run them in children too, so that they can be stopped.
+            settled = self._run_parallel(fast, problem, hardware, t0 + FAST_SHARE * (deadline - t0), seed, hint,
+                                         options, max(int(workers), 1), consider, errors)
+            fast = []
+        for name in fast:
             try:
                 settled = consider(name, run_solver(name, problem, hardware,
                                                     time_limit=max(deadline - time.monotonic(), 1e-3),
@@ -142,8 +158,11 @@ class Portfolio(Solver):
                         history=tuple(history), stats=stats, solver=self.name)
 
     @staticmethod
-    def _run_parallel(names, problem, hardware, deadline, seed, hint, options, workers, consider, errors) -> None:
-        """Run ``names`` in child processes, ``workers`` at a time, each with an equal share of the time."""
+    def _run_parallel(names, problem, hardware, deadline, seed, hint, options, workers, consider, errors) -> bool:
+        """Run ``names`` in child processes, ``workers`` at a time, each with an equal share of the time.
+
+        Returns True when a member settled the problem (the others are then stopped).
+        """
         ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
         waves = -(-len(names) // workers)  # members per slot, run one after another
         queue = list(names)
@@ -154,6 +173,8 @@ class Portfolio(Solver):
                 while queue and len(running) < workers:
                     slots_left = -(-len(queue) // workers)
                     share = (deadline - now) / max(slots_left, 1) if waves > 1 else deadline - now
+                    # The child also validates, scores and sends back its answer: keep time for that.
+                    share -= 0.05 + 3e-5 * problem.n
                     name = queue.pop(0)
                     if share <= 0.05:
                         errors[name] = "skipped: no time left"
@@ -166,7 +187,7 @@ class Portfolio(Solver):
                     running[parent] = (name, proc)
                 if not running:
                     break
-                ready = wait(list(running), timeout=max(deadline + SAFETY / 2 - time.monotonic(), 0.0))
+                ready = wait(list(running), timeout=max(deadline - time.monotonic(), 0.0))
                 if not ready:
                     break  # deadline: stop whatever still runs
                 for conn in ready:
@@ -180,7 +201,7 @@ class Portfolio(Solver):
                     if kind == "ok":
                         if consider(name, payload):
                             queue.clear()  # settled: the finally clause stops the others
-                            return
+                            return True
                     else:
                         errors[name] = payload
         finally:
@@ -189,3 +210,4 @@ class Portfolio(Solver):
                 proc.terminate()
                 proc.join(timeout=1.0)
                 conn.close()
+        return False

@@ -39,10 +39,12 @@ from hybrid.lns import fixed_rectangles, neighbourhood, window_around
 from hybrid.model import Problem, Solution, Status, offsets_array, offsets_tuple
 from hybrid.placement import greedy_place
 from hybrid.protocol import Solver
+from solvers.cpsat_fallback import pack_start
 from solvers.cpsat_model import Limits, Part, push_down, solve_part, value_terms
 
 SAFETY = 0.05
 REPAIR_WINDOW = 120  # buffers freed around a failure
+REPAIR_LIMIT = 2000  # pack mode: more buffers left over than this and the target is given up
 
 
 def relaxation_choice(problem: Problem, ev: Evaluator, candidates: np.ndarray, *, time_limit: float) -> np.ndarray:
@@ -111,7 +113,7 @@ class SelectPack(Solver):
 
     def solve(self, problem, hardware, *, time_limit, seed, hint=None, workers=1, minimize_peak=False):
         t0 = time.monotonic()
-        deadline = t0 + max(time_limit - SAFETY, time_limit * 0.5)
+        deadline = t0 + max(time_limit - SAFETY - 2e-5 * problem.n, time_limit * 0.5)
         if problem.n == 0:
             return Solution((), Status.OPTIMAL, problem.mode, objective=0.0, solver=self.name)
         if problem.mode == "map":
@@ -129,7 +131,8 @@ class SelectPack(Solver):
         index = OverlapIndex(a.start, a.end)
         candidates = (ev.benefits > 0) & (a.size <= problem.capacity)
         density_order = xla_order(problem, ev.benefits)
-        best = push_down(problem, offsets_array(hint.offsets)) if hint is not None else None
+        best = (push_down(problem, offsets_array(hint.offsets), index=index, deadline=t0 + 0.2 * (deadline - t0))
+                if hint is not None else None)
         best_value = ev.value(best) if best is not None else -np.inf
         history = [(time.monotonic() - t0, best_value)] if best is not None else []
         allowed = candidates.copy()
@@ -223,13 +226,12 @@ class SelectPack(Solver):
         index = OverlapIndex(a.start, a.end)
         orders = list(heap_orders(problem).values())
         floor = int(live_profile(problem)[1].max())
-        unbounded = [greedy_place(problem, o, None, index=index) for o in orders]
-        best = min(unbounded, key=lambda o: int((o + a.size).max()))
+        best, _ = pack_start(problem, t0 + 0.3 * (deadline - t0), index=index)
         if hint is not None and all(o is not None for o in hint.offsets):
             h = offsets_array(hint.offsets)
             if (h + a.size).max() < (best + a.size).max():
                 best = h
-        best = push_down(problem, best)
+        best = push_down(problem, best, index=index, deadline=t0 + 0.4 * (deadline - t0))
         best_peak = int((best + a.size).max())
         history = [(time.monotonic() - t0, float(best_peak))]
         if not minimize_peak and problem.capacity is not None:
@@ -268,10 +270,13 @@ class SelectPack(Solver):
     def _pack_within(problem, index, orders, target, rng, deadline, workers) -> tuple[np.ndarray | None, bool]:
         """Every buffer within ``target`` bytes, or ``(None, proven_infeasible)``."""
         a = problem.arrays
-        x = max((greedy_place(problem, o, target, index=index) for o in orders), key=lambda o: int((o >= 0).sum()))
+        x = max((greedy_place(problem, o, target, index=index, deadline=deadline) for o in orders),
+                key=lambda o: int((o >= 0).sum()))
         missing = np.flatnonzero(x < 0)
         if len(missing) == 0:
             return x, False
+        if len(missing) > REPAIR_LIMIT:  # too far from fitting (or out of time) for a CP-SAT repair
+            return None, False
         free = missing
         while time.monotonic() < deadline - 0.05:
             # Free the missing buffers and everything placed that overlaps them in time.

@@ -10,7 +10,8 @@ otherwise (see :mod:`solvers.cpsat_model`).
 The interference graph's connected components are solved one by one, smallest first,
 each with a share of the remaining time proportional to its buffer count. A component
 too large for a model (``MAX_MODEL_BUFFERS`` buffers or ``MAX_MODEL_PAIRS`` interfering
-pairs) is placed greedily instead (greedy-xla order in map mode, best-fit in pack mode),
+pairs) is placed greedily instead (greedy-xla order in map mode; in pack mode best fit if
+it finishes in time, else an online free-list allocator, see :mod:`solvers.cpsat_fallback`),
 so the solver returns a valid answer within the limit on any input. A ``hint`` goes to
 CP-SAT as ``AddHint`` (after :func:`~solvers.cpsat_model.push_down`, which puts every
 offset on the model's grid without making it worse) and is kept as the answer for any
@@ -36,6 +37,7 @@ from hybrid.graph import OverlapIndex, components, count_overlapping_pairs, live
 from hybrid.model import Problem, Solution, Status, offsets_array, offsets_tuple
 from hybrid.placement import greedy_place
 from hybrid.protocol import Solver
+from solvers.cpsat_fallback import pack_start
 from solvers.cpsat_model import PACK_ORDERS, SMALL_MODEL, Limits, Part, PartResult, push_down, solve_part, value_terms
 
 MAX_MODEL_BUFFERS = 20_000
@@ -78,35 +80,30 @@ def time_shares(sizes: list[int], remaining: float) -> float:
 
 
 class Fallbacks:
-    """Greedy answers computed on demand, once per problem: greedy-xla (map) and best-fit (pack)."""
+    """Greedy answers computed on demand, once per problem: greedy-xla (map) and a deadline-safe pack start."""
 
-    def __init__(self, problem: Problem, evaluator: Evaluator | None):
-        self.problem, self.evaluator = problem, evaluator
+    def __init__(self, problem: Problem, evaluator: Evaluator | None, deadline: float):
+        self.problem, self.evaluator, self.deadline = problem, evaluator, deadline
         self._map = None
         self._pack = None
         self.index = OverlapIndex(problem.arrays.start, problem.arrays.end)
 
     def map_offsets(self) -> np.ndarray:
+        """greedy-xla's placement, int64 ``[n]``; buffers not reached by the deadline stay slow."""
         if self._map is None:
             from solvers.greedy_xla import xla_order
 
             order = xla_order(self.problem, self.evaluator.benefits)
-            self._map = greedy_place(self.problem, order, self.problem.capacity, index=self.index)
+            self._map = greedy_place(self.problem, order, self.problem.capacity, index=self.index,
+                                     deadline=self.deadline)
         return self._map
 
-    def pack_offsets(self) -> list[np.ndarray]:
-        """Both heap-simulator placements over an unbounded address space, each int64 ``[n]``."""
-        if self._pack is None:
-            from solvers.best_fit import heap_orders
-
-            self._pack = [greedy_place(self.problem, order, None, index=self.index)
-                          for order in heap_orders(self.problem).values()]
-        return self._pack
-
     def pack_component(self, comp: np.ndarray) -> np.ndarray:
-        """The best-fit placement of ``comp`` (offsets ``[m]``) with the lower peak."""
-        size = self.problem.arrays.size[comp]
-        return min((p[comp] for p in self.pack_offsets()), key=lambda o: int((o + size).max()))
+        """A complete placement of ``comp`` (offsets ``[m]``): best fit if time allows, else the online allocator."""
+        if self._pack is None:
+            spare = max(self.deadline - time.monotonic(), 0.0)
+            self._pack, _ = pack_start(self.problem, time.monotonic() + 0.5 * spare, index=self.index)
+        return self._pack[comp]
 
 
 class CpSat(Solver):
@@ -122,11 +119,12 @@ class CpSat(Solver):
         pack = problem.mode == "pack"
         goal = ("peak" if (minimize_peak or problem.capacity is None) else "feasible") if pack else "value"
         evaluator = None if pack else Evaluator(problem, hardware)
-        fallbacks = Fallbacks(problem, evaluator)
+        fallbacks = Fallbacks(problem, evaluator, deadline)
         a = problem.arrays
         hint_offsets = None
         if hint is not None and len(hint.offsets) == n:
-            hint_offsets = push_down(problem, offsets_array(hint.offsets), index=fallbacks.index)
+            hint_offsets = push_down(problem, offsets_array(hint.offsets), index=fallbacks.index,
+                                     deadline=t0 + 0.2 * time_limit)
             if pack and (hint_offsets < 0).any():
                 hint_offsets = None
         comps = [np.asarray(c, np.int64) for c in components(problem)]
@@ -266,14 +264,14 @@ class CpSat(Solver):
         greedy = fallbacks.pack_component(comp)
         if hint is not None and (hint + size).max() < (greedy + size).max():
             greedy = hint
-        full = np.full(problem.n, -1, np.int64)
-        full[comp] = greedy
-        greedy = push_down(problem, full, index=fallbacks.index)[comp]
         greedy_peak = int((greedy + size).max())
         comp_floor = int(max(size.max(), 0))
         if greedy_peak <= global_floor or len(comp) == 1 or too_big:
             return PartResult(Status.OPTIMAL if greedy_peak <= max(global_floor, comp_floor) else Status.FEASIBLE,
                               greedy, float(greedy_peak), float(global_floor)), False
+        full = np.full(problem.n, -1, np.int64)
+        full[comp] = greedy
+        greedy = push_down(problem, full, index=fallbacks.index, deadline=limits.deadline)[comp]
         part = Part(comp, "peak", hint=greedy, peak_floor=global_floor, peak_ceiling=greedy_peak)
         result = solve_part(problem, part, limits, t0=t0)
         if result.offsets is None or result.objective > greedy_peak:

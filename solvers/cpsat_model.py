@@ -86,24 +86,29 @@ def grid_unit(sizes: np.ndarray, alignments: np.ndarray, *addresses: Any) -> int
         unit = math.gcd(unit, int(np.gcd.reduce(bad)))
 
 
-def push_down(problem: Problem, offsets: np.ndarray, *, index: OverlapIndex | None = None) -> np.ndarray:
+def push_down(problem: Problem, offsets: np.ndarray, *, index: OverlapIndex | None = None,
+              deadline: float | None = None) -> np.ndarray:
     """Gravity: every placed buffer drops to the lowest aligned address above the buffers under it.
 
     ``offsets`` is int64 ``[n]`` (-1 = slow). Buffers are moved in increasing offset
     order; each rests on ``align_up(max top of the already-moved buffers that overlap it
     in time)``, which is never above its old offset, so the result is valid whenever the
     input is, with no higher peak and the same fast set. Every resulting offset is a sum
-    of sizes rounded up to alignments, hence a multiple of their common unit.
+    of sizes rounded up to alignments, hence a multiple of their common unit. Past
+    ``deadline`` (monotonic seconds) the remaining buffers keep their offsets, which is
+    still valid: every moved buffer only went down, below the ones not yet moved.
     """
     a = problem.arrays
     index = index or OverlapIndex(a.start, a.end)
-    out = np.full(problem.n, -1, np.int64)
+    out = np.asarray(offsets, np.int64).copy()
     placed = np.flatnonzero(offsets >= 0)
     order = placed[np.lexsort((placed, offsets[placed]))]
     done = np.zeros(problem.n, bool)
     tops = np.zeros(problem.n, np.int64)
     start, end, size, align = a.start.tolist(), a.end.tolist(), a.size.tolist(), a.alignment.tolist()
-    for i in order.tolist():
+    for step, i in enumerate(order.tolist()):
+        if deadline is not None and step % 256 == 0 and time.monotonic() > deadline:
+            break
         near = index.query(start[i], end[i])
         near = near[done[near]]
         floor = int(tops[near].max()) if len(near) else 0

@@ -230,3 +230,16 @@ def test_hint_offsets_off_the_grid_still_warm_start():
     s = solve(p, hint=hint)
     assert s.status is Status.OPTIMAL and Evaluator(p, UNIT).value(s.offsets) >= 8
     assert offsets_array(s.offsets).max() % 4 == 0
+
+
+def test_online_allocator_is_valid_with_alignments_and_push_down_stops_at_its_deadline():
+    from hybrid.graph import max_live
+    from solvers.cpsat_fallback import online_pack
+
+    rng = np.random.default_rng(0)
+    base = random_intervals(300, seed=4)
+    p = base.replace(mode="pack", buffers=tuple(Buffer(b.id, b.size, b.start, b.end, alignment=int(rng.choice([1, 4, 8])))
+                                                for b in base.buffers))
+    x = online_pack(p)
+    assert validate(p, x) is None and (x + p.arrays.size).max() >= max_live(p)
+    assert (push_down(p, x + 8, deadline=0.0) == x + 8).all()  # out of time: nothing moved
