@@ -28,7 +28,7 @@ the code here is an independent Python implementation:
   the two sides are independent and are solved one after the other without backtracking
   between them. Components of the interval graph are split up front.
 * **Restarts.** MiniMalloc runs static preorders (width/area/total mixes, "WAT", "TAW",
-  "TWA") round robin with doubling node limits; that schedule is kept as an option.
+  "TWA") round robin with doubling node limits.
 
 Additions of our own:
 
@@ -37,8 +37,8 @@ Additions of our own:
   offset ``o``: place a buffer ``b`` whose min offset is ``o`` there, or *exclude* ``b``
   from ``o`` (it must later be lifted onto a neighbour placed under its top). Which ``b``
   is free to choose (the proof below does not depend on it): ties go to the buffer whose
-  sections failed most often so far (conflict weights, "dom/wdeg" style), then to the
-  fullest section, then to the static preorder. An excluded buffer's offset bound rises
+  sections failed most often so far (conflict weights summed over its sections,
+  "dom/wdeg" style), then to the fullest section, then to the static preorder. An excluded buffer's offset bound rises
   to the lowest top of a neighbour that could lift it, which sharpens section inference.
   *Why nothing is lost:* take any packing and push buffers down until none can move (a
   fully compact packing F). Follow the branches that agree with F. Placed buffers sit
@@ -52,8 +52,10 @@ Additions of our own:
   about 2**-64 per pair of states).
 * **Shared failed-state table and weights.** A failed state (unplaced set, min offsets,
   exclusions) fails whatever the branching order, so the table of failed states (64-bit
-  hashes) and the conflict weights survive restarts. Restarts: the base preorders once,
-  then seeded perturbations with Luby-sequence node limits.
+  hashes) and the conflict weights survive restarts. Restarts follow MiniMalloc's round
+  robin (base preorders TWA, WAT, TAW; node limit ``2 m`` doubling per round), with two
+  seeded perturbed preorders joining each round from the third on (a Luby schedule of
+  perturbations is available as an option and measured worse here).
 * **Divided units.** All numbers are divided by their common divisor first (exact, also
   with alignments: a buffer aligned to ``a`` needs multiples of ``a / gcd(a, g)`` units).
 * **CP-SAT thread.** When the search has not settled a component within a short warm-up,
@@ -467,8 +469,9 @@ class _Searcher:
                 lh[1::2] = c.sh[cand]
                 tmax = np.maximum.reduceat(self.total, lh)[0::2]
                 if self.choice == "wdeg":
-                    wmax = np.maximum.reduceat(self.weights, lh)[0::2]
-                    b = int(cand[np.lexsort((self.rank[cand], -tmax, -wmax))[0]])
+                    # conflict weight of a candidate: summed over the sections it spans
+                    wsum = np.add.reduceat(self.weights, lh)[0::2]
+                    b = int(cand[np.lexsort((self.rank[cand], -tmax, -wsum))[0]])
                 else:
                     # least room first (largest unplaced total), then static rank
                     b = int(cand[np.lexsort((self.rank[cand], -tmax))[0]])
@@ -557,49 +560,54 @@ class _CpSatRun:
     Model: ``x_i = align_i * y_i`` with ``x_i + size_i <= cap``; one ``AddNoOverlap`` per
     maximal clique of the interval graph (equivalent to pairwise disjointness of
     time-overlapping buffers, and a stronger propagation than ``AddNoOverlap2D`` here).
-    Single worker, seeded. ``result``: local offsets array, or ``False`` (proven
-    infeasible), or ``None`` (unknown).
+    Single worker, seeded, ends at ``deadline`` (a ``time.perf_counter`` value). The
+    model is built inside the thread, so the search keeps going meanwhile. ``result``:
+    local offsets array, ``False`` (proven infeasible) or ``None`` (unknown).
     """
 
-    def __init__(self, comp: _Component, cap: int, seed: int, time_limit: float,
+    def __init__(self, comp: _Component, cap: int, seed: int, deadline: float,
                  hint: np.ndarray | None = None, workers: int = 1,
                  on_done: threading.Event | None = None):
-        from ortools.sat.python import cp_model  # lazy: only when the engine runs
-        self._cp = cp_model
-        self.comp = comp
-        m = cp_model.CpModel()
-        al = comp.align if comp.align is not None else np.ones(comp.m, np.int64)
-        ys, ivs = [], []
-        for k in range(comp.m):
-            a = int(al[k])
-            hi = (cap - comp.size_l[k]) // a
-            y = m.NewIntVar(0, max(hi, 0), f"y{k}")
-            ys.append(y)
-            ivs.append(m.NewFixedSizeIntervalVar(a * y, comp.size_l[k], f"i{k}"))
-            if hint is not None and hint[k] >= 0 and hint[k] % a == 0 and hint[k] // a <= hi:
-                m.AddHint(y, int(hint[k] // a))
-        for cl in _maximal_cliques(comp.sl, comp.sh):
-            if len(cl) > 1:
-                m.AddNoOverlap([ivs[k] for k in cl.tolist()])
-        self.model = m
-        self.ys = ys
-        self.al = al
-        self.solver = cp_model.CpSolver()
-        p = self.solver.parameters
-        p.max_time_in_seconds = max(0.01, float(time_limit))
-        p.num_workers = int(workers)
-        p.random_seed = int(seed) % (2 ** 31)
+        self.comp, self.cap, self.seed, self.deadline = comp, int(cap), int(seed), deadline
+        self.hint, self.workers, self.on_done = hint, int(workers), on_done
         self.result: np.ndarray | bool | None = None
         self.done = threading.Event()
-        self.on_done = on_done
+        self.cancel = threading.Event()
+        self.solver = None
         self.thread: threading.Thread | None = None
 
     def _run(self) -> None:
         try:
-            st = self.solver.Solve(self.model)
-            if st in (self._cp.OPTIMAL, self._cp.FEASIBLE):
-                self.result = np.array([self.solver.Value(y) for y in self.ys], np.int64) * self.al
-            elif st == self._cp.INFEASIBLE:
+            from ortools.sat.python import cp_model  # lazy: only when the engine runs
+            comp, cap, hint = self.comp, self.cap, self.hint
+            m = cp_model.CpModel()
+            al = comp.align if comp.align is not None else np.ones(comp.m, np.int64)
+            ys, ivs = [], []
+            for k in range(comp.m):
+                a = int(al[k])
+                hi = (cap - comp.size_l[k]) // a
+                y = m.NewIntVar(0, max(hi, 0), f"y{k}")
+                ys.append(y)
+                ivs.append(m.NewFixedSizeIntervalVar(a * y, comp.size_l[k], f"i{k}"))
+                if hint is not None and hint[k] >= 0 and hint[k] % a == 0 and hint[k] // a <= hi:
+                    m.AddHint(y, int(hint[k] // a))
+            for cl in _maximal_cliques(comp.sl, comp.sh):
+                if self.cancel.is_set():
+                    return
+                if len(cl) > 1:
+                    m.AddNoOverlap([ivs[k] for k in cl.tolist()])
+            solver = cp_model.CpSolver()
+            p = solver.parameters
+            p.max_time_in_seconds = max(0.01, self.deadline - time.perf_counter())
+            p.num_workers = self.workers
+            p.random_seed = self.seed % (2 ** 31)
+            self.solver = solver
+            if self.cancel.is_set():
+                return
+            st = solver.Solve(m)
+            if st in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+                self.result = np.array([solver.Value(y) for y in ys], np.int64) * al
+            elif st == cp_model.INFEASIBLE:
                 self.result = False
         finally:
             self.done.set()
@@ -611,10 +619,13 @@ class _CpSatRun:
         self.thread.start()
 
     def stop(self) -> None:
-        if self.thread is not None and not self.done.is_set():
-            self.solver.StopSearch()
-        if self.thread is not None:
-            self.thread.join()
+        """Cancel and wait: CP-SAT stops within milliseconds once its solve has begun, so
+        keep asking until the thread has ended."""
+        self.cancel.set()
+        while self.thread is not None and self.thread.is_alive():
+            if self.solver is not None:
+                self.solver.StopSearch()
+            self.thread.join(timeout=0.02)
 
 
 # ----------------------------------------------------------------------------- driver
@@ -689,7 +700,7 @@ def _first_fit(size: np.ndarray, start: np.ndarray, end: np.ndarray,
     return off
 
 
-_SCHEDULE = "luby"
+_SCHEDULE = "rounds"
 _NODE_BUDGET: int | None = None       # experiments only: stop after this many nodes
 
 
@@ -784,8 +795,9 @@ def _solve_cap(comp: _Component, cap: int, deadline: float, seed: int, stats: _S
                     if result is not False:
                         stats.cpsat_wins += 1
                 break                     # CP-SAT settled it, or gave up on time: so do we
-            if use_cpsat and cps is None and now - t_start >= warmup and m >= 8:
-                cps = _CpSatRun(comp, cap, seed, deadline - now, hint=hint_local, on_done=stop)
+            if (use_cpsat and cps is None and now - t_start >= warmup and m >= 8
+                    and deadline - now > 1.0):
+                cps = _CpSatRun(comp, cap, seed, deadline, hint=hint_local, on_done=stop)
                 cps.start()
                 stats.cpsat_runs += 1
             if _NODE_BUDGET is not None and stats.nodes >= _NODE_BUDGET:
