@@ -60,7 +60,9 @@ Additions of our own:
   with alignments: a buffer aligned to ``a`` needs multiples of ``a / gcd(a, g)`` units).
 * **CP-SAT thread.** When the search has not settled a component within a short warm-up,
   OR-Tools CP-SAT (single worker) runs concurrently on a "one NoOverlap per maximal clique
-  of the interval graph" model of the same component; whichever finishes first wins.
+  of the interval graph" model of the same component, for at most 35% of the time (20 s
+  at most: where it helps it is fast, and its thread slows the search down); whichever
+  finishes first wins.
   The two engines are good at different instances (CP-SAT settles some zero-slack
   instances from a time-sweep generator instantly that the search finds hard).
 * **Minimise peak.** A greedy first descent gives an incumbent; then per component the
@@ -701,6 +703,8 @@ def _first_fit(size: np.ndarray, start: np.ndarray, end: np.ndarray,
 
 
 _SCHEDULE = "rounds"
+_CPSAT_SHARE = 0.35          # of the time of a capacity probe, at most ...
+_CPSAT_MAX_SECONDS = 20.0    # ... seconds
 _NODE_BUDGET: int | None = None       # experiments only: stop after this many nodes
 
 
@@ -789,15 +793,18 @@ def _solve_cap(comp: _Component, cap: int, deadline: float, seed: int, stats: _S
             now = time.perf_counter()
             if now >= deadline:
                 break
-            if cps is not None and cps.done.is_set():
-                if cps.result is not None:
-                    result = cps.result
-                    if result is not False:
-                        stats.cpsat_wins += 1
-                break                     # CP-SAT settled it, or gave up on time: so do we
+            if cps is not None and cps.done.is_set() and cps.result is not None:
+                result = cps.result
+                if result is not False:
+                    stats.cpsat_wins += 1
+                break                     # CP-SAT settled it
             if (use_cpsat and cps is None and now - t_start >= warmup and m >= 8
                     and deadline - now > 1.0):
-                cps = _CpSatRun(comp, cap, seed, deadline, hint=hint_local, on_done=stop)
+                # CP-SAT gets a bounded share: where it helps it is fast, and on a two-core
+                # machine its thread slows the search down
+                budget = min(_CPSAT_MAX_SECONDS, _CPSAT_SHARE * (deadline - t_start))
+                cps = _CpSatRun(comp, cap, seed, min(deadline, now + budget),
+                                hint=hint_local, on_done=stop)
                 cps.start()
                 stats.cpsat_runs += 1
             if _NODE_BUDGET is not None and stats.nodes >= _NODE_BUDGET:
