@@ -159,7 +159,8 @@ def capacity_from_name(path: str | os.PathLike) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def _read_text(path: str) -> str:
+def read_text(path: str) -> str:
+    """A text file's contents; ``InputError`` with one line when missing, unreadable or empty."""
     try:
         with open(path, newline="") as fh:
             text = fh.read()
@@ -196,7 +197,7 @@ def _csv_rows(path: str, text: str, required: Iterable[str]) -> tuple[list[str],
 
 def read_csv(path: str | os.PathLike, *, with_offsets: bool = False) -> tuple[Problem, list[int | None] | None]:
     path = str(path)
-    text = _read_text(path)
+    text = read_text(path)
     header, rows = _csv_rows(path, text, CSV_COLUMNS + (("offset",) if with_offsets else ()))
     has_benefit = "benefit" in header
     buffers, offsets, seen = [], [], set()
@@ -326,7 +327,7 @@ def parse_workload(path: str, data: Any) -> Problem:
 
 def read_workload_json(path: str | os.PathLike) -> Problem:
     path = str(path)
-    text = _read_text(path)
+    text = read_text(path)
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

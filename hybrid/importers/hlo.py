@@ -77,6 +77,7 @@ from functools import cached_property
 from typing import Union
 
 from hybrid.importers._common import WorkloadBuilder, summarize  # noqa: F401  (summarize re-exported)
+from hybrid.io import read_text
 from hybrid.model import InputError, Problem
 
 
@@ -983,17 +984,7 @@ def parse_hlo_text(text: str, path: str = "<hlo>", *, name: str | None = None,
 def load_hlo(path: str | os.PathLike, **options) -> HloImport:
     """Read and import an HLO text file (``InputError`` on unreadable or bad input)."""
     path = str(path)
-    try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
-    except FileNotFoundError:
-        raise InputError(f"{path}: file not found") from None
-    except IsADirectoryError:
-        raise InputError(f"{path}: is a directory, not a file") from None
-    except UnicodeDecodeError:
-        raise InputError(f"{path}: not a text file") from None
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+    text = read_text(path)
     if not options.get("name"):
         base = os.path.basename(path)
         for suffix in (".hlo.txt", ".txt", ".hlo"):
