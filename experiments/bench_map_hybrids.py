@@ -8,7 +8,7 @@ solve``, so every answer is validated and scored by the evaluator) and prints on
 
 Usage (from the project root):
     nice python experiments/bench_map_hybrids.py [--time-limit 30] [--sizes 500,2000,10000] [--seed 0]
-        [--runs greedy-xla,cpsat,cpsat+greedy-xla,select-pack,lns] [--no-write]
+        [--runs greedy-xla,cpsat,cpsat+greedy-xla,select-pack,lns] [--out cpsat_map_hybrids.md] [--no-write]
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sizes", default="500,2000,10000")
     ap.add_argument("--runs", default=RUNS, help="solver or solver+warm-start-solver, comma-separated")
     ap.add_argument("--seed", type=int, default=0, help="generator and solver seed")
+    ap.add_argument("--out", default="cpsat_map_hybrids.md", help="file name under experiments/results/")
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args(argv)
     hw = PRESETS["tpuv4i"]
@@ -66,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_write:
         cmd = "nice python " + " ".join(shlex.quote(x) for x in
                                         [os.path.relpath(__file__, ROOT)] + (argv if argv is not None else sys.argv[1:]))
-        out = ROOT / "experiments" / "results" / "cpsat_map_hybrids.md"
+        out = ROOT / "experiments" / "results" / args.out
         out.write_text(
             "# Map mode on layered networks: greedy, CP-SAT and the hybrids\n\n"
             f"Command (from the project root): `{cmd}`\n\n"

@@ -2,12 +2,14 @@
 
 Members come from the ``solvers`` option (a list or a comma-separated string) or the
 defaults below, skipping any that is not registered or does not support the mode. The
-fast constructive members (greedy-xla, best-fit) run first, in this process (in child
-processes stopped at a quarter of the time limit on inputs above ``LARGE`` buffers,
-where they are not fast); their best valid answer (or the caller's hint, if better)
-becomes the hint of every other member, so CP-SAT-based members start warm. The other members then run in child processes, at
-most ``workers`` at a time, each with one CP-SAT worker and an equal share of the time
-left (children still running at the deadline are terminated). A member that returns a
+fast constructive members (greedy-xla, best-fit) run first, in this process; their best
+valid answer (or the caller's hint, if better) becomes the hint of every other member, so
+CP-SAT-based members start warm. Above ``LARGE`` buffers the default list leaves them
+out: best fit is not fast there (tens of seconds on 10^8-pair traces, with no time
+limit), and the other members run it themselves as their start when it fits their time.
+The other members run in child processes, at most ``workers`` at a time, each with one
+CP-SAT worker and an equal share of the time left (children still running at the
+deadline are terminated). A member that returns a
 valid answer it proved optimal (any placement within the capacity, for a pack
 feasibility problem) ends the race at once. Every answer is validated and scored by
 :func:`hybrid.run.run_solver`; the best valid one wins (ties go to the earlier member, so
@@ -38,8 +40,7 @@ DEFAULT_MEMBERS = {
 }
 FAST_MEMBERS = frozenset({"greedy-xla", "best-fit"})
 SAFETY = 0.15  # seconds kept for collecting answers and terminating children
-LARGE = 5000  # buffers; above this the constructive members run in stoppable children too
-FAST_SHARE = 0.25  # of the time limit, for them
+LARGE = 5000  # buffers; above this the default members leave out the constructive ones
 
 
 def member_names(mode: str, solvers: Any = None, *, goal: str | None = None) -> list[str]:
@@ -107,11 +108,10 @@ class Portfolio(Solver):
 
         settled = False
         fast = [n for n in names if n in FAST_MEMBERS]
-        if problem.n > LARGE and fast:
+        if problem.n > LARGE and solvers is None:
             # Constructive members are not time-limited and can take a minute on 10^8-pair
-            # traces: run them in children too, so that they can be stopped.
-            settled = self._run_parallel(fast, problem, hardware, t0 + FAST_SHARE * (deadline - t0), seed, hint,
-                                         options, max(int(workers), 1), consider, errors)
+            # traces; the other members start from them when they finish in time anyway.
+            names = [n for n in names if n not in FAST_MEMBERS]
             fast = []
         for name in fast:
             try:

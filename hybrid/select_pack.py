@@ -226,12 +226,12 @@ class SelectPack(Solver):
         index = OverlapIndex(a.start, a.end)
         orders = list(heap_orders(problem).values())
         floor = int(live_profile(problem)[1].max())
-        best, _ = pack_start(problem, t0 + 0.3 * (deadline - t0), index=index)
+        best, _ = pack_start(problem, t0 + 0.5 * (deadline - t0), index=index)
         if hint is not None and all(o is not None for o in hint.offsets):
             h = offsets_array(hint.offsets)
             if (h + a.size).max() < (best + a.size).max():
                 best = h
-        best = push_down(problem, best, index=index, deadline=t0 + 0.4 * (deadline - t0))
+        best = push_down(problem, best, index=index, deadline=t0 + 0.6 * (deadline - t0))
         best_peak = int((best + a.size).max())
         history = [(time.monotonic() - t0, float(best_peak))]
         if not minimize_peak and problem.capacity is not None:

@@ -100,9 +100,8 @@ class Fallbacks:
 
     def pack_component(self, comp: np.ndarray) -> np.ndarray:
         """A complete placement of ``comp`` (offsets ``[m]``): best fit if time allows, else the online allocator."""
-        if self._pack is None:
-            spare = max(self.deadline - time.monotonic(), 0.0)
-            self._pack, _ = pack_start(self.problem, time.monotonic() + 0.5 * spare, index=self.index)
+        if self._pack is None:  # a component too big for a model has nothing better to do with the time
+            self._pack, _ = pack_start(self.problem, self.deadline, index=self.index)
         return self._pack[comp]
 
 
