@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
             "# Pack mode on MiniMalloc's challenging instances (capacity 1048576)\n\n"
             f"Command (from the project root): `{cmd}`\n\n"
             f"Time limit {args.time_limit:g} s per solver and instance, seed {args.seed}, default options "
-            "(cpsat: 2 workers, deterministic interleaved search; portfolio: 2 processes). Machine: 2 cores "
+            "(cpsat: 1 CP-SAT worker; portfolio: 2 processes, members pack-search and cpsat). Machine: 2 cores "
             "shared with other jobs, so seconds are wall-clock under load. `status` is the validated status; "
             "`(no fit)` marks an answer over the capacity or none.\n\n"
             + header + "\n" + rule + "\n" + "\n".join(rows) + "\n\n" + summary + "\n")

@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
             f"Command (from the project root): `{cmd}`\n\n"
             f"`layered_network(n, seed={args.seed})`, capacity 40% of max live, hardware `tpuv4i`; time limit "
             f"{args.time_limit:g} s per run (a warm start's first solver shares it), default options (cpsat: "
-            "2 workers). `value` = time saved against all-slow by the evaluator's exact roofline; `bound` = the "
+            "1 CP-SAT worker). `value` = time saved against all-slow by the evaluator's exact roofline; `bound` = the "
             "no-fragmentation relaxation (HiGHS MIP); `gap = (bound - value) / bound`. Machine: 2 cores shared "
             "with other jobs.\n\n" + header + "\n" + rule + "\n" + "\n".join(rows) + "\n")
         print(f"wrote {out}")

@@ -9,7 +9,7 @@ best-fit, cpsat, lns, portfolio) one run through :func:`hybrid.run.run_solver` w
 
 Usage (from the project root):
     nice python experiments/bench_traces_peak.py [--time-limit 20] [--solvers best-fit,cpsat,lns,portfolio]
-        [--only NAME,...] [--no-write]
+        [--only NAME,...] [--out cpsat_traces_peak.md] [--no-write]
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--solvers", default="best-fit,cpsat,lns,portfolio")
     ap.add_argument("--only", default="", help="comma-separated file stems")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", default="cpsat_traces_peak.md", help="file name under experiments/results/")
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args(argv)
     solvers = [s for s in args.solvers.split(",") if s]
@@ -80,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_write:
         cmd = "nice python " + " ".join(shlex.quote(x) for x in
                                         [os.path.relpath(__file__, ROOT)] + (argv if argv is not None else sys.argv[1:]))
-        out = ROOT / "experiments" / "results" / "cpsat_traces_peak.md"
+        out = ROOT / "experiments" / "results" / args.out
         out.write_text(
             "# Pack mode, minimise the peak, on the real compiler traces\n\n"
             f"Command (from the project root): `{cmd}`\n\n"
