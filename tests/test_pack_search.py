@@ -16,7 +16,6 @@ from hybrid.model import Buffer, Problem, Solution, Status
 from solvers.pack_search import components, max_live, pack
 from solvers.pack_search_solver import PackSearch
 
-
 # ----------------------------------------------------------------------------- helpers
 
 def valid(size, start, end, off, capacity=None, alignment=None) -> bool:
