@@ -86,7 +86,8 @@ def main(argv: list[str] | None = None) -> int:
             "# Pack mode, minimise the peak, on the real compiler traces\n\n"
             f"Command (from the project root): `{cmd}`\n\n"
             f"Time limit {args.time_limit:g} s per solver and trace, seed {args.seed}. `excess` = "
-            "(peak - max live) / max live, the distance to the lower bound (0 = proven optimal). "
+            "(peak - max live) / max live, the distance to the lower bound, shown to 3 decimals "
+            "(exactly 0 would prove the peak optimal). "
             "`IREE's own` is IREE's packing from `reference/` on the same scale. Machine: 2 cores shared "
             "with other jobs.\n\n" + header + "\n" + rule + "\n" + "\n".join(rows) + "\n")
         print(f"wrote {out}")
