@@ -664,8 +664,14 @@ def _greedy(comp: _Component) -> np.ndarray:
     big = int(comp.size.sum()) * (int(comp.align.max()) if comp.align is not None else 1) + 1
     s = _Searcher(comp, big, comp.heuristic("TWA"), node_limit=10 * comp.m + 10,
                   deadline=math.inf, stop=None, use_tt=False, choice="rank")
-    if not s.run():  # cannot happen with an unbounded capacity
-        raise RuntimeError("greedy descent failed")
+    # The descent recurses once per placed buffer, like the search itself.
+    old_limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old_limit, 4 * comp.m + 1000))
+    try:
+        if not s.run():  # cannot happen with an unbounded capacity
+            raise RuntimeError("greedy descent failed")
+    finally:
+        sys.setrecursionlimit(old_limit)
     return s.off.copy()
 
 

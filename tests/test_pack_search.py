@@ -329,3 +329,17 @@ def test_minimise_with_several_components_and_the_large_component_fallback(monke
     assert f.stats["fallback_components"] == 2
     assert f.status in ("OPTIMAL", "FEASIBLE") and valid(size, start, end, f.offsets)
     assert f.peak >= 50 and f.lower_bound == 50
+
+
+def test_minimise_peak_on_a_component_deeper_than_the_recursion_limit():
+    # One component of 1,500 buffers: the greedy descent recurses once per buffer.
+    n = 1500
+    start = np.arange(n, dtype=np.int64)
+    end = start + 3
+    size = (np.arange(n, dtype=np.int64) % 5) + 1
+    res = pack(size, start, end, capacity=None, time_limit=20, seed=0, use_cpsat=False)
+    assert (res.offsets >= 0).all()
+    for i in range(n):
+        for j in range(i + 1, min(n, i + 3)):
+            a, b = res.offsets[i], res.offsets[j]
+            assert a + size[i] <= b or b + size[j] <= a
