@@ -102,18 +102,24 @@ def fixed_rectangles(problem: Problem, offsets: np.ndarray, fixed: np.ndarray) -
             "fixed_hi": offsets[fixed] + a.size[fixed]}
 
 
-class LargeNeighbourhoodSearch(Solver):
-    name = "lns"
+class ModeDispatch(Solver):
+    """Shared entry of the CP-SAT hybrids: one deadline rule, then ``_solve_map`` / ``_solve_pack``."""
+
     modes = frozenset({"map", "pack"})
 
     def solve(self, problem, hardware, *, time_limit, seed, hint=None, workers=1, minimize_peak=False):
         t0 = time.monotonic()
+        # Keep a margin for validating and scoring, which grows with the problem.
         deadline = t0 + max(time_limit - SAFETY - 2e-5 * problem.n, time_limit * 0.5)
         if problem.n == 0:
             return Solution((), Status.OPTIMAL, problem.mode, objective=0.0, solver=self.name)
         if problem.mode == "map":
             return self._solve_map(problem, hardware, t0, deadline, seed, hint, workers)
         return self._solve_pack(problem, t0, deadline, seed, hint, workers, minimize_peak)
+
+
+class LargeNeighbourhoodSearch(ModeDispatch):
+    name = "lns"
 
     # ------------------------------------------------------------------ map mode
 

@@ -35,14 +35,12 @@ import numpy as np
 from hardware.evaluator import Evaluator
 from hybrid.bounds import clique_rows
 from hybrid.graph import OverlapIndex, live_profile
-from hybrid.lns import fixed_rectangles, neighbourhood, window_around
+from hybrid.lns import ModeDispatch, fixed_rectangles, neighbourhood, window_around
 from hybrid.model import Problem, Solution, Status, offsets_array, offsets_tuple
 from hybrid.placement import greedy_place
-from hybrid.protocol import Solver
 from solvers.cpsat_fallback import pack_start
 from solvers.cpsat_model import Limits, Part, push_down, solve_part, value_terms
 
-SAFETY = 0.05
 REPAIR_WINDOW = 120  # buffers freed around a failure
 REPAIR_LIMIT = 2000  # pack mode: more buffers left over than this and the target is given up
 
@@ -107,18 +105,8 @@ def relaxation_choice(problem: Problem, ev: Evaluator, candidates: np.ndarray, *
     return chosen
 
 
-class SelectPack(Solver):
+class SelectPack(ModeDispatch):
     name = "select-pack"
-    modes = frozenset({"map", "pack"})
-
-    def solve(self, problem, hardware, *, time_limit, seed, hint=None, workers=1, minimize_peak=False):
-        t0 = time.monotonic()
-        deadline = t0 + max(time_limit - SAFETY - 2e-5 * problem.n, time_limit * 0.5)
-        if problem.n == 0:
-            return Solution((), Status.OPTIMAL, problem.mode, objective=0.0, solver=self.name)
-        if problem.mode == "map":
-            return self._solve_map(problem, hardware, t0, deadline, seed, hint, workers)
-        return self._solve_pack(problem, t0, deadline, seed, hint, workers, minimize_peak)
 
     # ------------------------------------------------------------------ map mode
 
