@@ -185,3 +185,15 @@ def summarize(problem: Problem) -> ImportSummary:
         flops=float(sum(op.flops for op in problem.ops)),
         max_live_bytes=max_live_bytes(problem),
     )
+
+
+def buffer_leaves(value) -> list[str]:
+    """Buffer ids in a possibly nested (tuple/list) value; ``None`` has none."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    out = []
+    for item in value:
+        out.extend(buffer_leaves(item))
+    return out

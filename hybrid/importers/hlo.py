@@ -76,7 +76,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Union
 
-from hybrid.importers._common import WorkloadBuilder, summarize  # noqa: F401  (summarize re-exported)
+from hybrid.importers._common import WorkloadBuilder, buffer_leaves, summarize  # noqa: F401  (summarize re-exported)
 from hybrid.io import read_text
 from hybrid.model import InputError, Problem
 
@@ -652,17 +652,6 @@ class _Costs:
 Value = Union[str, None, tuple]  # a buffer id, no buffer (token / empty), or a tuple of values
 
 
-def _leaves(v: Value) -> list[str]:
-    if v is None:
-        return []
-    if isinstance(v, str):
-        return [v]
-    out = []
-    for x in v:
-        out.extend(_leaves(x))
-    return out
-
-
 def _fusion_kind(module: HloModule, comp_name: str) -> str:
     ops = {i.opcode for i in module.computations[comp_name].instrs}
     for heavy in ("convolution", "dot", "scatter", "reduce-window", "reduce", "sort"):
@@ -841,16 +830,16 @@ class _Importer:
         """(operand number, buffer) pairs whose storage the output may take."""
         op = ins.opcode
         if op in ("dynamic-update-slice", "scatter"):
-            return [(0, b) for b in _leaves(vals[0])] if vals else []
+            return [(0, b) for b in buffer_leaves(vals[0])] if vals else []
         if op in _ELEMENTWISE or op in _TRANSCENDENTAL:
-            return [(k, b) for k, v in enumerate(vals) for b in _leaves(v)]
+            return [(k, b) for k, v in enumerate(vals) for b in buffer_leaves(v)]
         if op == "fusion":
             fcomp = self.m.computations[self.costs._called(ins, "calls")]
             out = []
             for k, v in enumerate(vals):
                 p = fcomp.params.get(k)
                 if p is not None and not p.shape.is_tuple and _elementwise_access(fcomp, p.name):
-                    out.extend((k, b) for b in _leaves(v))
+                    out.extend((k, b) for b in buffer_leaves(v))
             return out
         return []
 
@@ -874,7 +863,7 @@ class _Importer:
         else:
             out = self._new(prefix + ins.name, ins.shape, "activation")
         out_shapes = dict(ins.shape.leaves())
-        already = {buf for v in vals for buf in _leaves(v)}
+        already = {buf for v in vals for buf in buffer_leaves(v)}
         writes = [(buf, int(self._write_bytes(ins, idx, out_shapes[idx], comp) * self.scale))
                   for idx, buf in _flatten_with_index(out) if buf not in already]
         inplace = []
@@ -972,7 +961,7 @@ def parse_hlo_text(text: str, path: str = "<hlo>", *, name: str | None = None,
     module = parse_hlo_module(text, path)
     imp = _Importer(module, name=name, max_expanded_ops=max_expanded_ops, alignment=alignment)
     root = imp.run(module.entry, None, "")
-    for buf in _leaves(root):
+    for buf in buffer_leaves(root):
         if imp.b.kinds.get(buf) == "activation":
             imp.b.set_kind(buf, "output")
     problem = imp.b.build()

@@ -55,7 +55,7 @@ import sys
 import warnings
 from typing import Any, Sequence
 
-from hybrid.importers._common import WorkloadBuilder, summarize  # noqa: F401  (summarize re-exported)
+from hybrid.importers._common import WorkloadBuilder, buffer_leaves, summarize  # noqa: F401  (summarize re-exported)
 from hybrid.model import InputError, Problem
 
 WEIGHT_MODES = ("use", "program", "none")
@@ -312,16 +312,6 @@ def import_exported(ep: Any, *, weights: str = "use", name: str = "torch", sourc
         size = _nbytes(val)
         return b.add_buffer(base, size, kind) if size > 0 else None
 
-    def leaves(v: Any) -> list[str]:
-        if v is None:
-            return []
-        if isinstance(v, str):
-            return [v]
-        out = []
-        for x in v:
-            out.extend(leaves(x))
-        return out
-
     def arg_nodes(a: Any) -> list[Any]:
         if isinstance(a, torch.fx.Node):
             return [a]
@@ -344,15 +334,15 @@ def import_exported(ep: Any, *, weights: str = "use", name: str = "torch", sourc
             ident = (targets.get(node.name) or node.name).replace(",", "_").replace(" ", "_")
             env[node.name] = new_buffers(ident, val, kind)
             if kind == "weight":
-                weight_ids.update(leaves(env[node.name]))
+                weight_ids.update(buffer_leaves(env[node.name]))
             continue
         if node.op == "get_attr":
             env[node.name] = None if weights == "none" else new_buffers(str(node.target), val, "weight")
-            weight_ids.update(leaves(env[node.name]))
+            weight_ids.update(buffer_leaves(env[node.name]))
             continue
         if node.op == "output":
             for src in arg_nodes(node.args):
-                for buf in leaves(env.get(src.name)):
+                for buf in buffer_leaves(env.get(src.name)):
                     if b.kinds.get(buf) == "activation":
                         b.set_kind(buf, "output")
             continue
@@ -387,7 +377,7 @@ def import_exported(ep: Any, *, weights: str = "use", name: str = "torch", sourc
             continue
         reads = []
         for src in inputs:
-            for buf in leaves(env.get(src.name)):
+            for buf in buffer_leaves(env.get(src.name)):
                 nbytes = b.sizes[buf]
                 if src.name in view_bytes:
                     nbytes = min(nbytes, view_bytes[src.name])
@@ -397,7 +387,7 @@ def import_exported(ep: Any, *, weights: str = "use", name: str = "torch", sourc
             out = env.get(base_node.name)
         else:
             out = new_buffers(node.name, val, "activation")
-        writes = [(buf, b.sizes[buf]) for buf in leaves(out)]
+        writes = [(buf, b.sizes[buf]) for buf in buffer_leaves(out)]
         shapes = [tuple(int(d) for d in t.shape) for t in out_leaves]
         flops = op_flops(opname, node, shapes)
         if flops is None:
