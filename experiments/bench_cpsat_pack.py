@@ -1,7 +1,7 @@
 """Pack mode on MiniMalloc's challenging instances (A-K at capacity 1048576): status and seconds per solver.
 
 For every instance and solver (default: best-fit, cpsat, portfolio) one run through
-:func:`hybrid.run.run_solver`, which validates and scores the answer. Prints a markdown
+:func:`mallocgame.runner.run_solver`, which validates and scores the answer. Prints a markdown
 table and writes it, with the exact command, to
 ``experiments/results/cpsat_pack_minimalloc.md``.
 
@@ -22,10 +22,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from hybrid.bounds import pack_lower_bound  # noqa: E402
-from hybrid.cli import prepare  # noqa: E402
-from hybrid.io import load_problem  # noqa: E402
-from hybrid.run import run_solver  # noqa: E402
+from mallocgame.bounds import pack_lower_bound  # noqa: E402
+from mallocgame.inputs.load import prepare  # noqa: E402
+from mallocgame.io import load_problem  # noqa: E402
+from mallocgame.runner import run_solver  # noqa: E402
 
 BENCH = Path(os.environ.get("MALLOCGAME_BENCHMARKS", ROOT.parent / "shared" / "benchmarks")) / "minimalloc"
 LETTERS = "ABCDEFGHIJK"

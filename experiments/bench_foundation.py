@@ -30,9 +30,9 @@ def one(task: str, path: str) -> dict:
     """Run one task on one input in this process and return its measurements."""
     sys.path.insert(0, str(ROOT))
     from hardware.spec import PRESETS
-    from hybrid.graph import components, max_live
-    from hybrid.io import load_problem
-    from hybrid.run import run_solver
+    from mallocgame.intervals import components, max_live
+    from mallocgame.io import load_problem
+    from mallocgame.runner import run_solver
 
     t0 = time.monotonic()
     problem = load_problem(path)
@@ -68,8 +68,8 @@ def peak_rss_mb() -> float:
 
 def generated_inputs(folder: Path) -> list[Path]:
     sys.path.insert(0, str(ROOT))
-    from hybrid.generate import layered_network
-    from hybrid.io import write_workload_json
+    from mallocgame.inputs.generate import layered_network
+    from mallocgame.io import write_workload_json
 
     paths = []
     for n in (1_000, 10_000, 100_000):

@@ -18,7 +18,7 @@ import time
 import numpy as np
 
 from hardware.spec import PRESETS
-from hybrid.generate import layered_network
+from mallocgame.inputs.generate import layered_network
 from search.game import Game, GameConfig
 from search.game_data import GameData
 

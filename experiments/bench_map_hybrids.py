@@ -1,7 +1,7 @@
 """Map mode on layered networks (500, 2,000 and 10,000 buffers, capacity 40% of max live): value, bound, gap, seconds.
 
 Runs greedy-xla, plain cpsat, cpsat warm-started from greedy-xla, select-pack and lns
-(each through :func:`hybrid.combine.solve_with_warm_start`, the path of ``mallocgame
+(each through :func:`hybrid.warm_start.solve_with_warm_start`, the path of ``mallocgame
 solve``, so every answer is validated and scored by the evaluator) and prints one row per
 (size, solver). The bound is the no-fragmentation relaxation (HiGHS MIP);
 ``gap = (bound - value) / bound``. Writes ``experiments/results/cpsat_map_hybrids.md``.
@@ -24,8 +24,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from hardware.spec import PRESETS  # noqa: E402
-from hybrid.combine import solve_with_warm_start  # noqa: E402
-from hybrid.generate import layered_network  # noqa: E402
+from hybrid.warm_start import solve_with_warm_start  # noqa: E402
+from mallocgame.inputs.generate import layered_network  # noqa: E402
 
 RUNS = "greedy-xla,cpsat,cpsat+greedy-xla,select-pack,lns"
 

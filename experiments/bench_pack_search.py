@@ -19,8 +19,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from hybrid.io import load_problem  # noqa: E402
-from solvers.pack_search import check_packing, max_live, pack  # noqa: E402
+from mallocgame.io import load_problem  # noqa: E402
+from solvers.pack_search.search import check_packing, max_live, pack  # noqa: E402
 
 BENCH = Path(os.environ.get("MINIMALLOC_BENCH", "/work/shared/benchmarks/minimalloc"))
 NAMES = [f"{c}.1048576" for c in "ABCDEFGHIJK"] + ["input.12"]

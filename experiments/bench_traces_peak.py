@@ -2,7 +2,7 @@
 
 Traces: ``idealloc-iree``, ``idealloc-somas``, ``idealloc-iopddl`` and ``iopddl`` under the
 shared benchmarks folder (56 to 59,063 buffers). For every trace and solver (default:
-best-fit, cpsat, lns, portfolio) one run through :func:`hybrid.run.run_solver` with
+best-fit, cpsat, lns, portfolio) one run through :func:`mallocgame.runner.run_solver` with
 ``minimize_peak``; the table gives the peak's excess over the max-live lower bound
 (``(peak - bound) / bound``). For the IREE traces, IREE's own packing from
 ``reference/*.offsets.csv`` is shown too. Writes ``experiments/results/cpsat_traces_peak.md``.
@@ -25,10 +25,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from hardware.validator import peak, validate  # noqa: E402
-from hybrid.bounds import pack_lower_bound  # noqa: E402
-from hybrid.cli import prepare  # noqa: E402
-from hybrid.io import load_problem, read_solution_csv  # noqa: E402
-from hybrid.run import run_solver  # noqa: E402
+from mallocgame.bounds import pack_lower_bound  # noqa: E402
+from mallocgame.inputs.load import prepare  # noqa: E402
+from mallocgame.io import load_problem, read_solution_csv  # noqa: E402
+from mallocgame.runner import run_solver  # noqa: E402
 
 SHARED = Path(os.environ.get("MALLOCGAME_BENCHMARKS", ROOT.parent / "shared" / "benchmarks"))
 FOLDERS = ("idealloc-iree", "idealloc-somas", "idealloc-iopddl", "iopddl")

@@ -19,8 +19,8 @@ import argparse
 import numpy as np
 
 from hardware.spec import PRESETS
-from hybrid.generate import layered_network
-from hybrid.run import problem_bound, run_solver
+from mallocgame.inputs.generate import layered_network
+from mallocgame.runner import problem_bound, run_solver
 
 
 def main() -> None:
@@ -69,7 +69,7 @@ def main() -> None:
 
 def compare_pack(args) -> None:
     """Pack mode: fraction of bytes each solver's answer places within the capacity (1 = a packing)."""
-    from hybrid.io import load_problem
+    from mallocgame.io import load_problem
     from search.game_data import GameData
     from solvers.mcts import episode_value
 

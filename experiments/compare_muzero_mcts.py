@@ -6,8 +6,8 @@ Columns: ``muzero-learned`` plans inside the learned dynamics (MuZero proper);
 rollout plus the network, as plain MCTS's rollouts); ``mcts`` is plain UCT with greedy
 rollouts (its defaults). Equal simulation budgets per move, on generated held-out problems (seeds below the
 training stream's ``TRAIN_SEED_BASE``, so none was seen in training). Every answer goes
-through :func:`hybrid.run.run_solver` (validated, scored by the evaluator); the gap is to
-``hybrid.bounds.map_upper_bound``. For muzero the table also shows the value of the
+through :func:`mallocgame.runner.run_solver` (validated, scored by the evaluator); the gap is to
+``mallocgame.bounds.map_upper_bound``. For muzero the table also shows the value of the
 search's own episode (``own``), before the solver keeps the better of it and the game's
 greedy episode.
 
@@ -24,8 +24,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from hybrid.bounds import map_upper_bound  # noqa: E402
-from hybrid.run import run_solver  # noqa: E402
+from mallocgame.bounds import map_upper_bound  # noqa: E402
+from mallocgame.runner import run_solver  # noqa: E402
 from search.muzero.problems import Recipe, build  # noqa: E402
 
 HELD_OUT = [Recipe("layered", 50, 101), Recipe("layered", 50, 102), Recipe("layered", 100, 103),

@@ -23,7 +23,7 @@ IMPROVED = 1 + 1e-6  # same threshold as `compare`: above it a speed-up over gre
 
 def registered_solvers(mode: str | None = "map") -> list[str]:
     """Every registered solver that loads and supports ``mode`` (``None``: any mode)."""
-    from hybrid.registry import SolverLoadError, load_solver, solver_entries
+    from mallocgame.registry import SolverLoadError, load_solver, solver_entries
 
     names = []
     for name in solver_entries():
@@ -49,7 +49,7 @@ def run_compare(args: list[str]) -> tuple[str, str, float]:
     shown = " ".join(shlex.quote(c) for c in cmd)
     print(f"$ {shown}", flush=True)
     t0 = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-m", "hybrid.cli", "compare", *args], cwd=ROOT, text=True,
+    proc = subprocess.Popen([sys.executable, "-m", "mallocgame.cli.main", "compare", *args], cwd=ROOT, text=True,
                             stdout=subprocess.PIPE)
     lines = []
     assert proc.stdout is not None
@@ -123,7 +123,7 @@ def machine_note() -> str:
 
 
 def write_markdown(path: Path, text: str) -> None:
-    from hybrid.io import atomic_write_text
+    from mallocgame.io import atomic_write_text
 
     atomic_write_text(path, text)
     print(f"wrote {path.relative_to(ROOT)}")

@@ -3,7 +3,7 @@
 The paper maps the programs of AlphaTensor's fast matrix-multiplication algorithms and
 reports gains over XLA's heuristic. Here the ``matmul`` suite: Strassen (2x2, rank 7)
 applied recursively at depth 1 and 2, and the schoolbook 2x2 (rank 8) programs of the same
-sizes as baselines, built by ``hybrid.importers.matmul`` (bf16 blocks; tpuv4i cost model;
+sizes as baselines, built by ``mallocgame.importers.matmul`` (bf16 blocks; tpuv4i cost model;
 fast memory = 40% of max live bytes). Besides the speed-ups over greedy-xla, the table of
 estimated program times shows whether Strassen's program is faster than the schoolbook one
 once each is mapped by its best solver.

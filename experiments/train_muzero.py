@@ -112,7 +112,7 @@ def tune_rollouts(simulations: int = 16) -> list[str]:
     """
     import time
 
-    from hybrid.run import run_solver
+    from mallocgame.runner import run_solver
     from search.muzero.env import game_factory
     from search.muzero.problems import Recipe, build
     from search.muzero.torchless import load_inference

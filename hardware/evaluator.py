@@ -9,7 +9,7 @@ The map-mode **value** of a placement is ``time(all slow) - time(placement)``: t
 saved. It is what every report, bound and game reward is expressed in.
 
 Example:
-    >>> from hybrid.model import Buffer, Problem
+    >>> from mallocgame.model import Buffer, Problem
     >>> from hardware.spec import PRESETS
     >>> p = Problem("t", (Buffer("a", 4, 0, 2, benefit=3.0), Buffer("b", 4, 1, 3)), capacity=8)
     >>> ev = Evaluator(p, PRESETS["unit"])
@@ -25,7 +25,7 @@ from typing import Sequence
 import numpy as np
 
 from hardware.spec import HardwareSpec
-from hybrid.model import Problem
+from mallocgame.model import Problem
 
 
 class Evaluator:

@@ -16,7 +16,7 @@ import os
 import tomllib
 from dataclasses import dataclass
 
-from hybrid.model import InputError
+from mallocgame.model import InputError
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ address. The overlap check is a sweep over time with the live placed buffers kep
 by offset, so it costs O(n log n) plus list moves, never all pairs.
 
 Example:
-    >>> from hybrid.model import Buffer, Problem
+    >>> from mallocgame.model import Buffer, Problem
     >>> p = Problem("t", (Buffer("a", 4, 0, 2), Buffer("b", 4, 1, 3)), capacity=8)
     >>> validate(p, [0, 4]) is None, validate(p, [0, 2])
     (True, "buffers 'a' and 'b' overlap: live [0, 2) and [1, 3), addresses [0, 4) and [2, 6)")
@@ -20,7 +20,7 @@ from typing import Sequence
 
 import numpy as np
 
-from hybrid.model import Problem
+from mallocgame.model import Problem
 
 
 def validate(problem: Problem, offsets: Sequence[int | None] | np.ndarray, *,

@@ -2,10 +2,10 @@
 
 Starts from the hint when one is given, else from greedy-xla (map mode) or best fit
 (pack mode; an online allocator when best fit would not finish in time), pushed down
-onto the address grid (:func:`solvers.cpsat_model.push_down`). Each
+onto the address grid (:func:`solvers.cpsat.model.push_down`). Each
 step frees the buffers live in a random time window (about ``k`` of them), turns every
 other placed buffer that overlaps them in time into a fixed rectangle, and re-solves the
-freed part with CP-SAT (:func:`solvers.cpsat_model.solve_part`) hinted with the
+freed part with CP-SAT (:func:`solvers.cpsat.model.solve_part`) hinted with the
 incumbent, so a step never makes the part worse:
 
 * map mode: maximise the exact value of the freed buffers given the fixed ones (roofline
@@ -30,12 +30,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from hardware.evaluator import Evaluator
-from hybrid.graph import OverlapIndex, live_profile
-from hybrid.model import Problem, Solution, Status, offsets_array, offsets_tuple
-from hybrid.placement import greedy_place
-from hybrid.protocol import Solver
-from solvers.cpsat_fallback import pack_start
-from solvers.cpsat_model import Limits, Part, push_down, solve_part, value_terms
+from mallocgame.intervals import OverlapIndex, live_profile
+from mallocgame.model import Problem, Solution, Status, offsets_array, offsets_tuple
+from mallocgame.placement import greedy_place
+from mallocgame.protocol import Solver
+from solvers.cpsat.fallback import pack_start
+from solvers.cpsat.model import Limits, Part, push_down, solve_part, value_terms
 
 K_MIN, K_START, K_MAX = 12, 40, 600
 FIXED_BUDGET = 1500  # fixed rectangles per pack step, so huge traces still give small models
@@ -285,7 +285,7 @@ class LargeNeighbourhoodSearch(ModeDispatch):
 
     @staticmethod
     def _pack_start(problem, index, hint, deadline) -> tuple[np.ndarray, str]:
-        """The lower-peak of the complete hint and the deadline-safe start of :func:`solvers.cpsat_fallback.pack_start`.
+        """The lower-peak of the complete hint and the deadline-safe start of :func:`solvers.cpsat.fallback.pack_start`.
 
         Both are computed: on some traces the online allocator beats a best-fit hint.
         """

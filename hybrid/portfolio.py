@@ -12,7 +12,7 @@ CP-SAT worker and an equal share of the time left (children still running at the
 deadline are terminated). A member that returns a
 valid answer it proved optimal (any placement within the capacity, for a pack
 feasibility problem) ends the race at once. Every answer is validated and scored by
-:func:`hybrid.run.run_solver`; the best valid one wins (ties go to the earlier member, so
+:func:`mallocgame.runner.run_solver`; the best valid one wins (ties go to the earlier member, so
 the same seed gives the same choice).
 """
 
@@ -24,11 +24,11 @@ from multiprocessing.connection import wait
 from typing import Any
 
 from hardware.validator import validate
-from hybrid.combine import better
-from hybrid.model import Solution, Status
-from hybrid.protocol import Solver
-from hybrid.registry import SolverLoadError, load_solver, solver_entries
-from hybrid.run import Report, run_solver
+from hybrid.warm_start import better
+from mallocgame.model import Solution, Status
+from mallocgame.protocol import Solver
+from mallocgame.registry import SolverLoadError, load_solver, solver_entries
+from mallocgame.runner import Report, run_solver
 
 # Chosen by measurement (experiments/README-cpsat.md): on layered networks lns and
 # select-pack, on MiniMalloc pack-search and cpsat; minimising the peak of the real
@@ -125,7 +125,7 @@ class Portfolio(Solver):
         if best is not None and best.valid:
             warm = Solution(best.offsets, Status.FEASIBLE, problem.mode, solver=best.solver)
             if hint is not None:
-                from hybrid.run import score
+                from mallocgame.runner import score
 
                 given = score(problem, hardware, hint, seconds=0.0, bound=None, solver_name="hint")
                 if better(given, best):

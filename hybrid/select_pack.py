@@ -2,7 +2,7 @@
 
 Map mode, one round:
 
-1. *select*: solve the relaxation of :mod:`hybrid.bounds` (a knapsack row per maximal
+1. *select*: solve the relaxation of :mod:`mallocgame.bounds` (a knapsack row per maximal
    moment, the evaluator's exact per-op saving for workloads with ops) as a MIP with
    HiGHS, minus the buffers forbidden by earlier rounds; its choice ``S`` would reach the
    bound if it packed without fragmentation;
@@ -33,13 +33,13 @@ import time
 import numpy as np
 
 from hardware.evaluator import Evaluator
-from hybrid.bounds import clique_rows
-from hybrid.graph import OverlapIndex, live_profile
+from mallocgame.bounds import clique_rows
+from mallocgame.intervals import OverlapIndex, live_profile
 from hybrid.lns import ModeDispatch, fixed_rectangles, neighbourhood, window_around
-from hybrid.model import Problem, Solution, Status, offsets_array, offsets_tuple
-from hybrid.placement import greedy_place
-from solvers.cpsat_fallback import pack_start
-from solvers.cpsat_model import Limits, Part, push_down, solve_part, value_terms
+from mallocgame.model import Problem, Solution, Status, offsets_array, offsets_tuple
+from mallocgame.placement import greedy_place
+from solvers.cpsat.fallback import pack_start
+from solvers.cpsat.model import Limits, Part, push_down, solve_part, value_terms
 
 REPAIR_WINDOW = 120  # buffers freed around a failure
 REPAIR_LIMIT = 2000  # pack mode: more buffers left over than this and the target is given up
@@ -48,7 +48,7 @@ REPAIR_LIMIT = 2000  # pack mode: more buffers left over than this and the targe
 def relaxation_choice(problem: Problem, ev: Evaluator, candidates: np.ndarray, *, time_limit: float) -> np.ndarray:
     """The fast set (bool ``[n]``) maximising the no-fragmentation relaxation over ``candidates`` (bool ``[n]``).
 
-    Same model as :func:`hybrid.bounds.map_upper_bound`; an LP rounding-down is used
+    Same model as :func:`mallocgame.bounds.map_upper_bound`; an LP rounding-down is used
     if HiGHS returns no integer solution in time.
     """
     from scipy.optimize import Bounds, LinearConstraint, milp
@@ -66,7 +66,7 @@ def relaxation_choice(problem: Problem, ev: Evaluator, candidates: np.ndarray, *
         r_idx.append(np.full(len(row), r))
         c_idx.append(col[row])
         # Rows in units of the capacity and times in units of the largest headroom, as in
-        # hybrid.bounds, so HiGHS's absolute tolerances are small against every coefficient.
+        # mallocgame.bounds, so HiGHS's absolute tolerances are small against every coefficient.
         vals.append(a.size[row] / float(problem.capacity))
         ub.append(1.0)
     nx = len(cand)

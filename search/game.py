@@ -22,7 +22,7 @@ total bytes (see :mod:`search.game_data`). State updates are incremental: a step
 only the buffers that interfere with the decision and the ops of the buffer placed.
 
 Example:
-    >>> from hybrid.generate import layered_network
+    >>> from mallocgame.inputs.generate import layered_network
     >>> from hardware.spec import PRESETS
     >>> g = Game(layered_network(60, seed=1), PRESETS["tpuv4i"])
     >>> while not g.done:
@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hybrid.model import Problem
+from mallocgame.model import Problem
 from search.game_data import GameData
 
 #: Features of one buffer: valid, size/scale, start, end, length (horizon-normalised),

@@ -22,8 +22,8 @@ from __future__ import annotations
 import numpy as np
 
 from hardware.evaluator import Evaluator
-from hybrid.graph import OverlapIndex, max_live
-from hybrid.model import Problem
+from mallocgame.intervals import OverlapIndex, max_live
+from mallocgame.model import Problem
 
 
 def xla_like_order(problem: Problem, benefits: np.ndarray) -> np.ndarray:

@@ -1,7 +1,7 @@
 """The fixed-order mallocGame variant: buffers in a fixed order, the action chooses the offset.
 
 For the current buffer, the placed buffers that interfere with it (live ranges overlap,
-found with :class:`hybrid.graph.OverlapIndex`) split the address space ``[0, capacity)``
+found with :class:`mallocgame.intervals.OverlapIndex`) split the address space ``[0, capacity)``
 into free holes. A canonical offset (0 or the aligned top of an interfering placed
 buffer) is feasible exactly when it is the aligned bottom of a free hole that holds the
 buffer, so the feasible canonical offsets are the holes' aligned bottoms; actions
@@ -261,7 +261,7 @@ class _DecisionOrder:
     PAIR_BUDGET = 4_000_000
 
     def __init__(self, d, kind: str):
-        from hybrid.graph import count_overlapping_pairs
+        from mallocgame.intervals import count_overlapping_pairs
 
         self.data = d
         self.order = buffer_order(d.problem, d.benefit, kind)

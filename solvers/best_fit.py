@@ -13,10 +13,10 @@ import time
 import numpy as np
 
 from hardware.evaluator import Evaluator
-from hybrid.graph import OverlapIndex
-from hybrid.model import Problem, Solution, Status, offsets_tuple
-from hybrid.placement import greedy_place
-from hybrid.protocol import Solver
+from mallocgame.intervals import OverlapIndex
+from mallocgame.model import Problem, Solution, Status, offsets_tuple
+from mallocgame.placement import greedy_place
+from mallocgame.protocol import Solver
 
 
 def heap_orders(problem: Problem) -> dict[str, np.ndarray]:

@@ -14,9 +14,9 @@ import time
 import numpy as np
 
 from hardware.evaluator import Evaluator
-from hybrid.model import Problem, Solution, Status, offsets_tuple
-from hybrid.placement import greedy_place
-from hybrid.protocol import Solver
+from mallocgame.model import Problem, Solution, Status, offsets_tuple
+from mallocgame.placement import greedy_place
+from mallocgame.protocol import Solver
 
 
 def xla_order(problem: Problem, benefits: np.ndarray) -> np.ndarray:

@@ -22,8 +22,8 @@ import time
 
 import numpy as np
 
-from hybrid.model import Problem, Solution, Status, offsets_array, offsets_tuple
-from hybrid.protocol import Solver
+from mallocgame.model import Problem, Solution, Status, offsets_array, offsets_tuple
+from mallocgame.protocol import Solver
 from search.game import Game, GameConfig
 from search.game_data import GameData
 from search.mcts import Episode, MCTSConfig, UCTSearch, episode_of, play_greedy

@@ -39,8 +39,8 @@ from typing import Any
 
 import numpy as np
 
-from hybrid.model import Problem, Solution, Status, offsets_array, offsets_tuple
-from hybrid.protocol import Solver
+from mallocgame.model import Problem, Solution, Status, offsets_array, offsets_tuple
+from mallocgame.protocol import Solver
 from search.muzero import checkpoints as shipped_checkpoints
 
 DEFAULT_SIMULATIONS = 16

@@ -11,7 +11,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCHMARKS = Path(os.environ.get("MALLOCGAME_BENCHMARKS", ROOT.parent / "shared" / "benchmarks"))
-DATA = ROOT / "hybrid" / "data"
+DATA = ROOT / "mallocgame" / "inputs" / "data"
 
 
 def needs_benchmarks():
@@ -23,5 +23,5 @@ def run_cli(*args: str, env: dict | None = None, input: str | None = None) -> su
     full_env = dict(os.environ)
     if env:
         full_env.update(env)
-    return subprocess.run([sys.executable, "-m", "hybrid.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "mallocgame.cli.main", *args], capture_output=True, text=True,
                           env=full_env, input=input, timeout=600, cwd=ROOT)

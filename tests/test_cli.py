@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from hybrid.generate import packed_instance, random_intervals
-from hybrid.io import problem_csv_text
+from mallocgame.inputs.generate import packed_instance, random_intervals
+from mallocgame.io import problem_csv_text
 from tests.conftest import BENCHMARKS, DATA, needs_benchmarks, run_cli
 
 EXAMPLE = str(DATA / "layered150.json")

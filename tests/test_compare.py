@@ -9,17 +9,17 @@ import textwrap
 
 import pytest
 
-from hybrid.compare import parse_solver_options
-from hybrid.generate import layered_network, random_intervals
-from hybrid.io import atomic_write_text, problem_csv_text, write_workload_json
-from hybrid.model import InputError
+from mallocgame.compare import parse_solver_options
+from mallocgame.inputs.generate import layered_network, random_intervals
+from mallocgame.io import atomic_write_text, problem_csv_text, write_workload_json
+from mallocgame.model import InputError
 from tests.conftest import run_cli
 from tests.test_plugins import make_distribution
 
 FAILING_MODULE = textwrap.dedent('''
     """Solvers that fail on purpose (compare must report them and go on)."""
     import os
-    from hybrid.protocol import Solver
+    from mallocgame.protocol import Solver
 
     class Raises(Solver):
         name = "raises"
@@ -160,7 +160,7 @@ def test_overrunning_solver_is_killed_with_its_helpers(tmp_path, monkeypatch):
     import time
 
     from hardware.spec import PRESETS
-    from hybrid.compare import Input, run_matrix
+    from mallocgame.compare import Input, run_matrix
 
     make_distribution(tmp_path, "failing-plugin", "sleeps = failing_plugin.solver:Sleeps", FAILING_MODULE)
     monkeypatch.syspath_prepend(str(tmp_path))

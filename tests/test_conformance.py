@@ -1,6 +1,6 @@
 """One conformance suite that every registered solver, plugins included, must pass.
 
-Parametrized over :func:`hybrid.registry.solver_entries`, so a solver joins simply by
+Parametrized over :func:`mallocgame.registry.solver_entries`, so a solver joins simply by
 registering under the ``mallocgame.solvers`` entry-point group. Each check is a plain
 function so the plugin test can run the same checks on a plugin it installs.
 """
@@ -12,11 +12,11 @@ import time
 import pytest
 
 from hardware.spec import PRESETS
-from hybrid.generate import layered_network, packed_instance, random_intervals
-from hybrid.io import load_problem
-from hybrid.model import Solution, Status
-from hybrid.registry import load_solver, solver_entries
-from hybrid.run import run_solver
+from mallocgame.inputs.generate import layered_network, packed_instance, random_intervals
+from mallocgame.io import load_problem
+from mallocgame.model import Solution, Status
+from mallocgame.registry import load_solver, solver_entries
+from mallocgame.runner import run_solver
 from tests.conftest import BENCHMARKS
 
 SOLVERS = sorted(solver_entries())
@@ -118,7 +118,7 @@ def test_hint_accepted(name):
 
 @pytest.mark.parametrize("name", SOLVERS)
 def test_description_is_listed(name):
-    from hybrid.registry import describe
+    from mallocgame.registry import describe
 
     text = describe(solver_entries()[name])
     assert text and not text.startswith("(")

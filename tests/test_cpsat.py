@@ -11,13 +11,13 @@ import pytest
 from hardware.evaluator import Evaluator
 from hardware.spec import PRESETS
 from hardware.validator import validate
-from hybrid.combine import solve_with_warm_start
-from hybrid.generate import layered_network, packed_instance, random_intervals
-from hybrid.io import load_problem, problem_csv_text
-from hybrid.model import Buffer, Op, Operand, Problem, Solution, Status, offsets_array
-from hybrid.run import run_solver
-from solvers.cpsat import CpSat
-from solvers.cpsat_model import grid_unit, push_down
+from hybrid.warm_start import solve_with_warm_start
+from mallocgame.inputs.generate import layered_network, packed_instance, random_intervals
+from mallocgame.io import load_problem, problem_csv_text
+from mallocgame.model import Buffer, Op, Operand, Problem, Solution, Status, offsets_array
+from mallocgame.runner import run_solver
+from solvers.cpsat.solver import CpSat
+from solvers.cpsat.model import grid_unit, push_down
 from tests.conftest import BENCHMARKS, DATA, needs_benchmarks, run_cli
 
 UNIT = PRESETS["unit"]
@@ -233,8 +233,8 @@ def test_hint_offsets_off_the_grid_still_warm_start():
 
 
 def test_online_allocator_is_valid_with_alignments_and_push_down_stops_at_its_deadline():
-    from hybrid.graph import max_live
-    from solvers.cpsat_fallback import online_pack
+    from mallocgame.intervals import max_live
+    from solvers.cpsat.fallback import online_pack
 
     rng = np.random.default_rng(0)
     base = random_intervals(300, seed=4)

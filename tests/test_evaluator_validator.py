@@ -10,10 +10,10 @@ from hypothesis import strategies as st
 from hardware.evaluator import Evaluator
 from hardware.spec import PRESETS, load_hardware
 from hardware.validator import validate
-from hybrid.bounds import map_upper_bound
-from hybrid.generate import layered_network, packed_instance
-from hybrid.model import Buffer, InputError, Op, Operand, Problem
-from hybrid.placement import best_fit_offset
+from mallocgame.bounds import map_upper_bound
+from mallocgame.inputs.generate import layered_network, packed_instance
+from mallocgame.model import Buffer, InputError, Op, Operand, Problem
+from mallocgame.placement import best_fit_offset
 
 
 def roofline_by_hand(problem: Problem, hw, fast: set[str]) -> float:
@@ -52,7 +52,7 @@ def test_benefits_are_not_additive_when_an_op_turns_compute_bound():
 
 
 def test_bound_is_above_every_greedy_answer():
-    from hybrid.run import run_solver
+    from mallocgame.runner import run_solver
 
     for seed in range(3):
         p = layered_network(120, seed=seed)

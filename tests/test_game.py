@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from hardware.evaluator import Evaluator
 from hardware.spec import PRESETS
 from hardware.validator import peak, validate
-from hybrid.generate import layered_network, packed_instance, random_intervals
-from hybrid.model import Buffer, Problem, offsets_array
+from mallocgame.inputs.generate import layered_network, packed_instance, random_intervals
+from mallocgame.model import Buffer, Problem, offsets_array
 from search.game import ACTION_FEATURES, BUFFER_FEATURES, Game, GameConfig, observation_dims
 from search.game_address import AddressGame
 from search.game_order import OrderGame

@@ -7,9 +7,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hybrid.generate import random_intervals
-from hybrid.graph import OverlapIndex, components, count_overlapping_pairs, interference_graph, live_profile, max_live
-from hybrid.model import Buffer, Problem
+from mallocgame.inputs.generate import random_intervals
+from mallocgame.intervals import OverlapIndex, components, count_overlapping_pairs, interference_graph, live_profile, max_live
+from mallocgame.model import Buffer, Problem
 from tests.conftest import BENCHMARKS, needs_benchmarks
 
 lifetimes = st.lists(st.tuples(st.integers(0, 30), st.integers(1, 8), st.integers(1, 50)), min_size=1, max_size=40)
@@ -77,7 +77,7 @@ def test_graph_refuses_to_explode():
 
 @needs_benchmarks()
 def test_graph_of_largest_minimalloc_instance():
-    from hybrid.io import load_problem
+    from mallocgame.io import load_problem
 
     p = load_problem(str(BENCHMARKS / "minimalloc" / "K.1048576.csv"))
     g = interference_graph(p)
@@ -90,7 +90,7 @@ def test_graph_of_largest_minimalloc_instance():
 @settings(max_examples=60, deadline=None)
 @given(lifetimes)
 def test_neighbour_lists_match_brute_force(rows):
-    from hybrid.graph import neighbour_lists
+    from mallocgame.intervals import neighbour_lists
 
     p = problem_of(rows)
     indptr, indices = neighbour_lists(p.arrays.start, p.arrays.end)

@@ -8,15 +8,15 @@ import pytest
 from hardware.evaluator import Evaluator
 from hardware.spec import PRESETS
 from hardware.validator import validate
-from hybrid.bounds import map_upper_bound
-from hybrid.generate import layered_network, packed_instance, random_intervals
-from hybrid.graph import OverlapIndex, live_profile
+from mallocgame.bounds import map_upper_bound
+from mallocgame.inputs.generate import layered_network, packed_instance, random_intervals
+from mallocgame.intervals import OverlapIndex, live_profile
 from hybrid.lns import LargeNeighbourhoodSearch, window_around
-from hybrid.model import Buffer, Problem, Solution, Status, offsets_array
+from mallocgame.model import Buffer, Problem, Solution, Status, offsets_array
 from hybrid.portfolio import Portfolio, member_names
-from hybrid.run import run_solver
+from mallocgame.runner import run_solver
 from hybrid.select_pack import SelectPack, relaxation_choice
-from solvers.cpsat_model import value_terms
+from solvers.cpsat.model import value_terms
 
 HW = PRESETS["tpuv4i"]
 UNIT = PRESETS["unit"]

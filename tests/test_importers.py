@@ -17,10 +17,10 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from hybrid.importers import import_workload, summarize
-from hybrid.importers.cli import import_group
-from hybrid.importers.hlo import HloImportWarning, load_hlo, parse_hlo_text, parse_shape, xla_style_max_live
-from hybrid.importers.matmul import (
+from mallocgame.importers import import_workload, summarize
+from mallocgame.cli.importers import import_group
+from mallocgame.importers.hlo import HloImportWarning, load_hlo, parse_hlo_text, parse_shape, xla_style_max_live
+from mallocgame.importers.matmul import (
     _transpose_c,
     build_program,
     check_factorization,
@@ -29,8 +29,8 @@ from hybrid.importers.matmul import (
     run_program,
     strassen,
 )
-from hybrid.io import parse_workload, read_workload_json, workload_dict
-from hybrid.model import InputError
+from mallocgame.io import parse_workload, read_workload_json, workload_dict
+from mallocgame.model import InputError
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data"
@@ -406,8 +406,8 @@ def test_cli_unscheduled_hlo(tmp_path):
 
 
 def test_importers_do_not_import_torch():
-    code = ("import sys, hybrid.importers, hybrid.importers.cli, hybrid.importers.hlo, hybrid.importers.matmul, "
-            "hybrid.importers.torch_export; hybrid.importers.import_workload('matmul', size=8); "
+    code = ("import sys, mallocgame.importers, mallocgame.cli.importers, mallocgame.importers.hlo, mallocgame.importers.matmul, "
+            "mallocgame.importers.torch_export; mallocgame.importers.import_workload('matmul', size=8); "
             "print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert out.stdout.strip() == "False", out.stderr
@@ -425,7 +425,7 @@ needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reas
 
 @needs_torch
 def test_torch_mlp_linear_flops_weights_modes_and_roundtrip():
-    from hybrid.importers.torch_export import import_torch
+    from mallocgame.importers.torch_export import import_torch
     spec = f"{DATA / 'torch_models.py'}:mlp"
     use = import_torch(spec, ["4,32"])
     roundtrip(use)
@@ -442,7 +442,7 @@ def test_torch_mlp_linear_flops_weights_modes_and_roundtrip():
     # the same model exported in-process, and the other weight modes
     import torch
 
-    from hybrid.importers.torch_export import export_module, import_exported
+    from mallocgame.importers.torch_export import export_module, import_exported
     ep = export_module(torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10)),
                        [torch.randn(4, 32)])
     program = import_exported(ep, weights="program")
@@ -456,7 +456,7 @@ def test_torch_mlp_linear_flops_weights_modes_and_roundtrip():
 
 @needs_torch
 def test_torch_cnn_conv_flops_and_views_alias_their_base():
-    from hybrid.importers.torch_export import import_torch
+    from mallocgame.importers.torch_export import import_torch
     p = import_torch(f"{DATA / 'torch_models.py'}:cnn")  # (module, example_inputs) pair
     roundtrip(p)
     check_live_ranges(p)
@@ -479,7 +479,7 @@ def test_torch_module_spec_cli_and_bad_specs(tmp_path):
     assert "ops=1 buffers=2" in r.output
     p = read_workload_json(out)
     assert [op.kind for op in p.ops] == ["relu"] and p.ops[0].flops == 6
-    from hybrid.importers.torch_export import import_torch
+    from mallocgame.importers.torch_export import import_torch
     with pytest.raises(InputError, match="must return an nn.Module"):
         import_torch("builtins:dict", ["1"])
     bad = tmp_path / "broken.py"

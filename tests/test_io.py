@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from hybrid.generate import layered_network, random_intervals
-from hybrid.io import (
+from mallocgame.inputs.generate import layered_network, random_intervals
+from mallocgame.io import (
     capacity_from_name,
     load_problem,
     problem_csv_text,
@@ -16,7 +16,7 @@ from hybrid.io import (
     write_solution_csv,
     write_workload_json,
 )
-from hybrid.model import InputError, Solution, Status
+from mallocgame.model import InputError, Solution, Status
 from tests.conftest import BENCHMARKS, needs_benchmarks
 
 

@@ -8,9 +8,9 @@ import pytest
 from hardware.evaluator import Evaluator
 from hardware.spec import PRESETS
 from hardware.validator import validate
-from hybrid.generate import layered_network
-from hybrid.model import Buffer, Problem, Solution, Status
-from hybrid.run import run_solver
+from mallocgame.inputs.generate import layered_network
+from mallocgame.model import Buffer, Problem, Solution, Status
+from mallocgame.runner import run_solver
 from search.game import Game, GameConfig
 from search.mcts import MCTSConfig, UCTSearch, play_greedy
 from solvers.mcts import MCTSSolver
@@ -73,7 +73,7 @@ def test_no_time_at_all_still_returns_a_valid_map_answer():
 
 
 def test_an_episode_stopped_at_the_deadline_counts_only_in_map_mode():
-    from hybrid.generate import packed_instance
+    from mallocgame.inputs.generate import packed_instance
     from search.mcts import episode_of
 
     problem = layered_network(50, seed=1)
@@ -109,7 +109,7 @@ def test_options_give_valid_deterministic_answers(options):
 
 
 def test_pack_mode_places_everything_or_says_unknown():
-    from hybrid.generate import packed_instance
+    from mallocgame.inputs.generate import packed_instance
 
     problem, _ = packed_instance(30, seed=3, capacity=64, horizon=16)
     sol = MCTSSolver().solve(problem, UNIT, time_limit=30, seed=0, simulations=16)

@@ -324,8 +324,8 @@ def real_checkpoint(tmp_path_factory):
 def test_solver_valid_deterministic_and_never_below_its_hint(real_checkpoint, search_model):
     from hardware.spec import PRESETS
     from hardware.validator import validate
-    from hybrid.generate import layered_network
-    from hybrid.run import run_solver
+    from mallocgame.inputs.generate import layered_network
+    from mallocgame.runner import run_solver
     from solvers.muzero import MuZeroSolver
 
     problem, hw = layered_network(25, seed=4), PRESETS["tpuv4i"]
@@ -338,7 +338,7 @@ def test_solver_valid_deterministic_and_never_below_its_hint(real_checkpoint, se
     assert a.offsets == b.offsets
     assert a.stats["searched_moves"] > 0 and a.stats["simulations"] > 0
     best = run_solver("greedy-xla", problem, hw, time_limit=5, seed=0)
-    from hybrid.model import Solution, Status
+    from mallocgame.model import Solution, Status
 
     hint = Solution(offsets=best.offsets, status=Status.FEASIBLE, solver="hint")
     c = MuZeroSolver().solve(problem, hw, seed=3, hint=hint, **opts)
@@ -349,7 +349,7 @@ def test_solver_does_not_import_torch(real_checkpoint):
     import subprocess
     import sys
 
-    code = ("import sys; from hardware.spec import PRESETS; from hybrid.generate import layered_network; "
+    code = ("import sys; from hardware.spec import PRESETS; from mallocgame.inputs.generate import layered_network; "
             "from solvers.muzero import MuZeroSolver; "
             f"s = MuZeroSolver().solve(layered_network(12, seed=1), PRESETS['tpuv4i'], time_limit=20, seed=0, "
             f"simulations=2, checkpoint={real_checkpoint!r}); "

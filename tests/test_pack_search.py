@@ -12,9 +12,9 @@ import itertools
 import numpy as np
 import pytest
 
-from hybrid.model import Buffer, Problem, Solution, Status
-from solvers.pack_search import components, max_live, pack
-from solvers.pack_search_solver import PackSearch
+from mallocgame.model import Buffer, Problem, Solution, Status
+from solvers.pack_search.search import components, max_live, pack
+from solvers.pack_search.solver import PackSearch
 
 # ----------------------------------------------------------------------------- helpers
 
@@ -312,7 +312,7 @@ def test_solver_wrapper_statuses():
 
 
 def test_minimise_with_several_components_and_the_large_component_fallback(monkeypatch):
-    import solvers.pack_search as ps_mod
+    import solvers.pack_search.search as ps_mod
 
     rng = np.random.default_rng(4)
     parts = []

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hybrid.generate import layered_network, packed_instance
-from hybrid.io import problem_csv_text, write_workload_json
-from hybrid.plots import slow_tracks
+from mallocgame.inputs.generate import layered_network, packed_instance
+from mallocgame.io import problem_csv_text, write_workload_json
+from mallocgame.plots import slow_tracks
 from tests.conftest import run_cli
 
 PNG = b"\x89PNG\r\n\x1a\n"

@@ -13,9 +13,9 @@ from tests.conftest import DATA, run_cli
 PLUGIN_MODULE = textwrap.dedent('''
     """Left-edge first fit: start order, lowest offset that fits (a third-party example)."""
     import numpy as np
-    from hybrid.model import Solution, Status, offsets_tuple
-    from hybrid.protocol import Solver
-    from hybrid.placement import greedy_place
+    from mallocgame.model import Solution, Status, offsets_tuple
+    from mallocgame.protocol import Solver
+    from mallocgame.placement import greedy_place
 
     class FirstFit(Solver):
         name = "first-fit-plugin"
@@ -73,7 +73,7 @@ def test_broken_plugin_gives_one_clear_line(plugin_path):
 def test_plugin_passes_the_conformance_checks(plugin_path):
     from tests import test_conformance as conformance
 
-    assert "first-fit-plugin" in __import__("hybrid.registry").registry.solver_entries()
+    assert "first-fit-plugin" in __import__("mallocgame.registry").registry.solver_entries()
     conformance.check_valid_answers("first-fit-plugin")
     conformance.check_deterministic("first-fit-plugin")
     conformance.check_hint_accepted("first-fit-plugin")

@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 
 from hardware.spec import PRESETS
-from hybrid import workloads as w
-from hybrid.graph import max_live
-from hybrid.io import parse_workload, workload_dict
-from hybrid.model import InputError
-from hybrid.suites import SUITES, benchmarks_dir, resolve_inputs, suite_entries
+from mallocgame.inputs import workloads as w
+from mallocgame.intervals import max_live
+from mallocgame.io import parse_workload, workload_dict
+from mallocgame.model import InputError
+from mallocgame.inputs.suites import SUITES, benchmarks_dir, resolve_inputs, suite_entries
 from tests.conftest import needs_benchmarks, run_cli
 
 

@@ -4,8 +4,8 @@ A :class:`Recipe` names a generator and its arguments, so a problem is rebuilt e
 from a few numbers: replay buffers store recipes instead of observations, and held-out
 evaluation uses seeds the training stream never draws (training seeds are >= ``TRAIN_SEED_BASE``).
 
-* ``layered``: :func:`hybrid.generate.layered_network` on the ``tpuv4i`` preset (workloads with ops);
-* ``intervals``: :func:`hybrid.generate.random_intervals` with benefits, map mode, capacity
+* ``layered``: :func:`mallocgame.inputs.generate.layered_network` on the ``tpuv4i`` preset (workloads with ops);
+* ``intervals``: :func:`mallocgame.inputs.generate.random_intervals` with benefits, map mode, capacity
   = ``capacity_fraction`` x max live bytes, on the ``unit`` preset (additive benefits).
 """
 
@@ -16,9 +16,9 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from hardware.spec import PRESETS, HardwareSpec
-from hybrid.generate import layered_network, random_intervals
-from hybrid.graph import max_live
-from hybrid.model import Problem
+from mallocgame.inputs.generate import layered_network, random_intervals
+from mallocgame.intervals import max_live
+from mallocgame.model import Problem
 
 TRAIN_SEED_BASE = 1_000_000
 KINDS = ("layered", "intervals")

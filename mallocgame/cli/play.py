@@ -14,8 +14,9 @@ import sys
 
 import click
 
-from hybrid.cli import EXIT_BAD_INPUT, EXIT_NO_SOLUTION, fail, load_input, prepare, problem_options
-from hybrid.model import InputError
+from mallocgame.cli.main import EXIT_BAD_INPUT, EXIT_NO_SOLUTION, fail, problem_options
+from mallocgame.inputs.load import prepare, read_problem
+from mallocgame.model import InputError
 
 
 @click.command("play")
@@ -36,7 +37,7 @@ def play(problem_path, mode, capacity, hardware, variant, k, order, policy, quie
     if k < 1:
         fail(f"--k: must be >= 1, got {k}")
     try:
-        problem, spec = prepare(load_input(problem_path), mode=mode, capacity=capacity, hardware=hardware)
+        problem, spec = prepare(read_problem(problem_path), mode=mode, capacity=capacity, hardware=hardware)
         game = Game(problem, spec, GameConfig(variant=variant, k=k, order=order))
     except (InputError, ValueError) as exc:
         fail(str(exc))
@@ -84,7 +85,7 @@ def _read_action(game) -> int | None:
 def _finish(problem, spec, game, output: str | None) -> None:
     from hardware.evaluator import Evaluator
     from hardware.validator import validate
-    from hybrid.model import Solution, Status, offsets_tuple
+    from mallocgame.model import Solution, Status, offsets_tuple
 
     offsets = offsets_tuple(game.offsets())
     violation = validate(problem, offsets)
@@ -98,7 +99,7 @@ def _finish(problem, spec, game, output: str | None) -> None:
     if violation is not None:
         sys.exit(EXIT_NO_SOLUTION)
     if output:
-        from hybrid.io import write_solution_csv
+        from mallocgame.io import write_solution_csv
 
         try:
             write_solution_csv(output, problem, Solution(offsets=offsets, status=Status.FEASIBLE, mode=problem.mode))

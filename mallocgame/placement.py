@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from hybrid.graph import OverlapIndex, neighbour_lists
-from hybrid.model import Problem
+from mallocgame.intervals import OverlapIndex, neighbour_lists
+from mallocgame.model import Problem
 
 _SMALL = 48  # below this many neighbours a Python scan beats numpy's call overhead
 

@@ -22,12 +22,12 @@ from typing import Callable
 
 import click
 
-from hybrid.model import InputError, Problem
+from mallocgame.model import InputError, Problem
 
 
 def _finish(build: Callable[[], Problem], out: str) -> None:
-    from hybrid.importers._common import summarize
-    from hybrid.io import write_workload_json
+    from mallocgame.importers._common import summarize
+    from mallocgame.io import write_workload_json
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -66,7 +66,7 @@ def import_group() -> None:
               help="Above this many ops a while loop's body is imported once with scaled FLOPs and bytes.")
 def hlo_cmd(file: str, out: str, name: str | None, max_expanded_ops: int) -> None:
     """Import scheduled after-optimizations XLA HLO text (is_scheduled=true)."""
-    from hybrid.importers.hlo import import_hlo
+    from mallocgame.importers.hlo import import_hlo
     _finish(lambda: import_hlo(file, name=name, max_expanded_ops=max_expanded_ops), out)
 
 
@@ -83,7 +83,7 @@ def hlo_cmd(file: str, out: str, name: str | None, max_expanded_ops: int) -> Non
 def torch_cmd(spec: str, input_shapes: tuple[str, ...], weights: str, level: str, name: str | None, out: str) -> None:
     """Import a PyTorch module via torch.export: SPEC is module.path:callable or file.py:callable."""
     def build() -> Problem:
-        from hybrid.importers.torch_export import import_torch
+        from mallocgame.importers.torch_export import import_torch
         return import_torch(spec, list(input_shapes), weights=weights, level=level, name=name)
     _finish(build, out)
 
@@ -103,7 +103,7 @@ def matmul_cmd(factorization: str | None, size: int | None, depth: int, block: i
                name: str | None, out: str) -> None:
     """Import a recursive fast-matmul program (AlphaTensor-style factorization, checked numerically)."""
     def build() -> Problem:
-        from hybrid.importers.matmul import import_matmul
+        from mallocgame.importers.matmul import import_matmul
         return import_matmul(factorization, depth=depth, size=size, block=block, dtype=dtype, name=name)
     _finish(build, out)
 

@@ -22,7 +22,7 @@ from typing import Sequence
 import click
 import numpy as np
 
-from hybrid.model import InputError, Problem
+from mallocgame.model import InputError, Problem
 
 KIND_COLORS = {"activation": "#4C72B0", "weight": "#DD8452", "input": "#55A868", "output": "#C44E52",
                "scratch": "#8172B3"}
@@ -346,8 +346,8 @@ def plot_command(problem_path: str, solution_path: str, output: str, hardware: s
                  mode: str | None, title: str | None) -> None:
     """Draw one answer: time x address rectangles by buffer kind, slow buffers in a band below."""
     from hardware.validator import peak, validate
-    from hybrid.cli import load_input, prepare
-    from hybrid.io import read_solution_csv
+    from mallocgame.inputs.load import prepare, read_problem
+    from mallocgame.io import read_solution_csv
 
     def fail(msg: str) -> None:
         click.echo(f"error: {msg}", err=True)
@@ -356,7 +356,7 @@ def plot_command(problem_path: str, solution_path: str, output: str, hardware: s
     if not output.lower().endswith((".png", ".pdf", ".svg")):
         fail(f"-o: expected a .png, .pdf or .svg file, got {output!r}")
     try:
-        problem, spec = prepare(load_input(problem_path), mode=mode, capacity=capacity, hardware=hardware)
+        problem, spec = prepare(read_problem(problem_path), mode=mode, capacity=capacity, hardware=hardware)
         offsets = read_solution_csv(solution_path, problem)
     except InputError as exc:
         fail(str(exc))

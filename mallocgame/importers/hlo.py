@@ -3,7 +3,7 @@
 Input: the text of a *scheduled* HLO module, as ``jax.jit(f).lower(...).compile().as_text()``
 or ``--xla_dump_to=DIR --xla_dump_hlo_as_text`` (``*after_optimizations.txt``) produce. The
 header must say ``HloModule NAME, is_scheduled=true``; anything else is rejected with
-:class:`~hybrid.model.InputError` (one line: file, line, reason), as are truncated or
+:class:`~mallocgame.model.InputError` (one line: file, line, reason), as are truncated or
 malformed files.
 
 What becomes what
@@ -76,9 +76,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Union
 
-from hybrid.importers._common import WorkloadBuilder, buffer_leaves, summarize  # noqa: F401  (summarize re-exported)
-from hybrid.io import read_text
-from hybrid.model import InputError, Problem
+from mallocgame.importers._common import WorkloadBuilder, buffer_leaves, summarize  # noqa: F401  (summarize re-exported)
+from mallocgame.io import read_text
+from mallocgame.model import InputError, Problem
 
 
 class HloImportWarning(UserWarning):

@@ -11,7 +11,7 @@ a few percent above best fit's. :func:`pack_start` runs it first (a valid answer
 hand), then the two best-fit orders while the deadline allows, and keeps the lowest peak.
 
 Example:
-    >>> from hybrid.model import Buffer, Problem
+    >>> from mallocgame.model import Buffer, Problem
     >>> p = Problem("t", (Buffer("a", 4, 0, 2), Buffer("b", 2, 1, 3), Buffer("c", 4, 2, 4)), mode="pack")
     >>> online_pack(p).tolist()
     [0, 4, 0]
@@ -24,9 +24,9 @@ import time
 
 import numpy as np
 
-from hybrid.graph import OverlapIndex
-from hybrid.model import Problem
-from hybrid.placement import greedy_place
+from mallocgame.intervals import OverlapIndex
+from mallocgame.model import Problem
+from mallocgame.placement import greedy_place
 
 CANDIDATE_HOLES = 32  # holes tried (smallest first) before giving up on alignment and going on top
 

@@ -55,8 +55,8 @@ import sys
 import warnings
 from typing import Any, Sequence
 
-from hybrid.importers._common import WorkloadBuilder, buffer_leaves, summarize  # noqa: F401  (summarize re-exported)
-from hybrid.model import InputError, Problem
+from mallocgame.importers._common import WorkloadBuilder, buffer_leaves, summarize  # noqa: F401  (summarize re-exported)
+from mallocgame.model import InputError, Problem
 
 WEIGHT_MODES = ("use", "program", "none")
 

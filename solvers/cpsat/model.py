@@ -15,7 +15,7 @@ fixed). The model, in the OR-Tools samples' order:
 * constraints: live ranges are fixed, so two buffers conflict exactly when both are live
   at the later start; hence one 1-D ``AddNoOverlap`` over the address intervals of each
   maximal moment (:func:`maximal_cliques`), plus, in map mode, that moment's knapsack
-  row (the no-fragmentation relaxation of :mod:`hybrid.bounds`, which gives CP-SAT's LP
+  row (the no-fragmentation relaxation of :mod:`mallocgame.bounds`, which gives CP-SAT's LP
   its tight bound). Pack models also keep ``AddNoOverlap2D`` over (time, address) and a
   redundant cumulative (the max-live cut) with the capacity or the peak on top
   (:data:`FORMULATION`, chosen by measurement). Identical buffers (same live range,
@@ -47,8 +47,8 @@ from typing import Any
 
 import numpy as np
 
-from hybrid.graph import OverlapIndex
-from hybrid.model import Problem, Status
+from mallocgame.intervals import OverlapIndex
+from mallocgame.model import Problem, Status
 
 OBJECTIVE_UNITS = 2**30
 

@@ -55,8 +55,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hybrid.importers._common import WorkloadBuilder, summarize  # noqa: F401  (summarize re-exported)
-from hybrid.model import InputError, Problem
+from mallocgame.importers._common import WorkloadBuilder, summarize  # noqa: F401  (summarize re-exported)
+from mallocgame.model import InputError, Problem
 
 DTYPE_BYTES = {"f32": 4, "bf16": 2, "f16": 2, "f64": 8}
 

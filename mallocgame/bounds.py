@@ -9,7 +9,7 @@
   (still an upper bound) is used, and past that the sum of all fitting benefits.
 
 Example:
-    >>> from hybrid.model import Buffer, Problem
+    >>> from mallocgame.model import Buffer, Problem
     >>> from hardware.spec import PRESETS
     >>> p = Problem("t", (Buffer("a", 4, 0, 2, 3.0), Buffer("b", 4, 1, 3, 2.0), Buffer("c", 4, 1, 3, 2.0)), capacity=8)
     >>> b = map_upper_bound(p, PRESETS["unit"]); (b.value, b.kind)
@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hybrid.graph import OverlapIndex, max_live
-from hybrid.model import Problem
+from mallocgame.intervals import OverlapIndex, max_live
+from mallocgame.model import Problem
 
 MIP_NONZEROS = 2_000_000
 LP_NONZEROS = 20_000_000

@@ -4,7 +4,7 @@
 * the JSON workload ``mallocgame.workload/1``;
 * the solution CSV: the problem's columns plus ``offset`` (empty = slow memory).
 
-Every reader raises :class:`~hybrid.model.InputError` with one line naming the file,
+Every reader raises :class:`~mallocgame.model.InputError` with one line naming the file,
 row/field and reason; every writer writes a temp file and renames it, so nothing is
 ever half-written.
 
@@ -27,7 +27,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from hybrid.model import BUFFER_KINDS, Buffer, InputError, Op, Operand, Problem, Solution
+from mallocgame.model import BUFFER_KINDS, Buffer, InputError, Op, Operand, Problem, Solution
 
 WORKLOAD_FORMAT = "mallocgame.workload/1"
 CSV_COLUMNS = ("id", "lower", "upper", "size")

@@ -1,10 +1,10 @@
-"""Problem model: buffers, ops, problems and solutions (DESIGN.md sections 1, 2 and 5).
+"""Problem model: buffers, ops, problems and solutions (docs/architecture.md, "The model").
 
 Every type here is a frozen dataclass; solvers work on the numpy views in
 :class:`ProblemArrays`, which are computed once per problem.
 
 Example:
-    >>> from hybrid.model import Buffer, Problem
+    >>> from mallocgame.model import Buffer, Problem
     >>> p = Problem(name="tiny", buffers=(Buffer("a", 4, 0, 3), Buffer("b", 4, 2, 5)), capacity=8)
     >>> p.arrays.size.tolist(), p.n
     ([4, 4], 2)
@@ -102,6 +102,9 @@ class Problem:
     capacity: int | None = None
     mode: str = "map"
     source: str = ""
+    # The hardware spec the problem was prepared for (mallocgame.inputs.load.prepare); not part of
+    # its identity. Typed Any: the model sits below hardware/ and must not import it.
+    hardware: Any = field(default=None, compare=False, repr=False)
 
     @property
     def n(self) -> int:

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from hybrid.graph import max_live
-from hybrid.model import Buffer, Op, Operand, Problem
+from mallocgame.intervals import max_live
+from mallocgame.model import Buffer, Op, Operand, Problem
 
 ALIGN = 512
 

@@ -4,7 +4,7 @@ Every importer records ops in schedule order (op index = time step) with the buf
 op reads and writes; :meth:`WorkloadBuilder.build` then derives the live ranges
 (``start`` = first op touching a buffer, ``end`` = last op touching it + 1, half-open), so
 by construction every op touches its buffers only inside their live ranges, which is what
-:func:`hybrid.io.parse_workload` checks.
+:func:`mallocgame.io.parse_workload` checks.
 
 Example:
     >>> b = WorkloadBuilder("tiny")
@@ -24,7 +24,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from hybrid.model import BUFFER_KINDS, Buffer, InputError, Op, Operand, Problem
+from mallocgame.model import BUFFER_KINDS, Buffer, InputError, Op, Operand, Problem
 
 
 @dataclass

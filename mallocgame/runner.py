@@ -14,10 +14,10 @@ from typing import Any
 from hardware.evaluator import Evaluator
 from hardware.validator import peak as peak_of
 from hardware.validator import validate
-from hybrid.bounds import Bound, map_upper_bound, pack_lower_bound
-from hybrid.model import Problem, Solution, Status
-from hybrid.protocol import accepted_options
-from hybrid.registry import load_solver
+from mallocgame.bounds import Bound, map_upper_bound, pack_lower_bound
+from mallocgame.model import Problem, Solution, Status
+from mallocgame.protocol import accepted_options
+from mallocgame.registry import load_solver
 
 
 class UnsupportedMode(ValueError):

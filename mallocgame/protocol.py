@@ -7,11 +7,11 @@ A solver is a class with a ``name``, the ``modes`` it supports and a ``solve`` m
 It is registered under the entry-point group ``mallocgame.solvers`` and instantiated with
 no arguments. ``problem.mode`` is ``"map"`` or ``"pack"``; ``problem.capacity`` is the
 fast-memory size (``None`` in pack mode means "minimise the peak"). ``hint`` is a
-:class:`~hybrid.model.Solution` already checked to belong to the problem. Extra keyword
+:class:`~mallocgame.model.Solution` already checked to belong to the problem. Extra keyword
 options (``workers``, ``minimize_peak``, ``simulations``, ...) are passed only when the
 solver's ``solve`` signature names them, so a solver declares what it understands simply
 by naming it. Solvers must honour ``time_limit`` (seconds), take all randomness from
-``seed``, and never print. The runner (:mod:`hybrid.run`) validates and scores whatever
+``seed``, and never print. The runner (:mod:`mallocgame.runner`) validates and scores whatever
 they return.
 """
 
@@ -20,7 +20,7 @@ from __future__ import annotations
 import inspect
 from typing import Any, ClassVar
 
-from hybrid.model import Problem, Solution
+from mallocgame.model import Problem, Solution
 
 
 class Solver:

@@ -11,8 +11,8 @@ import dataclasses
 import time
 from typing import Any
 
-from hybrid.model import Problem, Solution, Status
-from hybrid.run import Report, problem_bound, run_solver, score
+from mallocgame.model import Problem, Solution, Status
+from mallocgame.runner import Report, problem_bound, run_solver, score
 
 
 def better(a: Report, b: Report) -> bool:

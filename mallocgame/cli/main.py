@@ -16,18 +16,19 @@ from typing import Any
 
 import click
 
-from hybrid.model import InputError, Problem
+from mallocgame.inputs.load import prepare, read_problem
+from mallocgame.model import InputError, Problem
 
 EXIT_OK, EXIT_NO_SOLUTION, EXIT_BAD_INPUT = 0, 1, 2
 
 # name -> "module:attribute" of commands defined outside this file.
 LAZY_COMMANDS = {
-    "import": "hybrid.importers.cli:import_group",
-    "play": "hybrid.cli_play:play",
-    "compare": "hybrid.compare:compare_command",
-    "suites": "hybrid.suites:suites_command",
-    "plot": "hybrid.plots:plot_command",
-    "train": "hybrid.cli_train:train",
+    "import": "mallocgame.cli.importers:import_group",
+    "play": "mallocgame.cli.play:play",
+    "compare": "mallocgame.compare:compare_command",
+    "suites": "mallocgame.inputs.suites:suites_command",
+    "plot": "mallocgame.plots:plot_command",
+    "train": "mallocgame.cli.train:train",
 }
 
 
@@ -56,72 +57,6 @@ def fail(message: str, code: int = EXIT_BAD_INPUT) -> None:
     sys.exit(code)
 
 
-def load_input(path: str) -> Problem:
-    """Read PROBLEM: a file path, or ``example:NAME`` for an example bundled in ``hybrid/data``."""
-    from hybrid.io import load_problem
-
-    if path.startswith("example:"):
-        path = str(example_path(path.split(":", 1)[1]))
-    return load_problem(path)
-
-
-def example_path(name: str):
-    from importlib.resources import files
-
-    data = files("hybrid") / "data"
-    names = sorted(p.name for p in data.iterdir() if p.name.endswith((".csv", ".json")))
-    for candidate in names:
-        if candidate == name or candidate.split(".")[0] == name:
-            return data / candidate
-    raise InputError(f"example:{name}: no such bundled example (have: {', '.join(n.split('.')[0] for n in names)})")
-
-
-def default_mode(problem: Problem) -> str:
-    """JSON workloads and CSVs with a ``benefit`` column are map problems; plain CSVs pack."""
-    if problem.has_ops or any(b.benefit is not None for b in problem.buffers):
-        return "map"
-    return "pack" if problem.source.endswith(".csv") else "map"
-
-
-def prepare(problem: Problem, *, mode: str | None, capacity: int | None, hardware: str | None):
-    """Apply mode, hardware and capacity to a loaded problem; returns ``(problem, spec)``.
-
-    Capacity comes from ``--capacity``, else ``--hardware``, else the input (file name or
-    JSON ``capacity``), else the default hardware for workloads with ops. Buffer
-    alignment becomes the least common multiple with the hardware's.
-    """
-    from hardware.spec import PRESETS, load_hardware
-
-    mode = mode or default_mode(problem)
-    spec = load_hardware(hardware) if hardware else (PRESETS["tpuv4i"] if problem.has_ops else PRESETS["unit"])
-    if capacity is not None:
-        if capacity <= 0:
-            raise InputError(f"--capacity: must be positive, got {capacity}")
-        cap = capacity
-    elif hardware:
-        cap = spec.capacity
-    elif problem.capacity is not None:
-        cap = problem.capacity
-    elif problem.has_ops:
-        cap = spec.capacity
-    else:
-        cap = None
-    if mode == "map" and cap is None:
-        raise InputError(f"{problem.source or problem.name}: no fast-memory capacity: pass --capacity or --hardware "
-                         "(or name the file NAME.CAPACITY.csv)")
-    if mode == "pack" and cap is not None:
-        too_big = next((b for b in problem.buffers if b.size > cap), None)
-        if too_big is not None:
-            raise InputError(f"{problem.source or problem.name}: buffer {too_big.id!r}: size {too_big.size} "
-                             f"exceeds capacity {cap} (pack mode must place every buffer)")
-    buffers = problem.buffers
-    if spec.alignment > 1:
-        buffers = tuple(b if b.alignment % spec.alignment == 0 else
-                        type(b)(b.id, b.size, b.start, b.end, b.benefit, math.lcm(b.alignment, spec.alignment), b.kind)
-                        for b in buffers)
-    return problem.replace(buffers=buffers, capacity=cap, mode=mode), spec
-
-
 def problem_options(func):
     func = click.option("--hardware", "hardware", default=None, metavar="PRESET_OR_FILE",
                         help="Hardware preset (tpuv4i, test, unit) or a .toml/.json file.")(func)
@@ -144,10 +79,10 @@ def main() -> None:
 @problem_options
 def info(problem_path: str, mode: str | None, capacity: int | None, hardware: str | None) -> None:
     """Size, horizon, components, max live bytes and (map mode) the bound of PROBLEM."""
-    from hybrid.graph import components, max_live
+    from mallocgame.intervals import components, max_live
 
     try:
-        problem, spec = prepare(load_input(problem_path), mode=mode, capacity=capacity, hardware=hardware)
+        problem, spec = prepare(read_problem(problem_path), mode=mode, capacity=capacity, hardware=hardware)
     except InputError as exc:
         fail(str(exc))
     a = problem.arrays
@@ -167,7 +102,7 @@ def info(problem_path: str, mode: str | None, capacity: int | None, hardware: st
         lines.append(f"max live / capacity: {live / problem.capacity:.3f}")
     if problem.mode == "map":
         from hardware.evaluator import Evaluator
-        from hybrid.bounds import map_upper_bound
+        from mallocgame.bounds import map_upper_bound
 
         ev = Evaluator(problem, spec)
         bound = map_upper_bound(problem, spec)
@@ -182,8 +117,8 @@ def info(problem_path: str, mode: str | None, capacity: int | None, hardware: st
 
 def _check_hint(problem: Problem, hint_path: str):
     from hardware.validator import validate
-    from hybrid.io import read_solution_csv
-    from hybrid.model import Solution, Status
+    from mallocgame.io import read_solution_csv
+    from mallocgame.model import Solution, Status
 
     offsets = read_solution_csv(hint_path, problem)
     violation = validate(problem, offsets)
@@ -209,10 +144,10 @@ def _check_hint(problem: Problem, hint_path: str):
 def solve(problem_path, solver_name, mode, capacity, hardware, time_limit, seed, hint_path, warm_start,
           workers, minimize_peak, simulations, output, report_path) -> None:
     """Solve PROBLEM with one solver; print one summary line."""
-    from hybrid.combine import solve_with_warm_start
-    from hybrid.io import atomic_write_text, write_solution_csv
-    from hybrid.registry import SolverLoadError, solver_entries
-    from hybrid.run import UnsupportedMode
+    from hybrid.warm_start import solve_with_warm_start
+    from mallocgame.io import atomic_write_text, write_solution_csv
+    from mallocgame.registry import SolverLoadError, solver_entries
+    from mallocgame.runner import UnsupportedMode
 
     if time_limit <= 0:
         fail(f"--time-limit: must be positive, got {time_limit}")
@@ -221,7 +156,7 @@ def solve(problem_path, solver_name, mode, capacity, hardware, time_limit, seed,
         if name not in entries:
             fail(f"--solver: unknown solver {name!r} (registered: {', '.join(entries)})")
     try:
-        problem, spec = prepare(load_input(problem_path), mode=mode, capacity=capacity, hardware=hardware)
+        problem, spec = prepare(read_problem(problem_path), mode=mode, capacity=capacity, hardware=hardware)
         hint = _check_hint(problem, hint_path) if hint_path else None
     except InputError as exc:
         fail(str(exc))
@@ -241,7 +176,7 @@ def solve(problem_path, solver_name, mode, capacity, hardware, time_limit, seed,
     if not report.valid:
         sys.exit(EXIT_NO_SOLUTION)
     if output:
-        from hybrid.model import Solution, Status
+        from mallocgame.model import Solution, Status
 
         write_solution_csv(output, problem, Solution(offsets=report.offsets, status=Status(report.status)))
     if report_path:
@@ -256,10 +191,10 @@ def validate(problem_path, solution_path, mode, capacity, hardware) -> None:
     """Check SOLUTION against PROBLEM: prints `ok ...` or the first violation (exit 0 / 1)."""
     from hardware.validator import peak
     from hardware.validator import validate as check
-    from hybrid.io import read_solution_csv
+    from mallocgame.io import read_solution_csv
 
     try:
-        problem, spec = prepare(load_input(problem_path), mode=mode, capacity=capacity, hardware=hardware)
+        problem, spec = prepare(read_problem(problem_path), mode=mode, capacity=capacity, hardware=hardware)
         offsets = read_solution_csv(solution_path, problem)
     except InputError as exc:
         fail(str(exc))
@@ -282,7 +217,7 @@ def validate(problem_path, solution_path, mode, capacity, hardware) -> None:
 @main.command()
 def solvers() -> None:
     """List every registered solver with a one-line description (imports none of them)."""
-    from hybrid.registry import describe, solver_entries
+    from mallocgame.registry import describe, solver_entries
 
     entries = solver_entries()
     width = max((len(n) for n in entries), default=0)

@@ -5,15 +5,15 @@ Pack mode: every buffer gets an offset within the capacity (feasibility), or wit
 answer bounds the address range and is the first hint, so the result is never worse
 than best-fit. Map mode: optional intervals (presence = fast memory); the objective is
 the evaluator's exact roofline saving for workloads with ops and the sum of benefits
-otherwise (see :mod:`solvers.cpsat_model`).
+otherwise (see :mod:`solvers.cpsat.model`).
 
 The interference graph's connected components are solved one by one, smallest first,
 each with a share of the remaining time proportional to its buffer count. A component
 too large for a model (``MAX_MODEL_BUFFERS`` buffers or ``MAX_MODEL_PAIRS`` interfering
 pairs) is placed greedily instead (greedy-xla order in map mode; in pack mode best fit if
-it finishes in time, else an online free-list allocator, see :mod:`solvers.cpsat_fallback`),
+it finishes in time, else an online free-list allocator, see :mod:`solvers.cpsat.fallback`),
 so the solver returns a valid answer within the limit on any input. A ``hint`` goes to
-CP-SAT as ``AddHint`` (after :func:`~solvers.cpsat_model.push_down`, which puts every
+CP-SAT as ``AddHint`` (after :func:`~solvers.cpsat.model.push_down`, which puts every
 offset on the model's grid without making it worse) and is kept as the answer for any
 component where CP-SAT ends with nothing better.
 
@@ -33,12 +33,12 @@ import time
 import numpy as np
 
 from hardware.evaluator import Evaluator
-from hybrid.graph import OverlapIndex, components, count_overlapping_pairs, live_profile
-from hybrid.model import Problem, Solution, Status, offsets_array, offsets_tuple
-from hybrid.placement import greedy_place
-from hybrid.protocol import Solver
-from solvers.cpsat_fallback import pack_start
-from solvers.cpsat_model import PACK_ORDERS, SMALL_MODEL, Limits, Part, PartResult, push_down, solve_part, value_terms
+from mallocgame.intervals import OverlapIndex, components, count_overlapping_pairs, live_profile
+from mallocgame.model import Problem, Solution, Status, offsets_array, offsets_tuple
+from mallocgame.placement import greedy_place
+from mallocgame.protocol import Solver
+from solvers.cpsat.fallback import pack_start
+from solvers.cpsat.model import PACK_ORDERS, SMALL_MODEL, Limits, Part, PartResult, push_down, solve_part, value_terms
 
 MAX_MODEL_BUFFERS = 20_000
 MAX_MODEL_PAIRS = 2_000_000

@@ -1,10 +1,10 @@
 """``mallocgame compare``: every solver on every input, validated, scored, tabulated, plotted.
 
 The product's main job. For each input (a built-in suite, ``SUITE:ENTRY`` or a file) the
-bound is computed once (:func:`hybrid.run.problem_bound`) and, in map mode, the
+bound is computed once (:func:`mallocgame.runner.problem_bound`) and, in map mode, the
 ``greedy-xla`` answer is the reference for the "x greedy" column (run once if it is not
 among the solvers). Every (input, solver) pair then runs in its own forked process,
-``--jobs`` at a time, through :func:`hybrid.run.run_solver`, which validates and scores
+``--jobs`` at a time, through :func:`mallocgame.runner.run_solver`, which validates and scores
 the answer; a solver that raises, dies or overruns ``2 x time limit + 30 s`` gets an
 ``ERROR`` row with a one-line reason and the rest goes on.
 
@@ -12,7 +12,7 @@ Outputs: a table on stdout (map: value, bound, gap, speed-up over all-slow and o
 greedy-xla, seconds; pack: peak, bound, gap, seconds) and a per-solver summary;
 ``--out results.csv`` (first columns ``input,solver``, one row per pair) plus
 ``results.json`` beside it (full reports with anytime histories and offsets);
-``--plot DIR`` pictures (see :mod:`hybrid.plots`). Files are written atomically, and
+``--plot DIR`` pictures (see :mod:`mallocgame.plots`). Files are written atomically, and
 only after every run has finished.
 
 Exit codes: 0 the comparison ran; 1 no solver produced a valid answer on any input;
@@ -34,7 +34,7 @@ from typing import Any, Sequence
 
 import click
 
-from hybrid.model import InputError, Problem
+from mallocgame.model import InputError, Problem
 
 GREEDY = "greedy-xla"
 CSV_COLUMNS = ("input", "solver", "mode", "status", "valid", "value", "bound", "gap", "speedup_vs_slow",
@@ -51,8 +51,8 @@ class Input:
     problem: Problem
     hardware: Any
     capacity_fraction: float | None = None
-    bound: Any = None  # hybrid.bounds.Bound
-    greedy: Any = None  # hybrid.run.Report of greedy-xla (map mode), the "x greedy" reference
+    bound: Any = None  # mallocgame.bounds.Bound
+    greedy: Any = None  # mallocgame.runner.Report of greedy-xla (map mode), the "x greedy" reference
     max_live: int = 0
 
 
@@ -62,7 +62,7 @@ class Row:
 
     input: str
     solver: str
-    report: Any = None  # hybrid.run.Report
+    report: Any = None  # mallocgame.runner.Report
     error: str | None = None
     extra: dict = field(default_factory=dict)
 
@@ -81,7 +81,7 @@ def parse_solver_options(items: Sequence[str], solvers: Sequence[str]) -> dict[s
     """``KEY=VALUE`` (every solver) or ``SOLVER:KEY=VALUE`` (one solver) -> options per solver.
 
     Values are read as int, float, true/false, else kept as text. A solver receives only
-    the options its ``solve`` names (:func:`hybrid.protocol.accepted_options`).
+    the options its ``solve`` names (:func:`mallocgame.protocol.accepted_options`).
     """
     per: dict[str, dict[str, Any]] = {s: {} for s in solvers}
     for item in items:
@@ -121,9 +121,9 @@ def one_line(exc: BaseException) -> str:
 def prepare_inputs(specs: Sequence[str], *, benchmarks: str | None, mode: str | None, capacity: int | None,
                    capacity_fraction: float | None, hardware: str | None) -> list[Input]:
     """Resolve, build and prepare every input; raises :class:`InputError` on the first bad one."""
-    from hybrid.cli import prepare
-    from hybrid.graph import max_live
-    from hybrid.suites import resolve_inputs
+    from mallocgame.inputs.load import prepare
+    from mallocgame.inputs.suites import resolve_inputs
+    from mallocgame.intervals import max_live
 
     entries = resolve_inputs(specs, benchmarks)
     if not entries:
@@ -132,16 +132,12 @@ def prepare_inputs(specs: Sequence[str], *, benchmarks: str | None, mode: str | 
     for entry in entries:
         problem = entry.build()
         live = max_live(problem)
-        fraction = entry.capacity_fraction
-        cap = capacity
-        if cap is None and capacity_fraction is not None:
-            cap, fraction = max(1, int(live * capacity_fraction)), capacity_fraction
-            cap = max(cap // 512 * 512, 512) if cap >= 512 else cap
-        if cap is None:
-            cap = problem.capacity
-        elif capacity is not None:
-            fraction = None
-        prepared, spec = prepare(problem, mode=mode, capacity=cap, hardware=hardware)
+        # An explicit --capacity wins; else --capacity-fraction; else the suite entry's own fraction
+        # (already applied when it was built) or the input's capacity.
+        fraction = None if capacity is not None else (capacity_fraction or entry.capacity_fraction)
+        prepared, spec = prepare(problem, mode=mode, capacity=capacity,
+                                 capacity_fraction=None if capacity is not None else capacity_fraction,
+                                 hardware=hardware)
         name, k = entry.name, 1
         while name in seen:
             k += 1
@@ -154,7 +150,7 @@ def prepare_inputs(specs: Sequence[str], *, benchmarks: str | None, mode: str | 
 # ---------------------------------------------------------------------------- running
 
 def _child(conn, name: str, problem: Problem, hardware, time_limit: float, seed: int, options: dict, bound) -> None:
-    from hybrid.run import run_solver
+    from mallocgame.runner import run_solver
 
     os.setpgid(0, 0)  # its own process group, so a kill reaches any processes the solver starts
     try:
@@ -251,7 +247,7 @@ def compute_references(inputs: list[Input], *, time_limit: float, seed: int, pro
     """The bound of every input and, in map mode, the greedy-xla reference answer (in place)."""
     from tqdm import tqdm
 
-    from hybrid.run import problem_bound, run_solver
+    from mallocgame.runner import problem_bound, run_solver
 
     for inp in tqdm(inputs, desc="bounds", unit="input", file=sys.stderr, leave=False, disable=_disable(progress)):
         inp.bound = problem_bound(inp.problem, inp.hardware)
@@ -462,7 +458,7 @@ def compare_command(specs, solver_list, time_limit, hardware, capacity, capacity
     SUITE_OR_FILES: built-in suites (`mallocgame suites`), SUITE:ENTRY[,ENTRY...], bundled
     examples (example:NAME), or problem files (.csv, .json).
     """
-    from hybrid.registry import SolverLoadError, load_solver, solver_entries
+    from mallocgame.registry import SolverLoadError, load_solver, solver_entries
 
     solvers = list(dict.fromkeys(s.strip() for s in solver_list.split(",") if s.strip()))
     registered = solver_entries()
@@ -514,7 +510,7 @@ def compare_command(specs, solver_list, time_limit, hardware, capacity, capacity
 
     by_input = {inp.name: inp for inp in inputs}
     if out_path:
-        from hybrid.io import atomic_write_text
+        from mallocgame.io import atomic_write_text
 
         settings = {"argv": sys.argv[1:],
                     "inputs": list(specs), "solvers": solvers, "time_limit": time_limit, "seed": seed,
@@ -526,7 +522,7 @@ def compare_command(specs, solver_list, time_limit, hardware, capacity, capacity
         atomic_write_text(json_path, json.dumps(json_document(inputs, rows, settings), indent=1) + "\n")
         click.echo(f"wrote {out_path} and {json_path}")
     if plot_dir:
-        from hybrid.plots import plot_comparison
+        from mallocgame.plots import plot_comparison
 
         written = plot_comparison(inputs, rows, Path(plot_dir))
         click.echo(f"wrote {len(written)} pictures to {plot_dir}")

@@ -1,12 +1,12 @@
 """Built-in suites of inputs for ``mallocgame compare`` and the command ``mallocgame suites``.
 
-A suite is a named list of entries; an entry builds one :class:`~hybrid.model.Problem`
+A suite is a named list of entries; an entry builds one :class:`~mallocgame.model.Problem`
 on demand. Generated suites live here (package code), so they work after a plain
 ``pip install``; the MiniMalloc and trace suites read the CSVs of the shared benchmark
 folder, found by :func:`benchmarks_dir`.
 
 * ``realistic``: MLPs, CNNs, transformers (BERT-base included) and Strassen matmul
-  programs from :mod:`hybrid.workloads` / :mod:`hybrid.importers.matmul`, in map mode on
+  programs from :mod:`mallocgame.inputs.workloads` / :mod:`mallocgame.importers.matmul`, in map mode on
   the ``tpuv4i`` cost model, with the fast memory set to :data:`CAPACITY_FRACTION` (40%)
   of each workload's max live bytes (capped at the chip's 128 MiB), aligned down to 512;
 * ``quick``: five small workloads from ``realistic``, for a comparison in about a minute;
@@ -33,7 +33,7 @@ from typing import Callable, Sequence
 
 import click
 
-from hybrid.model import InputError, Problem
+from mallocgame.model import InputError, Problem
 
 CAPACITY_FRACTION = 0.4
 BENCHMARKS_ENV = "MALLOCGAME_BENCHMARKS"
@@ -64,7 +64,7 @@ def _workload(name: str, description: str, make: Callable[[], Problem],
               fraction: float = CAPACITY_FRACTION, cap: int | None = 128 * 2**20) -> Entry:
     """A generated workload with capacity ``fraction`` x max live bytes, at most ``cap`` (the chip's)."""
     def build() -> Problem:
-        from hybrid.workloads import with_capacity
+        from mallocgame.inputs.workloads import with_capacity
 
         return with_capacity(make().replace(name=name, source=f"builtin:{name}"), fraction, hardware_capacity=cap)
 
@@ -74,14 +74,14 @@ def _workload(name: str, description: str, make: Callable[[], Problem],
 def _matmul(name: str, description: str, *, depth: int, size: int, naive: bool = False) -> Entry:
     """A recursive matmul program from the importer's generator (pending until it is installed)."""
     try:
-        from hybrid.importers import matmul as mm  # noqa: F401
-        pending = None if hasattr(mm, "import_matmul") else "hybrid.importers.matmul has no import_matmul"
+        from mallocgame.importers import matmul as mm  # noqa: F401
+        pending = None if hasattr(mm, "import_matmul") else "mallocgame.importers.matmul has no import_matmul"
     except Exception as exc:  # the importer is optional here: its absence only suspends the entry
         pending = f"matmul generator unavailable ({exc.__class__.__name__}: {exc})"
 
     def make() -> Problem:
-        from hybrid.importers.matmul import import_matmul
-        from hybrid.importers.matmul import naive as naive_factorization
+        from mallocgame.importers.matmul import import_matmul
+        from mallocgame.importers.matmul import naive as naive_factorization
 
         return import_matmul(naive_factorization(2) if naive else None, depth=depth, size=size, dtype="bf16")
 
@@ -90,7 +90,7 @@ def _matmul(name: str, description: str, *, depth: int, size: int, naive: bool =
 
 
 def _realistic_entries() -> list[Entry]:
-    from hybrid import workloads as w
+    from mallocgame.inputs import workloads as w
 
     resnet18 = [(64, 2), (128, 2), (256, 2), (512, 2)]
     cifar = [(16, 3), (32, 3), (64, 3)]
@@ -162,7 +162,7 @@ def _matmul_entries() -> list[Entry]:
 
 
 def _sizes_entries() -> list[Entry]:
-    from hybrid.workloads import SIZE_DISTRIBUTIONS, synthetic_program
+    from mallocgame.inputs.workloads import SIZE_DISTRIBUTIONS, synthetic_program
 
     return [_workload(f"synthetic-{dist}-s{seed}", f"synthetic 150-op program, {dist} tensor sizes, seed {seed}",
                       lambda dist=dist, seed=seed: synthetic_program(150, sizes=dist, seed=seed), cap=None)
@@ -200,7 +200,7 @@ def benchmarks_dir(explicit: str | None = None, *, subfolder: str = "minimalloc"
 
 def _csv_entry(path: Path, description: str) -> Entry:
     def build() -> Problem:
-        from hybrid.io import load_problem
+        from mallocgame.io import load_problem
 
         return load_problem(path)
 
@@ -284,7 +284,7 @@ def resolve_inputs(specs: Sequence[str], benchmarks: str | None = None) -> list[
                 entries = [e for e in entries if e.pending is None]
             out += entries
         elif spec.startswith("example:"):
-            from hybrid.cli import example_path  # the examples bundled in hybrid/data
+            from mallocgame.inputs.load import example_path
 
             path = Path(example_path(spec.split(":", 1)[1]))
             out.append(_csv_entry(path, spec) if path.name.endswith(".csv") else _file_entry(path))
@@ -300,7 +300,7 @@ def resolve_inputs(specs: Sequence[str], benchmarks: str | None = None) -> list[
 
 def _file_entry(path: Path) -> Entry:
     def build() -> Problem:
-        from hybrid.io import load_problem
+        from mallocgame.io import load_problem
 
         return load_problem(path)
 
@@ -348,8 +348,8 @@ def suites_command(name: str | None, benchmarks: str | None, export_dir: str | N
 
 
 def _list_entries(entries: list[Entry], export_dir: str | None) -> None:
-    from hybrid.graph import max_live
-    from hybrid.io import atomic_write_text, problem_csv_text, write_workload_json
+    from mallocgame.intervals import max_live
+    from mallocgame.io import atomic_write_text, problem_csv_text, write_workload_json
 
     width = max(len(e.name) for e in entries)
     click.echo(f"{'entry':<{width}}  {'buffers':>7}  {'ops':>5}  {'max live':>10}  {'capacity':>10}  description")
@@ -376,7 +376,7 @@ def _list_entries(entries: list[Entry], export_dir: str | None) -> None:
 def _add_capacity(path: Path, capacity: int | None) -> None:
     import json
 
-    from hybrid.io import atomic_write_text
+    from mallocgame.io import atomic_write_text
 
     data = json.loads(path.read_text())
     data["capacity"] = capacity

@@ -47,8 +47,8 @@ from typing import Sequence
 
 import numpy as np
 
-from hybrid.graph import max_live
-from hybrid.model import Buffer, Op, Operand, Problem
+from mallocgame.intervals import max_live
+from mallocgame.model import Buffer, Op, Operand, Problem
 
 DTYPE_BYTES = 2  # bf16
 ALIGN = 512  # the tpuv4i preset's alignment
@@ -115,7 +115,7 @@ class Program:
 
     The layer helpers (:meth:`dense`, :meth:`conv`, :meth:`attention`, ...) compute
     shapes, FLOPs and bytes; :meth:`build` turns the recorded schedule into a
-    :class:`~hybrid.model.Problem` with ops.
+    :class:`~mallocgame.model.Problem` with ops.
     """
 
     name: str

@@ -7,7 +7,7 @@ starts: components (:func:`components`), the live-bytes profile (:func:`live_pro
 and :class:`OverlapIndex`, which answers "who overlaps ``[s, e)``" without a graph.
 
 Example:
-    >>> from hybrid.model import Buffer, Problem
+    >>> from mallocgame.model import Buffer, Problem
     >>> p = Problem("t", (Buffer("a", 4, 0, 3), Buffer("b", 4, 2, 5), Buffer("c", 2, 5, 6)))
     >>> sorted(interference_graph(p).edges()), components(p), max_live(p)
     ([(0, 1)], [[0, 1], [2]], 8)
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hybrid.model import Problem
+from mallocgame.model import Problem
 
 
 def overlapping_pairs(start: np.ndarray, end: np.ndarray):

@@ -1,20 +1,20 @@
 """Importers: real ML programs -> ``mallocgame.workload/1`` problems (DESIGN.md section 2).
 
-One function per importer, each returning a map-mode :class:`~hybrid.model.Problem`
+One function per importer, each returning a map-mode :class:`~mallocgame.model.Problem`
 (ops in schedule order, tight live ranges, ``capacity=None``):
 
-* :func:`import_hlo` -- scheduled XLA HLO text (``hybrid.importers.hlo``);
+* :func:`import_hlo` -- scheduled XLA HLO text (``mallocgame.importers.hlo``);
 * :func:`import_torch` -- a PyTorch ``nn.Module`` through ``torch.export``
-  (``hybrid.importers.torch_export``; torch is imported only when this runs);
+  (``mallocgame.importers.torch_export``; torch is imported only when this runs);
 * :func:`import_matmul` -- AlphaTensor-style recursive matmul programs
-  (``hybrid.importers.matmul``).
+  (``mallocgame.importers.matmul``).
 
 :func:`import_workload` dispatches on a kind name, :func:`summarize` gives what every
 ``mallocgame import`` command prints (ops, buffers, total FLOPs, max live bytes), and
-:data:`import_group` (``hybrid.importers.cli``) is the click group of those commands.
+:data:`import_group` (``mallocgame.cli.importers``) is the click group of those commands.
 
 Example:
-    >>> from hybrid.importers import import_workload, summarize
+    >>> from mallocgame.importers import import_workload, summarize
     >>> s = summarize(import_workload("matmul", depth=1))
     >>> (s.ops > 0, s.flops > 0)
     (True, True)
@@ -24,25 +24,25 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from hybrid.importers._common import ImportSummary, WorkloadBuilder, live_profile, max_live_bytes, summarize
-from hybrid.model import InputError, Problem
+from mallocgame.importers._common import ImportSummary, WorkloadBuilder, live_profile, max_live_bytes, summarize
+from mallocgame.model import InputError, Problem
 
 
 def import_hlo(path, **options) -> Problem:
-    """Workload of a scheduled HLO text file; see :mod:`hybrid.importers.hlo`."""
-    from hybrid.importers.hlo import import_hlo as _imp
+    """Workload of a scheduled HLO text file; see :mod:`mallocgame.importers.hlo`."""
+    from mallocgame.importers.hlo import import_hlo as _imp
     return _imp(path, **options)
 
 
 def import_torch(spec, input_shapes=(), **options) -> Problem:
-    """Workload of a PyTorch module via ``torch.export``; see :mod:`hybrid.importers.torch_export`."""
-    from hybrid.importers.torch_export import import_torch as _imp
+    """Workload of a PyTorch module via ``torch.export``; see :mod:`mallocgame.importers.torch_export`."""
+    from mallocgame.importers.torch_export import import_torch as _imp
     return _imp(spec, input_shapes, **options)
 
 
 def import_matmul(factorization=None, **options) -> Problem:
-    """Workload of a recursive fast-matmul program; see :mod:`hybrid.importers.matmul`."""
-    from hybrid.importers.matmul import import_matmul as _imp
+    """Workload of a recursive fast-matmul program; see :mod:`mallocgame.importers.matmul`."""
+    from mallocgame.importers.matmul import import_matmul as _imp
     return _imp(factorization, **options)
 
 
@@ -64,7 +64,7 @@ def import_workload(kind: str, *args: Any, **options: Any) -> Problem:
 
 def __getattr__(name: str):  # lazy: the CLI group pulls in click only when asked for
     if name == "import_group":
-        from hybrid.importers.cli import import_group
+        from mallocgame.cli.importers import import_group
         return import_group
     raise AttributeError(name)
 

@@ -1,0 +1,1 @@
+"""The command line: every click command of ``mallocgame`` lives in this package."""

@@ -1,0 +1,1 @@
+"""Inputs: generated workloads and intervals, the built-in suites and the bundled ``example:`` problems."""

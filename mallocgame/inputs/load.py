@@ -1,0 +1,189 @@
+"""From a path or name to a problem ready for the solvers: ``example:`` names, mode, hardware, capacity.
+
+Every door (the Python API, every CLI command, ``compare``, the experiments) prepares a
+problem through :func:`prepare`, so the capacity rule is one rule (docs/architecture.md):
+
+1. ``capacity`` given: that many bytes;
+2. else ``capacity_fraction`` given: that fraction of the max live bytes, rounded down to
+   the hardware's alignment (at least one alignment unit);
+3. else ``hardware`` given: the hardware's capacity;
+4. else the input's own (``NAME.CAPACITY.csv`` or the JSON ``capacity``);
+5. else, for workloads with ops, the default hardware's; else none (pack: minimise the peak).
+
+``minimize_peak`` drops any capacity: a pack problem that minimises the peak has none.
+
+Example:
+    >>> p = load_problem("example:pack40")
+    >>> p.mode, p.capacity, p.n
+    ('pack', 64, 40)
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from importlib.resources import files
+from pathlib import Path
+
+from mallocgame.model import InputError, Problem
+
+EXAMPLE_PREFIX = "example:"
+MODES = ("map", "pack")
+_UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
+          "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40, "K": 2**10, "M": 2**20, "G": 2**30}
+
+
+def parse_bytes(text: str | int, *, what: str = "--capacity") -> int:
+    """Bytes from ``4MiB``, ``1.5GiB``, ``512KB``, ``64`` (SI ``KB``/``MB``; binary ``KiB``/``MiB``).
+
+    >>> parse_bytes("4MiB"), parse_bytes("1.5GiB"), parse_bytes("512KB"), parse_bytes("4096")
+    (4194304, 1610612736, 512000, 4096)
+    """
+    if isinstance(text, int) and not isinstance(text, bool):
+        value = text
+    else:
+        m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:e([0-9]+))?\s*([A-Za-z]*)\s*", str(text))
+        unit = m.group(3).upper() if m else ""
+        if not m or unit not in _UNITS:
+            raise InputError(f"{what}: expected bytes such as 4096, 512KB, 4MiB or 1.5GiB, got {text!r}")
+        number = float(m.group(1)) * (10 ** int(m.group(2)) if m.group(2) else 1) * _UNITS[unit]
+        if not math.isfinite(number) or number != int(number):
+            raise InputError(f"{what}: {text!r} is not a whole number of bytes")
+        value = int(number)
+    if value <= 0:
+        raise InputError(f"{what}: must be positive, got {text!r}")
+    return value
+
+
+def example_names() -> list[str]:
+    """The bundled examples, without extension (``layered150``, ``pack40``)."""
+    return [n.split(".")[0] for n in _example_files()]
+
+
+def _example_files() -> list[str]:
+    data = files("mallocgame.inputs") / "data"
+    return sorted(p.name for p in data.iterdir() if p.name.endswith((".csv", ".json")))
+
+
+def example_path(name: str) -> Path:
+    """The file of the bundled example ``name`` (``example:NAME`` on the command line)."""
+    data = files("mallocgame.inputs") / "data"
+    for candidate in _example_files():
+        if candidate == name or candidate.split(".")[0] == name:
+            return Path(str(data / candidate))
+    raise InputError(f"{EXAMPLE_PREFIX}{name}: no such bundled example (have: {', '.join(example_names())})")
+
+
+def resolve_path(spec: str | Path) -> Path:
+    """A file path for ``spec``: itself, or the bundled file of ``example:NAME``."""
+    text = str(spec)
+    if text.startswith(EXAMPLE_PREFIX):
+        return example_path(text[len(EXAMPLE_PREFIX):])
+    return Path(text)
+
+
+def read_problem(spec: str | Path) -> Problem:
+    """Read a problem file (CSV or JSON workload) or a bundled ``example:NAME``, as written."""
+    from mallocgame.io import load_problem as read_file
+
+    return read_file(resolve_path(spec))
+
+
+def default_mode(problem: Problem) -> str:
+    """JSON workloads and CSVs with a ``benefit`` column are map problems; plain CSVs pack."""
+    if problem.has_ops or any(b.benefit is not None for b in problem.buffers):
+        return "map"
+    return "pack" if problem.source.endswith(".csv") else "map"
+
+
+def fraction_capacity(live: int, fraction: float, alignment: int = 1) -> int:
+    """``fraction`` of ``live`` bytes rounded down to ``alignment`` (at least one unit).
+
+    >>> fraction_capacity(10_000, 0.4, 512), fraction_capacity(100, 0.5)
+    (3584, 50)
+    """
+    if not (math.isfinite(fraction) and fraction > 0):
+        raise InputError(f"--capacity-fraction: must be a positive number, got {fraction}")
+    cap = max(1, int(live * fraction))
+    return max(cap // alignment * alignment, alignment) if alignment > 1 else cap
+
+
+def prepare(problem: Problem, *, mode: str | None = None, capacity: int | str | None = None,
+            capacity_fraction: float | None = None, hardware=None, minimize_peak: bool = False):
+    """Apply mode, hardware and capacity to a read problem; returns ``(problem, spec)``.
+
+    ``hardware`` is a preset name, a file, a :class:`~hardware.spec.HardwareSpec` or ``None``.
+    The returned problem carries its spec (``problem.hardware``); buffer alignments become
+    their least common multiple with the hardware's. Raises :class:`InputError` (one line).
+    """
+    from hardware.spec import PRESETS, HardwareSpec, load_hardware
+    from mallocgame.intervals import max_live
+
+    if mode is not None and mode not in MODES:
+        raise InputError(f"--mode: must be one of {', '.join(MODES)}, got {mode!r}")
+    mode = mode or default_mode(problem)
+    if isinstance(hardware, HardwareSpec):
+        spec = hardware
+    elif hardware:
+        spec = load_hardware(hardware)
+    else:
+        spec = PRESETS["tpuv4i"] if problem.has_ops else PRESETS["unit"]
+    if capacity is not None:
+        cap = parse_bytes(capacity)
+    elif capacity_fraction is not None:
+        cap = fraction_capacity(max_live(problem), capacity_fraction, spec.alignment)
+    elif hardware:
+        cap = spec.capacity
+    elif problem.capacity is not None:
+        cap = problem.capacity
+    elif problem.has_ops:
+        cap = spec.capacity
+    else:
+        cap = None
+    if minimize_peak:
+        cap = None
+    where = problem.source or problem.name
+    if mode == "map" and cap is None:
+        raise InputError(f"{where}: no fast-memory capacity: pass --capacity or --hardware "
+                         "(or name the file NAME.CAPACITY.csv)")
+    if mode == "pack" and cap is not None:
+        too_big = next((b for b in problem.buffers if b.size > cap), None)
+        if too_big is not None:
+            raise InputError(f"{where}: buffer {too_big.id!r}: size {too_big.size} "
+                             f"exceeds capacity {cap} (pack mode must place every buffer)")
+    buffers = problem.buffers
+    if spec.alignment > 1:
+        buffers = tuple(b if b.alignment % spec.alignment == 0 else
+                        type(b)(b.id, b.size, b.start, b.end, b.benefit, math.lcm(b.alignment, spec.alignment), b.kind)
+                        for b in buffers)
+    return problem.replace(buffers=buffers, capacity=cap, mode=mode, hardware=spec), spec
+
+
+def capacity_warning(problem: Problem) -> str | None:
+    """One line when the capacity makes the problem degenerate, else ``None``."""
+    from mallocgame.intervals import max_live
+
+    cap = problem.capacity
+    if cap is None or problem.n == 0:
+        return None
+    align = int(problem.arrays.alignment.max())
+    if cap < align:
+        return (f"warning: {problem.name}: capacity {cap} is below the alignment {align}: "
+                "no buffer can be placed")
+    live = max_live(problem)
+    if cap >= live:
+        return (f"warning: {problem.name}: capacity {cap} is at least the max live bytes {live}: "
+                "every buffer fits at once, the problem is trivial")
+    return None
+
+
+def load_problem(path_or_example: str | Path, *, capacity: int | str | None = None, hardware=None,
+                 mode: str | None = None, capacity_fraction: float | None = None) -> Problem:
+    """Read and prepare a problem: a CSV, a JSON workload or ``example:NAME``.
+
+    The result carries its hardware spec (``problem.hardware``), so
+    :func:`mallocgame.solve` and :func:`mallocgame.validate` need nothing else.
+    """
+    problem, _ = prepare(read_problem(path_or_example), mode=mode, capacity=capacity,
+                         capacity_fraction=capacity_fraction, hardware=hardware)
+    return problem

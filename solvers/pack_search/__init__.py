@@ -1,0 +1,1 @@
+"""MiniMalloc-style pack search: the search (:mod:`.search`) and its solver wrapper (:mod:`.solver`)."""
