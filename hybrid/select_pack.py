@@ -33,9 +33,9 @@ import time
 import numpy as np
 
 from hardware.evaluator import Evaluator
+from hybrid.lns import ModeDispatch, fixed_rectangles, neighbourhood, window_around
 from mallocgame.bounds import clique_rows
 from mallocgame.intervals import OverlapIndex, live_profile
-from hybrid.lns import ModeDispatch, fixed_rectangles, neighbourhood, window_around
 from mallocgame.model import Problem, Solution, Status, offsets_array, offsets_tuple
 from mallocgame.placement import greedy_place
 from solvers.cpsat.fallback import pack_start

@@ -16,8 +16,8 @@ from mallocgame.inputs.generate import layered_network, packed_instance, random_
 from mallocgame.io import load_problem, problem_csv_text
 from mallocgame.model import Buffer, Op, Operand, Problem, Solution, Status, offsets_array
 from mallocgame.runner import run_solver
-from solvers.cpsat.solver import CpSat
 from solvers.cpsat.model import grid_unit, push_down
+from solvers.cpsat.solver import CpSat
 from tests.conftest import BENCHMARKS, DATA, needs_benchmarks, run_cli
 
 UNIT = PRESETS["unit"]

@@ -8,14 +8,14 @@ import pytest
 from hardware.evaluator import Evaluator
 from hardware.spec import PRESETS
 from hardware.validator import validate
+from hybrid.lns import LargeNeighbourhoodSearch, window_around
+from hybrid.portfolio import Portfolio, member_names
+from hybrid.select_pack import SelectPack, relaxation_choice
 from mallocgame.bounds import map_upper_bound
 from mallocgame.inputs.generate import layered_network, packed_instance, random_intervals
 from mallocgame.intervals import OverlapIndex, live_profile
-from hybrid.lns import LargeNeighbourhoodSearch, window_around
 from mallocgame.model import Buffer, Problem, Solution, Status, offsets_array
-from hybrid.portfolio import Portfolio, member_names
 from mallocgame.runner import run_solver
-from hybrid.select_pack import SelectPack, relaxation_choice
 from solvers.cpsat.model import value_terms
 
 HW = PRESETS["tpuv4i"]

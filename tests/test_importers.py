@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from mallocgame.importers import import_workload, summarize
 from mallocgame.cli.importers import import_group
+from mallocgame.importers import import_workload, summarize
 from mallocgame.importers.hlo import HloImportWarning, load_hlo, parse_hlo_text, parse_shape, xla_style_max_live
 from mallocgame.importers.matmul import (
     _transpose_c,

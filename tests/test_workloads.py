@@ -7,10 +7,10 @@ import pytest
 
 from hardware.spec import PRESETS
 from mallocgame.inputs import workloads as w
+from mallocgame.inputs.suites import SUITES, benchmarks_dir, resolve_inputs, suite_entries
 from mallocgame.intervals import max_live
 from mallocgame.io import parse_workload, workload_dict
 from mallocgame.model import InputError
-from mallocgame.inputs.suites import SUITES, benchmarks_dir, resolve_inputs, suite_entries
 from tests.conftest import needs_benchmarks, run_cli
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import math
 import sys
 from typing import Any
 
