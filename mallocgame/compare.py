@@ -21,7 +21,6 @@ Exit codes: 0 the comparison ran; 1 no solver produced a valid answer on any inp
 
 from __future__ import annotations
 
-import json
 import math
 import multiprocessing as mp
 import os
@@ -29,10 +28,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from multiprocessing.connection import wait
-from pathlib import Path
 from typing import Any, Sequence
-
-import click
 
 from mallocgame.model import InputError, Problem
 
@@ -164,7 +160,7 @@ def _child(conn, name: str, problem: Problem, hardware, time_limit: float, seed:
 
 def run_matrix(inputs: list[Input], solvers: Sequence[str], *, time_limit: float, seed: int, jobs: int,
                options: dict[str, dict[str, Any]], load_errors: dict[str, str], progress: bool | None,
-               hard_limit: float | None = None) -> list[Row]:
+               hard_limit: float | None = None, on_row=None) -> list[Row]:
     """Run every (input, solver) pair in forked processes, ``jobs`` at a time; rows in input order."""
     from tqdm import tqdm
 
@@ -176,13 +172,18 @@ def run_matrix(inputs: list[Input], solvers: Sequence[str], *, time_limit: float
     running: dict[Any, tuple[tuple[int, str], Any, float]] = {}  # conn -> (task, process, started)
     bar = tqdm(total=len(tasks), desc="compare", unit="run", disable=_disable(progress), file=sys.stderr,
                leave=False)
+
+    def finish(task) -> None:
+        bar.update(1)
+        if on_row is not None:
+            on_row(rows[task], len(rows), len(tasks))
     try:
         while queue or running:
             while queue and len(running) < jobs:
                 i, s = task = queue.pop()
                 if s in load_errors:
                     rows[task] = Row(inputs[i].name, s, error=load_errors[s])
-                    bar.update(1)
+                    finish(task)
                     continue
                 recv, send = ctx.Pipe(duplex=False)
                 inp = inputs[i]
@@ -208,7 +209,7 @@ def run_matrix(inputs: list[Input], solvers: Sequence[str], *, time_limit: float
                 i, s = task
                 rows[task] = Row(inputs[i].name, s, report=payload) if kind == "ok" else \
                     Row(inputs[i].name, s, error=payload)
-                bar.update(1)
+                finish(task)
             now = time.monotonic()
             for conn, (task, proc, started) in list(running.items()):
                 if now - started > hard_limit:
@@ -219,7 +220,7 @@ def run_matrix(inputs: list[Input], solvers: Sequence[str], *, time_limit: float
                     i, s = task
                     rows[task] = Row(inputs[i].name, s, error=f"killed after {hard_limit:.0f} s "
                                                                 f"(time limit {time_limit:g} s)")
-                    bar.update(1)
+                    finish(task)
     finally:
         for conn, (_, proc, _) in running.items():
             _kill_group(proc)
@@ -421,74 +422,57 @@ def summary_text(inputs: list[Input], rows: list[Row], solvers: Sequence[str]) -
     return "\n".join(lines) + "\n"
 
 
-# ---------------------------------------------------------------------------- the command
+# ---------------------------------------------------------------------------- the whole comparison
 
-def _fail(message: str) -> None:
-    click.echo(f"error: {message}", err=True)
-    sys.exit(2)
+@dataclass
+class Comparison:
+    """What :func:`run_comparison` returns: prepared inputs, one row per (input, solver), settings."""
+
+    inputs: list[Input]
+    rows: list[Row]
+    solvers: list[str]
+    settings: dict[str, Any]
+    wall_seconds: float
+
+    def records(self) -> list[dict[str, Any]]:
+        """One dict per row with the CSV columns (:data:`CSV_COLUMNS`)."""
+        by_input = {inp.name: inp for inp in self.inputs}
+        return [row_record(by_input[r.input], r) for r in self.rows]
 
 
-@click.command("compare")
-@click.argument("specs", nargs=-1, required=True, metavar="SUITE_OR_FILES...")
-@click.option("--solvers", "solver_list", required=True, metavar="A,B,C",
-              help="Comma-separated registered solvers (see `mallocgame solvers`).")
-@click.option("--time-limit", type=float, default=5.0, show_default=True, help="Seconds per solver and input.")
-@click.option("--hardware", default=None, metavar="PRESET_OR_FILE",
-              help="Cost model: preset (tpuv4i, test, unit) or file. Keeps each input's capacity.")
-@click.option("--capacity", type=int, default=None, metavar="B", help="Fast-memory bytes for every input.")
-@click.option("--capacity-fraction", type=float, default=None, metavar="F",
-              help="Fast memory = F x each input's max live bytes (overrides the suite's choice).")
-@click.option("--mode", type=click.Choice(["map", "pack"]), default=None,
-              help="Default: pack for plain CSV, map otherwise.")
-@click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--jobs", type=int, default=1, show_default=True, help="Solver runs in parallel (processes).")
-@click.option("--solver-option", "solver_options", multiple=True, metavar="[SOLVER:]KEY=VALUE",
-              help="Option passed to solvers whose solve() names KEY (e.g. simulations=64, mcts:workers=1).")
-@click.option("--out", "out_path", default=None, metavar="RESULTS.csv",
-              help="Write the rows here (first columns input,solver) and the full reports to RESULTS.json.")
-@click.option("--plot", "plot_dir", default=None, metavar="DIR", help="Draw allocations, anytime curves, speed-ups.")
-@click.option("--benchmarks", default=None, metavar="DIR",
-              help="Shared benchmark folder for the minimalloc/traces suites "
-                   "(default: $MALLOCGAME_BENCHMARKS, then ../shared/benchmarks).")
-@click.option("--progress/--no-progress", default=None, help="Progress bar (default: when stderr is a terminal).")
-def compare_command(specs, solver_list, time_limit, hardware, capacity, capacity_fraction, mode, seed, jobs,
-                    solver_options, out_path, plot_dir, benchmarks, progress) -> None:
-    """Run every solver on every input; print a table; optionally write CSV/JSON and pictures.
+def run_comparison(specs: Sequence[str], solvers: Sequence[str], *, time_limit: float = 5.0, seed: int = 0,
+                   jobs: int = 1, hardware=None, capacity: int | str | None = None,
+                   capacity_fraction: float | None = None, mode: str | None = None,
+                   solver_options: Sequence[str] | dict[str, dict[str, Any]] = (), benchmarks: str | None = None,
+                   progress: bool | None = False, on_row=None) -> Comparison:
+    """Every solver on every input, each answer validated and scored.
 
-    SUITE_OR_FILES: built-in suites (`mallocgame suites`), SUITE:ENTRY[,ENTRY...], bundled
-    examples (example:NAME), or problem files (.csv, .json).
+    ``specs`` are suite names, ``SUITE:ENTRY[,ENTRY]``, ``example:NAME`` or files;
+    ``solver_options`` is ``["[SOLVER:]KEY=VALUE", ...]`` or ``{solver: {key: value}}``;
+    ``on_row(row, done, total)`` is called as each run finishes. Raises :class:`InputError`
+    (one line) for bad settings or inputs; a solver that fails to load is an error row.
     """
     from mallocgame.registry import SolverLoadError, load_solver, solver_entries
 
-    solvers = list(dict.fromkeys(s.strip() for s in solver_list.split(",") if s.strip()))
+    solvers = list(dict.fromkeys(s.strip() for s in solvers if s.strip()))
     registered = solver_entries()
     if not solvers:
-        _fail("--solvers: give at least one solver")
+        raise InputError("--solvers: give at least one solver")
     for s in solvers:
         if s not in registered:
-            _fail(f"--solvers: unknown solver {s!r} (registered: {', '.join(registered)})")
-    if not time_limit > 0:
-        _fail(f"--time-limit: must be positive, got {time_limit}")
+            raise InputError(f"--solvers: unknown solver {s!r} (registered: {', '.join(registered)})")
+    if not (isinstance(time_limit, (int, float)) and math.isfinite(time_limit) and time_limit > 0):
+        raise InputError(f"--time-limit: must be a positive number of seconds, got {time_limit}")
     if jobs < 1:
-        _fail(f"--jobs: must be at least 1, got {jobs}")
-    if capacity_fraction is not None and not capacity_fraction > 0:
-        _fail(f"--capacity-fraction: must be positive, got {capacity_fraction}")
+        raise InputError(f"--jobs: must be at least 1, got {jobs}")
     if capacity is not None and capacity_fraction is not None:
-        _fail("--capacity and --capacity-fraction exclude each other")
-    if out_path is not None and not out_path.endswith(".csv"):
-        _fail(f"--out: expected a .csv path, got {out_path!r}")
-    try:
+        raise InputError("--capacity and --capacity-fraction exclude each other")
+    if isinstance(solver_options, dict):
+        options = {s: dict(solver_options.get(s, {})) for s in solvers}
+    else:
         options = parse_solver_options(solver_options, solvers)
-        inputs = prepare_inputs(specs, benchmarks=benchmarks, mode=mode, capacity=capacity,
-                                capacity_fraction=capacity_fraction, hardware=hardware)
-    except InputError as exc:
-        _fail(str(exc))
-    if plot_dir:
-        try:
-            import matplotlib  # noqa: F401
-        except ImportError:
-            _fail("--plot: matplotlib is not installed (pip install matplotlib)")
-
+    inputs = prepare_inputs(specs, benchmarks=benchmarks, mode=mode, capacity=capacity,
+                            capacity_fraction=capacity_fraction, hardware=hardware)
     load_errors: dict[str, str] = {}
     for s in solvers:  # import once here, so the forked runs share the loaded modules
         try:
@@ -498,33 +482,11 @@ def compare_command(specs, solver_list, time_limit, hardware, capacity, capacity
     t0 = time.monotonic()
     compute_references(inputs, time_limit=time_limit, seed=seed, progress=progress)
     rows = run_matrix(inputs, solvers, time_limit=time_limit, seed=seed, jobs=jobs, options=options,
-                      load_errors=load_errors, progress=progress)
+                      load_errors=load_errors, progress=progress, on_row=on_row)
     attach_speedups(inputs, rows)
     wall = time.monotonic() - t0
-
-    click.echo(table_text(inputs, rows), nl=False)
-    click.echo()
-    click.echo(summary_text(inputs, rows, solvers), nl=False)
-    click.echo(f"{len(rows)} runs on {len(inputs)} inputs in {wall:.1f} s "
-               f"(time limit {time_limit:g} s, {jobs} job{'s' if jobs > 1 else ''})")
-
-    by_input = {inp.name: inp for inp in inputs}
-    if out_path:
-        from mallocgame.io import atomic_write_text
-
-        settings = {"argv": sys.argv[1:],
-                    "inputs": list(specs), "solvers": solvers, "time_limit": time_limit, "seed": seed,
-                    "jobs": jobs, "hardware": hardware, "capacity": capacity,
-                    "capacity_fraction": capacity_fraction, "mode": mode,
-                    "solver_options": {s: o for s, o in options.items() if o}, "wall_seconds": wall}
-        atomic_write_text(out_path, _csv_text([row_record(by_input[r.input], r) for r in rows]))
-        json_path = os.path.splitext(out_path)[0] + ".json"
-        atomic_write_text(json_path, json.dumps(json_document(inputs, rows, settings), indent=1) + "\n")
-        click.echo(f"wrote {out_path} and {json_path}")
-    if plot_dir:
-        from mallocgame.plots import plot_comparison
-
-        written = plot_comparison(inputs, rows, Path(plot_dir))
-        click.echo(f"wrote {len(written)} pictures to {plot_dir}")
-    if not any(r.valid for r in rows):
-        sys.exit(1)
+    settings = {"inputs": list(specs), "solvers": solvers, "time_limit": time_limit, "seed": seed, "jobs": jobs,
+                "hardware": hardware if hardware is None or isinstance(hardware, str) else getattr(hardware, "name", None),
+                "capacity": capacity, "capacity_fraction": capacity_fraction, "mode": mode,
+                "solver_options": {s: o for s, o in options.items() if o}, "wall_seconds": wall}
+    return Comparison(inputs, rows, solvers, settings, wall)

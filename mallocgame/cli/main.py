@@ -24,9 +24,9 @@ EXIT_OK, EXIT_NO_SOLUTION, EXIT_BAD_INPUT = 0, 1, 2
 LAZY_COMMANDS = {
     "import": "mallocgame.cli.importers:import_group",
     "play": "mallocgame.cli.play:play",
-    "compare": "mallocgame.compare:compare_command",
-    "suites": "mallocgame.inputs.suites:suites_command",
-    "plot": "mallocgame.plots:plot_command",
+    "compare": "mallocgame.cli.compare:compare_command",
+    "suites": "mallocgame.cli.suites:suites_command",
+    "plot": "mallocgame.cli.plot:plot_command",
     "train": "mallocgame.cli.train:train",
 }
 

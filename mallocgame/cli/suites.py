@@ -1,0 +1,87 @@
+"""``mallocgame suites``: list the built-in suites and their entries, or export them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from mallocgame.inputs.suites import BENCHMARKS_ENV, SUITES, Entry, suite_entries
+from mallocgame.model import InputError
+
+
+@click.command("suites")
+@click.argument("name", required=False)
+@click.option("--benchmarks", "benchmarks", default=None, metavar="DIR",
+              help=f"The shared benchmark folder (default: ${BENCHMARKS_ENV}, then ../shared/benchmarks).")
+@click.option("--export", "export_dir", default=None, metavar="DIR",
+              help="Write every entry of NAME to DIR (JSON workloads; CSV inputs are copied as CSV).")
+def suites_command(name: str | None, benchmarks: str | None, export_dir: str | None) -> None:
+    """List the built-in suites (name, count, description), or the entries of suite NAME."""
+    import sys
+
+    if name is None:
+        if export_dir:
+            click.echo("error: --export needs a suite NAME", err=True)
+            sys.exit(2)
+        rows = []
+        for suite in SUITES.values():
+            try:
+                entries = suite.entries(benchmarks)
+                pending = [e for e in entries if e.pending]
+                note = f" ({len(pending)} pending: {pending[0].pending})" if pending else ""
+                count = str(len(entries) - len(pending))
+            except InputError as exc:
+                count, note = "-", f" [not available: {exc}]"
+            rows.append((suite.name, count, suite.description + note))
+        width = max(len(r[0]) for r in rows)
+        click.echo(f"{'suite':<{width}}  count  description")
+        for n, c, d in rows:
+            click.echo(f"{n:<{width}}  {c:>5}  {d}")
+        return
+    try:
+        entries = suite_entries(name, benchmarks, include_pending=True)
+    except InputError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+    _list_entries(entries, export_dir)
+
+
+def _list_entries(entries: list[Entry], export_dir: str | None) -> None:
+    from mallocgame.intervals import max_live
+    from mallocgame.io import atomic_write_text, problem_csv_text, write_workload_json
+
+    width = max(len(e.name) for e in entries)
+    click.echo(f"{'entry':<{width}}  {'buffers':>7}  {'ops':>5}  {'max live':>10}  {'capacity':>10}  description")
+    for e in entries:
+        if e.pending:
+            click.echo(f"{e.name:<{width}}  {'-':>7}  {'-':>5}  {'-':>10}  {'-':>10}  {e.description} "
+                       f"[pending: {e.pending}]")
+            continue
+        p = e.build()
+        cap = "-" if p.capacity is None else _mib(p.capacity)
+        frac = f" (capacity {e.capacity_fraction:.0%} of max live)" if e.capacity_fraction else ""
+        click.echo(f"{e.name:<{width}}  {p.n:>7}  {len(p.ops):>5}  {_mib(max_live(p)):>10}  {cap:>10}  "
+                   f"{e.description}{frac}")
+        if export_dir:
+            if p.has_ops:
+                path = Path(export_dir) / f"{e.name}.json"
+                write_workload_json(path, p)
+                _add_capacity(path, p.capacity)
+            else:
+                cap_part = f".{p.capacity}" if p.capacity is not None else ""
+                atomic_write_text(Path(export_dir) / f"{e.name}{cap_part}.csv", problem_csv_text(p))
+
+
+def _add_capacity(path: Path, capacity: int | None) -> None:
+    import json
+
+    from mallocgame.io import atomic_write_text
+
+    data = json.loads(path.read_text())
+    data["capacity"] = capacity
+    atomic_write_text(path, json.dumps(data, indent=1) + "\n")
+
+
+def _mib(nbytes: int) -> str:
+    return f"{nbytes / 2**20:.2f}MiB" if nbytes >= 2**16 else f"{nbytes}B"
