@@ -1,4 +1,4 @@
-"""The hardware cost evaluator: one score for every answer (DESIGN.md section 3).
+"""The hardware cost evaluator: one score for every answer (docs/architecture.md, "Scoring").
 
 Roofline time of op t: ``max(flops_t / peak, sum over operands of bytes / bw(level))``
 plus ``fixed_bytes_t / slow_bw``; program time = sum over ops. For problems without ops
@@ -34,6 +34,18 @@ class Evaluator:
     Operand data is kept in flat arrays of shape ``[n_operands]`` (op index, buffer index,
     bytes), so one evaluation is a few vectorised passes.
     """
+
+    @classmethod
+    def of(cls, problem: Problem, hardware: HardwareSpec) -> "Evaluator":
+        """The evaluator of ``problem`` on ``hardware``, built once per (problem, hardware) and shared.
+
+        The runner, the bound and the solvers of one ``solve`` all score with the same one.
+        """
+        cache = problem.__dict__.setdefault("_evaluators", {})  # frozen Problem: like cached_property
+        ev = cache.get(hardware)
+        if ev is None:
+            ev = cache[hardware] = cls(problem, hardware)
+        return ev
 
     def __init__(self, problem: Problem, hardware: HardwareSpec):
         self.problem = problem

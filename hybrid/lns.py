@@ -30,12 +30,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from hardware.evaluator import Evaluator
-from mallocgame.intervals import OverlapIndex, live_profile
+from mallocgame.intervals import OverlapIndex, live_profile, overlap_index
 from mallocgame.model import Problem, Solution, Status, offsets_array, offsets_tuple
-from mallocgame.placement import greedy_place
+from mallocgame.placement import greedy_place, pack_start, push_down, xla_order
 from mallocgame.protocol import Solver
-from solvers.cpsat.fallback import pack_start
-from solvers.cpsat.model import Limits, Part, push_down, solve_part, value_terms
+from solvers.cpsat.model import Limits, Part, solve_part, value_terms
 
 K_MIN, K_START, K_MAX = 12, 40, 600
 FIXED_BUDGET = 1500  # fixed rectangles per pack step, so huge traces still give small models
@@ -126,8 +125,8 @@ class LargeNeighbourhoodSearch(ModeDispatch):
     def _solve_map(self, problem, hardware, t0, deadline, seed, hint, workers):
         rng = np.random.default_rng(seed)
         a = problem.arrays
-        ev = Evaluator(problem, hardware)
-        index = OverlapIndex(a.start, a.end)
+        ev = Evaluator.of(problem, hardware)
+        index = overlap_index(problem)
         candidates = (ev.benefits > 0) & (a.size <= problem.capacity)
         x, source = self._map_start(problem, ev, index, hint, t0 + 0.3 * (deadline - t0))
         # Buffers worth nothing in fast memory only block others (value is monotone in the fast set).
@@ -181,7 +180,6 @@ class LargeNeighbourhoodSearch(ModeDispatch):
         if hint is not None and len(hint.offsets) == problem.n:
             x, source = offsets_array(hint.offsets), hint.solver or "hint"
         else:
-            from solvers.greedy_xla import xla_order
 
             x = greedy_place(problem, xla_order(problem, ev.benefits), problem.capacity, index=index,
                              deadline=deadline)
@@ -198,7 +196,7 @@ class LargeNeighbourhoodSearch(ModeDispatch):
     def _solve_pack(self, problem, t0, deadline, seed, hint, workers, minimize_peak):
         rng = np.random.default_rng(seed)
         a = problem.arrays
-        index = OverlapIndex(a.start, a.end)
+        index = overlap_index(problem)
         capacity = None if minimize_peak else problem.capacity
         # On 10^8-pair traces best fit takes most of the time but starts far better than
         # the online allocator, and steps there gain little: let it have 60%.

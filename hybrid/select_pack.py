@@ -34,12 +34,11 @@ import numpy as np
 
 from hardware.evaluator import Evaluator
 from hybrid.lns import ModeDispatch, fixed_rectangles, neighbourhood, window_around
-from mallocgame.bounds import clique_rows
-from mallocgame.intervals import OverlapIndex, live_profile
+from mallocgame.bounds import no_fragmentation_relaxation
+from mallocgame.intervals import live_profile, overlap_index
 from mallocgame.model import Problem, Solution, Status, offsets_array, offsets_tuple
-from mallocgame.placement import greedy_place
-from solvers.cpsat.fallback import pack_start
-from solvers.cpsat.model import Limits, Part, push_down, solve_part, value_terms
+from mallocgame.placement import greedy_place, heap_orders, pack_start, push_down, xla_order
+from solvers.cpsat.model import Limits, Part, solve_part, value_terms
 
 REPAIR_WINDOW = 120  # buffers freed around a failure
 REPAIR_LIMIT = 2000  # pack mode: more buffers left over than this and the target is given up
@@ -48,61 +47,10 @@ REPAIR_LIMIT = 2000  # pack mode: more buffers left over than this and the targe
 def relaxation_choice(problem: Problem, ev: Evaluator, candidates: np.ndarray, *, time_limit: float) -> np.ndarray:
     """The fast set (bool ``[n]``) maximising the no-fragmentation relaxation over ``candidates`` (bool ``[n]``).
 
-    Same model as :func:`mallocgame.bounds.map_upper_bound`; an LP rounding-down is used
-    if HiGHS returns no integer solution in time.
+    The relaxation of :func:`mallocgame.bounds.no_fragmentation_relaxation`, always as a MIP.
     """
-    from scipy.optimize import Bounds, LinearConstraint, milp
-    from scipy.sparse import coo_matrix
-
-    cand = np.flatnonzero(candidates)
-    chosen = np.zeros(problem.n, bool)
-    if len(cand) == 0:
-        return chosen
-    a = problem.arrays
-    col = np.full(problem.n, -1, np.int64)
-    col[cand] = np.arange(len(cand))
-    r_idx, c_idx, vals, ub = [], [], [], []
-    for r, row in enumerate(clique_rows(problem, cand)):
-        r_idx.append(np.full(len(row), r))
-        c_idx.append(col[row])
-        # Rows in units of the capacity and times in units of the largest headroom, as in
-        # mallocgame.bounds, so HiGHS's absolute tolerances are small against every coefficient.
-        vals.append(a.size[row] / float(problem.capacity))
-        ub.append(1.0)
-    nx = len(cand)
-    n_rows = len(ub)
-    if ev.additive:
-        c = -ev.benefits[cand] / max(float(ev.benefits[cand].max()), 1e-300)
-        n_var, integrality, var_ub = nx, np.ones(nx), np.ones(nx)
-    else:
-        headroom = np.maximum(ev.slow_mem - ev.compute, 0.0)
-        ops = np.flatnonzero(headroom > 0)
-        unit = float(headroom.max()) if len(ops) else 1.0
-        headroom = headroom / unit
-        op_col = np.full(ev.n_ops, -1, np.int64)
-        op_col[ops] = nx + np.arange(len(ops))
-        keep = (headroom[ev.op_of] > 0) & (col[ev.buf_of] >= 0)
-        rows = n_rows + np.searchsorted(ops, ev.op_of[keep])
-        r_idx += [n_rows + np.arange(len(ops)), rows]
-        c_idx += [op_col[ops], col[ev.buf_of[keep]]]
-        vals += [np.ones(len(ops)), -ev.delta[keep] / unit]
-        ub += [0.0] * len(ops)
-        n_rows += len(ops)
-        n_var = nx + len(ops)
-        c = np.concatenate([np.zeros(nx), -np.ones(len(ops))])
-        integrality = np.concatenate([np.ones(nx), np.zeros(len(ops))])
-        var_ub = np.concatenate([np.ones(nx), headroom[ops]])
-    if n_rows == 0:
-        chosen[cand] = True
-        return chosen
-    A = coo_matrix((np.concatenate(vals), (np.concatenate(r_idx), np.concatenate(c_idx))), shape=(n_rows, n_var))
-    res = milp(c, constraints=LinearConstraint(A.tocsr(), -np.inf, np.array(ub)),
-               bounds=Bounds(np.zeros(n_var), var_ub), integrality=integrality,
-               options={"time_limit": max(time_limit, 0.05), "mip_rel_gap": 1e-6})
-    if res.x is None:
-        return chosen
-    chosen[cand] = res.x[:nx] > 0.5
-    return chosen
+    return no_fragmentation_relaxation(problem, ev, candidates, time_limit=time_limit,
+                                       mip_nonzeros=np.iinfo(np.int64).max, lp_nonzeros=np.iinfo(np.int64).max).chosen
 
 
 class SelectPack(ModeDispatch):
@@ -111,12 +59,11 @@ class SelectPack(ModeDispatch):
     # ------------------------------------------------------------------ map mode
 
     def _solve_map(self, problem, hardware, t0, deadline, seed, hint, workers):
-        from solvers.greedy_xla import xla_order
 
         rng = np.random.default_rng(seed)
         a = problem.arrays
-        ev = Evaluator(problem, hardware)
-        index = OverlapIndex(a.start, a.end)
+        ev = Evaluator.of(problem, hardware)
+        index = overlap_index(problem)
         candidates = (ev.benefits > 0) & (a.size <= problem.capacity)
         density_order = xla_order(problem, ev.benefits)
         best = (push_down(problem, offsets_array(hint.offsets), index=index, deadline=t0 + 0.2 * (deadline - t0))
@@ -207,11 +154,10 @@ class SelectPack(ModeDispatch):
     # ------------------------------------------------------------------ pack mode
 
     def _solve_pack(self, problem, t0, deadline, seed, hint, workers, minimize_peak):
-        from solvers.best_fit import heap_orders
 
         rng = np.random.default_rng(seed)
         a = problem.arrays
-        index = OverlapIndex(a.start, a.end)
+        index = overlap_index(problem)
         orders = list(heap_orders(problem).values())
         floor = int(live_profile(problem)[1].max())
         best, _ = pack_start(problem, t0 + 0.5 * (deadline - t0), index=index)

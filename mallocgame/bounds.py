@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mallocgame.intervals import OverlapIndex, max_live
+from mallocgame.intervals import max_live, maximal_live_sets
 from mallocgame.model import Problem
 
 MIP_NONZEROS = 2_000_000
@@ -41,113 +41,121 @@ def pack_lower_bound(problem: Problem) -> Bound:
 
 
 def clique_rows(problem: Problem, candidates: np.ndarray) -> list[np.ndarray]:
-    """Buffer index sets live together at the maximal moments, one per row.
+    """Buffer index sets (of ``candidates``, int ``[k]``) live together at the maximal moments, one per row.
 
-    Only the moment just before each batch of releases matters: the live set only grows
-    between releases, so earlier rows are subsets of it.
+    Sets of one buffer constrain nothing beyond ``size <= capacity`` and are left out.
     """
     a = problem.arrays
-    start, end = a.start[candidates], a.end[candidates]
-    times = np.unique(start)
-    # A start time t is maximal if some candidate ends after t but no later start comes first.
-    next_start = np.append(times[1:], np.iinfo(np.int64).max)
-    ends_sorted = np.sort(end)
-    has_release = np.searchsorted(ends_sorted, next_start, side="right") > np.searchsorted(ends_sorted, times, side="right")
-    rows = []
-    index = OverlapIndex(start, end)
-    for t in times[has_release].tolist():
-        live = index.query(t, t + 1)
-        if len(live) > 1:
-            rows.append(candidates[live])
-    return rows
+    return [candidates[s] for s in maximal_live_sets(a.start[candidates], a.end[candidates]) if len(s) > 1]
 
 
-def map_upper_bound(problem: Problem, hardware, *, time_limit: float = 20.0) -> Bound:
-    """Upper bound on the map-mode value (time saved) of any placement."""
+@dataclass(frozen=True)
+class Relaxation:
+    """The no-fragmentation relaxation over a candidate set.
+
+    ``value`` is an upper bound on the time saved by any placement of the candidates
+    (the solver's dual bound, not its incumbent); ``chosen`` (bool ``[n]``) is the best
+    integral fast set found (empty when none was), which fits the capacity at every time.
+    """
+
+    value: float
+    kind: str  # "mip" | "mip-dual" | "lp" | "trivial"
+    chosen: np.ndarray
+    seconds: float
+
+
+def no_fragmentation_relaxation(problem: Problem, ev, candidates: np.ndarray, *, time_limit: float = 20.0,
+                                mip_nonzeros: int = MIP_NONZEROS, lp_nonzeros: int = LP_NONZEROS) -> Relaxation:
+    """Choose candidates (bool ``[n]``) for fast memory so that at every maximal moment the chosen
+    live bytes fit the capacity, ignoring address contiguity; maximise the exact saving.
+
+    With ops (``ev`` not additive) the objective is the evaluator's concave saving per op:
+    ``s_t <= headroom_t`` and ``s_t <= sum of deltas of the fast operands of op t``;
+    otherwise the sum of benefits. Solved with SciPy's HiGHS: as a MIP up to
+    ``mip_nonzeros`` constraint nonzeros, as an LP (still an upper bound) up to
+    ``lp_nonzeros``, and past that the sum of the candidates' benefits ("trivial").
+    Rows are in units of the capacity and times in units of the largest headroom, so that
+    HiGHS's absolute tolerances (1e-7) are small against every coefficient.
+    """
     import time
 
     from scipy.optimize import Bounds, LinearConstraint, milp
     from scipy.sparse import coo_matrix
 
-    from hardware.evaluator import Evaluator
-
     t0 = time.monotonic()
-    ev = Evaluator(problem, hardware)
-    capacity = problem.capacity
+    chosen = np.zeros(problem.n, bool)
+    cand = np.flatnonzero(candidates)
+    trivial = float(np.maximum(ev.benefits[cand], 0).sum())
+    if problem.capacity is None or len(cand) == 0:
+        chosen[cand] = True
+        return Relaxation(trivial, "trivial", chosen, time.monotonic() - t0)
     a = problem.arrays
-    benefits = ev.benefits
-    fits = (a.size <= capacity) if capacity is not None else np.ones(problem.n, bool)
-    cand = np.flatnonzero(fits & (benefits > 0))
-    trivial = float(benefits[cand].sum())
-    if capacity is None or len(cand) == 0:
-        return Bound(trivial, "trivial", time.monotonic() - t0)
     rows = clique_rows(problem, cand)
     nnz = sum(len(r) for r in rows)
-    if nnz > LP_NONZEROS:
-        return Bound(trivial, "trivial", time.monotonic() - t0)
-    col = {int(i): k for k, i in enumerate(cand.tolist())}
-    nx = len(cand)
-    r_idx, c_idx, vals = [], [], []
-    for r, row in enumerate(rows):
-        r_idx.extend([r] * len(row))
-        c_idx.extend(col[int(i)] for i in row.tolist())
-        # Rows in units of the capacity, times in units of the largest headroom, so that
-        # HiGHS's absolute feasibility tolerance (1e-7) is small against every coefficient.
-        vals.extend((a.size[row] / capacity).tolist())
-    n_rows = len(rows)
+    if nnz > lp_nonzeros:
+        return Relaxation(trivial, "trivial", chosen, time.monotonic() - t0)
+    col = np.full(problem.n, -1, np.int64)
+    col[cand] = np.arange(len(cand))
+    r_idx = [np.full(len(row), r) for r, row in enumerate(rows)]
+    c_idx = [col[row] for row in rows]
+    vals = [a.size[row] / float(problem.capacity) for row in rows]
+    ub = [1.0] * len(rows)
+    nx, n_rows = len(cand), len(rows)
     if ev.additive:
-        c = -benefits[cand]
-        nvar = nx
-        A_rows, A_cols, A_vals = r_idx, c_idx, vals
-        ub_rows = [1.0] * n_rows
-        lb_rows = [-np.inf] * n_rows
-        integrality = np.ones(nx)
-        unit = 1.0
-        ub_vars = np.ones(nx)
+        unit = max(float(ev.benefits[cand].max()), 1e-300)
+        c = -ev.benefits[cand] / unit
+        n_var, integrality, var_ub = nx, np.ones(nx), np.ones(nx)
     else:
-        # s_t - sum delta_{t,b} x_b <= 0 for every op t with headroom; s_t <= headroom_t.
         headroom = np.maximum(ev.slow_mem - ev.compute, 0.0)
         ops = np.flatnonzero(headroom > 0)
         unit = float(headroom.max()) if len(ops) else 1.0
         headroom = headroom / unit
-        op_col = {int(t): nx + k for k, t in enumerate(ops.tolist())}
-        nvar = nx + len(ops)
-        A_rows, A_cols, A_vals = list(r_idx), list(c_idx), [float(v) for v in vals]
-        ub_rows = [1.0] * n_rows
-        lb_rows = [-np.inf] * n_rows
-        for t in ops.tolist():
-            A_rows.append(n_rows)
-            A_cols.append(op_col[t])
-            A_vals.append(1.0)
-            sel = np.flatnonzero(ev.op_of == t)
-            for b, d in zip(ev.buf_of[sel].tolist(), ev.delta[sel].tolist()):
-                if b in col:
-                    A_rows.append(n_rows)
-                    A_cols.append(col[b])
-                    A_vals.append(-d / unit)
-            ub_rows.append(0.0)
-            lb_rows.append(-np.inf)
-            n_rows += 1
+        op_col = np.full(ev.n_ops, -1, np.int64)
+        op_col[ops] = nx + np.arange(len(ops))
+        keep = (headroom[ev.op_of] > 0) & (col[ev.buf_of] >= 0)
+        r_idx += [n_rows + np.arange(len(ops)), n_rows + np.searchsorted(ops, ev.op_of[keep])]
+        c_idx += [op_col[ops], col[ev.buf_of[keep]]]
+        vals += [np.ones(len(ops)), -ev.delta[keep] / unit]
+        ub += [0.0] * len(ops)
+        n_rows += len(ops)
+        n_var = nx + len(ops)
         c = np.concatenate([np.zeros(nx), -np.ones(len(ops))])
         integrality = np.concatenate([np.ones(nx), np.zeros(len(ops))])
-        ub_vars = np.concatenate([np.ones(nx), headroom[ops]])
+        var_ub = np.concatenate([np.ones(nx), headroom[ops]])
     if n_rows == 0:
-        return Bound(trivial, "mip", time.monotonic() - t0)
-    A = coo_matrix((A_vals, (A_rows, A_cols)), shape=(n_rows, nvar)).tocsr()
-    constraint = LinearConstraint(A, lb_rows, ub_rows)
-    var_bounds = Bounds(np.zeros(nvar), ub_vars)
-    if nnz > MIP_NONZEROS:
-        res = milp(c, constraints=constraint, bounds=var_bounds, integrality=np.zeros(nvar))
+        chosen[cand] = True
+        return Relaxation(trivial, "mip", chosen, time.monotonic() - t0)
+    A = coo_matrix((np.concatenate(vals), (np.concatenate(r_idx), np.concatenate(c_idx))), shape=(n_rows, n_var))
+    constraint = LinearConstraint(A.tocsr(), -np.inf, np.array(ub))
+    var_bounds = Bounds(np.zeros(n_var), var_ub)
+    if nnz > mip_nonzeros:
+        res = milp(c, constraints=constraint, bounds=var_bounds, integrality=np.zeros(n_var))
         kind = "lp"
     else:
         res = milp(c, constraints=constraint, bounds=var_bounds, integrality=integrality,
-                   options={"time_limit": time_limit, "mip_rel_gap": 1e-6})
+                   options={"time_limit": max(time_limit, 0.05), "mip_rel_gap": 1e-6})
         kind = "mip"
+    if res.x is not None:
+        # Rounding an LP answer down keeps it feasible; a MIP answer is integral already.
+        chosen[cand] = res.x[:nx] > (1 - 1e-6 if kind == "lp" else 0.5)
     # The dual bound, not the incumbent, is what no placement can exceed.
     dual = getattr(res, "mip_dual_bound", None)
+    seconds = time.monotonic() - t0
     if res.status == 0 and res.fun is not None:
         best = float(-res.fun) if dual is None or not np.isfinite(dual) else max(float(-res.fun), float(-dual))
-        return Bound(min(best * unit, trivial), kind, time.monotonic() - t0)
+        return Relaxation(min(best * unit, trivial), kind, chosen, seconds)
     if dual is not None and np.isfinite(dual):
-        return Bound(min(float(-dual) * unit, trivial), "mip-dual", time.monotonic() - t0)
-    return Bound(trivial, "trivial", time.monotonic() - t0)
+        return Relaxation(min(float(-dual) * unit, trivial), "mip-dual", chosen, seconds)
+    return Relaxation(trivial, "trivial", chosen, seconds)
+
+
+def map_upper_bound(problem: Problem, hardware, *, time_limit: float = 20.0) -> Bound:
+    """Upper bound on the map-mode value (time saved) of any placement: the relaxation over
+    every buffer that fits and has a positive benefit."""
+    from hardware.evaluator import Evaluator
+
+    ev = Evaluator.of(problem, hardware)
+    a = problem.arrays
+    fits = (a.size <= problem.capacity) if problem.capacity is not None else np.ones(problem.n, bool)
+    r = no_fragmentation_relaxation(problem, ev, fits & (ev.benefits > 0), time_limit=time_limit)
+    return Bound(r.value, r.kind, r.seconds)

@@ -1,16 +1,18 @@
-"""The interference graph of buffer lifetimes and the sweeps that stand in for it (DESIGN.md section 4).
+"""Sweeps over live ranges that stand in for the interference graph (docs/architecture.md, "The core").
 
 Two buffers interfere when their half-open live ranges overlap. Real traces have up to
-hundreds of millions of such pairs, so only :func:`interference_graph` materialises them
-(for NetworkX users and small inputs); everything else is computed by sweeps over sorted
-starts: components (:func:`components`), the live-bytes profile (:func:`live_profile`),
-and :class:`OverlapIndex`, which answers "who overlaps ``[s, e)``" without a graph.
+hundreds of millions of such pairs, so only :func:`mallocgame.graph.interference_graph`
+materialises them; everything here is a sweep over sorted starts: components
+(:func:`components`), the live-bytes profile (:func:`live_profile`) and its maximum
+(:func:`max_live`), the maximal live sets (:func:`maximal_live_sets`), CSR neighbour
+lists, and :class:`OverlapIndex`, which answers "who overlaps ``[s, e)``" without a graph.
+Each is the one implementation of its kind in the project.
 
 Example:
     >>> from mallocgame.model import Buffer, Problem
     >>> p = Problem("t", (Buffer("a", 4, 0, 3), Buffer("b", 4, 2, 5), Buffer("c", 2, 5, 6)))
-    >>> sorted(interference_graph(p).edges()), components(p), max_live(p)
-    ([(0, 1)], [[0, 1], [2]], 8)
+    >>> components(p), max_live(p)
+    ([[0, 1], [2]], 8)
 """
 
 from __future__ import annotations
@@ -18,40 +20,6 @@ from __future__ import annotations
 import numpy as np
 
 from mallocgame.model import Problem
-
-
-def overlapping_pairs(start: np.ndarray, end: np.ndarray):
-    """Yield ``(i, j)`` for every pair with overlapping ``[start, end)``, by a sweep over sorted starts.
-
-    Cost O(n log n + pairs): each buffer is compared only with those still live at its start.
-    """
-    order = np.lexsort((end, start))
-    live: list[int] = []
-    for i in order.tolist():
-        s = start[i]
-        live = [j for j in live if end[j] > s]
-        for j in live:
-            yield (j, i) if j < i else (i, j)
-        live.append(i)
-
-
-def interference_graph(problem: Problem, *, max_edges: int = 5_000_000):
-    """NetworkX graph: nodes = buffer indices with ``id, size, start, end, benefit`` attributes.
-
-    Raises ``ValueError`` when the graph would have more than ``max_edges`` edges (real
-    traces reach 10^8); use :class:`OverlapIndex` or :func:`components` there.
-    """
-    import networkx as nx
-
-    a = problem.arrays
-    if count_overlapping_pairs(a.start, a.end) > max_edges:
-        raise ValueError(f"{problem.name}: interference graph has more than {max_edges} edges; "
-                         "use OverlapIndex / components instead")
-    g = nx.Graph(name=problem.name)
-    for i, b in enumerate(problem.buffers):
-        g.add_node(i, id=b.id, size=b.size, start=b.start, end=b.end, benefit=b.benefit)
-    g.add_edges_from(overlapping_pairs(a.start, a.end))
-    return g
 
 
 def count_overlapping_pairs(start: np.ndarray, end: np.ndarray) -> int:
@@ -71,17 +39,34 @@ def components(problem: Problem) -> list[list[int]]:
     order, so one sort suffices. Components are ordered by their first start time.
     """
     a = problem.arrays
-    return components_of(a.start, a.end)
+    return [sorted(part.tolist()) for part in component_runs(a.start, a.end)]
 
 
-def components_of(start: np.ndarray, end: np.ndarray) -> list[list[int]]:
+def component_runs(start: np.ndarray, end: np.ndarray) -> list[np.ndarray]:
+    """Components of the intervals ``[start, end)`` as index arrays in start order (shapes ``[k]``).
+
+    A new component begins where a start is at or past every end seen so far.
+    """
     order = np.lexsort((end, start))
     if len(order) == 0:
         return []
     reach = np.maximum.accumulate(end[order])
-    # A new component starts where a start is at or past everything seen so far.
     cut = np.flatnonzero(start[order][1:] >= reach[:-1]) + 1
-    return [sorted(part.tolist()) for part in np.split(order, cut)]
+    return np.split(order, cut)
+
+
+def components_of(start: np.ndarray, end: np.ndarray) -> list[list[int]]:
+    """:func:`components` of bare arrays."""
+    return [sorted(part.tolist()) for part in component_runs(start, end)]
+
+
+def live_profile_of(start: np.ndarray, end: np.ndarray, size: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(times, live_bytes)`` of intervals: bytes live on ``[times[k], times[k+1])``, shapes ``[m]``."""
+    times = np.unique(np.concatenate([start, end]))
+    delta = np.zeros(len(times), np.int64)
+    np.add.at(delta, np.searchsorted(times, start), size)
+    np.add.at(delta, np.searchsorted(times, end), -size)
+    return times, np.cumsum(delta)
 
 
 def live_profile(problem: Problem, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -90,21 +75,54 @@ def live_profile(problem: Problem, mask: np.ndarray | None = None) -> tuple[np.n
     ``mask`` (bool ``[n]``) restricts the profile to some buffers.
     """
     a = problem.arrays
-    start, end, size = a.start, a.end, a.size
-    if mask is not None:
-        start, end, size = start[mask], end[mask], size[mask]
-    times = np.unique(np.concatenate([start, end]))
-    delta = np.zeros(len(times), np.int64)
-    np.add.at(delta, np.searchsorted(times, start), size)
-    np.add.at(delta, np.searchsorted(times, end), -size)
-    return times, np.cumsum(delta)
+    if mask is None:
+        return live_profile_of(a.start, a.end, a.size)
+    return live_profile_of(a.start[mask], a.end[mask], a.size[mask])
+
+
+def max_live_of(size: np.ndarray, start: np.ndarray, end: np.ndarray) -> int:
+    """Largest number of bytes live at one time among intervals ``[start, end)`` of ``size`` bytes."""
+    if len(size) == 0:
+        return 0
+    return int(max(0, live_profile_of(start, end, size)[1].max()))
 
 
 def max_live(problem: Problem) -> int:
     """Largest number of bytes live at one time: a lower bound on any packing's peak."""
-    if problem.n == 0:
-        return 0
-    return int(live_profile(problem)[1].max())
+    a = problem.arrays
+    return max_live_of(a.size, a.start, a.end)
+
+
+def maximal_live_sets(start: np.ndarray, end: np.ndarray) -> list[np.ndarray]:
+    """Index sets (sorted, int64) of the intervals live together at each maximal moment.
+
+    These are the maximal cliques of the interval graph: two intervals overlap iff both
+    are live at the later start, so the sets cover every overlapping pair. The live set
+    only grows between releases, so only a start followed by a release before the next
+    start is maximal. Ordered by time.
+
+    >>> [s.tolist() for s in maximal_live_sets(np.array([0, 1, 4]), np.array([3, 5, 6]))]
+    [[0, 1], [1, 2]]
+    """
+    if len(start) == 0:
+        return []
+    times = np.unique(start)
+    next_start = np.append(times[1:], np.iinfo(np.int64).max)
+    ends_sorted = np.sort(end)
+    released = np.searchsorted(ends_sorted, next_start, side="right") > np.searchsorted(ends_sorted, times, side="right")
+    index = OverlapIndex(start, end)
+    return [np.sort(index.query(t, t + 1)) for t in times[released].tolist()]
+
+
+def overlap_index(problem: Problem) -> "OverlapIndex":
+    """The problem's :class:`OverlapIndex`, built once per problem and shared by every user."""
+    cached = problem.__dict__.get("_overlap_index")
+    if cached is None:
+        a = problem.arrays
+        cached = OverlapIndex(a.start, a.end)
+        # Problem is frozen; like functools.cached_property, store in the instance dict.
+        problem.__dict__["_overlap_index"] = cached
+    return cached
 
 
 def neighbour_lists(start: np.ndarray, end: np.ndarray, *, max_pairs: int = 20_000_000):

@@ -1,20 +1,40 @@
-"""Hole finding and ordered greedy placement, shared by the greedy solvers, hybrids and the game.
+"""Placement primitives shared by solvers, hybrids and the game (docs/architecture.md, "The core").
+
+* orders: :func:`xla_order` (memory-space assignment) and :func:`heap_orders` (heap simulator);
+* best fit: :func:`best_fit_offset` and the ordered :func:`greedy_place`;
+* the online free-list allocator :func:`online_pack` and :func:`pack_start`, the lowest-peak
+  complete placement found before a deadline;
+* gravity: :func:`push_down`.
 
 A *hole* for a buffer is a free address range in the union of the address ranges of the
 placed buffers whose live ranges overlap it. Best fit picks the smallest hole that fits
 (lowest offset on ties), as XLA's heap simulator and memory-space assignment do.
 
+The online allocator places buffers the way a runtime allocator would: it sweeps time
+(releases before allocations at equal times), keeps the free holes in two sorted lists (by
+address, to merge on release; by size, to find the smallest hole that fits), and puts each
+new buffer in the best-fitting hole or on top. Cost O(n log n) plus list moves, about a
+second for 60,000 buffers, where best fit's neighbour scans take tens of seconds on traces
+with 10^8 interfering pairs; its peak is usually a few percent above best fit's.
+
 Example:
     >>> import numpy as np
     >>> best_fit_offset(np.array([0, 10]), np.array([4, 12]), size=3, align=1, capacity=20)
     4
+    >>> from mallocgame.model import Buffer, Problem
+    >>> p = Problem("t", (Buffer("a", 4, 0, 2), Buffer("b", 2, 1, 3), Buffer("c", 4, 2, 4)), mode="pack")
+    >>> online_pack(p).tolist()
+    [0, 4, 0]
 """
 
 from __future__ import annotations
 
+import bisect
+import time
+
 import numpy as np
 
-from mallocgame.intervals import OverlapIndex, neighbour_lists
+from mallocgame.intervals import OverlapIndex, neighbour_lists, overlap_index
 from mallocgame.model import Problem
 
 _SMALL = 48  # below this many neighbours a Python scan beats numpy's call overhead
@@ -73,12 +93,10 @@ def greedy_place(problem: Problem, order: np.ndarray, capacity: int | None, *,
     buffers already placed (kept as they are). Cost per buffer: one index query plus a
     scan of the placed buffers that overlap it in time.
     """
-    import time as _time
-
     a = problem.arrays
     csr = neighbour_lists(a.start, a.end, max_pairs=4_000_000) if index is None else None
     if csr is None:
-        index = index or OverlapIndex(a.start, a.end)
+        index = index or overlap_index(problem)
     out = np.full(problem.n, -1, np.int64) if offsets is None else offsets.copy()
     placed = out >= 0
     tops = np.where(placed, out + a.size, 0)
@@ -86,7 +104,7 @@ def greedy_place(problem: Problem, order: np.ndarray, capacity: int | None, *,
     for step, i in enumerate(order.tolist()):
         if placed[i]:
             continue
-        if deadline is not None and step % 256 == 0 and _time.monotonic() > deadline:
+        if deadline is not None and step % 256 == 0 and time.monotonic() > deadline:
             break
         if capacity is not None and size_l[i] > capacity:
             continue
@@ -99,3 +117,149 @@ def greedy_place(problem: Problem, order: np.ndarray, capacity: int | None, *,
         if off is not None:
             out[i], placed[i], tops[i] = off, True, off + size_l[i]
     return out
+
+
+def xla_order(problem: Problem, benefits: np.ndarray) -> np.ndarray:
+    """Buffer indices in XLA memory-space-assignment order, shape ``[n]``.
+
+    Memory-boundedness first: ``benefits / sqrt(size)`` descending, then size descending,
+    then live-range length descending, then id.
+    """
+    a = problem.arrays
+    ids = np.array([b.id for b in problem.buffers])
+    density = benefits / np.sqrt(a.size)
+    return np.lexsort((ids, -(a.end - a.start), -a.size, -density))
+
+
+def heap_orders(problem: Problem) -> dict[str, np.ndarray]:
+    """XLA heap-simulator orders, each of shape ``[n]``: ``spatial`` (size descending, then
+    live-range length) and ``temporal`` (live-range length descending, then size); ties by start, index."""
+    a = problem.arrays
+    length = a.end - a.start
+    ids = np.arange(problem.n)
+    return {
+        "spatial": np.lexsort((ids, a.start, -length, -a.size)),
+        "temporal": np.lexsort((ids, a.start, -a.size, -length)),
+    }
+
+
+def push_down(problem: Problem, offsets: np.ndarray, *, index: OverlapIndex | None = None,
+              deadline: float | None = None) -> np.ndarray:
+    """Gravity: every placed buffer drops to the lowest aligned address above the buffers under it.
+
+    ``offsets`` is int64 ``[n]`` (-1 = slow). Buffers are moved in increasing offset
+    order; each rests on ``align_up(max top of the already-moved buffers that overlap it
+    in time)``, which is never above its old offset, so the result is valid whenever the
+    input is, with no higher peak and the same fast set. Every resulting offset is a sum
+    of sizes rounded up to alignments, hence a multiple of their common unit. Past
+    ``deadline`` (monotonic seconds) the remaining buffers keep their offsets, which is
+    still valid: every moved buffer only went down, below the ones not yet moved.
+    """
+    a = problem.arrays
+    index = index or overlap_index(problem)
+    out = np.asarray(offsets, np.int64).copy()
+    placed = np.flatnonzero(offsets >= 0)
+    order = placed[np.lexsort((placed, offsets[placed]))]
+    done = np.zeros(problem.n, bool)
+    tops = np.zeros(problem.n, np.int64)
+    start, end, size, align = a.start.tolist(), a.end.tolist(), a.size.tolist(), a.alignment.tolist()
+    for step, i in enumerate(order.tolist()):
+        if deadline is not None and step % 256 == 0 and time.monotonic() > deadline:
+            break
+        near = index.query(start[i], end[i])
+        near = near[done[near]]
+        floor = int(tops[near].max()) if len(near) else 0
+        off = -(-floor // align[i]) * align[i]
+        out[i], done[i], tops[i] = off, True, off + size[i]
+    return out
+
+
+CANDIDATE_HOLES = 32  # holes tried (smallest first) before giving up on alignment and going on top
+
+
+def online_pack(problem: Problem) -> np.ndarray:
+    """Offsets int64 ``[n]`` of a best-fit free-list allocator run in time order (unbounded address space)."""
+    a = problem.arrays
+    n = problem.n
+    out = np.full(n, -1, np.int64)
+    if n == 0:
+        return out
+    size, align = a.size.tolist(), a.alignment.tolist()
+    # Events: releases (kind 0) before allocations (kind 1) at equal times; larger first on ties.
+    times = np.concatenate([a.end, a.start])
+    kinds = np.concatenate([np.zeros(n, np.int64), np.ones(n, np.int64)])
+    who = np.concatenate([np.arange(n), np.arange(n)])
+    order = np.lexsort((who, -np.concatenate([a.size, a.size]), kinds, times))
+    hole_lo: list[int] = []  # sorted hole starts
+    hole_hi: dict[int, int] = {}  # start -> end
+    by_size: list[tuple[int, int]] = []  # sorted (length, start)
+    top = 0  # everything at or above ``top`` is free
+
+    def remove(lo: int) -> int:
+        hi = hole_hi.pop(lo)
+        del hole_lo[bisect.bisect_left(hole_lo, lo)]
+        del by_size[bisect.bisect_left(by_size, (hi - lo, lo))]
+        return hi
+
+    def add(lo: int, hi: int) -> None:
+        nonlocal top
+        if hi <= lo:
+            return
+        if hi >= top:  # joins the free space on top
+            top = lo
+            return
+        bisect.insort(hole_lo, lo)
+        hole_hi[lo] = hi
+        bisect.insort(by_size, (hi - lo, lo))
+
+    for e in order.tolist():
+        i = int(who[e])
+        z, al = size[i], align[i]
+        if kinds[e] == 0:  # release: merge with the holes on either side
+            lo, hi = int(out[i]), int(out[i]) + z
+            k = bisect.bisect_left(hole_lo, lo)
+            if k > 0 and hole_hi[hole_lo[k - 1]] == lo:
+                lo = hole_lo[k - 1]
+                remove(lo)
+            if hi in hole_hi:
+                hi = remove(hi)
+            add(lo, hi)
+            continue
+        placed = None
+        k = bisect.bisect_left(by_size, (z, -1))
+        for length, lo in by_size[k:k + CANDIDATE_HOLES]:
+            off = -(-lo // al) * al
+            if off + z <= lo + length:
+                placed = off
+                hi = remove(lo)
+                add(lo, off)
+                add(off + z, hi)
+                break
+        if placed is None:
+            placed = -(-top // al) * al
+            old_top = top
+            top = placed + z
+            if placed > old_top:  # the alignment gap becomes a hole
+                bisect.insort(hole_lo, old_top)
+                hole_hi[old_top] = placed
+                bisect.insort(by_size, (placed - old_top, old_top))
+        out[i] = placed
+    return out
+
+
+def pack_start(problem: Problem, deadline: float, *, index: OverlapIndex | None = None) -> tuple[np.ndarray, str]:
+    """The lowest-peak complete placement found before ``deadline``: online allocator, then best fit.
+
+    Returns offsets int64 ``[n]`` and the name of the placement that won.
+    """
+    size = problem.arrays.size
+    best, name = online_pack(problem), "online"
+    best_peak = int((best + size).max()) if problem.n else 0
+    index = index or overlap_index(problem)
+    for label, order in heap_orders(problem).items():
+        if time.monotonic() >= deadline:
+            break
+        x = greedy_place(problem, order, None, index=index, deadline=deadline)
+        if (x >= 0).all() and int((x + size).max()) < best_peak:
+            best, name, best_peak = x, f"best-fit {label}", int((x + size).max())
+    return best, name

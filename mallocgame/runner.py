@@ -89,7 +89,7 @@ def score(problem: Problem, hardware, solution: Solution, *, seconds: float, bou
     pk = peak_of(problem, offsets) if len(offsets) == problem.n else 0
     est = slow = speedup = objective = gap = None
     if valid and problem.mode == "map":
-        ev = Evaluator(problem, hardware)
+        ev = Evaluator.of(problem, hardware)
         est, slow = ev.time(offsets), ev.time_all_slow
         objective = slow - est
         speedup = slow / est if est > 0 else None

@@ -22,21 +22,9 @@ from __future__ import annotations
 import numpy as np
 
 from hardware.evaluator import Evaluator
-from mallocgame.intervals import OverlapIndex, max_live
+from mallocgame.intervals import max_live, overlap_index
 from mallocgame.model import Problem
-
-
-def xla_like_order(problem: Problem, benefits: np.ndarray) -> np.ndarray:
-    """Greedy-xla's order (DESIGN.md section 5), shape ``[n]``.
-
-    benefit / sqrt(size) descending, then size descending, then live-range length
-    descending, then id. Kept here because ``search/`` imports no solver; a test checks
-    it against ``solvers.greedy_xla.xla_order``.
-    """
-    a = problem.arrays
-    ids = np.array([b.id for b in problem.buffers])
-    density = benefits / np.sqrt(a.size)
-    return np.lexsort((ids, -(a.end - a.start), -a.size, -density))
+from mallocgame.placement import xla_order
 
 
 def buffer_order(problem: Problem, benefits: np.ndarray, kind: str) -> np.ndarray:
@@ -50,7 +38,7 @@ def buffer_order(problem: Problem, benefits: np.ndarray, kind: str) -> np.ndarra
     if kind == "start":
         return np.lexsort((idx, -a.size, a.start))
     if kind == "xla":
-        return xla_like_order(problem, benefits)
+        return xla_order(problem, benefits)
     if kind == "size":
         return np.lexsort((idx, a.start, -a.size))
     raise ValueError(f"unknown buffer order {kind!r} (known: start, xla, size)")
@@ -81,7 +69,7 @@ class GameData:
         self.scale = float(self.capacity if self.capacity is not None else max(live, 1))
         self.t0 = int(a.start.min()) if self.n else 0
         self.horizon = float(max(int(a.end.max()) - self.t0, 1)) if self.n else 1.0
-        self.index = OverlapIndex(a.start, a.end)
+        self.index = overlap_index(problem)
         self.start_order = np.lexsort((np.arange(self.n), a.start))  # buffers by start, [n]
         self.sorted_starts = a.start[self.start_order]
         self.total_bytes = float(max(int(a.size.sum()), 1))
@@ -89,7 +77,7 @@ class GameData:
         self.skyline = None  # the address variant's compressed time and ranks, built on first use
         self.is_weight = np.array([b.kind == "weight" for b in problem.buffers], np.float64)
 
-        ev = Evaluator(problem, hardware)
+        ev = Evaluator.of(problem, hardware)
         self.evaluator = ev
         self.benefit = ev.benefits if self.n else np.zeros(0)
         self.time_all_slow = float(ev.time_all_slow) if self.n else 0.0

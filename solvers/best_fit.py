@@ -10,24 +10,11 @@ from __future__ import annotations
 
 import time
 
-import numpy as np
-
 from hardware.evaluator import Evaluator
-from mallocgame.intervals import OverlapIndex
-from mallocgame.model import Problem, Solution, Status, offsets_tuple
-from mallocgame.placement import greedy_place
+from mallocgame.intervals import overlap_index
+from mallocgame.model import Solution, Status, offsets_tuple
+from mallocgame.placement import greedy_place, heap_orders
 from mallocgame.protocol import Solver
-
-
-def heap_orders(problem: Problem) -> dict[str, np.ndarray]:
-    """The two heap-simulator orders, each of shape ``[n]``."""
-    a = problem.arrays
-    length = a.end - a.start
-    ids = np.arange(problem.n)
-    return {
-        "spatial": np.lexsort((ids, a.start, -length, -a.size)),
-        "temporal": np.lexsort((ids, a.start, -a.size, -length)),
-    }
 
 
 class BestFit(Solver):
@@ -37,9 +24,9 @@ class BestFit(Solver):
     def solve(self, problem, hardware, *, time_limit, seed, hint=None):
         t0 = time.monotonic()
         a = problem.arrays
-        index = OverlapIndex(a.start, a.end)
+        index = overlap_index(problem)
         pack = problem.mode == "pack"
-        evaluator = None if pack else Evaluator(problem, hardware)
+        evaluator = None if pack else Evaluator.of(problem, hardware)
         best, best_key, best_name = None, None, None
         history = []
         for name, order in heap_orders(problem).items():

@@ -11,20 +11,10 @@ from __future__ import annotations
 
 import time
 
-import numpy as np
-
 from hardware.evaluator import Evaluator
-from mallocgame.model import Problem, Solution, Status, offsets_tuple
-from mallocgame.placement import greedy_place
+from mallocgame.model import Solution, Status, offsets_tuple
+from mallocgame.placement import greedy_place, xla_order
 from mallocgame.protocol import Solver
-
-
-def xla_order(problem: Problem, benefits: np.ndarray) -> np.ndarray:
-    """Buffer indices in greedy-xla order, shape ``[n]``."""
-    a = problem.arrays
-    ids = np.array([b.id for b in problem.buffers])
-    density = benefits / np.sqrt(a.size)
-    return np.lexsort((ids, -(a.end - a.start), -a.size, -density))
 
 
 class GreedyXLA(Solver):
@@ -33,7 +23,7 @@ class GreedyXLA(Solver):
 
     def solve(self, problem, hardware, *, time_limit, seed, hint=None):
         t0 = time.monotonic()
-        benefits = Evaluator(problem, hardware).benefits
+        benefits = Evaluator.of(problem, hardware).benefits
         order = xla_order(problem, benefits)
         capacity = problem.capacity if problem.mode == "map" else None
         out = greedy_place(problem, order, capacity)

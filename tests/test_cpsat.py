@@ -15,8 +15,9 @@ from hybrid.warm_start import solve_with_warm_start
 from mallocgame.inputs.generate import layered_network, packed_instance, random_intervals
 from mallocgame.io import load_problem, problem_csv_text
 from mallocgame.model import Buffer, Op, Operand, Problem, Solution, Status, offsets_array
+from mallocgame.placement import push_down
 from mallocgame.runner import run_solver
-from solvers.cpsat.model import grid_unit, push_down
+from solvers.cpsat.model import grid_unit
 from solvers.cpsat.solver import CpSat
 from tests.conftest import BENCHMARKS, DATA, needs_benchmarks, run_cli
 
@@ -234,7 +235,7 @@ def test_hint_offsets_off_the_grid_still_warm_start():
 
 def test_online_allocator_is_valid_with_alignments_and_push_down_stops_at_its_deadline():
     from mallocgame.intervals import max_live
-    from solvers.cpsat.fallback import online_pack
+    from mallocgame.placement import online_pack
 
     rng = np.random.default_rng(0)
     base = random_intervals(300, seed=4)

@@ -7,8 +7,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mallocgame.graph import interference_graph
 from mallocgame.inputs.generate import random_intervals
-from mallocgame.intervals import OverlapIndex, components, count_overlapping_pairs, interference_graph, live_profile, max_live
+from mallocgame.intervals import OverlapIndex, components, count_overlapping_pairs, live_profile, max_live
 from mallocgame.model import Buffer, Problem
 from tests.conftest import BENCHMARKS, needs_benchmarks
 

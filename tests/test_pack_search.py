@@ -12,8 +12,10 @@ import itertools
 import numpy as np
 import pytest
 
+from mallocgame.intervals import component_runs as components
+from mallocgame.intervals import max_live_of as max_live
 from mallocgame.model import Buffer, Problem, Solution, Status
-from solvers.pack_search.search import components, max_live, pack
+from solvers.pack_search.search import pack
 from solvers.pack_search.solver import PackSearch
 
 # ----------------------------------------------------------------------------- helpers

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from mallocgame.importers._common import ImportSummary, WorkloadBuilder, live_profile, max_live_bytes, summarize
+from mallocgame.importers._common import ImportSummary, WorkloadBuilder, summarize
 from mallocgame.model import InputError, Problem
 
 
@@ -62,12 +62,5 @@ def import_workload(kind: str, *args: Any, **options: Any) -> Problem:
     return fn(*args, **options)
 
 
-def __getattr__(name: str):  # lazy: the CLI group pulls in click only when asked for
-    if name == "import_group":
-        from mallocgame.cli.importers import import_group
-        return import_group
-    raise AttributeError(name)
-
-
-__all__ = ["IMPORTERS", "ImportSummary", "WorkloadBuilder", "import_group", "import_hlo", "import_matmul",
-           "import_torch", "import_workload", "live_profile", "max_live_bytes", "summarize"]
+__all__ = ["IMPORTERS", "ImportSummary", "WorkloadBuilder", "import_hlo", "import_matmul",
+           "import_torch", "import_workload", "summarize"]

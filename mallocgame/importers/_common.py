@@ -22,8 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
-import numpy as np
-
+from mallocgame.intervals import max_live
 from mallocgame.model import BUFFER_KINDS, Buffer, InputError, Op, Operand, Problem
 
 
@@ -161,29 +160,13 @@ class ImportSummary:
                 f"max_live_bytes={self.max_live_bytes}")
 
 
-def live_profile(problem: Problem) -> np.ndarray:
-    """Bytes live at each time step ``t`` (sum of sizes of buffers with ``start <= t < end``)."""
-    a = problem.arrays
-    horizon = int(max(a.end.max(initial=0), len(problem.ops)))
-    delta = np.zeros(horizon + 1, np.int64)
-    np.add.at(delta, a.start, a.size)
-    np.add.at(delta, a.end, -a.size)
-    return np.cumsum(delta)[:horizon]
-
-
-def max_live_bytes(problem: Problem) -> int:
-    """Max over time of the sum of sizes of live buffers (0 for an empty problem)."""
-    prof = live_profile(problem)
-    return int(prof.max()) if prof.size else 0
-
-
 def summarize(problem: Problem) -> ImportSummary:
     """Ops, buffers, total FLOPs and max live bytes of an imported workload."""
     return ImportSummary(
         ops=len(problem.ops),
         buffers=problem.n,
         flops=float(sum(op.flops for op in problem.ops)),
-        max_live_bytes=max_live_bytes(problem),
+        max_live_bytes=max_live(problem),
     )
 
 

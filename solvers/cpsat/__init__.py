@@ -1,1 +1,1 @@
-"""CP-SAT solver package: the model (:mod:`.model`), its deadline-safe starts (:mod:`.fallback`) and the solver (:mod:`.solver`)."""
+"""CP-SAT solver package: the model (:mod:`.model`), deadline-safe starts (:mod:`.fallback`), the solver (:mod:`.solver`)."""

@@ -14,7 +14,7 @@ fixed). The model, in the OR-Tools samples' order:
   ``[start, end)`` and an address interval ``[offset, offset + size)``;
 * constraints: live ranges are fixed, so two buffers conflict exactly when both are live
   at the later start; hence one 1-D ``AddNoOverlap`` over the address intervals of each
-  maximal moment (:func:`maximal_cliques`), plus, in map mode, that moment's knapsack
+  maximal moment (:func:`mallocgame.intervals.maximal_live_sets`), plus, in map mode, that moment's knapsack
   row (the no-fragmentation relaxation of :mod:`mallocgame.bounds`, which gives CP-SAT's LP
   its tight bound). Pack models also keep ``AddNoOverlap2D`` over (time, address) and a
   redundant cumulative (the max-live cut) with the capacity or the peak on top
@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from mallocgame.intervals import OverlapIndex
+from mallocgame.intervals import maximal_live_sets
 from mallocgame.model import Problem, Status
 
 OBJECTIVE_UNITS = 2**30
@@ -84,37 +84,6 @@ def grid_unit(sizes: np.ndarray, alignments: np.ndarray, *addresses: Any) -> int
         if not len(bad):
             return unit
         unit = math.gcd(unit, int(np.gcd.reduce(bad)))
-
-
-def push_down(problem: Problem, offsets: np.ndarray, *, index: OverlapIndex | None = None,
-              deadline: float | None = None) -> np.ndarray:
-    """Gravity: every placed buffer drops to the lowest aligned address above the buffers under it.
-
-    ``offsets`` is int64 ``[n]`` (-1 = slow). Buffers are moved in increasing offset
-    order; each rests on ``align_up(max top of the already-moved buffers that overlap it
-    in time)``, which is never above its old offset, so the result is valid whenever the
-    input is, with no higher peak and the same fast set. Every resulting offset is a sum
-    of sizes rounded up to alignments, hence a multiple of their common unit. Past
-    ``deadline`` (monotonic seconds) the remaining buffers keep their offsets, which is
-    still valid: every moved buffer only went down, below the ones not yet moved.
-    """
-    a = problem.arrays
-    index = index or OverlapIndex(a.start, a.end)
-    out = np.asarray(offsets, np.int64).copy()
-    placed = np.flatnonzero(offsets >= 0)
-    order = placed[np.lexsort((placed, offsets[placed]))]
-    done = np.zeros(problem.n, bool)
-    tops = np.zeros(problem.n, np.int64)
-    start, end, size, align = a.start.tolist(), a.end.tolist(), a.size.tolist(), a.alignment.tolist()
-    for step, i in enumerate(order.tolist()):
-        if deadline is not None and step % 256 == 0 and time.monotonic() > deadline:
-            break
-        near = index.query(start[i], end[i])
-        near = near[done[near]]
-        floor = int(tops[near].max()) if len(near) else 0
-        off = -(-floor // align[i]) * align[i]
-        out[i], done[i], tops[i] = off, True, off + size[i]
-    return out
 
 
 # ---------------------------------------------------------------- value terms
@@ -297,22 +266,6 @@ def pack_branching_order(start: np.ndarray, end: np.ndarray, size: np.ndarray, n
     return np.lexsort(keys)
 
 
-def maximal_cliques(start: np.ndarray, end: np.ndarray) -> list[np.ndarray]:
-    """Index sets of the intervals live together at each maximal moment (interval-graph maximal cliques).
-
-    Two intervals overlap iff both are live at the later start, so these sets cover every
-    overlapping pair. Only a start followed by a release before the next start is maximal.
-    """
-    if len(start) == 0:
-        return []
-    times = np.unique(start)
-    next_start = np.append(times[1:], np.iinfo(np.int64).max)
-    ends_sorted = np.sort(end)
-    released = np.searchsorted(ends_sorted, next_start, side="right") > np.searchsorted(ends_sorted, times, side="right")
-    index = OverlapIndex(start, end)
-    return [index.query(t, t + 1) for t in times[released].tolist()]
-
-
 # Measured here (see experiments/README-cpsat.md): the clique form alone proves map-mode
 # windows several times faster; pack models gain from keeping NoOverlap2D beside it.
 FORMULATION = {"value": "cliques", "feasible": "both", "peak": "both"}
@@ -416,7 +369,7 @@ def solve_part(problem: Problem, part: Part, limits: Limits, *, t0: float | None
         model.add_no_overlap_2d(x_iv, y_iv)
     if formulation in ("cliques", "both"):
         n_free_items = len(item_free)
-        for row in maximal_cliques(item_start, item_end):
+        for row in maximal_live_sets(item_start, item_end):
             members = row.tolist()
             if len(members) < 2 or min(members) >= n_free_items:
                 continue

@@ -33,12 +33,11 @@ import time
 import numpy as np
 
 from hardware.evaluator import Evaluator
-from mallocgame.intervals import OverlapIndex, components, count_overlapping_pairs, live_profile
+from mallocgame.intervals import components, count_overlapping_pairs, live_profile, overlap_index
 from mallocgame.model import Problem, Solution, Status, offsets_array, offsets_tuple
-from mallocgame.placement import greedy_place
+from mallocgame.placement import greedy_place, pack_start, push_down, xla_order
 from mallocgame.protocol import Solver
-from solvers.cpsat.fallback import pack_start
-from solvers.cpsat.model import PACK_ORDERS, SMALL_MODEL, Limits, Part, PartResult, push_down, solve_part, value_terms
+from solvers.cpsat.model import PACK_ORDERS, SMALL_MODEL, Limits, Part, PartResult, solve_part, value_terms
 
 MAX_MODEL_BUFFERS = 20_000
 MAX_MODEL_PAIRS = 2_000_000
@@ -86,12 +85,11 @@ class Fallbacks:
         self.problem, self.evaluator, self.deadline = problem, evaluator, deadline
         self._map = None
         self._pack = None
-        self.index = OverlapIndex(problem.arrays.start, problem.arrays.end)
+        self.index = overlap_index(problem)
 
     def map_offsets(self) -> np.ndarray:
         """greedy-xla's placement, int64 ``[n]``; buffers not reached by the deadline stay slow."""
         if self._map is None:
-            from solvers.greedy_xla import xla_order
 
             order = xla_order(self.problem, self.evaluator.benefits)
             self._map = greedy_place(self.problem, order, self.problem.capacity, index=self.index,
@@ -117,7 +115,7 @@ class CpSat(Solver):
         deadline = t0 + max(time_limit - SAFETY - 2e-5 * n, time_limit * 0.5)
         pack = problem.mode == "pack"
         goal = ("peak" if (minimize_peak or problem.capacity is None) else "feasible") if pack else "value"
-        evaluator = None if pack else Evaluator(problem, hardware)
+        evaluator = None if pack else Evaluator.of(problem, hardware)
         fallbacks = Fallbacks(problem, evaluator, deadline)
         a = problem.arrays
         hint_offsets = None

@@ -85,7 +85,9 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["PackResult", "pack", "max_live", "components", "check_packing"]
+from mallocgame.intervals import component_runs, max_live_of, maximal_live_sets
+
+__all__ = ["PackResult", "pack", "check_packing"]
 
 _INF = 1 << 40          # "no min offset" marker (placed buffers)
 _EXCL = 1 << 42         # added to ``eff`` of a buffer excluded from its current min offset
@@ -122,35 +124,6 @@ class _Abort(Exception):
 
 
 # ----------------------------------------------------------------------------- helpers
-
-def max_live(size: np.ndarray, start: np.ndarray, end: np.ndarray) -> int:
-    """Max over time of the summed sizes of live buffers (a lower bound on the peak).
-
-    Shapes: ``size``, ``start``, ``end`` int ``[n]``; ranges are half-open.
-    """
-    if len(size) == 0:
-        return 0
-    t = np.concatenate([start, end])
-    d = np.concatenate([size, -size])
-    order = np.lexsort((d, t))  # at equal times, ends (negative) before starts
-    return int(max(0, np.cumsum(d[order]).max()))
-
-
-def components(start: np.ndarray, end: np.ndarray) -> list[np.ndarray]:
-    """Connected components of the interval graph, as index arrays (sorted by start).
-
-    Components are the maximal runs of overlapping intervals after sorting by start:
-    a new one begins where a start is ``>=`` every end seen so far (half-open ranges).
-    """
-    n = len(start)
-    if n == 0:
-        return []
-    order = np.lexsort((end, start))
-    s, e = start[order], end[order]
-    run_end = np.maximum.accumulate(e)
-    breaks = np.flatnonzero(s[1:] >= run_end[:-1]) + 1
-    return np.split(order, breaks)
-
 
 def check_packing(size, start, end, offsets, capacity=None, alignment=None) -> str | None:
     """Independent check of a complete packing; ``None`` if valid, else the first problem.
@@ -538,24 +511,6 @@ class _Searcher:
 
 # ----------------------------------------------------------------------------- CP-SAT engine
 
-def _maximal_cliques(sl: np.ndarray, sh: np.ndarray) -> list[np.ndarray]:
-    """Maximal cliques of an interval graph given section ranges ``[sl, sh)``: the live
-    set of a section is a maximal clique when the next section loses a buffer before
-    gaining one. Returns index arrays."""
-    S = int(sh.max())
-    starts = np.bincount(sl, minlength=S + 1)
-    ends = np.bincount(sh, minlength=S + 1)
-    out = []
-    order = np.argsort(sl, kind="stable")
-    for s in range(S):
-        # section s is maximal if some buffer ends right after it (or it is the last)
-        # and the section is entered by a start (else it is a subset of section s-1)
-        if starts[s] > 0 and (s == S - 1 or ends[s + 1] > 0):
-            live = order[(sl[order] <= s) & (sh[order] > s)]
-            out.append(live)
-    return out
-
-
 class _CpSatRun:
     """CP-SAT on one component for a fixed capacity (scaled units), in a thread.
 
@@ -593,7 +548,7 @@ class _CpSatRun:
                 ivs.append(m.NewFixedSizeIntervalVar(a * y, comp.size_l[k], f"i{k}"))
                 if hint is not None and hint[k] >= 0 and hint[k] % a == 0 and hint[k] // a <= hi:
                     m.AddHint(y, int(hint[k] // a))
-            for cl in _maximal_cliques(comp.sl, comp.sh):
+            for cl in maximal_live_sets(comp.sl, comp.sh):
                 if self.cancel.is_set():
                     return
                 if len(cl) > 1:
@@ -886,7 +841,7 @@ def pack(size, start, end, *, capacity: int | None = None, alignment=None,
         raise ValueError("alignment must be positive, one per buffer")
     stats = _Stats()
     history: list[tuple[float, int]] = []
-    lb_total = max_live(size, start, end)
+    lb_total = max_live_of(size, start, end)
     off = np.full(n, -1, np.int64)
 
     def result(status: str, offsets: np.ndarray, lower: int) -> PackResult:
@@ -913,7 +868,7 @@ def pack(size, start, end, *, capacity: int | None = None, alignment=None,
 
     # components, each in divided units (gcd of sizes and capacity; exact with alignments)
     comps = []          # (idx, g, _Component or None for the first-fit fallback, local hint)
-    for idx in components(start, end):
+    for idx in component_runs(start, end):
         sz, st_, en = size[idx], start[idx], end[idx]
         a = al[idx]
         S = len(np.unique(np.concatenate([st_, en]))) - 1
@@ -975,7 +930,7 @@ def pack(size, start, end, *, capacity: int | None = None, alignment=None,
         if hint_valid and int((hint_arr[idx] + size[idx]).max()) < int((off[idx] + size[idx]).max()):
             off[idx] = hint_arr[idx]
         best.append(int((off[idx] + size[idx]).max()))
-        lbs.append(max_live(size[idx], start[idx], end[idx]))
+        lbs.append(max_live_of(size[idx], start[idx], end[idx]))
     history.append((round(time.perf_counter() - t0, 4), int((off + size).max())))
     global_lb = max(lbs)
     for k in sorted(range(len(comps)), key=lambda k: -best[k]):
