@@ -1,0 +1,47 @@
+"""mallocgame: decide where the buffers of a compiled ML program live, so that it runs fast.
+
+The public API (docs/architecture.md, "The doors")::
+
+    import mallocgame
+    problem = mallocgame.load_problem("example:layered150")          # or a CSV / JSON workload
+    result = mallocgame.solve(problem, "greedy-xla", time_limit=5)   # validated and scored
+    verdict = mallocgame.validate(problem, result.solution)          # truthy when valid
+    rows = mallocgame.compare(["quick"], ["greedy-xla", "cpsat"], time_limit=2)
+    names = [s.name for s in mallocgame.solvers()]
+
+Names are loaded on first use, so ``import mallocgame.model`` stays cheap and free of cycles.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+_PUBLIC = {
+    "load_problem": "mallocgame.api", "solve": "mallocgame.api", "validate": "mallocgame.api",
+    "compare": "mallocgame.api", "solvers": "mallocgame.api", "Result": "mallocgame.api",
+    "Verdict": "mallocgame.api", "SolverInfo": "mallocgame.api",
+    "Problem": "mallocgame.model", "Buffer": "mallocgame.model", "Op": "mallocgame.model",
+    "Operand": "mallocgame.model", "Solution": "mallocgame.model", "Status": "mallocgame.model",
+    "InputError": "mallocgame.model", "Solver": "mallocgame.protocol",
+}
+__all__ = sorted(_PUBLIC)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from mallocgame.api import Result, SolverInfo, Verdict, compare, load_problem, solve, solvers, validate  # noqa: F401
+    from mallocgame.model import Buffer, InputError, Op, Operand, Problem, Solution, Status  # noqa: F401
+    from mallocgame.protocol import Solver  # noqa: F401
+
+
+def __getattr__(name: str) -> Any:
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module 'mallocgame' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_PUBLIC))

@@ -40,3 +40,28 @@ def accepted_options(solver: Any, options: dict[str, Any]) -> dict[str, Any]:
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
         return dict(options)
     return {k: v for k, v in options.items() if k in params}
+
+
+STANDARD_PARAMETERS = frozenset({"self", "problem", "hardware", "time_limit", "seed", "hint"})
+
+
+def solver_options(solver: Any) -> tuple[str, ...] | None:
+    """The extra keyword options ``solver.solve`` names, sorted; ``None`` when it takes ``**options``."""
+    params = inspect.signature(solver.solve).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return None
+    return tuple(sorted(n for n, p in params.items()
+                        if n not in STANDARD_PARAMETERS and p.kind is not inspect.Parameter.VAR_POSITIONAL))
+
+
+def unknown_options(solver: Any, options: dict[str, Any]) -> str | None:
+    """One line naming the options of ``options`` that ``solver`` does not take, else ``None``."""
+    known = solver_options(solver)
+    if known is None:
+        return None
+    bad = sorted(k for k in options if k not in known)
+    if not bad:
+        return None
+    name = getattr(solver, "name", "") or type(solver).__name__
+    takes = ", ".join(known) if known else "none"
+    return f"solver {name!r} takes no option {', '.join(map(repr, bad))} (its options: {takes})"

@@ -84,3 +84,28 @@ def load_solver(name: str) -> Any:
     if not callable(getattr(solver, "solve", None)):
         raise SolverLoadError(f"solver {name!r} from {entry.distribution} ({entry.target}) has no solve() method")
     return solver
+
+
+def solver_modes(entry: SolverEntry) -> tuple[str, ...]:
+    """The modes a solver supports, read from its class's ``modes = frozenset({...})`` in source
+    (so listing imports nothing); imports the solver only when the source does not say."""
+    attr = entry.target.partition(":")[2].split(".")[-1]
+    try:
+        spec = importlib.util.find_spec(entry.module)
+        if spec is not None and spec.origin and spec.origin.endswith(".py"):
+            with open(spec.origin, encoding="utf-8") as fh:
+                tree = ast.parse(fh.read())
+            for node in tree.body:
+                if isinstance(node, ast.ClassDef) and node.name == attr:
+                    for stmt in node.body:
+                        if isinstance(stmt, ast.Assign) and any(getattr(t, "id", None) == "modes" for t in stmt.targets):
+                            value = stmt.value
+                            if isinstance(value, ast.Call) and value.args:  # frozenset({...})
+                                value = value.args[0]
+                            return tuple(sorted(ast.literal_eval(value)))
+    except (ImportError, ValueError, OSError, SyntaxError):
+        pass
+    try:
+        return tuple(sorted(getattr(load_solver(entry.name), "modes", ("map", "pack"))))
+    except SolverLoadError:
+        return ()

@@ -1,0 +1,184 @@
+"""The Python API: load a problem, solve it, validate an answer, compare solvers, list them.
+
+The same paths the command line takes (docs/architecture.md, "The doors"): every answer is
+validated and scored by the runner; problems are prepared by :func:`mallocgame.inputs.load.prepare`.
+
+Example:
+    >>> import mallocgame
+    >>> problem = mallocgame.load_problem("example:layered150")
+    >>> result = mallocgame.solve(problem, "greedy-xla", time_limit=5)
+    >>> result.status, result.solution.placed, bool(mallocgame.validate(problem, result.solution))
+    ('FEASIBLE', 113, True)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from mallocgame.inputs.load import load_problem, prepare
+from mallocgame.model import InputError, Problem, Solution, Status
+
+__all__ = ["Result", "SolverInfo", "Verdict", "compare", "load_problem", "solve", "solvers", "validate"]
+
+
+@dataclass(frozen=True)
+class Result:
+    """A validated, scored answer of :func:`solve`.
+
+    ``objective`` is the time saved against all-slow (map mode) or the peak address (pack
+    mode); ``bound`` the relaxation's upper bound on the saving (map) or the max-live lower
+    bound on the peak (pack); ``gap`` their relative distance. ``solution`` is ``None``
+    when the solver found no valid answer. ``report`` holds everything else (speed-up,
+    estimated time, history, statistics).
+    """
+
+    solver: str
+    status: str
+    valid: bool
+    solution: Solution | None
+    objective: float | None
+    bound: float | None
+    gap: float | None
+    seconds: float
+    report: Any = field(repr=False, default=None)  # mallocgame.runner.Report
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What :func:`validate` says: truthy when valid, else ``violation`` is the first violation."""
+
+    valid: bool
+    violation: str | None
+    placed: int = 0
+    peak: int = 0
+    value: float | None = None
+    estimated_time: float | None = None
+
+    def __bool__(self) -> bool:
+        return self.valid
+
+    def __str__(self) -> str:
+        return "ok" if self.valid else f"invalid: {self.violation}"
+
+
+@dataclass(frozen=True)
+class SolverInfo:
+    name: str
+    description: str
+    modes: tuple[str, ...]
+    distribution: str
+
+
+def _hardware(problem: Problem):
+    from hardware.spec import PRESETS
+
+    if problem.hardware is not None:
+        return problem.hardware
+    return PRESETS["tpuv4i"] if problem.has_ops else PRESETS["unit"]
+
+
+def _ready(problem: Problem | str | Path) -> Problem:
+    """A loaded problem as it is, or a path / ``example:`` name loaded with defaults."""
+    if isinstance(problem, Problem):
+        return problem if problem.hardware is not None else prepare(problem, mode=problem.mode,
+                                                                    capacity=problem.capacity)[0]
+    return load_problem(problem)
+
+
+def _offsets(problem: Problem, solution) -> tuple[int | None, ...]:
+    from mallocgame.io import read_solution_csv
+
+    if isinstance(solution, Solution):
+        return tuple(solution.offsets)
+    if isinstance(solution, (str, Path)):
+        return tuple(read_solution_csv(str(solution), problem))
+    if isinstance(solution, Mapping):  # {buffer id: offset or None}
+        unknown = next((k for k in solution if k not in problem.index), None)
+        if unknown is not None:
+            raise InputError(f"solution: unknown buffer {unknown!r}")
+        return tuple(solution.get(b.id) for b in problem.buffers)
+    return tuple(None if o is None or (isinstance(o, (int, float)) and o < 0) else int(o) for o in solution)
+
+
+def validate(problem: Problem | str, solution) -> Verdict:
+    """Check ``solution`` (a :class:`Solution`, offsets, ``{id: offset}`` or a solution CSV path)."""
+    from hardware.evaluator import Evaluator
+    from hardware.validator import peak
+    from hardware.validator import validate as check
+
+    problem = _ready(problem)
+    if solution is None:
+        return Verdict(False, "no solution")
+    offsets = _offsets(problem, solution)
+    violation = check(problem, offsets)
+    if violation:
+        return Verdict(False, violation)
+    placed = sum(o is not None for o in offsets)
+    value = est = None
+    if problem.mode == "map":
+        ev = Evaluator.of(problem, _hardware(problem))
+        value, est = ev.value(offsets), ev.time(offsets)
+    return Verdict(True, None, placed, peak(problem, offsets), value, est)
+
+
+def solve(problem: Problem | str, solver: str = "greedy-xla", *, time_limit: float = 10, seed: int = 0,
+          hint=None, warm_start: str | None = None, **options: Any) -> Result:
+    """Solve ``problem`` with the registered ``solver``; the answer is validated and scored.
+
+    ``hint`` is a valid answer to start from (any form :func:`validate` takes); the result
+    is never worse than it. ``warm_start`` names a solver run first whose answer becomes the
+    hint. ``options`` are the solver's own (``workers``, ``simulations``, ...): one it does
+    not take raises :class:`~mallocgame.model.InputError` naming the ones it does.
+    """
+    from hybrid.warm_start import solve_with_warm_start
+    from mallocgame.protocol import unknown_options
+    from mallocgame.registry import load_solver
+
+    problem = _ready(problem)
+    if not (isinstance(time_limit, (int, float)) and math.isfinite(time_limit) and time_limit > 0):
+        raise InputError(f"time_limit: must be a positive number of seconds, got {time_limit!r}")
+    error = unknown_options(load_solver(solver), options)
+    if error:
+        raise InputError(error)
+    hint_solution = None
+    if hint is not None:
+        verdict = validate(problem, hint)
+        if not verdict:
+            raise InputError(f"hint is not a valid solution of {problem.name}: {verdict.violation}")
+        hint_solution = Solution(offsets=_offsets(problem, hint), status=Status.FEASIBLE, mode=problem.mode,
+                                 solver="hint")
+    report = solve_with_warm_start(solver, problem, _hardware(problem), time_limit=time_limit, seed=seed,
+                                   hint=hint_solution, warm_start=warm_start, options=options)
+    solution = (Solution(offsets=report.offsets, status=Status(report.status), mode=problem.mode,
+                         objective=report.objective, bound=report.bound, wall_time=report.seconds,
+                         history=tuple(report.history), stats=report.stats, solver=solver)
+                if report.valid else None)
+    return Result(solver=solver, status=report.status, valid=report.valid, solution=solution,
+                  objective=report.objective, bound=report.bound, gap=report.gap, seconds=report.seconds,
+                  report=report)
+
+
+def compare(inputs: str | Sequence[str], solvers: str | Sequence[str], **settings: Any) -> list[dict[str, Any]]:
+    """Every solver on every input (suite names, ``SUITE:ENTRY``, ``example:NAME`` or files).
+
+    ``settings`` are those of ``mallocgame compare``: ``time_limit``, ``seed``, ``jobs``,
+    ``hardware``, ``capacity``, ``capacity_fraction``, ``mode``, ``solver_options``,
+    ``benchmarks``. Returns one dict per (input, solver) with the CSV columns (``input``,
+    ``solver``, ``status``, ``valid``, ``value``, ``bound``, ``gap``, ``speedup_vs_greedy``, ...).
+    """
+    from mallocgame.compare import run_comparison
+
+    inputs = [inputs] if isinstance(inputs, str) else list(inputs)
+    solvers = solvers.split(",") if isinstance(solvers, str) else list(solvers)
+    return run_comparison(inputs, solvers, **settings).records()
+
+
+def solvers() -> list[SolverInfo]:
+    """Every registered solver, plugins included, without importing any of them."""
+    from mallocgame.registry import describe, solver_entries, solver_modes
+
+    return [SolverInfo(name, describe(entry), solver_modes(entry), entry.distribution)
+            for name, entry in solver_entries().items()]
