@@ -2,32 +2,25 @@
 
 For every instance and solver (default: best-fit, cpsat, portfolio) one run through
 :func:`mallocgame.runner.run_solver`, which validates and scores the answer. Prints a markdown
-table and writes it, with the exact command, to
-``experiments/results/cpsat_pack_minimalloc.md``.
+table and writes it, with the exact command, to ``--out`` (default
+``experiments/results/cpsat_pack_minimalloc.md``).
 
 Usage (from the project root):
     nice python experiments/bench_cpsat_pack.py [--time-limit 60] [--solvers best-fit,cpsat,portfolio]
-        [--only A,B] [--seed 0] [--no-write]
+        [--only A,B] [--seed 0] [--benchmarks DIR] [--out PATH] [--no-write]
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import shlex
-import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from _common import benchmarks_dir, write_results
 
-from mallocgame.bounds import pack_lower_bound  # noqa: E402
-from mallocgame.inputs.load import prepare  # noqa: E402
-from mallocgame.io import load_problem  # noqa: E402
-from mallocgame.runner import run_solver  # noqa: E402
+from mallocgame.inputs.load import prepare
+from mallocgame.io import load_problem
+from mallocgame.runner import problem_bound, run_solver
 
-BENCH = Path(os.environ.get("MALLOCGAME_BENCHMARKS", ROOT.parent / "shared" / "benchmarks")) / "minimalloc"
 LETTERS = "ABCDEFGHIJK"
 
 
@@ -37,8 +30,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--solvers", default="best-fit,cpsat,portfolio")
     ap.add_argument("--only", default="", help="comma-separated letters")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--benchmarks", default=None, metavar="DIR",
+                    help="shared benchmark folder (default: $MALLOCGAME_BENCHMARKS, then ../shared/benchmarks)")
+    ap.add_argument("--out", default="cpsat_pack_minimalloc.md", help="results file (a bare name: under experiments/results/)")
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args(argv)
+    bench = benchmarks_dir("minimalloc", explicit=args.benchmarks)
     solvers = [s for s in args.solvers.split(",") if s]
     letters = [x for x in LETTERS if not args.only or x in args.only.split(",")]
     header = "| instance | buffers | live LB | " + " | ".join(f"{s} status | {s} s | {s} peak" for s in solvers) + " |"
@@ -47,9 +44,9 @@ def main(argv: list[str] | None = None) -> int:
     print(rule)
     rows, solved = [], {s: 0 for s in solvers}
     for letter in letters:
-        problem, hw = prepare(load_problem(str(BENCH / f"{letter}.1048576.csv")), mode="pack", capacity=None,
+        problem, hw = prepare(load_problem(str(bench / f"{letter}.1048576.csv")), mode="pack", capacity=None,
                               hardware=None)
-        bound = pack_lower_bound(problem)
+        bound = problem_bound(problem, hw)  # pack mode: the max-live lower bound
         cells = [letter, str(problem.n), str(int(bound.value))]
         for name in solvers:
             t = time.monotonic()
@@ -69,18 +66,13 @@ def main(argv: list[str] | None = None) -> int:
     summary = ", ".join(f"{s}: {solved[s]}/{len(letters)} within capacity" for s in solvers)
     print(summary)
     if not args.no_write:
-        cmd = "nice python " + " ".join(shlex.quote(x) for x in
-                                        [os.path.relpath(__file__, ROOT)] + (argv if argv is not None else sys.argv[1:]))
-        out = ROOT / "experiments" / "results" / "cpsat_pack_minimalloc.md"
-        out.write_text(
+        write_results(args.out, (
             "# Pack mode on MiniMalloc's challenging instances (capacity 1048576)\n\n"
-            f"Command (from the project root): `{cmd}`\n\n"
             f"Time limit {args.time_limit:g} s per solver and instance, seed {args.seed}, default options "
             "(cpsat: 1 CP-SAT worker; portfolio: 2 processes, members pack-search and cpsat). Machine: 2 cores "
             "shared with other jobs, so seconds are wall-clock under load. `status` is the validated status; "
             "`(no fit)` marks an answer over the capacity or none.\n\n"
-            + header + "\n" + rule + "\n" + "\n".join(rows) + "\n\n" + summary + "\n")
-        print(f"wrote {out}")
+            + header + "\n" + rule + "\n" + "\n".join(rows) + "\n\n" + summary + "\n"), argv=argv)
     return 0
 
 

@@ -4,13 +4,15 @@ Each measurement runs in its own process, so the reported peak memory (max RSS) 
 loading the input and running one task. Records wall time of the task, the whole process's
 peak RSS, and for `best-fit` the peak address against the max-live lower bound.
 
-    python experiments/bench_foundation.py [--out experiments/results/foundation_bench.md]
+    python experiments/bench_foundation.py [--benchmarks DIR] [--out experiments/results/foundation_bench.md]
+
+The real traces come from the shared benchmark folder (``--benchmarks``, then
+``$MALLOCGAME_BENCHMARKS``, then ``../shared/benchmarks``); missing ones are skipped.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import resource
 import subprocess
 import sys
@@ -18,8 +20,6 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-BENCH = Path(os.environ.get("MALLOCGAME_BENCHMARKS", ROOT.parent / "shared" / "benchmarks"))
 TRACES = ["idealloc-iree/iree_mobilebert.csv", "idealloc-iree/iree_mobilenet.csv", "idealloc-somas/resnet50.csv",
           "idealloc-somas/bert_base.csv", "idealloc-somas/pangu_13B.csv", "idealloc-somas/pangu_2.6B.csv",
           "iopddl/asplos-2025-iopddl-G.csv", "iopddl/asplos-2025-iopddl-S.csv", "iopddl/asplos-2025-iopddl-A.csv",
@@ -28,7 +28,6 @@ TRACES = ["idealloc-iree/iree_mobilebert.csv", "idealloc-iree/iree_mobilenet.csv
 
 def one(task: str, path: str) -> dict:
     """Run one task on one input in this process and return its measurements."""
-    sys.path.insert(0, str(ROOT))
     from hardware.spec import PRESETS
     from mallocgame.intervals import components, max_live
     from mallocgame.io import load_problem
@@ -67,7 +66,6 @@ def peak_rss_mb() -> float:
 
 
 def generated_inputs(folder: Path) -> list[Path]:
-    sys.path.insert(0, str(ROOT))
     from mallocgame.inputs.generate import layered_network
     from mallocgame.io import write_workload_json
 
@@ -79,9 +77,23 @@ def generated_inputs(folder: Path) -> list[Path]:
     return paths
 
 
-def main(out: str) -> None:
+def main(argv: list[str] | None = None) -> None:
+    # Imported here, not at the top: a child (``--one``) loads only what it measures.
+    import argparse
+
+    from _common import benchmarks_dir, write_results
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--benchmarks", default=None, metavar="DIR", help="shared benchmark folder")
+    ap.add_argument("--out", default="foundation_bench.md", help="results file (a bare name: under experiments/results/)")
+    args = ap.parse_args(argv)
+    try:
+        bench = benchmarks_dir(explicit=args.benchmarks)
+    except SystemExit as exc:
+        print(f"{exc}: generated inputs only", file=sys.stderr)
+        bench = None
     with tempfile.TemporaryDirectory() as tmp:
-        inputs = generated_inputs(Path(tmp)) + [BENCH / t for t in TRACES if (BENCH / t).exists()]
+        inputs = generated_inputs(Path(tmp)) + [bench / t for t in TRACES if bench and (bench / t).exists()]
         rows = []
         for path in inputs:
             for task in ("info", "greedy-xla", "best-fit"):
@@ -91,7 +103,6 @@ def main(out: str) -> None:
                 rows.append(row)
                 print(json.dumps(row), flush=True)
     lines = ["# Foundation benchmark (issue 2)", "",
-             f"Command: `python experiments/bench_foundation.py --out {out}`", "",
              "Each row is one fresh process: load the input, run the task. `seconds` is the task alone "
              "(for solvers: solve + validate + score), `load s` the reader, `max RSS` the process's peak memory. "
              "Generated inputs are `layered_network(n, seed=0)` workloads (map mode, capacity 40% of max live); "
@@ -107,17 +118,12 @@ def main(out: str) -> None:
         lines.append(f"| {r['input']} | {r['buffers']} | {r['task']} | {r['seconds']:.3f} | {r['load_s']:.2f} | "
                      f"{r['max_rss_mb']:.0f} | {result} |")
     text = "\n".join(lines) + "\n"
-    Path(out).parent.mkdir(parents=True, exist_ok=True)
-    tmp_out = Path(out).with_suffix(".tmp")
-    tmp_out.write_text(text)
-    os.replace(tmp_out, out)
     print(text)
+    write_results(args.out, text, argv=argv)
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 4 and sys.argv[1] == "--one":
+    if len(sys.argv) == 4 and sys.argv[1] == "--one":  # a child: one task on one input
         print(json.dumps(one(sys.argv[2], sys.argv[3])))
     else:
-        out = sys.argv[sys.argv.index("--out") + 1] if "--out" in sys.argv else str(
-            ROOT / "experiments" / "results" / "foundation_bench.md")
-        main(out)
+        main()

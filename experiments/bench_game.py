@@ -6,7 +6,10 @@ from a fresh game and reports steps/s of the first episode (cold: per-problem ca
 are filled) and of the following ones (warm), plus microseconds per ``clone()`` and per
 ``observation()``. The goal of issue 4 is >= 5,000 steps/s on 500 buffers.
 
-Usage: nice python experiments/bench_game.py [--sizes 500 5000] [--episodes 5] [--seed 1]
+Usage: nice python experiments/bench_game.py [--sizes 500 5000] [--episodes 5] [--seed 1] [--out PATH]
+
+Writes the table to ``--out`` (default ``experiments/results/bench_game.md``; the write-up
+``game_speed.md`` quotes a run of this script and is kept by hand).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import platform
 import time
 
 import numpy as np
+from _common import Transcript, write_results
 
 from hardware.spec import PRESETS
 from mallocgame.inputs.generate import layered_network
@@ -70,17 +74,26 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[500, 5000])
     ap.add_argument("--episodes", type=int, default=5)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--out", default="bench_game.md", help="results file (a bare name: under experiments/results/)")
     args = ap.parse_args()
-    print(f"# python {platform.python_version()}, numpy {np.__version__}, {platform.machine()}")
-    print("| buffers | variant | policy | steps/episode | steps/s cold | steps/s warm (median) "
-          "| clone us | observation us | build s |")
-    print("|---:|---|---|---:|---:|---:|---:|---:|---:|")
+    show = Transcript()
+    show(f"# python {platform.python_version()}, numpy {np.__version__}, {platform.machine()}")
+    show("| buffers | variant | policy | steps/episode | steps/s cold | steps/s warm (median) "
+         "| clone us | observation us | build s |")
+    show("|---:|---|---|---:|---:|---:|---:|---:|---:|")
     for n in args.sizes:
         for variant in ("order", "address"):
             for policy in ("random", "greedy"):
                 r = bench(n, variant, policy, args.episodes, args.seed)
-                print(f"| {r['n']} | {variant} | {policy} | {r['steps']} | {r['cold']:,.0f} | {r['warm']:,.0f} "
-                      f"| {r['clone_us']:.0f} | {r['obs_us']:.0f} | {r['build_s']:.2f} |", flush=True)
+                show(f"| {r['n']} | {variant} | {policy} | {r['steps']} | {r['cold']:,.0f} | {r['warm']:,.0f} "
+                     f"| {r['clone_us']:.0f} | {r['obs_us']:.0f} | {r['build_s']:.2f} |")
+    write_results(args.out, (
+        "# mallocGame speed (issue 4)\n\n"
+        f"Inputs: `layered_network(n, seed={args.seed})` workloads (map mode, tpuv4i, capacity 40% of max live), "
+        "default `GameConfig`. \"cold\" is the first episode on a fresh problem; \"warm\" is the median of the "
+        f"following ones ({args.episodes} episodes in all). `clone us` / `observation us`: one call on a state half-way "
+        "through a greedy episode. `build s`: `GameData` plus the first game.\n\n"
+        "Output as printed:\n\n" + show.text))
 
 
 if __name__ == "__main__":

@@ -4,28 +4,23 @@ Runs greedy-xla, plain cpsat, cpsat warm-started from greedy-xla, select-pack an
 (each through :func:`hybrid.warm_start.solve_with_warm_start`, the path of ``mallocgame
 solve``, so every answer is validated and scored by the evaluator) and prints one row per
 (size, solver). The bound is the no-fragmentation relaxation (HiGHS MIP);
-``gap = (bound - value) / bound``. Writes ``experiments/results/cpsat_map_hybrids.md``.
+``gap = (bound - value) / bound``. Writes ``--out`` (default ``experiments/results/cpsat_map_hybrids.md``).
 
 Usage (from the project root):
     nice python experiments/bench_map_hybrids.py [--time-limit 30] [--sizes 500,2000,10000] [--seed 0]
-        [--runs greedy-xla,cpsat,cpsat+greedy-xla,select-pack,lns] [--out cpsat_map_hybrids.md] [--no-write]
+        [--runs greedy-xla,cpsat,cpsat+greedy-xla,select-pack,lns] [--out PATH] [--no-write]
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import shlex
-import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from _common import write_results
 
-from hardware.spec import PRESETS  # noqa: E402
-from hybrid.warm_start import solve_with_warm_start  # noqa: E402
-from mallocgame.inputs.generate import layered_network  # noqa: E402
+from hardware.spec import PRESETS
+from hybrid.warm_start import solve_with_warm_start
+from mallocgame.inputs.generate import layered_network
 
 RUNS = "greedy-xla,cpsat,cpsat+greedy-xla,select-pack,lns"
 
@@ -36,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sizes", default="500,2000,10000")
     ap.add_argument("--runs", default=RUNS, help="solver or solver+warm-start-solver, comma-separated")
     ap.add_argument("--seed", type=int, default=0, help="generator and solver seed")
-    ap.add_argument("--out", default="cpsat_map_hybrids.md", help="file name under experiments/results/")
+    ap.add_argument("--out", default="cpsat_map_hybrids.md", help="results file (a bare name: under experiments/results/)")
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args(argv)
     hw = PRESETS["tpuv4i"]
@@ -65,18 +60,13 @@ def main(argv: list[str] | None = None) -> int:
             print(row, flush=True)
             rows.append(row)
     if not args.no_write:
-        cmd = "nice python " + " ".join(shlex.quote(x) for x in
-                                        [os.path.relpath(__file__, ROOT)] + (argv if argv is not None else sys.argv[1:]))
-        out = ROOT / "experiments" / "results" / args.out
-        out.write_text(
+        write_results(args.out, (
             "# Map mode on layered networks: greedy, CP-SAT and the hybrids\n\n"
-            f"Command (from the project root): `{cmd}`\n\n"
             f"`layered_network(n, seed={args.seed})`, capacity 40% of max live, hardware `tpuv4i`; time limit "
             f"{args.time_limit:g} s per run (a warm start's first solver shares it), default options (cpsat: "
             "1 CP-SAT worker). `value` = time saved against all-slow by the evaluator's exact roofline; `bound` = the "
             "no-fragmentation relaxation (HiGHS MIP); `gap = (bound - value) / bound`. Machine: 2 cores shared "
-            "with other jobs.\n\n" + header + "\n" + rule + "\n" + "\n".join(rows) + "\n")
-        print(f"wrote {out}")
+            "with other jobs.\n\n" + header + "\n" + rule + "\n" + "\n".join(rows) + "\n"), argv=argv)
     return 0
 
 

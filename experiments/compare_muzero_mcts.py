@@ -7,26 +7,26 @@ rollout plus the network, as plain MCTS's rollouts); ``mcts`` is plain UCT with 
 rollouts (its defaults). Equal simulation budgets per move, on generated held-out problems (seeds below the
 training stream's ``TRAIN_SEED_BASE``, so none was seen in training). Every answer goes
 through :func:`mallocgame.runner.run_solver` (validated, scored by the evaluator); the gap is to
-``mallocgame.bounds.map_upper_bound``. For muzero the table also shows the value of the
+the no-fragmentation bound (:func:`mallocgame.runner.problem_bound`, map mode). For muzero the table also shows the value of the
 search's own episode (``own``), before the solver keeps the better of it and the game's
 greedy episode.
 
-    nice python experiments/compare_muzero_mcts.py --simulations 16 --time-limit 600
+    nice python experiments/compare_muzero_mcts.py --simulations 16 --time-limit 600 [--out PATH]
+
+Writes what it printed to ``--out`` (default ``experiments/results/compare_muzero_mcts.md``; the
+write-up ``muzero_vs_mcts.md`` quotes runs of this script and is kept by hand).
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from _common import Transcript, fenced, write_results
 
-from mallocgame.bounds import map_upper_bound  # noqa: E402
-from mallocgame.runner import run_solver  # noqa: E402
-from search.muzero.problems import Recipe, build  # noqa: E402
+from mallocgame.runner import problem_bound, run_solver
+from search.muzero.problems import Recipe, build
 
 HELD_OUT = [Recipe("layered", 50, 101), Recipe("layered", 50, 102), Recipe("layered", 100, 103),
             Recipe("layered", 100, 104), Recipe("layered", 200, 105), Recipe("layered", 200, 106),
@@ -50,16 +50,18 @@ def main() -> None:
     parser.add_argument("--time-limit", type=float, default=600.0, help="per solve; large so the budget never binds")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--limit", type=int, default=len(HELD_OUT), help="first N problems only")
+    parser.add_argument("--out", default="compare_muzero_mcts.md", help="results file (a bare name: under experiments/results/)")
     args = parser.parse_args()
     cols = entries(args.simulations)
-    print(f"simulations per move: {args.simulations}; gap = (bound - value) / bound; own = muzero's search episode")
+    show = Transcript()
+    show(f"simulations per move: {args.simulations}; gap = (bound - value) / bound; own = muzero's search episode")
     header = f"{'problem':<22}{'n':>5}{'bound':>11}" + "".join(f"{name:>26}" for name, _, _ in cols)
-    print(header)
+    show(header)
     gaps: dict[str, list[float]] = {name: [] for name, _, _ in cols}
     own_gaps: dict[str, list[float]] = {name: [] for name, solver, _ in cols if solver == "muzero"}
     for recipe in HELD_OUT[:args.limit]:
         problem, hw = build(recipe)
-        bound = map_upper_bound(problem, hw)
+        bound = problem_bound(problem, hw)  # map mode: the no-fragmentation bound
         label = f"{recipe.kind}-{recipe.n}-s{recipe.seed}"
         cells = []
         for name, solver, options in cols:
@@ -76,10 +78,15 @@ def main() -> None:
                 own_gaps[name].append(own_gap)
                 cell = f"{report.gap:6.2%} own {own_gap:6.2%} {seconds:5.1f}s"
             cells.append(f"{cell:>26}")
-        print(f"{label:<22}{problem.n:>5}{bound.value:>11.4g}" + "".join(cells), flush=True)
-    print("mean gap: " + ", ".join(f"{k} {statistics.mean(v):.2%}" for k, v in gaps.items()))
-    print("mean gap of muzero's own search episode: " + ", ".join(f"{k} {statistics.mean(v):.2%}"
-                                                              for k, v in own_gaps.items()))
+        show(f"{label:<22}{problem.n:>5}{bound.value:>11.4g}" + "".join(cells))
+    show("mean gap: " + ", ".join(f"{k} {statistics.mean(v):.2%}" for k, v in gaps.items()))
+    show("mean gap of muzero's own search episode: " + ", ".join(f"{k} {statistics.mean(v):.2%}"
+                                                             for k, v in own_gaps.items()))
+    write_results(args.out, (
+        f"# NN-guided search (muzero) vs plain MCTS vs greedy, {args.simulations} simulations per move\n\n"
+        f"The first {min(args.limit, len(HELD_OUT))} held-out problems (seeds 101-108), time limit "
+        f"{args.time_limit:g} s per solve, seed {args.seed}; columns as in the script's docstring. "
+        "Output as printed:\n\n" + fenced(show.text)))
 
 
 if __name__ == "__main__":

@@ -26,11 +26,14 @@ scanned transformer therefore also records the flops of the same math unrolled
 (``reference_flops``), which is what the importer, counting the body ``trip_count`` times,
 must match.
 
-Run from the project root:  ``python experiments/make_hlo_fixtures.py``  (about 20 s).
+Run from the project root:  ``python experiments/make_hlo_fixtures.py [--out PATH]``  (about 20 s).
+Besides the fixtures, it writes what it printed to ``--out`` (default
+``experiments/results/hlo_fixtures.md``).
 """
 
 from __future__ import annotations
 
+import argparse
 import glob
 import json
 import os
@@ -38,18 +41,28 @@ import re
 import sys
 import tempfile
 
-DUMP_DIR = tempfile.mkdtemp(prefix="hlo_dump_")
-XLA_FLAGS = f"--xla_cpu_experimental_ynn_fusion_type= --xla_dump_to={DUMP_DIR} --xla_dump_hlo_as_text"
-os.environ["XLA_FLAGS"] = XLA_FLAGS
-os.environ.setdefault("JAX_PLATFORMS", "cpu")
+from _common import ROOT, Transcript, fenced, write_results
 
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-import jaxlib  # noqa: E402
-import numpy as np  # noqa: E402
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, "tests", "data")
+show = Transcript()
+# Set by _load_jax(): XLA reads its flags when jax is first imported, so the import waits for them.
+DUMP_DIR = ""
+jax = jnp = jaxlib = np = None
+
+
+def _load_jax() -> None:
+    """Point XLA's dumps at a fresh temp folder, then import jax (the dev-only dependency)."""
+    global DUMP_DIR, jax, jnp, jaxlib, np
+    DUMP_DIR = tempfile.mkdtemp(prefix="hlo_dump_")
+    os.environ["XLA_FLAGS"] = f"--xla_cpu_experimental_ynn_fusion_type= --xla_dump_to={DUMP_DIR} --xla_dump_hlo_as_text"
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    try:
+        import jax
+        import jax.numpy as jnp
+        import jaxlib
+        import numpy as np
+    except ImportError as exc:
+        raise SystemExit(f"{exc}: this script needs JAX (pip install jax jaxlib)") from None
 
 # ----------------------------------------------------------------- a small transformer
 
@@ -192,14 +205,18 @@ def dump(name, fn, *args, reference_flops=None, note=""):
     with open(os.path.join(OUT, f"{name}.expected.json"), "w") as fh:
         json.dump(expected, fh, indent=1)
         fh.write("\n")
-    print(f"{name}: {len(text)} chars, flops={cost['flops']:.0f}, "
-          f"transcendentals={cost.get('transcendentals', 0):.0f}, max_live={live['max_live_bytes']}, "
-          f"report_peak={live['report_peak_bytes']}, "
-          f"temp={mem.temp_size_in_bytes}")
+    show(f"{name}: {len(text)} chars, flops={cost['flops']:.0f}, "
+         f"transcendentals={cost.get('transcendentals', 0):.0f}, max_live={live['max_live_bytes']}, "
+         f"report_peak={live['report_peak_bytes']}, "
+         f"temp={mem.temp_size_in_bytes}")
     return expected
 
 
 def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default="hlo_fixtures.md", help="results file (a bare name: under experiments/results/)")
+    args = ap.parse_args()
+    _load_jax()
     os.makedirs(OUT, exist_ok=True)
     key = jax.random.PRNGKey(0)
     x = jax.random.normal(key, (BATCH, SEQ, D))
@@ -222,6 +239,11 @@ def main() -> int:
     wd = jax.random.normal(key, (4 * 4 * 16, 10)) * 0.1
     dump("cnn_fwd", cnn_fwd, xc, w1, w2, wd,
          note="conv3x3 SAME stride 1 -> relu -> conv3x3 SAME stride 2 -> relu -> 2x2 avg pool -> dense -> log_softmax")
+    write_results(args.out, (
+        "# HLO test fixtures\n\n"
+        f"jax {jax.__version__}, jaxlib {jaxlib.__version__}, XLA flags `--xla_cpu_experimental_ynn_fusion_type=`; "
+        "wrote `tests/data/NAME.hlo.txt` and `tests/data/NAME.expected.json` for each program below.\n\n"
+        + fenced(show.text)))
     return 0
 
 

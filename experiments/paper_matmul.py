@@ -8,24 +8,25 @@ fast memory = 40% of max live bytes). Besides the speed-ups over greedy-xla, the
 estimated program times shows whether Strassen's program is faster than the schoolbook one
 once each is mapped by its best solver.
 
-Usage: nice python experiments/paper_matmul.py [--time-limit 4] [--jobs 2] [--solvers a,b,c]
-Writes experiments/results/paper_matmul.{csv,json,md}.
+Usage: nice python experiments/paper_matmul.py [--time-limit 4] [--jobs 2] [--solvers a,b,c] [--out PATH.md]
+Writes experiments/results/paper_matmul.{csv,json,md} (with --out: PATH.md and PATH.{csv,json} beside it).
 """
 
 from __future__ import annotations
 
 import argparse
 
-from paper_common import (
-    RESULTS,
+from _common import (
     fenced,
     fmt,
     machine_note,
     read_rows,
     registered_solvers,
-    run_compare,
+    results_path,
+    run_mallocgame,
+    shown_path,
     stats_table,
-    write_markdown,
+    write_results,
 )
 
 
@@ -52,19 +53,22 @@ def main() -> None:
     ap.add_argument("--time-limit", type=float, default=4.0)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--solvers", default=None, help="default: every registered solver")
+    ap.add_argument("--out", default="paper_matmul.md",
+                    help="results file (a bare name: under experiments/results/); compare's CSV/JSON go beside it")
     args = ap.parse_args()
     solvers = args.solvers.split(",") if args.solvers else registered_solvers()
-    out = RESULTS / "paper_matmul.csv"
-    cmd, printed, seconds = run_compare(["matmul", "--solvers", ",".join(solvers), "--time-limit",
-                                         str(args.time_limit), "--jobs", str(args.jobs), "--out", str(out),
-                                         "--no-progress"])
+    md = results_path(args.out)
+    out = md.with_suffix(".csv")
+    cmd, printed, seconds = run_mallocgame(["compare", "matmul", "--solvers", ",".join(solvers), "--time-limit",
+                                            str(args.time_limit), "--jobs", str(args.jobs), "--out", shown_path(out),
+                                            "--no-progress"])
     rows = read_rows(out)
     strassen = [r for r in rows if r["input"].startswith("strassen")]
     summary = stats_table(strassen, solvers)
     times = time_table(rows, solvers)
     print(summary)
     print(times)
-    write_markdown(RESULTS / "paper_matmul.md", (
+    write_results(md, (
         "# Strassen / AlphaTensor-style matmul programs vs greedy-xla\n\n"
         f"Command (from the project root, {seconds:.0f} s):\n\n" + fenced(cmd) +
         f"\n{machine_note()}\n\n## Speed-up over greedy-xla on the Strassen programs\n\n" + summary +

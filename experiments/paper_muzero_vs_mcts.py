@@ -6,24 +6,26 @@ clock, ends the search; the seed is the same. Inputs: the ``quick`` suite plus t
 transformers of ``realistic``. Reports the value of each (speed-up over greedy-xla) and
 which of the two is ahead per input.
 
-Usage: nice python experiments/paper_muzero_vs_mcts.py [--simulations 16 64] [--time-limit 60] [--jobs 2]
-Writes experiments/results/paper_muzero_vs_mcts_simN.{csv,json} and paper_muzero_vs_mcts.md.
+Usage: nice python experiments/paper_muzero_vs_mcts.py [--simulations 16 64] [--time-limit 60] [--jobs 2] [--out PATH.md]
+Writes experiments/results/paper_muzero_vs_mcts_simN.{csv,json} and paper_muzero_vs_mcts.md
+(with --out: PATH.md and PATH_simN.{csv,json} beside it).
 """
 
 from __future__ import annotations
 
 import argparse
 
-from paper_common import (
-    RESULTS,
+from _common import (
     fenced,
     fmt,
     machine_note,
     read_rows,
     registered_solvers,
-    run_compare,
+    results_path,
+    run_mallocgame,
+    shown_path,
     stats_table,
-    write_markdown,
+    write_results,
 )
 
 INPUTS = ("quick", "realistic:encoder-small-b4,bert-base-b1")
@@ -57,22 +59,26 @@ def main() -> None:
     ap.add_argument("--simulations", type=int, nargs="+", default=[16, 64])
     ap.add_argument("--time-limit", type=float, default=60.0)
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--out", default="paper_muzero_vs_mcts.md",
+                    help="results file (a bare name: under experiments/results/); compare's CSV/JSON go beside it")
     args = ap.parse_args()
+    md = results_path(args.out)
     missing = [s for s in ("mcts", "muzero") if s not in registered_solvers()]
     if missing:
         raise SystemExit(f"not registered: {', '.join(missing)} (see `mallocgame solvers`); nothing to compare")
     sections = []
     for sims in args.simulations:
-        out = RESULTS / f"paper_muzero_vs_mcts_sim{sims}.csv"
-        cmd, printed, seconds = run_compare([*INPUTS, "--solvers", "greedy-xla,mcts,muzero", "--solver-option",
-                                             f"simulations={sims}", "--time-limit", str(args.time_limit),
-                                             "--jobs", str(args.jobs), "--out", str(out), "--no-progress"])
+        out = md.with_name(f"{md.stem}_sim{sims}.csv")
+        cmd, printed, seconds = run_mallocgame(["compare", *INPUTS, "--solvers", "greedy-xla,mcts,muzero",
+                                                "--solver-option", f"simulations={sims}", "--time-limit",
+                                                str(args.time_limit), "--jobs", str(args.jobs), "--out", shown_path(out),
+                                                "--no-progress"])
         rows = read_rows(out)
         h2h = head_to_head(rows)
         print(h2h)
         sections.append(f"## {sims} simulations per move ({seconds:.0f} s)\n\n" + fenced(cmd) + "\n" + h2h + "\n"
                         + stats_table(rows, ["mcts", "muzero"]) + "\nWhat compare printed:\n\n" + fenced(printed))
-    write_markdown(RESULTS / "paper_muzero_vs_mcts.md", (
+    write_results(md, (
         "# NN-guided MCTS (muzero) vs plain MCTS (mcts) at equal simulation budgets\n\n"
         f"{machine_note()}\n\n" + "\n".join(sections)))
 

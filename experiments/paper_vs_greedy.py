@@ -7,24 +7,25 @@ assignment on most workloads. Here: every solver `mallocgame solvers` lists (the
 ``mallocgame compare``; per solver, the share of workloads improved over ``greedy-xla``
 and the mean / max speed-up over it (estimated program time of greedy-xla / solver's).
 
-Usage: nice python experiments/paper_vs_greedy.py [--time-limit 4] [--jobs 2] [--solvers a,b,c]
-Writes experiments/results/paper_vs_greedy.{csv,json,md}.
+Usage: nice python experiments/paper_vs_greedy.py [--time-limit 4] [--jobs 2] [--solvers a,b,c] [--out PATH.md]
+Writes experiments/results/paper_vs_greedy.{csv,json,md} (with --out: PATH.md and PATH.{csv,json} beside it).
 """
 
 from __future__ import annotations
 
 import argparse
 
-from paper_common import (
-    RESULTS,
+from _common import (
     fenced,
     machine_note,
     per_input_table,
     read_rows,
     registered_solvers,
-    run_compare,
+    results_path,
+    run_mallocgame,
+    shown_path,
     stats_table,
-    write_markdown,
+    write_results,
 )
 
 
@@ -34,19 +35,22 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--solvers", default=None, help="default: every registered solver")
     ap.add_argument("--suite", default="realistic")
+    ap.add_argument("--out", default="paper_vs_greedy.md",
+                    help="results file (a bare name: under experiments/results/); compare's CSV/JSON go beside it")
     args = ap.parse_args()
     solvers = args.solvers.split(",") if args.solvers else registered_solvers()
-    out = RESULTS / "paper_vs_greedy.csv"
-    cmd, printed, seconds = run_compare([args.suite, "--solvers", ",".join(solvers), "--time-limit",
-                                         str(args.time_limit), "--jobs", str(args.jobs), "--out", str(out),
-                                         "--no-progress"])
+    md = results_path(args.out)
+    out = md.with_suffix(".csv")
+    cmd, printed, seconds = run_mallocgame(["compare", args.suite, "--solvers", ",".join(solvers), "--time-limit",
+                                            str(args.time_limit), "--jobs", str(args.jobs), "--out", shown_path(out),
+                                            "--no-progress"])
     rows = read_rows(out)
     summary = stats_table(rows, solvers)
     print(summary)
-    write_markdown(RESULTS / "paper_vs_greedy.md", (
+    write_results(md, (
         "# Every solver vs greedy-xla on the realistic suite\n\n"
         f"Command (from the project root, {seconds:.0f} s):\n\n" + fenced(cmd) +
-        f"\n{machine_note()}\n\n## Summary (computed from `paper_vs_greedy.csv`)\n\n"
+        f"\n{machine_note()}\n\n## Summary (computed from `{out.name}`)\n\n"
         "Speed-up = estimated time of greedy-xla's answer / estimated time of the solver's answer "
         "(tpuv4i roofline model). *Share improved* counts all inputs (a failed run is not an improvement); "
         "mean/max/min/geo-mean are over the valid answers.\n\n" + summary +

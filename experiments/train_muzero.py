@@ -2,6 +2,7 @@
 
     nice python experiments/train_muzero.py --run --ship    # train as below, then summarise and ship
     nice python experiments/train_muzero.py --ship --tune   # summarise an existing run in --dir
+    ... [--out PATH]                                         # results file (default results/muzero_training.md)
 
 The training command (``mallocgame train``) is fixed in ``COMMAND`` so the record says
 exactly what produced the shipped ``search/muzero/checkpoints/default.pt``. The summary
@@ -16,12 +17,9 @@ import argparse
 import os
 import shutil
 import statistics
-import subprocess
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from _common import ROOT, run_mallocgame, write_results
 
 TRAIN_ARGS = ["--steps", "100000", "--time-budget", "1680", "--model", "simulator", "--search", "gumbel",
               "--simulations", "8", "--games-per-iter", "4", "--updates-per-iter", "16", "--order", "xla",
@@ -162,13 +160,13 @@ def main() -> None:
     parser.add_argument("--run", action="store_true", help="run the training command first (about 30 min)")
     parser.add_argument("--ship", action="store_true", help=f"copy the exported model to {SHIPPED}")
     parser.add_argument("--tune", action="store_true", help="also tabulate Gumbel c_scale on tuning seeds")
+    parser.add_argument("--out", default="muzero_training.md", help="results file (a bare name: under experiments/results/)")
     args = parser.parse_args()
-    run_dir = Path(args.dir)
+    run_dir = Path(args.dir).resolve()  # the training runs from the project root
     run_dir.mkdir(parents=True, exist_ok=True)
     cmd = command(run_dir)
     if args.run:
-        with open(run_dir / "train.log", "w") as log:
-            subprocess.run(cmd, check=True, stdout=log, stderr=subprocess.STDOUT)
+        run_mallocgame(cmd[1:], log=run_dir / "train.log")  # cmd[0] is "mallocgame"
     rows, payload = log_summary(run_dir / "train.pt")
     export = run_dir / "default.pt"
     if args.ship:
@@ -219,9 +217,8 @@ def main() -> None:
                   "like for like. The solver's default rollout depth (48) comes from this table.", "",
                   *tune_rollouts(), ""]
     text = "\n".join(lines)
-    out = ROOT / "experiments" / "results" / "muzero_training.md"
-    out.write_text(text)
     print(text)
+    write_results(args.out, text)
 
 
 if __name__ == "__main__":
