@@ -22,12 +22,9 @@ Exit codes: 0 the comparison ran; 1 no solver produced a valid answer on any inp
 from __future__ import annotations
 
 import math
-import multiprocessing as mp
-import os
 import sys
 import time
 from dataclasses import dataclass, field
-from multiprocessing.connection import wait
 from typing import Any, Sequence
 
 from mallocgame.model import InputError, Problem
@@ -145,98 +142,53 @@ def prepare_inputs(specs: Sequence[str], *, benchmarks: str | None, mode: str | 
 
 # ---------------------------------------------------------------------------- running
 
-def _child(conn, name: str, problem: Problem, hardware, time_limit: float, seed: int, options: dict, bound) -> None:
-    from mallocgame.runner import run_solver
-
-    os.setpgid(0, 0)  # its own process group, so a kill reaches any processes the solver starts
-    try:
-        report = run_solver(name, problem, hardware, time_limit=time_limit, seed=seed, options=options, bound=bound)
-        conn.send(("ok", report))
-    except BaseException as exc:  # any failure of a solver is its row's error, never a traceback
-        conn.send(("error", one_line(exc)))
-    finally:
-        conn.close()
-
-
 def run_matrix(inputs: list[Input], solvers: Sequence[str], *, time_limit: float, seed: int, jobs: int,
                options: dict[str, dict[str, Any]], load_errors: dict[str, str], progress: bool | None,
                hard_limit: float | None = None, on_row=None) -> list[Row]:
     """Run every (input, solver) pair in forked processes, ``jobs`` at a time; rows in input order."""
     from tqdm import tqdm
 
-    ctx = mp.get_context("fork")
+    from mallocgame.runner import ProcessPool
+
     hard_limit = hard_limit if hard_limit is not None else 2 * time_limit + 30
     tasks = [(i, s) for i in range(len(inputs)) for s in solvers]
     rows: dict[tuple[int, str], Row] = {}
     queue = list(reversed(tasks))
-    running: dict[Any, tuple[tuple[int, str], Any, float]] = {}  # conn -> (task, process, started)
     bar = tqdm(total=len(tasks), desc="compare", unit="run", disable=_disable(progress), file=sys.stderr,
                leave=False)
 
-    def finish(task) -> None:
+    def finish(task, row: Row) -> None:
+        rows[task] = row
         bar.update(1)
         if on_row is not None:
-            on_row(rows[task], len(rows), len(tasks))
-    try:
-        while queue or running:
-            while queue and len(running) < jobs:
-                i, s = task = queue.pop()
-                if s in load_errors:
-                    rows[task] = Row(inputs[i].name, s, error=load_errors[s])
-                    finish(task)
-                    continue
-                recv, send = ctx.Pipe(duplex=False)
-                inp = inputs[i]
-                # Not a daemon: a solver may start processes of its own (portfolio does).
-                proc = ctx.Process(target=_child, args=(send, s, inp.problem, inp.hardware, time_limit, seed,
-                                                        options.get(s, {}), inp.bound), daemon=False)
-                proc.start()
-                send.close()
-                running[recv] = (task, proc, time.monotonic())
-                bar.set_postfix_str(f"{inp.name} / {s}", refresh=False)
-            if not running:
-                continue
-            ready = wait(list(running), timeout=0.5)
-            for conn in ready:
-                task, proc, _ = running.pop(conn)
-                try:
-                    kind, payload = conn.recv()
-                except (EOFError, OSError):
-                    proc.join(5)
-                    kind, payload = "error", f"solver process died (exit code {proc.exitcode})"
-                conn.close()
-                proc.join(5)
-                i, s = task
-                rows[task] = Row(inputs[i].name, s, report=payload) if kind == "ok" else \
-                    Row(inputs[i].name, s, error=payload)
-                finish(task)
-            now = time.monotonic()
-            for conn, (task, proc, started) in list(running.items()):
-                if now - started > hard_limit:
-                    _kill_group(proc)
-                    proc.join(5)
-                    conn.close()
-                    del running[conn]
+            on_row(row, len(rows), len(tasks))
+
+    with ProcessPool(jobs) as pool:
+        try:
+            while queue or pool.busy:
+                while queue and pool.free > 0:
+                    i, s = task = queue.pop()
+                    inp = inputs[i]
+                    if s in load_errors:
+                        finish(task, Row(inp.name, s, error=load_errors[s]))
+                        continue
+                    pool.start(task, s, inp.problem, inp.hardware, time_limit=time_limit, seed=seed,
+                               options=options.get(s, {}), bound=inp.bound)
+                    bar.set_postfix_str(f"{inp.name} / {s}", refresh=False)
+                for task, kind, payload in pool.wait(timeout=0.5):
                     i, s = task
-                    rows[task] = Row(inputs[i].name, s, error=f"killed after {hard_limit:.0f} s "
-                                                                f"(time limit {time_limit:g} s)")
-                    finish(task)
-    finally:
-        for conn, (_, proc, _) in running.items():
-            _kill_group(proc)
-            conn.close()
-        bar.close()
+                    finish(task, Row(inputs[i].name, s, report=payload) if kind == "ok"
+                           else Row(inputs[i].name, s, error=payload))
+                now = time.monotonic()
+                for task, started in pool.running():
+                    if now - started > hard_limit:
+                        pool.kill(task)
+                        i, s = task
+                        finish(task, Row(inputs[i].name, s, error=f"killed after {hard_limit:.0f} s "
+                                                                   f"(time limit {time_limit:g} s)"))
+        finally:
+            bar.close()
     return [rows[t] for t in tasks]
-
-
-def _kill_group(proc) -> None:
-    """Kill a run and whatever processes its solver started (they share its process group)."""
-    import signal
-
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        proc.kill()
 
 
 def _disable(progress: bool | None) -> bool | None:

@@ -127,3 +127,115 @@ def run_solver(name: str, problem: Problem, hardware, *, time_limit: float, seed
     solution = solver.solve(problem, hardware, time_limit=time_limit, seed=seed, hint=hint, **kwargs)
     seconds = time.monotonic() - t0
     return score(problem, hardware, solution, seconds=seconds, bound=bound, solver_name=name)
+
+
+# ---------------------------------------------------------------------------- processes
+
+def _child_main(conn, own_group: bool, name: str, problem: Problem, hardware, time_limit: float, seed: int,
+                hint: Solution | None, options: dict[str, Any], bound: Bound | None) -> None:
+    """Child-process entry of :class:`ProcessPool`: run one solver and send back its Report or one error line."""
+    import os
+
+    if own_group:
+        os.setpgid(0, 0)  # a kill of the group reaches any processes the solver starts
+    try:
+        report = run_solver(name, problem, hardware, time_limit=time_limit, seed=seed, hint=hint,
+                            options=options, bound=bound)
+        conn.send(("ok", report))
+    except BaseException as exc:  # any failure of a solver is its run's error, never a traceback
+        text = " ".join(str(exc).split())
+        conn.send(("error", f"{exc.__class__.__name__}: {text}" if text else exc.__class__.__name__))
+    finally:
+        conn.close()
+
+
+class ProcessPool:
+    """Solver runs in forked child processes: the one pool of ``compare`` and ``portfolio``.
+
+    The caller schedules (:meth:`start` while :attr:`free` > 0), collects with :meth:`wait`,
+    and may :meth:`kill` a run; leaving the ``with`` block kills whatever still runs. With
+    ``own_groups`` every run gets its own process group, so a kill also reaches processes
+    its solver started (a portfolio inside a comparison); without, runs stay in the
+    caller's group and die with it.
+    """
+
+    def __init__(self, jobs: int, *, own_groups: bool = True):
+        import multiprocessing as mp
+
+        self.jobs = max(int(jobs), 1)
+        self.own_groups = own_groups
+        self._ctx = mp.get_context("fork")
+        self._running: dict[Any, tuple[Any, Any, float]] = {}  # connection -> (key, process, started)
+
+    def __enter__(self) -> "ProcessPool":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @property
+    def free(self) -> int:
+        return self.jobs - len(self._running)
+
+    @property
+    def busy(self) -> bool:
+        return bool(self._running)
+
+    def running(self) -> list[tuple[Any, float]]:
+        """``(key, started)`` of every run still going (``started`` in monotonic seconds)."""
+        return [(key, started) for key, _, started in self._running.values()]
+
+    def start(self, key: Any, name: str, problem: Problem, hardware, *, time_limit: float, seed: int,
+              hint: Solution | None = None, options: dict[str, Any] | None = None, bound: Bound | None = None) -> None:
+        recv, send = self._ctx.Pipe(duplex=False)
+        # Not a daemon: a solver may start processes of its own (portfolio does).
+        proc = self._ctx.Process(target=_child_main, args=(send, self.own_groups, name, problem, hardware, time_limit,
+                                                           seed, hint, dict(options or {}), bound), daemon=False)
+        proc.start()
+        send.close()
+        self._running[recv] = (key, proc, time.monotonic())
+
+    def wait(self, timeout: float | None) -> list[tuple[Any, str, Any]]:
+        """Finished runs as ``(key, "ok", Report)`` or ``(key, "error", line)``; waits at most ``timeout`` s."""
+        from multiprocessing.connection import wait
+
+        if not self._running:
+            return []
+        done = []
+        for conn in wait(list(self._running), timeout=timeout):
+            key, proc, _ = self._running.pop(conn)
+            try:
+                kind, payload = conn.recv()
+            except (EOFError, OSError):
+                proc.join(5)
+                kind, payload = "error", f"solver process died (exit code {proc.exitcode})"
+            conn.close()
+            proc.join(5)
+            done.append((key, kind, payload))
+        return done
+
+    def kill(self, key: Any) -> None:
+        for conn, (k, proc, _) in list(self._running.items()):
+            if k == key:
+                self._kill(proc)
+                conn.close()
+                del self._running[conn]
+
+    def close(self) -> None:
+        for conn, (_, proc, _) in list(self._running.items()):
+            self._kill(proc)
+            conn.close()
+        self._running.clear()
+
+    def _kill(self, proc) -> None:
+        import os
+        import signal
+
+        try:
+            if self.own_groups:
+                os.killpg(proc.pid, signal.SIGKILL)
+            else:
+                proc.kill()
+        except (ProcessLookupError, PermissionError):
+            proc.kill()
+        proc.join(5)
