@@ -6,7 +6,8 @@ bound is computed once (:func:`mallocgame.runner.problem_bound`) and, in map mod
 among the solvers). Every (input, solver) pair then runs in its own forked process,
 ``--jobs`` at a time, through :func:`mallocgame.runner.run_solver`, which validates and scores
 the answer; a solver that raises, dies or overruns ``2 x time limit + 30 s`` gets an
-``ERROR`` row with a one-line reason and the rest goes on.
+``ERROR`` row with a one-line reason and the rest goes on. A solver whose ``modes`` lack an
+input's mode gets an ``n/a`` row without running (not counted as invalid).
 
 Outputs: a table on stdout (map: value, bound, gap, speed-up over all-slow and over
 greedy-xla, seconds; pack: peak, bound, gap, seconds) and a per-solver summary;
@@ -58,6 +59,7 @@ class Row:
     report: Any = None  # mallocgame.runner.Report
     error: str | None = None
     extra: dict = field(default_factory=dict)
+    unsupported: bool = False  # the solver does not handle the input's mode: n/a, not run
 
     @property
     def valid(self) -> bool:
@@ -65,7 +67,7 @@ class Row:
 
     @property
     def status(self) -> str:
-        return "ERROR" if self.report is None else self.report.status
+        return "n/a" if self.unsupported else "ERROR" if self.report is None else self.report.status
 
 
 # ---------------------------------------------------------------------------- options
@@ -144,8 +146,11 @@ def prepare_inputs(specs: Sequence[str], *, benchmarks: str | None, mode: str | 
 
 def run_matrix(inputs: list[Input], solvers: Sequence[str], *, time_limit: float, seed: int, jobs: int,
                options: dict[str, dict[str, Any]], load_errors: dict[str, str], progress: bool | None,
-               hard_limit: float | None = None, on_row=None) -> list[Row]:
-    """Run every (input, solver) pair in forked processes, ``jobs`` at a time; rows in input order."""
+               hard_limit: float | None = None, on_row=None, modes: dict[str, frozenset] | None = None) -> list[Row]:
+    """Run every (input, solver) pair in forked processes, ``jobs`` at a time; rows in input order.
+
+    A pair whose solver's ``modes[solver]`` lack the input's mode is an ``n/a`` row, never run.
+    """
     from tqdm import tqdm
 
     from mallocgame.runner import ProcessPool
@@ -171,6 +176,10 @@ def run_matrix(inputs: list[Input], solvers: Sequence[str], *, time_limit: float
                     inp = inputs[i]
                     if s in load_errors:
                         finish(task, Row(inp.name, s, error=load_errors[s]))
+                        continue
+                    if modes is not None and s in modes and inp.problem.mode not in modes[s]:
+                        finish(task, Row(inp.name, s, unsupported=True, error=f"{s} does not support "
+                                         f"{inp.problem.mode} mode (supports: {', '.join(sorted(modes[s]))})"))
                         continue
                     pool.start(task, s, inp.problem, inp.hardware, time_limit=time_limit, seed=seed,
                                options=options.get(s, {}), bound=inp.bound)
@@ -231,7 +240,8 @@ def row_record(inp: Input, r: Row) -> dict[str, Any]:
     """The CSV record of a row (columns :data:`CSV_COLUMNS`)."""
     rep = r.report
     rec: dict[str, Any] = {c: None for c in CSV_COLUMNS}
-    rec.update(input=r.input, solver=r.solver, mode=inp.problem.mode, status=r.status, valid=r.valid,
+    rec.update(input=r.input, solver=r.solver, mode=inp.problem.mode, status=r.status,
+               valid=None if r.unsupported else r.valid,
                capacity=inp.problem.capacity, total=inp.problem.n,
                bound=None if inp.bound is None else inp.bound.value)
     if rep is not None:
@@ -268,7 +278,7 @@ def json_document(inputs: list[Input], rows: list[Row], settings: dict[str, Any]
     by_input = {inp.name: inp for inp in inputs}
     results = []
     for r in rows:
-        rec = {"input": r.input, "solver": r.solver, "error": r.error, **r.extra}
+        rec = {"input": r.input, "solver": r.solver, "status": r.status, "error": r.error, **r.extra}
         if r.report is not None:
             rec["report"] = r.report.as_json()
             rec["offsets"] = list(r.report.offsets) if r.report.valid else None
@@ -339,7 +349,8 @@ def table_text(inputs: list[Input], rows: list[Row]) -> str:
                 out.append("")
             out.append(fmt_line(line))
             prev = line[0]
-        notes = [f"  {r.input} / {r.solver}: {r.error or r.report.violation}" for r in mine if not r.valid]
+        notes = [f"  {r.input} / {r.solver}: {r.error or r.report.violation}" for r in mine
+                 if not r.valid and not r.unsupported]
         if notes:
             out.append("")
             out.append("not valid (status ERROR: the solver failed; '!': its answer was rejected):")
@@ -353,9 +364,10 @@ def summary_text(inputs: list[Input], rows: list[Row], solvers: Sequence[str]) -
     by_input = {inp.name: inp for inp in inputs}
     lines = []
     for s in solvers:
-        mine = [r for r in rows if r.solver == s]
+        mine = [r for r in rows if r.solver == s and not r.unsupported]
         valid = [r for r in mine if r.valid]
-        parts = [f"{s}: valid {len(valid)}/{len(mine)}"]
+        na = sum(r.solver == s and r.unsupported for r in rows)
+        parts = [f"{s}: valid {len(valid)}/{len(mine)}" + (f" ({na} n/a)" if na else "")]
         maps = [r for r in valid if by_input[r.input].problem.mode == "map"]
         vs = [r.extra["speedup_vs_greedy"] for r in maps if "speedup_vs_greedy" in r.extra]
         if vs:
@@ -426,15 +438,16 @@ def run_comparison(specs: Sequence[str], solvers: Sequence[str], *, time_limit: 
     inputs = prepare_inputs(specs, benchmarks=benchmarks, mode=mode, capacity=capacity,
                             capacity_fraction=capacity_fraction, hardware=hardware)
     load_errors: dict[str, str] = {}
+    modes: dict[str, frozenset] = {}
     for s in solvers:  # import once here, so the forked runs share the loaded modules
         try:
-            load_solver(s)
+            modes[s] = frozenset(getattr(load_solver(s), "modes", frozenset({"map", "pack"})))
         except SolverLoadError as exc:
             load_errors[s] = str(exc)
     t0 = time.monotonic()
     compute_references(inputs, time_limit=time_limit, seed=seed, progress=progress)
     rows = run_matrix(inputs, solvers, time_limit=time_limit, seed=seed, jobs=jobs, options=options,
-                      load_errors=load_errors, progress=progress, on_row=on_row)
+                      load_errors=load_errors, progress=progress, on_row=on_row, modes=modes)
     attach_speedups(inputs, rows)
     wall = time.monotonic() - t0
     settings = {"inputs": list(specs), "solvers": solvers, "time_limit": time_limit, "seed": seed, "jobs": jobs,
