@@ -88,24 +88,87 @@ def load_solver(name: str) -> Any:
 
 def solver_modes(entry: SolverEntry) -> tuple[str, ...]:
     """The modes a solver supports, read from its class's ``modes = frozenset({...})`` in source
-    (so listing imports nothing); imports the solver only when the source does not say."""
-    attr = entry.target.partition(":")[2].split(".")[-1]
-    try:
-        spec = importlib.util.find_spec(entry.module)
-        if spec is not None and spec.origin and spec.origin.endswith(".py"):
-            with open(spec.origin, encoding="utf-8") as fh:
-                tree = ast.parse(fh.read())
-            for node in tree.body:
-                if isinstance(node, ast.ClassDef) and node.name == attr:
-                    for stmt in node.body:
-                        if isinstance(stmt, ast.Assign) and any(getattr(t, "id", None) == "modes" for t in stmt.targets):
-                            value = stmt.value
-                            if isinstance(value, ast.Call) and value.args:  # frozenset({...})
-                                value = value.args[0]
-                            return tuple(sorted(ast.literal_eval(value)))
-    except (ImportError, ValueError, OSError, SyntaxError):
-        pass
+    (so listing imports nothing), following its bases through ``from X import Y`` (a class that
+    inherits ``modes``); imports the solver only when the source does not say."""
+    module, _, attr = entry.target.partition(":")
+    if attr and "." not in attr:
+        modes = _class_modes(module, attr, 0)
+        if modes is not None:
+            return tuple(sorted(modes))
     try:
         return tuple(sorted(getattr(load_solver(entry.name), "modes", ("map", "pack"))))
     except SolverLoadError:
         return ()
+
+
+_ALL_MODES = frozenset({"map", "pack"})
+_PARSED: dict[str, tuple[ast.Module, bool] | None] = {}
+
+
+def _parse(module: str) -> tuple[ast.Module, bool] | None:
+    """``(tree, is_package)`` of a module's source, or ``None`` when it cannot be read."""
+    if module not in _PARSED:
+        _PARSED[module] = None
+        try:
+            spec = importlib.util.find_spec(module)
+            if spec is not None and spec.origin and spec.origin.endswith(".py"):
+                with open(spec.origin, encoding="utf-8") as fh:
+                    _PARSED[module] = (ast.parse(fh.read()), spec.submodule_search_locations is not None)
+        except (ImportError, ValueError, OSError, SyntaxError):
+            pass
+    return _PARSED[module]
+
+
+def _class_modes(module: str, name: str, depth: int) -> frozenset[str] | None:
+    """``modes`` of class ``name`` in ``module`` from source; ``None`` when the source does not say."""
+    parsed = _parse(module) if depth < 8 else None
+    if parsed is None:
+        return None
+    tree, is_package = parsed
+    cls = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name), None)
+    if cls is None:  # imported into this module: follow the import
+        for node in tree.body:
+            if isinstance(node, ast.ImportFrom):
+                for alias in node.names:
+                    if (alias.asname or alias.name) == name:
+                        package = module if is_package else module.rpartition(".")[0]
+                        try:
+                            source = importlib.util.resolve_name("." * node.level + (node.module or ""), package) \
+                                if node.level else node.module
+                        except (ImportError, ValueError):
+                            return None
+                        return _class_modes(source, alias.name, depth + 1) if source else None
+        return None
+    for stmt in cls.body:
+        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "modes" for t in stmt.targets):
+            return _literal_modes(stmt.value)
+        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.target.id == "modes":
+            return _literal_modes(stmt.value)
+    bases = [b for b in cls.bases if not (isinstance(b, ast.Name) and b.id == "object")]
+    if not bases:
+        return _ALL_MODES  # no modes attribute anywhere: the runner's default
+    for base in bases:
+        if not isinstance(base, ast.Name):
+            return None
+        modes = _class_modes(module, base.id, depth + 1)
+        if modes is not None:
+            return modes
+    return None
+
+
+def _literal_modes(node: ast.expr | None) -> frozenset[str] | None:
+    """``frozenset({"map"})``, ``{"map", "pack"}``, ``("pack",)``... as a frozenset; else ``None``."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("frozenset", "set") \
+            and not node.keywords and len(node.args) <= 1:
+        if not node.args:
+            return frozenset()
+        node = node.args[0]
+    if node is None:
+        return None
+    try:
+        value = ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, RecursionError):
+        return None
+    if not isinstance(value, (set, frozenset, list, tuple)) or not all(isinstance(v, str) for v in value):
+        return None
+    return frozenset(value)
