@@ -160,7 +160,13 @@ def prepare(problem: Problem, *, mode: str | None = None, capacity: int | str | 
 
 
 def capacity_warning(problem: Problem) -> str | None:
-    """One line when the capacity makes the problem degenerate, else ``None``."""
+    """One line when the capacity makes the problem degenerate, else ``None``.
+
+    Below the alignment only offset 0 is usable; in map mode a capacity of at least the
+    max live bytes lets the bound put every buffer in fast memory (the problem is trivial).
+    In pack mode a capacity equal to the max live bytes is the tightest feasible case, not
+    a trivial one, so it gets no warning.
+    """
     from mallocgame.intervals import max_live
 
     cap = problem.capacity
@@ -169,11 +175,11 @@ def capacity_warning(problem: Problem) -> str | None:
     align = int(problem.arrays.alignment.max())
     if cap < align:
         return (f"warning: {problem.name}: capacity {cap} is below the alignment {align}: "
-                "no buffer can be placed")
+                "only offset 0 can be used")
     live = max_live(problem)
-    if cap >= live:
+    if problem.mode == "map" and cap >= live:
         return (f"warning: {problem.name}: capacity {cap} is at least the max live bytes {live}: "
-                "every buffer fits at once, the problem is trivial")
+                "every buffer can be fast at once, the problem is trivial")
     return None
 
 
