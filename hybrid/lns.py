@@ -33,12 +33,11 @@ from hardware.evaluator import Evaluator
 from mallocgame.intervals import OverlapIndex, live_profile, overlap_index
 from mallocgame.model import Problem, Solution, Status, offsets_array, offsets_tuple
 from mallocgame.placement import greedy_place, pack_start, push_down, xla_order
-from mallocgame.protocol import Solver
+from mallocgame.protocol import Solver, solver_deadline
 from solvers.cpsat.model import Limits, Part, solve_part, value_terms
 
 K_MIN, K_START, K_MAX = 12, 40, 600
 FIXED_BUDGET = 1500  # fixed rectangles per pack step, so huge traces still give small models
-SAFETY = 0.05
 
 
 @dataclass
@@ -109,7 +108,7 @@ class ModeDispatch(Solver):
     def solve(self, problem, hardware, *, time_limit, seed, hint=None, workers=1, minimize_peak=False):
         t0 = time.monotonic()
         # Keep a margin for validating and scoring, which grows with the problem.
-        deadline = t0 + max(time_limit - SAFETY - 2e-5 * problem.n, time_limit * 0.5)
+        deadline = solver_deadline(t0, time_limit, problem.n)
         if problem.n == 0:
             return Solution((), Status.OPTIMAL, problem.mode, objective=0.0, solver=self.name)
         if problem.mode == "map":

@@ -18,17 +18,15 @@ the same seed gives the same choice).
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import time
-from multiprocessing.connection import wait
 from typing import Any
 
 from hardware.validator import validate
 from hybrid.warm_start import better
 from mallocgame.model import Solution, Status
-from mallocgame.protocol import Solver
+from mallocgame.protocol import Solver, solver_deadline
 from mallocgame.registry import SolverLoadError, load_solver, solver_entries
-from mallocgame.runner import Report, run_solver
+from mallocgame.runner import ProcessPool, Report, run_solver
 
 # Chosen by measurement (experiments/README-cpsat.md): on layered networks lns and
 # select-pack, on MiniMalloc pack-search and cpsat; minimising the peak of the real
@@ -40,7 +38,7 @@ DEFAULT_MEMBERS = {
     "peak": ("best-fit", "pack-search", "cpsat", "lns"),
 }
 FAST_MEMBERS = frozenset({"greedy-xla", "best-fit"})
-SAFETY = 0.15  # seconds kept for collecting answers and terminating children
+COLLECT = 0.10  # seconds more than a solver's margin: collecting answers, stopping children
 LARGE = 5000  # buffers; above this the default members leave out the constructive ones
 
 
@@ -69,17 +67,6 @@ def member_names(mode: str, solvers: Any = None, *, goal: str | None = None) -> 
     return names
 
 
-def _child(conn, name, problem, hardware, time_limit, seed, hint, options) -> None:
-    """Child-process entry: run one member and send back its Report (or the error line)."""
-    try:
-        report = run_solver(name, problem, hardware, time_limit=time_limit, seed=seed, hint=hint, options=options)
-        conn.send(("ok", report))
-    except Exception as exc:  # a member may fail in any way; the portfolio carries on
-        conn.send(("error", f"{exc.__class__.__name__}: {exc}"))
-    finally:
-        conn.close()
-
-
 class Portfolio(Solver):
     name = "portfolio"
     modes = frozenset({"map", "pack"})
@@ -87,7 +74,7 @@ class Portfolio(Solver):
     def solve(self, problem, hardware, *, time_limit, seed, hint=None, workers=2, minimize_peak=False,
               solvers=None):
         t0 = time.monotonic()
-        deadline = t0 + max(time_limit - SAFETY - 2e-5 * problem.n, time_limit * 0.5)
+        deadline = solver_deadline(t0, time_limit, problem.n, extra=COLLECT)
         peak_goal = problem.mode == "pack" and (minimize_peak or problem.capacity is None)
         names = member_names(problem.mode, solvers, goal="peak" if peak_goal else None)
         options = {"minimize_peak": minimize_peak, "workers": 1}
@@ -164,14 +151,13 @@ class Portfolio(Solver):
 
         Returns True when a member settled the problem (the others are then stopped).
         """
-        ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
         waves = -(-len(names) // workers)  # members per slot, run one after another
         queue = list(names)
-        running: dict[Any, tuple[str, Any]] = {}  # connection -> (name, process)
-        try:
-            while queue or running:
+        # Members stay in the portfolio's process group, so a kill of the portfolio reaches them.
+        with ProcessPool(workers, own_groups=False) as pool:
+            while queue or pool.busy:
                 now = time.monotonic()
-                while queue and len(running) < workers:
+                while queue and pool.free > 0:
                     slots_left = -(-len(queue) // workers)
                     share = (deadline - now) / max(slots_left, 1) if waves > 1 else deadline - now
                     # The child also validates, scores and sends back its answer: keep time for that.
@@ -180,35 +166,19 @@ class Portfolio(Solver):
                     if share <= 0.05:
                         errors[name] = "skipped: no time left"
                         continue
-                    parent, child = ctx.Pipe(duplex=False)
-                    proc = ctx.Process(target=_child, args=(child, name, problem, hardware, share, seed, hint, options),
-                                       daemon=True)
-                    proc.start()
-                    child.close()
-                    running[parent] = (name, proc)
-                if not running:
+                    pool.start(name, name, problem, hardware, time_limit=share, seed=seed, hint=hint, options=options)
+                if not pool.busy:
                     break
-                ready = wait(list(running), timeout=max(deadline - time.monotonic(), 0.0))
-                if not ready:
-                    break  # deadline: stop whatever still runs
-                for conn in ready:
-                    name, proc = running.pop(conn)
-                    try:
-                        kind, payload = conn.recv()
-                    except (EOFError, OSError):
-                        kind, payload = "error", "member process ended without an answer"
-                    conn.close()
-                    proc.join(timeout=1.0)
-                    if kind == "ok":
-                        if consider(name, payload):
-                            queue.clear()  # settled: the finally clause stops the others
-                            return True
-                    else:
+                finished = pool.wait(timeout=max(deadline - time.monotonic(), 0.0))
+                if not finished:
+                    break  # deadline: leaving the block stops whatever still runs
+                for name, kind, payload in finished:
+                    if kind != "ok":
                         errors[name] = payload
-        finally:
-            for conn, (name, proc) in running.items():
-                errors[name] = "stopped: time limit or another member settled the problem"
-                proc.terminate()
-                proc.join(timeout=1.0)
-                conn.close()
+                    elif consider(name, payload):
+                        for other, _ in pool.running():
+                            errors[other] = "stopped: another member settled the problem"
+                        return True
+            for other, _ in pool.running():
+                errors[other] = "stopped: time limit"
         return False

@@ -65,3 +65,15 @@ def unknown_options(solver: Any, options: dict[str, Any]) -> str | None:
     name = getattr(solver, "name", "") or type(solver).__name__
     takes = ", ".join(known) if known else "none"
     return f"solver {name!r} takes no option {', '.join(map(repr, bad))} (its options: {takes})"
+
+
+SAFETY = 0.05  # seconds every solver keeps back for reading its answer and building the Solution
+
+
+def solver_deadline(t0: float, time_limit: float, n: int, *, extra: float = 0.0) -> float:
+    """Monotonic time by which a solver stops searching, so that its answer is back within ``time_limit``.
+
+    Keeps :data:`SAFETY` + ``extra`` seconds plus 20 µs per buffer for scoring and building the
+    answer, but never less than half the limit for the search itself.
+    """
+    return t0 + max(time_limit - SAFETY - extra - 2e-5 * n, time_limit * 0.5)

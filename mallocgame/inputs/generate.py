@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from hardware.spec import PRESETS
 from mallocgame.intervals import max_live
 from mallocgame.model import Buffer, Op, Operand, Problem
 
-ALIGN = 512
+ALIGN = PRESETS["tpuv4i"].alignment
 
 
 def _size(rng: np.random.Generator, median: float, sigma: float = 0.7) -> int:

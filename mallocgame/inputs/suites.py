@@ -59,12 +59,13 @@ class Suite:
 # ---------------------------------------------------------------------------- generated workloads
 
 def _workload(name: str, description: str, make: Callable[[], Problem],
-              fraction: float = CAPACITY_FRACTION, cap: int | None = 128 * 2**20) -> Entry:
+              fraction: float = CAPACITY_FRACTION, cap: int | None = None) -> Entry:
     """A generated workload with capacity ``fraction`` x max live bytes, at most ``cap`` (the chip's)."""
     def build() -> Problem:
-        from mallocgame.inputs.workloads import with_capacity
+        from mallocgame.inputs.workloads import TPU, with_capacity
 
-        return with_capacity(make().replace(name=name, source=f"builtin:{name}"), fraction, hardware_capacity=cap)
+        return with_capacity(make().replace(name=name, source=f"builtin:{name}"), fraction,
+                             hardware_capacity=TPU.capacity if cap is None else cap)
 
     return Entry(name, description, build, fraction)
 
@@ -176,7 +177,7 @@ def benchmark_candidates(explicit: str | None = None) -> list[Path]:
     found = []
     if os.environ.get(BENCHMARKS_ENV):
         found.append(Path(os.environ[BENCHMARKS_ENV]))
-    repo = Path(__file__).resolve().parents[1]
+    repo = Path(__file__).resolve().parents[2]
     if (repo / "pyproject.toml").is_file():  # running from a source checkout (editable install)
         found.append(repo.parent / "shared" / "benchmarks")
     found += [Path.cwd().parent / "shared" / "benchmarks", Path.cwd() / "shared" / "benchmarks"]

@@ -47,11 +47,13 @@ from typing import Sequence
 
 import numpy as np
 
+from hardware.spec import PRESETS
 from mallocgame.intervals import max_live
 from mallocgame.model import Buffer, Op, Operand, Problem
 
 DTYPE_BYTES = 2  # bf16
-ALIGN = 512  # the tpuv4i preset's alignment
+TPU = PRESETS["tpuv4i"]  # the chip the generated workloads are sized for
+ALIGN = TPU.alignment
 
 #: FLOPs per output element of elementwise and normalisation work (forward and backward).
 ELEMENTWISE_FLOPS = {
@@ -372,13 +374,15 @@ class Program:
 
 # ---------------------------------------------------------------------------- capacity
 
-def with_capacity(problem: Problem, fraction: float, *, hardware_capacity: int | None = 128 * 2**20,
+def with_capacity(problem: Problem, fraction: float, *, hardware_capacity: int | None = TPU.capacity,
                   align: int = ALIGN) -> Problem:
-    """``problem`` with capacity ``fraction`` x its max live bytes (aligned down, capped)."""
-    cap = int(max_live(problem) * fraction) // align * align
+    """``problem`` with capacity ``fraction`` x its max live bytes (aligned down, at most ``hardware_capacity``)."""
+    from mallocgame.inputs.load import fraction_capacity
+
+    cap = fraction_capacity(max_live(problem), fraction, align)
     if hardware_capacity is not None:
-        cap = min(cap, hardware_capacity)
-    return problem.replace(capacity=max(cap, align))
+        cap = max(min(cap, hardware_capacity), align)
+    return problem.replace(capacity=cap)
 
 
 def total_flops(problem: Problem) -> float:

@@ -36,12 +36,11 @@ from hardware.evaluator import Evaluator
 from mallocgame.intervals import components, count_overlapping_pairs, live_profile, overlap_index
 from mallocgame.model import Problem, Solution, Status, offsets_array, offsets_tuple
 from mallocgame.placement import greedy_place, pack_start, push_down, xla_order
-from mallocgame.protocol import Solver
+from mallocgame.protocol import Solver, solver_deadline
 from solvers.cpsat.model import PACK_ORDERS, SMALL_MODEL, Limits, Part, PartResult, solve_part, value_terms
 
 MAX_MODEL_BUFFERS = 20_000
 MAX_MODEL_PAIRS = 2_000_000
-SAFETY = 0.05  # seconds kept back for reading the answer and building the Solution
 
 
 def solve_with_restarts(problem: Problem, part: Part, limits: Limits, t0: float) -> PartResult:
@@ -112,7 +111,7 @@ class CpSat(Solver):
         t0 = time.monotonic()
         n = problem.n
         # Reading a large model's answer back and scoring it takes time too.
-        deadline = t0 + max(time_limit - SAFETY - 2e-5 * n, time_limit * 0.5)
+        deadline = solver_deadline(t0, time_limit, n)
         pack = problem.mode == "pack"
         goal = ("peak" if (minimize_peak or problem.capacity is None) else "feasible") if pack else "value"
         evaluator = None if pack else Evaluator.of(problem, hardware)
