@@ -1,64 +1,94 @@
-"""Third-party solvers: a plugin distribution on the path joins the registry and the conformance checks;
-a broken one gives a clear error and breaks nothing else."""
+"""Third-party solvers: the README's plugin, installed as a distribution on the path, joins the registry
+and passes ``mallocgame check-solver``; a broken one fails it or gives a clear error and breaks nothing else."""
 
 from __future__ import annotations
 
+import re
 import sys
 import textwrap
+import tomllib
 
 import pytest
 
-from tests.conftest import DATA, run_cli
-
-PLUGIN_MODULE = textwrap.dedent('''
-    """Left-edge first fit: start order, lowest offset that fits (a third-party example)."""
-    import numpy as np
-    from mallocgame.model import Solution, Status, offsets_tuple
-    from mallocgame.protocol import Solver
-    from mallocgame.placement import greedy_place
-
-    class FirstFit(Solver):
-        name = "first-fit-plugin"
-        modes = frozenset({"map", "pack"})
-
-        def solve(self, problem, hardware, *, time_limit, seed, hint=None):
-            a = problem.arrays
-            order = np.lexsort((np.arange(problem.n), a.start))
-            cap = problem.capacity if problem.mode == "map" else None
-            out = greedy_place(problem, order, cap)
-            return Solution(offsets=offsets_tuple(out), status=Status.FEASIBLE, mode=problem.mode)
-''')
+from mallocgame import conformance
+from tests.conftest import DATA, ROOT, run_cli
 
 
-def make_distribution(root, dist: str, entry_points: str, module: str | None = None) -> None:
-    pkg = dist.replace("-", "_")
-    if module is not None:
-        (root / pkg).mkdir()
-        (root / pkg / "__init__.py").write_text("")
-        (root / pkg / "solver.py").write_text(module)
-    info = root / f"{pkg}-0.1.dist-info"
+def readme_plugin() -> dict[str, str]:
+    """The files of the README's plugin: each code block after a ``<!-- plugin-file: PATH -->`` marker."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    files = dict(re.findall(r"<!-- plugin-file: (\S+) -->\n```[a-z]*\n(.*?)\n```", text, flags=re.S))
+    assert set(files) == {"pyproject.toml", "my_solver.py"}, f"README plugin markers drifted: {sorted(files)}"
+    return {path: body + "\n" for path, body in files.items()}
+
+
+def make_distribution(root, dist: str, entry_points: str, modules: dict[str, str] | None = None,
+                      version: str = "0.1") -> None:
+    """A distribution as pip would leave it: the modules plus a ``.dist-info`` with the entry points."""
+    for path, body in (modules or {}).items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(body)
+    info = root / f"{dist.replace('-', '_')}-{version}.dist-info"
     info.mkdir()
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 0.1\n")
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n")
     (info / "entry_points.txt").write_text(f"[mallocgame.solvers]\n{entry_points}\n")
+
+
+def install_readme_plugin(root) -> str:
+    """Install the README's plugin under ``root`` exactly as its pyproject.toml declares it; its solver name."""
+    files = readme_plugin()
+    project = tomllib.loads(files["pyproject.toml"])["project"]
+    solvers = project["entry-points"]["mallocgame.solvers"]
+    assert len(solvers) == 1
+    modules = {path: body for path, body in files.items() if path.endswith(".py")}
+    make_distribution(root, project["name"], "\n".join(f"{k} = {v}" for k, v in solvers.items()), modules,
+                      project["version"])
+    return next(iter(solvers))
 
 
 @pytest.fixture
 def plugin_path(tmp_path, monkeypatch):
-    make_distribution(tmp_path, "tiny-plugin", "first-fit-plugin = tiny_plugin.solver:FirstFit", PLUGIN_MODULE)
+    install_readme_plugin(tmp_path)
     make_distribution(tmp_path, "broken-plugin", "broken = broken_plugin.missing:Nothing")
     monkeypatch.syspath_prepend(str(tmp_path))
     return tmp_path
+
+
+def test_readme_plugin_passes_check_solver(tmp_path):
+    name = install_readme_plugin(tmp_path)
+    assert name == "my-solver"
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert f"mallocgame check-solver {name}" in readme
+    r = run_cli("check-solver", name, env={"PYTHONPATH": str(tmp_path)})
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = r.stdout.splitlines()
+    assert [line.split()[1] for line in lines[:-1]] == list(conformance.CHECKS)
+    assert all(line.startswith("ok ") for line in lines[:-1])
+    assert lines[-1].startswith(f"{name}: all {len(conformance.CHECKS)} checks passed")
+    # The README shows this output: the same checks, in the same order.
+    shown = re.findall(r"^ok (\S+) \(", readme, flags=re.M)
+    assert shown == list(conformance.CHECKS)
 
 
 def test_plugin_is_registered_listed_and_solves(plugin_path):
     env = {"PYTHONPATH": str(plugin_path)}
     listed = run_cli("solvers", env=env)
     assert listed.returncode == 0
-    assert "first-fit-plugin" in listed.stdout and "Left-edge first fit" in listed.stdout
-    assert "[plugin: tiny-plugin]" in listed.stdout
+    assert "my-solver" in listed.stdout and "First fit in start order" in listed.stdout
+    assert "[plugin: my-solver]" in listed.stdout
     assert "broken" in listed.stdout and "greedy-xla" in listed.stdout
-    r = run_cli("solve", str(DATA / "layered150.json"), "--solver", "first-fit-plugin", env=env)
-    assert r.returncode == 0 and r.stdout.startswith("first-fit-plugin: FEASIBLE"), r.stderr
+    r = run_cli("solve", str(DATA / "layered150.json"), "--solver", "my-solver", env=env)
+    assert r.returncode == 0 and r.stdout.startswith("my-solver: FEASIBLE"), r.stderr
+
+
+def test_plugin_runs_in_process_and_is_imported_only_when_asked(plugin_path):
+    from mallocgame.registry import solver_entries
+
+    assert "my-solver" in solver_entries()
+    assert "my_solver" not in sys.modules
+    results = conformance.check_solver("my-solver", checks=["protocol", "valid-answers"])
+    assert [r.passed for r in results] == [True, True], results
+    assert "my_solver" in sys.modules
 
 
 def test_broken_plugin_gives_one_clear_line(plugin_path):
@@ -66,19 +96,44 @@ def test_broken_plugin_gives_one_clear_line(plugin_path):
     r = run_cli("solve", str(DATA / "layered150.json"), "--solver", "broken", env=env)
     assert r.returncode == 2
     assert r.stderr.count("\n") == 1 and "broken-plugin" in r.stderr and "failed to load" in r.stderr
+    r = run_cli("check-solver", "broken", env=env)
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.count("\n") == 1 and "broken-plugin" in r.stderr and "failed to load" in r.stderr
     ok = run_cli("solve", str(DATA / "layered150.json"), "--solver", "greedy-xla", env=env)
     assert ok.returncode == 0
 
 
-def test_plugin_passes_the_conformance_checks(plugin_path):
-    from tests import test_conformance as conformance
+OVERLAPPING_MODULE = textwrap.dedent('''
+    """Every buffer at offset 0: overlapping answers (a deliberately wrong plugin)."""
+    from mallocgame.model import Solution, Status
 
-    assert "first-fit-plugin" in __import__("mallocgame.registry").registry.solver_entries()
-    conformance.check_valid_answers("first-fit-plugin")
-    conformance.check_deterministic("first-fit-plugin")
-    conformance.check_hint_accepted("first-fit-plugin")
-    conformance.check_time_limit("first-fit-plugin")
-    assert "tiny_plugin.solver" in sys.modules  # imported only when asked for
+
+    class Overlapping:
+        name = "overlapping"
+        modes = frozenset({"map", "pack"})
+
+        def solve(self, problem, hardware, *, time_limit, seed, hint=None):
+            return Solution(offsets=(0,) * problem.n, status=Status.FEASIBLE, mode=problem.mode)
+''')
+
+
+def test_check_solver_fails_a_wrong_plugin(tmp_path):
+    make_distribution(tmp_path, "overlapping-plugin", "overlapping = overlapping_plugin:Overlapping",
+                      {"overlapping_plugin.py": OVERLAPPING_MODULE})
+    r = run_cli("check-solver", "overlapping", env={"PYTHONPATH": str(tmp_path)})
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "ok protocol (" in r.stdout
+    failed = re.search(r"^FAIL valid-answers: (.*)$", r.stdout, flags=re.M)
+    assert failed and "overlap" in failed.group(1), r.stdout
+    assert re.search(r"^overlapping: \d+ of 8 checks failed \(valid-answers, ", r.stdout, flags=re.M), r.stdout
+    assert "Traceback" not in r.stdout + r.stderr
+
+
+def test_check_solver_unknown_solver_is_exit_2():
+    r = run_cli("check-solver", "no-such-solver")
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.strip().startswith("error: unknown solver 'no-such-solver' (registered: ")
+    assert r.stderr.count("\n") == 1 and "greedy-xla" in r.stderr
 
 
 CRASHING_MODULE = textwrap.dedent('''
@@ -93,11 +148,14 @@ CRASHING_MODULE = textwrap.dedent('''
 
 
 def test_solver_that_raises_is_one_line_exit_1(tmp_path):
-    make_distribution(tmp_path, "crash-plugin", "crash = crash_plugin.solver:Crash", CRASHING_MODULE)
+    make_distribution(tmp_path, "crash-plugin", "crash = crash_plugin.solver:Crash",
+                      {"crash_plugin/__init__.py": "", "crash_plugin/solver.py": CRASHING_MODULE})
+    env = {"PYTHONPATH": str(tmp_path)}
     out = tmp_path / "sol.csv"
-    r = run_cli("solve", str(DATA / "layered150.json"), "--solver", "crash", "-o", str(out),
-                env={"PYTHONPATH": str(tmp_path)})
+    r = run_cli("solve", str(DATA / "layered150.json"), "--solver", "crash", "-o", str(out), env=env)
     assert r.returncode == 1 and r.stderr.strip() == "error: solver 'crash' failed: RuntimeError: boom"
     assert not out.exists()
-    r = run_cli("solve", str(DATA / "pack40.64.csv"), "--solver", "crash", env={"PYTHONPATH": str(tmp_path)})
+    r = run_cli("solve", str(DATA / "pack40.64.csv"), "--solver", "crash", env=env)
     assert r.returncode == 2 and "does not support pack mode" in r.stderr
+    r = run_cli("check-solver", "crash", "--check", "valid-answers", env=env)
+    assert r.returncode == 1 and "FAIL valid-answers: " in r.stdout and "solve raised RuntimeError: boom" in r.stdout

@@ -28,6 +28,7 @@ LAZY_COMMANDS = {
     "suites": "mallocgame.cli.suites:suites_command",
     "plot": "mallocgame.cli.plot:plot_command",
     "train": "mallocgame.cli.train:train",
+    "check-solver": "mallocgame.cli.check_solver:check_solver",
 }
 
 

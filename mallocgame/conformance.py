@@ -1,0 +1,457 @@
+"""The solver conformance suite: what every registered solver, built-in or plugin, must do.
+
+``mallocgame check-solver NAME`` runs it from the installed package (no source tree, no
+pytest), and ``tests/test_conformance.py`` runs it over every registered solver. Each
+check is a plain function of a :class:`Subject` that raises :class:`CheckFailed` with a
+one-line reason; :func:`check_solver` runs them all and returns one :class:`CheckResult`
+per check. The problems are generated (:mod:`mallocgame.inputs.generate`), small enough
+that a fast solver passes the whole suite in a few seconds; answers are validated and
+scored by the runner (:func:`mallocgame.runner.score`), never trusted.
+
+The checks:
+
+* ``protocol`` -- ``name`` is the registered name, ``modes`` a non-empty subset of
+  ``{"map", "pack"}``, ``solve`` takes ``time_limit``, ``seed`` and ``hint``, and the
+  module has a docstring for ``mallocgame solvers``;
+* ``valid-answers`` -- a valid answer on every problem of every supported mode (pack:
+  every buffer placed; map: never slower than all-slow);
+* ``capacity`` -- map answers fit tight capacities (and a capacity below every buffer
+  leaves everything slow); a pack answer over its capacity is never claimed optimal;
+* ``same-seed`` -- the same seed gives the same answer;
+* ``time-limit`` -- a large problem returns a valid answer within about the time limit;
+* ``hint`` -- a valid hint is accepted, and an answer is never worse than a hint the
+  solver itself produced;
+* ``statuses`` -- the answer is a :class:`~mallocgame.model.Solution` with a
+  :class:`~mallocgame.model.Status` and the problem's mode; ``INFEASIBLE`` only when no
+  answer exists, ``OPTIMAL`` never contradicted by a known better answer;
+* ``no-answer`` -- where no answer exists (pack mode, capacity below the max live bytes)
+  the solver returns in time with no answer (e.g. ``Solution(offsets=(None,) * problem.n,
+  status=Status.UNKNOWN, mode=problem.mode)``), never claimed optimal; an empty program
+  is solved.
+
+Example:
+    >>> results = check_solver("greedy-xla", checks=["protocol", "valid-answers"])
+    >>> [(r.name, r.passed) for r in results]
+    [('protocol', True), ('valid-answers', True)]
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import time
+from dataclasses import asdict, dataclass
+from typing import Any, Callable, Iterable
+
+from hardware.evaluator import Evaluator
+from hardware.spec import PRESETS
+from hardware.validator import validate
+from mallocgame.inputs.generate import layered_network, packed_instance, random_intervals
+from mallocgame.intervals import max_live
+from mallocgame.model import MODES, Problem, Solution, Status
+from mallocgame.registry import describe, load_solver, solver_entries
+from mallocgame.runner import Report, score
+
+DEFAULT_TIME_LIMIT = 1.0
+HW = PRESETS["tpuv4i"]
+UNIT = PRESETS["unit"]
+
+
+class CheckFailed(AssertionError):
+    """A conformance check failed; the message is one line naming the problem and the reason."""
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    name: str
+    passed: bool
+    message: str
+    seconds: float
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Subject:
+    """The solver under test: its registered name, supported modes and the per-solve time limit."""
+
+    name: str
+    modes: frozenset[str]
+    time_limit: float
+
+    def supports(self, mode: str) -> bool:
+        return mode in self.modes
+
+    def solve(self, problem: Problem, hardware, *, seed: int = 0, hint: Solution | None = None,
+              time_limit: float | None = None) -> tuple[Solution, Report, float]:
+        """Solve with a fresh instance (as the runner does); the raw answer, its scored report and the seconds."""
+        solver = load_solver(self.name)
+        limit = self.time_limit if time_limit is None else time_limit
+        t0 = time.monotonic()
+        try:
+            solution = solver.solve(problem, hardware, time_limit=limit, seed=seed, hint=hint)
+        except Exception as exc:  # a solver may fail in any way; the check names it in one line
+            raise CheckFailed(f"{_where(problem)}: solve raised {exc.__class__.__name__}: {exc}") from exc
+        seconds = time.monotonic() - t0
+        if not isinstance(solution, Solution):
+            raise CheckFailed(f"{_where(problem)}: solve returned {type(solution).__name__}, not a mallocgame.model.Solution")
+        try:
+            report = score(problem, hardware, solution, seconds=seconds, bound=None, solver_name=self.name)
+        except Exception as exc:  # e.g. offsets that are not integers
+            raise CheckFailed(f"{_where(problem)}: the answer cannot be scored: {exc.__class__.__name__}: {exc}") from exc
+        return solution, report, seconds
+
+
+def _where(problem: Problem) -> str:
+    cap = "no capacity" if problem.capacity is None else f"capacity {problem.capacity}"
+    return f"{problem.name} ({problem.mode}, {problem.n} buffers, {cap})"
+
+
+def _require(condition: bool, message: str) -> None:
+    if not condition:
+        raise CheckFailed(message)
+
+
+def _peak(problem: Problem, offsets) -> int:
+    return max((o + b.size for b, o in zip(problem.buffers, offsets) if o is not None), default=0)
+
+
+def _worse(problem: Problem, hardware, a, b) -> bool:
+    """Is placement ``a`` strictly worse than placement ``b`` (map: lower value; pack: higher peak)?"""
+    if problem.mode == "pack":
+        return _peak(problem, a) > _peak(problem, b)
+    ev = Evaluator(problem, hardware)
+    va, vb = ev.value(a), ev.value(b)
+    return va < vb - 1e-9 * max(1.0, abs(vb))
+
+
+def _hint(offsets, mode: str) -> Solution:
+    return Solution(offsets=tuple(offsets), status=Status.FEASIBLE, mode=mode, solver="hint")
+
+
+# ---------------------------------------------------------------- problems (generated, cached)
+
+@functools.cache
+def _map_problems() -> tuple[tuple[Problem, Any], ...]:
+    return ((layered_network(60, seed=11), HW),
+            (random_intervals(40, seed=3, with_benefit=True, name="random-40-benefit").replace(capacity=150), UNIT))
+
+
+@functools.cache
+def _packed(n: int, seed: int, capacity: int, horizon: int) -> tuple[Problem, tuple[int, ...]]:
+    problem, offsets = packed_instance(n, seed=seed, capacity=capacity, horizon=horizon)
+    return problem, tuple(offsets)
+
+
+@functools.cache
+def _pack_problems() -> tuple[tuple[Problem, Any], ...]:
+    p, _ = _packed(25, 2, 64, 20)
+    return ((p.replace(name="packed-25-loose", capacity=2 * 64), UNIT),  # loose: every packer must fit it
+            (p.replace(name="packed-25-peak", capacity=None), UNIT))  # no capacity: minimise the peak
+
+
+@functools.cache
+def _layered(n: int, seed: int, capacity_fraction: float = 0.4) -> Problem:
+    return layered_network(n, seed=seed, capacity_fraction=capacity_fraction)
+
+
+def _problems(subject: Subject) -> list[tuple[Problem, Any]]:
+    out: list[tuple[Problem, Any]] = []
+    if subject.supports("map"):
+        out += _map_problems()
+    if subject.supports("pack"):
+        out += _pack_problems()
+    return out
+
+
+def _main_mode(subject: Subject) -> str:
+    return "map" if subject.supports("map") else "pack"
+
+
+# ---------------------------------------------------------------- the checks
+
+def check_protocol(subject: Subject) -> str:
+    """Name is the registered name, modes a non-empty subset of {map, pack}, solve takes time_limit/seed/hint, a docstring."""
+    solver = load_solver(subject.name)
+    declared = getattr(solver, "name", None)
+    _require(declared == subject.name, f"the solver's name attribute is {declared!r}, registered as {subject.name!r}")
+    modes = getattr(solver, "modes", None)
+    _require(isinstance(modes, (set, frozenset)) and bool(modes) and set(modes) <= set(MODES),
+             f"modes must be a non-empty set drawn from {set(MODES)}, got {modes!r}")
+    try:
+        params = inspect.signature(solver.solve).parameters
+    except (TypeError, ValueError) as exc:
+        raise CheckFailed(f"solve has no inspectable signature: {exc}") from None
+    if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        missing = [k for k in ("time_limit", "seed", "hint") if k not in params]
+        _require(not missing, f"solve(problem, hardware, *, time_limit, seed, hint=None) lacks {', '.join(missing)}")
+    text = describe(solver_entries()[subject.name])
+    _require(bool(text) and not text.startswith("("),
+             f"no one-line description for `mallocgame solvers` (module docstring): {text}")
+    return f"modes {', '.join(sorted(modes))}"
+
+
+def check_problem(subject: Subject, problem: Problem, hardware) -> Report:
+    """One valid answer on ``problem`` (pack: every buffer placed; map: not slower than all-slow)."""
+    _, report, _ = subject.solve(problem, hardware)
+    _require(report.valid, f"{_where(problem)}: no valid answer: {report.violation}")
+    if problem.mode == "pack":
+        _require(report.placed == problem.n, f"{_where(problem)}: placed {report.placed} of {problem.n} buffers")
+    else:
+        _require(report.objective >= -1e-12, f"{_where(problem)}: slower than all-slow (value {report.objective:.6g})")
+    if problem.capacity is not None:
+        _require(report.peak <= problem.capacity, f"{_where(problem)}: peak {report.peak} over capacity {problem.capacity}")
+    return report
+
+
+def check_valid_answers(subject: Subject) -> str:
+    """A valid answer on every problem of every supported mode (pack: all placed; map: not slower than all-slow)."""
+    problems = _problems(subject)
+    for problem, hw in problems:
+        check_problem(subject, problem, hw)
+    return f"{len(problems)} problems"
+
+
+def check_capacity(subject: Subject) -> str:
+    """Map answers fit tight capacities (nothing fits: all slow); a pack answer over capacity is not claimed optimal."""
+    count = 0
+    if subject.supports("map"):
+        tight = _layered(60, 11, 0.15)
+        check_problem(subject, tight, HW)
+        smallest = min(b.size for b in tight.buffers)
+        nothing_fits = tight.replace(name="layered-nothing-fits", capacity=smallest - 1)
+        _, report, _ = subject.solve(nothing_fits, HW)
+        _require(report.valid and report.placed == 0,
+                 f"{_where(nothing_fits)}: every buffer must stay slow, got "
+                 f"{report.violation or f'{report.placed} placed'}")
+        count += 2
+    if subject.supports("pack"):
+        problem, known = _packed(30, 8, 64, 24)
+        problem = problem.replace(name="packed-30-tight", capacity=_peak(problem, known))
+        solution, report, _ = subject.solve(problem, UNIT)
+        if not report.valid:
+            _require(_status_of(problem, solution) is not Status.OPTIMAL,
+                     f"{_where(problem)}: claims OPTIMAL for an invalid answer: {report.violation}")
+        count += 1
+    return f"{count} problems"
+
+
+def check_same_seed(subject: Subject) -> str:
+    """The same seed gives the same answer."""
+    if _main_mode(subject) == "map":
+        problem, hw = _layered(30, 5), HW
+    else:
+        problem, hw = _packed(15, 4, 64, 40)[0].replace(capacity=128), UNIT
+    # Small enough that no solver should need its whole limit; anytime solvers that do must
+    # still be reproducible (a deterministic work budget rather than wall-clock cut-offs).
+    limit = 2 * subject.time_limit
+    a, ra, _ = subject.solve(problem, hw, seed=7, time_limit=limit)
+    b, _, _ = subject.solve(problem, hw, seed=7, time_limit=limit)
+    _require(ra.valid, f"{_where(problem)}: no valid answer: {ra.violation}")
+    if tuple(a.offsets) != tuple(b.offsets):
+        diff = sum(x != y for x, y in zip(a.offsets, b.offsets)) + abs(len(a.offsets) - len(b.offsets))
+        raise CheckFailed(f"{_where(problem)}: two runs with seed 7 differ on {diff} buffers")
+    return "seed 7 twice"
+
+
+def _allowed_seconds(limit: float) -> float:
+    # Generous slack for model building and a busy machine; a solver that ignores the limit fails.
+    return 2 * limit + 5
+
+
+def check_time_limit(subject: Subject) -> str:
+    """A large problem in each mode gets a valid answer within about the time limit."""
+    limit = subject.time_limit
+    worst = 0.0
+    for mode in sorted(subject.modes & set(MODES)):
+        if mode == "map":
+            problem, hw = _layered(600, 9), HW
+        else:
+            problem, hw = random_intervals(400, seed=9, name="random-400").replace(mode="pack"), UNIT
+        t0 = time.monotonic()
+        _, report, _ = subject.solve(problem, hw)
+        elapsed = time.monotonic() - t0
+        _require(elapsed <= _allowed_seconds(limit), f"{_where(problem)}: took {elapsed:.1f} s with a {limit:g} s limit")
+        _require(report.valid, f"{_where(problem)}: no valid answer within the limit: {report.violation}")
+        worst = max(worst, elapsed)
+    return f"slowest {worst:.2f} s with a {limit:g} s limit"
+
+
+def _external_hint(problem: Problem, hw) -> tuple[int | None, ...]:
+    """A valid hint made without any solver: first fit in start order (map: within the capacity)."""
+    placed: list[tuple[int, int, int, int]] = []  # start, end, offset, top
+    out: list[int | None] = [None] * problem.n
+    cap = problem.capacity if problem.mode == "map" else None
+    for i in sorted(range(problem.n), key=lambda i: (problem.buffers[i].start, i)):
+        b = problem.buffers[i]
+        offset = 0
+        for _, _, lo, hi in sorted((p for p in placed if p[0] < b.end and b.start < p[1]), key=lambda p: p[2]):
+            if offset + b.size <= lo:
+                break
+            offset = max(offset, -(-hi // b.alignment) * b.alignment)
+        if cap is None or offset + b.size <= cap:
+            out[i] = offset
+            placed.append((b.start, b.end, offset, offset + b.size))
+    violation = validate(problem, out)
+    if violation:  # a bug of this suite, not of the solver under test
+        raise RuntimeError(f"conformance: the first-fit hint for {problem.name} is invalid: {violation}")
+    return tuple(out)
+
+
+def check_hint(subject: Subject) -> str:
+    """Valid hints are accepted; the answer is never worse than a hint the solver itself produced."""
+    count = 0
+    for mode in sorted(subject.modes & set(MODES)):
+        if mode == "map":
+            problem, hw = _layered(50, 2), HW
+            hints = {"first-fit": _external_hint(problem, hw), "all-slow": (None,) * problem.n}
+        else:
+            problem, known = _packed(20, 6, 64, 40)
+            problem, hw = problem.replace(name="packed-20-peak", capacity=None), UNIT
+            hints = {"first-fit": _external_hint(problem, hw), "known packing": known}
+        for label, offsets in hints.items():
+            _, report, _ = subject.solve(problem, hw, hint=_hint(offsets, mode))
+            _require(report.valid, f"{_where(problem)}: no valid answer with the {label} hint: {report.violation}")
+        _, own, _ = subject.solve(problem, hw)
+        _require(own.valid, f"{_where(problem)}: no valid answer: {own.violation}")
+        _, again, _ = subject.solve(problem, hw, hint=_hint(own.offsets, mode))
+        _require(again.valid, f"{_where(problem)}: no valid answer with its own answer as hint: {again.violation}")
+        _require(not _worse(problem, hw, again.offsets, own.offsets),
+                 f"{_where(problem)}: worse than the hint it was given (its own answer): "
+                 f"{again.objective:.6g} vs {own.objective:.6g}")
+        count += len(hints) + 1
+    return f"{count} hints"
+
+
+def _status_of(problem: Problem, solution: Solution) -> Status:
+    try:
+        status = Status(solution.status)
+    except ValueError:
+        raise CheckFailed(f"{_where(problem)}: status {solution.status!r} is not a mallocgame.model.Status") from None
+    _require(solution.mode == problem.mode, f"{_where(problem)}: the answer's mode is {solution.mode!r}, "
+                                            f"the problem's {problem.mode!r} (pass mode=problem.mode)")
+    _require(len(solution.offsets) in (0, problem.n),
+             f"{_where(problem)}: {len(solution.offsets)} offsets for {problem.n} buffers")
+    return status
+
+
+def check_statuses(subject: Subject) -> str:
+    """A Solution with a Status and the problem's mode; INFEASIBLE and OPTIMAL never contradicted."""
+    count = 0
+    if subject.supports("map"):
+        base = _layered(60, 11)
+        roomy = base.replace(name="layered-everything-fits", capacity=int(sum(b.size for b in base.buffers)))
+        best = Evaluator(roomy, HW).value([0] * roomy.n)  # everything fast (stacked) is optimal
+        for problem in (base, roomy):
+            solution, report, _ = subject.solve(problem, HW)
+            status = _status_of(problem, solution)
+            _require(status is not Status.INFEASIBLE, f"{_where(problem)}: claims INFEASIBLE, but all-slow is an answer")
+            _require(report.valid or status is not Status.OPTIMAL,
+                     f"{_where(problem)}: claims OPTIMAL for an invalid answer: {report.violation}")
+            if problem is roomy and status is Status.OPTIMAL:
+                _require(report.objective >= best - 1e-9 * max(1.0, best),
+                         f"{_where(problem)}: claims OPTIMAL with value {report.objective:.6g}, "
+                         f"but everything fits (value {best:.6g})")
+            count += 1
+    if subject.supports("pack"):
+        problem, known = _packed(25, 3, 64, 20)
+        known_peak = _peak(problem, known)
+        for p in (problem.replace(name="packed-25-peak", capacity=None),
+                  problem.replace(name="packed-25-fits", capacity=known_peak)):
+            solution, report, _ = subject.solve(p, UNIT)
+            status = _status_of(p, solution)
+            _require(status is not Status.INFEASIBLE, f"{_where(p)}: claims INFEASIBLE, but a packing with peak "
+                                                      f"{known_peak} exists")
+            _require(report.valid or status is not Status.OPTIMAL,
+                     f"{_where(p)}: claims OPTIMAL for an invalid answer: {report.violation}")
+            if status is Status.OPTIMAL:
+                _require(report.peak <= known_peak,
+                         f"{_where(p)}: claims OPTIMAL with peak {report.peak}, but peak {known_peak} is possible")
+            count += 1
+    return f"{count} problems"
+
+
+def check_no_answer(subject: Subject) -> str:
+    """No answer where none exists (in time, not claimed optimal); an empty program is solved."""
+    count = 0
+    if subject.supports("pack"):
+        problem, _ = _packed(25, 2, 64, 20)
+        impossible = problem.replace(name="packed-25-impossible", capacity=max_live(problem) - 1)
+        t0 = time.monotonic()
+        solution, report, _ = subject.solve(impossible, UNIT)
+        elapsed = time.monotonic() - t0
+        status = _status_of(impossible, solution)
+        _require(not report.valid, f"{_where(impossible)}: the validator accepted an answer to an impossible problem")
+        _require(status is not Status.OPTIMAL, f"{_where(impossible)}: claims OPTIMAL where no answer exists")
+        _require(elapsed <= _allowed_seconds(subject.time_limit),
+                 f"{_where(impossible)}: took {elapsed:.1f} s with a {subject.time_limit:g} s limit")
+        count += 1
+    for mode in sorted(subject.modes & set(MODES)):
+        empty = Problem(name="empty", buffers=(), capacity=64, mode=mode)
+        solution, report, _ = subject.solve(empty, UNIT)
+        _status_of(empty, solution)
+        _require(report.valid, f"{_where(empty)}: an empty program has the empty answer, got: {report.violation}")
+        count += 1
+    return f"{count} problems"
+
+
+CHECKS: dict[str, Callable[[Subject], str]] = {
+    "protocol": check_protocol,
+    "valid-answers": check_valid_answers,
+    "capacity": check_capacity,
+    "same-seed": check_same_seed,
+    "time-limit": check_time_limit,
+    "hint": check_hint,
+    "statuses": check_statuses,
+    "no-answer": check_no_answer,
+}
+
+
+def subject_of(name: str, *, time_limit: float = DEFAULT_TIME_LIMIT) -> Subject:
+    """The solver registered as ``name``; raises ``SolverLoadError`` if unknown or it fails to load."""
+    solver = load_solver(name)
+    modes = getattr(solver, "modes", frozenset(MODES))
+    try:
+        modes = frozenset(modes)
+    except TypeError:
+        modes = frozenset()
+    return Subject(name, modes, time_limit)
+
+
+def run_check(subject: Subject, check: str) -> CheckResult:
+    """Run one check; a failure (or a crash of the solver or of the check) is a failed result, never an exception."""
+    t0 = time.monotonic()
+    try:
+        passed, message = True, CHECKS[check](subject) or ""
+    except CheckFailed as exc:
+        passed, message = False, str(exc)
+    except Exception as exc:
+        passed, message = False, f"{exc.__class__.__name__}: {exc}"
+    return CheckResult(check, passed, " ".join(message.split()), time.monotonic() - t0)
+
+
+def check_solver(name: str, *, time_limit: float = DEFAULT_TIME_LIMIT, checks: Iterable[str] | None = None,
+                 progress: Callable[[CheckResult], None] | None = None) -> list[CheckResult]:
+    """Run the conformance checks (all, or those named) on solver ``name``; one result per check, in order.
+
+    ``time_limit`` is the limit of each solve. ``progress`` is called with each result as
+    soon as it is known. Raises ``SolverLoadError`` for an unknown solver or a plugin that
+    fails to load, ``KeyError`` for an unknown check name.
+    """
+    names = list(CHECKS) if checks is None else list(checks)
+    unknown = [c for c in names if c not in CHECKS]
+    if unknown:
+        raise KeyError(f"unknown check(s) {', '.join(unknown)} (known: {', '.join(CHECKS)})")
+    subject = subject_of(name, time_limit=time_limit)
+    results = []
+    for check in names:
+        result = run_check(subject, check)
+        results.append(result)
+        if progress is not None:
+            progress(result)
+    return results
+
+
+__all__ = ["CHECKS", "CheckFailed", "CheckResult", "Subject", "check_problem", "check_solver", "run_check",
+           "subject_of"]
