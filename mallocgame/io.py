@@ -18,6 +18,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import math
@@ -25,7 +26,7 @@ import os
 import re
 import tempfile
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import IO, Any, Iterable, Iterator, Sequence
 
 from mallocgame.model import BUFFER_KINDS, Buffer, InputError, Op, Operand, Problem, Solution
 
@@ -36,19 +37,39 @@ _CAPACITY_IN_NAME = re.compile(r"\.(\d+)\.csv$")
 
 # --------------------------------------------------------------------------- writing
 
-def atomic_write_text(path: str | os.PathLike, text: str) -> None:
-    """Write ``text`` to ``path`` through a temp file in the same folder and a rename."""
+@contextlib.contextmanager
+def atomic_output(path: str | os.PathLike, mode: str = "w") -> Iterator[IO]:
+    """A file object whose content replaces ``path`` only when the block ends without error.
+
+    The one way every writer of the project writes a file (solutions, workloads, results,
+    pictures, checkpoints): a temp file in the same folder, then a rename, so a reader never
+    sees a half-written file. The file gets the usual permissions (0666 less the umask).
+    A path that exists and is not a regular file (``/dev/null``, a FIFO) is written in place.
+    """
     path = Path(path)
+    if path.exists() and not path.is_file():
+        with open(path, mode) as fh:
+            yield fh
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", newline="") as fh:
-            fh.write(text)
+        with os.fdopen(fd, mode, **({} if "b" in mode else {"newline": ""})) as fh:
+            yield fh
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> None:
+    """Write ``text`` to ``path`` through :func:`atomic_output`."""
+    with atomic_output(path) as fh:
+        fh.write(text)
 
 
 def _fmt_num(x: float | int) -> str:

@@ -143,20 +143,11 @@ def plot_solution(problem: Problem, offsets: Sequence[int | None], path: str | P
 
 
 def _save(fig, path: str | Path) -> Path:
-    import os
-    import tempfile
+    from mallocgame.io import atomic_output
 
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=path.suffix, dir=path.parent)
-    os.close(fd)
-    try:
-        fig.savefig(tmp, format=path.suffix.lstrip(".") or "png")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    with atomic_output(path, "wb") as fh:
+        fig.savefig(fh, format=path.suffix.lstrip(".") or "png")
     return path
 
 

@@ -18,7 +18,6 @@ sees half a checkpoint.
 from __future__ import annotations
 
 import os
-import tempfile
 from typing import Any
 
 import torch
@@ -33,18 +32,11 @@ class CheckpointError(ValueError):
 
 
 def atomic_save(payload: dict[str, Any], path: str) -> None:
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".pt", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            torch.save(payload, fh)
-        os.chmod(tmp, 0o644)  # mkstemp makes 0600; a shipped checkpoint must be readable by all
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    """``torch.save`` through :func:`mallocgame.io.atomic_output`: readers never see half a checkpoint."""
+    from mallocgame.io import atomic_output
+
+    with atomic_output(path, "wb") as fh:
+        torch.save(payload, fh)
 
 
 def load(path: str) -> dict[str, Any]:
