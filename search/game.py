@@ -129,6 +129,31 @@ class Game:
         self.slow_action = config.k
         self._total = 0.0
         self._steps = 0
+        self._peak = 0
+
+    # --- rewards, the same in both variants ----------------------------------------------------
+    def _place_reward(self, i: int, top: int) -> float:
+        """Reward of placing buffer ``i`` with its top at ``top`` (and commit it to the state).
+
+        Map mode: the exact reduction of the program time. Pack mode: bytes placed / all bytes,
+        less, when minimising the peak, the rise of the peak it causes.
+        """
+        d = self.data
+        if d.mode == "map":
+            return d.place_reward(i, self._saved, True)
+        size = d.size_l[i]
+        if d.capacity is not None:
+            return size / d.total_bytes
+        rise = max(0, top - self._peak)
+        self._peak = max(self._peak, top)
+        return (size - rise) / d.total_bytes
+
+    def placement_value(self, i: int) -> float:
+        """Reward of placing buffer ``i`` now, without committing it."""
+        d = self.data
+        if d.mode == "map":
+            return d.place_reward(i, self._saved, False)
+        return d.size_l[i] / d.total_bytes
 
     # --- shared API -------------------------------------------------------------------------
     def legal_actions(self) -> np.ndarray:

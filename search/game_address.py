@@ -242,23 +242,6 @@ class AddressGame(Game):
         self._advance()
         return reward
 
-    def _place_reward(self, i: int, top: int) -> float:
-        d = self.data
-        if d.mode == "map":
-            return d.place_reward(i, self._saved, True)
-        size = d.size_l[i]
-        if d.capacity is not None:
-            return size / d.total_bytes
-        rise = max(0, top - self._peak)
-        self._peak = max(self._peak, top)
-        return (size - rise) / d.total_bytes
-
-    def placement_value(self, i: int) -> float:
-        d = self.data
-        if d.mode == "map":
-            return d.place_reward(i, self._saved, False)
-        return d.size_l[i] / d.total_bytes
-
     # --- observation --------------------------------------------------------------------------
     def observation(self) -> Observation:
         d, sd, cfg = self.data, self._sky, self.config

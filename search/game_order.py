@@ -149,7 +149,7 @@ class OrderGame(Game):
         elif 0 <= action < len(holes):
             off = holes[action][0]
             self._off[i] = off
-            reward = self._place_reward(i, off)
+            reward = self._place_reward(i, off + self.data.size_l[i])
         else:
             raise ValueError(f"illegal action {action}: {len(holes)} offsets are offered")
         self._total += reward
@@ -171,25 +171,6 @@ class OrderGame(Game):
             for t, v in saved_before:
                 self._saved[t] = v
         self._holes = None
-
-    def _place_reward(self, i: int, off: int) -> float:
-        d = self.data
-        if d.mode == "map":
-            return d.place_reward(i, self._saved, True)
-        size = d.size_l[i]
-        if d.capacity is not None:
-            return size / d.total_bytes
-        top = off + size
-        rise = max(0, top - self._peak)
-        self._peak = max(self._peak, top)
-        return (size - rise) / d.total_bytes
-
-    def placement_value(self, i: int) -> float:
-        """Reward of placing buffer ``i`` now (same for every offset of the order variant)."""
-        d = self.data
-        if d.mode == "map":
-            return d.place_reward(i, self._saved, False)
-        return d.size_l[i] / d.total_bytes
 
     # --- observation --------------------------------------------------------------------------
     def observation(self) -> Observation:
