@@ -1,4 +1,4 @@
-"""Hardware specs: fast-memory size and alignment, bandwidths, peak FLOP/s (DESIGN.md section 3).
+"""Hardware specs: fast-memory size and alignment, bandwidths, peak FLOP/s (docs/architecture.md, "Scoring").
 
 Presets are named; a user file (TOML or JSON) with the same fields gives any other chip.
 

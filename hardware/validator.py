@@ -1,4 +1,4 @@
-"""The validator: the only judge of "valid" (DESIGN.md section 3).
+"""The validator: the only judge of "valid" (docs/architecture.md, "Scoring").
 
 Checks, for a placement of a problem: one entry per buffer; in pack mode every buffer
 placed; offsets non-negative and multiples of the buffer's alignment; ``offset + size``

@@ -2,7 +2,7 @@
 
 ``solve_with_warm_start`` runs a first solver, gives its validated answer to the main
 solver as a hint, and keeps the hint whenever the main answer is invalid or worse, so a
-warm-started result is never worse than its hint (DESIGN.md section 5).
+warm-started result is never worse than its hint (docs/architecture.md, "Solvers").
 """
 
 from __future__ import annotations

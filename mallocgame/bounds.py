@@ -1,4 +1,4 @@
-"""Bounds printed beside every result (DESIGN.md section 4).
+"""Bounds printed beside every result (docs/architecture.md, "Scoring").
 
 * pack: the max live bytes (no packing can peak lower);
 * map: the **no-fragmentation relaxation** — choose buffers for fast memory so that at

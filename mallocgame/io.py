@@ -1,4 +1,4 @@
-"""Readers and writers for the stable formats of DESIGN.md section 2.
+"""Readers and writers for the stable formats of docs/architecture.md, "The model".
 
 * MiniMalloc CSV ``id,lower,upper,size[,benefit]`` (capacity from ``NAME.CAPACITY.csv``);
 * the JSON workload ``mallocgame.workload/1``;

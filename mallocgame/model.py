@@ -142,7 +142,7 @@ class Problem:
 
 @dataclass(frozen=True)
 class Solution:
-    """A solver's answer (DESIGN.md section 5).
+    """A solver's answer (docs/architecture.md, "Solvers").
 
     ``offsets[i]`` is the fast-memory offset of ``problem.buffers[i]`` or ``None`` (slow).
     ``objective`` is the solver's own view; the runner re-scores every answer with the

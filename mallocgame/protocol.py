@@ -1,4 +1,4 @@
-"""The solver protocol every built-in and plugin solver follows (DESIGN.md section 5).
+"""The solver protocol every built-in and plugin solver follows (docs/architecture.md, "Solvers").
 
 A solver is a class with a ``name``, the ``modes`` it supports and a ``solve`` method::
 

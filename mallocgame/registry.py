@@ -1,4 +1,4 @@
-"""The solver registry: solvers are found by entry point, never by import (DESIGN.md section 5).
+"""The solver registry: solvers are found by entry point, never by import (docs/architecture.md, "Solvers").
 
 Built-ins and third-party plugins alike register under the entry-point group
 ``mallocgame.solvers`` as ``name = "module:Class"``. Listing reads each module's

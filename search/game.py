@@ -1,4 +1,4 @@
-"""The mallocGame: memory mapping as a one-player game with exact, telescoping rewards (DESIGN.md section 6).
+"""The mallocGame: memory mapping as a one-player game with exact, telescoping rewards (docs/architecture.md, "The game").
 
 Two variants share one interface (:class:`Game`; pick with ``GameConfig.variant``):
 

@@ -1,4 +1,4 @@
-"""Immutable per-problem data shared by every copy of a game (DESIGN.md section 6).
+"""Immutable per-problem data shared by every copy of a game (docs/architecture.md, "The game").
 
 :class:`GameData` is built once per ``(problem, hardware)`` and never changes; a game
 state and all its clones point at the same instance. It holds

@@ -1,6 +1,6 @@
 """XLA memory-space-assignment style greedy: most memory-bound buffers first, best-fit hole, else slow.
 
-Order (DESIGN.md section 5): benefit / sqrt(size) descending, then size descending, then
+Order (docs/architecture.md, "Solvers"): benefit / sqrt(size) descending, then size descending, then
 live-range length descending, then id. Each buffer goes to the smallest free hole among
 the placed buffers that overlap it in time (lowest offset on ties); when none fits it
 stays in slow memory. In pack mode every buffer must be placed, so the capacity is

@@ -1,4 +1,4 @@
-"""Importers: real ML programs -> ``mallocgame.workload/1`` problems (DESIGN.md section 2).
+"""Importers: real ML programs -> ``mallocgame.workload/1`` problems (docs/architecture.md, "The model").
 
 One function per importer, each returning a map-mode :class:`~mallocgame.model.Problem`
 (ops in schedule order, tight live ranges, ``capacity=None``):

@@ -1,7 +1,7 @@
 """Seeded generators of synthetic problems for tests, benchmarks and suites.
 
 * :func:`layered_network`: a scheduled program of layers with weights, skip connections
-  and scratch buffers (ops with FLOPs and operand bytes), as DESIGN.md section 7 uses;
+  and scratch buffers (ops with FLOPs and operand bytes), as docs/architecture.md, "The model" uses;
 * :func:`random_intervals`: a MiniMalloc-style CSV problem (lifetimes and sizes only);
 * :func:`packed_instance`: a pack problem built around a hidden packing, so a solution
   within the capacity is known to exist.

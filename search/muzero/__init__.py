@@ -1,4 +1,4 @@
-"""mallocMuZero: MuZero-guided tree search for the mallocGame (DESIGN.md section 6).
+"""mallocMuZero: MuZero-guided tree search for the mallocGame (docs/architecture.md, "The game").
 
 The agent of arXiv 2305.07440 ("Optimizing Memory Mapping Using Deep Reinforcement
 Learning"), built on MuZero (Schrittwieser et al. 2020) and Gumbel MuZero (Danihelka et

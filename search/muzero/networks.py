@@ -2,7 +2,7 @@
 
 Schrittwieser et al. 2020, "Mastering Atari, Go, chess and shogi by planning with a
 learned model", adapted to a game whose action set is a variable list of canonical offsets
-(DESIGN.md section 6). The latent state has two parts, so every head is shared across
+(docs/architecture.md, "The game"). The latent state has two parts, so every head is shared across
 actions and the same weights serve any problem size:
 
 * ``state``   float32 ``[B, L]``    -- a summary of the position;

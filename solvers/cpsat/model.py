@@ -1,4 +1,4 @@
-"""CP-SAT model of one placement sub-problem, shared by the cpsat solver and the hybrids (DESIGN.md section 5).
+"""CP-SAT model of one placement sub-problem, shared by the cpsat solver and the hybrids (docs/architecture.md, "Solvers").
 
 A *part* is a set of ``m`` buffers to decide (``free``, indices into the problem) plus
 already-placed *fixed rectangles* that it must avoid (LNS keeps most of an incumbent

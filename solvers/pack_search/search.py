@@ -1,6 +1,6 @@
 """Exact pack-mode search: dynamic storage allocation by canonical depth-first search.
 
-Pack mode (DESIGN.md section 1): buffer ``i`` is live on the half-open range
+Pack mode (docs/architecture.md, "The problem"): buffer ``i`` is live on the half-open range
 ``[start[i], end[i])`` and needs ``size[i]`` bytes; find integer offsets ``>= 0`` with
 ``offset + size <= capacity`` such that buffers whose live ranges overlap get disjoint
 address ranges, or (``capacity=None``) minimise the peak ``max(offset + size)``.
