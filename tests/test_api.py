@@ -1,0 +1,82 @@
+"""The Python API: the README's example runs as written, and each call keeps its contract."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+import mallocgame
+from tests.conftest import ROOT
+
+
+def readme_example() -> str:
+    text = (ROOT / "README.md").read_text()
+    m = re.search(r"<!-- api-example -->\s*```python\n(.*?)```\s*<!-- /api-example -->", text, re.S)
+    assert m, "README.md lost its marked API example"
+    return m.group(1)
+
+
+def test_readme_api_example_runs(tmp_path):
+    script = tmp_path / "example.py"
+    script.write_text(readme_example())
+    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "takes no option 'simulaitons'" in out
+    assert "layered150 greedy-xla FEASIBLE" in out and "pack40 best-fit" in out
+
+
+def test_import_is_cheap_and_lazy():
+    code = "import sys, mallocgame; print(any(m.startswith(('ortools', 'torch', 'solvers')) for m in sys.modules))"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert proc.stdout.strip() == "False"
+    assert {"load_problem", "solve", "validate", "compare", "solvers"} <= set(mallocgame.__all__)
+
+
+def test_load_problem_applies_the_capacity_rule():
+    p = mallocgame.load_problem("example:layered150", capacity="4MiB")
+    assert p.capacity == 4 * 2**20 and p.mode == "map" and p.hardware is not None
+    q = mallocgame.load_problem("example:pack40")
+    assert (q.mode, q.capacity) == ("pack", 64)
+    r = mallocgame.load_problem("example:layered150", capacity_fraction=0.5)
+    assert r.capacity % 512 == 0 and r.capacity > 0
+    with pytest.raises(mallocgame.InputError, match="example:nope"):
+        mallocgame.load_problem("example:nope")
+
+
+def test_solve_reports_and_validate_judges():
+    p = mallocgame.load_problem("example:layered150")
+    res = mallocgame.solve(p, "greedy-xla", time_limit=5)
+    assert res.valid and res.status == "FEASIBLE" and 0 < res.objective <= res.bound
+    assert res.gap == pytest.approx((res.bound - res.objective) / res.bound)
+    assert mallocgame.validate(p, res.solution)
+    assert mallocgame.validate(p, list(res.solution.offsets))
+    bad = list(res.solution.offsets)
+    b = p.buffers
+    i, j = next((i, j) for i in range(p.n) for j in range(i + 1, p.n)
+                if bad[i] is not None and bad[j] is not None and b[i].start < b[j].end and b[j].start < b[i].end)
+    bad[j] = bad[i]  # two live-together buffers at one address
+    verdict = mallocgame.validate(p, bad)
+    assert not verdict and "overlap" in verdict.violation
+    assert str(verdict).startswith("invalid: ")
+    by_id = {buf.id: off for buf, off in zip(b, res.solution.offsets)}
+    assert mallocgame.validate(p, by_id).value == pytest.approx(res.objective)
+    assert not mallocgame.validate(p, None)
+
+
+def test_unknown_option_and_bad_hint_are_refused():
+    p = mallocgame.load_problem("example:pack40")
+    with pytest.raises(mallocgame.InputError, match="its options"):
+        mallocgame.solve(p, "greedy-xla", workers=2)
+    with pytest.raises(mallocgame.InputError, match="hint is not a valid solution"):
+        mallocgame.solve(p, "cpsat", hint=[0] * p.n, time_limit=1)
+
+
+def test_solvers_lists_modes_without_importing():
+    infos = {s.name: s for s in mallocgame.solvers()}
+    assert infos["pack-search"].modes == ("pack",)
+    assert infos["greedy-xla"].modes == ("map", "pack")
+    assert infos["muzero"].distribution == "mallocgame"
