@@ -3,22 +3,35 @@
 Exit codes: 0 a valid solution was produced (and written with ``-o``); 1 no solution was
 found (nothing written); 2 bad input or usage. Bad input is one line on stderr.
 Commands that live in other modules (``import``, ``play``, ``compare``, ...) are
-attached lazily, so ``mallocgame solvers`` never pays for torch or OR-Tools.
+attached lazily, so ``mallocgame solvers`` never pays for torch or OR-Tools. The rules
+every command shares (``--capacity`` units, ``-o -``, ``--json`` stamps, solver options that
+are never silently ignored) live in :mod:`mallocgame.cli.common`.
 """
 
 from __future__ import annotations
 
 import importlib
-import json
 import sys
 from typing import Any
 
 import click
 
-from mallocgame.inputs.load import prepare, read_problem
+from mallocgame.cli.common import (  # noqa: F401  (fail, problem_options and the codes are imported from here too)
+    EXIT_BAD_INPUT,
+    EXIT_NO_SOLUTION,
+    EXIT_OK,
+    capacity_warning,
+    dump_json,
+    fail,
+    is_stdout,
+    load_prepared,
+    offsets_by_id,
+    one_stdout,
+    problem_options,
+    stamp,
+    write_text,
+)
 from mallocgame.model import InputError, Problem
-
-EXIT_OK, EXIT_NO_SOLUTION, EXIT_BAD_INPUT = 0, 1, 2
 
 # name -> "module:attribute" of commands defined outside this file.
 LAZY_COMMANDS = {
@@ -52,66 +65,75 @@ class LazyGroup(click.Group):
         return super().get_command(ctx, name)
 
 
-def fail(message: str, code: int = EXIT_BAD_INPUT) -> None:
-    click.echo(f"error: {message}", err=True)
-    sys.exit(code)
-
-
-def problem_options(func):
-    func = click.option("--hardware", "hardware", default=None, metavar="PRESET_OR_FILE",
-                        help="Hardware preset (tpuv4i, test, unit) or a .toml/.json file.")(func)
-    func = click.option("--capacity", type=int, default=None, metavar="B",
-                        help="Fast-memory capacity in bytes (overrides the hardware's).")(func)
-    func = click.option("--mode", type=click.Choice(["map", "pack"]), default=None,
-                        help="map: choose fast vs slow to save time; pack: place every buffer. "
-                             "Default: pack for plain CSV, map otherwise.")(func)
-    return func
-
-
 @click.group(cls=LazyGroup)
 @click.version_option(package_name="mallocgame")
 def main() -> None:
     """mallocgame: place ML buffers in fast memory so programs run fast."""
 
 
-@main.command()
-@click.argument("problem_path", metavar="PROBLEM")
-@problem_options
-def info(problem_path: str, mode: str | None, capacity: int | None, hardware: str | None) -> None:
-    """Size, horizon, components, max live bytes and (map mode) the bound of PROBLEM."""
+def _info_facts(problem: Problem, spec) -> dict[str, Any]:
     from mallocgame.intervals import components, max_live
 
-    try:
-        problem, spec = prepare(read_problem(problem_path), mode=mode, capacity=capacity, hardware=hardware)
-    except InputError as exc:
-        fail(str(exc))
     a = problem.arrays
     live = max_live(problem)
-    lines = [
-        f"problem: {problem.name}",
-        f"mode: {problem.mode}",
-        f"buffers: {problem.n}",
-        f"ops: {len(problem.ops)}",
-        f"horizon: [{int(a.start.min())}, {int(a.end.max())})",
-        f"components: {len(components(problem))}",
-        f"total bytes: {int(a.size.sum())}",
-        f"max live bytes: {live}",
-        f"capacity: {problem.capacity if problem.capacity is not None else 'none (minimise the peak)'}",
-    ]
-    if problem.capacity is not None:
-        lines.append(f"max live / capacity: {live / problem.capacity:.3f}")
+    facts: dict[str, Any] = {
+        "problem": problem.name, "source": problem.source, "mode": problem.mode, "buffers": problem.n,
+        "ops": len(problem.ops),
+        "horizon": [int(a.start.min()), int(a.end.max())] if problem.n else [0, 0],
+        "components": len(components(problem)), "total_bytes": int(a.size.sum()), "max_live_bytes": live,
+        "capacity": problem.capacity, "hardware": getattr(spec, "name", None),
+        "max_live_over_capacity": live / problem.capacity if problem.capacity else None,
+    }
     if problem.mode == "map":
         from hardware.evaluator import Evaluator
         from mallocgame.bounds import map_upper_bound
 
         ev = Evaluator(problem, spec)
         bound = map_upper_bound(problem, spec)
-        lines.append(f"time all slow: {ev.time_all_slow:.6g}")
-        lines.append(f"time all fast: {ev.time_all_fast:.6g}")
-        lines.append(f"bound (no-fragmentation {bound.kind}): {bound.value:.6g} "
-                     f"(at best {ev.time_all_slow / max(ev.time_all_slow - bound.value, 1e-300):.4g}x faster)")
+        facts.update(time_all_slow=ev.time_all_slow, time_all_fast=ev.time_all_fast, bound=bound.value,
+                     bound_kind=f"no-fragmentation {bound.kind}",
+                     max_speedup=ev.time_all_slow / max(ev.time_all_slow - bound.value, 1e-300))
     else:
-        lines.append(f"bound (max live, lower bound on peak): {live}")
+        facts.update(bound=live, bound_kind="max live (lower bound on the peak)")
+    return facts
+
+
+@main.command()
+@click.argument("problem_path", metavar="PROBLEM")
+@problem_options
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout instead of the lines.")
+def info(problem_path: str, mode: str | None, capacity: str | None, capacity_fraction: str | None,
+         hardware: str | None, as_json: bool) -> None:
+    """Size, horizon, components, max live bytes and (map mode) the bound of PROBLEM."""
+    try:
+        problem, spec = load_prepared(problem_path, mode=mode, capacity=capacity, capacity_fraction=capacity_fraction,
+                                      hardware=hardware)
+    except InputError as exc:
+        fail(str(exc))
+    capacity_warning(problem)
+    f = _info_facts(problem, spec)
+    if as_json:
+        click.echo(dump_json({**stamp(), **f}), nl=False)
+        return
+    lines = [
+        f"problem: {f['problem']}",
+        f"mode: {f['mode']}",
+        f"buffers: {f['buffers']}",
+        f"ops: {f['ops']}",
+        f"horizon: [{f['horizon'][0]}, {f['horizon'][1]})",
+        f"components: {f['components']}",
+        f"total bytes: {f['total_bytes']}",
+        f"max live bytes: {f['max_live_bytes']}",
+        f"capacity: {f['capacity'] if f['capacity'] is not None else 'none (minimise the peak)'}",
+    ]
+    if f["capacity"] is not None:
+        lines.append(f"max live / capacity: {f['max_live_over_capacity']:.3f}")
+    if problem.mode == "map":
+        lines.append(f"time all slow: {f['time_all_slow']:.6g}")
+        lines.append(f"time all fast: {f['time_all_fast']:.6g}")
+        lines.append(f"bound ({f['bound_kind']}): {f['bound']:.6g} (at best {f['max_speedup']:.4g}x faster)")
+    else:
+        lines.append(f"bound (max live, lower bound on peak): {f['bound']}")
     click.echo("\n".join(lines))
 
 
@@ -127,6 +149,52 @@ def _check_hint(problem: Problem, hint_path: str):
     return Solution(offsets=tuple(offsets), status=Status.FEASIBLE, mode=problem.mode, solver="hint")
 
 
+def _solve_options(names: list[str], items: tuple[str, ...], workers: int | None, simulations: int | None,
+                   minimize_peak: bool) -> dict[str, Any]:
+    """The options of ``solve`` (flags and ``--solver-option``), checked against the solvers that run.
+
+    An option that neither --solver nor --warm-start takes (or, with a ``SOLVER:`` prefix, that
+    solver) is bad input (exit 2); each solver receives the options its ``solve`` names.
+    ``minimize_peak`` is passed only to a solver that names it, and is never an error: the
+    problem has no capacity then, and every pack solver minimises the peak without one.
+    """
+    from mallocgame.cli.common import check_muzero_checkpoint, check_options, split_option
+    from mallocgame.compare import parse_solver_options
+    from mallocgame.registry import SolverLoadError, load_solver
+
+    try:
+        loaded = {name: load_solver(name) for name in names}
+    except SolverLoadError as exc:
+        fail(str(exc))
+    options: dict[str, Any] = {}
+    checks: list[tuple[dict[str, Any], list[str], str]] = []  # (options, solvers that may take them, flag)
+    for item in items:
+        try:
+            per = parse_solver_options([item], names)
+        except InputError as exc:
+            fail(str(exc))
+        target, _ = split_option(item)
+        mine = [target] if target in per else names
+        checks.append((per[mine[0]], mine, f"--solver-option {item}"))
+        options.update(per[mine[0]])
+    for key, value, flag in (("workers", workers, "--workers"), ("simulations", simulations, "--simulations")):
+        if value is not None:
+            options[key] = value
+            checks.append(({key: value}, names, flag))
+    for opts, mine, flag in checks:
+        check_options(opts, {name: loaded[name] for name in mine}, flags={key: flag for key in opts})
+    if minimize_peak:
+        options["minimize_peak"] = True
+    check_muzero_checkpoint(names, options)
+    return options
+
+
+def _report_json(report, problem: Problem, spec, minimize_peak: bool) -> dict[str, Any]:
+    return {"format": "mallocgame.report/1", **stamp(), "problem": problem.name, "source": problem.source,
+            "capacity": problem.capacity, "hardware": getattr(spec, "name", None), "minimize_peak": minimize_peak,
+            **report.as_json(), "offsets": offsets_by_id(problem, report.offsets if report.valid else None)}
+
+
 @main.command()
 @click.argument("problem_path", metavar="PROBLEM")
 @click.option("--solver", "solver_name", required=True, help="A registered solver (see `mallocgame solvers`).")
@@ -136,35 +204,40 @@ def _check_hint(problem: Problem, hint_path: str):
 @click.option("--hint", "hint_path", default=None, metavar="SOLUTION.csv", help="Warm start from this solution.")
 @click.option("--warm-start", "warm_start", default=None, metavar="SOLVER",
               help="Run SOLVER first and give its answer to --solver as a hint (and fallback).")
-@click.option("--workers", type=int, default=None, help="Parallel workers, for solvers that use them.")
-@click.option("--minimize-peak", is_flag=True, help="Pack mode: minimise the peak address.")
-@click.option("--simulations", type=int, default=None, help="Tree-search simulations per move.")
-@click.option("-o", "--output", default=None, metavar="SOLUTION.csv", help="Write the solution here.")
-@click.option("--report", "report_path", default=None, metavar="REPORT.json", help="Write a JSON report here.")
-def solve(problem_path, solver_name, mode, capacity, hardware, time_limit, seed, hint_path, warm_start,
-          workers, minimize_peak, simulations, output, report_path) -> None:
+@click.option("--workers", type=int, default=None, help="Parallel workers (only for solvers that take them).")
+@click.option("--minimize-peak", is_flag=True,
+              help="Pack mode without a capacity: minimise the peak address (ignores the file's or hardware's).")
+@click.option("--simulations", type=int, default=None, help="Tree-search simulations per move (mcts, muzero).")
+@click.option("--solver-option", "solver_options", multiple=True, metavar="KEY=VALUE",
+              help="Option for the solver's solve() (repeatable); one it does not take is an error.")
+@click.option("-o", "--output", default=None, metavar="SOLUTION.csv",
+              help="Write the solution here ('-': stdout, the summary line then goes to stderr).")
+@click.option("--report", "report_path", default=None, metavar="REPORT.json",
+              help="Write a JSON report here ('-': stdout).")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object on stdout.")
+def solve(problem_path, solver_name, mode, capacity, capacity_fraction, hardware, time_limit, seed, hint_path,
+          warm_start, workers, minimize_peak, simulations, solver_options, output, report_path, as_json) -> None:
     """Solve PROBLEM with one solver; print one summary line."""
     from hybrid.warm_start import solve_with_warm_start
-    from mallocgame.io import atomic_write_text, write_solution_csv
     from mallocgame.registry import SolverLoadError, solver_entries
     from mallocgame.runner import UnsupportedMode
 
-    if time_limit <= 0:
+    one_stdout(**{"-o -": is_stdout(output), "--report -": is_stdout(report_path), "--json": as_json})
+    if not time_limit > 0:
         fail(f"--time-limit: must be positive, got {time_limit}")
     entries = solver_entries()
     for name in [solver_name] + ([warm_start] if warm_start else []):
         if name not in entries:
             fail(f"--solver: unknown solver {name!r} (registered: {', '.join(entries)})")
     try:
-        problem, spec = prepare(read_problem(problem_path), mode=mode, capacity=capacity, hardware=hardware)
+        problem, spec = load_prepared(problem_path, mode=mode, capacity=capacity, capacity_fraction=capacity_fraction,
+                                      hardware=hardware, minimize_peak=minimize_peak)
         hint = _check_hint(problem, hint_path) if hint_path else None
     except InputError as exc:
         fail(str(exc))
-    options: dict[str, Any] = {"minimize_peak": minimize_peak}
-    if workers is not None:
-        options["workers"] = workers
-    if simulations is not None:
-        options["simulations"] = simulations
+    names = list(dict.fromkeys([solver_name] + ([warm_start] if warm_start else [])))
+    options = _solve_options(names, solver_options, workers, simulations, minimize_peak)
+    capacity_warning(problem)
     try:
         report = solve_with_warm_start(solver_name, problem, spec, time_limit=time_limit, seed=seed, hint=hint,
                                        warm_start=warm_start, options=options)
@@ -172,58 +245,80 @@ def solve(problem_path, solver_name, mode, capacity, hardware, time_limit, seed,
         fail(str(exc))
     except Exception as exc:  # a solver's own failure: one line, no solution
         fail(f"solver {solver_name!r} failed: {exc.__class__.__name__}: {exc}", EXIT_NO_SOLUTION)
-    click.echo(report.summary())
+    summary = report.summary()
+    if problem.capacity is None:
+        summary += " capacity=none" + (" (--minimize-peak: validated without a capacity)" if minimize_peak else "")
+    to_stdout = is_stdout(output) or is_stdout(report_path) or as_json
+    click.echo(summary, err=to_stdout)
+    document = _report_json(report, problem, spec, minimize_peak)
+    if as_json or is_stdout(report_path):  # stdout gets the report even without a solution
+        click.echo(dump_json(document), nl=False)
     if not report.valid:
-        sys.exit(EXIT_NO_SOLUTION)
+        sys.exit(EXIT_NO_SOLUTION)  # no file is written without a valid solution
     if output:
-        from mallocgame.model import Solution, Status
+        from mallocgame.io import problem_csv_text
 
-        write_solution_csv(output, problem, Solution(offsets=report.offsets, status=Status(report.status)))
-    if report_path:
-        atomic_write_text(report_path, json.dumps(report.as_json(), indent=1) + "\n")
+        write_text(output, problem_csv_text(problem, report.offsets))
+    if report_path and not is_stdout(report_path):
+        write_text(report_path, dump_json(document))
 
 
 @main.command()
 @click.argument("problem_path", metavar="PROBLEM")
 @click.argument("solution_path", metavar="SOLUTION")
 @problem_options
-def validate(problem_path, solution_path, mode, capacity, hardware) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print the verdict as one JSON object on stdout.")
+def validate(problem_path, solution_path, mode, capacity, capacity_fraction, hardware, as_json) -> None:
     """Check SOLUTION against PROBLEM: prints `ok ...` or the first violation (exit 0 / 1)."""
     from hardware.validator import peak
     from hardware.validator import validate as check
     from mallocgame.io import read_solution_csv
 
     try:
-        problem, spec = prepare(read_problem(problem_path), mode=mode, capacity=capacity, hardware=hardware)
+        problem, spec = load_prepared(problem_path, mode=mode, capacity=capacity, capacity_fraction=capacity_fraction,
+                                      hardware=hardware)
         offsets = read_solution_csv(solution_path, problem)
     except InputError as exc:
         fail(str(exc))
+    capacity_warning(problem)
     violation = check(problem, offsets)
-    if violation:
-        click.echo(f"invalid: {violation}")
-        sys.exit(EXIT_NO_SOLUTION)
     placed = sum(o is not None for o in offsets)
-    msg = f"ok: {placed}/{problem.n} buffers in fast memory, peak {peak(problem, offsets)}"
-    if problem.capacity is not None:
-        msg += f" of capacity {problem.capacity}"
-    if problem.mode == "map":
+    verdict: dict[str, Any] = {
+        **stamp(), "problem": problem.name, "solution": solution_path, "mode": problem.mode,
+        "valid": violation is None, "violation": violation, "placed": placed, "total": problem.n,
+        "peak": peak(problem, offsets), "capacity": problem.capacity, "value": None, "estimated_time": None,
+    }
+    if violation is None and problem.mode == "map":
         from hardware.evaluator import Evaluator
 
         ev = Evaluator(problem, spec)
-        msg += f", value {ev.value(offsets):.6g}, estimated time {ev.time(offsets):.6g}"
-    click.echo(msg)
+        verdict.update(value=ev.value(offsets), estimated_time=ev.time(offsets), time_all_slow=ev.time_all_slow)
+    if as_json:
+        click.echo(dump_json(verdict), nl=False)
+    elif violation:
+        click.echo(f"invalid: {violation}")
+    else:
+        msg = f"ok: {placed}/{problem.n} buffers in fast memory, peak {verdict['peak']}"
+        if problem.capacity is not None:
+            msg += f" of capacity {problem.capacity}"
+        if problem.mode == "map":
+            msg += f", value {verdict['value']:.6g}, estimated time {verdict['estimated_time']:.6g}"
+        click.echo(msg)
+    if violation:
+        sys.exit(EXIT_NO_SOLUTION)
 
 
 @main.command()
 def solvers() -> None:
-    """List every registered solver with a one-line description (imports none of them)."""
-    from mallocgame.registry import describe, solver_entries
+    """List every registered solver with its modes and a one-line description (imports none of them)."""
+    from mallocgame.registry import describe, solver_entries, solver_modes
 
     entries = solver_entries()
     width = max((len(n) for n in entries), default=0)
     for name, entry in entries.items():
         origin = "" if entry.distribution == "mallocgame" else f"  [plugin: {entry.distribution}]"
-        click.echo(f"{name:<{width}}  {describe(entry)}{origin}")
+        shown = ",".join(solver_modes(entry)) or "?"
+        click.echo(f"{name:<{width}}  {shown:<8}  {describe(entry)}{origin}")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,222 @@
+"""What every ``mallocgame`` command shares: exit codes, one-line errors, the problem options,
+``-`` for stdout, solver options, and the stamp (tool version, UTC time) of JSON output.
+
+The rules live here once, so the commands keep the same promises:
+
+* ``--capacity`` takes units (``4MiB``, ``1.5GiB``, ``512KB``, plain bytes) and
+  ``--capacity-fraction F`` excludes it; both go through :func:`mallocgame.inputs.load.prepare`.
+* A capacity that makes the problem degenerate gets one ``warning:`` line on stderr.
+* ``-o -`` writes to stdout; then everything else the command prints goes to stderr.
+* A solver option that the solver does not take is bad input (exit 2), never ignored.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any, Iterable, Sequence
+
+import click
+
+from mallocgame.model import InputError, Problem
+
+EXIT_OK, EXIT_NO_SOLUTION, EXIT_BAD_INPUT = 0, 1, 2
+STDOUT = "-"
+
+
+def fail(message: str, code: int = EXIT_BAD_INPUT) -> None:
+    """One ``error:`` line on stderr, then exit (2 = bad input or usage)."""
+    click.echo(f"error: {message}", err=True)
+    sys.exit(code)
+
+
+def warn(message: str | None) -> None:
+    if message:
+        click.echo(message if message.startswith("warning:") else f"warning: {message}", err=True)
+
+
+# ---------------------------------------------------------------------------- problem options
+
+def problem_options(func):
+    """``--hardware``, ``--capacity`` (with units), ``--capacity-fraction`` and ``--mode``."""
+    func = click.option("--hardware", "hardware", default=None, metavar="PRESET_OR_FILE",
+                        help="Hardware preset (tpuv4i, test, unit) or a .toml/.json file.")(func)
+    func = capacity_options(func)
+    func = click.option("--mode", type=click.Choice(["map", "pack"]), default=None,
+                        help="map: choose fast vs slow to save time; pack: place every buffer. "
+                             "Default: pack for plain CSV, map otherwise.")(func)
+    return func
+
+
+def capacity_options(func):
+    func = click.option("--capacity-fraction", "capacity_fraction", default=None, metavar="F",
+                        help="Fast memory = F x the max live bytes (rounded down to the alignment); "
+                             "excludes --capacity.")(func)
+    func = click.option("--capacity", default=None, metavar="BYTES",
+                        help="Fast-memory capacity: 4096, 512KB, 4MiB, 1.5GiB (overrides the hardware's).")(func)
+    return func
+
+
+def parse_fraction(text: str | float | None) -> float | None:
+    if text is None:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise InputError(f"--capacity-fraction: expected a positive number such as 0.4, got {text!r}") from None
+    if not (value > 0 and value != float("inf")):
+        raise InputError(f"--capacity-fraction: must be a positive number, got {text!r}")
+    return value
+
+
+def capacity_settings(capacity: str | None, capacity_fraction: str | None) -> tuple[int | None, float | None]:
+    """``(bytes, fraction)`` from the two flags; raises :class:`InputError` (one line)."""
+    from mallocgame.inputs.load import parse_bytes
+
+    if capacity is not None and capacity_fraction is not None:
+        raise InputError("--capacity and --capacity-fraction exclude each other")
+    return (None if capacity is None else parse_bytes(capacity)), parse_fraction(capacity_fraction)
+
+
+def load_prepared(problem_path: str, *, mode: str | None, capacity: str | None, capacity_fraction: str | None,
+                  hardware: str | None, minimize_peak: bool = False):
+    """Read PROBLEM and apply the flags through :func:`~mallocgame.inputs.load.prepare` (one rule).
+
+    Returns ``(problem, spec)``; raises :class:`InputError` with one line.
+    """
+    from mallocgame.inputs.load import prepare, read_problem
+
+    cap, fraction = capacity_settings(capacity, capacity_fraction)
+    if minimize_peak:
+        if cap is not None or fraction is not None:
+            raise InputError("--minimize-peak: the peak is minimised without a capacity; "
+                             "drop --capacity / --capacity-fraction")
+        if mode == "map":
+            raise InputError("--minimize-peak: only in pack mode (every buffer placed), not with --mode map")
+        mode = "pack"
+    return prepare(read_problem(problem_path), mode=mode, capacity=cap, capacity_fraction=fraction,
+                   hardware=hardware, minimize_peak=minimize_peak)
+
+
+def capacity_warning(problem: Problem) -> None:
+    """Print the one-line warning for a degenerate capacity (below the alignment, or trivial)."""
+    from mallocgame.inputs.load import capacity_warning as text
+
+    warn(text(problem))
+
+
+# ---------------------------------------------------------------------------- output
+
+def is_stdout(path: str | None) -> bool:
+    return path == STDOUT
+
+
+def write_text(path: str, text: str) -> None:
+    """``text`` to stdout for ``-``, else atomically to the file; an unwritable file is bad input."""
+    if is_stdout(path):
+        click.echo(text, nl=False)
+        return
+    from mallocgame.io import atomic_write_text
+
+    try:
+        atomic_write_text(path, text)
+    except OSError as exc:
+        fail(f"{path}: cannot write ({exc.strerror or exc})")
+
+
+def one_stdout(**flags: bool) -> None:
+    """At most one of ``flags`` (name -> uses stdout) may write to stdout."""
+    users = [name for name, used in flags.items() if used]
+    if len(users) > 1:
+        fail(f"{' and '.join(users)} both write to stdout: choose one")
+
+
+def stamp() -> dict[str, str]:
+    """The tool version and a UTC ISO-8601 timestamp, carried by every JSON output."""
+    from datetime import datetime, timezone
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        tool = version("mallocgame")
+    except PackageNotFoundError:  # running from a source tree that is not installed
+        tool = "unknown"
+    return {"version": tool, "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+
+
+def offsets_by_id(problem: Problem, offsets: Sequence[int | None] | None) -> dict[str, int | None] | None:
+    """``{"b7": 1024, "b9": None}``: a solution's offsets keyed by buffer id (``None``: slow memory)."""
+    if offsets is None or len(offsets) != problem.n:
+        return None
+    return {b.id: (None if o is None else int(o)) for b, o in zip(problem.buffers, offsets)}
+
+
+def dump_json(data: Any) -> str:
+    import json
+
+    return json.dumps(data, indent=1) + "\n"
+
+
+# ---------------------------------------------------------------------------- solver options
+
+def describe_options(names: Sequence[str] | None) -> str:
+    if names is None:
+        return "any (it takes **options)"
+    return ", ".join(sorted(names)) or "none"
+
+
+def check_options(options: dict[str, Any], solvers: dict[str, Any], *, flags: dict[str, str] | None = None,
+                  optional: Iterable[str] = ()) -> None:
+    """Exit 2 for an option that none of ``solvers`` (name -> loaded solver) takes.
+
+    ``flags`` maps an option to the flag that set it (``workers`` -> ``--workers``) for the
+    message; options in ``optional`` are passed where named and never an error.
+    """
+    from mallocgame.protocol import solver_options
+
+    flags = flags or {}
+    taken = {name: solver_options(s) for name, s in solvers.items()}
+    for key in options:
+        if key in optional or any(names is None or key in names for names in taken.values()):
+            continue
+        where = flags.get(key, f"--solver-option {key}")
+        if len(taken) == 1:
+            (name, names), = taken.items()
+            fail(f"{where}: solver {name!r} does not take option {key!r} (its options: {describe_options(names)})")
+        listed = "; ".join(f"{name}: {describe_options(names)}" for name, names in taken.items())
+        fail(f"{where}: none of the solvers {', '.join(map(repr, taken))} takes option {key!r} (options: {listed})")
+
+
+def split_option(item: str) -> tuple[str | None, str]:
+    """``("mcts", "k=1")`` for ``mcts:k=1``; ``(None, "k=1")`` without a ``SOLVER:`` prefix."""
+    target, sep, rest = item.partition(":")
+    if not sep or "=" in target:
+        return None, item
+    return target, rest
+
+
+# ---------------------------------------------------------------------------- checkpoints
+
+MUZERO = "muzero"
+MUZERO_CHECKPOINT_ENV = "MALLOCGAME_MUZERO_CHECKPOINT"
+
+
+def check_muzero_checkpoint(solver_names: Iterable[str], options: dict[str, Any]) -> None:
+    """A missing or unreadable MuZero checkpoint (option or environment) is bad input: exit 2.
+
+    The network is loaded here, before any solver runs; the solver finds it in its cache.
+    """
+    if MUZERO not in solver_names:
+        return
+    path = options.get("checkpoint") or os.environ.get(MUZERO_CHECKPOINT_ENV)
+    if not path:
+        return
+    source = "checkpoint option" if options.get("checkpoint") else f"${MUZERO_CHECKPOINT_ENV}"
+    try:
+        from solvers.muzero import load_agent_network
+
+        load_agent_network(str(path))
+    except ImportError as exc:
+        fail(f"solver {MUZERO!r} cannot load: {exc}")
+    except Exception as exc:  # CheckpointError and the torchless reader's ValueError
+        text = " ".join(str(exc).split())
+        fail(f"{text} (from {source})" if str(path) in text else f"{path}: not a readable checkpoint: {text} ({source})")
