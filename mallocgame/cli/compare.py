@@ -1,21 +1,34 @@
-"""``mallocgame compare``: the command around :mod:`mallocgame.compare` (printing, files, pictures)."""
+"""``mallocgame compare``: the command around :mod:`mallocgame.compare` (printing, files, pictures).
+
+stdout gets the table and the per-solver summary, or with ``-o -`` only the CSV (the table
+then goes to stderr). Progress goes to stderr: a bar when stderr is a terminal, else one
+line per finished run (and per input while drawing); ``--no-progress`` is silent.
+"""
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
+from mallocgame.cli.common import (
+    capacity_settings,
+    check_muzero_checkpoint,
+    check_options,
+    dump_json,
+    fail,
+    is_stdout,
+    offsets_by_id,
+    split_option,
+    stamp,
+    warn,
+    write_text,
+)
 from mallocgame.compare import _csv_text, json_document, run_comparison, summary_text, table_text
 from mallocgame.model import InputError
-
-
-def _fail(message: str) -> None:
-    click.echo(f"error: {message}", err=True)
-    sys.exit(2)
 
 
 @click.command("compare")
@@ -25,22 +38,26 @@ def _fail(message: str) -> None:
 @click.option("--time-limit", type=float, default=5.0, show_default=True, help="Seconds per solver and input.")
 @click.option("--hardware", default=None, metavar="PRESET_OR_FILE",
               help="Cost model: preset (tpuv4i, test, unit) or file. Keeps each input's capacity.")
-@click.option("--capacity", type=int, default=None, metavar="B", help="Fast-memory bytes for every input.")
-@click.option("--capacity-fraction", type=float, default=None, metavar="F",
+@click.option("--capacity", default=None, metavar="BYTES",
+              help="Fast memory for every input: 4096, 512KB, 4MiB, 1.5GiB.")
+@click.option("--capacity-fraction", default=None, metavar="F",
               help="Fast memory = F x each input's max live bytes (overrides the suite's choice).")
 @click.option("--mode", type=click.Choice(["map", "pack"]), default=None,
               help="Default: pack for plain CSV, map otherwise.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--jobs", type=int, default=1, show_default=True, help="Solver runs in parallel (processes).")
 @click.option("--solver-option", "solver_options", multiple=True, metavar="[SOLVER:]KEY=VALUE",
-              help="Option passed to solvers whose solve() names KEY (e.g. simulations=64, mcts:workers=1).")
-@click.option("--out", "out_path", default=None, metavar="RESULTS.csv",
-              help="Write the rows here (first columns input,solver) and the full reports to RESULTS.json.")
+              help="Option passed to the solvers whose solve() names KEY (e.g. simulations=64, mcts:workers=1); "
+                   "one that no solver takes is an error.")
+@click.option("-o", "--output", "--out", "out_path", default=None, metavar="RESULTS.csv",
+              help="Write the rows here (first columns input,solver) and the full reports to RESULTS.json; "
+                   "'-': the CSV on stdout (the table goes to stderr, no JSON).")
 @click.option("--plot", "plot_dir", default=None, metavar="DIR", help="Draw allocations, anytime curves, speed-ups.")
 @click.option("--benchmarks", default=None, metavar="DIR",
               help="Shared benchmark folder for the minimalloc/traces suites "
                    "(default: $MALLOCGAME_BENCHMARKS, then ../shared/benchmarks).")
-@click.option("--progress/--no-progress", default=None, help="Progress bar (default: when stderr is a terminal).")
+@click.option("--progress/--no-progress", default=None,
+              help="Progress on stderr: a bar on a terminal, else a line per run (default: on).")
 def compare_command(specs, solver_list, time_limit, hardware, capacity, capacity_fraction, mode, seed, jobs,
                     solver_options, out_path, plot_dir, benchmarks, progress) -> None:
     """Run every solver on every input; print a table; optionally write CSV/JSON and pictures.
@@ -48,39 +65,134 @@ def compare_command(specs, solver_list, time_limit, hardware, capacity, capacity
     SUITE_OR_FILES: built-in suites (`mallocgame suites`), SUITE:ENTRY[,ENTRY...], bundled
     examples (example:NAME), or problem files (.csv, .json).
     """
-    if out_path is not None and not out_path.endswith(".csv"):
-        _fail(f"--out: expected a .csv path, got {out_path!r}")
+    to_stdout = is_stdout(out_path)
+    if out_path is not None and not to_stdout and not out_path.endswith(".csv"):
+        fail(f"--output: expected a .csv path or '-', got {out_path!r}")
     if plot_dir:
         try:
             import matplotlib  # noqa: F401
         except ImportError:
-            _fail("--plot: matplotlib is not installed (pip install matplotlib)")
+            fail("--plot: matplotlib is not installed (pip install matplotlib)")
     try:
-        result = run_comparison(specs, solver_list.split(","), time_limit=time_limit, seed=seed, jobs=jobs,
-                                hardware=hardware, capacity=capacity, capacity_fraction=capacity_fraction,
-                                mode=mode, solver_options=solver_options, benchmarks=benchmarks, progress=progress)
+        cap, fraction = capacity_settings(capacity, capacity_fraction)
     except InputError as exc:
-        _fail(str(exc))
+        fail(str(exc))
+    solvers = [s.strip() for s in solver_list.split(",")]
+    options = _checked_options(solvers, solver_options)
+    show = progress is not False
+    bar = show and sys.stderr.isatty()
+    try:
+        result = run_comparison(specs, solvers, time_limit=time_limit, seed=seed, jobs=jobs,
+                                hardware=hardware, capacity=cap, capacity_fraction=fraction,
+                                mode=mode, solver_options=options, benchmarks=benchmarks, progress=bar,
+                                on_row=_progress_line if show and not bar else None)
+    except InputError as exc:
+        fail(str(exc))
     inputs, rows, solvers, wall = result.inputs, result.rows, result.solvers, result.wall_seconds
+    for inp in inputs:
+        from mallocgame.inputs.load import capacity_warning
 
-    click.echo(table_text(inputs, rows), nl=False)
-    click.echo()
-    click.echo(summary_text(inputs, rows, solvers), nl=False)
-    click.echo(f"{len(rows)} runs on {len(inputs)} inputs in {wall:.1f} s "
-               f"(time limit {time_limit:g} s, {jobs} job{'s' if jobs > 1 else ''})")
+        warn(capacity_warning(inp.problem))
+
+    say = (lambda text="", nl=True: click.echo(text, nl=nl, err=True)) if to_stdout else \
+        (lambda text="", nl=True: click.echo(text, nl=nl))
+    say(table_text(inputs, rows), nl=False)
+    say()
+    say(summary_text(inputs, rows, solvers), nl=False)
+    say(f"{len(rows)} runs on {len(inputs)} inputs in {wall:.1f} s "
+        f"(time limit {time_limit:g} s, {jobs} job{'s' if jobs > 1 else ''})")
 
     if out_path:
-        from mallocgame.io import atomic_write_text
-
-        settings = {"argv": sys.argv[1:], **result.settings}
-        atomic_write_text(out_path, _csv_text(result.records()))
-        json_path = os.path.splitext(out_path)[0] + ".json"
-        atomic_write_text(json_path, json.dumps(json_document(inputs, rows, settings), indent=1) + "\n")
-        click.echo(f"wrote {out_path} and {json_path}")
+        csv_text = _csv_text(result.records())
+        if to_stdout:
+            write_text(out_path, csv_text)
+        else:
+            settings = {"argv": sys.argv[1:], **result.settings}
+            json_path = os.path.splitext(out_path)[0] + ".json"
+            write_text(out_path, csv_text)
+            write_text(json_path, dump_json(results_document(inputs, rows, settings)))
+            say(f"wrote {out_path} and {json_path}")
     if plot_dir:
-        from mallocgame.plots import plot_comparison
-
-        written = plot_comparison(inputs, rows, Path(plot_dir))
-        click.echo(f"wrote {len(written)} pictures to {plot_dir}")
+        written = _draw(inputs, rows, Path(plot_dir), bar=bar, lines=show and not bar)
+        say(f"wrote {len(written)} pictures to {plot_dir}")
     if not any(r.valid for r in rows):
         sys.exit(1)
+
+
+def results_document(inputs, rows, settings: dict[str, Any]) -> dict[str, Any]:
+    """The results JSON: :func:`mallocgame.compare.json_document` with the tool version, a UTC
+    timestamp, and each answer's offsets keyed by buffer id (``{"b7": 1024, "b9": null}``)."""
+    doc = json_document(inputs, rows, settings)
+    problems = {inp.name: inp.problem for inp in inputs}
+    for rec, row in zip(doc["results"], rows):
+        if rec.get("offsets") is not None:
+            rec["offsets"] = offsets_by_id(problems[row.input], rec["offsets"])
+    return {"format": doc.pop("format"), **stamp(), **doc}
+
+
+def _checked_options(solvers: list[str], items: tuple[str, ...]) -> dict[str, dict[str, Any]]:
+    """``--solver-option`` per solver; exit 2 for one that no solver (or not its SOLVER:) takes.
+
+    A plain ``KEY=VALUE`` still goes only to the solvers whose ``solve`` names KEY.
+    """
+    from mallocgame.compare import parse_solver_options
+    from mallocgame.registry import SolverLoadError, load_solver, solver_entries
+
+    known = [s for s in dict.fromkeys(solvers) if s]
+    registered = solver_entries()
+    if not known or any(s not in registered for s in known):
+        return {}  # run_comparison reports the bad solver list
+    try:
+        per = parse_solver_options(items, known)
+    except InputError as exc:
+        fail(str(exc))
+    loaded = {}
+    for s in known if items else ():
+        try:
+            loaded[s] = load_solver(s)
+        except SolverLoadError:
+            pass  # its rows say why; it is not asked about options
+    for item in items:
+        target, _ = split_option(item)
+        mine = {s: loaded[s] for s in ([target] if target else known) if s in loaded}
+        if mine:
+            option = parse_solver_options([item], known)[target or known[0]]
+            check_options(option, mine, flags={k: f"--solver-option {item}" for k in option})
+    for s in known:
+        check_muzero_checkpoint([s], per[s])
+    return per
+
+
+def _progress_line(row, done: int, total: int) -> None:
+    """``[3/20] realistic-x / cpsat: FEASIBLE 1.2 s`` on stderr, as each run finishes."""
+    text = f"[{done}/{total}] {row.input} / {row.solver}: {row.status}"
+    if row.report is not None:
+        text += f" {row.report.seconds:.1f} s"
+        if not row.report.valid and row.report.violation:
+            text += f" (rejected: {row.report.violation[:100]})"
+    elif row.error and row.status != "n/a":
+        text += f" ({row.error[:100]})"
+    click.echo(text, err=True)
+
+
+def _draw(inputs, rows, out_dir: Path, *, bar: bool, lines: bool) -> list[Path]:
+    """Every picture of :func:`mallocgame.plots.plot_comparison`, with progress per input."""
+    from tqdm import tqdm
+
+    from mallocgame.plots import plot_allocations, plot_anytime, plot_pack_gaps, plot_speedups, safe_name
+
+    written: list[Path] = []
+    for k, inp in enumerate(tqdm(inputs, desc="pictures", unit="input", file=sys.stderr, leave=False,
+                                 disable=not bar), 1):
+        mine = [r for r in rows if r.input == inp.name]
+        stem = safe_name(inp.name)
+        written.append(plot_allocations(inp, mine, out_dir / f"{stem}.alloc.png"))
+        written.append(plot_anytime(inp, mine, out_dir / f"{stem}.anytime.png"))
+        if lines:
+            click.echo(f"[pictures {k}/{len(inputs)}] {inp.name}: {stem}.alloc.png, {stem}.anytime.png", err=True)
+    for p in (plot_speedups(inputs, rows, out_dir / "speedups.png"), plot_pack_gaps(inputs, rows, out_dir / "pack_gaps.png")):
+        if p is not None:
+            written.append(p)
+            if lines:
+                click.echo(f"[pictures] {p.name}", err=True)
+    return written
