@@ -1,7 +1,8 @@
 """``mallocgame import ...``: the importers' click commands (attach :data:`import_group`).
 
 Each command writes a ``mallocgame.workload/1`` JSON file (atomically: a temp file and a
-rename) and prints one line: output path, ops, buffers, total FLOPs, max live bytes.
+rename) and prints one line: output path, ops, buffers, total FLOPs, max live bytes. With
+``-o -`` the JSON goes to stdout and that line to stderr.
 Importer warnings go to stderr as ``warning: ...`` lines. Bad input: one line on stderr,
 exit status 2, no output file.
 
@@ -26,8 +27,9 @@ from mallocgame.model import InputError, Problem
 
 
 def _finish(build: Callable[[], Problem], out: str) -> None:
+    from mallocgame.cli.common import dump_json, is_stdout, write_text
     from mallocgame.importers._common import summarize
-    from mallocgame.io import write_workload_json
+    from mallocgame.io import workload_dict
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -38,8 +40,8 @@ def _finish(build: Callable[[], Problem], out: str) -> None:
             click.echo(f"error: {exc}", err=True)
             sys.exit(2)
     _flush(caught)
-    write_workload_json(out, problem)
-    click.echo(f"{out}: {summarize(problem).line()}")
+    write_text(out, dump_json(workload_dict(problem)))
+    click.echo(f"{'stdout' if is_stdout(out) else out}: {summarize(problem).line()}", err=is_stdout(out))
 
 
 def _flush(caught) -> None:
@@ -49,8 +51,8 @@ def _flush(caught) -> None:
         click.echo(f"warning: {w.message}", err=True)
 
 
-_OUT = click.option("-o", "--output", "out", required=True, type=click.Path(dir_okay=False),
-                    help="Workload JSON file to write.")
+_OUT = click.option("-o", "--output", "out", required=True, type=click.Path(dir_okay=False, allow_dash=True),
+                    help="Workload JSON file to write ('-': stdout).")
 
 
 @click.group("import")

@@ -14,8 +14,15 @@ import sys
 
 import click
 
-from mallocgame.cli.main import EXIT_BAD_INPUT, EXIT_NO_SOLUTION, fail, problem_options
-from mallocgame.inputs.load import prepare, read_problem
+from mallocgame.cli.common import (
+    EXIT_NO_SOLUTION,
+    capacity_warning,
+    fail,
+    is_stdout,
+    load_prepared,
+    problem_options,
+    write_text,
+)
 from mallocgame.model import InputError
 
 
@@ -29,19 +36,23 @@ from mallocgame.model import InputError
               help="Buffer order of the order variant.")
 @click.option("--policy", type=click.Choice(["greedy", "interactive"]), default="interactive", show_default=True)
 @click.option("--quiet", is_flag=True, help="Print only the final line.")
-@click.option("-o", "--output", default=None, metavar="SOLUTION.csv", help="Write the final placement here.")
-def play(problem_path, mode, capacity, hardware, variant, k, order, policy, quiet, output) -> None:
+@click.option("-o", "--output", default=None, metavar="SOLUTION.csv",
+              help="Write the final placement here ('-': stdout; the game then goes to stderr).")
+def play(problem_path, mode, capacity, capacity_fraction, hardware, variant, k, order, policy, quiet, output) -> None:
     """Play the mallocGame on PROBLEM, one decision per step."""
     from search.game import Game, GameConfig
 
     if k < 1:
         fail(f"--k: must be >= 1, got {k}")
     try:
-        problem, spec = prepare(read_problem(problem_path), mode=mode, capacity=capacity, hardware=hardware)
+        problem, spec = load_prepared(problem_path, mode=mode, capacity=capacity, capacity_fraction=capacity_fraction,
+                                      hardware=hardware)
         game = Game(problem, spec, GameConfig(variant=variant, k=k, order=order))
     except (InputError, ValueError) as exc:
         fail(str(exc))
-    say = (lambda _msg: None) if quiet else click.echo
+    capacity_warning(problem)
+    err = is_stdout(output)  # stdout carries the solution CSV only
+    say = (lambda _msg: None) if quiet else (lambda msg: click.echo(msg, err=err))
     say(f"{problem.name}: {problem.n} buffers, {problem.mode} mode, capacity {problem.capacity}, "
         f"variant {variant}, k={k}" + (f", order {order}" if variant == "order" else ""))
     autoplay = policy == "greedy"
@@ -53,7 +64,7 @@ def play(problem_path, mode, capacity, hardware, variant, k, order, policy, quie
             action = game.greedy_action()
             say(f"action> {action} (greedy)")
         else:
-            action = _read_action(game)
+            action = _read_action(game, err)
             if action is None:  # "g": the greedy from here on
                 autoplay = True
                 action = game.greedy_action()
@@ -62,8 +73,8 @@ def play(problem_path, mode, capacity, hardware, variant, k, order, policy, quie
     _finish(problem, spec, game, output)
 
 
-def _read_action(game) -> int | None:
-    click.echo("action> ", nl=False)
+def _read_action(game, err: bool = False) -> int | None:
+    click.echo("action> ", nl=False, err=err)
     line = sys.stdin.readline()
     if not line:
         fail(f"stdin: input ended at step {game.steps + 1} before the game did")
@@ -85,7 +96,7 @@ def _read_action(game) -> int | None:
 def _finish(problem, spec, game, output: str | None) -> None:
     from hardware.evaluator import Evaluator
     from hardware.validator import validate
-    from mallocgame.model import Solution, Status, offsets_tuple
+    from mallocgame.model import offsets_tuple
 
     offsets = offsets_tuple(game.offsets())
     violation = validate(problem, offsets)
@@ -95,13 +106,10 @@ def _finish(problem, spec, game, output: str | None) -> None:
         ev = Evaluator(problem, spec)
         line += f", value {ev.value(offsets):.6g} (time {ev.time(offsets):.6g} vs {ev.time_all_slow:.6g} all slow)"
     line += ", valid" if violation is None else f", not a solution: {violation}"
-    click.echo(line)
+    click.echo(line, err=is_stdout(output))
     if violation is not None:
         sys.exit(EXIT_NO_SOLUTION)
     if output:
-        from mallocgame.io import write_solution_csv
+        from mallocgame.io import problem_csv_text
 
-        try:
-            write_solution_csv(output, problem, Solution(offsets=offsets, status=Status.FEASIBLE, mode=problem.mode))
-        except OSError as exc:
-            fail(f"{output}: cannot write ({exc.strerror})", EXIT_BAD_INPUT)
+        write_text(output, problem_csv_text(problem, offsets))

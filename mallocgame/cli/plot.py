@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import sys
-
 import click
 
+from mallocgame.cli.common import STDOUT, capacity_options, capacity_warning, fail, load_prepared
 from mallocgame.model import InputError
 from mallocgame.plots import plot_solution
 
@@ -15,24 +14,22 @@ from mallocgame.plots import plot_solution
 @click.argument("solution_path", metavar="SOLUTION")
 @click.option("-o", "--output", required=True, metavar="FILE.png", help="Picture to write (.png, .pdf or .svg).")
 @click.option("--hardware", default=None, metavar="PRESET_OR_FILE", help="Hardware preset or file (for the score).")
-@click.option("--capacity", type=int, default=None, metavar="B", help="Fast-memory capacity in bytes.")
+@capacity_options
 @click.option("--mode", type=click.Choice(["map", "pack"]), default=None, help="Default: as `mallocgame solve`.")
 @click.option("--title", default=None, help="Title (default: problem, value and speed-up).")
-def plot_command(problem_path: str, solution_path: str, output: str, hardware: str | None, capacity: int | None,
-                 mode: str | None, title: str | None) -> None:
+def plot_command(problem_path: str, solution_path: str, output: str, hardware: str | None, capacity: str | None,
+                 capacity_fraction: str | None, mode: str | None, title: str | None) -> None:
     """Draw one answer: time x address rectangles by buffer kind, slow buffers in a band below."""
     from hardware.validator import peak, validate
-    from mallocgame.inputs.load import prepare, read_problem
     from mallocgame.io import read_solution_csv
 
-    def fail(msg: str) -> None:
-        click.echo(f"error: {msg}", err=True)
-        sys.exit(2)
-
+    if output == STDOUT:
+        fail("-o: a picture is not written to stdout; give a .png, .pdf or .svg file")
     if not output.lower().endswith((".png", ".pdf", ".svg")):
         fail(f"-o: expected a .png, .pdf or .svg file, got {output!r}")
     try:
-        problem, spec = prepare(read_problem(problem_path), mode=mode, capacity=capacity, hardware=hardware)
+        problem, spec = load_prepared(problem_path, mode=mode, capacity=capacity, capacity_fraction=capacity_fraction,
+                                      hardware=hardware)
         offsets = read_solution_csv(solution_path, problem)
     except InputError as exc:
         fail(str(exc))
@@ -40,6 +37,7 @@ def plot_command(problem_path: str, solution_path: str, output: str, hardware: s
         import matplotlib  # noqa: F401
     except ImportError:
         fail("matplotlib is not installed (pip install matplotlib)")
+    capacity_warning(problem)
     violation = validate(problem, offsets)
     placed = sum(o is not None for o in offsets)
     if title is None:

@@ -5,7 +5,6 @@ Attached lazily to the CLI (``LAZY_COMMANDS``), so torch is imported only when t
 
 from __future__ import annotations
 
-import sys
 import time
 
 import click
@@ -28,31 +27,41 @@ import click
 @click.option("--k", "k", type=int, default=16, show_default=True, help="Game: candidate offsets per move.")
 @click.option("--order", type=click.Choice(["start", "xla", "size"]), default="xla", show_default=True,
               help="Game: buffer order of the fixed-order variant.")
-@click.option("--out", "out_path", default="muzero.pt", show_default=True, metavar="CKPT",
-              help="Training checkpoint (written atomically; resumable).")
+@click.option("-o", "--output", "--out", "out_path", default="muzero.pt", show_default=True, metavar="CKPT",
+              help="Training checkpoint (written atomically; resumable; not '-').")
 @click.option("--resume", "resume_path", default=None, metavar="CKPT",
-              help="Continue this checkpoint with its own settings; only --steps, --out, --export, "
-                   "--time-budget and --checkpoint-every apply.")
+              help="Continue this checkpoint with its own settings; only --steps, --output, --export, "
+                   "--time-limit and --checkpoint-every apply.")
 @click.option("--export", "export_path", default=None, metavar="PT",
               help="Also write a small model-only copy (what the solver needs) here.")
 @click.option("--checkpoint-every", type=int, default=10, show_default=True, help="Save every N iterations.")
-@click.option("--time-budget", type=float, default=None, metavar="SECONDS",
+@click.option("--time-limit", "--time-budget", "time_budget", type=float, default=None, metavar="SECONDS",
               help="Stop at the first iteration boundary after this many seconds (the run is then not "
-                   "reproducible in length; resume continues it exactly).")
+                   "reproducible in length; resume continues it exactly). --time-budget is an alias.")
 @click.option("--seed", type=int, default=0, show_default=True)
 def train(steps, games_per_iter, updates_per_iter, simulations, search_method, model, batch_size, unroll, td_steps,
           learning_rate, min_size, max_size, k, order, out_path, resume_path, export_path, checkpoint_every,
           time_budget, seed) -> None:
     """Train the muzero solver's network by self-play on generated problems; deterministic under --seed."""
-    from search.muzero import checkpoint as ckpt
-    from search.muzero.env import game_factory
-    from search.muzero.problems import Curriculum, Recipe
-    from search.muzero.train import TrainConfig, describe, new_state, resume_state
-    from search.muzero.train import train as run_training
+    import os
 
-    def fail(message: str) -> None:
-        click.echo(f"error: {message}", err=True)
-        sys.exit(2)
+    from mallocgame.cli.common import fail, is_stdout
+
+    for name, path in (("--output", out_path), ("--export", export_path)):
+        if is_stdout(path):
+            fail(f"{name}: a checkpoint is not written to stdout; give a file")
+    if time_budget is not None and not time_budget > 0:
+        fail(f"--time-limit: must be a positive number of seconds, got {time_budget}")
+    if resume_path and not os.path.isfile(resume_path):  # before paying for torch
+        fail(f"--resume: {resume_path}: checkpoint not found")
+    try:
+        from search.muzero import checkpoint as ckpt
+        from search.muzero.env import game_factory
+        from search.muzero.problems import Curriculum, Recipe
+        from search.muzero.train import TrainConfig, describe, new_state, resume_state
+        from search.muzero.train import train as run_training
+    except ImportError as exc:
+        fail(f"train needs torch ({exc}): pip install 'mallocgame[train]'")
 
     for name, value in (("--steps", steps), ("--games-per-iter", games_per_iter),
                         ("--updates-per-iter", updates_per_iter), ("--batch-size", batch_size),
@@ -76,7 +85,7 @@ def train(steps, games_per_iter, updates_per_iter, simulations, search_method, m
             game_fields = {"variant": "order", "k": k, "order": order}
             state = new_state(config, seed, game_factory(game_fields), game_fields, Recipe("layered", min_size, 0))
     except ckpt.CheckpointError as exc:
-        fail(str(exc))
+        fail(f"--resume: {exc}" if resume_path else str(exc))
     make_game = game_factory(state.game_config)
     click.echo(describe(state))
     click.echo(f"start at step {state.step}, train to {steps}; checkpoint -> {out_path}")
