@@ -45,6 +45,8 @@ FAILING_MODULE = textwrap.dedent('''
             os._exit(3)
 ''')
 
+FAILING_FILES = {"failing_plugin/__init__.py": "", "failing_plugin/solver.py": FAILING_MODULE}
+
 
 @pytest.fixture
 def tiny_inputs(tmp_path):
@@ -120,7 +122,7 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, args, message
 def test_failing_solvers_get_error_rows_and_the_rest_goes_on(tiny_inputs, tmp_path):
     make_distribution(tmp_path, "failing-plugin", "raises = failing_plugin.solver:Raises\n"
                                                   "dies = failing_plugin.solver:Dies\n"
-                                                  "unloadable = failing_plugin.missing:Nothing", FAILING_MODULE)
+                                                  "unloadable = failing_plugin.missing:Nothing", FAILING_FILES)
     out = tmp_path / "r.csv"
     r = run_cli("compare", *tiny_inputs, "--solvers", "raises,greedy-xla,dies,unloadable", "--time-limit", "2",
                 "--jobs", "2", "--out", str(out), env={"PYTHONPATH": str(tmp_path)})
@@ -140,7 +142,7 @@ def test_failing_solvers_get_error_rows_and_the_rest_goes_on(tiny_inputs, tmp_pa
 
 
 def test_no_valid_answer_anywhere_exits_1(tiny_inputs, tmp_path):
-    make_distribution(tmp_path, "failing-plugin", "raises = failing_plugin.solver:Raises", FAILING_MODULE)
+    make_distribution(tmp_path, "failing-plugin", "raises = failing_plugin.solver:Raises", FAILING_FILES)
     r = run_cli("compare", tiny_inputs[0], "--solvers", "raises", "--time-limit", "1",
                 env={"PYTHONPATH": str(tmp_path)})
     assert r.returncode == 1 and "ERROR" in r.stdout
@@ -162,7 +164,7 @@ def test_overrunning_solver_is_killed_with_its_helpers(tmp_path, monkeypatch):
     from hardware.spec import PRESETS
     from mallocgame.compare import Input, run_matrix
 
-    make_distribution(tmp_path, "failing-plugin", "sleeps = failing_plugin.solver:Sleeps", FAILING_MODULE)
+    make_distribution(tmp_path, "failing-plugin", "sleeps = failing_plugin.solver:Sleeps", FAILING_FILES)
     monkeypatch.syspath_prepend(str(tmp_path))
     pid_file = tmp_path / "helper.pid"
     monkeypatch.setenv("PID_FILE", str(pid_file))
