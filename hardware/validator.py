@@ -86,3 +86,66 @@ def _overlap_message(problem: Problem, i: int, j: int, offsets: Sequence[int | N
 def peak(problem: Problem, offsets: Sequence[int | None]) -> int:
     """Highest address used: max of ``offset + size`` over placed buffers (0 if none)."""
     return max((off + b.size for b, off in zip(problem.buffers, offsets) if off is not None), default=0)
+
+
+def validate_intervals(problem: Problem, intervals: Sequence, *, capacity: int | None = None) -> str | None:
+    """The first violation of a prefetch-mode answer (docs/prefetch.md section 3), or ``None``.
+
+    ``intervals`` are :class:`~mallocgame.model.FastInterval`. Per interval: range, offset,
+    alignment, capacity, the copy rule; per buffer: occupied ranges disjoint; across buffers:
+    the occupied rectangles ``[occupied_from, end) x [offset, offset + size)`` disjoint (the
+    same sweep as :func:`validate`, over the intervals as rectangles).
+    """
+    from mallocgame.model import Buffer
+
+    capacity = problem.capacity if capacity is None else capacity
+    n_ops = len(problem.ops)
+    touches = problem.touches
+    bufs = problem.buffers
+    by_buffer: dict[int, list] = {}
+    for iv in intervals:
+        if not 0 <= iv.buffer < problem.n:
+            return f"interval of unknown buffer index {iv.buffer}"
+        b = bufs[iv.buffer]
+        where = f"buffer {b.id!r} interval [{iv.start}, {iv.end})"
+        if not 0 <= iv.start < iv.end <= n_ops:
+            return f"{where}: needs 0 <= start < end <= {n_ops} (the number of ops)"
+        if iv.end > b.end:
+            return f"{where}: ends after the buffer's live range [{b.start}, {b.end})"
+        if iv.offset < 0:
+            return f"{where}: negative offset {iv.offset}"
+        if iv.offset % b.alignment:
+            return f"{where}: offset {iv.offset} is not a multiple of its alignment {b.alignment}"
+        if capacity is not None and iv.offset + b.size > capacity:
+            return f"{where}: offset {iv.offset} + size {b.size} = {iv.offset + b.size} exceeds capacity {capacity}"
+        ops, reads, writes = touches.of(iv.buffer)
+        k = int(np.searchsorted(ops, iv.start))
+        if iv.copy_start is None:
+            if not (k < len(ops) and ops[k] == iv.start and writes[k] and not reads[k]):
+                return (f"{where}: produced in place (no copy_start) but op {iv.start} is not a pure write of it; "
+                        "prefetch it (set copy_start)")
+        else:
+            if not -1 <= iv.copy_start < iv.start:
+                return f"{where}: copy_start {iv.copy_start} must be in [-1, start)"
+            before = np.flatnonzero(writes[:k])
+            last_write = int(ops[before[-1]]) if len(before) else -1
+            if iv.copy_start < last_write:
+                return (f"{where}: prefetch starts after op {iv.copy_start}, before the value written "
+                        f"at op {last_write} exists")
+        by_buffer.setdefault(iv.buffer, []).append(iv)
+    for i, ivs in by_buffer.items():
+        ivs.sort(key=lambda v: v.occupied_from)
+        for a, b in zip(ivs, ivs[1:]):
+            if b.occupied_from < a.end:
+                return (f"buffer {bufs[i].id!r}: intervals [{a.start}, {a.end}) and [{b.start}, {b.end}) "
+                        f"occupy fast memory at the same time (ops [{b.occupied_from}, {a.end}))")
+    rects = [(iv, Buffer(f"{bufs[iv.buffer].id}[{iv.start}:{iv.end})", bufs[iv.buffer].size, iv.occupied_from, iv.end,
+                         None, bufs[iv.buffer].alignment)) for ivs in by_buffer.values() for iv in ivs]
+    shadow = Problem(problem.name, tuple(r for _, r in rects), capacity=capacity, mode="map")
+    return first_overlap(shadow, [iv.offset for iv, _ in rects])
+
+
+def interval_peak(problem: Problem, intervals: Sequence) -> int:
+    """Highest address a prefetch answer uses (0 if none)."""
+    sizes = problem.arrays.size
+    return max((iv.offset + int(sizes[iv.buffer]) for iv in intervals), default=0)

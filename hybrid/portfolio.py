@@ -21,12 +21,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from hardware.validator import validate
 from hybrid.warm_start import better
 from mallocgame.model import Solution, Status
 from mallocgame.protocol import Solver, solver_deadline
 from mallocgame.registry import SolverLoadError, load_solver, solver_entries
-from mallocgame.runner import ProcessPool, Report, run_solver
+from mallocgame.runner import ProcessPool, Report, answer, run_solver
 
 # Chosen by measurement (experiments/README-cpsat.md): on layered networks lns and
 # select-pack, on MiniMalloc pack-search and cpsat; minimising the peak of the real
@@ -110,7 +109,7 @@ class Portfolio(Solver):
                 errors[name] = f"{exc.__class__.__name__}: {exc}"
         warm = hint
         if best is not None and best.valid:
-            warm = Solution(best.offsets, Status.FEASIBLE, problem.mode, solver=best.solver)
+            warm = answer(best, problem)
             if hint is not None:
                 from mallocgame.runner import score
 
@@ -137,13 +136,13 @@ class Portfolio(Solver):
                                  "seconds": round(r.seconds, 3)} for n, r in reports.items()},
                  "errors": errors, "winner": best.solver if best is not None and best.valid else None}
         wall = time.monotonic() - t0
-        if best is None or not best.valid or validate(problem, best.offsets) is not None:
+        if best is None or not best.valid:  # every member's report was validated by the runner
             proven = any(r.status == str(Status.INFEASIBLE) for r in reports.values())
             return Solution((None,) * problem.n, Status.INFEASIBLE if proven else Status.UNKNOWN, problem.mode,
                             wall_time=wall, history=tuple(history), stats=stats, solver=self.name)
         status = Status(best.status) if best.status in (str(Status.OPTIMAL), str(Status.FEASIBLE)) else Status.FEASIBLE
-        return Solution(tuple(best.offsets), status, problem.mode, objective=best.objective, wall_time=wall,
-                        history=tuple(history), stats=stats, solver=self.name)
+        return answer(best, problem).replace(status=status, objective=best.objective, wall_time=wall,
+                                             history=tuple(history), stats=stats, solver=self.name)
 
     @staticmethod
     def _run_parallel(names, problem, hardware, deadline, seed, hint, options, workers, consider, errors) -> bool:

@@ -159,3 +159,54 @@ def map_upper_bound(problem: Problem, hardware, *, time_limit: float = 20.0) -> 
     fits = (a.size <= problem.capacity) if problem.capacity is not None else np.ones(problem.n, bool)
     r = no_fragmentation_relaxation(problem, ev, fits & (ev.benefits > 0), time_limit=time_limit)
     return Bound(r.value, r.kind, r.seconds)
+
+
+def prefetch_upper_bound(problem: Problem, hardware) -> Bound:
+    """Upper bound on the prefetch-mode value of any answer (docs/prefetch.md section 7).
+
+    Every touch may be served fast independently, holding its buffer in fast memory at that
+    op only; contiguity, the memory held between touches and during copies, and the copies'
+    cost are dropped. The relaxation then splits into one knapsack per op: maximise
+    ``min(headroom_t, sum of deltas of the operands served fast)`` with their buffers' sizes
+    within the capacity. Solved exactly by enumeration up to 10 distinct buffers per op, else
+    by the fractional knapsack (still an upper bound).
+    """
+    import itertools
+    import time
+
+    from hardware.evaluator import Evaluator
+
+    t0 = time.monotonic()
+    ev = Evaluator.of(problem, hardware)
+    if ev.additive:
+        return Bound(float(ev.benefits.sum()), "trivial", time.monotonic() - t0)
+    capacity = problem.capacity if problem.capacity is not None else np.iinfo(np.int64).max
+    sizes = problem.arrays.size
+    headroom = np.maximum(ev.slow_mem - ev.compute, 0.0)
+    order = np.lexsort((ev.buf_of, ev.op_of))
+    op_of, buf_of, delta = ev.op_of[order], ev.buf_of[order], ev.delta[order]
+    bounds = np.searchsorted(op_of, np.arange(ev.n_ops + 1))
+    total, exact = 0.0, True
+    for t in np.flatnonzero(headroom > 0).tolist():
+        lo, hi = bounds[t], bounds[t + 1]
+        per: dict[int, float] = {}
+        for b, d in zip(buf_of[lo:hi].tolist(), delta[lo:hi].tolist()):
+            if sizes[b] <= capacity:
+                per[b] = per.get(b, 0.0) + d
+        items = [(per[b], int(sizes[b])) for b in per]
+        if sum(z for _, z in items) <= capacity:
+            best = sum(d for d, _ in items)
+        elif len(items) <= 10:
+            best = max(sum(d for d, _ in combo) for k in range(len(items) + 1)
+                       for combo in itertools.combinations(items, k) if sum(z for _, z in combo) <= capacity)
+        else:
+            exact = False
+            best, room = 0.0, capacity
+            for d, z in sorted(items, key=lambda it: -it[0] / it[1]):
+                take = min(1.0, room / z)
+                best += d * take
+                room -= z * take
+                if room <= 0:
+                    break
+        total += min(float(headroom[t]), best)
+    return Bound(total, "per-op" if exact else "per-op-lp", time.monotonic() - t0)

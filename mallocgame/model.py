@@ -20,7 +20,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-MODES = ("map", "pack")
+MODES = ("map", "pack", "prefetch")
 BUFFER_KINDS = ("activation", "weight", "input", "output", "scratch")
 
 
@@ -68,13 +68,60 @@ class Operand:
 
 @dataclass(frozen=True)
 class Op:
-    """One scheduled op; its index in ``Problem.ops`` is its time step."""
+    """One scheduled op; its index in ``Problem.ops`` is its time step.
+
+    ``transcendentals`` (exp, log, tanh, ...) are counted apart from ``flops``, as XLA's cost
+    analysis does; the evaluator's compute time is ``(flops + transcendentals) / peak``.
+    """
 
     id: str
     kind: str = "op"
     flops: float = 0.0
     fixed_bytes: int = 0
     operands: tuple[Operand, ...] = ()
+    transcendentals: float = 0.0
+
+
+@dataclass(frozen=True)
+class FastInterval:
+    """One stay of buffer ``buffer`` (an index) in fast memory at ``offset`` (prefetch mode, docs/prefetch.md).
+
+    It serves the ops in ``[start, end)`` that touch the buffer and occupies its addresses from
+    ``occupied_from`` to ``end``. ``copy_start`` is ``None`` when the value is produced in place
+    (``start`` is a pure write of the buffer), else the op after which a prefetch copy starts.
+    """
+
+    buffer: int
+    offset: int
+    start: int
+    end: int
+    copy_start: int | None = None
+
+    @property
+    def occupied_from(self) -> int:
+        return self.start if self.copy_start is None else self.copy_start + 1
+
+
+@dataclass(frozen=True)
+class Touches:
+    """What the ops do to each buffer (docs/prefetch.md section 1), as CSR arrays over buffers.
+
+    ``ops[ptr[i]:ptr[i+1]]`` are the op indices touching buffer ``i`` (sorted, int64), with
+    ``reads``/``writes`` (bool, same shape) saying how. ``defining[i]`` is the first write
+    (-1 for a parameter); ``output[i]`` whether the buffer's final value must end in slow memory.
+    """
+
+    ptr: np.ndarray  # int64 [n + 1]
+    ops: np.ndarray  # int64 [touches]
+    reads: np.ndarray  # bool [touches]
+    writes: np.ndarray  # bool [touches]
+    defining: np.ndarray  # int64 [n]
+    output: np.ndarray  # bool [n]
+
+    def of(self, i: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(ops, reads, writes)`` of buffer ``i``."""
+        lo, hi = int(self.ptr[i]), int(self.ptr[i + 1])
+        return self.ops[lo:hi], self.reads[lo:hi], self.writes[lo:hi]
 
 
 @dataclass(frozen=True)
@@ -136,6 +183,29 @@ class Problem:
         """Identity of the buffer set, used to check that a hint belongs to this problem."""
         return tuple((b.id, b.size, b.start, b.end) for b in self.buffers)
 
+    @cached_property
+    def touches(self) -> Touches:
+        """Per-buffer touches by the ops (empty for problems without ops)."""
+        idx = self.index
+        access: dict[tuple[int, int], list[bool]] = {}
+        for t, op in enumerate(self.ops):
+            for o in op.operands:
+                flags = access.setdefault((idx[o.buffer], t), [False, False])
+                flags[0 if o.access == "read" else 1] = True
+        keys = sorted(access)
+        buf = np.fromiter((k[0] for k in keys), np.int64, len(keys))
+        ops = np.fromiter((k[1] for k in keys), np.int64, len(keys))
+        reads = np.fromiter((access[k][0] for k in keys), bool, len(keys))
+        writes = np.fromiter((access[k][1] for k in keys), bool, len(keys))
+        ptr = np.concatenate(([0], np.cumsum(np.bincount(buf, minlength=self.n)))).astype(np.int64)
+        defining = np.full(self.n, -1, np.int64)
+        first_write = np.flatnonzero(writes)
+        # keys are sorted by (buffer, op): the first write seen for a buffer is its defining op
+        for j in first_write[::-1].tolist():
+            defining[buf[j]] = ops[j]
+        output = np.fromiter((b.kind == "output" for b in self.buffers), bool, self.n)
+        return Touches(ptr, ops, reads, writes, defining, output)
+
     def replace(self, **changes: Any) -> "Problem":
         return dataclasses.replace(self, **changes)
 
@@ -158,9 +228,14 @@ class Solution:
     history: tuple[tuple[float, float], ...] = ()
     stats: Mapping[str, Any] = field(default_factory=dict)
     solver: str = ""
+    # Prefetch mode: the answer is these fast intervals (docs/prefetch.md); ``offsets`` is then
+    # all ``None`` and unused.
+    intervals: tuple[FastInterval, ...] = ()
 
     @property
     def placed(self) -> int:
+        if self.mode == "prefetch":
+            return len({iv.buffer for iv in self.intervals})
         return sum(o is not None for o in self.offsets)
 
     def replace(self, **changes: Any) -> "Solution":

@@ -14,7 +14,7 @@ from typing import Any
 from hardware.evaluator import Evaluator
 from hardware.validator import peak as peak_of
 from hardware.validator import validate
-from mallocgame.bounds import Bound, map_upper_bound, pack_lower_bound
+from mallocgame.bounds import Bound, map_upper_bound, pack_lower_bound, prefetch_upper_bound
 from mallocgame.model import Problem, Solution, Status
 from mallocgame.protocol import accepted_options
 from mallocgame.registry import load_solver
@@ -53,10 +53,12 @@ class Report:
     history: list[tuple[float, float]] = field(default_factory=list)
     stats: dict[str, Any] = field(default_factory=dict)
     offsets: tuple[int | None, ...] = ()
+    intervals: tuple = ()  # prefetch mode: the validated FastIntervals
 
     def as_json(self) -> dict[str, Any]:
         d = asdict(self)
         d.pop("offsets")
+        d.pop("intervals")
         d["history"] = [list(h) for h in self.history]
         return d
 
@@ -70,12 +72,61 @@ class Report:
 
 
 def problem_bound(problem: Problem, hardware) -> Bound:
-    return pack_lower_bound(problem) if problem.mode == "pack" else map_upper_bound(problem, hardware)
+    if problem.mode == "pack":
+        return pack_lower_bound(problem)
+    if problem.mode == "prefetch":
+        return prefetch_upper_bound(problem, hardware)
+    return map_upper_bound(problem, hardware)
+
+
+def answer(report: Report, problem: Problem) -> Solution:
+    """The validated answer of a report as a Solution (to hand on as a hint)."""
+    return Solution(offsets=report.offsets if report.offsets else (None,) * problem.n, status=Status.FEASIBLE,
+                    mode=problem.mode, solver=report.solver, intervals=tuple(report.intervals))
+
+
+def _score_prefetch(problem: Problem, hardware, solution: Solution, *, seconds: float, bound: Bound | None,
+                    solver_name: str) -> Report:
+    from hardware.prefetch import PrefetchEvaluator
+    from hardware.validator import interval_peak, validate_intervals
+
+    intervals = tuple(solution.intervals)
+    if solution.status is Status.INFEASIBLE:
+        violation = "proven infeasible"
+    else:
+        violation = validate_intervals(problem, intervals)
+    valid = violation is None
+    est = slow = speedup = objective = gap = None
+    if valid and not problem.has_ops:  # an empty program: nothing to save
+        est = slow = objective = 0.0
+    elif valid:
+        ev = PrefetchEvaluator.of(problem, hardware)
+        est, slow = ev.time(intervals), ev.time_all_slow
+        objective = slow - est
+        speedup = slow / est if est > 0 else None
+        if bound is not None and bound.value > 0:
+            gap = max(0.0, (bound.value - objective) / bound.value)
+    status = solution.status
+    if valid and status in (Status.UNKNOWN, Status.INFEASIBLE):
+        status = Status.FEASIBLE
+    if not valid and status in (Status.OPTIMAL, Status.FEASIBLE):
+        status = Status.UNKNOWN
+    return Report(
+        solver=solver_name, mode=problem.mode, status=str(status), valid=valid, objective=objective,
+        bound=None if bound is None else bound.value, bound_kind=None if bound is None else bound.kind,
+        gap=gap, placed=len({iv.buffer for iv in intervals}), total=problem.n,
+        peak=interval_peak(problem, intervals), seconds=seconds, estimated_time=est,
+        time_all_slow=slow, speedup=speedup, violation=violation,
+        history=[(float(t), float(v)) for t, v in solution.history],
+        stats=dict(solution.stats), offsets=(), intervals=intervals if valid else (),
+    )
 
 
 def score(problem: Problem, hardware, solution: Solution, *, seconds: float, bound: Bound | None,
           solver_name: str) -> Report:
     """Validate and score ``solution``; invalid or empty answers yield ``valid=False``."""
+    if problem.mode == "prefetch":
+        return _score_prefetch(problem, hardware, solution, seconds=seconds, bound=bound, solver_name=solver_name)
     offsets = tuple(solution.offsets)
     has_answer = len(offsets) == problem.n and (problem.n == 0 or any(o is not None for o in offsets)
                                                  or problem.mode == "map")

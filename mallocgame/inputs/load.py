@@ -25,10 +25,9 @@ import re
 from importlib.resources import files
 from pathlib import Path
 
-from mallocgame.model import InputError, Problem
+from mallocgame.model import MODES, InputError, Problem
 
 EXAMPLE_PREFIX = "example:"
-MODES = ("map", "pack")
 _UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
           "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40, "K": 2**10, "M": 2**20, "G": 2**30}
 
@@ -143,7 +142,9 @@ def prepare(problem: Problem, *, mode: str | None = None, capacity: int | str | 
     if minimize_peak:
         cap = None
     where = problem.source or problem.name
-    if mode == "map" and cap is None:
+    if mode == "prefetch" and not problem.has_ops:
+        raise InputError(f"{where}: prefetch mode needs a workload with ops (a JSON workload), not a plain CSV")
+    if mode in ("map", "prefetch") and cap is None:
         raise InputError(f"{where}: no fast-memory capacity: pass --capacity or --hardware "
                          "(or name the file NAME.CAPACITY.csv)")
     if mode == "pack" and cap is not None:

@@ -1,0 +1,194 @@
+"""The cost of a prefetch-mode answer: op times, async copies on XLA's copy resource, stalls.
+
+The rules are those of docs/prefetch.md (sections 4 and 5); this module is their one
+implementation. An answer is a set of :class:`~mallocgame.model.FastInterval`. An operand of op
+``t`` on buffer ``b`` is served fast when an interval of ``b`` has ``start <= t < end``. Every
+prefetch and every needed eviction is a copy of ``size / copy_bw`` seconds that may use the DMA
+budgets of the slots strictly inside its window; each op's budget is its own estimated time,
+once for prefetches and once for evictions. Copies of one kind are served in deadline order,
+each taking the earliest budget left; demand left at the deadline stalls the program.
+
+Example:
+    >>> from mallocgame.model import Buffer, FastInterval, Op, Operand, Problem
+    >>> from hardware.spec import PRESETS
+    >>> ops = (Op("a", flops=0.0, operands=(Operand("w", "read", 8),)),) * 3
+    >>> p = Problem("t", (Buffer("w", 8, 0, 3, kind="weight"),), ops=ops, capacity=8, mode="prefetch")
+    >>> ev = PrefetchEvaluator(p, PRESETS["unit"])
+    >>> ev.time([]), ev.time([FastInterval(0, 0, 1, 3, copy_start=0)])  # ops 1, 2 fast; copy window empty
+    (24.0, 17.6)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from hardware.evaluator import Evaluator
+from hardware.spec import HardwareSpec
+from mallocgame.model import FastInterval, Problem
+
+
+@dataclass(frozen=True)
+class Copy:
+    """One async copy: ``kind`` "prefetch" or "eviction" of buffer ``buffer``, may use slots ``first..deadline-1``."""
+
+    kind: str
+    buffer: int
+    first: int  # first slot it may use (the op after its start op)
+    deadline: int  # op before which it must be done
+    seconds: float  # DMA time it needs
+    stall: float = 0.0  # what was left at the deadline
+
+
+@dataclass(frozen=True)
+class Breakdown:
+    """Where the time of an answer goes: ``op_times`` ``[T]``, the copies and their stalls."""
+
+    op_times: np.ndarray
+    copies: tuple[Copy, ...]
+
+    @property
+    def stall(self) -> float:
+        return float(sum(c.stall for c in self.copies))
+
+    @property
+    def time(self) -> float:
+        return float(self.op_times.sum()) + self.stall
+
+
+def eviction_of(problem: Problem, iv: FastInterval) -> tuple[int, int] | None:
+    """``(last write served, deadline)`` of the eviction interval ``iv`` needs, or ``None`` (docs/prefetch.md section 4)."""
+    ops, reads, writes = problem.touches.of(iv.buffer)
+    lo, hi = np.searchsorted(ops, iv.start), np.searchsorted(ops, iv.end)
+    served_writes = np.flatnonzero(writes[lo:hi])
+    if len(served_writes) == 0:
+        return None
+    last_write = int(ops[lo + served_writes[-1]])
+    if hi < len(ops):
+        needed = bool(reads[hi])  # the next touch after the interval reads the value (not a pure write)
+    else:
+        needed = bool(problem.touches.output[iv.buffer])
+    return (last_write, iv.end) if needed else None
+
+
+class PrefetchEvaluator:
+    """Scores interval answers of one problem on one hardware spec.
+
+    ``mode="map"`` charges no copies (a map answer written as intervals scores its map time);
+    ``mode="prefetch"`` charges prefetches, evictions and stalls.
+    """
+
+    def __init__(self, problem: Problem, hardware: HardwareSpec):
+        self.problem = problem
+        self.hardware = hardware
+        self.base = Evaluator.of(problem, hardware)
+        if self.base.additive:
+            raise ValueError(f"{problem.name}: prefetch mode needs a workload with ops")
+        # Operands sorted by (buffer, op), so an interval's served operands are one slice.
+        base = self.base
+        self._order = np.lexsort((base.op_of, base.buf_of))
+        self._key = base.buf_of[self._order] * (base.n_ops + 1) + base.op_of[self._order]
+        self.sizes = problem.arrays.size
+
+    @classmethod
+    def of(cls, problem: Problem, hardware: HardwareSpec) -> "PrefetchEvaluator":
+        """Built once per (problem, hardware), like :meth:`Evaluator.of`."""
+        cache = problem.__dict__.setdefault("_prefetch_evaluators", {})
+        ev = cache.get(hardware)
+        if ev is None:
+            ev = cache[hardware] = cls(problem, hardware)
+        return ev
+
+    @property
+    def time_all_slow(self) -> float:
+        return self.base.time_all_slow
+
+    def served(self, intervals: Sequence[FastInterval]) -> np.ndarray:
+        """bool ``[n_operands]`` (the evaluator's operand order): which operands are served fast."""
+        fast = np.zeros(len(self._key), bool)
+        width = self.base.n_ops + 1
+        for iv in intervals:
+            lo = np.searchsorted(self._key, iv.buffer * width + max(iv.start, 0))
+            hi = np.searchsorted(self._key, iv.buffer * width + min(iv.end, self.base.n_ops))
+            fast[lo:hi] = True
+        out = np.zeros(len(self._key), bool)
+        out[self._order] = fast
+        return out
+
+    def op_times(self, intervals: Sequence[FastInterval]) -> np.ndarray:
+        base = self.base
+        saved = np.bincount(base.op_of, base.delta * self.served(intervals), minlength=base.n_ops)
+        return np.maximum(base.compute, base.slow_mem - saved) + base.fixed
+
+    def copies(self, intervals: Sequence[FastInterval]) -> list[Copy]:
+        """Every prefetch and needed eviction, unserved (stall 0)."""
+        per_second = 1.0 / self.hardware.copy_bw
+        out = []
+        for iv in intervals:
+            seconds = float(self.sizes[iv.buffer]) * per_second
+            if iv.copy_start is not None:
+                out.append(Copy("prefetch", iv.buffer, iv.copy_start + 1, iv.start, seconds))
+            evict = eviction_of(self.problem, iv)
+            if evict is not None:
+                out.append(Copy("eviction", iv.buffer, evict[0] + 1, evict[1], seconds))
+        return out
+
+    def breakdown(self, intervals: Sequence[FastInterval], *, mode: str = "prefetch") -> Breakdown:
+        times = self.op_times(intervals)
+        if mode == "map":
+            return Breakdown(times, ())
+        copies = self.copies(intervals)
+        served = []
+        for kind in ("prefetch", "eviction"):
+            mine = sorted((c for c in copies if c.kind == kind), key=lambda c: (c.deadline, c.first, c.buffer))
+            stalls = serve_copies([(c.first, c.deadline, c.seconds) for c in mine], times)
+            served += [Copy(c.kind, c.buffer, c.first, c.deadline, c.seconds, s) for c, s in zip(mine, stalls)]
+        return Breakdown(times, tuple(served))
+
+    def time(self, intervals: Sequence[FastInterval], *, mode: str = "prefetch") -> float:
+        return self.breakdown(intervals, mode=mode).time
+
+    def value(self, intervals: Sequence[FastInterval], *, mode: str = "prefetch") -> float:
+        """Time saved against all-slow (may be negative when copies stall more than they save)."""
+        return self.time_all_slow - self.time(intervals, mode=mode)
+
+
+def serve_copies(copies: Sequence[tuple[int, int, float]], budgets: np.ndarray) -> list[float]:
+    """Serve ``(first, deadline, seconds)`` copies in the given order from ``budgets`` ``[T]``
+    (seconds of DMA per slot, not modified), each from its earliest slot with budget left in
+    ``[first, deadline)``; returns each copy's stall (demand left at its deadline).
+
+    Exhausted slots are skipped with a union-find "next slot" pointer, so the cost is
+    O((copies + slots) * alpha) however long the windows are.
+
+    >>> serve_copies([(0, 2, 3.0), (0, 3, 3.0)], np.array([1.0, 1.0, 1.0]))
+    [1.0, 2.0]
+    """
+    left = np.asarray(budgets, np.float64).copy()
+    n = len(left)
+    nxt = list(range(n + 1))  # nxt[t]: first slot >= t that may have budget (n = none)
+
+    def find(t: int) -> int:
+        root = t
+        while nxt[root] != root:
+            root = nxt[root]
+        while nxt[t] != root:
+            nxt[t], t = root, nxt[t]
+        return root
+
+    stalls = []
+    for first, deadline, need in copies:
+        t = find(max(first, 0)) if first < n else n
+        while need > 0 and t < min(deadline, n):
+            take = min(need, left[t])
+            need -= take
+            left[t] -= take
+            if left[t] <= 0:
+                nxt[t] = t + 1
+                t = find(t + 1)
+            else:
+                break
+        stalls.append(float(max(need, 0.0)))
+    return stalls
