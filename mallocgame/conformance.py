@@ -44,11 +44,13 @@ from dataclasses import asdict, dataclass
 from typing import Any, Callable, Iterable
 
 from hardware.evaluator import Evaluator
+from hardware.prefetch import PrefetchEvaluator
 from hardware.spec import PRESETS
 from hardware.validator import validate
 from mallocgame.inputs.generate import layered_network, packed_instance, random_intervals
 from mallocgame.intervals import max_live
 from mallocgame.model import MODES, Problem, Solution, Status
+from mallocgame.prefetch import lift_map_answer
 from mallocgame.registry import describe, load_solver, solver_entries
 from mallocgame.runner import Report, score
 
@@ -117,17 +119,26 @@ def _peak(problem: Problem, offsets) -> int:
     return max((o + b.size for b, o in zip(problem.buffers, offsets) if o is not None), default=0)
 
 
-def _worse(problem: Problem, hardware, a, b) -> bool:
-    """Is placement ``a`` strictly worse than placement ``b`` (map: lower value; pack: higher peak)?"""
+def _worse(problem: Problem, hardware, a: Solution, b: Solution) -> bool:
+    """Is answer ``a`` strictly worse than answer ``b`` (map, prefetch: lower value; pack: higher peak)?"""
     if problem.mode == "pack":
-        return _peak(problem, a) > _peak(problem, b)
-    ev = Evaluator(problem, hardware)
-    va, vb = ev.value(a), ev.value(b)
+        return _peak(problem, a.offsets) > _peak(problem, b.offsets)
+    if problem.mode == "prefetch":
+        ev = PrefetchEvaluator.of(problem, hardware)
+        va, vb = ev.value(a.intervals), ev.value(b.intervals)
+    else:
+        ev = Evaluator.of(problem, hardware)
+        va, vb = ev.value(a.offsets), ev.value(b.offsets)
     return va < vb - 1e-9 * max(1.0, abs(vb))
 
 
-def _hint(offsets, mode: str) -> Solution:
-    return Solution(offsets=tuple(offsets), status=Status.FEASIBLE, mode=mode, solver="hint")
+def _hint(offsets, mode: str, intervals=()) -> Solution:
+    return Solution(offsets=tuple(offsets), status=Status.FEASIBLE, mode=mode, solver="hint", intervals=tuple(intervals))
+
+
+def _answer_of(report: Report, problem: Problem) -> Solution:
+    return Solution(offsets=report.offsets or (None,) * problem.n, status=Status.FEASIBLE, mode=problem.mode,
+                    intervals=tuple(report.intervals))
 
 
 # ---------------------------------------------------------------- problems (generated, cached)
@@ -156,23 +167,31 @@ def _layered(n: int, seed: int, capacity_fraction: float = 0.4) -> Problem:
     return layered_network(n, seed=seed, capacity_fraction=capacity_fraction)
 
 
+@functools.cache
+def _prefetch_problems() -> tuple[tuple[Problem, Any], ...]:
+    return ((_layered(60, 11).replace(name="layered-60-prefetch", mode="prefetch"), HW),
+            (_layered(40, 3, 0.2).replace(name="layered-40-prefetch-tight", mode="prefetch"), HW))
+
+
 def _problems(subject: Subject) -> list[tuple[Problem, Any]]:
     out: list[tuple[Problem, Any]] = []
     if subject.supports("map"):
         out += _map_problems()
     if subject.supports("pack"):
         out += _pack_problems()
+    if subject.supports("prefetch"):
+        out += _prefetch_problems()
     return out
 
 
 def _main_mode(subject: Subject) -> str:
-    return "map" if subject.supports("map") else "pack"
+    return next(m for m in ("map", "pack", "prefetch") if subject.supports(m)) if subject.modes else "map"
 
 
 # ---------------------------------------------------------------- the checks
 
 def check_protocol(subject: Subject) -> str:
-    """Name is the registered name, modes a non-empty subset of {map, pack}, solve takes time_limit/seed/hint, a docstring."""
+    """Registered name, modes drawn from {map, pack, prefetch}, solve takes time_limit/seed/hint, a docstring."""
     solver = load_solver(subject.name)
     declared = getattr(solver, "name", None)
     _require(declared == subject.name, f"the solver's name attribute is {declared!r}, registered as {subject.name!r}")
@@ -198,7 +217,7 @@ def check_problem(subject: Subject, problem: Problem, hardware) -> Report:
     _require(report.valid, f"{_where(problem)}: no valid answer: {report.violation}")
     if problem.mode == "pack":
         _require(report.placed == problem.n, f"{_where(problem)}: placed {report.placed} of {problem.n} buffers")
-    else:
+    else:  # map and prefetch: all-slow is always an answer, so never end below it
         _require(report.objective >= -1e-12, f"{_where(problem)}: slower than all-slow (value {report.objective:.6g})")
     if problem.capacity is not None:
         _require(report.peak <= problem.capacity, f"{_where(problem)}: peak {report.peak} over capacity {problem.capacity}")
@@ -214,10 +233,12 @@ def check_valid_answers(subject: Subject) -> str:
 
 
 def check_capacity(subject: Subject) -> str:
-    """Map answers fit tight capacities (nothing fits: all slow); a pack answer over capacity is not claimed optimal."""
+    """Map and prefetch answers fit tight capacities (nothing fits: all slow); pack answers over capacity are not optimal."""
     count = 0
-    if subject.supports("map"):
-        tight = _layered(60, 11, 0.15)
+    for mode in ("map", "prefetch"):
+        if not subject.supports(mode):
+            continue
+        tight = _layered(60, 11, 0.15).replace(mode=mode)
         check_problem(subject, tight, HW)
         smallest = min(b.size for b in tight.buffers)
         nothing_fits = tight.replace(name="layered-nothing-fits", capacity=smallest - 1)
@@ -239,8 +260,8 @@ def check_capacity(subject: Subject) -> str:
 
 def check_same_seed(subject: Subject) -> str:
     """The same seed gives the same answer."""
-    if _main_mode(subject) == "map":
-        problem, hw = _layered(30, 5), HW
+    if _main_mode(subject) in ("map", "prefetch"):
+        problem, hw = _layered(30, 5).replace(mode=_main_mode(subject)), HW
     else:
         problem, hw = _packed(15, 4, 64, 40)[0].replace(capacity=128), UNIT
     # Small enough that no solver should need its whole limit; anytime solvers that do must
@@ -249,10 +270,16 @@ def check_same_seed(subject: Subject) -> str:
     a, ra, _ = subject.solve(problem, hw, seed=7, time_limit=limit)
     b, _, _ = subject.solve(problem, hw, seed=7, time_limit=limit)
     _require(ra.valid, f"{_where(problem)}: no valid answer: {ra.violation}")
+    if problem.mode == "prefetch" and sorted(a.intervals, key=_interval_key) != sorted(b.intervals, key=_interval_key):
+        raise CheckFailed(f"{_where(problem)}: two runs with seed 7 give different intervals")
     if tuple(a.offsets) != tuple(b.offsets):
         diff = sum(x != y for x, y in zip(a.offsets, b.offsets)) + abs(len(a.offsets) - len(b.offsets))
         raise CheckFailed(f"{_where(problem)}: two runs with seed 7 differ on {diff} buffers")
     return "seed 7 twice"
+
+
+def _interval_key(iv) -> tuple:
+    return (iv.buffer, iv.start, iv.end, iv.offset, -2 if iv.copy_start is None else iv.copy_start)
 
 
 def _allowed_seconds(limit: float) -> float:
@@ -265,8 +292,8 @@ def check_time_limit(subject: Subject) -> str:
     limit = subject.time_limit
     worst = 0.0
     for mode in sorted(subject.modes & set(MODES)):
-        if mode == "map":
-            problem, hw = _layered(600, 9), HW
+        if mode in ("map", "prefetch"):
+            problem, hw = _layered(600, 9).replace(mode=mode), HW
         else:
             problem, hw = random_intervals(400, seed=9, name="random-400").replace(mode="pack"), UNIT
         t0 = time.monotonic()
@@ -305,19 +332,25 @@ def check_hint(subject: Subject) -> str:
     for mode in sorted(subject.modes & set(MODES)):
         if mode == "map":
             problem, hw = _layered(50, 2), HW
-            hints = {"first-fit": _external_hint(problem, hw), "all-slow": (None,) * problem.n}
+            hints = {"first-fit": _hint(_external_hint(problem, hw), mode),
+                     "all-slow": _hint((None,) * problem.n, mode)}
+        elif mode == "prefetch":
+            problem, hw = _layered(50, 2).replace(mode="prefetch"), HW
+            lifted = lift_map_answer(problem, _external_hint(problem.replace(mode="map"), hw))
+            hints = {"lifted first-fit": _hint((None,) * problem.n, mode, lifted),
+                     "all-slow": _hint((None,) * problem.n, mode)}
         else:
             problem, known = _packed(20, 6, 64, 40)
             problem, hw = problem.replace(name="packed-20-peak", capacity=None), UNIT
-            hints = {"first-fit": _external_hint(problem, hw), "known packing": known}
-        for label, offsets in hints.items():
-            _, report, _ = subject.solve(problem, hw, hint=_hint(offsets, mode))
+            hints = {"first-fit": _hint(_external_hint(problem, hw), mode), "known packing": _hint(known, mode)}
+        for label, hint in hints.items():
+            _, report, _ = subject.solve(problem, hw, hint=hint)
             _require(report.valid, f"{_where(problem)}: no valid answer with the {label} hint: {report.violation}")
         _, own, _ = subject.solve(problem, hw)
         _require(own.valid, f"{_where(problem)}: no valid answer: {own.violation}")
-        _, again, _ = subject.solve(problem, hw, hint=_hint(own.offsets, mode))
+        _, again, _ = subject.solve(problem, hw, hint=_answer_of(own, problem))
         _require(again.valid, f"{_where(problem)}: no valid answer with its own answer as hint: {again.violation}")
-        _require(not _worse(problem, hw, again.offsets, own.offsets),
+        _require(not _worse(problem, hw, _answer_of(again, problem), _answer_of(own, problem)),
                  f"{_where(problem)}: worse than the hint it was given (its own answer): "
                  f"{again.objective:.6g} vs {own.objective:.6g}")
         count += len(hints) + 1
@@ -339,6 +372,14 @@ def _status_of(problem: Problem, solution: Solution) -> Status:
 def check_statuses(subject: Subject) -> str:
     """A Solution with a Status and the problem's mode; INFEASIBLE and OPTIMAL never contradicted."""
     count = 0
+    if subject.supports("prefetch"):
+        problem = _layered(60, 11).replace(name="layered-60-prefetch", mode="prefetch")
+        solution, report, _ = subject.solve(problem, HW)
+        status = _status_of(problem, solution)
+        _require(status is not Status.INFEASIBLE, f"{_where(problem)}: claims INFEASIBLE, but all-slow is an answer")
+        _require(report.valid or status is not Status.OPTIMAL,
+                 f"{_where(problem)}: claims OPTIMAL for an invalid answer: {report.violation}")
+        count += 1
     if subject.supports("map"):
         base = _layered(60, 11)
         roomy = base.replace(name="layered-everything-fits", capacity=int(sum(b.size for b in base.buffers)))

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import io
 import json
 import math
 import os
@@ -389,3 +390,61 @@ def read_solution_csv(path: str | os.PathLike, problem: Problem) -> list[int | N
             raise InputError(f"{path}: buffer {b.id!r} of problem {problem.name!r} is missing: {other}")
     by_id = {b.id: off for b, off in zip(sol_problem.buffers, offsets)}
     return [by_id[b.id] for b in problem.buffers]
+
+
+# --------------------------------------------------------------------------- prefetch-mode answers
+
+INTERVAL_COLUMNS = ("id", "offset", "start", "end", "copy_start")
+
+
+def intervals_csv_text(problem: Problem, intervals: Sequence) -> str:
+    """A prefetch answer as CSV ``id,offset,start,end,copy_start`` (docs/prefetch.md section 2)."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(INTERVAL_COLUMNS)
+    for iv in sorted(intervals, key=lambda v: (v.buffer, v.start)):
+        writer.writerow([problem.buffers[iv.buffer].id, iv.offset, iv.start, iv.end,
+                         "" if iv.copy_start is None else iv.copy_start])
+    return buf.getvalue()
+
+
+def write_intervals_csv(path: str | os.PathLike, problem: Problem, intervals: Sequence) -> None:
+    atomic_write_text(path, intervals_csv_text(problem, intervals))
+
+
+def read_intervals_csv(path: str | os.PathLike, problem: Problem) -> list:
+    """The fast intervals of a prefetch answer CSV; a header alone is the all-slow answer.
+
+    A map-mode solution CSV (``id,lower,upper,size,offset``) is accepted too and read as its
+    map intervals (:func:`mallocgame.prefetch.map_intervals`).
+    """
+    from mallocgame.model import FastInterval
+
+    path = str(path)
+    text = read_text(path)
+    rows = list(csv.reader(text.splitlines()))
+    header = [h.strip() for h in rows[0]]
+    if "lower" in header and "offset" in header:
+        from mallocgame.prefetch import map_intervals
+
+        return map_intervals(problem, read_solution_csv(path, problem))
+    missing = [c for c in INTERVAL_COLUMNS if c not in header]
+    if missing:
+        raise InputError(f"{path}: row 1 (header): missing column '{missing[0]}' (have: {','.join(header)}); "
+                         f"a prefetch answer has columns {','.join(INTERVAL_COLUMNS)}")
+    out = []
+    for lineno, raw in enumerate(rows[1:], start=2):
+        if not raw or all(not c.strip() for c in raw):
+            continue
+        if len(raw) != len(header):
+            raise InputError(f"{path}: row {lineno}: expected {len(header)} fields, got {len(raw)}")
+        row = dict(zip(header, raw))
+        where = f"row {lineno}"
+        bid = row["id"].strip()
+        if bid not in problem.index:
+            raise InputError(f"{path}: {where}: buffer {bid!r} is not in problem {problem.name!r}")
+        copy = row["copy_start"].strip()
+        out.append(FastInterval(problem.index[bid], _int_field(path, where, "offset", row["offset"]),
+                                _int_field(path, where, "start", row["start"]), _int_field(path, where, "end", row["end"]),
+                                None if copy == "" else _int_field(path, where, "copy_start", copy)))
+    return out

@@ -42,7 +42,7 @@ def problem_options(func):
     func = click.option("--hardware", "hardware", default=None, metavar="PRESET_OR_FILE",
                         help="Hardware preset (tpuv4i, test, unit) or a .toml/.json file.")(func)
     func = capacity_options(func)
-    func = click.option("--mode", type=click.Choice(["map", "pack"]), default=None,
+    func = click.option("--mode", type=click.Choice(["map", "pack", "prefetch"]), default=None,
                         help="map: choose fast vs slow to save time; pack: place every buffer. "
                              "Default: pack for plain CSV, map otherwise.")(func)
     return func
@@ -141,6 +141,12 @@ def stamp() -> dict[str, str]:
     except PackageNotFoundError:  # running from a source tree that is not installed
         tool = "unknown"
     return {"version": tool, "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+
+
+def intervals_json(problem: Problem, intervals) -> list[dict[str, Any]]:
+    """A prefetch answer as JSON rows ``{"id", "offset", "start", "end", "copy_start"}`` (docs/prefetch.md)."""
+    return [{"id": problem.buffers[iv.buffer].id, "offset": iv.offset, "start": iv.start, "end": iv.end,
+             "copy_start": iv.copy_start} for iv in sorted(intervals, key=lambda v: (v.buffer, v.start))]
 
 
 def offsets_by_id(problem: Problem, offsets: Sequence[int | None] | None) -> dict[str, int | None] | None:

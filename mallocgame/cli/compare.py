@@ -20,6 +20,7 @@ from mallocgame.cli.common import (
     check_options,
     dump_json,
     fail,
+    intervals_json,
     is_stdout,
     offsets_by_id,
     split_option,
@@ -42,7 +43,7 @@ from mallocgame.model import InputError
               help="Fast memory for every input: 4096, 512KB, 4MiB, 1.5GiB.")
 @click.option("--capacity-fraction", default=None, metavar="F",
               help="Fast memory = F x each input's max live bytes (overrides the suite's choice).")
-@click.option("--mode", type=click.Choice(["map", "pack"]), default=None,
+@click.option("--mode", type=click.Choice(["map", "pack", "prefetch"]), default=None,
               help="Default: pack for plain CSV, map otherwise.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--jobs", type=int, default=1, show_default=True, help="Solver runs in parallel (processes).")
@@ -127,6 +128,9 @@ def results_document(inputs, rows, settings: dict[str, Any]) -> dict[str, Any]:
     for rec, row in zip(doc["results"], rows):
         if rec.get("offsets") is not None:
             rec["offsets"] = offsets_by_id(problems[row.input], rec["offsets"])
+        if row.report is not None and row.report.valid and problems[row.input].mode == "prefetch":
+            rec["offsets"] = None
+            rec["intervals"] = intervals_json(problems[row.input], row.report.intervals)
     return {"format": doc.pop("format"), **stamp(), **doc}
 
 

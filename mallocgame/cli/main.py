@@ -23,6 +23,7 @@ from mallocgame.cli.common import (  # noqa: F401  (fail, problem_options and th
     capacity_warning,
     dump_json,
     fail,
+    intervals_json,
     is_stdout,
     load_prepared,
     offsets_by_id,
@@ -84,14 +85,15 @@ def _info_facts(problem: Problem, spec) -> dict[str, Any]:
         "capacity": problem.capacity, "hardware": getattr(spec, "name", None),
         "max_live_over_capacity": live / problem.capacity if problem.capacity else None,
     }
-    if problem.mode == "map":
+    if problem.mode in ("map", "prefetch"):
         from hardware.evaluator import Evaluator
-        from mallocgame.bounds import map_upper_bound
+        from mallocgame.runner import problem_bound
 
-        ev = Evaluator(problem, spec)
-        bound = map_upper_bound(problem, spec)
+        ev = Evaluator.of(problem, spec)
+        bound = problem_bound(problem, spec)
         facts.update(time_all_slow=ev.time_all_slow, time_all_fast=ev.time_all_fast, bound=bound.value,
-                     bound_kind=f"no-fragmentation {bound.kind}",
+                     bound_kind=f"no-fragmentation {bound.kind}" if problem.mode == "map" else
+                     f"relaxation {bound.kind}, docs/prefetch.md",
                      max_speedup=ev.time_all_slow / max(ev.time_all_slow - bound.value, 1e-300))
     else:
         facts.update(bound=live, bound_kind="max live (lower bound on the peak)")
@@ -128,7 +130,7 @@ def info(problem_path: str, mode: str | None, capacity: str | None, capacity_fra
     ]
     if f["capacity"] is not None:
         lines.append(f"max live / capacity: {f['max_live_over_capacity']:.3f}")
-    if problem.mode == "map":
+    if problem.mode in ("map", "prefetch"):
         lines.append(f"time all slow: {f['time_all_slow']:.6g}")
         lines.append(f"time all fast: {f['time_all_fast']:.6g}")
         lines.append(f"bound ({f['bound_kind']}): {f['bound']:.6g} (at best {f['max_speedup']:.4g}x faster)")
@@ -138,10 +140,17 @@ def info(problem_path: str, mode: str | None, capacity: str | None, capacity_fra
 
 
 def _check_hint(problem: Problem, hint_path: str):
-    from hardware.validator import validate
-    from mallocgame.io import read_solution_csv
+    from hardware.validator import validate, validate_intervals
+    from mallocgame.io import read_intervals_csv, read_solution_csv
     from mallocgame.model import Solution, Status
 
+    if problem.mode == "prefetch":
+        intervals = read_intervals_csv(hint_path, problem)
+        violation = validate_intervals(problem, intervals)
+        if violation:
+            raise InputError(f"{hint_path}: hint is not a valid solution of {problem.name}: {violation}")
+        return Solution(offsets=(None,) * problem.n, status=Status.FEASIBLE, mode=problem.mode, solver="hint",
+                        intervals=tuple(intervals))
     offsets = read_solution_csv(hint_path, problem)
     violation = validate(problem, offsets)
     if violation:
@@ -192,7 +201,8 @@ def _solve_options(names: list[str], items: tuple[str, ...], workers: int | None
 def _report_json(report, problem: Problem, spec, minimize_peak: bool) -> dict[str, Any]:
     return {"format": "mallocgame.report/1", **stamp(), "problem": problem.name, "source": problem.source,
             "capacity": problem.capacity, "hardware": getattr(spec, "name", None), "minimize_peak": minimize_peak,
-            **report.as_json(), "offsets": offsets_by_id(problem, report.offsets if report.valid else None)}
+            **report.as_json(), "offsets": offsets_by_id(problem, report.offsets if report.valid else None),
+            **({"intervals": intervals_json(problem, report.intervals)} if problem.mode == "prefetch" else {})}
 
 
 @main.command()
@@ -256,9 +266,10 @@ def solve(problem_path, solver_name, mode, capacity, capacity_fraction, hardware
     if not report.valid:
         sys.exit(EXIT_NO_SOLUTION)  # no file is written without a valid solution
     if output:
-        from mallocgame.io import problem_csv_text
+        from mallocgame.io import intervals_csv_text, problem_csv_text
 
-        write_text(output, problem_csv_text(problem, report.offsets))
+        write_text(output, intervals_csv_text(problem, report.intervals) if problem.mode == "prefetch"
+                   else problem_csv_text(problem, report.offsets))
     if report_path and not is_stdout(report_path):
         write_text(report_path, dump_json(document))
 
@@ -270,29 +281,43 @@ def solve(problem_path, solver_name, mode, capacity, capacity_fraction, hardware
 @click.option("--json", "as_json", is_flag=True, help="Print the verdict as one JSON object on stdout.")
 def validate(problem_path, solution_path, mode, capacity, capacity_fraction, hardware, as_json) -> None:
     """Check SOLUTION against PROBLEM: prints `ok ...` or the first violation (exit 0 / 1)."""
-    from hardware.validator import peak
+    from hardware.validator import interval_peak, peak, validate_intervals
     from hardware.validator import validate as check
-    from mallocgame.io import read_solution_csv
+    from mallocgame.io import read_intervals_csv, read_solution_csv
 
     try:
         problem, spec = load_prepared(problem_path, mode=mode, capacity=capacity, capacity_fraction=capacity_fraction,
                                       hardware=hardware)
-        offsets = read_solution_csv(solution_path, problem)
+        if problem.mode == "prefetch":
+            intervals = read_intervals_csv(solution_path, problem)
+        else:
+            offsets = read_solution_csv(solution_path, problem)
     except InputError as exc:
         fail(str(exc))
     capacity_warning(problem)
-    violation = check(problem, offsets)
-    placed = sum(o is not None for o in offsets)
+    if problem.mode == "prefetch":
+        violation = validate_intervals(problem, intervals)
+        placed, top = len({iv.buffer for iv in intervals}), interval_peak(problem, intervals)
+    else:
+        violation = check(problem, offsets)
+        placed, top = sum(o is not None for o in offsets), peak(problem, offsets)
     verdict: dict[str, Any] = {
         **stamp(), "problem": problem.name, "solution": solution_path, "mode": problem.mode,
         "valid": violation is None, "violation": violation, "placed": placed, "total": problem.n,
-        "peak": peak(problem, offsets), "capacity": problem.capacity, "value": None, "estimated_time": None,
+        "peak": top, "capacity": problem.capacity, "value": None, "estimated_time": None,
     }
     if violation is None and problem.mode == "map":
         from hardware.evaluator import Evaluator
 
-        ev = Evaluator(problem, spec)
+        ev = Evaluator.of(problem, spec)
         verdict.update(value=ev.value(offsets), estimated_time=ev.time(offsets), time_all_slow=ev.time_all_slow)
+    if violation is None and problem.mode == "prefetch":
+        from hardware.prefetch import PrefetchEvaluator
+
+        breakdown = PrefetchEvaluator.of(problem, spec).breakdown(intervals)
+        slow = PrefetchEvaluator.of(problem, spec).time_all_slow
+        verdict.update(value=slow - breakdown.time, estimated_time=breakdown.time, time_all_slow=slow,
+                       intervals=len(intervals), copies=len(breakdown.copies), stall=breakdown.stall)
     if as_json:
         click.echo(dump_json(verdict), nl=False)
     elif violation:
@@ -301,8 +326,10 @@ def validate(problem_path, solution_path, mode, capacity, capacity_fraction, har
         msg = f"ok: {placed}/{problem.n} buffers in fast memory, peak {verdict['peak']}"
         if problem.capacity is not None:
             msg += f" of capacity {problem.capacity}"
-        if problem.mode == "map":
+        if problem.mode in ("map", "prefetch"):
             msg += f", value {verdict['value']:.6g}, estimated time {verdict['estimated_time']:.6g}"
+        if problem.mode == "prefetch":
+            msg += f" ({verdict['intervals']} intervals, {verdict['copies']} copies, stall {verdict['stall']:.6g})"
         click.echo(msg)
     if violation:
         sys.exit(EXIT_NO_SOLUTION)

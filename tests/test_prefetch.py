@@ -1,0 +1,239 @@
+"""Prefetch mode (docs/prefetch.md): every rule of the validator, the cost of copies and stalls, map
+answers as intervals, and the bound against exhaustive search on tiny programs."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from hardware.prefetch import PrefetchEvaluator, eviction_of, serve_copies
+from hardware.spec import PRESETS
+from hardware.validator import validate_intervals
+from mallocgame.bounds import prefetch_upper_bound
+from mallocgame.inputs.generate import layered_network
+from mallocgame.io import intervals_csv_text, read_intervals_csv
+from mallocgame.model import Buffer, FastInterval, Op, Operand, Problem
+from mallocgame.prefetch import lift_map_answer, map_intervals
+from mallocgame.registry import load_solver, solver_entries
+from mallocgame.runner import run_solver
+
+UNIT = PRESETS["unit"]  # fast 10 B/s, slow 1 B/s, copies 1 B/s, 1 FLOP/s
+
+
+def program(ops: list[list[tuple[str, str, int]]], buffers: list[tuple[str, int, str]], *, capacity: int = 16,
+            flops: float = 0.0) -> Problem:
+    """Ops given as ``[(buffer, "read"|"write", bytes), ...]``; live ranges from the touches (outputs to the end)."""
+    first, last = {}, {}
+    for t, operands in enumerate(ops):
+        for b, _, _ in operands:
+            first.setdefault(b, t)
+            last[b] = t
+    bufs = tuple(Buffer(b, size, first.get(b, 0), len(ops) if kind == "output" else last.get(b, 0) + 1, kind=kind)
+                 for b, size, kind in buffers)
+    return Problem("tiny", bufs, ops=tuple(Op(f"op{t}", flops=flops, operands=tuple(Operand(*o) for o in operands))
+                                         for t, operands in enumerate(ops)), capacity=capacity, mode="prefetch")
+
+
+@pytest.fixture
+def chain() -> Problem:
+    """w (weight) read by ops 0 and 3; x written at 0, read at 2; y (output) written at 2."""
+    return program([[("w", "read", 8), ("x", "write", 4)], [], [("x", "read", 4), ("y", "write", 2)],
+                    [("w", "read", 8)]], [("w", 8, "weight"), ("x", 4, "activation"), ("y", 2, "output")])
+
+
+# ---------------------------------------------------------------- the validator, rule by rule
+
+def iv(b, off, s, e, c=None) -> FastInterval:
+    return FastInterval(b, off, s, e, c)
+
+
+@pytest.mark.parametrize("intervals, message", [
+    ([iv(0, 0, 0, 1)], "not a pure write"),  # a parameter cannot be produced in place
+    ([iv(1, 0, 1, 3)], "not a pure write"),  # x is written at 0, not 1
+    ([iv(0, 0, 0, 5, -1)], "start < end <="),  # past the last op
+    ([iv(1, 0, 0, 4)], "ends after the buffer's live range"),
+    ([iv(0, 12, 3, 4, 2)], "exceeds capacity"),
+    ([iv(0, -4, 3, 4, 2)], "negative offset"),
+    ([iv(0, 0, 3, 4, 3)], "copy_start 3 must be in [-1, start)"),
+    ([iv(0, 0, 3, 4, -2)], "must be in [-1, start)"),
+    ([iv(1, 0, 2, 3, 0)], None),  # prefetching x after op 0 (its write): fine
+    ([iv(0, 0, 0, 1, -1), iv(1, 8, 0, 3)], None),
+    ([iv(0, 0, 0, 1, -1), iv(1, 4, 0, 3)], "overlap"),  # w [0, 8) and x [4, 8) both at op 0
+    ([iv(0, 0, 0, 1, -1), iv(1, 8, 0, 3), iv(0, 4, 3, 4, 1)], "overlap"),  # w's copy from op 2 hits x at [8, 12)
+    ([iv(0, 0, 0, 1, -1), iv(1, 8, 0, 3), iv(0, 4, 3, 4, 2)], None),  # a copy after op 2 starts when x is gone
+    ([iv(0, 0, 0, 1, -1), iv(1, 8, 0, 3), iv(0, 0, 3, 4, 1)], None),
+])
+def test_validator_rules(chain, intervals, message):
+    violation = validate_intervals(chain, intervals)
+    if message is None:
+        assert violation is None
+    else:
+        assert violation is not None and message in violation
+
+
+def test_same_buffer_occupancy_may_touch_but_not_overlap(chain):
+    # x produced at 0 held for [0, 1), prefetched back for op 2 by a copy after op 0: occupied [1, 3).
+    assert validate_intervals(chain, [iv(1, 0, 0, 1), iv(1, 0, 2, 3, 0)]) is None
+    assert "same time" in validate_intervals(chain, [iv(1, 0, 0, 2), iv(1, 0, 2, 3, 0)])
+
+
+def test_prefetch_must_wait_for_the_last_write():
+    p = program([[("a", "write", 4)], [], [("a", "read", 4), ("a", "write", 4)], [], [("a", "read", 4)]],
+                [("a", 4, "activation")])
+    assert "before the value written at op 2" in validate_intervals(p, [iv(0, 0, 4, 5, 1)])
+    assert validate_intervals(p, [iv(0, 0, 4, 5, 2)]) is None
+    # the in-place update at op 2 reads the old value: it cannot start an interval without a copy
+    assert "not a pure write" in validate_intervals(p, [iv(0, 0, 2, 3)])
+
+
+def test_alignment_is_checked():
+    p = program([[("a", "write", 4)], [("a", "read", 4)]], [("a", 4, "activation")])
+    p = p.replace(buffers=(p.buffers[0].__class__("a", 4, 0, 2, alignment=4),))
+    assert "alignment" in validate_intervals(p, [iv(0, 2, 0, 2)])
+    assert validate_intervals(p, [iv(0, 4, 0, 2)]) is None
+
+
+# ---------------------------------------------------------------- time: ops, copies, stalls
+
+def test_served_operands_are_fast_only_inside_the_interval(chain):
+    ev = PrefetchEvaluator(chain, UNIT)
+    slow = ev.op_times([])
+    assert slow.tolist() == [12.0, 0.0, 6.0, 8.0]
+    fast = ev.op_times([iv(0, 0, 3, 4, 0)])  # w served at op 3 only
+    assert fast.tolist() == [12.0, 0.0, 6.0, pytest.approx(0.8)]
+
+
+def test_prefetch_hidden_by_a_long_enough_window_and_stalls_otherwise(chain):
+    ev = PrefetchEvaluator(chain, UNIT)
+    # copy of w (8 s) after op 0: slots 1, 2 offer 0 + 6 s of budget -> 2 s stall
+    b = ev.breakdown([iv(0, 0, 3, 4, 0)])
+    assert [c.stall for c in b.copies] == [pytest.approx(2.0)]
+    assert b.time == pytest.approx(12 + 0 + 6 + 0.8 + 2)
+    # a window of ops 0..2 offers 12 + 0 + 6 s: no stall
+    b = ev.breakdown([iv(0, 0, 3, 4, -1)])
+    assert b.stall == 0 and b.time == pytest.approx(18.8)
+
+
+def test_evictions_of_outputs_and_of_values_needed_later(chain):
+    ev = PrefetchEvaluator(chain, UNIT)
+    y = iv(2, 0, 2, 4)  # output y produced fast at op 2, held to the end: evicted in slot 3
+    assert eviction_of(chain, y) == (2, 4)
+    x_short = iv(1, 0, 0, 1)  # x produced fast but read at op 2 outside the interval: evicted, window empty
+    assert eviction_of(chain, x_short) == (0, 1)
+    assert ev.breakdown([x_short]).stall == pytest.approx(4.0)
+    x_whole = iv(1, 0, 0, 3)  # serves every touch, not an output: no eviction
+    assert eviction_of(chain, x_whole) is None
+    assert eviction_of(chain, iv(0, 0, 3, 4, 0)) is None  # a prefetch of an unchanged value is never evicted
+
+
+def test_no_eviction_when_the_next_touch_overwrites():
+    p = program([[("a", "write", 4)], [("a", "read", 4)], [("a", "write", 4)], [("a", "read", 4)]],
+                [("a", 4, "activation")])
+    assert eviction_of(p, iv(0, 0, 0, 2)) is None
+    p_update = program([[("a", "write", 4)], [("a", "read", 4)], [("a", "read", 4), ("a", "write", 4)]],
+                       [("a", 4, "activation")])
+    assert eviction_of(p_update, iv(0, 0, 0, 2)) == (0, 2)
+
+
+def test_prefetch_and_eviction_budgets_are_separate():
+    p = program([[("a", "write", 4), ("w", "read", 1)], [("c", "read", 4)], [("w", "read", 4)], [("a", "read", 4)]],
+                [("a", 4, "activation"), ("w", 4, "weight"), ("c", 4, "weight")])
+    ev = PrefetchEvaluator(p, UNIT)
+    # a evicted in slots 1..1 (4 s of budget); w prefetched in slots 1..1 too: each has its own 4 s
+    b = ev.breakdown([iv(0, 0, 0, 2), iv(1, 4, 2, 3, 0)])
+    assert {c.kind: c.stall for c in b.copies} == {"eviction": 0.0, "prefetch": 0.0}
+
+
+def test_copies_are_served_in_deadline_order_earliest_slot_first():
+    assert serve_copies([(0, 2, 1.5), (0, 3, 1.0)], np.array([1.0, 1.0, 0.25])) == [0.0, 0.25]
+    assert serve_copies([(0, 2, 2.5), (1, 3, 1.0)], np.array([1.0, 1.0, 0.5])) == [0.5, 0.5]
+    assert serve_copies([(2, 2, 1.0)], np.array([5.0, 5.0, 5.0])) == [1.0]  # empty window
+
+
+def test_all_slow_and_map_intervals_score_their_map_time():
+    problem = layered_network(80, seed=4, capacity_fraction=0.4).replace(mode="prefetch")
+    ev = PrefetchEvaluator(problem, PRESETS["tpuv4i"])
+    assert ev.value([]) == 0.0
+
+
+MAP_SOLVERS = [n for n in sorted(solver_entries()) if "map" in getattr(load_solver(n), "modes", ())]
+
+
+@pytest.mark.parametrize("name", MAP_SOLVERS)
+def test_every_map_solvers_answer_scores_the_same_as_intervals(name):
+    """docs/prefetch.md section 6: written as intervals, a map answer scores exactly its map time,
+    and lifted to prefetch mode it is valid."""
+    hw = PRESETS["tpuv4i"]
+    problem = layered_network(60, seed=7, capacity_fraction=0.4)
+    report = run_solver(name, problem, hw, time_limit=1.0, seed=0)
+    assert report.valid
+    ev = PrefetchEvaluator(problem, hw)
+    assert ev.time(map_intervals(problem, report.offsets), mode="map") == pytest.approx(report.estimated_time, rel=1e-12)
+    prefetch = problem.replace(mode="prefetch")
+    lifted = lift_map_answer(prefetch, report.offsets)
+    assert validate_intervals(prefetch, lifted) is None
+
+
+def test_interval_csv_round_trip(tmp_path, chain):
+    answer = [iv(0, 0, 0, 1, -1), iv(1, 8, 0, 3), iv(0, 0, 3, 4, 1)]
+    path = tmp_path / "answer.csv"
+    path.write_text(intervals_csv_text(chain, answer))
+    assert path.read_text().splitlines()[0] == "id,offset,start,end,copy_start"
+    assert sorted(read_intervals_csv(path, chain), key=lambda v: (v.buffer, v.start)) == \
+        sorted(answer, key=lambda v: (v.buffer, v.start))
+    (tmp_path / "empty.csv").write_text("id,offset,start,end,copy_start\n")
+    assert read_intervals_csv(tmp_path / "empty.csv", chain) == []
+
+
+# ---------------------------------------------------------------- the bound against exhaustive search
+
+def _candidate_sets(problem: Problem, b: int) -> list[list[tuple[int, int, int | None]]]:
+    """Every set of at most two (start, end, copy_start) intervals of buffer b with disjoint occupancy."""
+    T = len(problem.ops)
+    singles = [(s, e, c) for s in range(T) for e in range(s + 1, T + 1) for c in [None, *range(-1, s)]]
+    singles = [x for x in singles if validate_intervals(problem.replace(capacity=None), [iv(b, 0, *x)]) is None]
+    out = [[]] + [[x] for x in singles]
+    for x, y in itertools.combinations(singles, 2):
+        first, second = sorted((x, y), key=lambda z: z[0] if z[2] is None else z[2] + 1)
+        if (second[0] if second[2] is None else second[2] + 1) >= first[1]:
+            out.append([first, second])
+    return out
+
+
+def _best_value(problem: Problem, hw) -> float:
+    ev = PrefetchEvaluator(problem, hw)
+    sets = [_candidate_sets(problem, b) for b in range(problem.n)]
+    best = 0.0
+    for combo in itertools.product(*sets):
+        timing = [(b, x) for b, chosen in enumerate(combo) for x in chosen]
+        value = ev.value([iv(b, 0, *x) for b, x in timing])
+        if value <= best:
+            continue
+        sizes = [problem.buffers[b].size for b, _ in timing]
+        for offsets in itertools.product(*[range(problem.capacity - z + 1) for z in sizes]):
+            if validate_intervals(problem, [iv(b, o, *x) for (b, x), o in zip(timing, offsets)]) is None:
+                best = value
+                break
+    return best
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_bound_holds_against_exhaustive_search(seed):
+    rng = np.random.default_rng(seed)
+    names = ["a", "b"]
+    kinds = ["weight" if rng.random() < 0.5 else "activation", "output" if rng.random() < 0.5 else "activation"]
+    ops: list[list[tuple[str, str, int]]] = [[], [], []]
+    for name, kind in zip(names, kinds):
+        touched = sorted(rng.choice(3, size=int(rng.integers(1, 3)), replace=False).tolist())
+        for k, t in enumerate(touched):
+            access = "write" if (k == 0 and kind != "weight") else "read"
+            ops[t].append((name, access, int(rng.integers(1, 4))))
+    sizes = [int(rng.integers(1, 3)), int(rng.integers(1, 3))]
+    problem = program(ops, [(n, z, k) for n, z, k in zip(names, sizes, kinds)], capacity=int(rng.integers(1, 4)),
+                      flops=float(rng.integers(0, 3)))
+    hw = UNIT.replace(copy_bw=float(rng.choice([0.5, 2.0, 8.0])))
+    best = _best_value(problem, hw)
+    bound = prefetch_upper_bound(problem, hw).value
+    assert best <= bound + 1e-9, (best, bound)
