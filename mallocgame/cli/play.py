@@ -103,7 +103,7 @@ def _finish(problem, spec, game, output: str | None) -> None:
     placed = sum(o is not None for o in offsets)
     line = f"done: {placed}/{problem.n} buffers in fast memory, return {game.total_reward():.6g}"
     if problem.mode == "map":
-        ev = Evaluator(problem, spec)
+        ev = Evaluator.of(problem, spec)
         line += f", value {ev.value(offsets):.6g} (time {ev.time(offsets):.6g} vs {ev.time_all_slow:.6g} all slow)"
     line += ", valid" if violation is None else f", not a solution: {violation}"
     click.echo(line, err=is_stdout(output))

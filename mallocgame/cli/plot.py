@@ -47,7 +47,7 @@ def plot_command(problem_path: str, solution_path: str, output: str, hardware: s
         elif problem.mode == "map":
             from hardware.evaluator import Evaluator
 
-            ev = Evaluator(problem, spec)
+            ev = Evaluator.of(problem, spec)
             t = ev.time(offsets)
             title += f", {ev.time_all_slow / t:.3f}x faster than all-slow" if t > 0 else ""
     path = plot_solution(problem, offsets, output, title=title[:160])
