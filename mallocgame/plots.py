@@ -128,6 +128,76 @@ def draw_allocation(ax_fast, ax_slow, problem: Problem, offsets: Sequence[int | 
     ax_slow.set_ylim(0, int(tracks.max()) + 1)
 
 
+def draw_intervals(ax_fast, ax_slow, problem: Problem, intervals: Sequence, *, title: str = "") -> None:
+    """A prefetch answer: each fast interval as its occupied rectangle, the copy window (a prefetch in
+    flight, ``[copy_start + 1, start)``) hatched and pale; buffers never fast on the slow band."""
+    from matplotlib.collections import PolyCollection
+    from matplotlib.patches import Patch
+
+    a = problem.arrays
+    colors = np.array([KIND_COLORS.get(b.kind, "#999999") for b in problem.buffers])
+    placed = np.zeros(problem.n, np.int64) - 1  # draw_allocation's slow band: never-fast buffers only
+    if len(intervals):
+        placed[[iv.buffer for iv in intervals]] = 0
+    draw_allocation(ax_fast, ax_slow, problem, [None] * problem.n, title=title)
+    if ax_slow is not None:  # redraw the slow band with only the buffers that are never fast
+        ax_slow.cla()
+        never = placed < 0
+        _slow_band(ax_slow, problem, never, colors)
+    def rect(s, e, o, z):
+        return [(s, o), (e, o), (e, o + z), (s, o + z)]
+
+    solid, solid_c, window, window_c = [], [], [], []
+    for iv in intervals:
+        z = int(a.size[iv.buffer])
+        solid.append(rect(iv.start, iv.end, iv.offset, z))
+        solid_c.append(colors[iv.buffer])
+        if iv.copy_start is not None and iv.copy_start + 1 < iv.start:
+            window.append(rect(iv.copy_start + 1, iv.start, iv.offset, z))
+            window_c.append(colors[iv.buffer])
+    edge = "white" if len(solid) <= 400 else "none"
+    ax_fast.add_collection(PolyCollection(solid, facecolors=solid_c, edgecolors=edge, linewidths=0.4))
+    if window:
+        ax_fast.add_collection(PolyCollection(window, facecolors=window_c, alpha=0.35, hatch="///",
+                                              edgecolors="black", linewidths=0.2))
+    top = max((iv.offset + int(a.size[iv.buffer]) for iv in intervals), default=0)
+    height = max(problem.capacity or 0, top, 1)
+    ax_fast.set_ylim(0, height * 1.04)
+    ax_fast.legend(handles=[Patch(facecolor="#bbbbbb", hatch="///", label="prefetch in flight")], fontsize=7,
+                   loc="upper left", frameon=False)
+
+
+def _slow_band(ax_slow, problem: Problem, slow: np.ndarray, colors: np.ndarray) -> None:
+    from matplotlib.collections import PolyCollection
+
+    a = problem.arrays
+    horizon = int(a.end.max()) if problem.n else 1
+    ax_slow.set_xlim(int(a.start.min()) if problem.n else 0, horizon)
+    ax_slow.set_yticks([])
+    ax_slow.tick_params(labelsize=7)
+    ax_slow.set_xlabel("time (op index)", fontsize=8)
+    ax_slow.set_ylabel("slow", fontsize=8)
+    ax_slow.set_title(f"never in fast memory: {int(slow.sum())} buffers, {int(a.size[slow].sum()) / 2**20:.2f} MiB",
+                      fontsize=8, loc="left")
+    if not slow.any():
+        return
+    tracks = slow_tracks(a.start[slow], a.end[slow])
+    s, e = a.start[slow], a.end[slow]
+    verts = np.stack([np.stack([s, tracks + 0.1], 1), np.stack([e, tracks + 0.1], 1),
+                      np.stack([e, tracks + 0.9], 1), np.stack([s, tracks + 0.9], 1)], 1)
+    ax_slow.add_collection(PolyCollection(verts, facecolors=colors[slow], edgecolors="none"))
+    ax_slow.set_ylim(0, int(tracks.max()) + 1)
+
+
+def plot_intervals(problem: Problem, intervals: Sequence, path: str | Path, *, title: str = "") -> Path:
+    """Draw one prefetch answer (fast intervals with their copy windows + slow band) to ``path``."""
+    fig = _figure(11, 5.2)
+    ax_fast, ax_slow = fig.subplots(2, 1, sharex=True, height_ratios=[4, 1])
+    draw_intervals(ax_fast, ax_slow, problem, intervals, title=title)
+    kind_legend(fig, problem)
+    return _save(fig, path)
+
+
 def plot_solution(problem: Problem, offsets: Sequence[int | None], path: str | Path, *, title: str = "") -> Path:
     """Draw one answer (allocation + slow band) to ``path``."""
     if problem.mode == "pack" and all(o is not None for o in offsets):

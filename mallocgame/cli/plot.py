@@ -15,13 +15,14 @@ from mallocgame.plots import plot_solution
 @click.option("-o", "--output", required=True, metavar="FILE.png", help="Picture to write (.png, .pdf or .svg).")
 @click.option("--hardware", default=None, metavar="PRESET_OR_FILE", help="Hardware preset or file (for the score).")
 @capacity_options
-@click.option("--mode", type=click.Choice(["map", "pack"]), default=None, help="Default: as `mallocgame solve`.")
+@click.option("--mode", type=click.Choice(["map", "pack", "prefetch"]), default=None,
+              help="Default: as `mallocgame solve`; prefetch draws the copy windows.")
 @click.option("--title", default=None, help="Title (default: problem, value and speed-up).")
 def plot_command(problem_path: str, solution_path: str, output: str, hardware: str | None, capacity: str | None,
                  capacity_fraction: str | None, mode: str | None, title: str | None) -> None:
     """Draw one answer: time x address rectangles by buffer kind, slow buffers in a band below."""
     from hardware.validator import peak, validate
-    from mallocgame.io import read_solution_csv
+    from mallocgame.io import read_intervals_csv, read_solution_csv
 
     if output == STDOUT:
         fail("-o: a picture is not written to stdout; give a .png, .pdf or .svg file")
@@ -30,7 +31,10 @@ def plot_command(problem_path: str, solution_path: str, output: str, hardware: s
     try:
         problem, spec = load_prepared(problem_path, mode=mode, capacity=capacity, capacity_fraction=capacity_fraction,
                                       hardware=hardware)
-        offsets = read_solution_csv(solution_path, problem)
+        if problem.mode == "prefetch":
+            intervals = read_intervals_csv(solution_path, problem)
+        else:
+            offsets = read_solution_csv(solution_path, problem)
     except InputError as exc:
         fail(str(exc))
     try:
@@ -38,6 +42,9 @@ def plot_command(problem_path: str, solution_path: str, output: str, hardware: s
     except ImportError:
         fail("matplotlib is not installed (pip install matplotlib)")
     capacity_warning(problem)
+    if problem.mode == "prefetch":
+        _plot_prefetch(problem, spec, intervals, output, title)
+        return
     violation = validate(problem, offsets)
     placed = sum(o is not None for o in offsets)
     if title is None:
@@ -51,4 +58,24 @@ def plot_command(problem_path: str, solution_path: str, output: str, hardware: s
             t = ev.time(offsets)
             title += f", {ev.time_all_slow / t:.3f}x faster than all-slow" if t > 0 else ""
     path = plot_solution(problem, offsets, output, title=title[:160])
+    click.echo(f"wrote {path}" + (f" (the solution is not valid: {violation})" if violation else ""))
+
+
+def _plot_prefetch(problem, spec, intervals, output: str, title: str | None) -> None:
+    from hardware.prefetch import PrefetchEvaluator
+    from hardware.validator import interval_peak, validate_intervals
+    from mallocgame.plots import plot_intervals
+
+    violation = validate_intervals(problem, intervals)
+    if title is None:
+        title = (f"{problem.name}: {len(intervals)} fast intervals of {len({iv.buffer for iv in intervals})}/{problem.n} "
+                 f"buffers, peak {interval_peak(problem, intervals)}")
+        if violation:
+            title += f" - INVALID: {violation}"
+        else:
+            b = PrefetchEvaluator.of(problem, spec).breakdown(intervals)
+            slow = PrefetchEvaluator.of(problem, spec).time_all_slow
+            title += (f", {sum(c.kind == 'prefetch' for c in b.copies)} prefetches, stall {b.stall:.3g} s, "
+                      f"{slow / b.time:.3f}x faster than all-slow" if b.time > 0 else "")
+    path = plot_intervals(problem, intervals, output, title=title[:160])
     click.echo(f"wrote {path}" + (f" (the solution is not valid: {violation})" if violation else ""))
