@@ -4,7 +4,8 @@ JAX is a dev tool here, not a dependency of mallocgame: install it only to re-ru
 script (``pip install jax jaxlib``; CPU is enough). The tests read the committed files and
 never import JAX.
 
-For each small program this writes
+For each small program (a transformer forward, unrolled and scanned, its training step, a
+CNN, and an MLP SGD step whose parameters are donated) this writes
 
 * ``tests/data/NAME.hlo.txt`` -- ``jax.jit(f).lower(...).compile().as_text()``, the
   scheduled after-optimizations HLO (``is_scheduled=true``);
@@ -14,7 +15,9 @@ For each small program this writes
   live-range report (``*-live-range.txt`` from ``--xla_dump_to``: the "Live ranges at T
   (peak)" section, which counts parameters as live for the whole program and outputs to the
   end) -- both the report's own "(peak)" listing and the true maximum over its live ranges
-  (see ``_live_range_numbers``) -- plus the jax/jaxlib versions and the XLA flags used.
+  -- and the maximum of the bytes XLA's buffer assignment occupies under its schedule
+  (values sharing storage counted once; see ``_live_range_numbers``), plus the jax/jaxlib
+  versions and the XLA flags used.
 
 XLA's CPU backend by default wraps whole programs into one library ("ynn") fusion, which
 would turn a transformer into one or two ops; the fixtures are compiled with
@@ -137,6 +140,23 @@ def cnn_fwd(x, w1, w2, wd):
     return jax.nn.log_softmax(h @ wd)
 
 
+# ----------------------------------------------------------------- an SGD step with donated parameters
+
+MLP = (64, 256, 256, 10)
+
+
+def mlp_sgd_donated(params, x, y):
+    """One SGD step of an MLP; the parameters are donated, so XLA writes the new ones in their place."""
+    def loss(params):
+        h = x
+        for w, b in params[:-1]:
+            h = jax.nn.relu(h @ w + b)
+        w, b = params[-1]
+        return ((h @ w + b - y) ** 2).mean()
+    value, grads = jax.value_and_grad(loss)(params)
+    return value, jax.tree_util.tree_map(lambda p, g: p - 0.01 * g, params, grads)
+
+
 # ----------------------------------------------------------------- dumping
 
 def _dump_file(module_name: str, suffix: str) -> str:
@@ -147,14 +167,21 @@ def _dump_file(module_name: str, suffix: str) -> str:
 
 
 def _live_range_numbers(module_name: str) -> dict:
-    """XLA's live-range report, summarised two ways.
+    """XLA's live-range report and buffer assignment, summarised three ways.
 
     * ``report_peak_bytes``: the sum of the values the report lists under "Live ranges at T
       (peak)". XLA picks T with an event sweep that adds the values starting at a time before
       removing those that ended just before it, so T is not always the true maximum.
     * ``max_live_bytes``: the true maximum over time T of the bytes of values whose XLA live
       range ``start-end`` (inclusive) contains T, with each value's size taken from the
-      buffer assignment (values it does not list, i.e. tuple index tables, count 0).
+      buffer assignment (values it does not list, i.e. tuple index tables, count 0). Values
+      that share storage (an op writing its output over a dying operand, a donated parameter
+      and its output) are counted once each, as if they did not.
+    * ``assigned_max_live_bytes``: the maximum over T of the bytes XLA's buffer assignment
+      actually occupies at T: the union, per allocation, of the byte ranges
+      ``[offset, offset + size)`` of the values live at T. Values sharing storage count once;
+      fragmentation (free bytes between them) does not count. This is the figure the
+      importer's workload, with its in-place pairs merged, must reproduce.
     """
     text = _dump_file(module_name, "live-range.txt")
     m = re.search(r"Live ranges at (\d+) \(peak\):\n((?:    .*\n)*)", text)
@@ -163,24 +190,51 @@ def _live_range_numbers(module_name: str) -> dict:
     listed = re.findall(r"^\s+(\S+): (\d+) bytes", m.group(2), re.M)
     ranges = re.findall(r"^    (\S+):(\d+)-(\d+)$", text, re.M)
     assignment = _dump_file(module_name, "buffer-assignment.txt")
-    sizes = {}
-    for name, size in re.findall(r"value: <\d+ (\S+)(?: \(phi\))? @\d+> \(size=(\d+)", assignment):
-        sizes[name if "{" in name else name + "{}"] = int(size)
+    sizes, placed = {}, {}
+    allocation = -1
+    for line in assignment.splitlines():
+        a = re.match(r"allocation (\d+):", line)
+        if a:
+            allocation = int(a.group(1))
+            continue
+        v = re.match(r" value: <\d+ (\S+)(?: \(phi\))? @\d+> \(size=(\d+),offset=(\d+)\)", line)
+        if v:
+            name = v.group(1) if "{" in v.group(1) else v.group(1) + "{}"
+            sizes[name] = int(v.group(2))
+            placed[name] = (allocation, int(v.group(3)), int(v.group(2)))
     horizon = int(re.search(r"HloLiveRange \(max (\d+)\)", text).group(1))
     profile = [0] * (horizon + 2)
+    live_at: list[list[str]] = [[] for _ in range(horizon + 2)]
     for name, start, end in ranges:
         for t in range(int(start), int(end) + 1):
             profile[t] += sizes.get(name, 0)
+            live_at[t].append(name)
+    occupied = []
+    for names in live_at:
+        spans: dict[int, list[tuple[int, int]]] = {}
+        for name in names:
+            if name in placed:
+                alloc, offset, size = placed[name]
+                spans.setdefault(alloc, []).append((offset, offset + size))
+        total = 0
+        for intervals in spans.values():
+            hi = -1
+            for lo, end in sorted(intervals):
+                total += max(0, end - max(lo, hi))
+                hi = max(hi, end)
+        occupied.append(total)
     peak = max(profile)
+    assigned = max(occupied)
     return {"report_peak_time": int(m.group(1)), "report_peak_bytes": sum(int(b) for _, b in listed),
             "max_live_bytes": peak, "max_live_time": profile.index(peak),
+            "assigned_max_live_bytes": assigned, "assigned_max_live_time": occupied.index(assigned),
             "values": len(ranges), "values_without_size": sum(1 for n, _, _ in ranges if n not in sizes),
             "sequence_length": horizon}
 
 
-def dump(name, fn, *args, reference_flops=None, note=""):
+def dump(name, fn, *args, reference_flops=None, note="", donate_argnums=()):
     fn.__name__ = name
-    compiled = jax.jit(fn).lower(*args).compile()
+    compiled = jax.jit(fn, donate_argnums=donate_argnums).lower(*args).compile()
     text = compiled.as_text()
     cost = compiled.cost_analysis()
     if isinstance(cost, list):  # older jax returns a list with one dict
@@ -207,6 +261,7 @@ def dump(name, fn, *args, reference_flops=None, note=""):
         fh.write("\n")
     show(f"{name}: {len(text)} chars, flops={cost['flops']:.0f}, "
          f"transcendentals={cost.get('transcendentals', 0):.0f}, max_live={live['max_live_bytes']}, "
+         f"assigned_max_live={live['assigned_max_live_bytes']}, "
          f"report_peak={live['report_peak_bytes']}, "
          f"temp={mem.temp_size_in_bytes}")
     return expected
@@ -239,6 +294,12 @@ def main() -> int:
     wd = jax.random.normal(key, (4 * 4 * 16, 10)) * 0.1
     dump("cnn_fwd", cnn_fwd, xc, w1, w2, wd,
          note="conv3x3 SAME stride 1 -> relu -> conv3x3 SAME stride 2 -> relu -> 2x2 avg pool -> dense -> log_softmax")
+    keys = jax.random.split(key, len(MLP))
+    mlp = [(jax.random.normal(k, (a, b)) * 0.1, jnp.zeros((b,))) for k, a, b in zip(keys, MLP[:-1], MLP[1:])]
+    dump("mlp_sgd_donated", mlp_sgd_donated, mlp, jax.random.normal(keys[-1], (32, MLP[0])), jnp.zeros((32, MLP[-1])),
+         donate_argnums=(0,),
+         note=f"one SGD step of an MLP {'-'.join(map(str, MLP))}, batch 32, parameters donated "
+              "(input_output_alias: the new parameters are written over the old)")
     write_results(args.out, (
         "# HLO test fixtures\n\n"
         f"jax {jax.__version__}, jaxlib {jaxlib.__version__}, XLA flags `--xla_cpu_experimental_ynn_fusion_type=`; "

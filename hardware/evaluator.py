@@ -1,6 +1,6 @@
 """The hardware cost evaluator: one score for every answer (docs/architecture.md, "Scoring").
 
-Roofline time of op t: ``max(flops_t / peak, sum over operands of bytes / bw(level))``
+Roofline time of op t: ``max((flops_t + transcendentals_t) / peak, sum over operands of bytes / bw(level))``
 plus ``fixed_bytes_t / slow_bw``; program time = sum over ops. For problems without ops
 (MiniMalloc CSVs) the model is additive: each buffer left in slow memory costs its
 ``benefit`` (default: its size), so time = sum of the slow buffers' benefits.
@@ -66,7 +66,7 @@ class Evaluator:
         self.buf_of = np.asarray(buf_of, np.int64)
         self.nbytes = np.asarray(nbytes, np.float64)
         n_ops = len(problem.ops)
-        self.compute = np.array([op.flops for op in problem.ops], np.float64) / hardware.peak_flops
+        self.compute = np.array([op.flops + op.transcendentals for op in problem.ops], np.float64) / hardware.peak_flops
         self.fixed = np.array([op.fixed_bytes for op in problem.ops], np.float64) / hardware.slow_bw
         self.slow_mem = np.bincount(self.op_of, self.nbytes / hardware.slow_bw, minlength=n_ops)
         # Seconds saved on op t's memory time by holding an operand fast; shape [n_operands].

@@ -29,6 +29,7 @@ import tempfile
 from pathlib import Path
 from typing import IO, Any, Iterable, Iterator, Sequence
 
+from mallocgame.aliasing import merge_inplace
 from mallocgame.model import BUFFER_KINDS, Buffer, InputError, Op, Operand, Problem, Solution
 
 WORKLOAD_FORMAT = "mallocgame.workload/1"
@@ -104,7 +105,8 @@ def workload_dict(problem: Problem) -> dict[str, Any]:
         "format": WORKLOAD_FORMAT,
         "name": problem.name,
         "ops": [
-            {"id": op.id, "kind": op.kind, "flops": op.flops, "fixed_bytes": op.fixed_bytes,
+            {"id": op.id, "kind": op.kind, "flops": op.flops,
+             **({"transcendentals": op.transcendentals} if op.transcendentals else {}), "fixed_bytes": op.fixed_bytes,
              "operands": [{"buffer": o.buffer, "access": o.access, "bytes": o.bytes} for o in op.operands]}
             for op in problem.ops
         ],
@@ -305,8 +307,9 @@ def parse_workload(path: str, data: Any) -> Problem:
         op_ids.add(op_id)
         flops = _float_field(path, where, "flops", raw.get("flops", 0.0))
         fixed = _int_field(path, where, "fixed_bytes", raw.get("fixed_bytes", 0))
-        if flops < 0 or fixed < 0:
-            raise InputError(f"{path}: {where}: flops and fixed_bytes must not be negative")
+        trans = _float_field(path, where, "transcendentals", raw.get("transcendentals", 0.0))
+        if flops < 0 or fixed < 0 or trans < 0:
+            raise InputError(f"{path}: {where}: flops, transcendentals and fixed_bytes must not be negative")
         operands = []
         for j, rawo in enumerate(raw.get("operands", [])):
             w = f"{where}.operands[{j}]"
@@ -326,7 +329,7 @@ def parse_workload(path: str, data: Any) -> Problem:
             if nbytes < 0:
                 raise InputError(f"{path}: {w}, field 'bytes': must not be negative")
             operands.append(Operand(name, access, nbytes))
-        ops.append(Op(op_id, str(raw.get("kind", "op")), flops, fixed, tuple(operands)))
+        ops.append(Op(op_id, str(raw.get("kind", "op")), flops, fixed, tuple(operands), transcendentals=trans))
     if ops:
         horizon = len(ops)
         for k, b in enumerate(buffers):
@@ -343,8 +346,8 @@ def parse_workload(path: str, data: Any) -> Problem:
         if capacity <= 0:
             raise InputError(f"{path}: field 'capacity': must be positive, got {capacity}")
     name = str(data.get("name") or os.path.basename(path))
-    return Problem(name=name, buffers=tuple(buffers), ops=tuple(ops), inplace=tuple(inplace),
-                   capacity=capacity, source=path)
+    return merge_inplace(Problem(name=name, buffers=tuple(buffers), ops=tuple(ops), inplace=tuple(inplace),
+                                 capacity=capacity, source=path))  # in-place pairs share storage (mallocgame.aliasing)
 
 
 def read_workload_json(path: str | os.PathLike) -> Problem:

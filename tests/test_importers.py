@@ -1,4 +1,5 @@
-"""Importers: XLA HLO text, torch.export, AlphaTensor-style matmul programs, and their CLI.
+"""Importers: XLA HLO text, torch.export, AlphaTensor-style matmul programs, and their CLI;
+in-place merging (``mallocgame.aliasing``) and the true lifetimes the importers give.
 
 The HLO fixtures (``tests/data/*.hlo.txt``) and XLA's own numbers for them
 (``*.expected.json``) were made by ``experiments/make_hlo_fixtures.py`` with JAX; these
@@ -7,6 +8,9 @@ tests read the committed files and never import JAX.
 
 from __future__ import annotations
 
+import dataclasses
+import doctest
+import importlib
 import importlib.util
 import json
 import subprocess
@@ -17,9 +21,12 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from hardware.evaluator import Evaluator
+from hardware.spec import PRESETS
+from mallocgame.aliasing import merge_inplace
 from mallocgame.cli.importers import import_group
 from mallocgame.importers import import_workload, summarize
-from mallocgame.importers.hlo import HloImportWarning, load_hlo, parse_hlo_text, parse_shape, xla_style_max_live
+from mallocgame.importers.hlo import HloImportWarning, load_hlo, parse_hlo_module, parse_hlo_text, parse_shape
 from mallocgame.importers.matmul import (
     _transpose_c,
     build_program,
@@ -29,34 +36,52 @@ from mallocgame.importers.matmul import (
     run_program,
     strassen,
 )
+from mallocgame.intervals import max_live
 from mallocgame.io import parse_workload, read_workload_json, workload_dict
-from mallocgame.model import InputError
+from mallocgame.model import Buffer, InputError, Op, Operand, Problem
+from tests.conftest import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data"
-HLO_FIXTURES = ["transformer_fwd", "transformer_scan_fwd", "transformer_train", "cnn_fwd"]
+HLO_FIXTURES = ["transformer_fwd", "transformer_scan_fwd", "transformer_train", "cnn_fwd", "mlp_sgd_donated"]
 
 
 def roundtrip(problem):
-    """Write the problem as workload JSON, read it back with the project's reader."""
+    """Write the problem as workload JSON, read it back with the project's reader: in-place pairs merged."""
     data = json.loads(json.dumps(workload_dict(problem)))
     back = parse_workload("roundtrip.json", data)
-    assert back.fingerprint == problem.fingerprint
-    assert [(o.id, o.kind, o.flops, o.operands) for o in back.ops] == \
-        [(o.id, o.kind, o.flops, o.operands) for o in problem.ops]
-    assert back.inplace == problem.inplace
+    merged = merge_inplace(problem)
+    assert back.fingerprint == merged.fingerprint
+    assert [(o.id, o.kind, o.flops, o.transcendentals, o.operands) for o in back.ops] == \
+        [(o.id, o.kind, o.flops, o.transcendentals, o.operands) for o in merged.ops]
+    assert back.inplace == ()
+    assert parse_workload("roundtrip.json", json.loads(json.dumps(workload_dict(back)))) == back  # idempotent
     return back
 
 
-def check_live_ranges(problem):
-    """start = first op touching the buffer, end = last op touching it + 1."""
-    first, last = {}, {}
+def check_live_ranges(problem, *, donated=(), tight=()):
+    """The importers' lifetimes: parameters (inputs, weights never written) ``[0, T)``, outputs to ``T``,
+    the rest first touch to last touch + 1; ``donated`` parameters from 0 to their last touch + 1,
+    ``tight`` ones (torch ``weights="use"``) from their first touch to their last + 1."""
+    first, last, written = {}, {}, set()
     for t, op in enumerate(problem.ops):
         for o in op.operands:
             first.setdefault(o.buffer, t)
             last[o.buffer] = t
+            if o.access == "write":
+                written.add(o.buffer)
+    horizon = len(problem.ops)
     for b in problem.buffers:
-        assert (b.start, b.end) == (first[b.id], last[b.id] + 1), b
+        param = b.kind in ("input", "weight") and b.id not in written and b.id not in tight
+        start = 0 if param else first[b.id]
+        end = horizon if b.kind == "output" or (param and b.id not in donated) else last[b.id] + 1
+        assert (b.start, b.end) == (start, end), b
+
+
+def donated_params(path):
+    """Buffer ids of the parameters an HLO file donates (its input_output_alias)."""
+    module = parse_hlo_module(Path(path).read_text(), str(path))
+    return {module.entry.params[param].name for _out, param, _index in module.aliases}
 
 
 # --------------------------------------------------------------------------- HLO
@@ -72,32 +97,81 @@ def test_hlo_fixture_roundtrips_and_matches_xla_flops(hlo_imports, name):
     expected = json.loads((DATA / f"{name}.expected.json").read_text())
     assert imp.warnings == []
     roundtrip(imp.problem)
-    check_live_ranges(imp.problem)
+    check_live_ranges(imp.problem, donated=donated_params(DATA / f"{name}.hlo.txt"))
     assert imp.problem.mode == "map" and imp.problem.capacity is None
     # XLA counts a while body once; the scanned model is compared with the same math unrolled
     ref = expected.get("reference_flops", expected["cost_analysis"])
     assert imp.flops == pytest.approx(ref["flops"], rel=0.01)
     assert imp.transcendentals == pytest.approx(ref["transcendentals"], rel=0.01)
-    # the workload's op FLOPs are FLOPs + transcendentals
-    assert summarize(imp.problem).flops == pytest.approx(imp.flops + imp.transcendentals)
+    # the ops carry FLOPs and transcendentals apart, as XLA's cost analysis does
+    s = summarize(imp.problem)
+    assert s.flops == pytest.approx(imp.flops) and s.transcendentals == pytest.approx(imp.transcendentals)
+
+
+# Bytes by which our max live exceeds XLA's: scalar constants, which our workload keeps for the whole
+# program (every parameter is) but XLA's live-range report counts only from their definition to their
+# last use. In transformer_scan_fwd three f32 scalars (12 bytes) are dead at XLA's peak.
+SCALAR_CONSTANT_BYTES = {"transformer_scan_fwd": 12}
 
 
 @pytest.mark.parametrize("name", HLO_FIXTURES)
-def test_hlo_max_live_matches_xla_live_ranges(hlo_imports, name):
-    """Counted as XLA does (parameters whole program, outputs to the end): within 0.1%."""
+def test_hlo_max_live_matches_xla_buffer_assignment(hlo_imports, name):
+    """The imported program's max live bytes are XLA's, exactly up to scalar constants (12 bytes of 691,212
+    on the scanned transformer, 0 on the other four fixtures).
+
+    With the in-place pairs merged (as every reader of the workload sees it), the max live equals the peak
+    of the bytes XLA's buffer assignment occupies under its schedule (``assigned_max_live_bytes``: values
+    sharing storage counted once). Without merging, it equals the peak of XLA's live-range report with
+    every value counted on its own (``max_live_bytes``). The old first-use/last-use ranges were 2.5-71%
+    below these figures.
+    """
     imp = hlo_imports[name]
-    expected = json.loads((DATA / f"{name}.expected.json").read_text())
-    xla = expected["live_range_report"]["max_live_bytes"]
-    assert xla_style_max_live(imp.problem) == pytest.approx(xla, rel=0.001)
-    # the project's tight live ranges can only lower it
-    assert summarize(imp.problem).max_live_bytes <= xla_style_max_live(imp.problem)
+    xla = json.loads((DATA / f"{name}.expected.json").read_text())["live_range_report"]
+    slack = SCALAR_CONSTANT_BYTES.get(name, 0)
+    assert max_live(merge_inplace(imp.problem)) - xla["assigned_max_live_bytes"] == slack
+    assert summarize(imp.problem).max_live_bytes == xla["assigned_max_live_bytes"] + slack
+    assert max_live(imp.problem) - xla["max_live_bytes"] == slack
 
 
-def test_hlo_unrolled_flops_are_exact(hlo_imports):
-    for name in ("transformer_fwd", "transformer_train", "cnn_fwd"):
-        expected = json.loads((DATA / f"{name}.expected.json").read_text())["cost_analysis"]
-        assert hlo_imports[name].flops == expected["flops"]
-        assert hlo_imports[name].transcendentals == expected["transcendentals"]
+def test_hlo_info_pack_reports_xla_max_live(tmp_path):
+    """``mallocgame import hlo`` then ``mallocgame info W.json --mode pack``: XLA's figure, and the pack bound."""
+    out = tmp_path / "cnn.json"
+    r = run_cli("import", "hlo", str(DATA / "cnn_fwd.hlo.txt"), "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    r = run_cli("info", str(out), "--mode", "pack", "--json")
+    assert r.returncode == 0, r.stderr
+    facts = json.loads(r.stdout)
+    xla = json.loads((DATA / "cnn_fwd.expected.json").read_text())["live_range_report"]["assigned_max_live_bytes"]
+    assert facts["max_live_bytes"] == facts["bound"] == xla == 46440
+
+
+def test_hlo_donated_parameters_share_storage_with_their_outputs(hlo_imports):
+    """input_output_alias: a parameter updated in place by the op writing its output merges with it;
+    one whose output is written later lives only to its last use (XLA reuses its storage meanwhile)."""
+    path = DATA / "mlp_sgd_donated.hlo.txt"
+    aliases = parse_hlo_module(path.read_text(), str(path)).aliases
+    assert aliases == [((k + 1,), k, ()) for k in range(6)]   # the six MLP parameters -> outputs 1..6
+    p = hlo_imports["mlp_sgd_donated"].problem
+    by_id = {b.id: b for b in p.buffers}
+    donated = donated_params(path)
+    assert len(donated) == 6
+    pairs = [(s, d) for s, d in p.inplace if s in donated]
+    assert len(pairs) == 3
+    for src, dst in pairs:
+        assert by_id[src].kind == "input" and by_id[dst].kind == "output" and by_id[src].end == by_id[dst].start + 1
+    horizon = len(p.ops)
+    assert all(by_id[d].end < horizon for d in donated - {s for s, _ in pairs})  # handed over: not live to the end
+    assert {by_id[x].end for x in ("x.1", "y.1")} == {horizon}  # the other parameters are
+    merged = merge_inplace(p)
+    for src, dst in pairs:
+        b = merged.buffers[merged.index[src]]
+        assert dst not in merged.index and (b.start, b.end, b.kind) == (0, horizon, "output")
+    # without the donation, every parameter is the caller's for the whole program and shares nothing
+    header, rest = path.read_text().split("\n", 1)
+    header = header.replace(header[header.index("input_output_alias="):header.index("entry_computation_layout")], "")
+    kept = parse_hlo_text(header + "\n" + rest, "kept.hlo.txt").problem
+    assert not any(kept.buffers[kept.index[x]].kind == "input" for pair in kept.inplace for x in pair)
+    assert all(b.end == horizon for b in kept.buffers if b.kind == "input")
 
 
 def test_hlo_while_loop_is_expanded_per_iteration(hlo_imports):
@@ -161,19 +235,56 @@ ENTRY %main (p: f32[4,4]) -> (f32[16], f32[4,4]) {
     assert [o.buffer for o in p.ops[1].operands] == ["n", "e"]   # exp reads negate's buffer through tuple/gte
     kinds = {b.id: b.kind for b in p.buffers}
     assert kinds == {"p": "input", "n": "activation", "e": "output"}
-    assert p.inplace == (("n", "e"),)  # n dies at exp, same size, element-wise
-    roundtrip(p)
+    assert p.inplace == (("n", "e"),)  # n dies at exp, same shape, element-wise
+    assert [(b.id, b.start, b.end) for b in p.buffers] == [("p", 0, 2), ("n", 0, 2), ("e", 1, 2)]
+    assert (p.ops[1].flops, p.ops[1].transcendentals) == (0.0, 16.0)
+    merged = roundtrip(p)
+    assert [(b.id, b.start, b.end, b.kind) for b in merged.buffers] == [("p", 0, 2, "input"), ("n", 0, 2, "output")]
 
 
 def test_hlo_inplace_pairs_are_dying_same_size_operands(hlo_imports):
-    for imp in hlo_imports.values():
+    for name, imp in hlo_imports.items():
         p = imp.problem
         by_id = {b.id: b for b in p.buffers}
         assert p.inplace
+        donated = donated_params(DATA / f"{name}.hlo.txt")
         for src, dst in p.inplace:
             assert by_id[src].size == by_id[dst].size
             assert by_id[src].end == by_id[dst].start + 1  # src's last use is the op that writes dst
-            assert by_id[src].kind == "activation"
+            assert by_id[src].kind == "activation" or src in donated
+
+
+def test_hlo_inplace_needs_equal_shapes_and_elementwise_access():
+    """XLA shares an operand's buffer only with an output of the same shape, through element-wise ops
+    (a bitcast inside the fusion is not one): the rules that make the fixtures' max live exact."""
+    text = """HloModule m, is_scheduled=true
+%ew (p0: f32[4,16], p1: f32[64]) -> f32[4,16] {
+  %p0 = f32[4,16]{1,0} parameter(0)
+  %p1 = f32[64]{0} parameter(1)
+  %b = f32[4,16]{1,0} bitcast(%p1)
+  ROOT %s = f32[4,16]{1,0} add(%p0, %b)
+}
+%through_bitcast (q0: f32[64]) -> f32[64] {
+  %q0 = f32[64]{0} parameter(0)
+  %r = f32[4,16]{1,0} bitcast(%q0)
+  %m = f32[4,16]{1,0} multiply(%r, %r)
+  ROOT %o = f32[64]{0} bitcast(%m)
+}
+ENTRY %main (a: f32[4,16], c: f32[64]) -> f32[64] {
+  %a = f32[4,16]{1,0} parameter(0)
+  %c = f32[64]{0} parameter(1)
+  %x = f32[4,16]{1,0} negate(%a)
+  %y = f32[64]{0} negate(%c)
+  %f = f32[4,16]{1,0} fusion(%x, %y), kind=kLoop, calls=%ew
+  %g = f32[64]{0} bitcast(%f)
+  %h = f32[64]{0} fusion(%g), kind=kLoop, calls=%through_bitcast
+  ROOT %k = f32[64]{0} exponential(%h)
+}
+"""
+    p = parse_hlo_text(text, "shapes.hlo.txt").problem
+    # f may take x (same shape, element-wise) but not y (same size, other shape); h may not take f's buffer
+    # (it reads it through a bitcast); k takes h (same shape, element-wise)
+    assert p.inplace == (("x", "f"), ("h", "k"))
 
 
 def test_hlo_async_pairs_and_header_without_parameters():
@@ -375,8 +486,8 @@ def test_cli_commands_write_workloads(tmp_path):
     out = tmp_path / "hlo.json"
     r = runner.invoke(import_group, ["hlo", str(DATA / "cnn_fwd.hlo.txt"), "-o", str(out)])
     assert r.exit_code == 0, r.output
-    assert r.output.count("\n") == 1 and "ops=10" in r.output and "max_live_bytes=" in r.output
-    assert read_workload_json(out).n == 16
+    assert r.output.count("\n") == 1 and "ops=10 buffers=13" in r.output and "max_live_bytes=46440" in r.output
+    assert read_workload_json(out).n == 13  # 16 buffers written, 3 in-place pairs merged on reading
     out = tmp_path / "mm.json"
     r = runner.invoke(import_group, ["matmul", "--depth", "2", "--n", "256", "-o", str(out)])
     assert r.exit_code == 0, r.output
@@ -418,6 +529,79 @@ def test_dispatch_unknown_importer():
         import_workload("onnx", "x")
 
 
+# --------------------------------------------------------------------------- in-place merging
+
+def chain_problem(sizes=(64, 64, 64), kinds=("activation", "activation", "activation")) -> Problem:
+    """x -> a -> b -> c, each op writing the next over the previous (pairs a->b, b->c), then d reads c."""
+    names = ["a", "b", "c"]
+    bufs = [Buffer("x", 8, 0, 5, kind="input")] + [Buffer(n, s, t, t + 2, kind=k)
+                                                 for t, (n, s, k) in enumerate(zip(names, sizes, kinds))]
+    bufs.append(Buffer("d", 8, 3, 5, kind="output"))
+    reads = ["x", "a", "b", "c", "d"]
+    ops = [Op(f"op{t}", flops=1.0, operands=(Operand(reads[t], "read", 8), Operand(reads[t + 1], "write", 8)))
+           for t in range(4)] + [Op("op4", operands=(Operand("d", "read", 8), Operand("x", "read", 8)))]
+    return Problem("chain", tuple(bufs), tuple(ops), inplace=(("a", "b"), ("b", "c")))
+
+
+def test_merge_inplace_chain_of_three():
+    m = merge_inplace(chain_problem())
+    assert [(b.id, b.size, b.start, b.end, b.kind) for b in m.buffers] == \
+        [("x", 8, 0, 5, "input"), ("a", 64, 0, 4, "activation"), ("d", 8, 3, 5, "output")]
+    assert m.inplace == () and merge_inplace(m) is m
+    assert [[o.buffer for o in op.operands] for op in m.ops] == [["x", "a"], ["a", "a"], ["a", "a"], ["a", "d"], ["d", "x"]]
+    assert max_live(m) == 8 + 64 + 8
+
+
+def test_merge_inplace_sizes_differ_and_outputs_win():
+    m = merge_inplace(chain_problem(sizes=(16, 64, 32), kinds=("activation", "activation", "output")))
+    a = m.buffers[m.index["a"]]
+    assert (a.size, a.start, a.end, a.kind) == (64, 0, 4, "output")
+    # the head is the member that is a source and no destination, whatever the pairs' order
+    p = chain_problem().replace(inplace=(("b", "c"), ("a", "b")))
+    assert [b.id for b in merge_inplace(p).buffers] == ["x", "a", "d"]
+    # alignment: the members' largest; benefit: their sum
+    bufs = list(chain_problem().buffers)
+    bufs[1] = Buffer("a", 64, 0, 2, benefit=2.0, alignment=4)
+    bufs[3] = Buffer("c", 64, 2, 4, benefit=3.0, alignment=16)
+    a = merge_inplace(chain_problem().replace(buffers=tuple(bufs))).buffers[1]
+    assert (a.alignment, a.benefit) == (16, 5.0)
+    with pytest.raises(InputError, match="unknown buffer 'zz'"):
+        merge_inplace(chain_problem().replace(inplace=(("a", "zz"),)))
+
+
+def test_merged_storage_keeps_the_evaluators_time_and_every_reader_sees_it(tmp_path):
+    p = chain_problem()
+    m = merge_inplace(p)
+    hw = PRESETS["test"]
+    assert Evaluator(m, hw).time_all_slow == Evaluator(p, hw).time_all_slow
+    assert Evaluator(m, hw).time([0, 0, None]) == Evaluator(p, hw).time([0, 0, 0, 0, None])
+    path = tmp_path / "chain.json"
+    path.write_text(json.dumps(workload_dict(p)))
+    assert json.loads(path.read_text())["inplace"] == [["a", "b"], ["b", "c"]]  # the file keeps the pairs
+    assert read_workload_json(path) == m.replace(source=str(path), name="chain")
+
+
+def test_transcendentals_are_an_optional_op_field_and_count_in_compute_time():
+    p = Problem("t", (Buffer("a", 8, 0, 1),), (Op("e", "exp", 2.0, 0, (Operand("a", "write", 8),), 6.0),))
+    d = workload_dict(p)
+    assert d["ops"][0]["transcendentals"] == 6.0
+    assert "transcendentals" not in workload_dict(p.replace(ops=(Op("e", "exp", 2.0),)))["ops"][0]
+    back = parse_workload("t.json", json.loads(json.dumps(d)))
+    assert back.ops[0].transcendentals == 6.0
+    hw = dataclasses.replace(PRESETS["test"], peak_flops=1.0, slow_bw=1e9, fast_bw=1e9)
+    assert Evaluator(back, hw).time_all_slow == pytest.approx(8.0)   # (2 flops + 6 transcendentals) / peak
+    d["ops"][0]["transcendentals"] = -1
+    with pytest.raises(InputError, match="must not be negative"):
+        parse_workload("t.json", d)
+
+
+@pytest.mark.parametrize("module", ["mallocgame.aliasing", "mallocgame.importers._common", "mallocgame.importers.hlo",
+                                    "mallocgame.importers.matmul"])
+def test_docstring_examples(module):
+    result = doctest.testmod(importlib.import_module(module))
+    assert result.attempted > 0 and result.failed == 0
+
+
 # --------------------------------------------------------------------------- torch
 
 needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed")
@@ -427,31 +611,44 @@ needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reas
 def test_torch_mlp_linear_flops_weights_modes_and_roundtrip():
     from mallocgame.importers.torch_export import import_torch
     spec = f"{DATA / 'torch_models.py'}:mlp"
-    use = import_torch(spec, ["4,32"])
-    roundtrip(use)
-    check_live_ranges(use)
-    assert [op.kind for op in use.ops] == ["linear", "relu", "linear"]
-    assert use.ops[0].flops == 2 * 4 * 32 * 64 and use.ops[2].flops == 2 * 4 * 64 * 10
-    assert use.ops[1].flops == 4 * 64
-    weights = {b.id: b for b in use.buffers if b.kind == "weight"}
+    program = import_torch(spec, ["4,32"])  # weights="program", the default: true lifetimes
+    roundtrip(program)
+    check_live_ranges(program)
+    assert [op.kind for op in program.ops] == ["linear", "relu", "linear"]
+    assert program.ops[0].flops == 2 * 4 * 32 * 64 and program.ops[2].flops == 2 * 4 * 64 * 10
+    assert program.ops[1].flops == 4 * 64
+    weights = {b.id: b for b in program.buffers if b.kind == "weight"}
     assert set(weights) == {"0.weight", "0.bias", "2.weight", "2.bias"}
     assert weights["0.weight"].size == 64 * 32 * 4
-    assert (weights["2.weight"].start, weights["2.weight"].end) == (2, 3)   # first to last use
-    assert use.inplace == (("linear", "relu"),)
-    assert [b.kind for b in use.buffers if b.id == "linear_1"] == ["output"]
+    assert all((b.start, b.end) == (0, 3) for b in weights.values())   # parameters: the whole program
+    lives = {b.id: (b.start, b.end, b.kind) for b in program.buffers}
+    assert lives["input"] == (0, 3, "input") and lives["linear_1"] == (2, 3, "output")
+    assert program.inplace == (("linear", "relu"),)
     # the same model exported in-process, and the other weight modes
     import torch
 
     from mallocgame.importers.torch_export import export_module, import_exported
     ep = export_module(torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10)),
                        [torch.randn(4, 32)])
-    program = import_exported(ep, weights="program")
-    assert all((b.start, b.end) == (0, 3) for b in program.buffers if b.kind == "weight")
-    roundtrip(program)
+    use = import_exported(ep, weights="use")
+    weight_ids = {b.id for b in use.buffers if b.kind == "weight"}
+    check_live_ranges(use, tight=weight_ids)   # weights from first to last use
+    assert [(b.start, b.end) for b in use.buffers if b.id == "2.weight"] == [(2, 3)]
+    roundtrip(use)
     none = import_exported(ep, weights="none")
     assert not any(b.kind == "weight" for b in none.buffers)
     assert summarize(none).flops == summarize(use).flops
-    assert summarize(none).max_live_bytes < summarize(use).max_live_bytes <= summarize(program).max_live_bytes
+    assert summarize(none).max_live_bytes < summarize(use).max_live_bytes <= summarize(import_exported(ep)).max_live_bytes
+
+
+@needs_torch
+def test_torch_transcendentals_count_apart_from_flops():
+    import torch
+
+    from mallocgame.importers.torch_export import export_module, import_exported
+    p = import_exported(export_module(torch.nn.Sequential(torch.nn.Tanh(), torch.nn.ReLU()), [torch.randn(4, 8)]))
+    assert [(op.kind, op.flops, op.transcendentals) for op in p.ops] == [("tanh", 0.0, 32.0), ("relu", 32.0, 0.0)]
+    roundtrip(p)
 
 
 @needs_torch

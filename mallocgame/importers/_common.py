@@ -1,20 +1,33 @@
 """Shared machinery of the importers: a workload builder and the import summary.
 
 Every importer records ops in schedule order (op index = time step) with the buffers each
-op reads and writes; :meth:`WorkloadBuilder.build` then derives the live ranges
-(``start`` = first op touching a buffer, ``end`` = last op touching it + 1, half-open), so
-by construction every op touches its buffers only inside their live ranges, which is what
-:func:`mallocgame.io.parse_workload` checks.
+op reads and writes; :meth:`WorkloadBuilder.build` then derives the live ranges (half-open
+``[start, end)``, ``T`` = number of ops), as a compiled program holds its buffers:
+
+* **parameters** -- buffers of kind ``input`` or ``weight`` that no op writes (the program's
+  arguments, its constants and weights) -- are live for the whole program, ``[0, T)``: the
+  caller owns them before the first op and after the last (XLA keeps entry parameters live
+  to the end the same way); a **donated** parameter (:meth:`WorkloadBuilder.donate`) is handed
+  to the program, which may reuse its storage after its last use: it lives from 0 to its last
+  use + 1;
+* **outputs** (kind ``output``) live from the op that first touches them to the end, ``T``;
+* every other buffer from the first op touching it to the last one + 1.
+
+So every op touches its buffers only inside their live ranges, which is what
+:func:`mallocgame.io.parse_workload` checks. In-place pairs (an op's output taking the storage
+of a dying operand, or a donated parameter holding an output) are recorded as ``inplace``
+pairs; the reader merges each chain into one storage buffer (:mod:`mallocgame.aliasing`), and
+:func:`summarize` reports the merged problem, as ``mallocgame info`` will see it.
 
 Example:
     >>> b = WorkloadBuilder("tiny")
     >>> a = b.add_buffer("a", 64, "input"); x = b.add_buffer("x", 64); y = b.add_buffer("y", 64, "output")
     >>> _ = b.add_op("neg", "elementwise", 16, reads=[(a, 64)], writes=[(x, 64)], inplace=[(a, x)])
-    >>> _ = b.add_op("relu", "elementwise", 16, reads=[(x, 64)], writes=[(y, 64)], inplace=[(x, y)])
-    >>> p = b.build(); [(q.id, q.start, q.end) for q in p.buffers], p.inplace  # inputs are never reused
-    ([('a', 0, 1), ('x', 0, 2), ('y', 1, 2)], (('x', 'y'),))
-    >>> s = summarize(p); (s.ops, s.buffers, s.flops, s.max_live_bytes)
-    (2, 3, 32.0, 128)
+    >>> _ = b.add_op("exp", "elementwise", 0, reads=[(x, 64)], writes=[(y, 64)], inplace=[(x, y)], transcendentals=16)
+    >>> p = b.build(); [(q.id, q.start, q.end) for q in p.buffers], p.inplace  # inputs are never reused in place
+    ([('a', 0, 2), ('x', 0, 2), ('y', 1, 2)], (('x', 'y'),))
+    >>> s = summarize(p); (s.ops, s.buffers, s.flops, s.transcendentals, s.max_live_bytes)  # x and y: one buffer
+    (2, 2, 16.0, 16.0, 128)
 """
 
 from __future__ import annotations
@@ -22,6 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
+from mallocgame.aliasing import merge_inplace
 from mallocgame.intervals import max_live
 from mallocgame.model import BUFFER_KINDS, Buffer, InputError, Op, Operand, Problem
 
@@ -31,6 +45,7 @@ class _PendingOp:
     id: str
     kind: str
     flops: float
+    transcendentals: float
     operands: dict[tuple[str, str], int] = field(default_factory=dict)  # (buffer, access) -> bytes
 
 
@@ -40,7 +55,12 @@ class WorkloadBuilder:
     ``inplace`` candidates given to :meth:`add_op` are kept only when they hold in the
     final schedule: the input buffer dies at that op (its last touch), the output is born
     there (its first touch), the input is an activation (inputs, weights and outputs belong
-    to the caller and are never reused), and neither is already in another pair.
+    to the caller and are never reused), neither is already in another pair, and the output
+    does not hold a donated parameter. A donation (:meth:`donate`) becomes the pair
+    ``(parameter, output)`` when the parameter's last use is the op that first writes the
+    output (the new value written over the old, XLA's in-place update); when the output is
+    written later, the two live ranges do not meet and there is nothing to share (XLA reuses
+    the storage in between for other buffers).
     """
 
     def __init__(self, name: str, source: str = "", alignment: int = 1):
@@ -52,6 +72,7 @@ class WorkloadBuilder:
         self.ops: list[_PendingOp] = []
         self._op_ids: set[str] = set()
         self._inplace: list[tuple[int, str, str]] = []
+        self._donations: list[tuple[str, str]] = []
 
     # ----------------------------------------------------------------- recording
     def unique_id(self, wanted: str, taken: Iterable[str] | set[str] | dict) -> str:
@@ -84,6 +105,7 @@ class WorkloadBuilder:
         reads: Sequence[tuple[str, int]] = (),
         writes: Sequence[tuple[str, int]] = (),
         inplace: Sequence[tuple[str, str]] = (),
+        transcendentals: float = 0.0,
     ) -> int:
         """Append an op (its index is its time step); returns that index.
 
@@ -91,7 +113,7 @@ class WorkloadBuilder:
         """
         oid = self.unique_id(wanted_id, self._op_ids)
         self._op_ids.add(oid)
-        op = _PendingOp(oid, kind, float(flops))
+        op = _PendingOp(oid, kind, float(flops), float(transcendentals))
         for access, items in (("read", reads), ("write", writes)):
             for buf, nbytes in items:
                 if buf not in self.sizes:
@@ -104,43 +126,69 @@ class WorkloadBuilder:
             self._inplace.append((t, src, dst))
         return t
 
-    # ----------------------------------------------------------------- building
-    def build(self, *, whole_program: Iterable[str] = ()) -> Problem:
-        """The problem, with tight live ranges; ``whole_program`` buffers live on ``[0, T)``.
+    def donate(self, param: str, output: str) -> None:
+        """Parameter ``param`` is donated: its storage may hold ``output`` (HLO ``input_output_alias``)."""
+        for buf in (param, output):
+            if buf not in self.sizes:
+                raise KeyError(f"donation: unknown buffer {buf!r}")
+        self._donations.append((param, output))
 
-        Buffers no op touches are left out (they cannot have a live range).
+    # ----------------------------------------------------------------- building
+    def build(self, *, tight: Iterable[str] = ()) -> Problem:
+        """The problem with the live ranges of the module docstring.
+
+        Parameters named in ``tight`` keep first-to-last-use ranges instead of ``[0, T)``
+        (torch's ``weights="use"``). Buffers no op touches are left out (they cannot have a
+        live range), and so are the pairs naming them.
         """
         if not self.ops:
             raise InputError(f"{self.source or self.name}: nothing to import: the program has no ops")
         first: dict[str, int] = {}
         last: dict[str, int] = {}
+        written: set[str] = set()
         for t, op in enumerate(self.ops):
-            for buf, _access in op.operands:
+            for buf, access in op.operands:
                 first.setdefault(buf, t)
                 last[buf] = t
+                if access == "write":
+                    written.add(buf)
         horizon = len(self.ops)
-        whole = set(whole_program)
+        tight = set(tight)
+        donated = {p for p, _ in self._donations}
         buffers = []
         for bid, size in self.sizes.items():
             if bid not in first or size <= 0:
                 continue
-            start, end = (0, horizon) if bid in whole else (first[bid], last[bid] + 1)
-            buffers.append(Buffer(bid, size, start, end, alignment=self.alignment, kind=self.kinds[bid]))
+            kind = self.kinds[bid]
+            start, end = first[bid], last[bid] + 1
+            if kind in ("input", "weight") and bid not in written and bid not in tight:
+                start, end = 0, end if bid in donated else horizon
+            elif kind == "output":
+                end = horizon
+            buffers.append(Buffer(bid, size, start, end, alignment=self.alignment, kind=kind))
         kept = {b.id for b in buffers}
         ops = tuple(
             Op(op.id, op.kind, op.flops, 0,
-               tuple(Operand(buf, access, nbytes) for (buf, access), nbytes in op.operands.items() if buf in kept))
+               tuple(Operand(buf, access, nbytes) for (buf, access), nbytes in op.operands.items() if buf in kept),
+               transcendentals=op.transcendentals)
             for op in self.ops
         )
-        inplace, used_src, used_dst = [], set(), set()
+        donations, used_src, used_dst = [], set(), set()
+        for src, dst in self._donations:
+            if src in kept and dst in kept and src != dst and src not in used_src and dst not in used_dst \
+                    and last[src] == first[dst]:
+                donations.append((src, dst))
+                used_src.add(src)
+                used_dst.add(dst)
+        inplace = []
         for t, src, dst in self._inplace:
-            if src in kept and dst in kept and src not in whole and src not in used_src and dst not in used_dst \
+            if src in kept and dst in kept and src not in used_src and dst not in used_dst \
                     and self.kinds[src] not in ("input", "weight", "output") \
                     and last[src] == t and first[dst] == t and src != dst:
                 inplace.append((src, dst))
                 used_src.add(src)
                 used_dst.add(dst)
-        return Problem(name=self.name, buffers=tuple(buffers), ops=ops, inplace=tuple(inplace),
+        return Problem(name=self.name, buffers=tuple(buffers), ops=ops, inplace=tuple(inplace + donations),
                        capacity=None, mode="map", source=self.source)
 
 
@@ -154,19 +202,28 @@ class ImportSummary:
     buffers: int
     flops: float
     max_live_bytes: int
+    transcendentals: float = 0.0
 
     def line(self) -> str:
-        return (f"ops={self.ops} buffers={self.buffers} flops={self.flops:.6g} "
+        trans = f" transcendentals={self.transcendentals:.6g}" if self.transcendentals else ""
+        return (f"ops={self.ops} buffers={self.buffers} flops={self.flops:.6g}{trans} "
                 f"max_live_bytes={self.max_live_bytes}")
 
 
 def summarize(problem: Problem) -> ImportSummary:
-    """Ops, buffers, total FLOPs and max live bytes of an imported workload."""
+    """Ops, buffers, total FLOPs (and transcendentals) and max live bytes of an imported workload.
+
+    Counted on the workload as every reader sees it: in-place pairs merged into one buffer
+    (:func:`mallocgame.aliasing.merge_inplace`), so ``buffers`` and ``max_live_bytes`` are what
+    ``mallocgame info`` reports for the written file.
+    """
+    merged = merge_inplace(problem)
     return ImportSummary(
-        ops=len(problem.ops),
-        buffers=problem.n,
-        flops=float(sum(op.flops for op in problem.ops)),
-        max_live_bytes=max_live(problem),
+        ops=len(merged.ops),
+        buffers=merged.n,
+        flops=float(sum(op.flops for op in merged.ops)),
+        max_live_bytes=max_live(merged),
+        transcendentals=float(sum(op.transcendentals for op in merged.ops)),
     )
 
 

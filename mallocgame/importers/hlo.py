@@ -20,9 +20,17 @@ What becomes what
   the destination; the operand slots of its tuple alias the operands. ENTRY parameters
   are external buffers of kind ``input`` and constants of kind ``weight``; buffers that
   reach the ENTRY ROOT are ``output``; the rest are ``activation``. Buffers no op touches (e.g. an unused argument) are left out.
-* **Live ranges** follow the project rule: ``start`` = first op touching the buffer,
-  ``end`` = last op touching it + 1. (XLA itself keeps parameters live for the whole program
-  and outputs to the end; :func:`xla_style_max_live` recomputes max live bytes that way.)
+* **Live ranges** are the program's true lifetimes, as XLA's buffer assignment holds them
+  (:class:`~mallocgame.importers._common.WorkloadBuilder`): ENTRY parameters and constants
+  for the whole program ``[0, T)``, outputs from their first op to the end ``T``, the rest
+  from the first op touching them to the last + 1. **Donated** parameters (the header's
+  ``input_output_alias={ {OUT}: (PARAM, {INDEX}, may-alias) }``) live from 0 to their last
+  use + 1, and when that last use is the op writing their output the pair ``[parameter,
+  output]`` is an in-place pair (the new value written over the old).
+  With the in-place pairs merged (the workload reader does it, :mod:`mallocgame.aliasing`),
+  the max live bytes equal the peak of the bytes XLA's buffer assignment occupies under its
+  schedule (tests/data fixtures: exact, up to scalar constants, which XLA's live-range report
+  counts only from their definition to their last use).
 * **FLOPs** follow XLA's ``HloCostAnalysis``: a fusion costs the sum of its fused
   instructions; dot ``2 * output elements * product of the lhs contracting dims``;
   convolution ``2 * (in features / feature groups) * out features * (batch / batch groups)
@@ -30,9 +38,9 @@ What becomes what
   elementwise ops one per output element; reduce ``(input - output elements) * reducer
   cost``; reduce-window ``(window elements - 1) * output elements * reducer cost``; sort
   ``n * ceil(log2 n)``; data movement (copy, transpose, broadcast, slice, gather, pad,
-  concatenate, iota, ...) zero. XLA reports transcendental ops (exp, log, tanh, rsqrt,
-  power, ...) as a separate count; here an op's ``flops`` is FLOPs **plus**
-  transcendentals (one each), and :class:`HloImport` keeps the two totals apart.
+  concatenate, iota, ...) zero. Transcendental ops (exp, log, tanh, rsqrt, power, ...)
+  count one each in the op's ``transcendentals``, apart from its ``flops``, as in XLA's cost
+  analysis (the evaluator's compute time is ``(flops + transcendentals) / peak``).
 * **Bytes per operand**: the operand's size, except slices, dynamic slices and gathers
   (inside fusions too), which read only what they extract, and dynamic-update-slice, whose
   operand 0 is updated in place (0 bytes read, the update's bytes written).
@@ -44,10 +52,12 @@ What becomes what
   ``max_expanded_ops`` the body is imported **once with FLOPs and bytes scaled** by the trip
   count (a warning says so); an unknown trip count imports one iteration (warning).
   ``call`` is inlined; ``conditional`` is one op costing its most expensive branch.
-* **inplace** pairs ``[input, output]``: where an op's output may take the storage of a
-  same-size operand that dies at that op and that the op reads element-wise (loop fusions
-  whose fused parameter only flows through element-wise ops, element-wise ops,
-  dynamic-update-slice and scatter operand 0), as XLA's buffer sharing does.
+* **inplace** pairs ``[input, output]``: where an op's output may take the storage of an
+  operand of the same shape (element type and dimensions, as XLA's ``ShapeUtil::Equal``)
+  that dies at that op and that the op reads element-wise (loop fusions whose fused
+  parameter reaches the root only through element-wise ops -- a bitcast is not one --,
+  element-wise ops, dynamic-update-slice and scatter operand 0), as XLA's
+  ``CanShareOperandBufferWithUser`` allows; plus the donations above.
 * **Unknown instructions** (and ``custom-call``, whose cost is unknown) become zero-FLOP ops
   that read their operands and write their outputs, with a :class:`HloImportWarning`;
   nothing is dropped silently.
@@ -61,8 +71,10 @@ Example:
     ...   ROOT %t = f32[4,16]{1,0} tanh(%d)
     ... }'''
     >>> r = parse_hlo_text(text, "m.hlo.txt")
-    >>> [(op.id, op.flops) for op in r.problem.ops], r.flops, r.transcendentals
-    ([('d', 1024.0), ('t', 64.0)], 1024.0, 64.0)
+    >>> [(op.id, op.flops, op.transcendentals) for op in r.problem.ops], r.flops, r.transcendentals
+    ([('d', 1024.0, 0.0), ('t', 0.0, 64.0)], 1024.0, 64.0)
+    >>> [(b.id, b.start, b.end) for b in r.problem.buffers]  # parameters whole program, the output to the end
+    [('a', 0, 2), ('b', 0, 2), ('d', 0, 2), ('t', 1, 2)]
 """
 
 from __future__ import annotations
@@ -267,6 +279,8 @@ class HloModule:
     computations: dict[str, Computation]
     entry: Computation
     path: str
+    # input_output_alias of the header: (output shape index, parameter number, parameter shape index)
+    aliases: list[tuple[tuple[int, ...], int, tuple[int, ...]]] = field(default_factory=list)
 
 
 _INSTR_RE = re.compile(r"\s*(ROOT\s+)?%?([A-Za-z_][\w.\-]*)\s*=\s*")
@@ -380,7 +394,26 @@ def parse_hlo_module(text: str, path: str = "<hlo>") -> HloModule:
             for callee in _callees(ins):
                 if callee not in comps:
                     raise InputError(f"{path}: line {ins.line}: {ins.name!r} calls unknown computation {callee!r}")
-    return HloModule(mname, comps, entry, path)
+    return HloModule(mname, comps, entry, path, _input_output_alias(header, path, k + 1))
+
+
+_ALIAS_ENTRY = re.compile(r"\{([\d,\s]*)\}\s*:\s*\(\s*(\d+)\s*,\s*\{([\d,\s]*)\}")
+
+
+def _input_output_alias(header: str, path: str, lineno: int) -> list[tuple[tuple[int, ...], int, tuple[int, ...]]]:
+    """The header's ``input_output_alias={ {OUT}: (PARAM, {PARAM_INDEX}, may-alias), ... }`` (donations)."""
+    at = header.find("input_output_alias=")
+    if at < 0:
+        return []
+    start = at + len("input_output_alias=")
+    try:
+        body = header[start + 1:_skip_balanced(header, start) - 1]
+    except ValueError as exc:
+        raise InputError(f"{path}: line {lineno}: input_output_alias: {exc}") from None
+    out = []
+    for m in _ALIAS_ENTRY.finditer(body):
+        out.append((tuple(_ints(m.group(1))), int(m.group(2)), tuple(_ints(m.group(3)))))
+    return out
 
 
 _CALL_ATTRS = ("calls", "to_apply", "condition", "body", "select", "scatter",
@@ -660,7 +693,8 @@ def _fusion_kind(module: HloModule, comp_name: str) -> str:
     return "fusion"
 
 
-_ELEMENTWISE_ACCESS = _ELEMENTWISE | _TRANSCENDENTAL | {"bitcast", "tuple"}
+# XLA's AreTransitiveUsesElementwiseOrTuple: a bitcast (a reshape) is not element-wise on its operand
+_ELEMENTWISE_ACCESS = _ELEMENTWISE | _TRANSCENDENTAL | {"tuple"}
 
 
 @dataclass
@@ -685,6 +719,7 @@ class _Importer:
         self.flops = 0.0
         self.trans = 0.0
         self._consts: dict[tuple[str, str], Value] = {}
+        self.entry_params: dict[int, Value] = {}
         self._op_counts: dict[str, int] = {}
 
     def _warn(self, msg: str) -> None:
@@ -731,7 +766,8 @@ class _Importer:
         op = ins.opcode
         if op == "parameter":
             if args is None:
-                return self._new(ins.name, ins.shape, "input")
+                self.entry_params[int(ins.arg)] = self._new(ins.name, ins.shape, "input")
+                return self.entry_params[int(ins.arg)]
             idx = int(ins.arg)
             if idx >= len(args):
                 raise InputError(f"{self.m.path}: line {ins.line}: parameter({idx}) but only {len(args)} argument(s)")
@@ -826,20 +862,21 @@ class _Importer:
                 return fcomp.by_name[root.operands[1]].shape.nbytes
         return leaf_shape.nbytes
 
-    def _inplace_sources(self, comp: Computation, ins: Instr, vals: list[Value]) -> list[tuple[int, str]]:
-        """(operand number, buffer) pairs whose storage the output may take."""
+    def _inplace_sources(self, comp: Computation, ins: Instr, vals: list[Value]) -> list[tuple[Shape, str]]:
+        """(operand shape, buffer) pairs whose storage the output may take (when the shapes are equal)."""
         op = ins.opcode
+        shapes = [comp.by_name[o].shape for o in ins.operands]
         if op in ("dynamic-update-slice", "scatter"):
-            return [(0, b) for b in buffer_leaves(vals[0])] if vals else []
+            return [(shapes[0], b) for b in buffer_leaves(vals[0])] if vals else []
         if op in _ELEMENTWISE or op in _TRANSCENDENTAL:
-            return [(k, b) for k, v in enumerate(vals) for b in buffer_leaves(v)]
+            return [(shapes[k], b) for k, v in enumerate(vals) if isinstance(v, str) for b in (v,)]
         if op == "fusion":
             fcomp = self.m.computations[self.costs._called(ins, "calls")]
             out = []
             for k, v in enumerate(vals):
                 p = fcomp.params.get(k)
-                if p is not None and not p.shape.is_tuple and _elementwise_access(fcomp, p.name):
-                    out.extend((k, b) for b in buffer_leaves(v))
+                if p is not None and isinstance(v, str) and not p.shape.is_tuple and _elementwise_access(fcomp, p.name):
+                    out.append((shapes[k], v))
             return out
         return []
 
@@ -869,12 +906,13 @@ class _Importer:
         inplace = []
         if writes:
             srcs = self._inplace_sources(comp, ins, vals)
+            written = dict((buf, idx) for idx, buf in _flatten_with_index(out))
             for dst, _ in writes:
-                for _k, src in srcs:
-                    if self.b.sizes.get(src) == self.b.sizes[dst] and self.b.kinds.get(src) == "activation":
+                for shape, src in srcs:  # XLA shares only equal shapes (ShapeUtil::Equal), not equal sizes
+                    if _same_array(shape, out_shapes.get(written[dst])) and self.b.kinds.get(src) == "activation":
                         inplace.append((src, dst))
         kind = _fusion_kind(self.m, self.costs._called(ins, "calls")) if ins.opcode == "fusion" else ins.opcode
-        self.b.add_op(prefix + ins.name, kind, flops + trans, reads, writes, inplace)
+        self.b.add_op(prefix + ins.name, kind, flops, reads, writes, inplace, transcendentals=trans)
         return out
 
 
@@ -906,6 +944,20 @@ def _flatten_with_index(v: Value, prefix: tuple = ()) -> list[tuple[tuple, str]]
     for i, x in enumerate(v):
         out.extend(_flatten_with_index(x, prefix + (i,)))
     return out
+
+
+def _same_array(a: Shape, b: Shape | None) -> bool:
+    """Same element type and dimensions (layouts are not kept)."""
+    return b is not None and not a.is_tuple and not b.is_tuple and a.dtype == b.dtype and a.dims == b.dims
+
+
+def _leaf(v: Value, index: tuple[int, ...]) -> Value:
+    """The part of a value at a shape index (``None`` when the index does not exist)."""
+    for i in index:
+        if not isinstance(v, tuple) or i >= len(v):
+            return None
+        v = v[i]
+    return v
 
 
 def _through_bitcasts(fcomp: Computation, name: str) -> list[tuple[str, Instr]]:
@@ -964,6 +1016,10 @@ def parse_hlo_text(text: str, path: str = "<hlo>", *, name: str | None = None,
     for buf in buffer_leaves(root):
         if imp.b.kinds.get(buf) == "activation":
             imp.b.set_kind(buf, "output")
+    for out_index, param, param_index in module.aliases:  # donated parameters hold their outputs
+        src, dst = _leaf(imp.entry_params.get(param), param_index), _leaf(root, out_index)
+        if isinstance(src, str) and isinstance(dst, str) and src != dst:
+            imp.b.donate(src, dst)
     problem = imp.b.build()
     for msg in imp.warnings:
         warnings.warn(msg, HloImportWarning, stacklevel=3)
@@ -989,28 +1045,5 @@ def import_hlo(path: str | os.PathLike, **options) -> Problem:
     return load_hlo(path, **options).problem
 
 
-def xla_style_max_live(problem: Problem) -> int:
-    """Max live bytes counted as XLA's live-range report does.
-
-    Inputs and weights (parameters, constants) live for the whole program and outputs from
-    their definition to the end; other buffers as in the workload.
-    """
-    horizon = len(problem.ops)
-    delta = [0] * (horizon + 1)
-    for b in problem.buffers:
-        start, end = b.start, b.end
-        if b.kind in ("input", "weight"):
-            start, end = 0, horizon
-        elif b.kind == "output":
-            end = horizon
-        delta[start] += b.size
-        delta[end] -= b.size
-    peak = cur = 0
-    for d in delta[:horizon]:
-        cur += d
-        peak = max(peak, cur)
-    return peak
-
-
 __all__ = ["HloImport", "HloImportWarning", "Shape", "import_hlo", "load_hlo", "parse_hlo_module",
-           "parse_hlo_text", "parse_shape", "summarize", "xla_style_max_live"]
+           "parse_hlo_text", "parse_shape", "summarize"]

@@ -23,16 +23,21 @@ schema marks its result as an alias of an input (``view``, ``reshape``, ``permut
 aliases its base, and an op reading the view touches the base buffer (bytes: the view's
 size, at most the base's). In-place ops write their aliased input's buffer.
 
-**Weights** (``weights=``): ``"use"`` (default) live from their first to their last use;
-``"program"`` live for the whole program (``[0, T)``); ``"none"`` are left out of the
-workload (ops do not list them).
+**Live ranges** are the program's true lifetimes (:mod:`mallocgame.importers._common`): user
+inputs and weights for the whole program ``[0, T)`` (the caller owns them), outputs from
+their first op to the end, the rest from first to last use. **Weights** (``weights=``):
+``"program"`` (default) live for the whole program like any parameter; ``"use"`` live only
+from their first to their last use (a model of weights streamed in per use, not a real
+program's lifetime); ``"none"`` are left out of the workload (ops do not list them).
 
 **FLOPs** (conventions of ``torch.utils.flop_counter`` for the matmul family; bias adds not
 counted): ``mm``/``matmul``/``bmm``/``linear``/``addmm``/``baddbmm``: ``2 * M * K * N`` (per
 batch); convolutions ``2 * output elements * (in channels / groups) * kernel elements``
 (transposed: ``2 * input elements * (out channels / groups) * kernel elements``);
 ``scaled_dot_product_attention``: ``4 * B * H * L * S * E``; element-wise ops (arithmetic,
-activations, comparisons, casts, dropout when training): one per output element; reductions (``sum``, ``mean``,
+activations, comparisons, casts, dropout when training): one per output element -- the
+transcendental ones (``exp``, ``log``, ``tanh``, ``sigmoid``, ``sqrt``, ``erf``, ``pow``, ...)
+count it in the op's ``transcendentals`` instead, as XLA's cost analysis does; reductions (``sum``, ``mean``,
 ``amax``, ...): one per input element; ``softmax``/``log_softmax`` 5, ``layer_norm``/
 ``group_norm`` 7 and ``batch_norm`` 4 per element; pooling ``output elements * window
 elements``; data movement (``cat``, ``clone``, ``embedding``, ``index``, ...) 0. Ops
@@ -129,6 +134,11 @@ _ELEMENTWISE = {
     "isnan", "isinf", "isfinite", "nan_to_num", "lerp", "addcmul", "addcdiv", "dropout", "native_dropout",
     "_to_copy", "to", "type_as", "threshold", "hardshrink", "softshrink", "tanhshrink", "sgn", "frac",
     "atan2", "atan", "asin", "acos", "sinh", "cosh", "asinh", "acosh", "atanh", "xlogy", "heaviside",
+}
+# element-wise functions XLA's cost analysis counts as transcendentals (one per element), apart from FLOPs
+_TRANSCENDENTAL = {
+    "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "pow", "sin", "cos", "tan", "erf",
+    "erfc", "tanh", "sigmoid", "atan2", "atan", "asin", "acos", "sinh", "cosh", "asinh", "acosh", "atanh",
 }
 _REDUCTION = {
     "sum", "mean", "amax", "amin", "max", "min", "argmax", "argmin", "prod", "var", "std", "var_mean",
@@ -281,7 +291,7 @@ def export_module(module: Any, example_inputs: Sequence[Any], *, level: str = "h
     return ep
 
 
-def import_exported(ep: Any, *, weights: str = "use", name: str = "torch", source: str = "") -> Problem:
+def import_exported(ep: Any, *, weights: str = "program", name: str = "torch", source: str = "") -> Problem:
     """Workload of an ``ExportedProgram`` (see the module docstring)."""
     import torch  # lazy
     from torch.export.graph_signature import InputKind
@@ -396,13 +406,16 @@ def import_exported(ep: Any, *, weights: str = "use", name: str = "torch", sourc
                 warnings.warn(f"{source or name}: no FLOP formula for aten.{opname}; counted as 0 FLOPs",
                               TorchImportWarning, stacklevel=2)
             flops = 0.0
+        trans = 0.0
+        if opname in _TRANSCENDENTAL:  # counted apart from FLOPs, as XLA's cost analysis does
+            flops, trans = 0.0, flops
         inplace = []
         if opname in _ELEMENTWISE and writes:
             inplace = [(src, dst) for dst, _ in writes for src, _n in reads
                        if src not in weight_ids and b.sizes[src] == b.sizes[dst]]
-        b.add_op(node.name, opname, flops, reads=reads, writes=writes, inplace=inplace)
+        b.add_op(node.name, opname, flops, reads=reads, writes=writes, inplace=inplace, transcendentals=trans)
         env[node.name] = out
-    return b.build(whole_program=weight_ids if weights == "program" else ())
+    return b.build(tight=weight_ids if weights == "use" else ())
 
 
 def _aliased_input(schema: Any, node: Any, alias: Any) -> Any:
@@ -418,7 +431,7 @@ def _aliased_input(schema: Any, node: Any, alias: Any) -> Any:
 
 
 def import_module(module: Any, input_shapes: Sequence[Sequence[int]] = (), *, example_inputs: Sequence[Any] | None = None,
-                  weights: str = "use", level: str = "high", name: str | None = None, source: str = "") -> Problem:
+                  weights: str = "program", level: str = "high", name: str | None = None, source: str = "") -> Problem:
     """Workload of an in-memory ``nn.Module`` (shapes give float32 random example inputs)."""
     import torch  # lazy
     if input_shapes:
@@ -432,7 +445,7 @@ def import_module(module: Any, input_shapes: Sequence[Sequence[int]] = (), *, ex
     return import_exported(ep, weights=weights, name=name or type(module).__name__, source=source)
 
 
-def import_torch(spec: str | Any, input_shapes: Sequence[str | Sequence[int]] = (), *, weights: str = "use",
+def import_torch(spec: str | Any, input_shapes: Sequence[str | Sequence[int]] = (), *, weights: str = "program",
                  level: str = "high", name: str | None = None) -> Problem:
     """Workload of ``spec`` (``module:callable`` / ``file.py:callable``, or a module object)."""
     import torch  # lazy
