@@ -32,6 +32,7 @@ from mallocgame.importers.matmul import (
     build_program,
     check_factorization,
     import_matmul,
+    load_factorization,
     naive,
     run_program,
     strassen,
@@ -39,7 +40,7 @@ from mallocgame.importers.matmul import (
 from mallocgame.intervals import max_live
 from mallocgame.io import parse_workload, read_workload_json, workload_dict
 from mallocgame.model import Buffer, InputError, Op, Operand, Problem
-from tests.conftest import run_cli
+from tests.conftest import BENCHMARKS, needs_benchmarks, run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data"
@@ -477,6 +478,96 @@ def test_matmul_bad_factorizations(tmp_path):
     (tmp_path / "junk.npy").write_text("not numpy")
     with pytest.raises(InputError, match="cannot read"):
         import_matmul(str(tmp_path / "junk.npy"))
+
+
+def test_matmul_rectangular_factorization_is_checked_and_run(tmp_path):
+    """<n, m, p> factorizations (u [n*m, R], v [m*p, R], w [p*n, R]) as AlphaTensor's factorizations_r.npz
+    stores them: a tuple per key, read back as arrays only."""
+    u, v, w = naive(2, 3, 4)
+    fz = check_factorization((u, v, w))
+    assert (fz.shape, fz.rank, fz.layout) == ((2, 3, 4), 24, "alphatensor")
+    rng = np.random.default_rng(0)
+    for depth in (1, 2):
+        prog = build_program(fz, depth=depth, size=2 ** depth * 3)
+        A = rng.standard_normal((prog.size, prog.block * 3 ** depth))
+        B = rng.standard_normal((prog.block * 3 ** depth, prog.block * 4 ** depth))
+        np.testing.assert_allclose(run_program(prog, A, B), A @ B, atol=1e-9)
+        assert sum(s.kind == "matmul" for s in prog.steps) == 24 ** depth
+    # the row-major C layout (c[i*p + k] = C[i, k]) is accepted too, and turned into AlphaTensor's
+    row_major = np.zeros_like(w)
+    for i in range(2):
+        for k in range(4):
+            row_major[i * 4 + k] = w[k * 2 + i]
+    fz_rm = check_factorization((u, v, row_major))
+    assert fz_rm.layout == "row-major" and np.array_equal(fz_rm.w, w)
+    # a keyed .npz with object entries, as AlphaTensor ships them
+    path = tmp_path / "rect.npz"
+    entry = np.empty(3, dtype=object)
+    entry[:] = [u, v, w]
+    np.savez(path, **{"2,3,4": entry, "2,2,2": strassen()})
+    p = import_matmul(f"{path}:2,3,4", size=64)
+    assert p.name == "matmul_2x3x4_r24_d1_N64"
+    roundtrip(p)
+    check_live_ranges(p)
+    sizes = {b.id: b.size for b in p.buffers}
+    assert sizes["A_1_2"] == sizes["B_2_3"] == sizes["C_1_3"] == 32 * 32 * 4 and len(p.ops) >= 24
+    assert sum(op.flops for op in p.ops if op.kind == "matmul") == 2.0 * 64 * 96 * 128
+    np.savez(tmp_path / "bad.npz", **{"2,2,3": entry})
+    with pytest.raises(InputError, match=r"the key says <2,2,3> but the matrices are of <2,3,4>"):
+        import_matmul(f"{tmp_path / 'bad.npz'}:2,2,3")
+    broken = [u, v, w.copy()]
+    broken[2][0, 0] = 0
+    with pytest.raises(InputError, match=r"not a factorization of the <2,3,4> \(2x3 times 3x4\) matrix multiplication"):
+        check_factorization(broken)
+    with pytest.raises(InputError, match="expected shape"):
+        check_factorization((u, v, w[:5]))
+
+
+def test_matmul_npz_object_entries_load_arrays_only(tmp_path):
+    evil = np.empty(3, dtype=object)
+    evil[:] = [print, 1, 2]
+    np.savez(tmp_path / "evil.npz", **{"1,1,1": evil})
+    with pytest.raises(InputError, match="refusing to load builtins.print"):
+        load_factorization(f"{tmp_path / 'evil.npz'}:1,1,1")
+
+
+@needs_benchmarks()
+def test_alphatensor_factorizations_import_and_check():
+    folder = BENCHMARKS / "alphatensor"
+    rect = load_factorization(f"{folder / 'factorizations_r.npz'}:4,4,5")
+    fz = check_factorization(rect, shape=(4, 4, 5))
+    assert (fz.shape, fz.rank) == ((4, 4, 5), 63)
+    prog = build_program(fz, size=8)
+    rng = np.random.default_rng(1)
+    A, B = rng.standard_normal((8, 8)), rng.standard_normal((8, 10))
+    np.testing.assert_allclose(run_program(prog, A, B), A @ B, atol=1e-9)
+    p = import_matmul(f"{folder / 'factorizations_r.npz'}:4,4,5", size=256)
+    assert sum(op.kind == "matmul" for op in p.ops) == 63
+    for name in ("alphatensor_tpu_4x4x4_rank49", "alphatensor_gpu_4x4x4_rank49", "strassen_squared_4x4x4_rank49"):
+        q = import_matmul(str(folder / f"{name}.npy"), size=64)
+        assert sum(op.kind == "matmul" for op in q.ops) == 49
+        check_live_ranges(q)
+
+
+@needs_benchmarks()
+def test_matmul_suite_has_alphatensor_programs_at_8192():
+    from mallocgame.inputs.suites import suite_entries
+    entries = {e.name: e for e in suite_entries("matmul", str(BENCHMARKS))}
+    new = ["alphatensor-tpu-4x4x4-n8192", "alphatensor-gpu-4x4x4-n8192", "strassen-squared-4x4x4-n8192",
+           "naive-4x4x4-n8192"]
+    assert set(new) <= set(entries) and {"strassen-d2-n2048", "naive-2x2-d2-n2048"} <= set(entries)
+    p = entries["alphatensor-tpu-4x4x4-n8192"].build()
+    assert sum(op.kind == "matmul" for op in p.ops) == 49
+    assert sum(b.kind == "input" for b in p.buffers) == 32 and p.capacity is not None
+
+
+def test_matmul_suite_marks_alphatensor_pending_without_benchmarks(tmp_path):
+    from mallocgame.inputs.suites import _matmul_entries, resolve_inputs
+    entries = {e.name: e for e in _matmul_entries(str(tmp_path))}
+    pending = {n for n, e in entries.items() if e.pending}
+    assert pending == {"alphatensor-tpu-4x4x4-n8192", "alphatensor-gpu-4x4x4-n8192", "strassen-squared-4x4x4-n8192"}
+    assert "benchmark files not found" in entries["alphatensor-tpu-4x4x4-n8192"].pending
+    assert "naive-4x4x4-n8192" in {e.name for e in resolve_inputs(["matmul"], str(tmp_path))}
 
 
 # --------------------------------------------------------------------------- CLI

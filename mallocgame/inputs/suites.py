@@ -10,7 +10,10 @@ folder, found by :func:`benchmarks_dir`.
   the ``tpuv4i`` cost model, with the fast memory set to :data:`CAPACITY_FRACTION` (40%)
   of each workload's max live bytes (capped at the chip's 128 MiB), aligned down to 512;
 * ``quick``: five small workloads from ``realistic``, for a comparison in about a minute;
-* ``matmul``: the Strassen programs alone (the AlphaTensor experiment);
+* ``matmul``: the Strassen and schoolbook programs, and AlphaTensor's own 4x4x4 rank-49
+  algorithms for TPU and GPU at 8192 beside Strassen squared and the 4x4 schoolbook program
+  (the AlphaTensor experiment; the AlphaTensor entries read ``alphatensor/`` of the benchmark
+  folder and are pending without it);
 * ``sizes``: synthetic programs whose tensor sizes follow four distributions;
 * ``minimalloc``: MiniMalloc's 11 challenging CSVs (pack mode, capacity 1048576);
 * ``traces``: small real compiler traces (IREE, MindSpore SOMAS, IOPDDL; pack mode,
@@ -70,19 +73,26 @@ def _workload(name: str, description: str, make: Callable[[], Problem],
     return Entry(name, description, build, fraction)
 
 
-def _matmul(name: str, description: str, *, depth: int, size: int, naive: bool = False) -> Entry:
-    """A recursive matmul program from the importer's generator (pending until it is installed)."""
+def _matmul(name: str, description: str, *, depth: int, size: int, naive: bool = False,
+            factorization: str | None = None, pending: str | None = None) -> Entry:
+    """A recursive matmul program from the importer's generator (pending until it is installed).
+
+    ``factorization``: a file or built-in name for the importer (default Strassen, or the 2x2
+    schoolbook with ``naive``); ``pending`` says why the entry cannot be built here.
+    """
     try:
         from mallocgame.importers import matmul as mm  # noqa: F401
-        pending = None if hasattr(mm, "import_matmul") else "mallocgame.importers.matmul has no import_matmul"
+        if not hasattr(mm, "import_matmul"):
+            pending = pending or "mallocgame.importers.matmul has no import_matmul"
     except Exception as exc:  # the importer is optional here: its absence only suspends the entry
-        pending = f"matmul generator unavailable ({exc.__class__.__name__}: {exc})"
+        pending = pending or f"matmul generator unavailable ({exc.__class__.__name__}: {exc})"
 
     def make() -> Problem:
         from mallocgame.importers.matmul import import_matmul
         from mallocgame.importers.matmul import naive as naive_factorization
 
-        return import_matmul(naive_factorization(2) if naive else None, depth=depth, size=size, dtype="bf16")
+        source = factorization if factorization is not None else (naive_factorization(2) if naive else None)
+        return import_matmul(source, depth=depth, size=size, dtype="bf16")
 
     entry = _workload(name, description, make)
     return Entry(entry.name, entry.description, entry.build, entry.capacity_fraction, pending)
@@ -152,11 +162,33 @@ def _quick_entries() -> list[Entry]:
     return [by_name[n] for n in QUICK]
 
 
-def _matmul_entries() -> list[Entry]:
+ALPHATENSOR = (("alphatensor-tpu-4x4x4-n8192", "alphatensor_tpu_4x4x4_rank49.npy",
+                "AlphaTensor's 4x4x4 rank-49 algorithm found for TPU v2"),
+               ("alphatensor-gpu-4x4x4-n8192", "alphatensor_gpu_4x4x4_rank49.npy",
+                "AlphaTensor's 4x4x4 rank-49 algorithm found for V100 GPUs"),
+               ("strassen-squared-4x4x4-n8192", "strassen_squared_4x4x4_rank49.npy",
+                "Strassen squared, 4x4x4 rank 49 (AlphaTensor's baseline)"))
+
+
+def _matmul_entries(explicit: str | None = None) -> list[Entry]:
+    """Strassen and schoolbook programs, and AlphaTensor's algorithms from ``alphatensor/`` (pending without it)."""
+    try:
+        folder, missing = benchmarks_dir(explicit, subfolder="alphatensor") / "alphatensor", None
+    except InputError as exc:
+        folder, missing = Path("alphatensor"), str(exc)
+    alphatensor = []
+    for name, file, description in ALPHATENSOR:
+        path = folder / file
+        pending = missing or (None if path.is_file() else f"{path}: file not found")
+        alphatensor.append(_matmul(name, f"{description}, depth 1, 8192x8192 bf16", depth=1, size=8192,
+                                   factorization=str(path), pending=pending))
     return [e for e in _realistic_entries() if e.name.startswith(("strassen", "naive"))] + [
         _matmul("strassen-d1-n4096", "Strassen 2x2 rank 7, depth 1, 4096x4096 bf16 matrices", depth=1, size=4096),
         _matmul("naive-2x2-d1-n4096", "Schoolbook 2x2 rank 8, depth 1, 4096x4096 bf16", depth=1, size=4096,
                 naive=True),
+        *alphatensor,
+        _matmul("naive-4x4x4-n8192", "Schoolbook 4x4 rank 64 (the baseline of the 4x4x4 programs), depth 1, "
+                "8192x8192 bf16", depth=1, size=8192, factorization="naive4"),
     ]
 
 
@@ -237,8 +269,8 @@ SUITES: dict[str, Suite] = {s.name: s for s in (
     Suite("quick", "five small realistic workloads: a comparison in about a minute", lambda _: _quick_entries()),
     Suite("realistic", f"MLPs, CNNs, transformers (BERT-base b1-8), Strassen matmul; tpuv4i, "
           f"capacity {CAPACITY_FRACTION:.0%} of max live", lambda _: _realistic_entries()),
-    Suite("matmul", "Strassen vs schoolbook recursive matmul programs (AlphaTensor experiment)",
-          lambda _: _matmul_entries()),
+    Suite("matmul", "Strassen, AlphaTensor's 4x4x4 TPU/GPU algorithms and schoolbook matmul programs "
+          "(AlphaTensor experiment)", _matmul_entries),
     Suite("sizes", "synthetic programs: uniform, lognormal, bimodal, heavy-tail tensor sizes",
           lambda _: _sizes_entries()),
     Suite("minimalloc", "MiniMalloc's 11 challenging pack instances A-K (capacity 1048576)",
