@@ -76,7 +76,7 @@ def hlo_cmd(file: str, out: str, name: str | None, max_expanded_ops: int) -> Non
 @click.argument("spec")
 @click.option("--input-shape", "input_shapes", multiple=True, metavar="D1,D2,...",
               help="Shape of one float32 example input, e.g. 1,3,32,32 (repeat for several inputs).")
-@click.option("--weights", type=click.Choice(["use", "program", "none"]), default="use", show_default=True,
+@click.option("--weights", type=click.Choice(["use", "program", "none"]), default="program", show_default=True,
               help="Weights live from first to last use, for the whole program, or are left out.")
 @click.option("--level", type=click.Choice(["high", "core"]), default="high", show_default=True,
               help="ATen level: as torch.export records it, or decomposed to core ATen.")

@@ -152,6 +152,10 @@ def prepare(problem: Problem, *, mode: str | None = None, capacity: int | str | 
         if too_big is not None:
             raise InputError(f"{where}: buffer {too_big.id!r}: size {too_big.size} "
                              f"exceeds capacity {cap} (pack mode must place every buffer)")
+    if problem.inplace:  # in-place pairs share storage for every consumer (read workloads are merged already)
+        from mallocgame.aliasing import merge_inplace
+
+        problem = merge_inplace(problem)
     buffers = problem.buffers
     if spec.alignment > 1:
         buffers = tuple(b if b.alignment % spec.alignment == 0 else
