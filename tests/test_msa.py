@@ -1,0 +1,247 @@
+"""solvers/msa.py: XLA's memory-space assignment in prefetch mode (docs/prefetch.md, issue 9 item 3).
+
+Valid, stall-free answers on many generated programs and capacities; deterministic; the time
+limit; hints never made worse; the picker's 1.5x window, evictions with retries; prefetching
+beating whole-lifetime placement (greedy-xla lifted to prefetch mode); the conformance suite.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+
+import numpy as np
+import pytest
+
+from hardware.prefetch import PrefetchEvaluator
+from hardware.spec import PRESETS
+from hardware.validator import validate_intervals
+from mallocgame import conformance
+from mallocgame.inputs import workloads as w
+from mallocgame.inputs.generate import layered_network
+from mallocgame.inputs.load import prepare
+from mallocgame.model import Buffer, FastInterval, Op, Operand, Problem, Solution, Status
+from mallocgame.prefetch import lift_map_answer
+from mallocgame.runner import run_solver
+from solvers.msa import MemorySpaceAssignment, _Msa
+
+TPU = PRESETS["tpuv4i"]
+UNIT = PRESETS["unit"]
+
+
+@functools.cache
+def _layered(n: int, seed: int, fraction: float) -> Problem:
+    problem, _ = prepare(layered_network(n, seed=seed), mode="prefetch", capacity_fraction=fraction, hardware=TPU)
+    return problem
+
+
+def _solve(problem: Problem, hw=TPU, **kwargs) -> Solution:
+    kwargs.setdefault("time_limit", 10.0)
+    kwargs.setdefault("seed", 0)
+    return MemorySpaceAssignment().solve(problem, hw, **kwargs)
+
+
+def _value(problem: Problem, hw, intervals) -> float:
+    return PrefetchEvaluator.of(problem, hw).value(list(intervals))
+
+
+def _lifted_greedy(problem: Problem, hw=TPU) -> list[FastInterval]:
+    report = run_solver("greedy-xla", problem.replace(mode="map"), hw, time_limit=10.0, seed=0)
+    return lift_map_answer(problem, report.offsets)
+
+
+def _hint(intervals) -> Solution:
+    return Solution(offsets=(), status=Status.FEASIBLE, mode="prefetch", solver="hint", intervals=tuple(intervals))
+
+
+def _workloads() -> list[Problem]:
+    return [w.mlp([784, 1024, 1024, 1024, 10], batch=128, training=True),
+            w.resnet([(16, 1), (32, 1), (64, 1)], batch=64, image=32, classes=10, cifar_stem=True, training=True),
+            w.transformer_encoder(layers=2, hidden=128, heads=2, seq=64, batch=4),
+            w.mlp([784, 2048, 2048, 2048, 2048, 10], batch=32)]
+
+
+# ---------------------------------------------------------------- validity, determinism, limits
+
+def test_valid_and_stall_free_on_many_generated_problems():
+    checked = 0
+    cases = [(_layered(n, seed, frac), TPU) for n in (20, 70, 160) for seed in (0, 1, 2)
+             for frac in (0.03, 0.1, 0.25, 0.6, 1.5)]
+    cases += [(prepare(p, mode="prefetch", capacity_fraction=frac, hardware=TPU)[0], TPU)
+              for p in _workloads() for frac in (0.1, 0.3, 0.8)]
+    for problem, hw in cases:
+        solution = _solve(problem, hw)
+        assert solution.mode == "prefetch" and solution.status is Status.FEASIBLE
+        assert solution.offsets == (None,) * problem.n
+        violation = validate_intervals(problem, solution.intervals)
+        assert violation is None, f"{problem.name} cap={problem.capacity}: {violation}"
+        ev = PrefetchEvaluator.of(problem, hw)
+        breakdown = ev.breakdown(solution.intervals)
+        assert breakdown.stall <= 1e-9 * ev.time_all_slow, f"{problem.name}: MSA took a copy that stalls"
+        assert solution.objective == pytest.approx(ev.value(solution.intervals), rel=1e-12, abs=1e-18)
+        assert solution.objective >= 0.0
+        checked += 1
+    assert checked == len(cases)
+
+
+def test_through_the_runner_with_a_capacity_nothing_fits_in():
+    problem = _layered(60, 4, 0.4)
+    report = run_solver("msa", problem, TPU, time_limit=5.0, seed=0)
+    assert report.valid and report.objective > 0 and report.placed > 0
+    tiny = problem.replace(capacity=min(b.size for b in problem.buffers) - 1)
+    report = run_solver("msa", tiny, TPU, time_limit=5.0, seed=0)
+    assert report.valid and report.placed == 0 and report.objective == 0.0
+
+
+def test_deterministic_and_seed_is_ignored():
+    problem = _layered(120, 7, 0.2)
+    a, b, c = (_solve(problem, seed=s) for s in (0, 0, 12345))
+    assert a.intervals == b.intervals == c.intervals
+    assert a.objective == b.objective == c.objective
+
+
+def test_time_limit_is_honoured_and_the_partial_answer_is_valid():
+    problem, _ = prepare(layered_network(3000, seed=1), mode="prefetch", capacity_fraction=0.4, hardware=TPU)
+    PrefetchEvaluator.of(problem, TPU)  # built outside the timed part, like the runner's bound
+    limit = 0.3
+    t0 = time.monotonic()
+    solution = _solve(problem, time_limit=limit)
+    elapsed = time.monotonic() - t0
+    assert elapsed <= limit + 0.5
+    assert solution.stats["timed_out"]
+    assert validate_intervals(problem, solution.intervals) is None
+    assert solution.objective > 0
+
+
+def test_empty_problems():
+    for problem in (Problem(name="empty", buffers=(), capacity=64, mode="prefetch"),
+                    Problem(name="no-ops", buffers=(Buffer("a", 8, 0, 2),), capacity=64, mode="prefetch")):
+        solution = _solve(problem, UNIT)
+        assert solution.intervals == () and solution.status is Status.FEASIBLE
+        assert solution.offsets == (None,) * problem.n
+        assert validate_intervals(problem, solution.intervals) is None
+
+
+# ---------------------------------------------------------------- hints
+
+def test_hint_is_never_made_worse():
+    problem = _layered(100, 3, 0.3)
+    ev = PrefetchEvaluator.of(problem, TPU)
+    plain = _solve(problem)
+    lifted = _lifted_greedy(problem)
+    own = list(plain.intervals)
+    partial = [iv for iv in lifted if iv.buffer % 2 == 0]  # a valid answer: a subset of a valid one
+    for hint in (lifted, own, partial, []):
+        solution = _solve(problem, hint=_hint(hint))
+        assert validate_intervals(problem, solution.intervals) is None
+        assert solution.objective >= ev.value(hint) - 1e-15
+        assert solution.objective >= plain.objective - 1e-15  # the plain run is among the candidates
+
+
+def test_a_map_answer_as_hint_is_lifted_and_an_invalid_hint_ignored():
+    problem = _layered(60, 5, 0.3)
+    report = run_solver("greedy-xla", problem.replace(mode="map"), TPU, time_limit=5.0, seed=0)
+    map_hint = Solution(offsets=report.offsets, status=Status.FEASIBLE, mode="map")
+    lifted_value = _value(problem, TPU, lift_map_answer(problem, report.offsets))
+    solution = _solve(problem, hint=map_hint)
+    assert validate_intervals(problem, solution.intervals) is None
+    assert solution.objective >= lifted_value - 1e-15
+    bad = _hint([FastInterval(0, 0, 0, problem.buffers[0].end + 5, None)])
+    solution = _solve(problem, hint=bad)
+    assert validate_intervals(problem, solution.intervals) is None
+    assert solution.objective == _solve(problem).objective
+
+
+# ---------------------------------------------------------------- the algorithm on small programs
+
+def _weight_program() -> Problem:
+    """Ops 0-8 compute-bound (4 s each, no operands); op 9 reads weight w (8 bytes, 8 s slow, 0.8 s fast)."""
+    ops = tuple(Op(f"c{t}", flops=4.0) for t in range(9)) + (Op("use", operands=(Operand("w", "read", 8),)),)
+    return Problem("weight", (Buffer("w", 8, 0, 10, kind="weight"),), ops=ops, capacity=8, mode="prefetch")
+
+
+def test_the_picker_prefers_a_window_of_one_and_a_half_copy_times():
+    # Copy time 8 s (unit hardware); windows of 12 s = 3 ops of 4 s: copy starts after op 5.
+    problem = _weight_program()
+    solution = _solve(problem, UNIT)
+    assert solution.intervals == (FastInterval(0, 0, 9, 10, 5),)
+    assert solution.objective == pytest.approx(44.0 - 36.8)
+    msa = _Msa(problem, UNIT, deadline=time.monotonic() + 10)
+    earliest, latest, candidates = msa.picker(-1, 9, 8.0, reduction=7.2, retry=0)
+    assert (earliest, latest) == (-1, 8)
+    assert list(candidates)[:5] == [5, 6, 4, 7, 3]  # preferred, then later / earlier alternately
+
+
+def test_no_prefetch_window_without_copy_budget():
+    # Every op before the use is too short to hide the copy: nothing is prefetched, nothing stalls.
+    ops = tuple(Op(f"c{t}", flops=0.5) for t in range(3)) + (Op("use", operands=(Operand("w", "read", 8),)),)
+    problem = Problem("short", (Buffer("w", 8, 0, 4, kind="weight"),), ops=ops, capacity=8, mode="prefetch")
+    solution = _solve(problem, UNIT)
+    assert solution.intervals == () and solution.objective == 0.0
+
+
+def test_eviction_after_a_long_gap_with_a_retry():
+    # x is written at op 0 and read at op 1 (kept fast, no copy), then read again at op 84 after
+    # 328 s of compute-bound ops: longer than 10x its copy time (8 s) even with the retries'
+    # doubling (40x), so MSA evicts it and prefetches it back. The first eviction window (ops 1-2)
+    # lacks budget once op 1 is fast (0.8 + 4 s < 8 s); the retry's longer one (ops 1-8) holds it.
+    ops = (Op("def", operands=(Operand("x", "write", 8),)), Op("use1", operands=(Operand("x", "read", 8),)))
+    ops += tuple(Op(f"c{t}", flops=4.0) for t in range(2, 84)) + (Op("use2", operands=(Operand("x", "read", 8),)),)
+    problem = Problem("evict", (Buffer("x", 8, 0, 85),), ops=ops, capacity=8, mode="prefetch")
+    solution = _solve(problem, UNIT)
+    assert solution.intervals == (FastInterval(0, 0, 0, 9, None), FastInterval(0, 0, 84, 85, 80))
+    breakdown = PrefetchEvaluator.of(problem, UNIT).breakdown(solution.intervals)
+    assert sorted(c.kind for c in breakdown.copies) == ["eviction", "prefetch"]
+    assert breakdown.stall == 0.0
+    assert solution.stats["retries"] >= 1 and solution.stats["evictions"] == 1
+
+
+def test_memory_boundedness_order():
+    # b and c are read by memory-bound ops, b by two of them; a only by a compute-bound op.
+    ops = (Op("m1", operands=(Operand("b", "read", 8),)),
+           Op("m2", operands=(Operand("b", "read", 8), Operand("c", "read", 8))),
+           Op("cb", flops=100.0, operands=(Operand("a", "read", 8),)))
+    bufs = (Buffer("a", 8, 0, 3, kind="weight"), Buffer("b", 8, 0, 2, kind="weight"), Buffer("c", 8, 0, 2, kind="weight"))
+    problem = Problem("order", bufs, ops=ops, capacity=64, mode="prefetch")
+    assert _Msa(problem, UNIT, deadline=time.monotonic() + 10).order().tolist() == [1, 2, 0]
+
+
+# ---------------------------------------------------------------- prefetching pays
+
+def test_weights_heavy_program_at_small_capacity_gets_real_prefetches():
+    problem, _ = prepare(w.mlp([784, 1024, 1024, 1024, 10], batch=128, training=True), mode="prefetch",
+                         capacity_fraction=0.25, hardware=TPU)
+    solution = _solve(problem)
+    prefetches = [iv for iv in solution.intervals if iv.copy_start is not None]
+    assert any(iv.copy_start + 1 < iv.start for iv in prefetches), "no prefetch with a non-empty copy window"
+    weights = {i for i, b in enumerate(problem.buffers) if b.kind == "weight"}
+    assert {iv.buffer for iv in prefetches} & weights
+    assert PrefetchEvaluator.of(problem, TPU).breakdown(solution.intervals).stall == 0.0
+
+
+@pytest.mark.parametrize("fraction", [0.1, 0.25, 0.5])
+def test_beats_lifted_whole_lifetime_placement(fraction):
+    wins = []
+    problems = [_layered(150, seed, fraction) for seed in range(3)]
+    problems += [prepare(p, mode="prefetch", capacity_fraction=fraction, hardware=TPU)[0] for p in _workloads()[:2]]
+    for problem in problems:
+        msa = _solve(problem).objective
+        lifted = max(_value(problem, TPU, _lifted_greedy(problem)), 0.0)  # all-slow is an answer too
+        wins.append(msa > lifted)
+    assert all(wins), wins
+
+
+# ---------------------------------------------------------------- the plugin contract
+
+def test_conformance_suite_passes():
+    results = conformance.check_solver("msa", time_limit=1.0)
+    failed = [(r.name, r.message) for r in results if not r.passed]
+    assert not failed, failed
+    assert [r.name for r in results] == list(conformance.CHECKS)
+
+
+def test_max_retries_option():
+    problem = _layered(70, 2, 0.25)
+    one = _solve(problem, max_retries=1)
+    assert validate_intervals(problem, one.intervals) is None
+    assert np.isfinite(one.objective)
