@@ -34,6 +34,9 @@ algorithm and what it becomes in our model:
   4. else the use reads slow memory.
   A value defined in fast memory and never read (a scratch buffer) gets a one-op interval
   at its definition; an output whose last value is fast is evicted before its end.
+  Outputs have XLA's required assignment "in default memory at the end": when the ops after
+  an output's last write cannot hide its copy even with their whole budget, that write is
+  served in slow memory.
 * **Best fit with look-ahead** (``FindBestChunkCandidate``): a new interval's offset is the
   best-fit hole (smallest, lowest on ties) for the longest stay it could have: the latest
   later use of the same value, among those reachable by no-copy segments, for which some
@@ -48,13 +51,17 @@ algorithm and what it becomes in our model:
   witness schedule (the budget left per op) and accepts at once when the new copy fits in
   it; otherwise it re-serves every copy, which is exact because serving in deadline order,
   each copy from its earliest slots, completes every copy whenever any schedule does.
-* **Retries** (``max_retries``, ``SetRetryNumber``): a buffer whose eviction fails is
-  uncommitted and retried, as is one whose prefetch found no window for want of copy
-  budget (except on the last try); each retry lengthens the preferred eviction window
+* **Retries** (``max_retries``, default 3; ``SetRetryNumber``): a buffer whose eviction
+  fails is uncommitted and retried, as is one whose prefetch found no window for want of
+  copy budget (except on the last try); each retry lengthens the preferred eviction window
   (XLA's ``kEvictionRetryMultiplier``) and, our relaxation, doubles the ``10 x`` limit (so
-  earlier prefetches and longer no-copy stays are allowed). When every try fails, a last
-  one serves reads only (writes go to slow memory, so no eviction is ever needed); XLA
-  would leave the buffer in slow memory.
+  earlier prefetches and longer no-copy stays are allowed). Where XLA would then leave the
+  buffer in slow memory, up to 4 more tries each send the write whose eviction failed to
+  slow memory, and a last one serves reads only (no write fast, so no eviction needed).
+* **Max overlap** (option ``max_overlap``): ``"buffer"`` (default) bounds no-copy stays and
+  prefetch windows by ``10 x`` the buffer's own copy time, as the issue and older XLA
+  (``max_async_copy_to_overlap_ratio``); ``"memory"`` by ``10 x`` the copy time of the whole
+  fast memory, as today's XLA (``max_overlap_to_mem_size_async_copy_ratio``).
 
 Left out of XLA's MSA: cross-program prefetch (and its end-of-program freeing), sliced
 prefetches, repacking (``max_repacks``), scoped (per-op scratch) allocations, the
@@ -78,7 +85,7 @@ import numpy as np
 
 from hardware.prefetch import PrefetchEvaluator
 from hardware.validator import validate_intervals
-from mallocgame.model import FastInterval, Problem, Solution, Status
+from mallocgame.model import FastInterval, InputError, Problem, Solution, Status
 from mallocgame.placement import best_fit_offset
 from mallocgame.prefetch import lift_map_answer
 from mallocgame.protocol import Solver, solver_deadline
@@ -89,6 +96,7 @@ MAX_OVERLAP_RATIO = 10.0  # max_overlap_to_async_copy_ratio
 EVICTION_RETRY_MULTIPLIER = 2.0  # kEvictionRetryMultiplier
 EXPLORED_DECREASING = 100  # kNumExploredDecreasingIntervals
 MAX_RETRIES = 3
+EXTRA_TRIES = 4  # tries beyond MAX_RETRIES for evictions that failed (each sends one more write to slow memory)
 
 
 class _Timeout(Exception):
@@ -292,7 +300,8 @@ class _Open:
     end: int
     rect: int
     dirty: bool  # serves a write slow memory does not have
-    last_write: int = -1
+    last_write: int = -1  # op of the last write it serves
+    write_k: int = -1  # that write's touch index
 
 
 @dataclass
@@ -310,7 +319,8 @@ class _Stats:
 class _Msa:
     """One run of memory-space assignment on one problem."""
 
-    def __init__(self, problem: Problem, hardware, deadline: float, max_retries: int = MAX_RETRIES):
+    def __init__(self, problem: Problem, hardware, deadline: float, max_retries: int = MAX_RETRIES,
+                 max_overlap: str = "buffer"):
         self.problem = problem
         self.deadline = deadline
         self.max_retries = max(1, int(max_retries))
@@ -339,8 +349,15 @@ class _Msa:
         self.res = _CopyResource(self.compute, self.slow_mem, self.fixed)
         self.stats = _Stats()
         self.done = np.zeros(n, bool)
+        self.max_overlap = max_overlap
+        self.memory_copy_time = self.capacity / float(hardware.copy_bw)
 
     # ------------------------------------------------------------ cost analysis
+
+    def max_elapsed(self, copy_t: float, retry: int) -> float:
+        """GetMaxElapsedInAlternateMemory: the longest stay without a copy, the longest prefetch window."""
+        basis = self.memory_copy_time if self.max_overlap == "memory" else copy_t
+        return MAX_OVERLAP_RATIO * basis * (2.0 ** retry)
 
     def el(self, a: int, b: int) -> float:
         """Elapsed time of the ops strictly between ``a`` and ``b`` (``a >= -1``): GetLogicalIntervalElapsed."""
@@ -389,7 +406,7 @@ class _Msa:
         latest = start + int(np.count_nonzero(ok)) - 1
         if latest < start:
             return None
-        max_interval = MAX_OVERLAP_RATIO * copy_t * (2.0 ** retry)
+        max_interval = self.max_elapsed(copy_t, retry)
         too_long = np.flatnonzero(el[:latest - start] <= max_interval)
         earliest = start + int(too_long[0]) if len(too_long) else latest
         window = el[earliest - start:latest - start + 1]
@@ -421,24 +438,44 @@ class _Msa:
 
     # ------------------------------------------------------------ one buffer
 
-    def allocate(self, b: int, retry: int, read_only: bool) -> tuple[list[FastInterval], str]:
-        """One try at buffer ``b``: its intervals (committed to heap and resource) and
-        ``"ok"``, ``"async"`` (a use lacked copy budget) or ``"uncommit"`` (an eviction failed)."""
+    def touches_of(self, b: int) -> tuple[list[int], list[bool], list[bool], list[float]]:
+        """Ops, reads, writes and savings of the touches of ``b`` inside its live range."""
         lo, hi = int(self.ptr[b]), int(self.ptr[b + 1])
-        bend = int(self.end[b])
-        ops = [t for t in self.ops[lo:hi].tolist() if t < bend]
+        ops = [t for t in self.ops[lo:hi].tolist() if t < int(self.end[b])]
         m = len(ops)
-        rd, wr, ds = self.reads[lo:lo + m].tolist(), self.writes[lo:lo + m].tolist(), self.dsum[lo:lo + m].tolist()
+        return ops, self.reads[lo:lo + m].tolist(), self.writes[lo:lo + m].tolist(), self.dsum[lo:lo + m].tolist()
+
+    def required_slow(self, b: int) -> frozenset[int]:
+        """Required assignment of outputs: the last write of an output whose eviction window (the ops
+        after it) cannot hold its copy even with their whole budget is served in slow memory."""
+        ops, _, wr, _ = self.touches_of(b)
+        last = max((k for k in range(len(ops)) if wr[k]), default=None)
+        if self.output[b] and last is not None and self.el(ops[last], int(self.end[b])) < float(self.copy_time[b]):
+            return frozenset({last})
+        return frozenset()
+
+    def allocate(self, b: int, retry: int, slow: frozenset[int] = frozenset(),
+                 read_only: bool = False) -> tuple[list[FastInterval], str, int]:
+        """One try at buffer ``b``: its intervals (committed to heap and resource), ``"ok"``,
+        ``"async"`` (a use lacked copy budget) or ``"uncommit"`` (an eviction failed), and the touch
+        index of the write the failed eviction had to copy back (else -1). The writes of touches in
+        ``slow`` (all writes if ``read_only``) are served in slow memory."""
+        bend = int(self.end[b])
+        ops, rd, wr, ds = self.touches_of(b)
+        m = len(ops)
         size, align = int(self.size[b]), int(self.align[b])
         copy_t = float(self.copy_time[b])
-        max_interval = MAX_OVERLAP_RATIO * copy_t * (2.0 ** retry)
+        max_interval = self.max_elapsed(copy_t, retry)
         heap, res = self.heap, self.res
         # next_def[k]: index of the first pure write after touch k (m if none): the end of k's value
         next_def = [m] * m
         for k in range(m - 2, -1, -1):
             next_def[k] = k + 1 if (wr[k + 1] and not rd[k + 1]) else next_def[k + 1]
         out: list[FastInterval] = []
-        state = {"cur": None, "pending": None, "slow_ready": -1, "prev_off": None, "async": False}
+        state = {"cur": None, "pending": None, "slow_ready": -1, "prev_off": None, "async": False, "bad": -1}
+
+        def slow_write(k: int) -> bool:
+            return wr[k] and (read_only or k in slow)
 
         def fits(a: int, e: int) -> bool:
             return heap.best_fit(a, e, size, align) is not None
@@ -447,7 +484,7 @@ class _Msa:
             """FindBestChunkCandidate for an interval occupying from op ``a`` and serving touch ``k``."""
             last = next_def[k] - 1
             j = k
-            while j < last and self.el(ops[j], ops[j + 1]) < max_interval and not (read_only and wr[j + 1]):
+            while j < last and self.el(ops[j], ops[j + 1]) < max_interval and not slow_write(j + 1):
                 j += 1
             if not fits(a, ops[k] + 1):
                 return None
@@ -491,6 +528,7 @@ class _Msa:
                         hi_ = mid - 1
                 e = lo_
             if not res.try_add([], "eviction", (w + 1, e, copy_t)):
+                state["bad"] = cur.write_k
                 return False
             heap.hi[cur.rect] = e
             cur.end = e
@@ -500,11 +538,12 @@ class _Msa:
         def finish_value(at_end: bool) -> bool:
             """The value ends (a pure write follows, or the touches end)."""
             cur = state["cur"]
-            if cur is None and state["pending"] is not None and not read_only:
-                d = ops[state["pending"]]
-                off = chunk(state["pending"], d)
-                if off is not None and res.try_add([(d, ds[state["pending"]])]):
-                    state["cur"] = cur = _Open(off, d, None, d + 1, heap.add(d, d + 1, off, size), True, d)
+            pending = state["pending"]
+            if cur is None and pending is not None and not slow_write(pending):
+                d = ops[pending]
+                off = chunk(pending, d)
+                if off is not None and res.try_add([(d, ds[pending])]):
+                    state["cur"] = cur = _Open(off, d, None, d + 1, heap.add(d, d + 1, off, size), True, d, pending)
                     self.stats.no_copy += 1
             state["pending"] = None
             if cur is not None:
@@ -538,7 +577,7 @@ class _Msa:
                     off = chunk(k, p + 1)
                     assert off is not None
                     state["cur"] = _Open(off, v, p, v + 1, heap.add(p + 1, v + 1, off, size), bool(wr[k]),
-                                         v if wr[k] else -1)
+                                         v if wr[k] else -1, k if wr[k] else -1)
                     self.stats.prefetches += 1
                     return True
                 p_bad = p  # a later start has less budget: it would stall too
@@ -551,18 +590,19 @@ class _Msa:
             u = ops[k]
             if wr[k] and not rd[k]:  # a pure write: a new value starts
                 if not finish_value(False):
-                    return out, "uncommit"
+                    return out, "uncommit", state["bad"]
                 state["pending"] = k
                 continue
             served = False
             cur = state["cur"]
             if state["pending"] is not None:  # the value's first use: AllocateSegment(definition, use)
-                d = ops[state["pending"]]
-                if not read_only and self.el(d, u) < max_interval:
+                pending = state["pending"]
+                d = ops[pending]
+                if not slow_write(pending) and not slow_write(k) and self.el(d, u) < max_interval:
                     off = chunk(k, d)
-                    if off is not None and res.try_add([(d, ds[state["pending"]]), (u, ds[k])]):
+                    if off is not None and res.try_add([(d, ds[pending]), (u, ds[k])]):
                         state["cur"] = _Open(off, d, None, u + 1, heap.add(d, u + 1, off, size), True,
-                                             u if wr[k] else d)
+                                             u if wr[k] else d, k if wr[k] else pending)
                         served = True
                         self.stats.no_copy += 1
                 if not served:
@@ -570,25 +610,25 @@ class _Msa:
                 state["pending"] = None
             elif cur is not None:
                 p = ops[k - 1]
-                if (self.el(p, u) < max_interval and not (read_only and wr[k])
+                if (self.el(p, u) < max_interval and not slow_write(k)
                         and heap.free(cur.end, u + 1, cur.offset, size) and res.try_add([(u, ds[k])])):
                     heap.hi[cur.rect] = u + 1
                     cur.end = u + 1
                     if wr[k]:
-                        cur.dirty, cur.last_write = True, u
+                        cur.dirty, cur.last_write, cur.write_k = True, u, k
                     served = True
                     self.stats.no_copy += 1
                 else:
                     if cur.dirty and not evict(u):
-                        return out, "uncommit"
+                        return out, "uncommit", state["bad"]
                     close()
-            if not served and not (read_only and wr[k]):
+            if not served and not slow_write(k):
                 served = prefetch(k)
             if not served and wr[k]:
                 state["slow_ready"] = u  # updated in slow memory
         if not finish_value(True):
-            return out, "uncommit"
-        return out, ("async" if state["async"] else "ok")
+            return out, "uncommit", state["bad"]
+        return out, ("async" if state["async"] else "ok"), -1
 
     # ------------------------------------------------------------ the heap of all buffers
 
@@ -615,22 +655,27 @@ class _Msa:
                 break
             heap_n, snap = self.heap.n, self.res.snapshot()
             committed = None
+            slow = self.required_slow(b)
+            retry = 0
             try:
-                for retry in range(self.max_retries):
-                    ivs, result = self.allocate(b, retry, read_only=False)
+                for _ in range(self.max_retries + EXTRA_TRIES):
+                    ivs, result, bad = self.allocate(b, retry, slow)
                     final = retry == self.max_retries - 1
                     if result == "uncommit" or (result == "async" and not final):
                         self.heap.n = heap_n
                         self.res.restore(snap)
                         self.stats.retries += 1
-                        self.stats.uncommits += result == "uncommit"
+                        if result == "uncommit":
+                            self.stats.uncommits += 1
+                            if final and bad >= 0:
+                                slow = slow | {bad}  # XLA's retries are spent: that write goes to slow memory
+                        retry = min(retry + 1, self.max_retries - 1)
                         continue
                     committed = ivs
                     break
                 if committed is None:  # every try failed on an eviction: serve reads only
-                    ivs, result = self.allocate(b, self.max_retries - 1, read_only=True)
+                    committed, _, _ = self.allocate(b, self.max_retries - 1, read_only=True)
                     self.stats.read_only += 1
-                    committed = ivs
             except _Timeout:
                 self.heap.n = heap_n
                 self.res.restore(snap)
@@ -649,8 +694,11 @@ class MemorySpaceAssignment(Solver):
     name = "msa"
     modes = frozenset({"prefetch"})
 
-    def solve(self, problem, hardware, *, time_limit, seed, hint=None, max_retries: int = MAX_RETRIES):
+    def solve(self, problem, hardware, *, time_limit, seed, hint=None, max_retries: int = MAX_RETRIES,
+              max_overlap: str = "buffer"):
         t0 = time.monotonic()
+        if max_overlap not in ("buffer", "memory"):
+            raise InputError(f"msa: max_overlap must be 'buffer' or 'memory', got {max_overlap!r}")
         n = problem.n
         empty = Solution(offsets=(None,) * n, status=Status.FEASIBLE, mode=problem.mode, objective=0.0,
                          solver=self.name, intervals=())
@@ -667,7 +715,7 @@ class MemorySpaceAssignment(Solver):
         for start in runs:
             if time.monotonic() > deadline and start is not None:
                 break
-            msa = _Msa(problem, hardware, deadline, max_retries)
+            msa = _Msa(problem, hardware, deadline, max_retries, max_overlap)
             answer: list[FastInterval] = []
             if start is not None:
                 msa.seed(start, ev)

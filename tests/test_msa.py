@@ -196,6 +196,22 @@ def test_eviction_after_a_long_gap_with_a_retry():
     assert solution.stats["retries"] >= 1 and solution.stats["evictions"] == 1
 
 
+def test_an_output_updated_by_the_last_op_is_fast_before_it_and_evicted_in_time():
+    # y is written at op 0, read at op 1 (compute-bound, 20 s) and updated in place by the last op.
+    # Nothing after op 2 can hide the copy of the final value, so op 2 is served slow (the required
+    # assignment of outputs) and the value written at op 0 is evicted during op 1.
+    ops = (Op("def", operands=(Operand("y", "write", 8),)),
+           Op("use", flops=20.0, operands=(Operand("y", "read", 8),)),
+           Op("update", operands=(Operand("y", "read", 8), Operand("y", "write", 8))))
+    problem = Problem("out", (Buffer("y", 8, 0, 3, kind="output"),), ops=ops, capacity=8, mode="prefetch")
+    solution = _solve(problem, UNIT)
+    assert solution.intervals == (FastInterval(0, 0, 0, 2, None),)
+    assert solution.stats["uncommits"] == 0 and solution.stats["read_only"] == 0
+    breakdown = PrefetchEvaluator.of(problem, UNIT).breakdown(solution.intervals)
+    assert [c.kind for c in breakdown.copies] == ["eviction"] and breakdown.stall == 0.0
+    assert solution.objective == pytest.approx(8.0 - 0.8)
+
+
 def test_memory_boundedness_order():
     # b and c are read by memory-bound ops, b by two of them; a only by a compute-bound op.
     ops = (Op("m1", operands=(Operand("b", "read", 8),)),
@@ -240,8 +256,11 @@ def test_conformance_suite_passes():
     assert [r.name for r in results] == list(conformance.CHECKS)
 
 
-def test_max_retries_option():
+def test_options():
     problem = _layered(70, 2, 0.25)
-    one = _solve(problem, max_retries=1)
-    assert validate_intervals(problem, one.intervals) is None
-    assert np.isfinite(one.objective)
+    for options in ({"max_retries": 1}, {"max_overlap": "memory"}, {"max_retries": 5, "max_overlap": "buffer"}):
+        solution = _solve(problem, **options)
+        assert validate_intervals(problem, solution.intervals) is None, options
+        assert np.isfinite(solution.objective) and solution.objective > 0
+    with pytest.raises(ValueError):
+        _solve(problem, max_overlap="everything")
