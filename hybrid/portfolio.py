@@ -35,8 +35,10 @@ DEFAULT_MEMBERS = {
     "map": ("greedy-xla", "best-fit", "lns", "select-pack"),
     "pack": ("best-fit", "pack-search", "cpsat"),
     "peak": ("best-fit", "pack-search", "cpsat", "lns"),
+    # msa first (XLA's own algorithm, about a second), then the searches start from its answer.
+    "prefetch": ("msa", "cpsat", "mcts"),
 }
-FAST_MEMBERS = frozenset({"greedy-xla", "best-fit"})
+FAST_MEMBERS = frozenset({"greedy-xla", "best-fit", "msa"})
 COLLECT = 0.10  # seconds more than a solver's margin: collecting answers, stopping children
 LARGE = 5000  # buffers; above this the default members leave out the constructive ones
 
@@ -68,7 +70,7 @@ def member_names(mode: str, solvers: Any = None, *, goal: str | None = None) -> 
 
 class Portfolio(Solver):
     name = "portfolio"
-    modes = frozenset({"map", "pack"})
+    modes = frozenset({"map", "pack", "prefetch"})
 
     def solve(self, problem, hardware, *, time_limit, seed, hint=None, workers=2, minimize_peak=False,
               solvers=None):

@@ -251,7 +251,7 @@ def solve(problem_path, solver_name, mode, capacity, capacity_fraction, hardware
     try:
         report = solve_with_warm_start(solver_name, problem, spec, time_limit=time_limit, seed=seed, hint=hint,
                                        warm_start=warm_start, options=options)
-    except (SolverLoadError, UnsupportedMode) as exc:
+    except (SolverLoadError, UnsupportedMode, InputError) as exc:  # InputError: a bad option value, say
         fail(str(exc))
     except Exception as exc:  # a solver's own failure: one line, no solution
         fail(f"solver {solver_name!r} failed: {exc.__class__.__name__}: {exc}", EXIT_NO_SOLUTION)
