@@ -1,6 +1,6 @@
 """The mallocGame: memory mapping as a one-player game with exact, telescoping rewards (docs/architecture.md, "The game").
 
-Two variants share one interface (:class:`Game`; pick with ``GameConfig.variant``):
+Three variants share one interface (:class:`Game`; pick with ``GameConfig.variant``):
 
 * ``"order"`` (:mod:`search.game_order`): buffers are decided one at a time in a fixed
   order (default: start time ascending, then size descending). Actions ``0..k-1`` put
@@ -14,6 +14,12 @@ Two variants share one interface (:class:`Game`; pick with ``GameConfig.variant`
   segment) on that segment; action ``k`` ("slow"/close) leaves the segment idle, which
   raises it to its lower neighbour; buffers that no longer fit below the capacity go to
   slow memory. See that module for the exact rules and why every episode ends.
+* ``"prefetch"`` (:mod:`search.game_prefetch`): prefetch mode (docs/prefetch.md), one
+  decision per use segment of each buffer in a fixed order: a new fast interval at one of
+  the ``k`` lowest feasible canonical offsets for each of ``windows`` candidate copy windows,
+  keeping the previous interval resident across the gap, or slow. Its rewards are the
+  exact changes of the prefetch evaluator's time (copy stalls and evictions included), and
+  ``intervals()`` is the answer.
 
 Reward per step = exact reduction of the evaluator's program time (undecided buffers
 count as slow) divided by ``time(all slow)``, so an episode's rewards sum to
@@ -47,7 +53,7 @@ BUFFER_FEATURES = 8
 #: value of placing, rank / k, is slow, exists. Address variant: size, top, start within
 #: the segment, coverage of the segment, benefit, value of placing, is slow/close, exists.
 ACTION_FEATURES = 8
-VARIANTS = ("order", "address")
+VARIANTS = ("order", "address", "prefetch")
 
 
 @dataclass(frozen=True)
@@ -57,12 +63,20 @@ class GameConfig:
     order: str = "start"  # buffer order of the "order" variant: "start" | "xla" | "size"
     upcoming: int = 4  # next buffers in the observation
     profile_bins: int = 16  # occupancy profile resolution
+    windows: int = 2  # "prefetch" variant: candidate copy windows per segment, k offsets each (1..3)
 
     def __post_init__(self):
         if self.variant not in VARIANTS:
             raise ValueError(f"unknown game variant {self.variant!r} (known: {', '.join(VARIANTS)})")
         if self.k < 1 or self.upcoming < 0 or self.profile_bins < 1:
             raise ValueError("GameConfig: k and profile_bins must be >= 1 and upcoming >= 0")
+        if not 1 <= self.windows <= 3:
+            raise ValueError("GameConfig: windows must be 1, 2 or 3")
+
+    @property
+    def num_actions(self) -> int:
+        """Actions of the variant: ``k`` + slow; prefetch: ``k`` per window + extend + slow."""
+        return self.k * self.windows + 2 if self.variant == "prefetch" else self.k + 1
 
 
 @dataclass(frozen=True)
@@ -95,7 +109,7 @@ def observation_dims(config: GameConfig = GameConfig()) -> dict[str, int]:
     """Sizes a network needs, without building a game."""
     return {
         "obs_dim": BUFFER_FEATURES + config.profile_bins + config.upcoming * BUFFER_FEATURES + 2,
-        "num_actions": config.k + 1,
+        "num_actions": config.num_actions,
         "action_features": ACTION_FEATURES,
         "buffer_features": BUFFER_FEATURES,
         "profile_bins": config.profile_bins,
@@ -117,6 +131,8 @@ class Game:
         if cls is Game:
             if config.variant == "order":
                 from search.game_order import OrderGame as cls
+            elif config.variant == "prefetch":
+                from search.game_prefetch import PrefetchGame as cls
             else:
                 from search.game_address import AddressGame as cls
         return object.__new__(cls)

@@ -1,0 +1,759 @@
+"""The prefetch variant of the mallocGame: one decision per use segment (docs/prefetch.md).
+
+Buffers come in a fixed order (``GameConfig.order``; ``"xla"``, greedy-xla's
+memory-boundedness order, benefit / sqrt(size) with the evaluator's benefits, is what
+``mcts`` plays: its greedy episodes are the best of the three orders on generated
+networks); for each buffer, its **segments** in time order. Segment ``j`` of buffer ``b``
+is its ``j``-th touch ``t_j`` (:attr:`~mallocgame.model.Problem.touches`; touches at or
+after ``b.end`` cannot be served and are skipped). The first segment is produced in place
+when ``t_0`` is a pure write (the defining op), else it needs a prefetch; a later segment
+runs from the previous touch to ``t_j``: it may keep the previous fast interval resident
+across the gap (no copy), produce the value in place again (a pure write), prefetch it,
+or leave it slow.
+
+Actions (``W = GameConfig.windows`` candidate copy windows, ``k`` offsets each):
+
+* ``g * k + j`` (``g < W``, ``j < k``): a new fast interval ``[t_j, t_j + 1)``. Its offset:
+  ``j = 0`` is XLA's best fit with look-ahead (the smallest hole that stays free for the
+  longest stay the buffer's later touches could use, found by a binary search over them),
+  ``j >= 1`` the lowest other feasible canonical offsets (0 and the aligned tops of the
+  placed rectangles that overlap the new one in time: :func:`search.game_order.free_holes`).
+  Produced in place when ``t_j`` is a pure write (then only ``g = 0``); else a prefetch whose
+  copy starts after op ``c_g``, where the windows are, in this order:
+  ``"xla"`` -- XLA's cost-analysis picker: the latest ``c`` whose window ``(c, t_j)`` has an
+  estimated op time (ops with every operand slow, as XLA's cost analysis estimates them) of
+  at least ``RATIO`` (1.5) x the copy time, else the earliest allowed;
+  ``"safe"`` -- the same with every operand fast (a lower bound on every op's real time,
+  so the window hides the copy unless other copies compete for it);
+  ``"earliest"`` -- the earliest allowed ``c``: the last write of ``b`` before ``t_j`` (-1 for a
+  parameter), and not before this buffer's previous interval has ended (docs/prefetch.md
+  rules 2 and 3). A window equal to an earlier one is masked;
+* ``W * k`` (**extend**): keep the previous fast interval of the buffer, which served
+  ``t_{j-1}``, resident up to ``t_j + 1`` (legal when its addresses are free over the gap);
+* ``W * k + 1`` (**slow**): ``t_j`` is served from slow memory (always legal).
+
+An open interval (the one that served the previous segment) is closed by any action other
+than extend. Closing leaves it ending right after its last served touch, except when it
+holds a value slow memory lacks and the next touch reads it: then it needs an eviction,
+and it stays resident (as far as its addresses are free, at most up to the next touch)
+until the eviction window ``(last write, end)`` holds ``RATIO`` x the copy time on the
+"safe" estimate, as XLA keeps an evicted value in alternate memory while the copy runs.
+After a buffer's last segment an open interval is closed the same way, up to ``b.end``
+(an output produced in fast memory must reach slow memory).
+
+**Rewards** are exact: after every step the game's intervals are a valid answer, and the
+reward is ``(time before - time after) / time(all slow)`` of
+:class:`hardware.prefetch.PrefetchEvaluator` on them (op times, prefetch and eviction
+stalls), so an episode's return is ``PrefetchEvaluator.value(intervals) / time(all slow)``.
+The time is kept incrementally: a step changes the served flags of one touch (so one op
+time, recomputed as the evaluator sums it) and a few copies; copies are served as the
+evaluator serves them, but only within the maximal runs of slots covered by copy windows
+that the step touched (copies in other runs share no slot with them, so their service
+is unchanged).
+
+The greedy (rollout) policy is XLA's decision ladder scored exactly: extend when it fits,
+else the best of slow and each window's look-ahead best fit, each tried with the rest of
+the buffer played "extend if it fits, else slow" and undone (slow on ties).
+
+State: the placed rectangles (numpy columns for the time-overlap queries), served flags,
+op times, copies and their stalls. ``clone()`` copies them; ``undo()`` replays a journal of
+the step's primitive changes backwards. :meth:`PrefetchGame.intervals` is the answer;
+:meth:`PrefetchGame.offsets` the same as int64 rows (see there).
+
+Example:
+    >>> from mallocgame.inputs.generate import layered_network
+    >>> from hardware.spec import PRESETS
+    >>> from hardware.prefetch import PrefetchEvaluator
+    >>> p = layered_network(40, seed=1, capacity_fraction=0.3).replace(mode="prefetch")
+    >>> g = Game(p, PRESETS["tpuv4i"], GameConfig(variant="prefetch"))
+    >>> while not g.done:
+    ...     _ = g.step(g.greedy_action())
+    >>> ev = PrefetchEvaluator.of(p, PRESETS["tpuv4i"])
+    >>> abs(g.total_reward() - ev.value(g.intervals()) / ev.time_all_slow) < 1e-9
+    True
+"""
+
+from __future__ import annotations
+
+import bisect
+
+import numpy as np
+
+from hardware.prefetch import PrefetchEvaluator
+from mallocgame.model import FastInterval, Problem
+from mallocgame.placement import best_fit_offset
+from search.game import ACTION_FEATURES, BUFFER_FEATURES, Game, GameConfig, Observation
+from search.game_data import GameData, buffer_order
+from search.game_order import free_holes
+
+IN_PLACE = -2  # copy_start of an interval produced in place (in the rows of ``offsets()``)
+RATIO = 1.5  # XLA's preferred copy-to-overlap ratio: a window should hold 1.5 x the copy time
+WINDOWS = ("xla", "safe", "earliest")
+_INF = float("inf")
+_PREFETCH, _EVICTION = 0, 1
+
+
+class PrefetchData(GameData):
+    """Everything about one problem the prefetch game reads but never writes (shared by all clones).
+
+    On top of :class:`GameData`: the touches as Python lists, per op the operands in the
+    evaluator's order as ``(touch index, seconds saved)``, the all-slow op times, the copy
+    time of every buffer, prefix sums of the two op-time estimates of the window picker, and
+    the segment lists of each decision order (built on first use).
+    """
+
+    def __init__(self, problem: Problem, hardware):
+        if not problem.has_ops:
+            raise ValueError(f"{problem.name}: the prefetch game needs a workload with ops")
+        super().__init__(problem, hardware, mode="prefetch")
+        ev = PrefetchEvaluator.of(problem, hardware)
+        self.prefetch_evaluator = ev
+        self.hardware = hardware
+        base = ev.base
+        self.n_ops = n_ops = base.n_ops
+        tc = problem.touches
+        self.t_ptr = tc.ptr.tolist()
+        self.t_ops = tc.ops.tolist()
+        self.t_reads = tc.reads.tolist()
+        self.t_writes = tc.writes.tolist()
+        self.output = tc.output.tolist()
+        self.n_touches = len(self.t_ops)
+        self.touch_of_op: list[list[int]] = [[] for _ in range(n_ops)]  # touch indices per op
+        op_operands: list[list[tuple[int, float]]] = [[] for _ in range(n_ops)]
+        for op, b, delta in zip(base.op_of.tolist(), base.buf_of.tolist(), base.delta.tolist()):
+            lo, hi = self.t_ptr[b], self.t_ptr[b + 1]
+            k = bisect.bisect_left(self.t_ops, op, lo, hi)
+            op_operands[op].append((k, delta))
+        for b in range(self.n):
+            for k in range(self.t_ptr[b], self.t_ptr[b + 1]):
+                self.touch_of_op[self.t_ops[k]].append(k)
+        self.op_operands = op_operands
+        self.compute_l, self.slow_mem_l, self.fixed_l = base.compute.tolist(), base.slow_mem.tolist(), base.fixed.tolist()
+        # As the evaluator computes them: max(compute, slow_mem - saved) + fixed, saved = 0.
+        self.op_time0 = [(c if c > m else m) + f for c, m, f in zip(self.compute_l, self.slow_mem_l, self.fixed_l)]
+        per_second = 1.0 / hardware.copy_bw
+        self.copy_seconds = [float(s) * per_second for s in self.size_l]
+        est_slow = np.maximum(base.compute, base.slow_mem) + base.fixed
+        all_saved = np.bincount(base.op_of, base.delta, minlength=n_ops)
+        est_fast = np.maximum(base.compute, base.slow_mem - all_saved) + base.fixed
+        self.prefix = {"xla": np.concatenate(([0.0], np.cumsum(est_slow))).tolist(),
+                       "safe": np.concatenate(([0.0], np.cumsum(est_fast))).tolist()}
+        self.segments: dict[str, _Segments] = {}
+
+    @classmethod
+    def of(cls, problem: Problem, hardware) -> "PrefetchData":
+        """Built once per (problem, hardware), like :meth:`PrefetchEvaluator.of`."""
+        cache = problem.__dict__.setdefault("_prefetch_game_data", {})
+        d = cache.get(hardware)
+        if d is None:
+            d = cache[hardware] = cls(problem, hardware)
+        return d
+
+    def segments_of(self, order: str) -> "_Segments":
+        if order not in self.segments:
+            self.segments[order] = _Segments(self, order)
+        return self.segments[order]
+
+
+class _Segments:
+    """The decisions of one buffer order, flattened: one entry per servable touch (lists, ``[S]``).
+
+    ``buf`` buffer, ``touch`` touch index, ``t`` op, ``pure`` a pure write, ``last`` the
+    buffer's last servable touch, ``w`` the last write of the buffer before ``t`` (-1: none).
+    """
+
+    def __init__(self, d: PrefetchData, kind: str):
+        order = buffer_order(d.problem, d.benefit, kind)
+        self.order = order
+        self.buf: list[int] = []
+        self.touch: list[int] = []
+        self.t: list[int] = []
+        self.pure: list[bool] = []
+        self.last: list[bool] = []
+        self.w: list[int] = []
+        self.later: list[tuple[int, ...]] = []  # the buffer's later servable touches (ops)
+        for b in order.tolist():
+            limit = min(d.end_l[b], d.n_ops)
+            last_write = -1
+            mine = []
+            for k in range(d.t_ptr[b], d.t_ptr[b + 1]):
+                t = d.t_ops[k]
+                if 0 <= t and t + 1 <= limit:
+                    mine.append((k, t, d.t_writes[k] and not d.t_reads[k], last_write))
+                if d.t_writes[k]:
+                    last_write = t
+            for j, (k, t, pure, w) in enumerate(mine):
+                self.buf.append(b)
+                self.touch.append(k)
+                self.t.append(t)
+                self.pure.append(pure)
+                self.last.append(j == len(mine) - 1)
+                self.w.append(w)
+                self.later.append(tuple(m[1] for m in mine[j + 1:]))
+        self.n = len(self.buf)
+
+
+class _Options:
+    """What the current segment offers (computed once per state)."""
+
+    __slots__ = ("open", "close_end", "extend", "windows", "holes", "greedy")
+
+    def __init__(self, open_rect: int, close_end: int, extend: bool, windows: list, holes: list):
+        self.open = open_rect  # the buffer's open interval (served the previous touch), or -1
+        self.close_end = close_end  # where it ends if this segment does not extend it
+        self.extend = extend  # extending it is legal
+        self.windows = windows  # per group: copy_start (IN_PLACE: produced in place), None = masked
+        self.holes = holes  # per group: [(offset, hole bottom, hole top)], [] when masked
+        self.greedy: int | None = None
+
+
+class PrefetchGame(Game):
+    """One decision per use segment: a fast interval (offset x copy window), extend the previous one, or slow."""
+
+    def __init__(self, problem, hardware, config: GameConfig = GameConfig(variant="prefetch"), *, data=None,
+                 mode=None):
+        if not isinstance(data, PrefetchData):
+            data = PrefetchData.of(problem, hardware)
+        super().__init__(problem, hardware, config, data=data)
+        d = self.data
+        self.windows = WINDOWS[:config.windows]
+        k, nw = config.k, len(self.windows)
+        self.num_actions = k * nw + 2
+        self.extend_action = k * nw
+        self.slow_action = k * nw + 1
+        self._seg = d.segments_of(config.order)
+        cap = self._seg.n + 1
+        # Rectangles (fast intervals): occupied [occ, end) x [off, top); columns for the overlap queries.
+        self._occ = np.zeros(cap, np.int64)
+        self._end = np.zeros(cap, np.int64)
+        self._off = np.zeros(cap, np.int64)
+        self._top = np.zeros(cap, np.int64)
+        self._rbuf: list[int] = []
+        self._rstart: list[int] = []
+        self._rcopy: list[int] = []
+        self._rlastw: list[int] = []  # last write it serves (-1: none, it holds no new value)
+        self._m = 0
+        self._pos = 0
+        self._open = -1
+        self._last_rect = -1  # the current buffer's latest interval
+        self._served = bytearray(d.n_touches)
+        self._op_time = list(d.op_time0)
+        self._op_total = float(sum(d.op_time0))
+        self._copies: list[dict[int, tuple[int, int, float, int]]] = [{}, {}]  # rect -> (first, deadline, s, buffer)
+        self._stall: list[dict[int, float]] = [{}, {}]
+        self._cover = [np.zeros(d.n_ops, np.int64), np.zeros(d.n_ops, np.int64)]
+        self._stall_total = 0.0
+        self._journal = None  # (records, scalars), previous
+        self._rec: list | None = None
+        self._opts: _Options | None = None
+
+    def _copy_state_from(self, other: "PrefetchGame") -> None:
+        self._occ, self._end = other._occ.copy(), other._end.copy()
+        self._off, self._top = other._off.copy(), other._top.copy()
+        self._rbuf, self._rstart = other._rbuf.copy(), other._rstart.copy()
+        self._rcopy, self._rlastw = other._rcopy.copy(), other._rlastw.copy()
+        self._served = bytearray(other._served)
+        self._op_time = other._op_time.copy()
+        self._copies = [other._copies[0].copy(), other._copies[1].copy()]
+        self._stall = [other._stall[0].copy(), other._stall[1].copy()]
+        self._cover = [other._cover[0].copy(), other._cover[1].copy()]
+        self._rec = None
+
+    # --- the answer ---------------------------------------------------------------------------
+    def intervals(self) -> tuple[FastInterval, ...]:
+        """The fast intervals so far: a valid answer after every step (undecided touches are slow)."""
+        return tuple(FastInterval(self._rbuf[r], int(self._off[r]), self._rstart[r], int(self._end[r]),
+                                  None if self._rcopy[r] == IN_PLACE else self._rcopy[r]) for r in range(self._m))
+
+    def offsets(self) -> np.ndarray:
+        """int64 ``[m, 5]``: one row ``(buffer, offset, start, end, copy_start)`` per fast interval,
+        ``copy_start = IN_PLACE`` (-2) when produced in place; :func:`intervals_of` reads it back."""
+        m = self._m
+        rows = np.empty((m, 5), np.int64)
+        rows[:, 0] = self._rbuf
+        rows[:, 1] = self._off[:m]
+        rows[:, 2] = self._rstart
+        rows[:, 3] = self._end[:m]
+        rows[:, 4] = self._rcopy
+        return rows
+
+    # --- decisions ----------------------------------------------------------------------------
+    @property
+    def done(self) -> bool:
+        return self._pos >= self._seg.n
+
+    @property
+    def decisions_left(self) -> int:
+        return self._seg.n - self._pos
+
+    @property
+    def current(self) -> int:
+        """The buffer whose segment is being decided (-1 when done)."""
+        return self._seg.buf[self._pos] if self._pos < self._seg.n else -1
+
+    def _time(self) -> float:
+        return self._op_total + self._stall_total
+
+    def _free_until(self, r: int, a: int, limit: int) -> int:
+        """First op in ``[a, limit)`` at which another rectangle takes an address of rectangle ``r``, else ``limit``."""
+        m = self._m
+        occ, end = self._occ[:m], self._end[:m]
+        hit = (occ < limit) & (end > a) & (self._off[:m] < self._top[r]) & (self._top[:m] > self._off[r])
+        if not hit.any():
+            return limit
+        return max(a, min(limit, int(occ[hit].min())))
+
+    def _evict_end(self, r: int, limit: int) -> int:
+        """Where open interval ``r`` (holding a new value) ends when closed: long enough for its eviction."""
+        d = self.data
+        cur = int(self._end[r])
+        pre = d.prefix["safe"]
+        w = self._rlastw[r]
+        target = bisect.bisect_left(pre, pre[w + 1] + RATIO * d.copy_seconds[self._rbuf[r]])
+        e = max(cur, min(target, limit))
+        if e > cur:
+            e = self._free_until(r, cur, e)
+        return e
+
+    def _copy_starts(self, b: int, t: int, cmin: int) -> list[int]:
+        d = self.data
+        need = RATIO * d.copy_seconds[b]
+        out = []
+        for kind in self.windows:
+            if kind == "earliest":
+                out.append(cmin)
+                continue
+            pre = d.prefix[kind]
+            x = bisect.bisect_right(pre, pre[t] - need) - 1  # the last x with sum(est[x:t]) >= need
+            out.append(min(x, t) - 1 if x >= cmin + 1 else cmin)
+        return out
+
+    def _holes(self, b: int, a: int, p: int) -> list[tuple[int, int, float]]:
+        """The offsets offered for a new interval of segment ``p`` occupying from op ``a``: ``[(offset, hole bottom,
+        hole top)]``, first the look-ahead best fit, then the lowest other feasible canonical offsets (``k`` in all)."""
+        d, s = self.data, self._seg
+        t = s.t[p]
+        m = self._m
+        occ, end, off, top = self._occ[:m], self._end[:m], self._off[:m], self._top[:m]
+        size, align, cap = d.size_l[b], d.align_l[b], d.capacity
+        near = (occ < t + 1) & (end > a)
+        holes = free_holes(off[near], top[near], size, align, cap, m + 1)
+        if not holes:
+            return []
+        # XLA's best fit with look-ahead: the smallest hole free for the longest stay that the buffer's later
+        # touches can use (a binary search over them), which keeps the interval extendable.
+        later = s.later[p]
+        lo, hi = 0, len(later)
+        stay = near
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            wide = (occ < later[mid - 1] + 1) & (end > a)
+            if free_holes(off[wide], top[wide], size, align, cap, 1):
+                lo, stay = mid, wide
+            else:
+                hi = mid - 1
+        best = best_fit_offset(off[stay], top[stay], size, align, cap)
+        first = next(h for h in holes if h[1] <= best < h[2])
+        rest = [h for h in holes if h[0] != best][:self.config.k - 1]
+        return [(best, first[1], first[2])] + rest
+
+    def _options(self) -> _Options:
+        if self._opts is not None:
+            return self._opts
+        d, s, p = self.data, self._seg, self._pos
+        b, k, t = s.buf[p], s.touch[p], s.t[p]
+        r = self._open
+        close_end, extend = -1, False
+        if r >= 0:
+            cur = int(self._end[r])
+            close_end = self._evict_end(r, t) if self._rlastw[r] >= 0 and d.t_reads[k] else cur
+            extend = self._free_until(r, cur, t + 1) >= t + 1
+            prev_end = close_end
+        else:
+            prev_end = int(self._end[self._last_rect]) if self._last_rect >= 0 else -1
+        if s.pure[p]:
+            windows = [IN_PLACE] + [None] * (len(self.windows) - 1)
+            holes = [self._holes(b, t, p)] + [[] for _ in range(len(self.windows) - 1)]
+        else:
+            windows, holes = [], []
+            for c in self._copy_starts(b, t, max(s.w[p], prev_end - 1)):
+                if c in windows:
+                    windows.append(None)
+                    holes.append([])
+                else:
+                    windows.append(c)
+                    holes.append(self._holes(b, c + 1, p))
+        self._opts = _Options(r, close_end, extend, windows, holes)
+        return self._opts
+
+    def legal_mask(self) -> np.ndarray:
+        mask = np.zeros(self.num_actions, bool)
+        if self.done:
+            return mask
+        o = self._options()
+        k = self.config.k
+        for g, holes in enumerate(o.holes):
+            mask[g * k:g * k + len(holes)] = True
+        mask[self.extend_action] = o.extend
+        mask[self.slow_action] = True
+        return mask
+
+    def greedy_action(self) -> int:
+        """XLA's ladder, scored exactly: keep the previous interval resident when it fits; else the best of slow and
+        the look-ahead best fit (``j = 0``) of each window, each scored by its reward plus the rewards of finishing
+        the buffer by extending while that fits (then slow), tried and undone; slow on ties."""
+        o = self._options()
+        if o.greedy is not None:
+            return o.greedy
+        if o.extend:
+            o.greedy = self.extend_action
+            return o.greedy
+        k = self.config.k
+        best = self.slow_action
+        cands = []
+        for g, holes in enumerate(o.holes):
+            if holes:
+                cands.append(g * k)  # the look-ahead best fit
+        if cands:
+            # Without an open interval, slow changes nothing now, and the rest of the buffer stays slow too.
+            best_value = self._look_ahead(self.slow_action) if o.open >= 0 else 0.0
+            for a in cands:
+                value = self._look_ahead(a)
+                if value > best_value + 1e-12:
+                    best, best_value = a, value
+        o.greedy = best
+        return best
+
+    def _look_ahead(self, action: int) -> float:
+        """Rewards of ``action`` and of the rest of this buffer played by "extend if it fits, else slow"; undone."""
+        opts = self._opts
+        total = self.step(action)
+        steps = 1
+        last = self._seg.last
+        while not last[self._pos - 1]:
+            total += self.step(self.extend_action if self._options().extend else self.slow_action)
+            steps += 1
+        for _ in range(steps):
+            self.undo()
+        self._opts = opts
+        return total
+
+    # --- primitive changes, journaled for undo ------------------------------------------------
+    def _set_end(self, r: int, e: int) -> None:
+        old = int(self._end[r])
+        if old != e:
+            self._rec.append((0, r, old))
+            self._end[r] = e
+
+    def _set_lastw(self, r: int, w: int) -> None:
+        self._rec.append((1, r, self._rlastw[r]))
+        self._rlastw[r] = w
+
+    def _serve(self, k: int, changed: list) -> None:
+        d = self.data
+        self._served[k] = 1
+        self._rec.append((2, k, 0))
+        t = d.t_ops[k]
+        saved = 0.0
+        served = self._served
+        for kk, delta in d.op_operands[t]:
+            if served[kk]:
+                saved += delta
+        c, m = d.compute_l[t], d.slow_mem_l[t] - saved
+        new = (c if c > m else m) + d.fixed_l[t]
+        old = self._op_time[t]
+        if new != old:
+            self._rec.append((3, t, old))
+            self._op_time[t] = new
+            self._op_total += new - old
+            changed[0].append((t, t + 1))
+            changed[1].append((t, t + 1))
+
+    def _add_rect(self, b: int, off: int, occ: int, start: int, copy_start: int, lastw: int) -> int:
+        r = self._m
+        self._occ[r], self._end[r], self._off[r], self._top[r] = occ, start + 1, off, off + self.data.size_l[b]
+        self._rbuf.append(b)
+        self._rstart.append(start)
+        self._rcopy.append(copy_start)
+        self._rlastw.append(lastw)
+        self._m += 1
+        self._rec.append((4, r, 0))
+        return r
+
+    def _put_copy(self, kind: int, r: int, copy: tuple | None, changed: list, record: bool = True) -> None:
+        copies = self._copies[kind]
+        old = copies.get(r)
+        if old == copy:
+            return
+        if record:
+            self._rec.append((5, kind, r, old, self._stall[kind].get(r)))
+        cover = self._cover[kind]
+        if old is not None:
+            f, dl = old[0], old[1]
+            if f < dl:
+                cover[f:dl] -= 1
+                changed[kind].append((f, dl))
+            self._stall_total -= self._stall[kind].pop(r)
+            del copies[r]
+        if copy is not None:
+            f, dl, seconds = copy[0], copy[1], copy[2]
+            copies[r] = copy
+            if f < dl:
+                cover[f:dl] += 1
+                changed[kind].append((f, dl))
+                self._stall[kind][r] = 0.0  # served below
+            else:  # an empty window: all of it stalls
+                self._stall[kind][r] = seconds
+                self._stall_total += seconds
+
+    def _eviction(self, r: int) -> tuple | None:
+        """The eviction copy interval ``r`` needs (hardware.prefetch.eviction_of), or ``None``."""
+        w = self._rlastw[r]
+        if w < 0:
+            return None
+        d = self.data
+        b = self._rbuf[r]
+        end = int(self._end[r])
+        lo, hi = d.t_ptr[b], d.t_ptr[b + 1]
+        nxt = bisect.bisect_left(d.t_ops, end, lo, hi)
+        needed = d.t_reads[nxt] if nxt < hi else d.output[b]
+        return (w + 1, end, d.copy_seconds[b], b) if needed else None
+
+    def _serve_copies(self, kind: int, spans: list) -> None:
+        """Re-serve the copies of ``kind`` in the maximal covered runs that meet ``spans`` (exactly as the evaluator)."""
+        cover = self._cover[kind]
+        n_ops = self.data.n_ops
+        lo = max(0, min(a for a, _ in spans))
+        hi = min(n_ops, max(e for _, e in spans))
+        if lo >= hi or not cover[lo:hi].any():  # no copy window meets the change
+            return
+        if cover[lo] > 0:
+            z = np.flatnonzero(cover[:lo] == 0)
+            lo = int(z[-1]) + 1 if len(z) else 0
+        if cover[hi - 1] > 0:
+            z = np.flatnonzero(cover[hi:] == 0)
+            hi = hi + int(z[0]) if len(z) else n_ops
+        todo = sorted((dl, f, b, r, sec) for r, (f, dl, sec, b) in self._copies[kind].items()
+                      if f < dl and f < hi and dl > lo)
+        if not todo:
+            return
+        left = self._op_time[lo:hi]
+        nxt = list(range(hi - lo + 1))
+
+        def find(x: int) -> int:
+            root = x
+            while nxt[root] != root:
+                root = nxt[root]
+            while nxt[x] != root:
+                nxt[x], x = root, nxt[x]
+            return root
+
+        stalls = self._stall[kind]
+        rec = self._rec
+        total = 0.0
+        for dl, f, _, r, need in todo:
+            x = find(f - lo)
+            end = dl - lo
+            while need > 0 and x < end:
+                take = need if need < left[x] else left[x]
+                need -= take
+                left[x] -= take
+                if left[x] <= 0:
+                    nxt[x] = x + 1
+                    x = find(x + 1)
+                else:
+                    break
+            stall = need if need > 0.0 else 0.0
+            old = stalls[r]
+            if stall != old:
+                if rec is not None:
+                    rec.append((6, kind, r, old))
+                stalls[r] = stall
+                total += stall - old
+        self._stall_total += total
+
+    # --- steps ------------------------------------------------------------------------------
+    def step(self, action: int) -> float:
+        if self.done:
+            raise ValueError("step on a finished game")
+        o = self._options()
+        d, s, p = self.data, self._seg, self._pos
+        b, k, t = s.buf[p], s.touch[p], s.t[p]
+        kk = self.config.k
+        before = self._time()
+        self._rec = rec = []
+        scalars = (self._pos, self._open, self._last_rect, self._op_total, self._stall_total, self._total, self._steps)
+        changed: list[list] = [[], []]
+        r = o.open
+        if action == self.extend_action:
+            if not o.extend:
+                raise ValueError("illegal action: the previous interval cannot be extended (its addresses are taken)")
+            self._set_end(r, t + 1)
+            if d.t_writes[k]:
+                self._set_lastw(r, t)
+            self._serve(k, changed)
+            self._put_copy(_EVICTION, r, self._eviction(r), changed)
+        elif action == self.slow_action or 0 <= action < self.extend_action:
+            new = None
+            if action != self.slow_action:
+                g, j = divmod(action, kk)
+                holes = o.holes[g]
+                if j >= len(holes):
+                    raise ValueError(f"illegal action {action}: window {g} offers {len(holes)} offsets")
+                new = (o.windows[g], holes[j][0])
+            if r >= 0:
+                self._set_end(r, o.close_end)
+                self._put_copy(_EVICTION, r, self._eviction(r), changed)
+                self._open = -1
+            if new is not None:
+                c, off = new
+                occ = t if c == IN_PLACE else c + 1
+                r = self._add_rect(b, off, occ, t, c, t if d.t_writes[k] else -1)
+                self._open = self._last_rect = r
+                if c != IN_PLACE:
+                    self._put_copy(_PREFETCH, r, (c + 1, t, d.copy_seconds[b], b), changed)
+                self._serve(k, changed)
+                self._put_copy(_EVICTION, r, self._eviction(r), changed)
+        else:
+            raise ValueError(f"illegal action {action} (the game has {self.num_actions} actions)")
+        if s.last[p]:
+            r = self._open
+            if r >= 0 and self._rlastw[r] >= 0 and self._eviction(r) is not None:
+                self._set_end(r, self._evict_end(r, min(d.end_l[b], d.n_ops)))
+                self._put_copy(_EVICTION, r, self._eviction(r), changed)
+            self._open = self._last_rect = -1
+        for kind in (_PREFETCH, _EVICTION):
+            if changed[kind]:
+                self._serve_copies(kind, changed[kind])
+        self._pos += 1
+        self._steps += 1
+        reward = (before - self._time()) / d.reward_norm
+        self._total += reward
+        self._journal = ((tuple(rec), scalars), self._journal)
+        self._rec = None
+        self._opts = None
+        return reward
+
+    def undo(self) -> None:
+        """Take back the last step (its primitive changes replayed backwards)."""
+        if self._journal is None:
+            raise ValueError("undo: no step to take back")
+        (rec, scalars), self._journal = self._journal
+        dummy: list[list] = [[], []]
+        for item in reversed(rec):
+            kind = item[0]
+            if kind == 0:
+                self._end[item[1]] = item[2]
+            elif kind == 1:
+                self._rlastw[item[1]] = item[2]
+            elif kind == 2:
+                self._served[item[1]] = 0
+            elif kind == 3:
+                self._op_time[item[1]] = item[2]
+            elif kind == 4:
+                self._m -= 1
+                for col in (self._rbuf, self._rstart, self._rcopy, self._rlastw):
+                    col.pop()
+            elif kind == 5:
+                _, ck, r, old, old_stall = item
+                self._put_copy(ck, r, old, dummy, record=False)
+                if old is not None:
+                    self._stall[ck][r] = old_stall
+            else:
+                self._stall[item[1]][item[2]] = item[3]
+        (self._pos, self._open, self._last_rect, self._op_total, self._stall_total, self._total,
+         self._steps) = scalars
+        self._opts = None
+
+    # --- observation --------------------------------------------------------------------------
+    def observation(self) -> Observation:
+        """The current segment as a pseudo-buffer (valid, size, occupied-from, touch + 1, length, saving of
+        serving it fast / max benefit, density, needs a copy), the occupancy over its window, one row per action
+        (offset, top, hole, waste, copy window length / horizon, saving, is slow / extend, exists)."""
+        d, cfg = self.data, self.config
+        buffer = np.zeros(BUFFER_FEATURES, np.float32)
+        actions = np.zeros((self.num_actions, ACTION_FEATURES), np.float32)
+        profile = np.zeros(cfg.profile_bins, np.float32)
+        upcoming = np.zeros((cfg.upcoming, BUFFER_FEATURES), np.float32)
+        mask = self.legal_mask()
+        if self.done:
+            return Observation(buffer, profile, actions, upcoming, np.array([1.0, 1.0], np.float32), mask)
+        o, s, p = self._options(), self._seg, self._pos
+        b, k, t = s.buf[p], s.touch[p], s.t[p]
+        saving = sum(delta for kk, delta in d.op_operands[t] if kk == k) / d.max_benefit
+        first = min([c + 1 for c in o.windows if c is not None and c != IN_PLACE] + [t])
+        buffer[:] = (1.0, d.size_l[b] / d.scale, (first - d.t0) / d.horizon, (t + 1 - d.t0) / d.horizon,
+                     (t + 1 - first) / d.horizon, saving, float(d.density[b]), float(not s.pure[p]))
+        m = self._m
+        near = (self._occ[:m] < t + 1) & (self._end[:m] > first)
+        profile = self._profile(first, t + 1, self._occ[:m][near], self._end[:m][near],
+                                (self._top[:m][near] - self._off[:m][near]) / d.scale, reduce_max=False)
+        size = d.size_l[b]
+        for g, (c, holes) in enumerate(zip(o.windows, o.holes)):
+            window = 0.0 if c is None or c == IN_PLACE else (t - c - 1) / d.horizon
+            for j, (off, lo, hi) in enumerate(holes):
+                hole = min(hi, d.scale) - lo
+                actions[g * cfg.k + j] = (off / d.scale, (off + size) / d.scale, hole / d.scale,
+                                          (hole - size) / d.scale, window, saving, 0.0, 1.0)
+        if o.open >= 0:
+            off = int(self._off[o.open])
+            actions[self.extend_action] = (off / d.scale, (off + size) / d.scale, 0.0, 0.0, 0.0, saving, 1.0,
+                                           float(o.extend))
+        actions[self.slow_action, 6] = 1.0
+        actions[self.slow_action, 7] = 1.0
+        nxt = []
+        for q in range(p + 1, s.n):
+            if s.buf[q] != b and s.buf[q] not in nxt:
+                nxt.append(s.buf[q])
+                if len(nxt) == cfg.upcoming:
+                    break
+        for row, nb in enumerate(nxt):
+            upcoming[row] = d.buffer_features(nb)
+        progress = np.array([p / max(s.n, 1), (t - d.t0) / d.horizon], np.float32)
+        return Observation(buffer, profile, actions, upcoming, progress, mask)
+
+    # --- text view ----------------------------------------------------------------------------
+    def describe_state(self) -> str:
+        d = self.data
+        if self.done:
+            return f"done: {self._m} fast intervals of {len(set(self._rbuf))}/{d.n} buffers"
+        s, p = self._seg, self._pos
+        b, t = s.buf[p], s.t[p]
+        buf = d.problem.buffers[b]
+        how = "pure write (produced in place)" if s.pure[p] else f"needs a copy (value exists after op {s.w[p]})"
+        return (f"step {p + 1}/{s.n}: buffer {buf.id!r} size={buf.size} live=[{buf.start}, {buf.end}) "
+                f"touch at op {t}: {how}; time so far {self._time():.6g}")
+
+    def describe_actions(self) -> list[str]:
+        if self.done:
+            return []
+        o = self._options()
+        k = self.config.k
+        greedy = self.greedy_action()
+        t = self._seg.t[self._pos]
+        mark = {a: "  <- greedy" for a in (greedy,)}
+        lines = []
+        for g, (c, holes) in enumerate(zip(o.windows, o.holes)):
+            how = "in place" if c == IN_PLACE else f"prefetch after op {c} ({self.windows[g]} window)"
+            for j, (off, lo, hi) in enumerate(holes):
+                a = g * k + j
+                top = "inf" if hi == _INF else str(int(hi))
+                lines.append(f"[{a}] offset={off} hole=[{lo}, {top}) {how}{mark.get(a, '')}")
+        if o.extend:
+            a = self.extend_action
+            lines.append(f"[{a}] extend the interval at offset {int(self._off[o.open])} to op {t + 1}{mark.get(a, '')}")
+        lines.append(f"[{self.slow_action}] slow memory{mark.get(self.slow_action, '')}")
+        return lines
+
+
+def intervals_of(rows: np.ndarray) -> tuple[FastInterval, ...]:
+    """The rows of :meth:`PrefetchGame.offsets` as fast intervals."""
+    return tuple(FastInterval(int(b), int(o), int(s), int(e), None if c == IN_PLACE else int(c))
+                 for b, o, s, e, c in np.asarray(rows, np.int64).reshape(-1, 5).tolist())
+
+
+def rows_of(intervals) -> np.ndarray:
+    """Fast intervals as the rows of :meth:`PrefetchGame.offsets` (the inverse of :func:`intervals_of`)."""
+    rows = [(iv.buffer, iv.offset, iv.start, iv.end, IN_PLACE if iv.copy_start is None else iv.copy_start)
+            for iv in intervals]
+    return np.asarray(rows, np.int64).reshape(-1, 5)
