@@ -11,9 +11,19 @@ places every buffer it can within the capacity (no capacity: it minimises the pe
 episode that leaves a buffer out is not a packing, so the status is then UNKNOWN and the
 runner reports it invalid.
 
-Extra keyword options (Python callers): ``variant`` ("order" | "address"), ``k``,
+Prefetch mode (docs/prefetch.md): the prefetch variant of the game (:mod:`search.game_prefetch`,
+one decision per use segment, buffers in greedy-xla's order, ``k`` offsets for each of
+``windows`` copy windows), searched the same way; the answer is the final fast intervals. It is
+never worse than the greedy episodes of the prefetch game in both buffer orders, greedy-xla's
+map answer lifted to prefetch mode (:func:`mallocgame.prefetch.lift_map_answer`), all-slow, or
+the ``hint`` (a prefetch answer; a map answer is lifted), compared with
+:class:`hardware.prefetch.PrefetchEvaluator`.
+
+Extra keyword options (Python callers): ``variant`` ("order" | "address"; prefetch mode
+always plays "prefetch"), ``k`` (default 16; prefetch mode 4), ``windows`` (prefetch mode, default 2),
 ``order``, ``rollout`` ("greedy" | "random"), ``epsilon``, ``rollout_depth``,
-``exploration``, ``commit`` ("visits" | "max").
+``exploration``, ``commit`` ("visits" | "max"; default "visits", prefetch mode "max": there the mean
+of the greedy rollouts below a move misled the search away from the best episode it had seen).
 """
 
 from __future__ import annotations
@@ -22,16 +32,22 @@ import time
 
 import numpy as np
 
+from hardware.prefetch import PrefetchEvaluator
+from hardware.validator import validate_intervals
 from mallocgame.model import Problem, Solution, Status, offsets_array, offsets_tuple
+from mallocgame.placement import greedy_place, xla_order
+from mallocgame.prefetch import lift_map_answer
 from mallocgame.protocol import Solver
 from search.game import Game, GameConfig
 from search.game_data import GameData
+from search.game_prefetch import PrefetchData, intervals_of, rows_of
 from search.mcts import Episode, MCTSConfig, UCTSearch, episode_of, play_greedy
 
 # Measured in experiments/results/mcts_vs_greedy.md: in map mode searching the fixed-order
 # game in greedy-xla's order ends closest to the bound; in pack mode the fixed-address game
 # places the most bytes (MiniMalloc A-F).
 DEFAULT_GAME = {"map": ("order", "xla"), "pack": ("address", "start")}
+PREFETCH_K = 4  # offsets per copy window in prefetch mode (fewer actions per segment: deeper search)
 
 
 def episode_value(data: GameData, offsets: np.ndarray) -> float:
@@ -47,16 +63,25 @@ def episode_value(data: GameData, offsets: np.ndarray) -> float:
 
 class MCTSSolver(Solver):
     name = "mcts"
-    modes = frozenset({"map", "pack"})
+    modes = frozenset({"map", "pack", "prefetch"})
 
     def solve(self, problem: Problem, hardware, *, time_limit: float, seed: int, hint: Solution | None = None,
-              simulations: int | None = None, variant: str | None = None, k: int = 16, order: str | None = None,
-              rollout: str = "greedy", epsilon: float = 0.0, rollout_depth: int | None = None,
-              exploration: float = 1.0, commit: str = "visits") -> Solution:
+              simulations: int | None = None, variant: str | None = None, k: int | None = None,
+              order: str | None = None, rollout: str = "greedy", epsilon: float = 0.0,
+              rollout_depth: int | None = None, exploration: float = 1.0, commit: str | None = None,
+              windows: int = 2) -> Solution:
         t0 = time.monotonic()
         deadline = t0 + 0.95 * time_limit - 0.05
         cfg = MCTSConfig(simulations=simulations or MCTSConfig.simulations, exploration=exploration,
-                         rollout=rollout, epsilon=epsilon, rollout_depth=rollout_depth, commit=commit)
+                         rollout=rollout, epsilon=epsilon, rollout_depth=rollout_depth,
+                         commit=commit or ("max" if problem.mode == "prefetch" else "visits"))
+        if problem.mode == "prefetch":
+            return self._solve_prefetch(problem, hardware, cfg, t0=t0, deadline=deadline, time_limit=time_limit,
+                                        seed=seed, hint=hint, k=k or PREFETCH_K, order=order or "xla",
+                                        windows=windows)
+        if variant == "prefetch":
+            raise ValueError(f"the prefetch variant of the game plays prefetch mode, not {problem.mode} mode")
+        k = k or 16
         default_variant, default_order = DEFAULT_GAME[problem.mode]
         game_cfg = GameConfig(variant=variant or default_variant, k=k,
                               order=order or (default_order if variant in (None, default_variant) else "start"))
@@ -91,3 +116,53 @@ class MCTSSolver(Solver):
                  "value_normalised": best.value}
         return Solution(offsets=offsets_tuple(best.offsets), status=status, mode=problem.mode, objective=objective,
                         wall_time=time.monotonic() - t0, history=history, stats=stats, solver=self.name)
+
+    def _solve_prefetch(self, problem: Problem, hardware, cfg: MCTSConfig, *, t0: float, deadline: float,
+                        time_limit: float, seed: int, hint: Solution | None, k: int, order: str,
+                        windows: int) -> Solution:
+        if problem.n == 0 or not problem.has_ops:  # nothing to serve: the empty answer
+            return Solution(offsets=(None,) * problem.n, status=Status.FEASIBLE, mode=problem.mode, objective=0.0,
+                            wall_time=time.monotonic() - t0, solver=self.name)
+        ev = PrefetchEvaluator.of(problem, hardware)
+        data = PrefetchData.of(problem, hardware)
+        norm = data.reward_norm
+        game_cfg = GameConfig(variant="prefetch", k=k, order=order, windows=windows)
+
+        def episode(intervals, source: str) -> Episode:
+            return Episode(ev.value(intervals) / norm, rows_of(intervals), source)
+
+        incumbents = [episode((), "all-slow")]
+        other = GameConfig(variant="prefetch", k=k, order="start" if order != "start" else "xla", windows=windows)
+        g = Game(problem, hardware, other, data=data)
+        if play_greedy(g, t0 + 0.25 * time_limit):
+            incumbents.append(episode(g.intervals(), f"greedy-prefetch-{other.order}"))
+        if problem.capacity is not None:
+            offsets = greedy_place(problem, xla_order(problem, data.benefit), problem.capacity,
+                                   deadline=t0 + 0.25 * time_limit)
+            incumbents.append(episode(lift_map_answer(problem, offsets), "lifted greedy-xla"))
+        if hint is not None:
+            hinted = tuple(hint.intervals)
+            if not hinted and len(hint.offsets) == problem.n and any(o is not None for o in hint.offsets):
+                hinted = tuple(lift_map_answer(problem, hint.offsets))
+            if hinted and validate_intervals(problem, hinted) is None:
+                incumbents.append(episode(hinted, "hint"))
+        search = UCTSearch(cfg, np.random.default_rng(seed))
+        result = search.run(Game(problem, hardware, game_cfg, data=data), deadline=deadline,
+                            incumbents=incumbents, start=t0)
+        # The search compares the game's running sums; the answer is chosen by the evaluator itself.
+        best, best_value, best_intervals = None, -np.inf, ()
+        for cand in [result.best] + incumbents:
+            intervals = intervals_of(cand.offsets)
+            value = ev.value(intervals)
+            if value > best_value:
+                best, best_value, best_intervals = cand, value, intervals
+        history = tuple((t, v * norm) for t, v in result.history)
+        stats = {"variant": "prefetch", "k": k, "windows": windows, "order": order,
+                 "simulations_per_move": cfg.simulations, "simulations": result.simulations, "moves": result.moves,
+                 "searched_moves": result.searched_moves, "finished_greedily_at": result.finished_greedily_at,
+                 "answer_from": best.source, "value_normalised": best_value / norm,
+                 "incumbents": {e.source: e.value for e in incumbents}}
+        intervals = tuple(sorted(best_intervals, key=lambda iv: (iv.buffer, iv.start)))
+        return Solution(offsets=(None,) * problem.n, status=Status.FEASIBLE, mode=problem.mode, objective=best_value,
+                        wall_time=time.monotonic() - t0, history=history, stats=stats, solver=self.name,
+                        intervals=intervals)
