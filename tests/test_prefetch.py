@@ -237,3 +237,33 @@ def test_bound_holds_against_exhaustive_search(seed):
     best = _best_value(problem, hw)
     bound = prefetch_upper_bound(problem, hw).value
     assert best <= bound + 1e-9, (best, bound)
+
+
+# ---------------------------------------------------------------- the command line, end to end
+
+def test_cli_prefetch_round_trip(tmp_path):
+    from tests.conftest import run_cli
+
+    answer, picture, played = tmp_path / "msa.csv", tmp_path / "msa.png", tmp_path / "played.csv"
+    info = run_cli("info", "example:layered150", "--mode", "prefetch")
+    assert info.returncode == 0 and "mode: prefetch" in info.stdout and "docs/prefetch.md" in info.stdout
+    solved = run_cli("solve", "example:layered150", "--mode", "prefetch", "--solver", "msa", "-o", str(answer))
+    assert solved.returncode == 0, solved.stderr
+    assert answer.read_text().splitlines()[0] == "id,offset,start,end,copy_start"
+    assert any(line.split(",")[4] for line in answer.read_text().splitlines()[1:]), "msa prefetches something"
+    checked = run_cli("validate", "example:layered150", str(answer), "--mode", "prefetch")
+    assert checked.returncode == 0 and checked.stdout.startswith("ok:") and "copies" in checked.stdout
+    drawn = run_cli("plot", "example:layered150", str(answer), "--mode", "prefetch", "-o", str(picture))
+    assert drawn.returncode == 0 and picture.stat().st_size > 0
+    hinted = run_cli("solve", "example:layered150", "--mode", "prefetch", "--solver", "mcts", "--hint", str(answer),
+                     "--time-limit", "1")
+    assert hinted.returncode == 0, hinted.stderr
+    played_run = run_cli("play", "example:layered150", "--variant", "prefetch", "--policy", "greedy", "--quiet",
+                         "-o", str(played))
+    assert played_run.returncode == 0 and "valid" in played_run.stdout
+    bad = tmp_path / "bad.csv"
+    bad.write_text("id,offset,start,end,copy_start\nw1,0,0,1,\n")  # a weight cannot be produced in place
+    rejected = run_cli("validate", "example:layered150", str(bad), "--mode", "prefetch")
+    assert rejected.returncode == 1 and "not a pure write" in rejected.stdout
+    csv_input = run_cli("info", "example:pack40", "--mode", "prefetch")
+    assert csv_input.returncode == 2 and "needs a workload with ops" in csv_input.stderr

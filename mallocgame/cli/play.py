@@ -29,7 +29,7 @@ from mallocgame.model import InputError
 @click.command("play")
 @click.argument("problem_path", metavar="PROBLEM")
 @problem_options
-@click.option("--variant", type=click.Choice(["order", "address"]), default="order", show_default=True,
+@click.option("--variant", type=click.Choice(["order", "address", "prefetch"]), default="order", show_default=True,
               help="order: fixed buffer order, choose the offset; address: fixed address, choose the buffer.")
 @click.option("--k", "k", type=int, default=16, show_default=True, help="Candidate actions besides slow/close.")
 @click.option("--order", type=click.Choice(["start", "xla", "size"]), default="start", show_default=True,
@@ -45,8 +45,12 @@ def play(problem_path, mode, capacity, capacity_fraction, hardware, variant, k, 
     if k < 1:
         fail(f"--k: must be >= 1, got {k}")
     try:
-        problem, spec = load_prepared(problem_path, mode=mode, capacity=capacity, capacity_fraction=capacity_fraction,
-                                      hardware=hardware)
+        if variant == "prefetch" and mode not in (None, "prefetch"):
+            raise InputError(f"--variant prefetch plays prefetch mode, not --mode {mode}")
+        problem, spec = load_prepared(problem_path, mode="prefetch" if variant == "prefetch" else mode, capacity=capacity,
+                                      capacity_fraction=capacity_fraction, hardware=hardware)
+        if problem.mode == "prefetch":
+            variant = "prefetch"  # the only variant with a decision per use segment
         game = Game(problem, spec, GameConfig(variant=variant, k=k, order=order))
     except (InputError, ValueError) as exc:
         fail(str(exc))
@@ -98,6 +102,9 @@ def _finish(problem, spec, game, output: str | None) -> None:
     from hardware.validator import validate
     from mallocgame.model import offsets_tuple
 
+    if problem.mode == "prefetch":
+        _finish_prefetch(problem, spec, game, output)
+        return
     offsets = offsets_tuple(game.offsets())
     violation = validate(problem, offsets)
     placed = sum(o is not None for o in offsets)
@@ -113,3 +120,23 @@ def _finish(problem, spec, game, output: str | None) -> None:
         from mallocgame.io import problem_csv_text
 
         write_text(output, problem_csv_text(problem, offsets))
+
+
+def _finish_prefetch(problem, spec, game, output: str | None) -> None:
+    from hardware.prefetch import PrefetchEvaluator
+    from hardware.validator import validate_intervals
+    from mallocgame.io import intervals_csv_text
+
+    intervals = game.intervals()
+    violation = validate_intervals(problem, intervals)
+    b = PrefetchEvaluator.of(problem, spec).breakdown(intervals)
+    slow = PrefetchEvaluator.of(problem, spec).time_all_slow
+    line = (f"done: {len(intervals)} fast intervals of {len({iv.buffer for iv in intervals})}/{problem.n} buffers, "
+            f"return {game.total_reward():.6g}, value {slow - b.time:.6g} (time {b.time:.6g} vs {slow:.6g} all slow, "
+            f"stall {b.stall:.3g})")
+    line += ", valid" if violation is None else f", not a solution: {violation}"
+    click.echo(line, err=is_stdout(output))
+    if violation is not None:
+        sys.exit(EXIT_NO_SOLUTION)
+    if output:
+        write_text(output, intervals_csv_text(problem, intervals))
