@@ -31,9 +31,12 @@ from typing import Any, Sequence
 from mallocgame.model import InputError, Problem
 
 GREEDY = "greedy-xla"
+# The baseline each mode measures against: XLA-style greedy in map mode, XLA's memory-space assignment
+# in prefetch mode. The CSV column keeps its name ``speedup_vs_greedy``; ``baseline`` names the solver.
+BASELINE = {"map": GREEDY, "prefetch": "msa"}
 CSV_COLUMNS = ("input", "solver", "mode", "status", "valid", "value", "bound", "gap", "speedup_vs_slow",
                "speedup_vs_greedy", "estimated_time", "time_all_slow", "peak", "capacity", "placed", "total",
-               "seconds", "error")
+               "seconds", "error", "baseline")
 IMPROVED = 1 + 1e-6  # a speed-up over greedy above this counts as an improvement, not a tie
 
 
@@ -213,23 +216,23 @@ def compute_references(inputs: list[Input], *, time_limit: float, seed: int, pro
 
     for inp in tqdm(inputs, desc="bounds", unit="input", file=sys.stderr, leave=False, disable=_disable(progress)):
         inp.bound = problem_bound(inp.problem, inp.hardware)
-        if inp.problem.mode == "map":
+        if inp.problem.mode in BASELINE:
             try:
-                inp.greedy = run_solver(GREEDY, inp.problem, inp.hardware, time_limit=time_limit, seed=seed,
+                inp.greedy = run_solver(BASELINE[inp.problem.mode], inp.problem, inp.hardware, time_limit=time_limit, seed=seed,
                                         bound=inp.bound)
             except Exception:  # no reference: the column stays empty
                 inp.greedy = None
 
 
 def attach_speedups(inputs: list[Input], rows: list[Row]) -> None:
-    """Fill ``row.extra['speedup_vs_greedy']`` from the greedy-xla row (or the reference run)."""
+    """Fill ``row.extra['speedup_vs_greedy']`` from the baseline's row of the input's mode (or the reference run)."""
     by_input = {inp.name: inp for inp in inputs}
-    greedy_rows = {r.input: r for r in rows if r.solver == GREEDY and r.valid}
+    base_rows = {r.input: r for r in rows if r.valid and r.solver == BASELINE.get(by_input[r.input].problem.mode)}
     for r in rows:
         inp = by_input[r.input]
-        ref = greedy_rows.get(r.input)
+        ref = base_rows.get(r.input)
         ref_report = ref.report if ref is not None else inp.greedy
-        if r.valid and inp.problem.mode == "map" and ref_report is not None and ref_report.valid \
+        if r.valid and inp.problem.mode in BASELINE and ref_report is not None and ref_report.valid \
                 and r.report.estimated_time:
             r.extra["speedup_vs_greedy"] = ref_report.estimated_time / r.report.estimated_time
 
@@ -251,6 +254,7 @@ def row_record(inp: Input, r: Row) -> dict[str, Any]:
     else:
         rec["error"] = r.error
     rec["speedup_vs_greedy"] = r.extra.get("speedup_vs_greedy")
+    rec["baseline"] = BASELINE.get(inp.problem.mode)
     return rec
 
 
@@ -314,12 +318,13 @@ def table_text(inputs: list[Input], rows: list[Row]) -> str:
     """The comparison table: one line per (input, solver); map and pack inputs in separate tables."""
     by_input = {inp.name: inp for inp in inputs}
     out = []
-    for mode in ("map", "pack"):
+    for mode in ("map", "prefetch", "pack"):
         mine = [r for r in rows if by_input[r.input].problem.mode == mode]
         if not mine:
             continue
-        if mode == "map":
-            header = ("input", "solver", "status", "value", "bound", "gap", "x slow", "x greedy", "seconds")
+        if mode in BASELINE:
+            base = "x greedy" if mode == "map" else f"x {BASELINE[mode]}"
+            header = ("input", "solver", "status", "value", "bound", "gap", "x slow", base, "seconds")
         else:
             header = ("input", "solver", "status", "peak", "bound", "gap", "seconds")
         lines = []
@@ -329,7 +334,7 @@ def table_text(inputs: list[Input], rows: list[Row]) -> str:
             bound = None if inp.bound is None else inp.bound.value
             secs = _fmt(rep.seconds if rep else None, ".2f")
             status = r.status if (rep is None or rep.valid) else f"{r.status}!"
-            if mode == "map":
+            if mode in BASELINE:
                 lines.append((r.input, r.solver, status, _fmt_value(rep.objective if rep else None, ops),
                               _fmt_value(bound, ops), _fmt(rep.gap if rep else None, ".2%"),
                               _fmt(rep.speedup if rep else None, ".3f"),
@@ -368,14 +373,16 @@ def summary_text(inputs: list[Input], rows: list[Row], solvers: Sequence[str]) -
         valid = [r for r in mine if r.valid]
         na = sum(r.solver == s and r.unsupported for r in rows)
         parts = [f"{s}: valid {len(valid)}/{len(mine)}" + (f" ({na} n/a)" if na else "")]
-        maps = [r for r in valid if by_input[r.input].problem.mode == "map"]
-        vs = [r.extra["speedup_vs_greedy"] for r in maps if "speedup_vs_greedy" in r.extra]
-        if vs:
-            better = sum(v > IMPROVED for v in vs)
-            worse = sum(v < 1 / IMPROVED for v in vs)
-            geo = math.exp(sum(math.log(v) for v in vs) / len(vs))
-            parts.append(f"vs greedy-xla: better on {better}, equal on {len(vs) - better - worse}, "
-                         f"worse on {worse}; speed-up geo-mean {geo:.4f}, max {max(vs):.4f}, min {min(vs):.4f}")
+        maps = [r for r in valid if by_input[r.input].problem.mode in BASELINE]
+        for mode, baseline in BASELINE.items():
+            vs = [r.extra["speedup_vs_greedy"] for r in maps
+                  if by_input[r.input].problem.mode == mode and "speedup_vs_greedy" in r.extra]
+            if vs:
+                better = sum(v > IMPROVED for v in vs)
+                worse = sum(v < 1 / IMPROVED for v in vs)
+                geo = math.exp(sum(math.log(v) for v in vs) / len(vs))
+                parts.append(f"vs {baseline}: better on {better}, equal on {len(vs) - better - worse}, "
+                             f"worse on {worse}; speed-up geo-mean {geo:.4f}, max {max(vs):.4f}, min {min(vs):.4f}")
         slows = [r.report.speedup for r in maps if r.report.speedup]
         if slows:
             parts.append(f"mean speed-up over all-slow {sum(slows) / len(slows):.3f}")
