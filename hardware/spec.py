@@ -34,7 +34,11 @@ class HardwareSpec:
 
 
 PRESETS: dict[str, HardwareSpec] = {
-    # TPUv4i-like inference chip: 128 MiB CMEM, ~614 GB/s HBM, ~138 TFLOP/s bf16.
+    # TPUv4i-like inference chip (Jouppi et al., "Ten Lessons From Three Generations Shaped Google's
+    # TPUv4i", ISCA 2021, Table 1): 128 MiB CMEM, 614 GB/s HBM2, 138 TFLOP/s bf16. copy_bw, the async
+    # copy engine between HBM and CMEM (prefetch mode, docs/prefetch.md): DMA out of HBM cannot beat
+    # HBM's 614 GB/s, and the ops' own HBM traffic (which the cost model does not charge to copies)
+    # shares it, so we take half, 300 GB/s. Set copy_bw in a hardware file to model another split.
     "tpuv4i": HardwareSpec("tpuv4i", 128 * 2**20, 512, 3.0e12, 614e9, 138e12, 300e9),
     # A small chip for tests and examples: 1 MiB fast memory.
     "test": HardwareSpec("test", 2**20, 64, 1.0e12, 100e9, 10e12, 50e9),
