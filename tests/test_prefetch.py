@@ -267,3 +267,18 @@ def test_cli_prefetch_round_trip(tmp_path):
     assert rejected.returncode == 1 and "not a pure write" in rejected.stdout
     csv_input = run_cli("info", "example:pack40", "--mode", "prefetch")
     assert csv_input.returncode == 2 and "needs a workload with ops" in csv_input.stderr
+
+
+PREFETCH_SOLVERS = [n for n in sorted(solver_entries()) if "prefetch" in getattr(load_solver(n), "modes", ())]
+
+
+@pytest.mark.parametrize("name", PREFETCH_SOLVERS)
+def test_no_prefetch_solver_ends_below_msa_when_warm_started_from_it(name):
+    from hybrid.warm_start import solve_with_warm_start
+
+    hw = PRESETS["tpuv4i"]
+    problem = layered_network(80, seed=5, capacity_fraction=0.25).replace(mode="prefetch")
+    msa = run_solver("msa", problem, hw, time_limit=2.0, seed=0)
+    assert msa.valid and msa.objective > 0
+    report = solve_with_warm_start(name, problem, hw, time_limit=2.0, seed=0, warm_start="msa")
+    assert report.valid and report.objective >= msa.objective - 1e-12 * abs(msa.objective)
