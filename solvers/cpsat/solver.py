@@ -1,13 +1,16 @@
-"""OR-Tools CP-SAT, both modes: per-moment no-overlap + knapsack rows, scaled units, components, exact roofline objective.
+"""OR-Tools CP-SAT, all modes: per-moment no-overlap + knapsack rows, exact roofline objective; prefetch: stays and copies.
 
 Pack mode: every buffer gets an offset within the capacity (feasibility), or with
 ``minimize_peak`` (or no capacity) the highest address is minimised; there the best-fit
 answer bounds the address range and is the first hint, so the result is never worse
 than best-fit. Map mode: optional intervals (presence = fast memory); the objective is
 the evaluator's exact roofline saving for workloads with ops and the sum of benefits
-otherwise (see :mod:`solvers.cpsat.model`).
+otherwise (see :mod:`solvers.cpsat.model`). Prefetch mode (docs/prefetch.md) is its own
+model, in :mod:`solvers.cpsat.prefetch`: optional fast stays per use segment, prefetch and
+eviction copies as intervals on the copy budget, windows of ops solved one by one, every
+answer scored by the prefetch evaluator and never worse than the hint or the lifted greedy.
 
-The interference graph's connected components are solved one by one, smallest first,
+In map and pack mode, the interference graph's connected components are solved one by one, smallest first,
 each with a share of the remaining time proportional to its buffer count. A component
 too large for a model (``MAX_MODEL_BUFFERS`` buffers or ``MAX_MODEL_PAIRS`` interfering
 pairs) is placed greedily instead (greedy-xla order in map mode; in pack mode best fit if
@@ -104,10 +107,15 @@ class Fallbacks:
 
 class CpSat(Solver):
     name = "cpsat"
-    modes = frozenset({"map", "pack"})
+    modes = frozenset({"map", "pack", "prefetch"})
 
     def solve(self, problem, hardware, *, time_limit, seed, hint=None, workers=1, minimize_peak=False,
               deterministic=True):
+        if problem.mode == "prefetch":
+            from solvers.cpsat.prefetch import solve_prefetch
+
+            return solve_prefetch(problem, hardware, time_limit=time_limit, seed=seed, hint=hint, workers=workers,
+                                  deterministic=deterministic, name=self.name)
         t0 = time.monotonic()
         n = problem.n
         # Reading a large model's answer back and scoring it takes time too.

@@ -1,0 +1,769 @@
+"""CP-SAT in prefetch mode: optional fast stays per use segment, copies on budget axes, the exact roofline saving.
+
+docs/prefetch.md is the specification this follows; ``CpSat.solve`` hands prefetch problems here.
+
+**Candidates** (:func:`candidates`, bounded): per buffer, *stays* with fixed times, each a possible
+:class:`~mallocgame.model.FastInterval`. A stay serves a run of consecutive touches ``i..j``
+(runs of :data:`RUN_LENGTHS` touches, and every run to the last touch). It is produced in place
+when touch ``i`` is a pure write, else prefetched, with copy starts picked like XLA's
+cost-analysis interval picker: for each ratio of :data:`PREFETCH_RATIOS`, the latest
+``copy_start`` whose window offers that ratio x the copy time of budget (estimated two ways:
+:func:`op_time_floor`, and the op times of the start answer), never before the last write;
+plus the latest start of all (no window: the copy stalls, the stay holds the least memory). A
+stay whose written value is needed later ends after its last served touch, or later (up to the
+next touch) when that gives its eviction a window of :data:`EVICTION_RATIOS` x the copy time.
+The stays of the hint and of the start are always candidates, so both map onto the model.
+
+**The model** of a set of free stays (:func:`solve_window`), in the OR-Tools samples' order:
+
+* variables: per stay a presence literal, an offset (on :func:`~solvers.cpsat.model.grid_unit`'s
+  address grid), an optional fixed time interval over its occupied ops
+  ``[copy_start + 1 or start, end)`` and an optional address interval; per copy (a prefetch, a
+  needed eviction) an optional interval of variable length on its kind's *budget axis*: the
+  part of the copy served inside its window;
+* constraints: the stays of one buffer never occupy the same op (an at-most-one per maximal
+  moment); ``AddNoOverlap2D`` over the occupied rectangles, a redundant cumulative with the
+  capacity and the knapsack row of each maximal moment (for the LP); on each budget axis the
+  served parts do not overlap (``AddNoOverlap``, the copy engine as a cumulative of capacity
+  one) and lie inside their windows;
+* the budget axis lays the ops end to end, op ``t`` lasting its time in the answer: its time
+  without the free stays less what the free stays save on it, so a copy window's ends are
+  expressions of the decisions and every slot offers exactly its op time, as in the evaluator;
+* objective: the evaluator's exact per-op roofline saving, ``s_t = min(headroom_t, sum of the
+  deltas of the operands served fast)`` (linear where it cannot saturate), less every copy's
+  stall (its length less its served part), all in one integer unit of seconds.
+
+**What it approximates.** (1) Each copy is served in one contiguous piece, the rest stalls; the
+evaluator serves copies in deadline order from the earliest budget left, which serves at least
+as much of any set of copies as such a schedule (for interval windows that greedy maximises
+what is served), so over the whole program the model's value of an answer never exceeds the
+evaluator's. (2) Only candidate stays are considered. (3) Large programs are solved by
+neighbourhoods (below): a neighbourhood's model sees the copies of the intervals that meet its
+free stays, not those of the others, which may compete for the same slots in the evaluator. Every answer is therefore scored by
+the real evaluator (:class:`~hardware.prefetch.PrefetchEvaluator`) and kept only when it beats
+the incumbent, so the result is never worse than the hint, or without one than the start:
+:func:`~mallocgame.prefetch.lift_map_answer` of the map-mode greedy (greedy-xla's order and best
+fit), each prefetch's start moved up to its first served touch (:func:`tighten`: the same
+rectangles and a longer copy window, never worse).
+
+**Decomposition** (:func:`solve_prefetch`): stays only interact when their occupied ops overlap
+(memory, op savings and copy windows all lie inside them), so the time line splits into
+independent spans, and large ones are solved by neighbourhoods, one model each with the
+incumbent's intervals that meet the free stays kept fixed around them: *windows* of ops holding
+about :data:`WINDOW_STAYS` candidate stays, those with most to gain first (room below the
+per-op bound, stalls due in them), then *buffer groups* (every candidate of the buffers that
+hold the most memory, so a long stay can split into short ones). Ties go to the answer that
+holds less memory (a secondary objective, and an equally fast answer holding less is kept), which
+leaves room to the next neighbourhoods. A round without gain doubles the size, up to one model
+per span; the search stops when every span's single model is proven optimal (then the same seed
+gives the same answer) or at the deadline. Measured here at 5 s, as a fraction of the bound: a
+60-buffer layered network 0.88 (one model of the whole program: 0.77 after 120 s; ``msa`` 0.78);
+layered networks of 150 to 600 buffers 0.86 to 0.93 (``msa`` 0.84 to 0.89); a ResNet-8 training
+step 0.69 (``msa`` 0.64).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from hardware.evaluator import Evaluator
+from hardware.prefetch import PrefetchEvaluator, eviction_of
+from hardware.validator import validate_intervals
+from mallocgame.bounds import prefetch_upper_bound
+from mallocgame.intervals import maximal_live_sets
+from mallocgame.model import FastInterval, Problem, Solution, Status, offsets_array
+from mallocgame.placement import greedy_place, xla_order
+from mallocgame.prefetch import lift_map_answer
+from mallocgame.protocol import solver_deadline
+from solvers.cpsat.model import grid_unit
+
+PREFETCH_RATIOS = (1.0, 1.5, 4.0)  # window budget / copy time of the candidate copy starts
+EVICTION_RATIOS = (1.0, 1.5)  # the same for the extended ends of stays that are evicted
+RUN_LENGTHS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)  # touches served by one candidate stay (plus: to the last)
+WINDOW_STAYS = 30  # candidate stays per CP-SAT model at first (doubled at each local optimum)
+MIN_SLICE = 0.3  # seconds: the least a window gets while time is left
+SECOND_UNITS = 2**24  # integer units of seconds per window's total headroom
+# Measured on layered networks and realistic workloads (5 s): the formulations "2d", "cliques"
+# (one 1-D no-overlap per maximal moment) and "both" are within noise of each other; CP-SAT's own
+# search with one worker beats following our decision strategy (PARTIAL_FIXED_SEARCH) by about
+# 15%; probing (level 2) takes seconds on models of a thousand stays and gains nothing here.
+FORMULATION = "2d"
+FIXED_SEARCH = False
+PROBING_LEVEL = 0
+
+
+# ---------------------------------------------------------------- stays
+
+
+@dataclass(frozen=True)
+class Stay:
+    """A candidate fast interval of ``buffer`` with everything the model needs about it.
+
+    ``prefetch``: ``(first slot, deadline)`` of its prefetch copy, or ``None`` (produced in
+    place); ``eviction``: the same for its eviction, or ``None``.
+    """
+
+    buffer: int
+    start: int
+    end: int
+    copy_start: int | None
+    prefetch: tuple[int, int] | None
+    eviction: tuple[int, int] | None
+
+    @property
+    def occupied_from(self) -> int:
+        return self.start if self.copy_start is None else self.copy_start + 1
+
+    def interval(self, offset: int) -> FastInterval:
+        return FastInterval(self.buffer, offset, self.start, self.end, self.copy_start)
+
+
+def stay_of(problem: Problem, iv: FastInterval) -> Stay:
+    prefetch = None if iv.copy_start is None else (iv.copy_start + 1, iv.start)
+    evict = eviction_of(problem, iv)
+    return Stay(iv.buffer, iv.start, iv.end, iv.copy_start, prefetch,
+                None if evict is None else (evict[0] + 1, evict[1]))
+
+
+def op_saving_bound(problem: Problem, ev: Evaluator) -> np.ndarray:
+    """The most any valid answer can save on each op, seconds ``[T]``: the best operands that fit
+    the capacity together made fast (a fractional knapsack over the op's operands), within the
+    op's headroom (the per-op relaxation of :func:`mallocgame.bounds.prefetch_upper_bound`)."""
+    capacity = problem.capacity if problem.capacity is not None else np.iinfo(np.int64).max
+    sizes = problem.arrays.size
+    headroom = np.maximum(ev.slow_mem - ev.compute, 0.0)
+    saving = np.zeros(ev.n_ops)
+    order = np.argsort(ev.op_of, kind="stable")
+    op_of, buf_of, delta = ev.op_of[order], ev.buf_of[order], ev.delta[order]
+    cuts = np.searchsorted(op_of, np.arange(ev.n_ops + 1))
+    for t in np.flatnonzero(headroom > 0).tolist():
+        per: dict[int, float] = {}
+        for b, d in zip(buf_of[cuts[t]:cuts[t + 1]].tolist(), delta[cuts[t]:cuts[t + 1]].tolist()):
+            if sizes[b] <= capacity:
+                per[b] = per.get(b, 0.0) + d
+        room, best = float(capacity), 0.0
+        for b, d in sorted(per.items(), key=lambda kv: -kv[1] / max(int(sizes[kv[0]]), 1)):
+            take = min(1.0, room / max(int(sizes[b]), 1))
+            best += d * take
+            room -= sizes[b] * take
+            if room <= 0:
+                break
+        saving[t] = min(best, headroom[t])
+    return saving
+
+
+def op_time_floor(problem: Problem, ev: Evaluator) -> np.ndarray:
+    """A lower bound on every op's time in any valid answer, seconds ``[T]`` (its time with the saving of
+    :func:`op_saving_bound`)."""
+    return np.maximum(ev.compute, ev.slow_mem - op_saving_bound(problem, ev)) + ev.fixed
+
+
+def _latest_start(cum: np.ndarray, lo: int, hi: int, t: int, need: float) -> int:
+    """Latest ``cs`` in ``[lo, hi]`` whose window (slots ``cs+1 .. t-1``) offers ``need`` seconds; ``lo`` if none."""
+    # window budget of cs = cum[t] - cum[cs + 1], decreasing in cs
+    best = lo
+    for cs in range(hi, lo - 1, -1):
+        if cum[t] - cum[cs + 1] >= need:
+            return cs
+    return best
+
+
+def _earliest_end(cum: np.ndarray, w: int, lo: int, hi: int, need: float) -> int:
+    """Smallest ``end`` in ``[lo, hi]`` whose eviction window (slots ``w+1 .. end-1``) offers ``need``; ``hi`` if none."""
+    for end in range(lo, hi + 1):
+        if cum[end] - cum[w + 1] >= need:
+            return end
+    return hi
+
+
+def _runs(k: int) -> list[tuple[int, int]]:
+    out = set()
+    for i in range(k):
+        for length in RUN_LENGTHS:
+            if i + length <= k:
+                out.add((i, i + length - 1))
+        out.add((i, k - 1))
+    return sorted(out)
+
+
+def candidates(problem: Problem, hardware, budgets: Sequence[np.ndarray], extra: Sequence[FastInterval] = ()) -> list[Stay]:
+    """The candidate stays of every buffer (see the module docstring), plus those of ``extra``; no duplicates."""
+    T = len(problem.ops)
+    touches = problem.touches
+    a = problem.arrays
+    capacity = problem.capacity if problem.capacity is not None else np.iinfo(np.int64).max
+    cums = [np.concatenate(([0.0], np.cumsum(b))) for b in budgets]
+    out: dict[tuple, Stay] = {}
+    for b in range(problem.n):
+        size = int(a.size[b])
+        if size > capacity or size <= 0:
+            continue
+        ops, reads, writes = touches.of(b)
+        ops, reads, writes = ops.tolist(), reads.tolist(), writes.tolist()
+        k = len(ops)
+        if k == 0:
+            continue
+        limit_end = min(T, int(a.end[b]))
+        copy = size / hardware.copy_bw
+        last_write = []  # last write at or before touch i (-1 if none)
+        lw = -1
+        for i in range(k):
+            if writes[i]:
+                lw = ops[i]
+            last_write.append(lw)
+        for i, j in _runs(k):
+            t = ops[i]
+            if ops[j] + 1 > limit_end:
+                continue
+            pure = writes[i] and not reads[i]
+            if pure:
+                starts = [None]
+            else:
+                lo = last_write[i - 1] if i > 0 else -1  # the value must exist in slow memory
+                hi = t - 1
+                if lo > hi:
+                    continue
+                # the latest start of all (no window: the copy stalls, the stay holds least memory) and
+                # the latest starts whose windows offer each ratio x the copy time
+                starts = sorted({hi, *(_latest_start(cum, lo, hi, t, r * copy) for cum in cums for r in PREFETCH_RATIOS)})
+            served_writes = [ops[x] for x in range(i, j + 1) if writes[x]]
+            after = min(ops[j + 1], limit_end) if j + 1 < k else limit_end
+            needed = bool(served_writes) and (reads[j + 1] if j + 1 < k else bool(touches.output[b]))
+            ends = [ops[j] + 1]
+            if needed:
+                w = served_writes[-1]
+                ends = sorted({ops[j] + 1, *(_earliest_end(cum, w, ops[j] + 1, after, r * copy)
+                                             for cum in cums for r in EVICTION_RATIOS)})
+            for cs in starts:
+                for end in ends:
+                    key = (b, t, end, cs)
+                    if key in out:
+                        continue
+                    prefetch = None if cs is None else (cs + 1, t)
+                    eviction = (served_writes[-1] + 1, end) if needed else None
+                    out[key] = Stay(b, t, end, cs, prefetch, eviction)
+    for iv in extra:
+        key = (iv.buffer, iv.start, iv.end, iv.copy_start)
+        if key not in out:
+            out[key] = stay_of(problem, iv)
+    return list(out.values())
+
+
+def tighten(problem: Problem, intervals: Sequence[FastInterval]) -> list[FastInterval]:
+    """Move every prefetch's start up to its first served touch: the same rectangle and served ops,
+    a copy window at least as long, so never worse and still valid."""
+    touches = problem.touches
+    out = []
+    for iv in intervals:
+        if iv.copy_start is not None:
+            ops = touches.of(iv.buffer)[0]
+            k = int(np.searchsorted(ops, iv.start))
+            if k < len(ops) and ops[k] < iv.end and ops[k] > iv.start:
+                iv = FastInterval(iv.buffer, iv.offset, int(ops[k]), iv.end, iv.copy_start)
+        out.append(iv)
+    return out
+
+
+def spans(stays: Sequence[Stay]) -> list[list[int]]:
+    """Stay indices grouped by connected spans of occupied ops (stays of different spans never interact)."""
+    order = sorted(range(len(stays)), key=lambda c: (stays[c].occupied_from, stays[c].end))
+    groups: list[list[int]] = []
+    reach = -10**18
+    for c in order:
+        s = stays[c]
+        if s.occupied_from >= reach:
+            groups.append([])
+        groups[-1].append(c)
+        reach = max(reach, s.end)
+    return groups
+
+
+# ---------------------------------------------------------------- one model
+
+
+@dataclass
+class WindowResult:
+    intervals: list[FastInterval] | None  # the free stays chosen, or None (no answer)
+    status: str  # CP-SAT's status name
+    history: list[tuple[float, float]] = field(default_factory=list)  # (seconds, model value of the free part)
+    stats: dict = field(default_factory=dict)
+
+
+def solve_window(problem: Problem, hardware, free: Sequence[Stay], fixed: Sequence[FastInterval], base_times: np.ndarray,
+                 hint: dict[int, int], *, deadline: float, seed: int, workers: int, deterministic: bool,
+                 t0: float) -> WindowResult:
+    """CP-SAT over the candidate stays ``free``, around the intervals ``fixed`` (kept as they are).
+
+    ``base_times`` ``[T]`` are the op times of the answer without the free stays (the evaluator's).
+    ``hint`` maps free stay indices to offsets (a complete hint: every other stay absent).
+    The model is the module docstring's; the fixed intervals take part as present stays with
+    fixed offsets (their memory, their savings at the ops the free stays serve, their copies).
+    """
+    from ortools.sat.python import cp_model
+
+    ev = Evaluator.of(problem, hardware)
+    a = problem.arrays
+    n_ops = ev.n_ops
+    items = list(free) + [stay_of(problem, iv) for iv in fixed]
+    m, n_free = len(items), len(free)
+    on = [c in hint for c in range(n_free)] + [True] * (m - n_free)  # the hint's presences
+    fixed_offset = [None] * n_free + [iv.offset for iv in fixed]
+    buf = np.array([s.buffer for s in items], np.int64)
+    size, align = a.size[buf], a.alignment[buf]
+    known = np.array(list(hint.values()) + [iv.offset for iv in fixed], np.int64)
+    unit = grid_unit(size, align, known if len(known) else None)
+    s_size, s_align = size // unit, np.maximum(align // unit, 1)
+    top = problem.capacity // unit
+    occ = np.array([s.occupied_from for s in items], np.int64)
+    end = np.array([s.end for s in items], np.int64)
+    first_op, last_op = max(int(occ[:n_free].min()), 0), int(end[:n_free].max())
+
+    # Seconds as integers: one unit for savings, stalls and budgets.
+    headroom = np.maximum(ev.slow_mem - ev.compute, 0.0)
+    scale = SECOND_UNITS / max(float(headroom[first_op:last_op].sum()), float(base_times[first_op:last_op].sum()) * 1e-3,
+                               1e-30)
+
+    model = cp_model.CpModel()
+    present, k_vars, t_iv, y_iv = [], [], [], []
+    for c, s in enumerate(items):
+        p = model.new_bool_var(f"p{c}")
+        z, al = int(s_size[c]), int(s_align[c])
+        if c < n_free:
+            k = model.new_int_var(0, (top - z) // al, f"k{c}")
+        else:
+            model.add(p == 1)
+            k = model.new_constant(fixed_offset[c] // unit // al)
+        present.append(p)
+        k_vars.append(k)
+        t_iv.append(model.new_optional_fixed_size_interval_var(int(occ[c]), int(end[c] - occ[c]), p, f"t{c}"))
+        y_iv.append(model.new_optional_fixed_size_interval_var(k * al if al > 1 else k, z, p, f"y{c}"))
+
+    # One buffer's stays never occupy the same op.
+    by_buffer: dict[int, list[int]] = {}
+    for c, s in enumerate(items):
+        by_buffer.setdefault(s.buffer, []).append(c)
+    for members in by_buffer.values():
+        if len(members) < 2:
+            continue
+        mem = np.array(members)
+        for row in maximal_live_sets(occ[mem], end[mem]):
+            if len(row) > 1:
+                model.add_at_most_one(present[c] for c in mem[row].tolist())
+
+    # Memory: the rectangles, a cumulative over time and the knapsack rows (both redundant).
+    if FORMULATION in ("2d", "both"):
+        model.add_no_overlap_2d(t_iv, y_iv)
+    model.add_cumulative(t_iv, [int(z) for z in s_size], top)
+    for row in maximal_live_sets(occ, end):
+        if len(row) < 2:
+            continue
+        if FORMULATION in ("cliques", "both"):
+            model.add_no_overlap([y_iv[c] for c in row.tolist()])
+        if int(s_size[row].sum()) > top:
+            model.add(sum(int(s_size[c]) * present[c] for c in row.tolist()) <= top)
+
+    # Savings: the exact roofline saving of every op a free stay serves, as a gain over base_times.
+    order = np.lexsort((ev.op_of, ev.buf_of))
+    key = ev.buf_of[order] * (n_ops + 1) + ev.op_of[order]
+    served_at: dict[int, dict[int, float]] = {}  # op -> {item: delta}
+    for c, s in enumerate(items):
+        lo = np.searchsorted(key, s.buffer * (n_ops + 1) + s.start)
+        hi = np.searchsorted(key, s.buffer * (n_ops + 1) + min(s.end, n_ops))
+        for r in order[lo:hi].tolist():
+            per = served_at.setdefault(int(ev.op_of[r]), {})
+            per[c] = per.get(c, 0.0) + float(ev.delta[r])
+    gains: dict[int, tuple] = {}  # op -> (expression, largest value, value under the hint)
+    weights = np.zeros(m, np.int64)
+    op_terms = []  # (cap, coefs, constant, e, s, hint value of e)
+    for t, per in sorted(served_at.items()):
+        cap = float(headroom[t])
+        if cap <= 0 or not any(c < n_free for c in per):
+            continue  # nothing to decide there
+        coefs = [(int(round(d * scale)), c) for c, d in sorted(per.items()) if c < n_free]
+        coefs = [(w, c) for w, c in coefs if w > 0]
+        constant = int(round(sum(d for c, d in per.items() if c >= n_free) * scale))
+        best: dict[int, int] = {}  # one buffer's stays are exclusive: the most each buffer adds
+        for w, c in coefs:
+            best[items[c].buffer] = max(best.get(items[c].buffer, 0), w)
+        cap_int = int(round(cap * scale))
+        most = sum(best.values())
+        at_hint = sum(w for w, c in coefs if on[c])
+        if not coefs or constant >= cap_int:
+            continue
+        if most + constant <= cap_int:
+            for w, c in coefs:
+                weights[c] += w
+            gains[t] = (sum(w * present[c] for w, c in coefs), most, at_hint)
+            continue
+        e = model.new_int_var(constant, constant + most, f"e{t}")
+        model.add(e == constant + sum(w * present[c] for w, c in coefs))
+        sv = model.new_int_var(constant, cap_int, f"s{t}")
+        model.add_min_equality(sv, [e, cap_int])
+        op_terms.append((cap_int, coefs, constant, e, sv, constant + at_hint))
+        gains[t] = (sv - constant, cap_int - constant, min(cap_int, constant + at_hint) - constant)
+    objective: list = [int(weights[c]) * present[c] for c in range(n_free) if weights[c]]
+    objective += [sv for _, _, _, _, sv, _ in op_terms]
+
+    # The budget axis: op t lasts base_times[t] less its gain, laid end to end from the first
+    # slot any copy may use; pos[t] is where slot t begins (an expression, and its value under the hint).
+    windows = [(c, kind, w) for c, s in enumerate(items)
+               for kind, w in (("prefetch", s.prefetch), ("eviction", s.eviction)) if w is not None]
+    slots = [x for _, _, w in windows for x in (max(w[0], 0), min(w[1], n_ops))]
+    axis_lo, axis_hi = (min(slots), max(slots)) if slots else (0, 0)
+    pos: dict[int, tuple] = {}  # slot -> (expression, lower bound, upper bound, hint value)
+    expr, lb, ub, at_hint = 0, 0, 0, 0
+    for t in range(axis_lo, axis_hi + 1):
+        pos[t] = (expr, lb, ub, at_hint)
+        if t == axis_hi:
+            break
+        base = int(round(base_times[t] * scale))
+        if t in gains:
+            g, most, g_hint = gains[t]
+            var = model.new_int_var(lb + base - most, ub + base, f"P{t + 1}")
+            model.add(var == expr + base - g)
+            expr, lb, ub, at_hint = var, lb + base - most, ub + base, at_hint + base - g_hint
+        else:
+            expr, lb, ub, at_hint = expr + base, lb + base, ub + base, at_hint + base
+
+    # Copies: on each kind's axis the served parts do not overlap and lie inside their windows;
+    # what is not served stalls.
+    copy_vars: dict[tuple[int, str], tuple] = {}
+    for kind in ("prefetch", "eviction"):
+        axis = []
+        for c, kind_c, (first, last) in windows:
+            if kind_c != kind:
+                continue
+            dur = int(math.ceil(a.size[items[c].buffer] / hardware.copy_bw * scale))
+            objective.append(-dur * present[c])
+            first, last = max(first, 0), min(last, n_ops)
+            if first >= last or dur == 0:
+                continue
+            lo_e, lo_lb, _, lo_h = pos[first]
+            hi_e, _, hi_ub, hi_h = pos[last]
+            room = min(dur, hi_ub - lo_lb)
+            if room <= 0:
+                continue
+            v = model.new_int_var(0, room, f"v{kind[0]}{c}")
+            q = model.new_int_var(lo_lb, hi_ub, f"q{kind[0]}{c}")
+            e = model.new_int_var(lo_lb, hi_ub, f"z{kind[0]}{c}")
+            model.add(v <= room * present[c])
+            model.add(q >= lo_e).only_enforce_if(present[c])
+            model.add(e <= hi_e).only_enforce_if(present[c])
+            axis.append(model.new_optional_interval_var(q, v, e, present[c], f"c{kind[0]}{c}"))
+            objective.append(v)
+            copy_vars[(c, kind)] = (q, v, e, dur, lo_h, hi_h)
+        if len(axis) > 1:
+            model.add_no_overlap(axis)
+    # Ties go to the answer that holds less memory (size x occupied ops, about 2^10 units for the whole
+    # strip): it leaves room to the next neighbourhoods. One unit of seconds outweighs all of it.
+    area_unit = max(problem.capacity * max(n_ops, 1) / 2**10, 1.0)
+    area = [int(math.ceil(a.size[s.buffer] * (s.end - s.occupied_from) / area_unit)) for s in free]
+    tie = 1 + sum(area)
+    model.maximize(tie * sum(objective) - sum(z * present[c] for c, z in enumerate(area)))
+
+    # Search: stays (most valuable first), the savings at their largest, the copies served as
+    # much and as early as possible in deadline order, offsets bottom-up.
+    value_of = weights.astype(np.float64)
+    for _, coefs, *_ in op_terms:
+        for w, c in coefs:
+            value_of[c] += w
+    ranked = sorted(range(n_free), key=lambda c: (-value_of[c], c))
+    if ranked:
+        model.add_decision_strategy([present[c] for c in ranked], cp_model.CHOOSE_FIRST, cp_model.SELECT_MAX_VALUE)
+    if op_terms:
+        model.add_decision_strategy([x[4] for x in op_terms], cp_model.CHOOSE_FIRST, cp_model.SELECT_MAX_VALUE)
+    copies = sorted(copy_vars.items(), key=lambda kv: (kv[1][5], kv[1][4], kv[0][1], kv[0][0]))
+    if copies:
+        model.add_decision_strategy([x[1] for _, x in copies], cp_model.CHOOSE_FIRST, cp_model.SELECT_MAX_VALUE)
+        model.add_decision_strategy([x[0] for _, x in copies], cp_model.CHOOSE_FIRST, cp_model.SELECT_MIN_VALUE)
+    model.add_decision_strategy(k_vars[:n_free], cp_model.CHOOSE_LOWEST_MIN, cp_model.SELECT_MIN_VALUE)
+
+    # The hint, complete: presences, offsets, savings, axis positions, the copies served one
+    # after another in deadline order.
+    for c in range(n_free):
+        model.add_hint(present[c], on[c])
+        model.add_hint(k_vars[c], hint[c] // unit // int(s_align[c]) if on[c] else 0)
+    for cap_int, _, _, e, sv, e_hint in op_terms:
+        model.add_hint(e, e_hint)
+        model.add_hint(sv, min(cap_int, e_hint))
+    hinted = set()
+    for expr_t, _, _, value in pos.values():
+        if isinstance(expr_t, cp_model.IntVar) and expr_t.index not in hinted:
+            hinted.add(expr_t.index)
+            model.add_hint(expr_t, value)
+    for kind in ("prefetch", "eviction"):
+        cursor = None
+        for (c, kind_c), (q, v, e, dur, lo_h, hi_h) in copies:
+            if kind_c != kind:
+                continue
+            start = lo_h if cursor is None else max(lo_h, cursor)
+            served = min(dur, hi_h - start) if (on[c] and start < hi_h) else 0
+            q_h = start if served else lo_h if not on[c] else max(lo_h, min(start, hi_h))
+            model.add_hint(q, q_h)
+            model.add_hint(v, served)
+            model.add_hint(e, q_h + served)
+            if served:
+                cursor = start + served
+
+    stats = {"stays": n_free, "fixed": m - n_free, "unit": unit, "variables": len(model.proto.variables),
+             "constraints": len(model.proto.constraints)}
+    remaining = deadline - time.monotonic()
+    if remaining <= 0.02:
+        return WindowResult(None, "NOT_RUN", [], stats)
+    solver = cp_model.CpSolver()
+    prm = solver.parameters
+    prm.max_time_in_seconds = remaining
+    prm.num_workers = max(1, int(workers))
+    prm.random_seed = int(seed) % (2**31 - 1)
+    if deterministic and prm.num_workers > 1:
+        prm.interleave_search = True
+        prm.ignore_subsolvers.append("core")  # see solvers.cpsat.model: ignores the stop signal when interleaved
+    if prm.num_workers == 1 and FIXED_SEARCH:
+        prm.search_branching = cp_model.PARTIAL_FIXED_SEARCH
+    # Probing takes seconds on models of a thousand stays; keep it to a slice of the time.
+    prm.cp_model_probing_level = PROBING_LEVEL
+    prm.presolve_probing_deterministic_time_limit = max(0.005, 0.01 * remaining)
+    prm.log_search_progress = False
+    history: list[tuple[float, float]] = []
+
+    class Recorder(cp_model.CpSolverSolutionCallback):
+        def on_solution_callback(self) -> None:
+            history.append((time.monotonic() - t0, self.objective_value / tie / scale))
+
+    code = solver.solve(model, Recorder())
+    stats |= {"cp_status": solver.status_name(code), "wall": round(solver.wall_time, 4),
+              "conflicts": solver.num_conflicts, "branches": solver.num_branches}
+    if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return WindowResult(None, solver.status_name(code), history, stats)
+    out = [items[c].interval(int(solver.value(k_vars[c])) * int(s_align[c]) * unit)
+           for c in range(n_free) if solver.boolean_value(present[c])]
+    return WindowResult(out, solver.status_name(code), history, stats)
+
+
+# ---------------------------------------------------------------- windows
+
+
+def windows(stays: Sequence[Stay], size: int, phase: float) -> list[tuple[int, int]]:
+    """Op ranges ``[a, b)`` that each hold about ``size`` candidate stays (counted by the ops they occupy),
+    overlapping by half, over every span of ``stays``; ``phase`` (in [0, 1)) shifts where they begin."""
+    out = []
+    for group in spans(stays):
+        lo = min(stays[c].occupied_from for c in group)
+        hi = max(stays[c].end for c in group)
+        if len(group) <= size:
+            out.append((lo, hi))
+            continue
+        # stays inside [a, b) as b grows: count by end, over stays starting at or after a
+        occ = np.array(sorted(stays[c].occupied_from for c in group))
+        by_start = sorted(group, key=lambda c: stays[c].occupied_from)
+        ends_from = [stays[c].end for c in by_start]
+        a = lo
+        first = True
+        while a < hi:
+            k = int(np.searchsorted(occ, a))
+            tail = np.sort(np.array(ends_from[k:], np.int64))
+            b = int(tail[min(size, len(tail)) - 1]) if len(tail) else hi
+            if first and phase > 0:
+                b = a + max(1, int((b - a) * phase))
+            first = False
+            b = max(b, a + 1)
+            out.append((a, min(b, hi) if b < hi else hi))
+            if b >= hi:
+                break
+            a = max(a + 1, (a + b) // 2)
+    return out
+
+
+# ---------------------------------------------------------------- the solver
+
+
+def map_start(problem: Problem, hardware, deadline: float) -> list[FastInterval]:
+    """greedy-xla's map answer lifted to prefetch mode (docs/prefetch.md section 6), tightened."""
+    ev = Evaluator.of(problem, hardware)
+    offsets = greedy_place(problem, xla_order(problem, ev.benefits), problem.capacity, deadline=deadline)
+    return tighten(problem, lift_map_answer(problem, offsets))
+
+
+def hint_intervals(problem: Problem, hint: Solution | None) -> list[FastInterval] | None:
+    """The hint as valid intervals (a map-mode hint is lifted), or ``None`` when it is not a valid answer."""
+    if hint is None:
+        return None
+    intervals = list(hint.intervals)
+    if not intervals and len(hint.offsets) == problem.n and any(o is not None for o in hint.offsets):
+        intervals = lift_map_answer(problem, offsets_array(hint.offsets))
+    return intervals if validate_intervals(problem, intervals) is None else None
+
+
+def _key(x) -> tuple:
+    return (x.buffer, x.start, x.end, x.copy_start)
+
+
+def solve_prefetch(problem: Problem, hardware, *, time_limit: float, seed: int, hint: Solution | None = None,
+                   workers: int = 1, deterministic: bool = True, name: str = "cpsat") -> Solution:
+    """The cpsat solver's prefetch mode (module docstring): never worse than the hint or the start."""
+    t0 = time.monotonic()
+    n = problem.n
+    deadline = solver_deadline(t0, time_limit, n)
+    bound = prefetch_upper_bound(problem, hardware).value if problem.has_ops else 0.0
+    if not problem.has_ops or problem.capacity is None:
+        return Solution((None,) * n, Status.OPTIMAL if not problem.has_ops else Status.FEASIBLE, problem.mode,
+                        objective=0.0, bound=bound, wall_time=time.monotonic() - t0, solver=name, intervals=())
+    pev = PrefetchEvaluator.of(problem, hardware)
+    given = hint_intervals(problem, hint)
+    starts: list[tuple[str, list[FastInterval]]] = []
+    if given is not None:
+        starts += [("hint", given), ("hint-tightened", tighten(problem, given))]
+    else:
+        starts.append(("greedy-xla-lifted", map_start(problem, hardware, t0 + 0.2 * time_limit)))
+    starts.append(("all-slow", []))
+    scored = [(pev.value(ivs), -k, label, ivs) for k, (label, ivs) in enumerate(starts)]
+    best_value, _, start_label, incumbent = max(scored, key=lambda x: (x[0], x[1]))
+    start_value = best_value
+    history = [(time.monotonic() - t0, best_value)]
+
+    profiles = [op_time_floor(problem, Evaluator.of(problem, hardware)), pev.op_times(incumbent)]
+    stays = candidates(problem, hardware, profiles, [iv for _, ivs in starts for iv in ivs])
+    index = {_key(s): c for c, s in enumerate(stays)}
+    occ = np.array([s.occupied_from for s in stays], np.int64)
+    end = np.array([s.end for s in stays], np.int64)
+    rng = np.random.default_rng(seed)
+    from ortools.sat.python import cp_model  # noqa: F401  (imported before the clock is shared out)
+    current = list(incumbent)
+    solved = improved = 0
+    last: dict = {}
+    rounds = 0
+    ev = Evaluator.of(problem, hardware)
+    reach = op_saving_bound(problem, ev)
+    slow_times = np.maximum(ev.compute, ev.slow_mem) + ev.fixed
+    scale_of_value = max(float(reach.sum()), 1e-300)
+
+    def potential(answer):
+        """``gap(lo, hi)``: what ``answer`` leaves below the per-op bound in ops ``[lo, hi)``, plus its stalls due there."""
+        b = pev.breakdown(answer)
+        room = np.maximum(reach - (slow_times - b.op_times), 0.0)
+        stall = np.zeros(len(room) + 1)
+        for c in b.copies:
+            stall[min(max(c.deadline, 0), len(room))] += c.stall
+        cum_room = np.concatenate(([0.0], np.cumsum(room)))
+        cum_stall = np.concatenate(([0.0], np.cumsum(stall)))
+        return lambda lo, hi: (cum_room[min(hi, len(room))] - cum_room[max(lo, 0)]
+                               + cum_stall[min(hi, len(room)) + 1] - cum_stall[max(lo, 0)])
+
+    n_ops = len(problem.ops)
+    by_buffer: dict[int, list[int]] = {}
+    for c, s in enumerate(stays):
+        by_buffer.setdefault(s.buffer, []).append(c)
+
+    def buffer_groups(answer, size: int) -> list[tuple]:
+        """Buffers in order of the memory their intervals hold (size x occupied ops), most first, in groups of
+        about ``size`` candidate stays: freeing all of a buffer's stays at once lets a long stay split."""
+        area: dict[int, int] = {}
+        for iv in answer:
+            area[iv.buffer] = area.get(iv.buffer, 0) + int(problem.arrays.size[iv.buffer]) * (iv.end - iv.occupied_from)
+        groups, group, count = [], [], 0
+        for b in sorted(area, key=lambda b: (-area[b], b)):
+            group.append(b)
+            count += len(by_buffer.get(b, ()))
+            if count >= size:
+                groups.append(("buffers", *sorted(group)))
+                group, count = [], 0
+        if group:
+            groups.append(("buffers", *sorted(group)))
+        return groups
+
+    def free_of(key: tuple) -> np.ndarray:
+        if key[0] == "ops":
+            return np.flatnonzero((occ >= key[1]) & (end <= key[2]))
+        return np.array(sorted(c for b in key[1:] for c in by_buffer.get(b, ())), np.int64)
+
+    def held(answer) -> int:
+        return sum(int(problem.arrays.size[iv.buffer]) * (iv.end - iv.occupied_from) for iv in answer)
+
+    size, phase = WINDOW_STAYS, 0.0
+    largest = max((len(g) for g in spans(stays)), default=0)
+    proven_at: dict[tuple, tuple[int, int]] = {}  # proven neighbourhood -> the ops its free stays occupy
+    while time.monotonic() < deadline - 0.02:
+        # Most to gain first: the windows' room below the per-op bound, plus the stalls due in them;
+        # then the buffers that hold most memory.
+        gap = potential(current)
+        plan = [("ops", lo, hi) for lo, hi in windows(stays, size, phase)]
+        plan = [k for k in plan if k not in proven_at and (gap(k[1], k[2]) > 1e-9 * scale_of_value
+                                                           or proven_at.setdefault(k, (k[1], k[2])) is None)]
+        plan.sort(key=lambda k: (-gap(k[1], k[2]), k))
+        if size < largest:
+            plan += [k for k in buffer_groups(current, size) if k not in proven_at]
+        frees = [free_of(k) for k in plan]
+        counts = [len(f) for f in frees]
+        gained = False
+        all_proven = True
+        for w, key in enumerate(plan):
+            now = time.monotonic()
+            if now >= deadline - 0.02:
+                all_proven = False
+                break
+            inside = frees[w] if key[0] == "ops" else free_of(key)
+            if len(inside) == 0:
+                proven_at[key] = (0, 0)
+                continue
+            lo, hi = int(occ[inside].min()), int(end[inside].max())
+            share = (deadline - now) * counts[w] / max(sum(counts[w:]), 1)
+            share = max(share, min(MIN_SLICE, deadline - now))
+            local = {int(c): j for j, c in enumerate(inside.tolist())}
+            covered = np.zeros(n_ops + 2, np.int64)  # ops occupied by some free stay, as prefix sums
+            np.add.at(covered, np.maximum(occ[inside], 0), 1)
+            np.add.at(covered, np.minimum(end[inside], n_ops + 1), -1)
+            covered = np.concatenate(([0], np.cumsum(np.cumsum(covered) > 0)))
+            hint_map, around, rest = {}, [], []
+            for iv in current:
+                c = index.get(_key(iv))
+                if c is not None and c in local:
+                    hint_map[local[c]] = iv.offset
+                elif covered[min(iv.end, n_ops + 1)] > covered[max(iv.occupied_from, 0)]:
+                    around.append(iv)
+                else:
+                    rest.append(iv)
+            free = [stays[c] for c in inside.tolist()]
+            result = solve_window(problem, hardware, free, around, pev.op_times(rest + around), hint_map,
+                                  deadline=min(deadline, now + share), seed=seed, workers=workers,
+                                  deterministic=deterministic, t0=t0)
+            solved += 1
+            last = result.stats
+            if result.intervals is not None:
+                trial = rest + around + result.intervals
+                value = pev.value(trial)
+                better = value > best_value + 1e-12 * max(1.0, abs(best_value))
+                leaner = value >= best_value and held(trial) < held(current)  # as fast, less memory held
+                if (better or leaner) and validate_intervals(problem, trial) is None:
+                    current, best_value = trial, max(value, best_value)
+                    improved += 1
+                    gained = True
+                    if better:
+                        history.append((time.monotonic() - t0, best_value))
+                    # the surroundings of the neighbourhoods that meet these ops changed
+                    proven_at = {k: span for k, span in proven_at.items() if span[1] <= lo or span[0] >= hi}
+            if result.status in ("OPTIMAL", "INFEASIBLE", "MODEL_INVALID"):
+                proven_at[key] = (lo, hi)  # nothing more to find there (the last two cannot happen)
+            else:
+                all_proven = False
+        rounds += 1
+        if gained:  # the same size again, windows cut elsewhere
+            phase = float(rng.uniform(0.25, 0.75))
+        elif size >= largest:
+            if all_proven:
+                break  # every span is one window, each solved to the model's optimum
+            phase = 0.0
+        else:  # a local optimum for this size: look wider
+            size, phase = min(2 * size, largest), 0.0
+    current.sort(key=lambda iv: (iv.buffer, iv.start, iv.end))
+    status = Status.OPTIMAL if best_value >= bound - 1e-12 * max(1.0, abs(bound)) else Status.FEASIBLE
+    stats = {"start": start_label, "start_value": start_value, "stays": len(stays), "windows_solved": solved,
+             "windows_improved": improved, "rounds": rounds, "workers": workers, "last_window": last,
+             "window_size": size}
+    return Solution((None,) * n, status, problem.mode, objective=best_value, bound=bound,
+                    wall_time=time.monotonic() - t0, history=tuple(history), stats=stats, solver=name,
+                    intervals=tuple(current))
