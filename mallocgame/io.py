@@ -25,6 +25,7 @@ import json
 import math
 import os
 import re
+import stat
 import tempfile
 from pathlib import Path
 from typing import IO, Any, Iterable, Iterator, Sequence
@@ -35,6 +36,9 @@ from mallocgame.model import BUFFER_KINDS, Buffer, InputError, Op, Operand, Prob
 WORKLOAD_FORMAT = "mallocgame.workload/1"
 CSV_COLUMNS = ("id", "lower", "upper", "size")
 _CAPACITY_IN_NAME = re.compile(r"\.(\d+)\.csv$")
+# Sizes, offsets, op indices and capacities are int64 in the solvers (numpy, OR-Tools): every
+# integer a reader accepts is at most this in magnitude, and so is the sum of the sizes.
+MAX_INT = 2**62
 
 
 # --------------------------------------------------------------------------- writing
@@ -46,11 +50,14 @@ def atomic_output(path: str | os.PathLike, mode: str = "w") -> Iterator[IO]:
     The one way every writer of the project writes a file (solutions, workloads, results,
     pictures, checkpoints): a temp file in the same folder, then a rename, so a reader never
     sees a half-written file. The file gets the usual permissions (0666 less the umask).
-    A path that exists and is not a regular file (``/dev/null``, a FIFO) is written in place.
+    A path that exists and is not a regular file (``/dev/null``, a FIFO) is written in place,
+    never replaced; a symbolic link is followed (its target is replaced, the link stays).
     """
     path = Path(path)
+    if path.is_symlink():
+        path = Path(os.path.realpath(path))
     if path.exists() and not path.is_file():
-        with open(path, mode) as fh:
+        with open(path, mode, **({} if "b" in mode else {"newline": ""})) as fh:
             yield fh
         return
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -80,19 +87,30 @@ def _fmt_num(x: float | int) -> str:
     return repr(x) if isinstance(x, float) else str(x)
 
 
+def _csv_line(fields: Iterable[Any]) -> str:
+    """One CSV record ending in ``\\n``; a field with a comma, quote or line break (``\\r`` too) is quoted."""
+    out = []
+    for field in map(str, fields):
+        out.append('"' + field.replace('"', '""') + '"' if any(c in field for c in ',"\r\n') else field)
+    return ",".join(out) + "\n"
+
+
 def problem_csv_text(problem: Problem, offsets: Sequence[int | None] | None = None) -> str:
-    """The problem (and optionally a solution's offsets) as MiniMalloc-style CSV text."""
+    """The problem (and optionally a solution's offsets) as MiniMalloc-style CSV text.
+
+    Ids with commas, quotes or line breaks are quoted (RFC 4180), so the readers get them back.
+    """
     with_benefit = any(b.benefit is not None for b in problem.buffers)
     cols = list(CSV_COLUMNS) + (["benefit"] if with_benefit else []) + (["offset"] if offsets is not None else [])
-    lines = [",".join(cols)]
+    lines = [_csv_line(cols)]
     for i, b in enumerate(problem.buffers):
         row = [b.id, str(b.start), str(b.end), str(b.size)]
         if with_benefit:
             row.append("" if b.benefit is None else _fmt_num(b.benefit))
         if offsets is not None:
             row.append("" if offsets[i] is None else str(offsets[i]))
-        lines.append(",".join(row))
-    return "\n".join(lines) + "\n"
+        lines.append(_csv_line(row))
+    return "".join(lines)
 
 
 def write_solution_csv(path: str | os.PathLike, problem: Problem, solution: Solution) -> None:
@@ -126,7 +144,13 @@ def write_workload_json(path: str | os.PathLike, problem: Problem) -> None:
 
 # --------------------------------------------------------------------------- reading
 
-def _int_field(path: str, where: str, field: str, raw: Any) -> int:
+def _shown(raw: Any, limit: int = 40) -> str:
+    """``repr(raw)``, cut short: a bad value is named, not copied whole into the error line."""
+    text = repr(raw)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _int_value(path: str, where: str, field: str, raw: Any) -> int:
     if isinstance(raw, bool):
         raise InputError(f"{path}: {where}, field '{field}': expected an integer, got {raw!r}")
     if isinstance(raw, int):
@@ -137,14 +161,25 @@ def _int_field(path: str, where: str, field: str, raw: Any) -> int:
         s = raw.strip()
         try:
             return int(s)
-        except ValueError:
+        except ValueError:  # not an integer literal, or more digits than Python converts
             try:
                 f = float(s)
             except ValueError:
                 f = math.nan
             if math.isfinite(f) and f.is_integer():
                 return int(f)
-    raise InputError(f"{path}: {where}, field '{field}': expected an integer, got {raw!r}")
+    raise InputError(f"{path}: {where}, field '{field}': expected an integer, got {_shown(raw)}")
+
+
+def _int_field(path: str, where: str, field: str, raw: Any) -> int:
+    """An integer field (``3``, ``3.0``, ``"3"``, ``"3e2"``) of at most :data:`MAX_INT` in magnitude."""
+    value = _int_value(path, where, field, raw)
+    if abs(value) > MAX_INT:
+        text = raw.strip() if isinstance(raw, str) else repr(raw)
+        text = text if len(text) <= 40 else text[:40] + "..."
+        raise InputError(f"{path}: {where}, field '{field}': {text} is too {'large' if value > 0 else 'small'} "
+                         f"(the limit is {'' if value > 0 else '-'}2**62)")
+    return value
 
 
 def _float_field(path: str, where: str, field: str, raw: Any) -> float:
@@ -152,11 +187,32 @@ def _float_field(path: str, where: str, field: str, raw: Any) -> float:
         if isinstance(raw, bool):
             raise ValueError
         value = float(raw.strip() if isinstance(raw, str) else raw)
-    except (TypeError, ValueError):
-        raise InputError(f"{path}: {where}, field '{field}': expected a number, got {raw!r}") from None
+    except (TypeError, ValueError, OverflowError):
+        raise InputError(f"{path}: {where}, field '{field}': expected a number, got {_shown(raw)}") from None
     if not math.isfinite(value):
-        raise InputError(f"{path}: {where}, field '{field}': expected a finite number, got {raw!r}")
+        raise InputError(f"{path}: {where}, field '{field}': expected a finite number, got {_shown(raw)}")
     return value
+
+
+class _Totals:
+    """Running sums over a file's rows: the sizes must fit in :data:`MAX_INT`, float sums must stay finite."""
+
+    def __init__(self, path: str):
+        self.path, self.size, self.floats = path, 0, {}
+
+    def add_size(self, where: str, size: int) -> None:
+        self.size += size
+        if self.size > MAX_INT:
+            raise InputError(f"{self.path}: {where}, field 'size': the sizes add up to more than 2**62 bytes")
+
+    def add_float(self, where: str, field: str, value: float | None, what: str | None = None) -> None:
+        if value is None:
+            return
+        total = self.floats.get(field, 0.0) + value
+        self.floats[field] = total
+        if not math.isfinite(total):
+            raise InputError(f"{self.path}: {where}, field '{field}': the {what or field + 's'} add up to "
+                             "more than a float holds")
 
 
 def _check_buffer(path: str, where: str, b: Buffer, seen: set[str]) -> None:
@@ -183,15 +239,35 @@ def capacity_from_name(path: str | os.PathLike) -> int | None:
     return int(m.group(1)) if m else None
 
 
+_FILE_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket"),
+               (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+
+
+def check_regular_file(path: str | os.PathLike) -> None:
+    """``InputError`` (one line) unless ``path`` is a regular file (or a link to one).
+
+    Called before a file is opened for reading: opening a FIFO would block until a writer
+    comes, a device could be read forever.
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise InputError(f"{path}: file not found") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if not stat.S_ISREG(mode):
+        kind = next((name for test, name in _FILE_KINDS if test(mode)), "a special file")
+        raise InputError(f"{path}: not a regular file ({kind})")
+
+
 def read_text(path: str) -> str:
-    """A text file's contents; ``InputError`` with one line when missing, unreadable or empty."""
+    """A text file's contents; ``InputError`` with one line when missing, unreadable, empty or not a file."""
+    check_regular_file(path)
     try:
         with open(path, newline="") as fh:
             text = fh.read()
     except FileNotFoundError:
         raise InputError(f"{path}: file not found") from None
-    except IsADirectoryError:
-        raise InputError(f"{path}: is a directory, not a file") from None
     except UnicodeDecodeError:
         raise InputError(f"{path}: not a text file") from None
     except OSError as exc:
@@ -201,14 +277,26 @@ def read_text(path: str) -> str:
     return text
 
 
+def _csv_records(path: str, text: str) -> Iterator[tuple[int, list[str]]]:
+    """``(line number, fields)`` per record; a quoted field may hold commas, quotes and line breaks."""
+    reader = csv.reader(io.StringIO(text, newline=""))
+    line = 1
+    try:
+        for raw in reader:
+            yield line, raw
+            line = reader.line_num + 1
+    except csv.Error as exc:
+        raise InputError(f"{path}: row {line}: not valid CSV ({exc})") from None
+
+
 def _csv_rows(path: str, text: str, required: Iterable[str]) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
-    reader = csv.reader(text.splitlines())
-    header = [h.strip() for h in next(reader)]
+    records = _csv_records(path, text)
+    header = [h.strip() for h in next(records)[1]]
     missing = [c for c in required if c not in header]
     if missing:
         raise InputError(f"{path}: row 1 (header): missing column '{missing[0]}' (have: {','.join(header)})")
     rows = []
-    for lineno, raw in enumerate(reader, start=2):
+    for lineno, raw in records:
         if not raw or all(not c.strip() for c in raw):
             continue
         if len(raw) != len(header):
@@ -224,7 +312,7 @@ def read_csv(path: str | os.PathLike, *, with_offsets: bool = False) -> tuple[Pr
     text = read_text(path)
     header, rows = _csv_rows(path, text, CSV_COLUMNS + (("offset",) if with_offsets else ()))
     has_benefit = "benefit" in header
-    buffers, offsets, seen = [], [], set()
+    buffers, offsets, seen, totals = [], [], set(), _Totals(path)
     for lineno, row in rows:
         where = f"row {lineno}"
         benefit = None
@@ -238,6 +326,8 @@ def read_csv(path: str | os.PathLike, *, with_offsets: bool = False) -> tuple[Pr
             benefit=benefit,
         )
         _check_buffer(path, where, b, seen)
+        totals.add_size(where, b.size)
+        totals.add_float(where, "benefit", b.benefit)
         buffers.append(b)
         if with_offsets:
             raw = row["offset"].strip()
@@ -251,11 +341,17 @@ def read_csv(path: str | os.PathLike, *, with_offsets: bool = False) -> tuple[Pr
     return problem, (offsets if with_offsets else None)
 
 
-def _json_list(path: str, data: dict, key: str) -> list:
+def _json_list(path: str, data: dict, key: str, where: str = "") -> list:
     value = data.get(key, [])
     if not isinstance(value, list):
-        raise InputError(f"{path}: field '{key}': expected a list")
+        raise InputError(f"{path}: {where + ', ' if where else ''}field '{key}': expected a list, got {_shown(value)}")
     return value
+
+
+def _json_id(path: str, where: str, raw: Any) -> str:
+    if isinstance(raw, bool) or not isinstance(raw, (str, int)):
+        raise InputError(f"{path}: {where}, field 'id': expected a string, got {_shown(raw)}")
+    return str(raw)
 
 
 def _json_obj(path: str, where: str, value: Any) -> dict:
@@ -271,7 +367,7 @@ def parse_workload(path: str, data: Any) -> Problem:
     fmt = data.get("format")
     if fmt != WORKLOAD_FORMAT:
         raise InputError(f"{path}: field 'format': expected {WORKLOAD_FORMAT!r}, got {fmt!r}")
-    buffers, seen = [], set()
+    buffers, seen, totals = [], set(), _Totals(path)
     raw_buffers = _json_list(path, data, "buffers")
     if not raw_buffers:
         raise InputError(f"{path}: field 'buffers': no buffers")
@@ -285,7 +381,7 @@ def parse_workload(path: str, data: Any) -> Problem:
         if kind not in BUFFER_KINDS:
             raise InputError(f"{path}: {where}, field 'kind': unknown kind {kind!r} (one of {', '.join(BUFFER_KINDS)})")
         b = Buffer(
-            id=str(raw["id"]),
+            id=_json_id(path, where, raw["id"]),
             size=_int_field(path, where, "size", raw["size"]),
             start=_int_field(path, where, "start", raw["start"]),
             end=_int_field(path, where, "end", raw["end"]),
@@ -294,6 +390,8 @@ def parse_workload(path: str, data: Any) -> Problem:
             kind=kind,
         )
         _check_buffer(path, where.replace("row", ""), b, seen)
+        totals.add_size(where, b.size)
+        totals.add_float(where, "benefit", b.benefit)
         buffers.append(b)
     by_id = {b.id: b for b in buffers}
     ops, op_ids = [], set()
@@ -310,8 +408,9 @@ def parse_workload(path: str, data: Any) -> Problem:
         trans = _float_field(path, where, "transcendentals", raw.get("transcendentals", 0.0))
         if flops < 0 or fixed < 0 or trans < 0:
             raise InputError(f"{path}: {where}: flops, transcendentals and fixed_bytes must not be negative")
+        totals.add_float(where, "flops", flops + trans, "flops")
         operands = []
-        for j, rawo in enumerate(raw.get("operands", [])):
+        for j, rawo in enumerate(_json_list(path, raw, "operands", where)):
             w = f"{where}.operands[{j}]"
             rawo = _json_obj(path, w, rawo)
             name = str(rawo.get("buffer", ""))
@@ -357,6 +456,10 @@ def read_workload_json(path: str | os.PathLike) -> Problem:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}: line {exc.lineno}: invalid JSON ({exc.msg})") from None
+    except RecursionError:
+        raise InputError(f"{path}: invalid JSON (nested too deeply)") from None
+    except ValueError as exc:  # an integer of more digits than Python converts
+        raise InputError(f"{path}: invalid JSON ({str(exc).split(':')[0]})") from None
     return parse_workload(path, data)
 
 
@@ -402,13 +505,11 @@ INTERVAL_COLUMNS = ("id", "offset", "start", "end", "copy_start")
 
 def intervals_csv_text(problem: Problem, intervals: Sequence) -> str:
     """A prefetch answer as CSV ``id,offset,start,end,copy_start`` (docs/prefetch.md section 2)."""
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(INTERVAL_COLUMNS)
+    lines = [_csv_line(INTERVAL_COLUMNS)]
     for iv in sorted(intervals, key=lambda v: (v.buffer, v.start)):
-        writer.writerow([problem.buffers[iv.buffer].id, iv.offset, iv.start, iv.end,
-                         "" if iv.copy_start is None else iv.copy_start])
-    return buf.getvalue()
+        lines.append(_csv_line([problem.buffers[iv.buffer].id, iv.offset, iv.start, iv.end,
+                                "" if iv.copy_start is None else iv.copy_start]))
+    return "".join(lines)
 
 
 def write_intervals_csv(path: str | os.PathLike, problem: Problem, intervals: Sequence) -> None:
@@ -425,8 +526,8 @@ def read_intervals_csv(path: str | os.PathLike, problem: Problem) -> list:
 
     path = str(path)
     text = read_text(path)
-    rows = list(csv.reader(text.splitlines()))
-    header = [h.strip() for h in rows[0]]
+    rows = list(_csv_records(path, text))
+    header = [h.strip() for h in rows[0][1]]
     if "lower" in header and "offset" in header:
         from mallocgame.prefetch import map_intervals
 
@@ -436,7 +537,7 @@ def read_intervals_csv(path: str | os.PathLike, problem: Problem) -> list:
         raise InputError(f"{path}: row 1 (header): missing column '{missing[0]}' (have: {','.join(header)}); "
                          f"a prefetch answer has columns {','.join(INTERVAL_COLUMNS)}")
     out = []
-    for lineno, raw in enumerate(rows[1:], start=2):
+    for lineno, raw in rows[1:]:
         if not raw or all(not c.strip() for c in raw):
             continue
         if len(raw) != len(header):

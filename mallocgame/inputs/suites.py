@@ -321,8 +321,9 @@ def resolve_inputs(specs: Sequence[str], benchmarks: str | None = None) -> list[
             out.append(_csv_entry(path, spec) if path.name.endswith(".csv") else _file_entry(path))
         elif looks_like_file(spec):
             path = Path(spec)
-            if not path.is_file():
-                raise InputError(f"{spec}: file not found")
+            from mallocgame.io import check_regular_file
+
+            check_regular_file(spec)  # missing, a folder or a FIFO: one line
             out.append(_csv_entry(path, str(path)) if spec.endswith(".csv") else _file_entry(path))
         else:
             raise InputError(f"{spec}: not a suite ({', '.join(SUITES)}) and no such file")
