@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
+import stat
 import tomllib
 from dataclasses import dataclass
 
@@ -49,36 +51,69 @@ PRESETS: dict[str, HardwareSpec] = {
 _FIELDS = {f.name: f.type for f in dataclasses.fields(HardwareSpec)}
 
 
-def _parse_file(path: str) -> HardwareSpec:
+MAX_BYTES = 2**62  # capacities and alignments are int64 in the solvers (as mallocgame.io.MAX_INT)
+
+
+def _shown(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:40] + "..."
+
+
+def _read_file(path: str) -> bytes:
+    """The bytes of a regular file; a FIFO or a directory is refused before it is opened (it could block)."""
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
+        mode = os.stat(path).st_mode
     except OSError:
         raise InputError(f"{path}: hardware file not found") from None
+    if not stat.S_ISREG(mode):
+        kind = "a directory" if stat.S_ISDIR(mode) else "a named pipe" if stat.S_ISFIFO(mode) else "a special file"
+        raise InputError(f"{path}: not a regular file ({kind})")
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+
+
+def _parse_file(path: str) -> HardwareSpec:
+    """A spec from a TOML/JSON file: known fields only, finite positive numbers, ``base`` a preset name."""
+    raw = _read_file(path)
+    kind = "TOML" if path.endswith(".toml") else "JSON"
     try:
         data = tomllib.loads(raw.decode()) if path.endswith(".toml") else json.loads(raw)
     except (tomllib.TOMLDecodeError, json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: not valid {'TOML' if path.endswith('.toml') else 'JSON'} ({exc})") from None
+        raise InputError(f"{path}: not valid {kind} ({exc})") from None
+    except RecursionError:
+        raise InputError(f"{path}: not valid {kind} (nested too deeply)") from None
+    except ValueError as exc:  # an integer of more digits than Python converts
+        raise InputError(f"{path}: not valid {kind} ({' '.join(str(exc).split(':')[0].split())})") from None
     if not isinstance(data, dict):
         raise InputError(f"{path}: expected a table of hardware fields")
-    base = PRESETS[data.get("base", "tpuv4i")] if data.get("base", "tpuv4i") in PRESETS else None
-    if base is None:
-        raise InputError(f"{path}: field 'base': unknown preset {data.get('base')!r}")
-    values = dataclasses.asdict(base) | {"name": os.path.basename(path)}
+    base = data.get("base", "tpuv4i")
+    if not isinstance(base, str) or base not in PRESETS:
+        raise InputError(f"{path}: field 'base': expected a preset name ({', '.join(PRESETS)}), got {_shown(base)}")
+    values = dataclasses.asdict(PRESETS[base]) | {"name": os.path.basename(path)}
     for key, value in data.items():
         if key == "base":
             continue
         if key not in _FIELDS:
             raise InputError(f"{path}: field '{key}': unknown hardware field (known: {', '.join(_FIELDS)})")
         if key == "name":
-            values[key] = str(value)
+            if not isinstance(value, str) or not value.strip():
+                raise InputError(f"{path}: field 'name': expected a string, got {_shown(value)}")
+            values[key] = value
             continue
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-            raise InputError(f"{path}: field '{key}': expected a positive number, got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value <= 0 \
+                or value == math.inf:
+            raise InputError(f"{path}: field '{key}': expected a finite positive number, got {_shown(value)}")
         if key in ("capacity", "alignment"):
+            if value > MAX_BYTES:
+                raise InputError(f"{path}: field '{key}': {_shown(value)} is too large (the limit is 2**62)")
             if int(value) != value:
-                raise InputError(f"{path}: field '{key}': expected an integer, got {value!r}")
+                raise InputError(f"{path}: field '{key}': expected an integer, got {_shown(value)}")
             value = int(value)
+        elif not 1e-6 <= value <= 1e300:  # times (bytes / bandwidth, FLOPs / peak) must stay finite
+            raise InputError(f"{path}: field '{key}': {_shown(value)} is out of range (from 1e-6 to 1e300)")
         values[key] = value
     return HardwareSpec(**values)
 
