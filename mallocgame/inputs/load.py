@@ -28,6 +28,7 @@ from pathlib import Path
 from mallocgame.model import MODES, InputError, Problem
 
 EXAMPLE_PREFIX = "example:"
+MAX_BYTES = 2**62  # the largest capacity (sizes and offsets are int64 in the solvers; mallocgame.io.MAX_INT)
 _UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
           "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40, "K": 2**10, "M": 2**20, "G": 2**30}
 
@@ -45,12 +46,21 @@ def parse_bytes(text: str | int, *, what: str = "--capacity") -> int:
         unit = m.group(3).upper() if m else ""
         if not m or unit not in _UNITS:
             raise InputError(f"{what}: expected bytes such as 4096, 512KB, 4MiB or 1.5GiB, got {text!r}")
-        number = float(m.group(1)) * (10 ** int(m.group(2)) if m.group(2) else 1) * _UNITS[unit]
-        if not math.isfinite(number) or number != int(number):
+        try:
+            if m.group(1).isdigit() and not m.group(2):  # a plain integer: exact, however large
+                number = int(m.group(1)) * _UNITS[unit]
+            else:
+                number = float(m.group(1)) * (10 ** int(m.group(2)) if m.group(2) else 1) * _UNITS[unit]
+        except (OverflowError, ValueError):  # past a float, or more digits than Python converts
+            number = math.inf
+        if isinstance(number, float) and math.isfinite(number) and number != int(number):
             raise InputError(f"{what}: {text!r} is not a whole number of bytes")
-        value = int(number)
+        value = number if isinstance(number, int) else int(number) if math.isfinite(number) else MAX_BYTES + 1
     if value <= 0:
         raise InputError(f"{what}: must be positive, got {text!r}")
+    if value > MAX_BYTES:
+        shown = repr(text) if len(repr(text)) <= 40 else repr(text)[:40] + "..."
+        raise InputError(f"{what}: {shown} is too large (the limit is 2**62 bytes)")
     return value
 
 
@@ -103,6 +113,8 @@ def fraction_capacity(live: int, fraction: float, alignment: int = 1) -> int:
     """
     if not (math.isfinite(fraction) and fraction > 0):
         raise InputError(f"--capacity-fraction: must be a positive number, got {fraction}")
+    if live * fraction > MAX_BYTES:
+        raise InputError(f"--capacity-fraction: {fraction:g} x the max live bytes ({live}) is more than 2**62 bytes")
     cap = max(1, int(live * fraction))
     return max(cap // alignment * alignment, alignment) if alignment > 1 else cap
 
