@@ -37,6 +37,7 @@ from typing import Iterable, Sequence
 
 from mallocgame.aliasing import merge_inplace
 from mallocgame.intervals import max_live
+from mallocgame.io import MAX_INT
 from mallocgame.model import BUFFER_KINDS, Buffer, InputError, Op, Operand, Problem
 
 
@@ -141,8 +142,20 @@ class WorkloadBuilder:
         (torch's ``weights="use"``). Buffers no op touches are left out (they cannot have a
         live range), and so are the pairs naming them.
         """
+        where = self.source or self.name
         if not self.ops:
-            raise InputError(f"{self.source or self.name}: nothing to import: the program has no ops")
+            raise InputError(f"{where}: nothing to import: the program has no ops")
+        total = 0
+        for bid, size in self.sizes.items():  # what mallocgame.io reads back: int64 sizes, their sum included
+            total += max(size, 0)
+            if size > MAX_INT or total > MAX_INT:
+                what = f"buffer {bid!r} of {size} bytes is" if size > MAX_INT else "the buffers together are"
+                raise InputError(f"{where}: {what} too large (more than 2**62 bytes)")
+        for op in self.ops:
+            for (bid, _access), nbytes in op.operands.items():
+                if nbytes > MAX_INT:
+                    raise InputError(f"{where}: op {op.id!r} moves {nbytes} bytes of {bid!r}: "
+                                     "too large (more than 2**62 bytes)")
         first: dict[str, int] = {}
         last: dict[str, int] = {}
         written: set[str] = set()

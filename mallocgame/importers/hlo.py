@@ -189,6 +189,7 @@ def _split_top(s: str, sep: str = ",") -> list[str]:
 
 
 _DTYPE_RE = re.compile(r"([a-z][a-z0-9]*)\[")
+MAX_SHAPE_BITS = 8 * 2**62  # an array is at most 2**62 bytes (sizes are int64 downstream, mallocgame.io.MAX_INT)
 
 
 def parse_shape(s: str, i: int = 0) -> tuple[Shape, int]:
@@ -225,6 +226,8 @@ def parse_shape(s: str, i: int = 0) -> tuple[Shape, int]:
         if not d.isdigit():
             raise ValueError(f"unsupported dimension {d!r}")
         dims.append(int(d))
+    if math.prod(dims) * _DTYPE_BITS[dtype] > MAX_SHAPE_BITS:
+        raise ValueError(f"shape {dtype}[{','.join(map(str, dims))}] is too large (more than 2**62 bytes)")
     i = j + 1
     if s.startswith("{", i):  # layout
         i = _skip_balanced(s, i)

@@ -69,6 +69,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from mallocgame.importers._common import WorkloadBuilder, summarize  # noqa: F401  (summarize re-exported)
+from mallocgame.io import check_regular_file
 from mallocgame.model import InputError, Problem
 
 DTYPE_BYTES = {"f32": 4, "bf16": 2, "f16": 2, "f64": 8}
@@ -136,6 +137,7 @@ def load_factorization(source: str | os.PathLike) -> np.ndarray | tuple[np.ndarr
         src += ".npz"
     if not os.path.exists(src):
         raise InputError(f"{src}: file not found (and not a built-in factorization: strassen, naive, naiveN)")
+    check_regular_file(src)  # a FIFO would block np.load
     try:
         data = np.load(src, allow_pickle=False)
     except Exception as exc:  # numpy raises several types for bad files
@@ -394,12 +396,29 @@ def _temp(prog: Program, name: str, rows: int, cols: int) -> Mat:
     return Mat(((Region(name, 0, 0, rows, cols),),), rows, cols)
 
 
+MAX_LEAF_PRODUCTS = 100_000  # Strassen at depth 5 (16,807 products) takes ~6 s and 0.5 GB; depth 6 would take ~8x that
+MAX_DEPTH = 32
+
+
+def max_depth(rank: int) -> int:
+    """The deepest recursion allowed for a rank-``rank`` factorization: ``rank**depth <= MAX_LEAF_PRODUCTS``."""
+    depth = 1
+    while depth < MAX_DEPTH and rank ** (depth + 1) <= MAX_LEAF_PRODUCTS:
+        depth += 1
+    return depth
+
+
 def build_program(factorization: Factorization | np.ndarray | tuple, *, depth: int = 1, size: int | None = None,
                   block: int | None = None) -> Program:
     """The recursive program (see the module docstring); ``size`` = N (rows of ``A``), or give ``block``."""
     fz = factorization if isinstance(factorization, Factorization) else check_factorization(factorization)
     if depth < 1:
         raise InputError(f"matmul: depth must be at least 1, got {depth}")
+    deepest = max_depth(fz.rank)
+    if depth > deepest:
+        count = f"{fz.rank}**{depth} = {fz.rank ** depth}" if depth <= 64 else f"{fz.rank}**{depth}"
+        raise InputError(f"matmul: depth {depth} gives {count} leaf products, more than the limit of "
+                         f"{MAX_LEAF_PRODUCTS} (at most depth {deepest} for this rank-{fz.rank} factorization)")
     g = fz.n ** depth
     if size is None:
         block = 256 if block is None else block
