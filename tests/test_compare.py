@@ -68,6 +68,7 @@ def read_rows(path):
 
 def test_two_inputs_two_solvers_write_csv_and_json(tiny_inputs, tmp_path):
     out = tmp_path / "res" / "results.csv"
+    out.parent.mkdir()  # a missing folder is an error (issue 12), not created
     r = run_cli("compare", *tiny_inputs, "--solvers", "greedy-xla,best-fit", "--time-limit", "2",
                 "--jobs", "2", "--out", str(out))
     assert r.returncode == 0, r.stderr

@@ -31,6 +31,7 @@ def test_plot_one_answer(workload, tmp_path):
     r = run_cli("solve", str(workload), "--solver", "greedy-xla", "--capacity", "4000000", "-o", str(sol))
     assert r.returncode == 0, r.stderr
     out = tmp_path / "pics" / "answer.png"
+    out.parent.mkdir()  # a missing folder is an error (issue 12), not created
     r = run_cli("plot", str(workload), str(sol), "--capacity", "4000000", "-o", str(out))
     assert r.returncode == 0, r.stderr
     width, height = png_size(out)

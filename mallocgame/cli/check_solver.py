@@ -15,12 +15,12 @@ import time
 
 import click
 
-from mallocgame.cli.main import EXIT_BAD_INPUT, EXIT_NO_SOLUTION, EXIT_OK, fail
+from mallocgame.cli.main import EXIT_BAD_INPUT, EXIT_NO_SOLUTION, EXIT_OK, SECONDS, fail
 
 
 @click.command("check-solver")
 @click.argument("name", metavar="NAME", required=False)
-@click.option("--time-limit", type=float, default=1.0, show_default=True, help="Seconds per solve.")
+@click.option("--time-limit", type=SECONDS, default=1.0, show_default=True, help="Seconds per solve.")
 @click.option("--check", "checks", multiple=True, metavar="CHECK",
               help="Run only this check (repeatable; default: all, see --list).")
 @click.option("--list", "list_checks", is_flag=True, help="List the checks and exit.")

@@ -8,12 +8,18 @@ The rules live here once, so the commands keep the same promises:
 * A capacity that makes the problem degenerate gets one ``warning:`` line on stderr.
 * ``-o -`` writes to stdout; then everything else the command prints goes to stderr.
 * A solver option that the solver does not take is bad input (exit 2), never ignored.
+* An output that cannot be written is said in one line before any work (:func:`check_output`);
+  one that fails late is said before the summary (:func:`write_file`), and nothing is left half-written.
+* Seeds, time limits and counts are checked by their click types (:data:`SEED`, :data:`SECONDS`,
+  :data:`COUNT`): one line, exit 2.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import sys
+from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 import click
@@ -28,6 +34,27 @@ def fail(message: str, code: int = EXIT_BAD_INPUT) -> None:
     """One ``error:`` line on stderr, then exit (2 = bad input or usage)."""
     click.echo(f"error: {message}", err=True)
     sys.exit(code)
+
+
+class Seconds(click.ParamType):
+    """A time limit: a positive, finite number of seconds (``nan`` and ``inf`` are refused)."""
+
+    name = "seconds"
+
+    def convert(self, value, param, ctx):
+        try:
+            seconds = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"expected a number of seconds, got {value!r}", param, ctx)
+        if not (math.isfinite(seconds) and seconds > 0):
+            self.fail(f"must be a positive number of seconds, got {value!r}", param, ctx)
+        return seconds
+
+
+SECONDS = Seconds()
+SEED = click.IntRange(0, 2**32 - 1)  # every generator takes it (numpy, torch, CP-SAT after a modulo)
+COUNT = click.IntRange(min=1)  # workers, simulations, jobs
+POSITIVE_INT_OPTIONS = ("workers", "simulations")  # the same rule for them as --solver-option values
 
 
 def warn(message: str | None) -> None:
@@ -111,17 +138,64 @@ def is_stdout(path: str | None) -> bool:
     return path == STDOUT
 
 
+def output_problem(path: str, *, folder: bool = False) -> str | None:
+    """Why ``path`` cannot be written (a file, or with ``folder`` a folder to fill), or ``None``.
+
+    A missing folder is a problem: it is never created for a file (a mistyped path would
+    silently make one). Special files (``/dev/null``, a FIFO) are written in place.
+    """
+    p = Path(path)
+    if p.is_dir() and not folder:
+        return "it is a folder"
+    if p.exists() and not p.is_dir() and folder:
+        return "it is not a folder"
+    if p.exists() and not p.is_file() and not p.is_dir():
+        return None if os.access(p, os.W_OK) else "not writable"
+    parent = p if folder else p.parent
+    while folder and not parent.exists() and parent != parent.parent:
+        parent = parent.parent  # a picture folder is created, under an existing writable one
+    if not parent.exists():
+        return f"folder {parent} does not exist"
+    if not parent.is_dir():
+        return f"{parent} is not a folder"
+    if not os.access(parent, os.W_OK | os.X_OK):
+        return f"folder {parent} is not writable"
+    return None
+
+
+def check_output(path: str | None, flag: str, *, folder: bool = False) -> None:
+    """Exit 2 with one line, before any work is done, when ``path`` (given by ``flag``) cannot be written."""
+    if path is None or is_stdout(path):
+        return
+    problem = output_problem(path, folder=folder)
+    if problem:
+        fail(f"{flag} {path}: cannot write ({problem})")
+
+
+def write_file(path: str, text: str) -> str | None:
+    """Write ``text`` atomically to ``path``; the one-line reason when it cannot be, else ``None``.
+
+    Nothing is left behind on failure: not the file, not its temp file, not a folder.
+    """
+    from mallocgame.io import atomic_write_text
+
+    problem = output_problem(path)
+    if problem is None:
+        try:
+            atomic_write_text(path, text)
+        except OSError as exc:
+            problem = exc.strerror or str(exc)
+    return None if problem is None else f"{path}: cannot write ({problem})"
+
+
 def write_text(path: str, text: str) -> None:
     """``text`` to stdout for ``-``, else atomically to the file; an unwritable file is bad input."""
     if is_stdout(path):
         click.echo(text, nl=False)
         return
-    from mallocgame.io import atomic_write_text
-
-    try:
-        atomic_write_text(path, text)
-    except OSError as exc:
-        fail(f"{path}: cannot write ({exc.strerror or exc})")
+    problem = write_file(path, text)
+    if problem:
+        fail(problem)
 
 
 def one_stdout(**flags: bool) -> None:
@@ -190,6 +264,14 @@ def check_options(options: dict[str, Any], solvers: dict[str, Any], *, flags: di
             fail(f"{where}: solver {name!r} does not take option {key!r} (its options: {describe_options(names)})")
         listed = "; ".join(f"{name}: {describe_options(names)}" for name, names in taken.items())
         fail(f"{where}: none of the solvers {', '.join(map(repr, taken))} takes option {key!r} (options: {listed})")
+
+
+def check_option_values(options: dict[str, Any], flag: str) -> None:
+    """Exit 2 for a value of a well-known option that no solver can use (``workers=0``, ``simulations=-1``)."""
+    for key in POSITIVE_INT_OPTIONS:
+        value = options.get(key)
+        if key in options and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            fail(f"{flag}: must be a positive integer, got {value!r}")
 
 
 def split_option(item: str) -> tuple[str | None, str]:

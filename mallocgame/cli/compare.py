@@ -15,9 +15,13 @@ from typing import Any
 import click
 
 from mallocgame.cli.common import (
+    SECONDS,
+    SEED,
     capacity_settings,
     check_muzero_checkpoint,
+    check_option_values,
     check_options,
+    check_output,
     dump_json,
     fail,
     intervals_json,
@@ -26,6 +30,7 @@ from mallocgame.cli.common import (
     split_option,
     stamp,
     warn,
+    write_file,
     write_text,
 )
 from mallocgame.compare import _csv_text, json_document, run_comparison, summary_text, table_text
@@ -36,7 +41,7 @@ from mallocgame.model import InputError
 @click.argument("specs", nargs=-1, required=True, metavar="SUITE_OR_FILES...")
 @click.option("--solvers", "solver_list", required=True, metavar="A,B,C",
               help="Comma-separated registered solvers (see `mallocgame solvers`).")
-@click.option("--time-limit", type=float, default=5.0, show_default=True, help="Seconds per solver and input.")
+@click.option("--time-limit", type=SECONDS, default=5.0, show_default=True, help="Seconds per solver and input.")
 @click.option("--hardware", default=None, metavar="PRESET_OR_FILE",
               help="Cost model: preset (tpuv4i, test, unit) or file. Keeps each input's capacity.")
 @click.option("--capacity", default=None, metavar="BYTES",
@@ -45,7 +50,7 @@ from mallocgame.model import InputError
               help="Fast memory = F x each input's max live bytes (overrides the suite's choice).")
 @click.option("--mode", type=click.Choice(["map", "pack", "prefetch"]), default=None,
               help="Default: pack for plain CSV, map otherwise.")
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=SEED, default=0, show_default=True)
 @click.option("--jobs", type=int, default=1, show_default=True, help="Solver runs in parallel (processes).")
 @click.option("--solver-option", "solver_options", multiple=True, metavar="[SOLVER:]KEY=VALUE",
               help="Option passed to the solvers whose solve() names KEY (e.g. simulations=64, mcts:workers=1); "
@@ -69,6 +74,10 @@ def compare_command(specs, solver_list, time_limit, hardware, capacity, capacity
     to_stdout = is_stdout(out_path)
     if out_path is not None and not to_stdout and not out_path.endswith(".csv"):
         fail(f"--output: expected a .csv path or '-', got {out_path!r}")
+    check_output(out_path, "--output")
+    if out_path and not to_stdout:
+        check_output(os.path.splitext(out_path)[0] + ".json", "--output (its JSON)")
+    check_output(plot_dir, "--plot", folder=True)
     if plot_dir:
         try:
             import matplotlib  # noqa: F401
@@ -97,25 +106,31 @@ def compare_command(specs, solver_list, time_limit, hardware, capacity, capacity
 
     say = (lambda text="", nl=True: click.echo(text, nl=nl, err=True)) if to_stdout else \
         (lambda text="", nl=True: click.echo(text, nl=nl))
+    # The files first: one that cannot be written is said before the table, which still follows.
+    csv_text = _csv_text(result.records()) if out_path else ""
+    unwritten: list[str] = []
+    if out_path and not to_stdout:
+        settings = {"argv": sys.argv[1:], **result.settings}
+        json_path = os.path.splitext(out_path)[0] + ".json"
+        unwritten += filter(None, [write_file(out_path, csv_text),
+                                   write_file(json_path, dump_json(results_document(inputs, rows, settings)))])
+        for line in unwritten:
+            click.echo(f"error: {line}", err=True)
     say(table_text(inputs, rows), nl=False)
     say()
     say(summary_text(inputs, rows, solvers), nl=False)
     say(f"{len(rows)} runs on {len(inputs)} inputs in {wall:.1f} s "
         f"(time limit {time_limit:g} s, {jobs} job{'s' if jobs > 1 else ''})")
 
-    if out_path:
-        csv_text = _csv_text(result.records())
-        if to_stdout:
-            write_text(out_path, csv_text)
-        else:
-            settings = {"argv": sys.argv[1:], **result.settings}
-            json_path = os.path.splitext(out_path)[0] + ".json"
-            write_text(out_path, csv_text)
-            write_text(json_path, dump_json(results_document(inputs, rows, settings)))
-            say(f"wrote {out_path} and {json_path}")
+    if to_stdout:
+        write_text(out_path, csv_text)
+    elif out_path and not unwritten:
+        say(f"wrote {out_path} and {json_path}")
     if plot_dir:
         written = _draw(inputs, rows, Path(plot_dir), bar=bar, lines=show and not bar)
         say(f"wrote {len(written)} pictures to {plot_dir}")
+    if unwritten:
+        sys.exit(2)
     if not any(r.valid for r in rows):
         sys.exit(1)
 
@@ -159,8 +174,9 @@ def _checked_options(solvers: list[str], items: tuple[str, ...]) -> dict[str, di
     for item in items:
         target, _ = split_option(item)
         mine = {s: loaded[s] for s in ([target] if target else known) if s in loaded}
+        option = parse_solver_options([item], known)[target or known[0]]
+        check_option_values(option, f"--solver-option {item}")
         if mine:
-            option = parse_solver_options([item], known)[target or known[0]]
             check_options(option, mine, flags={k: f"--solver-option {item}" for k in option})
     for s in known:
         check_muzero_checkpoint([s], per[s])

@@ -27,21 +27,23 @@ from mallocgame.model import InputError, Problem
 
 
 def _finish(build: Callable[[], Problem], out: str) -> None:
-    from mallocgame.cli.common import dump_json, is_stdout, write_text
+    from mallocgame.cli.common import check_output, dump_json, is_stdout, write_text
     from mallocgame.importers._common import summarize
     from mallocgame.io import workload_dict
 
+    check_output(out, "-o")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
             problem = build()
+            summary = summarize(problem).line()  # before writing: a file is written only when all went well
         except InputError as exc:
             _flush(caught)
             click.echo(f"error: {exc}", err=True)
             sys.exit(2)
     _flush(caught)
     write_text(out, dump_json(workload_dict(problem)))
-    click.echo(f"{'stdout' if is_stdout(out) else out}: {summarize(problem).line()}", err=is_stdout(out))
+    click.echo(f"{'stdout' if is_stdout(out) else out}: {summary}", err=is_stdout(out))
 
 
 def _flush(caught) -> None:

@@ -2,6 +2,8 @@
 
 Exit codes: 0 a valid solution was produced (and written with ``-o``); 1 no solution was
 found (nothing written); 2 bad input or usage. Bad input is one line on stderr.
+Click's usage errors are one ``error:`` line too, and so is any exception a command does not
+expect (exit 1; ``MALLOCGAME_TRACEBACK=1`` shows the traceback): no command prints a traceback.
 Commands that live in other modules (``import``, ``play``, ``compare``, ...) are
 attached lazily, so ``mallocgame solvers`` never pays for torch or OR-Tools. The rules
 every command shares (``--capacity`` units, ``-o -``, ``--json`` stamps, solver options that
@@ -10,17 +12,23 @@ are never silently ignored) live in :mod:`mallocgame.cli.common`.
 
 from __future__ import annotations
 
+import errno
 import importlib
+import os
 import sys
 from typing import Any
 
 import click
 
 from mallocgame.cli.common import (  # noqa: F401  (fail, problem_options and the codes are imported from here too)
+    COUNT,
     EXIT_BAD_INPUT,
     EXIT_NO_SOLUTION,
     EXIT_OK,
+    SECONDS,
+    SEED,
     capacity_warning,
+    check_output,
     dump_json,
     fail,
     intervals_json,
@@ -30,6 +38,7 @@ from mallocgame.cli.common import (  # noqa: F401  (fail, problem_options and th
     one_stdout,
     problem_options,
     stamp,
+    write_file,
     write_text,
 )
 from mallocgame.model import InputError, Problem
@@ -64,6 +73,46 @@ class LazyGroup(click.Group):
             module, attr = LAZY_COMMANDS[name].split(":")
             return getattr(importlib.import_module(module), attr)
         return super().get_command(ctx, name)
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        """Click's own ``main``, with every usage error as one ``error:`` line (exit 2)."""
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        try:
+            code = super().main(args, prog_name, complete_var, False, **extra)
+        except click.exceptions.NoArgsIsHelpError as exc:  # a bare group: its help, as click shows it
+            exc.show()
+            sys.exit(exc.exit_code)
+        except click.ClickException as exc:
+            text = " ".join(exc.format_message().split()).rstrip(".")
+            ctx = getattr(exc, "ctx", None)
+            hint = f" (see '{ctx.command_path} --help')" if isinstance(exc, click.UsageError) and ctx else ""
+            click.echo(f"error: {text}{hint}", err=True)
+            sys.exit(exc.exit_code)
+        except click.Abort:
+            click.echo("Aborted!", err=True)
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
+
+    def invoke(self, ctx):
+        """Run the command; an exception it does not expect is one ``error:`` line, not a traceback."""
+        try:
+            return super().invoke(ctx)
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except InputError as exc:  # bad input that escaped the command's own handling
+            fail(str(exc))
+        except OSError as exc:
+            if exc.errno == errno.EPIPE or os.environ.get("MALLOCGAME_TRACEBACK"):
+                raise  # click handles a closed stdout
+            fail(f"{getattr(exc, 'filename', None) or 'system'}: {exc.strerror or exc}")
+        except Exception as exc:
+            if os.environ.get("MALLOCGAME_TRACEBACK"):
+                raise
+            text = " ".join(str(exc).split())
+            text = text if len(text) <= 300 else text[:300] + "..."
+            fail(f"unexpected {exc.__class__.__name__}{': ' + text if text else ''} "
+                 "(MALLOCGAME_TRACEBACK=1 shows where)", EXIT_NO_SOLUTION)
 
 
 @click.group(cls=LazyGroup)
@@ -167,7 +216,7 @@ def _solve_options(names: list[str], items: tuple[str, ...], workers: int | None
     ``minimize_peak`` is passed only to a solver that names it, and is never an error: the
     problem has no capacity then, and every pack solver minimises the peak without one.
     """
-    from mallocgame.cli.common import check_muzero_checkpoint, check_options, split_option
+    from mallocgame.cli.common import check_muzero_checkpoint, check_option_values, check_options, split_option
     from mallocgame.compare import parse_solver_options
     from mallocgame.registry import SolverLoadError, load_solver
 
@@ -184,6 +233,7 @@ def _solve_options(names: list[str], items: tuple[str, ...], workers: int | None
             fail(str(exc))
         target, _ = split_option(item)
         mine = [target] if target in per else names
+        check_option_values(per[mine[0]], f"--solver-option {item}")
         checks.append((per[mine[0]], mine, f"--solver-option {item}"))
         options.update(per[mine[0]])
     for key, value, flag in (("workers", workers, "--workers"), ("simulations", simulations, "--simulations")):
@@ -209,15 +259,15 @@ def _report_json(report, problem: Problem, spec, minimize_peak: bool) -> dict[st
 @click.argument("problem_path", metavar="PROBLEM")
 @click.option("--solver", "solver_name", required=True, help="A registered solver (see `mallocgame solvers`).")
 @problem_options
-@click.option("--time-limit", type=float, default=10.0, show_default=True, help="Seconds.")
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--time-limit", type=SECONDS, default=10.0, show_default=True, help="Seconds.")
+@click.option("--seed", type=SEED, default=0, show_default=True)
 @click.option("--hint", "hint_path", default=None, metavar="SOLUTION.csv", help="Warm start from this solution.")
 @click.option("--warm-start", "warm_start", default=None, metavar="SOLVER",
               help="Run SOLVER first and give its answer to --solver as a hint (and fallback).")
-@click.option("--workers", type=int, default=None, help="Parallel workers (only for solvers that take them).")
+@click.option("--workers", type=COUNT, default=None, help="Parallel workers (only for solvers that take them).")
 @click.option("--minimize-peak", is_flag=True,
               help="Pack mode without a capacity: minimise the peak address (ignores the file's or hardware's).")
-@click.option("--simulations", type=int, default=None, help="Tree-search simulations per move (mcts, muzero).")
+@click.option("--simulations", type=COUNT, default=None, help="Tree-search simulations per move (mcts, muzero).")
 @click.option("--solver-option", "solver_options", multiple=True, metavar="KEY=VALUE",
               help="Option for the solver's solve() (repeatable); one it does not take is an error.")
 @click.option("-o", "--output", default=None, metavar="SOLUTION.csv",
@@ -233,6 +283,8 @@ def solve(problem_path, solver_name, mode, capacity, capacity_fraction, hardware
     from mallocgame.runner import UnsupportedMode
 
     one_stdout(**{"-o -": is_stdout(output), "--report -": is_stdout(report_path), "--json": as_json})
+    check_output(output, "-o")
+    check_output(report_path, "--report")
     if not time_limit > 0:
         fail(f"--time-limit: must be positive, got {time_limit}")
     entries = solver_entries()
@@ -259,19 +311,30 @@ def solve(problem_path, solver_name, mode, capacity, capacity_fraction, hardware
     if problem.capacity is None:
         summary += " capacity=none" + (" (--minimize-peak: validated without a capacity)" if minimize_peak else "")
     to_stdout = is_stdout(output) or is_stdout(report_path) or as_json
-    click.echo(summary, err=to_stdout)
     document = _report_json(report, problem, spec, minimize_peak)
+    answer = None
+    if report.valid and output:
+        from mallocgame.io import intervals_csv_text, problem_csv_text
+
+        answer = (intervals_csv_text(problem, report.intervals) if problem.mode == "prefetch"
+                  else problem_csv_text(problem, report.offsets))
+    # Files first (no file is written without a valid solution): one that cannot be written is
+    # said before anything else, and the summary and --json still follow.
+    unwritten: list[str] = []
+    for path, text in ((output, answer), (report_path, dump_json(document))):
+        if report.valid and path and not is_stdout(path):
+            unwritten += filter(None, [write_file(path, text)])
+    for line in unwritten:
+        click.echo(f"error: {line}", err=True)
+    click.echo(summary, err=to_stdout)
     if as_json or is_stdout(report_path):  # stdout gets the report even without a solution
         click.echo(dump_json(document), nl=False)
     if not report.valid:
-        sys.exit(EXIT_NO_SOLUTION)  # no file is written without a valid solution
-    if output:
-        from mallocgame.io import intervals_csv_text, problem_csv_text
-
-        write_text(output, intervals_csv_text(problem, report.intervals) if problem.mode == "prefetch"
-                   else problem_csv_text(problem, report.offsets))
-    if report_path and not is_stdout(report_path):
-        write_text(report_path, dump_json(document))
+        sys.exit(EXIT_NO_SOLUTION)
+    if is_stdout(output):
+        write_text(output, answer)
+    if unwritten:
+        sys.exit(EXIT_BAD_INPUT)
 
 
 @main.command()
@@ -349,4 +412,4 @@ def solvers() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(prog_name="mallocgame")

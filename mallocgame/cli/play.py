@@ -17,6 +17,7 @@ import click
 from mallocgame.cli.common import (
     EXIT_NO_SOLUTION,
     capacity_warning,
+    check_output,
     fail,
     is_stdout,
     load_prepared,
@@ -44,6 +45,7 @@ def play(problem_path, mode, capacity, capacity_fraction, hardware, variant, k, 
 
     if k < 1:
         fail(f"--k: must be >= 1, got {k}")
+    check_output(output, "-o")
     try:
         if variant == "prefetch" and mode not in (None, "prefetch"):
             raise InputError(f"--variant prefetch plays prefetch mode, not --mode {mode}")

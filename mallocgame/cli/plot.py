@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from mallocgame.cli.common import STDOUT, capacity_options, capacity_warning, fail, load_prepared
+from mallocgame.cli.common import STDOUT, capacity_options, capacity_warning, check_output, fail, load_prepared
 from mallocgame.model import InputError
 from mallocgame.plots import plot_solution
 
@@ -28,6 +28,7 @@ def plot_command(problem_path: str, solution_path: str, output: str, hardware: s
         fail("-o: a picture is not written to stdout; give a .png, .pdf or .svg file")
     if not output.lower().endswith((".png", ".pdf", ".svg")):
         fail(f"-o: expected a .png, .pdf or .svg file, got {output!r}")
+    check_output(output, "-o")
     try:
         problem, spec = load_prepared(problem_path, mode=mode, capacity=capacity, capacity_fraction=capacity_fraction,
                                       hardware=hardware)

@@ -9,6 +9,8 @@ import time
 
 import click
 
+from mallocgame.cli.common import SECONDS, SEED
+
 
 @click.command()
 @click.option("--steps", type=int, default=2000, show_default=True, help="Total gradient updates (with --resume: the new total).")
@@ -35,21 +37,22 @@ import click
 @click.option("--export", "export_path", default=None, metavar="PT",
               help="Also write a small model-only copy (what the solver needs) here.")
 @click.option("--checkpoint-every", type=int, default=10, show_default=True, help="Save every N iterations.")
-@click.option("--time-limit", "--time-budget", "time_budget", type=float, default=None, metavar="SECONDS",
+@click.option("--time-limit", "--time-budget", "time_budget", type=SECONDS, default=None, metavar="SECONDS",
               help="Stop at the first iteration boundary after this many seconds (the run is then not "
                    "reproducible in length; resume continues it exactly). --time-budget is an alias.")
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=SEED, default=0, show_default=True)
 def train(steps, games_per_iter, updates_per_iter, simulations, search_method, model, batch_size, unroll, td_steps,
           learning_rate, min_size, max_size, k, order, out_path, resume_path, export_path, checkpoint_every,
           time_budget, seed) -> None:
     """Train the muzero solver's network by self-play on generated problems; deterministic under --seed."""
     import os
 
-    from mallocgame.cli.common import fail, is_stdout
+    from mallocgame.cli.common import check_output, fail, is_stdout
 
     for name, path in (("--output", out_path), ("--export", export_path)):
         if is_stdout(path):
             fail(f"{name}: a checkpoint is not written to stdout; give a file")
+        check_output(path, name)
     if time_budget is not None and not time_budget > 0:
         fail(f"--time-limit: must be a positive number of seconds, got {time_budget}")
     if resume_path and not os.path.isfile(resume_path):  # before paying for torch
