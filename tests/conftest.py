@@ -18,10 +18,11 @@ def needs_benchmarks():
     return pytest.mark.skipif(not BENCHMARKS.is_dir(), reason=f"benchmarks not found at {BENCHMARKS}")
 
 
-def run_cli(*args: str, env: dict | None = None, input: str | None = None) -> subprocess.CompletedProcess:
-    """Run ``mallocgame ARGS`` in a fresh interpreter, as a user would."""
+def run_cli(*args: str, env: dict | None = None, input: str | None = None,
+            timeout: float = 600) -> subprocess.CompletedProcess:
+    """Run ``mallocgame ARGS`` in a fresh interpreter, as a user would (killed after ``timeout`` seconds)."""
     full_env = dict(os.environ)
     if env:
         full_env.update(env)
     return subprocess.run([sys.executable, "-m", "mallocgame.cli.main", *args], capture_output=True, text=True,
-                          env=full_env, input=input, timeout=600, cwd=ROOT)
+                          env=full_env, input=input, timeout=timeout, cwd=ROOT)

@@ -1,0 +1,216 @@
+"""The bad-input corpus (issue 12, item 1): every case of ``tests/bad_inputs/cases.toml`` through the real CLI.
+
+Each case must exit with its code and print exactly one line on stderr (no traceback) containing
+its text; stdout stays empty unless the case allows it (an answer whose file could not be
+written is still summarised), and nothing but what the case set up (or names in ``leaves``) is
+left in its output folder: no output, no temp file, no folder created on the way. A FIFO as
+input must be refused, not block: every run has a timeout. The cases run a few at a time in
+threads (each is a separate interpreter), so the whole corpus takes seconds.
+
+Also here: ids with commas, quotes and newlines survive write -> read in problem CSVs, solution
+CSVs and prefetch interval CSVs (through the API and through ``solve -o`` then ``validate``), and
+written files get the usual permissions (0666 less the umask).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+import tomllib
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, run_cli
+
+CORPUS = Path(__file__).resolve().parent / "bad_inputs"
+CASES = tomllib.loads((CORPUS / "cases.toml").read_text())["case"]
+TIMEOUT = 60  # seconds per run; a blocking read (a FIFO) fails the case instead of hanging the suite
+
+
+def _setup(out: Path, items: list[str]) -> set[str]:
+    made = set()
+    for item in items:
+        kind, name = item.split(":", 1)
+        path = out / name
+        if kind == "fifo":
+            os.mkfifo(path)
+        elif kind == "dir":
+            path.mkdir()
+        elif kind == "file":
+            path.write_text("")
+        else:
+            raise ValueError(f"unknown setup {item!r}")
+        made.add(name)
+    return made
+
+
+def _run(case: dict, out: Path) -> dict:
+    out.mkdir(parents=True)
+    made = _setup(out, case.get("setup", []))
+    args = [a.replace("{dir}", str(CORPUS)).replace("{out}", str(out)) for a in case["args"]]
+    needs = case.get("needs")
+    before = os.stat(needs) if needs else None
+    try:
+        r = subprocess.run([sys.executable, "-m", "mallocgame.cli.main", *args], capture_output=True, text=True,
+                           timeout=TIMEOUT, cwd=ROOT, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        return {"timeout": True}
+    after = os.stat(needs) if needs else None
+    left = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.name not in made or p.parent != out)
+    return {"timeout": False, "r": r, "left": left, "before": before, "after": after}
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    """Every runnable case, started a few at a time; each test waits for its own."""
+    base = tmp_path_factory.mktemp("bad_inputs")
+    pool = ThreadPoolExecutor(max_workers=4)
+    futures = {case["name"]: pool.submit(_run, case, base / f"case{k}")
+               for k, case in enumerate(CASES) if not case.get("needs") or os.path.exists(case["needs"])}
+    yield futures
+    pool.shutdown(wait=True)
+
+
+def test_corpus_names_are_unique_and_every_file_is_used():
+    names = [c["name"] for c in CASES]
+    assert len(names) == len(set(names))
+    used = {Path(a.replace("{dir}/", "")).name for c in CASES for a in c["args"] if a.startswith("{dir}/")}
+    files = {p.name for p in CORPUS.iterdir()} - {"cases.toml"}
+    assert files - used == set(), "corpus files no case uses"
+    assert used - files == set(), "cases naming missing corpus files"
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
+def test_bad_input_is_one_line(case, results):
+    if case["name"] not in results:
+        pytest.skip(f"{case['needs']} does not exist here")
+    got = results[case["name"]].result()
+    assert not got["timeout"], f"{case['name']}: still running after {TIMEOUT} s (blocked?)"
+    r = got["r"]
+    shown = f"exit {r.returncode}\nstdout: {r.stdout[:500]!r}\nstderr: {r.stderr[-2000:]}"
+    assert "Traceback" not in r.stderr, shown
+    assert r.returncode == case["exit"], shown
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1, shown
+    assert case["stderr"] in lines[0], shown
+    assert lines[0].startswith("error: "), shown
+    if not case.get("stdout", False):
+        assert r.stdout == "", shown
+    assert got["left"] == sorted(case.get("leaves", [])), f"left behind: {got['left']}\n{shown}"
+    if got["before"] is not None:  # a device written in place stays the device
+        assert stat.S_IFMT(got["after"].st_mode) == stat.S_IFMT(got["before"].st_mode)
+        assert got["after"].st_rdev == got["before"].st_rdev
+
+
+def test_nothing_is_written_into_the_corpus(results):
+    for future in results.values():
+        future.result()
+    names = {p.name for p in CORPUS.iterdir()}
+    assert not [n for n in names if n.startswith(".") or n.endswith(".tmp")], names
+
+
+# ---------------------------------------------------------------------------- round trips
+
+ODD_IDS = ["a,b", 'say "hi"', "x,\"y\",z", "new\nline", "plain", "semi;colon", "a, b", "tab\tx", "cr\rlf"]
+
+
+def _odd_problem():
+    from mallocgame.model import Buffer, Problem
+
+    buffers = tuple(Buffer(bid, 8 * (k + 1), k, k + 3) for k, bid in enumerate(ODD_IDS))
+    return Problem(name="odd", buffers=buffers)
+
+
+def test_problem_and_solution_csv_round_trip_odd_ids(tmp_path):
+    from mallocgame.io import load_problem, problem_csv_text, read_solution_csv, write_solution_csv
+    from mallocgame.model import Solution, Status
+
+    p = _odd_problem()
+    path = tmp_path / "odd.csv"
+    path.write_text(problem_csv_text(p))
+    q = load_problem(path)
+    assert [(b.id, b.start, b.end, b.size) for b in p.buffers] == [(b.id, b.start, b.end, b.size) for b in q.buffers]
+    offsets = tuple(None if k % 3 == 0 else 1024 * k for k in range(p.n))
+    sol = tmp_path / "odd.sol.csv"
+    write_solution_csv(sol, q, Solution(offsets=offsets, status=Status.FEASIBLE))
+    assert tuple(read_solution_csv(sol, q)) == offsets
+
+
+def test_interval_csv_round_trip_odd_ids(tmp_path):
+    from mallocgame.io import intervals_csv_text, read_intervals_csv
+    from mallocgame.model import FastInterval
+
+    p = _odd_problem()
+    intervals = [FastInterval(k, 64 * k, p.buffers[k].start, p.buffers[k].end, None if k % 2 else p.buffers[k].start - 1)
+                 for k in range(p.n)]
+    path = tmp_path / "odd.intervals.csv"
+    path.write_text(intervals_csv_text(p, intervals))
+    assert sorted(read_intervals_csv(path, p), key=lambda v: v.buffer) == intervals
+
+
+def test_cli_round_trip_odd_ids(tmp_path):
+    from mallocgame.io import problem_csv_text
+
+    prob = tmp_path / "odd.csv"
+    prob.write_text(problem_csv_text(_odd_problem()))
+    sol = tmp_path / "sol.csv"
+    r = run_cli("solve", str(prob), "--solver", "greedy-xla", "-o", str(sol), timeout=TIMEOUT)
+    assert r.returncode == 0, r.stderr
+    r = run_cli("validate", str(prob), str(sol), timeout=TIMEOUT)
+    assert r.returncode == 0 and r.stdout.startswith(f"ok: {len(ODD_IDS)}/{len(ODD_IDS)}"), (r.stdout, r.stderr)
+
+
+def test_written_files_get_0666_less_the_umask(tmp_path):
+    from mallocgame.io import atomic_write_text
+
+    old = os.umask(0o027)
+    try:
+        atomic_write_text(tmp_path / "a.csv", "x\n")
+        os.umask(0o002)
+        atomic_write_text(tmp_path / "b.csv", "x\n")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(os.stat(tmp_path / "a.csv").st_mode) == 0o640
+    assert stat.S_IMODE(os.stat(tmp_path / "b.csv").st_mode) == 0o664
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.csv", "b.csv"]
+
+
+def test_special_files_are_written_in_place_and_symlinks_followed(tmp_path):
+    from mallocgame.io import atomic_write_text
+
+    atomic_write_text(os.devnull, "nothing\n")
+    assert stat.S_ISCHR(os.stat(os.devnull).st_mode)
+    target = tmp_path / "real.csv"
+    target.write_text("old\n")
+    link = tmp_path / "link.csv"
+    link.symlink_to(target)
+    atomic_write_text(link, "new\n")
+    assert link.is_symlink() and target.read_text() == "new\n"
+
+
+# ---------------------------------------------------------------------------- the CLI's last guard
+
+def test_an_unexpected_exception_is_one_line_exit_1(monkeypatch):
+    from click.testing import CliRunner
+
+    import mallocgame.cli.main as cli
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("boom\nand a second line")
+
+    monkeypatch.setattr(cli, "_info_facts", boom)
+    r = CliRunner().invoke(cli.main, ["info", "example:pack40"])
+    assert r.exit_code == 1 and r.stderr == "error: unexpected RuntimeError: boom and a second line " \
+                                            "(MALLOCGAME_TRACEBACK=1 shows where)\n", r.stderr
+    monkeypatch.setenv("MALLOCGAME_TRACEBACK", "1")
+    r = CliRunner().invoke(cli.main, ["info", "example:pack40"])
+    assert isinstance(r.exception, RuntimeError)
+
+
+def test_a_bare_group_still_shows_its_help():
+    r = run_cli(timeout=TIMEOUT)
+    assert r.returncode == 2 and "Usage: mallocgame" in r.stderr and "Commands:" in r.stderr
