@@ -23,6 +23,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.conftest import ROOT, run_cli
 
@@ -214,3 +216,44 @@ def test_an_unexpected_exception_is_one_line_exit_1(monkeypatch):
 def test_a_bare_group_still_shows_its_help():
     r = run_cli(timeout=TIMEOUT)
     assert r.returncode == 2 and "Usage: mallocgame" in r.stderr and "Commands:" in r.stderr
+
+
+# ---------------------------------------------------------------------------- property: writers and readers agree
+
+# An id is any text without leading or trailing white space (the readers strip cells) and not empty.
+IDS = st.text(min_size=1, max_size=6).filter(lambda s: s == s.strip() and s.strip())
+
+
+@st.composite
+def problems_with_answers(draw):
+    from mallocgame.model import Buffer, Problem
+
+    ids = draw(st.lists(IDS, min_size=1, max_size=6, unique=True))
+    with_benefit = draw(st.booleans())
+    buffers, offsets, total = [], [], 0
+    for bid in ids:
+        start = draw(st.integers(0, 2**62 - 1))
+        end = draw(st.integers(start + 1, 2**62))
+        size = draw(st.integers(1, max(1, (2**62 - total) // 2)))
+        total += size
+        benefit = draw(st.none() | st.floats(0, 1e300)) if with_benefit else None
+        buffers.append(Buffer(bid, size, start, end, benefit))
+        offsets.append(draw(st.none() | st.integers(0, 2**62)))
+    return Problem(name="p", buffers=tuple(buffers)), offsets
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=problems_with_answers())
+def test_csv_writers_and_readers_round_trip_any_ids(tmp_path, case):
+    from mallocgame.io import intervals_csv_text, problem_csv_text, read_csv, read_intervals_csv
+    from mallocgame.model import FastInterval
+
+    p, offsets = case
+    path = tmp_path / "p.csv"
+    path.write_text(problem_csv_text(p, offsets), encoding="utf-8", newline="")
+    q, got = read_csv(path, with_offsets=True)
+    assert q.buffers == p.buffers and got == offsets
+    intervals = [FastInterval(k, off, b.start, b.end, None if k % 2 else max(0, b.start - 1))
+                 for k, (b, off) in enumerate(zip(p.buffers, offsets)) if off is not None]
+    path.write_text(intervals_csv_text(p, intervals), encoding="utf-8", newline="")
+    assert sorted(read_intervals_csv(path, p), key=lambda v: v.buffer) == intervals
