@@ -56,10 +56,11 @@ hold the most memory, so a long stay can split into short ones). Ties go to the 
 holds less memory (a secondary objective, and an equally fast answer holding less is kept), which
 leaves room to the next neighbourhoods. A round without gain doubles the size, up to one model
 per span; the search stops when every span's single model is proven optimal (then the same seed
-gives the same answer) or at the deadline. Measured here at 5 s, as a fraction of the bound: a
-60-buffer layered network 0.88 (one model of the whole program: 0.77 after 120 s; ``msa`` 0.78);
-layered networks of 150 to 600 buffers 0.86 to 0.93 (``msa`` 0.84 to 0.89); a ResNet-8 training
-step 0.69 (``msa`` 0.64).
+gives the same answer) or at the deadline. Measured here at 5 s (2 shared cores, so +-5%), as a
+fraction of the bound: a 60-buffer layered network 0.88 (one model of the whole program: 0.77
+after 120 s; ``msa`` 0.78); layered networks of 150 to 600 buffers 0.82 to 0.92 (``msa`` 0.84 to
+0.89); a ResNet-8 training step 0.69 (``msa`` 0.64). On the ``quick`` suite at 3 s, 1.04x
+``msa``'s saving (geometric mean); hinted with ``msa``'s answer, never below it.
 """
 
 from __future__ import annotations
@@ -87,14 +88,17 @@ EVICTION_RATIOS = (1.0, 1.5)  # the same for the extended ends of stays that are
 RUN_LENGTHS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)  # touches served by one candidate stay (plus: to the last)
 WINDOW_STAYS = 30  # candidate stays per CP-SAT model at first (doubled at each local optimum)
 MIN_SLICE = 0.3  # seconds: the least a window gets while time is left
-SECOND_UNITS = 2**24  # integer units of seconds per window's total headroom
-# Measured on layered networks and realistic workloads (5 s): the formulations "2d", "cliques"
+SECOND_UNITS = 2**14  # integer units of seconds per window's total headroom (measured: finer units slow the propagation)
+# Measured on layered networks and realistic workloads (3-5 s): the formulations "2d", "cliques"
 # (one 1-D no-overlap per maximal moment) and "both" are within noise of each other; CP-SAT's own
 # search with one worker beats following our decision strategy (PARTIAL_FIXED_SEARCH) by about
-# 15%; probing (level 2) takes seconds on models of a thousand stays and gains nothing here.
+# 15%; probing (level 2) takes seconds on models of a thousand stays and gains nothing here;
+# ties to less memory (LEAN_TIES) add 3-5%; 2^14 units rather than 2^24 let the budget axes
+# propagate fast (2^24 found nothing on a Strassen program in 3 s, 2^14 reached 1.27x msa).
 FORMULATION = "2d"
 FIXED_SEARCH = False
 PROBING_LEVEL = 0
+LEAN_TIES = True
 
 
 # ---------------------------------------------------------------- stays
@@ -463,7 +467,7 @@ def solve_window(problem: Problem, hardware, free: Sequence[Stay], fixed: Sequen
     # strip): it leaves room to the next neighbourhoods. One unit of seconds outweighs all of it.
     area_unit = max(problem.capacity * max(n_ops, 1) / 2**10, 1.0)
     area = [int(math.ceil(a.size[s.buffer] * (s.end - s.occupied_from) / area_unit)) for s in free]
-    tie = 1 + sum(area)
+    tie = 1 + sum(area) if LEAN_TIES else 1
     model.maximize(tie * sum(objective) - sum(z * present[c] for c, z in enumerate(area)))
 
     # Search: stays (most valuable first), the savings at their largest, the copies served as
