@@ -1,5 +1,8 @@
 """Large neighbourhood search: keep most of an incumbent, re-solve a time window with CP-SAT, keep improvements.
 
+Prefetch mode starts from XLA's answer (``msa``) or the hint, whichever is better, and runs
+the window search of cpsat's prefetch mode around it (:func:`solvers.cpsat.prefetch.solve_prefetch`).
+
 Starts from the hint when one is given, else from greedy-xla (map mode) or best fit
 (pack mode; an online allocator when best fit would not finish in time), pushed down
 onto the address grid (:func:`solvers.cpsat.model.push_down`). Each
@@ -113,11 +116,36 @@ class ModeDispatch(Solver):
             return Solution((), Status.OPTIMAL, problem.mode, objective=0.0, solver=self.name)
         if problem.mode == "map":
             return self._solve_map(problem, hardware, t0, deadline, seed, hint, workers)
+        if problem.mode == "prefetch":
+            return self._solve_prefetch(problem, hardware, t0, time_limit, seed, hint, workers)
         return self._solve_pack(problem, t0, deadline, seed, hint, workers, minimize_peak)
 
 
 class LargeNeighbourhoodSearch(ModeDispatch):
     name = "lns"
+    modes = frozenset({"map", "pack", "prefetch"})
+
+    # ------------------------------------------------------------------ prefetch mode
+
+    def _solve_prefetch(self, problem, hardware, t0, time_limit, seed, hint, workers):
+        """From XLA's answer: the better of the hint and ``msa``'s answer (given up to a fifth of the
+        time) is the incumbent; CP-SAT then re-solves time windows and groups of buffers around it
+        (:func:`solvers.cpsat.prefetch.solve_prefetch`, the neighbourhood search of cpsat's prefetch
+        mode), keeping only what the evaluator scores better."""
+        from hardware.prefetch import PrefetchEvaluator
+        from solvers.cpsat.prefetch import hint_intervals, solve_prefetch
+        from solvers.msa import MemorySpaceAssignment
+
+        pev = PrefetchEvaluator.of(problem, hardware) if problem.has_ops else None
+        given = hint_intervals(problem, hint)
+        xla = MemorySpaceAssignment().solve(problem, hardware, time_limit=max(0.2 * time_limit, 1e-3), seed=seed)
+        starts = [(label, list(ivs)) for label, ivs in (("hint", given), ("msa", xla.intervals)) if ivs is not None]
+        label, start = max(starts, key=lambda s: pev.value(s[1]) if pev is not None else 0.0)
+        seed_solution = Solution((None,) * problem.n, Status.FEASIBLE, problem.mode, intervals=tuple(start))
+        remaining = max(time_limit - (time.monotonic() - t0), 1e-3)
+        result = solve_prefetch(problem, hardware, time_limit=remaining, seed=seed, hint=seed_solution,
+                                workers=workers, name=self.name)
+        return result.replace(wall_time=time.monotonic() - t0, stats=dict(result.stats) | {"incumbent": label})
 
     # ------------------------------------------------------------------ map mode
 

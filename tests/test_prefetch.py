@@ -282,3 +282,13 @@ def test_no_prefetch_solver_ends_below_msa_when_warm_started_from_it(name):
     assert msa.valid and msa.objective > 0
     report = solve_with_warm_start(name, problem, hw, time_limit=2.0, seed=0, warm_start="msa")
     assert report.valid and report.objective >= msa.objective - 1e-12 * abs(msa.objective)
+
+
+def test_lns_prefetch_starts_from_msa_and_never_ends_below_it():
+    hw = PRESETS["tpuv4i"]
+    for seed in (1, 2):
+        problem = layered_network(70, seed=seed, capacity_fraction=0.3).replace(mode="prefetch")
+        msa = run_solver("msa", problem, hw, time_limit=2.0, seed=0)
+        lns = run_solver("lns", problem, hw, time_limit=2.0, seed=0)
+        assert lns.valid and lns.objective >= msa.objective - 1e-12 * abs(msa.objective)
+        assert lns.stats["incumbent"] == "msa"
