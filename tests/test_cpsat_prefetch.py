@@ -222,11 +222,13 @@ def test_map_hint_is_lifted_and_never_lost():
     assert value(problem, HW, sol.intervals) >= lifted
 
 
-def test_never_worse_than_the_lifted_greedy_even_without_time():
+def test_never_worse_than_the_lifted_greedy_even_without_time_or_with_a_poor_hint():
     problem = layered_network(150, seed=1, capacity_fraction=0.3).replace(mode="prefetch")
-    sol = solve(problem, time_limit=0.05)
-    assert validate_intervals(problem, sol.intervals) is None
-    assert value(problem, HW, sol.intervals) >= value(problem, HW, lifted_greedy(problem, HW))
+    all_slow = Solution((None,) * problem.n, Status.FEASIBLE, "prefetch")
+    for hint in (None, all_slow):
+        sol = solve(problem, time_limit=0.05, hint=hint)
+        assert validate_intervals(problem, sol.intervals) is None
+        assert value(problem, HW, sol.intervals) >= value(problem, HW, lifted_greedy(problem, HW))
 
 
 def test_same_seed_same_answer():

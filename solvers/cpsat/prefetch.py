@@ -39,12 +39,13 @@ as much of any set of copies as such a schedule (for interval windows that greed
 what is served), so over the whole program the model's value of an answer never exceeds the
 evaluator's. (2) Only candidate stays are considered. (3) Large programs are solved by
 neighbourhoods (below): a neighbourhood's model sees the copies of the intervals that meet its
-free stays, not those of the others, which may compete for the same slots in the evaluator. Every answer is therefore scored by
-the real evaluator (:class:`~hardware.prefetch.PrefetchEvaluator`) and kept only when it beats
-the incumbent, so the result is never worse than the hint, or without one than the start:
-:func:`~mallocgame.prefetch.lift_map_answer` of the map-mode greedy (greedy-xla's order and best
-fit), each prefetch's start moved up to its first served touch (:func:`tighten`: the same
-rectangles and a longer copy window, never worse).
+free stays, not those of the others, which may compete for the same slots in the evaluator.
+(4) Seconds are rounded to :data:`SECOND_UNITS` units per neighbourhood. Every answer is
+therefore scored by the real evaluator (:class:`~hardware.prefetch.PrefetchEvaluator`) and kept
+only when it beats the incumbent, so the result is never worse than the hint or the start
+(always computed): :func:`~mallocgame.prefetch.lift_map_answer` of the map-mode greedy
+(greedy-xla's order and best fit), each prefetch's start moved up to its first served touch
+(:func:`tighten`: the same rectangles and a longer copy window, never worse).
 
 **Decomposition** (:func:`solve_prefetch`): stays only interact when their occupied ops overlap
 (memory, op savings and copy windows all lie inside them), so the time line splits into
@@ -622,9 +623,7 @@ def solve_prefetch(problem: Problem, hardware, *, time_limit: float, seed: int, 
     starts: list[tuple[str, list[FastInterval]]] = []
     if given is not None:
         starts += [("hint", given), ("hint-tightened", tighten(problem, given))]
-    else:
-        starts.append(("greedy-xla-lifted", map_start(problem, hardware, t0 + 0.2 * time_limit)))
-    starts.append(("all-slow", []))
+    starts += [("greedy-xla-lifted", map_start(problem, hardware, t0 + 0.2 * time_limit)), ("all-slow", [])]
     scored = [(pev.value(ivs), -k, label, ivs) for k, (label, ivs) in enumerate(starts)]
     best_value, _, start_label, incumbent = max(scored, key=lambda x: (x[0], x[1]))
     start_value = best_value
