@@ -11,7 +11,7 @@ import dataclasses
 import time
 from typing import Any
 
-from mallocgame.model import Problem, Solution
+from mallocgame.model import Problem, Solution, Status
 from mallocgame.runner import Report, answer, problem_bound, run_solver, score
 
 
@@ -26,6 +26,26 @@ def better(a: Report, b: Report) -> bool:
     return a.objective < b.objective
 
 
+def _warm_start_run(name: str, problem: Problem, hardware, *, time_limit: float, seed: int, hint, options, bound) -> Report:
+    """Run the warm-start solver; in prefetch mode a map-only solver (greedy-xla, select-pack, muzero)
+    solves the map problem and its answer is lifted (:func:`mallocgame.prefetch.lift_map_answer`)."""
+    from mallocgame.registry import load_solver
+
+    modes = getattr(load_solver(name), "modes", frozenset({"map", "pack"}))
+    if problem.mode != "prefetch" or "prefetch" in modes or "map" not in modes:
+        return run_solver(name, problem, hardware, time_limit=time_limit, seed=seed, hint=hint, options=options,
+                          bound=bound)
+    from mallocgame.prefetch import lift_map_answer
+
+    mapped = run_solver(name, problem.replace(mode="map"), hardware, time_limit=time_limit, seed=seed,
+                        options=options)
+    if not mapped.valid:
+        return mapped
+    lifted = Solution((None,) * problem.n, Status.FEASIBLE, problem.mode, solver=name,
+                      intervals=tuple(lift_map_answer(problem, mapped.offsets)))
+    return score(problem, hardware, lifted, seconds=mapped.seconds, bound=bound, solver_name=name)
+
+
 def solve_with_warm_start(name: str, problem: Problem, hardware, *, time_limit: float, seed: int,
                           hint: Solution | None = None, warm_start: str | None = None,
                           options: dict[str, Any] | None = None) -> Report:
@@ -35,8 +55,8 @@ def solve_with_warm_start(name: str, problem: Problem, hardware, *, time_limit: 
     if hint is not None:
         fallback = score(problem, hardware, hint, seconds=0.0, bound=bound, solver_name="hint")
     if warm_start:
-        first = run_solver(warm_start, problem, hardware, time_limit=max(time_limit * 0.2, 1e-3), seed=seed,
-                           hint=hint, options=options, bound=bound)
+        first = _warm_start_run(warm_start, problem, hardware, time_limit=max(time_limit * 0.2, 1e-3), seed=seed,
+                                hint=hint, options=options, bound=bound)
         if first.valid and (fallback is None or better(first, fallback)):
             fallback = first
             hint = answer(first, problem)

@@ -292,3 +292,14 @@ def test_lns_prefetch_starts_from_msa_and_never_ends_below_it():
         lns = run_solver("lns", problem, hw, time_limit=2.0, seed=0)
         assert lns.valid and lns.objective >= msa.objective - 1e-12 * abs(msa.objective)
         assert lns.stats["incumbent"] == "msa"
+
+
+def test_a_map_only_solver_warm_starts_a_prefetch_solver_through_the_lift():
+    from hybrid.warm_start import solve_with_warm_start
+
+    hw = PRESETS["tpuv4i"]
+    problem = layered_network(60, seed=3, capacity_fraction=0.3).replace(mode="prefetch")
+    lifted = PrefetchEvaluator(problem, hw).value(
+        lift_map_answer(problem, run_solver("greedy-xla", problem.replace(mode="map"), hw, time_limit=1, seed=0).offsets))
+    report = solve_with_warm_start("mcts", problem, hw, time_limit=1.5, seed=0, warm_start="greedy-xla")
+    assert report.valid and report.mode == "prefetch" and report.objective >= lifted - 1e-12 * abs(lifted)
