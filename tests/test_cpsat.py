@@ -244,3 +244,12 @@ def test_online_allocator_is_valid_with_alignments_and_push_down_stops_at_its_de
     x = online_pack(p)
     assert validate(p, x) is None and (x + p.arrays.size).max() >= max_live(p)
     assert (push_down(p, x + 8, deadline=0.0) == x + 8).all()  # out of time: nothing moved
+
+
+def test_map_answer_never_below_greedy_xla_when_the_clock_binds():
+    """A short limit on 1,500 buffers: CP-SAT's own answer is worse than the greedy's (it was
+    returned before), so the greedy start built first is the answer."""
+    p = layered_network(1500, seed=3, capacity_fraction=0.4)
+    greedy = run_solver("greedy-xla", p, PRESETS["tpuv4i"], time_limit=5, seed=0)
+    report = run_solver("cpsat", p, PRESETS["tpuv4i"], time_limit=1.0, seed=0)
+    assert report.valid and report.objective >= greedy.objective * (1 - 1e-12)

@@ -131,6 +131,9 @@ class CpSat(Solver):
                                      deadline=t0 + 0.2 * time_limit)
             if pack and (hint_offsets < 0).any():
                 hint_offsets = None
+        # Map mode: greedy-xla's answer first (milliseconds), so the answer is never below it
+        # whatever CP-SAT manages in the time (issue: an all-slow answer when the limit binds).
+        greedy = fallbacks.map_offsets() if goal == "value" else None
         comps = [np.asarray(c, np.int64) for c in components(problem)]
         comps.sort(key=len)
         global_floor = int(live_profile(problem)[1].max()) if (pack and n) else 0
@@ -196,6 +199,10 @@ class CpSat(Solver):
         else:
             objective = evaluator.value(out)
             optimal = all(s is Status.OPTIMAL for s in statuses)
+            for label, start in (("greedy-xla", greedy), ("hint", hint_offsets)):
+                if start is not None and evaluator.value(start) > objective + 1e-12 * max(1.0, abs(objective)):
+                    out, objective, optimal = start.copy(), evaluator.value(start), False
+                    stats["answer_from"] = label
         status = Status.OPTIMAL if optimal else Status.FEASIBLE
         if not history or history[-1][1] != objective:
             history.append((time.monotonic() - t0, objective))
