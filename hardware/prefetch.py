@@ -155,18 +155,26 @@ class PrefetchEvaluator:
         return self.time_all_slow - self.time(intervals, mode=mode)
 
 
-def serve_copies(copies: Sequence[tuple[int, int, float]], budgets: np.ndarray) -> list[float]:
+def serve_copies(copies: Sequence[tuple[int, int, float]], budgets: Sequence[float]) -> list[float]:
     """Serve ``(first, deadline, seconds)`` copies in the given order from ``budgets`` ``[T]``
     (seconds of DMA per slot, not modified), each from its earliest slot with budget left in
     ``[first, deadline)``; returns each copy's stall (demand left at its deadline).
 
-    Exhausted slots are skipped with a union-find "next slot" pointer, so the cost is
-    O((copies + slots) * alpha) however long the windows are.
-
     >>> serve_copies([(0, 2, 3.0), (0, 3, 3.0)], np.array([1.0, 1.0, 1.0]))
     [1.0, 2.0]
     """
-    left = np.asarray(budgets, np.float64).copy()
+    return serve_copies_left(copies, budgets)[0]
+
+
+def serve_copies_left(copies: Sequence[tuple[int, int, float]], budgets: Sequence[float]) -> tuple[list[float], list[float]]:
+    """:func:`serve_copies`, also returning the budget left per slot (a list of ``T`` floats).
+
+    The one implementation of XLA's async-copy service here (the evaluator, ``msa`` and the
+    prefetch game all call it). Exhausted slots are skipped with a union-find "next slot"
+    pointer, so the cost is O((copies + slots) * alpha) however long the windows are; plain
+    Python lists, because the game calls it on every step.
+    """
+    left = [float(x) for x in budgets]
     n = len(left)
     nxt = list(range(n + 1))  # nxt[t]: first slot >= t that may have budget (n = none)
 
@@ -181,8 +189,9 @@ def serve_copies(copies: Sequence[tuple[int, int, float]], budgets: np.ndarray) 
     stalls = []
     for first, deadline, need in copies:
         t = find(max(first, 0)) if first < n else n
-        while need > 0 and t < min(deadline, n):
-            take = min(need, left[t])
+        end = min(deadline, n)
+        while need > 0 and t < end:
+            take = need if need < left[t] else left[t]
             need -= take
             left[t] -= take
             if left[t] <= 0:
@@ -190,5 +199,5 @@ def serve_copies(copies: Sequence[tuple[int, int, float]], budgets: np.ndarray) 
                 t = find(t + 1)
             else:
                 break
-        stalls.append(float(max(need, 0.0)))
-    return stalls
+        stalls.append(float(need) if need > 0 else 0.0)
+    return stalls, left

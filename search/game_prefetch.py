@@ -79,7 +79,7 @@ import bisect
 
 import numpy as np
 
-from hardware.prefetch import PrefetchEvaluator
+from hardware.prefetch import PrefetchEvaluator, serve_copies
 from mallocgame.model import FastInterval, Problem
 from mallocgame.placement import best_fit_offset
 from search.game import ACTION_FEATURES, BUFFER_FEATURES, Game, GameConfig, Observation
@@ -537,33 +537,11 @@ class PrefetchGame(Game):
                       if f < dl and f < hi and dl > lo)
         if not todo:
             return
-        left = self._op_time[lo:hi]
-        nxt = list(range(hi - lo + 1))
-
-        def find(x: int) -> int:
-            root = x
-            while nxt[root] != root:
-                root = nxt[root]
-            while nxt[x] != root:
-                nxt[x], x = root, nxt[x]
-            return root
-
+        served = serve_copies([(f - lo, dl - lo, need) for dl, f, _, _, need in todo], self._op_time[lo:hi])
         stalls = self._stall[kind]
         rec = self._rec
         total = 0.0
-        for dl, f, _, r, need in todo:
-            x = find(f - lo)
-            end = dl - lo
-            while need > 0 and x < end:
-                take = need if need < left[x] else left[x]
-                need -= take
-                left[x] -= take
-                if left[x] <= 0:
-                    nxt[x] = x + 1
-                    x = find(x + 1)
-                else:
-                    break
-            stall = need if need > 0.0 else 0.0
+        for (_, _, _, r, _), stall in zip(todo, served):
             old = stalls[r]
             if stall != old:
                 if rec is not None:

@@ -83,7 +83,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hardware.prefetch import PrefetchEvaluator
+from hardware.prefetch import PrefetchEvaluator, serve_copies_left
 from hardware.validator import validate_intervals
 from mallocgame.model import FastInterval, InputError, Problem, Solution, Status
 from mallocgame.placement import best_fit_offset
@@ -149,35 +149,10 @@ class _Heap:
 # ---------------------------------------------------------------------------- the async-copy resource
 
 def _serve(copies: list[tuple[int, int, float]], budgets: np.ndarray) -> tuple[float, np.ndarray]:
-    """Serve ``(first, deadline, seconds)`` copies in deadline order, each from its earliest slots
-    (hardware.prefetch.serve_copies); returns the total stall and the budget left per slot."""
-    left = budgets.tolist()
-    n = len(left)
-    nxt = list(range(n + 1))
-
-    def find(t: int) -> int:
-        root = t
-        while nxt[root] != root:
-            root = nxt[root]
-        while nxt[t] != root:
-            nxt[t], t = root, nxt[t]
-        return root
-
-    stall = 0.0
-    for first, deadline, need in sorted(copies, key=lambda c: (c[1], c[0])):
-        t = find(max(first, 0)) if first < n else n
-        end = min(deadline, n)
-        while need > 0 and t < end:
-            take = min(need, left[t])
-            need -= take
-            left[t] -= take
-            if left[t] <= 0:
-                nxt[t] = t + 1
-                t = find(t + 1)
-            else:
-                break
-        stall += max(need, 0.0)
-    return stall, np.asarray(left, np.float64)
+    """Serve ``(first, deadline, seconds)`` copies in deadline order (:func:`hardware.prefetch.serve_copies_left`);
+    returns the total stall and the budget left per slot."""
+    stalls, left = serve_copies_left(sorted(copies, key=lambda c: (c[1], c[0])), budgets)
+    return float(sum(stalls)), np.asarray(left, np.float64)
 
 
 KINDS = ("prefetch", "eviction")
