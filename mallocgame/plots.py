@@ -107,25 +107,8 @@ def draw_allocation(ax_fast, ax_slow, problem: Problem, offsets: Sequence[int | 
     ax_fast.tick_params(labelsize=7)
     if title:
         ax_fast.set_title(title, fontsize=9, loc="left")
-    slow = ~fast
-    if ax_slow is None:
-        return
-    n_slow = int(slow.sum())
-    ax_slow.set_xlim(t0, horizon)
-    ax_slow.set_yticks([])
-    ax_slow.tick_params(labelsize=7)
-    ax_slow.set_xlabel("time (op index)", fontsize=8)
-    mib = int(a.size[slow].sum()) / 2**20
-    ax_slow.set_ylabel("slow", fontsize=8)
-    ax_slow.set_title(f"slow memory (HBM): {n_slow} buffers, {mib:.2f} MiB", fontsize=8, loc="left")
-    if n_slow == 0:
-        return
-    tracks = slow_tracks(a.start[slow], a.end[slow])
-    s, e = a.start[slow], a.end[slow]
-    verts = np.stack([np.stack([s, tracks + 0.1], 1), np.stack([e, tracks + 0.1], 1),
-                      np.stack([e, tracks + 0.9], 1), np.stack([s, tracks + 0.9], 1)], 1)
-    ax_slow.add_collection(PolyCollection(verts, facecolors=colors[slow], edgecolors="none"))
-    ax_slow.set_ylim(0, int(tracks.max()) + 1)
+    if ax_slow is not None:
+        _slow_band(ax_slow, problem, ~fast, colors, "slow memory (HBM)")
 
 
 def draw_intervals(ax_fast, ax_slow, problem: Problem, intervals: Sequence, *, title: str = "") -> None:
@@ -142,8 +125,7 @@ def draw_intervals(ax_fast, ax_slow, problem: Problem, intervals: Sequence, *, t
     draw_allocation(ax_fast, ax_slow, problem, [None] * problem.n, title=title)
     if ax_slow is not None:  # redraw the slow band with only the buffers that are never fast
         ax_slow.cla()
-        never = placed < 0
-        _slow_band(ax_slow, problem, never, colors)
+        _slow_band(ax_slow, problem, placed < 0, colors, "never in fast memory")
     def rect(s, e, o, z):
         return [(s, o), (e, o), (e, o + z), (s, o + z)]
 
@@ -167,7 +149,8 @@ def draw_intervals(ax_fast, ax_slow, problem: Problem, intervals: Sequence, *, t
                    loc="upper left", frameon=False)
 
 
-def _slow_band(ax_slow, problem: Problem, slow: np.ndarray, colors: np.ndarray) -> None:
+def _slow_band(ax_slow, problem: Problem, slow: np.ndarray, colors: np.ndarray, label: str) -> None:
+    """The buffers ``slow`` (bool ``[n]``) on first-fit tracks below the fast-memory picture."""
     from matplotlib.collections import PolyCollection
 
     a = problem.arrays
@@ -177,7 +160,7 @@ def _slow_band(ax_slow, problem: Problem, slow: np.ndarray, colors: np.ndarray) 
     ax_slow.tick_params(labelsize=7)
     ax_slow.set_xlabel("time (op index)", fontsize=8)
     ax_slow.set_ylabel("slow", fontsize=8)
-    ax_slow.set_title(f"never in fast memory: {int(slow.sum())} buffers, {int(a.size[slow].sum()) / 2**20:.2f} MiB",
+    ax_slow.set_title(f"{label}: {int(slow.sum())} buffers, {int(a.size[slow].sum()) / 2**20:.2f} MiB",
                       fontsize=8, loc="left")
     if not slow.any():
         return
