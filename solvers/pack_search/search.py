@@ -395,11 +395,17 @@ class _Searcher:
         eff = self.eff
         size = c.size
         align = c.align
-        sizeP = size[P]
         omax = cap - int(self.total[ps:pe].max())       # monotone floor: o + total <= cap
         pkey = P.tobytes() if self.use_tt else None
         mark = len(self.trail)
         tkeys = []
+        # Excluded buffers: no placement may reach the top of one (dominance), and each needs
+        # an unplaced neighbour starting below its top to lift it. Within this loop only
+        # exclusions change the state (placements are undone) and an exclusion changes no
+        # min offset, so all excluded buffers are checked on entry, then only the new one.
+        # (A buffer that is not excluded has its min offset >= o, so its top is above o.)
+        ex_top = _INF                    # lowest top of an excluded buffer
+        todo: list[int] | None = None    # None: check every excluded buffer
         while True:                      # one iteration per node of the binary tree
             self.nodes += 1
             self._tick()
@@ -409,24 +415,19 @@ class _Searcher:
                 break                                      # only excluded buffers left
             if o > omax:
                 break
-            tops = ef + sizeP                               # excluded ones are >= _EXCL
-            if o >= int(tops.min()):                        # dominance: a gap stays open
-                break
-            if int(ef.max()) >= _EXCL:
-                # each excluded buffer: no placement may reach its top (dominance), and an
-                # unplaced neighbour starting below that top must remain to lift it
-                dead = False
-                for cb in P[ef >= _EXCL].tolist():
-                    top = minoff[cb] + c.size_l[cb]
-                    if o >= top:
-                        dead = True
-                        break
-                    nbm = minoff[c.nbr[cb]]
-                    if not len(nbm) or int(nbm.min()) >= top:
-                        dead = True
-                        break
-                if dead:
+            if todo is None:
+                todo = P[ef >= _EXCL].tolist()
+            dead = False
+            for cb in todo:
+                top = int(minoff[cb]) + c.size_l[cb]
+                ex_top = min(ex_top, top)
+                nbm = minoff[c.nbr[cb]]
+                if not len(nbm) or int(nbm.min()) >= top:
+                    dead = True
                     break
+            todo = []
+            if dead or o >= ex_top:
+                break
             cand = P[ef == o]
             if self.use_tt:
                 key = hash((pkey, ef.tobytes()))
@@ -500,6 +501,7 @@ class _Searcher:
                 break
             lift = int((mnu[ok_l] + size[nb[ok_l]]).min())
             self._exclude(b, lift)
+            todo = [b]
             if not self._sections_ok(c.sl_l[b], c.sh_l[b]):
                 break
         self.backtracks += 1
