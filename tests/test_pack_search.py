@@ -1,4 +1,4 @@
-"""Tests of the pack-mode search (solvers/pack_search.py) and its solver wrapper.
+"""Tests of the pack-mode search (solvers/pack_search/search.py) and its solver wrapper.
 
 Every answer is checked by an overlap/capacity check written here (not the module's own),
 and feasibility claims are compared with an independent brute force on tiny instances.
@@ -17,6 +17,7 @@ from mallocgame.intervals import max_live_of as max_live
 from mallocgame.model import Buffer, Problem, Solution, Status
 from solvers.pack_search.search import pack
 from solvers.pack_search.solver import PackSearch
+from tests.conftest import BENCHMARKS, needs_benchmarks
 
 # ----------------------------------------------------------------------------- helpers
 
@@ -273,6 +274,63 @@ def test_deterministic_for_a_seed():
     assert a.status == b.status == "OPTIMAL"
     assert np.array_equal(a.offsets, b.offsets)
     assert a.stats["nodes"] == b.stats["nodes"]
+
+
+def test_every_seed_gives_a_valid_answer_and_a_seed_repeats_its_answer(monkeypatch):
+    # the seeded lane joins from the first round here, so the seed changes the search path
+    import solvers.pack_search.search as ps_mod
+
+    monkeypatch.setattr(ps_mod, "_DIVERSIFY_FROM", 0)
+    rng = np.random.default_rng(3)
+    size, start, end, _ = sweep_instance(rng, T=12, C=40, max_piece=12)
+    for seed in range(5):
+        a = pack(size, start, end, capacity=40, time_limit=30, seed=seed, use_cpsat=False)
+        assert a.status == "OPTIMAL" and valid(size, start, end, a.offsets, 40)
+        b = pack(size, start, end, capacity=40, time_limit=30, seed=seed, use_cpsat=False)
+        assert np.array_equal(a.offsets, b.offsets) and a.stats["nodes"] == b.stats["nodes"]
+        m = pack(size, start, end, capacity=None, time_limit=30, seed=seed, use_cpsat=False)
+        assert m.status == "OPTIMAL" and m.peak == 40 and valid(size, start, end, m.offsets)
+
+
+def test_the_seed_only_breaks_ties_of_the_portfolio_preorders():
+    from itertools import islice
+
+    from solvers.pack_search.search import _PORTFOLIO, _Component, _schedule
+
+    rng = np.random.default_rng(8)
+    size, start, end, _ = guillotine(rng, T=20, C=16, pieces=30)     # small sizes: many ties
+    comp = _Component(size, start, end, None)
+    keys = {"W": -comp.length, "A": -(comp.size * comp.length), "T": -comp.sec_total_max,
+            "Z": -comp.size, "C": -(comp.sh - comp.sl)}
+    names = [h for _, h in _PORTFOLIO]
+    runs = {seed: list(islice(_schedule(comp, None, seed), 2 * len(names))) for seed in (0, 1, 2)}
+    for seed, rs in runs.items():
+        # round 0, then round 1 with the node limit doubled: the portfolio lanes only
+        assert [r[0] for r in rs] == names * 2
+        assert [r[4] for r in rs] == [2 * comp.m] * len(names) + [4 * comp.m] * len(names)
+        for lane, _, h, rank, _ in rs:
+            order = np.argsort(rank)            # buffers in preorder
+            tup = list(zip(*[keys[ch][order].tolist() for ch in h]))
+            assert tup == sorted(tup), f"lane {lane} (seed {seed}) breaks its own keys"
+    ties_broken = [not np.array_equal(runs[0][k][3], runs[s][k][3]) for s in (1, 2) for k in range(len(names))]
+    assert any(ties_broken)                  # with ties present, seeds do permute them
+
+
+@needs_benchmarks()
+@pytest.mark.parametrize("name", ["B", "G", "H", "K"])
+def test_minimalloc_instances_settled_by_the_search_alone_at_any_seed(name):
+    # B used to need the CP-SAT thread (the shared conflict weights misled the search)
+    from mallocgame.io import load_problem
+
+    prob = load_problem(BENCHMARKS / "minimalloc" / f"{name}.1048576.csv")
+    a = prob.arrays
+    nodes = set()
+    for seed in (0, 3):
+        r = pack(a.size, a.start, a.end, capacity=prob.capacity, time_limit=60, seed=seed, use_cpsat=False)
+        assert r.status == "OPTIMAL" and r.stats["cpsat_runs"] == 0
+        assert valid(a.size, a.start, a.end, r.offsets, prob.capacity)
+        nodes.add(r.stats["nodes"])
+    assert len(nodes) == 1 and nodes.pop() < 5000      # deterministic portfolio: same path
 
 
 def test_valid_hint_is_kept():

@@ -28,7 +28,7 @@ the code here is an independent Python implementation:
   the two sides are independent and are solved one after the other without backtracking
   between them. Components of the interval graph are split up front.
 * **Restarts.** MiniMalloc runs static preorders (width/area/total mixes, "WAT", "TAW",
-  "TWA") round robin with doubling node limits.
+  "TWA") round robin with doubling node limits, deterministically.
 
 Additions of our own:
 
@@ -50,19 +50,30 @@ Additions of our own:
   that an excluded buffer keeps a neighbour able to lift it. So F is never pruned, and
   "INFEASIBLE" is a proof (up to a collision of 64-bit hashes in the failed-state table,
   about 2**-64 per pair of states).
-* **Shared failed-state table and weights.** A failed state (unplaced set, min offsets,
-  exclusions) fails whatever the branching order, so the table of failed states (64-bit
-  hashes) and the conflict weights survive restarts. Restarts follow MiniMalloc's round
-  robin (base preorders TWA, WAT, TAW; node limit ``2 m`` doubling per round), with two
-  seeded perturbed preorders joining each round from the third on (a Luby schedule of
-  perturbations is available as an option and measured worse here).
+* **Portfolio restarts, learning per lane.** A failed state (unplaced set, min offsets,
+  exclusions) fails whatever the branching order, so one table of failed states (64-bit
+  hashes) serves every run. The conflict weights, though, are kept per *lane*: the
+  deterministic preorders ZTW (size first), TWA, WAT and TAW run round robin with a node
+  limit of ``2 m`` doubling per round, each lane resuming its own weights; the seed only
+  breaks the ties a preorder's keys leave. From round ``_DIVERSIFY_FROM`` on, a seeded
+  perturbed preorder (a few percent of noise on the keys, fresh every round) joins, with
+  weights pooled from every run. Measured on MiniMalloc's A..K (search alone, nodes at
+  seeds 0-4): with one weight vector shared by TWA/WAT/TAW and two seeded perturbed runs
+  per round (the previous scheme) the runs after the first perturbations inherit
+  weights shaped by them, so the seed decided whether a later short dive succeeded: I
+  took 34K/246K/232K/41K/184K nodes and B 47K to more than 430K; without perturbations
+  neither was solved in 400K nodes; a Luby schedule of perturbations did B in 37K-95K but
+  left I unsolved at 150K for 3 of 5 seeds. With weights per lane, TAW alone solves B in
+  327 nodes (the weights the other orders had left steered it wrong) and ZTW solves I in
+  12K; the portfolio needs at most 46K nodes on A..K at every seed.
 * **Divided units.** All numbers are divided by their common divisor first (exact, also
   with alignments: a buffer aligned to ``a`` needs multiples of ``a / gcd(a, g)`` units).
 * **CP-SAT thread.** When the search has not settled a component within a short warm-up,
   OR-Tools CP-SAT (single worker) runs concurrently on a "one NoOverlap per maximal clique
   of the interval graph" model of the same component, for at most 35% of the time (20 s
-  at most: where it helps it is fast, and its thread slows the search down); whichever
-  finishes first wins.
+  at most: where it helps it is fast); whichever finishes first wins. On an idle
+  two-core machine its thread slows the search by about 15%; when other jobs hold the
+  cores the two threads compete for what is left.
   The two engines are good at different instances (CP-SAT settles some zero-slack
   instances from a time-sweep generator instantly that the search finds hard).
 * **Minimise peak.** A greedy first descent gives an incumbent; then per component the
@@ -216,9 +227,11 @@ class _Component:
         return rank
 
     def heuristic(self, name: str, rng: np.random.Generator | None = None,
-                  hint: np.ndarray | None = None) -> np.ndarray:
+                  hint: np.ndarray | None = None, tie_rng: np.random.Generator | None = None) -> np.ndarray:
         """Preorder by a MiniMalloc-style code: W=width (lifetime), A=area, T=max section
-        total, Z=size, C=sections; all descending. ``rng`` adds a random tie-break/noise."""
+        total, Z=size, C=sections; all descending. ``rng`` perturbs the keys (a few
+        percent of noise) and breaks ties at random; ``tie_rng`` only breaks the remaining
+        ties (a seeded permutation before the caller's numbering)."""
         cols = {
             "W": -self.length, "A": -(self.size * self.length), "T": -self.sec_total_max,
             "Z": -self.size, "C": -(self.sh - self.sl),
@@ -232,6 +245,8 @@ class _Component:
                 # multiplicative noise of a few percent keeps the character of the key
                 col = np.floor(col * rng.uniform(0.85, 1.15, self.m)).astype(np.int64)
             keys.append(col)
+        if tie_rng is not None:
+            keys.append(tie_rng.permutation(self.m))
         keys.append(rng.permutation(self.m) if rng is not None else self.ident)
         return self.preorder(keys)
 
@@ -243,8 +258,9 @@ class _Searcher:
     buffer ``b`` whose min offset is ``o`` and either place it there, or *exclude* it from
     ``o`` (it must later be lifted by a buffer placed under its top). MiniMalloc's
     candidate loop (place the first candidate, else the second, ...) is this branching
-    with a static choice; here the choice is dynamic: the candidate whose tightest
-    section has the least room goes first (fail first), ties by the static preorder.
+    with a static choice; here the choice is dynamic (``choice="wdeg"``): the candidate
+    with the largest conflict weight summed over its sections goes first, then the one
+    whose tightest section has the least room (fail first), then the static preorder.
     Every fully compact packing (no buffer can move down) stays reachable: see the proof
     sketch in the module docstring.
 
@@ -589,7 +605,9 @@ class _CpSatRun:
 
 # ----------------------------------------------------------------------------- driver
 
-_CONFIGS = [("wdeg", "TWA"), ("wdeg", "WAT"), ("wdeg", "TAW")]
+# The portfolio of deterministic preorders (MiniMalloc's three plus size first), in the
+# order they run within a round; see the module docstring ("Portfolio restarts") for the measurements.
+_PORTFOLIO = (("wdeg", "ZTW"), ("wdeg", "TWA"), ("wdeg", "WAT"), ("wdeg", "TAW"))
 
 
 class _Stats:
@@ -665,55 +683,38 @@ def _first_fit(size: np.ndarray, start: np.ndarray, end: np.ndarray,
     return off
 
 
-_SCHEDULE = "rounds"
 _CPSAT_SHARE = 0.35          # of the time of a capacity probe, at most ...
 _CPSAT_MAX_SECONDS = 20.0    # ... seconds
 _NODE_BUDGET: int | None = None       # experiments only: stop after this many nodes
+_DIVERSIFY_FROM = 4          # round from which a seeded perturbed lane joins the portfolio
 
 
-def _luby(i: int) -> int:
-    """i-th term (1-based) of the Luby sequence 1,1,2,1,1,2,4,1,1,2,1,1,2,4,8,..."""
-    k = 1
-    while (1 << k) - 1 < i:
-        k += 1
-    while True:
-        if i == (1 << k) - 1:
-            return 1 << (k - 1)
-        i -= (1 << (k - 1)) - 1
-        k = 1
-        while (1 << k) - 1 < i:
-            k += 1
+def _schedule(comp: _Component, hint_rank: np.ndarray | None, seed: int):
+    """Endless sequence of runs ``(lane, choice, name, rank, node_limit)``.
 
-
-def _schedule(comp: _Component, base: list, rng: np.random.Generator):
-    """Endless sequence of runs ``(choice, name, rank, node_limit)``.
-
-    ``"rounds"`` (MiniMalloc's round robin): all base configurations with a node limit
-    of ``2 m`` doubling each round; from the third round on two seeded perturbations
-    join each round. ``"luby"``: the base configurations once at ``2 m``, then a fresh
-    seeded perturbation of a base preorder per run, node limits ``2 m`` times the Luby
-    sequence (restarts that keep the failed-state table and the conflict weights).
+    Round ``r`` runs every lane once with a node limit of ``2 m * 2**r``: the hint (when
+    given), then the deterministic preorders of ``_PORTFOLIO``. The seed only breaks the
+    ties left by a preorder's keys. From round ``_DIVERSIFY_FROM`` on, lane ``"~"`` runs
+    last in each round: a fresh seeded perturbation (a few percent of noise on the keys)
+    of a portfolio preorder, in turn, for instances that no fixed order settles.
     """
     m = comp.m
-    if _SCHEDULE == "rounds":
-        limit, rnd = 2 * m, 0
-        while True:
-            runs = list(base)
-            if rnd >= 2:
-                for ch, h in _CONFIGS[:2]:
-                    runs.append((ch, h + "~", comp.heuristic(h, rng)))
-            for ch, h, rank in runs:
-                yield ch, h, rank, limit
-            limit *= 2
-            rnd += 1
-    else:
-        for ch, h, rank in base:
-            yield ch, h, rank, 2 * m
-        i = 0
-        while True:
-            i += 1
-            ch, h = _CONFIGS[(i - 1) % len(_CONFIGS)]
-            yield ch, h + "~", comp.heuristic(h, rng), 2 * m * _luby(i)
+    tie = np.random.default_rng(seed)
+    lanes: list[tuple[str, str, str, np.ndarray]] = []
+    if hint_rank is not None:
+        lanes.append(("hint", "rank", "hint", hint_rank))
+    for ch, h in _PORTFOLIO:
+        lanes.append((h, ch, h, comp.heuristic(h, tie_rng=tie)))
+    noise = np.random.default_rng([seed, 1])
+    limit, rnd = 2 * m, 0
+    while True:
+        for lane, ch, h, rank in lanes:
+            yield lane, ch, h, rank, limit
+        if rnd >= _DIVERSIFY_FROM:
+            ch, h = _PORTFOLIO[rnd % len(_PORTFOLIO)]
+            yield "~", ch, h + "~", comp.heuristic(h, noise), limit
+        limit *= 2
+        rnd += 1
 
 
 def _solve_cap(comp: _Component, cap: int, deadline: float, seed: int, stats: _Stats,
@@ -722,11 +723,11 @@ def _solve_cap(comp: _Component, cap: int, deadline: float, seed: int, stats: _S
     """Pack one component within ``cap`` (scaled). Returns local offsets ``[m]``,
     ``False`` when proven impossible, ``None`` when the deadline passed.
 
-    Restarts: the configurations of ``_CONFIGS`` (then seeded random perturbations of
-    them) run round robin; the node limit starts at ``2 m`` and doubles each round. The
-    table of failed states and the conflict weights are shared by all runs for this
-    capacity (a failed state fails whatever the branching order). A CP-SAT run starts in
-    a second thread when the search has not succeeded within a short warm-up.
+    Restarts (:func:`_schedule`): the lanes of the portfolio run round robin with node
+    limits doubling per round; each lane keeps its own conflict weights across its runs,
+    the table of failed states is shared by all runs for this capacity (a failed state
+    fails whatever the branching order). A CP-SAT run starts in a second thread when the
+    search has not succeeded within a short warm-up.
     """
     m = comp.m
     if m == 0:
@@ -735,24 +736,18 @@ def _solve_cap(comp: _Component, cap: int, deadline: float, seed: int, stats: _S
         return False
     if m == 1:
         return np.zeros(1, np.int64)
-    rng = np.random.default_rng(seed)
     tt: set = set() if tt_store is None else tt_store.setdefault(cap, set())
-    weights = np.zeros(comp.S + 1, np.int64)
+    weights: dict[str, np.ndarray] = {}          # per lane
     stop = threading.Event()
     cps: _CpSatRun | None = None
     t_start = time.perf_counter()
     warmup = min(2.0, 0.05 * max(0.0, deadline - t_start))
-    limit = 2 * m
     hint_rank = comp.heuristic("TWA", hint=hint_local) if hint_local is not None else None
-    base: list[tuple[str, str, np.ndarray]] = []
-    if hint_rank is not None:
-        base.append(("rank", "hint", hint_rank))
-    base += [(ch, h, comp.heuristic(h)) for ch, h in _CONFIGS]
     result: np.ndarray | bool | None = None
     old_limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(old_limit, 4 * m + 1000))
     try:
-        for run_no, (choice, hname, rank, limit) in enumerate(_schedule(comp, base, rng)):
+        for run_no, (lane, choice, hname, rank, limit) in enumerate(_schedule(comp, hint_rank, seed)):
             now = time.perf_counter()
             if now >= deadline:
                 break
@@ -772,14 +767,20 @@ def _solve_cap(comp: _Component, cap: int, deadline: float, seed: int, stats: _S
                 stats.cpsat_runs += 1
             if _NODE_BUDGET is not None and stats.nodes >= _NODE_BUDGET:
                 break
+            # each lane learns its own conflict weights; lane "~" learns from every run
+            w = weights.setdefault(lane, np.zeros(comp.S + 1, np.int64))
+            w_before = w.copy() if lane != "~" else None
             s = _Searcher(comp, cap, rank, node_limit=limit, deadline=deadline, stop=stop,
-                          use_tt=True, choice=choice, weights=weights)
+                          use_tt=True, choice=choice, weights=w)
             s.tt = tt
             try:
                 ok = s.run()
             except _Abort:
                 ok = None
             stats.add(s)
+            if w_before is not None:
+                pooled = weights.setdefault("~", np.zeros(comp.S + 1, np.int64))
+                pooled += w - w_before
             if len(tt) > 1_000_000:
                 tt.clear()
             if ok is True:
@@ -812,7 +813,8 @@ def pack(size, start, end, *, capacity: int | None = None, alignment=None,
         capacity: fast-memory size, or ``None`` to minimise the peak.
         alignment: optional int array ``[n]`` (offsets must be multiples), default 1.
         time_limit: seconds (wall clock) for the whole call.
-        seed: the only source of randomness (restart perturbations, CP-SAT seed).
+        seed: the only source of randomness (ties of the preorders, the perturbed restart
+            lane, CP-SAT's seed).
         hint: optional int array ``[n]`` of offsets, ``-1`` = none. A complete valid hint
             is an incumbent (returned as is when it fits ``capacity``); otherwise the
             hinted offsets order the first search run and hint CP-SAT.
@@ -825,8 +827,9 @@ def pack(size, start, end, *, capacity: int | None = None, alignment=None,
         of the components that were packed are kept). With ``capacity=None`` it is
         OPTIMAL (peak = proven lower bound) or FEASIBLE.
 
-    The search itself is deterministic for a seed (its restarts are node-limited); when
-    the CP-SAT thread runs, which engine finishes first depends on timing.
+    The search itself is deterministic for a seed (its restarts are node-limited; the seed
+    breaks ties and drives the perturbed lane that joins late); when the CP-SAT thread
+    runs, which engine finishes first depends on timing.
     """
     t0 = time.perf_counter()
     deadline = t0 + max(0.0, float(time_limit))
