@@ -79,6 +79,15 @@ def problem_bound(problem: Problem, hardware) -> Bound:
     return map_upper_bound(problem, hardware)
 
 
+def reported_status(status: Status, valid: bool) -> Status:
+    """The status a report shows: a valid answer is at least FEASIBLE, an invalid one never OPTIMAL/FEASIBLE."""
+    if valid and status in (Status.UNKNOWN, Status.INFEASIBLE):
+        return Status.FEASIBLE
+    if not valid and status in (Status.OPTIMAL, Status.FEASIBLE):
+        return Status.UNKNOWN
+    return status
+
+
 def answer(report: Report, problem: Problem) -> Solution:
     """The validated answer of a report as a Solution (to hand on as a hint)."""
     return Solution(offsets=report.offsets if report.offsets else (None,) * problem.n, status=Status.FEASIBLE,
@@ -106,11 +115,7 @@ def _score_prefetch(problem: Problem, hardware, solution: Solution, *, seconds: 
         speedup = slow / est if est > 0 else None
         if bound is not None and bound.value > 0:
             gap = max(0.0, (bound.value - objective) / bound.value)
-    status = solution.status
-    if valid and status in (Status.UNKNOWN, Status.INFEASIBLE):
-        status = Status.FEASIBLE
-    if not valid and status in (Status.OPTIMAL, Status.FEASIBLE):
-        status = Status.UNKNOWN
+    status = reported_status(solution.status, valid)
     return Report(
         solver=solver_name, mode=problem.mode, status=str(status), valid=valid, objective=objective,
         bound=None if bound is None else bound.value, bound_kind=None if bound is None else bound.kind,
@@ -150,11 +155,7 @@ def score(problem: Problem, hardware, solution: Solution, *, seconds: float, bou
         objective = float(pk)
         if bound is not None and bound.value > 0:
             gap = (pk - bound.value) / bound.value
-    status = solution.status
-    if valid and status in (Status.UNKNOWN, Status.INFEASIBLE):
-        status = Status.FEASIBLE
-    if not valid and status in (Status.OPTIMAL, Status.FEASIBLE):
-        status = Status.UNKNOWN
+    status = reported_status(solution.status, valid)
     return Report(
         solver=solver_name, mode=problem.mode, status=str(status), valid=valid, objective=objective,
         bound=None if bound is None else bound.value, bound_kind=None if bound is None else bound.kind,

@@ -125,6 +125,18 @@ def load_prepared(problem_path: str, *, mode: str | None, capacity: str | None, 
                    hardware=hardware, minimize_peak=minimize_peak)
 
 
+def load_answer(problem_path: str, solution_path: str, *, mode: str | None, capacity: str | None,
+                capacity_fraction: str | None, hardware: str | None):
+    """PROBLEM prepared as :func:`load_prepared` does, and SOLUTION read for its mode: fast intervals
+    (prefetch mode) or offsets. Returns ``(problem, spec, answer)``; raises :class:`InputError`."""
+    from mallocgame.io import read_intervals_csv, read_solution_csv
+
+    problem, spec = load_prepared(problem_path, mode=mode, capacity=capacity, capacity_fraction=capacity_fraction,
+                                  hardware=hardware)
+    read = read_intervals_csv if problem.mode == "prefetch" else read_solution_csv
+    return problem, spec, read(solution_path, problem)
+
+
 def capacity_warning(problem: Problem) -> None:
     """Print the one-line warning for a degenerate capacity (below the alignment, or trivial)."""
     from mallocgame.inputs.load import capacity_warning as text

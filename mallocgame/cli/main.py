@@ -33,6 +33,7 @@ from mallocgame.cli.common import (  # noqa: F401  (fail, problem_options and th
     fail,
     intervals_json,
     is_stdout,
+    load_answer,
     load_prepared,
     offsets_by_id,
     one_stdout,
@@ -346,17 +347,13 @@ def validate(problem_path, solution_path, mode, capacity, capacity_fraction, har
     """Check SOLUTION against PROBLEM: prints `ok ...` or the first violation (exit 0 / 1)."""
     from hardware.validator import interval_peak, peak, validate_intervals
     from hardware.validator import validate as check
-    from mallocgame.io import read_intervals_csv, read_solution_csv
 
     try:
-        problem, spec = load_prepared(problem_path, mode=mode, capacity=capacity, capacity_fraction=capacity_fraction,
-                                      hardware=hardware)
-        if problem.mode == "prefetch":
-            intervals = read_intervals_csv(solution_path, problem)
-        else:
-            offsets = read_solution_csv(solution_path, problem)
+        problem, spec, given = load_answer(problem_path, solution_path, mode=mode, capacity=capacity,
+                                           capacity_fraction=capacity_fraction, hardware=hardware)
     except InputError as exc:
         fail(str(exc))
+    intervals = offsets = given
     capacity_warning(problem)
     if problem.mode == "prefetch":
         violation = validate_intervals(problem, intervals)

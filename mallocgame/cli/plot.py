@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from mallocgame.cli.common import STDOUT, capacity_options, capacity_warning, check_output, fail, load_prepared
+from mallocgame.cli.common import STDOUT, capacity_options, capacity_warning, check_output, fail, load_answer
 from mallocgame.model import InputError
 from mallocgame.plots import plot_solution
 
@@ -22,7 +22,6 @@ def plot_command(problem_path: str, solution_path: str, output: str, hardware: s
                  capacity_fraction: str | None, mode: str | None, title: str | None) -> None:
     """Draw one answer: time x address rectangles by buffer kind, slow buffers in a band below."""
     from hardware.validator import peak, validate
-    from mallocgame.io import read_intervals_csv, read_solution_csv
 
     if output == STDOUT:
         fail("-o: a picture is not written to stdout; give a .png, .pdf or .svg file")
@@ -30,14 +29,11 @@ def plot_command(problem_path: str, solution_path: str, output: str, hardware: s
         fail(f"-o: expected a .png, .pdf or .svg file, got {output!r}")
     check_output(output, "-o")
     try:
-        problem, spec = load_prepared(problem_path, mode=mode, capacity=capacity, capacity_fraction=capacity_fraction,
-                                      hardware=hardware)
-        if problem.mode == "prefetch":
-            intervals = read_intervals_csv(solution_path, problem)
-        else:
-            offsets = read_solution_csv(solution_path, problem)
+        problem, spec, given = load_answer(problem_path, solution_path, mode=mode, capacity=capacity,
+                                           capacity_fraction=capacity_fraction, hardware=hardware)
     except InputError as exc:
         fail(str(exc))
+    intervals = offsets = given
     try:
         import matplotlib  # noqa: F401
     except ImportError:
