@@ -50,17 +50,10 @@ def solver_entries() -> dict[str, SolverEntry]:
 
 def describe(entry: SolverEntry) -> str:
     """First line of the solver module's docstring, read from source without importing it."""
-    try:
-        spec = importlib.util.find_spec(entry.module)
-    except (ImportError, ValueError) as exc:
-        return f"(unavailable: {exc})"
-    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
-        return "(unavailable: module not found)" if spec is None else "(no description)"
-    try:
-        with open(spec.origin, encoding="utf-8") as fh:
-            doc = ast.get_docstring(ast.parse(fh.read()))
-    except (OSError, SyntaxError) as exc:
-        return f"(unavailable: {exc.__class__.__name__})"
+    parsed = _parse(entry.module)
+    if isinstance(parsed, str):
+        return parsed
+    doc = ast.get_docstring(parsed[0])
     return doc.strip().splitlines()[0] if doc else "(no description)"
 
 
@@ -102,27 +95,32 @@ def solver_modes(entry: SolverEntry) -> tuple[str, ...]:
 
 
 _ALL_MODES = frozenset({"map", "pack"})
-_PARSED: dict[str, tuple[ast.Module, bool] | None] = {}
+_PARSED: dict[str, tuple[ast.Module, bool] | str] = {}
 
 
-def _parse(module: str) -> tuple[ast.Module, bool] | None:
-    """``(tree, is_package)`` of a module's source, or ``None`` when it cannot be read."""
+def _parse(module: str) -> tuple[ast.Module, bool] | str:
+    """``(tree, is_package)`` of a module's source, read once; else why it cannot be read (for :func:`describe`)."""
     if module not in _PARSED:
-        _PARSED[module] = None
         try:
             spec = importlib.util.find_spec(module)
-            if spec is not None and spec.origin and spec.origin.endswith(".py"):
-                with open(spec.origin, encoding="utf-8") as fh:
-                    _PARSED[module] = (ast.parse(fh.read()), spec.submodule_search_locations is not None)
-        except (ImportError, ValueError, OSError, SyntaxError):
-            pass
+        except (ImportError, ValueError) as exc:
+            _PARSED[module] = f"(unavailable: {exc})"
+            return _PARSED[module]
+        if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+            _PARSED[module] = "(unavailable: module not found)" if spec is None else "(no description)"
+            return _PARSED[module]
+        try:
+            with open(spec.origin, encoding="utf-8") as fh:
+                _PARSED[module] = (ast.parse(fh.read()), spec.submodule_search_locations is not None)
+        except (OSError, SyntaxError) as exc:
+            _PARSED[module] = f"(unavailable: {exc.__class__.__name__})"
     return _PARSED[module]
 
 
 def _class_modes(module: str, name: str, depth: int) -> frozenset[str] | None:
     """``modes`` of class ``name`` in ``module`` from source; ``None`` when the source does not say."""
     parsed = _parse(module) if depth < 8 else None
-    if parsed is None:
+    if not isinstance(parsed, tuple):
         return None
     tree, is_package = parsed
     cls = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name), None)
