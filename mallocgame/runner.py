@@ -94,59 +94,55 @@ def answer(report: Report, problem: Problem) -> Solution:
                     mode=problem.mode, solver=report.solver, intervals=tuple(report.intervals))
 
 
-def _score_prefetch(problem: Problem, hardware, solution: Solution, *, seconds: float, bound: Bound | None,
-                    solver_name: str) -> Report:
+def _judge_prefetch(problem: Problem, hardware, solution: Solution):
+    """Prefetch mode: ``(violation, placed, peak, (estimated, all-slow) or None, intervals)``."""
     from hardware.prefetch import PrefetchEvaluator
     from hardware.validator import interval_peak, validate_intervals
 
     intervals = tuple(solution.intervals)
+    violation = "proven infeasible" if solution.status is Status.INFEASIBLE else validate_intervals(problem, intervals)
+    times = None
+    if violation is None:
+        if problem.has_ops:
+            ev = PrefetchEvaluator.of(problem, hardware)
+            times = (ev.time(intervals), ev.time_all_slow)
+        else:  # an empty program: nothing to save
+            times = (0.0, 0.0)
+    return violation, len({iv.buffer for iv in intervals}), interval_peak(problem, intervals), times, intervals
+
+
+def _judge_offsets(problem: Problem, hardware, solution: Solution):
+    """Map and pack modes: ``(violation, placed, peak, (estimated, all-slow) or None, offsets)``."""
+    offsets = tuple(solution.offsets)
+    complete = len(offsets) == problem.n
+    has_answer = complete and (problem.n == 0 or any(o is not None for o in offsets) or problem.mode == "map")
     if solution.status is Status.INFEASIBLE:
         violation = "proven infeasible"
+    elif not has_answer:
+        violation = "no solution"
     else:
-        violation = validate_intervals(problem, intervals)
-    valid = violation is None
-    est = slow = speedup = objective = gap = None
-    if valid and not problem.has_ops:  # an empty program: nothing to save
-        est = slow = objective = 0.0
-    elif valid:
-        ev = PrefetchEvaluator.of(problem, hardware)
-        est, slow = ev.time(intervals), ev.time_all_slow
-        objective = slow - est
-        speedup = slow / est if est > 0 else None
-        if bound is not None and bound.value > 0:
-            gap = max(0.0, (bound.value - objective) / bound.value)
-    status = reported_status(solution.status, valid)
-    return Report(
-        solver=solver_name, mode=problem.mode, status=str(status), valid=valid, objective=objective,
-        bound=None if bound is None else bound.value, bound_kind=None if bound is None else bound.kind,
-        gap=gap, placed=len({iv.buffer for iv in intervals}), total=problem.n,
-        peak=interval_peak(problem, intervals), seconds=seconds, estimated_time=est,
-        time_all_slow=slow, speedup=speedup, violation=violation,
-        history=[(float(t), float(v)) for t, v in solution.history],
-        stats=dict(solution.stats), offsets=(), intervals=intervals if valid else (),
-    )
+        violation = validate(problem, offsets)
+    times = None
+    if violation is None and problem.mode == "map":
+        ev = Evaluator.of(problem, hardware)
+        times = (ev.time(offsets), ev.time_all_slow)
+    placed = sum(o is not None for o in offsets) if complete else 0
+    return violation, placed, peak_of(problem, offsets) if complete else 0, times, offsets
 
 
 def score(problem: Problem, hardware, solution: Solution, *, seconds: float, bound: Bound | None,
           solver_name: str) -> Report:
-    """Validate and score ``solution``; invalid or empty answers yield ``valid=False``."""
-    if problem.mode == "prefetch":
-        return _score_prefetch(problem, hardware, solution, seconds=seconds, bound=bound, solver_name=solver_name)
-    offsets = tuple(solution.offsets)
-    has_answer = len(offsets) == problem.n and (problem.n == 0 or any(o is not None for o in offsets)
-                                                 or problem.mode == "map")
-    if solution.status is Status.INFEASIBLE or not has_answer:
-        violation = "no solution" if solution.status is not Status.INFEASIBLE else "proven infeasible"
-        valid = False
-    else:
-        violation = validate(problem, offsets)
-        valid = violation is None
-    placed = sum(o is not None for o in offsets) if len(offsets) == problem.n else 0
-    pk = peak_of(problem, offsets) if len(offsets) == problem.n else 0
+    """Validate and score ``solution``; invalid or empty answers yield ``valid=False``.
+
+    Map and prefetch modes report the time saved against all-slow, pack mode the peak.
+    """
+    prefetch = problem.mode == "prefetch"
+    judge = _judge_prefetch if prefetch else _judge_offsets
+    violation, placed, pk, times, answer_ = judge(problem, hardware, solution)
+    valid = violation is None
     est = slow = speedup = objective = gap = None
-    if valid and problem.mode == "map":
-        ev = Evaluator.of(problem, hardware)
-        est, slow = ev.time(offsets), ev.time_all_slow
+    if valid and times is not None:
+        est, slow = times
         objective = slow - est
         speedup = slow / est if est > 0 else None
         if bound is not None and bound.value > 0:
@@ -155,14 +151,13 @@ def score(problem: Problem, hardware, solution: Solution, *, seconds: float, bou
         objective = float(pk)
         if bound is not None and bound.value > 0:
             gap = (pk - bound.value) / bound.value
-    status = reported_status(solution.status, valid)
     return Report(
-        solver=solver_name, mode=problem.mode, status=str(status), valid=valid, objective=objective,
-        bound=None if bound is None else bound.value, bound_kind=None if bound is None else bound.kind,
-        gap=gap, placed=placed, total=problem.n, peak=pk, seconds=seconds, estimated_time=est,
-        time_all_slow=slow, speedup=speedup, violation=violation,
-        history=[(float(t), float(v)) for t, v in solution.history],
-        stats=dict(solution.stats), offsets=offsets if valid else (),
+        solver=solver_name, mode=problem.mode, status=str(reported_status(solution.status, valid)), valid=valid,
+        objective=objective, bound=None if bound is None else bound.value,
+        bound_kind=None if bound is None else bound.kind, gap=gap, placed=placed, total=problem.n, peak=pk,
+        seconds=seconds, estimated_time=est, time_all_slow=slow, speedup=speedup, violation=violation,
+        history=[(float(t), float(v)) for t, v in solution.history], stats=dict(solution.stats),
+        offsets=answer_ if valid and not prefetch else (), intervals=answer_ if valid and prefetch else (),
     )
 
 

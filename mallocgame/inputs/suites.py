@@ -229,13 +229,18 @@ def benchmarks_dir(explicit: str | None = None, *, subfolder: str = "minimalloc"
                      f"pass --benchmarks DIR or set {BENCHMARKS_ENV}")
 
 
-def _csv_entry(path: Path, description: str) -> Entry:
+def _file_entry(path: Path, description: str | None = None) -> Entry:
+    """A problem file, read when the entry is built; named by its stem (``A.1048576.csv`` -> ``A``)."""
     def build() -> Problem:
         from mallocgame.io import load_problem
 
         return load_problem(path)
 
-    return Entry(path.name.split(".")[0], description, build)
+    if path.name.endswith(".csv"):
+        name = path.name.split(".")[0]
+    else:
+        name = path.name[:-5] if path.name.endswith(".json") else path.stem
+    return Entry(name, str(path) if description is None else description, build)
 
 
 def _minimalloc_entries(explicit: str | None) -> list[Entry]:
@@ -244,7 +249,7 @@ def _minimalloc_entries(explicit: str | None) -> list[Entry]:
     missing = [f for f in files if not f.is_file()]
     if missing:
         raise InputError(f"{missing[0]}: file not found (suite minimalloc needs A..K.1048576.csv)")
-    return [_csv_entry(f, "MiniMalloc challenging instance, pack at capacity 1048576") for f in files]
+    return [_file_entry(f, "MiniMalloc challenging instance, pack at capacity 1048576") for f in files]
 
 
 TRACES = (("idealloc-iree", "iree_mobilenet.csv", "IREE MobileNet transient buffers"),
@@ -261,7 +266,7 @@ def _trace_entries(explicit: str | None) -> list[Entry]:
         path = root / folder / name
         if not path.is_file():
             raise InputError(f"{path}: file not found (suite traces)")
-        out.append(_csv_entry(path, f"{description}; pack, minimise the peak"))
+        out.append(_file_entry(path, f"{description}; pack, minimise the peak"))
     return out
 
 
@@ -318,23 +323,13 @@ def resolve_inputs(specs: Sequence[str], benchmarks: str | None = None) -> list[
             from mallocgame.inputs.load import example_path
 
             path = Path(example_path(spec.split(":", 1)[1]))
-            out.append(_csv_entry(path, spec) if path.name.endswith(".csv") else _file_entry(path))
+            out.append(_file_entry(path, spec if path.name.endswith(".csv") else None))
         elif looks_like_file(spec):
             path = Path(spec)
             from mallocgame.io import check_regular_file
 
             check_regular_file(spec)  # missing, a folder or a FIFO: one line
-            out.append(_csv_entry(path, str(path)) if spec.endswith(".csv") else _file_entry(path))
+            out.append(_file_entry(path))
         else:
             raise InputError(f"{spec}: not a suite ({', '.join(SUITES)}) and no such file")
     return out
-
-
-def _file_entry(path: Path) -> Entry:
-    def build() -> Problem:
-        from mallocgame.io import load_problem
-
-        return load_problem(path)
-
-    stem = path.name[:-5] if path.name.endswith(".json") else path.stem
-    return Entry(stem, str(path), build)
