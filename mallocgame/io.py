@@ -144,10 +144,13 @@ def write_workload_json(path: str | os.PathLike, problem: Problem) -> None:
 
 # --------------------------------------------------------------------------- reading
 
+def _cut(text: str, limit: int = 40) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
 def _shown(raw: Any, limit: int = 40) -> str:
     """``repr(raw)``, cut short: a bad value is named, not copied whole into the error line."""
-    text = repr(raw)
-    return text if len(text) <= limit else text[:limit] + "..."
+    return _cut(repr(raw), limit)
 
 
 def _int_value(path: str, where: str, field: str, raw: Any) -> int:
@@ -175,8 +178,7 @@ def _int_field(path: str, where: str, field: str, raw: Any) -> int:
     """An integer field (``3``, ``3.0``, ``"3"``, ``"3e2"``) of at most :data:`MAX_INT` in magnitude."""
     value = _int_value(path, where, field, raw)
     if abs(value) > MAX_INT:
-        text = raw.strip() if isinstance(raw, str) else repr(raw)
-        text = text if len(text) <= 40 else text[:40] + "..."
+        text = _cut(raw.strip()) if isinstance(raw, str) else _shown(raw)
         raise InputError(f"{path}: {where}, field '{field}': {text} is too {'large' if value > 0 else 'small'} "
                          f"(the limit is {'' if value > 0 else '-'}2**62)")
     return value
