@@ -17,12 +17,13 @@ from hardware.validator import validate_intervals
 from mallocgame.bounds import prefetch_upper_bound
 from mallocgame.inputs.generate import layered_network
 from mallocgame.inputs.workloads import mlp, with_capacity
-from mallocgame.model import Buffer, FastInterval, Op, Operand, Problem, Solution, Status
+from mallocgame.model import FastInterval, Problem, Solution, Status
 from mallocgame.placement import greedy_place, xla_order
 from mallocgame.prefetch import lift_map_answer
 from mallocgame.runner import run_solver
 from solvers.cpsat.prefetch import candidates, op_time_floor, tighten
 from solvers.cpsat.solver import CpSat
+from tests.prefetch_tools import interval_sets, program
 
 HW = PRESETS["tpuv4i"]
 UNIT = PRESETS["unit"]  # fast 10 B/s, slow 1 B/s, copies 1 B/s, 1 FLOP/s
@@ -44,37 +45,7 @@ def lifted_greedy(problem: Problem, hw) -> list[FastInterval]:
     return lift_map_answer(problem, greedy_place(problem, order, problem.capacity))
 
 
-def program(ops: list[list[tuple[str, str, int]]], buffers: list[tuple[str, int, str]], *, capacity: int,
-            flops: float | list[float] = 0.0) -> Problem:
-    """Ops as ``[(buffer, "read"|"write", bytes), ...]``; live ranges from the touches (outputs to the end)."""
-    first, last = {}, {}
-    for t, operands in enumerate(ops):
-        for b, _, _ in operands:
-            first.setdefault(b, t)
-            last[b] = t
-    flops = flops if isinstance(flops, list) else [flops] * len(ops)
-    bufs = tuple(Buffer(b, size, first.get(b, 0), len(ops) if kind == "output" else last.get(b, 0) + 1, kind=kind)
-                 for b, size, kind in buffers)
-    return Problem("tiny", bufs, ops=tuple(Op(f"op{t}", flops=f, operands=tuple(Operand(*o) for o in operands))
-                                         for t, (operands, f) in enumerate(zip(ops, flops))),
-                   capacity=capacity, mode="prefetch")
-
-
 # ---------------------------------------------------------------- exhaustive search on tiny programs
-
-def _interval_sets(problem: Problem, b: int) -> list[list[tuple[int, int, int | None]]]:
-    """Every set of at most two valid (start, end, copy_start) intervals of buffer ``b`` with disjoint occupancy."""
-    T = len(problem.ops)
-    singles = [(s, e, c) for s in range(T) for e in range(s + 1, T + 1) for c in [None, *range(-1, s)]]
-    roomy = problem.replace(capacity=None)
-    singles = [x for x in singles if validate_intervals(roomy, [FastInterval(b, 0, *x)]) is None]
-    out = [[]] + [[x] for x in singles]
-    for x, y in itertools.combinations(singles, 2):
-        first, second = sorted((x, y), key=lambda z: z[0] if z[2] is None else z[2] + 1)
-        if (second[0] if second[2] is None else second[2] + 1) >= first[1]:
-            out.append([first, second])
-    return out
-
 
 def best_value(problem: Problem, hw) -> float:
     """The best value over every valid answer (offsets included), by branch and bound over the sets of
@@ -87,7 +58,7 @@ def best_value(problem: Problem, hw) -> float:
     for b in range(problem.n):
         z = problem.buffers[b].size
         options = []
-        for chosen in _interval_sets(problem, b):
+        for chosen in interval_sets(problem, b):
             ivs = [FastInterval(b, 0, *x) for x in chosen]
             held = tuple(z * sum(iv.occupied_from <= t < iv.end for iv in ivs) for t in range(T))
             options.append((ev.value(ivs, mode="map"), held, chosen))

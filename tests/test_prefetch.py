@@ -14,26 +14,13 @@ from hardware.validator import validate_intervals
 from mallocgame.bounds import prefetch_upper_bound
 from mallocgame.inputs.generate import layered_network
 from mallocgame.io import intervals_csv_text, read_intervals_csv
-from mallocgame.model import Buffer, FastInterval, Op, Operand, Problem
+from mallocgame.model import FastInterval, Problem
 from mallocgame.prefetch import lift_map_answer, map_intervals
 from mallocgame.registry import load_solver, solver_entries
 from mallocgame.runner import run_solver
+from tests.prefetch_tools import interval_sets, program
 
 UNIT = PRESETS["unit"]  # fast 10 B/s, slow 1 B/s, copies 1 B/s, 1 FLOP/s
-
-
-def program(ops: list[list[tuple[str, str, int]]], buffers: list[tuple[str, int, str]], *, capacity: int = 16,
-            flops: float = 0.0) -> Problem:
-    """Ops given as ``[(buffer, "read"|"write", bytes), ...]``; live ranges from the touches (outputs to the end)."""
-    first, last = {}, {}
-    for t, operands in enumerate(ops):
-        for b, _, _ in operands:
-            first.setdefault(b, t)
-            last[b] = t
-    bufs = tuple(Buffer(b, size, first.get(b, 0), len(ops) if kind == "output" else last.get(b, 0) + 1, kind=kind)
-                 for b, size, kind in buffers)
-    return Problem("tiny", bufs, ops=tuple(Op(f"op{t}", flops=flops, operands=tuple(Operand(*o) for o in operands))
-                                         for t, operands in enumerate(ops)), capacity=capacity, mode="prefetch")
 
 
 @pytest.fixture
@@ -189,22 +176,9 @@ def test_interval_csv_round_trip(tmp_path, chain):
 
 # ---------------------------------------------------------------- the bound against exhaustive search
 
-def _candidate_sets(problem: Problem, b: int) -> list[list[tuple[int, int, int | None]]]:
-    """Every set of at most two (start, end, copy_start) intervals of buffer b with disjoint occupancy."""
-    T = len(problem.ops)
-    singles = [(s, e, c) for s in range(T) for e in range(s + 1, T + 1) for c in [None, *range(-1, s)]]
-    singles = [x for x in singles if validate_intervals(problem.replace(capacity=None), [iv(b, 0, *x)]) is None]
-    out = [[]] + [[x] for x in singles]
-    for x, y in itertools.combinations(singles, 2):
-        first, second = sorted((x, y), key=lambda z: z[0] if z[2] is None else z[2] + 1)
-        if (second[0] if second[2] is None else second[2] + 1) >= first[1]:
-            out.append([first, second])
-    return out
-
-
 def _best_value(problem: Problem, hw) -> float:
     ev = PrefetchEvaluator(problem, hw)
-    sets = [_candidate_sets(problem, b) for b in range(problem.n)]
+    sets = [interval_sets(problem, b) for b in range(problem.n)]
     best = 0.0
     for combo in itertools.product(*sets):
         timing = [(b, x) for b, chosen in enumerate(combo) for x in chosen]
