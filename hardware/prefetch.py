@@ -117,10 +117,14 @@ class PrefetchEvaluator:
         out[self._order] = fast
         return out
 
+    def saved(self, intervals: Sequence[FastInterval]) -> np.ndarray:
+        """float ``[T]``: the memory time each op saves by the operands ``intervals`` serve fast."""
+        base = self.base
+        return np.bincount(base.op_of, base.delta * self.served(intervals), minlength=base.n_ops)
+
     def op_times(self, intervals: Sequence[FastInterval]) -> np.ndarray:
         base = self.base
-        saved = np.bincount(base.op_of, base.delta * self.served(intervals), minlength=base.n_ops)
-        return np.maximum(base.compute, base.slow_mem - saved) + base.fixed
+        return np.maximum(base.compute, base.slow_mem - self.saved(intervals)) + base.fixed
 
     def copies(self, intervals: Sequence[FastInterval]) -> list[Copy]:
         """Every prefetch and needed eviction, unserved (stall 0)."""

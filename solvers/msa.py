@@ -613,13 +613,10 @@ class _Msa:
         for iv in intervals:
             self.heap.add(iv.occupied_from, iv.end, iv.offset, int(sizes[iv.buffer]))
             self.done[iv.buffer] = True
-        served = ev.served(intervals)
-        base = ev.base
-        saved = np.bincount(base.op_of, base.delta * served, minlength=self.T)
         copies: dict[str, list] = {k: [] for k in KINDS}
         for c in ev.copies(intervals):
             copies[c.kind].append((c.first, c.deadline, c.seconds))
-        self.res.seed(saved, copies)
+        self.res.seed(ev.saved(intervals), copies)
 
     def run(self, answer: list[FastInterval]) -> list[FastInterval]:
         for b in self.order().tolist():
