@@ -77,7 +77,7 @@ from hardware.evaluator import Evaluator
 from hardware.prefetch import PrefetchEvaluator, eviction_of
 from hardware.validator import validate_intervals
 from mallocgame.bounds import prefetch_upper_bound
-from mallocgame.intervals import maximal_live_sets
+from mallocgame.intervals import component_runs, maximal_live_sets
 from mallocgame.model import FastInterval, Problem, Solution, Status, offsets_array
 from mallocgame.placement import greedy_place, xla_order
 from mallocgame.prefetch import lift_map_answer
@@ -276,16 +276,9 @@ def tighten(problem: Problem, intervals: Sequence[FastInterval]) -> list[FastInt
 
 def spans(stays: Sequence[Stay]) -> list[list[int]]:
     """Stay indices grouped by connected spans of occupied ops (stays of different spans never interact)."""
-    order = sorted(range(len(stays)), key=lambda c: (stays[c].occupied_from, stays[c].end))
-    groups: list[list[int]] = []
-    reach = -10**18
-    for c in order:
-        s = stays[c]
-        if s.occupied_from >= reach:
-            groups.append([])
-        groups[-1].append(c)
-        reach = max(reach, s.end)
-    return groups
+    occ = np.array([s.occupied_from for s in stays], np.int64)
+    end = np.array([s.end for s in stays], np.int64)
+    return [group.tolist() for group in component_runs(occ, end)]
 
 
 # ---------------------------------------------------------------- one model
