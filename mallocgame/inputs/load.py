@@ -20,6 +20,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from importlib.resources import files
@@ -171,7 +172,7 @@ def prepare(problem: Problem, *, mode: str | None = None, capacity: int | str | 
     buffers = problem.buffers
     if spec.alignment > 1:
         buffers = tuple(b if b.alignment % spec.alignment == 0 else
-                        type(b)(b.id, b.size, b.start, b.end, b.benefit, math.lcm(b.alignment, spec.alignment), b.kind)
+                        dataclasses.replace(b, alignment=math.lcm(b.alignment, spec.alignment))
                         for b in buffers)
     return problem.replace(buffers=buffers, capacity=cap, mode=mode, hardware=spec), spec
 
