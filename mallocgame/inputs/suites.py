@@ -29,6 +29,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -94,8 +95,7 @@ def _matmul(name: str, description: str, *, depth: int, size: int, naive: bool =
         source = factorization if factorization is not None else (naive_factorization(2) if naive else None)
         return import_matmul(source, depth=depth, size=size, dtype="bf16")
 
-    entry = _workload(name, description, make)
-    return Entry(entry.name, entry.description, entry.build, entry.capacity_fraction, pending)
+    return dataclasses.replace(_workload(name, description, make), pending=pending)
 
 
 def _realistic_entries() -> list[Entry]:
