@@ -49,7 +49,7 @@ class Input:
     hardware: Any
     capacity_fraction: float | None = None
     bound: Any = None  # mallocgame.bounds.Bound
-    greedy: Any = None  # mallocgame.runner.Report of greedy-xla (map mode), the "x greedy" reference
+    baseline: Any = None  # mallocgame.runner.Report of the mode's BASELINE solver, the "x greedy" / "x msa" reference
     max_live: int = 0
 
 
@@ -209,7 +209,7 @@ def _disable(progress: bool | None) -> bool | None:
 
 
 def compute_references(inputs: list[Input], *, time_limit: float, seed: int, progress: bool | None) -> None:
-    """The bound of every input and, in map mode, the greedy-xla reference answer (in place)."""
+    """The bound of every input and, in map and prefetch modes, the baseline's answer (greedy-xla, msa) in place."""
     from tqdm import tqdm
 
     from mallocgame.runner import problem_bound, run_solver
@@ -218,10 +218,10 @@ def compute_references(inputs: list[Input], *, time_limit: float, seed: int, pro
         inp.bound = problem_bound(inp.problem, inp.hardware)
         if inp.problem.mode in BASELINE:
             try:
-                inp.greedy = run_solver(BASELINE[inp.problem.mode], inp.problem, inp.hardware, time_limit=time_limit, seed=seed,
+                inp.baseline = run_solver(BASELINE[inp.problem.mode], inp.problem, inp.hardware, time_limit=time_limit, seed=seed,
                                         bound=inp.bound)
             except Exception:  # no reference: the column stays empty
-                inp.greedy = None
+                inp.baseline = None
 
 
 def attach_speedups(inputs: list[Input], rows: list[Row]) -> None:
@@ -231,7 +231,7 @@ def attach_speedups(inputs: list[Input], rows: list[Row]) -> None:
     for r in rows:
         inp = by_input[r.input]
         ref = base_rows.get(r.input)
-        ref_report = ref.report if ref is not None else inp.greedy
+        ref_report = ref.report if ref is not None else inp.baseline
         if r.valid and inp.problem.mode in BASELINE and ref_report is not None and ref_report.valid \
                 and r.report.estimated_time:
             r.extra["speedup_vs_greedy"] = ref_report.estimated_time / r.report.estimated_time
@@ -298,7 +298,9 @@ def json_document(inputs: list[Input], rows: list[Row], settings: dict[str, Any]
             "bound": None if inp.bound is None else inp.bound.value,
             "bound_kind": None if inp.bound is None else inp.bound.kind,
             "bound_seconds": None if inp.bound is None else inp.bound.seconds,
-            "greedy_xla": None if inp.greedy is None else inp.greedy.as_json(),
+            # the key keeps its name (results files read it); "baseline" says which solver it is
+            "greedy_xla": None if inp.baseline is None else inp.baseline.as_json(),
+            "baseline": BASELINE.get(inp.problem.mode),
         } for inp in by_input.values()],
         "results": results,
     }
