@@ -129,13 +129,11 @@ class PrefetchData(GameData):
                 self.touch_of_op[self.t_ops[k]].append(k)
         self.op_operands = op_operands
         self.compute_l, self.slow_mem_l, self.fixed_l = base.compute.tolist(), base.slow_mem.tolist(), base.fixed.tolist()
-        # As the evaluator computes them: max(compute, slow_mem - saved) + fixed, saved = 0.
-        self.op_time0 = [(c if c > m else m) + f for c, m, f in zip(self.compute_l, self.slow_mem_l, self.fixed_l)]
+        est_slow = ev.op_times(())  # every operand slow
+        est_fast = base.op_times(np.ones(self.n, bool))  # every operand fast
+        self.op_time0 = est_slow.tolist()
         per_second = 1.0 / hardware.copy_bw
         self.copy_seconds = [float(s) * per_second for s in self.size_l]
-        est_slow = np.maximum(base.compute, base.slow_mem) + base.fixed
-        all_saved = np.bincount(base.op_of, base.delta, minlength=n_ops)
-        est_fast = np.maximum(base.compute, base.slow_mem - all_saved) + base.fixed
         self.prefix = {"xla": np.concatenate(([0.0], np.cumsum(est_slow))).tolist(),
                        "safe": np.concatenate(([0.0], np.cumsum(est_fast))).tolist()}
         self.segments: dict[str, _Segments] = {}

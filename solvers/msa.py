@@ -304,7 +304,7 @@ class _Msa:
         self.T = T = base.n_ops
         self.compute, self.slow_mem, self.fixed = base.compute, base.slow_mem, base.fixed
         # XLA's cost analysis: op times with every operand in default (slow) memory.
-        self.elapsed = np.maximum(self.compute, self.slow_mem) + self.fixed
+        self.elapsed = ev.op_times(())
         self.prefix = np.concatenate(([0.0], np.cumsum(self.elapsed)))
         touches = problem.touches
         self.ptr, self.ops = touches.ptr, touches.ops
