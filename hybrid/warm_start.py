@@ -29,9 +29,9 @@ def better(a: Report, b: Report) -> bool:
 def _warm_start_run(name: str, problem: Problem, hardware, *, time_limit: float, seed: int, hint, options, bound) -> Report:
     """Run the warm-start solver; in prefetch mode a map-only solver (greedy-xla, select-pack, muzero)
     solves the map problem and its answer is lifted (:func:`mallocgame.prefetch.lift_map_answer`)."""
-    from mallocgame.registry import load_solver
+    from mallocgame.registry import solver_entries, solver_modes
 
-    modes = getattr(load_solver(name), "modes", frozenset({"map", "pack"}))
+    modes = solver_modes(solver_entries()[name]) if problem.mode == "prefetch" else ()
     if problem.mode != "prefetch" or "prefetch" in modes or "map" not in modes:
         return run_solver(name, problem, hardware, time_limit=time_limit, seed=seed, hint=hint, options=options,
                           bound=bound)
