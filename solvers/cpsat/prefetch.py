@@ -622,7 +622,8 @@ def solve_prefetch(problem: Problem, hardware, *, time_limit: float, seed: int, 
     start_value = best_value
     history = [(time.monotonic() - t0, best_value)]
 
-    profiles = [op_time_floor(problem, Evaluator.of(problem, hardware)), pev.op_times(incumbent)]
+    ev = Evaluator.of(problem, hardware)
+    profiles = [op_time_floor(problem, ev), pev.op_times(incumbent)]
     stays = candidates(problem, hardware, profiles, [iv for _, ivs in starts for iv in ivs])
     index = {_key(s): c for c, s in enumerate(stays)}
     occ = np.array([s.occupied_from for s in stays], np.int64)
@@ -633,7 +634,6 @@ def solve_prefetch(problem: Problem, hardware, *, time_limit: float, seed: int, 
     solved = improved = 0
     last: dict = {}
     rounds = 0
-    ev = Evaluator.of(problem, hardware)
     reach = op_saving_bound(problem, ev)
     slow_times = np.maximum(ev.compute, ev.slow_mem) + ev.fixed
     scale_of_value = max(float(reach.sum()), 1e-300)
@@ -702,7 +702,7 @@ def solve_prefetch(problem: Problem, hardware, *, time_limit: float, seed: int, 
             if now >= deadline - 0.02:
                 all_proven = False
                 break
-            inside = frees[w] if key[0] == "ops" else free_of(key)
+            inside = frees[w]
             if len(inside) == 0:
                 proven_at[key] = (0, 0)
                 continue
