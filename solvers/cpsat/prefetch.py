@@ -171,11 +171,10 @@ def op_time_floor(problem: Problem, ev: Evaluator) -> np.ndarray:
 def _latest_start(cum: np.ndarray, lo: int, hi: int, t: int, need: float) -> int:
     """Latest ``cs`` in ``[lo, hi]`` whose window (slots ``cs+1 .. t-1``) offers ``need`` seconds; ``lo`` if none."""
     # window budget of cs = cum[t] - cum[cs + 1], decreasing in cs
-    best = lo
     for cs in range(hi, lo - 1, -1):
         if cum[t] - cum[cs + 1] >= need:
             return cs
-    return best
+    return lo
 
 
 def _earliest_end(cum: np.ndarray, w: int, lo: int, hi: int, need: float) -> int:
@@ -687,9 +686,14 @@ def solve_prefetch(problem: Problem, hardware, *, time_limit: float, seed: int, 
         # Most to gain first: the windows' room below the per-op bound, plus the stalls due in them;
         # then the buffers that hold most memory.
         gap = potential(current)
-        plan = [("ops", lo, hi) for lo, hi in windows(stays, size, phase)]
-        plan = [k for k in plan if k not in proven_at and (gap(k[1], k[2]) > 1e-9 * scale_of_value
-                                                           or proven_at.setdefault(k, (k[1], k[2])) is None)]
+        plan = []
+        for k in (("ops", lo, hi) for lo, hi in windows(stays, size, phase)):
+            if k in proven_at:
+                continue
+            if gap(k[1], k[2]) > 1e-9 * scale_of_value:
+                plan.append(k)
+            else:
+                proven_at[k] = (k[1], k[2])  # nothing below the bound and no stall there: nothing to gain
         plan.sort(key=lambda k: (-gap(k[1], k[2]), k))
         if size < largest:
             plan += [k for k in buffer_groups(current, size) if k not in proven_at]
