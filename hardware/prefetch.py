@@ -21,6 +21,7 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Sequence
 
 import numpy as np
@@ -100,6 +101,13 @@ class PrefetchEvaluator:
         if ev is None:
             ev = cache[hardware] = cls(problem, hardware)
         return ev
+
+    @cached_property
+    def operand_touch(self) -> np.ndarray:
+        """int64 ``[n_operands]`` (the evaluator's operand order): each operand's index in ``problem.touches``."""
+        touches, width = self.problem.touches, self.base.n_ops + 1
+        touch_key = np.repeat(np.arange(self.problem.n, dtype=np.int64), np.diff(touches.ptr)) * width + touches.ops
+        return np.searchsorted(touch_key, self.base.buf_of * width + self.base.op_of)
 
     @property
     def time_all_slow(self) -> float:

@@ -120,9 +120,7 @@ class PrefetchData(GameData):
         self.n_touches = len(self.t_ops)
         self.touch_of_op: list[list[int]] = [[] for _ in range(n_ops)]  # touch indices per op
         op_operands: list[list[tuple[int, float]]] = [[] for _ in range(n_ops)]
-        for op, b, delta in zip(base.op_of.tolist(), base.buf_of.tolist(), base.delta.tolist()):
-            lo, hi = self.t_ptr[b], self.t_ptr[b + 1]
-            k = bisect.bisect_left(self.t_ops, op, lo, hi)
+        for op, k, delta in zip(base.op_of.tolist(), ev.operand_touch.tolist(), base.delta.tolist()):
             op_operands[op].append((k, delta))
         for b in range(self.n):
             for k in range(self.t_ptr[b], self.t_ptr[b + 1]):

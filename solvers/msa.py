@@ -301,7 +301,6 @@ class _Msa:
         self.max_retries = max(1, int(max_retries))
         ev = PrefetchEvaluator.of(problem, hardware)
         base = ev.base
-        self.T = T = base.n_ops
         self.compute, self.slow_mem, self.fixed = base.compute, base.slow_mem, base.fixed
         # XLA's cost analysis: op times with every operand in default (slow) memory.
         self.elapsed = ev.op_times(())
@@ -310,11 +309,7 @@ class _Msa:
         self.ptr, self.ops = touches.ptr, touches.ops
         self.reads, self.writes, self.output = touches.reads, touches.writes, touches.output
         n = problem.n
-        tbuf = np.repeat(np.arange(n, dtype=np.int64), np.diff(self.ptr))
-        key = tbuf * (T + 1) + self.ops
-        self.dsum = np.zeros(len(key))
-        if len(base.op_of):
-            np.add.at(self.dsum, np.searchsorted(key, base.buf_of * (T + 1) + base.op_of), base.delta)
+        self.dsum = np.bincount(ev.operand_touch, base.delta, minlength=len(self.ops))  # saving per touch
         a = problem.arrays
         self.size, self.align, self.end = a.size, a.alignment, a.end
         self.copy_time = a.size / float(hardware.copy_bw)
