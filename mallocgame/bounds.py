@@ -161,42 +161,32 @@ def map_upper_bound(problem: Problem, hardware, *, time_limit: float = 20.0) -> 
     return Bound(r.value, r.kind, r.seconds)
 
 
-def prefetch_upper_bound(problem: Problem, hardware) -> Bound:
-    """Upper bound on the prefetch-mode value of any answer (docs/prefetch.md section 7).
+def prefetch_op_savings(problem: Problem, ev, *, exact_up_to: int = 10) -> tuple[np.ndarray, bool]:
+    """The most any valid prefetch answer can save on each op, seconds ``[T]``, and whether every op's
+    value is exact (docs/prefetch.md section 7).
 
-    Every touch may be served fast independently, holding its buffer in fast memory at that
-    op only; contiguity, the memory held between touches and during copies, and the copies'
-    cost are dropped. The relaxation then splits into one knapsack per op: maximise
-    ``min(headroom_t, sum of deltas of the operands served fast)`` with their buffers' sizes
-    within the capacity. Solved exactly by enumeration up to 10 distinct buffers per op, else
-    by the fractional knapsack (still an upper bound).
+    Per op: ``min(headroom_t, best sum of the deltas of operands whose buffers fit the capacity
+    together)``: a knapsack solved exactly by enumeration up to ``exact_up_to`` distinct buffers,
+    else by the fractional knapsack (still an upper bound). ``ev`` is the problem's Evaluator.
     """
     import itertools
-    import time
 
-    from hardware.evaluator import Evaluator
-
-    t0 = time.monotonic()
-    ev = Evaluator.of(problem, hardware)
-    if ev.additive:
-        return Bound(float(ev.benefits.sum()), "trivial", time.monotonic() - t0)
     capacity = problem.capacity if problem.capacity is not None else np.iinfo(np.int64).max
     sizes = problem.arrays.size
     headroom = np.maximum(ev.slow_mem - ev.compute, 0.0)
     order = np.lexsort((ev.buf_of, ev.op_of))
     op_of, buf_of, delta = ev.op_of[order], ev.buf_of[order], ev.delta[order]
-    bounds = np.searchsorted(op_of, np.arange(ev.n_ops + 1))
-    total, exact = 0.0, True
+    cuts = np.searchsorted(op_of, np.arange(ev.n_ops + 1))
+    saving, exact = np.zeros(ev.n_ops), True
     for t in np.flatnonzero(headroom > 0).tolist():
-        lo, hi = bounds[t], bounds[t + 1]
         per: dict[int, float] = {}
-        for b, d in zip(buf_of[lo:hi].tolist(), delta[lo:hi].tolist()):
+        for b, d in zip(buf_of[cuts[t]:cuts[t + 1]].tolist(), delta[cuts[t]:cuts[t + 1]].tolist()):
             if sizes[b] <= capacity:
                 per[b] = per.get(b, 0.0) + d
         items = [(per[b], int(sizes[b])) for b in per]
         if sum(z for _, z in items) <= capacity:
             best = sum(d for d, _ in items)
-        elif len(items) <= 10:
+        elif len(items) <= exact_up_to:
             best = max(sum(d for d, _ in combo) for k in range(len(items) + 1)
                        for combo in itertools.combinations(items, k) if sum(z for _, z in combo) <= capacity)
         else:
@@ -208,5 +198,25 @@ def prefetch_upper_bound(problem: Problem, hardware) -> Bound:
                 room -= z * take
                 if room <= 0:
                     break
-        total += min(float(headroom[t]), best)
-    return Bound(total, "per-op" if exact else "per-op-lp", time.monotonic() - t0)
+        saving[t] = min(float(headroom[t]), best)
+    return saving, exact
+
+
+def prefetch_upper_bound(problem: Problem, hardware) -> Bound:
+    """Upper bound on the prefetch-mode value of any answer (docs/prefetch.md section 7).
+
+    Every touch may be served fast independently, holding its buffer in fast memory at that
+    op only; contiguity, the memory held between touches and during copies, and the copies'
+    cost are dropped. The relaxation then splits into one knapsack per op
+    (:func:`prefetch_op_savings`).
+    """
+    import time
+
+    from hardware.evaluator import Evaluator
+
+    t0 = time.monotonic()
+    ev = Evaluator.of(problem, hardware)
+    if ev.additive:
+        return Bound(float(ev.benefits.sum()), "trivial", time.monotonic() - t0)
+    saving, exact = prefetch_op_savings(problem, ev)
+    return Bound(float(saving.sum()), "per-op" if exact else "per-op-lp", time.monotonic() - t0)

@@ -76,7 +76,7 @@ import numpy as np
 from hardware.evaluator import Evaluator
 from hardware.prefetch import PrefetchEvaluator, eviction_of
 from hardware.validator import validate_intervals
-from mallocgame.bounds import prefetch_upper_bound
+from mallocgame.bounds import prefetch_op_savings, prefetch_upper_bound
 from mallocgame.intervals import component_runs, maximal_live_sets
 from mallocgame.model import FastInterval, Problem, Solution, Status, offsets_array
 from mallocgame.placement import greedy_place, xla_order
@@ -136,30 +136,10 @@ def stay_of(problem: Problem, iv: FastInterval) -> Stay:
 
 
 def op_saving_bound(problem: Problem, ev: Evaluator) -> np.ndarray:
-    """The most any valid answer can save on each op, seconds ``[T]``: the best operands that fit
-    the capacity together made fast (a fractional knapsack over the op's operands), within the
-    op's headroom (the per-op relaxation of :func:`mallocgame.bounds.prefetch_upper_bound`)."""
-    capacity = problem.capacity if problem.capacity is not None else np.iinfo(np.int64).max
-    sizes = problem.arrays.size
-    headroom = np.maximum(ev.slow_mem - ev.compute, 0.0)
-    saving = np.zeros(ev.n_ops)
-    order = np.argsort(ev.op_of, kind="stable")
-    op_of, buf_of, delta = ev.op_of[order], ev.buf_of[order], ev.delta[order]
-    cuts = np.searchsorted(op_of, np.arange(ev.n_ops + 1))
-    for t in np.flatnonzero(headroom > 0).tolist():
-        per: dict[int, float] = {}
-        for b, d in zip(buf_of[cuts[t]:cuts[t + 1]].tolist(), delta[cuts[t]:cuts[t + 1]].tolist()):
-            if sizes[b] <= capacity:
-                per[b] = per.get(b, 0.0) + d
-        room, best = float(capacity), 0.0
-        for b, d in sorted(per.items(), key=lambda kv: -kv[1] / max(int(sizes[kv[0]]), 1)):
-            take = min(1.0, room / max(int(sizes[b]), 1))
-            best += d * take
-            room -= sizes[b] * take
-            if room <= 0:
-                break
-        saving[t] = min(best, headroom[t])
-    return saving
+    """The most any valid answer can save on each op, seconds ``[T]``: the per-op relaxation of
+    :func:`mallocgame.bounds.prefetch_op_savings`, always by the fractional knapsack (cheap, and
+    an upper bound all the same)."""
+    return prefetch_op_savings(problem, ev, exact_up_to=0)[0]
 
 
 def op_time_floor(problem: Problem, ev: Evaluator) -> np.ndarray:
