@@ -135,10 +135,11 @@ class PrefetchEvaluator:
         return np.maximum(base.compute, base.slow_mem - self.saved(intervals)) + base.fixed
 
     def copies(self, intervals: Sequence[FastInterval]) -> list[Copy]:
-        """Every prefetch and needed eviction, unserved (stall 0)."""
+        """Every prefetch and needed eviction, unserved (stall 0), in (buffer, interval start) order, so
+        the service order's last tie-break is the interval's start whatever order ``intervals`` come in."""
         per_second = 1.0 / self.hardware.copy_bw
         out = []
-        for iv in intervals:
+        for iv in sorted(intervals, key=lambda v: (v.buffer, v.start)):
             seconds = float(self.sizes[iv.buffer]) * per_second
             if iv.copy_start is not None:
                 out.append(Copy("prefetch", iv.buffer, iv.copy_start + 1, iv.start, seconds))
