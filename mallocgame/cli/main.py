@@ -374,8 +374,8 @@ def validate(problem_path, solution_path, mode, capacity, capacity_fraction, har
     if violation is None and problem.mode == "prefetch":
         from hardware.prefetch import PrefetchEvaluator
 
-        breakdown = PrefetchEvaluator.of(problem, spec).breakdown(intervals)
-        slow = PrefetchEvaluator.of(problem, spec).time_all_slow
+        pev = PrefetchEvaluator.of(problem, spec)
+        breakdown, slow = pev.breakdown(intervals), pev.time_all_slow
         verdict.update(value=slow - breakdown.time, estimated_time=breakdown.time, time_all_slow=slow,
                        intervals=len(intervals), copies=len(breakdown.copies), stall=breakdown.stall)
     if as_json:

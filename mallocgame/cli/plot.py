@@ -70,8 +70,8 @@ def _plot_prefetch(problem, spec, intervals, output: str, title: str | None) -> 
         if violation:
             title += f" - INVALID: {violation}"
         else:
-            b = PrefetchEvaluator.of(problem, spec).breakdown(intervals)
-            slow = PrefetchEvaluator.of(problem, spec).time_all_slow
+            pev = PrefetchEvaluator.of(problem, spec)
+            b, slow = pev.breakdown(intervals), pev.time_all_slow
             title += (f", {sum(c.kind == 'prefetch' for c in b.copies)} prefetches, stall {b.stall:.3g} s, "
                       f"{slow / b.time:.3f}x faster than all-slow" if b.time > 0 else "")
     path = plot_intervals(problem, intervals, output, title=title[:160])
