@@ -100,45 +100,43 @@ def _read_action(game, err: bool = False) -> int | None:
 
 
 def _finish(problem, spec, game, output: str | None) -> None:
+    """The final line (placed, return, value, valid), exit 1 for an invalid end, then the answer to ``output``."""
+    if problem.mode == "prefetch":
+        line, violation, text = _summary_prefetch(problem, spec, game)
+    else:
+        line, violation, text = _summary_offsets(problem, spec, game)
+    line += ", valid" if violation is None else f", not a solution: {violation}"
+    click.echo(line, err=is_stdout(output))
+    if violation is not None:
+        sys.exit(EXIT_NO_SOLUTION)
+    if output:
+        write_text(output, text())
+
+
+def _summary_offsets(problem, spec, game):
     from hardware.evaluator import Evaluator
     from hardware.validator import validate
+    from mallocgame.io import problem_csv_text
     from mallocgame.model import offsets_tuple
 
-    if problem.mode == "prefetch":
-        _finish_prefetch(problem, spec, game, output)
-        return
     offsets = offsets_tuple(game.offsets())
-    violation = validate(problem, offsets)
     placed = sum(o is not None for o in offsets)
     line = f"done: {placed}/{problem.n} buffers in fast memory, return {game.total_reward():.6g}"
     if problem.mode == "map":
         ev = Evaluator.of(problem, spec)
         line += f", value {ev.value(offsets):.6g} (time {ev.time(offsets):.6g} vs {ev.time_all_slow:.6g} all slow)"
-    line += ", valid" if violation is None else f", not a solution: {violation}"
-    click.echo(line, err=is_stdout(output))
-    if violation is not None:
-        sys.exit(EXIT_NO_SOLUTION)
-    if output:
-        from mallocgame.io import problem_csv_text
-
-        write_text(output, problem_csv_text(problem, offsets))
+    return line, validate(problem, offsets), lambda: problem_csv_text(problem, offsets)
 
 
-def _finish_prefetch(problem, spec, game, output: str | None) -> None:
+def _summary_prefetch(problem, spec, game):
     from hardware.prefetch import PrefetchEvaluator
     from hardware.validator import validate_intervals
     from mallocgame.io import intervals_csv_text
 
     intervals = game.intervals()
-    violation = validate_intervals(problem, intervals)
-    b = PrefetchEvaluator.of(problem, spec).breakdown(intervals)
-    slow = PrefetchEvaluator.of(problem, spec).time_all_slow
+    pev = PrefetchEvaluator.of(problem, spec)
+    b, slow = pev.breakdown(intervals), pev.time_all_slow
     line = (f"done: {len(intervals)} fast intervals of {len({iv.buffer for iv in intervals})}/{problem.n} buffers, "
             f"return {game.total_reward():.6g}, value {slow - b.time:.6g} (time {b.time:.6g} vs {slow:.6g} all slow, "
             f"stall {b.stall:.3g})")
-    line += ", valid" if violation is None else f", not a solution: {violation}"
-    click.echo(line, err=is_stdout(output))
-    if violation is not None:
-        sys.exit(EXIT_NO_SOLUTION)
-    if output:
-        write_text(output, intervals_csv_text(problem, intervals))
+    return line, validate_intervals(problem, intervals), lambda: intervals_csv_text(problem, intervals)
