@@ -128,13 +128,16 @@ def load_prepared(problem_path: str, *, mode: str | None, capacity: str | None, 
 def load_answer(problem_path: str, solution_path: str, *, mode: str | None, capacity: str | None,
                 capacity_fraction: str | None, hardware: str | None):
     """PROBLEM prepared as :func:`load_prepared` does, and SOLUTION read for its mode: fast intervals
-    (prefetch mode) or offsets. Returns ``(problem, spec, answer)``; raises :class:`InputError`."""
+    (prefetch mode) or offsets. Returns ``(problem, spec, answer)``; bad input exits 2 with one line."""
     from mallocgame.io import read_intervals_csv, read_solution_csv
 
-    problem, spec = load_prepared(problem_path, mode=mode, capacity=capacity, capacity_fraction=capacity_fraction,
-                                  hardware=hardware)
-    read = read_intervals_csv if problem.mode == "prefetch" else read_solution_csv
-    return problem, spec, read(solution_path, problem)
+    try:
+        problem, spec = load_prepared(problem_path, mode=mode, capacity=capacity,
+                                      capacity_fraction=capacity_fraction, hardware=hardware)
+        read = read_intervals_csv if problem.mode == "prefetch" else read_solution_csv
+        return problem, spec, read(solution_path, problem)
+    except InputError as exc:
+        fail(str(exc))
 
 
 def capacity_warning(problem: Problem) -> None:

@@ -348,11 +348,8 @@ def validate(problem_path, solution_path, mode, capacity, capacity_fraction, har
     from hardware.validator import interval_peak, peak, validate_intervals
     from hardware.validator import validate as check
 
-    try:
-        problem, spec, given = load_answer(problem_path, solution_path, mode=mode, capacity=capacity,
-                                           capacity_fraction=capacity_fraction, hardware=hardware)
-    except InputError as exc:
-        fail(str(exc))
+    problem, spec, given = load_answer(problem_path, solution_path, mode=mode, capacity=capacity,
+                                       capacity_fraction=capacity_fraction, hardware=hardware)
     intervals = offsets = given
     capacity_warning(problem)
     if problem.mode == "prefetch":

@@ -5,7 +5,6 @@ from __future__ import annotations
 import click
 
 from mallocgame.cli.common import STDOUT, capacity_options, capacity_warning, check_output, fail, load_answer
-from mallocgame.model import InputError
 from mallocgame.plots import plot_solution
 
 
@@ -28,11 +27,8 @@ def plot_command(problem_path: str, solution_path: str, output: str, hardware: s
     if not output.lower().endswith((".png", ".pdf", ".svg")):
         fail(f"-o: expected a .png, .pdf or .svg file, got {output!r}")
     check_output(output, "-o")
-    try:
-        problem, spec, given = load_answer(problem_path, solution_path, mode=mode, capacity=capacity,
-                                           capacity_fraction=capacity_fraction, hardware=hardware)
-    except InputError as exc:
-        fail(str(exc))
+    problem, spec, given = load_answer(problem_path, solution_path, mode=mode, capacity=capacity,
+                                       capacity_fraction=capacity_fraction, hardware=hardware)
     intervals = offsets = given
     try:
         import matplotlib  # noqa: F401
