@@ -46,7 +46,7 @@ from typing import Any, Callable, Iterable
 from hardware.evaluator import Evaluator
 from hardware.prefetch import PrefetchEvaluator
 from hardware.spec import PRESETS
-from hardware.validator import validate
+from hardware.validator import peak, validate
 from mallocgame.inputs.generate import layered_network, packed_instance, random_intervals
 from mallocgame.intervals import max_live
 from mallocgame.model import MODES, Problem, Solution, Status
@@ -115,14 +115,10 @@ def _require(condition: bool, message: str) -> None:
         raise CheckFailed(message)
 
 
-def _peak(problem: Problem, offsets) -> int:
-    return max((o + b.size for b, o in zip(problem.buffers, offsets) if o is not None), default=0)
-
-
 def _worse(problem: Problem, hardware, a: Solution, b: Solution) -> bool:
     """Is answer ``a`` strictly worse than answer ``b`` (map, prefetch: lower value; pack: higher peak)?"""
     if problem.mode == "pack":
-        return _peak(problem, a.offsets) > _peak(problem, b.offsets)
+        return peak(problem, a.offsets) > peak(problem, b.offsets)
     if problem.mode == "prefetch":
         ev = PrefetchEvaluator.of(problem, hardware)
         va, vb = ev.value(a.intervals), ev.value(b.intervals)
@@ -249,7 +245,7 @@ def check_capacity(subject: Subject) -> str:
         count += 2
     if subject.supports("pack"):
         problem, known = _packed(30, 8, 64, 24)
-        problem = problem.replace(name="packed-30-tight", capacity=_peak(problem, known))
+        problem = problem.replace(name="packed-30-tight", capacity=peak(problem, known))
         solution, report, _ = subject.solve(problem, UNIT)
         if not report.valid:
             _require(_status_of(problem, solution) is not Status.OPTIMAL,
@@ -397,7 +393,7 @@ def check_statuses(subject: Subject) -> str:
             count += 1
     if subject.supports("pack"):
         problem, known = _packed(25, 3, 64, 20)
-        known_peak = _peak(problem, known)
+        known_peak = peak(problem, known)
         for p in (problem.replace(name="packed-25-peak", capacity=None),
                   problem.replace(name="packed-25-fits", capacity=known_peak)):
             solution, report, _ = subject.solve(p, UNIT)
