@@ -103,8 +103,28 @@ def _offsets(problem: Problem, solution) -> tuple[int | None, ...]:
     return tuple(None if o is None or (isinstance(o, (int, float)) and o < 0) else int(o) for o in solution)
 
 
+def _intervals(problem: Problem, solution) -> tuple:
+    """A prefetch answer's fast intervals: a Solution's, an interval CSV's, or the given FastIntervals."""
+    from mallocgame.io import read_intervals_csv
+
+    if isinstance(solution, Solution):
+        return tuple(solution.intervals)
+    if isinstance(solution, (str, Path)):
+        return tuple(read_intervals_csv(str(solution), problem))
+    return tuple(solution)
+
+
+def _answer(problem: Problem, solution, **fields) -> Solution:
+    """``solution`` in any accepted form as a Solution of ``problem``'s mode."""
+    if problem.mode == "prefetch":
+        return Solution(offsets=(None,) * problem.n, mode=problem.mode, intervals=_intervals(problem, solution),
+                        **fields)
+    return Solution(offsets=_offsets(problem, solution), mode=problem.mode, **fields)
+
+
 def validate(problem: Problem | str, solution) -> Verdict:
-    """Check ``solution`` (a :class:`Solution`, offsets, ``{id: offset}`` or a solution CSV path)."""
+    """Check ``solution``: a :class:`Solution`, offsets, ``{id: offset}`` or a solution CSV path (prefetch
+    mode: a Solution, FastIntervals or an interval CSV path)."""
     from hardware.evaluator import Evaluator
     from hardware.validator import peak
     from hardware.validator import validate as check
@@ -112,6 +132,8 @@ def validate(problem: Problem | str, solution) -> Verdict:
     problem = _ready(problem)
     if solution is None:
         return Verdict(False, "no solution")
+    if problem.mode == "prefetch":
+        return _validate_intervals(problem, _intervals(problem, solution))
     offsets = _offsets(problem, solution)
     violation = check(problem, offsets)
     if violation:
@@ -122,6 +144,19 @@ def validate(problem: Problem | str, solution) -> Verdict:
         ev = Evaluator.of(problem, _hardware(problem))
         value, est = ev.value(offsets), ev.time(offsets)
     return Verdict(True, None, placed, peak(problem, offsets), value, est)
+
+
+def _validate_intervals(problem: Problem, intervals: tuple) -> Verdict:
+    from hardware.prefetch import PrefetchEvaluator
+    from hardware.validator import interval_peak, validate_intervals
+
+    violation = validate_intervals(problem, intervals)
+    if violation:
+        return Verdict(False, violation)
+    ev = PrefetchEvaluator.of(problem, _hardware(problem))
+    est = ev.time(intervals)
+    return Verdict(True, None, len({iv.buffer for iv in intervals}), interval_peak(problem, intervals),
+                   ev.time_all_slow - est, est)
 
 
 def solve(problem: Problem | str, solver: str = "greedy-xla", *, time_limit: float = 10, seed: int = 0,
@@ -136,6 +171,7 @@ def solve(problem: Problem | str, solver: str = "greedy-xla", *, time_limit: flo
     from hybrid.warm_start import solve_with_warm_start
     from mallocgame.protocol import unknown_options
     from mallocgame.registry import load_solver
+    from mallocgame.runner import answer
 
     problem = _ready(problem)
     if not (isinstance(time_limit, (int, float)) and math.isfinite(time_limit) and time_limit > 0):
@@ -148,13 +184,12 @@ def solve(problem: Problem | str, solver: str = "greedy-xla", *, time_limit: flo
         verdict = validate(problem, hint)
         if not verdict:
             raise InputError(f"hint is not a valid solution of {problem.name}: {verdict.violation}")
-        hint_solution = Solution(offsets=_offsets(problem, hint), status=Status.FEASIBLE, mode=problem.mode,
-                                 solver="hint")
+        hint_solution = _answer(problem, hint, status=Status.FEASIBLE, solver="hint")
     report = solve_with_warm_start(solver, problem, _hardware(problem), time_limit=time_limit, seed=seed,
                                    hint=hint_solution, warm_start=warm_start, options=options)
-    solution = (Solution(offsets=report.offsets, status=Status(report.status), mode=problem.mode,
-                         objective=report.objective, bound=report.bound, wall_time=report.seconds,
-                         history=tuple(report.history), stats=report.stats, solver=solver)
+    solution = (answer(report, problem).replace(status=Status(report.status), objective=report.objective,
+                                                bound=report.bound, wall_time=report.seconds,
+                                                history=tuple(report.history), stats=report.stats, solver=solver)
                 if report.valid else None)
     return Result(solver=solver, status=report.status, valid=report.valid, solution=solution,
                   objective=report.objective, bound=report.bound, gap=report.gap, seconds=report.seconds,

@@ -80,3 +80,22 @@ def test_solvers_lists_modes_without_importing():
     assert infos["pack-search"].modes == ("pack",)
     assert infos["greedy-xla"].modes == ("map", "pack")
     assert infos["muzero"].distribution == "mallocgame"
+
+
+def test_prefetch_answers_through_the_api(tmp_path):
+    """A prefetch answer keeps its intervals, is judged as intervals, and can be handed on as a hint."""
+    from mallocgame.io import write_intervals_csv
+
+    p = mallocgame.load_problem("example:layered150", mode="prefetch")
+    res = mallocgame.solve(p, "msa", time_limit=5)
+    assert res.valid and res.solution.intervals and res.solution.mode == "prefetch"
+    verdict = mallocgame.validate(p, res.solution)
+    assert verdict and verdict.value == pytest.approx(res.objective)
+    path = tmp_path / "msa.csv"
+    write_intervals_csv(path, p, res.solution.intervals)
+    assert mallocgame.validate(p, path).value == pytest.approx(res.objective)
+    broken = [iv.__class__(iv.buffer, iv.offset, iv.start, iv.end, None) for iv in res.solution.intervals
+              if iv.copy_start is not None][:1]
+    assert broken and not mallocgame.validate(p, broken)  # a prefetched weight cannot be produced in place
+    again = mallocgame.solve(p, "mcts", time_limit=1, hint=res.solution)
+    assert again.valid and again.objective >= res.objective - 1e-12 * abs(res.objective)
