@@ -72,16 +72,9 @@ class SolverInfo:
     distribution: str
 
 
-def _hardware(problem: Problem):
-    from hardware.spec import PRESETS
-
-    if problem.hardware is not None:
-        return problem.hardware
-    return PRESETS["tpuv4i"] if problem.has_ops else PRESETS["unit"]
-
-
 def _ready(problem: Problem | str | Path) -> Problem:
-    """A loaded problem as it is, or a path / ``example:`` name loaded with defaults."""
+    """A loaded problem as it is, or a path / ``example:`` name loaded with defaults; either way it
+    carries its hardware spec (``problem.hardware``), which every call below uses."""
     if isinstance(problem, Problem):
         return problem if problem.hardware is not None else prepare(problem, mode=problem.mode,
                                                                     capacity=problem.capacity)[0]
@@ -141,7 +134,7 @@ def validate(problem: Problem | str, solution) -> Verdict:
     placed = sum(o is not None for o in offsets)
     value = est = None
     if problem.mode == "map":
-        ev = Evaluator.of(problem, _hardware(problem))
+        ev = Evaluator.of(problem, problem.hardware)
         value, est = ev.value(offsets), ev.time(offsets)
     return Verdict(True, None, placed, peak(problem, offsets), value, est)
 
@@ -153,7 +146,7 @@ def _validate_intervals(problem: Problem, intervals: tuple) -> Verdict:
     violation = validate_intervals(problem, intervals)
     if violation:
         return Verdict(False, violation)
-    ev = PrefetchEvaluator.of(problem, _hardware(problem))
+    ev = PrefetchEvaluator.of(problem, problem.hardware)
     est = ev.time(intervals)
     return Verdict(True, None, len({iv.buffer for iv in intervals}), interval_peak(problem, intervals),
                    ev.time_all_slow - est, est)
@@ -185,7 +178,7 @@ def solve(problem: Problem | str, solver: str = "greedy-xla", *, time_limit: flo
         if not verdict:
             raise InputError(f"hint is not a valid solution of {problem.name}: {verdict.violation}")
         hint_solution = _answer(problem, hint, status=Status.FEASIBLE, solver="hint")
-    report = solve_with_warm_start(solver, problem, _hardware(problem), time_limit=time_limit, seed=seed,
+    report = solve_with_warm_start(solver, problem, problem.hardware, time_limit=time_limit, seed=seed,
                                    hint=hint_solution, warm_start=warm_start, options=options)
     solution = (answer(report, problem).replace(status=Status(report.status), objective=report.objective,
                                                 bound=report.bound, wall_time=report.seconds,
