@@ -75,6 +75,14 @@ class Row:
 
 # ---------------------------------------------------------------------------- options
 
+def split_option(item: str) -> tuple[str | None, str]:
+    """``("mcts", "k=1")`` for ``mcts:k=1``; ``(None, "k=1")`` without a ``SOLVER:`` prefix."""
+    target, sep, rest = item.partition(":")
+    if not sep or "=" in target:
+        return None, item
+    return target, rest
+
+
 def parse_solver_options(items: Sequence[str], solvers: Sequence[str]) -> dict[str, dict[str, Any]]:
     """``KEY=VALUE`` (every solver) or ``SOLVER:KEY=VALUE`` (one solver) -> options per solver.
 
@@ -83,9 +91,7 @@ def parse_solver_options(items: Sequence[str], solvers: Sequence[str]) -> dict[s
     """
     per: dict[str, dict[str, Any]] = {s: {} for s in solvers}
     for item in items:
-        target, sep, rest = item.partition(":")
-        if not sep or "=" in target:
-            target, rest = None, item
+        target, rest = split_option(item)
         key, eq, raw = rest.partition("=")
         key = key.strip().replace("-", "_")
         if not eq or not key.isidentifier():

@@ -289,14 +289,6 @@ def check_option_values(options: dict[str, Any], flag: str) -> None:
             fail(f"{flag}: must be a positive integer, got {value!r}")
 
 
-def split_option(item: str) -> tuple[str | None, str]:
-    """``("mcts", "k=1")`` for ``mcts:k=1``; ``(None, "k=1")`` without a ``SOLVER:`` prefix."""
-    target, sep, rest = item.partition(":")
-    if not sep or "=" in target:
-        return None, item
-    return target, rest
-
-
 # ---------------------------------------------------------------------------- checkpoints
 
 MUZERO = "muzero"

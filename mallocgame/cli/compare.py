@@ -27,13 +27,12 @@ from mallocgame.cli.common import (
     intervals_json,
     is_stdout,
     offsets_by_id,
-    split_option,
     stamp,
     warn,
     write_file,
     write_text,
 )
-from mallocgame.compare import _csv_text, json_document, run_comparison, summary_text, table_text
+from mallocgame.compare import _csv_text, json_document, run_comparison, split_option, summary_text, table_text
 from mallocgame.model import InputError
 
 

@@ -217,8 +217,8 @@ def _solve_options(names: list[str], items: tuple[str, ...], workers: int | None
     ``minimize_peak`` is passed only to a solver that names it, and is never an error: the
     problem has no capacity then, and every pack solver minimises the peak without one.
     """
-    from mallocgame.cli.common import check_muzero_checkpoint, check_option_values, check_options, split_option
-    from mallocgame.compare import parse_solver_options
+    from mallocgame.cli.common import check_muzero_checkpoint, check_option_values, check_options
+    from mallocgame.compare import parse_solver_options, split_option
     from mallocgame.registry import SolverLoadError, load_solver
 
     try:
