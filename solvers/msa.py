@@ -678,6 +678,7 @@ class MemorySpaceAssignment(Solver):
         if hinted is not None:
             candidates.append(("hint", hinted, {}))
         history: list[tuple[float, float]] = []
+        timed_out = False
         runs = [None] + ([hinted] if hinted else [])
         for start in runs:
             if time.monotonic() > deadline and start is not None:
@@ -689,6 +690,7 @@ class MemorySpaceAssignment(Solver):
                 answer = list(start)
             answer = msa.run(answer)
             st = msa.stats
+            timed_out = timed_out or st.timed_out
             stats = {"prefetches": st.prefetches, "evictions": st.evictions, "no_copy": st.no_copy,
                      "retries": st.retries, "uncommits": st.uncommits, "read_only": st.read_only,
                      "buffers_fast": st.buffers_fast, "exact_copy_checks": msa.res.exact_checks,
@@ -701,7 +703,8 @@ class MemorySpaceAssignment(Solver):
             if value > best_value + 1e-15 * max(1.0, abs(best_value)):
                 best_label, best, best_stats, best_value = label, ivs, stats, value
                 history.append((time.monotonic() - t0, value))
-        stats = dict(best_stats, source=best_label)
+        # timed_out speaks of the search, whichever candidate won (a run cut off early may lose to all-slow)
+        stats = dict(best_stats, source=best_label, timed_out=timed_out)
         return Solution(offsets=(None,) * n, status=Status.FEASIBLE, mode=problem.mode, objective=best_value,
                         wall_time=time.monotonic() - t0, history=tuple(history), stats=stats, solver=self.name,
                         intervals=tuple(sorted(best, key=lambda iv: (iv.buffer, iv.start))))
