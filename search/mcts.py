@@ -18,6 +18,15 @@ per-move differences are tiny in absolute terms), plus ``exploration * sqrt(ln N
 Truncated rollouts end at a fixed step count from the root, so all simulations of one
 move are scored over the same decisions.
 
+Guided selection (mallocMuZero at parity, issue 10): given a ``prior`` (a function of the game
+state and its legal actions returning one probability per legal action), the same search
+selects by pUCT instead (AlphaZero; Silver et al. 2017): ``q_norm + exploration * p(a) *
+sqrt(N) / (1 + n(a))``, over all legal actions, an untried one scored at its parent's mean
+return (first-play urgency); ties go to the greedy's choice. The prior is asked once per node,
+when the search first leaves it, and never at a node with one legal move. Everything else
+(rollouts, tree reuse, commitment, budgets, incumbents) is the same code as plain UCT, so
+``prior`` is the only difference between the two in a comparison.
+
 Budgets: at most ``simulations`` new simulations per move, and a wall-clock deadline
 shared out over the remaining moves. A reserve for finishing greedily is kept (measured
 on a first greedy episode); when the time is gone the episode is finished greedily, and
@@ -31,12 +40,15 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 
 from search.game import Game
 
 ROLLOUTS = ("greedy", "random")
+#: ``prior(game, legal) -> probabilities [len(legal)]`` of the legal actions (``legal`` int64 ascending).
+Prior = Callable[[Game, np.ndarray], np.ndarray]
 
 
 @dataclass(frozen=True)
@@ -80,7 +92,7 @@ class SearchResult:
 class Node:
     """A tree node: the state after ``reward`` was received on the edge into it."""
 
-    __slots__ = ("children", "untried", "visits", "value_sum", "best", "reward")
+    __slots__ = ("children", "untried", "visits", "value_sum", "best", "reward", "legal", "prior", "greedy")
 
     def __init__(self, reward: float = 0.0):
         self.children: dict[int, Node] = {}
@@ -89,6 +101,9 @@ class Node:
         self.value_sum = 0.0  # sum of returns from this state on
         self.best = -math.inf  # best return from this state on seen in any simulation
         self.reward = reward
+        self.legal: list[int] | None = None  # guided search: legal actions, their prior and the greedy's choice
+        self.prior: np.ndarray | None = None
+        self.greedy = -1
 
     def q(self) -> float:
         return self.reward + self.value_sum / self.visits
@@ -133,9 +148,11 @@ def rollout(game: Game, cfg: MCTSConfig, rng: np.random.Generator, stop_step: fl
 class UCTSearch:
     """Move-by-move UCT on one game; :meth:`run` plays the game to its end and returns the best episode."""
 
-    def __init__(self, cfg: MCTSConfig, rng: np.random.Generator):
+    def __init__(self, cfg: MCTSConfig, rng: np.random.Generator, prior: Prior | None = None):
         self.cfg = cfg
         self.rng = rng
+        self.prior = prior
+        self.prior_calls = 0  # times ``prior`` was asked (never at a forced move)
 
     def _ordered_actions(self, game: Game) -> list[int]:
         legal = game.legal_actions()
@@ -157,9 +174,64 @@ class UCTSearch:
                 best, best_score = (a, child), score
         return best
 
+    def _select_guided(self, node: Node, game: Game) -> int:
+        """pUCT over the legal actions of ``node`` (module docstring, "Guided selection")."""
+        if node.legal is None:
+            legal = game.legal_actions()
+            node.legal = [int(a) for a in legal]
+            node.greedy = int(game.greedy_action())
+            if len(legal) == 1:
+                node.prior = np.ones(1)
+            else:
+                self.prior_calls += 1
+                node.prior = np.asarray(self.prior(game, legal), np.float64)
+        legal, prior = node.legal, node.prior
+        if len(legal) == 1:
+            return legal[0]
+        fpu = node.value_sum / node.visits if node.visits else 0.0
+        qs, ns = [], []
+        for a in legal:
+            child = node.children.get(a)
+            qs.append(child.q() if child is not None else fpu)
+            ns.append(child.visits if child is not None else 0)
+        lo, hi = min(qs), max(qs)
+        span = hi - lo if hi > lo else 1.0
+        sqrt_n = math.sqrt(max(node.visits, 1))
+        c = self.cfg.exploration
+        best, best_score = legal[0], -math.inf
+        for a, q, n, p in zip(legal, qs, ns, prior.tolist()):
+            score = (q - lo) / span + c * p * sqrt_n / (1 + n)
+            if score > best_score or (score == best_score and a == node.greedy):
+                best, best_score = a, score
+        return best
+
+    def _simulate_guided(self, root: Node, game: Game) -> list[Node]:
+        """Descend by pUCT from ``root`` (``game`` is a clone at the root), expanding one node; the path."""
+        node, path = root, [root]
+        while not game.done:
+            action = self._select_guided(node, game)
+            child = node.children.get(action)
+            if child is None:
+                child = Node(game.step(action))
+                node.children[action] = child
+                path.append(child)
+                break
+            game.step(action)
+            node = child
+            path.append(node)
+        return path
+
     def simulate(self, root: Node, root_game: Game, stop_step: float, best: Episode) -> Episode:
         """One simulation from ``root``; returns the (possibly improved) best episode."""
         game = root_game.clone()
+        if self.prior is not None:
+            path = self._simulate_guided(root, game)
+        else:
+            path = self._descend(root, game)
+        return self._finish(path, game, stop_step, best)
+
+    def _descend(self, root: Node, game: Game) -> list[Node]:
+        """Descend by UCT from ``root`` (untried actions first), expanding one node; the path."""
         node, path = root, [root]
         while not game.done:
             if node.untried is None:
@@ -173,6 +245,10 @@ class UCTSearch:
             action, node = self._select(node)
             game.step(action)
             path.append(node)
+        return path
+
+    def _finish(self, path: list[Node], game: Game, stop_step: float, best: Episode) -> Episode:
+        """Roll out from the end of ``path`` and back the return up it."""
         ret = rollout(game, self.cfg, self.rng, stop_step)
         if game.done and game.total_reward() > best.value:
             best = Episode(game.total_reward(), game.offsets(), "rollout")
@@ -236,3 +312,73 @@ class UCTSearch:
             result.history.append((time.monotonic() - t0, best.value))
         result.best = best
         return result
+
+
+# --- the common frame of the UCT solvers (mcts and muzero play exactly this) ----------------------
+#: Measured in experiments/results/mcts_vs_greedy.md: in map mode searching the fixed-order
+#: game in greedy-xla's order ends closest to the bound; in pack mode the fixed-address game
+#: places the most bytes (MiniMalloc A-F).
+DEFAULT_GAME = {"map": ("order", "xla"), "pack": ("address", "start")}
+PREFETCH_K = 4  # offsets per copy window in prefetch mode (fewer actions per segment: deeper search)
+
+
+def episode_value(data, offsets: np.ndarray) -> float:
+    """The game's normalised return of a complete placement (offsets int64 ``[n]``, -1 slow)."""
+    placed = offsets >= 0
+    if data.mode == "map":
+        return float(data.evaluator.value(offsets)) / data.reward_norm
+    if data.capacity is not None:
+        return float(data.size[placed].sum()) / data.total_bytes
+    peak = int((offsets + data.size)[placed].max()) if placed.any() else 0
+    return (float(data.size[placed].sum()) - peak) / data.total_bytes
+
+
+def greedy_incumbents(problem, hardware, data, game_cfg, until: float) -> list[Episode]:
+    """The greedy episodes of the game shapes other than ``game_cfg`` (one replays greedy-xla exactly),
+    each stopped at ``until``: the fallback answers of map and pack mode."""
+    from search.game import GameConfig
+
+    k = game_cfg.k
+    out = []
+    for other in (GameConfig(variant="order", k=k, order="xla"), GameConfig(variant="order", k=k, order="start"),
+                  GameConfig(variant="address", k=k)):
+        if other != game_cfg:
+            g = Game(problem, hardware, other, data=data)
+            play_greedy(g, until)
+            out.append(episode_of(g, f"greedy-{other.variant}-{other.order}"))
+    return out
+
+
+def prefetch_incumbents(problem, hardware, game_cfg, hint, until: float) -> list[Episode]:
+    """Prefetch mode's fallback answers: all-slow, the greedy episode of the game in the other
+    buffer order, greedy-xla's map answer lifted (:func:`mallocgame.prefetch.lift_map_answer`)
+    and the ``hint`` (a prefetch answer; a map answer is lifted). Values by the prefetch evaluator."""
+    from hardware.prefetch import PrefetchEvaluator
+    from hardware.validator import validate_intervals
+    from mallocgame.placement import greedy_place, xla_order
+    from mallocgame.prefetch import lift_map_answer
+    from search.game import GameConfig
+    from search.game_prefetch import PrefetchData, rows_of
+
+    ev = PrefetchEvaluator.of(problem, hardware)
+    data = PrefetchData.of(problem, hardware)
+
+    def episode(intervals, source: str) -> Episode:
+        return Episode(ev.value(intervals) / data.reward_norm, rows_of(intervals), source)
+
+    out = [episode((), "all-slow")]
+    other = GameConfig(variant="prefetch", k=game_cfg.k, order="start" if game_cfg.order != "start" else "xla",
+                       windows=game_cfg.windows)
+    g = Game(problem, hardware, other, data=data)
+    if play_greedy(g, until):
+        out.append(episode(g.intervals(), f"greedy-prefetch-{other.order}"))
+    if problem.capacity is not None:
+        offsets = greedy_place(problem, xla_order(problem, data.benefit), problem.capacity, deadline=until)
+        out.append(episode(lift_map_answer(problem, offsets), "lifted greedy-xla"))
+    if hint is not None:
+        hinted = tuple(hint.intervals)
+        if not hinted and len(hint.offsets) == problem.n and any(o is not None for o in hint.offsets):
+            hinted = tuple(lift_map_answer(problem, hint.offsets))
+        if hinted and validate_intervals(problem, hinted) is None:
+            out.append(episode(hinted, "hint"))
+    return out

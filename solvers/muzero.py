@@ -1,33 +1,36 @@
-"""MuZero-guided tree search (mallocMuZero) with the shipped trained network; map mode.
+"""MuZero-guided tree search (mallocMuZero) with the shipped trained network; map, pack and prefetch modes.
 
-Plays the mallocGame (:mod:`search.game`, the variant and ``GameConfig`` the checkpoint
-was trained on) move by move: each move runs ``simulations`` simulations (default 16) of
-Gumbel MuZero search (:mod:`search.muzero.search`) and commits the chosen action.
+Default search (``method="uct"``, issue 10 "a level comparison"): exactly the search of the
+``mcts`` solver (:class:`search.mcts.UCTSearch`: the same greedy rollouts to the end of the
+episode, tree reuse, per-move commitment, budgets and fallback answers), except that moves are
+selected by pUCT with the network's policy as the prior (``search/mcts.py``, "Guided
+selection"). The network is asked once per tree node the search leaves, never at a forced move
+(one legal action). With ``prior="uniform"`` the same pUCT search runs with a uniform prior
+and no network: the control the network must beat.
 
-Options (keyword arguments of ``solve``; the CLI passes ``--simulations``):
+Options (keyword arguments of ``solve``; the CLI passes ``--simulations`` and ``--solver-option``):
 
-* ``simulations``  per move (default 16);
+* ``simulations``  new simulations per move (default 16), all counted in ``stats["simulations"]``;
+* ``prior``        ``"network"`` (default) or ``"uniform"``. The network is used only on the game
+  it was trained on (the checkpoint's ``game`` fields; the shipped one: map mode's fixed-order
+  game in greedy-xla's order, k = 16). Pack mode (the fixed-address game, as ``mcts``) and
+  prefetch mode (the prefetch game, k = 4 per copy window) have no trained network yet, so they
+  play with the uniform prior; ``stats["prior"]`` says which prior played and why;
 * ``checkpoint``   path of a ``.pt`` from ``mallocgame train`` (default: the environment
   variable ``MALLOCGAME_MUZERO_CHECKPOINT``, else the shipped ``search/muzero/checkpoints/default.pt``);
-* ``search_model`` ``"simulator"`` (AlphaZero style: plan with the true game, the network
-  gives priors and values; the default, because it played better on the tuning problems,
-  see ``experiments/results/muzero_training.md``) or ``"learned"`` (MuZero proper: plan
-  inside the learned dynamics); default from ``MALLOCGAME_MUZERO_MODEL``;
-* ``method``       ``"gumbel"`` (default) or ``"puct"``;
-* ``rollout_depth`` simulator only: a leaf's value is the return of this many greedy moves
-  plus the network's value after them (default 48, as plain MCTS's rollouts; 0 = the
-  network's value alone, pure AlphaZero); complete rollouts are answers too;
-* ``c_scale``      weight of the searched Q values against the prior in Gumbel selection
-  (default 0.1 with the simulator, 0.02 with the learned model, whose Q values are noisier).
+* ``exploration``  the pUCT constant on sibling-normalised values (default 1.0);
+* ``rollout_depth`` steps past the root per rollout (default: to the end of the episode, as ``mcts``);
+* ``method``       ``"uct"`` (default, above) or the earlier searches of :mod:`search.muzero.search`,
+  ``"gumbel"`` / ``"puct"`` (the network's value judges leaves after ``rollout_depth`` greedy moves,
+  default 48; map mode only), kept for the record: they lost to plain MCTS (issue 10);
+* ``search_model`` with those earlier searches: ``"simulator"`` (default) or ``"learned"`` (MuZero
+  proper: plan inside the learned dynamics); default from ``MALLOCGAME_MUZERO_MODEL``;
+* ``c_scale``      Gumbel's weight of Q against the prior (default 0.1 simulator, 0.02 learned).
 
-Time: the remaining budget is spread evenly over the remaining moves, using the measured
-cost of a simulation; a move that cannot afford two simulations is played by the game's
-greedy policy (which banks time for later moves), and when the clock runs out the
-undecided buffers stay in slow memory, so there is always a valid answer. Incumbents:
-the game's greedy episode, complete rollouts and the ``hint``; the best complete answer is returned
-(``stats["answer_from"]`` says which). All randomness comes from ``seed``; the answer is
-the same for the same seed unless the time limit binds (then the switch to greedy
-depends on the clock).
+The answer is the best complete episode seen: the committed path, a rollout that reached the
+end, the greedy episodes of the other game shapes, or the ``hint`` (prefetch mode: also
+all-slow and greedy-xla lifted), exactly as ``mcts``. All randomness comes from ``seed``; the
+answer is the same for the same seed unless the time limit binds.
 """
 
 from __future__ import annotations
@@ -39,13 +42,15 @@ from typing import Any
 
 import numpy as np
 
-from mallocgame.model import Problem, Solution, Status, offsets_array, offsets_tuple
+from mallocgame.model import InputError, Problem, Solution, Status, offsets_array, offsets_tuple
 from mallocgame.protocol import Solver
 from search.muzero import checkpoints as shipped_checkpoints
 
 DEFAULT_SIMULATIONS = 16
-DEFAULT_ROLLOUT_DEPTH = 48
+DEFAULT_ROLLOUT_DEPTH = 48  # the earlier searches only
 DEFAULT_C_SCALE = {"simulator": 0.1, "learned": 0.02}  # tuned on layered/intervals seeds 201-206 (held out)
+PRIORS = ("network", "uniform")
+METHODS = ("uct", "gumbel", "puct")
 CHECKPOINT_ENV = "MALLOCGAME_MUZERO_CHECKPOINT"
 MODEL_ENV = "MALLOCGAME_MUZERO_MODEL"
 DEFAULT_CHECKPOINT = Path(shipped_checkpoints.__file__).resolve().parent / "default.pt"
@@ -67,65 +72,214 @@ def load_agent_network(path: str):
     return _LOADED[path]
 
 
+def _choice(name: str, value, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        raise InputError(f"muzero: option {name} must be one of {', '.join(choices)}, got {value!r}")
+    return value
+
+
 class MuZeroSolver(Solver):
     name = "muzero"
-    modes = frozenset({"map"})
+    modes = frozenset({"map", "pack", "prefetch"})
 
     def solve(self, problem: Problem, hardware, *, time_limit: float, seed: int, hint: Solution | None = None,
-              simulations: int | None = None, checkpoint: str | None = None, search_model: str | None = None,
-              method: str = "gumbel", c_scale: float | None = None, rollout_depth: int | None = None) -> Solution:
+              simulations: int | None = None, checkpoint: str | None = None, prior: str = "network",
+              exploration: float = 1.0, method: str = "uct", search_model: str | None = None,
+              c_scale: float | None = None, rollout_depth: int | None = None) -> Solution:
         t0 = time.monotonic()
-        deadline = t0 + 0.9 * time_limit - 0.05
-        from search.game import Game, GameConfig
-        from search.game_data import GameData
-        from search.muzero.search import SearchConfig
-        from search.muzero.selfplay import Agent
-
-        path = checkpoint or os.environ.get(CHECKPOINT_ENV) or str(DEFAULT_CHECKPOINT)
-        model = search_model or os.environ.get(MODEL_ENV) or "simulator"
-        if model not in DEFAULT_C_SCALE:
-            raise ValueError(f"search_model: unknown {model!r} (known: {', '.join(DEFAULT_C_SCALE)})")
-        c_scale = DEFAULT_C_SCALE[model] if c_scale is None else c_scale
+        prior = _choice("prior", prior, PRIORS)
+        method = _choice("method", method, METHODS)
         sims = DEFAULT_SIMULATIONS if simulations is None else simulations
-        if sims < 0:
-            raise ValueError(f"simulations: must be >= 0, got {sims}")
-        net, game_fields = load_agent_network(path)
-        search = SearchConfig(simulations=sims, method=method, gumbel_scale=0.0, c_scale=c_scale)
-        depth = (DEFAULT_ROLLOUT_DEPTH if model == "simulator" else 0) if rollout_depth is None else rollout_depth
-        agent = Agent(net, search, model, depth)
-        rng = np.random.default_rng(seed)
+        if isinstance(sims, bool) or not isinstance(sims, int) or sims < 1:
+            raise InputError(f"muzero: option simulations must be a positive integer, got {sims!r}")
+        if rollout_depth is not None and (isinstance(rollout_depth, bool) or not isinstance(rollout_depth, int)
+                                          or rollout_depth < 0):
+            raise InputError(f"muzero: option rollout_depth must be an integer >= 0, got {rollout_depth!r}")
+        if not isinstance(exploration, (int, float)) or not exploration >= 0:
+            raise InputError(f"muzero: option exploration must be a number >= 0, got {exploration!r}")
+        if method != "uct" or search_model is not None:
+            if problem.mode != "map":
+                raise InputError(f"muzero: method {method!r} / search_model play map mode only, not {problem.mode}")
+            return _solve_legacy(self.name, problem, hardware, t0=t0, time_limit=time_limit, seed=seed, hint=hint,
+                                 sims=sims, checkpoint=checkpoint, search_model=search_model,
+                                 method="gumbel" if method == "uct" else method, c_scale=c_scale,
+                                 rollout_depth=rollout_depth)
+        return _solve_uct(self.name, problem, hardware, t0=t0, time_limit=time_limit, seed=seed, hint=hint,
+                          sims=sims, checkpoint=checkpoint, prior=prior, exploration=float(exploration),
+                          rollout_depth=rollout_depth)
+
+
+# --- the default: UCT with the network's prior (search/mcts.py, "Guided selection") --------------
+class NetworkPrior:
+    """``prior(game, legal)`` of :class:`search.mcts.UCTSearch` from a numpy network: the softmax of
+    the policy logits over the legal actions. ``calls`` counts network evaluations."""
+
+    def __init__(self, net):
+        self.net = net
+        self.calls = 0
+
+    def __call__(self, game, legal: np.ndarray) -> np.ndarray:
+        self.calls += 1
+        obs = game.observation()
+        logits = self.net.policy_logits(np.asarray(obs.as_vector(), np.float32), np.asarray(obs.actions, np.float32),
+                                        np.asarray(obs.mask, bool))
+        z = logits[legal].astype(np.float64)
+        z = np.exp(z - z.max())
+        return z / z.sum()
+
+
+def uniform_prior(game, legal: np.ndarray) -> np.ndarray:
+    return np.full(len(legal), 1.0 / len(legal))
+
+
+def _game_config(problem: Problem, checkpoint_game: dict | None):
+    from search.game import GameConfig
+    from search.mcts import DEFAULT_GAME, PREFETCH_K
+
+    if problem.mode == "prefetch":
+        return GameConfig(variant="prefetch", k=PREFETCH_K, order="xla", windows=2)
+    variant, order = DEFAULT_GAME[problem.mode]
+    cfg = GameConfig(variant=variant, k=16, order=order)
+    if problem.mode == "map" and checkpoint_game is not None:
+        cfg = GameConfig(**checkpoint_game)  # the game the network was trained on
+    return cfg
+
+
+def _solve_uct(name: str, problem: Problem, hardware, *, t0: float, time_limit: float, seed: int,
+               hint: Solution | None, sims: int, checkpoint: str | None, prior: str, exploration: float,
+               rollout_depth: int | None) -> Solution:
+    from search.game import Game, GameConfig
+    from search.mcts import MCTSConfig, UCTSearch, episode_value, greedy_incumbents, prefetch_incumbents
+
+    deadline = t0 + 0.95 * time_limit - 0.05  # as mcts
+    stats: dict[str, Any] = {"method": "uct"}
+    net = trained_game = None
+    if prior == "network":
+        path = checkpoint or os.environ.get(CHECKPOINT_ENV) or str(DEFAULT_CHECKPOINT)
+        net, trained_game = load_agent_network(path)
+        stats["checkpoint"] = path
+    game_cfg = _game_config(problem, trained_game)
+    if net is not None and GameConfig(**trained_game) != game_cfg:
+        stats["prior"] = f"uniform (no network trained for {problem.mode} mode's {game_cfg.variant} game)"
+        net = None
+    else:
+        stats["prior"] = "network" if net is not None else "uniform"
+    prior_fn = NetworkPrior(net) if net is not None else uniform_prior
+    cfg = MCTSConfig(simulations=sims, exploration=exploration, rollout="greedy", rollout_depth=rollout_depth,
+                     commit="max" if problem.mode == "prefetch" else "visits")
+    if problem.mode == "prefetch":
+        if problem.n == 0 or not problem.has_ops:
+            return Solution(offsets=(None,) * problem.n, status=Status.FEASIBLE, mode=problem.mode, objective=0.0,
+                            wall_time=time.monotonic() - t0, solver=name, stats=stats)
+        from hardware.prefetch import PrefetchEvaluator
+        from search.game_prefetch import PrefetchData, intervals_of
+
+        data = PrefetchData.of(problem, hardware)
+        incumbents = prefetch_incumbents(problem, hardware, game_cfg, hint, t0 + 0.25 * time_limit)
+    else:
+        from search.game_data import GameData
 
         data = GameData(problem, hardware)
-        config = GameConfig(**game_fields)
-        greedy = Game(problem, hardware, config, data=data)
-        _finish_greedily(greedy, deadline)  # the incumbent first: cheap, and an answer whatever happens next
-        game = Game(problem, hardware, config, data=data)
-        play = _Play(game, agent, rng, sims, deadline)
-        play.run()
-
-        candidates = [(game.total_reward(), game.offsets(), "search" if play.greedy_moves == 0 else
-                       "search+greedy" if game.done else "search (cut short)")]
-        if agent.best_rollout is not None:
-            candidates.append((agent.best_rollout[0], agent.best_rollout[1], "rollout"))
-        if greedy.done:
-            candidates.append((greedy.total_reward(), greedy.offsets(), "greedy"))
+        incumbents = greedy_incumbents(problem, hardware, data, game_cfg, t0 + 0.25 * time_limit)
         if hint is not None and len(hint.offsets) == problem.n:
             off = offsets_array(hint.offsets)
-            candidates.append((data.evaluator.value(off) / data.reward_norm, off, "hint"))
-        value, offsets, source = max(candidates, key=lambda c: c[0])  # first wins ties: the search's own
-        stats = {"checkpoint": path, "search_model": model, "method": method, "c_scale": c_scale, "rollout_depth": depth,
-                 "simulations_per_move": sims,
-                 "simulations": play.simulations, "searched_moves": play.searched_moves,
-                 "greedy_moves": play.greedy_moves, "network_evaluations": agent.evaluator.calls,
-                 "search_value_normalised": game.total_reward(), "answer_from": source,
-                 "game": dict(game_fields)}
-        return Solution(offsets=offsets_tuple(offsets), status=Status.FEASIBLE, mode=problem.mode,
-                        objective=value * data.reward_norm, wall_time=time.monotonic() - t0,
-                        history=((time.monotonic() - t0, value * data.reward_norm),), stats=stats, solver=self.name)
+            incumbents.append(_episode(episode_value(data, off), off, "hint"))
+    search = UCTSearch(cfg, np.random.default_rng(seed), prior=prior_fn)
+    result = search.run(Game(problem, hardware, game_cfg, data=data), deadline=deadline, incumbents=incumbents,
+                        start=t0)
+    best = result.best
+    stats.update({"variant": game_cfg.variant, "k": game_cfg.k, "simulations_per_move": sims,
+                  "simulations": result.simulations, "moves": result.moves, "searched_moves": result.searched_moves,
+                  "finished_greedily_at": result.finished_greedily_at, "answer_from": best.source,
+                  "prior_calls": search.prior_calls,
+                  "network_evaluations": prior_fn.calls if isinstance(prior_fn, NetworkPrior) else 0})
+    if problem.mode == "prefetch":
+        ev = PrefetchEvaluator.of(problem, hardware)
+        chosen, best_value, best_intervals = None, -np.inf, ()
+        for cand in [best] + incumbents:
+            intervals = intervals_of(cand.offsets)
+            value = ev.value(intervals)
+            if value > best_value:
+                chosen, best_value, best_intervals = cand, value, intervals
+        stats["answer_from"] = chosen.source
+        stats["value_normalised"] = best_value / data.reward_norm
+        history = tuple((t, v * data.reward_norm) for t, v in result.history)
+        intervals = tuple(sorted(best_intervals, key=lambda iv: (iv.buffer, iv.start)))
+        return Solution(offsets=(None,) * problem.n, status=Status.FEASIBLE, mode=problem.mode,
+                        objective=best_value, wall_time=time.monotonic() - t0, history=history, stats=stats,
+                        solver=name, intervals=intervals)
+    stats["value_normalised"] = best.value
+    placed_all = bool((best.offsets >= 0).all())
+    status = Status.FEASIBLE if problem.mode == "map" or placed_all else Status.UNKNOWN
+    if problem.mode == "map":
+        objective = best.value * data.reward_norm
+        history = tuple((t, v * data.reward_norm) for t, v in result.history)
+    else:
+        objective = float((best.offsets + data.size)[best.offsets >= 0].max()) if problem.n else 0.0
+        history = ()
+    return Solution(offsets=offsets_tuple(best.offsets), status=status, mode=problem.mode, objective=objective,
+                    wall_time=time.monotonic() - t0, history=history, stats=stats, solver=name)
+
+
+def _episode(value, offsets, source):
+    from search.mcts import Episode
+
+    return Episode(value, offsets, source)
+
+
+# --- the earlier searches (Gumbel / pUCT of search.muzero.search), map mode -----------------------
+def _solve_legacy(name: str, problem: Problem, hardware, *, t0: float, time_limit: float, seed: int,
+                  hint: Solution | None, sims: int, checkpoint: str | None, search_model: str | None, method: str,
+                  c_scale: float | None, rollout_depth: int | None) -> Solution:
+    deadline = t0 + 0.9 * time_limit - 0.05
+    from search.game import Game, GameConfig
+    from search.game_data import GameData
+    from search.muzero.search import SearchConfig
+    from search.muzero.selfplay import Agent
+
+    path = checkpoint or os.environ.get(CHECKPOINT_ENV) or str(DEFAULT_CHECKPOINT)
+    model = search_model or os.environ.get(MODEL_ENV) or "simulator"
+    model = _choice("search_model", model, tuple(DEFAULT_C_SCALE))
+    c_scale = DEFAULT_C_SCALE[model] if c_scale is None else c_scale
+    net, game_fields = load_agent_network(path)
+    search = SearchConfig(simulations=sims, method=method, gumbel_scale=0.0, c_scale=c_scale)
+    depth = (DEFAULT_ROLLOUT_DEPTH if model == "simulator" else 0) if rollout_depth is None else rollout_depth
+    if depth and model != "simulator":
+        raise InputError("muzero: option rollout_depth needs search_model=simulator with method gumbel/puct")
+    agent = Agent(net, search, model, depth)
+    rng = np.random.default_rng(seed)
+
+    data = GameData(problem, hardware)
+    config = GameConfig(**game_fields)
+    greedy = Game(problem, hardware, config, data=data)
+    _finish_greedily(greedy, deadline)  # the incumbent first: cheap, and an answer whatever happens next
+    game = Game(problem, hardware, config, data=data)
+    play = _Play(game, agent, rng, sims, deadline)
+    play.run()
+
+    candidates = [(game.total_reward(), game.offsets(), "search" if play.greedy_moves == 0 else
+                   "search+greedy" if game.done else "search (cut short)")]
+    if agent.best_rollout is not None:
+        candidates.append((agent.best_rollout[0], agent.best_rollout[1], "rollout"))
+    if greedy.done:
+        candidates.append((greedy.total_reward(), greedy.offsets(), "greedy"))
+    if hint is not None and len(hint.offsets) == problem.n:
+        off = offsets_array(hint.offsets)
+        candidates.append((data.evaluator.value(off) / data.reward_norm, off, "hint"))
+    value, offsets, source = max(candidates, key=lambda c: c[0])  # first wins ties: the search's own
+    stats = {"checkpoint": path, "method": method, "search_model": model, "c_scale": c_scale, "rollout_depth": depth,
+             "simulations_per_move": sims,
+             "simulations": play.simulations, "searched_moves": play.searched_moves,
+             "greedy_moves": play.greedy_moves, "network_evaluations": agent.evaluator.calls,
+             "search_value_normalised": game.total_reward(), "answer_from": source,
+             "game": dict(game_fields)}
+    return Solution(offsets=offsets_tuple(offsets), status=Status.FEASIBLE, mode=problem.mode,
+                    objective=value * data.reward_norm, wall_time=time.monotonic() - t0,
+                    history=((time.monotonic() - t0, value * data.reward_norm),), stats=stats, solver=name)
 
 
 class _Play:
-    """Commit moves by search while the budget allows, then greedily (module docstring)."""
+    """Commit moves by search while the budget allows, then greedily (the earlier searches)."""
 
     def __init__(self, game, agent, rng: np.random.Generator, sims: int, deadline: float):
         self.game, self.agent, self.rng, self.sims, self.deadline = game, agent, rng, sims, deadline
@@ -150,8 +304,8 @@ class _Play:
             now = time.monotonic()
             if now >= self.deadline:
                 return
-            sims = self._affordable() if self.sims > 0 else 0
-            if self.sims > 0 and sims < 2:  # cannot afford a search: a greedy move banks the time for later ones
+            sims = self._affordable()
+            if sims < 2:  # cannot afford a search: a greedy move banks the time for later ones
                 game.step(game.greedy_action())
                 self.greedy_moves += 1
                 continue

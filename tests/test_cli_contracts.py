@@ -293,7 +293,7 @@ def test_solvers_lists_modes_without_importing_solvers():
     r = run_cli("solvers", env={"PYTHONPROFILEIMPORTTIME": "1"})
     assert r.returncode == 0
     modes = {line.split()[0]: line.split()[1] for line in r.stdout.splitlines()}
-    assert modes["muzero"] == "map" and modes["pack-search"] == "pack" and modes["select-pack"] == "map,pack"
+    assert modes["muzero"] == "map,pack,prefetch" and modes["pack-search"] == "pack" and modes["select-pack"] == "map,pack"
     assert modes["greedy-xla"] == "map,pack"
     for module in ("solvers.greedy_xla", "hybrid.select_pack", "hybrid.lns", "solvers.muzero", "ortools", " torch"):
         assert module not in r.stderr

@@ -371,3 +371,90 @@ def test_simulator_rollouts_value_leaves_and_keep_the_best_complete_episode():
     assert game.t == 0  # the search played on clones
     with pytest.raises(ValueError):
         Agent(neutral_net(), SearchConfig(), "learned", rollout_depth=5)
+
+
+# --- the guided UCT search at parity with mcts (issue 10) -------------------------------------------
+def _layered(n=30, seed=5):
+    from hardware.spec import PRESETS
+    from mallocgame.inputs.generate import layered_network
+
+    return layered_network(n, seed=seed, capacity_fraction=0.35).replace(mode="map"), PRESETS["tpuv4i"]
+
+
+def test_uniform_prior_option_plays_without_the_network_and_bad_values_are_refused(real_checkpoint):
+    from hardware.validator import validate
+    from mallocgame.model import InputError
+    from solvers.muzero import MuZeroSolver
+
+    problem, hw = _layered()
+    s = MuZeroSolver().solve(problem, hw, time_limit=30, seed=1, simulations=4, prior="uniform")
+    assert validate(problem, s.offsets) is None
+    assert s.stats["prior"] == "uniform" and s.stats["network_evaluations"] == 0 and s.stats["prior_calls"] > 0
+    g = MuZeroSolver().solve(problem, hw, time_limit=30, seed=1, simulations=4, checkpoint=real_checkpoint)
+    assert g.stats["prior"] == "network" and g.stats["network_evaluations"] == g.stats["prior_calls"] > 0
+    for bad in (dict(prior="Uniform"), dict(prior=1), dict(method="mcts"), dict(simulations=0),
+                dict(simulations=True), dict(rollout_depth=-1), dict(exploration=-1.0)):
+        with pytest.raises(InputError, match="muzero: option"):
+            MuZeroSolver().solve(problem, hw, time_limit=30, seed=1, **bad)
+
+
+def test_every_simulation_is_counted_and_rolls_out_once(real_checkpoint, monkeypatch):
+    import search.mcts as mcts
+    from solvers.muzero import MuZeroSolver
+
+    calls = []
+    real = mcts.rollout
+    monkeypatch.setattr(mcts, "rollout", lambda *a: calls.append(1) or real(*a))
+    problem, hw = _layered()
+    for prior in ("network", "uniform"):
+        calls.clear()
+        s = MuZeroSolver().solve(problem, hw, time_limit=60, seed=2, simulations=5, prior=prior,
+                                 checkpoint=real_checkpoint)
+        assert s.stats["finished_greedily_at"] is None  # the clock did not bind
+        assert s.stats["searched_moves"] > 0
+        assert s.stats["simulations"] == 5 * s.stats["searched_moves"] == len(calls)
+
+
+def test_forced_moves_never_call_the_network(real_checkpoint, monkeypatch):
+    from solvers.muzero import NetworkPrior, MuZeroSolver
+
+    seen = []
+    real = NetworkPrior.__call__
+
+    def spy(self, game, legal):
+        seen.append(len(legal))
+        assert len(game.legal_actions()) == len(legal)
+        return real(self, game, legal)
+
+    monkeypatch.setattr(NetworkPrior, "__call__", spy)
+    problem, hw = _layered(40, seed=8)
+    s = MuZeroSolver().solve(problem, hw, time_limit=60, seed=0, simulations=8, checkpoint=real_checkpoint)
+    assert seen and min(seen) >= 2
+    assert s.stats["network_evaluations"] == len(seen)
+    assert s.stats["moves"] > s.stats["searched_moves"]  # forced moves happened and were not searched
+
+
+def test_guided_search_same_seed_same_answer(real_checkpoint):
+    from solvers.muzero import MuZeroSolver
+
+    problem, hw = _layered(35, seed=9)
+    opts = dict(time_limit=60, simulations=6, checkpoint=real_checkpoint)
+    a, b = (MuZeroSolver().solve(problem, hw, seed=4, **opts) for _ in range(2))
+    assert a.offsets == b.offsets and a.stats["simulations"] == b.stats["simulations"]
+    assert a.stats["finished_greedily_at"] is None
+
+
+@pytest.mark.parametrize("mode", ["pack", "prefetch"])
+def test_muzero_plays_pack_and_prefetch_modes(mode):
+    from hardware.spec import PRESETS
+    from mallocgame.inputs.generate import layered_network
+    from mallocgame.runner import run_solver
+
+    problem = layered_network(30, seed=3, capacity_fraction=0.5 if mode == "prefetch" else 1.0)
+    if mode == "pack":
+        problem = problem.replace(mode="pack", capacity=None)
+    else:
+        problem = problem.replace(mode="prefetch")
+    report = run_solver("muzero", problem, PRESETS["tpuv4i"], time_limit=20, seed=0, options={"simulations": 4})
+    assert report.valid, report.violation
+    assert report.stats["prior"].startswith("uniform") and report.stats["simulations"] > 0

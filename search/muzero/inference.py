@@ -77,5 +77,11 @@ class NumpyNet:
         value = float(self.value_head(np.concatenate([state, emb.mean(0)]))[0])
         return out[:, 0], value, out[:, 1]
 
+    def policy_logits(self, vector: np.ndarray, actions: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """``h`` then the policy head only (what the guided UCT search asks for): logits ``[A]``."""
+        state, emb = self.initial(vector, actions, mask)
+        A = emb.shape[0]
+        return self.policy_head(np.concatenate([np.broadcast_to(state, (A, state.shape[0])), emb], -1))[:, 0]
+
     def unscale(self, scaled: float) -> float:
         return min(max(scaled / self.value_scale, 0.0), 1.0)
