@@ -118,14 +118,23 @@ def write_solution_csv(path: str | os.PathLike, problem: Problem, solution: Solu
 
 
 def workload_dict(problem: Problem) -> dict[str, Any]:
-    """The problem as a ``mallocgame.workload/1`` dictionary."""
+    """The problem as a ``mallocgame.workload/1`` dictionary.
+
+    Optional fields (old files stay valid): per op ``control_deps``, the ids of ops that must
+    run before it beyond what the operands say; top level ``original_order``, the op ids in
+    the order the program had before ``mallocgame schedule`` re-ordered it.
+    """
+    control: dict[str, list[str]] = {}
+    for before, after in problem.control_deps:
+        control.setdefault(after, []).append(before)
     return {
         "format": WORKLOAD_FORMAT,
         "name": problem.name,
         "ops": [
             {"id": op.id, "kind": op.kind, "flops": op.flops,
              **({"transcendentals": op.transcendentals} if op.transcendentals else {}), "fixed_bytes": op.fixed_bytes,
-             "operands": [{"buffer": o.buffer, "access": o.access, "bytes": o.bytes} for o in op.operands]}
+             "operands": [{"buffer": o.buffer, "access": o.access, "bytes": o.bytes} for o in op.operands],
+             **({"control_deps": control[op.id]} if op.id in control else {})}
             for op in problem.ops
         ],
         "buffers": [
@@ -135,6 +144,7 @@ def workload_dict(problem: Problem) -> dict[str, Any]:
         ],
         "inplace": [list(pair) for pair in problem.inplace],
         **({"capacity": problem.capacity} if problem.capacity is not None else {}),
+        **({"original_order": list(problem.original_order)} if problem.original_order else {}),
     }
 
 
@@ -397,6 +407,7 @@ def parse_workload(path: str, data: Any) -> Problem:
         buffers.append(b)
     by_id = {b.id: b for b in buffers}
     ops, op_ids = [], set()
+    control: list[tuple[str, int, Any, str]] = []  # (where, op index, predecessor id, op id)
     raw_ops = _json_list(path, data, "ops")
     for t, raw in enumerate(raw_ops):
         where = f"ops[{t}]"
@@ -431,11 +442,14 @@ def parse_workload(path: str, data: Any) -> Problem:
                 raise InputError(f"{path}: {w}, field 'bytes': must not be negative")
             operands.append(Operand(name, access, nbytes))
         ops.append(Op(op_id, str(raw.get("kind", "op")), flops, fixed, tuple(operands), transcendentals=trans))
+        for j, before in enumerate(_json_list(path, raw, "control_deps", where)):
+            control.append((f"{where}.control_deps[{j}]", t, before, op_id))
     if ops:
         horizon = len(ops)
         for k, b in enumerate(buffers):
             if b.end > horizon:
                 raise InputError(f"{path}: buffers[{k}], field 'end': {b.end} is past the last op ({horizon})")
+    control_deps, original_order = _schedule_fields(path, data, ops, control)
     inplace = []
     for k, pair in enumerate(_json_list(path, data, "inplace")):
         if not (isinstance(pair, list) and len(pair) == 2 and all(str(x) in by_id for x in pair)):
@@ -448,7 +462,41 @@ def parse_workload(path: str, data: Any) -> Problem:
             raise InputError(f"{path}: field 'capacity': must be positive, got {capacity}")
     name = str(data.get("name") or os.path.basename(path))
     return merge_inplace(Problem(name=name, buffers=tuple(buffers), ops=tuple(ops), inplace=tuple(inplace),
-                                 capacity=capacity, source=path))  # in-place pairs share storage (mallocgame.aliasing)
+                                 capacity=capacity, source=path, control_deps=control_deps,
+                                 original_order=original_order))  # in-place pairs share storage (mallocgame.aliasing)
+
+
+def _schedule_fields(path: str, data: dict, ops: list[Op],
+                     control: list[tuple[str, int, Any, str]]) -> tuple[tuple[tuple[str, str], ...], tuple[str, ...]]:
+    """The optional ``control_deps`` (per op) and ``original_order`` (top level) of a workload, checked.
+
+    A control predecessor must be a known op scheduled before the op naming it (the file's order
+    is a program); ``original_order`` must list every op id exactly once.
+    """
+    position = {op.id: t for t, op in enumerate(ops)}
+    pairs: dict[tuple[str, str], None] = {}  # ordered, no duplicates
+    for where, t, before, op_id in control:
+        if isinstance(before, bool) or not isinstance(before, (str, int)) or str(before) not in position:
+            raise InputError(f"{path}: {where}: expected the id of an op, got {_shown(before)}")
+        if position[str(before)] >= t:
+            raise InputError(f"{path}: {where}: op {str(before)!r} must run before {op_id!r} "
+                             f"but is scheduled at {position[str(before)]}, not before {t}")
+        pairs[(str(before), op_id)] = None
+    raw = data.get("original_order")
+    if raw is None:
+        return tuple(pairs), ()
+    if not isinstance(raw, list):
+        raise InputError(f"{path}: field 'original_order': expected a list of op ids, got {_shown(raw)}")
+    order = []
+    for k, oid in enumerate(raw):
+        if isinstance(oid, bool) or not isinstance(oid, (str, int)) or str(oid) not in position:
+            raise InputError(f"{path}: original_order[{k}]: expected the id of an op, got {_shown(oid)}")
+        order.append(str(oid))
+    if len(order) != len(ops) or len(set(order)) != len(ops):
+        missing = sorted(set(position) - set(order))
+        what = f"op {missing[0]!r} is missing" if missing else "an op id appears twice"
+        raise InputError(f"{path}: field 'original_order': must list each of the {len(ops)} ops once ({what})")
+    return tuple(pairs), tuple(order)
 
 
 def read_workload_json(path: str | os.PathLike) -> Problem:

@@ -149,6 +149,11 @@ class Problem:
     capacity: int | None = None
     mode: str = "map"
     source: str = ""
+    # Dependencies beyond the operands (docs/architecture.md, "Schedules"): ``(before, after)`` op-id
+    # pairs, e.g. HLO control-predecessors and token chains; ``original_order`` lists the op ids
+    # in the order the program had before a re-scheduling (empty when never re-scheduled).
+    control_deps: tuple[tuple[str, str], ...] = ()
+    original_order: tuple[str, ...] = ()
     # The hardware spec the problem was prepared for (mallocgame.inputs.load.prepare); not part of
     # its identity. Typed Any: the model sits below hardware/ and must not import it.
     hardware: Any = field(default=None, compare=False, repr=False)
@@ -208,6 +213,42 @@ class Problem:
 
     def replace(self, **changes: Any) -> "Problem":
         return dataclasses.replace(self, **changes)
+
+    def dependencies(self, order: Sequence[str] | None = None) -> list[tuple[int, int]]:
+        """Edges ``(u, v)`` between op indices: op ``u`` must run before op ``v`` (sorted, no duplicates).
+
+        Derived from the operands in the op order ``order`` (op ids; default: ``ops`` as they
+        stand), per buffer: a write before every later touch up to the next write (reads of
+        the value, the next write), every read before the next write; plus ``control_deps``.
+        Reads between two writes commute. Any topological order of these edges is a valid
+        program (docs/architecture.md, "Schedules").
+        """
+        pos = {op.id: t for t, op in enumerate(self.ops)}
+        seq = [pos[i] for i in order] if order is not None else range(len(self.ops))
+        edges: set[tuple[int, int]] = set()
+        last_write: dict[str, int] = {}
+        reads_since: dict[str, list[int]] = {}
+        for t in seq:
+            op = self.ops[t]
+            acc: dict[str, list[bool]] = {}
+            for o in op.operands:
+                acc.setdefault(o.buffer, [False, False])[0 if o.access == "read" else 1] = True
+            for buf, (r, w) in acc.items():
+                lw = last_write.get(buf)
+                if lw is not None and lw != t:
+                    edges.add((lw, t))
+                if w:
+                    for u in reads_since.get(buf, ()):
+                        if u != t:
+                            edges.add((u, t))
+                    last_write[buf] = t
+                    reads_since[buf] = []
+                elif r:
+                    reads_since.setdefault(buf, []).append(t)
+        for a, b in self.control_deps:
+            if a in pos and b in pos and a != b:
+                edges.add((pos[a], pos[b]))
+        return sorted(edges)
 
 
 @dataclass(frozen=True)

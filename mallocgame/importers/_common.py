@@ -74,6 +74,7 @@ class WorkloadBuilder:
         self._op_ids: set[str] = set()
         self._inplace: list[tuple[int, str, str]] = []
         self._donations: list[tuple[str, str]] = []
+        self._control: list[tuple[int, int]] = []  # (op index before, op index after)
 
     # ----------------------------------------------------------------- recording
     def unique_id(self, wanted: str, taken: Iterable[str] | set[str] | dict) -> str:
@@ -107,10 +108,14 @@ class WorkloadBuilder:
         writes: Sequence[tuple[str, int]] = (),
         inplace: Sequence[tuple[str, str]] = (),
         transcendentals: float = 0.0,
+        after: Iterable[int] = (),
     ) -> int:
         """Append an op (its index is its time step); returns that index.
 
         A buffer read (or written) twice by the op appears once, with the larger byte count.
+        ``after`` lists indices of earlier ops this one must follow beyond what the buffers say
+        (control dependencies: HLO control-predecessors, token chains); they become the
+        problem's ``control_deps``.
         """
         oid = self.unique_id(wanted_id, self._op_ids)
         self._op_ids.add(oid)
@@ -123,6 +128,10 @@ class WorkloadBuilder:
                 op.operands[key] = max(op.operands.get(key, 0), int(nbytes))
         t = len(self.ops)
         self.ops.append(op)
+        for u in sorted(set(after)):
+            if not 0 <= u < t:
+                raise ValueError(f"op {oid}: control predecessor {u} is not an earlier op")
+            self._control.append((u, t))
         for src, dst in inplace:
             self._inplace.append((t, src, dst))
         return t
@@ -201,8 +210,9 @@ class WorkloadBuilder:
                 inplace.append((src, dst))
                 used_src.add(src)
                 used_dst.add(dst)
+        control = tuple((ops[u].id, ops[t].id) for u, t in self._control)
         return Problem(name=self.name, buffers=tuple(buffers), ops=ops, inplace=tuple(inplace + donations),
-                       capacity=None, mode="map", source=self.source)
+                       capacity=None, mode="map", source=self.source, control_deps=control)
 
 
 # --------------------------------------------------------------------- summaries

@@ -724,6 +724,9 @@ class _Importer:
         self._consts: dict[tuple[str, str], Value] = {}
         self.entry_params: dict[int, Value] = {}
         self._op_counts: dict[str, int] = {}
+        # Control order: instruction (prefixed name) -> the op indices it stands for, kept for
+        # instructions that emitted ops and for token-like values (no buffer) that carry order.
+        self._done: dict[str, range | set[int]] = {}
 
     def _warn(self, msg: str) -> None:
         if msg not in self.warnings:
@@ -762,8 +765,25 @@ class _Importer:
     def run(self, comp: Computation, args: list[Value] | None, prefix: str) -> Value:
         env: dict[str, Value] = {}
         for ins in comp.instrs:
+            before = len(self.b.ops)
             env[ins.name] = self._eval(comp, ins, env, args, prefix)
+            if len(self.b.ops) > before:
+                self._done[prefix + ins.name] = range(before, len(self.b.ops))
+            elif env[ins.name] is None and ins.operands:  # after-all, a token through a tuple: order flows on
+                self._done[prefix + ins.name] = {t for o in ins.operands for t in self._done.get(prefix + o, ())}
         return env[comp.root.name]
+
+    def _control(self, ins: Instr, vals: list[Value], prefix: str) -> set[int]:
+        """Ops this instruction must follow beyond its buffers: its control-predecessors and the
+        ops behind the token-like (buffer-less) values it takes."""
+        after: set[int] = set()
+        for o, v in zip(ins.operands, vals):
+            if v is None:
+                after.update(self._done.get(prefix + o, ()))
+        raw = ins.attrs.get("control-predecessors", "").strip().strip("{}")
+        for name in filter(None, (x.strip().lstrip("%") for x in raw.split(","))):
+            after.update(self._done.get(prefix + name, ()))
+        return after
 
     def _eval(self, comp: Computation, ins: Instr, env: dict, args, prefix: str) -> Value:
         op = ins.opcode
@@ -915,7 +935,8 @@ class _Importer:
                     if _same_array(shape, out_shapes.get(written[dst])) and self.b.kinds.get(src) == "activation":
                         inplace.append((src, dst))
         kind = _fusion_kind(self.m, self.costs._called(ins, "calls")) if ins.opcode == "fusion" else ins.opcode
-        self.b.add_op(prefix + ins.name, kind, flops, reads, writes, inplace, transcendentals=trans)
+        self.b.add_op(prefix + ins.name, kind, flops, reads, writes, inplace, transcendentals=trans,
+                      after=self._control(ins, vals, prefix))
         return out
 
 
