@@ -162,16 +162,20 @@ def solve(problem: Problem | str, solver: str = "greedy-xla", *, time_limit: flo
     not take raises :class:`~mallocgame.model.InputError` naming the ones it does.
     """
     from hybrid.warm_start import solve_with_warm_start
-    from mallocgame.protocol import unknown_options
+    from mallocgame.protocol import bad_option_value, bad_seed, unknown_options
     from mallocgame.registry import load_solver
     from mallocgame.runner import answer
 
     problem = _ready(problem)
     if not (isinstance(time_limit, (int, float)) and math.isfinite(time_limit) and time_limit > 0):
         raise InputError(f"time_limit: must be a positive number of seconds, got {time_limit!r}")
+    if bad_seed(seed):
+        raise InputError(f"seed: {bad_seed(seed)}")
     error = unknown_options(load_solver(solver), options)
     if error:
         raise InputError(error)
+    if bad_option_value(options):
+        raise InputError("{}: {}".format(*bad_option_value(options)))
     hint_solution = None
     if hint is not None:
         verdict = validate(problem, hint)
@@ -198,7 +202,14 @@ def compare(inputs: str | Sequence[str], solvers: str | Sequence[str], **setting
     ``solver``, ``status``, ``valid``, ``value``, ``bound``, ``gap``, ``speedup_vs_greedy``, ...).
     """
     from mallocgame.compare import run_comparison
+    from mallocgame.protocol import bad_option_value, bad_seed
 
+    if bad_seed(settings.get("seed", 0)):
+        raise InputError(f"seed: {bad_seed(settings['seed'])}")
+    options = settings.get("solver_options")
+    for values in (options.values() if isinstance(options, dict) else ()):
+        if isinstance(values, dict) and bad_option_value(values):
+            raise InputError("solver_options {}: {}".format(*bad_option_value(values)))
     inputs = [inputs] if isinstance(inputs, str) else list(inputs)
     solvers = solvers.split(",") if isinstance(solvers, str) else list(solvers)
     return run_comparison(inputs, solvers, **settings).records()

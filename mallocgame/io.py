@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import errno
 import io
 import json
 import math
@@ -43,6 +44,16 @@ MAX_INT = 2**62
 
 # --------------------------------------------------------------------------- writing
 
+class OutputDirectoryMissing(FileNotFoundError):
+    """The folder of an output file does not exist (it is never created on the way)."""
+
+    def __init__(self, path: str | os.PathLike):
+        super().__init__(errno.ENOENT, "directory does not exist", str(path))
+
+    def __str__(self) -> str:
+        return f"cannot write {self.filename}: directory does not exist"
+
+
 @contextlib.contextmanager
 def atomic_output(path: str | os.PathLike, mode: str = "w") -> Iterator[IO]:
     """A file object whose content replaces ``path`` only when the block ends without error.
@@ -52,6 +63,8 @@ def atomic_output(path: str | os.PathLike, mode: str = "w") -> Iterator[IO]:
     sees a half-written file. The file gets the usual permissions (0666 less the umask).
     A path that exists and is not a regular file (``/dev/null``, a FIFO) is written in place,
     never replaced; a symbolic link is followed (its target is replaced, the link stays).
+    The folder must exist: a missing one raises :class:`OutputDirectoryMissing` (an
+    ``OSError``: "cannot write PATH: directory does not exist"), and nothing is created.
     """
     path = Path(path)
     if path.is_symlink():
@@ -60,7 +73,8 @@ def atomic_output(path: str | os.PathLike, mode: str = "w") -> Iterator[IO]:
         with open(path, mode, **({} if "b" in mode else {"newline": ""})) as fh:
             yield fh
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.parent.is_dir():  # never created: a mistyped path would silently make a folder
+        raise OutputDirectoryMissing(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, mode, **({} if "b" in mode else {"newline": ""})) as fh:
@@ -73,6 +87,21 @@ def atomic_output(path: str | os.PathLike, mode: str = "w") -> Iterator[IO]:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def output_folder(path: str | os.PathLike) -> Path:
+    """The folder ``path`` to fill with outputs, created if missing but only inside an existing one.
+
+    ``--plot DIR`` and ``suites --export DIR`` name a folder of their own: it is made when its
+    parent exists; a missing parent raises :class:`OutputDirectoryMissing` (no chain of folders
+    is created for a mistyped path).
+    """
+    path = Path(path)
+    if not path.is_dir():
+        if not path.parent.is_dir():
+            raise OutputDirectoryMissing(path)
+        path.mkdir(exist_ok=True)
+    return path
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:
@@ -440,6 +469,9 @@ def parse_workload(path: str, data: Any) -> Problem:
             nbytes = _int_field(path, w, "bytes", rawo.get("bytes", b.size))
             if nbytes < 0:
                 raise InputError(f"{path}: {w}, field 'bytes': must not be negative")
+            if nbytes > b.size:  # an operand's bytes are the op's traffic to part or all of its buffer
+                raise InputError(f"{path}: {w} (op {op_id!r}, buffer {name!r}), field 'bytes': "
+                                 f"{nbytes} is more than the buffer's size {b.size}")
             operands.append(Operand(name, access, nbytes))
         ops.append(Op(op_id, str(raw.get("kind", "op")), flops, fixed, tuple(operands), transcendentals=trans))
         for j, before in enumerate(_json_list(path, raw, "control_deps", where)):

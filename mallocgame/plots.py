@@ -361,7 +361,9 @@ def plot_pack_gaps(inputs: list, rows: list, path: Path) -> Path | None:
 
 def plot_comparison(inputs: list, rows: list, out_dir: Path) -> list[Path]:
     """Every picture of a comparison into ``out_dir``; returns the paths written."""
-    out_dir = Path(out_dir)
+    from mallocgame.io import output_folder
+
+    out_dir = output_folder(out_dir)
     written: list[Path] = []
     for inp in inputs:
         mine = [r for r in rows if r.input == inp.name]

@@ -67,6 +67,26 @@ def unknown_options(solver: Any, options: dict[str, Any]) -> str | None:
     return f"solver {name!r} takes no option {', '.join(map(repr, bad))} (its options: {takes})"
 
 
+MAX_SEED = 2**32 - 1  # every generator takes it (numpy, torch, CP-SAT after a modulo)
+POSITIVE_INT_OPTIONS = ("workers", "simulations")  # options that only make sense as counts of at least 1
+
+
+def bad_seed(seed: Any) -> str | None:
+    """Why ``seed`` is not a seed (an integer from 0 to 2**32-1), else ``None``."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+        return f"must be an integer from 0 to {MAX_SEED}, got {seed!r}"
+    return None
+
+
+def bad_option_value(options: dict[str, Any]) -> tuple[str, str] | None:
+    """``(option, reason)`` for a count option (``workers``, ``simulations``) below 1 or not an integer."""
+    for key in POSITIVE_INT_OPTIONS:
+        value = options.get(key)
+        if key in options and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            return key, f"must be a positive integer, got {value!r}"
+    return None
+
+
 SAFETY = 0.05  # seconds every solver keeps back for reading its answer and building the Solution
 
 

@@ -63,7 +63,7 @@ def _run(case: dict, out: Path) -> dict:
         return {"timeout": True}
     after = os.stat(needs) if needs else None
     left = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.name not in made or p.parent != out)
-    return {"timeout": False, "r": r, "left": left, "before": before, "after": after}
+    return {"timeout": False, "r": r, "left": left, "before": before, "after": after, "out": out}
 
 
 @pytest.fixture(scope="module")
@@ -98,7 +98,7 @@ def test_bad_input_is_one_line(case, results):
     assert r.returncode == case["exit"], shown
     lines = r.stderr.splitlines()
     assert len(lines) == 1, shown
-    assert case["stderr"] in lines[0], shown
+    assert case["stderr"].replace("{out}", str(got["out"])) in lines[0], shown
     assert lines[0].startswith("error: "), shown
     if not case.get("stdout", False):
         assert r.stdout == "", shown
@@ -257,3 +257,65 @@ def test_csv_writers_and_readers_round_trip_any_ids(tmp_path, case):
                  for k, (b, off) in enumerate(zip(p.buffers, offsets)) if off is not None]
     path.write_text(intervals_csv_text(p, intervals), encoding="utf-8", newline="")
     assert sorted(read_intervals_csv(path, p), key=lambda v: v.buffer) == intervals
+
+
+# ---------------------------------------------------------------------------- the API's writers and settings
+
+def test_atomic_output_never_creates_a_missing_folder(tmp_path):
+    from mallocgame.io import OutputDirectoryMissing, atomic_write_text, output_folder
+
+    target = tmp_path / "missing" / "deeper" / "a.csv"
+    with pytest.raises(OutputDirectoryMissing) as info:
+        atomic_write_text(target, "x\n")
+    assert str(info.value) == f"cannot write {target}: directory does not exist"
+    assert isinstance(info.value, OSError) and info.value.strerror == "directory does not exist"
+    with pytest.raises(OutputDirectoryMissing):
+        output_folder(tmp_path / "missing" / "pictures")  # a folder to fill: only inside an existing one
+    assert list(tmp_path.iterdir()) == []
+    assert output_folder(tmp_path / "pictures").is_dir()
+
+
+def test_plots_into_a_missing_folder_create_nothing(tmp_path):
+    pytest.importorskip("matplotlib")
+    from mallocgame.io import OutputDirectoryMissing
+    from mallocgame.plots import plot_comparison, plot_solution
+
+    p = _odd_problem()
+    with pytest.raises(OutputDirectoryMissing):
+        plot_solution(p, [None] * p.n, tmp_path / "missing" / "p.png")
+    with pytest.raises(OutputDirectoryMissing):
+        plot_comparison([], [], tmp_path / "missing" / "pictures")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"seed": -1}, "seed: must be an integer from 0 to 4294967295, got -1"),
+    ({"seed": 2**70}, "seed: must be an integer"),
+    ({"seed": 1.5}, "seed: must be an integer"),
+    ({"seed": True}, "seed: must be an integer"),
+    ({"solver": "cpsat", "workers": 0}, "workers: must be a positive integer, got 0"),
+    ({"solver": "cpsat", "workers": True}, "workers: must be a positive integer, got True"),
+    ({"solver": "mcts", "simulations": -1}, "simulations: must be a positive integer, got -1"),
+    ({"solver": "mcts", "simulations": 1.5}, "simulations: must be a positive integer, got 1.5"),
+    ({"time_limit": float("nan")}, "time_limit: must be a positive number of seconds, got nan"),
+])
+def test_api_solve_refuses_bad_settings(kwargs, message):
+    import mallocgame
+
+    p = mallocgame.load_problem(str(CORPUS / "ok.csv"))
+    with pytest.raises(mallocgame.InputError, match="^" + message.replace("(", r"\(").replace("+", r"\+")):
+        mallocgame.solve(p, **{"solver": "greedy-xla", **kwargs})
+
+
+def test_api_compare_stays_the_function_and_refuses_bad_settings():
+    import mallocgame
+
+    ok = str(CORPUS / "ok.csv")
+    rows = mallocgame.compare([ok], ["greedy-xla"], time_limit=1)
+    assert [r["solver"] for r in rows] == ["greedy-xla"]
+    # importing the submodule mallocgame.compare must not replace the function on the package
+    assert callable(mallocgame.compare), mallocgame.compare
+    with pytest.raises(mallocgame.InputError, match="^seed: must be an integer"):
+        mallocgame.compare([ok], ["greedy-xla"], seed=-1)
+    with pytest.raises(mallocgame.InputError, match="simulations: must be a positive integer, got 0"):
+        mallocgame.compare([ok], ["mcts"], solver_options={"mcts": {"simulations": 0}})

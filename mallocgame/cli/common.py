@@ -25,6 +25,7 @@ from typing import Any, Iterable, Sequence
 import click
 
 from mallocgame.model import InputError, Problem
+from mallocgame.protocol import MAX_SEED, bad_option_value
 
 EXIT_OK, EXIT_NO_SOLUTION, EXIT_BAD_INPUT = 0, 1, 2
 STDOUT = "-"
@@ -52,9 +53,8 @@ class Seconds(click.ParamType):
 
 
 SECONDS = Seconds()
-SEED = click.IntRange(0, 2**32 - 1)  # every generator takes it (numpy, torch, CP-SAT after a modulo)
+SEED = click.IntRange(0, MAX_SEED)  # every generator takes it (numpy, torch, CP-SAT after a modulo)
 COUNT = click.IntRange(min=1)  # workers, simulations, jobs
-POSITIVE_INT_OPTIONS = ("workers", "simulations")  # the same rule for them as --solver-option values
 
 
 def warn(message: str | None) -> None:
@@ -161,20 +161,20 @@ def output_problem(path: str, *, folder: bool = False) -> str | None:
     """
     p = Path(path)
     if p.is_dir() and not folder:
-        return "it is a folder"
+        return "it is a directory"
     if p.exists() and not p.is_dir() and folder:
-        return "it is not a folder"
+        return "it is not a directory"
     if p.exists() and not p.is_file() and not p.is_dir():
         return None if os.access(p, os.W_OK) else "not writable"
     parent = p if folder else p.parent
-    while folder and not parent.exists() and parent != parent.parent:
-        parent = parent.parent  # a picture folder is created, under an existing writable one
+    if folder and not p.exists():
+        parent = p.parent  # a missing picture folder is created, only inside an existing writable one
     if not parent.exists():
-        return f"folder {parent} does not exist"
+        return "directory does not exist"
     if not parent.is_dir():
-        return f"{parent} is not a folder"
+        return f"{parent} is not a directory"
     if not os.access(parent, os.W_OK | os.X_OK):
-        return f"folder {parent} is not writable"
+        return f"directory {parent} is not writable"
     return None
 
 
@@ -184,7 +184,7 @@ def check_output(path: str | None, flag: str, *, folder: bool = False) -> None:
         return
     problem = output_problem(path, folder=folder)
     if problem:
-        fail(f"{flag} {path}: cannot write ({problem})")
+        fail(f"{flag}: cannot write {path}: {problem}")
 
 
 def write_file(path: str, text: str) -> str | None:
@@ -200,7 +200,7 @@ def write_file(path: str, text: str) -> str | None:
             atomic_write_text(path, text)
         except OSError as exc:
             problem = exc.strerror or str(exc)
-    return None if problem is None else f"{path}: cannot write ({problem})"
+    return None if problem is None else f"cannot write {path}: {problem}"
 
 
 def write_text(path: str, text: str) -> None:
@@ -283,10 +283,9 @@ def check_options(options: dict[str, Any], solvers: dict[str, Any], *, flags: di
 
 def check_option_values(options: dict[str, Any], flag: str) -> None:
     """Exit 2 for a value of a well-known option that no solver can use (``workers=0``, ``simulations=-1``)."""
-    for key in POSITIVE_INT_OPTIONS:
-        value = options.get(key)
-        if key in options and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-            fail(f"{flag}: must be a positive integer, got {value!r}")
+    bad = bad_option_value(options)
+    if bad:
+        fail(f"{flag}: {bad[1]}")
 
 
 # ---------------------------------------------------------------------------- checkpoints

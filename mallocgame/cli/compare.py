@@ -198,8 +198,10 @@ def _draw(inputs, rows, out_dir: Path, *, bar: bool, lines: bool) -> list[Path]:
     """Every picture of :func:`mallocgame.plots.plot_comparison`, with progress per input."""
     from tqdm import tqdm
 
+    from mallocgame.io import output_folder
     from mallocgame.plots import plot_allocations, plot_anytime, plot_pack_gaps, plot_speedups, safe_name
 
+    out_dir = output_folder(out_dir)
     written: list[Path] = []
     for k, inp in enumerate(tqdm(inputs, desc="pictures", unit="input", file=sys.stderr, leave=False,
                                  disable=not bar), 1):

@@ -39,6 +39,10 @@ def suites_command(name: str | None, benchmarks: str | None, export_dir: str | N
         for n, c, d in rows:
             click.echo(f"{n:<{width}}  {c:>5}  {d}")
         return
+    if export_dir:
+        from mallocgame.cli.common import check_output
+
+        check_output(export_dir, "--export", folder=True)
     try:
         entries = suite_entries(name, benchmarks, include_pending=True)
     except InputError as exc:
@@ -64,6 +68,9 @@ def _list_entries(entries: list[Entry], export_dir: str | None) -> None:
         click.echo(f"{e.name:<{width}}  {p.n:>7}  {len(p.ops):>5}  {_mib(max_live(p)):>10}  {cap:>10}  "
                    f"{e.description}{frac}")
         if export_dir:
+            from mallocgame.io import output_folder
+
+            output_folder(export_dir)
             if p.has_ops:
                 path = Path(export_dir) / f"{e.name}.json"
                 write_workload_json(path, p)
