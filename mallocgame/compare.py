@@ -13,11 +13,15 @@ Outputs: a table on stdout (map: value, bound, gap, speed-up over all-slow and o
 greedy-xla, seconds; pack: peak, bound, gap, seconds) and a per-solver summary;
 ``--out results.csv`` (first columns ``input,solver``, one row per pair) plus
 ``results.json`` beside it (full reports with anytime histories and offsets);
-``--plot DIR`` pictures (see :mod:`mallocgame.plots`). Files are written atomically, and
-only after every run has finished.
+``--plot DIR`` pictures (see :mod:`mallocgame.plots`). Files are written atomically. The CSV
+is rewritten as each row finishes (:class:`ResultsFile`), so a killed comparison keeps every
+finished row, and ``--resume`` skips the rows already there (same input, solver, mode, time
+limit, seed and capacity); the JSON is written at the end, or at an interrupt. Runs go to
+forked processes (``--executor local``, the default) or Ray tasks (``--executor ray``).
 
 Exit codes: 0 the comparison ran; 1 no solver produced a valid answer on any input;
-2 bad input or usage (one line on stderr, nothing written).
+2 bad input or usage (one line on stderr, nothing written); 130 / 143 interrupted by
+SIGINT / SIGTERM (the finished rows are kept and summarised).
 """
 
 from __future__ import annotations
@@ -36,7 +40,9 @@ GREEDY = "greedy-xla"
 BASELINE = {"map": GREEDY, "prefetch": "msa"}
 CSV_COLUMNS = ("input", "solver", "mode", "status", "valid", "value", "bound", "gap", "speedup_vs_slow",
                "speedup_vs_greedy", "estimated_time", "time_all_slow", "peak", "capacity", "placed", "total",
-               "seconds", "error", "baseline")
+               "seconds", "error", "baseline", "time_limit", "seed")
+# What makes two rows the same run for ``--resume``: a kept row is skipped only if all of these match.
+RESUME_KEY = ("input", "solver", "mode", "time_limit", "seed", "capacity")
 IMPROVED = 1 + 1e-6  # a speed-up over greedy above this counts as an improvement, not a tie
 
 
@@ -63,6 +69,7 @@ class Row:
     error: str | None = None
     extra: dict = field(default_factory=dict)
     unsupported: bool = False  # the solver does not handle the input's mode: n/a, not run
+    resumed: dict | None = None  # kept from the results file by --resume: its CSV record (the run is not redone)
 
     @property
     def valid(self) -> bool:
@@ -155,21 +162,30 @@ def prepare_inputs(specs: Sequence[str], *, benchmarks: str | None, mode: str | 
 
 def run_matrix(inputs: list[Input], solvers: Sequence[str], *, time_limit: float, seed: int, jobs: int,
                options: dict[str, dict[str, Any]], load_errors: dict[str, str], progress: bool | None,
-               hard_limit: float | None = None, on_row=None, modes: dict[str, frozenset] | None = None) -> list[Row]:
-    """Run every (input, solver) pair in forked processes, ``jobs`` at a time; rows in input order.
+               hard_limit: float | None = None, on_row=None, modes: dict[str, frozenset] | None = None,
+               done: dict[tuple[int, str], Row] | None = None, executor: str = "local",
+               address: str | None = None) -> list[Row]:
+    """Run every (input, solver) pair, ``jobs`` at a time; rows in input order.
 
-    A pair whose solver's ``modes[solver]`` lack the input's mode is an ``n/a`` row, never run.
+    ``executor`` "local" forks processes (:class:`mallocgame.runner.ProcessPool`), "ray" runs Ray
+    tasks (:class:`mallocgame.runner.RayPool`, at ``address`` or a local runtime). A pair whose
+    solver's ``modes[solver]`` lack the input's mode is an ``n/a`` row, never run; a pair in
+    ``done`` (rows kept by ``--resume``) is not run again. ``on_row(row, done, total)`` is called
+    as each new row finishes. On SIGINT/SIGTERM (a ``KeyboardInterrupt``) every run still going
+    is killed and :class:`mallocgame.runner.Interrupted` is raised with the finished rows as
+    its ``partial``.
     """
     from tqdm import tqdm
 
-    from mallocgame.runner import ProcessPool
+    from mallocgame.interrupts import interrupted
+    from mallocgame.runner import ProcessPool, RayPool
 
     hard_limit = hard_limit if hard_limit is not None else 2 * time_limit + 30
     tasks = [(i, s) for i in range(len(inputs)) for s in solvers]
-    rows: dict[tuple[int, str], Row] = {}
-    queue = list(reversed(tasks))
-    bar = tqdm(total=len(tasks), desc="compare", unit="run", disable=_disable(progress), file=sys.stderr,
-               leave=False)
+    rows: dict[tuple[int, str], Row] = {t: r for t, r in (done or {}).items() if t in set(tasks)}
+    queue = [t for t in reversed(tasks) if t not in rows]
+    bar = tqdm(total=len(tasks), initial=len(rows), desc="compare", unit="run", disable=_disable(progress),
+               file=sys.stderr, leave=False)
 
     def finish(task, row: Row) -> None:
         rows[task] = row
@@ -177,8 +193,9 @@ def run_matrix(inputs: list[Input], solvers: Sequence[str], *, time_limit: float
         if on_row is not None:
             on_row(row, len(rows), len(tasks))
 
-    with ProcessPool(jobs) as pool:
-        try:
+    try:
+        pool = RayPool(jobs, address=address) if executor == "ray" else ProcessPool(jobs)
+        with pool:
             while queue or pool.busy:
                 while queue and pool.free > 0:
                     i, s = task = queue.pop()
@@ -195,8 +212,9 @@ def run_matrix(inputs: list[Input], solvers: Sequence[str], *, time_limit: float
                     bar.set_postfix_str(f"{inp.name} / {s}", refresh=False)
                 for task, kind, payload in pool.wait(timeout=0.5):
                     i, s = task
-                    finish(task, Row(inputs[i].name, s, report=payload) if kind == "ok"
-                           else Row(inputs[i].name, s, error=payload))
+                    row = Row(inputs[i].name, s, report=payload) if kind == "ok" else Row(inputs[i].name, s, error=payload)
+                    attach_speedup(inputs[i], row)
+                    finish(task, row)
                 now = time.monotonic()
                 for task, started in pool.running():
                     if now - started > hard_limit:
@@ -204,8 +222,12 @@ def run_matrix(inputs: list[Input], solvers: Sequence[str], *, time_limit: float
                         i, s = task
                         finish(task, Row(inputs[i].name, s, error=f"killed after {hard_limit:.0f} s "
                                                                    f"(time limit {time_limit:g} s)"))
-        finally:
-            bar.close()
+    except KeyboardInterrupt as exc:  # the pool has killed every run still going
+        stop = interrupted(exc)
+        stop.partial = [rows[t] for t in tasks if t in rows]
+        raise stop from None
+    finally:
+        bar.close()
     return [rows[t] for t in tasks]
 
 
@@ -230,23 +252,40 @@ def compute_references(inputs: list[Input], *, time_limit: float, seed: int, pro
                 inp.baseline = None
 
 
+def attach_speedup(inp: Input, row: Row) -> None:
+    """Fill ``row.extra['speedup_vs_greedy']``: the reference run's time (the mode's baseline, run
+    first by :func:`compute_references`) over the row's. Known as each row finishes, so a row is
+    written once, complete."""
+    ref = inp.baseline
+    if row.valid and inp.problem.mode in BASELINE and ref is not None and ref.valid and row.report.estimated_time:
+        row.extra["speedup_vs_greedy"] = ref.estimated_time / row.report.estimated_time
+
+
 def attach_speedups(inputs: list[Input], rows: list[Row]) -> None:
-    """Fill ``row.extra['speedup_vs_greedy']`` from the baseline's row of the input's mode (or the reference run)."""
+    """:func:`attach_speedup` for every row; an input whose reference run failed takes its baseline's row."""
     by_input = {inp.name: inp for inp in inputs}
     base_rows = {r.input: r for r in rows if r.valid and r.solver == BASELINE.get(by_input[r.input].problem.mode)}
     for r in rows:
         inp = by_input[r.input]
-        ref = base_rows.get(r.input)
-        ref_report = ref.report if ref is not None else inp.baseline
-        if r.valid and inp.problem.mode in BASELINE and ref_report is not None and ref_report.valid \
-                and r.report.estimated_time:
-            r.extra["speedup_vs_greedy"] = ref_report.estimated_time / r.report.estimated_time
+        if "speedup_vs_greedy" in r.extra or r.resumed:
+            continue
+        if inp.baseline is None or not inp.baseline.valid:
+            ref = base_rows.get(r.input)
+            if ref is not None and r.valid and r.report.estimated_time and inp.problem.mode in BASELINE:
+                r.extra["speedup_vs_greedy"] = ref.report.estimated_time / r.report.estimated_time
+        else:
+            attach_speedup(inp, r)
 
 
 # ---------------------------------------------------------------------------- output
 
-def row_record(inp: Input, r: Row) -> dict[str, Any]:
-    """The CSV record of a row (columns :data:`CSV_COLUMNS`)."""
+def row_record(inp: Input, r: Row, settings: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The CSV record of a row (columns :data:`CSV_COLUMNS`; ``settings`` gives time_limit and seed).
+
+    A row kept by ``--resume`` is its record as read, so it is written back unchanged.
+    """
+    if r.resumed is not None:
+        return dict(r.resumed)
     rep = r.report
     rec: dict[str, Any] = {c: None for c in CSV_COLUMNS}
     rec.update(input=r.input, solver=r.solver, mode=inp.problem.mode, status=r.status,
@@ -261,6 +300,9 @@ def row_record(inp: Input, r: Row) -> dict[str, Any]:
         rec["error"] = r.error
     rec["speedup_vs_greedy"] = r.extra.get("speedup_vs_greedy")
     rec["baseline"] = BASELINE.get(inp.problem.mode)
+    if settings is not None:
+        rec["time_limit"] = float(settings["time_limit"])
+        rec["seed"] = int(settings["seed"])
     return rec
 
 
@@ -274,6 +316,117 @@ def _csv_text(records: list[dict[str, Any]]) -> str:
     for rec in records:
         writer.writerow(["" if rec[c] is None else _csv_cell(rec[c]) for c in CSV_COLUMNS])
     return buf.getvalue()
+
+
+def resume_key(rec: dict[str, Any]) -> tuple[str, ...]:
+    """The :data:`RESUME_KEY` of a CSV record, as text in one spelling (``2`` and ``2.0`` s are one limit)."""
+    def text(column: str) -> str:
+        v = rec.get(column)
+        if v is None or v == "":
+            return ""
+        if column == "time_limit":
+            return repr(float(v))
+        if column in ("seed", "capacity"):
+            return str(int(float(v)))
+        return str(v)
+
+    return tuple(text(c) for c in RESUME_KEY)
+
+
+def row_from_record(rec: dict[str, str]) -> Row:
+    """A row kept by ``--resume``: its report rebuilt from the CSV (no offsets, no history)."""
+    from mallocgame.runner import Report
+
+    def num(column: str, cast=float):
+        v = rec.get(column, "")
+        return None if v == "" else cast(float(v)) if cast is int else cast(v)
+
+    row = Row(rec["input"], rec["solver"], resumed=dict(rec))
+    if rec["status"] == "n/a":
+        row.unsupported, row.error = True, rec.get("error") or None
+    elif rec["status"] == "ERROR":
+        row.error = rec.get("error") or "error"
+    else:
+        valid = rec["valid"] == "true"
+        row.report = Report(
+            solver=rec["solver"], mode=rec["mode"], status=rec["status"], valid=valid, objective=num("value"),
+            bound=num("bound"), bound_kind=None, gap=num("gap"), placed=num("placed", int) or 0,
+            total=num("total", int) or 0, peak=num("peak", int) or 0, seconds=num("seconds") or 0.0,
+            estimated_time=num("estimated_time"), time_all_slow=num("time_all_slow"), speedup=num("speedup_vs_slow"),
+            violation=None if valid else (rec.get("error") or "no valid answer"))
+    if num("speedup_vs_greedy") is not None:
+        row.extra["speedup_vs_greedy"] = num("speedup_vs_greedy")
+    return row
+
+
+class ResultsFile:
+    """``--out results.csv`` as the runs finish: every finished row is in the file at once.
+
+    Each :meth:`add` rewrites the file through :func:`mallocgame.io.atomic_output` (a temp file,
+    then a rename), so whenever the process dies -- SIGKILL included -- the file is a valid CSV
+    holding every row finished before the last rename. Rows kept by ``resume`` come first, as
+    read; new rows follow in input order. With ``resume``, a file whose header is not
+    :data:`CSV_COLUMNS` is refused (:class:`InputError`); a missing file starts empty.
+    """
+
+    def __init__(self, path: str, *, resume: bool = False):
+        self.path = path
+        self.kept: list[dict[str, str]] = []  # records read back, in file order
+        self.new: dict[Any, dict[str, Any]] = {}  # sort key -> record
+        if resume:
+            self.kept = read_results(path)
+
+    def kept_rows(self) -> dict[tuple[str, ...], Row]:
+        """The kept rows by :func:`resume_key` (the last of duplicates wins)."""
+        return {resume_key(rec): row_from_record(rec) for rec in self.kept}
+
+    def add(self, order: Any, rec: dict[str, Any]) -> None:
+        self.new[order] = rec
+        self.flush()
+
+    def text(self) -> str:
+        import csv
+        import io
+
+        buf = io.StringIO()
+        writer = csv.writer(buf, lineterminator="\n")
+        writer.writerow(CSV_COLUMNS)
+        for rec in self.kept:
+            writer.writerow([rec.get(c, "") for c in CSV_COLUMNS])
+        body = _csv_text([self.new[k] for k in sorted(self.new)])
+        return buf.getvalue() + body.split("\n", 1)[1]
+
+    def flush(self) -> None:
+        from mallocgame.io import atomic_write_text
+
+        atomic_write_text(self.path, self.text())
+
+
+def read_results(path: str) -> list[dict[str, str]]:
+    """The records of a results CSV written by this version (its header must be :data:`CSV_COLUMNS`)."""
+    import csv
+    import os
+
+    if not os.path.exists(path):
+        return []
+    try:
+        with open(path, newline="") as fh:
+            reader = csv.reader(fh)
+            header = next(reader, None)
+            if header is None:
+                return []
+            if tuple(header) != CSV_COLUMNS:
+                raise InputError(f"{path}: --resume: the header does not match this version's columns "
+                                 f"({','.join(CSV_COLUMNS)}); write to a new file")
+            records = []
+            for lineno, cells in enumerate(reader, 2):
+                if len(cells) != len(CSV_COLUMNS):
+                    raise InputError(f"{path}: row {lineno}: --resume: expected {len(CSV_COLUMNS)} fields, "
+                                     f"got {len(cells)}")
+                records.append(dict(zip(CSV_COLUMNS, cells)))
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise InputError(f"{path}: --resume: cannot read ({getattr(exc, 'strerror', None) or exc})") from None
+    return records
 
 
 def _csv_cell(v: Any) -> str:
@@ -416,21 +569,30 @@ class Comparison:
     def records(self) -> list[dict[str, Any]]:
         """One dict per row with the CSV columns (:data:`CSV_COLUMNS`)."""
         by_input = {inp.name: inp for inp in self.inputs}
-        return [row_record(by_input[r.input], r) for r in self.rows]
+        return [row_record(by_input[r.input], r, self.settings) for r in self.rows]
 
 
 def run_comparison(specs: Sequence[str], solvers: Sequence[str], *, time_limit: float = 5.0, seed: int = 0,
                    jobs: int = 1, hardware=None, capacity: int | str | None = None,
                    capacity_fraction: float | None = None, mode: str | None = None,
                    solver_options: Sequence[str] | dict[str, dict[str, Any]] = (), benchmarks: str | None = None,
-                   progress: bool | None = False, on_row=None) -> Comparison:
+                   progress: bool | None = False, on_row=None, results_path: str | None = None,
+                   resume: bool = False, executor: str = "local", address: str | None = None) -> Comparison:
     """Every solver on every input, each answer validated and scored.
 
     ``specs`` are suite names, ``SUITE:ENTRY[,ENTRY]``, ``example:NAME`` or files;
     ``solver_options`` is ``["[SOLVER:]KEY=VALUE", ...]`` or ``{solver: {key: value}}``;
     ``on_row(row, done, total)`` is called as each run finishes. Raises :class:`InputError`
     (one line) for bad settings or inputs; a solver that fails to load is an error row.
+
+    ``results_path``: the CSV is written there as each row finishes (:class:`ResultsFile`);
+    with ``resume`` the rows already in it whose :data:`RESUME_KEY` matches a pair are kept
+    and not run again. ``executor`` "local" (forked processes) or "ray" (Ray tasks at
+    ``address``, else a local runtime). On SIGINT/SIGTERM raises
+    :class:`mallocgame.runner.Interrupted` whose ``partial`` is the :class:`Comparison` of the
+    rows finished so far (every run still going is killed first).
     """
+    from mallocgame.interrupts import interrupted
     from mallocgame.registry import SolverLoadError, load_solver, solver_entries
 
     solvers = list(dict.fromkeys(s.strip() for s in solvers if s.strip()))
@@ -444,6 +606,18 @@ def run_comparison(specs: Sequence[str], solvers: Sequence[str], *, time_limit: 
         raise InputError(f"--time-limit: must be a positive number of seconds, got {time_limit}")
     if jobs < 1:
         raise InputError(f"--jobs: must be at least 1, got {jobs}")
+    if executor not in ("local", "ray"):
+        raise InputError(f"--executor: expected local or ray, got {executor!r}")
+    if address is not None and executor != "ray":
+        raise InputError("--address: only with --executor ray")
+    if executor == "ray":
+        import importlib.util
+
+        if importlib.util.find_spec("ray") is None:
+            raise InputError("--executor ray: ray is not installed (pip install 'mallocgame[ray]')")
+    if resume and not results_path:
+        raise InputError("--resume: needs --out RESULTS.csv (the file to continue)")
+    results = ResultsFile(results_path, resume=resume) if results_path else None
     if capacity is not None and capacity_fraction is not None:
         raise InputError("--capacity and --capacity-fraction exclude each other")
     if isinstance(solver_options, dict):
@@ -460,13 +634,54 @@ def run_comparison(specs: Sequence[str], solvers: Sequence[str], *, time_limit: 
         except SolverLoadError as exc:
             load_errors[s] = str(exc)
     t0 = time.monotonic()
-    compute_references(inputs, time_limit=time_limit, seed=seed, progress=progress)
-    rows = run_matrix(inputs, solvers, time_limit=time_limit, seed=seed, jobs=jobs, options=options,
-                      load_errors=load_errors, progress=progress, on_row=on_row, modes=modes)
-    attach_speedups(inputs, rows)
-    wall = time.monotonic() - t0
     settings = {"inputs": list(specs), "solvers": solvers, "time_limit": time_limit, "seed": seed, "jobs": jobs,
                 "hardware": hardware if hardware is None or isinstance(hardware, str) else getattr(hardware, "name", None),
                 "capacity": capacity, "capacity_fraction": capacity_fraction, "mode": mode,
-                "solver_options": {s: o for s, o in options.items() if o}, "wall_seconds": wall}
-    return Comparison(inputs, rows, solvers, settings, wall)
+                "solver_options": {s: o for s, o in options.items() if o}, "executor": executor,
+                "wall_seconds": None}
+    done: dict[tuple[int, str], Row] = {}
+    if results is not None:
+        kept = results.kept_rows()
+        for i, inp in enumerate(inputs):
+            for s in solvers:
+                rec = {"input": inp.name, "solver": s, "mode": inp.problem.mode, "time_limit": time_limit,
+                       "seed": seed, "capacity": inp.problem.capacity}
+                row = kept.get(resume_key(rec))
+                if row is not None:
+                    done[(i, s)] = row
+    settings["resumed"] = len(done)
+    index = {(inp.name, s): (i, k) for i, inp in enumerate(inputs) for k, s in enumerate(solvers)}
+    by_name = {inp.name: inp for inp in inputs}
+
+    def finished(row: Row, n_done: int, total: int) -> None:
+        if results is not None:
+            results.add(index[(row.input, row.solver)], row_record(by_name[row.input], row, settings))
+        if on_row is not None:
+            on_row(row, n_done, total)
+
+    def result(rows: list[Row]) -> Comparison:
+        attach_speedups(inputs, rows)
+        settings["wall_seconds"] = wall = time.monotonic() - t0
+        return Comparison(inputs, rows, solvers, settings, wall)
+
+    try:
+        pending = {i for i in range(len(inputs)) for s in solvers if (i, s) not in done}
+        compute_references([inp for i, inp in enumerate(inputs) if i in pending], time_limit=time_limit, seed=seed,
+                           progress=progress)
+        for inp in inputs:  # an input whose every pair is kept still shows its bound
+            if inp.bound is None:
+                from mallocgame.runner import problem_bound
+
+                inp.bound = problem_bound(inp.problem, inp.hardware)
+        if results is not None:
+            results.flush()  # the header (and any kept rows) from the start
+        rows = run_matrix(inputs, solvers, time_limit=time_limit, seed=seed, jobs=jobs, options=options,
+                          load_errors=load_errors, progress=progress, on_row=finished, modes=modes, done=done,
+                          executor=executor, address=address)
+    except KeyboardInterrupt as exc:
+        stop = interrupted(exc)
+        finished_rows = stop.partial if isinstance(stop.partial, list) else \
+            [done[(i, s)] for i in range(len(inputs)) for s in solvers if (i, s) in done]
+        stop.partial = result(finished_rows)
+        raise stop from None
+    return result(rows)

@@ -15,6 +15,7 @@ from hardware.evaluator import Evaluator
 from hardware.validator import peak as peak_of
 from hardware.validator import validate
 from mallocgame.bounds import Bound, map_upper_bound, pack_lower_bound, prefetch_upper_bound
+from mallocgame.interrupts import child_signals
 from mallocgame.model import Problem, Solution, Status
 from mallocgame.protocol import accepted_options
 from mallocgame.registry import load_solver
@@ -185,15 +186,93 @@ def _child_main(conn, own_group: bool, name: str, problem: Problem, hardware, ti
 
     if own_group:
         os.setpgid(0, 0)  # a kill of the group reaches any processes the solver starts
+    child_signals()
     try:
-        report = run_solver(name, problem, hardware, time_limit=time_limit, seed=seed, hint=hint,
-                            options=options, bound=bound)
-        conn.send(("ok", report))
-    except BaseException as exc:  # any failure of a solver is its run's error, never a traceback
-        text = " ".join(str(exc).split())
-        conn.send(("error", f"{exc.__class__.__name__}: {text}" if text else exc.__class__.__name__))
+        conn.send(_run_one(name, problem, hardware, time_limit, seed, hint, options, bound))
     finally:
         conn.close()
+
+
+def _run_one(name: str, problem: Problem, hardware, time_limit: float, seed: int, hint: Solution | None,
+             options: dict[str, Any], bound: Bound | None) -> tuple[str, Any]:
+    """One run of any executor: ``("ok", Report)`` or ``("error", one line)``, never an exception."""
+    try:
+        return "ok", run_solver(name, problem, hardware, time_limit=time_limit, seed=seed, hint=hint,
+                                options=options, bound=bound)
+    except BaseException as exc:  # any failure of a solver is its run's error, never a traceback
+        text = " ".join(str(exc).split())
+        return "error", f"{exc.__class__.__name__}: {text}" if text else exc.__class__.__name__
+
+
+def _call_main(conn, fn, args, kwargs) -> None:
+    """Child-process entry of :func:`call_in_child`."""
+    import os
+
+    os.setpgid(0, 0)
+    child_signals()
+    try:
+        try:
+            result = ("ok", fn(*args, **kwargs))
+        except BaseException as exc:
+            result = ("raise", exc)
+        try:
+            conn.send(result)
+        except Exception:  # an exception that does not pickle: its type and text
+            exc = result[1]
+            conn.send(("raise", RuntimeError(f"{exc.__class__.__name__}: {exc}")))
+    finally:
+        conn.close()
+
+
+def call_in_child(fn, *args, **kwargs):
+    """``fn(*args, **kwargs)`` in a forked child in its own process group; its result or its exception.
+
+    What ``solve`` runs a solver through: a solver inside native code (CP-SAT's C++ search)
+    does not see a Python signal handler until it returns, but the parent waits in Python, so
+    SIGINT/SIGTERM (as :class:`Interrupted`, see :func:`raise_on_signals`) reach it at once;
+    it then kills the child's whole group (the solver and anything it started) and re-raises.
+    """
+    import multiprocessing as mp
+    from multiprocessing.connection import wait
+
+    ctx = mp.get_context("fork")
+    recv, send = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_call_main, args=(send, fn, args, kwargs), daemon=False)
+    proc.start()
+    send.close()
+    try:
+        while not wait([recv], timeout=0.5):
+            if not proc.is_alive() and not recv.poll():
+                break
+        try:
+            kind, payload = recv.recv()
+        except (EOFError, OSError):
+            proc.join(5)
+            raise RuntimeError(f"solver process died (exit code {proc.exitcode})") from None
+    finally:
+        recv.close()
+        _kill_group(proc)
+    if kind == "raise":
+        raise payload
+    return payload
+
+
+def _kill_group(proc) -> None:
+    """SIGKILL the process group led by ``proc`` (or ``proc`` alone when it has no group yet) and reap it."""
+    import os
+    import signal
+
+    if proc.exitcode is None:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            proc.kill()
+    else:  # the leader is gone; anything it started in its group goes too
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    proc.join(5)
 
 
 class ProcessPool:
@@ -286,3 +365,108 @@ class ProcessPool:
         except (ProcessLookupError, PermissionError):
             proc.kill()
         proc.join(5)
+
+
+# ---------------------------------------------------------------------------- Ray
+
+def _ray_run(name: str, problem: Problem, hardware, time_limit: float, seed: int, hint: Solution | None,
+             options: dict[str, Any], bound: Bound | None) -> tuple[str, Any]:
+    """A Ray task: exactly the local path's run (:func:`run_solver`, so the same validation and scoring)."""
+    return _run_one(name, problem, hardware, time_limit, seed, hint, options, bound)
+
+
+class RayPool:
+    """Solver runs as Ray tasks, with :class:`ProcessPool`'s interface (``compare --executor ray``).
+
+    ``address`` None starts a local Ray runtime (stopped again on close) unless one is already
+    running in this process; else it joins that cluster. At most ``max(jobs, cluster CPUs)``
+    tasks are in flight, so a run's clock starts about when it does. Results stream back as
+    they finish (``ray.wait``); a task whose worker dies or raises is an error of that run alone.
+    Ray is imported here only: local runs never need it.
+    """
+
+    def __init__(self, jobs: int, *, address: str | None = None):
+        try:
+            import ray
+        except ImportError:
+            from mallocgame.model import InputError
+
+            raise InputError("--executor ray: ray is not installed (pip install 'mallocgame[ray]')") from None
+        self._ray = ray
+        self._owned = False
+        if not ray.is_initialized():
+            try:
+                ray.init(address=address, include_dashboard=False, log_to_driver=False,
+                         configure_logging=False)
+            except (ConnectionError, ValueError, RuntimeError) as exc:
+                from mallocgame.model import InputError
+
+                where = f"at {address}" if address else "locally"
+                raise InputError(f"--executor ray: cannot start or reach a Ray cluster {where} "
+                                 f"({' '.join(str(exc).split())[:200]})") from None
+            self._owned = True
+        cpus = int(ray.cluster_resources().get("CPU", 1))
+        self.jobs = max(int(jobs), cpus, 1)
+        self._task = ray.remote(num_cpus=1, max_retries=0)(_ray_run)
+        self._running: dict[Any, tuple[Any, float]] = {}  # ObjectRef -> (key, started)
+
+    def __enter__(self) -> "RayPool":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @property
+    def free(self) -> int:
+        return self.jobs - len(self._running)
+
+    @property
+    def busy(self) -> bool:
+        return bool(self._running)
+
+    def running(self) -> list[tuple[Any, float]]:
+        return list(self._running.values())
+
+    def start(self, key: Any, name: str, problem: Problem, hardware, *, time_limit: float, seed: int,
+              hint: Solution | None = None, options: dict[str, Any] | None = None, bound: Bound | None = None) -> None:
+        ref = self._task.remote(name, problem, hardware, time_limit, seed, hint, dict(options or {}), bound)
+        self._running[ref] = (key, time.monotonic())
+
+    def wait(self, timeout: float | None) -> list[tuple[Any, str, Any]]:
+        if not self._running:
+            return []
+        ray = self._ray
+        refs = list(self._running)
+        ready, _ = ray.wait(refs, num_returns=1, timeout=timeout)
+        if ready:  # and whatever else is done by now
+            ready, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
+        done = []
+        for ref in ready:
+            key, _ = self._running.pop(ref)
+            try:
+                kind, payload = ray.get(ref)
+            except Exception as exc:  # the worker died or the task could not run: this run's error only
+                text = " ".join(str(exc).split())
+                kind, payload = "error", f"ray task failed: {exc.__class__.__name__}: {text[:300]}"
+            done.append((key, kind, payload))
+        return done
+
+    def kill(self, key: Any) -> None:
+        for ref, (k, _) in list(self._running.items()):
+            if k == key:
+                self._cancel(ref)
+                del self._running[ref]
+
+    def close(self) -> None:
+        for ref in list(self._running):
+            self._cancel(ref)
+        self._running.clear()
+        if self._owned:
+            self._ray.shutdown()  # the local runtime and its workers end with us
+            self._owned = False
+
+    def _cancel(self, ref) -> None:
+        try:
+            self._ray.cancel(ref, force=True)
+        except Exception:  # already finished or gone
+            pass

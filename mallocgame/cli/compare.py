@@ -63,14 +63,31 @@ from mallocgame.model import InputError
                    "(default: $MALLOCGAME_BENCHMARKS, then ../shared/benchmarks).")
 @click.option("--progress/--no-progress", default=None,
               help="Progress on stderr: a bar on a terminal, else a line per run (default: on).")
+@click.option("--resume", is_flag=True,
+              help="Keep the rows already in --out (same input, solver, mode, time limit, seed, capacity) "
+                   "and run only the missing ones.")
+@click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+              help="local: forked processes (--jobs at a time); ray: one Ray task per run (pip install "
+                   "'mallocgame[ray]').")
+@click.option("--address", default=None, metavar="ADDR",
+              help="With --executor ray: the cluster to join (e.g. 10.0.0.1:6379 or 'auto'); default: a local runtime.")
 def compare_command(specs, solver_list, time_limit, hardware, capacity, capacity_fraction, mode, seed, jobs,
-                    solver_options, out_path, plot_dir, benchmarks, progress) -> None:
+                    solver_options, out_path, plot_dir, benchmarks, progress, resume, executor, address) -> None:
     """Run every solver on every input; print a table; optionally write CSV/JSON and pictures.
 
     SUITE_OR_FILES: built-in suites (`mallocgame suites`), SUITE:ENTRY[,ENTRY...], bundled
     examples (example:NAME), or problem files (.csv, .json).
+
+    With --out the CSV holds every finished row at any moment; SIGINT or SIGTERM stops every
+    run, prints what finished, and exits 130 / 143; --resume then runs only the rest.
     """
+    from mallocgame.interrupts import Interrupted, ignore_signals, raise_on_signals
+
     to_stdout = is_stdout(out_path)
+    if resume and (out_path is None or to_stdout):
+        fail("--resume: needs --out RESULTS.csv (the file to continue)")
+    if address is not None and executor != "ray":
+        fail("--address: only with --executor ray")
     if out_path is not None and not to_stdout and not out_path.endswith(".csv"):
         fail(f"--output: expected a .csv path or '-', got {out_path!r}")
     check_output(out_path, "--output")
@@ -90,13 +107,24 @@ def compare_command(specs, solver_list, time_limit, hardware, capacity, capacity
     options = _checked_options(solvers, solver_options)
     show = progress is not False
     bar = show and sys.stderr.isatty()
+    stop: Interrupted | None = None
     try:
-        result = run_comparison(specs, solvers, time_limit=time_limit, seed=seed, jobs=jobs,
-                                hardware=hardware, capacity=cap, capacity_fraction=fraction,
-                                mode=mode, solver_options=options, benchmarks=benchmarks, progress=bar,
-                                on_row=_progress_line if show and not bar else None)
+        with raise_on_signals():
+            result = run_comparison(specs, solvers, time_limit=time_limit, seed=seed, jobs=jobs,
+                                    hardware=hardware, capacity=cap, capacity_fraction=fraction,
+                                    mode=mode, solver_options=options, benchmarks=benchmarks, progress=bar,
+                                    on_row=_progress_line if show and not bar else None,
+                                    results_path=None if to_stdout else out_path, resume=resume,
+                                    executor=executor, address=address)
     except InputError as exc:
         fail(str(exc))
+    except Interrupted as exc:
+        ignore_signals()  # a second Ctrl-C must not cut the report of what finished
+        stop = exc
+        if stop.partial is None:  # nothing had started: no rows, no files
+            click.echo(f"interrupted by {stop.signal_name} before any run finished", err=True)
+            sys.exit(stop.exit_code)
+        result = stop.partial
     inputs, rows, solvers, wall = result.inputs, result.rows, result.solvers, result.wall_seconds
     for inp in inputs:
         from mallocgame.inputs.load import capacity_warning
@@ -106,20 +134,33 @@ def compare_command(specs, solver_list, time_limit, hardware, capacity, capacity
     say = (lambda text="", nl=True: click.echo(text, nl=nl, err=True)) if to_stdout else \
         (lambda text="", nl=True: click.echo(text, nl=nl))
     # The files first: one that cannot be written is said before the table, which still follows.
-    csv_text = _csv_text(result.records()) if out_path else ""
+    # The CSV itself was written row by row as the runs finished (mallocgame.compare.ResultsFile).
+    csv_text = _csv_text(result.records()) if to_stdout else ""
     unwritten: list[str] = []
     if out_path and not to_stdout:
         settings = {"argv": sys.argv[1:], **result.settings}
         json_path = os.path.splitext(out_path)[0] + ".json"
-        unwritten += filter(None, [write_file(out_path, csv_text),
-                                   write_file(json_path, dump_json(results_document(inputs, rows, settings)))])
+        carried = _carried_results(json_path) if resume else {}
+        unwritten += filter(None, [write_file(json_path, dump_json(results_document(inputs, rows, settings,
+                                                                                    carried)))])
         for line in unwritten:
             click.echo(f"error: {line}", err=True)
-    say(table_text(inputs, rows), nl=False)
-    say()
-    say(summary_text(inputs, rows, solvers), nl=False)
-    say(f"{len(rows)} runs on {len(inputs)} inputs in {wall:.1f} s "
-        f"(time limit {time_limit:g} s, {jobs} job{'s' if jobs > 1 else ''})")
+    if rows:
+        say(table_text(inputs, rows), nl=False)
+        say()
+        say(summary_text(inputs, rows, solvers), nl=False)
+    kept = sum(r.resumed is not None for r in rows)
+    resumed = f", {kept} kept from {out_path}" if kept else ""
+    if stop is not None:
+        total = len(inputs) * len(solvers)
+        say(f"interrupted by {stop.signal_name}: {len(rows)} of {total} runs finished{resumed} in {wall:.1f} s"
+            + (f"; their rows are in {out_path} (continue with --resume)" if out_path and not to_stdout else ""))
+        if to_stdout:
+            write_text(out_path, csv_text)
+        sys.exit(stop.exit_code)
+    say(f"{len(rows)} runs on {len(inputs)} inputs in {wall:.1f} s{resumed} "
+        f"(time limit {time_limit:g} s, {jobs} job{'s' if jobs > 1 else ''}"
+        f"{', on ray' if executor == 'ray' else ''})")
 
     if to_stdout:
         write_text(out_path, csv_text)
@@ -134,18 +175,51 @@ def compare_command(specs, solver_list, time_limit, hardware, capacity, capacity
         sys.exit(1)
 
 
-def results_document(inputs, rows, settings: dict[str, Any]) -> dict[str, Any]:
+def results_document(inputs, rows, settings: dict[str, Any], carried: dict | None = None) -> dict[str, Any]:
     """The results JSON: :func:`mallocgame.compare.json_document` with the tool version, a UTC
-    timestamp, and each answer's offsets keyed by buffer id (``{"b7": 1024, "b9": null}``)."""
+    timestamp, and each answer's offsets keyed by buffer id (``{"b7": 1024, "b9": null}``).
+
+    A row kept by ``--resume`` takes its record from the previous JSON (``carried``, by
+    (input, solver)) when that record is of the same run (same seconds, or same error); else
+    the record rebuilt from the CSV, without offsets or history, marked ``"resumed": true``.
+    """
     doc = json_document(inputs, rows, settings)
     problems = {inp.name: inp.problem for inp in inputs}
-    for rec, row in zip(doc["results"], rows):
+    for k, (rec, row) in enumerate(zip(doc["results"], rows)):
+        if row.resumed is not None:
+            old = (carried or {}).get((row.input, row.solver))
+            doc["results"][k] = old if old is not None and _same_run(old, row.resumed) else \
+                {**rec, "offsets": None, "resumed": True}
+            continue
         if rec.get("offsets") is not None:
             rec["offsets"] = offsets_by_id(problems[row.input], rec["offsets"])
         if row.report is not None and row.report.valid and problems[row.input].mode == "prefetch":
             rec["offsets"] = None
             rec["intervals"] = intervals_json(problems[row.input], row.report.intervals)
     return {"format": doc.pop("format"), **stamp(), **doc}
+
+
+def _carried_results(json_path: str) -> dict:
+    """The previous results JSON's records by (input, solver); empty when it is missing or unreadable."""
+    import json
+
+    try:
+        with open(json_path) as fh:
+            doc = json.load(fh)
+        return {(r["input"], r["solver"]): r for r in doc["results"]}
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+
+
+def _same_run(old: dict, kept: dict) -> bool:
+    """Is the old JSON record the run of the kept CSV record?"""
+    report = old.get("report")
+    if report is None:
+        return kept.get("seconds", "") == "" and (old.get("error") or "") == (kept.get("error") or "")
+    try:
+        return kept.get("seconds", "") != "" and float(report.get("seconds")) == float(kept["seconds"])
+    except (TypeError, ValueError):
+        return False
 
 
 def _checked_options(solvers: list[str], items: tuple[str, ...]) -> dict[str, dict[str, Any]]:

@@ -1,10 +1,13 @@
 """``mallocgame train``: train the mallocMuZero agent by self-play and save a checkpoint.
 
 Attached lazily to the CLI (``LAZY_COMMANDS``), so torch is imported only when training.
+SIGINT/SIGTERM stop the run (exit 130 / 143) and say which step the checkpoint holds;
+``--resume CKPT`` continues from it exactly (same settings, same random stream).
 """
 
 from __future__ import annotations
 
+import sys
 import time
 
 import click
@@ -48,6 +51,7 @@ def train(steps, games_per_iter, updates_per_iter, simulations, search_method, m
     import os
 
     from mallocgame.cli.common import check_output, fail, is_stdout
+    from mallocgame.interrupts import Interrupted, ignore_signals, raise_on_signals
 
     for name, path in (("--output", out_path), ("--export", export_path)):
         if is_stdout(path):
@@ -97,8 +101,20 @@ def train(steps, games_per_iter, updates_per_iter, simulations, search_method, m
         click.echo(" ".join(f"{k}={v}" for k, v in entry.items()))
 
     deadline = None if time_budget is None else t0 + time_budget
-    run_training(state, steps, make_game, checkpoint_path=out_path, checkpoint_every=checkpoint_every,
-                 deadline=deadline, on_log=show)
+    try:
+        with raise_on_signals():
+            run_training(state, steps, make_game, checkpoint_path=out_path, checkpoint_every=checkpoint_every,
+                         deadline=deadline, on_log=show)
+    except Interrupted as stop:  # the checkpoint on disk is whole (atomic saves): say where to continue
+        ignore_signals()
+        try:
+            saved = f"{out_path} holds step {ckpt.load(out_path)['step']}"
+        except ckpt.CheckpointError:
+            saved = f"no checkpoint was written to {out_path} yet"
+        click.echo(f"interrupted by {stop.signal_name} at step {state.step}; {saved}"
+                   + (f" (continue with: mallocgame train --resume {out_path} --steps {steps})"
+                      if "holds" in saved else ""))
+        sys.exit(stop.exit_code)
     if export_path:
         ckpt.atomic_save(ckpt.model_only(state.payload()), export_path)
     click.echo(f"done: step {state.step}, {state.replay.total_games} games, {time.monotonic() - t0:.0f}s; "
