@@ -261,8 +261,11 @@ class UCTSearch:
         return best
 
     def run(self, game: Game, *, deadline: float, incumbents: list[Episode] = (),
-            start: float | None = None) -> SearchResult:
-        """Play ``game`` (in place) to the end by move-by-move search; the best episode seen wins."""
+            start: float | None = None, before_move: Callable[[Game], None] | None = None) -> SearchResult:
+        """Play ``game`` (in place) to the end by move-by-move search; the best episode seen wins.
+
+        ``before_move(game)``, if given, is called before each searched move (training records
+        the states the search reaches; it must not change ``game``)."""
         t0 = time.monotonic() if start is None else start
         cfg = self.cfg
         probe = game.clone()
@@ -285,6 +288,8 @@ class UCTSearch:
                 play_greedy(game, deadline + 0.1 * (deadline - t0) + 0.5)
                 break
             if len(legal) > 1:
+                if before_move is not None:
+                    before_move(game)
                 move_deadline = now + (deadline - now - reserve) / left
                 stop_step = game.steps + cfg.rollout_depth if cfg.rollout_depth is not None else math.inf
                 sims = 0

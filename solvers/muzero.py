@@ -45,6 +45,7 @@ import numpy as np
 from mallocgame.model import InputError, Problem, Solution, Status, offsets_array, offsets_tuple
 from mallocgame.protocol import Solver
 from search.muzero import checkpoints as shipped_checkpoints
+from search.muzero.guide import NetworkPrior, uniform_prior
 
 DEFAULT_SIMULATIONS = 16
 DEFAULT_ROLLOUT_DEPTH = 48  # the earlier searches only
@@ -110,28 +111,6 @@ class MuZeroSolver(Solver):
 
 
 # --- the default: UCT with the network's prior (search/mcts.py, "Guided selection") --------------
-class NetworkPrior:
-    """``prior(game, legal)`` of :class:`search.mcts.UCTSearch` from a numpy network: the softmax of
-    the policy logits over the legal actions. ``calls`` counts network evaluations."""
-
-    def __init__(self, net):
-        self.net = net
-        self.calls = 0
-
-    def __call__(self, game, legal: np.ndarray) -> np.ndarray:
-        self.calls += 1
-        obs = game.observation()
-        logits = self.net.policy_logits(np.asarray(obs.as_vector(), np.float32), np.asarray(obs.actions, np.float32),
-                                        np.asarray(obs.mask, bool))
-        z = logits[legal].astype(np.float64)
-        z = np.exp(z - z.max())
-        return z / z.sum()
-
-
-def uniform_prior(game, legal: np.ndarray) -> np.ndarray:
-    return np.full(len(legal), 1.0 / len(legal))
-
-
 def _game_config(problem: Problem, checkpoint_game: dict | None):
     from search.game import GameConfig
     from search.mcts import DEFAULT_GAME, PREFETCH_K

@@ -416,7 +416,8 @@ def test_every_simulation_is_counted_and_rolls_out_once(real_checkpoint, monkeyp
 
 
 def test_forced_moves_never_call_the_network(real_checkpoint, monkeypatch):
-    from solvers.muzero import NetworkPrior, MuZeroSolver
+    from search.muzero.guide import NetworkPrior
+    from solvers.muzero import MuZeroSolver
 
     seen = []
     real = NetworkPrior.__call__
@@ -458,3 +459,18 @@ def test_muzero_plays_pack_and_prefetch_modes(mode):
     report = run_solver("muzero", problem, PRESETS["tpuv4i"], time_limit=20, seed=0, options={"simulations": 4})
     assert report.valid, report.violation
     assert report.stats["prior"].startswith("uniform") and report.stats["simulations"] > 0
+
+
+def test_policy_logits_on_legal_rows_equal_the_full_forward_pass():
+    from search.muzero.inference import NumpyNet
+
+    net = NumpyNet.from_torch(MuZeroNet(NetworkConfig(obs_dim=10, action_features=8, num_actions=6),
+                                        torch.Generator().manual_seed(0)))
+    rng = np.random.default_rng(0)
+    for mask in ([1, 0, 1, 0, 0, 1], [0, 0, 0, 0, 0, 1], [1, 1, 1, 1, 1, 1]):
+        mask = np.asarray(mask, bool)
+        vector, actions = rng.normal(size=10).astype(np.float32), rng.normal(size=(6, 8)).astype(np.float32)
+        full, _, _ = net.predict(*net.initial(vector, actions, mask))
+        fast = net.policy_logits(vector, actions, mask)
+        np.testing.assert_allclose(fast[mask], full[mask], rtol=1e-5, atol=1e-5)
+        assert np.isnan(fast[~mask]).all()

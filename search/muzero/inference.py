@@ -78,10 +78,24 @@ class NumpyNet:
         return out[:, 0], value, out[:, 1]
 
     def policy_logits(self, vector: np.ndarray, actions: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        """``h`` then the policy head only (what the guided UCT search asks for): logits ``[A]``."""
-        state, emb = self.initial(vector, actions, mask)
-        A = emb.shape[0]
-        return self.policy_head(np.concatenate([np.broadcast_to(state, (A, state.shape[0])), emb], -1))[:, 0]
+        """``h`` then the policy head only, for the legal actions (what the guided UCT search asks for).
+
+        Returns logits ``[A]``, NaN at illegal actions. Legal rows get exactly the logits of
+        :meth:`initial` + :meth:`predict`: the pooling reads only legal rows and every other layer
+        works row by row, so the illegal rows (most of them: about 2 of 17 actions are legal) are skipped.
+        """
+        A = actions.shape[0]
+        rows = np.flatnonzero(mask)
+        is_slow = (rows == A - 1).astype(np.float32)[:, None]
+        phi = self.action_embed(np.concatenate([actions[rows], is_slow], -1))
+        mean = phi.sum(0) / max(float(len(rows)), 1.0)
+        peak = np.maximum(phi.max(0), -1e3) if len(rows) else np.full(phi.shape[1], -1e3, np.float32)
+        state = _layer_norm(self.represent(np.concatenate([vector, mean, peak])))
+        L = state.shape[0]
+        emb = _layer_norm(self.action_context(np.concatenate([phi, np.broadcast_to(state, (len(rows), L))], -1)))
+        out = np.full(A, np.nan, np.float32)
+        out[rows] = self.policy_head(np.concatenate([np.broadcast_to(state, (len(rows), L)), emb], -1))[:, 0]
+        return out
 
     def unscale(self, scaled: float) -> float:
         return min(max(scaled / self.value_scale, 0.0), 1.0)

@@ -1,0 +1,50 @@
+"""Expert-iteration training of the guided search's network (issue 10); resumable; logs one JSON line per game.
+
+    nice -n 10 python experiments/train_muzero_expert.py --out experiments/results/muzero_expert/run.pt \
+        --log experiments/results/muzero_expert/train.log --time-limit 3600
+    nice -n 10 python experiments/train_muzero_expert.py --resume experiments/results/muzero_expert/run.pt \
+        --log experiments/results/muzero_expert/train.log --time-limit 1800
+
+Starts from the shipped checkpoint's weights (``--init``; ``--init none`` = fresh weights). The loop,
+targets and curriculum are described in :mod:`search.muzero.expert`. Snapshots ``run.g<games>.pt``
+are model-only checkpoints; pick one with ``experiments/level_muzero_mcts.py --set tuning``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from search.muzero.expert import ExpertConfig, resume, train  # noqa: E402
+
+SHIPPED = Path(__file__).resolve().parents[1] / "search" / "muzero" / "checkpoints" / "default.pt"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--resume", default=None, help="continue the run of this checkpoint")
+    ap.add_argument("--init", default=str(SHIPPED), help="weights to start from ('none': fresh)")
+    ap.add_argument("--log", default=None)
+    ap.add_argument("--time-limit", type=float, default=600.0)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--min-size", type=int, default=50)
+    ap.add_argument("--max-size", type=int, default=300)
+    ap.add_argument("--teacher-simulations", type=int, default=128)
+    ap.add_argument("--states-per-game", type=int, default=8)
+    args = ap.parse_args()
+    if args.resume:
+        resume(args.resume, time_limit=args.time_limit, out=args.out, log_path=args.log)
+        return
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    config = ExpertConfig(seed=args.seed, min_size=args.min_size, max_size=args.max_size,
+                          teacher_simulations=args.teacher_simulations, states_per_game=args.states_per_game)
+    train(args.out, init=None if args.init == "none" else args.init, config=config, time_limit=args.time_limit,
+          log_path=args.log)
+
+
+if __name__ == "__main__":
+    main()
