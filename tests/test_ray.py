@@ -1,0 +1,120 @@
+"""``compare --executor ray`` on a real local Ray runtime (issue 12, item 5).
+
+One runtime for the module (``ray.init(num_cpus=2)``); every test runs Ray tasks on it. The
+answers go through the same validation as the local path (``runner.run_solver``), rows
+stream back as they finish, a task whose worker dies loses only its own row, and
+``--out``/``--resume`` behave as they do locally.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import sys
+import textwrap
+
+import pytest
+
+ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'mallocgame[ray]')")
+
+from mallocgame.compare import CSV_COLUMNS, run_comparison  # noqa: E402
+from mallocgame.inputs.generate import layered_network, random_intervals  # noqa: E402
+from mallocgame.io import atomic_write_text, problem_csv_text, write_workload_json  # noqa: E402
+from tests.conftest import ROOT, run_cli  # noqa: E402
+from tests.test_plugins import make_distribution  # noqa: E402
+
+CRASH = textwrap.dedent('''
+    import os
+
+    class Crash:
+        """Kills its own process: a worker that dies mid-task."""
+        name = "crash"
+        modes = frozenset({"map", "pack"})
+
+        def solve(self, problem, hardware, *, time_limit, seed, hint=None):
+            os._exit(3)
+''')
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """A local Ray runtime whose workers see the crashing plugin (and this checkout)."""
+    site = tmp_path_factory.mktemp("site")
+    make_distribution(site, "crash-plugin", "crash = crash_plugin.solver:Crash",
+                      {"crash_plugin/__init__.py": "", "crash_plugin/solver.py": CRASH})
+    old = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(site), str(ROOT), old]))
+    sys.path.insert(0, str(site))
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    try:
+        yield ray.get_runtime_context().gcs_address
+    finally:
+        ray.shutdown()
+        sys.path.remove(str(site))
+        if old is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = old
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory):
+    d = tmp_path_factory.mktemp("inputs")
+    write_workload_json(d / "layered.json", layered_network(40, seed=2))
+    atomic_write_text(d / "intervals.48.csv",
+                      problem_csv_text(random_intervals(30, seed=1, max_size=16, with_benefit=True)))
+    return [str(d / "layered.json"), str(d / "intervals.48.csv")]
+
+
+def key_values(comparison):
+    return {(r.input, r.solver): (r.status, r.report.objective if r.report else None) for r in comparison.rows}
+
+
+def test_ray_tasks_validate_like_local_stream_and_a_crash_loses_only_itself(cluster, inputs, tmp_path):
+    out = tmp_path / "r.csv"
+    seen = []
+    on_ray = run_comparison(inputs, ["greedy-xla", "crash", "best-fit"], time_limit=2, executor="ray",
+                            results_path=str(out), on_row=lambda row, done, total: seen.append((done, total)))
+    assert ray.is_initialized()  # the runtime it found is left running (it did not start it)
+    assert seen == [(k, 6) for k in range(1, 7)]  # every row reported as it finished
+    local = run_comparison(inputs, ["greedy-xla", "best-fit"], time_limit=2)
+    ray_values = key_values(on_ray)
+    for pair, value in key_values(local).items():
+        assert ray_values[pair] == value  # the same validated, scored answers
+    for inp in ("layered", "intervals"):
+        status, _ = ray_values[(inp, "crash")]
+        row = next(r for r in on_ray.rows if r.input == inp and r.solver == "crash")
+        assert status == "ERROR" and row.error.startswith("ray task failed")
+    assert all(r.valid for r in on_ray.rows if r.solver != "crash")
+    with open(out, newline="") as fh:
+        rows = list(csv.reader(fh))
+    assert tuple(rows[0]) == CSV_COLUMNS and len(rows) == 7
+    assert on_ray.settings["executor"] == "ray"
+
+
+def test_ray_resume_runs_only_the_missing_pairs(cluster, inputs, tmp_path):
+    out = tmp_path / "r.csv"
+    run_comparison(inputs[:1], ["greedy-xla"], time_limit=2, executor="ray", results_path=str(out))
+    before = out.read_text()
+    ran = []
+    again = run_comparison(inputs, ["greedy-xla", "best-fit"], time_limit=2, executor="ray", results_path=str(out),
+                           resume=True, on_row=lambda row, done, total: ran.append((row.input, row.solver)))
+    assert sorted(ran) == [("intervals", "best-fit"), ("intervals", "greedy-xla"), ("layered", "best-fit")]
+    assert again.settings["resumed"] == 1 and len(again.rows) == 4 and all(r.valid for r in again.rows)
+    after = out.read_text().splitlines()
+    assert after[:2] == before.splitlines() and len(after) == 5
+
+
+def test_cli_executor_ray_joins_a_running_cluster(cluster, inputs, tmp_path):
+    out = tmp_path / "r.csv"
+    r = run_cli("compare", inputs[1], "--solvers", "greedy-xla,best-fit", "--time-limit", "2", "--executor", "ray",
+                "--address", cluster, "--out", str(out), "--no-progress", timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "2 runs on 1 inputs" in r.stdout and "on ray" in r.stdout and "Traceback" not in r.stderr
+    assert len(out.read_text().splitlines()) == 3
+
+
+def test_address_without_ray_executor_is_one_line(inputs):
+    r = run_cli("compare", inputs[1], "--solvers", "greedy-xla", "--address", "127.0.0.1:1", timeout=60)
+    assert r.returncode == 2 and "--address: only with --executor ray" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
