@@ -181,8 +181,8 @@ def test_solve_cpsat_stops_at_once_on_sigint(tmp_path):
     atomic_write_text(problem, problem_csv_text(random_intervals(300, seed=1)))
     proc = start("solve", str(problem), "--solver", "cpsat", "--time-limit", "60", "--minimize-peak")
     try:
-        wait_for(lambda: any("cpsat" in _cmdline(p) or True for p in descendants(proc.pid)), 20, "the solver process")
-        time.sleep(2.5)  # well inside CP-SAT's native search
+        wait_for(lambda: bool(descendants(proc.pid)), 20, "the solver's process")
+        time.sleep(2.5)  # well inside CP-SAT's native search, which lasts the whole 60 s limit
         family = descendants(proc.pid)
         assert proc.poll() is None
         t0 = time.monotonic()
@@ -195,13 +195,6 @@ def test_solve_cpsat_stops_at_once_on_sigint(tmp_path):
     assert proc.returncode == 130 and stopped < 3
     assert "interrupted by SIGINT" in stderr and "Aborted!" not in stderr and "Traceback" not in stderr
     assert not [p for p in family if alive(p)]
-
-
-def _cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_text()
-    except OSError:
-        return ""
 
 
 def test_train_killed_then_resumed_continues_from_the_checkpoint(tmp_path):
