@@ -149,3 +149,49 @@ def interval_peak(problem: Problem, intervals: Sequence) -> int:
     """Highest address a prefetch answer uses (0 if none)."""
     sizes = problem.arrays.size
     return max((iv.offset + int(sizes[iv.buffer]) for iv in intervals), default=0)
+
+
+def validate_schedule(problem: Problem, original: Problem | None = None) -> str | None:
+    """The first violation of ``problem``'s op order as one line, or ``None`` (docs/architecture.md, "Schedules").
+
+    The reference order is ``original``'s ops when given (an original workload: same op ids,
+    each with the same operands, same buffer ids and sizes), else ``problem.original_order``;
+    without either there is nothing to check. Every op must come after the ops it depends on
+    in the reference order (the producers of what it reads, the readers of what it overwrites,
+    its control predecessors), and every op must touch its buffers inside their live ranges.
+    """
+    ops = problem.ops
+    ids = [op.id for op in ops]
+    if original is not None:
+        if sorted(ids) != sorted(op.id for op in original.ops):
+            return f"the schedule's ops differ from the original's ({len(ops)} ops vs {len(original.ops)})"
+        mine = {op.id: op for op in ops}
+        for op in original.ops:
+            if sorted(mine[op.id].operands, key=repr) != sorted(op.operands, key=repr):
+                return f"op {op.id!r}: its operands differ from the original's"
+        sizes = {b.id: b.size for b in original.buffers}
+        if {b.id: b.size for b in problem.buffers} != sizes:
+            return "the schedule's buffers (ids and sizes) differ from the original's"
+        reference: tuple[str, ...] | None = tuple(op.id for op in original.ops)
+        extra = tuple(original.control_deps)
+    else:
+        reference, extra = (problem.original_order or None), ()
+    if reference is not None:
+        if sorted(reference) != sorted(ids):
+            return "original_order does not list the schedule's ops"
+        check = problem.replace(control_deps=tuple(problem.control_deps) + extra) if extra else problem
+        for u, v in check.dependencies(order=reference):
+            if u > v:
+                return (f"op {ids[v]!r} (step {v}) runs before op {ids[u]!r} (step {u}), "
+                        "which it depends on in the original order")
+    a = problem.arrays
+    index = problem.index
+    for t, op in enumerate(ops):
+        for o in op.operands:
+            i = index.get(o.buffer)
+            if i is None:
+                return f"op {op.id!r} touches unknown buffer {o.buffer!r}"
+            if not a.start[i] <= t < a.end[i]:
+                return (f"op {op.id!r} (step {t}) touches buffer {o.buffer!r} outside its live range "
+                        f"[{a.start[i]}, {a.end[i]})")
+    return None

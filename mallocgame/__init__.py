@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 _PUBLIC = {
     "load_problem": "mallocgame.api", "solve": "mallocgame.api", "validate": "mallocgame.api",
-    "compare": "mallocgame.api", "solvers": "mallocgame.api", "Result": "mallocgame.api",
+    "compare": "mallocgame.api", "solvers": "mallocgame.api", "schedule": "mallocgame.api", "Result": "mallocgame.api",
     "Verdict": "mallocgame.api", "SolverInfo": "mallocgame.api",
     "Problem": "mallocgame.model", "Buffer": "mallocgame.model", "Op": "mallocgame.model",
     "Operand": "mallocgame.model", "Solution": "mallocgame.model", "Status": "mallocgame.model",
@@ -27,7 +27,8 @@ _PUBLIC = {
 __all__ = sorted(_PUBLIC)
 
 if TYPE_CHECKING:  # pragma: no cover
-    from mallocgame.api import Result, SolverInfo, Verdict, compare, load_problem, solve, solvers, validate  # noqa: F401
+    from mallocgame.api import (  # noqa: F401
+        Result, SolverInfo, Verdict, compare, load_problem, schedule, solve, solvers, validate)
     from mallocgame.model import Buffer, InputError, Op, Operand, Problem, Solution, Status  # noqa: F401
     from mallocgame.protocol import Solver  # noqa: F401
 

@@ -221,3 +221,25 @@ def solvers() -> list[SolverInfo]:
 
     return [SolverInfo(name, describe(entry), solver_modes(entry), entry.distribution)
             for name, entry in solver_entries().items()]
+
+
+def schedule(problem: Problem | str, *, objective: str | None = None, time_limit: float = 10, seed: int = 0,
+             schedulers: Sequence[str] = ("auto",)):
+    """Re-order the problem's ops within their dependencies (``mallocgame schedule``).
+
+    ``objective``: ``"peak"`` (live bytes; default in pack mode) or ``"time"`` (estimated time of a
+    greedy placement; default in map and prefetch modes). Returns a
+    :class:`mallocgame.scheduling.ScheduleResult`: ``.problem`` is the re-scheduled problem (same ops,
+    new order, lifetimes recomputed, ``original_order`` recorded), ``.value`` / ``.original`` the
+    objective after and before. Raises :class:`~mallocgame.model.InputError` on bad input.
+    """
+    from mallocgame.protocol import bad_seed
+    from mallocgame.scheduling import schedule as run_schedule
+
+    problem = _ready(problem)
+    if not (isinstance(time_limit, (int, float)) and math.isfinite(time_limit) and time_limit > 0):
+        raise InputError(f"time_limit: must be a positive number of seconds, got {time_limit!r}")
+    if bad_seed(seed):
+        raise InputError(f"seed: {bad_seed(seed)}")
+    return run_schedule(problem, objective=objective, hardware=problem.hardware, time_limit=time_limit, seed=seed,
+                        schedulers=schedulers)

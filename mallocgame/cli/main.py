@@ -53,6 +53,7 @@ LAZY_COMMANDS = {
     "plot": "mallocgame.cli.plot:plot_command",
     "train": "mallocgame.cli.train:train",
     "check-solver": "mallocgame.cli.check_solver:check_solver",
+    "schedule": "mallocgame.cli.schedule:schedule_command",
 }
 
 
@@ -79,11 +80,8 @@ class LazyGroup(click.Group):
         """Click's own ``main``, with every usage error as one ``error:`` line (exit 2)."""
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode, **extra)
-        from mallocgame.interrupts import interrupted, raise_on_signals
-
         try:
-            with raise_on_signals():  # SIGTERM, like Ctrl-C, unwinds (children killed, temp files removed)
-                code = super().main(args, prog_name, complete_var, False, **extra)
+            code = super().main(args, prog_name, complete_var, False, **extra)
         except click.exceptions.NoArgsIsHelpError as exc:  # a bare group: its help, as click shows it
             exc.show()
             sys.exit(exc.exit_code)
@@ -93,18 +91,9 @@ class LazyGroup(click.Group):
             hint = f" (see '{ctx.command_path} --help')" if isinstance(exc, click.UsageError) and ctx else ""
             click.echo(f"error: {text}{hint}", err=True)
             sys.exit(exc.exit_code)
-        except click.Abort as exc:
-            cause = exc.__cause__ or exc.__context__
-            if isinstance(cause, KeyboardInterrupt):  # a command that had nothing finished to report
-                stop = interrupted(cause)
-                click.echo(f"interrupted by {stop.signal_name}", err=True)
-                sys.exit(stop.exit_code)
+        except click.Abort:
             click.echo("Aborted!", err=True)
             sys.exit(1)
-        except KeyboardInterrupt as exc:  # between click's own handlers
-            stop = interrupted(exc)
-            click.echo(f"interrupted by {stop.signal_name}", err=True)
-            sys.exit(stop.exit_code)
         sys.exit(code if isinstance(code, int) else 0)
 
     def invoke(self, ctx):
@@ -288,16 +277,26 @@ def _report_json(report, problem: Problem, spec, minimize_peak: bool) -> dict[st
 @click.option("--report", "report_path", default=None, metavar="REPORT.json",
               help="Write a JSON report here ('-': stdout).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object on stdout.")
+@click.option("--reschedule", is_flag=True,
+              help="Also re-order the ops (mallocgame schedule) and alternate schedule and placement while the "
+                   "time lasts; the best pair wins (the answer belongs to the re-scheduled workload).")
+@click.option("--schedule-output", "schedule_output", default=None, metavar="W2.json",
+              help="With --reschedule: write the re-scheduled workload here "
+                   "(default: beside -o SOLUTION.csv as SOLUTION.workload.json).")
 def solve(problem_path, solver_name, mode, capacity, capacity_fraction, hardware, time_limit, seed, hint_path,
-          warm_start, workers, minimize_peak, simulations, solver_options, output, report_path, as_json) -> None:
+          warm_start, workers, minimize_peak, simulations, solver_options, output, report_path, as_json,
+          reschedule=False, schedule_output=None) -> None:
     """Solve PROBLEM with one solver; print one summary line."""
     from hybrid.warm_start import solve_with_warm_start
     from mallocgame.registry import SolverLoadError, solver_entries
-    from mallocgame.runner import UnsupportedMode, call_in_child
+    from mallocgame.runner import UnsupportedMode
 
     one_stdout(**{"-o -": is_stdout(output), "--report -": is_stdout(report_path), "--json": as_json})
     check_output(output, "-o")
     check_output(report_path, "--report")
+    check_output(schedule_output, "--schedule-output")
+    if schedule_output and not reschedule:
+        fail("--schedule-output: only with --reschedule")
     if not time_limit > 0:
         fail(f"--time-limit: must be positive, got {time_limit}")
     entries = solver_entries()
@@ -314,10 +313,15 @@ def solve(problem_path, solver_name, mode, capacity, capacity_fraction, hardware
     options = _solve_options(names, solver_options, workers, simulations, minimize_peak)
     capacity_warning(problem)
     try:
-        # In a forked child (mallocgame.runner.call_in_child): Ctrl-C/SIGTERM stop any solver at
-        # once, CP-SAT's native search included, and nothing it started is left running.
-        report = call_in_child(solve_with_warm_start, solver_name, problem, spec, time_limit=time_limit, seed=seed,
-                               hint=hint, warm_start=warm_start, options=options)
+        if reschedule:  # schedule and placement alternated (hybrid.reschedule); the answer is the new order's
+            from hybrid.reschedule import solve_with_reschedule
+
+            rescheduled = solve_with_reschedule(solver_name, problem, spec, time_limit=time_limit, seed=seed,
+                                                hint=hint, warm_start=warm_start, options=options)
+            report, problem = rescheduled.report, rescheduled.problem
+        else:
+            report = solve_with_warm_start(solver_name, problem, spec, time_limit=time_limit, seed=seed, hint=hint,
+                                           warm_start=warm_start, options=options)
     except (SolverLoadError, UnsupportedMode, InputError) as exc:  # InputError: a bad option value, say
         fail(str(exc))
     except Exception as exc:  # a solver's own failure: one line, no solution
@@ -333,10 +337,18 @@ def solve(problem_path, solver_name, mode, capacity, capacity_fraction, hardware
 
         answer = (intervals_csv_text(problem, report.intervals) if problem.mode == "prefetch"
                   else problem_csv_text(problem, report.offsets))
+    if reschedule:
+        from mallocgame.cli.schedule import reschedule_outputs
+
+        summary, schedule_path, schedule_text = reschedule_outputs(problem_path, rescheduled, summary, document,
+                                                                  output, schedule_output, spec)
     # Files first (no file is written without a valid solution): one that cannot be written is
     # said before anything else, and the summary and --json still follow.
     unwritten: list[str] = []
-    for path, text in ((output, answer), (report_path, dump_json(document))):
+    files = [(output, answer), (report_path, dump_json(document))]
+    if reschedule and schedule_path:
+        files.insert(0, (schedule_path, schedule_text))
+    for path, text in files:
         if report.valid and path and not is_stdout(path):
             unwritten += filter(None, [write_file(path, text)])
     for line in unwritten:
@@ -358,8 +370,11 @@ def solve(problem_path, solver_name, mode, capacity, capacity_fraction, hardware
 @problem_options
 @click.option("--json", "as_json", is_flag=True, help="Print the verdict as one JSON object on stdout.")
 def validate(problem_path, solution_path, mode, capacity, capacity_fraction, hardware, as_json) -> None:
-    """Check SOLUTION against PROBLEM: prints `ok ...` or the first violation (exit 0 / 1)."""
-    from hardware.validator import interval_peak, peak, validate_intervals
+    """Check SOLUTION against PROBLEM: prints `ok ...` or the first violation (exit 0 / 1).
+
+    A re-scheduled workload (one with ``original_order``) has its op order checked too.
+    """
+    from hardware.validator import interval_peak, peak, validate_intervals, validate_schedule
     from hardware.validator import validate as check
 
     problem, spec, given = load_answer(problem_path, solution_path, mode=mode, capacity=capacity,
@@ -372,6 +387,8 @@ def validate(problem_path, solution_path, mode, capacity, capacity_fraction, har
     else:
         violation = check(problem, offsets)
         placed, top = sum(o is not None for o in offsets), peak(problem, offsets)
+    if problem.original_order:
+        violation = validate_schedule(problem) or violation
     verdict: dict[str, Any] = {
         **stamp(), "problem": problem.name, "solution": solution_path, "mode": problem.mode,
         "valid": violation is None, "violation": violation, "placed": placed, "total": problem.n,

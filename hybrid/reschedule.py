@@ -1,0 +1,114 @@
+"""Schedule and placement together (``solve --reschedule``): alternate them while the time lasts.
+
+Round 0 places the original order (the baseline, so the answer is never worse than not
+re-scheduling); each later round re-schedules (:func:`mallocgame.scheduling.schedule`, objective
+``peak`` in pack mode and ``time`` in map and prefetch modes, starting from the best order so
+far, seed ``seed + round``) and places the new order with the solver, warm-started by the best
+placement so far adapted to the new live ranges (:func:`adapt_placement`: the old offsets that
+still fit, the rest by best fit). The best valid (order, placement) pair wins, compared as
+:func:`hybrid.warm_start.better` does (value in map and prefetch modes, peak in pack mode);
+every answer is validated against its own re-scheduled problem by the runner.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from hardware.validator import validate
+from hybrid.warm_start import better, solve_with_warm_start
+from mallocgame.model import Problem, Solution, Status, offsets_tuple
+from mallocgame.runner import Report
+
+ROUNDS = 3
+SCHEDULE_SHARE = 0.3  # of a round's time, for the scheduler
+
+
+@dataclass
+class RescheduleResult:
+    report: Report           # the best pair's placement report (validated on ``problem``)
+    problem: Problem         # the best pair's re-ordered problem (prepared)
+    order: list[int]         # its op order (indices of the input's ops)
+    original: Report         # the original order's report (round 0)
+    rounds: list[dict[str, Any]] = field(default_factory=list)
+
+
+def adapt_placement(problem: Problem, offsets: tuple[int | None, ...]) -> Solution | None:
+    """A valid answer of ``problem`` close to ``offsets`` (a placement of the same buffers under other
+    live ranges): the old offsets that do not collide, kept in order of address, the rest placed by
+    best fit (pack mode: every buffer; map mode: within the capacity). ``None`` if that fails."""
+    from mallocgame.intervals import overlap_index
+    from mallocgame.placement import greedy_place, xla_order
+
+    if len(offsets) != problem.n:
+        return None
+    a = problem.arrays
+    index = overlap_index(problem)
+    out = np.full(problem.n, -1, np.int64)
+    cap = problem.capacity if problem.mode != "pack" else None
+    old = np.array([-1 if o is None else o for o in offsets], np.int64)
+    for i in np.argsort(old, kind="stable").tolist():
+        o = int(old[i])
+        if o < 0 or (cap is not None and o + a.size[i] > cap):
+            continue
+        near = index.query(int(a.start[i]), int(a.end[i]))
+        near = near[(out[near] >= 0) & (near != i)]
+        if np.any((out[near] < o + a.size[i]) & (o < out[near] + a.size[near])):
+            continue
+        out[i] = o
+    benefits = a.benefit if not np.isnan(a.benefit).any() else a.size.astype(float)
+    out = greedy_place(problem, xla_order(problem, benefits), cap, offsets=out)
+    answer = offsets_tuple(out)
+    if validate(problem, answer) is not None:
+        return None
+    return Solution(offsets=answer, status=Status.FEASIBLE, mode=problem.mode, solver="previous-order")
+
+
+def solve_with_reschedule(name: str, problem: Problem, hardware, *, time_limit: float, seed: int,
+                          hint: Solution | None = None, warm_start: str | None = None,
+                          options: dict[str, Any] | None = None, rounds: int = ROUNDS) -> RescheduleResult:
+    """Alternate re-scheduling and placement (module docstring) within ``time_limit`` seconds.
+
+    ``hint`` (an answer of the original order) warm-starts round 0.
+    """
+    from mallocgame.scheduling import reorder, schedule
+
+    t0 = time.monotonic()
+    deadline = t0 + time_limit
+    per_round = time_limit / max(rounds, 1)
+    objective = "peak" if problem.mode == "pack" else "time"
+    n_ops = len(problem.ops)
+    original = solve_with_warm_start(name, problem, hardware, time_limit=per_round, seed=seed, hint=hint,
+                                     warm_start=warm_start, options=options)
+    best = RescheduleResult(original, problem, list(range(n_ops)), original,
+                            [{"round": 0, "order": "original", "valid": original.valid,
+                              "objective": original.objective}])
+    for r in range(1, rounds):
+        left = deadline - time.monotonic()
+        if left <= 0.05:
+            break
+        budget = left / (rounds - r)
+        sched = schedule(problem, objective=objective, hardware=hardware,
+                         time_limit=max(budget * SCHEDULE_SHARE, 0.01), seed=seed + r, start=best.order)
+        reordered = reorder(problem, sched.order)
+        hint = None
+        if best.report.valid and problem.mode != "prefetch":
+            hint = adapt_placement(reordered, best.report.offsets)
+        elif best.report.valid and sched.order == best.order:
+            hint = Solution((None,) * problem.n, Status.FEASIBLE, problem.mode, solver="previous-order",
+                            intervals=tuple(best.report.intervals))
+        left = max(deadline - time.monotonic(), 0.01)
+        report = solve_with_warm_start(name, reordered, hardware, time_limit=left / (rounds - r), seed=seed + r,
+                                       hint=hint, warm_start=warm_start, options=options)
+        best.rounds.append({"round": r, "order": sched.scheduler, "schedule_objective": objective,
+                            "schedule_value": sched.value, "schedule_original": sched.original,
+                            "valid": report.valid, "objective": report.objective, "hinted": hint is not None})
+        if better(report, best.report):
+            best.report, best.problem, best.order = report, reordered, sched.order
+    return best
+
+
+__all__ = ["RescheduleResult", "adapt_placement", "solve_with_reschedule"]
