@@ -35,13 +35,15 @@ def main() -> None:
     ap.add_argument("--max-size", type=int, default=300)
     ap.add_argument("--teacher-simulations", type=int, default=128)
     ap.add_argument("--states-per-game", type=int, default=8)
+    ap.add_argument("--features", default="", help="'encoder/1': the per-buffer encoder (needs --init none)")
     args = ap.parse_args()
     if args.resume:
         resume(args.resume, time_limit=args.time_limit, out=args.out, log_path=args.log)
         return
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     config = ExpertConfig(seed=args.seed, min_size=args.min_size, max_size=args.max_size,
-                          teacher_simulations=args.teacher_simulations, states_per_game=args.states_per_game)
+                          teacher_simulations=args.teacher_simulations, states_per_game=args.states_per_game,
+                          features=args.features)
     train(args.out, init=None if args.init == "none" else args.init, config=config, time_limit=args.time_limit,
           log_path=args.log)
 

@@ -474,3 +474,75 @@ def test_policy_logits_on_legal_rows_equal_the_full_forward_pass():
         fast = net.policy_logits(vector, actions, mask)
         np.testing.assert_allclose(fast[mask], full[mask], rtol=1e-5, atol=1e-5)
         assert np.isnan(fast[~mask]).all()
+
+
+# --- the per-buffer encoder (search/muzero/encoder.py) ----------------------------------------------
+def _intervals_problem(n=40, seed=2):
+    from hardware.spec import PRESETS
+    from mallocgame.inputs.generate import random_intervals
+    from mallocgame.intervals import max_live
+
+    p = random_intervals(n, seed=seed, with_benefit=True)
+    return p.replace(capacity=int(max_live(p) * 0.4), mode="map"), PRESETS["unit"]
+
+
+def test_encoder_shapes_and_permutation_equivariance():
+    from search.game_data import GameData
+    from search.muzero import encoder
+
+    problem, hw = _intervals_problem()
+    enc = encoder.encoding(GameData(problem, hw))
+    assert enc.shape == (problem.n, encoder.ENCODING) and enc.dtype == np.float32 and np.isfinite(enc).all()
+    assert enc[:, 7].max() == pytest.approx(1.0)  # normalised degree
+    perm = np.random.default_rng(0).permutation(problem.n)
+    shuffled = problem.replace(buffers=tuple(problem.buffers[i] for i in perm))
+    enc2 = encoder.encoding(GameData(shuffled, hw))
+    np.testing.assert_allclose(enc2, enc[perm], rtol=1e-5, atol=1e-6)
+    # the neighbour means are means over the interference graph: a buffer overlapping nothing has zeros
+    data = GameData(problem, hw)
+    for i, near in enumerate(encoder.neighbours(data)):
+        if len(near):
+            np.testing.assert_allclose(enc[i, encoder.BASE:2 * encoder.BASE], enc[near, :encoder.BASE].mean(0),
+                                       rtol=1e-5, atol=1e-6)
+
+
+def test_encoder_state_features_follow_the_game():
+    from search.game import Game, GameConfig
+    from search.muzero import encoder
+
+    problem, hw = _intervals_problem(30, seed=5)
+    game = Game(problem, hw, GameConfig(variant="order", k=8, order="xla"))
+    seen = 0
+    while not game.done:
+        obs = game.observation()
+        vec = encoder.network_vector(game, obs)
+        assert vec.shape == (obs.as_vector().shape[0] + encoder.EXTRA,) and np.isfinite(vec).all()
+        st = encoder.state_features(game)
+        i, d = game.current, game.data
+        near = d.index.query(d.start_l[i], d.end_l[i])
+        pos = d.orders["xla"].position
+        undecided = [b for b in near if b != i and pos[b] > game.steps]
+        assert st[0] == pytest.approx(len(undecided) / 16.0)
+        assert st[1] == pytest.approx(sum(int(d.size[b]) for b in undecided) / d.scale, rel=1e-5)
+        seen += bool(undecided)
+        game.step(game.greedy_action())
+    assert seen > 0 and not encoder.state_features(game).any()
+
+
+def test_expert_iteration_trains_resumes_and_its_checkpoint_plays(tmp_path):
+    from search.muzero.expert import ExpertConfig, resume, train
+    from solvers.muzero import MuZeroSolver
+
+    config = ExpertConfig(min_size=16, max_size=24, student_simulations=3, teacher_simulations=8,
+                          states_per_game=3, updates_per_game=2, batch_size=8, features="encoder/1")
+    out = tmp_path / "x.pt"
+    state = train(str(out), config=config, time_limit=60, max_games=2)
+    assert state.games == 2 and state.step == 4 and len(state.replay["target"]) > 0
+    targets = np.stack(state.replay["target"])
+    np.testing.assert_allclose(targets.sum(1), 1.0, rtol=1e-6)
+    assert (targets[~np.stack(state.replay["mask"])] == 0).all()  # the teacher never visits an illegal action
+    again = resume(str(out), time_limit=60, max_games=3)
+    assert again.games == 3 and again.step == 6 and again.config.features == "encoder/1"
+    problem, hw = _layered(25, seed=2)
+    s = MuZeroSolver().solve(problem, hw, time_limit=30, seed=0, simulations=3, checkpoint=str(out.with_suffix(".g3.pt")))
+    assert s.stats["prior"] == "network" and s.stats["network_evaluations"] > 0

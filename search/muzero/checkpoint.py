@@ -5,6 +5,8 @@ A checkpoint is one ``torch.save`` dict of tensors and plain Python values:
 ``format``          ``"mallocgame.muzero/1"``
 ``network``         :class:`~search.muzero.networks.NetworkConfig` fields
 ``game``            the ``GameConfig`` fields the network was trained with (shapes depend on them)
+``features``        optional: the network's input vector (``"encoder/1"``: :mod:`search.muzero.encoder`;
+                    absent: the game's observation vector)
 ``model``           the network's ``state_dict``
 ``train``           the ``TrainConfig`` fields (absent in exported model-only files)
 ``optimizer``, ``step``, ``rng`` (numpy ``bit_generator.state``), ``replay`` (compact
@@ -61,7 +63,7 @@ def network_from(payload: dict[str, Any]) -> MuZeroNet:
 
 def model_only(payload: dict[str, Any]) -> dict[str, Any]:
     """A small copy of a training checkpoint with just what inference needs (for shipping)."""
-    keep = ("format", "network", "game", "model", "summary")
+    keep = ("format", "network", "game", "features", "model", "summary")
     out = {k: payload[k] for k in keep if k in payload}
     out["step"] = payload.get("step", 0)
     out["games"] = payload.get("games", 0)

@@ -58,6 +58,7 @@ class ExpertConfig:
     learning_rate: float = 5e-4
     replay_capacity: int = 30_000
     checkpoint_seconds: float = 180.0
+    features: str = ""  # the network's input: "" = the game's observation vector, "encoder/1" = search.muzero.encoder
 
 
 class _State:
@@ -74,6 +75,7 @@ class _State:
     def payload(self) -> dict[str, Any]:
         r = {k: torch.from_numpy(np.stack(v)) if v else torch.zeros(0) for k, v in self.replay.items()}
         return {"format": FORMAT, "network": self.net.config.as_dict(), "game": dict(self.game_fields),
+                "features": self.config.features,
                 "model": self.net.state_dict(), "optimizer": self.opt.state_dict(),
                 "expert": {"config": asdict(self.config), "games": self.games, "step": self.step,
                            "seconds": self.seconds, "rng": json.dumps(self.rng.bit_generator.state),
@@ -108,7 +110,7 @@ def play_and_label(state: _State) -> dict[str, Any]:
     from search.game import Game, GameConfig
     from search.game_data import GameData
     from search.mcts import MCTSConfig, UCTSearch, play_greedy
-    from search.muzero.guide import NetworkPrior
+    from search.muzero.guide import NetworkPrior, input_vector
     from search.muzero.inference import NumpyNet
     from search.muzero.problems import build
 
@@ -119,7 +121,7 @@ def play_and_label(state: _State) -> dict[str, Any]:
     data = GameData(problem, hw)
     greedy = Game(problem, hw, game_cfg, data=data)
     play_greedy(greedy)
-    prior = NetworkPrior(NumpyNet.from_torch(state.net))
+    prior = NetworkPrior(NumpyNet.from_torch(state.net, c.features))
     reached: list = []
     student = UCTSearch(MCTSConfig(simulations=c.student_simulations),
                         np.random.default_rng(int(state.rng.integers(2**63))), prior=prior)
@@ -135,7 +137,7 @@ def play_and_label(state: _State) -> dict[str, Any]:
         obs = g.observation()
         legal = np.flatnonzero(obs.mask)
         agree += int(legal[np.argmax(prior(g, legal))] == int(np.argmax(target)))
-        for key, value in (("vector", obs.as_vector()), ("actions", obs.actions), ("mask", obs.mask),
+        for key, value in (("vector", input_vector(g, obs, c.features)), ("actions", obs.actions), ("mask", obs.mask),
                            ("target", target)):
             state.replay[key].append(np.asarray(value, np.float32 if key != "mask" else bool))
     for key in state.replay:
@@ -214,11 +216,17 @@ def train(out: str, *, init: str | None = None, config: ExpertConfig = ExpertCon
     torch.manual_seed(config.seed)
     if init is not None:
         payload = ckpt.load(init)
+        if str(payload.get("features") or "") != config.features:
+            raise ckpt.CheckpointError(f"{init}: its network reads features {payload.get('features') or 'plain'!r}, "
+                                       f"not {config.features or 'plain'!r}")
         net, game_fields = ckpt.network_from(payload), dict(payload["game"])
     else:
+        from search.muzero import encoder
+
         game_fields = {"variant": "order", "k": 16, "order": "xla"}
         dims = observation_dims(GameConfig(**game_fields))
-        net = MuZeroNet(NetworkConfig(dims["obs_dim"], dims["action_features"], dims["num_actions"]),
+        extra = encoder.EXTRA if config.features == encoder.NAME else 0
+        net = MuZeroNet(NetworkConfig(dims["obs_dim"] + extra, dims["action_features"], dims["num_actions"]),
                         torch.Generator().manual_seed(config.seed)).eval()
     state = _State(config, net, game_fields, np.random.default_rng(config.seed))
     return _loop(state, Path(out), time_limit, Path(log_path) if log_path else None, max_games)
@@ -231,7 +239,7 @@ def resume(path: str, *, time_limit: float = 600.0, out: str | None = None, log_
     if "expert" not in payload:
         raise ckpt.CheckpointError(f"{path}: not an expert-iteration training checkpoint")
     e = payload["expert"]
-    config = ExpertConfig(**e["config"])
+    config = ExpertConfig(**e["config"])  # its features too
     rng = np.random.default_rng()
     rng.bit_generator.state = json.loads(e["rng"])
     state = _State(config, ckpt.network_from(payload), payload["game"], rng)

@@ -23,11 +23,22 @@ class NetworkPrior:
     def __call__(self, game, legal: np.ndarray) -> np.ndarray:
         self.calls += 1
         obs = game.observation()
-        logits = self.net.policy_logits(np.asarray(obs.as_vector(), np.float32), np.asarray(obs.actions, np.float32),
-                                        np.asarray(obs.mask, bool))
+        logits = self.net.policy_logits(input_vector(game, obs, getattr(self.net, "features", "")),
+                                        np.asarray(obs.actions, np.float32), np.asarray(obs.mask, bool))
         z = logits[legal].astype(np.float64)
         z = np.exp(z - z.max())
         return z / z.sum()
+
+
+def input_vector(game, obs, features: str) -> np.ndarray:
+    """The network's input vector for ``features`` ("" = the observation vector; see :mod:`search.muzero.encoder`)."""
+    if not features:
+        return np.asarray(obs.as_vector(), np.float32)
+    from search.muzero import encoder
+
+    if features != encoder.NAME:
+        raise ValueError(f"unknown network input features {features!r} (known: {encoder.NAME})")
+    return encoder.network_vector(game, obs)
 
 
 def uniform_prior(game, legal: np.ndarray) -> np.ndarray:

@@ -41,10 +41,13 @@ class NumpyNet:
             setattr(self, name, _MLP(*(np.asarray(state_dict[f"{name}.{i}.{p}"], np.float32)
                                        for i, p in ((0, "weight"), (0, "bias"), (2, "weight"), (2, "bias")))))
         self.value_scale = value_scale
+        self.features = ""  # the input vector: "" = the game's observation vector, else search.muzero.encoder.NAME
 
     @classmethod
-    def from_torch(cls, net) -> "NumpyNet":
-        return cls({k: v.detach().cpu().numpy() for k, v in net.state_dict().items()}, net.config.value_scale)
+    def from_torch(cls, net, features: str = "") -> "NumpyNet":
+        out = cls({k: v.detach().cpu().numpy() for k, v in net.state_dict().items()}, net.config.value_scale)
+        out.features = features
+        return out
 
     def initial(self, vector: np.ndarray, actions: np.ndarray, mask: np.ndarray):
         """-> ``(state [L], embeddings [A, d])``."""

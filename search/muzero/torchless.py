@@ -102,4 +102,6 @@ def load_inference(path: str):
         payload = dict(payload, model={k: v.numpy() for k, v in payload["model"].items()})
     if not isinstance(payload, dict) or payload.get("format") != fmt:
         raise ValueError(f"{path}: not a {fmt} checkpoint")
-    return NumpyNet(payload["model"], float(payload["network"]["value_scale"])), payload
+    net = NumpyNet(payload["model"], float(payload["network"]["value_scale"]))
+    net.features = str(payload.get("features") or "")
+    return net, payload

@@ -1,0 +1,111 @@
+"""A representation that sees the problem (issue 10, item 2): per-buffer encodings and a per-state summary.
+
+Features name ``"encoder/1"`` (stored in a checkpoint's ``features``; absent = the game's plain
+observation vector). The network's input vector is then the game's observation vector followed by
+
+* the **per-buffer encoding** of the current buffer, ``3 * BASE`` numbers computed once per problem
+  (:func:`encoding`, cached per :class:`~search.game_data.GameData`): its own features ``x`` (size,
+  start, end, length, benefit, benefit density, is a weight, degree and overlapping bytes in the
+  interference graph), the mean of its neighbours' ``x`` and the mean of their means -- two rounds of
+  mean-aggregation message passing over the overlap graph with fixed weights (a simplified graph
+  convolution; the learned layers are the network's), so it is equivariant under any renumbering
+  of the buffers;
+* the **per-state summary** (:func:`state_features`, ``STATE`` numbers, cheap: one overlap query):
+  over the undecided buffers that overlap the current one, their count, bytes, the bytes of those
+  denser in benefit than the current one, their highest density, and the mean of their encodings;
+  the bytes already placed over the current buffer's range.
+
+numpy only; shapes ``[n, 3 * BASE]`` and ``[STATE]``.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+
+NAME = "encoder/1"
+BASE = 9
+ENCODING = 3 * BASE
+STATE = 6 + ENCODING
+EXTRA = ENCODING + STATE  # numbers appended to the observation vector
+
+_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def neighbours(data) -> list[np.ndarray]:
+    """Per buffer, the other buffers whose live range overlaps its own (int64 arrays)."""
+    out = []
+    for i in range(data.n):
+        near = data.index.query(data.start_l[i], data.end_l[i])
+        out.append(near[near != i])
+    return out
+
+
+def encoding(data) -> np.ndarray:
+    """float32 ``[n, ENCODING]`` of a problem's :class:`GameData` (module docstring); cached."""
+    enc = _CACHE.get(data)
+    if enc is not None:
+        return enc
+    n = data.n
+    nbrs = neighbours(data)
+    deg = np.array([len(v) for v in nbrs], np.float64)
+    size = data.size.astype(np.float64)
+    overlap = np.array([size[v].sum() for v in nbrs], np.float64)
+    x = np.zeros((n, BASE), np.float64)
+    if n:
+        x[:, 0] = size / data.scale
+        x[:, 1] = (data.start - data.t0) / data.horizon
+        x[:, 2] = (data.end - data.t0) / data.horizon
+        x[:, 3] = (data.end - data.start) / data.horizon
+        x[:, 4] = data.benefit / data.max_benefit
+        x[:, 5] = data.density
+        x[:, 6] = data.is_weight
+        x[:, 7] = deg / max(deg.max(), 1.0)
+        x[:, 8] = overlap / data.scale
+    h1 = _mean_over(nbrs, x)
+    h2 = _mean_over(nbrs, h1)
+    enc = np.concatenate([x, h1, h2], 1).astype(np.float32)
+    _CACHE[data] = enc
+    return enc
+
+
+def _mean_over(nbrs: list[np.ndarray], x: np.ndarray) -> np.ndarray:
+    out = np.zeros_like(x)
+    for i, v in enumerate(nbrs):
+        if len(v):
+            out[i] = x[v].mean(0)
+    return out
+
+
+def state_features(game) -> np.ndarray:
+    """float32 ``[STATE]`` for the fixed-order game's current position (zeros when done)."""
+    out = np.zeros(STATE, np.float32)
+    if game.done:
+        return out
+    d = game.data
+    enc = encoding(d)
+    i = game.current
+    near = d.index.query(d.start_l[i], d.end_l[i])
+    near = near[near != i]
+    position = d.orders[game.config.order].position
+    undecided = near[position[near] > game.steps]
+    placed = near[game.offsets()[near] >= 0]
+    if len(undecided):
+        sizes = d.size[undecided].astype(np.float64)
+        denser = d.density[undecided] > d.density[i]
+        out[0] = len(undecided) / 16.0
+        out[1] = sizes.sum() / d.scale
+        out[2] = sizes[denser].sum() / d.scale
+        out[3] = d.density[undecided].max()
+        out[6:] = enc[undecided].mean(0)
+    out[4] = d.size[placed].sum() / d.scale
+    out[5] = float(d.size_l[i]) / d.scale
+    return out
+
+
+def network_vector(game, obs) -> np.ndarray:
+    """The network's input vector under ``encoder/1``: observation, encoding of the current buffer, state summary."""
+    enc = encoding(game.data)
+    cur = enc[game.current] if not game.done else np.zeros(ENCODING, np.float32)
+    return np.concatenate([np.asarray(obs.as_vector(), np.float32), cur, state_features(game)])
