@@ -17,13 +17,15 @@ x n seconds (at least 1 s) with no simulation cap, where the simulations each se
 speed measure: the ratio of simulations at equal wall time, and (robust on a shared machine) the
 ratio of simulations per CPU second of the solving process.
 
-Problems: ``held-out``: 30 generated problems (layered programs and random intervals, 50-400
+Problems: ``held-out``: 30 generated problems (layered programs and random intervals, 50-250
 buffers, capacities 20-60% of the max live bytes; seeds 3000-3029, disjoint from training
 (>= 1,000,000) and tuning (201-212)); ``tuning``: 12 problems, seeds 201-212, for choosing a
 checkpoint; ``--realistic`` adds the realistic suite (``mallocgame suites``). The gap is to the
 no-fragmentation bound. Wins/ties/losses compare values per problem (a tie: within 1e-9 of the
 bound); ``p`` is the one-sided sign test (``scipy.stats.binomtest``, ties dropped) that muzero wins
-more often than it loses. Writes the tables to ``--out`` (under experiments/results/) and every run
+more often than it loses. ``--contestants`` runs only some of them and ``--reuse`` takes the
+others' runs from an earlier CSV of this script (same problems, budgets and seed; mcts and the
+uniform control do not depend on the checkpoint). Writes the tables to ``--out`` (under experiments/results/) and every run
 to ``--csv``.
 """
 
@@ -45,7 +47,7 @@ from hardware.spec import PRESETS  # noqa: E402
 from mallocgame.runner import problem_bound, run_solver  # noqa: E402
 from search.muzero.problems import Recipe, build  # noqa: E402
 
-SIZES = (50, 80, 120, 160, 200, 250, 300, 400)
+SIZES = (50, 75, 100, 150, 200, 250)  # 64 simulations with rollouts to the end cost ~n^2 steps per move
 CAPACITIES = (0.2, 0.3, 0.4, 0.5, 0.6)
 
 
@@ -94,15 +96,29 @@ def main() -> None:
     ap.add_argument("--wall-per-buffer", type=float, default=0.01, help="equal wall time: seconds per buffer")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--limit", type=int, default=None, help="first N problems of each group only")
+    ap.add_argument("--contestants", default="mcts,muzero,uniform")
+    ap.add_argument("--reuse", default=None, help="CSV of an earlier run: rows of the contestants not run now")
     ap.add_argument("--out", default="level_muzero_mcts.md")
     ap.add_argument("--csv", default=None, help="every run as CSV (default: --out with .csv)")
     args = ap.parse_args()
     budgets = args.budgets.split(",")
-    cols = contestants(args.checkpoint)
+    wanted = args.contestants.split(",")
+    cols = [c for c in contestants(args.checkpoint) if c[0] in wanted]
+    reused: dict[tuple[str, str, str], dict] = {}
+    if args.reuse:
+        with open(args.reuse) as fh:
+            for r in csv.DictReader(fh):
+                if r["contestant"] not in wanted:
+                    for key in ("value", "bound", "gap", "seconds", "sims_per_s", "cpu_seconds", "sims_per_cpu_s"):
+                        r[key] = float(r[key])
+                    r["n"], r["simulations"] = int(r["n"]), int(r["simulations"])
+                    r["clock_bound"] = r["clock_bound"] == "True"
+                    reused[(r["problem"], r["budget"], r["contestant"])] = r
     csv_path = Path(args.csv) if args.csv else results_path(Path(args.out).with_suffix(".csv"))
     show = Transcript()
     show(f"set {args.set}{' + realistic suite' if args.realistic else ''}; checkpoint "
-         f"{args.checkpoint or 'shipped'}; budgets {args.budgets}; seed {args.seed}")
+         f"{args.checkpoint or 'shipped'}; budgets {args.budgets}; seed {args.seed}; run now: {args.contestants}"
+         + (f"; others from {args.reuse}" if args.reuse else ""))
     rows: list[dict] = []
     insts = problems(args.set, args.realistic, args.limit)
     with open(csv_path, "w", newline="") as fh:
@@ -136,6 +152,13 @@ def main() -> None:
                     rows.append(row)
                     out.writerow([row[k] for k in row])
                     fh.flush()
+                for name in ("mcts", "muzero", "uniform"):
+                    if name not in wanted:
+                        r = reused.get((label, budget, name))
+                        if r is None:
+                            raise SystemExit(f"--reuse has no {name} run on {label} at budget {budget}")
+                        rows.append(r)
+                        out.writerow([r[k] for k in rows[0]])
                 cells = [r for r in rows if r["problem"] == label and r["budget"] == budget]
                 show(f"{label:<34}{problem.n:>5} {budget:>5} " + " ".join(
                     f"{r['contestant']} {r['gap']:7.3%}{'*' if r['clock_bound'] else ' '} "
