@@ -371,8 +371,16 @@ class ProcessPool:
 
 def _ray_run(name: str, problem: Problem, hardware, time_limit: float, seed: int, hint: Solution | None,
              options: dict[str, Any], bound: Bound | None) -> tuple[str, Any]:
-    """A Ray task: exactly the local path's run (:func:`run_solver`, so the same validation and scoring)."""
-    return _run_one(name, problem, hardware, time_limit, seed, hint, options, bound)
+    """A Ray task: exactly the local path's run (:func:`run_solver`, so the same validation and scoring).
+
+    In a forked child of the worker (:func:`call_in_child`): the worker waits in Python, so a
+    cancel (``KeyboardInterrupt`` in the task) reaches it even while the solver is in native
+    code, and kills the solver's whole process group; a solver that dies is this run's error.
+    """
+    try:
+        return call_in_child(_run_one, name, problem, hardware, time_limit, seed, hint, options, bound)
+    except RuntimeError as exc:  # the child died
+        return "error", str(exc)
 
 
 class RayPool:
@@ -454,19 +462,27 @@ class RayPool:
     def kill(self, key: Any) -> None:
         for ref, (k, _) in list(self._running.items()):
             if k == key:
-                self._cancel(ref)
+                self._cancel(ref, force=False)  # the task kills its solver's process group
                 del self._running[ref]
 
     def close(self) -> None:
-        for ref in list(self._running):
-            self._cancel(ref)
+        refs = list(self._running)
+        for ref in refs:  # a cancel raises KeyboardInterrupt in the task: it kills its solver's process group
+            self._cancel(ref, force=False)
+        if refs:
+            try:
+                _, stuck = self._ray.wait(refs, num_returns=len(refs), timeout=5)
+            except Exception:
+                stuck = refs
+            for ref in stuck:  # still going: kill the worker
+                self._cancel(ref)
         self._running.clear()
         if self._owned:
             self._ray.shutdown()  # the local runtime and its workers end with us
             self._owned = False
 
-    def _cancel(self, ref) -> None:
+    def _cancel(self, ref, force: bool = True) -> None:
         try:
-            self._ray.cancel(ref, force=True)
+            self._ray.cancel(ref, force=force)
         except Exception:  # already finished or gone
             pass

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import csv
 import os
+import signal
 import sys
 import textwrap
+import time
 
 import pytest
 
@@ -19,20 +21,33 @@ ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'mall
 
 from mallocgame.compare import CSV_COLUMNS, run_comparison  # noqa: E402
 from mallocgame.inputs.generate import layered_network, random_intervals  # noqa: E402
+from mallocgame.interrupts import Interrupted  # noqa: E402
 from mallocgame.io import atomic_write_text, problem_csv_text, write_workload_json  # noqa: E402
 from tests.conftest import ROOT, run_cli  # noqa: E402
 from tests.test_plugins import make_distribution  # noqa: E402
 
-CRASH = textwrap.dedent('''
-    import os
+PLUGIN = textwrap.dedent('''
+    import os, subprocess, sys, time
 
     class Crash:
-        """Kills its own process: a worker that dies mid-task."""
+        """Kills its own process mid-run."""
         name = "crash"
         modes = frozenset({"map", "pack"})
 
         def solve(self, problem, hardware, *, time_limit, seed, hint=None):
             os._exit(3)
+
+    class Hang:
+        """Starts a process of its own (its pid written to hang_file), then hangs."""
+        name = "hang"
+        modes = frozenset({"map", "pack"})
+
+        def solve(self, problem, hardware, *, time_limit, seed, hint=None, hang_file=""):
+            child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+            with open(hang_file + f".{os.getpid()}", "w") as fh:
+                fh.write(str(child.pid))
+            while True:
+                time.sleep(0.05)
 ''')
 
 
@@ -40,8 +55,8 @@ CRASH = textwrap.dedent('''
 def cluster(tmp_path_factory):
     """A local Ray runtime whose workers see the crashing plugin (and this checkout)."""
     site = tmp_path_factory.mktemp("site")
-    make_distribution(site, "crash-plugin", "crash = crash_plugin.solver:Crash",
-                      {"crash_plugin/__init__.py": "", "crash_plugin/solver.py": CRASH})
+    make_distribution(site, "crash-plugin", "crash = crash_plugin.solver:Crash\nhang = crash_plugin.solver:Hang",
+                      {"crash_plugin/__init__.py": "", "crash_plugin/solver.py": PLUGIN})
     old = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(site), str(ROOT), old]))
     sys.path.insert(0, str(site))
@@ -84,7 +99,7 @@ def test_ray_tasks_validate_like_local_stream_and_a_crash_loses_only_itself(clus
     for inp in ("layered", "intervals"):
         status, _ = ray_values[(inp, "crash")]
         row = next(r for r in on_ray.rows if r.input == inp and r.solver == "crash")
-        assert status == "ERROR" and row.error.startswith("ray task failed")
+        assert status == "ERROR" and row.error == "solver process died (exit code 3)"
     assert all(r.valid for r in on_ray.rows if r.solver != "crash")
     with open(out, newline="") as fh:
         rows = list(csv.reader(fh))
@@ -103,6 +118,38 @@ def test_ray_resume_runs_only_the_missing_pairs(cluster, inputs, tmp_path):
     assert again.settings["resumed"] == 1 and len(again.rows) == 4 and all(r.valid for r in again.rows)
     after = out.read_text().splitlines()
     assert after[:2] == before.splitlines() and len(after) == 5
+
+
+def test_interrupt_cancels_ray_tasks_and_kills_what_their_solvers_started(cluster, inputs, tmp_path):
+    hang = tmp_path / "hang"
+
+    def on_row(row, done, total):  # the first row is in: wait for the hanging run's own process, then Ctrl-C
+        deadline = time.monotonic() + 30
+        while not list(tmp_path.glob("hang.*")) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    with pytest.raises(Interrupted) as stop:
+        run_comparison(inputs[:1], ["greedy-xla", "hang"], time_limit=60, executor="ray", on_row=on_row,
+                       solver_options={"hang": {"hang_file": str(hang)}}, results_path=str(tmp_path / "r.csv"))
+    assert stop.value.exit_code == 130
+    assert [(r.solver, r.valid) for r in stop.value.partial.rows] == [("greedy-xla", True)]
+    (pid_file,) = tmp_path.glob("hang.*")
+    pid = int(pid_file.read_text())
+    deadline = time.monotonic() + 10
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(pid), "the hanging solver's process outlived the interrupt"
+    assert ray.is_initialized()  # a runtime it did not start is left running
+    assert len((tmp_path / "r.csv").read_text().splitlines()) == 2
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
 
 
 def test_cli_executor_ray_joins_a_running_cluster(cluster, inputs, tmp_path):
