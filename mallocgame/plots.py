@@ -374,3 +374,36 @@ def plot_comparison(inputs: list, rows: list, out_dir: Path) -> list[Path]:
         if p is not None:
             written.append(p)
     return written
+
+
+# ---------------------------------------------------------------------------- schedules
+
+def plot_live_orders(profiles: Sequence[tuple[str, np.ndarray]], path: str | Path, *, title: str = "",
+                     floor: int | None = None) -> Path:
+    """Live bytes over time for several op orders of one program (``mallocgame schedule``).
+
+    ``profiles`` are ``(label, live)`` pairs, ``live[t]`` the bytes live during step ``t``
+    (:meth:`mallocgame.scheduling.base.Lifetimes.profile`); each is drawn as a step line with its
+    peak marked. ``floor`` (e.g. the parameters live the whole program) is drawn dotted.
+    """
+    fig = _figure(9, 3.6)
+    ax = fig.add_subplot(1, 1, 1)
+    top = 1
+    for k, (label, live) in enumerate(profiles):
+        live = np.asarray(live, np.int64)
+        steps = np.arange(len(live) + 1)
+        color = SOLVER_COLORS[k % len(SOLVER_COLORS)]
+        ax.stairs(live, steps, color=color, linewidth=1.6, label=f"{label} (peak {live.max() / 2**20:.2f} MiB)")
+        t = int(np.argmax(live))
+        ax.plot([t + 0.5], [live[t]], marker="v", color=color)
+        top = max(top, int(live.max()))
+    if floor:
+        ax.axhline(floor, color="#8C8C8C", linestyle=":", linewidth=1, label="live for the whole program")
+    ax.set_xlabel("op step")
+    ax.set_ylabel("live bytes")
+    ax.set_ylim(0, top * 1.08)
+    _byte_axis(ax, top)
+    ax.legend(loc="lower right", fontsize=8)
+    if title:
+        ax.set_title(title, fontsize=10)
+    return _save(fig, path)

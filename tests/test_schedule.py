@@ -292,3 +292,34 @@ def test_solve_reschedule_answer_is_valid(workload, tmp_path):
     v = run_cli("validate", str(written), str(ans), "--mode", "pack")
     assert v.returncode == 0 and v.stdout.startswith("ok"), v.stdout + v.stderr
     assert np.isfinite(report["schedule"]["max_live"])
+
+
+def test_validate_cli_checks_the_order_of_a_rescheduled_workload(tmp_path):
+    p = random_program(5, 10, control=False)
+    graph = Graph.of(p)
+    u, v = next((u, v) for v in range(graph.n) for u in graph.preds[v])
+    order = list(range(graph.n))
+    order.remove(v)
+    order.insert(order.index(u), v)
+    T = len(p.ops)
+    wide = tuple(Buffer(b.id, b.size, 0, T, b.benefit, b.alignment, b.kind) for b in p.buffers)
+    bad = p.replace(buffers=wide, ops=tuple(p.ops[t] for t in order), original_order=p_ids(p))
+    write_workload_json(tmp_path / "bad.json", bad)
+    offsets, top = [], 0
+    for b in wide:
+        offsets.append(top)
+        top += b.size
+    (tmp_path / "ans.csv").write_text("id,lower,upper,size,offset\n" + "".join(
+        f"{b.id},0,{T},{b.size},{o}\n" for b, o in zip(wide, offsets)))
+    r = run_cli("validate", str(tmp_path / "bad.json"), str(tmp_path / "ans.csv"), "--mode", "pack")
+    assert r.returncode == 1 and "invalid:" in r.stdout and "depends on" in r.stdout, r.stdout + r.stderr
+
+
+def test_python_api_schedule():
+    import mallocgame
+
+    p = random_program(8, 20)
+    r = mallocgame.schedule(p, objective="peak", time_limit=0.5, seed=1)
+    assert r.value <= r.original and validate_schedule(r.problem, p) is None
+    with pytest.raises(InputError, match="time_limit"):
+        mallocgame.schedule(p, time_limit=0)

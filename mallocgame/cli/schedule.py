@@ -118,8 +118,10 @@ def reschedule_outputs(problem_path: str, rescheduled, summary: str, document: d
     """For ``solve --reschedule``: the summary with the schedule's facts, the report's ``schedule``
     entry (added to ``document``), and where and what to write as the re-scheduled workload.
 
-    The answer is checked once more against the workload exactly as written (read back from its
-    text, prepared as the solved problem was); a mismatch is an error (exit 1), never a silent file.
+    The written workload carries the capacity that was solved for (so ``validate W2.json ANSWER``
+    needs no capacity flag). The answer is checked once more against the workload exactly as
+    written (read back from its text, prepared as the solved problem was); a mismatch is an error
+    (exit 1), never a silent file.
     """
     import json
 
@@ -131,6 +133,8 @@ def reschedule_outputs(problem_path: str, rescheduled, summary: str, document: d
     report, problem = rescheduled.report, rescheduled.problem
     raw = _raw(problem_path)
     written = reorder(raw, rescheduled.order)
+    if problem.capacity is not None:  # the capacity solved for (a --capacity-fraction is of the original's max live)
+        written = written.replace(capacity=problem.capacity)
     text = workload_text(written)
     path = schedule_output_path(output, schedule_output)
     if report.valid:
