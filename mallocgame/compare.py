@@ -682,6 +682,11 @@ def run_comparison(specs: Sequence[str], solvers: Sequence[str], *, time_limit: 
         stop = interrupted(exc)
         finished_rows = stop.partial if isinstance(stop.partial, list) else \
             [done[(i, s)] for i in range(len(inputs)) for s in solvers if (i, s) in done]
+        if results is not None and isinstance(stop.partial, list):  # a row the signal caught before its write
+            for row in finished_rows:
+                if row.resumed is None:
+                    results.new[index[(row.input, row.solver)]] = row_record(by_name[row.input], row, settings)
+            results.flush()
         stop.partial = result(finished_rows)
         raise stop from None
     return result(rows)
