@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mallocgame.intervals import max_live, maximal_live_sets
+from mallocgame.intervals import max_live, maximal_live_csr, maximal_live_sets
 from mallocgame.model import Problem
 
 MIP_NONZEROS = 2_000_000
@@ -79,9 +79,6 @@ def no_fragmentation_relaxation(problem: Problem, ev, candidates: np.ndarray, *,
     """
     import time
 
-    from scipy.optimize import Bounds, LinearConstraint, milp
-    from scipy.sparse import coo_matrix
-
     t0 = time.monotonic()
     chosen = np.zeros(problem.n, bool)
     cand = np.flatnonzero(candidates)
@@ -90,17 +87,37 @@ def no_fragmentation_relaxation(problem: Problem, ev, candidates: np.ndarray, *,
         chosen[cand] = True
         return Relaxation(trivial, "trivial", chosen, time.monotonic() - t0)
     a = problem.arrays
-    rows = clique_rows(problem, cand)
-    nnz = sum(len(r) for r in rows)
+    # The clique rows, as CSR over the candidates: a row of one buffer constrains nothing beyond
+    # size <= capacity, and a row whose buffers fit together can never bind; both are left out.
+    _, indptr, idx = maximal_live_csr(a.start[cand], a.end[cand])
+    row_len = np.diff(indptr)
+    row_bytes = np.add.reduceat(a.size[cand][idx], indptr[:-1]) if len(idx) else np.zeros(0, np.int64)
+    binding = (row_len > 1) & (row_bytes > problem.capacity)
+    nnz = int(row_len[binding].sum())
     if nnz > lp_nonzeros:
         return Relaxation(trivial, "trivial", chosen, time.monotonic() - t0)
+    if not binding.any() and (ev.additive or (ev.delta >= 0).all()):
+        # Every candidate fits at every moment: all of them fast is optimal.
+        chosen[cand] = True
+        if ev.additive:
+            return Relaxation(trivial, "mip", chosen, time.monotonic() - t0)
+        headroom = np.maximum(ev.slow_mem - ev.compute, 0.0)
+        fast = np.bincount(ev.op_of, weights=np.where(chosen[ev.buf_of], ev.delta, 0.0), minlength=ev.n_ops)
+        return Relaxation(min(float(np.minimum(headroom, fast).sum()), trivial), "mip", chosen, time.monotonic() - t0)
+    from scipy.optimize import Bounds, LinearConstraint, milp
+    from scipy.sparse import coo_matrix
+
+    row_ids = np.repeat(np.arange(len(row_len)), row_len)
+    kept = binding[row_ids]
+    new_row = np.cumsum(binding) - 1
     col = np.full(problem.n, -1, np.int64)
     col[cand] = np.arange(len(cand))
-    r_idx = [np.full(len(row), r) for r, row in enumerate(rows)]
-    c_idx = [col[row] for row in rows]
-    vals = [a.size[row] / float(problem.capacity) for row in rows]
-    ub = [1.0] * len(rows)
-    nx, n_rows = len(cand), len(rows)
+    r_idx = [new_row[row_ids[kept]]]
+    c_idx = [idx[kept]]
+    vals = [a.size[cand][idx[kept]] / float(problem.capacity)]
+    n_keep = int(binding.sum())
+    ub = [np.ones(n_keep)]
+    nx, n_rows = len(cand), n_keep
     if ev.additive:
         unit = max(float(ev.benefits[cand].max()), 1e-300)
         c = -ev.benefits[cand] / unit
@@ -116,7 +133,7 @@ def no_fragmentation_relaxation(problem: Problem, ev, candidates: np.ndarray, *,
         r_idx += [n_rows + np.arange(len(ops)), n_rows + np.searchsorted(ops, ev.op_of[keep])]
         c_idx += [op_col[ops], col[ev.buf_of[keep]]]
         vals += [np.ones(len(ops)), -ev.delta[keep] / unit]
-        ub += [0.0] * len(ops)
+        ub += [np.zeros(len(ops))]
         n_rows += len(ops)
         n_var = nx + len(ops)
         c = np.concatenate([np.zeros(nx), -np.ones(len(ops))])
@@ -126,7 +143,7 @@ def no_fragmentation_relaxation(problem: Problem, ev, candidates: np.ndarray, *,
         chosen[cand] = True
         return Relaxation(trivial, "mip", chosen, time.monotonic() - t0)
     A = coo_matrix((np.concatenate(vals), (np.concatenate(r_idx), np.concatenate(c_idx))), shape=(n_rows, n_var))
-    constraint = LinearConstraint(A.tocsr(), -np.inf, np.array(ub))
+    constraint = LinearConstraint(A.tocsr(), -np.inf, np.concatenate(ub))
     var_bounds = Bounds(np.zeros(n_var), var_ub)
     if nnz > mip_nonzeros:
         res = milp(c, constraints=constraint, bounds=var_bounds, integrality=np.zeros(n_var))

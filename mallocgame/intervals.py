@@ -93,25 +93,49 @@ def max_live(problem: Problem) -> int:
     return max_live_of(a.size, a.start, a.end)
 
 
+def maximal_live_csr(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The maximal live sets as CSR arrays ``(times [m], indptr [m+1], indices [nnz])``.
+
+    Row ``r`` lists (sorted) the intervals live at ``times[r]``, a start followed by a release
+    before the next start: the maximal cliques of the interval graph (see
+    :func:`maximal_live_sets`). Without a Python loop: the maximal moments inside
+    ``[start_i, end_i)`` are a contiguous run of ``times``, so each interval adds itself to a run
+    of rows.
+    """
+    start, end = np.asarray(start, np.int64), np.asarray(end, np.int64)
+    if len(start) == 0:
+        return np.zeros(0, np.int64), np.zeros(1, np.int64), np.zeros(0, np.int64)
+    starts = np.unique(start)
+    next_start = np.append(starts[1:], np.iinfo(np.int64).max)
+    ends_sorted = np.sort(end)
+    released = np.searchsorted(ends_sorted, next_start, side="right") > np.searchsorted(ends_sorted, starts, side="right")
+    times = starts[released]
+    lo = np.searchsorted(times, start, side="left")
+    hi = np.searchsorted(times, end, side="left")
+    counts = np.maximum(hi - lo, 0)
+    total = int(counts.sum())
+    # Interval i covers rows lo[i] .. hi[i]-1: its entries, in interval order, then sorted by row.
+    first = np.repeat(np.cumsum(counts) - counts, counts)
+    rows = np.repeat(lo, counts) + (np.arange(total) - first)
+    cols = np.repeat(np.arange(len(start), dtype=np.int64), counts)
+    by_row = np.argsort(rows, kind="stable")  # stable: columns stay sorted within a row
+    indptr = np.concatenate(([0], np.cumsum(np.bincount(rows, minlength=len(times))))).astype(np.int64)
+    return times, indptr, cols[by_row]
+
+
 def maximal_live_sets(start: np.ndarray, end: np.ndarray) -> list[np.ndarray]:
     """Index sets (sorted, int64) of the intervals live together at each maximal moment.
 
     These are the maximal cliques of the interval graph: two intervals overlap iff both
     are live at the later start, so the sets cover every overlapping pair. The live set
     only grows between releases, so only a start followed by a release before the next
-    start is maximal. Ordered by time.
+    start is maximal. Ordered by time. (:func:`maximal_live_csr` gives them as CSR arrays.)
 
     >>> [s.tolist() for s in maximal_live_sets(np.array([0, 1, 4]), np.array([3, 5, 6]))]
     [[0, 1], [1, 2]]
     """
-    if len(start) == 0:
-        return []
-    times = np.unique(start)
-    next_start = np.append(times[1:], np.iinfo(np.int64).max)
-    ends_sorted = np.sort(end)
-    released = np.searchsorted(ends_sorted, next_start, side="right") > np.searchsorted(ends_sorted, times, side="right")
-    index = OverlapIndex(start, end)
-    return [np.sort(index.query(t, t + 1)) for t in times[released].tolist()]
+    times, indptr, indices = maximal_live_csr(start, end)
+    return np.split(indices, indptr[1:-1]) if len(times) else []
 
 
 def overlap_index(problem: Problem) -> "OverlapIndex":

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import errno
+import gc
 import io
 import json
 import math
@@ -318,6 +319,21 @@ def read_text(path: str) -> str:
     return text
 
 
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """No cyclic garbage collection inside (a reader's objects hold no cycles).
+
+    Reading 100k buffers makes millions of small objects; each batch of allocations would
+    start a collection that walks everything read so far (most of the reading time before).
+    """
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
 def _csv_records(path: str, text: str) -> Iterator[tuple[int, list[str]]]:
     """``(line number, fields)`` per record; a quoted field may hold commas, quotes and line breaks."""
     reader = csv.reader(io.StringIO(text, newline=""))
@@ -348,6 +364,7 @@ def _csv_rows(path: str, text: str, required: Iterable[str]) -> tuple[list[str],
     return header, rows
 
 
+@_gc_paused()
 def read_csv(path: str | os.PathLike, *, with_offsets: bool = False) -> tuple[Problem, list[int | None] | None]:
     path = str(path)
     text = read_text(path)
@@ -401,6 +418,97 @@ def _json_obj(path: str, where: str, value: Any) -> dict:
     return value
 
 
+# Fast paths of parse_workload: the common, well-formed document checked column-wise. Any field
+# they do not take as it is (a string number, an unknown key, a bad value) sends the document
+# through the per-field loops of parse_workload, which give the one-line error.
+_BUFFER_KEYS = frozenset({"id", "size", "start", "end", "alignment", "kind", "benefit"})
+_OP_KEYS = frozenset({"id", "kind", "flops", "fixed_bytes", "operands", "transcendentals", "control_deps"})
+_OPERAND_KEYS = frozenset({"buffer", "access", "bytes"})
+_KINDS = frozenset(BUFFER_KINDS)
+
+
+def _plain_ints(values: list) -> bool:
+    """Every value a Python int (not a bool) of at most :data:`MAX_INT` in magnitude."""
+    return all(type(v) is int for v in values) and (not values or -MAX_INT <= min(values) and max(values) <= MAX_INT)
+
+
+def _fast_buffers(raw_buffers: list) -> list[Buffer] | None:
+    """The buffers of a well-formed ``buffers`` list, or ``None`` when any needs the checking loop."""
+    if not all(type(r) is dict and r.keys() <= _BUFFER_KEYS for r in raw_buffers):
+        return None
+    try:
+        ids = [r["id"] for r in raw_buffers]
+        size = [r["size"] for r in raw_buffers]
+        start = [r["start"] for r in raw_buffers]
+        end = [r["end"] for r in raw_buffers]
+    except KeyError:
+        return None
+    align = [r.get("alignment", 1) for r in raw_buffers]
+    kind = [r.get("kind", "activation") for r in raw_buffers]
+    benefit = [r.get("benefit") for r in raw_buffers]
+    if not (all(type(i) is str and i for i in ids) and len(set(ids)) == len(ids)
+            and _plain_ints(size) and _plain_ints(start) and _plain_ints(end) and _plain_ints(align)
+            and all(type(k) is str and k in _KINDS for k in kind) and sum(size) <= MAX_INT):
+        return None
+    if min(size) <= 0 or min(start) < 0 or min(align) <= 0 or any(e <= s for s, e in zip(start, end)):
+        return None
+    given = [x for x in benefit if x is not None]
+    if given and not (all(type(x) is float or type(x) is int for x in given) and min(given) >= 0
+                      and math.isfinite(sum(given))):
+        return None
+    benefit = [None if x is None else float(x) for x in benefit]
+    return [Buffer(i, z, s, e, bf, al, k) for i, z, s, e, bf, al, k in zip(ids, size, start, end, benefit, align, kind)]
+
+
+def _fast_ops(raw_ops: list, by_id: dict[str, Buffer]) -> tuple[list[Op], list[tuple[str, int, Any, str]]] | None:
+    """The ops (and control predecessors, as parse_workload collects them) of a well-formed ``ops``
+    list, or ``None`` when any needs the checking loop."""
+    if not all(type(r) is dict and r.keys() <= _OP_KEYS for r in raw_ops):
+        return None
+    ids = [r.get("id", f"op{t}") for t, r in enumerate(raw_ops)]
+    numbers = [r.get("flops", 0.0) for r in raw_ops] + [r.get("transcendentals", 0.0) for r in raw_ops]
+    fixed = [r.get("fixed_bytes", 0) for r in raw_ops]
+    if not (all(type(i) is str for i in ids) and len(set(ids)) == len(ids) and _plain_ints(fixed)
+            and all(type(x) is float or type(x) is int for x in numbers)):
+        return None
+    if raw_ops and (min(fixed) < 0 or min(numbers) < 0 or not math.isfinite(sum(numbers))):
+        return None
+    lists = [r.get("operands", []) for r in raw_ops]
+    if not all(type(x) is list for x in lists):
+        return None
+    flat = [o for x in lists for o in x]
+    if not all(type(o) is dict and o.keys() <= _OPERAND_KEYS for o in flat):
+        return None
+    span = {b.id: (b.start, b.end, b.size) for b in by_id.values()}
+    names = [o.get("buffer", "") for o in flat]
+    if not all(type(name) is str for name in names):
+        return None
+    lives = [span.get(name) for name in names]
+    if None in lives:
+        return None
+    times = [t for t, x in enumerate(lists) for _ in x]
+    access = [o.get("access", "read") for o in flat]
+    nbytes = [o.get("bytes", live[2]) for o, live in zip(flat, lives)]
+    if not (all(live[0] <= t < live[1] for live, t in zip(lives, times))
+            and all(type(a) is str for a in access) and set(access) <= {"read", "write"} and _plain_ints(nbytes)
+            and all(0 <= z <= live[2] for z, live in zip(nbytes, lives))):
+        return None
+    made = list(map(Operand, names, access, nbytes))
+    ops, control, at = [], [], 0
+    for t, raw in enumerate(raw_ops):
+        k = len(lists[t])
+        op_id = ids[t]
+        ops.append(Op(op_id, str(raw.get("kind", "op")), float(raw.get("flops", 0.0)), fixed[t], tuple(made[at:at + k]),
+                      transcendentals=float(raw.get("transcendentals", 0.0))))
+        at += k
+        if "control_deps" in raw:
+            deps = raw["control_deps"]
+            if type(deps) is not list:
+                return None
+            control += [(f"ops[{t}].control_deps[{j}]", t, before, op_id) for j, before in enumerate(deps)]
+    return ops, control
+
+
 def parse_workload(path: str, data: Any) -> Problem:
     """Build a problem from a decoded ``mallocgame.workload/1`` document."""
     if not isinstance(data, dict):
@@ -412,7 +520,8 @@ def parse_workload(path: str, data: Any) -> Problem:
     raw_buffers = _json_list(path, data, "buffers")
     if not raw_buffers:
         raise InputError(f"{path}: field 'buffers': no buffers")
-    for k, raw in enumerate(raw_buffers):
+    fast_buffers = _fast_buffers(raw_buffers)
+    for k, raw in enumerate(raw_buffers if fast_buffers is None else ()):
         where = f"buffers[{k}]"
         raw = _json_obj(path, where, raw)
         for key in ("id", "size", "start", "end"):
@@ -434,11 +543,15 @@ def parse_workload(path: str, data: Any) -> Problem:
         totals.add_size(where, b.size)
         totals.add_float(where, "benefit", b.benefit)
         buffers.append(b)
+    buffers = buffers if fast_buffers is None else fast_buffers
     by_id = {b.id: b for b in buffers}
     ops, op_ids = [], set()
     control: list[tuple[str, int, Any, str]] = []  # (where, op index, predecessor id, op id)
     raw_ops = _json_list(path, data, "ops")
-    for t, raw in enumerate(raw_ops):
+    fast_ops = _fast_ops(raw_ops, by_id)
+    if fast_ops is not None:
+        ops, control = fast_ops
+    for t, raw in enumerate(raw_ops if fast_ops is None else ()):
         where = f"ops[{t}]"
         raw = _json_obj(path, where, raw)
         op_id = str(raw.get("id", f"op{t}"))
@@ -476,7 +589,7 @@ def parse_workload(path: str, data: Any) -> Problem:
         ops.append(Op(op_id, str(raw.get("kind", "op")), flops, fixed, tuple(operands), transcendentals=trans))
         for j, before in enumerate(_json_list(path, raw, "control_deps", where)):
             control.append((f"{where}.control_deps[{j}]", t, before, op_id))
-    if ops:
+    if ops and max(b.end for b in buffers) > len(ops):
         horizon = len(ops)
         for k, b in enumerate(buffers):
             if b.end > horizon:
@@ -531,6 +644,7 @@ def _schedule_fields(path: str, data: dict, ops: list[Op],
     return tuple(pairs), tuple(order)
 
 
+@_gc_paused()
 def read_workload_json(path: str | os.PathLike) -> Problem:
     path = str(path)
     text = read_text(path)

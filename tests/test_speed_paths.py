@@ -1,0 +1,113 @@
+"""The fast paths of issue 11 item 5 give exactly what the checking paths give.
+
+* ``io._fast_buffers`` / ``io._fast_ops`` (column-wise reading of a well-formed workload) build
+  the same problem as the per-field loops, and any irregular field falls back to those loops;
+* ``intervals.maximal_live_csr`` lists the same sets as brute force;
+* ``bounds.no_fragmentation_relaxation`` without binding rows (closed form) equals the MIP.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from hardware.evaluator import Evaluator
+from hardware.spec import PRESETS
+from mallocgame import io as mio
+from mallocgame.bounds import no_fragmentation_relaxation
+from mallocgame.inputs.generate import layered_network
+from mallocgame.intervals import maximal_live_csr, maximal_live_sets
+from mallocgame.model import InputError
+
+
+def _slow(monkeypatch, path, data):
+    with monkeypatch.context() as m:
+        m.setattr(mio, "_fast_buffers", lambda *a: None)
+        m.setattr(mio, "_fast_ops", lambda *a: None)
+        return mio.parse_workload(path, data)
+
+
+def test_fast_reader_equals_checking_reader(monkeypatch):
+    problem = layered_network(300, seed=2)
+    data = mio.workload_dict(problem)
+    data["buffers"][3]["benefit"] = 2.5
+    data["ops"][5]["control_deps"] = [data["ops"][1]["id"]]
+    assert mio._fast_buffers(data["buffers"]) is not None
+    by_id = {b.id: b for b in mio._fast_buffers(data["buffers"])}
+    assert mio._fast_ops(data["ops"], by_id) is not None
+    fast, slow = mio.parse_workload("w.json", data), _slow(monkeypatch, "w.json", data)
+    assert fast == slow
+    assert fast.buffers == slow.buffers and fast.ops == slow.ops and fast.control_deps == slow.control_deps
+    assert fast.buffers[3].benefit == 2.5
+
+
+@pytest.mark.parametrize("where, key, value", [
+    ("buffers", "size", "64"), ("buffers", "size", 64.0), ("buffers", "kind", ["x"]), ("buffers", "id", 7),
+    ("buffers", "extra", 1), ("ops", "flops", "1e3"), ("ops", "operands", None), ("ops", "control_deps", None),
+])
+def test_irregular_fields_take_the_checking_path(monkeypatch, where, key, value):
+    problem = layered_network(50, seed=1)
+    data = mio.workload_dict(problem)
+    data[where][1][key] = value
+    bufs = mio._fast_buffers(data["buffers"])
+    fast_result = bufs is None or mio._fast_ops(data["ops"], {b.id: b for b in bufs}) is None
+    assert fast_result  # the fast path declines ...
+    try:  # ... and the reader answers as the checking loops do
+        got = ("ok", mio.parse_workload("w.json", data))
+    except InputError as exc:
+        got = ("error", str(exc))
+    try:
+        want = ("ok", _slow(monkeypatch, "w.json", data))
+    except InputError as exc:
+        want = ("error", str(exc))
+    assert got == want
+
+
+def test_bad_values_give_the_same_error(tmp_path):
+    problem = layered_network(40, seed=1)
+    data = mio.workload_dict(problem)
+    data["buffers"][4]["size"] = 0
+    path = tmp_path / "w.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(InputError, match=r"buffers\[4\], field 'size': size must be positive"):
+        mio.load_problem(path)
+    data = mio.workload_dict(problem)
+    data["ops"][2]["operands"][0]["bytes"] = -1
+    path.write_text(json.dumps(data))
+    with pytest.raises(InputError, match=r"ops\[2\]\.operands\[0\], field 'bytes'"):
+        mio.load_problem(path)
+
+
+def test_maximal_live_csr_matches_brute_force():
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        n = int(rng.integers(0, 30))
+        start = rng.integers(0, 25, n)
+        end = start + rng.integers(1, 12, n)
+        times, indptr, indices = maximal_live_csr(start, end)
+        live = [frozenset(np.flatnonzero((start <= t) & (end > t)).tolist()) for t in range(40)]
+        maximal = sorted({s for s in live if s and not any(s < o for o in live)}, key=lambda s: min(end[list(s)]))
+        got = [frozenset(indices[indptr[r]:indptr[r + 1]].tolist()) for r in range(len(times))]
+        assert set(got) == set(maximal) and len(got) == len(maximal)
+        assert [s.tolist() for s in maximal_live_sets(start, end)] == [sorted(s) for s in got]
+
+
+def test_relaxation_without_binding_rows_is_all_fast():
+    """Capacity above max live: no clique row binds, the closed form gives all-slow minus all-fast time."""
+    from mallocgame.intervals import max_live
+
+    hw = PRESETS["tpuv4i"]
+    problem = layered_network(400, seed=3)
+    problem = problem.replace(capacity=2 * max_live(problem))
+    ev = Evaluator.of(problem, hw)
+    cand = (problem.arrays.size <= problem.capacity) & (ev.benefits > 0)
+    r = no_fragmentation_relaxation(problem, ev, cand)
+    assert r.kind == "mip" and r.chosen[cand].all()
+    assert r.value == pytest.approx(ev.time_all_slow - ev.time_all_fast, rel=1e-9)
+    # At half the max live rows bind, and the MIP's bound is below the all-fast value.
+    tight = problem.replace(capacity=max_live(problem) // 2)
+    ev2 = Evaluator.of(tight, hw)
+    r2 = no_fragmentation_relaxation(tight, ev2, (tight.arrays.size <= tight.capacity) & (ev2.benefits > 0))
+    assert r2.value < r.value
