@@ -128,24 +128,17 @@ class LargeNeighbourhoodSearch(ModeDispatch):
     # ------------------------------------------------------------------ prefetch mode
 
     def _solve_prefetch(self, problem, hardware, t0, time_limit, seed, hint, workers):
-        """From XLA's answer: the better of the hint and ``msa``'s answer (given up to a fifth of the
-        time) is the incumbent; CP-SAT then re-solves time windows and groups of buffers around it
-        (:func:`solvers.cpsat.prefetch.solve_prefetch`, the neighbourhood search of cpsat's prefetch
-        mode), keeping only what the evaluator scores better."""
-        from hardware.prefetch import PrefetchEvaluator
-        from solvers.cpsat.prefetch import hint_intervals, solve_prefetch
-        from solvers.msa import MemorySpaceAssignment
+        """From XLA's answer: ``msa``'s answer, built first with the deadline the ``msa`` solver would
+        have, and the hint are the starts; CP-SAT then re-solves time windows and groups of buffers
+        around the better (:func:`solvers.cpsat.prefetch.solve_prefetch`, the neighbourhood search of
+        cpsat's prefetch mode), keeping only what the evaluator scores better: never below ``msa``."""
+        from solvers.cpsat.prefetch import solve_prefetch
 
-        pev = PrefetchEvaluator.of(problem, hardware) if problem.has_ops else None
-        given = hint_intervals(problem, hint)
-        xla = MemorySpaceAssignment().solve(problem, hardware, time_limit=max(0.2 * time_limit, 1e-3), seed=seed)
-        starts = [(label, list(ivs)) for label, ivs in (("hint", given), ("msa", xla.intervals)) if ivs is not None]
-        label, start = max(starts, key=lambda s: pev.value(s[1]) if pev is not None else 0.0)
-        seed_solution = Solution((None,) * problem.n, Status.FEASIBLE, problem.mode, intervals=tuple(start))
         remaining = max(time_limit - (time.monotonic() - t0), 1e-3)
-        result = solve_prefetch(problem, hardware, time_limit=remaining, seed=seed, hint=seed_solution,
+        result = solve_prefetch(problem, hardware, time_limit=remaining, seed=seed, hint=hint,
                                 workers=workers, name=self.name)
-        return result.replace(wall_time=time.monotonic() - t0, stats=dict(result.stats) | {"incumbent": label})
+        return result.replace(wall_time=time.monotonic() - t0,
+                              stats=dict(result.stats) | {"incumbent": result.stats.get("start")})
 
     # ------------------------------------------------------------------ map mode
 

@@ -24,6 +24,9 @@ The checks:
 * ``statuses`` -- the answer is a :class:`~mallocgame.model.Solution` with a
   :class:`~mallocgame.model.Status` and the problem's mode; ``INFEASIBLE`` only when no
   answer exists, ``OPTIMAL`` never contradicted by a known better answer;
+* ``never-below-greedy`` -- a search ends no worse than the greedy baseline of its mode
+  (map: greedy-xla, pack: best-fit, prefetch: msa), run with the same time limit; skipped
+  for a solver that declares itself a greedy (``greedy = True``: the baselines themselves);
 * ``no-answer`` -- where no answer exists (pack mode, capacity below the max live bytes)
   the solver returns in time with no answer (e.g. ``Solution(offsets=(None,) * problem.n,
   status=Status.UNKNOWN, mode=problem.mode)``), never claimed optimal; an empty program
@@ -433,6 +436,59 @@ def check_no_answer(subject: Subject) -> str:
     return f"{count} problems"
 
 
+# The greedy baseline of each mode (docs/architecture.md, "Solvers"): built in milliseconds, so a
+# search solver builds it first and never ends below it.
+GREEDY_BASELINE = {"map": "greedy-xla", "pack": "best-fit", "prefetch": "msa"}
+
+
+def is_greedy(solver: Any) -> bool:
+    """Does the solver declare itself a one-pass greedy (``greedy = True``: greedy-xla, best-fit, msa)?
+
+    The greedies are the baselines (or, like best-fit in map mode, another heuristic that may end
+    below greedy-xla by design); every other solver is a search and is held to
+    :func:`check_never_below_greedy`.
+    """
+    return getattr(solver, "greedy", False) is True
+
+
+@functools.cache
+def _never_below_problems(mode: str) -> tuple[tuple[Problem, Any], ...]:
+    if mode == "map":
+        return _map_problems()
+    if mode == "prefetch":  # where the searches ended below msa before they built its answer first
+        return ((_layered(60, 11, 0.15).replace(name="layered-60-prefetch-tight", mode="prefetch"), HW),
+                (_layered(200, 4, 0.25).replace(name="layered-200-prefetch", mode="prefetch"), HW))
+    return _pack_problems()
+
+
+def check_never_below_greedy(subject: Subject) -> str:
+    """Ends no worse than the greedy baseline of its mode (map: greedy-xla, pack: best-fit, prefetch: msa).
+
+    Skipped for the greedies themselves (``greedy = True``). The baseline runs with the same time
+    limit; a search must build it first (it takes milliseconds) and end at or above it: a
+    higher value in map and prefetch mode, and in pack mode a packing whenever the baseline's
+    fits, with a peak no higher when minimising it.
+    """
+    if is_greedy(load_solver(subject.name)):
+        return "skipped: a greedy (a baseline itself)"
+    count = 0
+    for mode in sorted(subject.modes & set(GREEDY_BASELINE)):
+        baseline = Subject(GREEDY_BASELINE[mode], frozenset({mode}), subject.time_limit)
+        for problem, hw in _never_below_problems(mode):
+            _, base_report, _ = baseline.solve(problem, hw)
+            if not base_report.valid:
+                continue  # nothing to hold the search to (a pack baseline over the capacity)
+            _, report, _ = subject.solve(problem, hw)
+            _require(report.valid, f"{_where(problem)}: no valid answer where {baseline.name} has one "
+                                   f"({report.violation})")
+            feasibility = mode == "pack" and problem.capacity is not None  # any packing within it will do
+            _require(feasibility or not _worse(problem, hw, _answer_of(report, problem), _answer_of(base_report, problem)),
+                     f"{_where(problem)}: ends below the greedy baseline {baseline.name}: "
+                     f"{report.objective:.6g} vs {base_report.objective:.6g}")
+            count += 1
+    return f"{count} problems"
+
+
 CHECKS: dict[str, Callable[[Subject], str]] = {
     "protocol": check_protocol,
     "valid-answers": check_valid_answers,
@@ -442,6 +498,7 @@ CHECKS: dict[str, Callable[[Subject], str]] = {
     "hint": check_hint,
     "statuses": check_statuses,
     "no-answer": check_no_answer,
+    "never-below-greedy": check_never_below_greedy,
 }
 
 

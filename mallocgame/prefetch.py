@@ -15,7 +15,7 @@ from typing import Sequence
 
 import numpy as np
 
-from mallocgame.model import FastInterval, Problem
+from mallocgame.model import FastInterval, Problem, Solution
 
 
 def map_intervals(problem: Problem, offsets: Sequence[int | None] | np.ndarray) -> list[FastInterval]:
@@ -47,3 +47,23 @@ def lift_map_answer(problem: Problem, offsets: Sequence[int | None] | np.ndarray
         else:
             out.append(FastInterval(iv.buffer, iv.offset, iv.start, iv.end, iv.start - 1))
     return out
+
+
+def hint_intervals(problem: Problem, hint: Solution | None) -> list[FastInterval] | None:
+    """A hint as valid prefetch intervals (a map answer is lifted by :func:`lift_map_answer`), or
+    ``None`` when there is no hint or it is not a valid prefetch answer: the one reading of a hint
+    in prefetch mode (msa, cpsat, lns, mcts)."""
+    from hardware.validator import validate_intervals
+
+    if hint is None:
+        return None
+    if hint.intervals:
+        ivs = list(hint.intervals)
+    elif len(hint.offsets) == problem.n and any(o is not None for o in hint.offsets):
+        try:
+            ivs = lift_map_answer(problem, hint.offsets)
+        except (ValueError, IndexError, TypeError):
+            return None
+    else:
+        return None
+    return ivs if validate_intervals(problem, ivs) is None else None

@@ -354,14 +354,17 @@ def greedy_incumbents(problem, hardware, data, game_cfg, until: float) -> list[E
     return out
 
 
-def prefetch_incumbents(problem, hardware, game_cfg, hint, until: float) -> list[Episode]:
-    """Prefetch mode's fallback answers: all-slow, the greedy episode of the game in the other
-    buffer order, greedy-xla's map answer lifted (:func:`mallocgame.prefetch.lift_map_answer`)
-    and the ``hint`` (a prefetch answer; a map answer is lifted). Values by the prefetch evaluator."""
+def prefetch_incumbents(problem, hardware, game_cfg, hint, until: float,
+                        msa_deadline: float | None = None) -> list[Episode]:
+    """Prefetch mode's fallback answers: all-slow, ``msa``'s answer (the mode's baseline, built
+    first until ``msa_deadline``, default ``until``: give it the deadline the msa solver would
+    have, and the search never ends below it), the greedy episode of the game in the other buffer
+    order, greedy-xla's map answer lifted (:func:`mallocgame.prefetch.lift_map_answer`) and the
+    ``hint`` (a prefetch answer; a map answer is lifted). Values by the prefetch evaluator."""
     from hardware.prefetch import PrefetchEvaluator
-    from hardware.validator import validate_intervals
+    from mallocgame.msa import msa_answer
     from mallocgame.placement import greedy_place, xla_order
-    from mallocgame.prefetch import lift_map_answer
+    from mallocgame.prefetch import hint_intervals, lift_map_answer
     from search.game import GameConfig
     from search.game_prefetch import PrefetchData, rows_of
 
@@ -372,6 +375,9 @@ def prefetch_incumbents(problem, hardware, game_cfg, hint, until: float) -> list
         return Episode(ev.value(intervals) / data.reward_norm, rows_of(intervals), source)
 
     out = [episode((), "all-slow")]
+    baseline = msa_answer(problem, hardware, until if msa_deadline is None else msa_deadline)
+    if baseline:
+        out.append(episode(baseline, "msa"))
     other = GameConfig(variant="prefetch", k=game_cfg.k, order="start" if game_cfg.order != "start" else "xla",
                        windows=game_cfg.windows)
     g = Game(problem, hardware, other, data=data)
@@ -380,10 +386,7 @@ def prefetch_incumbents(problem, hardware, game_cfg, hint, until: float) -> list
     if problem.capacity is not None:
         offsets = greedy_place(problem, xla_order(problem, data.benefit), problem.capacity, deadline=until)
         out.append(episode(lift_map_answer(problem, offsets), "lifted greedy-xla"))
-    if hint is not None:
-        hinted = tuple(hint.intervals)
-        if not hinted and len(hint.offsets) == problem.n and any(o is not None for o in hint.offsets):
-            hinted = tuple(lift_map_answer(problem, hint.offsets))
-        if hinted and validate_intervals(problem, hinted) is None:
-            out.append(episode(hinted, "hint"))
+    hinted = hint_intervals(problem, hint)
+    if hinted:
+        out.append(episode(hinted, "hint"))
     return out

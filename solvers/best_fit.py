@@ -20,6 +20,7 @@ from mallocgame.protocol import Solver
 class BestFit(Solver):
     name = "best-fit"
     modes = frozenset({"map", "pack"})
+    greedy = True  # a one-pass heuristic: a baseline, not held to never-below-greedy (mallocgame.conformance)
 
     def solve(self, problem, hardware, *, time_limit, seed, hint=None):
         t0 = time.monotonic()

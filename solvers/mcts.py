@@ -33,15 +33,12 @@ import time
 import numpy as np
 
 from hardware.prefetch import PrefetchEvaluator
-from hardware.validator import validate_intervals
 from mallocgame.model import Problem, Solution, Status, offsets_array, offsets_tuple
-from mallocgame.placement import greedy_place, xla_order
-from mallocgame.prefetch import lift_map_answer
-from mallocgame.protocol import Solver
+from mallocgame.protocol import Solver, solver_deadline
 from search.game import Game, GameConfig
 from search.game_data import GameData
-from search.game_prefetch import PrefetchData, intervals_of, rows_of
-from search.mcts import Episode, MCTSConfig, UCTSearch, episode_of, play_greedy
+from search.game_prefetch import PrefetchData, intervals_of
+from search.mcts import Episode, MCTSConfig, UCTSearch, episode_of, play_greedy, prefetch_incumbents
 
 # Measured in experiments/results/mcts_vs_greedy.md: in map mode searching the fixed-order
 # game in greedy-xla's order ends closest to the bound; in pack mode the fixed-address game
@@ -128,24 +125,9 @@ class MCTSSolver(Solver):
         norm = data.reward_norm
         game_cfg = GameConfig(variant="prefetch", k=k, order=order, windows=windows)
 
-        def episode(intervals, source: str) -> Episode:
-            return Episode(ev.value(intervals) / norm, rows_of(intervals), source)
-
-        incumbents = [episode((), "all-slow")]
-        other = GameConfig(variant="prefetch", k=k, order="start" if order != "start" else "xla", windows=windows)
-        g = Game(problem, hardware, other, data=data)
-        if play_greedy(g, t0 + 0.25 * time_limit):
-            incumbents.append(episode(g.intervals(), f"greedy-prefetch-{other.order}"))
-        if problem.capacity is not None:
-            offsets = greedy_place(problem, xla_order(problem, data.benefit), problem.capacity,
-                                   deadline=t0 + 0.25 * time_limit)
-            incumbents.append(episode(lift_map_answer(problem, offsets), "lifted greedy-xla"))
-        if hint is not None:
-            hinted = tuple(hint.intervals)
-            if not hinted and len(hint.offsets) == problem.n and any(o is not None for o in hint.offsets):
-                hinted = tuple(lift_map_answer(problem, hint.offsets))
-            if hinted and validate_intervals(problem, hinted) is None:
-                incumbents.append(episode(hinted, "hint"))
+        # msa's answer first, with the deadline the msa solver would have; then the greedy fallbacks
+        incumbents = prefetch_incumbents(problem, hardware, game_cfg, hint, t0 + 0.25 * time_limit,
+                                         msa_deadline=solver_deadline(t0, time_limit, problem.n, extra=0.02))
         search = UCTSearch(cfg, np.random.default_rng(seed))
         result = search.run(Game(problem, hardware, game_cfg, data=data), deadline=deadline,
                             incumbents=incumbents, start=t0)

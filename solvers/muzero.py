@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from mallocgame.model import InputError, Problem, Solution, Status, offsets_array, offsets_tuple
-from mallocgame.protocol import Solver
+from mallocgame.protocol import Solver, solver_deadline
 from search.muzero import checkpoints as shipped_checkpoints
 from search.muzero.guide import NetworkPrior, uniform_prior
 
@@ -154,7 +154,8 @@ def _solve_uct(name: str, problem: Problem, hardware, *, t0: float, time_limit: 
         from search.game_prefetch import PrefetchData, intervals_of
 
         data = PrefetchData.of(problem, hardware)
-        incumbents = prefetch_incumbents(problem, hardware, game_cfg, hint, t0 + 0.25 * time_limit)
+        incumbents = prefetch_incumbents(problem, hardware, game_cfg, hint, t0 + 0.25 * time_limit,
+                                         msa_deadline=solver_deadline(t0, time_limit, problem.n, extra=0.02))
     else:
         from search.game_data import GameData
 

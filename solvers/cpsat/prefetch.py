@@ -43,9 +43,11 @@ free stays, not those of the others, which may compete for the same slots in the
 (4) Seconds are rounded to :data:`SECOND_UNITS` units per neighbourhood. Every answer is
 therefore scored by the real evaluator (:class:`~hardware.prefetch.PrefetchEvaluator`) and kept
 only when it beats the incumbent, so the result is never worse than the hint or the start
-(always computed): :func:`~mallocgame.prefetch.lift_map_answer` of the map-mode greedy
-(greedy-xla's order and best fit), each prefetch's start moved up to its first served touch
-(:func:`tighten`: the same rectangles and a longer copy window, never worse).
+(always computed, first): ``msa``'s answer (:func:`mallocgame.msa.msa_answer`, with the deadline
+the ``msa`` solver would have, so the search never ends below the baseline of prefetch mode) and
+:func:`~mallocgame.prefetch.lift_map_answer` of the map-mode greedy (greedy-xla's order and best
+fit), each prefetch's start moved up to its first served touch (:func:`tighten`: the same
+rectangles and a longer copy window, never worse).
 
 **Decomposition** (:func:`solve_prefetch`): stays only interact when their occupied ops overlap
 (memory, op savings and copy windows all lie inside them), so the time line splits into
@@ -78,9 +80,10 @@ from hardware.prefetch import PrefetchEvaluator, eviction_of
 from hardware.validator import validate_intervals
 from mallocgame.bounds import prefetch_op_savings, prefetch_upper_bound
 from mallocgame.intervals import component_runs, maximal_live_sets
-from mallocgame.model import FastInterval, Problem, Solution, Status, offsets_array
+from mallocgame.model import FastInterval, Problem, Solution, Status
+from mallocgame.msa import msa_answer
 from mallocgame.placement import greedy_place, xla_order
-from mallocgame.prefetch import lift_map_answer
+from mallocgame.prefetch import hint_intervals, lift_map_answer
 from mallocgame.protocol import solver_deadline
 from solvers.cpsat.model import grid_unit
 
@@ -566,16 +569,6 @@ def map_start(problem: Problem, hardware, deadline: float) -> list[FastInterval]
     return tighten(problem, lift_map_answer(problem, offsets))
 
 
-def hint_intervals(problem: Problem, hint: Solution | None) -> list[FastInterval] | None:
-    """The hint as valid intervals (a map-mode hint is lifted), or ``None`` when it is not a valid answer."""
-    if hint is None:
-        return None
-    intervals = list(hint.intervals)
-    if not intervals and len(hint.offsets) == problem.n and any(o is not None for o in hint.offsets):
-        intervals = lift_map_answer(problem, offsets_array(hint.offsets))
-    return intervals if validate_intervals(problem, intervals) is None else None
-
-
 def _key(x) -> tuple:
     return (x.buffer, x.start, x.end, x.copy_start)
 
@@ -595,7 +588,10 @@ def solve_prefetch(problem: Problem, hardware, *, time_limit: float, seed: int, 
     starts: list[tuple[str, list[FastInterval]]] = []
     if given is not None:
         starts += [("hint", given), ("hint-tightened", tighten(problem, given))]
-    starts += [("greedy-xla-lifted", map_start(problem, hardware, t0 + 0.2 * time_limit)), ("all-slow", [])]
+    # msa's answer first, with the deadline the msa solver would have (so it is the same answer
+    # whenever msa finishes): the search never ends below the baseline of prefetch mode.
+    starts += [("msa", msa_answer(problem, hardware, solver_deadline(t0, time_limit, n, extra=0.02))),
+               ("greedy-xla-lifted", map_start(problem, hardware, t0 + 0.2 * time_limit)), ("all-slow", [])]
     scored = [(pev.value(ivs), -k, label, ivs) for k, (label, ivs) in enumerate(starts)]
     best_value, _, start_label, incumbent = max(scored, key=lambda x: (x[0], x[1]))
     start_value = best_value

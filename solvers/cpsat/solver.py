@@ -1,6 +1,8 @@
 """OR-Tools CP-SAT, all modes: per-moment no-overlap + knapsack rows, exact roofline objective; prefetch: stays and copies.
 
-Pack mode: every buffer gets an offset within the capacity (feasibility), or with
+Pack mode: every buffer gets an offset within the capacity (feasibility; the deadline-safe
+greedy pack start, best fit when time allows, is tried first and is the answer when it fits;
+CP-SAT then cycles through branching orders in doubling slices), or with
 ``minimize_peak`` (or no capacity) the highest address is minimised; there the best-fit
 answer bounds the address range and is the first hint, so the result is never worse
 than best-fit. Map mode: optional intervals (presence = fast memory); the objective is
@@ -55,9 +57,11 @@ def solve_with_restarts(problem: Problem, part: Part, limits: Limits, t0: float)
     slice of ``total / 20``, then twice that, and so on; the last slice takes what is left.
     """
     deadline = limits.deadline if limits.deadline is not None else time.monotonic() + limits.time_limit
-    if len(part.free) < SMALL_MODEL or part.hint is not None:
+    if part.hint is not None:
         return solve_part(problem, part, limits, t0=t0)
-    base = max((deadline - time.monotonic()) / 20, 0.5)
+    # A small model is built in milliseconds, so its slices may be short: example:pack40 takes 0.76 s
+    # in start order and 0.01 s in the others, and a 1 s limit must reach them.
+    base = max((deadline - time.monotonic()) / 20, 0.05 if len(part.free) < SMALL_MODEL else 0.5)
     k, result = 0, None
     while (remaining := deadline - time.monotonic()) > 0.05:
         order = PACK_ORDERS[k % len(PACK_ORDERS)]
@@ -117,6 +121,8 @@ class CpSat(Solver):
             return solve_prefetch(problem, hardware, time_limit=time_limit, seed=seed, hint=hint, workers=workers,
                                   deterministic=deterministic, name=self.name)
         t0 = time.monotonic()
+        from ortools.sat.python import cp_model  # noqa: F401  (0.3-0.7 s the first time: before the clock is shared out)
+
         n = problem.n
         # Reading a large model's answer back and scoring it takes time too.
         deadline = solver_deadline(t0, time_limit, n)
@@ -260,11 +266,13 @@ class CpSat(Solver):
                 if size[0] > problem.capacity:
                     return PartResult(Status.INFEASIBLE, None, None, None), False
                 return PartResult(Status.OPTIMAL, np.zeros(1, np.int64), float(size[0]), float(size[0])), False
+            # The deadline-safe greedy pack start (best fit if time allows) first: when it fits,
+            # that is the answer, so cpsat never reports no packing where best-fit has one.
+            greedy = hint if hint is not None else fallbacks.pack_component(comp)
+            peak = int((greedy + size).max())
+            if peak <= problem.capacity:
+                return PartResult(Status.FEASIBLE, greedy, float(peak), None), False
             if too_big:
-                greedy = hint if hint is not None else fallbacks.pack_component(comp)
-                peak = int((greedy + size).max())
-                if peak <= problem.capacity:
-                    return PartResult(Status.FEASIBLE, greedy, float(peak), None), False
                 return PartResult(Status.UNKNOWN, None, None, None), False
             part = Part(comp, "feasible", capacity=problem.capacity, hint=hint)
             result = solve_with_restarts(problem, part, limits, t0)
