@@ -165,3 +165,41 @@ def test_address_without_ray_executor_is_one_line(inputs):
     r = run_cli("compare", inputs[1], "--solvers", "greedy-xla", "--address", "127.0.0.1:1", timeout=60)
     assert r.returncode == 2 and "--address: only with --executor ray" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+    r = run_cli("train", "--address", "127.0.0.1:1", timeout=60)
+    assert r.returncode == 2 and r.stderr.strip() == "error: --address: only with --ray-actors"
+
+
+def test_self_play_on_ray_actors_plays_the_seeded_games_in_order_and_trains(cluster):
+    pytest.importorskip("torch")
+    import numpy as np
+
+    from search.muzero.distributed import RaySelfPlay, _Player
+    from search.muzero.env import game_factory
+    from search.muzero.problems import Curriculum, Recipe
+    from search.muzero.train import TrainConfig, new_state, train
+
+    fields = {"variant": "order", "k": 4, "order": "xla"}
+    make = game_factory(fields)
+    config = TrainConfig(games_per_iter=3, updates_per_iter=2, batch_size=4, unroll=2, td_steps=2, simulations=2,
+                         curriculum=Curriculum(min_size=6, max_size=8))
+
+    def fresh():
+        return new_state(config, 0, make, fields, Recipe("layered", 6, 0))
+
+    state = fresh()
+    play = RaySelfPlay(2, fields)
+    try:
+        train(state, 4, make, play=play)  # two iterations: 2 x 3 games over 2 actors, 4 updates
+    finally:
+        play.close()
+    assert state.step == 4 and state.replay.total_games == 6 and state.replay.positions > 0
+    assert ray.is_initialized()  # the runtime it found stays up
+
+    # The first iteration's games, reproduced in this process: the same recipes, seeds and order.
+    local = fresh()
+    jobs = [(config.curriculum.sample(local.rng), int(local.rng.integers(2**63))) for _ in range(3)]
+    weights = {k: v.detach().clone() for k, v in local.net.state_dict().items()}
+    games = _Player(fields).play(weights, local.net.config.as_dict(), config.as_dict(), jobs)
+    for (traj, _), got in zip(games, state.replay.trajectories[:3]):
+        assert traj.recipe == got.recipe
+        assert np.array_equal(traj.actions, got.actions) and np.array_equal(traj.rewards, got.rewards)

@@ -44,9 +44,14 @@ from mallocgame.cli.common import SECONDS, SEED
               help="Stop at the first iteration boundary after this many seconds (the run is then not "
                    "reproducible in length; resume continues it exactly). --time-budget is an alias.")
 @click.option("--seed", type=SEED, default=0, show_default=True)
+@click.option("--ray-actors", "ray_actors", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Play each iteration's self-play games on N Ray actors (pip install 'mallocgame[ray]'); "
+                   "reproducible under --seed whatever N, but another game stream than local self-play.")
+@click.option("--address", default=None, metavar="ADDR",
+              help="With --ray-actors: the Ray cluster to join; default: a local runtime.")
 def train(steps, games_per_iter, updates_per_iter, simulations, search_method, model, batch_size, unroll, td_steps,
           learning_rate, min_size, max_size, k, order, out_path, resume_path, export_path, checkpoint_every,
-          time_budget, seed) -> None:
+          time_budget, seed, ray_actors, address) -> None:
     """Train the muzero solver's network by self-play on generated problems; deterministic under --seed."""
     import os
 
@@ -61,6 +66,13 @@ def train(steps, games_per_iter, updates_per_iter, simulations, search_method, m
         fail(f"--time-limit: must be a positive number of seconds, got {time_budget}")
     if resume_path and not os.path.isfile(resume_path):  # before paying for torch
         fail(f"--resume: {resume_path}: checkpoint not found")
+    if address is not None and ray_actors is None:
+        fail("--address: only with --ray-actors")
+    if ray_actors is not None:
+        import importlib.util
+
+        if importlib.util.find_spec("ray") is None:
+            fail("--ray-actors: ray is not installed (pip install 'mallocgame[ray]')")
     try:
         from search.muzero import checkpoint as ckpt
         from search.muzero.env import game_factory
@@ -101,10 +113,19 @@ def train(steps, games_per_iter, updates_per_iter, simulations, search_method, m
         click.echo(" ".join(f"{k}={v}" for k, v in entry.items()))
 
     deadline = None if time_budget is None else t0 + time_budget
+    play = None
     try:
         with raise_on_signals():
+            if ray_actors is not None:
+                from search.muzero.distributed import RaySelfPlay
+
+                try:
+                    play = RaySelfPlay(ray_actors, state.game_config, address=address)
+                except (ConnectionError, ValueError, RuntimeError) as exc:
+                    fail(f"--ray-actors: cannot start or reach a Ray cluster ({' '.join(str(exc).split())[:200]})")
+                click.echo(f"self-play on {ray_actors} Ray actor{'s' if ray_actors > 1 else ''}")
             run_training(state, steps, make_game, checkpoint_path=out_path, checkpoint_every=checkpoint_every,
-                         deadline=deadline, on_log=show)
+                         deadline=deadline, on_log=show, play=play)
     except Interrupted as stop:  # the checkpoint on disk is whole (atomic saves): say where to continue
         ignore_signals()
         try:
@@ -115,6 +136,9 @@ def train(steps, games_per_iter, updates_per_iter, simulations, search_method, m
                    + (f" (continue with: mallocgame train --resume {out_path} --steps {steps})"
                       if "holds" in saved else ""))
         sys.exit(stop.exit_code)
+    finally:
+        if play is not None:
+            play.close()
     if export_path:
         ckpt.atomic_save(ckpt.model_only(state.payload()), export_path)
     click.echo(f"done: step {state.step}, {state.replay.total_games} games, {time.monotonic() - t0:.0f}s; "

@@ -204,10 +204,12 @@ def greedy_return(game: Any) -> float:
 
 def train(state: TrainState, until_step: int, make_game: Callable[[Recipe], Any], *,
           checkpoint_path: str | None = None, checkpoint_every: int = 0, deadline: float | None = None,
-          on_log: Callable[[dict], None] | None = None) -> TrainState:
+          on_log: Callable[[dict], None] | None = None,
+          play: Callable[[TrainState, Callable[[Recipe], Any]], dict] | None = None) -> TrainState:
     """Train until ``state.step == until_step`` (or ``deadline``, checked between iterations).
 
-    Saves to ``checkpoint_path`` every ``checkpoint_every`` iterations and at the end.
+    Saves to ``checkpoint_path`` every ``checkpoint_every`` iterations and at the end. ``play``
+    replaces :func:`self_play` (``search.muzero.distributed.RaySelfPlay``: the games on Ray actors).
     """
     configure_torch()
     cfg = state.config
@@ -220,7 +222,7 @@ def train(state: TrainState, until_step: int, make_game: Callable[[Recipe], Any]
             if deadline is not None and time.monotonic() >= deadline:
                 break
             state.net.eval()
-            played = self_play(state, make_game)
+            played = (play or self_play)(state, make_game)
             acc = {}
         batch = state.replay.sample(state.rng, cfg.batch_size, cfg.unroll)
         total, parts = loss(state.net, batch, cfg)
