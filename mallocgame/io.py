@@ -133,6 +133,12 @@ def problem_csv_text(problem: Problem, offsets: Sequence[int | None] | None = No
     with_benefit = any(b.benefit is not None for b in problem.buffers)
     cols = list(CSV_COLUMNS) + (["benefit"] if with_benefit else []) + (["offset"] if offsets is not None else [])
     lines = [_csv_line(cols)]
+    if not any(c in "\0".join(b.id for b in problem.buffers) for c in ',"\r\n'):  # no id needs quoting
+        bufs = problem.buffers
+        ben = ([""] * len(bufs) if not with_benefit else
+               ["," + ("" if b.benefit is None else _fmt_num(b.benefit)) for b in bufs])
+        off = [""] * len(bufs) if offsets is None else ["," if o is None else f",{o}" for o in offsets]
+        return lines[0] + "".join([f"{b.id},{b.start},{b.end},{b.size}{x}{y}\n" for b, x, y in zip(bufs, ben, off)])
     for i, b in enumerate(problem.buffers):
         row = [b.id, str(b.start), str(b.end), str(b.size)]
         if with_benefit:

@@ -8,7 +8,7 @@ come from :mod:`hardware.validator` and :mod:`hardware.evaluator`.
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from hardware.evaluator import Evaluator
@@ -57,7 +57,7 @@ class Report:
     intervals: tuple = ()  # prefetch mode: the validated FastIntervals
 
     def as_json(self) -> dict[str, Any]:
-        d = asdict(self)
+        d = asdict(replace(self, offsets=(), intervals=()))  # not a deep copy of 100k offsets to drop
         d.pop("offsets")
         d.pop("intervals")
         d["history"] = [list(h) for h in self.history]

@@ -13,6 +13,7 @@ are never silently ignored) live in :mod:`mallocgame.cli.common`.
 from __future__ import annotations
 
 import errno
+import gc
 import importlib
 import os
 import sys
@@ -163,6 +164,7 @@ def info(problem_path: str, mode: str | None, capacity: str | None, capacity_fra
                                       hardware=hardware)
     except InputError as exc:
         fail(str(exc))
+    gc.freeze()  # the problem lives to the end: later collections need not walk its objects
     capacity_warning(problem)
     f = _info_facts(problem, spec)
     if as_json:
@@ -309,6 +311,7 @@ def solve(problem_path, solver_name, mode, capacity, capacity_fraction, hardware
         hint = _check_hint(problem, hint_path) if hint_path else None
     except InputError as exc:
         fail(str(exc))
+    gc.freeze()  # the problem lives to the end: collections (and a forked solver's pages) leave it alone
     names = list(dict.fromkeys([solver_name] + ([warm_start] if warm_start else [])))
     options = _solve_options(names, solver_options, workers, simulations, minimize_peak)
     capacity_warning(problem)
@@ -345,7 +348,7 @@ def solve(problem_path, solver_name, mode, capacity, capacity_fraction, hardware
     # Files first (no file is written without a valid solution): one that cannot be written is
     # said before anything else, and the summary and --json still follow.
     unwritten: list[str] = []
-    files = [(output, answer), (report_path, dump_json(document))]
+    files = [(output, answer), (report_path, dump_json(document) if report_path else None)]
     if reschedule and schedule_path:
         files.insert(0, (schedule_path, schedule_text))
     for path, text in files:
