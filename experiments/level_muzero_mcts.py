@@ -34,18 +34,15 @@ from __future__ import annotations
 import argparse
 import csv
 import statistics
-import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _common import Transcript, fenced, results_path, write_results  # noqa: E402
+from _common import Transcript, fenced, results_path, write_results
 
-from hardware.spec import PRESETS  # noqa: E402
-from mallocgame.runner import problem_bound, run_solver  # noqa: E402
-from search.muzero.problems import Recipe, build  # noqa: E402
+from hardware.spec import PRESETS
+from mallocgame.runner import problem_bound, run_solver
+from search.muzero.problems import Recipe, build
 
 SIZES = (50, 75, 100, 150, 200, 250)  # 64 simulations with rollouts to the end cost ~n^2 steps per move
 CAPACITIES = (0.2, 0.3, 0.4, 0.5, 0.6)

@@ -13,12 +13,10 @@ are model-only checkpoints; pick one with ``experiments/level_muzero_mcts.py --s
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from search.muzero.expert import ExpertConfig, resume, train  # noqa: E402
+from search.muzero.expert import ExpertConfig, resume, train
 
 SHIPPED = Path(__file__).resolve().parents[1] / "search" / "muzero" / "checkpoints" / "default.pt"
 
