@@ -22,8 +22,8 @@ buffers, capacities 20-60% of the max live bytes; seeds 3000-3029, disjoint from
 (>= 1,000,000) and tuning (201-212)); ``tuning``: 12 problems, seeds 201-212, for choosing a
 checkpoint; ``--realistic`` adds the realistic suite (``mallocgame suites``). The gap is to the
 no-fragmentation bound. Wins/ties/losses compare values per problem (a tie: within 1e-9 of the
-bound); ``p`` is the one-sided sign test (``scipy.stats.binomtest``, ties dropped) that muzero wins
-more often than it loses. ``--contestants`` runs only some of them and ``--reuse`` takes the
+bound); ``p`` is the one-sided sign test (``scipy.stats.binomtest``, ties dropped) that the first
+wins more often than it loses (muzero vs mcts, muzero vs uniform, and uniform vs mcts). ``--contestants`` runs only some of them and ``--reuse`` takes the
 others' runs from an earlier CSV of this script (same problems, budgets and seed; mcts and the
 uniform control do not depend on the checkpoint). Writes the tables to ``--out`` (under experiments/results/) and every run
 to ``--csv``.
@@ -36,7 +36,6 @@ import csv
 import statistics
 import time
 from pathlib import Path
-
 
 from _common import Transcript, fenced, results_path, write_results
 
@@ -183,17 +182,17 @@ def summary(rows: list[dict], budgets: list[str], show) -> None:
             mean = {c: statistics.mean(p[c]["gap"] for p in by.values()) for c in ("mcts", "muzero", "uniform")}
             line = (f"budget {budget:>4} {gname:<9} ({len(by)} problems): mean gap mcts {mean['mcts']:.3%}, "
                     f"muzero {mean['muzero']:.3%}, uniform {mean['uniform']:.3%}")
-            for other in ("mcts", "uniform"):
-                w = t = l = 0
+            for me, other in (("muzero", "mcts"), ("muzero", "uniform"), ("uniform", "mcts")):
+                wins = ties = losses = 0
                 for p in by.values():
-                    d = p["muzero"]["value"] - p[other]["value"]
-                    if abs(d) <= 1e-9 * max(p["muzero"]["bound"], 1e-300):
-                        t += 1
+                    d = p[me]["value"] - p[other]["value"]
+                    if abs(d) <= 1e-9 * max(p[me]["bound"], 1e-300):
+                        ties += 1
                     elif d > 0:
-                        w += 1
+                        wins += 1
                     else:
-                        l += 1
-                line += f"; vs {other} {w}/{t}/{l} (W/T/L) p={sign_test(w, l):.3g}"
+                        losses += 1
+                line += f"; {me} vs {other} {wins}/{ties}/{losses} (W/T/L) p={sign_test(wins, losses):.3g}"
             if budget == "time":
                 ratio = [p["muzero"]["simulations"] / max(p["mcts"]["simulations"], 1) for p in by.values()]
                 cpu = [p["muzero"]["sims_per_cpu_s"] / max(p["mcts"]["sims_per_cpu_s"], 1e-9) for p in by.values()]
