@@ -23,7 +23,8 @@ buffers, capacities 20-60% of the max live bytes; seeds 3000-3029, disjoint from
 checkpoint; ``--realistic`` adds the realistic suite (``mallocgame suites``). The gap is to the
 no-fragmentation bound. Wins/ties/losses compare values per problem (a tie: within 1e-9 of the
 bound); ``p`` is the one-sided sign test (``scipy.stats.binomtest``, ties dropped) that the first
-wins more often than it loses (muzero vs mcts, muzero vs uniform, and uniform vs mcts). ``--contestants`` runs only some of them and ``--reuse`` takes the
+wins more often than it loses (muzero vs mcts, muzero vs uniform, and uniform vs mcts).
+``--contestants`` runs only some of them and ``--reuse`` takes the
 others' runs from an earlier CSV of this script (same problems, budgets and seed; mcts and the
 uniform control do not depend on the checkpoint). Writes the tables to ``--out`` (under experiments/results/) and every run
 to ``--csv``.
