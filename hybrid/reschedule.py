@@ -74,8 +74,11 @@ def solve_with_reschedule(name: str, problem: Problem, hardware, *, time_limit: 
 
     ``hint`` (an answer of the original order) warm-starts round 0.
     """
+    from mallocgame.model import InputError
     from mallocgame.scheduling import reorder, schedule
 
+    if not problem.has_ops:  # before any solver runs
+        raise InputError(f"{problem.source or problem.name}: --reschedule: nothing to schedule: the workload has no ops")
     t0 = time.monotonic()
     deadline = t0 + time_limit
     per_round = time_limit / max(rounds, 1)

@@ -220,9 +220,22 @@ class Problem:
         Derived from the operands in the op order ``order`` (op ids; default: ``ops`` as they
         stand), per buffer: a write before every later touch up to the next write (reads of
         the value, the next write), every read before the next write; plus ``control_deps``.
-        Reads between two writes commute. Any topological order of these edges is a valid
-        program (docs/architecture.md, "Schedules").
+        Reads between two writes commute. The buffers of an in-place pair (``inplace``, when not
+        yet merged) count as one, so the write into the shared storage stays after every read
+        of the old value. Any topological order of these edges is a valid program
+        (docs/architecture.md, "Schedules").
         """
+        storage: dict[str, str] = {}  # in-place members -> one key per group
+
+        def key(buf: str) -> str:
+            while buf in storage:
+                buf = storage[buf]
+            return buf
+
+        for src, dst in self.inplace:
+            a, b = key(src), key(dst)
+            if a != b:
+                storage[b] = a
         pos = {op.id: t for t, op in enumerate(self.ops)}
         seq = [pos[i] for i in order] if order is not None else range(len(self.ops))
         edges: set[tuple[int, int]] = set()
@@ -232,7 +245,7 @@ class Problem:
             op = self.ops[t]
             acc: dict[str, list[bool]] = {}
             for o in op.operands:
-                acc.setdefault(o.buffer, [False, False])[0 if o.access == "read" else 1] = True
+                acc.setdefault(key(o.buffer), [False, False])[0 if o.access == "read" else 1] = True
             for buf, (r, w) in acc.items():
                 lw = last_write.get(buf)
                 if lw is not None and lw != t:

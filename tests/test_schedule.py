@@ -74,6 +74,18 @@ def test_dependencies_cover_reads_overwrites_and_control():
     assert p.dependencies() == [(0, 1), (0, 2), (0, 3), (1, 3), (1, 4), (2, 3)]
 
 
+def test_unmerged_inplace_pair_keeps_the_overwrite_after_the_reads():
+    ops = (Op("f", operands=(Operand("x", "read", 4), Operand("a", "write", 4))),
+           Op("r", operands=(Operand("a", "read", 4), Operand("y", "write", 4))),
+           Op("g", operands=(Operand("a", "read", 4), Operand("b", "write", 4))))  # b takes a's storage
+    bufs = (Buffer("x", 4, 0, 3, kind="input"), Buffer("a", 4, 0, 3), Buffer("y", 4, 1, 3, kind="output"),
+            Buffer("b", 4, 2, 3, kind="output"))
+    p = Problem("inplace", bufs, ops, inplace=(("a", "b"),))
+    assert (1, 2) in p.dependencies()  # r reads a before g overwrites it through b
+    assert p.dependencies() == merge_inplace(p).dependencies()
+    assert (1, 2) not in p.replace(inplace=()).dependencies()
+
+
 @pytest.mark.parametrize("name", ["list", "dp", "local"])
 def test_every_scheduler_respects_dependencies(name):
     for seed in range(4):
