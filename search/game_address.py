@@ -38,6 +38,8 @@ import numpy as np
 
 from search.game import ACTION_FEATURES, BUFFER_FEATURES, Game, GameConfig, Observation
 
+_SMALL = 64  # up to this many buffers starting in a segment, candidates are found without numpy
+
 
 class AddressGame(Game):
     """Fixed address (the lowest skyline segment); choose which buffer goes there, or close it."""
@@ -140,6 +142,12 @@ class AddressGame(Game):
         sd = self._sky
         lo = bisect.bisect_left(sd.sorted_cs, a)
         hi = bisect.bisect_left(sd.sorted_cs, r)
+        if hi - lo <= _SMALL:  # a Python scan: numpy's per-call cost dominates on a few buffers
+            und, ce, thr, h = self._undecided, sd.ce_l, sd.threshold_l, self._height[a]
+            found = [i for i in sd.by_cs_l[lo:hi] if ce[i] <= r and thr[i] >= h and und[i]]
+            if len(found) > 1:
+                found.sort(key=sd.rank_l.__getitem__)  # ranks are distinct: the same order as below
+            return found[:self.config.k]
         idx = sd.by_cs[lo:hi]
         idx = idx[self._undecided[idx] & (sd.ce[idx] <= r) & (sd.threshold[idx] >= self._height[a])]
         k = self.config.k
@@ -209,6 +217,15 @@ class AddressGame(Game):
         mask[:len(self._cands)] = True
         mask[self.slow_action] = self._close_legal()
         return mask
+
+    def legal_actions(self) -> np.ndarray:
+        """Indices of the legal actions, int64 ascending (``legal_mask`` without building the mask)."""
+        if self.done:
+            return np.zeros(0, np.int64)
+        legal = list(range(len(self._cands)))
+        if self._close_legal():
+            legal.append(self.slow_action)
+        return np.array(legal, np.int64)
 
     def greedy_action(self) -> int:
         """The best-ranked candidate."""
@@ -337,6 +354,7 @@ class _SkylineData:
             key = np.lexsort((idx, -d.size, -length, d.start))
         self.rank = np.empty(d.n, np.int64)
         self.rank[key] = idx
+        self.rank_l, self.by_cs_l = self.rank.tolist(), self.by_cs.tolist()
         # A buffer fits on a floor h iff h <= threshold: align_up(h) + size <= capacity.
         if d.capacity is None:
             self.threshold = np.full(d.n, np.iinfo(np.int64).max, np.int64)

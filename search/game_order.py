@@ -120,6 +120,15 @@ class OrderGame(Game):
         mask[self.slow_action] = self._slow_legal()
         return mask
 
+    def legal_actions(self) -> np.ndarray:
+        """Indices of the legal actions, int64 ascending (``legal_mask`` without building the mask)."""
+        if self.done:
+            return np.zeros(0, np.int64)
+        legal = list(range(len(self.holes())))
+        if self._slow_legal():
+            legal.append(self.slow_action)
+        return np.array(legal, np.int64)
+
     def greedy_action(self) -> int:
         """Best fit: the smallest offered hole that holds the buffer (lowest on ties), else slow."""
         holes = self.holes()

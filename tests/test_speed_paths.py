@@ -111,3 +111,31 @@ def test_relaxation_without_binding_rows_is_all_fast():
     ev2 = Evaluator.of(tight, hw)
     r2 = no_fragmentation_relaxation(tight, ev2, (tight.arrays.size <= tight.capacity) & (ev2.benefits > 0))
     assert r2.value < r.value
+
+
+@pytest.mark.parametrize("variant", ["order", "address"])
+@pytest.mark.parametrize("mode", ["map", "pack"])
+def test_game_fast_paths_match_the_mask(variant, mode):
+    """legal_actions (built without the mask) and the Python candidate scan agree with the numpy paths."""
+    from search.game import Game, GameConfig
+    from search.game_address import AddressGame
+
+    hw = PRESETS["tpuv4i"]
+    problem = layered_network(300, seed=4)
+    if mode == "pack":
+        problem = problem.replace(mode="pack", capacity=None)
+    rng = np.random.default_rng(0)
+    game = Game(problem, hw, GameConfig(variant=variant))
+    while not game.done:
+        legal = game.legal_actions()
+        assert legal.dtype == np.int64 and legal.tolist() == np.flatnonzero(game.legal_mask()).tolist()
+        if isinstance(game, AddressGame):
+            a, r, _ = game._seg
+            sd = game._sky
+            lo, hi = np.searchsorted(sd.sorted_cs, a), np.searchsorted(sd.sorted_cs, r)
+            idx = sd.by_cs[lo:hi]
+            idx = idx[game._undecided[idx] & (sd.ce[idx] <= r) & (sd.threshold[idx] >= game._height[a])]
+            want = idx[np.argsort(sd.rank[idx])][:game.config.k].tolist()
+            assert game.candidates() == want
+        game.step(int(legal[rng.integers(len(legal))]))
+    assert game.legal_actions().tolist() == []
