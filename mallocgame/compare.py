@@ -164,7 +164,7 @@ def run_matrix(inputs: list[Input], solvers: Sequence[str], *, time_limit: float
                options: dict[str, dict[str, Any]], load_errors: dict[str, str], progress: bool | None,
                hard_limit: float | None = None, on_row=None, modes: dict[str, frozenset] | None = None,
                done: dict[tuple[int, str], Row] | None = None, executor: str = "local",
-               address: str | None = None) -> list[Row]:
+               address: str | None = None, pool=None) -> list[Row]:
     """Run every (input, solver) pair, ``jobs`` at a time; rows in input order.
 
     ``executor`` "local" forks processes (:class:`mallocgame.runner.ProcessPool`), "ray" runs Ray
@@ -173,7 +173,7 @@ def run_matrix(inputs: list[Input], solvers: Sequence[str], *, time_limit: float
     ``done`` (rows kept by ``--resume``) is not run again. ``on_row(row, done, total)`` is called
     as each new row finishes. On SIGINT/SIGTERM (a ``KeyboardInterrupt``) every run still going
     is killed and :class:`mallocgame.runner.Interrupted` is raised with the finished rows as
-    its ``partial``.
+    its ``partial``. ``pool``: an executor made by the caller (it is closed here).
     """
     from tqdm import tqdm
 
@@ -194,7 +194,8 @@ def run_matrix(inputs: list[Input], solvers: Sequence[str], *, time_limit: float
             on_row(row, len(rows), len(tasks))
 
     try:
-        pool = RayPool(jobs, address=address) if executor == "ray" else ProcessPool(jobs)
+        if pool is None:
+            pool = RayPool(jobs, address=address) if executor == "ray" else ProcessPool(jobs)
         with pool:
             while queue or pool.busy:
                 while queue and pool.free > 0:
@@ -664,7 +665,12 @@ def run_comparison(specs: Sequence[str], solvers: Sequence[str], *, time_limit: 
         settings["wall_seconds"] = wall = time.monotonic() - t0
         return Comparison(inputs, rows, solvers, settings, wall)
 
+    pool = None
     try:
+        if executor == "ray":  # reach the cluster before any work or any file: a bad --address is one line
+            from mallocgame.runner import RayPool
+
+            pool = RayPool(jobs, address=address)
         pending = {i for i in range(len(inputs)) for s in solvers if (i, s) not in done}
         compute_references([inp for i, inp in enumerate(inputs) if i in pending], time_limit=time_limit, seed=seed,
                            progress=progress)
@@ -677,7 +683,7 @@ def run_comparison(specs: Sequence[str], solvers: Sequence[str], *, time_limit: 
             results.flush()  # the header (and any kept rows) from the start
         rows = run_matrix(inputs, solvers, time_limit=time_limit, seed=seed, jobs=jobs, options=options,
                           load_errors=load_errors, progress=progress, on_row=finished, modes=modes, done=done,
-                          executor=executor, address=address)
+                          executor=executor, address=address, pool=pool)
     except KeyboardInterrupt as exc:
         stop = interrupted(exc)
         finished_rows = stop.partial if isinstance(stop.partial, list) else \
@@ -689,4 +695,7 @@ def run_comparison(specs: Sequence[str], solvers: Sequence[str], *, time_limit: 
             results.flush()
         stop.partial = result(finished_rows)
         raise stop from None
+    finally:
+        if pool is not None:
+            pool.close()
     return result(rows)

@@ -369,6 +369,24 @@ class ProcessPool:
 
 # ---------------------------------------------------------------------------- Ray
 
+def check_ray_address(address: str | None) -> None:
+    """A ``HOST:PORT`` address that nothing answers on is one line at once (Ray itself retries for minutes)."""
+    import socket
+
+    from mallocgame.model import InputError
+
+    if not address or address in ("auto", "local") or "://" in address:
+        return
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit():
+        raise InputError(f"--address: expected HOST:PORT, auto or ray://HOST:PORT, got {address!r}")
+    try:
+        socket.create_connection((host or "127.0.0.1", int(port)), timeout=5).close()
+    except OSError as exc:
+        raise InputError(f"--executor ray: cannot reach a Ray cluster at {address} "
+                         f"({exc.strerror or exc.__class__.__name__})") from None
+
+
 def _ray_run(name: str, problem: Problem, hardware, time_limit: float, seed: int, hint: Solution | None,
              options: dict[str, Any], bound: Bound | None) -> tuple[str, Any]:
     """A Ray task: exactly the local path's run (:func:`run_solver`, so the same validation and scoring).
@@ -403,6 +421,7 @@ class RayPool:
         self._ray = ray
         self._owned = False
         if not ray.is_initialized():
+            check_ray_address(address)
             try:
                 ray.init(address=address, include_dashboard=False, log_to_driver=False,
                          configure_logging=False)

@@ -169,6 +169,14 @@ def test_address_without_ray_executor_is_one_line(inputs):
     assert r.returncode == 2 and r.stderr.strip() == "error: --address: only with --ray-actors"
 
 
+def test_unreachable_address_is_one_line_at_once_and_writes_nothing(inputs, tmp_path):
+    out = tmp_path / "r.csv"
+    r = run_cli("compare", inputs[1], "--solvers", "greedy-xla", "--executor", "ray", "--address", "127.0.0.1:1",
+                "--out", str(out), timeout=60)  # Ray alone would retry for minutes
+    assert r.returncode == 2 and "cannot reach a Ray cluster at 127.0.0.1:1" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and not out.exists()
+
+
 def test_self_play_on_ray_actors_plays_the_seeded_games_in_order_and_trains(cluster):
     pytest.importorskip("torch")
     import numpy as np

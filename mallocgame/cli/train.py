@@ -73,6 +73,13 @@ def train(steps, games_per_iter, updates_per_iter, simulations, search_method, m
 
         if importlib.util.find_spec("ray") is None:
             fail("--ray-actors: ray is not installed (pip install 'mallocgame[ray]')")
+        from mallocgame.model import InputError
+        from mallocgame.runner import check_ray_address
+
+        try:
+            check_ray_address(address)
+        except InputError as exc:
+            fail(str(exc).replace("--executor ray", "--ray-actors"))
     try:
         from search.muzero import checkpoint as ckpt
         from search.muzero.env import game_factory
