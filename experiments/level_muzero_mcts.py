@@ -150,7 +150,7 @@ def main() -> None:
                     out.writerow([row[k] for k in row])
                     fh.flush()
                 for name in ("mcts", "muzero", "uniform"):
-                    if name not in wanted:
+                    if name not in wanted and args.reuse:
                         r = reused.get((label, budget, name))
                         if r is None:
                             raise SystemExit(f"--reuse has no {name} run on {label} at budget {budget}")
@@ -180,10 +180,12 @@ def summary(rows: list[dict], budgets: list[str], show) -> None:
             by = {}
             for r in sel:
                 by.setdefault(r["problem"], {})[r["contestant"]] = r
-            mean = {c: statistics.mean(p[c]["gap"] for p in by.values()) for c in ("mcts", "muzero", "uniform")}
-            line = (f"budget {budget:>4} {gname:<9} ({len(by)} problems): mean gap mcts {mean['mcts']:.3%}, "
-                    f"muzero {mean['muzero']:.3%}, uniform {mean['uniform']:.3%}")
+            present = [c for c in ("mcts", "muzero", "uniform") if all(c in p for p in by.values())]
+            line = f"budget {budget:>4} {gname:<9} ({len(by)} problems): mean gap " + ", ".join(
+                f"{c} {statistics.mean(p[c]['gap'] for p in by.values()):.3%}" for c in present)
             for me, other in (("muzero", "mcts"), ("muzero", "uniform"), ("uniform", "mcts")):
+                if me not in present or other not in present:
+                    continue
                 wins = ties = losses = 0
                 for p in by.values():
                     d = p[me]["value"] - p[other]["value"]
@@ -194,7 +196,7 @@ def summary(rows: list[dict], budgets: list[str], show) -> None:
                     else:
                         losses += 1
                 line += f"; {me} vs {other} {wins}/{ties}/{losses} (W/T/L) p={sign_test(wins, losses):.3g}"
-            if budget == "time":
+            if budget == "time" and {"muzero", "mcts"} <= set(present):
                 ratio = [p["muzero"]["simulations"] / max(p["mcts"]["simulations"], 1) for p in by.values()]
                 cpu = [p["muzero"]["sims_per_cpu_s"] / max(p["mcts"]["sims_per_cpu_s"], 1e-9) for p in by.values()]
                 line += (f"; simulations muzero/mcts at equal wall time: median {statistics.median(ratio):.2f} "
