@@ -86,7 +86,7 @@ def test_unmerged_inplace_pair_keeps_the_overwrite_after_the_reads():
     assert (1, 2) not in p.replace(inplace=()).dependencies()
 
 
-@pytest.mark.parametrize("name", ["list", "dp", "local"])
+@pytest.mark.parametrize("name", ["list", "dp", "cpsat", "local"])
 def test_every_scheduler_respects_dependencies(name):
     for seed in range(4):
         p = random_program(seed, 8 + 6 * seed)
@@ -116,6 +116,16 @@ def test_dp_is_the_brute_force_optimum_on_tiny_graphs():
         assert objective(order) == best
         checked += objective(list(range(graph.n))) > best  # instances where re-ordering matters
     assert checked >= 3
+
+
+def test_cpsat_order_is_the_brute_force_optimum_on_tiny_graphs():
+    for seed in range(4):
+        p = random_program(100 + seed, 7, params=2)
+        graph, objective = Graph.of(p), PeakObjective(p)
+        best = min(objective(order) for order in topological_orders(graph))
+        r = schedule(p, time_limit=5, seed=0, schedulers=["cpsat"])
+        assert r.stats["cpsat"]["status"] == "OPTIMAL"
+        assert r.value == best and graph.is_topological(r.order)
 
 
 def test_list_scheduler_never_above_the_original():

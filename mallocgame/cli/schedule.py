@@ -53,7 +53,7 @@ def _raw(problem_path: str):
 @click.option("--time-limit", type=SECONDS, default=10.0, show_default=True, help="Seconds.")
 @click.option("--seed", type=SEED, default=0, show_default=True)
 @click.option("--scheduler", "schedulers", multiple=True, metavar="NAME",
-              help="Run only these schedulers (repeatable): list, dp, local; default all (auto).")
+              help="Run only these schedulers (repeatable): list, dp, cpsat, local; default all (auto).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object on stdout.")
 def schedule_command(problem_path, output, objective, mode, capacity, capacity_fraction, hardware, time_limit,
                      seed, schedulers, as_json) -> None:

@@ -6,6 +6,7 @@ its own module, loaded only when asked for:
 * ``list`` (:mod:`.list`) -- memory-aware list scheduling, several priority rules;
 * ``dp`` (:mod:`.dp`) -- Serenity-style dynamic programming over scheduled-op sets, exact on
   small graphs, a beam on larger ones;
+* ``cpsat`` (:mod:`.cpsat`) -- CP-SAT on the order (objective ``peak``, half the time left);
 * ``local`` (:mod:`.local`) -- local search on the order for the time that is left.
 
 :func:`schedule` runs them in that order (``auto``) or the ones named, each offering orders to
@@ -41,6 +42,7 @@ from mallocgame.scheduling.base import OBJECTIVES, Context, Graph, make_objectiv
 SCHEDULERS = {
     "list": "mallocgame.scheduling.list:ListScheduler",
     "dp": "mallocgame.scheduling.dp:DPScheduler",
+    "cpsat": "mallocgame.scheduling.cpsat:CPSATOrder",
     "local": "mallocgame.scheduling.local:LocalSearch",
 }
 
