@@ -1,12 +1,12 @@
 """Generate the BERT-style HLO fixture whose schedule front-loads the weight conversions.
 
 A mixed-precision BERT encoder (post-LN, GELU FFN, 4 layers, hidden 256, 4 heads, FFN 1024,
-seq 128, batch 1): master weights are f32 parameters, every matmul runs in bf16 on weights
-up-cast... down-cast to bf16 inside the program (``w.astype(bfloat16)``), as mixed-precision
-inference and training steps do. XLA:CPU's scheduler runs every op that reads only parameters
-first, so all the ``convert`` ops run before the first layer and every bf16 weight copy is
-live at once -- the pattern issue 11 describes for BERT-base (331 MiB of up-cast weights of
-351 MiB of temporaries).
+seq 128, batch 1): master weights are f32 parameters cast to bf16 inside the program for every
+matmul (``w.astype(bfloat16)``), as mixed-precision inference and training steps do. XLA:CPU
+keeps each rounded weight as an f32 copy (one ``convert_convert_fusion`` per weight, f32 -> bf16
+-> f32) and its scheduler runs every op that reads only parameters first, so all 16 conversions
+run before the first dot and every converted copy is live at once -- the pattern issue 11
+describes for BERT-base (331 MiB of up-cast weights of 351 MiB of temporaries).
 
 Writes ``tests/data/bert_convert_fwd.hlo.txt`` (``jax.jit(f).lower(...).compile().as_text()``,
 compiled with ``--xla_cpu_experimental_ynn_fusion_type=`` like the other fixtures, see
