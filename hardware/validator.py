@@ -20,6 +20,7 @@ from typing import Sequence
 
 import numpy as np
 
+from mallocgame.intervals import overlapping_pairs
 from mallocgame.model import Problem
 
 
@@ -36,6 +37,8 @@ def validate(problem: Problem, offsets: Sequence[int | None] | np.ndarray, *,
         offsets = [None if o < 0 else int(o) for o in offsets.tolist()]
     if len(offsets) != len(bufs):
         return f"solution has {len(offsets)} entries for {len(bufs)} buffers"
+    if _valid_at_once(problem, offsets, capacity, mode):
+        return None
     for b, off in zip(bufs, offsets):
         if off is None:
             if mode == "pack":
@@ -48,6 +51,35 @@ def validate(problem: Problem, offsets: Sequence[int | None] | np.ndarray, *,
         if capacity is not None and off + b.size > capacity:
             return f"buffer {b.id!r}: offset {off} + size {b.size} = {off + b.size} exceeds capacity {capacity}"
     return first_overlap(problem, offsets)
+
+
+def _valid_at_once(problem: Problem, offsets: Sequence[int | None], capacity: int | None, mode: str) -> bool:
+    """True when every check of :func:`validate` passes, checked column-wise (every interfering pair
+    of placed buffers, when there are at most :data:`PAIR_LIMIT`). False says only "look closer":
+    the per-buffer loop and the sweep then find the first violation, or pass too."""
+    placed = np.fromiter((o is not None for o in offsets), bool, len(offsets))
+    if mode == "pack" and not placed.all():
+        return False
+    try:
+        off = np.array([o for o in offsets if o is not None])
+    except (OverflowError, TypeError, ValueError):
+        return False
+    if len(off) and off.dtype.kind != "i":  # floats, huge or odd values: the loop judges them
+        return False
+    off = off.astype(np.int64)
+    a = problem.arrays
+    size, align = a.size[placed], a.alignment[placed]
+    top = off + size
+    if len(off) and (off.min() < 0 or (off % align).any() or (capacity is not None and top.max() > capacity)):
+        return False
+    pairs = overlapping_pairs(a.start[placed], a.end[placed], max_pairs=PAIR_LIMIT)
+    if pairs is None:
+        return first_overlap(problem, offsets) is None
+    i, j = pairs
+    return not ((off[i] < top[j]) & (off[j] < top[i])).any()
+
+
+PAIR_LIMIT = 4_000_000  # past this many interfering pairs the sweep is cheaper than listing them
 
 
 def first_overlap(problem: Problem, offsets: Sequence[int | None]) -> str | None:

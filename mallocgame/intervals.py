@@ -149,12 +149,11 @@ def overlap_index(problem: Problem) -> "OverlapIndex":
     return cached
 
 
-def neighbour_lists(start: np.ndarray, end: np.ndarray, *, max_pairs: int = 20_000_000):
-    """The interference graph as CSR arrays ``(indptr [n+1], indices [2*pairs])``, or ``None``
-    when it has more than ``max_pairs`` pairs.
+def overlapping_pairs(start: np.ndarray, end: np.ndarray, *, max_pairs: int = 20_000_000):
+    """Every interfering pair once, as index arrays ``(a [p], b [p])``, or ``None`` past ``max_pairs``.
 
-    Built without a Python loop: in start order, the buffers starting inside ``[s_i, e_i)``
-    after ``i`` form one contiguous run, which gives every pair exactly once.
+    In start order, the intervals starting inside ``[s_i, e_i)`` after ``i`` form one
+    contiguous run, so the pairs come out of a few vectorised steps.
     """
     n = len(start)
     if count_overlapping_pairs(start, end) > max_pairs:
@@ -167,7 +166,21 @@ def neighbour_lists(start: np.ndarray, end: np.ndarray, *, max_pairs: int = 20_0
     first = np.repeat(pos, counts)
     run_start = np.repeat(pos + 1 - np.cumsum(np.concatenate(([0], counts[:-1]))), counts)
     second = np.arange(len(first)) + run_start
-    a, b = order[first], order[second]
+    return order[first], order[second]
+
+
+def neighbour_lists(start: np.ndarray, end: np.ndarray, *, max_pairs: int = 20_000_000):
+    """The interference graph as CSR arrays ``(indptr [n+1], indices [2*pairs])``, or ``None``
+    when it has more than ``max_pairs`` pairs.
+
+    Built without a Python loop: in start order, the buffers starting inside ``[s_i, e_i)``
+    after ``i`` form one contiguous run, which gives every pair exactly once.
+    """
+    n = len(start)
+    pairs = overlapping_pairs(start, end, max_pairs=max_pairs)
+    if pairs is None:
+        return None
+    a, b = pairs
     src, dst = np.concatenate([a, b]), np.concatenate([b, a])
     by_src = np.argsort(src, kind="stable")
     indptr = np.concatenate(([0], np.cumsum(np.bincount(src, minlength=n))))

@@ -139,3 +139,70 @@ def test_game_fast_paths_match_the_mask(variant, mode):
             assert game.candidates() == want
         game.step(int(legal[rng.integers(len(legal))]))
     assert game.legal_actions().tolist() == []
+
+
+def test_critical_window_bound_is_a_valid_lower_bound():
+    """Between max live and the peak of a validated packing, on random instances and a real-trace-like one."""
+    from hardware.validator import peak, validate
+    from mallocgame.bounds import critical_window_bound, pack_lower_bound
+    from mallocgame.inputs.generate import random_intervals
+    from mallocgame.intervals import max_live
+    from mallocgame.runner import run_solver
+
+    for seed in range(3):
+        problem = random_intervals(60, seed=seed).replace(mode="pack", capacity=None)
+        report = run_solver("best-fit", problem, PRESETS["unit"], time_limit=10, seed=0)
+        assert validate(problem, report.offsets) is None
+        b = critical_window_bound(problem, time_limit=2.0, seed=0)
+        assert max_live(problem) <= b.value <= peak(problem, report.offsets)
+        assert b.kind in ("max-live", "window") and (b.kind == "window") == (b.value > max_live(problem))
+        assert b.seconds < 10
+    assert pack_lower_bound(problem).kind == "max-live"
+
+
+def test_info_prints_the_lower_bound(tmp_path):
+    from click.testing import CliRunner
+
+    from mallocgame.cli.main import main
+
+    path = tmp_path / "t.csv"
+    path.write_text("id,lower,upper,size\na,0,2,4\nb,1,3,4\nc,2,4,8\n")
+    out = CliRunner().invoke(main, ["info", str(path), "--mode", "pack", "--bound-time", "2"])
+    assert out.exit_code == 0, out.output
+    assert "lower bound: 12 (max live; the critical window packs at max live within 2 s)" in out.output
+    out = CliRunner().invoke(main, ["info", str(path), "--mode", "pack"])
+    assert "lower bound: 12 (max live)" in out.output
+
+
+def test_validator_fast_check_agrees_with_the_sweep():
+    """validate (column-wise check first) gives exactly the loop-and-sweep verdict on valid and broken answers."""
+    import hardware.validator as hv
+    from mallocgame.inputs.generate import random_intervals
+    from mallocgame.runner import run_solver
+
+    rng = np.random.default_rng(0)
+    for seed in range(4):
+        for mode in ("pack", "map"):
+            problem = random_intervals(80, seed=seed).replace(mode=mode, capacity=None if mode == "pack" else 2000)
+            offsets = list(run_solver("best-fit", problem, PRESETS["unit"], time_limit=10, seed=0).offsets)
+            variants = [offsets]
+            for _ in range(20):
+                broken = list(offsets)
+                i = int(rng.integers(len(broken)))
+                broken[i] = [None, -8, 3, 2.5, 1999, int(rng.integers(0, 400)), 10**30][int(rng.integers(7))]
+                variants.append(broken)
+            for offs in variants:
+                slow = _loop_and_sweep(problem, offs)
+                assert hv.validate(problem, offs) == slow
+
+
+def _loop_and_sweep(problem, offsets):
+    """validate as it was: the per-buffer loop, then the sweep."""
+    import hardware.validator as hv
+
+    saved = hv._valid_at_once
+    hv._valid_at_once = lambda *a: False
+    try:
+        return hv.validate(problem, offsets)
+    finally:
+        hv._valid_at_once = saved

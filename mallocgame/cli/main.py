@@ -124,7 +124,7 @@ def main() -> None:
     """mallocgame: place ML buffers in fast memory so programs run fast."""
 
 
-def _info_facts(problem: Problem, spec) -> dict[str, Any]:
+def _info_facts(problem: Problem, spec, bound_time: float = 0.0) -> dict[str, Any]:
     from mallocgame.intervals import components, max_live
 
     a = problem.arrays
@@ -149,6 +149,16 @@ def _info_facts(problem: Problem, spec) -> dict[str, Any]:
                      max_speedup=ev.time_all_slow / max(ev.time_all_slow - bound.value, 1e-300))
     else:
         facts.update(bound=live, bound_kind="max live (lower bound on the peak)")
+        lower = live, "max live"
+        if bound_time > 0:  # mallocgame.bounds.critical_window_bound: the critical moments packed by CP-SAT
+            from mallocgame.bounds import critical_window_bound
+
+            b = critical_window_bound(problem, time_limit=bound_time)
+            if b.kind == "window":
+                lower = int(b.value), f"critical window, CP-SAT, {b.value / live - 1:+.3%} over max live"
+            else:
+                lower = live, f"max live; the critical window packs at max live within {bound_time:g} s"
+        facts.update(lower_bound=lower[0], lower_bound_kind=lower[1])
     return facts
 
 
@@ -156,8 +166,11 @@ def _info_facts(problem: Problem, spec) -> dict[str, Any]:
 @click.argument("problem_path", metavar="PROBLEM")
 @problem_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout instead of the lines.")
+@click.option("--bound-time", type=SECONDS, default=None,
+              help="Pack mode: seconds for a lower bound above max live (the critical moments packed by CP-SAT); "
+                   "without it the lower bound is max live.")
 def info(problem_path: str, mode: str | None, capacity: str | None, capacity_fraction: str | None,
-         hardware: str | None, as_json: bool) -> None:
+         hardware: str | None, as_json: bool, bound_time: float | None) -> None:
     """Size, horizon, components, max live bytes and (map mode) the bound of PROBLEM."""
     try:
         problem, spec = load_prepared(problem_path, mode=mode, capacity=capacity, capacity_fraction=capacity_fraction,
@@ -166,7 +179,7 @@ def info(problem_path: str, mode: str | None, capacity: str | None, capacity_fra
         fail(str(exc))
     gc.freeze()  # the problem lives to the end: later collections need not walk its objects
     capacity_warning(problem)
-    f = _info_facts(problem, spec)
+    f = _info_facts(problem, spec, bound_time or 0.0)
     if as_json:
         click.echo(dump_json({**stamp(), **f}), nl=False)
         return
@@ -189,6 +202,7 @@ def info(problem_path: str, mode: str | None, capacity: str | None, capacity_fra
         lines.append(f"bound ({f['bound_kind']}): {f['bound']:.6g} (at best {f['max_speedup']:.4g}x faster)")
     else:
         lines.append(f"bound (max live, lower bound on peak): {f['bound']}")
+        lines.append(f"lower bound: {f['lower_bound']} ({f['lower_bound_kind']})")
     click.echo("\n".join(lines))
 
 
