@@ -186,6 +186,7 @@ def _child_main(conn, own_group: bool, name: str, problem: Problem, hardware, ti
 
     if own_group:
         os.setpgid(0, 0)  # a kill of the group reaches any processes the solver starts
+    die_with_parent()
     child_signals()
     try:
         conn.send(_run_one(name, problem, hardware, time_limit, seed, hint, options, bound))
@@ -209,6 +210,7 @@ def _call_main(conn, fn, args, kwargs) -> None:
     import os
 
     os.setpgid(0, 0)
+    die_with_parent()
     child_signals()
     try:
         try:
@@ -222,6 +224,28 @@ def _call_main(conn, fn, args, kwargs) -> None:
             conn.send(("raise", RuntimeError(f"{exc.__class__.__name__}: {exc}")))
     finally:
         conn.close()
+
+
+def die_with_parent() -> None:
+    """Linux: this (forked) process gets SIGKILL when its parent dies, even by SIGKILL.
+
+    A parent killed with ``kill -9`` runs no cleanup; without this its solver runs would go on
+    until their time limits, orphaned. Chains: a portfolio's own runs die with the portfolio.
+    Elsewhere (no ``prctl``) it does nothing.
+    """
+    import ctypes
+    import multiprocessing
+    import os
+    import signal
+
+    parent = multiprocessing.parent_process()
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if parent is not None and os.getppid() != parent.pid:  # the parent died before the prctl
+        os._exit(1)
 
 
 def call_in_child(fn, *args, **kwargs):

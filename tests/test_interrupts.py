@@ -222,3 +222,33 @@ def test_train_killed_then_resumed_continues_from_the_checkpoint(tmp_path):
     assert f"start at step {saved}, train to {saved + 4}" in r.stdout
     assert f"done: step {saved + 4}" in r.stdout
     assert torch.load(ck, weights_only=True)["step"] == saved + 4
+
+
+def test_compare_killed_with_sigkill_keeps_its_rows_and_its_runs_die_with_it(tmp_path, plugin, inputs):
+    out = tmp_path / "results.csv"
+    hang = tmp_path / "hang"
+    proc = start("compare", *inputs, "--solvers", "greedy-xla,hang", "--time-limit", "30", "--jobs", "2",
+                 "--out", str(out), "--no-progress", env={"PYTHONPATH": plugin, "HANG_FILE": str(hang)})
+    grandchildren: set[int] = set()
+    try:
+        wait_for(lambda: out.exists() and len(records(out)) == 2 and len(list(tmp_path.glob("hang.*"))) == 2,
+                 20, "two rows and two hanging runs")
+        grandchildren = {int(p.read_text()) for p in tmp_path.glob("hang.*")}
+        runs = descendants(proc.pid) - grandchildren  # the forked solver runs
+        assert len(runs) == 2
+        proc.kill()  # SIGKILL: no handler, no cleanup in the parent
+        proc.wait(10)
+        # each run has PR_SET_PDEATHSIG: it dies with its parent (a process a solver starts by
+        # itself, outside the pool, is not reached: only the parent's cleanup could kill it)
+        wait_for(lambda: not [p for p in runs if alive(p)], 5, "the runs to die with their parent")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        for pid in grandchildren:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    assert {(r["input"], r["solver"]) for r in records(out)} == {("layered", "greedy-xla"),
+                                                                 ("intervals", "greedy-xla")}
+    assert not list(tmp_path.glob(".*.tmp"))
