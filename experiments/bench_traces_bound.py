@@ -7,7 +7,10 @@ exactly by CP-SAT within ``--time-limit``; its proven bound is a lower bound on 
 whole trace). ``best excess`` is the lowest excess over max live of any solver recorded in
 ``experiments/results/cpsat_traces_peak.md`` (rounded there to 3 decimals of a percent);
 ``bound excess`` is how far the new bound rises above max live, so the part of the gap it
-proves is ``bound excess / best excess``.
+proves is ``bound excess / best excess``. ``size-first excess``: one best-fit pass in
+size-descending order (ties by start; :func:`mallocgame.placement.greedy_place`), validated
+by :mod:`hardware.validator`: a packing to compare the recorded solvers with (skipped above
+``--greedy-max`` buffers).
 
 Usage (from the project root):
     nice python experiments/bench_traces_bound.py [--time-limit 10] [--only NAME,...] [--out traces_bound.md]
@@ -18,13 +21,15 @@ from __future__ import annotations
 import argparse
 import re
 import time
-from pathlib import Path
 
+import numpy as np
 from _common import benchmarks_dir, results_path, write_results
 
+from hardware.validator import peak, validate
 from mallocgame.bounds import critical_window_bound
-from mallocgame.intervals import max_live, maximal_live_csr
+from mallocgame.intervals import live_profile_of, max_live, maximal_times
 from mallocgame.io import load_problem
+from mallocgame.placement import greedy_place
 
 FOLDERS = ("idealloc-iree", "idealloc-somas", "idealloc-iopddl", "iopddl")
 
@@ -51,12 +56,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--only", default="", help="comma-separated file stems")
     ap.add_argument("--benchmarks", default=None, metavar="DIR")
+    ap.add_argument("--greedy-max", type=int, default=35_000, help="size-first packing only up to this many buffers")
     ap.add_argument("--out", default="traces_bound.md", help="results file (a bare name: under experiments/results/)")
     args = ap.parse_args(argv)
     shared = benchmarks_dir(explicit=args.benchmarks)
     best = recorded_best()
     rows = ["| trace | buffers | max live | critical moments (>= 99% / 95% / 90%) | bound | kind | bound excess "
-            "| best excess (recorded) | bound s |", "|---|---:|---:|---|---:|---|---:|---:|---:|"]
+            "| best excess (recorded) | size-first excess | bound s |", "|---|---:|---:|---|---:|---|---:|---:|---:|---:|"]
     for folder in FOLDERS:
         for path in sorted((shared / folder).glob("*.csv")):
             if args.only and path.stem not in args.only.split(","):
@@ -65,17 +71,22 @@ def main(argv: list[str] | None = None) -> None:
             problem = load_problem(path).replace(mode="pack", capacity=None)
             live = max_live(problem)
             a = problem.arrays
-            times, indptr, idx = maximal_live_csr(a.start, a.end)
-            import numpy as np
-
-            load = np.add.reduceat(a.size[idx], indptr[:-1])
+            times = maximal_times(a.start, a.end)
+            profile_times, profile_bytes = live_profile_of(a.start, a.end, a.size)
+            load = profile_bytes[np.searchsorted(profile_times, times, side="right") - 1]
             moments = " / ".join(str(int((load >= x * live).sum())) for x in (0.99, 0.95, 0.9))
             t0 = time.monotonic()
             bound = critical_window_bound(problem, time_limit=args.time_limit, seed=args.seed)
             seconds = time.monotonic() - t0
             rec = best.get(name)
+            greedy = "-"
+            if problem.n <= args.greedy_max:
+                offsets = greedy_place(problem, np.lexsort((a.start, -a.size)), None)
+                answer = [int(o) for o in offsets]
+                violation = validate(problem, answer)
+                greedy = f"{peak(problem, answer) / live - 1:+.3%}" if violation is None else f"INVALID: {violation}"
             row = (f"| {name} | {problem.n} | {live} | {moments} | {int(bound.value)} | {bound.kind} | "
-                   f"{bound.value / live - 1:+.3%} | {'-' if rec is None else f'{rec:+.3%}'} | {seconds:.1f} |")
+                   f"{bound.value / live - 1:+.3%} | {'-' if rec is None else f'{rec:+.3%}'} | {greedy} | {seconds:.1f} |")
             rows.append(row)
             print(row, flush=True)
     text = ("# Pack-mode lower bounds on the real traces (issue 11 item 4)\n\n"

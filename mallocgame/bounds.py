@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mallocgame.intervals import max_live, maximal_live_csr, maximal_live_sets
+from mallocgame.intervals import live_profile_of, max_live, maximal_live_csr, maximal_live_sets, maximal_times
 from mallocgame.model import Problem
 
 MIP_NONZEROS = 2_000_000
@@ -70,8 +70,9 @@ def critical_window_bound(problem: Problem, *, time_limit: float = 5.0, seed: in
     best, kind = float(live), "max-live"
     if problem.n == 0 or live == 0:
         return Bound(best, kind, time.monotonic() - t0)
-    times, indptr, idx = maximal_live_csr(a.start, a.end)
-    load = np.add.reduceat(a.size[idx], indptr[:-1])
+    times = maximal_times(a.start, a.end)
+    profile_times, profile_bytes = live_profile_of(a.start, a.end, a.size)
+    load = profile_bytes[np.searchsorted(profile_times, times, side="right") - 1]  # live bytes at each moment
     tried = -1
     for level in levels:
         moments = times[load >= level * live]

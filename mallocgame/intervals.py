@@ -93,6 +93,18 @@ def max_live(problem: Problem) -> int:
     return max_live_of(a.size, a.start, a.end)
 
 
+def maximal_times(start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """The maximal moments (sorted): starts followed by a release before the next start, where the
+    live sets of :func:`maximal_live_sets` are taken."""
+    if len(start) == 0:
+        return np.zeros(0, np.int64)
+    starts = np.unique(start)
+    next_start = np.append(starts[1:], np.iinfo(np.int64).max)
+    ends_sorted = np.sort(end)
+    released = np.searchsorted(ends_sorted, next_start, side="right") > np.searchsorted(ends_sorted, starts, side="right")
+    return starts[released]
+
+
 def maximal_live_csr(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The maximal live sets as CSR arrays ``(times [m], indptr [m+1], indices [nnz])``.
 
@@ -105,11 +117,7 @@ def maximal_live_csr(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np
     start, end = np.asarray(start, np.int64), np.asarray(end, np.int64)
     if len(start) == 0:
         return np.zeros(0, np.int64), np.zeros(1, np.int64), np.zeros(0, np.int64)
-    starts = np.unique(start)
-    next_start = np.append(starts[1:], np.iinfo(np.int64).max)
-    ends_sorted = np.sort(end)
-    released = np.searchsorted(ends_sorted, next_start, side="right") > np.searchsorted(ends_sorted, starts, side="right")
-    times = starts[released]
+    times = maximal_times(start, end)
     lo = np.searchsorted(times, start, side="left")
     hi = np.searchsorted(times, end, side="left")
     counts = np.maximum(hi - lo, 0)
