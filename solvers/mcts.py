@@ -105,7 +105,7 @@ class MCTSSolver(Solver):
             objective = best.value * data.reward_norm
             history = tuple((t, v * data.reward_norm) for t, v in result.history)
         else:
-            objective = float((best.offsets + data.size)[best.offsets >= 0].max()) if problem.n else 0.0
+            objective = float((best.offsets + data.size)[best.offsets >= 0].max()) if (best.offsets >= 0).any() else 0.0
             history = ()
         stats = {"variant": game_cfg.variant, "k": k, "simulations_per_move": cfg.simulations,
                  "simulations": result.simulations, "moves": result.moves, "searched_moves": result.searched_moves,

@@ -195,7 +195,7 @@ def _solve_uct(name: str, problem: Problem, hardware, *, t0: float, time_limit: 
         objective = best.value * data.reward_norm
         history = tuple((t, v * data.reward_norm) for t, v in result.history)
     else:
-        objective = float((best.offsets + data.size)[best.offsets >= 0].max()) if problem.n else 0.0
+        objective = float((best.offsets + data.size)[best.offsets >= 0].max()) if (best.offsets >= 0).any() else 0.0
         history = ()
     return Solution(offsets=offsets_tuple(best.offsets), status=status, mode=problem.mode, objective=objective,
                     wall_time=time.monotonic() - t0, history=history, stats=stats, solver=name)
