@@ -546,3 +546,24 @@ def test_expert_iteration_trains_resumes_and_its_checkpoint_plays(tmp_path):
     problem, hw = _layered(25, seed=2)
     s = MuZeroSolver().solve(problem, hw, time_limit=30, seed=0, simulations=3, checkpoint=str(out.with_suffix(".g3.pt")))
     assert s.stats["prior"] == "network" and s.stats["network_evaluations"] > 0
+
+
+def test_resume_entry_point_takes_a_checkpoint_path(tmp_path):
+    from search.muzero.env import game_factory
+    from search.muzero.train import resume
+
+    fields = {"variant": "order", "k": 4, "order": "start"}
+    config = TrainConfig(latent=8, action_latent=4, hidden=8, games_per_iter=1, updates_per_iter=2, batch_size=4,
+                         simulations=2, curriculum=Curriculum(min_size=8, max_size=10))
+    make = game_factory(fields)
+    state = new_state(config, 0, make, fields, Recipe("layered", 12, 0))
+    train(state, 2, make)
+    path = str(tmp_path / "t.pt")
+    ckpt.atomic_save(state.payload(), path)
+    again = resume(path)
+    assert again.step == state.step and again.config == state.config
+    with pytest.raises(ckpt.CheckpointError):
+        resume(str(tmp_path / "missing.pt"))
+    ckpt.atomic_save(ckpt.model_only(state.payload()), str(tmp_path / "m.pt"))
+    with pytest.raises(ckpt.CheckpointError):
+        resume(str(tmp_path / "m.pt"))

@@ -139,6 +139,18 @@ def resume_state(payload: dict[str, Any], make_game: Callable[[Recipe], Any]) ->
                       game_config=dict(payload["game"]), step=int(payload["step"]), log=list(payload.get("log", [])))
 
 
+def resume(path: str) -> TrainState:
+    """The training state saved in the checkpoint at ``path``, ready for :func:`train` (``mallocgame train
+    --resume``). Raises :class:`~search.muzero.checkpoint.CheckpointError` (one line) for a missing,
+    foreign or model-only file."""
+    from search.muzero.env import game_factory
+
+    payload = ckpt.load(path)
+    if "game" not in payload:
+        raise ckpt.CheckpointError(f"{path}: checkpoint has no game config")
+    return resume_state(payload, game_factory(payload["game"]))
+
+
 def _scale_grad(x: torch.Tensor, factor: float) -> torch.Tensor:
     return x * factor + x.detach() * (1 - factor)
 
