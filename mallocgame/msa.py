@@ -662,9 +662,12 @@ class _Msa:
 STATS_KEYS = ("prefetches", "evictions", "no_copy", "retries", "uncommits", "read_only", "buffers_fast")
 
 
-def check_max_overlap(max_overlap: str) -> None:
+def check_options(max_retries: int, max_overlap: str) -> None:
+    """The msa options, or :class:`InputError` (one line: bad input, exit 2)."""
     if max_overlap not in ("buffer", "memory"):
         raise InputError(f"msa: max_overlap must be 'buffer' or 'memory', got {max_overlap!r}")
+    if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 1:
+        raise InputError(f"msa: max_retries must be a positive integer, got {max_retries!r}")
 
 
 def msa_run(problem: Problem, hardware, deadline: float, *, start: list[FastInterval] | None = None,
@@ -674,7 +677,7 @@ def msa_run(problem: Problem, hardware, deadline: float, *, start: list[FastInte
     Returns the answer (``None`` when the validator rejects it, which would be a bug) and the
     run's statistics (``timed_out`` says whether the deadline cut it short). Deterministic.
     """
-    check_max_overlap(max_overlap)
+    check_options(max_retries, max_overlap)
     msa = _Msa(problem, hardware, deadline, max_retries, max_overlap)
     answer: list[FastInterval] = []
     if start is not None:

@@ -33,12 +33,12 @@ import time
 import numpy as np
 
 from hardware.prefetch import PrefetchEvaluator
-from mallocgame.model import Problem, Solution, Status, offsets_array, offsets_tuple
+from mallocgame.model import InputError, Problem, Solution, Status, offsets_array, offsets_tuple
 from mallocgame.protocol import Solver, solver_deadline
 from search.game import Game, GameConfig
 from search.game_data import GameData
 from search.game_prefetch import PrefetchData, intervals_of
-from search.mcts import Episode, MCTSConfig, UCTSearch, episode_of, play_greedy, prefetch_incumbents
+from search.mcts import Episode, MCTSConfig, UCTSearch, greedy_incumbents, prefetch_incumbents
 
 # Measured in experiments/results/mcts_vs_greedy.md: in map mode searching the fixed-order
 # game in greedy-xla's order ends closest to the bound; in pack mode the fixed-address game
@@ -58,6 +58,9 @@ def episode_value(data: GameData, offsets: np.ndarray) -> float:
     return (float(data.size[placed].sum()) - peak) / data.total_bytes
 
 
+ORDERS = ("start", "xla", "size")  # the buffer orders of the fixed-order games (search.game_data.buffer_order)
+
+
 class MCTSSolver(Solver):
     name = "mcts"
     modes = frozenset({"map", "pack", "prefetch"})
@@ -69,29 +72,33 @@ class MCTSSolver(Solver):
               windows: int = 2) -> Solution:
         t0 = time.monotonic()
         deadline = t0 + 0.95 * time_limit - 0.05
-        cfg = MCTSConfig(simulations=simulations or MCTSConfig.simulations, exploration=exploration,
-                         rollout=rollout, epsilon=epsilon, rollout_depth=rollout_depth,
-                         commit=commit or ("max" if problem.mode == "prefetch" else "visits"))
+        try:  # an option value the game or the search cannot take is bad input (one line, exit 2)
+            cfg = MCTSConfig(simulations=simulations or MCTSConfig.simulations, exploration=exploration,
+                             rollout=rollout, epsilon=epsilon, rollout_depth=rollout_depth,
+                             commit=commit or ("max" if problem.mode == "prefetch" else "visits"))
+            if order is not None and order not in ORDERS:
+                raise ValueError(f"unknown buffer order {order!r} (known: {', '.join(ORDERS)})")
+            if problem.mode == "prefetch":
+                if variant not in (None, "prefetch"):
+                    raise ValueError(f"prefetch mode plays the prefetch variant of the game, not {variant!r}")
+                game_cfg = GameConfig(variant="prefetch", k=PREFETCH_K if k is None else k, order=order or "xla",
+                                      windows=windows)
+            else:
+                if variant == "prefetch":
+                    raise ValueError(f"the prefetch variant of the game plays prefetch mode, not {problem.mode} mode")
+                default_variant, default_order = DEFAULT_GAME[problem.mode]
+                game_cfg = GameConfig(variant=variant or default_variant, k=16 if k is None else k,
+                                      order=order or (default_order if variant in (None, default_variant) else "start"))
+        except (ValueError, TypeError) as exc:
+            raise InputError(f"mcts: {exc}") from None
         if problem.mode == "prefetch":
-            return self._solve_prefetch(problem, hardware, cfg, t0=t0, deadline=deadline, time_limit=time_limit,
-                                        seed=seed, hint=hint, k=k or PREFETCH_K, order=order or "xla",
-                                        windows=windows)
-        if variant == "prefetch":
-            raise ValueError(f"the prefetch variant of the game plays prefetch mode, not {problem.mode} mode")
-        k = k or 16
-        default_variant, default_order = DEFAULT_GAME[problem.mode]
-        game_cfg = GameConfig(variant=variant or default_variant, k=k,
-                              order=order or (default_order if variant in (None, default_variant) else "start"))
+            return self._solve_prefetch(problem, hardware, cfg, game_cfg, t0=t0, deadline=deadline,
+                                        time_limit=time_limit, seed=seed, hint=hint)
+        k = game_cfg.k
         data = GameData(problem, hardware)
-        incumbents = []
         # The greedy episodes of the other game shapes (one of them replays greedy-xla exactly),
         # so the answer is never worse than any of them.
-        for other in (GameConfig(variant="order", k=k, order="xla"), GameConfig(variant="order", k=k, order="start"),
-                      GameConfig(variant="address", k=k)):
-            if other != game_cfg:
-                g = Game(problem, hardware, other, data=data)
-                play_greedy(g, t0 + 0.25 * time_limit)
-                incumbents.append(episode_of(g, f"greedy-{other.variant}-{other.order}"))
+        incumbents = greedy_incumbents(problem, hardware, data, game_cfg, t0 + 0.25 * time_limit)
         if hint is not None and len(hint.offsets) == problem.n:
             off = offsets_array(hint.offsets)
             incumbents.append(Episode(episode_value(data, off), off, "hint"))
@@ -114,16 +121,15 @@ class MCTSSolver(Solver):
         return Solution(offsets=offsets_tuple(best.offsets), status=status, mode=problem.mode, objective=objective,
                         wall_time=time.monotonic() - t0, history=history, stats=stats, solver=self.name)
 
-    def _solve_prefetch(self, problem: Problem, hardware, cfg: MCTSConfig, *, t0: float, deadline: float,
-                        time_limit: float, seed: int, hint: Solution | None, k: int, order: str,
-                        windows: int) -> Solution:
+    def _solve_prefetch(self, problem: Problem, hardware, cfg: MCTSConfig, game_cfg: GameConfig, *, t0: float,
+                        deadline: float, time_limit: float, seed: int, hint: Solution | None) -> Solution:
         if problem.n == 0 or not problem.has_ops:  # nothing to serve: the empty answer
             return Solution(offsets=(None,) * problem.n, status=Status.FEASIBLE, mode=problem.mode, objective=0.0,
                             wall_time=time.monotonic() - t0, solver=self.name)
         ev = PrefetchEvaluator.of(problem, hardware)
         data = PrefetchData.of(problem, hardware)
         norm = data.reward_norm
-        game_cfg = GameConfig(variant="prefetch", k=k, order=order, windows=windows)
+        k, order, windows = game_cfg.k, game_cfg.order, game_cfg.windows
 
         # msa's answer first, with the deadline the msa solver would have; then the greedy fallbacks
         incumbents = prefetch_incumbents(problem, hardware, game_cfg, hint, t0 + 0.25 * time_limit,

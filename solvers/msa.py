@@ -14,7 +14,7 @@ import time
 
 from hardware.prefetch import PrefetchEvaluator
 from mallocgame.model import FastInterval, Problem, Solution, Status
-from mallocgame.msa import MAX_RETRIES, _Msa, check_max_overlap, msa_run  # noqa: F401  (_Msa: tests)
+from mallocgame.msa import MAX_RETRIES, _Msa, check_options, msa_run  # noqa: F401  (_Msa: tests)
 from mallocgame.prefetch import hint_intervals
 from mallocgame.protocol import Solver, solver_deadline
 
@@ -27,7 +27,7 @@ class MemorySpaceAssignment(Solver):
     def solve(self, problem, hardware, *, time_limit, seed, hint=None, max_retries: int = MAX_RETRIES,
               max_overlap: str = "buffer"):
         t0 = time.monotonic()
-        check_max_overlap(max_overlap)
+        check_options(max_retries, max_overlap)
         n = problem.n
         empty = Solution(offsets=(None,) * n, status=Status.FEASIBLE, mode=problem.mode, objective=0.0,
                          solver=self.name, intervals=())
