@@ -22,7 +22,7 @@ import time
 from typing import Any
 
 from hybrid.warm_start import better
-from mallocgame.model import Solution, Status
+from mallocgame.model import InputError, Solution, Status
 from mallocgame.protocol import Solver, solver_deadline
 from mallocgame.registry import SolverLoadError, load_solver, solver_entries
 from mallocgame.runner import ProcessPool, Report, answer, run_solver
@@ -78,6 +78,9 @@ class Portfolio(Solver):
         deadline = solver_deadline(t0, time_limit, problem.n, extra=COLLECT)
         peak_goal = problem.mode == "pack" and (minimize_peak or problem.capacity is None)
         names = member_names(problem.mode, solvers, goal="peak" if peak_goal else None)
+        if solvers is not None and not names:  # an explicit list with nothing to run is bad input
+            raise InputError(f"portfolio: none of the solvers {solvers!r} is registered and supports "
+                             f"{problem.mode} mode (registered: {', '.join(sorted(solver_entries()))})")
         options = {"minimize_peak": minimize_peak, "workers": 1}
         reports: dict[str, Report] = {}
         errors: dict[str, str] = {}

@@ -69,6 +69,7 @@ def unknown_options(solver: Any, options: dict[str, Any]) -> str | None:
 
 MAX_SEED = 2**32 - 1  # every generator takes it (numpy, torch, CP-SAT after a modulo)
 POSITIVE_INT_OPTIONS = ("workers", "simulations")  # options that only make sense as counts of at least 1
+BOOL_OPTIONS = ("minimize_peak", "deterministic")  # options that are true or false
 
 
 def bad_seed(seed: Any) -> str | None:
@@ -79,11 +80,15 @@ def bad_seed(seed: Any) -> str | None:
 
 
 def bad_option_value(options: dict[str, Any]) -> tuple[str, str] | None:
-    """``(option, reason)`` for a count option (``workers``, ``simulations``) below 1 or not an integer."""
+    """``(option, reason)`` for a count option (``workers``, ``simulations``) below 1 or not an integer,
+    or a switch (``minimize_peak``, ``deterministic``) that is not true or false."""
     for key in POSITIVE_INT_OPTIONS:
         value = options.get(key)
         if key in options and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
             return key, f"must be a positive integer, got {value!r}"
+    for key in BOOL_OPTIONS:
+        if key in options and not isinstance(options[key], bool):
+            return key, f"must be true or false, got {options[key]!r}"
     return None
 
 

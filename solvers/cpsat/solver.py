@@ -39,7 +39,7 @@ import numpy as np
 
 from hardware.evaluator import Evaluator
 from mallocgame.intervals import components, count_overlapping_pairs, live_profile, overlap_index
-from mallocgame.model import InputError, Problem, Solution, Status, offsets_array, offsets_tuple
+from mallocgame.model import Problem, Solution, Status, offsets_array, offsets_tuple
 from mallocgame.placement import greedy_place, pack_start, push_down, xla_order
 from mallocgame.protocol import Solver, solver_deadline
 from solvers.cpsat.model import PACK_ORDERS, SMALL_MODEL, Limits, Part, PartResult, solve_part, value_terms
@@ -115,9 +115,6 @@ class CpSat(Solver):
 
     def solve(self, problem, hardware, *, time_limit, seed, hint=None, workers=1, minimize_peak=False,
               deterministic=True):
-        for key, value in (("deterministic", deterministic), ("minimize_peak", minimize_peak)):
-            if not isinstance(value, bool):
-                raise InputError(f"cpsat: {key} must be true or false, got {value!r}")
         if problem.mode == "prefetch":
             from solvers.cpsat.prefetch import solve_prefetch
 
