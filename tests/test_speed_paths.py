@@ -206,3 +206,26 @@ def _loop_and_sweep(problem, offsets):
         return hv.validate(problem, offsets)
     finally:
         hv._valid_at_once = saved
+
+
+@pytest.mark.parametrize("hw_name", ["tpuv4i", "unit"])
+def test_relaxation_with_unconstrained_candidates_fixed_is_the_same(monkeypatch, hw_name):
+    """Fixing the candidates of no binding row fast (bounds.REDUCE_FROM) leaves the relaxation's value unchanged."""
+    import mallocgame.bounds as mb
+    from mallocgame.intervals import max_live, maximal_live_sets
+
+    hw = PRESETS[hw_name]
+    problem = layered_network(600, seed=5)
+    if hw_name == "unit":
+        problem = problem.replace(ops=())
+    problem = problem.replace(capacity=max_live(problem) * 2 // 5)
+    ev = Evaluator.of(problem, hw)
+    cand = (problem.arrays.size <= problem.capacity) & (ev.benefits > 0)
+    whole = mb.no_fragmentation_relaxation(problem, ev, cand)
+    monkeypatch.setattr(mb, "REDUCE_FROM", 0)
+    reduced = mb.no_fragmentation_relaxation(problem, ev, cand)
+    assert whole.kind == reduced.kind == "mip"
+    assert reduced.value == pytest.approx(whole.value, rel=1e-6)
+    a = problem.arrays
+    chosen = np.flatnonzero(reduced.chosen)
+    assert all(a.size[chosen][s].sum() <= problem.capacity for s in maximal_live_sets(a.start[chosen], a.end[chosen]))
