@@ -107,8 +107,9 @@ class Portfolio(Solver):
             fast = []
         for name in fast:
             try:
+                # The limit the baseline would have on its own (not less: never below the greedy).
                 settled = consider(name, run_solver(name, problem, hardware,
-                                                    time_limit=max(deadline - time.monotonic(), 1e-3),
+                                                    time_limit=max(time_limit - (time.monotonic() - t0), 1e-3),
                                                     seed=seed, hint=hint, options=options)) or settled
             except Exception as exc:
                 errors[name] = f"{exc.__class__.__name__}: {exc}"
