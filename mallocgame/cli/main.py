@@ -157,7 +157,7 @@ def _info_facts(problem: Problem, spec, bound_time: float = 0.0) -> dict[str, An
             if b.kind == "window":
                 lower = int(b.value), f"critical window, CP-SAT, {b.value / live - 1:+.3%} over max live"
             else:
-                lower = live, f"max live; the critical window packs at max live within {bound_time:g} s"
+                lower = live, f"max live; the critical-window bound found nothing higher in {bound_time:g} s"
         facts.update(lower_bound=lower[0], lower_bound_kind=lower[1])
     return facts
 
