@@ -95,22 +95,34 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=None, help="first N problems of each group only")
     ap.add_argument("--contestants", default="mcts,muzero,uniform")
     ap.add_argument("--reuse", default=None, help="CSV of an earlier run: rows of the contestants not run now")
+    ap.add_argument("--from-csv", nargs="+", default=None, metavar="CSV",
+                    help="run nothing: summarise these CSVs of earlier runs (a later file's row replaces an earlier "
+                         "one for the same problem, budget and contestant)")
     ap.add_argument("--out", default="level_muzero_mcts.md")
     ap.add_argument("--csv", default=None, help="every run as CSV (default: --out with .csv)")
     args = ap.parse_args()
     budgets = args.budgets.split(",")
+    if args.from_csv:
+        merged: dict[tuple[str, str, str], dict] = {}
+        for path in args.from_csv:
+            for r in read_csv(path):
+                merged[(r["problem"], r["budget"], r["contestant"])] = r
+        rows = list(merged.values())
+        show = Transcript()
+        show(f"summary of {', '.join(args.from_csv)}")
+        summary(rows, [b for b in budgets if any(r["budget"] == b for r in rows)], show)
+        write_results(args.out, (
+            "# Level comparison: muzero (guided UCT) vs mcts vs the uniform-prior control\n\n"
+            "Made by `experiments/level_muzero_mcts.py --from-csv` from the runs in "
+            f"{', '.join('`' + Path(p).name + '`' for p in args.from_csv)}. Output as printed:\n\n" + fenced(show.text)))
+        return
     wanted = args.contestants.split(",")
     cols = [c for c in contestants(args.checkpoint) if c[0] in wanted]
     reused: dict[tuple[str, str, str], dict] = {}
     if args.reuse:
-        with open(args.reuse) as fh:
-            for r in csv.DictReader(fh):
-                if r["contestant"] not in wanted:
-                    for key in ("value", "bound", "gap", "seconds", "sims_per_s", "cpu_seconds", "sims_per_cpu_s"):
-                        r[key] = float(r[key])
-                    r["n"], r["simulations"] = int(r["n"]), int(r["simulations"])
-                    r["clock_bound"] = r["clock_bound"] == "True"
-                    reused[(r["problem"], r["budget"], r["contestant"])] = r
+        for r in read_csv(args.reuse):
+            if r["contestant"] not in wanted:
+                reused[(r["problem"], r["budget"], r["contestant"])] = r
     csv_path = Path(args.csv) if args.csv else results_path(Path(args.out).with_suffix(".csv"))
     show = Transcript()
     show(f"set {args.set}{' + realistic suite' if args.realistic else ''}; checkpoint "
@@ -166,6 +178,19 @@ def main() -> None:
         "# Level comparison: muzero (guided UCT) vs mcts vs the uniform-prior control\n\n"
         "Made by `experiments/level_muzero_mcts.py` (its docstring says what is compared and how). "
         f"Every run is in `{csv_path.name}`. Output as printed:\n\n" + fenced(show.text)))
+
+
+def read_csv(path: str) -> list[dict]:
+    """The rows of a CSV this script wrote, with numbers as numbers."""
+    rows = []
+    with open(path) as fh:
+        for r in csv.DictReader(fh):
+            for key in ("value", "bound", "gap", "seconds", "sims_per_s", "cpu_seconds", "sims_per_cpu_s"):
+                r[key] = float(r[key])
+            r["n"], r["simulations"] = int(r["n"]), int(r["simulations"])
+            r["clock_bound"] = r["clock_bound"] == "True"
+            rows.append(r)
+    return rows
 
 
 def summary(rows: list[dict], budgets: list[str], show) -> None:
