@@ -14,6 +14,9 @@ Map mode, one round:
    valuable fit;
 4. *fill*: the leftover holes take the remaining candidates in greedy-xla order.
 
+greedy-xla's answer (and the hint, if better) is built first and is the answer unless a round
+beats it, so select-pack never ends below the greedy baseline.
+
 The chosen buffers that still end up slow are forbidden (a cut on the relaxation:
 dropping the least dense buffers the packer could not place) and the next round
 re-selects; the best valid placement of all rounds is returned. When a round packs the
@@ -49,8 +52,12 @@ def relaxation_choice(problem: Problem, ev: Evaluator, candidates: np.ndarray, *
 
     The relaxation of :func:`mallocgame.bounds.no_fragmentation_relaxation`, always as a MIP.
     """
+    return _relaxation(problem, ev, candidates, time_limit=time_limit).chosen
+
+
+def _relaxation(problem: Problem, ev: Evaluator, candidates: np.ndarray, *, time_limit: float):
     return no_fragmentation_relaxation(problem, ev, candidates, time_limit=time_limit,
-                                       mip_nonzeros=np.iinfo(np.int64).max, lp_nonzeros=np.iinfo(np.int64).max).chosen
+                                       mip_nonzeros=np.iinfo(np.int64).max, lp_nonzeros=np.iinfo(np.int64).max)
 
 
 class SelectPack(ModeDispatch):
@@ -66,17 +73,23 @@ class SelectPack(ModeDispatch):
         index = overlap_index(problem)
         candidates = (ev.benefits > 0) & (a.size <= problem.capacity)
         density_order = xla_order(problem, ev.benefits)
-        best = (push_down(problem, offsets_array(hint.offsets), index=index, deadline=t0 + 0.2 * (deadline - t0))
-                if hint is not None else None)
-        best_value = ev.value(best) if best is not None else -np.inf
-        history = [(time.monotonic() - t0, best_value)] if best is not None else []
+        # greedy-xla's answer first (milliseconds): the rounds never end below it, nor below the hint.
+        best = greedy_place(problem, density_order, problem.capacity, index=index)
+        best_value = ev.value(best)
+        if hint is not None:
+            hinted = push_down(problem, offsets_array(hint.offsets), index=index, deadline=t0 + 0.2 * (deadline - t0))
+            if ev.value(hinted) > best_value:
+                best, best_value = hinted, ev.value(hinted)
+        history = [(time.monotonic() - t0, best_value)]
         allowed = candidates.copy()
         rounds = 0
-        whole_choice_packed = False
+        whole_choice_packed = proven = False
         seen: set[bytes] = set()
         while time.monotonic() < deadline - 0.02:
             remaining = deadline - time.monotonic()
-            chosen = relaxation_choice(problem, ev, allowed, time_limit=min(remaining * 0.3, 10.0))
+            relaxation = _relaxation(problem, ev, allowed, time_limit=min(remaining * 0.3, 10.0))
+            chosen = relaxation.chosen
+            proven = relaxation.kind == "mip"  # solved to optimality (not cut off by its time limit)
             key = np.packbits(chosen).tobytes()
             if key in seen or not chosen.any():
                 break
@@ -97,11 +110,8 @@ class SelectPack(ModeDispatch):
                 whole_choice_packed = True
                 break
             allowed &= ~dropped
-        if best is None:  # no round ran: fall back to greedy-xla
-            best = greedy_place(problem, density_order, problem.capacity, index=index)
-            best_value = ev.value(best)
-            history.append((time.monotonic() - t0, best_value))
-        status = Status.OPTIMAL if whole_choice_packed and rounds == 1 else Status.FEASIBLE
+        # Optimal only when the first choice, proven optimal for the relaxation, packed whole.
+        status = Status.OPTIMAL if whole_choice_packed and rounds == 1 and proven else Status.FEASIBLE
         return Solution(offsets_tuple(best), status, "map", objective=best_value, wall_time=time.monotonic() - t0,
                         history=tuple(history), stats={"rounds": rounds, "choice_packed": whole_choice_packed},
                         solver=self.name)
