@@ -27,8 +27,7 @@ _PUBLIC = {
 __all__ = sorted(_PUBLIC)
 
 if TYPE_CHECKING:  # pragma: no cover
-    from mallocgame.api import (  # noqa: F401
-        Result, SolverInfo, Verdict, compare, load_problem, schedule, solve, solvers, validate)
+    from mallocgame.api import Result, SolverInfo, Verdict, compare, load_problem, schedule, solve, solvers, validate  # noqa: F401
     from mallocgame.model import Buffer, InputError, Op, Operand, Problem, Solution, Status  # noqa: F401
     from mallocgame.protocol import Solver  # noqa: F401
 
