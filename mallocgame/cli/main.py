@@ -81,8 +81,11 @@ class LazyGroup(click.Group):
         """Click's own ``main``, with every usage error as one ``error:`` line (exit 2)."""
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        from mallocgame.interrupts import interrupted, raise_on_signals
+
         try:
-            code = super().main(args, prog_name, complete_var, False, **extra)
+            with raise_on_signals():  # SIGTERM, like Ctrl-C, unwinds (children killed, temp files removed)
+                code = super().main(args, prog_name, complete_var, False, **extra)
         except click.exceptions.NoArgsIsHelpError as exc:  # a bare group: its help, as click shows it
             exc.show()
             sys.exit(exc.exit_code)
@@ -92,9 +95,18 @@ class LazyGroup(click.Group):
             hint = f" (see '{ctx.command_path} --help')" if isinstance(exc, click.UsageError) and ctx else ""
             click.echo(f"error: {text}{hint}", err=True)
             sys.exit(exc.exit_code)
-        except click.Abort:
+        except click.Abort as exc:
+            cause = exc.__cause__ or exc.__context__
+            if isinstance(cause, KeyboardInterrupt):  # a command that had nothing finished to report
+                stop = interrupted(cause)
+                click.echo(f"interrupted by {stop.signal_name}", err=True)
+                sys.exit(stop.exit_code)
             click.echo("Aborted!", err=True)
             sys.exit(1)
+        except KeyboardInterrupt as exc:  # between click's own handlers
+            stop = interrupted(exc)
+            click.echo(f"interrupted by {stop.signal_name}", err=True)
+            sys.exit(stop.exit_code)
         sys.exit(code if isinstance(code, int) else 0)
 
     def invoke(self, ctx):
@@ -305,7 +317,7 @@ def solve(problem_path, solver_name, mode, capacity, capacity_fraction, hardware
     """Solve PROBLEM with one solver; print one summary line."""
     from hybrid.warm_start import solve_with_warm_start
     from mallocgame.registry import SolverLoadError, solver_entries
-    from mallocgame.runner import UnsupportedMode
+    from mallocgame.runner import UnsupportedMode, call_in_child
 
     one_stdout(**{"-o -": is_stdout(output), "--report -": is_stdout(report_path), "--json": as_json})
     check_output(output, "-o")
@@ -330,15 +342,17 @@ def solve(problem_path, solver_name, mode, capacity, capacity_fraction, hardware
     options = _solve_options(names, solver_options, workers, simulations, minimize_peak)
     capacity_warning(problem)
     try:
+        # In a forked child (mallocgame.runner.call_in_child): Ctrl-C/SIGTERM stop any solver at
+        # once, CP-SAT's native search included, and nothing it started is left running.
         if reschedule:  # schedule and placement alternated (hybrid.reschedule); the answer is the new order's
             from hybrid.reschedule import solve_with_reschedule
 
-            rescheduled = solve_with_reschedule(solver_name, problem, spec, time_limit=time_limit, seed=seed,
-                                                hint=hint, warm_start=warm_start, options=options)
+            rescheduled = call_in_child(solve_with_reschedule, solver_name, problem, spec, time_limit=time_limit,
+                                        seed=seed, hint=hint, warm_start=warm_start, options=options)
             report, problem = rescheduled.report, rescheduled.problem
         else:
-            report = solve_with_warm_start(solver_name, problem, spec, time_limit=time_limit, seed=seed, hint=hint,
-                                           warm_start=warm_start, options=options)
+            report = call_in_child(solve_with_warm_start, solver_name, problem, spec, time_limit=time_limit, seed=seed,
+                                   hint=hint, warm_start=warm_start, options=options)
     except (SolverLoadError, UnsupportedMode, InputError) as exc:  # InputError: a bad option value, say
         fail(str(exc))
     except Exception as exc:  # a solver's own failure: one line, no solution
