@@ -497,7 +497,7 @@ def _fast_ops(raw_ops: list, by_id: dict[str, Buffer]) -> tuple[list[Op], list[t
     nbytes = [o.get("bytes", live[2]) for o, live in zip(flat, lives)]
     if not (all(live[0] <= t < live[1] for live, t in zip(lives, times))
             and all(type(a) is str for a in access) and set(access) <= {"read", "write"} and _plain_ints(nbytes)
-            and all(0 <= z <= live[2] for z, live in zip(nbytes, lives))):
+            and min(nbytes, default=0) >= 0):
         return None
     made = list(map(Operand, names, access, nbytes))
     ops, control, at = [], [], 0
@@ -588,9 +588,6 @@ def parse_workload(path: str, data: Any) -> Problem:
             nbytes = _int_field(path, w, "bytes", rawo.get("bytes", b.size))
             if nbytes < 0:
                 raise InputError(f"{path}: {w}, field 'bytes': must not be negative")
-            if nbytes > b.size:  # an operand's bytes are the op's traffic to part or all of its buffer
-                raise InputError(f"{path}: {w} (op {op_id!r}, buffer {name!r}), field 'bytes': "
-                                 f"{nbytes} is more than the buffer's size {b.size}")
             operands.append(Operand(name, access, nbytes))
         ops.append(Op(op_id, str(raw.get("kind", "op")), flops, fixed, tuple(operands), transcendentals=trans))
         for j, before in enumerate(_json_list(path, raw, "control_deps", where)):
