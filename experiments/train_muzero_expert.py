@@ -1,9 +1,9 @@
 """Expert-iteration training of the guided search's network (issue 10); resumable; logs one JSON line per game.
 
-    nice -n 10 python experiments/train_muzero_expert.py --out experiments/results/muzero_expert/run.pt \
-        --log experiments/results/muzero_expert/train.log --time-limit 3600
-    nice -n 10 python experiments/train_muzero_expert.py --resume experiments/results/muzero_expert/run.pt \
-        --log experiments/results/muzero_expert/train.log --time-limit 1800
+    nice -n 10 python experiments/train_muzero_expert.py --init none --features encoder/1 \
+        --out /tmp/expert/run.pt --log /tmp/expert/train.log --time-limit 3840 [--games 298]
+    nice -n 10 python experiments/train_muzero_expert.py --resume /tmp/expert/run.pt \
+        --log /tmp/expert/train.log --time-limit 1800
 
 Starts from the shipped checkpoint's weights (``--init``; ``--init none`` = fresh weights). The loop,
 targets and curriculum are described in :mod:`search.muzero.expert`. Snapshots ``run.g<games>.pt``
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-
 
 from search.muzero.expert import ExpertConfig, resume, train
 
@@ -28,6 +27,8 @@ def main() -> None:
     ap.add_argument("--init", default=str(SHIPPED), help="weights to start from ('none': fresh)")
     ap.add_argument("--log", default=None)
     ap.add_argument("--time-limit", type=float, default=600.0)
+    ap.add_argument("--games", type=int, default=None, help="stop after this many games (the run is deterministic "
+                                                               "per game, so --games N reproduces snapshot gN)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--min-size", type=int, default=50)
     ap.add_argument("--max-size", type=int, default=300)
@@ -36,14 +37,14 @@ def main() -> None:
     ap.add_argument("--features", default="", help="'encoder/1': the per-buffer encoder (needs --init none)")
     args = ap.parse_args()
     if args.resume:
-        resume(args.resume, time_limit=args.time_limit, out=args.out, log_path=args.log)
+        resume(args.resume, time_limit=args.time_limit, out=args.out, log_path=args.log, max_games=args.games)
         return
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     config = ExpertConfig(seed=args.seed, min_size=args.min_size, max_size=args.max_size,
                           teacher_simulations=args.teacher_simulations, states_per_game=args.states_per_game,
                           features=args.features)
     train(args.out, init=None if args.init == "none" else args.init, config=config, time_limit=args.time_limit,
-          log_path=args.log)
+          log_path=args.log, max_games=args.games)
 
 
 if __name__ == "__main__":
