@@ -299,7 +299,31 @@ def _kill_group(proc) -> None:
     proc.join(5)
 
 
-class ProcessPool:
+class _Pool:
+    """What both executors share: ``jobs`` slots, the runs in ``_running``, and a ``with`` block that closes."""
+
+    jobs: int
+    _running: dict
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    @property
+    def free(self) -> int:
+        return self.jobs - len(self._running)
+
+    @property
+    def busy(self) -> bool:
+        return bool(self._running)
+
+
+class ProcessPool(_Pool):
     """Solver runs in forked child processes: the one pool of ``compare`` and ``portfolio``.
 
     The caller schedules (:meth:`start` while :attr:`free` > 0), collects with :meth:`wait`,
@@ -316,20 +340,6 @@ class ProcessPool:
         self.own_groups = own_groups
         self._ctx = mp.get_context("fork")
         self._running: dict[Any, tuple[Any, Any, float]] = {}  # connection -> (key, process, started)
-
-    def __enter__(self) -> "ProcessPool":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    @property
-    def free(self) -> int:
-        return self.jobs - len(self._running)
-
-    @property
-    def busy(self) -> bool:
-        return bool(self._running)
 
     def running(self) -> list[tuple[Any, float]]:
         """``(key, started)`` of every run still going (``started`` in monotonic seconds)."""
@@ -425,7 +435,7 @@ def _ray_run(name: str, problem: Problem, hardware, time_limit: float, seed: int
         return "error", str(exc)
 
 
-class RayPool:
+class RayPool(_Pool):
     """Solver runs as Ray tasks, with :class:`ProcessPool`'s interface (``compare --executor ray``).
 
     ``address`` None starts a local Ray runtime (stopped again on close) unless one is already
@@ -460,20 +470,6 @@ class RayPool:
         self.jobs = max(int(jobs), cpus, 1)
         self._task = ray.remote(num_cpus=1, max_retries=0)(_ray_run)
         self._running: dict[Any, tuple[Any, float]] = {}  # ObjectRef -> (key, started)
-
-    def __enter__(self) -> "RayPool":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    @property
-    def free(self) -> int:
-        return self.jobs - len(self._running)
-
-    @property
-    def busy(self) -> bool:
-        return bool(self._running)
 
     def running(self) -> list[tuple[Any, float]]:
         return list(self._running.values())
