@@ -48,9 +48,14 @@ def _warm_start_run(name: str, problem: Problem, hardware, *, time_limit: float,
 
 def solve_with_warm_start(name: str, problem: Problem, hardware, *, time_limit: float, seed: int,
                           hint: Solution | None = None, warm_start: str | None = None,
-                          options: dict[str, Any] | None = None) -> Report:
+                          options: dict[str, Any] | None = None, compute_bound: bool = True) -> Report:
+    """Run ``name`` (after ``warm_start``'s run, whose answer becomes the hint) and report the better answer.
+
+    ``compute_bound=False`` leaves the bound and gap out (the caller computes the bound beside
+    the run and adds it with :func:`mallocgame.runner.with_bound`).
+    """
     t0 = time.monotonic()
-    bound = problem_bound(problem, hardware)
+    bound = problem_bound(problem, hardware) if compute_bound else None
     fallback: Report | None = None
     if hint is not None:
         fallback = score(problem, hardware, hint, seconds=0.0, bound=bound, solver_name="hint")

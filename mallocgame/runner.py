@@ -141,17 +141,14 @@ def score(problem: Problem, hardware, solution: Solution, *, seconds: float, bou
     judge = _judge_prefetch if prefetch else _judge_offsets
     violation, placed, pk, times, answer_ = judge(problem, hardware, solution)
     valid = violation is None
-    est = slow = speedup = objective = gap = None
+    est = slow = speedup = objective = None
     if valid and times is not None:
         est, slow = times
         objective = slow - est
         speedup = slow / est if est > 0 else None
-        if bound is not None and bound.value > 0:
-            gap = max(0.0, (bound.value - objective) / bound.value)
     elif valid:
         objective = float(pk)
-        if bound is not None and bound.value > 0:
-            gap = (pk - bound.value) / bound.value
+    gap = _gap(objective, bound, saving=est is not None)
     return Report(
         solver=solver_name, mode=problem.mode, status=str(reported_status(solution.status, valid)), valid=valid,
         objective=objective, bound=None if bound is None else bound.value,
@@ -160,6 +157,22 @@ def score(problem: Problem, hardware, solution: Solution, *, seconds: float, bou
         history=[(float(t), float(v)) for t, v in solution.history], stats=dict(solution.stats),
         offsets=answer_ if valid and not prefetch else (), intervals=answer_ if valid and prefetch else (),
     )
+
+
+def _gap(objective: float | None, bound: Bound | None, *, saving: bool) -> float | None:
+    """``(bound - saving) / bound`` for a time saving (map, prefetch), ``(peak - bound) / bound`` for a peak."""
+    if objective is None or bound is None or not bound.value > 0:
+        return None
+    if saving:
+        return max(0.0, (bound.value - objective) / bound.value)
+    return (objective - bound.value) / bound.value
+
+
+def with_bound(report: Report, bound: Bound | None) -> Report:
+    """``report`` with ``bound`` and the gap it gives (for a bound computed beside the solver)."""
+    return replace(report, bound=None if bound is None else bound.value,
+                   bound_kind=None if bound is None else bound.kind,
+                   gap=_gap(report.objective, bound, saving=report.estimated_time is not None))
 
 
 def run_solver(name: str, problem: Problem, hardware, *, time_limit: float, seed: int,
@@ -256,29 +269,49 @@ def call_in_child(fn, *args, **kwargs):
     SIGINT/SIGTERM (as :class:`Interrupted`, see :func:`raise_on_signals`) reach it at once;
     it then kills the child's whole group (the solver and anything it started) and re-raises.
     """
-    import multiprocessing as mp
-    from multiprocessing.connection import wait
+    return ChildCall(fn, *args, **kwargs).result()
 
-    ctx = mp.get_context("fork")
-    recv, send = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_call_main, args=(send, fn, args, kwargs), daemon=False)
-    proc.start()
-    send.close()
-    try:
-        while not wait([recv], timeout=0.5):
-            if not proc.is_alive() and not recv.poll():
-                break
+
+class ChildCall:
+    """:func:`call_in_child` started now and collected later, so the parent can work meanwhile.
+
+    ``solve`` computes the problem's bound while the solver runs (two cores, and the solver
+    keeps its whole time limit). Whatever happens before :meth:`result`, call :meth:`cancel`.
+    """
+
+    def __init__(self, fn, *args, **kwargs):
+        import multiprocessing as mp
+
+        ctx = mp.get_context("fork")
+        self._recv, send = ctx.Pipe(duplex=False)
+        self._proc = ctx.Process(target=_call_main, args=(send, fn, args, kwargs), daemon=False)
+        self._proc.start()
+        send.close()
+
+    def result(self):
+        """Wait for the child; its result, or its exception raised here."""
+        from multiprocessing.connection import wait
+
+        recv, proc = self._recv, self._proc
         try:
-            kind, payload = recv.recv()
-        except (EOFError, OSError):
-            proc.join(5)
-            raise RuntimeError(f"solver process died (exit code {proc.exitcode})") from None
-    finally:
-        recv.close()
-        _kill_group(proc)
-    if kind == "raise":
-        raise payload
-    return payload
+            while not wait([recv], timeout=0.5):
+                if not proc.is_alive() and not recv.poll():
+                    break
+            try:
+                kind, payload = recv.recv()
+            except (EOFError, OSError):
+                proc.join(5)
+                raise RuntimeError(f"solver process died (exit code {proc.exitcode})") from None
+        finally:
+            self.cancel()
+        if kind == "raise":
+            raise payload
+        return payload
+
+    def cancel(self) -> None:
+        """Kill the child's group and reap it (a no-op once collected)."""
+        self._recv.close()
+        _kill_group(self._proc)
 
 
 def _kill_group(proc) -> None:

@@ -37,6 +37,25 @@ def test_solve_writes_solution_and_report(tmp_path):
     assert v.returncode == 0 and v.stdout.startswith("ok")
 
 
+@pytest.mark.parametrize("mode,solver,fraction", [("map", "greedy-xla", "0.5"), ("pack", "best-fit", "1.5"),
+                                                   ("prefetch", "msa", "0.5")])
+def test_solve_bound_computed_beside_the_solver_is_the_runners(tmp_path, mode, solver, fraction):
+    """solve computes the bound in the parent while the solver runs: same bound and gap as in one process."""
+    from hybrid.warm_start import solve_with_warm_start
+    from mallocgame.inputs.load import prepare, read_problem
+
+    rep = tmp_path / "rep.json"
+    r = run_cli("solve", EXAMPLE, "--solver", solver, "--mode", mode, "--report", str(rep), "--capacity-fraction", fraction)
+    assert r.returncode == 0, r.stdout + r.stderr
+    report = json.loads(rep.read_text())
+    problem, spec = prepare(read_problem(EXAMPLE), mode=mode, capacity_fraction=float(fraction))
+    alone = solve_with_warm_start(solver, problem, spec, time_limit=10.0, seed=0)
+    assert alone.gap is not None
+    assert report["bound"] == pytest.approx(alone.bound, rel=1e-12) and report["bound_kind"] == alone.bound_kind
+    assert report["gap"] == pytest.approx(alone.gap, rel=1e-9, abs=1e-12)
+    assert report["objective"] == pytest.approx(alone.objective, rel=1e-12)
+
+
 def test_validate_reports_first_violation(tmp_path):
     p, offsets = packed_instance(12, seed=1, capacity=32, horizon=10)
     prob = tmp_path / "p.32.csv"

@@ -317,7 +317,7 @@ def solve(problem_path, solver_name, mode, capacity, capacity_fraction, hardware
     """Solve PROBLEM with one solver; print one summary line."""
     from hybrid.warm_start import solve_with_warm_start
     from mallocgame.registry import SolverLoadError, solver_entries
-    from mallocgame.runner import UnsupportedMode, call_in_child
+    from mallocgame.runner import ChildCall, UnsupportedMode, call_in_child, problem_bound, with_bound
 
     one_stdout(**{"-o -": is_stdout(output), "--report -": is_stdout(report_path), "--json": as_json})
     check_output(output, "-o")
@@ -351,8 +351,15 @@ def solve(problem_path, solver_name, mode, capacity, capacity_fraction, hardware
                                         seed=seed, hint=hint, warm_start=warm_start, options=options)
             report, problem = rescheduled.report, rescheduled.problem
         else:
-            report = call_in_child(solve_with_warm_start, solver_name, problem, spec, time_limit=time_limit, seed=seed,
-                                   hint=hint, warm_start=warm_start, options=options)
+            # The bound is computed here meanwhile: the solver keeps its whole time limit.
+            run = ChildCall(solve_with_warm_start, solver_name, problem, spec, time_limit=time_limit, seed=seed,
+                            hint=hint, warm_start=warm_start, options=options, compute_bound=False)
+            try:
+                bound = problem_bound(problem, spec)
+            except BaseException:
+                run.cancel()
+                raise
+            report = with_bound(run.result(), bound)
     except (SolverLoadError, UnsupportedMode, InputError) as exc:  # InputError: a bad option value, say
         fail(str(exc))
     except Exception as exc:  # a solver's own failure: one line, no solution
