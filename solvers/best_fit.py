@@ -1,9 +1,10 @@
-"""XLA heap-simulator style best fit for pack mode: size order and live-range order, keep the lower peak.
+"""XLA heap-simulator style best fit for pack mode: size orders and live-range order, keep the lowest peak.
 
-Runs the best-fit placement twice over an unbounded address space: once with buffers
-in size-descending order (spatial) and once in live-range-length-descending order
-(temporal), ties broken by start and id, and keeps the answer with the lower peak. In map
-mode it places in the same orders within the capacity and keeps the higher value.
+Runs the best-fit placement three times over an unbounded address space (the orders of
+:func:`mallocgame.placement.heap_orders`): size descending with ties by live-range length
+(spatial), size descending with ties by start (size-start), and live-range length descending
+(temporal), ties then broken by start and id, and keeps the answer with the lowest peak. In
+map mode it places in the same orders within the capacity and keeps the highest value.
 """
 
 from __future__ import annotations
