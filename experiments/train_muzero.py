@@ -158,7 +158,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dir", default="/tmp/muzero_run", help="where the run's checkpoints and log live")
     parser.add_argument("--run", action="store_true", help="run the training command first (about 30 min)")
-    parser.add_argument("--ship", action="store_true", help=f"copy the exported model to {SHIPPED}")
+    parser.add_argument("--ship", action="store_true", help=f"copy the exported model to {SHIPPED} (replaces the "
+                        "expert-iteration network shipped since issue 10; compare on the tuning set first)")
     parser.add_argument("--tune", action="store_true", help="also tabulate Gumbel c_scale on tuning seeds")
     parser.add_argument("--out", default="muzero_training.md", help="results file (a bare name: under experiments/results/)")
     args = parser.parse_args()
