@@ -543,6 +543,9 @@ def test_expert_iteration_trains_resumes_and_its_checkpoint_plays(tmp_path):
     assert (targets[~np.stack(state.replay["mask"])] == 0).all()  # the teacher never visits an illegal action
     again = resume(str(out), time_limit=60, max_games=3)
     assert again.games == 3 and again.step == 6 and again.config.features == "encoder/1"
+    straight = train(str(tmp_path / "y.pt"), config=config, time_limit=60, max_games=3)  # same seed, no stop
+    for key, tensor in straight.net.state_dict().items():
+        assert torch.equal(tensor, again.net.state_dict()[key]), key
     problem, hw = _layered(25, seed=2)
     s = MuZeroSolver().solve(problem, hw, time_limit=30, seed=0, simulations=3, checkpoint=str(out.with_suffix(".g3.pt")))
     assert s.stats["prior"] == "network" and s.stats["network_evaluations"] > 0
