@@ -390,3 +390,36 @@ def prefetch_incumbents(problem, hardware, game_cfg, hint, until: float,
     if hinted:
         out.append(episode(hinted, "hint"))
     return out
+
+
+def prefetch_answer(problem, hardware, result: SearchResult, incumbents: list[Episode]):
+    """Prefetch mode's answer: the best of the search's episode and the incumbents by the prefetch
+    evaluator itself (the search compared the game's running sums). Returns ``(episode, value,
+    intervals sorted by buffer and start)``."""
+    from hardware.prefetch import PrefetchEvaluator
+    from search.game_prefetch import intervals_of
+
+    ev = PrefetchEvaluator.of(problem, hardware)
+    best, best_value, best_intervals = None, -math.inf, ()
+    for cand in [result.best] + list(incumbents):
+        intervals = intervals_of(cand.offsets)
+        value = ev.value(intervals)
+        if value > best_value:
+            best, best_value, best_intervals = cand, value, intervals
+    return best, best_value, tuple(sorted(best_intervals, key=lambda iv: (iv.buffer, iv.start)))
+
+
+def placement_answer(problem, data, result: SearchResult):
+    """Map and pack mode's answer from the search's best episode: ``(status, objective, history)``.
+
+    Map: the time saved (``value * reward_norm``) and its anytime history; pack: the peak (a
+    pack answer with a buffer left out is not a packing: status UNKNOWN, no history)."""
+    from mallocgame.model import Status
+
+    offsets = result.best.offsets
+    placed = offsets >= 0
+    status = Status.FEASIBLE if problem.mode == "map" or bool(placed.all()) else Status.UNKNOWN
+    if problem.mode == "map":
+        return status, result.best.value * data.reward_norm, tuple((t, v * data.reward_norm) for t, v in result.history)
+    peak = float((offsets + data.size)[placed].max()) if placed.any() else 0.0
+    return status, peak, ()

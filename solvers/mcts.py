@@ -32,30 +32,27 @@ import time
 
 import numpy as np
 
-from hardware.prefetch import PrefetchEvaluator
 from mallocgame.model import InputError, Problem, Solution, Status, offsets_array, offsets_tuple
 from mallocgame.protocol import Solver, solver_deadline
 from search.game import Game, GameConfig
 from search.game_data import GameData
-from search.game_prefetch import PrefetchData, intervals_of
-from search.mcts import Episode, MCTSConfig, UCTSearch, greedy_incumbents, prefetch_incumbents
+from search.game_prefetch import PrefetchData
+from search.mcts import (
+    DEFAULT_GAME,
+    PREFETCH_K,
+    Episode,
+    MCTSConfig,
+    UCTSearch,
+    episode_value,
+    greedy_incumbents,
+    placement_answer,
+    prefetch_answer,
+    prefetch_incumbents,
+)
 
 # Measured in experiments/results/mcts_vs_greedy.md: in map mode searching the fixed-order
 # game in greedy-xla's order ends closest to the bound; in pack mode the fixed-address game
 # places the most bytes (MiniMalloc A-F).
-DEFAULT_GAME = {"map": ("order", "xla"), "pack": ("address", "start")}
-PREFETCH_K = 4  # offsets per copy window in prefetch mode (fewer actions per segment: deeper search)
-
-
-def episode_value(data: GameData, offsets: np.ndarray) -> float:
-    """The game's normalised return of a complete placement (offsets int64 ``[n]``, -1 slow)."""
-    placed = offsets >= 0
-    if data.mode == "map":
-        return float(data.evaluator.value(offsets)) / data.reward_norm
-    if data.capacity is not None:
-        return float(data.size[placed].sum()) / data.total_bytes
-    peak = int((offsets + data.size)[placed].max()) if placed.any() else 0
-    return (float(data.size[placed].sum()) - peak) / data.total_bytes
 
 
 ORDERS = ("start", "xla", "size")  # the buffer orders of the fixed-order games (search.game_data.buffer_order)
@@ -106,14 +103,7 @@ class MCTSSolver(Solver):
         result = search.run(Game(problem, hardware, game_cfg, data=data), deadline=deadline,
                             incumbents=incumbents, start=t0)
         best = result.best
-        placed_all = bool((best.offsets >= 0).all())
-        status = Status.FEASIBLE if problem.mode == "map" or placed_all else Status.UNKNOWN
-        if problem.mode == "map":
-            objective = best.value * data.reward_norm
-            history = tuple((t, v * data.reward_norm) for t, v in result.history)
-        else:
-            objective = float((best.offsets + data.size)[best.offsets >= 0].max()) if (best.offsets >= 0).any() else 0.0
-            history = ()
+        status, objective, history = placement_answer(problem, data, result)
         stats = {"variant": game_cfg.variant, "k": k, "simulations_per_move": cfg.simulations,
                  "simulations": result.simulations, "moves": result.moves, "searched_moves": result.searched_moves,
                  "finished_greedily_at": result.finished_greedily_at, "answer_from": best.source,
@@ -126,7 +116,6 @@ class MCTSSolver(Solver):
         if problem.n == 0 or not problem.has_ops:  # nothing to serve: the empty answer
             return Solution(offsets=(None,) * problem.n, status=Status.FEASIBLE, mode=problem.mode, objective=0.0,
                             wall_time=time.monotonic() - t0, solver=self.name)
-        ev = PrefetchEvaluator.of(problem, hardware)
         data = PrefetchData.of(problem, hardware)
         norm = data.reward_norm
         k, order, windows = game_cfg.k, game_cfg.order, game_cfg.windows
@@ -137,20 +126,13 @@ class MCTSSolver(Solver):
         search = UCTSearch(cfg, np.random.default_rng(seed))
         result = search.run(Game(problem, hardware, game_cfg, data=data), deadline=deadline,
                             incumbents=incumbents, start=t0)
-        # The search compares the game's running sums; the answer is chosen by the evaluator itself.
-        best, best_value, best_intervals = None, -np.inf, ()
-        for cand in [result.best] + incumbents:
-            intervals = intervals_of(cand.offsets)
-            value = ev.value(intervals)
-            if value > best_value:
-                best, best_value, best_intervals = cand, value, intervals
+        best, best_value, intervals = prefetch_answer(problem, hardware, result, incumbents)
         history = tuple((t, v * norm) for t, v in result.history)
         stats = {"variant": "prefetch", "k": k, "windows": windows, "order": order,
                  "simulations_per_move": cfg.simulations, "simulations": result.simulations, "moves": result.moves,
                  "searched_moves": result.searched_moves, "finished_greedily_at": result.finished_greedily_at,
                  "answer_from": best.source, "value_normalised": best_value / norm,
                  "incumbents": {e.source: e.value for e in incumbents}}
-        intervals = tuple(sorted(best_intervals, key=lambda iv: (iv.buffer, iv.start)))
         return Solution(offsets=(None,) * problem.n, status=Status.FEASIBLE, mode=problem.mode, objective=best_value,
                         wall_time=time.monotonic() - t0, history=history, stats=stats, solver=self.name,
                         intervals=intervals)

@@ -128,7 +128,15 @@ def _solve_uct(name: str, problem: Problem, hardware, *, t0: float, time_limit: 
                hint: Solution | None, sims: int, checkpoint: str | None, prior: str, exploration: float,
                rollout_depth: int | None) -> Solution:
     from search.game import Game, GameConfig
-    from search.mcts import MCTSConfig, UCTSearch, episode_value, greedy_incumbents, prefetch_incumbents
+    from search.mcts import (
+        MCTSConfig,
+        UCTSearch,
+        episode_value,
+        greedy_incumbents,
+        placement_answer,
+        prefetch_answer,
+        prefetch_incumbents,
+    )
 
     deadline = t0 + 0.95 * time_limit - 0.05  # as mcts
     stats: dict[str, Any] = {"method": "uct"}
@@ -150,8 +158,7 @@ def _solve_uct(name: str, problem: Problem, hardware, *, t0: float, time_limit: 
         if problem.n == 0 or not problem.has_ops:
             return Solution(offsets=(None,) * problem.n, status=Status.FEASIBLE, mode=problem.mode, objective=0.0,
                             wall_time=time.monotonic() - t0, solver=name, stats=stats)
-        from hardware.prefetch import PrefetchEvaluator
-        from search.game_prefetch import PrefetchData, intervals_of
+        from search.game_prefetch import PrefetchData
 
         data = PrefetchData.of(problem, hardware)
         incumbents = prefetch_incumbents(problem, hardware, game_cfg, hint, t0 + 0.25 * time_limit,
@@ -174,29 +181,15 @@ def _solve_uct(name: str, problem: Problem, hardware, *, t0: float, time_limit: 
                   "prior_calls": search.prior_calls,
                   "network_evaluations": prior_fn.calls if isinstance(prior_fn, NetworkPrior) else 0})
     if problem.mode == "prefetch":
-        ev = PrefetchEvaluator.of(problem, hardware)
-        chosen, best_value, best_intervals = None, -np.inf, ()
-        for cand in [best] + incumbents:
-            intervals = intervals_of(cand.offsets)
-            value = ev.value(intervals)
-            if value > best_value:
-                chosen, best_value, best_intervals = cand, value, intervals
+        chosen, best_value, intervals = prefetch_answer(problem, hardware, result, incumbents)
         stats["answer_from"] = chosen.source
         stats["value_normalised"] = best_value / data.reward_norm
         history = tuple((t, v * data.reward_norm) for t, v in result.history)
-        intervals = tuple(sorted(best_intervals, key=lambda iv: (iv.buffer, iv.start)))
         return Solution(offsets=(None,) * problem.n, status=Status.FEASIBLE, mode=problem.mode,
                         objective=best_value, wall_time=time.monotonic() - t0, history=history, stats=stats,
                         solver=name, intervals=intervals)
     stats["value_normalised"] = best.value
-    placed_all = bool((best.offsets >= 0).all())
-    status = Status.FEASIBLE if problem.mode == "map" or placed_all else Status.UNKNOWN
-    if problem.mode == "map":
-        objective = best.value * data.reward_norm
-        history = tuple((t, v * data.reward_norm) for t, v in result.history)
-    else:
-        objective = float((best.offsets + data.size)[best.offsets >= 0].max()) if (best.offsets >= 0).any() else 0.0
-        history = ()
+    status, objective, history = placement_answer(problem, data, result)
     return Solution(offsets=offsets_tuple(best.offsets), status=status, mode=problem.mode, objective=objective,
                     wall_time=time.monotonic() - t0, history=history, stats=stats, solver=name)
 
