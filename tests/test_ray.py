@@ -129,9 +129,15 @@ def test_interrupt_cancels_ray_tasks_and_kills_what_their_solvers_started(cluste
             time.sleep(0.05)
         os.kill(os.getpid(), signal.SIGINT)
 
-    with pytest.raises(Interrupted) as stop:
-        run_comparison(inputs[:1], ["greedy-xla", "hang"], time_limit=60, executor="ray", on_row=on_row,
-                       solver_options={"hang": {"hang_file": str(hang)}}, results_path=str(tmp_path / "r.csv"))
+    # Ctrl-C as an interactive user has it: a job started in the background by a non-interactive
+    # shell (CI's, say) inherits SIGINT ignored, and Python then leaves it ignored.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(Interrupted) as stop:
+            run_comparison(inputs[:1], ["greedy-xla", "hang"], time_limit=60, executor="ray", on_row=on_row,
+                           solver_options={"hang": {"hang_file": str(hang)}}, results_path=str(tmp_path / "r.csv"))
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert stop.value.exit_code == 130
     assert [(r.solver, r.valid) for r in stop.value.partial.rows] == [("greedy-xla", True)]
     (pid_file,) = tmp_path.glob("hang.*")
