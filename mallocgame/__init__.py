@@ -37,12 +37,7 @@ def __getattr__(name: str) -> Any:
     if module is None:
         raise AttributeError(f"module 'mallocgame' has no attribute {name!r}")
     import importlib
-    import importlib.util
 
-    if importlib.util.find_spec(f"mallocgame.{name}") is not None:
-        # A submodule of the same name (mallocgame.compare) would replace the function on this
-        # package when it is first imported, later: import it now, then bind the function.
-        importlib.import_module(f"mallocgame.{name}")
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value

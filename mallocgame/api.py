@@ -201,7 +201,7 @@ def compare(inputs: str | Sequence[str], solvers: str | Sequence[str], **setting
     ``benchmarks``. Returns one dict per (input, solver) with the CSV columns (``input``,
     ``solver``, ``status``, ``valid``, ``value``, ``bound``, ``gap``, ``speedup_vs_greedy``, ...).
     """
-    from mallocgame.compare import run_comparison
+    from mallocgame.comparison import run_comparison
     from mallocgame.protocol import bad_option_value, bad_seed
 
     if bad_seed(settings.get("seed", 0)):

@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from mallocgame.compare import parse_solver_options
+from mallocgame.comparison import parse_solver_options
 from mallocgame.inputs.generate import layered_network, random_intervals
 from mallocgame.io import atomic_write_text, problem_csv_text, write_workload_json
 from mallocgame.model import InputError
@@ -163,7 +163,7 @@ def test_overrunning_solver_is_killed_with_its_helpers(tmp_path, monkeypatch):
     import time
 
     from hardware.spec import PRESETS
-    from mallocgame.compare import Input, run_matrix
+    from mallocgame.comparison import Input, run_matrix
 
     make_distribution(tmp_path, "failing-plugin", "sleeps = failing_plugin.solver:Sleeps", FAILING_FILES)
     monkeypatch.syspath_prepend(str(tmp_path))

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from mallocgame.compare import CSV_COLUMNS
+from mallocgame.comparison import CSV_COLUMNS
 from mallocgame.inputs.generate import layered_network, random_intervals
 from mallocgame.io import atomic_write_text, problem_csv_text, write_workload_json
 from tests.conftest import ROOT, run_cli

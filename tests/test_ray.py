@@ -19,7 +19,7 @@ import pytest
 
 ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'mallocgame[ray]')")
 
-from mallocgame.compare import CSV_COLUMNS, run_comparison  # noqa: E402
+from mallocgame.comparison import CSV_COLUMNS, run_comparison  # noqa: E402
 from mallocgame.inputs.generate import layered_network, random_intervals  # noqa: E402
 from mallocgame.interrupts import Interrupted  # noqa: E402
 from mallocgame.io import atomic_write_text, problem_csv_text, write_workload_json  # noqa: E402

@@ -1,4 +1,4 @@
-"""``mallocgame compare``: the command around :mod:`mallocgame.compare` (printing, files, pictures).
+"""``mallocgame compare``: the command around :mod:`mallocgame.comparison` (printing, files, pictures).
 
 stdout gets the table and the per-solver summary, or with ``-o -`` only the CSV (the table
 then goes to stderr). Progress goes to stderr: a bar when stderr is a terminal, else one
@@ -32,7 +32,7 @@ from mallocgame.cli.common import (
     write_file,
     write_text,
 )
-from mallocgame.compare import _csv_text, json_document, run_comparison, split_option, summary_text, table_text
+from mallocgame.comparison import _csv_text, json_document, run_comparison, split_option, summary_text, table_text
 from mallocgame.model import InputError
 
 
@@ -134,7 +134,7 @@ def compare_command(specs, solver_list, time_limit, hardware, capacity, capacity
     say = (lambda text="", nl=True: click.echo(text, nl=nl, err=True)) if to_stdout else \
         (lambda text="", nl=True: click.echo(text, nl=nl))
     # The files first: one that cannot be written is said before the table, which still follows.
-    # The CSV itself was written row by row as the runs finished (mallocgame.compare.ResultsFile).
+    # The CSV itself was written row by row as the runs finished (mallocgame.comparison.ResultsFile).
     csv_text = _csv_text(result.records()) if to_stdout else ""
     unwritten: list[str] = []
     if out_path and not to_stdout:
@@ -176,7 +176,7 @@ def compare_command(specs, solver_list, time_limit, hardware, capacity, capacity
 
 
 def results_document(inputs, rows, settings: dict[str, Any], carried: dict | None = None) -> dict[str, Any]:
-    """The results JSON: :func:`mallocgame.compare.json_document` with the tool version, a UTC
+    """The results JSON: :func:`mallocgame.comparison.json_document` with the tool version, a UTC
     timestamp, and each answer's offsets keyed by buffer id (``{"b7": 1024, "b9": null}``).
 
     A row kept by ``--resume`` takes its record from the previous JSON (``carried``, by
@@ -227,7 +227,7 @@ def _checked_options(solvers: list[str], items: tuple[str, ...]) -> dict[str, di
 
     A plain ``KEY=VALUE`` still goes only to the solvers whose ``solve`` names KEY.
     """
-    from mallocgame.compare import parse_solver_options
+    from mallocgame.comparison import parse_solver_options
     from mallocgame.registry import SolverLoadError, load_solver, solver_entries
 
     known = [s for s in dict.fromkeys(solvers) if s]

@@ -247,7 +247,7 @@ def _solve_options(names: list[str], items: tuple[str, ...], workers: int | None
     problem has no capacity then, and every pack solver minimises the peak without one.
     """
     from mallocgame.cli.common import check_muzero_checkpoint, check_option_values, check_options
-    from mallocgame.compare import parse_solver_options, split_option
+    from mallocgame.comparison import parse_solver_options, split_option
     from mallocgame.registry import SolverLoadError, load_solver
 
     try:
