@@ -50,11 +50,6 @@ from search.mcts import (
     prefetch_incumbents,
 )
 
-# Measured in experiments/results/mcts_vs_greedy.md: in map mode searching the fixed-order
-# game in greedy-xla's order ends closest to the bound; in pack mode the fixed-address game
-# places the most bytes (MiniMalloc A-F).
-
-
 ORDERS = ("start", "xla", "size")  # the buffer orders of the fixed-order games (search.game_data.buffer_order)
 
 
