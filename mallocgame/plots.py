@@ -287,17 +287,26 @@ def plot_anytime(inp, rows: list, path: Path) -> Path:
     return _save(fig, path)
 
 
-def plot_speedups(inputs: list, rows: list, path: Path) -> Path | None:
-    """Grouped bars per map input: speed-up over greedy-xla (top) and over all-slow (bottom)."""
-    names = [inp.name for inp in inputs if inp.problem.mode == "map"]
+def _bar_groups(inputs: list, rows: list, mode: str):
+    """The layout of grouped bars over the inputs of ``mode``: ``(names, solvers, table, x, width)``
+    with ``table[(input, solver)]`` the row and ``x`` float ``[inputs]`` the group centres, or
+    ``None`` when no input is in that mode."""
+    names = [inp.name for inp in inputs if inp.problem.mode == mode]
     if not names:
         return None
     solvers = list(dict.fromkeys(r.solver for r in rows))
     table = {(r.input, r.solver): r for r in rows}
+    return names, solvers, table, np.arange(len(names)), 0.8 / max(1, len(solvers))
+
+
+def plot_speedups(inputs: list, rows: list, path: Path) -> Path | None:
+    """Grouped bars per map input: speed-up over greedy-xla (top) and over all-slow (bottom)."""
+    groups = _bar_groups(inputs, rows, "map")
+    if groups is None:
+        return None
+    names, solvers, table, x, width = groups
     fig = _figure(max(7.0, 0.55 * len(names) * max(1, len(solvers)) ** 0.5 + 3), 7.0)
     ax_g, ax_s = fig.subplots(2, 1, sharex=True)
-    x = np.arange(len(names))
-    width = 0.8 / max(1, len(solvers))
     for k, s in enumerate(solvers):
         vs_greedy = [table[(n, s)].extra.get("speedup_vs_greedy", np.nan) if (n, s) in table else np.nan
                      for n in names]
@@ -328,16 +337,13 @@ def plot_speedups(inputs: list, rows: list, path: Path) -> Path | None:
 
 def plot_pack_gaps(inputs: list, rows: list, path: Path) -> Path | None:
     """Grouped bars per pack input: peak / max-live bound (1.0 = provably optimal)."""
-    names = [inp.name for inp in inputs if inp.problem.mode == "pack"]
-    if not names:
+    groups = _bar_groups(inputs, rows, "pack")
+    if groups is None:
         return None
-    solvers = list(dict.fromkeys(r.solver for r in rows))
-    table = {(r.input, r.solver): r for r in rows}
+    names, solvers, table, x, width = groups
     by_input = {inp.name: inp for inp in inputs}
     fig = _figure(max(7.0, 0.5 * len(names) + 3), 4.2)
     ax = fig.subplots()
-    x = np.arange(len(names))
-    width = 0.8 / max(1, len(solvers))
     for k, s in enumerate(solvers):
         ratio = []
         for n in names:
