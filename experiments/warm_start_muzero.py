@@ -1,7 +1,8 @@
 """CP-SAT warm-started by the agent vs by the greedy, where CP-SAT alone stalls (issue 10, item 7).
 
 The hybrid users run: ``mallocgame solve W --solver cpsat --warm-start muzero`` against
-``--warm-start greedy-xla`` and plain ``cpsat``, on map-mode programs of 1,000 buffers and more
+``--warm-start greedy-xla``, ``--warm-start mcts`` (the same tree search without the network:
+the control) and plain ``cpsat``, on map-mode programs of 1,000 buffers and more
 (generated layered networks and Strassen programs of depth 3, imported with ``mallocgame import
 matmul``), tpuv4i, fast memory 40% of max live. Every arm is one ``mallocgame solve`` process,
 so the warm-start solver's time (20% of the limit) counts against the whole limit. Reported: the
@@ -20,7 +21,8 @@ from pathlib import Path
 
 from _common import Transcript, run_mallocgame, write_results
 
-ARMS = [("cpsat", None), ("cpsat", "greedy-xla"), ("cpsat", "muzero"), ("muzero", None), ("greedy-xla", None)]
+ARMS = [("cpsat", None), ("cpsat", "greedy-xla"), ("cpsat", "muzero"), ("cpsat", "mcts"), ("muzero", None), ("mcts", None),
+        ("greedy-xla", None)]
 
 
 def make_inputs(folder: Path) -> list[Path]:
