@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 
+from hardware.prefetch import PrefetchEvaluator
 from hardware.validator import validate_intervals
 from mallocgame.model import Buffer, FastInterval, Op, Operand, Problem
 
@@ -39,3 +40,8 @@ def interval_sets(problem: Problem, b: int) -> list[list[tuple[int, int, int | N
         if (second[0] if second[2] is None else second[2] + 1) >= first[1]:
             out.append([first, second])
     return out
+
+
+def value(problem: Problem, hw, intervals) -> float:
+    """The prefetch evaluator's time saved by ``intervals`` (the objective every prefetch solver reports)."""
+    return PrefetchEvaluator.of(problem, hw).value(list(intervals))

@@ -23,7 +23,7 @@ from mallocgame.prefetch import lift_map_answer
 from mallocgame.runner import run_solver
 from solvers.cpsat.prefetch import candidates, op_time_floor, tighten
 from solvers.cpsat.solver import CpSat
-from tests.prefetch_tools import interval_sets, program
+from tests.prefetch_tools import interval_sets, program, value
 
 HW = PRESETS["tpuv4i"]
 UNIT = PRESETS["unit"]  # fast 10 B/s, slow 1 B/s, copies 1 B/s, 1 FLOP/s
@@ -33,10 +33,6 @@ def solve(problem: Problem, hw=HW, **kw) -> Solution:
     kw.setdefault("time_limit", 10)
     kw.setdefault("seed", 0)
     return CpSat().solve(problem, hw, **kw)
-
-
-def value(problem: Problem, hw, intervals) -> float:
-    return PrefetchEvaluator.of(problem, hw).value(list(intervals))
 
 
 def lifted_greedy(problem: Problem, hw) -> list[FastInterval]:

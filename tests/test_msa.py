@@ -24,6 +24,7 @@ from mallocgame.model import Buffer, FastInterval, Op, Operand, Problem, Solutio
 from mallocgame.prefetch import lift_map_answer
 from mallocgame.runner import run_solver
 from solvers.msa import MemorySpaceAssignment, _Msa
+from tests.prefetch_tools import value
 
 TPU = PRESETS["tpuv4i"]
 UNIT = PRESETS["unit"]
@@ -39,10 +40,6 @@ def _solve(problem: Problem, hw=TPU, **kwargs) -> Solution:
     kwargs.setdefault("time_limit", 10.0)
     kwargs.setdefault("seed", 0)
     return MemorySpaceAssignment().solve(problem, hw, **kwargs)
-
-
-def _value(problem: Problem, hw, intervals) -> float:
-    return PrefetchEvaluator.of(problem, hw).value(list(intervals))
 
 
 def _lifted_greedy(problem: Problem, hw=TPU) -> list[FastInterval]:
@@ -140,7 +137,7 @@ def test_a_map_answer_as_hint_is_lifted_and_an_invalid_hint_ignored():
     problem = _layered(60, 5, 0.3)
     report = run_solver("greedy-xla", problem.replace(mode="map"), TPU, time_limit=5.0, seed=0)
     map_hint = Solution(offsets=report.offsets, status=Status.FEASIBLE, mode="map")
-    lifted_value = _value(problem, TPU, lift_map_answer(problem, report.offsets))
+    lifted_value = value(problem, TPU, lift_map_answer(problem, report.offsets))
     solution = _solve(problem, hint=map_hint)
     assert validate_intervals(problem, solution.intervals) is None
     assert solution.objective >= lifted_value - 1e-15
@@ -240,7 +237,7 @@ def test_beats_lifted_whole_lifetime_placement(fraction):
     problems += [prepare(p, mode="prefetch", capacity_fraction=fraction, hardware=TPU)[0] for p in _workloads()[:2]]
     for problem in problems:
         msa = _solve(problem).objective
-        lifted = max(_value(problem, TPU, _lifted_greedy(problem)), 0.0)  # all-slow is an answer too
+        lifted = max(value(problem, TPU, _lifted_greedy(problem)), 0.0)  # all-slow is an answer too
         wins.append(msa > lifted)
     assert all(wins), wins
 

@@ -317,8 +317,7 @@ def solve(problem_path, solver_name, mode, capacity, capacity_fraction, hardware
     """Solve PROBLEM with one solver; print one summary line."""
     from hybrid.warm_start import solve_with_warm_start
     from mallocgame.registry import SolverLoadError, solver_entries
-    from mallocgame.runner import (ChildCall, UnsupportedMode, call_in_child, problem_bound, shared_caches,
-                                   with_bound)
+    from mallocgame.runner import ChildCall, UnsupportedMode, call_in_child, problem_bound, shared_caches, with_bound
 
     one_stdout(**{"-o -": is_stdout(output), "--report -": is_stdout(report_path), "--json": as_json})
     check_output(output, "-o")

@@ -79,14 +79,9 @@ class RaySelfPlay:
         for a, res in enumerate(results):
             for k, item in enumerate(res):
                 played[a + k * n] = item
-        returns, ratios, moves = [], [], 0
-        for traj, greedy in played:  # in game order: the replay buffer is the same whatever the actors
-            state.replay.add(traj)
-            returns.append(float(traj.rewards.sum()))
-            ratios.append(returns[-1] / greedy if greedy > 0 else 1.0)
-            moves += len(traj)
-        state.net.train()
-        return {"selfplay_return": float(np.mean(returns)), "vs_greedy": float(np.mean(ratios)), "moves": moves}
+        from search.muzero.train import record_games
+
+        return record_games(state, played)  # in game order: the replay buffer is the same whatever the actors
 
     def close(self) -> None:
         for actor in self.actors:

@@ -193,12 +193,20 @@ def self_play(state: TrainState, make_game: Callable[[Recipe], Any]) -> dict[str
     """Play ``games_per_iter`` games with the current network; returns mean return, return / greedy's, moves."""
     cfg = state.config
     agent = Agent(state.net, cfg.search_config(), cfg.model)
-    returns, ratios, moves = [], [], 0
+    played = []
     for _ in range(cfg.games_per_iter):
         recipe = cfg.curriculum.sample(state.rng)
         game = make_game(recipe)
         greedy = greedy_return(game.clone())
-        traj = play_game(game, agent, state.rng, recipe)
+        played.append((play_game(game, agent, state.rng, recipe), greedy))
+    return record_games(state, played)
+
+
+def record_games(state: TrainState, played: list) -> dict[str, float]:
+    """Add the ``(trajectory, greedy return)`` pairs to the replay buffer, in order, and put the
+    network back in training mode; returns mean return, mean return / greedy's, moves."""
+    returns, ratios, moves = [], [], 0
+    for traj, greedy in played:
         state.replay.add(traj)
         returns.append(float(traj.rewards.sum()))
         ratios.append(returns[-1] / greedy if greedy > 0 else 1.0)
