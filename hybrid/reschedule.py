@@ -21,7 +21,7 @@ import numpy as np
 from hardware.validator import validate
 from hybrid.warm_start import better, solve_with_warm_start
 from mallocgame.model import Problem, Solution, Status, offsets_tuple
-from mallocgame.runner import Report
+from mallocgame.runner import Report, problem_bound, with_bound
 
 ROUNDS = 3
 SCHEDULE_SHARE = 0.3  # of a round's time, for the scheduler
@@ -84,8 +84,9 @@ def solve_with_reschedule(name: str, problem: Problem, hardware, *, time_limit: 
     per_round = time_limit / max(rounds, 1)
     objective = "peak" if problem.mode == "pack" else "time"
     n_ops = len(problem.ops)
+    # Each order has its own bound; only the winner's is reported, so it alone is computed, at the end.
     original = solve_with_warm_start(name, problem, hardware, time_limit=per_round, seed=seed, hint=hint,
-                                     warm_start=warm_start, options=options)
+                                     warm_start=warm_start, options=options, compute_bound=False)
     best = RescheduleResult(original, problem, list(range(n_ops)), original,
                             [{"round": 0, "order": "original", "valid": original.valid,
                               "objective": original.objective}])
@@ -105,12 +106,13 @@ def solve_with_reschedule(name: str, problem: Problem, hardware, *, time_limit: 
                             intervals=tuple(best.report.intervals))
         left = max(deadline - time.monotonic(), 0.01)
         report = solve_with_warm_start(name, reordered, hardware, time_limit=left / (rounds - r), seed=seed + r,
-                                       hint=hint, warm_start=warm_start, options=options)
+                                       hint=hint, warm_start=warm_start, options=options, compute_bound=False)
         best.rounds.append({"round": r, "order": sched.scheduler, "schedule_objective": objective,
                             "schedule_value": sched.value, "schedule_original": sched.original,
                             "valid": report.valid, "objective": report.objective, "hinted": hint is not None})
         if better(report, best.report):
             best.report, best.problem, best.order = report, reordered, sched.order
+    best.report = with_bound(best.report, problem_bound(best.problem, hardware))
     return best
 
 
