@@ -14,11 +14,10 @@ import dataclasses
 import json
 import math
 import os
-import stat
 import tomllib
 from dataclasses import dataclass
 
-from mallocgame.model import InputError
+from mallocgame.model import InputError, check_regular_file
 
 
 @dataclass(frozen=True)
@@ -61,13 +60,7 @@ def _shown(value) -> str:
 
 def _read_file(path: str) -> bytes:
     """The bytes of a regular file; a FIFO or a directory is refused before it is opened (it could block)."""
-    try:
-        mode = os.stat(path).st_mode
-    except OSError:
-        raise InputError(f"{path}: hardware file not found") from None
-    if not stat.S_ISREG(mode):
-        kind = "a directory" if stat.S_ISDIR(mode) else "a named pipe" if stat.S_ISFIFO(mode) else "a special file"
-        raise InputError(f"{path}: not a regular file ({kind})")
+    check_regular_file(path, "hardware file")
     try:
         with open(path, "rb") as fh:
             return fh.read()

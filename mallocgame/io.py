@@ -27,13 +27,12 @@ import json
 import math
 import os
 import re
-import stat
 import tempfile
 from pathlib import Path
 from typing import IO, Any, Iterable, Iterator, Sequence
 
 from mallocgame.aliasing import merge_inplace
-from mallocgame.model import BUFFER_KINDS, Buffer, InputError, Op, Operand, Problem, Solution
+from mallocgame.model import BUFFER_KINDS, Buffer, InputError, Op, Operand, Problem, Solution, check_regular_file
 
 WORKLOAD_FORMAT = "mallocgame.workload/1"
 CSV_COLUMNS = ("id", "lower", "upper", "size")
@@ -285,27 +284,6 @@ def capacity_from_name(path: str | os.PathLike) -> int | None:
     """``A.1048576.csv`` -> 1048576 (MiniMalloc's convention); otherwise ``None``."""
     m = _CAPACITY_IN_NAME.search(os.path.basename(str(path)))
     return int(m.group(1)) if m else None
-
-
-_FILE_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket"),
-               (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
-
-
-def check_regular_file(path: str | os.PathLike) -> None:
-    """``InputError`` (one line) unless ``path`` is a regular file (or a link to one).
-
-    Called before a file is opened for reading: opening a FIFO would block until a writer
-    comes, a device could be read forever.
-    """
-    try:
-        mode = os.stat(path).st_mode
-    except FileNotFoundError:
-        raise InputError(f"{path}: file not found") from None
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    if not stat.S_ISREG(mode):
-        kind = next((name for test, name in _FILE_KINDS if test(mode)), "a special file")
-        raise InputError(f"{path}: not a regular file ({kind})")
 
 
 def read_text(path: str) -> str:

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import os
+import stat
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Mapping, Sequence
@@ -26,6 +28,27 @@ BUFFER_KINDS = ("activation", "weight", "input", "output", "scratch")
 
 class InputError(ValueError):
     """Bad input: the message is one line naming the file, row/field and reason."""
+
+
+_FILE_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket"),
+               (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+
+
+def check_regular_file(path: str | os.PathLike, what: str = "file") -> None:
+    """``InputError`` (one line) unless ``path`` is a regular file (or a link to one).
+
+    Called before a file is opened for reading: opening a FIFO would block until a writer
+    comes, a device could be read forever. ``what`` names the file in the not-found message.
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise InputError(f"{path}: {what} not found") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if not stat.S_ISREG(mode):
+        kind = next((name for test, name in _FILE_KINDS if test(mode)), "a special file")
+        raise InputError(f"{path}: not a regular file ({kind})")
 
 
 class Status(str, enum.Enum):
