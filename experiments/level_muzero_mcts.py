@@ -9,7 +9,12 @@ Contestants, all through :func:`mallocgame.runner.run_solver` (validated, scored
 * ``muzero``          -- the same search (:class:`search.mcts.UCTSearch`: greedy rollouts to the end,
   tree reuse, the same commitment, budgets and fallback answers, every simulation counted) selecting
   by pUCT with the network's prior (solver ``muzero``, ``--checkpoint`` or the shipped one);
-* ``uniform``         -- the control: solver ``muzero`` with ``prior=uniform`` (pUCT, no network).
+* ``uniform``         -- the control: solver ``muzero`` with ``prior=uniform`` (pUCT, no network);
+* ``relaxation``      -- a second control: solver ``muzero`` with ``prior=relaxation``, the hand-written
+  prior from the no-fragmentation relaxation's fast set that the network (features ``encoder/2``) also
+  reads, so the network must show it adds to the relaxation, not only copies it.
+
+Both controls and ``muzero`` use the solver's default pUCT constant; ``mcts`` its own UCT constant.
 
 Budgets: ``16`` and ``64`` simulations per move (time limit ``--time-limit``, large so the clock
 does not bind; a run it bound is marked ``*``), and ``time``: equal wall time, ``--wall-per-buffer``
@@ -74,7 +79,13 @@ def problems(which: str, realistic: bool, limit: int | None):
 
 def contestants(checkpoint: str | None):
     net = {"checkpoint": checkpoint} if checkpoint else {}
-    return [("mcts", "mcts", {}), ("muzero", "muzero", dict(net)), ("uniform", "muzero", {"prior": "uniform"})]
+    return [("mcts", "mcts", {}), ("muzero", "muzero", dict(net)), ("uniform", "muzero", {"prior": "uniform"}),
+            ("relaxation", "muzero", {"prior": "relaxation"})]
+
+
+NAMES = ("mcts", "muzero", "uniform", "relaxation")
+PAIRS = (("muzero", "mcts"), ("muzero", "uniform"), ("muzero", "relaxation"), ("uniform", "mcts"),
+         ("relaxation", "mcts"))
 
 
 def sign_test(wins: int, losses: int) -> float:
@@ -93,7 +104,7 @@ def main() -> None:
     ap.add_argument("--wall-per-buffer", type=float, default=0.01, help="equal wall time: seconds per buffer")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--limit", type=int, default=None, help="first N problems of each group only")
-    ap.add_argument("--contestants", default="mcts,muzero,uniform")
+    ap.add_argument("--contestants", default=",".join(NAMES))
     ap.add_argument("--reuse", default=None, help="CSV of an earlier run: rows of the contestants not run now")
     ap.add_argument("--from-csv", nargs="+", default=None, metavar="CSV",
                     help="run nothing: summarise these CSVs of earlier runs (a later file's row replaces an earlier "
@@ -161,8 +172,8 @@ def main() -> None:
                     rows.append(row)
                     out.writerow([row[k] for k in row])
                     fh.flush()
-                for name in ("mcts", "muzero", "uniform"):
-                    if name not in wanted and args.reuse:
+                for name in NAMES:
+                    if name not in wanted and any(key[2] == name for key in reused):
                         r = reused.get((label, budget, name))
                         if r is None:
                             raise SystemExit(f"--reuse has no {name} run on {label} at budget {budget}")
@@ -205,10 +216,10 @@ def summary(rows: list[dict], budgets: list[str], show) -> None:
             by = {}
             for r in sel:
                 by.setdefault(r["problem"], {})[r["contestant"]] = r
-            present = [c for c in ("mcts", "muzero", "uniform") if all(c in p for p in by.values())]
+            present = [c for c in NAMES if all(c in p for p in by.values())]
             line = f"budget {budget:>4} {gname:<9} ({len(by)} problems): mean gap " + ", ".join(
                 f"{c} {statistics.mean(p[c]['gap'] for p in by.values()):.3%}" for c in present)
-            for me, other in (("muzero", "mcts"), ("muzero", "uniform"), ("uniform", "mcts")):
+            for me, other in PAIRS:
                 if me not in present or other not in present:
                     continue
                 wins = ties = losses = 0

@@ -1,7 +1,7 @@
 """Expert-iteration training of the guided search's network (issue 10); resumable; logs one JSON line per game.
 
-    nice -n 10 python experiments/train_muzero_expert.py --init none --features encoder/1 \
-        --out /tmp/expert/run.pt --log /tmp/expert/train.log --time-limit 3840 [--games 298]
+    nice -n 10 python experiments/train_muzero_expert.py --init none --features encoder/2 --exploration 10 \
+        --teacher-prior relaxation --out /tmp/expert/run.pt --log /tmp/expert/train.log --time-limit 1800
     nice -n 10 python experiments/train_muzero_expert.py --resume /tmp/expert/run.pt \
         --log /tmp/expert/train.log --time-limit 1800
 
@@ -34,7 +34,10 @@ def main() -> None:
     ap.add_argument("--max-size", type=int, default=300)
     ap.add_argument("--teacher-simulations", type=int, default=128)
     ap.add_argument("--states-per-game", type=int, default=8)
-    ap.add_argument("--features", default="", help="'encoder/1': the per-buffer encoder (needs --init none)")
+    ap.add_argument("--features", default="", help="'encoder/1': the per-buffer encoder; 'encoder/2': and the "
+                                                   "relaxation's features (both need --init none)")
+    ap.add_argument("--exploration", type=float, default=1.0, help="pUCT constant of the student's search")
+    ap.add_argument("--teacher-prior", default="uniform", choices=("uniform", "relaxation"))
     args = ap.parse_args()
     if args.resume:
         resume(args.resume, time_limit=args.time_limit, out=args.out, log_path=args.log, max_games=args.games)
@@ -42,7 +45,7 @@ def main() -> None:
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     config = ExpertConfig(seed=args.seed, min_size=args.min_size, max_size=args.max_size,
                           teacher_simulations=args.teacher_simulations, states_per_game=args.states_per_game,
-                          features=args.features)
+                          features=args.features, exploration=args.exploration, teacher_prior=args.teacher_prior)
     train(args.out, init=None if args.init == "none" else args.init, config=config, time_limit=args.time_limit,
           log_path=args.log, max_games=args.games)
 

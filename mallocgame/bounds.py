@@ -145,7 +145,8 @@ class Relaxation:
 
 
 def no_fragmentation_relaxation(problem: Problem, ev, candidates: np.ndarray, *, time_limit: float = 20.0,
-                                mip_nonzeros: int = MIP_NONZEROS, lp_nonzeros: int = LP_NONZEROS) -> Relaxation:
+                                mip_nonzeros: int = MIP_NONZEROS, lp_nonzeros: int = LP_NONZEROS,
+                                rel_gap: float = 1e-6) -> Relaxation:
     """Choose candidates (bool ``[n]``) for fast memory so that at every maximal moment the chosen
     live bytes fit the capacity, ignoring address contiguity; maximise the exact saving.
 
@@ -155,7 +156,8 @@ def no_fragmentation_relaxation(problem: Problem, ev, candidates: np.ndarray, *,
     ``mip_nonzeros`` constraint nonzeros, as an LP (still an upper bound) up to
     ``lp_nonzeros``, and past that the sum of the candidates' benefits ("trivial").
     Rows are in units of the capacity and times in units of the largest headroom, so that
-    HiGHS's absolute tolerances (1e-7) are small against every coefficient.
+    HiGHS's absolute tolerances (1e-7) are small against every coefficient. The MIP stops at
+    relative gap ``rel_gap`` (the value stays a valid bound: it is the dual bound).
     """
     import time
 
@@ -242,7 +244,7 @@ def no_fragmentation_relaxation(problem: Problem, ev, candidates: np.ndarray, *,
         kind = "lp"
     else:
         res = milp(c, constraints=constraint, bounds=var_bounds, integrality=integrality,
-                   options={"time_limit": max(time_limit, 0.05), "mip_rel_gap": 1e-6})
+                   options={"time_limit": max(time_limit, 0.05), "mip_rel_gap": rel_gap})
         kind = "mip"
     if res.x is not None:
         # Rounding an LP answer down keeps it feasible; a MIP answer is integral already.

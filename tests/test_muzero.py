@@ -529,12 +529,14 @@ def test_encoder_state_features_follow_the_game():
     assert seen > 0 and not encoder.state_features(game).any()
 
 
-def test_expert_iteration_trains_resumes_and_its_checkpoint_plays(tmp_path):
+@pytest.mark.parametrize("features,teacher", [("encoder/1", "uniform"), ("encoder/2", "relaxation")])
+def test_expert_iteration_trains_resumes_and_its_checkpoint_plays(tmp_path, features, teacher):
     from search.muzero.expert import ExpertConfig, resume, train
     from solvers.muzero import MuZeroSolver
 
     config = ExpertConfig(min_size=16, max_size=24, student_simulations=3, teacher_simulations=8,
-                          states_per_game=3, updates_per_game=2, batch_size=8, features="encoder/1")
+                          states_per_game=3, updates_per_game=2, batch_size=8, features=features,
+                          exploration=10.0, teacher_prior=teacher)
     out = tmp_path / "x.pt"
     state = train(str(out), config=config, time_limit=60, max_games=2)
     assert state.games == 2 and state.step == 4 and len(state.replay["target"]) > 0
@@ -542,7 +544,8 @@ def test_expert_iteration_trains_resumes_and_its_checkpoint_plays(tmp_path):
     np.testing.assert_allclose(targets.sum(1), 1.0, rtol=1e-6)
     assert (targets[~np.stack(state.replay["mask"])] == 0).all()  # the teacher never visits an illegal action
     again = resume(str(out), time_limit=60, max_games=3)
-    assert again.games == 3 and again.step == 6 and again.config.features == "encoder/1"
+    assert again.games == 3 and again.step == 6 and again.config.features == features
+    assert again.config.teacher_prior == teacher
     straight = train(str(tmp_path / "y.pt"), config=config, time_limit=60, max_games=3)  # same seed, no stop
     for key, tensor in straight.net.state_dict().items():
         assert torch.equal(tensor, again.net.state_dict()[key]), key

@@ -15,7 +15,15 @@ observation vector). The network's input vector is then the game's observation v
   denser in benefit than the current one, their highest density, and the mean of their encodings;
   the bytes already placed over the current buffer's range.
 
-numpy only; shapes ``[n, 3 * BASE]`` and ``[STATE]``.
+Features name ``"encoder/2"`` appends ``RELAX`` numbers from the **no-fragmentation relaxation**
+(:func:`mallocgame.bounds.no_fragmentation_relaxation`, the MIP behind the map-mode bound, solved once
+per problem; :func:`relaxation_set`): whether the current buffer is in the relaxation's fast set, and,
+over the buffers that overlap it, the bytes of the undecided ones in the set, the bytes of the undecided
+ones outside it, and the bytes placed that are outside it. The relaxation solution as an input of a
+learned policy is the idea of learned branching on LP features (Gasse et al., "Exact Combinatorial
+Optimization with Graph Convolutional Neural Networks", NeurIPS 2019).
+
+numpy only; shapes ``[n, 3 * BASE]``, ``[STATE]`` and ``[RELAX]``.
 """
 
 from __future__ import annotations
@@ -25,12 +33,39 @@ import weakref
 import numpy as np
 
 NAME = "encoder/1"
+NAME_RELAX = "encoder/2"
+NAMES = (NAME, NAME_RELAX)
 BASE = 9
 ENCODING = 3 * BASE
 STATE = 6 + ENCODING
 EXTRA = ENCODING + STATE  # numbers appended to the observation vector
+RELAX = 4  # further numbers under encoder/2
+RELAX_SECONDS = 5.0  # the relaxation MIP's time limit (its best set so far is used when it binds)
+RELAX_GAP = 0.01  # the MIP stops within 1% of optimal: a guide, not a bound (deterministic, and 2-5x faster)
+
+
+def extra_inputs(features: str) -> int:
+    """Numbers ``features`` appends to the observation vector."""
+    return {"": 0, NAME: EXTRA, NAME_RELAX: EXTRA + RELAX}[features]
 
 _CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_RELAX_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def relaxation_set(data) -> np.ndarray:
+    """bool ``[n]``: the fast set of the no-fragmentation relaxation over the buffers that fit and
+    have a positive benefit (all of them when there is no capacity); cached per :class:`GameData`."""
+    chosen = _RELAX_CACHE.get(data)
+    if chosen is None:
+        from mallocgame.bounds import no_fragmentation_relaxation
+
+        candidates = data.benefit > 0
+        if data.capacity is not None:
+            candidates &= data.size <= data.capacity
+        chosen = no_fragmentation_relaxation(data.problem, data.evaluator, candidates,
+                                             time_limit=RELAX_SECONDS, rel_gap=RELAX_GAP).chosen
+        _RELAX_CACHE[data] = chosen
+    return chosen
 
 
 def neighbours(data) -> list[np.ndarray]:
@@ -104,8 +139,31 @@ def state_features(game) -> np.ndarray:
     return out
 
 
-def network_vector(game, obs) -> np.ndarray:
-    """The network's input vector under ``encoder/1``: observation, encoding of the current buffer, state summary."""
+def relaxation_features(game) -> np.ndarray:
+    """float32 ``[RELAX]`` for the fixed-order game's current position (module docstring; zeros when done)."""
+    out = np.zeros(RELAX, np.float32)
+    if game.done:
+        return out
+    d = game.data
+    chosen = relaxation_set(d)
+    i = game.current
+    near = d.index.query(d.start_l[i], d.end_l[i])
+    near = near[near != i]
+    undecided = near[d.orders[game.config.order].position[near] > game.steps]
+    placed = near[game.offsets()[near] >= 0]
+    out[0] = float(chosen[i])
+    out[1] = d.size[undecided[chosen[undecided]]].sum() / d.scale
+    out[2] = d.size[undecided[~chosen[undecided]]].sum() / d.scale
+    out[3] = d.size[placed[~chosen[placed]]].sum() / d.scale
+    return out
+
+
+def network_vector(game, obs, features: str = NAME) -> np.ndarray:
+    """The network's input vector under ``features`` (``encoder/1`` or ``encoder/2``): observation,
+    encoding of the current buffer, state summary[, relaxation features]."""
     enc = encoding(game.data)
     cur = enc[game.current] if not game.done else np.zeros(ENCODING, np.float32)
-    return np.concatenate([np.asarray(obs.as_vector(), np.float32), cur, state_features(game)])
+    parts = [np.asarray(obs.as_vector(), np.float32), cur, state_features(game)]
+    if features == NAME_RELAX:
+        parts.append(relaxation_features(game))
+    return np.concatenate(parts)

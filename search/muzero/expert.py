@@ -58,7 +58,9 @@ class ExpertConfig:
     learning_rate: float = 5e-4
     replay_capacity: int = 30_000
     checkpoint_seconds: float = 180.0
-    features: str = ""  # the network's input: "" = the game's observation vector, "encoder/1" = search.muzero.encoder
+    features: str = ""  # the network's input: "" = the game's observation vector, "encoder/1|2" = search.muzero.encoder
+    exploration: float = 1.0  # the pUCT constant of the student's search (the solver's ``exploration``)
+    teacher_prior: str = "uniform"  # "uniform": plain UCT teaches; "relaxation": pUCT on search.muzero.guide.RelaxationPrior
 
 
 class _State:
@@ -91,11 +93,19 @@ def _curriculum(config: ExpertConfig):
                       min_capacity_fraction=config.min_capacity, max_capacity_fraction=config.max_capacity)
 
 
-def teacher_policy(game, simulations: int, rng: np.random.Generator) -> np.ndarray:
-    """Root visit distribution ``[num_actions]`` of plain UCT with ``simulations`` from ``game`` (not changed)."""
+def teacher_policy(game, simulations: int, rng: np.random.Generator, prior: str = "uniform",
+                   exploration: float = 1.0) -> np.ndarray:
+    """Root visit distribution ``[num_actions]`` of the teacher's search with ``simulations`` from ``game``
+    (not changed): plain UCT (``prior="uniform"``), or pUCT on the relaxation prior with ``exploration``."""
     from search.mcts import Episode, MCTSConfig, Node, UCTSearch
+    from search.muzero.guide import RelaxationPrior
 
-    search = UCTSearch(MCTSConfig(simulations=simulations), rng)
+    if prior == "relaxation":
+        search = UCTSearch(MCTSConfig(simulations=simulations, exploration=exploration), rng, prior=RelaxationPrior())
+    elif prior == "uniform":
+        search = UCTSearch(MCTSConfig(simulations=simulations), rng)
+    else:
+        raise ValueError(f"unknown teacher prior {prior!r} (known: uniform, relaxation)")
     root, best = Node(), Episode(-math.inf, np.zeros(0, np.int64), "")
     for _ in range(simulations):
         best = search.simulate(root, game, math.inf, best)
@@ -123,7 +133,7 @@ def play_and_label(state: _State) -> dict[str, Any]:
     play_greedy(greedy)
     prior = NetworkPrior(NumpyNet.from_torch(state.net, c.features))
     reached: list = []
-    student = UCTSearch(MCTSConfig(simulations=c.student_simulations),
+    student = UCTSearch(MCTSConfig(simulations=c.student_simulations, exploration=c.exploration),
                         np.random.default_rng(int(state.rng.integers(2**63))), prior=prior)
     game = Game(problem, hw, game_cfg, data=data)
     result = student.run(game, deadline=math.inf, before_move=lambda g: reached.append(g.clone()))
@@ -133,7 +143,7 @@ def play_and_label(state: _State) -> dict[str, Any]:
     teacher_rng = np.random.default_rng(int(state.rng.integers(2**63)))
     for j in sorted(int(p) for p in picks):
         g = reached[j]
-        target = teacher_policy(g, c.teacher_simulations, teacher_rng)
+        target = teacher_policy(g, c.teacher_simulations, teacher_rng, c.teacher_prior, c.exploration)
         obs = g.observation()
         legal = np.flatnonzero(obs.mask)
         agree += int(legal[np.argmax(prior(g, legal))] == int(np.argmax(target)))
@@ -225,7 +235,7 @@ def train(out: str, *, init: str | None = None, config: ExpertConfig = ExpertCon
 
         game_fields = {"variant": "order", "k": 16, "order": "xla"}
         dims = observation_dims(GameConfig(**game_fields))
-        extra = encoder.EXTRA if config.features == encoder.NAME else 0
+        extra = encoder.extra_inputs(config.features)
         net = MuZeroNet(NetworkConfig(dims["obs_dim"] + extra, dims["action_features"], dims["num_actions"]),
                         torch.Generator().manual_seed(config.seed)).eval()
     state = _State(config, net, game_fields, np.random.default_rng(config.seed))

@@ -36,11 +36,36 @@ def input_vector(game, obs, features: str) -> np.ndarray:
         return np.asarray(obs.as_vector(), np.float32)
     from search.muzero import encoder
 
-    if features != encoder.NAME:
-        raise ValueError(f"unknown network input features {features!r} (known: {encoder.NAME})")
-    return encoder.network_vector(game, obs)
+    if features not in encoder.NAMES:
+        raise ValueError(f"unknown network input features {features!r} (known: {', '.join(encoder.NAMES)})")
+    return encoder.network_vector(game, obs, features)
 
 
 def uniform_prior(game, legal: np.ndarray) -> np.ndarray:
     """The control: every legal action equally likely."""
     return np.full(len(legal), 1.0 / len(legal))
+
+
+
+class RelaxationPrior:
+    """A hand-written prior from the no-fragmentation relaxation (a control: no learning).
+
+    At a buffer in the relaxation's fast set (:func:`search.muzero.encoder.relaxation_set`),
+    ``weight`` goes to the greedy's hole; at one outside it, to slow memory; the rest is shared
+    evenly over the other legal actions.
+    """
+
+    def __init__(self, weight: float = 0.95):
+        self.weight = weight
+
+    def __call__(self, game, legal: np.ndarray) -> np.ndarray:
+        from search.muzero.encoder import relaxation_set
+
+        chosen = relaxation_set(game.data)[game.current]
+        target = game.greedy_action() if chosen else game.slow_action
+        hit = np.flatnonzero(legal == target)
+        if len(hit) == 0 or len(legal) == 1:
+            return np.full(len(legal), 1.0 / len(legal))
+        p = np.full(len(legal), (1.0 - self.weight) / (len(legal) - 1))
+        p[hit[0]] = self.weight
+        return p
