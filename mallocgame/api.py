@@ -118,38 +118,16 @@ def _answer(problem: Problem, solution, **fields) -> Solution:
 def validate(problem: Problem | str, solution) -> Verdict:
     """Check ``solution``: a :class:`Solution`, offsets, ``{id: offset}`` or a solution CSV path (prefetch
     mode: a Solution, FastIntervals or an interval CSV path)."""
-    from hardware.evaluator import Evaluator
-    from hardware.validator import peak
-    from hardware.validator import validate as check
+    from mallocgame.verdict import judge
 
     problem = _ready(problem)
     if solution is None:
         return Verdict(False, "no solution")
-    if problem.mode == "prefetch":
-        return _validate_intervals(problem, _intervals(problem, solution))
-    offsets = _offsets(problem, solution)
-    violation = check(problem, offsets)
-    if violation:
-        return Verdict(False, violation)
-    placed = sum(o is not None for o in offsets)
-    value = est = None
-    if problem.mode == "map":
-        ev = Evaluator.of(problem, problem.hardware)
-        value, est = ev.value(offsets), ev.time(offsets)
-    return Verdict(True, None, placed, peak(problem, offsets), value, est)
-
-
-def _validate_intervals(problem: Problem, intervals: tuple) -> Verdict:
-    from hardware.prefetch import PrefetchEvaluator
-    from hardware.validator import interval_peak, validate_intervals
-
-    violation = validate_intervals(problem, intervals)
-    if violation:
-        return Verdict(False, violation)
-    ev = PrefetchEvaluator.of(problem, problem.hardware)
-    est = ev.time(intervals)
-    return Verdict(True, None, len({iv.buffer for iv in intervals}), interval_peak(problem, intervals),
-                   ev.time_all_slow - est, est)
+    answer = _intervals(problem, solution) if problem.mode == "prefetch" else _offsets(problem, solution)
+    found = judge(problem, problem.hardware, answer)
+    if not found.valid:
+        return Verdict(False, found.violation)
+    return Verdict(True, None, found.placed, found.peak, found.value, found.estimated_time)
 
 
 def solve(problem: Problem | str, solver: str = "greedy-xla", *, time_limit: float = 10, seed: int = 0,

@@ -152,12 +152,14 @@ def write_solution_csv(path: str | os.PathLike, problem: Problem, solution: Solu
     atomic_write_text(path, problem_csv_text(problem, solution.offsets))
 
 
-def workload_dict(problem: Problem) -> dict[str, Any]:
+def workload_dict(problem: Problem, *, explicit_capacity: bool = False) -> dict[str, Any]:
     """The problem as a ``mallocgame.workload/1`` dictionary.
 
     Optional fields (old files stay valid): per op ``control_deps``, the ids of ops that must
-    run before it beyond what the operands say; top level ``original_order``, the op ids in
-    the order the program had before ``mallocgame schedule`` re-ordered it.
+    run before it beyond what the operands say; top level ``capacity`` (with
+    ``explicit_capacity``, ``null`` when there is none: suite exports say so), and
+    ``original_order``, the op ids in the order the program had before ``mallocgame schedule``
+    re-ordered it.
     """
     control: dict[str, list[str]] = {}
     for before, after in problem.control_deps:
@@ -178,13 +180,19 @@ def workload_dict(problem: Problem) -> dict[str, Any]:
             for b in problem.buffers
         ],
         "inplace": [list(pair) for pair in problem.inplace],
-        **({"capacity": problem.capacity} if problem.capacity is not None else {}),
+        **({"capacity": problem.capacity} if problem.capacity is not None or explicit_capacity else {}),
         **({"original_order": list(problem.original_order)} if problem.original_order else {}),
     }
 
 
-def write_workload_json(path: str | os.PathLike, problem: Problem) -> None:
-    atomic_write_text(path, json.dumps(workload_dict(problem), indent=1) + "\n")
+def workload_text(problem: Problem, *, explicit_capacity: bool = False) -> str:
+    """The problem as ``mallocgame.workload/1`` JSON text (:func:`workload_dict`, indented by 1, one final
+    newline): what every workload file and ``-o -`` holds."""
+    return json.dumps(workload_dict(problem, explicit_capacity=explicit_capacity), indent=1) + "\n"
+
+
+def write_workload_json(path: str | os.PathLike, problem: Problem, *, explicit_capacity: bool = False) -> None:
+    atomic_write_text(path, workload_text(problem, explicit_capacity=explicit_capacity))
 
 
 # --------------------------------------------------------------------------- reading

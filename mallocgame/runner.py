@@ -2,7 +2,7 @@
 
 Data flows one way (problem -> solver -> validator and evaluator -> report), so whatever
 a solver claims, the report's ``valid``, ``objective``, ``peak`` and ``estimated_time``
-come from :mod:`hardware.validator` and :mod:`hardware.evaluator`.
+come from :func:`mallocgame.verdict.judge` (:mod:`hardware.validator` and the evaluators).
 """
 
 from __future__ import annotations
@@ -12,13 +12,12 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from hardware.evaluator import Evaluator
-from hardware.validator import peak as peak_of
-from hardware.validator import validate
 from mallocgame.bounds import Bound, map_upper_bound, pack_lower_bound, prefetch_upper_bound
 from mallocgame.interrupts import child_signals
 from mallocgame.model import Problem, Solution, Status
 from mallocgame.protocol import accepted_options
 from mallocgame.registry import load_solver
+from mallocgame.verdict import judge
 
 
 class UnsupportedMode(ValueError):
@@ -114,40 +113,17 @@ def answer(report: Report, problem: Problem) -> Solution:
                     mode=problem.mode, solver=report.solver, intervals=tuple(report.intervals))
 
 
-def _judge_prefetch(problem: Problem, hardware, solution: Solution):
-    """Prefetch mode: ``(violation, placed, peak, (estimated, all-slow) or None, intervals)``."""
-    from hardware.prefetch import PrefetchEvaluator
-    from hardware.validator import interval_peak, validate_intervals
-
-    intervals = tuple(solution.intervals)
-    violation = "proven infeasible" if solution.status is Status.INFEASIBLE else validate_intervals(problem, intervals)
-    times = None
-    if violation is None:
-        if problem.has_ops:
-            ev = PrefetchEvaluator.of(problem, hardware)
-            times = (ev.time(intervals), ev.time_all_slow)
-        else:  # an empty program: nothing to save
-            times = (0.0, 0.0)
-    return violation, len({iv.buffer for iv in intervals}), interval_peak(problem, intervals), times, intervals
-
-
-def _judge_offsets(problem: Problem, hardware, solution: Solution):
-    """Map and pack modes: ``(violation, placed, peak, (estimated, all-slow) or None, offsets)``."""
-    offsets = tuple(solution.offsets)
+def _refusal(problem: Problem, solution: Solution) -> str | None:
+    """Why ``solution`` is no answer before any check: proven infeasible, offsets of the wrong length, or
+    (pack mode) nothing placed; ``None`` when it goes to the validator."""
+    if solution.status is Status.INFEASIBLE:
+        return "proven infeasible"
+    if problem.mode == "prefetch":
+        return None
+    offsets = solution.offsets
     complete = len(offsets) == problem.n
     has_answer = complete and (problem.n == 0 or any(o is not None for o in offsets) or problem.mode == "map")
-    if solution.status is Status.INFEASIBLE:
-        violation = "proven infeasible"
-    elif not has_answer:
-        violation = "no solution"
-    else:
-        violation = validate(problem, offsets)
-    times = None
-    if violation is None and problem.mode == "map":
-        ev = Evaluator.of(problem, hardware)
-        times = (ev.time(offsets), ev.time_all_slow)
-    placed = sum(o is not None for o in offsets) if complete else 0
-    return violation, placed, peak_of(problem, offsets) if complete else 0, times, offsets
+    return None if has_answer else "no solution"
 
 
 def score(problem: Problem, hardware, solution: Solution, *, seconds: float, bound: Bound | None,
@@ -157,13 +133,13 @@ def score(problem: Problem, hardware, solution: Solution, *, seconds: float, bou
     Map and prefetch modes report the time saved against all-slow, pack mode the peak.
     """
     prefetch = problem.mode == "prefetch"
-    judge = _judge_prefetch if prefetch else _judge_offsets
-    violation, placed, pk, times, answer_ = judge(problem, hardware, solution)
-    valid = violation is None
-    est = slow = speedup = objective = None
-    if valid and times is not None:
-        est, slow = times
-        objective = slow - est
+    answer_ = tuple(solution.intervals) if prefetch else tuple(solution.offsets)
+    verdict = judge(problem, hardware, answer_, violation=_refusal(problem, solution))
+    valid, violation, placed, pk = verdict.valid, verdict.violation, verdict.placed, verdict.peak
+    est, slow = verdict.estimated_time, verdict.time_all_slow
+    speedup = objective = None
+    if valid and est is not None:
+        objective = verdict.value
         speedup = slow / est if est > 0 else None
     elif valid:
         objective = float(pk)

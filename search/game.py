@@ -146,6 +146,17 @@ class Game:
         self._total = 0.0
         self._steps = 0
         self._peak = 0
+        # The decisions: ``_pos`` of ``_n_decisions`` taken; ``_decisions[pos]`` the buffer decided at
+        # position ``pos`` (the order and prefetch variants set it with ``_set_decisions``; the address
+        # variant, which has no fixed order, sets ``_n_decisions = n`` and counts the buffers decided).
+        self._pos = 0
+        self._n_decisions = 0
+        self._decisions: list[int] | None = None
+
+    def _set_decisions(self, buffers: list[int]) -> None:
+        """Fix the decision order: one decision per entry, about buffer ``buffers[pos]`` (shared, never written)."""
+        self._decisions = buffers
+        self._n_decisions = len(buffers)
 
     # --- rewards, the same in both variants ----------------------------------------------------
     def _place_reward(self, i: int, top: int) -> float:
@@ -183,6 +194,21 @@ class Game:
     @property
     def steps(self) -> int:
         return self._steps
+
+    @property
+    def done(self) -> bool:
+        """No decision left: the episode is over."""
+        return self._pos >= self._n_decisions
+
+    @property
+    def decisions_left(self) -> int:
+        """Decisions still to take: the number of moves left (the address variant may add closes)."""
+        return self._n_decisions - self._pos
+
+    @property
+    def current(self) -> int:
+        """Index of the buffer being decided (prefetch: whose use segment is decided; -1 when done)."""
+        return self._decisions[self._pos] if self._pos < self._n_decisions else -1
 
     def offsets(self) -> np.ndarray:
         """int64 ``[n]``: offset of every buffer, -1 = slow or undecided."""
@@ -224,15 +250,6 @@ class Game:
         raise NotImplementedError
 
     def step(self, action: int) -> float:
-        raise NotImplementedError
-
-    @property
-    def done(self) -> bool:
-        raise NotImplementedError
-
-    @property
-    def decisions_left(self) -> int:
-        """Buffers still undecided: the number of moves left (the address variant may add closes)."""
         raise NotImplementedError
 
     def observation(self) -> Observation:

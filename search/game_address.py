@@ -53,7 +53,7 @@ class AddressGame(Game):
         n, m = d.n, sd.m
         self._off = np.full(n, -1, np.int64)
         self._undecided = np.ones(n, bool)
-        self._n_left = n
+        self._n_decisions = n  # one per buffer (closes are not counted); _pos: buffers decided
         self._height = [0] * max(m, 1)
         self._right = [m] + [0] * max(m - 1, 0)
         self._prev = [-1] * max(m, 1)
@@ -65,12 +65,11 @@ class AddressGame(Game):
         self._seg: tuple[int, int, int] | None = None
         self._cands: list[int] = []
         if n == 0:
-            self._n_left = 0
             return
         if d.capacity is not None:
             too_big = np.flatnonzero(d.size > d.capacity)
             self._undecided[too_big] = False
-            self._n_left -= len(too_big)
+            self._pos += len(too_big)
         self._advance()
 
     def _copy_state_from(self, other: "AddressGame") -> None:
@@ -126,7 +125,7 @@ class AddressGame(Game):
         r, pl = R[a], P[a]
         if pl < 0 and r >= m:
             self._undecided[:] = False
-            self._n_left = 0
+            self._pos = self._n_decisions
             return
         v = min(H[pl] if pl >= 0 else np.inf, H[r] if r < m else np.inf)
         H[a] = v
@@ -167,14 +166,14 @@ class AddressGame(Game):
     def _advance(self) -> None:
         """Move to the next decision: the lowest segment that has candidates."""
         H, L, heap = self._height, self._is_left, self._heap
-        while self._n_left > 0:
+        while self._pos < self._n_decisions:
             h, a = heap[0]
             if not L[a] or H[a] != h:
                 heapq.heappop(heap)
                 continue
             if self._max_threshold() < h:  # the skyline is everywhere too high for what is left
                 self._undecided[:] = False
-                self._n_left = 0
+                self._pos = self._n_decisions
                 break
             cands = self._candidates(a, self._right[a])
             if cands:
@@ -185,12 +184,9 @@ class AddressGame(Game):
 
     # --- decisions ----------------------------------------------------------------------------
     @property
-    def done(self) -> bool:
-        return self._n_left == 0
-
-    @property
-    def decisions_left(self) -> int:
-        return self._n_left
+    def current(self) -> int:
+        """Not in this variant: the decision is a segment (:attr:`segment`), the buffers are :meth:`candidates`."""
+        raise AttributeError("the address variant decides a segment, not a buffer: see segment and candidates()")
 
     def candidates(self) -> list[int]:
         """Buffer indices offered by actions ``0..len-1``, best-ranked first."""
@@ -248,7 +244,7 @@ class AddressGame(Game):
             top = off + d.size_l[i]
             self._off[i] = off
             self._undecided[i] = False
-            self._n_left -= 1
+            self._pos += 1
             reward = self._place_reward(i, top)
             s, e = sd.cs_l[i], sd.ce_l[i]
             self._place_on_skyline(a, r, s, e, top)
@@ -299,7 +295,7 @@ class AddressGame(Game):
                 upcoming[row] = d.buffer_features(b)
                 row += 1
             pos += 1
-        progress = np.array([1.0 - self._n_left / max(d.n, 1), h / d.scale], np.float32)
+        progress = np.array([1.0 - self.decisions_left / max(d.n, 1), h / d.scale], np.float32)
         return Observation(buffer, profile, actions, upcoming, progress, mask)
 
     # --- text view ----------------------------------------------------------------------------
@@ -309,7 +305,7 @@ class AddressGame(Game):
             return f"done: {int((self._off >= 0).sum())}/{d.n} buffers in fast memory"
         t_a, t_r, h = self.segment
         return (f"step {self._steps + 1}: lowest free segment time=[{t_a}, {t_r}) at address {h}; "
-                f"{self._n_left} buffers undecided, {len(self._cands)} candidates offered")
+                f"{self.decisions_left} buffers undecided, {len(self._cands)} candidates offered")
 
     def describe_actions(self) -> list[str]:
         if self.done:

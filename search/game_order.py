@@ -70,8 +70,8 @@ class OrderGame(Game):
             d.orders[config.order] = _DecisionOrder(d, config.order)
         self._dec = d.orders[config.order]
         self._order, self._order_l = self._dec.order, self._dec.order_l
+        self._set_decisions(self._order_l)
         self._off = np.full(d.n, -1, np.int64)
-        self._pos = 0
         self._saved = [0.0] * d.n_ops if d.mode == "map" else None
         self._peak = 0
         self._holes: list | None = None
@@ -83,19 +83,6 @@ class OrderGame(Game):
             self._saved = other._saved.copy()
 
     # --- decisions ----------------------------------------------------------------------------
-    @property
-    def done(self) -> bool:
-        return self._pos >= self.data.n
-
-    @property
-    def decisions_left(self) -> int:
-        return self.data.n - self._pos
-
-    @property
-    def current(self) -> int:
-        """Index of the buffer being decided (-1 when done)."""
-        return self._order_l[self._pos] if self._pos < self.data.n else -1
-
     def holes(self) -> list[tuple[int, int, float]]:
         """Feasible canonical placements of the current buffer: ``[(offset, hole bottom, hole top)]``."""
         if self._holes is None:

@@ -218,6 +218,7 @@ class PrefetchGame(Game):
         self.extend_action = k * nw
         self.slow_action = k * nw + 1
         self._seg = d.segments_of(config.order)
+        self._set_decisions(self._seg.buf)
         cap = self._seg.n + 1
         # Rectangles (fast intervals): occupied [occ, end) x [off, top); columns for the overlap queries.
         self._occ = np.zeros(cap, np.int64)
@@ -229,7 +230,6 @@ class PrefetchGame(Game):
         self._rcopy: list[int] = []
         self._rlastw: list[int] = []  # last write it serves (-1: none, it holds no new value)
         self._m = 0
-        self._pos = 0
         self._open = -1
         self._last_rect = -1  # the current buffer's latest interval
         self._served = bytearray(d.n_touches)
@@ -274,19 +274,6 @@ class PrefetchGame(Game):
         return rows
 
     # --- decisions ----------------------------------------------------------------------------
-    @property
-    def done(self) -> bool:
-        return self._pos >= self._seg.n
-
-    @property
-    def decisions_left(self) -> int:
-        return self._seg.n - self._pos
-
-    @property
-    def current(self) -> int:
-        """The buffer whose segment is being decided (-1 when done)."""
-        return self._seg.buf[self._pos] if self._pos < self._seg.n else -1
-
     def _time(self) -> float:
         return self._op_total + self._stall_total
 

@@ -27,9 +27,9 @@ from mallocgame.model import InputError, Problem
 
 
 def _finish(build: Callable[[], Problem], out: str) -> None:
-    from mallocgame.cli.common import check_output, dump_json, is_stdout, write_text
+    from mallocgame.cli.common import check_output, is_stdout, write_text
     from mallocgame.importers._common import summarize
-    from mallocgame.io import workload_dict
+    from mallocgame.io import workload_text
 
     check_output(out, "-o")
     with warnings.catch_warnings(record=True) as caught:
@@ -42,7 +42,7 @@ def _finish(build: Callable[[], Problem], out: str) -> None:
             click.echo(f"error: {exc}", err=True)
             sys.exit(2)
     _flush(caught)
-    write_text(out, dump_json(workload_dict(problem)))
+    write_text(out, workload_text(problem))
     click.echo(f"{'stdout' if is_stdout(out) else out}: {summary}", err=is_stdout(out))
 
 

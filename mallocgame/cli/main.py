@@ -413,38 +413,22 @@ def validate(problem_path, solution_path, mode, capacity, capacity_fraction, har
 
     A re-scheduled workload (one with ``original_order``) has its op order checked too.
     """
-    from hardware.validator import interval_peak, peak, validate_intervals, validate_schedule
-    from hardware.validator import validate as check
+    from mallocgame.verdict import judge
 
     problem, spec, given = load_answer(problem_path, solution_path, mode=mode, capacity=capacity,
                                        capacity_fraction=capacity_fraction, hardware=hardware)
-    intervals = offsets = given
     capacity_warning(problem)
-    if problem.mode == "prefetch":
-        violation = validate_intervals(problem, intervals)
-        placed, top = len({iv.buffer for iv in intervals}), interval_peak(problem, intervals)
-    else:
-        violation = check(problem, offsets)
-        placed, top = sum(o is not None for o in offsets), peak(problem, offsets)
-    if problem.original_order:
-        violation = validate_schedule(problem) or violation
+    found = judge(problem, spec, given, schedule=True)
+    violation, placed = found.violation, found.placed
     verdict: dict[str, Any] = {
         **stamp(), "problem": problem.name, "solution": solution_path, "mode": problem.mode,
         "valid": violation is None, "violation": violation, "placed": placed, "total": problem.n,
-        "peak": top, "capacity": problem.capacity, "value": None, "estimated_time": None,
+        "peak": found.peak, "capacity": problem.capacity, "value": None, "estimated_time": None,
     }
-    if violation is None and problem.mode == "map":
-        from hardware.evaluator import Evaluator
-
-        ev = Evaluator.of(problem, spec)
-        verdict.update(value=ev.value(offsets), estimated_time=ev.time(offsets), time_all_slow=ev.time_all_slow)
-    if violation is None and problem.mode == "prefetch":
-        from hardware.prefetch import PrefetchEvaluator
-
-        pev = PrefetchEvaluator.of(problem, spec)
-        breakdown, slow = pev.breakdown(intervals), pev.time_all_slow
-        verdict.update(value=slow - breakdown.time, estimated_time=breakdown.time, time_all_slow=slow,
-                       intervals=len(intervals), copies=len(breakdown.copies), stall=breakdown.stall)
+    if found.estimated_time is not None:
+        verdict.update(value=found.value, estimated_time=found.estimated_time, time_all_slow=found.time_all_slow)
+    if found.breakdown is not None:
+        verdict.update(intervals=len(given), copies=len(found.breakdown.copies), stall=found.breakdown.stall)
     if as_json:
         click.echo(dump_json(verdict), nl=False)
     elif violation:

@@ -20,7 +20,7 @@ from mallocgame.plots import plot_solution
 def plot_command(problem_path: str, solution_path: str, output: str, hardware: str | None, capacity: str | None,
                  capacity_fraction: str | None, mode: str | None, title: str | None) -> None:
     """Draw one answer: time x address rectangles by buffer kind, slow buffers in a band below."""
-    from hardware.validator import peak, validate
+    from mallocgame.verdict import judge
 
     if output == STDOUT:
         fail("-o: a picture is not written to stdout; give a .png, .pdf or .svg file")
@@ -29,45 +29,38 @@ def plot_command(problem_path: str, solution_path: str, output: str, hardware: s
     check_output(output, "-o")
     problem, spec, given = load_answer(problem_path, solution_path, mode=mode, capacity=capacity,
                                        capacity_fraction=capacity_fraction, hardware=hardware)
-    intervals = offsets = given
     try:
         import matplotlib  # noqa: F401
     except ImportError:
         fail("matplotlib is not installed (pip install matplotlib)")
     capacity_warning(problem)
+    found = judge(problem, spec, given)
+    violation = found.violation
     if problem.mode == "prefetch":
-        _plot_prefetch(problem, spec, intervals, output, title)
+        _plot_prefetch(problem, given, found, output, title)
         return
-    violation = validate(problem, offsets)
-    placed = sum(o is not None for o in offsets)
     if title is None:
-        title = f"{problem.name}: {placed}/{problem.n} buffers fast, peak {peak(problem, offsets)}"
+        title = f"{problem.name}: {found.placed}/{problem.n} buffers fast, peak {found.peak}"
         if violation:
             title += f" - INVALID: {violation}"
         elif problem.mode == "map":
-            from hardware.evaluator import Evaluator
-
-            ev = Evaluator.of(problem, spec)
-            t = ev.time(offsets)
-            title += f", {ev.time_all_slow / t:.3f}x faster than all-slow" if t > 0 else ""
-    path = plot_solution(problem, offsets, output, title=title[:160])
+            t = found.estimated_time
+            title += f", {found.time_all_slow / t:.3f}x faster than all-slow" if t > 0 else ""
+    path = plot_solution(problem, given, output, title=title[:160])
     click.echo(f"wrote {path}" + (f" (the solution is not valid: {violation})" if violation else ""))
 
 
-def _plot_prefetch(problem, spec, intervals, output: str, title: str | None) -> None:
-    from hardware.prefetch import PrefetchEvaluator
-    from hardware.validator import interval_peak, validate_intervals
+def _plot_prefetch(problem, intervals, found, output: str, title: str | None) -> None:
     from mallocgame.plots import plot_intervals
 
-    violation = validate_intervals(problem, intervals)
+    violation = found.violation
     if title is None:
-        title = (f"{problem.name}: {len(intervals)} fast intervals of {len({iv.buffer for iv in intervals})}/{problem.n} "
-                 f"buffers, peak {interval_peak(problem, intervals)}")
+        title = (f"{problem.name}: {len(intervals)} fast intervals of {found.placed}/{problem.n} "
+                 f"buffers, peak {found.peak}")
         if violation:
             title += f" - INVALID: {violation}"
         else:
-            pev = PrefetchEvaluator.of(problem, spec)
-            b, slow = pev.breakdown(intervals), pev.time_all_slow
+            b, slow = found.breakdown, found.time_all_slow
             title += (f", {sum(c.kind == 'prefetch' for c in b.copies)} prefetches, stall {b.stall:.3g} s, "
                       f"{slow / b.time:.3f}x faster than all-slow" if b.time > 0 else "")
     path = plot_intervals(problem, intervals, output, title=title[:160])

@@ -24,15 +24,8 @@ from mallocgame.cli.common import (
     write_file,
     write_text,
 )
+from mallocgame.io import workload_text
 from mallocgame.model import InputError
-
-
-def workload_text(problem) -> str:
-    import json
-
-    from mallocgame.io import workload_dict
-
-    return json.dumps(workload_dict(problem), indent=1) + "\n"
 
 
 def _raw(problem_path: str):

@@ -73,21 +73,11 @@ def _list_entries(entries: list[Entry], export_dir: str | None) -> None:
             output_folder(export_dir)
             if p.has_ops:
                 path = Path(export_dir) / f"{e.name}.json"
-                write_workload_json(path, p)
-                _add_capacity(path, p.capacity)
+                write_workload_json(path, p, explicit_capacity=True)
             else:
                 cap_part = f".{p.capacity}" if p.capacity is not None else ""
                 atomic_write_text(Path(export_dir) / f"{e.name}{cap_part}.csv", problem_csv_text(p))
 
-
-def _add_capacity(path: Path, capacity: int | None) -> None:
-    import json
-
-    from mallocgame.io import atomic_write_text
-
-    data = json.loads(path.read_text())
-    data["capacity"] = capacity
-    atomic_write_text(path, json.dumps(data, indent=1) + "\n")
 
 
 def _mib(nbytes: int) -> str:

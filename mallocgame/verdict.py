@@ -1,0 +1,86 @@
+"""The one verdict on an answer: valid or the first violation, placed, peak, estimated time (docs/architecture.md, "Scoring").
+
+:func:`judge` runs :mod:`hardware.validator` (the one judge of valid) and, for a valid answer
+in map or prefetch mode, the evaluator of the (problem, hardware) (the one score). Every door
+that states these facts reads them from here: the runner's :func:`~mallocgame.runner.score`,
+``mallocgame validate``, ``mallocgame plot`` and :func:`mallocgame.validate`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Sequence
+
+import numpy as np
+
+from hardware.evaluator import Evaluator
+from hardware.validator import interval_peak, peak, validate, validate_intervals, validate_schedule
+from mallocgame.model import Problem
+
+if TYPE_CHECKING:
+    from hardware.prefetch import Breakdown
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """What :func:`judge` finds.
+
+    ``placed`` and ``peak`` are those of the answer as given, valid or not (0 when it cannot be
+    read: offsets of the wrong length, an interval of an unknown buffer). ``estimated_time`` and
+    ``time_all_slow`` are set for a valid map or prefetch answer; ``breakdown`` (the copies and
+    their stalls, :class:`hardware.prefetch.Breakdown`) for a valid prefetch answer.
+    """
+
+    violation: str | None
+    placed: int
+    peak: int
+    estimated_time: float | None = None
+    time_all_slow: float | None = None
+    breakdown: Breakdown | None = None
+
+    @property
+    def valid(self) -> bool:
+        return self.violation is None
+
+    @property
+    def value(self) -> float | None:
+        """Time saved against all-slow (map and prefetch modes), ``None`` when not scored."""
+        return None if self.estimated_time is None else self.time_all_slow - self.estimated_time
+
+
+def judge(problem: Problem, hardware, answer: Sequence, *, violation: str | None = None,
+          schedule: bool = False) -> Judgement:
+    """Validate and score ``answer``: a sequence of offsets (``None`` = slow; map, pack) or of
+    FastIntervals (prefetch mode).
+
+    ``violation``: one found before (a proven-infeasible status, no answer at all); the answer is
+    then not validated nor scored, only counted. ``schedule``: a re-scheduled workload (one with
+    ``original_order``) has its op order checked too, and that violation comes first.
+    """
+    prefetch = problem.mode == "prefetch"
+    if prefetch:
+        if violation is None:
+            violation = validate_intervals(problem, answer)
+        readable = all(0 <= iv.buffer < problem.n for iv in answer)
+        placed = len({iv.buffer for iv in answer}) if readable else 0
+        top = interval_peak(problem, answer) if readable else 0
+    else:
+        if violation is None:
+            violation = validate(problem, answer)
+        readable = len(answer) == problem.n
+        placed = sum(o is not None for o in answer) if readable else 0
+        top = peak(problem, answer) if readable else 0
+    if schedule and problem.original_order:
+        violation = validate_schedule(problem) or violation
+    if violation is not None or problem.mode == "pack":
+        return Judgement(violation, placed, top)
+    if not prefetch:
+        ev = Evaluator.of(problem, hardware)
+        return Judgement(None, placed, top, ev.time(answer), ev.time_all_slow)
+    from hardware.prefetch import Breakdown, PrefetchEvaluator
+
+    if not problem.has_ops:  # an empty program: nothing to save
+        return Judgement(None, placed, top, 0.0, 0.0, Breakdown(np.zeros(0), ()))
+    pev = PrefetchEvaluator.of(problem, hardware)
+    breakdown = pev.breakdown(answer)
+    return Judgement(None, placed, top, breakdown.time, pev.time_all_slow, breakdown)
