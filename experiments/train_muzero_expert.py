@@ -38,16 +38,36 @@ def main() -> None:
                                                    "relaxation's features (both need --init none)")
     ap.add_argument("--exploration", type=float, default=1.0, help="pUCT constant of the student's search")
     ap.add_argument("--teacher-prior", default="uniform", choices=("uniform", "relaxation"))
+    ap.add_argument("--teacher", default="search", choices=("search", "answer"),
+                    help="'answer': select-pack's answer (time limit --teacher-seconds) labels the student's states")
+    ap.add_argument("--teacher-seconds", type=float, default=5.0)
     args = ap.parse_args()
+    answer = select_pack_answer(args.teacher_seconds)
     if args.resume:
-        resume(args.resume, time_limit=args.time_limit, out=args.out, log_path=args.log, max_games=args.games)
+        resume(args.resume, time_limit=args.time_limit, out=args.out, log_path=args.log, max_games=args.games,
+               teacher_answer=answer)
         return
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     config = ExpertConfig(seed=args.seed, min_size=args.min_size, max_size=args.max_size,
                           teacher_simulations=args.teacher_simulations, states_per_game=args.states_per_game,
-                          features=args.features, exploration=args.exploration, teacher_prior=args.teacher_prior)
+                          features=args.features, exploration=args.exploration, teacher_prior=args.teacher_prior,
+                          teacher=args.teacher)
     train(args.out, init=None if args.init == "none" else args.init, config=config, time_limit=args.time_limit,
-          log_path=args.log, max_games=args.games)
+          log_path=args.log, max_games=args.games, teacher_answer=answer)
+
+
+def select_pack_answer(seconds: float):
+    """``(problem, hardware) -> offsets``: select-pack's validated map-mode answer (seed 0, ``seconds``)."""
+    def answer(problem, hardware):
+        import numpy as np
+
+        from mallocgame.runner import run_solver
+
+        report = run_solver("select-pack", problem, hardware, time_limit=seconds, seed=0)
+        if not report.valid:
+            raise RuntimeError(f"select-pack's answer to {problem.name} is invalid: {report.violation}")
+        return np.array([-1 if o is None else o for o in report.offsets], np.int64)
+    return answer
 
 
 if __name__ == "__main__":

@@ -573,3 +573,41 @@ def test_resume_entry_point_takes_a_checkpoint_path(tmp_path):
     ckpt.atomic_save(ckpt.model_only(state.payload()), str(tmp_path / "m.pt"))
     with pytest.raises(ckpt.CheckpointError):
         resume(str(tmp_path / "m.pt"))
+
+
+def test_answer_teacher_labels_follow_the_answer_and_train(tmp_path):
+    from search.game import Game, GameConfig
+    from search.mcts import play_greedy
+    from search.muzero.expert import ExpertConfig, answer_policy, train
+
+    problem, hw = _layered(40, seed=3)
+    reference = Game(problem, hw, GameConfig(variant="order", k=8, order="xla"))
+    play_greedy(reference)
+    def follow(answer):
+        game = Game(problem, hw, GameConfig(variant="order", k=8, order="xla"))
+        while not game.done:
+            target = answer_policy(game, answer)
+            assert target.sum() == 1.0 and game.legal_mask()[int(np.argmax(target))]
+            game.step(int(np.argmax(target)))
+        return game.offsets()
+
+    np.testing.assert_array_equal(follow(reference.offsets()), reference.offsets())  # the labels replay an answer
+    answer = reference.offsets()
+    answer[np.flatnonzero(answer >= 0)[::2]] = -1  # every other fast buffer slow: offsets of the rest may move
+    followed = follow(answer)
+    assert (followed[answer < 0] == -1).all() and (followed >= 0).sum() > 0
+    with pytest.raises(ValueError, match="teacher_answer"):
+        train(str(tmp_path / "x.pt"), config=ExpertConfig(teacher="answer"), max_games=1)
+    calls = []
+
+    def all_slow(p, h):
+        calls.append(p.n)
+        return np.full(p.n, -1, np.int64)
+
+    config = ExpertConfig(min_size=16, max_size=24, student_simulations=2, states_per_game=50, updates_per_game=2,
+                          batch_size=8, features="encoder/2", teacher="answer")
+    state = train(str(tmp_path / "y.pt"), config=config, time_limit=60, max_games=2, teacher_answer=all_slow)
+    assert len(calls) == 2 and state.games == 2
+    targets, masks = np.stack(state.replay["target"]), np.stack(state.replay["mask"])
+    slow = targets.shape[1] - 1
+    assert (targets[masks[:, slow]].argmax(1) == slow).all()  # slow is the label wherever it is legal

@@ -10,8 +10,11 @@ Loop, one game at a time:
    guided by the current network (:class:`search.muzero.guide.NetworkPrior`),
    ``student_simulations`` per move, greedy rollouts to the end, tree reuse;
 3. on ``states_per_game`` of the states the student reached with more than one legal move, a
-   **teacher** (plain UCT with ``teacher_simulations`` simulations from that state) gives the
-   policy target: its root visit distribution;
+   **teacher** gives the policy target: a search from that state (``teacher="search"``: plain UCT,
+   or pUCT on the relaxation prior, with ``teacher_simulations`` simulations), its root visit
+   distribution; or (``teacher="answer"``) a stronger solver's answer to the whole problem, computed
+   once per game, as a one-hot target (:func:`answer_policy`): DAgger (Ross et al., AISTATS 2011),
+   the expert's labels on the states the student reaches;
 4. ``updates_per_game`` Adam steps of cross-entropy between the masked policy logits and the
    targets, on batches drawn from a replay of the last ``replay_capacity`` labelled states.
 
@@ -30,7 +33,7 @@ import math
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import torch
@@ -61,13 +64,20 @@ class ExpertConfig:
     features: str = ""  # the network's input: "" = the game's observation vector, "encoder/1|2" = search.muzero.encoder
     exploration: float = 1.0  # the pUCT constant of the student's search (the solver's ``exploration``)
     teacher_prior: str = "uniform"  # "uniform": plain UCT teaches; "relaxation": pUCT on search.muzero.guide.RelaxationPrior
+    teacher: str = "search"  # "search": the teacher search above; "answer": a solver's answer (``teacher_answer``)
 
 
 class _State:
     """Everything a run needs to continue: network, optimiser, generator, replay, counters, log."""
 
-    def __init__(self, config: ExpertConfig, net: MuZeroNet, game_fields: dict, rng: np.random.Generator):
+    def __init__(self, config: ExpertConfig, net: MuZeroNet, game_fields: dict, rng: np.random.Generator,
+                 teacher_answer: "TeacherAnswer | None" = None):
+        if config.teacher not in ("search", "answer"):
+            raise ValueError(f"unknown teacher {config.teacher!r} (known: search, answer)")
+        if config.teacher == "answer" and teacher_answer is None:
+            raise ValueError("teacher 'answer' needs a teacher_answer function (problem, hardware) -> offsets")
         self.config, self.net, self.game_fields, self.rng = config, net, dict(game_fields), rng
+        self.teacher_answer = teacher_answer
         self.opt = torch.optim.Adam(net.parameters(), lr=config.learning_rate)
         self.games = self.step = 0
         self.seconds = 0.0
@@ -115,6 +125,29 @@ def teacher_policy(game, simulations: int, rng: np.random.Generator, prior: str 
     return target / target.sum()
 
 
+#: ``teacher_answer(problem, hardware) -> offsets`` int64 ``[n]`` (-1 slow): a stronger solver's answer,
+#: given by the caller (search may not import solvers or hybrid; experiments/train_muzero_expert.py
+#: passes select-pack).
+TeacherAnswer = Callable[[Any, Any], np.ndarray]
+
+
+def answer_policy(game, answer: np.ndarray) -> np.ndarray:
+    """One-hot target ``[num_actions]``: the move of the fixed-order ``game``'s current buffer that
+    follows ``answer`` (offsets ``[n]``, -1 slow): slow where the answer has it slow; else the offered
+    hole at the answer's offset, failing that the greedy's hole (the answer's layout differs from the
+    game's so far), and slow when nothing fits."""
+    target = np.zeros(game.num_actions, np.float32)
+    off = int(answer[game.current])
+    legal = game.legal_actions()
+    if off < 0:
+        action = game.slow_action if game.slow_action in legal else game.greedy_action()
+    else:
+        holes = game.holes()
+        action = next((j for j, h in enumerate(holes) if h[0] == off), game.greedy_action())
+    target[action] = 1.0
+    return target
+
+
 def play_and_label(state: _State) -> dict[str, Any]:
     """One game of the loop in the module docstring; returns its log entry (no gradient step)."""
     from search.game import Game, GameConfig
@@ -131,6 +164,7 @@ def play_and_label(state: _State) -> dict[str, Any]:
     data = GameData(problem, hw)
     greedy = Game(problem, hw, game_cfg, data=data)
     play_greedy(greedy)
+    answer = np.asarray(state.teacher_answer(problem, hw), np.int64) if c.teacher == "answer" else None
     prior = NetworkPrior(NumpyNet.from_torch(state.net, c.features))
     reached: list = []
     student = UCTSearch(MCTSConfig(simulations=c.student_simulations, exploration=c.exploration),
@@ -143,7 +177,8 @@ def play_and_label(state: _State) -> dict[str, Any]:
     teacher_rng = np.random.default_rng(int(state.rng.integers(2**63)))
     for j in sorted(int(p) for p in picks):
         g = reached[j]
-        target = teacher_policy(g, c.teacher_simulations, teacher_rng, c.teacher_prior, c.exploration)
+        target = answer_policy(g, answer) if answer is not None else \
+            teacher_policy(g, c.teacher_simulations, teacher_rng, c.teacher_prior, c.exploration)
         obs = g.observation()
         legal = np.flatnonzero(obs.mask)
         agree += int(legal[np.argmax(prior(g, legal))] == int(np.argmax(target)))
@@ -219,8 +254,10 @@ def _loop(state: _State, out: Path, time_limit: float, log_path: Path | None, ma
 
 
 def train(out: str, *, init: str | None = None, config: ExpertConfig = ExpertConfig(), time_limit: float = 600.0,
-          log_path: str | None = None, max_games: int | None = None) -> _State:
-    """A new run writing checkpoints to ``out``; weights start from checkpoint ``init`` if given."""
+          log_path: str | None = None, max_games: int | None = None,
+          teacher_answer: TeacherAnswer | None = None) -> _State:
+    """A new run writing checkpoints to ``out``; weights start from checkpoint ``init`` if given.
+    ``teacher_answer`` gives the targets when ``config.teacher == "answer"``."""
     from search.game import GameConfig, observation_dims
 
     torch.manual_seed(config.seed)
@@ -238,13 +275,14 @@ def train(out: str, *, init: str | None = None, config: ExpertConfig = ExpertCon
         extra = encoder.extra_inputs(config.features)
         net = MuZeroNet(NetworkConfig(dims["obs_dim"] + extra, dims["action_features"], dims["num_actions"]),
                         torch.Generator().manual_seed(config.seed)).eval()
-    state = _State(config, net, game_fields, np.random.default_rng(config.seed))
+    state = _State(config, net, game_fields, np.random.default_rng(config.seed), teacher_answer)
     return _loop(state, Path(out), time_limit, Path(log_path) if log_path else None, max_games)
 
 
 def resume(path: str, *, time_limit: float = 600.0, out: str | None = None, log_path: str | None = None,
-           max_games: int | None = None) -> _State:
-    """Continue the run whose checkpoint is at ``path`` (writing to ``out``, default the same path)."""
+           max_games: int | None = None, teacher_answer: TeacherAnswer | None = None) -> _State:
+    """Continue the run whose checkpoint is at ``path`` (writing to ``out``, default the same path);
+    a run taught by answers needs the same ``teacher_answer`` again."""
     payload = ckpt.load(path)
     if "expert" not in payload:
         raise ckpt.CheckpointError(f"{path}: not an expert-iteration training checkpoint")
@@ -252,7 +290,7 @@ def resume(path: str, *, time_limit: float = 600.0, out: str | None = None, log_
     config = ExpertConfig(**e["config"])  # its features too
     rng = np.random.default_rng()
     rng.bit_generator.state = json.loads(e["rng"])
-    state = _State(config, ckpt.network_from(payload), payload["game"], rng)
+    state = _State(config, ckpt.network_from(payload), payload["game"], rng, teacher_answer)
     state.opt.load_state_dict(payload["optimizer"])
     state.games, state.step, state.seconds = int(e["games"]), int(e["step"]), float(e["seconds"])
     state.log = json.loads(e["log"])
