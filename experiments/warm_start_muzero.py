@@ -10,6 +10,8 @@ time saved (objective), the gap to the no-fragmentation bound, and which arm is 
 
 Usage (from the project root):
     nice python experiments/warm_start_muzero.py [--time-limit 20] [--out warm_start_muzero.md]
+    nice python experiments/warm_start_muzero.py --arms "cpsat+muzero,muzero" --out warm_start_muzero_g131.md
+``--arms`` runs only some arms (``solver`` or ``solver+warm-start``), e.g. only those a new network changes.
 """
 
 from __future__ import annotations
@@ -45,7 +47,15 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--time-limit", type=float, default=20.0)
     ap.add_argument("--out", default="warm_start_muzero.md")
+    ap.add_argument("--arms", default=None, help="comma-separated arms to run (solver or solver+warm): default all")
     args = ap.parse_args(argv)
+    arms = ARMS
+    if args.arms:
+        names = {f"{s}+{w}" if w else s: (s, w) for s, w in ARMS}
+        unknown = [a for a in args.arms.split(",") if a not in names]
+        if unknown:
+            raise SystemExit(f"unknown arm(s) {', '.join(unknown)} (known: {', '.join(names)})")
+        arms = [names[a] for a in args.arms.split(",")]
     show = Transcript()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -56,7 +66,7 @@ def main(argv: list[str] | None = None) -> None:
         wins: dict[str, int] = {}
         for path in inputs:
             best_arm, best_value = None, -1.0
-            for solver, warm in ARMS:
+            for solver, warm in arms:
                 report = folder / "r.json"
                 cmd = ["solve", str(path), "--solver", solver, "--hardware", "tpuv4i", "--capacity-fraction", "0.4",
                        "--time-limit", str(args.time_limit), "--report", str(report)]
@@ -69,7 +79,8 @@ def main(argv: list[str] | None = None) -> None:
                      f"{doc['seconds']:.1f} |")
                 if solver == "cpsat" and doc["objective"] > best_value * (1 + 1e-9):
                     best_arm, best_value = arm, doc["objective"]
-            wins[best_arm] = wins.get(best_arm, 0) + 1
+            if best_arm is not None:
+                wins[best_arm] = wins.get(best_arm, 0) + 1
         show("\nBest cpsat arm per input (a tie goes to the arm listed first): "
              + ", ".join(f"`{a}` {k}" for a, k in sorted(wins.items())))
     write_results(args.out, "# CP-SAT warm-started by muzero vs by greedy-xla (issue 10, item 7)\n\n"

@@ -20,7 +20,8 @@ Options (keyword arguments of ``solve``; the CLI passes ``--simulations`` and ``
   play with the uniform prior; ``stats["prior"]`` says which prior played and why;
 * ``checkpoint``   path of a ``.pt`` from ``mallocgame train`` (default: the environment
   variable ``MALLOCGAME_MUZERO_CHECKPOINT``, else the shipped ``search/muzero/checkpoints/default.pt``);
-* ``exploration``  the pUCT constant on sibling-normalised values (default 10, ``DEFAULT_EXPLORATION``);
+* ``exploration``  the pUCT constant on sibling-normalised values (default ``DEFAULT_EXPLORATION``: 10 in
+  map mode, chosen on the tuning problems; 1 in pack and prefetch modes, as before);
 * ``rollout_depth`` steps past the root per rollout (default: to the end of the episode, as ``mcts``);
 * ``method``       ``"uct"`` (default, above) or the earlier searches of :mod:`search.muzero.search`,
   ``"gumbel"`` / ``"puct"`` (the network's value judges leaves after ``rollout_depth`` greedy moves,
@@ -55,9 +56,10 @@ DEFAULT_ROLLOUT_DEPTH = 48  # the earlier searches only
 DEFAULT_C_SCALE = {"simulator": 0.1, "learned": 0.02}  # tuned on layered/intervals seeds 201-206 (held out)
 PRIORS = ("network", "uniform", "relaxation")
 #: pUCT constant, chosen on the tuning problems (seeds 201-212, 16 simulations; never the held-out set):
-#: mean gap of the uniform prior 3.02% at 1, 2.88% at 10; of the relaxation prior 2.69% at 3, 2.56% at 10.
+#: mean gap of the uniform prior 3.02% at 1, 2.88% at 10; of the relaxation prior (weight 0.95) 2.69% at 1,
+#: 2.78% at 3, 2.56% at 10 (weight 0.99 at 30: 2.91%; mcts 3.06%). Map mode only: pack and prefetch keep 1.
 #: Values are min-max normalised among siblings, so 10 lets the prior, not one rollout, decide where to look.
-DEFAULT_EXPLORATION = 10.0
+DEFAULT_EXPLORATION = {"map": 10.0, "pack": 1.0, "prefetch": 1.0}
 METHODS = ("uct", "gumbel", "puct")
 CHECKPOINT_ENV = "MALLOCGAME_MUZERO_CHECKPOINT"
 MODEL_ENV = "MALLOCGAME_MUZERO_MODEL"
@@ -92,7 +94,7 @@ class MuZeroSolver(Solver):
 
     def solve(self, problem: Problem, hardware, *, time_limit: float, seed: int, hint: Solution | None = None,
               simulations: int | None = None, checkpoint: str | None = None, prior: str = "network",
-              exploration: float = DEFAULT_EXPLORATION, method: str = "uct", search_model: str | None = None,
+              exploration: float | None = None, method: str = "uct", search_model: str | None = None,
               c_scale: float | None = None, rollout_depth: int | None = None) -> Solution:
         t0 = time.monotonic()
         prior = _choice("prior", prior, PRIORS)
@@ -103,7 +105,9 @@ class MuZeroSolver(Solver):
         if rollout_depth is not None and (isinstance(rollout_depth, bool) or not isinstance(rollout_depth, int)
                                           or rollout_depth < 0):
             raise InputError(f"muzero: option rollout_depth must be an integer >= 0, got {rollout_depth!r}")
-        if not isinstance(exploration, (int, float)) or not exploration >= 0:
+        if exploration is None:
+            exploration = DEFAULT_EXPLORATION[problem.mode]
+        if isinstance(exploration, bool) or not isinstance(exploration, (int, float)) or not exploration >= 0:
             raise InputError(f"muzero: option exploration must be a number >= 0, got {exploration!r}")
         if method != "uct" or search_model is not None:
             if problem.mode != "map":
