@@ -113,6 +113,18 @@ def _mean_over(nbrs: list[np.ndarray], x: np.ndarray) -> np.ndarray:
     return out
 
 
+def _around(game) -> tuple[int, np.ndarray, np.ndarray]:
+    """The current buffer of the fixed-order ``game`` and the buffers overlapping it that are still
+    undecided and that are placed (int64 index arrays)."""
+    d = game.data
+    i = game.current
+    near = d.index.query(d.start_l[i], d.end_l[i])
+    near = near[near != i]
+    undecided = near[d.orders[game.config.order].position[near] > game.steps]
+    placed = near[game.offsets()[near] >= 0]
+    return i, undecided, placed
+
+
 def state_features(game) -> np.ndarray:
     """float32 ``[STATE]`` for the fixed-order game's current position (zeros when done)."""
     out = np.zeros(STATE, np.float32)
@@ -120,12 +132,7 @@ def state_features(game) -> np.ndarray:
         return out
     d = game.data
     enc = encoding(d)
-    i = game.current
-    near = d.index.query(d.start_l[i], d.end_l[i])
-    near = near[near != i]
-    position = d.orders[game.config.order].position
-    undecided = near[position[near] > game.steps]
-    placed = near[game.offsets()[near] >= 0]
+    i, undecided, placed = _around(game)
     if len(undecided):
         sizes = d.size[undecided].astype(np.float64)
         denser = d.density[undecided] > d.density[i]
@@ -146,11 +153,7 @@ def relaxation_features(game) -> np.ndarray:
         return out
     d = game.data
     chosen = relaxation_set(d)
-    i = game.current
-    near = d.index.query(d.start_l[i], d.end_l[i])
-    near = near[near != i]
-    undecided = near[d.orders[game.config.order].position[near] > game.steps]
-    placed = near[game.offsets()[near] >= 0]
+    i, undecided, placed = _around(game)
     out[0] = float(chosen[i])
     out[1] = d.size[undecided[chosen[undecided]]].sum() / d.scale
     out[2] = d.size[undecided[~chosen[undecided]]].sum() / d.scale
