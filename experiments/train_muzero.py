@@ -5,7 +5,8 @@
     ... [--out PATH]                                         # results file (default results/muzero_training.md)
 
 The training command (``mallocgame train``) is fixed in ``COMMAND`` so the record says
-exactly what produced the shipped ``search/muzero/checkpoints/default.pt``. The summary
+exactly what produced the shipped ``search/muzero/checkpoints/selfplay.pt`` (the default network of
+the earlier searches, ``method=gumbel|puct``; it was ``default.pt`` until issue 10). The summary
 shows the log by tenths of the run and a held-out evaluation (problems the training
 stream never draws): the game's greedy episode vs the network's policy alone (no search)
 vs search with the learned model and with the simulator, at 8 simulations per move.
@@ -24,7 +25,7 @@ from _common import ROOT, run_mallocgame, write_results
 TRAIN_ARGS = ["--steps", "100000", "--time-budget", "1680", "--model", "simulator", "--search", "gumbel",
               "--simulations", "8", "--games-per-iter", "4", "--updates-per-iter", "16", "--order", "xla",
               "--k", "16", "--min-size", "16", "--max-size", "64", "--seed", "0"]
-SHIPPED = ROOT / "search" / "muzero" / "checkpoints" / "default.pt"
+SHIPPED = ROOT / "search" / "muzero" / "checkpoints" / "selfplay.pt"
 
 
 def command(run_dir: Path) -> list[str]:
@@ -158,8 +159,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dir", default="/tmp/muzero_run", help="where the run's checkpoints and log live")
     parser.add_argument("--run", action="store_true", help="run the training command first (about 30 min)")
-    parser.add_argument("--ship", action="store_true", help=f"copy the exported model to {SHIPPED} (replaces the "
-                        "expert-iteration network shipped since issue 10; compare on the tuning set first)")
+    parser.add_argument("--ship", action="store_true", help=f"copy the exported model to {SHIPPED} (the earlier searches' "
+                        "network; the guided search's default.pt comes from train_muzero_expert.py)")
     parser.add_argument("--tune", action="store_true", help="also tabulate Gumbel c_scale on tuning seeds")
     parser.add_argument("--out", default="muzero_training.md", help="results file (a bare name: under experiments/results/)")
     args = parser.parse_args()
@@ -177,7 +178,7 @@ def main() -> None:
         "# mallocMuZero training record",
         "",
         "Produced by `experiments/train_muzero.py`; the shipped checkpoint is "
-        "`search/muzero/checkpoints/default.pt` (model only).",
+        "`search/muzero/checkpoints/selfplay.pt` (model only).",
         "",
         "## Command",
         "",

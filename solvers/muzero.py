@@ -18,8 +18,10 @@ Options (keyword arguments of ``solve``; the CLI passes ``--simulations`` and ``
   game in greedy-xla's order, k = 16). Pack mode (the fixed-address game, as ``mcts``) and
   prefetch mode (the prefetch game, k = 4 per copy window) have no trained network yet, so they
   play with the uniform prior; ``stats["prior"]`` says which prior played and why;
-* ``checkpoint``   path of a ``.pt`` from ``mallocgame train`` (default: the environment
-  variable ``MALLOCGAME_MUZERO_CHECKPOINT``, else the shipped ``search/muzero/checkpoints/default.pt``);
+* ``checkpoint``   path of a ``.pt`` from ``mallocgame train`` or expert iteration (default: the
+  environment variable ``MALLOCGAME_MUZERO_CHECKPOINT``, else the shipped
+  ``search/muzero/checkpoints/default.pt``; for ``method=gumbel|puct``, which read the plain
+  observation, ``selfplay.pt``, the earlier self-play network);
 * ``exploration``  the pUCT constant on sibling-normalised values (default ``DEFAULT_EXPLORATION``: 10 in
   map mode, chosen on the tuning problems; 1 in pack and prefetch modes, as before);
 * ``rollout_depth`` steps past the root per rollout (default: to the end of the episode, as ``mcts``);
@@ -64,6 +66,9 @@ METHODS = ("uct", "gumbel", "puct")
 CHECKPOINT_ENV = "MALLOCGAME_MUZERO_CHECKPOINT"
 MODEL_ENV = "MALLOCGAME_MUZERO_MODEL"
 DEFAULT_CHECKPOINT = Path(shipped_checkpoints.__file__).resolve().parent / "default.pt"
+#: The earlier searches read the plain observation: their default is the Gumbel self-play network
+#: (`experiments/results/muzero_training.md`), shipped before the guided search's networks.
+LEGACY_CHECKPOINT = DEFAULT_CHECKPOINT.with_name("selfplay.pt")
 
 _LOADED: dict[str, tuple[Any, dict]] = {}  # checkpoint path -> (numpy network, game config fields)
 
@@ -228,11 +233,14 @@ def _solve_legacy(name: str, problem: Problem, hardware, *, t0: float, time_limi
     from search.muzero.search import SearchConfig
     from search.muzero.selfplay import Agent
 
-    path = checkpoint or os.environ.get(CHECKPOINT_ENV) or str(DEFAULT_CHECKPOINT)
+    path = checkpoint or os.environ.get(CHECKPOINT_ENV) or str(LEGACY_CHECKPOINT)
     model = search_model or os.environ.get(MODEL_ENV) or "simulator"
     model = _choice("search_model", model, tuple(DEFAULT_C_SCALE))
     c_scale = DEFAULT_C_SCALE[model] if c_scale is None else c_scale
     net, game_fields = load_agent_network(path)
+    if getattr(net, "features", ""):
+        raise InputError(f"muzero: method {method!r} / search_model read the plain observation, but checkpoint {path} "
+                         f"reads features {net.features!r}; give one from `mallocgame train` (checkpoint=...)")
     search = SearchConfig(simulations=sims, method=method, gumbel_scale=0.0, c_scale=c_scale)
     depth = (DEFAULT_ROLLOUT_DEPTH if model == "simulator" else 0) if rollout_depth is None else rollout_depth
     if depth and model != "simulator":

@@ -611,3 +611,19 @@ def test_answer_teacher_labels_follow_the_answer_and_train(tmp_path):
     targets, masks = np.stack(state.replay["target"]), np.stack(state.replay["mask"])
     slow = targets.shape[1] - 1
     assert (targets[masks[:, slow]].argmax(1) == slow).all()  # slow is the label wherever it is legal
+
+
+def test_earlier_searches_default_to_the_selfplay_network_and_refuse_a_features_checkpoint():
+    from hardware.spec import PRESETS
+    from mallocgame.inputs.generate import layered_network
+    from mallocgame.model import InputError
+    from solvers.muzero import DEFAULT_CHECKPOINT, LEGACY_CHECKPOINT, MuZeroSolver, load_agent_network
+
+    assert load_agent_network(str(DEFAULT_CHECKPOINT))[0].features == "encoder/2"
+    assert load_agent_network(str(LEGACY_CHECKPOINT))[0].features == ""
+    problem, hw = layered_network(30, seed=2), PRESETS["tpuv4i"]
+    s = MuZeroSolver().solve(problem, hw, time_limit=30, seed=0, simulations=4, method="gumbel")
+    assert s.stats["checkpoint"] == str(LEGACY_CHECKPOINT) and s.stats["simulations"] > 0
+    with pytest.raises(InputError, match="reads features 'encoder/2'"):
+        MuZeroSolver().solve(problem, hw, time_limit=30, seed=0, simulations=4, method="gumbel",
+                             checkpoint=str(DEFAULT_CHECKPOINT))

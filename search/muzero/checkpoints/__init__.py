@@ -1,1 +1,6 @@
-"""Trained mallocMuZero checkpoints shipped with the package (``default.pt`` is what ``--solver muzero`` loads)."""
+"""Trained mallocMuZero checkpoints shipped with the package.
+
+``default.pt``: what ``--solver muzero`` loads (the guided search's prior, features ``encoder/2``;
+experiments/results/muzero_expert_training.md). ``selfplay.pt``: the earlier Gumbel self-play network
+on the plain observation, the default of ``method=gumbel|puct`` (experiments/results/muzero_training.md).
+"""
