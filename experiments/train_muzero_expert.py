@@ -41,6 +41,8 @@ def main() -> None:
     ap.add_argument("--teacher", default="search", choices=("search", "answer"),
                     help="'answer': select-pack's answer (time limit --teacher-seconds) labels the student's states")
     ap.add_argument("--teacher-seconds", type=float, default=5.0)
+    ap.add_argument("--teacher-exploration", type=float, default=None,
+                    help="pUCT constant of the relaxation teacher (default: --exploration)")
     args = ap.parse_args()
     answer = select_pack_answer(args.teacher_seconds)
     if args.resume:
@@ -51,7 +53,7 @@ def main() -> None:
     config = ExpertConfig(seed=args.seed, min_size=args.min_size, max_size=args.max_size,
                           teacher_simulations=args.teacher_simulations, states_per_game=args.states_per_game,
                           features=args.features, exploration=args.exploration, teacher_prior=args.teacher_prior,
-                          teacher=args.teacher)
+                          teacher=args.teacher, teacher_exploration=args.teacher_exploration)
     train(args.out, init=None if args.init == "none" else args.init, config=config, time_limit=args.time_limit,
           log_path=args.log, max_games=args.games, teacher_answer=answer)
 

@@ -536,7 +536,8 @@ def test_expert_iteration_trains_resumes_and_its_checkpoint_plays(tmp_path, feat
 
     config = ExpertConfig(min_size=16, max_size=24, student_simulations=3, teacher_simulations=8,
                           states_per_game=3, updates_per_game=2, batch_size=8, features=features,
-                          exploration=10.0, teacher_prior=teacher)
+                          exploration=10.0, teacher_prior=teacher,
+                          teacher_exploration=2.0 if teacher == "relaxation" else None)
     out = tmp_path / "x.pt"
     state = train(str(out), config=config, time_limit=60, max_games=2)
     assert state.games == 2 and state.step == 4 and len(state.replay["target"]) > 0

@@ -65,6 +65,7 @@ class ExpertConfig:
     exploration: float = 1.0  # the pUCT constant of the student's search (the solver's ``exploration``)
     teacher_prior: str = "uniform"  # "uniform": plain UCT teaches; "relaxation": pUCT on search.muzero.guide.RelaxationPrior
     teacher: str = "search"  # "search": the teacher search above; "answer": a solver's answer (``teacher_answer``)
+    teacher_exploration: float | None = None  # the relaxation teacher's pUCT constant (None: ``exploration``)
 
 
 class _State:
@@ -178,7 +179,8 @@ def play_and_label(state: _State) -> dict[str, Any]:
     for j in sorted(int(p) for p in picks):
         g = reached[j]
         target = answer_policy(g, answer) if answer is not None else \
-            teacher_policy(g, c.teacher_simulations, teacher_rng, c.teacher_prior, c.exploration)
+            teacher_policy(g, c.teacher_simulations, teacher_rng, c.teacher_prior,
+                           c.exploration if c.teacher_exploration is None else c.teacher_exploration)
         obs = g.observation()
         legal = np.flatnonzero(obs.mask)
         agree += int(legal[np.argmax(prior(g, legal))] == int(np.argmax(target)))
