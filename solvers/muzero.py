@@ -50,7 +50,7 @@ import numpy as np
 from mallocgame.model import InputError, Problem, Solution, Status, offsets_array, offsets_tuple
 from mallocgame.protocol import Solver, solver_deadline
 from search.muzero import checkpoints as shipped_checkpoints
-from search.muzero.encoder import NAME_RELAX, relaxation_set
+from search.muzero.encoder import NAME_RELAX, RELAX_SECONDS, relaxation_set, relaxation_usable
 from search.muzero.guide import NetworkPrior, RelaxationPrior, uniform_prior
 
 DEFAULT_SIMULATIONS = 16
@@ -63,6 +63,7 @@ PRIORS = ("network", "uniform", "relaxation")
 #: Values are min-max normalised among siblings, so 10 lets the prior, not one rollout, decide where to look.
 DEFAULT_EXPLORATION = {"map": 10.0, "pack": 1.0, "prefetch": 1.0}
 METHODS = ("uct", "gumbel", "puct")
+RELAX_SHARE = 0.2  # of the time limit, at most, for the relaxation MIP the network (and prior=relaxation) reads
 CHECKPOINT_ENV = "MALLOCGAME_MUZERO_CHECKPOINT"
 MODEL_ENV = "MALLOCGAME_MUZERO_MODEL"
 DEFAULT_CHECKPOINT = Path(shipped_checkpoints.__file__).resolve().parent / "default.pt"
@@ -189,7 +190,11 @@ def _solve_uct(name: str, problem: Problem, hardware, *, t0: float, time_limit: 
 
         data = GameData(problem, hardware)
         if problem.mode == "map" and (stats["prior"] == "relaxation" or getattr(net, "features", "") == NAME_RELAX):
-            relaxation_set(data)  # solved once, before the search shares its time out over the moves
+            # Solved once, before the search shares its time out over the moves, in a share of the limit.
+            relaxation_set(data, time_limit=min(RELAX_SECONDS, RELAX_SHARE * time_limit))
+            if not relaxation_usable(data):
+                prior_fn = uniform_prior
+                stats["prior"] = "uniform (the relaxation found no fast set in its time)"
         incumbents = greedy_incumbents(problem, hardware, data, game_cfg, t0 + 0.25 * time_limit)
         if hint is not None and len(hint.offsets) == problem.n:
             off = offsets_array(hint.offsets)

@@ -84,3 +84,18 @@ def test_solver_relaxation_prior_is_valid_deterministic_and_map_mode_only():
     pack = problem.replace(mode="pack", capacity=None)
     report = run_solver("muzero", pack, hw, time_limit=20, seed=0, options={"prior": "relaxation", "simulations": 2})
     assert report.valid and report.stats["prior"].startswith("uniform (the relaxation prior plays map mode only")
+
+
+@pytest.mark.parametrize("prior", ["relaxation", "network"])
+def test_no_relaxation_set_in_time_plays_the_uniform_prior(monkeypatch, prior):
+    import mallocgame.bounds as bounds
+    from mallocgame.runner import run_solver
+
+    def nothing_found(problem, ev, candidates, **kwargs):
+        return bounds.Relaxation(float(ev.benefits[candidates].sum()), "trivial", np.zeros(problem.n, bool), 0.0)
+
+    monkeypatch.setattr(bounds, "no_fragmentation_relaxation", nothing_found)
+    problem, hw = _problem("layered", n=40, seed=8)
+    report = run_solver("muzero", problem, hw, time_limit=20, seed=0, options={"prior": prior, "simulations": 3})
+    assert report.valid and report.stats["prior"] == "uniform (the relaxation found no fast set in its time)"
+    assert report.stats["network_evaluations"] == 0

@@ -52,20 +52,29 @@ _CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _RELAX_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
-def relaxation_set(data) -> np.ndarray:
+def relaxation_set(data, time_limit: float = RELAX_SECONDS) -> np.ndarray:
     """bool ``[n]``: the fast set of the no-fragmentation relaxation over the buffers that fit and
-    have a positive benefit (all of them when there is no capacity); cached per :class:`GameData`."""
-    chosen = _RELAX_CACHE.get(data)
-    if chosen is None:
+    have a positive benefit (all of them when there is no capacity); solved once per
+    :class:`GameData` (``time_limit`` for HiGHS on that first call) and cached."""
+    cached = _RELAX_CACHE.get(data)
+    if cached is None:
         from mallocgame.bounds import no_fragmentation_relaxation
 
         candidates = data.benefit > 0
         if data.capacity is not None:
             candidates &= data.size <= data.capacity
         chosen = no_fragmentation_relaxation(data.problem, data.evaluator, candidates,
-                                             time_limit=RELAX_SECONDS, rel_gap=RELAX_GAP).chosen
-        _RELAX_CACHE[data] = chosen
-    return chosen
+                                             time_limit=time_limit, rel_gap=RELAX_GAP).chosen
+        # An empty set where there were candidates: the model was too big, or HiGHS found no
+        # integral answer in its time -- not a guide (it would say "slow" of every buffer).
+        cached = _RELAX_CACHE[data] = (chosen, bool(chosen.any() or not candidates.any()))
+    return cached[0]
+
+
+def relaxation_usable(data) -> bool:
+    """Whether :func:`relaxation_set` (solved first) found a set to guide by."""
+    relaxation_set(data)
+    return _RELAX_CACHE[data][1]
 
 
 def neighbours(data) -> list[np.ndarray]:

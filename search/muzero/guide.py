@@ -46,7 +46,6 @@ def uniform_prior(game, legal: np.ndarray) -> np.ndarray:
     return np.full(len(legal), 1.0 / len(legal))
 
 
-
 class RelaxationPrior:
     """A hand-written prior from the no-fragmentation relaxation (a control: no learning).
 
