@@ -117,14 +117,15 @@ def _answer(problem: Problem, solution, **fields) -> Solution:
 
 def validate(problem: Problem | str, solution) -> Verdict:
     """Check ``solution``: a :class:`Solution`, offsets, ``{id: offset}`` or a solution CSV path (prefetch
-    mode: a Solution, FastIntervals or an interval CSV path)."""
+    mode: a Solution, FastIntervals or an interval CSV path). A re-scheduled workload (one with
+    ``original_order``) has its op order checked too, as ``mallocgame validate`` does."""
     from mallocgame.verdict import judge
 
     problem = _ready(problem)
     if solution is None:
         return Verdict(False, "no solution")
     answer = _intervals(problem, solution) if problem.mode == "prefetch" else _offsets(problem, solution)
-    found = judge(problem, problem.hardware, answer)
+    found = judge(problem, problem.hardware, answer, schedule=True)  # as `mallocgame validate`
     if not found.valid:
         return Verdict(False, found.violation)
     return Verdict(True, None, found.placed, found.peak, found.value, found.estimated_time)

@@ -335,6 +335,17 @@ def test_validate_cli_checks_the_order_of_a_rescheduled_workload(tmp_path):
         f"{b.id},0,{T},{b.size},{o}\n" for b, o in zip(wide, offsets)))
     r = run_cli("validate", str(tmp_path / "bad.json"), str(tmp_path / "ans.csv"), "--mode", "pack")
     assert r.returncode == 1 and "invalid:" in r.stdout and "depends on" in r.stdout, r.stdout + r.stderr
+    import mallocgame
+
+    aligned, top = [], 0
+    for b in wide:
+        top = -(-top // 4096) * 4096  # any alignment the hardware spec adds divides 4096
+        aligned.append(top)
+        top += b.size
+    verdict = mallocgame.validate(bad.replace(mode="pack", capacity=None), aligned)  # the API says the same
+    assert not verdict.valid and "depends on" in verdict.violation
+    plain = mallocgame.validate(bad.replace(mode="pack", capacity=None, original_order=()), aligned)
+    assert plain.valid, plain.violation  # the same answer, the order not checked without original_order
 
 
 def test_python_api_schedule():
