@@ -82,7 +82,7 @@ def compare_pack(args, show: Transcript) -> None:
     """Pack mode: fraction of bytes each solver's answer places within the capacity (1 = a packing)."""
     from mallocgame.io import load_problem
     from search.game_data import GameData
-    from solvers.mcts import episode_value
+    from search.mcts import episode_value
 
     hw = PRESETS["unit"]
     options = {k: v for k, v in {"variant": args.variant, "simulations": args.simulations}.items() if v is not None}

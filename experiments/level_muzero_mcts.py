@@ -134,6 +134,7 @@ def main() -> None:
         for r in read_csv(args.reuse):
             if r["contestant"] not in wanted:
                 reused[(r["problem"], r["budget"], r["contestant"])] = r
+    reused_names = {key[2] for key in reused}
     csv_path = Path(args.csv) if args.csv else results_path(Path(args.out).with_suffix(".csv"))
     show = Transcript()
     show(f"set {args.set}{' + realistic suite' if args.realistic else ''}; checkpoint "
@@ -173,7 +174,7 @@ def main() -> None:
                     out.writerow([row[k] for k in row])
                     fh.flush()
                 for name in NAMES:
-                    if name not in wanted and any(key[2] == name for key in reused):
+                    if name not in wanted and name in reused_names:
                         r = reused.get((label, budget, name))
                         if r is None:
                             raise SystemExit(f"--reuse has no {name} run on {label} at budget {budget}")

@@ -423,3 +423,61 @@ def placement_answer(problem, data, result: SearchResult):
         return status, result.best.value * data.reward_norm, tuple((t, v * data.reward_norm) for t, v in result.history)
     peak = float((offsets + data.size)[placed].max()) if placed.any() else 0.0
     return status, peak, ()
+
+
+def solve_with_uct(name: str, problem, hardware, cfg: MCTSConfig, game_cfg, *, t0: float, time_limit: float,
+                   seed: int, hint=None, prior: Prior | None = None, data=None, stats: dict | None = None):
+    """The frame both UCT solvers (``mcts``, ``muzero``) run: fallback answers, the search, the answer.
+
+    Map and pack mode: the greedy episodes of the other game shapes and the ``hint``; prefetch mode:
+    :func:`prefetch_incumbents`. Then :class:`UCTSearch` (``prior`` selects by pUCT) plays the game
+    ``game_cfg`` until ``0.95 * time_limit - 0.05`` after ``t0``, and the best episode seen is the
+    answer (a :class:`mallocgame.model.Solution` named ``name``). ``data``: the game's data if the
+    caller built it already; ``stats``: the caller's statistics, the search's are added.
+    """
+    from mallocgame.model import Solution, Status, offsets_array, offsets_tuple
+    from mallocgame.protocol import solver_deadline
+
+    deadline = t0 + 0.95 * time_limit - 0.05
+    stats = dict(stats or {})
+    if problem.mode == "prefetch":
+        if problem.n == 0 or not problem.has_ops:  # nothing to serve: the empty answer
+            return Solution(offsets=(None,) * problem.n, status=Status.FEASIBLE, mode=problem.mode, objective=0.0,
+                            wall_time=time.monotonic() - t0, solver=name, stats=stats)
+        from search.game_prefetch import PrefetchData
+
+        data = data or PrefetchData.of(problem, hardware)
+        # msa's answer first, with the deadline the msa solver would have; then the greedy fallbacks
+        incumbents = prefetch_incumbents(problem, hardware, game_cfg, hint, t0 + 0.25 * time_limit,
+                                         msa_deadline=solver_deadline(t0, time_limit, problem.n, extra=0.02))
+    else:
+        from search.game_data import GameData
+
+        data = data or GameData(problem, hardware)
+        # The greedy episodes of the other game shapes (one of them replays greedy-xla exactly),
+        # so the answer is never worse than any of them.
+        incumbents = greedy_incumbents(problem, hardware, data, game_cfg, t0 + 0.25 * time_limit)
+        if hint is not None and len(hint.offsets) == problem.n:
+            off = offsets_array(hint.offsets)
+            incumbents.append(Episode(episode_value(data, off), off, "hint"))
+    search = UCTSearch(cfg, np.random.default_rng(seed), prior=prior)
+    result = search.run(Game(problem, hardware, game_cfg, data=data), deadline=deadline, incumbents=incumbents,
+                        start=t0)
+    stats.update({"variant": game_cfg.variant, "k": game_cfg.k, "simulations_per_move": cfg.simulations,
+                  "simulations": result.simulations, "moves": result.moves, "searched_moves": result.searched_moves,
+                  "finished_greedily_at": result.finished_greedily_at})
+    if prior is not None:
+        stats["prior_calls"] = search.prior_calls
+    if problem.mode == "prefetch":
+        norm = data.reward_norm
+        best, best_value, intervals = prefetch_answer(problem, hardware, result, incumbents)
+        stats.update({"windows": game_cfg.windows, "order": game_cfg.order, "answer_from": best.source,
+                      "value_normalised": best_value / norm, "incumbents": {e.source: e.value for e in incumbents}})
+        return Solution(offsets=(None,) * problem.n, status=Status.FEASIBLE, mode=problem.mode, objective=best_value,
+                        wall_time=time.monotonic() - t0, history=tuple((t, v * norm) for t, v in result.history),
+                        stats=stats, solver=name, intervals=intervals)
+    best = result.best
+    stats.update({"answer_from": best.source, "value_normalised": best.value})
+    status, objective, history = placement_answer(problem, data, result)
+    return Solution(offsets=offsets_tuple(best.offsets), status=status, mode=problem.mode, objective=objective,
+                    wall_time=time.monotonic() - t0, history=history, stats=stats, solver=name)

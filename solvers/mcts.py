@@ -30,25 +30,10 @@ from __future__ import annotations
 
 import time
 
-import numpy as np
-
-from mallocgame.model import InputError, Problem, Solution, Status, offsets_array, offsets_tuple
-from mallocgame.protocol import Solver, solver_deadline
-from search.game import Game, GameConfig
-from search.game_data import GameData
-from search.game_prefetch import PrefetchData
-from search.mcts import (
-    DEFAULT_GAME,
-    PREFETCH_K,
-    Episode,
-    MCTSConfig,
-    UCTSearch,
-    episode_value,
-    greedy_incumbents,
-    placement_answer,
-    prefetch_answer,
-    prefetch_incumbents,
-)
+from mallocgame.model import InputError, Problem, Solution
+from mallocgame.protocol import Solver
+from search.game import GameConfig
+from search.mcts import DEFAULT_GAME, PREFETCH_K, MCTSConfig, solve_with_uct
 
 ORDERS = ("start", "xla", "size")  # the buffer orders of the fixed-order games (search.game_data.buffer_order)
 
@@ -63,7 +48,6 @@ class MCTSSolver(Solver):
               rollout_depth: int | None = None, exploration: float = 1.0, commit: str | None = None,
               windows: int = 2) -> Solution:
         t0 = time.monotonic()
-        deadline = t0 + 0.95 * time_limit - 0.05
         try:  # an option value the game or the search cannot take is bad input (one line, exit 2)
             cfg = MCTSConfig(simulations=simulations or MCTSConfig.simulations, exploration=exploration,
                              rollout=rollout, epsilon=epsilon, rollout_depth=rollout_depth,
@@ -83,51 +67,5 @@ class MCTSSolver(Solver):
                                       order=order or (default_order if variant in (None, default_variant) else "start"))
         except (ValueError, TypeError) as exc:
             raise InputError(f"mcts: {exc}") from None
-        if problem.mode == "prefetch":
-            return self._solve_prefetch(problem, hardware, cfg, game_cfg, t0=t0, deadline=deadline,
-                                        time_limit=time_limit, seed=seed, hint=hint)
-        k = game_cfg.k
-        data = GameData(problem, hardware)
-        # The greedy episodes of the other game shapes (one of them replays greedy-xla exactly),
-        # so the answer is never worse than any of them.
-        incumbents = greedy_incumbents(problem, hardware, data, game_cfg, t0 + 0.25 * time_limit)
-        if hint is not None and len(hint.offsets) == problem.n:
-            off = offsets_array(hint.offsets)
-            incumbents.append(Episode(episode_value(data, off), off, "hint"))
-        search = UCTSearch(cfg, np.random.default_rng(seed))
-        result = search.run(Game(problem, hardware, game_cfg, data=data), deadline=deadline,
-                            incumbents=incumbents, start=t0)
-        best = result.best
-        status, objective, history = placement_answer(problem, data, result)
-        stats = {"variant": game_cfg.variant, "k": k, "simulations_per_move": cfg.simulations,
-                 "simulations": result.simulations, "moves": result.moves, "searched_moves": result.searched_moves,
-                 "finished_greedily_at": result.finished_greedily_at, "answer_from": best.source,
-                 "value_normalised": best.value}
-        return Solution(offsets=offsets_tuple(best.offsets), status=status, mode=problem.mode, objective=objective,
-                        wall_time=time.monotonic() - t0, history=history, stats=stats, solver=self.name)
-
-    def _solve_prefetch(self, problem: Problem, hardware, cfg: MCTSConfig, game_cfg: GameConfig, *, t0: float,
-                        deadline: float, time_limit: float, seed: int, hint: Solution | None) -> Solution:
-        if problem.n == 0 or not problem.has_ops:  # nothing to serve: the empty answer
-            return Solution(offsets=(None,) * problem.n, status=Status.FEASIBLE, mode=problem.mode, objective=0.0,
-                            wall_time=time.monotonic() - t0, solver=self.name)
-        data = PrefetchData.of(problem, hardware)
-        norm = data.reward_norm
-        k, order, windows = game_cfg.k, game_cfg.order, game_cfg.windows
-
-        # msa's answer first, with the deadline the msa solver would have; then the greedy fallbacks
-        incumbents = prefetch_incumbents(problem, hardware, game_cfg, hint, t0 + 0.25 * time_limit,
-                                         msa_deadline=solver_deadline(t0, time_limit, problem.n, extra=0.02))
-        search = UCTSearch(cfg, np.random.default_rng(seed))
-        result = search.run(Game(problem, hardware, game_cfg, data=data), deadline=deadline,
-                            incumbents=incumbents, start=t0)
-        best, best_value, intervals = prefetch_answer(problem, hardware, result, incumbents)
-        history = tuple((t, v * norm) for t, v in result.history)
-        stats = {"variant": "prefetch", "k": k, "windows": windows, "order": order,
-                 "simulations_per_move": cfg.simulations, "simulations": result.simulations, "moves": result.moves,
-                 "searched_moves": result.searched_moves, "finished_greedily_at": result.finished_greedily_at,
-                 "answer_from": best.source, "value_normalised": best_value / norm,
-                 "incumbents": {e.source: e.value for e in incumbents}}
-        return Solution(offsets=(None,) * problem.n, status=Status.FEASIBLE, mode=problem.mode, objective=best_value,
-                        wall_time=time.monotonic() - t0, history=history, stats=stats, solver=self.name,
-                        intervals=intervals)
+        return solve_with_uct(self.name, problem, hardware, cfg, game_cfg, t0=t0, time_limit=time_limit, seed=seed,
+                              hint=hint)

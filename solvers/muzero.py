@@ -40,6 +40,7 @@ answer is the same for the same seed unless the time limit binds.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from pathlib import Path
@@ -48,7 +49,7 @@ from typing import Any
 import numpy as np
 
 from mallocgame.model import InputError, Problem, Solution, Status, offsets_array, offsets_tuple
-from mallocgame.protocol import Solver, solver_deadline
+from mallocgame.protocol import Solver
 from search.muzero import checkpoints as shipped_checkpoints
 from search.muzero.encoder import NAME_RELAX, RELAX_SECONDS, relaxation_set, relaxation_usable
 from search.muzero.guide import NetworkPrior, RelaxationPrior, uniform_prior
@@ -144,18 +145,9 @@ def _game_config(problem: Problem, checkpoint_game: dict | None):
 def _solve_uct(name: str, problem: Problem, hardware, *, t0: float, time_limit: float, seed: int,
                hint: Solution | None, sims: int, checkpoint: str | None, prior: str, exploration: float,
                rollout_depth: int | None) -> Solution:
-    from search.game import Game, GameConfig
-    from search.mcts import (
-        MCTSConfig,
-        UCTSearch,
-        episode_value,
-        greedy_incumbents,
-        placement_answer,
-        prefetch_answer,
-        prefetch_incumbents,
-    )
+    from search.game import GameConfig
+    from search.mcts import MCTSConfig, solve_with_uct
 
-    deadline = t0 + 0.95 * time_limit - 0.05  # as mcts
     stats: dict[str, Any] = {"method": "uct"}
     net = trained_game = None
     if prior == "network":
@@ -174,58 +166,24 @@ def _solve_uct(name: str, problem: Problem, hardware, *, t0: float, time_limit: 
             prior_fn, stats["prior"] = RelaxationPrior(), "relaxation"
         else:
             stats["prior"] = f"uniform (the relaxation prior plays map mode only, not {problem.mode})"
-    cfg = MCTSConfig(simulations=sims, exploration=exploration, rollout="greedy", rollout_depth=rollout_depth,
-                     commit="max" if problem.mode == "prefetch" else "visits")
-    if problem.mode == "prefetch":
-        if problem.n == 0 or not problem.has_ops:
-            return Solution(offsets=(None,) * problem.n, status=Status.FEASIBLE, mode=problem.mode, objective=0.0,
-                            wall_time=time.monotonic() - t0, solver=name, stats=stats)
-        from search.game_prefetch import PrefetchData
-
-        data = PrefetchData.of(problem, hardware)
-        incumbents = prefetch_incumbents(problem, hardware, game_cfg, hint, t0 + 0.25 * time_limit,
-                                         msa_deadline=solver_deadline(t0, time_limit, problem.n, extra=0.02))
-    else:
+    data = None
+    if problem.mode == "map" and (stats["prior"] == "relaxation" or getattr(net, "features", "") == NAME_RELAX):
         from search.game_data import GameData
 
         data = GameData(problem, hardware)
-        if problem.mode == "map" and (stats["prior"] == "relaxation" or getattr(net, "features", "") == NAME_RELAX):
-            # Solved once, before the search shares its time out over the moves, in a share of the limit.
-            relaxation_set(data, time_limit=min(RELAX_SECONDS, RELAX_SHARE * time_limit))
-            if not relaxation_usable(data):
-                prior_fn = uniform_prior
-                stats["prior"] = "uniform (the relaxation found no fast set in its time)"
-        incumbents = greedy_incumbents(problem, hardware, data, game_cfg, t0 + 0.25 * time_limit)
-        if hint is not None and len(hint.offsets) == problem.n:
-            off = offsets_array(hint.offsets)
-            incumbents.append(_episode(episode_value(data, off), off, "hint"))
-    search = UCTSearch(cfg, np.random.default_rng(seed), prior=prior_fn)
-    result = search.run(Game(problem, hardware, game_cfg, data=data), deadline=deadline, incumbents=incumbents,
-                        start=t0)
-    best = result.best
-    stats.update({"variant": game_cfg.variant, "k": game_cfg.k, "simulations_per_move": sims,
-                  "simulations": result.simulations, "moves": result.moves, "searched_moves": result.searched_moves,
-                  "finished_greedily_at": result.finished_greedily_at, "answer_from": best.source,
-                  "prior_calls": search.prior_calls,
-                  "network_evaluations": prior_fn.calls if isinstance(prior_fn, NetworkPrior) else 0})
-    if problem.mode == "prefetch":
-        chosen, best_value, intervals = prefetch_answer(problem, hardware, result, incumbents)
-        stats["answer_from"] = chosen.source
-        stats["value_normalised"] = best_value / data.reward_norm
-        history = tuple((t, v * data.reward_norm) for t, v in result.history)
-        return Solution(offsets=(None,) * problem.n, status=Status.FEASIBLE, mode=problem.mode,
-                        objective=best_value, wall_time=time.monotonic() - t0, history=history, stats=stats,
-                        solver=name, intervals=intervals)
-    stats["value_normalised"] = best.value
-    status, objective, history = placement_answer(problem, data, result)
-    return Solution(offsets=offsets_tuple(best.offsets), status=status, mode=problem.mode, objective=objective,
-                    wall_time=time.monotonic() - t0, history=history, stats=stats, solver=name)
-
-
-def _episode(value, offsets, source):
-    from search.mcts import Episode
-
-    return Episode(value, offsets, source)
+        # Solved once, before the search shares its time out over the moves, in a share of the limit.
+        relaxation_set(data, time_limit=min(RELAX_SECONDS, RELAX_SHARE * time_limit))
+        if not relaxation_usable(data):
+            prior_fn = uniform_prior
+            stats["prior"] = "uniform (the relaxation found no fast set in its time)"
+    cfg = MCTSConfig(simulations=sims, exploration=exploration, rollout="greedy", rollout_depth=rollout_depth,
+                     commit="max" if problem.mode == "prefetch" else "visits")
+    solution = solve_with_uct(name, problem, hardware, cfg, game_cfg, t0=t0, time_limit=time_limit, seed=seed,
+                              hint=hint, prior=prior_fn, data=data, stats=stats)
+    # The network is asked exactly when the search asks its prior (never at a forced move).
+    networked = isinstance(prior_fn, NetworkPrior)
+    return dataclasses.replace(solution, stats={**solution.stats, "network_evaluations": prior_fn.calls if networked
+                                                else 0})
 
 
 # --- the earlier searches (Gumbel / pUCT of search.muzero.search), map mode -----------------------

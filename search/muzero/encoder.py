@@ -134,14 +134,15 @@ def _around(game) -> tuple[int, np.ndarray, np.ndarray]:
     return i, undecided, placed
 
 
-def state_features(game) -> np.ndarray:
-    """float32 ``[STATE]`` for the fixed-order game's current position (zeros when done)."""
+def state_features(game, around: tuple | None = None) -> np.ndarray:
+    """float32 ``[STATE]`` for the fixed-order game's current position (zeros when done); ``around``:
+    :func:`_around` of it, if the caller has it."""
     out = np.zeros(STATE, np.float32)
     if game.done:
         return out
     d = game.data
     enc = encoding(d)
-    i, undecided, placed = _around(game)
+    i, undecided, placed = around or _around(game)
     if len(undecided):
         sizes = d.size[undecided].astype(np.float64)
         denser = d.density[undecided] > d.density[i]
@@ -155,14 +156,15 @@ def state_features(game) -> np.ndarray:
     return out
 
 
-def relaxation_features(game) -> np.ndarray:
-    """float32 ``[RELAX]`` for the fixed-order game's current position (module docstring; zeros when done)."""
+def relaxation_features(game, around: tuple | None = None) -> np.ndarray:
+    """float32 ``[RELAX]`` for the fixed-order game's current position (module docstring; zeros when
+    done); ``around``: :func:`_around` of it, if the caller has it."""
     out = np.zeros(RELAX, np.float32)
     if game.done:
         return out
     d = game.data
     chosen = relaxation_set(d)
-    i, undecided, placed = _around(game)
+    i, undecided, placed = around or _around(game)
     out[0] = float(chosen[i])
     out[1] = d.size[undecided[chosen[undecided]]].sum() / d.scale
     out[2] = d.size[undecided[~chosen[undecided]]].sum() / d.scale
@@ -175,7 +177,8 @@ def network_vector(game, obs, features: str = NAME) -> np.ndarray:
     encoding of the current buffer, state summary[, relaxation features]."""
     enc = encoding(game.data)
     cur = enc[game.current] if not game.done else np.zeros(ENCODING, np.float32)
-    parts = [np.asarray(obs.as_vector(), np.float32), cur, state_features(game)]
+    around = None if game.done else _around(game)  # one neighbour query per network call
+    parts = [np.asarray(obs.as_vector(), np.float32), cur, state_features(game, around)]
     if features == NAME_RELAX:
-        parts.append(relaxation_features(game))
+        parts.append(relaxation_features(game, around))
     return np.concatenate(parts)

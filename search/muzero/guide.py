@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from search.muzero import encoder
+
 
 class NetworkPrior:
     """``prior(game, legal)``: the softmax of the network's policy logits over the legal actions.
@@ -34,8 +36,6 @@ def input_vector(game, obs, features: str) -> np.ndarray:
     """The network's input vector for ``features`` ("" = the observation vector; see :mod:`search.muzero.encoder`)."""
     if not features:
         return np.asarray(obs.as_vector(), np.float32)
-    from search.muzero import encoder
-
     if features not in encoder.NAMES:
         raise ValueError(f"unknown network input features {features!r} (known: {', '.join(encoder.NAMES)})")
     return encoder.network_vector(game, obs, features)
@@ -58,9 +58,7 @@ class RelaxationPrior:
         self.weight = weight
 
     def __call__(self, game, legal: np.ndarray) -> np.ndarray:
-        from search.muzero.encoder import relaxation_set
-
-        chosen = relaxation_set(game.data)[game.current]
+        chosen = encoder.relaxation_set(game.data)[game.current]
         target = game.greedy_action() if chosen else game.slow_action
         hit = np.flatnonzero(legal == target)
         if len(hit) == 0 or len(legal) == 1:
