@@ -6,7 +6,13 @@ evaluation uses seeds the training stream never draws (training seeds are >= ``T
 
 * ``layered``: :func:`mallocgame.inputs.generate.layered_network` on the ``tpuv4i`` preset (workloads with ops);
 * ``intervals``: :func:`mallocgame.inputs.generate.random_intervals` with benefits, map mode, capacity
-  = ``capacity_fraction`` x max live bytes, on the ``unit`` preset (additive benefits).
+  = ``capacity_fraction`` x max live bytes, on the ``unit`` preset (additive benefits);
+* ``realistic``: a model program of :mod:`mallocgame.inputs.workloads` (MLP, ResNet, MobileNetV2,
+  transformer encoder, GPT decoder or decode step, inference or a training step) whose architecture
+  is drawn from ``seed`` (:func:`realistic_workload`, at most ``n`` buffers), capacity
+  ``capacity_fraction`` x max live bytes, on the ``tpuv4i`` preset. Widths, hidden sizes and image
+  sizes come from grids disjoint from those of the ``realistic`` suite, so training never sees an
+  architecture the suite evaluates on.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from mallocgame.intervals import max_live
 from mallocgame.model import Problem
 
 TRAIN_SEED_BASE = 1_000_000
-KINDS = ("layered", "intervals")
+KINDS = ("layered", "intervals", "realistic")
 
 
 @dataclass(frozen=True)
@@ -40,11 +46,71 @@ def build(recipe: Recipe) -> tuple[Problem, HardwareSpec]:
     if recipe.kind == "layered":
         problem = layered_network(recipe.n, seed=recipe.seed, capacity_fraction=recipe.capacity_fraction)
         return problem.replace(mode="map"), PRESETS["tpuv4i"]
+    if recipe.kind == "realistic":
+        from mallocgame.inputs.workloads import with_capacity
+
+        problem = with_capacity(realistic_workload(recipe.n, recipe.seed), recipe.capacity_fraction)
+        return problem.replace(mode="map"), PRESETS["tpuv4i"]
     if recipe.kind == "intervals":
         problem = random_intervals(recipe.n, seed=recipe.seed, with_benefit=True)
         capacity = max(int(max_live(problem) * recipe.capacity_fraction), int(problem.arrays.size.max()))
         return problem.replace(capacity=capacity, mode="map"), PRESETS["unit"]
     raise ValueError(f"unknown problem kind {recipe.kind!r} (known: {', '.join(KINDS)})")
+
+
+def realistic_workload(max_buffers: int, seed: int, tries: int = 64) -> Problem:
+    """A model program drawn from ``seed`` with ``max_buffers // 2`` to ``max_buffers`` buffers (failing
+    that in ``tries`` draws: the largest that fits, else the smallest). Grids avoid the ``realistic``
+    suite's widths (1024/2048/4096), channel bases (16, 64), image size (224) and hidden sizes
+    (128/256/768/1024), so no suite entry is drawn.
+
+    >>> realistic_workload(200, 1_000_001).n <= 200
+    True
+    """
+    from mallocgame.inputs import workloads as w
+
+    rng = np.random.default_rng(seed)
+
+    def pick(options):
+        return options[int(rng.integers(len(options)))]
+
+    def draw() -> Problem:
+        family = pick(("mlp", "resnet", "mobilenet", "encoder", "gpt", "decode"))
+        if family == "mlp":
+            depth = int(rng.integers(2, 9))
+            widths = [pick((256, 784, 1000))] + [pick((512, 768, 1536, 3072)) for _ in range(depth)] + [pick((10, 100))]
+            return w.mlp(widths, batch=pick((16, 64, 128, 384)), training=bool(rng.random() < 0.5))
+        if family == "resnet":
+            cifar = bool(rng.random() < 0.5)
+            base = pick((24, 48))
+            stages = [(base * 2**i, int(rng.integers(1, 4))) for i in range(int(rng.integers(3, 5)))]
+            return w.resnet(stages, batch=pick((2, 16, 48)), image=32 if cifar else pick((128, 160, 192)),
+                            classes=10 if cifar else 1000, cifar_stem=cifar, training=cifar and rng.random() < 0.5)
+        if family == "mobilenet":
+            return w.mobilenet_v2(batch=pick((2, 4, 16)), image=pick((128, 160, 192)))
+        hidden, heads = pick(((192, 3), (384, 6), (512, 8), (640, 10)))
+        layers = int(rng.integers(1, 25))
+        if family == "encoder":
+            training = bool(rng.random() < 0.3)
+            return w.transformer_encoder(layers=layers, hidden=hidden, heads=heads, seq=pick((32, 96, 192)),
+                                         batch=pick((1, 2, 8, 16)), pooler=training or rng.random() < 0.5,
+                                         classes=2 if training else None, training=training)
+        if family == "gpt":
+            return w.gpt_decoder(layers=layers, hidden=hidden, heads=heads, seq=pick((64, 128, 512)),
+                                 batch=pick((1, 2)), vocab=32000)
+        return w.gpt_decode_step(layers=layers, hidden=hidden, heads=heads, context=pick((128, 256, 1024)),
+                                 batch=pick((1, 4, 16)))
+
+    fits = too_big = None
+    for _ in range(tries):
+        problem = draw()
+        if max_buffers // 2 <= problem.n <= max_buffers:
+            return problem
+        if problem.n <= max_buffers:
+            fits = problem if fits is None or problem.n > fits.n else fits
+        else:
+            too_big = problem if too_big is None or problem.n < too_big.n else too_big
+    return fits if fits is not None else too_big
 
 
 @dataclass(frozen=True)
@@ -56,9 +122,14 @@ class Curriculum:
     layered_share: float = 0.75
     min_capacity_fraction: float = 0.25
     max_capacity_fraction: float = 0.6
+    realistic_share: float = 0.0  # drawn first; the rest is split by ``layered_share``
 
     def sample(self, rng: np.random.Generator) -> Recipe:
-        kind = "layered" if rng.random() < self.layered_share else "intervals"
+        # No extra draw at share 0: curricula without realistic programs replay their old streams.
+        if self.realistic_share > 0 and rng.random() < self.realistic_share:
+            kind = "realistic"
+        else:
+            kind = "layered" if rng.random() < self.layered_share else "intervals"
         n = int(rng.integers(self.min_size, self.max_size + 1))
         seed = TRAIN_SEED_BASE + int(rng.integers(0, 2**31 - 1))
         frac = float(np.round(rng.uniform(self.min_capacity_fraction, self.max_capacity_fraction), 3))
