@@ -37,12 +37,20 @@ def main() -> None:
     ap.add_argument("--features", default="", help="'encoder/1': the per-buffer encoder; 'encoder/2': and the "
                                                    "relaxation's features (both need --init none)")
     ap.add_argument("--exploration", type=float, default=1.0, help="pUCT constant of the student's search")
-    ap.add_argument("--teacher-prior", default="uniform", choices=("uniform", "relaxation"))
+    ap.add_argument("--teacher-prior", default="uniform", choices=("uniform", "relaxation", "network"),
+                    help="'network': the current network guides the teacher's search (AlphaZero's expert iteration)")
     ap.add_argument("--teacher", default="search", choices=("search", "answer"),
                     help="'answer': select-pack's answer (time limit --teacher-seconds) labels the student's states")
     ap.add_argument("--teacher-seconds", type=float, default=5.0)
     ap.add_argument("--teacher-exploration", type=float, default=None,
-                    help="pUCT constant of the relaxation teacher (default: --exploration)")
+                    help="pUCT constant of the teacher's search (default: --exploration)")
+    ap.add_argument("--realistic-share", type=float, default=0.0,
+                    help="share of model programs of random architecture in the curriculum")
+    ap.add_argument("--reanalyse", type=int, default=0, help="earlier labelled states relabelled per game")
+    ap.add_argument("--value-weight", type=float, default=0.0,
+                    help="weight of the value target relative to the greedy rollout")
+    ap.add_argument("--aux-weight", type=float, default=0.0,
+                    help="weight of the auxiliary target (does the buffer end in fast memory)")
     args = ap.parse_args()
     answer = select_pack_answer(args.teacher_seconds)
     if args.resume:
@@ -53,7 +61,9 @@ def main() -> None:
     config = ExpertConfig(seed=args.seed, min_size=args.min_size, max_size=args.max_size,
                           teacher_simulations=args.teacher_simulations, states_per_game=args.states_per_game,
                           features=args.features, exploration=args.exploration, teacher_prior=args.teacher_prior,
-                          teacher=args.teacher, teacher_exploration=args.teacher_exploration)
+                          teacher=args.teacher, teacher_exploration=args.teacher_exploration,
+                          realistic_share=args.realistic_share, reanalyse_per_game=args.reanalyse,
+                          value_weight=args.value_weight, aux_weight=args.aux_weight)
     train(args.out, init=None if args.init == "none" else args.init, config=config, time_limit=args.time_limit,
           log_path=args.log, max_games=args.games, teacher_answer=answer)
 

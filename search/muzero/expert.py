@@ -3,8 +3,9 @@
 Loop, one game at a time:
 
 1. draw a training problem from the curriculum (:class:`search.muzero.problems.Curriculum`:
-   layered programs and random intervals, sizes ``min_size..max_size``, capacities
-   ``min_capacity..max_capacity`` of the max live bytes; seeds >= ``TRAIN_SEED_BASE``, so
+   model programs of random architecture (share ``realistic_share``), layered programs and random
+   intervals, sizes ``min_size..max_size``, capacities ``min_capacity..max_capacity`` of the max live
+   bytes; seeds >= ``TRAIN_SEED_BASE``, and architectures disjoint from the ``realistic`` suite's, so
    never an evaluation problem);
 2. the **student** plays it with exactly the deployed search: :class:`search.mcts.UCTSearch`
    guided by the current network (:class:`search.muzero.guide.NetworkPrior`),
@@ -15,11 +16,22 @@ Loop, one game at a time:
    distribution; or (``teacher="answer"``) a stronger solver's answer to the whole problem, computed
    once per game, as a one-hot target (:func:`answer_policy`): DAgger (Ross et al., AISTATS 2011),
    the expert's labels on the states the student reaches;
-4. ``updates_per_game`` Adam steps of cross-entropy between the masked policy logits and the
-   targets, on batches drawn from a replay of the last ``replay_capacity`` labelled states.
+4. **reanalyse** (Schrittwieser et al. 2021): ``reanalyse_per_game`` labelled states of earlier
+   games, drawn from the replay, are rebuilt from their recipe and offsets and labelled again by
+   the teacher as it is now (with ``teacher_prior="network"``: the current network), replacing
+   their old targets;
+5. ``updates_per_game`` Adam steps of cross-entropy between the masked policy logits and the
+   targets, on batches drawn from a replay of the last ``replay_capacity`` labelled states; with
+   ``value_weight`` > 0 also MSE between the value head and the **value target relative to the
+   greedy rollout**: ``100 x (best teacher episode - greedy rollout from the same state) / greedy
+   episode of the whole problem`` (percent, so normalised per problem; about 0 to 5, where absolute
+   returns differ by 0.1% between moves); with ``aux_weight`` > 0 binary cross-entropy of the
+   **auxiliary head** (``NetworkConfig.aux``): does the current buffer end in fast memory in the
+   teacher's best episode. Both need a search teacher.
 
-Only the representation and policy head are trained (the guided search uses no value). One
-process, one torch thread. A checkpoint (format ``mallocgame.muzero/1``, so the solver reads it
+The guided search reads only the policy: the value and auxiliary heads are trained for what
+they teach the shared representation (auxiliary tasks, Jaderberg et al. ICLR 2017), and their
+errors are logged. One process, one torch thread. A checkpoint (format ``mallocgame.muzero/1``, so the solver reads it
 as it reads any) is written every ``checkpoint_seconds`` and at the end, with the optimiser, the
 replay, the generator state and the log; :func:`resume` takes its path and continues. Each
 checkpoint also leaves a model-only snapshot ``<out>.g<games>.pt`` for choosing the best on the
@@ -28,19 +40,24 @@ tuning problems.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 import torch
 from torch.nn import functional as F
 
 from search.muzero import checkpoint as ckpt
+from search.muzero.guide import input_vector
 from search.muzero.networks import MuZeroNet, NetworkConfig
+
+if TYPE_CHECKING:
+    from search.mcts import Episode
 
 FORMAT = ckpt.FORMAT
 
@@ -65,7 +82,15 @@ class ExpertConfig:
     exploration: float = 1.0  # the pUCT constant of the student's search (the solver's ``exploration``)
     teacher_prior: str = "uniform"  # "uniform": plain UCT teaches; "relaxation": pUCT on search.muzero.guide.RelaxationPrior
     teacher: str = "search"  # "search": the teacher search above; "answer": a solver's answer (``teacher_answer``)
-    teacher_exploration: float | None = None  # the relaxation teacher's pUCT constant (None: ``exploration``)
+    teacher_exploration: float | None = None  # the teacher search's pUCT constant (None: ``exploration``)
+    realistic_share: float = 0.0  # of the curriculum: model programs of random architecture
+    reanalyse_per_game: int = 0  # earlier labelled states relabelled by the current teacher, per game
+    value_weight: float = 0.0  # loss weight of the value target relative to the greedy rollout
+    aux_weight: float = 0.0  # loss weight of the auxiliary target (ends in fast memory)
+
+    @property
+    def extra_targets(self) -> bool:
+        return self.value_weight > 0 or self.aux_weight > 0
 
 
 class _State:
@@ -82,12 +107,14 @@ class _State:
         self.opt = torch.optim.Adam(net.parameters(), lr=config.learning_rate)
         self.games = self.step = 0
         self.seconds = 0.0
-        self.replay: dict[str, list[np.ndarray]] = {"vector": [], "actions": [], "mask": [], "target": []}
+        self.replay: dict[str, list[np.ndarray]] = {key: [] for key in REPLAY_KEYS}
+        self.origins: list[Origin | None] = []  # per replay entry, where it was reached (for reanalyse)
         self.log: list[dict] = []
 
     def payload(self) -> dict[str, Any]:
         r = {k: torch.from_numpy(np.stack(v)) if v else torch.zeros(0) for k, v in self.replay.items()}
         return {"format": FORMAT, "network": self.net.config.as_dict(), "game": dict(self.game_fields),
+                "origins": _pack_origins(self.origins),
                 "features": self.config.features,
                 "model": self.net.state_dict(), "optimizer": self.opt.state_dict(),
                 "expert": {"config": asdict(self.config), "games": self.games, "step": self.step,
@@ -97,33 +124,105 @@ class _State:
                 "summary": self.log[-1] if self.log else {}}
 
 
+REPLAY_KEYS = ("vector", "actions", "mask", "target", "value", "aux")
+TEACHER_PRIORS = ("uniform", "relaxation", "network")
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where a labelled state was reached: the problem's recipe and the offsets ``[n]`` decided so far
+    (-1 slow or undecided), enough to rebuild the state in the fixed-order game (:func:`rebuild_state`)."""
+
+    recipe: tuple  # (kind, n, seed, capacity_fraction)
+    offsets: np.ndarray
+    steps: int
+
+
+def _pack_origins(origins: list) -> dict:
+    known = [o for o in origins if o is not None]
+    return {"recipes": json.dumps([None if o is None else [list(o.recipe), o.steps, len(o.offsets)] for o in origins]),
+            "offsets": torch.from_numpy(np.concatenate([o.offsets for o in known]) if known else np.zeros(0, np.int64))}
+
+
+def _unpack_origins(packed: dict | None, count: int) -> list:
+    if not packed:  # a checkpoint from before reanalyse
+        return [None] * count
+    flat, at, out = packed["offsets"].numpy(), 0, []
+    for item in json.loads(packed["recipes"]):
+        if item is None:
+            out.append(None)
+            continue
+        recipe, steps, n = item
+        out.append(Origin(tuple(recipe), flat[at:at + n].astype(np.int64), int(steps)))
+        at += n
+    return out
+
+
 def _curriculum(config: ExpertConfig):
     from search.muzero.problems import Curriculum
 
     return Curriculum(min_size=config.min_size, max_size=config.max_size, layered_share=config.layered_share,
-                      min_capacity_fraction=config.min_capacity, max_capacity_fraction=config.max_capacity)
+                      min_capacity_fraction=config.min_capacity, max_capacity_fraction=config.max_capacity,
+                      realistic_share=config.realistic_share)
 
 
-def teacher_policy(game, simulations: int, rng: np.random.Generator, prior: str = "uniform",
-                   exploration: float = 1.0) -> np.ndarray:
-    """Root visit distribution ``[num_actions]`` of the teacher's search with ``simulations`` from ``game``
-    (not changed): plain UCT (``prior="uniform"``), or pUCT on the relaxation prior with ``exploration``."""
+def teacher_search(game, simulations: int, rng: np.random.Generator, prior: str = "uniform",
+                   exploration: float = 1.0, network=None) -> tuple[np.ndarray, "Episode"]:
+    """The teacher's search with ``simulations`` from ``game`` (not changed): plain UCT
+    (``prior="uniform"``), or pUCT with ``exploration`` on the relaxation prior or on ``network``'s
+    (a :class:`~search.muzero.inference.NumpyNet`, ``prior="network"``).
+
+    Returns the root visit distribution ``[num_actions]`` and the best complete episode it saw."""
     from search.mcts import Episode, MCTSConfig, Node, UCTSearch
-    from search.muzero.guide import RelaxationPrior
+    from search.muzero.guide import NetworkPrior, RelaxationPrior
 
     if prior == "relaxation":
         search = UCTSearch(MCTSConfig(simulations=simulations, exploration=exploration), rng, prior=RelaxationPrior())
+    elif prior == "network":
+        if network is None:
+            raise ValueError("teacher prior 'network' needs the network")
+        search = UCTSearch(MCTSConfig(simulations=simulations, exploration=exploration), rng,
+                           prior=NetworkPrior(network))
     elif prior == "uniform":
         search = UCTSearch(MCTSConfig(simulations=simulations), rng)
     else:
-        raise ValueError(f"unknown teacher prior {prior!r} (known: uniform, relaxation)")
+        raise ValueError(f"unknown teacher prior {prior!r} (known: {', '.join(TEACHER_PRIORS)})")
     root, best = Node(), Episode(-math.inf, np.zeros(0, np.int64), "")
     for _ in range(simulations):
         best = search.simulate(root, game, math.inf, best)
     target = np.zeros(game.num_actions, np.float32)
     for a, child in root.children.items():
         target[a] = child.visits
-    return target / target.sum()
+    return target / target.sum(), best
+
+
+def teacher_policy(game, simulations: int, rng: np.random.Generator, prior: str = "uniform",
+                   exploration: float = 1.0, network=None) -> np.ndarray:
+    """Root visit distribution ``[num_actions]`` of :func:`teacher_search`."""
+    return teacher_search(game, simulations, rng, prior, exploration, network)[0]
+
+
+def relative_value(best_value: float, game, greedy_total: float) -> float:
+    """The value target relative to the greedy rollout: ``100 x (best_value - greedy rollout from
+    game) / greedy_total`` (percent of the whole problem's greedy episode; ``game`` not changed)."""
+    from search.mcts import play_greedy
+
+    rollout = game.clone()
+    play_greedy(rollout)
+    return 100.0 * (best_value - rollout.total_reward()) / (greedy_total if greedy_total > 0 else 1.0)
+
+
+def rebuild_state(origin: Origin, game_fields: dict):
+    """The fixed-order game of ``origin.recipe`` after its first ``origin.steps`` decisions,
+    replayed by following ``origin.offsets`` (:func:`answer_policy`)."""
+    from search.game import Game, GameConfig
+    from search.muzero.problems import Recipe, build
+
+    problem, hw = build(Recipe(*origin.recipe))
+    game = Game(problem, hw, GameConfig(**game_fields))
+    while game.steps < origin.steps:
+        game.step(int(np.argmax(answer_policy(game, origin.offsets))))
+    return game
 
 
 #: ``teacher_answer(problem, hardware) -> offsets`` int64 ``[n]`` (-1 slow): a stronger solver's answer,
@@ -154,7 +253,7 @@ def play_and_label(state: _State) -> dict[str, Any]:
     from search.game import Game, GameConfig
     from search.game_data import GameData
     from search.mcts import MCTSConfig, UCTSearch, play_greedy
-    from search.muzero.guide import NetworkPrior, input_vector
+    from search.muzero.guide import NetworkPrior
     from search.muzero.inference import NumpyNet
     from search.muzero.problems import build
 
@@ -166,7 +265,8 @@ def play_and_label(state: _State) -> dict[str, Any]:
     greedy = Game(problem, hw, game_cfg, data=data)
     play_greedy(greedy)
     answer = np.asarray(state.teacher_answer(problem, hw), np.int64) if c.teacher == "answer" else None
-    prior = NetworkPrior(NumpyNet.from_torch(state.net, c.features))
+    numpy_net = NumpyNet.from_torch(state.net, c.features)
+    prior = NetworkPrior(numpy_net)
     reached: list = []
     student = UCTSearch(MCTSConfig(simulations=c.student_simulations, exploration=c.exploration),
                         np.random.default_rng(int(state.rng.integers(2**63))), prior=prior)
@@ -176,27 +276,76 @@ def play_and_label(state: _State) -> dict[str, Any]:
         if reached else []
     agree = 0
     teacher_rng = np.random.default_rng(int(state.rng.integers(2**63)))
+    base = greedy.total_reward()
     for j in sorted(int(p) for p in picks):
         g = reached[j]
-        target = answer_policy(g, answer) if answer is not None else \
-            teacher_policy(g, c.teacher_simulations, teacher_rng, c.teacher_prior,
-                           c.exploration if c.teacher_exploration is None else c.teacher_exploration)
+        if answer is not None:
+            target, value, aux = answer_policy(g, answer), 0.0, 0.0
+        else:
+            target, value, aux = _label(state, g, teacher_rng, numpy_net, base)
         obs = g.observation()
         legal = np.flatnonzero(obs.mask)
         agree += int(legal[np.argmax(prior(g, legal))] == int(np.argmax(target)))
-        for key, value in (("vector", input_vector(g, obs, c.features)), ("actions", obs.actions), ("mask", obs.mask),
-                           ("target", target)):
-            state.replay[key].append(np.asarray(value, np.float32 if key != "mask" else bool))
-    for key in state.replay:
-        del state.replay[key][:-c.replay_capacity]
-    base = greedy.total_reward()
-    return {"game": state.games + 1, "kind": recipe.kind, "n": recipe.n, "capacity": recipe.capacity_fraction,
+        _remember(state, g, obs, target, value, aux,
+                  Origin((recipe.kind, recipe.n, recipe.seed, recipe.capacity_fraction), g.offsets(), g.steps))
+    n = problem.n if recipe.kind == "realistic" else recipe.n  # a realistic recipe's n is only a cap
+    return {"game": state.games + 1, "kind": recipe.kind, "n": n, "capacity": recipe.capacity_fraction,
             "labelled": len(picks), "agree": agree, "vs_greedy": result.best.value / base if base > 0 else 1.0,
             "network_calls": prior.calls}
 
 
+def _label(state: _State, game, rng: np.random.Generator, numpy_net, greedy_total: float):
+    """The teacher's targets at ``game``: policy ``[num_actions]``, relative value, auxiliary (0/1)."""
+    c = state.config
+    target, best = teacher_search(game, c.teacher_simulations, rng, c.teacher_prior,
+                                  c.exploration if c.teacher_exploration is None else c.teacher_exploration,
+                                  network=numpy_net if c.teacher_prior == "network" else None)
+    if not c.extra_targets:  # the greedy rollout costs a game's length: only when trained on
+        return target, 0.0, 0.0
+    return target, relative_value(best.value, game, greedy_total), float(best.offsets[game.current] >= 0)
+
+
+def _remember(state: _State, game, obs, target, value: float, aux: float, origin: Origin) -> None:
+    c = state.config
+    for key, item in (("vector", input_vector(game, obs, c.features)), ("actions", obs.actions),
+                      ("mask", obs.mask), ("target", target), ("value", np.float32(value)), ("aux", np.float32(aux))):
+        state.replay[key].append(np.asarray(item, np.float32 if key != "mask" else bool))
+    state.origins.append(origin if c.reanalyse_per_game > 0 else None)
+    for key in state.replay:
+        del state.replay[key][:-c.replay_capacity]
+    del state.origins[:-c.replay_capacity]
+
+
+def reanalyse(state: _State) -> dict[str, float]:
+    """Relabel ``reanalyse_per_game`` earlier states with the teacher as it is now (module docstring,
+    step 4); returns how many and the mean total-variation change of their policy targets."""
+    from search.mcts import play_greedy
+    from search.muzero.inference import NumpyNet
+
+    c = state.config
+    known = [i for i, o in enumerate(state.origins) if o is not None]
+    if c.reanalyse_per_game <= 0 or c.teacher != "search" or not known:
+        return {}
+    picks = state.rng.choice(len(known), size=min(c.reanalyse_per_game, len(known)), replace=False)
+    rng = np.random.default_rng(int(state.rng.integers(2**63)))
+    numpy_net = NumpyNet.from_torch(state.net, c.features)
+    shifts = []
+    for p in sorted(int(p) for p in picks):
+        i = known[p]
+        game = rebuild_state(state.origins[i], state.game_fields)
+        greedy = rebuild_state(dataclasses.replace(state.origins[i], steps=0), state.game_fields)
+        play_greedy(greedy)
+        target, value, aux = _label(state, game, rng, numpy_net, greedy.total_reward())
+        shifts.append(0.5 * float(np.abs(target - state.replay["target"][i]).sum()))
+        state.replay["target"][i] = target.astype(np.float32)
+        state.replay["value"][i] = np.float32(value)
+        state.replay["aux"][i] = np.float32(aux)
+    return {"reanalysed": len(shifts), "reanalyse_shift": round(float(np.mean(shifts)), 4)}
+
+
 def learn(state: _State) -> float:
-    """``updates_per_game`` steps of policy cross-entropy on replay batches; the mean loss."""
+    """``updates_per_game`` steps on replay batches (policy cross-entropy, plus the value and
+    auxiliary terms when weighted); the mean loss."""
     c = state.config
     n = len(state.replay["target"])
     if n == 0:
@@ -210,9 +359,15 @@ def learn(state: _State) -> float:
         mask = torch.from_numpy(np.stack([state.replay["mask"][i] for i in idx]))
         target = torch.from_numpy(np.stack([state.replay["target"][i] for i in idx]))
         s, emb = state.net.initial(vector, actions, mask)
-        logits, _, _ = state.net.predict(s, emb)
+        logits, value, _ = state.net.predict(s, emb)
         logp = F.log_softmax(logits.masked_fill(~mask, -1e9), -1)
         loss = -(target * logp).sum(-1).mean()
+        if c.value_weight > 0:
+            value_target = torch.from_numpy(np.stack([state.replay["value"][i] for i in idx]))
+            loss = loss + c.value_weight * ((value - value_target) ** 2).mean()
+        if c.aux_weight > 0:
+            aux_target = torch.from_numpy(np.stack([state.replay["aux"][i] for i in idx]))
+            loss = loss + c.aux_weight * F.binary_cross_entropy_with_logits(state.net.auxiliary(s, emb), aux_target)
         state.opt.zero_grad()
         loss.backward()
         state.opt.step()
@@ -237,6 +392,7 @@ def _loop(state: _State, out: Path, time_limit: float, log_path: Path | None, ma
         while time.monotonic() - t0 < time_limit and (max_games is None or state.games < max_games):
             tg = time.monotonic()
             entry = play_and_label(state)
+            entry.update(reanalyse(state))
             entry["loss"] = learn(state)
             state.games += 1
             state.seconds += time.monotonic() - tg
@@ -268,17 +424,29 @@ def train(out: str, *, init: str | None = None, config: ExpertConfig = ExpertCon
         if str(payload.get("features") or "") != config.features:
             raise ckpt.CheckpointError(f"{init}: its network reads features {payload.get('features') or 'plain'!r}, "
                                        f"not {config.features or 'plain'!r}")
-        net, game_fields = ckpt.network_from(payload), dict(payload["game"])
+        net, game_fields = _network(payload, aux=config.aux_weight > 0, seed=config.seed), dict(payload["game"])
     else:
         from search.muzero import encoder
 
         game_fields = {"variant": "order", "k": 16, "order": "xla"}
         dims = observation_dims(GameConfig(**game_fields))
         extra = encoder.extra_inputs(config.features)
-        net = MuZeroNet(NetworkConfig(dims["obs_dim"] + extra, dims["action_features"], dims["num_actions"]),
-                        torch.Generator().manual_seed(config.seed)).eval()
+        net = MuZeroNet(NetworkConfig(dims["obs_dim"] + extra, dims["action_features"], dims["num_actions"],
+                                      aux=config.aux_weight > 0), torch.Generator().manual_seed(config.seed)).eval()
     state = _State(config, net, game_fields, np.random.default_rng(config.seed), teacher_answer)
     return _loop(state, Path(out), time_limit, Path(log_path) if log_path else None, max_games)
+
+
+def _network(payload: dict, *, aux: bool, seed: int) -> MuZeroNet:
+    """The checkpoint's network, given a fresh auxiliary head (seeded) when ``aux`` and it has none."""
+    net_config = NetworkConfig(**payload["network"])
+    if not aux or net_config.aux:
+        return ckpt.network_from(payload)
+    net = MuZeroNet(dataclasses.replace(net_config, aux=True), torch.Generator().manual_seed(seed))
+    missing, unexpected = net.load_state_dict(payload["model"], strict=False)
+    if unexpected or any(not k.startswith("aux_head.") for k in missing):
+        raise ckpt.CheckpointError(f"checkpoint weights do not fit the network: missing {missing}, unexpected {unexpected}")
+    return net.eval()
 
 
 def resume(path: str, *, time_limit: float = 600.0, out: str | None = None, log_path: str | None = None,
@@ -297,5 +465,10 @@ def resume(path: str, *, time_limit: float = 600.0, out: str | None = None, log_
     state.games, state.step, state.seconds = int(e["games"]), int(e["step"]), float(e["seconds"])
     state.log = json.loads(e["log"])
     for key, tensor in payload["replay"].items():
-        state.replay[key] = list(tensor.numpy()) if tensor.dim() > 1 else []
+        state.replay[key] = list(tensor.numpy()) if tensor.numel() > 0 else []
+    count = len(state.replay["target"])
+    for key in ("value", "aux"):  # checkpoints from before these targets
+        if len(state.replay[key]) != count:
+            state.replay[key] = [np.float32(0.0)] * count
+    state.origins = _unpack_origins(payload.get("origins"), count)
     return _loop(state, Path(out or path), time_limit, Path(log_path) if log_path else None, max_games)

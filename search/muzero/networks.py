@@ -49,6 +49,7 @@ class NetworkConfig:
     action_latent: int = 32  # d
     hidden: int = 64
     value_scale: float = 10.0  # heads predict value_scale x normalised value/reward
+    aux: bool = False  # an auxiliary head (expert iteration: does the current buffer end in fast memory)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -77,6 +78,8 @@ class MuZeroNet(nn.Module):
         self.reward_head = _mlp(L + d, H, 1)
         self.policy_head = _mlp(L + d, H, 2)
         self.value_head = _mlp(L + d, H, 1)
+        if config.aux:  # registered last: the other heads draw the same initial weights with or without it
+            self.aux_head = _mlp(L + d, H, 1)
         self.reset_parameters(generator)
 
     def reset_parameters(self, generator: torch.Generator | None) -> None:
@@ -120,6 +123,11 @@ class MuZeroNet(nn.Module):
         out = self.policy_head(torch.cat([state.unsqueeze(1).expand(B, A, -1), emb], -1))  # [B, A, 2]
         value = self.value_head(torch.cat([state, emb.mean(1)], -1)).squeeze(-1)
         return out[..., 0], value, out[..., 1]
+
+    def auxiliary(self, state: torch.Tensor, emb: torch.Tensor) -> torch.Tensor:
+        """The auxiliary head's logit ``[B]`` (needs ``config.aux``): in expert iteration, does the
+        current buffer end in fast memory in the teacher's best episode."""
+        return self.aux_head(torch.cat([state, emb.mean(1)], -1)).squeeze(-1)
 
     def unscale(self, scaled: torch.Tensor) -> torch.Tensor:
         """Scaled head output -> normalised value/reward in [0, 1]."""
