@@ -14,8 +14,8 @@ Contestants, all through :func:`mallocgame.runner.run_solver` (validated, scored
   prior from the no-fragmentation relaxation's fast set that the network (features ``encoder/2``) also
   reads, so the network must show it adds to the relaxation, not only copies it;
 * ``learned``         -- the paper's MuZero, reported separately (issue 10, item 5): solver ``muzero`` with
-  ``model=learned`` (Gumbel search inside the learned dynamics from one real observation per move, its own
-  checkpoint ``learned.pt`` or ``--learned-checkpoint``; ``experiments/results/muzero_learned_arm.md``).
+  ``model=learned`` (Gumbel search inside the learned dynamics from one real observation per move; the solver's
+  network for it, ``selfplay.pt``, or ``--learned-checkpoint``; ``experiments/results/muzero_learned_arm.md``).
 
 Both controls and ``muzero`` use the solver's default pUCT constant; ``mcts`` its own UCT constant.
 
@@ -105,7 +105,7 @@ def main() -> None:
     ap.add_argument("--realistic", action=argparse.BooleanOptionalAction, default=True)
     ap.add_argument("--budgets", default="16,64,time")
     ap.add_argument("--checkpoint", default=None, help="muzero's checkpoint (default: the shipped one)")
-    ap.add_argument("--learned-checkpoint", default=None, help="learned's checkpoint (default: the shipped learned.pt)")
+    ap.add_argument("--learned-checkpoint", default=None, help="learned's checkpoint (default: the solver's)")
     ap.add_argument("--time-limit", type=float, default=120.0, help="per solve at a simulation budget")
     ap.add_argument("--wall-per-buffer", type=float, default=0.01, help="equal wall time: seconds per buffer")
     ap.add_argument("--seed", type=int, default=0)
@@ -148,7 +148,7 @@ def main() -> None:
     show = Transcript()
     show(f"set {args.set}{' + realistic suite' if args.realistic else ''}; checkpoint "
          f"{args.checkpoint or 'shipped'}"
-         + (f", learned {args.learned_checkpoint or 'shipped learned.pt'}" if "learned" in wanted else "")
+         + (f", learned {args.learned_checkpoint or 'the solver default'}" if "learned" in wanted else "")
          + f"; budgets {args.budgets}; seed {args.seed}; run now: {args.contestants}"
          + (f"; others from {args.reuse}" if args.reuse else ""))
     rows: list[dict] = []
