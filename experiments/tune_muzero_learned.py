@@ -8,6 +8,10 @@ bound (the answer is the best of the searched episode and the game's greedy epis
 returns it), the mean ratio of the searched episode alone to the game's greedy episode (the answer
 clamps at greedy, so this is where two networks differ), and how often the search's episode was
 the answer. Writes the table to ``--out`` (under experiments/results/).
+
+``--losses TRAIN_PT`` instead prints each checkpoint's training loss parts (policy, value, reward,
+legality, consistency; unroll 5) on one fixed batch of 1024 positions from that training
+checkpoint's replay buffer (seed 12345): how well each network's dynamics match what was observed.
 """
 
 from __future__ import annotations
@@ -29,7 +33,10 @@ def main() -> None:
     ap.add_argument("--simulations", type=int, default=16)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="muzero_learned_tuning.md")
+    ap.add_argument("--losses", default=None, metavar="TRAIN_PT", help="print loss parts on this run's replay instead")
     args = ap.parse_args()
+    if args.losses:
+        return losses(args.losses, args.checkpoints.split(","))
     from search.game import Game, GameConfig
     from search.muzero.torchless import load_inference
 
@@ -65,6 +72,27 @@ def main() -> None:
     write_results(args.out, "# The learned-dynamics arm on the tuning problems\n\n"
                   "Made by `experiments/tune_muzero_learned.py` (its docstring says what is measured). "
                   "Output as printed:\n\n" + show.text)
+
+
+def losses(train_path: str, checkpoints: list[str]) -> None:
+    import numpy as np
+    import torch
+
+    from search.muzero import checkpoint as ckpt
+    from search.muzero.train import configure_torch, loss, resume
+
+    configure_torch()
+    state = resume(train_path)
+    batch = state.replay.sample(np.random.default_rng(12345), 1024, 5)
+    keys = ("policy", "value", "reward", "legal", "consistency")
+    print(f"loss parts per position on 1024 positions of {train_path}'s replay buffer (unroll 5)")
+    print("| checkpoint | " + " | ".join(keys) + " |")
+    print("|---|" + "---|" * len(keys))
+    for path in checkpoints:
+        net = ckpt.network_from(ckpt.load(path))
+        with torch.no_grad():
+            _, parts = loss(net, batch, state.config)
+        print(f"| {path} | " + " | ".join(f"{parts[k]:.4f}" for k in keys) + " |")
 
 
 if __name__ == "__main__":

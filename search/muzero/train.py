@@ -157,7 +157,7 @@ def new_state(config: TrainConfig, seed: int, make_game: Callable[[Recipe], Any]
     net = MuZeroNet(net_config, torch.Generator().manual_seed(seed))
     if init is not None:
         if init.get("features"):
-            raise ckpt.CheckpointError(f"init checkpoint reads features {init['features']!r}, self-play the plain "
+            raise ckpt.CheckpointError(f"init checkpoint reads features {init['features']!r}; self-play reads the plain "
                                        "observation")
         if dict(init.get("network", {})) != net_config.as_dict() or dict(init.get("game", {})) != dict(game_config):
             raise ckpt.CheckpointError(f"init checkpoint is another network or game ({init.get('network')}, "
