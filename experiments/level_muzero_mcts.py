@@ -12,7 +12,10 @@ Contestants, all through :func:`mallocgame.runner.run_solver` (validated, scored
 * ``uniform``         -- the control: solver ``muzero`` with ``prior=uniform`` (pUCT, no network);
 * ``relaxation``      -- a second control: solver ``muzero`` with ``prior=relaxation``, the hand-written
   prior from the no-fragmentation relaxation's fast set that the network (features ``encoder/2``) also
-  reads, so the network must show it adds to the relaxation, not only copies it.
+  reads, so the network must show it adds to the relaxation, not only copies it;
+* ``learned``         -- the paper's MuZero, reported separately (issue 10, item 5): solver ``muzero`` with
+  ``model=learned`` (Gumbel search inside the learned dynamics from one real observation per move; the solver's
+  network for it, ``selfplay.pt``, or ``--learned-checkpoint``; ``experiments/results/muzero_learned_arm.md``).
 
 Both controls and ``muzero`` use the solver's default pUCT constant; ``mcts`` its own UCT constant.
 
@@ -77,15 +80,17 @@ def problems(which: str, realistic: bool, limit: int | None):
     return out
 
 
-def contestants(checkpoint: str | None):
+def contestants(checkpoint: str | None, learned_checkpoint: str | None = None):
     net = {"checkpoint": checkpoint} if checkpoint else {}
+    learned = {"model": "learned", **({"checkpoint": learned_checkpoint} if learned_checkpoint else {})}
     return [("mcts", "mcts", {}), ("muzero", "muzero", dict(net)), ("uniform", "muzero", {"prior": "uniform"}),
-            ("relaxation", "muzero", {"prior": "relaxation"})]
+            ("relaxation", "muzero", {"prior": "relaxation"}), ("learned", "muzero", learned)]
 
 
-NAMES = ("mcts", "muzero", "uniform", "relaxation")
+NAMES = ("mcts", "muzero", "uniform", "relaxation", "learned")
+DEFAULT_CONTESTANTS = ("mcts", "muzero", "uniform", "relaxation")
 PAIRS = (("muzero", "mcts"), ("muzero", "uniform"), ("muzero", "relaxation"), ("uniform", "mcts"),
-         ("relaxation", "mcts"))
+         ("relaxation", "mcts"), ("learned", "mcts"), ("learned", "muzero"))
 
 
 def sign_test(wins: int, losses: int) -> float:
@@ -100,11 +105,12 @@ def main() -> None:
     ap.add_argument("--realistic", action=argparse.BooleanOptionalAction, default=True)
     ap.add_argument("--budgets", default="16,64,time")
     ap.add_argument("--checkpoint", default=None, help="muzero's checkpoint (default: the shipped one)")
+    ap.add_argument("--learned-checkpoint", default=None, help="learned's checkpoint (default: the solver's)")
     ap.add_argument("--time-limit", type=float, default=120.0, help="per solve at a simulation budget")
     ap.add_argument("--wall-per-buffer", type=float, default=0.01, help="equal wall time: seconds per buffer")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--limit", type=int, default=None, help="first N problems of each group only")
-    ap.add_argument("--contestants", default=",".join(NAMES))
+    ap.add_argument("--contestants", default=",".join(DEFAULT_CONTESTANTS), help=f"some of {', '.join(NAMES)}")
     ap.add_argument("--reuse", default=None, help="CSV of an earlier run: rows of the contestants not run now")
     ap.add_argument("--from-csv", nargs="+", default=None, metavar="CSV",
                     help="run nothing: summarise these CSVs of earlier runs (a later file's row replaces an earlier "
@@ -128,7 +134,10 @@ def main() -> None:
             f"{', '.join('`' + Path(p).name + '`' for p in args.from_csv)}. Output as printed:\n\n" + fenced(show.text)))
         return
     wanted = args.contestants.split(",")
-    cols = [c for c in contestants(args.checkpoint) if c[0] in wanted]
+    unknown = sorted(set(wanted) - set(NAMES))
+    if unknown:
+        raise SystemExit(f"--contestants: unknown {', '.join(unknown)} (known: {', '.join(NAMES)})")
+    cols = [c for c in contestants(args.checkpoint, args.learned_checkpoint) if c[0] in wanted]
     reused: dict[tuple[str, str, str], dict] = {}
     if args.reuse:
         for r in read_csv(args.reuse):
@@ -138,7 +147,9 @@ def main() -> None:
     csv_path = Path(args.csv) if args.csv else results_path(Path(args.out).with_suffix(".csv"))
     show = Transcript()
     show(f"set {args.set}{' + realistic suite' if args.realistic else ''}; checkpoint "
-         f"{args.checkpoint or 'shipped'}; budgets {args.budgets}; seed {args.seed}; run now: {args.contestants}"
+         f"{args.checkpoint or 'shipped'}"
+         + (f", learned {args.learned_checkpoint or 'the solver default'}" if "learned" in wanted else "")
+         + f"; budgets {args.budgets}; seed {args.seed}; run now: {args.contestants}"
          + (f"; others from {args.reuse}" if args.reuse else ""))
     rows: list[dict] = []
     insts = problems(args.set, args.realistic, args.limit)

@@ -143,15 +143,19 @@ def log_summary(train_path: Path) -> tuple[list[str], dict]:
 
     payload = ckpt.load(str(train_path))
     log = payload["log"]
+    consistency = any("consistency" in e for e in log)  # runs before the consistency loss have no column
     rows = ["| steps | games | seconds | self-play return / greedy's (mean over the tenth) | policy loss | value loss | "
-            "reward loss | legality loss |", "|---|---|---|---|---|---|---|---|"]
+            "reward loss | legality loss |" + (" consistency loss |" if consistency else ""),
+            "|---|---|---|---|---|---|---|---|" + ("---|" if consistency else "")]
     tenth = max(1, len(log) // 10)
     for i in range(0, len(log), tenth):
         chunk = log[i:i + tenth]
         last = chunk[-1]
-        mean = {k: statistics.mean(e[k] for e in chunk) for k in ("vs_greedy", "policy", "value", "reward", "legal")}
+        mean = {k: statistics.mean(e.get(k, 0.0) for e in chunk)
+                for k in ("vs_greedy", "policy", "value", "reward", "legal", "consistency")}
         rows.append(f"| {last['step']} | {last['games']} | {last['seconds']} | {mean['vs_greedy']:.4f} | "
-                    f"{mean['policy']:.3f} | {mean['value']:.4f} | {mean['reward']:.5f} | {mean['legal']:.3f} |")
+                    f"{mean['policy']:.3f} | {mean['value']:.4f} | {mean['reward']:.5f} | {mean['legal']:.3f} |"
+                    + (f" {mean['consistency']:.4f} |" if consistency else ""))
     return rows, payload
 
 

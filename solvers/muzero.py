@@ -1,5 +1,16 @@
 """MuZero-guided tree search (mallocMuZero) with the shipped trained network; map, pack and prefetch modes.
 
+Two arms, reported separately (issue 10): the default guided UCT below, and ``model=learned``, the
+paper's MuZero (Schrittwieser et al. 2020): a Gumbel search inside the learned dynamics
+(:class:`search.muzero.models.LearnedModel`) from one real observation per move; the game is
+stepped only by the committed moves. Its network (``LEARNED_CHECKPOINT``) is ``selfplay.pt``, the
+Gumbel self-play network: a network fine-tuned from it by learned-model self-play with
+EfficientZero's consistency loss and MuZero Reanalyse (``mallocgame train --consistency-weight
+--reanalyse-fraction``) searched worse in the learned model on the tuning problems and is not
+shipped; ``experiments/results/muzero_learned_arm.md`` has that record and how the arm scores
+against ``mcts`` on the held-out problems. ``model=simulator`` plans with the true game instead
+(AlphaZero style). Both are map mode only.
+
 Default search (``method="uct"``, issue 10 "a level comparison"): exactly the search of the
 ``mcts`` solver (:class:`search.mcts.UCTSearch`: the same greedy rollouts to the end of the
 episode, tree reuse, per-move commitment, budgets and fallback answers), except that moves are
@@ -20,22 +31,26 @@ Options (keyword arguments of ``solve``; the CLI passes ``--simulations`` and ``
   play with the uniform prior; ``stats["prior"]`` says which prior played and why;
 * ``checkpoint``   path of a ``.pt`` from ``mallocgame train`` or expert iteration (default: the
   environment variable ``MALLOCGAME_MUZERO_CHECKPOINT``, else the shipped
-  ``search/muzero/checkpoints/default.pt``; for ``method=gumbel|puct``, which read the plain
-  observation, ``selfplay.pt``, the earlier self-play network);
+  ``search/muzero/checkpoints/default.pt``; with ``model=learned|simulator`` and ``method=gumbel|puct``,
+  which read the plain observation, ``selfplay.pt``, the earlier self-play network);
 * ``exploration``  the pUCT constant on sibling-normalised values (default ``DEFAULT_EXPLORATION``: 10 in
   map mode, chosen on the tuning problems; 1 in pack and prefetch modes, as before);
 * ``rollout_depth`` steps past the root per rollout (default: to the end of the episode, as ``mcts``);
-* ``method``       ``"uct"`` (default, above) or the earlier searches of :mod:`search.muzero.search`,
-  ``"gumbel"`` / ``"puct"`` (the network's value judges leaves after ``rollout_depth`` greedy moves,
-  default 48; map mode only), kept for the record: they lost to plain MCTS (issue 10);
-* ``search_model`` with those earlier searches: ``"simulator"`` (default) or ``"learned"`` (MuZero
-  proper: plan inside the learned dynamics); default from ``MALLOCGAME_MUZERO_MODEL``;
+* ``model``        ``"learned"`` (the paper's MuZero, above) or ``"simulator"`` (the network's prior and
+  value, the true game as the model; leaves valued after ``rollout_depth`` greedy moves, default 48).
+  Not given: the guided UCT (the default). Either value selects the searches of
+  :mod:`search.muzero.search` (``method``, default ``"gumbel"``); map mode only, other modes get an
+  InputError. With ``method=gumbel|puct`` and no ``model``: ``MALLOCGAME_MUZERO_MODEL``, else simulator;
+* ``method``       ``"uct"`` (default, above) or ``"gumbel"`` / ``"puct"`` (with ``model``; without it the
+  simulator), the earlier searches; with the simulator they lost to plain MCTS (issue 10);
+* ``search_model`` the old name of ``model`` (same values; giving both with different values is an error);
 * ``c_scale``      Gumbel's weight of Q against the prior (default 0.1 simulator, 0.02 learned).
 
 The answer is the best complete episode seen: the committed path, a rollout that reached the
 end, the greedy episodes of the other game shapes, or the ``hint`` (prefetch mode: also
-all-slow and greedy-xla lifted), exactly as ``mcts``. All randomness comes from ``seed``; the
-answer is the same for the same seed unless the time limit binds.
+all-slow and greedy-xla lifted), exactly as ``mcts``; with ``model`` / ``method=gumbel|puct`` the
+best of the searched episode, a complete rollout (simulator), the game's greedy episode and the hint.
+All randomness comes from ``seed``; the answer is the same for the same seed unless the time limit binds.
 """
 
 from __future__ import annotations
@@ -71,6 +86,12 @@ DEFAULT_CHECKPOINT = Path(shipped_checkpoints.__file__).resolve().parent / "defa
 #: The earlier searches read the plain observation: their default is the Gumbel self-play network
 #: (`experiments/results/muzero_training.md`), shipped before the guided search's networks.
 LEGACY_CHECKPOINT = DEFAULT_CHECKPOINT.with_name("selfplay.pt")
+#: ``model=learned``'s network. A ``learned.pt`` (``selfplay.pt`` fine-tuned for 24 minutes by learned-model
+#: self-play with the consistency loss and reanalyse) was trained but searched worse than ``selfplay.pt`` in the
+#: learned model on the tuning problems, so it is not shipped and the arm plays ``selfplay.pt``
+#: (`experiments/results/muzero_learned_arm.md`).
+LEARNED_CHECKPOINT = LEGACY_CHECKPOINT
+MODELS = ("learned", "simulator")
 
 _LOADED: dict[str, tuple[Any, dict]] = {}  # checkpoint path -> (numpy network, game config fields)
 
@@ -101,11 +122,20 @@ class MuZeroSolver(Solver):
 
     def solve(self, problem: Problem, hardware, *, time_limit: float, seed: int, hint: Solution | None = None,
               simulations: int | None = None, checkpoint: str | None = None, prior: str = "network",
-              exploration: float | None = None, method: str = "uct", search_model: str | None = None,
-              c_scale: float | None = None, rollout_depth: int | None = None) -> Solution:
+              exploration: float | None = None, method: str = "uct", model: str | None = None,
+              search_model: str | None = None, c_scale: float | None = None,
+              rollout_depth: int | None = None) -> Solution:
         t0 = time.monotonic()
         prior = _choice("prior", prior, PRIORS)
         method = _choice("method", method, METHODS)
+        if model is not None:
+            model = _choice("model", model, MODELS)
+        if search_model is not None:  # the old spelling of model
+            search_model = _choice("search_model", search_model, MODELS)
+            if model is not None and model != search_model:
+                raise InputError(f"muzero: options model={model!r} and search_model={search_model!r} disagree "
+                                 "(search_model is the old name of model; give one)")
+            model = search_model
         sims = DEFAULT_SIMULATIONS if simulations is None else simulations
         if isinstance(sims, bool) or not isinstance(sims, int) or sims < 1:
             raise InputError(f"muzero: option simulations must be a positive integer, got {sims!r}")
@@ -116,11 +146,12 @@ class MuZeroSolver(Solver):
             exploration = DEFAULT_EXPLORATION[problem.mode]
         if isinstance(exploration, bool) or not isinstance(exploration, (int, float)) or not exploration >= 0:
             raise InputError(f"muzero: option exploration must be a number >= 0, got {exploration!r}")
-        if method != "uct" or search_model is not None:
+        if method != "uct" or model is not None:
             if problem.mode != "map":
-                raise InputError(f"muzero: method {method!r} / search_model play map mode only, not {problem.mode}")
+                what = f"model={model}" if model is not None else f"method={method}"
+                raise InputError(f"muzero: option {what} plays map mode only, not {problem.mode} mode")
             return _solve_legacy(self.name, problem, hardware, t0=t0, time_limit=time_limit, seed=seed, hint=hint,
-                                 sims=sims, checkpoint=checkpoint, search_model=search_model,
+                                 sims=sims, checkpoint=checkpoint, search_model=model,
                                  method="gumbel" if method == "uct" else method, c_scale=c_scale,
                                  rollout_depth=rollout_depth)
         return _solve_uct(self.name, problem, hardware, t0=t0, time_limit=time_limit, seed=seed, hint=hint,
@@ -196,18 +227,19 @@ def _solve_legacy(name: str, problem: Problem, hardware, *, t0: float, time_limi
     from search.muzero.search import SearchConfig
     from search.muzero.selfplay import Agent
 
-    path = checkpoint or os.environ.get(CHECKPOINT_ENV) or str(LEGACY_CHECKPOINT)
     model = search_model or os.environ.get(MODEL_ENV) or "simulator"
-    model = _choice("search_model", model, tuple(DEFAULT_C_SCALE))
+    model = _choice("model", model, MODELS)
+    path = (checkpoint or os.environ.get(CHECKPOINT_ENV)
+            or str(LEARNED_CHECKPOINT if model == "learned" else LEGACY_CHECKPOINT))
     c_scale = DEFAULT_C_SCALE[model] if c_scale is None else c_scale
     net, game_fields = load_agent_network(path)
     if getattr(net, "features", ""):
-        raise InputError(f"muzero: method {method!r} / search_model read the plain observation, but checkpoint {path} "
+        raise InputError(f"muzero: method {method!r} / model read the plain observation, but checkpoint {path} "
                          f"reads features {net.features!r}; give one from `mallocgame train` (checkpoint=...)")
     search = SearchConfig(simulations=sims, method=method, gumbel_scale=0.0, c_scale=c_scale)
     depth = (DEFAULT_ROLLOUT_DEPTH if model == "simulator" else 0) if rollout_depth is None else rollout_depth
     if depth and model != "simulator":
-        raise InputError("muzero: option rollout_depth needs search_model=simulator with method gumbel/puct")
+        raise InputError("muzero: option rollout_depth needs model=simulator with method gumbel/puct")
     agent = Agent(net, search, model, depth)
     rng = np.random.default_rng(seed)
 
@@ -229,10 +261,10 @@ def _solve_legacy(name: str, problem: Problem, hardware, *, t0: float, time_limi
         off = offsets_array(hint.offsets)
         candidates.append((data.evaluator.value(off) / data.reward_norm, off, "hint"))
     value, offsets, source = max(candidates, key=lambda c: c[0])  # first wins ties: the search's own
-    stats = {"checkpoint": path, "method": method, "search_model": model, "c_scale": c_scale, "rollout_depth": depth,
-             "simulations_per_move": sims,
+    stats = {"checkpoint": path, "method": method, "model": model, "search_model": model, "c_scale": c_scale,
+             "rollout_depth": depth, "simulations_per_move": sims,
              "simulations": play.simulations, "searched_moves": play.searched_moves,
-             "greedy_moves": play.greedy_moves, "network_evaluations": agent.evaluator.calls,
+             "greedy_moves": play.greedy_moves, "forced_moves": play.forced_moves, "network_evaluations": agent.evaluator.calls,
              "search_value_normalised": game.total_reward(), "answer_from": source,
              "game": dict(game_fields)}
     return Solution(offsets=offsets_tuple(offsets), status=Status.FEASIBLE, mode=problem.mode,
@@ -245,7 +277,7 @@ class _Play:
 
     def __init__(self, game, agent, rng: np.random.Generator, sims: int, deadline: float):
         self.game, self.agent, self.rng, self.sims, self.deadline = game, agent, rng, sims, deadline
-        self.simulations = self.searched_moves = self.greedy_moves = 0
+        self.simulations = self.searched_moves = self.greedy_moves = self.forced_moves = 0
         self.sim_seconds = 0.0  # measured cost of one simulation (running mean)
 
     def _moves_left(self) -> int:
@@ -266,6 +298,11 @@ class _Play:
             now = time.monotonic()
             if now >= self.deadline:
                 return
+            legal = game.legal_actions()
+            if legal.size == 1:  # a forced move: nothing to search (the search would return it unsearched)
+                game.step(int(legal[0]))
+                self.forced_moves += 1
+                continue
             sims = self._affordable()
             if sims < 2:  # cannot afford a search: a greedy move banks the time for later ones
                 game.step(game.greedy_action())

@@ -27,6 +27,12 @@ from mallocgame.cli.common import SECONDS, SEED
 @click.option("--unroll", type=int, default=5, show_default=True, help="Dynamics steps unrolled per sample (K).")
 @click.option("--td-steps", type=int, default=10, show_default=True, help="n of the n-step value target.")
 @click.option("--lr", "learning_rate", type=float, default=1e-3, show_default=True)
+@click.option("--consistency-weight", type=float, default=1.0, show_default=True,
+              help="Weight of the latent consistency loss (EfficientZero); 0 turns it off.")
+@click.option("--reanalyse-fraction", type=float, default=0.25, show_default=True,
+              help="Share of each batch's positions searched again with the current network (MuZero Reanalyse).")
+@click.option("--init", "init_path", default=None, metavar="PT",
+              help="Start from this checkpoint's weights (same network and game) instead of a seeded initialisation.")
 @click.option("--min-size", type=int, default=16, show_default=True, help="Smallest training problem (buffers).")
 @click.option("--max-size", type=int, default=64, show_default=True, help="Largest training problem (buffers).")
 @click.option("--k", "k", type=int, default=16, show_default=True, help="Game: candidate offsets per move.")
@@ -50,7 +56,8 @@ from mallocgame.cli.common import SECONDS, SEED
 @click.option("--address", default=None, metavar="ADDR",
               help="With --ray-actors: the Ray cluster to join; default: a local runtime.")
 def train(steps, games_per_iter, updates_per_iter, simulations, search_method, model, batch_size, unroll, td_steps,
-          learning_rate, min_size, max_size, k, order, out_path, resume_path, export_path, checkpoint_every,
+          learning_rate, consistency_weight, reanalyse_fraction, init_path, min_size, max_size, k, order, out_path,
+          resume_path, export_path, checkpoint_every,
           time_budget, seed, ray_actors, address) -> None:
     """Train the muzero solver's network by self-play on generated problems; deterministic under --seed."""
     import os
@@ -96,6 +103,12 @@ def train(steps, games_per_iter, updates_per_iter, simulations, search_method, m
             fail(f"{name}: must be positive, got {value}")
     if simulations < 0:
         fail(f"--simulations: must be >= 0, got {simulations}")
+    if not consistency_weight >= 0:
+        fail(f"--consistency-weight: must be >= 0, got {consistency_weight}")
+    if not 0 <= reanalyse_fraction <= 1:
+        fail(f"--reanalyse-fraction: must be in [0, 1], got {reanalyse_fraction}")
+    if init_path and resume_path:
+        fail("--init: not with --resume (a resumed run has its own weights)")
     if max_size < min_size:
         fail(f"--max-size: must be >= --min-size ({min_size}), got {max_size}")
     t0 = time.monotonic()
@@ -107,11 +120,14 @@ def train(steps, games_per_iter, updates_per_iter, simulations, search_method, m
             config = TrainConfig(games_per_iter=games_per_iter, updates_per_iter=updates_per_iter,
                                  batch_size=batch_size, unroll=unroll, td_steps=td_steps,
                                  learning_rate=learning_rate, simulations=simulations, search_method=search_method,
-                                 model=model, curriculum=Curriculum(min_size=min_size, max_size=max_size))
+                                 model=model, curriculum=Curriculum(min_size=min_size, max_size=max_size),
+                                 consistency_weight=consistency_weight, reanalyse_fraction=reanalyse_fraction)
             game_fields = {"variant": "order", "k": k, "order": order}
-            state = new_state(config, seed, game_factory(game_fields), game_fields, Recipe("layered", min_size, 0))
+            init = ckpt.load(init_path) if init_path else None
+            state = new_state(config, seed, game_factory(game_fields), game_fields, Recipe("layered", min_size, 0),
+                              init=init)
     except ckpt.CheckpointError as exc:
-        fail(f"--resume: {exc}" if resume_path else str(exc))
+        fail(f"--resume: {exc}" if resume_path else f"--init: {exc}" if init_path else str(exc))
     make_game = game_factory(state.game_config)
     click.echo(describe(state))
     click.echo(f"start at step {state.step}, train to {steps}; checkpoint -> {out_path}")

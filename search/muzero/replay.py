@@ -10,6 +10,14 @@ value ``z_{t+k} = sum_{i<n} gamma^i r_{t+k+i} + gamma^n v_{t+k+n}`` (n = ``td_st
 the end are 0), reward ``u_{t+k}`` = reward of the action at ``t+k-1``, policy = the
 search's target at ``t+k``. Past the end of the game the position is absorbing: value and
 reward 0, the action "slow", and no policy or legality loss (``valid`` = 0).
+
+The batch also carries the real observations of steps ``t+1..t+K`` (``next_*``): the consistency
+loss (EfficientZero) pulls the dynamics' latent after ``k`` steps towards the representation of
+the observation at ``t+k``. Past the end they are zeros with only "slow" legal (``valid`` = 0 there).
+
+Reanalyse (MuZero Reanalyse) overwrites a stored position's policy target and root value with a
+fresh search's (:meth:`ReplayBuffer.set_targets`); the n-step value targets of that game are
+recomputed, so positions bootstrapping from it see the fresh value too.
 """
 
 from __future__ import annotations
@@ -87,6 +95,9 @@ class Batch:
     target_policy: np.ndarray  # [B, K+1, A]
     target_mask: np.ndarray  # [B, K+1, A] true legality (policy masking and the legality head)
     valid: np.ndarray  # [B, K+1] 1 where the position exists (not past the end)
+    next_vector: np.ndarray  # [B, K, D] observation at t+k, k = 1..K (consistency targets)
+    next_actions: np.ndarray  # [B, K, A, F]
+    next_mask: np.ndarray  # [B, K, A]
 
 
 class ReplayBuffer:
@@ -113,12 +124,29 @@ class ReplayBuffer:
             self.values.pop(0)
 
     def sample(self, rng: np.random.Generator, batch_size: int, unroll: int) -> Batch:
+        return self.batch(self.sample_positions(rng, batch_size), unroll)
+
+    def sample_positions(self, rng: np.random.Generator, batch_size: int) -> list[tuple[int, int]]:
+        """``batch_size`` positions ``(trajectory index, move)``, uniform over all stored positions."""
         lengths = np.array([len(t) for t in self.trajectories])
         flat = rng.integers(0, lengths.sum(), batch_size)
         starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
         which = np.searchsorted(starts, flat, side="right") - 1
-        rows = [self._row(int(i), int(f - starts[i]), unroll) for i, f in zip(which, flat)]
+        return [(int(i), int(f - starts[i])) for i, f in zip(which, flat)]
+
+    def batch(self, positions: list[tuple[int, int]], unroll: int) -> Batch:
+        rows = [self._row(i, t, unroll) for i, t in positions]
         return Batch(*(np.stack(col) for col in zip(*rows)))
+
+    def set_targets(self, i: int, t: int, policy: np.ndarray, root_value: float) -> None:
+        """Reanalyse: replace the policy target and root value of move ``t`` of trajectory ``i``."""
+        traj = self.trajectories[i]
+        for name in ("policies", "root_values"):  # arrays from Ray's object store are read-only
+            if not getattr(traj, name).flags.writeable:
+                setattr(traj, name, getattr(traj, name).copy())
+        traj.policies[t] = policy
+        traj.root_values[t] = root_value
+        self.values[i] = n_step_values(traj.rewards, traj.root_values, self.td_steps, self.discount)
 
     def _row(self, i: int, t: int, K: int):
         traj, values = self.trajectories[i], self.values[i]
@@ -129,6 +157,10 @@ class ReplayBuffer:
         tp = np.zeros((K + 1, A), np.float32)
         tm = np.zeros((K + 1, A), bool)
         valid = np.zeros(K + 1, np.float32)
+        nv = np.zeros((K,) + traj.vectors.shape[1:], np.float32)
+        na = np.zeros((K,) + traj.action_feats.shape[1:], np.float32)
+        nm = np.zeros((K, A), bool)
+        nm[:, -1] = True  # past the end: only "slow" (the rows are not used, valid = 0)
         for k in range(K + 1):
             s = t + k
             if k > 0 and s - 1 < T:
@@ -137,7 +169,9 @@ class ReplayBuffer:
                 tv[k], tp[k], tm[k], valid[k] = values[s], traj.policies[s], traj.masks[s], 1.0
                 if k < K:
                     played[k] = traj.actions[s]
-        return traj.vectors[t], traj.action_feats[t], traj.masks[t], played, tv, tr, tp, tm, valid
+                if k > 0:
+                    nv[k - 1], na[k - 1], nm[k - 1] = traj.vectors[s], traj.action_feats[s], traj.masks[s]
+        return traj.vectors[t], traj.action_feats[t], traj.masks[t], played, tv, tr, tp, tm, valid, nv, na, nm
 
     def compact(self) -> list[dict[str, Any]]:
         return [t.compact() for t in self.trajectories]

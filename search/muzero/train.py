@@ -12,7 +12,28 @@ gradient is halved at each dynamics step, as in MuZero):
 * value:  MSE between the value head and ``value_scale`` x the n-step target;
 * reward: MSE between the reward head and ``value_scale`` x the observed reward;
 * legality: binary cross-entropy of the legality head against the true mask (it masks
-  actions inside the learned model, see :mod:`search.muzero.models`).
+  actions inside the learned model, see :mod:`search.muzero.models`);
+* consistency (EfficientZero, Ye et al. 2021), weight ``consistency_weight``, steps 1..K: the
+  dynamics' latent after ``k`` steps should match the representation ``h`` of the real
+  observation at step ``k`` (the target is computed without gradient: a stop-gradient, so only
+  the dynamics and the representation of the *start* move towards it). The distance is
+  ``1 - cosine similarity``, averaged over the latent's two parts (the state vector and the
+  per-action embeddings, each embedding compared with its own slot): 0 when they agree. No
+  projector / predictor head (EfficientZero has one): the network's parameters, and so the
+  shipped checkpoints, stay as they are.
+
+Reanalyse (MuZero Reanalyse, Schrittwieser et al. 2021), ``reanalyse_fraction`` of each batch:
+before a gradient step the first ``round(reanalyse_fraction x batch_size)`` sampled positions
+are searched again with the current network (the self-play search model, without root noise,
+so the fresh target is a function of the weights alone) and their policy target and root value
+are written back into the replay buffer (the n-step value targets of that game are recomputed,
+so later positions bootstrapping from it get the fresh value). The batch is then built from the
+buffer, so those rows train on the fresh targets. With the learned model the search needs only
+the stored observation; with the simulator the position is rebuilt by replaying the game's
+recipe and actions. Checkpoints store the rewritten targets, so a resumed run continues exactly.
+
+A checkpoint whose saved training config predates these two fields resumes with both off
+(``TrainConfig.from_dict``): it continues the run it was, bit for bit.
 
 Determinism: all sampling uses one ``numpy.random.Generator`` seeded by ``--seed``; the
 weights are initialised from a ``torch.Generator`` with the same seed; training runs with
@@ -32,7 +53,7 @@ import torch
 from torch.nn import functional as F
 
 from search.muzero import checkpoint as ckpt
-from search.muzero.features import obs_dims
+from search.muzero.features import ObsArrays, obs_dims
 from search.muzero.networks import MuZeroNet, NetworkConfig, parameter_count
 from search.muzero.problems import Curriculum, Recipe
 from search.muzero.replay import Batch, ReplayBuffer, rebuild
@@ -62,11 +83,22 @@ class TrainConfig:
     hidden: int = 64
     value_scale: float = 10.0
     curriculum: Curriculum = field(default_factory=Curriculum)
+    consistency_weight: float = 1.0  # EfficientZero's latent consistency (module docstring); 0 = off
+    reanalyse_fraction: float = 0.25  # of each batch's positions searched again with the current network
+
+    @property
+    def reanalysed_per_batch(self) -> int:
+        return int(round(self.reanalyse_fraction * self.batch_size))
 
     def search_config(self) -> SearchConfig:
         return SearchConfig(simulations=self.simulations, method=self.search_method, discount=self.discount,
                             root_noise=self.search_method == "puct", temperature=1.0 if self.search_method == "puct"
                             else 0.0)
+
+    def reanalyse_search_config(self) -> SearchConfig:
+        """Self-play's search without its noise: the fresh target depends on the weights only."""
+        return SearchConfig(simulations=self.simulations, method=self.search_method, discount=self.discount,
+                            root_noise=False, temperature=0.0, gumbel_scale=0.0)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -75,6 +107,9 @@ class TrainConfig:
     def from_dict(d: dict) -> "TrainConfig":
         d = dict(d)
         d["curriculum"] = Curriculum(**d.get("curriculum", {}))
+        # Saved before consistency and reanalyse existed: that run trained without them, so it resumes without them.
+        d.setdefault("consistency_weight", 0.0)
+        d.setdefault("reanalyse_fraction", 0.0)
         return TrainConfig(**d)
 
 
@@ -110,12 +145,24 @@ def _optimizer(net: MuZeroNet, config: TrainConfig) -> torch.optim.Optimizer:
 
 
 def new_state(config: TrainConfig, seed: int, make_game: Callable[[Recipe], Any], game_config: dict,
-              probe: Recipe) -> TrainState:
-    """A fresh run: network shapes from the observation of ``make_game(probe)``."""
+              probe: Recipe, init: dict[str, Any] | None = None) -> TrainState:
+    """A fresh run: network shapes from the observation of ``make_game(probe)``.
+
+    ``init``: a loaded checkpoint (e.g. a model-only export) whose weights the run starts from
+    instead of the seeded initialisation; its network and game config must match this run's.
+    """
     dims = obs_dims(make_game(probe).observation())
     net_config = NetworkConfig(dims.obs_dim, dims.action_features, dims.num_actions, config.latent,
                                config.action_latent, config.hidden, config.value_scale)
     net = MuZeroNet(net_config, torch.Generator().manual_seed(seed))
+    if init is not None:
+        if init.get("features"):
+            raise ckpt.CheckpointError(f"init checkpoint reads features {init['features']!r}; self-play reads the plain "
+                                       "observation")
+        if dict(init.get("network", {})) != net_config.as_dict() or dict(init.get("game", {})) != dict(game_config):
+            raise ckpt.CheckpointError(f"init checkpoint is another network or game ({init.get('network')}, "
+                                       f"{init.get('game')}) than this run's ({net_config.as_dict()}, {game_config})")
+        net.load_state_dict(init["model"])
     return TrainState(config=config, net=net, optimizer=_optimizer(net, config), rng=np.random.default_rng(seed),
                       replay=ReplayBuffer(config.replay_capacity, config.td_steps, config.discount),
                       game_config=dict(game_config))
@@ -161,10 +208,11 @@ def loss(net: MuZeroNet, batch: Batch, config: TrainConfig) -> tuple[torch.Tenso
     scale = net.config.value_scale
     K = t["played"].shape[1]
     state, emb = net.initial(t["vector"], t["actions"], t["mask"])
-    parts = {"policy": 0.0, "value": 0.0, "reward": 0.0, "legal": 0.0}
+    parts = {"policy": 0.0, "value": 0.0, "reward": 0.0, "legal": 0.0, "consistency": 0.0}
     total = torch.zeros(())
     reward = torch.zeros(())  # set by the dynamics step before it is first used (k = 1)
     B = t["vector"].shape[0]
+    targets = consistency_targets(net, t) if config.consistency_weight > 0 and K > 0 else None
     for k in range(K + 1):
         weight = 1.0 if k == 0 else 1.0 / K
         logits, value, legal = net.predict(state, emb)
@@ -186,7 +234,29 @@ def loss(net: MuZeroNet, batch: Batch, config: TrainConfig) -> tuple[torch.Tenso
         if k < K:
             state, emb, reward = net.recurrent(state, emb, t["played"][:, k])
             state, emb = _scale_grad(state, 0.5), _scale_grad(emb, 0.5)
+            if targets is not None:
+                c = consistency_loss(state, emb, targets[0][:, k], targets[1][:, k], t["valid"][:, k + 1])
+                total = total + (config.consistency_weight / K) * c.sum()
+                parts["consistency"] += float(c.detach().sum()) / K
     return total / B, {k: v / B for k, v in parts.items()}
+
+
+def consistency_targets(net: MuZeroNet, t: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    """``h`` of the real observations at steps 1..K, without gradient: ``([B, K, L], [B, K, A, d])``."""
+    nv, na, nm = t["next_vector"], t["next_actions"], t["next_mask"]
+    B, K, A = nm.shape
+    with torch.no_grad():
+        s, e = net.initial(nv.reshape(B * K, -1), na.reshape(B * K, A, -1), nm.reshape(B * K, A))
+    return s.reshape(B, K, -1), e.reshape(B, K, A, -1)
+
+
+def consistency_loss(state: torch.Tensor, emb: torch.Tensor, target_state: torch.Tensor, target_emb: torch.Tensor,
+                     valid: torch.Tensor) -> torch.Tensor:
+    """Per position ``[B]``: ``1 - cos`` of the dynamics' latent and the target, mean of the state part and of
+    the per-slot embeddings, times ``valid``. The targets are detached (stop-gradient)."""
+    cs = F.cosine_similarity(state, target_state.detach(), dim=-1, eps=1e-8)
+    ce = F.cosine_similarity(emb, target_emb.detach(), dim=-1, eps=1e-8).mean(-1)
+    return (1.0 - 0.5 * (cs + ce)) * valid
 
 
 def self_play(state: TrainState, make_game: Callable[[Recipe], Any]) -> dict[str, float]:
@@ -244,7 +314,10 @@ def train(state: TrainState, until_step: int, make_game: Callable[[Recipe], Any]
             state.net.eval()
             played = (play or self_play)(state, make_game)
             acc = {}
-        batch = state.replay.sample(state.rng, cfg.batch_size, cfg.unroll)
+        positions = state.replay.sample_positions(state.rng, cfg.batch_size)
+        if cfg.reanalysed_per_batch > 0:
+            reanalyse(state, positions[:cfg.reanalysed_per_batch], make_game)
+        batch = state.replay.batch(positions, cfg.unroll)
         total, parts = loss(state.net, batch, cfg)
         state.optimizer.zero_grad()
         total.backward()
@@ -267,9 +340,33 @@ def train(state: TrainState, until_step: int, make_game: Callable[[Recipe], Any]
     return state
 
 
+def reanalyse(state: TrainState, positions: list[tuple[int, int]], make_game: Callable[[Recipe], Any]) -> int:
+    """Search the stored ``positions`` again with the current network and write the fresh policy targets
+    and root values back into the replay buffer (module docstring). Returns the positions searched."""
+    cfg = state.config
+    agent = Agent(state.net, cfg.reanalyse_search_config(), cfg.model)
+    rng = np.random.default_rng(0)  # unused: the reanalyse search has no noise
+    done = set()
+    for i, t in positions:
+        if (i, t) in done:
+            continue
+        done.add((i, t))
+        traj = state.replay.trajectories[i]
+        obs = ObsArrays(traj.vectors[t], traj.action_feats[t], traj.masks[t])
+        game = None
+        if cfg.model == "simulator":  # the true game at move t: replay the recipe's first t moves
+            game = make_game(traj.recipe)
+            for a in traj.actions[:t]:
+                game.step(int(a))
+        result = agent.search(game, rng, obs=obs)
+        state.replay.set_targets(i, t, result.policy, result.value)
+    return len(done)
+
+
 def describe(state: TrainState) -> str:
     return (f"network: {parameter_count(state.net)} parameters, {state.net.config}; "
             f"game: {state.game_config}")
 
 
-__all__ = ["TrainConfig", "TrainState", "new_state", "resume_state", "train", "loss", "self_play"]
+__all__ = ["TrainConfig", "TrainState", "new_state", "resume_state", "train", "loss", "self_play", "reanalyse",
+           "consistency_loss"]

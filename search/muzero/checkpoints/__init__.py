@@ -2,5 +2,7 @@
 
 ``default.pt``: what ``--solver muzero`` loads (the guided search's prior, features ``encoder/2``;
 experiments/results/muzero_expert_training.md). ``selfplay.pt``: the earlier Gumbel self-play network
-on the plain observation, the default of ``method=gumbel|puct`` (experiments/results/muzero_training.md).
+on the plain observation, the default of ``model=learned|simulator`` and ``method=gumbel|puct``
+(experiments/results/muzero_training.md; why ``model=learned`` has no network of its own:
+experiments/results/muzero_learned_arm.md).
 """
