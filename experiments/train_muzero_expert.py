@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from search.muzero.checkpoint import CheckpointError
 from search.muzero.expert import ExpertConfig, resume, train
 
 SHIPPED = Path(__file__).resolve().parents[1] / "search" / "muzero" / "checkpoints" / "default.pt"
@@ -52,6 +53,13 @@ def main() -> None:
     ap.add_argument("--aux-weight", type=float, default=0.0,
                     help="weight of the auxiliary target (does the buffer end in fast memory)")
     args = ap.parse_args()
+    try:
+        run(args)
+    except (ValueError, CheckpointError) as exc:  # bad options or checkpoint: one line, no traceback
+        raise SystemExit(f"train_muzero_expert: {exc}") from None
+
+
+def run(args) -> None:
     answer = select_pack_answer(args.teacher_seconds)
     if args.resume:
         resume(args.resume, time_limit=args.time_limit, out=args.out, log_path=args.log, max_games=args.games,

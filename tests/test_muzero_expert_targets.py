@@ -167,3 +167,24 @@ def test_reanalyse_relabels_with_the_current_network_and_resume_continues_identi
             np.isclose(np.sort(fresh)[-1], np.sort(fresh)[-2])
         moved += not np.allclose(old[i], state.replay["target"][i])
     assert moved > 0 and report["reanalyse_shift"] > 0
+
+
+@pytest.mark.parametrize("bad,match", [({"realistic_share": 1.5}, "realistic-share"), ({"min_size": 300}, "sizes"),
+                                       ({"teacher_prior": "oracle"}, "teacher prior"), ({"teacher": "x"}, "teacher"),
+                                       ({"reanalyse_per_game": -1}, "reanalyse"), ({"teacher_simulations": 0}, "teacher")])
+def test_bad_expert_options_are_refused_in_one_line(bad, match):
+    with pytest.raises(ValueError, match=match):
+        _config(**bad)
+
+
+def test_training_script_reports_bad_options_in_one_line(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    run = subprocess.run([sys.executable, str(root / "experiments" / "train_muzero_expert.py"), "--realistic-share", "2",
+                          "--out", str(tmp_path / "x.pt")], capture_output=True, text=True, cwd=root)
+    assert run.returncode != 0 and "Traceback" not in run.stderr
+    assert run.stderr.strip().splitlines() == ["train_muzero_expert: realistic-share must be in [0, 1], got 2.0"]
+    assert not list(tmp_path.iterdir())  # nothing written

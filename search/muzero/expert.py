@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from search.mcts import Episode
 
 FORMAT = ckpt.FORMAT
+TEACHER_PRIORS = ("uniform", "relaxation", "network")
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,24 @@ class ExpertConfig:
     value_weight: float = 0.0  # loss weight of the value target relative to the greedy rollout
     aux_weight: float = 0.0  # loss weight of the auxiliary target (ends in fast memory)
 
+    def __post_init__(self):
+        if self.teacher not in ("search", "answer"):
+            raise ValueError(f"unknown teacher {self.teacher!r} (known: search, answer)")
+        if self.teacher_prior not in TEACHER_PRIORS:
+            raise ValueError(f"unknown teacher prior {self.teacher_prior!r} (known: {', '.join(TEACHER_PRIORS)})")
+        for name in ("layered_share", "realistic_share", "min_capacity", "max_capacity"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"{name.replace('_', '-')} must be in [0, 1], got {getattr(self, name)}")
+        if not 1 <= self.min_size <= self.max_size or self.min_capacity > self.max_capacity:
+            raise ValueError(f"sizes {self.min_size}..{self.max_size} and capacities {self.min_capacity}.."
+                             f"{self.max_capacity} must be non-empty ranges")
+        for name in ("student_simulations", "teacher_simulations", "batch_size", "replay_capacity"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
+        for name in ("states_per_game", "updates_per_game", "reanalyse_per_game", "value_weight", "aux_weight"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name.replace('_', '-')} must be >= 0, got {getattr(self, name)}")
+
     @property
     def extra_targets(self) -> bool:
         return self.value_weight > 0 or self.aux_weight > 0
@@ -98,8 +117,6 @@ class _State:
 
     def __init__(self, config: ExpertConfig, net: MuZeroNet, game_fields: dict, rng: np.random.Generator,
                  teacher_answer: "TeacherAnswer | None" = None):
-        if config.teacher not in ("search", "answer"):
-            raise ValueError(f"unknown teacher {config.teacher!r} (known: search, answer)")
         if config.teacher == "answer" and teacher_answer is None:
             raise ValueError("teacher 'answer' needs a teacher_answer function (problem, hardware) -> offsets")
         self.config, self.net, self.game_fields, self.rng = config, net, dict(game_fields), rng
@@ -125,7 +142,6 @@ class _State:
 
 
 REPLAY_KEYS = ("vector", "actions", "mask", "target", "value", "aux")
-TEACHER_PRIORS = ("uniform", "relaxation", "network")
 
 
 @dataclass(frozen=True)
