@@ -50,6 +50,8 @@ def main() -> None:
     ap.add_argument("--reanalyse", type=int, default=0, help="earlier labelled states relabelled per game")
     ap.add_argument("--value-weight", type=float, default=0.0,
                     help="weight of the value target relative to the greedy rollout")
+    ap.add_argument("--teacher-target", default="visits", choices=("visits", "best", "mix"),
+                    help="the teacher search's root visits, the move of its best episode, or their mean")
     ap.add_argument("--aux-weight", type=float, default=0.0,
                     help="weight of the auxiliary target (does the buffer end in fast memory)")
     args = ap.parse_args()
@@ -71,7 +73,8 @@ def run(args) -> None:
                           features=args.features, exploration=args.exploration, teacher_prior=args.teacher_prior,
                           teacher=args.teacher, teacher_exploration=args.teacher_exploration,
                           realistic_share=args.realistic_share, reanalyse_per_game=args.reanalyse,
-                          value_weight=args.value_weight, aux_weight=args.aux_weight)
+                          value_weight=args.value_weight, aux_weight=args.aux_weight,
+                          teacher_target=args.teacher_target)
     train(args.out, init=None if args.init == "none" else args.init, config=config, time_limit=args.time_limit,
           log_path=args.log, max_games=args.games, teacher_answer=answer)
 

@@ -188,3 +188,28 @@ def test_training_script_reports_bad_options_in_one_line(tmp_path):
     assert run.returncode != 0 and "Traceback" not in run.stderr
     assert run.stderr.strip().splitlines() == ["train_muzero_expert: realistic-share must be in [0, 1], got 2.0"]
     assert not list(tmp_path.iterdir())  # nothing written
+
+
+@pytest.mark.parametrize("kind", ["best", "mix"])
+def test_best_episode_targets_follow_the_teachers_best_episode(tmp_path, kind):
+    from search.muzero.expert import _label, answer_policy, teacher_search, train
+
+    state = train(str(tmp_path / "x.pt"), config=_config(teacher_prior="relaxation", teacher_target=kind,
+                                                          reanalyse_per_game=0), time_limit=120, max_games=1)
+    targets = np.stack(state.replay["target"])
+    np.testing.assert_allclose(targets.sum(1), 1.0, rtol=1e-6)
+    assert (targets.max(1) >= (1.0 if kind == "best" else 0.5) - 1e-6).all()
+    game = _game()
+    for _ in range(5):
+        game.step(game.greedy_action())
+    target, _, _ = _label(state, game, np.random.default_rng(3), None, 1.0)
+    visits, best = teacher_search(game, 8, np.random.default_rng(3), "relaxation", 10.0)
+    move = answer_policy(game, best.offsets)
+    np.testing.assert_allclose(target, move if kind == "best" else 0.5 * (visits + move))
+
+
+def test_training_refuses_a_missing_output_directory_before_playing(tmp_path):
+    from search.muzero.expert import train
+
+    with pytest.raises(ValueError, match="does not exist"):
+        train(str(tmp_path / "missing" / "x.pt"), config=_config(), time_limit=120, max_games=1)

@@ -61,6 +61,7 @@ if TYPE_CHECKING:
 
 FORMAT = ckpt.FORMAT
 TEACHER_PRIORS = ("uniform", "relaxation", "network")
+TEACHER_TARGETS = ("visits", "best", "mix")
 
 
 @dataclass(frozen=True)
@@ -88,10 +89,14 @@ class ExpertConfig:
     reanalyse_per_game: int = 0  # earlier labelled states relabelled by the current teacher, per game
     value_weight: float = 0.0  # loss weight of the value target relative to the greedy rollout
     aux_weight: float = 0.0  # loss weight of the auxiliary target (ends in fast memory)
+    teacher_target: str = "visits"  # "visits": the search's root visits; "best": the move of its best episode;
+    #                                 "mix": the mean of the two
 
     def __post_init__(self):
         if self.teacher not in ("search", "answer"):
             raise ValueError(f"unknown teacher {self.teacher!r} (known: search, answer)")
+        if self.teacher_target not in TEACHER_TARGETS:
+            raise ValueError(f"unknown teacher target {self.teacher_target!r} (known: {', '.join(TEACHER_TARGETS)})")
         if self.teacher_prior not in TEACHER_PRIORS:
             raise ValueError(f"unknown teacher prior {self.teacher_prior!r} (known: {', '.join(TEACHER_PRIORS)})")
         for name in ("layered_share", "realistic_share", "min_capacity", "max_capacity"):
@@ -316,6 +321,9 @@ def _label(state: _State, game, rng: np.random.Generator, numpy_net, greedy_tota
     target, best = teacher_search(game, c.teacher_simulations, rng, c.teacher_prior,
                                   c.exploration if c.teacher_exploration is None else c.teacher_exploration,
                                   network=numpy_net if c.teacher_prior == "network" else None)
+    if c.teacher_target != "visits":  # the move of the best complete episode the teacher saw (hindsight)
+        best_move = answer_policy(game, best.offsets)
+        target = best_move if c.teacher_target == "best" else 0.5 * (target + best_move)
     if not c.extra_targets:  # the greedy rollout costs a game's length: only when trained on
         return target, 0.0, 0.0
     return target, relative_value(best.value, game, greedy_total), float(best.offsets[game.current] >= 0)
@@ -400,6 +408,9 @@ def _save(state: _State, out: Path) -> None:
 
 
 def _loop(state: _State, out: Path, time_limit: float, log_path: Path | None, max_games: int | None) -> _State:
+    for path in (out, log_path):  # before the games, not at the first save
+        if path is not None and not path.parent.is_dir():
+            raise ValueError(f"cannot write {path}: directory {path.parent} does not exist")
     torch.set_num_threads(1)
     t0 = time.monotonic()
     last_save = t0
