@@ -12,8 +12,11 @@ Loop, one game at a time:
    ``student_simulations`` per move, greedy rollouts to the end, tree reuse;
 3. on ``states_per_game`` of the states the student reached with more than one legal move, a
    **teacher** gives the policy target: a search from that state (``teacher="search"``: plain UCT,
-   or pUCT on the relaxation prior, with ``teacher_simulations`` simulations), its root visit
-   distribution; or (``teacher="answer"``) a stronger solver's answer to the whole problem, computed
+   pUCT on the relaxation prior, or pUCT on the current network's prior -- AlphaZero's expert
+   iteration, Anthony et al. NeurIPS 2017 -- with ``teacher_simulations`` simulations): its root
+   visit distribution (``teacher_target="visits"``), the move of the best complete episode it saw
+   (``"best"``: hindsight; that episode passes through the state, so its layout is reachable), or
+   the mean of the two (``"mix"``); or (``teacher="answer"``) a stronger solver's answer to the whole problem, computed
    once per game, as a one-hot target (:func:`answer_policy`): DAgger (Ross et al., AISTATS 2011),
    the expert's labels on the states the student reaches;
 4. **reanalyse** (Schrittwieser et al. 2021): ``reanalyse_per_game`` labelled states of earlier
@@ -24,8 +27,8 @@ Loop, one game at a time:
    targets, on batches drawn from a replay of the last ``replay_capacity`` labelled states; with
    ``value_weight`` > 0 also MSE between the value head and the **value target relative to the
    greedy rollout**: ``100 x (best teacher episode - greedy rollout from the same state) / greedy
-   episode of the whole problem`` (percent, so normalised per problem; about 0 to 5, where absolute
-   returns differ by 0.1% between moves); with ``aux_weight`` > 0 binary cross-entropy of the
+   episode of the whole problem`` (percent, so normalised per problem; 0 to ~20, where absolute
+   returns differ by ~0.1% between moves); with ``aux_weight`` > 0 binary cross-entropy of the
    **auxiliary head** (``NetworkConfig.aux``): does the current buffer end in fast memory in the
    teacher's best episode. Both need a search teacher.
 
