@@ -61,7 +61,7 @@ def test_rebuilt_state_equals_the_state_reached():
     while game.steps < 30:
         legal = game.legal_actions()
         game.step(int(legal[rng.integers(len(legal))]))  # not the greedy's moves: a state only offsets can rebuild
-    again = rebuild_state(Origin((recipe.kind, recipe.n, recipe.seed, recipe.capacity_fraction), game.offsets(),
+    again = rebuild_state(Origin(recipe, game.offsets(),
                                  game.steps), FIELDS)
     assert again.steps == game.steps and again.current == game.current
     np.testing.assert_array_equal(again.offsets(), game.offsets())

@@ -27,18 +27,18 @@ Loop, one game at a time:
    targets, on batches drawn from a replay of the last ``replay_capacity`` labelled states; with
    ``value_weight`` > 0 also MSE between the value head and the **value target relative to the
    greedy rollout**: ``100 x (best teacher episode - greedy rollout from the same state) / greedy
-   episode of the whole problem`` (percent, so normalised per problem; 0 to ~20, where absolute
-   returns differ by ~0.1% between moves); with ``aux_weight`` > 0 binary cross-entropy of the
+   episode of the whole problem`` (percent, so normalised per problem; on the cur159 run's 1,272
+   labelled states 0 to 37, median 0, 90th percentile 1.3); with ``aux_weight`` > 0 binary cross-entropy of the
    **auxiliary head** (``NetworkConfig.aux``): does the current buffer end in fast memory in the
    teacher's best episode. Both need a search teacher.
 
 The guided search reads only the policy: the value and auxiliary heads are trained for what
-they teach the shared representation (auxiliary tasks, Jaderberg et al. ICLR 2017), and their
-errors are logged. One process, one torch thread. A checkpoint (format ``mallocgame.muzero/1``, so the solver reads it
-as it reads any) is written every ``checkpoint_seconds`` and at the end, with the optimiser, the
-replay, the generator state and the log; :func:`resume` takes its path and continues. Each
-checkpoint also leaves a model-only snapshot ``<out>.g<games>.pt`` for choosing the best on the
-tuning problems.
+they teach the shared representation (auxiliary tasks, Jaderberg et al. ICLR 2017); the log has
+the total loss only, not their parts. One process, one torch thread. A checkpoint (format
+``mallocgame.muzero/1``, so the solver reads it as it reads any) is written every
+``checkpoint_seconds`` and at the end, with the optimiser, the replay, the generator state and
+the log; :func:`resume` takes its path and continues. Each checkpoint also leaves a model-only
+snapshot ``<out>.g<games>.pt`` for choosing the best on the tuning problems.
 """
 
 from __future__ import annotations
@@ -58,6 +58,7 @@ from torch.nn import functional as F
 from search.muzero import checkpoint as ckpt
 from search.muzero.guide import input_vector
 from search.muzero.networks import MuZeroNet, NetworkConfig
+from search.muzero.problems import Recipe
 
 if TYPE_CHECKING:
     from search.mcts import Episode
@@ -157,14 +158,15 @@ class Origin:
     """Where a labelled state was reached: the problem's recipe and the offsets ``[n]`` decided so far
     (-1 slow or undecided), enough to rebuild the state in the fixed-order game (:func:`rebuild_state`)."""
 
-    recipe: tuple  # (kind, n, seed, capacity_fraction)
+    recipe: "Recipe"
     offsets: np.ndarray
     steps: int
 
 
 def _pack_origins(origins: list) -> dict:
     known = [o for o in origins if o is not None]
-    return {"recipes": json.dumps([None if o is None else [list(o.recipe), o.steps, len(o.offsets)] for o in origins]),
+    entries = [None if o is None else [list(dataclasses.astuple(o.recipe)), o.steps, len(o.offsets)] for o in origins]
+    return {"recipes": json.dumps(entries),
             "offsets": torch.from_numpy(np.concatenate([o.offsets for o in known]) if known else np.zeros(0, np.int64))}
 
 
@@ -177,7 +179,7 @@ def _unpack_origins(packed: dict | None, count: int) -> list:
             out.append(None)
             continue
         recipe, steps, n = item
-        out.append(Origin(tuple(recipe), flat[at:at + n].astype(np.int64), int(steps)))
+        out.append(Origin(Recipe(*recipe), flat[at:at + n].astype(np.int64), int(steps)))
         at += n
     return out
 
@@ -220,12 +222,6 @@ def teacher_search(game, simulations: int, rng: np.random.Generator, prior: str 
     return target / target.sum(), best
 
 
-def teacher_policy(game, simulations: int, rng: np.random.Generator, prior: str = "uniform",
-                   exploration: float = 1.0, network=None) -> np.ndarray:
-    """Root visit distribution ``[num_actions]`` of :func:`teacher_search`."""
-    return teacher_search(game, simulations, rng, prior, exploration, network)[0]
-
-
 def relative_value(best_value: float, game, greedy_total: float) -> float:
     """The value target relative to the greedy rollout: ``100 x (best_value - greedy rollout from
     game) / greedy_total`` (percent of the whole problem's greedy episode; ``game`` not changed)."""
@@ -236,14 +232,16 @@ def relative_value(best_value: float, game, greedy_total: float) -> float:
     return 100.0 * (best_value - rollout.total_reward()) / (greedy_total if greedy_total > 0 else 1.0)
 
 
-def rebuild_state(origin: Origin, game_fields: dict):
+def rebuild_state(origin: Origin, game_fields: dict, start=None):
     """The fixed-order game of ``origin.recipe`` after its first ``origin.steps`` decisions,
-    replayed by following ``origin.offsets`` (:func:`answer_policy`)."""
+    replayed by following ``origin.offsets`` (:func:`answer_policy`); ``start``: that game before
+    any decision, if the caller built it (it is not changed)."""
     from search.game import Game, GameConfig
-    from search.muzero.problems import Recipe, build
+    from search.muzero.problems import build
 
-    problem, hw = build(Recipe(*origin.recipe))
-    game = Game(problem, hw, GameConfig(**game_fields))
+    if start is None:
+        start = Game(*build(origin.recipe), GameConfig(**game_fields))
+    game = start.clone()
     while game.steps < origin.steps:
         game.step(int(np.argmax(answer_policy(game, origin.offsets))))
     return game
@@ -311,7 +309,7 @@ def play_and_label(state: _State) -> dict[str, Any]:
         legal = np.flatnonzero(obs.mask)
         agree += int(legal[np.argmax(prior(g, legal))] == int(np.argmax(target)))
         _remember(state, g, obs, target, value, aux,
-                  Origin((recipe.kind, recipe.n, recipe.seed, recipe.capacity_fraction), g.offsets(), g.steps))
+                  Origin(recipe, g.offsets(), g.steps))
     n = problem.n if recipe.kind == "realistic" else recipe.n  # a realistic recipe's n is only a cap
     return {"game": state.games + 1, "kind": recipe.kind, "n": n, "capacity": recipe.capacity_fraction,
             "labelled": len(picks), "agree": agree, "vs_greedy": result.best.value / base if base > 0 else 1.0,
@@ -346,8 +344,10 @@ def _remember(state: _State, game, obs, target, value: float, aux: float, origin
 def reanalyse(state: _State) -> dict[str, float]:
     """Relabel ``reanalyse_per_game`` earlier states with the teacher as it is now (module docstring,
     step 4); returns how many and the mean total-variation change of their policy targets."""
+    from search.game import Game, GameConfig
     from search.mcts import play_greedy
     from search.muzero.inference import NumpyNet
+    from search.muzero.problems import build
 
     c = state.config
     known = [i for i, o in enumerate(state.origins) if o is not None]
@@ -359,10 +359,11 @@ def reanalyse(state: _State) -> dict[str, float]:
     shifts = []
     for p in sorted(int(p) for p in picks):
         i = known[p]
-        game = rebuild_state(state.origins[i], state.game_fields)
-        greedy = rebuild_state(dataclasses.replace(state.origins[i], steps=0), state.game_fields)
-        play_greedy(greedy)
-        target, value, aux = _label(state, game, rng, numpy_net, greedy.total_reward())
+        start = Game(*build(state.origins[i].recipe), GameConfig(**state.game_fields))
+        game = rebuild_state(state.origins[i], state.game_fields, start)
+        if c.extra_targets:  # the whole problem's greedy episode normalises the value target
+            play_greedy(start)
+        target, value, aux = _label(state, game, rng, numpy_net, start.total_reward())
         shifts.append(0.5 * float(np.abs(target - state.replay["target"][i]).sum()))
         state.replay["target"][i] = target.astype(np.float32)
         state.replay["value"][i] = np.float32(value)
@@ -381,20 +382,19 @@ def learn(state: _State) -> float:
     state.net.train()
     for _ in range(c.updates_per_game):
         idx = state.rng.integers(0, n, size=min(c.batch_size, n))
-        vector = torch.from_numpy(np.stack([state.replay["vector"][i] for i in idx]))
-        actions = torch.from_numpy(np.stack([state.replay["actions"][i] for i in idx]))
-        mask = torch.from_numpy(np.stack([state.replay["mask"][i] for i in idx]))
-        target = torch.from_numpy(np.stack([state.replay["target"][i] for i in idx]))
-        s, emb = state.net.initial(vector, actions, mask)
+
+        def column(key: str) -> torch.Tensor:
+            return torch.from_numpy(np.stack([state.replay[key][i] for i in idx]))
+
+        mask, target = column("mask"), column("target")
+        s, emb = state.net.initial(column("vector"), column("actions"), mask)
         logits, value, _ = state.net.predict(s, emb)
         logp = F.log_softmax(logits.masked_fill(~mask, -1e9), -1)
         loss = -(target * logp).sum(-1).mean()
         if c.value_weight > 0:
-            value_target = torch.from_numpy(np.stack([state.replay["value"][i] for i in idx]))
-            loss = loss + c.value_weight * ((value - value_target) ** 2).mean()
+            loss = loss + c.value_weight * ((value - column("value")) ** 2).mean()
         if c.aux_weight > 0:
-            aux_target = torch.from_numpy(np.stack([state.replay["aux"][i] for i in idx]))
-            loss = loss + c.aux_weight * F.binary_cross_entropy_with_logits(state.net.auxiliary(s, emb), aux_target)
+            loss = loss + c.aux_weight * F.binary_cross_entropy_with_logits(state.net.auxiliary(s, emb), column("aux"))
         state.opt.zero_grad()
         loss.backward()
         state.opt.step()
