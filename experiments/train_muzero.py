@@ -24,7 +24,9 @@ from _common import ROOT, run_mallocgame, write_results
 
 TRAIN_ARGS = ["--steps", "100000", "--time-budget", "1680", "--model", "simulator", "--search", "gumbel",
               "--simulations", "8", "--games-per-iter", "4", "--updates-per-iter", "16", "--order", "xla",
-              "--k", "16", "--min-size", "16", "--max-size", "64", "--seed", "0"]
+              "--k", "16", "--min-size", "16", "--max-size", "64", "--seed", "0",
+              # selfplay.pt trained before these existed; they are on by default since (issue 10, model=learned)
+              "--consistency-weight", "0", "--reanalyse-fraction", "0"]
 SHIPPED = ROOT / "search" / "muzero" / "checkpoints" / "selfplay.pt"
 
 
