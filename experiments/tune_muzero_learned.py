@@ -38,6 +38,7 @@ def main() -> None:
     if args.losses:
         return losses(args.losses, args.checkpoints.split(","))
     from search.game import Game, GameConfig
+    from search.mcts import play_greedy
     from search.muzero.torchless import load_inference
 
     show = Transcript()
@@ -53,8 +54,7 @@ def main() -> None:
         greedy = []
         for _, problem, hw, _ in insts:
             g = Game(problem, hw, GameConfig(**game_fields))
-            while not g.done:
-                g.step(g.greedy_action())
+            play_greedy(g)
             greedy.append(g.total_reward())
         for c in (float(x) for x in args.c_scales.split(",")):
             gaps, ratios, searched = [], [], 0
