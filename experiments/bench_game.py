@@ -21,10 +21,10 @@ import time
 import numpy as np
 from _common import Transcript, write_results
 
-from hardware.spec import PRESETS
+from mallocgame.hardware.spec import PRESETS
 from mallocgame.inputs.generate import layered_network
-from search.game import Game, GameConfig
-from search.game_data import GameData
+from mallocgame.search.game import Game, GameConfig
+from mallocgame.search.game_data import GameData
 
 
 def play(game: Game, policy: str, rng: np.random.Generator) -> int:

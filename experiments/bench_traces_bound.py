@@ -25,7 +25,7 @@ import time
 import numpy as np
 from _common import benchmarks_dir, results_path, write_results
 
-from hardware.validator import peak, validate
+from mallocgame.hardware.validator import peak, validate
 from mallocgame.bounds import critical_window_bound
 from mallocgame.intervals import live_profile_of, max_live, maximal_times
 from mallocgame.io import load_problem

@@ -22,7 +22,7 @@ import argparse
 import numpy as np
 from _common import Transcript, write_results
 
-from hardware.spec import PRESETS
+from mallocgame.hardware.spec import PRESETS
 from mallocgame.inputs.generate import layered_network
 from mallocgame.runner import problem_bound, run_solver
 
@@ -81,8 +81,8 @@ def main() -> None:
 def compare_pack(args, show: Transcript) -> None:
     """Pack mode: fraction of bytes each solver's answer places within the capacity (1 = a packing)."""
     from mallocgame.io import load_problem
-    from search.game_data import GameData
-    from search.mcts import episode_value
+    from mallocgame.search.game_data import GameData
+    from mallocgame.search.mcts import episode_value
 
     hw = PRESETS["unit"]
     options = {k: v for k, v in {"variant": args.variant, "simulations": args.simulations}.items() if v is not None}

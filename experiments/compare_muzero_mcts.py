@@ -26,7 +26,7 @@ import time
 from _common import Transcript, fenced, write_results
 
 from mallocgame.runner import problem_bound, run_solver
-from search.muzero.problems import Recipe, build
+from mallocgame.search.muzero.problems import Recipe, build
 
 HELD_OUT = [Recipe("layered", 50, 101), Recipe("layered", 50, 102), Recipe("layered", 100, 103),
             Recipe("layered", 100, 104), Recipe("layered", 200, 105), Recipe("layered", 200, 106),

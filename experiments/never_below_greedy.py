@@ -31,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default="never_below_greedy.md")
     args = ap.parse_args(argv)
 
-    from hardware.spec import PRESETS
+    from mallocgame.hardware.spec import PRESETS
     from mallocgame.inputs.suites import suite_entries
     from mallocgame.runner import run_solver
 

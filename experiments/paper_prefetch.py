@@ -30,7 +30,7 @@ MAP_SOLVERS = ("greedy-xla", "select-pack")
 
 def lifted_times(json_path, suite: str, fraction: float) -> dict[tuple[str, str], float]:
     """``(input, solver) -> prefetch-mode time`` of every valid map answer in a compare JSON, lifted."""
-    from hardware.prefetch import PrefetchEvaluator
+    from mallocgame.hardware.prefetch import PrefetchEvaluator
     from mallocgame.comparison import prepare_inputs
     from mallocgame.prefetch import lift_map_answer
 

@@ -73,8 +73,8 @@ def main() -> int:
     ap.add_argument("--plots", default=os.path.join(ROOT, "experiments", "results", "schedule"))
     args = ap.parse_args()
 
-    from hardware.spec import PRESETS
-    from hybrid.reschedule import solve_with_reschedule
+    from mallocgame.hardware.spec import PRESETS
+    from mallocgame.hybrid.reschedule import solve_with_reschedule
     from mallocgame.inputs.load import fraction_capacity, prepare
     from mallocgame.intervals import max_live
     from mallocgame.plots import plot_live_orders, safe_name

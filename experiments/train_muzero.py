@@ -38,12 +38,12 @@ def command(run_dir: Path) -> list[str]:
 def evaluate(model_path: Path, simulations: int = 8) -> list[str]:
     import numpy as np
 
-    from search.muzero.env import game_factory
-    from search.muzero.problems import Recipe
-    from search.muzero.search import SearchConfig
-    from search.muzero.selfplay import Agent
-    from search.muzero.torchless import load_inference
-    from search.muzero.train import greedy_return
+    from mallocgame.search.muzero.env import game_factory
+    from mallocgame.search.muzero.problems import Recipe
+    from mallocgame.search.muzero.search import SearchConfig
+    from mallocgame.search.muzero.selfplay import Agent
+    from mallocgame.search.muzero.torchless import load_inference
+    from mallocgame.search.muzero.train import greedy_return
 
     net, payload = load_inference(str(model_path))
     make = game_factory(payload["game"])
@@ -76,12 +76,12 @@ def tune_c_scale(model_path: Path, simulations: int = 16) -> list[str]:
     """
     import numpy as np
 
-    from search.muzero.env import game_factory
-    from search.muzero.problems import Recipe
-    from search.muzero.search import SearchConfig
-    from search.muzero.selfplay import Agent
-    from search.muzero.torchless import load_inference
-    from search.muzero.train import greedy_return
+    from mallocgame.search.muzero.env import game_factory
+    from mallocgame.search.muzero.problems import Recipe
+    from mallocgame.search.muzero.search import SearchConfig
+    from mallocgame.search.muzero.selfplay import Agent
+    from mallocgame.search.muzero.torchless import load_inference
+    from mallocgame.search.muzero.train import greedy_return
 
     net, payload = load_inference(str(model_path))
     make = game_factory(payload["game"])
@@ -114,10 +114,10 @@ def tune_rollouts(simulations: int = 16) -> list[str]:
     import time
 
     from mallocgame.runner import run_solver
-    from search.muzero.env import game_factory
-    from search.muzero.problems import Recipe, build
-    from search.muzero.torchless import load_inference
-    from search.muzero.train import greedy_return
+    from mallocgame.search.muzero.env import game_factory
+    from mallocgame.search.muzero.problems import Recipe, build
+    from mallocgame.search.muzero.torchless import load_inference
+    from mallocgame.search.muzero.train import greedy_return
 
     _, payload = load_inference(str(SHIPPED))
     make = game_factory(payload["game"])
@@ -141,7 +141,7 @@ def tune_rollouts(simulations: int = 16) -> list[str]:
 
 
 def log_summary(train_path: Path) -> tuple[list[str], dict]:
-    from search.muzero import checkpoint as ckpt
+    from mallocgame.search.muzero import checkpoint as ckpt
 
     payload = ckpt.load(str(train_path))
     log = payload["log"]

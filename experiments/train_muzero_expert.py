@@ -15,8 +15,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from search.muzero.checkpoint import CheckpointError
-from search.muzero.expert import ExpertConfig, resume, train
+from mallocgame.search.muzero.checkpoint import CheckpointError
+from mallocgame.search.muzero.expert import ExpertConfig, resume, train
 
 SHIPPED = Path(__file__).resolve().parents[1] / "search" / "muzero" / "checkpoints" / "default.pt"
 

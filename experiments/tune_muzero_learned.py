@@ -23,7 +23,7 @@ from _common import Transcript, write_results
 from level_muzero_mcts import tuning
 
 from mallocgame.runner import problem_bound, run_solver
-from search.muzero.problems import build
+from mallocgame.search.muzero.problems import build
 
 
 def main() -> None:
@@ -37,9 +37,9 @@ def main() -> None:
     args = ap.parse_args()
     if args.losses:
         return losses(args.losses, args.checkpoints.split(","))
-    from search.game import Game, GameConfig
-    from search.mcts import play_greedy
-    from search.muzero.torchless import load_inference
+    from mallocgame.search.game import Game, GameConfig
+    from mallocgame.search.mcts import play_greedy
+    from mallocgame.search.muzero.torchless import load_inference
 
     show = Transcript()
     show(f"tuning set (seeds 201-212); model=learned; {args.simulations} simulations; seed {args.seed}")
@@ -78,8 +78,8 @@ def losses(train_path: str, checkpoints: list[str]) -> None:
     import numpy as np
     import torch
 
-    from search.muzero import checkpoint as ckpt
-    from search.muzero.train import configure_torch, loss, resume
+    from mallocgame.search.muzero import checkpoint as ckpt
+    from mallocgame.search.muzero.train import configure_torch, loss, resume
 
     configure_torch()
     state = resume(train_path)

@@ -24,7 +24,7 @@ from typing import Sequence
 
 import numpy as np
 
-from hardware.spec import HardwareSpec
+from mallocgame.hardware.spec import HardwareSpec
 from mallocgame.model import Problem
 
 

@@ -26,8 +26,8 @@ from typing import Sequence
 
 import numpy as np
 
-from hardware.evaluator import Evaluator
-from hardware.spec import HardwareSpec
+from mallocgame.hardware.evaluator import Evaluator
+from mallocgame.hardware.spec import HardwareSpec
 from mallocgame.model import FastInterval, Problem
 
 

@@ -32,12 +32,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hardware.evaluator import Evaluator
+from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.intervals import OverlapIndex, live_profile, overlap_index
 from mallocgame.model import Problem, Solution, Status, offsets_array, offsets_tuple
 from mallocgame.placement import greedy_place, pack_start, push_down, xla_order
 from mallocgame.protocol import Solver, solver_deadline
-from solvers.cpsat.model import Limits, Part, solve_part, value_terms
+from mallocgame.solvers.cpsat.model import Limits, Part, solve_part, value_terms
 
 K_MIN, K_START, K_MAX = 12, 40, 600
 FIXED_BUDGET = 1500  # fixed rectangles per pack step, so huge traces still give small models
@@ -132,7 +132,7 @@ class LargeNeighbourhoodSearch(ModeDispatch):
         have, and the hint are the starts; CP-SAT then re-solves time windows and groups of buffers
         around the better (:func:`solvers.cpsat.prefetch.solve_prefetch`, the neighbourhood search of
         cpsat's prefetch mode), keeping only what the evaluator scores better: never below ``msa``."""
-        from solvers.cpsat.prefetch import solve_prefetch
+        from mallocgame.solvers.cpsat.prefetch import solve_prefetch
 
         remaining = max(time_limit - (time.monotonic() - t0), 1e-3)
         result = solve_prefetch(problem, hardware, time_limit=remaining, seed=seed, hint=hint,

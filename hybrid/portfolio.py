@@ -21,7 +21,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from hybrid.warm_start import better
+from mallocgame.hybrid.warm_start import better
 from mallocgame.model import InputError, Solution, Status
 from mallocgame.protocol import Solver, solver_deadline
 from mallocgame.registry import SolverLoadError, load_solver, solver_entries

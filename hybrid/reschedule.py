@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from hardware.validator import validate
-from hybrid.warm_start import better, solve_with_warm_start
+from mallocgame.hardware.validator import validate
+from mallocgame.hybrid.warm_start import better, solve_with_warm_start
 from mallocgame.model import Problem, Solution, Status, offsets_tuple
 from mallocgame.runner import Report, problem_bound, with_bound
 

@@ -7,7 +7,7 @@ The public API (docs/architecture.md, "The doors")::
     result = mallocgame.solve(problem, "greedy-xla", time_limit=5)   # validated and scored
     verdict = mallocgame.validate(problem, result.solution)          # truthy when valid
     rows = mallocgame.compare(["quick"], ["greedy-xla", "cpsat"], time_limit=2)
-    names = [s.name for s in mallocgame.solvers()]
+    names = [s.name for s in mallocgame.list_solvers()]
 
 Names are loaded on first use, so ``import mallocgame.model`` stays cheap and free of cycles.
 """
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 _PUBLIC = {
     "load_problem": "mallocgame.api", "solve": "mallocgame.api", "validate": "mallocgame.api",
-    "compare": "mallocgame.api", "solvers": "mallocgame.api", "schedule": "mallocgame.api", "Result": "mallocgame.api",
+    "compare": "mallocgame.api", "list_solvers": "mallocgame.api", "schedule": "mallocgame.api", "Result": "mallocgame.api",
     "Verdict": "mallocgame.api", "SolverInfo": "mallocgame.api",
     "Problem": "mallocgame.model", "Buffer": "mallocgame.model", "Op": "mallocgame.model",
     "Operand": "mallocgame.model", "Solution": "mallocgame.model", "Status": "mallocgame.model",
@@ -27,7 +27,7 @@ _PUBLIC = {
 __all__ = sorted(_PUBLIC)
 
 if TYPE_CHECKING:  # pragma: no cover
-    from mallocgame.api import Result, SolverInfo, Verdict, compare, load_problem, schedule, solve, solvers, validate  # noqa: F401
+    from mallocgame.api import Result, SolverInfo, Verdict, compare, load_problem, schedule, solve, list_solvers, validate  # noqa: F401
     from mallocgame.model import Buffer, InputError, Op, Operand, Problem, Solution, Status  # noqa: F401
     from mallocgame.protocol import Solver  # noqa: F401
 

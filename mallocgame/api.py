@@ -21,7 +21,7 @@ from typing import Any, Mapping, Sequence
 from mallocgame.inputs.load import load_problem, prepare
 from mallocgame.model import InputError, Problem, Solution, Status
 
-__all__ = ["Result", "SolverInfo", "Verdict", "compare", "load_problem", "solve", "solvers", "validate"]
+__all__ = ["Result", "SolverInfo", "Verdict", "compare", "load_problem", "solve", "list_solvers", "validate"]
 
 
 @dataclass(frozen=True)
@@ -140,7 +140,7 @@ def solve(problem: Problem | str, solver: str = "greedy-xla", *, time_limit: flo
     hint. ``options`` are the solver's own (``workers``, ``simulations``, ...): one it does
     not take raises :class:`~mallocgame.model.InputError` naming the ones it does.
     """
-    from hybrid.warm_start import solve_with_warm_start
+    from mallocgame.hybrid.warm_start import solve_with_warm_start
     from mallocgame.protocol import bad_option_value, bad_seed, unknown_options
     from mallocgame.registry import load_solver
     from mallocgame.runner import answer
@@ -194,7 +194,7 @@ def compare(inputs: str | Sequence[str], solvers: str | Sequence[str], **setting
     return run_comparison(inputs, solvers, **settings).records()
 
 
-def solvers() -> list[SolverInfo]:
+def list_solvers() -> list[SolverInfo]:
     """Every registered solver, plugins included, without importing any of them."""
     from mallocgame.registry import describe, solver_entries, solver_modes
 

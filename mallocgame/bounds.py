@@ -263,7 +263,7 @@ def no_fragmentation_relaxation(problem: Problem, ev, candidates: np.ndarray, *,
 def map_upper_bound(problem: Problem, hardware, *, time_limit: float = 20.0) -> Bound:
     """Upper bound on the map-mode value (time saved) of any placement: the relaxation over
     every buffer that fits and has a positive benefit."""
-    from hardware.evaluator import Evaluator
+    from mallocgame.hardware.evaluator import Evaluator
 
     ev = Evaluator.of(problem, hardware)
     a = problem.arrays
@@ -323,7 +323,7 @@ def prefetch_upper_bound(problem: Problem, hardware) -> Bound:
     """
     import time
 
-    from hardware.evaluator import Evaluator
+    from mallocgame.hardware.evaluator import Evaluator
 
     t0 = time.monotonic()
     ev = Evaluator.of(problem, hardware)

@@ -46,10 +46,10 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Iterable
 
-from hardware.evaluator import Evaluator
-from hardware.prefetch import PrefetchEvaluator
-from hardware.spec import PRESETS
-from hardware.validator import peak, validate
+from mallocgame.hardware.evaluator import Evaluator
+from mallocgame.hardware.prefetch import PrefetchEvaluator
+from mallocgame.hardware.spec import PRESETS
+from mallocgame.hardware.validator import peak, validate
 from mallocgame.inputs.generate import layered_network, packed_instance, random_intervals
 from mallocgame.intervals import max_live
 from mallocgame.model import MODES, Problem, Solution, Status

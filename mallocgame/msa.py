@@ -87,8 +87,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hardware.prefetch import PrefetchEvaluator, serve_copies_left
-from hardware.validator import validate_intervals
+from mallocgame.hardware.prefetch import PrefetchEvaluator, serve_copies_left
+from mallocgame.hardware.validator import validate_intervals
 from mallocgame.model import FastInterval, InputError, Problem
 from mallocgame.placement import best_fit_offset
 

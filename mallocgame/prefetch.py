@@ -53,7 +53,7 @@ def hint_intervals(problem: Problem, hint: Solution | None) -> list[FastInterval
     """A hint as valid prefetch intervals (a map answer is lifted by :func:`lift_map_answer`), or
     ``None`` when there is no hint or it is not a valid prefetch answer: the one reading of a hint
     in prefetch mode (msa, cpsat, lns, mcts)."""
-    from hardware.validator import validate_intervals
+    from mallocgame.hardware.validator import validate_intervals
 
     if hint is None:
         return None

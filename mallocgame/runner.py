@@ -11,7 +11,7 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from hardware.evaluator import Evaluator
+from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.bounds import Bound, map_upper_bound, pack_lower_bound, prefetch_upper_bound
 from mallocgame.interrupts import child_signals
 from mallocgame.model import Problem, Solution, Status
@@ -91,7 +91,7 @@ def shared_caches(problem: Problem, hardware) -> None:
     overlap_index(problem)
     if problem.mode == "prefetch":
         if problem.has_ops:
-            from hardware.prefetch import PrefetchEvaluator
+            from mallocgame.hardware.prefetch import PrefetchEvaluator
 
             PrefetchEvaluator.of(problem, hardware)
     elif problem.mode == "map":

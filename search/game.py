@@ -44,7 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mallocgame.model import Problem
-from search.game_data import GameData
+from mallocgame.search.game_data import GameData
 
 #: Features of one buffer: valid, size/scale, start, end, length (horizon-normalised),
 #: benefit / max benefit, benefit density / max density, is a weight.
@@ -130,11 +130,11 @@ class Game:
     def __new__(cls, problem: Problem | None = None, hardware=None, config: GameConfig = GameConfig(), **_):
         if cls is Game:
             if config.variant == "order":
-                from search.game_order import OrderGame as cls
+                from mallocgame.search.game_order import OrderGame as cls
             elif config.variant == "prefetch":
-                from search.game_prefetch import PrefetchGame as cls
+                from mallocgame.search.game_prefetch import PrefetchGame as cls
             else:
-                from search.game_address import AddressGame as cls
+                from mallocgame.search.game_address import AddressGame as cls
         return object.__new__(cls)
 
     def __init__(self, problem: Problem, hardware, config: GameConfig = GameConfig(), *,

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hardware.evaluator import Evaluator
+from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.intervals import max_live, overlap_index
 from mallocgame.model import Problem
 from mallocgame.placement import xla_order

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from search.game import ACTION_FEATURES, BUFFER_FEATURES, Game, GameConfig, Observation
-from search.game_data import buffer_order
+from mallocgame.search.game import ACTION_FEATURES, BUFFER_FEATURES, Game, GameConfig, Observation
+from mallocgame.search.game_data import buffer_order
 
 _SMALL = 48  # below this many interfering buffers a Python scan beats numpy
 _INF = float("inf")

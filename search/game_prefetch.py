@@ -79,12 +79,12 @@ import bisect
 
 import numpy as np
 
-from hardware.prefetch import PrefetchEvaluator, serve_copies
+from mallocgame.hardware.prefetch import PrefetchEvaluator, serve_copies
 from mallocgame.model import FastInterval, Problem
 from mallocgame.placement import best_fit_offset
-from search.game import ACTION_FEATURES, BUFFER_FEATURES, Game, GameConfig, Observation
-from search.game_data import GameData, buffer_order
-from search.game_order import free_holes
+from mallocgame.search.game import ACTION_FEATURES, BUFFER_FEATURES, Game, GameConfig, Observation
+from mallocgame.search.game_data import GameData, buffer_order
+from mallocgame.search.game_order import free_holes
 
 IN_PLACE = -2  # copy_start of an interval produced in place (in the rows of ``offsets()``)
 RATIO = 1.5  # XLA's preferred copy-to-overlap ratio: a window should hold 1.5 x the copy time

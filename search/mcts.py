@@ -44,7 +44,7 @@ from typing import Callable
 
 import numpy as np
 
-from search.game import Game
+from mallocgame.search.game import Game
 
 ROLLOUTS = ("greedy", "random")
 #: ``prior(game, legal) -> probabilities [len(legal)]`` of the legal actions (``legal`` int64 ascending).
@@ -341,7 +341,7 @@ def episode_value(data, offsets: np.ndarray) -> float:
 def greedy_incumbents(problem, hardware, data, game_cfg, until: float) -> list[Episode]:
     """The greedy episodes of the game shapes other than ``game_cfg`` (one replays greedy-xla exactly),
     each stopped at ``until``: the fallback answers of map and pack mode."""
-    from search.game import GameConfig
+    from mallocgame.search.game import GameConfig
 
     k = game_cfg.k
     out = []
@@ -361,12 +361,12 @@ def prefetch_incumbents(problem, hardware, game_cfg, hint, until: float,
     have, and the search never ends below it), the greedy episode of the game in the other buffer
     order, greedy-xla's map answer lifted (:func:`mallocgame.prefetch.lift_map_answer`) and the
     ``hint`` (a prefetch answer; a map answer is lifted). Values by the prefetch evaluator."""
-    from hardware.prefetch import PrefetchEvaluator
+    from mallocgame.hardware.prefetch import PrefetchEvaluator
     from mallocgame.msa import msa_answer
     from mallocgame.placement import greedy_place, xla_order
     from mallocgame.prefetch import hint_intervals, lift_map_answer
-    from search.game import GameConfig
-    from search.game_prefetch import PrefetchData, rows_of
+    from mallocgame.search.game import GameConfig
+    from mallocgame.search.game_prefetch import PrefetchData, rows_of
 
     ev = PrefetchEvaluator.of(problem, hardware)
     data = PrefetchData.of(problem, hardware)
@@ -396,8 +396,8 @@ def prefetch_answer(problem, hardware, result: SearchResult, incumbents: list[Ep
     """Prefetch mode's answer: the best of the search's episode and the incumbents by the prefetch
     evaluator itself (the search compared the game's running sums). Returns ``(episode, value,
     intervals sorted by buffer and start)``."""
-    from hardware.prefetch import PrefetchEvaluator
-    from search.game_prefetch import intervals_of
+    from mallocgame.hardware.prefetch import PrefetchEvaluator
+    from mallocgame.search.game_prefetch import intervals_of
 
     ev = PrefetchEvaluator.of(problem, hardware)
     best, best_value, best_intervals = None, -math.inf, ()
@@ -444,14 +444,14 @@ def solve_with_uct(name: str, problem, hardware, cfg: MCTSConfig, game_cfg, *, t
         if problem.n == 0 or not problem.has_ops:  # nothing to serve: the empty answer
             return Solution(offsets=(None,) * problem.n, status=Status.FEASIBLE, mode=problem.mode, objective=0.0,
                             wall_time=time.monotonic() - t0, solver=name, stats=stats)
-        from search.game_prefetch import PrefetchData
+        from mallocgame.search.game_prefetch import PrefetchData
 
         data = data or PrefetchData.of(problem, hardware)
         # msa's answer first, with the deadline the msa solver would have; then the greedy fallbacks
         incumbents = prefetch_incumbents(problem, hardware, game_cfg, hint, t0 + 0.25 * time_limit,
                                          msa_deadline=solver_deadline(t0, time_limit, problem.n, extra=0.02))
     else:
-        from search.game_data import GameData
+        from mallocgame.search.game_data import GameData
 
         data = data or GameData(problem, hardware)
         # The greedy episodes of the other game shapes (one of them replays greedy-xla exactly),

@@ -32,8 +32,8 @@ import time
 
 from mallocgame.model import InputError, Problem, Solution
 from mallocgame.protocol import Solver
-from search.game import GameConfig
-from search.mcts import DEFAULT_GAME, PREFETCH_K, MCTSConfig, solve_with_uct
+from mallocgame.search.game import GameConfig
+from mallocgame.search.mcts import DEFAULT_GAME, PREFETCH_K, MCTSConfig, solve_with_uct
 
 ORDERS = ("start", "xla", "size")  # the buffer orders of the fixed-order games (search.game_data.buffer_order)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 
-from hardware.prefetch import PrefetchEvaluator
+from mallocgame.hardware.prefetch import PrefetchEvaluator
 from mallocgame.model import FastInterval, Problem, Solution, Status
 from mallocgame.msa import MAX_RETRIES, _Msa, check_options, msa_run  # noqa: F401  (_Msa: tests)
 from mallocgame.prefetch import hint_intervals

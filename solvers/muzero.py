@@ -65,9 +65,9 @@ import numpy as np
 
 from mallocgame.model import InputError, Problem, Solution, Status, offsets_array, offsets_tuple
 from mallocgame.protocol import Solver
-from search.muzero import checkpoints as shipped_checkpoints
-from search.muzero.encoder import NAME_RELAX, RELAX_SECONDS, relaxation_set, relaxation_usable
-from search.muzero.guide import NetworkPrior, RelaxationPrior, uniform_prior
+from mallocgame.search.muzero import checkpoints as shipped_checkpoints
+from mallocgame.search.muzero.encoder import NAME_RELAX, RELAX_SECONDS, relaxation_set, relaxation_usable
+from mallocgame.search.muzero.guide import NetworkPrior, RelaxationPrior, uniform_prior
 
 DEFAULT_SIMULATIONS = 16
 DEFAULT_ROLLOUT_DEPTH = 48  # the earlier searches only
@@ -103,7 +103,7 @@ def load_agent_network(path: str):
     would cost seconds of the time limit.
     """
     if path not in _LOADED:
-        from search.muzero.torchless import load_inference
+        from mallocgame.search.muzero.torchless import load_inference
 
         net, payload = load_inference(path)
         _LOADED[path] = (net, dict(payload["game"]))
@@ -161,8 +161,8 @@ class MuZeroSolver(Solver):
 
 # --- the default: UCT with the network's prior (search/mcts.py, "Guided selection") --------------
 def _game_config(problem: Problem, checkpoint_game: dict | None):
-    from search.game import GameConfig
-    from search.mcts import DEFAULT_GAME, PREFETCH_K
+    from mallocgame.search.game import GameConfig
+    from mallocgame.search.mcts import DEFAULT_GAME, PREFETCH_K
 
     if problem.mode == "prefetch":
         return GameConfig(variant="prefetch", k=PREFETCH_K, order="xla", windows=2)
@@ -176,8 +176,8 @@ def _game_config(problem: Problem, checkpoint_game: dict | None):
 def _solve_uct(name: str, problem: Problem, hardware, *, t0: float, time_limit: float, seed: int,
                hint: Solution | None, sims: int, checkpoint: str | None, prior: str, exploration: float,
                rollout_depth: int | None) -> Solution:
-    from search.game import GameConfig
-    from search.mcts import MCTSConfig, solve_with_uct
+    from mallocgame.search.game import GameConfig
+    from mallocgame.search.mcts import MCTSConfig, solve_with_uct
 
     stats: dict[str, Any] = {"method": "uct"}
     net = trained_game = None
@@ -199,7 +199,7 @@ def _solve_uct(name: str, problem: Problem, hardware, *, t0: float, time_limit: 
             stats["prior"] = f"uniform (the relaxation prior plays map mode only, not {problem.mode})"
     data = None
     if problem.mode == "map" and (stats["prior"] == "relaxation" or getattr(net, "features", "") == NAME_RELAX):
-        from search.game_data import GameData
+        from mallocgame.search.game_data import GameData
 
         data = GameData(problem, hardware)
         # Solved once, before the search shares its time out over the moves, in a share of the limit.
@@ -222,10 +222,10 @@ def _solve_legacy(name: str, problem: Problem, hardware, *, t0: float, time_limi
                   hint: Solution | None, sims: int, checkpoint: str | None, search_model: str | None, method: str,
                   c_scale: float | None, rollout_depth: int | None) -> Solution:
     deadline = t0 + 0.9 * time_limit - 0.05
-    from search.game import Game, GameConfig
-    from search.game_data import GameData
-    from search.muzero.search import SearchConfig
-    from search.muzero.selfplay import Agent
+    from mallocgame.search.game import Game, GameConfig
+    from mallocgame.search.game_data import GameData
+    from mallocgame.search.muzero.search import SearchConfig
+    from mallocgame.search.muzero.selfplay import Agent
 
     model = search_model or os.environ.get(MODEL_ENV) or "simulator"
     model = _choice("model", model, MODELS)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import itertools
 
-from hardware.prefetch import PrefetchEvaluator
-from hardware.validator import validate_intervals
+from mallocgame.hardware.prefetch import PrefetchEvaluator
+from mallocgame.hardware.validator import validate_intervals
 from mallocgame.model import Buffer, FastInterval, Op, Operand, Problem
 
 

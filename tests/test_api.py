@@ -33,7 +33,7 @@ def test_import_is_cheap_and_lazy():
     code = "import sys, mallocgame; print(any(m.startswith(('ortools', 'torch', 'solvers')) for m in sys.modules))"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert proc.stdout.strip() == "False"
-    assert {"load_problem", "solve", "validate", "compare", "solvers"} <= set(mallocgame.__all__)
+    assert {"load_problem", "solve", "validate", "compare", "list_solvers"} <= set(mallocgame.__all__)
 
 
 def test_load_problem_applies_the_capacity_rule():
@@ -76,7 +76,7 @@ def test_unknown_option_and_bad_hint_are_refused():
 
 
 def test_solvers_lists_modes_without_importing():
-    infos = {s.name: s for s in mallocgame.solvers()}
+    infos = {s.name: s for s in mallocgame.list_solvers()}
     assert infos["pack-search"].modes == ("pack",)
     assert infos["greedy-xla"].modes == ("map", "pack")
     assert infos["muzero"].distribution == "mallocgame"

@@ -19,7 +19,7 @@ def test_solvers_lists_builtins_without_importing_them():
     assert "greedy-xla" in r.stdout and "best-fit" in r.stdout
     r = run_cli("solvers", env={"PYTHONPROFILEIMPORTTIME": "1"})
     imported = r.stderr
-    assert "solvers.greedy_xla" not in imported and " torch" not in imported and "ortools" not in imported
+    assert "mallocgame.solvers.greedy_xla" not in imported and " torch" not in imported and "ortools" not in imported
 
 
 def test_solve_writes_solution_and_report(tmp_path):
@@ -41,7 +41,7 @@ def test_solve_writes_solution_and_report(tmp_path):
                                                    ("prefetch", "msa", "0.5")])
 def test_solve_bound_computed_beside_the_solver_is_the_runners(tmp_path, mode, solver, fraction):
     """solve computes the bound in the parent while the solver runs: same bound and gap as in one process."""
-    from hybrid.warm_start import solve_with_warm_start
+    from mallocgame.hybrid.warm_start import solve_with_warm_start
     from mallocgame.inputs.load import prepare, read_problem
 
     rep = tmp_path / "rep.json"

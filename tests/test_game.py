@@ -7,14 +7,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hardware.evaluator import Evaluator
-from hardware.spec import PRESETS
-from hardware.validator import peak, validate
+from mallocgame.hardware.evaluator import Evaluator
+from mallocgame.hardware.spec import PRESETS
+from mallocgame.hardware.validator import peak, validate
 from mallocgame.inputs.generate import layered_network, packed_instance, random_intervals
 from mallocgame.model import Buffer, Problem, offsets_array
-from search.game import ACTION_FEATURES, BUFFER_FEATURES, Game, GameConfig, observation_dims
-from search.game_address import AddressGame
-from search.game_order import OrderGame
+from mallocgame.search.game import ACTION_FEATURES, BUFFER_FEATURES, Game, GameConfig, observation_dims
+from mallocgame.search.game_address import AddressGame
+from mallocgame.search.game_order import OrderGame
 
 HW, UNIT = PRESETS["tpuv4i"], PRESETS["unit"]
 VARIANTS = ("order", "address")
@@ -192,7 +192,7 @@ def test_observation_shapes_match_the_declared_dims():
 
 
 def test_greedy_xla_order_replays_greedy_xla():
-    from solvers.greedy_xla import GreedyXLA
+    from mallocgame.solvers.greedy_xla import GreedyXLA
 
     problem, hw = layered_network(150, seed=8), HW
     game = Game(problem, hw, GameConfig(variant="order", order="xla", k=64))

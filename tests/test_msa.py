@@ -13,9 +13,9 @@ import time
 import numpy as np
 import pytest
 
-from hardware.prefetch import PrefetchEvaluator
-from hardware.spec import PRESETS
-from hardware.validator import validate_intervals
+from mallocgame.hardware.prefetch import PrefetchEvaluator
+from mallocgame.hardware.spec import PRESETS
+from mallocgame.hardware.validator import validate_intervals
 from mallocgame import conformance
 from mallocgame.inputs import workloads as w
 from mallocgame.inputs.generate import layered_network
@@ -23,7 +23,7 @@ from mallocgame.inputs.load import prepare
 from mallocgame.model import Buffer, FastInterval, Op, Operand, Problem, Solution, Status
 from mallocgame.prefetch import lift_map_answer
 from mallocgame.runner import run_solver
-from solvers.msa import MemorySpaceAssignment, _Msa
+from mallocgame.solvers.msa import MemorySpaceAssignment, _Msa
 from tests.prefetch_tools import value
 
 TPU = PRESETS["tpuv4i"]

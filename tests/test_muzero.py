@@ -12,14 +12,14 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from search.game import Observation  # noqa: E402
-from search.muzero import checkpoint as ckpt  # noqa: E402
-from search.muzero.features import obs_arrays, obs_dims  # noqa: E402
-from search.muzero.models import LearnedModel, NetworkEvaluator, SimulatorModel  # noqa: E402
-from search.muzero.networks import MuZeroNet, NetworkConfig  # noqa: E402
-from search.muzero.problems import Curriculum, Recipe  # noqa: E402
-from search.muzero.search import Expansion, SearchConfig, considered_visit_schedule, run_search  # noqa: E402
-from search.muzero.train import TrainConfig, loss, new_state, resume_state, train  # noqa: E402
+from mallocgame.search.game import Observation  # noqa: E402
+from mallocgame.search.muzero import checkpoint as ckpt  # noqa: E402
+from mallocgame.search.muzero.features import obs_arrays, obs_dims  # noqa: E402
+from mallocgame.search.muzero.models import LearnedModel, NetworkEvaluator, SimulatorModel  # noqa: E402
+from mallocgame.search.muzero.networks import MuZeroNet, NetworkConfig  # noqa: E402
+from mallocgame.search.muzero.problems import Curriculum, Recipe  # noqa: E402
+from mallocgame.search.muzero.search import Expansion, SearchConfig, considered_visit_schedule, run_search  # noqa: E402
+from mallocgame.search.muzero.train import TrainConfig, loss, new_state, resume_state, train  # noqa: E402
 
 K_TOY = 3
 
@@ -272,7 +272,7 @@ def test_model_only_export_loads_and_cannot_resume(tmp_path):
 
 # --- numpy inference and the torch-free reader --------------------------------------------
 def test_numpy_inference_matches_torch():
-    from search.muzero.inference import NumpyNet
+    from mallocgame.search.muzero.inference import NumpyNet
 
     net = toy_net(4)
     fast = NumpyNet.from_torch(net)
@@ -293,7 +293,7 @@ def test_numpy_inference_matches_torch():
 
 
 def test_torchless_reader_matches_torch_load(tmp_path):
-    from search.muzero.torchless import read
+    from mallocgame.search.muzero.torchless import read
 
     state = fresh(2)
     path = str(tmp_path / "m.pt")
@@ -310,7 +310,7 @@ def test_torchless_reader_matches_torch_load(tmp_path):
 @pytest.fixture(scope="module")
 def real_checkpoint(tmp_path_factory):
     """A model-only checkpoint for the real game (untrained weights: the tests check mechanics)."""
-    from search.muzero.env import game_factory
+    from mallocgame.search.muzero.env import game_factory
 
     fields = {"variant": "order", "k": 8, "order": "xla"}
     config = TrainConfig(latent=16, action_latent=8, hidden=16)
@@ -322,11 +322,11 @@ def real_checkpoint(tmp_path_factory):
 
 @pytest.mark.parametrize("search_model", ["learned", "simulator"])
 def test_solver_valid_deterministic_and_never_below_its_hint(real_checkpoint, search_model):
-    from hardware.spec import PRESETS
-    from hardware.validator import validate
+    from mallocgame.hardware.spec import PRESETS
+    from mallocgame.hardware.validator import validate
     from mallocgame.inputs.generate import layered_network
     from mallocgame.runner import run_solver
-    from solvers.muzero import MuZeroSolver
+    from mallocgame.solvers.muzero import MuZeroSolver
 
     problem, hw = layered_network(25, seed=4), PRESETS["tpuv4i"]
     opts = dict(time_limit=30, simulations=6, checkpoint=real_checkpoint, search_model=search_model)
@@ -360,7 +360,7 @@ def test_solver_does_not_import_torch(real_checkpoint):
 
 
 def test_simulator_rollouts_value_leaves_and_keep_the_best_complete_episode():
-    from search.muzero.selfplay import Agent
+    from mallocgame.search.muzero.selfplay import Agent
 
     agent = Agent(neutral_net(), SearchConfig(simulations=16), "simulator", rollout_depth=5)
     game = trap_game()
@@ -375,16 +375,16 @@ def test_simulator_rollouts_value_leaves_and_keep_the_best_complete_episode():
 
 # --- the guided UCT search at parity with mcts (issue 10) -------------------------------------------
 def _layered(n=30, seed=5):
-    from hardware.spec import PRESETS
+    from mallocgame.hardware.spec import PRESETS
     from mallocgame.inputs.generate import layered_network
 
     return layered_network(n, seed=seed, capacity_fraction=0.35).replace(mode="map"), PRESETS["tpuv4i"]
 
 
 def test_uniform_prior_option_plays_without_the_network_and_bad_values_are_refused(real_checkpoint):
-    from hardware.validator import validate
+    from mallocgame.hardware.validator import validate
     from mallocgame.model import InputError
-    from solvers.muzero import MuZeroSolver
+    from mallocgame.solvers.muzero import MuZeroSolver
 
     problem, hw = _layered()
     s = MuZeroSolver().solve(problem, hw, time_limit=30, seed=1, simulations=4, prior="uniform")
@@ -399,8 +399,8 @@ def test_uniform_prior_option_plays_without_the_network_and_bad_values_are_refus
 
 
 def test_every_simulation_is_counted_and_rolls_out_once(real_checkpoint, monkeypatch):
-    import search.mcts as mcts
-    from solvers.muzero import MuZeroSolver
+    import mallocgame.search.mcts as mcts
+    from mallocgame.solvers.muzero import MuZeroSolver
 
     calls = []
     real = mcts.rollout
@@ -416,8 +416,8 @@ def test_every_simulation_is_counted_and_rolls_out_once(real_checkpoint, monkeyp
 
 
 def test_forced_moves_never_call_the_network(real_checkpoint, monkeypatch):
-    from search.muzero.guide import NetworkPrior
-    from solvers.muzero import MuZeroSolver
+    from mallocgame.search.muzero.guide import NetworkPrior
+    from mallocgame.solvers.muzero import MuZeroSolver
 
     seen = []
     real = NetworkPrior.__call__
@@ -436,7 +436,7 @@ def test_forced_moves_never_call_the_network(real_checkpoint, monkeypatch):
 
 
 def test_guided_search_same_seed_same_answer(real_checkpoint):
-    from solvers.muzero import MuZeroSolver
+    from mallocgame.solvers.muzero import MuZeroSolver
 
     problem, hw = _layered(35, seed=9)
     opts = dict(time_limit=60, simulations=6, checkpoint=real_checkpoint)
@@ -447,7 +447,7 @@ def test_guided_search_same_seed_same_answer(real_checkpoint):
 
 @pytest.mark.parametrize("mode", ["pack", "prefetch"])
 def test_muzero_plays_pack_and_prefetch_modes(mode):
-    from hardware.spec import PRESETS
+    from mallocgame.hardware.spec import PRESETS
     from mallocgame.inputs.generate import layered_network
     from mallocgame.runner import run_solver
 
@@ -462,7 +462,7 @@ def test_muzero_plays_pack_and_prefetch_modes(mode):
 
 
 def test_policy_logits_on_legal_rows_equal_the_full_forward_pass():
-    from search.muzero.inference import NumpyNet
+    from mallocgame.search.muzero.inference import NumpyNet
 
     net = NumpyNet.from_torch(MuZeroNet(NetworkConfig(obs_dim=10, action_features=8, num_actions=6),
                                         torch.Generator().manual_seed(0)))
@@ -478,7 +478,7 @@ def test_policy_logits_on_legal_rows_equal_the_full_forward_pass():
 
 # --- the per-buffer encoder (search/muzero/encoder.py) ----------------------------------------------
 def _intervals_problem(n=40, seed=2):
-    from hardware.spec import PRESETS
+    from mallocgame.hardware.spec import PRESETS
     from mallocgame.inputs.generate import random_intervals
     from mallocgame.intervals import max_live
 
@@ -487,8 +487,8 @@ def _intervals_problem(n=40, seed=2):
 
 
 def test_encoder_shapes_and_permutation_equivariance():
-    from search.game_data import GameData
-    from search.muzero import encoder
+    from mallocgame.search.game_data import GameData
+    from mallocgame.search.muzero import encoder
 
     problem, hw = _intervals_problem()
     enc = encoder.encoding(GameData(problem, hw))
@@ -507,8 +507,8 @@ def test_encoder_shapes_and_permutation_equivariance():
 
 
 def test_encoder_state_features_follow_the_game():
-    from search.game import Game, GameConfig
-    from search.muzero import encoder
+    from mallocgame.search.game import Game, GameConfig
+    from mallocgame.search.muzero import encoder
 
     problem, hw = _intervals_problem(30, seed=5)
     game = Game(problem, hw, GameConfig(variant="order", k=8, order="xla"))
@@ -531,8 +531,8 @@ def test_encoder_state_features_follow_the_game():
 
 @pytest.mark.parametrize("features,teacher", [("encoder/1", "uniform"), ("encoder/2", "relaxation")])
 def test_expert_iteration_trains_resumes_and_its_checkpoint_plays(tmp_path, features, teacher):
-    from search.muzero.expert import ExpertConfig, resume, train
-    from solvers.muzero import MuZeroSolver
+    from mallocgame.search.muzero.expert import ExpertConfig, resume, train
+    from mallocgame.solvers.muzero import MuZeroSolver
 
     config = ExpertConfig(min_size=16, max_size=24, student_simulations=3, teacher_simulations=8,
                           states_per_game=3, updates_per_game=2, batch_size=8, features=features,
@@ -556,8 +556,8 @@ def test_expert_iteration_trains_resumes_and_its_checkpoint_plays(tmp_path, feat
 
 
 def test_resume_entry_point_takes_a_checkpoint_path(tmp_path):
-    from search.muzero.env import game_factory
-    from search.muzero.train import resume
+    from mallocgame.search.muzero.env import game_factory
+    from mallocgame.search.muzero.train import resume
 
     fields = {"variant": "order", "k": 4, "order": "start"}
     config = TrainConfig(latent=8, action_latent=4, hidden=8, games_per_iter=1, updates_per_iter=2, batch_size=4,
@@ -577,9 +577,9 @@ def test_resume_entry_point_takes_a_checkpoint_path(tmp_path):
 
 
 def test_answer_teacher_labels_follow_the_answer_and_train(tmp_path):
-    from search.game import Game, GameConfig
-    from search.mcts import play_greedy
-    from search.muzero.expert import ExpertConfig, answer_policy, train
+    from mallocgame.search.game import Game, GameConfig
+    from mallocgame.search.mcts import play_greedy
+    from mallocgame.search.muzero.expert import ExpertConfig, answer_policy, train
 
     problem, hw = _layered(40, seed=3)
     reference = Game(problem, hw, GameConfig(variant="order", k=8, order="xla"))
@@ -615,10 +615,10 @@ def test_answer_teacher_labels_follow_the_answer_and_train(tmp_path):
 
 
 def test_earlier_searches_default_to_the_selfplay_network_and_refuse_a_features_checkpoint():
-    from hardware.spec import PRESETS
+    from mallocgame.hardware.spec import PRESETS
     from mallocgame.inputs.generate import layered_network
     from mallocgame.model import InputError
-    from solvers.muzero import DEFAULT_CHECKPOINT, LEGACY_CHECKPOINT, MuZeroSolver, load_agent_network
+    from mallocgame.solvers.muzero import DEFAULT_CHECKPOINT, LEGACY_CHECKPOINT, MuZeroSolver, load_agent_network
 
     assert load_agent_network(str(DEFAULT_CHECKPOINT))[0].features == "encoder/2"
     assert load_agent_network(str(LEGACY_CHECKPOINT))[0].features == ""

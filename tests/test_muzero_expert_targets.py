@@ -8,9 +8,9 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from mallocgame.inputs.suites import suite_entries  # noqa: E402
-from search.game import Game, GameConfig  # noqa: E402
-from search.mcts import play_greedy  # noqa: E402
-from search.muzero.problems import TRAIN_SEED_BASE, Curriculum, Recipe, build, realistic_workload  # noqa: E402
+from mallocgame.search.game import Game, GameConfig  # noqa: E402
+from mallocgame.search.mcts import play_greedy  # noqa: E402
+from mallocgame.search.muzero.problems import TRAIN_SEED_BASE, Curriculum, Recipe, build, realistic_workload  # noqa: E402
 
 FIELDS = {"variant": "order", "k": 16, "order": "xla"}
 
@@ -52,7 +52,7 @@ def _game(n=60, seed=5):
 
 
 def test_rebuilt_state_equals_the_state_reached():
-    from search.muzero.expert import Origin, rebuild_state
+    from mallocgame.search.muzero.expert import Origin, rebuild_state
 
     recipe = Recipe("intervals", 50, TRAIN_SEED_BASE + 11, 0.3)
     problem, hw = build(recipe)
@@ -70,7 +70,7 @@ def test_rebuilt_state_equals_the_state_reached():
 
 
 def test_relative_value_is_the_teacher_gain_over_the_greedy_rollout():
-    from search.muzero.expert import relative_value, teacher_search
+    from mallocgame.search.muzero.expert import relative_value, teacher_search
 
     game = _game()
     for _ in range(10):
@@ -88,8 +88,8 @@ def test_relative_value_is_the_teacher_gain_over_the_greedy_rollout():
 
 
 def test_network_teacher_follows_the_network_prior():
-    from search.muzero.expert import teacher_search
-    from search.muzero.guide import NetworkPrior
+    from mallocgame.search.muzero.expert import teacher_search
+    from mallocgame.search.muzero.guide import NetworkPrior
 
     class Prefers:
         """A stand-in network: all prior on one action (slow if legal)."""
@@ -111,7 +111,7 @@ def test_network_teacher_follows_the_network_prior():
 
 
 def _config(**kw):
-    from search.muzero.expert import ExpertConfig
+    from mallocgame.search.muzero.expert import ExpertConfig
 
     base = dict(min_size=20, max_size=30, student_simulations=3, teacher_simulations=8, states_per_game=3,
                 updates_per_game=2, batch_size=8, features="encoder/2", exploration=10.0, teacher_prior="network",
@@ -121,7 +121,7 @@ def _config(**kw):
 
 
 def test_value_and_aux_targets_are_recorded_and_trained(tmp_path):
-    from search.muzero.expert import train
+    from mallocgame.search.muzero.expert import train
 
     state = train(str(tmp_path / "x.pt"), init=None, config=_config(), time_limit=120, max_games=2)
     values, aux = np.stack(state.replay["value"]), np.stack(state.replay["aux"])
@@ -129,7 +129,7 @@ def test_value_and_aux_targets_are_recorded_and_trained(tmp_path):
     assert (values >= -1e-6).all() and set(np.unique(aux)) <= {0.0, 1.0}
     assert state.net.config.aux and "aux_head.0.weight" in state.net.state_dict()
     before = {k: v.clone() for k, v in state.net.state_dict().items() if k.startswith(("aux_head", "value_head"))}
-    from search.muzero.expert import learn
+    from mallocgame.search.muzero.expert import learn
     learn(state)
     changed = [k for k, v in before.items() if not torch.equal(v, state.net.state_dict()[k])]
     assert any(k.startswith("aux_head") for k in changed) and any(k.startswith("value_head") for k in changed)
@@ -137,7 +137,7 @@ def test_value_and_aux_targets_are_recorded_and_trained(tmp_path):
 
 
 def test_reanalyse_relabels_with_the_current_network_and_resume_continues_identically(tmp_path):
-    from search.muzero.expert import reanalyse, rebuild_state, resume, teacher_search, train
+    from mallocgame.search.muzero.expert import reanalyse, rebuild_state, resume, teacher_search, train
 
     out = tmp_path / "x.pt"
     state = train(str(out), init=None, config=_config(), time_limit=120, max_games=2)
@@ -156,7 +156,7 @@ def test_reanalyse_relabels_with_the_current_network_and_resume_continues_identi
     state.config = _config(reanalyse_per_game=everything)
     report = reanalyse(state)
     assert report["reanalysed"] == everything
-    from search.muzero.inference import NumpyNet
+    from mallocgame.search.muzero.inference import NumpyNet
     net = NumpyNet.from_torch(state.net, "encoder/2")
     moved = 0
     for i, origin in enumerate(state.origins):
@@ -192,7 +192,7 @@ def test_training_script_reports_bad_options_in_one_line(tmp_path):
 
 @pytest.mark.parametrize("kind", ["best", "mix"])
 def test_best_episode_targets_follow_the_teachers_best_episode(tmp_path, kind):
-    from search.muzero.expert import _label, answer_policy, teacher_search, train
+    from mallocgame.search.muzero.expert import _label, answer_policy, teacher_search, train
 
     state = train(str(tmp_path / "x.pt"), config=_config(teacher_prior="relaxation", teacher_target=kind,
                                                           reanalyse_per_game=0), time_limit=120, max_games=1)
@@ -209,7 +209,7 @@ def test_best_episode_targets_follow_the_teachers_best_episode(tmp_path, kind):
 
 
 def test_training_refuses_a_missing_output_directory_before_playing(tmp_path):
-    from search.muzero.expert import train
+    from mallocgame.search.muzero.expert import train
 
     with pytest.raises(ValueError, match="does not exist"):
         train(str(tmp_path / "missing" / "x.pt"), config=_config(), time_limit=120, max_games=1)

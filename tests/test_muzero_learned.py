@@ -11,10 +11,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from search.muzero.features import ObsArrays  # noqa: E402
-from search.muzero.replay import n_step_values  # noqa: E402
-from search.muzero.selfplay import Agent  # noqa: E402
-from search.muzero.train import (  # noqa: E402
+from mallocgame.search.muzero.features import ObsArrays  # noqa: E402
+from mallocgame.search.muzero.replay import n_step_values  # noqa: E402
+from mallocgame.search.muzero.selfplay import Agent  # noqa: E402
+from mallocgame.search.muzero.train import (  # noqa: E402
     TrainConfig,
     consistency_loss,
     consistency_targets,
@@ -123,7 +123,7 @@ def test_training_with_reanalyse_rewrites_targets_and_is_deterministic():
 
 # --- the solver's model=learned -----------------------------------------------------------
 def _problem():
-    from hardware.spec import PRESETS
+    from mallocgame.hardware.spec import PRESETS
     from mallocgame.inputs.generate import layered_network
 
     return layered_network(25, seed=4), PRESETS["tpuv4i"]
@@ -132,7 +132,7 @@ def _problem():
 def test_model_learned_solves_a_map_problem_validly_and_deterministically():
     from mallocgame.model import Solution, Status
     from mallocgame.runner import run_solver
-    from solvers.muzero import LEARNED_CHECKPOINT, MuZeroSolver
+    from mallocgame.solvers.muzero import LEARNED_CHECKPOINT, MuZeroSolver
 
     problem, hw = _problem()
     opts = {"model": "learned", "simulations": 8}
@@ -153,7 +153,7 @@ def test_model_learned_solves_a_map_problem_validly_and_deterministically():
 
 def test_model_option_refuses_bad_values_other_modes_and_a_contradiction():
     from mallocgame.model import InputError
-    from solvers.muzero import MuZeroSolver
+    from mallocgame.solvers.muzero import MuZeroSolver
 
     problem, hw = _problem()
     with pytest.raises(InputError, match="option model must be one of learned, simulator, got 'dreamed'"):

@@ -15,8 +15,8 @@ import pytest
 from mallocgame.intervals import component_runs as components
 from mallocgame.intervals import max_live_of as max_live
 from mallocgame.model import Buffer, Problem, Solution, Status
-from solvers.pack_search.search import pack
-from solvers.pack_search.solver import PackSearch
+from mallocgame.solvers.pack_search.search import pack
+from mallocgame.solvers.pack_search.solver import PackSearch
 from tests.conftest import BENCHMARKS, needs_benchmarks
 
 # ----------------------------------------------------------------------------- helpers
@@ -278,7 +278,7 @@ def test_deterministic_for_a_seed():
 
 def test_every_seed_gives_a_valid_answer_and_a_seed_repeats_its_answer(monkeypatch):
     # the seeded lane joins from the first round here, so the seed changes the search path
-    import solvers.pack_search.search as ps_mod
+    import mallocgame.solvers.pack_search.search as ps_mod
 
     monkeypatch.setattr(ps_mod, "_DIVERSIFY_FROM", 0)
     rng = np.random.default_rng(3)
@@ -295,7 +295,7 @@ def test_every_seed_gives_a_valid_answer_and_a_seed_repeats_its_answer(monkeypat
 def test_the_seed_only_breaks_ties_of_the_portfolio_preorders():
     from itertools import islice
 
-    from solvers.pack_search.search import _PORTFOLIO, _Component, _schedule
+    from mallocgame.solvers.pack_search.search import _PORTFOLIO, _Component, _schedule
 
     rng = np.random.default_rng(8)
     size, start, end, _ = guillotine(rng, T=20, C=16, pieces=30)     # small sizes: many ties
@@ -372,7 +372,7 @@ def test_solver_wrapper_statuses():
 
 
 def test_minimise_with_several_components_and_the_large_component_fallback(monkeypatch):
-    import solvers.pack_search.search as ps_mod
+    import mallocgame.solvers.pack_search.search as ps_mod
 
     rng = np.random.default_rng(4)
     parts = []

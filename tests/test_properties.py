@@ -23,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hardware.spec import PRESETS
+from mallocgame.hardware.spec import PRESETS
 from mallocgame.bounds import map_upper_bound, pack_lower_bound, prefetch_upper_bound
 from mallocgame.conformance import is_greedy
 from mallocgame.model import Buffer, Op, Operand, Problem, Status

@@ -187,10 +187,10 @@ def test_self_play_on_ray_actors_plays_the_seeded_games_in_order_and_trains(clus
     pytest.importorskip("torch")
     import numpy as np
 
-    from search.muzero.distributed import RaySelfPlay, _Player
-    from search.muzero.env import game_factory
-    from search.muzero.problems import Curriculum, Recipe
-    from search.muzero.train import TrainConfig, new_state, train
+    from mallocgame.search.muzero.distributed import RaySelfPlay, _Player
+    from mallocgame.search.muzero.env import game_factory
+    from mallocgame.search.muzero.problems import Curriculum, Recipe
+    from mallocgame.search.muzero.train import TrainConfig, new_state, train
 
     fields = {"variant": "order", "k": 4, "order": "xla"}
     make = game_factory(fields)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hardware.spec import PRESETS
+from mallocgame.hardware.spec import PRESETS
 from mallocgame.inputs.generate import layered_network, random_intervals
 from mallocgame.intervals import max_live
 
@@ -23,11 +23,11 @@ def _problem(kind: str, n: int = 40, seed: int = 2):
 
 @pytest.mark.parametrize("kind", ["intervals", "layered"])
 def test_relaxation_set_is_the_bound_relaxations_choice_and_fits_the_capacity(kind):
-    from hardware.evaluator import Evaluator
+    from mallocgame.hardware.evaluator import Evaluator
     from mallocgame.bounds import no_fragmentation_relaxation
     from mallocgame.intervals import live_profile
-    from search.game_data import GameData
-    from search.muzero.encoder import RELAX_GAP, relaxation_set
+    from mallocgame.search.game_data import GameData
+    from mallocgame.search.muzero.encoder import RELAX_GAP, relaxation_set
 
     problem, hw = _problem(kind)
     data = GameData(problem, hw)
@@ -43,9 +43,9 @@ def test_relaxation_set_is_the_bound_relaxations_choice_and_fits_the_capacity(ki
 
 @pytest.mark.parametrize("kind", ["intervals", "layered"])
 def test_relaxation_prior_and_features_follow_the_set(kind):
-    from search.game import Game, GameConfig
-    from search.muzero import encoder
-    from search.muzero.guide import RelaxationPrior
+    from mallocgame.search.game import Game, GameConfig
+    from mallocgame.search.muzero import encoder
+    from mallocgame.search.muzero.guide import RelaxationPrior
 
     problem, hw = _problem(kind, seed=4)
     game = Game(problem, hw, GameConfig(variant="order", k=8, order="xla"))

@@ -8,7 +8,7 @@ import random
 import numpy as np
 import pytest
 
-from hardware.validator import validate_schedule
+from mallocgame.hardware.validator import validate_schedule
 from mallocgame.aliasing import merge_inplace
 from mallocgame.importers._common import WorkloadBuilder
 from mallocgame.importers.hlo import parse_hlo_text
@@ -160,7 +160,7 @@ def test_front_loaded_converts_are_moved_next_to_their_use():
 
 
 def test_time_objective_in_map_mode_is_not_worse():
-    from hardware.spec import PRESETS
+    from mallocgame.hardware.spec import PRESETS
 
     p = random_program(7, 30).replace(mode="map", capacity=2048)
     from mallocgame.inputs.load import prepare

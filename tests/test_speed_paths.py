@@ -13,8 +13,8 @@ import json
 import numpy as np
 import pytest
 
-from hardware.evaluator import Evaluator
-from hardware.spec import PRESETS
+from mallocgame.hardware.evaluator import Evaluator
+from mallocgame.hardware.spec import PRESETS
 from mallocgame import io as mio
 from mallocgame.bounds import no_fragmentation_relaxation
 from mallocgame.inputs.generate import layered_network
@@ -117,8 +117,8 @@ def test_relaxation_without_binding_rows_is_all_fast():
 @pytest.mark.parametrize("mode", ["map", "pack"])
 def test_game_fast_paths_match_the_mask(variant, mode):
     """legal_actions (built without the mask) and the Python candidate scan agree with the numpy paths."""
-    from search.game import Game, GameConfig
-    from search.game_address import AddressGame
+    from mallocgame.search.game import Game, GameConfig
+    from mallocgame.search.game_address import AddressGame
 
     hw = PRESETS["tpuv4i"]
     problem = layered_network(300, seed=4)
@@ -143,7 +143,7 @@ def test_game_fast_paths_match_the_mask(variant, mode):
 
 def test_critical_window_bound_is_a_valid_lower_bound():
     """Between max live and the peak of a validated packing, on random instances and a real-trace-like one."""
-    from hardware.validator import peak, validate
+    from mallocgame.hardware.validator import peak, validate
     from mallocgame.bounds import critical_window_bound, pack_lower_bound
     from mallocgame.inputs.generate import random_intervals
     from mallocgame.intervals import max_live
@@ -176,7 +176,7 @@ def test_info_prints_the_lower_bound(tmp_path):
 
 def test_validator_fast_check_agrees_with_the_sweep():
     """validate (column-wise check first) gives exactly the loop-and-sweep verdict on valid and broken answers."""
-    import hardware.validator as hv
+    import mallocgame.hardware.validator as hv
     from mallocgame.inputs.generate import random_intervals
     from mallocgame.runner import run_solver
 
@@ -198,7 +198,7 @@ def test_validator_fast_check_agrees_with_the_sweep():
 
 def _loop_and_sweep(problem, offsets):
     """validate as it was: the per-buffer loop, then the sweep."""
-    import hardware.validator as hv
+    import mallocgame.hardware.validator as hv
 
     saved = hv._valid_at_once
     hv._valid_at_once = lambda *a: False

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from hardware.spec import PRESETS
+from mallocgame.hardware.spec import PRESETS
 from mallocgame.inputs import workloads as w
 from mallocgame.inputs.suites import SUITES, benchmarks_dir, resolve_inputs, suite_entries
 from mallocgame.intervals import max_live

@@ -306,7 +306,7 @@ def check_muzero_checkpoint(solver_names: Iterable[str], options: dict[str, Any]
         return
     source = "checkpoint option" if options.get("checkpoint") else f"${MUZERO_CHECKPOINT_ENV}"
     try:
-        from solvers.muzero import load_agent_network
+        from mallocgame.solvers.muzero import load_agent_network
 
         load_agent_network(str(path))
     except ImportError as exc:

@@ -150,7 +150,7 @@ def _info_facts(problem: Problem, spec, bound_time: float = 0.0) -> dict[str, An
         "max_live_over_capacity": live / problem.capacity if problem.capacity else None,
     }
     if problem.mode in ("map", "prefetch"):
-        from hardware.evaluator import Evaluator
+        from mallocgame.hardware.evaluator import Evaluator
         from mallocgame.runner import problem_bound
 
         ev = Evaluator.of(problem, spec)
@@ -219,7 +219,7 @@ def info(problem_path: str, mode: str | None, capacity: str | None, capacity_fra
 
 
 def _check_hint(problem: Problem, hint_path: str):
-    from hardware.validator import validate, validate_intervals
+    from mallocgame.hardware.validator import validate, validate_intervals
     from mallocgame.io import read_intervals_csv, read_solution_csv
     from mallocgame.model import Solution, Status
 
@@ -315,7 +315,7 @@ def solve(problem_path, solver_name, mode, capacity, capacity_fraction, hardware
           warm_start, workers, minimize_peak, simulations, solver_options, output, report_path, as_json,
           reschedule=False, schedule_output=None) -> None:
     """Solve PROBLEM with one solver; print one summary line."""
-    from hybrid.warm_start import solve_with_warm_start
+    from mallocgame.hybrid.warm_start import solve_with_warm_start
     from mallocgame.registry import SolverLoadError, solver_entries
     from mallocgame.runner import ChildCall, UnsupportedMode, call_in_child, problem_bound, shared_caches, with_bound
 
@@ -345,7 +345,7 @@ def solve(problem_path, solver_name, mode, capacity, capacity_fraction, hardware
         # In a forked child (mallocgame.runner.call_in_child): Ctrl-C/SIGTERM stop any solver at
         # once, CP-SAT's native search included, and nothing it started is left running.
         if reschedule:  # schedule and placement alternated (hybrid.reschedule); the answer is the new order's
-            from hybrid.reschedule import solve_with_reschedule
+            from mallocgame.hybrid.reschedule import solve_with_reschedule
 
             rescheduled = call_in_child(solve_with_reschedule, solver_name, problem, spec, time_limit=time_limit,
                                         seed=seed, hint=hint, warm_start=warm_start, options=options)

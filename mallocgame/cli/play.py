@@ -41,7 +41,7 @@ from mallocgame.model import InputError
               help="Write the final placement here ('-': stdout; the game then goes to stderr).")
 def play(problem_path, mode, capacity, capacity_fraction, hardware, variant, k, order, policy, quiet, output) -> None:
     """Play the mallocGame on PROBLEM, one decision per step."""
-    from search.game import Game, GameConfig
+    from mallocgame.search.game import Game, GameConfig
 
     if k < 1:
         fail(f"--k: must be >= 1, got {k}")
@@ -114,8 +114,8 @@ def _finish(problem, spec, game, output: str | None) -> None:
 
 
 def _summary_offsets(problem, spec, game):
-    from hardware.evaluator import Evaluator
-    from hardware.validator import validate
+    from mallocgame.hardware.evaluator import Evaluator
+    from mallocgame.hardware.validator import validate
     from mallocgame.io import problem_csv_text
     from mallocgame.model import offsets_tuple
 
@@ -129,8 +129,8 @@ def _summary_offsets(problem, spec, game):
 
 
 def _summary_prefetch(problem, spec, game):
-    from hardware.prefetch import PrefetchEvaluator
-    from hardware.validator import validate_intervals
+    from mallocgame.hardware.prefetch import PrefetchEvaluator
+    from mallocgame.hardware.validator import validate_intervals
     from mallocgame.io import intervals_csv_text
 
     intervals = game.intervals()

@@ -118,7 +118,7 @@ def reschedule_outputs(problem_path: str, rescheduled, summary: str, document: d
     """
     import json
 
-    from hardware.validator import validate, validate_intervals, validate_schedule
+    from mallocgame.hardware.validator import validate, validate_intervals, validate_schedule
     from mallocgame.inputs.load import prepare
     from mallocgame.io import parse_workload
     from mallocgame.scheduling import reorder

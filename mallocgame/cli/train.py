@@ -88,11 +88,11 @@ def train(steps, games_per_iter, updates_per_iter, simulations, search_method, m
         except InputError as exc:
             fail(str(exc).replace("--executor ray", "--ray-actors"))
     try:
-        from search.muzero import checkpoint as ckpt
-        from search.muzero.env import game_factory
-        from search.muzero.problems import Curriculum, Recipe
-        from search.muzero.train import TrainConfig, describe, new_state, resume_state
-        from search.muzero.train import train as run_training
+        from mallocgame.search.muzero import checkpoint as ckpt
+        from mallocgame.search.muzero.env import game_factory
+        from mallocgame.search.muzero.problems import Curriculum, Recipe
+        from mallocgame.search.muzero.train import TrainConfig, describe, new_state, resume_state
+        from mallocgame.search.muzero.train import train as run_training
     except ImportError as exc:
         fail(f"train needs torch ({exc}): pip install 'mallocgame[train]'")
 
@@ -140,7 +140,7 @@ def train(steps, games_per_iter, updates_per_iter, simulations, search_method, m
     try:
         with raise_on_signals():
             if ray_actors is not None:
-                from search.muzero.distributed import RaySelfPlay
+                from mallocgame.search.muzero.distributed import RaySelfPlay
 
                 try:
                     play = RaySelfPlay(ray_actors, state.game_config, address=address)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hardware.spec import PRESETS
+from mallocgame.hardware.spec import PRESETS
 from mallocgame.intervals import max_live
 from mallocgame.model import Buffer, Op, Operand, Problem
 

@@ -128,7 +128,7 @@ def prepare(problem: Problem, *, mode: str | None = None, capacity: int | str | 
     The returned problem carries its spec (``problem.hardware``); buffer alignments become
     their least common multiple with the hardware's. Raises :class:`InputError` (one line).
     """
-    from hardware.spec import PRESETS, HardwareSpec, load_hardware
+    from mallocgame.hardware.spec import PRESETS, HardwareSpec, load_hardware
     from mallocgame.intervals import max_live
 
     if mode is not None and mode not in MODES:

@@ -47,7 +47,7 @@ from typing import Sequence
 
 import numpy as np
 
-from hardware.spec import PRESETS
+from mallocgame.hardware.spec import PRESETS
 from mallocgame.intervals import max_live
 from mallocgame.model import Buffer, Op, Operand, Problem
 
@@ -334,7 +334,7 @@ class Program:
         ``outputs`` are marked ``kind="output"``; weights and inputs get their prefetch
         windows on ``hardware`` (default ``tpuv4i``).
         """
-        from hardware.spec import PRESETS
+        from mallocgame.hardware.spec import PRESETS
 
         hw = hardware or PRESETS["tpuv4i"]
         out_ids = {t.id for t in outputs}

@@ -170,8 +170,8 @@ class TimeObjective:
 
     def placement(self, reordered: Problem):
         """``(time, offsets, intervals)`` of the greedy placement of ``reordered``."""
-        from hardware.evaluator import Evaluator
-        from hardware.validator import validate, validate_intervals
+        from mallocgame.hardware.evaluator import Evaluator
+        from mallocgame.hardware.validator import validate, validate_intervals
         from mallocgame.placement import greedy_place, xla_order
 
         ev = Evaluator.of(reordered, self.hardware)
@@ -180,7 +180,7 @@ class TimeObjective:
         if violation:  # never expected: the greedy places within the capacity
             raise RuntimeError(f"greedy placement invalid: {violation}")
         if reordered.mode == "prefetch":
-            from hardware.prefetch import PrefetchEvaluator
+            from mallocgame.hardware.prefetch import PrefetchEvaluator
             from mallocgame.prefetch import lift_map_answer
 
             intervals = lift_map_answer(reordered, offsets)

@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from search.muzero.networks import MuZeroNet, NetworkConfig
+from mallocgame.search.muzero.networks import MuZeroNet, NetworkConfig
 
 FORMAT = "mallocgame.muzero/1"
 

@@ -25,15 +25,15 @@ class _Player:
     def __init__(self, game_config: dict):
         import torch
 
-        from search.muzero.env import game_factory
+        from mallocgame.search.muzero.env import game_factory
 
         torch.set_num_threads(1)
         self.make_game = game_factory(game_config)
 
     def play(self, weights: dict, net_config: dict, train_config: dict, jobs: list[tuple[Any, int]]) -> list:
-        from search.muzero.networks import MuZeroNet, NetworkConfig
-        from search.muzero.selfplay import Agent, play_game
-        from search.muzero.train import TrainConfig, greedy_return
+        from mallocgame.search.muzero.networks import MuZeroNet, NetworkConfig
+        from mallocgame.search.muzero.selfplay import Agent, play_game
+        from mallocgame.search.muzero.train import TrainConfig, greedy_return
 
         net = MuZeroNet(NetworkConfig(**net_config))
         net.load_state_dict(weights)
@@ -79,7 +79,7 @@ class RaySelfPlay:
         for a, res in enumerate(results):
             for k, item in enumerate(res):
                 played[a + k * n] = item
-        from search.muzero.train import record_games
+        from mallocgame.search.muzero.train import record_games
 
         return record_games(state, played)  # in game order: the replay buffer is the same whatever the actors
 

@@ -55,13 +55,13 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
-from search.muzero import checkpoint as ckpt
-from search.muzero.guide import input_vector
-from search.muzero.networks import MuZeroNet, NetworkConfig
-from search.muzero.problems import Recipe
+from mallocgame.search.muzero import checkpoint as ckpt
+from mallocgame.search.muzero.guide import input_vector
+from mallocgame.search.muzero.networks import MuZeroNet, NetworkConfig
+from mallocgame.search.muzero.problems import Recipe
 
 if TYPE_CHECKING:
-    from search.mcts import Episode
+    from mallocgame.search.mcts import Episode
 
 FORMAT = ckpt.FORMAT
 TEACHER_PRIORS = ("uniform", "relaxation", "network")
@@ -185,7 +185,7 @@ def _unpack_origins(packed: dict | None, count: int) -> list:
 
 
 def _curriculum(config: ExpertConfig):
-    from search.muzero.problems import Curriculum
+    from mallocgame.search.muzero.problems import Curriculum
 
     return Curriculum(min_size=config.min_size, max_size=config.max_size, layered_share=config.layered_share,
                       min_capacity_fraction=config.min_capacity, max_capacity_fraction=config.max_capacity,
@@ -199,8 +199,8 @@ def teacher_search(game, simulations: int, rng: np.random.Generator, prior: str 
     (a :class:`~search.muzero.inference.NumpyNet`, ``prior="network"``).
 
     Returns the root visit distribution ``[num_actions]`` and the best complete episode it saw."""
-    from search.mcts import Episode, MCTSConfig, Node, UCTSearch
-    from search.muzero.guide import NetworkPrior, RelaxationPrior
+    from mallocgame.search.mcts import Episode, MCTSConfig, Node, UCTSearch
+    from mallocgame.search.muzero.guide import NetworkPrior, RelaxationPrior
 
     if prior == "relaxation":
         search = UCTSearch(MCTSConfig(simulations=simulations, exploration=exploration), rng, prior=RelaxationPrior())
@@ -225,7 +225,7 @@ def teacher_search(game, simulations: int, rng: np.random.Generator, prior: str 
 def relative_value(best_value: float, game, greedy_total: float) -> float:
     """The value target relative to the greedy rollout: ``100 x (best_value - greedy rollout from
     game) / greedy_total`` (percent of the whole problem's greedy episode; ``game`` not changed)."""
-    from search.mcts import play_greedy
+    from mallocgame.search.mcts import play_greedy
 
     rollout = game.clone()
     play_greedy(rollout)
@@ -236,8 +236,8 @@ def rebuild_state(origin: Origin, game_fields: dict, start=None):
     """The fixed-order game of ``origin.recipe`` after its first ``origin.steps`` decisions,
     replayed by following ``origin.offsets`` (:func:`answer_policy`); ``start``: that game before
     any decision, if the caller built it (it is not changed)."""
-    from search.game import Game, GameConfig
-    from search.muzero.problems import build
+    from mallocgame.search.game import Game, GameConfig
+    from mallocgame.search.muzero.problems import build
 
     if start is None:
         start = Game(*build(origin.recipe), GameConfig(**game_fields))
@@ -272,12 +272,12 @@ def answer_policy(game, answer: np.ndarray) -> np.ndarray:
 
 def play_and_label(state: _State) -> dict[str, Any]:
     """One game of the loop in the module docstring; returns its log entry (no gradient step)."""
-    from search.game import Game, GameConfig
-    from search.game_data import GameData
-    from search.mcts import MCTSConfig, UCTSearch, play_greedy
-    from search.muzero.guide import NetworkPrior
-    from search.muzero.inference import NumpyNet
-    from search.muzero.problems import build
+    from mallocgame.search.game import Game, GameConfig
+    from mallocgame.search.game_data import GameData
+    from mallocgame.search.mcts import MCTSConfig, UCTSearch, play_greedy
+    from mallocgame.search.muzero.guide import NetworkPrior
+    from mallocgame.search.muzero.inference import NumpyNet
+    from mallocgame.search.muzero.problems import build
 
     c = state.config
     recipe = _curriculum(c).sample(state.rng)
@@ -344,10 +344,10 @@ def _remember(state: _State, game, obs, target, value: float, aux: float, origin
 def reanalyse(state: _State) -> dict[str, float]:
     """Relabel ``reanalyse_per_game`` earlier states with the teacher as it is now (module docstring,
     step 4); returns how many and the mean total-variation change of their policy targets."""
-    from search.game import Game, GameConfig
-    from search.mcts import play_greedy
-    from search.muzero.inference import NumpyNet
-    from search.muzero.problems import build
+    from mallocgame.search.game import Game, GameConfig
+    from mallocgame.search.mcts import play_greedy
+    from mallocgame.search.muzero.inference import NumpyNet
+    from mallocgame.search.muzero.problems import build
 
     c = state.config
     known = [i for i, o in enumerate(state.origins) if o is not None]
@@ -446,7 +446,7 @@ def train(out: str, *, init: str | None = None, config: ExpertConfig = ExpertCon
           teacher_answer: TeacherAnswer | None = None) -> _State:
     """A new run writing checkpoints to ``out``; weights start from checkpoint ``init`` if given.
     ``teacher_answer`` gives the targets when ``config.teacher == "answer"``."""
-    from search.game import GameConfig, observation_dims
+    from mallocgame.search.game import GameConfig, observation_dims
 
     torch.manual_seed(config.seed)
     if init is not None:
@@ -456,7 +456,7 @@ def train(out: str, *, init: str | None = None, config: ExpertConfig = ExpertCon
                                        f"not {config.features or 'plain'!r}")
         net, game_fields = _network(payload, aux=config.aux_weight > 0, seed=config.seed), dict(payload["game"])
     else:
-        from search.muzero import encoder
+        from mallocgame.search.muzero import encoder
 
         game_fields = {"variant": "order", "k": 16, "order": "xla"}
         dims = observation_dims(GameConfig(**game_fields))

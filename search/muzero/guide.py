@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from search.muzero import encoder
+from mallocgame.search.muzero import encoder
 
 
 class NetworkPrior:

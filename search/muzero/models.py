@@ -25,12 +25,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from search.muzero.features import ObsArrays, obs_arrays
-from search.muzero.inference import NumpyNet
-from search.muzero.search import Expansion
+from mallocgame.search.muzero.features import ObsArrays, obs_arrays
+from mallocgame.search.muzero.inference import NumpyNet
+from mallocgame.search.muzero.search import Expansion
 
 if TYPE_CHECKING:
-    from search.muzero.networks import MuZeroNet
+    from mallocgame.search.muzero.networks import MuZeroNet
 
 
 class NetworkEvaluator:

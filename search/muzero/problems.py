@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from hardware.spec import PRESETS, HardwareSpec
+from mallocgame.hardware.spec import PRESETS, HardwareSpec
 from mallocgame.inputs.generate import layered_network, random_intervals
 from mallocgame.intervals import max_live
 from mallocgame.model import Problem

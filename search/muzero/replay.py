@@ -27,8 +27,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from search.muzero.features import obs_arrays
-from search.muzero.problems import Recipe
+from mallocgame.search.muzero.features import obs_arrays
+from mallocgame.search.muzero.problems import Recipe
 
 
 @dataclass

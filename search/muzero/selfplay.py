@@ -12,15 +12,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from search.muzero.features import ObsArrays, obs_arrays
-from search.muzero.models import LearnedModel, NetworkEvaluator, SimulatorModel
-from search.muzero.problems import Recipe
-from search.muzero.replay import Trajectory
-from search.muzero.search import SearchConfig, SearchResult, run_search
+from mallocgame.search.muzero.features import ObsArrays, obs_arrays
+from mallocgame.search.muzero.models import LearnedModel, NetworkEvaluator, SimulatorModel
+from mallocgame.search.muzero.problems import Recipe
+from mallocgame.search.muzero.replay import Trajectory
+from mallocgame.search.muzero.search import SearchConfig, SearchResult, run_search
 
 if TYPE_CHECKING:
-    from search.muzero.inference import NumpyNet
-    from search.muzero.networks import MuZeroNet
+    from mallocgame.search.muzero.inference import NumpyNet
+    from mallocgame.search.muzero.networks import MuZeroNet
 
 MODELS = ("learned", "simulator")
 

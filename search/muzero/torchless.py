@@ -88,7 +88,7 @@ def load_inference(path: str):
     """
     import os
 
-    from search.muzero.inference import NumpyNet
+    from mallocgame.search.muzero.inference import NumpyNet
 
     fmt = "mallocgame.muzero/1"
     if not os.path.isfile(path):
@@ -96,7 +96,7 @@ def load_inference(path: str):
     try:
         payload = read(path)
     except UnsupportedCheckpoint:
-        from search.muzero import checkpoint as ckpt
+        from mallocgame.search.muzero import checkpoint as ckpt
 
         payload = ckpt.load(path)
         payload = dict(payload, model={k: v.numpy() for k, v in payload["model"].items()})

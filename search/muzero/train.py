@@ -52,13 +52,13 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
-from search.muzero import checkpoint as ckpt
-from search.muzero.features import ObsArrays, obs_dims
-from search.muzero.networks import MuZeroNet, NetworkConfig, parameter_count
-from search.muzero.problems import Curriculum, Recipe
-from search.muzero.replay import Batch, ReplayBuffer, rebuild
-from search.muzero.search import SearchConfig
-from search.muzero.selfplay import Agent, play_game
+from mallocgame.search.muzero import checkpoint as ckpt
+from mallocgame.search.muzero.features import ObsArrays, obs_dims
+from mallocgame.search.muzero.networks import MuZeroNet, NetworkConfig, parameter_count
+from mallocgame.search.muzero.problems import Curriculum, Recipe
+from mallocgame.search.muzero.replay import Batch, ReplayBuffer, rebuild
+from mallocgame.search.muzero.search import SearchConfig
+from mallocgame.search.muzero.selfplay import Agent, play_game
 
 
 @dataclass(frozen=True)
@@ -190,7 +190,7 @@ def resume(path: str) -> TrainState:
     """The training state saved in the checkpoint at ``path``, ready for :func:`train` (``mallocgame train
     --resume``). Raises :class:`~search.muzero.checkpoint.CheckpointError` (one line) for a missing,
     foreign or model-only file."""
-    from search.muzero.env import game_factory
+    from mallocgame.search.muzero.env import game_factory
 
     payload = ckpt.load(path)
     if "game" not in payload:

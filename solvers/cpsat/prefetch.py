@@ -75,9 +75,9 @@ from typing import Sequence
 
 import numpy as np
 
-from hardware.evaluator import Evaluator
-from hardware.prefetch import PrefetchEvaluator, eviction_of
-from hardware.validator import validate_intervals
+from mallocgame.hardware.evaluator import Evaluator
+from mallocgame.hardware.prefetch import PrefetchEvaluator, eviction_of
+from mallocgame.hardware.validator import validate_intervals
 from mallocgame.bounds import prefetch_op_savings, prefetch_upper_bound
 from mallocgame.intervals import component_runs, maximal_live_sets
 from mallocgame.model import FastInterval, Problem, Solution, Status
@@ -85,7 +85,7 @@ from mallocgame.msa import msa_answer
 from mallocgame.placement import greedy_place, xla_order
 from mallocgame.prefetch import hint_intervals, lift_map_answer
 from mallocgame.protocol import solver_deadline
-from solvers.cpsat.model import grid_unit
+from mallocgame.solvers.cpsat.model import grid_unit
 
 PREFETCH_RATIOS = (1.0, 1.5, 4.0)  # window budget / copy time of the candidate copy starts
 EVICTION_RATIOS = (1.0, 1.5)  # the same for the extended ends of stays that are evicted

@@ -37,12 +37,12 @@ import time
 
 import numpy as np
 
-from hardware.evaluator import Evaluator
+from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.intervals import components, count_overlapping_pairs, live_profile, overlap_index
 from mallocgame.model import Problem, Solution, Status, offsets_array, offsets_tuple
 from mallocgame.placement import greedy_place, pack_start, push_down, xla_order
 from mallocgame.protocol import Solver, solver_deadline
-from solvers.cpsat.model import PACK_ORDERS, SMALL_MODEL, Limits, Part, PartResult, solve_part, value_terms
+from mallocgame.solvers.cpsat.model import PACK_ORDERS, SMALL_MODEL, Limits, Part, PartResult, solve_part, value_terms
 
 MAX_MODEL_BUFFERS = 20_000
 MAX_MODEL_PAIRS = 2_000_000
@@ -116,7 +116,7 @@ class CpSat(Solver):
     def solve(self, problem, hardware, *, time_limit, seed, hint=None, workers=1, minimize_peak=False,
               deterministic=True):
         if problem.mode == "prefetch":
-            from solvers.cpsat.prefetch import solve_prefetch
+            from mallocgame.solvers.cpsat.prefetch import solve_prefetch
 
             return solve_prefetch(problem, hardware, time_limit=time_limit, seed=seed, hint=hint, workers=workers,
                                   deterministic=deterministic, name=self.name)

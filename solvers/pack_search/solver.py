@@ -16,7 +16,7 @@ import time
 
 from mallocgame.model import Problem, Solution, Status, offsets_array, offsets_tuple
 from mallocgame.protocol import Solver
-from solvers.pack_search.search import pack
+from mallocgame.solvers.pack_search.search import pack
 
 _STATUS = {
     "OPTIMAL": Status.OPTIMAL,

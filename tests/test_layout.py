@@ -1,0 +1,57 @@
+"""The package layout: one package, ``mallocgame``, with the card's folders as its subpackages.
+
+The folders solvers/, search/, hybrid/ and hardware/ sit at the top of the repository (the design
+card fixes them) and install as ``mallocgame.solvers`` and so on (package-dir in pyproject.toml).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+FOLDERS = {"mallocgame": "mallocgame", "mallocgame.hardware": "hardware", "mallocgame.solvers": "solvers",
+           "mallocgame.search": "search", "mallocgame.hybrid": "hybrid"}
+
+
+def _setuptools() -> dict:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+
+
+def test_package_dir_maps_the_card_folders():
+    assert _setuptools()["package-dir"] == FOLDERS
+
+
+def test_every_folder_with_an_init_is_a_listed_package():
+    found = set()
+    for package, folder in FOLDERS.items():
+        for init in (ROOT / folder).rglob("__init__.py"):
+            rel = init.parent.relative_to(ROOT / folder)
+            found.add(".".join([package, *rel.parts]) if rel.parts else package)
+    assert found == set(_setuptools()["packages"])
+
+
+def test_old_top_level_names_are_gone_and_new_ones_import(tmp_path):
+    # Run from a neutral folder, so that the checkout's own top-level folders are not on sys.path.
+    code = ("import importlib.util, mallocgame.search.game, mallocgame.solvers.greedy_xla, mallocgame.hybrid.lns, "
+            "mallocgame.hardware.validator\n"
+            "print([n for n in ('search', 'solvers', 'hybrid', 'hardware') if importlib.util.find_spec(n)])")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
+
+
+def test_an_install_puts_only_mallocgame_in_site_packages(tmp_path):
+    target = tmp_path / "site"
+    proc = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
+                           "--target", str(target), str(ROOT)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    top = {p.name for p in target.iterdir() if not p.name.endswith(".dist-info") and p.name not in {"__pycache__", "bin"}}  # bin: the console script
+    assert top == {"mallocgame"}
+    installed = target / "mallocgame"
+    for sub in ("solvers/cpsat", "search/muzero/checkpoints", "hybrid", "hardware", "integrations"):
+        assert (installed / sub / "__init__.py").is_file(), sub
+    assert (installed / "search/muzero/checkpoints/default.pt").is_file()
+    assert list((installed / "inputs/data").glob("*.json")), "the built-in examples' data must install"
