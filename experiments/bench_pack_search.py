@@ -1,9 +1,9 @@
 """Benchmark pack-search on MiniMalloc's challenging instances (A..K at capacity 1048576) and input.12.
 
-One run per instance and seed (``--seeds``, default 0) through :func:`solvers.pack_search.search.pack`
+One run per instance and seed (``--seeds``, default 0) through :func:`mallocgame.solvers.pack_search.search.pack`
 with the capacity of the file name (pack mode). Every packing returned is checked twice: by the
 search module's independent ``check_packing`` and by the project validator
-(:func:`hardware.validator.validate`). Prints a summary table (instance x seed -> seconds and status)
+(:func:`mallocgame.hardware.validator.validate`). Prints a summary table (instance x seed -> seconds and status)
 and one detail row per run (nodes, engine, load average when the run started), and writes both with
 the exact command to ``--out`` (default experiments/results/pack_search_minimalloc.md).
 
@@ -19,11 +19,11 @@ import os
 import time
 
 from _common import benchmarks_dir, write_results
-
 from mallocgame.hardware.validator import validate
+from mallocgame.solvers.pack_search.search import check_packing, pack
+
 from mallocgame.intervals import max_live
 from mallocgame.io import load_problem
-from mallocgame.solvers.pack_search.search import check_packing, pack
 
 NAMES = [f"{c}.1048576" for c in "ABCDEFGHIJK"] + ["input.12"]
 DETAIL = ("| instance | seed | load (1 min) | status | seconds | peak | check_packing | validator | nodes | restarts "
@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"shared with other jobs; load average (1, 5, 15 min) {load_start[0]:.1f} {load_start[1]:.1f} "
                 f"{load_start[2]:.1f} at the start and {load_end[0]:.1f} {load_end[1]:.1f} {load_end[2]:.1f} at the end. "
                 "Every packing is checked by `check_packing` (the search module's own independent sweep) and by the "
-                "project validator (`hardware.validator.validate`).\n\n"
+                "project validator (`mallocgame.hardware.validator.validate`).\n\n"
                 "## Seconds and status per instance and seed\n\n" + head + "\n" + "\n".join(summary) + "\n\n"
                 "## Every run\n\n"
                 "`engine`: which engine's packing was returned; `winning run`: the search lane and restart that "

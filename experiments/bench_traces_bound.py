@@ -9,7 +9,7 @@ whole trace). ``best excess`` is the lowest excess over max live of any solver r
 ``bound excess`` is how far the new bound rises above max live, so the part of the gap it
 proves is ``bound excess / best excess``. ``size-first excess``: one best-fit pass in
 size-descending order (ties by start; :func:`mallocgame.placement.greedy_place`), validated
-by :mod:`hardware.validator`: a packing to compare the recorded solvers with (skipped above
+by :mod:`mallocgame.hardware.validator`: a packing to compare the recorded solvers with (skipped above
 ``--greedy-max`` buffers).
 
 Usage (from the project root):
@@ -24,8 +24,8 @@ import time
 
 import numpy as np
 from _common import benchmarks_dir, results_path, write_results
-
 from mallocgame.hardware.validator import peak, validate
+
 from mallocgame.bounds import critical_window_bound
 from mallocgame.intervals import live_profile_of, max_live, maximal_times
 from mallocgame.io import load_problem

@@ -6,7 +6,7 @@
 Contestants, all through :func:`mallocgame.runner.run_solver` (validated, scored by the evaluator):
 
 * ``mcts``            -- plain UCT (solver ``mcts``, its defaults);
-* ``muzero``          -- the same search (:class:`search.mcts.UCTSearch`: greedy rollouts to the end,
+* ``muzero``          -- the same search (:class:`mallocgame.search.uct.UCTSearch`: greedy rollouts to the end,
   tree reuse, the same commitment, budgets and fallback answers, every simulation counted) selecting
   by pUCT with the network's prior (solver ``muzero``, ``--checkpoint`` or the shipped one);
 * ``uniform``         -- the control: solver ``muzero`` with ``prior=uniform`` (pUCT, no network);
@@ -47,10 +47,10 @@ import time
 from pathlib import Path
 
 from _common import Transcript, fenced, results_path, write_results
-
 from mallocgame.hardware.spec import PRESETS
-from mallocgame.runner import problem_bound, run_solver
 from mallocgame.search.muzero.problems import Recipe, build
+
+from mallocgame.runner import problem_bound, run_solver
 
 SIZES = (50, 75, 100, 150, 200, 250)  # 64 simulations with rollouts to the end cost ~n^2 steps per move
 CAPACITIES = (0.2, 0.3, 0.4, 0.5, 0.6)

@@ -32,6 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     from mallocgame.hardware.spec import PRESETS
+
     from mallocgame.inputs.suites import suite_entries
     from mallocgame.runner import run_solver
 

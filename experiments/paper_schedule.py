@@ -7,7 +7,7 @@ weight conversions included), against the original order:
 * **pack** (minimise the peak, no capacity): the max live bytes of the original order and of
   the re-scheduled one (``mallocgame.scheduling.schedule``, objective ``peak``), and the peak
   of a validated pack-search placement of each (``solve --reschedule`` logic,
-  :func:`hybrid.reschedule.solve_with_reschedule`: round 0 is the original order);
+  :func:`mallocgame.hybrid.reschedule.solve_with_reschedule`: round 0 is the original order);
 * **map** (capacity 40% of the original order's max live bytes, tpuv4i, fixed for both orders):
   the estimated time of the validated greedy-xla placement of the original order and of the
   best (order, placement) pair found by ``solve --reschedule``'s alternation (objective
@@ -75,6 +75,7 @@ def main() -> int:
 
     from mallocgame.hardware.spec import PRESETS
     from mallocgame.hybrid.reschedule import solve_with_reschedule
+
     from mallocgame.inputs.load import fraction_capacity, prepare
     from mallocgame.intervals import max_live
     from mallocgame.plots import plot_live_orders, safe_name

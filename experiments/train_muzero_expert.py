@@ -6,7 +6,7 @@
         --log /tmp/expert/train.log --time-limit 1800
 
 Starts from the shipped checkpoint's weights (``--init``; ``--init none`` = fresh weights). The loop,
-targets and curriculum are described in :mod:`search.muzero.expert`. Snapshots ``run.g<games>.pt``
+targets and curriculum are described in :mod:`mallocgame.search.muzero.expert`. Snapshots ``run.g<games>.pt``
 are model-only checkpoints; pick one with ``experiments/level_muzero_mcts.py --set tuning``.
 """
 

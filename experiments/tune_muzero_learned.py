@@ -21,9 +21,9 @@ import statistics
 
 from _common import Transcript, write_results
 from level_muzero_mcts import tuning
+from mallocgame.search.muzero.problems import build
 
 from mallocgame.runner import problem_bound, run_solver
-from mallocgame.search.muzero.problems import build
 
 
 def main() -> None:
@@ -38,8 +38,8 @@ def main() -> None:
     if args.losses:
         return losses(args.losses, args.checkpoints.split(","))
     from mallocgame.search.game import Game, GameConfig
-    from mallocgame.search.mcts import play_greedy
     from mallocgame.search.muzero.torchless import load_inference
+    from mallocgame.search.uct import play_greedy
 
     show = Transcript()
     show(f"tuning set (seeds 201-212); model=learned; {args.simulations} simulations; seed {args.seed}")
@@ -77,7 +77,6 @@ def main() -> None:
 def losses(train_path: str, checkpoints: list[str]) -> None:
     import numpy as np
     import torch
-
     from mallocgame.search.muzero import checkpoint as ckpt
     from mallocgame.search.muzero.train import configure_torch, loss, resume
 

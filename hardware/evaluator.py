@@ -10,7 +10,7 @@ saved. It is what every report, bound and game reward is expressed in.
 
 Example:
     >>> from mallocgame.model import Buffer, Problem
-    >>> from hardware.spec import PRESETS
+    >>> from mallocgame.hardware.spec import PRESETS
     >>> p = Problem("t", (Buffer("a", 4, 0, 2, benefit=3.0), Buffer("b", 4, 1, 3)), capacity=8)
     >>> ev = Evaluator(p, PRESETS["unit"])
     >>> ev.time_all_slow, ev.value([0, None])
@@ -23,8 +23,8 @@ from functools import cached_property
 from typing import Sequence
 
 import numpy as np
-
 from mallocgame.hardware.spec import HardwareSpec
+
 from mallocgame.model import Problem
 
 

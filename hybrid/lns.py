@@ -1,14 +1,14 @@
 """Large neighbourhood search: keep most of an incumbent, re-solve a time window with CP-SAT, keep improvements.
 
 Prefetch mode starts from XLA's answer (``msa``) or the hint, whichever is better, and runs
-the window search of cpsat's prefetch mode around it (:func:`solvers.cpsat.prefetch.solve_prefetch`).
+the window search of cpsat's prefetch mode around it (:func:`mallocgame.solvers.cpsat.prefetch_windows.solve_prefetch`).
 
 Starts from the hint when one is given, else from greedy-xla (map mode) or best fit
 (pack mode; an online allocator when best fit would not finish in time), pushed down
-onto the address grid (:func:`solvers.cpsat.model.push_down`). Each
+onto the address grid (:func:`mallocgame.solvers.cpsat.model.push_down`). Each
 step frees the buffers live in a random time window (about ``k`` of them), turns every
 other placed buffer that overlaps them in time into a fixed rectangle, and re-solves the
-freed part with CP-SAT (:func:`solvers.cpsat.model.solve_part`) hinted with the
+freed part with CP-SAT (:func:`mallocgame.solvers.cpsat.model.solve_part`) hinted with the
 incumbent, so a step never makes the part worse:
 
 * map mode: maximise the exact value of the freed buffers given the fixed ones (roofline
@@ -31,13 +31,13 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-
 from mallocgame.hardware.evaluator import Evaluator
+from mallocgame.solvers.cpsat.model import Limits, Part, solve_part, value_terms
+
 from mallocgame.intervals import OverlapIndex, live_profile, overlap_index
 from mallocgame.model import Problem, Solution, Status, offsets_array, offsets_tuple
 from mallocgame.placement import greedy_place, pack_start, push_down, xla_order
 from mallocgame.protocol import Solver, solver_deadline
-from mallocgame.solvers.cpsat.model import Limits, Part, solve_part, value_terms
 
 K_MIN, K_START, K_MAX = 12, 40, 600
 FIXED_BUDGET = 1500  # fixed rectangles per pack step, so huge traces still give small models
@@ -130,9 +130,9 @@ class LargeNeighbourhoodSearch(ModeDispatch):
     def _solve_prefetch(self, problem, hardware, t0, time_limit, seed, hint, workers):
         """From XLA's answer: ``msa``'s answer, built first with the deadline the ``msa`` solver would
         have, and the hint are the starts; CP-SAT then re-solves time windows and groups of buffers
-        around the better (:func:`solvers.cpsat.prefetch.solve_prefetch`, the neighbourhood search of
+        around the better (:func:`mallocgame.solvers.cpsat.prefetch_windows.solve_prefetch`, the neighbourhood search of
         cpsat's prefetch mode), keeping only what the evaluator scores better: never below ``msa``."""
-        from mallocgame.solvers.cpsat.prefetch import solve_prefetch
+        from mallocgame.solvers.cpsat.prefetch_windows import solve_prefetch
 
         remaining = max(time_limit - (time.monotonic() - t0), 1e-3)
         result = solve_prefetch(problem, hardware, time_limit=remaining, seed=seed, hint=hint,
@@ -303,7 +303,7 @@ class LargeNeighbourhoodSearch(ModeDispatch):
 
     @staticmethod
     def _pack_start(problem, index, hint, deadline) -> tuple[np.ndarray, str]:
-        """The lower-peak of the complete hint and the deadline-safe start of :func:`solvers.cpsat.fallback.pack_start`.
+        """The lower-peak of the complete hint and the deadline-safe start of the core's ``pack_start``.
 
         Both are computed: on some traces the online allocator beats a best-fit hint.
         """

@@ -22,6 +22,7 @@ import time
 from typing import Any
 
 from mallocgame.hybrid.warm_start import better
+
 from mallocgame.model import InputError, Solution, Status
 from mallocgame.protocol import Solver, solver_deadline
 from mallocgame.registry import SolverLoadError, load_solver, solver_entries

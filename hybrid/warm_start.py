@@ -28,14 +28,14 @@ def better(a: Report, b: Report) -> bool:
 
 def _warm_start_run(name: str, problem: Problem, hardware, *, time_limit: float, seed: int, hint, options, bound) -> Report:
     """Run the warm-start solver; in prefetch mode a map-only solver (greedy-xla, select-pack, muzero)
-    solves the map problem and its answer is lifted (:func:`mallocgame.prefetch.lift_map_answer`)."""
+    solves the map problem and its answer is lifted (:func:`mallocgame.lift.lift_map_answer`)."""
     from mallocgame.registry import solver_entries, solver_modes
 
     modes = solver_modes(solver_entries()[name]) if problem.mode == "prefetch" else ()
     if problem.mode != "prefetch" or "prefetch" in modes or "map" not in modes:
         return run_solver(name, problem, hardware, time_limit=time_limit, seed=seed, hint=hint, options=options,
                           bound=bound)
-    from mallocgame.prefetch import lift_map_answer
+    from mallocgame.lift import lift_map_answer
 
     mapped = run_solver(name, problem.replace(mode="map"), hardware, time_limit=time_limit, seed=seed,
                         options=options)

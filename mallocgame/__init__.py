@@ -27,7 +27,7 @@ _PUBLIC = {
 __all__ = sorted(_PUBLIC)
 
 if TYPE_CHECKING:  # pragma: no cover
-    from mallocgame.api import Result, SolverInfo, Verdict, compare, load_problem, schedule, solve, list_solvers, validate  # noqa: F401
+    from mallocgame.api import Result, SolverInfo, Verdict, compare, list_solvers, load_problem, schedule, solve, validate  # noqa: F401
     from mallocgame.model import Buffer, InputError, Op, Operand, Problem, Solution, Status  # noqa: F401
     from mallocgame.protocol import Solver  # noqa: F401
 

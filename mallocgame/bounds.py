@@ -10,7 +10,7 @@
 
 Example:
     >>> from mallocgame.model import Buffer, Problem
-    >>> from hardware.spec import PRESETS
+    >>> from mallocgame.hardware.spec import PRESETS
     >>> p = Problem("t", (Buffer("a", 4, 0, 2, 3.0), Buffer("b", 4, 1, 3, 2.0), Buffer("c", 4, 1, 3, 2.0)), capacity=8)
     >>> b = map_upper_bound(p, PRESETS["unit"]); (b.value, b.kind)
     (5.0, 'mip')

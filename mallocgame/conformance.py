@@ -47,13 +47,13 @@ from dataclasses import asdict, dataclass
 from typing import Any, Callable, Iterable
 
 from mallocgame.hardware.evaluator import Evaluator
-from mallocgame.hardware.prefetch import PrefetchEvaluator
+from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
 from mallocgame.hardware.spec import PRESETS
 from mallocgame.hardware.validator import peak, validate
 from mallocgame.inputs.generate import layered_network, packed_instance, random_intervals
 from mallocgame.intervals import max_live
+from mallocgame.lift import lift_map_answer
 from mallocgame.model import MODES, Problem, Solution, Status
-from mallocgame.prefetch import lift_map_answer
 from mallocgame.registry import describe, load_solver, solver_entries
 from mallocgame.runner import Report, score
 

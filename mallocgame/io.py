@@ -705,7 +705,7 @@ def read_intervals_csv(path: str | os.PathLike, problem: Problem) -> list:
     """The fast intervals of a prefetch answer CSV; a header alone is the all-slow answer.
 
     A map-mode solution CSV (``id,lower,upper,size,offset``) is accepted too and read as its
-    map intervals (:func:`mallocgame.prefetch.map_intervals`).
+    map intervals (:func:`mallocgame.lift.map_intervals`).
     """
     from mallocgame.model import FastInterval
 
@@ -714,7 +714,7 @@ def read_intervals_csv(path: str | os.PathLike, problem: Problem) -> list:
     rows = list(_csv_records(path, text))
     header = [h.strip() for h in rows[0][1]]
     if "lower" in header and "offset" in header:
-        from mallocgame.prefetch import map_intervals
+        from mallocgame.lift import map_intervals
 
         return map_intervals(problem, read_solution_csv(path, problem))
     missing = [c for c in INTERVAL_COLUMNS if c not in header]

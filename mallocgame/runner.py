@@ -2,7 +2,7 @@
 
 Data flows one way (problem -> solver -> validator and evaluator -> report), so whatever
 a solver claims, the report's ``valid``, ``objective``, ``peak`` and ``estimated_time``
-come from :func:`mallocgame.verdict.judge` (:mod:`hardware.validator` and the evaluators).
+come from :func:`mallocgame.verdict.judge` (:mod:`mallocgame.hardware.validator` and the evaluators).
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.bounds import Bound, map_upper_bound, pack_lower_bound, prefetch_upper_bound
+from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.interrupts import child_signals
 from mallocgame.model import Problem, Solution, Status
 from mallocgame.protocol import accepted_options
@@ -91,7 +91,7 @@ def shared_caches(problem: Problem, hardware) -> None:
     overlap_index(problem)
     if problem.mode == "prefetch":
         if problem.has_ops:
-            from mallocgame.hardware.prefetch import PrefetchEvaluator
+            from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
 
             PrefetchEvaluator.of(problem, hardware)
     elif problem.mode == "map":

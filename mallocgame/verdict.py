@@ -1,6 +1,6 @@
 """The one verdict on an answer: valid or the first violation, placed, peak, estimated time (docs/architecture.md, "Scoring").
 
-:func:`judge` runs :mod:`hardware.validator` (the one judge of valid) and, for a valid answer
+:func:`judge` runs :mod:`mallocgame.hardware.validator` (the one judge of valid) and, for a valid answer
 in map or prefetch mode, the evaluator of the (problem, hardware) (the one score). Every door
 that states these facts reads them from here: the runner's :func:`~mallocgame.runner.score`,
 ``mallocgame validate``, ``mallocgame plot`` and :func:`mallocgame.validate`.
@@ -18,7 +18,7 @@ from mallocgame.hardware.validator import interval_peak, peak, validate, validat
 from mallocgame.model import Problem
 
 if TYPE_CHECKING:
-    from mallocgame.hardware.prefetch import Breakdown
+    from mallocgame.hardware.prefetch_cost import Breakdown
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,7 @@ class Judgement:
     ``placed`` and ``peak`` are those of the answer as given, valid or not (0 when it cannot be
     read: offsets of the wrong length, an interval of an unknown buffer). ``estimated_time`` and
     ``time_all_slow`` are set for a valid map or prefetch answer; ``breakdown`` (the copies and
-    their stalls, :class:`hardware.prefetch.Breakdown`) for a valid prefetch answer.
+    their stalls, :class:`mallocgame.hardware.prefetch_cost.Breakdown`) for a valid prefetch answer.
     """
 
     violation: str | None
@@ -77,7 +77,7 @@ def judge(problem: Problem, hardware, answer: Sequence, *, violation: str | None
     if not prefetch:
         ev = Evaluator.of(problem, hardware)
         return Judgement(None, placed, top, ev.time(answer), ev.time_all_slow)
-    from mallocgame.hardware.prefetch import Breakdown, PrefetchEvaluator
+    from mallocgame.hardware.prefetch_cost import Breakdown, PrefetchEvaluator
 
     if not problem.has_ops:  # an empty program: nothing to save
         return Judgement(None, placed, top, 0.0, 0.0, Breakdown(np.zeros(0), ()))

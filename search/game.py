@@ -2,19 +2,19 @@
 
 Three variants share one interface (:class:`Game`; pick with ``GameConfig.variant``):
 
-* ``"order"`` (:mod:`search.game_order`): buffers are decided one at a time in a fixed
+* ``"order"`` (:mod:`mallocgame.search.game_order`): buffers are decided one at a time in a fixed
   order (default: start time ascending, then size descending). Actions ``0..k-1`` put
   the current buffer at one of its ``k`` lowest feasible **canonical offsets** — the
   aligned bottom of each free hole left by the placed buffers that interfere with it,
   which is exactly the set of aligned tops (and 0) where it fits; action ``k`` sends it
   to slow memory (in pack mode only when no offset fits).
-* ``"address"`` (:mod:`search.game_address`): MiniMalloc's view. The address is fixed
+* ``"address"`` (:mod:`mallocgame.search.game_address`): MiniMalloc's view. The address is fixed
   instead: the lowest segment of the occupancy skyline. Actions ``0..k-1`` put one of
   the ``k`` best-ranked candidate buffers (those whose whole live range fits the
   segment) on that segment; action ``k`` ("slow"/close) leaves the segment idle, which
   raises it to its lower neighbour; buffers that no longer fit below the capacity go to
   slow memory. See that module for the exact rules and why every episode ends.
-* ``"prefetch"`` (:mod:`search.game_prefetch`): prefetch mode (docs/prefetch.md), one
+* ``"prefetch"`` (:mod:`mallocgame.search.game_prefetch`): prefetch mode (docs/prefetch.md), one
   decision per use segment of each buffer in a fixed order: a new fast interval at one of
   the ``k`` lowest feasible canonical offsets for each of ``windows`` candidate copy windows,
   keeping the previous interval resident across the gap, or slow. Its rewards are the
@@ -24,12 +24,12 @@ Three variants share one interface (:class:`Game`; pick with ``GameConfig.varian
 Reward per step = exact reduction of the evaluator's program time (undecided buffers
 count as slow) divided by ``time(all slow)``, so an episode's rewards sum to
 ``Evaluator.value(offsets) / time(all slow)`` in ``[0, 1]``. Pack mode: bytes placed /
-total bytes (see :mod:`search.game_data`). State updates are incremental: a step touches
+total bytes (see :mod:`mallocgame.search.game_data`). State updates are incremental: a step touches
 only the buffers that interfere with the decision and the ops of the buffer placed.
 
 Example:
     >>> from mallocgame.inputs.generate import layered_network
-    >>> from hardware.spec import PRESETS
+    >>> from mallocgame.hardware.spec import PRESETS
     >>> g = Game(layered_network(60, seed=1), PRESETS["tpuv4i"])
     >>> while not g.done:
     ...     _ = g.step(g.greedy_action())
@@ -42,9 +42,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from mallocgame.search.game_data import GameData
 
 from mallocgame.model import Problem
-from mallocgame.search.game_data import GameData
 
 #: Features of one buffer: valid, size/scale, start, end, length (horizon-normalised),
 #: benefit / max benefit, benefit density / max density, is a weight.

@@ -20,8 +20,8 @@ total bytes``, so the return is ``1 - peak / total bytes``).
 from __future__ import annotations
 
 import numpy as np
-
 from mallocgame.hardware.evaluator import Evaluator
+
 from mallocgame.intervals import max_live, overlap_index
 from mallocgame.model import Problem
 from mallocgame.placement import xla_order
@@ -135,7 +135,7 @@ class GameData:
         return gain / self.reward_norm
 
     def buffer_features(self, i: int) -> list[float]:
-        """The ``BUFFER_FEATURES`` numbers describing buffer ``i`` (see ``search.game``)."""
+        """The ``BUFFER_FEATURES`` numbers describing buffer ``i`` (see ``mallocgame.search.game``)."""
         s, e = self.start_l[i], self.end_l[i]
         return [1.0, self.size_l[i] / self.scale, (s - self.t0) / self.horizon, (e - self.t0) / self.horizon,
                 (e - s) / self.horizon, float(self.benefit[i]) / self.max_benefit, float(self.density[i]),

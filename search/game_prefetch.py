@@ -17,7 +17,7 @@ Actions (``W = GameConfig.windows`` candidate copy windows, ``k`` offsets each):
   ``j = 0`` is XLA's best fit with look-ahead (the smallest hole that stays free for the
   longest stay the buffer's later touches could use, found by a binary search over them),
   ``j >= 1`` the lowest other feasible canonical offsets (0 and the aligned tops of the
-  placed rectangles that overlap the new one in time: :func:`search.game_order.free_holes`).
+  placed rectangles that overlap the new one in time: :func:`mallocgame.search.game_order.free_holes`).
   Produced in place when ``t_j`` is a pure write (then only ``g = 0``); else a prefetch whose
   copy starts after op ``c_g``, where the windows are, in this order:
   ``"xla"`` -- XLA's cost-analysis picker: the latest ``c`` whose window ``(c, t_j)`` has an
@@ -43,7 +43,7 @@ After a buffer's last segment an open interval is closed the same way, up to ``b
 
 **Rewards** are exact: after every step the game's intervals are a valid answer, and the
 reward is ``(time before - time after) / time(all slow)`` of
-:class:`hardware.prefetch.PrefetchEvaluator` on them (op times, prefetch and eviction
+:class:`mallocgame.hardware.prefetch_cost.PrefetchEvaluator` on them (op times, prefetch and eviction
 stalls), so an episode's return is ``PrefetchEvaluator.value(intervals) / time(all slow)``.
 The time is kept incrementally: a step changes the served flags of one touch (so one op
 time, recomputed as the evaluator sums it) and a few copies; copies are served as the
@@ -62,8 +62,8 @@ the step's primitive changes backwards. :meth:`PrefetchGame.intervals` is the an
 
 Example:
     >>> from mallocgame.inputs.generate import layered_network
-    >>> from hardware.spec import PRESETS
-    >>> from hardware.prefetch import PrefetchEvaluator
+    >>> from mallocgame.hardware.spec import PRESETS
+    >>> from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
     >>> p = layered_network(40, seed=1, capacity_fraction=0.3).replace(mode="prefetch")
     >>> g = Game(p, PRESETS["tpuv4i"], GameConfig(variant="prefetch"))
     >>> while not g.done:
@@ -78,13 +78,13 @@ from __future__ import annotations
 import bisect
 
 import numpy as np
-
-from mallocgame.hardware.prefetch import PrefetchEvaluator, serve_copies
-from mallocgame.model import FastInterval, Problem
-from mallocgame.placement import best_fit_offset
+from mallocgame.hardware.prefetch_cost import PrefetchEvaluator, serve_copies
 from mallocgame.search.game import ACTION_FEATURES, BUFFER_FEATURES, Game, GameConfig, Observation
 from mallocgame.search.game_data import GameData, buffer_order
 from mallocgame.search.game_order import free_holes
+
+from mallocgame.model import FastInterval, Problem
+from mallocgame.placement import best_fit_offset
 
 IN_PLACE = -2  # copy_start of an interval produced in place (in the rows of ``offsets()``)
 RATIO = 1.5  # XLA's preferred copy-to-overlap ratio: a window should hold 1.5 x the copy time

@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 
 from mallocgame.hardware.evaluator import Evaluator
+
 from mallocgame.intervals import overlap_index
 from mallocgame.model import Solution, Status, offsets_tuple
 from mallocgame.placement import greedy_place, heap_orders

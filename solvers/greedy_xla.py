@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 
 from mallocgame.hardware.evaluator import Evaluator
+
 from mallocgame.model import Solution, Status, offsets_tuple
 from mallocgame.placement import greedy_place, xla_order
 from mallocgame.protocol import Solver

@@ -1,6 +1,6 @@
 """Plain UCT Monte Carlo tree search with greedy rollouts on the mallocGame (the traditional baseline).
 
-Runs :class:`search.mcts.UCTSearch` on one variant of the game (:mod:`search.game`; by
+Runs :class:`mallocgame.search.uct.UCTSearch` on one variant of the game (:mod:`mallocgame.search.game`; by
 default the fixed-order game in greedy-xla's order in map mode, the fixed-address game in
 pack mode), committing one move at a time with ``simulations`` new simulations per move
 (option ``simulations``, default 16) within ``time_limit``. The answer is the best
@@ -11,13 +11,13 @@ places every buffer it can within the capacity (no capacity: it minimises the pe
 episode that leaves a buffer out is not a packing, so the status is then UNKNOWN and the
 runner reports it invalid.
 
-Prefetch mode (docs/prefetch.md): the prefetch variant of the game (:mod:`search.game_prefetch`,
+Prefetch mode (docs/prefetch.md): the prefetch variant of the game (:mod:`mallocgame.search.game_prefetch`,
 one decision per use segment, buffers in greedy-xla's order, ``k`` offsets for each of
 ``windows`` copy windows), searched the same way; the answer is the final fast intervals. It is
 never worse than the greedy episodes of the prefetch game in both buffer orders, greedy-xla's
-map answer lifted to prefetch mode (:func:`mallocgame.prefetch.lift_map_answer`), all-slow, or
+map answer lifted to prefetch mode (:func:`mallocgame.lift.lift_map_answer`), all-slow, or
 the ``hint`` (a prefetch answer; a map answer is lifted), compared with
-:class:`hardware.prefetch.PrefetchEvaluator`.
+:class:`mallocgame.hardware.prefetch_cost.PrefetchEvaluator`.
 
 Extra keyword options (Python callers): ``variant`` ("order" | "address"; prefetch mode
 always plays "prefetch"), ``k`` (default 16; prefetch mode 4), ``windows`` (prefetch mode, default 2),
@@ -30,10 +30,11 @@ from __future__ import annotations
 
 import time
 
+from mallocgame.search.game import GameConfig
+from mallocgame.search.uct import DEFAULT_GAME, PREFETCH_K, MCTSConfig, solve_with_uct
+
 from mallocgame.model import InputError, Problem, Solution
 from mallocgame.protocol import Solver
-from mallocgame.search.game import GameConfig
-from mallocgame.search.mcts import DEFAULT_GAME, PREFETCH_K, MCTSConfig, solve_with_uct
 
 ORDERS = ("start", "xla", "size")  # the buffer orders of the fixed-order games (search.game_data.buffer_order)
 

@@ -1,10 +1,10 @@
 """XLA's memory-space assignment (MSA) re-implemented for prefetch mode: per-use prefetches and evictions.
 
 The baseline of prefetch mode (docs/prefetch.md). The algorithm, and what each part of XLA's
-``MsaAlgorithm`` becomes in our model, is in :mod:`mallocgame.msa` (the core, because the
+``MsaAlgorithm`` becomes in our model, is in :mod:`mallocgame.memory_space_assignment` (the core, because the
 searches of prefetch mode build its answer first and never end below it); this module is the
 registered solver. Deterministic: ``seed`` is ignored. With a hint (a prefetch answer, or a map
-answer lifted by :func:`mallocgame.prefetch.lift_map_answer`) MSA also runs with the hint's
+answer lifted by :func:`mallocgame.lift.lift_map_answer`) MSA also runs with the hint's
 intervals committed first and returns the best of the two runs and the hint.
 """
 
@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import time
 
-from mallocgame.hardware.prefetch import PrefetchEvaluator
+from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
+
+from mallocgame.lift import hint_intervals
+from mallocgame.memory_space_assignment import MAX_RETRIES, _Msa, check_options, msa_run  # noqa: F401  (_Msa: tests)
 from mallocgame.model import FastInterval, Problem, Solution, Status
-from mallocgame.msa import MAX_RETRIES, _Msa, check_options, msa_run  # noqa: F401  (_Msa: tests)
-from mallocgame.prefetch import hint_intervals
 from mallocgame.protocol import Solver, solver_deadline
 
 

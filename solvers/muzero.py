@@ -2,7 +2,7 @@
 
 Two arms, reported separately (issue 10): the default guided UCT below, and ``model=learned``, the
 paper's MuZero (Schrittwieser et al. 2020): a Gumbel search inside the learned dynamics
-(:class:`search.muzero.models.LearnedModel`) from one real observation per move; the game is
+(:class:`mallocgame.search.muzero.models.LearnedModel`) from one real observation per move; the game is
 stepped only by the committed moves. Its network (``LEARNED_CHECKPOINT``) is ``selfplay.pt``, the
 Gumbel self-play network: a network fine-tuned from it by learned-model self-play with
 EfficientZero's consistency loss and MuZero Reanalyse (``mallocgame train --consistency-weight
@@ -12,9 +12,9 @@ against ``mcts`` on the held-out problems. ``model=simulator`` plans with the tr
 (AlphaZero style). Both are map mode only.
 
 Default search (``method="uct"``, issue 10 "a level comparison"): exactly the search of the
-``mcts`` solver (:class:`search.mcts.UCTSearch`: the same greedy rollouts to the end of the
+``mcts`` solver (:class:`mallocgame.search.uct.UCTSearch`: the same greedy rollouts to the end of the
 episode, tree reuse, per-move commitment, budgets and fallback answers), except that moves are
-selected by pUCT with the network's policy as the prior (``search/mcts.py``, "Guided
+selected by pUCT with the network's policy as the prior (``search/uct.py``, "Guided
 selection"). The network is asked once per tree node the search leaves, never at a forced move
 (one legal action). With ``prior="uniform"`` the same pUCT search runs with a uniform prior
 and no network: the control the network must beat.
@@ -24,7 +24,7 @@ Options (keyword arguments of ``solve``; the CLI passes ``--simulations`` and ``
 * ``simulations``  new simulations per move (default 16), all counted in ``stats["simulations"]``;
 * ``prior``        ``"network"`` (default), ``"uniform"`` or ``"relaxation"`` (a hand-written control:
   most of the weight on what the no-fragmentation relaxation's fast set says of the buffer,
-  :class:`search.muzero.guide.RelaxationPrior`; map mode only). The network is used only on the game
+  :class:`mallocgame.search.muzero.guide.RelaxationPrior`; map mode only). The network is used only on the game
   it was trained on (the checkpoint's ``game`` fields; the shipped one: map mode's fixed-order
   game in greedy-xla's order, k = 16). Pack mode (the fixed-address game, as ``mcts``) and
   prefetch mode (the prefetch game, k = 4 per copy window) have no trained network yet, so they
@@ -39,7 +39,7 @@ Options (keyword arguments of ``solve``; the CLI passes ``--simulations`` and ``
 * ``model``        ``"learned"`` (the paper's MuZero, above) or ``"simulator"`` (the network's prior and
   value, the true game as the model; leaves valued after ``rollout_depth`` greedy moves, default 48).
   Not given: the guided UCT (the default). Either value selects the searches of
-  :mod:`search.muzero.search` (``method``, default ``"gumbel"``); map mode only, other modes get an
+  :mod:`mallocgame.search.muzero.search` (``method``, default ``"gumbel"``); map mode only, other modes get an
   InputError. With ``method=gumbel|puct`` and no ``model``: ``MALLOCGAME_MUZERO_MODEL``, else simulator;
 * ``method``       ``"uct"`` (default, above) or ``"gumbel"`` / ``"puct"`` (with ``model``; without it the
   simulator), the earlier searches; with the simulator they lost to plain MCTS (issue 10);
@@ -62,12 +62,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-from mallocgame.model import InputError, Problem, Solution, Status, offsets_array, offsets_tuple
-from mallocgame.protocol import Solver
 from mallocgame.search.muzero import checkpoints as shipped_checkpoints
 from mallocgame.search.muzero.encoder import NAME_RELAX, RELAX_SECONDS, relaxation_set, relaxation_usable
 from mallocgame.search.muzero.guide import NetworkPrior, RelaxationPrior, uniform_prior
+
+from mallocgame.model import InputError, Problem, Solution, Status, offsets_array, offsets_tuple
+from mallocgame.protocol import Solver
 
 DEFAULT_SIMULATIONS = 16
 DEFAULT_ROLLOUT_DEPTH = 48  # the earlier searches only
@@ -99,7 +99,7 @@ _LOADED: dict[str, tuple[Any, dict]] = {}  # checkpoint path -> (numpy network, 
 def load_agent_network(path: str):
     """The network (numpy inference copy) and game config of a checkpoint, cached per path.
 
-    Read without torch when possible (:mod:`search.muzero.torchless`): importing torch
+    Read without torch when possible (:mod:`mallocgame.search.muzero.torchless`): importing torch
     would cost seconds of the time limit.
     """
     if path not in _LOADED:
@@ -159,10 +159,10 @@ class MuZeroSolver(Solver):
                           rollout_depth=rollout_depth)
 
 
-# --- the default: UCT with the network's prior (search/mcts.py, "Guided selection") --------------
+# --- the default: UCT with the network's prior (search/uct.py, "Guided selection") --------------
 def _game_config(problem: Problem, checkpoint_game: dict | None):
     from mallocgame.search.game import GameConfig
-    from mallocgame.search.mcts import DEFAULT_GAME, PREFETCH_K
+    from mallocgame.search.uct import DEFAULT_GAME, PREFETCH_K
 
     if problem.mode == "prefetch":
         return GameConfig(variant="prefetch", k=PREFETCH_K, order="xla", windows=2)
@@ -177,7 +177,7 @@ def _solve_uct(name: str, problem: Problem, hardware, *, t0: float, time_limit: 
                hint: Solution | None, sims: int, checkpoint: str | None, prior: str, exploration: float,
                rollout_depth: int | None) -> Solution:
     from mallocgame.search.game import GameConfig
-    from mallocgame.search.mcts import MCTSConfig, solve_with_uct
+    from mallocgame.search.uct import MCTSConfig, solve_with_uct
 
     stats: dict[str, Any] = {"method": "uct"}
     net = trained_game = None

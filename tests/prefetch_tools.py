@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import itertools
 
-from mallocgame.hardware.prefetch import PrefetchEvaluator
+from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
 from mallocgame.hardware.validator import validate_intervals
+
 from mallocgame.model import Buffer, FastInterval, Op, Operand, Problem
 
 

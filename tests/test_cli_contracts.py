@@ -295,7 +295,8 @@ def test_solvers_lists_modes_without_importing_solvers():
     modes = {line.split()[0]: line.split()[1] for line in r.stdout.splitlines()}
     assert modes["muzero"] == "map,pack,prefetch" and modes["pack-search"] == "pack" and modes["select-pack"] == "map,pack"
     assert modes["greedy-xla"] == "map,pack"
-    for module in ("mallocgame.solvers.greedy_xla", "mallocgame.hybrid.select_pack", "mallocgame.hybrid.lns", "mallocgame.solvers.muzero", "ortools", " torch"):
+    for module in ("mallocgame.solvers.greedy_xla", "mallocgame.hybrid.select_pack", "mallocgame.hybrid.lns",
+                   "mallocgame.solvers.muzero", "ortools", " torch"):
         assert module not in r.stderr
 
 

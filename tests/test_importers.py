@@ -20,9 +20,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
-
 from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.hardware.spec import PRESETS
+
 from mallocgame.aliasing import merge_inplace
 from mallocgame.cli.importers import import_group
 from mallocgame.importers import import_workload, summarize

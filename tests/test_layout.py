@@ -48,7 +48,8 @@ def test_an_install_puts_only_mallocgame_in_site_packages(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
                            "--target", str(target), str(ROOT)], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    top = {p.name for p in target.iterdir() if not p.name.endswith(".dist-info") and p.name not in {"__pycache__", "bin"}}  # bin: the console script
+    # bin/ holds the console script.
+    top = {p.name for p in target.iterdir() if not p.name.endswith(".dist-info") and p.name not in {"__pycache__", "bin"}}
     assert top == {"mallocgame"}
     installed = target / "mallocgame"
     for sub in ("solvers/cpsat", "search/muzero/checkpoints", "hybrid", "hardware", "integrations"):

@@ -12,18 +12,18 @@ import time
 
 import numpy as np
 import pytest
-
-from mallocgame.hardware.prefetch import PrefetchEvaluator
+from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
 from mallocgame.hardware.spec import PRESETS
 from mallocgame.hardware.validator import validate_intervals
+from mallocgame.solvers.msa import MemorySpaceAssignment, _Msa
+
 from mallocgame import conformance
 from mallocgame.inputs import workloads as w
 from mallocgame.inputs.generate import layered_network
 from mallocgame.inputs.load import prepare
+from mallocgame.lift import lift_map_answer
 from mallocgame.model import Buffer, FastInterval, Op, Operand, Problem, Solution, Status
-from mallocgame.prefetch import lift_map_answer
 from mallocgame.runner import run_solver
-from mallocgame.solvers.msa import MemorySpaceAssignment, _Msa
 from tests.prefetch_tools import value
 
 TPU = PRESETS["tpuv4i"]

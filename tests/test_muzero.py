@@ -29,7 +29,7 @@ ToyObservation = Observation
 
 
 class KnapsackToy:
-    """Stand-in for ``search.game.Game`` (same methods and shapes; see the module docstring)."""
+    """Stand-in for ``mallocgame.search.game.Game`` (same methods and shapes; see the module docstring)."""
 
     def __init__(self, sizes, values, capacity):
         self.sizes, self.values, self.capacity = list(sizes), list(values), capacity
@@ -324,9 +324,10 @@ def real_checkpoint(tmp_path_factory):
 def test_solver_valid_deterministic_and_never_below_its_hint(real_checkpoint, search_model):
     from mallocgame.hardware.spec import PRESETS
     from mallocgame.hardware.validator import validate
+    from mallocgame.solvers.muzero import MuZeroSolver
+
     from mallocgame.inputs.generate import layered_network
     from mallocgame.runner import run_solver
-    from mallocgame.solvers.muzero import MuZeroSolver
 
     problem, hw = layered_network(25, seed=4), PRESETS["tpuv4i"]
     opts = dict(time_limit=30, simulations=6, checkpoint=real_checkpoint, search_model=search_model)
@@ -376,6 +377,7 @@ def test_simulator_rollouts_value_leaves_and_keep_the_best_complete_episode():
 # --- the guided UCT search at parity with mcts (issue 10) -------------------------------------------
 def _layered(n=30, seed=5):
     from mallocgame.hardware.spec import PRESETS
+
     from mallocgame.inputs.generate import layered_network
 
     return layered_network(n, seed=seed, capacity_fraction=0.35).replace(mode="map"), PRESETS["tpuv4i"]
@@ -383,8 +385,9 @@ def _layered(n=30, seed=5):
 
 def test_uniform_prior_option_plays_without_the_network_and_bad_values_are_refused(real_checkpoint):
     from mallocgame.hardware.validator import validate
-    from mallocgame.model import InputError
     from mallocgame.solvers.muzero import MuZeroSolver
+
+    from mallocgame.model import InputError
 
     problem, hw = _layered()
     s = MuZeroSolver().solve(problem, hw, time_limit=30, seed=1, simulations=4, prior="uniform")
@@ -399,7 +402,7 @@ def test_uniform_prior_option_plays_without_the_network_and_bad_values_are_refus
 
 
 def test_every_simulation_is_counted_and_rolls_out_once(real_checkpoint, monkeypatch):
-    import mallocgame.search.mcts as mcts
+    import mallocgame.search.uct as mcts
     from mallocgame.solvers.muzero import MuZeroSolver
 
     calls = []
@@ -448,6 +451,7 @@ def test_guided_search_same_seed_same_answer(real_checkpoint):
 @pytest.mark.parametrize("mode", ["pack", "prefetch"])
 def test_muzero_plays_pack_and_prefetch_modes(mode):
     from mallocgame.hardware.spec import PRESETS
+
     from mallocgame.inputs.generate import layered_network
     from mallocgame.runner import run_solver
 
@@ -479,6 +483,7 @@ def test_policy_logits_on_legal_rows_equal_the_full_forward_pass():
 # --- the per-buffer encoder (search/muzero/encoder.py) ----------------------------------------------
 def _intervals_problem(n=40, seed=2):
     from mallocgame.hardware.spec import PRESETS
+
     from mallocgame.inputs.generate import random_intervals
     from mallocgame.intervals import max_live
 
@@ -578,8 +583,8 @@ def test_resume_entry_point_takes_a_checkpoint_path(tmp_path):
 
 def test_answer_teacher_labels_follow_the_answer_and_train(tmp_path):
     from mallocgame.search.game import Game, GameConfig
-    from mallocgame.search.mcts import play_greedy
     from mallocgame.search.muzero.expert import ExpertConfig, answer_policy, train
+    from mallocgame.search.uct import play_greedy
 
     problem, hw = _layered(40, seed=3)
     reference = Game(problem, hw, GameConfig(variant="order", k=8, order="xla"))
@@ -616,9 +621,10 @@ def test_answer_teacher_labels_follow_the_answer_and_train(tmp_path):
 
 def test_earlier_searches_default_to_the_selfplay_network_and_refuse_a_features_checkpoint():
     from mallocgame.hardware.spec import PRESETS
+    from mallocgame.solvers.muzero import DEFAULT_CHECKPOINT, LEGACY_CHECKPOINT, MuZeroSolver, load_agent_network
+
     from mallocgame.inputs.generate import layered_network
     from mallocgame.model import InputError
-    from mallocgame.solvers.muzero import DEFAULT_CHECKPOINT, LEGACY_CHECKPOINT, MuZeroSolver, load_agent_network
 
     assert load_agent_network(str(DEFAULT_CHECKPOINT))[0].features == "encoder/2"
     assert load_agent_network(str(LEGACY_CHECKPOINT))[0].features == ""

@@ -11,12 +11,12 @@ import itertools
 
 import numpy as np
 import pytest
+from mallocgame.solvers.pack_search.search import pack
+from mallocgame.solvers.pack_search.solver import PackSearch
 
 from mallocgame.intervals import component_runs as components
 from mallocgame.intervals import max_live_of as max_live
 from mallocgame.model import Buffer, Problem, Solution, Status
-from mallocgame.solvers.pack_search.search import pack
-from mallocgame.solvers.pack_search.solver import PackSearch
 from tests.conftest import BENCHMARKS, needs_benchmarks
 
 # ----------------------------------------------------------------------------- helpers

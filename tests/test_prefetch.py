@@ -7,15 +7,15 @@ import itertools
 
 import numpy as np
 import pytest
-
-from mallocgame.hardware.prefetch import PrefetchEvaluator, eviction_of, serve_copies
+from mallocgame.hardware.prefetch_cost import PrefetchEvaluator, eviction_of, serve_copies
 from mallocgame.hardware.spec import PRESETS
 from mallocgame.hardware.validator import validate_intervals
+
 from mallocgame.bounds import prefetch_upper_bound
 from mallocgame.inputs.generate import layered_network
 from mallocgame.io import intervals_csv_text, read_intervals_csv
+from mallocgame.lift import lift_map_answer, map_intervals
 from mallocgame.model import FastInterval, Problem
-from mallocgame.prefetch import lift_map_answer, map_intervals
 from mallocgame.registry import load_solver, solver_entries
 from mallocgame.runner import run_solver
 from tests.prefetch_tools import interval_sets, program

@@ -22,8 +22,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from mallocgame.hardware.spec import PRESETS
+
 from mallocgame.bounds import map_upper_bound, pack_lower_bound, prefetch_upper_bound
 from mallocgame.conformance import is_greedy
 from mallocgame.model import Buffer, Op, Operand, Problem, Status

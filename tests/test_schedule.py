@@ -7,8 +7,8 @@ import random
 
 import numpy as np
 import pytest
-
 from mallocgame.hardware.validator import validate_schedule
+
 from mallocgame.aliasing import merge_inplace
 from mallocgame.importers._common import WorkloadBuilder
 from mallocgame.importers.hlo import parse_hlo_text

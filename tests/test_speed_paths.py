@@ -12,9 +12,9 @@ import json
 
 import numpy as np
 import pytest
-
 from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.hardware.spec import PRESETS
+
 from mallocgame import io as mio
 from mallocgame.bounds import no_fragmentation_relaxation
 from mallocgame.inputs.generate import layered_network
@@ -144,6 +144,7 @@ def test_game_fast_paths_match_the_mask(variant, mode):
 def test_critical_window_bound_is_a_valid_lower_bound():
     """Between max live and the peak of a validated packing, on random instances and a real-trace-like one."""
     from mallocgame.hardware.validator import peak, validate
+
     from mallocgame.bounds import critical_window_bound, pack_lower_bound
     from mallocgame.inputs.generate import random_intervals
     from mallocgame.intervals import max_live
@@ -177,6 +178,7 @@ def test_info_prints_the_lower_bound(tmp_path):
 def test_validator_fast_check_agrees_with_the_sweep():
     """validate (column-wise check first) gives exactly the loop-and-sweep verdict on valid and broken answers."""
     import mallocgame.hardware.validator as hv
+
     from mallocgame.inputs.generate import random_intervals
     from mallocgame.runner import run_solver
 

@@ -55,6 +55,7 @@ LAZY_COMMANDS = {
     "train": "mallocgame.cli.train:train",
     "check-solver": "mallocgame.cli.check_solver:check_solver",
     "schedule": "mallocgame.cli.schedule:schedule_command",
+    "executorch": "mallocgame.cli.executorch:executorch_command",
 }
 
 

@@ -129,7 +129,7 @@ def _summary_offsets(problem, spec, game):
 
 
 def _summary_prefetch(problem, spec, game):
-    from mallocgame.hardware.prefetch import PrefetchEvaluator
+    from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
     from mallocgame.hardware.validator import validate_intervals
     from mallocgame.io import intervals_csv_text
 

@@ -124,7 +124,7 @@ def prepare(problem: Problem, *, mode: str | None = None, capacity: int | str | 
             capacity_fraction: float | None = None, hardware=None, minimize_peak: bool = False):
     """Apply mode, hardware and capacity to a read problem; returns ``(problem, spec)``.
 
-    ``hardware`` is a preset name, a file, a :class:`~hardware.spec.HardwareSpec` or ``None``.
+    ``hardware`` is a preset name, a file, a :class:`~mallocgame.hardware.spec.HardwareSpec` or ``None``.
     The returned problem carries its spec (``problem.hardware``); buffer alignments become
     their least common multiple with the hardware's. Raises :class:`InputError` (one line).
     """

@@ -180,8 +180,8 @@ class TimeObjective:
         if violation:  # never expected: the greedy places within the capacity
             raise RuntimeError(f"greedy placement invalid: {violation}")
         if reordered.mode == "prefetch":
-            from mallocgame.hardware.prefetch import PrefetchEvaluator
-            from mallocgame.prefetch import lift_map_answer
+            from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
+            from mallocgame.lift import lift_map_answer
 
             intervals = lift_map_answer(reordered, offsets)
             violation = validate_intervals(reordered, intervals)

@@ -3,9 +3,9 @@
 A checkpoint is one ``torch.save`` dict of tensors and plain Python values:
 
 ``format``          ``"mallocgame.muzero/1"``
-``network``         :class:`~search.muzero.networks.NetworkConfig` fields
+``network``         :class:`~mallocgame.search.muzero.networks.NetworkConfig` fields
 ``game``            the ``GameConfig`` fields the network was trained with (shapes depend on them)
-``features``        optional: the network's input vector (``"encoder/1"``: :mod:`search.muzero.encoder`;
+``features``        optional: the network's input vector (``"encoder/1"``: :mod:`mallocgame.search.muzero.encoder`;
                     absent: the game's observation vector)
 ``model``           the network's ``state_dict``
 ``train``           the ``TrainConfig`` fields (absent in exported model-only files)
@@ -23,7 +23,6 @@ import os
 from typing import Any
 
 import torch
-
 from mallocgame.search.muzero.networks import MuZeroNet, NetworkConfig
 
 FORMAT = "mallocgame.muzero/1"

@@ -1,6 +1,6 @@
 """Self-play on Ray actors (``mallocgame train --ray-actors N``): the games of an iteration in parallel.
 
-:class:`RaySelfPlay` is called like :func:`search.muzero.train.self_play` (``train(..., play=...)``).
+:class:`RaySelfPlay` is called like :func:`mallocgame.search.muzero.train.self_play` (``train(..., play=...)``).
 Per iteration the driver draws every game's recipe and a seed from the run's one generator
 (``state.rng``), in game order, sends the current weights once (``ray.put``), and each actor plays
 its games with a fresh generator from its seed; the trajectories come back in game order and go
@@ -24,7 +24,6 @@ class _Player:
 
     def __init__(self, game_config: dict):
         import torch
-
         from mallocgame.search.muzero.env import game_factory
 
         torch.set_num_threads(1)
@@ -49,7 +48,7 @@ class _Player:
 
 
 class RaySelfPlay:
-    """``play(state, make_game)`` for :func:`search.muzero.train.train`, with ``actors`` Ray actors.
+    """``play(state, make_game)`` for :func:`mallocgame.search.muzero.train.train`, with ``actors`` Ray actors.
 
     ``address`` None starts a local Ray runtime unless one runs in this process (and
     :meth:`close` stops only a runtime it started).

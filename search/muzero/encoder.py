@@ -4,7 +4,7 @@ Features name ``"encoder/1"`` (stored in a checkpoint's ``features``; absent = t
 observation vector). The network's input vector is then the game's observation vector followed by
 
 * the **per-buffer encoding** of the current buffer, ``3 * BASE`` numbers computed once per problem
-  (:func:`encoding`, cached per :class:`~search.game_data.GameData`): its own features ``x`` (size,
+  (:func:`encoding`, cached per :class:`~mallocgame.search.game_data.GameData`): its own features ``x`` (size,
   start, end, length, benefit, benefit density, is a weight, degree and overlapping bytes in the
   interference graph), the mean of its neighbours' ``x`` and the mean of their means -- two rounds of
   mean-aggregation message passing over the overlap graph with fixed weights (a simplified graph

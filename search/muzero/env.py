@@ -1,4 +1,4 @@
-"""The bridge to the real game (:mod:`search.game`): configs and game factories.
+"""The bridge to the real game (:mod:`mallocgame.search.game`): configs and game factories.
 
 The network's input shapes depend on the ``GameConfig`` (``k``, ``upcoming``,
 ``profile_bins``), so a checkpoint stores the config it was trained with as a dict and the

@@ -2,13 +2,13 @@
 
 Loop, one game at a time:
 
-1. draw a training problem from the curriculum (:class:`search.muzero.problems.Curriculum`:
+1. draw a training problem from the curriculum (:class:`mallocgame.search.muzero.problems.Curriculum`:
    model programs of random architecture (share ``realistic_share``), layered programs and random
    intervals, sizes ``min_size..max_size``, capacities ``min_capacity..max_capacity`` of the max live
    bytes; seeds >= ``TRAIN_SEED_BASE``, and architectures disjoint from the ``realistic`` suite's, so
    never an evaluation problem);
-2. the **student** plays it with exactly the deployed search: :class:`search.mcts.UCTSearch`
-   guided by the current network (:class:`search.muzero.guide.NetworkPrior`),
+2. the **student** plays it with exactly the deployed search: :class:`mallocgame.search.uct.UCTSearch`
+   guided by the current network (:class:`mallocgame.search.muzero.guide.NetworkPrior`),
    ``student_simulations`` per move, greedy rollouts to the end, tree reuse;
 3. on ``states_per_game`` of the states the student reached with more than one legal move, a
    **teacher** gives the policy target: a search from that state (``teacher="search"``: plain UCT,
@@ -53,15 +53,14 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 import torch
-from torch.nn import functional as F
-
 from mallocgame.search.muzero import checkpoint as ckpt
 from mallocgame.search.muzero.guide import input_vector
 from mallocgame.search.muzero.networks import MuZeroNet, NetworkConfig
 from mallocgame.search.muzero.problems import Recipe
+from torch.nn import functional as F
 
 if TYPE_CHECKING:
-    from mallocgame.search.mcts import Episode
+    from mallocgame.search.uct import Episode
 
 FORMAT = ckpt.FORMAT
 TEACHER_PRIORS = ("uniform", "relaxation", "network")
@@ -196,11 +195,11 @@ def teacher_search(game, simulations: int, rng: np.random.Generator, prior: str 
                    exploration: float = 1.0, network=None) -> tuple[np.ndarray, "Episode"]:
     """The teacher's search with ``simulations`` from ``game`` (not changed): plain UCT
     (``prior="uniform"``), or pUCT with ``exploration`` on the relaxation prior or on ``network``'s
-    (a :class:`~search.muzero.inference.NumpyNet`, ``prior="network"``).
+    (a :class:`~mallocgame.search.muzero.inference.NumpyNet`, ``prior="network"``).
 
     Returns the root visit distribution ``[num_actions]`` and the best complete episode it saw."""
-    from mallocgame.search.mcts import Episode, MCTSConfig, Node, UCTSearch
     from mallocgame.search.muzero.guide import NetworkPrior, RelaxationPrior
+    from mallocgame.search.uct import Episode, MCTSConfig, Node, UCTSearch
 
     if prior == "relaxation":
         search = UCTSearch(MCTSConfig(simulations=simulations, exploration=exploration), rng, prior=RelaxationPrior())
@@ -225,7 +224,7 @@ def teacher_search(game, simulations: int, rng: np.random.Generator, prior: str 
 def relative_value(best_value: float, game, greedy_total: float) -> float:
     """The value target relative to the greedy rollout: ``100 x (best_value - greedy rollout from
     game) / greedy_total`` (percent of the whole problem's greedy episode; ``game`` not changed)."""
-    from mallocgame.search.mcts import play_greedy
+    from mallocgame.search.uct import play_greedy
 
     rollout = game.clone()
     play_greedy(rollout)
@@ -274,10 +273,10 @@ def play_and_label(state: _State) -> dict[str, Any]:
     """One game of the loop in the module docstring; returns its log entry (no gradient step)."""
     from mallocgame.search.game import Game, GameConfig
     from mallocgame.search.game_data import GameData
-    from mallocgame.search.mcts import MCTSConfig, UCTSearch, play_greedy
     from mallocgame.search.muzero.guide import NetworkPrior
     from mallocgame.search.muzero.inference import NumpyNet
     from mallocgame.search.muzero.problems import build
+    from mallocgame.search.uct import MCTSConfig, UCTSearch, play_greedy
 
     c = state.config
     recipe = _curriculum(c).sample(state.rng)
@@ -345,9 +344,9 @@ def reanalyse(state: _State) -> dict[str, float]:
     """Relabel ``reanalyse_per_game`` earlier states with the teacher as it is now (module docstring,
     step 4); returns how many and the mean total-variation change of their policy targets."""
     from mallocgame.search.game import Game, GameConfig
-    from mallocgame.search.mcts import play_greedy
     from mallocgame.search.muzero.inference import NumpyNet
     from mallocgame.search.muzero.problems import build
+    from mallocgame.search.uct import play_greedy
 
     c = state.config
     known = [i for i, o in enumerate(state.origins) if o is not None]

@@ -1,6 +1,6 @@
 """Observations as fixed-shape numpy arrays, the only input the networks see (no torch here).
 
-A game's :class:`~search.game.Observation` has fixed shapes for a given ``GameConfig``;
+A game's :class:`~mallocgame.search.game.Observation` has fixed shapes for a given ``GameConfig``;
 the agent uses three parts of it:
 
 * ``vector``  float32 ``[OBS_DIM]``          -- ``obs.as_vector()`` (buffer, profile, upcoming, progress);

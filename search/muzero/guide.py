@@ -1,20 +1,19 @@
-"""The network as the prior of the guided UCT search (:class:`search.mcts.UCTSearch`, "Guided selection").
+"""The network as the prior of the guided UCT search (:class:`mallocgame.search.uct.UCTSearch`, "Guided selection").
 
-Used by the ``muzero`` solver and by expert-iteration training (:mod:`search.muzero.expert`), so
+Used by the ``muzero`` solver and by expert-iteration training (:mod:`mallocgame.search.muzero.expert`), so
 training plays exactly the deployed search. numpy only.
 """
 
 from __future__ import annotations
 
 import numpy as np
-
 from mallocgame.search.muzero import encoder
 
 
 class NetworkPrior:
     """``prior(game, legal)``: the softmax of the network's policy logits over the legal actions.
 
-    ``net`` is a :class:`~search.muzero.inference.NumpyNet`; ``calls`` counts network evaluations
+    ``net`` is a :class:`~mallocgame.search.muzero.inference.NumpyNet`; ``calls`` counts network evaluations
     (the search never asks at a forced move).
     """
 
@@ -33,7 +32,7 @@ class NetworkPrior:
 
 
 def input_vector(game, obs, features: str) -> np.ndarray:
-    """The network's input vector for ``features`` ("" = the observation vector; see :mod:`search.muzero.encoder`)."""
+    """The network's input vector for ``features`` ("" = the observation vector; see :mod:`mallocgame.search.muzero.encoder`)."""
     if not features:
         return np.asarray(obs.as_vector(), np.float32)
     if features not in encoder.NAMES:
@@ -49,7 +48,7 @@ def uniform_prior(game, legal: np.ndarray) -> np.ndarray:
 class RelaxationPrior:
     """A hand-written prior from the no-fragmentation relaxation (a control: no learning).
 
-    At a buffer in the relaxation's fast set (:func:`search.muzero.encoder.relaxation_set`),
+    At a buffer in the relaxation's fast set (:func:`mallocgame.search.muzero.encoder.relaxation_set`),
     ``weight`` goes to the greedy's hole; at one outside it, to slow memory; the rest is shared
     evenly over the other legal actions.
     """

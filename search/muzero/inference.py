@@ -1,8 +1,8 @@
-"""Batch-of-one inference of a :class:`~search.muzero.networks.MuZeroNet` in numpy.
+"""Batch-of-one inference of a :class:`~mallocgame.search.muzero.networks.MuZeroNet` in numpy.
 
 The tree search evaluates one node at a time; at that size PyTorch's per-call dispatch
 costs more than the arithmetic (about 4x here), so the search uses this copy of the
-weights instead. Same functions as the module docstring of :mod:`search.muzero.networks`;
+weights instead. Same functions as the module docstring of :mod:`mallocgame.search.muzero.networks`;
 results agree with the torch forward pass to float32 rounding (a test checks it). The
 torch module stays the one that is trained and saved. Imports no torch.
 """

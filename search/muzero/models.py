@@ -1,4 +1,4 @@
-"""The two models the tree search can plan with (both wrap a :class:`~search.muzero.networks.MuZeroNet`).
+"""The two models the tree search can plan with (both wrap a :class:`~mallocgame.search.muzero.networks.MuZeroNet`).
 
 * :class:`LearnedModel` (MuZero): the root is ``h(observation)``; every deeper node is
   ``g(latent, action)``, so the search never touches the game. Masks: the root uses the
@@ -16,7 +16,7 @@
   reaches the end of the game is a complete placement; the best one is kept in ``best``
   (plain MCTS keeps such episodes too).
 
-Both return :class:`~search.muzero.search.Expansion` with normalised values in [0, 1].
+Both return :class:`~mallocgame.search.muzero.search.Expansion` with normalised values in [0, 1].
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-
 from mallocgame.search.muzero.features import ObsArrays, obs_arrays
 from mallocgame.search.muzero.inference import NumpyNet
 from mallocgame.search.muzero.search import Expansion
@@ -34,7 +33,7 @@ if TYPE_CHECKING:
 
 
 class NetworkEvaluator:
-    """Batch-of-one inference for the search (numpy copy of the weights, see :mod:`search.muzero.inference`).
+    """Batch-of-one inference for the search (numpy copy of the weights, see :mod:`mallocgame.search.muzero.inference`).
 
     Built from a torch network (copied; rebuild after the weights change) or a :class:`NumpyNet`.
     """

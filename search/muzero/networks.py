@@ -18,7 +18,7 @@ f(latent):     logit_i, legal_i = MLP(state, actions_i) (one shared MLP, two out
 LN is a LayerNorm without parameters: it keeps the latent bounded through long unrolls
 (MuZero min-max scales its hidden state for the same reason). ``legal_i`` is a learned
 legality logit: deeper than the root the learned model has no true mask, so the search
-masks actions the model predicts illegal (see :mod:`search.muzero.models`).
+masks actions the model predicts illegal (see :mod:`mallocgame.search.muzero.models`).
 
 Values and rewards are scalars. The game's normalised return lies in [0, 1] but is
 small (about 0.1 on layered networks, 1e-3 per step), so the heads predict

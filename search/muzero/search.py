@@ -11,7 +11,7 @@
 
 The search is written against a :class:`Model` (an object with ``root()`` and
 ``expand(state, action)``), so the same code plans with the learned MuZero dynamics and
-with the true simulator (AlphaZero style); see :mod:`search.muzero.models`. Illegal actions
+with the true simulator (AlphaZero style); see :mod:`mallocgame.search.muzero.models`. Illegal actions
 get zero prior and are never selected at any node (each :class:`Expansion` carries its
 mask). All randomness (Dirichlet, Gumbel, action sampling) comes from the
 ``numpy.random.Generator`` passed in. numpy only; no torch here.

@@ -1,9 +1,9 @@
 """The agent (network + search) and one self-play game (MuZero appendix: "Training").
 
-:class:`Agent` picks a move by running the tree search (:mod:`search.muzero.search`)
+:class:`Agent` picks a move by running the tree search (:mod:`mallocgame.search.muzero.search`)
 with either the learned model (``model="learned"``, MuZero) or the true simulator
 (``model="simulator"``, AlphaZero style). :func:`play_game` plays a whole game and returns
-the :class:`~search.muzero.replay.Trajectory` the learner trains on.
+the :class:`~mallocgame.search.muzero.replay.Trajectory` the learner trains on.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-
 from mallocgame.search.muzero.features import ObsArrays, obs_arrays
 from mallocgame.search.muzero.models import LearnedModel, NetworkEvaluator, SimulatorModel
 from mallocgame.search.muzero.problems import Recipe

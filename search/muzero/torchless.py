@@ -83,7 +83,7 @@ def read(path: str) -> dict[str, Any]:
 def load_inference(path: str):
     """``(NumpyNet, checkpoint dict)`` for the search; torch is imported only if this reader cannot parse ``path``.
 
-    Raises :class:`search.muzero.checkpoint.CheckpointError`-like ``ValueError`` with one line for a
+    Raises :class:`mallocgame.search.muzero.checkpoint.CheckpointError`-like ``ValueError`` with one line for a
     missing or foreign file.
     """
     import os

@@ -12,7 +12,7 @@ gradient is halved at each dynamics step, as in MuZero):
 * value:  MSE between the value head and ``value_scale`` x the n-step target;
 * reward: MSE between the reward head and ``value_scale`` x the observed reward;
 * legality: binary cross-entropy of the legality head against the true mask (it masks
-  actions inside the learned model, see :mod:`search.muzero.models`);
+  actions inside the learned model, see :mod:`mallocgame.search.muzero.models`);
 * consistency (EfficientZero, Ye et al. 2021), weight ``consistency_weight``, steps 1..K: the
   dynamics' latent after ``k`` steps should match the representation ``h`` of the real
   observation at step ``k`` (the target is computed without gradient: a stop-gradient, so only
@@ -50,8 +50,6 @@ from typing import Any, Callable
 
 import numpy as np
 import torch
-from torch.nn import functional as F
-
 from mallocgame.search.muzero import checkpoint as ckpt
 from mallocgame.search.muzero.features import ObsArrays, obs_dims
 from mallocgame.search.muzero.networks import MuZeroNet, NetworkConfig, parameter_count
@@ -59,6 +57,7 @@ from mallocgame.search.muzero.problems import Curriculum, Recipe
 from mallocgame.search.muzero.replay import Batch, ReplayBuffer, rebuild
 from mallocgame.search.muzero.search import SearchConfig
 from mallocgame.search.muzero.selfplay import Agent, play_game
+from torch.nn import functional as F
 
 
 @dataclass(frozen=True)
@@ -115,7 +114,7 @@ class TrainConfig:
 
 @dataclass
 class TrainState:
-    """Everything a resumed run needs; see :mod:`search.muzero.checkpoint`."""
+    """Everything a resumed run needs; see :mod:`mallocgame.search.muzero.checkpoint`."""
 
     config: TrainConfig
     net: MuZeroNet
@@ -188,7 +187,7 @@ def resume_state(payload: dict[str, Any], make_game: Callable[[Recipe], Any]) ->
 
 def resume(path: str) -> TrainState:
     """The training state saved in the checkpoint at ``path``, ready for :func:`train` (``mallocgame train
-    --resume``). Raises :class:`~search.muzero.checkpoint.CheckpointError` (one line) for a missing,
+    --resume``). Raises :class:`~mallocgame.search.muzero.checkpoint.CheckpointError` (one line) for a missing,
     foreign or model-only file."""
     from mallocgame.search.muzero.env import game_factory
 
@@ -299,7 +298,7 @@ def train(state: TrainState, until_step: int, make_game: Callable[[Recipe], Any]
     """Train until ``state.step == until_step`` (or ``deadline``, checked between iterations).
 
     Saves to ``checkpoint_path`` every ``checkpoint_every`` iterations and at the end. ``play``
-    replaces :func:`self_play` (``search.muzero.distributed.RaySelfPlay``: the games on Ray actors).
+    replaces :func:`self_play` (``mallocgame.search.muzero.distributed.RaySelfPlay``: the games on Ray actors).
     """
     configure_torch()
     cfg = state.config

@@ -7,8 +7,8 @@ CP-SAT then cycles through branching orders in doubling slices), or with
 answer bounds the address range and is the first hint, so the result is never worse
 than best-fit. Map mode: optional intervals (presence = fast memory); the objective is
 the evaluator's exact roofline saving for workloads with ops and the sum of benefits
-otherwise (see :mod:`solvers.cpsat.model`). Prefetch mode (docs/prefetch.md) is its own
-model, in :mod:`solvers.cpsat.prefetch`: optional fast stays per use segment, prefetch and
+otherwise (see :mod:`mallocgame.solvers.cpsat.model`). Prefetch mode (docs/prefetch.md) is its own
+model, in :mod:`mallocgame.solvers.cpsat.prefetch_windows`: optional fast stays per use segment, prefetch and
 eviction copies as intervals on the copy budget, windows of ops solved one by one, every
 answer scored by the prefetch evaluator and never worse than the hint or the lifted greedy.
 
@@ -16,9 +16,9 @@ In map and pack mode, the interference graph's connected components are solved o
 each with a share of the remaining time proportional to its buffer count. A component
 too large for a model (``MAX_MODEL_BUFFERS`` buffers or ``MAX_MODEL_PAIRS`` interfering
 pairs) is placed greedily instead (greedy-xla order in map mode; in pack mode best fit if
-it finishes in time, else an online free-list allocator, see :mod:`solvers.cpsat.fallback`),
+it finishes in time, else an online free-list allocator, see :mod:`mallocgame.solvers.cpsat.fallback`),
 so the solver returns a valid answer within the limit on any input. A ``hint`` goes to
-CP-SAT as ``AddHint`` (after :func:`~solvers.cpsat.model.push_down`, which puts every
+CP-SAT as ``AddHint`` (after :func:`~mallocgame.solvers.cpsat.model.push_down`, which puts every
 offset on the model's grid without making it worse) and is kept as the answer for any
 component where CP-SAT ends with nothing better.
 
@@ -36,13 +36,13 @@ from __future__ import annotations
 import time
 
 import numpy as np
-
 from mallocgame.hardware.evaluator import Evaluator
+from mallocgame.solvers.cpsat.model import PACK_ORDERS, SMALL_MODEL, Limits, Part, PartResult, solve_part, value_terms
+
 from mallocgame.intervals import components, count_overlapping_pairs, live_profile, overlap_index
 from mallocgame.model import Problem, Solution, Status, offsets_array, offsets_tuple
 from mallocgame.placement import greedy_place, pack_start, push_down, xla_order
 from mallocgame.protocol import Solver, solver_deadline
-from mallocgame.solvers.cpsat.model import PACK_ORDERS, SMALL_MODEL, Limits, Part, PartResult, solve_part, value_terms
 
 MAX_MODEL_BUFFERS = 20_000
 MAX_MODEL_PAIRS = 2_000_000
@@ -116,7 +116,7 @@ class CpSat(Solver):
     def solve(self, problem, hardware, *, time_limit, seed, hint=None, workers=1, minimize_peak=False,
               deterministic=True):
         if problem.mode == "prefetch":
-            from mallocgame.solvers.cpsat.prefetch import solve_prefetch
+            from mallocgame.solvers.cpsat.prefetch_windows import solve_prefetch
 
             return solve_prefetch(problem, hardware, time_limit=time_limit, seed=seed, hint=hint, workers=workers,
                                   deterministic=deterministic, name=self.name)

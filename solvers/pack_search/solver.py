@@ -1,6 +1,6 @@
 """Pack-mode exact search (MiniMalloc-style canonical DFS + CP-SAT thread): fits a capacity or minimises the peak.
 
-Wraps :func:`solvers.pack_search.search.pack` in the solver protocol (:mod:`mallocgame.protocol`).
+Wraps :func:`mallocgame.solvers.pack_search.search.pack` in the solver protocol (:mod:`mallocgame.protocol`).
 With a capacity (and ``minimize_peak=False``) it looks for a packing within it: status
 OPTIMAL when found, INFEASIBLE when proven impossible, UNKNOWN when time ran out (then
 every offset is ``None``). With ``problem.capacity is None`` or ``minimize_peak=True`` it
@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import time
 
+from mallocgame.solvers.pack_search.search import pack
+
 from mallocgame.model import Problem, Solution, Status, offsets_array, offsets_tuple
 from mallocgame.protocol import Solver
-from mallocgame.solvers.pack_search.search import pack
 
 _STATUS = {
     "OPTIMAL": Status.OPTIMAL,

@@ -1,6 +1,6 @@
 """XLA's memory-space assignment (MSA) for prefetch mode, the algorithm: per-use prefetches and evictions.
 
-The solver ``msa`` (:mod:`solvers.msa`) runs it; so do the searches of prefetch mode, which
+The solver ``msa`` (:mod:`mallocgame.solvers.msa`) runs it; so do the searches of prefetch mode, which
 build its answer first and never end below it (:func:`msa_answer`). It lives in the core so
 that no solver imports another.
 
@@ -75,7 +75,7 @@ programs are flat schedules), required assignments and pinned memory spaces othe
 (the copy resource replaces them), sort-order overrides, mirrored and window-prefetched
 allocations, block prefetching and the ``max_size_in_bytes`` filter beyond "fits in fast
 memory". Deterministic: ``seed`` is ignored. With a hint (a prefetch answer, or a map answer
-lifted by :func:`mallocgame.prefetch.lift_map_answer`) MSA also runs with the hint's
+lifted by :func:`mallocgame.lift.lift_map_answer`) MSA also runs with the hint's
 intervals committed first and returns the best of the two runs and the hint.
 """
 
@@ -87,7 +87,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mallocgame.hardware.prefetch import PrefetchEvaluator, serve_copies_left
+from mallocgame.hardware.prefetch_cost import PrefetchEvaluator, serve_copies_left
 from mallocgame.hardware.validator import validate_intervals
 from mallocgame.model import FastInterval, InputError, Problem
 from mallocgame.placement import best_fit_offset
@@ -151,7 +151,7 @@ class _Heap:
 # ---------------------------------------------------------------------------- the async-copy resource
 
 def _serve(copies: list[tuple[int, int, float]], budgets: np.ndarray) -> tuple[float, np.ndarray]:
-    """Serve ``(first, deadline, seconds)`` copies in deadline order (:func:`hardware.prefetch.serve_copies_left`);
+    """Serve ``(first, deadline, seconds)`` copies in deadline order (``serve_copies_left``);
     returns the total stall and the budget left per slot."""
     stalls, left = serve_copies_left(sorted(copies, key=lambda c: (c[1], c[0])), budgets)
     return float(sum(stalls)), np.asarray(left, np.float64)

@@ -43,7 +43,6 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
-
 from mallocgame.search.game import Game
 
 ROLLOUTS = ("greedy", "random")
@@ -359,14 +358,15 @@ def prefetch_incumbents(problem, hardware, game_cfg, hint, until: float,
     """Prefetch mode's fallback answers: all-slow, ``msa``'s answer (the mode's baseline, built
     first until ``msa_deadline``, default ``until``: give it the deadline the msa solver would
     have, and the search never ends below it), the greedy episode of the game in the other buffer
-    order, greedy-xla's map answer lifted (:func:`mallocgame.prefetch.lift_map_answer`) and the
+    order, greedy-xla's map answer lifted (:func:`mallocgame.lift.lift_map_answer`) and the
     ``hint`` (a prefetch answer; a map answer is lifted). Values by the prefetch evaluator."""
-    from mallocgame.hardware.prefetch import PrefetchEvaluator
-    from mallocgame.msa import msa_answer
-    from mallocgame.placement import greedy_place, xla_order
-    from mallocgame.prefetch import hint_intervals, lift_map_answer
+    from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
     from mallocgame.search.game import GameConfig
     from mallocgame.search.game_prefetch import PrefetchData, rows_of
+
+    from mallocgame.lift import hint_intervals, lift_map_answer
+    from mallocgame.memory_space_assignment import msa_answer
+    from mallocgame.placement import greedy_place, xla_order
 
     ev = PrefetchEvaluator.of(problem, hardware)
     data = PrefetchData.of(problem, hardware)
@@ -396,7 +396,7 @@ def prefetch_answer(problem, hardware, result: SearchResult, incumbents: list[Ep
     """Prefetch mode's answer: the best of the search's episode and the incumbents by the prefetch
     evaluator itself (the search compared the game's running sums). Returns ``(episode, value,
     intervals sorted by buffer and start)``."""
-    from mallocgame.hardware.prefetch import PrefetchEvaluator
+    from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
     from mallocgame.search.game_prefetch import intervals_of
 
     ev = PrefetchEvaluator.of(problem, hardware)

@@ -16,7 +16,7 @@ The stays of the hint and of the start are always candidates, so both map onto t
 
 **The model** of a set of free stays (:func:`solve_window`), in the OR-Tools samples' order:
 
-* variables: per stay a presence literal, an offset (on :func:`~solvers.cpsat.model.grid_unit`'s
+* variables: per stay a presence literal, an offset (on :func:`~mallocgame.solvers.cpsat.model.grid_unit`'s
   address grid), an optional fixed time interval over its occupied ops
   ``[copy_start + 1 or start, end)`` and an optional address interval; per copy (a prefetch, a
   needed eviction) an optional interval of variable length on its kind's *budget axis*: the
@@ -41,11 +41,11 @@ evaluator's. (2) Only candidate stays are considered. (3) Large programs are sol
 neighbourhoods (below): a neighbourhood's model sees the copies of the intervals that meet its
 free stays, not those of the others, which may compete for the same slots in the evaluator.
 (4) Seconds are rounded to :data:`SECOND_UNITS` units per neighbourhood. Every answer is
-therefore scored by the real evaluator (:class:`~hardware.prefetch.PrefetchEvaluator`) and kept
+therefore scored by the real evaluator (:class:`~mallocgame.hardware.prefetch_cost.PrefetchEvaluator`) and kept
 only when it beats the incumbent, so the result is never worse than the hint or the start
-(always computed, first): ``msa``'s answer (:func:`mallocgame.msa.msa_answer`, with the deadline
+(always computed, first): ``msa``'s answer (:func:`mallocgame.memory_space_assignment.msa_answer`, with the deadline
 the ``msa`` solver would have, so the search never ends below the baseline of prefetch mode) and
-:func:`~mallocgame.prefetch.lift_map_answer` of the map-mode greedy (greedy-xla's order and best
+:func:`~mallocgame.lift.lift_map_answer` of the map-mode greedy (greedy-xla's order and best
 fit), each prefetch's start moved up to its first served touch (:func:`tighten`: the same
 rectangles and a longer copy window, never worse).
 
@@ -74,18 +74,18 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
-
 from mallocgame.hardware.evaluator import Evaluator
-from mallocgame.hardware.prefetch import PrefetchEvaluator, eviction_of
+from mallocgame.hardware.prefetch_cost import PrefetchEvaluator, eviction_of
 from mallocgame.hardware.validator import validate_intervals
+from mallocgame.solvers.cpsat.model import grid_unit
+
 from mallocgame.bounds import prefetch_op_savings, prefetch_upper_bound
 from mallocgame.intervals import component_runs, maximal_live_sets
+from mallocgame.lift import hint_intervals, lift_map_answer
+from mallocgame.memory_space_assignment import msa_answer
 from mallocgame.model import FastInterval, Problem, Solution, Status
-from mallocgame.msa import msa_answer
 from mallocgame.placement import greedy_place, xla_order
-from mallocgame.prefetch import hint_intervals, lift_map_answer
 from mallocgame.protocol import solver_deadline
-from mallocgame.solvers.cpsat.model import grid_unit
 
 PREFETCH_RATIOS = (1.0, 1.5, 4.0)  # window budget / copy time of the candidate copy starts
 EVICTION_RATIOS = (1.0, 1.5)  # the same for the extended ends of stays that are evicted

@@ -10,7 +10,7 @@ each taking the earliest budget left; demand left at the deadline stalls the pro
 
 Example:
     >>> from mallocgame.model import Buffer, FastInterval, Op, Operand, Problem
-    >>> from hardware.spec import PRESETS
+    >>> from mallocgame.hardware.spec import PRESETS
     >>> ops = (Op("a", flops=0.0, operands=(Operand("w", "read", 8),)),) * 3
     >>> p = Problem("t", (Buffer("w", 8, 0, 3, kind="weight"),), ops=ops, capacity=8, mode="prefetch")
     >>> ev = PrefetchEvaluator(p, PRESETS["unit"])
@@ -25,9 +25,9 @@ from functools import cached_property
 from typing import Sequence
 
 import numpy as np
-
 from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.hardware.spec import HardwareSpec
+
 from mallocgame.model import FastInterval, Problem
 
 

@@ -21,7 +21,7 @@ from mallocgame.model import FastInterval, Problem, Solution
 def map_intervals(problem: Problem, offsets: Sequence[int | None] | np.ndarray) -> list[FastInterval]:
     """A map answer as intervals: one ``[start, end)`` interval per fast buffer, no copies.
 
-    Scored with ``mode="map"`` by :class:`hardware.prefetch.PrefetchEvaluator` it gives the
+    Scored with ``mode="map"`` by :class:`mallocgame.hardware.prefetch_cost.PrefetchEvaluator` it gives the
     map-mode time exactly.
     """
     offs = np.asarray([-1 if o is None else o for o in offsets], np.int64)
