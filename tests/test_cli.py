@@ -77,6 +77,23 @@ def test_info_prints_the_facts():
         assert key in r.stdout
 
 
+def test_info_describes_a_pack_problem_with_a_buffer_above_the_capacity():
+    """Issue 19: a program with one buffer above the (default) capacity is described, not refused;
+    solve still refuses it (pack mode must place every buffer)."""
+    r = run_cli("info", EXAMPLE, "--mode", "pack", "--capacity", "4MiB")
+    assert r.returncode == 0, r.stderr
+    line = next(x for x in r.stdout.splitlines() if x.startswith("does not fit:"))
+    assert "larger than the capacity" in line and "largest 'w" in line
+    r = run_cli("info", EXAMPLE, "--mode", "pack", "--capacity", "4MiB", "--json")
+    facts = json.loads(r.stdout)
+    assert r.returncode == 0 and facts["buffers_over_capacity"] > 0
+    assert facts["largest_over_capacity"]["size"] > 4 * 2**20
+    r = run_cli("info", EXAMPLE, "--mode", "pack", "--capacity", "1GiB", "--json")
+    assert json.loads(r.stdout)["buffers_over_capacity"] == 0 and "does not fit" not in r.stdout
+    r = run_cli("solve", EXAMPLE, "--mode", "pack", "--capacity", "4MiB", "--solver", "best-fit")
+    assert r.returncode == 2 and "exceeds capacity" in r.stderr
+
+
 def test_pack_mode_over_capacity_is_no_solution(tmp_path):
     p, _ = packed_instance(40, seed=3, capacity=64, horizon=30)
     prob = tmp_path / "tight.64.csv"

@@ -106,7 +106,7 @@ def capacity_settings(capacity: str | None, capacity_fraction: str | None) -> tu
 
 
 def load_prepared(problem_path: str, *, mode: str | None, capacity: str | None, capacity_fraction: str | None,
-                  hardware: str | None, minimize_peak: bool = False):
+                  hardware: str | None, minimize_peak: bool = False, oversized_ok: bool = False):
     """Read PROBLEM and apply the flags through :func:`~mallocgame.inputs.load.prepare` (one rule).
 
     Returns ``(problem, spec)``; raises :class:`InputError` with one line.
@@ -122,7 +122,7 @@ def load_prepared(problem_path: str, *, mode: str | None, capacity: str | None, 
             raise InputError("--minimize-peak: only in pack mode (every buffer placed), not with --mode map")
         mode = "pack"
     return prepare(read_problem(problem_path), mode=mode, capacity=cap, capacity_fraction=fraction,
-                   hardware=hardware, minimize_peak=minimize_peak)
+                   hardware=hardware, minimize_peak=minimize_peak, oversized_ok=oversized_ok)
 
 
 def load_answer(problem_path: str, solution_path: str, *, mode: str | None, capacity: str | None,

@@ -161,9 +161,18 @@ def _info_facts(problem: Problem, spec, bound_time: float = 0.0) -> dict[str, An
                      f"relaxation {bound.kind}, docs/prefetch.md",
                      max_speedup=ev.time_all_slow / max(ev.time_all_slow - bound.value, 1e-300))
     else:
-        facts.update(bound=live, bound_kind="max live (lower bound on the peak)")
+        from mallocgame.inputs.load import oversized
+
+        too_big = oversized(problem)
+        largest = max(too_big, key=lambda k: problem.buffers[k].size) if too_big else None
+        facts.update(bound=live, bound_kind="max live (lower bound on the peak)",
+                     buffers_over_capacity=len(too_big),
+                     largest_over_capacity=None if largest is None else
+                     {"id": problem.buffers[largest].id, "size": problem.buffers[largest].size})
         lower = live, "max live"
-        if bound_time > 0:  # mallocgame.bounds.critical_window_bound: the critical moments packed by CP-SAT
+        if too_big:
+            pass  # no placement exists: the critical-window bound has nothing to pack
+        elif bound_time > 0:  # mallocgame.bounds.critical_window_bound: the critical moments packed by CP-SAT
             from mallocgame.bounds import critical_window_bound
 
             b = critical_window_bound(problem, time_limit=bound_time)
@@ -187,7 +196,7 @@ def info(problem_path: str, mode: str | None, capacity: str | None, capacity_fra
     """Size, horizon, components, max live bytes and (map mode) the bound of PROBLEM."""
     try:
         problem, spec = load_prepared(problem_path, mode=mode, capacity=capacity, capacity_fraction=capacity_fraction,
-                                      hardware=hardware)
+                                      hardware=hardware, oversized_ok=True)  # described below, not refused
     except InputError as exc:
         fail(str(exc))
     gc.freeze()  # the problem lives to the end: later collections need not walk its objects
@@ -214,6 +223,10 @@ def info(problem_path: str, mode: str | None, capacity: str | None, capacity_fra
         lines.append(f"time all fast: {f['time_all_fast']:.6g}")
         lines.append(f"bound ({f['bound_kind']}): {f['bound']:.6g} (at best {f['max_speedup']:.4g}x faster)")
     else:
+        if f["buffers_over_capacity"]:
+            big = f["largest_over_capacity"]
+            lines.append(f"does not fit: {f['buffers_over_capacity']} buffer(s) larger than the capacity "
+                         f"(largest {big['id']!r}, {big['size']} bytes): no pack placement exists at this capacity")
         lines.append(f"bound (max live, lower bound on peak): {f['bound']}")
         lines.append(f"lower bound: {f['lower_bound']} ({f['lower_bound_kind']})")
     click.echo("\n".join(lines))

@@ -121,8 +121,12 @@ def fraction_capacity(live: int, fraction: float, alignment: int = 1) -> int:
 
 
 def prepare(problem: Problem, *, mode: str | None = None, capacity: int | str | None = None,
-            capacity_fraction: float | None = None, hardware=None, minimize_peak: bool = False):
+            capacity_fraction: float | None = None, hardware=None, minimize_peak: bool = False,
+            oversized_ok: bool = False):
     """Apply mode, hardware and capacity to a read problem; returns ``(problem, spec)``.
+
+    In pack mode a buffer larger than the capacity is refused (every buffer must be placed),
+    unless ``oversized_ok`` (``info`` describes such a problem: :func:`oversized`).
 
     ``hardware`` is a preset name, a file, a :class:`~mallocgame.hardware.spec.HardwareSpec` or ``None``.
     The returned problem carries its spec (``problem.hardware``); buffer alignments become
@@ -148,6 +152,8 @@ def prepare(problem: Problem, *, mode: str | None = None, capacity: int | str | 
         cap = spec.capacity
     elif problem.capacity is not None:
         cap = problem.capacity
+        if cap > MAX_BYTES:  # a Problem built in code (the readers refuse it already)
+            raise InputError(f"{problem.source or problem.name}: capacity {cap} is too large (the limit is 2**62 bytes)")
     elif problem.has_ops:
         cap = spec.capacity
     else:
@@ -160,7 +166,7 @@ def prepare(problem: Problem, *, mode: str | None = None, capacity: int | str | 
     if mode in ("map", "prefetch") and cap is None:
         raise InputError(f"{where}: no fast-memory capacity: pass --capacity or --hardware "
                          "(or name the file NAME.CAPACITY.csv)")
-    if mode == "pack" and cap is not None:
+    if mode == "pack" and cap is not None and not oversized_ok:
         too_big = next((b for b in problem.buffers if b.size > cap), None)
         if too_big is not None:
             raise InputError(f"{where}: buffer {too_big.id!r}: size {too_big.size} "
@@ -175,6 +181,14 @@ def prepare(problem: Problem, *, mode: str | None = None, capacity: int | str | 
                         dataclasses.replace(b, alignment=math.lcm(b.alignment, spec.alignment))
                         for b in buffers)
     return problem.replace(buffers=buffers, capacity=cap, mode=mode, hardware=spec), spec
+
+
+def oversized(problem: Problem) -> list[int]:
+    """The buffers larger than the capacity (by index): in pack mode they cannot be placed."""
+    cap = problem.capacity
+    if cap is None:
+        return []
+    return [k for k, b in enumerate(problem.buffers) if b.size > cap]
 
 
 def capacity_warning(problem: Problem) -> str | None:
