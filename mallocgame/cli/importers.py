@@ -74,6 +74,35 @@ def hlo_cmd(file: str, out: str, name: str | None, max_expanded_ops: int) -> Non
     _finish(lambda: import_hlo(file, name=name, max_expanded_ops=max_expanded_ops), out)
 
 
+@import_group.command("jax")
+@click.argument("spec")
+@click.option("--arg-shapes", "arg_shapes", required=True, metavar="DTYPE[D1,...],...",
+              help="One XLA-style shape per positional argument, e.g. 'f32[8,128],bf16[512,512],s32[]'.")
+@click.option("--donate", default=None, metavar="I,J,...", help="Indices of the arguments donated to the outputs.")
+@_OUT
+@click.option("--name", default=None, help="Workload name (default: the function's name).")
+@click.option("--max-expanded-ops", default=200_000, show_default=True, type=click.IntRange(min=1),
+              help="Above this many ops a while loop's body is imported once with scaled FLOPs and bytes.")
+@click.option("--save-hlo", "save_hlo", default=None, type=click.Path(dir_okay=False), metavar="FILE.hlo.txt",
+              help="Also write the scheduled HLO text (what `mallocgame import hlo` reads).")
+def jax_cmd(spec: str, arg_shapes: str, donate: str | None, out: str, name: str | None, max_expanded_ops: int,
+            save_hlo: str | None) -> None:
+    """Import a JAX function compiled by XLA:CPU: SPEC is module.path:function or file.py:function.
+
+    The function is jitted, lowered and compiled on the CPU backend and its scheduled HLO
+    imported exactly as `mallocgame import hlo` does.
+    """
+    from mallocgame.cli.common import check_output
+
+    check_output(save_hlo, "--save-hlo")
+
+    def build() -> Problem:
+        from mallocgame.importers.jax_program import load_jax
+        return load_jax(spec, arg_shapes, donate=donate, name=name, max_expanded_ops=max_expanded_ops,
+                        hlo_output=save_hlo).problem
+    _finish(build, out)
+
+
 @import_group.command("torch")
 @click.argument("spec")
 @click.option("--input-shape", "input_shapes", multiple=True, metavar="D1,D2,...",
