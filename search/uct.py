@@ -46,6 +46,10 @@ import numpy as np
 from mallocgame.search.game import Game
 
 ROLLOUTS = ("greedy", "random")
+#: Selection rules with a prior: "puct" (pUCT over all legal actions; a prior near 0 can starve a move),
+#: "untried-puct" (UCT's untried-first rule, then pUCT), "untried-uct" (untried-first, then UCT with the
+#: exploration bonus scaled by k * p(a): a uniform prior is plain UCT, move for move).
+GUIDED_RULES = ("puct", "untried-puct", "untried-uct")
 #: ``prior(game, legal) -> probabilities [len(legal)]`` of the legal actions (``legal`` int64 ascending).
 Prior = Callable[[Game, np.ndarray], np.ndarray]
 
@@ -59,10 +63,13 @@ class MCTSConfig:
     rollout_depth: int | None = None  # steps past the root per simulation; None = to the end of the episode
     reuse_tree: bool = True
     commit: str = "visits"  # "visits": the most visited root action (UCT); "max": the one with the best return seen
+    guided: str = "puct"  # with a prior: the selection rule, one of GUIDED_RULES (module docstring, "Guided selection")
 
     def __post_init__(self):
         if self.rollout not in ROLLOUTS:
             raise ValueError(f"unknown rollout policy {self.rollout!r} (known: {', '.join(ROLLOUTS)})")
+        if self.guided not in GUIDED_RULES:
+            raise ValueError(f"unknown guided selection rule {self.guided!r} (known: {', '.join(GUIDED_RULES)})")
         if self.commit not in ("visits", "max"):
             raise ValueError(f"unknown commit rule {self.commit!r} (known: visits, max)")
         if self.simulations < 1 or not 0.0 <= self.epsilon <= 1.0 or self.exploration < 0:
@@ -184,9 +191,16 @@ class UCTSearch:
             else:
                 self.prior_calls += 1
                 node.prior = np.asarray(self.prior(game, legal), np.float64)
+            if self.cfg.guided != "puct":
+                node.untried = self._untried_by_prior(node, game)
         legal, prior = node.legal, node.prior
         if len(legal) == 1:
             return legal[0]
+        if self.cfg.guided != "puct":
+            if node.untried:  # UCT's rule: every action once, the greedy's first, then by the prior
+                return node.untried.pop()
+            if self.cfg.guided == "untried-uct":
+                return self._select_weighted(node)
         fpu = node.value_sum / node.visits if node.visits else 0.0
         qs, ns = [], []
         for a in legal:
@@ -201,6 +215,33 @@ class UCTSearch:
         for a, q, n, p in zip(legal, qs, ns, prior.tolist()):
             score = (q - lo) / span + c * p * sqrt_n / (1 + n)
             if score > best_score or (score == best_score and a == node.greedy):
+                best, best_score = a, score
+        return best
+
+    def _untried_by_prior(self, node: Node, game: Game) -> list[int]:
+        """The untried actions of plain UCT (:meth:`_ordered_actions`, the same random draw), the greedy's choice
+        still first, the others by descending prior (a stable sort: equal priors keep UCT's seeded order)."""
+        order = self._ordered_actions(game)  # popped from the end
+        p = dict(zip(node.legal, node.prior.tolist()))
+        rest = sorted(order[-2::-1], key=lambda a: -p[a])
+        return rest[::-1] + order[-1:]
+
+    def _select_weighted(self, node: Node) -> int:
+        """UCT (:meth:`_select`) with the exploration bonus of action ``a`` scaled by ``k * p(a)`` (``k`` legal
+        actions); a constant prior scales by exactly 1, so a uniform prior selects as plain UCT."""
+        prior = node.prior
+        weight = np.ones(len(prior)) if np.all(prior == prior[0]) else len(prior) * prior
+        w = dict(zip(node.legal, weight.tolist()))
+        qs = [(a, c, c.q()) for a, c in node.children.items()]
+        lo = min(q for _, _, q in qs)
+        hi = max(q for _, _, q in qs)
+        span = hi - lo if hi > lo else 1.0
+        log_n = math.log(node.visits)
+        c = self.cfg.exploration
+        best, best_score = None, -math.inf
+        for a, child, q in qs:
+            score = (q - lo) / span + c * w[a] * math.sqrt(log_n / child.visits)
+            if score > best_score:
                 best, best_score = a, score
         return best
 

@@ -65,6 +65,7 @@ import numpy as np
 from mallocgame.search.muzero import checkpoints as shipped_checkpoints
 from mallocgame.search.muzero.encoder import NAME_RELAX, RELAX_SECONDS, relaxation_set, relaxation_usable
 from mallocgame.search.muzero.guide import NetworkPrior, RelaxationPrior, uniform_prior
+from mallocgame.search.uct import GUIDED_RULES
 
 from mallocgame.model import InputError, Problem, Solution, Status, offsets_array, offsets_tuple
 from mallocgame.protocol import Solver
@@ -77,7 +78,11 @@ PRIORS = ("network", "uniform", "relaxation")
 #: mean gap of the uniform prior 3.02% at 1, 2.88% at 10; of the relaxation prior (weight 0.95) 2.69% at 1,
 #: 2.78% at 3, 2.56% at 10 (weight 0.99 at 30: 2.91%; mcts 3.06%). Map mode only: pack and prefetch keep 1.
 #: Values are min-max normalised among siblings, so 10 lets the prior, not one rollout, decide where to look.
-DEFAULT_EXPLORATION = {"map": 10.0, "pack": 1.0, "prefetch": 1.0}
+PUCT_EXPLORATION = {"map": 10.0, "pack": 1.0, "prefetch": 1.0}
+DEFAULT_SELECTION = "puct"
+#: The exploration constant per selection rule and mode.
+DEFAULT_EXPLORATION = {"puct": PUCT_EXPLORATION, "untried-puct": PUCT_EXPLORATION,
+                       "untried-uct": {"map": 1.0, "pack": 1.0, "prefetch": 1.0}}
 METHODS = ("uct", "gumbel", "puct")
 RELAX_SHARE = 0.2  # of the time limit, at most, for the relaxation MIP the network (and prior=relaxation) reads
 CHECKPOINT_ENV = "MALLOCGAME_MUZERO_CHECKPOINT"
@@ -124,9 +129,10 @@ class MuZeroSolver(Solver):
               simulations: int | None = None, checkpoint: str | None = None, prior: str = "network",
               exploration: float | None = None, method: str = "uct", model: str | None = None,
               search_model: str | None = None, c_scale: float | None = None,
-              rollout_depth: int | None = None) -> Solution:
+              rollout_depth: int | None = None, selection: str | None = None) -> Solution:
         t0 = time.monotonic()
         prior = _choice("prior", prior, PRIORS)
+        selection = _choice("selection", DEFAULT_SELECTION if selection is None else selection, GUIDED_RULES)
         method = _choice("method", method, METHODS)
         if model is not None:
             model = _choice("model", model, MODELS)
@@ -143,7 +149,7 @@ class MuZeroSolver(Solver):
                                           or rollout_depth < 0):
             raise InputError(f"muzero: option rollout_depth must be an integer >= 0, got {rollout_depth!r}")
         if exploration is None:
-            exploration = DEFAULT_EXPLORATION[problem.mode]
+            exploration = DEFAULT_EXPLORATION[selection][problem.mode]
         if isinstance(exploration, bool) or not isinstance(exploration, (int, float)) or not exploration >= 0:
             raise InputError(f"muzero: option exploration must be a number >= 0, got {exploration!r}")
         if method != "uct" or model is not None:
@@ -156,7 +162,7 @@ class MuZeroSolver(Solver):
                                  rollout_depth=rollout_depth)
         return _solve_uct(self.name, problem, hardware, t0=t0, time_limit=time_limit, seed=seed, hint=hint,
                           sims=sims, checkpoint=checkpoint, prior=prior, exploration=float(exploration),
-                          rollout_depth=rollout_depth)
+                          rollout_depth=rollout_depth, selection=selection)
 
 
 # --- the default: UCT with the network's prior (search/uct.py, "Guided selection") --------------
@@ -175,11 +181,11 @@ def _game_config(problem: Problem, checkpoint_game: dict | None):
 
 def _solve_uct(name: str, problem: Problem, hardware, *, t0: float, time_limit: float, seed: int,
                hint: Solution | None, sims: int, checkpoint: str | None, prior: str, exploration: float,
-               rollout_depth: int | None) -> Solution:
+               rollout_depth: int | None, selection: str) -> Solution:
     from mallocgame.search.game import GameConfig
     from mallocgame.search.uct import MCTSConfig, solve_with_uct
 
-    stats: dict[str, Any] = {"method": "uct"}
+    stats: dict[str, Any] = {"method": "uct", "selection": selection}
     net = trained_game = None
     if prior == "network":
         path = checkpoint or os.environ.get(CHECKPOINT_ENV) or str(DEFAULT_CHECKPOINT)
@@ -208,7 +214,7 @@ def _solve_uct(name: str, problem: Problem, hardware, *, t0: float, time_limit: 
             prior_fn = uniform_prior
             stats["prior"] = "uniform (the relaxation found no fast set in its time)"
     cfg = MCTSConfig(simulations=sims, exploration=exploration, rollout="greedy", rollout_depth=rollout_depth,
-                     commit="max" if problem.mode == "prefetch" else "visits")
+                     commit="max" if problem.mode == "prefetch" else "visits", guided=selection)
     solution = solve_with_uct(name, problem, hardware, cfg, game_cfg, t0=t0, time_limit=time_limit, seed=seed,
                               hint=hint, prior=prior_fn, data=data, stats=stats)
     # The network is asked exactly when the search asks its prior (never at a forced move).

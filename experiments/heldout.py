@@ -1,0 +1,153 @@
+"""The held-out protocol of the guided search (issue 21, item 1): problems nobody tunes or trains on.
+
+Fixed in code before any evaluation with it (``HELDOUT_DIGEST`` pins the generated recipes; a test
+fails if they change), never imported by training code (it lives in ``experiments/``, outside the
+installed package, and ``tests/test_heldout.py`` checks that no module of ``mallocgame`` names it):
+
+* ``generated``: fresh seeds (``HELDOUT_SEED_BASE`` + 1000 x kind index + i, below the training
+  stream's ``TRAIN_SEED_BASE`` = 1,000,000 and away from the tuning seeds 201-212 and every seed the
+  project evaluated before: 101-108, 11-16, 3000-3029) for every generator family of
+  :class:`mallocgame.search.muzero.problems.Recipe` (``layered``, ``intervals``, ``realistic``), sizes
+  150-2,000 buffers, capacities 20-50% of the max live bytes, map mode;
+* ``suite``: the ``realistic`` suite (``mallocgame suites``);
+* ``hlo``: the XLA programs in ``tests/data/*.hlo.txt`` imported with :func:`mallocgame.importers.import_hlo`,
+  map mode at 25% and 40% of the max live bytes on ``tpuv4i``; and the ``xla`` suite's entries at
+  the same capacities once that suite exists (another engineer's work; absent today, so nothing).
+
+:func:`confirmation` draws a second set only from the chosen checkpoint's SHA-256 (seeds derived from
+it, ``CONFIRM_SEED_BASE`` and up, disjoint from both ranges above), and refuses to run unless the
+file's hash is the one given: it cannot be looked at before a checkpoint is chosen. Report it as it
+comes out.
+
+Problems are :class:`Held` rows (family, label, problem, hardware), smallest first within the set, so a
+run cut short by its time has covered every family at the small sizes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from mallocgame.search.muzero.problems import KINDS, TRAIN_SEED_BASE, Recipe, build
+
+ROOT = Path(__file__).resolve().parents[1]
+HELDOUT_SEED_BASE = 700_000
+CONFIRM_SEED_BASE = 800_000
+CONFIRM_SEED_SPAN = 100_000  # confirmation seeds lie in [CONFIRM_SEED_BASE, CONFIRM_SEED_BASE + 2 x SPAN)
+SIZES = (150, 200, 300, 500, 750, 1000, 1500, 2000)
+CAPACITIES = (0.2, 0.3, 0.4, 0.5)
+HLO_CAPACITIES = (0.25, 0.4)
+#: Seeds the project evaluated on before this protocol (tuning 201-212; earlier held-out sets), never fresh.
+USED_SEEDS = frozenset(range(201, 213)) | frozenset(range(3000, 3030)) | frozenset(range(101, 109)) | frozenset(
+    range(11, 17))
+#: SHA-256 of the generated recipes (:func:`digest`), written when the set was fixed, before any run on it.
+HELDOUT_DIGEST = "c029028c4e8a3c4a04e3efc501ad4214a7e02d62fe72e10c15aa6a94ecb43ac0"
+
+
+@dataclass(frozen=True)
+class Held:
+    family: str  # a Recipe kind, "suite" or "hlo" (or "xla")
+    label: str
+    problem: object
+    hardware: object
+
+
+def generated_recipes(per_kind: int = 8) -> list[Recipe]:
+    """``per_kind`` recipes per generator family: every size of ``SIZES`` once, capacities cycling."""
+    return [Recipe(kind, SIZES[i % len(SIZES)], HELDOUT_SEED_BASE + 1000 * k + i,
+                   CAPACITIES[(i + k) % len(CAPACITIES)]) for k, kind in enumerate(KINDS) for i in range(per_kind)]
+
+
+def digest(recipes: list[Recipe]) -> str:
+    return hashlib.sha256(json.dumps([r.as_dict() for r in recipes], sort_keys=True).encode()).hexdigest()
+
+
+def recipe_label(r: Recipe) -> str:
+    return f"{r.kind}-{r.n}-c{r.capacity_fraction:g}-s{r.seed}"
+
+
+def hlo_files() -> list[Path]:
+    return sorted((ROOT / "tests" / "data").glob("*.hlo.txt"))
+
+
+def held_out(families: tuple[str, ...] = ("generated", "suite", "hlo")) -> list[Held]:
+    """The held-out set (module docstring), smallest problems first within each part."""
+    out: list[Held] = []
+    if "generated" in families:
+        for r in sorted(generated_recipes(), key=lambda r: (r.n, KINDS.index(r.kind))):
+            problem, hw = build(r)
+            out.append(Held(r.kind, recipe_label(r), problem, hw))
+    if "suite" in families:
+        from mallocgame.hardware.spec import PRESETS
+
+        from mallocgame.inputs.suites import suite_entries
+
+        for e in suite_entries("realistic"):
+            problem = e.build()
+            out.append(Held("suite", e.name, problem, problem.hardware or PRESETS["tpuv4i"]))
+    if "hlo" in families:
+        out += _imported()
+    return out
+
+
+def _imported() -> list[Held]:
+    """The HLO fixtures (and the ``xla`` suite's entries, when it exists) in map mode at ``HLO_CAPACITIES``."""
+    from mallocgame.hardware.spec import PRESETS
+
+    from mallocgame.importers import import_hlo
+    from mallocgame.inputs.suites import SUITES, suite_entries
+    from mallocgame.inputs.workloads import with_capacity
+
+    programs = [("hlo", p.name.removesuffix(".hlo.txt"), import_hlo(p)) for p in hlo_files()]
+    if "xla" in SUITES:
+        programs += [("xla", e.name, e.build()) for e in suite_entries("xla")]
+    out = []
+    for family, name, program in programs:
+        for frac in HLO_CAPACITIES:
+            problem = with_capacity(program, frac).replace(mode="map")
+            out.append(Held(family, f"{family}:{name}-c{frac:g}", problem, problem.hardware or PRESETS["tpuv4i"]))
+    return out
+
+
+def file_sha256(path: str | Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def confirmation_recipes(checkpoint: str | Path, sha256: str, per_kind: int = 4) -> list[Recipe]:
+    """The confirmation set's recipes, drawn from the chosen checkpoint's hash; refuses anything else.
+
+    ``sha256`` must be the 64-hex-digit SHA-256 of the file ``checkpoint`` (the one chosen on the
+    tuning set): a wrong, short or missing hash raises ``ValueError`` before any problem exists.
+    """
+    if not isinstance(sha256, str) or not re.fullmatch(r"[0-9a-f]{64}", sha256):
+        raise ValueError("confirmation set: give the chosen checkpoint's SHA-256 (64 lowercase hex digits)")
+    actual = file_sha256(checkpoint)
+    if actual != sha256:
+        raise ValueError(f"confirmation set: {checkpoint} has SHA-256 {actual}, not the {sha256} given")
+    base = CONFIRM_SEED_BASE + int(sha256[:12], 16) % CONFIRM_SEED_SPAN
+    return [Recipe(kind, SIZES[(i * 3 + k) % len(SIZES)], base + 1000 * k + i, CAPACITIES[(i + 2 * k) % len(CAPACITIES)])
+            for k, kind in enumerate(KINDS) for i in range(per_kind)]
+
+
+def confirmation(checkpoint: str | Path, sha256: str, per_kind: int = 4) -> list[Held]:
+    """The confirmation set's problems (:func:`confirmation_recipes`), smallest first."""
+    out = []
+    for r in sorted(confirmation_recipes(checkpoint, sha256, per_kind), key=lambda r: (r.n, KINDS.index(r.kind))):
+        problem, hw = build(r)
+        out.append(Held(r.kind, recipe_label(r), problem, hw))
+    return out
+
+
+def all_seeds() -> set[int]:
+    """Every seed of the generated held-out set."""
+    return {r.seed for r in generated_recipes()}
+
+
+assert max(all_seeds()) < CONFIRM_SEED_BASE and CONFIRM_SEED_BASE + 2 * CONFIRM_SEED_SPAN <= TRAIN_SEED_BASE

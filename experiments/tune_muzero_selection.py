@@ -1,0 +1,103 @@
+"""Choose the guided search's selection rule on the tuning problems only (seeds 201-212; issue 21, item 4).
+
+    nice python experiments/tune_muzero_selection.py [--simulations 16] [--csv PATH]
+
+Settings: ``mcts`` (plain UCT, its defaults) and solver ``muzero`` with each selection rule of
+:data:`mallocgame.search.uct.GUIDED_RULES` x prior (network, uniform, relaxation) x pUCT/UCT constant. Per
+setting: the mean gap to the no-fragmentation bound, wins/ties/losses against ``mcts`` (value within
+1e-9 of the bound: a tie), and, for the uniform prior, on how many problems the answer is exactly
+``mcts``'s (same objective and same simulation count). Every run goes to ``--csv`` as it ends, and a
+rerun skips the runs already there (resumes). The held-out sets (``experiments/heldout.py``) are never read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import statistics
+from pathlib import Path
+
+from _common import Transcript, fenced, results_path, write_results
+from level_muzero_mcts import tuning
+from mallocgame.search.muzero.problems import build
+
+from mallocgame.runner import problem_bound, run_solver
+
+SETTINGS = [("mcts", "mcts", {})] + [
+    (f"{rule} {prior} c{c:g}", "muzero", {"selection": rule, "prior": prior, "exploration": c})
+    for rule, cs in (("puct", (10.0,)), ("untried-puct", (10.0,)), ("untried-uct", (1.0, 3.0)))
+    for c in cs for prior in ("network", "uniform", "relaxation")]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--simulations", type=int, default=16)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--settings", default=None, help="comma-separated names (default: all)")
+    ap.add_argument("--out", default="muzero_selection_tuning.md")
+    ap.add_argument("--csv", default=None)
+    args = ap.parse_args()
+    csv_path = Path(args.csv) if args.csv else results_path(Path(args.out).with_suffix(".csv"))
+    wanted = args.settings.split(",") if args.settings else [s[0] for s in SETTINGS]
+    done: dict[tuple[str, str], dict] = {}
+    if csv_path.exists():
+        with open(csv_path) as fh:
+            for r in csv.DictReader(fh):
+                done[(r["problem"], r["setting"])] = r
+    show = Transcript()
+    show(f"tuning set (seeds 201-212); {args.simulations} simulations; seed {args.seed}; resumed {len(done)} runs")
+    insts = []
+    for r in tuning():
+        problem, hw = build(r)
+        insts.append((f"{r.kind}-{r.n}-c{r.capacity_fraction:g}-s{r.seed}", problem, hw, problem_bound(problem, hw)))
+    new = not csv_path.exists()
+    with open(csv_path, "a", newline="") as fh:
+        out = csv.writer(fh)
+        if new:
+            out.writerow(["problem", "n", "setting", "value", "bound", "gap", "simulations", "seconds", "prior_used"])
+        for name, solver, opts in SETTINGS:
+            if name not in wanted:
+                continue
+            for label, problem, hw, bound in insts:
+                if (label, name) in done:
+                    continue
+                rep = run_solver(solver, problem, hw, time_limit=600.0, seed=args.seed,
+                                 options={**opts, "simulations": args.simulations}, bound=bound)
+                if not rep.valid:
+                    raise SystemExit(f"{name} on {label}: invalid answer: {rep.violation}")
+                row = {"problem": label, "n": problem.n, "setting": name, "value": rep.objective, "bound": bound.value,
+                       "gap": rep.gap, "simulations": rep.stats.get("simulations", 0), "seconds": round(rep.seconds, 2),
+                       "prior_used": rep.stats.get("prior", "")}
+                out.writerow(list(row.values()))
+                fh.flush()
+                done[(label, name)] = {k: str(v) for k, v in row.items()}
+            show(f"ran {name}")
+    show()
+    show("| setting | mean gap | vs mcts W/T/L | same answer as mcts |")
+    show("|---|---|---|---|")
+    labels = [i[0] for i in insts]
+    for name, _, opts in SETTINGS:
+        if name not in wanted or any((lb, name) not in done for lb in labels):
+            continue
+        rows = [done[(lb, name)] for lb in labels]
+        base = [done[(lb, "mcts")] for lb in labels]
+        w = t = lo = same = 0
+        for r, b in zip(rows, base):
+            d = float(r["value"]) - float(b["value"])
+            if abs(d) <= 1e-9 * max(float(r["bound"]), 1e-300):
+                t += 1
+            elif d > 0:
+                w += 1
+            else:
+                lo += 1
+            same += r["value"] == b["value"] and r["simulations"] == b["simulations"]
+        gap = statistics.mean(float(r["gap"]) for r in rows)
+        show(f"| {name} | {gap:.3%} | {w}/{t}/{lo} | {same}/{len(rows)} |")
+    write_results(args.out, (
+        "# Selection rule of the guided search, chosen on the tuning set (issue 21, item 4)\n\n"
+        "Made by `experiments/tune_muzero_selection.py` (its docstring says what is compared). "
+        f"Every run is in `{csv_path.name}`. Output as printed:\n\n" + fenced(show.text)))
+
+
+if __name__ == "__main__":
+    main()

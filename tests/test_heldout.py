@@ -1,0 +1,86 @@
+"""The held-out protocol (experiments/heldout.py, issue 21 item 1): fixed, fresh, never trained on, confirmation gated."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from mallocgame.search.muzero.problems import KINDS, TRAIN_SEED_BASE, Curriculum
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _heldout():
+    spec = importlib.util.spec_from_file_location("heldout_protocol", ROOT / "experiments" / "heldout.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # dataclasses look their module up
+    spec.loader.exec_module(mod)
+    return mod
+
+
+H = _heldout()
+
+
+def test_generated_set_is_the_one_fixed_before_any_run():
+    assert H.digest(H.generated_recipes()) == H.HELDOUT_DIGEST
+
+
+def test_generated_set_covers_every_family_and_the_sizes():
+    recipes = H.generated_recipes()
+    assert {r.kind for r in recipes} == set(KINDS)
+    for kind in KINDS:
+        sizes = {r.n for r in recipes if r.kind == kind}
+        assert min(sizes) == 150 and max(sizes) == 2000
+    seeds = [r.seed for r in recipes]
+    assert len(set(seeds)) == len(seeds)
+    assert not set(seeds) & H.USED_SEEDS
+    assert max(seeds) < TRAIN_SEED_BASE
+
+
+@pytest.mark.parametrize("realistic_share", [0.0, 0.3])
+def test_no_training_curriculum_seed_is_a_held_out_or_confirmation_seed(realistic_share):
+    held = H.all_seeds()
+    lo, hi = H.CONFIRM_SEED_BASE, H.CONFIRM_SEED_BASE + 2 * H.CONFIRM_SEED_SPAN
+    cur = Curriculum(min_size=16, max_size=2000, realistic_share=realistic_share)
+    for stream in range(5):
+        rng = np.random.default_rng(stream)
+        seeds = np.array([cur.sample(rng).seed for _ in range(4000)])
+        assert seeds.min() >= TRAIN_SEED_BASE
+        assert not set(seeds.tolist()) & held
+        assert not ((seeds >= lo) & (seeds < hi)).any()
+
+
+def test_confirmation_refuses_without_the_chosen_checkpoints_hash(tmp_path):
+    ckpt = tmp_path / "chosen.pt"
+    ckpt.write_bytes(b"weights of the chosen network")
+    for bad in (None, "", "abc", "0" * 64, H.file_sha256(ckpt).upper()):
+        with pytest.raises(ValueError):
+            H.confirmation_recipes(ckpt, bad)
+    recipes = H.confirmation_recipes(ckpt, H.file_sha256(ckpt))
+    assert {r.kind for r in recipes} == set(KINDS)
+    seeds = {r.seed for r in recipes}
+    assert not seeds & H.all_seeds() and not seeds & H.USED_SEEDS
+    assert all(H.CONFIRM_SEED_BASE <= s < H.CONFIRM_SEED_BASE + 2 * H.CONFIRM_SEED_SPAN for s in seeds)
+    other = tmp_path / "other.pt"
+    other.write_bytes(b"another network")
+    assert {r.seed for r in H.confirmation_recipes(other, H.file_sha256(other))} != seeds
+
+
+def test_no_package_module_imports_the_held_out_protocol():
+    pattern = re.compile(r"^\s*(from|import)\s+\S*heldout", re.M)
+    for folder in ("mallocgame", "search", "solvers", "hybrid", "hardware"):
+        for path in (ROOT / folder).rglob("*.py"):
+            assert not pattern.search(path.read_text()), path
+
+
+def test_imported_programs_are_map_problems_at_the_fixed_capacities():
+    held = H.held_out(("hlo",))
+    names = {h.label.split(":", 1)[1].rsplit("-c", 1)[0] for h in held if h.family == "hlo"}
+    assert names == {p.name.removesuffix(".hlo.txt") for p in H.hlo_files()} and names
+    assert len(held) >= 2 * len(names)
+    for h in held:
+        assert h.problem.mode == "map" and h.problem.capacity is not None and h.problem.n > 0

@@ -1,0 +1,103 @@
+"""Guided selection that cannot starve the greedy's move (search/uct.py GUIDED_RULES; issue 21 item 4)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from mallocgame.hardware.spec import PRESETS
+from mallocgame.search.game import Game, GameConfig
+from mallocgame.search.muzero.guide import uniform_prior
+from mallocgame.search.uct import GUIDED_RULES, MCTSConfig, Node, UCTSearch
+
+from mallocgame.inputs.generate import layered_network
+from mallocgame.model import InputError
+from mallocgame.runner import run_solver
+
+HW = PRESETS["tpuv4i"]
+
+
+def _problem(n=60, seed=4):
+    return layered_network(n, seed=seed, capacity_fraction=0.3).replace(mode="map")
+
+
+def _root_with_choices(problem):
+    """A game advanced to its first state with several legal actions."""
+    game = Game(problem, HW, GameConfig(variant="order", k=16, order="xla"))
+    while len(game.legal_actions()) < 3:
+        game.step(game.greedy_action())
+    return game
+
+
+def starving_prior(game, legal):
+    """Almost all weight on one non-greedy action, ~0 on the greedy's."""
+    p = np.full(len(legal), 1e-12)
+    others = np.flatnonzero(legal != game.greedy_action())
+    p[others[-1]] = 1.0
+    return p / p.sum()
+
+
+@pytest.mark.parametrize("rule", ["untried-puct", "untried-uct"])
+def test_a_prior_of_zero_on_the_greedy_move_still_visits_it_first(rule):
+    game = _root_with_choices(_problem())
+    greedy, legal = game.greedy_action(), game.legal_actions()
+    search = UCTSearch(MCTSConfig(simulations=len(legal), exploration=10.0, guided=rule), np.random.default_rng(0),
+                       prior=starving_prior)
+    root = Node()
+    best = search.simulate(root, game, float("inf"), _dummy_best())
+    assert list(root.children) == [greedy]  # the first simulation goes to the greedy's move
+    for _ in range(len(legal) - 1):
+        best = search.simulate(root, game, float("inf"), best)
+    assert sorted(root.children) == sorted(int(a) for a in legal)  # every move tried once before any is revisited
+    assert all(c.visits == 1 for c in root.children.values())
+    # the prior reorders the rest: its favourite comes right after the greedy's move
+    assert list(root.children)[1] == int(legal[np.argmax(starving_prior(game, legal))])
+
+
+def test_plain_puct_can_starve_the_greedy_move():
+    """The old rule (kept as ``guided="puct"``): the same prior keeps the greedy's move unvisited."""
+    game = _root_with_choices(_problem())
+    search = UCTSearch(MCTSConfig(simulations=8, exploration=10.0, guided="puct"), np.random.default_rng(0),
+                       prior=starving_prior)
+    root, best = Node(), _dummy_best()
+    for _ in range(8):
+        best = search.simulate(root, game, float("inf"), best)
+    assert game.greedy_action() not in root.children
+
+
+def _dummy_best():
+    from mallocgame.search.uct import Episode
+
+    return Episode(-np.inf, np.zeros(0, np.int64), "none")
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_uniform_prior_with_untried_uct_is_plain_uct_move_for_move(seed):
+    problem = _problem(70, seed=seed + 10)
+    runs = []
+    for prior in (None, uniform_prior):
+        game = Game(problem, HW, GameConfig(variant="order", k=16, order="xla"))
+        res = UCTSearch(MCTSConfig(simulations=12, guided="untried-uct"), np.random.default_rng(seed),
+                        prior=prior).run(game, deadline=float("inf"))
+        runs.append((res.best.value, res.best.offsets.tolist(), res.simulations, game.offsets().tolist()))
+    assert runs[0] == runs[1]
+
+
+def test_solver_uniform_control_equals_mcts_and_network_answer_is_valid():
+    problem = _problem(60, seed=21)
+    mcts = run_solver("mcts", problem, HW, time_limit=60, seed=2, options={"simulations": 8})
+    uni = run_solver("muzero", problem, HW, time_limit=60, seed=2,
+                     options={"simulations": 8, "prior": "uniform", "selection": "untried-uct", "exploration": 1.0})
+    assert uni.valid and mcts.valid
+    assert uni.objective == mcts.objective
+    net = run_solver("muzero", problem, HW, time_limit=60, seed=2, options={"simulations": 8})
+    assert net.valid
+
+
+def test_unknown_rule_is_refused():
+    with pytest.raises(ValueError):
+        MCTSConfig(guided="nope")
+    assert "untried-uct" in GUIDED_RULES
+    from mallocgame.solvers.muzero import MuZeroSolver
+
+    with pytest.raises(InputError, match="selection"):
+        MuZeroSolver().solve(_problem(20), HW, time_limit=5, seed=0, selection="nope")
