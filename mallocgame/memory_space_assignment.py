@@ -108,32 +108,86 @@ class _Timeout(Exception):
 # ---------------------------------------------------------------------------- the fast-memory heap
 
 class _Heap:
-    """Committed rectangles ``[occ, end) x [offset, top)``: best-fit and free-at-offset queries over a time range."""
+    """Committed rectangles ``[occ, end) x [offset, top)``: best-fit and free-at-offset queries over a time range.
+
+    The rectangles are indexed by time: ``buckets[i]`` lists those overlapping ops
+    ``[i * B, (i + 1) * B)``, so a query reads only the rectangles near its time range (the live
+    ones), not every committed one. Rectangles only grow at their end (:meth:`extend`) and the
+    newest are dropped on a retry (:meth:`truncate`).
+    """
+
+    BUCKET = 32
 
     def __init__(self, capacity: int):
         self.capacity = capacity
         self.n = 0
-        self._grow(256)
+        self.lo: list[int] = []
+        self.hi: list[int] = []
+        self.off: list[int] = []
+        self.top: list[int] = []
+        self.buckets: dict[int, list[int]] = {}
 
-    def _grow(self, size: int) -> None:
-        old = getattr(self, "lo", None)
-        lo, hi, off, top = (np.zeros(size, np.int64) for _ in range(4))
-        if old is not None:
-            lo[:self.n], hi[:self.n], off[:self.n], top[:self.n] = (a[:self.n] for a in (self.lo, self.hi, self.off, self.top))
-        self.lo, self.hi, self.off, self.top = lo, hi, off, top
+    def _register(self, k: int, a: int, e: int) -> None:
+        """Add rectangle ``k`` to the buckets of ops ``[a, e)``."""
+        B = self.BUCKET
+        buckets = self.buckets
+        for i in range(a // B, (e - 1) // B + 1):
+            lst = buckets.get(i)
+            if lst is None:
+                buckets[i] = [k]
+            elif lst[-1] != k:
+                lst.append(k)
 
     def add(self, occ: int, end: int, offset: int, size: int) -> int:
-        if self.n == len(self.lo):
-            self._grow(2 * self.n)
         k = self.n
-        self.lo[k], self.hi[k], self.off[k], self.top[k] = occ, end, offset, offset + size
+        del self.lo[k:], self.hi[k:], self.off[k:], self.top[k:]
+        self.lo.append(occ)
+        self.hi.append(end)
+        self.off.append(offset)
+        self.top.append(offset + size)
         self.n += 1
+        if end > occ:
+            self._register(k, occ, end)
         return k
 
+    def extend(self, k: int, end: int) -> None:
+        """Rectangle ``k`` now ends at op ``end`` (not earlier than before)."""
+        old = self.hi[k]
+        self.hi[k] = end
+        if end > old:
+            self._register(k, max(old, self.lo[k]), end)
+
+    def truncate(self, n: int) -> None:
+        """Drop the rectangles added after the first ``n`` (a buffer's failed try)."""
+        B = self.BUCKET
+        for k in range(self.n - 1, n - 1, -1):
+            lo, hi = self.lo[k], self.hi[k]
+            if hi <= lo:
+                continue
+            for i in range(lo // B, (hi - 1) // B + 1):
+                lst = self.buckets[i]
+                if lst and lst[-1] == k:
+                    lst.pop()
+                else:  # not at the end (cannot happen: rectangles are extended only while they are the newest)
+                    lst.remove(k)
+                if not lst:
+                    del self.buckets[i]
+        self.n = n
+        del self.lo[n:], self.hi[n:], self.off[n:], self.top[n:]
+
     def _near(self, a: int, e: int) -> tuple[np.ndarray, np.ndarray]:
-        n = self.n
-        mask = (self.lo[:n] < e) & (self.hi[:n] > a)
-        return self.off[:n][mask], self.top[:n][mask]
+        B = self.BUCKET
+        lo, hi, off, top = self.lo, self.hi, self.off, self.top
+        first, last = a // B, max(a, e - 1) // B  # a rectangle meeting [a, e) (or covering op a) is in these
+        get = self.buckets.get
+        if first == last:
+            ks = [k for k in get(first, ()) if lo[k] < e and hi[k] > a]
+        else:
+            seen: set[int] = set()
+            for i in range(first, last + 1):
+                seen.update(k for k in get(i, ()) if lo[k] < e and hi[k] > a)
+            ks = list(seen)
+        return np.array([off[k] for k in ks], np.int64), np.array([top[k] for k in ks], np.int64)
 
     def best_fit(self, a: int, e: int, size: int, align: int) -> int | None:
         """Offset of the best-fit hole free during ops ``[a, e)``, or ``None``."""
@@ -144,8 +198,15 @@ class _Heap:
         """Whether ``[offset, offset + size)`` is free during ops ``[a, e)``."""
         if offset + size > self.capacity:
             return False
-        offs, tops = self._near(a, e)
-        return not bool(np.any((offs < offset + size) & (tops > offset)))
+        B = self.BUCKET
+        lo, hi, off, top = self.lo, self.hi, self.off, self.top
+        end = offset + size
+        get = self.buckets.get
+        for i in range(a // B, max(a, e - 1) // B + 1):
+            for k in get(i, ()):
+                if lo[k] < e and hi[k] > a and off[k] < end and top[k] > offset:
+                    return False
+        return True
 
 
 # ---------------------------------------------------------------------------- the async-copy resource
@@ -160,8 +221,11 @@ def _serve(copies: list[tuple[int, int, float]], budgets: np.ndarray) -> tuple[f
 KINDS = ("prefetch", "eviction")
 
 
-class _CopyResource:
-    """docs/prefetch.md's copy budgets (XLA's ``AsynchronousCopyResource``), kept stall-free decision by decision.
+class _FullCopyResource:
+    """docs/prefetch.md's copy budgets (XLA's ``AsynchronousCopyResource``), kept stall-free decision by decision,
+    by re-serving every copy when the witness lacks room: O(copies + ops) per such check. Used only when a
+    hint's copies already stall (its stall is then the baseline every check compares with);
+    :class:`_CopyResource` otherwise.
 
     ``saved[t]`` is the memory time saved at op ``t`` by the operands served fast so far, so
     ``times`` are the op times of the answer being built, and the budgets of its copies.
@@ -262,6 +326,276 @@ class _CopyResource:
                         break
         if copy is not None:
             self.copies[kind].append((first, deadline, need))
+        return True
+
+
+def _edf(jobs: list[tuple[int, int, float, int]], budgets: list[float], base: int):
+    """Serve ``(first, deadline, need, id)`` jobs in deadline order, each from its earliest slots with budget
+    (``serve_copies_left`` over slots ``base ..``); returns the total stall, the budget left and each job's
+    ``[(slot, amount), ...]`` in the order of ``jobs``."""
+    left = list(budgets)
+    n = len(left)
+    nxt = list(range(n + 1))
+
+    def find(t: int) -> int:
+        root = t
+        while nxt[root] != root:
+            root = nxt[root]
+        while nxt[t] != root:
+            nxt[t], t = root, nxt[t]
+        return root
+
+    allocs: list[list[tuple[int, float]]] = [[] for _ in jobs]
+    stall = 0.0
+    for i in sorted(range(len(jobs)), key=lambda i: (jobs[i][1], jobs[i][0])):
+        first, deadline, need, _ = jobs[i]
+        a = allocs[i]
+        f = first - base
+        t = find(f) if f < n else n
+        end = min(deadline - base, n)
+        while need > 0 and t < end:
+            lt = left[t]
+            take = need if need < lt else lt
+            if take > 0:
+                a.append((t + base, take))
+            need -= take
+            left[t] = lt - take
+            if left[t] <= 0:
+                nxt[t] = t + 1
+                t = find(t + 1)
+            else:
+                break
+        if need > 0:
+            stall += need
+    return stall, left, allocs
+
+
+class _CopyResource:
+    """docs/prefetch.md's copy budgets (XLA's ``AsynchronousCopyResource``), kept stall-free decision by decision.
+
+    ``saved[t]`` is the memory time saved at op ``t`` by the operands served fast so far, so
+    ``times`` are the op times of the answer being built, and the budgets of its copies. Per kind,
+    a witness schedule that completes every copy: ``alloc[kind][j]`` the ``(op, seconds)`` copy
+    ``j`` takes, ``left[kind]`` the budget left per op.
+
+    A decision (more operands served, so smaller budgets at their ops, and perhaps a new copy) is
+    taken iff every copy still completes without a stall: iff serving all copies in deadline
+    order, each from its earliest slots, does (exact on interval windows: Hall's condition). The
+    check first tries the witness (room left at the changed ops and in the new copy's window);
+    otherwise it decides on a window of ops ``[L, R)`` around the change, growing it until one of
+    two local problems decides:
+
+    * *lower*: the copies whose windows lie inside ``[L, R)`` (and the new one) served on the
+      window's budgets. A stall there is a set of copies needing more than the ops their windows
+      cover can give (Hall), which no schedule of all copies avoids: reject.
+    * *upper*: also the copies crossing the window's ends, keeping their witness share outside it
+      and needing the rest inside (their windows clipped). No stall there is a stall-free schedule
+      of all copies: accept, and it becomes the witness inside the window.
+
+    When the window is every op both are the whole problem, so the decision is always the one a
+    full re-serve takes, at the cost of the window (the copies are local: windows of at most
+    ``10 x`` the copy time). The undo journal makes a buffer's retry cost what it changed, not O(ops).
+    """
+
+    def __init__(self, compute: np.ndarray, slow_mem: np.ndarray, fixed: np.ndarray):
+        self.compute, self.slow_mem, self.fixed = compute, slow_mem, fixed
+        self.T = len(compute)
+        self.saved = np.zeros(self.T)
+        self.times = np.maximum(compute, slow_mem) + fixed
+        self.copies: dict[str, list[tuple[int, int, float]]] = {k: [] for k in KINDS}
+        self.alloc: dict[str, list[list[tuple[int, float]]]] = {k: [] for k in KINDS}
+        self.by_first: dict[str, dict[int, list[int]]] = {k: {} for k in KINDS}
+        self.span = {k: 0 for k in KINDS}  # longest window (ops) of a copy of that kind
+        self.left = {k: self.times.copy() for k in KINDS}
+        self.base_stall = {k: 0.0 for k in KINDS}
+        scale = float(self.times.sum()) or 1.0
+        self.tol = 1e-12 * scale
+        self.exact_checks = 0
+        self.journal: list = []
+
+    # ------------------------------------------------ undo journal
+
+    def _set(self, arr, i, value) -> None:
+        self.journal.append((arr, i, arr[i]))
+        arr[i] = value
+
+    def _append_copy(self, kind: str, copy: tuple[int, int, float], alloc: list[tuple[int, float]]) -> None:
+        j = len(self.copies[kind])
+        self.copies[kind].append(copy)
+        self.alloc[kind].append(alloc)
+        self.by_first[kind].setdefault(copy[0], []).append(j)
+        self.span[kind] = max(self.span[kind], copy[1] - copy[0])
+        self.journal.append((None, kind, copy[0]))
+
+    def snapshot(self):
+        """A mark to :meth:`restore` to: only the latest one is kept (a buffer's tries restore to its start)."""
+        self.journal.clear()
+        return 0
+
+    def restore(self, snap) -> None:
+        journal = self.journal
+        while len(journal) > snap:
+            arr, i, old = journal.pop()
+            if arr is None:  # an appended copy
+                self.copies[i].pop()
+                self.alloc[i].pop()
+                lst = self.by_first[i][old]
+                lst.pop()
+                if not lst:
+                    del self.by_first[i][old]
+            else:
+                arr[i] = old
+
+    def seed_full(self, saved: np.ndarray, copies: dict[str, list[tuple[int, int, float]]]) -> bool:
+        """Start from a given answer (a hint): its served operands and copies. False (nothing changed) if they stall."""
+        times = np.maximum(self.compute, self.slow_mem - saved.astype(np.float64)) + self.fixed
+        served = {}
+        for kind in KINDS:
+            jobs = [(f, d, s, j) for j, (f, d, s) in enumerate(copies[kind])]
+            stall, left, allocs = _edf([(max(f, 0), d, s, j) for f, d, s, j in jobs], times.tolist(), 0)
+            if stall > self.tol:
+                return False
+            served[kind] = (left, allocs)
+        self.saved = saved.astype(np.float64).copy()
+        self.times = times
+        for kind in KINDS:
+            left, allocs = served[kind]
+            self.left[kind] = np.asarray(left, np.float64)
+            for (f, d, s), a in zip(copies[kind], allocs):
+                self._append_copy(kind, (max(f, 0), d, s), a)
+        self.journal.clear()
+        return True
+
+    # ------------------------------------------------ the check
+
+    def _region(self, kind: str, red: dict[int, float], copy, lo: int, hi: int):
+        """Decide on ops ``[lo, hi)``: ``(True, witness update)``, ``(False, None)`` or ``None`` (undecided)."""
+        copies, alloc, bf = self.copies[kind], self.alloc[kind], self.by_first[kind]
+        inside: list[tuple[int, int, float, int]] = []
+        crossers: list[tuple[int, int, float, int]] = []
+        for s in range(max(0, lo - self.span[kind]), hi):
+            ids = bf.get(s)
+            if not ids:
+                continue
+            for j in ids:
+                f, d, need = copies[j]
+                if d <= lo:
+                    continue
+                if f >= lo and d <= hi:
+                    inside.append((f, d, need, j))
+                else:
+                    share = sum(x for t, x in alloc[j] if lo <= t < hi)
+                    if share > 0:
+                        crossers.append((max(f, lo), min(d, hi), share, j))
+        budgets = self.times[lo:hi].tolist()
+        for t, r in red.items():
+            budgets[t - lo] -= r
+        jobs = inside + ([(copy[0], copy[1], copy[2], -1)] if copy is not None else [])
+        stall, left, allocs = _edf(jobs, budgets, lo)
+        if stall > self.tol:
+            return False, None
+        if crossers:
+            jobs = jobs + crossers
+            stall, left, allocs = _edf(jobs, budgets, lo)
+            if stall > self.tol:
+                return None
+        return True, (lo, hi, left, jobs, allocs)
+
+    def _decide(self, kind: str, red: dict[int, float], copy):
+        """Whether ``kind``'s copies (and ``copy``) complete without a stall on budgets less ``red``: see the class."""
+        self.exact_checks += 1
+        pts = list(red)
+        if copy is not None:
+            pts += [copy[0], copy[1] - 1]
+        a0, b0 = min(pts), max(pts) + 1
+        width = max(b0 - a0, 16)
+        while True:
+            lo, hi = max(0, a0 - width), min(self.T, b0 + width)
+            out = self._region(kind, red, copy, lo, hi)
+            if out is not None:
+                return out
+            assert lo > 0 or hi < self.T, "the whole problem always decides"
+            width *= 2
+
+    def _apply(self, kind: str, update, copy) -> None:
+        lo, hi, left, jobs, allocs = update
+        arr = self.left[kind]
+        for t in range(lo, hi):
+            if arr[t] != left[t - lo]:
+                self._set(arr, t, left[t - lo])
+        al = self.alloc[kind]
+        new_alloc = None
+        for (_, _, _, j), a in zip(jobs, allocs):
+            if j < 0:
+                new_alloc = a
+                continue
+            old = al[j]
+            self._set(al, j, [x for x in old if x[0] < lo] + a + [x for x in old if x[0] >= hi])
+        if copy is not None:
+            self._append_copy(kind, copy, new_alloc)
+
+    def try_add(self, serve: list[tuple[int, float]], kind: str | None = None,
+                copy: tuple[int, int, float] | None = None) -> bool:
+        """Serve more operands (``(op, saving)`` pairs) and add ``copy`` of ``kind``, if every copy still completes
+        without a stall; commits and returns True, else changes nothing and returns False."""
+        new: dict[int, float] = {}
+        for t, d in serve:
+            new[t] = new.get(t, float(self.saved[t])) + d
+        red = {}
+        for t, s in new.items():
+            nt = max(float(self.compute[t]), float(self.slow_mem[t]) - s) + float(self.fixed[t])
+            red[t] = max(float(self.times[t]) - nt, 0.0)
+        red = {t: r for t, r in red.items() if r > 0}
+        if copy is not None:
+            first, deadline, need = copy
+            first = max(first, 0)
+            if deadline <= first:
+                return False
+            total = float(self.times[first:deadline].sum()) - sum(r for t, r in red.items() if first <= t < deadline)
+            if total < need * (1 + 1e-9):
+                return False  # not even the whole budget of its window is enough
+            copy = (first, deadline, need)
+        quick = {}
+        for k in KINDS:
+            left = self.left[k]
+            ok = all(left[t] >= r - self.tol for t, r in red.items())
+            if ok and copy is not None and k == kind:
+                avail = float(left[first:deadline].sum()) - sum(min(r, left[t]) for t, r in red.items()
+                                                               if first <= t < deadline)
+                ok = avail >= need * (1 + 1e-9)
+            quick[k] = ok
+        exact = {}
+        for k in KINDS:
+            if quick[k] or (not red and not (copy is not None and k == kind)):
+                continue
+            ok, update = self._decide(k, red, copy if k == kind else None)
+            if not ok:
+                return False
+            exact[k] = update
+        for t, s in new.items():
+            self._set(self.saved, t, s)
+        for t, r in red.items():
+            self._set(self.times, t, float(self.times[t]) - r)
+        for k in KINDS:
+            mine = copy if k == kind else None
+            if k in exact:
+                self._apply(k, exact[k], mine)
+                continue
+            left = self.left[k]
+            for t, r in red.items():
+                self._set(left, t, max(left[t] - r, 0.0))
+            if mine is not None:
+                need_left = need
+                a = []
+                for t in range(first, deadline):
+                    take = min(need_left, left[t])
+                    if take > 0:
+                        self._set(left, t, left[t] - take)
+                        a.append((t, take))
+                        need_left -= take
+                    if need_left <= 0:
+                        break
+                self._append_copy(k, mine, a)
         return True
 
 
@@ -502,7 +836,7 @@ class _Msa:
             if not res.try_add([], "eviction", (w + 1, e, copy_t)):
                 state["bad"] = cur.write_k
                 return False
-            heap.hi[cur.rect] = e
+            heap.extend(cur.rect, e)
             cur.end = e
             self.stats.evictions += 1
             return True
@@ -584,7 +918,7 @@ class _Msa:
                 p = ops[k - 1]
                 if (self.el(p, u) < max_interval and not slow_write(k)
                         and heap.free(cur.end, u + 1, cur.offset, size) and res.try_add([(u, ds[k])])):
-                    heap.hi[cur.rect] = u + 1
+                    heap.extend(cur.rect, u + 1)
                     cur.end = u + 1
                     if wr[k]:
                         cur.dirty, cur.last_write, cur.write_k = True, u, k
@@ -613,7 +947,10 @@ class _Msa:
         copies: dict[str, list] = {k: [] for k in KINDS}
         for c in ev.copies(intervals):
             copies[c.kind].append((c.first, c.deadline, c.seconds))
-        self.res.seed(ev.saved(intervals), copies)
+        saved = ev.saved(intervals)
+        if not self.res.seed_full(saved, copies):  # the hint's copies stall: its stall is the baseline
+            self.res = _FullCopyResource(self.compute, self.slow_mem, self.fixed)
+            self.res.seed(saved, copies)
 
     def run(self, answer: list[FastInterval]) -> list[FastInterval]:
         for b in self.order().tolist():
@@ -631,7 +968,7 @@ class _Msa:
                     ivs, result, bad = self.allocate(b, retry, slow)
                     final = retry == self.max_retries - 1
                     if result == "uncommit" or (result == "async" and not final):
-                        self.heap.n = heap_n
+                        self.heap.truncate(heap_n)
                         self.res.restore(snap)
                         self.stats.retries += 1
                         if result == "uncommit":
@@ -646,7 +983,7 @@ class _Msa:
                     committed, _, _ = self.allocate(b, self.max_retries - 1, read_only=True)
                     self.stats.read_only += 1
             except _Timeout:
-                self.heap.n = heap_n
+                self.heap.truncate(heap_n)
                 self.res.restore(snap)
                 self.stats.timed_out = True
                 break
