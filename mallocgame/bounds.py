@@ -24,6 +24,7 @@ import numpy as np
 
 from mallocgame.intervals import live_profile_of, max_live, maximal_live_csr, maximal_live_sets, maximal_times
 from mallocgame.model import Problem
+from mallocgame.packing_model import add_cumulative, add_no_overlap, add_rectangles
 
 MIP_NONZEROS = 2_000_000
 REDUCE_FROM = 20_000  # unconstrained candidates from which the MIP drops them (fixed fast)
@@ -99,14 +100,11 @@ def _strip_packing_bound(start: np.ndarray, end: np.ndarray, size: np.ndarray, t
     model = cp_model.CpModel()
     top = int(size.sum())
     peak = model.NewIntVar(0, top, "peak")
-    xs, ys = [], []
-    for s, e, z in zip(start.tolist(), end.tolist(), size.tolist()):
-        y = model.NewIntVar(0, top - z, "")
-        xs.append(model.NewFixedSizeIntervalVar(s, e - s, ""))
-        ys.append(model.NewFixedSizeIntervalVar(y, z, ""))
-        model.Add(y + z <= peak)
-    model.AddNoOverlap2D(xs, ys)
-    model.AddCumulative(xs, size.tolist(), peak)
+    rect = add_rectangles(model, start, end, size, top=top)
+    for i in rect.placed:
+        model.Add(rect.offset_expr(i) + int(size[i]) <= peak)
+    add_no_overlap(model, rect, formulation="2d")
+    add_cumulative(model, rect, peak)
     model.Minimize(peak)
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = max(time_limit, 0.01)

@@ -47,8 +47,8 @@ from typing import Any
 
 import numpy as np
 
-from mallocgame.intervals import maximal_live_sets
 from mallocgame.model import Problem, Status
+from mallocgame.packing_model import add_cumulative, add_no_overlap, add_rectangles
 
 OBJECTIVE_UNITS = 2**30
 
@@ -326,66 +326,31 @@ def solve_part(problem: Problem, part: Part, limits: Limits, *, t0: float | None
     if hint is not None and groups:
         hint = _canonical_hint(hint, groups)
 
-    # Variables.
+    # Variables: the free buffers' rectangles, then the fixed ones (pinned, mandatory).
     model = cp_model.CpModel()
-    k_vars, present, x_iv, y_iv, item_lits, item_free = [], [], [], [], [], []
-    for j in range(m):
-        z, al = int(s_size[j]), int(s_align[j])
-        lo_k = -(-(part.offset_floor // unit) // al)
-        hi_k = (top - z) // al if top >= z else lo_k - 1
-        if hi_k < lo_k or (optional and forced_out[j]):
-            if not optional:  # a buffer that must be placed has no room: the part is infeasible
-                return PartResult(Status.INFEASIBLE, None, None, None, (), {"unit": unit, "empty_domain": j})
-            k_vars.append(None)
-            present.append(None)
-            continue
-        k = model.new_int_var(lo_k, hi_k, f"k{j}")
-        offset = k * al if al > 1 else k
-        if optional:
-            p = model.new_bool_var(f"p{j}")
-            x = model.new_optional_fixed_size_interval_var(int(start[j]), int(end[j] - start[j]), p, f"x{j}")
-            y = model.new_optional_fixed_size_interval_var(offset, z, p, f"y{j}")
-        else:
-            p = None
-            x = model.new_fixed_size_interval_var(int(start[j]), int(end[j] - start[j]), f"x{j}")
-            y = model.new_fixed_size_interval_var(offset, z, f"y{j}")
-        k_vars.append(k)
-        present.append(p)
-        x_iv.append(x)
-        y_iv.append(y)
-        item_lits.append(p)
-        item_free.append(j)
-    demands = [int(s_size[j]) for j in item_free]
-    for fs, fe, lo, hi in zip(part.fixed_start.tolist(), part.fixed_end.tolist(), f_lo.tolist(), f_hi.tolist()):
-        x_iv.append(model.new_fixed_size_interval_var(int(fs), int(fe - fs), ""))
-        y_iv.append(model.new_fixed_size_interval_var(int(lo), int(hi - lo), ""))
-        demands.append(int(hi - lo))
-        item_lits.append(None)
-    item_start = np.concatenate([start[item_free], part.fixed_start]).astype(np.int64)
-    item_end = np.concatenate([end[item_free], part.fixed_end]).astype(np.int64)
+    n_fixed = len(f_lo)
+    rect = add_rectangles(
+        model, np.concatenate([start, part.fixed_start]).astype(np.int64),
+        np.concatenate([end, part.fixed_end]).astype(np.int64),
+        np.concatenate([s_size, f_hi - f_lo]).astype(np.int64), top=top,
+        align=np.concatenate([s_align, np.ones(n_fixed, np.int64)]),
+        optional=np.concatenate([np.full(m, optional), np.zeros(n_fixed, bool)]), floor=part.offset_floor // unit,
+        fixed_offsets=[None] * m + f_lo.tolist(), skip=np.concatenate([forced_out & optional, np.zeros(n_fixed, bool)]))
+    k_vars, present = rect.steps[:m], rect.present[:m]
+    if not optional and any(k is None for k in k_vars):  # a buffer that must be placed has no room
+        j = next(j for j, k in enumerate(k_vars) if k is None)
+        return PartResult(Status.INFEASIBLE, None, None, None, (), {"unit": unit, "empty_domain": j})
 
     # Constraints.
-    if formulation in ("2d", "both"):
-        model.add_no_overlap_2d(x_iv, y_iv)
-    if formulation in ("cliques", "both"):
-        n_free_items = len(item_free)
-        for row in maximal_live_sets(item_start, item_end):
-            members = row.tolist()
-            if len(members) < 2 or min(members) >= n_free_items:
-                continue
-            model.add_no_overlap([y_iv[i] for i in members])
-            if optional:  # the knapsack row of the no-fragmentation relaxation: a tight LP bound
-                fixed_bytes = sum(demands[i] for i in members if item_lits[i] is None)
-                model.add(sum(demands[i] * item_lits[i] for i in members if item_lits[i] is not None)
-                          <= top - fixed_bytes)
+    add_no_overlap(model, rect, formulation=formulation, knapsack_top=top if optional else None, knapsack_always=True)
     peak = None
     if part.goal == "peak":
         peak = model.new_int_var(max(floor, fixed_top), max(ceiling, floor, fixed_top), "peak")
         for j in range(m):
             model.add(k_vars[j] * int(s_align[j]) + int(s_size[j]) <= peak)
-        model.add_cumulative(x_iv, demands, peak)
+        add_cumulative(model, rect, peak)
     else:
-        model.add_cumulative(x_iv, demands, top)
+        add_cumulative(model, rect, top)
     for g in groups:  # interchangeable buffers: lower index lower address, and fast first
         for i, j in zip(g[:-1].tolist(), g[1:].tolist()):
             if k_vars[i] is None or k_vars[j] is None:

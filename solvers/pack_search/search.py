@@ -96,7 +96,8 @@ from typing import Any
 
 import numpy as np
 
-from mallocgame.intervals import component_runs, max_live_of, maximal_live_sets
+from mallocgame.intervals import component_runs, max_live_of
+from mallocgame.packing_model import add_no_overlap, add_rectangles
 
 __all__ = ["PackResult", "pack", "check_packing"]
 
@@ -557,20 +558,18 @@ class _CpSatRun:
             comp, cap, hint = self.comp, self.cap, self.hint
             m = cp_model.CpModel()
             al = comp.align if comp.align is not None else np.ones(comp.m, np.int64)
-            ys, ivs = [], []
-            for k in range(comp.m):
-                a = int(al[k])
-                hi = (cap - comp.size_l[k]) // a
-                y = m.NewIntVar(0, max(hi, 0), f"y{k}")
-                ys.append(y)
-                ivs.append(m.NewFixedSizeIntervalVar(a * y, comp.size_l[k], f"i{k}"))
-                if hint is not None and hint[k] >= 0 and hint[k] % a == 0 and hint[k] // a <= hi:
-                    m.AddHint(y, int(hint[k] // a))
-            for cl in maximal_live_sets(comp.sl, comp.sh):
-                if self.cancel.is_set():
-                    return
-                if len(cl) > 1:
-                    m.AddNoOverlap([ivs[k] for k in cl.tolist()])
+            rect = add_rectangles(m, comp.sl, comp.sh, comp.size_l, top=cap, align=al)
+            if len(rect.placed) < comp.m:
+                self.result = False  # an item taller than the capacity: no packing
+                return
+            if hint is not None:
+                for k in range(comp.m):
+                    a = int(al[k])
+                    if hint[k] >= 0 and hint[k] % a == 0 and hint[k] + comp.size_l[k] <= cap:
+                        m.AddHint(rect.steps[k], int(hint[k] // a))
+            if not add_no_overlap(m, rect, formulation="cliques", cancelled=self.cancel):
+                return
+            ys = rect.steps
             solver = cp_model.CpSolver()
             p = solver.parameters
             p.max_time_in_seconds = max(0.01, self.deadline - time.perf_counter())

@@ -1,0 +1,71 @@
+"""The one CP-SAT model of fixed-time rectangle packing (mallocgame.packing_model), against brute force."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from mallocgame.packing_model import add_cumulative, add_no_overlap, add_rectangles
+
+cp_model = pytest.importorskip("ortools.sat.python.cp_model")
+
+
+def _brute_min_peak(start, end, size, align, grid):
+    best = None
+    for offs in itertools.product(*[range(0, grid, int(a)) for a in align]):
+        ok = all(not (start[i] < end[j] and start[j] < end[i]) or offs[i] + size[i] <= offs[j] or offs[j] + size[j] <= offs[i]
+                 for i in range(len(size)) for j in range(i + 1, len(size)))
+        if ok:
+            peak = max(o + z for o, z in zip(offs, size))
+            best = peak if best is None else min(best, peak)
+    return best
+
+
+@pytest.mark.parametrize("formulation", ["2d", "cliques", "both"])
+@pytest.mark.parametrize("seed", range(6))
+def test_min_peak_equals_brute_force(formulation, seed):
+    rng = np.random.default_rng(seed)
+    n = 4
+    start = rng.integers(0, 4, n)
+    end = start + rng.integers(1, 4, n)
+    size = rng.integers(1, 4, n)
+    align = rng.choice([1, 2], n)
+    top = int(size.sum() + align.max() * n)
+    model = cp_model.CpModel()
+    rect = add_rectangles(model, start, end, size, top=top, align=align)
+    peak = model.new_int_var(0, top, "peak")
+    for i in rect.placed:
+        model.add(rect.offset_expr(i) + int(size[i]) <= peak)
+    assert add_no_overlap(model, rect, formulation=formulation)
+    add_cumulative(model, rect, peak)
+    model.minimize(peak)
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    assert solver.solve(model) == cp_model.OPTIMAL
+    assert int(solver.objective_value) == _brute_min_peak(start, end, size, align, top)
+    offsets = rect.offsets(solver)
+    assert (offsets % align == 0).all()
+
+
+def test_optional_items_with_knapsack_rows_and_pinned_items():
+    # Three items live together, capacity 10: the pinned one (size 4 at 0) leaves room for one of the others.
+    start, end, size = np.array([0, 0, 0]), np.array([2, 2, 2]), np.array([4, 5, 5])
+    model = cp_model.CpModel()
+    rect = add_rectangles(model, start, end, size, top=10, optional=True, fixed_offsets=[0, None, None])
+    add_no_overlap(model, rect, formulation="cliques", knapsack_top=10)
+    model.maximize(sum(rect.present[i] for i in rect.placed))
+    solver = cp_model.CpSolver()
+    assert solver.solve(model) == cp_model.OPTIMAL
+    offsets = rect.offsets(solver)
+    assert offsets[0] == 0 and (offsets[1:] >= 0).sum() == 1
+
+
+def test_an_item_without_room_gets_no_variables_and_skip_is_kept_out():
+    model = cp_model.CpModel()
+    rect = add_rectangles(model, np.array([0, 0, 0]), np.array([1, 1, 1]), np.array([3, 20, 3]), top=10,
+                          skip=np.array([False, False, True]))
+    assert rect.placed == [0]
+    with pytest.raises(ValueError):
+        add_no_overlap(model, rect, formulation="3d")
