@@ -1012,7 +1012,8 @@ def msa_run(problem: Problem, hardware, deadline: float, *, start: list[FastInte
     """One run of the algorithm until the monotonic ``deadline`` (``start``: intervals committed first).
 
     Returns the answer (``None`` when the validator rejects it, which would be a bug) and the
-    run's statistics (``timed_out`` says whether the deadline cut it short). Deterministic.
+    run's statistics (``cut_short``, also ``timed_out``: whether the deadline cut it short, leaving
+    buffers undecided, in slow memory). Deterministic.
     """
     check_options(max_retries, max_overlap)
     msa = _Msa(problem, hardware, deadline, max_retries, max_overlap)
@@ -1023,7 +1024,7 @@ def msa_run(problem: Problem, hardware, deadline: float, *, start: list[FastInte
     answer = msa.run(answer)
     st = msa.stats
     stats = {key: getattr(st, key) for key in STATS_KEYS}
-    stats.update(exact_copy_checks=msa.res.exact_checks, timed_out=st.timed_out)
+    stats.update(exact_copy_checks=msa.res.exact_checks, timed_out=st.timed_out, cut_short=st.timed_out)
     return (answer if validate_intervals(problem, answer) is None else None), stats
 
 

@@ -67,6 +67,8 @@ class Report:
         bound = "" if self.bound is None else f" bound={self.bound:.6g}"
         gap = "" if self.gap is None else f" gap={self.gap:.2%}"
         extra = "" if self.valid else f" INVALID: {self.violation}" if self.violation else ""
+        if self.stats.get("cut_short"):  # a solver whose time limit left part of the problem undecided says so
+            extra += " WARNING: cut short by the time limit (undecided buffers left slow; a longer limit may do better)"
         return (f"{self.solver}: {self.status} objective={obj}{bound}{gap} placed={self.placed}/{self.total} "
                 f"peak={self.peak} seconds={self.seconds:.3f}{extra}")
 

@@ -3,7 +3,8 @@
 The baseline of prefetch mode (docs/prefetch.md). The algorithm, and what each part of XLA's
 ``MsaAlgorithm`` becomes in our model, is in :mod:`mallocgame.memory_space_assignment` (the core, because the
 searches of prefetch mode build its answer first and never end below it); this module is the
-registered solver. Deterministic: ``seed`` is ignored. With a hint (a prefetch answer, or a map
+registered solver. Deterministic: ``seed`` is ignored. A run its time limit cuts short is still
+FEASIBLE (a valid answer) but says so: ``stats["cut_short"]`` (the CLI's summary line warns). With a hint (a prefetch answer, or a map
 answer lifted by :func:`mallocgame.lift.lift_map_answer`) MSA also runs with the hint's
 intervals committed first and returns the best of the two runs and the hint.
 """
@@ -57,8 +58,9 @@ class MemorySpaceAssignment(Solver):
             if value > best_value + 1e-15 * max(1.0, abs(best_value)):
                 best_label, best, best_stats, best_value = label, ivs, stats, value
                 history.append((time.monotonic() - t0, value))
-        # timed_out speaks of the search, whichever candidate won (a run cut off early may lose to all-slow)
-        stats = dict(best_stats, source=best_label, timed_out=timed_out)
+        # timed_out / cut_short speak of the search, whichever candidate won (a run cut off early may lose to
+        # all-slow): the limit left buffers undecided, so the answer depends on the clock (the summary says so)
+        stats = dict(best_stats, source=best_label, timed_out=timed_out, cut_short=timed_out)
         return Solution(offsets=(None,) * n, status=Status.FEASIBLE, mode=problem.mode, objective=best_value,
                         wall_time=time.monotonic() - t0, history=tuple(history), stats=stats, solver=self.name,
                         intervals=tuple(sorted(best, key=lambda iv: (iv.buffer, iv.start))))
