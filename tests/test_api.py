@@ -1,4 +1,5 @@
-"""The Python API: the README's example runs as written, and each call keeps its contract."""
+"""The Python API: the examples of the README and of docs/guide/python.md run as written, and each call keeps its
+contract."""
 
 from __future__ import annotations
 
@@ -12,19 +13,30 @@ import mallocgame
 from tests.conftest import ROOT
 
 
-def readme_example() -> str:
-    text = (ROOT / "README.md").read_text()
+def marked_example(path) -> str:
+    """The Python block between ``<!-- api-example -->`` and ``<!-- /api-example -->`` in ``path``."""
+    text = path.read_text()
     m = re.search(r"<!-- api-example -->\s*```python\n(.*?)```\s*<!-- /api-example -->", text, re.S)
-    assert m, "README.md lost its marked API example"
+    assert m, f"{path.name} lost its marked API example"
     return m.group(1)
 
 
-def test_readme_api_example_runs(tmp_path):
+def run_example(path, tmp_path) -> str:
     script = tmp_path / "example.py"
-    script.write_text(readme_example())
+    script.write_text(marked_example(path))
     proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    out = proc.stdout
+    return proc.stdout
+
+
+def test_readme_api_example_runs(tmp_path):
+    out = run_example(ROOT / "README.md", tmp_path)
+    assert "layered150 greedy-xla FEASIBLE" in out and "pack40 best-fit" in out
+    assert "'pack-search', ('pack',)" in out
+
+
+def test_docs_api_example_runs(tmp_path):
+    out = run_example(ROOT / "docs" / "guide" / "python.md", tmp_path)
     assert "takes no option 'simulaitons'" in out
     assert "layered150 greedy-xla FEASIBLE" in out and "pack40 best-fit" in out
 

@@ -1,4 +1,4 @@
-"""Third-party solvers: the README's plugin, installed as a distribution on the path, joins the registry
+"""Third-party solvers: the docs' plugin (docs/guide/plugins.md), installed as a distribution on the path, joins the registry
 and passes ``mallocgame check-solver``; a broken one fails it or gives a clear error and breaks nothing else."""
 
 from __future__ import annotations
@@ -13,12 +13,14 @@ import pytest
 from mallocgame import conformance
 from tests.conftest import DATA, ROOT, run_cli
 
+PLUGIN_PAGE = ROOT / "docs" / "guide" / "plugins.md"
 
-def readme_plugin() -> dict[str, str]:
-    """The files of the README's plugin: each code block after a ``<!-- plugin-file: PATH -->`` marker."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+
+def page_plugin() -> dict[str, str]:
+    """The files of the docs' plugin: each code block after a ``<!-- plugin-file: PATH -->`` marker."""
+    text = PLUGIN_PAGE.read_text(encoding="utf-8")
     files = dict(re.findall(r"<!-- plugin-file: (\S+) -->\n```[a-z]*\n(.*?)\n```", text, flags=re.S))
-    assert set(files) == {"pyproject.toml", "my_solver.py"}, f"README plugin markers drifted: {sorted(files)}"
+    assert set(files) == {"pyproject.toml", "my_solver.py"}, f"plugin page markers drifted: {sorted(files)}"
     return {path: body + "\n" for path, body in files.items()}
 
 
@@ -34,9 +36,9 @@ def make_distribution(root, dist: str, entry_points: str, modules: dict[str, str
     (info / "entry_points.txt").write_text(f"[mallocgame.solvers]\n{entry_points}\n")
 
 
-def install_readme_plugin(root) -> str:
-    """Install the README's plugin under ``root`` exactly as its pyproject.toml declares it; its solver name."""
-    files = readme_plugin()
+def install_page_plugin(root) -> str:
+    """Install the docs' plugin under ``root`` exactly as its pyproject.toml declares it; its solver name."""
+    files = page_plugin()
     project = tomllib.loads(files["pyproject.toml"])["project"]
     solvers = project["entry-points"]["mallocgame.solvers"]
     assert len(solvers) == 1
@@ -48,16 +50,16 @@ def install_readme_plugin(root) -> str:
 
 @pytest.fixture
 def plugin_path(tmp_path, monkeypatch):
-    install_readme_plugin(tmp_path)
+    install_page_plugin(tmp_path)
     make_distribution(tmp_path, "broken-plugin", "broken = broken_plugin.missing:Nothing")
     monkeypatch.syspath_prepend(str(tmp_path))
     return tmp_path
 
 
-def test_readme_plugin_passes_check_solver(tmp_path):
-    name = install_readme_plugin(tmp_path)
+def test_docs_plugin_passes_check_solver(tmp_path):
+    name = install_page_plugin(tmp_path)
     assert name == "my-solver"
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = PLUGIN_PAGE.read_text(encoding="utf-8")
     assert f"mallocgame check-solver {name}" in readme
     r = run_cli("check-solver", name, env={"PYTHONPATH": str(tmp_path)})
     assert r.returncode == 0, r.stdout + r.stderr
@@ -65,7 +67,7 @@ def test_readme_plugin_passes_check_solver(tmp_path):
     assert [line.split()[1] for line in lines[:-1]] == list(conformance.CHECKS)
     assert all(line.startswith("ok ") for line in lines[:-1])
     assert lines[-1].startswith(f"{name}: all {len(conformance.CHECKS)} checks passed")
-    # The README shows this output: the same checks, in the same order.
+    # The plugin page shows this output: the same checks, in the same order.
     shown = re.findall(r"^ok (\S+) \(", readme, flags=re.M)
     assert shown == list(conformance.CHECKS)
 
