@@ -13,13 +13,12 @@ Example:
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from mallocgame.inputs.load import load_problem, prepare
-from mallocgame.model import InputError, Problem, Solution, Status
+from mallocgame.model import FastInterval, InputError, Problem, Solution, Status
 
 __all__ = ["Result", "SolverInfo", "Verdict", "compare", "load_problem", "solve", "list_solvers", "validate"]
 
@@ -131,6 +130,23 @@ def validate(problem: Problem | str, solution) -> Verdict:
     return Verdict(True, None, found.placed, found.peak, found.value, found.estimated_time)
 
 
+def _hint_request(problem: Problem, hint) -> dict[str, Any]:
+    """A hint in any form :func:`validate` takes as :func:`mallocgame.solving.check_request`'s arguments
+    (in prefetch mode a map answer in any form is lifted)."""
+    if hint is None:
+        return {}
+    if isinstance(hint, (str, Path)):
+        return {"hint_path": str(hint)}
+    if isinstance(hint, Solution):
+        return {"hint": hint}
+    if problem.mode == "prefetch" and not isinstance(hint, Mapping):
+        items = tuple(hint)
+        if items and all(isinstance(iv, FastInterval) for iv in items):
+            return {"hint": Solution(offsets=(None,) * problem.n, mode=problem.mode, intervals=items)}
+        hint = items
+    return {"hint": Solution(offsets=_offsets(problem, hint), mode="map")}
+
+
 def solve(problem: Problem | str, solver: str = "greedy-xla", *, time_limit: float = 10, seed: int = 0,
           hint=None, warm_start: str | None = None, **options: Any) -> Result:
     """Solve ``problem`` with the registered ``solver``; the answer is validated and scored.
@@ -140,14 +156,14 @@ def solve(problem: Problem | str, solver: str = "greedy-xla", *, time_limit: flo
     hint. ``options`` are the solver's own (``workers``, ``simulations``, ...): one it does
     not take raises :class:`~mallocgame.model.InputError` naming the ones it does.
     """
-    from mallocgame.hybrid.warm_start import solve_with_warm_start
     from mallocgame.protocol import bad_option_value, bad_seed, unknown_options
     from mallocgame.registry import load_solver
     from mallocgame.runner import answer
+    from mallocgame.solving import check_request, solve_with_warm_start
 
     problem = _ready(problem)
-    if not (isinstance(time_limit, (int, float)) and math.isfinite(time_limit) and time_limit > 0):
-        raise InputError(f"time_limit: must be a positive number of seconds, got {time_limit!r}")
+    # the request checked once, by the core (time limit; hint, a map answer lifted in prefetch mode)
+    time_limit, hint_solution, _ = check_request(problem, time_limit=time_limit, **_hint_request(problem, hint))
     if bad_seed(seed):
         raise InputError(f"seed: {bad_seed(seed)}")
     error = unknown_options(load_solver(solver), options)
@@ -155,12 +171,6 @@ def solve(problem: Problem | str, solver: str = "greedy-xla", *, time_limit: flo
         raise InputError(error)
     if bad_option_value(options):
         raise InputError("{}: {}".format(*bad_option_value(options)))
-    hint_solution = None
-    if hint is not None:
-        verdict = validate(problem, hint)
-        if not verdict:
-            raise InputError(f"hint is not a valid solution of {problem.name}: {verdict.violation}")
-        hint_solution = _answer(problem, hint, status=Status.FEASIBLE, solver="hint")
     report = solve_with_warm_start(solver, problem, problem.hardware, time_limit=time_limit, seed=seed,
                                    hint=hint_solution, warm_start=warm_start, options=options)
     solution = (answer(report, problem).replace(status=Status(report.status), objective=report.objective,
@@ -212,12 +222,12 @@ def schedule(problem: Problem | str, *, objective: str | None = None, time_limit
     new order, lifetimes recomputed, ``original_order`` recorded), ``.value`` / ``.original`` the
     objective after and before. Raises :class:`~mallocgame.model.InputError` on bad input.
     """
-    from mallocgame.protocol import bad_seed
+    from mallocgame.protocol import bad_seed, bad_time_limit
     from mallocgame.scheduling import schedule as run_schedule
 
     problem = _ready(problem)
-    if not (isinstance(time_limit, (int, float)) and math.isfinite(time_limit) and time_limit > 0):
-        raise InputError(f"time_limit: must be a positive number of seconds, got {time_limit!r}")
+    if bad_time_limit(time_limit):
+        raise InputError(f"time_limit: {bad_time_limit(time_limit)}")
     if bad_seed(seed):
         raise InputError(f"seed: {bad_seed(seed)}")
     return run_schedule(problem, objective=objective, hardware=problem.hardware, time_limit=time_limit, seed=seed,

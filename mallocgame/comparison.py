@@ -33,11 +33,13 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from mallocgame.model import InputError, Problem
+from mallocgame.session import BASELINE_SOLVER
 
-GREEDY = "greedy-xla"
-# The baseline each mode measures against: XLA-style greedy in map mode, XLA's memory-space assignment
-# in prefetch mode. The CSV column keeps its name ``speedup_vs_greedy``; ``baseline`` names the solver.
-BASELINE = {"map": GREEDY, "prefetch": "msa"}
+# The baseline each mode measures against (the one table, mallocgame.session.BASELINE_SOLVER): XLA-style
+# greedy in map mode, XLA's memory-space assignment in prefetch mode; pack mode's peak needs no ratio. The
+# CSV column keeps its name ``speedup_vs_greedy``; ``baseline`` names the solver.
+BASELINE = {mode: BASELINE_SOLVER[mode] for mode in ("map", "prefetch")}
+GREEDY = BASELINE["map"]
 CSV_COLUMNS = ("input", "solver", "mode", "status", "valid", "value", "bound", "gap", "speedup_vs_slow",
                "speedup_vs_greedy", "estimated_time", "time_all_slow", "peak", "capacity", "placed", "total",
                "seconds", "error", "baseline", "time_limit", "seed")
@@ -603,8 +605,10 @@ def run_comparison(specs: Sequence[str], solvers: Sequence[str], *, time_limit: 
     for s in solvers:
         if s not in registered:
             raise InputError(f"--solvers: unknown solver {s!r} (registered: {', '.join(registered)})")
-    if not (isinstance(time_limit, (int, float)) and math.isfinite(time_limit) and time_limit > 0):
-        raise InputError(f"--time-limit: must be a positive number of seconds, got {time_limit}")
+    from mallocgame.protocol import bad_time_limit
+
+    if bad_time_limit(time_limit):
+        raise InputError(f"--time-limit: {bad_time_limit(time_limit)}")
     if jobs < 1:
         raise InputError(f"--jobs: must be at least 1, got {jobs}")
     if executor not in ("local", "ray"):

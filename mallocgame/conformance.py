@@ -11,7 +11,7 @@ scored by the runner (:func:`mallocgame.runner.score`), never trusted.
 The checks:
 
 * ``protocol`` -- ``name`` is the registered name, ``modes`` a non-empty subset of
-  ``{"map", "pack"}``, ``solve`` takes ``time_limit``, ``seed`` and ``hint``, and the
+  ``{"map", "pack", "prefetch"}``, ``solve`` takes ``time_limit``, ``seed`` and ``hint``, and the
   module has a docstring for ``mallocgame solvers``;
 * ``valid-answers`` -- a valid answer on every problem of every supported mode (pack:
   every buffer placed; map: never slower than all-slow);

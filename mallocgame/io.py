@@ -289,9 +289,19 @@ def _check_buffer(path: str, where: str, b: Buffer, seen: set[str]) -> None:
 
 
 def capacity_from_name(path: str | os.PathLike) -> int | None:
-    """``A.1048576.csv`` -> 1048576 (MiniMalloc's convention); otherwise ``None``."""
+    """``A.1048576.csv`` -> 1048576 (MiniMalloc's convention); otherwise ``None``.
+
+    Like every integer the readers take, the capacity is at most :data:`MAX_INT` (2**62) bytes:
+    the solvers hold it in int64; a larger one is refused here, at the door.
+    """
     m = _CAPACITY_IN_NAME.search(os.path.basename(str(path)))
-    return int(m.group(1)) if m else None
+    if not m:
+        return None
+    digits = m.group(1)
+    if len(digits) > 19 or int(digits) > MAX_INT:
+        shown = digits if len(digits) <= 30 else f"{digits[:20]}... ({len(digits)} digits)"
+        raise InputError(f"{path}: capacity {shown} in the file name is too large (the limit is 2**62 bytes)")
+    return int(digits)
 
 
 def read_text(path: str) -> str:

@@ -5,8 +5,9 @@ A solver is a class with a ``name``, the ``modes`` it supports and a ``solve`` m
     solve(problem, hardware, *, time_limit, seed, hint=None, **options) -> Solution
 
 It is registered under the entry-point group ``mallocgame.solvers`` and instantiated with
-no arguments. ``problem.mode`` is ``"map"`` or ``"pack"``; ``problem.capacity`` is the
-fast-memory size (``None`` in pack mode means "minimise the peak"). ``hint`` is a
+no arguments. ``problem.mode`` is ``"map"``, ``"pack"`` or ``"prefetch"`` (where the answer is
+fast intervals, docs/prefetch.md); ``problem.capacity`` is the fast-memory size (``None`` in pack
+mode means "minimise the peak"). ``hint`` is a
 :class:`~mallocgame.model.Solution` already checked to belong to the problem. Extra keyword
 options (``workers``, ``minimize_peak``, ``simulations``, ...) are passed only when the
 solver's ``solve`` signature names them, so a solver declares what it understands simply
@@ -18,6 +19,7 @@ they return.
 from __future__ import annotations
 
 import inspect
+import math
 from typing import Any, ClassVar
 
 from mallocgame.model import Problem, Solution
@@ -67,6 +69,21 @@ def unknown_options(solver: Any, options: dict[str, Any]) -> str | None:
     return f"solver {name!r} takes no option {', '.join(map(repr, bad))} (its options: {takes})"
 
 
+# The longest time limit taken (seconds, about 11.6 days): beyond it the OS's waits (poll() in
+# milliseconds as a C int, timers) overflow; refused at the door (the CLI's SECONDS type, the API).
+MAX_TIME_LIMIT = 1e6
+
+
+def bad_time_limit(seconds: Any) -> str | None:
+    """Why ``seconds`` is not a time limit (a finite number in (0, :data:`MAX_TIME_LIMIT`]), else ``None``."""
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not math.isfinite(seconds) \
+            or not seconds > 0:
+        return f"must be a positive number of seconds, got {seconds!r}"
+    if seconds > MAX_TIME_LIMIT:
+        return f"must be at most {MAX_TIME_LIMIT:g} seconds (about 11.6 days), got {seconds!r}"
+    return None
+
+
 MAX_SEED = 2**32 - 1  # every generator takes it (numpy, torch, CP-SAT after a modulo)
 POSITIVE_INT_OPTIONS = ("workers", "simulations")  # options that only make sense as counts of at least 1
 BOOL_OPTIONS = ("minimize_peak", "deterministic")  # options that are true or false
@@ -79,16 +96,59 @@ def bad_seed(seed: Any) -> str | None:
     return None
 
 
+# The one declaration of the built-in solvers' option values, by option name: (kind, low, high).
+# kind "int": an integer (not a bool) in [low, high]; "float": a finite number (int or float, not a
+# bool) in [low, high]; "bool": true or false; "text": a string; "names": a comma-separated string
+# or a list of strings. ``None`` is accepted where the solver's default is ``None`` ("its default").
+# A solver's signature says which of these it takes; this table says what each value may be.
+OPTION_RULES: dict[str, tuple[str, float | None, float | None]] = {
+    "workers": ("int", 1, None), "simulations": ("int", 1, None), "windows": ("int", 1, 3),
+    "k": ("int", 1, None), "max_retries": ("int", 1, None), "rollout_depth": ("int", 0, None),
+    "minimize_peak": ("bool", None, None), "deterministic": ("bool", None, None),
+    "exploration": ("float", 0.0, None), "c_scale": ("float", 0.0, None), "epsilon": ("float", 0.0, 1.0),
+    "variant": ("text", None, None), "order": ("text", None, None), "rollout": ("text", None, None),
+    "commit": ("text", None, None), "prior": ("text", None, None), "method": ("text", None, None),
+    "model": ("text", None, None), "search_model": ("text", None, None), "checkpoint": ("text", None, None),
+    "max_overlap": ("text", None, None), "solvers": ("names", None, None),
+}
+NONE_OK = frozenset({"simulations", "k", "rollout_depth", "exploration", "c_scale", "variant", "order", "commit",
+                     "model", "search_model", "checkpoint", "solvers"})
+
+
+def _range_text(low, high) -> str:
+    return f">= {low}" if high is None else f"from {low} to {high}"
+
+
 def bad_option_value(options: dict[str, Any]) -> tuple[str, str] | None:
-    """``(option, reason)`` for a count option (``workers``, ``simulations``) below 1 or not an integer,
-    or a switch (``minimize_peak``, ``deterministic``) that is not true or false."""
-    for key in POSITIVE_INT_OPTIONS:
-        value = options.get(key)
-        if key in options and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-            return key, f"must be a positive integer, got {value!r}"
-    for key in BOOL_OPTIONS:
-        if key in options and not isinstance(options[key], bool):
-            return key, f"must be true or false, got {options[key]!r}"
+    """``(option, reason)`` for the first value :data:`OPTION_RULES` refuses (``workers=0``,
+    ``exploration=nan``, ``rollout_depth=abc``, ``solvers=123``), else ``None``.
+
+    Options the table does not name (a plugin's own) are left to their solver.
+    """
+    for key, value in options.items():
+        rule = OPTION_RULES.get(key)
+        if rule is None or (value is None and key in NONE_OK):
+            continue
+        kind, low, high = rule
+        if kind == "int":
+            if isinstance(value, bool) or not isinstance(value, int) or value < low or (high is not None and value > high):
+                if low == 1 and high is None:
+                    return key, f"must be a positive integer, got {value!r}"
+                return key, f"must be an integer {_range_text(low, high)}, got {value!r}"
+        elif kind == "float":
+            number = not isinstance(value, bool) and isinstance(value, (int, float))
+            if not number or not math.isfinite(value) or value < low or (high is not None and value > high):
+                return key, f"must be a finite number {_range_text(low, high)}, got {value!r}"
+        elif kind == "bool":
+            if not isinstance(value, bool):
+                return key, f"must be true or false, got {value!r}"
+        elif kind == "text":
+            if not isinstance(value, str):
+                return key, f"must be text, got {value!r}"
+        elif kind == "names":
+            ok = isinstance(value, str) or (isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value))
+            if not ok:
+                return key, f"must be solver names separated by commas, got {value!r}"
     return None
 
 

@@ -25,7 +25,7 @@ from typing import Any, Iterable, Sequence
 import click
 
 from mallocgame.model import InputError, Problem
-from mallocgame.protocol import MAX_SEED, bad_option_value
+from mallocgame.protocol import MAX_SEED, MAX_TIME_LIMIT, bad_option_value, bad_time_limit
 
 EXIT_OK, EXIT_NO_SOLUTION, EXIT_BAD_INPUT = 0, 1, 2
 STDOUT = "-"
@@ -38,7 +38,8 @@ def fail(message: str, code: int = EXIT_BAD_INPUT) -> None:
 
 
 class Seconds(click.ParamType):
-    """A time limit: a positive, finite number of seconds (``nan`` and ``inf`` are refused)."""
+    """A time limit: a positive, finite number of seconds, at most
+    :data:`mallocgame.protocol.MAX_TIME_LIMIT` (``nan``, ``inf`` and ``3e6`` are refused)."""
 
     name = "seconds"
 
@@ -49,6 +50,8 @@ class Seconds(click.ParamType):
             self.fail(f"expected a number of seconds, got {value!r}", param, ctx)
         if not (math.isfinite(seconds) and seconds > 0):
             self.fail(f"must be a positive number of seconds, got {value!r}", param, ctx)
+        if bad_time_limit(seconds):
+            self.fail(f"must be at most {MAX_TIME_LIMIT:g} seconds (about 11.6 days), got {value!r}", param, ctx)
         return seconds
 
 
@@ -128,16 +131,24 @@ def load_prepared(problem_path: str, *, mode: str | None, capacity: str | None, 
 def load_answer(problem_path: str, solution_path: str, *, mode: str | None, capacity: str | None,
                 capacity_fraction: str | None, hardware: str | None):
     """PROBLEM prepared as :func:`load_prepared` does, and SOLUTION read for its mode: fast intervals
-    (prefetch mode) or offsets. Returns ``(problem, spec, answer)``; bad input exits 2 with one line."""
-    from mallocgame.io import read_intervals_csv, read_solution_csv
+    (prefetch mode; a map solution CSV is lifted, :func:`mallocgame.lift.lift_map_answer`, and a note
+    says so on stderr) or offsets. Returns ``(problem, spec, answer)``; bad input exits 2 with one line."""
+    from mallocgame.solving import read_answer_file
 
     try:
         problem, spec = load_prepared(problem_path, mode=mode, capacity=capacity,
                                       capacity_fraction=capacity_fraction, hardware=hardware)
-        read = read_intervals_csv if problem.mode == "prefetch" else read_solution_csv
-        return problem, spec, read(solution_path, problem)
+        offsets, intervals = read_answer_file(solution_path, problem)
     except InputError as exc:
         fail(str(exc))
+    if problem.mode != "prefetch":
+        return problem, spec, offsets
+    if intervals is None:
+        from mallocgame.lift import lift_map_answer
+
+        intervals = lift_map_answer(problem, offsets)
+        click.echo(f"note: {solution_path}: a map solution, lifted to prefetch mode (mallocgame.lift)", err=True)
+    return problem, spec, list(intervals)
 
 
 def capacity_warning(problem: Problem) -> None:

@@ -192,11 +192,19 @@ _DTYPE_RE = re.compile(r"([a-z][a-z0-9]*)\[")
 MAX_SHAPE_BITS = 8 * 2**62  # an array is at most 2**62 bytes (sizes are int64 downstream, mallocgame.io.MAX_INT)
 
 
-def parse_shape(s: str, i: int = 0) -> tuple[Shape, int]:
-    """Parse a shape at ``s[i:]`` (layouts and ``/*...*/`` comments skipped); returns (shape, end)."""
+MAX_TUPLE_DEPTH = 64  # tuples nest a few levels in real programs; deeper is refused, not a RecursionError
+
+
+def parse_shape(s: str, i: int = 0, depth: int = 0) -> tuple[Shape, int]:
+    """Parse a shape at ``s[i:]`` (layouts and ``/*...*/`` comments skipped); returns (shape, end).
+
+    Tuples nested more than :data:`MAX_TUPLE_DEPTH` deep are refused (``ValueError``).
+    """
     while i < len(s) and s[i] == " ":
         i += 1
     if s.startswith("(", i):
+        if depth >= MAX_TUPLE_DEPTH:
+            raise ValueError(f"tuple shape nested more than {MAX_TUPLE_DEPTH} deep")
         parts = []
         i += 1
         while True:
@@ -206,7 +214,7 @@ def parse_shape(s: str, i: int = 0) -> tuple[Shape, int]:
                 raise ValueError("tuple shape cut short")
             if s[i] == ")":
                 return Shape("tuple", (), tuple(parts)), i + 1
-            p, i = parse_shape(s, i)
+            p, i = parse_shape(s, i, depth + 1)
             parts.append(p)
     m = _DTYPE_RE.match(s, i)
     if not m:
@@ -391,13 +399,78 @@ def parse_hlo_module(text: str, path: str = "<hlo>") -> HloModule:
         raise InputError(f"{path}: line {len(lines)}: truncated file: computation {cur.name!r} (line {cur.line}) is not closed")
     if entry is None:
         raise InputError(f"{path}: no ENTRY computation (truncated file?)")
-    # every called computation must exist
+    # every called computation must exist, every attribute the importer follows be there, and no
+    # computation call itself (directly or through others): HLO's call graph is acyclic
     for comp in comps.values():
+        _check_parameters(comp, path)
         for ins in comp.instrs:
+            for key in _REQUIRED_CALLS.get(ins.opcode, ()):
+                if not ins.attrs.get(key, "").strip().lstrip("%"):
+                    raise InputError(f"{path}: line {ins.line}: {ins.opcode} {ins.name!r} has no {key}= computation")
             for callee in _callees(ins):
                 if callee not in comps:
                     raise InputError(f"{path}: line {ins.line}: {ins.name!r} calls unknown computation {callee!r}")
-    return HloModule(mname, comps, entry, path, _input_output_alias(header, path, k + 1))
+            if ins.opcode == "while":
+                _trip_count(ins, path)  # a bad trip count is refused here, once
+    _check_call_graph(comps, path)
+    aliases = _input_output_alias(header, path, k + 1)
+    for _, param, _ in aliases:
+        if param not in entry.params:
+            raise InputError(f"{path}: line {k + 1}: input_output_alias: parameter {param} does not exist "
+                             f"(ENTRY {entry.name!r} has {len(entry.params)})")
+    return HloModule(mname, comps, entry, path, aliases)
+
+
+# the computations an instruction must name for the importer to follow it
+_REQUIRED_CALLS = {"while": ("condition", "body"), "call": ("to_apply",), "fusion": ("calls",),
+                   "reduce": ("to_apply",), "reduce-window": ("to_apply",), "map": ("to_apply",),
+                   "scatter": ("to_apply",), "select-and-scatter": ("select", "scatter")}
+
+
+def _check_parameters(comp: Computation, path: str) -> None:
+    """A computation's parameters are numbered 0, 1, ... once each."""
+    seen: dict[int, Instr] = {}
+    for ins in comp.instrs:
+        if ins.opcode != "parameter":
+            continue
+        if not ins.arg.isdigit():
+            raise InputError(f"{path}: line {ins.line}: parameter {ins.name!r}: expected parameter(N) "
+                             f"with N a non-negative integer, got parameter({ins.arg[:30]})")
+        n = int(ins.arg)
+        if n in seen:
+            raise InputError(f"{path}: line {ins.line}: parameter({n}) twice in computation {comp.name!r}")
+        seen[n] = ins
+    for n in range(len(seen)):
+        if n not in seen:
+            last = max(seen)
+            raise InputError(f"{path}: line {seen[last].line}: parameter({last}) but no parameter({n}) "
+                             f"in computation {comp.name!r}")
+
+
+def _check_call_graph(comps: dict[str, Computation], path: str) -> None:
+    """Refuse a computation that calls itself, directly or through others (iterative DFS: no recursion)."""
+    calls = {name: [(callee, ins) for ins in c.instrs for callee in _callees(ins)] for name, c in comps.items()}
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    for root in comps:
+        if root in state:
+            continue
+        path_names, stack = [root], [iter(calls[root])]
+        state[root] = 1
+        while stack:
+            step = next(stack[-1], None)
+            if step is None:
+                stack.pop()
+                state[path_names.pop()] = 2
+                continue
+            callee, ins = step
+            if state.get(callee) == 1:
+                cycle = path_names[path_names.index(callee):] + [callee]
+                raise InputError(f"{path}: line {ins.line}: {ins.name!r} calls computation {callee!r} in a cycle "
+                                 f"({' -> '.join(cycle)}): a computation may not call itself")
+            if callee not in state:
+                state[callee] = 1
+                path_names.append(callee)
+                stack.append(iter(calls[callee]))
 
 
 _ALIAS_ENTRY = re.compile(r"\{([\d,\s]*)\}\s*:\s*\(\s*(\d+)\s*,\s*\{([\d,\s]*)\}")
@@ -564,18 +637,23 @@ def _reduce_window_count(ins: Instr, operand: Shape) -> int:
     return count
 
 
-def _trip_count(ins: Instr) -> int | None:
+def _trip_count(ins: Instr, path: str = "<hlo>") -> int | None:
+    """The ``known_trip_count`` (or ``trip_count``) of a while; a value that is not a non-negative
+    integer (``"-5"``, ``"2.5"``) is refused with :class:`InputError`."""
     cfg = ins.attrs.get("backend_config", "")
     if cfg:
         try:
             data = json.loads(cfg[1:-1].encode().decode("unicode_escape")) if cfg.startswith('"') else json.loads(cfg)
             n = data.get("known_trip_count", {}).get("n")
-            if n is not None:
-                return int(n)
         except (ValueError, AttributeError, TypeError):
-            m = re.search(r'known_trip_count\\?"?\s*:\s*\{\s*\\?"?n\\?"?\s*:\s*\\?"?(\d+)', cfg)
-            if m:
-                return int(m.group(1))
+            m = re.search(r'known_trip_count\\?"?\s*:\s*\{\s*\\?"?n\\?"?\s*:\s*\\?"?([^"\\}\s]+)', cfg)
+            n = m.group(1) if m else None
+        if n is not None:
+            text = str(n)
+            if isinstance(n, bool) or not text.isdigit():
+                raise InputError(f"{path}: line {ins.line}: while {ins.name!r}: known_trip_count must be a "
+                                 f"non-negative integer, got {text[:30]!r}")
+            return int(text)
     fa = ins.attrs.get("frontend_attributes", "")
     m = re.search(r'trip_count\\?"?\s*=\s*\\?"?(\d+)', fa)
     if m:
@@ -604,7 +682,10 @@ class _Costs:
         return self._comp[name]
 
     def _called(self, ins: Instr, key: str) -> str:
-        return ins.attrs[key].strip().lstrip("%")
+        name = ins.attrs.get(key, "").strip().lstrip("%")
+        if name not in self.m.computations:
+            raise InputError(f"{self.m.path}: line {ins.line}: {ins.opcode} {ins.name!r} has no {key}= computation")
+        return name
 
     def instr(self, comp: Computation, ins: Instr) -> tuple[float, float]:
         op = ins.opcode
@@ -671,6 +752,8 @@ class _Costs:
                 names = _callees(ins)
                 costs = [self.comp(n) for n in names] or [(0.0, 0.0)]
                 return max(c[0] for c in costs), max(c[1] for c in costs)
+        except InputError:
+            raise
         except (KeyError, IndexError, ValueError) as exc:
             raise InputError(f"{self.m.path}: line {ins.line}: cannot cost {op} {ins.name!r}: {exc}") from None
         if op == "custom-call":

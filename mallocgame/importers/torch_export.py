@@ -52,8 +52,10 @@ Example (needs torch):
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
+import logging
 import math
 import os
 import sys
@@ -81,7 +83,36 @@ def parse_shape(text: str) -> tuple[int, ...]:
         raise InputError(f"--input-shape {text!r}: expected comma-separated integers like 1,3,32,32") from None
     if not dims or any(d <= 0 for d in dims):
         raise InputError(f"--input-shape {text!r}: dimensions must be positive integers")
+    if math.prod(dims) * 4 > MAX_EXAMPLE_BYTES:
+        raise InputError(f"--input-shape {text!r}: a float32 input of that shape is more than 2**62 bytes")
     return dims
+
+
+MAX_EXAMPLE_BYTES = 2**62  # an example input's bytes (int64 downstream), as every importer's sizes
+
+
+def _example_inputs(shapes: Sequence[Sequence[int]]) -> list[Any]:
+    """Random float32 example inputs (seed 0); one that cannot be allocated is one line, not a crash.
+
+    Their total is checked against the machine's memory first (torch would try and fail, or swap).
+    """
+    import torch  # lazy
+
+    total = sum(math.prod(s) * 4 for s in shapes)
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        memory = None
+    shown = " ".join("--input-shape " + ",".join(map(str, s)) for s in shapes)
+    if memory and total > memory:
+        raise InputError(f"{shown}: the example inputs need {total} bytes of float32, more than this machine's "
+                         f"{memory} bytes of memory")
+    gen = torch.Generator().manual_seed(0)
+    try:
+        return [torch.randn(tuple(s), generator=gen) for s in shapes]
+    except (RuntimeError, MemoryError, TypeError, OverflowError) as exc:
+        first = (str(exc).strip().splitlines() or [""])[0]
+        raise InputError(f"{shown}: cannot make the example inputs ({type(exc).__name__}: {first[:200]})") from None
 
 
 def load_spec(spec: str) -> Any:
@@ -272,6 +303,27 @@ def _nbytes(t: Any) -> int:
     return _numel(t.shape) * t.element_size()
 
 
+@contextlib.contextmanager
+def _quiet_torch_logs():
+    """Silence torch's loggers while exporting: a failing export logs a 20-line traceback
+    (``fake_tensor.py ... failed while attempting to run meta``) before raising; the raise
+    becomes one line of its own."""
+    logger = logging.getLogger("torch")
+    old_level, old_propagate = logger.level, logger.propagate
+    handlers = logger.handlers[:]
+    for h in handlers:
+        logger.removeHandler(h)
+    logger.setLevel(logging.CRITICAL + 1)
+    logger.propagate = False
+    try:
+        yield
+    finally:
+        for h in handlers:
+            logger.addHandler(h)
+        logger.setLevel(old_level)
+        logger.propagate = old_propagate
+
+
 def export_module(module: Any, example_inputs: Sequence[Any], *, level: str = "high") -> Any:
     """``torch.export.export(module.eval(), example_inputs)`` (optionally core-ATen decomposed)."""
     import torch  # lazy
@@ -281,10 +333,10 @@ def export_module(module: Any, example_inputs: Sequence[Any], *, level: str = "h
         raise InputError(f"level must be 'high' or 'core', got {level!r}")
     module = module.eval()
     try:
-        with torch.no_grad():
+        with torch.no_grad(), _quiet_torch_logs():
             ep = torch.export.export(module, tuple(example_inputs))
-        if level == "core":
-            ep = ep.run_decompositions()
+            if level == "core":
+                ep = ep.run_decompositions()
     except Exception as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         raise InputError(f"torch.export failed ({type(exc).__name__}: {first[:300]})") from None
@@ -433,10 +485,8 @@ def _aliased_input(schema: Any, node: Any, alias: Any) -> Any:
 def import_module(module: Any, input_shapes: Sequence[Sequence[int]] = (), *, example_inputs: Sequence[Any] | None = None,
                   weights: str = "program", level: str = "high", name: str | None = None, source: str = "") -> Problem:
     """Workload of an in-memory ``nn.Module`` (shapes give float32 random example inputs)."""
-    import torch  # lazy
     if input_shapes:
-        gen = torch.Generator().manual_seed(0)
-        example_inputs = [torch.randn(tuple(s), generator=gen) for s in input_shapes]
+        example_inputs = _example_inputs(input_shapes)
     if not example_inputs:
         raise InputError(f"{source or 'module'}: no example inputs: give --input-shape (e.g. --input-shape 1,3,32,32)")
     if weights not in WEIGHT_MODES:
