@@ -1,1 +1,1 @@
-"""CP-SAT solver package: the model (:mod:`.model`), deadline-safe starts (:mod:`.fallback`), the solver (:mod:`.solver`)."""
+"""CP-SAT solver package: the model (:mod:`.model`), the solver (:mod:`.solver`), prefetch mode's copy windows (:mod:`.prefetch_windows`)."""

@@ -84,6 +84,7 @@ from mallocgame.intervals import component_runs, maximal_live_sets
 from mallocgame.lift import hint_intervals, lift_map_answer
 from mallocgame.memory_space_assignment import msa_answer
 from mallocgame.model import FastInterval, Problem, Solution, Status
+from mallocgame.packing_model import add_cumulative, add_no_overlap, add_rectangles
 from mallocgame.placement import greedy_place, xla_order
 from mallocgame.protocol import solver_deadline
 
@@ -309,19 +310,12 @@ def solve_window(problem: Problem, hardware, free: Sequence[Stay], fixed: Sequen
                                1e-30)
 
     model = cp_model.CpModel()
-    present, k_vars, t_iv, y_iv = [], [], [], []
-    for c, s in enumerate(items):
-        p = model.new_bool_var(f"p{c}")
-        z, al = int(s_size[c]), int(s_align[c])
-        if c < n_free:
-            k = model.new_int_var(0, (top - z) // al, f"k{c}")
-        else:
-            model.add(p == 1)
-            k = model.new_constant(fixed_offset[c] // unit // al)
-        present.append(p)
-        k_vars.append(k)
-        t_iv.append(model.new_optional_fixed_size_interval_var(int(occ[c]), int(end[c] - occ[c]), p, f"t{c}"))
-        y_iv.append(model.new_optional_fixed_size_interval_var(k * al if al > 1 else k, z, p, f"y{c}"))
+    # Every stay is optional; the fixed intervals are pinned (present, at their offsets).
+    rect = add_rectangles(model, occ, end, s_size, top=top, align=s_align, optional=True,
+                          fixed_offsets=[None if o is None else o // unit for o in fixed_offset], name="s")
+    if len(rect.placed) < m:
+        raise ValueError("solve_window: a candidate stay is taller than the capacity")  # candidates() never makes one
+    present, k_vars = rect.present, rect.steps
 
     # One buffer's stays never occupy the same op.
     by_buffer: dict[int, list[int]] = {}
@@ -336,16 +330,8 @@ def solve_window(problem: Problem, hardware, free: Sequence[Stay], fixed: Sequen
                 model.add_at_most_one(present[c] for c in mem[row].tolist())
 
     # Memory: the rectangles, a cumulative over time and the knapsack rows (both redundant).
-    if FORMULATION in ("2d", "both"):
-        model.add_no_overlap_2d(t_iv, y_iv)
-    model.add_cumulative(t_iv, [int(z) for z in s_size], top)
-    for row in maximal_live_sets(occ, end):
-        if len(row) < 2:
-            continue
-        if FORMULATION in ("cliques", "both"):
-            model.add_no_overlap([y_iv[c] for c in row.tolist()])
-        if int(s_size[row].sum()) > top:
-            model.add(sum(int(s_size[c]) * present[c] for c in row.tolist()) <= top)
+    add_no_overlap(model, rect, formulation=FORMULATION, knapsack_top=top)
+    add_cumulative(model, rect, top)
 
     # Savings: the exact roofline saving of every op a free stay serves, as a gain over base_times.
     order = np.lexsort((ev.op_of, ev.buf_of))

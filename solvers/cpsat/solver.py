@@ -16,7 +16,7 @@ In map and pack mode, the interference graph's connected components are solved o
 each with a share of the remaining time proportional to its buffer count. A component
 too large for a model (``MAX_MODEL_BUFFERS`` buffers or ``MAX_MODEL_PAIRS`` interfering
 pairs) is placed greedily instead (greedy-xla order in map mode; in pack mode best fit if
-it finishes in time, else an online free-list allocator, see :mod:`mallocgame.solvers.cpsat.fallback`),
+it finishes in time, else an online free-list allocator, see :class:`Fallbacks`),
 so the solver returns a valid answer within the limit on any input. A ``hint`` goes to
 CP-SAT as ``AddHint`` (after :func:`~mallocgame.solvers.cpsat.model.push_down`, which puts every
 offset on the model's grid without making it worse) and is kept as the answer for any
