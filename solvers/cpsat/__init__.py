@@ -1,1 +1,2 @@
-"""CP-SAT solver package: the model (:mod:`.model`), the solver (:mod:`.solver`), prefetch mode's copy windows (:mod:`.prefetch_windows`)."""
+"""CP-SAT solver package: the model (:mod:`.model`), the solver (:mod:`.solver`) and prefetch mode's
+copy windows (:mod:`.prefetch_windows`)."""
