@@ -5,82 +5,13 @@ Pack mode (docs/architecture.md, "The problem"): buffer ``i`` is live on the hal
 ``offset + size <= capacity`` such that buffers whose live ranges overlap get disjoint
 address ranges, or (``capacity=None``) minimise the peak ``max(offset + size)``.
 
-The search follows the ideas published with MiniMalloc (M. D. Moffitt, "MiniMalloc: A
-Lightweight Memory Allocator for Hardware-Accelerated Machine Learning", ASPLOS 2023);
-the code here is an independent Python implementation:
-
-* **Canonical solutions.** Every packing can be pushed down until each buffer rests on
-  the floor or on a buffer that overlaps it in time. The search only builds such packings,
-  placing buffers in non-decreasing ``(offset, preorder rank)`` order, each at its lowest
-  feasible offset ("min offset" = highest top of the placed buffers it overlaps).
-* **Dominance.** A buffer is never placed at or above the top that some other unplaced
-  buffer would reach at its own min offset: that buffer could drop into the gap below, so
-  the packing is found in another branch.
-* **Section inference.** Time is cut into sections at the distinct start/end points. In a
-  section, the unplaced buffers are pairwise conflicting and must all lie above both the
-  current offset and the lowest min offset among them, so
-  ``max(offset, lowest min offset) + (sum of unplaced sizes) <= capacity`` must hold in
-  every section. The lowest min offset per section is kept exact and incrementally (a
-  ``[buffers, sections]`` matrix of min offsets, rows updated with undo).
-* **Hat-less pruning.** If a buffer that no unplaced buffer overlaps fails, every later
-  alternative fails too (it could never be placed again in canonical order).
-* **Dynamic decomposition.** When no unplaced buffer crosses a section boundary any more,
-  the two sides are independent and are solved one after the other without backtracking
-  between them. Components of the interval graph are split up front.
-* **Restarts.** MiniMalloc runs static preorders (width/area/total mixes, "WAT", "TAW",
-  "TWA") round robin with doubling node limits, deterministically.
-
-Additions of our own:
-
-* **Binary branching with a dynamic choice.** MiniMalloc's candidate loop ("place the
-  first candidate, else the second, ...") is read as binary branching at the lowest
-  offset ``o``: place a buffer ``b`` whose min offset is ``o`` there, or *exclude* ``b``
-  from ``o`` (it must later be lifted onto a neighbour placed under its top). Which ``b``
-  is free to choose (the proof below does not depend on it): ties go to the buffer whose
-  sections failed most often so far (conflict weights summed over its sections,
-  "dom/wdeg" style), then to the fullest section, then to the static preorder. An excluded buffer's offset bound rises
-  to the lowest top of a neighbour that could lift it, which sharpens section inference.
-  *Why nothing is lost:* take any packing and push buffers down until none can move (a
-  fully compact packing F). Follow the branches that agree with F. Placed buffers sit
-  below the min offsets of the unplaced ones; every unplaced buffer of F sits at or above
-  ``o`` (an excluded one rests on a later-placed neighbour, by induction); if a placement
-  at ``o`` reached the top ``minoff(u) + size(u)`` of an unplaced ``u``, then ``u`` could
-  drop to ``minoff(u)`` in F (nothing placed or to be placed occupies that slot), which
-  contradicts compactness; the same argument gives the hat-less rule and the requirement
-  that an excluded buffer keeps a neighbour able to lift it. So F is never pruned, and
-  "INFEASIBLE" is a proof (up to a collision of 64-bit hashes in the failed-state table,
-  about 2**-64 per pair of states).
-* **Portfolio restarts, learning per lane.** A failed state (unplaced set, min offsets,
-  exclusions) fails whatever the branching order, so one table of failed states (64-bit
-  hashes) serves every run. The conflict weights, though, are kept per *lane*: the
-  deterministic preorders ZTW (size first), TWA, WAT and TAW run round robin with a node
-  limit of ``2 m`` doubling per round, each lane resuming its own weights; the seed only
-  breaks the ties a preorder's keys leave. From round ``_DIVERSIFY_FROM`` on, a seeded
-  perturbed preorder (a few percent of noise on the keys, fresh every round) joins, with
-  weights pooled from every run. Measured on MiniMalloc's A..K (search alone, nodes at
-  seeds 0-4): with one weight vector shared by TWA/WAT/TAW and two seeded perturbed runs
-  per round (the previous scheme) the runs after the first perturbations inherit
-  weights shaped by them, so the seed decided whether a later short dive succeeded: I
-  took 34K/246K/232K/41K/184K nodes and B 47K to more than 430K; without perturbations
-  neither was solved in 400K nodes; a Luby schedule of perturbations did B in 37K-95K but
-  left I unsolved at 150K for 3 of 5 seeds. With weights per lane, TAW alone solves B in
-  327 nodes (the weights the other orders had left steered it wrong) and ZTW solves I in
-  12K; the portfolio needs at most 46K nodes on A..K at every seed.
-* **Divided units.** All numbers are divided by their common divisor first (exact, also
-  with alignments: a buffer aligned to ``a`` needs multiples of ``a / gcd(a, g)`` units).
-* **CP-SAT thread.** When the search has not settled a component within a short warm-up,
-  OR-Tools CP-SAT (single worker) runs concurrently on a "one NoOverlap per maximal clique
-  of the interval graph" model of the same component, for at most 35% of the time (20 s
-  at most: where it helps it is fast); whichever finishes first wins. On an idle
-  two-core machine its thread slows the search by about 15%; when other jobs hold the
-  cores the two threads compete for what is left.
-  The two engines are good at different instances (CP-SAT settles some zero-slack
-  instances from a time-sweep generator instantly that the search finds hard).
-* **Minimise peak.** A greedy first descent gives an incumbent; then per component the
-  overall max-live bound is tried first, then bisection between proven bound and
-  incumbent (each probe is a feasibility search as above).
-* **Large components** (more than ``_MAX_EXACT`` buffers or ``_DENSE_LIMIT`` buffer x
-  section cells) get a first-fit sweep instead of the exact engine.
+An independent Python implementation of the ideas published with MiniMalloc (M. D. Moffitt,
+ASPLOS 2023: canonical solutions, dominance, section inference, hat-less pruning, dynamic
+decomposition, restarts), with additions of our own: binary branching with conflict weights,
+portfolio restarts learning per lane, divided units, a CP-SAT thread, peak minimisation by
+bisection and a first-fit sweep for large components. docs/pack_search.md describes each, with
+the proof that nothing is pruned (so "INFEASIBLE" is a proof); the measurements behind the
+choices are in experiments/results/pack_search_history.md.
 
 Entry point: :func:`pack`.
 """
