@@ -59,11 +59,7 @@ hold the most memory, so a long stay can split into short ones). Ties go to the 
 holds less memory (a secondary objective, and an equally fast answer holding less is kept), which
 leaves room to the next neighbourhoods. A round without gain doubles the size, up to one model
 per span; the search stops when every span's single model is proven optimal (then the same seed
-gives the same answer) or at the deadline. Measured here at 5 s (2 shared cores, so +-5%), as a
-fraction of the bound: a 60-buffer layered network 0.88 (one model of the whole program: 0.77
-after 120 s; ``msa`` 0.78); layered networks of 150 to 600 buffers 0.82 to 0.92 (``msa`` 0.84 to
-0.89); a ResNet-8 training step 0.69 (``msa`` 0.64). On the ``quick`` suite at 3 s, 1.04x
-``msa``'s saving (geometric mean); hinted with ``msa``'s answer, never below it.
+gives the same answer) or at the deadline. Measurements: experiments/results/cpsat_history.md.
 """
 
 from __future__ import annotations

@@ -24,10 +24,8 @@ component where CP-SAT ends with nothing better.
 
 ``workers``: CP-SAT workers. The default is 1, which follows our branching strategy
 first and is deterministic given the seed. With more, they search with
-``interleave_search`` (deterministic too, whatever the thread timing); measured here on
-2 shared cores, that was slower in both modes (MiniMalloc A-K at 20 s: 9 solved with 1
-worker, 8 with 2; layered network of 2,000 buffers at 30 s: 1.3% from the bound with
-1 worker, 5.5% with 2). Either way the same seed gives the same answer whenever the
+``interleave_search`` (deterministic too, whatever the thread timing), which was slower in
+both modes here (experiments/results/cpsat_history.md). Either way the same seed gives the same answer whenever the
 search ends on its own (proved) rather than on the clock.
 """
 
