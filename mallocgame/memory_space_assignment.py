@@ -90,7 +90,7 @@ import numpy as np
 from mallocgame.hardware.prefetch_cost import PrefetchEvaluator, serve_copies_left
 from mallocgame.hardware.validator import validate_intervals
 from mallocgame.model import FastInterval, InputError, Problem
-from mallocgame.placement import best_fit_offset
+from mallocgame.placement import _SMALL, _best_fit_py, best_fit_offset  # the same best fit, without numpy when small
 
 MIN_OVERLAP_RATIO = 0.8  # XLA's min_overlap_to_async_copy_ratio
 PREFERRED_OVERLAP_RATIO = 1.5  # preferred_overlap_to_async_copy_ratio
@@ -116,7 +116,7 @@ class _Heap:
     newest are dropped on a retry (:meth:`truncate`).
     """
 
-    BUCKET = 32
+    BUCKET = 8
 
     def __init__(self, capacity: int):
         self.capacity = capacity
@@ -175,24 +175,27 @@ class _Heap:
         self.n = n
         del self.lo[n:], self.hi[n:], self.off[n:], self.top[n:]
 
-    def _near(self, a: int, e: int) -> tuple[np.ndarray, np.ndarray]:
+    def _near(self, a: int, e: int) -> list[int]:
+        """The rectangles meeting ops ``[a, e)`` (or covering op ``a``), each once."""
         B = self.BUCKET
-        lo, hi, off, top = self.lo, self.hi, self.off, self.top
-        first, last = a // B, max(a, e - 1) // B  # a rectangle meeting [a, e) (or covering op a) is in these
+        lo, hi = self.lo, self.hi
+        first, last = a // B, max(a, e - 1) // B
         get = self.buckets.get
         if first == last:
-            ks = [k for k in get(first, ()) if lo[k] < e and hi[k] > a]
-        else:
-            seen: set[int] = set()
-            for i in range(first, last + 1):
-                seen.update(k for k in get(i, ()) if lo[k] < e and hi[k] > a)
-            ks = list(seen)
-        return np.array([off[k] for k in ks], np.int64), np.array([top[k] for k in ks], np.int64)
+            return [k for k in get(first, ()) if lo[k] < e and hi[k] > a]
+        seen: set[int] = set()
+        for i in range(first, last + 1):
+            seen.update(k for k in get(i, ()) if lo[k] < e and hi[k] > a)
+        return list(seen)
 
     def best_fit(self, a: int, e: int, size: int, align: int) -> int | None:
-        """Offset of the best-fit hole free during ops ``[a, e)``, or ``None``."""
-        offs, tops = self._near(a, e)
-        return best_fit_offset(offs, tops, size, align, self.capacity)
+        """Offset of the best-fit hole free during ops ``[a, e)``, or ``None`` (``best_fit_offset``)."""
+        ks = self._near(a, e)
+        off, top = self.off, self.top
+        if len(ks) < _SMALL:
+            return _best_fit_py(sorted([(off[k], top[k]) for k in ks]), size, align, self.capacity)
+        return best_fit_offset(np.array([off[k] for k in ks], np.int64), np.array([top[k] for k in ks], np.int64),
+                               size, align, self.capacity)
 
     def free(self, a: int, e: int, offset: int, size: int) -> bool:
         """Whether ``[offset, offset + size)`` is free during ops ``[a, e)``."""
@@ -641,6 +644,7 @@ class _Msa:
         # XLA's cost analysis: op times with every operand in default (slow) memory.
         self.elapsed = ev.op_times(())
         self.prefix = np.concatenate(([0.0], np.cumsum(self.elapsed)))
+        self.prefix_list = self.prefix.tolist()
         touches = problem.touches
         self.ptr, self.ops = touches.ptr, touches.ops
         self.reads, self.writes, self.output = touches.reads, touches.writes, touches.output
@@ -667,7 +671,7 @@ class _Msa:
 
     def el(self, a: int, b: int) -> float:
         """Elapsed time of the ops strictly between ``a`` and ``b`` (``a >= -1``): GetLogicalIntervalElapsed."""
-        return float(self.prefix[b] - self.prefix[a + 1]) if b > a + 1 else 0.0
+        return self.prefix_list[b] - self.prefix_list[a + 1] if b > a + 1 else 0.0
 
     def benefit(self, t: int, d: float) -> float:
         """GetAlternateMemoryBenefit of a touch at op ``t`` saving ``d`` seconds of memory time."""
@@ -706,17 +710,34 @@ class _Msa:
         """CostAnalysisPrefetchIntervalPicker: ``(earliest, latest, candidates)`` of copy starts for a use, or None."""
         if start > use - 1:
             return None
-        ps = np.arange(start, use)
-        el = self.prefix[use] - self.prefix[ps + 1]  # non-increasing in p
-        ok = MIN_OVERLAP_RATIO * copy_t <= el + reduction
-        latest = start + int(np.count_nonzero(ok)) - 1
+        # el(p) = elapsed strictly between p and use, non-increasing in p: binary searches over the prefix sums
+        # (the same float operations as evaluating every p, so the same window), then arrays over the window only
+        pre = self.prefix_list
+        top = pre[use]
+        need = MIN_OVERLAP_RATIO * copy_t
+        lo_, hi_ = start, use  # latest: last p with need <= el(p) + reduction
+        while lo_ < hi_:
+            mid = (lo_ + hi_) // 2
+            if need <= (top - pre[mid + 1]) + reduction:
+                lo_ = mid + 1
+            else:
+                hi_ = mid
+        latest = lo_ - 1
         if latest < start:
             return None
         max_interval = self.max_elapsed(copy_t, retry)
-        too_long = np.flatnonzero(el[:latest - start] <= max_interval)
-        earliest = start + int(too_long[0]) if len(too_long) else latest
-        window = el[earliest - start:latest - start + 1]
+        lo_, hi_ = start, latest  # earliest: first p < latest with el(p) <= max_interval, else latest
+        while lo_ < hi_:
+            mid = (lo_ + hi_) // 2
+            if top - pre[mid + 1] <= max_interval:
+                hi_ = mid
+            else:
+                lo_ = mid + 1
+        earliest = lo_
+        window = self.prefix[use] - self.prefix[earliest + 1:latest + 2]  # el(p) for p in [earliest, latest]
         preferred = earliest + int(np.argmin(np.abs(PREFERRED_OVERLAP_RATIO * copy_t - window)))
+        el = window.tolist()
+        start = earliest  # el[p - start] below: the window's index
 
         def candidates():
             inc, dec = preferred + 1, preferred  # Begin() consumes the first Next() on the increasing side
