@@ -25,7 +25,7 @@ from typing import Sequence
 import numpy as np
 from mallocgame.hardware.spec import HardwareSpec
 
-from mallocgame.model import Problem
+from mallocgame.model import Problem, derived_facts
 
 
 class Evaluator:
@@ -41,10 +41,10 @@ class Evaluator:
 
         The runner, the bound and the solvers of one ``solve`` all score with the same one.
         """
-        cache = problem.__dict__.setdefault("_evaluators", {})  # frozen Problem: like cached_property
-        ev = cache.get(hardware)
+        facts = derived_facts(problem)  # the one store of derived facts (mallocgame.session)
+        ev = facts.get(("evaluator", hardware))
         if ev is None:
-            ev = cache[hardware] = cls(problem, hardware)
+            ev = facts["evaluator", hardware] = cls(problem, hardware)
         return ev
 
     def __init__(self, problem: Problem, hardware: HardwareSpec):

@@ -28,7 +28,7 @@ import numpy as np
 from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.hardware.spec import HardwareSpec
 
-from mallocgame.model import FastInterval, Problem
+from mallocgame.model import FastInterval, Problem, derived_facts
 
 
 @dataclass(frozen=True)
@@ -96,10 +96,10 @@ class PrefetchEvaluator:
     @classmethod
     def of(cls, problem: Problem, hardware: HardwareSpec) -> "PrefetchEvaluator":
         """Built once per (problem, hardware), like :meth:`Evaluator.of`."""
-        cache = problem.__dict__.setdefault("_prefetch_evaluators", {})
-        ev = cache.get(hardware)
+        facts = derived_facts(problem)
+        ev = facts.get(("prefetch_evaluator", hardware))
         if ev is None:
-            ev = cache[hardware] = cls(problem, hardware)
+            ev = facts["prefetch_evaluator", hardware] = cls(problem, hardware)
         return ev
 
     @cached_property

@@ -36,8 +36,9 @@ from mallocgame.solvers.cpsat.model import Limits, Part, solve_part, value_terms
 
 from mallocgame.intervals import OverlapIndex, live_profile, overlap_index
 from mallocgame.model import Problem, Solution, Status, offsets_array, offsets_tuple
-from mallocgame.placement import greedy_place, pack_start, push_down, xla_order
+from mallocgame.placement import push_down
 from mallocgame.protocol import Solver, solver_deadline
+from mallocgame.session import session_for
 
 K_MIN, K_START, K_MAX = 12, 40, 600
 FIXED_BUDGET = 1500  # fixed rectangles per pack step, so huge traces still give small models
@@ -118,7 +119,7 @@ class ModeDispatch(Solver):
             return self._solve_map(problem, hardware, t0, deadline, seed, hint, workers)
         if problem.mode == "prefetch":
             return self._solve_prefetch(problem, hardware, t0, time_limit, seed, hint, workers)
-        return self._solve_pack(problem, t0, deadline, seed, hint, workers, minimize_peak)
+        return self._solve_pack(problem, hardware, t0, deadline, seed, hint, workers, minimize_peak)
 
 
 class LargeNeighbourhoodSearch(ModeDispatch):
@@ -148,7 +149,7 @@ class LargeNeighbourhoodSearch(ModeDispatch):
         ev = Evaluator.of(problem, hardware)
         index = overlap_index(problem)
         candidates = (ev.benefits > 0) & (a.size <= problem.capacity)
-        x, source = self._map_start(problem, ev, index, hint, t0 + 0.3 * (deadline - t0))
+        x, source = self._map_start(problem, hardware, ev, index, hint, t0 + 0.3 * (deadline - t0))
         # Buffers worth nothing in fast memory only block others (value is monotone in the fast set).
         x[~candidates] = -1
         value = ev.value(x)
@@ -195,15 +196,12 @@ class LargeNeighbourhoodSearch(ModeDispatch):
                         wall_time=time.monotonic() - t0, history=tuple(history), stats=stats, solver=self.name)
 
     @staticmethod
-    def _map_start(problem, ev, index, hint, deadline) -> tuple[np.ndarray, str]:
-        """The hint, else greedy-xla (buffers it has not reached by ``deadline`` stay slow), pushed down."""
+    def _map_start(problem, hardware, ev, index, hint, deadline) -> tuple[np.ndarray, str]:
+        """The hint, else greedy-xla's answer (the solve session's baseline), pushed down."""
         if hint is not None and len(hint.offsets) == problem.n:
             x, source = offsets_array(hint.offsets), hint.solver or "hint"
         else:
-
-            x = greedy_place(problem, xla_order(problem, ev.benefits), problem.capacity, index=index,
-                             deadline=deadline)
-            source = "greedy-xla"
+            x, source = session_for(problem, hardware).baseline("greedy-xla").offsets, "greedy-xla"
         return push_down(problem, x, index=index, deadline=deadline), source
 
     @staticmethod
@@ -213,14 +211,14 @@ class LargeNeighbourhoodSearch(ModeDispatch):
 
     # ------------------------------------------------------------------ pack mode
 
-    def _solve_pack(self, problem, t0, deadline, seed, hint, workers, minimize_peak):
+    def _solve_pack(self, problem, hardware, t0, deadline, seed, hint, workers, minimize_peak):
         rng = np.random.default_rng(seed)
         a = problem.arrays
         index = overlap_index(problem)
         capacity = None if minimize_peak else problem.capacity
         # On 10^8-pair traces best fit takes most of the time but starts far better than
         # the online allocator, and steps there gain little: let it have 60%.
-        x, source = self._pack_start(problem, index, hint, t0 + 0.6 * (deadline - t0))
+        x, source = self._pack_start(problem, hardware, index, hint, t0 + 0.6 * (deadline - t0))
         tops = x + a.size
         peak = int(tops.max())
         floor = int(live_profile(problem)[1].max())
@@ -302,12 +300,12 @@ class LargeNeighbourhoodSearch(ModeDispatch):
         return free, int(x[free].min())
 
     @staticmethod
-    def _pack_start(problem, index, hint, deadline) -> tuple[np.ndarray, str]:
-        """The lower-peak of the complete hint and the deadline-safe start of the core's ``pack_start``.
+    def _pack_start(problem, hardware, index, hint, deadline) -> tuple[np.ndarray, str]:
+        """The lower-peak of the complete hint and the solve session's pack baseline (``pack_start``).
 
         Both are computed: on some traces the online allocator beats a best-fit hint.
         """
-        x, source = pack_start(problem, deadline, index=index)
+        x, source = session_for(problem, hardware).baseline("best-fit", deadline).offsets, "best-fit"
         if hint is not None and len(hint.offsets) == problem.n and all(o is not None for o in hint.offsets):
             h = offsets_array(hint.offsets)
             size = problem.arrays.size

@@ -18,15 +18,17 @@ the same seed gives the same choice).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Any
 
-from mallocgame.hybrid.warm_start import better
-
+from mallocgame.bounds import map_upper_bound
 from mallocgame.model import InputError, Solution, Status
 from mallocgame.protocol import Solver, solver_deadline
 from mallocgame.registry import SolverLoadError, load_solver, solver_entries
-from mallocgame.runner import ProcessPool, Report, answer, run_solver
+from mallocgame.runner import ChildCall, ProcessPool, Report, answer, run_solver, score
+from mallocgame.session import BASELINE_SHARE, BASELINE_SOLVER, BASELINES, session_for
+from mallocgame.solving import better
 
 # Chosen by measurement (experiments/README-cpsat.md): on layered networks lns and
 # select-pack, on MiniMalloc pack-search and cpsat; minimising the peak of the real
@@ -39,9 +41,19 @@ DEFAULT_MEMBERS = {
     # msa first (XLA's own algorithm, about a second), then the searches start from its answer.
     "prefetch": ("msa", "cpsat", "mcts"),
 }
-FAST_MEMBERS = frozenset({"greedy-xla", "best-fit", "msa"})
+# The baselines' solvers (one table in the core, mallocgame.session) and greedy-xla: constructive, run first.
+FAST_MEMBERS = frozenset({*BASELINE_SOLVER.values(), "greedy-xla"})
 COLLECT = 0.10  # seconds more than a solver's margin: collecting answers, stopping children
 LARGE = 5000  # buffers; above this the default members leave out the constructive ones
+
+
+def reaches(mode: str, objective: float | None, bound: float) -> bool:
+    """Is ``objective`` at ``bound`` (a peak at the max-live bound, or a saving at the upper bound)?"""
+    if objective is None:
+        return False
+    if mode == "pack":
+        return objective <= bound
+    return bound >= 0 and objective >= bound - 1e-9 * max(1.0, abs(bound))
 
 
 def member_names(mode: str, solvers: Any = None, *, goal: str | None = None) -> list[str]:
@@ -88,8 +100,11 @@ class Portfolio(Solver):
         history: list[tuple[float, float]] = []
         best: Report | None = None
 
+        session = session_for(problem, hardware)
+
         def consider(name: str, report: Report) -> bool:
-            """Record a member's report; True when it settles the problem (valid and proved optimal)."""
+            """Record a member's report; True when it settles the problem (valid and proved optimal, or
+            at the bound, when the bound is known in this process)."""
             nonlocal best
             reports[name] = report
             if best is None or better(report, best):
@@ -97,15 +112,39 @@ class Portfolio(Solver):
                 if report.valid:
                     history.append((time.monotonic() - t0, float(report.objective)))
             feasibility = problem.mode == "pack" and not minimize_peak and problem.capacity is not None
-            return report.valid and (feasibility or report.status == str(Status.OPTIMAL))
+            return report.valid and (feasibility or report.status == str(Status.OPTIMAL) or at_bound(name, report))
+
+        def at_bound(name: str, report: Report) -> bool:
+            """Is ``report`` at the bound (so proven optimal)? Then the race ends and the answer says OPTIMAL."""
+            nonlocal best
+            found = bound[0] or session.known_bound()
+            if not report.valid or not found or not reaches(problem.mode, report.objective, found.value):
+                return False
+            if report.status != str(Status.OPTIMAL):
+                proven = dataclasses.replace(report, status=str(Status.OPTIMAL))
+                reports[name] = proven
+                if best is report:
+                    best = proven
+            return True
+
+        bound = [session.known_bound()]  # the bound once known in this process; map mode: beside the members
 
         settled = False
         fast = [n for n in names if n in FAST_MEMBERS]
         if problem.n > LARGE and solvers is None:
             # Constructive members are not time-limited and can take a minute on 10^8-pair
-            # traces; the other members start from them when they finish in time anyway.
+            # traces; the cheapest baseline of the session (greedy-xla's answer, lifted in prefetch
+            # mode) is built here instead, and every member starts from it (a forked member inherits it).
             names = [n for n in names if n not in FAST_MEMBERS]
             fast = []
+            cheap = session.best_baseline(t0 + BASELINE_SHARE * time_limit, names=BASELINES[problem.mode][:1])
+            if cheap is not None:
+                consider(cheap.name, score(problem, hardware, cheap.solution(problem), seconds=cheap.seconds,
+                                           bound=None, solver_name=cheap.name))
+        if problem.mode != "map" and bound[0] is None:  # the bound in milliseconds: an answer at it ends the race
+            bound[0] = session.bound()
+        if best is not None and at_bound(best.solver, best):
+            settled = True
         for name in fast:
             try:
                 # The limit the baseline would have on its own (not less: never below the greedy).
@@ -118,16 +157,38 @@ class Portfolio(Solver):
         if best is not None and best.valid:
             warm = answer(best, problem)
             if hint is not None:
-                from mallocgame.runner import score
-
                 given = score(problem, hardware, hint, seconds=0.0, bound=None, solver_name="hint")
                 if better(given, best):
                     warm = hint
         heavy = [] if settled else [n for n in names if n not in FAST_MEMBERS]
         if heavy:
             if max(int(workers), 1) > 1 and len(heavy) > 1:
-                self._run_parallel(heavy, problem, hardware, deadline, seed, warm, options, max(int(workers), 1),
-                                   consider, errors)
+                call: list = []  # the map bound's child (killed at the deadline: HiGHS may overrun its limit)
+
+                def map_bound() -> bool:
+                    """Start the bound's child, or collect its bound; True when the best answer is at it."""
+                    if bound[0] is not None:
+                        return False
+                    if not call:
+                        call.append(ChildCall(map_upper_bound, problem, hardware,
+                                              time_limit=max(deadline - time.monotonic(), 0.05)))
+                    elif call[0].ready():
+                        try:
+                            bound[0] = call[0].result()
+                        except Exception as exc:
+                            errors["bound"] = f"{exc.__class__.__name__}: {exc}"
+                            bound[0] = False
+                            return False
+                        return best is not None and at_bound(best.solver, best)
+                    return False
+
+                try:
+                    settled = self._run_parallel(heavy, problem, hardware, deadline, seed, warm, options,
+                                                 max(int(workers), 1), consider, errors,
+                                                 later=map_bound if problem.mode == "map" else None)
+                finally:
+                    for c in call:
+                        c.cancel()
             else:
                 for k, name in enumerate(heavy):
                     share = (deadline - time.monotonic()) / (len(heavy) - k)
@@ -152,10 +213,13 @@ class Portfolio(Solver):
                                              history=tuple(history), stats=stats, solver=self.name)
 
     @staticmethod
-    def _run_parallel(names, problem, hardware, deadline, seed, hint, options, workers, consider, errors) -> bool:
+    def _run_parallel(names, problem, hardware, deadline, seed, hint, options, workers, consider, errors,
+                      later=None) -> bool:
         """Run ``names`` in child processes, ``workers`` at a time, each with an equal share of the time.
 
-        Returns True when a member settled the problem (the others are then stopped).
+        ``later``: called while the members run (the map bound's child); True from it settles the
+        problem (the best answer is at the bound). Returns True
+        when a member settled the problem (the others are then stopped).
         """
         waves = -(-len(names) // workers)  # members per slot, run one after another
         queue = list(names)
@@ -175,7 +239,16 @@ class Portfolio(Solver):
                     pool.start(name, name, problem, hardware, time_limit=share, seed=seed, hint=hint, options=options)
                 if not pool.busy:
                     break
-                finished = pool.wait(timeout=max(deadline - time.monotonic(), 0.0))
+                if later is not None:  # the map bound, in a child of its own while the members run
+                    if later():
+                        for other, _ in pool.running():
+                            errors[other] = "stopped: the best answer is at the bound"
+                        return True
+                    finished = pool.wait(timeout=min(0.05, max(deadline - time.monotonic(), 0.0)))
+                    if not finished and time.monotonic() < deadline:
+                        continue
+                else:
+                    finished = pool.wait(timeout=max(deadline - time.monotonic(), 0.0))
                 if not finished:
                     break  # deadline: leaving the block stops whatever still runs
                 for name, kind, payload in finished:

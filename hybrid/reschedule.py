@@ -18,10 +18,10 @@ from typing import Any
 
 import numpy as np
 from mallocgame.hardware.validator import validate
-from mallocgame.hybrid.warm_start import better, solve_with_warm_start
 
 from mallocgame.model import Problem, Solution, Status, offsets_tuple
 from mallocgame.runner import Report, problem_bound, with_bound
+from mallocgame.solving import better, solve_with_warm_start
 
 ROUNDS = 3
 SCHEDULE_SHARE = 0.3  # of a round's time, for the scheduler

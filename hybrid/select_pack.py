@@ -39,9 +39,9 @@ from mallocgame.hybrid.lns import ModeDispatch, fixed_rectangles, neighbourhood,
 from mallocgame.solvers.cpsat.model import Limits, Part, solve_part, value_terms
 
 from mallocgame.bounds import no_fragmentation_relaxation
-from mallocgame.intervals import live_profile, overlap_index
 from mallocgame.model import Problem, Solution, Status, offsets_array, offsets_tuple
-from mallocgame.placement import greedy_place, heap_orders, pack_start, push_down, xla_order
+from mallocgame.placement import greedy_place, heap_orders, push_down, xla_order
+from mallocgame.session import session_for
 
 REPAIR_WINDOW = 120  # buffers freed around a failure
 REPAIR_LIMIT = 2000  # pack mode: more buffers left over than this and the target is given up
@@ -69,12 +69,12 @@ class SelectPack(ModeDispatch):
 
         rng = np.random.default_rng(seed)
         a = problem.arrays
-        ev = Evaluator.of(problem, hardware)
-        index = overlap_index(problem)
+        session = session_for(problem, hardware)
+        ev, index = session.evaluator, session.overlap
         candidates = (ev.benefits > 0) & (a.size <= problem.capacity)
         density_order = xla_order(problem, ev.benefits)
-        # greedy-xla's answer first (milliseconds): the rounds never end below it, nor below the hint.
-        best = greedy_place(problem, density_order, problem.capacity, index=index)
+        # greedy-xla's answer first (the solve session's): the rounds never end below it, nor below the hint.
+        best = session.baseline("greedy-xla").offsets
         best_value = ev.value(best)
         if hint is not None:
             hinted = push_down(problem, offsets_array(hint.offsets), index=index, deadline=t0 + 0.2 * (deadline - t0))
@@ -163,14 +163,15 @@ class SelectPack(ModeDispatch):
 
     # ------------------------------------------------------------------ pack mode
 
-    def _solve_pack(self, problem, t0, deadline, seed, hint, workers, minimize_peak):
+    def _solve_pack(self, problem, hardware, t0, deadline, seed, hint, workers, minimize_peak):
 
         rng = np.random.default_rng(seed)
         a = problem.arrays
-        index = overlap_index(problem)
+        session = session_for(problem, hardware)
+        index = session.overlap
         orders = list(heap_orders(problem).values())
-        floor = int(live_profile(problem)[1].max())
-        best, _ = pack_start(problem, t0 + 0.5 * (deadline - t0), index=index)
+        floor = session.max_live
+        best = session.baseline("best-fit", t0 + 0.5 * (deadline - t0)).offsets
         if hint is not None and all(o is not None for o in hint.offsets):
             h = offsets_array(hint.offsets)
             if (h + a.size).max() < (best + a.size).max():

@@ -142,9 +142,9 @@ def _hint_request(problem: Problem, hint) -> dict[str, Any]:
     if problem.mode == "prefetch" and not isinstance(hint, Mapping):
         items = tuple(hint)
         if items and all(isinstance(iv, FastInterval) for iv in items):
-            return {"hint": Solution(offsets=(None,) * problem.n, mode=problem.mode, intervals=items)}
+            return {"hint": Solution(offsets=(None,) * problem.n, status=Status.FEASIBLE, mode=problem.mode, intervals=items)}
         hint = items
-    return {"hint": Solution(offsets=_offsets(problem, hint), mode="map")}
+    return {"hint": Solution(offsets=_offsets(problem, hint), status=Status.FEASIBLE, mode="map")}
 
 
 def solve(problem: Problem | str, solver: str = "greedy-xla", *, time_limit: float = 10, seed: int = 0,

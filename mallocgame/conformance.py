@@ -56,6 +56,7 @@ from mallocgame.lift import lift_map_answer
 from mallocgame.model import MODES, Problem, Solution, Status
 from mallocgame.registry import describe, load_solver, solver_entries
 from mallocgame.runner import Report, score
+from mallocgame.session import BASELINE_SHARE, BASELINE_SOLVER, session_for
 
 DEFAULT_TIME_LIMIT = 1.0
 HW = PRESETS["tpuv4i"]
@@ -436,9 +437,9 @@ def check_no_answer(subject: Subject) -> str:
     return f"{count} problems"
 
 
-# The greedy baseline of each mode (docs/architecture.md, "Solvers"): built in milliseconds, so a
-# search solver builds it first and never ends below it.
-GREEDY_BASELINE = {"map": "greedy-xla", "pack": "best-fit", "prefetch": "msa"}
+# The greedy baseline of each mode (the one table, mallocgame.session.BASELINE_SOLVER): a search
+# solver builds it first and never ends below it.
+GREEDY_BASELINE = BASELINE_SOLVER
 
 
 def is_greedy(solver: Any) -> bool:
@@ -489,6 +490,69 @@ def check_never_below_greedy(subject: Subject) -> str:
     return f"{count} problems"
 
 
+AT_SCALE = 5000  # buffers of the at-scale check's input
+AT_SCALE_SLACK = 1.0  # seconds past the limit the at-scale check allows (start-up aside)
+
+
+@functools.cache
+def _at_scale_problem(mode: str) -> tuple[Problem, Any]:
+    base = _layered(AT_SCALE, 1, 0.25)
+    return base.replace(name=f"layered-{AT_SCALE}-{mode}", mode=mode, capacity=None if mode == "pack" else base.capacity), HW
+
+
+def _reference(problem: Problem, hardware, limit: float) -> tuple[str, float]:
+    """The best baseline answer of the mode a solver of ``limit`` seconds must reach: ``(name, objective)``.
+
+    Built on a copy of the problem (a fresh solve session, nothing shared with the solver's run) with
+    half the share of the time a search gives its baselines (:data:`~mallocgame.session.BASELINE_SHARE`),
+    and only the baselines that finish in it count, so a baseline counts here only if it also finished
+    in the solver's run on a busy machine. All-slow (0) is the floor in map and prefetch modes.
+    """
+    fresh = session_for(problem.replace(name=problem.name + "-reference"), hardware)
+    deadline = time.monotonic() + 0.5 * BASELINE_SHARE * limit
+    found = [b for b in fresh.baselines(deadline) if b.complete]
+    if problem.mode == "pack":  # best fit if it finished, else the online allocator (which pack_start holds)
+        if found:
+            return found[0].name, found[0].objective
+        from mallocgame.placement import online_pack
+
+        offsets = online_pack(problem)
+        return "online allocator", float((offsets + problem.arrays.size).max())
+    return max([("all-slow", 0.0)] + [(b.name, b.objective) for b in found], key=lambda x: x[1])
+
+
+def check_at_scale(subject: Subject) -> str:
+    """On a 5,000-buffer input with the short limit: ends within the limit + 1 s and not below the best baseline.
+
+    Per supported mode (map, pack without a capacity, prefetch) on a generated layered network: the
+    solver's wall time (after one small warm-up solve, so imports are start-up) is at most the limit
+    plus :data:`AT_SCALE_SLACK`, and its answer is valid and at least the best baseline of the mode
+    that finishes within its share of the time (:func:`_reference`: greedy-xla; best fit; the lifted
+    greedy-xla answer, then msa); the greedies (``greedy = True``) are held to the time and validity only.
+    """
+    limit = subject.time_limit
+    greedy = is_greedy(load_solver(subject.name))
+    done = []
+    for mode in ("map", "pack", "prefetch"):
+        if not subject.supports(mode):
+            continue
+        problem, hw = _at_scale_problem(mode)
+        subject.solve(_layered(30, 5).replace(mode=mode, capacity=None if mode == "pack" else 10**9), hw)
+        _, report, seconds = subject.solve(problem, hw)
+        _require(seconds <= limit + AT_SCALE_SLACK,
+                 f"{_where(problem)}: took {seconds:.2f} s with a {limit:g} s limit (allowed {limit + AT_SCALE_SLACK:g} s)")
+        _require(report.valid, f"{_where(problem)}: no valid answer ({report.violation})")
+        if greedy:
+            done.append(f"{mode} {seconds:.2f} s")
+            continue
+        name, objective = _reference(problem, hw, limit)
+        worse = (report.objective > objective) if mode == "pack" else \
+            (report.objective < objective - 1e-9 * max(1.0, abs(objective)))
+        _require(not worse, f"{_where(problem)}: ends below the baseline {name}: {report.objective:.6g} vs {objective:.6g}")
+        done.append(f"{mode} {seconds:.2f} s")
+    return ", ".join(done) or "skipped: no mode of map, pack, prefetch"
+
+
 CHECKS: dict[str, Callable[[Subject], str]] = {
     "protocol": check_protocol,
     "valid-answers": check_valid_answers,
@@ -499,6 +563,7 @@ CHECKS: dict[str, Callable[[Subject], str]] = {
     "statuses": check_statuses,
     "no-answer": check_no_answer,
     "never-below-greedy": check_never_below_greedy,
+    "at-scale": check_at_scale,
 }
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mallocgame.model import Problem
+from mallocgame.model import Problem, derived_facts
 
 
 def count_overlapping_pairs(start: np.ndarray, end: np.ndarray) -> int:
@@ -148,12 +148,11 @@ def maximal_live_sets(start: np.ndarray, end: np.ndarray) -> list[np.ndarray]:
 
 def overlap_index(problem: Problem) -> "OverlapIndex":
     """The problem's :class:`OverlapIndex`, built once per problem and shared by every user."""
-    cached = problem.__dict__.get("_overlap_index")
+    facts = derived_facts(problem)
+    cached = facts.get("overlap_index")
     if cached is None:
         a = problem.arrays
-        cached = OverlapIndex(a.start, a.end)
-        # Problem is frozen; like functools.cached_property, store in the instance dict.
-        problem.__dict__["_overlap_index"] = cached
+        cached = facts["overlap_index"] = OverlapIndex(a.start, a.end)
     return cached
 
 

@@ -327,3 +327,30 @@ def offsets_array(offsets: Sequence[int | None]) -> np.ndarray:
 def offsets_tuple(arr: np.ndarray) -> tuple[int | None, ...]:
     """Inverse of :func:`offsets_array`."""
     return tuple(None if o < 0 else int(o) for o in arr.tolist())
+
+
+# ---------------------------------------------------------------------------- derived facts
+
+_DERIVED: dict[int, dict[Any, Any]] = {}  # id(problem) -> its derived facts (see derived_facts)
+
+
+def derived_facts(problem: Problem) -> dict[Any, Any]:
+    """The one store of what is derived from ``problem`` and shared by every user in this process.
+
+    Keys are declared by their owners: ``"overlap_index"`` (:func:`mallocgame.intervals.overlap_index`),
+    ``("evaluator", hardware)`` and ``("prefetch_evaluator", hardware)`` (the hardware evaluators'
+    ``of``), ``("session", hardware)`` (:func:`mallocgame.session.session_for`, which holds the rest:
+    max live, bound, baselines) and ``("prefetch_game", hardware)`` (search's prefetch game data).
+    It lives here, below every layer, because hardware/ may import only the model and the
+    intervals. Per process: a forked child inherits what its parent built (copy-on-write) and
+    builds the rest itself. The entry goes when ``problem`` is collected; a Problem is frozen, so
+    its facts never go stale.
+    """
+    key = id(problem)
+    facts = _DERIVED.get(key)
+    if facts is None:
+        import weakref
+
+        facts = _DERIVED[key] = {}
+        weakref.finalize(problem, _DERIVED.pop, key, None)
+    return facts

@@ -258,7 +258,9 @@ def pack_start(problem: Problem, deadline: float, *, index: OverlapIndex | None 
     """
     size = problem.arrays.size
     best, name = online_pack(problem), "online"
-    best_peak = int((best + size).max()) if problem.n else 0
+    if problem.n == 0:
+        return best, name
+    best_peak = int((best + size).max())
     index = index or overlap_index(problem)
     for label, order in heap_orders(problem).items():
         if time.monotonic() >= deadline:

@@ -8,11 +8,11 @@ come from :func:`mallocgame.verdict.judge` (:mod:`mallocgame.hardware.validator`
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from mallocgame.bounds import Bound, map_upper_bound, pack_lower_bound, prefetch_upper_bound
-from mallocgame.hardware.evaluator import Evaluator
+from mallocgame.bounds import Bound
 from mallocgame.interrupts import child_signals
 from mallocgame.model import Problem, Solution, Status
 from mallocgame.protocol import accepted_options
@@ -74,11 +74,11 @@ class Report:
 
 
 def problem_bound(problem: Problem, hardware) -> Bound:
-    if problem.mode == "pack":
-        return pack_lower_bound(problem)
-    if problem.mode == "prefetch":
-        return prefetch_upper_bound(problem, hardware)
-    return map_upper_bound(problem, hardware)
+    """The mode's bound, built once per solve session (:meth:`mallocgame.session.Session.bound`)."""
+    from mallocgame.session import session_for
+
+    with stdout_to_stderr():  # HiGHS may print; stdout may be a --json document
+        return session_for(problem, hardware).bound()
 
 
 def shared_caches(problem: Problem, hardware) -> None:
@@ -88,16 +88,9 @@ def shared_caches(problem: Problem, hardware) -> None:
     solves and the parent computes the bound with the same evaluator, instead of each building
     its own from the problem's objects (on 100k buffers that doubled work and copy-on-write faults).
     """
-    from mallocgame.intervals import overlap_index
+    from mallocgame.session import session_for
 
-    overlap_index(problem)
-    if problem.mode == "prefetch":
-        if problem.has_ops:
-            from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
-
-            PrefetchEvaluator.of(problem, hardware)
-    elif problem.mode == "map":
-        Evaluator.of(problem, hardware)
+    session_for(problem, hardware).warm()
 
 
 def reported_status(status: Status, valid: bool) -> Status:
@@ -189,11 +182,57 @@ def run_solver(name: str, problem: Problem, hardware, *, time_limit: float, seed
 
 # ---------------------------------------------------------------------------- processes
 
+def native_output_to_stderr() -> None:
+    """In a forked solver child: file descriptor 1 becomes a copy of 2, for good.
+
+    Solvers never print, but native libraries under them do (HiGHS's ``HighsMipSolverData::...``
+    lines, a plugin's C ``printf``); the parent's stdout carries ``--json`` / ``-o -`` documents,
+    so whatever a child writes to fd 1 (C or Python) goes to stderr instead.
+    """
+    import os
+    import sys
+
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        pass
+    try:
+        os.dup2(2, 1)
+    except OSError:  # no stderr to point at: stdout stays, better than failing the run
+        pass
+
+
+@contextmanager
+def stdout_to_stderr():
+    """File descriptor 1 points at stderr inside the block and is restored after it: for native code
+    run in the main process (the bound's HiGHS) while stdout must stay a document."""
+    import os
+    import sys
+
+    try:
+        sys.stdout.flush()
+        saved = os.dup(1)
+    except (OSError, ValueError):
+        yield
+        return
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        try:
+            sys.stdout.flush()
+        except (OSError, ValueError):
+            pass
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
 def _child_main(conn, own_group: bool, name: str, problem: Problem, hardware, time_limit: float, seed: int,
                 hint: Solution | None, options: dict[str, Any], bound: Bound | None) -> None:
     """Child-process entry of :class:`ProcessPool`: run one solver and send back its Report or one error line."""
     import os
 
+    native_output_to_stderr()
     if own_group:
         os.setpgid(0, 0)  # a kill of the group reaches any processes the solver starts
     die_with_parent()
@@ -207,9 +246,11 @@ def _child_main(conn, own_group: bool, name: str, problem: Problem, hardware, ti
 def _run_one(name: str, problem: Problem, hardware, time_limit: float, seed: int, hint: Solution | None,
              options: dict[str, Any], bound: Bound | None) -> tuple[str, Any]:
     """One run of any executor: ``("ok", Report)`` or ``("error", one line)``, never an exception."""
+    from mallocgame.solving import solve_with_warm_start  # the one solve path (compare's runs, portfolio's members)
+
     try:
-        return "ok", run_solver(name, problem, hardware, time_limit=time_limit, seed=seed, hint=hint,
-                                options=options, bound=bound)
+        return "ok", solve_with_warm_start(name, problem, hardware, time_limit=time_limit, seed=seed, hint=hint,
+                                           options=options, compute_bound=False, bound=bound, keep_hint=False)
     except BaseException as exc:  # any failure of a solver is its run's error, never a traceback
         text = " ".join(str(exc).split())
         return "error", f"{exc.__class__.__name__}: {text}" if text else exc.__class__.__name__
@@ -219,6 +260,7 @@ def _call_main(conn, fn, args, kwargs) -> None:
     """Child-process entry of :func:`call_in_child`."""
     import os
 
+    native_output_to_stderr()
     os.setpgid(0, 0)
     die_with_parent()
     child_signals()
@@ -304,6 +346,13 @@ class ChildCall:
         if kind == "raise":
             raise payload
         return payload
+
+    def ready(self) -> bool:
+        """Has the child finished (so :meth:`result` returns at once)?"""
+        try:
+            return self._recv.poll() or not self._proc.is_alive()
+        except (OSError, ValueError):  # collected or cancelled already
+            return True
 
     def cancel(self) -> None:
         """Kill the child's group and reap it (a no-op once collected)."""

@@ -83,7 +83,7 @@ from mallocgame.search.game import ACTION_FEATURES, BUFFER_FEATURES, Game, GameC
 from mallocgame.search.game_data import GameData, buffer_order
 from mallocgame.search.game_order import free_holes
 
-from mallocgame.model import FastInterval, Problem
+from mallocgame.model import FastInterval, Problem, derived_facts
 from mallocgame.placement import best_fit_offset
 
 IN_PLACE = -2  # copy_start of an interval produced in place (in the rows of ``offsets()``)
@@ -139,10 +139,10 @@ class PrefetchData(GameData):
     @classmethod
     def of(cls, problem: Problem, hardware) -> "PrefetchData":
         """Built once per (problem, hardware), like :meth:`PrefetchEvaluator.of`."""
-        cache = problem.__dict__.setdefault("_prefetch_game_data", {})
-        d = cache.get(hardware)
+        facts = derived_facts(problem)  # the one store of derived facts (mallocgame.session)
+        d = facts.get(("prefetch_game", hardware))
         if d is None:
-            d = cache[hardware] = cls(problem, hardware)
+            d = facts["prefetch_game", hardware] = cls(problem, hardware)
         return d
 
     def segments_of(self, order: str) -> "_Segments":

@@ -27,6 +27,16 @@ when the search first leaves it, and never at a node with one legal move. Everyt
 (rollouts, tree reuse, commitment, budgets, incumbents) is the same code as plain UCT, so
 ``prior`` is the only difference between the two in a comparison.
 
+That rule (``MCTSConfig.guided="puct"``) lets a prior near 0 starve a move, the greedy's included.
+``guided="untried-puct"`` and ``"untried-uct"`` keep UCT's untried-first rule (Kocsis & Szepesvari
+2006; as in :meth:`UCTSearch._descend`): at every node each legal action is tried once before any is
+tried again, the greedy's choice first, then the others by descending prior (a stable sort of plain
+UCT's seeded random order, drawn the same way). After that, ``untried-puct`` selects by pUCT and
+``untried-uct`` by UCT with the exploration bonus of ``a`` scaled by ``(k * p(a)) ** prior_power``
+(``k`` legal actions; progressive bias in the sense of Chaslot et al. 2008, "Progressive strategies for
+Monte-Carlo tree search", multiplicative). A constant prior scales by exactly 1 whatever the power, so
+with a uniform prior ``untried-uct`` is plain UCT move for move (same random draws, same answer).
+
 Budgets: at most ``simulations`` new simulations per move, and a wall-clock deadline
 shared out over the remaining moves. A reserve for finishing greedily is kept (measured
 on a first greedy episode); when the time is gone the episode is finished greedily, and
@@ -64,12 +74,15 @@ class MCTSConfig:
     reuse_tree: bool = True
     commit: str = "visits"  # "visits": the most visited root action (UCT); "max": the one with the best return seen
     guided: str = "puct"  # with a prior: the selection rule, one of GUIDED_RULES (module docstring, "Guided selection")
+    prior_power: float = 1.0  # "untried-uct": the bonus of a is scaled by (k * p(a)) ** prior_power
 
     def __post_init__(self):
         if self.rollout not in ROLLOUTS:
             raise ValueError(f"unknown rollout policy {self.rollout!r} (known: {', '.join(ROLLOUTS)})")
         if self.guided not in GUIDED_RULES:
             raise ValueError(f"unknown guided selection rule {self.guided!r} (known: {', '.join(GUIDED_RULES)})")
+        if not self.prior_power >= 0:
+            raise ValueError("MCTSConfig: prior_power >= 0")
         if self.commit not in ("visits", "max"):
             raise ValueError(f"unknown commit rule {self.commit!r} (known: visits, max)")
         if self.simulations < 1 or not 0.0 <= self.epsilon <= 1.0 or self.exploration < 0:
@@ -227,10 +240,10 @@ class UCTSearch:
         return rest[::-1] + order[-1:]
 
     def _select_weighted(self, node: Node) -> int:
-        """UCT (:meth:`_select`) with the exploration bonus of action ``a`` scaled by ``k * p(a)`` (``k`` legal
-        actions); a constant prior scales by exactly 1, so a uniform prior selects as plain UCT."""
+        """UCT (:meth:`_select`) with the exploration bonus of action ``a`` scaled by ``(k * p(a)) ** prior_power``
+        (``k`` legal actions); a constant prior scales by exactly 1, so a uniform prior selects as plain UCT."""
         prior = node.prior
-        weight = np.ones(len(prior)) if np.all(prior == prior[0]) else len(prior) * prior
+        weight = np.ones(len(prior)) if np.all(prior == prior[0]) else (len(prior) * prior) ** self.cfg.prior_power
         w = dict(zip(node.legal, weight.tolist()))
         qs = [(a, c, c.q()) for a, c in node.children.items()]
         lo = min(q for _, _, q in qs)
@@ -396,37 +409,33 @@ def greedy_incumbents(problem, hardware, data, game_cfg, until: float) -> list[E
 
 def prefetch_incumbents(problem, hardware, game_cfg, hint, until: float,
                         msa_deadline: float | None = None) -> list[Episode]:
-    """Prefetch mode's fallback answers: all-slow, ``msa``'s answer (the mode's baseline, built
-    first until ``msa_deadline``, default ``until``: give it the deadline the msa solver would
-    have, and the search never ends below it), the greedy episode of the game in the other buffer
-    order, greedy-xla's map answer lifted (:func:`mallocgame.lift.lift_map_answer`) and the
-    ``hint`` (a prefetch answer; a map answer is lifted). Values by the prefetch evaluator."""
-    from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
+    """Prefetch mode's fallback answers: all-slow, the mode's baselines from the solve session
+    (:meth:`mallocgame.session.Session.baselines`: greedy-xla's map answer lifted, then ``msa``'s answer
+    built until ``msa_deadline``, default ``until``), the greedy episode of the game in the other
+    buffer order and the ``hint`` (a prefetch answer; a map answer is lifted). Values by the
+    prefetch evaluator."""
     from mallocgame.search.game import GameConfig
     from mallocgame.search.game_prefetch import PrefetchData, rows_of
 
-    from mallocgame.lift import hint_intervals, lift_map_answer
-    from mallocgame.memory_space_assignment import msa_answer
-    from mallocgame.placement import greedy_place, xla_order
+    from mallocgame.lift import hint_intervals
+    from mallocgame.session import session_for
 
-    ev = PrefetchEvaluator.of(problem, hardware)
+    session = session_for(problem, hardware)
+    ev = session.prefetch_evaluator
     data = PrefetchData.of(problem, hardware)
 
     def episode(intervals, source: str) -> Episode:
         return Episode(ev.value(intervals) / data.reward_norm, rows_of(intervals), source)
 
     out = [episode((), "all-slow")]
-    baseline = msa_answer(problem, hardware, until if msa_deadline is None else msa_deadline)
-    if baseline:
-        out.append(episode(baseline, "msa"))
+    for b in session.baselines(until if msa_deadline is None else msa_deadline):
+        out.append(Episode(b.objective / data.reward_norm, rows_of(b.intervals),
+                           "lifted greedy-xla" if b.name == "greedy-xla" else b.name))
     other = GameConfig(variant="prefetch", k=game_cfg.k, order="start" if game_cfg.order != "start" else "xla",
                        windows=game_cfg.windows)
     g = Game(problem, hardware, other, data=data)
     if play_greedy(g, until):
         out.append(episode(g.intervals(), f"greedy-prefetch-{other.order}"))
-    if problem.capacity is not None:
-        offsets = greedy_place(problem, xla_order(problem, data.benefit), problem.capacity, deadline=until)
-        out.append(episode(lift_map_answer(problem, offsets), "lifted greedy-xla"))
     hinted = hint_intervals(problem, hint)
     if hinted:
         out.append(episode(hinted, "hint"))
@@ -477,7 +486,6 @@ def solve_with_uct(name: str, problem, hardware, cfg: MCTSConfig, game_cfg, *, t
     caller built it already; ``stats``: the caller's statistics, the search's are added.
     """
     from mallocgame.model import Solution, Status, offsets_array, offsets_tuple
-    from mallocgame.protocol import solver_deadline
 
     deadline = t0 + 0.95 * time_limit - 0.05
     stats = dict(stats or {})
@@ -488,9 +496,11 @@ def solve_with_uct(name: str, problem, hardware, cfg: MCTSConfig, game_cfg, *, t
         from mallocgame.search.game_prefetch import PrefetchData
 
         data = data or PrefetchData.of(problem, hardware)
-        # msa's answer first, with the deadline the msa solver would have; then the greedy fallbacks
+        # The baselines first (the lifted greedy, then msa within its share of the time), then the greedy fallbacks
+        from mallocgame.session import BASELINE_SHARE
+
         incumbents = prefetch_incumbents(problem, hardware, game_cfg, hint, t0 + 0.25 * time_limit,
-                                         msa_deadline=solver_deadline(t0, time_limit, problem.n, extra=0.02))
+                                         msa_deadline=t0 + BASELINE_SHARE * time_limit)
     else:
         from mallocgame.search.game_data import GameData
 

@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import time
 
-from mallocgame.hardware.evaluator import Evaluator
-
 from mallocgame.model import Solution, Status, offsets_tuple
-from mallocgame.placement import greedy_place, xla_order
 from mallocgame.protocol import Solver
+from mallocgame.session import session_for
 
 
 class GreedyXLA(Solver):
@@ -25,9 +23,6 @@ class GreedyXLA(Solver):
 
     def solve(self, problem, hardware, *, time_limit, seed, hint=None):
         t0 = time.monotonic()
-        benefits = Evaluator.of(problem, hardware).benefits
-        order = xla_order(problem, benefits)
-        capacity = problem.capacity if problem.mode == "map" else None
-        out = greedy_place(problem, order, capacity)
+        out = session_for(problem, hardware).baseline("greedy-xla").offsets  # built once per solve session
         return Solution(offsets=offsets_tuple(out), status=Status.FEASIBLE, mode=problem.mode,
                         wall_time=time.monotonic() - t0, solver=self.name)

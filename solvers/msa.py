@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import time
 
-from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
-
 from mallocgame.lift import hint_intervals
 from mallocgame.memory_space_assignment import MAX_RETRIES, _Msa, check_options, msa_run  # noqa: F401  (_Msa: tests)
 from mallocgame.model import FastInterval, Problem, Solution, Status
 from mallocgame.protocol import Solver, solver_deadline
+from mallocgame.session import session_for
 
 
 class MemorySpaceAssignment(Solver):
@@ -36,7 +35,7 @@ class MemorySpaceAssignment(Solver):
         if n == 0 or not problem.has_ops:
             return empty.replace(wall_time=time.monotonic() - t0)
         deadline = solver_deadline(t0, time_limit, n, extra=0.02)
-        ev = PrefetchEvaluator.of(problem, hardware)
+        ev = session_for(problem, hardware).prefetch_evaluator
         candidates: list[tuple[str, list[FastInterval], dict]] = [("all-slow", [], {})]
         hinted = self._hint_intervals(problem, hint)
         if hinted is not None:
@@ -47,8 +46,12 @@ class MemorySpaceAssignment(Solver):
         for start in runs:
             if time.monotonic() > deadline and start is not None:
                 break
-            answer, stats = msa_run(problem, hardware, deadline, start=start, max_retries=max_retries,
-                                    max_overlap=max_overlap)
+            if start is None and (max_retries, max_overlap) == (MAX_RETRIES, "buffer"):
+                built = session_for(problem, hardware).baseline("msa", deadline)  # once per solve session
+                answer, stats = (None, {"timed_out": False}) if built is None else (list(built.intervals), built.stats)
+            else:
+                answer, stats = msa_run(problem, hardware, deadline, start=start, max_retries=max_retries,
+                                        max_overlap=max_overlap)
             timed_out = timed_out or stats["timed_out"]
             if answer is not None:
                 candidates.append(("msa" if start is None else "msa+hint", answer, stats))

@@ -233,22 +233,13 @@ def info(problem_path: str, mode: str | None, capacity: str | None, capacity_fra
 
 
 def _check_hint(problem: Problem, hint_path: str):
-    from mallocgame.hardware.validator import validate, validate_intervals
-    from mallocgame.io import read_intervals_csv, read_solution_csv
-    from mallocgame.model import Solution, Status
+    """The ``--hint`` file as an answer of the problem's mode (a map solution is lifted in prefetch mode)."""
+    from mallocgame.solving import check_request
 
-    if problem.mode == "prefetch":
-        intervals = read_intervals_csv(hint_path, problem)
-        violation = validate_intervals(problem, intervals)
-        if violation:
-            raise InputError(f"{hint_path}: hint is not a valid solution of {problem.name}: {violation}")
-        return Solution(offsets=(None,) * problem.n, status=Status.FEASIBLE, mode=problem.mode, solver="hint",
-                        intervals=tuple(intervals))
-    offsets = read_solution_csv(hint_path, problem)
-    violation = validate(problem, offsets)
-    if violation:
-        raise InputError(f"{hint_path}: hint is not a valid solution of {problem.name}: {violation}")
-    return Solution(offsets=tuple(offsets), status=Status.FEASIBLE, mode=problem.mode, solver="hint")
+    _, hint, lifted = check_request(problem, time_limit=1.0, hint_path=hint_path)
+    if lifted:
+        click.echo(f"note: {hint_path}: a map solution, lifted to prefetch mode (mallocgame.lift)", err=True)
+    return hint
 
 
 def _solve_options(names: list[str], items: tuple[str, ...], workers: int | None, simulations: int | None,
@@ -329,9 +320,9 @@ def solve(problem_path, solver_name, mode, capacity, capacity_fraction, hardware
           warm_start, workers, minimize_peak, simulations, solver_options, output, report_path, as_json,
           reschedule=False, schedule_output=None) -> None:
     """Solve PROBLEM with one solver; print one summary line."""
-    from mallocgame.hybrid.warm_start import solve_with_warm_start
     from mallocgame.registry import SolverLoadError, solver_entries
     from mallocgame.runner import ChildCall, UnsupportedMode, call_in_child, problem_bound, shared_caches, with_bound
+    from mallocgame.solving import solve_with_warm_start
 
     one_stdout(**{"-o -": is_stdout(output), "--report -": is_stdout(report_path), "--json": as_json})
     check_output(output, "-o")

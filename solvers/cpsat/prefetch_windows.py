@@ -43,11 +43,10 @@ free stays, not those of the others, which may compete for the same slots in the
 (4) Seconds are rounded to :data:`SECOND_UNITS` units per neighbourhood. Every answer is
 therefore scored by the real evaluator (:class:`~mallocgame.hardware.prefetch_cost.PrefetchEvaluator`) and kept
 only when it beats the incumbent, so the result is never worse than the hint or the start
-(always computed, first): ``msa``'s answer (:func:`mallocgame.memory_space_assignment.msa_answer`, with the deadline
-the ``msa`` solver would have, so the search never ends below the baseline of prefetch mode) and
-:func:`~mallocgame.lift.lift_map_answer` of the map-mode greedy (greedy-xla's order and best
-fit), each prefetch's start moved up to its first served touch (:func:`tighten`: the same
-rectangles and a longer copy window, never worse).
+(always computed, first): the baselines of the solve session (:meth:`mallocgame.session.Session.baselines`:
+:func:`~mallocgame.lift.lift_map_answer` of greedy-xla's map answer, also with each prefetch's start
+moved up to its first served touch by :func:`tighten`, the same rectangles and a longer copy window,
+never worse; then ``msa``'s answer within :data:`~mallocgame.session.BASELINE_SHARE` of the time).
 
 **Decomposition** (:func:`solve_prefetch`): stays only interact when their occupied ops overlap
 (memory, op savings and copy windows all lie inside them), so the time line splits into
@@ -71,18 +70,17 @@ from typing import Sequence
 
 import numpy as np
 from mallocgame.hardware.evaluator import Evaluator
-from mallocgame.hardware.prefetch_cost import PrefetchEvaluator, eviction_of
+from mallocgame.hardware.prefetch_cost import eviction_of
 from mallocgame.hardware.validator import validate_intervals
 from mallocgame.solvers.cpsat.model import grid_unit
 
-from mallocgame.bounds import prefetch_op_savings, prefetch_upper_bound
+from mallocgame.bounds import prefetch_op_savings
 from mallocgame.intervals import component_runs, maximal_live_sets
-from mallocgame.lift import hint_intervals, lift_map_answer
-from mallocgame.memory_space_assignment import msa_answer
+from mallocgame.lift import hint_intervals
 from mallocgame.model import FastInterval, Problem, Solution, Status
 from mallocgame.packing_model import add_cumulative, add_no_overlap, add_rectangles
-from mallocgame.placement import greedy_place, xla_order
 from mallocgame.protocol import solver_deadline
+from mallocgame.session import BASELINE_SHARE, session_for
 
 PREFETCH_RATIOS = (1.0, 1.5, 4.0)  # window budget / copy time of the candidate copy starts
 EVICTION_RATIOS = (1.0, 1.5)  # the same for the extended ends of stays that are evicted
@@ -544,11 +542,6 @@ def windows(stays: Sequence[Stay], size: int, phase: float) -> list[tuple[int, i
 # ---------------------------------------------------------------- the solver
 
 
-def map_start(problem: Problem, hardware, deadline: float) -> list[FastInterval]:
-    """greedy-xla's map answer lifted to prefetch mode (docs/prefetch.md section 6), tightened."""
-    ev = Evaluator.of(problem, hardware)
-    offsets = greedy_place(problem, xla_order(problem, ev.benefits), problem.capacity, deadline=deadline)
-    return tighten(problem, lift_map_answer(problem, offsets))
 
 
 def _key(x) -> tuple:
@@ -561,23 +554,40 @@ def solve_prefetch(problem: Problem, hardware, *, time_limit: float, seed: int, 
     t0 = time.monotonic()
     n = problem.n
     deadline = solver_deadline(t0, time_limit, n)
-    bound = prefetch_upper_bound(problem, hardware).value if problem.has_ops else 0.0
+    session = session_for(problem, hardware)
     if not problem.has_ops or problem.capacity is None:
+        bound = session.bound().value if problem.has_ops else 0.0
         return Solution((None,) * n, Status.OPTIMAL if not problem.has_ops else Status.FEASIBLE, problem.mode,
                         objective=0.0, bound=bound, wall_time=time.monotonic() - t0, solver=name, intervals=())
-    pev = PrefetchEvaluator.of(problem, hardware)
+    pev = session.prefetch_evaluator
     given = hint_intervals(problem, hint)
     starts: list[tuple[str, list[FastInterval]]] = []
+    known: list[float | None] = []  # the starts' values where the session knows them
     if given is not None:
         starts += [("hint", given), ("hint-tightened", tighten(problem, given))]
-    # msa's answer first, with the deadline the msa solver would have (so it is the same answer
-    # whenever msa finishes): the search never ends below the baseline of prefetch mode.
-    starts += [("msa", msa_answer(problem, hardware, solver_deadline(t0, time_limit, n, extra=0.02))),
-               ("greedy-xla-lifted", map_start(problem, hardware, t0 + 0.2 * time_limit)), ("all-slow", [])]
-    scored = [(pev.value(ivs), -k, label, ivs) for k, (label, ivs) in enumerate(starts)]
+        known += [None, None]
+    # The baselines of the solve session first (the lifted greedy, then msa within its share of the
+    # time): the search never ends below the best of them.
+    for b in session.baselines(t0 + BASELINE_SHARE * time_limit):
+        label = "greedy-xla-lifted" if b.name == "greedy-xla" else b.name
+        starts.append((label, list(b.intervals)))
+        known.append(b.objective)
+        if b.name == "greedy-xla" and time.monotonic() < t0 + BASELINE_SHARE * time_limit:
+            starts.append(("greedy-xla-lifted-tightened", tighten(problem, list(b.intervals))))
+            known.append(None)
+    starts.append(("all-slow", []))
+    known.append(0.0)
+    bound = session.bound().value
+    scored = [(pev.value(ivs) if v is None else v, -k, label, ivs) for k, ((label, ivs), v) in enumerate(zip(starts, known))]
     best_value, _, start_label, incumbent = max(scored, key=lambda x: (x[0], x[1]))
     start_value = best_value
     history = [(time.monotonic() - t0, best_value)]
+    if time.monotonic() >= t0 + 0.7 * (deadline - t0):  # no time left to search: the best start, on time
+        return Solution((None,) * n, Status.FEASIBLE, problem.mode, objective=best_value, bound=bound,
+                        wall_time=time.monotonic() - t0, history=tuple(history),
+                        stats={"start": start_label, "start_value": start_value, "windows_solved": 0,
+                               "cut": "no time left after the starts"},
+                        solver=name, intervals=tuple(sorted(incumbent, key=lambda iv: (iv.buffer, iv.start))))
 
     ev = Evaluator.of(problem, hardware)
     profiles = [op_time_floor(problem, ev), pev.op_times(incumbent)]

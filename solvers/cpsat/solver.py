@@ -34,13 +34,13 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.solvers.cpsat.model import PACK_ORDERS, SMALL_MODEL, Limits, Part, PartResult, solve_part, value_terms
 
-from mallocgame.intervals import components, count_overlapping_pairs, live_profile, overlap_index
+from mallocgame.intervals import components, count_overlapping_pairs
 from mallocgame.model import Problem, Solution, Status, offsets_array, offsets_tuple
-from mallocgame.placement import greedy_place, pack_start, push_down, xla_order
+from mallocgame.placement import push_down
 from mallocgame.protocol import Solver, solver_deadline
+from mallocgame.session import session_for
 
 MAX_MODEL_BUFFERS = 20_000
 MAX_MODEL_PAIRS = 2_000_000
@@ -83,28 +83,21 @@ def time_shares(sizes: list[int], remaining: float) -> float:
 
 
 class Fallbacks:
-    """Greedy answers computed on demand, once per problem: greedy-xla (map) and a deadline-safe pack start."""
+    """The greedy answers of the solve session (:mod:`mallocgame.session`): greedy-xla (map) and the pack start."""
 
-    def __init__(self, problem: Problem, evaluator: Evaluator | None, deadline: float):
-        self.problem, self.evaluator, self.deadline = problem, evaluator, deadline
-        self._map = None
-        self._pack = None
-        self.index = overlap_index(problem)
+    def __init__(self, problem: Problem, hardware, deadline: float):
+        self.problem, self.deadline = problem, deadline
+        self.session = session_for(problem, hardware)
+        self.index = self.session.overlap
 
     def map_offsets(self) -> np.ndarray:
-        """greedy-xla's placement, int64 ``[n]``; buffers not reached by the deadline stay slow."""
-        if self._map is None:
-
-            order = xla_order(self.problem, self.evaluator.benefits)
-            self._map = greedy_place(self.problem, order, self.problem.capacity, index=self.index,
-                                     deadline=self.deadline)
-        return self._map
+        """greedy-xla's placement, int64 ``[n]`` (built once per session, before OR-Tools is imported)."""
+        return self.session.baseline("greedy-xla").offsets
 
     def pack_component(self, comp: np.ndarray) -> np.ndarray:
         """A complete placement of ``comp`` (offsets ``[m]``): best fit if time allows, else the online allocator."""
-        if self._pack is None:  # a component too big for a model has nothing better to do with the time
-            self._pack, _ = pack_start(self.problem, self.deadline, index=self.index)
-        return self._pack[comp]
+        # a component too big for a model has nothing better to do with the time
+        return self.session.baseline("best-fit", self.deadline).offsets[comp]
 
 
 class CpSat(Solver):
@@ -119,15 +112,18 @@ class CpSat(Solver):
             return solve_prefetch(problem, hardware, time_limit=time_limit, seed=seed, hint=hint, workers=workers,
                                   deterministic=deterministic, name=self.name)
         t0 = time.monotonic()
-        from ortools.sat.python import cp_model  # noqa: F401  (0.3-0.7 s the first time: before the clock is shared out)
-
         n = problem.n
         # Reading a large model's answer back and scoring it takes time too.
         deadline = solver_deadline(t0, time_limit, n)
         pack = problem.mode == "pack"
         goal = ("peak" if (minimize_peak or problem.capacity is None) else "feasible") if pack else "value"
-        evaluator = None if pack else Evaluator.of(problem, hardware)
-        fallbacks = Fallbacks(problem, evaluator, deadline)
+        evaluator = None if pack else session_for(problem, hardware).evaluator
+        fallbacks = Fallbacks(problem, hardware, deadline)
+        # Map mode: greedy-xla's answer first (milliseconds, and before OR-Tools' import of 0.3-0.8 s eats
+        # the clock), so the answer is never below it whatever CP-SAT manages in the time.
+        greedy = fallbacks.map_offsets() if goal == "value" else None
+        from ortools.sat.python import cp_model  # noqa: F401  (before the clock is shared out)
+
         a = problem.arrays
         hint_offsets = None
         if hint is not None and len(hint.offsets) == n:
@@ -135,12 +131,9 @@ class CpSat(Solver):
                                      deadline=t0 + 0.2 * time_limit)
             if pack and (hint_offsets < 0).any():
                 hint_offsets = None
-        # Map mode: greedy-xla's answer first (milliseconds), so the answer is never below it
-        # whatever CP-SAT manages in the time (issue: an all-slow answer when the limit binds).
-        greedy = fallbacks.map_offsets() if goal == "value" else None
         comps = [np.asarray(c, np.int64) for c in components(problem)]
         comps.sort(key=len)
-        global_floor = int(live_profile(problem)[1].max()) if (pack and n) else 0
+        global_floor = fallbacks.session.max_live if (pack and n) else 0
 
         out = np.full(n, -1, np.int64)
         statuses: list[Status] = []

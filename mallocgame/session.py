@@ -1,0 +1,258 @@
+"""The solve session: one problem on one hardware spec, its derived facts built once and shared.
+
+A :class:`Session` owns what every part of one solve reads from a problem — the evaluators, the
+overlap index, the max live bytes, the bound and the mode's baseline answers (:data:`BASELINES`)
+— builds each once, on first use, and keeps it in the problem's one store of derived facts
+(:func:`mallocgame.model.derived_facts`). :func:`session_for` is the process-local way in, so
+the solver protocol is unchanged (docs/architecture.md, "The solve session"): the runner warms
+the session before it forks a solver (the child inherits what was built, copy-on-write), and a
+solver, a plugin included, asks ``session_for(problem, hardware)`` for what it needs.
+
+Example:
+    >>> from mallocgame.inputs.load import load_problem
+    >>> p = load_problem("example:layered150", mode="prefetch")
+    >>> s = session_for(p, p.hardware)
+    >>> s is session_for(p, p.hardware), [b.name for b in s.baselines()]
+    (True, ['greedy-xla', 'msa'])
+    >>> s.baseline("greedy-xla") is s.baseline("greedy-xla")
+    True
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from mallocgame.model import FastInterval, Problem, Solution, Status, derived_facts, offsets_tuple
+
+# The registered solver whose answer is each mode's reference: compare's ``speedup_vs_greedy``
+# column, the portfolio's fast members, the conformance suite's never-below check.
+BASELINE_SOLVER = {"map": "greedy-xla", "pack": "best-fit", "prefetch": "msa"}
+# The baseline answers of each mode, cheapest first: every search builds them first (a small
+# share of its time) and never ends below the best. Prefetch mode: greedy-xla's map answer
+# lifted (:func:`mallocgame.lift.lift_map_answer`, O(n log n)), then XLA's memory-space assignment.
+BASELINES = {"map": ("greedy-xla",), "pack": ("best-fit",), "prefetch": ("greedy-xla", "msa")}
+# Of a solver's time, the part the prefetch baselines may take (msa is cut at this share; the
+# lifted greedy takes milliseconds): the rest is the search's.
+BASELINE_SHARE = 0.5
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """One baseline answer: offsets int64 ``[n]`` (-1 slow; map, pack) or fast intervals (prefetch).
+
+    ``objective`` is the value (map, prefetch: time saved, higher is better) or the peak (pack);
+    ``complete`` is False when a deadline cut the construction short (the answer is valid still).
+    """
+
+    name: str
+    objective: float
+    complete: bool
+    seconds: float
+    offsets: np.ndarray | None = None
+    intervals: tuple[FastInterval, ...] = ()
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    def solution(self, problem: Problem, solver: str | None = None) -> Solution:
+        """This answer as a :class:`Solution` of ``problem`` (status FEASIBLE)."""
+        offsets = (None,) * problem.n if self.offsets is None else offsets_tuple(self.offsets)
+        return Solution(offsets=offsets, status=Status.FEASIBLE, mode=problem.mode, objective=self.objective,
+                        wall_time=self.seconds, stats={"baseline": self.name, **self.stats},
+                        solver=solver or self.name, intervals=tuple(self.intervals))
+
+    def better_than(self, other: "Baseline | None", mode: str) -> bool:
+        if other is None:
+            return True
+        if mode == "pack":
+            return self.objective < other.objective
+        return self.objective > other.objective + 1e-12 * max(1.0, abs(other.objective))
+
+
+class Session:
+    """The derived facts of ``problem`` on ``hardware``; each built once, on first use (see the module)."""
+
+    def __init__(self, problem: Problem, hardware: Any):
+        self.problem = problem
+        self.hardware = hardware
+        self._baselines: dict[str, Baseline] = {}
+        self._bound = None
+        self._max_live: int | None = None
+
+    # ------------------------------------------------------------------ facts
+    @property
+    def evaluator(self):
+        """The map-mode :class:`~mallocgame.hardware.evaluator.Evaluator` (also prefetch mode's base)."""
+        from mallocgame.hardware.evaluator import Evaluator
+
+        return Evaluator.of(self.problem, self.hardware)
+
+    @property
+    def prefetch_evaluator(self):
+        from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
+
+        return PrefetchEvaluator.of(self.problem, self.hardware)
+
+    @property
+    def overlap(self):
+        """The :class:`~mallocgame.intervals.OverlapIndex` of the buffers' live ranges."""
+        from mallocgame.intervals import overlap_index
+
+        return overlap_index(self.problem)
+
+    @property
+    def max_live(self) -> int:
+        if self._max_live is None:
+            from mallocgame.intervals import max_live
+
+            self._max_live = max_live(self.problem)
+        return self._max_live
+
+    def bound(self):
+        """The mode's :class:`~mallocgame.bounds.Bound`: max live (pack), the relaxation (map), per-op (prefetch)."""
+        if self._bound is None:
+            from mallocgame.bounds import Bound, map_upper_bound, prefetch_upper_bound
+
+            mode = self.problem.mode
+            if mode == "pack":
+                self._bound = Bound(float(self.max_live), "max-live")
+            elif mode == "prefetch":
+                self._bound = prefetch_upper_bound(self.problem, self.hardware)
+            else:
+                self._bound = map_upper_bound(self.problem, self.hardware)
+        return self._bound
+
+    def known_bound(self):
+        """The bound if it was built in this process already, else ``None`` (never builds it)."""
+        return self._bound
+
+    def reaches_bound(self, objective: float | None) -> bool:
+        """Is ``objective`` (value or peak) at the bound, i.e. proven optimal? Builds the bound if needed."""
+        if objective is None:
+            return False
+        bound = self.bound().value
+        if self.problem.mode == "pack":
+            return objective <= bound
+        return bound >= 0 and objective >= bound - 1e-9 * max(1.0, abs(bound))
+
+    def warm(self) -> None:
+        """Build what every run reads (overlap index, evaluator) before a fork, so both sides share it."""
+        self.overlap  # noqa: B018
+        if self.problem.mode == "prefetch":
+            if self.problem.has_ops:
+                self.prefetch_evaluator  # noqa: B018
+        elif self.problem.mode == "map":
+            self.evaluator  # noqa: B018
+
+    # ------------------------------------------------------------------ baselines
+    def baseline(self, name: str, deadline: float | None = None) -> Baseline | None:
+        """Baseline ``name`` of the mode (:data:`BASELINES`), built once until ``deadline`` (monotonic).
+
+        A baseline a deadline cut short is kept only until a later call gives it more time.
+        ``None`` when it has no valid answer (msa without ops or capacity, say).
+        """
+        have = self._baselines.get(name)
+        if have is not None and (have.complete or deadline is not None and time.monotonic() >= deadline):
+            return have
+        t0 = time.monotonic()
+        built = self._build(name, deadline)
+        if built is not None:
+            built = Baseline(name, built[0], built[1], time.monotonic() - t0, *built[2:])
+            if built.offsets is not None:
+                built.offsets.setflags(write=False)  # shared by every user: a solver copies before it changes it
+            if have is None or built.better_than(have, self.problem.mode) or built.complete:
+                self._baselines[name] = built
+        return self._baselines.get(name)
+
+    def baselines(self, deadline: float | None = None, *, names: tuple[str, ...] | None = None) -> list[Baseline]:
+        """The mode's baselines (:data:`BASELINES`, cheapest first; only ``names`` if given) built until
+        ``deadline``; those with an answer."""
+        out = []
+        for name in BASELINES[self.problem.mode] if names is None else names:
+            if out and deadline is not None and time.monotonic() >= deadline:
+                break
+            b = self.baseline(name, deadline)
+            if b is not None:
+                out.append(b)
+        return out
+
+    def all_slow(self) -> Baseline | None:
+        """The empty answer (everything slow: value 0) of map and prefetch mode; ``None`` in pack mode."""
+        if self.problem.mode == "pack":
+            return None
+        if self.problem.mode == "prefetch":
+            return Baseline("all-slow", 0.0, True, 0.0)
+        return Baseline("all-slow", 0.0, True, 0.0, offsets=np.full(self.problem.n, -1, np.int64))
+
+    def best_baseline(self, deadline: float | None = None, *, names: tuple[str, ...] | None = None) -> Baseline | None:
+        """The best of :meth:`baselines` (only ``names`` if given) and all-slow (ties go to the cheaper one)."""
+        best = self.all_slow()
+        for b in self.baselines(deadline, names=names):
+            if b.better_than(best, self.problem.mode):
+                best = b
+        return best
+
+    def _build(self, name: str, deadline: float | None):
+        problem, mode = self.problem, self.problem.mode
+        if name == "greedy-xla":
+            offsets, complete = self._greedy(deadline)
+            if mode == "prefetch":
+                from mallocgame.lift import lift_map_answer
+
+                if not problem.has_ops:
+                    return 0.0, complete, None, ()
+                ivs = lift_map_answer(problem, offsets)  # valid by construction (the runner validates what it returns)
+                return self.prefetch_evaluator.value(ivs), complete, None, tuple(ivs), {"lifted": True}
+            if mode == "pack":
+                size = problem.arrays.size
+                if (offsets < 0).any():
+                    return None
+                return float((offsets + size).max()) if problem.n else 0.0, complete, offsets
+            return self.evaluator.value(offsets), complete, offsets
+        if name == "best-fit" and mode == "pack":
+            from mallocgame.placement import pack_start
+
+            offsets, label = pack_start(problem, float("inf") if deadline is None else deadline, index=self.overlap)
+            peak = float((offsets + problem.arrays.size).max()) if problem.n else 0.0
+            complete = deadline is None or time.monotonic() < deadline  # else the online allocator's, maybe
+            return peak, complete, offsets, (), {"order": label}
+        if name == "msa" and mode == "prefetch":
+            if problem.n == 0 or not problem.has_ops or problem.capacity is None:
+                return None
+            from mallocgame.memory_space_assignment import msa_run
+
+            answer, stats = msa_run(problem, self.hardware, float("inf") if deadline is None else deadline)
+            if answer is None:
+                return None
+            return self.prefetch_evaluator.value(answer), not stats["timed_out"], None, tuple(answer), stats
+        raise ValueError(f"no baseline {name!r} in {mode} mode (baselines: {', '.join(BASELINES[mode])})")
+
+    def _greedy(self, deadline: float | None) -> tuple[np.ndarray, bool]:
+        """greedy-xla's placement (capacity lifted in pack mode); False when ``deadline`` cut it short."""
+        from mallocgame.placement import greedy_place, xla_order
+
+        problem = self.problem
+        order = xla_order(problem, self.evaluator.benefits)
+        capacity = None if problem.mode == "pack" else problem.capacity
+        cut = deadline is not None and deadline != float("inf")
+        out = greedy_place(problem, order, capacity, index=self.overlap, deadline=deadline if cut else None)
+        return out, not (cut and time.monotonic() >= deadline)
+
+
+def session_for(problem: Problem, hardware: Any) -> Session:
+    """The :class:`Session` of ``problem`` on ``hardware`` in this process (built on first call)."""
+    facts = derived_facts(problem)
+    session = facts.get(("session", hardware))
+    if session is None:
+        session = facts["session", hardware] = Session(problem, hardware)
+    return session
+
+
+def baseline_solution(problem: Problem, hardware: Any, *, t0: float, time_limit: float, solver: str,
+                      share: float = BASELINE_SHARE) -> Solution | None:
+    """The best baseline answer of ``problem``'s mode built within ``share`` of the time from ``t0``, as
+    a Solution named ``solver``; what a search returns when it finds nothing better (``None``: none)."""
+    best = session_for(problem, hardware).best_baseline(t0 + share * time_limit)
+    return None if best is None else best.solution(problem, solver)

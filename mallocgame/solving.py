@@ -1,0 +1,186 @@
+"""The one solve path of every door (``mallocgame solve``, :func:`mallocgame.solve`, ``compare``):
+a request checked once, the solve session warmed, an optional warm start, the solver, its report.
+
+:func:`check_request` reads and checks what a caller asks for (time limit, hint) and turns the
+hint into an answer of the problem's mode: a map answer given for a prefetch problem is lifted
+(:func:`mallocgame.lift.lift_map_answer`), in the API as on the command line.
+:func:`solve_with_warm_start` runs a first solver, gives its validated answer to the main solver
+as a hint, and keeps the hint whenever the main answer is invalid or worse, so a warm-started
+result is never worse than its hint (docs/architecture.md, "The solve session").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any
+
+from mallocgame.model import FastInterval, InputError, Problem, Solution, Status
+from mallocgame.runner import Report, answer, problem_bound, run_solver, score
+from mallocgame.session import session_for
+
+
+def better(a: Report, b: Report) -> bool:
+    """Is ``a`` strictly better than ``b``? Valid beats invalid; then value (map, prefetch) or peak (pack)."""
+    if a.valid != b.valid:
+        return a.valid
+    if not a.valid:
+        return False
+    if a.mode in ("map", "prefetch"):  # a time saved: higher is better
+        return a.objective > b.objective + 1e-12 * max(1.0, abs(b.objective))
+    return a.objective < b.objective
+
+
+# ---------------------------------------------------------------------------- the request
+
+def check_time_limit(time_limit: Any, what: str = "time_limit") -> float:
+    """``time_limit`` as seconds (:func:`mallocgame.protocol.bad_time_limit`), else :class:`InputError` naming ``what``."""
+    from mallocgame.protocol import bad_time_limit
+
+    reason = bad_time_limit(time_limit)
+    if reason:
+        raise InputError(f"{what}: {reason}")
+    return float(time_limit)
+
+
+def hint_answer(problem: Problem, *, offsets=None, intervals=None) -> tuple[Solution, bool]:
+    """A hint (map/pack offsets, or prefetch intervals) as an answer of ``problem``'s mode, checked.
+
+    A map answer (``offsets``) given for a prefetch problem is lifted; returns ``(solution,
+    lifted)``. Raises :class:`InputError` with the first violation when it is not a valid answer.
+    """
+    from mallocgame.hardware.validator import validate, validate_intervals
+
+    lifted = False
+    if problem.mode == "prefetch":
+        if intervals is None:
+            offsets = tuple(offsets)
+            violation = validate(problem.replace(mode="map"), offsets)
+            if violation:
+                raise InputError(f"hint is not a valid solution of {problem.name}: {violation}")
+            from mallocgame.lift import lift_map_answer
+
+            intervals, lifted = lift_map_answer(problem, offsets), True
+        intervals = tuple(intervals)
+        violation = validate_intervals(problem, intervals)
+        if violation:
+            raise InputError(f"hint is not a valid solution of {problem.name}: {violation}")
+        return Solution(offsets=(None,) * problem.n, status=Status.FEASIBLE, mode=problem.mode, solver="hint",
+                        intervals=intervals), lifted
+    if offsets is None:
+        raise InputError(f"hint: a {problem.mode}-mode problem takes offsets, not fast intervals")
+    offsets = tuple(offsets)
+    violation = validate(problem, offsets)
+    if violation:
+        raise InputError(f"hint is not a valid solution of {problem.name}: {violation}")
+    return Solution(offsets=offsets, status=Status.FEASIBLE, mode=problem.mode, solver="hint"), False
+
+
+def read_answer_file(path: str, problem: Problem) -> tuple[tuple | None, tuple[FastInterval, ...] | None]:
+    """A solution CSV as ``(offsets, None)`` or an interval CSV as ``(None, intervals)``.
+
+    In prefetch mode a file with the interval columns is read as intervals, any other as a map
+    solution (to be lifted); in map and pack modes it is a solution CSV.
+    """
+    from mallocgame.io import read_intervals_csv, read_solution_csv
+
+    if problem.mode == "prefetch" and not _is_map_csv(path):
+        return None, tuple(read_intervals_csv(path, problem))
+    return tuple(read_solution_csv(path, problem)), None
+
+
+def _is_map_csv(path: str) -> bool:
+    """Does the CSV at ``path`` hold a map/pack solution (an ``offset`` column and no interval columns)?"""
+    import csv
+
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            header = next(csv.reader(f), [])
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return False  # the interval reader says what is wrong with it
+    names = {h.strip().lower() for h in header}
+    return "offset" in names and not names & {"start", "end", "copy_start"}
+
+
+def check_request(problem: Problem, *, time_limit: Any, hint_path: str | None = None,
+                  hint: Solution | None = None) -> tuple[float, Solution | None, bool]:
+    """Check a solve request once: ``(time limit, hint as an answer of the mode, whether it was lifted)``.
+
+    ``hint_path`` is a solution CSV (prefetch mode: an interval CSV, or a map solution CSV that is
+    lifted); ``hint`` a Solution (a map Solution for a prefetch problem is lifted). Raises
+    :class:`InputError` (a file's errors name the file).
+    """
+    limit = check_time_limit(time_limit)
+    if hint_path is not None:
+        offsets, intervals = read_answer_file(hint_path, problem)
+        try:
+            return (limit, *hint_answer(problem, offsets=offsets, intervals=intervals))
+        except InputError as exc:
+            raise InputError(f"{hint_path}: {exc}") from None
+    if hint is None:
+        return limit, None, False
+    if problem.mode == "prefetch" and not hint.intervals:
+        return (limit, *hint_answer(problem, offsets=hint.offsets))
+    if problem.mode == "prefetch":
+        return (limit, *hint_answer(problem, intervals=hint.intervals))
+    return (limit, *hint_answer(problem, offsets=hint.offsets))
+
+
+# ---------------------------------------------------------------------------- the path
+
+def _warm_start_run(name: str, problem: Problem, hardware, *, time_limit: float, seed: int, hint, options,
+                    bound) -> Report:
+    """Run the warm-start solver; in prefetch mode a map-only solver (greedy-xla, select-pack, muzero)
+    solves the map problem and its answer is lifted (:func:`mallocgame.lift.lift_map_answer`)."""
+    from mallocgame.registry import solver_entries, solver_modes
+
+    modes = solver_modes(solver_entries()[name]) if problem.mode == "prefetch" else ()
+    if problem.mode != "prefetch" or "prefetch" in modes or "map" not in modes:
+        return run_solver(name, problem, hardware, time_limit=time_limit, seed=seed, hint=hint, options=options,
+                          bound=bound)
+    from mallocgame.lift import lift_map_answer
+
+    mapped = run_solver(name, problem.replace(mode="map"), hardware, time_limit=time_limit, seed=seed,
+                        options=options)
+    if not mapped.valid:
+        return mapped
+    lifted = Solution((None,) * problem.n, Status.FEASIBLE, problem.mode, solver=name,
+                      intervals=tuple(lift_map_answer(problem, mapped.offsets)))
+    return score(problem, hardware, lifted, seconds=mapped.seconds, bound=bound, solver_name=name)
+
+
+def solve_with_warm_start(name: str, problem: Problem, hardware, *, time_limit: float, seed: int,
+                          hint: Solution | None = None, warm_start: str | None = None,
+                          options: dict[str, Any] | None = None, compute_bound: bool = True,
+                          bound=None, keep_hint: bool = True) -> Report:
+    """Run ``name`` (after ``warm_start``'s run, whose answer becomes the hint) and report the better answer.
+
+    The bound comes from the solve session (built here unless ``compute_bound=False``, when the
+    caller computes it beside the run and adds it with :func:`mallocgame.runner.with_bound`, or
+    gives it as ``bound``). ``keep_hint=False``: the hint is handed on but not scored as a fallback
+    (a portfolio's members: the portfolio holds the hint's report already).
+    """
+    t0 = time.monotonic()
+    session_for(problem, hardware).warm()
+    if bound is None and compute_bound:
+        bound = problem_bound(problem, hardware)
+    fallback: Report | None = None
+    if hint is not None and keep_hint:
+        fallback = score(problem, hardware, hint, seconds=0.0, bound=bound, solver_name="hint")
+    if warm_start:
+        first = _warm_start_run(warm_start, problem, hardware, time_limit=max(time_limit * 0.2, 1e-3), seed=seed,
+                                hint=hint, options=options, bound=bound)
+        if first.valid and (fallback is None or better(first, fallback)):
+            fallback = first
+            hint = answer(first, problem)
+    remaining = max(time_limit - (time.monotonic() - t0), 1e-3)
+    report = run_solver(name, problem, hardware, time_limit=remaining, seed=seed, hint=hint,
+                        options=options, bound=bound)
+    if fallback is not None and better(fallback, report):
+        stats = dict(report.stats) | {"fallback": f"kept the hint from {fallback.solver}",
+                                      "main_status": report.status}
+        return dataclasses.replace(fallback, solver=name, seconds=report.seconds + fallback.seconds, stats=stats)
+    if warm_start and fallback is not None:
+        return dataclasses.replace(report, seconds=report.seconds + fallback.seconds,
+                                   stats=dict(report.stats) | {"warm_start": warm_start})
+    return report
