@@ -5,77 +5,13 @@ build its answer first and never end below it (:func:`msa_answer`). It lives in 
 that no solver imports another.
 
 The baseline of prefetch mode (docs/prefetch.md), after XLA's ``MsaAlgorithm`` (formerly
-``AlternateMemoryBestFitHeap``, xla/service/memory_space_assignment). Each part of XLA's
-algorithm and what it becomes in our model:
-
-* **Order** (``MemoryBoundednessBufferIntervalCompare``): buffers by memory-boundedness
-  descending, then size descending, then live-range length descending, then index. The
-  memory-boundedness is XLA's cost analysis: start from the benefit of the defining write
-  (0 for a parameter) and fold in every other touch; a touch of a memory-bound op
-  (``slow memory time > compute time``) is worth the memory time it saves (the operands'
-  ``delta``), one of a compute-bound op ``memory time - compute time`` (negative); positive
-  benefits add up, otherwise the maximum is kept; the sum is divided by ``sqrt(size)``.
-* **Values and use segments** (``AllocationValue``, ``AllocateAllocationValues``): a pure
-  write starts a new value; the reads after it (an in-place update reads, then writes the
-  next value in the same place) are its uses, decided one at a time in time order, each
-  segment running from the previous touch (or the definition) to the use.
-* **The decision ladder** (``AllocateSegment``), for each use ``u``:
-  1. *no copy* (``AllocateInAlternateMemoryNoCopy``): the value is in fast memory (the
-     previous segment is, or its definition can be produced there) and the segment is not
-     too long (``CanAllocateInAlternateMemoryNoCopy``: the compute time strictly between the
-     two touches is below ``10 x`` the copy time); the interval is extended at the same
-     offset (XLA's preferred offset of the previous allocation);
-  2. *eviction* (``Evict``): the fast copy cannot be kept and holds a write slow memory
-     lacks: the interval is extended to the preferred eviction end time
-     (``PreferredEvictionEndTime``: the first op after which the eviction window holds
-     ``(1 + 2 x retry) x 1.5 x`` the copy time, at most the use), shortened while its
-     offset is not free; a fast copy of an unchanged value is simply dropped;
-  3. *prefetch* (``Prefetch``) with the ``CostAnalysisPrefetchIntervalPicker``: copy
-     windows whose compute time is at least ``0.8 x`` the copy time (less the use's own
-     saving, as XLA's ``LatestPrefetchStartTime``) and at most ``10 x`` it, tried from the
-     one closest to ``1.5 x`` outwards, alternating later / earlier, with XLA's thinning of
-     the earlier side (100 explored intervals);
-  4. else the use reads slow memory.
-  A value defined in fast memory and never read (a scratch buffer) gets a one-op interval
-  at its definition; an output whose last value is fast is evicted before its end.
-  Outputs have XLA's required assignment "in default memory at the end": when the ops after
-  an output's last write cannot hide its copy even with their whole budget, that write is
-  served in slow memory.
-* **Best fit with look-ahead** (``FindBestChunkCandidate``): a new interval's offset is the
-  best-fit hole (smallest, lowest on ties) for the longest stay it could have: the latest
-  later use of the same value, among those reachable by no-copy segments, for which some
-  hole is free (a binary search, as XLA's); the offset of the buffer's previous fast
-  interval is preferred when it is free for that stay.
-* **Async-copy resource** (``AsynchronousCopyResource``): docs/prefetch.md's model (each
-  op's budget is its estimated time, separately for prefetches and evictions, copies
-  served in deadline order). A decision is taken only if every copy still completes
-  without a stall, given the op times after the decision (a copy's budget shrinks when a
-  decision makes an op faster): a prefetch window that would stall is skipped for the next
-  window of the picker, an eviction that would stall fails the buffer. The check keeps a
-  witness schedule (the budget left per op) and accepts at once when the new copy fits in
-  it; otherwise it re-serves every copy, which is exact because serving in deadline order,
-  each copy from its earliest slots, completes every copy whenever any schedule does.
-* **Retries** (``max_retries``, default 3; ``SetRetryNumber``): a buffer whose eviction
-  fails is uncommitted and retried, as is one whose prefetch found no window for want of
-  copy budget (except on the last try); each retry lengthens the preferred eviction window
-  (XLA's ``kEvictionRetryMultiplier``) and, our relaxation, doubles the ``10 x`` limit (so
-  earlier prefetches and longer no-copy stays are allowed). Where XLA would then leave the
-  buffer in slow memory, up to 4 more tries each send the write whose eviction failed to
-  slow memory, and a last one serves reads only (no write fast, so no eviction needed).
-* **Max overlap** (option ``max_overlap``): ``"buffer"`` (default) bounds no-copy stays and
-  prefetch windows by ``10 x`` the buffer's own copy time, as the issue and older XLA
-  (``max_async_copy_to_overlap_ratio``); ``"memory"`` by ``10 x`` the copy time of the whole
-  fast memory, as today's XLA (``max_overlap_to_mem_size_async_copy_ratio``).
-
-Left out of XLA's MSA: cross-program prefetch (and its end-of-program freeing), sliced
-prefetches, repacking (``max_repacks``), scoped (per-op scratch) allocations, the
-memory-bound loop optimizer, while-loop / conditional aliasing and nest levels (our
-programs are flat schedules), required assignments and pinned memory spaces other than
-"outputs end in slow memory", the outstanding-async-copy count limits and copy ordering
-(the copy resource replaces them), sort-order overrides, mirrored and window-prefetched
-allocations, block prefetching and the ``max_size_in_bytes`` filter beyond "fits in fast
-memory". Deterministic: ``seed`` is ignored. With a hint (a prefetch answer, or a map answer
-lifted by :func:`mallocgame.lift.lift_map_answer`) MSA also runs with the hint's
+``AlternateMemoryBestFitHeap``, xla/service/memory_space_assignment): buffers in XLA's
+memory-boundedness order; each value's uses decided one at a time by XLA's ladder (keep the
+fast copy, evict, prefetch in a window from the cost-analysis interval picker, else slow);
+best fit with look-ahead; the async-copy resource of docs/prefetch.md; retries; the
+``max_overlap`` option. docs/msa.md maps each part of XLA's algorithm to our model and lists
+what is left out. Deterministic: ``seed`` is ignored. With a hint (a prefetch answer, or a map
+answer lifted by :func:`mallocgame.lift.lift_map_answer`) MSA also runs with the hint's
 intervals committed first and returns the best of the two runs and the hint.
 """
 
