@@ -6,61 +6,11 @@ header must say ``HloModule NAME, is_scheduled=true``; anything else is rejected
 :class:`~mallocgame.model.InputError` (one line: file, line, reason), as are truncated or
 malformed files.
 
-What becomes what
------------------
-* **Schedule.** The ENTRY computation's instruction order is the schedule. Every instruction
-  that computes something (fusion, dot, convolution, copy, reduce, elementwise op, ...)
-  becomes one op, in that order; op index = time step.
-* **Buffers.** Each array leaf of an op's output shape is one buffer (tuple shapes give one
-  buffer per leaf; byte sizes from dtype x dims: pred/s8/u8/f8* 1, bf16/f16/s16 2,
-  f32/s32 4, f64/s64/c64 8, c128 16, s4/u4 half a byte, ...). ``bitcast``,
-  ``get-tuple-element``, ``tuple``, ``optimization-barrier``, ``add-dependency``,
-  ``domain`` and the ``*-done`` halves of async pairs alias their operand: no new buffer,
-  no op. An async ``*-start`` (``copy-start``, ``async-start``, ...) is the op: it writes only
-  the destination; the operand slots of its tuple alias the operands. ENTRY parameters
-  are external buffers of kind ``input`` and constants of kind ``weight``; buffers that
-  reach the ENTRY ROOT are ``output``; the rest are ``activation``. Buffers no op touches (e.g. an unused argument) are left out.
-* **Live ranges** are the program's true lifetimes, as XLA's buffer assignment holds them
-  (:class:`~mallocgame.importers._common.WorkloadBuilder`): ENTRY parameters and constants
-  for the whole program ``[0, T)``, outputs from their first op to the end ``T``, the rest
-  from the first op touching them to the last + 1. **Donated** parameters (the header's
-  ``input_output_alias={ {OUT}: (PARAM, {INDEX}, may-alias) }``) live from 0 to their last
-  use + 1, and when that last use is the op writing their output the pair ``[parameter,
-  output]`` is an in-place pair (the new value written over the old).
-  With the in-place pairs merged (the workload reader does it, :mod:`mallocgame.aliasing`),
-  the max live bytes equal the peak of the bytes XLA's buffer assignment occupies under its
-  schedule (tests/data fixtures: exact, up to scalar constants, which XLA's live-range report
-  counts only from their definition to their last use).
-* **FLOPs** follow XLA's ``HloCostAnalysis``: a fusion costs the sum of its fused
-  instructions; dot ``2 * output elements * product of the lhs contracting dims``;
-  convolution ``2 * (in features / feature groups) * out features * (batch / batch groups)
-  * valid (output, kernel) position pairs`` per spatial dim (padding and dilation aware);
-  elementwise ops one per output element; reduce ``(input - output elements) * reducer
-  cost``; reduce-window ``(window elements - 1) * output elements * reducer cost``; sort
-  ``n * ceil(log2 n)``; data movement (copy, transpose, broadcast, slice, gather, pad,
-  concatenate, iota, ...) zero. Transcendental ops (exp, log, tanh, rsqrt, power, ...)
-  count one each in the op's ``transcendentals``, apart from its ``flops``, as in XLA's cost
-  analysis (the evaluator's compute time is ``(flops + transcendentals) / peak``).
-* **Bytes per operand**: the operand's size, except slices, dynamic slices and gathers
-  (inside fusions too), which read only what they extract, and dynamic-update-slice, whose
-  operand 0 is updated in place (0 bytes read, the update's bytes written).
-* **while loops** are **expanded**: the condition and the body are imported once per
-  iteration (``trip_count`` iterations plus the final condition test), with fresh buffers
-  for the values each iteration computes; loop state carried through unchanged keeps its
-  buffer. The trip count comes from ``backend_config`` ``known_trip_count`` (or a
-  ``trip_count`` in ``frontend_attributes``). When ``trip_count x body ops`` would exceed
-  ``max_expanded_ops`` the body is imported **once with FLOPs and bytes scaled** by the trip
-  count (a warning says so); an unknown trip count imports one iteration (warning).
-  ``call`` is inlined; ``conditional`` is one op costing its most expensive branch.
-* **inplace** pairs ``[input, output]``: where an op's output may take the storage of an
-  operand of the same shape (element type and dimensions, as XLA's ``ShapeUtil::Equal``)
-  that dies at that op and that the op reads element-wise (loop fusions whose fused
-  parameter reaches the root only through element-wise ops -- a bitcast is not one --,
-  element-wise ops, dynamic-update-slice and scatter operand 0), as XLA's
-  ``CanShareOperandBufferWithUser`` allows; plus the donations above.
-* **Unknown instructions** (and ``custom-call``, whose cost is unknown) become zero-FLOP ops
-  that read their operands and write their outputs, with a :class:`HloImportWarning`;
-  nothing is dropped silently.
+The importer follows XLA: the ENTRY order is the schedule, array leaves are buffers with the
+lifetimes XLA's buffer assignment gives them (donated parameters and in-place pairs included),
+FLOPs and transcendentals as XLA's ``HloCostAnalysis`` counts them, ``while`` loops expanded by
+their known trip count, unknown instructions kept as zero-FLOP ops with a warning. What becomes
+what, rule by rule: docs/guide/importing.md, "The HLO importer in detail".
 
 Example:
     >>> text = '''HloModule m, is_scheduled=true
