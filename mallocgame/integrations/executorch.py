@@ -149,7 +149,7 @@ class Planner:
         import mallocgame
         from mallocgame.inputs.load import prepare
         from mallocgame.intervals import max_live
-        from mallocgame.model import Buffer, Problem
+        from mallocgame.model import Buffer, Problem, Solution, Status
         from mallocgame.verdict import judge
 
         t0 = time.perf_counter()
@@ -173,8 +173,10 @@ class Planner:
             greedy_peak = max(o + b.size for o, b in zip(start, problem.buffers))
             if judge(problem, problem.hardware, start).violation is not None:
                 start = None  # greedy's plan does not carry over (never seen): plan without it
-        result = mallocgame.solve(problem, self.solver, time_limit=self.time_limit, seed=self.seed, hint=start,
-                                  **self.options)
+        hint_solution = None if start is None else Solution(offsets=tuple(start), status=Status.FEASIBLE, mode="pack",
+                                                            solver="executorch-greedy")
+        result = mallocgame.solve(problem, self.solver, time_limit=self.time_limit, seed=self.seed,
+                                  hint=hint_solution, **self.options)
         if not result.valid:
             raise PlanningError(f"{self.solver} found no plan for memory id {mem_id} ({len(buffers)} tensors): "
                                 f"{result.status}")
