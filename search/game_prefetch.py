@@ -1,64 +1,13 @@
 """The prefetch variant of the mallocGame: one decision per use segment (docs/prefetch.md).
 
-Buffers come in a fixed order (``GameConfig.order``; ``"xla"``, greedy-xla's
-memory-boundedness order, benefit / sqrt(size) with the evaluator's benefits, is what
-``mcts`` plays: its greedy episodes are the best of the three orders on generated
-networks); for each buffer, its **segments** in time order. Segment ``j`` of buffer ``b``
-is its ``j``-th touch ``t_j`` (:attr:`~mallocgame.model.Problem.touches`; touches at or
-after ``b.end`` cannot be served and are skipped). The first segment is produced in place
-when ``t_0`` is a pure write (the defining op), else it needs a prefetch; a later segment
-runs from the previous touch to ``t_j``: it may keep the previous fast interval resident
-across the gap (no copy), produce the value in place again (a pure write), prefetch it,
-or leave it slow.
-
-Actions (``W = GameConfig.windows`` candidate copy windows, ``k`` offsets each):
-
-* ``g * k + j`` (``g < W``, ``j < k``): a new fast interval ``[t_j, t_j + 1)``. Its offset:
-  ``j = 0`` is XLA's best fit with look-ahead (the smallest hole that stays free for the
-  longest stay the buffer's later touches could use, found by a binary search over them),
-  ``j >= 1`` the lowest other feasible canonical offsets (0 and the aligned tops of the
-  placed rectangles that overlap the new one in time: :func:`mallocgame.search.game_order.free_holes`).
-  Produced in place when ``t_j`` is a pure write (then only ``g = 0``); else a prefetch whose
-  copy starts after op ``c_g``, where the windows are, in this order:
-  ``"xla"`` -- XLA's cost-analysis picker: the latest ``c`` whose window ``(c, t_j)`` has an
-  estimated op time (ops with every operand slow, as XLA's cost analysis estimates them) of
-  at least ``RATIO`` (1.5) x the copy time, else the earliest allowed;
-  ``"safe"`` -- the same with every operand fast (a lower bound on every op's real time,
-  so the window hides the copy unless other copies compete for it);
-  ``"earliest"`` -- the earliest allowed ``c``: the last write of ``b`` before ``t_j`` (-1 for a
-  parameter), and not before this buffer's previous interval has ended (docs/prefetch.md
-  rules 2 and 3). A window equal to an earlier one is masked;
-* ``W * k`` (**extend**): keep the previous fast interval of the buffer, which served
-  ``t_{j-1}``, resident up to ``t_j + 1`` (legal when its addresses are free over the gap);
-* ``W * k + 1`` (**slow**): ``t_j`` is served from slow memory (always legal).
-
-An open interval (the one that served the previous segment) is closed by any action other
-than extend. Closing leaves it ending right after its last served touch, except when it
-holds a value slow memory lacks and the next touch reads it: then it needs an eviction,
-and it stays resident (as far as its addresses are free, at most up to the next touch)
-until the eviction window ``(last write, end)`` holds ``RATIO`` x the copy time on the
-"safe" estimate, as XLA keeps an evicted value in alternate memory while the copy runs.
-After a buffer's last segment an open interval is closed the same way, up to ``b.end``
-(an output produced in fast memory must reach slow memory).
-
-**Rewards** are exact: after every step the game's intervals are a valid answer, and the
-reward is ``(time before - time after) / time(all slow)`` of
-:class:`mallocgame.hardware.prefetch_cost.PrefetchEvaluator` on them (op times, prefetch and eviction
-stalls), so an episode's return is ``PrefetchEvaluator.value(intervals) / time(all slow)``.
-The time is kept incrementally: a step changes the served flags of one touch (so one op
-time, recomputed as the evaluator sums it) and a few copies; copies are served as the
-evaluator serves them, but only within the maximal runs of slots covered by copy windows
-that the step touched (copies in other runs share no slot with them, so their service
-is unchanged).
-
-The greedy (rollout) policy is XLA's decision ladder scored exactly: extend when it fits,
-else the best of slow and each window's look-ahead best fit, each tried with the rest of
-the buffer played "extend if it fits, else slow" and undone (slow on ties).
-
-State: the placed rectangles (numpy columns for the time-overlap queries), served flags,
-op times, copies and their stalls. ``clone()`` copies them; ``undo()`` replays a journal of
-the step's primitive changes backwards. :meth:`PrefetchGame.intervals` is the answer;
-:meth:`PrefetchGame.offsets` the same as int64 rows (see there).
+Buffers come in a fixed order (``GameConfig.order``; ``mcts`` plays ``"xla"``, greedy-xla's
+order) and, for each buffer, its use segments in time order. A segment's actions: a new fast
+interval (produced in place, or prefetched in one of ``GameConfig.windows`` copy windows, at one
+of ``k`` offsets, the first XLA's best fit with look-ahead), extend the previous interval across
+the gap, or slow. Rewards are exact changes of the prefetch evaluator's time, kept
+incrementally; the greedy (rollout) policy is XLA's decision ladder scored exactly. The actions,
+the closing and eviction rules, the rewards and the state: docs/guide/agents.md, "The prefetch
+variant in detail".
 
 Example:
     >>> from mallocgame.inputs.generate import layered_network
