@@ -1,47 +1,12 @@
 """AlphaTensor-style fast matrix multiplication programs as workloads.
 
-A factorization ``(U, V, W)`` of the ``<n, m, p>`` matrix multiplication tensor (an
-``n x m`` matrix ``A`` times an ``m x p`` matrix ``B``), with ``U`` of shape ``[n*m, R]``,
-``V`` ``[m*p, R]`` and ``W`` ``[p*n, R]``, is an algorithm with ``R`` multiplications::
-
-    m_r = (sum_i U[i, r] * a_i) * (sum_j V[j, r] * b_j)        r = 0 .. R-1
-    c_k = sum_r W[k, r] * m_r
-
-A square one (``n = m = p``) may come as one array of shape ``[3, n*n, R]``; a rectangular
-one as the three matrices (AlphaTensor's ``factorizations_r.npz`` stores each as a tuple).
-
-**Convention** (AlphaTensor's, as in their published ``factorizations_r.npz``):
-``a = vec(A)`` and ``b = vec(B)`` are row-major (``a[i*m + j] = A[i, j]``) and ``c`` is the
-row-major vectorization of **C transposed** (``c[k*n + i] = C[i, k]``), i.e. the tensor is
-``T[i*m + j, j*p + k, k*n + i] = 1``. A factorization that only works with ``c`` row-major
-(``c[i*p + k] = C[i, k]``, the textbook layout) is accepted too: :func:`check_factorization`
-tries AlphaTensor's layout first, then that one, and reports which it used. Every
-factorization is checked numerically (random ``A``, ``B``; the algorithm's product must
-equal ``A @ B``); a wrong shape or a wrong factorization raises :class:`InputError`.
-
-**The program.** Applied recursively to depth ``D``, with square ``block x block`` blocks:
-``A`` is ``n**D x m**D`` blocks, ``B`` ``m**D x p**D`` and the result ``C`` ``n**D x p**D``
-(``N = n**D * block`` rows of ``A``; for a square factorization ``N x N`` matrices), one
-buffer per block (``A_i_j``, ``B_i_j`` inputs, ``C_i_j`` outputs). At each level the
-operands are split into ``n x m``, ``m x p`` and ``n x p`` sub-blocks and, for each ``r``:
-
-1. ``S_r = sum_i U[i, r] A_i`` and ``T_r = sum_j V[j, r] B_j`` -- an ``add`` op writing a
-   temporary buffer (skipped, the sub-block used in place, when the sum is a single
-   sub-block with coefficient 1); FLOPs ``(terms - 1) * elements`` plus ``elements`` per
-   coefficient other than +-1;
-2. ``M_r = S_r T_r`` -- recursively; at the last level one ``matmul`` op of
-   ``2 * block**3`` FLOPs; written into a temporary product buffer (or straight into the
-   output sub-block when ``m_r`` feeds exactly one output with coefficient 1, first);
-3. ``C_k (+)= W[k, r] M_r`` for each output sub-block it feeds -- an ``accumulate`` op
-   (the first contribution initialises ``C_k``: a copy, or ``elements`` FLOPs for a
-   coefficient other than 1; later ones add: ``elements`` FLOPs, ``2 * elements`` when the
-   coefficient is not +-1).
-
-Products are accumulated as soon as they are made, so each temporary lives only from its
-``add`` or product to its last use; the operands ``A`` and ``B`` (the caller's) live for the
-whole program and each ``C`` block from its first write to the end (the importers' lifetime
-rule, :mod:`mallocgame.importers._common`). The program has exactly ``R**D`` ``matmul``
-ops, and :func:`run_program` executes it with NumPy (tests check it equals ``A @ B``).
+A factorization ``(U, V, W)`` of the ``<n, m, p>`` matrix multiplication tensor (square as one
+``[3, n*n, R]`` array, or rectangular as three matrices) is checked numerically in AlphaTensor's
+layout (or the textbook one) and applied recursively to depth ``D`` over square blocks: one
+buffer per block, an ``add`` op per operand sum, a ``matmul`` op per leaf product (``R**D`` of
+them), an ``accumulate`` op per contribution, each temporary live from its op to its last use.
+The layout convention and the program op by op: docs/guide/importing.md, "The matmul importer
+in detail".
 
 Example:
     >>> prog = build_program(strassen(), depth=2, size=8)

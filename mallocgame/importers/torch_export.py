@@ -3,45 +3,12 @@
 ``torch`` is imported inside the functions that need it, never at module import, so the
 rest of mallocgame (and ``mallocgame import hlo``) does not pay for it.
 
-**Spec.** ``package.module:callable`` or ``path/to/file.py:callable``. The callable (a
-function, or an ``nn.Module`` class) is called with no arguments and returns either the
-module or a ``(module, example_inputs)`` pair. ``input_shapes`` (``--input-shape 1,3,32,32``,
-repeatable) give float32 example inputs and override the callable's. The module is put in
-``eval()`` mode and exported with ``torch.export.export`` (static shapes).
-
-**Ops.** One op per ATen node of the exported graph, in graph order (the export order is the
-schedule), at the high level by default (``aten.linear``, ``aten.conv2d``, ``aten.layer_norm``
-... as ``torch.export`` records them); ``level="core"`` runs ``run_decompositions()`` first
-(core ATen: ``addmm``, ``convolution``, ...).
-
-**Buffers.** One per tensor an op produces (tuple outputs: one per tensor), plus the
-module's parameters, buffers and constants (kind ``weight``) and the user inputs (kind
-``input``); tensors that reach the graph output are ``output``. **Views** -- every op whose
-schema marks its result as an alias of an input (``view``, ``reshape``, ``permute``,
-``transpose``, ``t``, ``expand``, ``slice``, ``select``, ``alias``, ``flatten``,
-``unsqueeze``, ``split`` ...), and ``getitem`` -- make no op and no buffer: the result
-aliases its base, and an op reading the view touches the base buffer (bytes: the view's
-size, at most the base's). In-place ops write their aliased input's buffer.
-
-**Live ranges** are the program's true lifetimes (:mod:`mallocgame.importers._common`): user
-inputs and weights for the whole program ``[0, T)`` (the caller owns them), outputs from
-their first op to the end, the rest from first to last use. **Weights** (``weights=``):
-``"program"`` (default) live for the whole program like any parameter; ``"use"`` live only
-from their first to their last use (a model of weights streamed in per use, not a real
-program's lifetime); ``"none"`` are left out of the workload (ops do not list them).
-
-**FLOPs** (conventions of ``torch.utils.flop_counter`` for the matmul family; bias adds not
-counted): ``mm``/``matmul``/``bmm``/``linear``/``addmm``/``baddbmm``: ``2 * M * K * N`` (per
-batch); convolutions ``2 * output elements * (in channels / groups) * kernel elements``
-(transposed: ``2 * input elements * (out channels / groups) * kernel elements``);
-``scaled_dot_product_attention``: ``4 * B * H * L * S * E``; element-wise ops (arithmetic,
-activations, comparisons, casts, dropout when training): one per output element -- the
-transcendental ones (``exp``, ``log``, ``tanh``, ``sigmoid``, ``sqrt``, ``erf``, ``pow``, ...)
-count it in the op's ``transcendentals`` instead, as XLA's cost analysis does; reductions (``sum``, ``mean``,
-``amax``, ...): one per input element; ``softmax``/``log_softmax`` 5, ``layer_norm``/
-``group_norm`` 7 and ``batch_norm`` 4 per element; pooling ``output elements * window
-elements``; data movement (``cat``, ``clone``, ``embedding``, ``index``, ...) 0. Ops
-without a formula count 0 with a :class:`TorchImportWarning` naming them.
+``SPEC`` is ``package.module:callable`` or ``path/to/file.py:callable`` (returning the module,
+or the module and example inputs); the module is exported in ``eval()`` mode with static shapes.
+One op per ATen node in graph order (the schedule), one buffer per tensor produced plus the
+parameters and inputs, views aliasing their base, the importers' lifetimes (weights for the
+whole program, per use, or left out), FLOPs by ``torch.utils.flop_counter``'s conventions. The
+rules: docs/guide/importing.md, "The torch importer in detail".
 
 Example (needs torch):
     >>> import torch                                        # doctest: +SKIP
