@@ -8,28 +8,10 @@ see one buffer, not two that overlap in time. :func:`merge_inplace` is the one p
 turns the pairs into storage; :func:`mallocgame.io.parse_workload` calls it on every workload
 it reads, so all of them see merged storage.
 
-Merging. The pairs are the edges of a graph over buffers; each connected group (a pair, a
-chain ``a -> b -> c``, or any other shape) becomes one buffer:
-
-* ``id``: the group's first buffer -- the member that is the source of a pair and the
-  destination of none (the head of the chain); if there are several such members, or none
-  (a cycle), the first of the candidates in the problem's buffer order;
-* ``size`` and ``alignment``: the members' maximum; ``benefit``: the sum of the members'
-  benefits (``None`` when no member has one);
-* live range: the union of the members' ranges (their hull: ``[min start, max end)``);
-* ``kind``: ``output`` if any member is an output, else the first buffer's kind.
-
-The merged buffer stands where the group's first member (in buffer order) stood; buffers in no
-pair are kept as they are. Every op operand naming a member is renamed to the merged id
-(bytes and access unchanged, so an op that reads ``src`` and writes ``dst`` now reads and
-writes the one buffer, and the evaluator's time is the same when the members sit in the same
-memory). The result's ``inplace`` is empty, so merging is idempotent.
-
-Round trip. The workload JSON keeps the pairs: importers write them and the reader merges on
-load, so ``parse_workload(path, workload_dict(p))`` equals ``merge_inplace(p)``, not ``p``.
-Writing a problem that was read from a file writes the merged buffers with no pairs; reading
-that again gives the same problem (merging is idempotent), but the original members' ids and
-ranges are not recoverable from it.
+Each connected group of pairs (a pair, a chain, any shape) becomes one buffer: the chain's head's
+id, the members' largest size and alignment, the hull of their live ranges; operands are renamed
+to it and the result has no pairs, so merging is idempotent. The rules, and what a round trip
+through the workload JSON keeps: docs/guide/formats.md, "In-place pairs and merged storage".
 
 Example:
     >>> from mallocgame.model import Buffer, Op, Operand, Problem
