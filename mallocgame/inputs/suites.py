@@ -15,6 +15,10 @@ folder, found by :func:`benchmarks_dir`.
   (the AlphaTensor experiment; the AlphaTensor entries read ``alphatensor/`` of the benchmark
   folder and are pending without it);
 * ``sizes``: synthetic programs whose tensor sizes follow four distributions;
+* ``xla``: JAX programs compiled by XLA:CPU (training steps with Adam, a KV-cache decoder step, a
+  ``lax.scan`` LSTM, a convolutional training step, ViT and Mixer inference), read from the
+  scheduled HLO text committed under ``data/xla/`` (``experiments/make_xla_suite.py`` remakes it;
+  no JAX needed here), map mode on ``tpuv4i`` at 25% of the max live bytes (docs/xla_suite.md);
 * ``minimalloc``: MiniMalloc's 11 challenging CSVs (pack mode, capacity 1048576);
 * ``traces``: small real compiler traces (IREE, MindSpore SOMAS, IOPDDL; pack mode,
   minimise the peak).
@@ -200,6 +204,65 @@ def _sizes_entries() -> list[Entry]:
             for dist in SIZE_DISTRIBUTIONS for seed in (0, 1)]
 
 
+# ---------------------------------------------------------------------------- XLA:CPU programs compiled from JAX
+
+XLA_CAPACITY_FRACTION = 0.25
+
+
+def read_hlo_file(path: str | os.PathLike, name: str | None = None) -> Problem:
+    """A scheduled HLO text file (``.hlo.txt``, or gzipped ``.hlo.txt.gz``) as the workload ``import hlo``
+    writes and the workload reader reads back (in-place pairs merged)."""
+    import gzip
+    import warnings
+
+    from mallocgame.aliasing import merge_inplace
+    from mallocgame.importers.hlo import parse_hlo_text
+    from mallocgame.io import read_text
+
+    path = Path(path)
+    if path.name.endswith(".gz"):
+        from mallocgame.model import check_regular_file
+
+        check_regular_file(path)
+        try:
+            text = gzip.decompress(path.read_bytes()).decode()
+        except (OSError, EOFError, UnicodeDecodeError) as exc:
+            raise InputError(f"{path}: not a gzipped text file ({exc})") from None
+    else:
+        text = read_text(str(path))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the importer's notes (scaled loops, ...) were read when the suite was made
+        problem = parse_hlo_text(text, str(path), name=name).problem
+    return merge_inplace(problem)
+
+
+def _xla_dir() -> Path:
+    from importlib.resources import files
+
+    return Path(str(files("mallocgame.inputs") / "data" / "xla"))
+
+
+def _xla_entries() -> list[Entry]:
+    """experiments/make_xla_suite.py's programs, read from the committed HLO text (no JAX needed)."""
+    import json
+
+    folder = _xla_dir()
+    manifest = folder / "suite.json"
+    if not manifest.is_file():
+        raise InputError(f"{manifest}: file not found (run experiments/make_xla_suite.py)")
+    programs = json.loads(manifest.read_text())["programs"]
+    out = []
+    for name, info in programs.items():
+        path = folder / info["file"]
+
+        def make(path=path, name=name) -> Problem:
+            return read_hlo_file(path, name)
+
+        entry = _workload(name, info["description"], make, XLA_CAPACITY_FRACTION)
+        out.append(dataclasses.replace(entry, pending=None if path.is_file() else f"{path}: file not found"))
+    return out
+
+
 # ---------------------------------------------------------------------------- benchmark files
 
 def benchmark_candidates(explicit: str | None = None) -> list[Path]:
@@ -278,6 +341,8 @@ SUITES: dict[str, Suite] = {s.name: s for s in (
           "(AlphaTensor experiment)", _matmul_entries),
     Suite("sizes", "synthetic programs: uniform, lognormal, bimodal, heavy-tail tensor sizes",
           lambda _: _sizes_entries()),
+    Suite("xla", f"JAX programs compiled by XLA:CPU (GPT-2 Adam steps, KV-cache decode, LSTM scan, ResNet step, "
+          f"ViT, Mixer); tpuv4i, capacity {XLA_CAPACITY_FRACTION:.0%} of max live", lambda _: _xla_entries()),
     Suite("minimalloc", "MiniMalloc's 11 challenging pack instances A-K (capacity 1048576)",
           _minimalloc_entries, needs_benchmarks=True),
     Suite("traces", "real compiler traces (IREE, SOMAS, IOPDDL), pack mode, minimise the peak",
