@@ -1,44 +1,11 @@
 """Expert iteration for the guided UCT search (issue 10, "training that matches play").
 
-Loop, one game at a time:
-
-1. draw a training problem from the curriculum (:class:`mallocgame.search.muzero.problems.Curriculum`:
-   model programs of random architecture (share ``realistic_share``), layered programs and random
-   intervals, sizes ``min_size..max_size``, capacities ``min_capacity..max_capacity`` of the max live
-   bytes; seeds >= ``TRAIN_SEED_BASE``, and architectures disjoint from the ``realistic`` suite's, so
-   never an evaluation problem);
-2. the **student** plays it with exactly the deployed search: :class:`mallocgame.search.uct.UCTSearch`
-   guided by the current network (:class:`mallocgame.search.muzero.guide.NetworkPrior`),
-   ``student_simulations`` per move, greedy rollouts to the end, tree reuse;
-3. on ``states_per_game`` of the states the student reached with more than one legal move, a
-   **teacher** gives the policy target: a search from that state (``teacher="search"``: plain UCT,
-   pUCT on the relaxation prior, or pUCT on the current network's prior -- AlphaZero's expert
-   iteration, Anthony et al. NeurIPS 2017 -- with ``teacher_simulations`` simulations): its root
-   visit distribution (``teacher_target="visits"``), the move of the best complete episode it saw
-   (``"best"``: hindsight; that episode passes through the state, so its layout is reachable), or
-   the mean of the two (``"mix"``); or (``teacher="answer"``) a stronger solver's answer to the whole problem, computed
-   once per game, as a one-hot target (:func:`answer_policy`): DAgger (Ross et al., AISTATS 2011),
-   the expert's labels on the states the student reaches;
-4. **reanalyse** (Schrittwieser et al. 2021): ``reanalyse_per_game`` labelled states of earlier
-   games, drawn from the replay, are rebuilt from their recipe and offsets and labelled again by
-   the teacher as it is now (with ``teacher_prior="network"``: the current network), replacing
-   their old targets;
-5. ``updates_per_game`` Adam steps of cross-entropy between the masked policy logits and the
-   targets, on batches drawn from a replay of the last ``replay_capacity`` labelled states; with
-   ``value_weight`` > 0 also MSE between the value head and the **value target relative to the
-   greedy rollout**: ``100 x (best teacher episode - greedy rollout from the same state) / greedy
-   episode of the whole problem`` (percent, so normalised per problem; on the cur159 run's 1,272
-   labelled states 0 to 37, median 0, 90th percentile 1.3); with ``aux_weight`` > 0 binary cross-entropy of the
-   **auxiliary head** (``NetworkConfig.aux``): does the current buffer end in fast memory in the
-   teacher's best episode. Both need a search teacher.
-
-The guided search reads only the policy: the value and auxiliary heads are trained for what
-they teach the shared representation (auxiliary tasks, Jaderberg et al. ICLR 2017); the log has
-the total loss only, not their parts. One process, one torch thread. A checkpoint (format
-``mallocgame.muzero/1``, so the solver reads it as it reads any) is written every
-``checkpoint_seconds`` and at the end, with the optimiser, the replay, the generator state and
-the log; :func:`resume` takes its path and continues. Each checkpoint also leaves a model-only
-snapshot ``<out>.g<games>.pt`` for choosing the best on the tuning problems.
+One game at a time: draw a training problem from the curriculum, let the student (the deployed
+guided UCT with the current network) play it, have a teacher (a search from the student's
+states, or a stronger solver's answer) give policy targets, reanalyse earlier states with the
+teacher as it is now, and train the policy (and optionally value and auxiliary heads) on a
+replay of the labelled states; checkpoints resume. Step by step, with the targets and the
+heads: docs/training.md, "Expert iteration".
 """
 
 from __future__ import annotations

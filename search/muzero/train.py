@@ -1,45 +1,10 @@
 """MuZero training: the unrolled loss and the self-play / learn loop (Schrittwieser et al. 2020, appendix G).
 
-Loop (one schedule, a function of the step count only, so a resumed run continues exactly):
-whenever ``step % updates_per_iter == 0`` the agent plays ``games_per_iter`` self-play games
-on problems drawn from the curriculum and adds them to the replay buffer; then one
-gradient step on a batch of positions unrolled ``K`` steps through the dynamics.
-
-Loss per batch, summed over the unroll (step 0 weight 1, steps 1..K weight 1/K; the latent
-gradient is halved at each dynamics step, as in MuZero):
-
-* policy: cross-entropy between the search's policy target and the masked logits;
-* value:  MSE between the value head and ``value_scale`` x the n-step target;
-* reward: MSE between the reward head and ``value_scale`` x the observed reward;
-* legality: binary cross-entropy of the legality head against the true mask (it masks
-  actions inside the learned model, see :mod:`mallocgame.search.muzero.models`);
-* consistency (EfficientZero, Ye et al. 2021), weight ``consistency_weight``, steps 1..K: the
-  dynamics' latent after ``k`` steps should match the representation ``h`` of the real
-  observation at step ``k`` (the target is computed without gradient: a stop-gradient, so only
-  the dynamics and the representation of the *start* move towards it). The distance is
-  ``1 - cosine similarity``, averaged over the latent's two parts (the state vector and the
-  per-action embeddings, each embedding compared with its own slot): 0 when they agree. No
-  projector / predictor head (EfficientZero has one): the network's parameters, and so the
-  shipped checkpoints, stay as they are.
-
-Reanalyse (MuZero Reanalyse, Schrittwieser et al. 2021), ``reanalyse_fraction`` of each batch:
-before a gradient step the first ``round(reanalyse_fraction x batch_size)`` sampled positions
-are searched again with the current network (the self-play search model, without root noise,
-so the fresh target is a function of the weights alone) and their policy target and root value
-are written back into the replay buffer (the n-step value targets of that game are recomputed,
-so later positions bootstrapping from it get the fresh value). The batch is then built from the
-buffer, so those rows train on the fresh targets. With the learned model the search needs only
-the stored observation; with the simulator the position is rebuilt by replaying the game's
-recipe and actions. Checkpoints store the rewritten targets, so a resumed run continues exactly.
-
-A checkpoint whose saved training config predates these two fields resumes with both off
-(``TrainConfig.from_dict``): it continues the run it was, bit for bit.
-
-Determinism: all sampling uses one ``numpy.random.Generator`` seeded by ``--seed``; the
-weights are initialised from a ``torch.Generator`` with the same seed; training runs with
-``torch.use_deterministic_algorithms(True)`` on one CPU thread. Same seed, same machine and
-library versions -> the same checkpoint, and a run resumed from a checkpoint continues
-bit for bit as if it had not stopped.
+A loop of self-play games into a replay buffer and gradient steps on positions unrolled through
+the dynamics; the loss sums policy, value, reward, legality and (EfficientZero) consistency
+terms, and MuZero Reanalyse refreshes a share of each batch's targets with the current network.
+Deterministic for a seed, and a resumed run continues bit for bit. The loss term by term,
+reanalyse and determinism: docs/training.md, "Self-play training".
 """
 
 from __future__ import annotations
