@@ -1,41 +1,11 @@
 """CP-SAT model of one placement sub-problem, shared by the cpsat solver and the hybrids (docs/architecture.md, "Solvers").
 
-A *part* is a set of ``m`` buffers to decide (``free``, indices into the problem) plus
-already-placed *fixed rectangles* that it must avoid (LNS keeps most of an incumbent
-fixed). The model, in the OR-Tools samples' order:
-
-* data: every number in bytes is divided by a common unit ``u`` (the gcd of sizes,
-  alignments, capacity and fixed addresses). Dividing MiniMalloc's instances by 1024 is
-  what lets plain CP-SAT solve most of them; it loses nothing, because any placement can
-  be pushed down until every buffer rests on the floor or on another buffer
-  (:func:`push_down`), and then every offset is a multiple of ``u``;
-* variables: per buffer an offset ``align * k`` (``k`` integer), a presence literal
-  (optional intervals in map mode, always present in pack mode), a fixed time interval
-  ``[start, end)`` and an address interval ``[offset, offset + size)``;
-* constraints: live ranges are fixed, so two buffers conflict exactly when both are live
-  at the later start; hence one 1-D ``AddNoOverlap`` over the address intervals of each
-  maximal moment (:func:`mallocgame.intervals.maximal_live_sets`), plus, in map mode, that moment's knapsack
-  row (the no-fragmentation relaxation of :mod:`mallocgame.bounds`, which gives CP-SAT's LP
-  its tight bound). Pack models also keep ``AddNoOverlap2D`` over (time, address) and a
-  redundant cumulative (the max-live cut) with the capacity or the peak on top
-  (:data:`FORMULATION`, chosen by measurement). Identical buffers (same live range,
-  size, alignment and value) are ordered by address and by presence, which is sound
-  because any answer can swap them;
-* search: a decision strategy places buffers bottom-up (pack; the tie-break order is a
-  parameter, see :func:`pack_branching_order`) or decides presences first and op savings
-  at their largest (map); a single worker follows it first (``PARTIAL_FIXED_SEARCH``);
-* objective: none (pack feasibility), the peak (pack, minimise), or the value in map mode:
-  the sum of benefits for additive problems, or the evaluator's exact roofline saving
-  per op, ``s_t <= headroom_t`` and ``s_t <= sum of deltas of its fast operands``, so the
-  optimum is optimal for the evaluator itself. Seconds are scaled to integers with
-  ``2^30`` units over the part's total possible saving (rounding error below 1e-6).
-
-Determinism: one worker is deterministic given CP-SAT's ``random_seed`` (the solver
-seed); with several and ``deterministic=True`` they run with ``interleave_search``, whose
-result does not depend on thread timing (the 'core' worker is left out: in OR-Tools 9.15
-it ignores the stop signal in that mode). A wall-clock stop can still cut a run at a
-different point on a loaded machine; a deterministic-time budget (``dtime``) makes such
-cuts reproducible as long as it binds before the wall clock.
+A *part* is a set of buffers to decide plus already-placed fixed rectangles it must avoid (LNS
+keeps most of an incumbent fixed). The model divides every byte count by a common unit, puts one
+``AddNoOverlap`` per maximal moment (plus the knapsack rows in map mode, ``AddNoOverlap2D`` and a
+cumulative in pack mode), searches bottom-up, and maximises the evaluator's exact roofline
+saving in map mode. Variables, constraints, search, objective and determinism:
+docs/cpsat.md, "The placement model".
 """
 
 from __future__ import annotations

@@ -2,36 +2,12 @@
 
 docs/prefetch.md is the specification this follows; ``CpSat.solve`` hands prefetch problems here.
 
-**Candidates** (:func:`candidates`, bounded): per buffer, *stays* with fixed times, each a possible
-:class:`~mallocgame.model.FastInterval`. A stay serves a run of consecutive touches ``i..j``
-(runs of :data:`RUN_LENGTHS` touches, and every run to the last touch). It is produced in place
-when touch ``i`` is a pure write, else prefetched, with copy starts picked like XLA's
-cost-analysis interval picker: for each ratio of :data:`PREFETCH_RATIOS`, the latest
-``copy_start`` whose window offers that ratio x the copy time of budget (estimated two ways:
-:func:`op_time_floor`, and the op times of the start answer), never before the last write;
-plus the latest start of all (no window: the copy stalls, the stay holds the least memory). A
-stay whose written value is needed later ends after its last served touch, or later (up to the
-next touch) when that gives its eviction a window of :data:`EVICTION_RATIOS` x the copy time.
-The stays of the hint and of the start are always candidates, so both map onto the model.
-
-**The model** of a set of free stays (:func:`solve_window`), in the OR-Tools samples' order:
-
-* variables: per stay a presence literal, an offset (on :func:`~mallocgame.solvers.cpsat.model.grid_unit`'s
-  address grid), an optional fixed time interval over its occupied ops
-  ``[copy_start + 1 or start, end)`` and an optional address interval; per copy (a prefetch, a
-  needed eviction) an optional interval of variable length on its kind's *budget axis*: the
-  part of the copy served inside its window;
-* constraints: the stays of one buffer never occupy the same op (an at-most-one per maximal
-  moment); ``AddNoOverlap2D`` over the occupied rectangles, a redundant cumulative with the
-  capacity and the knapsack row of each maximal moment (for the LP); on each budget axis the
-  served parts do not overlap (``AddNoOverlap``, the copy engine as a cumulative of capacity
-  one) and lie inside their windows;
-* the budget axis lays the ops end to end, op ``t`` lasting its time in the answer: its time
-  without the free stays less what the free stays save on it, so a copy window's ends are
-  expressions of the decisions and every slot offers exactly its op time, as in the evaluator;
-* objective: the evaluator's exact per-op roofline saving, ``s_t = min(headroom_t, sum of the
-  deltas of the operands served fast)`` (linear where it cannot saturate), less every copy's
-  stall (its length less its served part), all in one integer unit of seconds.
+**Candidates** (:func:`candidates`): per buffer, a bounded set of *stays* with fixed times, each a
+possible :class:`~mallocgame.model.FastInterval` serving a run of consecutive touches, produced in
+place or prefetched with copy starts picked like XLA's interval picker. **The model** of a set of
+free stays (:func:`solve_window`): presence, offset and occupied-time intervals per stay, each copy
+an interval on its kind's budget axis, the exact per-op roofline saving less the stalls. Both in
+full: docs/cpsat.md, "Prefetch mode".
 
 **What it approximates.** (1) Each copy is served in one contiguous piece, the rest stalls; the
 evaluator serves copies in deadline order from the earliest budget left, which serves at least
