@@ -19,12 +19,22 @@ from collections import Counter
 LOG = tempfile.NamedTemporaryFile(prefix="rebuilds.", suffix=".log", delete=False).name
 
 
+def _caller() -> str:
+    """`` <- module:function`` of the caller's caller when ``COUNT_CALLERS`` is set, else empty."""
+    if not os.environ.get("COUNT_CALLERS"):
+        return ""
+    import traceback
+
+    frame = traceback.extract_stack()[-4]
+    return f" <- {os.path.basename(frame.filename)}:{frame.name}"
+
+
 def _wrap(module, attr: str, label: str) -> None:
     original = getattr(module, attr)
 
     def counted(*args, **kwargs):
         with open(LOG, "a") as f:
-            f.write(f"{os.getpid()} {label}\n")
+            f.write(f"{os.getpid()} {label}{_caller()}\n")
         return original(*args, **kwargs)
 
     counted.__wrapped__ = original
@@ -46,11 +56,12 @@ def _wrap_init(cls, label: str) -> None:
 
 
 def install() -> None:
+    import mallocgame.hardware.evaluator as evaluator
+    import mallocgame.hardware.prefetch_cost as prefetch_cost
+
     import mallocgame.bounds as bounds
     import mallocgame.cli.main  # noqa: F401  (everything the CLI binds at import)
     import mallocgame.comparison  # noqa: F401
-    import mallocgame.hardware.evaluator as evaluator
-    import mallocgame.hardware.prefetch_cost as prefetch_cost
     import mallocgame.intervals as intervals
     import mallocgame.memory_space_assignment as msa
     import mallocgame.placement as placement

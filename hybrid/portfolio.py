@@ -162,6 +162,8 @@ class Portfolio(Solver):
                     warm = hint
         heavy = [] if settled else [n for n in names if n not in FAST_MEMBERS]
         if heavy:
+            # The cheapest baseline built here, once: every forked member inherits it from the session.
+            session.baselines(t0 + BASELINE_SHARE * time_limit, names=BASELINES[problem.mode][:1])
             if max(int(workers), 1) > 1 and len(heavy) > 1:
                 call: list = []  # the map bound's child (killed at the deadline: HiGHS may overrun its limit)
 

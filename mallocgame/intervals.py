@@ -88,9 +88,12 @@ def max_live_of(size: np.ndarray, start: np.ndarray, end: np.ndarray) -> int:
 
 
 def max_live(problem: Problem) -> int:
-    """Largest number of bytes live at one time: a lower bound on any packing's peak."""
-    a = problem.arrays
-    return max_live_of(a.size, a.start, a.end)
+    """Largest number of bytes live at one time: a lower bound on any packing's peak (built once per problem)."""
+    facts = derived_facts(problem)
+    if "max_live" not in facts:
+        a = problem.arrays
+        facts["max_live"] = max_live_of(a.size, a.start, a.end)
+    return facts["max_live"]
 
 
 def maximal_times(start: np.ndarray, end: np.ndarray) -> np.ndarray:

@@ -337,7 +337,7 @@ _DERIVED: dict[int, dict[Any, Any]] = {}  # id(problem) -> its derived facts (se
 def derived_facts(problem: Problem) -> dict[Any, Any]:
     """The one store of what is derived from ``problem`` and shared by every user in this process.
 
-    Keys are declared by their owners: ``"overlap_index"`` (:func:`mallocgame.intervals.overlap_index`),
+    Keys are declared by their owners: ``"overlap_index"`` and ``"max_live"`` (:mod:`mallocgame.intervals`),
     ``("evaluator", hardware)`` and ``("prefetch_evaluator", hardware)`` (the hardware evaluators'
     ``of``), ``("session", hardware)`` (:func:`mallocgame.session.session_for`, which holds the rest:
     max live, bound, baselines) and ``("prefetch_game", hardware)`` (search's prefetch game data).

@@ -79,7 +79,6 @@ class Session:
         self.hardware = hardware
         self._baselines: dict[str, Baseline] = {}
         self._bound = None
-        self._max_live: int | None = None
 
     # ------------------------------------------------------------------ facts
     @property
@@ -104,11 +103,10 @@ class Session:
 
     @property
     def max_live(self) -> int:
-        if self._max_live is None:
-            from mallocgame.intervals import max_live
+        """The most bytes live at once (:func:`mallocgame.intervals.max_live`, built once per problem)."""
+        from mallocgame.intervals import max_live
 
-            self._max_live = max_live(self.problem)
-        return self._max_live
+        return max_live(self.problem)
 
     def bound(self):
         """The mode's :class:`~mallocgame.bounds.Bound`: max live (pack), the relaxation (map), per-op (prefetch)."""

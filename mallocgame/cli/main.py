@@ -358,6 +358,8 @@ def solve(problem_path, solver_name, mode, capacity, capacity_fraction, hardware
         else:
             # The bound is computed here meanwhile: the solver keeps its whole time limit.
             shared_caches(problem, spec)
+            if problem.mode != "map":  # milliseconds: built before the fork, the solver's child inherits it
+                problem_bound(problem, spec)
             run = ChildCall(solve_with_warm_start, solver_name, problem, spec, time_limit=time_limit, seed=seed,
                             hint=hint, warm_start=warm_start, options=options, compute_bound=False)
             try:

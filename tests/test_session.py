@@ -1,0 +1,138 @@
+"""The solve session (mallocgame.session): derived facts built once per process, baselines, forks, hints across modes."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
+from mallocgame.hardware.spec import PRESETS
+
+import mallocgame
+from mallocgame.inputs.generate import layered_network, random_intervals
+from mallocgame.lift import lift_map_answer
+from mallocgame.model import Problem, derived_facts, offsets_array
+from mallocgame.placement import greedy_place, xla_order
+from mallocgame.runner import call_in_child, run_solver
+from mallocgame.session import BASELINES, session_for
+from tests.conftest import run_cli
+
+HW = PRESETS["tpuv4i"]
+EXAMPLE = "example:layered150"
+
+
+def test_one_session_per_problem_and_hardware_and_nothing_in_the_problem():
+    p = layered_network(60, seed=2)
+    s = session_for(p, HW)
+    assert session_for(p, HW) is s and session_for(p, PRESETS["unit"]) is not s
+    assert s.baseline("greedy-xla") is s.baseline("greedy-xla")
+    assert s.evaluator is s.evaluator and s.overlap is s.overlap
+    s.bound()
+    assert s.known_bound() is s.bound()
+    # Only the model's declared cached properties live in the frozen Problem; the facts are in one store
+    assert set(p.__dict__) - {f for f in Problem.__dataclass_fields__} <= {"arrays", "index", "fingerprint", "touches"}
+    assert derived_facts(p)["session", HW] is s
+
+
+def test_a_copy_of_the_problem_gets_a_fresh_session():
+    p = layered_network(40, seed=3)
+    q = p.replace(name="other")
+    assert session_for(p, HW) is not session_for(q, HW)
+
+
+def test_the_baselines_are_the_algorithms_answers():
+    p = layered_network(150, seed=1).replace(mode="prefetch")
+    s = session_for(p, HW)
+    greedy = greedy_place(p, xla_order(p, s.evaluator.benefits), p.capacity)
+    lifted = s.baseline("greedy-xla")
+    assert lifted.complete and lifted.intervals
+    assert lifted.objective == pytest.approx(PrefetchEvaluator.of(p, HW).value(lift_map_answer(p, greedy)))
+    assert [b.name for b in s.baselines()] == list(BASELINES["prefetch"])
+    best = s.best_baseline()
+    assert best.objective >= max(0.0, *(b.objective for b in s.baselines()))
+    m = p.replace(mode="map")
+    g = session_for(m, HW).baseline("greedy-xla")
+    assert np.array_equal(g.offsets, greedy)
+    with pytest.raises(ValueError):  # shared: read-only
+        g.offsets[0] = 0
+    assert run_solver("greedy-xla", m, HW, time_limit=5, seed=0).offsets == tuple(
+        None if o < 0 else int(o) for o in greedy)
+
+
+def test_the_pack_baseline_is_best_fit_and_pack_start():
+    from mallocgame.placement import pack_start
+
+    p = random_intervals(200, seed=4).replace(mode="pack", capacity=None)
+    b = session_for(p, None).baseline("best-fit")
+    x, label = pack_start(p, float("inf"))
+    assert np.array_equal(b.offsets, x) and b.stats["order"] == label
+    assert run_solver("best-fit", p, None, time_limit=5, seed=0).peak == int(b.objective)
+
+
+def test_a_forked_child_inherits_what_the_parent_built():
+    p = layered_network(80, seed=5)
+    s = session_for(p, HW)
+    built = s.baseline("greedy-xla")
+
+    def child():
+        c = session_for(p, HW)
+        return c is s, "greedy-xla" in c._baselines, c.baseline("greedy-xla").seconds
+
+    same, has, seconds = call_in_child(child)
+    assert same and has and seconds == built.seconds  # the parent's object, not a rebuild
+
+
+def test_cpsat_at_a_short_limit_keeps_the_greedy_answer():
+    """Issue 19: at 0.2 s OR-Tools' import ate the greedy fallback's deadline (all slow)."""
+    problem = mallocgame.load_problem(EXAMPLE)
+    greedy = run_solver("greedy-xla", problem, problem.hardware, time_limit=5, seed=0)
+
+    def run():
+        return run_solver("cpsat", problem, problem.hardware, time_limit=0.2, seed=0)
+
+    report = call_in_child(run)  # a fresh process: OR-Tools not imported yet
+    assert report.valid and report.placed >= greedy.placed > 0
+    assert report.objective >= greedy.objective - 1e-15
+
+
+def test_portfolio_stops_at_the_bound():
+    """A pack answer at max live is optimal: the portfolio ends then and says OPTIMAL (issue 19)."""
+    from mallocgame.model import Buffer
+
+    p = Problem("chain", tuple(Buffer(f"b{i}", 8 + i, i, i + 1) for i in range(30)), mode="pack")
+    t0 = time.monotonic()
+    report = run_solver("portfolio", p, None, time_limit=20, seed=0)
+    assert report.valid and report.status == "OPTIMAL" and report.objective == report.peak == 37
+    assert list(report.stats["members"]) == ["best-fit"]  # at the bound after the first member: no search ran
+    assert time.monotonic() - t0 < 10
+
+
+def test_map_hint_is_a_prefetch_hint_in_the_cli_and_validate_lifts_a_map_csv(tmp_path):
+    sol = tmp_path / "map.csv"
+    r = run_cli("solve", EXAMPLE, "--solver", "greedy-xla", "-o", str(sol))
+    assert r.returncode == 0, r.stderr
+    r = run_cli("solve", EXAMPLE, "--mode", "prefetch", "--solver", "msa", "--hint", str(sol), "--time-limit", "5")
+    assert r.returncode == 0, r.stderr
+    assert "a map solution, lifted to prefetch mode" in r.stderr
+    r = run_cli("validate", EXAMPLE, str(sol), "--mode", "prefetch")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.startswith("ok: 113/150") and r.stderr.count("lifted to prefetch mode") == 1
+    bad = tmp_path / "bad.csv"
+    bad.write_text(sol.read_text().replace(",7116800\n", ",99999999999\n", 1))
+    r = run_cli("validate", EXAMPLE, str(bad), "--mode", "prefetch")
+    assert r.returncode == 1 and r.stdout.startswith("invalid:")
+
+
+def test_api_lifts_a_map_hint_in_any_form():
+    problem = mallocgame.load_problem(EXAMPLE)
+    mapped = mallocgame.solve(problem, "greedy-xla", time_limit=5)
+    pre = problem.replace(mode="prefetch")
+    offsets = list(mapped.solution.offsets)
+    for hint in (mapped.solution, offsets, {b.id: o for b, o in zip(problem.buffers, offsets) if o is not None}):
+        result = mallocgame.solve(pre, "msa", time_limit=5, hint=hint)
+        assert result.valid
+        lifted = PrefetchEvaluator.of(pre, pre.hardware).value(lift_map_answer(pre, offsets_array(offsets)))
+        assert result.objective >= lifted - 1e-15
+    with pytest.raises(mallocgame.InputError, match="hint is not a valid solution"):
+        mallocgame.solve(pre, "msa", time_limit=5, hint=[10**12] * problem.n)
