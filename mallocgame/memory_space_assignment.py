@@ -124,19 +124,31 @@ class _Heap:
             seen.update(k for k in get(i, ()) if lo[k] < e and hi[k] > a)
         return list(seen)
 
-    def best_fit(self, a: int, e: int, size: int, align: int) -> int | None:
+    def near(self, a: int, e: int) -> list[int]:
+        """The rectangles meeting ops ``[a, e)``: a pool for queries inside that range (``pool=``)."""
+        return self._near(a, e)
+
+    def best_fit(self, a: int, e: int, size: int, align: int, pool: list[int] | None = None) -> int | None:
         """Offset of the best-fit hole free during ops ``[a, e)``, or ``None`` (``best_fit_offset``)."""
-        ks = self._near(a, e)
+        if pool is None:
+            ks = self._near(a, e)
+        else:
+            lo, hi = self.lo, self.hi
+            ks = [k for k in pool if lo[k] < e and hi[k] > a]
         off, top = self.off, self.top
         if len(ks) < _SMALL:
             return _best_fit_py(sorted([(off[k], top[k]) for k in ks]), size, align, self.capacity)
         return best_fit_offset(np.array([off[k] for k in ks], np.int64), np.array([top[k] for k in ks], np.int64),
                                size, align, self.capacity)
 
-    def free(self, a: int, e: int, offset: int, size: int) -> bool:
+    def free(self, a: int, e: int, offset: int, size: int, pool: list[int] | None = None) -> bool:
         """Whether ``[offset, offset + size)`` is free during ops ``[a, e)``."""
         if offset + size > self.capacity:
             return False
+        if pool is not None:
+            lo, hi, off, top = self.lo, self.hi, self.off, self.top
+            end = offset + size
+            return not any(lo[k] < e and hi[k] > a and off[k] < end and top[k] > offset for k in pool)
         B = self.BUCKET
         lo, hi, off, top = self.lo, self.hi, self.off, self.top
         end = offset + size
@@ -337,17 +349,18 @@ class _CopyResource:
     """
 
     def __init__(self, compute: np.ndarray, slow_mem: np.ndarray, fixed: np.ndarray):
-        self.compute, self.slow_mem, self.fixed = compute, slow_mem, fixed
+        self.compute, self.slow_mem, self.fixed = compute.tolist(), slow_mem.tolist(), fixed.tolist()
         self.T = len(compute)
-        self.saved = np.zeros(self.T)
-        self.times = np.maximum(compute, slow_mem) + fixed
+        self.saved = [0.0] * self.T  # plain lists: the checks read and write single ops
+        times = np.maximum(compute, slow_mem) + fixed
+        self.times = times.tolist()
         self.copies: dict[str, list[tuple[int, int, float]]] = {k: [] for k in KINDS}
         self.alloc: dict[str, list[list[tuple[int, float]]]] = {k: [] for k in KINDS}
         self.by_first: dict[str, dict[int, list[int]]] = {k: {} for k in KINDS}
         self.span = {k: 0 for k in KINDS}  # longest window (ops) of a copy of that kind
-        self.left = {k: self.times.copy() for k in KINDS}
+        self.left = {k: list(self.times) for k in KINDS}
         self.base_stall = {k: 0.0 for k in KINDS}
-        scale = float(self.times.sum()) or 1.0
+        scale = float(times.sum()) or 1.0
         self.tol = 1e-12 * scale
         self.exact_checks = 0
         self.journal: list = []
@@ -387,19 +400,20 @@ class _CopyResource:
 
     def seed_full(self, saved: np.ndarray, copies: dict[str, list[tuple[int, int, float]]]) -> bool:
         """Start from a given answer (a hint): its served operands and copies. False (nothing changed) if they stall."""
-        times = np.maximum(self.compute, self.slow_mem - saved.astype(np.float64)) + self.fixed
+        compute, slow_mem, fixed = (np.asarray(x) for x in (self.compute, self.slow_mem, self.fixed))
+        times = (np.maximum(compute, slow_mem - saved.astype(np.float64)) + fixed).tolist()
         served = {}
         for kind in KINDS:
             jobs = [(f, d, s, j) for j, (f, d, s) in enumerate(copies[kind])]
-            stall, left, allocs = _edf([(max(f, 0), d, s, j) for f, d, s, j in jobs], times.tolist(), 0)
+            stall, left, allocs = _edf([(max(f, 0), d, s, j) for f, d, s, j in jobs], times, 0)
             if stall > self.tol:
                 return False
             served[kind] = (left, allocs)
-        self.saved = saved.astype(np.float64).copy()
+        self.saved = saved.astype(np.float64).tolist()
         self.times = times
         for kind in KINDS:
             left, allocs = served[kind]
-            self.left[kind] = np.asarray(left, np.float64)
+            self.left[kind] = left
             for (f, d, s), a in zip(copies[kind], allocs):
                 self._append_copy(kind, (max(f, 0), d, s), a)
         self.journal.clear()
@@ -426,7 +440,7 @@ class _CopyResource:
                     share = sum(x for t, x in alloc[j] if lo <= t < hi)
                     if share > 0:
                         crossers.append((max(f, lo), min(d, hi), share, j))
-        budgets = self.times[lo:hi].tolist()
+        budgets = self.times[lo:hi]
         for t, r in red.items():
             budgets[t - lo] -= r
         jobs = inside + ([(copy[0], copy[1], copy[2], -1)] if copy is not None else [])
@@ -447,7 +461,7 @@ class _CopyResource:
         if copy is not None:
             pts += [copy[0], copy[1] - 1]
         a0, b0 = min(pts), max(pts) + 1
-        width = max(b0 - a0, 16)
+        width = max(b0 - a0, 8)
         while True:
             lo, hi = max(0, a0 - width), min(self.T, b0 + width)
             out = self._region(kind, red, copy, lo, hi)
@@ -477,44 +491,55 @@ class _CopyResource:
                 copy: tuple[int, int, float] | None = None) -> bool:
         """Serve more operands (``(op, saving)`` pairs) and add ``copy`` of ``kind``, if every copy still completes
         without a stall; commits and returns True, else changes nothing and returns False."""
+        saved, times, tol = self.saved, self.times, self.tol
         new: dict[int, float] = {}
         for t, d in serve:
-            new[t] = new.get(t, float(self.saved[t])) + d
+            new[t] = new.get(t, saved[t]) + d
         red = {}
-        for t, s in new.items():
-            nt = max(float(self.compute[t]), float(self.slow_mem[t]) - s) + float(self.fixed[t])
-            red[t] = max(float(self.times[t]) - nt, 0.0)
-        red = {t: r for t, r in red.items() if r > 0}
+        for t, v in new.items():
+            r = times[t] - (max(self.compute[t], self.slow_mem[t] - v) + self.fixed[t])
+            if r > 0:
+                red[t] = r
         if copy is not None:
             first, deadline, need = copy
             first = max(first, 0)
             if deadline <= first:
                 return False
-            total = float(self.times[first:deadline].sum()) - sum(r for t, r in red.items() if first <= t < deadline)
+            total = sum(times[first:deadline])
+            for t, r in red.items():
+                if first <= t < deadline:
+                    total -= r
             if total < need * (1 + 1e-9):
                 return False  # not even the whole budget of its window is enough
             copy = (first, deadline, need)
-        quick = {}
-        for k in KINDS:
-            left = self.left[k]
-            ok = all(left[t] >= r - self.tol for t, r in red.items())
-            if ok and copy is not None and k == kind:
-                avail = float(left[first:deadline].sum()) - sum(min(r, left[t]) for t, r in red.items()
-                                                               if first <= t < deadline)
-                ok = avail >= need * (1 + 1e-9)
-            quick[k] = ok
         exact = {}
         for k in KINDS:
-            if quick[k] or (not red and not (copy is not None and k == kind)):
+            left = self.left[k]
+            ok = True
+            for t, r in red.items():
+                if left[t] < r - tol:
+                    ok = False
+                    break
+            mine = copy is not None and k == kind
+            if ok and mine:
+                avail = sum(left[first:deadline])
+                for t, r in red.items():
+                    if first <= t < deadline:
+                        avail -= r if r < left[t] else left[t]
+                ok = avail >= need * (1 + 1e-9)
+            if ok:
                 continue
-            ok, update = self._decide(k, red, copy if k == kind else None)
+            ok, update = self._decide(k, red, copy if mine else None)
             if not ok:
                 return False
             exact[k] = update
-        for t, s in new.items():
-            self._set(self.saved, t, s)
+        journal = self.journal
+        for t, v in new.items():
+            journal.append((saved, t, saved[t]))
+            saved[t] = v
         for t, r in red.items():
-            self._set(self.times, t, float(self.times[t]) - r)
+            journal.append((times, t, times[t]))
+            times[t] -= r
         for k in KINDS:
             mine = copy if k == kind else None
             if k in exact:
@@ -522,14 +547,17 @@ class _CopyResource:
                 continue
             left = self.left[k]
             for t, r in red.items():
-                self._set(left, t, max(left[t] - r, 0.0))
+                journal.append((left, t, left[t]))
+                left[t] = max(left[t] - r, 0.0)
             if mine is not None:
                 need_left = need
                 a = []
                 for t in range(first, deadline):
-                    take = min(need_left, left[t])
+                    lt = left[t]
+                    take = need_left if need_left < lt else lt
                     if take > 0:
-                        self._set(left, t, left[t] - take)
+                        journal.append((left, t, lt))
+                        left[t] = lt - take
                         a.append((t, take))
                         need_left -= take
                     if need_left <= 0:
@@ -740,8 +768,8 @@ class _Msa:
         def slow_write(k: int) -> bool:
             return wr[k] and (read_only or k in slow)
 
-        def fits(a: int, e: int) -> bool:
-            return heap.best_fit(a, e, size, align) is not None
+        def fits(a: int, e: int, pool: list[int] | None = None) -> bool:
+            return heap.best_fit(a, e, size, align, pool) is not None
 
         def chunk(k: int, a: int) -> int | None:
             """FindBestChunkCandidate for an interval occupying from op ``a`` and serving touch ``k``."""
@@ -749,20 +777,21 @@ class _Msa:
             j = k
             while j < last and self.el(ops[j], ops[j + 1]) < max_interval and not slow_write(j + 1):
                 j += 1
-            if not fits(a, ops[k] + 1):
+            pool = heap.near(a, ops[j] + 1)  # every query below is inside [a, ops[j] + 1)
+            if not fits(a, ops[k] + 1, pool):
                 return None
             lo_, hi_ = k, j
             while lo_ < hi_:
                 mid = (lo_ + hi_ + 1) // 2
-                if fits(a, ops[mid] + 1):
+                if fits(a, ops[mid] + 1, pool):
                     lo_ = mid
                 else:
                     hi_ = mid - 1
             e = ops[lo_] + 1
             prev = state["prev_off"]
-            if prev is not None and prev % align == 0 and heap.free(a, e, prev, size):
+            if prev is not None and prev % align == 0 and heap.free(a, e, prev, size, pool):
                 return prev
-            return heap.best_fit(a, e, size, align)
+            return heap.best_fit(a, e, size, align, pool)
 
         def close() -> None:
             cur = state["cur"]
@@ -823,12 +852,13 @@ class _Msa:
             if picked is None:
                 return False
             earliest, latest, candidates = picked
-            if not fits(latest + 1, v + 1):
+            pool = heap.near(earliest + 1, v + 1)  # every query below is inside it
+            if not fits(latest + 1, v + 1, pool):
                 return False  # out of memory for every window
             lo_, hi_ = earliest, latest  # smallest copy start whose occupied range fits somewhere
             while lo_ < hi_:
                 mid = (lo_ + hi_) // 2
-                if fits(mid + 1, v + 1):
+                if fits(mid + 1, v + 1, pool):
                     hi_ = mid
                 else:
                     lo_ = mid + 1
