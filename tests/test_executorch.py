@@ -293,3 +293,20 @@ def test_cli_bad_input_is_one_line_exit_2(args, message, tmp_path, monkeypatch):
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], lines
     assert not (tmp_path / "m.pte").exists()
+
+
+def test_cli_without_executorch_is_one_line_exit_2(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "models.py").write_text(MODEL_FILE)
+    code = ("import sys; sys.modules['executorch'] = None\n"  # as if executorch were not installed
+            "from mallocgame.cli.main import main\n"
+            "main(['executorch', 'models.py:cnn', '--input-shape', '1,3,8,8', '-o', 'm.pte'], prog_name='mallocgame')")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                       env=os.environ.copy())
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "executorch is not installed" in lines[0] and "mallocgame[executorch]" in lines[0], lines
+    assert not (tmp_path / "m.pte").exists()

@@ -124,3 +124,20 @@ def test_bad_input_is_one_line_exit_2(args, message, fns):
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], lines
     assert not (fns / "w.json").exists()
+
+
+def test_without_jax_is_one_line_exit_2(fns):
+    import os
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.modules['jax'] = None\n"  # as if jax were not installed
+            "from mallocgame.cli.main import main\n"
+            "main(['import', 'jax', 'mod:fn', '--arg-shapes', 'f32[8]', '-o', 'w.json'], prog_name='mallocgame')")
+    fn_file = fns / "mod.py"
+    fn_file.write_text("def fn(x):\n    return x\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=fns,
+                       env={**os.environ, "PYTHONPATH": str(fns)})
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "jax is not installed" in lines[0] and "mallocgame[jax]" in lines[0], lines
