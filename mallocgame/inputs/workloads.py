@@ -1,37 +1,11 @@
 """Analytic generators of realistic ML workloads: MLPs, CNNs and transformers as ``Problem``s.
 
-No framework is needed: each generator writes the program's schedule op by op, with
-FLOPs and operand bytes computed from the layer shapes (bf16 by default, 2 bytes per
-element), as an XLA-style compiler would see it after fusion. The conventions, shared
-by every generator and checked by hand in ``tests/test_workloads.py``:
-
-* a matmul ``[M, K] x [K, N]`` costs ``2*M*K*N`` FLOPs; a convolution
-  ``2 * B * Ho * Wo * Cout * k * k * Cin`` (depthwise: ``2 * B * Ho * Wo * C * k * k``);
-  attention scores ``QK^T`` and the context ``PV`` each ``2 * B * S * S_kv * d``;
-* elementwise work costs a fixed number of FLOPs per output element:
-  :data:`ELEMENTWISE_FLOPS` (``relu`` 1, ``gelu`` 8, ``add`` 1, ``softmax`` 5,
-  ``layernorm`` 8, ``add_layernorm`` 9, ``sgd`` 2, ``xent`` 5, ...); in inference an
-  activation is fused into the producing matmul/conv (its FLOPs added there), in
-  training it is a separate op because its backward needs the pre-activation;
-* every operand is read or written whole (``bytes`` = the tensor's bytes) unless noted:
-  an embedding lookup reads ``B*S*d`` elements of a table kept in HBM (``fixed_bytes``),
-  the pooler reads only the ``[CLS]`` rows;
-* biases, layer-norm scales and batch-norm statistics are left out (they are ~0.1% of
-  the bytes and would only add tiny buffers);
-* a tensor is live from the op that writes it to the last op that reads it, half-open;
-  **weights (and other program inputs) are prefetched**: their fast-memory copy must be
-  live from the op at which an async copy of ``size / hardware.copy_bw`` seconds has to
-  start so that it ends before the first use, counted back over the ops' all-slow
-  roofline times on the given hardware (``tpuv4i`` by default). That is how XLA's
-  memory-space assignment brings weights into on-chip memory, and it makes weights
-  compete with activations for space;
-* training (``training=True``) appends a reverse-mode backward pass (one op per
-  gradient, gradient accumulation where a tensor fans out) and a fused SGD update per
-  weight emitted as soon as its gradient is complete; activations saved for the
-  backward pass stay live until it reads them.
-
-Capacity: :func:`with_capacity` sets the fast memory to a fraction of the workload's max
-live bytes (capped at the hardware's), so the choice of what goes fast matters.
+No framework is needed: each generator writes the program's schedule op by op, with FLOPs and
+operand bytes computed from the layer shapes (bf16 by default), as an XLA-style compiler would
+see it after fusion; weights are prefetched (live from the op at which their copy must start),
+and ``training=True`` appends the backward pass and SGD updates. The conventions, shared by every
+generator and checked by hand in ``tests/test_workloads.py``: docs/guide/suites.md, "Generated
+workloads". :func:`with_capacity` sets the fast memory to a fraction of the max live bytes.
 
 Example:
     >>> p = transformer_encoder(layers=1, hidden=8, heads=2, seq=4, batch=1, ffn=16)
