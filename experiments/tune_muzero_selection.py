@@ -3,7 +3,8 @@
     nice python experiments/tune_muzero_selection.py [--simulations 16] [--csv PATH]
 
 Settings: ``mcts`` (plain UCT, its defaults) and solver ``muzero`` with each selection rule of
-:data:`mallocgame.search.uct.GUIDED_RULES` x prior (network, uniform, relaxation) x pUCT/UCT constant. Per
+:data:`mallocgame.search.uct.GUIDED_RULES` x prior (network, uniform, relaxation) x pUCT/UCT constant, and
+``untried-uct`` at UCT's constant 1 with the prior's weight ``(k p)`` raised to ``prior_power``. Per
 setting: the mean gap to the no-fragmentation bound, wins/ties/losses against ``mcts`` (value within
 1e-9 of the bound: a tie), and, for the uniform prior, on how many problems the answer is exactly
 ``mcts``'s (same objective and same simulation count). Every run goes to ``--csv`` as it ends, and a
@@ -26,7 +27,12 @@ from mallocgame.runner import problem_bound, run_solver
 SETTINGS = [("mcts", "mcts", {})] + [
     (f"{rule} {prior} c{c:g}", "muzero", {"selection": rule, "prior": prior, "exploration": c})
     for rule, cs in (("puct", (10.0,)), ("untried-puct", (10.0,)), ("untried-uct", (1.0, 3.0)))
-    for c in cs for prior in ("network", "uniform", "relaxation")]
+    for c in cs for prior in ("network", "uniform", "relaxation")] + [
+    (f"untried-uct {prior} c1 power{pw:g}", "muzero", {"selection": "untried-uct", "prior": prior, "exploration": 1.0,
+                                                      "prior_power": pw})
+    for pw in (2.0, 0.5, 3.0, 4.0) for prior in ("network", "relaxation")] + [
+    ("untried-uct uniform c1 power2", "muzero", {"selection": "untried-uct", "prior": "uniform", "exploration": 1.0,
+                                                 "prior_power": 2.0})]
 
 
 def main() -> None:

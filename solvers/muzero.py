@@ -13,11 +13,23 @@ against ``mcts`` on the held-out problems. ``model=simulator`` plans with the tr
 
 Default search (``method="uct"``, issue 10 "a level comparison"): exactly the search of the
 ``mcts`` solver (:class:`mallocgame.search.uct.UCTSearch`: the same greedy rollouts to the end of the
-episode, tree reuse, per-move commitment, budgets and fallback answers), except that moves are
-selected by pUCT with the network's policy as the prior (``search/uct.py``, "Guided
-selection"). The network is asked once per tree node the search leaves, never at a forced move
-(one legal action). With ``prior="uniform"`` the same pUCT search runs with a uniform prior
-and no network: the control the network must beat.
+episode, tree reuse, per-move commitment, budgets and fallback answers), except that the network's
+policy is the prior of the selection (``search/uct.py``, "Guided selection"). The network is asked
+once per tree node the search leaves, never at a forced move (one legal action). With
+``prior="uniform"`` the same search runs with a uniform prior and no network: the control the
+network must beat.
+
+The selection rule (``selection="untried-uct"``, issue 21 item 4) cannot starve a move: UCT's
+untried-first rule is kept (Kocsis & Szepesvari, "Bandit based Monte-Carlo Planning", ECML 2006),
+so at every node the greedy's move is tried first and every legal move once before any is tried
+again; the prior only orders the untried moves after the greedy's and, once all are tried, scales
+UCT's exploration bonus of move ``a`` by ``(k * p(a)) ** prior_power`` (``k`` legal moves; a
+multiplicative progressive bias, Chaslot et al., "Progressive strategies for Monte-Carlo tree
+search", 2008), with UCT's own constant 1. A uniform prior scales by exactly 1, so the uniform
+control *is* ``mcts``, answer for answer (12 of 12 tuning problems; a test checks it). Chosen on
+the tuning problems only (seeds 201-212; ``DEFAULT_SELECTION``), never the held-out ones; the
+earlier pUCT rule (``selection="puct"``, constant 10) stays available. How it fares on the held-out
+protocol (``experiments/heldout.py``) is in ``experiments/results/heldout_muzero_mcts.md``.
 
 Options (keyword arguments of ``solve``; the CLI passes ``--simulations`` and ``--solver-option``):
 
@@ -33,8 +45,12 @@ Options (keyword arguments of ``solve``; the CLI passes ``--simulations`` and ``
   environment variable ``MALLOCGAME_MUZERO_CHECKPOINT``, else the shipped
   ``search/muzero/checkpoints/default.pt``; with ``model=learned|simulator`` and ``method=gumbel|puct``,
   which read the plain observation, ``selfplay.pt``, the earlier self-play network);
-* ``exploration``  the pUCT constant on sibling-normalised values (default ``DEFAULT_EXPLORATION``: 10 in
-  map mode, chosen on the tuning problems; 1 in pack and prefetch modes, as before);
+* ``selection``    ``"untried-uct"`` (default, above), ``"untried-puct"`` (untried-first, then pUCT) or ``"puct"``
+  (the earlier rule: pUCT over all legal moves, an untried one at its parent's mean; can starve a move);
+* ``prior_power``  with ``untried-uct``: the power of ``k * p(a)`` (default 2, chosen on the tuning problems);
+* ``exploration``  the UCT / pUCT constant on sibling-normalised values (default ``DEFAULT_EXPLORATION``: with
+  ``untried-uct`` 1, ``mcts``'s; with the pUCT rules 10 in map mode, chosen on the tuning problems, 1 in pack
+  and prefetch modes);
 * ``rollout_depth`` steps past the root per rollout (default: to the end of the episode, as ``mcts``);
 * ``model``        ``"learned"`` (the paper's MuZero, above) or ``"simulator"`` (the network's prior and
   value, the true game as the model; leaves valued after ``rollout_depth`` greedy moves, default 48).
@@ -79,7 +95,14 @@ PRIORS = ("network", "uniform", "relaxation")
 #: 2.78% at 3, 2.56% at 10 (weight 0.99 at 30: 2.91%; mcts 3.06%). Map mode only: pack and prefetch keep 1.
 #: Values are min-max normalised among siblings, so 10 lets the prior, not one rollout, decide where to look.
 PUCT_EXPLORATION = {"map": 10.0, "pack": 1.0, "prefetch": 1.0}
-DEFAULT_SELECTION = "puct"
+#: The selection rule (search/uct.py, "Guided selection"), chosen on the tuning problems (seeds 201-212, 16
+#: simulations; experiments/results/muzero_selection_tuning.md): mean gap of the network's search (mcts 3.065%)
+#: puct c10 2.442% (the earlier default, which can starve the greedy's move), untried-puct c10 2.475%, untried-uct
+#: c3 2.451%, c1 2.687% and at c1 with prior_power 0.5 / 2 / 3 / 4: 2.890% / 2.521% / 2.623% / 2.639%.
+#: untried-uct at UCT's constant 1 is the only one whose uniform control is ``mcts`` itself (same answers on all
+#: 12); of those prior_power 2 searched best (6/5/1 against mcts).
+DEFAULT_SELECTION = "untried-uct"
+DEFAULT_PRIOR_POWER = 2.0
 #: The exploration constant per selection rule and mode.
 DEFAULT_EXPLORATION = {"puct": PUCT_EXPLORATION, "untried-puct": PUCT_EXPLORATION,
                        "untried-uct": {"map": 1.0, "pack": 1.0, "prefetch": 1.0}}
@@ -124,12 +147,14 @@ def _choice(name: str, value, choices: tuple[str, ...]) -> str:
 class MuZeroSolver(Solver):
     name = "muzero"
     modes = frozenset({"map", "pack", "prefetch"})
+    preload = ("torch",)  # imported before the clock starts (mallocgame.runner.preload)
 
     def solve(self, problem: Problem, hardware, *, time_limit: float, seed: int, hint: Solution | None = None,
               simulations: int | None = None, checkpoint: str | None = None, prior: str = "network",
               exploration: float | None = None, method: str = "uct", model: str | None = None,
               search_model: str | None = None, c_scale: float | None = None,
-              rollout_depth: int | None = None, selection: str | None = None) -> Solution:
+              rollout_depth: int | None = None, selection: str | None = None,
+              prior_power: float | None = None) -> Solution:
         t0 = time.monotonic()
         prior = _choice("prior", prior, PRIORS)
         selection = _choice("selection", DEFAULT_SELECTION if selection is None else selection, GUIDED_RULES)
@@ -152,6 +177,10 @@ class MuZeroSolver(Solver):
             exploration = DEFAULT_EXPLORATION[selection][problem.mode]
         if isinstance(exploration, bool) or not isinstance(exploration, (int, float)) or not exploration >= 0:
             raise InputError(f"muzero: option exploration must be a number >= 0, got {exploration!r}")
+        if prior_power is None:
+            prior_power = DEFAULT_PRIOR_POWER
+        if isinstance(prior_power, bool) or not isinstance(prior_power, (int, float)) or not prior_power >= 0:
+            raise InputError(f"muzero: option prior_power must be a number >= 0, got {prior_power!r}")
         if method != "uct" or model is not None:
             if problem.mode != "map":
                 what = f"model={model}" if model is not None else f"method={method}"
@@ -162,7 +191,7 @@ class MuZeroSolver(Solver):
                                  rollout_depth=rollout_depth)
         return _solve_uct(self.name, problem, hardware, t0=t0, time_limit=time_limit, seed=seed, hint=hint,
                           sims=sims, checkpoint=checkpoint, prior=prior, exploration=float(exploration),
-                          rollout_depth=rollout_depth, selection=selection)
+                          rollout_depth=rollout_depth, selection=selection, prior_power=float(prior_power))
 
 
 # --- the default: UCT with the network's prior (search/uct.py, "Guided selection") --------------
@@ -181,11 +210,12 @@ def _game_config(problem: Problem, checkpoint_game: dict | None):
 
 def _solve_uct(name: str, problem: Problem, hardware, *, t0: float, time_limit: float, seed: int,
                hint: Solution | None, sims: int, checkpoint: str | None, prior: str, exploration: float,
-               rollout_depth: int | None, selection: str) -> Solution:
+               rollout_depth: int | None, selection: str, prior_power: float) -> Solution:
     from mallocgame.search.game import GameConfig
     from mallocgame.search.uct import MCTSConfig, solve_with_uct
 
-    stats: dict[str, Any] = {"method": "uct", "selection": selection}
+    stats: dict[str, Any] = {"method": "uct", "selection": selection, "exploration": exploration,
+                             "prior_power": prior_power}
     net = trained_game = None
     if prior == "network":
         path = checkpoint or os.environ.get(CHECKPOINT_ENV) or str(DEFAULT_CHECKPOINT)
@@ -214,7 +244,7 @@ def _solve_uct(name: str, problem: Problem, hardware, *, t0: float, time_limit: 
             prior_fn = uniform_prior
             stats["prior"] = "uniform (the relaxation found no fast set in its time)"
     cfg = MCTSConfig(simulations=sims, exploration=exploration, rollout="greedy", rollout_depth=rollout_depth,
-                     commit="max" if problem.mode == "prefetch" else "visits", guided=selection)
+                     commit="max" if problem.mode == "prefetch" else "visits", guided=selection, prior_power=prior_power)
     solution = solve_with_uct(name, problem, hardware, cfg, game_cfg, t0=t0, time_limit=time_limit, seed=seed,
                               hint=hint, prior=prior_fn, data=data, stats=stats)
     # The network is asked exactly when the search asks its prior (never at a forced move).

@@ -1,0 +1,163 @@
+"""The guided search against plain MCTS on the held-out protocol (issue 21, items 1 and 5), map mode.
+
+    nice python experiments/heldout_muzero_mcts.py --budgets 16 --csv experiments/results/heldout_muzero_mcts.csv
+
+Problems: :func:`heldout.held_out` (fixed before any run: fresh generator seeds of every Recipe kind,
+150-2,000 buffers; the realistic suite; the HLO fixtures at 25% and 40% of max live), all in one list,
+smallest first, so a run cut short has every family at the small sizes. ``--max-n`` leaves larger
+ones out. The confirmation set is not read here (it needs a chosen checkpoint's hash).
+
+Contestants (all through :func:`mallocgame.runner.run_solver`: validated, scored against the no-fragmentation
+bound): ``mcts`` (its defaults); ``muzero`` (the solver's defaults: the shipped network, the default
+selection rule); ``uniform`` and ``relaxation`` (solver ``muzero`` with ``prior=uniform`` / ``prior=relaxation``,
+the same rule); ``muzero-puct`` (the network with the earlier rule, ``selection=puct``). The time limit
+(``--time-limit``) is large so the clock does not bind; a run it bound is marked ``*``.
+
+Every run is appended to ``--csv`` as it ends and a rerun skips what is there, so the script resumes.
+The summary (also ``--summary-only``) counts only problems every listed contestant finished: per family
+and overall, mean gaps, wins/ties/losses (a tie: values within 1e-9 of the bound) and the one-sided sign
+test (``scipy.stats.binomtest``, ties dropped) that the first of a pair wins more often than it loses.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import statistics
+import time
+from pathlib import Path
+
+from _common import Transcript, fenced, results_path, write_results
+from heldout import held_out
+from level_muzero_mcts import sign_test
+
+from mallocgame.runner import problem_bound, run_solver
+
+CONTESTANTS = {"mcts": ("mcts", {}), "muzero": ("muzero", {}), "uniform": ("muzero", {"prior": "uniform"}),
+               "relaxation": ("muzero", {"prior": "relaxation"}), "muzero-puct": ("muzero", {"selection": "puct"})}
+PAIRS = (("muzero", "mcts"), ("muzero", "uniform"), ("muzero", "relaxation"), ("uniform", "mcts"),
+         ("relaxation", "mcts"), ("muzero-puct", "mcts"), ("muzero", "muzero-puct"))
+FIELDS = ["family", "problem", "n", "budget", "contestant", "value", "bound", "gap", "seconds", "simulations",
+          "clock_bound", "selection", "exploration", "prior", "answer_from"]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--budgets", default="16")
+    ap.add_argument("--contestants", default="mcts,muzero,uniform,relaxation")
+    ap.add_argument("--families", default="generated,suite,hlo")
+    ap.add_argument("--max-n", type=int, default=None)
+    ap.add_argument("--time-limit", type=float, default=1800.0)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--csv", default="heldout_muzero_mcts.csv")
+    ap.add_argument("--out", default="heldout_muzero_mcts.md")
+    ap.add_argument("--summary-only", action="store_true")
+    args = ap.parse_args()
+    budgets, wanted = args.budgets.split(","), args.contestants.split(",")
+    unknown = sorted(set(wanted) - set(CONTESTANTS))
+    if unknown:
+        raise SystemExit(f"--contestants: unknown {', '.join(unknown)} (known: {', '.join(CONTESTANTS)})")
+    csv_path = results_path(args.csv)
+    rows = read_rows(csv_path)
+    show = Transcript()
+    if not args.summary_only:
+        run(args, budgets, wanted, csv_path, rows, show)
+    show(f"summary of {csv_path.name} ({len(rows)} runs); contestants {', '.join(wanted)}")
+    summary(rows, budgets, wanted, show)
+    write_results(args.out, (
+        "# Held-out protocol: muzero vs mcts vs the controls, map mode (issue 21)\n\n"
+        "Made by `experiments/heldout_muzero_mcts.py` (its docstring says what is compared and how). "
+        f"Every run is in `{csv_path.name}`. Output as printed:\n\n" + fenced(show.text)))
+
+
+def read_rows(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    with open(path) as fh:
+        rows = list(csv.DictReader(fh))
+    for r in rows:
+        for key in ("value", "bound", "gap", "seconds"):
+            r[key] = float(r[key])
+        r["n"], r["simulations"] = int(r["n"]), int(r["simulations"])
+    return rows
+
+
+def run(args, budgets, wanted, csv_path: Path, rows: list[dict], show) -> None:
+    done = {(r["problem"], r["budget"], r["contestant"]) for r in rows}
+    show(f"held-out families {args.families}; budgets {args.budgets}; contestants {args.contestants}; seed {args.seed}; "
+         f"time limit {args.time_limit:g}s; max n {args.max_n}; resumed {len(done)} runs")
+    insts = sorted(held_out(tuple(args.families.split(","))), key=lambda h: (h.problem.n, h.label))
+    if args.max_n is not None:
+        insts = [h for h in insts if h.problem.n <= args.max_n]
+    new = not csv_path.exists()
+    with open(csv_path, "a", newline="") as fh:
+        out = csv.DictWriter(fh, FIELDS)
+        if new:
+            out.writeheader()
+        for h in insts:
+            bound = None
+            for budget in budgets:
+                cells = []
+                for name in wanted:
+                    if (h.label, budget, name) in done:
+                        continue
+                    bound = bound or problem_bound(h.problem, h.hardware)
+                    solver, opts = CONTESTANTS[name]
+                    t0 = time.monotonic()
+                    rep = run_solver(solver, h.problem, h.hardware, time_limit=args.time_limit, seed=args.seed,
+                                     options={**opts, "simulations": int(budget)}, bound=bound)
+                    secs = time.monotonic() - t0
+                    if not rep.valid:
+                        raise SystemExit(f"{name} on {h.label}: invalid answer: {rep.violation}")
+                    st = rep.stats
+                    row = {"family": h.family, "problem": h.label, "n": h.problem.n, "budget": budget,
+                           "contestant": name, "value": rep.objective, "bound": bound.value, "gap": rep.gap,
+                           "seconds": round(secs, 2), "simulations": st.get("simulations", 0),
+                           "clock_bound": st.get("finished_greedily_at") is not None
+                           or st.get("simulations", 0) < int(budget) * st.get("searched_moves", 0),
+                           "selection": st.get("selection", ""), "exploration": opts.get("exploration", ""),
+                           "prior": st.get("prior", ""), "answer_from": st.get("answer_from", "")}
+                    out.writerow(row)
+                    fh.flush()
+                    rows.append(row)
+                    cells.append(row)
+                if cells:
+                    show(f"{h.label:<40}{h.problem.n:>5} {budget:>3} " + " ".join(
+                        f"{r['contestant']} {r['gap']:7.3%}{'*' if str(r['clock_bound']) == 'True' else ' '}"
+                        f"({r['seconds']:.0f}s)" for r in cells))
+    show()
+
+
+def summary(rows: list[dict], budgets: list[str], wanted: list[str], show) -> None:
+    families = sorted({r["family"] for r in rows})
+    for budget in budgets:
+        by: dict[str, dict[str, dict]] = {}
+        for r in rows:
+            if r["budget"] == budget and r["contestant"] in wanted:
+                by.setdefault(r["problem"], {})[r["contestant"]] = r
+        complete = {p: c for p, c in by.items() if all(w in c for w in wanted)}
+        for fam in families + ["all"]:
+            sel = [c for c in complete.values() if fam == "all" or next(iter(c.values()))["family"] == fam]
+            if not sel:
+                continue
+            ns = [next(iter(c.values()))["n"] for c in sel]
+            line = (f"budget {budget:>3} {fam:<10} ({len(sel)} problems, {min(ns)}-{max(ns)} buffers): mean gap "
+                    + ", ".join(f"{w} {statistics.mean(c[w]['gap'] for c in sel):.3%}" for w in wanted))
+            for me, other in PAIRS:
+                if me not in wanted or other not in wanted:
+                    continue
+                wins = ties = losses = 0
+                for c in sel:
+                    d = c[me]["value"] - c[other]["value"]
+                    if abs(d) <= 1e-9 * max(abs(c[me]["bound"]), 1e-300):
+                        ties += 1
+                    elif d > 0:
+                        wins += 1
+                    else:
+                        losses += 1
+                line += f"; {me} vs {other} {wins}/{ties}/{losses} p={sign_test(wins, losses):.3g}"
+            show(line)
+
+
+if __name__ == "__main__":
+    main()
