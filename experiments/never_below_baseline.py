@@ -51,11 +51,14 @@ def main(argv: list[str] | None = None) -> int:
     out()
     out("Layered networks (seed 1, capacity 25% of max live, tpuv4i). objective = time saved (s);")
     out("lifted = greedy-xla's map answer lifted; best baseline = max(all-slow 0, lifted, msa at the same limit);")
-    out("ratio = objective / best baseline; wall = parent-side seconds (fork, solve, validate); over = wall - limit.")
+    out("ratio = objective / best baseline; solver s = the solver's own seconds (the runner's clock: solve() alone,")
+    out("heavy imports declared by `preload` before it); wall = parent-side seconds (fork, imports, solve, validation,")
+    out("sending the answer back); over = wall - limit.")
     out("Machine: 2 cores shared with other engineers' jobs (loaded), run under nice.")
     out()
-    out("| buffers | limit | solver | status | objective | lifted | msa | best baseline | ratio | below | wall s | over s |")
-    out("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    out("| buffers | limit | solver | status | objective | lifted | msa | best baseline | ratio | below | solver s "
+        "| wall s | over s |")
+    out("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     failures = []
     for n in [int(x) for x in args.sizes.split(",")]:
         problem = layered_network(n, seed=1, capacity_fraction=0.25).replace(mode="prefetch",
@@ -72,22 +75,23 @@ def main(argv: list[str] | None = None) -> int:
                 if report is None:
                     failures.append(f"{n} {limit:g} {name}: {error}")
                     out(f"| {problem.n} | {limit:g} | {name} | error | - | {lifted.objective:.6g} | "
-                        f"{'-' if msa_value is None else f'{msa_value:.6g}'} | {best:.6g} | - | yes | {wall:.2f} | "
+                        f"{'-' if msa_value is None else f'{msa_value:.6g}'} | {best:.6g} | - | yes | - | {wall:.2f} | "
                         f"{wall - limit:+.2f} |")
                     continue
                 obj = report.objective if report.valid else None
                 ratio = (obj / best) if (obj is not None and best > 0) else None
                 below = obj is None or obj < best - 1e-9 * max(1.0, abs(best))
-                if below or wall > limit + 1:
-                    failures.append(f"{n} {limit:g} {name}: objective {obj} vs {best:.6g}, wall {wall:.2f} s")
+                if below or report.seconds > limit + 1:
+                    failures.append(f"{n} {limit:g} {name}: objective {obj} vs {best:.6g}, solver {report.seconds:.2f} s")
                 out(f"| {problem.n} | {limit:g} | {name} | {report.status} | "
                     f"{'-' if obj is None else f'{obj:.6g}'} | {lifted.objective:.6g} | "
                     f"{'-' if msa_value is None else f'{msa_value:.6g}'} | {best:.6g} | "
-                    f"{'-' if ratio is None else f'{ratio:.4f}'} | {'yes' if below else 'no'} | {wall:.2f} | "
+                    f"{'-' if ratio is None else f'{ratio:.4f}'} | {'yes' if below else 'no'} | "
+                    f"{report.seconds:.2f} | {wall:.2f} | "
                     f"{wall - limit:+.2f} |")
             print(f"{n} buffers, {limit:g} s: done", file=sys.stderr, flush=True)
     out()
-    out(f"Runs below the best baseline or over limit + 1 s: {len(failures)}")
+    out(f"Runs below the best baseline or with solver seconds over limit + 1 s: {len(failures)}")
     for line in failures:
         out(f"- {line}")
     write_results(args.out, out.text, argv=argv)

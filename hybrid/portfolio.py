@@ -6,12 +6,14 @@ fast constructive members (greedy-xla, best-fit) run first, in this process; the
 valid answer (or the caller's hint, if better) becomes the hint of every other member, so
 CP-SAT-based members start warm. Above ``LARGE`` buffers the default list leaves them
 out: best fit is not fast there (tens of seconds on 10^8-pair traces, with no time
-limit), and the other members run it themselves as their start when it fits their time.
-The other members run in child processes, at most ``workers`` at a time, each with one
-CP-SAT worker and an equal share of the time left (children still running at the
-deadline are terminated). A member that returns a
+limit), and the other members run it themselves as their start when it fits their time;
+the portfolio builds the cheapest baseline of the solve session (:mod:`mallocgame.session`) instead,
+and msa (which keeps a deadline) stays with half the time. The other members run in child
+processes, at most ``workers`` at a time, each with one CP-SAT worker and an equal share of
+the time left (children still running at the deadline are terminated). A member that returns a
 valid answer it proved optimal (any placement within the capacity, for a pack
-feasibility problem) ends the race at once. Every answer is validated and scored by
+feasibility problem), or an answer at the bound (then reported OPTIMAL; the map bound is computed
+in a child of its own beside the members), ends the race at once. Every answer is validated and scored by
 :func:`mallocgame.runner.run_solver`; the best valid one wins (ties go to the earlier member, so
 the same seed gives the same choice).
 """
@@ -44,7 +46,8 @@ DEFAULT_MEMBERS = {
 # The baselines' solvers (one table in the core, mallocgame.session) and greedy-xla: constructive, run first.
 FAST_MEMBERS = frozenset({*BASELINE_SOLVER.values(), "greedy-xla"})
 COLLECT = 0.10  # seconds more than a solver's margin: collecting answers, stopping children
-LARGE = 5000  # buffers; above this the default members leave out the constructive ones
+LARGE = 5000  # buffers; above this the default members leave out the constructive ones without a deadline
+TIMED_MEMBERS = frozenset({"msa"})  # constructive members that keep a deadline: kept above LARGE
 
 
 def reaches(mode: str, objective: float | None, bound: float) -> bool:
@@ -84,6 +87,7 @@ def member_names(mode: str, solvers: Any = None, *, goal: str | None = None) -> 
 class Portfolio(Solver):
     name = "portfolio"
     modes = frozenset({"map", "pack", "prefetch"})
+    preload = ("ortools.sat.python.cp_model",)  # imported before the clock starts (mallocgame.runner.preload)
 
     def solve(self, problem, hardware, *, time_limit, seed, hint=None, workers=2, minimize_peak=False,
               solvers=None):
@@ -135,8 +139,9 @@ class Portfolio(Solver):
             # Constructive members are not time-limited and can take a minute on 10^8-pair
             # traces; the cheapest baseline of the session (greedy-xla's answer, lifted in prefetch
             # mode) is built here instead, and every member starts from it (a forked member inherits it).
-            names = [n for n in names if n not in FAST_MEMBERS]
-            fast = []
+            # msa keeps a deadline: it stays, with the baselines' share of the time (a cut answer says so).
+            names = [n for n in names if n not in FAST_MEMBERS or n in TIMED_MEMBERS]
+            fast = [n for n in fast if n in TIMED_MEMBERS]
             cheap = session.best_baseline(t0 + BASELINE_SHARE * time_limit, names=BASELINES[problem.mode][:1])
             if cheap is not None:
                 consider(cheap.name, score(problem, hardware, cheap.solution(problem), seconds=cheap.seconds,
@@ -146,10 +151,13 @@ class Portfolio(Solver):
         if best is not None and at_bound(best.solver, best):
             settled = True
         for name in fast:
+            # The limit the baseline would have on its own (not less: never below the greedy); above LARGE
+            # buffers the baselines' share, so that the searches get the rest.
+            limit = time_limit - (time.monotonic() - t0)
+            if problem.n > LARGE and solvers is None:
+                limit = min(limit, BASELINE_SHARE * time_limit)
             try:
-                # The limit the baseline would have on its own (not less: never below the greedy).
-                settled = consider(name, run_solver(name, problem, hardware,
-                                                    time_limit=max(time_limit - (time.monotonic() - t0), 1e-3),
+                settled = consider(name, run_solver(name, problem, hardware, time_limit=max(limit, 1e-3),
                                                     seed=seed, hint=hint, options=options)) or settled
             except Exception as exc:
                 errors[name] = f"{exc.__class__.__name__}: {exc}"
@@ -233,7 +241,8 @@ class Portfolio(Solver):
                     slots_left = -(-len(queue) // workers)
                     share = (deadline - now) / max(slots_left, 1) if waves > 1 else deadline - now
                     # The child also validates, scores and sends back its answer: keep time for that.
-                    share -= 0.05 + 3e-5 * problem.n
+                    # (prefetch mode's validation is the slow one: about 1 s at 5k buffers on a loaded machine)
+                    share -= 0.05 + (2e-4 if problem.mode == "prefetch" else 3e-5) * problem.n
                     name = queue.pop(0)
                     if share <= 0.05:
                         errors[name] = "skipped: no time left"

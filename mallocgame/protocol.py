@@ -12,7 +12,8 @@ mode means "minimise the peak"). ``hint`` is a
 options (``workers``, ``minimize_peak``, ``simulations``, ...) are passed only when the
 solver's ``solve`` signature names them, so a solver declares what it understands simply
 by naming it. Solvers must honour ``time_limit`` (seconds), take all randomness from
-``seed``, and never print. The runner (:mod:`mallocgame.runner`) validates and scores whatever
+``seed``, and never print. A solver may name heavy modules it imports in a class attribute
+``preload`` (a tuple of module names): the runner imports them before its clock starts. The runner (:mod:`mallocgame.runner`) validates and scores whatever
 they return.
 """
 

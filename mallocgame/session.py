@@ -20,6 +20,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -55,6 +56,7 @@ class Baseline:
     offsets: np.ndarray | None = None
     intervals: tuple[FastInterval, ...] = ()
     stats: dict[str, Any] = field(default_factory=dict)
+    deadline: float | None = None  # the monotonic deadline it was built with
 
     def solution(self, problem: Problem, solver: str | None = None) -> Solution:
         """This answer as a :class:`Solution` of ``problem`` (status FEASIBLE)."""
@@ -152,7 +154,7 @@ class Session:
         ``None`` when it has no valid answer (msa without ops or capacity, say).
         """
         have = self._baselines.get(name)
-        if have is not None and (have.complete or deadline is not None and time.monotonic() >= deadline):
+        if have is not None and (have.complete or not self._more_time(have, deadline)):
             return have
         t0 = time.monotonic()
         built = self._build(name, deadline)
@@ -160,9 +162,21 @@ class Session:
             built = Baseline(name, built[0], built[1], time.monotonic() - t0, *built[2:])
             if built.offsets is not None:
                 built.offsets.setflags(write=False)  # shared by every user: a solver copies before it changes it
+            built = dataclasses.replace(built, deadline=deadline)
             if have is None or built.better_than(have, self.problem.mode) or built.complete:
                 self._baselines[name] = built
         return self._baselines.get(name)
+
+    @staticmethod
+    def _more_time(have: Baseline, deadline: float | None) -> bool:
+        """Would a rebuild of the cut-short ``have`` get at least twice its time (so a forked member does not
+        redo, with the same time, what its portfolio built)?"""
+        if deadline is None:
+            return True
+        before = have.deadline
+        if before is None:
+            return time.monotonic() < deadline
+        return deadline - before >= have.seconds and time.monotonic() < deadline
 
     def baselines(self, deadline: float | None = None, *, names: tuple[str, ...] | None = None) -> list[Baseline]:
         """The mode's baselines (:data:`BASELINES`, cheapest first; only ``names`` if given) built until

@@ -30,6 +30,7 @@ _STATUS = {
 class PackSearch(Solver):
     name = "pack-search"
     modes = frozenset({"pack"})
+    preload = ("ortools.sat.python.cp_model",)  # imported before the clock starts (mallocgame.runner.preload)
 
     def solve(self, problem: Problem, hardware, *, time_limit: float, seed: int,
               hint: Solution | None = None, minimize_peak: bool = False) -> Solution:
