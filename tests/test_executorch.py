@@ -310,3 +310,36 @@ def test_cli_without_executorch_is_one_line_exit_2(tmp_path):
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "executorch is not installed" in lines[0] and "mallocgame[executorch]" in lines[0], lines
     assert not (tmp_path / "m.pte").exists()
+
+
+class Branch(nn.Module):
+    """torch.cond: ExecuTorch plans each branch as a submodule and reserves its arena in the parent's."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = nn.Linear(32, 64), nn.Linear(64, 32)
+
+    def forward(self, x):
+        h = self.a(x)
+        y = torch.cond(h.sum() > 0, lambda h: (h.relu() * 2).sin(), lambda h: h.cos() + 1, (h,))
+        return self.b(y) + x
+
+
+def test_control_flow_submodules_keep_their_reserved_bytes(tmp_path):
+    torch.manual_seed(0)
+    model = Branch().eval()
+    (x,) = _inputs((4, 32))
+    ours = planner(time_limit=TIME_LIMIT, seed=0)
+    program = to_executorch(_export(model, (x,)), [ours])
+    greedy_arena = sum(arena_sizes(to_executorch(_export(model, (x,)), [greedy])))
+    assert sum(arena_sizes(program)) <= greedy_arena
+    reserved = [r.reserved for r in ours.records]
+    assert len(ours.records) == 3 and reserved[:2] == [0, 0] and reserved[2] > 0  # two branches, then the parent
+    path = tmp_path / "cond.pte"
+    path.write_bytes(program.buffer)
+    inputs = [100 * x, -100 * x]
+    with torch.no_grad():
+        assert {bool(model.a(i).sum() > 0) for i in inputs} == {True, False}  # both branches run
+        for i in inputs:
+            (out,) = _run_pte(path, (i,))
+            torch.testing.assert_close(out, model(i), rtol=1e-5, atol=1e-4)
