@@ -3,10 +3,16 @@
 The baseline of prefetch mode (docs/prefetch.md). The algorithm, and what each part of XLA's
 ``MsaAlgorithm`` becomes in our model, is in :mod:`mallocgame.memory_space_assignment` (the core, because the
 searches of prefetch mode build its answer first and never end below it); this module is the
-registered solver. Deterministic: ``seed`` is ignored. A run its time limit cuts short is still
-FEASIBLE (a valid answer) but says so: ``stats["cut_short"]`` (the CLI's summary line warns). With a hint (a prefetch answer, or a map
+registered solver. Deterministic: ``seed`` is ignored. With a hint (a prefetch answer, or a map
 answer lifted by :func:`mallocgame.lift.lift_map_answer`) MSA also runs with the hint's
 intervals committed first and returns the best of the two runs and the hint.
+
+Unless ``variants=False``, when time permits (a run as long as those so far still fits before the
+deadline) it also runs two other XLA configurations and keeps the best answer: XLA's cross-program
+prefetch of one buffer, and the other max-overlap rule (``stats["variants_tried"]`` and
+``stats["variants_skipped"]`` say which; so the answer depends on the machine only at sizes where
+one run fits the limit and three do not, and says so). A run its time limit cuts short is still
+FEASIBLE (a valid answer) but says so: ``stats["cut_short"]`` (the CLI's summary line warns).
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ import time
 
 from mallocgame.lift import hint_intervals
 from mallocgame.memory_space_assignment import MAX_RETRIES, _Msa, check_options, msa_run  # noqa: F401  (_Msa: tests)
-from mallocgame.model import FastInterval, Problem, Solution, Status
+from mallocgame.model import FastInterval, InputError, Problem, Solution, Status
 from mallocgame.protocol import Solver, solver_deadline
 from mallocgame.session import session_for
 
@@ -26,9 +32,11 @@ class MemorySpaceAssignment(Solver):
     greedy = True  # a one-pass heuristic: the baseline of prefetch mode, not held to never-below-greedy
 
     def solve(self, problem, hardware, *, time_limit, seed, hint=None, max_retries: int = MAX_RETRIES,
-              max_overlap: str = "buffer"):
+              max_overlap: str = "buffer", variants: bool = True):
         t0 = time.monotonic()
         check_options(max_retries, max_overlap)
+        if not isinstance(variants, bool):
+            raise InputError(f"msa: variants must be True or False, got {variants!r}")
         n = problem.n
         empty = Solution(offsets=(None,) * n, status=Status.FEASIBLE, mode=problem.mode, objective=0.0,
                          solver=self.name, intervals=())
@@ -55,6 +63,8 @@ class MemorySpaceAssignment(Solver):
             timed_out = timed_out or stats["timed_out"]
             if answer is not None:
                 candidates.append(("msa" if start is None else "msa+hint", answer, stats))
+        tried, skipped = self._variants(problem, hardware, deadline, t0, candidates, max_retries, max_overlap,
+                                        variants and not timed_out)
         best_label, best, best_stats, best_value = "all-slow", [], {}, 0.0
         for label, ivs, stats in candidates:
             value = ev.value(ivs) if ivs else 0.0
@@ -63,10 +73,33 @@ class MemorySpaceAssignment(Solver):
                 history.append((time.monotonic() - t0, value))
         # timed_out / cut_short speak of the search, whichever candidate won (a run cut off early may lose to
         # all-slow): the limit left buffers undecided, so the answer depends on the clock (the summary says so)
-        stats = dict(best_stats, source=best_label, timed_out=timed_out, cut_short=timed_out)
+        stats = dict(best_stats, source=best_label, timed_out=timed_out, cut_short=timed_out, variants_tried=tried,
+                     variants_skipped=skipped)
         return Solution(offsets=(None,) * n, status=Status.FEASIBLE, mode=problem.mode, objective=best_value,
                         wall_time=time.monotonic() - t0, history=tuple(history), stats=stats, solver=self.name,
                         intervals=tuple(sorted(best, key=lambda iv: (iv.buffer, iv.start))))
+
+    @staticmethod
+    def _variants(problem, hardware, deadline, t0, candidates, max_retries, max_overlap, on) -> tuple[list, list]:
+        """Runs of other XLA configurations, each only when a run as long as those so far still fits before the
+        deadline (and kept only if it finished): XLA's cross-program prefetch of one buffer, then the other
+        max-overlap rule. Their answers join the candidates; returns the labels tried and skipped."""
+        other = "memory" if max_overlap == "buffer" else "buffer"
+        runs = [("msa+cross-program-prefetch", {"cross_program_prefetch": 1, "max_overlap": max_overlap}),
+                (f"msa+{other}-overlap", {"max_overlap": other})]
+        if not on:
+            return [], []
+        tried, skipped = [], []
+        took = time.monotonic() - t0
+        for label, opts in runs:
+            if time.monotonic() + 1.5 * took > deadline:
+                skipped.append(label)
+                continue
+            answer, stats = msa_run(problem, hardware, deadline, max_retries=max_retries, **opts)
+            tried.append(label)
+            if answer is not None and not stats["timed_out"]:
+                candidates.append((label, answer, stats))
+        return tried, skipped
 
     @staticmethod
     def _hint_intervals(problem: Problem, hint: Solution | None) -> list[FastInterval] | None:
