@@ -591,6 +591,7 @@ class _Stats:
     uncommits: int = 0
     read_only: int = 0
     buffers_fast: int = 0
+    cross_program_prefetch: int = -1  # the buffer prefetched across programs, or -1
     timed_out: bool = False
 
 
@@ -598,8 +599,9 @@ class _Msa:
     """One run of memory-space assignment on one problem."""
 
     def __init__(self, problem: Problem, hardware, deadline: float, max_retries: int = MAX_RETRIES,
-                 max_overlap: str = "buffer"):
+                 max_overlap: str = "buffer", cross_program_prefetch: int = 0):
         self.problem = problem
+        self.cross_program = int(cross_program_prefetch)
         self.deadline = deadline
         self.max_retries = max(1, int(max_retries))
         ev = PrefetchEvaluator.of(problem, hardware)
@@ -939,7 +941,42 @@ class _Msa:
             self.res = _FullCopyResource(self.compute, self.slow_mem, self.fixed)
             self.res.seed(saved, copies)
 
+    def cross_program_prefetch(self, answer: list[FastInterval]) -> None:
+        """XLA's cross-program prefetch (``max_cross_program_prefetches`` = 1): before every other buffer, the
+        largest parameter (XLA's default ``size_compare``; ties: the lower index) that fits in fast memory is
+        prefetched from the program's start (``copy_start = -1``) and kept until its last use (XLA's
+        cross-program-prefetch freeing), serving every use without another copy. Our difference: the copy
+        must complete without a stall within the ops before the first use (else the next candidate)."""
+        cands = []
+        for b in range(self.problem.n):
+            lo, hi = int(self.ptr[b]), int(self.ptr[b + 1])
+            if (self.done[b] or lo == hi or not 0 < self.size[b] <= self.capacity or self.output[b]
+                    or self.writes[lo:hi].any()):
+                continue
+            cands.append((-int(self.size[b]), b))
+        for _, b in sorted(cands):
+            ops, _, _, ds = self.touches_of(b)
+            if not ops or ops[0] < 1:
+                continue
+            first, last = ops[0], ops[-1]
+            size, align = int(self.size[b]), int(self.align[b])
+            off = self.heap.best_fit(0, last + 1, size, align)
+            if off is None:
+                continue
+            if not self.res.try_add([(t, d) for t, d in zip(ops, ds)], "prefetch", (0, first, float(self.copy_time[b]))):
+                continue
+            self.heap.add(0, last + 1, off, size)
+            answer.append(FastInterval(b, off, first, last + 1, -1))
+            self.done[b] = True
+            self.stats.prefetches += 1
+            self.stats.buffers_fast += 1
+            self.stats.cross_program_prefetch = b
+            self.res.snapshot()  # committed
+            return
+
     def run(self, answer: list[FastInterval]) -> list[FastInterval]:
+        if self.cross_program:
+            self.cross_program_prefetch(answer)
         for b in self.order().tolist():
             if self.done[b] or self.ptr[b] == self.ptr[b + 1] or self.size[b] <= 0 or self.size[b] > self.capacity:
                 continue
@@ -983,11 +1020,14 @@ class _Msa:
 
 # ---------------------------------------------------------------------------- runs
 
-STATS_KEYS = ("prefetches", "evictions", "no_copy", "retries", "uncommits", "read_only", "buffers_fast")
+STATS_KEYS = ("prefetches", "evictions", "no_copy", "retries", "uncommits", "read_only", "buffers_fast",
+              "cross_program_prefetch")
 
 
-def check_options(max_retries: int, max_overlap: str) -> None:
+def check_options(max_retries: int, max_overlap: str, cross_program_prefetch: int = 0) -> None:
     """The msa options, or :class:`InputError` (one line: bad input, exit 2)."""
+    if cross_program_prefetch not in (0, 1) or isinstance(cross_program_prefetch, bool):
+        raise InputError(f"msa: cross_program_prefetch must be 0 or 1, got {cross_program_prefetch!r}")
     if max_overlap not in ("buffer", "memory"):
         raise InputError(f"msa: max_overlap must be 'buffer' or 'memory', got {max_overlap!r}")
     if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 1:
@@ -995,15 +1035,21 @@ def check_options(max_retries: int, max_overlap: str) -> None:
 
 
 def msa_run(problem: Problem, hardware, deadline: float, *, start: list[FastInterval] | None = None,
-            max_retries: int = MAX_RETRIES, max_overlap: str = "buffer") -> tuple[list[FastInterval] | None, dict]:
+            max_retries: int = MAX_RETRIES, max_overlap: str = "buffer",
+            cross_program_prefetch: int = 0) -> tuple[list[FastInterval] | None, dict]:
     """One run of the algorithm until the monotonic ``deadline`` (``start``: intervals committed first).
+
+    ``cross_program_prefetch``: how many buffers XLA's cross-program prefetch may take: 0 (here the
+    default: the baseline every search builds, and the algorithm tests/msa_reference.py checks) or 1
+    (XLA's default; measured here it loses more often than it wins: the ``msa`` solver tries it as a
+    variant, experiments/results/msa_scale.md).
 
     Returns the answer (``None`` when the validator rejects it, which would be a bug) and the
     run's statistics (``cut_short``, also ``timed_out``: whether the deadline cut it short, leaving
     buffers undecided, in slow memory). Deterministic.
     """
-    check_options(max_retries, max_overlap)
-    msa = _Msa(problem, hardware, deadline, max_retries, max_overlap)
+    check_options(max_retries, max_overlap, cross_program_prefetch)
+    msa = _Msa(problem, hardware, deadline, max_retries, max_overlap, cross_program_prefetch)
     answer: list[FastInterval] = []
     if start is not None:
         msa.seed(start, PrefetchEvaluator.of(problem, hardware))

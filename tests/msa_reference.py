@@ -96,12 +96,19 @@ def run_case(msa_run, build, options) -> dict:
             "buffers": problem.n, "seconds": round(seconds, 3), "timed_out": bool(stats["timed_out"])}
 
 
+def live_run(problem, hardware, deadline, **kwargs):
+    """The live module's msa_run with the options of the algorithm the reference has (no cross-program prefetch)."""
+    from mallocgame.memory_space_assignment import msa_run
+
+    return msa_run(problem, hardware, deadline, cross_program_prefetch=0, **kwargs)
+
+
 def main(argv: list[str]) -> int:
     what = argv[0] if argv else "check"
     if what == "capture":
         from tests.msa_reference_impl import msa_run
     else:
-        from mallocgame.memory_space_assignment import msa_run
+        msa_run = live_run
     stored = json.loads(ANSWERS.read_text()) if ANSWERS.exists() else {}
     results, bad = {}, 0
     for name, build, options in cases():

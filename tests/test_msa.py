@@ -22,6 +22,7 @@ from mallocgame.inputs import workloads as w
 from mallocgame.inputs.generate import layered_network
 from mallocgame.inputs.load import prepare
 from mallocgame.lift import lift_map_answer
+from mallocgame.memory_space_assignment import msa_run
 from mallocgame.model import Buffer, FastInterval, Op, Operand, Problem, Solution, Status
 from mallocgame.runner import run_solver
 from tests.prefetch_tools import value
@@ -162,6 +163,12 @@ def test_the_picker_prefers_a_window_of_one_and_a_half_copy_times():
     solution = _solve(problem, UNIT)
     assert solution.intervals == (FastInterval(0, 0, 9, 10, 5),)
     assert solution.objective == pytest.approx(44.0 - 36.8)
+    # XLA's cross-program prefetch (a variant the solver also ran: the same saving, so the first answer stays)
+    # takes the program's largest parameter, w, from the start: copy_start -1.
+    assert solution.stats["variants_tried"] == ["msa+cross-program-prefetch", "msa+memory-overlap"]
+    answer, stats = msa_run(problem, UNIT, time.monotonic() + 10, cross_program_prefetch=1)
+    assert answer == [FastInterval(0, 0, 9, 10, -1)] and stats["cross_program_prefetch"] == 0
+    assert value(problem, UNIT, answer) == pytest.approx(44.0 - 36.8)
     msa = _Msa(problem, UNIT, deadline=time.monotonic() + 10)
     earliest, latest, candidates = msa.picker(-1, 9, 8.0, reduction=7.2, retry=0)
     assert (earliest, latest) == (-1, 8)
@@ -266,11 +273,11 @@ def test_options():
 
 def test_rewrite_gives_the_reference_answers():
     # tests/data/msa_reference_answers.json holds the answers of msa before its data structures were rewritten
-    # (tests/msa_reference_impl.py, frozen); `python -m tests.msa_reference check` compares all 206 cases.
+    # (tests/msa_reference_impl.py, frozen); `python -m tests.msa_reference check` compares all 206 cases,
+    # with the algorithm the reference has (cross_program_prefetch=0; issue 18 item 2 added it after the rewrite).
     # Here: every case the reference solved in under 0.1 s (suites, HLO fixtures, generated, options, hints).
     import json
 
-    from mallocgame.memory_space_assignment import msa_run
     from tests import msa_reference as ref
 
     stored = json.loads(ref.ANSWERS.read_text())
@@ -278,7 +285,7 @@ def test_rewrite_gives_the_reference_answers():
     for name, build, options in ref.cases():
         if stored[name]["seconds"] > 0.1:
             continue
-        got = ref.run_case(msa_run, build, options)
+        got = ref.run_case(ref.live_run, build, options)
         checked += 1
         if got["key"] != stored[name]["key"]:
             different.append((name, got["objective"], stored[name]["objective"]))
@@ -287,13 +294,12 @@ def test_rewrite_gives_the_reference_answers():
 
 def test_rewrite_matches_the_frozen_copy_on_fresh_problems():
     # Problems not in the stored set, against the frozen copy run now: the answers are the same intervals.
-    from mallocgame.memory_space_assignment import msa_run
     from tests import msa_reference as ref
     from tests.msa_reference_impl import msa_run as frozen_run
 
     for n, seed, frac in ((250, 11, 0.15), (400, 12, 0.35), (800, 13, 0.8), (120, 14, 0.02)):
         problem = _layered(n, seed, frac)
-        mine, _ = msa_run(problem, TPU, ref.NO_DEADLINE)
+        mine, _ = ref.live_run(problem, TPU, ref.NO_DEADLINE)
         theirs, _ = frozen_run(problem, TPU, ref.NO_DEADLINE)
         assert mine and ref.answer_key(mine) == ref.answer_key(theirs), (n, seed, frac)
 
@@ -310,3 +316,22 @@ def test_a_run_cut_short_says_so_and_a_finished_one_does_not():
     report = run_solver("msa", small, TPU, time_limit=10.0, seed=0)
     assert report.valid and report.stats["cut_short"] is False
     assert "WARNING" not in report.summary()
+
+
+def test_variants_keep_the_best_configuration_and_can_be_turned_off():
+    # issue 18 item 2: the solver also runs XLA's cross-program prefetch and the other max-overlap rule when
+    # time permits and keeps the best; each variant alone, and msa_run's default, are valid answers below it.
+    problem = _layered(200, 6, 0.25)
+    ev = PrefetchEvaluator.of(problem, TPU)
+    best = _solve(problem)
+    plain = _solve(problem, variants=False)
+    assert plain.stats["variants_tried"] == [] and plain.stats["source"] == "msa"
+    runs = [msa_run(problem, TPU, time.monotonic() + 10, **o)[0]
+            for o in ({}, {"cross_program_prefetch": 1}, {"max_overlap": "memory"})]
+    assert all(r is not None and validate_intervals(problem, r) is None for r in runs)
+    assert plain.objective == pytest.approx(ev.value(runs[0]), rel=1e-12)
+    assert best.objective == pytest.approx(max(ev.value(r) for r in runs), rel=1e-12)
+    with pytest.raises(ValueError):
+        _solve(problem, variants="yes")
+    with pytest.raises(ValueError):
+        msa_run(problem, TPU, time.monotonic() + 10, cross_program_prefetch=2)
