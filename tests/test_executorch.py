@@ -238,6 +238,8 @@ def test_no_overlapping_allocations_is_greedys_and_empty_specs():
 def test_bad_arguments():
     with pytest.raises(InputError, match="unknown solver"):
         planner("nope")
+    with pytest.raises(InputError, match="does not solve pack mode"):
+        planner("msa")
     with pytest.raises(InputError, match="time_limit"):
         planner(time_limit=0)
     assert issubclass(PlanningError, RuntimeError)

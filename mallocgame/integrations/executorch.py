@@ -241,10 +241,13 @@ def planner(solver: str = "pack-search", time_limit: float = 10, seed: int = 0, 
     returned object records each arena it planned in ``.records`` (:class:`ArenaRecord`).
     Use it in ``MemoryPlanningAlgorithmSuite(algo_list=[planner()])``, alone or beside ``greedy``.
     """
-    from mallocgame.registry import solver_entries
+    from mallocgame.registry import solver_entries, solver_modes
 
-    if solver not in solver_entries():
-        raise InputError(f"solver: unknown solver {solver!r} (registered: {', '.join(solver_entries())})")
+    entries = solver_entries()
+    if solver not in entries:
+        raise InputError(f"solver: unknown solver {solver!r} (registered: {', '.join(entries)})")
+    if "pack" not in solver_modes(entries[solver]):
+        raise InputError(f"solver: {solver!r} does not solve pack mode")
     if not (isinstance(time_limit, (int, float)) and time_limit > 0):
         raise InputError(f"time_limit: must be a positive number of seconds, got {time_limit!r}")
     return Planner(solver, float(time_limit), int(seed), warm_start_greedy, dict(options))
