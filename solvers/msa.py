@@ -7,11 +7,11 @@ registered solver. Deterministic: ``seed`` is ignored. With a hint (a prefetch a
 answer lifted by :func:`mallocgame.lift.lift_map_answer`) MSA also runs with the hint's
 intervals committed first and returns the best of the two runs and the hint.
 
-Unless ``variants=False``, when time permits (a run as long as those so far still fits before the
-deadline) it also runs two other XLA configurations and keeps the best answer: XLA's cross-program
-prefetch of one buffer, and the other max-overlap rule (``stats["variants_tried"]`` and
-``stats["variants_skipped"]`` say which; so the answer depends on the machine only at sizes where
-one run fits the limit and three do not, and says so). A run its time limit cuts short is still
+Unless ``variants=False``, when time permits (a run as long as those so far still fits in the first
+10% of the time limit) it also runs two other XLA configurations and keeps the best answer: XLA's
+cross-program prefetch of one buffer, and the other max-overlap rule (``stats["variants_tried"]``
+and ``stats["variants_skipped"]`` say which: the answer depends on the machine only at sizes where
+the variants are near that share, and says so). A run its time limit cuts short is still
 FEASIBLE (a valid answer) but says so: ``stats["cut_short"]`` (the CLI's summary line warns).
 """
 
@@ -24,6 +24,8 @@ from mallocgame.memory_space_assignment import MAX_RETRIES, _Msa, check_options,
 from mallocgame.model import FastInterval, InputError, Problem, Solution, Status
 from mallocgame.protocol import Solver, solver_deadline
 from mallocgame.session import session_for
+
+VARIANTS_SHARE = 0.1  # the variants run only within this share of the time limit: msa stays a quick baseline
 
 
 class MemorySpaceAssignment(Solver):
@@ -63,7 +65,8 @@ class MemorySpaceAssignment(Solver):
             timed_out = timed_out or stats["timed_out"]
             if answer is not None:
                 candidates.append(("msa" if start is None else "msa+hint", answer, stats))
-        tried, skipped = self._variants(problem, hardware, deadline, t0, candidates, max_retries, max_overlap,
+        budget = min(deadline, t0 + VARIANTS_SHARE * time_limit)
+        tried, skipped = self._variants(problem, hardware, budget, t0, candidates, max_retries, max_overlap,
                                         variants and not timed_out)
         best_label, best, best_stats, best_value = "all-slow", [], {}, 0.0
         for label, ivs, stats in candidates:
@@ -81,8 +84,8 @@ class MemorySpaceAssignment(Solver):
 
     @staticmethod
     def _variants(problem, hardware, deadline, t0, candidates, max_retries, max_overlap, on) -> tuple[list, list]:
-        """Runs of other XLA configurations, each only when a run as long as those so far still fits before the
-        deadline (and kept only if it finished): XLA's cross-program prefetch of one buffer, then the other
+        """Runs of other XLA configurations, each only when a run as long as those so far still fits before
+        ``deadline`` (and kept only if it finished): XLA's cross-program prefetch of one buffer, then the other
         max-overlap rule. Their answers join the candidates; returns the labels tried and skipped."""
         other = "memory" if max_overlap == "buffer" else "buffer"
         runs = [("msa+cross-program-prefetch", {"cross_program_prefetch": 1, "max_overlap": max_overlap}),
