@@ -8,6 +8,15 @@
   of benefits. Solved as a MIP with SciPy's HiGHS; on very large inputs the LP value
   (still an upper bound) is used, and past that the sum of all fitting benefits.
 
+  **Limits and signals.** HiGHS gets the time limit (MIP and LP alike); its presolve does not
+  look at the clock and is superlinear in a long row (one op with 200k operands: more than
+  10 minutes in ``HPresolve::dualFixing``), so a model with a row longer than
+  :data:`DENSE_ROW` is solved without presolve. A model of :data:`ISOLATE_FROM` nonzeros or
+  more is solved in a forked child (:class:`mallocgame.runner.ChildCall`) that is killed at
+  the time limit (plus :data:`GRACE`): the caller waits in Python, so SIGINT/SIGTERM reach it
+  at once. When HiGHS runs out of time the reported kind says what is left: ``mip-dual`` (the
+  MIP's dual bound), or ``trivial-timeout`` (the sum of the fitting benefits: no answer came back).
+
 Example:
     >>> from mallocgame.model import Buffer, Problem
     >>> from mallocgame.hardware.spec import PRESETS
@@ -29,12 +38,15 @@ from mallocgame.packing_model import add_cumulative, add_no_overlap, add_rectang
 MIP_NONZEROS = 2_000_000
 REDUCE_FROM = 20_000  # unconstrained candidates from which the MIP drops them (fixed fast)
 LP_NONZEROS = 20_000_000
+DENSE_ROW = 20_000  # a row longer than this: HiGHS runs without presolve (it ignores the clock there)
+ISOLATE_FROM = 100_000  # nonzeros from which HiGHS runs in a forked child, killed at the time limit
+GRACE = 2.0  # seconds past the time limit before that child is killed (HiGHS's own checks come first)
 
 
 @dataclass(frozen=True)
 class Bound:
     value: float
-    kind: str  # "max-live" | "mip" | "mip-dual" | "lp" | "trivial"
+    kind: str  # "max-live" | "mip" | "mip-dual" | "lp" | "trivial" | "trivial-timeout"
     seconds: float = 0.0
 
 
@@ -200,7 +212,7 @@ def no_fragmentation_relaxation(problem: Problem, ev, candidates: np.ndarray, *,
         const = float(np.minimum(headroom_all, fixed)[~open_op].sum())
     if not constrained.any():
         return Relaxation(min(const, trivial), "mip", chosen, time.monotonic() - t0)
-    from scipy.optimize import Bounds, LinearConstraint, milp
+    from scipy.optimize import Bounds, LinearConstraint
     from scipy.sparse import coo_matrix
 
     sub = cand[constrained]  # the MIP's columns
@@ -237,13 +249,27 @@ def no_fragmentation_relaxation(problem: Problem, ev, candidates: np.ndarray, *,
     A = coo_matrix((np.concatenate(vals), (np.concatenate(r_idx), np.concatenate(c_idx))), shape=(n_rows, n_var))
     constraint = LinearConstraint(A.tocsr(), -np.inf, np.concatenate(ub))
     var_bounds = Bounds(np.zeros(n_var), var_ub)
+    left = max(time_limit - (time.monotonic() - t0), 0.05)
+    options = {"time_limit": left}
     if nnz > mip_nonzeros:
-        res = milp(c, constraints=constraint, bounds=var_bounds, integrality=np.zeros(n_var))
-        kind = "lp"
+        integrality, kind = np.zeros(n_var), "lp"
     else:
-        res = milp(c, constraints=constraint, bounds=var_bounds, integrality=integrality,
-                   options={"time_limit": max(time_limit, 0.05), "mip_rel_gap": rel_gap})
+        options["mip_rel_gap"] = rel_gap
         kind = "mip"
+    longest = int(np.bincount(np.concatenate(r_idx), minlength=n_rows).max()) if n_rows else 0
+    if longest > DENSE_ROW:
+        options["presolve"] = False
+    args = (c, constraint, var_bounds, integrality, options)
+    if A.nnz >= ISOLATE_FROM:
+        from mallocgame.runner import ChildCall  # lazy: the runner imports this module
+
+        call = ChildCall(_highs, *args)
+        try:
+            res = call.result(timeout=left + GRACE)
+        except TimeoutError:
+            return Relaxation(trivial, "trivial-timeout", chosen, time.monotonic() - t0)
+    else:
+        res = _highs(*args)
     if res.x is not None:
         # Rounding an LP answer down keeps it feasible; a MIP answer is integral already.
         chosen[sub] = res.x[:nx] > (1 - 1e-6 if kind == "lp" else 0.5)
@@ -256,6 +282,13 @@ def no_fragmentation_relaxation(problem: Problem, ev, candidates: np.ndarray, *,
     if dual is not None and np.isfinite(dual):
         return Relaxation(min(float(-dual) * unit + const, trivial), "mip-dual", chosen, seconds)
     return Relaxation(trivial, "trivial", chosen, seconds)
+
+
+def _highs(c, constraint, var_bounds, integrality, options):
+    """SciPy's HiGHS on the relaxation (picklable: what a forked child runs)."""
+    from scipy.optimize import milp
+
+    return milp(c, constraints=constraint, bounds=var_bounds, integrality=integrality, options=options)
 
 
 def map_upper_bound(problem: Problem, hardware, *, time_limit: float = 20.0) -> Bound:
