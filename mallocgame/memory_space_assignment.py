@@ -9,8 +9,13 @@ The baseline of prefetch mode (docs/prefetch.md), after XLA's ``MsaAlgorithm`` (
 memory-boundedness order; each value's uses decided one at a time by XLA's ladder (keep the
 fast copy, evict, prefetch in a window from the cost-analysis interval picker, else slow);
 best fit with look-ahead; the async-copy resource of docs/prefetch.md; retries; the
-``max_overlap`` option. docs/msa.md maps each part of XLA's algorithm to our model and lists
-what is left out. Deterministic: ``seed`` is ignored. With a hint (a prefetch answer, or a map
+``max_overlap`` option; cross-program prefetch of one buffer (option). docs/msa.md maps each
+part of XLA's algorithm to our model and lists what is left out: more than one cross-program
+prefetch and its end-of-program re-prefetch, sliced prefetches, repacking, scoped allocations,
+the memory-bound loop optimizer, while-loop/conditional aliasing (our programs are flat
+schedules), required assignments beyond "outputs end in slow memory", async-copy count limits
+(the copy resource replaces them), mirrored/window/block prefetches. The copy check and the
+heap are incremental (near-linear; issue 18). Deterministic: ``seed`` is ignored. With a hint (a prefetch answer, or a map
 answer lifted by :func:`mallocgame.lift.lift_map_answer`) MSA also runs with the hint's
 intervals committed first and returns the best of the two runs and the hint.
 """
