@@ -227,6 +227,17 @@ def test_reserved_bytes_are_rounded_up_to_the_alignment():
     assert min(s.mem_offset for s in specs) == 112 and r.bufsizes == [0, 112 + 48 + 112]
 
 
+def test_a_spec_without_lifetime_lives_for_the_whole_program():
+    specs = [_spec(10, (0, 2)), _spec(25, (3, 5)), _spec(4, (None, None))]
+    r = planner(time_limit=1)(16, specs, _Graph(), None, 0)  # greedy cannot order None: planned without its hint
+    _apply(r)
+    whole = specs[2]
+    for other in specs[:2]:  # it overlaps both in time: never in addresses
+        assert (whole.mem_offset + whole.allocated_memory <= other.mem_offset
+                or other.mem_offset + other.allocated_memory <= whole.mem_offset)
+    assert r.bufsizes == [0, 112 + 16]
+
+
 def test_no_overlapping_allocations_is_greedys_and_empty_specs():
     specs = [_spec(10, (0, 2)), _spec(25, (1, 3))]
     r = planner(time_limit=1)(16, specs, _Graph(), None, 0, allow_overlapping_allocations=False)

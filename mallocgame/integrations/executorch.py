@@ -119,7 +119,10 @@ class Planner:
             result.spec_dict[spec] = mp.SpecAllocResult(1 if spec.mem_id is None else spec.mem_id, 0, 0)
         hint = None
         if self.warm_start_greedy and specs:
-            hint = mp.greedy(alignment, specs, graph_module, graph_signature, extra_padding).spec_dict
+            try:
+                hint = mp.greedy(alignment, specs, graph_module, graph_signature, extra_padding).spec_dict
+            except Exception:  # greedy's own failure: plan without its warm start (ours is still judged)
+                hint = None
         reserved_sizes = list(getattr(graph_module, "input_mem_buffer_sizes", None) or [])
         plain = [s for s in specs if s.storage_base is None]
         mem_ids = sorted({result.spec_dict[s].mem_id for s in plain})
@@ -157,7 +160,7 @@ class Planner:
         offsets = [0] * len(group)
         if not sized:
             return offsets, ArenaRecord(mem_id, 0, 0, 0, 0, "OPTIMAL", time.perf_counter() - t0)
-        horizon = max(int(s.lifetime[1]) for _, s in sized if s.lifetime[1] is not None) + 1
+        horizon = max((int(s.lifetime[1]) for _, s in sized if s.lifetime[1] is not None), default=0) + 1
         buffers = []
         for i, s in sized:
             lo, hi = s.lifetime
@@ -168,7 +171,7 @@ class Planner:
         live = max_live(problem)
         start = None
         greedy_peak = 0
-        if hint is not None:
+        if hint is not None and all(s in hint for _, s in sized):
             start = [int(hint[s].mem_offset) - greedy_base for _, s in sized]
             greedy_peak = max(o + b.size for o, b in zip(start, problem.buffers))
             if judge(problem, problem.hardware, start).violation is not None:
