@@ -195,21 +195,36 @@ class WorkloadBuilder:
                transcendentals=op.transcendentals)
             for op in self.ops
         )
+        # A donated parameter's output lives in the parameter's allocation (XLA's input_output_alias).
+        # Written by the op that reads the parameter last, the two are one buffer (an in-place pair).
+        # Written later, the parameter ends at its last read and the allocation may hold, meanwhile,
+        # the values XLA chains into the output (an in-place chain ending at it), but only a chain
+        # that starts after that last read: one live while the parameter is cannot be in its
+        # allocation, so the output then takes no other buffer's storage (issue 19: sharing it
+        # anyway put ResNet-50's max live 0.47% below XLA's).
         donations, used_src, used_dst = [], set(), set()
+        freed_at: dict[str, int] = {}  # donated output -> its parameter's last read
         for src, dst in self._donations:
-            if src in kept and dst in kept and src != dst and src not in used_src and dst not in used_dst \
-                    and last[src] == first[dst]:
-                donations.append((src, dst))
-                used_src.add(src)
-                used_dst.add(dst)
+            if src in kept and dst in kept and src != dst and src not in used_src and dst not in used_dst:
+                if last[src] == first[dst]:
+                    donations.append((src, dst))
+                    used_src.add(src)
+                    used_dst.add(dst)
+                elif last[src] < first[dst]:
+                    freed_at[dst] = last[src]
         inplace = []
+        chain_start: dict[str, int] = {}  # buffer -> the first op of the in-place chain it ends
         for t, src, dst in self._inplace:
             if src in kept and dst in kept and src not in used_src and dst not in used_dst \
                     and self.kinds[src] not in ("input", "weight", "output") \
                     and last[src] == t and first[dst] == t and src != dst:
+                begins = chain_start.get(src, first[src])
+                if dst in freed_at and begins <= freed_at[dst]:
+                    continue
                 inplace.append((src, dst))
                 used_src.add(src)
                 used_dst.add(dst)
+                chain_start[dst] = begins
         control = tuple((ops[u].id, ops[t].id) for u, t in self._control)
         return Problem(name=self.name, buffers=tuple(buffers), ops=ops, inplace=tuple(inplace + donations),
                        capacity=None, mode="map", source=self.source, control_deps=control)
