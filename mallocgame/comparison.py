@@ -27,9 +27,10 @@ SIGINT / SIGTERM (the finished rows are kept and summarised).
 from __future__ import annotations
 
 import math
+import os
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
 from mallocgame.model import InputError, Problem
@@ -42,9 +43,11 @@ BASELINE = {mode: BASELINE_SOLVER[mode] for mode in ("map", "prefetch")}
 GREEDY = BASELINE["map"]
 CSV_COLUMNS = ("input", "solver", "mode", "status", "valid", "value", "bound", "gap", "speedup_vs_slow",
                "speedup_vs_greedy", "estimated_time", "time_all_slow", "peak", "capacity", "placed", "total",
-               "seconds", "error", "baseline", "time_limit", "seed")
+               "seconds", "error", "baseline", "time_limit", "seed", "input_sha256")
 # What makes two rows the same run for ``--resume``: a kept row is skipped only if all of these match.
-RESUME_KEY = ("input", "solver", "mode", "time_limit", "seed", "capacity")
+# The input is matched by its content (``input_sha256``, :func:`input_identity`), not by its display
+# name: automatic names (``three``, ``three.2``) follow the order the inputs are given in.
+RESUME_KEY = ("input_sha256", "solver", "mode", "time_limit", "seed", "capacity")
 IMPROVED = 1 + 1e-6  # a speed-up over greedy above this counts as an improvement, not a tie
 
 
@@ -59,6 +62,26 @@ class Input:
     bound: Any = None  # mallocgame.bounds.Bound
     baseline: Any = None  # mallocgame.runner.Report of the mode's BASELINE solver, the "x greedy" / "x msa" reference
     max_live: int = 0
+    identity: str = ""  # input_identity(problem): what --resume matches rows by
+
+
+def input_identity(problem: Problem) -> str:
+    """SHA-256 (hex) of what the input is: its file's bytes when it was read from a file, else its
+    workload JSON (a generated suite entry). The same file under another name or position is the
+    same input; two files with the same name are not."""
+    import hashlib
+
+    from mallocgame.io import workload_text
+
+    h = hashlib.sha256()
+    source = problem.source
+    if source and os.path.isfile(source):
+        with open(source, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
+    else:
+        h.update(workload_text(problem).encode("utf-8", "surrogatepass"))
+    return h.hexdigest()
 
 
 @dataclass
@@ -156,7 +179,7 @@ def prepare_inputs(specs: Sequence[str], *, benchmarks: str | None, mode: str | 
             k += 1
             name = f"{entry.name}.{k}"
         seen.add(name)
-        inputs.append(Input(name, prepared, spec, fraction, max_live=live))
+        inputs.append(Input(name, prepared, spec, fraction, max_live=live, identity=input_identity(problem)))
     return inputs
 
 
@@ -243,14 +266,16 @@ def compute_references(inputs: list[Input], *, time_limit: float, seed: int, pro
     """The bound of every input and, in map and prefetch modes, the baseline's answer (greedy-xla, msa) in place."""
     from tqdm import tqdm
 
-    from mallocgame.runner import problem_bound, run_solver
+    from mallocgame.runner import problem_bound
+    from mallocgame.solving import solve_with_warm_start  # the one solve path, as every run of the table
 
     for inp in tqdm(inputs, desc="bounds", unit="input", file=sys.stderr, leave=False, disable=_disable(progress)):
         inp.bound = problem_bound(inp.problem, inp.hardware)
         if inp.problem.mode in BASELINE:
             try:
-                inp.baseline = run_solver(BASELINE[inp.problem.mode], inp.problem, inp.hardware, time_limit=time_limit, seed=seed,
-                                        bound=inp.bound)
+                inp.baseline = solve_with_warm_start(BASELINE[inp.problem.mode], inp.problem, inp.hardware,
+                                                     time_limit=time_limit, seed=seed, compute_bound=False,
+                                                     bound=inp.bound)
             except Exception:  # no reference: the column stays empty
                 inp.baseline = None
 
@@ -303,6 +328,7 @@ def row_record(inp: Input, r: Row, settings: dict[str, Any] | None = None) -> di
         rec["error"] = r.error
     rec["speedup_vs_greedy"] = r.extra.get("speedup_vs_greedy")
     rec["baseline"] = BASELINE.get(inp.problem.mode)
+    rec["input_sha256"] = inp.identity or None
     if settings is not None:
         rec["time_limit"] = float(settings["time_limit"])
         rec["seed"] = int(settings["seed"])
@@ -444,7 +470,8 @@ def json_document(inputs: list[Input], rows: list[Row], settings: dict[str, Any]
     by_input = {inp.name: inp for inp in inputs}
     results = []
     for r in rows:
-        rec = {"input": r.input, "solver": r.solver, "status": r.status, "error": r.error, **r.extra}
+        rec = {"input": r.input, "input_sha256": by_input[r.input].identity or None, "solver": r.solver,
+               "status": r.status, "error": r.error, **r.extra}
         if r.report is not None:
             rec["report"] = r.report.as_json()
             rec["offsets"] = list(r.report.offsets) if r.report.valid else None
@@ -575,6 +602,25 @@ class Comparison:
         return [row_record(by_input[r.input], r, self.settings) for r in self.rows]
 
 
+def _locks_results(fn):
+    """``results_path`` is held exclusively for the whole run (:func:`mallocgame.io.exclusive_output`):
+    a second comparison writing the same file refuses with one line instead of losing rows."""
+    import functools
+
+    @functools.wraps(fn)
+    def locked(*args, **kwargs):
+        path = kwargs.get("results_path")
+        if not path:
+            return fn(*args, **kwargs)
+        from mallocgame.io import exclusive_output
+
+        with exclusive_output(path):
+            return fn(*args, **kwargs)
+
+    return locked
+
+
+@_locks_results
 def run_comparison(specs: Sequence[str], solvers: Sequence[str], *, time_limit: float = 5.0, seed: int = 0,
                    jobs: int = 1, hardware=None, capacity: int | str | None = None,
                    capacity_fraction: float | None = None, mode: str | None = None,
@@ -649,11 +695,16 @@ def run_comparison(specs: Sequence[str], solvers: Sequence[str], *, time_limit: 
         kept = results.kept_rows()
         for i, inp in enumerate(inputs):
             for s in solvers:
-                rec = {"input": inp.name, "solver": s, "mode": inp.problem.mode, "time_limit": time_limit,
+                rec = {"input_sha256": inp.identity, "solver": s, "mode": inp.problem.mode, "time_limit": time_limit,
                        "seed": seed, "capacity": inp.problem.capacity}
-                row = kept.get(resume_key(rec))
-                if row is not None:
-                    done[(i, s)] = row
+                key = resume_key(rec)
+                row = kept.get(key)
+                if row is not None:  # shown (and written back) under this run's name for the input
+                    done[(i, s)] = replace(row, input=inp.name, resumed={**row.resumed, "input": inp.name},
+                                           extra=dict(row.extra))
+                    for old in results.kept:
+                        if resume_key(old) == key:
+                            old["input"] = inp.name
     settings["resumed"] = len(done)
     index = {(inp.name, s): (i, k) for i, inp in enumerate(inputs) for k, s in enumerate(solvers)}
     by_name = {inp.name: inp for inp in inputs}

@@ -104,6 +104,74 @@ def output_folder(path: str | os.PathLike) -> Path:
     return path
 
 
+class OutputBusy(InputError):
+    """Another process holds the output (:func:`exclusive_output`): one line, exit 2."""
+
+
+_HELD: dict[str, list] = {}  # lock path -> [fd, depth]: a process re-entering its own lock does not wait on itself
+
+
+def lock_path(path: str | os.PathLike) -> str:
+    """The sidecar lock file of an output: ``DIR/.NAME.lock`` (removed when the holder is done)."""
+    p = os.path.abspath(os.fspath(path))
+    return os.path.join(os.path.dirname(p), f".{os.path.basename(p)}.lock")
+
+
+@contextlib.contextmanager
+def exclusive_output(path: str | os.PathLike, *, flag: str = "--output") -> Iterator[None]:
+    """Hold an exclusive ``fcntl.flock`` on ``path``'s sidecar lock file for the block.
+
+    Two runs writing one file (``compare -o same.csv`` twice at once) would each say they
+    wrote it while one run's rows are lost; the second now refuses at once with
+    :class:`OutputBusy` (one line). The lock dies with its process (SIGKILL included); the lock
+    file is removed on the way out, and a run that opened a lock file just removed tries again.
+    Special files (``/dev/null``) and stdout are not locked.
+    """
+    import fcntl
+
+    target = os.fspath(path)
+    if target == "-" or (os.path.exists(target) and not os.path.isfile(target)):
+        yield
+        return
+    lock = lock_path(target)
+    if lock in _HELD:
+        _HELD[lock][1] += 1
+        try:
+            yield
+        finally:
+            _HELD[lock][1] -= 1
+        return
+    while True:
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
+        except OSError as exc:  # an unwritable folder: check_output says so with its own line
+            if exc.errno in (errno.EACCES, errno.EROFS, errno.ENOENT):
+                yield
+                return
+            raise
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise OutputBusy(f"{flag}: {target} is being written by another run (lock {lock} held); "
+                             "wait for it to finish or choose another file") from None
+        try:
+            same = os.stat(lock).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)  # the holder removed that file as we opened it: lock the new one
+    _HELD[lock] = [fd, 1]
+    try:
+        yield
+    finally:
+        del _HELD[lock]
+        with contextlib.suppress(OSError):
+            os.unlink(lock)
+        os.close(fd)
+
+
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:
     """Write ``text`` to ``path`` through :func:`atomic_output`."""
     with atomic_output(path) as fh:

@@ -94,6 +94,18 @@ def compare_command(specs, solver_list, time_limit, hardware, capacity, capacity
     if out_path and not to_stdout:
         check_output(os.path.splitext(out_path)[0] + ".json", "--output (its JSON)")
     check_output(plot_dir, "--plot", folder=True)
+    if out_path and not to_stdout:  # held to the end of the command (the JSON too); released at exit
+        import atexit
+        import contextlib
+
+        from mallocgame.io import OutputBusy, exclusive_output
+
+        held = contextlib.ExitStack()
+        try:
+            held.enter_context(exclusive_output(out_path, flag="--output"))
+        except OutputBusy as exc:
+            fail(str(exc))
+        atexit.register(held.close)
     if plot_dir:
         try:
             import matplotlib  # noqa: F401
@@ -187,8 +199,8 @@ def results_document(inputs, rows, settings: dict[str, Any], carried: dict | Non
     problems = {inp.name: inp.problem for inp in inputs}
     for k, (rec, row) in enumerate(zip(doc["results"], rows)):
         if row.resumed is not None:
-            old = (carried or {}).get((row.input, row.solver))
-            doc["results"][k] = old if old is not None and _same_run(old, row.resumed) else \
+            old = (carried or {}).get((row.resumed.get("input_sha256"), row.solver))
+            doc["results"][k] = {**old, "input": row.input} if old is not None and _same_run(old, row.resumed) else \
                 {**rec, "offsets": None, "resumed": True}
             continue
         if rec.get("offsets") is not None:
@@ -200,13 +212,13 @@ def results_document(inputs, rows, settings: dict[str, Any], carried: dict | Non
 
 
 def _carried_results(json_path: str) -> dict:
-    """The previous results JSON's records by (input, solver); empty when it is missing or unreadable."""
+    """The previous results JSON's records by (input_sha256, solver); empty when it is missing or unreadable."""
     import json
 
     try:
         with open(json_path) as fh:
             doc = json.load(fh)
-        return {(r["input"], r["solver"]): r for r in doc["results"]}
+        return {(r.get("input_sha256"), r["solver"]): r for r in doc["results"]}
     except (OSError, ValueError, KeyError, TypeError):
         return {}
 
