@@ -279,17 +279,23 @@ def test_rewrite_gives_the_reference_answers():
     import json
 
     from tests import msa_reference as ref
+    from tests.msa_reference_impl import msa_run as frozen_run
 
     stored = json.loads(ref.ANSWERS.read_text())
-    checked, different = 0, []
+    checked, rerun, different = 0, 0, []
     for name, build, options in ref.cases():
         if stored[name]["seconds"] > 0.1:
             continue
-        got = ref.run_case(ref.live_run, build, options)
+        built = build()
+        got = ref.run_case(ref.live_run, build, options, built)
+        want = stored[name]
+        if want["problem"] != got["problem"]:  # the input changed since the capture: the frozen copy on it
+            want = ref.run_case(frozen_run, build, options, built)
+            rerun += 1
         checked += 1
-        if got["key"] != stored[name]["key"]:
-            different.append((name, got["objective"], stored[name]["objective"]))
-    assert checked >= 150 and not different, different
+        if got["key"] != want["key"]:
+            different.append((name, got["objective"], want["objective"]))
+    assert checked >= 150 and rerun <= 30 and not different, (different, rerun)
 
 
 def test_rewrite_matches_the_frozen_copy_on_fresh_problems():
