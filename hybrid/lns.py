@@ -108,7 +108,7 @@ class ModeDispatch(Solver):
     """Shared entry of the CP-SAT hybrids: one deadline rule, then ``_solve_map`` / ``_solve_pack``."""
 
     modes = frozenset({"map", "pack"})
-    preload = ("ortools.sat.python.cp_model",)  # imported before the clock starts (mallocgame.runner.preload)
+    preload = ("ortools.sat.python.cp_model", "scipy.optimize")  # imported before the clock starts (mallocgame.runner.preload)
 
     def solve(self, problem, hardware, *, time_limit, seed, hint=None, workers=1, minimize_peak=False):
         t0 = time.monotonic()

@@ -55,7 +55,7 @@ from mallocgame.intervals import max_live
 from mallocgame.lift import lift_map_answer
 from mallocgame.model import MODES, Problem, Solution, Status
 from mallocgame.registry import describe, load_solver, solver_entries
-from mallocgame.runner import Report, score
+from mallocgame.runner import Report, preload, score
 from mallocgame.session import BASELINE_SHARE, BASELINE_SOLVER, session_for
 
 DEFAULT_TIME_LIMIT = 1.0
@@ -94,6 +94,7 @@ class Subject:
         """Solve with a fresh instance (as the runner does); the raw answer, its scored report and the seconds."""
         solver = load_solver(self.name)
         limit = self.time_limit if time_limit is None else time_limit
+        preload(solver)  # the heavy imports it declares, before the clock (as the runner does)
         t0 = time.monotonic()
         try:
             solution = solver.solve(problem, hardware, time_limit=limit, seed=seed, hint=hint)

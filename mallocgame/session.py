@@ -128,15 +128,6 @@ class Session:
         """The bound if it was built in this process already, else ``None`` (never builds it)."""
         return self._bound
 
-    def reaches_bound(self, objective: float | None) -> bool:
-        """Is ``objective`` (value or peak) at the bound, i.e. proven optimal? Builds the bound if needed."""
-        if objective is None:
-            return False
-        bound = self.bound().value
-        if self.problem.mode == "pack":
-            return objective <= bound
-        return bound >= 0 and objective >= bound - 1e-9 * max(1.0, abs(bound))
-
     def warm(self) -> None:
         """Build what every run reads (overlap index, evaluator) before a fork, so both sides share it."""
         self.overlap  # noqa: B018
@@ -217,11 +208,9 @@ class Session:
                     return 0.0, complete, None, ()
                 ivs = lift_map_answer(problem, offsets)  # valid by construction (the runner validates what it returns)
                 return self.prefetch_evaluator.value(ivs), complete, None, tuple(ivs), {"lifted": True}
-            if mode == "pack":
-                size = problem.arrays.size
-                if (offsets < 0).any():
-                    return None
-                return float((offsets + size).max()) if problem.n else 0.0, complete, offsets
+            if mode == "pack":  # capacity lifted: every buffer placed (a peak over the capacity is no packing)
+                peak = float((offsets + problem.arrays.size).max()) if problem.n else 0.0
+                return (peak if (offsets >= 0).all() else float("inf")), complete, offsets
             return self.evaluator.value(offsets), complete, offsets
         if name == "best-fit" and mode == "pack":
             from mallocgame.placement import pack_start

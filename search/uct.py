@@ -338,7 +338,9 @@ class UCTSearch:
             reserve = 2.0 * left * step_time + 0.01
             if now + reserve >= deadline:
                 result.finished_greedily_at = result.moves
-                play_greedy(game, deadline + 0.1 * (deadline - t0) + 0.5)
+                # a little grace past the deadline, so the answer is still back within the limit + 1 s at 10k+
+                # buffers (an unfinished game loses to the incumbents, which the baselines are among)
+                play_greedy(game, deadline + 0.02 * (deadline - t0) + 0.2)
                 break
             if len(legal) > 1:
                 if before_move is not None:
@@ -512,6 +514,13 @@ def solve_with_uct(name: str, problem, hardware, cfg: MCTSConfig, game_cfg, *, t
         # The greedy episodes of the other game shapes (one of them replays greedy-xla exactly),
         # so the answer is never worse than any of them.
         incumbents = greedy_incumbents(problem, hardware, data, game_cfg, t0 + 0.25 * time_limit)
+        # and the mode's baselines from the solve session (greedy-xla; best fit), built once, complete
+        from mallocgame.session import BASELINE_SHARE, session_for
+
+        for b in session_for(problem, hardware).baselines(t0 + BASELINE_SHARE * time_limit):
+            off = np.array(b.offsets)
+            if problem.mode == "map" or (off >= 0).all():
+                incumbents.append(Episode(episode_value(data, off), off, b.name))
         if hint is not None and len(hint.offsets) == problem.n:
             off = offsets_array(hint.offsets)
             incumbents.append(Episode(episode_value(data, off), off, "hint"))

@@ -147,7 +147,7 @@ def _choice(name: str, value, choices: tuple[str, ...]) -> str:
 class MuZeroSolver(Solver):
     name = "muzero"
     modes = frozenset({"map", "pack", "prefetch"})
-    preload = ("torch",)  # imported before the clock starts (mallocgame.runner.preload)
+    preload = ("torch", "scipy.optimize")  # imported before the clock starts (mallocgame.runner.preload)
 
     def solve(self, problem: Problem, hardware, *, time_limit: float, seed: int, hint: Solution | None = None,
               simulations: int | None = None, checkpoint: str | None = None, prior: str = "network",

@@ -497,13 +497,14 @@ def windows(stays: Sequence[Stay], size: int, phase: float) -> list[tuple[int, i
         # stays inside [a, b) as b grows: count by end, over stays starting at or after a
         occ = np.array(sorted(stays[c].occupied_from for c in group))
         by_start = sorted(group, key=lambda c: stays[c].occupied_from)
-        ends_from = [stays[c].end for c in by_start]
+        ends_from = np.array([stays[c].end for c in by_start], np.int64)  # once: a list per window was quadratic
         a = lo
         first = True
         while a < hi:
             k = int(np.searchsorted(occ, a))
-            tail = np.sort(np.array(ends_from[k:], np.int64))
-            b = int(tail[min(size, len(tail)) - 1]) if len(tail) else hi
+            tail = ends_from[k:]
+            # the size-th smallest end (a partition, not a sort: the same value in linear time)
+            b = int(np.partition(tail, min(size, len(tail)) - 1)[min(size, len(tail)) - 1]) if len(tail) else hi
             if first and phase > 0:
                 b = a + max(1, int((b - a) * phase))
             first = False

@@ -37,6 +37,7 @@ _EXCL = 1 << 42         # added to ``eff`` of a buffer excluded from its current
 _VM_INF32 = 1 << 30
 _DENSE_LIMIT = 40_000_000  # max buffers x sections for the exact engine on one component
 _MAX_EXACT = 20_000        # max buffers of a component for the exact engine
+_DENSE_SECONDS = 1e-7      # seconds per buffer x section to set up the exact engine (measured, loaded machine)
 
 
 # ----------------------------------------------------------------------------- results
@@ -563,18 +564,21 @@ class _Stats:
         return dict(self.__dict__)
 
 
-def _greedy(comp: _Component) -> np.ndarray:
+def _greedy(comp: _Component, deadline: float = math.inf) -> np.ndarray | None:
     """First descent of the canonical search with unbounded capacity: every buffer goes
-    to its lowest offset in (offset, rank) order. Returns local offsets ``[m]``."""
+    to its lowest offset in (offset, rank) order. Returns local offsets ``[m]``, or ``None``
+    when ``deadline`` (``time.perf_counter``) comes first (on 5k buffers it takes seconds)."""
     big = int(comp.size.sum()) * (int(comp.align.max()) if comp.align is not None else 1) + 1
     s = _Searcher(comp, big, comp.heuristic("TWA"), node_limit=10 * comp.m + 10,
-                  deadline=math.inf, stop=None, use_tt=False, choice="rank")
+                  deadline=deadline, stop=None, use_tt=False, choice="rank")
     # The descent recurses once per placed buffer, like the search itself.
     old_limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(old_limit, 4 * comp.m + 1000))
     try:
         if not s.run():  # cannot happen with an unbounded capacity
             raise RuntimeError("greedy descent failed")
+    except _Abort:  # the deadline (or the node limit) came first
+        return None
     finally:
         sys.setrecursionlimit(old_limit)
     return s.off.copy()
@@ -858,10 +862,15 @@ def pack(size, start, end, *, capacity: int | None = None, alignment=None,
     # time left), then bisection between the proven bound and the incumbent.
     best, lbs = [], []
     for idx, g, comp, h_local in comps:
-        if comp is None:
-            fallback(idx)
+        # the descent's dense arrays alone take ~1e-7 s per buffer x section (2-3 s at 20M on a loaded machine)
+        affordable = comp is not None and comp.m * comp.S * _DENSE_SECONDS < 0.5 * (deadline - time.perf_counter())
+        descent = _greedy(comp, t0 + 0.5 * (deadline - t0)) if affordable else None
+        if descent is not None:
+            put(idx, g, comp, descent)
+        elif hint_valid:  # too large for the time (or the engine), or its descent did not finish: the hint
+            off[idx] = hint_arr[idx]
         else:
-            put(idx, g, comp, _greedy(comp))
+            fallback(idx)
         if hint_valid and int((hint_arr[idx] + size[idx]).max()) < int((off[idx] + size[idx]).max()):
             off[idx] = hint_arr[idx]
         best.append(int((off[idx] + size[idx]).max()))
@@ -877,6 +886,8 @@ def pack(size, start, end, *, capacity: int | None = None, alignment=None,
         tt_store: dict = {}
         first = True
         while lo_u <= hi_u and time.perf_counter() < deadline:
+            if comp.m * comp.S * _DENSE_SECONDS > 0.5 * (deadline - time.perf_counter()):
+                break  # setting up one more probe would take the time left
             cap_u = lo_u if first else (lo_u + hi_u) // 2
             now = time.perf_counter()
             share = now + (0.6 if first else 0.5) * (deadline - now)

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
 from mallocgame.solvers.pack_search.search import pack
 
 from mallocgame.model import Problem, Solution, Status, offsets_array, offsets_tuple
 from mallocgame.protocol import Solver
+from mallocgame.session import session_for
 
 _STATUS = {
     "OPTIMAL": Status.OPTIMAL,
@@ -40,8 +42,11 @@ class PackSearch(Solver):
         hint_arr = None
         if hint is not None and len(hint.offsets) == problem.n:
             hint_arr = offsets_array(hint.offsets)
+        elif capacity is None and problem.n:  # minimising the peak: never above the pack baseline (best fit)
+            base = session_for(problem, hardware).baseline("best-fit", t0 + 0.2 * float(time_limit))
+            hint_arr = np.asarray(base.offsets)
         # keep a little time back for building the answer
-        limit = max(0.0, float(time_limit) - 0.05)
+        limit = max(0.0, float(time_limit) - 0.05 - (time.monotonic() - t0))
         res = pack(a.size, a.start, a.end, capacity=capacity, alignment=a.alignment,
                    time_limit=limit, seed=int(seed), hint=hint_arr)
         status = _STATUS[res.status]
