@@ -67,6 +67,42 @@ class raise_on_signals:
             signal.signal(s, old)
 
 
+class defer_signals:
+    """``with defer_signals():`` SIGINT and SIGTERM wait until the block ends, then act as before.
+
+    For writes a signal must not cut in half: ``torch.save`` interrupted mid-record has its zip
+    writer's ``__exit__`` raise a ``RuntimeError`` ("unexpected pos ...") over the
+    :class:`Interrupted`, which then exits 1 instead of 143 (issue 19: the flaky train test). A
+    signal that arrives inside is re-delivered to the process on exit, so whatever handler was
+    in place (:class:`raise_on_signals`, the default) sees it right after the write. Outside the
+    main thread it does nothing.
+    """
+
+    def __enter__(self) -> "defer_signals":
+        import signal
+        import threading
+
+        self._pending: list[int] = []
+        self._old: dict = {}
+        if threading.current_thread() is not threading.main_thread():
+            return self
+
+        def hold(signum, frame):
+            self._pending.append(signum)
+
+        self._old = {s: signal.signal(s, hold) for s in (signal.SIGINT, signal.SIGTERM)}
+        return self
+
+    def __exit__(self, *exc) -> None:
+        import os
+        import signal
+
+        for s, old in self._old.items():
+            signal.signal(s, old)
+        for signum in dict.fromkeys(self._pending):  # once each, in arrival order
+            os.kill(os.getpid(), signum)
+
+
 def ignore_signals() -> None:
     """SIGINT and SIGTERM ignored from here on (while the last rows of an interrupted run are written)."""
     import signal

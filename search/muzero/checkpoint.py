@@ -33,10 +33,15 @@ class CheckpointError(ValueError):
 
 
 def atomic_save(payload: dict[str, Any], path: str) -> None:
-    """``torch.save`` through :func:`mallocgame.io.atomic_output`: readers never see half a checkpoint."""
+    """``torch.save`` through :func:`mallocgame.io.atomic_output`: readers never see half a checkpoint.
+
+    SIGINT/SIGTERM wait for the write to end (:class:`mallocgame.interrupts.defer_signals`): one
+    raised inside ``torch.save`` would surface as torch's RuntimeError, not as the interrupt.
+    """
+    from mallocgame.interrupts import defer_signals
     from mallocgame.io import atomic_output
 
-    with atomic_output(path, "wb") as fh:
+    with defer_signals(), atomic_output(path, "wb") as fh:
         torch.save(payload, fh)
 
 
