@@ -3,7 +3,7 @@
     nice python experiments/heldout_muzero_mcts.py --budgets 16 --csv experiments/results/heldout_muzero_mcts.csv
 
 Problems: :func:`heldout.held_out` (fixed before any run: fresh generator seeds of every Recipe kind,
-150-2,000 buffers; the realistic suite; the HLO fixtures at 25% and 40% of max live), all in one list,
+150-2,000 buffers; the realistic suite; the HLO fixtures and the xla suite at 25% and 40% of max live), all in one list,
 smallest first, so a run cut short has every family at the small sizes. ``--max-n`` leaves larger
 ones out. The confirmation set is not read here (it needs a chosen checkpoint's hash).
 
@@ -45,7 +45,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--budgets", default="16")
     ap.add_argument("--contestants", default="mcts,muzero,uniform,relaxation")
-    ap.add_argument("--families", default="generated,suite,hlo")
+    ap.add_argument("--families", default="generated,suite,hlo,xla")
     ap.add_argument("--max-n", type=int, default=None)
     ap.add_argument("--time-limit", type=float, default=1800.0)
     ap.add_argument("--seed", type=int, default=0)

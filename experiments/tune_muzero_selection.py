@@ -20,9 +20,9 @@ from pathlib import Path
 
 from _common import Transcript, fenced, results_path, write_results
 from level_muzero_mcts import tuning
-from mallocgame.search.muzero.problems import build
 
 from mallocgame.runner import problem_bound, run_solver
+from mallocgame.search.muzero.problems import build
 
 SETTINGS = [("mcts", "mcts", {})] + [
     (f"{rule} {prior} c{c:g}", "muzero", {"selection": rule, "prior": prior, "exploration": c})

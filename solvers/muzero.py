@@ -78,13 +78,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from mallocgame.model import InputError, Problem, Solution, Status, offsets_array, offsets_tuple
+from mallocgame.protocol import Solver
 from mallocgame.search.muzero import checkpoints as shipped_checkpoints
 from mallocgame.search.muzero.encoder import NAME_RELAX, RELAX_SECONDS, relaxation_set, relaxation_usable
 from mallocgame.search.muzero.guide import NetworkPrior, RelaxationPrior, uniform_prior
 from mallocgame.search.uct import GUIDED_RULES
-
-from mallocgame.model import InputError, Problem, Solution, Status, offsets_array, offsets_tuple
-from mallocgame.protocol import Solver
 
 DEFAULT_SIMULATIONS = 16
 DEFAULT_ROLLOUT_DEPTH = 48  # the earlier searches only

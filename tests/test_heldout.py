@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from mallocgame.search.muzero.problems import KINDS, TRAIN_SEED_BASE, Curriculum
 
 ROOT = Path(__file__).resolve().parents[1]
