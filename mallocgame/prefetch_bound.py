@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
 
@@ -53,37 +54,45 @@ class ResidencyBound:
 
 
 class _Lp:
-    """A sparse LP in triplets: rows ``A x <= b`` (and ``== b`` where ``eq``), bounds per column."""
+    """A sparse LP in triplets: rows ``A x <= b`` (or ``== b``), bounds and integrality per column."""
 
     def __init__(self):
-        self.lo, self.hi, self.cost = [], [], []
+        self.lo, self.hi, self.cost, self.integral = [], [], [], []
         self.rows, self.cols, self.vals = [], [], []
-        self.rhs, self.eq, self.integral = [], [], []
+        self.rhs, self.eq = [], []
 
     def columns(self, n: int, lo, hi, cost=0.0, *, integral: bool = False) -> np.ndarray:
         start = len(self.lo)
+        for target, value in ((self.lo, lo), (self.hi, hi), (self.cost, cost)):
+            target.extend(np.broadcast_to(np.asarray(value, float), (n,)).tolist())
         self.integral.extend([int(integral)] * n)
-        self.lo.extend(np.broadcast_to(np.asarray(lo, float), (n,)).tolist())
-        self.hi.extend(np.broadcast_to(np.asarray(hi, float), (n,)).tolist())
-        self.cost.extend(np.broadcast_to(np.asarray(cost, float), (n,)).tolist())
         return np.arange(start, start + n, dtype=np.int64)
 
-    def add_rows(self, row_of: np.ndarray, col: np.ndarray, val: np.ndarray, rhs: np.ndarray, *, eq: bool = False) -> None:
+    def add_rows(self, row_of: np.ndarray, col: np.ndarray, val: np.ndarray, rhs, *, eq: bool = False) -> None:
         """Rows ``0..len(rhs)-1`` of this block hold the triplets ``(row_of, col, val)``."""
-        base = len(self.rhs)
         if not len(row_of) == len(col) == len(val):
             raise ValueError(f"rows, columns and values differ in length: {len(row_of)}, {len(col)}, {len(val)}")
-        self.rows.append(np.asarray(row_of, np.int64) + base)
+        rhs = np.atleast_1d(np.asarray(rhs, float))
+        self.rows.append(np.asarray(row_of, np.int64) + len(self.rhs))
         self.cols.append(np.asarray(col, np.int64))
         self.vals.append(np.asarray(val, float))
-        self.rhs.extend(np.asarray(rhs, float).tolist())
+        self.rhs.extend(rhs.tolist())
         self.eq.extend([eq] * len(rhs))
+
+    def each(self, terms: Sequence[tuple[np.ndarray, object]], rhs, *, eq: bool = False) -> None:
+        """One row per index ``i``: ``sum over terms of coef[i] * column[i] <= rhs[i]`` (each term's
+        columns are one per row; a coefficient may be a number)."""
+        n = len(terms[0][0])
+        rows = np.arange(n)
+        self.add_rows(np.concatenate([rows] * len(terms)), np.concatenate([c for c, _ in terms]),
+                      np.concatenate([np.broadcast_to(np.asarray(v, float), (n,)) for _, v in terms]),
+                      np.broadcast_to(np.asarray(rhs, float), (n,)), eq=eq)
 
     def solve(self, time_limit: float, *, integral: bool):
         from scipy.optimize import linprog
         from scipy.sparse import csr_matrix
 
-        rows, cols, vals = (np.concatenate(v) if v else np.zeros(0) for v in (self.rows, self.cols, self.vals))
+        rows, cols, vals = (np.concatenate(v) for v in (self.rows, self.cols, self.vals))
         eq = np.asarray(self.eq, bool)
         a = csr_matrix((vals, (rows, cols)), shape=(len(self.rhs), len(self.lo)))
         rhs = np.asarray(self.rhs, float)
@@ -92,6 +101,268 @@ class _Lp:
                       integrality=np.asarray(self.integral) if integral else None,
                       options={"time_limit": max(float(time_limit), 0.05), "presolve": True})
         return res, len(self.lo), int(a.nnz)
+
+
+@dataclass(frozen=True)
+class _Program:
+    """The per-touch and per-op facts the LP reads (touches in buffer-then-op order; times scaled)."""
+
+    T: int
+    cap: float
+    scale: float            # LP seconds per second: millionths of the all-slow program
+    buf: np.ndarray         # [touches] the touch's buffer
+    op: np.ndarray          # [touches] its op
+    first: np.ndarray       # [touches] first touch of its buffer
+    last: np.ndarray        # [touches] last touch of its buffer
+    reads: np.ndarray       # [touches]
+    writes: np.ndarray      # [touches]
+    fits: np.ndarray        # [touches] the buffer fits the capacity
+    size: np.ndarray        # [touches] the buffer's bytes
+    output: np.ndarray      # [touches] the buffer is an output
+    buffer_end: np.ndarray  # [touches] the buffer's live range's end (at most T)
+    next_write: np.ndarray  # [touches] the next write of the buffer at or after the touch (T: none)
+    last_write: np.ndarray  # [touches] the last write at or before the touch (-1: none)
+    delta: np.ndarray       # [touches] the seconds the touch saves its op when fast (its operands summed)
+    headroom: np.ndarray    # [T] the most an op can save
+    cum_time: np.ndarray    # [T + 1] prefix sums of the ops' all-slow times
+    copy_bw: float
+
+    def budget(self, lo, hi) -> np.ndarray:
+        """The all-slow time of the ops ``[lo, hi)`` (an upper bound on their copy budgets)."""
+        return self.cum_time[np.asarray(hi)] - self.cum_time[np.asarray(lo)]
+
+    def copy_seconds(self, touches: np.ndarray) -> np.ndarray:
+        return self.size[touches] / self.copy_bw * self.scale
+
+
+def _program(problem: Problem, hardware) -> _Program:
+    from mallocgame.hardware.evaluator import Evaluator
+
+    ev = Evaluator.of(problem, hardware)
+    touches, T = problem.touches, ev.n_ops
+    counts = np.diff(touches.ptr)
+    buf = np.repeat(np.arange(problem.n, dtype=np.int64), counts)
+    op = touches.ops.astype(np.int64)
+    n_touch = len(op)
+    first, last = np.zeros(n_touch, bool), np.zeros(n_touch, bool)
+    first[touches.ptr[:-1][counts > 0]] = True
+    last[touches.ptr[1:][counts > 0] - 1] = True
+    writes = touches.writes.astype(bool)
+    cap = float(problem.capacity) if problem.capacity is not None else float(problem.arrays.size.sum())
+    size = problem.arrays.size.astype(float)[buf]
+    # Seconds are scaled to millionths of the all-slow program: HiGHS's tolerances are absolute, and a
+    # whole program of microseconds would sit inside them.
+    slow_time = np.maximum(ev.compute, ev.slow_mem) + ev.fixed
+    scale = 1e6 / max(float(slow_time.sum()), 1e-300)
+    width = T + 1
+    operand_touch = np.searchsorted(buf * width + op, ev.buf_of * width + ev.op_of)
+    next_write, last_write = np.full(n_touch, T, np.int64), np.full(n_touch, -1, np.int64)
+    for b in np.flatnonzero(counts).tolist():  # running min backwards / max forwards, per buffer
+        lo, hi = touches.ptr[b], touches.ptr[b + 1]
+        w = writes[lo:hi]
+        next_write[lo:hi] = np.minimum.accumulate(np.where(w, op[lo:hi], T)[::-1])[::-1]
+        last_write[lo:hi] = np.maximum.accumulate(np.where(w, op[lo:hi], -1))
+    output = np.array([b.kind == "output" for b in problem.buffers], bool)[buf]
+    return _Program(
+        T=T, cap=cap, scale=scale, buf=buf, op=op, first=first, last=last, reads=touches.reads.astype(bool),
+        writes=writes, fits=size <= cap, size=size, output=output,
+        buffer_end=np.minimum(problem.arrays.end.astype(np.int64)[buf], T), next_write=next_write,
+        last_write=last_write, delta=np.bincount(operand_touch, ev.delta, minlength=n_touch) * scale,
+        headroom=np.maximum(ev.slow_mem - ev.compute, 0.0) * scale,
+        cum_time=np.concatenate([[0.0], np.cumsum(slow_time * scale)]), copy_bw=float(hardware.copy_bw))
+
+
+@dataclass
+class _Residency:
+    """Bytes some columns hold in fast memory over op ranges ``[begin, end)``: they enter the running sum."""
+
+    begin: list = None
+    end: list = None
+    amount: list = None
+    column: list = None
+
+    def __post_init__(self):
+        self.begin, self.end, self.amount, self.column = [], [], [], []
+
+    def add(self, begin, end, amount, column) -> None:
+        for target, value in ((self.begin, begin), (self.end, end), (self.amount, amount), (self.column, column)):
+            target.append(np.asarray(value))
+
+
+def _add_touches(lp: _Lp, prog: _Program) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Columns ``x`` (served), ``rho`` (resident) per touch and ``s`` (saving) per op, and their rows:
+    ``x <= rho``; resident at a write means served there (a write in a prefetch's occupancy before its
+    start would fall inside its copy window); ``s_t <= sum of the deltas served at t``."""
+    n_touch, T = len(prog.op), prog.T
+    room = np.where(prog.fits, 1.0, 0.0)
+    x = lp.columns(n_touch, 0.0, room, integral=True)
+    rho = lp.columns(n_touch, 0.0, room, integral=True)
+    s = lp.columns(T, 0.0, prog.headroom, -1.0)
+    lp.each([(x, 1.0), (rho, -1.0)], 0.0)
+    written = np.flatnonzero(prog.writes & prog.fits)
+    lp.each([(rho[written], 1.0), (x[written], -1.0)], 0.0)
+    t = np.arange(T)
+    lp.add_rows(np.concatenate([t, prog.op]), np.concatenate([s, x]), np.concatenate([np.ones(T), -prog.delta]),
+                np.zeros(T))
+    return x, rho, s
+
+
+def _add_fetches(lp: _Lp, prog: _Program, x, rho, residency: _Residency):
+    """Holds and fetches of the touches that read; returns ``(hold_of, windows)``: each touch's hold
+    column (-1: none) and the fetches' ``(lo, hi, q_in, q_ext)`` budget windows.
+
+    A reading touch is resident only if held through the gap before it (``h <= rho`` of the previous
+    touch) or fetched in it (``rho <= h + f``, ``h + f <= 1``; a first touch cannot be held). A fetch's
+    copy (``f x size / copy_bw``) is served by ``q_in`` (ops of the gap, where it must be resident),
+    ``q_ext`` (ops from the touch to the next write, only when not served at the touch) or stalls.
+    """
+    at = np.flatnonzero(prog.reads & prog.fits)
+    n = len(at)
+    lo = np.where(prog.first[at], 0, prog.op[np.maximum(at - 1, 0)] + 1)  # the gap's interior [lo, hi)
+    hi = prog.op[at]
+    win_hi = np.maximum(prog.next_write[at], hi)
+    ext = prog.budget(hi, win_hi)
+    f = lp.columns(n, 0.0, 1.0, integral=True)
+    q_in = lp.columns(n, 0.0, prog.budget(lo, hi))
+    q_ext = lp.columns(n, 0.0, ext)
+    stall = lp.columns(n, 0.0, np.inf, 1.0)
+    held = ~prog.first[at]
+    h = lp.columns(int(held.sum()), 0.0, 1.0, integral=True)
+    hold_of = np.full(len(prog.op), -1, np.int64)
+    hold_of[at[held]] = h
+    lp.add_rows(np.concatenate([np.arange(n), np.arange(n), np.flatnonzero(held)]), np.concatenate([rho[at], f, h]),
+                np.concatenate([np.ones(n), -np.ones(n), -np.ones(len(h))]), np.zeros(n))
+    lp.each([(h, 1.0), (rho[at[held] - 1], -1.0)], 0.0)
+    lp.each([(h, 1.0), (f[held], 1.0)], 1.0)
+    lp.each([(q_ext, 1.0), (f, -ext)], 0.0)
+    lp.each([(q_ext, 1.0), (x[at], ext)], ext)
+    lp.each([(f, prog.copy_seconds(at)), (q_in, -1.0), (q_ext, -1.0), (stall, -1.0)], 0.0)
+    # The fetch is resident over a suffix of the gap of some length l, in a bracket [S_j, S_{j+1}) of
+    # lengths (S = 0, 1, 2, 4, ..., the gap's length) chosen with weight lam: memory is charged over
+    # the suffix S_j (no more than the answer holds), the budget taken inside the gap is at most that
+    # of the suffix S_{j+1} - 1 (no less than it can take).
+    which, memory, budget = _brackets(hi - lo)
+    lam = lp.columns(len(which), 0.0, 1.0, integral=True)
+    lp.add_rows(np.concatenate([which, np.arange(n)]), np.concatenate([lam, f]),
+                np.concatenate([np.ones(len(lam)), -np.ones(n)]), np.zeros(n), eq=True)
+    end = hi[which]
+    lp.add_rows(np.concatenate([np.arange(n), which]), np.concatenate([q_in, lam]),
+                np.concatenate([np.ones(n), -prog.budget(end - budget, end)]), np.zeros(n))
+    residency.add(lo[held], hi[held], prog.size[at[held]], h)
+    residency.add(end - memory, end, prog.size[at][which], lam)
+    return hold_of, (lo, win_hi, q_in, q_ext)
+
+
+def _add_evictions(lp: _Lp, prog: _Program, x, hold_of, residency: _Residency):
+    """Evictions of fast-written values needed later; returns their ``(lo, hi, q_pre, q_gap)`` windows.
+
+    ``dirty`` follows a value written fast through the holds (``dirty >= x`` at a write, ``dirty_k >=
+    dirty_{k-1} + h_k - 1`` at a read held into). It must be evicted (``e >= dirty - h`` of the next
+    touch) when the next touch reads it, or after the last touch of an output. The eviction's interval
+    stays resident over a prefix of the gap after the touch (brackets as for fetches) and may also take
+    the budgets of the ops since the last write, where it is resident anyway.
+    """
+    n_touch = len(prog.op)
+    dirty = lp.columns(n_touch, 0.0, np.where(prog.fits, 1.0, 0.0))
+    written = np.flatnonzero(prog.writes & prog.fits)
+    lp.each([(x[written], 1.0), (dirty[written], -1.0)], 0.0)
+    carried = np.flatnonzero((hold_of >= 0) & ~prog.writes)
+    lp.each([(dirty[carried - 1], 1.0), (hold_of[carried], 1.0), (dirty[carried], -1.0)], 1.0)
+    next_reads = np.zeros(n_touch, bool)
+    next_reads[:-1] = ~prog.last[:-1] & prog.reads[1:]
+    at = np.flatnonzero(prog.fits & (next_reads | (prog.last & prog.output)))
+    n = len(at)
+    nxt = np.minimum(at + 1, n_touch - 1)
+    lo = prog.op[at] + 1
+    hi = np.where(prog.last[at], np.maximum(prog.buffer_end[at], lo), prog.op[nxt])
+    since = prog.last_write[at]
+    e = lp.columns(n, 0.0, 1.0)
+    q_pre = lp.columns(n, 0.0, np.where(since >= 0, prog.budget(np.maximum(since, 0) + 1, prog.op[at] + 1), 0.0))
+    q_gap = lp.columns(n, 0.0, prog.budget(lo, hi))
+    stall = lp.columns(n, 0.0, np.inf, 1.0)
+    next_hold = np.where(prog.last[at], -1, hold_of[nxt])
+    has = next_hold >= 0
+    lp.add_rows(np.concatenate([np.arange(n), np.arange(n), np.flatnonzero(has)]),
+                np.concatenate([dirty[at], e, next_hold[has]]),
+                np.concatenate([np.ones(n), -np.ones(n), -np.ones(int(has.sum()))]), np.zeros(n))
+    which, memory, budget = _brackets(hi - lo)
+    mu = lp.columns(len(which), 0.0, 1.0, integral=True)
+    lp.add_rows(np.concatenate([which, np.arange(n)]), np.concatenate([mu, e]),
+                np.concatenate([np.ones(len(mu)), -np.ones(n)]), np.zeros(n), eq=True)
+    start = lo[which]
+    lp.add_rows(np.concatenate([np.arange(n), which]), np.concatenate([q_gap, mu]),
+                np.concatenate([np.ones(n), -prog.budget(start, start + budget)]), np.zeros(n))
+    lp.each([(e, prog.copy_seconds(at)), (q_pre, -1.0), (q_gap, -1.0), (stall, -1.0)], 0.0)
+    residency.add(start, start + memory, prog.size[at][which], mu)
+    return np.maximum(since, -1) + 1, hi, q_pre, q_gap
+
+
+def _add_capacity(lp: _Lp, prog: _Program, rho, residency: _Residency) -> None:
+    """Every op's resident touches plus the bytes held through it fit the capacity. The held bytes are a
+    running sum: ``held_t - held_{t-1}`` = what begins at ``t`` - what ended at ``t - 1``."""
+    T = prog.T
+    held = lp.columns(T, 0.0, np.inf)
+    begin, end = np.concatenate(residency.begin), np.concatenate(residency.end)
+    amount, column = np.concatenate(residency.amount), np.concatenate(residency.column)
+    live = end > begin
+    inside = live & (end < T)
+    t = np.arange(T)
+    lp.add_rows(np.concatenate([t, t[1:], begin[live], end[inside]]),
+                np.concatenate([held, held[:-1], column[live], column[inside]]),
+                np.concatenate([np.ones(T), -np.ones(T - 1), -amount[live], amount[inside]]), np.zeros(T), eq=True)
+    lp.add_rows(np.concatenate([prog.op, t]), np.concatenate([rho, held]), np.concatenate([prog.size, np.ones(T)]),
+                np.full(T, prog.cap))
+
+
+def _add_budgets(lp: _Lp, prog: _Program, s, windows) -> None:
+    """Per dyadic block of ops (the whole program among them), for one kind of copy: the copies whose
+    windows lie inside take at most the block's op times in the answer (all-slow time - saving)."""
+    T = prog.T
+    lo, hi, *takes = windows
+    blocks = _dyadic_blocks(T)
+    b_lo = np.array([a for a, _ in blocks], np.int64)
+    b_hi = np.array([e for _, e in blocks], np.int64)
+    op_item, op_block = _containing_blocks(np.arange(T), np.arange(T) + 1, T)
+    item, block = _containing_blocks(lo, hi, T)
+    lp.add_rows(np.concatenate([block] * len(takes) + [op_block]),
+                np.concatenate([q[item] for q in takes] + [s[op_item]]),
+                np.ones(len(takes) * len(item) + len(op_item)), prog.budget(b_lo, b_hi))
+
+
+def residency_bound(problem: Problem, hardware, *, time_limit: float = 20.0, integral: bool = True) -> ResidencyBound:
+    """The residency relaxation's upper bound on the prefetch-mode value (seconds) of any valid answer.
+
+    ``integral``: solve the MIP (HiGHS's dual bound when cut short), else its LP relaxation.
+
+    Example:
+        >>> from mallocgame.hardware.spec import PRESETS
+        >>> from mallocgame.inputs.load import load_problem
+        >>> problem = load_problem("example:layered150", mode="prefetch")
+        >>> bound = residency_bound(problem, PRESETS["tpuv4i"], time_limit=30)
+        >>> bound.solved and bound.value > 0
+        True
+    """
+    t0 = time.monotonic()
+    prog = _program(problem, hardware)
+    lp, residency = _Lp(), _Residency()
+    x, rho, s = _add_touches(lp, prog)
+    hold_of, fetch_windows = _add_fetches(lp, prog, x, rho, residency)
+    evict_windows = _add_evictions(lp, prog, x, hold_of, residency)
+    _add_capacity(lp, prog, rho, residency)
+    _add_budgets(lp, prog, s, fetch_windows)
+    _add_budgets(lp, prog, s, evict_windows)
+    res, n_vars, nnz = lp.solve(time_limit - (time.monotonic() - t0), integral=integral)
+    seconds = time.monotonic() - t0
+    # linprog minimises -(savings - stalls): the bound is minus its proven lower bound. A MIP cut short
+    # still has a valid dual bound (HiGHS's mip_dual_bound); an LP cut short has none.
+    dual = getattr(res, "mip_dual_bound", None) if integral else None
+    dual = float(dual) if dual is not None and np.isfinite(dual) else None
+    if res.status == 0:
+        value = max(-dual if dual is not None else -float(res.fun), -float(res.fun))
+        return ResidencyBound(value / prog.scale, True, n_vars, nnz, seconds, str(res.message))
+    if dual is not None:
+        return ResidencyBound(-dual / prog.scale, False, n_vars, nnz, seconds, str(res.message))
+    return ResidencyBound(float("inf"), False, n_vars, nnz, seconds, str(res.message))
 
 
 def _dyadic_blocks(n_ops: int) -> list[tuple[int, int]]:
@@ -104,239 +375,20 @@ def _dyadic_blocks(n_ops: int) -> list[tuple[int, int]]:
 
 
 def _containing_blocks(lo: np.ndarray, hi: np.ndarray, n_ops: int) -> tuple[np.ndarray, np.ndarray]:
-    """Pairs ``(item, block)``: the dyadic blocks (indices into :func:`_dyadic_blocks`) holding ``[lo, hi)``.
-
-    An item holds a block when its range fits inside; at level ``l`` that is the block
-    ``lo >> l`` when ``(hi - 1) >> l`` is the same block. Empty ranges lie in no block.
-    """
+    """Pairs ``(item, block)``: the dyadic blocks (indices into :func:`_dyadic_blocks`) holding ``[lo, hi)``,
+    level by level (each level's items in order). At level ``l`` the block is ``lo >> l`` when ``(hi - 1) >> l``
+    is the same one; an empty range lies in no block."""
     items, blocks, offset, width, level = [], [], 0, 1, 0
+    lo, hi = np.asarray(lo, np.int64), np.asarray(hi, np.int64)
     idx = np.arange(len(lo))
     while width < 2 * max(n_ops, 1):
-        n_blocks = -(-n_ops // width)
         ok = (hi > lo) & ((lo >> level) == ((hi - 1) >> level))
         items.append(idx[ok])
         blocks.append(offset + (lo[ok] >> level))
-        offset += n_blocks
+        offset += -(-n_ops // width)
         width *= 2
         level += 1
     return np.concatenate(items), np.concatenate(blocks)
-
-
-def residency_bound(problem: Problem, hardware, *, time_limit: float = 20.0, integral: bool = True) -> ResidencyBound:
-    """The residency LP's upper bound on the prefetch-mode value (seconds) of any valid answer.
-
-    Example:
-        >>> from mallocgame.hardware.spec import PRESETS
-        >>> from mallocgame.inputs.load import load_problem
-        >>> problem = load_problem("example:layered150", mode="prefetch")
-        >>> bound = residency_bound(problem, PRESETS["tpuv4i"], time_limit=30)
-        >>> bound.solved and bound.value > 0
-        True
-    """
-    from mallocgame.hardware.evaluator import Evaluator
-
-    t0 = time.monotonic()
-    ev = Evaluator.of(problem, hardware)
-    touches = problem.touches
-    T = ev.n_ops
-    n_touch = len(touches.ops)
-    cap = float(problem.capacity) if problem.capacity is not None else float(problem.arrays.size.sum())
-    size = problem.arrays.size.astype(float)
-    buf = np.repeat(np.arange(problem.n, dtype=np.int64), np.diff(touches.ptr))
-    op = touches.ops.astype(np.int64)
-    first = np.zeros(n_touch, bool)
-    first[touches.ptr[:-1][np.diff(touches.ptr) > 0]] = True
-    reads = touches.reads.astype(bool)
-    writes = touches.writes.astype(bool)
-    fits = size[buf] <= cap
-
-    # Each operand's delta, summed per touch (a buffer may be several operands of one op).
-    width = T + 1
-    touch_key = buf * width + op
-    operand_touch = np.searchsorted(touch_key, ev.buf_of * width + ev.op_of)
-    # Seconds are scaled to millionths of the all-slow program: HiGHS's tolerances are absolute, and
-    # a whole program of microseconds would sit inside them.
-    slow_time = np.maximum(ev.compute, ev.slow_mem) + ev.fixed
-    scale = 1e6 / max(float(slow_time.sum()), 1e-300)
-    slow_time = slow_time * scale
-    delta = np.bincount(operand_touch, ev.delta, minlength=n_touch) * scale
-    headroom = np.maximum(ev.slow_mem - ev.compute, 0.0) * scale
-    cum_slow = np.concatenate([[0.0], np.cumsum(slow_time)])
-
-    lp = _Lp()
-    x = lp.columns(n_touch, 0.0, np.where(fits, 1.0, 0.0), integral=True)
-    rho = lp.columns(n_touch, 0.0, np.where(fits, 1.0, 0.0), integral=True)
-    s = lp.columns(T, 0.0, headroom, -1.0)
-    held = lp.columns(T, 0.0, np.inf)  # bytes held through each op (a running sum of the holds)
-
-    # The touches that read: each may be fetched in the gap before it; all but a first may be held.
-    fetch_at = np.flatnonzero(reads & fits)
-    n_f = len(fetch_at)
-    prev_op = np.where(first[fetch_at], -1, op[np.maximum(fetch_at - 1, 0)])
-    gap_lo, gap_hi = prev_op + 1, op[fetch_at]                     # the gap's interior ops [lo, hi)
-    # The window ends at the touch's own op when it writes, else at the next write of b (or the end).
-    next_write = np.full(n_touch, T, np.int64)
-    for b in range(problem.n):  # per buffer: the next write at or after each touch (a reversed running min)
-        lo_t, hi_t = touches.ptr[b], touches.ptr[b + 1]
-        if hi_t == lo_t:
-            continue
-        w = np.where(writes[lo_t:hi_t], op[lo_t:hi_t], T)
-        next_write[lo_t:hi_t] = np.minimum.accumulate(w[::-1])[::-1]
-    win_hi = next_write[fetch_at]
-    f = lp.columns(n_f, 0.0, 1.0, integral=True)
-    gap_budget = cum_slow[gap_hi] - cum_slow[gap_lo]
-    ext_budget = cum_slow[np.maximum(win_hi, gap_hi)] - cum_slow[gap_hi]
-    q_in = lp.columns(n_f, 0.0, gap_budget)
-    q_ext = lp.columns(n_f, 0.0, ext_budget)
-    stall = lp.columns(n_f, 0.0, np.inf, 1.0)
-    can_hold = ~first[fetch_at]
-    hold_at = fetch_at[can_hold]
-    h = lp.columns(len(hold_at), 0.0, 1.0, integral=True)
-    f_of_hold = f[can_hold]
-    # A fetch is resident over a suffix of its gap's interior, of some length l. Its bracket
-    # [S_j, S_{j+1}) of lengths (S = 0, 1, 2, 4, ..., the gap's length) is chosen with weight lam:
-    # memory is charged over the suffix S_j (no more than a real answer holds) and the budget taken
-    # inside the gap is at most that of the suffix S_{j+1} - 1 (no less than it can take).
-    brk_fetch, brk_mem, brk_budget = _brackets(gap_hi - gap_lo)
-    lam = lp.columns(len(brk_fetch), 0.0, 1.0, integral=True)
-    brk_hi = gap_hi[brk_fetch]
-    brk_size = size[buf[fetch_at]][brk_fetch]
-
-    # x <= rho.
-    r = np.arange(n_touch)
-    lp.add_rows(np.concatenate([r, r]), np.concatenate([x, rho]), np.concatenate([np.ones(n_touch), -np.ones(n_touch)]),
-                np.zeros(n_touch))
-    # rho_k <= h_k + f_k (a first touch that reads: rho <= f).
-    r = np.arange(n_f)
-    hold_row = r[can_hold]
-    lp.add_rows(np.concatenate([r, r, hold_row]), np.concatenate([rho[fetch_at], f, h]),
-                np.concatenate([np.ones(n_f), -np.ones(n_f), -np.ones(len(h))]), np.zeros(n_f))
-    # h_k <= rho_{k-1}; h_k + f_k <= 1.
-    r = np.arange(len(h))
-    lp.add_rows(np.concatenate([r, r]), np.concatenate([h, rho[hold_at - 1]]),
-                np.concatenate([np.ones(len(h)), -np.ones(len(h))]), np.zeros(len(h)))
-    lp.add_rows(np.concatenate([r, r]), np.concatenate([h, f_of_hold]), np.ones(2 * len(h)), np.ones(len(h)))
-    # A fetch served at its own touch is done before it: the budgets after the touch are for a fetch
-    # whose interval starts serving later (resident, not served, there): q_ext <= ext budget x f and
-    # q_ext <= ext budget x (1 - x).
-    r = np.arange(n_f)
-    lp.add_rows(np.concatenate([r, r]), np.concatenate([q_ext, f]), np.concatenate([np.ones(n_f), -ext_budget]),
-                np.zeros(n_f))
-    lp.add_rows(np.concatenate([r, r]), np.concatenate([q_ext, x[fetch_at]]), np.concatenate([np.ones(n_f), ext_budget]),
-                ext_budget)
-    # One bracket per fetch: sum of lam = f; the budget taken inside the gap follows the bracket.
-    r = np.arange(n_f)
-    lp.add_rows(np.concatenate([brk_fetch, r]), np.concatenate([lam, f]),
-                np.concatenate([np.ones(len(lam)), -np.ones(n_f)]), np.zeros(n_f), eq=True)
-    lp.add_rows(np.concatenate([r, brk_fetch]), np.concatenate([q_in, lam]),
-                np.concatenate([np.ones(n_f), -(cum_slow[brk_hi] - cum_slow[brk_hi - brk_budget])]), np.zeros(n_f))
-    # Evictions. A write served fast leaves slow memory stale: the value is evicted (copied back, on the
-    # eviction budgets) before the interval ends, when the next touch reads it and it is not held there,
-    # or after the last touch of an output. "dirty" follows a fast value through the holds; the
-    # eviction's interval is resident over a prefix of the gap after the touch (brackets as for fetches),
-    # and may also take the budgets of the ops since the last write, where it is resident anyway.
-    hold_of = np.full(n_touch, -1, np.int64)
-    hold_of[hold_at] = h
-    x_write = np.flatnonzero(writes & fits)
-    r = np.arange(len(x_write))
-    lp.add_rows(np.concatenate([r, r]), np.concatenate([rho[x_write], x[x_write]]),
-                np.concatenate([np.ones(len(r)), -np.ones(len(r))]), np.zeros(len(r)))   # resident at a write: served
-    dirty = lp.columns(n_touch, 0.0, np.where(fits, 1.0, 0.0))
-    lp.add_rows(np.concatenate([r, r]), np.concatenate([x[x_write], dirty[x_write]]),
-                np.concatenate([np.ones(len(r)), -np.ones(len(r))]), np.zeros(len(r)))   # dirty >= x at a write
-    carry = np.flatnonzero((hold_of >= 0) & ~writes)  # a read held into: dirty_k >= dirty_{k-1} + h_k - 1
-    r = np.arange(len(carry))
-    lp.add_rows(np.concatenate([r, r, r]), np.concatenate([dirty[carry - 1], hold_of[carry], dirty[carry]]),
-                np.concatenate([np.ones(len(r)), np.ones(len(r)), -np.ones(len(r))]), np.ones(len(r)))
-    last = np.zeros(n_touch, bool)
-    last[touches.ptr[1:][np.diff(touches.ptr) > 0] - 1] = True
-    nxt_reads = np.zeros(n_touch, bool)
-    nxt_reads[:-1] = ~last[:-1] & reads[1:]
-    is_output = np.array([bf.kind == "output" for bf in problem.buffers], bool)
-    evict_at = np.flatnonzero(fits & (nxt_reads | (last & is_output[buf])))
-    n_e = len(evict_at)
-    b_end = np.minimum(problem.arrays.end.astype(np.int64), T)
-    e_lo = op[evict_at] + 1
-    e_hi = np.where(last[evict_at], np.maximum(b_end[buf[evict_at]], e_lo), op[np.minimum(evict_at + 1, n_touch - 1)])
-    last_write_op = np.full(n_touch, -1, np.int64)
-    for b in range(problem.n):  # per buffer: the last write at or before each touch (a running max)
-        lo_t, hi_t = touches.ptr[b], touches.ptr[b + 1]
-        if hi_t > lo_t:
-            last_write_op[lo_t:hi_t] = np.maximum.accumulate(np.where(writes[lo_t:hi_t], op[lo_t:hi_t], -1))
-    w_op = last_write_op[evict_at]
-    e = lp.columns(n_e, 0.0, 1.0)
-    pre_budget = np.where(w_op >= 0, cum_slow[op[evict_at] + 1] - cum_slow[np.maximum(w_op, 0) + 1], 0.0)
-    qe_pre = lp.columns(n_e, 0.0, pre_budget)
-    qe_gap = lp.columns(n_e, 0.0, cum_slow[e_hi] - cum_slow[e_lo])
-    e_stall = lp.columns(n_e, 0.0, np.inf, 1.0)
-    r = np.arange(n_e)
-    next_hold = np.where(last[evict_at], -1, hold_of[np.minimum(evict_at + 1, n_touch - 1)])
-    has_hold = next_hold >= 0
-    lp.add_rows(np.concatenate([r, r, r[has_hold]]), np.concatenate([dirty[evict_at], e, next_hold[has_hold]]),
-                np.concatenate([np.ones(n_e), -np.ones(n_e), -np.ones(int(has_hold.sum()))]), np.zeros(n_e))
-    ebrk_evict, ebrk_mem, ebrk_budget = _brackets(e_hi - e_lo)
-    mu = lp.columns(len(ebrk_evict), 0.0, 1.0, integral=True)
-    lp.add_rows(np.concatenate([ebrk_evict, r]), np.concatenate([mu, e]),
-                np.concatenate([np.ones(len(mu)), -np.ones(n_e)]), np.zeros(n_e), eq=True)
-    ebrk_lo = e_lo[ebrk_evict]
-    lp.add_rows(np.concatenate([r, ebrk_evict]), np.concatenate([qe_gap, mu]),
-                np.concatenate([np.ones(n_e), -(cum_slow[ebrk_lo + ebrk_budget] - cum_slow[ebrk_lo])]), np.zeros(n_e))
-    evict_seconds = size[buf[evict_at]] / float(hardware.copy_bw) * scale
-    lp.add_rows(np.concatenate([r] * 4), np.concatenate([e, qe_pre, qe_gap, e_stall]),
-                np.concatenate([evict_seconds, -np.ones(n_e), -np.ones(n_e), -np.ones(n_e)]), np.zeros(n_e))
-
-    # The bytes held through each op, as a running sum: held_t - held_{t-1} = (holds and fetch
-    # residencies that begin at t) - (those that ended at t - 1).
-    h_lo, h_hi = gap_lo[can_hold], gap_hi[can_hold]
-    z = size[buf[hold_at]]
-    t = np.arange(T)
-    begin_op = np.concatenate([h_lo, brk_hi - brk_mem, ebrk_lo])
-    end_op = np.concatenate([h_hi, brk_hi, ebrk_lo + ebrk_mem])
-    amount = np.concatenate([z, brk_size, size[buf[evict_at]][ebrk_evict]])
-    column = np.concatenate([h, lam, mu])
-    live = end_op > begin_op
-    ends_inside = live & (end_op < T)
-    lp.add_rows(np.concatenate([t, t[1:], begin_op[live], end_op[ends_inside]]),
-                np.concatenate([held, held[:-1], column[live], column[ends_inside]]),
-                np.concatenate([np.ones(T), -np.ones(T - 1), -amount[live], amount[ends_inside]]), np.zeros(T), eq=True)
-    # Capacity at every op: resident touches + held bytes.
-    lp.add_rows(np.concatenate([op, t]), np.concatenate([rho, held]), np.concatenate([size[buf], np.ones(T)]),
-                np.full(T, cap))
-    # Savings: s_t <= sum of deltas served (s_t <= headroom is its bound).
-    lp.add_rows(np.concatenate([t, op]), np.concatenate([s, x]), np.concatenate([np.ones(T), -delta]), np.zeros(T))
-    # Stalls: copy seconds - budget taken <= stall.
-    copy_seconds = size[buf[fetch_at]] / float(hardware.copy_bw) * scale
-    rf = np.arange(n_f)
-    lp.add_rows(np.concatenate([rf] * 4), np.concatenate([f, q_in, q_ext, stall]),
-                np.concatenate([copy_seconds, -np.ones(n_f), -np.ones(n_f), -np.ones(n_f)]), np.zeros(n_f))
-    # Budgets per dyadic block of ops (the whole program among them): the fetches whose windows lie
-    # inside take at most the block's op times in the answer (all-slow time - saving).
-    blocks = _dyadic_blocks(T)
-    b_lo = np.array([a for a, _ in blocks], np.int64)
-    b_hi = np.array([e for _, e in blocks], np.int64)
-    op_item, op_block = _containing_blocks(t, t + 1, T)
-    win_item, win_block = _containing_blocks(gap_lo, np.maximum(win_hi, gap_hi), T)
-    lp.add_rows(np.concatenate([win_block, win_block, op_block]),
-                np.concatenate([q_in[win_item], q_ext[win_item], s[op_item]]), np.ones(2 * len(win_item) + len(op_item)),
-                cum_slow[b_hi] - cum_slow[b_lo])
-    # The same for the evictions, on their own budgets: windows from after the last write to the gap's end.
-    ewin_item, ewin_block = _containing_blocks(np.maximum(w_op, -1) + 1, e_hi, T)
-    lp.add_rows(np.concatenate([ewin_block, ewin_block, op_block]),
-                np.concatenate([qe_pre[ewin_item], qe_gap[ewin_item], s[op_item]]),
-                np.ones(2 * len(ewin_item) + len(op_item)), cum_slow[b_hi] - cum_slow[b_lo])
-
-    remaining = time_limit - (time.monotonic() - t0)
-    res, n_vars, nnz = lp.solve(remaining, integral=integral)
-    seconds = time.monotonic() - t0
-    # linprog minimises -(savings - stalls): the value bound is minus its proven lower bound. A MIP cut
-    # short still has a valid dual bound (HiGHS's mip_dual_bound); an LP cut short has none.
-    dual = getattr(res, "mip_dual_bound", None) if integral else None
-    if res.status == 0:
-        proven = -float(dual) if dual is not None and np.isfinite(dual) else -float(res.fun)
-        return ResidencyBound(max(proven, -float(res.fun)) / scale, True, n_vars, nnz, seconds, str(res.message))
-    if dual is not None and np.isfinite(dual):
-        return ResidencyBound(-float(dual) / scale, False, n_vars, nnz, seconds, str(res.message))
-    return ResidencyBound(float("inf"), False, n_vars, nnz, seconds, str(res.message))
 
 
 def _brackets(length: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

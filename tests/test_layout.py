@@ -56,3 +56,5 @@ def test_an_install_puts_only_mallocgame_in_site_packages(tmp_path):
         assert (installed / sub / "__init__.py").is_file(), sub
     assert (installed / "search/muzero/checkpoints/default.pt").is_file()
     assert list((installed / "inputs/data").glob("*.json")), "the built-in examples' data must install"
+    source = sorted(p.name for p in (ROOT / "mallocgame/inputs/data/xla").iterdir() if p.is_file())
+    assert sorted(p.name for p in (installed / "inputs/data/xla").iterdir()) == source, "the xla suite must install"
