@@ -280,6 +280,8 @@ def _call_main(conn, fn, args, kwargs) -> None:
     try:
         try:
             result = ("ok", fn(*args, **kwargs))
+        except SystemExit as exc:  # a solver's sys.exit is its failure, never the command's exit code
+            result = ("raise", RuntimeError(f"it raised SystemExit({exc.code!r})"))
         except BaseException as exc:
             result = ("raise", exc)
         try:
