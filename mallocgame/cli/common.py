@@ -128,6 +128,18 @@ def load_prepared(problem_path: str, *, mode: str | None, capacity: str | None, 
                    hardware=hardware, minimize_peak=minimize_peak, oversized_ok=oversized_ok)
 
 
+def check_own_order(problem: Problem, path: str) -> None:
+    """A re-scheduled workload (with ``original_order``) whose op order breaks the dependencies of that
+    order is bad input: one line, as ``validate`` would find it (``solve`` and ``schedule`` refuse it)."""
+    if not problem.original_order:
+        return
+    from mallocgame.hardware.validator import validate_schedule
+
+    violation = validate_schedule(problem)
+    if violation:
+        raise InputError(f"{path}: the op order breaks the workload's own original_order: {violation}")
+
+
 def load_answer(problem_path: str, solution_path: str, *, mode: str | None, capacity: str | None,
                 capacity_fraction: str | None, hardware: str | None):
     """PROBLEM prepared as :func:`load_prepared` does, and SOLUTION read for its mode: fast intervals

@@ -30,6 +30,7 @@ from mallocgame.cli.common import (  # noqa: F401  (fail, problem_options and th
     SEED,
     capacity_warning,
     check_output,
+    check_own_order,
     dump_json,
     fail,
     intervals_json,
@@ -339,6 +340,7 @@ def solve(problem_path, solver_name, mode, capacity, capacity_fraction, hardware
     try:
         problem, spec = load_prepared(problem_path, mode=mode, capacity=capacity, capacity_fraction=capacity_fraction,
                                       hardware=hardware, minimize_peak=minimize_peak)
+        check_own_order(problem, problem_path)
         hint = _check_hint(problem, hint_path) if hint_path else None
     except InputError as exc:
         fail(str(exc))

@@ -15,6 +15,7 @@ from mallocgame.cli.common import (
     SECONDS,
     SEED,
     check_output,
+    check_own_order,
     dump_json,
     fail,
     is_stdout,
@@ -61,6 +62,7 @@ def schedule_command(problem_path, output, objective, mode, capacity, capacity_f
     try:
         problem, spec = load_prepared(problem_path, mode=mode, capacity=capacity, capacity_fraction=capacity_fraction,
                                       hardware=hardware)
+        check_own_order(problem, problem_path)
         if objective == "time" and problem.mode == "pack":
             raise InputError("--objective time: needs map or prefetch mode (pack mode minimises the peak)")
         result = schedule(problem, objective=objective, hardware=spec, time_limit=time_limit, seed=seed,
