@@ -69,6 +69,8 @@ class Report:
         extra = "" if self.valid else f" INVALID: {self.violation}" if self.violation else ""
         if self.stats.get("cut_short"):  # a solver whose time limit left part of the problem undecided says so
             extra += " WARNING: cut short by the time limit (undecided buffers left slow; a longer limit may do better)"
+        if self.stats.get("fallback"):  # a solver that left its own method for part of the problem says what it did
+            extra += f" NOTE: {self.stats['fallback']}"
         return (f"{self.solver}: {self.status} objective={obj}{bound}{gap} placed={self.placed}/{self.total} "
                 f"peak={self.peak} seconds={self.seconds:.3f}{extra}")
 

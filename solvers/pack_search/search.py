@@ -35,7 +35,7 @@ __all__ = ["PackResult", "pack", "check_packing"]
 _INF = 1 << 40          # "no min offset" marker (placed buffers)
 _EXCL = 1 << 42         # added to ``eff`` of a buffer excluded from its current min offset
 _VM_INF32 = 1 << 30
-_DENSE_LIMIT = 40_000_000  # max buffers x sections for the exact engine on one component
+_DENSE_LIMIT = 4_000_000   # max buffers x sections for the exact engine on one component (~100 MB); above: window repair
 _MAX_EXACT = 20_000        # max buffers of a component for the exact engine
 _DENSE_SECONDS = 1e-7      # seconds per buffer x section to set up the exact engine (measured, loaded machine)
 
@@ -552,6 +552,11 @@ class _Stats:
         self.search_wins = 0
         self.components = 0
         self.fallback_components = 0
+        self.large_components = 0   # components above the exact engine's limits (window repair)
+        self.windows = 0            # CP-SAT windows solved by the repair
+        self.windows_stuck = 0      # buffers the repair left above its target
+        self.window_solves = 0      # CP-SAT calls of the repair (restarts included)
+        self.fallback = ""          # what was done instead of the exact engine, and how it ended
         self.winner = ""
 
     def add(self, s: _Searcher) -> None:
@@ -614,6 +619,126 @@ def _first_fit(size: np.ndarray, start: np.ndarray, end: np.ndarray,
         lo = np.insert(lo, pos, o)
         hi = np.insert(hi, pos, o + sz)
         en = np.insert(en, pos, end[i])
+    return off
+
+
+_WINDOW_START = 256        # buffers freed around a buffer above the target, at first ...
+_WINDOW_MAX = 4096         # ... doubled while CP-SAT proves the window infeasible, up to this
+_WINDOW_SECONDS = 3.0      # CP-SAT time per window at most
+
+
+_WINDOW_ORDERS = ("start", "area", "size")   # item orders a window's CP-SAT restarts cycle through
+_WINDOW_SHARE = 0.25       # of the time left, one window may take at most (and at least _WINDOW_SECONDS)
+
+
+def _window_order(name: str, size, start, end) -> np.ndarray:
+    """The order of a window's items in its CP-SAT model (CP-SAT's search follows it)."""
+    if name == "start":
+        return np.lexsort((-size, start))
+    if name == "size":
+        return np.lexsort((start, -size))
+    return np.lexsort((start, -size * (end - start)))  # "area"
+
+
+def _solve_window(size, start, end, align, cur, free, top, until: float, seed: int, stats: _Stats):
+    """Place the ``free`` items of one window below ``top`` (units), the others pinned at ``cur``.
+
+    CP-SAT on such windows is heavy-tailed in the order of its items (the same window: 0.05 s in
+    one order, no answer in 3 s in another), so it restarts: the orders of :data:`_WINDOW_ORDERS`
+    in turn, each with a time slice doubling per round from 0.2 s, until ``until``. Returns
+    ``("FEASIBLE", offsets [m] in units)``, ``("INFEASIBLE", None)`` (proven) or ``("UNKNOWN", None)``.
+    """
+    from ortools.sat.python import cp_model  # lazy; the solver preloads it
+
+    m = len(size)
+    slice_s, rnd = 0.2, 0
+    while True:
+        for order_name in _WINDOW_ORDERS:
+            now = time.perf_counter()
+            if now >= until:
+                return "UNKNOWN", None
+            perm = _window_order(order_name, size, start, end)
+            model = cp_model.CpModel()
+            fixed = [None if free[i] else int(cur[i]) for i in perm.tolist()]
+            rect = add_rectangles(model, start[perm], end[perm], size[perm], top=top, align=align[perm],
+                                  fixed_offsets=fixed)
+            if len(rect.placed) < m:
+                return "INFEASIBLE", None
+            for j, i in enumerate(perm.tolist()):
+                if free[i] and cur[i] + size[i] <= top and cur[i] % align[i] == 0:
+                    model.add_hint(rect.steps[j], int(cur[i] // align[i]))
+            add_no_overlap(model, rect, formulation="cliques")
+            solver = cp_model.CpSolver()
+            prm = solver.parameters
+            prm.max_time_in_seconds = max(0.01, min(slice_s, until - time.perf_counter()))
+            prm.num_workers = 1
+            prm.random_seed = (int(seed) + rnd) % (2 ** 31)
+            st = solver.solve(model)
+            stats.window_solves += 1
+            if st in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+                out = np.empty(m, np.int64)
+                out[perm] = rect.offsets(solver)
+                return "FEASIBLE", out
+            if st == cp_model.INFEASIBLE:
+                return "INFEASIBLE", None
+        slice_s *= 2
+        rnd += 1
+
+
+def _repair_windows(size: np.ndarray, start: np.ndarray, end: np.ndarray, align: np.ndarray,
+                    off: np.ndarray, target: int, deadline: float, seed: int, stats: _Stats) -> np.ndarray:
+    """Lower a complete valid packing's peak to ``target`` one time window at a time.
+
+    The scalable path for components too large for the exact engine (its ``[buffers, sections]``
+    matrices are quadratic). Take the earliest buffer whose top is above ``target``; free the
+    buffers whose live range lies inside a time window around it (about ``_WINDOW_START`` of them),
+    pin every other buffer live in the window at its offset, and ask CP-SAT (single worker, seeded,
+    :mod:`mallocgame.packing_model`'s clique model) to place the free ones below ``target``. A free
+    buffer overlaps in time only buffers live in the window, so the repaired packing stays valid.
+    A window proven infeasible is doubled (up to ``_WINDOW_MAX``); a buffer whose window fails at
+    the largest size or runs out of its time is left as is ("stuck") and the sweep moves on.
+    Memory and time per window depend on the window only. Returns the new offsets (a copy).
+    """
+    off = np.asarray(off, np.int64).copy()
+    n = len(size)
+    if n == 0:
+        return off
+    g = _gcd_all(np.concatenate([size, align, off]).astype(np.int64))
+    top_u = int(target) // g
+    order = np.argsort(start, kind="stable")
+    st_sorted = start[order]
+    stuck = np.zeros(n, bool)
+    k_free = _WINDOW_START
+    while time.perf_counter() < deadline:
+        tops = off + size
+        bad = np.flatnonzero((tops > target) & ~stuck)
+        if len(bad) == 0:
+            break
+        b = int(bad[np.argmin(start[bad])])
+        pos = int(np.searchsorted(st_sorted, start[b]))
+        ws = int(min(start[b], st_sorted[max(0, pos - k_free // 2)]))
+        we = int(max(end[b], st_sorted[min(n - 1, pos + k_free // 2)]))
+        free = (start >= ws) & (end <= we)
+        idx = np.flatnonzero((start < we) & (end > ws))
+        fr = free[idx]
+        if int(fr.sum()) > 2 * _WINDOW_MAX or int(size[b]) > target:
+            stuck[b] = True
+            stats.windows_stuck += 1
+            continue
+        now = time.perf_counter()
+        budget = min(deadline, now + max(_WINDOW_SECONDS, _WINDOW_SHARE * (deadline - now)))
+        st, new = _solve_window(size[idx] // g, start[idx], end[idx], np.maximum(align[idx] // g, 1),
+                                off[idx] // g, fr, top_u, budget, seed, stats)
+        stats.windows += 1
+        if st == "FEASIBLE":
+            off[idx[fr]] = new[fr] * g
+            k_free = _WINDOW_START
+        elif st == "INFEASIBLE" and k_free < _WINDOW_MAX:
+            k_free *= 2
+        else:
+            stuck[b] = True
+            stats.windows_stuck += 1
+            k_free = _WINDOW_START
     return off
 
 
@@ -753,7 +878,10 @@ def pack(size, start, end, *, capacity: int | None = None, alignment=None,
             is an incumbent (returned as is when it fits ``capacity``); otherwise the
             hinted offsets order the first search run and hint CP-SAT.
         use_cpsat: also run the CP-SAT engine in a second thread on components that the
-            search does not settle within a short warm-up.
+            search does not settle within a short warm-up. (Components above the exact engine's
+            limits, ``_DENSE_LIMIT`` buffer x section cells or ``_MAX_EXACT`` buffers, always take the
+            window repair, whose windows CP-SAT solves: :func:`_repair_windows`; ``stats["fallback"]``
+            then says what it did and whether it reached its target.)
 
     Returns:
         :class:`PackResult` with offsets ``[n]`` (``-1`` where unknown). With a capacity,
@@ -795,8 +923,10 @@ def pack(size, start, end, *, capacity: int | None = None, alignment=None,
     hint_arr = None if hint is None else np.asarray(hint, np.int64).reshape(-1)
     if hint_arr is not None and len(hint_arr) != n:
         raise ValueError("hint must have one offset per buffer")
-    hint_valid = (hint_arr is not None and (hint_arr >= 0).all()
-                  and check_packing(size, start, end, hint_arr, capacity, al) is None)
+    # a valid packing (capacity aside) is an incumbent of every component; within the capacity, the answer
+    hint_packs = (hint_arr is not None and bool((hint_arr >= 0).all())
+                  and check_packing(size, start, end, hint_arr, None, al) is None)
+    hint_valid = hint_packs and (capacity is None or int((hint_arr + size).max()) <= int(capacity))
     if capacity is not None:
         capacity = int(capacity)
         if lb_total > capacity or int(size.max()) > capacity:
@@ -835,11 +965,36 @@ def pack(size, start, end, *, capacity: int | None = None, alignment=None,
         off[idx] = _first_fit(size[idx], start[idx], end[idx], al[idx])
         stats.fallback_components += 1
 
+    def large_start(idx) -> str:
+        """Incumbent of a component above the exact engine's limits: first fit or the hint, the lower."""
+        stats.large_components += 1
+        stats.fallback_components += 1
+        off[idx] = _first_fit(size[idx], start[idx], end[idx], al[idx])
+        if hint_packs and int((hint_arr[idx] + size[idx]).max()) < int((off[idx] + size[idx]).max()):
+            off[idx] = hint_arr[idx]
+            return "the hint"
+        return "first fit"
+
+    def repair(idx, target: int, until: float) -> None:
+        off[idx] = _repair_windows(size[idx], start[idx], end[idx], al[idx], off[idx], target, until, seed, stats)
+
+    def note_large(idx, source: str, before: int, target: int) -> None:
+        after = int((off[idx] + size[idx]).max())
+        stats.fallback = ((stats.fallback + "; ") if stats.fallback else "") + (
+            f"a component of {len(idx)} buffers is above the exact engine's limits: started from {source} "
+            + (f"(peak {before}), already at the target {target}" if before <= target else
+               f"(peak {before}), window repair (CP-SAT) to peak {after}, target {target}"
+               + ("" if after <= target else f", {stats.windows_stuck} buffers left above it")))
+
     if capacity is not None:
         status = "OPTIMAL"
         for idx, g, comp, h_local in comps:
             if comp is None:
-                fallback(idx)
+                source = large_start(idx)
+                before = int((off[idx] + size[idx]).max())
+                if before > capacity:
+                    repair(idx, capacity, deadline)
+                note_large(idx, source, before, capacity)
                 if int((off[idx] + size[idx]).max()) > capacity:
                     off[idx] = -1
                     status = "UNKNOWN"
@@ -861,11 +1016,14 @@ def pack(size, start, end, *, capacity: int | None = None, alignment=None,
     # worst component first, probe capacities: the overall lower bound first (most of the
     # time left), then bisection between the proven bound and the incumbent.
     best, lbs = [], []
+    large_source: dict[int, str] = {}
     for idx, g, comp, h_local in comps:
         # the descent's dense arrays alone take ~1e-7 s per buffer x section (2-3 s at 20M on a loaded machine)
         affordable = comp is not None and comp.m * comp.S * _DENSE_SECONDS < 0.5 * (deadline - time.perf_counter())
         descent = _greedy(comp, t0 + 0.5 * (deadline - t0)) if affordable else None
-        if descent is not None:
+        if comp is None:
+            large_source[len(best)] = large_start(idx)
+        elif descent is not None:
             put(idx, g, comp, descent)
         elif hint_valid:  # too large for the time (or the engine), or its descent did not finish: the hint
             off[idx] = hint_arr[idx]
@@ -879,7 +1037,26 @@ def pack(size, start, end, *, capacity: int | None = None, alignment=None,
     global_lb = max(lbs)
     for k in sorted(range(len(comps)), key=lambda k: -best[k]):
         idx, g, comp, _ = comps[k]
-        if comp is None or best[k] <= global_lb:
+        if comp is None:      # above the exact engine's limits: window repair, bisecting on the target
+            lo, before, first = max(lbs[k], global_lb), best[k], True
+            hi = best[k] - 1
+            while lo <= hi and time.perf_counter() < deadline:
+                goal = lo if first else (lo + hi) // 2
+                now = time.perf_counter()
+                repair(idx, goal, min(deadline, now + (0.6 if first else 0.5) * (deadline - now)))
+                first = False
+                got = int((off[idx] + size[idx]).max())
+                if got <= goal:
+                    best[k], hi = got, got - 1
+                    history.append((round(time.perf_counter() - t0, 4), int((off + size).max())))
+                else:
+                    lo = goal + 1            # not a proof: only where we look next
+                    best[k] = min(best[k], got)
+            note_large(idx, large_source.get(k, "first fit"), before, max(lbs[k], global_lb))
+            if time.perf_counter() >= deadline:
+                break
+            continue
+        if best[k] <= global_lb:
             continue
         lo_u = -(-max(lbs[k], global_lb) // g)      # never worth going below the overall bound
         hi_u = best[k] // g - 1                      # looking for peaks <= hi_u (units)

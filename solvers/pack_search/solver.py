@@ -15,11 +15,11 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from mallocgame.solvers.pack_search.search import pack
 
 from mallocgame.model import Problem, Solution, Status, offsets_array, offsets_tuple
 from mallocgame.protocol import Solver
 from mallocgame.session import session_for
+from mallocgame.solvers.pack_search.search import pack
 
 _STATUS = {
     "OPTIMAL": Status.OPTIMAL,
@@ -40,9 +40,10 @@ class PackSearch(Solver):
         a = problem.arrays
         capacity = None if (minimize_peak or problem.capacity is None) else int(problem.capacity)
         hint_arr = None
+        base = None
         if hint is not None and len(hint.offsets) == problem.n:
             hint_arr = offsets_array(hint.offsets)
-        elif capacity is None and problem.n:  # minimising the peak: never above the pack baseline (best fit)
+        elif problem.n:  # never above the pack baseline (best fit): it is the incumbent (and within a capacity, the answer)
             base = session_for(problem, hardware).baseline("best-fit", t0 + 0.2 * float(time_limit))
             hint_arr = np.asarray(base.offsets)
         # keep a little time back for building the answer
@@ -59,6 +60,11 @@ class PackSearch(Solver):
             objective = None
         stats = dict(res.stats)
         stats["lower_bound"] = res.lower_bound
+        if base is not None:
+            stats["best_fit_peak"] = int(base.objective)
+            stats["best_fit_complete"] = bool(base.complete)
+        if not stats.get("fallback"):
+            stats.pop("fallback", None)  # only said when it happened (the run summary prints it)
         return Solution(
             offsets=offsets,
             status=status,
