@@ -19,11 +19,11 @@ import os
 import time
 
 from _common import benchmarks_dir, write_results
-from mallocgame.hardware.validator import validate
-from mallocgame.solvers.pack_search.search import check_packing, pack
 
+from mallocgame.hardware.validator import validate
 from mallocgame.intervals import max_live
 from mallocgame.io import load_problem
+from mallocgame.solvers.pack_search.search import check_packing, pack
 
 NAMES = [f"{c}.1048576" for c in "ABCDEFGHIJK"] + ["input.12"]
 DETAIL = ("| instance | seed | load (1 min) | status | seconds | peak | check_packing | validator | nodes | restarts "

@@ -11,12 +11,12 @@ import itertools
 
 import numpy as np
 import pytest
-from mallocgame.solvers.pack_search.search import pack
-from mallocgame.solvers.pack_search.solver import PackSearch
 
 from mallocgame.intervals import component_runs as components
 from mallocgame.intervals import max_live_of as max_live
 from mallocgame.model import Buffer, Problem, Solution, Status
+from mallocgame.solvers.pack_search.search import pack
+from mallocgame.solvers.pack_search.solver import PackSearch
 from tests.conftest import BENCHMARKS, needs_benchmarks
 
 # ----------------------------------------------------------------------------- helpers
@@ -403,3 +403,58 @@ def test_minimise_peak_on_a_component_deeper_than_the_recursion_limit():
         for j in range(i + 1, min(n, i + 3)):
             a, b = res.offsets[i], res.offsets[j]
             assert a + size[i] <= b or b + size[j] <= a
+
+
+def _layered_pack(n: int, seed: int = 0):
+    from mallocgame.inputs.generate import layered_network
+    from mallocgame.inputs.load import prepare
+
+    return prepare(layered_network(n, seed=seed), mode="pack", minimize_peak=True)
+
+
+def test_never_above_best_fit_on_a_workload_beyond_the_exact_engine_and_the_fallback_is_reported():
+    # 12k buffers, one component of ~62M buffer x section cells: above the exact engine's old limit
+    # (40M cells), where pack-search used to end on first fit, +11% above max live (55,397,376).
+    from mallocgame.hardware.validator import validate
+    from mallocgame.intervals import max_live as problem_max_live
+    from mallocgame.session import session_for
+
+    problem, spec = _layered_pack(12000)
+    s = PackSearch().solve(problem, spec, time_limit=15, seed=0, minimize_peak=True)
+    assert s.status in (Status.OPTIMAL, Status.FEASIBLE)
+    offsets = [int(o) for o in s.offsets]
+    assert validate(problem, offsets, capacity=None, mode="pack") is None
+    best_fit = session_for(problem, spec).baseline("best-fit")
+    assert s.objective <= best_fit.objective == s.stats["best_fit_peak"]
+    assert s.objective >= problem_max_live(problem) == s.bound
+    # not silent: the stats say the component left the exact engine, and what became of it
+    assert s.stats["large_components"] == 1 and s.stats["fallback_components"] == 1
+    assert "above the exact engine's limits" in s.stats["fallback"]
+
+
+def test_window_repair_alone_reaches_max_live_from_first_fit(monkeypatch):
+    # pack() with no hint on a component sent to the large path: first fit ends 8% above max live
+    # (28,994,560 vs 26,844,160); the window repair brings it down to max live, within a capacity too.
+    import mallocgame.solvers.pack_search.search as ps_mod
+
+    monkeypatch.setattr(ps_mod, "_DENSE_LIMIT", 1)
+    problem, _ = _layered_pack(1000)
+    a = problem.arrays
+    lb = int(max_live(a.size, a.start, a.end))
+    first = ps_mod._first_fit(a.size, a.start, a.end, a.alignment)
+    assert int((first + a.size).max()) > lb
+    r = pack(a.size, a.start, a.end, alignment=a.alignment, time_limit=20, seed=0)
+    assert r.status == "OPTIMAL" and r.peak == lb and r.stats["windows"] >= 1
+    assert valid(a.size, a.start, a.end, r.offsets, alignment=a.alignment)
+    assert "window repair" in r.stats["fallback"] and f"to peak {lb}" in r.stats["fallback"]
+    c = pack(a.size, a.start, a.end, capacity=lb, alignment=a.alignment, time_limit=20, seed=0)
+    assert c.status == "OPTIMAL" and c.peak <= lb and valid(a.size, a.start, a.end, c.offsets, lb, a.alignment)
+
+
+def test_the_run_summary_names_a_fallback():
+    from mallocgame.runner import Report
+
+    fields = {f: None for f in Report.__dataclass_fields__}
+    rep = Report(**{**fields, "solver": "pack-search", "status": "OPTIMAL", "valid": True, "placed": 1, "total": 1,
+                    "seconds": 1.0, "stats": {"fallback": "a component of 9 buffers is above the exact engine's limits"}})
+    assert "NOTE: a component of 9 buffers is above the exact engine's limits" in rep.summary()
