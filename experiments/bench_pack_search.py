@@ -9,7 +9,7 @@ the exact command to ``--out`` (default experiments/results/pack_search_minimall
 
 Usage (from the project root, on a shared machine under ``nice``):
     nice python experiments/bench_pack_search.py [--time-limit 60] [--seeds 0,1,2,3,4] [--only A,B]
-        [--no-cpsat] [--benchmarks DIR] [--out PATH] [--no-write] [--note TEXT]
+        [--no-cpsat] [--benchmarks DIR] [--out PATH] [--no-write] [--note TEXT] [--minimalloc BINARY]
 """
 
 from __future__ import annotations
@@ -47,6 +47,30 @@ def run_one(prob, seed: int, time_limit: float, use_cpsat: bool) -> dict:
             "engine": engine, "winner": r.stats.get("winner") or "-"}
 
 
+def run_minimalloc(binary: str, path, prob, time_limit: float) -> dict:
+    """MiniMalloc's own CLI on one instance (its default settings, ``--timeout``), timed as a subprocess;
+    its answer (the CSV with an ``offset`` column) is checked by the project validator."""
+    import csv
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = f"{tmp}/out.csv"
+        load = os.getloadavg()[0]
+        t = time.perf_counter()
+        proc = subprocess.run([binary, f"--capacity={prob.capacity}", f"--input={path}", f"--output={out}",
+                               f"--timeout={time_limit:g}s"], capture_output=True, text=True)
+        dt = time.perf_counter() - t
+        valid = False
+        if proc.returncode == 0 and os.path.exists(out):
+            with open(out, newline="") as fh:
+                rows = {r["id"]: int(r["offset"]) for r in csv.DictReader(fh)}
+            offsets = [rows.get(b.id, -1) for b in prob.buffers]
+            valid = all(o >= 0 for o in offsets) and validate(prob, offsets, capacity=prob.capacity, mode="pack") is None
+    return {"load": load, "seconds": dt, "rc": proc.returncode, "valid": valid,
+            "status": "OPTIMAL" if valid else f"rc {proc.returncode}"}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--time-limit", type=float, default=60.0)
@@ -58,6 +82,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default="pack_search_minimalloc.md", help="results file (a bare name: under experiments/results/)")
     ap.add_argument("--note", default="", help="a paragraph appended to the results file (e.g. the numbers before a change)")
     ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--minimalloc", default=None, metavar="BINARY",
+                    help="also run MiniMalloc's CLI (built from github.com/google/minimalloc) on each instance, "
+                         "right after pack-search's runs, with the same time limit: the side-by-side table")
     args = ap.parse_args(argv)
     seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
     bench = benchmarks_dir("minimalloc", explicit=args.benchmarks)
@@ -68,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     load_start = os.getloadavg()
     print(DETAIL)
     print("|---|---:|---:|---|---:|---:|---|---|---:|---:|---|---|")
-    summary, detail = [], []
+    summary, detail, side = [], [], []
     for name in names:
         prob = load_problem(bench / f"{name}.csv")
         runs = []
@@ -82,6 +109,12 @@ def main(argv: list[str] | None = None) -> int:
             runs.append(r)
         cells = " | ".join(f"{r['seconds']:.2f} {r['status'] if r['valid'] else r['status'] + ' (invalid)'}" for r in runs)
         summary.append(f"| {name} | {prob.n} | {max_live(prob)} | {cells} | {max(r['seconds'] for r in runs):.2f} |")
+        if args.minimalloc:
+            mm = run_minimalloc(args.minimalloc, bench / f"{name}.csv", prob, args.time_limit)
+            ours = max(r["seconds"] for r in runs)
+            side.append(f"| {name} | {ours:.2f} | {mm['seconds']:.2f} {mm['status']} | {ours / mm['seconds']:.2f} "
+                        f"| {mm['load']:.1f} |")
+            print(side[-1], flush=True)
     head = ("| instance | buffers | live LB | " + " | ".join(f"seed {s}" for s in seeds) + " | max s |\n"
             "|---|---:|---:|" + "---:|" * len(seeds) + "---:|")
     print("\n" + head + "\n" + "\n".join(summary))
@@ -95,7 +128,14 @@ def main(argv: list[str] | None = None) -> int:
                 "Every packing is checked by `check_packing` (the search module's own independent sweep) and by the "
                 "project validator (`mallocgame.hardware.validator.validate`).\n\n"
                 "## Seconds and status per instance and seed\n\n" + head + "\n" + "\n".join(summary) + "\n\n"
-                "## Every run\n\n"
+                + ("## Side by side with MiniMalloc\n\n"
+                   f"MiniMalloc's CLI (`{args.minimalloc}`, default settings: preorders WAT,TAW,TWA, "
+                   f"`--timeout={args.time_limit:g}s`) run on each instance right after pack-search's runs on it, "
+                   "timed as a subprocess (start-up included); its answer checked by the project validator. "
+                   "`pack-search s`: the slowest of its seeds; ratio = pack-search / MiniMalloc.\n\n"
+                   "| instance | pack-search s | MiniMalloc s | ratio | load (1 min) |\n|---|---:|---:|---:|---:|\n"
+                   + "\n".join(side) + "\n\n" if side else "")
+                + "## Every run\n\n"
                 "`engine`: which engine's packing was returned; `winning run`: the search lane and restart that "
                 "found it (`choice:preorder run k limit L`).\n\n"
                 + DETAIL + "\n|---|---:|---:|---|---:|---:|---|---|---:|---:|---|---|\n" + "\n".join(detail) + "\n"
