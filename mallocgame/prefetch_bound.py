@@ -324,6 +324,11 @@ def _add_budgets(lp: _Lp, prog: _Program, s, windows) -> None:
     b_hi = np.array([e for _, e in blocks], np.int64)
     op_item, op_block = _containing_blocks(np.arange(T), np.arange(T) + 1, T)
     item, block = _containing_blocks(lo, hi, T)
+    # A block's row may leave out copies that lie inside (each q >= 0, so a partial sum is bounded by
+    # the whole): each copy enters its smallest block and the whole program only, which keeps the
+    # non-zeros near one per copy instead of one per level.
+    keep = _smallest_and_root(item, block, len(blocks))
+    item, block = item[keep], block[keep]
     lp.add_rows(np.concatenate([block] * len(takes) + [op_block]),
                 np.concatenate([q[item] for q in takes] + [s[op_item]]),
                 np.ones(len(takes) * len(item) + len(op_item)), prog.budget(b_lo, b_hi))
@@ -363,6 +368,15 @@ def residency_bound(problem: Problem, hardware, *, time_limit: float = 20.0, int
     if dual is not None:
         return ResidencyBound(-dual / prog.scale, False, n_vars, nnz, seconds, str(res.message))
     return ResidencyBound(float("inf"), False, n_vars, nnz, seconds, str(res.message))
+
+
+def _smallest_and_root(item: np.ndarray, block: np.ndarray, n_blocks: int) -> np.ndarray:
+    """Of the pairs of :func:`_containing_blocks` (level by level), each item's first (smallest) block and
+    the root block (the last)."""
+    first = np.zeros(len(item), bool)
+    _, where = np.unique(item, return_index=True)
+    first[where] = True
+    return first | (block == n_blocks - 1)
 
 
 def _dyadic_blocks(n_ops: int) -> list[tuple[int, int]]:
