@@ -13,7 +13,8 @@ selection rule); ``uniform`` and ``relaxation`` (solver ``muzero`` with ``prior=
 the same rule); ``muzero-puct`` (the network with the earlier rule, ``selection=puct``). The time limit
 (``--time-limit``) is large so the clock does not bind; a run it bound is marked ``*``.
 
-Every run is appended to ``--csv`` as it ends and a rerun skips what is there, so the script resumes.
+Every run is appended to ``--csv`` as it ends and a rerun skips what is there (same name, size, budget and
+contestant), so the script resumes; a program regenerated under its old name is run again.
 The summary (also ``--summary-only``) counts only problems every listed contestant finished: per family
 and overall, mean gaps, wins/ties/losses (a tie: values within 1e-9 of the bound) and the one-sided sign
 test (``scipy.stats.binomtest``, ties dropped) that the first of a pair wins more often than it loses.
@@ -83,7 +84,9 @@ def read_rows(path: Path) -> list[dict]:
 
 
 def run(args, budgets, wanted, csv_path: Path, rows: list[dict], show) -> None:
-    done = {(r["problem"], r["budget"], r["contestant"]) for r in rows}
+    # keyed by size too: a suite program regenerated under the same name (the xla suite was, during the first run)
+    # is a new problem, run again
+    done = {(r["problem"], int(r["n"]), r["budget"], r["contestant"]) for r in rows}
     show(f"held-out families {args.families}; budgets {args.budgets}; contestants {args.contestants}; seed {args.seed}; "
          f"time limit {args.time_limit:g}s; max n {args.max_n}; resumed {len(done)} runs")
     insts = sorted(held_out(tuple(args.families.split(","))), key=lambda h: (h.problem.n, h.label))
@@ -99,7 +102,7 @@ def run(args, budgets, wanted, csv_path: Path, rows: list[dict], show) -> None:
             for budget in budgets:
                 cells = []
                 for name in wanted:
-                    if (h.label, budget, name) in done:
+                    if (h.label, h.problem.n, budget, name) in done:
                         continue
                     bound = bound or problem_bound(h.problem, h.hardware)
                     solver, opts = CONTESTANTS[name]
@@ -133,8 +136,8 @@ def summary(rows: list[dict], budgets: list[str], wanted: list[str], show) -> No
     for budget in budgets:
         by: dict[str, dict[str, dict]] = {}
         for r in rows:
-            if r["budget"] == budget and r["contestant"] in wanted:
-                by.setdefault(r["problem"], {})[r["contestant"]] = r
+            if r["budget"] == budget and r["contestant"] in wanted:  # same name, other size or bound: another problem
+                by.setdefault((r["problem"], int(r["n"]), f"{float(r['bound']):.12g}"), {})[r["contestant"]] = r
         complete = {p: c for p, c in by.items() if all(w in c for w in wanted)}
         for fam in families + ["all"]:
             sel = [c for c in complete.values() if fam == "all" or next(iter(c.values()))["family"] == fam]
