@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
                 "the search module alone, no hint. Gap = peak / max live - 1 (max live is the lower bound). "
                 "`best-fit peak`/`best-fit s`: best fit (`pack_start`) built to the end in the same child after the run "
                 "(the reference; peak RSS is taken before it); `incumbent given`: the peak of the best fit the solver "
-                "built within its 20% share (cut short at 100k: the online allocator's answer). "
+                "built within its 20% share (when that share cuts it short, the online allocator's answer or a partial best fit). "
                 "Every answer checked by the project validator. Machine: 2 cores shared with other engineers' "
                 f"jobs; load average (1, 5, 15 min) {load_start[0]:.1f} {load_start[1]:.1f} {load_start[2]:.1f} at "
                 f"the start and {load_end[0]:.1f} {load_end[1]:.1f} {load_end[2]:.1f} at the end, so times are "
