@@ -203,6 +203,11 @@ class Problem:
         )
 
     @cached_property
+    def derived(self) -> dict[Any, Any]:
+        """The one store of facts derived from this problem (:func:`derived_facts`, :mod:`mallocgame.session`)."""
+        return {}
+
+    @cached_property
     def index(self) -> dict[str, int]:
         return {b.id: i for i, b in enumerate(self.buffers)}
 
@@ -331,26 +336,17 @@ def offsets_tuple(arr: np.ndarray) -> tuple[int | None, ...]:
 
 # ---------------------------------------------------------------------------- derived facts
 
-_DERIVED: dict[int, dict[Any, Any]] = {}  # id(problem) -> its derived facts (see derived_facts)
-
-
 def derived_facts(problem: Problem) -> dict[Any, Any]:
     """The one store of what is derived from ``problem`` and shared by every user in this process.
 
     Keys are declared by their owners: ``"overlap_index"`` and ``"max_live"`` (:mod:`mallocgame.intervals`),
     ``("evaluator", hardware)`` and ``("prefetch_evaluator", hardware)`` (the hardware evaluators'
     ``of``), ``("session", hardware)`` (:func:`mallocgame.session.session_for`, which holds the rest:
-    max live, bound, baselines) and ``("prefetch_game", hardware)`` (search's prefetch game data).
-    It lives here, below every layer, because hardware/ may import only the model and the
-    intervals. Per process: a forked child inherits what its parent built (copy-on-write) and
-    builds the rest itself. The entry goes when ``problem`` is collected; a Problem is frozen, so
-    its facts never go stale.
+    the bound, the baselines) and ``("prefetch_game", hardware)`` (search's prefetch game data).
+    It is the problem's declared attribute :attr:`Problem.derived`, below every layer, because
+    hardware/ may import only the model and the intervals; held by the problem, it goes with it
+    (a global table would keep every problem alive: the facts refer back to it). Per process: a
+    forked child inherits what its parent built (copy-on-write) and builds the rest itself. A
+    Problem is frozen, so its facts never go stale; ``problem.replace(...)`` starts an empty store.
     """
-    key = id(problem)
-    facts = _DERIVED.get(key)
-    if facts is None:
-        import weakref
-
-        facts = _DERIVED[key] = {}
-        weakref.finalize(problem, _DERIVED.pop, key, None)
-    return facts
+    return problem.derived

@@ -6,10 +6,10 @@ import time
 
 import numpy as np
 import pytest
-from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
-from mallocgame.hardware.spec import PRESETS
 
 import mallocgame
+from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
+from mallocgame.hardware.spec import PRESETS
 from mallocgame.inputs.generate import layered_network, random_intervals
 from mallocgame.lift import lift_map_answer
 from mallocgame.model import Problem, derived_facts, offsets_array
@@ -31,8 +31,22 @@ def test_one_session_per_problem_and_hardware_and_nothing_in_the_problem():
     s.bound()
     assert s.known_bound() is s.bound()
     # Only the model's declared cached properties live in the frozen Problem; the facts are in one store
-    assert set(p.__dict__) - {f for f in Problem.__dataclass_fields__} <= {"arrays", "index", "fingerprint", "touches"}
-    assert derived_facts(p)["session", HW] is s
+    declared = {"arrays", "index", "fingerprint", "touches", "derived"}  # the model's cached properties
+    assert set(p.__dict__) - {f for f in Problem.__dataclass_fields__} <= declared
+    assert derived_facts(p)["session", HW] is s and p.derived is derived_facts(p)
+
+
+def test_the_facts_go_with_their_problem():
+    import gc
+    import weakref
+
+    p = layered_network(50, seed=1)
+    ref = weakref.ref(p)
+    session_for(p, HW).baseline("greedy-xla")
+    session_for(p, HW).bound()
+    del p
+    gc.collect()
+    assert ref() is None
 
 
 def test_a_copy_of_the_problem_gets_a_fresh_session():
