@@ -233,11 +233,12 @@ def info(problem_path: str, mode: str | None, capacity: str | None, capacity_fra
     click.echo("\n".join(lines))
 
 
-def _check_hint(problem: Problem, hint_path: str):
-    """The ``--hint`` file as an answer of the problem's mode (a map solution is lifted in prefetch mode)."""
+def _check_hint(problem: Problem, hint_path: str, time_limit: float):
+    """The request checked by the core (:func:`mallocgame.solving.check_request`): the ``--hint`` file as an
+    answer of the problem's mode (a map solution is lifted in prefetch mode, and a note says so)."""
     from mallocgame.solving import check_request
 
-    _, hint, lifted = check_request(problem, time_limit=1.0, hint_path=hint_path)
+    _, hint, lifted = check_request(problem, time_limit=time_limit, hint_path=hint_path)
     if lifted:
         click.echo(f"note: {hint_path}: a map solution, lifted to prefetch mode (mallocgame.lift)", err=True)
     return hint
@@ -341,7 +342,7 @@ def solve(problem_path, solver_name, mode, capacity, capacity_fraction, hardware
         problem, spec = load_prepared(problem_path, mode=mode, capacity=capacity, capacity_fraction=capacity_fraction,
                                       hardware=hardware, minimize_peak=minimize_peak)
         check_own_order(problem, problem_path)
-        hint = _check_hint(problem, hint_path) if hint_path else None
+        hint = _check_hint(problem, hint_path, time_limit) if hint_path else None
     except InputError as exc:
         fail(str(exc))
     gc.freeze()  # the problem lives to the end: collections (and a forked solver's pages) leave it alone
