@@ -14,7 +14,9 @@ the same rule); ``muzero-puct`` (the network with the earlier rule, ``selection=
 (``--time-limit``) is large so the clock does not bind; a run it bound is marked ``*``.
 
 Every run is appended to ``--csv`` as it ends and a rerun skips what is there (same name, size, budget and
-contestant), so the script resumes; a program regenerated under its old name is run again.
+contestant), so the script resumes; a program regenerated under its old name is run again. Each row's gap
+is to the bound computed in its own run (the bound's MIP has a time limit, so on a loaded machine it can
+differ in the fourth digit between runs); wins and losses compare values, not gaps.
 The summary (also ``--summary-only``) counts only problems every listed contestant finished: per family
 and overall, mean gaps, wins/ties/losses (a tie: values within 1e-9 of the bound) and the one-sided sign
 test (``scipy.stats.binomtest``, ties dropped) that the first of a pair wins more often than it loses.
@@ -136,8 +138,8 @@ def summary(rows: list[dict], budgets: list[str], wanted: list[str], show) -> No
     for budget in budgets:
         by: dict[str, dict[str, dict]] = {}
         for r in rows:
-            if r["budget"] == budget and r["contestant"] in wanted:  # same name, other size or bound: another problem
-                by.setdefault((r["problem"], int(r["n"]), f"{float(r['bound']):.12g}"), {})[r["contestant"]] = r
+            if r["budget"] == budget and r["contestant"] in wanted:  # same name, other size: another problem
+                by.setdefault((r["problem"], int(r["n"])), {})[r["contestant"]] = r
         complete = {p: c for p, c in by.items() if all(w in c for w in wanted)}
         for fam in families + ["all"]:
             sel = [c for c in complete.values() if fam == "all" or next(iter(c.values()))["family"] == fam]
