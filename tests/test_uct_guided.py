@@ -76,7 +76,7 @@ def test_uniform_prior_with_untried_uct_is_plain_uct_move_for_move(seed):
     runs = []
     for prior in (None, uniform_prior):
         game = Game(problem, HW, GameConfig(variant="order", k=16, order="xla"))
-        res = UCTSearch(MCTSConfig(simulations=12, guided="untried-uct"), np.random.default_rng(seed),
+        res = UCTSearch(MCTSConfig(simulations=12, guided="untried-uct", prior_power=2.0), np.random.default_rng(seed),
                         prior=prior).run(game, deadline=float("inf"))
         runs.append((res.best.value, res.best.offsets.tolist(), res.simulations, game.offsets().tolist()))
     assert runs[0] == runs[1]
@@ -85,10 +85,10 @@ def test_uniform_prior_with_untried_uct_is_plain_uct_move_for_move(seed):
 def test_solver_uniform_control_equals_mcts_and_network_answer_is_valid():
     problem = _problem(60, seed=21)
     mcts = run_solver("mcts", problem, HW, time_limit=60, seed=2, options={"simulations": 8})
-    uni = run_solver("muzero", problem, HW, time_limit=60, seed=2,
-                     options={"simulations": 8, "prior": "uniform", "selection": "untried-uct", "exploration": 1.0})
+    uni = run_solver("muzero", problem, HW, time_limit=60, seed=2, options={"simulations": 8, "prior": "uniform"})
     assert uni.valid and mcts.valid
-    assert uni.objective == mcts.objective
+    assert uni.stats["selection"] == "untried-uct"  # the default: its uniform control is mcts
+    assert uni.objective == mcts.objective and uni.stats["simulations"] == mcts.stats["simulations"]
     net = run_solver("muzero", problem, HW, time_limit=60, seed=2, options={"simulations": 8})
     assert net.valid
 
