@@ -56,12 +56,11 @@ def _wrap_init(cls, label: str) -> None:
 
 
 def install() -> None:
-    import mallocgame.hardware.evaluator as evaluator
-    import mallocgame.hardware.prefetch_cost as prefetch_cost
-
     import mallocgame.bounds as bounds
     import mallocgame.cli.main  # noqa: F401  (everything the CLI binds at import)
     import mallocgame.comparison  # noqa: F401
+    import mallocgame.hardware.evaluator as evaluator
+    import mallocgame.hardware.prefetch_cost as prefetch_cost
     import mallocgame.intervals as intervals
     import mallocgame.memory_space_assignment as msa
     import mallocgame.placement as placement

@@ -41,7 +41,6 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     from mallocgame.hardware.spec import PRESETS
-
     from mallocgame.inputs.generate import layered_network
     from mallocgame.session import session_for
 

@@ -23,8 +23,8 @@ from functools import cached_property
 from typing import Sequence
 
 import numpy as np
-from mallocgame.hardware.spec import HardwareSpec
 
+from mallocgame.hardware.spec import HardwareSpec
 from mallocgame.model import Problem, derived_facts
 
 

@@ -25,9 +25,9 @@ from functools import cached_property
 from typing import Sequence
 
 import numpy as np
+
 from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.hardware.spec import HardwareSpec
-
 from mallocgame.model import FastInterval, Problem, derived_facts
 
 

@@ -31,14 +31,14 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-from mallocgame.hardware.evaluator import Evaluator
-from mallocgame.solvers.cpsat.model import Limits, Part, solve_part, value_terms
 
+from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.intervals import OverlapIndex, live_profile, overlap_index
 from mallocgame.model import Problem, Solution, Status, offsets_array, offsets_tuple
 from mallocgame.placement import push_down
 from mallocgame.protocol import Solver, solver_deadline
 from mallocgame.session import session_for
+from mallocgame.solvers.cpsat.model import Limits, Part, solve_part, value_terms
 
 K_MIN, K_START, K_MAX = 12, 40, 600
 FIXED_BUDGET = 1500  # fixed rectangles per pack step, so huge traces still give small models

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from mallocgame.hardware.validator import validate
 
+from mallocgame.hardware.validator import validate
 from mallocgame.model import Problem, Solution, Status, offsets_tuple
 from mallocgame.runner import Report, problem_bound, with_bound
 from mallocgame.solving import better, solve_with_warm_start

@@ -34,14 +34,14 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from mallocgame.hardware.evaluator import Evaluator
-from mallocgame.hybrid.lns import ModeDispatch, fixed_rectangles, neighbourhood, window_around
-from mallocgame.solvers.cpsat.model import Limits, Part, solve_part, value_terms
 
 from mallocgame.bounds import no_fragmentation_relaxation
+from mallocgame.hardware.evaluator import Evaluator
+from mallocgame.hybrid.lns import ModeDispatch, fixed_rectangles, neighbourhood, window_around
 from mallocgame.model import Problem, Solution, Status, offsets_array, offsets_tuple
 from mallocgame.placement import greedy_place, heap_orders, push_down, xla_order
 from mallocgame.session import session_for
+from mallocgame.solvers.cpsat.model import Limits, Part, solve_part, value_terms
 
 REPAIR_WINDOW = 120  # buffers freed around a failure
 REPAIR_LIMIT = 2000  # pack mode: more buffers left over than this and the target is given up

@@ -27,13 +27,13 @@ from __future__ import annotations
 import bisect
 
 import numpy as np
+
 from mallocgame.hardware.prefetch_cost import PrefetchEvaluator, serve_copies
+from mallocgame.model import FastInterval, Problem, derived_facts
+from mallocgame.placement import best_fit_offset
 from mallocgame.search.game import ACTION_FEATURES, BUFFER_FEATURES, Game, GameConfig, Observation
 from mallocgame.search.game_data import GameData, buffer_order
 from mallocgame.search.game_order import free_holes
-
-from mallocgame.model import FastInterval, Problem, derived_facts
-from mallocgame.placement import best_fit_offset
 
 IN_PLACE = -2  # copy_start of an interval produced in place (in the rows of ``offsets()``)
 RATIO = 1.5  # XLA's preferred copy-to-overlap ratio: a window should hold 1.5 x the copy time

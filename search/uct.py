@@ -53,6 +53,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
+
 from mallocgame.search.game import Game
 
 ROLLOUTS = ("greedy", "random")
@@ -416,10 +417,9 @@ def prefetch_incumbents(problem, hardware, game_cfg, hint, until: float,
     built until ``msa_deadline``, default ``until``), the greedy episode of the game in the other
     buffer order and the ``hint`` (a prefetch answer; a map answer is lifted). Values by the
     prefetch evaluator."""
+    from mallocgame.lift import hint_intervals
     from mallocgame.search.game import GameConfig
     from mallocgame.search.game_prefetch import PrefetchData, rows_of
-
-    from mallocgame.lift import hint_intervals
     from mallocgame.session import session_for
 
     session = session_for(problem, hardware)

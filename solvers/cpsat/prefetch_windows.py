@@ -45,18 +45,18 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
+
+from mallocgame.bounds import prefetch_op_savings
 from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.hardware.prefetch_cost import eviction_of
 from mallocgame.hardware.validator import validate_intervals
-from mallocgame.solvers.cpsat.model import grid_unit
-
-from mallocgame.bounds import prefetch_op_savings
 from mallocgame.intervals import component_runs, maximal_live_sets
 from mallocgame.lift import hint_intervals
 from mallocgame.model import FastInterval, Problem, Solution, Status
 from mallocgame.packing_model import add_cumulative, add_no_overlap, add_rectangles
 from mallocgame.protocol import solver_deadline
 from mallocgame.session import BASELINE_SHARE, session_for
+from mallocgame.solvers.cpsat.model import grid_unit
 
 PREFETCH_RATIOS = (1.0, 1.5, 4.0)  # window budget / copy time of the candidate copy starts
 EVICTION_RATIOS = (1.0, 1.5)  # the same for the extended ends of stays that are evicted

@@ -35,13 +35,13 @@ import sys
 import time
 
 import numpy as np
-from mallocgame.solvers.cpsat.model import PACK_ORDERS, SMALL_MODEL, Limits, Part, PartResult, solve_part, value_terms
 
 from mallocgame.intervals import components, count_overlapping_pairs
 from mallocgame.model import Problem, Solution, Status, offsets_array, offsets_tuple
 from mallocgame.placement import push_down
 from mallocgame.protocol import Solver, solver_deadline
 from mallocgame.session import session_for
+from mallocgame.solvers.cpsat.model import PACK_ORDERS, SMALL_MODEL, Limits, Part, PartResult, solve_part, value_terms
 
 IMPORT_SECONDS = 0.8  # OR-Tools' first import takes 0.3-0.8 s: with less time left, map mode keeps the greedy
 MAX_MODEL_BUFFERS = 20_000
