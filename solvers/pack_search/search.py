@@ -1052,7 +1052,7 @@ def pack(size, start, end, *, capacity: int | None = None, alignment=None,
                 else:
                     lo = goal + 1            # not a proof: only where we look next
                     best[k] = min(best[k], got)
-            note_large(idx, large_source.get(k, "first fit"), before, max(lbs[k], global_lb))
+            note_large(idx, large_source.pop(k, "first fit"), before, max(lbs[k], global_lb))
             if time.perf_counter() >= deadline:
                 break
             continue
@@ -1083,6 +1083,9 @@ def pack(size, start, end, *, capacity: int | None = None, alignment=None,
                 history.append((round(time.perf_counter() - t0, 4), int((off + size).max())))
         if time.perf_counter() >= deadline:
             break
+    for k, source in large_source.items():  # large components the time did not reach: said all the same
+        idx = comps[k][0]
+        note_large(idx, source + " (no time left to repair it)", best[k], max(lbs[k], global_lb))
     peak = int((off + size).max())
     proven = max(max(lbs), lb_total)
     return result("OPTIMAL" if peak <= proven else "FEASIBLE", off, proven)
