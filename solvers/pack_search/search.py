@@ -19,6 +19,7 @@ Entry point: :func:`pack`.
 from __future__ import annotations
 
 import math
+import os
 import sys
 import threading
 import time
@@ -485,6 +486,13 @@ class _CpSatRun:
         self.thread: threading.Thread | None = None
 
     def _run(self) -> None:
+        if _CPSAT_NICE:
+            # a helper: on Linux a thread has its own nice value, so CP-SAT takes only CPU the
+            # search leaves idle and never slows it down (on a loaded 2-core machine it did: I 4.4 -> 6.2 s)
+            try:
+                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+            except (AttributeError, OSError):
+                pass
         try:
             from ortools.sat.python import cp_model  # lazy: only when the engine runs
             comp, cap, hint = self.comp, self.cap, self.hint
@@ -742,6 +750,7 @@ def _repair_windows(size: np.ndarray, start: np.ndarray, end: np.ndarray, align:
     return off
 
 
+_CPSAT_NICE = True           # the CP-SAT thread runs at the lowest priority (nice 19, that thread only)
 _CPSAT_SHARE = 0.35          # of the time of a capacity probe, at most ...
 _CPSAT_MAX_SECONDS = 20.0    # ... seconds
 _NODE_BUDGET: int | None = None       # experiments only: stop after this many nodes
