@@ -47,7 +47,8 @@ FIELDS = ["family", "problem", "n", "budget", "contestant", "value", "bound", "g
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--budgets", default="16")
-    ap.add_argument("--contestants", default="mcts,muzero,uniform,relaxation")
+    ap.add_argument("--contestants", default="mcts,muzero,uniform,relaxation",
+                    help="comma-separated; with --summary-only several groups separated by ';'")
     ap.add_argument("--families", default="generated,suite,hlo,xla")
     ap.add_argument("--max-n", type=int, default=None)
     ap.add_argument("--time-limit", type=float, default=1800.0)
@@ -56,8 +57,11 @@ def main() -> None:
     ap.add_argument("--out", default="heldout_muzero_mcts.md")
     ap.add_argument("--summary-only", action="store_true")
     args = ap.parse_args()
-    budgets, wanted = args.budgets.split(","), args.contestants.split(",")
-    unknown = sorted(set(wanted) - set(CONTESTANTS))
+    budgets, groups = args.budgets.split(","), [g.split(",") for g in args.contestants.split(";")]
+    wanted = groups[0]
+    if len(groups) > 1 and not args.summary_only:
+        raise SystemExit("--contestants: several groups (';') with --summary-only only")
+    unknown = sorted({c for g in groups for c in g} - set(CONTESTANTS))
     if unknown:
         raise SystemExit(f"--contestants: unknown {', '.join(unknown)} (known: {', '.join(CONTESTANTS)})")
     csv_path = results_path(args.csv)
@@ -65,8 +69,9 @@ def main() -> None:
     show = Transcript()
     if not args.summary_only:
         run(args, budgets, wanted, csv_path, rows, show)
-    show(f"summary of {csv_path.name} ({len(rows)} runs); contestants {', '.join(wanted)}")
-    summary(rows, budgets, wanted, show)
+    for group in groups:
+        show(f"summary of {csv_path.name} ({len(rows)} runs); contestants {', '.join(group)}")
+        summary(rows, budgets, group, show)
     write_results(args.out, (
         "# Held-out protocol: muzero vs mcts vs the controls, map mode (issue 21)\n\n"
         "Made by `experiments/heldout_muzero_mcts.py` (its docstring says what is compared and how). "
