@@ -12,7 +12,7 @@
   look at the clock and is superlinear in a long row (one op with 200k operands: more than
   10 minutes in ``HPresolve::dualFixing``), so a model with a row longer than
   :data:`DENSE_ROW` is solved without presolve. A model of :data:`ISOLATE_FROM` nonzeros or
-  more is solved in a forked child (:func:`_highs_in_child`) that is killed at
+  more is solved in a forked child (:func:`mallocgame.forked.call_forked`) that is killed at
   the time limit (plus :data:`GRACE`): the caller waits in Python, so SIGINT/SIGTERM reach it
   at once. When HiGHS runs out of time the reported kind says what is left: ``mip-dual`` (the
   MIP's dual bound), or ``trivial-timeout`` (the sum of the fitting benefits: no answer came back).
@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mallocgame.forked import call_forked
 from mallocgame.intervals import live_profile_of, max_live, maximal_live_csr, maximal_live_sets, maximal_times
 from mallocgame.model import Problem
 from mallocgame.packing_model import add_cumulative, add_no_overlap, add_rectangles
@@ -46,8 +47,11 @@ GRACE = 2.0  # seconds past the time limit before that child is killed (HiGHS's 
 @dataclass(frozen=True)
 class Bound:
     value: float
-    kind: str  # "max-live" | "mip" | "mip-dual" | "lp" | "trivial" | "trivial-timeout"
+    kind: str  # "max-live" | "mip" | "mip-dual" | "lp" | "trivial" | "trivial-timeout" | "per-op" | "residency"
     seconds: float = 0.0
+    # Every bound computed for the problem, (kind, value), the reported one among them: prefetch mode
+    # reports the tighter of the per-op and the residency bound and shows both.
+    others: tuple[tuple[str, float], ...] = ()
 
 
 def pack_lower_bound(problem: Problem, *, time_limit: float = 0.0, seed: int = 0) -> Bound:
@@ -261,7 +265,10 @@ def no_fragmentation_relaxation(problem: Problem, ev, candidates: np.ndarray, *,
         options["presolve"] = False
     args = (c, constraint, var_bounds, integrality, options)
     if A.nnz >= ISOLATE_FROM:
-        res = _highs_in_child(args, timeout=left + GRACE)
+        try:
+            res = call_forked(_highs, *args, timeout=left + GRACE)
+        except RuntimeError as exc:
+            raise RuntimeError(f"the bound's HiGHS failed: {exc}") from None
         if res is None:
             return Relaxation(trivial, "trivial-timeout", chosen, time.monotonic() - t0)
     else:
@@ -285,53 +292,6 @@ def _highs(c, constraint, var_bounds, integrality, options):
     from scipy.optimize import milp
 
     return milp(c, constraints=constraint, bounds=var_bounds, integrality=integrality, options=options)
-
-
-def _highs_child(conn, args) -> None:
-    import os
-
-    try:
-        os.dup2(2, 1)  # HiGHS prints: stdout may carry a --json document
-        conn.send(("ok", _highs(*args)))
-    except BaseException as exc:  # noqa: BLE001  (any failure goes back to the parent as text)
-        conn.send(("error", f"{exc.__class__.__name__}: {exc}"))
-    finally:
-        conn.close()
-
-
-def _highs_in_child(args, *, timeout: float):
-    """:func:`_highs` in a forked child, killed after ``timeout`` seconds (then ``None``).
-
-    The parent waits in Python (half-second polls), so SIGINT/SIGTERM reach it at once; on any
-    exit -- the answer, the timeout, an interrupt -- the child is killed and reaped.
-    """
-    import multiprocessing as mp
-    import time
-
-    ctx = mp.get_context("fork")
-    recv, send = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_highs_child, args=(send, args), daemon=False)
-    proc.start()
-    send.close()
-    until = time.monotonic() + timeout
-    try:
-        while not recv.poll(max(min(0.5, until - time.monotonic()), 0)):
-            if time.monotonic() >= until or not proc.is_alive():
-                if recv.poll():
-                    break
-                return None
-        try:
-            kind, payload = recv.recv()
-        except (EOFError, OSError):
-            return None
-        if kind != "ok":
-            raise RuntimeError(f"the bound's HiGHS failed: {payload}")
-        return payload
-    finally:
-        if proc.is_alive():
-            proc.kill()
-        proc.join(5)
-        recv.close()
 
 
 def map_upper_bound(problem: Problem, hardware, *, time_limit: float = 20.0) -> Bound:

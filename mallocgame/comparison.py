@@ -43,7 +43,7 @@ BASELINE = {mode: BASELINE_SOLVER[mode] for mode in ("map", "prefetch")}
 GREEDY = BASELINE["map"]
 CSV_COLUMNS = ("input", "solver", "mode", "status", "valid", "value", "bound", "gap", "speedup_vs_slow",
                "speedup_vs_greedy", "estimated_time", "time_all_slow", "peak", "capacity", "placed", "total",
-               "seconds", "error", "baseline", "time_limit", "seed", "input_sha256")
+               "seconds", "error", "baseline", "time_limit", "seed", "input_sha256", "bound_kind", "bound_per_op")
 # What makes two rows the same run for ``--resume``: a kept row is skipped only if all of these match.
 # The input is matched by its content (``input_sha256``, :func:`input_identity`), not by its display
 # name: automatic names (``three``, ``three.2``) follow the order the inputs are given in.
@@ -266,11 +266,13 @@ def compute_references(inputs: list[Input], *, time_limit: float, seed: int, pro
     """The bound of every input and, in map and prefetch modes, the baseline's answer (greedy-xla, msa) in place."""
     from tqdm import tqdm
 
+    from mallocgame.prefetch_bound import RESIDENCY_SECONDS
     from mallocgame.runner import problem_bound
     from mallocgame.solving import solve_with_warm_start  # the one solve path, as every run of the table
 
     for inp in tqdm(inputs, desc="bounds", unit="input", file=sys.stderr, leave=False, disable=_disable(progress)):
-        inp.bound = problem_bound(inp.problem, inp.hardware)
+        # prefetch mode: the residency bound too, within the runs' time limit (at most RESIDENCY_SECONDS)
+        inp.bound = problem_bound(inp.problem, inp.hardware, tighten=min(time_limit, RESIDENCY_SECONDS))
         if inp.problem.mode in BASELINE:
             try:
                 inp.baseline = solve_with_warm_start(BASELINE[inp.problem.mode], inp.problem, inp.hardware,
@@ -329,6 +331,9 @@ def row_record(inp: Input, r: Row, settings: dict[str, Any] | None = None) -> di
     rec["speedup_vs_greedy"] = r.extra.get("speedup_vs_greedy")
     rec["baseline"] = BASELINE.get(inp.problem.mode)
     rec["input_sha256"] = inp.identity or None
+    if inp.bound is not None:  # prefetch mode reports the tighter bound and shows the per-op one beside it
+        rec["bound_kind"] = inp.bound.kind
+        rec["bound_per_op"] = dict(inp.bound.others).get("per-op")
     if settings is not None:
         rec["time_limit"] = float(settings["time_limit"])
         rec["seed"] = int(settings["seed"])
@@ -487,6 +492,7 @@ def json_document(inputs: list[Input], rows: list[Row], settings: dict[str, Any]
             "bound": None if inp.bound is None else inp.bound.value,
             "bound_kind": None if inp.bound is None else inp.bound.kind,
             "bound_seconds": None if inp.bound is None else inp.bound.seconds,
+            "bounds": {} if inp.bound is None else dict(inp.bound.others),
             # the key keeps its name (results files read it); "baseline" says which solver it is
             "greedy_xla": None if inp.baseline is None else inp.baseline.as_json(),
             "baseline": BASELINE.get(inp.problem.mode),

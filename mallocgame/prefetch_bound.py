@@ -379,6 +379,52 @@ def _smallest_and_root(item: np.ndarray, block: np.ndarray, n_blocks: int) -> np
     return first | (block == n_blocks - 1)
 
 
+# Touches from which the residency MIP is not tried: on the xla suite's training steps (44k touches and
+# up) HiGHS found no bound within 30-300 s here (experiments/results/prefetch_bound.md).
+RESIDENCY_TOUCHES = 30_000
+GRACE = 2.0  # seconds past its limit before the bound's child is killed (HiGHS's own checks come first)
+# The most the residency bound is given where a command reports it (solve: beside the solver, within
+# its limit; compare: per input, before the runs).
+RESIDENCY_SECONDS = 30.0
+RESIDENCY_WAIT = 5.0  # seconds waited for a bound started earlier (beside a solver), once the solver is done
+
+
+def start_residency(problem: Problem, hardware, *, seconds: float):
+    """The residency bound started in a killable child (:class:`mallocgame.forked.ForkedCall`) with
+    ``seconds`` of HiGHS time, or ``None`` where it is not tried (no ops, above :data:`RESIDENCY_TOUCHES`
+    touches, no time)."""
+    from mallocgame.forked import ForkedCall
+
+    if not problem.has_ops or len(problem.touches.ops) > RESIDENCY_TOUCHES or seconds <= 0:
+        return None
+    return ForkedCall(residency_bound, problem, hardware, time_limit=seconds)
+
+
+def tightened(problem: Problem, hardware, per_op, *, seconds: float = 0.0, pending=None):
+    """The tighter of ``per_op`` (a :class:`~mallocgame.bounds.Bound`) and the residency bound, with both
+    in ``others``: the one started as ``pending`` (:func:`start_residency`), else one given ``seconds``.
+
+    The residency bound stands only where HiGHS returned a finite bound in time; a failure or a
+    timeout leaves the per-op bound, which holds whatever happens.
+    """
+    from mallocgame.bounds import Bound
+
+    t0 = time.monotonic()
+    others = [("per-op", per_op.value)]
+    if pending is None:
+        pending = start_residency(problem, hardware, seconds=seconds)
+    res = None
+    if pending is not None:
+        try:
+            res = pending.result(timeout=seconds + GRACE if seconds > 0 else RESIDENCY_WAIT)
+        except RuntimeError:
+            res = None
+    if res is None or not np.isfinite(res.value):
+        return Bound(per_op.value, per_op.kind, per_op.seconds + time.monotonic() - t0, tuple(others))
+    others.append(("residency", res.value))
+    best = min(others, key=lambda kv: kv[1])
+    return Bound(best[1], best[0], per_op.seconds + time.monotonic() - t0, tuple(others))
+
 def _dyadic_blocks(n_ops: int) -> list[tuple[int, int]]:
     """Every block ``[a, a + 2**l)`` (clipped to ``n_ops``) at every level ``l``, the whole program last."""
     out, width = [], 1

@@ -54,6 +54,7 @@ class Report:
     stats: dict[str, Any] = field(default_factory=dict)
     offsets: tuple[int | None, ...] = ()
     intervals: tuple = ()  # prefetch mode: the validated FastIntervals
+    bounds: dict[str, float] = field(default_factory=dict)  # every bound computed, by kind (prefetch: per-op, residency)
 
     def as_json(self) -> dict[str, Any]:
         d = asdict(replace(self, offsets=(), intervals=()))  # not a deep copy of 100k offsets to drop
@@ -75,12 +76,13 @@ class Report:
                 f"peak={self.peak} seconds={self.seconds:.3f}{extra}")
 
 
-def problem_bound(problem: Problem, hardware) -> Bound:
-    """The mode's bound, built once per solve session (:meth:`mallocgame.session.Session.bound`)."""
+def problem_bound(problem: Problem, hardware, *, tighten: float = 0.0) -> Bound:
+    """The mode's bound, built once per solve session (:meth:`mallocgame.session.Session.bound`);
+    ``tighten`` seconds (prefetch mode) go to the residency bound, once."""
     from mallocgame.session import session_for
 
     with stdout_to_stderr():  # HiGHS may print; stdout may be a --json document
-        return session_for(problem, hardware).bound()
+        return session_for(problem, hardware).bound(tighten=tighten)
 
 
 def shared_caches(problem: Problem, hardware) -> None:
@@ -148,6 +150,7 @@ def score(problem: Problem, hardware, solution: Solution, *, seconds: float, bou
         seconds=seconds, estimated_time=est, time_all_slow=slow, speedup=speedup, violation=violation,
         history=[(float(t), float(v)) for t, v in solution.history], stats=dict(solution.stats),
         offsets=answer_ if valid and not prefetch else (), intervals=answer_ if valid and prefetch else (),
+        bounds=_bounds_of(bound),
     )
 
 
@@ -160,10 +163,14 @@ def _gap(objective: float | None, bound: Bound | None, *, saving: bool) -> float
     return (objective - bound.value) / bound.value
 
 
+def _bounds_of(bound: Bound | None) -> dict[str, float]:
+    return {} if bound is None else dict(bound.others)
+
+
 def with_bound(report: Report, bound: Bound | None) -> Report:
     """``report`` with ``bound`` and the gap it gives (for a bound computed beside the solver)."""
     return replace(report, bound=None if bound is None else bound.value,
-                   bound_kind=None if bound is None else bound.kind,
+                   bound_kind=None if bound is None else bound.kind, bounds=_bounds_of(bound),
                    gap=_gap(report.objective, bound, saving=report.estimated_time is not None))
 
 

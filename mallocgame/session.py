@@ -81,6 +81,7 @@ class Session:
         self.hardware = hardware
         self._baselines: dict[str, Baseline] = {}
         self._bound = None
+        self._tightened = False
 
     # ------------------------------------------------------------------ facts
     @property
@@ -110,8 +111,18 @@ class Session:
 
         return max_live(self.problem)
 
-    def bound(self):
-        """The mode's :class:`~mallocgame.bounds.Bound`: max live (pack), the relaxation (map), per-op (prefetch)."""
+    def bound(self, *, tighten: float = 0.0, pending=None):
+        """The mode's :class:`~mallocgame.bounds.Bound`: max live (pack), the relaxation (map), per-op (prefetch).
+
+        Prefetch mode, once: ``tighten`` > 0 gives the residency bound that many seconds in a killable
+        child, or ``pending`` collects one started earlier (:func:`mallocgame.prefetch_bound.start_residency`);
+        the tighter bound is reported (:func:`mallocgame.prefetch_bound.tightened`).
+        """
+        if (tighten > 0 or pending is not None) and self.problem.mode == "prefetch" and not self._tightened:
+            from mallocgame.prefetch_bound import tightened
+
+            self._bound = tightened(self.problem, self.hardware, self.bound(), seconds=tighten, pending=pending)
+            self._tightened = True
         if self._bound is None:
             from mallocgame.bounds import Bound, map_upper_bound, prefetch_upper_bound
 

@@ -16,7 +16,8 @@ import time
 from typing import Any
 
 from mallocgame.model import FastInterval, InputError, Problem, Solution, Status
-from mallocgame.runner import Report, answer, problem_bound, run_solver, score
+from mallocgame.prefetch_bound import RESIDENCY_SECONDS
+from mallocgame.runner import Report, answer, problem_bound, run_solver, score, with_bound
 from mallocgame.session import session_for
 
 
@@ -152,18 +153,40 @@ def _warm_start_run(name: str, problem: Problem, hardware, *, time_limit: float,
 def solve_with_warm_start(name: str, problem: Problem, hardware, *, time_limit: float, seed: int,
                           hint: Solution | None = None, warm_start: str | None = None,
                           options: dict[str, Any] | None = None, compute_bound: bool = True,
-                          bound=None, keep_hint: bool = True) -> Report:
+                          bound=None, keep_hint: bool = True, tighten_bound: bool = False) -> Report:
     """Run ``name`` (after ``warm_start``'s run, whose answer becomes the hint) and report the better answer.
 
     The bound comes from the solve session (built here unless ``compute_bound=False``, when the
     caller computes it beside the run and adds it with :func:`mallocgame.runner.with_bound`, or
-    gives it as ``bound``). ``keep_hint=False``: the hint is handed on but not scored as a fallback
-    (a portfolio's members: the portfolio holds the hint's report already).
+    gives it as ``bound``). ``tighten_bound`` (prefetch mode, a bound built here): the residency
+    bound runs in a child beside the solver, within the time limit, and the tighter bound is
+    reported, as ``mallocgame solve`` does. ``keep_hint=False``: the hint is handed on but not scored
+    as a fallback (a portfolio's members: the portfolio holds the hint's report already).
     """
     t0 = time.monotonic()
-    session_for(problem, hardware).warm()
+    session = session_for(problem, hardware)
+    session.warm()
+    pending = None
     if bound is None and compute_bound:
         bound = problem_bound(problem, hardware)
+        if tighten_bound and problem.mode == "prefetch":
+            from mallocgame.prefetch_bound import start_residency  # numpy only, but not for map/pack solves
+
+            pending = start_residency(problem, hardware, seconds=min(time_limit, RESIDENCY_SECONDS))
+    try:
+        report = _solve(name, problem, hardware, t0=t0, time_limit=time_limit, seed=seed, hint=hint,
+                        warm_start=warm_start, options=options, bound=bound, keep_hint=keep_hint)
+    except BaseException:
+        if pending is not None:
+            pending.cancel()
+        raise
+    if pending is not None:
+        report = with_bound(report, session.bound(pending=pending))
+    return report
+
+
+def _solve(name: str, problem: Problem, hardware, *, t0: float, time_limit: float, seed: int, hint, warm_start,
+           options, bound, keep_hint: bool) -> Report:
     fallback: Report | None = None
     if hint is not None and keep_hint:
         fallback = score(problem, hardware, hint, seconds=0.0, bound=bound, solver_name="hint")

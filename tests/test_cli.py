@@ -50,7 +50,7 @@ def test_solve_bound_computed_beside_the_solver_is_the_runners(tmp_path, mode, s
     assert r.returncode == 0, r.stdout + r.stderr
     report = json.loads(rep.read_text())
     problem, spec = prepare(read_problem(EXAMPLE), mode=mode, capacity_fraction=float(fraction))
-    alone = solve_with_warm_start(solver, problem, spec, time_limit=10.0, seed=0)
+    alone = solve_with_warm_start(solver, problem, spec, time_limit=10.0, seed=0, tighten_bound=True)
     assert alone.gap is not None
     assert report["bound"] == pytest.approx(alone.bound, rel=1e-12) and report["bound_kind"] == alone.bound_kind
     assert report["gap"] == pytest.approx(alone.gap, rel=1e-9, abs=1e-12)

@@ -66,3 +66,33 @@ def test_brackets_cover_every_suffix_length():
         for real in range(length + 1):  # every real suffix length falls in one bracket: memory <= real <= budget
             assert ((memory[mine] <= real) & (real <= budget[mine])).any()
         assert (memory[mine] <= budget[mine]).all() and budget[mine].max() == length
+
+
+def test_solve_info_and_the_api_report_both_bounds_the_tighter_one_first(tmp_path):
+    import json
+
+    import mallocgame
+    from tests.conftest import run_cli
+
+    rep = tmp_path / "rep.json"
+    r = run_cli("solve", "example:layered150", "--mode", "prefetch", "--solver", "msa", "--time-limit", "5",
+                "--report", str(rep))
+    assert r.returncode == 0, r.stderr
+    report = json.loads(rep.read_text())
+    assert set(report["bounds"]) == {"per-op", "residency"}
+    assert report["bound"] == min(report["bounds"].values()) and report["bound_kind"] == "residency"
+    assert report["objective"] <= report["bound"] * (1 + 1e-9)
+    info = run_cli("info", "example:layered150", "--mode", "prefetch")
+    assert info.returncode == 0 and "bounds: per-op" in info.stdout and "residency" in info.stdout
+    result = mallocgame.solve(mallocgame.load_problem("example:layered150", mode="prefetch"), "msa", time_limit=5)
+    assert result.bound == pytest.approx(report["bound"], rel=1e-9)
+
+
+def test_above_the_touch_limit_only_the_per_op_bound_is_reported(monkeypatch):
+    from mallocgame import prefetch_bound
+    from mallocgame.bounds import Bound
+
+    problem, hw = _tiny(0)
+    monkeypatch.setattr(prefetch_bound, "RESIDENCY_TOUCHES", 0)
+    bound = prefetch_bound.tightened(problem, hw, Bound(1.0, "per-op"), seconds=5)
+    assert (bound.value, bound.kind, bound.others) == (1.0, "per-op", (("per-op", 1.0),))

@@ -47,6 +47,10 @@ from mallocgame.cli.common import (  # noqa: F401  (fail, problem_options and th
 from mallocgame.model import InputError, Problem
 
 # name -> "module:attribute" of commands defined outside this file.
+# Seconds the residency bound (prefetch mode) may take in `info`, before it answers (`solve` gives it
+# mallocgame.prefetch_bound.RESIDENCY_SECONDS at most, beside the solver).
+INFO_RESIDENCY_SECONDS = 10.0
+
 LAZY_COMMANDS = {
     "import": "mallocgame.cli.importers:import_group",
     "play": "mallocgame.cli.play:play",
@@ -156,7 +160,9 @@ def _info_facts(problem: Problem, spec, bound_time: float = 0.0) -> dict[str, An
         from mallocgame.runner import problem_bound
 
         ev = Evaluator.of(problem, spec)
-        bound = problem_bound(problem, spec)
+        bound = problem_bound(problem, spec, tighten=INFO_RESIDENCY_SECONDS)
+        if bound.others:
+            facts.update(bounds=dict(bound.others))
         facts.update(time_all_slow=ev.time_all_slow, time_all_fast=ev.time_all_fast, bound=bound.value,
                      bound_kind=f"no-fragmentation {bound.kind}" if problem.mode == "map" else
                      f"relaxation {bound.kind}, docs/prefetch.md",
@@ -223,6 +229,8 @@ def info(problem_path: str, mode: str | None, capacity: str | None, capacity_fra
         lines.append(f"time all slow: {f['time_all_slow']:.6g}")
         lines.append(f"time all fast: {f['time_all_fast']:.6g}")
         lines.append(f"bound ({f['bound_kind']}): {f['bound']:.6g} (at best {f['max_speedup']:.4g}x faster)")
+        if len(f.get("bounds", {})) > 1:  # prefetch: both bounds, the tighter one reported above
+            lines.append("bounds: " + ", ".join(f"{kind} {value:.6g}" for kind, value in f["bounds"].items()))
     else:
         if f["buffers_over_capacity"]:
             big = f["largest_over_capacity"]
@@ -365,8 +373,10 @@ def solve(problem_path, solver_name, mode, capacity, capacity_fraction, hardware
                 problem_bound(problem, spec)
             run = ChildCall(solve_with_warm_start, solver_name, problem, spec, time_limit=time_limit, seed=seed,
                             hint=hint, warm_start=warm_start, options=options, compute_bound=False)
-            try:
-                bound = problem_bound(problem, spec)
+            try:  # prefetch mode: the residency bound gets the parent's idle time while the child solves
+                from mallocgame.prefetch_bound import RESIDENCY_SECONDS
+
+                bound = problem_bound(problem, spec, tighten=min(time_limit, RESIDENCY_SECONDS))
             except BaseException:
                 run.cancel()
                 raise
