@@ -31,15 +31,15 @@ import subprocess
 import sys
 import time
 
-from _common import write_results
+from _common import benchmarks_dir, write_results
 
 HEAD = ("| n | seed | run | status | seconds | peak | max live | gap | best-fit peak | best-fit s | incumbent given "
         "| peak RSS MB | windows | fallback |")
 RULE = "|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
 
 
-def one(n: int, seed: int, variant: str, time_limit: float) -> dict:
-    """One run in this process (the child): returns the row's figures."""
+def one(n: int | str, seed: int, variant: str, time_limit: float) -> dict:
+    """One run in this process (the child): returns the row's figures. ``n``: a size, or a trace CSV's path."""
     import ortools.sat.python.cp_model  # noqa: F401  (the runner preloads it before the clock too)
 
     from mallocgame.hardware.validator import validate
@@ -50,7 +50,13 @@ def one(n: int, seed: int, variant: str, time_limit: float) -> dict:
     from mallocgame.solvers.pack_search.search import pack
     from mallocgame.solvers.pack_search.solver import PackSearch
 
-    problem, spec = prepare(layered_network(n, seed=seed), mode="pack", minimize_peak=True)
+    if isinstance(n, str):  # a trace of the traces suite (pack mode, no capacity: minimise the peak)
+        from mallocgame.inputs.load import load_problem
+
+        problem = load_problem(n, mode="pack")
+        problem, spec = prepare(problem, mode="pack", minimize_peak=True)
+    else:
+        problem, spec = prepare(layered_network(n, seed=seed), mode="pack", minimize_peak=True)
     a = problem.arrays
     lb = max_live(problem)
     if variant == "solver":
@@ -78,7 +84,8 @@ def one(n: int, seed: int, variant: str, time_limit: float) -> dict:
     session_for(problem, spec)._baselines.pop("best-fit", None)
     t = time.monotonic()
     bf = session_for(problem, spec).baseline("best-fit")
-    return {"n": problem.n, "seed": seed, "run": variant, "status": status, "seconds": seconds, "peak": peak,
+    label = problem.n if not isinstance(n, str) else f"{problem.n} ({os.path.basename(n)})"
+    return {"n": label, "seed": seed, "run": variant, "status": status, "seconds": seconds, "peak": peak,
             "max_live": lb, "best_fit_peak": int(bf.objective), "best_fit_seconds": time.monotonic() - t,
             "given": given, "rss_mb": rss, "windows": stats.get("windows", 0), "fallback": stats.get("fallback", "")}
 
@@ -97,21 +104,28 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", default="0", help="workload seeds, comma-separated")
     ap.add_argument("--runs", default="solver,pack()", help="solver, pack() or both (comma-separated)")
     ap.add_argument("--time-limit", type=float, default=30.0)
+    ap.add_argument("--traces", action="store_true",
+                    help="also run the traces suite's files (mallocgame suites: traces) through both runs")
     ap.add_argument("--out", default="pack_search_scale.md", help="results file (a bare name: under experiments/results/)")
     ap.add_argument("--note", default="")
     ap.add_argument("--no-write", action="store_true")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:  # n,seed,variant: one run, its figures as JSON on stdout
-        n, seed, variant = args.child.split(",")
-        print(json.dumps(one(int(n), int(seed), variant, args.time_limit)))
+        n, seed, variant = args.child.rsplit(",", 2)
+        print(json.dumps(one(int(n) if n.isdigit() else n, int(seed), variant, args.time_limit)))
         return 0
     load_start = os.getloadavg()
     print(HEAD)
     print(RULE)
     rows = []
-    for n in [int(x) for x in args.sizes.split(",") if x.strip()]:
-        for seed in [int(x) for x in args.seeds.split(",") if x.strip()]:
+    inputs = [int(x) for x in args.sizes.split(",") if x.strip()]
+    if args.traces:
+        from mallocgame.inputs.suites import TRACES
+
+        inputs += [str(benchmarks_dir() / folder / name) for folder, name, _ in TRACES]
+    for n in inputs:
+        for seed in [int(x) for x in args.seeds.split(",") if x.strip()] if isinstance(n, int) else [0]:
             for variant in [v for v in args.runs.split(",") if v.strip()]:
                 out = subprocess.run([sys.executable, __file__, "--child", f"{n},{seed},{variant}",
                                       "--time-limit", str(args.time_limit)], capture_output=True, text=True)
@@ -131,7 +145,8 @@ def main(argv: list[str] | None = None) -> int:
                 "the search module alone, no hint. Gap = peak / max live - 1 (max live is the lower bound). "
                 "`best-fit peak`/`best-fit s`: best fit (`pack_start`) built to the end in the same child after the run "
                 "(the reference; peak RSS is taken before it); `incumbent given`: the peak of the best fit the solver "
-                "built within its 20% share (when that share cuts it short, the online allocator's answer or a partial best fit). "
+                "built within its 20% share (when that share cuts it short, the online allocator's answer or a "
+                "partial best fit). "
                 "Every answer checked by the project validator. Machine: 2 cores shared with other engineers' "
                 f"jobs; load average (1, 5, 15 min) {load_start[0]:.1f} {load_start[1]:.1f} {load_start[2]:.1f} at "
                 f"the start and {load_end[0]:.1f} {load_end[1]:.1f} {load_end[2]:.1f} at the end, so times are "

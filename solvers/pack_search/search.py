@@ -255,11 +255,16 @@ class _Searcher:
             old_e = self.eff[chg]
             self.minoff[chg] = newm
             self.eff[chg] = newm
-            old_rows = VM[chg]
+            # A row holds one value on its buffer's sections and INF elsewhere, and the neighbours live
+            # only on sections [nlo[b], nhi[b]): the trail keeps each neighbour's value, not its row
+            # (rows took depth x neighbours x sections: 0.6-1 GB on a 1k-buffer trace).
+            lo, hi = c.nlo[b], c.nhi[b]
+            rows = VM[chg, lo:hi]
+            old_rows = VM[chg, c.sl[chg]]
             if isinstance(newm, int):
-                VM[chg] = np.maximum(old_rows, newm)
+                VM[chg, lo:hi] = np.maximum(rows, newm)
             else:
-                VM[chg] = np.maximum(old_rows, newm[:, None].astype(VM.dtype))
+                VM[chg, lo:hi] = np.maximum(rows, newm[:, None].astype(VM.dtype))
         else:
             old_rows = old_e = None
         self.minoff[b] = _INF
@@ -294,7 +299,9 @@ class _Searcher:
             self.total[l:h] += c.size_l[b]
             VM[b, l:h] = o
             if old_rows is not None:
-                VM[chg] = old_rows
+                lo, hi = c.nlo[b], c.nhi[b]
+                rows = VM[chg, lo:hi]
+                VM[chg, lo:hi] = np.where(rows >= self.vinf, rows, old_rows[:, None])
                 self.minoff[chg] = old_m
                 self.eff[chg] = old_e
             self.minoff[b] = o
