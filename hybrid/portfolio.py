@@ -25,6 +25,7 @@ import time
 from typing import Any
 
 from mallocgame.bounds import map_upper_bound
+from mallocgame.lift import lift_map_answer
 from mallocgame.model import InputError, Solution, Status
 from mallocgame.protocol import Solver, solver_deadline
 from mallocgame.registry import SolverLoadError, load_solver, solver_entries
@@ -40,8 +41,10 @@ DEFAULT_MEMBERS = {
     "map": ("greedy-xla", "best-fit", "lns", "select-pack"),
     "pack": ("best-fit", "pack-search", "cpsat"),
     "peak": ("best-fit", "pack-search", "cpsat", "lns"),
-    # msa first (XLA's own algorithm, about a second), then the searches start from its answer.
-    "prefetch": ("msa", "cpsat", "mcts"),
+    # msa first (XLA's own algorithm, about a second), then the searches start from its answer; select-pack
+    # runs in map mode and its answer is lifted (on the xla suite's programs a lifted map answer can beat
+    # every prefetch solver: experiments/results/prefetch_portfolio_xla.md).
+    "prefetch": ("msa", "cpsat", "mcts", "select-pack"),
 }
 # The baselines' solvers (one table in the core, mallocgame.session) and greedy-xla: constructive, run first.
 FAST_MEMBERS = frozenset({*BASELINE_SOLVER.values(), "greedy-xla"})
@@ -79,9 +82,28 @@ def member_names(mode: str, solvers: Any = None, *, goal: str | None = None) -> 
             modes = getattr(load_solver(name), "modes", frozenset({"map", "pack"}))
         except SolverLoadError:
             continue
-        if mode in modes:
+        if mode in modes or (mode == "prefetch" and "map" in modes):  # a map member's answer is lifted
             names.append(name)
     return names
+
+
+def lifted_members(names: list[str]) -> set[str]:
+    """The members of a prefetch portfolio that solve map mode only: their answers are lifted."""
+    return {n for n in names if "prefetch" not in getattr(load_solver(n), "modes", frozenset({"map", "pack"}))}
+
+
+def lifted_report(problem, hardware, report: Report, *, name: str) -> Report:
+    """A map member's report on ``problem`` (prefetch mode) as a prefetch report: its answer lifted
+    (:func:`mallocgame.lift.lift_map_answer`), validated and scored."""
+    if not report.valid:
+        return dataclasses.replace(report, mode=problem.mode)
+    intervals = lift_map_answer(problem, report.offsets)
+    solution = Solution((None,) * problem.n, Status(report.status) if report.status in (
+        str(Status.OPTIMAL), str(Status.FEASIBLE)) else Status.FEASIBLE, problem.mode, intervals=tuple(intervals))
+    lifted = score(problem, hardware, solution, seconds=report.seconds, bound=None, solver_name=name)
+    # a map optimum is not a prefetch optimum: never report the lift as proven
+    return dataclasses.replace(lifted, status=str(Status.FEASIBLE) if lifted.valid else lifted.status,
+                               stats=dict(report.stats) | {"lifted_from": "map"})
 
 
 class Portfolio(Solver):
@@ -134,7 +156,9 @@ class Portfolio(Solver):
         bound = [session.known_bound()]  # the bound once known in this process; map mode: beside the members
 
         settled = False
-        fast = [n for n in names if n in FAST_MEMBERS]
+        lifted = lifted_members(names) if problem.mode == "prefetch" else set()
+        map_problem = problem.replace(mode="map") if lifted else None
+        fast = [n for n in names if n in FAST_MEMBERS and n not in lifted]
         if problem.n > LARGE and solvers is None:
             # Constructive members are not time-limited and can take a minute on 10^8-pair
             # traces; the cheapest baseline of the session (greedy-xla's answer, lifted in prefetch
@@ -168,7 +192,11 @@ class Portfolio(Solver):
                 given = score(problem, hardware, hint, seconds=0.0, bound=None, solver_name="hint")
                 if better(given, best):
                     warm = hint
-        heavy = [] if settled else [n for n in names if n not in FAST_MEMBERS]
+        heavy = [] if settled else [n for n in names if n not in FAST_MEMBERS or n in lifted]
+
+        def consider_member(name: str, report: Report) -> bool:
+            return consider(name, lifted_report(problem, hardware, report, name=name) if name in lifted else report)
+
         if heavy:
             # The cheapest baseline built here, once: every forked member inherits it from the session.
             session.baselines(t0 + BASELINE_SHARE * time_limit, names=BASELINES[problem.mode][:1])
@@ -194,8 +222,9 @@ class Portfolio(Solver):
 
                 try:
                     settled = self._run_parallel(heavy, problem, hardware, deadline, seed, warm, options,
-                                                 max(int(workers), 1), consider, errors,
-                                                 later=map_bound if problem.mode == "map" else None)
+                                                 max(int(workers), 1), consider_member, errors,
+                                                 later=map_bound if problem.mode == "map" else None,
+                                                 lifted=lifted, map_problem=map_problem)
                 finally:
                     for c in call:
                         c.cancel()
@@ -205,8 +234,9 @@ class Portfolio(Solver):
                     if share <= 0.01:
                         break
                     try:
-                        if consider(name, run_solver(name, problem, hardware, time_limit=share, seed=seed, hint=warm,
-                                                     options=options)):
+                        mine = map_problem if name in lifted else problem  # a map member solves the map problem
+                        if consider_member(name, run_solver(name, mine, hardware, time_limit=share, seed=seed,
+                                                            hint=None if name in lifted else warm, options=options)):
                             break
                     except Exception as exc:
                         errors[name] = f"{exc.__class__.__name__}: {exc}"
@@ -224,7 +254,7 @@ class Portfolio(Solver):
 
     @staticmethod
     def _run_parallel(names, problem, hardware, deadline, seed, hint, options, workers, consider, errors,
-                      later=None) -> bool:
+                      later=None, lifted=frozenset(), map_problem=None) -> bool:
         """Run ``names`` in child processes, ``workers`` at a time, each with an equal share of the time.
 
         ``later``: called while the members run (the map bound's child); True from it settles the
@@ -247,7 +277,12 @@ class Portfolio(Solver):
                     if share <= 0.05:
                         errors[name] = "skipped: no time left"
                         continue
-                    pool.start(name, name, problem, hardware, time_limit=share, seed=seed, hint=hint, options=options)
+                    if name in lifted:  # a map member: the map problem, no prefetch hint; its answer is lifted
+                        pool.start(name, name, map_problem, hardware, time_limit=share, seed=seed, hint=None,
+                                   options=options)
+                    else:
+                        pool.start(name, name, problem, hardware, time_limit=share, seed=seed, hint=hint,
+                                   options=options)
                 if not pool.busy:
                     break
                 if later is not None:  # the map bound, in a child of its own while the members run

@@ -1,0 +1,78 @@
+"""Prefetch mode at the size of real training steps (issue 18 item 4): portfolio vs the best baseline.
+
+For every entry of the ``xla`` suite (JAX programs compiled by XLA:CPU, 285-13,465 buffers), in
+prefetch mode at the suite's capacity (25% of max live), through the Python API as a user calls it:
+``msa`` and ``portfolio`` at ``--time-limit`` seconds, and the lifted map answers of ``greedy-xla``
+and ``select-pack`` (each at the same limit in map mode, lifted by
+:func:`mallocgame.lift.lift_map_answer`, scored in prefetch mode). Prints each value, the best of
+msa and the lifted answers, portfolio's ratio to it, the bound, and the wall times::
+
+    nice python experiments/bench_prefetch_portfolio.py --time-limit 60
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from _common import Transcript, fenced, write_results
+
+import mallocgame
+from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
+from mallocgame.inputs.load import prepare
+from mallocgame.inputs.suites import suite_entries
+from mallocgame.lift import lift_map_answer
+
+
+def lifted_value(problem, solver: str, time_limit: float) -> float | None:
+    """The prefetch value of ``solver``'s map answer on the same program, lifted."""
+    map_problem = problem.replace(mode="map")
+    result = mallocgame.solve(map_problem, solver, time_limit=time_limit)
+    if not result.valid:
+        return None
+    intervals = lift_map_answer(problem, result.solution.offsets)
+    return PrefetchEvaluator.of(problem, problem.hardware).value(list(intervals))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--suite", default="xla")
+    ap.add_argument("--time-limit", type=float, default=60.0)
+    ap.add_argument("--entries", default="", help="comma-separated entry names (default: all)")
+    ap.add_argument("--out", default="prefetch_portfolio_xla.md")
+    args = ap.parse_args()
+    wanted = set(filter(None, args.entries.split(",")))
+    out = Transcript()
+    out(f"{'program':24s} {'buffers':>7s} {'msa':>9s} {'lift gx':>9s} {'lift sp':>9s} {'portfolio':>9s} "
+        f"{'x best':>7s} {'bound':>9s} {'gap':>6s} {'msa s':>6s} {'pf s':>6s}")
+    ratios = []
+    for e in suite_entries(args.suite):
+        if wanted and e.name not in wanted:
+            continue
+        problem, _ = prepare(e.build(), mode="prefetch")  # the suite's capacity, in-place pairs merged
+        t = time.monotonic()
+        msa = mallocgame.solve(problem, "msa", time_limit=args.time_limit)
+        msa_s = time.monotonic() - t
+        lifts = [lifted_value(problem, s, args.time_limit) for s in ("greedy-xla", "select-pack")]
+        t = time.monotonic()
+        pf = mallocgame.solve(problem, "portfolio", time_limit=args.time_limit)
+        pf_s = time.monotonic() - t
+        best = max(v for v in [msa.objective if msa.valid else None, *lifts] if v is not None)
+        ratio = pf.objective / best if pf.valid and best > 0 else float("nan")
+        ratios.append(ratio)
+        gap = (pf.bound - pf.objective) / pf.bound if pf.valid and pf.bound else float("nan")
+        cells = [msa.objective if msa.valid else None, *lifts, pf.objective if pf.valid else None]
+        shown = " ".join(f"{v:9.4g}" if v is not None else f"{'-':>9s}" for v in cells)
+        out(f"{e.name:24s} {problem.n:7d} {shown} {ratio:7.3f} {pf.bound:9.4g} {gap:6.1%} {msa_s:6.1f} {pf_s:6.1f}")
+    out()
+    good = [r for r in ratios if r == r]
+    out(f"portfolio / best of (msa, lifted greedy-xla, lifted select-pack): min {min(good):.3f}, "
+        f"median {sorted(good)[len(good) // 2]:.3f}, programs at >= 1.05: {sum(r >= 1.05 for r in good)}/{len(good)}")
+    write_results(args.out, f"# Prefetch mode on the {args.suite} suite: portfolio vs the best baseline\n\n"
+                  f"Time limit {args.time_limit:g} s per run, capacity as the suite sets it; the machine was "
+                  "shared with other jobs (load average in the provenance line's machine field is not recorded: "
+                  "times are wall times).\n\n" + fenced(out.text))
+
+
+if __name__ == "__main__":
+    main()
