@@ -32,8 +32,12 @@ Example:
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
+import os
+import sys
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 from mallocgame.aliasing import merge_inplace
 from mallocgame.intervals import max_live
@@ -275,3 +279,45 @@ def buffer_leaves(value) -> list[str]:
     for item in value:
         out.extend(buffer_leaves(item))
     return out
+
+
+def resolve_callable(spec: str, *, what: str = "callable", prefix: str = "_mallocgame_spec_") -> Any:
+    """The callable named by ``module.path:name`` or ``path/to/file.py:name`` (dotted names allowed), not called.
+
+    A file is loaded as a module named ``prefix`` + its stem. Every failure of the user's code --
+    a missing file, an import error, a missing or non-callable attribute -- is one
+    :class:`~mallocgame.model.InputError` line naming ``spec``; ``what`` names the thing in messages.
+    """
+    expected = f"{spec}: expected 'module.path:{what}' or 'path/to/file.py:{what}'"
+    if ":" not in spec:
+        raise InputError(expected)
+    target, attr = spec.rsplit(":", 1)
+    if not target:
+        raise InputError(expected)
+    if not attr:
+        raise InputError(f"{spec}: missing the {what} after ':'")
+    try:
+        if target.endswith(".py") or os.sep in target or "/" in target:
+            if not os.path.isfile(target):
+                raise InputError(f"{spec}: file {target!r} not found")
+            name = prefix + os.path.splitext(os.path.basename(target))[0]
+            loader = importlib.util.spec_from_file_location(name, target)
+            if loader is None or loader.loader is None:
+                raise InputError(f"{spec}: cannot load {target!r} as Python")
+            mod = importlib.util.module_from_spec(loader)
+            sys.modules[name] = mod
+            loader.loader.exec_module(mod)
+        else:
+            mod = importlib.import_module(target)
+    except InputError:
+        raise
+    except Exception as exc:  # user code: any failure is one line
+        raise InputError(f"{spec}: cannot import {target!r} ({type(exc).__name__}: {exc})") from None
+    obj: Any = mod
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise InputError(f"{spec}: {target!r} has no attribute {attr!r}")
+        obj = getattr(obj, part)
+    if not callable(obj):
+        raise InputError(f"{spec}: {attr!r} is not callable")
+    return obj

@@ -30,14 +30,12 @@ Example (needs jax):
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import os
 import re
-import sys
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+from mallocgame.importers._common import resolve_callable
 from mallocgame.model import InputError, Problem
 
 DTYPES = {
@@ -111,36 +109,7 @@ def parse_donate(text: str | Sequence[int] | None, n_args: int) -> tuple[int, ..
 
 def load_function(spec: str) -> Callable[..., Any]:
     """Resolve ``module.path:fn`` or ``file.py:fn`` to the function (not called)."""
-    if ":" not in spec:
-        raise InputError(f"{spec}: expected 'module.path:function' or 'path/to/file.py:function'")
-    target, attr = spec.rsplit(":", 1)
-    if not attr or not target:
-        raise InputError(f"{spec}: expected 'module.path:function' or 'path/to/file.py:function'")
-    try:
-        if target.endswith(".py") or os.sep in target or "/" in target:
-            if not os.path.isfile(target):
-                raise InputError(f"{spec}: file {target!r} not found")
-            name = "_mallocgame_jax_" + os.path.splitext(os.path.basename(target))[0]
-            loader = importlib.util.spec_from_file_location(name, target)
-            if loader is None or loader.loader is None:
-                raise InputError(f"{spec}: cannot load {target!r} as Python")
-            mod = importlib.util.module_from_spec(loader)
-            sys.modules[name] = mod
-            loader.loader.exec_module(mod)
-        else:
-            mod = importlib.import_module(target)
-    except InputError:
-        raise
-    except Exception as exc:  # user code: any failure is one line
-        raise InputError(f"{spec}: cannot import {target!r} ({type(exc).__name__}: {exc})") from None
-    obj: Any = mod
-    for part in attr.split("."):
-        if not hasattr(obj, part):
-            raise InputError(f"{spec}: {target!r} has no attribute {attr!r}")
-        obj = getattr(obj, part)
-    if not callable(obj):
-        raise InputError(f"{spec}: {attr!r} is not callable")
-    return obj
+    return resolve_callable(spec, what="function", prefix="_mallocgame_jax_")
 
 
 def _jax():

@@ -20,16 +20,13 @@ Example (needs torch):
 from __future__ import annotations
 
 import contextlib
-import importlib
-import importlib.util
 import logging
 import math
 import os
-import sys
 import warnings
 from typing import Any, Sequence
 
-from mallocgame.importers._common import WorkloadBuilder, buffer_leaves, summarize  # noqa: F401  (summarize re-exported)
+from mallocgame.importers._common import WorkloadBuilder, buffer_leaves, resolve_callable, summarize  # noqa: F401  (summarize re-exported)
 from mallocgame.model import InputError, Problem
 
 WEIGHT_MODES = ("use", "program", "none")
@@ -84,35 +81,8 @@ def _example_inputs(shapes: Sequence[Sequence[int]]) -> list[Any]:
 
 def load_spec(spec: str) -> Any:
     """Resolve ``module.path:callable`` or ``file.py:callable`` to the callable's result."""
-    if ":" not in spec:
-        raise InputError(f"{spec}: expected 'module.path:callable' or 'path/to/file.py:callable'")
-    target, attr = spec.rsplit(":", 1)
-    if not attr:
-        raise InputError(f"{spec}: missing the callable after ':'")
-    try:
-        if target.endswith(".py") or os.sep in target or "/" in target:
-            if not os.path.isfile(target):
-                raise InputError(f"{spec}: file {target!r} not found")
-            name = "_mallocgame_spec_" + os.path.splitext(os.path.basename(target))[0]
-            loader_spec = importlib.util.spec_from_file_location(name, target)
-            if loader_spec is None or loader_spec.loader is None:
-                raise InputError(f"{spec}: cannot load {target!r} as Python")
-            mod = importlib.util.module_from_spec(loader_spec)
-            sys.modules[name] = mod
-            loader_spec.loader.exec_module(mod)
-        else:
-            mod = importlib.import_module(target)
-    except InputError:
-        raise
-    except Exception as exc:  # user code: report any failure as one line
-        raise InputError(f"{spec}: cannot import {target!r} ({type(exc).__name__}: {exc})") from None
-    obj: Any = mod
-    for part in attr.split("."):
-        if not hasattr(obj, part):
-            raise InputError(f"{spec}: {target!r} has no attribute {attr!r}")
-        obj = getattr(obj, part)
-    if not callable(obj):
-        raise InputError(f"{spec}: {attr!r} is not callable")
+    obj = resolve_callable(spec)
+    attr = spec.rsplit(":", 1)[1]
     try:
         return obj()
     except Exception as exc:
