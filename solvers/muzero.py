@@ -28,8 +28,13 @@ multiplicative progressive bias, Chaslot et al., "Progressive strategies for Mon
 search", 2008), with UCT's own constant 1. A uniform prior scales by exactly 1, so the uniform
 control *is* ``mcts``, answer for answer (12 of 12 tuning problems; a test checks it). Chosen on
 the tuning problems only (seeds 201-212; ``DEFAULT_SELECTION``), never the held-out ones; the
-earlier pUCT rule (``selection="puct"``, constant 10) stays available. How it fares on the held-out
-protocol (``experiments/heldout.py``) is in ``experiments/results/heldout_muzero_mcts.md``.
+earlier pUCT rule (``selection="puct"``, constant 10) stays available. On the held-out protocol
+(``experiments/heldout.py``; ``experiments/results/heldout_muzero_mcts_summary.md``), map mode, 16
+simulations, it does not beat ``mcts`` significantly: 13/33/8 (wins/ties/losses, p = 0.19) on the 54
+problems up to 500 buffers (the earlier rule 14/33/7), 15/36/12 with the problems of 501-900 buffers,
+where it loses on the realistic-generator family (2/2/4; 26.5% vs 0.45% on one program); the
+relaxation prior, no network, does better (16/32/6 against ``mcts``). Equal wall time, prefetch mode
+and the confirmation set were not measured.
 
 Options (keyword arguments of ``solve``; the CLI passes ``--simulations`` and ``--solver-option``):
 
