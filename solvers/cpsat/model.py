@@ -10,6 +10,7 @@ docs/cpsat.md, "The placement model".
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from dataclasses import dataclass, field
@@ -243,33 +244,45 @@ PACK_STRATEGY = True
 SMALL_MODEL = 40  # buffers
 
 
-def solve_part(problem: Problem, part: Part, limits: Limits, *, t0: float | None = None,
-               formulation: str | None = None, pack_order: str | None = None) -> PartResult:
-    """Build the CP-SAT model of ``part``, solve it within ``limits`` and read the answer back in bytes.
+@dataclass(frozen=True)
+class _PartData:
+    """A part's data in CP-SAT units (one ``unit`` of bytes for every address quantity); local index ``j``."""
 
-    ``t0`` (monotonic seconds) is the origin of the history timestamps.
-    """
-    from ortools.sat.python import cp_model
+    m: int
+    start: np.ndarray
+    end: np.ndarray
+    size: np.ndarray          # bytes
+    unit: int
+    s_size: np.ndarray        # sizes in units
+    s_align: np.ndarray       # alignments in units (at least 1)
+    f_lo: np.ndarray          # fixed rectangles' address sides, in units
+    f_hi: np.ndarray
+    fixed_top: int
+    top: int                  # the address domain's top (the capacity, or the peak's ceiling)
+    floor: int                # the peak's floor (peak goal)
+    ceiling: int              # the peak's ceiling (peak goal)
+    optional: bool            # map mode: every buffer may stay slow
+    hint: np.ndarray | None   # offsets in bytes, -1 slow; None: no usable hint
+    weight_scale: float       # objective units per second saved (value goal)
+    forced_out: np.ndarray    # worthless or too big: never fast
+    groups: list
 
-    started = time.monotonic()
-    t0 = started if t0 is None else t0
-    formulation = formulation or FORMULATION[part.goal]
+
+def _part_data(problem: Problem, part: Part) -> _PartData:
     a = problem.arrays
     free = np.asarray(part.free, np.int64)
     m = len(free)
     size, start, end, align = a.size[free], a.start[free], a.end[free], a.alignment[free]
     if part.goal == "value" and part.terms is None:
         raise ValueError("goal 'value' needs value terms")
-
-    # Data: one unit for every address quantity.
     unit = grid_unit(size, align, part.fixed_lo, part.fixed_hi, part.offset_floor)
     s_size, s_align = size // unit, np.maximum(align // unit, 1)
     f_lo, f_hi = part.fixed_lo // unit, part.fixed_hi // unit
     fixed_top = int(f_hi.max()) if len(f_hi) else 0
+    floor = ceiling = 0
     if part.goal == "peak":
         floor = max(-(-part.peak_floor // unit), 0)
-        ceiling = (part.peak_ceiling // unit if part.peak_ceiling is not None
-                   else fixed_top + int(s_size.sum()))
+        ceiling = (part.peak_ceiling // unit if part.peak_ceiling is not None else fixed_top + int(s_size.sum()))
         top = ceiling
     else:
         if part.capacity is None:
@@ -291,120 +304,89 @@ def solve_part(problem: Problem, part: Part, limits: Limits, *, t0: float | None
         touched = part.terms.weights > 0
         for _, js, _ in part.terms.ops:
             touched[js] = True
-        forced_out = ~touched | (s_size > top)  # worthless or too big: never fast
+        forced_out = ~touched | (s_size > top)
     groups = _symmetry_groups(problem, part)
     if hint is not None and groups:
         hint = _canonical_hint(hint, groups)
+    return _PartData(m, start, end, size, unit, s_size, s_align, f_lo, f_hi, fixed_top, top, floor, ceiling,
+                     optional, hint, weight_scale, forced_out, groups)
 
-    # Variables: the free buffers' rectangles, then the fixed ones (pinned, mandatory).
-    model = cp_model.CpModel()
-    n_fixed = len(f_lo)
-    rect = add_rectangles(
-        model, np.concatenate([start, part.fixed_start]).astype(np.int64),
-        np.concatenate([end, part.fixed_end]).astype(np.int64),
-        np.concatenate([s_size, f_hi - f_lo]).astype(np.int64), top=top,
-        align=np.concatenate([s_align, np.ones(n_fixed, np.int64)]),
-        optional=np.concatenate([np.full(m, optional), np.zeros(n_fixed, bool)]), floor=part.offset_floor // unit,
-        fixed_offsets=[None] * m + f_lo.tolist(), skip=np.concatenate([forced_out & optional, np.zeros(n_fixed, bool)]))
-    k_vars, present = rect.steps[:m], rect.present[:m]
-    if not optional and any(k is None for k in k_vars):  # a buffer that must be placed has no room
-        j = next(j for j, k in enumerate(k_vars) if k is None)
-        return PartResult(Status.INFEASIBLE, None, None, None, (), {"unit": unit, "empty_domain": j})
 
-    # Constraints.
-    add_no_overlap(model, rect, formulation=formulation, knapsack_top=top if optional else None, knapsack_always=True)
-    peak = None
-    if part.goal == "peak":
-        peak = model.new_int_var(max(floor, fixed_top), max(ceiling, floor, fixed_top), "peak")
-        for j in range(m):
-            model.add(k_vars[j] * int(s_align[j]) + int(s_size[j]) <= peak)
-        add_cumulative(model, rect, peak)
-    else:
-        add_cumulative(model, rect, top)
-    for g in groups:  # interchangeable buffers: lower index lower address, and fast first
+def _add_symmetry_breaking(model, d: _PartData, k_vars, present) -> None:
+    """Interchangeable buffers: lower index lower address, and fast first."""
+    for g in d.groups:
         for i, j in zip(g[:-1].tolist(), g[1:].tolist()):
             if k_vars[i] is None or k_vars[j] is None:
                 continue
-            ordered = model.add(k_vars[i] * int(s_align[i]) + int(s_size[i]) <= k_vars[j] * int(s_align[j]))
-            if optional:
+            ordered = model.add(k_vars[i] * int(d.s_align[i]) + int(d.s_size[i]) <= k_vars[j] * int(d.s_align[j]))
+            if d.optional:
                 ordered.only_enforce_if([present[i], present[j]])
                 model.add_implication(present[j], present[i])
 
-    # Objective.
-    saving_hints: list[tuple[Any, int]] = []
-    savings: list[Any] = []
-    if part.goal == "peak":
-        model.minimize(peak)
-    elif optional:
-        expr = []
-        w_int = np.round(part.terms.weights * weight_scale).astype(np.int64)
-        for j in range(m):
-            if present[j] is not None and w_int[j] > 0:
-                expr.append(int(w_int[j]) * present[j])
-        for cap, js, ds in part.terms.ops:
-            lits = [(int(round(d * weight_scale)), j) for j, d in zip(js.tolist(), ds.tolist())
-                    if present[j] is not None]
-            if not lits:
-                continue
-            cap_int = int(round(cap * weight_scale))
-            # s = min(cap, e) exactly, not just s <= both: a free s would let the search
-            # creep up one objective unit per solution.
-            e = model.new_int_var(0, sum(c for c, _ in lits), "")
-            model.add(e == sum(c * present[j] for c, j in lits))
-            s = model.new_int_var(0, cap_int, "")
-            model.add_min_equality(s, [e, cap_int])
-            expr.append(s)
-            savings.append(s)
-            if hint is not None:  # a complete hint is taken as is; a partial one may be lost
-                e_hint = sum(c for c, j in lits if hint[j] >= 0)
-                saving_hints += [(e, e_hint), (s, min(cap_int, e_hint))]
-        model.maximize(sum(expr) if expr else 0)
-        # Branch on savings at their largest value once the presences are set: left to
-        # itself the search raises a free saving by one objective unit per solution.
-        lits = [p for p in present if p is not None]
-        if savings and lits:
-            model.add_decision_strategy(lits, cp_model.CHOOSE_FIRST, cp_model.SELECT_MAX_VALUE)
-            model.add_decision_strategy(savings, cp_model.CHOOSE_FIRST, cp_model.SELECT_MAX_VALUE)
 
-    # Search: in pack mode, a worker places buffers bottom-up (lowest possible offset first),
-    # the canonical order of MiniMalloc-style searches; CP-SAT's other workers run as usual.
-    if not optional and PACK_STRATEGY:
-        order = pack_branching_order(start, end, size, pack_order or PACK_ORDER)
-        model.add_decision_strategy([k_vars[j] for j in order.tolist()], cp_model.CHOOSE_LOWEST_MIN,
-                                    cp_model.SELECT_MIN_VALUE)
+def _add_value_objective(model, d: _PartData, part: Part, present, cp_model) -> tuple[list, list]:
+    """Map mode's objective, the exact roofline saving: a weight per fast buffer and ``min(cap, e)`` per op.
 
-    # Hint.
-    if hint is not None:
-        for j in range(m):
-            if k_vars[j] is None:
-                continue
-            on = hint[j] >= 0
-            if optional:
-                model.add_hint(present[j], bool(on))
-            if on:
-                model.add_hint(k_vars[j], int(hint[j] // unit // int(s_align[j])))
-        for var, val in saving_hints:
-            model.add_hint(var, val)
-        if peak is not None:
-            model.add_hint(peak, max(int(((hint // unit) + s_size).max()) if m else 0, fixed_top, floor))
+    Returns the saving variables and their hint values ``(var, value)`` under the hint."""
+    expr, savings, saving_hints = [], [], []
+    w_int = np.round(part.terms.weights * d.weight_scale).astype(np.int64)
+    for j in range(d.m):
+        if present[j] is not None and w_int[j] > 0:
+            expr.append(int(w_int[j]) * present[j])
+    for cap, js, ds in part.terms.ops:
+        lits = [(int(round(delta * d.weight_scale)), j) for j, delta in zip(js.tolist(), ds.tolist())
+                if present[j] is not None]
+        if not lits:
+            continue
+        cap_int = int(round(cap * d.weight_scale))
+        # s = min(cap, e) exactly, not just s <= both: a free s would let the search
+        # creep up one objective unit per solution.
+        e = model.new_int_var(0, sum(c for c, _ in lits), "")
+        model.add(e == sum(c * present[j] for c, j in lits))
+        s = model.new_int_var(0, cap_int, "")
+        model.add_min_equality(s, [e, cap_int])
+        expr.append(s)
+        savings.append(s)
+        if d.hint is not None:  # a complete hint is taken as is; a partial one may be lost
+            e_hint = sum(c for c, j in lits if d.hint[j] >= 0)
+            saving_hints += [(e, e_hint), (s, min(cap_int, e_hint))]
+    model.maximize(sum(expr) if expr else 0)
+    # Branch on savings at their largest value once the presences are set: left to
+    # itself the search raises a free saving by one objective unit per solution.
+    lits = [p for p in present if p is not None]
+    if savings and lits:
+        model.add_decision_strategy(lits, cp_model.CHOOSE_FIRST, cp_model.SELECT_MAX_VALUE)
+        model.add_decision_strategy(savings, cp_model.CHOOSE_FIRST, cp_model.SELECT_MAX_VALUE)
+    return savings, saving_hints
 
-    # Solve.
-    deadline = limits.deadline if limits.deadline is not None else started + limits.time_limit
-    remaining = min(limits.time_limit, deadline - time.monotonic())
-    if remaining <= 0.01:
-        return PartResult(Status.UNKNOWN, None, None, None, (), {"unit": unit, "stopped_by": "time"})
-    solver = cp_model.CpSolver()
+
+def _add_hint(model, d: _PartData, k_vars, present, saving_hints, peak) -> None:
+    for j in range(d.m):
+        if k_vars[j] is None:
+            continue
+        on = d.hint[j] >= 0
+        if d.optional:
+            model.add_hint(present[j], bool(on))
+        if on:
+            model.add_hint(k_vars[j], int(d.hint[j] // d.unit // int(d.s_align[j])))
+    for var, val in saving_hints:
+        model.add_hint(var, val)
+    if peak is not None:
+        model.add_hint(peak, max(int(((d.hint // d.unit) + d.s_size).max()) if d.m else 0, d.fixed_top, d.floor))
+
+
+def _parameters(solver, limits: Limits, d: _PartData, remaining: float, fixed_search: bool, cp_model) -> None:
     prm = solver.parameters
     prm.max_time_in_seconds = remaining
     # Parallel workers only pay off on models worth a portfolio; tiny ones run single-threaded.
-    prm.num_workers = max(1, int(limits.workers)) if m >= SMALL_MODEL else 1
+    prm.num_workers = max(1, int(limits.workers)) if d.m >= SMALL_MODEL else 1
     prm.random_seed = int(limits.seed) % (2**31 - 1)
     if limits.deterministic and prm.num_workers > 1:
         prm.interleave_search = True
         # In interleaved mode (OR-Tools 9.15) the 'core' worker's task ignores the stop
         # signal and runs on to the time limit after the search is over.
         prm.ignore_subsolvers.append("core")
-    if prm.num_workers == 1 and (savings or (not optional and PACK_STRATEGY)):
+    if prm.num_workers == 1 and fixed_search:
         # One worker follows our strategy first (it is the multi-worker portfolio's
         # 'fixed' worker otherwise); measured several times faster on LNS windows.
         prm.search_branching = cp_model.PARTIAL_FIXED_SEARCH
@@ -412,18 +394,103 @@ def solve_part(problem: Problem, part: Part, limits: Limits, *, t0: float | None
         prm.max_deterministic_time = max(float(limits.dtime), 1e-3)
     prm.log_search_progress = False
 
+
+def _answer(solver, d: _PartData, part: Part, status: Status, k_vars, present, to_objective) -> PartResult:
+    """The solved model's offsets in bytes, objective and bound (the caller adds history and stats)."""
+    offsets = np.full(d.m, -1, np.int64)
+    for j in range(d.m):
+        if k_vars[j] is None:
+            continue
+        if d.optional and not solver.boolean_value(present[j]):
+            continue
+        offsets[j] = int(solver.value(k_vars[j])) * int(d.s_align[j]) * d.unit
+    if part.goal == "peak":
+        objective = float(max(int((offsets + d.size).max()) if d.m else 0, d.fixed_top * d.unit))
+        bound = to_objective(solver.best_objective_bound)
+    elif d.optional:
+        objective = part.terms.value(offsets >= 0)
+        bound = to_objective(solver.best_objective_bound) if status is not Status.OPTIMAL else objective
+        bound = max(bound, objective)
+    else:
+        objective, bound = 0.0, 0.0
+    return PartResult(status, offsets, objective, bound)
+
+
+def solve_part(problem: Problem, part: Part, limits: Limits, *, t0: float | None = None,
+               formulation: str | None = None, pack_order: str | None = None) -> PartResult:
+    """Build the CP-SAT model of ``part``, solve it within ``limits`` and read the answer back in bytes.
+
+    ``t0`` (monotonic seconds) is the origin of the history timestamps. Data, variables (the core's
+    packing model, :mod:`mallocgame.packing_model`), constraints, objective, search and hint, solve.
+    """
+    from ortools.sat.python import cp_model
+
+    started = time.monotonic()
+    t0 = started if t0 is None else t0
+    formulation = formulation or FORMULATION[part.goal]
+    d = _part_data(problem, part)
+    m, n_fixed = d.m, len(d.f_lo)
+
+    # Variables: the free buffers' rectangles, then the fixed ones (pinned, mandatory).
+    model = cp_model.CpModel()
+    rect = add_rectangles(
+        model, np.concatenate([d.start, part.fixed_start]).astype(np.int64),
+        np.concatenate([d.end, part.fixed_end]).astype(np.int64),
+        np.concatenate([d.s_size, d.f_hi - d.f_lo]).astype(np.int64), top=d.top,
+        align=np.concatenate([d.s_align, np.ones(n_fixed, np.int64)]),
+        optional=np.concatenate([np.full(m, d.optional), np.zeros(n_fixed, bool)]), floor=part.offset_floor // d.unit,
+        fixed_offsets=[None] * m + d.f_lo.tolist(),
+        skip=np.concatenate([d.forced_out & d.optional, np.zeros(n_fixed, bool)]))
+    k_vars, present = rect.steps[:m], rect.present[:m]
+    if not d.optional and any(k is None for k in k_vars):  # a buffer that must be placed has no room
+        j = next(j for j, k in enumerate(k_vars) if k is None)
+        return PartResult(Status.INFEASIBLE, None, None, None, (), {"unit": d.unit, "empty_domain": j})
+
+    # Constraints.
+    add_no_overlap(model, rect, formulation=formulation, knapsack_top=d.top if d.optional else None,
+                   knapsack_always=True)
+    peak = None
+    if part.goal == "peak":
+        peak = model.new_int_var(max(d.floor, d.fixed_top), max(d.ceiling, d.floor, d.fixed_top), "peak")
+        for j in range(m):
+            model.add(k_vars[j] * int(d.s_align[j]) + int(d.s_size[j]) <= peak)
+        add_cumulative(model, rect, peak)
+    else:
+        add_cumulative(model, rect, d.top)
+    _add_symmetry_breaking(model, d, k_vars, present)
+
+    # Objective.
+    savings, saving_hints = [], []
+    if part.goal == "peak":
+        model.minimize(peak)
+    elif d.optional:
+        savings, saving_hints = _add_value_objective(model, d, part, present, cp_model)
+
+    # Search: in pack mode, a worker places buffers bottom-up (lowest possible offset first),
+    # the canonical order of MiniMalloc-style searches; CP-SAT's other workers run as usual.
+    if not d.optional and PACK_STRATEGY:
+        order = pack_branching_order(d.start, d.end, d.size, pack_order or PACK_ORDER)
+        model.add_decision_strategy([k_vars[j] for j in order.tolist()], cp_model.CHOOSE_LOWEST_MIN,
+                                    cp_model.SELECT_MIN_VALUE)
+    if d.hint is not None:
+        _add_hint(model, d, k_vars, present, saving_hints, peak)
+
+    # Solve.
+    deadline = limits.deadline if limits.deadline is not None else started + limits.time_limit
+    remaining = min(limits.time_limit, deadline - time.monotonic())
+    if remaining <= 0.01:
+        return PartResult(Status.UNKNOWN, None, None, None, (), {"unit": d.unit, "stopped_by": "time"})
+    solver = cp_model.CpSolver()
+    _parameters(solver, limits, d, remaining, bool(savings or (not d.optional and PACK_STRATEGY)), cp_model)
+    if part.goal == "feasible":
+        solver.parameters.stop_after_first_solution = True  # the interleaved search would go on looking
+
     def to_objective(raw: float) -> float:
         if part.goal == "peak":
-            return float(raw) * unit
-        return float(raw) / weight_scale if weight_scale else 0.0
+            return float(raw) * d.unit
+        return float(raw) / d.weight_scale if d.weight_scale else 0.0
 
     history: list[tuple[float, float]] = []
-    maximize = part.goal == "value"
-    if part.goal == "feasible":
-        prm.stop_after_first_solution = True  # the interleaved search would go on looking
-
-    def proved(objective: float, bound: float) -> bool:
-        return objective >= bound - 0.5 if maximize else objective <= bound + 0.5
 
     # Only records: calling stop_search() from a callback can crash OR-Tools 9.15 when the
     # first solution comes from presolve (a CHECK on the postsolve mapping).
@@ -434,32 +501,17 @@ def solve_part(problem: Problem, part: Part, limits: Limits, *, t0: float | None
 
     code = solver.solve(model, Recorder())
     status = _status_of(code)
+    maximize = part.goal == "value"
+    objective, best_bound = solver.objective_value, solver.best_objective_bound
     if (status is Status.FEASIBLE and part.goal != "feasible"
-            and proved(solver.objective_value, solver.best_objective_bound)):
+            and (objective >= best_bound - 0.5 if maximize else objective <= best_bound + 0.5)):
         status = Status.OPTIMAL  # the incumbent meets the proven bound
-    stats = {"unit": unit, "cp_status": solver.status_name(code), "wall": round(solver.wall_time, 4),
+    stats = {"unit": d.unit, "cp_status": solver.status_name(code), "wall": round(solver.wall_time, 4),
              "dtime": round(solver.deterministic_time, 4), "conflicts": solver.num_conflicts,
              "branches": solver.num_branches, "variables": len(model.proto.variables),
              "constraints": len(model.proto.constraints)}
     if status not in (Status.OPTIMAL, Status.FEASIBLE):
-        bound = None
-        if part.goal == "peak" and status is Status.UNKNOWN:
-            bound = to_objective(solver.best_objective_bound)
+        bound = to_objective(best_bound) if part.goal == "peak" and status is Status.UNKNOWN else None
         return PartResult(status, None, None, bound, tuple(history), stats)
-    offsets = np.full(m, -1, np.int64)
-    for j in range(m):
-        if k_vars[j] is None:
-            continue
-        if optional and not solver.boolean_value(present[j]):
-            continue
-        offsets[j] = int(solver.value(k_vars[j])) * int(s_align[j]) * unit
-    if part.goal == "peak":
-        objective = float(max(int((offsets + size).max()) if m else 0, fixed_top * unit))
-        bound = to_objective(solver.best_objective_bound)
-    elif optional:
-        objective = part.terms.value(offsets >= 0)
-        bound = to_objective(solver.best_objective_bound) if status is not Status.OPTIMAL else objective
-        bound = max(bound, objective)
-    else:
-        objective, bound = 0.0, 0.0
-    return PartResult(status, offsets, objective, bound, tuple(history), stats)
+    result = _answer(solver, d, part, status, k_vars, present, to_objective)
+    return dataclasses.replace(result, history=tuple(history), stats=stats)
