@@ -74,7 +74,7 @@ def run_minimalloc(binary: str, path, prob, time_limit: float) -> dict:
             offsets = [rows.get(b.id, -1) for b in prob.buffers]
             valid = all(o >= 0 for o in offsets) and validate(prob, offsets, capacity=prob.capacity, mode="pack") is None
     return {"load": load, "seconds": dt, "cpu": cpu, "rc": proc.returncode, "valid": valid,
-            "status": "OPTIMAL" if valid else f"rc {proc.returncode}"}
+            "status": "OPTIMAL" if valid else ("INVALID" if proc.returncode == 0 else f"no answer (exit {proc.returncode})")}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -88,16 +88,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default="pack_search_minimalloc.md", help="results file (a bare name: under experiments/results/)")
     ap.add_argument("--note", default="", help="a paragraph appended to the results file (e.g. the numbers before a change)")
     ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--instances", default=None, metavar="DIR",
+                    help="run on every NAME.CAPACITY.csv in DIR (id,lower,upper,size) instead of MiniMalloc's A-K")
     ap.add_argument("--minimalloc", default=None, metavar="BINARY",
                     help="also run MiniMalloc's CLI (built from github.com/google/minimalloc) on each instance, "
                          "right after pack-search's runs, with the same time limit: the side-by-side table")
     args = ap.parse_args(argv)
     seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
-    bench = benchmarks_dir("minimalloc", explicit=args.benchmarks)
-    names = NAMES
+    if args.instances:  # another set: every NAME.CAPACITY.csv of that folder
+        from pathlib import Path
+
+        bench = Path(args.instances)
+        names = sorted(p.name[:-4] for p in bench.glob("*.csv"))
+    else:
+        bench = benchmarks_dir("minimalloc", explicit=args.benchmarks)
+        names = NAMES
     if args.only:
         want = set(args.only.split(","))
-        names = [n for n in NAMES if n in want or n.split(".")[0] in want]
+        names = [n for n in names if n in want or n.split(".")[0] in want]
     load_start = os.getloadavg()
     print(DETAIL)
     print("|---|---:|---:|---|---:|---:|---|---|---:|---:|---|---|")
@@ -113,7 +121,8 @@ def main(argv: list[str] | None = None) -> int:
             print(row, flush=True)
             detail.append(row)
             runs.append(r)
-        cells = " | ".join(f"{r['seconds']:.2f} {r['status'] if r['valid'] else r['status'] + ' (invalid)'}" for r in runs)
+        cells = " | ".join(f"{r['seconds']:.2f} {r['status'] if r['valid'] or r['peak'] is None else r['status'] + ' (invalid)'}"
+                           for r in runs)
         summary.append(f"| {name} | {prob.n} | {max_live(prob)} | {cells} | {max(r['seconds'] for r in runs):.2f} |")
         if args.minimalloc:
             mm = run_minimalloc(args.minimalloc, bench / f"{name}.csv", prob, args.time_limit)
