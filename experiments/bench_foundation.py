@@ -29,7 +29,6 @@ TRACES = ["idealloc-iree/iree_mobilebert.csv", "idealloc-iree/iree_mobilenet.csv
 def one(task: str, path: str) -> dict:
     """Run one task on one input in this process and return its measurements."""
     from mallocgame.hardware.spec import PRESETS
-
     from mallocgame.intervals import components, max_live
     from mallocgame.io import load_problem
     from mallocgame.runner import run_solver

@@ -20,11 +20,11 @@ import time
 
 import numpy as np
 from _common import Transcript, write_results
+
 from mallocgame.hardware.spec import PRESETS
+from mallocgame.inputs.generate import layered_network
 from mallocgame.search.game import Game, GameConfig
 from mallocgame.search.game_data import GameData
-
-from mallocgame.inputs.generate import layered_network
 
 
 def play(game: Game, policy: str, rng: np.random.Generator) -> int:

@@ -17,9 +17,9 @@ import argparse
 import time
 
 from _common import write_results
+
 from mallocgame.hardware.spec import PRESETS
 from mallocgame.hybrid.warm_start import solve_with_warm_start
-
 from mallocgame.inputs.generate import layered_network
 
 RUNS = "greedy-xla,cpsat,cpsat+greedy-xla,select-pack,lns"

@@ -27,10 +27,9 @@ import time
 
 from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
 from mallocgame.hardware.spec import PRESETS
-from mallocgame.solvers.msa import MemorySpaceAssignment
-
 from mallocgame.inputs.generate import layered_network
 from mallocgame.inputs.load import prepare
+from mallocgame.solvers.msa import MemorySpaceAssignment
 
 TPU = PRESETS["tpuv4i"]
 

@@ -24,9 +24,9 @@ import time
 
 import numpy as np
 from _common import benchmarks_dir, results_path, write_results
-from mallocgame.hardware.validator import peak, validate
 
 from mallocgame.bounds import critical_window_bound
+from mallocgame.hardware.validator import peak, validate
 from mallocgame.intervals import live_profile_of, max_live, maximal_times
 from mallocgame.io import load_problem
 from mallocgame.placement import greedy_place

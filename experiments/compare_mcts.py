@@ -21,8 +21,8 @@ import argparse
 
 import numpy as np
 from _common import Transcript, write_results
-from mallocgame.hardware.spec import PRESETS
 
+from mallocgame.hardware.spec import PRESETS
 from mallocgame.inputs.generate import layered_network
 from mallocgame.runner import problem_bound, run_solver
 
@@ -80,10 +80,9 @@ def main() -> None:
 
 def compare_pack(args, show: Transcript) -> None:
     """Pack mode: fraction of bytes each solver's answer places within the capacity (1 = a packing)."""
+    from mallocgame.io import load_problem
     from mallocgame.search.game_data import GameData
     from mallocgame.search.uct import episode_value
-
-    from mallocgame.io import load_problem
 
     hw = PRESETS["unit"]
     options = {k: v for k, v in {"variant": args.variant, "simulations": args.simulations}.items() if v is not None}

@@ -22,13 +22,12 @@ from pathlib import Path
 from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
 from mallocgame.hardware.spec import PRESETS
 from mallocgame.hardware.validator import validate_intervals
-from mallocgame.solvers.msa import MemorySpaceAssignment
-
 from mallocgame.importers.hlo import load_hlo
 from mallocgame.inputs.load import prepare
 from mallocgame.inputs.suites import suite_entries
 from mallocgame.lift import lift_map_answer
 from mallocgame.runner import run_solver
+from mallocgame.solvers.msa import MemorySpaceAssignment
 
 TPU = PRESETS["tpuv4i"]
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data"

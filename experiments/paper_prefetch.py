@@ -30,9 +30,8 @@ MAP_SOLVERS = ("greedy-xla", "select-pack")
 
 def lifted_times(json_path, suite: str, fraction: float) -> dict[tuple[str, str], float]:
     """``(input, solver) -> prefetch-mode time`` of every valid map answer in a compare JSON, lifted."""
-    from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
-
     from mallocgame.comparison import prepare_inputs
+    from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
     from mallocgame.lift import lift_map_answer
 
     doc = json.loads(open(json_path).read())

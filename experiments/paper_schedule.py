@@ -75,7 +75,6 @@ def main() -> int:
 
     from mallocgame.hardware.spec import PRESETS
     from mallocgame.hybrid.reschedule import solve_with_reschedule
-
     from mallocgame.inputs.load import fraction_capacity, prepare
     from mallocgame.intervals import max_live
     from mallocgame.plots import plot_live_orders, safe_name

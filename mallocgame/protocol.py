@@ -13,8 +13,8 @@ options (``workers``, ``minimize_peak``, ``simulations``, ...) are passed only w
 solver's ``solve`` signature names them, so a solver declares what it understands simply
 by naming it. Solvers must honour ``time_limit`` (seconds), take all randomness from
 ``seed``, and never print. A solver may name heavy modules it imports in a class attribute
-``preload`` (a tuple of module names): the runner imports them before its clock starts. The runner (:mod:`mallocgame.runner`) validates and scores whatever
-they return.
+``preload`` (a tuple of module names): the runner imports them before its clock starts. The
+runner (:mod:`mallocgame.runner`) validates and scores whatever they return.
 """
 
 from __future__ import annotations

@@ -42,9 +42,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from mallocgame.search.game_data import GameData
 
 from mallocgame.model import Problem
+from mallocgame.search.game_data import GameData
 
 #: Features of one buffer: valid, size/scale, start, end, length (horizon-normalised),
 #: benefit / max benefit, benefit density / max density, is a weight.

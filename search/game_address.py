@@ -35,6 +35,7 @@ import bisect
 import heapq
 
 import numpy as np
+
 from mallocgame.search.game import ACTION_FEATURES, BUFFER_FEATURES, Game, GameConfig, Observation
 
 _SMALL = 64  # up to this many buffers starting in a segment, candidates are found without numpy

@@ -20,8 +20,8 @@ total bytes``, so the return is ``1 - peak / total bytes``).
 from __future__ import annotations
 
 import numpy as np
-from mallocgame.hardware.evaluator import Evaluator
 
+from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.intervals import max_live, overlap_index
 from mallocgame.model import Problem
 from mallocgame.placement import xla_order

@@ -15,6 +15,7 @@ reward model. A step costs one index query plus a scan of the interfering buffer
 from __future__ import annotations
 
 import numpy as np
+
 from mallocgame.search.game import ACTION_FEATURES, BUFFER_FEATURES, Game, GameConfig, Observation
 from mallocgame.search.game_data import buffer_order
 

@@ -30,11 +30,10 @@ from __future__ import annotations
 
 import time
 
-from mallocgame.search.game import GameConfig
-from mallocgame.search.uct import DEFAULT_GAME, PREFETCH_K, MCTSConfig, solve_with_uct
-
 from mallocgame.model import InputError, Problem, Solution
 from mallocgame.protocol import Solver
+from mallocgame.search.game import GameConfig
+from mallocgame.search.uct import DEFAULT_GAME, PREFETCH_K, MCTSConfig, solve_with_uct
 
 ORDERS = ("start", "xla", "size")  # the buffer orders of the fixed-order games (search.game_data.buffer_order)
 

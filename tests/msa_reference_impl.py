@@ -12,9 +12,9 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+
 from mallocgame.hardware.prefetch_cost import PrefetchEvaluator, serve_copies_left
 from mallocgame.hardware.validator import validate_intervals
-
 from mallocgame.model import FastInterval, InputError, Problem
 from mallocgame.placement import best_fit_offset
 

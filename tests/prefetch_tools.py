@@ -7,7 +7,6 @@ import itertools
 
 from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
 from mallocgame.hardware.validator import validate_intervals
-
 from mallocgame.model import Buffer, FastInterval, Op, Operand, Problem
 
 

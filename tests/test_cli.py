@@ -42,7 +42,6 @@ def test_solve_writes_solution_and_report(tmp_path):
 def test_solve_bound_computed_beside_the_solver_is_the_runners(tmp_path, mode, solver, fraction):
     """solve computes the bound in the parent while the solver runs: same bound and gap as in one process."""
     from mallocgame.hybrid.warm_start import solve_with_warm_start
-
     from mallocgame.inputs.load import prepare, read_problem
 
     rep = tmp_path / "rep.json"

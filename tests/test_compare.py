@@ -162,9 +162,8 @@ def test_overrunning_solver_is_killed_with_its_helpers(tmp_path, monkeypatch):
     import os
     import time
 
-    from mallocgame.hardware.spec import PRESETS
-
     from mallocgame.comparison import Input, run_matrix
+    from mallocgame.hardware.spec import PRESETS
 
     make_distribution(tmp_path, "failing-plugin", "sleeps = failing_plugin.solver:Sleeps", FAILING_FILES)
     monkeypatch.syspath_prepend(str(tmp_path))

@@ -9,20 +9,20 @@ import time
 
 import numpy as np
 import pytest
+
+from mallocgame.bounds import prefetch_upper_bound
 from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
 from mallocgame.hardware.spec import PRESETS
 from mallocgame.hardware.validator import validate_intervals
-from mallocgame.solvers.cpsat.prefetch_windows import candidates, op_time_floor, tighten
-from mallocgame.solvers.cpsat.solver import CpSat
-
-from mallocgame.bounds import prefetch_upper_bound
 from mallocgame.inputs.generate import layered_network
 from mallocgame.inputs.workloads import mlp, with_capacity
 from mallocgame.lift import lift_map_answer
 from mallocgame.model import FastInterval, Problem, Solution, Status
 from mallocgame.placement import greedy_place, xla_order
 from mallocgame.runner import run_solver
+from mallocgame.solvers.cpsat.prefetch_windows import candidates, op_time_floor, tighten
+from mallocgame.solvers.cpsat.solver import CpSat
 from tests.prefetch_tools import interval_sets, program, value
 
 HW = PRESETS["tpuv4i"]

@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from mallocgame.bounds import map_upper_bound
 from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.hardware.spec import PRESETS, load_hardware
 from mallocgame.hardware.validator import validate
-
-from mallocgame.bounds import map_upper_bound
 from mallocgame.inputs.generate import layered_network, packed_instance
 from mallocgame.model import Buffer, InputError, Op, Operand, Problem
 from mallocgame.placement import best_fit_offset

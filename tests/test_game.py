@@ -6,15 +6,15 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.hardware.spec import PRESETS
 from mallocgame.hardware.validator import peak, validate
+from mallocgame.inputs.generate import layered_network, packed_instance, random_intervals
+from mallocgame.model import Buffer, Problem, offsets_array
 from mallocgame.search.game import ACTION_FEATURES, BUFFER_FEATURES, Game, GameConfig, observation_dims
 from mallocgame.search.game_address import AddressGame
 from mallocgame.search.game_order import OrderGame
-
-from mallocgame.inputs.generate import layered_network, packed_instance, random_intervals
-from mallocgame.model import Buffer, Problem, offsets_array
 
 HW, UNIT = PRESETS["tpuv4i"], PRESETS["unit"]
 VARIANTS = ("order", "address")

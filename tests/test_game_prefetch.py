@@ -10,18 +10,18 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
 from mallocgame.hardware.spec import PRESETS
 from mallocgame.hardware.validator import validate_intervals
-from mallocgame.search.game import ACTION_FEATURES, Game, GameConfig, observation_dims
-from mallocgame.search.game_prefetch import IN_PLACE, PrefetchGame, intervals_of, rows_of
-from mallocgame.search.uct import play_greedy
-
 from mallocgame.inputs.generate import layered_network
 from mallocgame.lift import lift_map_answer
 from mallocgame.model import Buffer, FastInterval, Op, Operand, Problem, Solution, Status
 from mallocgame.placement import greedy_place, xla_order
 from mallocgame.runner import run_solver
+from mallocgame.search.game import ACTION_FEATURES, Game, GameConfig, observation_dims
+from mallocgame.search.game_prefetch import IN_PLACE, PrefetchGame, intervals_of, rows_of
+from mallocgame.search.uct import play_greedy
 
 HW, UNIT = PRESETS["tpuv4i"], PRESETS["unit"]  # unit: fast 10 B/s, slow 1 B/s, copies 1 B/s, 1 FLOP/s
 

@@ -20,11 +20,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from mallocgame.hardware.evaluator import Evaluator
-from mallocgame.hardware.spec import PRESETS
 
 from mallocgame.aliasing import merge_inplace
 from mallocgame.cli.importers import import_group
+from mallocgame.hardware.evaluator import Evaluator
+from mallocgame.hardware.spec import PRESETS
 from mallocgame.importers import import_workload, summarize
 from mallocgame.importers.hlo import HloImportWarning, load_hlo, parse_hlo_module, parse_hlo_text, parse_shape
 from mallocgame.importers.matmul import (

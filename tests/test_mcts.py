@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.hardware.spec import PRESETS
 from mallocgame.hardware.validator import validate
-from mallocgame.search.game import Game, GameConfig
-from mallocgame.search.uct import MCTSConfig, UCTSearch, play_greedy
-from mallocgame.solvers.mcts import MCTSSolver
-
 from mallocgame.inputs.generate import layered_network
 from mallocgame.model import Buffer, Problem, Solution, Status
 from mallocgame.runner import run_solver
+from mallocgame.search.game import Game, GameConfig
+from mallocgame.search.uct import MCTSConfig, UCTSearch, play_greedy
+from mallocgame.solvers.mcts import MCTSSolver
 
 HW, UNIT = PRESETS["tpuv4i"], PRESETS["unit"]
 
@@ -73,9 +73,8 @@ def test_no_time_at_all_still_returns_a_valid_map_answer():
 
 
 def test_an_episode_stopped_at_the_deadline_counts_only_in_map_mode():
-    from mallocgame.search.uct import episode_of
-
     from mallocgame.inputs.generate import packed_instance
+    from mallocgame.search.uct import episode_of
 
     problem = layered_network(50, seed=1)
     game = Game(problem, HW, GameConfig(variant="order", order="xla"))

@@ -12,12 +12,11 @@ import time
 
 import numpy as np
 import pytest
+
+from mallocgame import conformance
 from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
 from mallocgame.hardware.spec import PRESETS
 from mallocgame.hardware.validator import validate_intervals
-from mallocgame.solvers.msa import MemorySpaceAssignment, _Msa
-
-from mallocgame import conformance
 from mallocgame.inputs import workloads as w
 from mallocgame.inputs.generate import layered_network
 from mallocgame.inputs.load import prepare
@@ -25,6 +24,7 @@ from mallocgame.lift import lift_map_answer
 from mallocgame.memory_space_assignment import msa_run
 from mallocgame.model import Buffer, FastInterval, Op, Operand, Problem, Solution, Status
 from mallocgame.runner import run_solver
+from mallocgame.solvers.msa import MemorySpaceAssignment, _Msa
 from tests.prefetch_tools import value
 
 TPU = PRESETS["tpuv4i"]

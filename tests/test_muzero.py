@@ -324,10 +324,9 @@ def real_checkpoint(tmp_path_factory):
 def test_solver_valid_deterministic_and_never_below_its_hint(real_checkpoint, search_model):
     from mallocgame.hardware.spec import PRESETS
     from mallocgame.hardware.validator import validate
-    from mallocgame.solvers.muzero import MuZeroSolver
-
     from mallocgame.inputs.generate import layered_network
     from mallocgame.runner import run_solver
+    from mallocgame.solvers.muzero import MuZeroSolver
 
     problem, hw = layered_network(25, seed=4), PRESETS["tpuv4i"]
     opts = dict(time_limit=30, simulations=6, checkpoint=real_checkpoint, search_model=search_model)
@@ -377,7 +376,6 @@ def test_simulator_rollouts_value_leaves_and_keep_the_best_complete_episode():
 # --- the guided UCT search at parity with mcts (issue 10) -------------------------------------------
 def _layered(n=30, seed=5):
     from mallocgame.hardware.spec import PRESETS
-
     from mallocgame.inputs.generate import layered_network
 
     return layered_network(n, seed=seed, capacity_fraction=0.35).replace(mode="map"), PRESETS["tpuv4i"]
@@ -385,9 +383,8 @@ def _layered(n=30, seed=5):
 
 def test_uniform_prior_option_plays_without_the_network_and_bad_values_are_refused(real_checkpoint):
     from mallocgame.hardware.validator import validate
-    from mallocgame.solvers.muzero import MuZeroSolver
-
     from mallocgame.model import InputError
+    from mallocgame.solvers.muzero import MuZeroSolver
 
     problem, hw = _layered()
     s = MuZeroSolver().solve(problem, hw, time_limit=30, seed=1, simulations=4, prior="uniform")
@@ -451,7 +448,6 @@ def test_guided_search_same_seed_same_answer(real_checkpoint):
 @pytest.mark.parametrize("mode", ["pack", "prefetch"])
 def test_muzero_plays_pack_and_prefetch_modes(mode):
     from mallocgame.hardware.spec import PRESETS
-
     from mallocgame.inputs.generate import layered_network
     from mallocgame.runner import run_solver
 
@@ -483,7 +479,6 @@ def test_policy_logits_on_legal_rows_equal_the_full_forward_pass():
 # --- the per-buffer encoder (search/muzero/encoder.py) ----------------------------------------------
 def _intervals_problem(n=40, seed=2):
     from mallocgame.hardware.spec import PRESETS
-
     from mallocgame.inputs.generate import random_intervals
     from mallocgame.intervals import max_live
 
@@ -621,10 +616,9 @@ def test_answer_teacher_labels_follow_the_answer_and_train(tmp_path):
 
 def test_earlier_searches_default_to_the_selfplay_network_and_refuse_a_features_checkpoint():
     from mallocgame.hardware.spec import PRESETS
-    from mallocgame.solvers.muzero import DEFAULT_CHECKPOINT, LEGACY_CHECKPOINT, MuZeroSolver, load_agent_network
-
     from mallocgame.inputs.generate import layered_network
     from mallocgame.model import InputError
+    from mallocgame.solvers.muzero import DEFAULT_CHECKPOINT, LEGACY_CHECKPOINT, MuZeroSolver, load_agent_network
 
     assert load_agent_network(str(DEFAULT_CHECKPOINT))[0].features == "encoder/2"
     assert load_agent_network(str(LEGACY_CHECKPOINT))[0].features == ""

@@ -7,11 +7,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from mallocgame.inputs.suites import suite_entries  # noqa: E402
 from mallocgame.search.game import Game, GameConfig  # noqa: E402
 from mallocgame.search.muzero.problems import TRAIN_SEED_BASE, Curriculum, Recipe, build, realistic_workload  # noqa: E402
 from mallocgame.search.uct import play_greedy  # noqa: E402
-
-from mallocgame.inputs.suites import suite_entries  # noqa: E402
 
 FIELDS = {"variant": "order", "k": 16, "order": "xla"}
 

@@ -22,7 +22,6 @@ from mallocgame.search.muzero.train import (  # noqa: E402
     reanalyse,
     train,
 )
-
 from tests.test_muzero import TINY, fresh, toy_game  # noqa: E402
 
 
@@ -125,17 +124,15 @@ def test_training_with_reanalyse_rewrites_targets_and_is_deterministic():
 # --- the solver's model=learned -----------------------------------------------------------
 def _problem():
     from mallocgame.hardware.spec import PRESETS
-
     from mallocgame.inputs.generate import layered_network
 
     return layered_network(25, seed=4), PRESETS["tpuv4i"]
 
 
 def test_model_learned_solves_a_map_problem_validly_and_deterministically():
-    from mallocgame.solvers.muzero import LEARNED_CHECKPOINT, MuZeroSolver
-
     from mallocgame.model import Solution, Status
     from mallocgame.runner import run_solver
+    from mallocgame.solvers.muzero import LEARNED_CHECKPOINT, MuZeroSolver
 
     problem, hw = _problem()
     opts = {"model": "learned", "simulations": 8}
@@ -155,9 +152,8 @@ def test_model_learned_solves_a_map_problem_validly_and_deterministically():
 
 
 def test_model_option_refuses_bad_values_other_modes_and_a_contradiction():
-    from mallocgame.solvers.muzero import MuZeroSolver
-
     from mallocgame.model import InputError
+    from mallocgame.solvers.muzero import MuZeroSolver
 
     problem, hw = _problem()
     with pytest.raises(InputError, match="option model must be one of learned, simulator, got 'dreamed'"):

@@ -7,11 +7,11 @@ import itertools
 
 import numpy as np
 import pytest
+
+from mallocgame.bounds import prefetch_upper_bound
 from mallocgame.hardware.prefetch_cost import PrefetchEvaluator, eviction_of, serve_copies
 from mallocgame.hardware.spec import PRESETS
 from mallocgame.hardware.validator import validate_intervals
-
-from mallocgame.bounds import prefetch_upper_bound
 from mallocgame.inputs.generate import layered_network
 from mallocgame.io import intervals_csv_text, read_intervals_csv
 from mallocgame.lift import lift_map_answer, map_intervals

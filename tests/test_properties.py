@@ -22,10 +22,10 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from mallocgame.hardware.spec import PRESETS
 
 from mallocgame.bounds import map_upper_bound, pack_lower_bound, prefetch_upper_bound
 from mallocgame.conformance import is_greedy
+from mallocgame.hardware.spec import PRESETS
 from mallocgame.model import Buffer, Op, Operand, Problem, Status
 from mallocgame.registry import load_solver, solver_entries
 from mallocgame.runner import run_solver

@@ -186,6 +186,7 @@ def test_unreachable_address_is_one_line_at_once_and_writes_nothing(inputs, tmp_
 def test_self_play_on_ray_actors_plays_the_seeded_games_in_order_and_trains(cluster):
     pytest.importorskip("torch")
     import numpy as np
+
     from mallocgame.search.muzero.distributed import RaySelfPlay, _Player
     from mallocgame.search.muzero.env import game_factory
     from mallocgame.search.muzero.problems import Curriculum, Recipe

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from mallocgame.hardware.spec import PRESETS
 
+from mallocgame.hardware.spec import PRESETS
 from mallocgame.inputs.generate import layered_network, random_intervals
 from mallocgame.intervals import max_live
 
@@ -23,12 +23,11 @@ def _problem(kind: str, n: int = 40, seed: int = 2):
 
 @pytest.mark.parametrize("kind", ["intervals", "layered"])
 def test_relaxation_set_is_the_bound_relaxations_choice_and_fits_the_capacity(kind):
+    from mallocgame.bounds import no_fragmentation_relaxation
     from mallocgame.hardware.evaluator import Evaluator
+    from mallocgame.intervals import live_profile
     from mallocgame.search.game_data import GameData
     from mallocgame.search.muzero.encoder import RELAX_GAP, relaxation_set
-
-    from mallocgame.bounds import no_fragmentation_relaxation
-    from mallocgame.intervals import live_profile
 
     problem, hw = _problem(kind)
     data = GameData(problem, hw)

@@ -7,9 +7,9 @@ import random
 
 import numpy as np
 import pytest
-from mallocgame.hardware.validator import validate_schedule
 
 from mallocgame.aliasing import merge_inplace
+from mallocgame.hardware.validator import validate_schedule
 from mallocgame.importers._common import WorkloadBuilder
 from mallocgame.importers.hlo import parse_hlo_text
 from mallocgame.io import parse_workload, workload_dict, write_workload_json

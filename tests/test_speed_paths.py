@@ -12,11 +12,11 @@ import json
 
 import numpy as np
 import pytest
-from mallocgame.hardware.evaluator import Evaluator
-from mallocgame.hardware.spec import PRESETS
 
 from mallocgame import io as mio
 from mallocgame.bounds import no_fragmentation_relaxation
+from mallocgame.hardware.evaluator import Evaluator
+from mallocgame.hardware.spec import PRESETS
 from mallocgame.inputs.generate import layered_network
 from mallocgame.intervals import maximal_live_csr, maximal_live_sets
 from mallocgame.model import InputError
@@ -143,9 +143,8 @@ def test_game_fast_paths_match_the_mask(variant, mode):
 
 def test_critical_window_bound_is_a_valid_lower_bound():
     """Between max live and the peak of a validated packing, on random instances and a real-trace-like one."""
-    from mallocgame.hardware.validator import peak, validate
-
     from mallocgame.bounds import critical_window_bound, pack_lower_bound
+    from mallocgame.hardware.validator import peak, validate
     from mallocgame.inputs.generate import random_intervals
     from mallocgame.intervals import max_live
     from mallocgame.runner import run_solver
@@ -178,7 +177,6 @@ def test_info_prints_the_lower_bound(tmp_path):
 def test_validator_fast_check_agrees_with_the_sweep():
     """validate (column-wise check first) gives exactly the loop-and-sweep verdict on valid and broken answers."""
     import mallocgame.hardware.validator as hv
-
     from mallocgame.inputs.generate import random_intervals
     from mallocgame.runner import run_solver
 

@@ -4,8 +4,8 @@ the built-in suites and `mallocgame suites`."""
 from __future__ import annotations
 
 import pytest
-from mallocgame.hardware.spec import PRESETS
 
+from mallocgame.hardware.spec import PRESETS
 from mallocgame.inputs import workloads as w
 from mallocgame.inputs.suites import SUITES, benchmarks_dir, resolve_inputs, suite_entries
 from mallocgame.intervals import max_live
