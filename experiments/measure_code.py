@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import ast
 from collections import Counter
-from pathlib import Path
 
 from _common import ROOT, Transcript, fenced, write_results
 
