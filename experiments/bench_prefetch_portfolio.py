@@ -44,7 +44,7 @@ def main() -> None:
     wanted = set(filter(None, args.entries.split(",")))
     out = Transcript()
     out(f"{'program':24s} {'buffers':>7s} {'msa':>9s} {'lift gx':>9s} {'lift sp':>9s} {'portfolio':>9s} "
-        f"{'x best':>7s} {'bound':>9s} {'gap':>6s} {'msa s':>6s} {'pf s':>6s}")
+        f"{'x best':>7s} {'bound':>9s} {'gap':>6s} {'msa s':>6s} {'pf s':>6s} winner")
     ratios = []
     for e in suite_entries(args.suite):
         if wanted and e.name not in wanted:
@@ -63,15 +63,16 @@ def main() -> None:
         gap = (pf.bound - pf.objective) / pf.bound if pf.valid and pf.bound else float("nan")
         cells = [msa.objective if msa.valid else None, *lifts, pf.objective if pf.valid else None]
         shown = " ".join(f"{v:9.4g}" if v is not None else f"{'-':>9s}" for v in cells)
-        out(f"{e.name:24s} {problem.n:7d} {shown} {ratio:7.3f} {pf.bound:9.4g} {gap:6.1%} {msa_s:6.1f} {pf_s:6.1f}")
+        winner = pf.solution.stats.get("winner") if pf.valid else None
+        out(f"{e.name:24s} {problem.n:7d} {shown} {ratio:7.3f} {pf.bound:9.4g} {gap:6.1%} {msa_s:6.1f} {pf_s:6.1f} "
+            f"{winner}")
     out()
     good = [r for r in ratios if r == r]
     out(f"portfolio / best of (msa, lifted greedy-xla, lifted select-pack): min {min(good):.3f}, "
         f"median {sorted(good)[len(good) // 2]:.3f}, programs at >= 1.05: {sum(r >= 1.05 for r in good)}/{len(good)}")
     write_results(args.out, f"# Prefetch mode on the {args.suite} suite: portfolio vs the best baseline\n\n"
                   f"Time limit {args.time_limit:g} s per run, capacity as the suite sets it; the machine was "
-                  "shared with other jobs (load average in the provenance line's machine field is not recorded: "
-                  "times are wall times).\n\n" + fenced(out.text))
+                  "shared with other jobs (load average above; times are wall times).\n\n" + fenced(out.text))
 
 
 if __name__ == "__main__":
