@@ -181,6 +181,11 @@ class UCTSearch:
         return rest[::-1] + [greedy]  # popped from the end: the greedy's choice first
 
     def _select(self, node: Node) -> tuple[int, Node]:
+        return self._ucb_best(node, None)
+
+    def _ucb_best(self, node: Node, bonus: dict[int, float] | None) -> tuple[int, Node]:
+        """UCT's choice among the tried children of ``node``: normalised mean + ``c`` x ``bonus[a]`` x
+        sqrt(log N / n_a) (``bonus`` ``None``: 1 for every action); the first best in children order."""
         qs = [(a, c, c.q()) for a, c in node.children.items()]
         lo = min(q for _, _, q in qs)
         hi = max(q for _, _, q in qs)
@@ -189,7 +194,8 @@ class UCTSearch:
         c = self.cfg.exploration
         best, best_score = None, -math.inf
         for a, child, q in qs:
-            score = (q - lo) / span + c * math.sqrt(log_n / child.visits)
+            scale = c if bonus is None else c * bonus[a]
+            score = (q - lo) / span + scale * math.sqrt(log_n / child.visits)
             if score > best_score:
                 best, best_score = (a, child), score
         return best
@@ -245,19 +251,7 @@ class UCTSearch:
         (``k`` legal actions); a constant prior scales by exactly 1, so a uniform prior selects as plain UCT."""
         prior = node.prior
         weight = np.ones(len(prior)) if np.all(prior == prior[0]) else (len(prior) * prior) ** self.cfg.prior_power
-        w = dict(zip(node.legal, weight.tolist()))
-        qs = [(a, c, c.q()) for a, c in node.children.items()]
-        lo = min(q for _, _, q in qs)
-        hi = max(q for _, _, q in qs)
-        span = hi - lo if hi > lo else 1.0
-        log_n = math.log(node.visits)
-        c = self.cfg.exploration
-        best, best_score = None, -math.inf
-        for a, child, q in qs:
-            score = (q - lo) / span + c * w[a] * math.sqrt(log_n / child.visits)
-            if score > best_score:
-                best, best_score = a, score
-        return best
+        return self._ucb_best(node, dict(zip(node.legal, weight.tolist())))[0]
 
     def _simulate_guided(self, root: Node, game: Game) -> list[Node]:
         """Descend by pUCT from ``root`` (``game`` is a clone at the root), expanding one node; the path."""
