@@ -24,9 +24,9 @@ import statistics
 import time
 
 from _common import Transcript, fenced, write_results
-from mallocgame.search.muzero.problems import Recipe, build
 
 from mallocgame.runner import problem_bound, run_solver
+from mallocgame.search.muzero.problems import Recipe, build
 
 HELD_OUT = [Recipe("layered", 50, 101), Recipe("layered", 50, 102), Recipe("layered", 100, 103),
             Recipe("layered", 100, 104), Recipe("layered", 200, 105), Recipe("layered", 200, 106),

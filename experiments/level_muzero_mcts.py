@@ -47,10 +47,10 @@ import time
 from pathlib import Path
 
 from _common import Transcript, fenced, results_path, write_results
-from mallocgame.hardware.spec import PRESETS
-from mallocgame.search.muzero.problems import Recipe, build
 
+from mallocgame.hardware.spec import PRESETS
 from mallocgame.runner import problem_bound, run_solver
+from mallocgame.search.muzero.problems import Recipe, build
 
 SIZES = (50, 75, 100, 150, 200, 250)  # 64 simulations with rollouts to the end cost ~n^2 steps per move
 CAPACITIES = (0.2, 0.3, 0.4, 0.5, 0.6)

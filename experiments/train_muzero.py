@@ -37,6 +37,7 @@ def command(run_dir: Path) -> list[str]:
 
 def evaluate(model_path: Path, simulations: int = 8) -> list[str]:
     import numpy as np
+
     from mallocgame.search.muzero.env import game_factory
     from mallocgame.search.muzero.problems import Recipe
     from mallocgame.search.muzero.search import SearchConfig
@@ -74,6 +75,7 @@ def tune_c_scale(model_path: Path, simulations: int = 16) -> list[str]:
     These seeds are neither in training (>= TRAIN_SEED_BASE) nor in the comparison (101-108).
     """
     import numpy as np
+
     from mallocgame.search.muzero.env import game_factory
     from mallocgame.search.muzero.problems import Recipe
     from mallocgame.search.muzero.search import SearchConfig
@@ -111,12 +113,11 @@ def tune_rollouts(simulations: int = 16) -> list[str]:
     """
     import time
 
+    from mallocgame.runner import run_solver
     from mallocgame.search.muzero.env import game_factory
     from mallocgame.search.muzero.problems import Recipe, build
     from mallocgame.search.muzero.torchless import load_inference
     from mallocgame.search.muzero.train import greedy_return
-
-    from mallocgame.runner import run_solver
 
     _, payload = load_inference(str(SHIPPED))
     make = game_factory(payload["game"])

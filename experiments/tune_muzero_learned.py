@@ -21,9 +21,9 @@ import statistics
 
 from _common import Transcript, write_results
 from level_muzero_mcts import tuning
-from mallocgame.search.muzero.problems import build
 
 from mallocgame.runner import problem_bound, run_solver
+from mallocgame.search.muzero.problems import build
 
 
 def main() -> None:
@@ -77,6 +77,7 @@ def main() -> None:
 def losses(train_path: str, checkpoints: list[str]) -> None:
     import numpy as np
     import torch
+
     from mallocgame.search.muzero import checkpoint as ckpt
     from mallocgame.search.muzero.train import configure_torch, loss, resume
 

@@ -23,6 +23,7 @@ import os
 from typing import Any
 
 import torch
+
 from mallocgame.search.muzero.networks import MuZeroNet, NetworkConfig
 
 FORMAT = "mallocgame.muzero/1"

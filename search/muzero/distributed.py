@@ -24,6 +24,7 @@ class _Player:
 
     def __init__(self, game_config: dict):
         import torch
+
         from mallocgame.search.muzero.env import game_factory
 
         torch.set_num_threads(1)

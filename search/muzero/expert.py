@@ -20,11 +20,12 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 import torch
+from torch.nn import functional as F
+
 from mallocgame.search.muzero import checkpoint as ckpt
 from mallocgame.search.muzero.guide import input_vector
 from mallocgame.search.muzero.networks import MuZeroNet, NetworkConfig
 from mallocgame.search.muzero.problems import Recipe
-from torch.nn import functional as F
 
 if TYPE_CHECKING:
     from mallocgame.search.uct import Episode

@@ -7,6 +7,7 @@ training plays exactly the deployed search. numpy only.
 from __future__ import annotations
 
 import numpy as np
+
 from mallocgame.search.muzero import encoder
 
 

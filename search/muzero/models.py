@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
 from mallocgame.search.muzero.features import ObsArrays, obs_arrays
 from mallocgame.search.muzero.inference import NumpyNet
 from mallocgame.search.muzero.search import Expansion

@@ -20,8 +20,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 import numpy as np
-from mallocgame.hardware.spec import PRESETS, HardwareSpec
 
+from mallocgame.hardware.spec import PRESETS, HardwareSpec
 from mallocgame.inputs.generate import layered_network, random_intervals
 from mallocgame.intervals import max_live
 from mallocgame.model import Problem

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
+
 from mallocgame.search.muzero.features import obs_arrays
 from mallocgame.search.muzero.problems import Recipe
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
 from mallocgame.search.muzero.features import ObsArrays, obs_arrays
 from mallocgame.search.muzero.models import LearnedModel, NetworkEvaluator, SimulatorModel
 from mallocgame.search.muzero.problems import Recipe

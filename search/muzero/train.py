@@ -15,6 +15,8 @@ from typing import Any, Callable
 
 import numpy as np
 import torch
+from torch.nn import functional as F
+
 from mallocgame.search.muzero import checkpoint as ckpt
 from mallocgame.search.muzero.features import ObsArrays, obs_dims
 from mallocgame.search.muzero.networks import MuZeroNet, NetworkConfig, parameter_count
@@ -22,7 +24,6 @@ from mallocgame.search.muzero.problems import Curriculum, Recipe
 from mallocgame.search.muzero.replay import Batch, ReplayBuffer, rebuild
 from mallocgame.search.muzero.search import SearchConfig
 from mallocgame.search.muzero.selfplay import Agent, play_game
-from torch.nn import functional as F
 
 
 @dataclass(frozen=True)
