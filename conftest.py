@@ -1,13 +1,14 @@
 """Docstring examples as tests, each module imported under its installed ``mallocgame.*`` name.
 
 The folders solvers/, search/, hybrid/ and hardware/ install as ``mallocgame.solvers`` and so on
-(package-dir in pyproject.toml). Left to itself, pytest's doctest collection would name
+(package-dir in pyproject.toml), and in the checkout ``mallocgame/solvers`` and the others are links
+to them, so ``testpaths`` reaches them through ``mallocgame/``. Left to itself, pytest's doctest collection would name
 ``solvers/best_fit.py`` ``solvers.best_fit`` (the folder walk from the checkout's root) and import a
 second copy of the module beside ``mallocgame.solvers.best_fit``. This hook collects the doctests of
 every module of the package folders that holds an example (``>>>``), importing it by its installed
 name, so a module is never imported twice. It runs for the folders listed in ``testpaths`` (so
-``python -m pytest`` runs them) and for ``python -m pytest --doctest-modules mallocgame solvers ...``
-alike; the docs' "Development" page says how to mark an example that cannot run here.
+``python -m pytest`` runs them) and for ``python -m pytest --doctest-modules mallocgame`` alike; the
+docs' "Development" page says how to mark an example that cannot run here.
 """
 
 from __future__ import annotations

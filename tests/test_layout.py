@@ -58,3 +58,10 @@ def test_an_install_puts_only_mallocgame_in_site_packages(tmp_path):
     assert list((installed / "inputs/data").glob("*.json")), "the built-in examples' data must install"
     source = sorted(p.name for p in (ROOT / "mallocgame/inputs/data/xla").iterdir() if p.is_file())
     assert sorted(p.name for p in (installed / "inputs/data/xla").iterdir()) == source, "the xla suite must install"
+
+
+def test_the_checkout_links_the_card_folders_under_mallocgame():
+    # So that `import mallocgame.solvers` and plain `lint-imports` see the installed layout in the checkout.
+    for folder in ("solvers", "search", "hybrid", "hardware"):
+        link = ROOT / "mallocgame" / folder
+        assert link.is_symlink() and link.resolve() == (ROOT / folder).resolve(), folder
