@@ -237,20 +237,29 @@ def _add_fetches(lp: _Lp, prog: _Program, x, rho, residency: _Residency):
     lp.each([(q_ext, 1.0), (f, -ext)], 0.0)
     lp.each([(q_ext, 1.0), (x[at], ext)], ext)
     lp.each([(f, prog.copy_seconds(at)), (q_in, -1.0), (q_ext, -1.0), (stall, -1.0)], 0.0)
-    # The fetch is resident over a suffix of the gap of some length l, in a bracket [S_j, S_{j+1}) of
-    # lengths (S = 0, 1, 2, 4, ..., the gap's length) chosen with weight lam: memory is charged over
-    # the suffix S_j (no more than the answer holds), the budget taken inside the gap is at most that
-    # of the suffix S_{j+1} - 1 (no less than it can take).
-    which, memory, budget = _brackets(hi - lo)
-    lam = lp.columns(len(which), 0.0, 1.0, integral=True)
-    lp.add_rows(np.concatenate([which, np.arange(n)]), np.concatenate([lam, f]),
-                np.concatenate([np.ones(len(lam)), -np.ones(n)]), np.zeros(n), eq=True)
-    end = hi[which]
-    lp.add_rows(np.concatenate([np.arange(n), which]), np.concatenate([q_in, lam]),
-                np.concatenate([np.ones(n), -prog.budget(end - budget, end)]), np.zeros(n))
+    # The fetch is resident over a suffix of its gap (_add_brackets).
     residency.add(lo[held], hi[held], prog.size[at[held]], h)
-    residency.add(end - memory, end, prog.size[at][which], lam)
+    _add_brackets(lp, prog, lo, hi, f, q_in, prog.size[at], residency, suffix=True)
     return hold_of, (lo, win_hi, q_in, q_ext)
+
+
+def _add_brackets(lp: _Lp, prog: _Program, lo, hi, copy, take, sizes, residency: _Residency, *, suffix: bool):
+    """A copy's residency inside its gap ``[lo, hi)``: a suffix of it (a fetch) or a prefix (an eviction),
+    of some length ``l`` in a bracket ``[S_j, S_{j+1})`` of lengths (``S = 0, 1, 2, 4, ..., the gap's
+    length``, :func:`_brackets`) chosen with weights summing to the copy's column ``copy``. Memory is
+    charged over ``S_j`` ops (no more than the answer holds); the budget ``take`` drawn inside the gap is
+    at most that of ``S_{j+1} - 1`` ops (no less than it can draw)."""
+    n = len(lo)
+    which, memory, budget = _brackets(hi - lo)
+    weight = lp.columns(len(which), 0.0, 1.0, integral=True)
+    lp.add_rows(np.concatenate([which, np.arange(n)]), np.concatenate([weight, copy]),
+                np.concatenate([np.ones(len(weight)), -np.ones(n)]), np.zeros(n), eq=True)
+    edge = hi[which] if suffix else lo[which]
+    b_lo, b_hi = (edge - budget, edge) if suffix else (edge, edge + budget)
+    lp.add_rows(np.concatenate([np.arange(n), which]), np.concatenate([take, weight]),
+                np.concatenate([np.ones(n), -prog.budget(b_lo, b_hi)]), np.zeros(n))
+    r_lo, r_hi = (edge - memory, edge) if suffix else (edge, edge + memory)
+    residency.add(r_lo, r_hi, sizes[which], weight)
 
 
 def _add_evictions(lp: _Lp, prog: _Program, x, hold_of, residency: _Residency):
@@ -285,15 +294,8 @@ def _add_evictions(lp: _Lp, prog: _Program, x, hold_of, residency: _Residency):
     lp.add_rows(np.concatenate([np.arange(n), np.arange(n), np.flatnonzero(has)]),
                 np.concatenate([dirty[at], e, next_hold[has]]),
                 np.concatenate([np.ones(n), -np.ones(n), -np.ones(int(has.sum()))]), np.zeros(n))
-    which, memory, budget = _brackets(hi - lo)
-    mu = lp.columns(len(which), 0.0, 1.0, integral=True)
-    lp.add_rows(np.concatenate([which, np.arange(n)]), np.concatenate([mu, e]),
-                np.concatenate([np.ones(len(mu)), -np.ones(n)]), np.zeros(n), eq=True)
-    start = lo[which]
-    lp.add_rows(np.concatenate([np.arange(n), which]), np.concatenate([q_gap, mu]),
-                np.concatenate([np.ones(n), -prog.budget(start, start + budget)]), np.zeros(n))
+    _add_brackets(lp, prog, lo, hi, e, q_gap, prog.size[at], residency, suffix=False)
     lp.each([(e, prog.copy_seconds(at)), (q_pre, -1.0), (q_gap, -1.0), (stall, -1.0)], 0.0)
-    residency.add(start, start + memory, prog.size[at][which], mu)
     return np.maximum(since, -1) + 1, hi, q_pre, q_gap
 
 
