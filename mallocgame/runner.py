@@ -76,13 +76,14 @@ class Report:
                 f"peak={self.peak} seconds={self.seconds:.3f}{extra}")
 
 
-def problem_bound(problem: Problem, hardware, *, tighten: float = 0.0) -> Bound:
+def problem_bound(problem: Problem, hardware, *, tighten: float = 0.0, pending=None) -> Bound:
     """The mode's bound, built once per solve session (:meth:`mallocgame.session.Session.bound`);
-    ``tighten`` seconds (prefetch mode) go to the residency bound, once."""
+    prefetch mode, once: ``tighten`` seconds go to the residency bound, or ``pending`` collects one
+    started beside a solver (:func:`mallocgame.prefetch_bound.start_residency`)."""
     from mallocgame.session import session_for
 
     with stdout_to_stderr():  # HiGHS may print; stdout may be a --json document
-        return session_for(problem, hardware).bound(tighten=tighten)
+        return session_for(problem, hardware).bound(tighten=tighten, pending=pending)
 
 
 def shared_caches(problem: Problem, hardware) -> None:

@@ -373,14 +373,22 @@ def solve(problem_path, solver_name, mode, capacity, capacity_fraction, hardware
                 problem_bound(problem, spec)
             run = ChildCall(solve_with_warm_start, solver_name, problem, spec, time_limit=time_limit, seed=seed,
                             hint=hint, warm_start=warm_start, options=options, compute_bound=False)
-            try:  # prefetch mode: the residency bound gets the parent's idle time while the child solves
-                from mallocgame.prefetch_bound import RESIDENCY_SECONDS
+            pending = None
+            try:
+                if problem.mode == "prefetch":  # the residency bound, in a child of its own beside the solver
+                    from mallocgame.prefetch_bound import RESIDENCY_SECONDS, start_residency
 
-                bound = problem_bound(problem, spec, tighten=min(time_limit, RESIDENCY_SECONDS))
+                    pending = start_residency(problem, spec, seconds=min(time_limit, RESIDENCY_SECONDS))
+                bound = problem_bound(problem, spec)
+                result = run.result()
+                if pending is not None:  # collected once the solver is done (waiting a few seconds at most)
+                    bound = problem_bound(problem, spec, pending=pending)
             except BaseException:
                 run.cancel()
+                if pending is not None:
+                    pending.cancel()
                 raise
-            report = with_bound(run.result(), bound)
+            report = with_bound(result, bound)
     except (SolverLoadError, UnsupportedMode, InputError) as exc:  # InputError: a bad option value, say
         fail(str(exc))
     except Exception as exc:  # a solver's own failure: one line, no solution
