@@ -339,7 +339,7 @@ class _Totals:
 
 
 def _check_buffer(path: str, where: str, b: Buffer, seen: set[str]) -> None:
-    if not b.id:
+    if not b.id.strip():
         raise InputError(f"{path}: {where}, field 'id': empty id")
     if b.id in seen:
         raise InputError(f"{path}: {where}, field 'id': duplicate id {b.id!r}")
@@ -404,16 +404,29 @@ def _gc_paused() -> Iterator[None]:
         if was:
             gc.enable()
 
+
+@contextlib.contextmanager
+def _any_field_size() -> Iterator[None]:
+    """The csv module's field limit (131,072 characters) lifted while one file is read: an id of
+    any length that the writers wrote is read back."""
+    was = csv.field_size_limit(2**31 - 1)
+    try:
+        yield
+    finally:
+        csv.field_size_limit(was)
+
+
 def _csv_records(path: str, text: str) -> Iterator[tuple[int, list[str]]]:
     """``(line number, fields)`` per record; a quoted field may hold commas, quotes and line breaks."""
     reader = csv.reader(io.StringIO(text, newline=""))
     line = 1
-    try:
-        for raw in reader:
-            yield line, raw
-            line = reader.line_num + 1
-    except csv.Error as exc:
-        raise InputError(f"{path}: row {line}: not valid CSV ({exc})") from None
+    with _any_field_size():
+        try:
+            for raw in reader:
+                yield line, raw
+                line = reader.line_num + 1
+        except csv.Error as exc:
+            raise InputError(f"{path}: row {line}: not valid CSV ({exc})") from None
 
 
 def _csv_rows(path: str, text: str, required: Iterable[str]) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
@@ -447,7 +460,7 @@ def read_csv(path: str | os.PathLike, *, with_offsets: bool = False) -> tuple[Pr
         if has_benefit and row["benefit"].strip() != "":
             benefit = _float_field(path, where, "benefit", row["benefit"])
         b = Buffer(
-            id=row["id"].strip(),
+            id=row["id"],  # exactly as written: the writers quote what needs it, never pad
             start=_int_field(path, where, "lower", row["lower"]),
             end=_int_field(path, where, "upper", row["upper"]),
             size=_int_field(path, where, "size", row["size"]),
@@ -723,7 +736,34 @@ def read_workload_json(path: str | os.PathLike) -> Problem:
         raise InputError(f"{path}: invalid JSON (nested too deeply)") from None
     except ValueError as exc:  # an integer of more digits than Python converts
         raise InputError(f"{path}: invalid JSON ({str(exc).split(':')[0]})") from None
-    return parse_workload(path, data)
+    problem = parse_workload(path, data)
+    _check_ids_write_back(path, problem)
+    return problem
+
+
+def _check_ids_write_back(path: str, problem: Problem) -> None:
+    """Refuses, with its place, an id that a writer could not write back as it was read: a blank
+    id (the CSV reader refuses it), or a lone surrogate (JSON's ``\\ud800`` escape), which no UTF-8
+    file can hold."""
+    blank = next((k for k, b in enumerate(problem.buffers) if not b.id.strip()), None)
+    if blank is not None:
+        raise InputError(f"{path}: buffers[{blank}], field 'id': empty id")
+    for what, ids in (("buffers", [b.id for b in problem.buffers]), ("ops", [op.id for op in problem.ops])):
+        try:
+            "".join(ids).encode("utf-8")
+        except UnicodeEncodeError:
+            k = next(k for k, i in enumerate(ids) if not _encodable(i))
+            bad = next(c for c in ids[k] if not _encodable(c))
+            raise InputError(f"{path}: {what}[{k}], field 'id': not valid Unicode text (lone surrogate "
+                             f"U+{ord(bad):04X}), which no output file can hold") from None
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def load_problem(path: str | os.PathLike) -> Problem:
@@ -807,7 +847,7 @@ def read_intervals_csv(path: str | os.PathLike, problem: Problem) -> list:
             raise InputError(f"{path}: row {lineno}: expected {len(header)} fields, got {len(raw)}")
         row = dict(zip(header, raw))
         where = f"row {lineno}"
-        bid = row["id"].strip()
+        bid = row["id"]
         if bid not in problem.index:
             raise InputError(f"{path}: {where}: buffer {bid!r} is not in problem {problem.name!r}")
         copy = row["copy_start"].strip()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -135,3 +136,76 @@ def test_hint_for_other_problem_is_rejected(tmp_path):
     write_solution_csv(path, q, Solution(offsets=(None,) * 5, status=Status.FEASIBLE))
     with pytest.raises(InputError, match="different problem"):
         read_solution_csv(str(path), p)
+
+
+# Ids that once did not come back (issue 19, item 8): padded (the CSV reader stripped them), longer
+# than the csv module's 131,072-character field limit, with a comma, a quote and a line break, a tab,
+# non-ASCII text.
+AWKWARD_IDS = [" a ", "x" * 200_000, 'q,"\n', "tab\tid", "\u00fc\u540d", "\r\n."]
+
+
+@pytest.mark.parametrize("awkward", AWKWARD_IDS, ids=["padded", "long", "quoted", "tab", "non-ascii", "line-break"])
+def test_awkward_ids_round_trip_through_every_writer_and_reader(tmp_path, awkward):
+    from mallocgame.io import (
+        intervals_csv_text,
+        read_intervals_csv,
+        read_workload_json,
+    )
+    from mallocgame.lift import map_intervals
+
+    base = layered_network(12, seed=3)
+    ids = {b.id: (awkward if k == 2 else b.id) for k, b in enumerate(base.buffers)}
+    p = base.replace(buffers=tuple(dataclasses.replace(b, id=ids[b.id]) for b in base.buffers),
+                     ops=tuple(dataclasses.replace(op, operands=tuple(dataclasses.replace(o, buffer=ids[o.buffer])
+                                                                      for o in op.operands))
+                               for op in base.ops))
+    write_workload_json(tmp_path / "w.json", p)
+    q = read_workload_json(str(tmp_path / "w.json"))
+    assert [b.id for b in q.buffers] == [b.id for b in p.buffers]
+    assert load_problem(write(tmp_path, "p.csv", problem_csv_text(p))).buffers[2].id == awkward
+    offsets = tuple(None if i % 2 else 64 * i for i in range(p.n))
+    write_solution_csv(tmp_path / "sol.csv", q, Solution(offsets=offsets, status=Status.FEASIBLE))
+    assert tuple(read_solution_csv(str(tmp_path / "sol.csv"), q)) == offsets
+    intervals = map_intervals(q, list(offsets))
+    back = read_intervals_csv(write(tmp_path, "iv.csv", intervals_csv_text(q, intervals)), q)
+    assert sorted(back, key=repr) == sorted(intervals, key=repr) and any(iv.buffer == 2 for iv in back)
+
+
+def test_awkward_ids_round_trip_through_solve_and_validate(tmp_path):
+    import subprocess
+    import sys
+
+    bufs = [{"id": i, "size": 64, "start": k % 3, "end": k % 3 + 2} for k, i in enumerate(AWKWARD_IDS)]
+    path = tmp_path / "w.json"
+    path.write_text(json.dumps({"format": "mallocgame.workload/1", "buffers": bufs, "capacity": 192}))
+    cli = [sys.executable, "-m", "mallocgame.cli.main"]
+    solved = subprocess.run(cli + ["solve", str(path), "--solver", "greedy-xla", "-o", str(tmp_path / "s.csv")],
+                            capture_output=True, text=True)
+    assert solved.returncode == 0, solved.stderr
+    checked = subprocess.run(cli + ["validate", str(path), str(tmp_path / "s.csv")], capture_output=True, text=True)
+    assert checked.returncode == 0 and checked.stdout.startswith("ok:"), checked.stderr
+
+
+def test_lone_surrogate_id_is_refused_with_its_place(tmp_path):
+    path = tmp_path / "w.json"
+    path.write_text('{"format": "mallocgame.workload/1", "buffers": [{"id": "z", "size": 8, "start": 0, "end": 2},'
+                    ' {"id": "s\\ud800", "size": 8, "start": 0, "end": 2}]}')
+    with pytest.raises(InputError, match=r"buffers\[1\], field 'id': not valid Unicode text \(lone surrogate U\+D800\)"):
+        load_problem(str(path))
+
+
+@pytest.mark.parametrize("blank", [" ", "\r", "\t\n"])
+def test_blank_ids_are_refused_by_both_readers(tmp_path, blank):
+    doc = {"format": "mallocgame.workload/1", "buffers": [{"id": blank, "size": 8, "start": 0, "end": 2}]}
+    with pytest.raises(InputError, match=r"buffers\[0\], field 'id': empty id"):
+        load_problem(write(tmp_path, "w.json", json.dumps(doc)))
+    with pytest.raises(InputError, match=r"row 2, field 'id': empty id"):
+        load_problem(write(tmp_path, "p.csv", problem_csv_text(random_intervals(1, seed=0)).replace("b0", f'"{blank}"')))
+
+
+def test_csv_field_limit_is_restored_after_reading(tmp_path):
+    import csv
+
+    before = csv.field_size_limit()
+    load_problem(write(tmp_path, "p.csv", "id,lower,upper,size\n" + "y" * 200_000 + ",0,2,8\n"))
+    assert csv.field_size_limit() == before
