@@ -75,7 +75,8 @@ def atomic_output(path: str | os.PathLike, mode: str = "w") -> Iterator[IO]:
         return
     if not path.parent.is_dir():  # never created: a mistyped path would silently make a folder
         raise OutputDirectoryMissing(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    remove_stale_temps(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, mode, **({} if "b" in mode else {"newline": ""})) as fh:
             yield fh
@@ -87,6 +88,39 @@ def atomic_output(path: str | os.PathLike, mode: str = "w") -> Iterator[IO]:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def remove_stale_temps(path: str | os.PathLike) -> list[str]:
+    """Remove the temp files that killed writers of ``path`` left; returns their names.
+
+    A writer killed with SIGKILL (or by a power cut) cannot remove its ``.NAME.PID.XXXX.tmp``;
+    the next write of ``NAME`` removes every such file whose writer process no longer runs.
+    A live writer's file (another run writing the same path, or a reused PID) is left alone.
+    """
+    path = Path(path)
+    prefix = f".{path.name}."
+    removed = []
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(path.parent):
+            name = entry.name
+            if not (name.startswith(prefix) and name.endswith(".tmp")):
+                continue
+            pid = name[len(prefix):].split(".", 1)[0]
+            if pid.isdigit() and not _process_runs(int(pid)) and entry.is_file(follow_symlinks=False):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(entry.path)
+                    removed.append(name)
+    return removed
+
+
+def _process_runs(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return pid < 2**31  # another user's process: it runs
+    return True
 
 
 def output_folder(path: str | os.PathLike) -> Path:

@@ -209,3 +209,32 @@ def test_csv_field_limit_is_restored_after_reading(tmp_path):
     before = csv.field_size_limit()
     load_problem(write(tmp_path, "p.csv", "id,lower,upper,size\n" + "y" * 200_000 + ",0,2,8\n"))
     assert csv.field_size_limit() == before
+
+
+def test_a_killed_writers_temp_file_is_removed_by_the_next_write(tmp_path):
+    """SIGKILL mid-write leaves ``.NAME.PID.XXXX.tmp`` (issue 19, item 8); the next write of NAME removes it,
+    and leaves alone the temp file of a writer that still runs."""
+    import signal
+    import subprocess
+    import sys
+
+    from mallocgame.io import atomic_write_text
+
+    out = tmp_path / "out.csv"
+    writer = ("import sys, time\nfrom mallocgame.io import atomic_output\n"
+              "with atomic_output(sys.argv[1]) as fh:\n    fh.write('x' * 1000); fh.flush(); print('open', flush=True)\n"
+              "    time.sleep(60)\n")
+    killed = subprocess.Popen([sys.executable, "-c", writer, str(out)], stdout=subprocess.PIPE, text=True)
+    alive = subprocess.Popen([sys.executable, "-c", writer, str(out)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert killed.stdout.readline() == "open\n" and alive.stdout.readline() == "open\n"
+        killed.send_signal(signal.SIGKILL)
+        killed.wait()
+        left = sorted(p.name for p in tmp_path.glob(".out.csv.*.tmp"))
+        assert len(left) == 2 and any(f".{killed.pid}." in n for n in left)
+        atomic_write_text(out, "done\n")
+        assert out.read_text() == "done\n"
+        assert [p.name for p in tmp_path.glob(".out.csv.*.tmp")] == [n for n in left if f".{alive.pid}." in n]
+    finally:
+        alive.kill()
+        alive.wait()
