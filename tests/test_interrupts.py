@@ -194,6 +194,7 @@ def test_solve_cpsat_stops_at_once_on_sigint(tmp_path):
             proc.kill()
     assert proc.returncode == 130 and stopped < 3
     assert "interrupted by SIGINT" in stderr and "Aborted!" not in stderr and "Traceback" not in stderr
+    assert "" not in stderr.splitlines(), repr(stderr)  # click printed a blank line before its Abort
     assert not [p for p in family if alive(p)]
 
 

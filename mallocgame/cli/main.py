@@ -64,6 +64,15 @@ LAZY_COMMANDS = {
 }
 
 
+class _StoppedBySignal(BaseException):
+    """A ``KeyboardInterrupt`` (SIGINT, or SIGTERM through ``raise_on_signals``) carried past click's
+    ``main``, which would print a blank stderr line before its ``Abort``."""
+
+    def __init__(self, cause: KeyboardInterrupt):
+        super().__init__(cause)
+        self.cause = cause
+
+
 class LazyGroup(click.Group):
     def list_commands(self, ctx):
         return sorted(set(super().list_commands(ctx)) | {n for n in LAZY_COMMANDS if self._available(n)})
@@ -109,8 +118,8 @@ class LazyGroup(click.Group):
                 sys.exit(stop.exit_code)
             click.echo("Aborted!", err=True)
             sys.exit(1)
-        except KeyboardInterrupt as exc:  # between click's own handlers
-            stop = interrupted(exc)
+        except (KeyboardInterrupt, _StoppedBySignal) as exc:  # between click's own handlers, or in a command
+            stop = interrupted(exc.cause if isinstance(exc, _StoppedBySignal) else exc)
             click.echo(f"interrupted by {stop.signal_name}", err=True)
             sys.exit(stop.exit_code)
         sys.exit(code if isinstance(code, int) else 0)
@@ -119,6 +128,8 @@ class LazyGroup(click.Group):
         """Run the command; an exception it does not expect is one ``error:`` line, not a traceback."""
         try:
             return super().invoke(ctx)
+        except KeyboardInterrupt as exc:
+            raise _StoppedBySignal(exc) from None
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
         except InputError as exc:  # bad input that escaped the command's own handling
