@@ -84,10 +84,19 @@ def atomic_output(path: str | os.PathLike, mode: str = "w") -> Iterator[IO]:
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    except OSError as exc:
+        _remove(tmp)
+        if exc.filename is None:  # a failed write or flush (a full disk): say which output it was
+            raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
         raise
+    except BaseException:
+        _remove(tmp)
+        raise
+
+
+def _remove(tmp: str) -> None:
+    if os.path.exists(tmp):
+        os.unlink(tmp)
 
 
 def remove_stale_temps(path: str | os.PathLike) -> list[str]:

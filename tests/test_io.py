@@ -238,3 +238,55 @@ def test_a_killed_writers_temp_file_is_removed_by_the_next_write(tmp_path):
     finally:
         alive.kill()
         alive.wait()
+
+
+class _FullDisk:
+    """A file object whose data never fits: every write raises ENOSPC with no file name, as a real write does."""
+
+    def __init__(self, fh):
+        self._fh = fh
+
+    def write(self, data):
+        import errno
+        import os
+
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    def __getattr__(self, name):
+        return getattr(self._fh, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self._fh.close()
+
+
+def test_a_full_disk_error_names_the_output_and_leaves_nothing(tmp_path, monkeypatch):
+    import os
+
+    import mallocgame.io as io_module
+    from mallocgame.io import atomic_write_text
+
+    real = os.fdopen
+    monkeypatch.setattr(io_module.os, "fdopen", lambda *a, **k: _FullDisk(real(*a, **k)))
+    with pytest.raises(OSError) as err:
+        atomic_write_text(tmp_path / "out.csv", "x")
+    assert err.value.filename == str(tmp_path / "out.csv") and "No space left" in str(err.value)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_suites_export_on_a_full_disk_names_the_file(tmp_path, monkeypatch):
+    import os
+
+    from click.testing import CliRunner
+
+    import mallocgame.io as io_module
+    from mallocgame.cli.main import main
+
+    real = os.fdopen
+    monkeypatch.setattr(io_module.os, "fdopen", lambda *a, **k: _FullDisk(real(*a, **k)))
+    result = CliRunner().invoke(main, ["suites", "quick", "--export", str(tmp_path / "exp")])
+    assert result.exit_code == 2
+    line = result.output.strip().splitlines()[-1]
+    assert line.startswith(f"error: {tmp_path / 'exp'}") and line.endswith("No space left on device"), result.output
