@@ -28,6 +28,7 @@ import numpy as np
 
 from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.hardware.spec import HardwareSpec
+from mallocgame.intervals import next_open
 from mallocgame.model import FastInterval, Problem, derived_facts
 
 
@@ -191,17 +192,9 @@ def serve_copies_left(copies: Sequence[tuple[int, int, float]], budgets: Sequenc
     n = len(left)
     nxt = list(range(n + 1))  # nxt[t]: first slot >= t that may have budget (n = none)
 
-    def find(t: int) -> int:
-        root = t
-        while nxt[root] != root:
-            root = nxt[root]
-        while nxt[t] != root:
-            nxt[t], t = root, nxt[t]
-        return root
-
     stalls = []
     for first, deadline, need in copies:
-        t = find(max(first, 0)) if first < n else n
+        t = next_open(nxt, max(first, 0)) if first < n else n
         end = min(deadline, n)
         while need > 0 and t < end:
             take = need if need < left[t] else left[t]
@@ -209,7 +202,7 @@ def serve_copies_left(copies: Sequence[tuple[int, int, float]], budgets: Sequenc
             left[t] -= take
             if left[t] <= 0:
                 nxt[t] = t + 1
-                t = find(t + 1)
+                t = next_open(nxt, t + 1)
             else:
                 break
         stalls.append(float(need) if need > 0 else 0.0)

@@ -22,6 +22,27 @@ import numpy as np
 from mallocgame.model import Problem, derived_facts
 
 
+def next_open(nxt: list[int], t: int) -> int:
+    """The first slot ``>= t`` still open in a union-find "next slot" list, with path compression.
+
+    ``nxt[t] == t`` while slot ``t`` is open; closing it is ``nxt[t] = t + 1``; ``nxt`` has one
+    sentinel past the last slot. Serving copies from per-op budgets this way (the evaluator's
+    copy service, msa's earliest-deadline-first reservations) skips exhausted slots in amortised
+    near-constant time, however long the copy windows are.
+
+    Example:
+        >>> nxt = list(range(5)); nxt[1] = 2; nxt[2] = 3
+        >>> next_open(nxt, 1), nxt[1]
+        (3, 3)
+    """
+    root = t
+    while nxt[root] != root:
+        root = nxt[root]
+    while nxt[t] != root:
+        nxt[t], t = root, nxt[t]
+    return root
+
+
 def count_overlapping_pairs(start: np.ndarray, end: np.ndarray) -> int:
     """Number of interfering pairs, in O(n log n) without listing them."""
     s_sorted, e_sorted = np.sort(start), np.sort(end)

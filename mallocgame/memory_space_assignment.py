@@ -30,6 +30,7 @@ import numpy as np
 
 from mallocgame.hardware.prefetch_cost import PrefetchEvaluator, serve_copies_left
 from mallocgame.hardware.validator import validate_intervals
+from mallocgame.intervals import next_open
 from mallocgame.model import FastInterval, InputError, Problem
 from mallocgame.placement import _SMALL, _best_fit_py, best_fit_offset  # the same best fit, without numpy when small
 
@@ -291,15 +292,7 @@ def _edf(jobs: list[tuple[int, int, float, int]], budgets: list[float], base: in
     ``[(slot, amount), ...]`` in the order of ``jobs``."""
     left = list(budgets)
     n = len(left)
-    nxt = list(range(n + 1))
-
-    def find(t: int) -> int:
-        root = t
-        while nxt[root] != root:
-            root = nxt[root]
-        while nxt[t] != root:
-            nxt[t], t = root, nxt[t]
-        return root
+    nxt = list(range(n + 1))  # nxt[t]: first slot >= t that may have budget (n = none)
 
     allocs: list[list[tuple[int, float]]] = [[] for _ in jobs]
     stall = 0.0
@@ -307,7 +300,7 @@ def _edf(jobs: list[tuple[int, int, float, int]], budgets: list[float], base: in
         first, deadline, need, _ = jobs[i]
         a = allocs[i]
         f = first - base
-        t = find(f) if f < n else n
+        t = next_open(nxt, f) if f < n else n
         end = min(deadline - base, n)
         while need > 0 and t < end:
             lt = left[t]
@@ -318,7 +311,7 @@ def _edf(jobs: list[tuple[int, int, float, int]], budgets: list[float], base: in
             left[t] = lt - take
             if left[t] <= 0:
                 nxt[t] = t + 1
-                t = find(t + 1)
+                t = next_open(nxt, t + 1)
             else:
                 break
         if need > 0:
