@@ -156,10 +156,11 @@ def bad_option_value(options: dict[str, Any]) -> tuple[str, str] | None:
 SAFETY = 0.05  # seconds every solver keeps back for reading its answer and building the Solution
 
 
-def solver_deadline(t0: float, time_limit: float, n: int, *, extra: float = 0.0) -> float:
+def solver_deadline(t0: float, time_limit: float, n: int, *, extra: float = 0.0,
+                    per_buffer: float = 2e-5) -> float:
     """Monotonic time by which a solver stops searching, so that its answer is back within ``time_limit``.
 
-    Keeps :data:`SAFETY` + ``extra`` seconds plus 20 µs per buffer for scoring and building the
-    answer, but never less than half the limit for the search itself.
+    Keeps :data:`SAFETY` + ``extra`` seconds plus ``per_buffer`` seconds per buffer (20 µs: a search's
+    scoring and building the answer) for the end, but never less than half the limit for the search itself.
     """
-    return t0 + max(time_limit - SAFETY - extra - 2e-5 * n, time_limit * 0.5)
+    return t0 + max(time_limit - SAFETY - extra - per_buffer * n, time_limit * 0.5)
