@@ -11,7 +11,8 @@ Contestants (all through :func:`mallocgame.runner.run_solver`: validated, scored
 bound): ``mcts`` (its defaults); ``muzero`` (the solver's defaults: the shipped network, the default
 selection rule); ``uniform`` and ``relaxation`` (solver ``muzero`` with ``prior=uniform`` / ``prior=relaxation``,
 the same rule); ``muzero-puct`` (the network with the earlier rule, ``selection=puct``). The time limit
-(``--time-limit``) is large so the clock does not bind; a run it bound is marked ``*``.
+(``--time-limit``) is large so the clock does not bind; a run it bound is marked ``*``. A budget ``tS`` (e.g.
+``--budgets t10``) is equal wall time instead: S seconds per problem and no cap on simulations.
 
 Every run is appended to ``--csv`` as it ends and a rerun skips what is there (same name, size, budget and
 contestant), so the script resumes; a program regenerated under its old name is run again. Each row's gap
@@ -78,6 +79,15 @@ def main() -> None:
         f"Every run is in `{csv_path.name}`. Output as printed:\n\n" + fenced(show.text)))
 
 
+def budget_of(budget: str, time_limit: float) -> tuple[int, float]:
+    """``(simulations per move, time limit)`` of a budget: ``"16"`` is 16 simulations per move under
+    ``time_limit``; ``"t10"`` is equal wall time, 10 s per problem, with no cap on simulations (each solver
+    shares the time among its moves its own way)."""
+    if budget.startswith("t"):
+        return 10**9, float(budget[1:])
+    return int(budget), time_limit
+
+
 def read_rows(path: Path) -> list[dict]:
     if not path.exists():
         return []
@@ -113,9 +123,10 @@ def run(args, budgets, wanted, csv_path: Path, rows: list[dict], show) -> None:
                         continue
                     bound = bound or problem_bound(h.problem, h.hardware)
                     solver, opts = CONTESTANTS[name]
+                    sims, limit = budget_of(budget, args.time_limit)
                     t0 = time.monotonic()
-                    rep = run_solver(solver, h.problem, h.hardware, time_limit=args.time_limit, seed=args.seed,
-                                     options={**opts, "simulations": int(budget)}, bound=bound)
+                    rep = run_solver(solver, h.problem, h.hardware, time_limit=limit, seed=args.seed,
+                                     options={**opts, "simulations": sims}, bound=bound)
                     secs = time.monotonic() - t0
                     if not rep.valid:
                         raise SystemExit(f"{name} on {h.label}: invalid answer: {rep.violation}")
@@ -124,7 +135,7 @@ def run(args, budgets, wanted, csv_path: Path, rows: list[dict], show) -> None:
                            "contestant": name, "value": rep.objective, "bound": bound.value, "gap": rep.gap,
                            "seconds": round(secs, 2), "simulations": st.get("simulations", 0),
                            "clock_bound": st.get("finished_greedily_at") is not None
-                           or st.get("simulations", 0) < int(budget) * st.get("searched_moves", 0),
+                           or st.get("simulations", 0) < sims * st.get("searched_moves", 0),
                            "selection": st.get("selection", ""), "exploration": opts.get("exploration", ""),
                            "prior": st.get("prior", ""), "answer_from": st.get("answer_from", "")}
                     out.writerow(row)
