@@ -33,8 +33,11 @@ earlier pUCT rule (``selection="puct"``, constant 10) stays available. On the he
 simulations, it does not beat ``mcts`` significantly: 13/33/8 (wins/ties/losses, p = 0.19) on the 54
 problems up to 500 buffers (the earlier rule 14/33/7), 15/36/12 with the problems of 501-900 buffers,
 where it loses on the realistic-generator family (2/2/4; 26.5% vs 0.45% on one program); the
-relaxation prior, no network, does better (16/32/6 against ``mcts``). Equal wall time, prefetch mode
-and the confirmation set were not measured.
+relaxation prior, no network, does better (16/32/6 against ``mcts``). At equal wall time (10 s per
+problem, all 79 held-out problems, ``experiments/results/heldout_equal_time.md``) it is not ahead of
+``mcts`` either: 12/48/19 (p = 0.93), behind on the xla suite's 3k-13k-buffer programs (1/6/11), where a
+forward pass per leaf costs more than a rollout step. Prefetch mode (no prefetch network) and the
+confirmation set were not measured.
 
 Options (keyword arguments of ``solve``; the CLI passes ``--simulations`` and ``--solver-option``):
 
