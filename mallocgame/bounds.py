@@ -182,51 +182,123 @@ def no_fragmentation_relaxation(problem: Problem, ev, candidates: np.ndarray, *,
     if problem.capacity is None or len(cand) == 0:
         chosen[cand] = True
         return Relaxation(trivial, "trivial", chosen, time.monotonic() - t0)
+    idx, row_len, binding = _clique_rows(problem, cand)
+    nnz = int(row_len[binding].sum())
+    if nnz > lp_nonzeros:
+        return Relaxation(trivial, "trivial", chosen, time.monotonic() - t0)
+    row_ids = np.repeat(np.arange(len(row_len)), row_len)
+    rows = _BindingRows(idx, binding, row_ids, binding[row_ids])
+    constrained = _constrained_candidates(ev, len(cand), rows)
+    chosen[cand[~constrained]] = True
+    fixed = _fixed_saving(problem, ev, cand, constrained, chosen)
+    if not constrained.any():
+        return Relaxation(min(fixed.const, trivial), "mip", chosen, time.monotonic() - t0)
+    program = _relaxation_program(problem, ev, cand[constrained], cand, rows, fixed)
+    left = max(time_limit - (time.monotonic() - t0), 0.05)
+    kind = "lp" if nnz > mip_nonzeros else "mip"
+    res = _solve_program(program, kind, left, rel_gap)
+    if res is None:
+        return Relaxation(trivial, "trivial-timeout", chosen, time.monotonic() - t0)
+    if res.x is not None:
+        # Rounding an LP answer down keeps it feasible; a MIP answer is integral already.
+        chosen[program.sub] = res.x[:len(program.sub)] > (1 - 1e-6 if kind == "lp" else 0.5)
+    return _relaxation_of(res, kind, program.unit, fixed.const, trivial, chosen, time.monotonic() - t0)
+
+
+def _clique_rows(problem: Problem, cand: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The clique rows over the candidates (``cand``, indices): the CSR entries (candidate positions),
+    each row's length, and which rows can bind.
+
+    A row of one buffer constrains nothing beyond size <= capacity, and a row whose buffers fit
+    together can never bind; neither binds.
+    """
     a = problem.arrays
-    # The clique rows, as CSR over the candidates: a row of one buffer constrains nothing beyond
-    # size <= capacity, and a row whose buffers fit together can never bind; both are left out.
     _, indptr, idx = maximal_live_csr(a.start[cand], a.end[cand])
     row_len = np.diff(indptr)
     row_bytes = np.add.reduceat(a.size[cand][idx], indptr[:-1]) if len(idx) else np.zeros(0, np.int64)
     binding = (row_len > 1) & (row_bytes > problem.capacity)
-    nnz = int(row_len[binding].sum())
-    if nnz > lp_nonzeros:
-        return Relaxation(trivial, "trivial", chosen, time.monotonic() - t0)
-    # A candidate in no binding row is constrained by nothing: fast is optimal for it (savings
-    # only grow with the fast set when every delta is >= 0). Only the others go to the MIP.
-    row_ids = np.repeat(np.arange(len(row_len)), row_len)
-    kept = binding[row_ids]
-    constrained = np.zeros(len(cand), bool)
-    constrained[idx[kept]] = True
-    if (not ev.additive and (ev.delta < 0).any()) or (binding.any() and (~constrained).sum() < REDUCE_FROM):
+    return idx, row_len, binding
+
+
+@dataclass(frozen=True)
+class _BindingRows:
+    """The clique rows as entries: each entry's candidate position and row, and which rows bind."""
+
+    idx: np.ndarray  # candidate position of each entry
+    binding: np.ndarray  # bool per row
+    row_ids: np.ndarray  # row of each entry
+    kept: np.ndarray  # bool per entry: its row binds
+
+
+def _constrained_candidates(ev, n_cand: int, rows: _BindingRows) -> np.ndarray:
+    """Which candidates go to the MIP (bool ``[n_cand]``); the others are fixed fast.
+
+    A candidate in no binding row is constrained by nothing: fast is optimal for it (savings
+    only grow with the fast set when every delta is >= 0).
+    """
+    constrained = np.zeros(n_cand, bool)
+    constrained[rows.idx[rows.kept]] = True
+    if (not ev.additive and (ev.delta < 0).any()) or (rows.binding.any() and (~constrained).sum() < REDUCE_FROM):
         # Fixing them is exact, but HiGHS solves some small models faster whole (a 3,000-buffer
         # network: 1.5 s whole, 9 s reduced): reduce only where the fixed columns are many.
         constrained[:] = True
-    chosen[cand[~constrained]] = True
+    return constrained
+
+
+@dataclass(frozen=True)
+class _FixedSaving:
+    """What the buffers fixed fast save (``const``) and, with ops, what the MIP's op columns need."""
+
+    const: float
+    headroom: np.ndarray | None = None  # per op: slow memory time over compute time, at least 0
+    fixed: np.ndarray | None = None  # per op: the deltas of its fixed-fast operands
+    open_op: np.ndarray | None = None  # per op: a MIP buffer touches it and it has headroom
+
+
+def _fixed_saving(problem: Problem, ev, cand: np.ndarray, constrained: np.ndarray,
+                  chosen: np.ndarray) -> _FixedSaving:
+    """The saving of the candidates fixed fast (``chosen``), apart from the ops the MIP still decides."""
     if ev.additive:
-        const = float(np.maximum(ev.benefits[cand[~constrained]], 0).sum())
-    else:
-        headroom_all = np.maximum(ev.slow_mem - ev.compute, 0.0)
-        fixed = np.bincount(ev.op_of, weights=np.where(chosen[ev.buf_of], ev.delta, 0.0), minlength=ev.n_ops)
-        in_mip = np.zeros(problem.n, bool)
-        in_mip[cand[constrained]] = True
-        open_op = np.zeros(ev.n_ops, bool)
-        open_op[ev.op_of[in_mip[ev.buf_of]]] = True
-        open_op &= headroom_all > 0
-        const = float(np.minimum(headroom_all, fixed)[~open_op].sum())
-    if not constrained.any():
-        return Relaxation(min(const, trivial), "mip", chosen, time.monotonic() - t0)
-    from scipy.optimize import Bounds, LinearConstraint
+        return _FixedSaving(float(np.maximum(ev.benefits[cand[~constrained]], 0).sum()))
+    headroom_all = np.maximum(ev.slow_mem - ev.compute, 0.0)
+    fixed = np.bincount(ev.op_of, weights=np.where(chosen[ev.buf_of], ev.delta, 0.0), minlength=ev.n_ops)
+    in_mip = np.zeros(problem.n, bool)
+    in_mip[cand[constrained]] = True
+    open_op = np.zeros(ev.n_ops, bool)
+    open_op[ev.op_of[in_mip[ev.buf_of]]] = True
+    open_op &= headroom_all > 0
+    const = float(np.minimum(headroom_all, fixed)[~open_op].sum())
+    return _FixedSaving(const, headroom_all, fixed, open_op)
+
+
+@dataclass(frozen=True)
+class _Program:
+    """The relaxation as SciPy's ``milp`` takes it (minimise ``c @ x``), in scaled units."""
+
+    c: np.ndarray
+    A: object  # scipy.sparse.coo_matrix, rows x variables
+    ub: np.ndarray  # row upper bounds
+    var_ub: np.ndarray
+    integrality: np.ndarray  # 1 for the buffers' columns, 0 for the ops' savings
+    row_of_entry: np.ndarray  # the row of each of A's entries, in building order
+    sub: np.ndarray  # the buffers of the MIP's columns, in column order
+    unit: float  # the objective's unit (the largest benefit or headroom)
+
+
+def _relaxation_program(problem: Problem, ev, sub: np.ndarray, cand: np.ndarray, rows: _BindingRows,
+                        fixed: _FixedSaving) -> _Program:
+    """Columns: the buffers ``sub`` (0/1), then with ops each open op's saving; rows: the binding
+    cliques in units of the capacity, then with ops each open op's saving against its deltas."""
     from scipy.sparse import coo_matrix
 
-    sub = cand[constrained]  # the MIP's columns
+    a = problem.arrays
     col = np.full(problem.n, -1, np.int64)
     col[sub] = np.arange(len(sub))
-    new_row = np.cumsum(binding) - 1
-    r_idx = [new_row[row_ids[kept]]]
-    c_idx = [col[cand[idx[kept]]]]
-    vals = [a.size[cand][idx[kept]] / float(problem.capacity)]
-    n_keep = int(binding.sum())
+    new_row = np.cumsum(rows.binding) - 1
+    r_idx = [new_row[rows.row_ids[rows.kept]]]
+    c_idx = [col[cand[rows.idx[rows.kept]]]]
+    vals = [a.size[cand][rows.idx[rows.kept]] / float(problem.capacity)]
+    n_keep = int(rows.binding.sum())
     ub = [np.ones(n_keep)]
     nx, n_rows = len(sub), n_keep
     if ev.additive:
@@ -234,51 +306,59 @@ def no_fragmentation_relaxation(problem: Problem, ev, candidates: np.ndarray, *,
         c = -ev.benefits[sub] / unit
         n_var, integrality, var_ub = nx, np.ones(nx), np.ones(nx)
     else:
-        ops = np.flatnonzero(open_op)
-        unit = float(headroom_all.max()) if (headroom_all > 0).any() else 1.0
-        headroom = headroom_all / unit
+        ops = np.flatnonzero(fixed.open_op)
+        unit = float(fixed.headroom.max()) if (fixed.headroom > 0).any() else 1.0
+        headroom = fixed.headroom / unit
         op_col = np.full(ev.n_ops, -1, np.int64)
         op_col[ops] = nx + np.arange(len(ops))
-        touch = open_op[ev.op_of] & (col[ev.buf_of] >= 0)
+        touch = fixed.open_op[ev.op_of] & (col[ev.buf_of] >= 0)
         # s_t <= headroom_t (a bound) and s_t - sum of the MIP buffers' deltas <= the fixed buffers' deltas
         r_idx += [n_rows + np.arange(len(ops)), n_rows + np.searchsorted(ops, ev.op_of[touch])]
         c_idx += [op_col[ops], col[ev.buf_of[touch]]]
         vals += [np.ones(len(ops)), -ev.delta[touch] / unit]
-        ub += [fixed[ops] / unit]
+        ub += [fixed.fixed[ops] / unit]
         n_rows += len(ops)
         n_var = nx + len(ops)
         c = np.concatenate([np.zeros(nx), -np.ones(len(ops))])
         integrality = np.concatenate([np.ones(nx), np.zeros(len(ops))])
         var_ub = np.concatenate([np.ones(nx), headroom[ops]])
     A = coo_matrix((np.concatenate(vals), (np.concatenate(r_idx), np.concatenate(c_idx))), shape=(n_rows, n_var))
-    constraint = LinearConstraint(A.tocsr(), -np.inf, np.concatenate(ub))
-    var_bounds = Bounds(np.zeros(n_var), var_ub)
-    left = max(time_limit - (time.monotonic() - t0), 0.05)
+    return _Program(c, A, np.concatenate(ub), var_ub, integrality, np.concatenate(r_idx), sub, unit)
+
+
+def _solve_program(program: _Program, kind: str, left: float, rel_gap: float):
+    """HiGHS on the program as a MIP (``kind`` "mip", to ``rel_gap``) or an LP, within ``left`` seconds.
+
+    In a forked child killed past the time limit when the model is large (``None`` then).
+    """
+    from scipy.optimize import Bounds, LinearConstraint
+
+    n_rows, n_var = program.A.shape
+    constraint = LinearConstraint(program.A.tocsr(), -np.inf, program.ub)
+    var_bounds = Bounds(np.zeros(n_var), program.var_ub)
     options = {"time_limit": left}
-    if nnz > mip_nonzeros:
-        integrality, kind = np.zeros(n_var), "lp"
+    integrality = program.integrality
+    if kind == "lp":
+        integrality = np.zeros(n_var)
     else:
         options["mip_rel_gap"] = rel_gap
-        kind = "mip"
-    longest = int(np.bincount(np.concatenate(r_idx), minlength=n_rows).max()) if n_rows else 0
+    longest = int(np.bincount(program.row_of_entry, minlength=n_rows).max()) if n_rows else 0
     if longest > DENSE_ROW:
         options["presolve"] = False
-    args = (c, constraint, var_bounds, integrality, options)
-    if A.nnz >= ISOLATE_FROM:
-        try:
-            res = call_forked(_highs, *args, timeout=left + GRACE)
-        except RuntimeError as exc:
-            raise RuntimeError(f"the bound's HiGHS failed: {exc}") from None
-        if res is None:
-            return Relaxation(trivial, "trivial-timeout", chosen, time.monotonic() - t0)
-    else:
-        res = _highs(*args)
-    if res.x is not None:
-        # Rounding an LP answer down keeps it feasible; a MIP answer is integral already.
-        chosen[sub] = res.x[:nx] > (1 - 1e-6 if kind == "lp" else 0.5)
+    args = (program.c, constraint, var_bounds, integrality, options)
+    if program.A.nnz < ISOLATE_FROM:
+        return _highs(*args)
+    try:
+        return call_forked(_highs, *args, timeout=left + GRACE)
+    except RuntimeError as exc:
+        raise RuntimeError(f"the bound's HiGHS failed: {exc}") from None
+
+
+def _relaxation_of(res, kind: str, unit: float, const: float, trivial: float, chosen: np.ndarray,
+                   seconds: float) -> Relaxation:
+    """The relaxation HiGHS's answer proves: its optimum, else its dual bound, else the trivial bound."""
     # The dual bound, not the incumbent, is what no placement can exceed.
     dual = getattr(res, "mip_dual_bound", None)
-    seconds = time.monotonic() - t0
     if res.status == 0 and res.fun is not None:
         best = float(-res.fun) if dual is None or not np.isfinite(dual) else max(float(-res.fun), float(-dual))
         return Relaxation(min(best * unit + const, trivial), kind, chosen, seconds)

@@ -647,8 +647,51 @@ def run_comparison(specs: Sequence[str], solvers: Sequence[str], *, time_limit: 
     :class:`mallocgame.runner.Interrupted` whose ``partial`` is the :class:`Comparison` of the
     rows finished so far (every run still going is killed first).
     """
-    from mallocgame.interrupts import interrupted
-    from mallocgame.registry import SolverLoadError, load_solver, solver_entries
+    solvers = _checked_solvers(solvers)
+    _check_run_settings(time_limit=time_limit, jobs=jobs, executor=executor, address=address, resume=resume,
+                        results_path=results_path)
+    results = ResultsFile(results_path, resume=resume) if results_path else None
+    if capacity is not None and capacity_fraction is not None:
+        raise InputError("--capacity and --capacity-fraction exclude each other")
+    if isinstance(solver_options, dict):
+        options = {s: dict(solver_options.get(s, {})) for s in solvers}
+    else:
+        options = parse_solver_options(solver_options, solvers)
+    inputs = prepare_inputs(specs, benchmarks=benchmarks, mode=mode, capacity=capacity,
+                            capacity_fraction=capacity_fraction, hardware=hardware)
+    modes, load_errors = _load_solvers(solvers)
+    t0 = time.monotonic()
+    settings = {"inputs": list(specs), "solvers": solvers, "time_limit": time_limit, "seed": seed, "jobs": jobs,
+                "hardware": hardware if hardware is None or isinstance(hardware, str) else getattr(hardware, "name", None),
+                "capacity": capacity, "capacity_fraction": capacity_fraction, "mode": mode,
+                "solver_options": {s: o for s, o in options.items() if o}, "executor": executor,
+                "wall_seconds": None}
+    done = _kept_pairs(results, inputs, solvers, time_limit=time_limit, seed=seed) if results is not None else {}
+    settings["resumed"] = len(done)
+    run = _Run.start(inputs, solvers, settings, results, on_row, t0)
+    pool = None
+    try:
+        if executor == "ray":  # reach the cluster before any work or any file: a bad --address is one line
+            from mallocgame.runner import RayPool
+
+            pool = RayPool(jobs, address=address)
+        _prepare_references(inputs, solvers, done, time_limit=time_limit, seed=seed, progress=progress)
+        if results is not None:
+            results.flush()  # the header (and any kept rows) from the start
+        rows = run_matrix(inputs, solvers, time_limit=time_limit, seed=seed, jobs=jobs, options=options,
+                          load_errors=load_errors, progress=progress, on_row=run.finished, modes=modes, done=done,
+                          executor=executor, address=address, pool=pool)
+    except KeyboardInterrupt as exc:
+        raise run.interrupted(exc, done) from None
+    finally:
+        if pool is not None:
+            pool.close()
+    return run.comparison(rows)
+
+
+def _checked_solvers(solvers: Sequence[str]) -> list[str]:
+    """The solver names given, stripped and without repeats; :class:`InputError` for none or an unknown one."""
+    from mallocgame.registry import solver_entries
 
     solvers = list(dict.fromkeys(s.strip() for s in solvers if s.strip()))
     registered = solver_entries()
@@ -657,6 +700,12 @@ def run_comparison(specs: Sequence[str], solvers: Sequence[str], *, time_limit: 
     for s in solvers:
         if s not in registered:
             raise InputError(f"--solvers: unknown solver {s!r} (registered: {', '.join(registered)})")
+    return solvers
+
+
+def _check_run_settings(*, time_limit: float, jobs: int, executor: str, address: str | None, resume: bool,
+                        results_path: str | None) -> None:
+    """:class:`InputError` (one line) for a bad time limit, job count, executor, address or resume."""
     from mallocgame.protocol import bad_time_limit
 
     if bad_time_limit(time_limit):
@@ -674,89 +723,113 @@ def run_comparison(specs: Sequence[str], solvers: Sequence[str], *, time_limit: 
             raise InputError("--executor ray: ray is not installed (pip install 'mallocgame[ray]')")
     if resume and not results_path:
         raise InputError("--resume: needs --out RESULTS.csv (the file to continue)")
-    results = ResultsFile(results_path, resume=resume) if results_path else None
-    if capacity is not None and capacity_fraction is not None:
-        raise InputError("--capacity and --capacity-fraction exclude each other")
-    if isinstance(solver_options, dict):
-        options = {s: dict(solver_options.get(s, {})) for s in solvers}
-    else:
-        options = parse_solver_options(solver_options, solvers)
-    inputs = prepare_inputs(specs, benchmarks=benchmarks, mode=mode, capacity=capacity,
-                            capacity_fraction=capacity_fraction, hardware=hardware)
+
+
+def _load_solvers(solvers: Sequence[str]) -> tuple[dict[str, frozenset], dict[str, str]]:
+    """Each solver's modes, and the one-line load error of each that fails to load.
+
+    Imported once here, so the forked runs share the loaded modules.
+    """
+    from mallocgame.registry import SolverLoadError, load_solver
+
     load_errors: dict[str, str] = {}
     modes: dict[str, frozenset] = {}
-    for s in solvers:  # import once here, so the forked runs share the loaded modules
+    for s in solvers:
         try:
             modes[s] = frozenset(getattr(load_solver(s), "modes", frozenset({"map", "pack"})))
         except SolverLoadError as exc:
             load_errors[s] = str(exc)
-    t0 = time.monotonic()
-    settings = {"inputs": list(specs), "solvers": solvers, "time_limit": time_limit, "seed": seed, "jobs": jobs,
-                "hardware": hardware if hardware is None or isinstance(hardware, str) else getattr(hardware, "name", None),
-                "capacity": capacity, "capacity_fraction": capacity_fraction, "mode": mode,
-                "solver_options": {s: o for s, o in options.items() if o}, "executor": executor,
-                "wall_seconds": None}
+    return modes, load_errors
+
+
+def _kept_pairs(results: ResultsFile, inputs: list[Input], solvers: Sequence[str], *, time_limit: float,
+                seed: int) -> dict[tuple[int, str], Row]:
+    """The (input index, solver) pairs ``--resume`` keeps from the results file, with their rows.
+
+    A kept row is shown (and written back) under this run's name for the input.
+    """
     done: dict[tuple[int, str], Row] = {}
-    if results is not None:
-        kept = results.kept_rows()
-        for i, inp in enumerate(inputs):
-            for s in solvers:
-                rec = {"input_sha256": inp.identity, "solver": s, "mode": inp.problem.mode, "time_limit": time_limit,
-                       "seed": seed, "capacity": inp.problem.capacity}
-                key = resume_key(rec)
-                row = kept.get(key)
-                if row is not None:  # shown (and written back) under this run's name for the input
-                    done[(i, s)] = replace(row, input=inp.name, resumed={**row.resumed, "input": inp.name},
-                                           extra=dict(row.extra))
-                    for old in results.kept:
-                        if resume_key(old) == key:
-                            old["input"] = inp.name
-    settings["resumed"] = len(done)
-    index = {(inp.name, s): (i, k) for i, inp in enumerate(inputs) for k, s in enumerate(solvers)}
-    by_name = {inp.name: inp for inp in inputs}
+    kept = results.kept_rows()
+    for i, inp in enumerate(inputs):
+        for s in solvers:
+            rec = {"input_sha256": inp.identity, "solver": s, "mode": inp.problem.mode, "time_limit": time_limit,
+                   "seed": seed, "capacity": inp.problem.capacity}
+            key = resume_key(rec)
+            row = kept.get(key)
+            if row is not None:
+                done[(i, s)] = replace(row, input=inp.name, resumed={**row.resumed, "input": inp.name},
+                                       extra=dict(row.extra))
+                for old in results.kept:
+                    if resume_key(old) == key:
+                        old["input"] = inp.name
+    return done
 
-    def finished(row: Row, n_done: int, total: int) -> None:
-        if results is not None:
-            results.add(index[(row.input, row.solver)], row_record(by_name[row.input], row, settings))
-        if on_row is not None:
-            on_row(row, n_done, total)
 
-    def result(rows: list[Row]) -> Comparison:
-        attach_speedups(inputs, rows)
-        settings["wall_seconds"] = wall = time.monotonic() - t0
-        return Comparison(inputs, rows, solvers, settings, wall)
+def _prepare_references(inputs: list[Input], solvers: Sequence[str], done: dict[tuple[int, str], Row], *,
+                        time_limit: float, seed: int, progress: bool | None) -> None:
+    """Bounds and baselines of the inputs with a pair still to run; the bound alone of the others.
 
-    pool = None
-    try:
-        if executor == "ray":  # reach the cluster before any work or any file: a bad --address is one line
-            from mallocgame.runner import RayPool
+    An input whose every pair is kept still shows its bound.
+    """
+    pending = {i for i in range(len(inputs)) for s in solvers if (i, s) not in done}
+    compute_references([inp for i, inp in enumerate(inputs) if i in pending], time_limit=time_limit, seed=seed,
+                       progress=progress)
+    for inp in inputs:
+        if inp.bound is None:
+            from mallocgame.runner import problem_bound
 
-            pool = RayPool(jobs, address=address)
-        pending = {i for i in range(len(inputs)) for s in solvers if (i, s) not in done}
-        compute_references([inp for i, inp in enumerate(inputs) if i in pending], time_limit=time_limit, seed=seed,
-                           progress=progress)
-        for inp in inputs:  # an input whose every pair is kept still shows its bound
-            if inp.bound is None:
-                from mallocgame.runner import problem_bound
+            inp.bound = problem_bound(inp.problem, inp.hardware)
 
-                inp.bound = problem_bound(inp.problem, inp.hardware)
-        if results is not None:
-            results.flush()  # the header (and any kept rows) from the start
-        rows = run_matrix(inputs, solvers, time_limit=time_limit, seed=seed, jobs=jobs, options=options,
-                          load_errors=load_errors, progress=progress, on_row=finished, modes=modes, done=done,
-                          executor=executor, address=address, pool=pool)
-    except KeyboardInterrupt as exc:
+
+@dataclass(frozen=True)
+class _Run:
+    """A comparison while it runs: where each finished row goes and how the result is made."""
+
+    inputs: list[Input]
+    solvers: list[str]
+    settings: dict[str, Any]  # wall_seconds is filled in at the end
+    results: ResultsFile | None
+    on_row: Any  # on_row(row, done, total) or None
+    started: float  # time.monotonic() at the start
+    order: dict[tuple[str, str], tuple[int, int]]  # (input name, solver) -> the row's place in the CSV
+    by_name: dict[str, Input]
+
+    @classmethod
+    def start(cls, inputs: list[Input], solvers: list[str], settings: dict[str, Any], results: ResultsFile | None,
+              on_row, started: float) -> "_Run":
+        """The run of these inputs and solvers (the CSV in input order, then solver order)."""
+        order = {(inp.name, s): (i, k) for i, inp in enumerate(inputs) for k, s in enumerate(solvers)}
+        return cls(inputs, solvers, settings, results, on_row, started, order, {inp.name: inp for inp in inputs})
+
+    def record(self, row: Row) -> dict[str, Any]:
+        """The row's CSV record."""
+        return row_record(self.by_name[row.input], row, self.settings)
+
+    def finished(self, row: Row, n_done: int, total: int) -> None:
+        """A new row: into the results file at once, then to ``on_row``."""
+        if self.results is not None:
+            self.results.add(self.order[(row.input, row.solver)], self.record(row))
+        if self.on_row is not None:
+            self.on_row(row, n_done, total)
+
+    def comparison(self, rows: list[Row]) -> Comparison:
+        """The result: speed-ups attached, the wall time taken."""
+        attach_speedups(self.inputs, rows)
+        self.settings["wall_seconds"] = wall = time.monotonic() - self.started
+        return Comparison(self.inputs, rows, self.solvers, self.settings, wall)
+
+    def interrupted(self, exc: KeyboardInterrupt, done: dict[tuple[int, str], Row]):
+        """The :class:`mallocgame.interrupts.Interrupted` to raise, its ``partial`` the finished rows'
+        comparison; a row the signal caught before its write is written first."""
+        from mallocgame.interrupts import interrupted
+
         stop = interrupted(exc)
         finished_rows = stop.partial if isinstance(stop.partial, list) else \
-            [done[(i, s)] for i in range(len(inputs)) for s in solvers if (i, s) in done]
-        if results is not None and isinstance(stop.partial, list):  # a row the signal caught before its write
+            [done[(i, s)] for i in range(len(self.inputs)) for s in self.solvers if (i, s) in done]
+        if self.results is not None and isinstance(stop.partial, list):
             for row in finished_rows:
                 if row.resumed is None:
-                    results.new[index[(row.input, row.solver)]] = row_record(by_name[row.input], row, settings)
-            results.flush()
-        stop.partial = result(finished_rows)
-        raise stop from None
-    finally:
-        if pool is not None:
-            pool.close()
-    return result(rows)
+                    self.results.new[self.order[(row.input, row.solver)]] = self.record(row)
+            self.results.flush()
+        stop.partial = self.comparison(finished_rows)
+        return stop

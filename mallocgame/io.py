@@ -642,12 +642,33 @@ def parse_workload(path: str, data: Any) -> Problem:
     fmt = data.get("format")
     if fmt != WORKLOAD_FORMAT:
         raise InputError(f"{path}: field 'format': expected {WORKLOAD_FORMAT!r}, got {fmt!r}")
-    buffers, seen, totals = [], set(), _Totals(path)
+    totals = _Totals(path)
     raw_buffers = _json_list(path, data, "buffers")
     if not raw_buffers:
         raise InputError(f"{path}: field 'buffers': no buffers")
-    fast_buffers = _fast_buffers(raw_buffers)
-    for k, raw in enumerate(raw_buffers if fast_buffers is None else ()):
+    buffers = _fast_buffers(raw_buffers)
+    if buffers is None:
+        buffers = _checked_buffers(path, raw_buffers, totals)
+    by_id = {b.id: b for b in buffers}
+    raw_ops = _json_list(path, data, "ops")
+    fast_ops = _fast_ops(raw_ops, by_id)
+    # control: (where, op index, predecessor id, op id)
+    ops, control = fast_ops if fast_ops is not None else _checked_ops(path, raw_ops, by_id, totals)
+    _check_horizon(path, buffers, ops)
+    control_deps, original_order = _schedule_fields(path, data, ops, control)
+    inplace = _inplace_pairs(path, data, by_id)
+    capacity = _capacity_field(path, data)
+    name = str(data.get("name") or os.path.basename(path))
+    return merge_inplace(Problem(name=name, buffers=tuple(buffers), ops=tuple(ops), inplace=tuple(inplace),
+                                 capacity=capacity, source=path, control_deps=control_deps,
+                                 original_order=original_order))  # in-place pairs share storage (mallocgame.aliasing)
+
+
+def _checked_buffers(path: str, raw_buffers: list, totals: _Totals) -> list[Buffer]:
+    """The ``buffers`` list field by field: the first bad one is a one-line :class:`InputError`."""
+    buffers: list[Buffer] = []
+    seen: set[str] = set()
+    for k, raw in enumerate(raw_buffers):
         where = f"buffers[{k}]"
         raw = _json_obj(path, where, raw)
         for key in ("id", "size", "start", "end"):
@@ -669,69 +690,90 @@ def parse_workload(path: str, data: Any) -> Problem:
         totals.add_size(where, b.size)
         totals.add_float(where, "benefit", b.benefit)
         buffers.append(b)
-    buffers = buffers if fast_buffers is None else fast_buffers
-    by_id = {b.id: b for b in buffers}
-    ops, op_ids = [], set()
+    return buffers
+
+
+def _checked_ops(path: str, raw_ops: list, by_id: dict[str, Buffer],
+                 totals: _Totals) -> tuple[list[Op], list[tuple[str, int, Any, str]]]:
+    """The ``ops`` list field by field, and the control predecessors each names (checked later,
+    by :func:`_schedule_fields`): the first bad field is a one-line :class:`InputError`."""
+    ops: list[Op] = []
+    op_ids: set[str] = set()
     control: list[tuple[str, int, Any, str]] = []  # (where, op index, predecessor id, op id)
-    raw_ops = _json_list(path, data, "ops")
-    fast_ops = _fast_ops(raw_ops, by_id)
-    if fast_ops is not None:
-        ops, control = fast_ops
-    for t, raw in enumerate(raw_ops if fast_ops is None else ()):
+    for t, raw in enumerate(raw_ops):
         where = f"ops[{t}]"
         raw = _json_obj(path, where, raw)
         op_id = str(raw.get("id", f"op{t}"))
         if op_id in op_ids:
             raise InputError(f"{path}: {where}, field 'id': duplicate op id {op_id!r}")
         op_ids.add(op_id)
-        flops = _float_field(path, where, "flops", raw.get("flops", 0.0))
-        fixed = _int_field(path, where, "fixed_bytes", raw.get("fixed_bytes", 0))
-        trans = _float_field(path, where, "transcendentals", raw.get("transcendentals", 0.0))
-        if flops < 0 or fixed < 0 or trans < 0:
-            raise InputError(f"{path}: {where}: flops, transcendentals and fixed_bytes must not be negative")
-        totals.add_float(where, "flops", flops + trans, "flops")
-        operands = []
-        for j, rawo in enumerate(_json_list(path, raw, "operands", where)):
-            w = f"{where}.operands[{j}]"
-            rawo = _json_obj(path, w, rawo)
-            name = str(rawo.get("buffer", ""))
-            if name not in by_id:
-                raise InputError(f"{path}: {w}, field 'buffer': unknown buffer {name!r}")
-            b = by_id[name]
-            if not (b.start <= t < b.end):
-                raise InputError(
-                    f"{path}: {w}: op {t} touches buffer {name!r} outside its live range [{b.start}, {b.end})"
-                )
-            access = rawo.get("access", "read")
-            if access not in ("read", "write"):
-                raise InputError(f"{path}: {w}, field 'access': expected 'read' or 'write', got {access!r}")
-            nbytes = _int_field(path, w, "bytes", rawo.get("bytes", b.size))
-            if nbytes < 0:
-                raise InputError(f"{path}: {w}, field 'bytes': must not be negative")
-            operands.append(Operand(name, access, nbytes))
-        ops.append(Op(op_id, str(raw.get("kind", "op")), flops, fixed, tuple(operands), transcendentals=trans))
+        ops.append(_checked_op(path, where, t, op_id, raw, by_id, totals))
         for j, before in enumerate(_json_list(path, raw, "control_deps", where)):
             control.append((f"{where}.control_deps[{j}]", t, before, op_id))
+    return ops, control
+
+
+def _checked_op(path: str, where: str, t: int, op_id: str, raw: dict, by_id: dict[str, Buffer],
+                totals: _Totals) -> Op:
+    """Op ``t`` (``raw``, at ``where``): its numbers and its operands, checked."""
+    flops = _float_field(path, where, "flops", raw.get("flops", 0.0))
+    fixed = _int_field(path, where, "fixed_bytes", raw.get("fixed_bytes", 0))
+    trans = _float_field(path, where, "transcendentals", raw.get("transcendentals", 0.0))
+    if flops < 0 or fixed < 0 or trans < 0:
+        raise InputError(f"{path}: {where}: flops, transcendentals and fixed_bytes must not be negative")
+    totals.add_float(where, "flops", flops + trans, "flops")
+    operands = [_checked_operand(path, f"{where}.operands[{j}]", t, rawo, by_id)
+                for j, rawo in enumerate(_json_list(path, raw, "operands", where))]
+    return Op(op_id, str(raw.get("kind", "op")), flops, fixed, tuple(operands), transcendentals=trans)
+
+
+def _checked_operand(path: str, where: str, t: int, raw: Any, by_id: dict[str, Buffer]) -> Operand:
+    """An operand of op ``t``: a known buffer live at ``t``, read or written, bytes not negative."""
+    raw = _json_obj(path, where, raw)
+    name = str(raw.get("buffer", ""))
+    if name not in by_id:
+        raise InputError(f"{path}: {where}, field 'buffer': unknown buffer {name!r}")
+    b = by_id[name]
+    if not (b.start <= t < b.end):
+        raise InputError(
+            f"{path}: {where}: op {t} touches buffer {name!r} outside its live range [{b.start}, {b.end})"
+        )
+    access = raw.get("access", "read")
+    if access not in ("read", "write"):
+        raise InputError(f"{path}: {where}, field 'access': expected 'read' or 'write', got {access!r}")
+    nbytes = _int_field(path, where, "bytes", raw.get("bytes", b.size))
+    if nbytes < 0:
+        raise InputError(f"{path}: {where}, field 'bytes': must not be negative")
+    return Operand(name, access, nbytes)
+
+
+def _check_horizon(path: str, buffers: list[Buffer], ops: list[Op]) -> None:
+    """With ops, no buffer may live past the last one."""
     if ops and max(b.end for b in buffers) > len(ops):
         horizon = len(ops)
         for k, b in enumerate(buffers):
             if b.end > horizon:
                 raise InputError(f"{path}: buffers[{k}], field 'end': {b.end} is past the last op ({horizon})")
-    control_deps, original_order = _schedule_fields(path, data, ops, control)
+
+
+def _inplace_pairs(path: str, data: dict, by_id: dict[str, Buffer]) -> list[tuple[str, str]]:
+    """The optional top-level ``inplace`` field: pairs of known buffer ids."""
     inplace = []
     for k, pair in enumerate(_json_list(path, data, "inplace")):
         if not (isinstance(pair, list) and len(pair) == 2 and all(str(x) in by_id for x in pair)):
             raise InputError(f"{path}: inplace[{k}]: expected a pair of known buffer ids, got {pair!r}")
         inplace.append((str(pair[0]), str(pair[1])))
+    return inplace
+
+
+def _capacity_field(path: str, data: dict) -> int | None:
+    """The optional top-level ``capacity``: a positive integer, or ``None``."""
     capacity = data.get("capacity")
     if capacity is not None:
         capacity = _int_field(path, "top level", "capacity", capacity)
         if capacity <= 0:
             raise InputError(f"{path}: field 'capacity': must be positive, got {capacity}")
-    name = str(data.get("name") or os.path.basename(path))
-    return merge_inplace(Problem(name=name, buffers=tuple(buffers), ops=tuple(ops), inplace=tuple(inplace),
-                                 capacity=capacity, source=path, control_deps=control_deps,
-                                 original_order=original_order))  # in-place pairs share storage (mallocgame.aliasing)
+    return capacity
 
 
 def _schedule_fields(path: str, data: dict, ops: list[Op],

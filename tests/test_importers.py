@@ -790,6 +790,29 @@ def test_torch_transcendentals_count_apart_from_flops():
 
 
 @needs_torch
+def test_torch_op_without_flop_formula_warns_once_at_the_callers_line():
+    import warnings
+
+    import torch
+
+    from mallocgame.importers.torch_export import TorchImportWarning, export_module, import_exported
+
+    class TwoQr(torch.nn.Module):
+        def forward(self, x):
+            return torch.linalg.qr(x)[1] + torch.linalg.qr(x + 1)[1]
+
+    ep = export_module(TwoQr(), [torch.randn(4, 4)])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        p = import_exported(ep, name="two-qr")
+    mine = [w for w in caught if issubclass(w.category, TorchImportWarning)]
+    # one warning per op name; attributed to the line calling import_exported (stacklevel), not the importer
+    assert [str(w.message) for w in mine] == ["two-qr: no FLOP formula for aten.linalg_qr; counted as 0 FLOPs"]
+    assert mine[0].filename == __file__
+    assert [op.flops for op in p.ops if op.kind == "linalg_qr"] == [0.0, 0.0]
+
+
+@needs_torch
 def test_torch_cnn_conv_flops_and_views_alias_their_base():
     from mallocgame.importers.torch_export import import_torch
     p = import_torch(f"{DATA / 'torch_models.py'}:cnn")  # (module, example_inputs) pair

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -83,7 +84,69 @@ def compare_command(specs, solver_list, time_limit, hardware, capacity, capacity
     """
     from mallocgame.interrupts import Interrupted, ignore_signals, raise_on_signals
 
-    to_stdout = is_stdout(out_path)
+    show = progress is not False
+    bar = show and sys.stderr.isatty()
+    outs = _Outputs(out_path, plot_dir, bar=bar, lines=show and not bar)
+    _check_outputs(outs, resume=resume, address=address, executor=executor)
+    try:
+        cap, fraction = capacity_settings(capacity, capacity_fraction)
+    except InputError as exc:
+        fail(str(exc))
+    solvers = [s.strip() for s in solver_list.split(",")]
+    options = _checked_options(solvers, solver_options)
+    stop: Interrupted | None = None
+    try:
+        with raise_on_signals():
+            result = run_comparison(specs, solvers, time_limit=time_limit, seed=seed, jobs=jobs,
+                                    hardware=hardware, capacity=cap, capacity_fraction=fraction,
+                                    mode=mode, solver_options=options, benchmarks=benchmarks, progress=outs.bar,
+                                    on_row=_progress_line if outs.lines else None,
+                                    results_path=None if outs.to_stdout else out_path, resume=resume,
+                                    executor=executor, address=address)
+    except InputError as exc:
+        fail(str(exc))
+    except Interrupted as exc:
+        ignore_signals()  # a second Ctrl-C must not cut the report of what finished
+        stop = exc
+        if stop.partial is None:  # nothing had started: no rows, no files
+            click.echo(f"interrupted by {stop.signal_name} before any run finished", err=True)
+            sys.exit(stop.exit_code)
+        result = stop.partial
+    _report(result, stop, outs, resume=resume, time_limit=time_limit, jobs=jobs, executor=executor)
+
+
+@dataclass(frozen=True)
+class _Outputs:
+    """Where ``compare`` puts what it finds: the CSV (and its JSON) or stdout, pictures, progress."""
+
+    out_path: str | None  # --out: RESULTS.csv, '-' or None
+    plot_dir: str | None
+    bar: bool  # a progress bar on stderr (a terminal)
+    lines: bool  # a progress line per finished run on stderr
+
+    @property
+    def to_stdout(self) -> bool:
+        """``-o -``: the CSV on stdout, everything else on stderr."""
+        return is_stdout(self.out_path)
+
+    @property
+    def files(self) -> bool:
+        """Are the results written to RESULTS.csv and RESULTS.json?"""
+        return bool(self.out_path) and not self.to_stdout
+
+    @property
+    def json_path(self) -> str:
+        return os.path.splitext(self.out_path)[0] + ".json"
+
+    def say(self, text: str = "", nl: bool = True) -> None:
+        """A line of the report: on stdout, or on stderr when stdout has the CSV."""
+        click.echo(text, nl=nl, err=self.to_stdout)
+
+
+def _check_outputs(outs: _Outputs, *, resume: bool, address: str | None, executor: str) -> None:
+    """Exit 2 (one line) for outputs that cannot be written or flags that do not go together;
+    then hold RESULTS.csv to the end of the command (a second compare writing it refuses)."""
+    out_path, to_stdout = outs.out_path, outs.to_stdout
     if resume and (out_path is None or to_stdout):
         fail("--resume: needs --out RESULTS.csv (the file to continue)")
     if address is not None and executor != "ray":
@@ -91,10 +154,10 @@ def compare_command(specs, solver_list, time_limit, hardware, capacity, capacity
     if out_path is not None and not to_stdout and not out_path.endswith(".csv"):
         fail(f"--output: expected a .csv path or '-', got {out_path!r}")
     check_output(out_path, "--output")
-    if out_path and not to_stdout:
-        check_output(os.path.splitext(out_path)[0] + ".json", "--output (its JSON)")
-    check_output(plot_dir, "--plot", folder=True)
-    if out_path and not to_stdout:  # held to the end of the command (the JSON too); released at exit
+    if outs.files:
+        check_output(outs.json_path, "--output (its JSON)")
+    check_output(outs.plot_dir, "--plot", folder=True)
+    if outs.files:  # held to the end of the command (the JSON too); released at exit
         import atexit
         import contextlib
 
@@ -106,85 +169,69 @@ def compare_command(specs, solver_list, time_limit, hardware, capacity, capacity
         except OutputBusy as exc:
             fail(str(exc))
         atexit.register(held.close)
-    if plot_dir:
+    if outs.plot_dir:
         try:
             import matplotlib  # noqa: F401
         except ImportError:
             fail("--plot: matplotlib is not installed (pip install matplotlib)")
-    try:
-        cap, fraction = capacity_settings(capacity, capacity_fraction)
-    except InputError as exc:
-        fail(str(exc))
-    solvers = [s.strip() for s in solver_list.split(",")]
-    options = _checked_options(solvers, solver_options)
-    show = progress is not False
-    bar = show and sys.stderr.isatty()
-    stop: Interrupted | None = None
-    try:
-        with raise_on_signals():
-            result = run_comparison(specs, solvers, time_limit=time_limit, seed=seed, jobs=jobs,
-                                    hardware=hardware, capacity=cap, capacity_fraction=fraction,
-                                    mode=mode, solver_options=options, benchmarks=benchmarks, progress=bar,
-                                    on_row=_progress_line if show and not bar else None,
-                                    results_path=None if to_stdout else out_path, resume=resume,
-                                    executor=executor, address=address)
-    except InputError as exc:
-        fail(str(exc))
-    except Interrupted as exc:
-        ignore_signals()  # a second Ctrl-C must not cut the report of what finished
-        stop = exc
-        if stop.partial is None:  # nothing had started: no rows, no files
-            click.echo(f"interrupted by {stop.signal_name} before any run finished", err=True)
-            sys.exit(stop.exit_code)
-        result = stop.partial
+
+
+def _report(result, stop, outs: _Outputs, *, resume: bool, time_limit: float, jobs: int, executor: str) -> None:
+    """Write the JSON, print the table, the summary and the last line, draw; exit with the comparison's code.
+
+    ``stop``: the :class:`mallocgame.interrupts.Interrupted` that cut the comparison short, or ``None``.
+    """
     inputs, rows, solvers, wall = result.inputs, result.rows, result.solvers, result.wall_seconds
     for inp in inputs:
         from mallocgame.inputs.load import capacity_warning
 
         warn(capacity_warning(inp.problem))
-
-    say = (lambda text="", nl=True: click.echo(text, nl=nl, err=True)) if to_stdout else \
-        (lambda text="", nl=True: click.echo(text, nl=nl))
     # The files first: one that cannot be written is said before the table, which still follows.
     # The CSV itself was written row by row as the runs finished (mallocgame.comparison.ResultsFile).
-    csv_text = _csv_text(result.records()) if to_stdout else ""
-    unwritten: list[str] = []
-    if out_path and not to_stdout:
-        settings = {"argv": sys.argv[1:], **result.settings}
-        json_path = os.path.splitext(out_path)[0] + ".json"
-        carried = _carried_results(json_path) if resume else {}
-        unwritten += filter(None, [write_file(json_path, dump_json(results_document(inputs, rows, settings,
-                                                                                    carried)))])
-        for line in unwritten:
-            click.echo(f"error: {line}", err=True)
+    csv_text = _csv_text(result.records()) if outs.to_stdout else ""
+    unwritten = _write_json(result, outs, resume=resume)
     if rows:
-        say(table_text(inputs, rows), nl=False)
-        say()
-        say(summary_text(inputs, rows, solvers), nl=False)
+        outs.say(table_text(inputs, rows), nl=False)
+        outs.say()
+        outs.say(summary_text(inputs, rows, solvers), nl=False)
     kept = sum(r.resumed is not None for r in rows)
-    resumed = f", {kept} kept from {out_path}" if kept else ""
+    resumed = f", {kept} kept from {outs.out_path}" if kept else ""
     if stop is not None:
         total = len(inputs) * len(solvers)
-        say(f"interrupted by {stop.signal_name}: {len(rows)} of {total} runs finished{resumed} in {wall:.1f} s"
-            + (f"; their rows are in {out_path} (continue with --resume)" if out_path and not to_stdout else ""))
-        if to_stdout:
-            write_text(out_path, csv_text)
+        outs.say(f"interrupted by {stop.signal_name}: {len(rows)} of {total} runs finished{resumed} in {wall:.1f} s"
+                 + (f"; their rows are in {outs.out_path} (continue with --resume)" if outs.files else ""))
+        if outs.to_stdout:
+            write_text(outs.out_path, csv_text)
         sys.exit(stop.exit_code)
-    say(f"{len(rows)} runs on {len(inputs)} inputs in {wall:.1f} s{resumed} "
-        f"(time limit {time_limit:g} s, {jobs} job{'s' if jobs > 1 else ''}"
-        f"{', on ray' if executor == 'ray' else ''})")
+    outs.say(f"{len(rows)} runs on {len(inputs)} inputs in {wall:.1f} s{resumed} "
+             f"(time limit {time_limit:g} s, {jobs} job{'s' if jobs > 1 else ''}"
+             f"{', on ray' if executor == 'ray' else ''})")
 
-    if to_stdout:
-        write_text(out_path, csv_text)
-    elif out_path and not unwritten:
-        say(f"wrote {out_path} and {json_path}")
-    if plot_dir:
-        written = _draw(inputs, rows, Path(plot_dir), bar=bar, lines=show and not bar)
-        say(f"wrote {len(written)} pictures to {plot_dir}")
+    if outs.to_stdout:
+        write_text(outs.out_path, csv_text)
+    elif outs.out_path and not unwritten:
+        outs.say(f"wrote {outs.out_path} and {outs.json_path}")
+    if outs.plot_dir:
+        written = _draw(inputs, rows, Path(outs.plot_dir), bar=outs.bar, lines=outs.lines)
+        outs.say(f"wrote {len(written)} pictures to {outs.plot_dir}")
     if unwritten:
         sys.exit(2)
     if not any(r.valid for r in rows):
         sys.exit(1)
+
+
+def _write_json(result, outs: _Outputs, *, resume: bool) -> list[str]:
+    """RESULTS.json beside the CSV (with ``--resume``, the kept rows' records carried from the old one);
+    the one-line reason it could not be written, said on stderr, else nothing."""
+    unwritten: list[str] = []
+    if outs.files:
+        settings = {"argv": sys.argv[1:], **result.settings}
+        carried = _carried_results(outs.json_path) if resume else {}
+        document = results_document(result.inputs, result.rows, settings, carried)
+        unwritten += filter(None, [write_file(outs.json_path, dump_json(document))])
+        for line in unwritten:
+            click.echo(f"error: {line}", err=True)
+    return unwritten
 
 
 def results_document(inputs, rows, settings: dict[str, Any], carried: dict | None = None) -> dict[str, Any]:

@@ -17,6 +17,7 @@ import gc
 import importlib
 import os
 import sys
+from dataclasses import dataclass
 from typing import Any
 
 import click
@@ -341,22 +342,12 @@ def solve(problem_path, solver_name, mode, capacity, capacity_fraction, hardware
           warm_start, workers, minimize_peak, simulations, solver_options, output, report_path, as_json,
           reschedule=False, schedule_output=None) -> None:
     """Solve PROBLEM with one solver; print one summary line."""
-    from mallocgame.registry import SolverLoadError, solver_entries
-    from mallocgame.runner import ChildCall, UnsupportedMode, call_in_child, problem_bound, shared_caches, with_bound
-    from mallocgame.solving import solve_with_warm_start
+    from mallocgame.registry import SolverLoadError
+    from mallocgame.runner import UnsupportedMode, call_in_child
 
-    one_stdout(**{"-o -": is_stdout(output), "--report -": is_stdout(report_path), "--json": as_json})
-    check_output(output, "-o")
-    check_output(report_path, "--report")
-    check_output(schedule_output, "--schedule-output")
-    if schedule_output and not reschedule:
-        fail("--schedule-output: only with --reschedule")
-    if not time_limit > 0:
-        fail(f"--time-limit: must be positive, got {time_limit}")
-    entries = solver_entries()
-    for name in [solver_name] + ([warm_start] if warm_start else []):
-        if name not in entries:
-            fail(f"--solver: unknown solver {name!r} (registered: {', '.join(entries)})")
+    outs = _SolveOutputs(output, report_path, as_json, schedule_output)
+    names = list(dict.fromkeys([solver_name] + ([warm_start] if warm_start else [])))
+    _check_solve_flags(outs, reschedule=reschedule, time_limit=time_limit, solvers=names)
     try:
         problem, spec = load_prepared(problem_path, mode=mode, capacity=capacity, capacity_fraction=capacity_fraction,
                                       hardware=hardware, minimize_peak=minimize_peak)
@@ -365,9 +356,9 @@ def solve(problem_path, solver_name, mode, capacity, capacity_fraction, hardware
     except InputError as exc:
         fail(str(exc))
     gc.freeze()  # the problem lives to the end: collections (and a forked solver's pages) leave it alone
-    names = list(dict.fromkeys([solver_name] + ([warm_start] if warm_start else [])))
     options = _solve_options(names, solver_options, workers, simulations, minimize_peak)
     capacity_warning(problem)
+    rescheduled = None
     try:
         # In a forked child (mallocgame.runner.call_in_child): Ctrl-C/SIGTERM stop any solver at
         # once, CP-SAT's native search included, and nothing it started is left running.
@@ -378,36 +369,90 @@ def solve(problem_path, solver_name, mode, capacity, capacity_fraction, hardware
                                         seed=seed, hint=hint, warm_start=warm_start, options=options)
             report, problem = rescheduled.report, rescheduled.problem
         else:
-            # The bound is computed here meanwhile: the solver keeps its whole time limit.
-            shared_caches(problem, spec)
-            if problem.mode != "map":  # milliseconds: built before the fork, the solver's child inherits it
-                problem_bound(problem, spec)
-            run = ChildCall(solve_with_warm_start, solver_name, problem, spec, time_limit=time_limit, seed=seed,
-                            hint=hint, warm_start=warm_start, options=options, compute_bound=False)
-            pending = None
-            try:
-                if problem.mode == "prefetch":  # the residency bound, in a child of its own beside the solver
-                    from mallocgame.prefetch_bound import RESIDENCY_SECONDS, start_residency
-
-                    pending = start_residency(problem, spec, seconds=min(time_limit, RESIDENCY_SECONDS))
-                bound = problem_bound(problem, spec)
-                result = run.result()
-                if pending is not None:  # collected once the solver is done (waiting a few seconds at most)
-                    bound = problem_bound(problem, spec, pending=pending)
-            except BaseException:
-                run.cancel()
-                if pending is not None:
-                    pending.cancel()
-                raise
-            report = with_bound(result, bound)
+            report = _solve_beside_bound(solver_name, problem, spec, time_limit=time_limit, seed=seed, hint=hint,
+                                         warm_start=warm_start, options=options)
     except (SolverLoadError, UnsupportedMode, InputError) as exc:  # InputError: a bad option value, say
         fail(str(exc))
     except Exception as exc:  # a solver's own failure: one line, no solution
         fail(f"solver {solver_name!r} failed: {exc.__class__.__name__}: {exc}", EXIT_NO_SOLUTION)
+    _solve_outputs(report, problem, spec, outs, problem_path=problem_path, minimize_peak=minimize_peak,
+                   rescheduled=rescheduled)
+
+
+@dataclass(frozen=True)
+class _SolveOutputs:
+    """Where ``solve`` writes: the answer (``-o``), the report (``--report``), ``--json``, the
+    re-scheduled workload (``--schedule-output``)."""
+
+    output: str | None
+    report_path: str | None
+    as_json: bool
+    schedule_output: str | None
+
+    @property
+    def to_stdout(self) -> bool:
+        """Does stdout carry the answer or the report (the summary line then goes to stderr)?"""
+        return is_stdout(self.output) or is_stdout(self.report_path) or self.as_json
+
+
+def _check_solve_flags(outs: _SolveOutputs, *, reschedule: bool, time_limit: float, solvers: list[str]) -> None:
+    """Exit 2 for outputs that cannot be written or clash, a bad time limit or an unknown solver."""
+    from mallocgame.registry import solver_entries
+
+    one_stdout(**{"-o -": is_stdout(outs.output), "--report -": is_stdout(outs.report_path), "--json": outs.as_json})
+    check_output(outs.output, "-o")
+    check_output(outs.report_path, "--report")
+    check_output(outs.schedule_output, "--schedule-output")
+    if outs.schedule_output and not reschedule:
+        fail("--schedule-output: only with --reschedule")
+    if not time_limit > 0:
+        fail(f"--time-limit: must be positive, got {time_limit}")
+    entries = solver_entries()
+    for name in solvers:
+        if name not in entries:
+            fail(f"--solver: unknown solver {name!r} (registered: {', '.join(entries)})")
+
+
+def _solve_beside_bound(solver_name: str, problem: Problem, spec, *, time_limit: float, seed: int, hint,
+                        warm_start: str | None, options: dict[str, Any]):
+    """The solver's report (:func:`mallocgame.solving.solve_with_warm_start`, in a forked child) with the
+    problem's bound, computed here meanwhile: the solver keeps its whole time limit."""
+    from mallocgame.runner import ChildCall, problem_bound, shared_caches, with_bound
+    from mallocgame.solving import solve_with_warm_start
+
+    shared_caches(problem, spec)
+    if problem.mode != "map":  # milliseconds: built before the fork, the solver's child inherits it
+        problem_bound(problem, spec)
+    run = ChildCall(solve_with_warm_start, solver_name, problem, spec, time_limit=time_limit, seed=seed,
+                    hint=hint, warm_start=warm_start, options=options, compute_bound=False)
+    pending = None
+    try:
+        if problem.mode == "prefetch":  # the residency bound, in a child of its own beside the solver
+            from mallocgame.prefetch_bound import RESIDENCY_SECONDS, start_residency
+
+            pending = start_residency(problem, spec, seconds=min(time_limit, RESIDENCY_SECONDS))
+        bound = problem_bound(problem, spec)
+        result = run.result()
+        if pending is not None:  # collected once the solver is done (waiting a few seconds at most)
+            bound = problem_bound(problem, spec, pending=pending)
+    except BaseException:
+        run.cancel()
+        if pending is not None:
+            pending.cancel()
+        raise
+    return with_bound(result, bound)
+
+
+def _solve_outputs(report, problem: Problem, spec, outs: _SolveOutputs, *, problem_path: str, minimize_peak: bool,
+                   rescheduled) -> None:
+    """Write the files, print the summary line (and the report on stdout), exit with solve's code.
+
+    ``rescheduled``: the answer of ``--reschedule`` (its workload is written too), else ``None``.
+    """
+    output, report_path = outs.output, outs.report_path
     summary = report.summary()
     if problem.capacity is None:
         summary += " capacity=none" + (" (--minimize-peak: validated without a capacity)" if minimize_peak else "")
-    to_stdout = is_stdout(output) or is_stdout(report_path) or as_json
     document = _report_json(report, problem, spec, minimize_peak)
     answer = None
     if report.valid and output:
@@ -415,24 +460,25 @@ def solve(problem_path, solver_name, mode, capacity, capacity_fraction, hardware
 
         answer = (intervals_csv_text(problem, report.intervals) if problem.mode == "prefetch"
                   else problem_csv_text(problem, report.offsets))
-    if reschedule:
+    schedule_path = None
+    if rescheduled is not None:  # the report gets its schedule entry before it is written
         from mallocgame.cli.schedule import reschedule_outputs
 
         summary, schedule_path, schedule_text = reschedule_outputs(problem_path, rescheduled, summary, document,
-                                                                  output, schedule_output, spec)
+                                                                  output, outs.schedule_output, spec)
     # Files first (no file is written without a valid solution): one that cannot be written is
     # said before anything else, and the summary and --json still follow.
-    unwritten: list[str] = []
     files = [(output, answer), (report_path, dump_json(document) if report_path else None)]
-    if reschedule and schedule_path:
+    if schedule_path:
         files.insert(0, (schedule_path, schedule_text))
+    unwritten: list[str] = []
     for path, text in files:
         if report.valid and path and not is_stdout(path):
             unwritten += filter(None, [write_file(path, text)])
     for line in unwritten:
         click.echo(f"error: {line}", err=True)
-    click.echo(summary, err=to_stdout)
-    if as_json or is_stdout(report_path):  # stdout gets the report even without a solution
+    click.echo(summary, err=outs.to_stdout)
+    if outs.as_json or is_stdout(report_path):  # stdout gets the report even without a solution
         click.echo(dump_json(document), nl=False)
     if not report.valid:
         sys.exit(EXIT_NO_SOLUTION)

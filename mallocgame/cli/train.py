@@ -12,7 +12,7 @@ import time
 
 import click
 
-from mallocgame.cli.common import SECONDS, SEED
+from mallocgame.cli.common import SECONDS, SEED, check_output, fail, is_stdout
 
 
 @click.command()
@@ -60,57 +60,21 @@ def train(steps, games_per_iter, updates_per_iter, simulations, search_method, m
           resume_path, export_path, checkpoint_every,
           time_budget, seed, ray_actors, address) -> None:
     """Train the muzero solver's network by self-play on generated problems; deterministic under --seed."""
-    import os
-
-    from mallocgame.cli.common import check_output, fail, is_stdout
-    from mallocgame.interrupts import Interrupted, ignore_signals, raise_on_signals
-
-    for name, path in (("--output", out_path), ("--export", export_path)):
-        if is_stdout(path):
-            fail(f"{name}: a checkpoint is not written to stdout; give a file")
-        check_output(path, name)
-    if time_budget is not None and not time_budget > 0:
-        fail(f"--time-limit: must be a positive number of seconds, got {time_budget}")
-    if resume_path and not os.path.isfile(resume_path):  # before paying for torch
-        fail(f"--resume: {resume_path}: checkpoint not found")
-    if address is not None and ray_actors is None:
-        fail("--address: only with --ray-actors")
-    if ray_actors is not None:
-        import importlib.util
-
-        if importlib.util.find_spec("ray") is None:
-            fail("--ray-actors: ray is not installed (pip install 'mallocgame[ray]')")
-        from mallocgame.model import InputError
-        from mallocgame.runner import check_ray_address
-
-        try:
-            check_ray_address(address)
-        except InputError as exc:
-            fail(str(exc).replace("--executor ray", "--ray-actors"))
+    _check_files_and_ray(out_path, export_path, time_budget=time_budget, resume_path=resume_path,
+                         ray_actors=ray_actors, address=address)
     try:
         from mallocgame.search.muzero import checkpoint as ckpt
         from mallocgame.search.muzero.env import game_factory
         from mallocgame.search.muzero.problems import Curriculum, Recipe
         from mallocgame.search.muzero.train import TrainConfig, describe, new_state, resume_state
-        from mallocgame.search.muzero.train import train as run_training
     except ImportError as exc:
         fail(f"train needs torch ({exc}): pip install 'mallocgame[train]'")
 
-    for name, value in (("--steps", steps), ("--games-per-iter", games_per_iter),
-                        ("--updates-per-iter", updates_per_iter), ("--batch-size", batch_size),
-                        ("--unroll", unroll), ("--td-steps", td_steps), ("--k", k), ("--min-size", min_size)):
-        if value <= 0:
-            fail(f"{name}: must be positive, got {value}")
-    if simulations < 0:
-        fail(f"--simulations: must be >= 0, got {simulations}")
-    if not consistency_weight >= 0:
-        fail(f"--consistency-weight: must be >= 0, got {consistency_weight}")
-    if not 0 <= reanalyse_fraction <= 1:
-        fail(f"--reanalyse-fraction: must be in [0, 1], got {reanalyse_fraction}")
-    if init_path and resume_path:
-        fail("--init: not with --resume (a resumed run has its own weights)")
-    if max_size < min_size:
-        fail(f"--max-size: must be >= --min-size ({min_size}), got {max_size}")
+    _check_settings({"--steps": steps, "--games-per-iter": games_per_iter, "--updates-per-iter": updates_per_iter,
+                     "--batch-size": batch_size, "--unroll": unroll, "--td-steps": td_steps, "--k": k,
+                     "--min-size": min_size}, simulations=simulations, consistency_weight=consistency_weight,
+                    reanalyse_fraction=reanalyse_fraction, init_path=init_path, resume_path=resume_path,
+                    min_size=min_size, max_size=max_size)
     t0 = time.monotonic()
     try:
         if resume_path:
@@ -131,11 +95,77 @@ def train(steps, games_per_iter, updates_per_iter, simulations, search_method, m
     make_game = game_factory(state.game_config)
     click.echo(describe(state))
     click.echo(f"start at step {state.step}, train to {steps}; checkpoint -> {out_path}")
-
-    def show(entry: dict) -> None:
-        click.echo(" ".join(f"{k}={v}" for k, v in entry.items()))
-
     deadline = None if time_budget is None else t0 + time_budget
+    _train_to(state, steps, make_game, out_path=out_path, checkpoint_every=checkpoint_every, deadline=deadline,
+              ray_actors=ray_actors, address=address)
+    if export_path:
+        ckpt.atomic_save(ckpt.model_only(state.payload()), export_path)
+    click.echo(f"done: step {state.step}, {state.replay.total_games} games, {time.monotonic() - t0:.0f}s; "
+               f"saved {out_path}" + (f" and {export_path}" if export_path else ""))
+
+
+def _check_files_and_ray(out_path: str, export_path: str | None, *, time_budget: float | None,
+                         resume_path: str | None, ray_actors: int | None, address: str | None) -> None:
+    """Exit 2 for an output that cannot be written, a bad time limit, a missing --resume checkpoint or
+    unusable Ray flags: all checked before paying for torch."""
+    import os
+
+    for name, path in (("--output", out_path), ("--export", export_path)):
+        if is_stdout(path):
+            fail(f"{name}: a checkpoint is not written to stdout; give a file")
+        check_output(path, name)
+    if time_budget is not None and not time_budget > 0:
+        fail(f"--time-limit: must be a positive number of seconds, got {time_budget}")
+    if resume_path and not os.path.isfile(resume_path):
+        fail(f"--resume: {resume_path}: checkpoint not found")
+    if address is not None and ray_actors is None:
+        fail("--address: only with --ray-actors")
+    if ray_actors is not None:
+        import importlib.util
+
+        if importlib.util.find_spec("ray") is None:
+            fail("--ray-actors: ray is not installed (pip install 'mallocgame[ray]')")
+        from mallocgame.model import InputError
+        from mallocgame.runner import check_ray_address
+
+        try:
+            check_ray_address(address)
+        except InputError as exc:
+            fail(str(exc).replace("--executor ray", "--ray-actors"))
+
+
+def _check_settings(positive: dict[str, int], *, simulations: int, consistency_weight: float,
+                    reanalyse_fraction: float, init_path: str | None, resume_path: str | None, min_size: int,
+                    max_size: int) -> None:
+    """Exit 2 for a training setting out of its range (``positive``: flag -> value, each must be > 0)."""
+    for name, value in positive.items():
+        if value <= 0:
+            fail(f"{name}: must be positive, got {value}")
+    if simulations < 0:
+        fail(f"--simulations: must be >= 0, got {simulations}")
+    if not consistency_weight >= 0:
+        fail(f"--consistency-weight: must be >= 0, got {consistency_weight}")
+    if not 0 <= reanalyse_fraction <= 1:
+        fail(f"--reanalyse-fraction: must be in [0, 1], got {reanalyse_fraction}")
+    if init_path and resume_path:
+        fail("--init: not with --resume (a resumed run has its own weights)")
+    if max_size < min_size:
+        fail(f"--max-size: must be >= --min-size ({min_size}), got {max_size}")
+
+
+def _show(entry: dict) -> None:
+    """One training log line: ``key=value`` pairs."""
+    click.echo(" ".join(f"{k}={v}" for k, v in entry.items()))
+
+
+def _train_to(state, steps: int, make_game, *, out_path: str, checkpoint_every: int, deadline: float | None,
+              ray_actors: int | None, address: str | None) -> None:
+    """Train ``state`` to ``steps`` (or the deadline), self-play local or on Ray actors; on SIGINT/SIGTERM
+    say which step the checkpoint holds and exit 130 / 143."""
+    from mallocgame.interrupts import Interrupted, ignore_signals, raise_on_signals
+    from mallocgame.search.muzero import checkpoint as ckpt
+    from mallocgame.search.muzero.train import train as run_training
+
     play = None
     try:
         with raise_on_signals():
@@ -148,7 +178,7 @@ def train(steps, games_per_iter, updates_per_iter, simulations, search_method, m
                     fail(f"--ray-actors: cannot start or reach a Ray cluster ({' '.join(str(exc).split())[:200]})")
                 click.echo(f"self-play on {ray_actors} Ray actor{'s' if ray_actors > 1 else ''}")
             run_training(state, steps, make_game, checkpoint_path=out_path, checkpoint_every=checkpoint_every,
-                         deadline=deadline, on_log=show, play=play)
+                         deadline=deadline, on_log=_show, play=play)
     except Interrupted as stop:  # the checkpoint on disk is whole (atomic saves): say where to continue
         ignore_signals()
         try:
@@ -162,7 +192,3 @@ def train(steps, games_per_iter, updates_per_iter, simulations, search_method, m
     finally:
         if play is not None:
             play.close()
-    if export_path:
-        ckpt.atomic_save(ckpt.model_only(state.payload()), export_path)
-    click.echo(f"done: step {state.step}, {state.replay.total_games} games, {time.monotonic() - t0:.0f}s; "
-               f"saved {out_path}" + (f" and {export_path}" if export_path else ""))

@@ -286,6 +286,21 @@ def _parse_instruction(line: str, lineno: int, path: str) -> Instr:
 def parse_hlo_module(text: str, path: str = "<hlo>") -> HloModule:
     """Parse scheduled HLO text into computations; raises :class:`InputError` on bad input."""
     lines = text.splitlines()
+    k = _header_index(lines, path)
+    header = lines[k].strip()
+    mname = header.split()[1].rstrip(",") if len(header.split()) > 1 else os.path.basename(path)
+    comps, entry = _parse_computations(lines, k + 2, path)
+    _check_computations(comps, path)
+    aliases = _input_output_alias(header, path, k + 1)
+    for _, param, _ in aliases:
+        if param not in entry.params:
+            raise InputError(f"{path}: line {k + 1}: input_output_alias: parameter {param} does not exist "
+                             f"(ENTRY {entry.name!r} has {len(entry.params)})")
+    return HloModule(mname, comps, entry, path, aliases)
+
+
+def _header_index(lines: list[str], path: str) -> int:
+    """The index of the ``HloModule NAME, ..., is_scheduled=true`` line (the first that is not blank)."""
     k = 0
     while k < len(lines) and not lines[k].strip():
         k += 1
@@ -299,23 +314,20 @@ def parse_hlo_module(text: str, path: str = "<hlo>") -> HloModule:
             f"{path}: line {k + 1}: HLO module is not scheduled (no is_scheduled=true in its header); "
             "give the after-optimizations HLO of a compiled module"
         )
-    mname = header.split()[1].rstrip(",") if len(header.split()) > 1 else os.path.basename(path)
+    return k
+
+
+def _parse_computations(lines: list[str], first: int, path: str) -> tuple[dict[str, Computation], Computation]:
+    """The computations from line number ``first`` (1-based) on, by name, and the ENTRY one."""
     comps: dict[str, Computation] = {}
     entry = None
     cur: Computation | None = None
-    for lineno in range(k + 2, len(lines) + 1):
+    for lineno in range(first, len(lines) + 1):
         raw = _COMMENT_RE.sub("", lines[lineno - 1])
         s = raw.strip()
         if cur is None:
-            if not s or _SECTION_RE.match(s):
-                continue
-            m = _COMP_RE.match(s)
-            if m and s.endswith("{") and not _INSTR_RE.match(s):
-                cur = Computation(m.group(2), bool(m.group(1)), lineno)
-                if cur.name in comps:
-                    raise InputError(f"{path}: line {lineno}: duplicate computation {cur.name!r}")
-                continue
-            raise InputError(f"{path}: line {lineno}: unexpected text outside a computation: {s[:80]!r}")
+            cur = _computation_opened(s, lineno, comps, path)
+            continue
         if s == "}":
             if not cur.instrs:
                 raise InputError(f"{path}: line {lineno}: computation {cur.name!r} is empty")
@@ -326,31 +338,52 @@ def parse_hlo_module(text: str, path: str = "<hlo>") -> HloModule:
                 entry = cur
             cur = None
             continue
-        if not s:
-            continue
-        try:
-            ins = _parse_instruction(raw, lineno, path)
-        except InputError as exc:
-            if not any(x.strip() for x in lines[lineno:]):
-                raise InputError(f"{path}: line {lineno}: truncated file: the last instruction is cut short "
-                                 f"and computation {cur.name!r} is not closed") from None
-            raise exc
-        for o in ins.operands:
-            if o not in cur.by_name:
-                raise InputError(
-                    f"{path}: line {lineno}: instruction {ins.name!r} uses {o!r} before it is defined "
-                    f"in computation {cur.name!r}"
-                )
-        if ins.name in cur.by_name:
-            raise InputError(f"{path}: line {lineno}: duplicate instruction name {ins.name!r}")
-        cur.instrs.append(ins)
-        cur.by_name[ins.name] = ins
+        if s:
+            _add_instruction(cur, raw, lineno, lines, path)
     if cur is not None:
         raise InputError(f"{path}: line {len(lines)}: truncated file: computation {cur.name!r} (line {cur.line}) is not closed")
     if entry is None:
         raise InputError(f"{path}: no ENTRY computation (truncated file?)")
-    # every called computation must exist, every attribute the importer follows be there, and no
-    # computation call itself (directly or through others): HLO's call graph is acyclic
+    return comps, entry
+
+
+def _computation_opened(s: str, lineno: int, comps: dict[str, Computation], path: str) -> Computation | None:
+    """Outside a computation: the one line ``s`` opens, or ``None`` for a blank or section line."""
+    if not s or _SECTION_RE.match(s):
+        return None
+    m = _COMP_RE.match(s)
+    if m and s.endswith("{") and not _INSTR_RE.match(s):
+        comp = Computation(m.group(2), bool(m.group(1)), lineno)
+        if comp.name in comps:
+            raise InputError(f"{path}: line {lineno}: duplicate computation {comp.name!r}")
+        return comp
+    raise InputError(f"{path}: line {lineno}: unexpected text outside a computation: {s[:80]!r}")
+
+
+def _add_instruction(cur: Computation, raw: str, lineno: int, lines: list[str], path: str) -> None:
+    """Line ``raw`` as the next instruction of ``cur``: its operands defined before it, its name new."""
+    try:
+        ins = _parse_instruction(raw, lineno, path)
+    except InputError as exc:
+        if not any(x.strip() for x in lines[lineno:]):
+            raise InputError(f"{path}: line {lineno}: truncated file: the last instruction is cut short "
+                             f"and computation {cur.name!r} is not closed") from None
+        raise exc
+    for o in ins.operands:
+        if o not in cur.by_name:
+            raise InputError(
+                f"{path}: line {lineno}: instruction {ins.name!r} uses {o!r} before it is defined "
+                f"in computation {cur.name!r}"
+            )
+    if ins.name in cur.by_name:
+        raise InputError(f"{path}: line {lineno}: duplicate instruction name {ins.name!r}")
+    cur.instrs.append(ins)
+    cur.by_name[ins.name] = ins
+
+
+def _check_computations(comps: dict[str, Computation], path: str) -> None:
+    """Every called computation exists, every attribute the importer follows is there, and no
+    computation calls itself (directly or through others): HLO's call graph is acyclic."""
     for comp in comps.values():
         _check_parameters(comp, path)
         for ins in comp.instrs:
@@ -363,12 +396,6 @@ def parse_hlo_module(text: str, path: str = "<hlo>") -> HloModule:
             if ins.opcode == "while":
                 _trip_count(ins, path)  # a bad trip count is refused here, once
     _check_call_graph(comps, path)
-    aliases = _input_output_alias(header, path, k + 1)
-    for _, param, _ in aliases:
-        if param not in entry.params:
-            raise InputError(f"{path}: line {k + 1}: input_output_alias: parameter {param} does not exist "
-                             f"(ENTRY {entry.name!r} has {len(entry.params)})")
-    return HloModule(mname, comps, entry, path, aliases)
 
 
 # the computations an instruction must name for the importer to follow it

@@ -24,6 +24,7 @@ import logging
 import math
 import os
 import warnings
+from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from mallocgame.importers._common import WorkloadBuilder, buffer_leaves, resolve_callable, summarize  # noqa: F401  (summarize re-exported)
@@ -282,12 +283,19 @@ def export_module(module: Any, example_inputs: Sequence[Any], *, level: str = "h
 
 def import_exported(ep: Any, *, weights: str = "program", name: str = "torch", source: str = "") -> Problem:
     """Workload of an ``ExportedProgram`` (see the module docstring)."""
-    import torch  # lazy
-    from torch.export.graph_signature import InputKind
-
     if weights not in WEIGHT_MODES:
         raise InputError(f"--weights must be one of {', '.join(WEIGHT_MODES)}, got {weights!r}")
-    sig = ep.graph_signature
+    kinds, targets = _placeholder_roles(ep.graph_signature)
+    walk = _GraphWalk(WorkloadBuilder(name, source=source), weights, kinds, targets, source or name)
+    for node in ep.graph.nodes:
+        walk.visit(node)
+    return walk.b.build(tight=walk.weight_ids if weights == "use" else ())
+
+
+def _placeholder_roles(sig: Any) -> tuple[dict[str, str], dict[str, str]]:
+    """Per placeholder name: ``"input"`` (a user input) or ``"weight"``, and the parameter or buffer it holds."""
+    from torch.export.graph_signature import InputKind
+
     kinds = {}
     targets = {}
     for spec in sig.input_specs:
@@ -297,114 +305,145 @@ def import_exported(ep: Any, *, weights: str = "program", name: str = "torch", s
         kinds[arg_name] = "input" if spec.kind == InputKind.USER_INPUT else "weight"
         if spec.target:
             targets[arg_name] = spec.target
-    b = WorkloadBuilder(name, source=source)
-    env: dict[str, Any] = {}          # node name -> value: buffer id, None, or list of values
-    view_bytes: dict[str, int] = {}   # node name -> bytes of the view (for reads through views)
-    weight_ids: set[str] = set()
-    warned: set[str] = set()
+    return kinds, targets
 
-    def new_buffers(base: str, val: Any, kind: str) -> Any:
+
+def _arg_nodes(a: Any) -> list[Any]:
+    """The graph nodes in an argument (nested lists, tuples and dicts), in order."""
+    import torch  # lazy
+    if isinstance(a, torch.fx.Node):
+        return [a]
+    if isinstance(a, (list, tuple)):
+        out = []
+        for x in a:
+            out.extend(_arg_nodes(x))
+        return out
+    if isinstance(a, dict):
+        return _arg_nodes(list(a.values()))
+    return []
+
+
+@dataclass(frozen=True)
+class _GraphWalk:
+    """The exported graph's nodes, in order, recorded into a :class:`WorkloadBuilder`."""
+
+    b: WorkloadBuilder
+    weights: str  # one of WEIGHT_MODES
+    kinds: dict[str, str]  # placeholder name -> "input" | "weight"
+    targets: dict[str, str]  # placeholder name -> the parameter or buffer it holds
+    where: str  # the source (or name) the warnings name
+    env: dict[str, Any] = field(default_factory=dict)  # node name -> value: buffer id, None, or list of values
+    view_bytes: dict[str, int] = field(default_factory=dict)  # node name -> bytes of the view (reads through views)
+    weight_ids: set[str] = field(default_factory=set)
+    warned: set[str] = field(default_factory=set)  # ops already warned about (no FLOP formula)
+
+    def visit(self, node: Any) -> None:
+        """Record one node: a placeholder, a constant, the output or an ATen call."""
+        if node.op == "placeholder":
+            self.placeholder(node)
+        elif node.op == "get_attr":
+            self.env[node.name] = None if self.weights == "none" else \
+                self.new_buffers(str(node.target), node.meta.get("val"), "weight")
+            self.weight_ids.update(buffer_leaves(self.env[node.name]))
+        elif node.op == "output":
+            for src in _arg_nodes(node.args):
+                for buf in buffer_leaves(self.env.get(src.name)):
+                    if self.b.kinds.get(buf) == "activation":
+                        self.b.set_kind(buf, "output")
+        elif node.op == "call_function":
+            self.call(node)
+
+    def new_buffers(self, base: str, val: Any, kind: str) -> Any:
+        """A buffer per tensor of ``val`` (nested as ``val`` is); ``None`` for no tensor or no bytes."""
         if isinstance(val, (list, tuple)):
-            return [new_buffers(f"{base}#{i}", x, kind) for i, x in enumerate(val)]
+            return [self.new_buffers(f"{base}#{i}", x, kind) for i, x in enumerate(val)]
         if not (hasattr(val, "shape") and hasattr(val, "dtype")):
             return None
         size = _nbytes(val)
-        return b.add_buffer(base, size, kind) if size > 0 else None
+        return self.b.add_buffer(base, size, kind) if size > 0 else None
 
-    def arg_nodes(a: Any) -> list[Any]:
-        if isinstance(a, torch.fx.Node):
-            return [a]
-        if isinstance(a, (list, tuple)):
-            out = []
-            for x in a:
-                out.extend(arg_nodes(x))
-            return out
-        if isinstance(a, dict):
-            return arg_nodes(list(a.values()))
-        return []
+    def placeholder(self, node: Any) -> None:
+        """A user input or a weight (left out with ``weights="none"``)."""
+        kind = self.kinds.get(node.name, "input")
+        if kind == "weight" and self.weights == "none":
+            self.env[node.name] = None
+            return
+        ident = (self.targets.get(node.name) or node.name).replace(",", "_").replace(" ", "_")
+        self.env[node.name] = self.new_buffers(ident, node.meta.get("val"), kind)
+        if kind == "weight":
+            self.weight_ids.update(buffer_leaves(self.env[node.name]))
 
-    for node in ep.graph.nodes:
+    def call(self, node: Any) -> None:
+        """An ATen call: ``getitem`` and views alias what they read, any other op is recorded."""
         val = node.meta.get("val")
-        if node.op == "placeholder":
-            kind = kinds.get(node.name, "input")
-            if kind == "weight" and weights == "none":
-                env[node.name] = None
-                continue
-            ident = (targets.get(node.name) or node.name).replace(",", "_").replace(" ", "_")
-            env[node.name] = new_buffers(ident, val, kind)
-            if kind == "weight":
-                weight_ids.update(buffer_leaves(env[node.name]))
-            continue
-        if node.op == "get_attr":
-            env[node.name] = None if weights == "none" else new_buffers(str(node.target), val, "weight")
-            weight_ids.update(buffer_leaves(env[node.name]))
-            continue
-        if node.op == "output":
-            for src in arg_nodes(node.args):
-                for buf in buffer_leaves(env.get(src.name)):
-                    if b.kinds.get(buf) == "activation":
-                        b.set_kind(buf, "output")
-            continue
-        if node.op != "call_function":
-            continue
         target = node.target
         if target.__class__.__name__ == "builtin_function_or_method" and getattr(target, "__name__", "") == "getitem":
-            base = env.get(node.args[0].name)
+            base = self.env.get(node.args[0].name)
             idx = node.args[1]
-            env[node.name] = base[idx] if isinstance(base, list) and isinstance(idx, int) and idx < len(base) else None
+            self.env[node.name] = base[idx] if isinstance(base, list) and isinstance(idx, int) and idx < len(base) \
+                else None
             if hasattr(val, "shape"):
-                view_bytes[node.name] = _nbytes(val)
-            continue
+                self.view_bytes[node.name] = _nbytes(val)
+            return
         schema = getattr(target, "_schema", None)
-        packet = getattr(target, "_overloadpacket", None)
-        opname = getattr(packet, "__name__", None) or getattr(target, "__name__", str(target))
-        opname = opname.split(".")[-1]
-        inputs = arg_nodes(list(node.args) + list(node.kwargs.values()))
-        out_leaves = _val_leaves(val)
-        if schema is None and not out_leaves:
-            continue  # symbolic-int arithmetic and the like: no tensors
+        inputs = _arg_nodes(list(node.args) + list(node.kwargs.values()))
+        if schema is None and not _val_leaves(val):
+            return  # symbolic-int arithmetic and the like: no tensors
         alias = None
         if schema is not None and schema.returns and schema.returns[0].alias_info is not None:
             alias = schema.returns[0].alias_info
         if alias is not None and not alias.is_write and inputs:
             # a view: aliases the schema argument that shares its alias set (first tensor input)
             base_node = _aliased_input(schema, node, alias) or inputs[0]
-            base = env.get(base_node.name)
-            env[node.name] = [base] * len(val) if isinstance(val, (list, tuple)) and isinstance(base, str) else base
+            base = self.env.get(base_node.name)
+            self.env[node.name] = [base] * len(val) if isinstance(val, (list, tuple)) and isinstance(base, str) \
+                else base
             if hasattr(val, "shape"):
-                view_bytes[node.name] = _nbytes(val)
-            continue
+                self.view_bytes[node.name] = _nbytes(val)
+            return
+        self.op(node, inputs, schema, alias)
+
+    def op(self, node: Any, inputs: list[Any], schema: Any, alias: Any) -> None:
+        """An op that computes: its reads, its writes (new buffers, or the input it updates in place), its FLOPs."""
+        val = node.meta.get("val")
+        packet = getattr(node.target, "_overloadpacket", None)
+        opname = getattr(packet, "__name__", None) or getattr(node.target, "__name__", str(node.target))
+        opname = opname.split(".")[-1]
         reads = []
         for src in inputs:
-            for buf in buffer_leaves(env.get(src.name)):
-                nbytes = b.sizes[buf]
-                if src.name in view_bytes:
-                    nbytes = min(nbytes, view_bytes[src.name])
+            for buf in buffer_leaves(self.env.get(src.name)):
+                nbytes = self.b.sizes[buf]
+                if src.name in self.view_bytes:
+                    nbytes = min(nbytes, self.view_bytes[src.name])
                 reads.append((buf, nbytes))
         if alias is not None and alias.is_write:  # in-place: writes the aliased input
             base_node = _aliased_input(schema, node, alias) or inputs[0]
-            out = env.get(base_node.name)
+            out = self.env.get(base_node.name)
         else:
-            out = new_buffers(node.name, val, "activation")
-        writes = [(buf, b.sizes[buf]) for buf in buffer_leaves(out)]
-        shapes = [tuple(int(d) for d in t.shape) for t in out_leaves]
+            out = self.new_buffers(node.name, val, "activation")
+        writes = [(buf, self.b.sizes[buf]) for buf in buffer_leaves(out)]
+        flops, trans = self.flops(opname, node, [tuple(int(d) for d in t.shape) for t in _val_leaves(val)])
+        inplace = []
+        if opname in _ELEMENTWISE and writes:
+            inplace = [(src, dst) for dst, _ in writes for src, _n in reads
+                       if src not in self.weight_ids and self.b.sizes[src] == self.b.sizes[dst]]
+        self.b.add_op(node.name, opname, flops, reads=reads, writes=writes, inplace=inplace, transcendentals=trans)
+        self.env[node.name] = out
+
+    def flops(self, opname: str, node: Any, shapes: list) -> tuple[float, float]:
+        """The op's FLOPs and transcendentals; an op without a formula is 0 FLOPs, warned about once."""
         flops = op_flops(opname, node, shapes)
         if flops is None:
-            if opname not in warned:
-                warned.add(opname)
-                warnings.warn(f"{source or name}: no FLOP formula for aten.{opname}; counted as 0 FLOPs",
-                              TorchImportWarning, stacklevel=2)
+            if opname not in self.warned:
+                self.warned.add(opname)
+                # stacklevel: the caller of import_exported, as before (flops <- op <- call <- visit <- import_exported)
+                warnings.warn(f"{self.where}: no FLOP formula for aten.{opname}; counted as 0 FLOPs",
+                              TorchImportWarning, stacklevel=6)
             flops = 0.0
         trans = 0.0
         if opname in _TRANSCENDENTAL:  # counted apart from FLOPs, as XLA's cost analysis does
             flops, trans = 0.0, flops
-        inplace = []
-        if opname in _ELEMENTWISE and writes:
-            inplace = [(src, dst) for dst, _ in writes for src, _n in reads
-                       if src not in weight_ids and b.sizes[src] == b.sizes[dst]]
-        b.add_op(node.name, opname, flops, reads=reads, writes=writes, inplace=inplace, transcendentals=trans)
-        env[node.name] = out
-    return b.build(tight=weight_ids if weights == "use" else ())
+        return flops, trans
 
 
 def _aliased_input(schema: Any, node: Any, alias: Any) -> Any:
