@@ -32,6 +32,8 @@ import weakref
 
 import numpy as np
 
+from mallocgame.bounds import no_fragmentation_relaxation
+
 NAME = "encoder/1"
 NAME_RELAX = "encoder/2"
 NAMES = (NAME, NAME_RELAX)
@@ -58,8 +60,6 @@ def relaxation_set(data, time_limit: float = RELAX_SECONDS) -> np.ndarray:
     :class:`GameData` (``time_limit`` for HiGHS on that first call) and cached."""
     cached = _RELAX_CACHE.get(data)
     if cached is None:
-        from mallocgame.bounds import no_fragmentation_relaxation
-
         candidates = data.benefit > 0
         if data.capacity is not None:
             candidates &= data.size <= data.capacity
