@@ -7,12 +7,16 @@ line per finished run (and per input while drawing); ``--no-progress`` is silent
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import json
 import os
 import sys
 from pathlib import Path
 from typing import Any
 
 import click
+from tqdm import tqdm
 
 from mallocgame.cli.common import (
     SECONDS,
@@ -32,8 +36,21 @@ from mallocgame.cli.common import (
     write_file,
     write_text,
 )
-from mallocgame.comparison import _csv_text, json_document, run_comparison, split_option, summary_text, table_text
+from mallocgame.comparison import (
+    _csv_text,
+    json_document,
+    parse_solver_options,
+    run_comparison,
+    split_option,
+    summary_text,
+    table_text,
+)
+from mallocgame.inputs.load import capacity_warning
+from mallocgame.interrupts import Interrupted, ignore_signals, raise_on_signals
+from mallocgame.io import OutputBusy, exclusive_output, output_folder
 from mallocgame.model import InputError
+from mallocgame.plots import plot_allocations, plot_anytime, plot_pack_gaps, plot_speedups, safe_name
+from mallocgame.registry import SolverLoadError, load_solver, solver_entries
 
 
 @click.command("compare")
@@ -81,8 +98,6 @@ def compare_command(specs, solver_list, time_limit, hardware, capacity, capacity
     With --out the CSV holds every finished row at any moment; SIGINT or SIGTERM stops every
     run, prints what finished, and exits 130 / 143; --resume then runs only the rest.
     """
-    from mallocgame.interrupts import Interrupted, ignore_signals, raise_on_signals
-
     to_stdout = is_stdout(out_path)
     if resume and (out_path is None or to_stdout):
         fail("--resume: needs --out RESULTS.csv (the file to continue)")
@@ -95,11 +110,6 @@ def compare_command(specs, solver_list, time_limit, hardware, capacity, capacity
         check_output(os.path.splitext(out_path)[0] + ".json", "--output (its JSON)")
     check_output(plot_dir, "--plot", folder=True)
     if out_path and not to_stdout:  # held to the end of the command (the JSON too); released at exit
-        import atexit
-        import contextlib
-
-        from mallocgame.io import OutputBusy, exclusive_output
-
         held = contextlib.ExitStack()
         try:
             held.enter_context(exclusive_output(out_path, flag="--output"))
@@ -139,8 +149,6 @@ def compare_command(specs, solver_list, time_limit, hardware, capacity, capacity
         result = stop.partial
     inputs, rows, solvers, wall = result.inputs, result.rows, result.solvers, result.wall_seconds
     for inp in inputs:
-        from mallocgame.inputs.load import capacity_warning
-
         warn(capacity_warning(inp.problem))
 
     say = (lambda text="", nl=True: click.echo(text, nl=nl, err=True)) if to_stdout else \
@@ -213,8 +221,6 @@ def results_document(inputs, rows, settings: dict[str, Any], carried: dict | Non
 
 def _carried_results(json_path: str) -> dict:
     """The previous results JSON's records by (input_sha256, solver); empty when it is missing or unreadable."""
-    import json
-
     try:
         with open(json_path) as fh:
             doc = json.load(fh)
@@ -239,9 +245,6 @@ def _checked_options(solvers: list[str], items: tuple[str, ...]) -> dict[str, di
 
     A plain ``KEY=VALUE`` still goes only to the solvers whose ``solve`` names KEY.
     """
-    from mallocgame.comparison import parse_solver_options
-    from mallocgame.registry import SolverLoadError, load_solver, solver_entries
-
     known = [s for s in dict.fromkeys(solvers) if s]
     registered = solver_entries()
     if not known or any(s not in registered for s in known):
@@ -282,11 +285,6 @@ def _progress_line(row, done: int, total: int) -> None:
 
 def _draw(inputs, rows, out_dir: Path, *, bar: bool, lines: bool) -> list[Path]:
     """Every picture of :func:`mallocgame.plots.plot_comparison`, with progress per input."""
-    from tqdm import tqdm
-
-    from mallocgame.io import output_folder
-    from mallocgame.plots import plot_allocations, plot_anytime, plot_pack_gaps, plot_speedups, safe_name
-
     out_dir = output_folder(out_dir)
     written: list[Path] = []
     for k, inp in enumerate(tqdm(inputs, desc="pictures", unit="input", file=sys.stderr, leave=False,

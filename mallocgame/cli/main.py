@@ -15,12 +15,14 @@ from __future__ import annotations
 import errno
 import gc
 import importlib
+import importlib.util
 import os
 import sys
 from typing import Any
 
 import click
 
+from mallocgame.bounds import critical_window_bound
 from mallocgame.cli.common import (  # noqa: F401  (fail, problem_options and the codes are imported from here too)
     COUNT,
     EXIT_BAD_INPUT,
@@ -29,6 +31,9 @@ from mallocgame.cli.common import (  # noqa: F401  (fail, problem_options and th
     SECONDS,
     SEED,
     capacity_warning,
+    check_muzero_checkpoint,
+    check_option_values,
+    check_options,
     check_output,
     check_own_order,
     dump_json,
@@ -44,7 +49,20 @@ from mallocgame.cli.common import (  # noqa: F401  (fail, problem_options and th
     write_file,
     write_text,
 )
+from mallocgame.cli.schedule import reschedule_outputs
+from mallocgame.comparison import parse_solver_options, split_option
+from mallocgame.hardware.evaluator import Evaluator
+from mallocgame.hybrid.reschedule import solve_with_reschedule
+from mallocgame.inputs.load import oversized
+from mallocgame.interrupts import interrupted, raise_on_signals
+from mallocgame.intervals import components, max_live
+from mallocgame.io import intervals_csv_text, problem_csv_text
 from mallocgame.model import InputError, Problem
+from mallocgame.prefetch_bound import RESIDENCY_SECONDS, start_residency
+from mallocgame.registry import SolverLoadError, describe, load_solver, solver_entries, solver_modes
+from mallocgame.runner import ChildCall, UnsupportedMode, call_in_child, problem_bound, shared_caches, with_bound
+from mallocgame.solving import check_request, solve_with_warm_start
+from mallocgame.verdict import judge
 
 # name -> "module:attribute" of commands defined outside this file.
 # Seconds the residency bound (prefetch mode) may take in `info`, before it answers (`solve` gives it
@@ -70,8 +88,6 @@ class LazyGroup(click.Group):
 
     @staticmethod
     def _available(name: str) -> bool:
-        import importlib.util
-
         try:
             return importlib.util.find_spec(LAZY_COMMANDS[name].split(":")[0]) is not None
         except ImportError:
@@ -87,7 +103,6 @@ class LazyGroup(click.Group):
         """Click's own ``main``, with every usage error as one ``error:`` line (exit 2)."""
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode, **extra)
-        from mallocgame.interrupts import interrupted, raise_on_signals
 
         try:
             with raise_on_signals():  # SIGTERM, like Ctrl-C, unwinds (children killed, temp files removed)
@@ -143,8 +158,6 @@ def main() -> None:
 
 
 def _info_facts(problem: Problem, spec, bound_time: float = 0.0) -> dict[str, Any]:
-    from mallocgame.intervals import components, max_live
-
     a = problem.arrays
     live = max_live(problem)
     facts: dict[str, Any] = {
@@ -156,9 +169,6 @@ def _info_facts(problem: Problem, spec, bound_time: float = 0.0) -> dict[str, An
         "max_live_over_capacity": live / problem.capacity if problem.capacity else None,
     }
     if problem.mode in ("map", "prefetch"):
-        from mallocgame.hardware.evaluator import Evaluator
-        from mallocgame.runner import problem_bound
-
         ev = Evaluator.of(problem, spec)
         bound = problem_bound(problem, spec, tighten=INFO_RESIDENCY_SECONDS)
         if bound.others:
@@ -168,8 +178,6 @@ def _info_facts(problem: Problem, spec, bound_time: float = 0.0) -> dict[str, An
                      f"relaxation {bound.kind}, docs/prefetch.md",
                      max_speedup=ev.time_all_slow / max(ev.time_all_slow - bound.value, 1e-300))
     else:
-        from mallocgame.inputs.load import oversized
-
         too_big = oversized(problem)
         largest = max(too_big, key=lambda k: problem.buffers[k].size) if too_big else None
         facts.update(bound=live, bound_kind="max live (lower bound on the peak)",
@@ -180,8 +188,6 @@ def _info_facts(problem: Problem, spec, bound_time: float = 0.0) -> dict[str, An
         if too_big:
             pass  # no placement exists: the critical-window bound has nothing to pack
         elif bound_time > 0:  # mallocgame.bounds.critical_window_bound: the critical moments packed by CP-SAT
-            from mallocgame.bounds import critical_window_bound
-
             b = critical_window_bound(problem, time_limit=bound_time)
             if b.kind == "window":
                 lower = int(b.value), f"critical window, CP-SAT, {b.value / live - 1:+.3%} over max live"
@@ -244,8 +250,6 @@ def info(problem_path: str, mode: str | None, capacity: str | None, capacity_fra
 def _check_hint(problem: Problem, hint_path: str, time_limit: float):
     """The request checked by the core (:func:`mallocgame.solving.check_request`): the ``--hint`` file as an
     answer of the problem's mode (a map solution is lifted in prefetch mode, and a note says so)."""
-    from mallocgame.solving import check_request
-
     _, hint, lifted = check_request(problem, time_limit=time_limit, hint_path=hint_path)
     if lifted:
         click.echo(f"note: {hint_path}: a map solution, lifted to prefetch mode (mallocgame.lift)", err=True)
@@ -261,10 +265,6 @@ def _solve_options(names: list[str], items: tuple[str, ...], workers: int | None
     ``minimize_peak`` is passed only to a solver that names it, and is never an error: the
     problem has no capacity then, and every pack solver minimises the peak without one.
     """
-    from mallocgame.cli.common import check_muzero_checkpoint, check_option_values, check_options
-    from mallocgame.comparison import parse_solver_options, split_option
-    from mallocgame.registry import SolverLoadError, load_solver
-
     try:
         loaded = {name: load_solver(name) for name in names}
     except SolverLoadError as exc:
@@ -330,10 +330,6 @@ def solve(problem_path, solver_name, mode, capacity, capacity_fraction, hardware
           warm_start, workers, minimize_peak, simulations, solver_options, output, report_path, as_json,
           reschedule=False, schedule_output=None) -> None:
     """Solve PROBLEM with one solver; print one summary line."""
-    from mallocgame.registry import SolverLoadError, solver_entries
-    from mallocgame.runner import ChildCall, UnsupportedMode, call_in_child, problem_bound, shared_caches, with_bound
-    from mallocgame.solving import solve_with_warm_start
-
     one_stdout(**{"-o -": is_stdout(output), "--report -": is_stdout(report_path), "--json": as_json})
     check_output(output, "-o")
     check_output(report_path, "--report")
@@ -361,8 +357,6 @@ def solve(problem_path, solver_name, mode, capacity, capacity_fraction, hardware
         # In a forked child (mallocgame.runner.call_in_child): Ctrl-C/SIGTERM stop any solver at
         # once, CP-SAT's native search included, and nothing it started is left running.
         if reschedule:  # schedule and placement alternated (hybrid.reschedule); the answer is the new order's
-            from mallocgame.hybrid.reschedule import solve_with_reschedule
-
             rescheduled = call_in_child(solve_with_reschedule, solver_name, problem, spec, time_limit=time_limit,
                                         seed=seed, hint=hint, warm_start=warm_start, options=options)
             report, problem = rescheduled.report, rescheduled.problem
@@ -376,8 +370,6 @@ def solve(problem_path, solver_name, mode, capacity, capacity_fraction, hardware
             pending = None
             try:
                 if problem.mode == "prefetch":  # the residency bound, in a child of its own beside the solver
-                    from mallocgame.prefetch_bound import RESIDENCY_SECONDS, start_residency
-
                     pending = start_residency(problem, spec, seconds=min(time_limit, RESIDENCY_SECONDS))
                 bound = problem_bound(problem, spec)
                 result = run.result()
@@ -400,13 +392,9 @@ def solve(problem_path, solver_name, mode, capacity, capacity_fraction, hardware
     document = _report_json(report, problem, spec, minimize_peak)
     answer = None
     if report.valid and output:
-        from mallocgame.io import intervals_csv_text, problem_csv_text
-
         answer = (intervals_csv_text(problem, report.intervals) if problem.mode == "prefetch"
                   else problem_csv_text(problem, report.offsets))
     if reschedule:
-        from mallocgame.cli.schedule import reschedule_outputs
-
         summary, schedule_path, schedule_text = reschedule_outputs(problem_path, rescheduled, summary, document,
                                                                   output, schedule_output, spec)
     # Files first (no file is written without a valid solution): one that cannot be written is
@@ -441,8 +429,6 @@ def validate(problem_path, solution_path, mode, capacity, capacity_fraction, har
 
     A re-scheduled workload (one with ``original_order``) has its op order checked too.
     """
-    from mallocgame.verdict import judge
-
     problem, spec, given = load_answer(problem_path, solution_path, mode=mode, capacity=capacity,
                                        capacity_fraction=capacity_fraction, hardware=hardware)
     capacity_warning(problem)
@@ -477,8 +463,6 @@ def validate(problem_path, solution_path, mode, capacity, capacity_fraction, har
 @main.command()
 def solvers() -> None:
     """List every registered solver with its modes and a one-line description (imports none of them)."""
-    from mallocgame.registry import describe, solver_entries, solver_modes
-
     entries = solver_entries()
     width = max((len(n) for n in entries), default=0)
     for name, entry in entries.items():

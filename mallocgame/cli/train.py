@@ -7,12 +7,20 @@ SIGINT/SIGTERM stop the run (exit 130 / 143) and say which step the checkpoint h
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import sys
 import time
 
 import click
 
-from mallocgame.cli.common import SECONDS, SEED
+from mallocgame.cli.common import SECONDS, SEED, check_output, fail, is_stdout
+from mallocgame.interrupts import Interrupted, ignore_signals, raise_on_signals
+from mallocgame.model import InputError
+from mallocgame.runner import check_ray_address
+from mallocgame.search.muzero.distributed import RaySelfPlay
+from mallocgame.search.muzero.env import game_factory
+from mallocgame.search.muzero.problems import Curriculum, Recipe
 
 
 @click.command()
@@ -60,11 +68,6 @@ def train(steps, games_per_iter, updates_per_iter, simulations, search_method, m
           resume_path, export_path, checkpoint_every,
           time_budget, seed, ray_actors, address) -> None:
     """Train the muzero solver's network by self-play on generated problems; deterministic under --seed."""
-    import os
-
-    from mallocgame.cli.common import check_output, fail, is_stdout
-    from mallocgame.interrupts import Interrupted, ignore_signals, raise_on_signals
-
     for name, path in (("--output", out_path), ("--export", export_path)):
         if is_stdout(path):
             fail(f"{name}: a checkpoint is not written to stdout; give a file")
@@ -76,12 +79,8 @@ def train(steps, games_per_iter, updates_per_iter, simulations, search_method, m
     if address is not None and ray_actors is None:
         fail("--address: only with --ray-actors")
     if ray_actors is not None:
-        import importlib.util
-
         if importlib.util.find_spec("ray") is None:
             fail("--ray-actors: ray is not installed (pip install 'mallocgame[ray]')")
-        from mallocgame.model import InputError
-        from mallocgame.runner import check_ray_address
 
         try:
             check_ray_address(address)
@@ -89,8 +88,6 @@ def train(steps, games_per_iter, updates_per_iter, simulations, search_method, m
             fail(str(exc).replace("--executor ray", "--ray-actors"))
     try:
         from mallocgame.search.muzero import checkpoint as ckpt
-        from mallocgame.search.muzero.env import game_factory
-        from mallocgame.search.muzero.problems import Curriculum, Recipe
         from mallocgame.search.muzero.train import TrainConfig, describe, new_state, resume_state
         from mallocgame.search.muzero.train import train as run_training
     except ImportError as exc:
@@ -140,8 +137,6 @@ def train(steps, games_per_iter, updates_per_iter, simulations, search_method, m
     try:
         with raise_on_signals():
             if ray_actors is not None:
-                from mallocgame.search.muzero.distributed import RaySelfPlay
-
                 try:
                     play = RaySelfPlay(ray_actors, state.game_config, address=address)
                 except (ConnectionError, ValueError, RuntimeError) as exc:
