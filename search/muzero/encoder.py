@@ -32,7 +32,7 @@ import weakref
 
 import numpy as np
 
-from mallocgame.bounds import no_fragmentation_relaxation
+from mallocgame import bounds  # the module: its relaxation is read at call time (a test replaces it)
 
 NAME = "encoder/1"
 NAME_RELAX = "encoder/2"
@@ -63,7 +63,7 @@ def relaxation_set(data, time_limit: float = RELAX_SECONDS) -> np.ndarray:
         candidates = data.benefit > 0
         if data.capacity is not None:
             candidates &= data.size <= data.capacity
-        chosen = no_fragmentation_relaxation(data.problem, data.evaluator, candidates,
+        chosen = bounds.no_fragmentation_relaxation(data.problem, data.evaluator, candidates,
                                              time_limit=time_limit, rel_gap=RELAX_GAP).chosen
         # An empty set where there were candidates: the model was too big, or HiGHS found no
         # integral answer in its time -- not a guide (it would say "slow" of every buffer).
