@@ -21,7 +21,7 @@ from typing import Sequence
 import numpy as np
 
 from mallocgame.intervals import overlapping_pairs
-from mallocgame.model import Problem
+from mallocgame.model import Buffer, Problem
 
 
 def validate(problem: Problem, offsets: Sequence[int | None] | np.ndarray, *,
@@ -128,8 +128,6 @@ def validate_intervals(problem: Problem, intervals: Sequence, *, capacity: int |
     the occupied rectangles ``[occupied_from, end) x [offset, offset + size)`` disjoint (the
     same sweep as :func:`validate`, over the intervals as rectangles).
     """
-    from mallocgame.model import Buffer
-
     capacity = problem.capacity if capacity is None else capacity
     n_ops = len(problem.ops)
     touches = problem.touches

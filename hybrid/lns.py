@@ -39,6 +39,7 @@ from mallocgame.placement import push_down
 from mallocgame.protocol import Solver, solver_deadline
 from mallocgame.session import session_for
 from mallocgame.solvers.cpsat.model import Limits, Part, solve_part, value_terms
+from mallocgame.solvers.cpsat.prefetch_windows import solve_prefetch
 
 K_MIN, K_START, K_MAX = 12, 40, 600
 FIXED_BUDGET = 1500  # fixed rectangles per pack step, so huge traces still give small models
@@ -134,8 +135,6 @@ class LargeNeighbourhoodSearch(ModeDispatch):
         have, and the hint are the starts; CP-SAT then re-solves time windows and groups of buffers
         around the better (:func:`mallocgame.solvers.cpsat.prefetch_windows.solve_prefetch`, the neighbourhood search of
         cpsat's prefetch mode), keeping only what the evaluator scores better: never below ``msa``."""
-        from mallocgame.solvers.cpsat.prefetch_windows import solve_prefetch
-
         remaining = max(time_limit - (time.monotonic() - t0), 1e-3)
         result = solve_prefetch(problem, hardware, time_limit=remaining, seed=seed, hint=hint,
                                 workers=workers, name=self.name)

@@ -19,8 +19,11 @@ from typing import Any
 import numpy as np
 
 from mallocgame.hardware.validator import validate
-from mallocgame.model import Problem, Solution, Status, offsets_tuple
+from mallocgame.intervals import overlap_index
+from mallocgame.model import InputError, Problem, Solution, Status, offsets_tuple
+from mallocgame.placement import greedy_place, xla_order
 from mallocgame.runner import Report, problem_bound, with_bound
+from mallocgame.scheduling import reorder, schedule
 from mallocgame.solving import better, solve_with_warm_start
 
 ROUNDS = 3
@@ -40,9 +43,6 @@ def adapt_placement(problem: Problem, offsets: tuple[int | None, ...]) -> Soluti
     """A valid answer of ``problem`` close to ``offsets`` (a placement of the same buffers under other
     live ranges): the old offsets that do not collide, kept in order of address, the rest placed by
     best fit (pack mode: every buffer; map mode: within the capacity). ``None`` if that fails."""
-    from mallocgame.intervals import overlap_index
-    from mallocgame.placement import greedy_place, xla_order
-
     if len(offsets) != problem.n:
         return None
     a = problem.arrays
@@ -74,9 +74,6 @@ def solve_with_reschedule(name: str, problem: Problem, hardware, *, time_limit: 
 
     ``hint`` (an answer of the original order) warm-starts round 0.
     """
-    from mallocgame.model import InputError
-    from mallocgame.scheduling import reorder, schedule
-
     if not problem.has_ops:  # before any solver runs
         raise InputError(f"{problem.source or problem.name}: --reschedule: nothing to schedule: the workload has no ops")
     t0 = time.monotonic()

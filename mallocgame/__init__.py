@@ -14,6 +14,7 @@ Names are loaded on first use, so ``import mallocgame.model`` stays cheap and fr
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 _PUBLIC = {
@@ -36,7 +37,6 @@ def __getattr__(name: str) -> Any:
     module = _PUBLIC.get(name)
     if module is None:
         raise AttributeError(f"module 'mallocgame' has no attribute {name!r}")
-    import importlib
 
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value

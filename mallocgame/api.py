@@ -17,8 +17,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from mallocgame.comparison import run_comparison
 from mallocgame.inputs.load import load_problem, prepare
+from mallocgame.io import read_intervals_csv, read_solution_csv
 from mallocgame.model import FastInterval, InputError, Problem, Solution, Status
+from mallocgame.protocol import bad_option_value, bad_seed, bad_time_limit, unknown_options
+from mallocgame.registry import describe, load_solver, solver_entries, solver_modes
+from mallocgame.runner import answer
+from mallocgame.scheduling import schedule as run_schedule
+from mallocgame.solving import check_request, solve_with_warm_start
+from mallocgame.verdict import judge
 
 __all__ = ["Result", "SolverInfo", "Verdict", "compare", "load_problem", "solve", "list_solvers", "validate"]
 
@@ -81,8 +89,6 @@ def _ready(problem: Problem | str | Path) -> Problem:
 
 
 def _offsets(problem: Problem, solution) -> tuple[int | None, ...]:
-    from mallocgame.io import read_solution_csv
-
     if isinstance(solution, Solution):
         return tuple(solution.offsets)
     if isinstance(solution, (str, Path)):
@@ -97,8 +103,6 @@ def _offsets(problem: Problem, solution) -> tuple[int | None, ...]:
 
 def _intervals(problem: Problem, solution) -> tuple:
     """A prefetch answer's fast intervals: a Solution's, an interval CSV's, or the given FastIntervals."""
-    from mallocgame.io import read_intervals_csv
-
     if isinstance(solution, Solution):
         return tuple(solution.intervals)
     if isinstance(solution, (str, Path)):
@@ -118,8 +122,6 @@ def validate(problem: Problem | str, solution) -> Verdict:
     """Check ``solution``: a :class:`Solution`, offsets, ``{id: offset}`` or a solution CSV path (prefetch
     mode: a Solution, FastIntervals or an interval CSV path). A re-scheduled workload (one with
     ``original_order``) has its op order checked too, as ``mallocgame validate`` does."""
-    from mallocgame.verdict import judge
-
     problem = _ready(problem)
     if solution is None:
         return Verdict(False, "no solution")
@@ -156,11 +158,6 @@ def solve(problem: Problem | str, solver: str = "greedy-xla", *, time_limit: flo
     hint. ``options`` are the solver's own (``workers``, ``simulations``, ...): one it does
     not take raises :class:`~mallocgame.model.InputError` naming the ones it does.
     """
-    from mallocgame.protocol import bad_option_value, bad_seed, unknown_options
-    from mallocgame.registry import load_solver
-    from mallocgame.runner import answer
-    from mallocgame.solving import check_request, solve_with_warm_start
-
     problem = _ready(problem)
     # the request checked once, by the core (time limit; hint, a map answer lifted in prefetch mode)
     time_limit, hint_solution, _ = check_request(problem, time_limit=time_limit, **_hint_request(problem, hint))
@@ -190,9 +187,6 @@ def compare(inputs: str | Sequence[str], solvers: str | Sequence[str], **setting
     ``benchmarks``. Returns one dict per (input, solver) with the CSV columns (``input``,
     ``solver``, ``status``, ``valid``, ``value``, ``bound``, ``gap``, ``speedup_vs_greedy``, ...).
     """
-    from mallocgame.comparison import run_comparison
-    from mallocgame.protocol import bad_option_value, bad_seed
-
     if bad_seed(settings.get("seed", 0)):
         raise InputError(f"seed: {bad_seed(settings['seed'])}")
     options = settings.get("solver_options")
@@ -206,8 +200,6 @@ def compare(inputs: str | Sequence[str], solvers: str | Sequence[str], **setting
 
 def list_solvers() -> list[SolverInfo]:
     """Every registered solver, plugins included, without importing any of them."""
-    from mallocgame.registry import describe, solver_entries, solver_modes
-
     return [SolverInfo(name, describe(entry), solver_modes(entry), entry.distribution)
             for name, entry in solver_entries().items()]
 
@@ -222,9 +214,6 @@ def schedule(problem: Problem | str, *, objective: str | None = None, time_limit
     new order, lifetimes recomputed, ``original_order`` recorded), ``.value`` / ``.original`` the
     objective after and before. Raises :class:`~mallocgame.model.InputError` on bad input.
     """
-    from mallocgame.protocol import bad_seed, bad_time_limit
-    from mallocgame.scheduling import schedule as run_schedule
-
     problem = _ready(problem)
     if bad_time_limit(time_limit):
         raise InputError(f"time_limit: {bad_time_limit(time_limit)}")

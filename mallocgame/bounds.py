@@ -27,11 +27,14 @@ Example:
 
 from __future__ import annotations
 
+import itertools
+import time
 from dataclasses import dataclass
 
 import numpy as np
 
 from mallocgame.forked import call_forked
+from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.intervals import live_profile_of, max_live, maximal_live_csr, maximal_live_sets, maximal_times
 from mallocgame.model import Problem
 from mallocgame.packing_model import add_cumulative, add_no_overlap, add_rectangles
@@ -80,8 +83,6 @@ def critical_window_bound(problem: Problem, *, time_limit: float = 5.0, seed: in
     at most ``max_buffers`` buffers and time is left; the best bound is kept. Kind
     ``"window"`` when it beats max live, else ``"max-live"``.
     """
-    import time
-
     t0 = time.monotonic()
     a = problem.arrays
     live = max_live(problem)
@@ -173,8 +174,6 @@ def no_fragmentation_relaxation(problem: Problem, ev, candidates: np.ndarray, *,
     HiGHS's absolute tolerances (1e-7) are small against every coefficient. The MIP stops at
     relative gap ``rel_gap`` (the value stays a valid bound: it is the dual bound).
     """
-    import time
-
     t0 = time.monotonic()
     chosen = np.zeros(problem.n, bool)
     cand = np.flatnonzero(candidates)
@@ -377,8 +376,6 @@ def _highs(c, constraint, var_bounds, integrality, options):
 def map_upper_bound(problem: Problem, hardware, *, time_limit: float = 20.0) -> Bound:
     """Upper bound on the map-mode value (time saved) of any placement: the relaxation over
     every buffer that fits and has a positive benefit."""
-    from mallocgame.hardware.evaluator import Evaluator
-
     ev = Evaluator.of(problem, hardware)
     a = problem.arrays
     fits = (a.size <= problem.capacity) if problem.capacity is not None else np.ones(problem.n, bool)
@@ -394,8 +391,6 @@ def prefetch_op_savings(problem: Problem, ev, *, exact_up_to: int = 10) -> tuple
     together)``: a knapsack solved exactly by enumeration up to ``exact_up_to`` distinct buffers,
     else by the fractional knapsack (still an upper bound). ``ev`` is the problem's Evaluator.
     """
-    import itertools
-
     capacity = problem.capacity if problem.capacity is not None else np.iinfo(np.int64).max
     sizes = problem.arrays.size
     headroom = np.maximum(ev.slow_mem - ev.compute, 0.0)
@@ -435,10 +430,6 @@ def prefetch_upper_bound(problem: Problem, hardware) -> Bound:
     cost are dropped. The relaxation then splits into one knapsack per op
     (:func:`prefetch_op_savings`).
     """
-    import time
-
-    from mallocgame.hardware.evaluator import Evaluator
-
     t0 = time.monotonic()
     ev = Evaluator.of(problem, hardware)
     if ev.additive:

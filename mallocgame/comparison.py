@@ -26,6 +26,11 @@ SIGINT / SIGTERM (the finished rows are kept and summarised).
 
 from __future__ import annotations
 
+import csv
+import functools
+import hashlib
+import importlib.util
+import io
 import math
 import os
 import sys
@@ -33,8 +38,20 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
+from tqdm import tqdm
+
+from mallocgame.inputs.load import prepare
+from mallocgame.inputs.suites import resolve_inputs
+from mallocgame.interrupts import interrupted
+from mallocgame.intervals import max_live
+from mallocgame.io import atomic_write_text, exclusive_output, workload_text
 from mallocgame.model import InputError, Problem
+from mallocgame.prefetch_bound import RESIDENCY_SECONDS
+from mallocgame.protocol import bad_time_limit
+from mallocgame.registry import SolverLoadError, load_solver, solver_entries
+from mallocgame.runner import ProcessPool, RayPool, Report, problem_bound
 from mallocgame.session import BASELINE_SOLVER
+from mallocgame.solving import solve_with_warm_start  # the one solve path, as every run of the table
 
 # The baseline each mode measures against (the one table, mallocgame.session.BASELINE_SOLVER): XLA-style
 # greedy in map mode, XLA's memory-space assignment in prefetch mode; pack mode's peak needs no ratio. The
@@ -69,10 +86,6 @@ def input_identity(problem: Problem) -> str:
     """SHA-256 (hex) of what the input is: its file's bytes when it was read from a file, else its
     workload JSON (a generated suite entry). The same file under another name or position is the
     same input; two files with the same name are not."""
-    import hashlib
-
-    from mallocgame.io import workload_text
-
     h = hashlib.sha256()
     source = problem.source
     if source and os.path.isfile(source):
@@ -157,10 +170,6 @@ def one_line(exc: BaseException) -> str:
 def prepare_inputs(specs: Sequence[str], *, benchmarks: str | None, mode: str | None, capacity: int | None,
                    capacity_fraction: float | None, hardware: str | None) -> list[Input]:
     """Resolve, build and prepare every input; raises :class:`InputError` on the first bad one."""
-    from mallocgame.inputs.load import prepare
-    from mallocgame.inputs.suites import resolve_inputs
-    from mallocgame.intervals import max_live
-
     entries = resolve_inputs(specs, benchmarks)
     if not entries:
         raise InputError("no inputs: the suites given are empty here")
@@ -200,11 +209,6 @@ def run_matrix(inputs: list[Input], solvers: Sequence[str], *, time_limit: float
     is killed and :class:`mallocgame.runner.Interrupted` is raised with the finished rows as
     its ``partial``. ``pool``: an executor made by the caller (it is closed here).
     """
-    from tqdm import tqdm
-
-    from mallocgame.interrupts import interrupted
-    from mallocgame.runner import ProcessPool, RayPool
-
     hard_limit = hard_limit if hard_limit is not None else 2 * time_limit + 30
     tasks = [(i, s) for i in range(len(inputs)) for s in solvers]
     rows: dict[tuple[int, str], Row] = {t: r for t, r in (done or {}).items() if t in set(tasks)}
@@ -264,12 +268,6 @@ def _disable(progress: bool | None) -> bool | None:
 
 def compute_references(inputs: list[Input], *, time_limit: float, seed: int, progress: bool | None) -> None:
     """The bound of every input and, in map and prefetch modes, the baseline's answer (greedy-xla, msa) in place."""
-    from tqdm import tqdm
-
-    from mallocgame.prefetch_bound import RESIDENCY_SECONDS
-    from mallocgame.runner import problem_bound
-    from mallocgame.solving import solve_with_warm_start  # the one solve path, as every run of the table
-
     for inp in tqdm(inputs, desc="bounds", unit="input", file=sys.stderr, leave=False, disable=_disable(progress)):
         # prefetch mode: the residency bound too, within the runs' time limit (at most RESIDENCY_SECONDS)
         inp.bound = problem_bound(inp.problem, inp.hardware, tighten=min(time_limit, RESIDENCY_SECONDS))
@@ -341,9 +339,6 @@ def row_record(inp: Input, r: Row, settings: dict[str, Any] | None = None) -> di
 
 
 def _csv_text(records: list[dict[str, Any]]) -> str:
-    import csv
-    import io
-
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
@@ -369,8 +364,6 @@ def resume_key(rec: dict[str, Any]) -> tuple[str, ...]:
 
 def row_from_record(rec: dict[str, str]) -> Row:
     """A row kept by ``--resume``: its report rebuilt from the CSV (no offsets, no history)."""
-    from mallocgame.runner import Report
-
     def num(column: str, cast=float):
         v = rec.get(column, "")
         return None if v == "" else cast(float(v)) if cast is int else cast(v)
@@ -419,9 +412,6 @@ class ResultsFile:
         self.flush()
 
     def text(self) -> str:
-        import csv
-        import io
-
         buf = io.StringIO()
         writer = csv.writer(buf, lineterminator="\n")
         writer.writerow(CSV_COLUMNS)
@@ -431,16 +421,11 @@ class ResultsFile:
         return buf.getvalue() + body.split("\n", 1)[1]
 
     def flush(self) -> None:
-        from mallocgame.io import atomic_write_text
-
         atomic_write_text(self.path, self.text())
 
 
 def read_results(path: str) -> list[dict[str, str]]:
     """The records of a results CSV written by this version (its header must be :data:`CSV_COLUMNS`)."""
-    import csv
-    import os
-
     if not os.path.exists(path):
         return []
     try:
@@ -611,14 +596,11 @@ class Comparison:
 def _locks_results(fn):
     """``results_path`` is held exclusively for the whole run (:func:`mallocgame.io.exclusive_output`):
     a second comparison writing the same file refuses with one line instead of losing rows."""
-    import functools
-
     @functools.wraps(fn)
     def locked(*args, **kwargs):
         path = kwargs.get("results_path")
         if not path:
             return fn(*args, **kwargs)
-        from mallocgame.io import exclusive_output
 
         with exclusive_output(path):
             return fn(*args, **kwargs)
@@ -672,8 +654,6 @@ def run_comparison(specs: Sequence[str], solvers: Sequence[str], *, time_limit: 
     pool = None
     try:
         if executor == "ray":  # reach the cluster before any work or any file: a bad --address is one line
-            from mallocgame.runner import RayPool
-
             pool = RayPool(jobs, address=address)
         _prepare_references(inputs, solvers, done, time_limit=time_limit, seed=seed, progress=progress)
         if results is not None:
@@ -691,7 +671,6 @@ def run_comparison(specs: Sequence[str], solvers: Sequence[str], *, time_limit: 
 
 def _checked_solvers(solvers: Sequence[str]) -> list[str]:
     """The solver names given, stripped and without repeats; :class:`InputError` for none or an unknown one."""
-    from mallocgame.registry import solver_entries
 
     solvers = list(dict.fromkeys(s.strip() for s in solvers if s.strip()))
     registered = solver_entries()
@@ -706,7 +685,6 @@ def _checked_solvers(solvers: Sequence[str]) -> list[str]:
 def _check_run_settings(*, time_limit: float, jobs: int, executor: str, address: str | None, resume: bool,
                         results_path: str | None) -> None:
     """:class:`InputError` (one line) for a bad time limit, job count, executor, address or resume."""
-    from mallocgame.protocol import bad_time_limit
 
     if bad_time_limit(time_limit):
         raise InputError(f"--time-limit: {bad_time_limit(time_limit)}")
@@ -717,8 +695,6 @@ def _check_run_settings(*, time_limit: float, jobs: int, executor: str, address:
     if address is not None and executor != "ray":
         raise InputError("--address: only with --executor ray")
     if executor == "ray":
-        import importlib.util
-
         if importlib.util.find_spec("ray") is None:
             raise InputError("--executor ray: ray is not installed (pip install 'mallocgame[ray]')")
     if resume and not results_path:
@@ -730,7 +706,6 @@ def _load_solvers(solvers: Sequence[str]) -> tuple[dict[str, frozenset], dict[st
 
     Imported once here, so the forked runs share the loaded modules.
     """
-    from mallocgame.registry import SolverLoadError, load_solver
 
     load_errors: dict[str, str] = {}
     modes: dict[str, frozenset] = {}
@@ -776,8 +751,6 @@ def _prepare_references(inputs: list[Input], solvers: Sequence[str], done: dict[
                        progress=progress)
     for inp in inputs:
         if inp.bound is None:
-            from mallocgame.runner import problem_bound
-
             inp.bound = problem_bound(inp.problem, inp.hardware)
 
 
@@ -821,8 +794,6 @@ class _Run:
     def interrupted(self, exc: KeyboardInterrupt, done: dict[tuple[int, str], Row]):
         """The :class:`mallocgame.interrupts.Interrupted` to raise, its ``partial`` the finished rows'
         comparison; a row the signal caught before its write is written first."""
-        from mallocgame.interrupts import interrupted
-
         stop = interrupted(exc)
         finished_rows = stop.partial if isinstance(stop.partial, list) else \
             [done[(i, s)] for i in range(len(self.inputs)) for s in self.solvers if (i, s) in done]

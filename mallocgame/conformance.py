@@ -42,6 +42,8 @@ from __future__ import annotations
 
 import functools
 import inspect
+import multiprocessing as mp
+import os
 import time
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Iterable
@@ -54,6 +56,7 @@ from mallocgame.inputs.generate import layered_network, packed_instance, random_
 from mallocgame.intervals import max_live
 from mallocgame.lift import lift_map_answer
 from mallocgame.model import MODES, Problem, Solution, Status
+from mallocgame.placement import online_pack
 from mallocgame.registry import describe, load_solver, solver_entries
 from mallocgame.runner import Report, preload, score
 from mallocgame.session import BASELINE_SHARE, BASELINE_SOLVER, session_for
@@ -515,7 +518,6 @@ def _reference(problem: Problem, hardware, limit: float) -> tuple[str, float]:
     if problem.mode == "pack":  # best fit if it finished, else the online allocator (which pack_start holds)
         if found:
             return found[0].name, found[0].objective
-        from mallocgame.placement import online_pack
 
         offsets = online_pack(problem)
         return "online allocator", float((offsets + problem.arrays.size).max())
@@ -566,9 +568,6 @@ class _CpuLoad:
     """One busy process per core while the block runs (the parallel load of a shared machine)."""
 
     def __init__(self, seconds: float):
-        import multiprocessing as mp
-        import os
-
         ctx = mp.get_context("fork")
         until = time.monotonic() + seconds
         self.procs = [ctx.Process(target=_busy, args=(until,), daemon=True) for _ in range(os.cpu_count() or 1)]

@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import networkx as nx
 import numpy as np
 
 from mallocgame.intervals import count_overlapping_pairs
@@ -41,8 +42,6 @@ def interference_graph(problem: Problem, *, max_edges: int = 5_000_000):
     Raises ``ValueError`` when the graph would have more than ``max_edges`` edges (real
     traces reach 10^8); use :class:`OverlapIndex` or :func:`components` there.
     """
-    import networkx as nx
-
     a = problem.arrays
     if count_overlapping_pairs(a.start, a.end) > max_edges:
         raise ValueError(f"{problem.name}: interference graph has more than {max_edges} edges; "

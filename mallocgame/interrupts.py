@@ -10,6 +10,9 @@ Light on purpose (no numpy): the CLI's entry point installs it for every command
 
 from __future__ import annotations
 
+import os
+import signal
+import threading
 from typing import Any
 
 
@@ -32,15 +35,11 @@ class Interrupted(KeyboardInterrupt):
 
     @property
     def signal_name(self) -> str:
-        import signal
-
         return signal.Signals(self.signum).name
 
 
 def interrupted(exc: BaseException) -> Interrupted:
     """An :class:`Interrupted` for any ``KeyboardInterrupt`` (a plain one is SIGINT)."""
-    import signal
-
     return exc if isinstance(exc, Interrupted) else Interrupted(signal.SIGINT)
 
 
@@ -52,8 +51,6 @@ class raise_on_signals:
     """
 
     def __enter__(self) -> "raise_on_signals":
-        import signal
-
         def handler(signum, frame):
             raise Interrupted(signum)
 
@@ -61,8 +58,6 @@ class raise_on_signals:
         return self
 
     def __exit__(self, *exc) -> None:
-        import signal
-
         for s, old in self._old.items():
             signal.signal(s, old)
 
@@ -79,9 +74,6 @@ class defer_signals:
     """
 
     def __enter__(self) -> "defer_signals":
-        import signal
-        import threading
-
         self._pending: list[int] = []
         self._old: dict = {}
         if threading.current_thread() is not threading.main_thread():
@@ -94,9 +86,6 @@ class defer_signals:
         return self
 
     def __exit__(self, *exc) -> None:
-        import os
-        import signal
-
         for s, old in self._old.items():
             signal.signal(s, old)
         for signum in dict.fromkeys(self._pending):  # once each, in arrival order
@@ -105,15 +94,11 @@ class defer_signals:
 
 def ignore_signals() -> None:
     """SIGINT and SIGTERM ignored from here on (while the last rows of an interrupted run are written)."""
-    import signal
-
     for s in (signal.SIGINT, signal.SIGTERM):
         signal.signal(s, signal.SIG_IGN)
 
 
 def child_signals() -> None:
     """A forked run's signals as Python's defaults: the parent's handlers would report its interrupt twice."""
-    import signal
-
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import errno
+import fcntl
 import gc
 import io
 import json
@@ -32,7 +33,8 @@ from pathlib import Path
 from typing import IO, Any, Iterable, Iterator, Sequence
 
 from mallocgame.aliasing import merge_inplace
-from mallocgame.model import BUFFER_KINDS, Buffer, InputError, Op, Operand, Problem, Solution, check_regular_file
+from mallocgame.lift import map_intervals
+from mallocgame.model import BUFFER_KINDS, Buffer, FastInterval, InputError, Op, Operand, Problem, Solution, check_regular_file
 
 WORKLOAD_FORMAT = "mallocgame.workload/1"
 CSV_COLUMNS = ("id", "lower", "upper", "size")
@@ -170,8 +172,6 @@ def exclusive_output(path: str | os.PathLike, *, flag: str = "--output") -> Iter
     file is removed on the way out, and a run that opened a lock file just removed tries again.
     Special files (``/dev/null``) and stdout are not locked.
     """
-    import fcntl
-
     target = os.fspath(path)
     if target == "-" or (os.path.exists(target) and not os.path.isfile(target)):
         yield
@@ -910,15 +910,11 @@ def read_intervals_csv(path: str | os.PathLike, problem: Problem) -> list:
     A map-mode solution CSV (``id,lower,upper,size,offset``) is accepted too and read as its
     map intervals (:func:`mallocgame.lift.map_intervals`).
     """
-    from mallocgame.model import FastInterval
-
     path = str(path)
     text = read_text(path)
     rows = list(_csv_records(path, text))
     header = [h.strip() for h in rows[0][1]]
     if "lower" in header and "offset" in header:
-        from mallocgame.lift import map_intervals
-
         return map_intervals(problem, read_solution_csv(path, problem))
     missing = [c for c in INTERVAL_COLUMNS if c not in header]
     if missing:

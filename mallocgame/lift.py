@@ -15,6 +15,7 @@ from typing import Sequence
 
 import numpy as np
 
+from mallocgame.hardware.validator import validate_intervals
 from mallocgame.model import FastInterval, Problem, Solution
 
 
@@ -53,8 +54,6 @@ def hint_intervals(problem: Problem, hint: Solution | None) -> list[FastInterval
     """A hint as valid prefetch intervals (a map answer is lifted by :func:`lift_map_answer`), or
     ``None`` when there is no hint or it is not a valid prefetch answer: the one reading of a hint
     in prefetch mode (msa, cpsat, lns, mcts)."""
-    from mallocgame.hardware.validator import validate_intervals
-
     if hint is None:
         return None
     if hint.intervals:

@@ -14,12 +14,14 @@
 
 from __future__ import annotations
 
+import heapq
 import re
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
+from mallocgame.io import atomic_output, output_folder
 from mallocgame.model import Problem
 
 KIND_COLORS = {"activation": "#4C72B0", "weight": "#DD8452", "input": "#55A868", "output": "#C44E52",
@@ -50,8 +52,6 @@ def _byte_axis(ax, height: float) -> None:
 
 def slow_tracks(start: np.ndarray, end: np.ndarray) -> np.ndarray:
     """First-fit track of every interval (intervals on one track do not overlap), shape ``[k]``."""
-    import heapq
-
     order = np.lexsort((end, start))
     track = np.zeros(len(start), np.int64)
     free: list[tuple[int, int]] = []  # (end time, track) of the tracks in use
@@ -196,8 +196,6 @@ def plot_solution(problem: Problem, offsets: Sequence[int | None], path: str | P
 
 
 def _save(fig, path: str | Path) -> Path:
-    from mallocgame.io import atomic_output
-
     path = Path(path)
     with atomic_output(path, "wb") as fh:
         fig.savefig(fh, format=path.suffix.lstrip(".") or "png")
@@ -367,8 +365,6 @@ def plot_pack_gaps(inputs: list, rows: list, path: Path) -> Path | None:
 
 def plot_comparison(inputs: list, rows: list, out_dir: Path) -> list[Path]:
     """Every picture of a comparison into ``out_dir``; returns the paths written."""
-    from mallocgame.io import output_folder
-
     out_dir = output_folder(out_dir)
     written: list[Path] = []
     for inp in inputs:

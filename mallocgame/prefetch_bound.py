@@ -38,6 +38,9 @@ from typing import Sequence
 
 import numpy as np
 
+from mallocgame.bounds import Bound
+from mallocgame.forked import ForkedCall
+from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.model import Problem
 
 
@@ -136,8 +139,6 @@ class _Program:
 
 
 def _program(problem: Problem, hardware) -> _Program:
-    from mallocgame.hardware.evaluator import Evaluator
-
     ev = Evaluator.of(problem, hardware)
     touches, T = problem.touches, ev.n_ops
     counts = np.diff(touches.ptr)
@@ -395,8 +396,6 @@ def start_residency(problem: Problem, hardware, *, seconds: float):
     """The residency bound started in a killable child (:class:`mallocgame.forked.ForkedCall`) with
     ``seconds`` of HiGHS time, or ``None`` where it is not tried (no ops, above :data:`RESIDENCY_TOUCHES`
     touches, no time)."""
-    from mallocgame.forked import ForkedCall
-
     if not problem.has_ops or len(problem.touches.ops) > RESIDENCY_TOUCHES or seconds <= 0:
         return None
     return ForkedCall(residency_bound, problem, hardware, time_limit=seconds)
@@ -409,8 +408,6 @@ def tightened(problem: Problem, hardware, per_op, *, seconds: float = 0.0, pendi
     The residency bound stands only where HiGHS returned a finite bound in time; a failure or a
     timeout leaves the per-op bound, which holds whatever happens.
     """
-    from mallocgame.bounds import Bound
-
     t0 = time.monotonic()
     others = [("per-op", per_op.value)]
     if pending is None:

@@ -7,16 +7,28 @@ come from :func:`mallocgame.verdict.judge` (:mod:`mallocgame.hardware.validator`
 
 from __future__ import annotations
 
+import ctypes
+import importlib
+import multiprocessing
+import multiprocessing as mp
+import os
+import signal
+import socket
+import sys
 import time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
+from multiprocessing.connection import wait
 from typing import Any
 
+# solving imports this module: each reads the other's names at call time, so either may be imported first.
+from mallocgame import solving  # the one solve path (compare's runs, portfolio's members)
 from mallocgame.bounds import Bound
 from mallocgame.interrupts import child_signals
-from mallocgame.model import Problem, Solution, Status
+from mallocgame.model import InputError, Problem, Solution, Status
 from mallocgame.protocol import accepted_options
 from mallocgame.registry import load_solver
+from mallocgame.session import session_for
 from mallocgame.verdict import judge
 
 
@@ -80,8 +92,6 @@ def problem_bound(problem: Problem, hardware, *, tighten: float = 0.0, pending=N
     """The mode's bound, built once per solve session (:meth:`mallocgame.session.Session.bound`);
     prefetch mode, once: ``tighten`` seconds go to the residency bound, or ``pending`` collects one
     started beside a solver (:func:`mallocgame.prefetch_bound.start_residency`)."""
-    from mallocgame.session import session_for
-
     with stdout_to_stderr():  # HiGHS may print; stdout may be a --json document
         return session_for(problem, hardware).bound(tighten=tighten, pending=pending)
 
@@ -93,8 +103,6 @@ def shared_caches(problem: Problem, hardware) -> None:
     solves and the parent computes the bound with the same evaluator, instead of each building
     its own from the problem's objects (on 100k buffers that doubled work and copy-on-write faults).
     """
-    from mallocgame.session import session_for
-
     session_for(problem, hardware).warm()
 
 
@@ -178,8 +186,6 @@ def with_bound(report: Report, bound: Bound | None) -> Report:
 def preload(solver: Any) -> None:
     """Import the heavy modules a solver declares (``preload = ("ortools.sat.python.cp_model",)``) before
     its clock starts: OR-Tools' first import takes 0.3-0.8 s, which would come off the solver's time."""
-    import importlib
-
     for module in getattr(solver, "preload", ()) or ():
         try:
             importlib.import_module(module)
@@ -212,9 +218,6 @@ def native_output_to_stderr() -> None:
     lines, a plugin's C ``printf``); the parent's stdout carries ``--json`` / ``-o -`` documents,
     so whatever a child writes to fd 1 (C or Python) goes to stderr instead.
     """
-    import os
-    import sys
-
     try:
         sys.stdout.flush()
     except (OSError, ValueError):
@@ -229,9 +232,6 @@ def native_output_to_stderr() -> None:
 def stdout_to_stderr():
     """File descriptor 1 points at stderr inside the block and is restored after it: for native code
     run in the main process (the bound's HiGHS) while stdout must stay a document."""
-    import os
-    import sys
-
     try:
         sys.stdout.flush()
         saved = os.dup(1)
@@ -253,8 +253,6 @@ def stdout_to_stderr():
 def _child_main(conn, own_group: bool, name: str, problem: Problem, hardware, time_limit: float, seed: int,
                 hint: Solution | None, options: dict[str, Any], bound: Bound | None) -> None:
     """Child-process entry of :class:`ProcessPool`: run one solver and send back its Report or one error line."""
-    import os
-
     native_output_to_stderr()
     if own_group:
         os.setpgid(0, 0)  # a kill of the group reaches any processes the solver starts
@@ -269,10 +267,8 @@ def _child_main(conn, own_group: bool, name: str, problem: Problem, hardware, ti
 def _run_one(name: str, problem: Problem, hardware, time_limit: float, seed: int, hint: Solution | None,
              options: dict[str, Any], bound: Bound | None) -> tuple[str, Any]:
     """One run of any executor: ``("ok", Report)`` or ``("error", one line)``, never an exception."""
-    from mallocgame.solving import solve_with_warm_start  # the one solve path (compare's runs, portfolio's members)
-
     try:
-        return "ok", solve_with_warm_start(name, problem, hardware, time_limit=time_limit, seed=seed, hint=hint,
+        return "ok", solving.solve_with_warm_start(name, problem, hardware, time_limit=time_limit, seed=seed, hint=hint,
                                            options=options, compute_bound=False, bound=bound, keep_hint=False)
     except BaseException as exc:  # any failure of a solver is its run's error, never a traceback
         text = " ".join(str(exc).split())
@@ -281,8 +277,6 @@ def _run_one(name: str, problem: Problem, hardware, time_limit: float, seed: int
 
 def _call_main(conn, fn, args, kwargs) -> None:
     """Child-process entry of :func:`call_in_child`."""
-    import os
-
     native_output_to_stderr()
     os.setpgid(0, 0)
     die_with_parent()
@@ -310,11 +304,6 @@ def die_with_parent() -> None:
     until their time limits, orphaned. Chains: a portfolio's own runs die with the portfolio.
     Elsewhere (no ``prctl``) it does nothing.
     """
-    import ctypes
-    import multiprocessing
-    import os
-    import signal
-
     parent = multiprocessing.parent_process()
     try:
         libc = ctypes.CDLL(None, use_errno=True)
@@ -344,8 +333,6 @@ class ChildCall:
     """
 
     def __init__(self, fn, *args, **kwargs):
-        import multiprocessing as mp
-
         ctx = mp.get_context("fork")
         self._recv, send = ctx.Pipe(duplex=False)
         self._proc = ctx.Process(target=_call_main, args=(send, fn, args, kwargs), daemon=False)
@@ -357,8 +344,6 @@ class ChildCall:
 
         With ``timeout`` (seconds), a child still running then is killed and ``TimeoutError`` raised.
         """
-        from multiprocessing.connection import wait
-
         recv, proc = self._recv, self._proc
         until = None if timeout is None else time.monotonic() + timeout
         try:
@@ -393,9 +378,6 @@ class ChildCall:
 
 def _kill_group(proc) -> None:
     """SIGKILL the process group led by ``proc`` (or ``proc`` alone when it has no group yet) and reap it."""
-    import os
-    import signal
-
     if proc.exitcode is None:
         try:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -444,8 +426,6 @@ class ProcessPool(_Pool):
     """
 
     def __init__(self, jobs: int, *, own_groups: bool = True):
-        import multiprocessing as mp
-
         self.jobs = max(int(jobs), 1)
         self.own_groups = own_groups
         self._ctx = mp.get_context("fork")
@@ -467,8 +447,6 @@ class ProcessPool(_Pool):
 
     def wait(self, timeout: float | None) -> list[tuple[Any, str, Any]]:
         """Finished runs as ``(key, "ok", Report)`` or ``(key, "error", line)``; waits at most ``timeout`` s."""
-        from multiprocessing.connection import wait
-
         if not self._running:
             return []
         done = []
@@ -498,9 +476,6 @@ class ProcessPool(_Pool):
         self._running.clear()
 
     def _kill(self, proc) -> None:
-        import os
-        import signal
-
         try:
             if self.own_groups:
                 os.killpg(proc.pid, signal.SIGKILL)
@@ -515,10 +490,6 @@ class ProcessPool(_Pool):
 
 def check_ray_address(address: str | None) -> None:
     """A ``HOST:PORT`` address that nothing answers on is one line at once (Ray itself retries for minutes)."""
-    import socket
-
-    from mallocgame.model import InputError
-
     if not address or address in ("auto", "local") or "://" in address:
         return
     host, sep, port = address.rpartition(":")
@@ -559,8 +530,6 @@ class RayPool(_Pool):
         try:
             import ray
         except ImportError:
-            from mallocgame.model import InputError
-
             raise InputError("--executor ray: ray is not installed (pip install 'mallocgame[ray]')") from None
         self._ray = ray
         self._owned = False
@@ -570,8 +539,6 @@ class RayPool(_Pool):
                 ray.init(address=address, include_dashboard=False, log_to_driver=False,
                          configure_logging=False)
             except (ConnectionError, ValueError, RuntimeError) as exc:
-                from mallocgame.model import InputError
-
                 where = f"at {address}" if address else "locally"
                 raise InputError(f"--executor ray: cannot start or reach a Ray cluster {where} "
                                  f"({' '.join(str(exc).split())[:200]})") from None

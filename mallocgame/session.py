@@ -27,7 +27,15 @@ from typing import Any
 
 import numpy as np
 
+from mallocgame.bounds import Bound, map_upper_bound, prefetch_upper_bound
+from mallocgame.hardware.evaluator import Evaluator
+from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
+from mallocgame.intervals import max_live, overlap_index
+from mallocgame.lift import lift_map_answer
+from mallocgame.memory_space_assignment import msa_run
 from mallocgame.model import FastInterval, Problem, Solution, Status, derived_facts, offsets_tuple
+from mallocgame.placement import greedy_place, pack_start, xla_order
+from mallocgame.prefetch_bound import tightened
 
 # The registered solver whose answer is each mode's reference: compare's ``speedup_vs_greedy``
 # column, the portfolio's fast members, the conformance suite's never-below check.
@@ -87,28 +95,20 @@ class Session:
     @property
     def evaluator(self):
         """The map-mode :class:`~mallocgame.hardware.evaluator.Evaluator` (also prefetch mode's base)."""
-        from mallocgame.hardware.evaluator import Evaluator
-
         return Evaluator.of(self.problem, self.hardware)
 
     @property
     def prefetch_evaluator(self):
-        from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
-
         return PrefetchEvaluator.of(self.problem, self.hardware)
 
     @property
     def overlap(self):
         """The :class:`~mallocgame.intervals.OverlapIndex` of the buffers' live ranges."""
-        from mallocgame.intervals import overlap_index
-
         return overlap_index(self.problem)
 
     @property
     def max_live(self) -> int:
         """The most bytes live at once (:func:`mallocgame.intervals.max_live`, built once per problem)."""
-        from mallocgame.intervals import max_live
-
         return max_live(self.problem)
 
     def bound(self, *, tighten: float = 0.0, pending=None):
@@ -119,13 +119,9 @@ class Session:
         the tighter bound is reported (:func:`mallocgame.prefetch_bound.tightened`).
         """
         if (tighten > 0 or pending is not None) and self.problem.mode == "prefetch" and not self._tightened:
-            from mallocgame.prefetch_bound import tightened
-
             self._bound = tightened(self.problem, self.hardware, self.bound(), seconds=tighten, pending=pending)
             self._tightened = True
         if self._bound is None:
-            from mallocgame.bounds import Bound, map_upper_bound, prefetch_upper_bound
-
             mode = self.problem.mode
             if mode == "pack":
                 self._bound = Bound(float(self.max_live), "max-live")
@@ -213,8 +209,6 @@ class Session:
         if name == "greedy-xla":
             offsets, complete = self._greedy(deadline)
             if mode == "prefetch":
-                from mallocgame.lift import lift_map_answer
-
                 if not problem.has_ops:
                     return 0.0, complete, None, ()
                 ivs = lift_map_answer(problem, offsets)  # valid by construction (the runner validates what it returns)
@@ -224,8 +218,6 @@ class Session:
                 return (peak if (offsets >= 0).all() else float("inf")), complete, offsets
             return self.evaluator.value(offsets), complete, offsets
         if name == "best-fit" and mode == "pack":
-            from mallocgame.placement import pack_start
-
             offsets, label = pack_start(problem, float("inf") if deadline is None else deadline, index=self.overlap)
             peak = float((offsets + problem.arrays.size).max()) if problem.n else 0.0
             complete = deadline is None or time.monotonic() < deadline  # else the online allocator's, maybe
@@ -233,7 +225,6 @@ class Session:
         if name == "msa" and mode == "prefetch":
             if problem.n == 0 or not problem.has_ops or problem.capacity is None:
                 return None
-            from mallocgame.memory_space_assignment import msa_run
 
             answer, stats = msa_run(problem, self.hardware, float("inf") if deadline is None else deadline)
             if answer is None:
@@ -243,8 +234,6 @@ class Session:
 
     def _greedy(self, deadline: float | None) -> tuple[np.ndarray, bool]:
         """greedy-xla's placement (capacity lifted in pack mode); False when ``deadline`` cut it short."""
-        from mallocgame.placement import greedy_place, xla_order
-
         problem = self.problem
         order = xla_order(problem, self.evaluator.benefits)
         capacity = None if problem.mode == "pack" else problem.capacity

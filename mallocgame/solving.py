@@ -11,14 +11,24 @@ result is never worse than its hint (docs/architecture.md, "The solve session").
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+# runner imports this module: each reads the other's names at call time, so either may be imported first.
+from mallocgame import runner
+from mallocgame.hardware.validator import validate, validate_intervals
+from mallocgame.io import read_intervals_csv, read_solution_csv
+from mallocgame.lift import lift_map_answer
 from mallocgame.model import FastInterval, InputError, Problem, Solution, Status
-from mallocgame.prefetch_bound import RESIDENCY_SECONDS
-from mallocgame.runner import Report, answer, problem_bound, run_solver, score, with_bound
+from mallocgame.prefetch_bound import RESIDENCY_SECONDS, start_residency
+from mallocgame.protocol import bad_time_limit
+from mallocgame.registry import solver_entries, solver_modes
 from mallocgame.session import session_for
+
+if TYPE_CHECKING:
+    from mallocgame.runner import Report
 
 
 def better(a: Report, b: Report) -> bool:
@@ -36,8 +46,6 @@ def better(a: Report, b: Report) -> bool:
 
 def check_time_limit(time_limit: Any, what: str = "time_limit") -> float:
     """``time_limit`` as seconds (:func:`mallocgame.protocol.bad_time_limit`), else :class:`InputError` naming ``what``."""
-    from mallocgame.protocol import bad_time_limit
-
     reason = bad_time_limit(time_limit)
     if reason:
         raise InputError(f"{what}: {reason}")
@@ -50,8 +58,6 @@ def hint_answer(problem: Problem, *, offsets=None, intervals=None) -> tuple[Solu
     A map answer (``offsets``) given for a prefetch problem is lifted; returns ``(solution,
     lifted)``. Raises :class:`InputError` with the first violation when it is not a valid answer.
     """
-    from mallocgame.hardware.validator import validate, validate_intervals
-
     lifted = False
     if problem.mode == "prefetch":
         if intervals is None:
@@ -59,7 +65,6 @@ def hint_answer(problem: Problem, *, offsets=None, intervals=None) -> tuple[Solu
             violation = validate(problem.replace(mode="map"), offsets)
             if violation:
                 raise InputError(f"hint is not a valid solution of {problem.name}: {violation}")
-            from mallocgame.lift import lift_map_answer
 
             intervals, lifted = lift_map_answer(problem, offsets), True
         intervals = tuple(intervals)
@@ -83,8 +88,6 @@ def read_answer_file(path: str, problem: Problem) -> tuple[tuple | None, tuple[F
     In prefetch mode a file with the interval columns is read as intervals, any other as a map
     solution (to be lifted); in map and pack modes it is a solution CSV.
     """
-    from mallocgame.io import read_intervals_csv, read_solution_csv
-
     if problem.mode == "prefetch" and not _is_map_csv(path):
         return None, tuple(read_intervals_csv(path, problem))
     return tuple(read_solution_csv(path, problem)), None
@@ -92,8 +95,6 @@ def read_answer_file(path: str, problem: Problem) -> tuple[tuple | None, tuple[F
 
 def _is_map_csv(path: str) -> bool:
     """Does the CSV at ``path`` hold a map/pack solution (an ``offset`` column and no interval columns)?"""
-    import csv
-
     try:
         with open(path, newline="", encoding="utf-8") as f:
             header = next(csv.reader(f), [])
@@ -133,21 +134,18 @@ def _warm_start_run(name: str, problem: Problem, hardware, *, time_limit: float,
                     bound) -> Report:
     """Run the warm-start solver; in prefetch mode a map-only solver (greedy-xla, select-pack, muzero)
     solves the map problem and its answer is lifted (:func:`mallocgame.lift.lift_map_answer`)."""
-    from mallocgame.registry import solver_entries, solver_modes
-
     modes = solver_modes(solver_entries()[name]) if problem.mode == "prefetch" else ()
     if problem.mode != "prefetch" or "prefetch" in modes or "map" not in modes:
-        return run_solver(name, problem, hardware, time_limit=time_limit, seed=seed, hint=hint, options=options,
+        return runner.run_solver(name, problem, hardware, time_limit=time_limit, seed=seed, hint=hint, options=options,
                           bound=bound)
-    from mallocgame.lift import lift_map_answer
 
-    mapped = run_solver(name, problem.replace(mode="map"), hardware, time_limit=time_limit, seed=seed,
+    mapped = runner.run_solver(name, problem.replace(mode="map"), hardware, time_limit=time_limit, seed=seed,
                         options=options)
     if not mapped.valid:
         return mapped
     lifted = Solution((None,) * problem.n, Status.FEASIBLE, problem.mode, solver=name,
                       intervals=tuple(lift_map_answer(problem, mapped.offsets)))
-    return score(problem, hardware, lifted, seconds=mapped.seconds, bound=bound, solver_name=name)
+    return runner.score(problem, hardware, lifted, seconds=mapped.seconds, bound=bound, solver_name=name)
 
 
 def solve_with_warm_start(name: str, problem: Problem, hardware, *, time_limit: float, seed: int,
@@ -168,10 +166,8 @@ def solve_with_warm_start(name: str, problem: Problem, hardware, *, time_limit: 
     session.warm()
     pending = None
     if bound is None and compute_bound:
-        bound = problem_bound(problem, hardware)
+        bound = runner.problem_bound(problem, hardware)
         if tighten_bound and problem.mode == "prefetch":
-            from mallocgame.prefetch_bound import start_residency  # numpy only, but not for map/pack solves
-
             pending = start_residency(problem, hardware, seconds=min(time_limit, RESIDENCY_SECONDS))
     try:
         report = _solve(name, problem, hardware, t0=t0, time_limit=time_limit, seed=seed, hint=hint,
@@ -181,7 +177,7 @@ def solve_with_warm_start(name: str, problem: Problem, hardware, *, time_limit: 
             pending.cancel()
         raise
     if pending is not None:
-        report = with_bound(report, session.bound(pending=pending))
+        report = runner.with_bound(report, session.bound(pending=pending))
     return report
 
 
@@ -189,15 +185,15 @@ def _solve(name: str, problem: Problem, hardware, *, t0: float, time_limit: floa
            options, bound, keep_hint: bool) -> Report:
     fallback: Report | None = None
     if hint is not None and keep_hint:
-        fallback = score(problem, hardware, hint, seconds=0.0, bound=bound, solver_name="hint")
+        fallback = runner.score(problem, hardware, hint, seconds=0.0, bound=bound, solver_name="hint")
     if warm_start:
         first = _warm_start_run(warm_start, problem, hardware, time_limit=max(time_limit * 0.2, 1e-3), seed=seed,
                                 hint=hint, options=options, bound=bound)
         if first.valid and (fallback is None or better(first, fallback)):
             fallback = first
-            hint = answer(first, problem)
+            hint = runner.answer(first, problem)
     remaining = max(time_limit - (time.monotonic() - t0), 1e-3)
-    report = run_solver(name, problem, hardware, time_limit=remaining, seed=seed, hint=hint,
+    report = runner.run_solver(name, problem, hardware, time_limit=remaining, seed=seed, hint=hint,
                         options=options, bound=bound)
     if fallback is not None and better(fallback, report):
         stats = dict(report.stats) | {"fallback": f"kept the hint from {fallback.solver}",

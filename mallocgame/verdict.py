@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 
 from mallocgame.hardware.evaluator import Evaluator
+from mallocgame.hardware.prefetch_cost import Breakdown, PrefetchEvaluator
 from mallocgame.hardware.validator import interval_peak, peak, validate, validate_intervals, validate_schedule
 from mallocgame.model import Problem
 
@@ -77,7 +78,6 @@ def judge(problem: Problem, hardware, answer: Sequence, *, violation: str | None
     if not prefetch:
         ev = Evaluator.of(problem, hardware)
         return Judgement(None, placed, top, ev.time(answer), ev.time_all_slow)
-    from mallocgame.hardware.prefetch_cost import Breakdown, PrefetchEvaluator
 
     if not problem.has_ops:  # an empty program: nothing to save
         return Judgement(None, placed, top, 0.0, 0.0, Breakdown(np.zeros(0), ()))

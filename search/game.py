@@ -43,6 +43,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+# The package, not the variants' modules: they subclass Game, and mallocgame/search/__init__.py imports
+# them once this module is done; Game() reads them off the package at call time.
+from mallocgame import search
 from mallocgame.model import Problem
 from mallocgame.search.game_data import GameData
 
@@ -130,11 +133,11 @@ class Game:
     def __new__(cls, problem: Problem | None = None, hardware=None, config: GameConfig = GameConfig(), **_):
         if cls is Game:
             if config.variant == "order":
-                from mallocgame.search.game_order import OrderGame as cls
+                cls = search.game_order.OrderGame
             elif config.variant == "prefetch":
-                from mallocgame.search.game_prefetch import PrefetchGame as cls
+                cls = search.game_prefetch.PrefetchGame
             else:
-                from mallocgame.search.game_address import AddressGame as cls
+                cls = search.game_address.AddressGame
         return object.__new__(cls)
 
     def __init__(self, problem: Problem, hardware, config: GameConfig = GameConfig(), *,

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from mallocgame.intervals import count_overlapping_pairs
 from mallocgame.search.game import ACTION_FEATURES, BUFFER_FEATURES, Game, GameConfig, Observation
 from mallocgame.search.game_data import buffer_order
 
@@ -238,8 +239,6 @@ class _DecisionOrder:
     PAIR_BUDGET = 4_000_000
 
     def __init__(self, d, kind: str):
-        from mallocgame.intervals import count_overlapping_pairs
-
         self.data = d
         self.order = buffer_order(d.problem, d.benefit, kind)
         self.order_l = self.order.tolist()

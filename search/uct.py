@@ -54,7 +54,13 @@ from typing import Callable
 
 import numpy as np
 
-from mallocgame.search.game import Game
+from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
+from mallocgame.lift import hint_intervals
+from mallocgame.model import Solution, Status, offsets_array, offsets_tuple
+from mallocgame.search.game import Game, GameConfig
+from mallocgame.search.game_data import GameData
+from mallocgame.search.game_prefetch import PrefetchData, intervals_of, rows_of
+from mallocgame.session import BASELINE_SHARE, session_for
 
 ROLLOUTS = ("greedy", "random")
 #: Selection rules with a prior: "puct" (pUCT over all legal actions; a prior near 0 can starve a move),
@@ -391,8 +397,6 @@ def episode_value(data, offsets: np.ndarray) -> float:
 def greedy_incumbents(problem, hardware, data, game_cfg, until: float) -> list[Episode]:
     """The greedy episodes of the game shapes other than ``game_cfg`` (one replays greedy-xla exactly),
     each stopped at ``until``: the fallback answers of map and pack mode."""
-    from mallocgame.search.game import GameConfig
-
     k = game_cfg.k
     out = []
     for other in (GameConfig(variant="order", k=k, order="xla"), GameConfig(variant="order", k=k, order="start"),
@@ -411,11 +415,6 @@ def prefetch_incumbents(problem, hardware, game_cfg, hint, until: float,
     built until ``msa_deadline``, default ``until``), the greedy episode of the game in the other
     buffer order and the ``hint`` (a prefetch answer; a map answer is lifted). Values by the
     prefetch evaluator."""
-    from mallocgame.lift import hint_intervals
-    from mallocgame.search.game import GameConfig
-    from mallocgame.search.game_prefetch import PrefetchData, rows_of
-    from mallocgame.session import session_for
-
     session = session_for(problem, hardware)
     ev = session.prefetch_evaluator
     data = PrefetchData.of(problem, hardware)
@@ -442,9 +441,6 @@ def prefetch_answer(problem, hardware, result: SearchResult, incumbents: list[Ep
     """Prefetch mode's answer: the best of the search's episode and the incumbents by the prefetch
     evaluator itself (the search compared the game's running sums). Returns ``(episode, value,
     intervals sorted by buffer and start)``."""
-    from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
-    from mallocgame.search.game_prefetch import PrefetchData, intervals_of
-
     ev = PrefetchEvaluator.of(problem, hardware)
     norm = PrefetchData.of(problem, hardware).reward_norm
     best, best_value, best_intervals = None, -math.inf, ()
@@ -464,8 +460,6 @@ def placement_answer(problem, data, result: SearchResult):
 
     Map: the time saved (``value * reward_norm``) and its anytime history; pack: the peak (a
     pack answer with a buffer left out is not a packing: status UNKNOWN, no history)."""
-    from mallocgame.model import Status
-
     offsets = result.best.offsets
     placed = offsets >= 0
     status = Status.FEASIBLE if problem.mode == "map" or bool(placed.all()) else Status.UNKNOWN
@@ -485,31 +479,24 @@ def solve_with_uct(name: str, problem, hardware, cfg: MCTSConfig, game_cfg, *, t
     answer (a :class:`mallocgame.model.Solution` named ``name``). ``data``: the game's data if the
     caller built it already; ``stats``: the caller's statistics, the search's are added.
     """
-    from mallocgame.model import Solution, Status, offsets_array, offsets_tuple
-
     deadline = t0 + 0.95 * time_limit - 0.05
     stats = dict(stats or {})
     if problem.mode == "prefetch":
         if problem.n == 0 or not problem.has_ops:  # nothing to serve: the empty answer
             return Solution(offsets=(None,) * problem.n, status=Status.FEASIBLE, mode=problem.mode, objective=0.0,
                             wall_time=time.monotonic() - t0, solver=name, stats=stats)
-        from mallocgame.search.game_prefetch import PrefetchData
 
         data = data or PrefetchData.of(problem, hardware)
         # The baselines first (the lifted greedy, then msa within its share of the time), then the greedy fallbacks
-        from mallocgame.session import BASELINE_SHARE
 
         incumbents = prefetch_incumbents(problem, hardware, game_cfg, hint, t0 + 0.25 * time_limit,
                                          msa_deadline=t0 + BASELINE_SHARE * time_limit)
     else:
-        from mallocgame.search.game_data import GameData
-
         data = data or GameData(problem, hardware)
         # The greedy episodes of the other game shapes (one of them replays greedy-xla exactly),
         # so the answer is never worse than any of them.
         incumbents = greedy_incumbents(problem, hardware, data, game_cfg, t0 + 0.25 * time_limit)
         # and the mode's baselines from the solve session (greedy-xla; best fit), built once, complete
-        from mallocgame.session import BASELINE_SHARE, session_for
 
         for b in session_for(problem, hardware).baselines(t0 + BASELINE_SHARE * time_limit):
             off = np.array(b.offsets)

@@ -89,10 +89,15 @@ import numpy as np
 
 from mallocgame.model import InputError, Problem, Solution, Status, offsets_array, offsets_tuple
 from mallocgame.protocol import Solver
+from mallocgame.search.game import Game, GameConfig
+from mallocgame.search.game_data import GameData
 from mallocgame.search.muzero import checkpoints as shipped_checkpoints
 from mallocgame.search.muzero.encoder import NAME_RELAX, RELAX_SECONDS, relaxation_set, relaxation_usable
 from mallocgame.search.muzero.guide import NetworkPrior, RelaxationPrior, uniform_prior
-from mallocgame.search.uct import GUIDED_RULES
+from mallocgame.search.muzero.search import SearchConfig
+from mallocgame.search.muzero.selfplay import Agent
+from mallocgame.search.muzero.torchless import load_agent_network  # shared with the CLI's checkpoint check
+from mallocgame.search.uct import DEFAULT_GAME, GUIDED_RULES, PREFETCH_K, MCTSConfig, solve_with_uct
 
 DEFAULT_SIMULATIONS = 16
 DEFAULT_ROLLOUT_DEPTH = 48  # the earlier searches only
@@ -128,23 +133,6 @@ LEGACY_CHECKPOINT = DEFAULT_CHECKPOINT.with_name("selfplay.pt")
 #: (`experiments/results/muzero_learned_arm.md`).
 LEARNED_CHECKPOINT = LEGACY_CHECKPOINT
 MODELS = ("learned", "simulator")
-
-_LOADED: dict[str, tuple[Any, dict]] = {}  # checkpoint path -> (numpy network, game config fields)
-
-
-def load_agent_network(path: str):
-    """The network (numpy inference copy) and game config of a checkpoint, cached per path.
-
-    Read without torch when possible (:mod:`mallocgame.search.muzero.torchless`): importing torch
-    would cost seconds of the time limit.
-    """
-    if path not in _LOADED:
-        from mallocgame.search.muzero.torchless import load_inference
-
-        net, payload = load_inference(path)
-        _LOADED[path] = (net, dict(payload["game"]))
-    return _LOADED[path]
-
 
 def _choice(name: str, value, choices: tuple[str, ...]) -> str:
     if value not in choices:
@@ -204,9 +192,6 @@ class MuZeroSolver(Solver):
 
 # --- the default: UCT with the network's prior (search/uct.py, "Guided selection") --------------
 def _game_config(problem: Problem, checkpoint_game: dict | None):
-    from mallocgame.search.game import GameConfig
-    from mallocgame.search.uct import DEFAULT_GAME, PREFETCH_K
-
     if problem.mode == "prefetch":
         return GameConfig(variant="prefetch", k=PREFETCH_K, order="xla", windows=2)
     variant, order = DEFAULT_GAME[problem.mode]
@@ -219,9 +204,6 @@ def _game_config(problem: Problem, checkpoint_game: dict | None):
 def _solve_uct(name: str, problem: Problem, hardware, *, t0: float, time_limit: float, seed: int,
                hint: Solution | None, sims: int, checkpoint: str | None, prior: str, exploration: float,
                rollout_depth: int | None, selection: str, prior_power: float) -> Solution:
-    from mallocgame.search.game import GameConfig
-    from mallocgame.search.uct import MCTSConfig, solve_with_uct
-
     stats: dict[str, Any] = {"method": "uct", "selection": selection, "exploration": exploration,
                              "prior_power": prior_power}
     net = trained_game = None
@@ -243,8 +225,6 @@ def _solve_uct(name: str, problem: Problem, hardware, *, t0: float, time_limit: 
             stats["prior"] = f"uniform (the relaxation prior plays map mode only, not {problem.mode})"
     data = None
     if problem.mode == "map" and (stats["prior"] == "relaxation" or getattr(net, "features", "") == NAME_RELAX):
-        from mallocgame.search.game_data import GameData
-
         data = GameData(problem, hardware)
         # Solved once, before the search shares its time out over the moves, in a share of the limit.
         relaxation_set(data, time_limit=min(RELAX_SECONDS, RELAX_SHARE * time_limit))
@@ -266,10 +246,6 @@ def _solve_legacy(name: str, problem: Problem, hardware, *, t0: float, time_limi
                   hint: Solution | None, sims: int, checkpoint: str | None, search_model: str | None, method: str,
                   c_scale: float | None, rollout_depth: int | None) -> Solution:
     deadline = t0 + 0.9 * time_limit - 0.05
-    from mallocgame.search.game import Game, GameConfig
-    from mallocgame.search.game_data import GameData
-    from mallocgame.search.muzero.search import SearchConfig
-    from mallocgame.search.muzero.selfplay import Agent
 
     model = search_model or os.environ.get(MODEL_ENV) or "simulator"
     model = _choice("model", model, MODELS)

@@ -15,7 +15,9 @@ import time
 
 import click
 
+from mallocgame import conformance
 from mallocgame.cli.main import EXIT_BAD_INPUT, EXIT_NO_SOLUTION, EXIT_OK, SECONDS, fail
+from mallocgame.registry import SolverLoadError
 
 
 @click.command("check-solver")
@@ -27,9 +29,6 @@ from mallocgame.cli.main import EXIT_BAD_INPUT, EXIT_NO_SOLUTION, EXIT_OK, SECON
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of lines.")
 def check_solver(name: str | None, time_limit: float, checks: tuple[str, ...], list_checks: bool, as_json: bool) -> None:
     """Run the conformance checks on solver NAME (exit 0 all pass, 1 some fail, 2 unknown or broken)."""
-    from mallocgame import conformance
-    from mallocgame.registry import SolverLoadError
-
     if list_checks:
         for check, func in conformance.CHECKS.items():
             doc = (func.__doc__ or "").strip()

@@ -16,16 +16,26 @@ The rules live here once, so the commands keep the same promises:
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import sys
+from datetime import datetime, timezone
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 import click
 
+from mallocgame.hardware.validator import validate_schedule
+from mallocgame.inputs.load import capacity_warning as capacity_warning_text
+from mallocgame.inputs.load import parse_bytes, prepare, read_problem
+from mallocgame.io import atomic_write_text
+from mallocgame.lift import lift_map_answer
 from mallocgame.model import InputError, Problem
-from mallocgame.protocol import MAX_SEED, MAX_TIME_LIMIT, bad_option_value, bad_time_limit
+from mallocgame.protocol import MAX_SEED, MAX_TIME_LIMIT, bad_option_value, bad_time_limit, solver_options
+from mallocgame.search.muzero.torchless import load_agent_network
+from mallocgame.solving import read_answer_file
 
 EXIT_OK, EXIT_NO_SOLUTION, EXIT_BAD_INPUT = 0, 1, 2
 STDOUT = "-"
@@ -101,8 +111,6 @@ def parse_fraction(text: str | float | None) -> float | None:
 
 def capacity_settings(capacity: str | None, capacity_fraction: str | None) -> tuple[int | None, float | None]:
     """``(bytes, fraction)`` from the two flags; raises :class:`InputError` (one line)."""
-    from mallocgame.inputs.load import parse_bytes
-
     if capacity is not None and capacity_fraction is not None:
         raise InputError("--capacity and --capacity-fraction exclude each other")
     return (None if capacity is None else parse_bytes(capacity)), parse_fraction(capacity_fraction)
@@ -114,8 +122,6 @@ def load_prepared(problem_path: str, *, mode: str | None, capacity: str | None, 
 
     Returns ``(problem, spec)``; raises :class:`InputError` with one line.
     """
-    from mallocgame.inputs.load import prepare, read_problem
-
     cap, fraction = capacity_settings(capacity, capacity_fraction)
     if minimize_peak:
         if cap is not None or fraction is not None:
@@ -133,7 +139,6 @@ def check_own_order(problem: Problem, path: str) -> None:
     order is bad input: one line, as ``validate`` would find it (``solve`` and ``schedule`` refuse it)."""
     if not problem.original_order:
         return
-    from mallocgame.hardware.validator import validate_schedule
 
     violation = validate_schedule(problem)
     if violation:
@@ -145,8 +150,6 @@ def load_answer(problem_path: str, solution_path: str, *, mode: str | None, capa
     """PROBLEM prepared as :func:`load_prepared` does, and SOLUTION read for its mode: fast intervals
     (prefetch mode; a map solution CSV is lifted, :func:`mallocgame.lift.lift_map_answer`, and a note
     says so on stderr) or offsets. Returns ``(problem, spec, answer)``; bad input exits 2 with one line."""
-    from mallocgame.solving import read_answer_file
-
     try:
         problem, spec = load_prepared(problem_path, mode=mode, capacity=capacity,
                                       capacity_fraction=capacity_fraction, hardware=hardware)
@@ -156,8 +159,6 @@ def load_answer(problem_path: str, solution_path: str, *, mode: str | None, capa
     if problem.mode != "prefetch":
         return problem, spec, offsets
     if intervals is None:
-        from mallocgame.lift import lift_map_answer
-
         intervals = lift_map_answer(problem, offsets)
         click.echo(f"note: {solution_path}: a map solution, lifted to prefetch mode (mallocgame.lift)", err=True)
     return problem, spec, list(intervals)
@@ -165,9 +166,7 @@ def load_answer(problem_path: str, solution_path: str, *, mode: str | None, capa
 
 def capacity_warning(problem: Problem) -> None:
     """Print the one-line warning for a degenerate capacity (below the alignment, or trivial)."""
-    from mallocgame.inputs.load import capacity_warning as text
-
-    warn(text(problem))
+    warn(capacity_warning_text(problem))
 
 
 # ---------------------------------------------------------------------------- output
@@ -215,8 +214,6 @@ def write_file(path: str, text: str) -> str | None:
 
     Nothing is left behind on failure: not the file, not its temp file, not a folder.
     """
-    from mallocgame.io import atomic_write_text
-
     problem = output_problem(path)
     if problem is None:
         try:
@@ -245,9 +242,6 @@ def one_stdout(**flags: bool) -> None:
 
 def stamp() -> dict[str, str]:
     """The tool version and a UTC ISO-8601 timestamp, carried by every JSON output."""
-    from datetime import datetime, timezone
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         tool = version("mallocgame")
     except PackageNotFoundError:  # running from a source tree that is not installed
@@ -269,8 +263,6 @@ def offsets_by_id(problem: Problem, offsets: Sequence[int | None] | None) -> dic
 
 
 def dump_json(data: Any) -> str:
-    import json
-
     return json.dumps(data, indent=1) + "\n"
 
 
@@ -289,8 +281,6 @@ def check_options(options: dict[str, Any], solvers: dict[str, Any], *, flags: di
     ``flags`` maps an option to the flag that set it (``workers`` -> ``--workers``) for the
     message; options in ``optional`` are passed where named and never an error.
     """
-    from mallocgame.protocol import solver_options
-
     flags = flags or {}
     taken = {name: solver_options(s) for name, s in solvers.items()}
     for key in options:
@@ -329,8 +319,6 @@ def check_muzero_checkpoint(solver_names: Iterable[str], options: dict[str, Any]
         return
     source = "checkpoint option" if options.get("checkpoint") else f"${MUZERO_CHECKPOINT_ENV}"
     try:
-        from mallocgame.solvers.muzero import load_agent_network
-
         load_agent_network(str(path))
     except ImportError as exc:
         fail(f"solver {MUZERO!r} cannot load: {exc}")

@@ -7,6 +7,9 @@ line per finished run (and per input while drawing); ``--no-progress`` is silent
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import json
 import os
 import sys
 from dataclasses import dataclass
@@ -14,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+from tqdm import tqdm
 
 from mallocgame.cli.common import (
     SECONDS,
@@ -33,8 +37,21 @@ from mallocgame.cli.common import (
     write_file,
     write_text,
 )
-from mallocgame.comparison import _csv_text, json_document, run_comparison, split_option, summary_text, table_text
+from mallocgame.comparison import (
+    _csv_text,
+    json_document,
+    parse_solver_options,
+    run_comparison,
+    split_option,
+    summary_text,
+    table_text,
+)
+from mallocgame.inputs.load import capacity_warning
+from mallocgame.interrupts import Interrupted, ignore_signals, raise_on_signals
+from mallocgame.io import OutputBusy, exclusive_output, output_folder
 from mallocgame.model import InputError
+from mallocgame.plots import plot_allocations, plot_anytime, plot_pack_gaps, plot_speedups, safe_name
+from mallocgame.registry import SolverLoadError, load_solver, solver_entries
 
 
 @click.command("compare")
@@ -82,8 +99,6 @@ def compare_command(specs, solver_list, time_limit, hardware, capacity, capacity
     With --out the CSV holds every finished row at any moment; SIGINT or SIGTERM stops every
     run, prints what finished, and exits 130 / 143; --resume then runs only the rest.
     """
-    from mallocgame.interrupts import Interrupted, ignore_signals, raise_on_signals
-
     show = progress is not False
     bar = show and sys.stderr.isatty()
     outs = _Outputs(out_path, plot_dir, bar=bar, lines=show and not bar)
@@ -158,11 +173,6 @@ def _check_outputs(outs: _Outputs, *, resume: bool, address: str | None, executo
         check_output(outs.json_path, "--output (its JSON)")
     check_output(outs.plot_dir, "--plot", folder=True)
     if outs.files:  # held to the end of the command (the JSON too); released at exit
-        import atexit
-        import contextlib
-
-        from mallocgame.io import OutputBusy, exclusive_output
-
         held = contextlib.ExitStack()
         try:
             held.enter_context(exclusive_output(out_path, flag="--output"))
@@ -183,8 +193,6 @@ def _report(result, stop, outs: _Outputs, *, resume: bool, time_limit: float, jo
     """
     inputs, rows, solvers, wall = result.inputs, result.rows, result.solvers, result.wall_seconds
     for inp in inputs:
-        from mallocgame.inputs.load import capacity_warning
-
         warn(capacity_warning(inp.problem))
     # The files first: one that cannot be written is said before the table, which still follows.
     # The CSV itself was written row by row as the runs finished (mallocgame.comparison.ResultsFile).
@@ -260,8 +268,6 @@ def results_document(inputs, rows, settings: dict[str, Any], carried: dict | Non
 
 def _carried_results(json_path: str) -> dict:
     """The previous results JSON's records by (input_sha256, solver); empty when it is missing or unreadable."""
-    import json
-
     try:
         with open(json_path) as fh:
             doc = json.load(fh)
@@ -286,9 +292,6 @@ def _checked_options(solvers: list[str], items: tuple[str, ...]) -> dict[str, di
 
     A plain ``KEY=VALUE`` still goes only to the solvers whose ``solve`` names KEY.
     """
-    from mallocgame.comparison import parse_solver_options
-    from mallocgame.registry import SolverLoadError, load_solver, solver_entries
-
     known = [s for s in dict.fromkeys(solvers) if s]
     registered = solver_entries()
     if not known or any(s not in registered for s in known):
@@ -329,11 +332,6 @@ def _progress_line(row, done: int, total: int) -> None:
 
 def _draw(inputs, rows, out_dir: Path, *, bar: bool, lines: bool) -> list[Path]:
     """Every picture of :func:`mallocgame.plots.plot_comparison`, with progress per input."""
-    from tqdm import tqdm
-
-    from mallocgame.io import output_folder
-    from mallocgame.plots import plot_allocations, plot_anytime, plot_pack_gaps, plot_speedups, safe_name
-
     out_dir = output_folder(out_dir)
     written: list[Path] = []
     for k, inp in enumerate(tqdm(inputs, desc="pictures", unit="input", file=sys.stderr, leave=False,

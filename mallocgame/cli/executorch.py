@@ -17,7 +17,11 @@ import warnings
 import click
 
 from mallocgame.cli.common import SECONDS, SEED, check_output, fail
+from mallocgame.importers.torch_export import export_module, load_spec, parse_shape
+from mallocgame.integrations.executorch import _executorch, arena_sizes, planner, to_executorch
+from mallocgame.io import atomic_output
 from mallocgame.model import InputError
+from mallocgame.registry import solver_entries, solver_modes
 
 
 @click.command("executorch")
@@ -39,16 +43,13 @@ def executorch_command(spec: str, input_shapes: tuple[str, ...], solver_name: st
     check_output(output, "-o")
     try:
         module, example = _load(spec, input_shapes)  # the user's errors first: no ExecuTorch import for them
-        from mallocgame.registry import solver_entries, solver_modes
 
         entries = solver_entries()
         if solver_name in entries and "pack" not in solver_modes(entries[solver_name]):
             raise InputError(f"--solver: {solver_name!r} does not solve pack mode")
-        from mallocgame.integrations.executorch import _executorch, arena_sizes, planner, to_executorch
 
         algo = planner(solver_name, time_limit=time_limit, seed=seed)
         _executorch()
-        from mallocgame.importers.torch_export import export_module
 
         ep = export_module(module, example)
     except InputError as exc:
@@ -71,7 +72,6 @@ def executorch_command(spec: str, input_shapes: tuple[str, ...], solver_name: st
         first = (str(exc).strip().splitlines() or [""])[0]
         fail(f"{spec}: ExecuTorch lowering failed ({type(exc).__name__}: {first[:300]})")
     seconds = time.perf_counter() - t0
-    from mallocgame.io import atomic_output
 
     try:
         with atomic_output(output, "wb") as fh:
@@ -88,8 +88,6 @@ def executorch_command(spec: str, input_shapes: tuple[str, ...], solver_name: st
 
 def _load(spec: str, input_shapes: tuple[str, ...]):
     import torch
-
-    from mallocgame.importers.torch_export import load_spec, parse_shape
 
     shapes = [parse_shape(s) for s in input_shapes]
     obj = load_spec(spec)

@@ -23,14 +23,17 @@ from typing import Callable
 
 import click
 
+from mallocgame.cli.common import check_output, is_stdout, write_text
+from mallocgame.importers._common import summarize
+from mallocgame.importers.hlo import import_hlo
+from mallocgame.importers.jax_program import load_jax
+from mallocgame.importers.matmul import import_matmul
+from mallocgame.importers.torch_export import import_torch
+from mallocgame.io import workload_text
 from mallocgame.model import InputError, Problem
 
 
 def _finish(build: Callable[[], Problem], out: str) -> None:
-    from mallocgame.cli.common import check_output, is_stdout, write_text
-    from mallocgame.importers._common import summarize
-    from mallocgame.io import workload_text
-
     check_output(out, "-o")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -70,7 +73,6 @@ def import_group() -> None:
               help="Above this many ops a while loop's body is imported once with scaled FLOPs and bytes.")
 def hlo_cmd(file: str, out: str, name: str | None, max_expanded_ops: int) -> None:
     """Import scheduled after-optimizations XLA HLO text (is_scheduled=true)."""
-    from mallocgame.importers.hlo import import_hlo
     _finish(lambda: import_hlo(file, name=name, max_expanded_ops=max_expanded_ops), out)
 
 
@@ -92,12 +94,9 @@ def jax_cmd(spec: str, arg_shapes: str, donate: str | None, out: str, name: str 
     The function is jitted, lowered and compiled on the CPU backend and its scheduled HLO
     imported exactly as `mallocgame import hlo` does.
     """
-    from mallocgame.cli.common import check_output
-
     check_output(save_hlo, "--save-hlo")
 
     def build() -> Problem:
-        from mallocgame.importers.jax_program import load_jax
         return load_jax(spec, arg_shapes, donate=donate, name=name, max_expanded_ops=max_expanded_ops,
                         hlo_output=save_hlo).problem
     _finish(build, out)
@@ -116,7 +115,6 @@ def jax_cmd(spec: str, arg_shapes: str, donate: str | None, out: str, name: str 
 def torch_cmd(spec: str, input_shapes: tuple[str, ...], weights: str, level: str, name: str | None, out: str) -> None:
     """Import a PyTorch module via torch.export: SPEC is module.path:callable or file.py:callable."""
     def build() -> Problem:
-        from mallocgame.importers.torch_export import import_torch
         return import_torch(spec, list(input_shapes), weights=weights, level=level, name=name)
     _finish(build, out)
 
@@ -136,7 +134,6 @@ def matmul_cmd(factorization: str | None, size: int | None, depth: int, block: i
                name: str | None, out: str) -> None:
     """Import a recursive fast-matmul program (AlphaTensor-style factorization, checked numerically)."""
     def build() -> Problem:
-        from mallocgame.importers.matmul import import_matmul
         return import_matmul(factorization, depth=depth, size=size, block=block, dtype=dtype, name=name)
     _finish(build, out)
 

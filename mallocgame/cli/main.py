@@ -15,6 +15,7 @@ from __future__ import annotations
 import errno
 import gc
 import importlib
+import importlib.util
 import os
 import sys
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from typing import Any
 
 import click
 
+from mallocgame.bounds import critical_window_bound
 from mallocgame.cli.common import (  # noqa: F401  (fail, problem_options and the codes are imported from here too)
     COUNT,
     EXIT_BAD_INPUT,
@@ -30,6 +32,9 @@ from mallocgame.cli.common import (  # noqa: F401  (fail, problem_options and th
     SECONDS,
     SEED,
     capacity_warning,
+    check_muzero_checkpoint,
+    check_option_values,
+    check_options,
     check_output,
     check_own_order,
     dump_json,
@@ -45,7 +50,20 @@ from mallocgame.cli.common import (  # noqa: F401  (fail, problem_options and th
     write_file,
     write_text,
 )
+from mallocgame.cli.schedule import reschedule_outputs
+from mallocgame.comparison import parse_solver_options, split_option
+from mallocgame.hardware.evaluator import Evaluator
+from mallocgame.hybrid.reschedule import solve_with_reschedule
+from mallocgame.inputs.load import oversized
+from mallocgame.interrupts import interrupted, raise_on_signals
+from mallocgame.intervals import components, max_live
+from mallocgame.io import intervals_csv_text, problem_csv_text
 from mallocgame.model import InputError, Problem
+from mallocgame.prefetch_bound import RESIDENCY_SECONDS, start_residency
+from mallocgame.registry import SolverLoadError, describe, load_solver, solver_entries, solver_modes
+from mallocgame.runner import ChildCall, UnsupportedMode, call_in_child, problem_bound, shared_caches, with_bound
+from mallocgame.solving import check_request, solve_with_warm_start
+from mallocgame.verdict import judge
 
 # name -> "module:attribute" of commands defined outside this file.
 # Seconds the residency bound (prefetch mode) may take in `info`, before it answers (`solve` gives it
@@ -80,8 +98,6 @@ class LazyGroup(click.Group):
 
     @staticmethod
     def _available(name: str) -> bool:
-        import importlib.util
-
         try:
             return importlib.util.find_spec(LAZY_COMMANDS[name].split(":")[0]) is not None
         except ImportError:
@@ -97,7 +113,6 @@ class LazyGroup(click.Group):
         """Click's own ``main``, with every usage error as one ``error:`` line (exit 2)."""
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode, **extra)
-        from mallocgame.interrupts import interrupted, raise_on_signals
 
         try:
             with raise_on_signals():  # SIGTERM, like Ctrl-C, unwinds (children killed, temp files removed)
@@ -155,8 +170,6 @@ def main() -> None:
 
 
 def _info_facts(problem: Problem, spec, bound_time: float = 0.0) -> dict[str, Any]:
-    from mallocgame.intervals import components, max_live
-
     a = problem.arrays
     live = max_live(problem)
     facts: dict[str, Any] = {
@@ -168,9 +181,6 @@ def _info_facts(problem: Problem, spec, bound_time: float = 0.0) -> dict[str, An
         "max_live_over_capacity": live / problem.capacity if problem.capacity else None,
     }
     if problem.mode in ("map", "prefetch"):
-        from mallocgame.hardware.evaluator import Evaluator
-        from mallocgame.runner import problem_bound
-
         ev = Evaluator.of(problem, spec)
         bound = problem_bound(problem, spec, tighten=INFO_RESIDENCY_SECONDS)
         if bound.others:
@@ -180,8 +190,6 @@ def _info_facts(problem: Problem, spec, bound_time: float = 0.0) -> dict[str, An
                      f"relaxation {bound.kind}, docs/prefetch.md",
                      max_speedup=ev.time_all_slow / max(ev.time_all_slow - bound.value, 1e-300))
     else:
-        from mallocgame.inputs.load import oversized
-
         too_big = oversized(problem)
         largest = max(too_big, key=lambda k: problem.buffers[k].size) if too_big else None
         facts.update(bound=live, bound_kind="max live (lower bound on the peak)",
@@ -192,8 +200,6 @@ def _info_facts(problem: Problem, spec, bound_time: float = 0.0) -> dict[str, An
         if too_big:
             pass  # no placement exists: the critical-window bound has nothing to pack
         elif bound_time > 0:  # mallocgame.bounds.critical_window_bound: the critical moments packed by CP-SAT
-            from mallocgame.bounds import critical_window_bound
-
             b = critical_window_bound(problem, time_limit=bound_time)
             if b.kind == "window":
                 lower = int(b.value), f"critical window, CP-SAT, {b.value / live - 1:+.3%} over max live"
@@ -256,8 +262,6 @@ def info(problem_path: str, mode: str | None, capacity: str | None, capacity_fra
 def _check_hint(problem: Problem, hint_path: str, time_limit: float):
     """The request checked by the core (:func:`mallocgame.solving.check_request`): the ``--hint`` file as an
     answer of the problem's mode (a map solution is lifted in prefetch mode, and a note says so)."""
-    from mallocgame.solving import check_request
-
     _, hint, lifted = check_request(problem, time_limit=time_limit, hint_path=hint_path)
     if lifted:
         click.echo(f"note: {hint_path}: a map solution, lifted to prefetch mode (mallocgame.lift)", err=True)
@@ -273,10 +277,6 @@ def _solve_options(names: list[str], items: tuple[str, ...], workers: int | None
     ``minimize_peak`` is passed only to a solver that names it, and is never an error: the
     problem has no capacity then, and every pack solver minimises the peak without one.
     """
-    from mallocgame.cli.common import check_muzero_checkpoint, check_option_values, check_options
-    from mallocgame.comparison import parse_solver_options, split_option
-    from mallocgame.registry import SolverLoadError, load_solver
-
     try:
         loaded = {name: load_solver(name) for name in names}
     except SolverLoadError as exc:
@@ -342,9 +342,6 @@ def solve(problem_path, solver_name, mode, capacity, capacity_fraction, hardware
           warm_start, workers, minimize_peak, simulations, solver_options, output, report_path, as_json,
           reschedule=False, schedule_output=None) -> None:
     """Solve PROBLEM with one solver; print one summary line."""
-    from mallocgame.registry import SolverLoadError
-    from mallocgame.runner import UnsupportedMode, call_in_child
-
     outs = _SolveOutputs(output, report_path, as_json, schedule_output)
     names = list(dict.fromkeys([solver_name] + ([warm_start] if warm_start else [])))
     _check_solve_flags(outs, reschedule=reschedule, time_limit=time_limit, solvers=names)
@@ -363,8 +360,6 @@ def solve(problem_path, solver_name, mode, capacity, capacity_fraction, hardware
         # In a forked child (mallocgame.runner.call_in_child): Ctrl-C/SIGTERM stop any solver at
         # once, CP-SAT's native search included, and nothing it started is left running.
         if reschedule:  # schedule and placement alternated (hybrid.reschedule); the answer is the new order's
-            from mallocgame.hybrid.reschedule import solve_with_reschedule
-
             rescheduled = call_in_child(solve_with_reschedule, solver_name, problem, spec, time_limit=time_limit,
                                         seed=seed, hint=hint, warm_start=warm_start, options=options)
             report, problem = rescheduled.report, rescheduled.problem
@@ -397,8 +392,6 @@ class _SolveOutputs:
 
 def _check_solve_flags(outs: _SolveOutputs, *, reschedule: bool, time_limit: float, solvers: list[str]) -> None:
     """Exit 2 for outputs that cannot be written or clash, a bad time limit or an unknown solver."""
-    from mallocgame.registry import solver_entries
-
     one_stdout(**{"-o -": is_stdout(outs.output), "--report -": is_stdout(outs.report_path), "--json": outs.as_json})
     check_output(outs.output, "-o")
     check_output(outs.report_path, "--report")
@@ -417,9 +410,6 @@ def _solve_beside_bound(solver_name: str, problem: Problem, spec, *, time_limit:
                         warm_start: str | None, options: dict[str, Any]):
     """The solver's report (:func:`mallocgame.solving.solve_with_warm_start`, in a forked child) with the
     problem's bound, computed here meanwhile: the solver keeps its whole time limit."""
-    from mallocgame.runner import ChildCall, problem_bound, shared_caches, with_bound
-    from mallocgame.solving import solve_with_warm_start
-
     shared_caches(problem, spec)
     if problem.mode != "map":  # milliseconds: built before the fork, the solver's child inherits it
         problem_bound(problem, spec)
@@ -428,8 +418,6 @@ def _solve_beside_bound(solver_name: str, problem: Problem, spec, *, time_limit:
     pending = None
     try:
         if problem.mode == "prefetch":  # the residency bound, in a child of its own beside the solver
-            from mallocgame.prefetch_bound import RESIDENCY_SECONDS, start_residency
-
             pending = start_residency(problem, spec, seconds=min(time_limit, RESIDENCY_SECONDS))
         bound = problem_bound(problem, spec)
         result = run.result()
@@ -456,14 +444,10 @@ def _solve_outputs(report, problem: Problem, spec, outs: _SolveOutputs, *, probl
     document = _report_json(report, problem, spec, minimize_peak)
     answer = None
     if report.valid and output:
-        from mallocgame.io import intervals_csv_text, problem_csv_text
-
         answer = (intervals_csv_text(problem, report.intervals) if problem.mode == "prefetch"
                   else problem_csv_text(problem, report.offsets))
     schedule_path = None
     if rescheduled is not None:  # the report gets its schedule entry before it is written
-        from mallocgame.cli.schedule import reschedule_outputs
-
         summary, schedule_path, schedule_text = reschedule_outputs(problem_path, rescheduled, summary, document,
                                                                   output, outs.schedule_output, spec)
     # Files first (no file is written without a valid solution): one that cannot be written is
@@ -498,8 +482,6 @@ def validate(problem_path, solution_path, mode, capacity, capacity_fraction, har
 
     A re-scheduled workload (one with ``original_order``) has its op order checked too.
     """
-    from mallocgame.verdict import judge
-
     problem, spec, given = load_answer(problem_path, solution_path, mode=mode, capacity=capacity,
                                        capacity_fraction=capacity_fraction, hardware=hardware)
     capacity_warning(problem)
@@ -534,8 +516,6 @@ def validate(problem_path, solution_path, mode, capacity, capacity_fraction, har
 @main.command()
 def solvers() -> None:
     """List every registered solver with its modes and a one-line description (imports none of them)."""
-    from mallocgame.registry import describe, solver_entries, solver_modes
-
     entries = solver_entries()
     width = max((len(n) for n in entries), default=0)
     for name, entry in entries.items():

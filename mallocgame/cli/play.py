@@ -24,7 +24,12 @@ from mallocgame.cli.common import (
     problem_options,
     write_text,
 )
-from mallocgame.model import InputError
+from mallocgame.hardware.evaluator import Evaluator
+from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
+from mallocgame.hardware.validator import validate, validate_intervals
+from mallocgame.io import intervals_csv_text, problem_csv_text
+from mallocgame.model import InputError, offsets_tuple
+from mallocgame.search.game import Game, GameConfig
 
 
 @click.command("play")
@@ -41,8 +46,6 @@ from mallocgame.model import InputError
               help="Write the final placement here ('-': stdout; the game then goes to stderr).")
 def play(problem_path, mode, capacity, capacity_fraction, hardware, variant, k, order, policy, quiet, output) -> None:
     """Play the mallocGame on PROBLEM, one decision per step."""
-    from mallocgame.search.game import Game, GameConfig
-
     if k < 1:
         fail(f"--k: must be >= 1, got {k}")
     check_output(output, "-o")
@@ -114,11 +117,6 @@ def _finish(problem, spec, game, output: str | None) -> None:
 
 
 def _summary_offsets(problem, spec, game):
-    from mallocgame.hardware.evaluator import Evaluator
-    from mallocgame.hardware.validator import validate
-    from mallocgame.io import problem_csv_text
-    from mallocgame.model import offsets_tuple
-
     offsets = offsets_tuple(game.offsets())
     placed = sum(o is not None for o in offsets)
     line = f"done: {placed}/{problem.n} buffers in fast memory, return {game.total_reward():.6g}"
@@ -129,10 +127,6 @@ def _summary_offsets(problem, spec, game):
 
 
 def _summary_prefetch(problem, spec, game):
-    from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
-    from mallocgame.hardware.validator import validate_intervals
-    from mallocgame.io import intervals_csv_text
-
     intervals = game.intervals()
     pev = PrefetchEvaluator.of(problem, spec)
     b, slow = pev.breakdown(intervals), pev.time_all_slow

@@ -5,7 +5,8 @@ from __future__ import annotations
 import click
 
 from mallocgame.cli.common import STDOUT, capacity_options, capacity_warning, check_output, fail, load_answer
-from mallocgame.plots import plot_solution
+from mallocgame.plots import plot_intervals, plot_solution
+from mallocgame.verdict import judge
 
 
 @click.command("plot")
@@ -20,8 +21,6 @@ from mallocgame.plots import plot_solution
 def plot_command(problem_path: str, solution_path: str, output: str, hardware: str | None, capacity: str | None,
                  capacity_fraction: str | None, mode: str | None, title: str | None) -> None:
     """Draw one answer: time x address rectangles by buffer kind, slow buffers in a band below."""
-    from mallocgame.verdict import judge
-
     if output == STDOUT:
         fail("-o: a picture is not written to stdout; give a .png, .pdf or .svg file")
     if not output.lower().endswith((".png", ".pdf", ".svg")):
@@ -51,8 +50,6 @@ def plot_command(problem_path: str, solution_path: str, output: str, hardware: s
 
 
 def _plot_prefetch(problem, intervals, found, output: str, title: str | None) -> None:
-    from mallocgame.plots import plot_intervals
-
     violation = found.violation
     if title is None:
         title = (f"{problem.name}: {len(intervals)} fast intervals of {found.placed}/{problem.n} "

@@ -7,6 +7,7 @@ recomputed, ``original_order`` recorded) atomically with ``-o``. Exit codes: 0 d
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import click
@@ -25,14 +26,16 @@ from mallocgame.cli.common import (
     write_file,
     write_text,
 )
-from mallocgame.io import workload_text
+from mallocgame.hardware.validator import validate, validate_intervals, validate_schedule
+from mallocgame.inputs.load import prepare, read_problem
+from mallocgame.intervals import max_live
+from mallocgame.io import parse_workload, workload_text
 from mallocgame.model import InputError
+from mallocgame.scheduling import reorder, schedule
 
 
 def _raw(problem_path: str):
     """The workload as read (no mode, hardware or capacity applied): what the output file holds."""
-    from mallocgame.inputs.load import read_problem
-
     return read_problem(problem_path)
 
 
@@ -52,8 +55,6 @@ def _raw(problem_path: str):
 def schedule_command(problem_path, output, objective, mode, capacity, capacity_fraction, hardware, time_limit,
                      seed, schedulers, as_json) -> None:
     """Re-order WORKLOAD's ops within their dependencies to lower the peak live bytes or the estimated time."""
-    from mallocgame.scheduling import reorder, schedule
-
     if is_stdout(output) and as_json:
         fail("-o - and --json both want stdout; choose one")
     check_output(output, "-o")
@@ -92,8 +93,6 @@ def schedule_command(problem_path, output, objective, mode, capacity, capacity_f
 
 
 def _peak(problem) -> int:
-    from mallocgame.intervals import max_live
-
     return max_live(problem)
 
 
@@ -118,13 +117,6 @@ def reschedule_outputs(problem_path: str, rescheduled, summary: str, document: d
     written (read back from its text, prepared as the solved problem was); a mismatch is an error
     (exit 1), never a silent file.
     """
-    import json
-
-    from mallocgame.hardware.validator import validate, validate_intervals, validate_schedule
-    from mallocgame.inputs.load import prepare
-    from mallocgame.io import parse_workload
-    from mallocgame.scheduling import reorder
-
     report, problem = rescheduled.report, rescheduled.problem
     raw = _raw(problem_path)
     written = reorder(raw, rescheduled.order)

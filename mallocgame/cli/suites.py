@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
 
+from mallocgame.cli.common import check_output
 from mallocgame.inputs.suites import BENCHMARKS_ENV, SUITES, Entry, suite_entries
+from mallocgame.intervals import max_live
+from mallocgame.io import atomic_write_text, output_folder, problem_csv_text, write_workload_json
 from mallocgame.model import InputError
 
 
@@ -18,8 +22,6 @@ from mallocgame.model import InputError
               help="Write every entry of NAME to DIR (JSON workloads; CSV inputs are copied as CSV).")
 def suites_command(name: str | None, benchmarks: str | None, export_dir: str | None) -> None:
     """List the built-in suites (name, count, description), or the entries of suite NAME."""
-    import sys
-
     if name is None:
         if export_dir:
             click.echo("error: --export needs a suite NAME", err=True)
@@ -40,8 +42,6 @@ def suites_command(name: str | None, benchmarks: str | None, export_dir: str | N
             click.echo(f"{n:<{width}}  {c:>5}  {d}")
         return
     if export_dir:
-        from mallocgame.cli.common import check_output
-
         check_output(export_dir, "--export", folder=True)
     try:
         entries = suite_entries(name, benchmarks, include_pending=True)
@@ -52,9 +52,6 @@ def suites_command(name: str | None, benchmarks: str | None, export_dir: str | N
 
 
 def _list_entries(entries: list[Entry], export_dir: str | None) -> None:
-    from mallocgame.intervals import max_live
-    from mallocgame.io import atomic_write_text, problem_csv_text, write_workload_json
-
     width = max(len(e.name) for e in entries)
     click.echo(f"{'entry':<{width}}  {'buffers':>7}  {'ops':>5}  {'max live':>10}  {'capacity':>10}  description")
     for e in entries:
@@ -68,8 +65,6 @@ def _list_entries(entries: list[Entry], export_dir: str | None) -> None:
         click.echo(f"{e.name:<{width}}  {p.n:>7}  {len(p.ops):>5}  {_mib(max_live(p)):>10}  {cap:>10}  "
                    f"{e.description}{frac}")
         if export_dir:
-            from mallocgame.io import output_folder
-
             output_folder(export_dir)
             if p.has_ops:
                 path = Path(export_dir) / f"{e.name}.json"

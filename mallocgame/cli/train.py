@@ -7,12 +7,20 @@ SIGINT/SIGTERM stop the run (exit 130 / 143) and say which step the checkpoint h
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import sys
 import time
 
 import click
 
 from mallocgame.cli.common import SECONDS, SEED, check_output, fail, is_stdout
+from mallocgame.interrupts import Interrupted, ignore_signals, raise_on_signals
+from mallocgame.model import InputError
+from mallocgame.runner import check_ray_address
+from mallocgame.search.muzero.distributed import RaySelfPlay
+from mallocgame.search.muzero.env import game_factory
+from mallocgame.search.muzero.problems import Curriculum, Recipe
 
 
 @click.command()
@@ -64,8 +72,6 @@ def train(steps, games_per_iter, updates_per_iter, simulations, search_method, m
                          ray_actors=ray_actors, address=address)
     try:
         from mallocgame.search.muzero import checkpoint as ckpt
-        from mallocgame.search.muzero.env import game_factory
-        from mallocgame.search.muzero.problems import Curriculum, Recipe
         from mallocgame.search.muzero.train import TrainConfig, describe, new_state, resume_state
     except ImportError as exc:
         fail(f"train needs torch ({exc}): pip install 'mallocgame[train]'")
@@ -108,7 +114,6 @@ def _check_files_and_ray(out_path: str, export_path: str | None, *, time_budget:
                          resume_path: str | None, ray_actors: int | None, address: str | None) -> None:
     """Exit 2 for an output that cannot be written, a bad time limit, a missing --resume checkpoint or
     unusable Ray flags: all checked before paying for torch."""
-    import os
 
     for name, path in (("--output", out_path), ("--export", export_path)):
         if is_stdout(path):
@@ -121,12 +126,8 @@ def _check_files_and_ray(out_path: str, export_path: str | None, *, time_budget:
     if address is not None and ray_actors is None:
         fail("--address: only with --ray-actors")
     if ray_actors is not None:
-        import importlib.util
-
         if importlib.util.find_spec("ray") is None:
             fail("--ray-actors: ray is not installed (pip install 'mallocgame[ray]')")
-        from mallocgame.model import InputError
-        from mallocgame.runner import check_ray_address
 
         try:
             check_ray_address(address)
@@ -162,7 +163,6 @@ def _train_to(state, steps: int, make_game, *, out_path: str, checkpoint_every: 
               ray_actors: int | None, address: str | None) -> None:
     """Train ``state`` to ``steps`` (or the deadline), self-play local or on Ray actors; on SIGINT/SIGTERM
     say which step the checkpoint holds and exit 130 / 143."""
-    from mallocgame.interrupts import Interrupted, ignore_signals, raise_on_signals
     from mallocgame.search.muzero import checkpoint as ckpt
     from mallocgame.search.muzero.train import train as run_training
 
@@ -170,8 +170,6 @@ def _train_to(state, steps: int, make_game, *, out_path: str, checkpoint_every: 
     try:
         with raise_on_signals():
             if ray_actors is not None:
-                from mallocgame.search.muzero.distributed import RaySelfPlay
-
                 try:
                     play = RaySelfPlay(ray_actors, state.game_config, address=address)
                 except (ConnectionError, ValueError, RuntimeError) as exc:

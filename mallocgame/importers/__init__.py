@@ -24,26 +24,24 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from mallocgame.importers import hlo, matmul, torch_export
 from mallocgame.importers._common import ImportSummary, WorkloadBuilder, summarize
 from mallocgame.model import InputError, Problem
 
 
 def import_hlo(path, **options) -> Problem:
     """Workload of a scheduled HLO text file; see :mod:`mallocgame.importers.hlo`."""
-    from mallocgame.importers.hlo import import_hlo as _imp
-    return _imp(path, **options)
+    return hlo.import_hlo(path, **options)
 
 
 def import_torch(spec, input_shapes=(), **options) -> Problem:
     """Workload of a PyTorch module via ``torch.export``; see :mod:`mallocgame.importers.torch_export`."""
-    from mallocgame.importers.torch_export import import_torch as _imp
-    return _imp(spec, input_shapes, **options)
+    return torch_export.import_torch(spec, input_shapes, **options)
 
 
 def import_matmul(factorization=None, **options) -> Problem:
     """Workload of a recursive fast-matmul program; see :mod:`mallocgame.importers.matmul`."""
-    from mallocgame.importers.matmul import import_matmul as _imp
-    return _imp(factorization, **options)
+    return matmul.import_matmul(factorization, **options)
 
 
 IMPORTERS: dict[str, Callable[..., Problem]] = {

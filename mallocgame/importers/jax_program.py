@@ -32,10 +32,13 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from mallocgame.importers._common import resolve_callable
+from mallocgame.importers.hlo import parse_hlo_text
+from mallocgame.io import atomic_write_text
 from mallocgame.model import InputError, Problem
 
 DTYPES = {
@@ -124,8 +127,6 @@ def _jax():
 def compile_hlo_text(fn: Callable[..., Any] | str, arg_shapes: str | Sequence[ArgShape],
                      donate: str | Sequence[int] | None = None) -> str:
     """XLA:CPU's scheduled HLO text of ``fn`` (a function or ``MODULE:FN``) for ``arg_shapes``."""
-    import warnings
-
     shapes = parse_arg_shapes(arg_shapes) if isinstance(arg_shapes, str) else list(arg_shapes)
     donated = parse_donate(donate, len(shapes))
     where = fn if isinstance(fn, str) else getattr(fn, "__name__", "function")
@@ -154,13 +155,9 @@ def load_jax(fn: Callable[..., Any] | str, arg_shapes: str | Sequence[ArgShape],
 
     ``hlo_output``: also write the HLO text there (atomically), the file ``import hlo`` reads back.
     """
-    from mallocgame.importers.hlo import parse_hlo_text
-
     text = compile_hlo_text(fn, arg_shapes, donate)
     where = fn if isinstance(fn, str) else getattr(fn, "__name__", "function")
     if hlo_output:
-        from mallocgame.io import atomic_write_text
-
         atomic_write_text(hlo_output, text)
     default = where.rsplit(":", 1)[-1] if isinstance(fn, str) else where
     return parse_hlo_text(text, f"{where} (XLA:CPU)", name=name or default, max_expanded_ops=max_expanded_ops)

@@ -26,6 +26,10 @@ import re
 from importlib.resources import files
 from pathlib import Path
 
+from mallocgame.aliasing import merge_inplace
+from mallocgame.hardware.spec import PRESETS, HardwareSpec, load_hardware
+from mallocgame.intervals import max_live
+from mallocgame.io import load_problem as read_file
 from mallocgame.model import MODES, InputError, Problem
 
 EXAMPLE_PREFIX = "example:"
@@ -94,8 +98,6 @@ def resolve_path(spec: str | Path) -> Path:
 
 def read_problem(spec: str | Path) -> Problem:
     """Read a problem file (CSV or JSON workload) or a bundled ``example:NAME``, as written."""
-    from mallocgame.io import load_problem as read_file
-
     return read_file(resolve_path(spec))
 
 
@@ -132,9 +134,6 @@ def prepare(problem: Problem, *, mode: str | None = None, capacity: int | str | 
     The returned problem carries its spec (``problem.hardware``); buffer alignments become
     their least common multiple with the hardware's. Raises :class:`InputError` (one line).
     """
-    from mallocgame.hardware.spec import PRESETS, HardwareSpec, load_hardware
-    from mallocgame.intervals import max_live
-
     if mode is not None and mode not in MODES:
         raise InputError(f"--mode: must be one of {', '.join(MODES)}, got {mode!r}")
     mode = mode or default_mode(problem)
@@ -172,8 +171,6 @@ def prepare(problem: Problem, *, mode: str | None = None, capacity: int | str | 
             raise InputError(f"{where}: buffer {too_big.id!r}: size {too_big.size} "
                              f"exceeds capacity {cap} (pack mode must place every buffer)")
     if problem.inplace:  # in-place pairs share storage for every consumer (read workloads are merged already)
-        from mallocgame.aliasing import merge_inplace
-
         problem = merge_inplace(problem)
     buffers = problem.buffers
     if spec.alignment > 1:
@@ -199,8 +196,6 @@ def capacity_warning(problem: Problem) -> str | None:
     In pack mode a capacity equal to the max live bytes is the tightest feasible case, not
     a trivial one, so it gets no warning.
     """
-    from mallocgame.intervals import max_live
-
     cap = problem.capacity
     if cap is None or problem.n == 0:
         return None

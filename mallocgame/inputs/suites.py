@@ -34,12 +34,25 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import gzip
+import json
 import os
+import warnings
 from dataclasses import dataclass
+from importlib.resources import files
 from pathlib import Path
 from typing import Callable, Sequence
 
-from mallocgame.model import InputError, Problem
+from mallocgame.aliasing import merge_inplace
+from mallocgame.importers import matmul as mm
+from mallocgame.importers.hlo import parse_hlo_text
+from mallocgame.importers.matmul import import_matmul
+from mallocgame.importers.matmul import naive as naive_factorization
+from mallocgame.inputs import workloads as w
+from mallocgame.inputs.load import example_path
+from mallocgame.inputs.workloads import SIZE_DISTRIBUTIONS, TPU, synthetic_program, with_capacity
+from mallocgame.io import load_problem, read_text
+from mallocgame.model import InputError, Problem, check_regular_file
 
 CAPACITY_FRACTION = 0.4
 BENCHMARKS_ENV = "MALLOCGAME_BENCHMARKS"
@@ -70,8 +83,6 @@ def _workload(name: str, description: str, make: Callable[[], Problem],
               fraction: float = CAPACITY_FRACTION, cap: int | None = None) -> Entry:
     """A generated workload with capacity ``fraction`` x max live bytes, at most ``cap`` (the chip's)."""
     def build() -> Problem:
-        from mallocgame.inputs.workloads import TPU, with_capacity
-
         return with_capacity(make().replace(name=name, source=f"builtin:{name}"), fraction,
                              hardware_capacity=TPU.capacity if cap is None else cap)
 
@@ -86,16 +97,12 @@ def _matmul(name: str, description: str, *, depth: int, size: int, naive: bool =
     schoolbook with ``naive``); ``pending`` says why the entry cannot be built here.
     """
     try:
-        from mallocgame.importers import matmul as mm  # noqa: F401
         if not hasattr(mm, "import_matmul"):
             pending = pending or "mallocgame.importers.matmul has no import_matmul"
     except Exception as exc:  # the importer is optional here: its absence only suspends the entry
         pending = pending or f"matmul generator unavailable ({exc.__class__.__name__}: {exc})"
 
     def make() -> Problem:
-        from mallocgame.importers.matmul import import_matmul
-        from mallocgame.importers.matmul import naive as naive_factorization
-
         source = factorization if factorization is not None else (naive_factorization(2) if naive else None)
         return import_matmul(source, depth=depth, size=size, dtype="bf16")
 
@@ -103,8 +110,6 @@ def _matmul(name: str, description: str, *, depth: int, size: int, naive: bool =
 
 
 def _realistic_entries() -> list[Entry]:
-    from mallocgame.inputs import workloads as w
-
     resnet18 = [(64, 2), (128, 2), (256, 2), (512, 2)]
     cifar = [(16, 3), (32, 3), (64, 3)]
     return [
@@ -197,8 +202,6 @@ def _matmul_entries(explicit: str | None = None) -> list[Entry]:
 
 
 def _sizes_entries() -> list[Entry]:
-    from mallocgame.inputs.workloads import SIZE_DISTRIBUTIONS, synthetic_program
-
     return [_workload(f"synthetic-{dist}-s{seed}", f"synthetic 150-op program, {dist} tensor sizes, seed {seed}",
                       lambda dist=dist, seed=seed: synthetic_program(150, sizes=dist, seed=seed), cap=None)
             for dist in SIZE_DISTRIBUTIONS for seed in (0, 1)]
@@ -212,17 +215,8 @@ XLA_CAPACITY_FRACTION = 0.25
 def read_hlo_file(path: str | os.PathLike, name: str | None = None) -> Problem:
     """A scheduled HLO text file (``.hlo.txt``, or gzipped ``.hlo.txt.gz``) as the workload ``import hlo``
     writes and the workload reader reads back (in-place pairs merged)."""
-    import gzip
-    import warnings
-
-    from mallocgame.aliasing import merge_inplace
-    from mallocgame.importers.hlo import parse_hlo_text
-    from mallocgame.io import read_text
-
     path = Path(path)
     if path.name.endswith(".gz"):
-        from mallocgame.model import check_regular_file
-
         check_regular_file(path)
         try:
             text = gzip.decompress(path.read_bytes()).decode()
@@ -237,15 +231,11 @@ def read_hlo_file(path: str | os.PathLike, name: str | None = None) -> Problem:
 
 
 def _xla_dir() -> Path:
-    from importlib.resources import files
-
     return Path(str(files("mallocgame.inputs") / "data" / "xla"))
 
 
 def _xla_entries() -> list[Entry]:
     """experiments/make_xla_suite.py's programs, read from the committed HLO text (no JAX needed)."""
-    import json
-
     folder = _xla_dir()
     manifest = folder / "suite.json"
     if not manifest.is_file():
@@ -295,8 +285,6 @@ def benchmarks_dir(explicit: str | None = None, *, subfolder: str = "minimalloc"
 def _file_entry(path: Path, description: str | None = None) -> Entry:
     """A problem file, read when the entry is built; named by its stem (``A.1048576.csv`` -> ``A``)."""
     def build() -> Problem:
-        from mallocgame.io import load_problem
-
         return load_problem(path)
 
     if path.name.endswith(".csv"):
@@ -385,13 +373,10 @@ def resolve_inputs(specs: Sequence[str], benchmarks: str | None = None) -> list[
                 entries = [e for e in entries if e.pending is None]
             out += entries
         elif spec.startswith("example:"):
-            from mallocgame.inputs.load import example_path
-
             path = Path(example_path(spec.split(":", 1)[1]))
             out.append(_file_entry(path, spec if path.name.endswith(".csv") else None))
         elif looks_like_file(spec):
             path = Path(spec)
-            from mallocgame.io import check_regular_file
 
             check_regular_file(spec)  # missing, a folder or a FIFO: one line
             out.append(_file_entry(path))

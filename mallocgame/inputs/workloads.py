@@ -22,6 +22,7 @@ from typing import Sequence
 import numpy as np
 
 from mallocgame.hardware.spec import PRESETS
+from mallocgame.inputs.load import fraction_capacity
 from mallocgame.intervals import max_live
 from mallocgame.model import Buffer, Op, Operand, Problem
 
@@ -308,8 +309,6 @@ class Program:
         ``outputs`` are marked ``kind="output"``; weights and inputs get their prefetch
         windows on ``hardware`` (default ``tpuv4i``).
         """
-        from mallocgame.hardware.spec import PRESETS
-
         hw = hardware or PRESETS["tpuv4i"]
         out_ids = {t.id for t in outputs}
         first: dict[str, int] = {}
@@ -351,8 +350,6 @@ class Program:
 def with_capacity(problem: Problem, fraction: float, *, hardware_capacity: int | None = TPU.capacity,
                   align: int = ALIGN) -> Problem:
     """``problem`` with capacity ``fraction`` x its max live bytes (aligned down, at most ``hardware_capacity``)."""
-    from mallocgame.inputs.load import fraction_capacity
-
     cap = fraction_capacity(max_live(problem), fraction, align)
     if hardware_capacity is not None:
         cap = max(min(cap, hardware_capacity), align)

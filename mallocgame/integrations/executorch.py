@@ -41,11 +41,18 @@ Example (needs executorch)::
 
 from __future__ import annotations
 
+import logging
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from mallocgame.model import InputError
+import mallocgame
+from mallocgame.inputs.load import prepare
+from mallocgame.intervals import max_live
+from mallocgame.model import Buffer, InputError, Problem, Solution, Status
+from mallocgame.registry import solver_entries, solver_modes
+from mallocgame.verdict import judge
 
 
 class PlanningError(RuntimeError):
@@ -55,9 +62,6 @@ class PlanningError(RuntimeError):
 def _executorch():
     """ExecuTorch's ``memory_planning`` module, imported without its import-time log noise
     (torchao's optional CUDA kernels, pytree's deprecation notes); ``InputError`` when absent."""
-    import logging
-    import warnings
-
     loggers = [logging.getLogger(name) for name in ("torchao", "torch.utils._pytree")]
     levels = [lg.level for lg in loggers]
     try:
@@ -149,12 +153,6 @@ class Planner:
         return result
 
     def _plan(self, group: Sequence[Any], alignment: int, mem_id: int, hint, greedy_base: int):
-        import mallocgame
-        from mallocgame.inputs.load import prepare
-        from mallocgame.intervals import max_live
-        from mallocgame.model import Buffer, Problem, Solution, Status
-        from mallocgame.verdict import judge
-
         t0 = time.perf_counter()
         sized = [(i, s) for i, s in enumerate(group) if s.allocated_memory > 0]
         offsets = [0] * len(group)
@@ -244,8 +242,6 @@ def planner(solver: str = "pack-search", time_limit: float = 10, seed: int = 0, 
     returned object records each arena it planned in ``.records`` (:class:`ArenaRecord`).
     Use it in ``MemoryPlanningAlgorithmSuite(algo_list=[planner()])``, alone or beside ``greedy``.
     """
-    from mallocgame.registry import solver_entries, solver_modes
-
     entries = solver_entries()
     if solver not in entries:
         raise InputError(f"solver: unknown solver {solver!r} (registered: {', '.join(entries)})")

@@ -26,8 +26,13 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from mallocgame.hardware.evaluator import Evaluator
+from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
+from mallocgame.hardware.validator import validate, validate_intervals
 from mallocgame.intervals import live_profile_of, max_live_of
+from mallocgame.lift import lift_map_answer
 from mallocgame.model import Buffer, InputError, Problem
+from mallocgame.placement import greedy_place, xla_order
 
 OBJECTIVES = ("peak", "time")
 
@@ -170,19 +175,12 @@ class TimeObjective:
 
     def placement(self, reordered: Problem):
         """``(time, offsets, intervals)`` of the greedy placement of ``reordered``."""
-        from mallocgame.hardware.evaluator import Evaluator
-        from mallocgame.hardware.validator import validate, validate_intervals
-        from mallocgame.placement import greedy_place, xla_order
-
         ev = Evaluator.of(reordered, self.hardware)
         offsets = greedy_place(reordered, xla_order(reordered, ev.benefits), reordered.capacity)
         violation = validate(reordered, offsets, mode="map")
         if violation:  # never expected: the greedy places within the capacity
             raise RuntimeError(f"greedy placement invalid: {violation}")
         if reordered.mode == "prefetch":
-            from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
-            from mallocgame.lift import lift_map_answer
-
             intervals = lift_map_answer(reordered, offsets)
             violation = validate_intervals(reordered, intervals)
             if violation:

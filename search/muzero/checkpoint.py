@@ -24,6 +24,8 @@ from typing import Any
 
 import torch
 
+from mallocgame.interrupts import defer_signals
+from mallocgame.io import atomic_output
 from mallocgame.search.muzero.networks import MuZeroNet, NetworkConfig
 
 FORMAT = "mallocgame.muzero/1"
@@ -39,9 +41,6 @@ def atomic_save(payload: dict[str, Any], path: str) -> None:
     SIGINT/SIGTERM wait for the write to end (:class:`mallocgame.interrupts.defer_signals`): one
     raised inside ``torch.save`` would surface as torch's RuntimeError, not as the interrupt.
     """
-    from mallocgame.interrupts import defer_signals
-    from mallocgame.io import atomic_output
-
     with defer_signals(), atomic_output(path, "wb") as fh:
         torch.save(payload, fh)
 

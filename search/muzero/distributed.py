@@ -18,6 +18,9 @@ from typing import Any, Callable
 
 import numpy as np
 
+from mallocgame.search.muzero.env import game_factory
+from mallocgame.search.muzero.selfplay import Agent, play_game
+
 
 class _Player:
     """One Ray actor: builds games from recipes and plays them with the weights it is sent."""
@@ -25,14 +28,11 @@ class _Player:
     def __init__(self, game_config: dict):
         import torch
 
-        from mallocgame.search.muzero.env import game_factory
-
         torch.set_num_threads(1)
         self.make_game = game_factory(game_config)
 
     def play(self, weights: dict, net_config: dict, train_config: dict, jobs: list[tuple[Any, int]]) -> list:
         from mallocgame.search.muzero.networks import MuZeroNet, NetworkConfig
-        from mallocgame.search.muzero.selfplay import Agent, play_game
         from mallocgame.search.muzero.train import TrainConfig, greedy_return
 
         net = MuZeroNet(NetworkConfig(**net_config))

@@ -32,6 +32,8 @@ import weakref
 
 import numpy as np
 
+from mallocgame import bounds  # the module: its relaxation is read at call time (a test replaces it)
+
 NAME = "encoder/1"
 NAME_RELAX = "encoder/2"
 NAMES = (NAME, NAME_RELAX)
@@ -58,12 +60,10 @@ def relaxation_set(data, time_limit: float = RELAX_SECONDS) -> np.ndarray:
     :class:`GameData` (``time_limit`` for HiGHS on that first call) and cached."""
     cached = _RELAX_CACHE.get(data)
     if cached is None:
-        from mallocgame.bounds import no_fragmentation_relaxation
-
         candidates = data.benefit > 0
         if data.capacity is not None:
             candidates &= data.size <= data.capacity
-        chosen = no_fragmentation_relaxation(data.problem, data.evaluator, candidates,
+        chosen = bounds.no_fragmentation_relaxation(data.problem, data.evaluator, candidates,
                                              time_limit=time_limit, rel_gap=RELAX_GAP).chosen
         # An empty set where there were candidates: the model was too big, or HiGHS found no
         # integral answer in its time -- not a guide (it would say "slow" of every buffer).

@@ -10,12 +10,11 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any, Callable
 
+from mallocgame.search.game import Game, GameConfig
 from mallocgame.search.muzero.problems import Recipe, build
 
 
 def game_config(fields: dict[str, Any] | None = None):
-    from mallocgame.search.game import GameConfig
-
     return GameConfig(**(fields or {}))
 
 
@@ -25,8 +24,6 @@ def game_config_dict(config) -> dict[str, Any]:
 
 def game_factory(fields: dict[str, Any]) -> Callable[[Recipe], Any]:
     """``recipe -> Game`` for the given ``GameConfig`` fields."""
-    from mallocgame.search.game import Game
-
     config = game_config(fields)
 
     def make(recipe: Recipe):

@@ -22,10 +22,15 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
+from mallocgame.search.game import Game, GameConfig, observation_dims
+from mallocgame.search.game_data import GameData
 from mallocgame.search.muzero import checkpoint as ckpt
-from mallocgame.search.muzero.guide import input_vector
+from mallocgame.search.muzero import encoder
+from mallocgame.search.muzero.guide import NetworkPrior, RelaxationPrior, input_vector
+from mallocgame.search.muzero.inference import NumpyNet
 from mallocgame.search.muzero.networks import MuZeroNet, NetworkConfig
-from mallocgame.search.muzero.problems import Recipe
+from mallocgame.search.muzero.problems import Curriculum, Recipe, build
+from mallocgame.search.uct import Episode, MCTSConfig, Node, UCTSearch, play_greedy
 
 if TYPE_CHECKING:
     from mallocgame.search.uct import Episode
@@ -152,8 +157,6 @@ def _unpack_origins(packed: dict | None, count: int) -> list:
 
 
 def _curriculum(config: ExpertConfig):
-    from mallocgame.search.muzero.problems import Curriculum
-
     return Curriculum(min_size=config.min_size, max_size=config.max_size, layered_share=config.layered_share,
                       min_capacity_fraction=config.min_capacity, max_capacity_fraction=config.max_capacity,
                       realistic_share=config.realistic_share)
@@ -166,9 +169,6 @@ def teacher_search(game, simulations: int, rng: np.random.Generator, prior: str 
     (a :class:`~mallocgame.search.muzero.inference.NumpyNet`, ``prior="network"``).
 
     Returns the root visit distribution ``[num_actions]`` and the best complete episode it saw."""
-    from mallocgame.search.muzero.guide import NetworkPrior, RelaxationPrior
-    from mallocgame.search.uct import Episode, MCTSConfig, Node, UCTSearch
-
     if prior == "relaxation":
         search = UCTSearch(MCTSConfig(simulations=simulations, exploration=exploration), rng, prior=RelaxationPrior())
     elif prior == "network":
@@ -192,8 +192,6 @@ def teacher_search(game, simulations: int, rng: np.random.Generator, prior: str 
 def relative_value(best_value: float, game, greedy_total: float) -> float:
     """The value target relative to the greedy rollout: ``100 x (best_value - greedy rollout from
     game) / greedy_total`` (percent of the whole problem's greedy episode; ``game`` not changed)."""
-    from mallocgame.search.uct import play_greedy
-
     rollout = game.clone()
     play_greedy(rollout)
     return 100.0 * (best_value - rollout.total_reward()) / (greedy_total if greedy_total > 0 else 1.0)
@@ -203,9 +201,6 @@ def rebuild_state(origin: Origin, game_fields: dict, start=None):
     """The fixed-order game of ``origin.recipe`` after its first ``origin.steps`` decisions,
     replayed by following ``origin.offsets`` (:func:`answer_policy`); ``start``: that game before
     any decision, if the caller built it (it is not changed)."""
-    from mallocgame.search.game import Game, GameConfig
-    from mallocgame.search.muzero.problems import build
-
     if start is None:
         start = Game(*build(origin.recipe), GameConfig(**game_fields))
     game = start.clone()
@@ -239,13 +234,6 @@ def answer_policy(game, answer: np.ndarray) -> np.ndarray:
 
 def play_and_label(state: _State) -> dict[str, Any]:
     """One game of the loop in the module docstring; returns its log entry (no gradient step)."""
-    from mallocgame.search.game import Game, GameConfig
-    from mallocgame.search.game_data import GameData
-    from mallocgame.search.muzero.guide import NetworkPrior
-    from mallocgame.search.muzero.inference import NumpyNet
-    from mallocgame.search.muzero.problems import build
-    from mallocgame.search.uct import MCTSConfig, UCTSearch, play_greedy
-
     c = state.config
     recipe = _curriculum(c).sample(state.rng)
     problem, hw = build(recipe)
@@ -311,11 +299,6 @@ def _remember(state: _State, game, obs, target, value: float, aux: float, origin
 def reanalyse(state: _State) -> dict[str, float]:
     """Relabel ``reanalyse_per_game`` earlier states with the teacher as it is now (module docstring,
     step 4); returns how many and the mean total-variation change of their policy targets."""
-    from mallocgame.search.game import Game, GameConfig
-    from mallocgame.search.muzero.inference import NumpyNet
-    from mallocgame.search.muzero.problems import build
-    from mallocgame.search.uct import play_greedy
-
     c = state.config
     known = [i for i, o in enumerate(state.origins) if o is not None]
     if c.reanalyse_per_game <= 0 or c.teacher != "search" or not known:
@@ -413,8 +396,6 @@ def train(out: str, *, init: str | None = None, config: ExpertConfig = ExpertCon
           teacher_answer: TeacherAnswer | None = None) -> _State:
     """A new run writing checkpoints to ``out``; weights start from checkpoint ``init`` if given.
     ``teacher_answer`` gives the targets when ``config.teacher == "answer"``."""
-    from mallocgame.search.game import GameConfig, observation_dims
-
     torch.manual_seed(config.seed)
     if init is not None:
         payload = ckpt.load(init)
@@ -423,8 +404,6 @@ def train(out: str, *, init: str | None = None, config: ExpertConfig = ExpertCon
                                        f"not {config.features or 'plain'!r}")
         net, game_fields = _network(payload, aux=config.aux_weight > 0, seed=config.seed), dict(payload["game"])
     else:
-        from mallocgame.search.muzero import encoder
-
         game_fields = {"variant": "order", "k": 16, "order": "xla"}
         dims = observation_dims(GameConfig(**game_fields))
         extra = encoder.extra_inputs(config.features)

@@ -22,7 +22,9 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from mallocgame.hardware.spec import PRESETS, HardwareSpec
+from mallocgame.inputs import workloads as w
 from mallocgame.inputs.generate import layered_network, random_intervals
+from mallocgame.inputs.workloads import with_capacity
 from mallocgame.intervals import max_live
 from mallocgame.model import Problem
 
@@ -47,8 +49,6 @@ def build(recipe: Recipe) -> tuple[Problem, HardwareSpec]:
         problem = layered_network(recipe.n, seed=recipe.seed, capacity_fraction=recipe.capacity_fraction)
         return problem.replace(mode="map"), PRESETS["tpuv4i"]
     if recipe.kind == "realistic":
-        from mallocgame.inputs.workloads import with_capacity
-
         problem = with_capacity(realistic_workload(recipe.n, recipe.seed), recipe.capacity_fraction)
         return problem.replace(mode="map"), PRESETS["tpuv4i"]
     if recipe.kind == "intervals":
@@ -67,8 +67,6 @@ def realistic_workload(max_buffers: int, seed: int, tries: int = 64) -> Problem:
     >>> realistic_workload(200, 1_000_001).n <= 200
     True
     """
-    from mallocgame.inputs import workloads as w
-
     rng = np.random.default_rng(seed)
 
     def pick(options):

@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import collections
 import io
+import os
 import pickle
 import zipfile
 from typing import Any
 
 import numpy as np
+
+from mallocgame.search.muzero.inference import NumpyNet
 
 _DTYPES = {"FloatStorage": np.float32, "DoubleStorage": np.float64, "HalfStorage": np.float16,
            "LongStorage": np.int64, "IntStorage": np.int32, "ShortStorage": np.int16, "CharStorage": np.int8,
@@ -86,10 +89,6 @@ def load_inference(path: str):
     Raises :class:`mallocgame.search.muzero.checkpoint.CheckpointError`-like ``ValueError`` with one line for a
     missing or foreign file.
     """
-    import os
-
-    from mallocgame.search.muzero.inference import NumpyNet
-
     fmt = "mallocgame.muzero/1"
     if not os.path.isfile(path):
         raise ValueError(f"{path}: checkpoint not found")
@@ -105,3 +104,19 @@ def load_inference(path: str):
     net = NumpyNet(payload["model"], float(payload["network"]["value_scale"]))
     net.features = str(payload.get("features") or "")
     return net, payload
+
+
+_LOADED: dict[str, tuple[Any, dict]] = {}  # checkpoint path -> (numpy network, game config fields)
+
+
+def load_agent_network(path: str):
+    """The network (numpy inference copy) and game config of a checkpoint, cached per path.
+
+    Read without torch when possible (:func:`load_inference`): importing torch would cost seconds
+    of the time limit. The muzero solver and ``mallocgame solve``'s checkpoint check share the
+    cache: the CLI loads the network before the solver's child is forked, which finds it here.
+    """
+    if path not in _LOADED:
+        net, payload = load_inference(path)
+        _LOADED[path] = (net, dict(payload["game"]))
+    return _LOADED[path]

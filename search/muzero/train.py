@@ -18,6 +18,7 @@ import torch
 from torch.nn import functional as F
 
 from mallocgame.search.muzero import checkpoint as ckpt
+from mallocgame.search.muzero.env import game_factory
 from mallocgame.search.muzero.features import ObsArrays, obs_dims
 from mallocgame.search.muzero.networks import MuZeroNet, NetworkConfig, parameter_count
 from mallocgame.search.muzero.problems import Curriculum, Recipe
@@ -155,8 +156,6 @@ def resume(path: str) -> TrainState:
     """The training state saved in the checkpoint at ``path``, ready for :func:`train` (``mallocgame train
     --resume``). Raises :class:`~mallocgame.search.muzero.checkpoint.CheckpointError` (one line) for a missing,
     foreign or model-only file."""
-    from mallocgame.search.muzero.env import game_factory
-
     payload = ckpt.load(path)
     if "game" not in payload:
         raise ckpt.CheckpointError(f"{path}: checkpoint has no game config")

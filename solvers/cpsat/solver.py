@@ -42,6 +42,7 @@ from mallocgame.placement import push_down
 from mallocgame.protocol import Solver, solver_deadline
 from mallocgame.session import session_for
 from mallocgame.solvers.cpsat.model import PACK_ORDERS, SMALL_MODEL, Limits, Part, PartResult, solve_part, value_terms
+from mallocgame.solvers.cpsat.prefetch_windows import solve_prefetch
 
 IMPORT_SECONDS = 0.8  # OR-Tools' first import takes 0.3-0.8 s: with less time left, map mode keeps the greedy
 MAX_MODEL_BUFFERS = 20_000
@@ -110,8 +111,6 @@ class CpSat(Solver):
     def solve(self, problem, hardware, *, time_limit, seed, hint=None, workers=1, minimize_peak=False,
               deterministic=True):
         if problem.mode == "prefetch":
-            from mallocgame.solvers.cpsat.prefetch_windows import solve_prefetch
-
             return solve_prefetch(problem, hardware, time_limit=time_limit, seed=seed, hint=hint, workers=workers,
                                   deterministic=deterministic, name=self.name)
         t0 = time.monotonic()
