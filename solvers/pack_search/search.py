@@ -342,121 +342,54 @@ class _Searcher:
     def _node(self, P: np.ndarray, ps: int, pe: int) -> bool:
         """Solve the partition of the (unplaced) buffers ``P`` living in sections
         ``[ps, pe)``; True on success (placements kept), False when proven impossible
-        (state restored)."""
+        (state restored).
+
+        One loop iteration per node of the binary tree: branch at the lowest min offset ``o``
+        on one buffer ``b`` that can take it, first placing ``b`` at ``o``
+        (:meth:`_place_and_descend`), then excluding it from ``o`` (:meth:`_lift_bound`)."""
         c = self.c
-        cap = self.cap
         minoff = self.minoff
         P = P[minoff[P] < _INF]
         if len(P) == 0:
             return True
         eff = self.eff
-        size = c.size
-        align = c.align
-        omax = cap - int(self.total[ps:pe].max())       # monotone floor: o + total <= cap
+        omax = self.cap - int(self.total[ps:pe].max())   # monotone floor: o + total <= cap
         pkey = P.tobytes() if self.use_tt else None
         mark = len(self.trail)
         tkeys = []
-        # Excluded buffers: no placement may reach the top of one (dominance), and each needs
-        # an unplaced neighbour starting below its top to lift it. Within this loop only
-        # exclusions change the state (placements are undone) and an exclusion changes no
-        # min offset, so all excluded buffers are checked on entry, then only the new one.
-        # (A buffer that is not excluded has its min offset >= o, so its top is above o.)
+        # Within this loop only exclusions change the state (placements are undone) and an
+        # exclusion changes no min offset, so all excluded buffers are checked on entry, then
+        # only the new one (see _excluded_top).
         ex_top = _INF                    # lowest top of an excluded buffer
         todo: list[int] | None = None    # None: check every excluded buffer
-        while True:                      # one iteration per node of the binary tree
+        while True:
             self.nodes += 1
             self._tick()
             ef = eff[P]
             o = int(ef.min())
-            if o >= _EXCL:
-                break                                      # only excluded buffers left
-            if o > omax:
-                break
+            if o >= _EXCL or o > omax:
+                break                    # only excluded buffers left, or no room above o
             if todo is None:
                 todo = P[ef >= _EXCL].tolist()
-            dead = False
-            for cb in todo:
-                top = int(minoff[cb]) + c.size_l[cb]
-                ex_top = min(ex_top, top)
-                nbm = minoff[c.nbr[cb]]
-                if not len(nbm) or int(nbm.min()) >= top:
-                    dead = True
-                    break
+            ex_top = self._excluded_top(todo, ex_top)
             todo = []
-            if dead or o >= ex_top:
+            if o >= ex_top:
                 break
-            cand = P[ef == o]
             if self.use_tt:
                 key = hash((pkey, ef.tobytes()))
                 if key in self.tt:
                     self.tt_hits += 1
                     break
                 tkeys.append(key)
-            if len(cand) == 1:
-                b = int(cand[0])
-            elif self.choice == "rank":
-                b = int(cand[np.argmin(self.rank[cand])])
-            else:
-                lh = np.empty(2 * len(cand), np.int64)
-                lh[0::2] = c.sl[cand]
-                lh[1::2] = c.sh[cand]
-                tmax = np.maximum.reduceat(self.total, lh)[0::2]
-                if self.choice == "wdeg":
-                    # conflict weight of a candidate: summed over the sections it spans
-                    wsum = np.add.reduceat(self.weights, lh)[0::2]
-                    b = int(cand[np.lexsort((self.rank[cand], -tmax, -wsum))[0]])
-                else:
-                    # least room first (largest unplaced total), then static rank
-                    b = int(cand[np.lexsort((self.rank[cand], -tmax))[0]])
-            sz = c.size_l[b]
-            t = o + sz
+            b = self._branch_buffer(P[ef == o])
+            t = o + c.size_l[b]
             nb = c.nbr[b]
             mn = minoff[nb]
-            if t <= cap:
-                if align is None:
-                    m_chg = mn < t
-                    newm = t
-                else:
-                    a = align[nb]
-                    tn = -(-t // a) * a
-                    m_chg = mn < tn
-                    newm = tn[m_chg]
-                chg = nb[m_chg]
-                mark_b = len(self.trail)
-                self._place(b, o, chg, mn[m_chg], newm)
-                ok = False
-                if self._sections_ok(c.nlo[b], c.nhi[b]):
-                    l, h = c.sl_l[b], c.sh_l[b]
-                    z = ()
-                    if h - l > 1 and int(self.cuts[l:h - 1].min()) == 0:
-                        z = np.flatnonzero(self.cuts[l:h - 1] == 0)
-                    if len(z):
-                        cps = [ps] + (z + (l + 1)).tolist() + [pe]
-                        U = P[minoff[P] < _INF]
-                        part = np.searchsorted(np.asarray(cps), c.sl[U], side="right") - 1
-                        ok = True
-                        for j in range(len(cps) - 1):
-                            Uj = U[part == j]
-                            if len(Uj) == 0:
-                                continue
-                            if not self._node(Uj, cps[j], cps[j + 1]):
-                                ok = False
-                                break
-                    else:
-                        ok = self._node(P, ps, pe)
-                if ok:
-                    return True
-                self._undo_to(mark_b)
-            if not bool((mn < _INF).any()):
-                break                                      # hat-less: nothing can lift it
-            # second branch: b is not at offset o. It must be lifted onto an unplaced
-            # neighbour placed at >= o and starting below b's top (else a gap under b
-            # would stay open: dominance), so it cannot sit below the lowest such top.
-            mnu = np.maximum(mn, o)
-            ok_l = mnu < t
-            if not ok_l.any():
+            if t <= self.cap and self._place_and_descend(b, o, t, nb, mn, P, ps, pe):
+                return True
+            lift = self._lift_bound(o, t, nb, mn)
+            if lift < 0:
                 break
-            lift = int((mnu[ok_l] + size[nb[ok_l]]).min())
             self._exclude(b, lift)
             todo = [b]
             if not self._sections_ok(c.sl_l[b], c.sh_l[b]):
@@ -466,6 +399,93 @@ class _Searcher:
         if self.use_tt:
             self.tt.update(tkeys)
         return False
+
+    def _excluded_top(self, todo: list[int], ex_top: int) -> int:
+        """The lowest top of the excluded buffers ``todo`` and ``ex_top``, or ``-1`` (the node is dead)
+        when one of them has no unplaced neighbour starting below its top to lift it.
+
+        Excluded buffers: no placement may reach the top of one (dominance), and each needs
+        such a neighbour. (A buffer that is not excluded has its min offset >= o, so its top
+        is above o.)"""
+        c = self.c
+        minoff = self.minoff
+        for cb in todo:
+            top = int(minoff[cb]) + c.size_l[cb]
+            ex_top = min(ex_top, top)
+            nbm = minoff[c.nbr[cb]]
+            if not len(nbm) or int(nbm.min()) >= top:
+                return -1
+        return ex_top
+
+    def _branch_buffer(self, cand: np.ndarray) -> int:
+        """The buffer to branch on among ``cand`` (the unplaced buffers whose min offset is the lowest)."""
+        if len(cand) == 1:
+            return int(cand[0])
+        if self.choice == "rank":
+            return int(cand[np.argmin(self.rank[cand])])
+        c = self.c
+        lh = np.empty(2 * len(cand), np.int64)
+        lh[0::2] = c.sl[cand]
+        lh[1::2] = c.sh[cand]
+        tmax = np.maximum.reduceat(self.total, lh)[0::2]
+        if self.choice == "wdeg":
+            # conflict weight of a candidate: summed over the sections it spans
+            wsum = np.add.reduceat(self.weights, lh)[0::2]
+            return int(cand[np.lexsort((self.rank[cand], -tmax, -wsum))[0]])
+        # least room first (largest unplaced total), then static rank
+        return int(cand[np.lexsort((self.rank[cand], -tmax))[0]])
+
+    def _place_and_descend(self, b: int, o: int, t: int, nb: np.ndarray, mn: np.ndarray,
+                           P: np.ndarray, ps: int, pe: int) -> bool:
+        """First branch: ``b`` at ``o`` (top ``t``; neighbours ``nb`` with min offsets ``mn``), then
+        the rest of ``P``; True on success, else the placement is undone."""
+        c = self.c
+        align = c.align
+        if align is None:
+            m_chg = mn < t
+            newm = t
+        else:
+            a = align[nb]
+            tn = -(-t // a) * a
+            m_chg = mn < tn
+            newm = tn[m_chg]
+        mark_b = len(self.trail)
+        self._place(b, o, nb[m_chg], mn[m_chg], newm)
+        if self._sections_ok(c.nlo[b], c.nhi[b]) and self._descend(b, P, ps, pe):
+            return True
+        self._undo_to(mark_b)
+        return False
+
+    def _descend(self, b: int, P: np.ndarray, ps: int, pe: int) -> bool:
+        """After placing ``b``: solve the rest of ``P``, as independent partitions where no unplaced
+        buffer crosses a boundary of ``b``'s sections any more (dynamic decomposition)."""
+        c = self.c
+        l, h = c.sl_l[b], c.sh_l[b]
+        if h - l <= 1 or int(self.cuts[l:h - 1].min()) != 0:
+            return self._node(P, ps, pe)
+        z = np.flatnonzero(self.cuts[l:h - 1] == 0)
+        cps = [ps] + (z + (l + 1)).tolist() + [pe]
+        U = P[self.minoff[P] < _INF]
+        part = np.searchsorted(np.asarray(cps), c.sl[U], side="right") - 1
+        for j in range(len(cps) - 1):
+            Uj = U[part == j]
+            if len(Uj) and not self._node(Uj, cps[j], cps[j + 1]):
+                return False
+        return True
+
+    def _lift_bound(self, o: int, t: int, nb: np.ndarray, mn: np.ndarray) -> int:
+        """Second branch (the buffer of top ``t`` is not at ``o``): the lowest offset it can be lifted to,
+        or ``-1`` when nothing can lift it.
+
+        It must be lifted onto an unplaced neighbour placed at >= o and starting below its top
+        (else a gap under it would stay open: dominance), so it cannot sit below the lowest such top."""
+        if not bool((mn < _INF).any()):
+            return -1                                      # hat-less: nothing can lift it
+        mnu = np.maximum(mn, o)
+        ok_l = mnu < t
+        if not ok_l.any():
+            return -1
+        return int((mnu[ok_l] + self.c.size[nb[ok_l]]).min())
 
 
 # ----------------------------------------------------------------------------- CP-SAT engine
