@@ -107,6 +107,147 @@ def lifted_report(problem, hardware, report: Report, *, name: str) -> Report:
                                stats=dict(report.stats) | {"lifted_from": "map"})
 
 
+class _Race:
+    """The state of one portfolio solve: every member's report, the errors, the history of the best
+    answer, the best report so far and the bound once known in this process (``None``: not yet;
+    ``False``: the bound's child failed). ``lifted``: the map members, whose answers are lifted."""
+
+    def __init__(self, problem, hardware, t0: float, deadline: float, *, minimize_peak: bool, lifted: set[str]):
+        self.problem, self.hardware, self.t0, self.deadline = problem, hardware, t0, deadline
+        self.minimize_peak, self.lifted = minimize_peak, lifted
+        self.map_problem = problem.replace(mode="map") if lifted else None
+        self.reports: dict[str, Report] = {}
+        self.errors: dict[str, str] = {}
+        self.history: list[tuple[float, float]] = []
+        self.best: Report | None = None
+        self.session = session_for(problem, hardware)
+        self.bound = self.session.known_bound()  # map mode: computed beside the members
+        self.calls: list = []  # the map bound's child (killed at the deadline: HiGHS may overrun its limit)
+
+    def consider(self, name: str, report: Report) -> bool:
+        """Record a member's report; True when it settles the problem (valid and proved optimal, or
+        at the bound, when the bound is known in this process)."""
+        problem = self.problem
+        self.reports[name] = report
+        if self.best is None or better(report, self.best):
+            self.best = report
+            if report.valid:
+                self.history.append((time.monotonic() - self.t0, float(report.objective)))
+        feasibility = problem.mode == "pack" and not self.minimize_peak and problem.capacity is not None
+        return report.valid and (feasibility or report.status == str(Status.OPTIMAL) or self.at_bound(name, report))
+
+    def consider_member(self, name: str, report: Report) -> bool:
+        """:meth:`consider` a member's report, lifted first for a map member."""
+        if name in self.lifted:
+            report = lifted_report(self.problem, self.hardware, report, name=name)
+        return self.consider(name, report)
+
+    def at_bound(self, name: str, report: Report) -> bool:
+        """Is ``report`` at the bound (so proven optimal)? Then the race ends and the answer says OPTIMAL."""
+        found = self.bound or self.session.known_bound()
+        if not report.valid or not found or not reaches(self.problem.mode, report.objective, found.value):
+            return False
+        if report.status != str(Status.OPTIMAL):
+            proven = dataclasses.replace(report, status=str(Status.OPTIMAL))
+            self.reports[name] = proven
+            if self.best is report:
+                self.best = proven
+        return True
+
+    def best_at_bound(self) -> bool:
+        """Is the best answer so far at the bound?"""
+        return self.best is not None and self.at_bound(self.best.solver, self.best)
+
+    def map_bound(self) -> bool:
+        """Start the map bound's child, or collect its bound; True when the best answer is at it."""
+        if self.bound is not None:
+            return False
+        if not self.calls:
+            self.calls.append(ChildCall(map_upper_bound, self.problem, self.hardware,
+                                        time_limit=max(self.deadline - time.monotonic(), 0.05)))
+        elif self.calls[0].ready():
+            try:
+                self.bound = self.calls[0].result()
+            except Exception as exc:
+                self.errors["bound"] = f"{exc.__class__.__name__}: {exc}"
+                self.bound = False
+                return False
+            return self.best_at_bound()
+        return False
+
+    def cancel_bound(self) -> None:
+        """Stop the map bound's child, if any."""
+        for c in self.calls:
+            c.cancel()
+
+    def run_cheapest_baseline(self, until: float) -> None:
+        """The cheapest baseline of the solve session, as a member's report (above ``LARGE`` buffers)."""
+        problem, hardware = self.problem, self.hardware
+        cheap = self.session.best_baseline(until, names=BASELINES[problem.mode][:1])
+        if cheap is not None:
+            self.consider(cheap.name, score(problem, hardware, cheap.solution(problem), seconds=cheap.seconds,
+                                            bound=None, solver_name=cheap.name))
+
+    def run_fast(self, fast: list[str], time_limit: float, seed: int, hint, options: dict, large: bool) -> bool:
+        """Run the constructive members in this process; True when one settles the problem."""
+        settled = False
+        for name in fast:
+            # The limit the baseline would have on its own (not less: never below the greedy); above LARGE
+            # buffers the baselines' share, so that the searches get the rest.
+            limit = time_limit - (time.monotonic() - self.t0)
+            if large:
+                limit = min(limit, BASELINE_SHARE * time_limit)
+            try:
+                settled = self.consider(name, run_solver(name, self.problem, self.hardware,
+                                                         time_limit=max(limit, 1e-3), seed=seed, hint=hint,
+                                                         options=options)) or settled
+            except Exception as exc:
+                self.errors[name] = f"{exc.__class__.__name__}: {exc}"
+        return settled
+
+    def warm_start(self, hint):
+        """The hint of the other members: the best valid answer so far, or the caller's hint if better."""
+        warm = hint
+        if self.best is not None and self.best.valid:
+            warm = answer(self.best, self.problem)
+            if hint is not None:
+                given = score(self.problem, self.hardware, hint, seconds=0.0, bound=None, solver_name="hint")
+                if better(given, self.best):
+                    warm = hint
+        return warm
+
+    def run_sequential(self, heavy: list[str], seed: int, warm, options: dict) -> None:
+        """Run the members one after another in this process, each with an equal share of the time left."""
+        for k, name in enumerate(heavy):
+            share = (self.deadline - time.monotonic()) / (len(heavy) - k)
+            if share <= 0.01:
+                break
+            try:
+                mine = self.map_problem if name in self.lifted else self.problem  # a map member solves the map problem
+                if self.consider_member(name, run_solver(name, mine, self.hardware, time_limit=share, seed=seed,
+                                                         hint=None if name in self.lifted else warm,
+                                                         options=options)):
+                    break
+            except Exception as exc:
+                self.errors[name] = f"{exc.__class__.__name__}: {exc}"
+
+    def solution(self, solver_name: str) -> Solution:
+        """The portfolio's answer: the best valid report, else INFEASIBLE (a member proved it) or UNKNOWN."""
+        problem, best = self.problem, self.best
+        stats = {"members": {n: {"status": r.status, "valid": r.valid, "objective": r.objective,
+                                 "seconds": round(r.seconds, 3)} for n, r in self.reports.items()},
+                 "errors": self.errors, "winner": best.solver if best is not None and best.valid else None}
+        wall = time.monotonic() - self.t0
+        history = tuple(self.history)
+        if best is None or not best.valid:  # every member's report was validated by the runner
+            proven = any(r.status == str(Status.INFEASIBLE) for r in self.reports.values())
+            return Solution((None,) * problem.n, Status.INFEASIBLE if proven else Status.UNKNOWN, problem.mode,
+                            wall_time=wall, history=history, stats=stats, solver=solver_name)
+        status = Status(best.status) if best.status in (str(Status.OPTIMAL), str(Status.FEASIBLE)) else Status.FEASIBLE
+        return answer(best, problem).replace(status=status, objective=best.objective, wall_time=wall,
+                                             history=history, stats=stats, solver=solver_name)
+
+
 class Portfolio(Solver):
     name = "portfolio"
     modes = frozenset({"map", "pack", "prefetch"})
@@ -122,136 +263,38 @@ class Portfolio(Solver):
             raise InputError(f"portfolio: none of the solvers {solvers!r} is registered and supports "
                              f"{problem.mode} mode (registered: {', '.join(sorted(solver_entries()))})")
         options = {"minimize_peak": minimize_peak, "workers": 1}
-        reports: dict[str, Report] = {}
-        errors: dict[str, str] = {}
-        history: list[tuple[float, float]] = []
-        best: Report | None = None
-
-        session = session_for(problem, hardware)
-
-        def consider(name: str, report: Report) -> bool:
-            """Record a member's report; True when it settles the problem (valid and proved optimal, or
-            at the bound, when the bound is known in this process)."""
-            nonlocal best
-            reports[name] = report
-            if best is None or better(report, best):
-                best = report
-                if report.valid:
-                    history.append((time.monotonic() - t0, float(report.objective)))
-            feasibility = problem.mode == "pack" and not minimize_peak and problem.capacity is not None
-            return report.valid and (feasibility or report.status == str(Status.OPTIMAL) or at_bound(name, report))
-
-        def at_bound(name: str, report: Report) -> bool:
-            """Is ``report`` at the bound (so proven optimal)? Then the race ends and the answer says OPTIMAL."""
-            nonlocal best
-            found = bound[0] or session.known_bound()
-            if not report.valid or not found or not reaches(problem.mode, report.objective, found.value):
-                return False
-            if report.status != str(Status.OPTIMAL):
-                proven = dataclasses.replace(report, status=str(Status.OPTIMAL))
-                reports[name] = proven
-                if best is report:
-                    best = proven
-            return True
-
-        bound = [session.known_bound()]  # the bound once known in this process; map mode: beside the members
-
-        settled = False
         lifted = lifted_members(names) if problem.mode == "prefetch" else set()
-        map_problem = problem.replace(mode="map") if lifted else None
+        race = _Race(problem, hardware, t0, deadline, minimize_peak=minimize_peak, lifted=lifted)
         fast = [n for n in names if n in FAST_MEMBERS and n not in lifted]
-        if problem.n > LARGE and solvers is None:
+        large = problem.n > LARGE and solvers is None
+        if large:
             # Constructive members are not time-limited and can take a minute on 10^8-pair
             # traces; the cheapest baseline of the session (greedy-xla's answer, lifted in prefetch
             # mode) is built here instead, and every member starts from it (a forked member inherits it).
             # msa keeps a deadline: it stays, with the baselines' share of the time (a cut answer says so).
             names = [n for n in names if n not in FAST_MEMBERS or n in TIMED_MEMBERS]
             fast = [n for n in fast if n in TIMED_MEMBERS]
-            cheap = session.best_baseline(t0 + BASELINE_SHARE * time_limit, names=BASELINES[problem.mode][:1])
-            if cheap is not None:
-                consider(cheap.name, score(problem, hardware, cheap.solution(problem), seconds=cheap.seconds,
-                                           bound=None, solver_name=cheap.name))
-        if problem.mode != "map" and bound[0] is None:  # the bound in milliseconds: an answer at it ends the race
-            bound[0] = session.bound()
-        if best is not None and at_bound(best.solver, best):
-            settled = True
-        for name in fast:
-            # The limit the baseline would have on its own (not less: never below the greedy); above LARGE
-            # buffers the baselines' share, so that the searches get the rest.
-            limit = time_limit - (time.monotonic() - t0)
-            if problem.n > LARGE and solvers is None:
-                limit = min(limit, BASELINE_SHARE * time_limit)
-            try:
-                settled = consider(name, run_solver(name, problem, hardware, time_limit=max(limit, 1e-3),
-                                                    seed=seed, hint=hint, options=options)) or settled
-            except Exception as exc:
-                errors[name] = f"{exc.__class__.__name__}: {exc}"
-        warm = hint
-        if best is not None and best.valid:
-            warm = answer(best, problem)
-            if hint is not None:
-                given = score(problem, hardware, hint, seconds=0.0, bound=None, solver_name="hint")
-                if better(given, best):
-                    warm = hint
+            race.run_cheapest_baseline(t0 + BASELINE_SHARE * time_limit)
+        if problem.mode != "map" and race.bound is None:  # the bound in milliseconds: an answer at it ends the race
+            race.bound = race.session.bound()
+        settled = race.best_at_bound()
+        settled = race.run_fast(fast, time_limit, seed, hint, options, large) or settled
+        warm = race.warm_start(hint)
         heavy = [] if settled else [n for n in names if n not in FAST_MEMBERS or n in lifted]
-
-        def consider_member(name: str, report: Report) -> bool:
-            return consider(name, lifted_report(problem, hardware, report, name=name) if name in lifted else report)
-
         if heavy:
             # The cheapest baseline built here, once: every forked member inherits it from the session.
-            session.baselines(t0 + BASELINE_SHARE * time_limit, names=BASELINES[problem.mode][:1])
+            race.session.baselines(t0 + BASELINE_SHARE * time_limit, names=BASELINES[problem.mode][:1])
             if max(int(workers), 1) > 1 and len(heavy) > 1:
-                call: list = []  # the map bound's child (killed at the deadline: HiGHS may overrun its limit)
-
-                def map_bound() -> bool:
-                    """Start the bound's child, or collect its bound; True when the best answer is at it."""
-                    if bound[0] is not None:
-                        return False
-                    if not call:
-                        call.append(ChildCall(map_upper_bound, problem, hardware,
-                                              time_limit=max(deadline - time.monotonic(), 0.05)))
-                    elif call[0].ready():
-                        try:
-                            bound[0] = call[0].result()
-                        except Exception as exc:
-                            errors["bound"] = f"{exc.__class__.__name__}: {exc}"
-                            bound[0] = False
-                            return False
-                        return best is not None and at_bound(best.solver, best)
-                    return False
-
                 try:
-                    settled = self._run_parallel(heavy, problem, hardware, deadline, seed, warm, options,
-                                                 max(int(workers), 1), consider_member, errors,
-                                                 later=map_bound if problem.mode == "map" else None,
-                                                 lifted=lifted, map_problem=map_problem)
+                    self._run_parallel(heavy, problem, hardware, deadline, seed, warm, options,
+                                       max(int(workers), 1), race.consider_member, race.errors,
+                                       later=race.map_bound if problem.mode == "map" else None,
+                                       lifted=lifted, map_problem=race.map_problem)
                 finally:
-                    for c in call:
-                        c.cancel()
+                    race.cancel_bound()
             else:
-                for k, name in enumerate(heavy):
-                    share = (deadline - time.monotonic()) / (len(heavy) - k)
-                    if share <= 0.01:
-                        break
-                    try:
-                        mine = map_problem if name in lifted else problem  # a map member solves the map problem
-                        if consider_member(name, run_solver(name, mine, hardware, time_limit=share, seed=seed,
-                                                            hint=None if name in lifted else warm, options=options)):
-                            break
-                    except Exception as exc:
-                        errors[name] = f"{exc.__class__.__name__}: {exc}"
-        stats = {"members": {n: {"status": r.status, "valid": r.valid, "objective": r.objective,
-                                 "seconds": round(r.seconds, 3)} for n, r in reports.items()},
-                 "errors": errors, "winner": best.solver if best is not None and best.valid else None}
-        wall = time.monotonic() - t0
-        if best is None or not best.valid:  # every member's report was validated by the runner
-            proven = any(r.status == str(Status.INFEASIBLE) for r in reports.values())
-            return Solution((None,) * problem.n, Status.INFEASIBLE if proven else Status.UNKNOWN, problem.mode,
-                            wall_time=wall, history=tuple(history), stats=stats, solver=self.name)
-        status = Status(best.status) if best.status in (str(Status.OPTIMAL), str(Status.FEASIBLE)) else Status.FEASIBLE
-        return answer(best, problem).replace(status=status, objective=best.objective, wall_time=wall,
-                                             history=tuple(history), stats=stats, solver=self.name)
+                race.run_sequential(heavy, seed, warm, options)
+        return race.solution(self.name)
 
     @staticmethod
     def _run_parallel(names, problem, hardware, deadline, seed, hint, options, workers, consider, errors,

@@ -593,6 +593,227 @@ class _Stats:
     timed_out: bool = False
 
 
+class _EvictionFailed(Exception):
+    """An eviction found no copy budget: the try is uncommitted (:class:`_BufferTry`)."""
+
+
+class _BufferTry:
+    """One try at one buffer (:meth:`_Msa.allocate`): its touches in order, each served in fast memory
+    when XLA's ladder allows (the open interval extended, the definition's interval, a prefetch), else
+    in slow memory; the intervals committed to the heap and the copy resource as they are made.
+
+    State: ``cur`` the open interval (:class:`_Open`, or None), ``pending`` the touch of a pure write
+    whose value has no use yet, ``slow_ready`` the last op at which slow memory holds the current
+    value (a prefetch copies from then on), ``prev_off`` the last closed interval's offset (tried
+    first), ``stalled`` a use lacked copy budget, ``bad`` the touch whose eviction failed."""
+
+    __slots__ = ("msa", "b", "retry", "slow", "read_only", "bend", "ops", "rd", "wr", "ds", "size", "align",
+                 "copy_t", "max_interval", "heap", "res", "next_def", "out", "cur", "pending", "slow_ready",
+                 "prev_off", "stalled", "bad")
+
+    def __init__(self, msa: _Msa, b: int, retry: int, slow: frozenset[int], read_only: bool):
+        self.msa, self.b, self.retry, self.slow, self.read_only = msa, b, retry, slow, read_only
+        self.bend = int(msa.end[b])
+        ops, rd, wr, ds = msa.touches_of(b)
+        self.ops, self.rd, self.wr, self.ds = ops, rd, wr, ds
+        m = len(ops)
+        self.size, self.align = int(msa.size[b]), int(msa.align[b])
+        self.copy_t = float(msa.copy_time[b])
+        self.max_interval = msa.max_elapsed(self.copy_t, retry)
+        self.heap, self.res = msa.heap, msa.res
+        # next_def[k]: index of the first pure write after touch k (m if none): the end of k's value
+        next_def = [m] * m
+        for k in range(m - 2, -1, -1):
+            next_def[k] = k + 1 if (wr[k + 1] and not rd[k + 1]) else next_def[k + 1]
+        self.next_def = next_def
+        self.out: list[FastInterval] = []
+        self.cur: _Open | None = None
+        self.pending: int | None = None
+        self.slow_ready, self.prev_off, self.stalled, self.bad = -1, None, False, -1
+
+    def run(self) -> tuple[list[FastInterval], str, int]:
+        """Serve every touch; the answer of :meth:`_Msa.allocate`."""
+        ops, rd, wr, deadline = self.ops, self.rd, self.wr, self.msa.deadline
+        try:
+            for k in range(len(ops)):
+                if k % 64 == 63 and time.monotonic() > deadline:
+                    raise _Timeout
+                if wr[k] and not rd[k]:  # a pure write: a new value starts
+                    self.finish_value(False)
+                    self.pending = k
+                    continue
+                if self.pending is not None:  # the value's first use
+                    served = self.first_use(k)
+                elif self.cur is not None:
+                    served = self.extend(k)
+                else:
+                    served = False
+                if not served and not self.slow_write(k):
+                    served = self.prefetch(k)
+                if not served and wr[k]:
+                    self.slow_ready = ops[k]  # updated in slow memory
+            self.finish_value(True)
+        except _EvictionFailed:
+            return self.out, "uncommit", self.bad
+        return self.out, ("async" if self.stalled else "ok"), -1
+
+    def slow_write(self, k: int) -> bool:
+        """Is touch ``k`` a write served in slow memory (required, or a read-only try)?"""
+        return self.wr[k] and (self.read_only or k in self.slow)
+
+    def fits(self, a: int, e: int, pool: list[int] | None = None) -> bool:
+        """Has the heap room for the buffer on ops ``[a, e)``?"""
+        return self.heap.best_fit(a, e, self.size, self.align, pool) is not None
+
+    def chunk(self, k: int, a: int) -> int | None:
+        """FindBestChunkCandidate for an interval occupying from op ``a`` and serving touch ``k``."""
+        ops, heap, el, max_interval = self.ops, self.heap, self.msa.el, self.max_interval
+        last = self.next_def[k] - 1
+        j = k
+        while j < last and el(ops[j], ops[j + 1]) < max_interval and not self.slow_write(j + 1):
+            j += 1
+        pool = heap.near(a, ops[j] + 1)  # every query below is inside [a, ops[j] + 1)
+        if not self.fits(a, ops[k] + 1, pool):
+            return None
+        lo_, hi_ = k, j
+        while lo_ < hi_:
+            mid = (lo_ + hi_ + 1) // 2
+            if self.fits(a, ops[mid] + 1, pool):
+                lo_ = mid
+            else:
+                hi_ = mid - 1
+        e = ops[lo_] + 1
+        prev = self.prev_off
+        if prev is not None and prev % self.align == 0 and heap.free(a, e, prev, self.size, pool):
+            return prev
+        return heap.best_fit(a, e, self.size, self.align, pool)
+
+    def close(self) -> None:
+        """Close the open interval: it is an answer's interval from now on."""
+        cur = self.cur
+        self.out.append(FastInterval(self.b, cur.offset, cur.start, cur.end, cur.copy_start))
+        self.slow_ready = max(self.slow_ready, cur.end - 1)
+        self.prev_off = cur.offset
+        self.cur = None
+
+    def evict(self, latest_end: int) -> None:
+        """Evict: extend the open interval to the preferred eviction end and copy it back to slow memory;
+        raises :class:`_EvictionFailed` when the copy has no budget."""
+        cur, heap, size = self.cur, self.heap, self.size
+        w, a = cur.last_write, cur.end
+        latest_end = min(latest_end, self.bend)
+        target = (1 + EVICTION_RETRY_MULTIPLIER * self.retry) * PREFERRED_OVERLAP_RATIO * self.copy_t
+        e = a
+        while e < latest_end and self.msa.el(w, e) < target:
+            e += 1
+        # shorten while its offset is not free (binary search: free for [a, e) is monotone in e)
+        if e > a and not heap.free(a, e, cur.offset, size):
+            lo_, hi_ = a, e - 1
+            while lo_ < hi_:
+                mid = (lo_ + hi_ + 1) // 2
+                if heap.free(a, mid, cur.offset, size):
+                    lo_ = mid
+                else:
+                    hi_ = mid - 1
+            e = lo_
+        if not self.res.try_add([], "eviction", (w + 1, e, self.copy_t)):
+            self.bad = cur.write_k
+            raise _EvictionFailed
+        heap.extend(cur.rect, e)
+        cur.end = e
+        self.msa.stats.evictions += 1
+
+    def finish_value(self, at_end: bool) -> None:
+        """The value ends (a pure write follows, or the touches end)."""
+        cur, pending = self.cur, self.pending
+        if cur is None and pending is not None and not self.slow_write(pending):
+            d = self.ops[pending]
+            off = self.chunk(pending, d)
+            if off is not None and self.res.try_add([(d, self.ds[pending])]):
+                self.cur = cur = _Open(off, d, None, d + 1, self.heap.add(d, d + 1, off, self.size), True, d,
+                                       pending)
+                self.msa.stats.no_copy += 1
+        self.pending = None
+        if cur is not None:
+            if at_end and self.msa.output[self.b] and cur.dirty:
+                self.evict(self.bend)
+            self.close()
+
+    def first_use(self, k: int) -> bool:
+        """The value's first use, touch ``k``: AllocateSegment(definition, use), one interval from the
+        definition without a copy; True when served."""
+        pending = self.pending
+        d, u = self.ops[pending], self.ops[k]
+        served = False
+        if not self.slow_write(pending) and not self.slow_write(k) and self.msa.el(d, u) < self.max_interval:
+            off = self.chunk(k, d)
+            if off is not None and self.res.try_add([(d, self.ds[pending]), (u, self.ds[k])]):
+                wk = self.wr[k]
+                self.cur = _Open(off, d, None, u + 1, self.heap.add(d, u + 1, off, self.size), True,
+                                 u if wk else d, k if wk else pending)
+                served = True
+                self.msa.stats.no_copy += 1
+        if not served:
+            self.slow_ready = max(self.slow_ready, d)  # defined in slow memory
+        self.pending = None
+        return served
+
+    def extend(self, k: int) -> bool:
+        """Touch ``k`` with an interval open: keep the fast copy up to it (True), else evict it if dirty
+        and close it (False)."""
+        cur = self.cur
+        p, u = self.ops[k - 1], self.ops[k]
+        if (self.msa.el(p, u) < self.max_interval and not self.slow_write(k)
+                and self.heap.free(cur.end, u + 1, cur.offset, self.size) and self.res.try_add([(u, self.ds[k])])):
+            self.heap.extend(cur.rect, u + 1)
+            cur.end = u + 1
+            if self.wr[k]:
+                cur.dirty, cur.last_write, cur.write_k = True, u, k
+            self.msa.stats.no_copy += 1
+            return True
+        if cur.dirty:
+            self.evict(u)
+        self.close()
+        return False
+
+    def prefetch(self, k: int) -> bool:
+        """Touch ``k`` by a prefetch: the first copy start of the picker's order with memory and copy
+        budget; True when served."""
+        msa, heap, v = self.msa, self.heap, self.ops[k]
+        ds_k, copy_t = self.ds[k], self.copy_t
+        reduction = float(msa.elapsed[v]) - (max(float(msa.compute[v]), float(msa.slow_mem[v]) - ds_k)
+                                             + float(msa.fixed[v]))
+        picked = msa.picker(max(self.slow_ready, -1), v, copy_t, reduction, self.retry)
+        if picked is None:
+            return False
+        earliest, latest, candidates = picked
+        pool = heap.near(earliest + 1, v + 1)  # every query below is inside it
+        if not self.fits(latest + 1, v + 1, pool):
+            return False  # out of memory for every window
+        lo_, hi_ = earliest, latest  # smallest copy start whose occupied range fits somewhere
+        while lo_ < hi_:
+            mid = (lo_ + hi_) // 2
+            if self.fits(mid + 1, v + 1, pool):
+                hi_ = mid
+            else:
+                lo_ = mid + 1
+        p_mem, p_bad = lo_, latest + 1
+        for p in candidates:
+            if p < p_mem or p >= p_bad:
+                continue
+            if self.res.try_add([(v, ds_k)], "prefetch", (p + 1, v, copy_t)):
+                off = self.chunk(k, p + 1)
+                assert off is not None
+                wk = self.wr[k]
+                self.cur = _Open(off, v, p, v + 1, heap.add(p + 1, v + 1, off, self.size), bool(wk),
+                                 v if wk else -1, k if wk else -1)
+                msa.stats.prefetches += 1
+                return True
+            p_bad = p  # a later start has less budget: it would stall too
+            self.stalled = True
+        return False
+
+
 class _Msa:
     """One run of memory-space assignment on one problem."""
 
@@ -751,177 +972,7 @@ class _Msa:
         ``"async"`` (a use lacked copy budget) or ``"uncommit"`` (an eviction failed), and the touch
         index of the write the failed eviction had to copy back (else -1). The writes of touches in
         ``slow`` (all writes if ``read_only``) are served in slow memory."""
-        bend = int(self.end[b])
-        ops, rd, wr, ds = self.touches_of(b)
-        m = len(ops)
-        size, align = int(self.size[b]), int(self.align[b])
-        copy_t = float(self.copy_time[b])
-        max_interval = self.max_elapsed(copy_t, retry)
-        heap, res = self.heap, self.res
-        # next_def[k]: index of the first pure write after touch k (m if none): the end of k's value
-        next_def = [m] * m
-        for k in range(m - 2, -1, -1):
-            next_def[k] = k + 1 if (wr[k + 1] and not rd[k + 1]) else next_def[k + 1]
-        out: list[FastInterval] = []
-        state = {"cur": None, "pending": None, "slow_ready": -1, "prev_off": None, "async": False, "bad": -1}
-
-        def slow_write(k: int) -> bool:
-            return wr[k] and (read_only or k in slow)
-
-        def fits(a: int, e: int, pool: list[int] | None = None) -> bool:
-            return heap.best_fit(a, e, size, align, pool) is not None
-
-        def chunk(k: int, a: int) -> int | None:
-            """FindBestChunkCandidate for an interval occupying from op ``a`` and serving touch ``k``."""
-            last = next_def[k] - 1
-            j = k
-            while j < last and self.el(ops[j], ops[j + 1]) < max_interval and not slow_write(j + 1):
-                j += 1
-            pool = heap.near(a, ops[j] + 1)  # every query below is inside [a, ops[j] + 1)
-            if not fits(a, ops[k] + 1, pool):
-                return None
-            lo_, hi_ = k, j
-            while lo_ < hi_:
-                mid = (lo_ + hi_ + 1) // 2
-                if fits(a, ops[mid] + 1, pool):
-                    lo_ = mid
-                else:
-                    hi_ = mid - 1
-            e = ops[lo_] + 1
-            prev = state["prev_off"]
-            if prev is not None and prev % align == 0 and heap.free(a, e, prev, size, pool):
-                return prev
-            return heap.best_fit(a, e, size, align, pool)
-
-        def close() -> None:
-            cur = state["cur"]
-            out.append(FastInterval(b, cur.offset, cur.start, cur.end, cur.copy_start))
-            state["slow_ready"] = max(state["slow_ready"], cur.end - 1)
-            state["prev_off"] = cur.offset
-            state["cur"] = None
-
-        def evict(latest_end: int) -> bool:
-            """Evict: extend the open interval to the preferred eviction end and copy it back to slow memory."""
-            cur = state["cur"]
-            w, a = cur.last_write, cur.end
-            latest_end = min(latest_end, bend)
-            target = (1 + EVICTION_RETRY_MULTIPLIER * retry) * PREFERRED_OVERLAP_RATIO * copy_t
-            e = a
-            while e < latest_end and self.el(w, e) < target:
-                e += 1
-            # shorten while its offset is not free (binary search: free for [a, e) is monotone in e)
-            if e > a and not heap.free(a, e, cur.offset, size):
-                lo_, hi_ = a, e - 1
-                while lo_ < hi_:
-                    mid = (lo_ + hi_ + 1) // 2
-                    if heap.free(a, mid, cur.offset, size):
-                        lo_ = mid
-                    else:
-                        hi_ = mid - 1
-                e = lo_
-            if not res.try_add([], "eviction", (w + 1, e, copy_t)):
-                state["bad"] = cur.write_k
-                return False
-            heap.extend(cur.rect, e)
-            cur.end = e
-            self.stats.evictions += 1
-            return True
-
-        def finish_value(at_end: bool) -> bool:
-            """The value ends (a pure write follows, or the touches end)."""
-            cur = state["cur"]
-            pending = state["pending"]
-            if cur is None and pending is not None and not slow_write(pending):
-                d = ops[pending]
-                off = chunk(pending, d)
-                if off is not None and res.try_add([(d, ds[pending])]):
-                    state["cur"] = cur = _Open(off, d, None, d + 1, heap.add(d, d + 1, off, size), True, d, pending)
-                    self.stats.no_copy += 1
-            state["pending"] = None
-            if cur is not None:
-                if at_end and self.output[b] and cur.dirty and not evict(bend):
-                    return False
-                close()
-            return True
-
-        def prefetch(k: int) -> bool:
-            v = ops[k]
-            reduction = float(self.elapsed[v]) - (max(float(self.compute[v]), float(self.slow_mem[v]) - ds[k])
-                                                  + float(self.fixed[v]))
-            picked = self.picker(max(state["slow_ready"], -1), v, copy_t, reduction, retry)
-            if picked is None:
-                return False
-            earliest, latest, candidates = picked
-            pool = heap.near(earliest + 1, v + 1)  # every query below is inside it
-            if not fits(latest + 1, v + 1, pool):
-                return False  # out of memory for every window
-            lo_, hi_ = earliest, latest  # smallest copy start whose occupied range fits somewhere
-            while lo_ < hi_:
-                mid = (lo_ + hi_) // 2
-                if fits(mid + 1, v + 1, pool):
-                    hi_ = mid
-                else:
-                    lo_ = mid + 1
-            p_mem, p_bad = lo_, latest + 1
-            for p in candidates:
-                if p < p_mem or p >= p_bad:
-                    continue
-                if res.try_add([(v, ds[k])], "prefetch", (p + 1, v, copy_t)):
-                    off = chunk(k, p + 1)
-                    assert off is not None
-                    state["cur"] = _Open(off, v, p, v + 1, heap.add(p + 1, v + 1, off, size), bool(wr[k]),
-                                         v if wr[k] else -1, k if wr[k] else -1)
-                    self.stats.prefetches += 1
-                    return True
-                p_bad = p  # a later start has less budget: it would stall too
-                state["async"] = True
-            return False
-
-        for k in range(m):
-            if k % 64 == 63 and time.monotonic() > self.deadline:
-                raise _Timeout
-            u = ops[k]
-            if wr[k] and not rd[k]:  # a pure write: a new value starts
-                if not finish_value(False):
-                    return out, "uncommit", state["bad"]
-                state["pending"] = k
-                continue
-            served = False
-            cur = state["cur"]
-            if state["pending"] is not None:  # the value's first use: AllocateSegment(definition, use)
-                pending = state["pending"]
-                d = ops[pending]
-                if not slow_write(pending) and not slow_write(k) and self.el(d, u) < max_interval:
-                    off = chunk(k, d)
-                    if off is not None and res.try_add([(d, ds[pending]), (u, ds[k])]):
-                        state["cur"] = _Open(off, d, None, u + 1, heap.add(d, u + 1, off, size), True,
-                                             u if wr[k] else d, k if wr[k] else pending)
-                        served = True
-                        self.stats.no_copy += 1
-                if not served:
-                    state["slow_ready"] = max(state["slow_ready"], d)  # defined in slow memory
-                state["pending"] = None
-            elif cur is not None:
-                p = ops[k - 1]
-                if (self.el(p, u) < max_interval and not slow_write(k)
-                        and heap.free(cur.end, u + 1, cur.offset, size) and res.try_add([(u, ds[k])])):
-                    heap.extend(cur.rect, u + 1)
-                    cur.end = u + 1
-                    if wr[k]:
-                        cur.dirty, cur.last_write, cur.write_k = True, u, k
-                    served = True
-                    self.stats.no_copy += 1
-                else:
-                    if cur.dirty and not evict(u):
-                        return out, "uncommit", state["bad"]
-                    close()
-            if not served and not slow_write(k):
-                served = prefetch(k)
-            if not served and wr[k]:
-                state["slow_ready"] = u  # updated in slow memory
-        if not finish_value(True):
-            return out, "uncommit", state["bad"]
-        return out, ("async" if state["async"] else "ok"), -1
+        return _BufferTry(self, b, retry, slow, read_only).run()
 
     # ------------------------------------------------------------ the heap of all buffers
 

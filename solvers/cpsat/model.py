@@ -445,8 +445,26 @@ def solve_part(problem: Problem, part: Part, limits: Limits, *, t0: float | None
     if not d.optional and any(k is None for k in k_vars):  # a buffer that must be placed has no room
         j = next(j for j, k in enumerate(k_vars) if k is None)
         return PartResult(Status.INFEASIBLE, None, None, None, (), {"unit": d.unit, "empty_domain": j})
+    peak, savings = _add_constraints_and_objective(model, d, part, rect, formulation, pack_order, cp_model)
 
-    # Constraints.
+    # Solve.
+    deadline = limits.deadline if limits.deadline is not None else started + limits.time_limit
+    remaining = min(limits.time_limit, deadline - time.monotonic())
+    if remaining <= 0.01:
+        return PartResult(Status.UNKNOWN, None, None, None, (), {"unit": d.unit, "stopped_by": "time"})
+    solver = cp_model.CpSolver()
+    _parameters(solver, limits, d, remaining, bool(savings or (not d.optional and PACK_STRATEGY)), cp_model)
+    if part.goal == "feasible":
+        solver.parameters.stop_after_first_solution = True  # the interleaved search would go on looking
+    return _solve_and_read(solver, model, d, part, k_vars, present, t0, cp_model)
+
+
+def _add_constraints_and_objective(model, d: _PartData, part: Part, rect, formulation: str,
+                                   pack_order: str | None, cp_model) -> tuple[Any, list]:
+    """Constraints, objective, search strategy and hint of ``part``'s model on the variables ``rect``;
+    returns the peak variable (goal ``peak``, else None) and the saving terms (map mode)."""
+    m = d.m
+    k_vars, present = rect.steps[:m], rect.present[:m]
     add_no_overlap(model, rect, formulation=formulation, knapsack_top=d.top if d.optional else None,
                    knapsack_always=True)
     peak = None
@@ -474,16 +492,11 @@ def solve_part(problem: Problem, part: Part, limits: Limits, *, t0: float | None
                                     cp_model.SELECT_MIN_VALUE)
     if d.hint is not None:
         _add_hint(model, d, k_vars, present, saving_hints, peak)
+    return peak, savings
 
-    # Solve.
-    deadline = limits.deadline if limits.deadline is not None else started + limits.time_limit
-    remaining = min(limits.time_limit, deadline - time.monotonic())
-    if remaining <= 0.01:
-        return PartResult(Status.UNKNOWN, None, None, None, (), {"unit": d.unit, "stopped_by": "time"})
-    solver = cp_model.CpSolver()
-    _parameters(solver, limits, d, remaining, bool(savings or (not d.optional and PACK_STRATEGY)), cp_model)
-    if part.goal == "feasible":
-        solver.parameters.stop_after_first_solution = True  # the interleaved search would go on looking
+
+def _solve_and_read(solver, model, d: _PartData, part: Part, k_vars, present, t0: float, cp_model) -> PartResult:
+    """Solve ``model`` (each solution in the history, timed from ``t0``) and read the answer back."""
 
     def to_objective(raw: float) -> float:
         if part.goal == "peak":

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import sys
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -103,6 +104,24 @@ class Fallbacks:
         return self.session.baseline("best-fit", self.deadline).offsets[comp]
 
 
+@dataclass(frozen=True)
+class ComponentsRun:
+    """What the component loop of :meth:`CpSat.solve` found: the offsets ``out`` (``-1`` = none), per
+    component its status, bound and best known objective (``current``), the history, the largest
+    component's model stats, how many components had a model or a greedy placement, and whether one
+    was proven infeasible (the loop stops there)."""
+
+    out: np.ndarray
+    statuses: list[Status]
+    bounds: list[float | None]
+    current: list[float]
+    history: list[tuple[float, float]]
+    part_stats: dict
+    models: int
+    greedy_comps: int
+    infeasible: bool
+
+
 class CpSat(Solver):
     name = "cpsat"
     modes = frozenset({"map", "pack", "prefetch"})
@@ -126,16 +145,9 @@ class CpSat(Solver):
         greedy = fallbacks.map_offsets() if goal == "value" else None
         if greedy is not None and "ortools.sat.python.cp_model" not in sys.modules \
                 and deadline - time.monotonic() < IMPORT_SECONDS:  # no time to import OR-Tools and search
-            better_hint = hint is not None and len(hint.offsets) == n and evaluator.value(offsets_array(hint.offsets)) \
-                > evaluator.value(greedy)
-            out = offsets_array(hint.offsets) if better_hint else greedy
-            return Solution(offsets_tuple(out), Status.FEASIBLE, problem.mode, objective=evaluator.value(out),
-                            wall_time=time.monotonic() - t0, solver=self.name,
-                            stats={"greedy_components": "all", "cut": "no time to import OR-Tools",
-                                   "start": "hint" if better_hint else "greedy-xla"})
+            return self._greedy_answer(problem, hint, greedy, evaluator, t0)
         from ortools.sat.python import cp_model  # noqa: F401  (before the clock is shared out)
 
-        a = problem.arrays
         hint_offsets = None
         if hint is not None and len(hint.offsets) == n:
             hint_offsets = push_down(problem, offsets_array(hint.offsets), index=fallbacks.index,
@@ -145,13 +157,42 @@ class CpSat(Solver):
         comps = [np.asarray(c, np.int64) for c in components(problem)]
         comps.sort(key=len)
         global_floor = fallbacks.session.max_live if (pack and n) else 0
+        run = self._solve_components(problem, comps, goal, evaluator, fallbacks, hint_offsets, global_floor,
+                                     deadline, t0, seed=seed, workers=workers, deterministic=deterministic)
+        wall = time.monotonic() - t0
+        stats = {"components": len(comps), "cpsat_components": run.models, "greedy_components": run.greedy_comps,
+                 "workers": workers, "deterministic": deterministic, "largest_component": run.part_stats}
+        if run.infeasible:
+            return Solution((None,) * n, Status.INFEASIBLE, problem.mode, wall_time=wall,
+                            history=tuple(run.history), stats=stats, solver=self.name)
+        if pack and (run.out < 0).any():
+            return Solution((None,) * n, Status.UNKNOWN, problem.mode, wall_time=wall, history=tuple(run.history),
+                            stats=stats, solver=self.name)
+        return self._answer(problem, run, goal, evaluator, bool(comps), global_floor,
+                            (("greedy-xla", greedy), ("hint", hint_offsets)), stats, t0)
 
-        out = np.full(n, -1, np.int64)
+    def _greedy_answer(self, problem, hint, greedy: np.ndarray, evaluator, t0: float) -> Solution:
+        """Map mode without the time to import OR-Tools: greedy-xla's answer, or the hint if better."""
+        n = problem.n
+        better_hint = hint is not None and len(hint.offsets) == n and evaluator.value(offsets_array(hint.offsets)) \
+            > evaluator.value(greedy)
+        out = offsets_array(hint.offsets) if better_hint else greedy
+        return Solution(offsets_tuple(out), Status.FEASIBLE, problem.mode, objective=evaluator.value(out),
+                        wall_time=time.monotonic() - t0, solver=self.name,
+                        stats={"greedy_components": "all", "cut": "no time to import OR-Tools",
+                               "start": "hint" if better_hint else "greedy-xla"})
+
+    def _solve_components(self, problem, comps: list[np.ndarray], goal: str, evaluator, fallbacks,
+                          hint_offsets, global_floor: int, deadline: float, t0: float, *, seed: int,
+                          workers: int, deterministic: bool) -> ComponentsRun:
+        """Solve the components one by one, smallest first, each with a share of the time left
+        proportional to its buffer count (:func:`time_shares`)."""
+        pack = problem.mode == "pack"
+        out = np.full(problem.n, -1, np.int64)
         statuses: list[Status] = []
         bounds: list[float | None] = []
-        current = []  # per component: best known objective (value, or peak) for the history
-        for comp in comps:
-            current.append(self._initial_objective(problem, comp, goal, hint_offsets, evaluator))
+        # per component: best known objective (value, or peak) for the history
+        current = [self._initial_objective(problem, comp, goal, hint_offsets, evaluator) for comp in comps]
         history: list[tuple[float, float]] = []
         part_stats: dict = {}
         models = greedy_comps = 0
@@ -182,16 +223,15 @@ class CpSat(Solver):
                 history.append((t, self._combine(current, goal)))
             if result.objective is not None:
                 current[c] = result.objective
-        wall = time.monotonic() - t0
-        stats = {"components": len(comps), "cpsat_components": models, "greedy_components": greedy_comps,
-                 "workers": workers, "deterministic": deterministic, "largest_component": part_stats}
-        if infeasible:
-            return Solution((None,) * n, Status.INFEASIBLE, problem.mode, wall_time=wall, history=tuple(history),
-                            stats=stats, solver=self.name)
-        if pack and (out < 0).any():
-            return Solution((None,) * n, Status.UNKNOWN, problem.mode, wall_time=wall, history=tuple(history),
-                            stats=stats, solver=self.name)
-        objective = self._combine(current, goal) if comps else 0.0
+        return ComponentsRun(out, statuses, bounds, current, history, part_stats, models, greedy_comps, infeasible)
+
+    def _answer(self, problem, run: ComponentsRun, goal: str, evaluator, any_component: bool, global_floor: int,
+                starts, stats: dict, t0: float) -> Solution:
+        """The complete answer of the component loop: its objective, bound and status; in map mode the
+        best of it and the ``starts`` (label, offsets or None), whichever is higher."""
+        n, size = problem.n, problem.arrays.size
+        out, bounds, history = run.out, run.bounds, run.history
+        objective = self._combine(run.current, goal) if any_component else 0.0
         bound = None
         if all(b is not None for b in bounds) and bounds:
             bound = (max(max(bounds), float(global_floor)) if goal == "peak" else
@@ -199,15 +239,15 @@ class CpSat(Solver):
         elif goal == "peak":
             bound = float(global_floor)
         if goal == "peak":
-            objective = float((out + a.size).max()) if n else 0.0
+            objective = float((out + size).max()) if n else 0.0
             optimal = bound is not None and objective <= bound
         elif goal == "feasible":
-            objective = float((out + a.size).max()) if n else 0.0
+            objective = float((out + size).max()) if n else 0.0
             optimal = True
         else:
             objective = evaluator.value(out)
-            optimal = all(s is Status.OPTIMAL for s in statuses)
-            for label, start in (("greedy-xla", greedy), ("hint", hint_offsets)):
+            optimal = all(s is Status.OPTIMAL for s in run.statuses)
+            for label, start in starts:
                 if start is not None and evaluator.value(start) > objective + 1e-12 * max(1.0, abs(objective)):
                     out, objective, optimal = start.copy(), evaluator.value(start), False
                     stats["answer_from"] = label

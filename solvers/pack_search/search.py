@@ -342,121 +342,54 @@ class _Searcher:
     def _node(self, P: np.ndarray, ps: int, pe: int) -> bool:
         """Solve the partition of the (unplaced) buffers ``P`` living in sections
         ``[ps, pe)``; True on success (placements kept), False when proven impossible
-        (state restored)."""
+        (state restored).
+
+        One loop iteration per node of the binary tree: branch at the lowest min offset ``o``
+        on one buffer ``b`` that can take it, first placing ``b`` at ``o``
+        (:meth:`_place_and_descend`), then excluding it from ``o`` (:meth:`_lift_bound`)."""
         c = self.c
-        cap = self.cap
         minoff = self.minoff
         P = P[minoff[P] < _INF]
         if len(P) == 0:
             return True
         eff = self.eff
-        size = c.size
-        align = c.align
-        omax = cap - int(self.total[ps:pe].max())       # monotone floor: o + total <= cap
+        omax = self.cap - int(self.total[ps:pe].max())   # monotone floor: o + total <= cap
         pkey = P.tobytes() if self.use_tt else None
         mark = len(self.trail)
         tkeys = []
-        # Excluded buffers: no placement may reach the top of one (dominance), and each needs
-        # an unplaced neighbour starting below its top to lift it. Within this loop only
-        # exclusions change the state (placements are undone) and an exclusion changes no
-        # min offset, so all excluded buffers are checked on entry, then only the new one.
-        # (A buffer that is not excluded has its min offset >= o, so its top is above o.)
+        # Within this loop only exclusions change the state (placements are undone) and an
+        # exclusion changes no min offset, so all excluded buffers are checked on entry, then
+        # only the new one (see _excluded_top).
         ex_top = _INF                    # lowest top of an excluded buffer
         todo: list[int] | None = None    # None: check every excluded buffer
-        while True:                      # one iteration per node of the binary tree
+        while True:
             self.nodes += 1
             self._tick()
             ef = eff[P]
             o = int(ef.min())
-            if o >= _EXCL:
-                break                                      # only excluded buffers left
-            if o > omax:
-                break
+            if o >= _EXCL or o > omax:
+                break                    # only excluded buffers left, or no room above o
             if todo is None:
                 todo = P[ef >= _EXCL].tolist()
-            dead = False
-            for cb in todo:
-                top = int(minoff[cb]) + c.size_l[cb]
-                ex_top = min(ex_top, top)
-                nbm = minoff[c.nbr[cb]]
-                if not len(nbm) or int(nbm.min()) >= top:
-                    dead = True
-                    break
+            ex_top = self._excluded_top(todo, ex_top)
             todo = []
-            if dead or o >= ex_top:
+            if o >= ex_top:
                 break
-            cand = P[ef == o]
             if self.use_tt:
                 key = hash((pkey, ef.tobytes()))
                 if key in self.tt:
                     self.tt_hits += 1
                     break
                 tkeys.append(key)
-            if len(cand) == 1:
-                b = int(cand[0])
-            elif self.choice == "rank":
-                b = int(cand[np.argmin(self.rank[cand])])
-            else:
-                lh = np.empty(2 * len(cand), np.int64)
-                lh[0::2] = c.sl[cand]
-                lh[1::2] = c.sh[cand]
-                tmax = np.maximum.reduceat(self.total, lh)[0::2]
-                if self.choice == "wdeg":
-                    # conflict weight of a candidate: summed over the sections it spans
-                    wsum = np.add.reduceat(self.weights, lh)[0::2]
-                    b = int(cand[np.lexsort((self.rank[cand], -tmax, -wsum))[0]])
-                else:
-                    # least room first (largest unplaced total), then static rank
-                    b = int(cand[np.lexsort((self.rank[cand], -tmax))[0]])
-            sz = c.size_l[b]
-            t = o + sz
+            b = self._branch_buffer(P[ef == o])
+            t = o + c.size_l[b]
             nb = c.nbr[b]
             mn = minoff[nb]
-            if t <= cap:
-                if align is None:
-                    m_chg = mn < t
-                    newm = t
-                else:
-                    a = align[nb]
-                    tn = -(-t // a) * a
-                    m_chg = mn < tn
-                    newm = tn[m_chg]
-                chg = nb[m_chg]
-                mark_b = len(self.trail)
-                self._place(b, o, chg, mn[m_chg], newm)
-                ok = False
-                if self._sections_ok(c.nlo[b], c.nhi[b]):
-                    l, h = c.sl_l[b], c.sh_l[b]
-                    z = ()
-                    if h - l > 1 and int(self.cuts[l:h - 1].min()) == 0:
-                        z = np.flatnonzero(self.cuts[l:h - 1] == 0)
-                    if len(z):
-                        cps = [ps] + (z + (l + 1)).tolist() + [pe]
-                        U = P[minoff[P] < _INF]
-                        part = np.searchsorted(np.asarray(cps), c.sl[U], side="right") - 1
-                        ok = True
-                        for j in range(len(cps) - 1):
-                            Uj = U[part == j]
-                            if len(Uj) == 0:
-                                continue
-                            if not self._node(Uj, cps[j], cps[j + 1]):
-                                ok = False
-                                break
-                    else:
-                        ok = self._node(P, ps, pe)
-                if ok:
-                    return True
-                self._undo_to(mark_b)
-            if not bool((mn < _INF).any()):
-                break                                      # hat-less: nothing can lift it
-            # second branch: b is not at offset o. It must be lifted onto an unplaced
-            # neighbour placed at >= o and starting below b's top (else a gap under b
-            # would stay open: dominance), so it cannot sit below the lowest such top.
-            mnu = np.maximum(mn, o)
-            ok_l = mnu < t
-            if not ok_l.any():
+            if t <= self.cap and self._place_and_descend(b, o, t, nb, mn, P, ps, pe):
+                return True
+            lift = self._lift_bound(o, t, nb, mn)
+            if lift < 0:
                 break
-            lift = int((mnu[ok_l] + size[nb[ok_l]]).min())
             self._exclude(b, lift)
             todo = [b]
             if not self._sections_ok(c.sl_l[b], c.sh_l[b]):
@@ -466,6 +399,93 @@ class _Searcher:
         if self.use_tt:
             self.tt.update(tkeys)
         return False
+
+    def _excluded_top(self, todo: list[int], ex_top: int) -> int:
+        """The lowest top of the excluded buffers ``todo`` and ``ex_top``, or ``-1`` (the node is dead)
+        when one of them has no unplaced neighbour starting below its top to lift it.
+
+        Excluded buffers: no placement may reach the top of one (dominance), and each needs
+        such a neighbour. (A buffer that is not excluded has its min offset >= o, so its top
+        is above o.)"""
+        c = self.c
+        minoff = self.minoff
+        for cb in todo:
+            top = int(minoff[cb]) + c.size_l[cb]
+            ex_top = min(ex_top, top)
+            nbm = minoff[c.nbr[cb]]
+            if not len(nbm) or int(nbm.min()) >= top:
+                return -1
+        return ex_top
+
+    def _branch_buffer(self, cand: np.ndarray) -> int:
+        """The buffer to branch on among ``cand`` (the unplaced buffers whose min offset is the lowest)."""
+        if len(cand) == 1:
+            return int(cand[0])
+        if self.choice == "rank":
+            return int(cand[np.argmin(self.rank[cand])])
+        c = self.c
+        lh = np.empty(2 * len(cand), np.int64)
+        lh[0::2] = c.sl[cand]
+        lh[1::2] = c.sh[cand]
+        tmax = np.maximum.reduceat(self.total, lh)[0::2]
+        if self.choice == "wdeg":
+            # conflict weight of a candidate: summed over the sections it spans
+            wsum = np.add.reduceat(self.weights, lh)[0::2]
+            return int(cand[np.lexsort((self.rank[cand], -tmax, -wsum))[0]])
+        # least room first (largest unplaced total), then static rank
+        return int(cand[np.lexsort((self.rank[cand], -tmax))[0]])
+
+    def _place_and_descend(self, b: int, o: int, t: int, nb: np.ndarray, mn: np.ndarray,
+                           P: np.ndarray, ps: int, pe: int) -> bool:
+        """First branch: ``b`` at ``o`` (top ``t``; neighbours ``nb`` with min offsets ``mn``), then
+        the rest of ``P``; True on success, else the placement is undone."""
+        c = self.c
+        align = c.align
+        if align is None:
+            m_chg = mn < t
+            newm = t
+        else:
+            a = align[nb]
+            tn = -(-t // a) * a
+            m_chg = mn < tn
+            newm = tn[m_chg]
+        mark_b = len(self.trail)
+        self._place(b, o, nb[m_chg], mn[m_chg], newm)
+        if self._sections_ok(c.nlo[b], c.nhi[b]) and self._descend(b, P, ps, pe):
+            return True
+        self._undo_to(mark_b)
+        return False
+
+    def _descend(self, b: int, P: np.ndarray, ps: int, pe: int) -> bool:
+        """After placing ``b``: solve the rest of ``P``, as independent partitions where no unplaced
+        buffer crosses a boundary of ``b``'s sections any more (dynamic decomposition)."""
+        c = self.c
+        l, h = c.sl_l[b], c.sh_l[b]
+        if h - l <= 1 or int(self.cuts[l:h - 1].min()) != 0:
+            return self._node(P, ps, pe)
+        z = np.flatnonzero(self.cuts[l:h - 1] == 0)
+        cps = [ps] + (z + (l + 1)).tolist() + [pe]
+        U = P[self.minoff[P] < _INF]
+        part = np.searchsorted(np.asarray(cps), c.sl[U], side="right") - 1
+        for j in range(len(cps) - 1):
+            Uj = U[part == j]
+            if len(Uj) and not self._node(Uj, cps[j], cps[j + 1]):
+                return False
+        return True
+
+    def _lift_bound(self, o: int, t: int, nb: np.ndarray, mn: np.ndarray) -> int:
+        """Second branch (the buffer of top ``t`` is not at ``o``): the lowest offset it can be lifted to,
+        or ``-1`` when nothing can lift it.
+
+        It must be lifted onto an unplaced neighbour placed at >= o and starting below its top
+        (else a gap under it would stay open: dominance), so it cannot sit below the lowest such top."""
+        if not bool((mn < _INF).any()):
+            return -1                                      # hat-less: nothing can lift it
+        mnu = np.maximum(mn, o)
+        ok_l = mnu < t
+        if not ok_l.any():
+            return -1
+        return int((mnu[ok_l] + self.c.size[nb[ok_l]]).min())
 
 
 # ----------------------------------------------------------------------------- CP-SAT engine
@@ -827,39 +847,17 @@ def _solve_cap(comp: _Component, cap: int, deadline: float, seed: int, stats: _S
             if now >= deadline:
                 break
             if cps is not None and cps.done.is_set() and cps.result is not None:
-                result = cps.result
-                if result is not False:
-                    stats.cpsat_wins += 1
+                result = _cpsat_answer(cps, stats)
                 break                     # CP-SAT settled it
             if (use_cpsat and cps is None and now - t_start >= warmup and m >= 8
                     and deadline - now > 1.0):
-                # CP-SAT gets a bounded share: where it helps it is fast, and on a two-core
-                # machine its thread slows the search down
-                budget = min(_CPSAT_MAX_SECONDS, _CPSAT_SHARE * (deadline - t_start))
-                cps = _CpSatRun(comp, cap, seed, min(deadline, now + budget),
-                                hint=hint_local, on_done=stop)
-                cps.start()
-                stats.cpsat_runs += 1
+                cps = _start_cpsat(comp, cap, seed, min(deadline, now + _cpsat_budget(t_start, deadline)),
+                                   hint_local, stop, stats)
             if _NODE_BUDGET is not None and stats.nodes >= _NODE_BUDGET:
                 break
-            # each lane learns its own conflict weights; lane "~" learns from every run
-            w = weights.setdefault(lane, np.zeros(comp.S + 1, np.int64))
-            w_before = w.copy() if lane != "~" else None
-            s = _Searcher(comp, cap, rank, node_limit=limit, deadline=deadline, stop=stop,
-                          use_tt=True, choice=choice, weights=w)
-            s.tt = tt
-            try:
-                ok = s.run()
-            except _Abort:
-                ok = None
-            stats.add(s)
-            if w_before is not None:
-                pooled = weights.setdefault("~", np.zeros(comp.S + 1, np.int64))
-                pooled += w - w_before
-            if len(tt) > 1_000_000:
-                tt.clear()
+            ok, off = _search_run(comp, cap, rank, lane, choice, limit, deadline, stop, weights, tt, stats)
             if ok is True:
-                result = s.off.copy()
+                result = off.copy()
                 stats.search_wins += 1
                 stats.winner = f"{choice}:{hname} run {run_no} limit {limit}"
                 break
@@ -871,10 +869,325 @@ def _solve_cap(comp: _Component, cap: int, deadline: float, seed: int, stats: _S
         if cps is not None:
             cps.stop()
             if result is None and cps.result is not None:
-                result = cps.result
-                if result is not False:
-                    stats.cpsat_wins += 1
+                result = _cpsat_answer(cps, stats)
     return result
+
+
+def _cpsat_budget(t_start: float, deadline: float) -> float:
+    """Seconds for CP-SAT on one capacity probe: a bounded share, since where it helps it is fast,
+    and on a two-core machine its thread slows the search down."""
+    return min(_CPSAT_MAX_SECONDS, _CPSAT_SHARE * (deadline - t_start))
+
+
+def _start_cpsat(comp: _Component, cap: int, seed: int, until: float, hint_local: np.ndarray | None,
+                 stop: threading.Event, stats: _Stats) -> _CpSatRun:
+    """Start the CP-SAT thread on ``comp`` within ``cap`` until ``until``; it sets ``stop`` when it settles it."""
+    cps = _CpSatRun(comp, cap, seed, until, hint=hint_local, on_done=stop)
+    cps.start()
+    stats.cpsat_runs += 1
+    return cps
+
+
+def _cpsat_answer(cps: _CpSatRun, stats: _Stats) -> np.ndarray | bool:
+    """CP-SAT's settled answer (offsets, or ``False``: proven infeasible), counted as a win when a packing."""
+    if cps.result is not False:
+        stats.cpsat_wins += 1
+    return cps.result
+
+
+def _search_run(comp: _Component, cap: int, rank: np.ndarray, lane: str, choice: str, limit: int,
+                deadline: float, stop: threading.Event, weights: dict[str, np.ndarray], tt: set,
+                stats: _Stats) -> tuple[bool | None, np.ndarray]:
+    """One node-limited search run of ``lane``: True (packed), False (proven impossible) or None (a limit
+    hit), and the searcher's offsets. Each lane learns its own conflict weights; lane ``"~"`` learns
+    from every run. ``tt``: the failed states shared by the runs for this capacity."""
+    w = weights.setdefault(lane, np.zeros(comp.S + 1, np.int64))
+    w_before = w.copy() if lane != "~" else None
+    s = _Searcher(comp, cap, rank, node_limit=limit, deadline=deadline, stop=stop,
+                  use_tt=True, choice=choice, weights=w)
+    s.tt = tt
+    try:
+        ok = s.run()
+    except _Abort:
+        ok = None
+    stats.add(s)
+    if w_before is not None:
+        pooled = weights.setdefault("~", np.zeros(comp.S + 1, np.int64))
+        pooled += w - w_before
+    if len(tt) > 1_000_000:
+        tt.clear()
+    return ok, s.off
+
+
+@dataclass(frozen=True)
+class _Piece:
+    """One interval-graph component of a :func:`pack` call: its buffers ``idx`` (into the inputs), the
+    unit ``g`` its exact engine works in, the engine's data (``None``: above the exact engine's limits,
+    window repair instead) and the hint in units (``-1`` = none; ``None``: no hint)."""
+
+    idx: np.ndarray
+    g: int
+    comp: _Component | None
+    hint: np.ndarray | None
+
+
+def _pack_arrays(size, start, end, alignment) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The inputs of :func:`pack` as int64 arrays ``[n]`` (alignment 1 by default), checked."""
+    size = np.asarray(size, np.int64).reshape(-1)
+    start = np.asarray(start, np.int64).reshape(-1)
+    end = np.asarray(end, np.int64).reshape(-1)
+    n = len(size)
+    if not (len(start) == n and len(end) == n):
+        raise ValueError("size, start and end must have the same length")
+    if n and ((size <= 0).any() or (end <= start).any()):
+        raise ValueError("sizes must be positive and every end must exceed its start")
+    al = np.ones(n, np.int64) if alignment is None else np.asarray(alignment, np.int64).reshape(-1)
+    if len(al) != n or (al <= 0).any():
+        raise ValueError("alignment must be positive, one per buffer")
+    return size, start, end, al
+
+
+def _pieces(size: np.ndarray, start: np.ndarray, end: np.ndarray, al: np.ndarray, capacity: int | None,
+            hint: np.ndarray | None) -> list[_Piece]:
+    """The components of the buffers, each in divided units (gcd of sizes and capacity; exact with
+    alignments), small components first."""
+    pieces = []
+    for idx in component_runs(start, end):
+        sz, st_, en = size[idx], start[idx], end[idx]
+        a = al[idx]
+        S = len(np.unique(np.concatenate([st_, en]))) - 1
+        if len(idx) * max(S, 1) > _DENSE_LIMIT or len(idx) > _MAX_EXACT:
+            pieces.append(_Piece(idx, 1, None, None))
+            continue
+        g = _gcd_all(np.concatenate([sz, [capacity] if capacity is not None else []]).astype(np.int64))
+        # offsets are multiples of g; alignment a needs multiples of a/gcd(a, g) in units
+        a_units = a // np.gcd(a, g)
+        comp = _Component(sz // g, st_, en, None if (a_units == 1).all() else a_units, idx)
+        h_local = None
+        if hint is not None:
+            hv = hint[idx][comp.order]
+            h_local = np.where((hv >= 0) & (hv % g == 0), hv // g, -1)
+        pieces.append(_Piece(idx, g, comp, h_local))
+    pieces.sort(key=lambda x: (len(x.idx), int(x.idx[0])))
+    return pieces
+
+
+class _PackRun:
+    """The state of one :func:`pack` call: its inputs, the offsets ``off`` found so far (input units,
+    ``-1`` = none), the counters and the history of complete packings."""
+
+    def __init__(self, size: np.ndarray, start: np.ndarray, end: np.ndarray, al: np.ndarray, *,
+                 t0: float, deadline: float, seed: int, use_cpsat: bool):
+        self.size, self.start, self.end, self.al = size, start, end, al
+        self.t0, self.deadline, self.seed, self.use_cpsat = t0, deadline, seed, use_cpsat
+        self.stats = _Stats()
+        self.history: list[tuple[float, int]] = []
+        self.lb_total = max_live_of(size, start, end)
+        self.off = np.full(len(size), -1, np.int64)
+        self.hint: np.ndarray | None = None
+        self.hint_packs = self.hint_valid = False
+
+    def take_hint(self, hint, capacity: int | None) -> None:
+        """Keep ``hint``; a valid packing (capacity aside) is an incumbent of every component, and
+        within the capacity the answer."""
+        n = len(self.size)
+        self.hint = None if hint is None else np.asarray(hint, np.int64).reshape(-1)
+        if self.hint is not None and len(self.hint) != n:
+            raise ValueError("hint must have one offset per buffer")
+        self.hint_packs = (self.hint is not None and bool((self.hint >= 0).all())
+                           and check_packing(self.size, self.start, self.end, self.hint, None, self.al) is None)
+        self.hint_valid = self.hint_packs and (capacity is None
+                                               or int((self.hint + self.size).max()) <= int(capacity))
+
+    # -- answers -----------------------------------------------------------------------
+    def result(self, status: str, offsets: np.ndarray, lower: int) -> PackResult:
+        """The :class:`PackResult` of ``offsets``."""
+        n = len(self.size)
+        peak = int((offsets + self.size).max()) if n and (offsets >= 0).all() else (0 if n == 0 else None)
+        st = self.stats.as_dict()
+        st["seconds"] = round(time.perf_counter() - self.t0, 4)
+        return PackResult(offsets=offsets, status=status, peak=peak, lower_bound=int(lower),
+                          history=self.history, stats=st)
+
+    def record(self, offsets: np.ndarray | None = None) -> None:
+        """A better complete packing (``off`` by default) in the history."""
+        offsets = self.off if offsets is None else offsets
+        self.history.append((round(time.perf_counter() - self.t0, 4), int((offsets + self.size).max())))
+
+    def peak_of(self, idx: np.ndarray) -> int:
+        """The peak of the buffers ``idx`` at their current offsets."""
+        return int((self.off[idx] + self.size[idx]).max())
+
+    def put(self, piece: _Piece, local: np.ndarray) -> None:
+        """Offsets of ``piece`` from its engine's local offsets (units, engine order)."""
+        o = np.empty(len(piece.idx), np.int64)
+        o[piece.comp.order] = local * piece.g
+        self.off[piece.idx] = o
+
+    # -- components above the exact engine's limits --------------------------------------
+    def fallback(self, idx: np.ndarray) -> None:
+        """First fit for the buffers ``idx``."""
+        self.off[idx] = _first_fit(self.size[idx], self.start[idx], self.end[idx], self.al[idx])
+        self.stats.fallback_components += 1
+
+    def large_start(self, idx: np.ndarray) -> str:
+        """Incumbent of a component above the exact engine's limits: first fit or the hint, the lower."""
+        self.stats.large_components += 1
+        self.stats.fallback_components += 1
+        self.off[idx] = _first_fit(self.size[idx], self.start[idx], self.end[idx], self.al[idx])
+        if self.hint_packs and int((self.hint[idx] + self.size[idx]).max()) < self.peak_of(idx):
+            self.off[idx] = self.hint[idx]
+            return "the hint"
+        return "first fit"
+
+    def repair(self, idx: np.ndarray, target: int, until: float) -> None:
+        """Window repair of the buffers ``idx`` towards the peak ``target`` until ``until``."""
+        self.off[idx] = _repair_windows(self.size[idx], self.start[idx], self.end[idx], self.al[idx],
+                                        self.off[idx], target, until, self.seed, self.stats)
+
+    def note_large(self, idx: np.ndarray, source: str, before: int, target: int) -> None:
+        """Say in ``stats.fallback`` what was done with a large component and how it ended."""
+        stats = self.stats
+        after = self.peak_of(idx)
+        stats.fallback = ((stats.fallback + "; ") if stats.fallback else "") + (
+            f"a component of {len(idx)} buffers is above the exact engine's limits: started from {source} "
+            + (f"(peak {before}), already at the target {target}" if before <= target else
+               f"(peak {before}), window repair (CP-SAT) to peak {after}, target {target}"
+               + ("" if after <= target else f", {stats.windows_stuck} buffers left above it")))
+
+    # -- within a capacity ---------------------------------------------------------------
+    def within_capacity(self, pieces: list[_Piece], capacity: int) -> PackResult:
+        """Pack every component within ``capacity``: OPTIMAL, INFEASIBLE (proven) or UNKNOWN."""
+        status = "OPTIMAL"
+        for piece in pieces:
+            if piece.comp is None:
+                if not self.large_within(piece.idx, capacity):
+                    status = "UNKNOWN"
+                continue
+            r = _solve_cap(piece.comp, capacity // piece.g, self.deadline, self.seed, self.stats,
+                           use_cpsat=self.use_cpsat, hint_local=piece.hint)
+            if r is False:
+                self.off[:] = -1
+                return self.result("INFEASIBLE", self.off, self.lb_total)
+            if r is None:
+                status = "UNKNOWN"
+                continue
+            self.put(piece, r)
+        if status == "OPTIMAL":
+            self.record()
+        return self.result(status, self.off, self.lb_total)
+
+    def large_within(self, idx: np.ndarray, capacity: int) -> bool:
+        """A large component within ``capacity`` (its start, repaired if above); False (offsets
+        cleared) when the repair did not get there."""
+        source = self.large_start(idx)
+        before = self.peak_of(idx)
+        if before > capacity:
+            self.repair(idx, capacity, self.deadline)
+        self.note_large(idx, source, before, capacity)
+        if self.peak_of(idx) > capacity:
+            self.off[idx] = -1
+            return False
+        return True
+
+    # -- minimising the peak -------------------------------------------------------------
+    def minimise_peak(self, pieces: list[_Piece]) -> PackResult:
+        """Minimise the peak: incumbents first (:meth:`incumbents`); then, worst component first,
+        probe capacities: the overall lower bound first (most of the time left), then bisection
+        between the proven bound and the incumbent."""
+        best, lbs, large_source = self.incumbents(pieces)
+        self.record()
+        global_lb = max(lbs)
+        for k in sorted(range(len(pieces)), key=lambda k: -best[k]):
+            piece = pieces[k]
+            if piece.comp is None:      # above the exact engine's limits: window repair, bisecting on the target
+                before = best[k]
+                best[k] = self.lower_large(piece.idx, max(lbs[k], global_lb), best[k])
+                self.note_large(piece.idx, large_source.pop(k, "first fit"), before, max(lbs[k], global_lb))
+            elif best[k] <= global_lb:
+                continue
+            else:
+                best[k], lbs[k] = self.lower_exact(piece, best[k], lbs[k], global_lb)
+            if time.perf_counter() >= self.deadline:
+                break
+        for k, source in large_source.items():  # large components the time did not reach: said all the same
+            idx = pieces[k].idx
+            self.note_large(idx, source + " (no time left to repair it)", best[k], max(lbs[k], global_lb))
+        peak = int((self.off + self.size).max())
+        proven = max(max(lbs), self.lb_total)
+        return self.result("OPTIMAL" if peak <= proven else "FEASIBLE", self.off, proven)
+
+    def incumbents(self, pieces: list[_Piece]) -> tuple[list[int], list[int], dict[int, str]]:
+        """Every component's first packing (greedy descent, or the hint if better; large ones: first fit
+        or the hint). Returns the peaks, the lower bounds and, per large component, its start's source."""
+        best, lbs = [], []
+        large_source: dict[int, str] = {}
+        size, deadline, hint = self.size, self.deadline, self.hint
+        for piece in pieces:
+            idx, comp = piece.idx, piece.comp
+            # the descent's dense arrays alone take ~1e-7 s per buffer x section (2-3 s at 20M on a loaded machine)
+            affordable = comp is not None and comp.m * comp.S * _DENSE_SECONDS < 0.5 * (deadline - time.perf_counter())
+            descent = _greedy(comp, self.t0 + 0.5 * (deadline - self.t0)) if affordable else None
+            if comp is None:
+                large_source[len(best)] = self.large_start(idx)
+            elif descent is not None:
+                self.put(piece, descent)
+            elif self.hint_valid:  # too large for the time (or the engine), or its descent did not finish: the hint
+                self.off[idx] = hint[idx]
+            else:
+                self.fallback(idx)
+            if self.hint_valid and int((hint[idx] + size[idx]).max()) < self.peak_of(idx):
+                self.off[idx] = hint[idx]
+            best.append(self.peak_of(idx))
+            lbs.append(max_live_of(size[idx], self.start[idx], self.end[idx]))
+        return best, lbs, large_source
+
+    def lower_large(self, idx: np.ndarray, floor: int, best: int) -> int:
+        """Bisect a large component's peak between ``floor`` and ``best`` by window repair; its new peak.
+        A failed repair is not a proof, only where to look next."""
+        lo, hi, first = floor, best - 1, True
+        while lo <= hi and time.perf_counter() < self.deadline:
+            goal = lo if first else (lo + hi) // 2
+            now = time.perf_counter()
+            self.repair(idx, goal, min(self.deadline, now + (0.6 if first else 0.5) * (self.deadline - now)))
+            first = False
+            got = self.peak_of(idx)
+            if got <= goal:
+                best, hi = got, got - 1
+                self.record()
+            else:
+                lo = goal + 1
+                best = min(best, got)
+        return best
+
+    def lower_exact(self, piece: _Piece, best: int, lb: int, global_lb: int) -> tuple[int, int]:
+        """Bisect a component's peak with the exact engine, from the overall bound up to ``best``;
+        returns its new peak and its proven lower bound."""
+        comp, g, deadline = piece.comp, piece.g, self.deadline
+        lo_u = -(-max(lb, global_lb) // g)      # never worth going below the overall bound
+        hi_u = best // g - 1                     # looking for peaks <= hi_u (units)
+        tt_store: dict = {}
+        first = True
+        while lo_u <= hi_u and time.perf_counter() < deadline:
+            if comp.m * comp.S * _DENSE_SECONDS > 0.5 * (deadline - time.perf_counter()):
+                break  # setting up one more probe would take the time left
+            cap_u = lo_u if first else (lo_u + hi_u) // 2
+            now = time.perf_counter()
+            share = now + (0.6 if first else 0.5) * (deadline - now)
+            first = False
+            r = _solve_cap(comp, cap_u, min(deadline, share), self.seed, self.stats,
+                           use_cpsat=self.use_cpsat, hint_local=None, tt_store=tt_store)
+            if r is False:
+                lo_u = cap_u + 1
+                lb = max(lb, lo_u * g)
+            elif r is None:
+                lo_u = cap_u + 1                    # not a proof: only where we look next
+            else:
+                self.put(piece, r)
+                best = int(((r + comp.size) * g).max())
+                hi_u = best // g - 1
+                self.record()
+        return best, lb
 
 
 def pack(size, start, end, *, capacity: int | None = None, alignment=None,
@@ -910,198 +1223,21 @@ def pack(size, start, end, *, capacity: int | None = None, alignment=None,
     runs, which engine finishes first depends on timing.
     """
     t0 = time.perf_counter()
-    deadline = t0 + max(0.0, float(time_limit))
-    size = np.asarray(size, np.int64).reshape(-1)
-    start = np.asarray(start, np.int64).reshape(-1)
-    end = np.asarray(end, np.int64).reshape(-1)
-    n = len(size)
-    if not (len(start) == n and len(end) == n):
-        raise ValueError("size, start and end must have the same length")
-    if n and ((size <= 0).any() or (end <= start).any()):
-        raise ValueError("sizes must be positive and every end must exceed its start")
-    al = np.ones(n, np.int64) if alignment is None else np.asarray(alignment, np.int64).reshape(-1)
-    if len(al) != n or (al <= 0).any():
-        raise ValueError("alignment must be positive, one per buffer")
-    stats = _Stats()
-    history: list[tuple[float, int]] = []
-    lb_total = max_live_of(size, start, end)
-    off = np.full(n, -1, np.int64)
-
-    def result(status: str, offsets: np.ndarray, lower: int) -> PackResult:
-        peak = int((offsets + size).max()) if n and (offsets >= 0).all() else (0 if n == 0 else None)
-        st = stats.as_dict()
-        st["seconds"] = round(time.perf_counter() - t0, 4)
-        return PackResult(offsets=offsets, status=status, peak=peak, lower_bound=int(lower),
-                          history=history, stats=st)
-
-    if n == 0:
-        return result("OPTIMAL", off, 0)
-    hint_arr = None if hint is None else np.asarray(hint, np.int64).reshape(-1)
-    if hint_arr is not None and len(hint_arr) != n:
-        raise ValueError("hint must have one offset per buffer")
-    # a valid packing (capacity aside) is an incumbent of every component; within the capacity, the answer
-    hint_packs = (hint_arr is not None and bool((hint_arr >= 0).all())
-                  and check_packing(size, start, end, hint_arr, None, al) is None)
-    hint_valid = hint_packs and (capacity is None or int((hint_arr + size).max()) <= int(capacity))
+    size, start, end, al = _pack_arrays(size, start, end, alignment)
+    run = _PackRun(size, start, end, al, t0=t0, deadline=t0 + max(0.0, float(time_limit)), seed=seed,
+                   use_cpsat=use_cpsat)
+    if len(size) == 0:
+        return run.result("OPTIMAL", run.off, 0)
+    run.take_hint(hint, capacity)
     if capacity is not None:
         capacity = int(capacity)
-        if lb_total > capacity or int(size.max()) > capacity:
-            return result("INFEASIBLE", off, lb_total)
-        if hint_valid:
-            history.append((round(time.perf_counter() - t0, 4), int((hint_arr + size).max())))
-            return result("OPTIMAL", hint_arr.copy(), lb_total)
-
-    # components, each in divided units (gcd of sizes and capacity; exact with alignments)
-    comps = []          # (idx, g, _Component or None for the first-fit fallback, local hint)
-    for idx in component_runs(start, end):
-        sz, st_, en = size[idx], start[idx], end[idx]
-        a = al[idx]
-        S = len(np.unique(np.concatenate([st_, en]))) - 1
-        if len(idx) * max(S, 1) > _DENSE_LIMIT or len(idx) > _MAX_EXACT:
-            comps.append((idx, 1, None, None))
-            continue
-        g = _gcd_all(np.concatenate([sz, [capacity] if capacity is not None else []]).astype(np.int64))
-        # offsets are multiples of g; alignment a needs multiples of a/gcd(a, g) in units
-        a_units = a // np.gcd(a, g)
-        comp = _Component(sz // g, st_, en, None if (a_units == 1).all() else a_units, idx)
-        h_local = None
-        if hint_arr is not None:
-            hv = hint_arr[idx][comp.order]
-            h_local = np.where((hv >= 0) & (hv % g == 0), hv // g, -1)
-        comps.append((idx, g, comp, h_local))
-    stats.components = len(comps)
-    comps.sort(key=lambda x: (len(x[0]), int(x[0][0])))     # small components first
-
-    def put(idx, g, comp, local):
-        o = np.empty(len(idx), np.int64)
-        o[comp.order] = local * g
-        off[idx] = o
-
-    def fallback(idx):
-        off[idx] = _first_fit(size[idx], start[idx], end[idx], al[idx])
-        stats.fallback_components += 1
-
-    def large_start(idx) -> str:
-        """Incumbent of a component above the exact engine's limits: first fit or the hint, the lower."""
-        stats.large_components += 1
-        stats.fallback_components += 1
-        off[idx] = _first_fit(size[idx], start[idx], end[idx], al[idx])
-        if hint_packs and int((hint_arr[idx] + size[idx]).max()) < int((off[idx] + size[idx]).max()):
-            off[idx] = hint_arr[idx]
-            return "the hint"
-        return "first fit"
-
-    def repair(idx, target: int, until: float) -> None:
-        off[idx] = _repair_windows(size[idx], start[idx], end[idx], al[idx], off[idx], target, until, seed, stats)
-
-    def note_large(idx, source: str, before: int, target: int) -> None:
-        after = int((off[idx] + size[idx]).max())
-        stats.fallback = ((stats.fallback + "; ") if stats.fallback else "") + (
-            f"a component of {len(idx)} buffers is above the exact engine's limits: started from {source} "
-            + (f"(peak {before}), already at the target {target}" if before <= target else
-               f"(peak {before}), window repair (CP-SAT) to peak {after}, target {target}"
-               + ("" if after <= target else f", {stats.windows_stuck} buffers left above it")))
-
+        if run.lb_total > capacity or int(size.max()) > capacity:
+            return run.result("INFEASIBLE", run.off, run.lb_total)
+        if run.hint_valid:
+            run.record(run.hint)
+            return run.result("OPTIMAL", run.hint.copy(), run.lb_total)
+    pieces = _pieces(size, start, end, al, capacity, run.hint)
+    run.stats.components = len(pieces)
     if capacity is not None:
-        status = "OPTIMAL"
-        for idx, g, comp, h_local in comps:
-            if comp is None:
-                source = large_start(idx)
-                before = int((off[idx] + size[idx]).max())
-                if before > capacity:
-                    repair(idx, capacity, deadline)
-                note_large(idx, source, before, capacity)
-                if int((off[idx] + size[idx]).max()) > capacity:
-                    off[idx] = -1
-                    status = "UNKNOWN"
-                continue
-            r = _solve_cap(comp, capacity // g, deadline, seed, stats, use_cpsat=use_cpsat,
-                           hint_local=h_local)
-            if r is False:
-                off[:] = -1
-                return result("INFEASIBLE", off, lb_total)
-            if r is None:
-                status = "UNKNOWN"
-                continue
-            put(idx, g, comp, r)
-        if status == "OPTIMAL":
-            history.append((round(time.perf_counter() - t0, 4), int((off + size).max())))
-        return result(status, off, lb_total)
-
-    # minimise the peak. Incumbents first (greedy descent, or the hint if better); then,
-    # worst component first, probe capacities: the overall lower bound first (most of the
-    # time left), then bisection between the proven bound and the incumbent.
-    best, lbs = [], []
-    large_source: dict[int, str] = {}
-    for idx, g, comp, h_local in comps:
-        # the descent's dense arrays alone take ~1e-7 s per buffer x section (2-3 s at 20M on a loaded machine)
-        affordable = comp is not None and comp.m * comp.S * _DENSE_SECONDS < 0.5 * (deadline - time.perf_counter())
-        descent = _greedy(comp, t0 + 0.5 * (deadline - t0)) if affordable else None
-        if comp is None:
-            large_source[len(best)] = large_start(idx)
-        elif descent is not None:
-            put(idx, g, comp, descent)
-        elif hint_valid:  # too large for the time (or the engine), or its descent did not finish: the hint
-            off[idx] = hint_arr[idx]
-        else:
-            fallback(idx)
-        if hint_valid and int((hint_arr[idx] + size[idx]).max()) < int((off[idx] + size[idx]).max()):
-            off[idx] = hint_arr[idx]
-        best.append(int((off[idx] + size[idx]).max()))
-        lbs.append(max_live_of(size[idx], start[idx], end[idx]))
-    history.append((round(time.perf_counter() - t0, 4), int((off + size).max())))
-    global_lb = max(lbs)
-    for k in sorted(range(len(comps)), key=lambda k: -best[k]):
-        idx, g, comp, _ = comps[k]
-        if comp is None:      # above the exact engine's limits: window repair, bisecting on the target
-            lo, before, first = max(lbs[k], global_lb), best[k], True
-            hi = best[k] - 1
-            while lo <= hi and time.perf_counter() < deadline:
-                goal = lo if first else (lo + hi) // 2
-                now = time.perf_counter()
-                repair(idx, goal, min(deadline, now + (0.6 if first else 0.5) * (deadline - now)))
-                first = False
-                got = int((off[idx] + size[idx]).max())
-                if got <= goal:
-                    best[k], hi = got, got - 1
-                    history.append((round(time.perf_counter() - t0, 4), int((off + size).max())))
-                else:
-                    lo = goal + 1            # not a proof: only where we look next
-                    best[k] = min(best[k], got)
-            note_large(idx, large_source.pop(k, "first fit"), before, max(lbs[k], global_lb))
-            if time.perf_counter() >= deadline:
-                break
-            continue
-        if best[k] <= global_lb:
-            continue
-        lo_u = -(-max(lbs[k], global_lb) // g)      # never worth going below the overall bound
-        hi_u = best[k] // g - 1                      # looking for peaks <= hi_u (units)
-        tt_store: dict = {}
-        first = True
-        while lo_u <= hi_u and time.perf_counter() < deadline:
-            if comp.m * comp.S * _DENSE_SECONDS > 0.5 * (deadline - time.perf_counter()):
-                break  # setting up one more probe would take the time left
-            cap_u = lo_u if first else (lo_u + hi_u) // 2
-            now = time.perf_counter()
-            share = now + (0.6 if first else 0.5) * (deadline - now)
-            first = False
-            r = _solve_cap(comp, cap_u, min(deadline, share), seed, stats,
-                           use_cpsat=use_cpsat, hint_local=None, tt_store=tt_store)
-            if r is False:
-                lo_u = cap_u + 1
-                lbs[k] = max(lbs[k], lo_u * g)
-            elif r is None:
-                lo_u = cap_u + 1                    # not a proof: only where we look next
-            else:
-                put(idx, g, comp, r)
-                best[k] = int(((r + comp.size) * g).max())
-                hi_u = best[k] // g - 1
-                history.append((round(time.perf_counter() - t0, 4), int((off + size).max())))
-        if time.perf_counter() >= deadline:
-            break
-    for k, source in large_source.items():  # large components the time did not reach: said all the same
-        idx = comps[k][0]
-        note_large(idx, source + " (no time left to repair it)", best[k], max(lbs[k], global_lb))
-    peak = int((off + size).max())
-    proven = max(max(lbs), lb_total)
-    return result("OPTIMAL" if peak <= proven else "FEASIBLE", off, proven)
+        return run.within_capacity(pieces, capacity)
+    return run.minimise_peak(pieces)
