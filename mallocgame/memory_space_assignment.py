@@ -814,6 +814,9 @@ class _BufferTry:
         return False
 
 
+MIN_DECIDED = 32  # buffers (in msa's order) decided before the deadline is first read
+
+
 class _Msa:
     """One run of memory-space assignment on one problem."""
 
@@ -1026,10 +1029,12 @@ class _Msa:
     def run(self, answer: list[FastInterval]) -> list[FastInterval]:
         if self.cross_program:
             self.cross_program_prefetch(answer)
-        for b in self.order().tolist():
+        for k, b in enumerate(self.order().tolist()):
             if self.done[b] or self.ptr[b] == self.ptr[b + 1] or self.size[b] <= 0 or self.size[b] > self.capacity:
                 continue
-            if time.monotonic() > self.deadline:
+            # the first MIN_DECIDED buffers whatever the clock: a deadline that passed during set-up (a busy
+            # machine, a short limit) must not leave the answer empty
+            if k >= MIN_DECIDED and time.monotonic() > self.deadline:
                 self.stats.timed_out = True
                 break
             heap_n, snap = self.heap.n, self.res.snapshot()

@@ -104,7 +104,9 @@ def greedy_place(problem: Problem, order: np.ndarray, capacity: int | None, *,
     for step, i in enumerate(order.tolist()):
         if placed[i]:
             continue
-        if deadline is not None and step % 256 == 0 and time.monotonic() > deadline:
+        # the first 256 buffers are placed whatever the clock (a few ms): a deadline that passed while
+        # the caller set up (a busy machine, a short limit) must not leave the greedy's answer empty
+        if deadline is not None and step and step % 256 == 0 and time.monotonic() > deadline:
             break
         if capacity is not None and size_l[i] > capacity:
             continue
@@ -168,7 +170,9 @@ def push_down(problem: Problem, offsets: np.ndarray, *, index: OverlapIndex | No
     tops = np.zeros(problem.n, np.int64)
     start, end, size, align = a.start.tolist(), a.end.tolist(), a.size.tolist(), a.alignment.tolist()
     for step, i in enumerate(order.tolist()):
-        if deadline is not None and step % 256 == 0 and time.monotonic() > deadline:
+        # the first 256 buffers are placed whatever the clock (a few ms): a deadline that passed while
+        # the caller set up (a busy machine, a short limit) must not leave the greedy's answer empty
+        if deadline is not None and step and step % 256 == 0 and time.monotonic() > deadline:
             break
         near = index.query(start[i], end[i])
         near = near[done[near]]

@@ -34,3 +34,27 @@ def test_greedy_xla_stops_at_its_deadline_and_says_so():
     assert took < 4 + 1.0, took  # + 1 s: scoring 100k buffers on a loaded machine
     assert rep.valid and 0 < rep.placed < p.n
     assert "cut short by the time limit" in rep.summary()
+
+
+def test_an_expired_deadline_still_gives_the_first_buffers():
+    """At 0.2 s on a busy machine the deadline can pass while the session is set up; the greedy (and so
+    every search's fallback) then placed nothing and the portfolio ended below greedy-xla."""
+    from mallocgame.placement import greedy_place, xla_order
+    from mallocgame.session import session_for
+
+    p = _problem(2_000)
+    session = session_for(p, p.hardware)
+    order = xla_order(p, session.evaluator.benefits)
+    cut = greedy_place(p, order, p.capacity, deadline=time.monotonic() - 1.0)
+    full = greedy_place(p, order, p.capacity)
+    assert (cut >= 0).sum() > 0
+    assert (cut[order[:256]] == full[order[:256]]).all()  # the first 256 in order, as the whole run places them
+
+
+def test_msa_with_an_expired_deadline_still_decides_its_first_buffers():
+    from mallocgame.conformance import HW, _layered
+    from mallocgame.memory_space_assignment import MIN_DECIDED, msa_run
+
+    p = _layered(150, 2, 0.25).replace(mode="prefetch")
+    answer, stats = msa_run(p, HW, time.monotonic() - 1.0)
+    assert answer and stats["timed_out"] and MIN_DECIDED > 0

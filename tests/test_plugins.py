@@ -162,3 +162,14 @@ def test_solver_that_raises_is_one_line_exit_1(tmp_path):
     assert r.returncode == 2 and "does not support pack mode" in r.stderr
     r = run_cli("check-solver", "crash", "--check", "valid-answers", env=env)
     assert r.returncode == 1 and "FAIL valid-answers: " in r.stdout and "solve raised RuntimeError: boom" in r.stdout
+
+
+def test_entries_are_read_once_per_path_and_a_new_plugin_is_seen(tmp_path, monkeypatch):
+    from mallocgame import registry
+
+    first = registry.solver_entries()
+    assert registry.solver_entries() == first and "my-solver" not in first
+    assert tuple(sys.path) in registry._ENTRIES  # cached: a portfolio asks several times within 0.2 s
+    install_page_plugin(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert "my-solver" in registry.solver_entries()
