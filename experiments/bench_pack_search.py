@@ -27,7 +27,7 @@ from mallocgame.io import load_problem
 from mallocgame.solvers.pack_search.search import check_packing, pack
 
 NAMES = [f"{c}.1048576" for c in "ABCDEFGHIJK"] + ["input.12"]
-DETAIL = ("| instance | seed | load (1 min) | status | seconds | peak | check_packing | validator | nodes | restarts "
+DETAIL = ("| instance | seed | load (1 min) | status | seconds | cpu | peak | check_packing | validator | nodes | restarts "
           "| engine | winning run |")
 
 
@@ -108,14 +108,14 @@ def main(argv: list[str] | None = None) -> int:
         names = [n for n in names if n in want or n.split(".")[0] in want]
     load_start = os.getloadavg()
     print(DETAIL)
-    print("|---|---:|---:|---|---:|---:|---|---|---:|---:|---|---|")
+    print("|---|---:|---:|---|---:|---:|---:|---|---|---:|---:|---|---|")
     summary, detail, side = [], [], []
     for name in names:
         prob = load_problem(bench / f"{name}.csv")
         runs = []
         for seed in seeds:
             r = run_one(prob, seed, args.time_limit, not args.no_cpsat)
-            row = (f"| {name} | {seed} | {r['load']:.1f} | {r['status']} | {r['seconds']:.2f} | "
+            row = (f"| {name} | {seed} | {r['load']:.1f} | {r['status']} | {r['seconds']:.2f} | {r['cpu']:.2f} | "
                    f"{r['peak'] if r['peak'] is not None else '-'} | {'ok' if r['check'] else 'NO'} | "
                    f"{'ok' if r['valid'] else 'NO'} | {r['nodes']} | {r['restarts']} | {r['engine']} | {r['winner']} |")
             print(row, flush=True)
@@ -157,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
                 + "## Every run\n\n"
                 "`engine`: which engine's packing was returned; `winning run`: the search lane and restart that "
                 "found it (`choice:preorder run k limit L`).\n\n"
-                + DETAIL + "\n|---|---:|---:|---|---:|---:|---|---|---:|---:|---|---|\n" + "\n".join(detail) + "\n"
+                + DETAIL + "\n|---|---:|---:|---|---:|---:|---:|---|---|---:|---:|---|---|\n" + "\n".join(detail) + "\n"
                 + (f"\n{args.note.strip()}\n" if args.note.strip() else ""))
         write_results(args.out, text, argv=argv)
     return 0
