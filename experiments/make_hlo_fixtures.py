@@ -166,6 +166,54 @@ def _dump_file(module_name: str, suffix: str) -> str:
     return open(files[-1]).read()
 
 
+def _xla_values(module_name: str):
+    """XLA's values from the dumps: ``[(name, start, end)]`` live ranges (inclusive), each value's
+    size and ``(allocation, offset, size)`` from the buffer assignment, and the schedule's last time."""
+    text = _dump_file(module_name, "live-range.txt")
+    ranges = re.findall(r"^    (\S+):(\d+)-(\d+)$", text, re.M)
+    assignment = _dump_file(module_name, "buffer-assignment.txt")
+    sizes, placed = {}, {}
+    allocation = -1
+    for line in assignment.splitlines():
+        a = re.match(r"allocation (\d+):", line)
+        if a:
+            allocation = int(a.group(1))
+            continue
+        v = re.match(r" value: <\d+ (\S+)(?: \(phi\))? @\d+> \(size=(\d+),offset=(\d+)\)", line)
+        if v:
+            name = v.group(1) if "{" in v.group(1) else v.group(1) + "{}"
+            sizes[name] = int(v.group(2))
+            placed[name] = (allocation, int(v.group(3)), int(v.group(2)))
+    horizon = int(re.search(r"HloLiveRange \(max (\d+)\)", text).group(1))
+    return ranges, sizes, placed, horizon
+
+
+def _live_and_occupied_bytes(ranges, sizes, placed, horizon) -> tuple[list[int], list[int]]:
+    """Per time of XLA's schedule: the bytes of the live values, and the bytes their storage occupies
+    (the union per allocation of their ``[offset, offset + size)``; see ``_live_range_numbers``)."""
+    profile = [0] * (horizon + 2)
+    live_at: list[list[str]] = [[] for _ in range(horizon + 2)]
+    for name, start, end in ranges:
+        for t in range(int(start), int(end) + 1):
+            profile[t] += sizes.get(name, 0)
+            live_at[t].append(name)
+    occupied = []
+    for names in live_at:
+        spans: dict[int, list[tuple[int, int]]] = {}
+        for name in names:
+            if name in placed:
+                alloc, offset, size = placed[name]
+                spans.setdefault(alloc, []).append((offset, offset + size))
+        total = 0
+        for intervals in spans.values():
+            hi = -1
+            for lo, end in sorted(intervals):
+                total += max(0, end - max(lo, hi))
+                hi = max(hi, end)
+        occupied.append(total)
+    return profile, occupied
+
+
 def _live_range_numbers(module_name: str) -> dict:
     """XLA's live-range report and buffer assignment, summarised three ways.
 
@@ -188,41 +236,8 @@ def _live_range_numbers(module_name: str) -> dict:
     if not m:
         raise SystemExit(f"{module_name}: no peak section in the live-range report")
     listed = re.findall(r"^\s+(\S+): (\d+) bytes", m.group(2), re.M)
-    ranges = re.findall(r"^    (\S+):(\d+)-(\d+)$", text, re.M)
-    assignment = _dump_file(module_name, "buffer-assignment.txt")
-    sizes, placed = {}, {}
-    allocation = -1
-    for line in assignment.splitlines():
-        a = re.match(r"allocation (\d+):", line)
-        if a:
-            allocation = int(a.group(1))
-            continue
-        v = re.match(r" value: <\d+ (\S+)(?: \(phi\))? @\d+> \(size=(\d+),offset=(\d+)\)", line)
-        if v:
-            name = v.group(1) if "{" in v.group(1) else v.group(1) + "{}"
-            sizes[name] = int(v.group(2))
-            placed[name] = (allocation, int(v.group(3)), int(v.group(2)))
-    horizon = int(re.search(r"HloLiveRange \(max (\d+)\)", text).group(1))
-    profile = [0] * (horizon + 2)
-    live_at: list[list[str]] = [[] for _ in range(horizon + 2)]
-    for name, start, end in ranges:
-        for t in range(int(start), int(end) + 1):
-            profile[t] += sizes.get(name, 0)
-            live_at[t].append(name)
-    occupied = []
-    for names in live_at:
-        spans: dict[int, list[tuple[int, int]]] = {}
-        for name in names:
-            if name in placed:
-                alloc, offset, size = placed[name]
-                spans.setdefault(alloc, []).append((offset, offset + size))
-        total = 0
-        for intervals in spans.values():
-            hi = -1
-            for lo, end in sorted(intervals):
-                total += max(0, end - max(lo, hi))
-                hi = max(hi, end)
-        occupied.append(total)
+    ranges, sizes, placed, horizon = _xla_values(module_name)
+    profile, occupied = _live_and_occupied_bytes(ranges, sizes, placed, horizon)
     peak = max(profile)
     assigned = max(occupied)
     return {"report_peak_time": int(m.group(1)), "report_peak_bytes": sum(int(b) for _, b in listed),
