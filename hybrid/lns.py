@@ -35,6 +35,7 @@ import numpy as np
 from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.intervals import OverlapIndex, live_profile, overlap_index
 from mallocgame.model import Problem, Solution, Status, offsets_array, offsets_tuple
+from mallocgame.neighbourhood_search import Round, Step, Trial, Verdict, search
 from mallocgame.placement import push_down
 from mallocgame.protocol import Solver, solver_deadline
 from mallocgame.session import session_for
@@ -104,6 +105,82 @@ def fixed_rectangles(problem: Problem, offsets: np.ndarray, fixed: np.ndarray) -
             "fixed_hi": offsets[fixed] + a.size[fixed]}
 
 
+def step_limit(total: float) -> float:
+    """Seconds for one CP-SAT step of map and pack mode: a tenth of the budget, within [0.3, 3]."""
+    return float(np.clip(total / 10.0, 0.3, 3.0))
+
+
+class MapWindows:
+    """Map mode's neighbourhoods for :func:`mallocgame.neighbourhood_search.search`.
+
+    A step frees the candidate buffers live in a time window around a random centre (about ``k``
+    of them, :func:`window_around`), fixes the placed buffers around them as rectangles and
+    re-solves the freed part with CP-SAT for the exact value of the freed buffers given the fixed
+    ones; a trial is kept when not worse (ties let the search drift). A part proved optimal grows
+    ``k`` by 25%, one that runs out of time shrinks it; a proved part that covers every candidate
+    with nothing around it ends the search (``proved``).
+    """
+
+    def __init__(self, problem: Problem, ev: Evaluator, index: OverlapIndex, candidates: np.ndarray, *,
+                 t0: float, deadline: float, workers: int) -> None:
+        a = problem.arrays
+        self.problem, self.ev, self.index, self.candidates = problem, ev, index, candidates
+        self.horizon = (int(a.start.min()), int(a.end.max()))
+        self.n_cand = int(candidates.sum())
+        self.k: float = min(K_START, max(self.n_cand, 1))
+        self.step_seconds = step_limit(deadline - t0)
+        self.workers = workers
+        self.proved = False
+
+    def plan(self, x: np.ndarray, rng: np.random.Generator) -> list[Window]:
+        """One window around a random centre (none when no candidate is live there)."""
+        center = int(rng.integers(self.horizon[0], self.horizon[1]))
+        free = window_around(self.index, self.candidates, center, int(self.k), self.horizon)
+        return [neighbourhood(self.problem, self.index, x, free)] if len(free) else []
+
+    def seconds(self, plan, w: int, left: float) -> float:
+        """The step limit (a tenth of the budget, within [0.3, 3] s), within what is left."""
+        return min(self.step_seconds, left)
+
+    def solve(self, x: np.ndarray, win: Window, until: float, rng: np.random.Generator) -> Trial:
+        """CP-SAT on the freed buffers for their exact value around the fixed ones, hinted with ``x``."""
+        problem, free = self.problem, win.free
+        fast_fixed = x >= 0
+        fast_fixed[free] = False
+        terms = value_terms(self.ev, free, fast_fixed)
+        part = Part(free, "value", capacity=problem.capacity, terms=terms, hint=x[free],
+                    **fixed_rectangles(problem, x, win.fixed))
+        limit = until - time.monotonic()
+        res = solve_part(problem, part, Limits(limit, seed=int(rng.integers(2**31 - 1)), workers=self.workers,
+                                               deadline=until))
+        trial = None
+        if res.offsets is not None:
+            trial = x.copy()
+            trial[free] = res.offsets
+        return Trial(trial, res.status is Status.OPTIMAL)
+
+    def judge(self, x: np.ndarray, value: float, trial: np.ndarray) -> Verdict:
+        """The evaluator's exact value; kept when not worse (within rounding)."""
+        trial_value = self.ev.value(trial)
+        return Verdict(trial_value, trial_value >= value - 1e-12 * abs(value), trial_value > value + 1e-12 * abs(value))
+
+    def learn(self, step: Step) -> bool:
+        """Grow ``k`` after a proved part, shrink it after a cut one; stop when a proved part was everything."""
+        win = step.neighbourhood
+        if step.trial.proven:
+            if len(win.free) >= self.n_cand and len(win.fixed) == 0:
+                self.proved = True
+                return True
+            self.k = min(self.k * 1.25, K_MAX, self.n_cand)
+        else:
+            self.k = max(self.k / 1.25, K_MIN)
+        return False
+
+    def end_round(self, result: Round, rng: np.random.Generator) -> bool:
+        """Rounds of one window: nothing to do between them."""
+        return False
+
+
 class ModeDispatch(Solver):
     """Shared entry of the CP-SAT hybrids: one deadline rule, then ``_solve_map`` / ``_solve_pack``."""
 
@@ -145,56 +222,25 @@ class LargeNeighbourhoodSearch(ModeDispatch):
     # ------------------------------------------------------------------ map mode
 
     def _solve_map(self, problem, hardware, t0, deadline, seed, hint, workers):
-        rng = np.random.default_rng(seed)
-        a = problem.arrays
+        """From the hint or greedy-xla's answer: the driver's search over random time windows
+        (:class:`MapWindows`), every freed part re-solved by CP-SAT for its exact value."""
         ev = Evaluator.of(problem, hardware)
         index = overlap_index(problem)
-        candidates = (ev.benefits > 0) & (a.size <= problem.capacity)
+        candidates = (ev.benefits > 0) & (problem.arrays.size <= problem.capacity)
         x, source = self._map_start(problem, hardware, ev, index, hint, t0 + 0.3 * (deadline - t0))
         # Buffers worth nothing in fast memory only block others (value is monotone in the fast set).
         x[~candidates] = -1
         value = ev.value(x)
         history = [(time.monotonic() - t0, value)]
-        horizon = (int(a.start.min()), int(a.end.max()))
-        n_cand = int(candidates.sum())
-        k = min(K_START, max(n_cand, 1))
-        steps = accepted = improved = 0
-        proved = False
-        while n_cand and time.monotonic() < deadline - 0.02:
-            center = int(rng.integers(horizon[0], horizon[1]))
-            free = window_around(index, candidates, center, int(k), horizon)
-            if len(free) == 0:
-                continue
-            win = neighbourhood(problem, index, x, free)
-            fast_fixed = x >= 0
-            fast_fixed[free] = False
-            terms = value_terms(ev, free, fast_fixed)
-            part = Part(free, "value", capacity=problem.capacity, terms=terms, hint=x[free],
-                        **fixed_rectangles(problem, x, win.fixed))
-            sub_limit = min(self._step_limit(deadline - t0), deadline - time.monotonic())
-            res = solve_part(problem, part, Limits(sub_limit, seed=int(rng.integers(2**31 - 1)), workers=workers,
-                                                   deadline=time.monotonic() + sub_limit))
-            steps += 1
-            if res.offsets is not None:
-                trial = x.copy()
-                trial[free] = res.offsets
-                trial_value = ev.value(trial)
-                if trial_value >= value - 1e-12 * abs(value):
-                    accepted += 1
-                    if trial_value > value + 1e-12 * abs(value):
-                        improved += 1
-                        history.append((time.monotonic() - t0, trial_value))
-                    x, value = trial, max(value, trial_value)
-            if res.status is Status.OPTIMAL:
-                if len(free) >= n_cand and len(win.fixed) == 0:
-                    proved = True
-                    break
-                k = min(k * 1.25, K_MAX, n_cand)
-            else:
-                k = max(k / 1.25, K_MIN)
-        stats = {"start": source, "steps": steps, "accepted": accepted, "improved": improved, "final_k": int(k)}
-        return Solution(offsets_tuple(x), Status.OPTIMAL if proved else Status.FEASIBLE, "map", objective=value,
-                        wall_time=time.monotonic() - t0, history=tuple(history), stats=stats, solver=self.name)
+        space = MapWindows(problem, ev, index, candidates, t0=t0, deadline=deadline, workers=workers)
+        out = search(space, x, value, deadline=deadline, t0=t0, seed=seed) if space.n_cand else None
+        if out is not None:
+            x, value, history = out.answer, out.value, history + list(out.history)
+        stats = {"start": source, "steps": out.steps if out else 0, "accepted": out.accepted if out else 0,
+                 "improved": out.improved if out else 0, "final_k": int(space.k)}
+        return Solution(offsets_tuple(x), Status.OPTIMAL if space.proved else Status.FEASIBLE, "map",
+                        objective=value, wall_time=time.monotonic() - t0, history=tuple(history), stats=stats,
+                        solver=self.name)
 
     @staticmethod
     def _map_start(problem, hardware, ev, index, hint, deadline) -> tuple[np.ndarray, str]:
@@ -204,11 +250,6 @@ class LargeNeighbourhoodSearch(ModeDispatch):
         else:
             x, source = session_for(problem, hardware).baseline("greedy-xla").offsets, "greedy-xla"
         return push_down(problem, x, index=index, deadline=deadline), source
-
-    @staticmethod
-    def _step_limit(total: float) -> float:
-        """Seconds for one CP-SAT step: a tenth of the budget, within [0.3, 3]."""
-        return float(np.clip(total / 10.0, 0.3, 3.0))
 
     # ------------------------------------------------------------------ pack mode
 
@@ -250,7 +291,7 @@ class LargeNeighbourhoodSearch(ModeDispatch):
             old_top = int(tops[free].max())
             part = Part(free, "peak", hint=x[free], peak_floor=local_floor, peak_ceiling=old_top, offset_floor=band,
                         **fixed_rectangles(problem, x, above))
-            sub_limit = min(self._step_limit(deadline - t0), deadline - time.monotonic())
+            sub_limit = min(step_limit(deadline - t0), deadline - time.monotonic())
             res = solve_part(problem, part, Limits(sub_limit, seed=int(rng.integers(2**31 - 1)), workers=workers,
                                                    deadline=time.monotonic() + sub_limit))
             steps += 1
