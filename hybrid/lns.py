@@ -23,6 +23,11 @@ of time shrinks it. When one part covers every candidate and is proved optimal t
 search stops early (nothing left to improve). All randomness comes from ``seed``; CP-SAT
 runs deterministically (``interleave_search``) with a per-step seed drawn from it, so the
 trajectory is reproducible except for where the wall clock cuts a step.
+
+The loop itself (budget per step, judging, best so far, deadline, the seeded generator) is the
+core's one driver, :func:`mallocgame.neighbourhood_search.search`; this module supplies the
+neighbourhoods of map and pack mode (:class:`MapWindows`, :class:`PackWindows`), prefetch mode's
+are :class:`mallocgame.solvers.cpsat.prefetch_windows.PrefetchWindows`.
 """
 
 from __future__ import annotations
@@ -181,6 +186,127 @@ class MapWindows:
         return False
 
 
+@dataclass(frozen=True)
+class PackPart:
+    """A pack-mode neighbourhood: the ``free`` buffers, the placed ones ``above`` the address ``band``
+    around them (fixed rectangles), the highest fixed top there (``local_floor``), the free buffers'
+    old top, and how many placed buffers overlapped them in time (``fixed_around``)."""
+
+    free: np.ndarray
+    above: np.ndarray
+    band: int
+    local_floor: int
+    old_top: int
+    fixed_around: int
+
+
+def top_band(problem, index, x, tops, center, k, horizon, rng) -> tuple[np.ndarray, int]:
+    """About ``k`` buffers live near ``center`` and the lowest address they may take.
+
+    Half the time a plain time window (everything in it free, address floor 0);
+    otherwise a 2-D window: the time window holds up to ``3k`` buffers, the ``k``
+    nearest the top (ties broken at random) are freed, and they may move only above
+    the lowest of their current offsets, so everything below that band stays out of
+    the model.
+    """
+    if rng.random() < 0.5:  # half the steps: a plain time window, free down to the floor
+        free = window_around(index, np.ones(problem.n, bool), center, k, horizon)
+        return free, 0
+    live = window_around(index, np.ones(problem.n, bool), center, 3 * k, horizon)
+    jitter = rng.random(len(live))
+    order = np.lexsort((jitter, -tops[live]))
+    free = np.sort(live[order[:k]])
+    return free, int(x[free].min())
+
+
+
+class PackWindows:
+    """Pack mode's neighbourhoods for :func:`mallocgame.neighbourhood_search.search` (answers: offsets,
+    values: minus the peak).
+
+    A step frees about ``k`` buffers near a random buffer at the peak (:func:`top_band`), fixes the
+    placed buffers above their band around them (at most :data:`FIXED_BUDGET`, raising the band)
+    and re-solves the freed part with CP-SAT for its highest top, never above the old one; ``k``
+    adapts as in :class:`MapWindows`. The search stops when the peak fits the ``capacity`` (when
+    given), reaches the ``floor`` (max live) or a proved part was everything (``proved``).
+    """
+
+    def __init__(self, problem: Problem, index: OverlapIndex, capacity: int | None, floor: int, *,
+                 t0: float, deadline: float, workers: int) -> None:
+        a = problem.arrays
+        self.problem, self.index, self.capacity, self.floor = problem, index, capacity, floor
+        self.horizon = (int(a.start.min()), int(a.end.max()))
+        self.k: float = min(K_START, problem.n)
+        self.step_seconds = step_limit(deadline - t0)
+        self.workers = workers
+        self.proved = False
+
+    def plan(self, x: np.ndarray, rng: np.random.Generator) -> list[PackPart] | None:
+        """One part near the peak; none when the fixed budget leaves nothing free (``k`` shrinks);
+        ``None`` (stop) once the peak fits the capacity."""
+        problem, size = self.problem, self.problem.arrays.size
+        tops = x + size
+        peak = int(tops.max())
+        if self.capacity is not None and peak <= self.capacity:
+            return None
+        b = int(rng.choice(np.flatnonzero(tops == peak)))
+        center = int(rng.integers(problem.arrays.start[b], problem.arrays.end[b]))
+        free, band = top_band(problem, self.index, x, tops, center, int(self.k), self.horizon, rng)
+        win = neighbourhood(problem, self.index, x, free)
+        above = win.fixed[tops[win.fixed] > band]  # rectangles wholly below the band cannot interfere
+        if len(above) > FIXED_BUDGET:  # a model of bounded size: raise the band
+            band = int(np.sort(tops[above])[-FIXED_BUDGET])
+            stay = free[x[free] < band]  # now fixed too: they may reach into the band
+            free = free[x[free] >= band]
+            above = np.concatenate([above, stay])
+            above = above[tops[above] > band]
+            if len(free) == 0:
+                self.k = max(self.k / 1.25, K_MIN)
+                return []
+        local_floor = int(tops[above].max()) if len(above) else 0
+        return [PackPart(free, above, band, local_floor, int(tops[free].max()), len(win.fixed))]
+
+    def seconds(self, plan, w: int, left: float) -> float:
+        """The step limit (a tenth of the budget, within [0.3, 3] s), within what is left."""
+        return min(self.step_seconds, left)
+
+    def solve(self, x: np.ndarray, part: PackPart, until: float, rng: np.random.Generator) -> Trial:
+        """CP-SAT on the freed buffers for their highest top; a trial only when it is not above the old top."""
+        problem, free = self.problem, part.free
+        model = Part(free, "peak", hint=x[free], peak_floor=part.local_floor, peak_ceiling=part.old_top,
+                     offset_floor=part.band, **fixed_rectangles(problem, x, part.above))
+        limit = until - time.monotonic()
+        res = solve_part(problem, model, Limits(limit, seed=int(rng.integers(2**31 - 1)), workers=self.workers,
+                                                deadline=until))
+        trial = None
+        if res.offsets is not None and int((res.offsets + problem.arrays.size[free]).max()) <= part.old_top:
+            trial = x.copy()
+            trial[free] = res.offsets
+        return Trial(trial, res.status is Status.OPTIMAL)
+
+    def judge(self, x: np.ndarray, value: float, trial: np.ndarray) -> Verdict:
+        """Minus the new peak; always kept (the part's top is not above the old one), better when lower."""
+        peak = int((trial + self.problem.arrays.size).max())
+        return Verdict(-float(peak), True, peak < -value)
+
+    def learn(self, step: Step) -> bool:
+        """``k`` adapts as in map mode; stop when a proved part was everything or the peak is max live."""
+        part = step.neighbourhood
+        if step.trial.proven:
+            if len(part.free) >= self.problem.n and part.fixed_around == 0:
+                self.proved = True
+                return True
+            self.k = min(self.k * 1.25, K_MAX, self.problem.n)
+        else:
+            self.k = max(self.k / 1.25, K_MIN)
+        self.proved = -step.value <= self.floor
+        return self.proved
+
+    def end_round(self, result: Round, rng: np.random.Generator) -> bool:
+        """Rounds of one part: nothing to do between them."""
+        return False
+
+
 class ModeDispatch(Solver):
     """Shared entry of the CP-SAT hybrids: one deadline rule, then ``_solve_map`` / ``_solve_pack``."""
 
@@ -254,92 +380,31 @@ class LargeNeighbourhoodSearch(ModeDispatch):
     # ------------------------------------------------------------------ pack mode
 
     def _solve_pack(self, problem, hardware, t0, deadline, seed, hint, workers, minimize_peak):
-        rng = np.random.default_rng(seed)
-        a = problem.arrays
+        """From the lower-peak of the hint and best fit: the driver's search over windows near the
+        peak (:class:`PackWindows`), every freed part re-solved by CP-SAT for its highest top."""
         index = overlap_index(problem)
         capacity = None if minimize_peak else problem.capacity
         # On 10^8-pair traces best fit takes most of the time but starts far better than
         # the online allocator, and steps there gain little: let it have 60%.
         x, source = self._pack_start(problem, hardware, index, hint, t0 + 0.6 * (deadline - t0))
-        tops = x + a.size
-        peak = int(tops.max())
+        peak = int((x + problem.arrays.size).max())
         floor = int(live_profile(problem)[1].max())
         history = [(time.monotonic() - t0, float(peak))]
-        horizon = (int(a.start.min()), int(a.end.max()))
-        k = min(K_START, problem.n)
-        steps = accepted = improved = 0
-        proved = peak <= floor
-        while not proved and time.monotonic() < deadline - 0.02:
-            if capacity is not None and peak <= capacity:
-                break
-            at_peak = np.flatnonzero(tops == peak)
-            b = int(rng.choice(at_peak))
-            center = int(rng.integers(a.start[b], a.end[b]))
-            free, band = self._top_band(problem, index, x, tops, center, int(k), horizon, rng)
-            win = neighbourhood(problem, index, x, free)
-            above = win.fixed[tops[win.fixed] > band]  # rectangles wholly below the band cannot interfere
-            if len(above) > FIXED_BUDGET:  # a model of bounded size: raise the band
-                band = int(np.sort(tops[above])[-FIXED_BUDGET])
-                stay = free[x[free] < band]  # now fixed too: they may reach into the band
-                free = free[x[free] >= band]
-                above = np.concatenate([above, stay])
-                above = above[tops[above] > band]
-                if len(free) == 0:
-                    k = max(k / 1.25, K_MIN)
-                    continue
-            local_floor = int(tops[above].max()) if len(above) else 0
-            old_top = int(tops[free].max())
-            part = Part(free, "peak", hint=x[free], peak_floor=local_floor, peak_ceiling=old_top, offset_floor=band,
-                        **fixed_rectangles(problem, x, above))
-            sub_limit = min(step_limit(deadline - t0), deadline - time.monotonic())
-            res = solve_part(problem, part, Limits(sub_limit, seed=int(rng.integers(2**31 - 1)), workers=workers,
-                                                   deadline=time.monotonic() + sub_limit))
-            steps += 1
-            if res.offsets is not None and int((res.offsets + a.size[free]).max()) <= old_top:
-                x = x.copy()
-                x[free] = res.offsets
-                tops = x + a.size
-                accepted += 1
-                new_peak = int(tops.max())
-                if new_peak < peak:
-                    improved += 1
-                    peak = new_peak
-                    history.append((time.monotonic() - t0, float(peak)))
-            if res.status is Status.OPTIMAL:
-                if len(free) >= problem.n and len(win.fixed) == 0:
-                    proved = True
-                    break
-                k = min(k * 1.25, K_MAX, problem.n)
-            else:
-                k = max(k / 1.25, K_MIN)
-            proved = proved or peak <= floor
-        stats = {"start": source, "steps": steps, "accepted": accepted, "improved": improved, "final_k": int(k)}
+        space = PackWindows(problem, index, capacity, floor, t0=t0, deadline=deadline, workers=workers)
+        space.proved = peak <= floor
+        out = None if space.proved else search(space, x, -float(peak), deadline=deadline, t0=t0, seed=seed)
+        if out is not None:
+            x, peak = out.answer, int(-out.value)
+            history += [(t, -v) for t, v in out.history]
+        stats = {"start": source, "steps": out.steps if out else 0, "accepted": out.accepted if out else 0,
+                 "improved": out.improved if out else 0, "final_k": int(space.k)}
         if capacity is not None and peak > capacity:
             return Solution((None,) * problem.n, Status.UNKNOWN, "pack", wall_time=time.monotonic() - t0,
                             history=tuple(history), stats=stats | {"best_peak": peak}, solver=self.name)
-        status = Status.OPTIMAL if (proved or capacity is not None and peak <= capacity and
+        status = Status.OPTIMAL if (space.proved or capacity is not None and peak <= capacity and
                                     not minimize_peak) else Status.FEASIBLE
         return Solution(offsets_tuple(x), status, "pack", objective=float(peak), bound=float(floor),
                         wall_time=time.monotonic() - t0, history=tuple(history), stats=stats, solver=self.name)
-
-    @staticmethod
-    def _top_band(problem, index, x, tops, center, k, horizon, rng) -> tuple[np.ndarray, int]:
-        """About ``k`` buffers live near ``center`` and the lowest address they may take.
-
-        Half the time a plain time window (everything in it free, address floor 0);
-        otherwise a 2-D window: the time window holds up to ``3k`` buffers, the ``k``
-        nearest the top (ties broken at random) are freed, and they may move only above
-        the lowest of their current offsets, so everything below that band stays out of
-        the model.
-        """
-        if rng.random() < 0.5:  # half the steps: a plain time window, free down to the floor
-            free = window_around(index, np.ones(problem.n, bool), center, k, horizon)
-            return free, 0
-        live = window_around(index, np.ones(problem.n, bool), center, 3 * k, horizon)
-        jitter = rng.random(len(live))
-        order = np.lexsort((jitter, -tops[live]))
-        free = np.sort(live[order[:k]])
-        return free, int(x[free].min())
 
     @staticmethod
     def _pack_start(problem, hardware, index, hint, deadline) -> tuple[np.ndarray, str]:
