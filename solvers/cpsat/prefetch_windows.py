@@ -34,7 +34,9 @@ hold the most memory, so a long stay can split into short ones). Ties go to the 
 holds less memory (a secondary objective, and an equally fast answer holding less is kept), which
 leaves room to the next neighbourhoods. A round without gain doubles the size, up to one model
 per span; the search stops when every span's single model is proven optimal (then the same seed
-gives the same answer) or at the deadline. Measurements: experiments/results/cpsat_history.md.
+gives the same answer) or at the deadline. The loop is the core's neighbourhood-search driver
+(:func:`mallocgame.neighbourhood_search.search`); :class:`PrefetchWindows` supplies its hooks.
+Measurements: experiments/results/cpsat_history.md.
 """
 
 from __future__ import annotations
