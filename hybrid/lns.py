@@ -115,7 +115,38 @@ def step_limit(total: float) -> float:
     return float(np.clip(total / 10.0, 0.3, 3.0))
 
 
-class MapWindows:
+class _PartSteps:
+    """What map and pack mode's neighbourhoods share: one part per round, re-solved by CP-SAT within the
+    step limit with a seed drawn from the driver's generator, and ``k`` (the buffers a part frees)
+    growing by 25% after a proved part, shrinking after one that ran out of time."""
+
+    def __init__(self, problem: Problem, index: OverlapIndex, k: float, *, t0: float, deadline: float,
+                 workers: int) -> None:
+        a = problem.arrays
+        self.problem, self.index, self.k = problem, index, k
+        self.horizon = (int(a.start.min()), int(a.end.max()))
+        self.step_seconds = step_limit(deadline - t0)
+        self.workers = workers
+        self.proved = False
+
+    def seconds(self, plan, w: int, left: float) -> float:
+        """The step limit (a tenth of the budget, within [0.3, 3] s), within what is left."""
+        return min(self.step_seconds, left)
+
+    def _solve_part(self, part: Part, until: float, rng: np.random.Generator):
+        limit = until - time.monotonic()
+        return solve_part(self.problem, part, Limits(limit, seed=int(rng.integers(2**31 - 1)), workers=self.workers,
+                                                     deadline=until))
+
+    def _adapt(self, proven: bool, most: int) -> None:
+        self.k = min(self.k * 1.25, K_MAX, most) if proven else max(self.k / 1.25, K_MIN)
+
+    def end_round(self, result: Round, rng: np.random.Generator) -> bool:
+        """Rounds of one part: nothing to do between them."""
+        return False
+
+
+class MapWindows(_PartSteps):
     """Map mode's neighbourhoods for :func:`mallocgame.neighbourhood_search.search`.
 
     A step frees the candidate buffers live in a time window around a random centre (about ``k``
@@ -128,24 +159,15 @@ class MapWindows:
 
     def __init__(self, problem: Problem, ev: Evaluator, index: OverlapIndex, candidates: np.ndarray, *,
                  t0: float, deadline: float, workers: int) -> None:
-        a = problem.arrays
-        self.problem, self.ev, self.index, self.candidates = problem, ev, index, candidates
-        self.horizon = (int(a.start.min()), int(a.end.max()))
-        self.n_cand = int(candidates.sum())
-        self.k: float = min(K_START, max(self.n_cand, 1))
-        self.step_seconds = step_limit(deadline - t0)
-        self.workers = workers
-        self.proved = False
+        n_cand = int(candidates.sum())
+        super().__init__(problem, index, min(K_START, max(n_cand, 1)), t0=t0, deadline=deadline, workers=workers)
+        self.ev, self.candidates, self.n_cand = ev, candidates, n_cand
 
     def plan(self, x: np.ndarray, rng: np.random.Generator) -> list[Window]:
         """One window around a random centre (none when no candidate is live there)."""
         center = int(rng.integers(self.horizon[0], self.horizon[1]))
         free = window_around(self.index, self.candidates, center, int(self.k), self.horizon)
         return [neighbourhood(self.problem, self.index, x, free)] if len(free) else []
-
-    def seconds(self, plan, w: int, left: float) -> float:
-        """The step limit (a tenth of the budget, within [0.3, 3] s), within what is left."""
-        return min(self.step_seconds, left)
 
     def solve(self, x: np.ndarray, win: Window, until: float, rng: np.random.Generator) -> Trial:
         """CP-SAT on the freed buffers for their exact value around the fixed ones, hinted with ``x``."""
@@ -155,9 +177,7 @@ class MapWindows:
         terms = value_terms(self.ev, free, fast_fixed)
         part = Part(free, "value", capacity=problem.capacity, terms=terms, hint=x[free],
                     **fixed_rectangles(problem, x, win.fixed))
-        limit = until - time.monotonic()
-        res = solve_part(problem, part, Limits(limit, seed=int(rng.integers(2**31 - 1)), workers=self.workers,
-                                               deadline=until))
+        res = self._solve_part(part, until, rng)
         trial = None
         if res.offsets is not None:
             trial = x.copy()
@@ -176,13 +196,7 @@ class MapWindows:
             if len(win.free) >= self.n_cand and len(win.fixed) == 0:
                 self.proved = True
                 return True
-            self.k = min(self.k * 1.25, K_MAX, self.n_cand)
-        else:
-            self.k = max(self.k / 1.25, K_MIN)
-        return False
-
-    def end_round(self, result: Round, rng: np.random.Generator) -> bool:
-        """Rounds of one window: nothing to do between them."""
+        self._adapt(step.trial.proven, self.n_cand)
         return False
 
 
@@ -219,8 +233,7 @@ def top_band(problem, index, x, tops, center, k, horizon, rng) -> tuple[np.ndarr
     return free, int(x[free].min())
 
 
-
-class PackWindows:
+class PackWindows(_PartSteps):
     """Pack mode's neighbourhoods for :func:`mallocgame.neighbourhood_search.search` (answers: offsets,
     values: minus the peak).
 
@@ -233,13 +246,8 @@ class PackWindows:
 
     def __init__(self, problem: Problem, index: OverlapIndex, capacity: int | None, floor: int, *,
                  t0: float, deadline: float, workers: int) -> None:
-        a = problem.arrays
-        self.problem, self.index, self.capacity, self.floor = problem, index, capacity, floor
-        self.horizon = (int(a.start.min()), int(a.end.max()))
-        self.k: float = min(K_START, problem.n)
-        self.step_seconds = step_limit(deadline - t0)
-        self.workers = workers
-        self.proved = False
+        super().__init__(problem, index, min(K_START, problem.n), t0=t0, deadline=deadline, workers=workers)
+        self.capacity, self.floor = capacity, floor
 
     def plan(self, x: np.ndarray, rng: np.random.Generator) -> list[PackPart] | None:
         """One part near the peak; none when the fixed budget leaves nothing free (``k`` shrinks);
@@ -266,18 +274,12 @@ class PackWindows:
         local_floor = int(tops[above].max()) if len(above) else 0
         return [PackPart(free, above, band, local_floor, int(tops[free].max()), len(win.fixed))]
 
-    def seconds(self, plan, w: int, left: float) -> float:
-        """The step limit (a tenth of the budget, within [0.3, 3] s), within what is left."""
-        return min(self.step_seconds, left)
-
     def solve(self, x: np.ndarray, part: PackPart, until: float, rng: np.random.Generator) -> Trial:
         """CP-SAT on the freed buffers for their highest top; a trial only when it is not above the old top."""
         problem, free = self.problem, part.free
         model = Part(free, "peak", hint=x[free], peak_floor=part.local_floor, peak_ceiling=part.old_top,
                      offset_floor=part.band, **fixed_rectangles(problem, x, part.above))
-        limit = until - time.monotonic()
-        res = solve_part(problem, model, Limits(limit, seed=int(rng.integers(2**31 - 1)), workers=self.workers,
-                                                deadline=until))
+        res = self._solve_part(model, until, rng)
         trial = None
         if res.offsets is not None and int((res.offsets + problem.arrays.size[free]).max()) <= part.old_top:
             trial = x.copy()
@@ -296,15 +298,9 @@ class PackWindows:
             if len(part.free) >= self.problem.n and part.fixed_around == 0:
                 self.proved = True
                 return True
-            self.k = min(self.k * 1.25, K_MAX, self.problem.n)
-        else:
-            self.k = max(self.k / 1.25, K_MIN)
+        self._adapt(step.trial.proven, self.problem.n)
         self.proved = -step.value <= self.floor
         return self.proved
-
-    def end_round(self, result: Round, rng: np.random.Generator) -> bool:
-        """Rounds of one part: nothing to do between them."""
-        return False
 
 
 class ModeDispatch(Solver):
