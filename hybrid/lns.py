@@ -23,6 +23,11 @@ of time shrinks it. When one part covers every candidate and is proved optimal t
 search stops early (nothing left to improve). All randomness comes from ``seed``; CP-SAT
 runs deterministically (``interleave_search``) with a per-step seed drawn from it, so the
 trajectory is reproducible except for where the wall clock cuts a step.
+
+The loop itself (budget per step, judging, best so far, deadline, the seeded generator) is the
+core's one driver, :func:`mallocgame.neighbourhood_search.search`; this module supplies the
+neighbourhoods of map and pack mode (:class:`MapWindows`, :class:`PackWindows`), prefetch mode's
+are :class:`mallocgame.solvers.cpsat.prefetch_windows.PrefetchWindows`.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ import numpy as np
 from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.intervals import OverlapIndex, live_profile, overlap_index
 from mallocgame.model import Problem, Solution, Status, offsets_array, offsets_tuple
+from mallocgame.neighbourhood_search import Round, Step, Trial, Verdict, search
 from mallocgame.placement import push_down
 from mallocgame.protocol import Solver, solver_deadline
 from mallocgame.session import session_for
@@ -105,6 +111,199 @@ def fixed_rectangles(problem: Problem, offsets: np.ndarray, fixed: np.ndarray) -
             "fixed_hi": offsets[fixed] + a.size[fixed]}
 
 
+def step_limit(total: float) -> float:
+    """Seconds for one CP-SAT step of map and pack mode: a tenth of the budget, within [0.3, 3]."""
+    return float(np.clip(total / 10.0, 0.3, 3.0))
+
+
+class _PartSteps:
+    """What map and pack mode's neighbourhoods share: one part per round, re-solved by CP-SAT within the
+    step limit with a seed drawn from the driver's generator, and ``k`` (the buffers a part frees)
+    growing by 25% after a proved part, shrinking after one that ran out of time."""
+
+    def __init__(self, problem: Problem, index: OverlapIndex, k: float, *, t0: float, deadline: float,
+                 workers: int) -> None:
+        a = problem.arrays
+        self.problem, self.index, self.k = problem, index, k
+        self.horizon = (int(a.start.min()), int(a.end.max()))
+        self.step_seconds = step_limit(deadline - t0)
+        self.workers = workers
+        self.proved = False
+
+    def seconds(self, plan, w: int, left: float) -> float:
+        """The step limit (a tenth of the budget, within [0.3, 3] s), within what is left."""
+        return min(self.step_seconds, left)
+
+    def _solve_part(self, part: Part, until: float, rng: np.random.Generator):
+        limit = until - time.monotonic()
+        return solve_part(self.problem, part, Limits(limit, seed=int(rng.integers(2**31 - 1)), workers=self.workers,
+                                                     deadline=until))
+
+    def _adapt(self, proven: bool, most: int) -> None:
+        self.k = min(self.k * 1.25, K_MAX, most) if proven else max(self.k / 1.25, K_MIN)
+
+    def end_round(self, result: Round, rng: np.random.Generator) -> bool:
+        """Rounds of one part: nothing to do between them."""
+        return False
+
+
+class MapWindows(_PartSteps):
+    """Map mode's neighbourhoods for :func:`mallocgame.neighbourhood_search.search`.
+
+    A step frees the candidate buffers live in a time window around a random centre (about ``k``
+    of them, :func:`window_around`), fixes the placed buffers around them as rectangles and
+    re-solves the freed part with CP-SAT for the exact value of the freed buffers given the fixed
+    ones; a trial is kept when not worse (ties let the search drift). A part proved optimal grows
+    ``k`` by 25%, one that runs out of time shrinks it; a proved part that covers every candidate
+    with nothing around it ends the search (``proved``).
+    """
+
+    def __init__(self, problem: Problem, ev: Evaluator, index: OverlapIndex, candidates: np.ndarray, *,
+                 t0: float, deadline: float, workers: int) -> None:
+        n_cand = int(candidates.sum())
+        super().__init__(problem, index, min(K_START, max(n_cand, 1)), t0=t0, deadline=deadline, workers=workers)
+        self.ev, self.candidates, self.n_cand = ev, candidates, n_cand
+
+    def plan(self, x: np.ndarray, rng: np.random.Generator) -> list[Window]:
+        """One window around a random centre (none when no candidate is live there)."""
+        center = int(rng.integers(self.horizon[0], self.horizon[1]))
+        free = window_around(self.index, self.candidates, center, int(self.k), self.horizon)
+        return [neighbourhood(self.problem, self.index, x, free)] if len(free) else []
+
+    def solve(self, x: np.ndarray, win: Window, until: float, rng: np.random.Generator) -> Trial:
+        """CP-SAT on the freed buffers for their exact value around the fixed ones, hinted with ``x``."""
+        problem, free = self.problem, win.free
+        fast_fixed = x >= 0
+        fast_fixed[free] = False
+        terms = value_terms(self.ev, free, fast_fixed)
+        part = Part(free, "value", capacity=problem.capacity, terms=terms, hint=x[free],
+                    **fixed_rectangles(problem, x, win.fixed))
+        res = self._solve_part(part, until, rng)
+        trial = None
+        if res.offsets is not None:
+            trial = x.copy()
+            trial[free] = res.offsets
+        return Trial(trial, res.status is Status.OPTIMAL)
+
+    def judge(self, x: np.ndarray, value: float, trial: np.ndarray) -> Verdict:
+        """The evaluator's exact value; kept when not worse (within rounding)."""
+        trial_value = self.ev.value(trial)
+        return Verdict(trial_value, trial_value >= value - 1e-12 * abs(value), trial_value > value + 1e-12 * abs(value))
+
+    def learn(self, step: Step) -> bool:
+        """Grow ``k`` after a proved part, shrink it after a cut one; stop when a proved part was everything."""
+        win = step.neighbourhood
+        if step.trial.proven:
+            if len(win.free) >= self.n_cand and len(win.fixed) == 0:
+                self.proved = True
+                return True
+        self._adapt(step.trial.proven, self.n_cand)
+        return False
+
+
+@dataclass(frozen=True)
+class PackPart:
+    """A pack-mode neighbourhood: the ``free`` buffers, the placed ones ``above`` the address ``band``
+    around them (fixed rectangles), the highest fixed top there (``local_floor``), the free buffers'
+    old top, and how many placed buffers overlapped them in time (``fixed_around``)."""
+
+    free: np.ndarray
+    above: np.ndarray
+    band: int
+    local_floor: int
+    old_top: int
+    fixed_around: int
+
+
+def top_band(problem, index, x, tops, center, k, horizon, rng) -> tuple[np.ndarray, int]:
+    """About ``k`` buffers live near ``center`` and the lowest address they may take.
+
+    Half the time a plain time window (everything in it free, address floor 0);
+    otherwise a 2-D window: the time window holds up to ``3k`` buffers, the ``k``
+    nearest the top (ties broken at random) are freed, and they may move only above
+    the lowest of their current offsets, so everything below that band stays out of
+    the model.
+    """
+    if rng.random() < 0.5:  # half the steps: a plain time window, free down to the floor
+        free = window_around(index, np.ones(problem.n, bool), center, k, horizon)
+        return free, 0
+    live = window_around(index, np.ones(problem.n, bool), center, 3 * k, horizon)
+    jitter = rng.random(len(live))
+    order = np.lexsort((jitter, -tops[live]))
+    free = np.sort(live[order[:k]])
+    return free, int(x[free].min())
+
+
+class PackWindows(_PartSteps):
+    """Pack mode's neighbourhoods for :func:`mallocgame.neighbourhood_search.search` (answers: offsets,
+    values: minus the peak).
+
+    A step frees about ``k`` buffers near a random buffer at the peak (:func:`top_band`), fixes the
+    placed buffers above their band around them (at most :data:`FIXED_BUDGET`, raising the band)
+    and re-solves the freed part with CP-SAT for its highest top, never above the old one; ``k``
+    adapts as in :class:`MapWindows`. The search stops when the peak fits the ``capacity`` (when
+    given), reaches the ``floor`` (max live) or a proved part was everything (``proved``).
+    """
+
+    def __init__(self, problem: Problem, index: OverlapIndex, capacity: int | None, floor: int, *,
+                 t0: float, deadline: float, workers: int) -> None:
+        super().__init__(problem, index, min(K_START, problem.n), t0=t0, deadline=deadline, workers=workers)
+        self.capacity, self.floor = capacity, floor
+
+    def plan(self, x: np.ndarray, rng: np.random.Generator) -> list[PackPart] | None:
+        """One part near the peak; none when the fixed budget leaves nothing free (``k`` shrinks);
+        ``None`` (stop) once the peak fits the capacity."""
+        problem, size = self.problem, self.problem.arrays.size
+        tops = x + size
+        peak = int(tops.max())
+        if self.capacity is not None and peak <= self.capacity:
+            return None
+        b = int(rng.choice(np.flatnonzero(tops == peak)))
+        center = int(rng.integers(problem.arrays.start[b], problem.arrays.end[b]))
+        free, band = top_band(problem, self.index, x, tops, center, int(self.k), self.horizon, rng)
+        win = neighbourhood(problem, self.index, x, free)
+        above = win.fixed[tops[win.fixed] > band]  # rectangles wholly below the band cannot interfere
+        if len(above) > FIXED_BUDGET:  # a model of bounded size: raise the band
+            band = int(np.sort(tops[above])[-FIXED_BUDGET])
+            stay = free[x[free] < band]  # now fixed too: they may reach into the band
+            free = free[x[free] >= band]
+            above = np.concatenate([above, stay])
+            above = above[tops[above] > band]
+            if len(free) == 0:
+                self.k = max(self.k / 1.25, K_MIN)
+                return []
+        local_floor = int(tops[above].max()) if len(above) else 0
+        return [PackPart(free, above, band, local_floor, int(tops[free].max()), len(win.fixed))]
+
+    def solve(self, x: np.ndarray, part: PackPart, until: float, rng: np.random.Generator) -> Trial:
+        """CP-SAT on the freed buffers for their highest top; a trial only when it is not above the old top."""
+        problem, free = self.problem, part.free
+        model = Part(free, "peak", hint=x[free], peak_floor=part.local_floor, peak_ceiling=part.old_top,
+                     offset_floor=part.band, **fixed_rectangles(problem, x, part.above))
+        res = self._solve_part(model, until, rng)
+        trial = None
+        if res.offsets is not None and int((res.offsets + problem.arrays.size[free]).max()) <= part.old_top:
+            trial = x.copy()
+            trial[free] = res.offsets
+        return Trial(trial, res.status is Status.OPTIMAL)
+
+    def judge(self, x: np.ndarray, value: float, trial: np.ndarray) -> Verdict:
+        """Minus the new peak; always kept (the part's top is not above the old one), better when lower."""
+        peak = int((trial + self.problem.arrays.size).max())
+        return Verdict(-float(peak), True, peak < -value)
+
+    def learn(self, step: Step) -> bool:
+        """``k`` adapts as in map mode; stop when a proved part was everything or the peak is max live."""
+        part = step.neighbourhood
+        if step.trial.proven:
+            if len(part.free) >= self.problem.n and part.fixed_around == 0:
+                self.proved = True
+                return True
+        self._adapt(step.trial.proven, self.problem.n)
+        self.proved = -step.value <= self.floor
+        return self.proved
+
+
 class ModeDispatch(Solver):
     """Shared entry of the CP-SAT hybrids: one deadline rule, then ``_solve_map`` / ``_solve_pack``."""
 
@@ -144,56 +343,25 @@ class LargeNeighbourhoodSearch(ModeDispatch):
     # ------------------------------------------------------------------ map mode
 
     def _solve_map(self, problem, hardware, t0, deadline, seed, hint, workers):
-        rng = np.random.default_rng(seed)
-        a = problem.arrays
+        """From the hint or greedy-xla's answer: the driver's search over random time windows
+        (:class:`MapWindows`), every freed part re-solved by CP-SAT for its exact value."""
         ev = Evaluator.of(problem, hardware)
         index = overlap_index(problem)
-        candidates = (ev.benefits > 0) & (a.size <= problem.capacity)
+        candidates = (ev.benefits > 0) & (problem.arrays.size <= problem.capacity)
         x, source = self._map_start(problem, hardware, ev, index, hint, t0 + 0.3 * (deadline - t0))
         # Buffers worth nothing in fast memory only block others (value is monotone in the fast set).
         x[~candidates] = -1
         value = ev.value(x)
         history = [(time.monotonic() - t0, value)]
-        horizon = (int(a.start.min()), int(a.end.max()))
-        n_cand = int(candidates.sum())
-        k = min(K_START, max(n_cand, 1))
-        steps = accepted = improved = 0
-        proved = False
-        while n_cand and time.monotonic() < deadline - 0.02:
-            center = int(rng.integers(horizon[0], horizon[1]))
-            free = window_around(index, candidates, center, int(k), horizon)
-            if len(free) == 0:
-                continue
-            win = neighbourhood(problem, index, x, free)
-            fast_fixed = x >= 0
-            fast_fixed[free] = False
-            terms = value_terms(ev, free, fast_fixed)
-            part = Part(free, "value", capacity=problem.capacity, terms=terms, hint=x[free],
-                        **fixed_rectangles(problem, x, win.fixed))
-            sub_limit = min(self._step_limit(deadline - t0), deadline - time.monotonic())
-            res = solve_part(problem, part, Limits(sub_limit, seed=int(rng.integers(2**31 - 1)), workers=workers,
-                                                   deadline=time.monotonic() + sub_limit))
-            steps += 1
-            if res.offsets is not None:
-                trial = x.copy()
-                trial[free] = res.offsets
-                trial_value = ev.value(trial)
-                if trial_value >= value - 1e-12 * abs(value):
-                    accepted += 1
-                    if trial_value > value + 1e-12 * abs(value):
-                        improved += 1
-                        history.append((time.monotonic() - t0, trial_value))
-                    x, value = trial, max(value, trial_value)
-            if res.status is Status.OPTIMAL:
-                if len(free) >= n_cand and len(win.fixed) == 0:
-                    proved = True
-                    break
-                k = min(k * 1.25, K_MAX, n_cand)
-            else:
-                k = max(k / 1.25, K_MIN)
-        stats = {"start": source, "steps": steps, "accepted": accepted, "improved": improved, "final_k": int(k)}
-        return Solution(offsets_tuple(x), Status.OPTIMAL if proved else Status.FEASIBLE, "map", objective=value,
-                        wall_time=time.monotonic() - t0, history=tuple(history), stats=stats, solver=self.name)
+        space = MapWindows(problem, ev, index, candidates, t0=t0, deadline=deadline, workers=workers)
+        out = search(space, x, value, deadline=deadline, t0=t0, seed=seed) if space.n_cand else None
+        if out is not None:
+            x, value, history = out.answer, out.value, history + list(out.history)
+        stats = {"start": source, "steps": out.steps if out else 0, "accepted": out.accepted if out else 0,
+                 "improved": out.improved if out else 0, "final_k": int(space.k)}
+        return Solution(offsets_tuple(x), Status.OPTIMAL if space.proved else Status.FEASIBLE, "map",
+                        objective=value, wall_time=time.monotonic() - t0, history=tuple(history), stats=stats,
+                        solver=self.name)
 
     @staticmethod
     def _map_start(problem, hardware, ev, index, hint, deadline) -> tuple[np.ndarray, str]:
@@ -204,100 +372,34 @@ class LargeNeighbourhoodSearch(ModeDispatch):
             x, source = session_for(problem, hardware).baseline("greedy-xla").offsets, "greedy-xla"
         return push_down(problem, x, index=index, deadline=deadline), source
 
-    @staticmethod
-    def _step_limit(total: float) -> float:
-        """Seconds for one CP-SAT step: a tenth of the budget, within [0.3, 3]."""
-        return float(np.clip(total / 10.0, 0.3, 3.0))
-
     # ------------------------------------------------------------------ pack mode
 
     def _solve_pack(self, problem, hardware, t0, deadline, seed, hint, workers, minimize_peak):
-        rng = np.random.default_rng(seed)
-        a = problem.arrays
+        """From the lower-peak of the hint and best fit: the driver's search over windows near the
+        peak (:class:`PackWindows`), every freed part re-solved by CP-SAT for its highest top."""
         index = overlap_index(problem)
         capacity = None if minimize_peak else problem.capacity
         # On 10^8-pair traces best fit takes most of the time but starts far better than
         # the online allocator, and steps there gain little: let it have 60%.
         x, source = self._pack_start(problem, hardware, index, hint, t0 + 0.6 * (deadline - t0))
-        tops = x + a.size
-        peak = int(tops.max())
+        peak = int((x + problem.arrays.size).max())
         floor = int(live_profile(problem)[1].max())
         history = [(time.monotonic() - t0, float(peak))]
-        horizon = (int(a.start.min()), int(a.end.max()))
-        k = min(K_START, problem.n)
-        steps = accepted = improved = 0
-        proved = peak <= floor
-        while not proved and time.monotonic() < deadline - 0.02:
-            if capacity is not None and peak <= capacity:
-                break
-            at_peak = np.flatnonzero(tops == peak)
-            b = int(rng.choice(at_peak))
-            center = int(rng.integers(a.start[b], a.end[b]))
-            free, band = self._top_band(problem, index, x, tops, center, int(k), horizon, rng)
-            win = neighbourhood(problem, index, x, free)
-            above = win.fixed[tops[win.fixed] > band]  # rectangles wholly below the band cannot interfere
-            if len(above) > FIXED_BUDGET:  # a model of bounded size: raise the band
-                band = int(np.sort(tops[above])[-FIXED_BUDGET])
-                stay = free[x[free] < band]  # now fixed too: they may reach into the band
-                free = free[x[free] >= band]
-                above = np.concatenate([above, stay])
-                above = above[tops[above] > band]
-                if len(free) == 0:
-                    k = max(k / 1.25, K_MIN)
-                    continue
-            local_floor = int(tops[above].max()) if len(above) else 0
-            old_top = int(tops[free].max())
-            part = Part(free, "peak", hint=x[free], peak_floor=local_floor, peak_ceiling=old_top, offset_floor=band,
-                        **fixed_rectangles(problem, x, above))
-            sub_limit = min(self._step_limit(deadline - t0), deadline - time.monotonic())
-            res = solve_part(problem, part, Limits(sub_limit, seed=int(rng.integers(2**31 - 1)), workers=workers,
-                                                   deadline=time.monotonic() + sub_limit))
-            steps += 1
-            if res.offsets is not None and int((res.offsets + a.size[free]).max()) <= old_top:
-                x = x.copy()
-                x[free] = res.offsets
-                tops = x + a.size
-                accepted += 1
-                new_peak = int(tops.max())
-                if new_peak < peak:
-                    improved += 1
-                    peak = new_peak
-                    history.append((time.monotonic() - t0, float(peak)))
-            if res.status is Status.OPTIMAL:
-                if len(free) >= problem.n and len(win.fixed) == 0:
-                    proved = True
-                    break
-                k = min(k * 1.25, K_MAX, problem.n)
-            else:
-                k = max(k / 1.25, K_MIN)
-            proved = proved or peak <= floor
-        stats = {"start": source, "steps": steps, "accepted": accepted, "improved": improved, "final_k": int(k)}
+        space = PackWindows(problem, index, capacity, floor, t0=t0, deadline=deadline, workers=workers)
+        space.proved = peak <= floor
+        out = None if space.proved else search(space, x, -float(peak), deadline=deadline, t0=t0, seed=seed)
+        if out is not None:
+            x, peak = out.answer, int(-out.value)
+            history += [(t, -v) for t, v in out.history]
+        stats = {"start": source, "steps": out.steps if out else 0, "accepted": out.accepted if out else 0,
+                 "improved": out.improved if out else 0, "final_k": int(space.k)}
         if capacity is not None and peak > capacity:
             return Solution((None,) * problem.n, Status.UNKNOWN, "pack", wall_time=time.monotonic() - t0,
                             history=tuple(history), stats=stats | {"best_peak": peak}, solver=self.name)
-        status = Status.OPTIMAL if (proved or capacity is not None and peak <= capacity and
+        status = Status.OPTIMAL if (space.proved or capacity is not None and peak <= capacity and
                                     not minimize_peak) else Status.FEASIBLE
         return Solution(offsets_tuple(x), status, "pack", objective=float(peak), bound=float(floor),
                         wall_time=time.monotonic() - t0, history=tuple(history), stats=stats, solver=self.name)
-
-    @staticmethod
-    def _top_band(problem, index, x, tops, center, k, horizon, rng) -> tuple[np.ndarray, int]:
-        """About ``k`` buffers live near ``center`` and the lowest address they may take.
-
-        Half the time a plain time window (everything in it free, address floor 0);
-        otherwise a 2-D window: the time window holds up to ``3k`` buffers, the ``k``
-        nearest the top (ties broken at random) are freed, and they may move only above
-        the lowest of their current offsets, so everything below that band stays out of
-        the model.
-        """
-        if rng.random() < 0.5:  # half the steps: a plain time window, free down to the floor
-            free = window_around(index, np.ones(problem.n, bool), center, k, horizon)
-            return free, 0
-        live = window_around(index, np.ones(problem.n, bool), center, 3 * k, horizon)
-        jitter = rng.random(len(live))
-        order = np.lexsort((jitter, -tops[live]))
-        free = np.sort(live[order[:k]])
-        return free, int(x[free].min())
 
     @staticmethod
     def _pack_start(problem, hardware, index, hint, deadline) -> tuple[np.ndarray, str]:

@@ -34,7 +34,9 @@ hold the most memory, so a long stay can split into short ones). Ties go to the 
 holds less memory (a secondary objective, and an equally fast answer holding less is kept), which
 leaves room to the next neighbourhoods. A round without gain doubles the size, up to one model
 per span; the search stops when every span's single model is proven optimal (then the same seed
-gives the same answer) or at the deadline. Measurements: experiments/results/cpsat_history.md.
+gives the same answer) or at the deadline. The loop is the core's neighbourhood-search driver
+(:func:`mallocgame.neighbourhood_search.search`); :class:`PrefetchWindows` supplies its hooks.
+Measurements: experiments/results/cpsat_history.md.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -53,6 +55,7 @@ from mallocgame.hardware.validator import validate_intervals
 from mallocgame.intervals import component_runs, maximal_live_sets
 from mallocgame.lift import hint_intervals
 from mallocgame.model import FastInterval, Problem, Solution, Status
+from mallocgame.neighbourhood_search import Round, Step, Trial, Verdict, proportional_share, search
 from mallocgame.packing_model import add_cumulative, add_no_overlap, add_rectangles
 from mallocgame.protocol import solver_deadline
 from mallocgame.session import BASELINE_SHARE, session_for
@@ -245,21 +248,38 @@ class WindowResult:
     stats: dict = field(default_factory=dict)
 
 
-def solve_window(problem: Problem, hardware, free: Sequence[Stay], fixed: Sequence[FastInterval], base_times: np.ndarray,
-                 hint: dict[int, int], *, deadline: float, seed: int, workers: int, deterministic: bool,
-                 t0: float) -> WindowResult:
-    """CP-SAT over the candidate stays ``free``, around the intervals ``fixed`` (kept as they are).
+@dataclass(frozen=True)
+class _Model:
+    """One window's CP-SAT model while it is built: the stays (``items``: the ``n_free`` free ones, then
+    the fixed intervals as present stays), their presences under the hint (``on``) and hinted offsets,
+    the address grid (``unit``, ``s_align``), the occupied ops, the op headroom and the integer unit of
+    seconds (``scale``); ``present`` and ``k_vars`` are the stays' presence literals and offset steps."""
 
-    ``base_times`` ``[T]`` are the op times of the answer without the free stays (the evaluator's).
-    ``hint`` maps free stay indices to offsets (a complete hint: every other stay absent).
-    The model is the module docstring's; the fixed intervals take part as present stays with
-    fixed offsets (their memory, their savings at the ops the free stays serve, their copies).
-    """
-    from ortools.sat.python import cp_model
+    cp_model: Any
+    model: Any
+    problem: Problem
+    hardware: Any
+    ev: Evaluator
+    items: list[Stay]
+    n_free: int
+    on: list[bool]
+    hint: dict[int, int]
+    unit: int
+    s_align: np.ndarray
+    occ: np.ndarray
+    end: np.ndarray
+    headroom: np.ndarray
+    scale: float
+    present: list
+    k_vars: list
 
+
+def _build_stays(cp_model, problem: Problem, hardware, free: Sequence[Stay], fixed: Sequence[FastInterval],
+                 base_times: np.ndarray, hint: dict[int, int]) -> _Model:
+    """A new model with the stays' rectangles: every stay optional, the fixed intervals pinned (present, at
+    their offsets), one buffer's stays never on the same op, memory as no-overlap and cumulative rows."""
     ev = Evaluator.of(problem, hardware)
     a = problem.arrays
-    n_ops = ev.n_ops
     items = list(free) + [stay_of(problem, iv) for iv in fixed]
     m, n_free = len(items), len(free)
     on = [c in hint for c in range(n_free)] + [True] * (m - n_free)  # the hint's presences
@@ -280,14 +300,12 @@ def solve_window(problem: Problem, hardware, free: Sequence[Stay], fixed: Sequen
                                1e-30)
 
     model = cp_model.CpModel()
-    # Every stay is optional; the fixed intervals are pinned (present, at their offsets).
     rect = add_rectangles(model, occ, end, s_size, top=top, align=s_align, optional=True,
                           fixed_offsets=[None if o is None else o // unit for o in fixed_offset], name="s")
     if len(rect.placed) < m:
         raise ValueError("solve_window: a candidate stay is taller than the capacity")  # candidates() never makes one
-    present, k_vars = rect.present, rect.steps
+    present = rect.present
 
-    # One buffer's stays never occupy the same op.
     by_buffer: dict[int, list[int]] = {}
     for c, s in enumerate(items):
         by_buffer.setdefault(s.buffer, []).append(c)
@@ -302,79 +320,108 @@ def solve_window(problem: Problem, hardware, free: Sequence[Stay], fixed: Sequen
     # Memory: the rectangles, a cumulative over time and the knapsack rows (both redundant).
     add_no_overlap(model, rect, formulation=FORMULATION, knapsack_top=top)
     add_cumulative(model, rect, top)
+    return _Model(cp_model, model, problem, hardware, ev, items, n_free, on, hint, unit, s_align, occ, end, headroom,
+                  scale, present, rect.steps)
 
-    # Savings: the exact roofline saving of every op a free stay serves, as a gain over base_times.
+
+def _served_deltas(w: _Model) -> dict[int, dict[int, float]]:
+    """op -> {stay: the seconds of slow traffic the stay saves on that op} (the evaluator's deltas)."""
+    ev, n_ops = w.ev, w.ev.n_ops
     order = np.lexsort((ev.op_of, ev.buf_of))
     key = ev.buf_of[order] * (n_ops + 1) + ev.op_of[order]
-    served_at: dict[int, dict[int, float]] = {}  # op -> {item: delta}
-    for c, s in enumerate(items):
+    served_at: dict[int, dict[int, float]] = {}
+    for c, s in enumerate(w.items):
         lo = np.searchsorted(key, s.buffer * (n_ops + 1) + s.start)
         hi = np.searchsorted(key, s.buffer * (n_ops + 1) + min(s.end, n_ops))
         for r in order[lo:hi].tolist():
             per = served_at.setdefault(int(ev.op_of[r]), {})
             per[c] = per.get(c, 0.0) + float(ev.delta[r])
-    gains: dict[int, tuple] = {}  # op -> (expression, largest value, value under the hint)
-    weights = np.zeros(m, np.int64)
-    op_terms = []  # (cap, coefs, constant, e, s, hint value of e)
-    for t, per in sorted(served_at.items()):
-        cap = float(headroom[t])
+    return served_at
+
+
+def _add_savings(w: _Model) -> tuple[dict[int, tuple], np.ndarray, list]:
+    """The exact roofline saving of every op a free stay serves, as a gain over the base times.
+
+    Returns ``gains`` (op -> (expression, largest value, value under the hint)), the linear
+    ``weights`` of the stays whose ops cannot saturate, and ``op_terms`` (cap, coefficients,
+    constant, sum variable, saturated saving variable, hint value of the sum) of the others.
+    """
+    model, present, n_free, scale = w.model, w.present, w.n_free, w.scale
+    gains: dict[int, tuple] = {}
+    weights = np.zeros(len(w.items), np.int64)
+    op_terms = []
+    for t, per in sorted(_served_deltas(w).items()):
+        cap = float(w.headroom[t])
         if cap <= 0 or not any(c < n_free for c in per):
             continue  # nothing to decide there
         coefs = [(int(round(d * scale)), c) for c, d in sorted(per.items()) if c < n_free]
-        coefs = [(w, c) for w, c in coefs if w > 0]
+        coefs = [(wt, c) for wt, c in coefs if wt > 0]
         constant = int(round(sum(d for c, d in per.items() if c >= n_free) * scale))
         best: dict[int, int] = {}  # one buffer's stays are exclusive: the most each buffer adds
-        for w, c in coefs:
-            best[items[c].buffer] = max(best.get(items[c].buffer, 0), w)
+        for wt, c in coefs:
+            best[w.items[c].buffer] = max(best.get(w.items[c].buffer, 0), wt)
         cap_int = int(round(cap * scale))
         most = sum(best.values())
-        at_hint = sum(w for w, c in coefs if on[c])
+        at_hint = sum(wt for wt, c in coefs if w.on[c])
         if not coefs or constant >= cap_int:
             continue
         if most + constant <= cap_int:
-            for w, c in coefs:
-                weights[c] += w
-            gains[t] = (sum(w * present[c] for w, c in coefs), most, at_hint)
+            for wt, c in coefs:
+                weights[c] += wt
+            gains[t] = (sum(wt * present[c] for wt, c in coefs), most, at_hint)
             continue
         e = model.new_int_var(constant, constant + most, f"e{t}")
-        model.add(e == constant + sum(w * present[c] for w, c in coefs))
+        model.add(e == constant + sum(wt * present[c] for wt, c in coefs))
         sv = model.new_int_var(constant, cap_int, f"s{t}")
         model.add_min_equality(sv, [e, cap_int])
         op_terms.append((cap_int, coefs, constant, e, sv, constant + at_hint))
         gains[t] = (sv - constant, cap_int - constant, min(cap_int, constant + at_hint) - constant)
-    objective: list = [int(weights[c]) * present[c] for c in range(n_free) if weights[c]]
-    objective += [sv for _, _, _, _, sv, _ in op_terms]
+    return gains, weights, op_terms
 
-    # The budget axis: op t lasts base_times[t] less its gain, laid end to end from the first
-    # slot any copy may use; pos[t] is where slot t begins (an expression, and its value under the hint).
-    windows = [(c, kind, w) for c, s in enumerate(items)
-               for kind, w in (("prefetch", s.prefetch), ("eviction", s.eviction)) if w is not None]
-    slots = [x for _, _, w in windows for x in (max(w[0], 0), min(w[1], n_ops))]
+
+def _copy_windows(w: _Model) -> list[tuple[int, str, tuple[int, int]]]:
+    """Every copy of the stays: (stay, "prefetch" or "eviction", (first slot, deadline))."""
+    return [(c, kind, win) for c, s in enumerate(w.items)
+            for kind, win in (("prefetch", s.prefetch), ("eviction", s.eviction)) if win is not None]
+
+
+def _budget_axis(w: _Model, base_times: np.ndarray, gains: dict[int, tuple]) -> dict[int, tuple]:
+    """The budget axis: op t lasts ``base_times[t]`` less its gain, laid end to end from the first slot any
+    copy may use; slot -> (where it begins: an expression, its lower and upper bounds, its hint value)."""
+    n_ops = w.ev.n_ops
+    slots = [x for _, _, win in _copy_windows(w) for x in (max(win[0], 0), min(win[1], n_ops))]
     axis_lo, axis_hi = (min(slots), max(slots)) if slots else (0, 0)
-    pos: dict[int, tuple] = {}  # slot -> (expression, lower bound, upper bound, hint value)
+    pos: dict[int, tuple] = {}
     expr, lb, ub, at_hint = 0, 0, 0, 0
     for t in range(axis_lo, axis_hi + 1):
         pos[t] = (expr, lb, ub, at_hint)
         if t == axis_hi:
             break
-        base = int(round(base_times[t] * scale))
+        base = int(round(base_times[t] * w.scale))
         if t in gains:
             g, most, g_hint = gains[t]
-            var = model.new_int_var(lb + base - most, ub + base, f"P{t + 1}")
-            model.add(var == expr + base - g)
+            var = w.model.new_int_var(lb + base - most, ub + base, f"P{t + 1}")
+            w.model.add(var == expr + base - g)
             expr, lb, ub, at_hint = var, lb + base - most, ub + base, at_hint + base - g_hint
         else:
             expr, lb, ub, at_hint = expr + base, lb + base, ub + base, at_hint + base
+    return pos
 
-    # Copies: on each kind's axis the served parts do not overlap and lie inside their windows;
-    # what is not served stalls.
+
+def _add_copies(w: _Model, pos: dict[int, tuple], objective: list) -> dict[tuple[int, str], tuple]:
+    """Copies: on each kind's axis the served parts do not overlap and lie inside their windows; what is
+    not served stalls (each copy's length is a cost in ``objective``, its served part a gain).
+    Returns (stay, kind) -> (start, served, end variables, length, hint values of the window's ends)."""
+    model, present, scale = w.model, w.present, w.scale
+    n_ops, size = w.ev.n_ops, w.problem.arrays.size
     copy_vars: dict[tuple[int, str], tuple] = {}
+    windows_ = _copy_windows(w)
     for kind in ("prefetch", "eviction"):
         axis = []
-        for c, kind_c, (first, last) in windows:
+        for c, kind_c, (first, last) in windows_:
             if kind_c != kind:
                 continue
-            dur = int(math.ceil(a.size[items[c].buffer] / hardware.copy_bw * scale))
+            dur = int(math.ceil(size[w.items[c].buffer] / w.hardware.copy_bw * scale))
             objective.append(-dur * present[c])
             first, last = max(first, 0), min(last, n_ops)
             if first >= last or dur == 0:
@@ -395,41 +442,55 @@ def solve_window(problem: Problem, hardware, free: Sequence[Stay], fixed: Sequen
             copy_vars[(c, kind)] = (q, v, e, dur, lo_h, hi_h)
         if len(axis) > 1:
             model.add_no_overlap(axis)
-    # Ties go to the answer that holds less memory (size x occupied ops, about 2^10 units for the whole
-    # strip): it leaves room to the next neighbourhoods. One unit of seconds outweighs all of it.
-    area_unit = max(problem.capacity * max(n_ops, 1) / 2**10, 1.0)
-    area = [int(math.ceil(a.size[s.buffer] * (s.end - s.occupied_from) / area_unit)) for s in free]
-    tie = 1 + sum(area) if LEAN_TIES else 1
-    model.maximize(tie * sum(objective) - sum(z * present[c] for c, z in enumerate(area)))
+    return copy_vars
 
-    # Search: stays (most valuable first), the savings at their largest, the copies served as
-    # much and as early as possible in deadline order, offsets bottom-up.
+
+def _set_objective(w: _Model, objective: list) -> int:
+    """Maximise the objective; ties go to the answer that holds less memory (size x occupied ops, about
+    2^10 units for the whole strip): it leaves room to the next neighbourhoods. One unit of seconds
+    outweighs all of it. Returns the multiplier of the seconds (``tie``)."""
+    size, n_ops = w.problem.arrays.size, w.ev.n_ops
+    area_unit = max(w.problem.capacity * max(n_ops, 1) / 2**10, 1.0)
+    area = [int(math.ceil(size[s.buffer] * (s.end - s.occupied_from) / area_unit)) for s in w.items[:w.n_free]]
+    tie = 1 + sum(area) if LEAN_TIES else 1
+    w.model.maximize(tie * sum(objective) - sum(z * w.present[c] for c, z in enumerate(area)))
+    return tie
+
+
+def _add_strategy(w: _Model, weights: np.ndarray, op_terms: list, copy_vars: dict) -> list:
+    """Search: stays (most valuable first), the savings at their largest, the copies served as much and
+    as early as possible in deadline order, offsets bottom-up. Returns the copies in that order."""
+    cp_model, model = w.cp_model, w.model
     value_of = weights.astype(np.float64)
     for _, coefs, *_ in op_terms:
-        for w, c in coefs:
-            value_of[c] += w
-    ranked = sorted(range(n_free), key=lambda c: (-value_of[c], c))
+        for wt, c in coefs:
+            value_of[c] += wt
+    ranked = sorted(range(w.n_free), key=lambda c: (-value_of[c], c))
     if ranked:
-        model.add_decision_strategy([present[c] for c in ranked], cp_model.CHOOSE_FIRST, cp_model.SELECT_MAX_VALUE)
+        model.add_decision_strategy([w.present[c] for c in ranked], cp_model.CHOOSE_FIRST, cp_model.SELECT_MAX_VALUE)
     if op_terms:
         model.add_decision_strategy([x[4] for x in op_terms], cp_model.CHOOSE_FIRST, cp_model.SELECT_MAX_VALUE)
     copies = sorted(copy_vars.items(), key=lambda kv: (kv[1][5], kv[1][4], kv[0][1], kv[0][0]))
     if copies:
         model.add_decision_strategy([x[1] for _, x in copies], cp_model.CHOOSE_FIRST, cp_model.SELECT_MAX_VALUE)
         model.add_decision_strategy([x[0] for _, x in copies], cp_model.CHOOSE_FIRST, cp_model.SELECT_MIN_VALUE)
-    model.add_decision_strategy(k_vars[:n_free], cp_model.CHOOSE_LOWEST_MIN, cp_model.SELECT_MIN_VALUE)
+    model.add_decision_strategy(w.k_vars[:w.n_free], cp_model.CHOOSE_LOWEST_MIN, cp_model.SELECT_MIN_VALUE)
+    return copies
 
-    # The hint, complete: presences, offsets, savings, axis positions, the copies served one
-    # after another in deadline order.
-    for c in range(n_free):
-        model.add_hint(present[c], on[c])
-        model.add_hint(k_vars[c], hint[c] // unit // int(s_align[c]) if on[c] else 0)
+
+def _add_hints(w: _Model, op_terms: list, pos: dict[int, tuple], copies: list) -> None:
+    """The hint, complete: presences, offsets, savings, axis positions, the copies served one after
+    another in deadline order."""
+    model, on = w.model, w.on
+    for c in range(w.n_free):
+        model.add_hint(w.present[c], on[c])
+        model.add_hint(w.k_vars[c], w.hint[c] // w.unit // int(w.s_align[c]) if on[c] else 0)
     for cap_int, _, _, e, sv, e_hint in op_terms:
         model.add_hint(e, e_hint)
         model.add_hint(sv, min(cap_int, e_hint))
     hinted = set()
     for expr_t, _, _, value in pos.values():
-        if isinstance(expr_t, cp_model.IntVar) and expr_t.index not in hinted:
+        if isinstance(expr_t, w.cp_model.IntVar) and expr_t.index not in hinted:
             hinted.add(expr_t.index)
             model.add_hint(expr_t, value)
     for kind in ("prefetch", "eviction"):
@@ -446,8 +507,11 @@ def solve_window(problem: Problem, hardware, free: Sequence[Stay], fixed: Sequen
             if served:
                 cursor = start + served
 
-    stats = {"stays": n_free, "fixed": m - n_free, "unit": unit, "variables": len(model.proto.variables),
-             "constraints": len(model.proto.constraints)}
+
+def _run(w: _Model, stats: dict, tie: int, *, deadline: float, seed: int, workers: int, deterministic: bool,
+         t0: float) -> WindowResult:
+    """Solve the built model by ``deadline``; the free stays it makes present, at their offsets."""
+    cp_model = w.cp_model
     remaining = deadline - time.monotonic()
     if remaining <= 0.02:
         return WindowResult(None, "NOT_RUN", [], stats)
@@ -469,16 +533,42 @@ def solve_window(problem: Problem, hardware, free: Sequence[Stay], fixed: Sequen
 
     class Recorder(cp_model.CpSolverSolutionCallback):
         def on_solution_callback(self) -> None:
-            history.append((time.monotonic() - t0, self.objective_value / tie / scale))
+            history.append((time.monotonic() - t0, self.objective_value / tie / w.scale))
 
-    code = solver.solve(model, Recorder())
+    code = solver.solve(w.model, Recorder())
     stats |= {"cp_status": solver.status_name(code), "wall": round(solver.wall_time, 4),
               "conflicts": solver.num_conflicts, "branches": solver.num_branches}
     if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return WindowResult(None, solver.status_name(code), history, stats)
-    out = [items[c].interval(int(solver.value(k_vars[c])) * int(s_align[c]) * unit)
-           for c in range(n_free) if solver.boolean_value(present[c])]
+    out = [w.items[c].interval(int(solver.value(w.k_vars[c])) * int(w.s_align[c]) * w.unit)
+           for c in range(w.n_free) if solver.boolean_value(w.present[c])]
     return WindowResult(out, solver.status_name(code), history, stats)
+
+
+def solve_window(problem: Problem, hardware, free: Sequence[Stay], fixed: Sequence[FastInterval], base_times: np.ndarray,
+                 hint: dict[int, int], *, deadline: float, seed: int, workers: int, deterministic: bool,
+                 t0: float) -> WindowResult:
+    """CP-SAT over the candidate stays ``free``, around the intervals ``fixed`` (kept as they are).
+
+    ``base_times`` ``[T]`` are the op times of the answer without the free stays (the evaluator's).
+    ``hint`` maps free stay indices to offsets (a complete hint: every other stay absent).
+    The model is the module docstring's; the fixed intervals take part as present stays with
+    fixed offsets (their memory, their savings at the ops the free stays serve, their copies).
+    """
+    from ortools.sat.python import cp_model
+
+    w = _build_stays(cp_model, problem, hardware, free, fixed, base_times, hint)
+    gains, weights, op_terms = _add_savings(w)
+    objective: list = [int(weights[c]) * w.present[c] for c in range(w.n_free) if weights[c]]
+    objective += [sv for _, _, _, _, sv, _ in op_terms]
+    pos = _budget_axis(w, base_times, gains)
+    copy_vars = _add_copies(w, pos, objective)
+    tie = _set_objective(w, objective)
+    copies = _add_strategy(w, weights, op_terms, copy_vars)
+    _add_hints(w, op_terms, pos, copies)
+    stats = {"stays": w.n_free, "fixed": len(w.items) - w.n_free, "unit": w.unit,
+             "variables": len(w.model.proto.variables), "constraints": len(w.model.proto.constraints)}
+    return _run(w, stats, tie, deadline=deadline, seed=seed, workers=workers, deterministic=deterministic, t0=t0)
 
 
 # ---------------------------------------------------------------- windows
@@ -519,10 +609,203 @@ def windows(stays: Sequence[Stay], size: int, phase: float) -> list[tuple[int, i
 # ---------------------------------------------------------------- the solver
 
 
-
-
 def _key(x) -> tuple:
     return (x.buffer, x.start, x.end, x.copy_start)
+
+
+def held(problem: Problem, answer: Sequence[FastInterval]) -> int:
+    """The memory ``answer`` holds: size x occupied ops, summed over its intervals."""
+    return sum(int(problem.arrays.size[iv.buffer]) * (iv.end - iv.occupied_from) for iv in answer)
+
+
+@dataclass(frozen=True)
+class Neighbourhood:
+    """Free candidate stays: ``key`` names them (``("ops", lo, hi)``: those inside ops ``[lo, hi)``;
+    ``("buffers", b, ...)``: every candidate of those buffers), ``inside`` their indices, ``lo`` and
+    ``hi`` the ops they occupy."""
+
+    key: tuple
+    inside: np.ndarray
+    lo: int
+    hi: int
+
+
+class PrefetchWindows:
+    """Prefetch mode's neighbourhoods for :func:`mallocgame.neighbourhood_search.search` (module docstring,
+    "Decomposition"): a round is every unproven window of about ``size`` stays with something to gain,
+    most first, then the buffer groups; each gets its share of the time left by its stays; a trial is
+    kept when the evaluator scores it better, or as fast and holding less memory, and it is valid."""
+
+    def __init__(self, problem: Problem, hardware, pev, incumbent: Sequence[FastInterval],
+                 extra: Sequence[FastInterval], *, seed: int, workers: int, deterministic: bool, t0: float) -> None:
+        ev = Evaluator.of(problem, hardware)
+        self.problem, self.hardware, self.pev = problem, hardware, pev
+        self.seed, self.workers, self.deterministic, self.t0 = seed, workers, deterministic, t0
+        profiles = [op_time_floor(problem, ev), pev.op_times(incumbent)]
+        self.stays = candidates(problem, hardware, profiles, extra)
+        self.index = {_key(s): c for c, s in enumerate(self.stays)}
+        self.occ = np.array([s.occupied_from for s in self.stays], np.int64)
+        self.end = np.array([s.end for s in self.stays], np.int64)
+        self.by_buffer: dict[int, list[int]] = {}
+        for c, s in enumerate(self.stays):
+            self.by_buffer.setdefault(s.buffer, []).append(c)
+        self.reach = op_saving_bound(problem, ev)
+        self.slow_times = np.maximum(ev.compute, ev.slow_mem) + ev.fixed
+        self.scale_of_value = max(float(self.reach.sum()), 1e-300)
+        self.size, self.phase = WINDOW_STAYS, 0.0
+        self.largest = max((len(g) for g in spans(self.stays)), default=0)
+        self.proven_at: dict[tuple, tuple[int, int]] = {}  # proven neighbourhood -> the ops its free stays occupy
+        self.last: dict = {}  # the statistics of the last window solved
+
+    def _potential(self, answer):
+        """``gap(lo, hi)``: what ``answer`` leaves below the per-op bound in ops ``[lo, hi)``, plus its stalls due there."""
+        b = self.pev.breakdown(answer)
+        room = np.maximum(self.reach - (self.slow_times - b.op_times), 0.0)
+        stall = np.zeros(len(room) + 1)
+        for c in b.copies:
+            stall[min(max(c.deadline, 0), len(room))] += c.stall
+        cum_room = np.concatenate(([0.0], np.cumsum(room)))
+        cum_stall = np.concatenate(([0.0], np.cumsum(stall)))
+        return lambda lo, hi: (cum_room[min(hi, len(room))] - cum_room[max(lo, 0)]
+                               + cum_stall[min(hi, len(room)) + 1] - cum_stall[max(lo, 0)])
+
+    def _buffer_groups(self, answer, size: int) -> list[tuple]:
+        """Buffers in order of the memory their intervals hold (size x occupied ops), most first, in groups of
+        about ``size`` candidate stays: freeing all of a buffer's stays at once lets a long stay split."""
+        area: dict[int, int] = {}
+        for iv in answer:
+            area[iv.buffer] = area.get(iv.buffer, 0) + int(self.problem.arrays.size[iv.buffer]) * (iv.end - iv.occupied_from)
+        groups, group, count = [], [], 0
+        for b in sorted(area, key=lambda b: (-area[b], b)):
+            group.append(b)
+            count += len(self.by_buffer.get(b, ()))
+            if count >= size:
+                groups.append(("buffers", *sorted(group)))
+                group, count = [], 0
+        if group:
+            groups.append(("buffers", *sorted(group)))
+        return groups
+
+    def _free_of(self, key: tuple) -> np.ndarray:
+        if key[0] == "ops":
+            return np.flatnonzero((self.occ >= key[1]) & (self.end <= key[2]))
+        return np.array(sorted(c for b in key[1:] for c in self.by_buffer.get(b, ())), np.int64)
+
+    def plan(self, current, rng: np.random.Generator) -> list[Neighbourhood]:
+        """Most to gain first: the windows' room below the per-op bound, plus the stalls due in them; then
+        the buffers that hold most memory. Windows with nothing to gain and empty ones count as proven."""
+        gap = self._potential(current)
+        keys = []
+        for k in (("ops", lo, hi) for lo, hi in windows(self.stays, self.size, self.phase)):
+            if k in self.proven_at:
+                continue
+            if gap(k[1], k[2]) > 1e-9 * self.scale_of_value:
+                keys.append(k)
+            else:
+                self.proven_at[k] = (k[1], k[2])  # nothing below the bound and no stall there: nothing to gain
+        keys.sort(key=lambda k: (-gap(k[1], k[2]), k))
+        if self.size < self.largest:
+            keys += [k for k in self._buffer_groups(current, self.size) if k not in self.proven_at]
+        plan = []
+        for key in keys:
+            inside = self._free_of(key)
+            if len(inside) == 0:
+                self.proven_at[key] = (0, 0)
+            else:
+                plan.append(Neighbourhood(key, inside, int(self.occ[inside].min()), int(self.end[inside].max())))
+        return plan
+
+    def seconds(self, plan: Sequence[Neighbourhood], w: int, left: float) -> float:
+        """The window's share of the time left, by its stays among the round's rest, at least MIN_SLICE."""
+        return proportional_share([len(nb.inside) for nb in plan], w, left, MIN_SLICE)
+
+    def _split(self, current, nb: Neighbourhood) -> tuple[dict[int, int], list[FastInterval], list[FastInterval]]:
+        """The incumbent around ``nb``: the hint of its free stays (local index -> offset), the intervals
+        that meet the ops they occupy (fixed in the model) and the rest (outside the model)."""
+        n_ops = len(self.problem.ops)
+        inside = nb.inside
+        local = {int(c): j for j, c in enumerate(inside.tolist())}
+        covered = np.zeros(n_ops + 2, np.int64)  # ops occupied by some free stay, as prefix sums
+        np.add.at(covered, np.maximum(self.occ[inside], 0), 1)
+        np.add.at(covered, np.minimum(self.end[inside], n_ops + 1), -1)
+        covered = np.concatenate(([0], np.cumsum(np.cumsum(covered) > 0)))
+        hint_map, around, rest = {}, [], []
+        for iv in current:
+            c = self.index.get(_key(iv))
+            if c is not None and c in local:
+                hint_map[local[c]] = iv.offset
+            elif covered[min(iv.end, n_ops + 1)] > covered[max(iv.occupied_from, 0)]:
+                around.append(iv)
+            else:
+                rest.append(iv)
+        return hint_map, around, rest
+
+    def solve(self, current, nb: Neighbourhood, until: float, rng: np.random.Generator) -> Trial:
+        """CP-SAT on the free stays around the incumbent's intervals that meet them (:func:`solve_window`)."""
+        hint_map, around, rest = self._split(current, nb)
+        free = [self.stays[c] for c in nb.inside.tolist()]
+        result = solve_window(self.problem, self.hardware, free, around, self.pev.op_times(rest + around), hint_map,
+                              deadline=until, seed=self.seed, workers=self.workers,
+                              deterministic=self.deterministic, t0=self.t0)
+        self.last = result.stats
+        trial = None if result.intervals is None else rest + around + result.intervals
+        # nothing more to find there (the last two cannot happen)
+        return Trial(trial, result.status in ("OPTIMAL", "INFEASIBLE", "MODEL_INVALID"))
+
+    def judge(self, current, best_value: float, trial) -> Verdict:
+        """The evaluator's value; kept when better, or as fast and holding less memory, and valid."""
+        value = self.pev.value(trial)
+        better = value > best_value + 1e-12 * max(1.0, abs(best_value))
+        leaner = value >= best_value and held(self.problem, trial) < held(self.problem, current)
+        return Verdict(value, (better or leaner) and validate_intervals(self.problem, trial) is None, better)
+
+    def learn(self, step: Step) -> bool:
+        """A kept trial changes the surroundings of the neighbourhoods that meet its ops (no longer proven);
+        a window solved to its optimum is proven."""
+        nb = step.neighbourhood
+        if step.accepted:
+            self.proven_at = {k: span for k, span in self.proven_at.items() if span[1] <= nb.lo or span[0] >= nb.hi}
+        if step.trial.proven:
+            self.proven_at[nb.key] = (nb.lo, nb.hi)
+        return False
+
+    def end_round(self, result: Round, rng: np.random.Generator) -> bool:
+        """After a gain the same size again, windows cut elsewhere; at a local optimum look wider; stop when
+        every span is one window, each solved to the model's optimum."""
+        if result.gained:
+            self.phase = float(rng.uniform(0.25, 0.75))
+        elif self.size >= self.largest:
+            if result.complete:
+                return True
+            self.phase = 0.0
+        else:
+            self.size, self.phase = min(2 * self.size, self.largest), 0.0
+        return False
+
+
+def _starts(problem: Problem, session, hint: Solution | None, t0: float,
+            time_limit: float) -> list[tuple[str, list[FastInterval], float | None]]:
+    """The search's starts, each with its value where the session knows it: the hint (as given and
+    tightened), the baselines of the solve session (the lifted greedy, also tightened when time allows,
+    then msa within its share of the time: the search never ends below the best of them), all-slow."""
+    given = hint_intervals(problem, hint)
+    starts: list[tuple[str, list[FastInterval], float | None]] = []
+    if given is not None:
+        starts += [("hint", given, None), ("hint-tightened", tighten(problem, given), None)]
+    for b in session.baselines(t0 + BASELINE_SHARE * time_limit):
+        label = "greedy-xla-lifted" if b.name == "greedy-xla" else b.name
+        starts.append((label, list(b.intervals), b.objective))
+        if b.name == "greedy-xla" and time.monotonic() < t0 + BASELINE_SHARE * time_limit:
+            starts.append(("greedy-xla-lifted-tightened", tighten(problem, list(b.intervals)), None))
+    starts.append(("all-slow", [], 0.0))
+    return starts
+
+
+def _best_start(pev, starts) -> tuple[float, str, list[FastInterval]]:
+    """The best start's value, label and intervals (the earlier of equals)."""
+    scored = [(pev.value(ivs) if v is None else v, -k, label, ivs) for k, (label, ivs, v) in enumerate(starts)]
+    value, _, label, intervals = max(scored, key=lambda x: (x[0], x[1]))
+    return value, label, intervals
 
 
 def solve_prefetch(problem: Problem, hardware, *, time_limit: float, seed: int, hint: Solution | None = None,
@@ -537,178 +820,23 @@ def solve_prefetch(problem: Problem, hardware, *, time_limit: float, seed: int, 
         return Solution((None,) * n, Status.OPTIMAL if not problem.has_ops else Status.FEASIBLE, problem.mode,
                         objective=0.0, bound=bound, wall_time=time.monotonic() - t0, solver=name, intervals=())
     pev = session.prefetch_evaluator
-    given = hint_intervals(problem, hint)
-    starts: list[tuple[str, list[FastInterval]]] = []
-    known: list[float | None] = []  # the starts' values where the session knows them
-    if given is not None:
-        starts += [("hint", given), ("hint-tightened", tighten(problem, given))]
-        known += [None, None]
-    # The baselines of the solve session first (the lifted greedy, then msa within its share of the
-    # time): the search never ends below the best of them.
-    for b in session.baselines(t0 + BASELINE_SHARE * time_limit):
-        label = "greedy-xla-lifted" if b.name == "greedy-xla" else b.name
-        starts.append((label, list(b.intervals)))
-        known.append(b.objective)
-        if b.name == "greedy-xla" and time.monotonic() < t0 + BASELINE_SHARE * time_limit:
-            starts.append(("greedy-xla-lifted-tightened", tighten(problem, list(b.intervals))))
-            known.append(None)
-    starts.append(("all-slow", []))
-    known.append(0.0)
+    starts = _starts(problem, session, hint, t0, time_limit)
     bound = session.bound().value
-    scored = [(pev.value(ivs) if v is None else v, -k, label, ivs) for k, ((label, ivs), v) in enumerate(zip(starts, known))]
-    best_value, _, start_label, incumbent = max(scored, key=lambda x: (x[0], x[1]))
-    start_value = best_value
+    best_value, start_label, incumbent = _best_start(pev, starts)
     history = [(time.monotonic() - t0, best_value)]
+    stats = {"start": start_label, "start_value": best_value}
     if time.monotonic() >= t0 + 0.7 * (deadline - t0):  # no time left to search: the best start, on time
         return Solution((None,) * n, Status.FEASIBLE, problem.mode, objective=best_value, bound=bound,
                         wall_time=time.monotonic() - t0, history=tuple(history),
-                        stats={"start": start_label, "start_value": start_value, "windows_solved": 0,
-                               "cut": "no time left after the starts"},
+                        stats=stats | {"windows_solved": 0, "cut": "no time left after the starts"},
                         solver=name, intervals=tuple(sorted(incumbent, key=lambda iv: (iv.buffer, iv.start))))
-
-    ev = Evaluator.of(problem, hardware)
-    profiles = [op_time_floor(problem, ev), pev.op_times(incumbent)]
-    stays = candidates(problem, hardware, profiles, [iv for _, ivs in starts for iv in ivs])
-    index = {_key(s): c for c, s in enumerate(stays)}
-    occ = np.array([s.occupied_from for s in stays], np.int64)
-    end = np.array([s.end for s in stays], np.int64)
-    rng = np.random.default_rng(seed)
+    space = PrefetchWindows(problem, hardware, pev, incumbent, [iv for _, ivs, _ in starts for iv in ivs],
+                            seed=seed, workers=workers, deterministic=deterministic, t0=t0)
     from ortools.sat.python import cp_model  # noqa: F401  (imported before the clock is shared out)
-    current = list(incumbent)
-    solved = improved = 0
-    last: dict = {}
-    rounds = 0
-    reach = op_saving_bound(problem, ev)
-    slow_times = np.maximum(ev.compute, ev.slow_mem) + ev.fixed
-    scale_of_value = max(float(reach.sum()), 1e-300)
-
-    def potential(answer):
-        """``gap(lo, hi)``: what ``answer`` leaves below the per-op bound in ops ``[lo, hi)``, plus its stalls due there."""
-        b = pev.breakdown(answer)
-        room = np.maximum(reach - (slow_times - b.op_times), 0.0)
-        stall = np.zeros(len(room) + 1)
-        for c in b.copies:
-            stall[min(max(c.deadline, 0), len(room))] += c.stall
-        cum_room = np.concatenate(([0.0], np.cumsum(room)))
-        cum_stall = np.concatenate(([0.0], np.cumsum(stall)))
-        return lambda lo, hi: (cum_room[min(hi, len(room))] - cum_room[max(lo, 0)]
-                               + cum_stall[min(hi, len(room)) + 1] - cum_stall[max(lo, 0)])
-
-    n_ops = len(problem.ops)
-    by_buffer: dict[int, list[int]] = {}
-    for c, s in enumerate(stays):
-        by_buffer.setdefault(s.buffer, []).append(c)
-
-    def buffer_groups(answer, size: int) -> list[tuple]:
-        """Buffers in order of the memory their intervals hold (size x occupied ops), most first, in groups of
-        about ``size`` candidate stays: freeing all of a buffer's stays at once lets a long stay split."""
-        area: dict[int, int] = {}
-        for iv in answer:
-            area[iv.buffer] = area.get(iv.buffer, 0) + int(problem.arrays.size[iv.buffer]) * (iv.end - iv.occupied_from)
-        groups, group, count = [], [], 0
-        for b in sorted(area, key=lambda b: (-area[b], b)):
-            group.append(b)
-            count += len(by_buffer.get(b, ()))
-            if count >= size:
-                groups.append(("buffers", *sorted(group)))
-                group, count = [], 0
-        if group:
-            groups.append(("buffers", *sorted(group)))
-        return groups
-
-    def free_of(key: tuple) -> np.ndarray:
-        if key[0] == "ops":
-            return np.flatnonzero((occ >= key[1]) & (end <= key[2]))
-        return np.array(sorted(c for b in key[1:] for c in by_buffer.get(b, ())), np.int64)
-
-    def held(answer) -> int:
-        return sum(int(problem.arrays.size[iv.buffer]) * (iv.end - iv.occupied_from) for iv in answer)
-
-    size, phase = WINDOW_STAYS, 0.0
-    largest = max((len(g) for g in spans(stays)), default=0)
-    proven_at: dict[tuple, tuple[int, int]] = {}  # proven neighbourhood -> the ops its free stays occupy
-    while time.monotonic() < deadline - 0.02:
-        # Most to gain first: the windows' room below the per-op bound, plus the stalls due in them;
-        # then the buffers that hold most memory.
-        gap = potential(current)
-        plan = []
-        for k in (("ops", lo, hi) for lo, hi in windows(stays, size, phase)):
-            if k in proven_at:
-                continue
-            if gap(k[1], k[2]) > 1e-9 * scale_of_value:
-                plan.append(k)
-            else:
-                proven_at[k] = (k[1], k[2])  # nothing below the bound and no stall there: nothing to gain
-        plan.sort(key=lambda k: (-gap(k[1], k[2]), k))
-        if size < largest:
-            plan += [k for k in buffer_groups(current, size) if k not in proven_at]
-        frees = [free_of(k) for k in plan]
-        counts = [len(f) for f in frees]
-        gained = False
-        all_proven = True
-        for w, key in enumerate(plan):
-            now = time.monotonic()
-            if now >= deadline - 0.02:
-                all_proven = False
-                break
-            inside = frees[w]
-            if len(inside) == 0:
-                proven_at[key] = (0, 0)
-                continue
-            lo, hi = int(occ[inside].min()), int(end[inside].max())
-            share = (deadline - now) * counts[w] / max(sum(counts[w:]), 1)
-            share = max(share, min(MIN_SLICE, deadline - now))
-            local = {int(c): j for j, c in enumerate(inside.tolist())}
-            covered = np.zeros(n_ops + 2, np.int64)  # ops occupied by some free stay, as prefix sums
-            np.add.at(covered, np.maximum(occ[inside], 0), 1)
-            np.add.at(covered, np.minimum(end[inside], n_ops + 1), -1)
-            covered = np.concatenate(([0], np.cumsum(np.cumsum(covered) > 0)))
-            hint_map, around, rest = {}, [], []
-            for iv in current:
-                c = index.get(_key(iv))
-                if c is not None and c in local:
-                    hint_map[local[c]] = iv.offset
-                elif covered[min(iv.end, n_ops + 1)] > covered[max(iv.occupied_from, 0)]:
-                    around.append(iv)
-                else:
-                    rest.append(iv)
-            free = [stays[c] for c in inside.tolist()]
-            result = solve_window(problem, hardware, free, around, pev.op_times(rest + around), hint_map,
-                                  deadline=min(deadline, now + share), seed=seed, workers=workers,
-                                  deterministic=deterministic, t0=t0)
-            solved += 1
-            last = result.stats
-            if result.intervals is not None:
-                trial = rest + around + result.intervals
-                value = pev.value(trial)
-                better = value > best_value + 1e-12 * max(1.0, abs(best_value))
-                leaner = value >= best_value and held(trial) < held(current)  # as fast, less memory held
-                if (better or leaner) and validate_intervals(problem, trial) is None:
-                    current, best_value = trial, max(value, best_value)
-                    improved += 1
-                    gained = True
-                    if better:
-                        history.append((time.monotonic() - t0, best_value))
-                    # the surroundings of the neighbourhoods that meet these ops changed
-                    proven_at = {k: span for k, span in proven_at.items() if span[1] <= lo or span[0] >= hi}
-            if result.status in ("OPTIMAL", "INFEASIBLE", "MODEL_INVALID"):
-                proven_at[key] = (lo, hi)  # nothing more to find there (the last two cannot happen)
-            else:
-                all_proven = False
-        rounds += 1
-        if gained:  # the same size again, windows cut elsewhere
-            phase = float(rng.uniform(0.25, 0.75))
-        elif size >= largest:
-            if all_proven:
-                break  # every span is one window, each solved to the model's optimum
-            phase = 0.0
-        else:  # a local optimum for this size: look wider
-            size, phase = min(2 * size, largest), 0.0
-    current.sort(key=lambda iv: (iv.buffer, iv.start, iv.end))
-    status = Status.OPTIMAL if best_value >= bound - 1e-12 * max(1.0, abs(bound)) else Status.FEASIBLE
-    stats = {"start": start_label, "start_value": start_value, "stays": len(stays), "windows_solved": solved,
-             "windows_improved": improved, "rounds": rounds, "workers": workers, "last_window": last,
-             "window_size": size}
-    return Solution((None,) * n, status, problem.mode, objective=best_value, bound=bound,
-                    wall_time=time.monotonic() - t0, history=tuple(history), stats=stats, solver=name,
-                    intervals=tuple(current))
+    out = search(space, list(incumbent), best_value, deadline=deadline, t0=t0, seed=seed)
+    status = Status.OPTIMAL if out.value >= bound - 1e-12 * max(1.0, abs(bound)) else Status.FEASIBLE
+    stats |= {"stays": len(space.stays), "windows_solved": out.steps, "windows_improved": out.accepted,
+              "rounds": out.rounds, "workers": workers, "last_window": space.last, "window_size": space.size}
+    return Solution((None,) * n, status, problem.mode, objective=out.value, bound=bound,
+                    wall_time=time.monotonic() - t0, history=tuple(history) + out.history, stats=stats, solver=name,
+                    intervals=tuple(sorted(out.answer, key=lambda iv: (iv.buffer, iv.start, iv.end))))
