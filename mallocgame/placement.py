@@ -170,9 +170,7 @@ def push_down(problem: Problem, offsets: np.ndarray, *, index: OverlapIndex | No
     tops = np.zeros(problem.n, np.int64)
     start, end, size, align = a.start.tolist(), a.end.tolist(), a.size.tolist(), a.alignment.tolist()
     for step, i in enumerate(order.tolist()):
-        # the first 256 buffers are placed whatever the clock (a few ms): a deadline that passed while
-        # the caller set up (a busy machine, a short limit) must not leave the greedy's answer empty
-        if deadline is not None and step and step % 256 == 0 and time.monotonic() > deadline:
+        if deadline is not None and step % 256 == 0 and time.monotonic() > deadline:
             break
         near = index.query(start[i], end[i])
         near = near[done[near]]
