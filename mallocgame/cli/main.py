@@ -1,13 +1,13 @@
-"""The ``mallocgame`` command line (click). Commands and flags here are a contract.
+"""The ``mallocgame`` command line (click): the group. Its commands and their flags are a contract.
 
 Exit codes: 0 a valid solution was produced (and written with ``-o``); 1 no solution was
 found (nothing written); 2 bad input or usage. Bad input is one line on stderr.
 Click's usage errors are one ``error:`` line too, and so is any exception a command does not
 expect (exit 1; ``MALLOCGAME_TRACEBACK=1`` shows the traceback): no command prints a traceback.
-Commands that live in other modules (``import``, ``play``, ``compare``, ...) are
-attached lazily, so ``mallocgame solvers`` never pays for torch or OR-Tools. The rules
-every command shares (``--capacity`` units, ``-o -``, ``--json`` stamps, solver options that
-are never silently ignored) live in :mod:`mallocgame.cli.common`.
+Every command lives in a module of its own (``solve``, ``info``, ``import``, ...), attached lazily
+(:data:`LAZY_COMMANDS`): ``mallocgame --help`` imports none of them and ``mallocgame solvers`` never
+pays for torch or OR-Tools. The rules every command shares (``--capacity`` units, ``-o -``,
+``--json`` stamps, solver options that are never silently ignored) live in :mod:`mallocgame.cli.common`.
 """
 
 from __future__ import annotations
