@@ -38,11 +38,11 @@ from mallocgame.cli.common import (
     write_text,
 )
 from mallocgame.cli.schedule import reschedule_outputs
-from mallocgame.comparison import parse_solver_options, split_option
 from mallocgame.hybrid.reschedule import solve_with_reschedule
 from mallocgame.io import intervals_csv_text, problem_csv_text
 from mallocgame.model import InputError, Problem
 from mallocgame.prefetch_bound import RESIDENCY_SECONDS, start_residency
+from mallocgame.protocol import parse_solver_options, split_option
 from mallocgame.registry import SolverLoadError, load_solver, solver_entries
 from mallocgame.runner import ChildCall, UnsupportedMode, call_in_child, problem_bound, shared_caches, with_bound
 from mallocgame.solving import check_request, solve_with_warm_start
