@@ -57,7 +57,7 @@ def _wrap_init(cls, label: str) -> None:
 
 def install() -> None:
     import mallocgame.bounds as bounds
-    import mallocgame.cli.main  # noqa: F401  (everything the CLI binds at import)
+    import mallocgame.cli.solve  # noqa: F401  (everything the solve command binds at import)
     import mallocgame.comparison  # noqa: F401
     import mallocgame.hardware.evaluator as evaluator
     import mallocgame.hardware.prefetch_cost as prefetch_cost

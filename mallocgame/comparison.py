@@ -47,7 +47,7 @@ from mallocgame.intervals import max_live
 from mallocgame.io import atomic_write_text, exclusive_output, workload_text
 from mallocgame.model import InputError, Problem
 from mallocgame.prefetch_bound import RESIDENCY_SECONDS
-from mallocgame.protocol import bad_time_limit
+from mallocgame.protocol import bad_time_limit, parse_solver_options
 from mallocgame.registry import SolverLoadError, load_solver, solver_entries
 from mallocgame.runner import ProcessPool, RayPool, Report, problem_bound
 from mallocgame.session import BASELINE_SOLVER
@@ -119,46 +119,6 @@ class Row:
 
 
 # ---------------------------------------------------------------------------- options
-
-def split_option(item: str) -> tuple[str | None, str]:
-    """``("mcts", "k=1")`` for ``mcts:k=1``; ``(None, "k=1")`` without a ``SOLVER:`` prefix."""
-    target, sep, rest = item.partition(":")
-    if not sep or "=" in target:
-        return None, item
-    return target, rest
-
-
-def parse_solver_options(items: Sequence[str], solvers: Sequence[str]) -> dict[str, dict[str, Any]]:
-    """``KEY=VALUE`` (every solver) or ``SOLVER:KEY=VALUE`` (one solver) -> options per solver.
-
-    Values are read as int, float, true/false, else kept as text. A solver receives only
-    the options its ``solve`` names (:func:`mallocgame.protocol.accepted_options`).
-    """
-    per: dict[str, dict[str, Any]] = {s: {} for s in solvers}
-    for item in items:
-        target, rest = split_option(item)
-        key, eq, raw = rest.partition("=")
-        key = key.strip().replace("-", "_")
-        if not eq or not key.isidentifier():
-            raise InputError(f"--solver-option: expected KEY=VALUE or SOLVER:KEY=VALUE, got {item!r}")
-        if target is not None and target not in per:
-            raise InputError(f"--solver-option {item!r}: solver {target!r} is not in --solvers")
-        value = _parse_value(raw.strip())
-        for s in ([target] if target else solvers):
-            per[s][key] = value
-    return per
-
-
-def _parse_value(raw: str) -> Any:
-    if raw.lower() in ("true", "false"):
-        return raw.lower() == "true"
-    for cast in (int, float):
-        try:
-            return cast(raw)
-        except ValueError:
-            pass
-    return raw
-
 
 def one_line(exc: BaseException) -> str:
     text = " ".join(str(exc).split())

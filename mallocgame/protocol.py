@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import inspect
 import math
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Sequence
 
-from mallocgame.model import Problem, Solution
+from mallocgame.model import InputError, Problem, Solution
 
 
 class Solver:
@@ -151,6 +151,48 @@ def bad_option_value(options: dict[str, Any]) -> tuple[str, str] | None:
             if not ok:
                 return key, f"must be solver names separated by commas, got {value!r}"
     return None
+
+
+# ---------------------------------------------------------------------------- options from the command line
+
+def split_option(item: str) -> tuple[str | None, str]:
+    """``("mcts", "k=1")`` for ``mcts:k=1``; ``(None, "k=1")`` without a ``SOLVER:`` prefix."""
+    target, sep, rest = item.partition(":")
+    if not sep or "=" in target:
+        return None, item
+    return target, rest
+
+
+def parse_solver_options(items: Sequence[str], solvers: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """``KEY=VALUE`` (every solver) or ``SOLVER:KEY=VALUE`` (one solver) -> options per solver.
+
+    Values are read as int, float, true/false, else kept as text. A solver receives only
+    the options its ``solve`` names (:func:`mallocgame.protocol.accepted_options`).
+    """
+    per: dict[str, dict[str, Any]] = {s: {} for s in solvers}
+    for item in items:
+        target, rest = split_option(item)
+        key, eq, raw = rest.partition("=")
+        key = key.strip().replace("-", "_")
+        if not eq or not key.isidentifier():
+            raise InputError(f"--solver-option: expected KEY=VALUE or SOLVER:KEY=VALUE, got {item!r}")
+        if target is not None and target not in per:
+            raise InputError(f"--solver-option {item!r}: solver {target!r} is not in --solvers")
+        value = _parse_value(raw.strip())
+        for s in ([target] if target else solvers):
+            per[s][key] = value
+    return per
+
+
+def _parse_value(raw: str) -> Any:
+    if raw.lower() in ("true", "false"):
+        return raw.lower() == "true"
+    for cast in (int, float):
+        try:
+            return cast(raw)
+        except ValueError:
+            pass
+    return raw
 
 
 SAFETY = 0.05  # seconds every solver keeps back for reading its answer and building the Solution

@@ -200,12 +200,13 @@ def test_special_files_are_written_in_place_and_symlinks_followed(tmp_path):
 def test_an_unexpected_exception_is_one_line_exit_1(monkeypatch):
     from click.testing import CliRunner
 
+    import mallocgame.cli.info as info
     import mallocgame.cli.main as cli
 
     def boom(*args, **kwargs):
         raise RuntimeError("boom\nand a second line")
 
-    monkeypatch.setattr(cli, "_info_facts", boom)
+    monkeypatch.setattr(info, "_info_facts", boom)
     r = CliRunner().invoke(cli.main, ["info", "example:pack40"])
     assert r.exit_code == 1 and r.stderr == "error: unexpected RuntimeError: boom and a second line " \
                                             "(MALLOCGAME_TRACEBACK=1 shows where)\n", r.stderr

@@ -16,7 +16,7 @@ import time
 import click
 
 from mallocgame import conformance
-from mallocgame.cli.main import EXIT_BAD_INPUT, EXIT_NO_SOLUTION, EXIT_OK, SECONDS, fail
+from mallocgame.cli.common import EXIT_BAD_INPUT, EXIT_NO_SOLUTION, EXIT_OK, SECONDS, fail
 from mallocgame.registry import SolverLoadError
 
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import sys
 from datetime import datetime, timezone
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -27,6 +26,7 @@ from typing import Any, Iterable, Sequence
 
 import click
 
+from mallocgame.cli.exits import EXIT_BAD_INPUT, EXIT_NO_SOLUTION, EXIT_OK, fail  # noqa: F401  (the commands import them from here)
 from mallocgame.hardware.validator import validate_schedule
 from mallocgame.inputs.load import capacity_warning as capacity_warning_text
 from mallocgame.inputs.load import parse_bytes, prepare, read_problem
@@ -37,14 +37,7 @@ from mallocgame.protocol import MAX_SEED, MAX_TIME_LIMIT, bad_option_value, bad_
 from mallocgame.search.muzero.torchless import load_agent_network
 from mallocgame.solving import read_answer_file
 
-EXIT_OK, EXIT_NO_SOLUTION, EXIT_BAD_INPUT = 0, 1, 2
 STDOUT = "-"
-
-
-def fail(message: str, code: int = EXIT_BAD_INPUT) -> None:
-    """One ``error:`` line on stderr, then exit (2 = bad input or usage)."""
-    click.echo(f"error: {message}", err=True)
-    sys.exit(code)
 
 
 class Seconds(click.ParamType):

@@ -40,9 +40,7 @@ from mallocgame.cli.common import (
 from mallocgame.comparison import (
     _csv_text,
     json_document,
-    parse_solver_options,
     run_comparison,
-    split_option,
     summary_text,
     table_text,
 )
@@ -51,6 +49,7 @@ from mallocgame.interrupts import Interrupted, ignore_signals, raise_on_signals
 from mallocgame.io import OutputBusy, exclusive_output, output_folder
 from mallocgame.model import InputError
 from mallocgame.plots import plot_allocations, plot_anytime, plot_pack_gaps, plot_speedups, safe_name
+from mallocgame.protocol import parse_solver_options, split_option
 from mallocgame.registry import SolverLoadError, load_solver, solver_entries
 
 
