@@ -57,7 +57,7 @@ def resnet50_train(batch: int, image: int, classes: int = 1000, lr: float = 0.1,
     import jax
     import jax.numpy as jnp
     from jax import lax
-    from make_xla_suite import batch_norm, conv
+    from make_xla_suite import batch_norm, conv, sgd_momentum_step
 
     s = jax.ShapeDtypeStruct
     f32 = jnp.float32
@@ -92,17 +92,8 @@ def resnet50_train(batch: int, image: int, classes: int = 1000, lr: float = 0.1,
             x = jax.nn.relu(y + short)
         return x.mean((1, 2)) @ params["fc"] + params["fc_b"]
 
-    def step(params, velocity, x, labels):
-        def loss(params):
-            logp = jax.nn.log_softmax(forward(params, x), -1)
-            return -jnp.take_along_axis(logp, labels[:, None], -1).mean()
-
-        value, grads = jax.value_and_grad(loss)(params)
-        velocity = jax.tree.map(lambda v, g: momentum * v + g, velocity, grads)
-        return jax.tree.map(lambda p, v: p - lr * v, params, velocity), velocity, value
-
     args = (params, params, s((batch, image, image, 3), f32), s((batch,), jnp.int32))
-    return step, args, (0, 1)
+    return sgd_momentum_step(forward, lr, momentum), args, (0, 1)
 
 
 # --------------------------------------------------------------------------- measuring

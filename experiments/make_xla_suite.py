@@ -214,6 +214,13 @@ def resnet_train(stages, batch, image=32, classes=10, lr=0.1, momentum=0.9):
             x = jax.nn.relu(y + (conv(x, p["ws"], st) if "ws" in p else x))
         return x.mean((1, 2)) @ params["fc"]
 
+    args = (params, params, s((batch, image, image, 3), jnp.float32), s((batch,), jnp.int32))
+    return sgd_momentum_step(forward, lr, momentum), args, (0, 1)
+
+
+def sgd_momentum_step(forward, lr, momentum):
+    """One SGD-with-momentum step of a classifier ``forward(params, x) -> logits``: ``(params, velocity,
+    x, labels) -> (params, velocity, loss)`` (cross-entropy; params and velocity are the donated state)."""
     def step(params, velocity, x, labels):
         def loss(params):
             logp = jax.nn.log_softmax(forward(params, x), -1)
@@ -223,8 +230,7 @@ def resnet_train(stages, batch, image=32, classes=10, lr=0.1, momentum=0.9):
         velocity = jax.tree.map(lambda v, g: momentum * v + g, velocity, grads)
         return jax.tree.map(lambda p, v: p - lr * v, params, velocity), velocity, value
 
-    args = (params, params, s((batch, image, image, 3), jnp.float32), s((batch,), jnp.int32))
-    return step, args, (0, 1)
+    return step
 
 
 # --------------------------------------------------------------------------- ViT and MLP-Mixer inference
