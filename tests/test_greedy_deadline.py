@@ -1,7 +1,7 @@
 """Issue 19 item 5: greedy-xla keeps its time limit (it ran 166 s at --time-limit 10 on 2M buffers).
 
-A 100k-buffer map problem takes greedy-xla several seconds to place in full (~9 s here, loaded
-machine); at a 4 s limit it stops at its deadline, leaves the rest slow and says so.
+A 100k-buffer map problem takes greedy-xla several seconds to place in full (~3-9 s here, quiet to
+loaded machine); at a 1 s limit it stops at its deadline, leaves the rest slow and says so.
 """
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ def test_greedy_xla_stops_at_its_deadline_and_says_so():
 
     p = _problem(100_000)
     t = time.monotonic()
-    rep = run_solver("greedy-xla", p, p.hardware, time_limit=4, seed=0)
+    rep = run_solver("greedy-xla", p, p.hardware, time_limit=1, seed=0)
     took = time.monotonic() - t
-    assert took < 4 + 1.0, took  # + 1 s: scoring 100k buffers on a loaded machine
+    assert took < 1 + 1.0, took  # + 1 s: scoring 100k buffers on a loaded machine
     assert rep.valid and 0 < rep.placed < p.n
     assert "cut short by the time limit" in rep.summary()
 
