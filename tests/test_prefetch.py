@@ -277,3 +277,35 @@ def test_a_map_only_solver_warm_starts_a_prefetch_solver_through_the_lift():
         lift_map_answer(problem, run_solver("greedy-xla", problem.replace(mode="map"), hw, time_limit=1, seed=0).offsets))
     report = solve_with_warm_start("mcts", problem, hw, time_limit=1.5, seed=0, warm_start="greedy-xla")
     assert report.valid and report.mode == "prefetch" and report.objective >= lifted - 1e-12 * abs(lifted)
+
+
+def test_served_marks_exactly_the_operands_of_the_intervals():
+    """served() marks all intervals' operand ranges at once (searchsorted + a difference array); the same
+    as marking each interval's range in a loop, with overlapping, empty and clipped intervals."""
+    import random
+
+    import numpy as np
+
+    from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
+    from mallocgame.hardware.spec import PRESETS
+    from mallocgame.inputs.generate import layered_network
+    from mallocgame.model import FastInterval
+
+    p = layered_network(300, seed=2, capacity_fraction=0.25).replace(mode="prefetch")
+    ev = PrefetchEvaluator(p, PRESETS["tpuv4i"])
+    rng = random.Random(0)
+    width = ev.base.n_ops + 1
+    for _ in range(20):
+        ivs = []
+        for _ in range(rng.randrange(0, 80)):
+            b = rng.randrange(p.n)
+            s = rng.randrange(-2, ev.base.n_ops + 2)
+            ivs.append(FastInterval(b, 0, s, s + rng.randrange(0, 40), None))
+        loop = np.zeros(len(ev._key), bool)
+        for iv in ivs:
+            lo = np.searchsorted(ev._key, iv.buffer * width + max(iv.start, 0))
+            hi = np.searchsorted(ev._key, iv.buffer * width + min(iv.end, ev.base.n_ops))
+            loop[lo:hi] = True
+        want = np.zeros(len(ev._key), bool)
+        want[ev._order] = loop
+        assert (ev.served(ivs) == want).all()
