@@ -125,7 +125,7 @@ class PrefetchEvaluator:
         keep = hi > lo
         cover = np.bincount(lo[keep], minlength=n_keys + 1) - np.bincount(hi[keep], minlength=n_keys + 1)
         fast = np.cumsum(cover[:n_keys]) > 0
-        out = np.zeros(len(self._key), bool)
+        out = np.zeros(n_keys, bool)
         out[self._order] = fast
         return out
 

@@ -181,7 +181,7 @@ class _Race:
             c.cancel()
 
     def run_cheapest_baseline(self, until: float) -> None:
-        """The cheapest baseline of the solve session, as a member's report (above ``LARGE`` buffers)."""
+        """The cheapest baseline of the solve session, built in this process, as a member's report."""
         problem, hardware = self.problem, self.hardware
         cheap = self.session.best_baseline(until, names=BASELINES[problem.mode][:1])
         if cheap is not None:

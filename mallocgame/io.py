@@ -659,6 +659,7 @@ def parse_workload(path: str, data: Any) -> Problem:
     inplace = _inplace_pairs(path, data, by_id)
     capacity = _capacity_field(path, data)
     name = str(data.get("name") or os.path.basename(path))
+    _check_ids_write_back(path, buffers, ops)
     return merge_inplace(Problem(name=name, buffers=tuple(buffers), ops=tuple(ops), inplace=tuple(inplace),
                                  capacity=capacity, source=path, control_deps=control_deps,
                                  original_order=original_order))  # in-place pairs share storage (mallocgame.aliasing)
@@ -821,19 +822,17 @@ def read_workload_json(path: str | os.PathLike) -> Problem:
         raise InputError(f"{path}: invalid JSON (nested too deeply)") from None
     except ValueError as exc:  # an integer of more digits than Python converts
         raise InputError(f"{path}: invalid JSON ({str(exc).split(':')[0]})") from None
-    problem = parse_workload(path, data)
-    _check_ids_write_back(path, problem)
-    return problem
+    return parse_workload(path, data)
 
 
-def _check_ids_write_back(path: str, problem: Problem) -> None:
+def _check_ids_write_back(path: str, buffers: Sequence[Buffer], ops: Sequence[Op]) -> None:
     """Refuses, with its place, an id that a writer could not write back as it was read: a blank
     id (the CSV reader refuses it), or a lone surrogate (JSON's ``\\ud800`` escape), which no UTF-8
     file can hold."""
-    blank = next((k for k, b in enumerate(problem.buffers) if not b.id.strip()), None)
+    blank = next((k for k, b in enumerate(buffers) if not b.id.strip()), None)
     if blank is not None:
         raise InputError(f"{path}: buffers[{blank}], field 'id': empty id")
-    for what, ids in (("buffers", [b.id for b in problem.buffers]), ("ops", [op.id for op in problem.ops])):
+    for what, ids in (("buffers", [b.id for b in buffers]), ("ops", [op.id for op in ops])):
         try:
             "".join(ids).encode("utf-8")
         except UnicodeEncodeError:

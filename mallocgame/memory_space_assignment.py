@@ -814,7 +814,7 @@ class _BufferTry:
         return False
 
 
-MIN_DECIDED = 32  # buffers (in msa's order) decided before the deadline is first read
+MIN_DECIDED = 32  # the first positions of msa's buffer order, decided before the deadline is first read
 
 
 class _Msa:
