@@ -125,21 +125,40 @@ def op_time_floor(problem: Problem, ev: Evaluator) -> np.ndarray:
     return np.maximum(ev.compute, ev.slow_mem - op_saving_bound(problem, ev)) + ev.fixed
 
 
-def _latest_start(cum: np.ndarray, lo: int, hi: int, t: int, need: float) -> int:
-    """Latest ``cs`` in ``[lo, hi]`` whose window (slots ``cs+1 .. t-1``) offers ``need`` seconds; ``lo`` if none."""
-    # window budget of cs = cum[t] - cum[cs + 1], decreasing in cs
-    for cs in range(hi, lo - 1, -1):
-        if cum[t] - cum[cs + 1] >= need:
-            return cs
-    return lo
+def _latest_start(cum: Sequence[float], lo: int, hi: int, t: int, need: float) -> int:
+    """Latest ``cs`` in ``[lo, hi]`` whose window (slots ``cs+1 .. t-1``) offers ``need`` seconds; ``lo`` if none.
+
+    The window budget ``cum[t] - cum[cs + 1]`` never grows with ``cs`` (``cum`` is a running sum of budgets,
+    which are not negative, and rounding keeps a difference monotone), so a binary search over the same
+    test finds what a scan down from ``hi`` finds."""
+    top = cum[t]
+    if top - cum[lo + 1] < need:
+        return lo
+    a, b = lo, hi  # the test holds at a; the answer is in [a, b]
+    while a < b:
+        m = (a + b + 1) // 2
+        if top - cum[m + 1] >= need:
+            a = m
+        else:
+            b = m - 1
+    return a
 
 
-def _earliest_end(cum: np.ndarray, w: int, lo: int, hi: int, need: float) -> int:
-    """Smallest ``end`` in ``[lo, hi]`` whose eviction window (slots ``w+1 .. end-1``) offers ``need``; ``hi`` if none."""
-    for end in range(lo, hi + 1):
-        if cum[end] - cum[w + 1] >= need:
-            return end
-    return hi
+def _earliest_end(cum: Sequence[float], w: int, lo: int, hi: int, need: float) -> int:
+    """Smallest ``end`` in ``[lo, hi]`` whose eviction window (slots ``w+1 .. end-1``) offers ``need``; ``hi`` if none.
+
+    The budget ``cum[end] - cum[w + 1]`` never shrinks as ``end`` grows: a binary search over the same test."""
+    base = cum[w + 1]
+    if cum[hi] - base < need:
+        return hi
+    a, b = lo, hi  # the test holds at b; the answer is in [a, b]
+    while a < b:
+        m = (a + b) // 2
+        if cum[m] - base >= need:
+            b = m
+        else:
+            a = m + 1
+    return a
 
 
 def _runs(k: int) -> list[tuple[int, int]]:
@@ -152,13 +171,76 @@ def _runs(k: int) -> list[tuple[int, int]]:
     return sorted(out)
 
 
+class _BufferStays:
+    """The candidate copy starts and stay ends of one buffer's runs of touches, each computed once.
+
+    A run ``i .. j`` of touches has its copy starts from touch ``i`` alone and its ends from touch ``j`` and the
+    last write it serves, so the runs that share them (up to ``len(RUN_LENGTHS) + 1`` per touch) share the work.
+    """
+
+    def __init__(self, ops: list[int], reads: list[int], writes: list[int], cums: Sequence[Sequence[float]],
+                 copy: float, limit_end: int, output: bool):
+        self.ops, self.reads, self.writes, self.cums = ops, reads, writes, cums
+        self.copy, self.limit_end, self.output = copy, limit_end, output
+        self.last_write = []  # touch index of the last write at or before touch i (-1 if none)
+        lw = -1
+        for i in range(len(ops)):
+            if writes[i]:
+                lw = i
+            self.last_write.append(lw)
+        self._starts: dict[int, list | None] = {}
+        self._ends: dict[tuple[int, int], list[int]] = {}
+
+    def starts(self, i: int) -> list | None:
+        """The copy starts of a stay from touch ``i`` (``[None]``: produced in place; ``None``: no valid start)."""
+        got = self._starts.get(i, False)
+        if got is not False:
+            return got
+        ops, t = self.ops, self.ops[i]
+        if self.writes[i] and not self.reads[i]:
+            got = [None]
+        else:
+            lw = self.last_write[i - 1] if i > 0 else -1
+            lo = ops[lw] if lw >= 0 else -1  # the value must exist in slow memory
+            hi = t - 1
+            if lo > hi:
+                got = None
+            else:
+                # the latest start of all (no window: the copy stalls, the stay holds least memory) and
+                # the latest starts whose windows offer each ratio x the copy time
+                got = sorted({hi, *(_latest_start(cum, lo, hi, t, r * self.copy)
+                                    for cum in self.cums for r in PREFETCH_RATIOS)})
+        self._starts[i] = got
+        return got
+
+    def ends(self, j: int, w: int) -> list[int]:
+        """The ends of a stay to touch ``j`` whose last served write is at op ``w`` (-1: none served)."""
+        key = (j, w)
+        got = self._ends.get(key)
+        if got is not None:
+            return got
+        ops, k = self.ops, len(self.ops)
+        after = min(ops[j + 1], self.limit_end) if j + 1 < k else self.limit_end
+        needed = w >= 0 and (self.reads[j + 1] if j + 1 < k else self.output)
+        got = [ops[j] + 1]
+        if needed:
+            got = sorted({ops[j] + 1, *(_earliest_end(cum, w, ops[j] + 1, after, r * self.copy)
+                                        for cum in self.cums for r in EVICTION_RATIOS)})
+        self._ends[key] = got
+        return got
+
+    def needs_eviction(self, j: int, w: int) -> bool:
+        k = len(self.ops)
+        return w >= 0 and bool(self.reads[j + 1] if j + 1 < k else self.output)
+
+
 def candidates(problem: Problem, hardware, budgets: Sequence[np.ndarray], extra: Sequence[FastInterval] = ()) -> list[Stay]:
     """The candidate stays of every buffer (see the module docstring), plus those of ``extra``; no duplicates."""
     T = len(problem.ops)
     touches = problem.touches
     a = problem.arrays
     capacity = problem.capacity if problem.capacity is not None else np.iinfo(np.int64).max
-    cums = [np.concatenate(([0.0], np.cumsum(b))) for b in budgets]
+    cums = [np.concatenate(([0.0], np.cumsum(b))).tolist() for b in budgets]
     out: dict[tuple, Stay] = {}
     for b in range(problem.n):
         size = int(a.size[b])
@@ -170,44 +252,25 @@ def candidates(problem: Problem, hardware, budgets: Sequence[np.ndarray], extra:
         if k == 0:
             continue
         limit_end = min(T, int(a.end[b]))
-        copy = size / hardware.copy_bw
-        last_write = []  # last write at or before touch i (-1 if none)
-        lw = -1
-        for i in range(k):
-            if writes[i]:
-                lw = ops[i]
-            last_write.append(lw)
+        runs = _BufferStays(ops, reads, writes, cums, size / hardware.copy_bw, limit_end, bool(touches.output[b]))
         for i, j in _runs(k):
             t = ops[i]
             if ops[j] + 1 > limit_end:
                 continue
-            pure = writes[i] and not reads[i]
-            if pure:
-                starts = [None]
-            else:
-                lo = last_write[i - 1] if i > 0 else -1  # the value must exist in slow memory
-                hi = t - 1
-                if lo > hi:
-                    continue
-                # the latest start of all (no window: the copy stalls, the stay holds least memory) and
-                # the latest starts whose windows offer each ratio x the copy time
-                starts = sorted({hi, *(_latest_start(cum, lo, hi, t, r * copy) for cum in cums for r in PREFETCH_RATIOS)})
-            served_writes = [ops[x] for x in range(i, j + 1) if writes[x]]
-            after = min(ops[j + 1], limit_end) if j + 1 < k else limit_end
-            needed = bool(served_writes) and (reads[j + 1] if j + 1 < k else bool(touches.output[b]))
-            ends = [ops[j] + 1]
-            if needed:
-                w = served_writes[-1]
-                ends = sorted({ops[j] + 1, *(_earliest_end(cum, w, ops[j] + 1, after, r * copy)
-                                             for cum in cums for r in EVICTION_RATIOS)})
+            starts = runs.starts(i)
+            if starts is None:
+                continue
+            lw = runs.last_write[j]
+            w = ops[lw] if lw >= i else -1  # the last write the stay serves
+            ends = runs.ends(j, w)
+            eviction_from = w + 1 if runs.needs_eviction(j, w) else None
             for cs in starts:
+                prefetch = None if cs is None else (cs + 1, t)
                 for end in ends:
                     key = (b, t, end, cs)
                     if key in out:
                         continue
-                    prefetch = None if cs is None else (cs + 1, t)
-                    eviction = (served_writes[-1] + 1, end) if needed else None
-                    out[key] = Stay(b, t, end, cs, prefetch, eviction)
+                    out[key] = Stay(b, t, end, cs, prefetch, None if eviction_from is None else (eviction_from, end))
     for iv in extra:
         key = (iv.buffer, iv.start, iv.end, iv.copy_start)
         if key not in out:
@@ -232,8 +295,8 @@ def tighten(problem: Problem, intervals: Sequence[FastInterval]) -> list[FastInt
 
 def spans(stays: Sequence[Stay]) -> list[list[int]]:
     """Stay indices grouped by connected spans of occupied ops (stays of different spans never interact)."""
-    occ = np.array([s.occupied_from for s in stays], np.int64)
-    end = np.array([s.end for s in stays], np.int64)
+    occ = np.fromiter((s.occupied_from for s in stays), np.int64, len(stays))
+    end = np.fromiter((s.end for s in stays), np.int64, len(stays))
     return [group.tolist() for group in component_runs(occ, end)]
 
 
@@ -574,27 +637,28 @@ def solve_window(problem: Problem, hardware, free: Sequence[Stay], fixed: Sequen
 # ---------------------------------------------------------------- windows
 
 
-def windows(stays: Sequence[Stay], size: int, phase: float) -> list[tuple[int, int]]:
+def windows(stays: Sequence[Stay], size: int, phase: float, *, occ: np.ndarray | None = None,
+            end: np.ndarray | None = None) -> list[tuple[int, int]]:
     """Op ranges ``[a, b)`` that each hold about ``size`` candidate stays (counted by the ops they occupy),
-    overlapping by half, over every span of ``stays``; ``phase`` (in [0, 1)) shifts where they begin."""
+    overlapping by half, over every span of ``stays``; ``phase`` (in [0, 1)) shifts where they begin.
+    ``occ`` and ``end``: the stays' occupied-from and end ops ``[len(stays)]``, if the caller has them."""
+    if occ is None or end is None:
+        occ = np.fromiter((s.occupied_from for s in stays), np.int64, len(stays))
+        end = np.fromiter((s.end for s in stays), np.int64, len(stays))
     out = []
-    for group in spans(stays):
-        lo = min(stays[c].occupied_from for c in group)
-        hi = max(stays[c].end for c in group)
+    for group in component_runs(occ, end):
+        group_occ, group_end = occ[group], end[group]
+        lo, hi = int(group_occ.min()), int(group_end.max())
         if len(group) <= size:
             out.append((lo, hi))
             continue
-        # stays inside [a, b) as b grows: count by end, over stays starting at or after a
-        occ = np.array(sorted(stays[c].occupied_from for c in group))
-        by_start = sorted(group, key=lambda c: stays[c].occupied_from)
-        ends_from = np.array([stays[c].end for c in by_start], np.int64)  # once: a list per window was quadratic
+        order = np.argsort(group_occ, kind="stable")
+        by_occ, ends_from = group_occ[order], group_end[order]
         a = lo
         first = True
         while a < hi:
-            k = int(np.searchsorted(occ, a))
-            tail = ends_from[k:]
-            # the size-th smallest end (a partition, not a sort: the same value in linear time)
-            b = int(np.partition(tail, min(size, len(tail)) - 1)[min(size, len(tail)) - 1]) if len(tail) else hi
+            k = int(np.searchsorted(by_occ, a))
+            b = _kth_end(by_occ, ends_from, k, size) if k < len(by_occ) else hi
             if first and phase > 0:
                 b = a + max(1, int((b - a) * phase))
             first = False
@@ -604,6 +668,24 @@ def windows(stays: Sequence[Stay], size: int, phase: float) -> list[tuple[int, i
                 break
             a = max(a + 1, (a + b) // 2)
     return out
+
+
+def _kth_end(by_occ: np.ndarray, ends_from: np.ndarray, k: int, size: int) -> int:
+    """The ``size``-th smallest end of the stays ``k ..`` (by occupied-from order; all of them if fewer).
+
+    Read from a prefix, doubled until its answer ``v`` is at most the next stay's occupied-from: every later
+    stay ends after that, so none of them is among the smallest (the answer of the whole tail, in time linear
+    in the prefix, not in the tail: a partition of the tail per window was quadratic on 10^6 stays)."""
+    n = len(by_occ)
+    rank = min(size, n - k) - 1
+    m = max(2 * size, 64)
+    while True:
+        if k + m >= n:
+            return int(np.partition(ends_from[k:], rank)[rank])
+        v = int(np.partition(ends_from[k:k + m], rank)[rank])
+        if v <= by_occ[k + m]:
+            return v
+        m *= 2
 
 
 # ---------------------------------------------------------------- the solver
@@ -644,8 +726,8 @@ class PrefetchWindows:
         profiles = [op_time_floor(problem, ev), pev.op_times(incumbent)]
         self.stays = candidates(problem, hardware, profiles, extra)
         self.index = {_key(s): c for c, s in enumerate(self.stays)}
-        self.occ = np.array([s.occupied_from for s in self.stays], np.int64)
-        self.end = np.array([s.end for s in self.stays], np.int64)
+        self.occ = np.fromiter((s.occupied_from for s in self.stays), np.int64, len(self.stays))
+        self.end = np.fromiter((s.end for s in self.stays), np.int64, len(self.stays))
         self.by_buffer: dict[int, list[int]] = {}
         for c, s in enumerate(self.stays):
             self.by_buffer.setdefault(s.buffer, []).append(c)
@@ -653,7 +735,7 @@ class PrefetchWindows:
         self.slow_times = np.maximum(ev.compute, ev.slow_mem) + ev.fixed
         self.scale_of_value = max(float(self.reach.sum()), 1e-300)
         self.size, self.phase = WINDOW_STAYS, 0.0
-        self.largest = max((len(g) for g in spans(self.stays)), default=0)
+        self.largest = max((len(g) for g in component_runs(self.occ, self.end)), default=0)
         self.proven_at: dict[tuple, tuple[int, int]] = {}  # proven neighbourhood -> the ops its free stays occupy
         self.last: dict = {}  # the statistics of the last window solved
 
@@ -696,7 +778,8 @@ class PrefetchWindows:
         the buffers that hold most memory. Windows with nothing to gain and empty ones count as proven."""
         gap = self._potential(current)
         keys = []
-        for k in (("ops", lo, hi) for lo, hi in windows(self.stays, self.size, self.phase)):
+        for k in (("ops", lo, hi) for lo, hi in windows(self.stays, self.size, self.phase,
+                                                                 occ=self.occ, end=self.end)):
             if k in self.proven_at:
                 continue
             if gap(k[1], k[2]) > 1e-9 * self.scale_of_value:
