@@ -29,7 +29,7 @@ from mallocgame.lift import lift_map_answer
 from mallocgame.model import InputError, Solution, Status
 from mallocgame.protocol import Solver, solver_deadline
 from mallocgame.registry import SolverLoadError, load_solver, solver_entries
-from mallocgame.runner import ChildCall, ProcessPool, Report, answer, run_solver, score
+from mallocgame.runner import ChildCall, ProcessPool, Report, answer, preload, run_solver, score
 from mallocgame.session import BASELINE_SHARE, BASELINE_SOLVER, BASELINES, session_for
 from mallocgame.solving import better
 
@@ -52,6 +52,12 @@ FAST_MEMBERS = frozenset({*BASELINE_SOLVER.values(), "greedy-xla"})
 COLLECT = 0.10  # seconds more than a solver's margin: collecting answers, stopping children
 LARGE = 5000  # buffers; above this the default members leave out the constructive ones without a deadline
 TIMED_MEMBERS = frozenset({"msa"})  # constructive members that keep a deadline: kept above LARGE
+# Prefetch mode: a slot that frees up with at least this share of the time left runs the window search again,
+# from the best answer so far (a lifted map answer finished early, say: select-pack settles the xla suite's
+# LSTM steps in 4-5 s of 60 and was the best answer, with the other core idle).
+REFILL_SOLVER = "cpsat"
+REFILL_SHARE = 0.15
+CHILD_MARGIN = 0.02  # of a member's share, kept for its child's exit: children at load 3 on 2 cores overran
 
 
 def reaches(mode: str, objective: float | None, bound: float) -> bool:
@@ -180,11 +186,12 @@ class _Race:
         for c in self.calls:
             c.cancel()
 
-    def run_cheapest_baseline(self, until: float) -> None:
-        """The cheapest baseline of the solve session, built in this process, as a member's report."""
+    def run_cheapest_baseline(self, until: float, *, every: bool = False) -> None:
+        """The cheapest baseline of the solve session (``every``: the best of all the mode's baselines), built
+        in this process until ``until``, as a member's report."""
         problem, hardware = self.problem, self.hardware
-        cheap = self.session.best_baseline(until, names=BASELINES[problem.mode][:1])
-        if cheap is not None:
+        cheap = self.session.best_baseline(until, names=None if every else BASELINES[problem.mode][:1])
+        if cheap is not None and cheap.name not in self.reports:
             self.consider(cheap.name, score(problem, hardware, cheap.solution(problem), seconds=cheap.seconds,
                                             bound=None, solver_name=cheap.name))
 
@@ -231,6 +238,17 @@ class _Race:
             except Exception as exc:
                 self.errors[name] = f"{exc.__class__.__name__}: {exc}"
 
+    def refill(self, time_limit: float, seed: int, started: set) -> tuple[str, str, Solution, int] | None:
+        """Prefetch mode, a free slot: ``(key, solver, hint, seed)`` to run the window search again from the best
+        answer so far, when no run started from it yet and at least ``REFILL_SHARE`` of the time is left."""
+        best = self.best
+        if (self.problem.mode != "prefetch" or best is None or not best.valid or best.solver in started
+                or REFILL_SOLVER not in solver_entries()
+                or self.deadline - time.monotonic() < REFILL_SHARE * time_limit):
+            return None
+        started.add(best.solver)
+        return f"{REFILL_SOLVER}-from-{best.solver}", REFILL_SOLVER, answer(best, self.problem), seed + len(started)
+
     def solution(self, solver_name: str) -> Solution:
         """The portfolio's answer: the best valid report, else INFEASIBLE (a member proved it) or UNKNOWN."""
         problem, best = self.problem, self.best
@@ -251,7 +269,8 @@ class _Race:
 class Portfolio(Solver):
     name = "portfolio"
     modes = frozenset({"map", "pack", "prefetch"})
-    preload = ("ortools.sat.python.cp_model",)  # imported before the clock starts (mallocgame.runner.preload)
+    # imported before the clock starts (mallocgame.runner.preload): the default members' heavy modules
+    preload = ("ortools.sat.python.cp_model", "scipy.optimize")
 
     def solve(self, problem, hardware, *, time_limit, seed, hint=None, workers=2, minimize_peak=False,
               solvers=None):
@@ -281,76 +300,112 @@ class Portfolio(Solver):
         if problem.mode != "map" and race.bound is None:  # the bound in milliseconds: an answer at it ends the race
             race.bound = race.session.bound()
         settled = race.best_at_bound()
-        settled = race.run_fast(fast, time_limit, seed, hint, options, large) or settled
-        warm = race.warm_start(hint)
-        heavy = [] if settled else [n for n in names if n not in FAST_MEMBERS or n in lifted]
-        if heavy:
-            # The cheapest baseline built here, once: every forked member inherits it from the session.
-            race.session.baselines(t0 + BASELINE_SHARE * time_limit, names=BASELINES[problem.mode][:1])
-            if max(int(workers), 1) > 1 and len(heavy) > 1:
-                try:
-                    self._run_parallel(heavy, problem, hardware, deadline, seed, warm, options,
-                                       max(int(workers), 1), race.consider_member, race.errors,
-                                       later=race.map_bound if problem.mode == "map" else None,
-                                       lifted=lifted, map_problem=race.map_problem)
-                finally:
-                    race.cancel_bound()
-            else:
-                race.run_sequential(heavy, seed, warm, options)
+        heavy = [n for n in names if n not in FAST_MEMBERS or n in lifted]
+        workers = max(int(workers), 1)
+        parallel = workers > 1 and len(heavy) > 1
+        for name in heavy:
+            # Here, before the forks: a child's own import of its heavy modules is outside its clock, but not
+            # outside ours (select-pack's scipy.optimize: 0.8-2 s past its limit, and it was killed unheard).
+            preload(load_solver(name))
+        with ProcessPool(workers, own_groups=False) as pool:
+            # A prefetch portfolio's map members need no hint (their answers are lifted): they start now, on the
+            # other core, while msa runs here (it took 8-25 s of a 60 s limit on the xla suite's training steps,
+            # with the second core idle).
+            early = [n for n in heavy if n in lifted][:workers - 1] if parallel and not settled else []
+            for name in early:
+                pool.start(name, name, race.map_problem, hardware, time_limit=self._share(problem, deadline),
+                           seed=seed, hint=None, options=options)
+            settled = race.run_fast(fast, time_limit, seed, hint, options, large) or settled
+            warm = race.warm_start(hint)
+            heavy = [] if settled else [n for n in heavy if n not in early]
+            if heavy or (early and not settled):
+                # The baselines built here, once: every forked member inherits them from the session (the
+                # best of them is an answer too: msa+greedy-xla is no member's).
+                race.run_cheapest_baseline(t0 + BASELINE_SHARE * time_limit, every=True)
+                if parallel:
+                    try:
+                        started = {n for n in heavy if n == REFILL_SOLVER and race.best is not None}
+                        started = {race.best.solver} if started else set()  # cpsat starts from the best so far
+                        self._run_parallel(heavy, problem, hardware, deadline, seed, warm, options, workers,
+                                           race.consider_member, race.errors,
+                                           later=race.map_bound if problem.mode == "map" else None,
+                                           lifted=lifted, map_problem=race.map_problem, pool=pool,
+                                           refill=lambda: race.refill(time_limit, seed, started))
+                    finally:
+                        race.cancel_bound()
+                else:
+                    race.run_sequential(heavy, seed, warm, options)
         return race.solution(self.name)
 
     @staticmethod
+    def _share(problem, deadline: float, slots_left: int = 1) -> float:
+        """A member's time limit: its share of the time to ``deadline``, less what its child needs to validate,
+        score and send back its answer (prefetch mode's validation is the slow one: about 1 s at 5k buffers on a
+        loaded machine)."""
+        share = (deadline - time.monotonic()) / max(slots_left, 1)
+        return share * (1 - CHILD_MARGIN) - (0.05 + (2e-4 if problem.mode == "prefetch" else 3e-5) * problem.n)
+
+    @staticmethod
     def _run_parallel(names, problem, hardware, deadline, seed, hint, options, workers, consider, errors,
-                      later=None, lifted=frozenset(), map_problem=None) -> bool:
+                      later=None, lifted=frozenset(), map_problem=None, pool=None, refill=None) -> bool:
         """Run ``names`` in child processes, ``workers`` at a time, each with an equal share of the time.
 
         ``later``: called while the members run (the map bound's child); True from it settles the
-        problem (the best answer is at the bound). Returns True
-        when a member settled the problem (the others are then stopped).
+        problem (the best answer is at the bound). ``pool``: the caller's open pool, perhaps with members
+        running already (they are collected too). ``refill``: called for a free slot once the queue is empty;
+        ``(key, solver, hint, seed)`` starts one more run. Returns True when a member settled the problem (the
+        others are then stopped).
         """
+        if pool is None:
+            # Members stay in the portfolio's process group, so a kill of the portfolio reaches them.
+            with ProcessPool(workers, own_groups=False) as own:
+                return Portfolio._run_parallel(names, problem, hardware, deadline, seed, hint, options, workers,
+                                               consider, errors, later=later, lifted=lifted,
+                                               map_problem=map_problem, pool=own, refill=refill)
         waves = -(-len(names) // workers)  # members per slot, run one after another
         queue = list(names)
-        # Members stay in the portfolio's process group, so a kill of the portfolio reaches them.
-        with ProcessPool(workers, own_groups=False) as pool:
-            while queue or pool.busy:
-                now = time.monotonic()
-                while queue and pool.free > 0:
-                    slots_left = -(-len(queue) // workers)
-                    share = (deadline - now) / max(slots_left, 1) if waves > 1 else deadline - now
-                    # The child also validates, scores and sends back its answer: keep time for that.
-                    # (prefetch mode's validation is the slow one: about 1 s at 5k buffers on a loaded machine)
-                    share -= 0.05 + (2e-4 if problem.mode == "prefetch" else 3e-5) * problem.n
-                    name = queue.pop(0)
-                    if share <= 0.05:
-                        errors[name] = "skipped: no time left"
-                        continue
-                    if name in lifted:  # a map member: the map problem, no prefetch hint; its answer is lifted
-                        pool.start(name, name, map_problem, hardware, time_limit=share, seed=seed, hint=None,
-                                   options=options)
-                    else:
-                        pool.start(name, name, problem, hardware, time_limit=share, seed=seed, hint=hint,
-                                   options=options)
-                if not pool.busy:
-                    break
-                if later is not None:  # the map bound, in a child of its own while the members run
-                    if later():
-                        for other, _ in pool.running():
-                            errors[other] = "stopped: the best answer is at the bound"
-                        return True
-                    finished = pool.wait(timeout=min(0.05, max(deadline - time.monotonic(), 0.0)))
-                    if not finished and time.monotonic() < deadline:
-                        continue
+        while queue or pool.busy:
+            while queue and pool.free > 0:
+                slots_left = -(-len(queue) // workers) if waves > 1 else 1
+                share = Portfolio._share(problem, deadline, slots_left)
+                name = queue.pop(0)
+                if share <= 0.05:
+                    errors[name] = "skipped: no time left"
+                    continue
+                if name in lifted:  # a map member: the map problem, no prefetch hint; its answer is lifted
+                    pool.start(name, name, map_problem, hardware, time_limit=share, seed=seed, hint=None,
+                               options=options)
                 else:
-                    finished = pool.wait(timeout=max(deadline - time.monotonic(), 0.0))
-                if not finished:
-                    break  # deadline: leaving the block stops whatever still runs
-                for name, kind, payload in finished:
-                    if kind != "ok":
-                        errors[name] = payload
-                    elif consider(name, payload):
-                        for other, _ in pool.running():
-                            errors[other] = "stopped: another member settled the problem"
-                        return True
-            for other, _ in pool.running():
-                errors[other] = "stopped: time limit"
+                    pool.start(name, name, problem, hardware, time_limit=share, seed=seed, hint=hint,
+                               options=options)
+            while refill is not None and not queue and pool.free > 0:
+                more = refill()
+                if more is None:
+                    break
+                key, name, warm, run_seed = more
+                pool.start(key, name, problem, hardware, time_limit=Portfolio._share(problem, deadline),
+                           seed=run_seed, hint=warm, options=options)
+            if not pool.busy:
+                break
+            if later is not None:  # the map bound, in a child of its own while the members run
+                if later():
+                    for other, _ in pool.running():
+                        errors[other] = "stopped: the best answer is at the bound"
+                    return True
+                finished = pool.wait(timeout=min(0.05, max(deadline - time.monotonic(), 0.0)))
+                if not finished and time.monotonic() < deadline:
+                    continue
+            else:
+                finished = pool.wait(timeout=max(deadline - time.monotonic(), 0.0))
+            if not finished:
+                break  # deadline: leaving the caller's block stops whatever still runs
+            for name, kind, payload in finished:
+                if kind != "ok":
+                    errors[name] = payload
+                elif consider(name, payload):
+                    for other, _ in pool.running():
+                        errors[other] = "stopped: another member settled the problem"
+                    return True
+        for other, _ in pool.running():
+            errors[other] = "stopped: time limit"
         return False
