@@ -821,7 +821,8 @@ class _Msa:
     """One run of memory-space assignment on one problem."""
 
     def __init__(self, problem: Problem, hardware, deadline: float, max_retries: int = MAX_RETRIES,
-                 max_overlap: str = "buffer", cross_program_prefetch: int = 0):
+                 max_overlap: str = "buffer", cross_program_prefetch: int = 0,
+                 overlap_ratio: float = MAX_OVERLAP_RATIO):
         self.problem = problem
         self.cross_program = int(cross_program_prefetch)
         self.deadline = deadline
@@ -848,6 +849,7 @@ class _Msa:
         self.stats = _Stats()
         self.done = np.zeros(n, bool)
         self.max_overlap = max_overlap
+        self.overlap_ratio = overlap_ratio
         self.memory_copy_time = self.capacity / float(hardware.copy_bw)
 
     # ------------------------------------------------------------ cost analysis
@@ -855,7 +857,7 @@ class _Msa:
     def max_elapsed(self, copy_t: float, retry: int) -> float:
         """GetMaxElapsedInAlternateMemory: the longest stay without a copy, the longest prefetch window."""
         basis = self.memory_copy_time if self.max_overlap == "memory" else copy_t
-        return MAX_OVERLAP_RATIO * basis * (2.0 ** retry)
+        return self.overlap_ratio * basis * (2.0 ** retry)
 
     def el(self, a: int, b: int) -> float:
         """Elapsed time of the ops strictly between ``a`` and ``b`` (``a >= -1``): GetLogicalIntervalElapsed."""
@@ -1078,8 +1080,12 @@ STATS_KEYS = ("prefetches", "evictions", "no_copy", "retries", "uncommits", "rea
               "cross_program_prefetch")
 
 
-def check_options(max_retries: int, max_overlap: str, cross_program_prefetch: int = 0) -> None:
+def check_options(max_retries: int, max_overlap: str, cross_program_prefetch: int = 0,
+                  overlap_ratio: float = MAX_OVERLAP_RATIO) -> None:
     """The msa options, or :class:`InputError` (one line: bad input, exit 2)."""
+    if (isinstance(overlap_ratio, bool) or not isinstance(overlap_ratio, (int, float))
+            or not math.isfinite(overlap_ratio) or overlap_ratio < 1):
+        raise InputError(f"msa: overlap_ratio must be a finite number >= 1, got {overlap_ratio!r}")
     if cross_program_prefetch not in (0, 1) or isinstance(cross_program_prefetch, bool):
         raise InputError(f"msa: cross_program_prefetch must be 0 or 1, got {cross_program_prefetch!r}")
     if max_overlap not in ("buffer", "memory"):
@@ -1090,20 +1096,23 @@ def check_options(max_retries: int, max_overlap: str, cross_program_prefetch: in
 
 def msa_run(problem: Problem, hardware, deadline: float, *, start: list[FastInterval] | None = None,
             max_retries: int = MAX_RETRIES, max_overlap: str = "buffer",
-            cross_program_prefetch: int = 0) -> tuple[list[FastInterval] | None, dict]:
+            cross_program_prefetch: int = 0,
+            overlap_ratio: float = MAX_OVERLAP_RATIO) -> tuple[list[FastInterval] | None, dict]:
     """One run of the algorithm until the monotonic ``deadline`` (``start``: intervals committed first).
 
     ``cross_program_prefetch``: how many buffers XLA's cross-program prefetch may take: 0 (here the
     default: the baseline every search builds, and the algorithm tests/msa_reference.py checks) or 1
     (XLA's default; measured here it loses more often than it wins: the ``msa`` solver tries it as a
-    variant, experiments/results/msa_scale.md).
+    variant, experiments/results/msa_scale.md). ``overlap_ratio``: XLA's ``max_overlap_to_async_copy_ratio``
+    (default 10), the longest no-copy stay and prefetch window in copy times (of the buffer, or of the whole
+    fast memory with ``max_overlap="memory"``); larger keeps long-lived buffers fast without a copy.
 
     Returns the answer (``None`` when the validator rejects it, which would be a bug) and the
     run's statistics (``cut_short``, also ``timed_out``: whether the deadline cut it short, leaving
     buffers undecided, in slow memory). Deterministic.
     """
-    check_options(max_retries, max_overlap, cross_program_prefetch)
-    msa = _Msa(problem, hardware, deadline, max_retries, max_overlap, cross_program_prefetch)
+    check_options(max_retries, max_overlap, cross_program_prefetch, overlap_ratio)
+    msa = _Msa(problem, hardware, deadline, max_retries, max_overlap, cross_program_prefetch, overlap_ratio)
     answer: list[FastInterval] = []
     if start is not None:
         msa.seed(start, PrefetchEvaluator.of(problem, hardware))

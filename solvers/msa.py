@@ -11,7 +11,9 @@ Unless ``variants=False``, when time permits (a run as long as those so far stil
 10% of the time limit) it also runs two other XLA configurations and keeps the best answer: XLA's
 cross-program prefetch of one buffer, and the other max-overlap rule (``stats["variants_tried"]``
 and ``stats["variants_skipped"]`` say which: the answer depends on the machine only at sizes where
-the variants are near that share, and says so). A run its time limit cuts short is still
+the variants are near that share, and says so). ``overlap_ratio`` (default 10, XLA's
+``max_overlap_to_async_copy_ratio``): the longest no-copy stay and prefetch window in copy times.
+A run its time limit cuts short is still
 FEASIBLE (a valid answer) but says so: ``stats["cut_short"]`` (the CLI's summary line warns).
 """
 
@@ -20,7 +22,8 @@ from __future__ import annotations
 import time
 
 from mallocgame.lift import hint_intervals
-from mallocgame.memory_space_assignment import MAX_RETRIES, _Msa, check_options, msa_run  # noqa: F401  (_Msa: tests)
+from mallocgame.memory_space_assignment import (MAX_OVERLAP_RATIO, MAX_RETRIES, _Msa,  # noqa: F401  (_Msa: tests)
+                                                check_options, msa_run)
 from mallocgame.model import FastInterval, InputError, Problem, Solution, Status
 from mallocgame.protocol import Solver, solver_deadline
 from mallocgame.session import session_for
@@ -34,9 +37,9 @@ class MemorySpaceAssignment(Solver):
     greedy = True  # a one-pass heuristic: the baseline of prefetch mode, not held to never-below-greedy
 
     def solve(self, problem, hardware, *, time_limit, seed, hint=None, max_retries: int = MAX_RETRIES,
-              max_overlap: str = "buffer", variants: bool = True):
+              max_overlap: str = "buffer", variants: bool = True, overlap_ratio: float = MAX_OVERLAP_RATIO):
         t0 = time.monotonic()
-        check_options(max_retries, max_overlap)
+        check_options(max_retries, max_overlap, overlap_ratio=overlap_ratio)
         if not isinstance(variants, bool):
             raise InputError(f"msa: variants must be True or False, got {variants!r}")
         n = problem.n
@@ -56,18 +59,18 @@ class MemorySpaceAssignment(Solver):
         for start in runs:
             if time.monotonic() > deadline and start is not None:
                 break
-            if start is None and (max_retries, max_overlap) == (MAX_RETRIES, "buffer"):
+            if start is None and (max_retries, max_overlap, overlap_ratio) == (MAX_RETRIES, "buffer", MAX_OVERLAP_RATIO):
                 built = session_for(problem, hardware).baseline("msa", deadline)  # once per solve session
                 answer, stats = (None, {"timed_out": False}) if built is None else (list(built.intervals), built.stats)
             else:
                 answer, stats = msa_run(problem, hardware, deadline, start=start, max_retries=max_retries,
-                                        max_overlap=max_overlap)
+                                        max_overlap=max_overlap, overlap_ratio=overlap_ratio)
             timed_out = timed_out or stats["timed_out"]
             if answer is not None:
                 candidates.append(("msa" if start is None else "msa+hint", answer, stats))
         budget = min(deadline, t0 + VARIANTS_SHARE * time_limit)
         tried, skipped = self._variants(problem, hardware, budget, t0, candidates, max_retries, max_overlap,
-                                        variants and not timed_out)
+                                        variants and not timed_out, overlap_ratio)
         best_label, best, best_stats, best_value = "all-slow", [], {}, 0.0
         for label, ivs, stats in candidates:
             value = ev.value(ivs) if ivs else 0.0
@@ -83,7 +86,8 @@ class MemorySpaceAssignment(Solver):
                         intervals=tuple(sorted(best, key=lambda iv: (iv.buffer, iv.start))))
 
     @staticmethod
-    def _variants(problem, hardware, deadline, t0, candidates, max_retries, max_overlap, on) -> tuple[list, list]:
+    def _variants(problem, hardware, deadline, t0, candidates, max_retries, max_overlap, on,
+                  overlap_ratio=MAX_OVERLAP_RATIO) -> tuple[list, list]:
         """Runs of other XLA configurations, each only when a run as long as those so far still fits before
         ``deadline`` (and kept only if it finished): XLA's cross-program prefetch of one buffer, then the other
         max-overlap rule. Their answers join the candidates; returns the labels tried and skipped."""
@@ -98,7 +102,8 @@ class MemorySpaceAssignment(Solver):
             if time.monotonic() + 1.5 * took > deadline:
                 skipped.append(label)
                 continue
-            answer, stats = msa_run(problem, hardware, deadline, max_retries=max_retries, **opts)
+            answer, stats = msa_run(problem, hardware, deadline, max_retries=max_retries, overlap_ratio=overlap_ratio,
+                                    **opts)
             tried.append(label)
             if answer is not None and not stats["timed_out"]:
                 candidates.append((label, answer, stats))
