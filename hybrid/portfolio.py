@@ -16,6 +16,13 @@ feasibility problem), or an answer at the bound (then reported OPTIMAL; the map 
 in a child of its own beside the members), ends the race at once. Every answer is validated and scored by
 :func:`mallocgame.runner.run_solver`; the best valid one wins (ties go to the earlier member, so
 the same seed gives the same choice).
+
+Prefetch mode: the map members (their answers are lifted; they need no hint) start in a child at once,
+beside msa in this process; then the session's baselines (the best of them, ``msa+greedy-xla`` included,
+is an answer) and the window search (``cpsat``) from the best so far. A slot that frees up with
+``REFILL_SHARE`` of the time left runs the window search again from the best answer so far, once per
+answer's source (a lifted select-pack answer that finished early, say). Every member's heavy imports
+(``preload``) happen here, before the forks: a child's import is outside its own clock but not the race's.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ Example:
     >>> p = load_problem("example:layered150", mode="prefetch")
     >>> s = session_for(p, p.hardware)
     >>> s is session_for(p, p.hardware), [b.name for b in s.baselines()]
-    (True, ['greedy-xla', 'msa', 'msa+greedy-xla'])
+    (True, ['greedy-xla', 'msa', 'msa+overlap-100', 'msa+greedy-xla'])
     >>> s.baseline("greedy-xla") is s.baseline("greedy-xla")
     True
 """
@@ -43,9 +43,12 @@ BASELINE_SOLVER = {"map": "greedy-xla", "pack": "best-fit", "prefetch": "msa"}
 # The baseline answers of each mode, cheapest first: every search builds them first (a small
 # share of its time) and never ends below the best. Prefetch mode: greedy-xla's map answer
 # lifted (:func:`mallocgame.lift.lift_map_answer`, O(n log n)), then XLA's memory-space assignment,
-# then msa again with the lifted greedy's whole-life stays committed first (``msa+greedy-xla``: msa's
-# prefetches around the greedy's long stays; built only when a run as long as msa's still fits).
-BASELINES = {"map": ("greedy-xla",), "pack": ("best-fit",), "prefetch": ("greedy-xla", "msa", "msa+greedy-xla")}
+# then msa with stays and windows up to 100x (not 10x) the copy time (``msa+overlap-100``: long-lived
+# buffers kept fast without a copy), then msa with the lifted greedy's whole-life stays committed first
+# (``msa+greedy-xla``); each of the last two only when msa finished and a run as long still fits.
+BASELINES = {"map": ("greedy-xla",), "pack": ("best-fit",),
+             "prefetch": ("greedy-xla", "msa", "msa+overlap-100", "msa+greedy-xla")}
+LONG_OVERLAP_RATIO = 100.0  # msa+overlap-100's overlap_ratio (measured on the xla suite: better than 30 and 300)
 # Of a solver's time, the part the prefetch baselines may take (msa is cut at this share; the
 # lifted greedy takes milliseconds): the rest is the search's.
 BASELINE_SHARE = 0.5
@@ -233,23 +236,29 @@ class Session:
                 return None
             return self.prefetch_evaluator.value(answer), not stats["timed_out"], None, tuple(answer), stats
         if name == "msa+greedy-xla" and mode == "prefetch":
-            return self._msa_on_greedy(deadline)
+            return self._msa_again(deadline, seeded=True)
+        if name == "msa+overlap-100" and mode == "prefetch":
+            return self._msa_again(deadline, seeded=False)
         raise ValueError(f"no baseline {name!r} in {mode} mode (baselines: {', '.join(BASELINES[mode])})")
 
-    def _msa_on_greedy(self, deadline: float | None):
-        """msa with the lifted greedy's intervals committed first, or ``None``: nothing to seed (no greedy stay,
-        no ops or capacity), or no time for a run as long as msa's own before ``deadline``."""
+    def _msa_again(self, deadline: float | None, *, seeded: bool):
+        """msa once more: with the lifted greedy's intervals committed first (``seeded``), else with the long
+        overlap ratio; ``None`` when there is nothing to seed, no ops or capacity, msa did not finish, or a run as
+        long as msa's would not fit before ``deadline``."""
         problem = self.problem
         if problem.n == 0 or not problem.has_ops or problem.capacity is None:
             return None
-        greedy = self.baseline("greedy-xla", deadline)
+        greedy = self.baseline("greedy-xla", deadline) if seeded else None
         msa = self._baselines.get("msa")
-        if greedy is None or not greedy.intervals or msa is None or not msa.complete:
+        if (seeded and (greedy is None or not greedy.intervals)) or msa is None or not msa.complete:
             return None
         if deadline is not None and time.monotonic() + 1.5 * msa.seconds > deadline:
             return None
-        answer, stats = msa_run(problem, self.hardware, float("inf") if deadline is None else deadline,
-                                start=list(greedy.intervals))
+        until = float("inf") if deadline is None else deadline
+        if seeded:
+            answer, stats = msa_run(problem, self.hardware, until, start=list(greedy.intervals))
+        else:
+            answer, stats = msa_run(problem, self.hardware, until, overlap_ratio=LONG_OVERLAP_RATIO)
         if answer is None:
             return None
         return self.prefetch_evaluator.value(answer), not stats["timed_out"], None, tuple(answer), stats
