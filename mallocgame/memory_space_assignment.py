@@ -134,31 +134,41 @@ class _Heap:
             seen.update(k for k in get(i, ()) if lo[k] < e and hi[k] > a)
         return list(seen)
 
-    def near(self, a: int, e: int) -> list[int]:
-        """The rectangles meeting ops ``[a, e)``: a pool for queries inside that range (``pool=``)."""
-        return self._near(a, e)
+    def near(self, a: int, e: int) -> list[tuple[int, int, int, int]]:
+        """The rectangles meeting ops ``[a, e)`` as ``(offset, top, occ, end)``, sorted: a pool for queries
+        inside that range (``pool=``)."""
+        lo, hi, off, top = self.lo, self.hi, self.off, self.top
+        return sorted([(off[k], top[k], lo[k], hi[k]) for k in self._near(a, e)])
 
-    def best_fit(self, a: int, e: int, size: int, align: int, pool: list[int] | None = None) -> int | None:
+    def best_fit(self, a: int, e: int, size: int, align: int, pool: list | None = None) -> int | None:
         """Offset of the best-fit hole free during ops ``[a, e)``, or ``None`` (``best_fit_offset``)."""
-        if pool is None:
-            ks = self._near(a, e)
-        else:
-            lo, hi = self.lo, self.hi
-            ks = [k for k in pool if lo[k] < e and hi[k] > a]
+        if pool is not None:  # sorted already: the same scan as best_fit_offset's
+            return _best_fit_py([(o, t) for o, t, lo, hi in pool if lo < e and hi > a], size, align, self.capacity)
+        ks = self._near(a, e)
         off, top = self.off, self.top
         if len(ks) < _SMALL:
             return _best_fit_py(sorted([(off[k], top[k]) for k in ks]), size, align, self.capacity)
         return best_fit_offset(np.array([off[k] for k in ks], np.int64), np.array([top[k] for k in ks], np.int64),
                                size, align, self.capacity)
 
+    def fits(self, a: int, e: int, size: int, align: int, pool: list) -> bool:
+        """Whether some hole holds ``size`` bytes during ops ``[a, e)`` (``best_fit(...) is not None``)."""
+        cur = 0
+        for o, t, lo, hi in pool:
+            if lo < e and hi > a:
+                if o > cur and -(-cur // align) * align + size <= o:
+                    return True
+                if t > cur:
+                    cur = t
+        return -(-cur // align) * align + size <= self.capacity
+
     def free(self, a: int, e: int, offset: int, size: int, pool: list[int] | None = None) -> bool:
         """Whether ``[offset, offset + size)`` is free during ops ``[a, e)``."""
         if offset + size > self.capacity:
             return False
         if pool is not None:
-            lo, hi, off, top = self.lo, self.hi, self.off, self.top
             end = offset + size
-            return not any(lo[k] < e and hi[k] > a and off[k] < end and top[k] > offset for k in pool)
+            return not any(lo < e and hi > a and o < end and t > offset for o, t, lo, hi in pool)
         B = self.BUCKET
         lo, hi, off, top = self.lo, self.hi, self.off, self.top
         end = offset + size
@@ -397,6 +407,7 @@ class _CopyResource:
         self.journal: list = []
         self.tight: dict[str, dict[int, list[tuple[int, float]]]] = {k: {} for k in KINDS}  # :meth:`_note_violation`
         self.tight_log: list[tuple[str, int]] = []  # what was kept since the last snapshot
+        self.last_reject = None  # the last rejected check's (kind, savings, need)
 
     # ------------------------------------------------ undo journal
 
@@ -530,23 +541,34 @@ class _CopyResource:
             return True, (budgets, jobs, left, allocs)
         return False, (budgets, jobs, left, allocs)
 
-    def _region(self, kind: str, red: dict[int, float], copy, lo: int, hi: int, lower_ok: bool = False):
+    def _region(self, kind: str, red: dict[int, float], copy, lo: int, hi: int, lower_ok: bool = False,
+                upper_first: bool = False):
         """Decide on ops ``[lo, hi)``: ``(True, witness update)``, ``(False, None)`` or ``None`` (undecided).
-        ``lower_ok``: the lower problem is known not to stall (that of a wider window did not)."""
+        ``lower_ok``: the lower problem is known not to stall (that of a wider window did not);
+        ``upper_first``: try the upper problem first (an accept is likely; a stall-free upper problem
+        has a stall-free lower one, so the order changes nothing but the time)."""
         inside, crossers = self._gather(kind, lo, hi)
-        if lower_ok and crossers:
-            budgets = self._budgets(red, lo, hi)
-            jobs = inside if copy is None else sorted(inside + [(copy[1], copy[0], 1, 0, -1, copy[2])])
-        else:
-            stalls, (budgets, jobs, left, allocs) = self._lower(kind, red, copy, lo, hi, inside)
-            if stalls:
-                return False, None
         if crossers:
-            jobs = sorted(jobs + crossers)
+            budgets = self._budgets(red, lo, hi)
+            lower = inside if copy is None else sorted(inside + [(copy[1], copy[0], 1, 0, -1, copy[2])])
+            if lower_ok or upper_first:
+                jobs = sorted(lower + crossers)
+                stall, left, allocs, _ = _edf(jobs, budgets, lo)
+                if stall <= self.tol:
+                    return True, (lo, hi, left, jobs, allocs)
+                if lower_ok:
+                    return None
+                return (False, None) if self._lower(kind, red, copy, lo, hi, inside)[0] else None
+        stalls, (budgets, lower, left, allocs) = self._lower(kind, red, copy, lo, hi, inside)
+        if stalls:
+            return False, None
+        if crossers:
+            jobs = sorted(lower + crossers)
             stall, left, allocs, _ = _edf(jobs, budgets, lo)
             if stall > self.tol:
                 return None
-        return True, (lo, hi, left, jobs, allocs)
+            return True, (lo, hi, left, jobs, allocs)
+        return True, (lo, hi, left, lower, allocs)
 
     # Over-full intervals: a Hall violation found for a new copy is kept as the interval's slack without
     # that copy and the op savings of that check (its budget less the needs of the copies inside it).
@@ -573,8 +595,11 @@ class _CopyResource:
     def _decide(self, kind: str, red: dict[int, float], copy):
         """Whether ``kind``'s copies (and ``copy``) complete without a stall on budgets less ``red``: see the class."""
         self.exact_checks += 1
+        key = (kind, tuple(red.items()), None if copy is None else copy[2])
         if copy is not None and self._known_violation(kind, red, copy):
+            self.last_reject = key
             return False, None
+        upper_first = key != self.last_reject  # not the picker's next copy start after a rejection
         pts = list(red)
         if copy is not None:
             pts += [copy[0], copy[1] - 1]
@@ -583,14 +608,17 @@ class _CopyResource:
         checked = 0  # the lower problems of windows up to this width do not stall
         while True:
             lo, hi = max(0, a0 - width), min(self.T, b0 + width)
-            out = self._region(kind, red, copy, lo, hi, lower_ok=width <= checked)
+            out = self._region(kind, red, copy, lo, hi, lower_ok=width <= checked, upper_first=upper_first)
             if out is not None:
+                if not out[0]:
+                    self.last_reject = key
                 return out
             assert lo > 0 or hi < self.T, "the whole problem always decides"
             if not checked:  # undecided: most such checks reject, on a Hall violation a few widths out
                 checked = width * LOOK_AHEAD
                 lo2, hi2 = max(0, a0 - checked), min(self.T, b0 + checked)
                 if self._lower(kind, red, copy, lo2, hi2, self._gather(kind, lo2, hi2, False)[0])[0]:
+                    self.last_reject = key
                     return False, None
             width *= 2
 
@@ -788,9 +816,9 @@ class _BufferTry:
         """Is touch ``k`` a write served in slow memory (required, or a read-only try)?"""
         return self.wr[k] and (self.read_only or k in self.slow)
 
-    def fits(self, a: int, e: int, pool: list[int] | None = None) -> bool:
-        """Has the heap room for the buffer on ops ``[a, e)``?"""
-        return self.heap.best_fit(a, e, self.size, self.align, pool) is not None
+    def fits(self, a: int, e: int, pool: list) -> bool:
+        """Has the heap room for the buffer on ops ``[a, e)`` (``pool``: :meth:`_Heap.near` of a range holding it)?"""
+        return self.heap.fits(a, e, self.size, self.align, pool)
 
     def chunk(self, k: int, a: int) -> int | None:
         """FindBestChunkCandidate for an interval occupying from op ``a`` and serving touch ``k``."""
