@@ -43,6 +43,7 @@ EXPLORED_DECREASING = 100  # kNumExploredDecreasingIntervals
 MAX_RETRIES = 3
 LOOK_AHEAD = 4  # msa's copy check: an undecided window looks for a Hall violation this many times wider
 SHORT, LONG = 16, 32  # copy index: windows of at most SHORT ops by first op, longer ones in LONG-op buckets
+RECENT = 8  # and by the latest few kept, wherever they end
 TIGHT_REACH = 8  # and a new copy is rejected at once by a kept over-full interval ending at most this far past it
 EXTRA_TRIES = 4  # tries beyond MAX_RETRIES for evictions that failed (each sends one more write to slow memory)
 
@@ -338,9 +339,10 @@ def _edf(jobs: list[tuple], budgets: list[float], base: int):
     return stall, left, allocs, first_stall
 
 
-def _hall_interval(jobs, allocs, budgets: list[float], base: int, i: int) -> tuple[int, int, float]:
-    """After :func:`_edf`, the interval ``[a, d)`` of ops that job ``i`` (which stalled, first) proves
-    over-full, and by how much: the needs of the jobs whose windows lie inside it less its budget.
+def _hall_interval(jobs, allocs, budgets: list[float], base: int, i: int, tol: float) -> list[tuple[int, int, float]]:
+    """After :func:`_edf`, an interval ``[a, d)`` of ops that job ``i`` (which stalled, first) proves
+    over-full, and by how much: the needs of the jobs whose windows lie inside it less its budget;
+    also the widest ``[a', d)``, ``a' < a``, still over-full by more than ``tol`` (if any).
 
     When ``i`` stalls, its slots ``[first, d)`` are exhausted; a job with a share in ``[a, d)`` and an
     earlier ``first`` took its earliest slots, so ``[its first, a)`` is exhausted too: ``a`` moves to
@@ -355,7 +357,19 @@ def _hall_interval(jobs, allocs, budgets: list[float], base: int, i: int) -> tup
             if job[1] < a and al and al[-1][0] >= a:
                 a, moved = job[1], True
     demand = sum(job[5] for job in jobs if job[1] >= a and job[0] <= d)
-    return a, d, demand - sum(budgets[a - base:d - base])
+    out = [(a, d, demand - sum(budgets[a - base:d - base]))]
+    by_first: dict[int, float] = {}  # the jobs inside [base, d) starting before a
+    for job in jobs:
+        if job[1] < a and job[0] <= d:
+            by_first[job[1]] = by_first.get(job[1], 0.0) + job[5]
+    excess, widest = out[0][2], None
+    for s in range(a - 1, base - 1, -1):
+        excess += by_first.get(s, 0.0) - budgets[s - base]
+        if excess > tol:
+            widest = (s, d, excess)
+    if widest is not None:
+        out.append(widest)
+    return out
 
 
 class _CopyResource:
@@ -408,6 +422,7 @@ class _CopyResource:
         self.tight: dict[str, dict[int, list[tuple[int, float]]]] = {k: {} for k in KINDS}  # :meth:`_note_violation`
         self.tight_log: list[tuple[str, int]] = []  # what was kept since the last snapshot
         self.last_reject = None  # the last rejected check's (kind, savings, need)
+        self.recent: list[tuple[str, int, int, float]] = []  # the last RECENT kept, as (kind, end, start, slack)
 
     # ------------------------------------------------ undo journal
 
@@ -447,6 +462,7 @@ class _CopyResource:
             if not lst:
                 del self.tight[kind][d]
         self.tight_log.clear()
+        self.recent.clear()
         journal = self.journal
         while len(journal) > snap:
             arr, i, old = journal.pop()
@@ -537,7 +553,8 @@ class _CopyResource:
         stall, left, allocs, i = _edf(jobs, budgets, lo)
         if stall > self.tol:
             if copy is not None and i >= 0:
-                self._note_violation(kind, red, copy, _hall_interval(jobs, allocs, budgets, lo, i))
+                for hall in _hall_interval(jobs, allocs, budgets, lo, i, self.tol):
+                    self._note_violation(kind, red, copy, hall)
             return True, (budgets, jobs, left, allocs)
         return False, (budgets, jobs, left, allocs)
 
@@ -582,10 +599,15 @@ class _CopyResource:
         slack = copy[2] + sum(r for t, r in red.items() if a <= t < d) - excess
         self.tight[kind].setdefault(d, []).append((a, slack))
         self.tight_log.append((kind, d))
+        self.recent.append((kind, d, a, slack))
+        del self.recent[:-RECENT]
 
     def _known_violation(self, kind: str, red: dict[int, float], copy) -> bool:
         by_end, tol = self.tight[kind], self.tol
         first, deadline, need = copy
+        for k, d, a, slack in self.recent:  # the latest, however far they end
+            if k == kind and a <= first and deadline <= d and need + sum(r for t, r in red.items() if a <= t < d) - slack > tol:
+                return True
         for d in range(deadline, deadline + TIGHT_REACH):
             for a, slack in by_end.get(d, ()):
                 if a <= first and need + sum(r for t, r in red.items() if a <= t < d) - slack > tol:
