@@ -138,8 +138,19 @@ class _Heap:
     def near(self, a: int, e: int) -> list[tuple[int, int, int, int]]:
         """The rectangles meeting ops ``[a, e)`` as ``(offset, top, occ, end)``, sorted: a pool for queries
         inside that range (``pool=``)."""
+        B = self.BUCKET
         lo, hi, off, top = self.lo, self.hi, self.off, self.top
-        return sorted([(off[k], top[k], lo[k], hi[k]) for k in self._near(a, e)])
+        first, last = a // B, max(a, e - 1) // B
+        get = self.buckets.get
+        out = []
+        for i in range(first, last + 1):
+            for k in get(i, ()):
+                occ = lo[k]
+                # each once: in the first bucket of the range it is in (its buckets are contiguous)
+                if occ < e and hi[k] > a and (i == first or occ // B == i):
+                    out.append((off[k], top[k], occ, hi[k]))
+        out.sort()
+        return out
 
     def best_fit(self, a: int, e: int, size: int, align: int, pool: list | None = None) -> int | None:
         """Offset of the best-fit hole free during ops ``[a, e)``, or ``None`` (``best_fit_offset``)."""
@@ -397,6 +408,11 @@ class _CopyResource:
     When the window is every op both are the whole problem, so the decision is always the one a
     full re-serve takes, at the cost of the window (the copies are local: windows of at most
     ``10 x`` the copy time). The undo journal makes a buffer's retry cost what it changed, not O(ops).
+
+    Faster paths that change no decision (issue 18, compiled programs with saturated budgets): a
+    lower problem's stall is kept as an over-full interval (:meth:`_note_violation`), which rejects
+    later copies needing more inside it at once; an undecided first window looks for a violation
+    ``LOOK_AHEAD`` times wider; the upper problem goes first unless the last check like it rejected.
     """
 
     def __init__(self, compute: np.ndarray, slow_mem: np.ndarray, fixed: np.ndarray):
@@ -647,18 +663,22 @@ class _CopyResource:
     def _apply(self, kind: str, update, copy) -> None:
         lo, hi, left, jobs, allocs = update
         arr = self.left[kind]
-        for t in range(lo, hi):
-            if arr[t] != left[t - lo]:
-                self._set(arr, t, left[t - lo])
+        if arr[lo:hi] != left:
+            for t, (x, y) in enumerate(zip(arr[lo:hi], left), lo):
+                if x != y:
+                    self._set(arr, t, y)
         al = self.alloc[kind]
         new_alloc = None
         for job, a in zip(jobs, allocs):
             j = job[4]
             if j < 0:
                 new_alloc = a
-                continue
-            old = al[j]
-            self._set(al, j, [x for x in old if x[0] < lo] + a + [x for x in old if x[0] >= hi])
+            elif job[2] == 0:  # inside the window: its whole share
+                if al[j] != a:
+                    self._set(al, j, a)
+            else:
+                old = al[j]
+                self._set(al, j, [x for x in old if x[0] < lo] + a + [x for x in old if x[0] >= hi])
         if copy is not None:
             self._append_copy(kind, copy, new_alloc)
 
