@@ -22,6 +22,7 @@ intervals committed first and returns the best of the two runs and the hint.
 
 from __future__ import annotations
 
+import bisect
 import math
 import time
 from dataclasses import dataclass
@@ -40,6 +41,10 @@ MAX_OVERLAP_RATIO = 10.0  # max_overlap_to_async_copy_ratio
 EVICTION_RETRY_MULTIPLIER = 2.0  # kEvictionRetryMultiplier
 EXPLORED_DECREASING = 100  # kNumExploredDecreasingIntervals
 MAX_RETRIES = 3
+LOOK_AHEAD = 4  # msa's copy check: an undecided window looks for a Hall violation this many times wider
+SHORT, LONG = 16, 32  # copy index: windows of at most SHORT ops by first op, longer ones in LONG-op buckets
+RECENT = 8  # and by the latest few kept, wherever they end
+TIGHT_REACH = 8  # and a new copy is rejected at once by a kept over-full interval ending at most this far past it
 EXTRA_TRIES = 4  # tries beyond MAX_RETRIES for evictions that failed (each sends one more write to slow memory)
 
 
@@ -130,31 +135,52 @@ class _Heap:
             seen.update(k for k in get(i, ()) if lo[k] < e and hi[k] > a)
         return list(seen)
 
-    def near(self, a: int, e: int) -> list[int]:
-        """The rectangles meeting ops ``[a, e)``: a pool for queries inside that range (``pool=``)."""
-        return self._near(a, e)
+    def near(self, a: int, e: int) -> list[tuple[int, int, int, int]]:
+        """The rectangles meeting ops ``[a, e)`` as ``(offset, top, occ, end)``, sorted: a pool for queries
+        inside that range (``pool=``)."""
+        B = self.BUCKET
+        lo, hi, off, top = self.lo, self.hi, self.off, self.top
+        first, last = a // B, max(a, e - 1) // B
+        get = self.buckets.get
+        out = []
+        for i in range(first, last + 1):
+            for k in get(i, ()):
+                occ = lo[k]
+                # each once: in the first bucket of the range it is in (its buckets are contiguous)
+                if occ < e and hi[k] > a and (i == first or occ // B == i):
+                    out.append((off[k], top[k], occ, hi[k]))
+        out.sort()
+        return out
 
-    def best_fit(self, a: int, e: int, size: int, align: int, pool: list[int] | None = None) -> int | None:
+    def best_fit(self, a: int, e: int, size: int, align: int, pool: list | None = None) -> int | None:
         """Offset of the best-fit hole free during ops ``[a, e)``, or ``None`` (``best_fit_offset``)."""
-        if pool is None:
-            ks = self._near(a, e)
-        else:
-            lo, hi = self.lo, self.hi
-            ks = [k for k in pool if lo[k] < e and hi[k] > a]
+        if pool is not None:  # sorted already: the same scan as best_fit_offset's
+            return _best_fit_py([(o, t) for o, t, lo, hi in pool if lo < e and hi > a], size, align, self.capacity)
+        ks = self._near(a, e)
         off, top = self.off, self.top
         if len(ks) < _SMALL:
             return _best_fit_py(sorted([(off[k], top[k]) for k in ks]), size, align, self.capacity)
         return best_fit_offset(np.array([off[k] for k in ks], np.int64), np.array([top[k] for k in ks], np.int64),
                                size, align, self.capacity)
 
+    def fits(self, a: int, e: int, size: int, align: int, pool: list) -> bool:
+        """Whether some hole holds ``size`` bytes during ops ``[a, e)`` (``best_fit(...) is not None``)."""
+        cur = 0
+        for o, t, lo, hi in pool:
+            if lo < e and hi > a:
+                if o > cur and -(-cur // align) * align + size <= o:
+                    return True
+                if t > cur:
+                    cur = t
+        return -(-cur // align) * align + size <= self.capacity
+
     def free(self, a: int, e: int, offset: int, size: int, pool: list[int] | None = None) -> bool:
         """Whether ``[offset, offset + size)`` is free during ops ``[a, e)``."""
         if offset + size > self.capacity:
             return False
         if pool is not None:
-            lo, hi, off, top = self.lo, self.hi, self.off, self.top
             end = offset + size
-            return not any(lo[k] < e and hi[k] > a and off[k] < end and top[k] > offset for k in pool)
+            return not any(lo < e and hi > a and o < end and t > offset for o, t, lo, hi in pool)
         B = self.BUCKET
         lo, hi, off, top = self.lo, self.hi, self.off, self.top
         end = offset + size
@@ -286,19 +312,22 @@ class _FullCopyResource:
         return True
 
 
-def _edf(jobs: list[tuple[int, int, float, int]], budgets: list[float], base: int):
-    """Serve ``(first, deadline, need, id)`` jobs in deadline order, each from its earliest slots with budget
-    (``serve_copies_left`` over slots ``base ..``); returns the total stall, the budget left and each job's
-    ``[(slot, amount), ...]`` in the order of ``jobs``."""
+def _edf(jobs: list[tuple], budgets: list[float], base: int):
+    """Serve jobs ``(deadline, first, group, first0, id, need)``, sorted (deadline order, ties by first, then
+    the rest of the tuple), each from its earliest slots with budget (``serve_copies_left`` over slots
+    ``base ..``); returns the total stall, the budget left, each job's ``[(slot, amount), ...]`` in the
+    order of ``jobs``, and the index in ``jobs`` of the first job that stalled (-1 if none:
+    :func:`_hall_interval`)."""
     left = list(budgets)
     n = len(left)
     nxt = list(range(n + 1))  # nxt[t]: first slot >= t that may have budget (n = none)
 
-    allocs: list[list[tuple[int, float]]] = [[] for _ in jobs]
+    allocs: list[list[tuple[int, float]]] = []
     stall = 0.0
-    for i in sorted(range(len(jobs)), key=lambda i: (jobs[i][1], jobs[i][0])):
-        first, deadline, need, _ = jobs[i]
-        a = allocs[i]
+    first_stall = -1
+    for i, (deadline, first, _, _, _, need) in enumerate(jobs):
+        a: list[tuple[int, float]] = []
+        allocs.append(a)
         f = first - base
         t = next_open(nxt, f) if f < n else n
         end = min(deadline - base, n)
@@ -316,7 +345,42 @@ def _edf(jobs: list[tuple[int, int, float, int]], budgets: list[float], base: in
                 break
         if need > 0:
             stall += need
-    return stall, left, allocs
+            if first_stall < 0:
+                first_stall = i
+    return stall, left, allocs, first_stall
+
+
+def _hall_interval(jobs, allocs, budgets: list[float], base: int, i: int, tol: float) -> list[tuple[int, int, float]]:
+    """After :func:`_edf`, an interval ``[a, d)`` of ops that job ``i`` (which stalled, first) proves
+    over-full, and by how much: the needs of the jobs whose windows lie inside it less its budget;
+    also the widest ``[a', d)``, ``a' < a``, still over-full by more than ``tol`` (if any).
+
+    When ``i`` stalls, its slots ``[first, d)`` are exhausted; a job with a share in ``[a, d)`` and an
+    earlier ``first`` took its earliest slots, so ``[its first, a)`` is exhausted too: ``a`` moves to
+    it, until every job with a share in ``[a, d)`` lies inside (all have deadlines ``<= d``, served
+    before ``i``). Then the shares exhaust the budget and ``i`` still lacks some: Hall's condition fails.
+    """
+    d, a = jobs[i][0], jobs[i][1]
+    moved = True
+    while moved:
+        moved = False
+        for job, al in zip(jobs, allocs):
+            if job[1] < a and al and al[-1][0] >= a:
+                a, moved = job[1], True
+    demand = sum(job[5] for job in jobs if job[1] >= a and job[0] <= d)
+    out = [(a, d, demand - sum(budgets[a - base:d - base]))]
+    by_first: dict[int, float] = {}  # the jobs inside [base, d) starting before a
+    for job in jobs:
+        if job[1] < a and job[0] <= d:
+            by_first[job[1]] = by_first.get(job[1], 0.0) + job[5]
+    excess, widest = out[0][2], None
+    for s in range(a - 1, base - 1, -1):
+        excess += by_first.get(s, 0.0) - budgets[s - base]
+        if excess > tol:
+            widest = (s, d, excess)
+    if widest is not None:
+        out.append(widest)
+    return out
 
 
 class _CopyResource:
@@ -344,6 +408,11 @@ class _CopyResource:
     When the window is every op both are the whole problem, so the decision is always the one a
     full re-serve takes, at the cost of the window (the copies are local: windows of at most
     ``10 x`` the copy time). The undo journal makes a buffer's retry cost what it changed, not O(ops).
+
+    Faster paths that change no decision (issue 18, compiled programs with saturated budgets): a
+    lower problem's stall is kept as an over-full interval (:meth:`_note_violation`), which rejects
+    later copies needing more inside it at once; an undecided first window looks for a violation
+    ``LOOK_AHEAD`` times wider; the upper problem goes first unless the last check like it rejected.
     """
 
     def __init__(self, compute: np.ndarray, slow_mem: np.ndarray, fixed: np.ndarray):
@@ -354,14 +423,22 @@ class _CopyResource:
         self.times = times.tolist()
         self.copies: dict[str, list[tuple[int, int, float]]] = {k: [] for k in KINDS}
         self.alloc: dict[str, list[list[tuple[int, float]]]] = {k: [] for k in KINDS}
+        # the copies by first op (windows of at most SHORT ops; span: the longest of them) and, longer
+        # ones, by the LONG-op buckets their windows meet: a window's copies are read from near it
         self.by_first: dict[str, dict[int, list[int]]] = {k: {} for k in KINDS}
-        self.span = {k: 0 for k in KINDS}  # longest window (ops) of a copy of that kind
+        self.firsts: dict[str, list[int]] = {k: [] for k in KINDS}  # by_first's keys, sorted
+        self.span = {k: 0 for k in KINDS}
+        self.long: dict[str, dict[int, list[int]]] = {k: {} for k in KINDS}
         self.left = {k: list(self.times) for k in KINDS}
         self.base_stall = {k: 0.0 for k in KINDS}
         scale = float(times.sum()) or 1.0
         self.tol = 1e-12 * scale
         self.exact_checks = 0
         self.journal: list = []
+        self.tight: dict[str, dict[int, list[tuple[int, float]]]] = {k: {} for k in KINDS}  # :meth:`_note_violation`
+        self.tight_log: list[tuple[str, int]] = []  # what was kept since the last snapshot
+        self.last_reject = None  # the last rejected check's (kind, savings, need)
+        self.recent: list[tuple[str, int, int, float]] = []  # the last RECENT kept, as (kind, end, start, slack)
 
     # ------------------------------------------------ undo journal
 
@@ -373,26 +450,52 @@ class _CopyResource:
         j = len(self.copies[kind])
         self.copies[kind].append(copy)
         self.alloc[kind].append(alloc)
-        self.by_first[kind].setdefault(copy[0], []).append(j)
-        self.span[kind] = max(self.span[kind], copy[1] - copy[0])
-        self.journal.append((None, kind, copy[0]))
+        f, d = copy[0], copy[1]
+        if d - f <= SHORT:
+            bf = self.by_first[kind]
+            if f in bf:
+                bf[f].append(j)
+            else:
+                bf[f] = [j]
+                bisect.insort(self.firsts[kind], f)
+            self.span[kind] = max(self.span[kind], d - f)
+        else:
+            buckets = self.long[kind]
+            for i in range(f // LONG, (d - 1) // LONG + 1):
+                buckets.setdefault(i, []).append(j)
+        self.journal.append((None, kind, copy))
 
     def snapshot(self):
         """A mark to :meth:`restore` to: only the latest one is kept (a buffer's tries restore to its start)."""
         self.journal.clear()
+        self.tight_log.clear()
         return 0
 
     def restore(self, snap) -> None:
+        for kind, d in reversed(self.tight_log):
+            lst = self.tight[kind][d]
+            lst.pop()
+            if not lst:
+                del self.tight[kind][d]
+        self.tight_log.clear()
+        self.recent.clear()
         journal = self.journal
         while len(journal) > snap:
             arr, i, old = journal.pop()
             if arr is None:  # an appended copy
                 self.copies[i].pop()
                 self.alloc[i].pop()
-                lst = self.by_first[i][old]
-                lst.pop()
-                if not lst:
-                    del self.by_first[i][old]
+                f, d, _ = old
+                index, keys = ((self.by_first[i], (f,)) if d - f <= SHORT else
+                               (self.long[i], range(f // LONG, (d - 1) // LONG + 1)))
+                for key in keys:
+                    lst = index[key]
+                    lst.pop()
+                    if not lst:
+                        del index[key]
+                        if d - f <= SHORT:
+                            firsts = self.firsts[i]
+                            del firsts[bisect.bisect_left(firsts, key)]
             else:
                 arr[i] = old
 
@@ -402,11 +505,14 @@ class _CopyResource:
         times = (np.maximum(compute, slow_mem - saved.astype(np.float64)) + fixed).tolist()
         served = {}
         for kind in KINDS:
-            jobs = [(f, d, s, j) for j, (f, d, s) in enumerate(copies[kind])]
-            stall, left, allocs = _edf([(max(f, 0), d, s, j) for f, d, s, j in jobs], times, 0)
+            jobs = sorted((d, max(f, 0), 0, 0, j, s) for j, (f, d, s) in enumerate(copies[kind]))
+            stall, left, allocs, _ = _edf(jobs, times, 0)
             if stall > self.tol:
                 return False
-            served[kind] = (left, allocs)
+            by_id = [None] * len(jobs)
+            for job, a in zip(jobs, allocs):
+                by_id[job[4]] = a
+            served[kind] = (left, by_id)
         self.saved = saved.astype(np.float64).tolist()
         self.times = times
         for kind in KINDS:
@@ -419,69 +525,160 @@ class _CopyResource:
 
     # ------------------------------------------------ the check
 
-    def _region(self, kind: str, red: dict[int, float], copy, lo: int, hi: int):
-        """Decide on ops ``[lo, hi)``: ``(True, witness update)``, ``(False, None)`` or ``None`` (undecided)."""
+    def _gather(self, kind: str, lo: int, hi: int, crossing: bool = True):
+        """The jobs (:func:`_edf`) of the copies of ``kind`` inside ops ``[lo, hi)`` and (if ``crossing``)
+        of those crossing its ends, the latter with their witness share inside as the need, their
+        windows clipped; each list sorted."""
         copies, alloc, bf = self.copies[kind], self.alloc[kind], self.by_first[kind]
-        inside: list[tuple[int, int, float, int]] = []
-        crossers: list[tuple[int, int, float, int]] = []
-        for s in range(max(0, lo - self.span[kind]), hi):
-            ids = bf.get(s)
-            if not ids:
+        inside: list[tuple] = []
+        crossers: list[tuple] = []
+        ids: list[int] = []
+        firsts = self.firsts[kind]
+        for k in range(bisect.bisect_left(firsts, lo - self.span[kind]), bisect.bisect_left(firsts, hi)):
+            ids += bf[firsts[k]]
+        if self.long[kind]:
+            buckets, b0 = self.long[kind], lo // LONG
+            for i in range(b0, (hi - 1) // LONG + 1):
+                for j in buckets.get(i, ()):
+                    if max(copies[j][0] // LONG, b0) == i:  # each copy once: in its first bucket here
+                        ids.append(j)
+        for j in ids:
+            f, d, need = copies[j]
+            if d <= lo or f >= hi:
                 continue
-            for j in ids:
-                f, d, need = copies[j]
-                if d <= lo:
-                    continue
-                if f >= lo and d <= hi:
-                    inside.append((f, d, need, j))
-                else:
-                    share = sum(x for t, x in alloc[j] if lo <= t < hi)
-                    if share > 0:
-                        crossers.append((max(f, lo), min(d, hi), share, j))
+            if f >= lo and d <= hi:
+                inside.append((d, f, 0, 0, j, need))
+            elif crossing:
+                share = sum(x for t, x in alloc[j] if lo <= t < hi)
+                if share > 0:
+                    crossers.append((min(d, hi), max(f, lo), 2, f, j, share))
+        inside.sort()
+        crossers.sort()
+        return inside, crossers
+
+    def _budgets(self, red: dict[int, float], lo: int, hi: int) -> list[float]:
         budgets = self.times[lo:hi]
         for t, r in red.items():
             budgets[t - lo] -= r
-        jobs = inside + ([(copy[0], copy[1], copy[2], -1)] if copy is not None else [])
-        stall, left, allocs = _edf(jobs, budgets, lo)
+        return budgets
+
+    def _lower(self, kind: str, red: dict[int, float], copy, lo: int, hi: int, inside) -> tuple[bool, tuple]:
+        """The lower problem on ops ``[lo, hi)``: whether it stalls (a Hall violation: reject), and its EDF run."""
+        budgets = self._budgets(red, lo, hi)
+        jobs = inside if copy is None else sorted(inside + [(copy[1], copy[0], 1, 0, -1, copy[2])])
+        stall, left, allocs, i = _edf(jobs, budgets, lo)
         if stall > self.tol:
+            if copy is not None and i >= 0:
+                for hall in _hall_interval(jobs, allocs, budgets, lo, i, self.tol):
+                    self._note_violation(kind, red, copy, hall)
+            return True, (budgets, jobs, left, allocs)
+        return False, (budgets, jobs, left, allocs)
+
+    def _region(self, kind: str, red: dict[int, float], copy, lo: int, hi: int, lower_ok: bool = False,
+                upper_first: bool = False):
+        """Decide on ops ``[lo, hi)``: ``(True, witness update)``, ``(False, None)`` or ``None`` (undecided).
+        ``lower_ok``: the lower problem is known not to stall (that of a wider window did not);
+        ``upper_first``: try the upper problem first (an accept is likely; a stall-free upper problem
+        has a stall-free lower one, so the order changes nothing but the time)."""
+        inside, crossers = self._gather(kind, lo, hi)
+        if crossers:
+            budgets = self._budgets(red, lo, hi)
+            lower = inside if copy is None else sorted(inside + [(copy[1], copy[0], 1, 0, -1, copy[2])])
+            if lower_ok or upper_first:
+                jobs = sorted(lower + crossers)
+                stall, left, allocs, _ = _edf(jobs, budgets, lo)
+                if stall <= self.tol:
+                    return True, (lo, hi, left, jobs, allocs)
+                if lower_ok:
+                    return None
+                return (False, None) if self._lower(kind, red, copy, lo, hi, inside)[0] else None
+        stalls, (budgets, lower, left, allocs) = self._lower(kind, red, copy, lo, hi, inside)
+        if stalls:
             return False, None
         if crossers:
-            jobs = jobs + crossers
-            stall, left, allocs = _edf(jobs, budgets, lo)
+            jobs = sorted(lower + crossers)
+            stall, left, allocs, _ = _edf(jobs, budgets, lo)
             if stall > self.tol:
                 return None
-        return True, (lo, hi, left, jobs, allocs)
+            return True, (lo, hi, left, jobs, allocs)
+        return True, (lo, hi, left, lower, allocs)
+
+    # Over-full intervals: a Hall violation found for a new copy is kept as the interval's slack without
+    # that copy and the op savings of that check (its budget less the needs of the copies inside it).
+    # Commits only add copies and shrink budgets, so a kept slack never falls short of the true one, and
+    # a later copy needing more than it inside the interval (less the savings there) must stall too: a
+    # rejection without a local problem. A restore drops what was kept since the last snapshot.
+    def _note_violation(self, kind: str, red: dict[int, float], copy, hall: tuple[int, int, float]) -> None:
+        a, d, excess = hall
+        if not (a <= copy[0] and copy[1] <= d):
+            return
+        slack = copy[2] + sum(r for t, r in red.items() if a <= t < d) - excess
+        self.tight[kind].setdefault(d, []).append((a, slack))
+        self.tight_log.append((kind, d))
+        self.recent.append((kind, d, a, slack))
+        del self.recent[:-RECENT]
+
+    def _known_violation(self, kind: str, red: dict[int, float], copy) -> bool:
+        by_end, tol = self.tight[kind], self.tol
+        first, deadline, need = copy
+        for k, d, a, slack in self.recent:  # the latest, however far they end
+            if k == kind and a <= first and deadline <= d and need + sum(r for t, r in red.items() if a <= t < d) - slack > tol:
+                return True
+        for d in range(deadline, deadline + TIGHT_REACH):
+            for a, slack in by_end.get(d, ()):
+                if a <= first and need + sum(r for t, r in red.items() if a <= t < d) - slack > tol:
+                    return True
+        return False
 
     def _decide(self, kind: str, red: dict[int, float], copy):
         """Whether ``kind``'s copies (and ``copy``) complete without a stall on budgets less ``red``: see the class."""
         self.exact_checks += 1
+        key = (kind, tuple(red.items()), None if copy is None else copy[2])
+        if copy is not None and self._known_violation(kind, red, copy):
+            self.last_reject = key
+            return False, None
+        upper_first = key != self.last_reject  # not the picker's next copy start after a rejection
         pts = list(red)
         if copy is not None:
             pts += [copy[0], copy[1] - 1]
         a0, b0 = min(pts), max(pts) + 1
         width = max(b0 - a0, 8)
+        checked = 0  # the lower problems of windows up to this width do not stall
         while True:
             lo, hi = max(0, a0 - width), min(self.T, b0 + width)
-            out = self._region(kind, red, copy, lo, hi)
+            out = self._region(kind, red, copy, lo, hi, lower_ok=width <= checked, upper_first=upper_first)
             if out is not None:
+                if not out[0]:
+                    self.last_reject = key
                 return out
             assert lo > 0 or hi < self.T, "the whole problem always decides"
+            if not checked:  # undecided: most such checks reject, on a Hall violation a few widths out
+                checked = width * LOOK_AHEAD
+                lo2, hi2 = max(0, a0 - checked), min(self.T, b0 + checked)
+                if self._lower(kind, red, copy, lo2, hi2, self._gather(kind, lo2, hi2, False)[0])[0]:
+                    self.last_reject = key
+                    return False, None
             width *= 2
 
     def _apply(self, kind: str, update, copy) -> None:
         lo, hi, left, jobs, allocs = update
         arr = self.left[kind]
-        for t in range(lo, hi):
-            if arr[t] != left[t - lo]:
-                self._set(arr, t, left[t - lo])
+        if arr[lo:hi] != left:
+            for t, (x, y) in enumerate(zip(arr[lo:hi], left), lo):
+                if x != y:
+                    self._set(arr, t, y)
         al = self.alloc[kind]
         new_alloc = None
-        for (_, _, _, j), a in zip(jobs, allocs):
+        for job, a in zip(jobs, allocs):
+            j = job[4]
             if j < 0:
                 new_alloc = a
-                continue
-            old = al[j]
-            self._set(al, j, [x for x in old if x[0] < lo] + a + [x for x in old if x[0] >= hi])
+            elif job[2] == 0:  # inside the window: its whole share
+                if al[j] != a:
+                    self._set(al, j, a)
+            else:
+                old = al[j]
+                self._set(al, j, [x for x in old if x[0] < lo] + a + [x for x in old if x[0] >= hi])
         if copy is not None:
             self._append_copy(kind, copy, new_alloc)
 
@@ -661,9 +858,9 @@ class _BufferTry:
         """Is touch ``k`` a write served in slow memory (required, or a read-only try)?"""
         return self.wr[k] and (self.read_only or k in self.slow)
 
-    def fits(self, a: int, e: int, pool: list[int] | None = None) -> bool:
-        """Has the heap room for the buffer on ops ``[a, e)``?"""
-        return self.heap.best_fit(a, e, self.size, self.align, pool) is not None
+    def fits(self, a: int, e: int, pool: list) -> bool:
+        """Has the heap room for the buffer on ops ``[a, e)`` (``pool``: :meth:`_Heap.near` of a range holding it)?"""
+        return self.heap.fits(a, e, self.size, self.align, pool)
 
     def chunk(self, k: int, a: int) -> int | None:
         """FindBestChunkCandidate for an interval occupying from op ``a`` and serving touch ``k``."""

@@ -341,3 +341,41 @@ def test_variants_keep_the_best_configuration_and_can_be_turned_off():
         _solve(problem, variants="yes")
     with pytest.raises(ValueError):
         msa_run(problem, TPU, time.monotonic() + 10, cross_program_prefetch=2)
+
+
+def test_copy_check_decides_as_a_full_re_serve_on_saturated_budgets():
+    """The incremental copy check (kept over-full intervals, look-ahead, upper problem first) takes every
+    decision the full re-serve takes, on random copies and op savings that saturate the budgets, each
+    copy tried at earlier and earlier starts as the picker does."""
+    import random
+
+    import numpy as np
+
+    from mallocgame.memory_space_assignment import _CopyResource, _FullCopyResource
+
+    rng = random.Random(7)
+    T = 150
+    compute = np.array([rng.uniform(0.1, 1.0) for _ in range(T)])
+    slow = compute + np.array([rng.uniform(0.0, 1.0) for _ in range(T)])
+    fixed = np.zeros(T)
+    inc, full = _CopyResource(compute, slow, fixed), _FullCopyResource(compute, slow, fixed)
+    decisions = {True: 0, False: 0}
+    for step in range(600):
+        if step % 10 == 0:  # a buffer's start; some buffers' tries are undone (a retry restores)
+            snaps = inc.snapshot(), full.snapshot()
+        elif step % 10 == 9 and rng.random() < 0.3:
+            inc.restore(snaps[0]), full.restore(snaps[1])
+        v = rng.randrange(2, T)
+        serve = [(v, rng.uniform(0.0, 0.3))] if rng.random() < 0.7 else []
+        kind = "prefetch" if rng.random() < 0.8 else "eviction"
+        need = rng.uniform(0.05, 3.0)
+        if rng.random() < 0.1:
+            assert inc.try_add(serve) == full.try_add(serve), step
+            continue
+        for first in range(v - 1, max(-1, v - 40), -1):
+            got = inc.try_add(serve, kind, (first, v, need))
+            assert got == full.try_add(serve, kind, (first, v, need)), (step, first)
+            decisions[got] += 1
+            if got:
+                break
+    assert decisions[True] > 100 and decisions[False] > 1000  # both kinds of decision were exercised
