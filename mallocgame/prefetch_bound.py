@@ -26,8 +26,14 @@ Each rule drops only constraints of a real answer (evictions and their stalls, t
 service order, the memory of the copies outside their gap), so the LP optimum is an upper bound on
 the value of every valid answer; ``tests/test_prefetch_bound.py`` checks it against exhaustive
 search on tiny programs. The LP has ``O(touches + ops)`` variables and ``O((touches + ops) log ops)``
-non-zeros (the held bytes enter the per-op rows through a running sum), solved by HiGHS
-(``scipy.optimize.linprog``) within a time limit; where it does not finish, the per-op bound stands.
+non-zeros (the held bytes enter the per-op rows through a running sum).
+
+The value is computed by weak duality from multipliers (:func:`_lagrangian`: any multipliers give a
+valid bound, every column being boxed), never taken from a solver's LP value: the per-op knapsacks'
+prices (the per-op bound's LP), then each buffer's own rows re-priced by HiGHS under them
+(:func:`_price_buffers`, seconds at a million columns), then, up to :data:`DIRECT_VARS` columns, the
+whole LP's optimal duals and the MIP (HiGHS, its optimum or dual bound trusted). The least of these
+and of the per-op bound is reported, within the time limit (docs/prefetch.md, "The residency bound").
 """
 
 from __future__ import annotations
@@ -588,9 +594,10 @@ def _smallest_and_root(item: np.ndarray, block: np.ndarray, n_blocks: int) -> np
     return first | (block == n_blocks - 1)
 
 
-# Touches from which the residency MIP is not tried: on the xla suite's training steps (44k touches and
-# up) HiGHS found no bound within 30-300 s here (experiments/results/prefetch_bound.md).
-RESIDENCY_TOUCHES = 30_000
+# Touches from which the residency bound is not tried where a command reports it: the xla suite's
+# lstm3 (78k touches, 1.3M columns) is bounded in seconds by the buffer prices
+# (experiments/results/prefetch_bound.md); past this the LP's memory (~1 GB per 100k touches) stands.
+RESIDENCY_TOUCHES = 200_000
 GRACE = 2.0  # seconds past its limit before the bound's child is killed (HiGHS's own checks come first)
 # The most the residency bound is given where a command reports it (solve: beside the solver, within
 # its limit; compare: per input, before the runs).
@@ -611,8 +618,8 @@ def tightened(problem: Problem, hardware, per_op, *, seconds: float = 0.0, pendi
     """The tighter of ``per_op`` (a :class:`~mallocgame.bounds.Bound`) and the residency bound, with both
     in ``others``: the one started as ``pending`` (:func:`start_residency`), else one given ``seconds``.
 
-    The residency bound stands only where HiGHS returned a finite bound in time; a failure or a
-    timeout leaves the per-op bound, which holds whatever happens.
+    The residency bound is reported whenever its child returns in time (it is never above the per-op
+    bound); a failure or a timeout leaves the per-op bound, which holds whatever happens.
     """
     t0 = time.monotonic()
     others = [("per-op", per_op.value)]
