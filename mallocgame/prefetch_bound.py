@@ -26,8 +26,14 @@ Each rule drops only constraints of a real answer (evictions and their stalls, t
 service order, the memory of the copies outside their gap), so the LP optimum is an upper bound on
 the value of every valid answer; ``tests/test_prefetch_bound.py`` checks it against exhaustive
 search on tiny programs. The LP has ``O(touches + ops)`` variables and ``O((touches + ops) log ops)``
-non-zeros (the held bytes enter the per-op rows through a running sum), solved by HiGHS
-(``scipy.optimize.linprog``) within a time limit; where it does not finish, the per-op bound stands.
+non-zeros (the held bytes enter the per-op rows through a running sum).
+
+The value is computed by weak duality from multipliers (:func:`_lagrangian`: any multipliers give a
+valid bound, every column being boxed), never taken from a solver's LP value: the per-op knapsacks'
+prices (the per-op bound's LP), then each buffer's own rows re-priced by HiGHS under them
+(:func:`_price_buffers`, seconds at a million columns), then, up to :data:`DIRECT_VARS` columns, the
+whole LP's optimal duals and the MIP (HiGHS, its optimum or dual bound trusted). The least of these
+and of the per-op bound is reported, within the time limit (docs/prefetch.md, "The residency bound").
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ from typing import Sequence
 
 import numpy as np
 
-from mallocgame.bounds import Bound
+from mallocgame.bounds import Bound, prefetch_upper_bound
 from mallocgame.forked import ForkedCall
 from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.model import Problem
@@ -46,7 +52,11 @@ from mallocgame.model import Problem
 
 @dataclass(frozen=True)
 class ResidencyBound:
-    """The LP's value (seconds saved at most), whether HiGHS proved it, and the LP's size and time."""
+    """The bound (seconds saved at most, never above the per-op bound), whether HiGHS proved the
+    residency problem's optimum (the MIP's when ``integral``, else the LP's), the LP's size, the time,
+    HiGHS's last message and the ``source`` of the value: ``"mip"`` (the MIP's optimum), ``"mip dual
+    bound"`` (the MIP cut short), ``"lp"`` (the LP's optimal duals), ``"buffer prices"`` (each buffer's
+    own LP under the per-op prices), ``"per-op prices"`` or ``"per-op"`` (the per-op bound was lower)."""
 
     value: float
     solved: bool
@@ -54,22 +64,29 @@ class ResidencyBound:
     nonzeros: int
     seconds: float
     message: str = ""
+    source: str = ""
 
 
 class _Lp:
     """A sparse LP in triplets: rows ``A x <= b`` (or ``== b``), bounds and integrality per column."""
 
     def __init__(self):
-        self.lo, self.hi, self.cost, self.integral = [], [], [], []
+        self.lo, self.hi, self.cost, self.integral, self.owner = [], [], [], [], []
         self.rows, self.cols, self.vals = [], [], []
         self.rhs, self.eq = [], []
+        self.first_row: dict[str, int] = {}  # where some blocks of rows begin (_per_op_duals reads them)
 
-    def columns(self, n: int, lo, hi, cost=0.0, *, integral: bool = False) -> np.ndarray:
+    def columns(self, n: int, lo, hi, cost=0.0, *, integral: bool = False, owner=-1) -> np.ndarray:
+        """``n`` new columns; ``owner``: the buffer each belongs to (-1: none, a column of the ops)."""
         start = len(self.lo)
         for target, value in ((self.lo, lo), (self.hi, hi), (self.cost, cost)):
             target.extend(np.broadcast_to(np.asarray(value, float), (n,)).tolist())
+        self.owner.append(np.broadcast_to(np.asarray(owner, np.int64), (n,)))
         self.integral.extend([int(integral)] * n)
         return np.arange(start, start + n, dtype=np.int64)
+
+    def owner_of(self, columns: np.ndarray) -> np.ndarray:
+        return np.concatenate(self.owner)[columns]
 
     def add_rows(self, row_of: np.ndarray, col: np.ndarray, val: np.ndarray, rhs, *, eq: bool = False) -> None:
         """Rows ``0..len(rhs)-1`` of this block hold the triplets ``(row_of, col, val)``."""
@@ -91,19 +108,178 @@ class _Lp:
                       np.concatenate([np.broadcast_to(np.asarray(v, float), (n,)) for _, v in terms]),
                       np.broadcast_to(np.asarray(rhs, float), (n,)), eq=eq)
 
-    def solve(self, time_limit: float, *, integral: bool):
-        from scipy.optimize import linprog
+    def arrays(self) -> "_Arrays":
         from scipy.sparse import csr_matrix
 
         rows, cols, vals = (np.concatenate(v) for v in (self.rows, self.cols, self.vals))
-        eq = np.asarray(self.eq, bool)
         a = csr_matrix((vals, (rows, cols)), shape=(len(self.rhs), len(self.lo)))
-        rhs = np.asarray(self.rhs, float)
-        res = linprog(np.asarray(self.cost), A_ub=a[~eq], b_ub=rhs[~eq], A_eq=a[eq] if eq.any() else None,
-                      b_eq=rhs[eq] if eq.any() else None, bounds=list(zip(self.lo, self.hi)), method="highs",
-                      integrality=np.asarray(self.integral) if integral else None,
-                      options={"time_limit": max(float(time_limit), 0.05), "presolve": True})
-        return res, len(self.lo), int(a.nnz)
+        return _Arrays(a, np.asarray(self.rhs, float), np.asarray(self.eq, bool), np.asarray(self.lo, float),
+                       np.asarray(self.hi, float), np.asarray(self.cost, float), np.asarray(self.integral, np.int8),
+                       np.concatenate(self.owner), dict(self.first_row))
+
+
+@dataclass(frozen=True)
+class _Arrays:
+    """The LP ``min cost x, a[~eq] x <= rhs[~eq], a[eq] x = rhs[eq], lo <= x <= hi`` as arrays."""
+
+    a: object  # scipy.sparse.csr_matrix
+    rhs: np.ndarray
+    eq: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    cost: np.ndarray
+    integral: np.ndarray
+    owner: np.ndarray       # per column, its buffer (-1: a column of the ops)
+    first_row: dict         # where the blocks of rows _per_op_duals reads begin
+
+
+def _lagrangian(lp: _Arrays, y: np.ndarray) -> float:
+    """A lower bound on ``min cost x`` over the LP (so over its MIP too) from ANY multipliers ``y``, one per
+    row (weak duality): with ``y <= 0`` on the ``<=`` rows (clipped so here) and ``y`` free on the ``=``
+    rows, every feasible ``x`` has ``y (a x) >= y rhs``, so ``cost x = r x + y (a x) >= y rhs + sum_j
+    min(r_j lo_j, r_j hi_j)`` with ``r = cost - a^T y``. Every column must be boxed (finite ``lo``, ``hi``).
+    Less a margin for the rounding of the sums and of ``r``: 1e-11 of the magnitudes summed (float64's
+    error is ~1e-16 per operation, ~1e-15 relative for columns of ten non-zeros and sums of 1e6 terms)."""
+    if not (np.isfinite(lp.lo).all() and np.isfinite(lp.hi).all()):
+        raise ValueError("the Lagrangian bound needs every column boxed")
+    y = np.nan_to_num(np.asarray(y, float), nan=0.0, posinf=0.0, neginf=0.0)
+    y = np.where(lp.eq, y, np.minimum(y, 0.0))
+    r = lp.cost - lp.a.T @ y
+    box = np.minimum(r * lp.lo, r * lp.hi)
+    size = np.abs(lp.lo) + np.abs(lp.hi)
+    magnitude = np.abs(lp.rhs * y).sum() + ((np.abs(lp.cost) + abs(lp.a).T @ np.abs(y)) * size).sum()
+    return float((lp.rhs * y).sum() + box.sum() - 1e-11 * magnitude)
+
+
+def _per_op_duals(prog: _Program, first_row: dict, n_rows: int) -> np.ndarray:
+    """Multipliers under which :func:`_lagrangian` is the per-op bound's fractional knapsacks (a start no
+    worse than the per-op LP): per op, the knapsack's critical ratio ``lam`` (value per capacity) on its
+    capacity row and ``sigma = 1`` on its saving row, or ``sigma = lam = 0`` where the headroom is less
+    than that knapsack; ``sigma x delta`` on each ``x <= rho`` row (so ``x``'s reduced cost is 0). Every
+    other row gets 0: the holds, fetches and evictions cost nothing, a held byte ``lam``."""
+    T = prog.T
+    unit = prog.cap if prog.cap > 0 else 1.0
+    items = np.flatnonzero(prog.fits & (prog.delta > 0))
+    weight, value, op = prog.size[items] / unit, prog.delta[items], prog.op[items]
+    ratio = np.divide(value, weight, out=np.full(len(items), np.inf), where=weight > 0)
+    order = np.lexsort((-ratio, op))
+    weight, value, op, ratio = weight[order], value[order], op[order], ratio[order]
+    used = np.cumsum(weight)
+    start = np.searchsorted(op, np.arange(T))
+    used -= np.concatenate([[0.0], used])[start][op]  # the weight up to and with each item, within its op
+    lam = np.zeros(T)
+    over = np.flatnonzero(used > prog.cap / unit)
+    first_over = over[np.unique(op[over], return_index=True)[1]]
+    lam[op[first_over]] = ratio[first_over]
+    knapsack = np.bincount(op, np.maximum(value - lam[op] * weight, 0.0), minlength=T) + lam * (prog.cap / unit)
+    sigma = (knapsack <= prog.headroom).astype(float)
+    lam *= sigma
+    y = np.zeros(n_rows)
+    y[first_row["saving"] + np.arange(T)] = -sigma
+    y[first_row["capacity"] + np.arange(T)] = -lam
+    y[first_row["served"] + items] = -sigma[prog.op[items]] * prog.delta[items]
+    return y
+
+
+def _local_rows(lp: _Arrays) -> tuple[np.ndarray, np.ndarray]:
+    """The rows all of whose columns belong to one buffer, and that buffer (the others couple buffers)."""
+    a = lp.a
+    owner = lp.owner[a.indices]
+    nonempty = np.diff(a.indptr) > 0
+    starts = a.indptr[:-1][nonempty]
+    lo = np.full(a.shape[0], -1, np.int64)
+    hi = np.full(a.shape[0], -2, np.int64)
+    lo[nonempty] = np.minimum.reduceat(owner, starts)
+    hi[nonempty] = np.maximum.reduceat(owner, starts)
+    local = np.flatnonzero((lo == hi) & (lo >= 0))
+    return local, lo[local]
+
+
+@dataclass(frozen=True)
+class _Split:
+    """The LP's rows that couple buffers (``coupling``) and each buffer's own rows, and the matrix of the
+    latter permuted block diagonal, buffer by buffer: buffer ``b`` owns rows ``local[row_cut[b]:row_cut[b+1]]``
+    and columns ``columns[col_cut[b]:col_cut[b+1]]``."""
+
+    coupling: np.ndarray
+    local: np.ndarray
+    columns: np.ndarray
+    sub: object
+    row_cut: np.ndarray
+    col_cut: np.ndarray
+
+
+def _split(lp: _Arrays) -> _Split:
+    local, owner = _local_rows(lp)
+    order = np.argsort(owner, kind="stable")
+    local, owner = local[order], owner[order]
+    columns = np.argsort(lp.owner, kind="stable")
+    col_owner = lp.owner[columns]
+    columns, col_owner = columns[col_owner >= 0], col_owner[col_owner >= 0]
+    n_own = int(col_owner.max()) + 1 if len(col_owner) else 0
+    coupling = np.ones(len(lp.rhs), bool)
+    coupling[local] = False
+    return _Split(coupling, local, columns, lp.a[local][:, columns].tocsr(),
+                  np.searchsorted(owner, np.arange(n_own + 1)), np.searchsorted(col_owner, np.arange(n_own + 1)))
+
+
+def _held_running_sums(y: np.ndarray, n_ops: int, first_row: dict) -> np.ndarray:
+    """``y`` with the multipliers of the held bytes' running sums set so that a held byte costs the
+    capacity prices of the ops it is held through (the held fractions' reduced costs are then 0)."""
+    y = y.copy()
+    mu = -y[first_row["capacity"] + np.arange(n_ops)]
+    y[first_row["running"] + np.arange(n_ops)] = np.cumsum(mu[::-1])[::-1]
+    return y
+
+
+def _price_buffers(lp: _Arrays, split: _Split, y: np.ndarray, deadline: float, chunk: int = 20_000):
+    """``(y', x)``: ``y`` with the multipliers of every buffer's own rows replaced by the duals of that
+    buffer's LP under the prices of the coupling rows (HiGHS, on groups of about ``chunk`` columns, until
+    ``deadline``; a group not solved keeps ``y``'s), and a minimiser ``x`` of the Lagrangian there (the
+    groups' optima, each other column at its cheaper bound). Given the coupling multipliers the
+    Lagrangian splits per buffer, so each group's duals are its best."""
+    y = y.copy()
+    coupling = np.where(split.coupling, y, 0.0)
+    reduced = lp.cost - lp.a.T @ coupling
+    solved = np.zeros(len(lp.lo), bool)
+    x = np.zeros(len(lp.lo))
+    n_own, b = len(split.col_cut) - 1, 0
+    while b < n_own and time.monotonic() < deadline:
+        e = int(np.searchsorted(split.col_cut, split.col_cut[b] + chunk, side="right"))
+        e = min(max(e - 1, b + 1), n_own)
+        rows = split.local[split.row_cut[b]:split.row_cut[e]]
+        c0, c1 = split.col_cut[b], split.col_cut[e]
+        cols = split.columns[c0:c1]
+        part = _Arrays(split.sub[split.row_cut[b]:split.row_cut[e], c0:c1], lp.rhs[rows], lp.eq[rows], lp.lo[cols],
+                       lp.hi[cols], reduced[cols], lp.integral[cols], None, {})
+        res = _highs(part, deadline - time.monotonic(), integral=False)
+        if res.status == 0:
+            y[rows] = _highs_duals(part, res)
+            x[cols], solved[cols] = res.x, True
+        b = e
+    r = lp.cost - lp.a.T @ y
+    x[~solved] = np.where(r[~solved] < 0, lp.hi[~solved], lp.lo[~solved])
+    return y, x
+
+
+def _highs(lp: _Arrays, time_limit: float, *, integral: bool, method: str = "highs"):
+    """``scipy.optimize.linprog`` (HiGHS) on the LP, or its MIP, within ``time_limit`` seconds."""
+    from scipy.optimize import linprog
+
+    eq = lp.eq
+    return linprog(lp.cost, A_ub=lp.a[~eq], b_ub=lp.rhs[~eq], A_eq=lp.a[eq] if eq.any() else None,
+                   b_eq=lp.rhs[eq] if eq.any() else None, bounds=np.column_stack([lp.lo, lp.hi]), method=method,
+                   integrality=lp.integral if integral else None,
+                   options={"time_limit": max(float(time_limit), 0.05), "presolve": True})
+
+
+def _highs_duals(lp: _Arrays, res) -> np.ndarray:
+    """HiGHS's row duals in the rows' order (scipy splits them into the ``<=`` and ``=`` rows)."""
+    y = np.zeros(len(lp.rhs))
+    y[~lp.eq] = res.ineqlin.marginals
+    if lp.eq.any():
+        y[lp.eq] = res.eqlin.marginals
+    return y
 
 
 @dataclass(frozen=True)
@@ -196,13 +372,15 @@ def _add_touches(lp: _Lp, prog: _Program) -> tuple[np.ndarray, np.ndarray, np.nd
     start would fall inside its copy window); ``s_t <= sum of the deltas served at t``."""
     n_touch, T = len(prog.op), prog.T
     room = np.where(prog.fits, 1.0, 0.0)
-    x = lp.columns(n_touch, 0.0, room, integral=True)
-    rho = lp.columns(n_touch, 0.0, room, integral=True)
+    x = lp.columns(n_touch, 0.0, room, integral=True, owner=prog.buf)
+    rho = lp.columns(n_touch, 0.0, room, integral=True, owner=prog.buf)
     s = lp.columns(T, 0.0, prog.headroom, -1.0)
+    lp.first_row["served"] = len(lp.rhs)
     lp.each([(x, 1.0), (rho, -1.0)], 0.0)
     written = np.flatnonzero(prog.writes & prog.fits)
     lp.each([(rho[written], 1.0), (x[written], -1.0)], 0.0)
     t = np.arange(T)
+    lp.first_row["saving"] = len(lp.rhs)
     lp.add_rows(np.concatenate([t, prog.op]), np.concatenate([s, x]), np.concatenate([np.ones(T), -prog.delta]),
                 np.zeros(T))
     return x, rho, s
@@ -223,12 +401,13 @@ def _add_fetches(lp: _Lp, prog: _Program, x, rho, residency: _Residency):
     hi = prog.op[at]
     win_hi = np.maximum(prog.next_write[at], hi)
     ext = prog.budget(hi, win_hi)
-    f = lp.columns(n, 0.0, 1.0, integral=True)
-    q_in = lp.columns(n, 0.0, prog.budget(lo, hi))
-    q_ext = lp.columns(n, 0.0, ext)
-    stall = lp.columns(n, 0.0, np.inf, 1.0)
+    f = lp.columns(n, 0.0, 1.0, integral=True, owner=prog.buf[at])
+    q_in = lp.columns(n, 0.0, prog.budget(lo, hi), owner=prog.buf[at])
+    q_ext = lp.columns(n, 0.0, ext, owner=prog.buf[at])
+    # More stall never helps an answer: a finite box, as _lagrangian needs, that keeps the optimum.
+    stall = lp.columns(n, 0.0, prog.copy_seconds(at), 1.0, owner=prog.buf[at])
     held = ~prog.first[at]
-    h = lp.columns(int(held.sum()), 0.0, 1.0, integral=True)
+    h = lp.columns(int(held.sum()), 0.0, 1.0, integral=True, owner=prog.buf[at[held]])
     hold_of = np.full(len(prog.op), -1, np.int64)
     hold_of[at[held]] = h
     lp.add_rows(np.concatenate([np.arange(n), np.arange(n), np.flatnonzero(held)]), np.concatenate([rho[at], f, h]),
@@ -252,7 +431,7 @@ def _add_brackets(lp: _Lp, prog: _Program, lo, hi, copy, take, sizes, residency:
     at most that of ``S_{j+1} - 1`` ops (no less than it can draw)."""
     n = len(lo)
     which, memory, budget = _brackets(hi - lo)
-    weight = lp.columns(len(which), 0.0, 1.0, integral=True)
+    weight = lp.columns(len(which), 0.0, 1.0, integral=True, owner=lp.owner_of(copy)[which])
     lp.add_rows(np.concatenate([which, np.arange(n)]), np.concatenate([weight, copy]),
                 np.concatenate([np.ones(len(weight)), -np.ones(n)]), np.zeros(n), eq=True)
     edge = hi[which] if suffix else lo[which]
@@ -273,7 +452,7 @@ def _add_evictions(lp: _Lp, prog: _Program, x, hold_of, residency: _Residency):
     the budgets of the ops since the last write, where it is resident anyway.
     """
     n_touch = len(prog.op)
-    dirty = lp.columns(n_touch, 0.0, np.where(prog.fits, 1.0, 0.0))
+    dirty = lp.columns(n_touch, 0.0, np.where(prog.fits, 1.0, 0.0), owner=prog.buf)
     written = np.flatnonzero(prog.writes & prog.fits)
     lp.each([(x[written], 1.0), (dirty[written], -1.0)], 0.0)
     carried = np.flatnonzero((hold_of >= 0) & ~prog.writes)
@@ -286,10 +465,11 @@ def _add_evictions(lp: _Lp, prog: _Program, x, hold_of, residency: _Residency):
     lo = prog.op[at] + 1
     hi = np.where(prog.last[at], np.maximum(prog.buffer_end[at], lo), prog.op[nxt])
     since = prog.last_write[at]
-    e = lp.columns(n, 0.0, 1.0)
-    q_pre = lp.columns(n, 0.0, np.where(since >= 0, prog.budget(np.maximum(since, 0) + 1, prog.op[at] + 1), 0.0))
-    q_gap = lp.columns(n, 0.0, prog.budget(lo, hi))
-    stall = lp.columns(n, 0.0, np.inf, 1.0)
+    e = lp.columns(n, 0.0, 1.0, owner=prog.buf[at])
+    q_pre = lp.columns(n, 0.0, np.where(since >= 0, prog.budget(np.maximum(since, 0) + 1, prog.op[at] + 1), 0.0),
+                       owner=prog.buf[at])
+    q_gap = lp.columns(n, 0.0, prog.budget(lo, hi), owner=prog.buf[at])
+    stall = lp.columns(n, 0.0, prog.copy_seconds(at), 1.0, owner=prog.buf[at])
     next_hold = np.where(prog.last[at], -1, hold_of[nxt])
     has = next_hold >= 0
     lp.add_rows(np.concatenate([np.arange(n), np.arange(n), np.flatnonzero(has)]),
@@ -302,19 +482,23 @@ def _add_evictions(lp: _Lp, prog: _Program, x, hold_of, residency: _Residency):
 
 def _add_capacity(lp: _Lp, prog: _Program, rho, residency: _Residency) -> None:
     """Every op's resident touches plus the bytes held through it fit the capacity. The held bytes are a
-    running sum: ``held_t - held_{t-1}`` = what begins at ``t`` - what ended at ``t - 1``."""
+    running sum: ``held_t - held_{t-1}`` = what begins at ``t`` - what ended at ``t - 1``. Bytes are in
+    units of the capacity (so the held bytes lie in ``[0, 1]``, and the rows are of the others' scale)."""
     T = prog.T
-    held = lp.columns(T, 0.0, np.inf)
+    unit = prog.cap if prog.cap > 0 else 1.0
+    held = lp.columns(T, 0.0, 1.0)
     begin, end = np.concatenate(residency.begin), np.concatenate(residency.end)
-    amount, column = np.concatenate(residency.amount), np.concatenate(residency.column)
+    amount, column = np.concatenate(residency.amount) / unit, np.concatenate(residency.column)
     live = end > begin
     inside = live & (end < T)
     t = np.arange(T)
+    lp.first_row["running"] = len(lp.rhs)
     lp.add_rows(np.concatenate([t, t[1:], begin[live], end[inside]]),
                 np.concatenate([held, held[:-1], column[live], column[inside]]),
                 np.concatenate([np.ones(T), -np.ones(T - 1), -amount[live], amount[inside]]), np.zeros(T), eq=True)
-    lp.add_rows(np.concatenate([prog.op, t]), np.concatenate([rho, held]), np.concatenate([prog.size, np.ones(T)]),
-                np.full(T, prog.cap))
+    lp.first_row["capacity"] = len(lp.rhs)
+    lp.add_rows(np.concatenate([prog.op, t]), np.concatenate([rho, held]),
+                np.concatenate([prog.size / unit, np.ones(T)]), np.full(T, prog.cap / unit))
 
 
 def _add_budgets(lp: _Lp, prog: _Program, s, windows) -> None:
@@ -337,6 +521,24 @@ def _add_budgets(lp: _Lp, prog: _Program, s, windows) -> None:
                 np.ones(len(takes) * len(item) + len(op_item)), prog.budget(b_lo, b_hi))
 
 
+# Columns above which HiGHS is not given the whole LP (nor the MIP): on the xla suite's lstm2 (751k
+# columns) its interior point method had not finished after 500 s here; the buffer prices take ~4 s.
+DIRECT_VARS = 300_000
+
+
+def _build(problem: Problem, hardware) -> tuple[_Program, _Lp]:
+    """The program's facts and the residency LP over them."""
+    prog = _program(problem, hardware)
+    lp, residency = _Lp(), _Residency()
+    x, rho, s = _add_touches(lp, prog)
+    hold_of, fetch_windows = _add_fetches(lp, prog, x, rho, residency)
+    evict_windows = _add_evictions(lp, prog, x, hold_of, residency)
+    _add_capacity(lp, prog, rho, residency)
+    _add_budgets(lp, prog, s, fetch_windows)
+    _add_budgets(lp, prog, s, evict_windows)
+    return prog, lp
+
+
 def residency_bound(problem: Problem, hardware, *, time_limit: float = 20.0, integral: bool = True) -> ResidencyBound:
     """The residency relaxation's upper bound on the prefetch-mode value (seconds) of any valid answer.
 
@@ -351,26 +553,36 @@ def residency_bound(problem: Problem, hardware, *, time_limit: float = 20.0, int
         True
     """
     t0 = time.monotonic()
-    prog = _program(problem, hardware)
-    lp, residency = _Lp(), _Residency()
-    x, rho, s = _add_touches(lp, prog)
-    hold_of, fetch_windows = _add_fetches(lp, prog, x, rho, residency)
-    evict_windows = _add_evictions(lp, prog, x, hold_of, residency)
-    _add_capacity(lp, prog, rho, residency)
-    _add_budgets(lp, prog, s, fetch_windows)
-    _add_budgets(lp, prog, s, evict_windows)
-    res, n_vars, nnz = lp.solve(time_limit - (time.monotonic() - t0), integral=integral)
-    seconds = time.monotonic() - t0
-    # linprog minimises -(savings - stalls): the bound is minus its proven lower bound. A MIP cut short
-    # still has a valid dual bound (HiGHS's mip_dual_bound); an LP cut short has none.
-    dual = getattr(res, "mip_dual_bound", None) if integral else None
-    dual = float(dual) if dual is not None and np.isfinite(dual) else None
-    if res.status == 0:
-        value = max(-dual if dual is not None else -float(res.fun), -float(res.fun))
-        return ResidencyBound(value / prog.scale, True, n_vars, nnz, seconds, str(res.message))
-    if dual is not None:
-        return ResidencyBound(-dual / prog.scale, False, n_vars, nnz, seconds, str(res.message))
-    return ResidencyBound(float("inf"), False, n_vars, nnz, seconds, str(res.message))
+    deadline = t0 + time_limit
+    prog, lp = _build(problem, hardware)
+    a = lp.arrays()
+    y = _held_running_sums(_per_op_duals(prog, a.first_row, len(a.rhs)), prog.T, a.first_row)
+    found = [(-_lagrangian(a, y), "per-op prices"),
+             (-_lagrangian(a, _price_buffers(a, _split(a), y, deadline)[0]), "buffer prices")]
+    solved, message, small = False, "", len(a.lo) <= DIRECT_VARS
+    if small and time.monotonic() < deadline:
+        res = _highs(a, deadline - time.monotonic(), integral=False)
+        message = str(res.message)
+        if res.status == 0:
+            found.append((-_lagrangian(a, _highs_duals(a, res)), "lp"))
+            solved = not integral
+    if integral and small and time.monotonic() < deadline:
+        res = _highs(a, deadline - time.monotonic(), integral=True)
+        message = str(res.message)
+        # A MIP cut short may still have a valid dual bound (HiGHS's mip_dual_bound; trusted, as its optimum is).
+        dual = getattr(res, "mip_dual_bound", None)
+        dual = float(dual) if dual is not None and np.isfinite(dual) else None
+        if res.status == 0:
+            found.append((max(-dual if dual is not None else -float(res.fun), -float(res.fun)), "mip"))
+            solved = True
+        elif dual is not None:
+            found.append((-dual, "mip dual bound"))
+    value, source = min(found)
+    value /= prog.scale
+    per_op = prefetch_upper_bound(problem, hardware).value
+    if per_op < value:
+        value, source = per_op, "per-op"
+    return ResidencyBound(value, solved, len(a.lo), int(a.a.nnz), time.monotonic() - t0, message, source)
 
 
 def _smallest_and_root(item: np.ndarray, block: np.ndarray, n_blocks: int) -> np.ndarray:
@@ -382,9 +594,10 @@ def _smallest_and_root(item: np.ndarray, block: np.ndarray, n_blocks: int) -> np
     return first | (block == n_blocks - 1)
 
 
-# Touches from which the residency MIP is not tried: on the xla suite's training steps (44k touches and
-# up) HiGHS found no bound within 30-300 s here (experiments/results/prefetch_bound.md).
-RESIDENCY_TOUCHES = 30_000
+# Touches from which the residency bound is not tried where a command reports it: the xla suite's
+# lstm3 (78k touches, 1.3M columns) is bounded in seconds by the buffer prices
+# (experiments/results/prefetch_bound.md); past this the LP's memory (~1 GB per 100k touches) stands.
+RESIDENCY_TOUCHES = 200_000
 GRACE = 2.0  # seconds past its limit before the bound's child is killed (HiGHS's own checks come first)
 # The most the residency bound is given where a command reports it (solve: beside the solver, within
 # its limit; compare: per input, before the runs).
@@ -405,8 +618,8 @@ def tightened(problem: Problem, hardware, per_op, *, seconds: float = 0.0, pendi
     """The tighter of ``per_op`` (a :class:`~mallocgame.bounds.Bound`) and the residency bound, with both
     in ``others``: the one started as ``pending`` (:func:`start_residency`), else one given ``seconds``.
 
-    The residency bound stands only where HiGHS returned a finite bound in time; a failure or a
-    timeout leaves the per-op bound, which holds whatever happens.
+    The residency bound is reported whenever its child returns in time (it is never above the per-op
+    bound); a failure or a timeout leaves the per-op bound, which holds whatever happens.
     """
     t0 = time.monotonic()
     others = [("per-op", per_op.value)]

@@ -96,3 +96,83 @@ def test_above_the_touch_limit_only_the_per_op_bound_is_reported(monkeypatch):
     monkeypatch.setattr(prefetch_bound, "RESIDENCY_TOUCHES", 0)
     bound = prefetch_bound.tightened(problem, hw, Bound(1.0, "per-op"), seconds=5)
     assert (bound.value, bound.kind, bound.others) == (1.0, "per-op", (("per-op", 1.0),))
+
+
+def _lp_of(problem, hw):
+    from mallocgame.prefetch_bound import _build
+
+    prog, lp = _build(problem, hw)
+    return prog, lp.arrays()
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_any_multipliers_give_a_bound_no_lower_than_the_lp_optimum(seed):
+    # Weak duality: the optimal duals, perturbed ones, random ones (of either sign: _lagrangian clips) and the
+    # per-op start all give min-form values at most the LP's optimum, i.e. bounds at least its value.
+    from mallocgame.prefetch_bound import _highs, _highs_duals, _lagrangian, _per_op_duals
+
+    problem, hw = _tiny(seed)
+    prog, a = _lp_of(problem, hw)
+    res = _highs(a, 30, integral=False)
+    assert res.status == 0
+    optimum = float(res.fun)
+    y_opt = _highs_duals(a, res)
+    assert _lagrangian(a, y_opt) == pytest.approx(optimum, abs=1e-3)  # the LP's seconds: 1e6 = the whole program
+    rng = np.random.default_rng(seed)
+    tries = [y_opt + rng.normal(0, scale, len(y_opt)) for scale in (1e-3, 1e-1, 10.0)]
+    tries += [rng.normal(0, 1, len(y_opt)) * rng.random(len(y_opt)) for _ in range(20)]
+    tries += [_per_op_duals(prog, a.first_row, len(a.rhs))]
+    for y in tries:
+        assert _lagrangian(a, y) <= optimum + 1e-9 * max(1.0, abs(optimum))
+
+
+def test_any_multipliers_bound_a_random_lp():
+    from scipy.optimize import linprog
+    from scipy.sparse import csr_matrix
+
+    from mallocgame.prefetch_bound import _Arrays, _lagrangian
+
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        m, n = int(rng.integers(2, 12)), int(rng.integers(2, 12))
+        dense = rng.normal(size=(m, n)) * (rng.random((m, n)) < 0.6)
+        eq = rng.random(m) < 0.3
+        x0 = rng.random(n)  # a feasible point inside the box
+        rhs = dense @ x0 + np.where(eq, 0.0, rng.random(m))
+        lo, hi, cost = -rng.random(n), 1 + rng.random(n), rng.normal(size=n)
+        res = linprog(cost, A_ub=dense[~eq], b_ub=rhs[~eq], A_eq=dense[eq] if eq.any() else None,
+                      b_eq=rhs[eq] if eq.any() else None, bounds=np.column_stack([lo, hi]), method="highs")
+        assert res.status == 0
+        a = _Arrays(csr_matrix(dense), rhs, eq, lo, hi, cost, np.zeros(n, np.int8), np.zeros(n, np.int64), {})
+        for _ in range(50):
+            assert _lagrangian(a, rng.normal(0, 3, m)) <= res.fun + 1e-9
+
+
+def test_the_lagrangian_refuses_an_unboxed_column():
+    from scipy.sparse import csr_matrix
+
+    from mallocgame.prefetch_bound import _Arrays, _lagrangian
+
+    a = _Arrays(csr_matrix(np.ones((1, 1))), np.ones(1), np.zeros(1, bool), np.zeros(1), np.full(1, np.inf),
+                np.ones(1), np.zeros(1, np.int8), np.zeros(1, np.int64), {})
+    with pytest.raises(ValueError, match="boxed"):
+        _lagrangian(a, np.zeros(1))
+
+
+def test_without_the_whole_lp_the_buffer_prices_still_bound_it(monkeypatch):
+    # A medium program (150 layers) on the path large programs take (no whole LP, no MIP): a finite value,
+    # at least the exact LP optimum, and no looser than the per-op bound.
+    from mallocgame import prefetch_bound
+    from mallocgame.inputs.load import load_problem
+
+    problem = load_problem("example:layered150", mode="prefetch")
+    hw = PRESETS["tpuv4i"]
+    prog, a = _lp_of(problem, hw)
+    res = prefetch_bound._highs(a, 60, integral=False)
+    assert res.status == 0
+    exact = -float(res.fun) / prog.scale
+    monkeypatch.setattr(prefetch_bound, "DIRECT_VARS", 0)
+    fast = residency_bound(problem, hw, time_limit=10)
+    assert not fast.solved and fast.source in ("buffer prices", "per-op prices", "per-op")
+    assert np.isfinite(fast.value) and fast.value >= exact * (1 - 1e-9)
+    assert fast.value <= prefetch_upper_bound(problem, hw).value
