@@ -22,8 +22,7 @@ from __future__ import annotations
 import time
 
 from mallocgame.lift import hint_intervals
-from mallocgame.memory_space_assignment import (MAX_OVERLAP_RATIO, MAX_RETRIES, _Msa,  # noqa: F401  (_Msa: tests)
-                                                check_options, msa_run)
+from mallocgame.memory_space_assignment import MAX_OVERLAP_RATIO, MAX_RETRIES, _Msa, check_options, msa_run  # noqa: F401  (_Msa: tests)
 from mallocgame.model import FastInterval, InputError, Problem, Solution, Status
 from mallocgame.protocol import Solver, solver_deadline
 from mallocgame.session import session_for
