@@ -269,6 +269,24 @@ def test_options():
         _solve(problem, max_overlap="everything")
 
 
+def test_overlap_ratio_is_the_no_copy_and_window_limit_and_is_checked():
+    problem = layered_network(400, seed=7).replace(mode="prefetch")
+    ev = PrefetchEvaluator.of(problem, TPU)
+    runs = {r: msa_run(problem, TPU, float("inf"), overlap_ratio=r)[0] for r in (1.0, 10.0, 1e6)}
+    assert msa_run(problem, TPU, float("inf"))[0] == runs[10.0]  # the default is XLA's 10
+
+    def longest_no_copy(answer):  # the longest stay produced in place, in ops (a stay without a copy)
+        return max((iv.end - iv.start for iv in answer if iv.copy_start is None), default=0)
+
+    assert longest_no_copy(runs[1.0]) <= longest_no_copy(runs[10.0]) <= longest_no_copy(runs[1e6])
+    assert longest_no_copy(runs[1.0]) < longest_no_copy(runs[1e6])
+    solved = _solve(problem, overlap_ratio=1e6, variants=False)
+    assert solved.objective == pytest.approx(ev.value(runs[1e6]))
+    for bad in (0.5, float("nan"), "10", True):
+        with pytest.raises(ValueError, match="overlap_ratio"):
+            _solve(problem, overlap_ratio=bad)
+
+
 # ---------------------------------------------------------------- the near-linear rewrite keeps every answer (issue 18)
 
 def test_rewrite_gives_the_reference_answers():

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import time
+
 import mallocgame
 from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
-from mallocgame.hybrid.portfolio import lifted_members, member_names
+from mallocgame.hybrid.portfolio import REFILL_SHARE, REFILL_SOLVER, _Race, lifted_members, member_names
 from mallocgame.lift import lift_map_answer
+from mallocgame.runner import score
+from mallocgame.session import session_for
 
 
 def test_map_members_are_lifted_in_prefetch_mode_only():
@@ -26,3 +30,32 @@ def test_a_lifted_member_wins_when_it_is_best_and_its_answer_is_valid():
     assert members["select-pack"]["status"] == "FEASIBLE"  # a map optimum is never reported as a prefetch one
     assert result.objective >= max(members["msa"]["objective"], 0.99 * lifted)
     assert mallocgame.validate(problem, result.solution)
+
+
+def test_the_map_member_starts_at_once_and_reports_before_the_deadline():
+    # Its child used to import scipy.optimize outside its own clock, ran past the race's deadline and was
+    # killed unheard; now the portfolio imports every member's preload before the forks.
+    problem = mallocgame.load_problem("example:layered150", mode="prefetch")
+    result = mallocgame.solve(problem, "portfolio", time_limit=8, solvers="msa,select-pack,cpsat", seed=0)
+    errors = result.solution.stats["errors"]
+    assert "select-pack" not in errors and "cpsat" not in errors, errors
+    assert set(result.solution.stats["members"]) >= {"msa", "select-pack", "cpsat"}
+
+
+def test_a_free_slot_reruns_the_window_search_from_a_new_best_answer_once():
+    problem = mallocgame.load_problem("example:layered150", mode="prefetch")
+    hw = problem.hardware
+    best = session_for(problem, hw).best_baseline()
+    report = score(problem, hw, best.solution(problem), seconds=0.0, bound=None, solver_name="select-pack")
+    t0 = time.monotonic()
+    race = _Race(problem, hw, t0, t0 + 10.0, minimize_peak=False, lifted={"select-pack"})
+    started: set = set()
+    assert race.refill(10.0, 0, started) is None  # no answer yet
+    race.consider("select-pack", report)
+    key, name, hint, seed = race.refill(10.0, 0, started)
+    assert (name, key) == (REFILL_SOLVER, f"{REFILL_SOLVER}-from-select-pack") and seed == 1
+    assert mallocgame.validate(problem, hint) and list(hint.intervals) == list(report.intervals)
+    assert race.refill(10.0, 0, started) is None  # once per answer's source
+    late = _Race(problem, hw, t0, time.monotonic() + 0.5 * REFILL_SHARE * 10.0, minimize_peak=False, lifted=set())
+    late.consider("select-pack", report)
+    assert late.refill(10.0, 0, set()) is None  # too little of the time left

@@ -12,10 +12,11 @@ from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
 from mallocgame.hardware.spec import PRESETS
 from mallocgame.inputs.generate import layered_network, random_intervals
 from mallocgame.lift import lift_map_answer
+from mallocgame.memory_space_assignment import msa_run
 from mallocgame.model import Problem, derived_facts, offsets_array
 from mallocgame.placement import greedy_place, xla_order
 from mallocgame.runner import call_in_child, run_solver
-from mallocgame.session import BASELINES, session_for
+from mallocgame.session import BASELINES, LONG_OVERLAP_RATIO, session_for
 from tests.conftest import run_cli
 
 HW = PRESETS["tpuv4i"]
@@ -151,3 +152,34 @@ def test_api_lifts_a_map_hint_in_any_form():
         assert result.objective >= lifted - 1e-15
     with pytest.raises(mallocgame.InputError, match="hint is not a valid solution"):
         mallocgame.solve(pre, "msa", time_limit=5, hint=[10**12] * problem.n)
+
+
+def test_the_msa_reruns_are_msa_with_a_seed_or_the_long_ratio_and_never_below_what_they_start_from():
+    p = layered_network(300, seed=3).replace(mode="prefetch")
+    s = session_for(p, HW)
+    ev = PrefetchEvaluator.of(p, HW)
+    built = {b.name: b for b in s.baselines()}
+    assert set(built) == {"greedy-xla", "msa", "msa+overlap-100", "msa+greedy-xla"}
+    greedy = built["greedy-xla"]
+    seeded, _ = msa_run(p, HW, float("inf"), start=list(greedy.intervals))
+    long, _ = msa_run(p, HW, float("inf"), overlap_ratio=LONG_OVERLAP_RATIO)
+    key = lambda iv: (iv.buffer, iv.start, iv.end, iv.offset, -2 if iv.copy_start is None else iv.copy_start)  # noqa: E731
+    assert sorted(built["msa+greedy-xla"].intervals, key=key) == sorted(seeded, key=key)
+    assert sorted(built["msa+overlap-100"].intervals, key=key) == sorted(long, key=key)
+    # seeded msa only adds fast service to the greedy's stays, every copy stall-free
+    assert built["msa+greedy-xla"].objective >= greedy.objective - 1e-12
+    assert built["msa+greedy-xla"].objective == pytest.approx(ev.value(seeded))
+    assert s.best_baseline().objective == max(b.objective for b in built.values())
+
+
+def test_the_msa_reruns_are_skipped_when_a_run_as_long_as_msas_does_not_fit():
+    p = layered_network(300, seed=3).replace(mode="prefetch")
+    s = session_for(p, HW)
+    s.baseline("greedy-xla")
+    msa = s.baseline("msa")
+    assert msa.complete
+    # a deadline closer than 1.5x msa's own time: neither rerun starts (a cut one would waste the searches' time)
+    soon = time.monotonic() + 0.5 * msa.seconds
+    assert s.baseline("msa+overlap-100", soon) is None
+    assert s.baseline("msa+greedy-xla", soon) is None
+    assert s.baseline("msa+overlap-100") is not None  # no deadline: built
