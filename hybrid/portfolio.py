@@ -193,14 +193,14 @@ class _Race:
         for c in self.calls:
             c.cancel()
 
-    def run_cheapest_baseline(self, until: float, *, every: bool = False) -> None:
-        """The cheapest baseline of the solve session (``every``: the best of all the mode's baselines), built
-        in this process until ``until``, as a member's report."""
+    def run_baselines(self, until: float, *, cheapest: bool = False) -> None:
+        """The best baseline of the solve session (``cheapest``: of the cheapest only), built in this process
+        until ``until``, as a member's report (once per baseline)."""
         problem, hardware = self.problem, self.hardware
-        cheap = self.session.best_baseline(until, names=None if every else BASELINES[problem.mode][:1])
-        if cheap is not None and cheap.name not in self.reports:
-            self.consider(cheap.name, score(problem, hardware, cheap.solution(problem), seconds=cheap.seconds,
-                                            bound=None, solver_name=cheap.name))
+        best = self.session.best_baseline(until, names=BASELINES[problem.mode][:1] if cheapest else None)
+        if best is not None and best.name not in self.reports:
+            self.consider(best.name, score(problem, hardware, best.solution(problem), seconds=best.seconds,
+                                           bound=None, solver_name=best.name))
 
     def run_fast(self, fast: list[str], time_limit: float, seed: int, hint, options: dict, large: bool) -> bool:
         """Run the constructive members in this process; True when one settles the problem."""
@@ -303,7 +303,7 @@ class Portfolio(Solver):
         # The cheapest baseline, built in this process (no fork), is an answer before any member runs: at
         # 0.2 s on a busy machine a forked greedy-xla member can be cut before it reports, and the portfolio
         # then ended below the greedy (all-slow in prefetch mode).
-        race.run_cheapest_baseline(t0 + BASELINE_SHARE * time_limit)
+        race.run_baselines(t0 + BASELINE_SHARE * time_limit, cheapest=True)
         if problem.mode != "map" and race.bound is None:  # the bound in milliseconds: an answer at it ends the race
             race.bound = race.session.bound()
         settled = race.best_at_bound()
@@ -314,6 +314,7 @@ class Portfolio(Solver):
             # Here, before the forks: a child's own import of its heavy modules is outside its clock, but not
             # outside ours (select-pack's scipy.optimize: 0.8-2 s past its limit, and it was killed unheard).
             preload(load_solver(name))
+        # Members stay in the portfolio's process group, so a kill of the portfolio reaches them.
         with ProcessPool(workers, own_groups=False) as pool:
             # A prefetch portfolio's map members need no hint (their answers are lifted): they start now, on the
             # other core, while msa runs here (it took 8-25 s of a 60 s limit on the xla suite's training steps,
@@ -324,19 +325,21 @@ class Portfolio(Solver):
                            seed=seed, hint=None, options=options)
             settled = race.run_fast(fast, time_limit, seed, hint, options, large) or settled
             warm = race.warm_start(hint)
+            if settled:  # leaving the block stops the members started early
+                race.errors.update({n: "stopped: another member settled the problem" for n, _ in pool.running()})
             heavy = [] if settled else [n for n in heavy if n not in early]
             if heavy or (early and not settled):
                 # The baselines built here, once: every forked member inherits them from the session (the
                 # best of them is an answer too: msa+greedy-xla is no member's).
-                race.run_cheapest_baseline(t0 + BASELINE_SHARE * time_limit, every=True)
+                race.run_baselines(t0 + BASELINE_SHARE * time_limit)
                 if parallel:
                     try:
-                        started = {n for n in heavy if n == REFILL_SOLVER and race.best is not None}
-                        started = {race.best.solver} if started else set()  # cpsat starts from the best so far
+                        # a cpsat member starts from the best answer so far: no rerun from that one
+                        started = {race.best.solver} if REFILL_SOLVER in heavy and race.best is not None else set()
                         self._run_parallel(heavy, problem, hardware, deadline, seed, warm, options, workers,
-                                           race.consider_member, race.errors,
+                                           race.consider_member, race.errors, pool,
                                            later=race.map_bound if problem.mode == "map" else None,
-                                           lifted=lifted, map_problem=race.map_problem, pool=pool,
+                                           lifted=lifted, map_problem=race.map_problem,
                                            refill=lambda: race.refill(time_limit, seed, started))
                     finally:
                         race.cancel_bound()
@@ -354,21 +357,15 @@ class Portfolio(Solver):
 
     @staticmethod
     def _run_parallel(names, problem, hardware, deadline, seed, hint, options, workers, consider, errors,
-                      later=None, lifted=frozenset(), map_problem=None, pool=None, refill=None) -> bool:
+                      pool, later=None, lifted=frozenset(), map_problem=None, refill=None) -> bool:
         """Run ``names`` in child processes, ``workers`` at a time, each with an equal share of the time.
 
         ``later``: called while the members run (the map bound's child); True from it settles the
-        problem (the best answer is at the bound). ``pool``: the caller's open pool, perhaps with members
-        running already (they are collected too). ``refill``: called for a free slot once the queue is empty;
-        ``(key, solver, hint, seed)`` starts one more run. Returns True when a member settled the problem (the
-        others are then stopped).
+        problem (the best answer is at the bound). ``pool``: the caller's open :class:`ProcessPool`, perhaps
+        with members running already (they are collected too; leaving the caller's block stops the rest).
+        ``refill``: called for a free slot once the queue is empty; ``(key, solver, hint, seed)`` starts one
+        more run. Returns True when a member settled the problem (the others are then stopped).
         """
-        if pool is None:
-            # Members stay in the portfolio's process group, so a kill of the portfolio reaches them.
-            with ProcessPool(workers, own_groups=False) as own:
-                return Portfolio._run_parallel(names, problem, hardware, deadline, seed, hint, options, workers,
-                                               consider, errors, later=later, lifted=lifted,
-                                               map_problem=map_problem, pool=own, refill=refill)
         waves = -(-len(names) // workers)  # members per slot, run one after another
         queue = list(names)
         while queue or pool.busy:
