@@ -190,7 +190,7 @@ class _BufferStays:
                 lw = i
             self.last_write.append(lw)
         self._starts: dict[int, list | None] = {}
-        self._ends: dict[tuple[int, int], list[int]] = {}
+        self._ends: dict[tuple[int, int], tuple[list[int], int | None]] = {}
 
     def starts(self, i: int) -> list | None:
         """The copy starts of a stay from touch ``i`` (``[None]``: produced in place; ``None``: no valid start)."""
@@ -214,25 +214,22 @@ class _BufferStays:
         self._starts[i] = got
         return got
 
-    def ends(self, j: int, w: int) -> list[int]:
-        """The ends of a stay to touch ``j`` whose last served write is at op ``w`` (-1: none served)."""
+    def ends(self, j: int, w: int) -> tuple[list[int], int | None]:
+        """The ends of a stay to touch ``j`` whose last served write is at op ``w`` (-1: none served), and
+        the first op of its eviction window (``None``: the write is not needed after it, no eviction)."""
         key = (j, w)
         got = self._ends.get(key)
         if got is not None:
             return got
         ops, k = self.ops, len(self.ops)
         after = min(ops[j + 1], self.limit_end) if j + 1 < k else self.limit_end
-        needed = w >= 0 and (self.reads[j + 1] if j + 1 < k else self.output)
-        got = [ops[j] + 1]
+        needed = w >= 0 and bool(self.reads[j + 1] if j + 1 < k else self.output)
+        ends = [ops[j] + 1]
         if needed:
-            got = sorted({ops[j] + 1, *(_earliest_end(cum, w, ops[j] + 1, after, r * self.copy)
-                                        for cum in self.cums for r in EVICTION_RATIOS)})
-        self._ends[key] = got
+            ends = sorted({ops[j] + 1, *(_earliest_end(cum, w, ops[j] + 1, after, r * self.copy)
+                                         for cum in self.cums for r in EVICTION_RATIOS)})
+        got = self._ends[key] = (ends, w + 1 if needed else None)
         return got
-
-    def needs_eviction(self, j: int, w: int) -> bool:
-        k = len(self.ops)
-        return w >= 0 and bool(self.reads[j + 1] if j + 1 < k else self.output)
 
 
 def candidates(problem: Problem, hardware, budgets: Sequence[np.ndarray], extra: Sequence[FastInterval] = ()) -> list[Stay]:
@@ -263,8 +260,7 @@ def candidates(problem: Problem, hardware, budgets: Sequence[np.ndarray], extra:
                 continue
             lw = runs.last_write[j]
             w = ops[lw] if lw >= i else -1  # the last write the stay serves
-            ends = runs.ends(j, w)
-            eviction_from = w + 1 if runs.needs_eviction(j, w) else None
+            ends, eviction_from = runs.ends(j, w)
             for cs in starts:
                 prefetch = None if cs is None else (cs + 1, t)
                 for end in ends:
