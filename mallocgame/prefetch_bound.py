@@ -232,17 +232,14 @@ def _held_running_sums(y: np.ndarray, n_ops: int, first_row: dict) -> np.ndarray
     return y
 
 
-def _price_buffers(lp: _Arrays, split: _Split, y: np.ndarray, deadline: float, chunk: int = 20_000):
-    """``(y', x)``: ``y`` with the multipliers of every buffer's own rows replaced by the duals of that
-    buffer's LP under the prices of the coupling rows (HiGHS, on groups of about ``chunk`` columns, until
-    ``deadline``; a group not solved keeps ``y``'s), and a minimiser ``x`` of the Lagrangian there (the
-    groups' optima, each other column at its cheaper bound). Given the coupling multipliers the
-    Lagrangian splits per buffer, so each group's duals are its best."""
+def _price_buffers(lp: _Arrays, split: _Split, y: np.ndarray, deadline: float, chunk: int = 20_000) -> np.ndarray:
+    """``y`` with the multipliers of every buffer's own rows replaced by the duals of that buffer's LP under
+    the prices of the coupling rows (HiGHS, on groups of about ``chunk`` columns, until ``deadline``; a
+    group not solved keeps ``y``'s). Given the coupling multipliers the Lagrangian splits per buffer, so
+    each group's duals are its best."""
     y = y.copy()
     coupling = np.where(split.coupling, y, 0.0)
     reduced = lp.cost - lp.a.T @ coupling
-    solved = np.zeros(len(lp.lo), bool)
-    x = np.zeros(len(lp.lo))
     n_own, b = len(split.col_cut) - 1, 0
     while b < n_own and time.monotonic() < deadline:
         e = int(np.searchsorted(split.col_cut, split.col_cut[b] + chunk, side="right"))
@@ -255,20 +252,17 @@ def _price_buffers(lp: _Arrays, split: _Split, y: np.ndarray, deadline: float, c
         res = _highs(part, deadline - time.monotonic(), integral=False)
         if res.status == 0:
             y[rows] = _highs_duals(part, res)
-            x[cols], solved[cols] = res.x, True
         b = e
-    r = lp.cost - lp.a.T @ y
-    x[~solved] = np.where(r[~solved] < 0, lp.hi[~solved], lp.lo[~solved])
-    return y, x
+    return y
 
 
-def _highs(lp: _Arrays, time_limit: float, *, integral: bool, method: str = "highs"):
+def _highs(lp: _Arrays, time_limit: float, *, integral: bool):
     """``scipy.optimize.linprog`` (HiGHS) on the LP, or its MIP, within ``time_limit`` seconds."""
     from scipy.optimize import linprog
 
     eq = lp.eq
     return linprog(lp.cost, A_ub=lp.a[~eq], b_ub=lp.rhs[~eq], A_eq=lp.a[eq] if eq.any() else None,
-                   b_eq=lp.rhs[eq] if eq.any() else None, bounds=np.column_stack([lp.lo, lp.hi]), method=method,
+                   b_eq=lp.rhs[eq] if eq.any() else None, bounds=np.column_stack([lp.lo, lp.hi]), method="highs",
                    integrality=lp.integral if integral else None,
                    options={"time_limit": max(float(time_limit), 0.05), "presolve": True})
 
@@ -558,7 +552,7 @@ def residency_bound(problem: Problem, hardware, *, time_limit: float = 20.0, int
     a = lp.arrays()
     y = _held_running_sums(_per_op_duals(prog, a.first_row, len(a.rhs)), prog.T, a.first_row)
     found = [(-_lagrangian(a, y), "per-op prices"),
-             (-_lagrangian(a, _price_buffers(a, _split(a), y, deadline)[0]), "buffer prices")]
+             (-_lagrangian(a, _price_buffers(a, _split(a), y, deadline)), "buffer prices")]
     solved, message, small = False, "", len(a.lo) <= DIRECT_VARS
     if small and time.monotonic() < deadline:
         res = _highs(a, deadline - time.monotonic(), integral=False)
