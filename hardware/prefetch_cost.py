@@ -138,34 +138,73 @@ class PrefetchEvaluator:
         base = self.base
         return np.maximum(base.compute, base.slow_mem - self.saved(intervals)) + base.fixed
 
-    def copies(self, intervals: Sequence[FastInterval]) -> list[Copy]:
-        """Every prefetch and needed eviction, unserved (stall 0), in (buffer, interval start) order, so
-        the service order's last tie-break is the interval's start whatever order ``intervals`` come in."""
-        per_second = 1.0 / self.hardware.copy_bw
-        out = []
-        for iv in sorted(intervals, key=lambda v: (v.buffer, v.start)):
-            seconds = float(self.sizes[iv.buffer]) * per_second
-            if iv.copy_start is not None:
-                out.append(Copy("prefetch", iv.buffer, iv.copy_start + 1, iv.start, seconds))
-            evict = eviction_of(self.problem, iv)
-            if evict is not None:
-                out.append(Copy("eviction", iv.buffer, evict[0] + 1, evict[1], seconds))
+    @cached_property
+    def _touch_index(self) -> tuple[np.ndarray, np.ndarray]:
+        """The touches' keys ``buffer * (T + 1) + op`` ``[touches]`` (sorted: CSR over buffers, ops sorted), and for
+        every touch the index of the last write at or before it (-1: none), for :meth:`copy_arrays`."""
+        touches, width = self.problem.touches, self.base.n_ops + 1
+        buf = np.repeat(np.arange(self.problem.n, dtype=np.int64), np.diff(touches.ptr))
+        idx = np.where(touches.writes, np.arange(len(touches.ops), dtype=np.int64), -1)
+        return buf * width + touches.ops, np.maximum.accumulate(idx) if len(idx) else idx
+
+    def copy_arrays(self, intervals: Sequence[FastInterval]) -> dict[str, tuple[np.ndarray, ...]]:
+        """Every prefetch and needed eviction as arrays, per kind, in the service order of docs/prefetch.md
+        section 5 (deadline, first slot, buffer, then interval start): ``kind -> (first, deadline, seconds,
+        buffer)``, each ``[copies of that kind]``. The eviction rule is :func:`eviction_of`'s, for all intervals
+        at once (a Python call per interval cost 0.13 s per evaluation at 10k intervals)."""
+        spans = np.array([(iv.buffer, iv.start, iv.end, iv.copy_start is not None, iv.copy_start or 0)
+                          for iv in intervals], np.int64).reshape(-1, 5)
+        spans = spans[np.lexsort((spans[:, 1], spans[:, 0]))]  # (buffer, start): the last tie-break
+        buf, start, end, has_copy, copy_start = spans.T
+        n_ops = self.base.n_ops
+        seconds = self.sizes[buf].astype(np.float64) / self.hardware.copy_bw
+        key, last_write = self._touch_index
+        touches, width = self.problem.touches, n_ops + 1
+        if len(key) == 0:
+            evict, first_evict = np.zeros(len(buf), bool), np.zeros(0, np.int64)
+        else:
+            # clipped to [0, T] as a per-buffer searchsorted would place them: no key of another buffer between
+            lo = key.searchsorted(buf * width + np.clip(start, 0, n_ops))
+            hi = key.searchsorted(buf * width + np.clip(end, 0, n_ops))
+            w = last_write[np.maximum(hi - 1, 0)]  # the last write among the served touches, if >= lo
+            after = np.minimum(hi, len(key) - 1)  # the next touch after the interval, if it is the buffer's
+            needed = np.where(hi < touches.ptr[buf + 1], touches.reads[after], touches.output[buf])
+            evict = (hi > lo) & (w >= lo) & needed
+            first_evict = touches.ops[w[evict]] + 1
+        pre = has_copy == 1
+        kinds = {"prefetch": (pre, copy_start[pre] + 1, start), "eviction": (evict, first_evict, end)}
+        out = {}
+        for kind, (mask, first, deadline) in kinds.items():
+            deadline, b, sec = deadline[mask], buf[mask], seconds[mask]
+            order = np.lexsort((np.arange(len(b)), b, first, deadline))  # stable: (buffer, start) order kept
+            out[kind] = (first[order], deadline[order], sec[order], b[order])
         return out
+
+    def copies(self, intervals: Sequence[FastInterval]) -> list[Copy]:
+        """Every prefetch and needed eviction, unserved (stall 0), per kind in service order (prefetches first)."""
+        return [Copy(kind, b, f, d, s) for kind, arrays in self.copy_arrays(intervals).items()
+                for f, d, s, b in zip(*(a.tolist() for a in arrays))]
 
     def breakdown(self, intervals: Sequence[FastInterval], *, mode: str = "prefetch") -> Breakdown:
         times = self.op_times(intervals)
         if mode == "map":
             return Breakdown(times, ())
-        copies = self.copies(intervals)
         served = []
-        for kind in ("prefetch", "eviction"):
-            mine = sorted((c for c in copies if c.kind == kind), key=lambda c: (c.deadline, c.first, c.buffer))
-            stalls = serve_copies([(c.first, c.deadline, c.seconds) for c in mine], times)
-            served += [Copy(c.kind, c.buffer, c.first, c.deadline, c.seconds, s) for c, s in zip(mine, stalls)]
+        for kind, (first, deadline, seconds, buf) in self.copy_arrays(intervals).items():
+            first, deadline, seconds = first.tolist(), deadline.tolist(), seconds.tolist()
+            stalls = serve_copies(list(zip(first, deadline, seconds)), times)
+            served += [Copy(kind, b, f, d, s, st) for b, f, d, s, st in zip(buf.tolist(), first, deadline, seconds, stalls)]
         return Breakdown(times, tuple(served))
 
     def time(self, intervals: Sequence[FastInterval], *, mode: str = "prefetch") -> float:
-        return self.breakdown(intervals, mode=mode).time
+        """:meth:`breakdown`'s total, without building a :class:`Copy` per copy (the searches' judge calls it)."""
+        times = self.op_times(intervals)
+        total = float(times.sum())
+        if mode == "map":
+            return total
+        for first, deadline, seconds, _ in self.copy_arrays(intervals).values():
+            total += float(sum(serve_copies(list(zip(first.tolist(), deadline.tolist(), seconds.tolist())), times)))
+        return total
 
     def value(self, intervals: Sequence[FastInterval], *, mode: str = "prefetch") -> float:
         """Time saved against all-slow (may be negative when copies stall more than they save)."""

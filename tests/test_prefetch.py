@@ -309,3 +309,52 @@ def test_served_marks_exactly_the_operands_of_the_intervals():
         want = np.zeros(len(ev._key), bool)
         want[ev._order] = loop
         assert (ev.served(ivs) == want).all()
+
+
+def _copies_one_by_one(ev: PrefetchEvaluator, intervals) -> list[tuple]:
+    """The copy list as the evaluator made it before copy_arrays: one eviction_of call per interval, in
+    (buffer, start) order, then per kind sorted by (deadline, first slot, buffer) with a stable sort."""
+    listed = []
+    for x in sorted(intervals, key=lambda v: (v.buffer, v.start)):
+        seconds = float(ev.sizes[x.buffer]) / ev.hardware.copy_bw
+        if x.copy_start is not None:
+            listed.append(("prefetch", x.buffer, x.copy_start + 1, x.start, seconds))
+        evict = eviction_of(ev.problem, x)
+        if evict is not None:
+            listed.append(("eviction", x.buffer, evict[0] + 1, evict[1], seconds))
+    return [c for kind in ("prefetch", "eviction")
+            for c in sorted((c for c in listed if c[0] == kind), key=lambda c: (c[3], c[2], c[1]))]
+
+
+def test_copy_arrays_equal_the_copies_made_one_interval_at_a_time():
+    """copy_arrays decides every eviction at once (searchsorted over all touches, a running last write); on
+    random interval sets (valid or not: clipped, empty, serving no write, outputs) the copies, their order and
+    the time equal the per-interval rule's, stalls included."""
+    import random
+
+    p = layered_network(300, seed=3, capacity_fraction=0.25).replace(mode="prefetch")
+    ev = PrefetchEvaluator(p, PRESETS["tpuv4i"])
+    T, rng = ev.base.n_ops, random.Random(1)
+    evictions = 0
+    for _ in range(30):
+        ivs = []
+        for _ in range(rng.randrange(0, 120)):
+            b = rng.randrange(p.n)
+            ops = p.touches.of(b)[0].tolist()
+            # from one of its touches (so that writes are served) or anywhere, clipped or not
+            if len(ops) > 1 and rng.random() < 0.7:  # touch i .. touch j: writes served, reads after it
+                i = rng.randrange(len(ops) - 1)
+                s, e = ops[i], ops[rng.randrange(i, len(ops) - 1)] + 1
+            else:
+                s = rng.randrange(-2, T + 2)
+                e = s + rng.randrange(0, 60)
+            ivs.append(FastInterval(b, 0, s, e, rng.choice([None, s - 1, s - 5, -1])))
+        want = _copies_one_by_one(ev, ivs)
+        got = [(c.kind, c.buffer, c.first, c.deadline, c.seconds) for c in ev.copies(ivs)]
+        assert got == want
+        evictions += sum(c[0] == "eviction" for c in want)
+        stalls = [s for kind in ("prefetch", "eviction")
+                  for s in serve_copies([(c[2], c[3], c[4]) for c in want if c[0] == kind], ev.op_times(ivs))]
+        assert [c.stall for c in ev.breakdown(ivs).copies] == stalls
+        assert ev.time(ivs) == pytest.approx(float(ev.op_times(ivs).sum()) + sum(stalls), rel=1e-12)
+    assert evictions > 50  # the sets do exercise the eviction rule
