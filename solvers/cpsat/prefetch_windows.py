@@ -692,6 +692,12 @@ def _key(x) -> tuple:
     return (x.buffer, x.start, x.end, x.copy_start)
 
 
+def _same_stays(chosen: Sequence[FastInterval], free: Sequence[Stay], hint: dict[int, int]) -> bool:
+    """Are the stays a window chose, at their offsets, exactly the incumbent's (its hint)?"""
+    return (len(chosen) == len(hint)
+            and {(*_key(iv), iv.offset) for iv in chosen} == {(*_key(free[c]), o) for c, o in hint.items()})
+
+
 def held(problem: Problem, answer: Sequence[FastInterval]) -> int:
     """The memory ``answer`` holds: size x occupied ops, summed over its intervals."""
     return sum(int(problem.arrays.size[iv.buffer]) * (iv.end - iv.occupied_from) for iv in answer)
@@ -829,6 +835,8 @@ class PrefetchWindows:
                               deterministic=self.deterministic, t0=self.t0)
         self.last = result.stats
         trial = None if result.intervals is None else rest + around + result.intervals
+        if trial is not None and _same_stays(result.intervals, free, hint_map):
+            trial = None  # the incumbent itself: nothing to judge (a whole-program evaluation saved)
         # nothing more to find there (the last two cannot happen)
         return Trial(trial, result.status in ("OPTIMAL", "INFEASIBLE", "MODEL_INVALID"))
 
