@@ -29,7 +29,7 @@ import numpy as np
 from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.hardware.spec import HardwareSpec
 from mallocgame.intervals import next_open
-from mallocgame.model import FastInterval, Problem, derived_facts
+from mallocgame.model import KEY_WIDTH, FastInterval, Problem, derived_facts
 
 
 @dataclass(frozen=True)
@@ -138,15 +138,6 @@ class PrefetchEvaluator:
         base = self.base
         return np.maximum(base.compute, base.slow_mem - self.saved(intervals)) + base.fixed
 
-    @cached_property
-    def _touch_index(self) -> tuple[np.ndarray, np.ndarray]:
-        """The touches' keys ``buffer * (T + 1) + op`` ``[touches]`` (sorted: CSR over buffers, ops sorted), and for
-        every touch the index of the last write at or before it (-1: none), for :meth:`copy_arrays`."""
-        touches, width = self.problem.touches, self.base.n_ops + 1
-        buf = np.repeat(np.arange(self.problem.n, dtype=np.int64), np.diff(touches.ptr))
-        idx = np.where(touches.writes, np.arange(len(touches.ops), dtype=np.int64), -1)
-        return buf * width + touches.ops, np.maximum.accumulate(idx) if len(idx) else idx
-
     def copy_arrays(self, intervals: Sequence[FastInterval]) -> dict[str, tuple[np.ndarray, ...]]:
         """Every prefetch and needed eviction as arrays, per kind, in the service order of docs/prefetch.md
         section 5 (deadline, first slot, buffer, then interval start): ``kind -> (first, deadline, seconds,
@@ -158,8 +149,8 @@ class PrefetchEvaluator:
         buf, start, end, has_copy, copy_start = spans.T
         n_ops = self.base.n_ops
         seconds = self.sizes[buf].astype(np.float64) / self.hardware.copy_bw
-        key, last_write = self._touch_index
-        touches, width = self.problem.touches, n_ops + 1
+        touches = self.problem.touches
+        key, last_write, width = touches.keys, touches.last_write, KEY_WIDTH
         if len(key) == 0:
             evict, first_evict = np.zeros(len(buf), bool), np.zeros(0, np.int64)
         else:

@@ -7,7 +7,7 @@ address. The overlap check is a sweep over time with the live placed buffers kep
 by offset, so it costs O(n log n) plus list moves, never all pairs.
 
 Example:
-    >>> from mallocgame.model import Buffer, Problem
+    >>> from mallocgame.model import KEY_WIDTH, Buffer, Problem
     >>> p = Problem("t", (Buffer("a", 4, 0, 2), Buffer("b", 4, 1, 3)), capacity=8)
     >>> validate(p, [0, 4]) is None, validate(p, [0, 2])
     (True, "buffers 'a' and 'b' overlap: live [0, 2) and [1, 3), addresses [0, 4) and [2, 6)")
@@ -21,7 +21,7 @@ from typing import Sequence
 import numpy as np
 
 from mallocgame.intervals import overlapping_pairs
-from mallocgame.model import Buffer, Problem
+from mallocgame.model import KEY_WIDTH, Buffer, Problem
 
 
 def validate(problem: Problem, offsets: Sequence[int | None] | np.ndarray, *,
@@ -129,6 +129,8 @@ def validate_intervals(problem: Problem, intervals: Sequence, *, capacity: int |
     same sweep as :func:`validate`, over the intervals as rectangles).
     """
     capacity = problem.capacity if capacity is None else capacity
+    if _intervals_valid_at_once(problem, intervals, capacity):
+        return None
     n_ops = len(problem.ops)
     touches = problem.touches
     bufs = problem.buffers
@@ -173,6 +175,57 @@ def validate_intervals(problem: Problem, intervals: Sequence, *, capacity: int |
                          None, bufs[iv.buffer].alignment)) for ivs in by_buffer.values() for iv in ivs]
     shadow = Problem(problem.name, tuple(r for _, r in rects), capacity=capacity, mode="map")
     return first_overlap(shadow, [iv.offset for iv, _ in rects])
+
+
+def _intervals_valid_at_once(problem: Problem, intervals: Sequence, capacity: int | None) -> bool:
+    """True when every rule :func:`validate_intervals` checks holds, checked column-wise over all intervals (the
+    occupied rectangles by every overlapping pair, when there are at most :data:`PAIR_LIMIT`). False says only
+    "look closer": the loop then finds the first violation and its message. At 10k intervals the loop took
+    0.25 s, which the searches' judges paid on every kept answer."""
+    try:
+        cols = np.array([(iv.buffer, iv.offset, iv.start, iv.end, iv.copy_start is not None, iv.copy_start or 0)
+                         for iv in intervals], np.int64).reshape(-1, 6)
+    except (OverflowError, TypeError, ValueError):
+        return False
+    buf, off, start, end, has_copy, copy_start = cols.T
+    n_ops, a, touches = len(problem.ops), problem.arrays, problem.touches
+    if len(buf) == 0:
+        return True
+    if buf.min() < 0 or buf.max() >= problem.n or start.min() < 0 or (start >= end).any() or end.max() > n_ops:
+        return False
+    size = a.size[buf]
+    if (end > a.end[buf]).any() or off.min() < 0 or (off % a.alignment[buf]).any():
+        return False
+    if capacity is not None and (off + size > capacity).any():
+        return False
+    keys = touches.keys
+    k = keys.searchsorted(buf * KEY_WIDTH + start)  # the first touch at or after start
+    in_place = has_copy == 0
+    at = np.minimum(k, max(len(keys) - 1, 0))
+    if len(keys) == 0:
+        if in_place.any():
+            return False
+    elif not ((keys[at] == buf * KEY_WIDTH + start) & touches.writes[at] & ~touches.reads[at])[in_place].all():
+        return False
+    pre = ~in_place
+    if ((copy_start < -1) | (copy_start >= start))[pre].any():
+        return False
+    if len(keys):  # the last write before start must be at or before copy_start
+        lw = touches.last_write[np.maximum(k - 1, 0)]
+        written = (k > touches.ptr[buf]) & (lw >= touches.ptr[buf])
+        if (pre & written & (copy_start < touches.ops[np.maximum(lw, 0)])).any():
+            return False
+    occ = np.where(in_place, start, copy_start + 1)
+    order = np.lexsort((occ, buf))  # one buffer's occupied ranges disjoint: consecutive ones suffice
+    same = buf[order][1:] == buf[order][:-1]
+    if (same & (occ[order][1:] < end[order][:-1])).any():
+        return False
+    pairs = overlapping_pairs(occ, end, max_pairs=PAIR_LIMIT)
+    if pairs is None:
+        return False
+    i, j = pairs
+    top = off + size
+    return not ((off[i] < top[j]) & (off[j] < top[i])).any()
 
 
 def interval_peak(problem: Problem, intervals: Sequence) -> int:

@@ -125,6 +125,9 @@ class FastInterval:
         return self.start if self.copy_start is None else self.copy_start + 1
 
 
+KEY_WIDTH = 2**32  # op indices of Touches.keys are below this (no program has 4e9 ops)
+
+
 @dataclass(frozen=True)
 class Touches:
     """What the ops do to each buffer (docs/prefetch.md section 1), as CSR arrays over buffers.
@@ -145,6 +148,21 @@ class Touches:
         """``(ops, reads, writes)`` of buffer ``i``."""
         lo, hi = int(self.ptr[i]), int(self.ptr[i + 1])
         return self.ops[lo:hi], self.reads[lo:hi], self.writes[lo:hi]
+
+    @cached_property
+    def keys(self) -> np.ndarray:
+        """int64 ``[touches]``: ``buffer * KEY_WIDTH + op``, sorted (CSR over buffers, each buffer's ops sorted), so
+        the touches of buffer ``b`` in ops ``[lo, hi)`` are ``keys.searchsorted(b * KEY_WIDTH + [lo, hi])`` for
+        ``0 <= lo, hi <= KEY_WIDTH - 1``: every buffer's touches at once (the evaluator's copies, the validator)."""
+        buf = np.repeat(np.arange(len(self.ptr) - 1, dtype=np.int64), np.diff(self.ptr))
+        return buf * KEY_WIDTH + self.ops
+
+    @cached_property
+    def last_write(self) -> np.ndarray:
+        """int64 ``[touches]``: the index of the last write at or before each touch, over all buffers (-1: none);
+        the last write of buffer ``b`` among touches ``[lo, hi)`` is ``last_write[hi - 1]`` when it is ``>= lo``."""
+        idx = np.where(self.writes, np.arange(len(self.ops), dtype=np.int64), -1)
+        return np.maximum.accumulate(idx) if len(idx) else idx
 
 
 @dataclass(frozen=True)

@@ -358,3 +358,60 @@ def test_copy_arrays_equal_the_copies_made_one_interval_at_a_time():
         assert [c.stall for c in ev.breakdown(ivs).copies] == stalls
         assert ev.time(ivs) == pytest.approx(float(ev.op_times(ivs).sum()) + sum(stalls), rel=1e-12)
     assert evictions > 50  # the sets do exercise the eviction rule
+
+
+def test_validator_at_once_agrees_with_the_rule_by_rule_loop(monkeypatch):
+    """validate_intervals first checks every rule column-wise; on msa's answers and on each of many one-field
+    mutations of them (offset, start, end, copy_start, buffer, a copy of another interval) it says valid exactly
+    when the rule-by-rule loop finds no violation, and the message is the loop's."""
+    import dataclasses
+    import random
+    import time
+
+    from mallocgame.hardware import validator
+    from mallocgame.memory_space_assignment import msa_run
+
+    rng = random.Random(4)
+    checked = {True: 0, False: 0}
+    from mallocgame.inputs.load import prepare
+    from mallocgame.inputs.suites import suite_entries
+
+    tiny = next(e for e in suite_entries("xla") if e.name == "gpt2-tiny-train-adam")  # in-place updates, evictions
+    for p in (layered_network(200, seed=1, capacity_fraction=0.3).replace(mode="prefetch"),
+              prepare(tiny.build(), mode="prefetch")[0]):
+        answer, _ = msa_run(p, PRESETS["tpuv4i"], time.monotonic() + 60)
+        assert answer and validate_intervals(p, answer) is None
+        cases = [list(answer)]
+        for _ in range(150):
+            ivs = list(answer)
+            k = rng.randrange(len(ivs))
+            x = ivs[k]
+            field, delta = rng.choice([("offset", 256), ("offset", -256), ("start", 1), ("start", -1), ("end", 1),
+                                       ("end", -1), ("copy_start", -1), ("copy_start", 1), ("copy_start", None),
+                                       ("buffer", 1), ("copy", 0), ("early", 0), ("touch", 0),
+                                       ("late", 0)])
+            ops = [t for t in p.touches.of(x.buffer)[0].tolist() if x.start <= t < x.end]
+            aside = -(-2 * p.capacity // 4096) * 4096  # an address above everything else: no overlap to hide behind
+            if field == "early" and x.copy_start is not None:  # a prefetch before the value is written, for some
+                ivs[k] = dataclasses.replace(x, offset=aside, copy_start=rng.randrange(-1, x.copy_start + 1))
+            elif field == "late":  # a copy that starts at its first use or before the program
+                ivs[k] = dataclasses.replace(x, offset=aside, copy_start=rng.choice([x.start, x.start + 1, -2]))
+            elif field in ("touch", "early"):  # produced in place at a touch: a pure write, a read, an update
+                ivs[k] = dataclasses.replace(x, offset=aside, start=rng.choice(ops), copy_start=None)
+            elif field == "copy":
+                ivs.append(ivs[rng.randrange(len(ivs))])
+            elif delta is None or (field == "copy_start" and x.copy_start is None):
+                ivs[k] = dataclasses.replace(x, copy_start=None if x.copy_start is not None else x.start - 1)
+            else:
+                ivs[k] = dataclasses.replace(x, **{field: getattr(x, field) + delta})
+            cases.append(ivs)
+        for ivs in cases:
+            cap = 4 * p.capacity
+            fast = validator._intervals_valid_at_once(p, ivs, cap)
+            with monkeypatch.context() as m:
+                m.setattr(validator, "_intervals_valid_at_once", lambda *a: False)
+                loop = validate_intervals(p, ivs, capacity=cap)
+            assert fast == (loop is None)
+            assert validate_intervals(p, ivs, capacity=cap) == loop
+            checked[fast] += 1
+    assert checked[True] > 20 and checked[False] > 100
