@@ -9,9 +9,11 @@ The loop every neighbourhood search of the project runs (map and pack mode in
    re-solves it (CP-SAT, in both modes) around the incumbent, giving a whole trial answer or none;
 3. the mode *judges* the trial against the incumbent; an accepted trial becomes the incumbent, a
    strictly better one is a new point of the history;
-4. the mode *learns* from the step (grow or shrink the neighbourhood, mark it proven) and may stop
-   the search; at the end of a round it is told whether anything was gained and whether every
-   neighbourhood of the round was proven, and may stop the search.
+4. the mode *learns* from the step (grow or shrink the neighbourhood, mark it proven, reorder the rest
+   of the round: the driver walks the very list ``plan`` returned, so the mode may rearrange the
+   entries after the current one in place) and may stop the search; at the end of a round it is told
+   whether anything was gained and whether every neighbourhood of the round was proven, and may stop
+   the search.
 
 The search stops at the deadline (no neighbourhood starts within :data:`MARGIN` of it), or when
 the mode says nothing is left. The incumbent's value never decreases (an accepted trial worth less,

@@ -238,3 +238,47 @@ def test_beats_the_lifted_greedy_on_a_weights_heavy_program():
     print(f"\nweights-heavy MLP: all-slow {slow * 1e6:.2f} us, lifted greedy-xla {ev.time(lifted) * 1e6:.2f} us "
           f"(x{speedup_lifted:.3f}), cpsat {ev.time(sol.intervals) * 1e6:.2f} us (x{speedup_cpsat:.3f})")
     assert speedup_lifted < 1.0 < 1.1 < speedup_cpsat
+
+
+# ---------------------------------------------------------------- windows of repeated layers
+
+
+def test_repeated_layers_share_op_and_window_shapes():
+    """An MLP's identical layers give identical op shapes, so windows over them share a shape; a window over
+    ops of other sizes does not."""
+    from mallocgame.solvers.cpsat.prefetch_windows import op_shapes, window_shape
+
+    p = mlp([256, 256, 256, 256, 256, 64], batch=32)
+    shape = op_shapes(p)
+    assert len(shape) == len(p.ops) and len(set(shape.tolist())) < len(p.ops)
+    # the same op shape sequence at two places: the same window shape; another sequence: another shape
+    seq = shape.tolist()
+    width = 2
+    pairs = [(a, b) for a in range(len(seq) - width) for b in range(a + 1, len(seq) - width)
+             if seq[a:a + width] == seq[b:b + width]]
+    assert pairs
+    a, b = pairs[0]
+    assert window_shape(shape, ("ops", a, a + width)) == window_shape(shape, ("ops", b, b + width))
+    other = next(c for c in range(len(seq) - width + 1) if seq[c:c + width] != seq[a:a + width])
+    assert window_shape(shape, ("ops", other, other + width)) != window_shape(shape, ("ops", a, a + width))
+    assert window_shape(shape, ("buffers", 1, 2)) != window_shape(shape, ("buffers", 1, 3))
+
+
+def test_shapes_first_then_a_gain_brings_its_shape_forward():
+    """The plan interleaved with one window of every shape (shapes by what all their windows have to gain); a gain
+    moves the rest of that shape's windows right behind the current one, in place, the others keeping order."""
+    from mallocgame.solvers.cpsat.prefetch_windows import Neighbourhood, promote_shape, shapes_first
+
+    def nb(k):
+        return Neighbourhood(("ops", k, k + 1), np.array([k]), k, k + 1)
+
+    plan = [nb(k) for k in range(8)]
+    shape_of = {n.key: s for n, s in zip(plan, "AABCBAAD")}
+    worth = {n.key: w for n, w in zip(plan, [5, 1, 1, 9, 1, 1, 1, 2])}
+    order = shapes_first(plan, shape_of, worth)
+    # shapes' totals: A 8, B 2, C 9, D 2, so their first windows come C 3, A 0, B 2, D 7 (B before D: the plan's
+    # order); interleaved with the plan 0..7, each window once: 0, 3, 1, (0), 2, (2), 7, then 4, 5, 6
+    assert [n.key[1] for n in order] == [0, 3, 1, 2, 7, 4, 5, 6]
+    moved = promote_shape(order, 0, shape_of)  # window 0 (shape A) gained: 1, 5, 6 move up behind it
+    assert moved == 3 and [n.key[1] for n in order] == [0, 1, 5, 6, 3, 2, 7, 4]
+    assert promote_shape(order, 7, shape_of) == 0  # nothing after the last one

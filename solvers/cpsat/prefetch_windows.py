@@ -34,13 +34,17 @@ hold the most memory, so a long stay can split into short ones). Ties go to the 
 holds less memory (a secondary objective, and an equally fast answer holding less is kept), which
 leaves room to the next neighbourhoods. A round without gain doubles the size, up to one model
 per span; the search stops when every span's single model is proven optimal (then the same seed
-gives the same answer) or at the deadline. The loop is the core's neighbourhood-search driver
+gives the same answer) or at the deadline. Windows over repeated layers share a *shape* (the sequence of
+their ops' kinds and operand sizes): a round interleaves its most-to-gain order with one window of each shape,
+shapes by what all their windows have to gain, and a gain brings the rest of its shape forward (:func:`shapes_first`,
+:func:`promote_shape`). The loop is the core's neighbourhood-search driver
 (:func:`mallocgame.neighbourhood_search.search`); :class:`PrefetchWindows` supplies its hooks.
 Measurements: experiments/results/cpsat_history.md.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from dataclasses import dataclass, field
@@ -78,6 +82,9 @@ FORMULATION = "2d"
 FIXED_SEARCH = False
 PROBING_LEVEL = 0
 LEAN_TIES = True
+# Windows of repeated layers: one of each shape early, a gain brings its shape forward (docs/cpsat.md, "Repeated
+# layers"); off, the rounds go most-to-gain first only (experiments/window_shapes.py measures both).
+SHAPES_FIRST = True
 
 
 # ---------------------------------------------------------------- stays
@@ -703,6 +710,57 @@ def held(problem: Problem, answer: Sequence[FastInterval]) -> int:
     return sum(int(problem.arrays.size[iv.buffer]) * (iv.end - iv.occupied_from) for iv in answer)
 
 
+def op_shapes(problem: Problem) -> np.ndarray:
+    """int64 ``[T]``: one id per distinct op *shape* (its kind and its operands' accesses and bytes, in order), so
+    that the ops of repeated layers (a transformer's blocks, an unrolled scan's steps) get the same ids."""
+    ids: dict[tuple, int] = {}
+    return np.array([ids.setdefault((op.kind, tuple((o.access, o.bytes) for o in op.operands)), len(ids))
+                     for op in problem.ops], np.int64)
+
+
+def window_shape(op_shape: np.ndarray, key: tuple) -> int:
+    """The shape of neighbourhood ``key``: the sequence of its ops' shapes (an op window), or its own (a buffer group)."""
+    if key[0] != "ops":
+        return hash(key)
+    return hash(op_shape[max(key[1], 0):key[2]].tobytes())
+
+
+def shapes_first(plan: list, shape_of: dict[tuple, int], worth: dict[tuple, float]) -> list:
+    """``plan`` (most to gain first) interleaved with one window of every shape, shapes in order of what all their
+    windows have to gain (``worth`` per key, summed): the 1st, 3rd, ... windows are the plan's next, the 2nd, 4th,
+    ... the next shape's first, each window once. Windows of one shape (repeated layers: a transformer's blocks,
+    an unrolled scan's steps) tend to gain or not together, so a shape that repeats 24 times is tried early, and
+    a gain brings the rest of its shape forward (:func:`promote_shape`); the plan's own order keeps half the turns
+    (on an unrolled LSTM the gains were in windows of shapes that do not repeat)."""
+    total: dict[int, float] = {}
+    for nb in plan:
+        total[shape_of[nb.key]] = total.get(shape_of[nb.key], 0.0) + worth[nb.key]
+    seen: set[int] = set()
+    firsts = []
+    for nb in plan:
+        if shape_of[nb.key] not in seen:
+            seen.add(shape_of[nb.key])
+            firsts.append(nb)
+    firsts.sort(key=lambda nb: -total[shape_of[nb.key]])  # stable: equal totals keep the plan's order
+    out, taken = [], set()
+    for pair in itertools.zip_longest(plan, firsts):
+        for nb in pair:
+            if nb is not None and nb.key not in taken:
+                taken.add(nb.key)
+                out.append(nb)
+    return out
+
+
+def promote_shape(plan: list, cursor: int, shape_of: dict[tuple, int]) -> int:
+    """Move the windows after ``cursor`` with the same shape as ``plan[cursor]`` right after it, in place (the
+    driver walks this same list); returns how many moved."""
+    shape = shape_of[plan[cursor].key]
+    rest = plan[cursor + 1:]
+    same = [nb for nb in rest if shape_of[nb.key] == shape]
+    plan[cursor + 1:] = same + [nb for nb in rest if shape_of[nb.key] != shape]
+    return len(same)
+
+
 @dataclass(frozen=True)
 class Neighbourhood:
     """Free candidate stays: ``key`` names them (``("ops", lo, hi)``: those inside ops ``[lo, hi)``;
@@ -741,6 +799,12 @@ class PrefetchWindows:
         self.largest = max((len(g) for g in component_runs(self.occ, self.end)), default=0)
         self.proven_at: dict[tuple, tuple[int, int]] = {}  # proven neighbourhood -> the ops its free stays occupy
         self.last: dict = {}  # the statistics of the last window solved
+        self.op_shape = op_shapes(problem)
+        self._plan: list[Neighbourhood] = []  # the round's plan, in the order the driver walks it (reordered by learn)
+        self._cursor = -1  # where in it the window being solved is
+        self._shape_of: dict[tuple, int] = {}  # neighbourhood key -> its window's shape (repeated layers share one)
+        self.promoted = 0  # windows moved up because a window of the same shape gained
+        self._value_before = float("inf")  # the incumbent's value before the last step (set by learn)
 
     def _potential(self, answer):
         """``gap(lo, hi)``: what ``answer`` leaves below the per-op bound in ops ``[lo, hi)``, plus its stalls due there."""
@@ -799,7 +863,10 @@ class PrefetchWindows:
                 self.proven_at[key] = (0, 0)
             else:
                 plan.append(Neighbourhood(key, inside, int(self.occ[inside].min()), int(self.end[inside].max())))
-        return plan
+        self._shape_of = {nb.key: window_shape(self.op_shape, nb.key) for nb in plan}
+        worth = {k: (gap(k[1], k[2]) if k[0] == "ops" else 0.0) for k in self._shape_of}
+        self._plan, self._cursor = (shapes_first(plan, self._shape_of, worth) if SHAPES_FIRST else plan), -1
+        return self._plan
 
     def seconds(self, plan: Sequence[Neighbourhood], w: int, left: float) -> float:
         """The window's share of the time left, by its stays among the round's rest, at least MIN_SLICE."""
@@ -828,6 +895,7 @@ class PrefetchWindows:
 
     def solve(self, current, nb: Neighbourhood, until: float, rng: np.random.Generator) -> Trial:
         """CP-SAT on the free stays around the incumbent's intervals that meet them (:func:`solve_window`)."""
+        self._cursor = next((w for w in range(self._cursor + 1, len(self._plan)) if self._plan[w] is nb), -1)
         hint_map, around, rest = self._split(current, nb)
         free = [self.stays[c] for c in nb.inside.tolist()]
         result = solve_window(self.problem, self.hardware, free, around, self.pev.op_times(rest + around), hint_map,
@@ -853,6 +921,9 @@ class PrefetchWindows:
         nb = step.neighbourhood
         if step.accepted:
             self.proven_at = {k: span for k, span in self.proven_at.items() if span[1] <= nb.lo or span[0] >= nb.hi}
+            if SHAPES_FIRST and step.value > self._value_before and self._cursor >= 0:
+                self.promoted += promote_shape(self._plan, self._cursor, self._shape_of)
+        self._value_before = step.value
         if step.trial.proven:
             self.proven_at[nb.key] = (nb.lo, nb.hi)
         return False
@@ -933,7 +1004,8 @@ def solve_prefetch(problem: Problem, hardware, *, time_limit: float, seed: int, 
     out = search(space, list(incumbent), best_value, deadline=deadline, t0=t0, seed=seed)
     status = Status.OPTIMAL if out.value >= bound - 1e-12 * max(1.0, abs(bound)) else Status.FEASIBLE
     stats |= {"stays": len(space.stays), "windows_solved": out.steps, "windows_improved": out.accepted,
-              "rounds": out.rounds, "workers": workers, "last_window": space.last, "window_size": space.size}
+              "rounds": out.rounds, "workers": workers, "last_window": space.last, "window_size": space.size,
+              "promoted": space.promoted}
     return Solution((None,) * n, status, problem.mode, objective=out.value, bound=bound,
                     wall_time=time.monotonic() - t0, history=tuple(history) + out.history, stats=stats, solver=name,
                     intervals=tuple(sorted(out.answer, key=lambda iv: (iv.buffer, iv.start, iv.end))))
