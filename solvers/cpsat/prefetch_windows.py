@@ -53,7 +53,7 @@ from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.hardware.prefetch_cost import eviction_of
 from mallocgame.hardware.validator import validate_intervals
 from mallocgame.intervals import component_runs, maximal_live_sets
-from mallocgame.lift import hint_intervals
+from mallocgame.lift import hint_intervals, split_idle
 from mallocgame.memory_space_assignment import msa_run
 from mallocgame.model import FastInterval, Problem, Solution, Status
 from mallocgame.neighbourhood_search import Round, Step, Trial, Verdict, proportional_share, search
@@ -868,7 +868,8 @@ def _starts(problem: Problem, hardware, session, hint: Solution | None, t0: floa
     """The search's starts, each with its value where the session knows it: the hint (as given and
     tightened), the baselines of the solve session (the lifted greedy, also tightened when time allows,
     then the msa runs within their share of the time: the search never ends below the best of them), msa
-    with the hint's intervals committed first (when a run as long as msa's fits in that share), all-slow."""
+    with the hint's intervals committed first, cut at their idle gaps (:func:`mallocgame.lift.split_idle`)
+    and as given (each when a run as long as msa's fits in that share), all-slow."""
     given = hint_intervals(problem, hint)
     starts: list[tuple[str, list[FastInterval], float | None]] = []
     if given is not None:
@@ -880,12 +881,19 @@ def _starts(problem: Problem, hardware, session, hint: Solution | None, t0: floa
         if b.name == "greedy-xla" and time.monotonic() < until:
             starts.append(("greedy-xla-lifted-tightened", tighten(problem, list(b.intervals)), None))
     msa = session.baseline("msa", until)
-    if given and msa is not None and msa.complete and time.monotonic() + 1.5 * msa.seconds < until:
+    if given and msa is not None and msa.complete:
         # msa around the hint's intervals (a lifted map answer's whole-life stays, say): +0.6-1.0% over the
-        # lifted select-pack answer on the xla suite's LSTM steps
-        seeded, _ = msa_run(problem, hardware, until, start=list(given))
-        if seeded is not None:
-            starts.append(("msa+hint", seeded, None))
+        # lifted select-pack answer on the xla suite's LSTM steps; first around them cut at their idle gaps
+        # (split_idle: the memory held between far-apart touches freed for msa to fill; more on the LSTM steps,
+        # experiments/results/prefetch_split_xla.md)
+        cut = split_idle(problem, hardware, given, deadline=until)
+        seeds = [("msa+hint-split", cut)] if len(cut) > len(given) else []  # a cut adds a stay
+        for label, seed_intervals in [*seeds, ("msa+hint", given)]:
+            if time.monotonic() + 1.5 * msa.seconds >= until:
+                break
+            seeded, _ = msa_run(problem, hardware, until, start=list(seed_intervals))
+            if seeded is not None:
+                starts.append((label, seeded, None))
     starts.append(("all-slow", [], 0.0))
     return starts
 
