@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import time
+
 from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
 from mallocgame.hardware.spec import PRESETS
 from mallocgame.hardware.validator import validate_intervals
 from mallocgame.lift import lift_map_answer, split_idle
-from mallocgame.model import FastInterval
+from mallocgame.model import FastInterval, Solution, Status
+from mallocgame.session import session_for
+from mallocgame.solvers.cpsat.prefetch_windows import _starts
 from tests.prefetch_tools import program
 
 UNIT = PRESETS["unit"]  # fast 10 B/s, slow 1 B/s, copies 1 B/s: a 4-byte copy takes 4 s
@@ -72,12 +76,6 @@ def test_cuts_take_budget_from_each_other():
 
 
 def test_the_window_search_starts_from_msa_around_the_cut_hint():
-    import time
-
-    from mallocgame.model import Solution, Status
-    from mallocgame.session import session_for
-    from solvers.cpsat.prefetch_windows import _starts
-
     p = _program()
     hint = Solution((None,) * p.n, Status.FEASIBLE, p.mode, intervals=tuple(lift_map_answer(p, [0, None])))
     starts = _starts(p, UNIT, session_for(p, UNIT), hint, time.monotonic(), 60.0)
