@@ -886,6 +886,8 @@ def _starts(problem: Problem, hardware, session, hint: Solution | None, t0: floa
         # lifted select-pack answer on the xla suite's LSTM steps; first around them cut at their idle gaps
         # (split_idle: the memory held between far-apart touches freed for msa to fill; more on the LSTM steps,
         # experiments/results/prefetch_split_xla.md)
+        # (only when a run as long as msa's fits: msa around the cut hint is slower, as it has more room to fill,
+        # and on lstm3 a run given 20 s took 29 s: experiments/results/prefetch_split_xla.md)
         cut = split_idle(problem, hardware, given, deadline=until)
         seeds = [("msa+hint-split", cut)] if len(cut) > len(given) else []  # a cut adds a stay
         for label, seed_intervals in [*seeds, ("msa+hint", given)]:
