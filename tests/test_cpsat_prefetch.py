@@ -21,7 +21,7 @@ from mallocgame.lift import lift_map_answer
 from mallocgame.model import FastInterval, Problem, Solution, Status
 from mallocgame.placement import greedy_place, xla_order
 from mallocgame.runner import run_solver
-from mallocgame.solvers.cpsat.prefetch_windows import candidates, op_time_floor, tighten
+from mallocgame.solvers.cpsat.prefetch_windows import PrefetchWindows, candidates, op_time_floor, tighten
 from mallocgame.solvers.cpsat.solver import CpSat
 from tests.prefetch_tools import interval_sets, program, value
 
@@ -164,6 +164,28 @@ def test_candidates_are_bounded_and_valid():
     roomy = problem.replace(capacity=None)
     for s in stays:
         assert validate_intervals(roomy, [s.interval(0)]) is None
+
+
+def test_candidates_stop_at_their_deadline_but_keep_the_extra_stays():
+    problem = layered_network(150, seed=1, capacity_fraction=0.3).replace(mode="prefetch")
+    floor = op_time_floor(problem, Evaluator.of(problem, HW))
+    extra = lift_map_answer(problem, greedy_place(problem, xla_order(problem, Evaluator.of(problem, HW).benefits),
+                                                  problem.capacity))
+    every = candidates(problem, HW, [floor], extra)
+    cut = candidates(problem, HW, [floor], extra, deadline=time.monotonic() - 1.0)
+    assert len(cut) < len(every)
+    assert {(iv.buffer, iv.start, iv.end, iv.copy_start) for iv in extra} <= \
+        {(s.buffer, s.start, s.end, s.copy_start) for s in cut}
+
+
+def test_window_stays_found_by_binary_search_are_those_of_a_scan():
+    problem = layered_network(150, seed=1, capacity_fraction=0.3).replace(mode="prefetch")
+    pev = PrefetchEvaluator.of(problem, HW)
+    space = PrefetchWindows(problem, HW, pev, [], [], seed=0, workers=1, deterministic=True, t0=time.monotonic())
+    T = len(problem.ops)
+    for lo, hi in [(0, T), (0, 1), (5, 40), (T // 2, T // 2 + 17), (T - 3, T), (10, 10)]:
+        scan = np.flatnonzero((space.occ >= lo) & (space.end <= hi))
+        assert np.array_equal(space._free_of(("ops", lo, hi)), scan), (lo, hi)
 
 
 # ---------------------------------------------------------------- hints, starts, seeds, time

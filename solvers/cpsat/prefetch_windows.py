@@ -57,7 +57,7 @@ from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.hardware.prefetch_cost import eviction_of
 from mallocgame.hardware.validator import validate_intervals
 from mallocgame.intervals import component_runs, maximal_live_sets
-from mallocgame.lift import hint_intervals
+from mallocgame.lift import hint_intervals, split_idle
 from mallocgame.memory_space_assignment import msa_run
 from mallocgame.model import FastInterval, Problem, Solution, Status
 from mallocgame.neighbourhood_search import Round, Step, Trial, Verdict, proportional_share, search
@@ -71,6 +71,7 @@ EVICTION_RATIOS = (1.0, 1.5)  # the same for the extended ends of stays that are
 RUN_LENGTHS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)  # touches served by one candidate stay (plus: to the last)
 WINDOW_STAYS = 30  # candidate stays per CP-SAT model at first (doubled at each local optimum)
 MIN_SLICE = 0.3  # seconds: the least a window gets while time is left
+SETUP_SHARE = 0.5  # of the time left after the starts: the most the candidate stays may take
 SECOND_UNITS = 2**14  # integer units of seconds per window's total headroom (measured: finer units slow the propagation)
 # Measured on layered networks and realistic workloads (3-5 s): the formulations "2d", "cliques"
 # (one 1-D no-overlap per maximal moment) and "both" are within noise of each other; CP-SAT's own
@@ -239,8 +240,10 @@ class _BufferStays:
         return got
 
 
-def candidates(problem: Problem, hardware, budgets: Sequence[np.ndarray], extra: Sequence[FastInterval] = ()) -> list[Stay]:
-    """The candidate stays of every buffer (see the module docstring), plus those of ``extra``; no duplicates."""
+def candidates(problem: Problem, hardware, budgets: Sequence[np.ndarray], extra: Sequence[FastInterval] = (),
+               *, deadline: float | None = None) -> list[Stay]:
+    """The candidate stays of every buffer (see the module docstring), plus those of ``extra``; no duplicates.
+    ``deadline`` (monotonic): no more buffers' stays after it (those of ``extra`` are always there)."""
     T = len(problem.ops)
     touches = problem.touches
     a = problem.arrays
@@ -248,6 +251,8 @@ def candidates(problem: Problem, hardware, budgets: Sequence[np.ndarray], extra:
     cums = [np.concatenate(([0.0], np.cumsum(b))).tolist() for b in budgets]
     out: dict[tuple, Stay] = {}
     for b in range(problem.n):
+        if deadline is not None and b % 64 == 63 and time.monotonic() > deadline:
+            break
         size = int(a.size[b])
         if size > capacity or size <= 0:
             continue
@@ -780,15 +785,18 @@ class PrefetchWindows:
     kept when the evaluator scores it better, or as fast and holding less memory, and it is valid."""
 
     def __init__(self, problem: Problem, hardware, pev, incumbent: Sequence[FastInterval],
-                 extra: Sequence[FastInterval], *, seed: int, workers: int, deterministic: bool, t0: float) -> None:
+                 extra: Sequence[FastInterval], *, seed: int, workers: int, deterministic: bool, t0: float,
+                 until: float | None = None) -> None:
         ev = Evaluator.of(problem, hardware)
         self.problem, self.hardware, self.pev = problem, hardware, pev
         self.seed, self.workers, self.deterministic, self.t0 = seed, workers, deterministic, t0
         profiles = [op_time_floor(problem, ev), pev.op_times(incumbent)]
-        self.stays = candidates(problem, hardware, profiles, extra)
+        self.stays = candidates(problem, hardware, profiles, extra, deadline=until)
         self.index = {_key(s): c for c, s in enumerate(self.stays)}
         self.occ = np.fromiter((s.occupied_from for s in self.stays), np.int64, len(self.stays))
         self.end = np.fromiter((s.end for s in self.stays), np.int64, len(self.stays))
+        self.by_occ = np.argsort(self.occ, kind="stable")  # a window's stays by a binary search, not a scan
+        self.occ_sorted = self.occ[self.by_occ]
         self.by_buffer: dict[int, list[int]] = {}
         for c, s in enumerate(self.stays):
             self.by_buffer.setdefault(s.buffer, []).append(c)
@@ -836,8 +844,10 @@ class PrefetchWindows:
         return groups
 
     def _free_of(self, key: tuple) -> np.ndarray:
-        if key[0] == "ops":
-            return np.flatnonzero((self.occ >= key[1]) & (self.end <= key[2]))
+        if key[0] == "ops":  # the stays occupying only ops [lo, hi), ascending (a scan of all took 1 ms each at 2M)
+            lo, hi = np.searchsorted(self.occ_sorted, [key[1], key[2]])
+            inside = self.by_occ[lo:hi]
+            return np.sort(inside[self.end[inside] <= key[2]])
         return np.array(sorted(c for b in key[1:] for c in self.by_buffer.get(b, ())), np.int64)
 
     def plan(self, current, rng: np.random.Generator) -> list[Neighbourhood]:
@@ -947,7 +957,8 @@ def _starts(problem: Problem, hardware, session, hint: Solution | None, t0: floa
     """The search's starts, each with its value where the session knows it: the hint (as given and
     tightened), the baselines of the solve session (the lifted greedy, also tightened when time allows,
     then the msa runs within their share of the time: the search never ends below the best of them), msa
-    with the hint's intervals committed first (when a run as long as msa's fits in that share), all-slow."""
+    with the hint's intervals committed first, cut at their idle gaps (:func:`mallocgame.lift.split_idle`)
+    and as given (each when a run as long as msa's fits in that share), all-slow."""
     given = hint_intervals(problem, hint)
     starts: list[tuple[str, list[FastInterval], float | None]] = []
     if given is not None:
@@ -959,12 +970,21 @@ def _starts(problem: Problem, hardware, session, hint: Solution | None, t0: floa
         if b.name == "greedy-xla" and time.monotonic() < until:
             starts.append(("greedy-xla-lifted-tightened", tighten(problem, list(b.intervals)), None))
     msa = session.baseline("msa", until)
-    if given and msa is not None and msa.complete and time.monotonic() + 1.5 * msa.seconds < until:
+    if given and msa is not None and msa.complete:
         # msa around the hint's intervals (a lifted map answer's whole-life stays, say): +0.6-1.0% over the
-        # lifted select-pack answer on the xla suite's LSTM steps
-        seeded, _ = msa_run(problem, hardware, until, start=list(given))
-        if seeded is not None:
-            starts.append(("msa+hint", seeded, None))
+        # lifted select-pack answer on the xla suite's LSTM steps; first around them cut at their idle gaps
+        # (split_idle: the memory held between far-apart touches freed for msa to fill; more on the LSTM steps,
+        # experiments/results/prefetch_split_xla.md)
+        # (only when a run as long as msa's fits: msa around the cut hint is slower, as it has more room to fill,
+        # and on lstm3 a run given 20 s took 29 s: experiments/results/prefetch_split_xla.md)
+        cut = split_idle(problem, hardware, given, deadline=until)
+        seeds = [("msa+hint-split", cut)] if len(cut) > len(given) else []  # a cut adds a stay
+        for label, seed_intervals in [*seeds, ("msa+hint", given)]:
+            if time.monotonic() + 1.5 * msa.seconds >= until:
+                break
+            seeded, _ = msa_run(problem, hardware, until, start=list(seed_intervals))
+            if seeded is not None:
+                starts.append((label, seeded, None))
     starts.append(("all-slow", [], 0.0))
     return starts
 
@@ -998,8 +1018,11 @@ def solve_prefetch(problem: Problem, hardware, *, time_limit: float, seed: int, 
                         wall_time=time.monotonic() - t0, history=tuple(history),
                         stats=stats | {"windows_solved": 0, "cut": "no time left after the starts"},
                         solver=name, intervals=tuple(sorted(incumbent, key=lambda iv: (iv.buffer, iv.start))))
+    # the candidates stop at SETUP_SHARE of the time to the deadline: the rest of the set-up and the search's
+    # first plan take about as long again (at 13k buffers 2M stays: a 30 s limit overran by 5.6 s without it)
     space = PrefetchWindows(problem, hardware, pev, incumbent, [iv for _, ivs, _ in starts for iv in ivs],
-                            seed=seed, workers=workers, deterministic=deterministic, t0=t0)
+                            seed=seed, workers=workers, deterministic=deterministic, t0=t0,
+                            until=time.monotonic() + SETUP_SHARE * (deadline - time.monotonic()))
     from ortools.sat.python import cp_model  # noqa: F401  (imported before the clock is shared out)
     out = search(space, list(incumbent), best_value, deadline=deadline, t0=t0, seed=seed)
     status = Status.OPTIMAL if out.value >= bound - 1e-12 * max(1.0, abs(bound)) else Status.FEASIBLE
