@@ -48,7 +48,7 @@ import itertools
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
@@ -91,12 +91,12 @@ SHAPES_FIRST = True
 # ---------------------------------------------------------------- stays
 
 
-@dataclass(frozen=True)
-class Stay:
+class Stay(NamedTuple):
     """A candidate fast interval of ``buffer`` with everything the model needs about it.
 
     ``prefetch``: ``(first slot, deadline)`` of its prefetch copy, or ``None`` (produced in
-    place); ``eviction``: the same for its eviction, or ``None``.
+    place); ``eviction``: the same for its eviction, or ``None``. A named tuple, not a frozen dataclass:
+    the search makes 1-2M of them on the xla suite's training steps, and a tuple is built 3x faster.
     """
 
     buffer: int
