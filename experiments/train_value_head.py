@@ -33,6 +33,9 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--label-seconds", type=float, default=900.0)
     ap.add_argument("--train-seconds", type=float, default=300.0)
+    ap.add_argument("--problems", type=int, default=None, help="label at most up to this problem count "
+                                                                   "(reproduces a run whose count is known)")
+    ap.add_argument("--keep-head", action="store_true", help="start from --init's value head, not a fresh one")
     ap.add_argument("--states", type=int, default=16, help="walk steps labelled per problem (all their children)")
     ap.add_argument("--min-size", type=int, default=200)
     ap.add_argument("--max-size", type=int, default=3000)
@@ -43,8 +46,9 @@ def main() -> None:
                             min_capacity_fraction=0.2, max_capacity_fraction=0.5,
                             realistic_share=args.realistic_share)
     problems = generate(args.data, net, game_fields, curriculum, seed=args.seed, seconds=args.label_seconds,
-                        log=args.log, states=args.states) if args.label_seconds > 0 else None
-    summary = finetune(args.data, args.init, args.out, seconds=args.train_seconds, seed=args.seed, log=args.log)
+                        log=args.log, states=args.states, problems=args.problems) if args.label_seconds > 0 else None
+    summary = finetune(args.data, args.init, args.out, seconds=args.train_seconds, seed=args.seed, log=args.log,
+                       fresh=not args.keep_head)
     summary["problems"] = problems
     line = json.dumps({"summary": summary})
     if args.log:

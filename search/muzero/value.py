@@ -108,9 +108,10 @@ def recipe_of(curriculum: Curriculum, seed: int, index: int) -> Recipe:
 
 
 def generate(out: str, net, game_fields: dict, curriculum: Curriculum, *, seed: int, seconds: float,
-             log: str | None = None, states: int = 16, save_every: float = 60.0) -> int:
-    """Label problems ``0, 1, ...`` (:func:`recipe_of`) for ``seconds`` into the ``.npz`` ``out`` (saved every
-    ``save_every`` seconds and at the end; an existing file is continued). Returns the problems labelled."""
+             log: str | None = None, states: int = 16, save_every: float = 60.0, problems: int | None = None) -> int:
+    """Label problems ``0, 1, ...`` (:func:`recipe_of`) for ``seconds`` (and at most up to problem ``problems``: a
+    run is reproduced exactly by its count) into the ``.npz`` ``out`` (saved every ``save_every`` seconds and at
+    the end; an existing file is continued). Returns the problems labelled."""
     path = Path(out)
     xs, ys, ids = [], [], []
     if path.exists():
@@ -127,7 +128,7 @@ def generate(out: str, net, game_fields: dict, curriculum: Curriculum, *, seed: 
         Path(str(path) + ".tmp.npz").replace(path)
 
     try:
-        while time.monotonic() - t0 < seconds:
+        while time.monotonic() - t0 < seconds and (problems is None or done < problems):
             recipe = recipe_of(curriculum, seed, done)
             tp = time.monotonic()
             x, y = label_problem(recipe, net, game_fields, np.random.default_rng([seed, done, 1]), states=states)
@@ -155,18 +156,21 @@ def split(problem_ids: np.ndarray, share: float = 0.15) -> np.ndarray:
     return problem_ids >= last - max(1, int(round(share * last)))
 
 
-def finetune(data: str, init: str, out: str, *, seconds: float = 300.0, epochs: int = 200, seed: int = 0,
-             learning_rate: float = 1e-3, log: str | None = None) -> dict:
-    """Fine-tune ``init``'s value head alone by MSE on the ``.npz`` ``data`` of :func:`generate` (the other
-    weights, so the policy, are those of ``init``); the epoch with the lowest validation MSE (:func:`split`) is
-    saved to ``out`` as a model-only checkpoint marked ``value_target = "relative-greedy/1"``. Returns the
-    summary (validation MSE of ``y = 0``, of the initial head and of the saved one)."""
+def finetune(data: str, init: str, out: str, *, seconds: float = 300.0, epochs: int = 100, seed: int = 0,
+             learning_rate: float = 3e-4, weight_decay: float = 1e-3, fresh: bool = True,
+             log: str | None = None) -> dict:
+    """Train ``init``'s value head alone by MSE on the ``.npz`` ``data`` of :func:`generate` (the other weights, so
+    the policy, are those of ``init``): re-initialised from ``seed`` (``fresh``; the shipped head, trained on
+    another target, starts far off: validation MSE 0.83 against 0.28 for y = 0) or from ``init``'s, AdamW. The
+    epoch with the lowest validation MSE (:func:`split`) is saved to ``out`` as a model-only checkpoint marked
+    ``value_target = "relative-greedy/1"``. Returns the summary (validation MSE of ``y = 0``, of the training
+    rows' mean, of the initial head and of the saved one)."""
     import torch  # lazily: the solver and the CLI never pay for it
 
     from mallocgame.search.muzero import checkpoint as ckpt
 
     torch.set_num_threads(1)
-    torch.manual_seed(seed)
+    torch.manual_seed(seed)  # the fresh head's initial weights
     payload = ckpt.load(init)
     arrays = np.load(data)
     val = split(arrays["problem"])
@@ -174,8 +178,9 @@ def finetune(data: str, init: str, out: str, *, seconds: float = 300.0, epochs: 
     w = {k: payload["model"][f"value_head.{k}"].clone() for k in ("0.weight", "0.bias", "2.weight", "2.bias")}
     head = torch.nn.Sequential(torch.nn.Linear(w["0.weight"].shape[1], w["0.weight"].shape[0]), torch.nn.ReLU(),
                                torch.nn.Linear(w["0.weight"].shape[0], 1))
-    head.load_state_dict(w)
-    opt = torch.optim.Adam(head.parameters(), lr=learning_rate)
+    if not fresh:
+        head.load_state_dict(w)
+    opt = torch.optim.AdamW(head.parameters(), lr=learning_rate, weight_decay=weight_decay)
     tr, va = torch.from_numpy(~val), torch.from_numpy(val)
 
     def mse(rows) -> float:
@@ -183,7 +188,8 @@ def finetune(data: str, init: str, out: str, *, seconds: float = 300.0, epochs: 
             return float(((head(x[rows]).squeeze(-1) - y[rows]) ** 2).mean())
 
     summary = {"rows": int(len(y)), "train_rows": int(tr.sum()), "val_rows": int(va.sum()),
-               "val_mse_zero": float((y[va] ** 2).mean()), "val_mse_init": mse(va)}
+               "val_mse_zero": float((y[va] ** 2).mean()), "val_mse_mean": float(((y[va] - y[tr].mean()) ** 2).mean()),
+               "val_mse_init": mse(va), "fresh": fresh, "learning_rate": learning_rate, "weight_decay": weight_decay}
     best, best_state, t0 = math.inf, None, time.monotonic()
     gen = torch.Generator().manual_seed(seed)
     xt, yt = x[tr], y[tr]
