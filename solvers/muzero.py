@@ -254,24 +254,27 @@ def _solve_uct(name: str, problem: Problem, hardware, *, t0: float, time_limit: 
             prior_fn, stats["prior"] = RelaxationPrior(), "relaxation"
         else:
             stats["prior"] = f"uniform (the relaxation prior plays map mode only, not {problem.mode})"
-    data = None
-    if problem.mode == "map" and (stats["prior"] == "relaxation" or getattr(net, "features", "") == NAME_RELAX):
-        data = GameData(problem, hardware)
-        # Solved once, before the search shares its time out over the moves, in a share of the limit.
-        relaxation_set(data, time_limit=min(RELAX_SECONDS, RELAX_SHARE * time_limit))
-        if not relaxation_usable(data):
-            prior_fn = uniform_prior
-            stats["prior"] = "uniform (the relaxation found no fast set in its time)"
     leaf_fn = _leaf_evaluator(leaf, value_net, stats)
-    if isinstance(leaf_fn, NetworkValue) and problem.mode == "map" and getattr(value_net, "features", "") == NAME_RELAX \
-            and data is None:
-        data = GameData(problem, hardware)
+    reads_relax = stats["prior"] == "relaxation" or getattr(net, "features", "") == NAME_RELAX
+    valued_relax = isinstance(leaf_fn, NetworkValue) and getattr(value_net, "features", "") == NAME_RELAX
+    data = GameData(problem, hardware) if problem.mode == "map" and (reads_relax or valued_relax) else None
+
+    def prepare(prior_now):
+        """The relaxation, solved once before the search shares its time out over the moves, in a share of the
+        limit, and after the fallback answers (solve_with_uct), so that its time does not cut them short."""
+        if data is None:
+            return prior_now
         relaxation_set(data, time_limit=min(RELAX_SECONDS, RELAX_SHARE * time_limit))
+        if reads_relax and not relaxation_usable(data):
+            stats["prior"] = "uniform (the relaxation found no fast set in its time)"
+            return uniform_prior
+        return prior_now
+
     cfg = MCTSConfig(simulations=sims, exploration=exploration, rollout="greedy", rollout_depth=rollout_depth,
                      commit="max" if problem.mode == "prefetch" else "visits", guided=selection, prior_power=prior_power,
                      leaf=leaf[0], leaf_steps=leaf[1])
     solution = solve_with_uct(name, problem, hardware, cfg, game_cfg, t0=t0, time_limit=time_limit, seed=seed,
-                              hint=hint, prior=prior_fn, data=data, stats=stats, leaf_value=leaf_fn)
+                              hint=hint, prior=prior_fn, data=data, stats=stats, leaf_value=leaf_fn, prepare=prepare)
     # The network is asked exactly when the search asks its prior (never at a forced move) or values a leaf.
     calls = (prior_fn.calls if isinstance(prior_fn, NetworkPrior) else 0) + getattr(leaf_fn, "calls", 0)
     return dataclasses.replace(solution, stats={**solution.stats, "network_evaluations": calls})
