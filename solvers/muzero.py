@@ -133,7 +133,8 @@ DEFAULT_PRIOR_POWER = 2.0
 DEFAULT_EXPLORATION = {"puct": PUCT_EXPLORATION, "untried-puct": PUCT_EXPLORATION,
                        "untried-uct": {"map": 1.0, "pack": 1.0, "prefetch": 1.0}}
 METHODS = ("uct", "gumbel", "puct")
-RELAX_SHARE = 0.2  # of the time limit, at most, for the relaxation MIP the network (and prior=relaxation) reads
+RELAX_SHARE = 0.2  # of the time limit, at most, for the relaxation MIP the network (and prior=relaxation) reads;
+#                   solved after the fallback answers (solve_with_uct's ``prepare``), so it does not cut them short
 CHECKPOINT_ENV = "MALLOCGAME_MUZERO_CHECKPOINT"
 MODEL_ENV = "MALLOCGAME_MUZERO_MODEL"
 DEFAULT_CHECKPOINT = Path(shipped_checkpoints.__file__).resolve().parent / "default.pt"
