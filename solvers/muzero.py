@@ -36,8 +36,9 @@ where it loses on the realistic-generator family (2/2/4; 26.5% vs 0.45% on one p
 relaxation prior, no network, does better (16/32/6 against ``mcts``). At equal wall time (10 s per
 problem, all 79 held-out problems, ``experiments/results/heldout_equal_time.md``) it is not ahead of
 ``mcts`` either: 12/48/19 (p = 0.93), behind on the xla suite's 3k-13k-buffer programs (1/6/11), where a
-forward pass per leaf costs more than a rollout step. Prefetch mode (no prefetch network) and the
-confirmation set were not measured.
+forward pass per leaf costs more than a rollout step; with the relaxation MIP solved after the fallback answers
+instead of before (it had cut them short), 2/13/3 there (``experiments/README.md``, "Value leaves"). Prefetch
+mode (no prefetch network) and the confirmation set were not measured.
 
 Options (keyword arguments of ``solve``; the CLI passes ``--simulations`` and ``--solver-option``):
 
@@ -76,7 +77,9 @@ Options (keyword arguments of ``solve``; the CLI passes ``--simulations`` and ``
   the leaf's prior too. ``"mixed"`` plays ``leaf_steps`` greedy rollout steps first. A leaf then costs one
   pass (~0.1-0.3 ms) instead of O(n) game steps. The default network for value leaves is ``VALUE_CHECKPOINT``
   (``value.pt``: ``default.pt`` with its value head fine-tuned, ``experiments/train_value_head.py``; the same
-  prior). Guided UCT only (``method=uct``, no ``model``);
+  prior). Guided UCT only (``method=uct``, no ``model``). Measured at 10 s on the xla suite and the 1k-2k-buffer
+  held-out problems: 30-630 times the simulations of ``mcts`` at 1.5k-13k buffers, but 2/16/6 against ``mcts``
+  and level with ``leaf_value="reference"`` (``experiments/README.md``, "Value leaves"): not the default;
 * ``leaf_steps``   with ``leaf="mixed"``: greedy rollout steps before the value (default 16, not tuned);
 * ``leaf_value``   ``"network"`` (default) or ``"reference"``: the control without a network at the leaves,
   ``y = 0`` (the future as in the greedy reference episode). A game the network was not trained on (pack and
