@@ -553,7 +553,7 @@ def placement_answer(problem, data, result: SearchResult):
 
 def solve_with_uct(name: str, problem, hardware, cfg: MCTSConfig, game_cfg, *, t0: float, time_limit: float,
                    seed: int, hint=None, prior: Prior | None = None, data=None, stats: dict | None = None,
-                   leaf_value: LeafValue | None = None, prepare: Callable[[Prior | None], Prior | None] | None = None):
+                   leaf_value: LeafValue | None = None, prepare: Callable[[Prior | None, dict], Prior | None] | None = None):
     """The frame both UCT solvers (``mcts``, ``muzero``) run: fallback answers, the search, the answer.
 
     Map and pack mode: the greedy episodes of the other game shapes and the ``hint``; prefetch mode:
@@ -561,9 +561,9 @@ def solve_with_uct(name: str, problem, hardware, cfg: MCTSConfig, game_cfg, *, t
     ``game_cfg`` until ``0.95 * time_limit - 0.05`` after ``t0``, and the best episode seen is the
     answer (a :class:`mallocgame.model.Solution` named ``name``). ``data``: the game's data if the
     caller built it already; ``stats``: the caller's statistics, the search's are added. ``leaf_value``: the leaf
-    evaluator of ``cfg.leaf="value"|"mixed"``. ``prepare(prior) -> prior``: the caller's set-up (the muzero solver's
-    relaxation MIP), run after the fallback answers are built so that its time does not cut them short; it returns
-    the prior to search with.
+    evaluator of ``cfg.leaf="value"|"mixed"``. ``prepare(prior, stats) -> prior``: the caller's set-up (the muzero
+    solver's relaxation MIP), run after the fallback answers are built so that its time does not cut them short; it
+    returns the prior to search with and may note in ``stats`` (the answer's) why it changed.
     """
     deadline = t0 + 0.95 * time_limit - 0.05
     stats = dict(stats or {})
@@ -592,7 +592,7 @@ def solve_with_uct(name: str, problem, hardware, cfg: MCTSConfig, game_cfg, *, t
             off = offsets_array(hint.offsets)
             incumbents.append(Episode(episode_value(data, off), off, "hint"))
     if prepare is not None:
-        prior = prepare(prior)
+        prior = prepare(prior, stats)
     search = UCTSearch(cfg, np.random.default_rng(seed), prior=prior, leaf_value=leaf_value)
     result = search.run(Game(problem, hardware, game_cfg, data=data), deadline=deadline, incumbents=incumbents,
                         start=t0)

@@ -263,14 +263,14 @@ def _solve_uct(name: str, problem: Problem, hardware, *, t0: float, time_limit: 
     valued_relax = isinstance(leaf_fn, NetworkValue) and getattr(value_net, "features", "") == NAME_RELAX
     data = GameData(problem, hardware) if problem.mode == "map" and (reads_relax or valued_relax) else None
 
-    def prepare(prior_now):
+    def prepare(prior_now, answer_stats: dict):
         """The relaxation, solved once before the search shares its time out over the moves, in a share of the
         limit, and after the fallback answers (solve_with_uct), so that its time does not cut them short."""
         if data is None:
             return prior_now
         relaxation_set(data, time_limit=min(RELAX_SECONDS, RELAX_SHARE * time_limit))
         if reads_relax and not relaxation_usable(data):
-            stats["prior"] = "uniform (the relaxation found no fast set in its time)"
+            answer_stats["prior"] = "uniform (the relaxation found no fast set in its time)"
             return uniform_prior
         return prior_now
 
