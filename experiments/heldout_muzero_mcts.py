@@ -10,7 +10,10 @@ ones out. The confirmation set is not read here (it needs a chosen checkpoint's 
 Contestants (all through :func:`mallocgame.runner.run_solver`: validated, scored against the no-fragmentation
 bound): ``mcts`` (its defaults); ``muzero`` (the solver's defaults: the shipped network, the default
 selection rule); ``uniform`` and ``relaxation`` (solver ``muzero`` with ``prior=uniform`` / ``prior=relaxation``,
-the same rule); ``muzero-puct`` (the network with the earlier rule, ``selection=puct``). The time limit
+the same rule); ``muzero-puct`` (the network with the earlier rule, ``selection=puct``);
+``muzero-value`` / ``muzero-mixed`` (value leaves, ``leaf=value`` / ``leaf=mixed``: the value head of ``value.pt``;
+issue 21 item 2) and ``value-reference`` (``leaf=value, leaf_value=reference``: the
+same search with y = 0, no network at the leaves). The time limit
 (``--time-limit``) is large so the clock does not bind; a run it bound is marked ``*``. A budget ``tS`` (e.g.
 ``--budgets t10``) is equal wall time instead: S seconds per problem and no cap on simulations.
 
@@ -38,9 +41,13 @@ from level_muzero_mcts import sign_test
 from mallocgame.runner import problem_bound, run_solver
 
 CONTESTANTS = {"mcts": ("mcts", {}), "muzero": ("muzero", {}), "uniform": ("muzero", {"prior": "uniform"}),
-               "relaxation": ("muzero", {"prior": "relaxation"}), "muzero-puct": ("muzero", {"selection": "puct"})}
+               "relaxation": ("muzero", {"prior": "relaxation"}), "muzero-puct": ("muzero", {"selection": "puct"}),
+               "muzero-value": ("muzero", {"leaf": "value"}), "muzero-mixed": ("muzero", {"leaf": "mixed"}),
+               "value-reference": ("muzero", {"leaf": "value", "leaf_value": "reference"})}
 PAIRS = (("muzero", "mcts"), ("muzero", "uniform"), ("muzero", "relaxation"), ("uniform", "mcts"),
-         ("relaxation", "mcts"), ("muzero-puct", "mcts"), ("muzero", "muzero-puct"))
+         ("relaxation", "mcts"), ("muzero-puct", "mcts"), ("muzero", "muzero-puct"), ("muzero-value", "mcts"),
+         ("muzero-mixed", "mcts"), ("value-reference", "mcts"), ("muzero-value", "value-reference"),
+         ("muzero-value", "muzero"), ("muzero-mixed", "muzero-value"))
 FIELDS = ["family", "problem", "n", "budget", "contestant", "value", "bound", "gap", "seconds", "simulations",
           "clock_bound", "selection", "exploration", "prior", "answer_from"]
 
@@ -52,6 +59,7 @@ def main() -> None:
                     help="comma-separated; with --summary-only several groups separated by ';'")
     ap.add_argument("--families", default="generated,suite,hlo,xla")
     ap.add_argument("--max-n", type=int, default=None)
+    ap.add_argument("--min-n", type=int, default=None, help="leave out problems of fewer buffers")
     ap.add_argument("--time-limit", type=float, default=1800.0)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--csv", default="heldout_muzero_mcts.csv")
@@ -105,10 +113,12 @@ def run(args, budgets, wanted, csv_path: Path, rows: list[dict], show) -> None:
     # is a new problem, run again
     done = {(r["problem"], int(r["n"]), r["budget"], r["contestant"]) for r in rows}
     show(f"held-out families {args.families}; budgets {args.budgets}; contestants {args.contestants}; seed {args.seed}; "
-         f"time limit {args.time_limit:g}s; max n {args.max_n}; resumed {len(done)} runs")
+         f"time limit {args.time_limit:g}s; max n {args.max_n}; min n {args.min_n}; resumed {len(done)} runs")
     insts = sorted(held_out(tuple(args.families.split(","))), key=lambda h: (h.problem.n, h.label))
     if args.max_n is not None:
         insts = [h for h in insts if h.problem.n <= args.max_n]
+    if args.min_n is not None:
+        insts = [h for h in insts if h.problem.n >= args.min_n]
     new = not csv_path.exists()
     with open(csv_path, "a", newline="") as fh:
         out = csv.DictWriter(fh, FIELDS)
@@ -145,7 +155,7 @@ def run(args, budgets, wanted, csv_path: Path, rows: list[dict], show) -> None:
                 if cells:
                     show(f"{h.label:<40}{h.problem.n:>5} {budget:>3} " + " ".join(
                         f"{r['contestant']} {r['gap']:7.3%}{'*' if str(r['clock_bound']) == 'True' else ' '}"
-                        f"({r['seconds']:.0f}s)" for r in cells))
+                        f"({r['seconds']:.0f}s {r['simulations']} sim)" for r in cells))
     show()
 
 
@@ -164,6 +174,9 @@ def summary(rows: list[dict], budgets: list[str], wanted: list[str], show) -> No
             ns = [next(iter(c.values()))["n"] for c in sel]
             line = (f"budget {budget:>3} {fam:<10} ({len(sel)} problems, {min(ns)}-{max(ns)} buffers): mean gap "
                     + ", ".join(f"{w} {statistics.mean(c[w]['gap'] for c in sel):.3%}" for w in wanted))
+            line += "; simulations per second " + ", ".join(
+                f"{w} {sum(int(c[w]['simulations']) for c in sel) / sum(float(c[w]['seconds']) for c in sel):.3g}"
+                for w in wanted)
             for me, other in PAIRS:
                 if me not in wanted or other not in wanted:
                     continue

@@ -37,6 +37,17 @@ UCT's seeded random order, drawn the same way). After that, ``untried-puct`` sel
 Monte-Carlo tree search", multiplicative). A constant prior scales by exactly 1 whatever the power, so
 with a uniform prior ``untried-uct`` is plain UCT move for move (same random draws, same answer).
 
+Value leaves (issue 21 item 2; ``MCTSConfig.leaf``): a rollout to the end costs O(n) game steps, which on a
+10,000-buffer program leaves a 10-second search a handful of simulations in all. With ``leaf="value"`` the new
+leaf is not rolled out but valued by a ``leaf_value(game) -> (y, prior or None)`` (the network's value head,
+:class:`mallocgame.search.muzero.value.NetworkValue`) as ``ref[t] + scale x y / 100``: the return still to
+come after step ``t`` of the reference episode (the greedy episode from the search's start, which :meth:`UCTSearch.run`
+plays first anyway; :func:`greedy_profile`), corrected by ``y``, the value target relative to the greedy
+continuation in percent of that episode's return ``scale`` (:mod:`mallocgame.search.muzero.value`). Like a
+rollout's return it estimates the whole episode's return, so siblings and leaves at any depth compare on one
+quantity. A prior returned with ``y`` becomes the leaf node's prior (one network pass per leaf serves both).
+``leaf="mixed"`` first plays ``leaf_steps`` greedy rollout steps, then values the state reached.
+
 Budgets: at most ``simulations`` new simulations per move, and a wall-clock deadline
 shared out over the remaining moves. A reserve for finishing greedily is kept (measured
 on a first greedy episode); when the time is gone the episode is finished greedily, and
@@ -63,12 +74,18 @@ from mallocgame.search.game_prefetch import PrefetchData, intervals_of, rows_of
 from mallocgame.session import BASELINE_SHARE, session_for
 
 ROLLOUTS = ("greedy", "random")
+#: Leaf evaluations (module docstring, "Value leaves"): a rollout to the end (or ``rollout_depth``), the value
+#: alone, or ``leaf_steps`` rollout steps then the value.
+LEAVES = ("rollout", "value", "mixed")
 #: Selection rules with a prior: "puct" (pUCT over all legal actions; a prior near 0 can starve a move),
 #: "untried-puct" (UCT's untried-first rule, then pUCT), "untried-uct" (untried-first, then UCT with the
 #: exploration bonus scaled by k * p(a): a uniform prior is plain UCT, move for move).
 GUIDED_RULES = ("puct", "untried-puct", "untried-uct")
 #: ``prior(game, legal) -> probabilities [len(legal)]`` of the legal actions (``legal`` int64 ascending).
 Prior = Callable[[Game, np.ndarray], np.ndarray]
+#: ``leaf_value(game) -> (y, prior or None)``: the value relative to the greedy continuation (percent of the
+#: reference episode's return) and, optionally, the prior over the legal actions at that state.
+LeafValue = Callable[[Game], "tuple[float, np.ndarray | None]"]
 
 
 @dataclass(frozen=True)
@@ -82,6 +99,8 @@ class MCTSConfig:
     commit: str = "visits"  # "visits": the most visited root action (UCT); "max": the one with the best return seen
     guided: str = "puct"  # with a prior: the selection rule, one of GUIDED_RULES (module docstring, "Guided selection")
     prior_power: float = 1.0  # "untried-uct": the bonus of a is scaled by (k * p(a)) ** prior_power
+    leaf: str = "rollout"  # one of LEAVES (module docstring, "Value leaves")
+    leaf_steps: int = 16  # leaf="mixed": greedy rollout steps before the value
 
     def __post_init__(self):
         if self.rollout not in ROLLOUTS:
@@ -90,6 +109,10 @@ class MCTSConfig:
             raise ValueError(f"unknown guided selection rule {self.guided!r} (known: {', '.join(GUIDED_RULES)})")
         if not self.prior_power >= 0:
             raise ValueError("MCTSConfig: prior_power >= 0")
+        if self.leaf not in LEAVES:
+            raise ValueError(f"unknown leaf evaluation {self.leaf!r} (known: {', '.join(LEAVES)})")
+        if self.leaf_steps < 0:
+            raise ValueError("MCTSConfig: leaf_steps >= 0")
         if self.commit not in ("visits", "max"):
             raise ValueError(f"unknown commit rule {self.commit!r} (known: visits, max)")
         if self.simulations < 1 or not 0.0 <= self.epsilon <= 1.0 or self.exploration < 0:
@@ -149,6 +172,27 @@ def play_greedy(game: Game, deadline: float = math.inf) -> bool:
     return True
 
 
+def _play_recording(game: Game, deadline: float = math.inf) -> tuple[np.ndarray, float]:
+    """Finish ``game`` greedily (in place, as :func:`play_greedy`) and return its profile: ``to_go[t]``, the
+    return still to come after step ``t`` (absolute steps; 0 past the end, and past a ``deadline`` stop), and
+    the episode's whole return (the rewards before ``game``'s start included)."""
+    start = game.steps
+    rewards = []
+    while not game.done:
+        if len(rewards) % 32 == 0 and deadline < math.inf and time.monotonic() > deadline:
+            break
+        rewards.append(game.step(game.greedy_action()))
+    to_go = np.zeros(start + len(rewards) + 1, np.float64)
+    to_go[start:start + len(rewards)] = np.cumsum(np.asarray(rewards[::-1], np.float64))[::-1]
+    return to_go, float(game.total_reward())
+
+
+def greedy_profile(game: Game) -> tuple[np.ndarray, float]:
+    """The reference episode of value leaves (module docstring): the greedy episode from ``game`` (not
+    changed): ``(to_go, scale)``, the return to come after each step and the episode's return."""
+    return _play_recording(game.clone())
+
+
 def episode_of(game: Game, source: str) -> Episode:
     """The game's placement as an episode. An unfinished one counts only in map mode,
     where undecided buffers are slow and the return so far is its exact value."""
@@ -174,11 +218,21 @@ def rollout(game: Game, cfg: MCTSConfig, rng: np.random.Generator, stop_step: fl
 class UCTSearch:
     """Move-by-move UCT on one game; :meth:`run` plays the game to its end and returns the best episode."""
 
-    def __init__(self, cfg: MCTSConfig, rng: np.random.Generator, prior: Prior | None = None):
+    def __init__(self, cfg: MCTSConfig, rng: np.random.Generator, prior: Prior | None = None,
+                 leaf_value: LeafValue | None = None):
+        if cfg.leaf != "rollout" and leaf_value is None:
+            raise ValueError(f"leaf={cfg.leaf!r} needs a leaf_value function")
         self.cfg = cfg
         self.rng = rng
         self.prior = prior
+        self.leaf_value = leaf_value
         self.prior_calls = 0  # times ``prior`` was asked (never at a forced move)
+        self.leaf_calls = 0  # times ``leaf_value`` was asked
+        self.to_go, self.scale = np.zeros(1), 0.0  # the reference episode (set by run, or by set_reference)
+
+    def set_reference(self, game: Game) -> None:
+        """The reference episode of value leaves: the greedy episode from ``game`` (:func:`greedy_profile`)."""
+        self.to_go, self.scale = greedy_profile(game)
 
     def _ordered_actions(self, game: Game) -> list[int]:
         legal = game.legal_actions()
@@ -209,16 +263,7 @@ class UCTSearch:
     def _select_guided(self, node: Node, game: Game) -> int:
         """pUCT over the legal actions of ``node`` (module docstring, "Guided selection")."""
         if node.legal is None:
-            legal = game.legal_actions()
-            node.legal = [int(a) for a in legal]
-            node.greedy = int(game.greedy_action())
-            if len(legal) == 1:
-                node.prior = np.ones(1)
-            else:
-                self.prior_calls += 1
-                node.prior = np.asarray(self.prior(game, legal), np.float64)
-            if self.cfg.guided != "puct":
-                node.untried = self._untried_by_prior(node, game)
+            self._init_guided(node, game)
         legal, prior = node.legal, node.prior
         if len(legal) == 1:
             return legal[0]
@@ -243,6 +288,22 @@ class UCTSearch:
             if score > best_score or (score == best_score and a == node.greedy):
                 best, best_score = a, score
         return best
+
+    def _init_guided(self, node: Node, game: Game, prior: np.ndarray | None = None) -> None:
+        """A node's legal actions, greedy's choice and prior (``prior`` given: a value leaf's, else asked) and,
+        under the untried-first rules, its untried actions."""
+        legal = game.legal_actions()
+        node.legal = [int(a) for a in legal]
+        node.greedy = int(game.greedy_action())
+        if len(legal) == 1:
+            node.prior = np.ones(1)
+        elif prior is not None:
+            node.prior = np.asarray(prior, np.float64)
+        else:
+            self.prior_calls += 1
+            node.prior = np.asarray(self.prior(game, legal), np.float64)
+        if self.cfg.guided != "puct":
+            node.untried = self._untried_by_prior(node, game)
 
     def _untried_by_prior(self, node: Node, game: Game) -> list[int]:
         """The untried actions of plain UCT (:meth:`_ordered_actions`, the same random draw), the greedy's choice
@@ -302,8 +363,11 @@ class UCTSearch:
         return path
 
     def _finish(self, path: list[Node], game: Game, stop_step: float, best: Episode) -> Episode:
-        """Roll out from the end of ``path`` and back the return up it."""
-        ret = rollout(game, self.cfg, self.rng, stop_step)
+        """Roll out from the end of ``path`` (or value its leaf) and back the return up it."""
+        if self.cfg.leaf == "rollout":
+            ret = rollout(game, self.cfg, self.rng, stop_step)
+        else:
+            ret = self._leaf(path[-1], game, stop_step)
         if game.done and game.total_reward() > best.value:
             best = Episode(game.total_reward(), game.offsets(), "rollout")
         for n in reversed(path):
@@ -313,6 +377,21 @@ class UCTSearch:
                 n.best = ret
             ret += n.reward
         return best
+
+    def _leaf(self, node: Node, game: Game, stop_step: float) -> float:
+        """A value leaf (module docstring): rewards of ``leaf_steps`` rollout steps ("mixed") plus the value of the
+        state reached, ``to_go[t] + scale x y / 100``; a prior that comes with ``y`` at ``node``'s own state
+        becomes ``node``'s (guided search)."""
+        depth = self.cfg.leaf_steps if self.cfg.leaf == "mixed" else 0
+        ret = rollout(game, self.cfg, self.rng, min(stop_step, game.steps + depth)) if depth else 0.0
+        if game.done:
+            return ret
+        y, prior = self.leaf_value(game)
+        self.leaf_calls += 1
+        if prior is not None and depth == 0 and self.prior is not None and node.legal is None:
+            self._init_guided(node, game, prior)
+        t = game.steps
+        return ret + (float(self.to_go[t]) if t < len(self.to_go) else 0.0) + self.scale * y / 100.0
 
     def run(self, game: Game, *, deadline: float, incumbents: list[Episode] = (),
             start: float | None = None, before_move: Callable[[Game], None] | None = None) -> SearchResult:
@@ -324,7 +403,10 @@ class UCTSearch:
         cfg = self.cfg
         probe = game.clone()
         tp = time.monotonic()
-        play_greedy(probe, deadline)
+        if cfg.leaf == "rollout":
+            play_greedy(probe, deadline)
+        else:  # the same greedy episode, its rewards recorded: the reference of the value leaves
+            self.to_go, self.scale = _play_recording(probe, deadline)
         step_time = (time.monotonic() - tp) / max(probe.steps - game.steps, 1)
         best = episode_of(probe, "greedy")
         for inc in incumbents:
@@ -470,14 +552,18 @@ def placement_answer(problem, data, result: SearchResult):
 
 
 def solve_with_uct(name: str, problem, hardware, cfg: MCTSConfig, game_cfg, *, t0: float, time_limit: float,
-                   seed: int, hint=None, prior: Prior | None = None, data=None, stats: dict | None = None):
+                   seed: int, hint=None, prior: Prior | None = None, data=None, stats: dict | None = None,
+                   leaf_value: LeafValue | None = None, prepare: Callable[[Prior | None, dict], Prior | None] | None = None):
     """The frame both UCT solvers (``mcts``, ``muzero``) run: fallback answers, the search, the answer.
 
     Map and pack mode: the greedy episodes of the other game shapes and the ``hint``; prefetch mode:
     :func:`prefetch_incumbents`. Then :class:`UCTSearch` (``prior`` selects by pUCT) plays the game
     ``game_cfg`` until ``0.95 * time_limit - 0.05`` after ``t0``, and the best episode seen is the
     answer (a :class:`mallocgame.model.Solution` named ``name``). ``data``: the game's data if the
-    caller built it already; ``stats``: the caller's statistics, the search's are added.
+    caller built it already; ``stats``: the caller's statistics, the search's are added. ``leaf_value``: the leaf
+    evaluator of ``cfg.leaf="value"|"mixed"``. ``prepare(prior, stats) -> prior``: the caller's set-up (the muzero
+    solver's relaxation MIP), run after the fallback answers are built so that its time does not cut them short; it
+    returns the prior to search with and may note in ``stats`` (the answer's) why it changed.
     """
     deadline = t0 + 0.95 * time_limit - 0.05
     stats = dict(stats or {})
@@ -505,7 +591,9 @@ def solve_with_uct(name: str, problem, hardware, cfg: MCTSConfig, game_cfg, *, t
         if hint is not None and len(hint.offsets) == problem.n:
             off = offsets_array(hint.offsets)
             incumbents.append(Episode(episode_value(data, off), off, "hint"))
-    search = UCTSearch(cfg, np.random.default_rng(seed), prior=prior)
+    if prepare is not None:
+        prior = prepare(prior, stats)
+    search = UCTSearch(cfg, np.random.default_rng(seed), prior=prior, leaf_value=leaf_value)
     result = search.run(Game(problem, hardware, game_cfg, data=data), deadline=deadline, incumbents=incumbents,
                         start=t0)
     stats.update({"variant": game_cfg.variant, "k": game_cfg.k, "simulations_per_move": cfg.simulations,
@@ -513,6 +601,8 @@ def solve_with_uct(name: str, problem, hardware, cfg: MCTSConfig, game_cfg, *, t
                   "finished_greedily_at": result.finished_greedily_at})
     if prior is not None:
         stats["prior_calls"] = search.prior_calls
+    if cfg.leaf != "rollout":
+        stats.update({"leaf": cfg.leaf, "leaf_calls": search.leaf_calls})
     if problem.mode == "prefetch":
         norm = data.reward_norm
         best, best_value, intervals = prefetch_answer(problem, hardware, result, incumbents)

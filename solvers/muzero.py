@@ -36,8 +36,9 @@ where it loses on the realistic-generator family (2/2/4; 26.5% vs 0.45% on one p
 relaxation prior, no network, does better (16/32/6 against ``mcts``). At equal wall time (10 s per
 problem, all 79 held-out problems, ``experiments/results/heldout_equal_time.md``) it is not ahead of
 ``mcts`` either: 12/48/19 (p = 0.93), behind on the xla suite's 3k-13k-buffer programs (1/6/11), where a
-forward pass per leaf costs more than a rollout step. Prefetch mode (no prefetch network) and the
-confirmation set were not measured.
+forward pass per leaf costs more than a rollout step; with the relaxation MIP solved after the fallback answers
+instead of before (it had cut them short), 2/13/3 there (``experiments/README.md``, "Value leaves"). Prefetch
+mode (no prefetch network) and the confirmation set were not measured.
 
 Options (keyword arguments of ``solve``; the CLI passes ``--simulations`` and ``--solver-option``):
 
@@ -68,7 +69,21 @@ Options (keyword arguments of ``solve``; the CLI passes ``--simulations`` and ``
 * ``method``       ``"uct"`` (default, above) or ``"gumbel"`` / ``"puct"`` (with ``model``; without it the
   simulator), the earlier searches; with the simulator they lost to plain MCTS (issue 10);
 * ``search_model`` the old name of ``model`` (same values; giving both with different values is an error);
-* ``c_scale``      Gumbel's weight of Q against the prior (default 0.1 simulator, 0.02 learned).
+* ``c_scale``      Gumbel's weight of Q against the prior (default 0.1 simulator, 0.02 learned);
+* ``leaf``         ``"rollout"`` (default: a greedy rollout to the end, as ``mcts``), ``"value"`` or ``"mixed"``
+  (issue 21 item 2; ``search/uct.py``, "Value leaves"): a new leaf is valued by the network's value head instead,
+  as the return still to come in the reference (greedy) episode corrected by the head's estimate of the value
+  relative to the greedy continuation (:mod:`mallocgame.search.muzero.value`); one network pass per leaf gives
+  the leaf's prior too. ``"mixed"`` plays ``leaf_steps`` greedy rollout steps first. A leaf then costs one
+  pass (~0.1-0.3 ms) instead of O(n) game steps. The default network for value leaves is ``VALUE_CHECKPOINT``
+  (``value.pt``: ``default.pt`` with its value head fine-tuned, ``experiments/train_value_head.py``; the same
+  prior). Guided UCT only (``method=uct``, no ``model``). Measured at 10 s on the xla suite and the 1k-2k-buffer
+  held-out problems: 30-630 times the simulations of ``mcts`` at 1.5k-13k buffers, but 2/16/6 against ``mcts``
+  and level with ``leaf_value="reference"`` (``experiments/README.md``, "Value leaves"): not the default;
+* ``leaf_steps``   with ``leaf="mixed"``: greedy rollout steps before the value (default 16, not tuned);
+* ``leaf_value``   ``"network"`` (default) or ``"reference"``: the control without a network at the leaves,
+  ``y = 0`` (the future as in the greedy reference episode). A game the network was not trained on (pack and
+  prefetch modes) gets the reference (``stats["leaf_value"]`` says so).
 
 The answer is the best complete episode seen: the committed path, a rollout that reached the
 end, the greedy episodes of the other game shapes, or the ``hint`` (prefetch mode: also
@@ -97,7 +112,8 @@ from mallocgame.search.muzero.guide import NetworkPrior, RelaxationPrior, unifor
 from mallocgame.search.muzero.search import SearchConfig
 from mallocgame.search.muzero.selfplay import Agent
 from mallocgame.search.muzero.torchless import load_agent_network  # shared with the CLI's checkpoint check
-from mallocgame.search.uct import DEFAULT_GAME, GUIDED_RULES, PREFETCH_K, MCTSConfig, solve_with_uct
+from mallocgame.search.muzero.value import NetworkValue, reference_value
+from mallocgame.search.uct import DEFAULT_GAME, GUIDED_RULES, LEAVES, PREFETCH_K, MCTSConfig, solve_with_uct
 
 DEFAULT_SIMULATIONS = 16
 DEFAULT_ROLLOUT_DEPTH = 48  # the earlier searches only
@@ -120,7 +136,8 @@ DEFAULT_PRIOR_POWER = 2.0
 DEFAULT_EXPLORATION = {"puct": PUCT_EXPLORATION, "untried-puct": PUCT_EXPLORATION,
                        "untried-uct": {"map": 1.0, "pack": 1.0, "prefetch": 1.0}}
 METHODS = ("uct", "gumbel", "puct")
-RELAX_SHARE = 0.2  # of the time limit, at most, for the relaxation MIP the network (and prior=relaxation) reads
+RELAX_SHARE = 0.2  # of the time limit, at most, for the relaxation MIP the network (and prior=relaxation) reads;
+#                   solved after the fallback answers (solve_with_uct's ``prepare``), so it does not cut them short
 CHECKPOINT_ENV = "MALLOCGAME_MUZERO_CHECKPOINT"
 MODEL_ENV = "MALLOCGAME_MUZERO_MODEL"
 DEFAULT_CHECKPOINT = Path(shipped_checkpoints.__file__).resolve().parent / "default.pt"
@@ -133,6 +150,12 @@ LEGACY_CHECKPOINT = DEFAULT_CHECKPOINT.with_name("selfplay.pt")
 #: (`experiments/results/muzero_learned_arm.md`).
 LEARNED_CHECKPOINT = LEGACY_CHECKPOINT
 MODELS = ("learned", "simulator")
+#: Value leaves (issue 21 item 2; search/uct.py, "Value leaves"): the network whose value head was fine-tuned on the
+#: value target relative to the greedy continuation (experiments/train_value_head.py); its other weights are
+#: default.pt's, so its prior is the same.
+VALUE_CHECKPOINT = DEFAULT_CHECKPOINT.with_name("value.pt")
+LEAF_VALUES = ("network", "reference")
+DEFAULT_LEAF_STEPS = 16
 
 def _choice(name: str, value, choices: tuple[str, ...]) -> str:
     if value not in choices:
@@ -150,7 +173,8 @@ class MuZeroSolver(Solver):
               exploration: float | None = None, method: str = "uct", model: str | None = None,
               search_model: str | None = None, c_scale: float | None = None,
               rollout_depth: int | None = None, selection: str | None = None,
-              prior_power: float | None = None) -> Solution:
+              prior_power: float | None = None, leaf: str = "rollout", leaf_steps: int | None = None,
+              leaf_value: str = "network") -> Solution:
         t0 = time.monotonic()
         prior = _choice("prior", prior, PRIORS)
         selection = _choice("selection", DEFAULT_SELECTION if selection is None else selection, GUIDED_RULES)
@@ -177,7 +201,14 @@ class MuZeroSolver(Solver):
             prior_power = DEFAULT_PRIOR_POWER
         if isinstance(prior_power, bool) or not isinstance(prior_power, (int, float)) or not prior_power >= 0:
             raise InputError(f"muzero: option prior_power must be a number >= 0, got {prior_power!r}")
+        leaf = _choice("leaf", leaf, LEAVES)
+        leaf_value = _choice("leaf_value", leaf_value, LEAF_VALUES)
+        leaf_steps = DEFAULT_LEAF_STEPS if leaf_steps is None else leaf_steps
+        if isinstance(leaf_steps, bool) or not isinstance(leaf_steps, int) or leaf_steps < 0:
+            raise InputError(f"muzero: option leaf_steps must be an integer >= 0, got {leaf_steps!r}")
         if method != "uct" or model is not None:
+            if leaf != "rollout":
+                raise InputError("muzero: option leaf=value|mixed is the guided UCT's (method=uct, no model)")
             if problem.mode != "map":
                 what = f"model={model}" if model is not None else f"method={method}"
                 raise InputError(f"muzero: option {what} plays map mode only, not {problem.mode} mode")
@@ -187,7 +218,8 @@ class MuZeroSolver(Solver):
                                  rollout_depth=rollout_depth)
         return _solve_uct(self.name, problem, hardware, t0=t0, time_limit=time_limit, seed=seed, hint=hint,
                           sims=sims, checkpoint=checkpoint, prior=prior, exploration=float(exploration),
-                          rollout_depth=rollout_depth, selection=selection, prior_power=float(prior_power))
+                          rollout_depth=rollout_depth, selection=selection, prior_power=float(prior_power),
+                          leaf=(leaf, leaf_steps, leaf_value))
 
 
 # --- the default: UCT with the network's prior (search/uct.py, "Guided selection") --------------
@@ -203,42 +235,67 @@ def _game_config(problem: Problem, checkpoint_game: dict | None):
 
 def _solve_uct(name: str, problem: Problem, hardware, *, t0: float, time_limit: float, seed: int,
                hint: Solution | None, sims: int, checkpoint: str | None, prior: str, exploration: float,
-               rollout_depth: int | None, selection: str, prior_power: float) -> Solution:
+               rollout_depth: int | None, selection: str, prior_power: float,
+               leaf: tuple[str, int, str] = ("rollout", 0, "network")) -> Solution:
     stats: dict[str, Any] = {"method": "uct", "selection": selection, "exploration": exploration,
                              "prior_power": prior_power}
     net = trained_game = None
-    if prior == "network":
-        path = checkpoint or os.environ.get(CHECKPOINT_ENV) or str(DEFAULT_CHECKPOINT)
+    valued = leaf[0] != "rollout" and leaf[2] == "network"
+    if prior == "network" or valued:
+        path = checkpoint or os.environ.get(CHECKPOINT_ENV) or str(VALUE_CHECKPOINT if valued else DEFAULT_CHECKPOINT)
         net, trained_game = load_agent_network(path)
         stats["checkpoint"] = path
     game_cfg = _game_config(problem, trained_game)
-    if net is not None and GameConfig(**trained_game) != game_cfg:
+    value_net = net if net is not None and GameConfig(**trained_game) == game_cfg else None  # its game, or none
+    if net is not None and value_net is None and prior == "network":
         stats["prior"] = f"uniform (no network trained for {problem.mode} mode's {game_cfg.variant} game)"
-        net = None
     else:
-        stats["prior"] = "network" if net is not None else "uniform"
+        stats["prior"] = "network" if value_net is not None and prior == "network" else "uniform"
+    net = value_net if prior == "network" else None
     prior_fn = NetworkPrior(net) if net is not None else uniform_prior
     if prior == "relaxation":
         if problem.mode == "map":
             prior_fn, stats["prior"] = RelaxationPrior(), "relaxation"
         else:
             stats["prior"] = f"uniform (the relaxation prior plays map mode only, not {problem.mode})"
-    data = None
-    if problem.mode == "map" and (stats["prior"] == "relaxation" or getattr(net, "features", "") == NAME_RELAX):
-        data = GameData(problem, hardware)
-        # Solved once, before the search shares its time out over the moves, in a share of the limit.
+    leaf_fn = _leaf_evaluator(leaf, value_net, stats)
+    reads_relax = stats["prior"] == "relaxation" or getattr(net, "features", "") == NAME_RELAX
+    valued_relax = isinstance(leaf_fn, NetworkValue) and getattr(value_net, "features", "") == NAME_RELAX
+    data = GameData(problem, hardware) if problem.mode == "map" and (reads_relax or valued_relax) else None
+
+    def prepare(prior_now, answer_stats: dict):
+        """The relaxation, solved once before the search shares its time out over the moves, in a share of the
+        limit, and after the fallback answers (solve_with_uct), so that its time does not cut them short."""
+        if data is None:
+            return prior_now
         relaxation_set(data, time_limit=min(RELAX_SECONDS, RELAX_SHARE * time_limit))
-        if not relaxation_usable(data):
-            prior_fn = uniform_prior
-            stats["prior"] = "uniform (the relaxation found no fast set in its time)"
+        if reads_relax and not relaxation_usable(data):
+            answer_stats["prior"] = "uniform (the relaxation found no fast set in its time)"
+            return uniform_prior
+        return prior_now
+
     cfg = MCTSConfig(simulations=sims, exploration=exploration, rollout="greedy", rollout_depth=rollout_depth,
-                     commit="max" if problem.mode == "prefetch" else "visits", guided=selection, prior_power=prior_power)
+                     commit="max" if problem.mode == "prefetch" else "visits", guided=selection, prior_power=prior_power,
+                     leaf=leaf[0], leaf_steps=leaf[1])
     solution = solve_with_uct(name, problem, hardware, cfg, game_cfg, t0=t0, time_limit=time_limit, seed=seed,
-                              hint=hint, prior=prior_fn, data=data, stats=stats)
-    # The network is asked exactly when the search asks its prior (never at a forced move).
-    networked = isinstance(prior_fn, NetworkPrior)
-    return dataclasses.replace(solution, stats={**solution.stats, "network_evaluations": prior_fn.calls if networked
-                                                else 0})
+                              hint=hint, prior=prior_fn, data=data, stats=stats, leaf_value=leaf_fn, prepare=prepare)
+    # The network is asked exactly when the search asks its prior (never at a forced move) or values a leaf.
+    calls = (prior_fn.calls if isinstance(prior_fn, NetworkPrior) else 0) + getattr(leaf_fn, "calls", 0)
+    return dataclasses.replace(solution, stats={**solution.stats, "network_evaluations": calls})
+
+
+def _leaf_evaluator(leaf: tuple[str, int, str], value_net, stats: dict):
+    """The leaf evaluator of ``leaf = (leaf, leaf_steps, leaf_value)``: None for rollouts, the network's value head
+    (:class:`~mallocgame.search.muzero.value.NetworkValue`) or the reference control; ``stats`` says which."""
+    kind, steps, which = leaf
+    if kind == "rollout":
+        return None
+    stats.update({"leaf": kind, "leaf_steps": steps if kind == "mixed" else 0})
+    if which == "network" and value_net is not None:
+        stats["leaf_value"] = "network"
+        return NetworkValue(value_net)
+    stats["leaf_value"] = "reference" if which == "reference" else "reference (no network for this game)"
+    return reference_value
 
 
 # --- the earlier searches (Gumbel / pUCT of search.muzero.search), map mode -----------------------

@@ -100,5 +100,20 @@ class NumpyNet:
         out[rows] = self.policy_head(np.concatenate([np.broadcast_to(state, (len(rows), L)), emb], -1))[:, 0]
         return out
 
+    def value_input(self, vector: np.ndarray, actions: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """The value head's input ``[L + d]`` (``h``'s state and the mean of its action embeddings), the
+        features a value head fine-tuned on frozen weights trains on (:mod:`mallocgame.search.muzero.value`)."""
+        state, emb = self.initial(vector, actions, mask)
+        return np.concatenate([state, emb.mean(0)])
+
+    def evaluate(self, vector: np.ndarray, actions: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, float]:
+        """``h`` then ``f`` once: the policy logits ``[A]`` and the raw value head output (the guided search's
+        value leaves read both from one pass: the leaf's prior and its value)."""
+        state, emb = self.initial(vector, actions, mask)
+        A = emb.shape[0]
+        logits = self.policy_head(np.concatenate([np.broadcast_to(state, (A, state.shape[0])), emb], -1))[:, 0]
+        value = float(self.value_head(np.concatenate([state, emb.mean(0)]))[0])
+        return logits, value
+
     def unscale(self, scaled: float) -> float:
         return min(max(scaled / self.value_scale, 0.0), 1.0)

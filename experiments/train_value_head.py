@@ -1,0 +1,61 @@
+"""Fine-tune the guided search's value head for value leaves (issue 21, item 2): label, then train the head alone.
+
+    nice -n 10 python experiments/train_value_head.py --data /tmp/value/data.npz --out /tmp/value/value.pt \
+        --log experiments/results/value_head_train.jsonl --label-seconds 900 --train-seconds 300
+
+Phase 1 labels training problems (:func:`mallocgame.search.muzero.value.generate`: the curriculum of
+:mod:`mallocgame.search.muzero.problems`, seeds >= 1,000,000, layered programs, random intervals and model
+programs of random architecture, ``--min-size``..``--max-size`` buffers; never a held-out problem) for
+``--label-seconds`` into ``--data`` (continued if it exists: the run resumes); phase 2 fine-tunes the value head
+of ``--init`` (default the shipped network) on it (:func:`mallocgame.search.muzero.value.finetune`) and writes
+``--out``. Both phases append JSON lines to ``--log``; the summary line is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from mallocgame.search.muzero.problems import Curriculum
+from mallocgame.search.muzero.torchless import load_agent_network
+from mallocgame.search.muzero.value import finetune, generate
+
+SHIPPED = Path(__file__).resolve().parents[1] / "search" / "muzero" / "checkpoints" / "default.pt"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--init", default=str(SHIPPED))
+    ap.add_argument("--log", default=None)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--label-seconds", type=float, default=900.0)
+    ap.add_argument("--train-seconds", type=float, default=300.0)
+    ap.add_argument("--problems", type=int, default=None, help="label at most up to this problem count "
+                                                                   "(reproduces a run whose count is known)")
+    ap.add_argument("--keep-head", action="store_true", help="start from --init's value head, not a fresh one")
+    ap.add_argument("--states", type=int, default=16, help="walk steps labelled per problem (all their children)")
+    ap.add_argument("--min-size", type=int, default=200)
+    ap.add_argument("--max-size", type=int, default=3000)
+    ap.add_argument("--realistic-share", type=float, default=0.4)
+    args = ap.parse_args()
+    net, game_fields = load_agent_network(args.init)
+    curriculum = Curriculum(min_size=args.min_size, max_size=args.max_size, layered_share=0.6,
+                            min_capacity_fraction=0.2, max_capacity_fraction=0.5,
+                            realistic_share=args.realistic_share)
+    problems = generate(args.data, net, game_fields, curriculum, seed=args.seed, seconds=args.label_seconds,
+                        log=args.log, states=args.states, problems=args.problems) if args.label_seconds > 0 else None
+    summary = finetune(args.data, args.init, args.out, seconds=args.train_seconds, seed=args.seed, log=args.log,
+                       fresh=not args.keep_head)
+    summary["problems"] = problems
+    line = json.dumps({"summary": summary})
+    if args.log:
+        with open(args.log, "a") as fh:
+            fh.write(line + "\n")
+    print(line)
+
+
+if __name__ == "__main__":
+    main()

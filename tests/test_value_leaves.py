@@ -1,0 +1,151 @@
+"""Value leaves in the guided search (issue 21 item 2): targets, backed-up values, speed, determinism."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from mallocgame.hardware.spec import PRESETS
+from mallocgame.inputs.generate import layered_network
+from mallocgame.model import InputError
+from mallocgame.runner import run_solver
+from mallocgame.search.game import Game, GameConfig
+from mallocgame.search.muzero.value import reference_value, value_target
+from mallocgame.search.uct import Episode, MCTSConfig, Node, UCTSearch, greedy_profile
+
+HW = PRESETS["tpuv4i"]
+GAME = GameConfig(variant="order", k=16, order="xla")
+
+
+def _problem(n=40, seed=3, capacity=0.3):
+    return layered_network(n, seed=seed, capacity_fraction=capacity).replace(mode="map")
+
+
+def _empty_best():
+    return Episode(-math.inf, np.zeros(0, np.int64), "")
+
+
+def _branching_state(game):
+    """``game`` advanced greedily to its first state with a legal move other than the greedy's."""
+    while len(game.legal_actions()) < 2:
+        game.step(game.greedy_action())
+    return game
+
+
+def test_greedy_profile_is_the_greedy_episodes_return_to_go():
+    game = Game(_problem(), HW, GAME)
+    to_go, scale = greedy_profile(game)
+    assert game.steps == 0  # not changed
+    rewards, g = [], game.clone()
+    while not g.done:
+        rewards.append(g.step(g.greedy_action()))
+    assert scale == pytest.approx(g.total_reward()) and scale > 0
+    assert to_go[0] == pytest.approx(scale)
+    for t in range(len(rewards) + 1):
+        assert to_go[t] == pytest.approx(sum(rewards[t:]), abs=1e-12)
+
+
+def test_value_target_is_zero_on_the_greedy_path_and_the_rollout_difference_off_it():
+    start = Game(_problem(), HW, GAME)
+    to_go, scale = greedy_profile(start)
+    state = _branching_state(start.clone())
+    assert value_target(state, to_go, scale) == pytest.approx(0.0, abs=1e-9)  # the reference's own states
+    other = next(int(a) for a in state.legal_actions() if a != state.greedy_action())
+    child = state.clone()
+    child.step(other)
+    end = child.clone()
+    while not end.done:
+        end.step(end.greedy_action())
+    y = value_target(child, to_go, scale)
+    # y is the greedy continuation's return beyond the reference's, in percent of the greedy episode
+    assert child.total_reward() + to_go[child.steps] + scale * y / 100 == pytest.approx(end.total_reward(), abs=1e-12)
+    assert child.steps == state.steps + 1
+
+
+def test_a_reference_value_leaf_backs_up_what_a_greedy_rollout_would_on_the_greedy_path():
+    """The leaf's value estimates the whole episode's return, as a rollout does: on the reference path they agree."""
+    game = _branching_state(Game(_problem(), HW, GAME))
+    backed = {}
+    for leaf in ("rollout", "value"):
+        search = UCTSearch(MCTSConfig(simulations=1, leaf=leaf), np.random.default_rng(0),
+                           leaf_value=reference_value if leaf == "value" else None)
+        search.set_reference(Game(_problem(), HW, GAME))
+        root = Node()
+        search.simulate(root, game, math.inf, _empty_best())
+        (action, child), = root.children.items()
+        assert action == game.greedy_action()
+        backed[leaf] = game.total_reward() + child.q()
+        assert search.leaf_calls == (1 if leaf == "value" else 0)
+    assert backed["value"] == pytest.approx(backed["rollout"], abs=1e-12)
+
+
+def test_siblings_are_compared_on_the_episode_return():
+    """With the reference value (y = 0) a slow move's leaf is worth the rewards so far plus the reference's rest:
+    the greedy's placement, which earns a reward now, is ahead of slow by exactly that reward."""
+    start = Game(_problem(), HW, GAME)
+    game = _branching_state(start.clone())
+    search = UCTSearch(MCTSConfig(simulations=8, leaf="value"), np.random.default_rng(0), leaf_value=reference_value)
+    search.set_reference(start)
+    root = Node()
+    for _ in range(len(game.legal_actions())):
+        search.simulate(root, game, math.inf, _empty_best())
+    q = {a: c.q() for a, c in root.children.items()}
+    greedy, slow = game.greedy_action(), game.slow_action
+    assert slow in q and greedy != slow  # this state offers both
+    reward = game.clone().step(greedy)
+    assert reward > 0 and q[greedy] - q[slow] == pytest.approx(reward, abs=1e-12)
+
+
+def test_leaf_modes_need_a_value_function_and_known_names():
+    with pytest.raises(ValueError):
+        MCTSConfig(leaf="nonsense")
+    with pytest.raises(ValueError):
+        UCTSearch(MCTSConfig(leaf="value"), np.random.default_rng(0))
+    problem = _problem()
+    with pytest.raises(InputError):
+        run_solver("muzero", problem, HW, time_limit=5, seed=0, options={"leaf": "nonsense"})
+    with pytest.raises(InputError):
+        run_solver("muzero", problem, HW, time_limit=5, seed=0, options={"leaf": "value", "model": "simulator"})
+    with pytest.raises(InputError):
+        run_solver("muzero", problem, HW, time_limit=5, seed=0, options={"leaf": "mixed", "leaf_steps": -1})
+
+
+@pytest.mark.parametrize("leaf_value", ["network", "reference"])
+def test_value_leaves_same_seed_same_answer(leaf_value):
+    problem = _problem(80, seed=5)
+    opts = {"leaf": "value", "leaf_value": leaf_value, "simulations": 6}
+    a = run_solver("muzero", problem, HW, time_limit=120, seed=3, options=opts)
+    b = run_solver("muzero", problem, HW, time_limit=120, seed=3, options=opts)
+    assert a.valid and b.valid
+    assert a.offsets == b.offsets and a.objective == b.objective
+    assert a.stats["leaf"] == "value" and a.stats["leaf_value"] == leaf_value
+    assert a.stats["leaf_calls"] > 0 and a.stats["simulations"] == b.stats["simulations"]
+    if leaf_value == "network":  # one pass per leaf gives the prior too: fewer prior asks than leaves
+        assert a.stats["network_evaluations"] == a.stats["leaf_calls"] + a.stats["prior_calls"]
+        assert a.stats["prior_calls"] < a.stats["leaf_calls"]
+
+
+def test_network_value_pass_gives_the_policy_prior():
+    from mallocgame.search.muzero.guide import NetworkPrior
+    from mallocgame.search.muzero.torchless import load_agent_network
+    from mallocgame.search.muzero.value import NetworkValue
+    from mallocgame.solvers.muzero import VALUE_CHECKPOINT
+
+    net, fields = load_agent_network(str(VALUE_CHECKPOINT))
+    game = _branching_state(Game(_problem(), HW, GameConfig(**fields)))
+    y, prior = NetworkValue(net)(game)
+    assert np.isfinite(y)
+    np.testing.assert_allclose(prior, NetworkPrior(net)(game, game.legal_actions()), rtol=1e-5, atol=1e-6)
+
+
+def test_value_leaves_run_far_more_simulations_than_rollouts_in_the_same_time():
+    """A 1,500-buffer program, 4 s each: a rollout to the end costs O(n) steps, a value leaf one network pass."""
+    problem = _problem(1500, seed=8, capacity=0.3)
+    sims = {}
+    for leaf in ("rollout", "value"):
+        rep = run_solver("muzero", problem, HW, time_limit=4, seed=0, options={"leaf": leaf, "simulations": 10**9})
+        assert rep.valid
+        sims[leaf] = rep.stats["simulations"]
+    assert sims["value"] > 10 * max(sims["rollout"], 1), sims
