@@ -297,6 +297,9 @@ def test_shapes_first_then_a_gain_brings_its_shape_forward():
     plan = [nb(k) for k in range(8)]
     shape_of = {n.key: s for n, s in zip(plan, "AABCBAAD")}
     worth = {n.key: w for n, w in zip(plan, [5, 1, 1, 9, 1, 1, 1, 2])}
+    group = Neighbourhood(("buffers", 9), np.array([9]), 0, 9)  # a buffer group keeps its place at the end
+    shape_of[group.key], worth[group.key] = "G", 0.0
+    assert shapes_first(plan + [group], shape_of, worth)[-1] is group
     order = shapes_first(plan, shape_of, worth)
     # shapes' totals: A 8, B 2, C 9, D 2, so their first windows come C 3, A 0, B 2, D 7 (B before D: the plan's
     # order); interleaved with the plan 0..7, each window once: 0, 3, 1, (0), 2, (2), 7, then 4, 5, 6

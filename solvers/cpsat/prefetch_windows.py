@@ -71,6 +71,7 @@ EVICTION_RATIOS = (1.0, 1.5)  # the same for the extended ends of stays that are
 RUN_LENGTHS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)  # touches served by one candidate stay (plus: to the last)
 WINDOW_STAYS = 30  # candidate stays per CP-SAT model at first (doubled at each local optimum)
 MIN_SLICE = 0.3  # seconds: the least a window gets while time is left
+BUILD_RATE = 2000  # free stays per second of its budget, at most, in a window's model (building one takes ~0.7 ms a stay)
 SETUP_SHARE = 0.5  # of the time left after the starts: the most the candidate stays may take
 SECOND_UNITS = 2**14  # integer units of seconds per window's total headroom (measured: finer units slow the propagation)
 # Measured on layered networks and realistic workloads (3-5 s): the formulations "2d", "cliques"
@@ -743,7 +744,7 @@ def shapes_first(plan: list, shape_of: dict[tuple, int], worth: dict[tuple, floa
     seen: set[int] = set()
     firsts = []
     for nb in plan:
-        if shape_of[nb.key] not in seen:
+        if nb.key[0] == "ops" and shape_of[nb.key] not in seen:  # buffer groups keep their place, the round's end
             seen.add(shape_of[nb.key])
             firsts.append(nb)
     firsts.sort(key=lambda nb: -total[shape_of[nb.key]])  # stable: equal totals keep the plan's order
@@ -906,6 +907,9 @@ class PrefetchWindows:
     def solve(self, current, nb: Neighbourhood, until: float, rng: np.random.Generator) -> Trial:
         """CP-SAT on the free stays around the incumbent's intervals that meet them (:func:`solve_window`)."""
         self._cursor = next((w for w in range(self._cursor + 1, len(self._plan)) if self._plan[w] is nb), -1)
+        if len(nb.inside) > max(BUILD_RATE * (until - time.monotonic()), WINDOW_STAYS):
+            # its model would not even be built in time (one buffer's 52k stays on lstm2: 35 s for a 0.85 s budget)
+            return Trial(None, False)
         hint_map, around, rest = self._split(current, nb)
         free = [self.stays[c] for c in nb.inside.tolist()]
         result = solve_window(self.problem, self.hardware, free, around, self.pev.op_times(rest + around), hint_map,
