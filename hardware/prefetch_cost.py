@@ -176,15 +176,24 @@ class PrefetchEvaluator:
         return [Copy(kind, b, f, d, s) for kind, arrays in self.copy_arrays(intervals).items()
                 for f, d, s, b in zip(*(a.tolist() for a in arrays))]
 
+    def serve(self, intervals: Sequence[FastInterval], times: np.ndarray) -> dict[str, tuple]:
+        """Every copy of ``intervals`` served on the budgets ``times`` ``[T]`` (the answer's op times), per kind:
+        ``kind -> (first, deadline, seconds, buffer, stalls, left)``: :meth:`copy_arrays`' lists in service order,
+        each copy's stall and the budget left per slot (lists). The one place copies are served for an answer."""
+        out = {}
+        for kind, arrays in self.copy_arrays(intervals).items():
+            first, deadline, seconds, buf = (a.tolist() for a in arrays)
+            stalls, left = serve_copies_left(list(zip(first, deadline, seconds)), times)
+            out[kind] = (first, deadline, seconds, buf, stalls, left)
+        return out
+
     def breakdown(self, intervals: Sequence[FastInterval], *, mode: str = "prefetch") -> Breakdown:
         times = self.op_times(intervals)
         if mode == "map":
             return Breakdown(times, ())
-        served = []
-        for kind, (first, deadline, seconds, buf) in self.copy_arrays(intervals).items():
-            first, deadline, seconds = first.tolist(), deadline.tolist(), seconds.tolist()
-            stalls = serve_copies(list(zip(first, deadline, seconds)), times)
-            served += [Copy(kind, b, f, d, s, st) for b, f, d, s, st in zip(buf.tolist(), first, deadline, seconds, stalls)]
+        served = [Copy(kind, b, f, d, s, st) for kind, (first, deadline, seconds, buf, stalls, _)
+                  in self.serve(intervals, times).items()
+                  for b, f, d, s, st in zip(buf, first, deadline, seconds, stalls)]
         return Breakdown(times, tuple(served))
 
     def time(self, intervals: Sequence[FastInterval], *, mode: str = "prefetch") -> float:
@@ -193,9 +202,7 @@ class PrefetchEvaluator:
         total = float(times.sum())
         if mode == "map":
             return total
-        for first, deadline, seconds, _ in self.copy_arrays(intervals).values():
-            total += float(sum(serve_copies(list(zip(first.tolist(), deadline.tolist(), seconds.tolist())), times)))
-        return total
+        return total + float(sum(sum(served[4]) for served in self.serve(intervals, times).values()))
 
     def value(self, intervals: Sequence[FastInterval], *, mode: str = "prefetch") -> float:
         """Time saved against all-slow (may be negative when copies stall more than they save)."""

@@ -17,7 +17,7 @@ from typing import Sequence
 
 import numpy as np
 
-from mallocgame.hardware.prefetch_cost import PrefetchEvaluator, serve_copies_left
+from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
 from mallocgame.hardware.validator import validate_intervals
 from mallocgame.model import FastInterval, Problem, Solution
 
@@ -145,11 +145,10 @@ def split_idle(problem: Problem, hardware, intervals: Sequence[FastInterval], *,
     if not intervals:
         return intervals
     pev = PrefetchEvaluator.of(problem, hardware)
-    base = pev.breakdown(intervals)
-    left = {}
-    for kind in ("prefetch", "eviction"):
-        mine = sorted((c for c in base.copies if c.kind == kind), key=lambda c: (c.deadline, c.first, c.buffer))
-        left[kind] = np.array(serve_copies_left([(c.first, c.deadline, c.seconds) for c in mine], base.op_times)[1])
+    times = pev.op_times(intervals)
+    served = pev.serve(intervals, times)  # the budgets the answer's own copies leave
+    base_time = float(times.sum()) + sum(sum(kind[4]) for kind in served.values())
+    left = {kind: np.array(rest[5]) for kind, rest in served.items()}
     sizes, per = problem.arrays.size, 1.0 / hardware.copy_bw
     gaps = sorted((-(nxt - o) * int(sizes[iv.buffer]), iv.buffer, o, k, nxt)
                   for k, iv in enumerate(intervals) for o, nxt in _gaps(problem, iv, min_free))
@@ -169,6 +168,6 @@ def split_idle(problem: Problem, hardware, intervals: Sequence[FastInterval], *,
             out.append(FastInterval(iv.buffer, iv.offset, start, end1, copy))
             start, copy = start2, copy2
         out.append(FastInterval(iv.buffer, iv.offset, start, iv.end, copy))
-    if not cuts or pev.time(out) > base.time + 1e-12 * max(1.0, base.time):
+    if not cuts or pev.time(out) > base_time + 1e-12 * max(1.0, base_time):
         return intervals
     return out
