@@ -158,8 +158,9 @@ class Node:
         return self.reward + self.value_sum / self.visits
 
 
-def play_greedy(game: Game, deadline: float = math.inf) -> bool:
+def play_greedy(game: Game, deadline: float = math.inf, rewards: list | None = None) -> bool:
     """Finish ``game`` with the greedy's choice at every step (in place); False if ``deadline`` came first.
+    ``rewards``: a list each step's reward is appended to.
 
     A game stopped early is still a valid map-mode placement: undecided buffers are slow.
     """
@@ -167,7 +168,9 @@ def play_greedy(game: Game, deadline: float = math.inf) -> bool:
     while not game.done:
         if steps % 32 == 0 and deadline < math.inf and time.monotonic() > deadline:
             return False
-        game.step(game.greedy_action())
+        reward = game.step(game.greedy_action())
+        if rewards is not None:
+            rewards.append(reward)
         steps += 1
     return True
 
@@ -177,11 +180,8 @@ def _play_recording(game: Game, deadline: float = math.inf) -> tuple[np.ndarray,
     return still to come after step ``t`` (absolute steps; 0 past the end, and past a ``deadline`` stop), and
     the episode's whole return (the rewards before ``game``'s start included)."""
     start = game.steps
-    rewards = []
-    while not game.done:
-        if len(rewards) % 32 == 0 and deadline < math.inf and time.monotonic() > deadline:
-            break
-        rewards.append(game.step(game.greedy_action()))
+    rewards: list = []
+    play_greedy(game, deadline, rewards)
     to_go = np.zeros(start + len(rewards) + 1, np.float64)
     to_go[start:start + len(rewards)] = np.cumsum(np.asarray(rewards[::-1], np.float64))[::-1]
     return to_go, float(game.total_reward())
