@@ -41,6 +41,18 @@ IMPROVED = 1 + 1e-6  # same threshold as `compare`: above it a speed-up over gre
 
 # --------------------------------------------------------------------------- inputs
 
+def prefetch_programs(suite: str, entries: str = ""):
+    """``(entry, problem)`` for each entry of ``suite`` named in ``entries`` (comma-separated; empty: all), the
+    problem in prefetch mode at the suite's capacity (in-place pairs merged, as the workload reader does)."""
+    from mallocgame.inputs.load import prepare
+    from mallocgame.inputs.suites import suite_entries
+
+    wanted = set(filter(None, entries.split(",")))
+    for e in suite_entries(suite):
+        if not wanted or e.name in wanted:
+            yield e, prepare(e.build(), mode="prefetch")[0]
+
+
 def benchmarks_dir(sub: str | None = None, *, explicit: str | os.PathLike | None = None) -> Path:
     """The shared benchmark folder, or its subfolder ``sub`` (e.g. ``"minimalloc"``).
 

@@ -15,12 +15,10 @@ from __future__ import annotations
 import argparse
 import time
 
-from _common import Transcript, fenced, write_results
+from _common import Transcript, fenced, prefetch_programs, write_results
 
 import mallocgame
 from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
-from mallocgame.inputs.load import prepare
-from mallocgame.inputs.suites import suite_entries
 from mallocgame.lift import lift_map_answer
 
 
@@ -41,15 +39,11 @@ def main() -> None:
     ap.add_argument("--entries", default="", help="comma-separated entry names (default: all)")
     ap.add_argument("--out", default="prefetch_portfolio_xla.md")
     args = ap.parse_args()
-    wanted = set(filter(None, args.entries.split(",")))
     out = Transcript()
     out(f"{'program':24s} {'buffers':>7s} {'msa':>9s} {'lift gx':>9s} {'lift sp':>9s} {'portfolio':>9s} "
         f"{'x best':>7s} {'bound':>9s} {'gap':>6s} {'msa s':>6s} {'pf s':>6s} winner")
     ratios = []
-    for e in suite_entries(args.suite):
-        if wanted and e.name not in wanted:
-            continue
-        problem, _ = prepare(e.build(), mode="prefetch")  # the suite's capacity, in-place pairs merged
+    for e, problem in prefetch_programs(args.suite, args.entries):  # the suite's capacity
         t = time.monotonic()
         msa = mallocgame.solve(problem, "msa", time_limit=args.time_limit)
         msa_s = time.monotonic() - t

@@ -16,13 +16,11 @@ from __future__ import annotations
 import argparse
 import time
 
-from _common import Transcript, fenced, write_results
+from _common import Transcript, fenced, prefetch_programs, write_results
 
 import mallocgame
 from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
 from mallocgame.hardware.validator import validate_intervals
-from mallocgame.inputs.load import prepare
-from mallocgame.inputs.suites import suite_entries
 from mallocgame.lift import lift_map_answer, split_idle
 from mallocgame.memory_space_assignment import msa_run
 from mallocgame.model import Solution, Status
@@ -51,12 +49,8 @@ def main() -> None:
     ap.add_argument("--time-limit", type=float, default=55.0, help="cpsat's limit (portfolio's refill share)")
     ap.add_argument("--out", default="prefetch_split_xla.md")
     args = ap.parse_args()
-    wanted = set(filter(None, args.entries.split(",")))
     out = Transcript()
-    for e in suite_entries(args.suite):
-        if wanted and e.name not in wanted:
-            continue
-        problem, _ = prepare(e.build(), mode="prefetch")
+    for e, problem in prefetch_programs(args.suite, args.entries):  # the suite's capacity
         pev = PrefetchEvaluator.of(problem, problem.hardware)
         sp = mallocgame.solve(problem.replace(mode="map"), "select-pack", time_limit=args.map_limit)
         lifted = lift_map_answer(problem, sp.solution.offsets)

@@ -13,10 +13,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from _common import Transcript, fenced, write_results
+from _common import Transcript, fenced, prefetch_programs, write_results
 
-from mallocgame.inputs.load import prepare
-from mallocgame.inputs.suites import suite_entries
 from mallocgame.session import session_for
 from mallocgame.solvers.cpsat.prefetch_windows import solve_prefetch
 
@@ -29,13 +27,9 @@ def main() -> None:
     ap.add_argument("--baselines", type=float, default=30.0)
     ap.add_argument("--out", default="cpsat_prefetch_on_time.md")
     args = ap.parse_args()
-    wanted = set(filter(None, args.entries.split(",")))
     out = Transcript()
     out(f"{'program':22s} {'buffers':>7s} {'limit':>6s} {'wall':>6s} {'value':>10s} {'windows':>7s} {'improved':>8s} start")
-    for e in suite_entries(args.suite):
-        if wanted and e.name not in wanted:
-            continue
-        problem, _ = prepare(e.build(), mode="prefetch")
+    for e, problem in prefetch_programs(args.suite, args.entries):  # the suite's capacity
         session = session_for(problem, problem.hardware)
         session.warm()
         session.baselines(time.monotonic() + args.baselines)

@@ -14,10 +14,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from _common import Transcript, fenced, write_results
+from _common import Transcript, fenced, prefetch_programs, write_results
 
-from mallocgame.inputs.load import prepare
-from mallocgame.inputs.suites import suite_entries
 from mallocgame.solvers.cpsat import prefetch_windows as pw
 
 
@@ -39,15 +37,11 @@ def main() -> None:
     ap.add_argument("--entries", default="", help="comma-separated entry names (default: all)")
     ap.add_argument("--out", default="window_shapes.md")
     args = ap.parse_args()
-    wanted = set(filter(None, args.entries.split(",")))
     out = Transcript()
     out(f"{'program':24s} {'buffers':>7s} {'shapes':>6s} {'value':>10s} {'start':>18s} {'start value':>11s} "
         f"{'windows':>7s} {'improved':>8s} {'promoted':>8s} {'wall s':>6s}")
     ratios = []
-    for e in suite_entries("xla"):
-        if wanted and e.name not in wanted:
-            continue
-        problem, _ = prepare(e.build(), mode="prefetch")
+    for e, problem in prefetch_programs("xla", args.entries):  # the suite's capacity
         values = {}
         for shapes in (False, True):
             solution, wall = run(problem, args.time_limit, shapes)
