@@ -307,3 +307,77 @@ def test_shapes_first_then_a_gain_brings_its_shape_forward():
     moved = promote_shape(order, 0, shape_of)  # window 0 (shape A) gained: 1, 5, 6 move up behind it
     assert moved == 3 and [n.key[1] for n in order] == [0, 1, 5, 6, 3, 2, 7, 4]
     assert promote_shape(order, 7, shape_of) == 0  # nothing after the last one
+
+
+def test_first_window_of_a_shape_without_gain_sends_its_shape_to_the_end():
+    """``demote_shape``: the rest of the current window's shape moves to the end of the round, in place, in order."""
+    from mallocgame.solvers.cpsat.prefetch_windows import Neighbourhood, demote_shape
+
+    plan = [Neighbourhood(("ops", k, k + 1), np.array([k]), k, k + 1) for k in range(6)]
+    shape_of = {n.key: s for n, s in zip(plan, "ABABCA")}
+    assert demote_shape(plan, 0, shape_of) == 2
+    assert [n.key[1] for n in plan] == [0, 1, 3, 4, 2, 5]
+    assert demote_shape(plan, 5, shape_of) == 0
+
+
+def _mlp_prefetch(layers: int = 7, capacity: int = 3 * 131072):
+    p = mlp([256] * layers, batch=32)
+    return p.replace(mode="prefetch", capacity=capacity)
+
+
+def test_layer_map_pairs_the_buffers_of_repeated_layers():
+    from mallocgame.solvers.cpsat.prefetch_windows import layer_map
+
+    p = _mlp_prefetch()
+    ix = p.index
+    m = layer_map(p, 1, 3, 2)  # ops 1-2 (fc1 -> fc2 -> fc3) onto ops 3-4 (fc3 -> fc4 -> fc5)
+    assert m == {ix["fc1"]: ix["fc3"], ix["fc2.w"]: ix["fc4.w"], ix["fc2"]: ix["fc4"],
+                 ix["fc3.w"]: ix["fc5.w"], ix["fc3"]: ix["fc5"]}
+    # ops 0-1 onto 1-2: x -> fc1 and fc1 -> fc2 is one to one, but a program whose ops differ is not mapped
+    q = program([[("a", "read", 4), ("w", "read", 4)], [("a", "read", 4), ("a", "write", 4)]],
+                [("a", 1, "activation"), ("w", 1, "weight")], capacity=2)
+    assert layer_map(q, 0, 1, 1) is None  # a -> a and w -> a: not one to one
+
+
+def test_a_gain_is_repeated_on_the_next_layer_placed_around_what_is_there():
+    """``repeat_gain``: a weight prefetched for layer 2 becomes layer 4's weight prefetched for op 3, shifted by the
+    layers' distance, placed best-fit above an interval that is there; it does not apply where the incumbent
+    differs, where the moved stay is no candidate, where its buffer is in fast memory around it or nothing fits."""
+    from mallocgame.solvers.cpsat.prefetch_windows import Gain, _key, repeat_gain
+
+    p = _mlp_prefetch()
+    ix = p.index
+    w2, w4 = ix["fc2.w"], ix["fc4.w"]
+    gain = Gain(1, frozenset(), (FastInterval(w2, 0, 1, 2, 0),))
+    anything = lambda key: True  # noqa: E731
+    assert repeat_gain(p, gain, 3, set(), [], anything) == [FastInterval(w4, 0, 3, 4, 2)]
+    there = FastInterval(ix["fc3"], 0, 2, 4, None)  # fc3 (16 KiB) produced at op 2 at address 0, read at op 3
+    moved = repeat_gain(p, gain, 3, set(), [there], anything)
+    assert moved == [FastInterval(w4, 16384, 3, 4, 2)]
+    assert validate_intervals(p, [there, *moved]) is None
+    assert repeat_gain(p, gain, 1, set(), [], anything) is None  # the window of the gain itself
+    assert repeat_gain(p, gain, 3, {_key(there)}, [], anything) is None  # the incumbent there is not the image
+    assert repeat_gain(p, gain, 3, set(), [], lambda key: False) is None
+    assert repeat_gain(p, gain, 3, set(), [FastInterval(w4, 0, 2, 4, 1)], anything) is None
+    full = FastInterval(ix["fc4"], 131072, 3, 5, None)  # fc3 at 0, fc4 at 128 KiB: no 128 KiB hole below 256 KiB
+    assert repeat_gain(p.replace(capacity=2 * 131072), gain, 3, set(), [there, full], anything) is None
+
+
+def test_repeated_layers_gains_are_repeated_without_a_solve_and_stay_valid():
+    """On a 12-layer MLP at a capacity of two weights the window search repeats a layer's gain on the others
+    (``stats["repeated"]``); the answer is valid and at least as good as with repeats off."""
+    from mallocgame.solvers.cpsat import prefetch_windows as pw
+
+    p = _mlp_prefetch(layers=13, capacity=2 * 131072 + 2 * 16384)
+    hw = HW
+    before = pw.WINDOW_STAYS
+    pw.WINDOW_STAYS = 6  # windows of a layer or two, as on a real training step's thousands of ops
+    try:
+        on = solve(p, hw, time_limit=4)
+        pw.REPEAT_GAINS = False
+        off = solve(p, hw, time_limit=4)
+    finally:
+        pw.REPEAT_GAINS, pw.WINDOW_STAYS = True, before
+    assert on.stats["repeated"] > 0 and off.stats["repeated"] == 0
+    assert validate_intervals(p, on.intervals) is None
+    assert on.objective >= off.objective - 1e-12

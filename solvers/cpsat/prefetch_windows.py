@@ -62,6 +62,7 @@ from mallocgame.memory_space_assignment import msa_run
 from mallocgame.model import FastInterval, Problem, Solution, Status
 from mallocgame.neighbourhood_search import Round, Step, Trial, Verdict, proportional_share, search
 from mallocgame.packing_model import add_cumulative, add_no_overlap, add_rectangles
+from mallocgame.placement import best_fit_offset
 from mallocgame.protocol import solver_deadline
 from mallocgame.session import BASELINE_SHARE, session_for
 from mallocgame.solvers.cpsat.model import grid_unit
@@ -87,6 +88,9 @@ LEAN_TIES = True
 # Windows of repeated layers: one of each shape early, a gain brings its shape forward (docs/cpsat.md, "Repeated
 # layers"); off, the rounds go most-to-gain first only (experiments/window_shapes.py measures both).
 SHAPES_FIRST = True
+# A window's gain is tried first on the later windows of its shape, moved layer to layer (repeat_gain): kept when the
+# evaluator scores it better and it is valid, without a CP-SAT solve (experiments/window_shapes.py measures it).
+REPEAT_GAINS = True
 
 
 # ---------------------------------------------------------------- stays
@@ -767,6 +771,92 @@ def promote_shape(plan: list, cursor: int, shape_of: dict[tuple, int]) -> int:
     return len(same)
 
 
+def demote_shape(plan: list, cursor: int, shape_of: dict[tuple, int]) -> int:
+    """Move the windows after ``cursor`` with the same shape as ``plan[cursor]`` to the end of the round, in place
+    (after the first window of a shape failed to gain: its repeats rarely do); returns how many moved."""
+    shape = shape_of[plan[cursor].key]
+    rest = plan[cursor + 1:]
+    same = [nb for nb in rest if shape_of[nb.key] == shape]
+    plan[cursor + 1:] = [nb for nb in rest if shape_of[nb.key] != shape] + same
+    return len(same)
+
+
+@dataclass(frozen=True)
+class Gain:
+    """A window's gain, to repeat on the windows of its shape (:func:`repeat_gain`): the window's first op
+    ``lo``, the keys of the incumbent's stays it dropped and the stays it chose instead (with their offsets)."""
+
+    lo: int
+    dropped: frozenset
+    chosen: tuple[FastInterval, ...]
+
+
+def layer_map(problem: Problem, lo: int, to: int, length: int) -> dict[int, int] | None:
+    """Buffer of ops ``[lo, lo + length)`` -> the buffer in the same place of ops ``[to, to + length)`` (operand by
+    operand), or ``None`` when the two runs of ops do not correspond one to one."""
+    ops, index = problem.ops, problem.index
+    there: dict[int, int] = {}
+    back: dict[int, int] = {}
+    for k in range(length):
+        a, b = ops[lo + k], ops[to + k]
+        if len(a.operands) != len(b.operands):
+            return None
+        for x, y in zip(a.operands, b.operands):
+            bx, by = index[x.buffer], index[y.buffer]
+            if there.setdefault(bx, by) != by or back.setdefault(by, bx) != bx:
+                return None
+    return there
+
+
+def _moved(key: tuple, bmap: dict[int, int], d: int) -> tuple | None:
+    buffer, start, end, copy_start = key
+    if buffer not in bmap:
+        return None
+    return (bmap[buffer], start + d, end + d, None if copy_start is None else copy_start + d)
+
+
+def repeat_gain(problem: Problem, gain: Gain, lo: int, dropped_here: set, around: Sequence[FastInterval],
+                is_candidate) -> list[FastInterval] | None:
+    """``gain`` moved to the window starting at op ``lo`` of the same shape: its chosen stays with their buffers
+    mapped layer to layer (:func:`layer_map`) and their ops shifted, placed best-fit (largest first) among the
+    intervals ``around`` the window; ``None`` when it does not apply there: the incumbent's stays in this window
+    (``dropped_here``, keys) are not the image of those the gain dropped, a moved stay is not a candidate here
+    (``is_candidate(key)``), or one does not fit or meets a stay of its own buffer around the window. The caller
+    scores and validates the result."""
+    d = lo - gain.lo
+    keys = [*gain.dropped, *(_key(iv) for iv in gain.chosen)]
+    if d == 0 or not keys:
+        return None
+    first = min(k[1] if k[3] is None else k[3] + 1 for k in keys)
+    last = max(k[2] for k in keys)
+    bmap = layer_map(problem, first, first + d, last - first) if first + d >= 0 and last + d <= len(problem.ops) else None
+    if bmap is None:
+        return None
+    moved_dropped = {_moved(k, bmap, d) for k in gain.dropped}
+    if moved_dropped != dropped_here:
+        return None
+    arrays = problem.arrays
+    stays = []
+    for iv in gain.chosen:
+        key = _moved(_key(iv), bmap, d)
+        if key is None or not is_candidate(key):
+            return None
+        stays.append(FastInterval(key[0], 0, key[1], key[2], key[3]))
+    placed: list[FastInterval] = []
+    for s in sorted(stays, key=lambda s: (-int(arrays.size[s.buffer]), s.buffer, s.start)):
+        a, e = s.occupied_from, s.end
+        meet = [iv for iv in (*around, *placed) if iv.occupied_from < e and iv.end > a]
+        if any(iv.buffer == s.buffer for iv in meet):
+            return None  # the buffer is in fast memory there already (a stay around the window, kept as it is)
+        offset = best_fit_offset(np.array([iv.offset for iv in meet], np.int64),
+                                 np.array([iv.offset + int(arrays.size[iv.buffer]) for iv in meet], np.int64),
+                                 int(arrays.size[s.buffer]), int(arrays.alignment[s.buffer]), problem.capacity)
+        if offset is None:
+            return None
+        placed.append(FastInterval(s.buffer, int(offset), s.start, s.end, s.copy_start))
+    return placed
+
+
 @dataclass(frozen=True)
 class Neighbourhood:
     """Free candidate stays: ``key`` names them (``("ops", lo, hi)``: those inside ops ``[lo, hi)``;
@@ -813,6 +903,14 @@ class PrefetchWindows:
         self._cursor = -1  # where in it the window being solved is
         self._shape_of: dict[tuple, int] = {}  # neighbourhood key -> its window's shape (repeated layers share one)
         self.promoted = 0  # windows moved up because a window of the same shape gained
+        self.demoted = 0  # windows moved to the round's end because the first of their shape did not gain
+        self.repeated = 0  # windows whose trial was a gain of their shape repeated (no CP-SAT solve)
+        self._gains: dict[int, Gain] = {}  # shape -> its last window's gain (repeated on the others)
+        self._tried: set[int] = set()  # shapes with a window solved this round
+        self._batch_failed: set[int] = set()  # shapes whose last gain did not pay when repeated on all at once
+        self._change: tuple | None = None  # (key, Gain) of the last trial, learnt from when it is a gain
+        self._scored: tuple | None = None  # (trial, value) of a repeated gain, scored in solve (judge reuses it)
+        self._held: dict[int, tuple] = {}  # id -> (answer, held(answer)) of the incumbent and the last trial
         self._value_before = float("inf")  # the incumbent's value before the last step (set by learn)
 
     def _potential(self, answer):
@@ -877,6 +975,7 @@ class PrefetchWindows:
         self._shape_of = {nb.key: window_shape(self.op_shape, nb.key) for nb in plan}
         worth = {k: (gap(k[1], k[2]) if k[0] == "ops" else 0.0) for k in self._shape_of}
         self._plan, self._cursor = (shapes_first(plan, self._shape_of, worth) if SHAPES_FIRST else plan), -1
+        self._tried = set()
         return self._plan
 
     def seconds(self, plan: Sequence[Neighbourhood], w: int, left: float) -> float:
@@ -910,8 +1009,15 @@ class PrefetchWindows:
         if len(nb.inside) > max(BUILD_RATE * (until - time.monotonic()), WINDOW_STAYS):
             # its model would not even be built in time (one buffer's 52k stays on lstm2: 35 s for a 0.85 s budget)
             return Trial(None, False)
+        batch = self._repeat_all(current, nb)
+        if batch is not None:
+            return batch
         hint_map, around, rest = self._split(current, nb)
         free = [self.stays[c] for c in nb.inside.tolist()]
+        dropped = {_key(free[c]) for c in hint_map}
+        repeated = self._repeat(nb, dropped, around, rest)
+        if repeated is not None:
+            return repeated
         result = solve_window(self.problem, self.hardware, free, around, self.pev.op_times(rest + around), hint_map,
                               deadline=until, seed=self.seed, workers=self.workers,
                               deterministic=self.deterministic, t0=self.t0)
@@ -919,24 +1025,115 @@ class PrefetchWindows:
         trial = None if result.intervals is None else rest + around + result.intervals
         if trial is not None and _same_stays(result.intervals, free, hint_map):
             trial = None  # the incumbent itself: nothing to judge (a whole-program evaluation saved)
+        if trial is not None and nb.key[0] == "ops":
+            self._change = (nb.key, Gain(nb.key[1], frozenset(dropped), tuple(result.intervals)))
         # nothing more to find there (the last two cannot happen)
         return Trial(trial, result.status in ("OPTIMAL", "INFEASIBLE", "MODEL_INVALID"))
 
+    def _repeat_all(self, current, nb: Neighbourhood) -> Trial | None:
+        """The last gain of ``nb``'s shape repeated at once on ``nb`` and every later window of its shape in the
+        round (they are disjoint), one evaluation for all: kept when better than the incumbent and valid; the
+        windows it changed leave the round. ``None`` (the windows are taken one by one): no gain of that shape,
+        fewer than two windows, or the whole is not better (not tried again for that shape until its next gain)."""
+        shape = self._shape_of.get(nb.key)
+        gain = self._gains.get(shape) if REPEAT_GAINS and nb.key[0] == "ops" else None
+        if gain is None or shape in self._batch_failed or self._cursor < 0 or not math.isfinite(self._value_before):
+            return None
+        group = [nb] + [o for o in self._plan[self._cursor + 1:] if self._shape_of[o.key] == shape]
+        if len(group) < 2:
+            return None
+        owner = {c: w for w, o in enumerate(group) for c in o.inside.tolist()}
+        index = self.index
+        mine: list[list[FastInterval]] = [[] for _ in group]
+        base = []
+        for iv in current:
+            w = owner.get(index.get(_key(iv)))
+            (base if w is None else mine[w]).append(iv)
+        occ = np.fromiter((iv.occupied_from for iv in base), np.int64, len(base))
+        end = np.fromiter((iv.end for iv in base), np.int64, len(base))
+        trial, applied = base, []
+        for w, o in enumerate(group):
+            near = [base[i] for i in np.flatnonzero((occ < o.hi) & (end > o.lo)).tolist()]
+            inside = set(o.inside.tolist())
+            chosen = repeat_gain(self.problem, gain, o.key[1], {_key(iv) for iv in mine[w]}, near,
+                                 lambda key, inside=inside: index.get(key) in inside)
+            trial = trial + (mine[w] if chosen is None else chosen)
+            if chosen is not None:
+                applied.append(o)
+        value = self.pev.value(trial) if len(applied) > 1 else -math.inf
+        if (value <= self._value_before + 1e-12 * max(1.0, abs(self._value_before))
+                or validate_intervals(self.problem, trial) is not None):
+            self._batch_failed.add(shape)
+            return None
+        gone = {id(o) for o in applied if o is not nb}
+        self._plan[self._cursor + 1:] = [o for o in self._plan[self._cursor + 1:] if id(o) not in gone]
+        self.repeated += len(applied)
+        self._scored = (trial, value)
+        self._change = (nb.key, gain)
+        return Trial(trial, False)
+
+    def _repeat(self, nb: Neighbourhood, dropped: set, around: list, rest: list) -> Trial | None:
+        """The last gain of ``nb``'s shape repeated here (:func:`repeat_gain`), when it applies, scores better
+        than the incumbent and is valid: then no CP-SAT solve (on gpt2-medium-train-adam the windows of a gaining shape gained
+        alike, one per block). ``None``: solve the window."""
+        gain = self._gains.get(self._shape_of.get(nb.key)) if REPEAT_GAINS and nb.key[0] == "ops" else None
+        if gain is None or not math.isfinite(self._value_before):
+            return None
+        index, inside = self.index, set(nb.inside.tolist())
+        chosen = repeat_gain(self.problem, gain, nb.key[1], dropped, around,
+                             lambda key: index.get(key) in inside)
+        if chosen is None:
+            return None
+        trial = rest + around + chosen
+        value = self.pev.value(trial)
+        if (value <= self._value_before + 1e-12 * max(1.0, abs(self._value_before))
+                or validate_intervals(self.problem, trial) is not None):
+            return None  # the window is solved instead
+        self.repeated += 1
+        self._scored = (trial, value)
+        self._change = (nb.key, gain)  # the same gain: a repeat is no new gain to batch again
+        return Trial(trial, False)
+
+    def _held_of(self, answer) -> int:
+        """:func:`held`, remembered for the incumbent and the last trial (the judge asks for both every time)."""
+        known = self._held.get(id(answer))
+        if known is None or known[0] is not answer:
+            known = (answer, held(self.problem, answer))
+            self._held = {k: v for k, v in self._held.items() if v[0] is not answer}
+            if len(self._held) >= 2:
+                self._held.pop(next(iter(self._held)))
+            self._held[id(answer)] = known
+        return known[1]
+
     def judge(self, current, best_value: float, trial) -> Verdict:
         """The evaluator's value; kept when better, or as fast and holding less memory, and valid."""
+        scored, self._scored = self._scored, None
+        if scored is not None and scored[0] is trial:  # a repeated gain: scored and validated in _repeat
+            return Verdict(scored[1], True, scored[1] > best_value + 1e-12 * max(1.0, abs(best_value)))
         value = self.pev.value(trial)
         better = value > best_value + 1e-12 * max(1.0, abs(best_value))
-        leaner = value >= best_value and held(self.problem, trial) < held(self.problem, current)
+        leaner = value >= best_value and self._held_of(trial) < self._held_of(current)
         return Verdict(value, (better or leaner) and validate_intervals(self.problem, trial) is None, better)
 
     def learn(self, step: Step) -> bool:
         """A kept trial changes the surroundings of the neighbourhoods that meet its ops (no longer proven);
         a window solved to its optimum is proven."""
         nb = step.neighbourhood
+        shape = self._shape_of.get(nb.key)
+        gained = step.accepted and step.value > self._value_before
+        change, self._change = self._change, None
         if step.accepted:
             self.proven_at = {k: span for k, span in self.proven_at.items() if span[1] <= nb.lo or span[0] >= nb.hi}
-            if SHAPES_FIRST and step.value > self._value_before and self._cursor >= 0:
+            if SHAPES_FIRST and gained and self._cursor >= 0:
                 self.promoted += promote_shape(self._plan, self._cursor, self._shape_of)
+        if gained and change is not None and change[0] == nb.key:
+            if self._gains.get(shape) is not change[1]:
+                self._batch_failed.discard(shape)
+            self._gains[shape] = change[1]
+        if SHAPES_FIRST and self._cursor >= 0 and nb.key[0] == "ops" and shape not in self._tried:
+            self._tried.add(shape)
+            if not gained:
+                self.demoted += demote_shape(self._plan, self._cursor, self._shape_of)
         self._value_before = step.value
         if step.trial.proven:
             self.proven_at[nb.key] = (nb.lo, nb.hi)
@@ -1032,7 +1229,7 @@ def solve_prefetch(problem: Problem, hardware, *, time_limit: float, seed: int, 
     status = Status.OPTIMAL if out.value >= bound - 1e-12 * max(1.0, abs(bound)) else Status.FEASIBLE
     stats |= {"stays": len(space.stays), "windows_solved": out.steps, "windows_improved": out.accepted,
               "rounds": out.rounds, "workers": workers, "last_window": space.last, "window_size": space.size,
-              "promoted": space.promoted}
+              "promoted": space.promoted, "demoted": space.demoted, "repeated": space.repeated}
     return Solution((None,) * n, status, problem.mode, objective=out.value, bound=bound,
                     wall_time=time.monotonic() - t0, history=tuple(history) + out.history, stats=stats, solver=name,
                     intervals=tuple(sorted(out.answer, key=lambda iv: (iv.buffer, iv.start, iv.end))))
