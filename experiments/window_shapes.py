@@ -3,8 +3,8 @@
 For each program of the ``xla`` suite in prefetch mode at the suite's capacity, cpsat's window search
 (:func:`~mallocgame.solvers.cpsat.prefetch_windows.solve_prefetch`, in-process, one worker, seed 0) at
 ``--time-limit`` seconds, once with the feature ``--compare`` names off and once on (docs/cpsat.md, "Repeated
-layers"): ``shapes`` (``SHAPES_FIRST``: one window of every shape first, a gain brings its shape forward, the
-first window of a shape without gain sends its shape to the round's end; repeats off in both runs) or
+layers"): ``shapes`` (``SHAPES_FIRST``: one window of every shape first, a gain brings its shape forward; repeats off in
+both runs) or
 ``repeat`` (``REPEAT_GAINS``: a window's gain repeated on the other windows of its shape without a CP-SAT solve;
 shapes first in both). Prints each run's value, its start, the windows solved and improved, the windows
 promoted, demoted and repeated and the wall time::

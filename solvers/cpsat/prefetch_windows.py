@@ -88,6 +88,10 @@ LEAN_TIES = True
 # Windows of repeated layers: one of each shape early, a gain brings its shape forward (docs/cpsat.md, "Repeated
 # layers"); off, the rounds go most-to-gain first only (experiments/window_shapes.py measures both).
 SHAPES_FIRST = True
+# The first window of a shape tried in a round without gain sends the rest of its shape to the round's end. Off: at
+# 60 s in-process it lost 0.65% on resnet20-cifar-train (0.002005 vs 0.002018) and was level on gpt2-medium-train-adam
+# with repeated gains (0.03532 vs 0.03530; one-off runs at load ~2, docs/cpsat.md "Repeated layers").
+DEMOTE_SHAPES = False
 # A window's gain is tried first on the later windows of its shape, moved layer to layer (repeat_gain): kept when the
 # evaluator scores it better and it is valid, without a CP-SAT solve (experiments/window_shapes.py measures it).
 REPEAT_GAINS = True
@@ -1130,7 +1134,7 @@ class PrefetchWindows:
             if self._gains.get(shape) is not change[1]:
                 self._batch_failed.discard(shape)
             self._gains[shape] = change[1]
-        if SHAPES_FIRST and self._cursor >= 0 and nb.key[0] == "ops" and shape not in self._tried:
+        if SHAPES_FIRST and DEMOTE_SHAPES and self._cursor >= 0 and nb.key[0] == "ops" and shape not in self._tried:
             self._tried.add(shape)
             if not gained:
                 self.demoted += demote_shape(self._plan, self._cursor, self._shape_of)
