@@ -18,10 +18,12 @@ in a child of its own beside the members), ends the race at once. Every answer i
 the same seed gives the same choice).
 
 Prefetch mode: the map members (their answers are lifted; they need no hint) start in a child at once,
-beside msa in this process; then the session's baselines (the best of them, ``msa+greedy-xla`` included,
-is an answer) and the window search (``cpsat``) from the best so far. A slot that frees up with
-``REFILL_SHARE`` of the time left runs the window search again from the best answer so far, once per
-answer's source (a lifted select-pack answer that finished early, say). Every member's heavy imports
+beside msa in this process; then the window search (``cpsat``, with ``build_baselines=False``: it starts from
+the best answer so far and the baselines built here) at once, while this process builds the session's other
+baselines (the best of them, ``msa+greedy-xla`` included, is an answer). A better answer with ``REFILL_SHARE``
+of the time left runs the window search again from it, once per answer's source (a lifted select-pack answer
+that finished early, a baseline built meanwhile): in a free slot, else in the place of the running window
+search whose start is worth least, if less. Every member's heavy imports
 (``preload``) happen here, before the forks: a child's import is outside its own clock but not the race's.
 """
 
@@ -136,6 +138,7 @@ class _Race:
         self.session = session_for(problem, hardware)
         self.bound = self.session.known_bound()  # map mode: computed beside the members
         self.calls: list = []  # the map bound's child (killed at the deadline: HiGHS may overrun its limit)
+        self.window_runs: dict[str, float] = {}  # prefetch mode: the window searches started, key -> their start's value
 
     def consider(self, name: str, report: Report) -> bool:
         """Record a member's report; True when it settles the problem (valid and proved optimal, or
@@ -202,6 +205,18 @@ class _Race:
             self.consider(best.name, score(problem, hardware, best.solution(problem), seconds=best.seconds,
                                            bound=None, solver_name=best.name))
 
+    def baselines_once(self, until: float):
+        """A ``later`` hook for :meth:`Portfolio._run_parallel`: :meth:`run_baselines` on its first call (then
+        nothing); never settles the race."""
+        done = []
+
+        def hook() -> bool:
+            if not done:
+                done.append(True)
+                self.run_baselines(until)
+            return False
+        return hook
+
     def run_fast(self, fast: list[str], time_limit: float, seed: int, hint, options: dict, large: bool) -> bool:
         """Run the constructive members in this process; True when one settles the problem."""
         settled = False
@@ -245,16 +260,29 @@ class _Race:
             except Exception as exc:
                 self.errors[name] = f"{exc.__class__.__name__}: {exc}"
 
-    def refill(self, time_limit: float, seed: int, started: set) -> tuple[str, str, Solution, int] | None:
-        """Prefetch mode, a free slot: ``(key, solver, hint, seed)`` to run the window search again from the best
-        answer so far, when no run started from it yet and at least ``REFILL_SHARE`` of the time is left."""
+    def refill(self, time_limit: float, seed: int, started: set, free: bool,
+               running: list) -> tuple[str, str, Solution, int, str | None] | None:
+        """Prefetch mode: ``(key, solver, hint, seed, stop)`` to run the window search again from the best answer so
+        far, when no run started from it yet and at least ``REFILL_SHARE`` of the time is left: in a ``free`` slot,
+        else in the place of the ``running`` window search whose start is worth least and less than it (``stop``,
+        its key: a baseline built while the members run, msa+overlap-100 on gpt2-small-train-adam, say, is a
+        better start than msa's answer the first search started from)."""
         best = self.best
         if (self.problem.mode != "prefetch" or best is None or not best.valid or best.solver in started
                 or REFILL_SOLVER not in solver_entries()
                 or self.deadline - time.monotonic() < REFILL_SHARE * time_limit):
             return None
+        stop = None
+        if not free:
+            worse = [(v, k) for k, v in self.window_runs.items()
+                     if k in running and v < float(best.objective) - 1e-9 * max(1.0, abs(float(best.objective)))]
+            if not worse:
+                return None
+            stop = min(worse)[1]
         started.add(best.solver)
-        return f"{REFILL_SOLVER}-from-{best.solver}", REFILL_SOLVER, answer(best, self.problem), seed + len(started)
+        key = f"{REFILL_SOLVER}-from-{best.solver}"
+        self.window_runs[key] = float(best.objective)
+        return key, REFILL_SOLVER, answer(best, self.problem), seed + len(started), stop
 
     def solution(self, solver_name: str) -> Solution:
         """The portfolio's answer: the best valid report, else INFEASIBLE (a member proved it) or UNKNOWN."""
@@ -289,6 +317,10 @@ class Portfolio(Solver):
             raise InputError(f"portfolio: none of the solvers {solvers!r} is registered and supports "
                              f"{problem.mode} mode (registered: {', '.join(sorted(solver_entries()))})")
         options = {"minimize_peak": minimize_peak, "workers": 1}
+        if problem.mode == "prefetch":
+            # the baselines are built here, before the members fork (run_baselines): a cpsat member starts from
+            # them and the best answer so far, and builds none of its own (cpsat's build_baselines)
+            options["build_baselines"] = False
         lifted = lifted_members(names) if problem.mode == "prefetch" else set()
         race = _Race(problem, hardware, t0, deadline, minimize_peak=minimize_peak, lifted=lifted)
         fast = [n for n in names if n in FAST_MEMBERS and n not in lifted]
@@ -330,17 +362,25 @@ class Portfolio(Solver):
             heavy = [] if settled else [n for n in heavy if n not in early]
             if heavy or (early and not settled):
                 # The baselines built here, once: every forked member inherits them from the session (the
-                # best of them is an answer too: msa+greedy-xla is no member's).
-                race.run_baselines(t0 + BASELINE_SHARE * time_limit)
+                # best of them is an answer too: msa+greedy-xla is no member's). Prefetch mode, in parallel:
+                # while the members run (the window search starts from msa's answer at once; a better baseline
+                # starts another from it, ``refill``): on gpt2-medium-train-adam they took 6-19 s before it.
+                baselines_later = parallel and problem.mode == "prefetch"
+                if not baselines_later:
+                    race.run_baselines(t0 + BASELINE_SHARE * time_limit)
                 if parallel:
                     try:
                         # a cpsat member starts from the best answer so far: no rerun from that one
                         started = {race.best.solver} if REFILL_SOLVER in heavy and race.best is not None else set()
+                        if started:
+                            race.window_runs[REFILL_SOLVER] = float(race.best.objective)
+                        later = (race.map_bound if problem.mode == "map" else
+                                 race.baselines_once(t0 + BASELINE_SHARE * time_limit) if baselines_later else None)
                         self._run_parallel(heavy, problem, hardware, deadline, seed, warm, options, workers,
-                                           race.consider_member, race.errors, pool,
-                                           later=race.map_bound if problem.mode == "map" else None,
+                                           race.consider_member, race.errors, pool, later=later,
                                            lifted=lifted, map_problem=race.map_problem,
-                                           refill=lambda: race.refill(time_limit, seed, started))
+                                           refill=lambda free, running: race.refill(time_limit, seed, started, free,
+                                                                                    running))
                     finally:
                         race.cancel_bound()
                 else:
@@ -363,8 +403,9 @@ class Portfolio(Solver):
         ``later``: called while the members run (the map bound's child); True from it settles the
         problem (the best answer is at the bound). ``pool``: the caller's open :class:`ProcessPool`, perhaps
         with members running already (they are collected too; leaving the caller's block stops the rest).
-        ``refill``: called for a free slot once the queue is empty; ``(key, solver, hint, seed)`` starts one
-        more run. Returns True when a member settled the problem (the others are then stopped).
+        ``refill``: called once the queue is empty, with whether a slot is free and the keys running;
+        ``(key, solver, hint, seed, stop)`` starts one more run, in the place of run ``stop`` if not ``None`` (it is
+        killed). Returns True when a member settled the problem (the others are then stopped).
         """
         waves = -(-len(names) // workers)  # members per slot, run one after another
         queue = list(names)
@@ -382,11 +423,14 @@ class Portfolio(Solver):
                 else:
                     pool.start(name, name, problem, hardware, time_limit=share, seed=seed, hint=hint,
                                options=options)
-            while refill is not None and not queue and pool.free > 0:
-                more = refill()
+            while refill is not None and not queue:
+                more = refill(pool.free > 0, [k for k, _ in pool.running()])
                 if more is None:
                     break
-                key, name, warm, run_seed = more
+                key, name, warm, run_seed, stop = more
+                if stop is not None:
+                    pool.kill(stop)
+                    errors[stop] = f"stopped: {key} took its place (a better start)"
                 pool.start(key, name, problem, hardware, time_limit=Portfolio._share(problem, deadline),
                            seed=run_seed, hint=warm, options=options)
             if not pool.busy:

@@ -193,6 +193,11 @@ class Session:
                 out.append(b)
         return out
 
+    def built(self) -> list[Baseline]:
+        """The baselines built so far in this process (or before its fork), in :data:`BASELINES` order; builds
+        nothing."""
+        return [self._baselines[name] for name in BASELINES[self.problem.mode] if name in self._baselines]
+
     def all_slow(self) -> Baseline | None:
         """The empty answer (everything slow: value 0) of map and prefetch mode; ``None`` in pack mode."""
         if self.problem.mode == "pack":

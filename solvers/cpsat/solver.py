@@ -128,10 +128,10 @@ class CpSat(Solver):
     preload = ("ortools.sat.python.cp_model",)  # imported before the clock starts (mallocgame.runner.preload)
 
     def solve(self, problem, hardware, *, time_limit, seed, hint=None, workers=1, minimize_peak=False,
-              deterministic=True):
+              deterministic=True, build_baselines=True):
         if problem.mode == "prefetch":
             return solve_prefetch(problem, hardware, time_limit=time_limit, seed=seed, hint=hint, workers=workers,
-                                  deterministic=deterministic, name=self.name)
+                                  deterministic=deterministic, name=self.name, build_baselines=build_baselines)
         t0 = time.monotonic()
         n = problem.n
         # Reading a large model's answer back and scoring it takes time too.
