@@ -60,6 +60,12 @@ def main() -> None:
         winner = pf.solution.stats.get("winner") if pf.valid else None
         out(f"{e.name:24s} {problem.n:7d} {shown} {ratio:7.3f} {pf.bound:9.4g} {gap:6.1%} {msa_s:6.1f} {pf_s:6.1f} "
             f"{winner}")
+        stats = pf.solution.stats
+        members = ", ".join(f"{k} {m['objective']:.4g} ({m['seconds']:.1f} s)" for k, m in stats.get("members", {}).items()
+                            if m.get("valid"))
+        out(f"    members: {members}")
+        for key, why in stats.get("errors", {}).items():
+            out(f"    {key}: {why}")
     out()
     good = [r for r in ratios if r == r]
     out(f"portfolio / best of (msa, lifted greedy-xla, lifted select-pack): min {min(good):.3f}, "

@@ -171,9 +171,12 @@ def test_candidates_stop_at_their_deadline_but_keep_the_extra_stays():
     floor = op_time_floor(problem, Evaluator.of(problem, HW))
     extra = lift_map_answer(problem, greedy_place(problem, xla_order(problem, Evaluator.of(problem, HW).benefits),
                                                   problem.capacity))
-    every = candidates(problem, HW, [floor], extra)
-    cut = candidates(problem, HW, [floor], extra, deadline=time.monotonic() - 1.0)
+    full, short = {}, {}
+    every = candidates(problem, HW, [floor], extra, report=full)
+    cut = candidates(problem, HW, [floor], extra, deadline=time.monotonic() - 1.0, report=short)
     assert len(cut) < len(every)
+    # the report says where the cut fell: the first check, at buffer 63
+    assert full["buffers_with_candidates"] == problem.n and short["buffers_with_candidates"] == 63
     assert {(iv.buffer, iv.start, iv.end, iv.copy_start) for iv in extra} <= \
         {(s.buffer, s.start, s.end, s.copy_start) for s in cut}
 

@@ -92,3 +92,22 @@ def test_a_better_start_takes_the_place_of_the_window_search_from_a_worse_one_wh
     assert (key, name, stop) == (f"{REFILL_SOLVER}-from-msa+overlap-100", REFILL_SOLVER, "cpsat")
     assert race.window_runs[key] == value
     assert race.refill(10.0, 0, set(), False, ["cpsat-from-x"])[4] == "cpsat-from-x"  # only those running
+
+
+def test_the_baselines_wait_for_the_early_members_then_are_built_once():
+    """Prefetch mode's ``later`` hook builds the session's baselines once: when the members started early have
+    reported (or failed), or at ``latest`` if they still run; it never settles the race."""
+    problem = mallocgame.load_problem("example:layered150", mode="prefetch")
+    hw = problem.hardware
+    t0 = time.monotonic()
+    race = _Race(problem, hw, t0, t0 + 10.0, minimize_peak=False, lifted={"select-pack"})
+    hook = race.baselines_once(t0 + 5.0, after=["select-pack"], latest=t0 + 60.0)
+    assert hook() is False and race.reports == {}  # select-pack still runs: nothing built yet
+    race.errors["select-pack"] = "failed"
+    assert hook() is False and race.best is not None and race.best.valid
+    built = dict(race.reports)
+    race.reports.clear()
+    assert hook() is False and race.reports == {}  # once
+    assert built
+    late = _Race(problem, hw, t0, t0 + 10.0, minimize_peak=False, lifted={"select-pack"})
+    assert late.baselines_once(t0 + 5.0, after=["select-pack"], latest=t0)() is False and late.reports

@@ -250,17 +250,20 @@ class _BufferStays:
 
 
 def candidates(problem: Problem, hardware, budgets: Sequence[np.ndarray], extra: Sequence[FastInterval] = (),
-               *, deadline: float | None = None) -> list[Stay]:
+               *, deadline: float | None = None, report: dict | None = None) -> list[Stay]:
     """The candidate stays of every buffer (see the module docstring), plus those of ``extra``; no duplicates.
-    ``deadline`` (monotonic): no more buffers' stays after it (those of ``extra`` are always there)."""
+    ``deadline`` (monotonic): no more buffers' stays after it (those of ``extra`` are always there); ``report``
+    gets ``"buffers_with_candidates"``, how many buffers (in index order) got theirs before it."""
     T = len(problem.ops)
     touches = problem.touches
     a = problem.arrays
     capacity = problem.capacity if problem.capacity is not None else np.iinfo(np.int64).max
     cums = [np.concatenate(([0.0], np.cumsum(b))).tolist() for b in budgets]
     out: dict[tuple, Stay] = {}
+    reached = problem.n
     for b in range(problem.n):
         if deadline is not None and b % 64 == 63 and time.monotonic() > deadline:
+            reached = b
             break
         size = int(a.size[b])
         if size > capacity or size <= 0:
@@ -293,6 +296,8 @@ def candidates(problem: Problem, hardware, budgets: Sequence[np.ndarray], extra:
         key = (iv.buffer, iv.start, iv.end, iv.copy_start)
         if key not in out:
             out[key] = stay_of(problem, iv)
+    if report is not None:
+        report["buffers_with_candidates"] = reached
     return list(out.values())
 
 
@@ -886,7 +891,8 @@ class PrefetchWindows:
         self.problem, self.hardware, self.pev = problem, hardware, pev
         self.seed, self.workers, self.deterministic, self.t0 = seed, workers, deterministic, t0
         profiles = [op_time_floor(problem, ev), pev.op_times(incumbent)]
-        self.stays = candidates(problem, hardware, profiles, extra, deadline=until)
+        self.setup: dict = {}
+        self.stays = candidates(problem, hardware, profiles, extra, deadline=until, report=self.setup)
         self.index = {_key(s): c for c, s in enumerate(self.stays)}
         self.occ = np.fromiter((s.occupied_from for s in self.stays), np.int64, len(self.stays))
         self.end = np.fromiter((s.end for s in self.stays), np.int64, len(self.stays))
@@ -1243,7 +1249,9 @@ def solve_prefetch(problem: Problem, hardware, *, time_limit: float, seed: int, 
     status = Status.OPTIMAL if out.value >= bound - 1e-12 * max(1.0, abs(bound)) else Status.FEASIBLE
     stats |= {"stays": len(space.stays), "windows_solved": out.steps, "windows_improved": out.accepted,
               "rounds": out.rounds, "workers": workers, "last_window": space.last, "window_size": space.size,
-              "promoted": space.promoted, "demoted": space.demoted, "repeated": space.repeated}
+              "promoted": space.promoted, "demoted": space.demoted, "repeated": space.repeated,
+              # fewer than the buffers: the candidate stays were cut at SETUP_SHARE (the rest: only their starts')
+              "buffers_with_candidates": space.setup.get("buffers_with_candidates", n)}
     return Solution((None,) * n, status, problem.mode, objective=out.value, bound=bound,
                     wall_time=time.monotonic() - t0, history=tuple(history) + out.history, stats=stats, solver=name,
                     intervals=tuple(sorted(out.answer, key=lambda iv: (iv.buffer, iv.start, iv.end))))
