@@ -76,8 +76,8 @@ def test_a_free_slot_reruns_the_window_search_from_a_new_best_answer_once():
 
 
 def test_a_better_start_takes_the_place_of_the_window_search_from_a_worse_one_when_no_slot_is_free():
-    """No free slot: a new best answer replaces the running window search whose start is worth less (the worst of
-    them), never one from an answer at least as good, nor a run that is no longer running."""
+    """No free slot: a new best answer replaces the running window search whose start is worth less by more than
+    ``REPLACE_MARGIN`` (the worst of them), never one from an answer about as good, nor a run no longer running."""
     problem = mallocgame.load_problem("example:layered150", mode="prefetch")
     hw = problem.hardware
     best = session_for(problem, hw).best_baseline()
@@ -86,8 +86,10 @@ def test_a_better_start_takes_the_place_of_the_window_search_from_a_worse_one_wh
     race = _Race(problem, hw, t0, t0 + 10.0, minimize_peak=False, lifted=set())
     race.consider("msa+overlap-100", report)
     value = float(report.objective)
-    race.window_runs.update({"cpsat": 0.5 * value, "cpsat-from-x": 0.9 * value, "cpsat-from-y": value})
+    race.window_runs.update({"cpsat": 0.5 * value, "cpsat-from-x": 0.9 * value, "cpsat-from-y": value,
+                             "cpsat-from-z": 0.995 * value})
     assert race.refill(10.0, 0, set(), False, ["cpsat-from-y"]) is None  # its start is as good
+    assert race.refill(10.0, 0, set(), False, ["cpsat-from-z"]) is None  # within REPLACE_MARGIN: keeps its search
     key, name, _, _, stop = race.refill(10.0, 0, set(), False, ["cpsat", "cpsat-from-x", "cpsat-from-y"])
     assert (key, name, stop) == (f"{REFILL_SOLVER}-from-msa+overlap-100", REFILL_SOLVER, "cpsat")
     assert race.window_runs[key] == value
