@@ -154,6 +154,13 @@ MODELS = ("learned", "simulator")
 #: value target relative to the greedy continuation (experiments/train_value_head.py); its other weights are
 #: default.pt's, so its prior is the same.
 VALUE_CHECKPOINT = DEFAULT_CHECKPOINT.with_name("value.pt")
+#: Prefetch mode (issue 21 item 3): the policy network of the prefetch game (k = PREFETCH_K per copy window, two
+#: windows, greedy-xla's order), trained by expert iteration (``experiments/train_prefetch_net.py``). Its value head
+#: is not trained, so value leaves never read it.
+PREFETCH_CHECKPOINT = DEFAULT_CHECKPOINT.with_name("prefetch.pt")
+#: Whether ``prior="network"`` plays ``PREFETCH_CHECKPOINT`` in prefetch mode when no checkpoint is given; decided
+#: by the held-out prefetch measurement (``experiments/heldout_prefetch.py``), see the module docstring.
+PREFETCH_NETWORK_BY_DEFAULT = False
 LEAF_VALUES = ("network", "reference")
 DEFAULT_LEAF_STEPS = 16
 
@@ -233,6 +240,15 @@ def _game_config(problem: Problem, checkpoint_game: dict | None):
     return cfg
 
 
+def _default_checkpoint(mode: str, valued: bool) -> Path:
+    """The network read when no checkpoint is given: the prefetch network in prefetch mode when it is the default
+    (``PREFETCH_NETWORK_BY_DEFAULT``; value leaves there read no network), else ``value.pt`` for value leaves and
+    ``default.pt`` (map mode's game)."""
+    if mode == "prefetch" and PREFETCH_NETWORK_BY_DEFAULT:
+        return PREFETCH_CHECKPOINT
+    return VALUE_CHECKPOINT if valued else DEFAULT_CHECKPOINT
+
+
 def _solve_uct(name: str, problem: Problem, hardware, *, t0: float, time_limit: float, seed: int,
                hint: Solution | None, sims: int, checkpoint: str | None, prior: str, exploration: float,
                rollout_depth: int | None, selection: str, prior_power: float,
@@ -242,13 +258,16 @@ def _solve_uct(name: str, problem: Problem, hardware, *, t0: float, time_limit: 
     net = trained_game = None
     valued = leaf[0] != "rollout" and leaf[2] == "network"
     if prior == "network" or valued:
-        path = checkpoint or os.environ.get(CHECKPOINT_ENV) or str(VALUE_CHECKPOINT if valued else DEFAULT_CHECKPOINT)
+        path = checkpoint or os.environ.get(CHECKPOINT_ENV) or str(_default_checkpoint(problem.mode, valued))
         net, trained_game = load_agent_network(path)
         stats["checkpoint"] = path
     game_cfg = _game_config(problem, trained_game)
     value_net = net if net is not None and GameConfig(**trained_game) == game_cfg else None  # its game, or none
     if net is not None and value_net is None and prior == "network":
-        stats["prior"] = f"uniform (no network trained for {problem.mode} mode's {game_cfg.variant} game)"
+        why = (" by default: checkpoint=" + str(PREFETCH_CHECKPOINT) + " plays it"
+               if problem.mode == "prefetch" and not PREFETCH_NETWORK_BY_DEFAULT and PREFETCH_CHECKPOINT.is_file()
+               else "")
+        stats["prior"] = f"uniform (no network trained for {problem.mode} mode's {game_cfg.variant} game{why})"
     else:
         stats["prior"] = "network" if value_net is not None and prior == "network" else "uniform"
     net = value_net if prior == "network" else None
@@ -258,7 +277,8 @@ def _solve_uct(name: str, problem: Problem, hardware, *, t0: float, time_limit: 
             prior_fn, stats["prior"] = RelaxationPrior(), "relaxation"
         else:
             stats["prior"] = f"uniform (the relaxation prior plays map mode only, not {problem.mode})"
-    leaf_fn = _leaf_evaluator(leaf, value_net, stats)
+    # the prefetch network's value head is untrained (policy-only expert iteration): leaves get the reference
+    leaf_fn = _leaf_evaluator(leaf, value_net if problem.mode != "prefetch" else None, stats)
     reads_relax = stats["prior"] == "relaxation" or getattr(net, "features", "") == NAME_RELAX
     valued_relax = isinstance(leaf_fn, NetworkValue) and getattr(value_net, "features", "") == NAME_RELAX
     data = GameData(problem, hardware) if problem.mode == "map" and (reads_relax or valued_relax) else None
