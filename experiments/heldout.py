@@ -142,7 +142,9 @@ def held_out_prefetch(families: tuple[str, ...] = ("small", "generated", "suite"
             problem, hw = build(r)
             out.append(Held(r.kind, recipe_label(r), problem, hw))
     out += held_out(tuple(f for f in families if f != "small"))
-    return [Held(h.family, h.label, prepare(h.problem, mode="prefetch", hardware=h.hardware)[0], h.hardware)
+    # the capacity given, else prepare would take the hardware's (128 MiB on tpuv4i) instead of the held-out one
+    return [Held(h.family, h.label, prepare(h.problem, mode="prefetch", hardware=h.hardware,
+                                            capacity=h.problem.capacity)[0], h.hardware)
             for h in out if h.problem.has_ops]
 
 

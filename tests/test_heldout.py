@@ -96,3 +96,5 @@ def test_prefetch_set_is_the_one_fixed_before_any_run_and_fresh():
     assert max(seeds) < H.CONFIRM_SEED_BASE and max(seeds) < TRAIN_SEED_BASE
     small = H.held_out_prefetch(("small",))
     assert len(small) == len(recipes) and all(h.problem.mode == "prefetch" and h.problem.has_ops for h in small)
+    for h, (problem, _) in zip(small, (H.build(r) for r in sorted(recipes, key=lambda r: (r.n, KINDS.index(r.kind))))):
+        assert h.problem.capacity == problem.capacity  # the held-out capacity, not the hardware's
