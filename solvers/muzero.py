@@ -38,7 +38,10 @@ problem, all 79 held-out problems, ``experiments/results/heldout_equal_time.md``
 ``mcts`` either: 12/48/19 (p = 0.93), behind on the xla suite's 3k-13k-buffer programs (1/6/11), where a
 forward pass per leaf costs more than a rollout step; with the relaxation MIP solved after the fallback answers
 instead of before (it had cut them short), 2/13/3 there (``experiments/README.md``, "Value leaves"). Prefetch
-mode (no prefetch network) and the confirmation set were not measured.
+mode: the prefetch network (``checkpoint=`` ``PREFETCH_CHECKPOINT``, expert iteration, issue 21 item 3) is behind
+``mcts`` on the prefetch held-out set at 16 simulations (4/14/12 on 30 programs of 9-109 buffers, p = 0.99) and
+level at 10 s per problem (8/35/11 on 54 of 109-13,465 buffers; ``experiments/results/heldout_prefetch.md``), so it
+is not the default and prefetch mode plays the uniform prior (= ``mcts``). The confirmation set was not measured.
 
 Options (keyword arguments of ``solve``; the CLI passes ``--simulations`` and ``--solver-option``):
 
@@ -47,12 +50,14 @@ Options (keyword arguments of ``solve``; the CLI passes ``--simulations`` and ``
   most of the weight on what the no-fragmentation relaxation's fast set says of the buffer,
   :class:`mallocgame.search.muzero.guide.RelaxationPrior`; map mode only). The network is used only on the game
   it was trained on (the checkpoint's ``game`` fields; the shipped one: map mode's fixed-order
-  game in greedy-xla's order, k = 16). Pack mode (the fixed-address game, as ``mcts``) and
-  prefetch mode (the prefetch game, k = 4 per copy window) have no trained network yet, so they
-  play with the uniform prior; ``stats["prior"]`` says which prior played and why;
+  game in greedy-xla's order, k = 16). Pack mode (the fixed-address game, as ``mcts``) has no trained
+  network, so it plays with the uniform prior. Prefetch mode (the prefetch game, k = 4 per copy window) has one,
+  ``PREFETCH_CHECKPOINT`` (``checkpoints/prefetch.pt``), read when given as ``checkpoint``; it is not the default
+  (``PREFETCH_NETWORK_BY_DEFAULT``; the measurement below), so by default prefetch mode plays the uniform prior
+  too. ``stats["prior"]`` says which prior played and why;
 * ``checkpoint``   path of a ``.pt`` from ``mallocgame train`` or expert iteration (default: the
   environment variable ``MALLOCGAME_MUZERO_CHECKPOINT``, else the shipped
-  ``search/muzero/checkpoints/default.pt``; with ``model=learned|simulator`` and ``method=gumbel|puct``,
+  ``search/muzero/checkpoints/default.pt``; in prefetch mode ``prefetch.pt`` is read only when given here; with ``model=learned|simulator`` and ``method=gumbel|puct``,
   which read the plain observation, ``selfplay.pt``, the earlier self-play network);
 * ``selection``    ``"untried-uct"`` (default, above), ``"untried-puct"`` (untried-first, then pUCT) or ``"puct"``
   (the earlier rule: pUCT over all legal moves, an untried one at its parent's mean; can starve a move);
