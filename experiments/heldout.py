@@ -110,6 +110,44 @@ def _imported(hlo: bool = True, xla: bool = True) -> list[Held]:
     return out
 
 
+# --- prefetch mode (issue 21 items 3 and 5), fixed before the prefetch network was measured ---------------------
+#: Extra fresh seeds for prefetch mode at the small sizes that 16 simulations per move can afford (a prefetch game
+#: has a decision per use segment and a rollout to the end per simulation: ~10 s at 150 buffers, minutes at 250),
+#: for the generator families with ops (random intervals have none). Away from every range above and below the
+#: training stream.
+PREFETCH_SEED_BASE = 750_000
+PREFETCH_SIZES = (150, 200, 250)
+PREFETCH_KINDS = ("layered", "realistic")
+#: SHA-256 of :func:`prefetch_recipes` (:func:`digest`), written when the set was fixed, before any run on it.
+PREFETCH_DIGEST = "6300acdf0317bbaafd8969e4ea7668c88b9b441904e4a96afac3324b1164874b"
+
+
+def prefetch_recipes(per_kind: int = 6) -> list[Recipe]:
+    """``per_kind`` small recipes per generator family with ops: sizes ``PREFETCH_SIZES`` cycling, capacities too."""
+    return [Recipe(kind, PREFETCH_SIZES[i % len(PREFETCH_SIZES)], PREFETCH_SEED_BASE + 1000 * k + i,
+                   CAPACITIES[(i + k) % len(CAPACITIES)]) for k, kind in enumerate(PREFETCH_KINDS)
+            for i in range(per_kind)]
+
+
+def held_out_prefetch(families: tuple[str, ...] = ("small", "generated", "suite", "hlo", "xla")) -> list[Held]:
+    """The held-out set in prefetch mode: ``small`` (:func:`prefetch_recipes`), and every problem of
+    :func:`held_out` that has ops (``generated`` layered and realistic, the ``suite``, ``hlo`` and ``xla``
+    programs at their capacities), each turned to prefetch mode as ``mallocgame solve --mode prefetch`` reads
+    it (:func:`mallocgame.inputs.load.prepare`); smallest first within each part, families as in :func:`held_out`."""
+    from mallocgame.inputs.load import prepare
+
+    out: list[Held] = []
+    if "small" in families:
+        for r in sorted(prefetch_recipes(), key=lambda r: (r.n, KINDS.index(r.kind))):
+            problem, hw = build(r)
+            out.append(Held(r.kind, recipe_label(r), problem, hw))
+    out += held_out(tuple(f for f in families if f != "small"))
+    # the capacity given, else prepare would take the hardware's (128 MiB on tpuv4i) instead of the held-out one
+    return [Held(h.family, h.label, prepare(h.problem, mode="prefetch", hardware=h.hardware,
+                                            capacity=h.problem.capacity)[0], h.hardware)
+            for h in out if h.problem.has_ops]
+
+
 def file_sha256(path: str | Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as fh:
@@ -148,4 +186,4 @@ def all_seeds() -> set[int]:
     return {r.seed for r in generated_recipes()}
 
 
-assert max(all_seeds()) < CONFIRM_SEED_BASE and CONFIRM_SEED_BASE + 2 * CONFIRM_SEED_SPAN <= TRAIN_SEED_BASE
+assert max(all_seeds() | {r.seed for r in prefetch_recipes()}) < CONFIRM_SEED_BASE and CONFIRM_SEED_BASE + 2 * CONFIRM_SEED_SPAN <= TRAIN_SEED_BASE

@@ -159,7 +159,7 @@ def run(args, budgets, wanted, csv_path: Path, rows: list[dict], show) -> None:
     show()
 
 
-def summary(rows: list[dict], budgets: list[str], wanted: list[str], show) -> None:
+def summary(rows: list[dict], budgets: list[str], wanted: list[str], show, pairs=PAIRS) -> None:
     families = sorted({r["family"] for r in rows})
     for budget in budgets:
         by: dict[str, dict[str, dict]] = {}
@@ -177,7 +177,7 @@ def summary(rows: list[dict], budgets: list[str], wanted: list[str], show) -> No
             line += "; simulations per second " + ", ".join(
                 f"{w} {sum(int(c[w]['simulations']) for c in sel) / sum(float(c[w]['seconds']) for c in sel):.3g}"
                 for w in wanted)
-            for me, other in PAIRS:
+            for me, other in pairs:
                 if me not in wanted or other not in wanted:
                     continue
                 wins = ties = losses = 0

@@ -38,7 +38,10 @@ problem, all 79 held-out problems, ``experiments/results/heldout_equal_time.md``
 ``mcts`` either: 12/48/19 (p = 0.93), behind on the xla suite's 3k-13k-buffer programs (1/6/11), where a
 forward pass per leaf costs more than a rollout step; with the relaxation MIP solved after the fallback answers
 instead of before (it had cut them short), 2/13/3 there (``experiments/README.md``, "Value leaves"). Prefetch
-mode (no prefetch network) and the confirmation set were not measured.
+mode: the prefetch network (``checkpoint=`` ``PREFETCH_CHECKPOINT``, expert iteration, issue 21 item 3) is behind
+``mcts`` on the prefetch held-out set at 16 simulations (4/14/12 on 30 programs of 9-109 buffers, p = 0.99) and
+level at 10 s per problem (8/35/11 on 54 of 109-13,465 buffers; ``experiments/results/heldout_prefetch.md``), so it
+is not the default and prefetch mode plays the uniform prior (= ``mcts``). The confirmation set was not measured.
 
 Options (keyword arguments of ``solve``; the CLI passes ``--simulations`` and ``--solver-option``):
 
@@ -47,12 +50,14 @@ Options (keyword arguments of ``solve``; the CLI passes ``--simulations`` and ``
   most of the weight on what the no-fragmentation relaxation's fast set says of the buffer,
   :class:`mallocgame.search.muzero.guide.RelaxationPrior`; map mode only). The network is used only on the game
   it was trained on (the checkpoint's ``game`` fields; the shipped one: map mode's fixed-order
-  game in greedy-xla's order, k = 16). Pack mode (the fixed-address game, as ``mcts``) and
-  prefetch mode (the prefetch game, k = 4 per copy window) have no trained network yet, so they
-  play with the uniform prior; ``stats["prior"]`` says which prior played and why;
+  game in greedy-xla's order, k = 16). Pack mode (the fixed-address game, as ``mcts``) has no trained
+  network, so it plays with the uniform prior. Prefetch mode (the prefetch game, k = 4 per copy window) has one,
+  ``PREFETCH_CHECKPOINT`` (``checkpoints/prefetch.pt``), read when given as ``checkpoint``; it is not the default
+  (``PREFETCH_NETWORK_BY_DEFAULT``; the measurement below), so by default prefetch mode plays the uniform prior
+  too. ``stats["prior"]`` says which prior played and why;
 * ``checkpoint``   path of a ``.pt`` from ``mallocgame train`` or expert iteration (default: the
   environment variable ``MALLOCGAME_MUZERO_CHECKPOINT``, else the shipped
-  ``search/muzero/checkpoints/default.pt``; with ``model=learned|simulator`` and ``method=gumbel|puct``,
+  ``search/muzero/checkpoints/default.pt``; in prefetch mode ``prefetch.pt`` is read only when given here; with ``model=learned|simulator`` and ``method=gumbel|puct``,
   which read the plain observation, ``selfplay.pt``, the earlier self-play network);
 * ``selection``    ``"untried-uct"`` (default, above), ``"untried-puct"`` (untried-first, then pUCT) or ``"puct"``
   (the earlier rule: pUCT over all legal moves, an untried one at its parent's mean; can starve a move);
@@ -154,6 +159,13 @@ MODELS = ("learned", "simulator")
 #: value target relative to the greedy continuation (experiments/train_value_head.py); its other weights are
 #: default.pt's, so its prior is the same.
 VALUE_CHECKPOINT = DEFAULT_CHECKPOINT.with_name("value.pt")
+#: Prefetch mode (issue 21 item 3): the policy network of the prefetch game (k = PREFETCH_K per copy window, two
+#: windows, greedy-xla's order), trained by expert iteration (``experiments/train_prefetch_net.py``). Its value head
+#: is not trained, so value leaves never read it.
+PREFETCH_CHECKPOINT = DEFAULT_CHECKPOINT.with_name("prefetch.pt")
+#: Whether ``prior="network"`` plays ``PREFETCH_CHECKPOINT`` in prefetch mode when no checkpoint is given; decided
+#: by the held-out prefetch measurement (``experiments/heldout_prefetch.py``), see the module docstring.
+PREFETCH_NETWORK_BY_DEFAULT = False
 LEAF_VALUES = ("network", "reference")
 DEFAULT_LEAF_STEPS = 16
 
@@ -233,6 +245,15 @@ def _game_config(problem: Problem, checkpoint_game: dict | None):
     return cfg
 
 
+def _default_checkpoint(mode: str, valued: bool) -> Path:
+    """The network read when no checkpoint is given: the prefetch network in prefetch mode when it is the default
+    (``PREFETCH_NETWORK_BY_DEFAULT``; value leaves there read no network), else ``value.pt`` for value leaves and
+    ``default.pt`` (map mode's game)."""
+    if mode == "prefetch" and PREFETCH_NETWORK_BY_DEFAULT:
+        return PREFETCH_CHECKPOINT
+    return VALUE_CHECKPOINT if valued else DEFAULT_CHECKPOINT
+
+
 def _solve_uct(name: str, problem: Problem, hardware, *, t0: float, time_limit: float, seed: int,
                hint: Solution | None, sims: int, checkpoint: str | None, prior: str, exploration: float,
                rollout_depth: int | None, selection: str, prior_power: float,
@@ -242,13 +263,16 @@ def _solve_uct(name: str, problem: Problem, hardware, *, t0: float, time_limit: 
     net = trained_game = None
     valued = leaf[0] != "rollout" and leaf[2] == "network"
     if prior == "network" or valued:
-        path = checkpoint or os.environ.get(CHECKPOINT_ENV) or str(VALUE_CHECKPOINT if valued else DEFAULT_CHECKPOINT)
+        path = checkpoint or os.environ.get(CHECKPOINT_ENV) or str(_default_checkpoint(problem.mode, valued))
         net, trained_game = load_agent_network(path)
         stats["checkpoint"] = path
     game_cfg = _game_config(problem, trained_game)
     value_net = net if net is not None and GameConfig(**trained_game) == game_cfg else None  # its game, or none
     if net is not None and value_net is None and prior == "network":
-        stats["prior"] = f"uniform (no network trained for {problem.mode} mode's {game_cfg.variant} game)"
+        why = (" by default: checkpoint=" + str(PREFETCH_CHECKPOINT) + " plays it"
+               if problem.mode == "prefetch" and not PREFETCH_NETWORK_BY_DEFAULT and PREFETCH_CHECKPOINT.is_file()
+               else "")
+        stats["prior"] = f"uniform (no network trained for {problem.mode} mode's {game_cfg.variant} game{why})"
     else:
         stats["prior"] = "network" if value_net is not None and prior == "network" else "uniform"
     net = value_net if prior == "network" else None
@@ -258,7 +282,8 @@ def _solve_uct(name: str, problem: Problem, hardware, *, t0: float, time_limit: 
             prior_fn, stats["prior"] = RelaxationPrior(), "relaxation"
         else:
             stats["prior"] = f"uniform (the relaxation prior plays map mode only, not {problem.mode})"
-    leaf_fn = _leaf_evaluator(leaf, value_net, stats)
+    # the prefetch network's value head is untrained (policy-only expert iteration): leaves get the reference
+    leaf_fn = _leaf_evaluator(leaf, value_net if problem.mode != "prefetch" else None, stats)
     reads_relax = stats["prior"] == "relaxation" or getattr(net, "features", "") == NAME_RELAX
     valued_relax = isinstance(leaf_fn, NetworkValue) and getattr(value_net, "features", "") == NAME_RELAX
     data = GameData(problem, hardware) if problem.mode == "map" and (reads_relax or valued_relax) else None

@@ -85,3 +85,16 @@ def test_imported_programs_are_map_problems_at_the_fixed_capacities():
     assert len(held) >= 2 * len(names)
     for h in held:
         assert h.problem.mode == "map" and h.problem.capacity is not None and h.problem.n > 0
+
+
+def test_prefetch_set_is_the_one_fixed_before_any_run_and_fresh():
+    recipes = H.prefetch_recipes()
+    assert H.digest(recipes) == H.PREFETCH_DIGEST
+    assert {r.kind for r in recipes} == set(H.PREFETCH_KINDS)  # the families with ops only
+    seeds = [r.seed for r in recipes]
+    assert len(set(seeds)) == len(seeds) and not set(seeds) & (H.all_seeds() | H.USED_SEEDS)
+    assert max(seeds) < H.CONFIRM_SEED_BASE and max(seeds) < TRAIN_SEED_BASE
+    small = H.held_out_prefetch(("small",))
+    assert len(small) == len(recipes) and all(h.problem.mode == "prefetch" and h.problem.has_ops for h in small)
+    for h, (problem, _) in zip(small, (H.build(r) for r in sorted(recipes, key=lambda r: (r.n, KINDS.index(r.kind))))):
+        assert h.problem.capacity == problem.capacity  # the held-out capacity, not the hardware's

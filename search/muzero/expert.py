@@ -30,7 +30,7 @@ from mallocgame.search.muzero.guide import NetworkPrior, RelaxationPrior, input_
 from mallocgame.search.muzero.inference import NumpyNet
 from mallocgame.search.muzero.networks import MuZeroNet, NetworkConfig
 from mallocgame.search.muzero.problems import Curriculum, Recipe, build
-from mallocgame.search.uct import Episode, MCTSConfig, Node, UCTSearch, play_greedy
+from mallocgame.search.uct import GUIDED_RULES, PREFETCH_K, Episode, MCTSConfig, Node, UCTSearch, play_greedy
 
 if TYPE_CHECKING:
     from mallocgame.search.uct import Episode
@@ -38,6 +38,12 @@ if TYPE_CHECKING:
 FORMAT = ckpt.FORMAT
 TEACHER_PRIORS = ("uniform", "relaxation", "network")
 TEACHER_TARGETS = ("visits", "best", "mix")
+MODES = ("map", "prefetch")
+#: The game each mode trains on: map mode's fixed-order game in greedy-xla's order (``default.pt``), and the
+#: prefetch game exactly as the ``muzero`` solver plays it (``solvers/muzero.py``: k = PREFETCH_K per copy window,
+#: two windows, greedy-xla's order), so a checkpoint's ``game`` fields match and the solver uses it.
+GAME_FIELDS = {"map": {"variant": "order", "k": 16, "order": "xla"},
+               "prefetch": {"variant": "prefetch", "k": PREFETCH_K, "order": "xla", "windows": 2}}
 
 
 @dataclass(frozen=True)
@@ -67,8 +73,27 @@ class ExpertConfig:
     aux_weight: float = 0.0  # loss weight of the auxiliary target (ends in fast memory)
     teacher_target: str = "visits"  # "visits": the search's root visits; "best": the move of its best episode;
     #                                 "mix": the mean of the two
+    mode: str = "map"  # "prefetch": the curriculum's programs in prefetch mode, played in the prefetch game
+    selection: str = "puct"  # the student's selection rule (search/uct.py, "Guided selection"; the solver's default
+    #                          is "untried-uct")
+    prior_power: float = 1.0  # with selection "untried-uct": the power of k * p(a) (the solver's default is 2)
+    commit: str = "visits"  # the student's commitment rule (the solver commits "max" in prefetch mode)
 
     def __post_init__(self):
+        if self.mode not in MODES:
+            raise ValueError(f"unknown mode {self.mode!r} (known: {', '.join(MODES)})")
+        if self.selection not in GUIDED_RULES:
+            raise ValueError(f"unknown selection rule {self.selection!r} (known: {', '.join(GUIDED_RULES)})")
+        if self.commit not in ("visits", "max"):
+            raise ValueError(f"unknown commit rule {self.commit!r} (known: visits, max)")
+        if self.mode == "prefetch":
+            # the prefetch game needs programs with ops (random intervals have none); the answer teacher and
+            # reanalyse rebuild states from offsets, which only the fixed-order game of map mode has
+            if self.layered_share < 1.0 and self.realistic_share < 1.0:
+                raise ValueError("mode prefetch: layered-share must be 1 (random intervals have no ops)")
+            if self.teacher != "search" or self.reanalyse_per_game > 0 or self.features:
+                raise ValueError("mode prefetch: teacher 'search' only, no reanalyse, the plain observation "
+                                 "(features '')")
         if self.teacher not in ("search", "answer"):
             raise ValueError(f"unknown teacher {self.teacher!r} (known: search, answer)")
         if self.teacher_target not in TEACHER_TARGETS:
@@ -169,6 +194,13 @@ def teacher_search(game, simulations: int, rng: np.random.Generator, prior: str 
     (a :class:`~mallocgame.search.muzero.inference.NumpyNet`, ``prior="network"``).
 
     Returns the root visit distribution ``[num_actions]`` and the best complete episode it saw."""
+    target, best, _ = _teacher_root(game, simulations, rng, prior, exploration, network)
+    return target, best
+
+
+def _teacher_root(game, simulations: int, rng: np.random.Generator, prior: str = "uniform",
+                  exploration: float = 1.0, network=None) -> tuple[np.ndarray, "Episode", Node]:
+    """:func:`teacher_search`, and the root of its tree."""
     if prior == "relaxation":
         search = UCTSearch(MCTSConfig(simulations=simulations, exploration=exploration), rng, prior=RelaxationPrior())
     elif prior == "network":
@@ -186,7 +218,15 @@ def teacher_search(game, simulations: int, rng: np.random.Generator, prior: str 
     target = np.zeros(game.num_actions, np.float32)
     for a, child in root.children.items():
         target[a] = child.visits
-    return target / target.sum(), best
+    return target / target.sum(), best, root
+
+
+def best_root_move(game, root: Node) -> np.ndarray:
+    """One-hot ``[num_actions]``: the root move whose subtree holds the best return the search saw (the first move
+    of its best complete episode; the move the solver commits with ``commit="max"``, as in prefetch mode)."""
+    target = np.zeros(game.num_actions, np.float32)
+    target[max(root.children.items(), key=lambda kv: (kv[1].reward + kv[1].best, kv[1].visits))[0]] = 1.0
+    return target
 
 
 def relative_value(best_value: float, game, greedy_total: float) -> float:
@@ -237,15 +277,18 @@ def play_and_label(state: _State) -> dict[str, Any]:
     c = state.config
     recipe = _curriculum(c).sample(state.rng)
     problem, hw = build(recipe)
+    if c.mode == "prefetch":
+        problem = problem.replace(mode="prefetch")
     game_cfg = GameConfig(**state.game_fields)
-    data = GameData(problem, hw)
+    data = GameData(problem, hw) if c.mode == "map" else None  # the prefetch game builds (and caches) its own
     greedy = Game(problem, hw, game_cfg, data=data)
     play_greedy(greedy)
     answer = np.asarray(state.teacher_answer(problem, hw), np.int64) if c.teacher == "answer" else None
     numpy_net = NumpyNet.from_torch(state.net, c.features)
     prior = NetworkPrior(numpy_net)
     reached: list = []
-    student = UCTSearch(MCTSConfig(simulations=c.student_simulations, exploration=c.exploration),
+    student = UCTSearch(MCTSConfig(simulations=c.student_simulations, exploration=c.exploration, guided=c.selection,
+                                   prior_power=c.prior_power, commit=c.commit),
                         np.random.default_rng(int(state.rng.integers(2**63))), prior=prior)
     game = Game(problem, hw, game_cfg, data=data)
     result = student.run(game, deadline=math.inf, before_move=lambda g: reached.append(g.clone()))
@@ -274,11 +317,13 @@ def play_and_label(state: _State) -> dict[str, Any]:
 def _label(state: _State, game, rng: np.random.Generator, numpy_net, greedy_total: float):
     """The teacher's targets at ``game``: policy ``[num_actions]``, relative value, auxiliary (0/1)."""
     c = state.config
-    target, best = teacher_search(game, c.teacher_simulations, rng, c.teacher_prior,
-                                  c.exploration if c.teacher_exploration is None else c.teacher_exploration,
-                                  network=numpy_net if c.teacher_prior == "network" else None)
+    target, best, root = _teacher_root(game, c.teacher_simulations, rng, c.teacher_prior,
+                                       c.exploration if c.teacher_exploration is None else c.teacher_exploration,
+                                       network=numpy_net if c.teacher_prior == "network" else None)
     if c.teacher_target != "visits":  # the move of the best complete episode the teacher saw (hindsight)
-        best_move = answer_policy(game, best.offsets)
+        # the fixed-order game follows the episode's offsets; the prefetch game's episode is rows of intervals,
+        # so there it is the root move whose subtree holds that episode's return
+        best_move = answer_policy(game, best.offsets) if c.mode == "map" else best_root_move(game, root)
         target = best_move if c.teacher_target == "best" else 0.5 * (target + best_move)
     if not c.extra_targets:  # the greedy rollout costs a game's length: only when trained on
         return target, 0.0, 0.0
@@ -394,8 +439,9 @@ def _loop(state: _State, out: Path, time_limit: float, log_path: Path | None, ma
 def train(out: str, *, init: str | None = None, config: ExpertConfig = ExpertConfig(), time_limit: float = 600.0,
           log_path: str | None = None, max_games: int | None = None,
           teacher_answer: TeacherAnswer | None = None) -> _State:
-    """A new run writing checkpoints to ``out``; weights start from checkpoint ``init`` if given.
-    ``teacher_answer`` gives the targets when ``config.teacher == "answer"``."""
+    """A new run writing checkpoints to ``out``; weights start from checkpoint ``init`` if given (its game must be
+    of ``config.mode``; fresh weights play :data:`GAME_FIELDS`). ``teacher_answer`` gives the targets when
+    ``config.teacher == "answer"``."""
     torch.manual_seed(config.seed)
     if init is not None:
         payload = ckpt.load(init)
@@ -403,8 +449,11 @@ def train(out: str, *, init: str | None = None, config: ExpertConfig = ExpertCon
             raise ckpt.CheckpointError(f"{init}: its network reads features {payload.get('features') or 'plain'!r}, "
                                        f"not {config.features or 'plain'!r}")
         net, game_fields = _network(payload, aux=config.aux_weight > 0, seed=config.seed), dict(payload["game"])
+        if (game_fields.get("variant") == "prefetch") != (config.mode == "prefetch"):
+            raise ckpt.CheckpointError(f"{init}: its network plays the game {game_fields}, not {config.mode} "
+                                       f"mode's {GAME_FIELDS[config.mode]}")
     else:
-        game_fields = {"variant": "order", "k": 16, "order": "xla"}
+        game_fields = dict(GAME_FIELDS[config.mode])
         dims = observation_dims(GameConfig(**game_fields))
         extra = encoder.extra_inputs(config.features)
         net = MuZeroNet(NetworkConfig(dims["obs_dim"] + extra, dims["action_features"], dims["num_actions"],

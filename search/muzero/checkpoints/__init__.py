@@ -4,5 +4,7 @@
 experiments/results/muzero_expert_training.md). ``selfplay.pt``: the earlier Gumbel self-play network
 on the plain observation, the default of ``model=learned|simulator`` and ``method=gumbel|puct``
 (experiments/results/muzero_training.md; why ``model=learned`` has no network of its own:
-experiments/results/muzero_learned_arm.md).
+experiments/results/muzero_learned_arm.md). ``prefetch.pt``: the policy network of the prefetch game
+(issue 21 item 3; ``experiments/train_prefetch_net.py``, docs/training.md "The prefetch network"), read by
+``--solver muzero`` in prefetch mode with ``checkpoint=`` its path (solvers/muzero.py says when it is the default).
 """
