@@ -384,7 +384,7 @@ class Portfolio(Solver):
                     try:
                         # a cpsat member starts from the best answer so far: no rerun from that one
                         started = {race.best.solver} if REFILL_SOLVER in heavy and race.best is not None else set()
-                        if started:
+                        if started and problem.mode == "prefetch" and race.best.objective is not None:
                             race.window_runs[REFILL_SOLVER] = float(race.best.objective)
                         later = (race.map_bound if problem.mode == "map" else
                                  race.baselines_once(t0 + BASELINE_SHARE * time_limit, after=early,
