@@ -384,3 +384,23 @@ def test_repeated_layers_gains_are_repeated_without_a_solve_and_stay_valid():
     assert on.stats["repeated"] > 0 and off.stats["repeated"] == 0
     assert validate_intervals(p, on.intervals) is None
     assert on.objective >= off.objective - 1e-12
+
+
+def test_a_gain_at_the_very_first_window_counts():
+    """The window search knows its start's value, so a gain at its first step promotes its shape and is kept
+    to repeat (it used to compare with infinity and count as no gain)."""
+    from mallocgame.neighbourhood_search import Step, Trial
+    from mallocgame.session import session_for
+    from mallocgame.solvers.cpsat.prefetch_windows import Gain
+
+    p = _mlp_prefetch(layers=9, capacity=2 * 131072 + 2 * 16384)
+    pev = session_for(p, HW).prefetch_evaluator
+    space = PrefetchWindows(p, HW, pev, [], [], seed=0, workers=1, deterministic=True, t0=time.monotonic(),
+                            value=0.0)
+    plan = space.plan([], np.random.default_rng(0))
+    nb = next(o for o in plan if o.key[0] == "ops")
+    space._cursor = plan.index(nb)
+    gain = Gain(nb.key[1], frozenset(), ())
+    space._change = (nb.key, gain)
+    space.learn(Step(nb, Trial([], False), True, 1e-6))
+    assert space._gains[space._shape_of[nb.key]] is gain

@@ -886,7 +886,7 @@ class PrefetchWindows:
 
     def __init__(self, problem: Problem, hardware, pev, incumbent: Sequence[FastInterval],
                  extra: Sequence[FastInterval], *, seed: int, workers: int, deterministic: bool, t0: float,
-                 until: float | None = None) -> None:
+                 until: float | None = None, value: float = math.inf) -> None:
         ev = Evaluator.of(problem, hardware)
         self.problem, self.hardware, self.pev = problem, hardware, pev
         self.seed, self.workers, self.deterministic, self.t0 = seed, workers, deterministic, t0
@@ -921,7 +921,9 @@ class PrefetchWindows:
         self._change: tuple | None = None  # (key, Gain) of the last trial, learnt from when it is a gain
         self._scored: tuple | None = None  # (trial, value) of a repeated gain, scored in solve (judge reuses it)
         self._held: dict[int, tuple] = {}  # id -> (answer, held(answer)) of the incumbent and the last trial
-        self._value_before = float("inf")  # the incumbent's value before the last step (set by learn)
+        # the incumbent's value before the next step: ``value``, the start's (then set by learn); infinite when not
+        # given, so that the first step is no gain (it was so for every search before the start's value was passed)
+        self._value_before = value
 
     def _potential(self, answer):
         """``gap(lo, hi)``: what ``answer`` leaves below the per-op bound in ops ``[lo, hi)``, plus its stalls due there."""
@@ -1243,7 +1245,7 @@ def solve_prefetch(problem: Problem, hardware, *, time_limit: float, seed: int, 
     # first plan take about as long again (at 13k buffers 2M stays: a 30 s limit overran by 5.6 s without it)
     space = PrefetchWindows(problem, hardware, pev, incumbent, [iv for _, ivs, _ in starts for iv in ivs],
                             seed=seed, workers=workers, deterministic=deterministic, t0=t0,
-                            until=time.monotonic() + SETUP_SHARE * (deadline - time.monotonic()))
+                            until=time.monotonic() + SETUP_SHARE * (deadline - time.monotonic()), value=best_value)
     from ortools.sat.python import cp_model  # noqa: F401  (imported before the clock is shared out)
     out = search(space, list(incumbent), best_value, deadline=deadline, t0=t0, seed=seed)
     status = Status.OPTIMAL if out.value >= bound - 1e-12 * max(1.0, abs(bound)) else Status.FEASIBLE
