@@ -186,4 +186,5 @@ def all_seeds() -> set[int]:
     return {r.seed for r in generated_recipes()}
 
 
-assert max(all_seeds() | {r.seed for r in prefetch_recipes()}) < CONFIRM_SEED_BASE and CONFIRM_SEED_BASE + 2 * CONFIRM_SEED_SPAN <= TRAIN_SEED_BASE
+assert max(all_seeds() | {r.seed for r in prefetch_recipes()}) < CONFIRM_SEED_BASE
+assert CONFIRM_SEED_BASE + 2 * CONFIRM_SEED_SPAN <= TRAIN_SEED_BASE

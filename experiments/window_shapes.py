@@ -21,7 +21,6 @@ from _common import Transcript, fenced, prefetch_programs, write_results
 
 from mallocgame.solvers.cpsat import prefetch_windows as pw
 
-
 FLAGS = {"shapes": "SHAPES_FIRST", "repeat": "REPEAT_GAINS"}
 
 

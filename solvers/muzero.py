@@ -57,8 +57,9 @@ Options (keyword arguments of ``solve``; the CLI passes ``--simulations`` and ``
   too. ``stats["prior"]`` says which prior played and why;
 * ``checkpoint``   path of a ``.pt`` from ``mallocgame train`` or expert iteration (default: the
   environment variable ``MALLOCGAME_MUZERO_CHECKPOINT``, else the shipped
-  ``search/muzero/checkpoints/default.pt``; in prefetch mode ``prefetch.pt`` is read only when given here; with ``model=learned|simulator`` and ``method=gumbel|puct``,
-  which read the plain observation, ``selfplay.pt``, the earlier self-play network);
+  ``search/muzero/checkpoints/default.pt``; in prefetch mode ``prefetch.pt`` is read only when given here;
+  with ``model=learned|simulator`` and ``method=gumbel|puct``, which read the plain observation,
+  ``selfplay.pt``, the earlier self-play network);
 * ``selection``    ``"untried-uct"`` (default, above), ``"untried-puct"`` (untried-first, then pUCT) or ``"puct"``
   (the earlier rule: pUCT over all legal moves, an untried one at its parent's mean; can starve a move);
 * ``prior_power``  with ``untried-uct``: the power of ``k * p(a)`` (default 2, chosen on the tuning problems);
