@@ -72,7 +72,8 @@ REFILL_SOLVER = "cpsat"
 EARLY_WAIT_SHARE = 0.25
 # A better answer takes the place of a running window search only when it beats that search's start by this share:
 # msa+overlap-100 at +0.14% over msa replaced a search 12 s in on gpt2-medium-decode-kv (0.006655 against 0.006803
-# without the replacement); +8.6% (gpt2-tiny) and +16% (gpt2-small) are worth a new start.
+# without the replacement: bench_prefetch_portfolio.py runs written to a scratch file, load ~3); +8.6% (gpt2-tiny)
+# and +16% (gpt2-small) are worth a new start.
 REPLACE_MARGIN = 0.02
 REFILL_SHARE = 0.15
 CHILD_MARGIN = 0.02  # of a member's share, kept for its child's exit: children at load 3 on 2 cores overran
