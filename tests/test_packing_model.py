@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
-from mallocgame.packing_model import add_cumulative, add_no_overlap, add_rectangles
+from mallocgame.packing_model import add_cumulative, add_no_overlap, add_rectangles, pinned_holes
 
 cp_model = pytest.importorskip("ortools.sat.python.cp_model")
 
@@ -69,3 +69,57 @@ def test_an_item_without_room_gets_no_variables_and_skip_is_kept_out():
     assert rect.placed == [0]
     with pytest.raises(ValueError):
         add_no_overlap(model, rect, formulation="3d")
+
+
+def _brute_max_placed(start, end, size, align, top, pinned):
+    """The largest total size of the optional items placeable around the pinned ones ({item: offset})."""
+    n = len(size)
+    choices = [[pinned[i]] if i in pinned else [-1, *range(0, top - int(size[i]) + 1, int(align[i]))] for i in range(n)]
+    best = -1
+    for offs in itertools.product(*choices):
+        ok = all(offs[i] < 0 or offs[j] < 0 or not (start[i] < end[j] and start[j] < end[i])
+                 or offs[i] + size[i] <= offs[j] or offs[j] + size[j] <= offs[i]
+                 for i in range(n) for j in range(i + 1, n))
+        if ok:
+            best = max(best, sum(int(size[i]) for i in range(n) if offs[i] >= 0 and i not in pinned))
+    return best
+
+
+@pytest.mark.parametrize("formulation", ["2d", "cliques"])
+@pytest.mark.parametrize("seed", range(8))
+def test_pinned_as_holes_keeps_the_optimum(formulation, seed):
+    # Optional items around pinned ones: the pinned items as holes in the others' domains give the brute-force optimum.
+    rng = np.random.default_rng(seed)
+    n, top = 5, 8
+    start = rng.integers(0, 4, n)
+    end = start + rng.integers(1, 4, n)
+    size = rng.integers(1, 4, n)
+    align = rng.choice([1, 2], n)
+    pinned = {i: int(rng.integers(0, (top - size[i]) // align[i] + 1)) * int(align[i]) for i in (0, 1)}
+    if start[0] < end[1] and start[1] < end[0] and not (pinned[0] + size[0] <= pinned[1] or pinned[1] + size[1] <= pinned[0]):
+        pinned.pop(1)  # the two pinned items must not overlap each other
+    values = []
+    for holes in (False, True):
+        model = cp_model.CpModel()
+        rect = add_rectangles(model, start, end, size, top=top, align=align, optional=True,
+                              fixed_offsets=[pinned.get(i) for i in range(n)])
+        assert add_no_overlap(model, rect, formulation=formulation, pinned_as_holes=holes)
+        model.maximize(sum(int(size[i]) * rect.present[i] for i in rect.placed if i not in pinned))
+        solver = cp_model.CpSolver()
+        solver.parameters.num_workers = 1
+        assert solver.solve(model) == cp_model.OPTIMAL
+        offsets = rect.offsets(solver)
+        for i, o in pinned.items():
+            assert offsets[i] == o
+        values.append(int(solver.objective_value))
+    assert values[0] == values[1] == _brute_max_placed(start, end, size, align, top, pinned)
+
+
+def test_pinned_holes_are_the_steps_that_meet_a_pinned_item():
+    # A pinned item [4, 7) live with item 1 (size 2, alignment 2): steps 2 (offset 4) and 3 (offset 6) meet it,
+    # step 1 (offset 2, ends at 4) does not; item 2 is not live with it and has no holes.
+    model = cp_model.CpModel()
+    rect = add_rectangles(model, np.array([0, 1, 5]), np.array([3, 2, 6]), np.array([3, 2, 2]), top=10,
+                          align=np.array([1, 2, 1]), optional=True, fixed_offsets=[4, None, None])
+    assert pinned_holes(rect, 1) == [(2, 3)]
+    assert pinned_holes(rect, 2) == []
