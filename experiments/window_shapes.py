@@ -6,10 +6,11 @@ For each program of the ``xla`` suite in prefetch mode at the suite's capacity, 
 layers"): ``shapes`` (``SHAPES_FIRST``: one window of every shape first, a gain brings its shape forward; repeats off in
 both runs) or
 ``repeat`` (``REPEAT_GAINS``: a window's gain repeated on the other windows of its shape without a CP-SAT solve;
-shapes first in both). Prints each run's value, its start, the windows solved and improved, the windows
-promoted, demoted and repeated and the wall time::
+shapes first in both) or ``holes`` (``PINNED_AS_HOLES``: the fixed stays around a window as holes in the free stays'
+offset domains instead of rectangles in the ``no_overlap_2d``; shapes first and repeats on in both). Prints
+each run's value, its start, the windows solved and improved, the windows promoted, demoted and repeated and the wall time::
 
-    nice python experiments/window_shapes.py --time-limit 60 [--compare shapes|repeat] [--entries a,b]
+    nice python experiments/window_shapes.py --time-limit 60 [--compare shapes|repeat|holes] [--entries a,b]
 """
 
 from __future__ import annotations
@@ -21,15 +22,16 @@ from _common import Transcript, fenced, prefetch_programs, write_results
 
 from mallocgame.solvers.cpsat import prefetch_windows as pw
 
-FLAGS = {"shapes": "SHAPES_FIRST", "repeat": "REPEAT_GAINS"}
+FLAGS = {"shapes": "SHAPES_FIRST", "repeat": "REPEAT_GAINS", "holes": "PINNED_AS_HOLES"}
 
 
 def run(problem, time_limit: float, compare: str, on: bool) -> tuple:
     """One window search with the flag of ``compare`` set to ``on`` (comparing shapes: repeats off; comparing
-    repeats: shapes first on): (solution, wall seconds)."""
+    repeats: shapes first on; comparing holes: both on): (solution, wall seconds)."""
     before = {name: getattr(pw, name) for name in FLAGS.values()}
-    setting = {"SHAPES_FIRST": on, "REPEAT_GAINS": False} if compare == "shapes" else {"SHAPES_FIRST": True,
-                                                                                    "REPEAT_GAINS": on}
+    setting = {"shapes": {"SHAPES_FIRST": on, "REPEAT_GAINS": False},
+               "repeat": {"SHAPES_FIRST": True, "REPEAT_GAINS": on},
+               "holes": {"SHAPES_FIRST": True, "REPEAT_GAINS": True, "PINNED_AS_HOLES": on}}[compare]
     for name, value in setting.items():
         setattr(pw, name, value)
     try:
@@ -64,9 +66,10 @@ def main() -> None:
                 f"{st.get('repeated', 0):8d} {wall:6.1f}")
         ratios.append(values[True] / values[False] if values[False] > 0 else float("nan"))
     out("")
-    what = "shapes first" if args.compare == "shapes" else "repeated gains"
+    what = {"shapes": "shapes first", "repeat": "repeated gains", "holes": "fixed stays as domain holes"}[args.compare]
     out(f"value with {what} / without: " + ", ".join(f"{r:.4f}" for r in ratios))
-    name = args.out or ("window_shapes.md" if args.compare == "shapes" else "window_repeats.md")
+    name = args.out or {"shapes": "window_shapes.md", "repeat": "window_repeats.md",
+                        "holes": "window_holes.md"}[args.compare]
     write_results(name, f"# The prefetch window search with and without {what}\n\n"
                   f"Time limit {args.time_limit:g} s per run, in-process, one CP-SAT worker, seed 0; the machine's load "
                   "is in the provenance line (times are wall times).\n\n" + fenced(out.text))
