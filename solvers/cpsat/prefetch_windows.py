@@ -925,6 +925,7 @@ class PrefetchWindows:
         self._change: tuple | None = None  # (key, Gain) of the last trial, learnt from when it is a gain
         self._scored: tuple | None = None  # (trial, value) of a repeated gain, scored in solve (judge reuses it)
         self._held: dict[int, tuple] = {}  # id -> (answer, held(answer)) of the incumbent and the last trial
+        self._arrays: dict[int, tuple] = {}  # id -> (answer, its arrays) of the incumbent and the last trial
         # the incumbent's value before the next step: ``value``, the start's (then set by learn); infinite when not
         # given, so that the first step is no gain (it was so for every search before the start's value was passed)
         self._value_before = value
@@ -998,25 +999,37 @@ class PrefetchWindows:
         """The window's share of the time left, by its stays among the round's rest, at least MIN_SLICE."""
         return proportional_share([len(nb.inside) for nb in plan], w, left, MIN_SLICE)
 
+    def _arrays_of(self, answer) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``answer``'s intervals as arrays ``[len(answer)]``: candidate index (``-1``: none), occupied from, end;
+        remembered for the incumbent and the last trial (each window asked for them by a scan of ~10k intervals)."""
+        known = self._arrays.get(id(answer))
+        if known is None or known[0] is not answer:
+            index = self.index
+            known = (answer, np.fromiter((index.get(_key(iv), -1) for iv in answer), np.int64, len(answer)),
+                     np.fromiter((iv.occupied_from for iv in answer), np.int64, len(answer)),
+                     np.fromiter((iv.end for iv in answer), np.int64, len(answer)))
+            self._arrays = {k: v for k, v in self._arrays.items() if v[0] is not answer}
+            if len(self._arrays) >= 2:
+                self._arrays.pop(next(iter(self._arrays)))
+            self._arrays[id(answer)] = known
+        return known[1], known[2], known[3]
+
     def _split(self, current, nb: Neighbourhood) -> tuple[dict[int, int], list[FastInterval], list[FastInterval]]:
         """The incumbent around ``nb``: the hint of its free stays (local index -> offset), the intervals
-        that meet the ops they occupy (fixed in the model) and the rest (outside the model)."""
+        that meet the ops they occupy (fixed in the model) and the rest (outside the model), in ``current``'s order."""
         n_ops = len(self.problem.ops)
-        inside = nb.inside
-        local = {int(c): j for j, c in enumerate(inside.tolist())}
+        inside = nb.inside  # ascending (_free_of)
         covered = np.zeros(n_ops + 2, np.int64)  # ops occupied by some free stay, as prefix sums
         np.add.at(covered, np.maximum(self.occ[inside], 0), 1)
         np.add.at(covered, np.minimum(self.end[inside], n_ops + 1), -1)
         covered = np.concatenate(([0], np.cumsum(np.cumsum(covered) > 0)))
-        hint_map, around, rest = {}, [], []
-        for iv in current:
-            c = self.index.get(_key(iv))
-            if c is not None and c in local:
-                hint_map[local[c]] = iv.offset
-            elif covered[min(iv.end, n_ops + 1)] > covered[max(iv.occupied_from, 0)]:
-                around.append(iv)
-            else:
-                rest.append(iv)
+        cidx, occ, end = self._arrays_of(current)
+        local = np.minimum(np.searchsorted(inside, cidx), len(inside) - 1)
+        free = (cidx >= 0) & (inside[local] == cidx)
+        meets = covered[np.minimum(end, n_ops + 1)] > covered[np.maximum(occ, 0)]
+        hint_map = {int(local[i]): current[i].offset for i in np.flatnonzero(free).tolist()}
+        around = [current[i] for i in np.flatnonzero(~free & meets).tolist()]
+        rest = [current[i] for i in np.flatnonzero(~free & ~meets).tolist()]
         return hint_map, around, rest
 
     def solve(self, current, nb: Neighbourhood, until: float, rng: np.random.Generator) -> Trial:
@@ -1058,24 +1071,28 @@ class PrefetchWindows:
         group = [nb] + [o for o in self._plan[self._cursor + 1:] if self._shape_of[o.key] == shape]
         if len(group) < 2:
             return None
-        owner = {c: w for w, o in enumerate(group) for c in o.inside.tolist()}
         index = self.index
+        owner = np.full(len(self.stays), -1, np.int64)  # candidate -> the window of the group that frees it
+        for w, o in enumerate(group):
+            owner[o.inside] = w
+        cidx, occ_all, end_all = self._arrays_of(current)
+        window_of = np.where(cidx >= 0, owner[np.maximum(cidx, 0)], -1)
+        in_base = np.flatnonzero(window_of < 0)
+        base = [current[i] for i in in_base.tolist()]
         mine: list[list[FastInterval]] = [[] for _ in group]
-        base = []
-        for iv in current:
-            w = owner.get(index.get(_key(iv)))
-            (base if w is None else mine[w]).append(iv)
-        occ = np.fromiter((iv.occupied_from for iv in base), np.int64, len(base))
-        end = np.fromiter((iv.end for iv in base), np.int64, len(base))
-        trial, applied = base, []
+        for i in np.flatnonzero(window_of >= 0).tolist():
+            mine[int(window_of[i])].append(current[i])
+        occ, end = occ_all[in_base], end_all[in_base]
+        parts, applied = [base], []
         for w, o in enumerate(group):
             near = [base[i] for i in np.flatnonzero((occ < o.hi) & (end > o.lo)).tolist()]
             inside = set(o.inside.tolist())
             chosen = repeat_gain(self.problem, gain, o.key[1], {_key(iv) for iv in mine[w]}, near,
                                  lambda key, inside=inside: index.get(key) in inside)
-            trial = trial + (mine[w] if chosen is None else chosen)
+            parts.append(mine[w] if chosen is None else chosen)
             if chosen is not None:
                 applied.append(o)
+        trial = [iv for part in parts for iv in part]
         value = self.pev.value(trial) if len(applied) > 1 else -math.inf
         if (value <= self._value_before + 1e-12 * max(1.0, abs(self._value_before))
                 or validate_intervals(self.problem, trial) is not None):
