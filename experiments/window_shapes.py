@@ -7,7 +7,8 @@ layers"): ``shapes`` (``SHAPES_FIRST``: one window of every shape first, a gain 
 both runs) or
 ``repeat`` (``REPEAT_GAINS``: a window's gain repeated on the other windows of its shape without a CP-SAT solve;
 shapes first in both) or ``holes`` (``PINNED_AS_HOLES``: the fixed stays around a window as holes in the free stays'
-offset domains instead of rectangles in the ``no_overlap_2d``; shapes first and repeats on in both). Prints
+offset domains instead of rectangles in the ``no_overlap_2d``, in windows of ``HOLES_FROM`` fixed stays or more;
+shapes first and repeats on in both). Prints
 each run's value, its start, the windows solved and improved, the windows promoted, demoted and repeated and the wall time::
 
     nice python experiments/window_shapes.py --time-limit 60 [--compare shapes|repeat|holes] [--entries a,b]

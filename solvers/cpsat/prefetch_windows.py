@@ -85,7 +85,10 @@ FORMULATION = "2d"
 # The fixed stays around a window as holes in the free stays' offset domains rather than rectangles in the
 # no_overlap_2d (packing_model.add_no_overlap's pinned_as_holes; an exact rewrite): with ~760 fixed rectangles around
 # 125 free ones CP-SAT 9.15 spent 6-8 s before its search whatever its limit (resnet20-cifar-train), 0.25 s with holes.
+# Only from HOLES_FROM fixed stays on: gpt2-medium-train-adam's windows (2-40 fixed stays) solved twice as many windows
+# with holes but gained less (0.03516 vs 0.03529 at 60 s; results/window_holes.md, load 1-2).
 PINNED_AS_HOLES = True
+HOLES_FROM = 200
 FIXED_SEARCH = False
 PROBING_LEVEL = 0
 LEAN_TIES = True
@@ -408,7 +411,8 @@ def _build_stays(cp_model, problem: Problem, hardware, free: Sequence[Stay], fix
                 model.add_at_most_one(present[c] for c in mem[row].tolist())
 
     # Memory: the rectangles, a cumulative over time and the knapsack rows (both redundant).
-    add_no_overlap(model, rect, formulation=FORMULATION, knapsack_top=top, pinned_as_holes=PINNED_AS_HOLES)
+    add_no_overlap(model, rect, formulation=FORMULATION, knapsack_top=top,
+                   pinned_as_holes=PINNED_AS_HOLES and len(fixed) >= HOLES_FROM)
     add_cumulative(model, rect, top)
     return _Model(cp_model, model, problem, hardware, ev, items, n_free, on, hint, unit, s_align, occ, end, headroom,
                   scale, present, rect.steps)
