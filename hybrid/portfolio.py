@@ -40,7 +40,7 @@ from mallocgame.model import InputError, Solution, Status
 from mallocgame.protocol import Solver, solver_deadline
 from mallocgame.registry import SolverLoadError, load_solver, solver_entries
 from mallocgame.runner import ChildCall, ProcessPool, Report, answer, preload, run_solver, score
-from mallocgame.session import BASELINE_SHARE, BASELINE_SOLVER, BASELINES, session_for
+from mallocgame.session import BASELINE_SHARE, BASELINE_SOLVER, BASELINES, MSA_VARIANTS, session_for
 from mallocgame.solving import better
 
 # Chosen by measurement (experiments/README-cpsat.md): on layered networks lns and
@@ -210,7 +210,10 @@ class _Race:
         """The best baseline of the solve session (``cheapest``: of the cheapest only), built in this process
         until ``until``, as a member's report (once per baseline)."""
         problem, hardware = self.problem, self.hardware
-        best = self.session.best_baseline(until, names=BASELINES[problem.mode][:1] if cheapest else None)
+        # msa's XLA variants are left to the msa member, which builds them in its child (here they would run twice)
+        names = BASELINES[problem.mode][:1] if cheapest else tuple(n for n in BASELINES[problem.mode]
+                                                                   if n not in MSA_VARIANTS)
+        best = self.session.best_baseline(until, names=names)
         if best is not None and best.name not in self.reports:
             self.consider(best.name, score(problem, hardware, best.solution(problem), seconds=best.seconds,
                                            bound=None, solver_name=best.name))

@@ -59,7 +59,7 @@ from mallocgame.model import MODES, Problem, Solution, Status
 from mallocgame.placement import online_pack
 from mallocgame.registry import describe, load_solver, solver_entries
 from mallocgame.runner import Report, preload, score
-from mallocgame.session import BASELINE_SHARE, BASELINE_SOLVER, session_for
+from mallocgame.session import BASELINE_SHARE, BASELINE_SOLVER, VARIANTS_SHARE, session_for
 
 DEFAULT_TIME_LIMIT = 1.0
 HW = PRESETS["tpuv4i"]
@@ -513,8 +513,9 @@ def _reference(problem: Problem, hardware, limit: float) -> tuple[str, float]:
     in the solver's run on a busy machine. All-slow (0) is the floor in map and prefetch modes.
     """
     fresh = session_for(problem.replace(name=problem.name + "-reference"), hardware)
-    deadline = time.monotonic() + 0.5 * BASELINE_SHARE * limit
-    found = [b for b in fresh.baselines(deadline) if b.complete]
+    now = time.monotonic()
+    deadline = now + 0.5 * BASELINE_SHARE * limit
+    found = [b for b in fresh.baselines(deadline, variants_until=now + 0.5 * VARIANTS_SHARE * limit) if b.complete]
     if problem.mode == "pack":  # best fit if it finished, else the online allocator (which pack_start holds)
         if found:
             return found[0].name, found[0].objective

@@ -13,7 +13,7 @@ Example:
     >>> p = load_problem("example:layered150", mode="prefetch")
     >>> s = session_for(p, p.hardware)
     >>> s is session_for(p, p.hardware), [b.name for b in s.baselines()]
-    (True, ['greedy-xla', 'msa', 'msa+overlap-100', 'msa+greedy-xla'])
+    (True, ['greedy-xla', 'msa', 'msa+overlap-100', 'msa+greedy-xla', 'msa+cross-program-prefetch', 'msa+memory-overlap'])
     >>> s.baseline("greedy-xla") is s.baseline("greedy-xla")
     True
 """
@@ -45,13 +45,20 @@ BASELINE_SOLVER = {"map": "greedy-xla", "pack": "best-fit", "prefetch": "msa"}
 # lifted (:func:`mallocgame.lift.lift_map_answer`, O(n log n)), then XLA's memory-space assignment,
 # then msa with stays and windows up to 100x (not 10x) the copy time (``msa+overlap-100``: long-lived
 # buffers kept fast without a copy), then msa with the lifted greedy's whole-life stays committed first
-# (``msa+greedy-xla``); each of the last two only when msa finished and a run as long still fits.
+# (``msa+greedy-xla``), then the ``msa`` solver's two other XLA configurations (:data:`MSA_VARIANTS`: XLA's
+# cross-program prefetch of one buffer, the per-memory max-overlap rule), so that a search that has the time
+# never ends below the ``msa`` solver; each after msa only when msa finished and a run as long still fits.
+MSA_VARIANTS = {"msa+cross-program-prefetch": {"cross_program_prefetch": 1},
+                "msa+memory-overlap": {"max_overlap": "memory"}}
 BASELINES = {"map": ("greedy-xla",), "pack": ("best-fit",),
-             "prefetch": ("greedy-xla", "msa", "msa+overlap-100", "msa+greedy-xla")}
+             "prefetch": ("greedy-xla", "msa", "msa+overlap-100", "msa+greedy-xla", *MSA_VARIANTS)}
 LONG_OVERLAP_RATIO = 100.0  # msa+overlap-100's overlap_ratio (measured on the xla suite: better than 30 and 300)
 # Of a solver's time, the part the prefetch baselines may take (msa is cut at this share; the
 # lifted greedy takes milliseconds): the rest is the search's.
 BASELINE_SHARE = 0.5
+# Of a solver's time, the part msa's XLA variants may take (the msa solver's rule; the searches pass it too, so
+# that they build the variants whenever the msa solver would, and spend no more on them).
+VARIANTS_SHARE = 0.1
 
 
 @dataclass(frozen=True)
@@ -181,14 +188,21 @@ class Session:
             return time.monotonic() < deadline
         return deadline - before >= have.seconds and time.monotonic() < deadline
 
-    def baselines(self, deadline: float | None = None, *, names: tuple[str, ...] | None = None) -> list[Baseline]:
+    def baselines(self, deadline: float | None = None, *, names: tuple[str, ...] | None = None,
+                  variants_until: float | None = None) -> list[Baseline]:
         """The mode's baselines (:data:`BASELINES`, cheapest first; only ``names`` if given) built until
-        ``deadline``; those with an answer."""
+        ``deadline``, msa's XLA variants (:data:`MSA_VARIANTS`) only until ``variants_until`` if given (a search
+        passes :data:`VARIANTS_SHARE` of its time, as the ``msa`` solver gives them); those with an answer."""
         out = []
         for name in BASELINES[self.problem.mode] if names is None else names:
             if out and deadline is not None and time.monotonic() >= deadline:
                 break
-            b = self.baseline(name, deadline)
+            until = deadline
+            if name in MSA_VARIANTS and variants_until is not None:
+                until = variants_until if deadline is None else min(deadline, variants_until)
+                if time.monotonic() >= until:
+                    continue
+            b = self.baseline(name, until)
             if b is not None:
                 out.append(b)
         return out
@@ -206,10 +220,11 @@ class Session:
             return Baseline("all-slow", 0.0, True, 0.0)
         return Baseline("all-slow", 0.0, True, 0.0, offsets=np.full(self.problem.n, -1, np.int64))
 
-    def best_baseline(self, deadline: float | None = None, *, names: tuple[str, ...] | None = None) -> Baseline | None:
-        """The best of :meth:`baselines` (only ``names`` if given) and all-slow (ties go to the cheaper one)."""
+    def best_baseline(self, deadline: float | None = None, *, names: tuple[str, ...] | None = None,
+                      variants_until: float | None = None) -> Baseline | None:
+        """The best of :meth:`baselines` (same arguments) and all-slow (ties go to the cheaper one)."""
         best = self.all_slow()
-        for b in self.baselines(deadline, names=names):
+        for b in self.baselines(deadline, names=names, variants_until=variants_until):
             if b.better_than(best, self.problem.mode):
                 best = b
         return best
@@ -243,13 +258,16 @@ class Session:
         if name == "msa+greedy-xla" and mode == "prefetch":
             return self._msa_again(deadline, seeded=True)
         if name == "msa+overlap-100" and mode == "prefetch":
-            return self._msa_again(deadline, seeded=False)
+            return self._msa_again(deadline, seeded=False, overlap_ratio=LONG_OVERLAP_RATIO)
+        if name in MSA_VARIANTS and mode == "prefetch":
+            return self._msa_again(deadline, seeded=False, **MSA_VARIANTS[name])
         raise ValueError(f"no baseline {name!r} in {mode} mode (baselines: {', '.join(BASELINES[mode])})")
 
-    def _msa_again(self, deadline: float | None, *, seeded: bool):
-        """msa once more: with the lifted greedy's intervals committed first (``seeded``), else with the long
-        overlap ratio; ``None`` when there is nothing to seed, no ops or capacity, msa did not finish, or a run as
-        long as msa's would not fit before ``deadline``."""
+    def _msa_again(self, deadline: float | None, *, seeded: bool, **options):
+        """msa once more: with the lifted greedy's intervals committed first (``seeded``), else with ``options``
+        (:func:`~mallocgame.memory_space_assignment.msa_run`'s); ``None`` when there is nothing to seed, no ops or
+        capacity, msa did not finish, or a run as long as msa's would not fit before ``deadline``; an answer the
+        deadline cut short is kept as cut short (``complete`` false)."""
         problem = self.problem
         if problem.n == 0 or not problem.has_ops or problem.capacity is None:
             return None
@@ -263,7 +281,7 @@ class Session:
         if seeded:
             answer, stats = msa_run(problem, self.hardware, until, start=list(greedy.intervals))
         else:
-            answer, stats = msa_run(problem, self.hardware, until, overlap_ratio=LONG_OVERLAP_RATIO)
+            answer, stats = msa_run(problem, self.hardware, until, **options)
         if answer is None:
             return None
         return self.prefetch_evaluator.value(answer), not stats["timed_out"], None, tuple(answer), stats
@@ -291,5 +309,6 @@ def baseline_solution(problem: Problem, hardware: Any, *, t0: float, time_limit:
                       share: float = BASELINE_SHARE) -> Solution | None:
     """The best baseline answer of ``problem``'s mode built within ``share`` of the time from ``t0``, as
     a Solution named ``solver``; what a search returns when it finds nothing better (``None``: none)."""
-    best = session_for(problem, hardware).best_baseline(t0 + share * time_limit)
+    best = session_for(problem, hardware).best_baseline(t0 + share * time_limit,
+                                                        variants_until=t0 + VARIANTS_SHARE * time_limit)
     return None if best is None else best.solution(problem, solver)

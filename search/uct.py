@@ -71,7 +71,7 @@ from mallocgame.model import Solution, Status, offsets_array, offsets_tuple
 from mallocgame.search.game import Game, GameConfig
 from mallocgame.search.game_data import GameData
 from mallocgame.search.game_prefetch import PrefetchData, intervals_of, rows_of
-from mallocgame.session import BASELINE_SHARE, session_for
+from mallocgame.session import BASELINE_SHARE, VARIANTS_SHARE, session_for
 
 ROLLOUTS = ("greedy", "random")
 #: Leaf evaluations (module docstring, "Value leaves"): a rollout to the end (or ``rollout_depth``), the value
@@ -491,11 +491,11 @@ def greedy_incumbents(problem, hardware, data, game_cfg, until: float) -> list[E
 
 
 def prefetch_incumbents(problem, hardware, game_cfg, hint, until: float,
-                        msa_deadline: float | None = None) -> list[Episode]:
+                        msa_deadline: float | None = None, variants_until: float | None = None) -> list[Episode]:
     """Prefetch mode's fallback answers: all-slow, the mode's baselines from the solve session
-    (:meth:`mallocgame.session.Session.baselines`: greedy-xla's map answer lifted, then ``msa``'s answer
-    built until ``msa_deadline``, default ``until``), the greedy episode of the game in the other
-    buffer order and the ``hint`` (a prefetch answer; a map answer is lifted). Values by the
+    (:meth:`mallocgame.session.Session.baselines`: greedy-xla's map answer lifted, then ``msa``'s answers
+    built until ``msa_deadline``, default ``until``, its XLA variants until ``variants_until``), the greedy
+    episode of the game in the other buffer order and the ``hint`` (a prefetch answer; a map answer is lifted). Values by the
     prefetch evaluator."""
     session = session_for(problem, hardware)
     ev = session.prefetch_evaluator
@@ -505,7 +505,7 @@ def prefetch_incumbents(problem, hardware, game_cfg, hint, until: float,
         return Episode(ev.value(intervals) / data.reward_norm, rows_of(intervals), source)
 
     out = [episode((), "all-slow")]
-    for b in session.baselines(until if msa_deadline is None else msa_deadline):
+    for b in session.baselines(until if msa_deadline is None else msa_deadline, variants_until=variants_until):
         out.append(Episode(b.objective / data.reward_norm, rows_of(b.intervals),
                            "lifted greedy-xla" if b.name == "greedy-xla" else b.name))
     other = GameConfig(variant="prefetch", k=game_cfg.k, order="start" if game_cfg.order != "start" else "xla",
@@ -576,7 +576,8 @@ def solve_with_uct(name: str, problem, hardware, cfg: MCTSConfig, game_cfg, *, t
         # The baselines first (the lifted greedy, then msa within its share of the time), then the greedy fallbacks
 
         incumbents = prefetch_incumbents(problem, hardware, game_cfg, hint, t0 + 0.25 * time_limit,
-                                         msa_deadline=t0 + BASELINE_SHARE * time_limit)
+                                         msa_deadline=t0 + BASELINE_SHARE * time_limit,
+                                         variants_until=t0 + VARIANTS_SHARE * time_limit)
     else:
         data = data or GameData(problem, hardware)
         # The greedy episodes of the other game shapes (one of them replays greedy-xla exactly),

@@ -16,7 +16,7 @@ from mallocgame.memory_space_assignment import msa_run
 from mallocgame.model import Problem, derived_facts, offsets_array
 from mallocgame.placement import greedy_place, xla_order
 from mallocgame.runner import call_in_child, run_solver
-from mallocgame.session import BASELINES, LONG_OVERLAP_RATIO, session_for
+from mallocgame.session import BASELINES, LONG_OVERLAP_RATIO, MSA_VARIANTS, session_for
 from tests.conftest import run_cli
 
 HW = PRESETS["tpuv4i"]
@@ -159,13 +159,18 @@ def test_the_msa_reruns_are_msa_with_a_seed_or_the_long_ratio_and_never_below_wh
     s = session_for(p, HW)
     ev = PrefetchEvaluator.of(p, HW)
     built = {b.name: b for b in s.baselines()}
-    assert set(built) == {"greedy-xla", "msa", "msa+overlap-100", "msa+greedy-xla"}
+    assert set(built) == {"greedy-xla", "msa", "msa+overlap-100", "msa+greedy-xla", *MSA_VARIANTS}
     greedy = built["greedy-xla"]
     seeded, _ = msa_run(p, HW, float("inf"), start=list(greedy.intervals))
     long, _ = msa_run(p, HW, float("inf"), overlap_ratio=LONG_OVERLAP_RATIO)
     key = lambda iv: (iv.buffer, iv.start, iv.end, iv.offset, -2 if iv.copy_start is None else iv.copy_start)  # noqa: E731
     assert sorted(built["msa+greedy-xla"].intervals, key=key) == sorted(seeded, key=key)
     assert sorted(built["msa+overlap-100"].intervals, key=key) == sorted(long, key=key)
+    # the msa solver's other XLA configurations: msa with XLA's cross-program prefetch, with the per-memory rule
+    cross, _ = msa_run(p, HW, float("inf"), cross_program_prefetch=1)
+    memory, _ = msa_run(p, HW, float("inf"), max_overlap="memory")
+    assert sorted(built["msa+cross-program-prefetch"].intervals, key=key) == sorted(cross, key=key)
+    assert sorted(built["msa+memory-overlap"].intervals, key=key) == sorted(memory, key=key)
     # seeded msa only adds fast service to the greedy's stays, every copy stall-free
     assert built["msa+greedy-xla"].objective >= greedy.objective - 1e-12
     assert built["msa+greedy-xla"].objective == pytest.approx(ev.value(seeded))
@@ -182,4 +187,22 @@ def test_the_msa_reruns_are_skipped_when_a_run_as_long_as_msas_does_not_fit():
     soon = time.monotonic() + 0.5 * msa.seconds
     assert s.baseline("msa+overlap-100", soon) is None
     assert s.baseline("msa+greedy-xla", soon) is None
+    assert all(s.baseline(name, soon) is None for name in MSA_VARIANTS)
     assert s.baseline("msa+overlap-100") is not None  # no deadline: built
+
+
+def test_a_search_builds_msas_xla_variants_and_never_ends_below_the_msa_solver():
+    # On this program msa with XLA's per-memory max-overlap rule beats msa and its long-ratio rerun (9.86e-5 vs
+    # 9.66e-5): the msa solver returns it, so a search that has the time must start from it too (without the
+    # variants among the session's baselines mcts ended at 9.78e-5 here).
+    p = layered_network(150, seed=0, capacity_fraction=0.2).replace(mode="prefetch")
+    ev = PrefetchEvaluator.of(p, HW)
+    memory = ev.value(msa_run(p, HW, float("inf"), max_overlap="memory")[0])
+    others = [ev.value(msa_run(p, HW, float("inf"), **o)[0]) for o in ({}, {"overlap_ratio": LONG_OVERLAP_RATIO})]
+    assert memory > max(others)
+    msa = mallocgame.solve(p, "msa", time_limit=10)
+    assert msa.solution.stats["source"] == "msa+memory-overlap"
+    assert msa.objective == pytest.approx(memory)
+    for solver in ("mcts", "cpsat"):
+        result = mallocgame.solve(p, solver, time_limit=4, seed=0)
+        assert result.valid and result.objective >= msa.objective - 1e-15, solver

@@ -64,7 +64,7 @@ from mallocgame.neighbourhood_search import Round, Step, Trial, Verdict, proport
 from mallocgame.packing_model import add_cumulative, add_no_overlap, add_rectangles
 from mallocgame.placement import best_fit_offset
 from mallocgame.protocol import solver_deadline
-from mallocgame.session import BASELINE_SHARE, session_for
+from mallocgame.session import BASELINE_SHARE, VARIANTS_SHARE, session_for
 from mallocgame.solvers.cpsat.model import grid_unit
 
 PREFETCH_RATIOS = (1.0, 1.5, 4.0)  # window budget / copy time of the candidate copy starts
@@ -1206,7 +1206,7 @@ def _starts(problem: Problem, hardware, session, hint: Solution | None, t0: floa
     if given is not None:
         starts += [("hint", given, None), ("hint-tightened", tighten(problem, given), None)]
     until = t0 + BASELINE_SHARE * time_limit
-    baselines = session.baselines(until) if build else session.built()
+    baselines = session.baselines(until, variants_until=t0 + VARIANTS_SHARE * time_limit) if build else session.built()
     if not build and given is not None and any(set(b.intervals) == set(given) for b in baselines):
         given = None  # the hint is a baseline: nothing new for msa to fill around
     for b in baselines:
