@@ -109,16 +109,31 @@ def read_rows(path: Path) -> list[dict]:
 
 
 def run(args, budgets, wanted, csv_path: Path, rows: list[dict], show) -> None:
+    run_heldout(args, held_out, CONTESTANTS, budgets, wanted, csv_path, rows, show)
+
+
+def run_heldout(args, held, contestants: dict, budgets: list[str], wanted: list[str], csv_path: Path, rows: list[dict],
+                show, *, title: str = "held-out", searches=None, on_row=None, prefix=None) -> None:
+    """The run loop of the held-out scripts (this one and ``heldout_prefetch.py``): every contestant of ``wanted``
+    (a name of ``contestants``, whose value is ``(solver, options)``) at every budget on each problem of
+    ``held(families)``, smallest first, within ``args.max_n`` / ``args.min_n``. What ``rows`` has (same problem,
+    size, budget and contestant) is skipped; each new row is appended to ``csv_path`` and ``rows`` as it ends, and
+    one line a problem and budget is printed with ``show``.
+
+    ``searches``: the contestants that take a simulation budget (None: all of them); the others get no
+    ``simulations`` option and are never clock-bound. ``on_row(h, name, rep, row)`` may stop the run
+    (``SystemExit``) or change the row before it is written. ``prefix(h, budget)`` starts a printed line
+    (default: the problem's label, size and the budget).
+    """
     # keyed by size too: a suite program regenerated under the same name (the xla suite was, during the first run)
     # is a new problem, run again
     done = {(r["problem"], int(r["n"]), r["budget"], r["contestant"]) for r in rows}
-    show(f"held-out families {args.families}; budgets {args.budgets}; contestants {args.contestants}; seed {args.seed}; "
+    show(f"{title} families {args.families}; budgets {args.budgets}; contestants {args.contestants}; seed {args.seed}; "
          f"time limit {args.time_limit:g}s; max n {args.max_n}; min n {args.min_n}; resumed {len(done)} runs")
-    insts = sorted(held_out(tuple(args.families.split(","))), key=lambda h: (h.problem.n, h.label))
-    if args.max_n is not None:
-        insts = [h for h in insts if h.problem.n <= args.max_n]
-    if args.min_n is not None:
-        insts = [h for h in insts if h.problem.n >= args.min_n]
+    insts = sorted(held(tuple(args.families.split(","))), key=lambda h: (h.problem.n, h.label))
+    insts = [h for h in insts if (args.max_n is None or h.problem.n <= args.max_n)
+             and (args.min_n is None or h.problem.n >= args.min_n)]
+    prefix = prefix or (lambda h, budget: f"{h.label:<40}{h.problem.n:>5} {budget:>3} ")
     new = not csv_path.exists()
     with open(csv_path, "a", newline="") as fh:
         out = csv.DictWriter(fh, FIELDS)
@@ -132,11 +147,13 @@ def run(args, budgets, wanted, csv_path: Path, rows: list[dict], show) -> None:
                     if (h.label, h.problem.n, budget, name) in done:
                         continue
                     bound = bound or problem_bound(h.problem, h.hardware)
-                    solver, opts = CONTESTANTS[name]
+                    solver, opts = contestants[name]
                     sims, limit = budget_of(budget, args.time_limit)
+                    searched = searches is None or name in searches
+                    options = {**opts, "simulations": sims} if searched else dict(opts)
                     t0 = time.monotonic()
                     rep = run_solver(solver, h.problem, h.hardware, time_limit=limit, seed=args.seed,
-                                     options={**opts, "simulations": sims}, bound=bound)
+                                     options=options, bound=bound)
                     secs = time.monotonic() - t0
                     if not rep.valid:
                         raise SystemExit(f"{name} on {h.label}: invalid answer: {rep.violation}")
@@ -144,17 +161,19 @@ def run(args, budgets, wanted, csv_path: Path, rows: list[dict], show) -> None:
                     row = {"family": h.family, "problem": h.label, "n": h.problem.n, "budget": budget,
                            "contestant": name, "value": rep.objective, "bound": bound.value, "gap": rep.gap,
                            "seconds": round(secs, 2), "simulations": st.get("simulations", 0),
-                           "clock_bound": st.get("finished_greedily_at") is not None
-                           or st.get("simulations", 0) < sims * st.get("searched_moves", 0),
+                           "clock_bound": searched and (st.get("finished_greedily_at") is not None
+                                                        or st.get("simulations", 0) < sims * st.get("searched_moves", 0)),
                            "selection": st.get("selection", ""), "exploration": opts.get("exploration", ""),
                            "prior": st.get("prior", ""), "answer_from": st.get("answer_from", "")}
+                    if on_row is not None:
+                        on_row(h, name, rep, row)
                     out.writerow(row)
                     fh.flush()
                     rows.append(row)
                     cells.append(row)
                 if cells:
-                    show(f"{h.label:<40}{h.problem.n:>5} {budget:>3} " + " ".join(
-                        f"{r['contestant']} {r['gap']:7.3%}{'*' if str(r['clock_bound']) == 'True' else ' '}"
+                    show(prefix(h, budget) + " ".join(
+                        f"{r['contestant']} {r['gap']:7.3%}{'*' if r['clock_bound'] else ' '}"
                         f"({r['seconds']:.0f}s {r['simulations']} sim)" for r in cells))
     show()
 

@@ -16,7 +16,8 @@ the run stops if ``stats["prior"]`` says anything but ``network``), ``mcts`` (it
 no simulations). Budget ``16``: 16 simulations per move under ``--time-limit`` (a run the clock bound is marked
 ``*``); budget ``tS``: S seconds per problem, no cap on simulations. Seed ``--seed`` for every run.
 
-Every run is appended to ``--csv`` as it ends and a rerun skips what is there, so the script resumes. The
+Every run is appended to ``--csv`` as it ends and a rerun skips what is there, so the script resumes (the loop is
+``heldout_muzero_mcts.run_heldout``, shared with the map-mode script). The
 summary (``heldout_muzero_mcts.summary``) counts only problems every listed contestant finished: per family and
 overall, mean gaps, wins/ties/losses (a tie: values within 1e-9 of the bound), the one-sided sign test.
 """
@@ -24,15 +25,11 @@ overall, mean gaps, wins/ties/losses (a tie: values within 1e-9 of the bound), t
 from __future__ import annotations
 
 import argparse
-import csv
-import time
 from pathlib import Path
 
 from _common import Transcript, fenced, results_path, write_results
 from heldout import held_out_prefetch
-from heldout_muzero_mcts import FIELDS, budget_of, read_rows, summary
-
-from mallocgame.runner import problem_bound, run_solver
+from heldout_muzero_mcts import read_rows, run_heldout, summary
 
 CHECKPOINT = Path(__file__).resolve().parents[1] / "search" / "muzero" / "checkpoints" / "prefetch.pt"
 CONTESTANTS = {"muzero": ("muzero", {"checkpoint": str(CHECKPOINT)}), "mcts": ("mcts", {}),
@@ -72,55 +69,16 @@ def main() -> None:
 
 
 def run(args, budgets, wanted, csv_path: Path, rows: list[dict], show) -> None:
-    done = {(r["problem"], int(r["n"]), r["budget"], r["contestant"]) for r in rows}
-    show(f"prefetch held-out families {args.families}; budgets {args.budgets}; contestants {args.contestants}; "
-         f"seed {args.seed}; time limit {args.time_limit:g}s; max n {args.max_n}; min n {args.min_n}; "
-         f"resumed {len(done)} runs")
-    insts = sorted(held_out_prefetch(tuple(args.families.split(","))), key=lambda h: (h.problem.n, h.label))
-    insts = [h for h in insts if (args.max_n is None or h.problem.n <= args.max_n)
-             and (args.min_n is None or h.problem.n >= args.min_n)]
-    new = not csv_path.exists()
-    with open(csv_path, "a", newline="") as fh:
-        out = csv.DictWriter(fh, FIELDS)
-        if new:
-            out.writeheader()
-        for h in insts:
-            bound = None
-            for budget in budgets:
-                cells = []
-                for name in wanted:
-                    if (h.label, h.problem.n, budget, name) in done:
-                        continue
-                    bound = bound or problem_bound(h.problem, h.hardware)
-                    solver, opts = CONTESTANTS[name]
-                    sims, limit = budget_of(budget, args.time_limit)
-                    options = {**opts, "simulations": sims} if name in SEARCHES else dict(opts)
-                    t0 = time.monotonic()
-                    rep = run_solver(solver, h.problem, h.hardware, time_limit=limit, seed=args.seed,
-                                     options=options, bound=bound)
-                    secs = time.monotonic() - t0
-                    if not rep.valid:
-                        raise SystemExit(f"{name} on {h.label}: invalid answer: {rep.violation}")
-                    st = rep.stats
-                    if name == "muzero" and st.get("prior") != "network":
-                        raise SystemExit(f"muzero on {h.label}: played prior {st.get('prior')!r}, not the network")
-                    searched = name in SEARCHES
-                    row = {"family": h.family, "problem": h.label, "n": h.problem.n, "budget": budget,
-                           "contestant": name, "value": rep.objective, "bound": bound.value, "gap": rep.gap,
-                           "seconds": round(secs, 2), "simulations": st.get("simulations", 0),
-                           "clock_bound": searched and (st.get("finished_greedily_at") is not None
-                                                        or st.get("simulations", 0) < sims * st.get("searched_moves", 0)),
-                           "selection": st.get("selection", ""), "exploration": st.get("exploration", ""),
-                           "prior": st.get("prior", ""), "answer_from": st.get("answer_from", "")}
-                    out.writerow(row)
-                    fh.flush()
-                    rows.append(row)
-                    cells.append(row)
-                if cells:
-                    show(f"{h.family:<9} {h.label:<40}{h.problem.n:>6} {budget:>3} " + " ".join(
-                        f"{r['contestant']} {r['gap']:7.3%}{'*' if r['clock_bound'] else ' '}"
-                        f"({r['seconds']:.0f}s {r['simulations']} sim)" for r in cells))
-    show()
+    run_heldout(args, held_out_prefetch, CONTESTANTS, budgets, wanted, csv_path, rows, show, title="prefetch held-out",
+                searches=SEARCHES, on_row=_check_row,
+                prefix=lambda h, budget: f"{h.family:<9} {h.label:<40}{h.problem.n:>6} {budget:>3} ")
+
+
+def _check_row(h, name: str, rep, row: dict) -> None:
+    """Stop if ``muzero`` did not play the prefetch network; record the exploration constant the search used."""
+    if name == "muzero" and rep.stats.get("prior") != "network":
+        raise SystemExit(f"muzero on {h.label}: played prior {rep.stats.get('prior')!r}, not the network")
+    row["exploration"] = rep.stats.get("exploration", "")
 
 
 if __name__ == "__main__":
