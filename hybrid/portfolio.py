@@ -75,6 +75,12 @@ EARLY_WAIT_SHARE = 0.25
 # without the replacement: bench_prefetch_portfolio.py runs written to a scratch file, load ~3); +8.6% (gpt2-tiny)
 # and +16% (gpt2-small) are worth a new start.
 REPLACE_MARGIN = 0.02
+# Prefetch mode: the prefetch game played greedily (mcts's finish) is a start of its own, built in this process with
+# the other baselines within this share of the time: the best start on gpt2-medium-decode-kv (1.123x msa, above the
+# portfolio's 60 s answer) and mixer in 0.1-2.1 s; 18.6 s and 0.79x msa on gpt2-medium-train-adam, so it is cut
+# there (experiments/results/prefetch_starts.md). A better answer takes a running window search's place (REFILL).
+GAME_GREEDY = "game-greedy"
+GAME_GREEDY_SHARE = 0.1
 REFILL_SHARE = 0.15
 CHILD_MARGIN = 0.02  # of a member's share, kept for its child's exit: children at load 3 on 2 cores overran
 
@@ -232,8 +238,34 @@ class _Race:
             if not done and (time.monotonic() >= latest or all(n in self.reports or n in self.errors for n in after)):
                 done.append(True)
                 self.run_baselines(until)
+                if self.problem.mode == "prefetch":
+                    self.run_game_greedy(time.monotonic() + GAME_GREEDY_SHARE * (self.deadline - self.t0))
             return False
         return hook
+
+    def run_game_greedy(self, until: float) -> None:
+        """The prefetch game played greedily to its end in this process (what ``mcts`` finishes its episodes with),
+        as a member's report when it ends before ``until`` (a cut game is dropped: its undecided buffers are slow)."""
+        from mallocgame.search.game import Game, GameConfig
+        from mallocgame.search.game_prefetch import PrefetchData
+        from mallocgame.search.uct import PREFETCH_K, play_greedy
+
+        problem, hardware = self.problem, self.hardware
+        t = time.monotonic()
+        try:
+            game = Game(problem, hardware, GameConfig(variant="prefetch", k=PREFETCH_K, order="xla"),
+                        data=PrefetchData.of(problem, hardware))
+            if not play_greedy(game, until):
+                self.errors[GAME_GREEDY] = "stopped: the game's greedy did not end in its share of the time"
+                return
+            intervals = tuple(sorted(game.intervals(), key=lambda iv: (iv.buffer, iv.start)))
+        except Exception as exc:  # noqa: BLE001  (a failed start is one error line, the race goes on)
+            self.errors[GAME_GREEDY] = f"{exc.__class__.__name__}: {exc}"
+            return
+        solution = Solution(offsets=(None,) * problem.n, status=Status.FEASIBLE, mode=problem.mode,
+                            wall_time=time.monotonic() - t, solver=GAME_GREEDY, intervals=intervals)
+        self.consider(GAME_GREEDY, score(problem, hardware, solution, seconds=time.monotonic() - t, bound=None,
+                                         solver_name=GAME_GREEDY))
 
     def run_fast(self, fast: list[str], time_limit: float, seed: int, hint, options: dict, large: bool) -> bool:
         """Run the constructive members in this process; True when one settles the problem."""

@@ -9,7 +9,7 @@ import time
 
 import mallocgame
 from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
-from mallocgame.hybrid.portfolio import REFILL_SHARE, REFILL_SOLVER, _Race, lifted_members, member_names
+from mallocgame.hybrid.portfolio import GAME_GREEDY, REFILL_SHARE, REFILL_SOLVER, _Race, lifted_members, member_names
 from mallocgame.lift import lift_map_answer
 from mallocgame.runner import score
 from mallocgame.session import session_for
@@ -113,3 +113,20 @@ def test_the_baselines_wait_for_the_early_members_then_are_built_once():
     assert built
     late = _Race(problem, hw, t0, t0 + 10.0, minimize_peak=False, lifted={"select-pack"})
     assert late.baselines_once(t0 + 5.0, after=["select-pack"], latest=t0)() is False and late.reports
+
+
+def test_the_prefetch_games_greedy_is_a_validated_start_of_the_race():
+    """The game played greedily to its end is reported like a member (validated, scored by the evaluator, the
+    best answer when it beats the rest); a game its share of the time cuts short is dropped with a reason."""
+    problem = mallocgame.load_problem("example:layered150", mode="prefetch")
+    hw = problem.hardware
+    t0 = time.monotonic()
+    race = _Race(problem, hw, t0, t0 + 10.0, minimize_peak=False, lifted=set())
+    race.run_game_greedy(time.monotonic() + 10.0)
+    report = race.reports[GAME_GREEDY]
+    assert report.valid and report.objective > 0
+    assert report.objective == PrefetchEvaluator.of(problem, hw).value(list(report.intervals))
+    assert race.best is report
+    cut = _Race(problem, hw, t0, t0 + 10.0, minimize_peak=False, lifted=set())
+    cut.run_game_greedy(time.monotonic() - 1.0)
+    assert GAME_GREEDY not in cut.reports and GAME_GREEDY in cut.errors
