@@ -20,8 +20,9 @@ the same seed gives the same choice).
 Prefetch mode: the map members (their answers are lifted; they need no hint) start in a child at once,
 beside msa in this process; then the window search (``cpsat``, with ``build_baselines=False``: it starts from
 the best answer so far and the baselines built here) at once, while this process builds the session's other
-baselines (the best of them, ``msa+greedy-xla`` included, is an answer) once the map members have reported, at
-the latest at ``EARLY_WAIT_SHARE`` of the time. A better answer with ``REFILL_SHARE``
+baselines (the best of them, ``msa+greedy-xla`` included, is an answer) and the prefetch game played greedily
+(``game-greedy``, within ``GAME_GREEDY_SHARE`` of the time) once the map members have reported, at the latest at
+``EARLY_WAIT_SHARE`` of the time; msa's XLA variants are built right after the msa member. A better answer with ``REFILL_SHARE``
 of the time left runs the window search again from it, once per answer's source (a lifted select-pack answer
 that finished early, a baseline built meanwhile): in a free slot, else in the place of the running window
 search whose start is worth least, if less. Every member's heavy imports
