@@ -41,6 +41,9 @@ from mallocgame.model import InputError, Solution, Status
 from mallocgame.protocol import Solver, solver_deadline
 from mallocgame.registry import SolverLoadError, load_solver, solver_entries
 from mallocgame.runner import ChildCall, ProcessPool, Report, answer, preload, run_solver, score
+from mallocgame.search.game import Game, GameConfig
+from mallocgame.search.game_prefetch import PrefetchData
+from mallocgame.search.uct import PREFETCH_K, play_greedy
 from mallocgame.session import BASELINE_SHARE, BASELINE_SOLVER, BASELINES, MSA_VARIANTS, VARIANTS_SHARE, session_for
 from mallocgame.solving import better
 
@@ -247,10 +250,6 @@ class _Race:
     def run_game_greedy(self, until: float) -> None:
         """The prefetch game played greedily to its end in this process (what ``mcts`` finishes its episodes with),
         as a member's report when it ends before ``until`` (a cut game is dropped: its undecided buffers are slow)."""
-        from mallocgame.search.game import Game, GameConfig
-        from mallocgame.search.game_prefetch import PrefetchData
-        from mallocgame.search.uct import PREFETCH_K, play_greedy
-
         problem, hardware = self.problem, self.hardware
         t = time.monotonic()
         try:
