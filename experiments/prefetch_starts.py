@@ -18,19 +18,17 @@ import time
 from _common import Transcript, fenced, prefetch_programs, write_results
 
 from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
-from mallocgame.search.game import Game, GameConfig
-from mallocgame.search.game_prefetch import PrefetchData
-from mallocgame.search.uct import PREFETCH_K, play_greedy
+from mallocgame.search.game import GameConfig
+from mallocgame.search.uct import PREFETCH_K, greedy_prefetch_intervals
 from mallocgame.session import BASELINES, session_for
 
 
 def game_greedy(problem, order: str = "xla") -> tuple[list, float]:
     """The prefetch game played greedily to the end: (intervals, seconds)."""
     t = time.monotonic()
-    game = Game(problem, problem.hardware, GameConfig(variant="prefetch", k=PREFETCH_K, order=order),
-                data=PrefetchData.of(problem, problem.hardware))
-    play_greedy(game)
-    return game.intervals(), time.monotonic() - t
+    played = greedy_prefetch_intervals(problem, problem.hardware, GameConfig(variant="prefetch", k=PREFETCH_K,
+                                                                             order=order))
+    return played, time.monotonic() - t
 
 
 def main() -> None:

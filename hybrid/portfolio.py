@@ -41,9 +41,8 @@ from mallocgame.model import InputError, Solution, Status
 from mallocgame.protocol import Solver, solver_deadline
 from mallocgame.registry import SolverLoadError, load_solver, solver_entries
 from mallocgame.runner import ChildCall, ProcessPool, Report, answer, preload, run_solver, score
-from mallocgame.search.game import Game, GameConfig
-from mallocgame.search.game_prefetch import PrefetchData
-from mallocgame.search.uct import PREFETCH_K, play_greedy
+from mallocgame.search.game import GameConfig
+from mallocgame.search.uct import PREFETCH_K, greedy_prefetch_intervals
 from mallocgame.session import BASELINE_SHARE, BASELINE_SOLVER, BASELINES, MSA_VARIANTS, VARIANTS_SHARE, session_for
 from mallocgame.solving import better
 
@@ -219,8 +218,8 @@ class _Race:
     def run_baselines(self, until: float, *, cheapest: bool = False, names: tuple[str, ...] | None = None,
                       variants_until: float | None = None) -> None:
         """The best baseline of the solve session (``cheapest``: of the cheapest only; else ``names``, by default
-        all but msa's XLA variants, which :meth:`run_variants` builds), built in this process until ``until`` (the
-        variants until ``variants_until``), as a member's report (once per baseline)."""
+        all but msa's XLA variants, which the portfolio builds right after its msa member), built in this process
+        until ``until`` (the variants until ``variants_until``), as a member's report (once per baseline)."""
         problem, hardware = self.problem, self.hardware
         if cheapest:
             names = BASELINES[problem.mode][:1]
@@ -253,15 +252,15 @@ class _Race:
         problem, hardware = self.problem, self.hardware
         t = time.monotonic()
         try:
-            game = Game(problem, hardware, GameConfig(variant="prefetch", k=PREFETCH_K, order="xla"),
-                        data=PrefetchData.of(problem, hardware))
-            if not play_greedy(game, until):
-                self.errors[GAME_GREEDY] = "stopped: the game's greedy did not end in its share of the time"
-                return
-            intervals = tuple(sorted(game.intervals(), key=lambda iv: (iv.buffer, iv.start)))
+            played = greedy_prefetch_intervals(problem, hardware, GameConfig(variant="prefetch", k=PREFETCH_K,
+                                                                             order="xla"), until)
         except Exception as exc:  # noqa: BLE001  (a failed start is one error line, the race goes on)
             self.errors[GAME_GREEDY] = f"{exc.__class__.__name__}: {exc}"
             return
+        if played is None:
+            self.errors[GAME_GREEDY] = "stopped: the game's greedy did not end in its share of the time"
+            return
+        intervals = tuple(sorted(played, key=lambda iv: (iv.buffer, iv.start)))
         solution = Solution(offsets=(None,) * problem.n, status=Status.FEASIBLE, mode=problem.mode,
                             wall_time=time.monotonic() - t, solver=GAME_GREEDY, intervals=intervals)
         self.consider(GAME_GREEDY, score(problem, hardware, solution, seconds=time.monotonic() - t, bound=None,

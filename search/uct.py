@@ -490,13 +490,21 @@ def greedy_incumbents(problem, hardware, data, game_cfg, until: float) -> list[E
     return out
 
 
+def greedy_prefetch_intervals(problem, hardware, game_cfg, until: float = math.inf,
+                              data: PrefetchData | None = None) -> list | None:
+    """The prefetch game (``game_cfg``) played greedily to its end: its fast intervals, or ``None`` when ``until``
+    (monotonic) came first (a cut game leaves its undecided buffers slow)."""
+    game = Game(problem, hardware, game_cfg, data=data or PrefetchData.of(problem, hardware))
+    return game.intervals() if play_greedy(game, until) else None
+
+
 def prefetch_incumbents(problem, hardware, game_cfg, hint, until: float,
                         msa_deadline: float | None = None, variants_until: float | None = None) -> list[Episode]:
     """Prefetch mode's fallback answers: all-slow, the mode's baselines from the solve session
     (:meth:`mallocgame.session.Session.baselines`: greedy-xla's map answer lifted, then ``msa``'s answers
     built until ``msa_deadline``, default ``until``, its XLA variants until ``variants_until``), the greedy
-    episode of the game in the other buffer order and the ``hint`` (a prefetch answer; a map answer is lifted). Values by the
-    prefetch evaluator."""
+    episode of the game in the other buffer order and the ``hint`` (a prefetch answer; a map answer is lifted).
+    Values by the prefetch evaluator."""
     session = session_for(problem, hardware)
     ev = session.prefetch_evaluator
     data = PrefetchData.of(problem, hardware)
@@ -510,9 +518,9 @@ def prefetch_incumbents(problem, hardware, game_cfg, hint, until: float,
                            "lifted greedy-xla" if b.name == "greedy-xla" else b.name))
     other = GameConfig(variant="prefetch", k=game_cfg.k, order="start" if game_cfg.order != "start" else "xla",
                        windows=game_cfg.windows)
-    g = Game(problem, hardware, other, data=data)
-    if play_greedy(g, until):
-        out.append(episode(g.intervals(), f"greedy-prefetch-{other.order}"))
+    played = greedy_prefetch_intervals(problem, hardware, other, until, data=data)
+    if played is not None:
+        out.append(episode(played, f"greedy-prefetch-{other.order}"))
     hinted = hint_intervals(problem, hint)
     if hinted:
         out.append(episode(hinted, "hint"))

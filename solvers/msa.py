@@ -53,10 +53,12 @@ class MemorySpaceAssignment(Solver):
         history: list[tuple[float, float]] = []
         timed_out = False
         runs = [None] + ([hinted] if hinted else [])
+        # with XLA's defaults msa's runs are the solve session's baselines (built once, shared with the searches)
+        xla_defaults = (max_retries, max_overlap, overlap_ratio) == (MAX_RETRIES, "buffer", MAX_OVERLAP_RATIO)
         for start in runs:
             if time.monotonic() > deadline and start is not None:
                 break
-            if start is None and (max_retries, max_overlap, overlap_ratio) == (MAX_RETRIES, "buffer", MAX_OVERLAP_RATIO):
+            if start is None and xla_defaults:
                 built = session_for(problem, hardware).baseline("msa", deadline)  # once per solve session
                 answer, stats = (None, {"timed_out": False}) if built is None else (list(built.intervals), built.stats)
             else:
@@ -67,7 +69,7 @@ class MemorySpaceAssignment(Solver):
                 candidates.append(("msa" if start is None else "msa+hint", answer, stats))
         budget = min(deadline, t0 + VARIANTS_SHARE * time_limit)
         tried, skipped = self._variants(problem, hardware, budget, t0, candidates, max_retries, max_overlap,
-                                        variants and not timed_out, overlap_ratio)
+                                        variants and not timed_out, overlap_ratio, shared=xla_defaults)
         best_label, best, best_stats, best_value = "all-slow", [], {}, 0.0
         for label, ivs, stats in candidates:
             value = ev.value(ivs) if ivs else 0.0
@@ -84,10 +86,11 @@ class MemorySpaceAssignment(Solver):
 
     @staticmethod
     def _variants(problem, hardware, deadline, t0, candidates, max_retries, max_overlap, on,
-                  overlap_ratio=MAX_OVERLAP_RATIO) -> tuple[list, list]:
+                  overlap_ratio=MAX_OVERLAP_RATIO, *, shared: bool = False) -> tuple[list, list]:
         """Runs of other XLA configurations, each only when a run as long as those so far still fits before
         ``deadline`` (and kept only if it finished): XLA's cross-program prefetch of one buffer, then the other
-        max-overlap rule. Their answers join the candidates; returns the labels tried and skipped."""
+        max-overlap rule. Their answers join the candidates; returns the labels tried and skipped. ``shared``
+        (XLA's default options): the runs are the solve session's baselines (:data:`MSA_VARIANTS`)."""
         other = "memory" if max_overlap == "buffer" else "buffer"
         runs = [("msa+cross-program-prefetch", {"cross_program_prefetch": 1, "max_overlap": max_overlap}),
                 (f"msa+{other}-overlap", {"max_overlap": other})]
@@ -95,8 +98,6 @@ class MemorySpaceAssignment(Solver):
             return [], []
         tried, skipped = [], []
         took = time.monotonic() - t0
-        # with XLA's defaults the variants are the session's baselines (built once, shared with the searches)
-        shared = (max_retries, max_overlap, overlap_ratio) == (MAX_RETRIES, "buffer", MAX_OVERLAP_RATIO)
         for label, opts in runs:
             if time.monotonic() + 1.5 * took > deadline:
                 skipped.append(label)

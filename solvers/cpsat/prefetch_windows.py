@@ -722,6 +722,18 @@ def _kth_end(by_occ: np.ndarray, ends_from: np.ndarray, k: int, size: int) -> in
 # ---------------------------------------------------------------- the solver
 
 
+def _remember(cache: dict, answer, compute):
+    """``compute()`` for ``answer``, kept in ``cache`` (id -> (answer, value)) for the last two answers asked about
+    (a search's incumbent and its last trial); the answer itself is kept so that its id is not reused."""
+    known = cache.get(id(answer))
+    if known is None or known[0] is not answer:
+        known = (answer, compute())
+        if len(cache) >= 2:
+            cache.pop(next(iter(cache)))
+        cache[id(answer)] = known
+    return known[1]
+
+
 def _key(x) -> tuple:
     return (x.buffer, x.start, x.end, x.copy_start)
 
@@ -1006,17 +1018,11 @@ class PrefetchWindows:
     def _arrays_of(self, answer) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``answer``'s intervals as arrays ``[len(answer)]``: candidate index (``-1``: none), occupied from, end;
         remembered for the incumbent and the last trial (each window asked for them by a scan of ~10k intervals)."""
-        known = self._arrays.get(id(answer))
-        if known is None or known[0] is not answer:
-            index = self.index
-            known = (answer, np.fromiter((index.get(_key(iv), -1) for iv in answer), np.int64, len(answer)),
-                     np.fromiter((iv.occupied_from for iv in answer), np.int64, len(answer)),
-                     np.fromiter((iv.end for iv in answer), np.int64, len(answer)))
-            self._arrays = {k: v for k, v in self._arrays.items() if v[0] is not answer}
-            if len(self._arrays) >= 2:
-                self._arrays.pop(next(iter(self._arrays)))
-            self._arrays[id(answer)] = known
-        return known[1], known[2], known[3]
+        index = self.index
+        return _remember(self._arrays, answer, lambda: (
+            np.fromiter((index.get(_key(iv), -1) for iv in answer), np.int64, len(answer)),
+            np.fromiter((iv.occupied_from for iv in answer), np.int64, len(answer)),
+            np.fromiter((iv.end for iv in answer), np.int64, len(answer))))
 
     def _split(self, current, nb: Neighbourhood) -> tuple[dict[int, int], list[FastInterval], list[FastInterval]]:
         """The incumbent around ``nb``: the hint of its free stays (local index -> offset), the intervals
@@ -1133,14 +1139,7 @@ class PrefetchWindows:
 
     def _held_of(self, answer) -> int:
         """:func:`held`, remembered for the incumbent and the last trial (the judge asks for both every time)."""
-        known = self._held.get(id(answer))
-        if known is None or known[0] is not answer:
-            known = (answer, held(self.problem, answer))
-            self._held = {k: v for k, v in self._held.items() if v[0] is not answer}
-            if len(self._held) >= 2:
-                self._held.pop(next(iter(self._held)))
-            self._held[id(answer)] = known
-        return known[1]
+        return _remember(self._held, answer, lambda: held(self.problem, answer))
 
     def judge(self, current, best_value: float, trial) -> Verdict:
         """The evaluator's value; kept when better, or as fast and holding less memory, and valid."""
