@@ -86,3 +86,17 @@ def test_conformance_needs_no_tests_or_pytest():
             "print(bad)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and r.stdout.strip() == "[]", r.stdout + r.stderr
+
+
+def test_reference_counts_what_fits_its_cpu_share_whatever_the_load():
+    # The never-below reference counts a baseline by the CPU seconds it needs, not by a wall deadline, so
+    # a busy machine does not change what a solver is held to (a wall deadline made short-limits flaky).
+    base = conformance._layered(150, 2, 0.25)
+    problem = base.replace(name="reference-probe", mode="prefetch")
+    quiet = conformance._reference(problem, conformance.HW, 0.2, margin=conformance.REFERENCE_MARGIN_UNDER_LOAD)
+    with conformance._CpuLoad(3.0):
+        busy = conformance._reference(problem, conformance.HW, 0.2,
+                                      margin=conformance.REFERENCE_MARGIN_UNDER_LOAD)
+    assert quiet[0].startswith("msa") and busy[0] == quiet[0] and busy[1] == quiet[1]
+    # msa (about 10 ms) does not fit 0.25 of half of 10 ms: the lifted greedy is what is left to hold to
+    assert conformance._reference(problem, conformance.HW, 0.01, margin=0.25)[0] in ("greedy-xla", "all-slow")
