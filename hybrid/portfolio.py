@@ -22,7 +22,8 @@ beside msa in this process; then the window search (``cpsat``, with ``build_base
 the best answer so far and the baselines built here) at once, while this process builds the session's other
 baselines (the best of them, ``msa+greedy-xla`` included, is an answer) and the prefetch game played greedily
 (``game-greedy``, within ``GAME_GREEDY_SHARE`` of the time) once the map members have reported, at the latest at
-``EARLY_WAIT_SHARE`` of the time; msa's XLA variants are built right after the msa member. A better answer with ``REFILL_SHARE``
+``EARLY_WAIT_SHARE`` of the time; the msa member builds msa's XLA variants in the tenth of the portfolio's limit
+the msa solver of that limit gives them (its ``variants_seconds``). A better answer with ``REFILL_SHARE``
 of the time left runs the window search again from it, once per answer's source (a lifted select-pack answer
 that finished early, a baseline built meanwhile): in a free slot, else in the place of the running window
 search whose start is worth least, if less. Every member's heavy imports
@@ -218,7 +219,7 @@ class _Race:
     def run_baselines(self, until: float, *, cheapest: bool = False, names: tuple[str, ...] | None = None,
                       variants_until: float | None = None) -> None:
         """The best baseline of the solve session (``cheapest``: of the cheapest only; else ``names``, by default
-        all but msa's XLA variants, which the portfolio builds right after its msa member), built in this process
+        all but msa's XLA variants, which its msa member builds: ``variants_seconds``), built in this process
         until ``until`` (the variants until ``variants_until``), as a member's report (once per baseline)."""
         problem, hardware = self.problem, self.hardware
         if cheapest:
@@ -275,10 +276,14 @@ class _Race:
             limit = time_limit - (time.monotonic() - self.t0)
             if large:
                 limit = min(limit, BASELINE_SHARE * time_limit)
+            # msa's XLA variants get the tenth of the portfolio's limit they get from the msa solver of that limit,
+            # not a tenth of the member's cut limit (above LARGE buffers they never fitted that, and the portfolio
+            # ended 0.2% below the msa solver at 10k buffers and 30 s: experiments/never_below_baseline.py)
+            given = dict(options, variants_seconds=VARIANTS_SHARE * time_limit)
             try:
                 settled = self.consider(name, run_solver(name, self.problem, self.hardware,
                                                          time_limit=max(limit, 1e-3), seed=seed, hint=hint,
-                                                         options=options)) or settled
+                                                         options=given)) or settled
             except Exception as exc:
                 self.errors[name] = f"{exc.__class__.__name__}: {exc}"
         return settled
@@ -406,14 +411,6 @@ class Portfolio(Solver):
                 pool.start(name, name, race.map_problem, hardware, time_limit=self._share(problem, deadline),
                            seed=seed, hint=None, options=options)
             settled = race.run_fast(fast, time_limit, seed, hint, options, large) or settled
-            if problem.mode == "prefetch" and not settled:
-                # msa's XLA variants, each when a run as long as msa's fits in a tenth of the limit from now (the msa
-                # solver's share for them): the msa member above had the baselines' share only above LARGE buffers,
-                # and its runner's validation takes its own time, so the portfolio ended 0.2% below the msa solver
-                # at 10k buffers and 30 s (experiments/never_below_baseline.py); this delays the searches' start by
-                # a tenth of the limit at most
-                race.run_baselines(t0 + BASELINE_SHARE * time_limit, names=tuple(MSA_VARIANTS),
-                                   variants_until=time.monotonic() + VARIANTS_SHARE * time_limit)
             warm = race.warm_start(hint)
             if settled:  # leaving the block stops the members started early
                 race.errors.update({n: "stopped: another member settled the problem" for n, _ in pool.running()})

@@ -8,7 +8,9 @@ answer lifted by :func:`mallocgame.lift.lift_map_answer`) MSA also runs with the
 intervals committed first and returns the best of the two runs and the hint.
 
 Unless ``variants=False``, when time permits (a run as long as those so far still fits in the first
-10% of the time limit) it also runs two other XLA configurations and keeps the best answer: XLA's
+10% of the time limit, or in the first ``variants_seconds`` if given: a caller that gives msa a part of its own
+limit, the portfolio above ``LARGE`` buffers, passes its own limit's tenth, so that its msa answer is the msa
+solver's of that limit) it also runs two other XLA configurations and keeps the best answer: XLA's
 cross-program prefetch of one buffer, and the other max-overlap rule (``stats["variants_tried"]``
 and ``stats["variants_skipped"]`` say which: the answer depends on the machine only at sizes where
 the variants are near that share, and says so). ``overlap_ratio`` (default 10, XLA's
@@ -34,11 +36,17 @@ class MemorySpaceAssignment(Solver):
     greedy = True  # a one-pass heuristic: the baseline of prefetch mode, not held to never-below-greedy
 
     def solve(self, problem, hardware, *, time_limit, seed, hint=None, max_retries: int = MAX_RETRIES,
-              max_overlap: str = "buffer", variants: bool = True, overlap_ratio: float = MAX_OVERLAP_RATIO):
+              max_overlap: str = "buffer", variants: bool = True, overlap_ratio: float = MAX_OVERLAP_RATIO,
+              variants_seconds: float | None = None):
         t0 = time.monotonic()
         check_options(max_retries, max_overlap, overlap_ratio=overlap_ratio)
         if not isinstance(variants, bool):
             raise InputError(f"msa: variants must be True or False, got {variants!r}")
+        if variants_seconds is None:
+            variants_seconds = VARIANTS_SHARE * time_limit
+        elif isinstance(variants_seconds, bool) or not isinstance(variants_seconds, (int, float)) \
+                or not variants_seconds >= 0:
+            raise InputError(f"msa: variants_seconds must be a number of seconds >= 0, got {variants_seconds!r}")
         n = problem.n
         empty = Solution(offsets=(None,) * n, status=Status.FEASIBLE, mode=problem.mode, objective=0.0,
                          solver=self.name, intervals=())
@@ -67,7 +75,7 @@ class MemorySpaceAssignment(Solver):
             timed_out = timed_out or stats["timed_out"]
             if answer is not None:
                 candidates.append(("msa" if start is None else "msa+hint", answer, stats))
-        budget = min(deadline, t0 + VARIANTS_SHARE * time_limit)
+        budget = min(deadline, t0 + variants_seconds)
         tried, skipped = self._variants(problem, hardware, budget, t0, candidates, max_retries, max_overlap,
                                         variants and not timed_out, overlap_ratio, shared=xla_defaults)
         best_label, best, best_stats, best_value = "all-slow", [], {}, 0.0

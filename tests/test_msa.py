@@ -397,3 +397,16 @@ def test_copy_check_decides_as_a_full_re_serve_on_saturated_budgets():
             if got:
                 break
     assert decisions[True] > 100 and decisions[False] > 1000  # both kinds of decision were exercised
+
+
+def test_variants_seconds_is_the_variants_budget_whatever_the_limit():
+    # The portfolio gives its msa member part of its limit but its own limit's tenth for the variants (the msa
+    # solver of that limit builds them): with no seconds for them none is tried, with enough both are.
+    problem = _layered(200, 6, 0.25)
+    none = _solve(problem, variants_seconds=0.0)
+    assert none.stats["variants_tried"] == [] and len(none.stats["variants_skipped"]) == 2
+    both = _solve(problem, variants_seconds=60.0)
+    assert both.stats["variants_tried"] == ["msa+cross-program-prefetch", "msa+memory-overlap"]
+    for bad in (-1.0, "1", True):
+        with pytest.raises(ValueError):
+            _solve(problem, variants_seconds=bad)
