@@ -9,9 +9,9 @@ The baseline of prefetch mode (docs/prefetch.md), after XLA's ``MsaAlgorithm`` (
 memory-boundedness order; each value's uses decided one at a time by XLA's ladder (keep the
 fast copy, evict, prefetch in a window from the cost-analysis interval picker, else slow);
 best fit with look-ahead; the async-copy resource of docs/prefetch.md; retries; the
-``max_overlap`` option; cross-program prefetch of one buffer (option). docs/msa.md maps each
-part of XLA's algorithm to our model and lists what is left out: more than one cross-program
-prefetch and its end-of-program re-prefetch, sliced prefetches, repacking, scoped allocations,
+``max_overlap`` option; cross-program prefetch of ``k`` buffers (option). docs/msa.md maps each
+part of XLA's algorithm to our model and lists what is left out: the cross-program prefetch's
+candidate filter and its end-of-program re-prefetch, sliced prefetches, repacking, scoped allocations,
 the memory-bound loop optimizer, while-loop/conditional aliasing (our programs are flat
 schedules), required assignments beyond "outputs end in slow memory", async-copy count limits
 (the copy resource replaces them), mirrored/window/block prefetches. The copy check and the
@@ -786,7 +786,8 @@ class _Stats:
     uncommits: int = 0
     read_only: int = 0
     buffers_fast: int = 0
-    cross_program_prefetch: int = -1  # the buffer prefetched across programs, or -1
+    cross_program_prefetch: int = -1  # the (first) buffer prefetched across programs, or -1
+    cross_program_prefetches: int = 0  # how many buffers were
     timed_out: bool = False
 
 
@@ -1193,11 +1194,12 @@ class _Msa:
             self.res.seed(saved, copies)
 
     def cross_program_prefetch(self, answer: list[FastInterval]) -> None:
-        """XLA's cross-program prefetch (``max_cross_program_prefetches`` = 1): before every other buffer, the
-        largest parameter (XLA's default ``size_compare``; ties: the lower index) that fits in fast memory is
-        prefetched from the program's start (``copy_start = -1``) and kept until its last use (XLA's
-        cross-program-prefetch freeing), serving every use without another copy. Our difference: the copy
-        must complete without a stall within the ops before the first use (else the next candidate)."""
+        """XLA's cross-program prefetch (``max_cross_program_prefetches``, XLA's default 1; here
+        ``self.cross_program`` buffers): before every other buffer, the largest parameters (XLA's default
+        ``size_compare``; ties: the lower index) that fit in fast memory are prefetched from the program's start
+        (``copy_start = -1``), each kept until its last use (XLA's cross-program-prefetch freeing), serving every
+        use without another copy. Our difference: each copy must complete without a stall within the ops before
+        its first use (else the next candidate)."""
         cands = []
         for b in range(self.problem.n):
             lo, hi = int(self.ptr[b]), int(self.ptr[b + 1])
@@ -1206,6 +1208,8 @@ class _Msa:
                 continue
             cands.append((-int(self.size[b]), b))
         for _, b in sorted(cands):
+            if self.stats.cross_program_prefetches >= self.cross_program:
+                return
             ops, _, _, ds = self.touches_of(b)
             if not ops or ops[0] < 1:
                 continue
@@ -1221,9 +1225,10 @@ class _Msa:
             self.done[b] = True
             self.stats.prefetches += 1
             self.stats.buffers_fast += 1
-            self.stats.cross_program_prefetch = b
+            if self.stats.cross_program_prefetches == 0:
+                self.stats.cross_program_prefetch = b
+            self.stats.cross_program_prefetches += 1
             self.res.snapshot()  # committed
-            return
 
     def run(self, answer: list[FastInterval]) -> list[FastInterval]:
         if self.cross_program:
@@ -1274,7 +1279,7 @@ class _Msa:
 # ---------------------------------------------------------------------------- runs
 
 STATS_KEYS = ("prefetches", "evictions", "no_copy", "retries", "uncommits", "read_only", "buffers_fast",
-              "cross_program_prefetch")
+              "cross_program_prefetch", "cross_program_prefetches")
 
 
 def check_options(max_retries: int, max_overlap: str, cross_program_prefetch: int = 0,
@@ -1283,8 +1288,9 @@ def check_options(max_retries: int, max_overlap: str, cross_program_prefetch: in
     if (isinstance(overlap_ratio, bool) or not isinstance(overlap_ratio, (int, float))
             or not math.isfinite(overlap_ratio) or overlap_ratio < 1):
         raise InputError(f"msa: overlap_ratio must be a finite number >= 1, got {overlap_ratio!r}")
-    if cross_program_prefetch not in (0, 1) or isinstance(cross_program_prefetch, bool):
-        raise InputError(f"msa: cross_program_prefetch must be 0 or 1, got {cross_program_prefetch!r}")
+    if (isinstance(cross_program_prefetch, bool) or not isinstance(cross_program_prefetch, int)
+            or cross_program_prefetch < 0):
+        raise InputError(f"msa: cross_program_prefetch must be an integer >= 0, got {cross_program_prefetch!r}")
     if max_overlap not in ("buffer", "memory"):
         raise InputError(f"msa: max_overlap must be 'buffer' or 'memory', got {max_overlap!r}")
     if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 1:
@@ -1298,9 +1304,12 @@ def msa_run(problem: Problem, hardware, deadline: float, *, start: list[FastInte
     """One run of the algorithm until the monotonic ``deadline`` (``start``: intervals committed first).
 
     ``cross_program_prefetch``: how many buffers XLA's cross-program prefetch may take: 0 (here the
-    default: the baseline every search builds, and the algorithm tests/msa_reference.py checks) or 1
+    default: the baseline every search builds, and the algorithm tests/msa_reference.py checks), 1
     (XLA's default; measured here it loses more often than it wins: the ``msa`` solver tries it as a
-    variant, experiments/results/msa_scale.md). ``overlap_ratio``: XLA's ``max_overlap_to_async_copy_ratio``
+    variant, experiments/results/msa_scale.md) or more (XLA's ``max_cross_program_prefetches``; more than one
+    loses more: geo-mean 0.92x / 0.87x / 0.78x none's value at 1 / 2 / all on the xla and realistic suites, and on
+    the xla suite above one it changes nothing: experiments/results/msa_cross_program.md).
+    ``overlap_ratio``: XLA's ``max_overlap_to_async_copy_ratio``
     (default 10), the longest no-copy stay and prefetch window in copy times (of the buffer, or of the whole
     fast memory with ``max_overlap="memory"``); larger keeps long-lived buffers fast without a copy.
 

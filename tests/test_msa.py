@@ -357,8 +357,25 @@ def test_variants_keep_the_best_configuration_and_can_be_turned_off():
     assert best.objective == pytest.approx(max(ev.value(r) for r in runs), rel=1e-12)
     with pytest.raises(ValueError):
         _solve(problem, variants="yes")
-    with pytest.raises(ValueError):
-        msa_run(problem, TPU, time.monotonic() + 10, cross_program_prefetch=2)
+    for bad in (-1, True, 1.5):
+        with pytest.raises(ValueError):
+            msa_run(problem, TPU, time.monotonic() + 10, cross_program_prefetch=bad)
+
+
+def test_cross_program_prefetch_takes_up_to_k_of_the_largest_parameters():
+    # XLA's max_cross_program_prefetches: up to k of the largest read-only buffers, largest first, each from the
+    # program's start (copy_start -1) to its last use; no more than there are candidates that fit.
+    problem = _layered(200, 6, 0.25)
+    ev = PrefetchEvaluator.of(problem, TPU)
+    counts, first = {}, {}
+    for k in (0, 1, 2, 10**6):
+        answer, stats = msa_run(problem, TPU, time.monotonic() + 10, cross_program_prefetch=k)
+        assert validate_intervals(problem, answer) is None and ev.value(answer) > 0
+        counts[k], first[k] = stats["cross_program_prefetches"], stats["cross_program_prefetch"]
+        # each is one stay from the program's start (msa's own prefetches may start there too)
+        assert sum(iv.copy_start == -1 for iv in answer) >= counts[k]
+    assert (counts[0], counts[1], counts[2]) == (0, 1, 2) and counts[10**6] >= 2
+    assert first[0] == -1 and first[1] == first[2] == first[10**6]  # the largest candidate goes first
 
 
 def test_copy_check_decides_as_a_full_re_serve_on_saturated_budgets():
