@@ -5,7 +5,10 @@
 Problems: :func:`heldout.held_out` (fixed before any run: fresh generator seeds of every Recipe kind,
 150-2,000 buffers; the realistic suite; the HLO fixtures and the xla suite at 25% and 40% of max live), all in one list,
 smallest first, so a run cut short has every family at the small sizes. ``--max-n`` leaves larger
-ones out. The confirmation set is not read here (it needs a chosen checkpoint's hash).
+ones out. ``--confirmation SHA256`` runs the confirmation set instead (:func:`heldout.confirmation`: 12 fresh-seed
+generated problems of 150-2,000 buffers drawn from the chosen checkpoint's hash; the checkpoint is the default
+network, ``search/muzero/checkpoints/default.pt``, and a hash that is not its own is refused), to be reported as it
+comes out: nothing may be tuned on it.
 
 Contestants (all through :func:`mallocgame.runner.run_solver`: validated, scored against the no-fragmentation
 bound): ``mcts`` (its defaults); ``muzero`` (the solver's defaults: the shipped network, the default
@@ -35,7 +38,7 @@ import time
 from pathlib import Path
 
 from _common import Transcript, fenced, results_path, write_results
-from heldout import held_out
+from heldout import confirmation, held_out
 from level_muzero_mcts import sign_test
 
 from mallocgame.runner import problem_bound, run_solver
@@ -65,6 +68,8 @@ def main() -> None:
     ap.add_argument("--csv", default="heldout_muzero_mcts.csv")
     ap.add_argument("--out", default="heldout_muzero_mcts.md")
     ap.add_argument("--summary-only", action="store_true")
+    ap.add_argument("--confirmation", metavar="SHA256", default=None,
+                    help="run the confirmation set drawn from the default network's SHA-256 (not the held-out set)")
     args = ap.parse_args()
     budgets, groups = args.budgets.split(","), [g.split(",") for g in args.contestants.split(";")]
     wanted = groups[0]
@@ -109,7 +114,17 @@ def read_rows(path: Path) -> list[dict]:
 
 
 def run(args, budgets, wanted, csv_path: Path, rows: list[dict], show) -> None:
-    run_heldout(args, held_out, CONTESTANTS, budgets, wanted, csv_path, rows, show)
+    if args.confirmation is None:
+        run_heldout(args, held_out, CONTESTANTS, budgets, wanted, csv_path, rows, show)
+        return
+    from mallocgame.solvers.muzero import DEFAULT_CHECKPOINT
+
+    try:
+        drawn = confirmation(DEFAULT_CHECKPOINT, args.confirmation)
+    except ValueError as exc:
+        raise SystemExit(f"--confirmation: {exc}") from None
+    run_heldout(args, lambda families: drawn, CONTESTANTS, budgets, wanted, csv_path, rows, show,
+                title=f"confirmation set of {DEFAULT_CHECKPOINT.name} ({args.confirmation[:12]}...)")
 
 
 def run_heldout(args, held, contestants: dict, budgets: list[str], wanted: list[str], csv_path: Path, rows: list[dict],

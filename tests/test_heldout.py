@@ -98,3 +98,16 @@ def test_prefetch_set_is_the_one_fixed_before_any_run_and_fresh():
     assert len(small) == len(recipes) and all(h.problem.mode == "prefetch" and h.problem.has_ops for h in small)
     for h, (problem, _) in zip(small, (H.build(r) for r in sorted(recipes, key=lambda r: (r.n, KINDS.index(r.kind))))):
         assert h.problem.capacity == problem.capacity  # the held-out capacity, not the hardware's
+
+
+def test_the_confirmation_run_refuses_a_hash_not_the_default_networks(tmp_path):
+    # experiments/heldout_muzero_mcts.py --confirmation draws from the default network's SHA-256 only: one line,
+    # a non-zero exit, nothing run or written
+    import subprocess
+
+    r = subprocess.run([sys.executable, str(ROOT / "experiments" / "heldout_muzero_mcts.py"), "--confirmation",
+                        "0" * 64, "--csv", str(tmp_path / "c.csv"), "--out", str(tmp_path / "c.md")],
+                       capture_output=True, text=True, timeout=300, cwd=ROOT / "experiments")
+    assert r.returncode != 0 and "Traceback" not in r.stderr
+    assert r.stderr.strip().startswith("--confirmation: ") and "default.pt has SHA-256" in r.stderr, r.stderr
+    assert not (tmp_path / "c.csv").exists()
