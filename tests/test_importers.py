@@ -847,3 +847,80 @@ def test_torch_module_spec_cli_and_bad_specs(tmp_path):
         import_torch(f"{bad}:make", ["2"])
     with pytest.raises(InputError, match="expected comma-separated integers"):
         import_torch(f"{bad}:make", ["a,b"])
+
+
+CARRIED_LOOP = """HloModule carried, is_scheduled=true
+
+%body (s: (s32[], f32[4,4])) -> (s32[], f32[4,4]) {
+  %s = (s32[], f32[4,4]{1,0}) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %x = f32[4,4]{1,0} get-tuple-element(%s), index=1
+  %one = s32[] constant(1)
+  %j = s32[] add(%i, %one)
+  %y = f32[4,4]{1,0} dot(%x, %x), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT %r = (s32[], f32[4,4]{1,0}) tuple(%j, %y)
+}
+
+%cond (c: (s32[], f32[4,4])) -> pred[] {
+  %c = (s32[], f32[4,4]{1,0}) parameter(0)
+  %k = s32[] get-tuple-element(%c), index=0
+  %n = s32[] constant(3)
+  ROOT %lt = pred[] compare(%k, %n), direction=LT
+}
+
+ENTRY %main (p: f32[4,4]) -> f32[4,4] {
+  %p = f32[4,4]{1,0} parameter(0)
+  %z = s32[] constant(0)
+  %a = f32[4,4]{1,0} negate(%p)
+  %t = (s32[], f32[4,4]{1,0}) tuple(%z, %a)
+  %w = (s32[], f32[4,4]{1,0}) while(%t), condition=%cond, body=%body, backend_config={"known_trip_count":{"n":"3"}}
+  ROOT %o = f32[4,4]{1,0} get-tuple-element(%w), index=1
+}
+"""
+
+
+def _carried_chain(problem):
+    """The carried matrix's buffers in iteration order: a, then each iteration's dot."""
+    return ["a"] + [b.id for b in problem.buffers if b.id.startswith("w/") and b.id.endswith("/y")]
+
+
+def test_hlo_loop_state_alias_keeps_a_carried_value_in_one_buffer():
+    # XLA's while aliasing: the loop's operand, body parameter, body root and result are one allocation, so the
+    # carried matrix is one buffer across the three iterations (a dot is never in place, so "fresh" has four)
+    fresh = parse_hlo_text(CARRIED_LOOP, "carried.hlo.txt").problem
+    alias = parse_hlo_text(CARRIED_LOOP, "carried.hlo.txt", loop_state="alias").problem
+    chain = _carried_chain(fresh)
+    assert len(chain) == 4 and chain == _carried_chain(alias)
+    pairs = list(zip(chain, chain[1:]))
+    assert not set(pairs) & set(fresh.inplace) and set(pairs) <= set(alias.inplace)
+    merged = merge_inplace(alias)
+    assert merged.n == merge_inplace(fresh).n - 3
+    one = next(b for b in merged.buffers if b.id == "a")
+    assert (one.start, one.end) == (min(b.start for b in fresh.buffers if b.id in chain),
+                                    max(b.end for b in fresh.buffers if b.id in chain))
+    roundtrip(alias)
+    # the body once (costs scaled by the trip count) with the state aliased: XLA's flattened view
+    with pytest.warns(HloImportWarning, match="scaled by 3"):
+        once = parse_hlo_text(CARRIED_LOOP, "carried.hlo.txt", loop_state="alias", max_expanded_ops=1).problem
+    assert ("a", "w/body/y") in once.inplace
+    with pytest.raises(InputError, match="loop_state must be one of fresh, alias"):
+        parse_hlo_text(CARRIED_LOOP, "carried.hlo.txt", loop_state="xla")
+
+
+def test_hlo_loop_state_alias_copies_an_old_value_read_after_the_new_one_is_written():
+    # when the body still reads the old value after it wrote the new one, XLA copies: two buffers, as here
+    late = CARRIED_LOOP.replace(
+        "  ROOT %r = (s32[], f32[4,4]{1,0}) tuple(%j, %y)",
+        "  %u = f32[4,4]{1,0} negate(%x)\n  ROOT %r = (s32[], f32[4,4]{1,0}, f32[4,4]{1,0}) tuple(%j, %y, %u)")
+    late = late.replace("(s: (s32[], f32[4,4])) -> (s32[], f32[4,4])", "(s: (s32[], f32[4,4], f32[4,4])) -> "
+                        "(s32[], f32[4,4], f32[4,4])")
+    late = late.replace("(s32[], f32[4,4]{1,0}) parameter(0)", "(s32[], f32[4,4]{1,0}, f32[4,4]{1,0}) parameter(0)")
+    late = late.replace("(c: (s32[], f32[4,4]))", "(c: (s32[], f32[4,4], f32[4,4]))")
+    late = late.replace("  %t = (s32[], f32[4,4]{1,0}) tuple(%z, %a)\n  %w = (s32[], f32[4,4]{1,0}) while(%t)",
+                        "  %t = (s32[], f32[4,4]{1,0}, f32[4,4]{1,0}) tuple(%z, %a, %a)\n"
+                        "  %w = (s32[], f32[4,4]{1,0}, f32[4,4]{1,0}) while(%t)")
+    problem = parse_hlo_text(late, "late.hlo.txt", loop_state="alias").problem
+    chain = _carried_chain(problem)
+    assert len(chain) == 4
+    # y (element 1) is written by the dot before negate reads the old x: never one buffer with it
+    assert not set(zip(chain, chain[1:])) & set(problem.inplace)

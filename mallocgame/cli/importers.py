@@ -25,7 +25,7 @@ import click
 
 from mallocgame.cli.common import check_output, is_stdout, write_text
 from mallocgame.importers._common import summarize
-from mallocgame.importers.hlo import import_hlo
+from mallocgame.importers.hlo import LOOP_STATES, import_hlo
 from mallocgame.importers.jax_program import load_jax
 from mallocgame.importers.matmul import import_matmul
 from mallocgame.importers.torch_export import import_torch
@@ -60,6 +60,13 @@ _OUT = click.option("-o", "--output", "out", required=True, type=click.Path(dir_
                     help="Workload JSON file to write ('-': stdout).")
 
 
+_LOOP_STATE = click.option(
+    "--loop-state", "loop_state", type=click.Choice(LOOP_STATES), default="fresh", show_default=True,
+    help="A while loop's carried values: a fresh buffer per iteration, or one buffer across the loop where XLA's "
+         "while aliasing keeps them in one (with --max-expanded-ops 1: the loop as XLA's memory-space assignment "
+         "sees it).")
+
+
 @click.group("import")
 def import_group() -> None:
     """Turn real ML programs into workload JSON files (mallocgame.workload/1)."""
@@ -71,9 +78,10 @@ def import_group() -> None:
 @click.option("--name", default=None, help="Workload name (default: the file name).")
 @click.option("--max-expanded-ops", default=200_000, show_default=True, type=click.IntRange(min=1),
               help="Above this many ops a while loop's body is imported once with scaled FLOPs and bytes.")
-def hlo_cmd(file: str, out: str, name: str | None, max_expanded_ops: int) -> None:
+@_LOOP_STATE
+def hlo_cmd(file: str, out: str, name: str | None, max_expanded_ops: int, loop_state: str) -> None:
     """Import scheduled after-optimizations XLA HLO text (is_scheduled=true)."""
-    _finish(lambda: import_hlo(file, name=name, max_expanded_ops=max_expanded_ops), out)
+    _finish(lambda: import_hlo(file, name=name, max_expanded_ops=max_expanded_ops, loop_state=loop_state), out)
 
 
 @import_group.command("jax")
@@ -87,8 +95,9 @@ def hlo_cmd(file: str, out: str, name: str | None, max_expanded_ops: int) -> Non
               help="Above this many ops a while loop's body is imported once with scaled FLOPs and bytes.")
 @click.option("--save-hlo", "save_hlo", default=None, type=click.Path(dir_okay=False), metavar="FILE.hlo.txt",
               help="Also write the scheduled HLO text (what `mallocgame import hlo` reads).")
+@_LOOP_STATE
 def jax_cmd(spec: str, arg_shapes: str, donate: str | None, out: str, name: str | None, max_expanded_ops: int,
-            save_hlo: str | None) -> None:
+            save_hlo: str | None, loop_state: str) -> None:
     """Import a JAX function compiled by XLA:CPU: SPEC is module.path:function or file.py:function.
 
     The function is jitted, lowered and compiled on the CPU backend and its scheduled HLO
@@ -98,7 +107,7 @@ def jax_cmd(spec: str, arg_shapes: str, donate: str | None, out: str, name: str 
 
     def build() -> Problem:
         return load_jax(spec, arg_shapes, donate=donate, name=name, max_expanded_ops=max_expanded_ops,
-                        hlo_output=save_hlo).problem
+                        hlo_output=save_hlo, loop_state=loop_state).problem
     _finish(build, out)
 
 

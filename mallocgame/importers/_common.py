@@ -78,6 +78,7 @@ class WorkloadBuilder:
         self._op_ids: set[str] = set()
         self._inplace: list[tuple[int, str, str]] = []
         self._donations: list[tuple[str, str]] = []
+        self._carried: list[tuple[str, str]] = []  # (a loop-carried value, its next value)
         self._control: list[tuple[int, int]] = []  # (op index before, op index after)
 
     # ----------------------------------------------------------------- recording
@@ -147,6 +148,16 @@ class WorkloadBuilder:
                 raise KeyError(f"donation: unknown buffer {buf!r}")
         self._donations.append((param, output))
 
+    def carry(self, old: str, new: str) -> None:
+        """``new`` is the next value of the loop-carried ``old`` (XLA's while aliasing: the loop's operand, its
+        body's parameter and root and its result are one buffer): they share storage when ``old`` is an
+        activation whose last touch is no later than ``new``'s first (else XLA inserts a copy, and so do we:
+        two buffers). See :meth:`build`."""
+        for buf in (old, new):
+            if buf not in self.sizes:
+                raise KeyError(f"loop-carried value: unknown buffer {buf!r}")
+        self._carried.append((old, new))
+
     # ----------------------------------------------------------------- building
     def build(self, *, tight: Iterable[str] = ()) -> Problem:
         """The problem with the live ranges of the module docstring.
@@ -172,9 +183,22 @@ class WorkloadBuilder:
         used_dst: set[str] = set()
         donations, freed_at = self._kept_donations(kept, touches, used_src, used_dst)
         inplace = self._kept_inplace(kept, touches, freed_at, used_src, used_dst)
+        carried = self._kept_carried(kept, touches, set(inplace + donations))
         control = tuple((ops[u].id, ops[t].id) for u, t in self._control)
-        return Problem(name=self.name, buffers=tuple(buffers), ops=ops, inplace=tuple(inplace + donations),
+        return Problem(name=self.name, buffers=tuple(buffers), ops=ops, inplace=tuple(inplace + donations + carried),
                        capacity=None, mode="map", source=self.source, control_deps=control)
+
+    def _kept_carried(self, kept: set[str], touches: "_Touches", pairs: set[tuple[str, str]]) -> list[tuple[str, str]]:
+        """The loop-carried pairs (:meth:`carry`) that share storage: both kept, the old value an activation (a
+        parameter carried into a loop is copied, as XLA does for a value it may not overwrite), the new one no
+        parameter, and the old value's last touch no later than the new one's first (the body reads the old
+        value before it writes the new one in its place). A chain of them is one buffer over the whole loop
+        (:func:`mallocgame.aliasing.merge_inplace`)."""
+        first, last = touches.first, touches.last
+        return [(old, new) for old, new in dict.fromkeys(self._carried)
+                if old in kept and new in kept and old != new and (old, new) not in pairs
+                and self.kinds[old] == "activation" and self.kinds[new] not in ("input", "weight")
+                and last[old] <= first[new]]
 
     def _check_sizes(self, where: str) -> None:
         """Every size and byte count fits what :mod:`mallocgame.io` reads back: int64, their sum included."""

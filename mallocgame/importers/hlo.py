@@ -771,9 +771,14 @@ class HloImport:
     module: str
 
 
+LOOP_STATES = ("fresh", "alias")  # how a while loop's carried values are imported (parse_hlo_text's loop_state)
+
+
 class _Importer:
-    def __init__(self, module: HloModule, *, name: str | None, max_expanded_ops: int, alignment: int):
+    def __init__(self, module: HloModule, *, name: str | None, max_expanded_ops: int, alignment: int,
+                 loop_state: str = "fresh"):
         self.m = module
+        self.loop_state = loop_state
         self.warnings: list[str] = []
         self.costs = _Costs(module, self._warn)
         self.b = WorkloadBuilder(name or module.name, source=module.path, alignment=alignment)
@@ -907,15 +912,26 @@ class _Importer:
             saved = self.scale
             self.scale = saved * n
             self.run(cond, [state], f"{prefix}{ins.name}/cond/")
-            state = self.run(body, [state], f"{prefix}{ins.name}/body/")
+            state = self._carry(state, self.run(body, [state], f"{prefix}{ins.name}/body/"))
             self.scale = saved
             self.run(cond, [state], f"{prefix}{ins.name}/exit/")
             return state
         for k in range(n):
             self.run(cond, [state], f"{prefix}{ins.name}/{k}/cond/")
-            state = self.run(body, [state], f"{prefix}{ins.name}/{k}/")
+            state = self._carry(state, self.run(body, [state], f"{prefix}{ins.name}/{k}/"))
         self.run(cond, [state], f"{prefix}{ins.name}/{n}/cond/")
         return state
+
+    def _carry(self, old: Value, new: Value) -> Value:
+        """``new``, the loop state after a body run; with ``loop_state="alias"`` each of its leaves that differs
+        from ``old``'s at the same tuple index, with the same size, shares its storage (WorkloadBuilder.carry)."""
+        if self.loop_state == "alias":
+            before = dict(_flatten_with_index(old))
+            for index, buf in _flatten_with_index(new):
+                src = before.get(index)
+                if src is not None and src != buf and self.b.sizes[src] == self.b.sizes[buf]:
+                    self.b.carry(src, buf)
+        return new
 
     def _read_bytes(self, comp: Computation, ins: Instr, k: int, leaf_index: tuple, leaf_shape: Shape) -> int:
         full = leaf_shape.nbytes
@@ -1092,10 +1108,21 @@ def _elementwise_access(fcomp: Computation, pname: str) -> bool:
 # --------------------------------------------------------------------------- API
 
 def parse_hlo_text(text: str, path: str = "<hlo>", *, name: str | None = None,
-                   max_expanded_ops: int = 200_000, alignment: int = 1) -> HloImport:
-    """Import HLO text (see the module docstring); warnings are also issued as :class:`HloImportWarning`."""
+                   max_expanded_ops: int = 200_000, alignment: int = 1, loop_state: str = "fresh") -> HloImport:
+    """Import HLO text (see the module docstring); warnings are also issued as :class:`HloImportWarning`.
+
+    ``loop_state``: ``"fresh"`` (the default) gives a while loop's carried values a new buffer per iteration;
+    ``"alias"`` keeps each carried value in one buffer across the loop where XLA does (its while aliasing:
+    the loop's operand, body parameter, body root and result share one allocation; a parameter carried in,
+    or an old value still read after the new one is written, is copied instead). With ``max_expanded_ops``
+    below the loop's ops as well (the body imported once, its costs scaled by the trip count), that is the
+    loop as XLA's memory-space assignment sees it: the body once, the carried values live across it.
+    """
+    if loop_state not in LOOP_STATES:
+        raise InputError(f"{path}: loop_state must be one of {', '.join(LOOP_STATES)}, got {loop_state!r}")
     module = parse_hlo_module(text, path)
-    imp = _Importer(module, name=name, max_expanded_ops=max_expanded_ops, alignment=alignment)
+    imp = _Importer(module, name=name, max_expanded_ops=max_expanded_ops, alignment=alignment,
+                    loop_state=loop_state)
     root = imp.run(module.entry, None, "")
     for buf in buffer_leaves(root):
         if imp.b.kinds.get(buf) == "activation":
@@ -1129,5 +1156,5 @@ def import_hlo(path: str | os.PathLike, **options) -> Problem:
     return load_hlo(path, **options).problem
 
 
-__all__ = ["HloImport", "HloImportWarning", "Shape", "import_hlo", "load_hlo", "parse_hlo_module",
+__all__ = ["LOOP_STATES", "HloImport", "HloImportWarning", "Shape", "import_hlo", "load_hlo", "parse_hlo_module",
            "parse_hlo_text", "parse_shape", "summarize"]

@@ -150,17 +150,19 @@ def compile_hlo_text(fn: Callable[..., Any] | str, arg_shapes: str | Sequence[Ar
 
 def load_jax(fn: Callable[..., Any] | str, arg_shapes: str | Sequence[ArgShape], *,
              donate: str | Sequence[int] | None = None, name: str | None = None, max_expanded_ops: int = 200_000,
-             hlo_output: str | None = None):
+             hlo_output: str | None = None, loop_state: str = "fresh"):
     """Compile ``fn`` and import its HLO as ``import hlo`` does; returns the :class:`~mallocgame.importers.hlo.HloImport`.
 
     ``hlo_output``: also write the HLO text there (atomically), the file ``import hlo`` reads back.
+    ``max_expanded_ops``, ``loop_state``: :func:`~mallocgame.importers.hlo.parse_hlo_text`'s.
     """
     text = compile_hlo_text(fn, arg_shapes, donate)
     where = fn if isinstance(fn, str) else getattr(fn, "__name__", "function")
     if hlo_output:
         atomic_write_text(hlo_output, text)
     default = where.rsplit(":", 1)[-1] if isinstance(fn, str) else where
-    return parse_hlo_text(text, f"{where} (XLA:CPU)", name=name or default, max_expanded_ops=max_expanded_ops)
+    return parse_hlo_text(text, f"{where} (XLA:CPU)", name=name or default, max_expanded_ops=max_expanded_ops,
+                          loop_state=loop_state)
 
 
 def import_jax(fn: Callable[..., Any] | str, arg_shapes: str | Sequence[ArgShape], **options) -> Problem:
