@@ -134,7 +134,6 @@ def held_out_prefetch(families: tuple[str, ...] = ("small", "generated", "suite"
     :func:`held_out` that has ops (``generated`` layered and realistic, the ``suite``, ``hlo`` and ``xla``
     programs at their capacities), each turned to prefetch mode as ``mallocgame solve --mode prefetch`` reads
     it (:func:`mallocgame.inputs.load.prepare`); smallest first within each part, families as in :func:`held_out`."""
-    from mallocgame.inputs.load import prepare
 
     out: list[Held] = []
     if "small" in families:
@@ -142,10 +141,18 @@ def held_out_prefetch(families: tuple[str, ...] = ("small", "generated", "suite"
             problem, hw = build(r)
             out.append(Held(r.kind, recipe_label(r), problem, hw))
     out += held_out(tuple(f for f in families if f != "small"))
+    return in_prefetch_mode(out)
+
+
+def in_prefetch_mode(held: list[Held]) -> list[Held]:
+    """The problems of ``held`` that have ops, each turned to prefetch mode at its capacity as ``mallocgame solve
+    --mode prefetch`` reads it (:func:`mallocgame.inputs.load.prepare`)."""
+    from mallocgame.inputs.load import prepare
+
     # the capacity given, else prepare would take the hardware's (128 MiB on tpuv4i) instead of the held-out one
     return [Held(h.family, h.label, prepare(h.problem, mode="prefetch", hardware=h.hardware,
                                             capacity=h.problem.capacity)[0], h.hardware)
-            for h in out if h.problem.has_ops]
+            for h in held if h.problem.has_ops]
 
 
 def file_sha256(path: str | Path) -> str:

@@ -8,6 +8,8 @@ Problems: :func:`heldout.held_out_prefetch` (fixed in code before any run: the s
 realistic suite, the HLO fixtures and the ``xla`` suite at their held-out capacities), each turned to prefetch
 mode; all in one list, smallest first, so a run cut short has every family at the small sizes. ``--max-n`` /
 ``--min-n`` bound the sizes (16 simulations per move on a prefetch game cost minutes past ~250 buffers).
+``--confirmation SHA256`` runs the confirmation set instead: :func:`heldout.confirmation` drawn from the prefetch
+network's hash (refused for any other), its problems with ops turned to prefetch mode; reported as it comes out.
 
 Contestants (all through :func:`mallocgame.runner.run_solver`: validated, scored against the prefetch bound):
 ``muzero`` (solver ``muzero`` with ``checkpoint=`` the shipped prefetch network, ``search/muzero/checkpoints/prefetch.pt``;
@@ -28,7 +30,7 @@ import argparse
 from pathlib import Path
 
 from _common import Transcript, fenced, results_path, write_results
-from heldout import held_out_prefetch
+from heldout import confirmation, held_out_prefetch, in_prefetch_mode
 from heldout_muzero_mcts import read_rows, run_heldout, summary
 
 CHECKPOINT = Path(__file__).resolve().parents[1] / "search" / "muzero" / "checkpoints" / "prefetch.pt"
@@ -50,6 +52,8 @@ def main() -> None:
     ap.add_argument("--csv", default="heldout_prefetch.csv")
     ap.add_argument("--out", default="heldout_prefetch.md")
     ap.add_argument("--summary-only", action="store_true")
+    ap.add_argument("--confirmation", metavar="SHA256", default=None,
+                    help="run the confirmation set drawn from prefetch.pt's SHA-256 (not the held-out set)")
     args = ap.parse_args()
     budgets, wanted = args.budgets.split(","), args.contestants.split(",")
     unknown = sorted(set(wanted) - set(CONTESTANTS))
@@ -69,7 +73,14 @@ def main() -> None:
 
 
 def run(args, budgets, wanted, csv_path: Path, rows: list[dict], show) -> None:
-    run_heldout(args, held_out_prefetch, CONTESTANTS, budgets, wanted, csv_path, rows, show, title="prefetch held-out",
+    held, title = held_out_prefetch, "prefetch held-out"
+    if args.confirmation is not None:
+        try:
+            drawn = in_prefetch_mode(confirmation(CHECKPOINT, args.confirmation))
+        except ValueError as exc:
+            raise SystemExit(f"--confirmation: {exc}") from None
+        held, title = (lambda families: drawn), f"prefetch confirmation set of {CHECKPOINT.name}"
+    run_heldout(args, held, CONTESTANTS, budgets, wanted, csv_path, rows, show, title=title,
                 searches=SEARCHES, on_row=_check_row,
                 prefix=lambda h, budget: f"{h.family:<9} {h.label:<40}{h.problem.n:>6} {budget:>3} ")
 
