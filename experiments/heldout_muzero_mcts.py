@@ -123,6 +123,7 @@ def run(args, budgets, wanted, csv_path: Path, rows: list[dict], show) -> None:
         drawn = confirmation(DEFAULT_CHECKPOINT, args.confirmation)
     except ValueError as exc:
         raise SystemExit(f"--confirmation: {exc}") from None
+    args.families = "confirmation"  # what the run's first line says it ran
     run_heldout(args, lambda families: drawn, CONTESTANTS, budgets, wanted, csv_path, rows, show,
                 title=f"confirmation set of {DEFAULT_CHECKPOINT.name} ({args.confirmation[:12]}...)")
 

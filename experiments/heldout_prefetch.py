@@ -79,6 +79,7 @@ def run(args, budgets, wanted, csv_path: Path, rows: list[dict], show) -> None:
             drawn = in_prefetch_mode(confirmation(CHECKPOINT, args.confirmation))
         except ValueError as exc:
             raise SystemExit(f"--confirmation: {exc}") from None
+        args.families = "confirmation"  # what the run's first line says it ran
         held, title = (lambda families: drawn), f"prefetch confirmation set of {CHECKPOINT.name}"
     run_heldout(args, held, CONTESTANTS, budgets, wanted, csv_path, rows, show, title=title,
                 searches=SEARCHES, on_row=_check_row,
