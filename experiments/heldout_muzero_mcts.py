@@ -194,6 +194,13 @@ def run_heldout(args, held, contestants: dict, budgets: list[str], wanted: list[
     show()
 
 
+def _rate(sel: list[dict], who: str) -> float:
+    """Simulations per second of ``who`` over the problems ``sel`` (0 when its runs took no measurable time: msa on
+    programs of ~100 buffers, whose seconds are rounded to 0.00)."""
+    seconds = sum(float(c[who]["seconds"]) for c in sel)
+    return sum(int(c[who]["simulations"]) for c in sel) / seconds if seconds > 0 else 0.0
+
+
 def summary(rows: list[dict], budgets: list[str], wanted: list[str], show, pairs=PAIRS) -> None:
     families = sorted({r["family"] for r in rows})
     for budget in budgets:
@@ -209,9 +216,7 @@ def summary(rows: list[dict], budgets: list[str], wanted: list[str], show, pairs
             ns = [next(iter(c.values()))["n"] for c in sel]
             line = (f"budget {budget:>3} {fam:<10} ({len(sel)} problems, {min(ns)}-{max(ns)} buffers): mean gap "
                     + ", ".join(f"{w} {statistics.mean(c[w]['gap'] for c in sel):.3%}" for w in wanted))
-            line += "; simulations per second " + ", ".join(
-                f"{w} {sum(int(c[w]['simulations']) for c in sel) / sum(float(c[w]['seconds']) for c in sel):.3g}"
-                for w in wanted)
+            line += "; simulations per second " + ", ".join(f"{w} {_rate(sel, w):.3g}" for w in wanted)
             for me, other in pairs:
                 if me not in wanted or other not in wanted:
                     continue
