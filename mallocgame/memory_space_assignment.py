@@ -12,8 +12,9 @@ best fit with look-ahead; the async-copy resource of docs/prefetch.md; retries; 
 ``max_overlap`` option; cross-program prefetch of ``k`` buffers (option). docs/msa.md maps each
 part of XLA's algorithm to our model and lists what is left out: the cross-program prefetch's
 candidate filter and its end-of-program re-prefetch, sliced prefetches, repacking, scoped allocations,
-the memory-bound loop optimizer, while-loop/conditional aliasing (our programs are flat
-schedules), required assignments beyond "outputs end in slow memory", async-copy count limits
+the memory-bound loop optimizer, conditional aliasing and loop nest levels (our programs are flat
+schedules; a while loop's carried values are one buffer when the HLO importer's ``loop_state="alias"``
+made them so), required assignments beyond "outputs end in slow memory", async-copy count limits
 (the copy resource replaces them), mirrored/window/block prefetches. The copy check and the
 heap are incremental (near-linear; issue 18). Deterministic: ``seed`` is ignored. With a hint (a prefetch answer, or a map
 answer lifted by :func:`mallocgame.lift.lift_map_answer`) MSA also runs with the hint's

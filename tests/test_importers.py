@@ -903,6 +903,12 @@ def test_hlo_loop_state_alias_keeps_a_carried_value_in_one_buffer():
     with pytest.warns(HloImportWarning, match="scaled by 3"):
         once = parse_hlo_text(CARRIED_LOOP, "carried.hlo.txt", loop_state="alias", max_expanded_ops=1).problem
     assert ("a", "w/body/y") in once.inplace
+    # the suite's reader takes the same option (experiments/loop_views.py reads the xla programs so)
+    from mallocgame.inputs.suites import read_hlo_file
+
+    scan = DATA / "transformer_scan_fwd.hlo.txt"
+    assert read_hlo_file(scan, loop_state="alias").n == merge_inplace(load_hlo(scan, loop_state="alias").problem).n \
+        < read_hlo_file(scan).n
     with pytest.raises(InputError, match="loop_state must be one of fresh, alias"):
         parse_hlo_text(CARRIED_LOOP, "carried.hlo.txt", loop_state="xla")
 

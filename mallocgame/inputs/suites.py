@@ -212,9 +212,10 @@ def _sizes_entries() -> list[Entry]:
 XLA_CAPACITY_FRACTION = 0.25
 
 
-def read_hlo_file(path: str | os.PathLike, name: str | None = None) -> Problem:
+def read_hlo_file(path: str | os.PathLike, name: str | None = None, **options) -> Problem:
     """A scheduled HLO text file (``.hlo.txt``, or gzipped ``.hlo.txt.gz``) as the workload ``import hlo``
-    writes and the workload reader reads back (in-place pairs merged)."""
+    writes and the workload reader reads back (in-place pairs merged); ``options``: the importer's
+    (:func:`mallocgame.importers.hlo.parse_hlo_text`: ``loop_state``, ``max_expanded_ops``)."""
     path = Path(path)
     if path.name.endswith(".gz"):
         check_regular_file(path)
@@ -226,7 +227,7 @@ def read_hlo_file(path: str | os.PathLike, name: str | None = None) -> Problem:
         text = read_text(str(path))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the importer's notes (scaled loops, ...) were read when the suite was made
-        problem = parse_hlo_text(text, str(path), name=name).problem
+        problem = parse_hlo_text(text, str(path), name=name, **options).problem
     return merge_inplace(problem)
 
 
