@@ -188,6 +188,20 @@ def confirmation(checkpoint: str | Path, sha256: str, per_kind: int = 4) -> list
     return out
 
 
+def confirmation_for(args, checkpoint: str | Path, to_mode=None) -> list[Held]:
+    """The confirmation set a held-out script's ``--confirmation SHA256`` asks for, or ``SystemExit`` with one line.
+
+    ``to_mode`` maps the drawn problems (e.g. :func:`in_prefetch_mode`); ``args.families`` becomes
+    ``"confirmation"`` so that the run's first line says what it ran.
+    """
+    try:
+        drawn = confirmation(checkpoint, args.confirmation)
+    except ValueError as exc:
+        raise SystemExit(f"--confirmation: {exc}") from None
+    args.families = "confirmation"
+    return to_mode(drawn) if to_mode is not None else drawn
+
+
 def all_seeds() -> set[int]:
     """Every seed of the generated held-out set."""
     return {r.seed for r in generated_recipes()}

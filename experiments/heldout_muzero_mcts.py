@@ -38,7 +38,7 @@ import time
 from pathlib import Path
 
 from _common import Transcript, fenced, results_path, write_results
-from heldout import confirmation, held_out
+from heldout import confirmation_for, held_out
 from level_muzero_mcts import sign_test
 
 from mallocgame.runner import problem_bound, run_solver
@@ -119,11 +119,7 @@ def run(args, budgets, wanted, csv_path: Path, rows: list[dict], show) -> None:
         return
     from mallocgame.solvers.muzero import DEFAULT_CHECKPOINT
 
-    try:
-        drawn = confirmation(DEFAULT_CHECKPOINT, args.confirmation)
-    except ValueError as exc:
-        raise SystemExit(f"--confirmation: {exc}") from None
-    args.families = "confirmation"  # what the run's first line says it ran
+    drawn = confirmation_for(args, DEFAULT_CHECKPOINT)
     run_heldout(args, lambda families: drawn, CONTESTANTS, budgets, wanted, csv_path, rows, show,
                 title=f"confirmation set of {DEFAULT_CHECKPOINT.name} ({args.confirmation[:12]}...)")
 

@@ -30,7 +30,7 @@ import argparse
 from pathlib import Path
 
 from _common import Transcript, fenced, results_path, write_results
-from heldout import confirmation, held_out_prefetch, in_prefetch_mode
+from heldout import confirmation_for, held_out_prefetch, in_prefetch_mode
 from heldout_muzero_mcts import read_rows, run_heldout, summary
 
 CHECKPOINT = Path(__file__).resolve().parents[1] / "search" / "muzero" / "checkpoints" / "prefetch.pt"
@@ -75,11 +75,7 @@ def main() -> None:
 def run(args, budgets, wanted, csv_path: Path, rows: list[dict], show) -> None:
     held, title = held_out_prefetch, "prefetch held-out"
     if args.confirmation is not None:
-        try:
-            drawn = in_prefetch_mode(confirmation(CHECKPOINT, args.confirmation))
-        except ValueError as exc:
-            raise SystemExit(f"--confirmation: {exc}") from None
-        args.families = "confirmation"  # what the run's first line says it ran
+        drawn = confirmation_for(args, CHECKPOINT, in_prefetch_mode)
         held, title = (lambda families: drawn), f"prefetch confirmation set of {CHECKPOINT.name}"
     run_heldout(args, held, CONTESTANTS, budgets, wanted, csv_path, rows, show, title=title,
                 searches=SEARCHES, on_row=_check_row,

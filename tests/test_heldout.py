@@ -100,14 +100,16 @@ def test_prefetch_set_is_the_one_fixed_before_any_run_and_fresh():
         assert h.problem.capacity == problem.capacity  # the held-out capacity, not the hardware's
 
 
-def test_the_confirmation_run_refuses_a_hash_not_the_default_networks(tmp_path):
-    # experiments/heldout_muzero_mcts.py --confirmation draws from the default network's SHA-256 only: one line,
-    # a non-zero exit, nothing run or written
+@pytest.mark.parametrize("script, checkpoint", [("heldout_muzero_mcts.py", "default.pt"),
+                                                ("heldout_prefetch.py", "prefetch.pt")])
+def test_the_confirmation_run_refuses_a_hash_not_the_chosen_networks(tmp_path, script, checkpoint):
+    # each held-out script's --confirmation draws from its network's SHA-256 only: one line, a non-zero exit,
+    # nothing run or written
     import subprocess
 
-    r = subprocess.run([sys.executable, str(ROOT / "experiments" / "heldout_muzero_mcts.py"), "--confirmation",
+    r = subprocess.run([sys.executable, str(ROOT / "experiments" / script), "--confirmation",
                         "0" * 64, "--csv", str(tmp_path / "c.csv"), "--out", str(tmp_path / "c.md")],
                        capture_output=True, text=True, timeout=300, cwd=ROOT / "experiments")
     assert r.returncode != 0 and "Traceback" not in r.stderr
-    assert r.stderr.strip().startswith("--confirmation: ") and "default.pt has SHA-256" in r.stderr, r.stderr
+    assert r.stderr.strip().startswith("--confirmation: ") and f"{checkpoint} has SHA-256" in r.stderr, r.stderr
     assert not (tmp_path / "c.csv").exists()
