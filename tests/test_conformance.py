@@ -13,6 +13,8 @@ import json
 import os
 import subprocess
 import sys
+import time
+from types import SimpleNamespace
 
 import pytest
 
@@ -88,7 +90,13 @@ def test_conformance_needs_no_tests_or_pytest():
     assert r.returncode == 0 and r.stdout.strip() == "[]", r.stdout + r.stderr
 
 
-def test_reference_counts_what_fits_its_cpu_share_whatever_the_load():
+def _jumping(clock, step: float = 100.0):
+    """``clock``, 100 s further on at every reading than the reading before (a wall clock that stalls)."""
+    jumps = iter(range(1, 10**9))
+    return lambda: clock() + step * next(jumps)
+
+
+def test_reference_counts_what_fits_its_cpu_share_whatever_the_load(monkeypatch):
     # The never-below reference counts a baseline by the CPU seconds it needs, not by a wall deadline, so
     # a busy machine does not change what a solver is held to (a wall deadline made short-limits flaky).
     base = conformance._layered(150, 2, 0.25)
@@ -98,5 +106,13 @@ def test_reference_counts_what_fits_its_cpu_share_whatever_the_load():
         busy = conformance._reference(problem, conformance.HW, 0.2,
                                       margin=conformance.REFERENCE_MARGIN_UNDER_LOAD)
     assert quiet[0].startswith("msa") and busy[0] == quiet[0] and busy[1] == quiet[1]
+    # a stall of the wall clock (100 s on every reading the check takes, none on the CPU clock) changes nothing:
+    # a reference counted against a wall deadline would fall back to the lifted greedy here
+    stalled = SimpleNamespace(thread_time=time.thread_time, monotonic=_jumping(time.monotonic),
+                              perf_counter=_jumping(time.perf_counter), time=_jumping(time.time))
+    monkeypatch.setattr(conformance, "time", stalled)
+    assert conformance._reference(problem, conformance.HW, 0.2,
+                                  margin=conformance.REFERENCE_MARGIN_UNDER_LOAD) == quiet
+    monkeypatch.undo()
     # msa (about 10 ms) does not fit 0.25 of half of 10 ms: the lifted greedy is what is left to hold to
     assert conformance._reference(problem, conformance.HW, 0.01, margin=0.25)[0] in ("greedy-xla", "all-slow")
