@@ -5,7 +5,8 @@ script (``pip install jax jaxlib``; CPU is enough). The tests read the committed
 never import JAX.
 
 For each small program (a transformer forward, unrolled and scanned, its training step, a
-CNN, and an MLP SGD step whose parameters are donated) this writes
+CNN, an MLP SGD step whose parameters are donated, and a dense linear solve whose LAPACK calls
+write over their operands) this writes
 
 * ``tests/data/NAME.hlo.txt`` -- ``jax.jit(f).lower(...).compile().as_text()``, the
   scheduled after-optimizations HLO (``is_scheduled=true``);
@@ -155,6 +156,14 @@ def mlp_sgd_donated(params, x, y):
         return ((h @ w + b - y) ** 2).mean()
     value, grads = jax.value_and_grad(loss)(params)
     return value, jax.tree_util.tree_map(lambda p, g: p - 0.01 * g, params, grads)
+
+
+# ----------------------------------------------------------------- a dense linear solve (library calls)
+
+def linalg_solve(a, b, s):
+    """``a x = b`` by LU and a Cholesky factor of ``s``: XLA:CPU calls LAPACK (getrf, trsm, potrf) as custom calls
+    that write their outputs over their operands (``output_to_operand_aliasing``)."""
+    return jnp.linalg.solve(a, b), jnp.linalg.cholesky(s @ s.T + 64.0 * jnp.eye(s.shape[0]))
 
 
 # ----------------------------------------------------------------- dumping
@@ -315,6 +324,11 @@ def main() -> int:
          donate_argnums=(0,),
          note=f"one SGD step of an MLP {'-'.join(map(str, MLP))}, batch 32, parameters donated "
               "(input_output_alias: the new parameters are written over the old)")
+    ka, kb, ks = jax.random.split(key, 3)
+    dump("linalg_solve", linalg_solve, jax.random.normal(ka, (64, 64)), jax.random.normal(kb, (64, 8)),
+         jax.random.normal(ks, (32, 32)),
+         note="jnp.linalg.solve of a 64x64 system with 8 right-hand sides and jnp.linalg.cholesky of a 32x32 matrix: "
+              "LAPACK custom calls (getrf, trsm, potrf) with output_to_operand_aliasing")
     write_results(args.out, (
         "# HLO test fixtures\n\n"
         f"jax {jax.__version__}, jaxlib {jaxlib.__version__}, XLA flags `--xla_cpu_experimental_ynn_fusion_type=`; "

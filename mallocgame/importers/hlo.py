@@ -574,13 +574,15 @@ def _valid_positions(inp: int, out: int, ker: int, w: _WinDim) -> int:
     return count
 
 
-def _conv_flops(ins: Instr, lhs: Shape, rhs: Shape) -> float:
+def _conv_flops(ins: Instr, lhs: Shape, rhs: Shape, *, result: Shape | None = None) -> float:
+    """A convolution's FLOPs as XLA counts them: input ``lhs``, kernel ``rhs``, output ``result`` (by default the
+    instruction's shape, its first leaf if a tuple)."""
     labels = ins.attrs.get("dim_labels", "")
     m = re.match(r"(\w+)_(\w+)->(\w+)", labels)
     if not m:
         raise ValueError(f"convolution {ins.name!r}: cannot read dim_labels={labels!r}")
     lhs_l, rhs_l, out_l = m.groups()
-    out = ins.shape.parts[0] if ins.shape.is_tuple else ins.shape
+    out = result if result is not None else (ins.shape.parts[0] if ins.shape.is_tuple else ins.shape)
     in_feat = lhs.dims[lhs_l.index("f")]
     out_feat = out.dims[out_l.index("f")]
     batch = lhs.dims[lhs_l.index("b")]
@@ -614,13 +616,27 @@ def _reduce_window_count(ins: Instr, operand: Shape) -> int:
     return count
 
 
+def _backend_config(ins: Instr) -> dict | None:
+    """The instruction's ``backend_config`` as JSON (a quoted, escaped string too), or ``None``."""
+    cfg = ins.attrs.get("backend_config", "")
+    if not cfg:
+        return None
+    try:
+        data = json.loads(cfg[1:-1].encode().decode("unicode_escape")) if cfg.startswith('"') else json.loads(cfg)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
 def _trip_count(ins: Instr, path: str = "<hlo>") -> int | None:
     """The ``known_trip_count`` (or ``trip_count``) of a while; a value that is not a non-negative
     integer (``"-5"``, ``"2.5"``) is refused with :class:`InputError`."""
     cfg = ins.attrs.get("backend_config", "")
     if cfg:
         try:
-            data = json.loads(cfg[1:-1].encode().decode("unicode_escape")) if cfg.startswith('"') else json.loads(cfg)
+            data = _backend_config(ins)
+            if data is None:
+                raise ValueError(cfg)
             n = data.get("known_trip_count", {}).get("n")
         except (ValueError, AttributeError, TypeError):
             m = re.search(r'known_trip_count\\?"?\s*:\s*\{\s*\\?"?n\\?"?\s*:\s*\\?"?([^"\\}\s]+)', cfg)
@@ -636,6 +652,66 @@ def _trip_count(ins: Instr, path: str = "<hlo>") -> int | None:
     if m:
         return int(m.group(1))
     return None
+
+
+# Custom calls to libraries whose work is known (XLA:GPU's cost analysis counts cuBLAS and cuDNN calls so):
+# matrix products, convolutions, and the dense factorizations and solves jax.numpy.linalg lowers to.
+_GEMM_TARGETS = frozenset({"__cublas$gemm", "__cublas$lt$matmul", "__cublas$lt$matmul$f8", "__onednn$matmul"})
+_CONV_TARGET = re.compile(r"^__cudnn\$conv(Forward|BiasActivationForward|ForwardGraph|BackwardInput|BackwardFilter)$")
+_SOLVER_TARGET = re.compile(r"^(?:lapack|cusolver|hipsolver|cublas|hipblas|blas)_[sdcz]?(getrf|potrf|geqrf|trsm)"
+                            r"(?:_batched)?(?:_ffi)?$")
+
+
+def _dot_dimension_numbers(config: dict | None) -> dict | None:
+    """A gemm call's ``dot_dimension_numbers`` (at the top of its backend config or in ``gemm_backend_config``)."""
+    for part in (config or {}, (config or {}).get("gemm_backend_config") or {}):
+        if isinstance(part, dict) and isinstance(part.get("dot_dimension_numbers"), dict):
+            return part["dot_dimension_numbers"]
+    return None
+
+
+def _gemm_flops(ins: Instr, lhs: Shape, out: Shape) -> float:
+    """2 x output elements x contracted width, as XLA:GPU's cost analysis counts a cuBLAS gemm; the contracted
+    dimensions from the call's ``dot_dimension_numbers``, else the lhs's last (the second to last with oneDNN's
+    ``transpose_a``)."""
+    config = _backend_config(ins)
+    dnums = _dot_dimension_numbers(config)
+    if dnums is not None and dnums.get("lhs_contracting_dimensions") is not None:
+        dims = [int(d) for d in dnums["lhs_contracting_dimensions"]]
+    elif not lhs.dims:
+        dims = []
+    else:
+        onednn = (config or {}).get("onednn_matmul_config") or {}
+        dims = [len(lhs.dims) - 2 if onednn.get("transpose_a") and len(lhs.dims) > 1 else len(lhs.dims) - 1]
+    return 2.0 * out.elements * math.prod(lhs.dims[d] for d in dims)
+
+
+def _library_conv_flops(ins: Instr, kind: str, operands: list[Shape], result: Shape) -> float:
+    """A cuDNN convolution call's FLOPs: its ``window`` and ``dim_labels`` describe the forward convolution, whose
+    input, kernel and output are (operand 0, operand 1, result) for a forward call, (result, operand 1, operand 0)
+    for ``BackwardInput`` and (operand 0, result, operand 1) for ``BackwardFilter``; a backward pass costs what
+    the forward one does. (XLA:GPU's cost analysis reads every call as a forward one.)"""
+    if kind == "BackwardInput":
+        return _conv_flops(ins, result, operands[1], result=operands[0])
+    if kind == "BackwardFilter":
+        return _conv_flops(ins, operands[0], result, result=operands[1])
+    return _conv_flops(ins, operands[0], operands[1], result=result)
+
+
+def _solver_flops(routine: str, operands: list[Shape]) -> float:
+    """LAPACK's operation counts (LAWN 41) for a factorization of the trailing ``m x n`` matrices of operand 0
+    (a batch of them), times 4 for complex numbers; ``trsm`` and ``potrf`` as the importer counts HLO's
+    ``triangular-solve`` and ``cholesky``."""
+    a = operands[0]
+    if routine == "trsm":
+        return 2.0 * a.dims[-1] * operands[1].elements
+    m, n = a.dims[-2], a.dims[-1]
+    batch = a.elements // max(m * n, 1)
+    big, small = max(m, n), min(m, n)
+    per = {"getrf": big * small**2 - small**3 / 3,
+           "geqrf": 2 * big * small**2 - 2 * small**3 / 3,
+           "potrf": n**3 / 3}[routine]
+    return per * batch * (4 if a.dtype.startswith("c") else 1)
 
 
 class _Costs:
@@ -729,6 +805,17 @@ class _Costs:
                 names = _callees(ins)
                 costs = [self.comp(n) for n in names] or [(0.0, 0.0)]
                 return max(c[0] for c in costs), max(c[1] for c in costs)
+            if op == "custom-call":
+                target = ins.attrs.get("custom_call_target", "").strip('"')
+                result = shape.parts[0] if shape.is_tuple and shape.parts else shape
+                if target in _GEMM_TARGETS and opnd:
+                    return _gemm_flops(ins, opnd[0], result), 0.0
+                conv = _CONV_TARGET.match(target)
+                if conv and len(opnd) >= 2:
+                    return _library_conv_flops(ins, conv.group(1), opnd, result), 0.0
+                solver = _SOLVER_TARGET.match(target)
+                if solver and opnd and len(opnd[0].dims) >= 2 and (solver.group(1) != "trsm" or len(opnd) >= 2):
+                    return _solver_flops(solver.group(1), opnd), 0.0
         except InputError:
             raise
         except (KeyError, IndexError, ValueError) as exc:
@@ -754,6 +841,24 @@ def _fusion_kind(module: HloModule, comp_name: str) -> str:
         if heavy in ops:
             return f"fusion:{heavy}"
     return "fusion"
+
+
+_ALIAS_PAIR = re.compile(r"\{([\d,\s]*)\}\s*:\s*\(\s*(\d+)\s*,\s*\{([\d,\s]*)\}")
+
+
+def _operand_aliases(ins: Instr, vals: list, out) -> list[tuple[str, str]]:
+    """``(operand buffer, output buffer)`` pairs of the instruction's ``output_to_operand_aliasing``
+    (``{{0}: (0, {})}``: output leaf {0} is operand 0's storage)."""
+    outputs = dict(_flatten_with_index(out))
+    pairs = []
+    for m in _ALIAS_PAIR.finditer(ins.attrs.get("output_to_operand_aliasing", "")):
+        k = int(m.group(2))
+        if k < len(vals):
+            src = dict(_flatten_with_index(vals[k])).get(tuple(_ints(m.group(3))))
+            dst = outputs.get(tuple(_ints(m.group(1))))
+            if src is not None and dst is not None and src != dst:
+                pairs.append((src, dst))
+    return pairs
 
 
 # XLA's AreTransitiveUsesElementwiseOrTuple: a bitcast (a reshape) is not element-wise on its operand
@@ -967,14 +1072,19 @@ class _Importer:
         shapes = [comp.by_name[o].shape for o in ins.operands]
         if op in ("dynamic-update-slice", "scatter"):
             return [(shapes[0], b) for b in buffer_leaves(vals[0])] if vals else []
+        # XLA's heap simulator lets an output take a dying operand's storage only when the op uses the instruction
+        # that defines the operand's value (HloInstruction::IsUserOf): not through a get-tuple-element of a tuple
+        # result or a bitcast, which define no value of their own. (In-place ops above alias whatever the path.)
+        direct = [comp.by_name[o].opcode not in _NO_VALUE for o in ins.operands]
         if op in _ELEMENTWISE or op in _TRANSCENDENTAL:
-            return [(shapes[k], b) for k, v in enumerate(vals) if isinstance(v, str) for b in (v,)]
+            return [(shapes[k], v) for k, v in enumerate(vals) if isinstance(v, str) and direct[k]]
         if op == "fusion":
             fcomp = self.m.computations[self.costs._called(ins, "calls")]
             out = []
             for k, v in enumerate(vals):
                 p = fcomp.params.get(k)
-                if p is not None and isinstance(v, str) and not p.shape.is_tuple and _elementwise_access(fcomp, p.name):
+                if p is not None and isinstance(v, str) and not p.shape.is_tuple and _elementwise_access(fcomp, p.name) \
+                        and (direct[k] or _updated_in_place(fcomp, p.name)):
                     out.append((shapes[k], v))
             return out
         return []
@@ -1010,6 +1120,11 @@ class _Importer:
                 for shape, src in srcs:  # XLA shares only equal shapes (ShapeUtil::Equal), not equal sizes
                     if _same_array(shape, out_shapes.get(written[dst])) and self.b.kinds.get(src) == "activation":
                         inplace.append((src, dst))
+            # output_to_operand_aliasing (a library call's in-place output, an in-place fusion): the output takes
+            # that operand's storage, as XLA's buffer assignment gives it, under the same rules as the pairs above
+            for src, dst in _operand_aliases(ins, vals, out):
+                if dst in written and self.b.kinds.get(src) == "activation" and self.b.sizes[src] == self.b.sizes[dst]:
+                    inplace.append((src, dst))
         kind = _fusion_kind(self.m, self.costs._called(ins, "calls")) if ins.opcode == "fusion" else ins.opcode
         self.b.add_op(prefix + ins.name, kind, flops, reads, writes, inplace, transcendentals=trans,
                       after=self._control(ins, vals, prefix))
@@ -1085,6 +1200,14 @@ def _fused_param_read_bytes(fcomp: Computation, pname: str, full: int) -> int:
         else:
             return full
     return total
+
+
+_NO_VALUE = frozenset({"get-tuple-element", "bitcast"})  # they pass their operand's value on (XLA's dataflow)
+
+
+def _updated_in_place(fcomp: Computation, pname: str) -> bool:
+    """True if the fused parameter is the operand a dynamic-update-slice writes into (an in-place op)."""
+    return any(u.opcode == "dynamic-update-slice" and u.operands[0] == pname for u in fcomp.users.get(pname, []))
 
 
 def _elementwise_access(fcomp: Computation, pname: str) -> bool:
