@@ -897,6 +897,41 @@ def test_torch_op_without_flop_formula_warns_once_at_the_callers_line():
 
 
 @needs_torch
+def test_torch_high_level_recurrent_fft_interpolation_and_in_place_ops_cost_what_core_aten_does():
+    # the high-level ops a model exports with have formulas that agree with their core ATen decomposition: a GRU's
+    # matrix products and bias adds (core adds the gates' element-wise work: 1.6% here), an in-place add_ as add,
+    # an rfft as XLA counts an fft (8 x log2 n per element), a bilinear upsample per output element; no warning
+    import torch
+
+    from mallocgame.importers.torch_export import TorchImportWarning, export_module, import_exported
+
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn = torch.nn.GRU(8, 16, num_layers=2, batch_first=True)
+
+        def forward(self, x, img):
+            h = self.rnn(x)[0]
+            h.add_(1.0)
+            spectrum = torch.fft.rfft(h).abs()
+            return spectrum, torch.nn.functional.interpolate(img, scale_factor=2, mode="bilinear")
+
+    inputs = [torch.randn(3, 5, 8), torch.randn(1, 2, 4, 4)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TorchImportWarning)
+        high = import_exported(export_module(Model(), inputs))
+    flops = {op.kind: op.flops for op in high.ops}
+    weights = 3 * 16 * (8 + 16) + 3 * 16 * (16 + 16)  # w_ih and w_hh of the two layers, 3 gates each
+    assert flops["gru"] == 15 * (2 * weights + 4 * 3 * 16)  # batch x time steps; four bias vectors of 3 x 16
+    assert flops["add_"] == 3 * 5 * 16
+    assert flops["fft_rfft"] == 8 * 4 * (3 * 5 * 16)  # log2(16) = 4
+    assert flops["upsample_bilinear2d"] == 9 * (1 * 2 * 8 * 8)
+    core = import_exported(export_module(Model(), inputs, level="core"))
+    rnn_core = sum(op.flops for op in core.ops) - sum(flops[k] for k in ("add_", "fft_rfft", "upsample_bilinear2d"))
+    assert flops["gru"] == pytest.approx(rnn_core, rel=0.02)
+
+
+@needs_torch
 def test_torch_cnn_conv_flops_and_views_alias_their_base():
     from mallocgame.importers.torch_export import import_torch
     p = import_torch(f"{DATA / 'torch_models.py'}:cnn")  # (module, example_inputs) pair

@@ -131,7 +131,18 @@ _NO_FLOPS = {
     "rand", "randn", "rand_like", "randn_like", "bernoulli", "slice_scatter", "select_scatter", "diagonal",
     "repeat_interleave", "alias_copy", "view_copy", "fill", "zero", "detach_", "_assert_async",
     "sym_constrain_range_for_size", "_assert_scalar", "item", "_local_scalar_dense", "resize_",
+    "upsample_nearest1d", "upsample_nearest3d", "_upsample_nearest_exact1d", "_upsample_nearest_exact2d",
+    "_upsample_nearest_exact3d", "pixel_shuffle", "pixel_unshuffle", "channel_shuffle",
 }
+# recurrent layers at the high level: each step multiplies every weight matrix by a vector and adds every bias
+_RNN = {"lstm", "gru", "rnn_tanh", "rnn_relu"}
+# interpolation: FLOPs per output element (nearest is data movement: _NO_FLOPS); a linear one in d dimensions is
+# 2^d - 1 lerps of 3 FLOPs each, a bicubic one 16 taps of a multiply-add
+_INTERPOLATE = {"upsample_linear1d": 3, "upsample_bilinear2d": 9, "_upsample_bilinear2d_aa": 9,
+                "upsample_trilinear3d": 21, "upsample_bicubic2d": 32, "_upsample_bicubic2d_aa": 32}
+# Fourier transforms as XLA's cost analysis counts an fft: 2 x 4 x log2(transform length) per input element
+_FFT_CORE = {"_fft_r2c", "_fft_c2r", "_fft_c2c"}           # (self, dim: list, normalization, ...)
+_FFT_1D = {"fft_fft", "fft_ifft", "fft_rfft", "fft_irfft", "fft_hfft", "fft_ihfft"}  # (self, n, dim, norm)
 _MATMUL = {"mm", "matmul", "bmm", "linear", "addmm", "baddbmm", "addbmm", "einsum", "_addmm_activation", "mv",
            "dot", "vdot", "outer", "addmv", "addr"}
 _CONV = {"conv1d", "conv2d", "conv3d", "convolution", "_convolution", "conv_transpose1d", "conv_transpose2d",
@@ -187,6 +198,29 @@ def op_flops(name: str, node: Any, out_shapes: list[tuple[int, ...]]) -> float |
             return None
         batch = _numel(q[:-2])
         return 2.0 * batch * q[-2] * k[-2] * q[-1] + 2.0 * batch * q[-2] * k[-2] * v[-1]
+    if name in _RNN:
+        params = _tensor_shapes(args[2]) if len(args) > 2 and isinstance(args[2], (list, tuple)) else []
+        x = shapes[0]
+        if x is None or not any(p is not None and len(p) == 2 for p in params):
+            return None
+        steps = _numel(x[:-1])  # batch x time (time alone for an unbatched input)
+        return steps * sum((2.0 if len(p) == 2 else 1.0) * _numel(p) for p in params if p is not None)
+    if name in _INTERPOLATE:
+        return float(_INTERPOLATE[name] * out_n)
+    if name in _FFT_CORE or name in _FFT_1D:
+        x = shapes[0]
+        if x is None or not x:
+            return None
+        if name in _FFT_CORE:
+            dims = list(args[1]) if len(args) > 1 and isinstance(args[1], (list, tuple)) else [-1]
+            # c2r's input is the half spectrum: the transform's length is its output's
+            lengths = [(out if name == "_fft_c2r" else x)[d] for d in dims]
+        else:
+            dim = args[2] if len(args) > 2 and isinstance(args[2], int) else -1
+            n = args[1] if len(args) > 1 and isinstance(args[1], int) else None
+            lengths = [n if n is not None else (out if name in ("fft_irfft", "fft_hfft") else x)[dim]]
+        logs = math.prod(math.log2(n) for n in lengths if n > 1) if any(n > 1 for n in lengths) else 0.0
+        return 8.0 * logs * _numel(x)
     if name in ("dropout", "native_dropout", "feature_dropout", "alpha_dropout") and len(args) > 2 \
             and args[2] is False:
         return 0.0  # identity outside training
@@ -431,7 +465,10 @@ class _GraphWalk:
         self.env[node.name] = out
 
     def flops(self, opname: str, node: Any, shapes: list) -> tuple[float, float]:
-        """The op's FLOPs and transcendentals; an op without a formula is 0 FLOPs, warned about once."""
+        """The op's FLOPs and transcendentals; an op without a formula is 0 FLOPs, warned about once. An in-place
+        variant (``add_``, ``relu_``, ``sigmoid_``) costs what its functional op does."""
+        if opname.endswith("_") and not opname.endswith("__") and op_flops(opname, node, shapes) is None:
+            opname = opname[:-1]
         flops = op_flops(opname, node, shapes)
         if flops is None:
             if opname not in self.warned:
