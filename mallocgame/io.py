@@ -416,7 +416,8 @@ def capacity_from_name(path: str | os.PathLike) -> int | None:
 
 
 def read_text(path: str) -> str:
-    """A text file's contents; ``InputError`` with one line when missing, unreadable, empty or not a file."""
+    """A text file's contents (a leading byte-order mark dropped); ``InputError`` with one line when missing,
+    unreadable, empty or not a file."""
     check_regular_file(path)
     try:
         with open(path, newline="") as fh:
@@ -427,9 +428,15 @@ def read_text(path: str) -> str:
         raise InputError(f"{path}: not a text file") from None
     except OSError as exc:
         raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+    text = text.removeprefix("\ufeff")  # the byte-order mark a spreadsheet saves a UTF-8 CSV with
     if not text.strip():
         raise InputError(f"{path}: empty file")
     return text
+
+
+def _header(fields: list[str]) -> list[str]:
+    """A CSV header's column names: stripped, in lower case (``ID,Lower`` names the ``id`` and ``lower`` columns)."""
+    return [h.strip().lower() for h in fields]
 
 
 @contextlib.contextmanager
@@ -474,7 +481,7 @@ def _csv_records(path: str, text: str) -> Iterator[tuple[int, list[str]]]:
 
 def _csv_rows(path: str, text: str, required: Iterable[str]) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
     records = _csv_records(path, text)
-    header = [h.strip() for h in next(records)[1]]
+    header = _header(next(records)[1])
     missing = [c for c in required if c not in header]
     if missing:
         raise InputError(f"{path}: row 1 (header): missing column '{missing[0]}' (have: {','.join(header)})")
@@ -912,7 +919,7 @@ def read_intervals_csv(path: str | os.PathLike, problem: Problem) -> list:
     path = str(path)
     text = read_text(path)
     rows = list(_csv_records(path, text))
-    header = [h.strip() for h in rows[0][1]]
+    header = _header(rows[0][1])
     if "lower" in header and "offset" in header:
         return map_intervals(problem, read_solution_csv(path, problem))
     missing = [c for c in INTERVAL_COLUMNS if c not in header]

@@ -36,6 +36,24 @@ def test_csv_round_trip_with_benefit(tmp_path):
            [(b.id, b.start, b.end, b.size, b.benefit) for b in p.buffers]
 
 
+def test_a_spreadsheets_csv_reads_as_the_plain_one(tmp_path):
+    # saved by a spreadsheet: a UTF-8 byte-order mark, CRLF line ends, the header in capitals, spaces after commas
+    p = random_intervals(20, seed=4, with_benefit=True)
+    text = problem_csv_text(p)
+    plain = load_problem(write(tmp_path, "plain.64.csv", text))
+    head, rest = text.split("\n", 1)
+    styled = "\ufeff" + head.upper().replace(",", ", ") + "\r\n" + rest.replace("\n", "\r\n")
+    path = tmp_path / "styled.64.csv"
+    path.write_bytes(styled.encode("utf-8"))
+    read = load_problem(str(path))
+    assert [(b.id, b.start, b.end, b.size, b.benefit) for b in read.buffers] == \
+           [(b.id, b.start, b.end, b.size, b.benefit) for b in plain.buffers]
+    bom_json = tmp_path / "w.json"
+    write_workload_json(str(bom_json), p)
+    bom_json.write_bytes(b"\xef\xbb\xbf" + bom_json.read_bytes())
+    assert load_problem(str(bom_json)).n == p.n
+
+
 def test_json_round_trip_keeps_ops_and_capacity(tmp_path):
     p = layered_network(80, seed=3)
     path = tmp_path / "w.json"
