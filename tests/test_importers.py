@@ -345,9 +345,9 @@ def test_hlo_async_pairs_and_header_without_parameters():
 
 ENTRY %main {
   %p = f32[1024]{0} parameter(0)
-  %cs = (f32[1024]{0:S(1)}, f32[1024]{0}, u32[]) copy-start(%p)
+  %cs = (f32[1024]{0}, f32[1024]{0}, u32[]) copy-start(%p)
   %n = f32[1024]{0} negate(%p)
-  %cd = f32[1024]{0:S(1)} copy-done(%cs)
+  %cd = f32[1024]{0} copy-done(%cs)
   %as = ((f32[1024]{0}), f32[1024]{0}, s32[]) async-start(%n), calls=%wrapped
   %ad = f32[1024]{0} async-done(%as), calls=%wrapped
   ROOT %a = f32[1024]{0} add(%cd, %ad)
@@ -358,7 +358,7 @@ ENTRY %main {
   ROOT %e = f32[1024]{0} exponential(%x)
 }
 """
-    r = parse_hlo_text(text, "async.hlo.txt")
+    r = parse_hlo_text(text, "async.hlo.txt")  # an asynchronous copy within one memory space: an op
     assert r.warnings == []
     ops = {op.id: [(o.buffer, o.access) for o in op.operands] for op in r.problem.ops}
     assert list(ops) == ["cs", "n", "as", "a"]   # the *-done halves are aliases, not ops
@@ -480,6 +480,43 @@ ENTRY %main (a: f32[8,3], b: f32[3,5]) -> f32[8,5] {
 """
     r = parse_hlo_text(text, "onednn.hlo.txt")
     assert [op.flops for op in r.problem.ops] == [2 * 8 * 5 * 3] * 2
+
+
+AFTER_MSA = """HloModule tpu_step, is_scheduled=true, entry_computation_layout={(f32[8,128]{1,0:T(8,128)}, bf16[128,256]{1,0:T(8,128)(2,1)})->f32[8,256]{1,0:T(8,128)}}
+
+%fused (p0: f32[8,128], p1: bf16[128,256]) -> f32[8,256] {
+  %p0 = f32[8,128]{1,0:T(8,128)} parameter(0)
+  %p1 = bf16[128,256]{1,0:T(8,128)(2,1)S(1)} parameter(1)
+  %convert = f32[128,256]{1,0:T(8,128)} convert(%p1)
+  ROOT %dot = f32[8,256]{1,0:T(8,128)} dot(%p0, %convert), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}
+
+ENTRY %main (x: f32[8,128], w: bf16[128,256]) -> f32[8,256] {
+  %x = f32[8,128]{1,0:T(8,128)} parameter(0)
+  %w = bf16[128,256]{1,0:T(8,128)(2,1)} parameter(1)
+  %copy-start = (bf16[128,256]{1,0:T(8,128)(2,1)S(1)}, bf16[128,256]{1,0:T(8,128)(2,1)}, u32[]{:S(2)}) copy-start(%w), cross_program_prefetch_index=0
+  %neg = f32[8,128]{1,0:T(8,128)S(1)} negate(%x)
+  %copy-done = bf16[128,256]{1,0:T(8,128)(2,1)S(1)} copy-done(%copy-start)
+  %f = f32[8,256]{1,0:T(8,128)S(1)} fusion(%neg, %copy-done), kind=kOutput, calls=%fused
+  %evict = f32[8,256]{1,0:T(8,128)} copy(%f)
+  %t = f32[8,128]{0,1:T(8,128)} copy(%x)
+  ROOT %out = f32[8,256]{1,0:T(8,128)} add(%evict, %evict)
+}
+"""
+
+
+def test_hlo_after_memory_space_assignment_is_read_as_the_program_before_it():
+    # An HLO dump from a TPU compile has XLA's memory-space assignment applied: layouts with S(1) (the
+    # alternate memory) and the copies it inserted (a cross-program prefetch, an eviction). Those copies are
+    # its decisions, which this project makes anew: they are read as the values they copy, with one warning;
+    # a copy that changes the layout (a transpose) stays an op.
+    with pytest.warns(HloImportWarning, match="2 copies between memory spaces"):
+        r = parse_hlo_text(AFTER_MSA, "after_msa.hlo.txt")
+    p = r.problem
+    assert [op.id for op in p.ops] == ["neg", "f", "t", "out"]
+    assert [o.buffer for o in p.ops[1].operands] == ["neg", "w", "f"]  # the fusion reads the weight itself
+    assert [o.buffer for o in p.ops[3].operands] == ["f", "out"]        # and add reads the fusion's output
+    assert {b.id for b in p.buffers} == {"x", "w", "neg", "f", "t", "out"}
 
 
 def test_hlo_unknown_instruction_is_a_zero_flop_op_with_a_warning():

@@ -66,6 +66,8 @@ class Shape:
     dtype: str
     dims: tuple[int, ...] = ()
     parts: tuple["Shape", ...] = ()
+    # the layout's memory space (``{1,0:S(1)}``: XLA's alternate memory); not part of the shape's identity
+    memory_space: int = field(default=0, compare=False)
 
     @property
     def is_tuple(self) -> bool:
@@ -187,9 +189,16 @@ def parse_shape(s: str, i: int = 0, depth: int = 0) -> tuple[Shape, int]:
     if math.prod(dims) * _DTYPE_BITS[dtype] > MAX_SHAPE_BITS:
         raise ValueError(f"shape {dtype}[{','.join(map(str, dims))}] is too large (more than 2**62 bytes)")
     i = j + 1
+    space = 0
     if s.startswith("{", i):  # layout
-        i = _skip_balanced(s, i)
-    return Shape(dtype, tuple(dims)), i
+        end = _skip_balanced(s, i)
+        m = _MEMORY_SPACE.search(s, i, end)
+        space = int(m.group(1)) if m else 0
+        i = end
+    return Shape(dtype, tuple(dims), memory_space=space), i
+
+
+_MEMORY_SPACE = re.compile(r"S\((\d+)\)")
 
 
 # --------------------------------------------------------------------------- module
@@ -894,6 +903,7 @@ class _Importer:
         self._consts: dict[tuple[str, str], Value] = {}
         self.entry_params: dict[int, Value] = {}
         self._op_counts: dict[str, int] = {}
+        self.memory_space_copies = 0  # XLA's memory-space assignment's copies, read as the values they copy
         # Control order: instruction (prefixed name) -> the op indices it stands for, kept for
         # instructions that emitted ops and for token-like values (no buffer) that carry order.
         self._done: dict[str, range | set[int]] = {}
@@ -901,6 +911,14 @@ class _Importer:
     def _warn(self, msg: str) -> None:
         if msg not in self.warnings:
             self.warnings.append(msg)
+
+    @staticmethod
+    def _between_memory_spaces(comp: Computation, ins: Instr) -> bool:
+        """Is this ``copy`` (``copy-start``) a move of one array between memory spaces, as XLA's memory-space
+        assignment inserts them (same element type and dimensions, another ``S(n)`` in the layout)?"""
+        source = comp.by_name[ins.operands[0]].shape
+        dest = ins.shape.parts[0] if ins.opcode == "copy-start" and ins.shape.is_tuple else ins.shape
+        return _same_array(source, dest) and source.memory_space != dest.memory_space
 
     # -- buffers
     def _new(self, base: str, shape: Shape, kind: str) -> Value:
@@ -985,6 +1003,11 @@ class _Importer:
             return vals[0] if vals else None
         if op == "after-all":
             return None
+        if op in ("copy-start", "copy") and vals and self._between_memory_spaces(comp, ins):
+            # XLA's memory-space assignment moved the value (a prefetch, an eviction): the copy is its decision,
+            # not the program's, so the destination is the value itself (what this project decides anew)
+            self.memory_space_copies += 1
+            return (vals[0], vals[0], None) if op == "copy-start" else vals[0]
         if op == "copy-done":
             v = vals[0]
             return v[0] if isinstance(v, tuple) else v
@@ -1255,6 +1278,10 @@ def parse_hlo_text(text: str, path: str = "<hlo>", *, name: str | None = None,
         if isinstance(src, str) and isinstance(dst, str) and src != dst:
             imp.b.donate(src, dst)
     problem = imp.b.build()
+    if imp.memory_space_copies:
+        n = imp.memory_space_copies
+        imp._warn(f"{path}: {n} cop{'y' if n == 1 else 'ies'} between memory spaces (XLA's memory-space assignment: "
+                  "prefetches, evictions) read as the values they copy: the program before that assignment")
     for msg in imp.warnings:
         warnings.warn(msg, HloImportWarning, stacklevel=3)
     return HloImport(problem, imp.flops, imp.trans, imp.warnings, module.name)
