@@ -36,6 +36,28 @@ FUNCTIONS = textwrap.dedent('''
         return jax.lax.scan(cell, h, xs)
 
     not_a_function = 3
+
+    def adam_step():
+        # a factory: the function and example arguments that are pytrees (parameters, optimizer state, a batch)
+        params = {"w1": jnp.zeros((16, 32)), "w2": jnp.zeros((32, 4))}
+        state = {"m": params, "v": params}
+
+        def step(params, state, batch):
+            def loss(p):
+                return jnp.mean((jnp.tanh(batch["x"] @ p["w1"]) @ p["w2"] - batch["y"]) ** 2)
+            g = jax.grad(loss)(params)
+            m = jax.tree_util.tree_map(lambda m, g: 0.9 * m + 0.1 * g, state["m"], g)
+            v = jax.tree_util.tree_map(lambda v, g: 0.99 * v + 0.01 * g * g, state["v"], g)
+            new = jax.tree_util.tree_map(lambda p, m, v: p - 1e-3 * m / (jnp.sqrt(v) + 1e-8), params, m, v)
+            return new, {"m": m, "v": v}
+        batch = {"x": jax.ShapeDtypeStruct((8, 16), jnp.float32), "y": jnp.zeros((8, 4))}
+        return step, (params, state, batch)
+
+    def not_a_pair():
+        return 3
+
+    def needs_an_argument(n):
+        return mlp, ()
 ''')
 
 
@@ -86,6 +108,39 @@ def test_import_jax_reproduces_import_hlo(fn, shapes, donate, fns):
     if donate:
         assert a["inplace"]  # the donated parameters hold their outputs
     assert r.stdout.split(":", 1)[1] == r2.stdout.split(":", 1)[1]  # the same summary line
+
+
+def test_a_factory_gives_the_function_and_pytree_arguments(fns):
+    # without --arg-shapes: SPEC names a factory returning (function, example arguments), pytrees welcome;
+    # the import equals the HLO text's, donation indexes the top-level arguments
+    pytest.importorskip("jax")
+    runner = CliRunner()
+    r = runner.invoke(import_group, ["jax", "fns.py:adam_step", "--donate", "0,1", "--save-hlo", "adam.hlo.txt",
+                                     "-o", "jax.json"])
+    assert r.exit_code == 0, r.output
+    text = (fns / "adam.hlo.txt").read_text()
+    assert "input_output_alias" in text.splitlines()[0]
+    r2 = runner.invoke(import_group, ["hlo", "adam.hlo.txt", "-o", "hlo.json", "--name", "adam_step"])
+    assert r2.exit_code == 0, r2.output
+    a = json.loads((fns / "jax.json").read_text())
+    assert a == json.loads((fns / "hlo.json").read_text()) and a["inplace"]
+    ids = {b["id"] for b in a["buffers"]}
+    assert len([b for b in a["buffers"] if b["kind"] == "input"]) == 2 + 4 + 2  # params, m and v, the batch
+    assert len(ids) == len(a["buffers"])
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("fns.py:not_a_pair", "returns (function, example arguments), got int"),
+    ("fns.py:needs_an_argument", "zero-argument callable"),
+    ("fns.py:mlp", "zero-argument callable"),  # a function, not a factory: --arg-shapes forgotten
+])
+def test_a_bad_factory_is_one_line_exit_2(spec, message, fns):
+    pytest.importorskip("jax")
+    r = CliRunner().invoke(import_group, ["jax", spec, "-o", "w.json"])
+    assert r.exit_code == 2, r.output
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], lines
+    assert not (fns / "w.json").exists()
 
 
 def test_python_api_matches_the_file(fns):

@@ -86,8 +86,10 @@ def hlo_cmd(file: str, out: str, name: str | None, max_expanded_ops: int, loop_s
 
 @import_group.command("jax")
 @click.argument("spec")
-@click.option("--arg-shapes", "arg_shapes", required=True, metavar="DTYPE[D1,...],...",
-              help="One XLA-style shape per positional argument, e.g. 'f32[8,128],bf16[512,512],s32[]'.")
+@click.option("--arg-shapes", "arg_shapes", default=None, metavar="DTYPE[D1,...],...",
+              help="One XLA-style shape per positional argument, e.g. 'f32[8,128],bf16[512,512],s32[]'. "
+                   "Without it, SPEC names a zero-argument callable returning (function, example arguments), "
+                   "whose arguments may be pytrees.")
 @click.option("--donate", default=None, metavar="I,J,...", help="Indices of the arguments donated to the outputs.")
 @_OUT
 @click.option("--name", default=None, help="Workload name (default: the function's name).")
@@ -98,7 +100,8 @@ def hlo_cmd(file: str, out: str, name: str | None, max_expanded_ops: int, loop_s
 @_LOOP_STATE
 def jax_cmd(spec: str, arg_shapes: str, donate: str | None, out: str, name: str | None, max_expanded_ops: int,
             save_hlo: str | None, loop_state: str) -> None:
-    """Import a JAX function compiled by XLA:CPU: SPEC is module.path:function or file.py:function.
+    """Import a JAX function compiled by XLA:CPU: SPEC is module.path:function or file.py:function
+    (or, without --arg-shapes, a factory returning the function and its example arguments).
 
     The function is jitted, lowered and compiled on the CPU backend and its scheduled HLO
     imported exactly as `mallocgame import hlo` does.

@@ -1,8 +1,10 @@
 """JAX importer: a JAX function -> XLA:CPU's scheduled HLO -> workload (extra ``mallocgame[jax]``).
 
 ``MODULE:FN`` (``package.module:function`` or ``path/to/file.py:function``; dots after the
-colon reach attributes) names the function itself, not a factory. It is compiled for the
-arguments ``--arg-shapes`` describes, on the CPU backend::
+colon reach attributes) names the function itself, compiled for the arguments ``--arg-shapes``
+describes; without ``--arg-shapes`` it names a zero-argument factory that returns
+``(function, example_arguments)``, whose arguments may be any pytrees (a parameter dict, an
+optimizer state, a batch) of arrays or ``jax.ShapeDtypeStruct``. On the CPU backend::
 
     jax.jit(fn, donate_argnums=donate).lower(*ShapeDtypeStructs).compile().as_text()
 
@@ -124,17 +126,50 @@ def _jax():
     return jax
 
 
-def compile_hlo_text(fn: Callable[..., Any] | str, arg_shapes: str | Sequence[ArgShape],
+def example_arguments(factory: Callable[..., Any], where: str) -> tuple[Callable[..., Any], tuple]:
+    """``(function, arguments)`` from a zero-argument factory (what ``SPEC`` names without ``--arg-shapes``):
+    the arguments are pytrees (a parameter dict, an optimizer state, a batch) of arrays or
+    ``jax.ShapeDtypeStruct``; every leaf with a shape and a dtype becomes a ``ShapeDtypeStruct``."""
+    jax = _jax()
+    try:
+        made = factory()
+    except TypeError as exc:
+        raise InputError(f"{where}: without --arg-shapes, SPEC names a zero-argument callable that returns "
+                         f"(function, example arguments); calling it failed ({exc})") from None
+    except Exception as exc:  # the user's factory: one line
+        first = (str(exc).strip().splitlines() or [""])[0]
+        raise InputError(f"{where}: calling it failed ({type(exc).__name__}: {first[:300]})") from None
+    if not (isinstance(made, (tuple, list)) and len(made) == 2 and callable(made[0])
+            and isinstance(made[1], (tuple, list))):
+        raise InputError(f"{where}: without --arg-shapes, SPEC names a zero-argument callable that returns "
+                         f"(function, example arguments), got {type(made).__name__}")
+    func, args = made
+
+    def struct(leaf: Any) -> Any:
+        if hasattr(leaf, "shape") and hasattr(leaf, "dtype"):
+            return jax.ShapeDtypeStruct(tuple(leaf.shape), leaf.dtype)
+        return leaf
+    return func, tuple(jax.tree_util.tree_map(struct, tuple(args)))
+
+
+def compile_hlo_text(fn: Callable[..., Any] | str, arg_shapes: str | Sequence[ArgShape] | None,
                      donate: str | Sequence[int] | None = None) -> str:
-    """XLA:CPU's scheduled HLO text of ``fn`` (a function or ``MODULE:FN``) for ``arg_shapes``."""
-    shapes = parse_arg_shapes(arg_shapes) if isinstance(arg_shapes, str) else list(arg_shapes)
-    donated = parse_donate(donate, len(shapes))
+    """XLA:CPU's scheduled HLO text of ``fn`` (a function or ``MODULE:FN``) for ``arg_shapes``; with
+    ``arg_shapes`` ``None``, ``fn`` is a factory returning the function and its example arguments
+    (:func:`example_arguments`: pytrees welcome)."""
     where = fn if isinstance(fn, str) else getattr(fn, "__name__", "function")
     func = load_function(fn) if isinstance(fn, str) else fn
     jax = _jax()
     import jax.numpy as jnp
 
-    structs = [jax.ShapeDtypeStruct(s.dims, getattr(jnp, DTYPES[s.dtype])) for s in shapes]
+    if arg_shapes is None:
+        func, structs = example_arguments(func, where)
+        shapes = [f"{type(a).__name__}" if not hasattr(a, "shape") else f"{a.dtype}{list(a.shape)}"
+                  for a in structs]
+    else:
+        shapes = parse_arg_shapes(arg_shapes) if isinstance(arg_shapes, str) else list(arg_shapes)
+        structs = [jax.ShapeDtypeStruct(s.dims, getattr(jnp, DTYPES[s.dtype])) for s in shapes]
+    donated = parse_donate(donate, len(structs))
     try:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="Some donated buffers were not usable")
@@ -148,7 +183,7 @@ def compile_hlo_text(fn: Callable[..., Any] | str, arg_shapes: str | Sequence[Ar
                          f"({type(exc).__name__}: {first[:300]})") from None
 
 
-def load_jax(fn: Callable[..., Any] | str, arg_shapes: str | Sequence[ArgShape], *,
+def load_jax(fn: Callable[..., Any] | str, arg_shapes: str | Sequence[ArgShape] | None, *,
              donate: str | Sequence[int] | None = None, name: str | None = None, max_expanded_ops: int = 200_000,
              hlo_output: str | None = None, loop_state: str = "fresh"):
     """Compile ``fn`` and import its HLO as ``import hlo`` does; returns the :class:`~mallocgame.importers.hlo.HloImport`.
@@ -165,7 +200,7 @@ def load_jax(fn: Callable[..., Any] | str, arg_shapes: str | Sequence[ArgShape],
                           loop_state=loop_state)
 
 
-def import_jax(fn: Callable[..., Any] | str, arg_shapes: str | Sequence[ArgShape], **options) -> Problem:
+def import_jax(fn: Callable[..., Any] | str, arg_shapes: str | Sequence[ArgShape] | None = None, **options) -> Problem:
     """The workload of a JAX function (see :func:`load_jax`)."""
     return load_jax(fn, arg_shapes, **options).problem
 
@@ -176,5 +211,5 @@ def _example(x, w):  # the doctest's function
     return jnp.tanh(x @ w).sum()
 
 
-__all__ = ["ArgShape", "DTYPES", "compile_hlo_text", "import_jax", "load_function", "load_jax", "parse_arg_shapes",
-           "parse_donate"]
+__all__ = ["ArgShape", "DTYPES", "compile_hlo_text", "example_arguments", "import_jax", "load_function", "load_jax",
+           "parse_arg_shapes", "parse_donate"]
