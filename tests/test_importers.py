@@ -423,6 +423,7 @@ ENTRY %main (x: f32[32,64], w: f32[64,16], img: f32[4,8,8,16], k: f32[3,3,16,32]
   %s = c64[3,16,16]{2,1,0} parameter(8)
   %ch = (c64[3,16,16]{2,1,0}, s32[3]{0}) custom-call(%s), custom_call_target="cusolver_potrf_ffi"
   %tr = f32[32,64]{1,0} custom-call(%w, %x), custom_call_target="lapack_strsm_ffi"
+  %top = (f32[32,4]{1,0}, s32[32,4]{1,0}) custom-call(%x), custom_call_target="TopK"
   ROOT %g = f32[4,8,8,16]{3,2,1,0} get-tuple-element(%dx), index=0
 }
 """
@@ -444,6 +445,7 @@ def test_hlo_library_calls_cost_what_they_compute():
     assert flops["lu"] == pytest.approx(2 * (64 * 48**2 - 48**3 / 3))  # a batch of two 64 x 48 factorizations
     assert flops["ch"] == pytest.approx(3 * 16**3 / 3 * 4)  # three complex Cholesky factorizations
     assert flops["tr"] == 2 * 16 * (32 * 64)  # as HLO's triangular-solve: 2 x a's width x b's elements
+    assert flops["top"] == 32 * 64 * 2  # the 4 largest of each row: log2(4) comparisons per element
 
 
 def test_hlo_library_calls_write_over_their_operands_as_xla_assigns_them():

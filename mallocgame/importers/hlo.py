@@ -822,6 +822,10 @@ class _Costs:
                 conv = _CONV_TARGET.match(target)
                 if conv and len(opnd) >= 2:
                     return _library_conv_flops(ins, conv.group(1), opnd, result), 0.0
+                if target in ("TopK", "__gpu$TopK") and opnd and opnd[0].dims and result.dims:
+                    # a selection of the k largest per row: a comparison per element per level of a k-heap,
+                    # as the importer counts sort's n * ceil(log2 n)
+                    return float(opnd[0].elements * max(1, math.ceil(math.log2(max(result.dims[-1], 2))))), 0.0
                 solver = _SOLVER_TARGET.match(target)
                 if solver and opnd and len(opnd[0].dims) >= 2 and (solver.group(1) != "trsm" or len(opnd) >= 2):
                     return _solver_flops(solver.group(1), opnd), 0.0
