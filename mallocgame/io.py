@@ -29,6 +29,7 @@ import math
 import os
 import re
 import tempfile
+import warnings
 from pathlib import Path
 from typing import IO, Any, Iterable, Iterator, Sequence
 
@@ -235,12 +236,29 @@ def _csv_line(fields: Iterable[Any]) -> str:
     return ",".join(out) + "\n"
 
 
+def _aligned_csv_text(problem: Problem, offsets: Sequence[int | None] | None, with_benefit: bool) -> str:
+    """:func:`problem_csv_text` with an ``alignment`` column after ``size``."""
+    cols = list(CSV_COLUMNS) + ["alignment"] + (["benefit"] if with_benefit else []) + \
+        (["offset"] if offsets is not None else [])
+    lines = [_csv_line(cols)]
+    for i, b in enumerate(problem.buffers):
+        row = [b.id, str(b.start), str(b.end), str(b.size), str(b.alignment)]
+        if with_benefit:
+            row.append("" if b.benefit is None else _fmt_num(b.benefit))
+        if offsets is not None:
+            row.append("" if offsets[i] is None else str(offsets[i]))
+        lines.append(_csv_line(row))
+    return "".join(lines)
+
+
 def problem_csv_text(problem: Problem, offsets: Sequence[int | None] | None = None) -> str:
     """The problem (and optionally a solution's offsets) as MiniMalloc-style CSV text.
 
     Ids with commas, quotes or line breaks are quoted (RFC 4180), so the readers get them back.
     """
     with_benefit = any(b.benefit is not None for b in problem.buffers)
+    if any(b.alignment != 1 for b in problem.buffers):  # MiniMalloc's alignment column, as its converter writes it
+        return _aligned_csv_text(problem, offsets, with_benefit)
     cols = list(CSV_COLUMNS) + (["benefit"] if with_benefit else []) + (["offset"] if offsets is not None else [])
     lines = [_csv_line(cols)]
     if not any(c in "\0".join(b.id for b in problem.buffers) for c in ',"\r\n'):  # no id needs quoting
@@ -479,9 +497,21 @@ def _csv_records(path: str, text: str) -> Iterator[tuple[int, list[str]]]:
             raise InputError(f"{path}: row {line}: not valid CSV ({exc})") from None
 
 
-def _csv_rows(path: str, text: str, required: Iterable[str]) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
+# MiniMalloc's converter's other names for the columns (its `end` is inclusive: upper = end + 1)
+_CSV_SYNONYMS = {"buffer": "id", "buffer_id": "id", "begin": "lower", "start": "lower", "end": "upper"}
+
+
+def _csv_rows(path: str, text: str, required: Iterable[str], *,
+              synonyms: dict[str, str] | None = None) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
     records = _csv_records(path, text)
     header = _header(next(records)[1])
+    if synonyms:
+        named = [synonyms.get(h, h) for h in header]
+        twice = sorted({h for h in named if named.count(h) > 1})
+        if twice:
+            given = [g for g, h in zip(header, named) if h == twice[0]]
+            raise InputError(f"{path}: row 1 (header): column '{twice[0]}' given twice ({', '.join(given)})")
+        header = named
     missing = [c for c in required if c not in header]
     if missing:
         raise InputError(f"{path}: row 1 (header): missing column '{missing[0]}' (have: {','.join(header)})")
@@ -501,20 +531,31 @@ def _csv_rows(path: str, text: str, required: Iterable[str]) -> tuple[list[str],
 def read_csv(path: str | os.PathLike, *, with_offsets: bool = False) -> tuple[Problem, list[int | None] | None]:
     path = str(path)
     text = read_text(path)
-    header, rows = _csv_rows(path, text, CSV_COLUMNS + (("offset",) if with_offsets else ()))
+    first = _header(next(_csv_records(path, text))[1])
+    inclusive = "end" in first and "upper" not in first  # MiniMalloc's `end` column: the last time step
+    header, rows = _csv_rows(path, text, CSV_COLUMNS + (("offset",) if with_offsets else ()), synonyms=_CSV_SYNONYMS)
     has_benefit = "benefit" in header
+    has_alignment = "alignment" in header
+    if "gaps" in header and any(row["gaps"].strip() for _, row in rows):
+        warnings.warn(f"{path}: column 'gaps': mallocgame keeps each buffer for its whole [lower, upper) (a gap's "
+                      "memory is not reused): every answer is valid, a packing may need more memory", UserWarning,
+                      stacklevel=2)
     buffers, offsets, seen, totals = [], [], set(), _Totals(path)
     for lineno, row in rows:
         where = f"row {lineno}"
         benefit = None
         if has_benefit and row["benefit"].strip() != "":
             benefit = _float_field(path, where, "benefit", row["benefit"])
+        alignment = 1
+        if has_alignment and row["alignment"].strip() != "":
+            alignment = _int_field(path, where, "alignment", row["alignment"])
         b = Buffer(
             id=row["id"],  # exactly as written: the writers quote what needs it, never pad
             start=_int_field(path, where, "lower", row["lower"]),
-            end=_int_field(path, where, "upper", row["upper"]),
+            end=_int_field(path, where, "end" if inclusive else "upper", row["upper"]) + (1 if inclusive else 0),
             size=_int_field(path, where, "size", row["size"]),
             benefit=benefit,
+            alignment=alignment,
         )
         _check_buffer(path, where, b, seen)
         totals.add_size(where, b.size)

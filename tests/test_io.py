@@ -54,6 +54,28 @@ def test_a_spreadsheets_csv_reads_as_the_plain_one(tmp_path):
     assert load_problem(str(bom_json)).n == p.n
 
 
+def test_minimallocs_other_column_names_alignment_and_gaps(tmp_path):
+    # MiniMalloc's converter reads buffer/buffer_id for id, begin/start for lower, an inclusive `end` for upper,
+    # an alignment column and a gaps column: so does this reader (gaps kept as live, with a warning)
+    plain = load_problem(write(tmp_path, "p.64.csv", "id,lower,upper,size\na,0,3,8\nb,2,5,16\n"))
+    for header, rows in [("buffer,start,end,size", "a,0,2,8\nb,2,4,16\n"),
+                         ("buffer_id,begin,upper,size", "a,0,3,8\nb,2,5,16\n")]:
+        other = load_problem(write(tmp_path, "o.64.csv", f"{header}\n{rows}"))
+        assert [(b.id, b.start, b.end, b.size) for b in other.buffers] == \
+               [(b.id, b.start, b.end, b.size) for b in plain.buffers]
+    aligned = load_problem(write(tmp_path, "a.64.csv", "id,lower,upper,size,alignment\na,0,3,8,4\nb,2,5,16,\n"))
+    assert [b.alignment for b in aligned.buffers] == [4, 1]
+    back = load_problem(write(tmp_path, "back.64.csv", problem_csv_text(aligned)))  # the writer keeps the column
+    assert [(b.id, b.alignment) for b in back.buffers] == [("a", 4), ("b", 1)]
+    with pytest.warns(UserWarning, match="column 'gaps'"):
+        gapped = load_problem(write(tmp_path, "g.64.csv", "id,lower,upper,size,gaps\na,0,9,8,2-4 6-7\nb,2,5,16,\n"))
+    assert [(b.start, b.end) for b in gapped.buffers] == [(0, 9), (2, 5)]
+    with pytest.raises(InputError, match="column 'lower' given twice \\(start, lower\\)"):
+        load_problem(write(tmp_path, "d.64.csv", "id,start,lower,upper,size\na,0,0,3,8\n"))
+    with pytest.raises(InputError, match="row 2, field 'alignment'"):
+        load_problem(write(tmp_path, "x.64.csv", "id,lower,upper,size,alignment\na,0,3,8,four\n"))
+
+
 def test_json_round_trip_keeps_ops_and_capacity(tmp_path):
     p = layered_network(80, seed=3)
     path = tmp_path / "w.json"
