@@ -404,7 +404,7 @@ ENTRY %main (x: f32[1,4,4,2], w: f32[3,3,2,5]) -> f32[1,4,4,5] {
 
 
 GPU_STEP = r"""HloModule gpu_step, is_scheduled=true
-ENTRY %main (x: f32[32,64], w: f32[64,16], img: f32[4,8,8,16], k: f32[3,3,16,32], dy: f32[4,8,8,32], b: bf16[6,8,24], c: bf16[6,24,5], m: f32[2,64,48], s: c64[3,16,16]) -> f32[4,8,8,16] {
+ENTRY %main (x: f32[32,64], w: f32[64,16], img: f32[4,8,8,16], k: f32[3,3,16,32], dy: f32[4,8,8,32], b: bf16[6,8,24], c: bf16[6,24,5], m: f32[2,64,48], s: c64[3,16,16], q: bf16[2,6,128,64], kk: bf16[2,6,256,64], v: bf16[2,6,256,32]) -> f32[4,8,8,16] {
   %x = f32[32,64]{1,0} parameter(0)
   %w = f32[64,16]{1,0} parameter(1)
   %gemm = (f32[32,16]{1,0}, s8[1024]{0}) custom-call(%x, %w), custom_call_target="__cublas$gemm", backend_config={"operation_queue_id":"0","wait_on_operation_queues":[],"gemm_backend_config":{"alpha_real":1,"alpha_imag":0,"beta":0,"dot_dimension_numbers":{"lhs_contracting_dimensions":["1"],"rhs_contracting_dimensions":["0"],"lhs_batch_dimensions":[],"rhs_batch_dimensions":[]},"epilogue":"DEFAULT"}}
@@ -424,6 +424,10 @@ ENTRY %main (x: f32[32,64], w: f32[64,16], img: f32[4,8,8,16], k: f32[3,3,16,32]
   %ch = (c64[3,16,16]{2,1,0}, s32[3]{0}) custom-call(%s), custom_call_target="cusolver_potrf_ffi"
   %tr = f32[32,64]{1,0} custom-call(%w, %x), custom_call_target="lapack_strsm_ffi"
   %top = (f32[32,4]{1,0}, s32[32,4]{1,0}) custom-call(%x), custom_call_target="TopK"
+  %q = bf16[2,6,128,64]{3,2,1,0} parameter(9)
+  %kk = bf16[2,6,256,64]{3,2,1,0} parameter(10)
+  %v = bf16[2,6,256,32]{3,2,1,0} parameter(11)
+  %fmha = (bf16[2,6,128,32]{3,2,1,0}, u8[0]{0}) custom-call(%q, %kk, %v), custom_call_target="__cudnn$fmhaSoftmax", backend_config={"operation_queue_id":"0","cudnn_fmha_backend_config":{"fmha_scale":1,"bmm1_dot_dimension_numbers":{"lhs_contracting_dimensions":["3"],"rhs_contracting_dimensions":["3"],"lhs_batch_dimensions":["0","1"],"rhs_batch_dimensions":["0","1"]},"bmm2_dot_dimension_numbers":{"lhs_contracting_dimensions":["3"],"rhs_contracting_dimensions":["2"],"lhs_batch_dimensions":["0","1"],"rhs_batch_dimensions":["0","1"]}}}
   ROOT %g = f32[4,8,8,16]{3,2,1,0} get-tuple-element(%dx), index=0
 }
 """
@@ -446,6 +450,7 @@ def test_hlo_library_calls_cost_what_they_compute():
     assert flops["ch"] == pytest.approx(3 * 16**3 / 3 * 4)  # three complex Cholesky factorizations
     assert flops["tr"] == 2 * 16 * (32 * 64)  # as HLO's triangular-solve: 2 x a's width x b's elements
     assert flops["top"] == 32 * 64 * 2  # the 4 largest of each row: log2(4) comparisons per element
+    assert flops["fmha"] == 2 * (2 * 6 * 128 * 256) * 64 + 2 * (2 * 6 * 128 * 32) * 256  # Q K^T, then times V
 
 
 def test_hlo_library_calls_write_over_their_operands_as_xla_assigns_them():

@@ -707,6 +707,23 @@ def _library_conv_flops(ins: Instr, kind: str, operands: list[Shape], result: Sh
     return _conv_flops(ins, operands[0], operands[1], result=result)
 
 
+def _attention_flops(ins: Instr, operands: list[Shape], result: Shape) -> float | None:
+    """A cuDNN fused attention's two matrix products (``softmax(Q K^T) V``; the softmax not counted), from its
+    ``bmm1_dot_dimension_numbers``: ``2 x scores x width`` for the scores ``Q K^T`` (batch x queries x keys) and
+    ``2 x output elements x keys`` for the product with ``V``. ``None`` without the dimension numbers."""
+    config = (_backend_config(ins) or {}).get("cudnn_fmha_backend_config") or {}
+    dnums = config.get("bmm1_dot_dimension_numbers")
+    if not isinstance(dnums, dict) or len(operands) < 3:
+        return None
+    q, k = operands[0], operands[1]
+    width = math.prod(q.dims[int(d)] for d in dnums.get("lhs_contracting_dimensions", []))
+    batch = math.prod(q.dims[int(d)] for d in dnums.get("lhs_batch_dimensions", []))
+    if width <= 0 or batch <= 0:
+        return None
+    queries, keys = q.elements // (batch * width), k.elements // (batch * width)
+    return 2.0 * batch * queries * keys * width + 2.0 * result.elements * keys
+
+
 def _solver_flops(routine: str, operands: list[Shape]) -> float:
     """LAPACK's operation counts (LAWN 41) for a factorization of the trailing ``m x n`` matrices of operand 0
     (a batch of them), times 4 for complex numbers; ``trsm`` and ``potrf`` as the importer counts HLO's
@@ -822,6 +839,10 @@ class _Costs:
                 conv = _CONV_TARGET.match(target)
                 if conv and len(opnd) >= 2:
                     return _library_conv_flops(ins, conv.group(1), opnd, result), 0.0
+                if target.startswith("__cudnn$fmha") and "Backward" not in target:
+                    attention = _attention_flops(ins, opnd, result)
+                    if attention is not None:
+                        return attention, 0.0
                 if target in ("TopK", "__gpu$TopK") and opnd and opnd[0].dims and result.dims:
                     # a selection of the k largest per row: a comparison per element per level of a k-heap,
                     # as the importer counts sort's n * ceil(log2 n)
