@@ -487,6 +487,11 @@ ENTRY %main (a: f32[8,3], b: f32[3,5]) -> f32[8,5] {
 """
     r = parse_hlo_text(text, "onednn.hlo.txt")
     assert [op.flops for op in r.problem.ops] == [2 * 8 * 5 * 3] * 2
+    # a call that does not read as expected (a contracting dimension the operand lacks) is an unknown call
+    bad = text.replace('{"onednn_matmul_config":{}}',
+                       '{"dot_dimension_numbers":{"lhs_contracting_dimensions":["7"]}}')
+    with pytest.warns(HloImportWarning, match="FLOPs unknown"):
+        assert parse_hlo_text(bad, "bad.hlo.txt").problem.ops[0].flops == 0.0
 
 
 AFTER_MSA = """HloModule tpu_step, is_scheduled=true, entry_computation_layout={(f32[8,128]{1,0:T(8,128)}, bf16[128,256]{1,0:T(8,128)(2,1)})->f32[8,256]{1,0:T(8,128)}}

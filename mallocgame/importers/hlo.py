@@ -740,6 +740,32 @@ def _solver_flops(routine: str, operands: list[Shape]) -> float:
     return per * batch * (4 if a.dtype.startswith("c") else 1)
 
 
+def _library_call_flops(ins: Instr, opnd: list[Shape]) -> float | None:
+    """The FLOPs of a custom call to a library whose work is known, else ``None`` (also when the call does not
+    read as expected: a shape or a backend config it cannot be costed from is an unknown call, not bad input)."""
+    target = ins.attrs.get("custom_call_target", "").strip('"')
+    shape = ins.shape
+    result = shape.parts[0] if shape.is_tuple and shape.parts else shape
+    try:
+        if target in _GEMM_TARGETS and opnd:
+            return _gemm_flops(ins, opnd[0], result)
+        conv = _CONV_TARGET.match(target)
+        if conv and len(opnd) >= 2:
+            return _library_conv_flops(ins, conv.group(1), opnd, result)
+        if target.startswith("__cudnn$fmha") and "Backward" not in target:
+            return _attention_flops(ins, opnd, result)
+        if target in ("TopK", "__gpu$TopK") and opnd and opnd[0].dims and result.dims:
+            # a selection of the k largest per row: a comparison per element per level of a k-heap, as the
+            # importer counts sort's n * ceil(log2 n)
+            return float(opnd[0].elements * max(1, math.ceil(math.log2(max(result.dims[-1], 2)))))
+        solver = _SOLVER_TARGET.match(target)
+        if solver and opnd and len(opnd[0].dims) >= 2 and (solver.group(1) != "trsm" or len(opnd) >= 2):
+            return _solver_flops(solver.group(1), opnd)
+    except (KeyError, IndexError, ValueError, TypeError, AttributeError, ZeroDivisionError):
+        return None
+    return None
+
+
 class _Costs:
     """FLOPs/transcendentals per instruction and per computation (memoised)."""
 
@@ -832,24 +858,9 @@ class _Costs:
                 costs = [self.comp(n) for n in names] or [(0.0, 0.0)]
                 return max(c[0] for c in costs), max(c[1] for c in costs)
             if op == "custom-call":
-                target = ins.attrs.get("custom_call_target", "").strip('"')
-                result = shape.parts[0] if shape.is_tuple and shape.parts else shape
-                if target in _GEMM_TARGETS and opnd:
-                    return _gemm_flops(ins, opnd[0], result), 0.0
-                conv = _CONV_TARGET.match(target)
-                if conv and len(opnd) >= 2:
-                    return _library_conv_flops(ins, conv.group(1), opnd, result), 0.0
-                if target.startswith("__cudnn$fmha") and "Backward" not in target:
-                    attention = _attention_flops(ins, opnd, result)
-                    if attention is not None:
-                        return attention, 0.0
-                if target in ("TopK", "__gpu$TopK") and opnd and opnd[0].dims and result.dims:
-                    # a selection of the k largest per row: a comparison per element per level of a k-heap,
-                    # as the importer counts sort's n * ceil(log2 n)
-                    return float(opnd[0].elements * max(1, math.ceil(math.log2(max(result.dims[-1], 2))))), 0.0
-                solver = _SOLVER_TARGET.match(target)
-                if solver and opnd and len(opnd[0].dims) >= 2 and (solver.group(1) != "trsm" or len(opnd) >= 2):
-                    return _solver_flops(solver.group(1), opnd), 0.0
+                known = _library_call_flops(ins, opnd)
+                if known is not None:
+                    return known, 0.0
         except InputError:
             raise
         except (KeyError, IndexError, ValueError) as exc:
