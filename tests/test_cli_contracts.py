@@ -268,6 +268,10 @@ def test_no_warning_for_an_ordinary_or_tight_capacity():
     for problem in (LAYERED, PACK):
         r = run_cli("info", problem)
         assert r.returncode == 0 and r.stderr == ""
+    # map mode at exactly the max live bytes (MiniMalloc's hard set): fitting every buffer is a packing problem,
+    # not a trivial one
+    r = run_cli("info", PACK, "--mode", "map")
+    assert r.returncode == 0 and r.stderr == "", r.stderr
 
 
 # ---------------------------------------------------------------------------- --minimize-peak
