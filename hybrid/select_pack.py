@@ -7,8 +7,9 @@ Map mode, one round:
    HiGHS, minus the buffers forbidden by earlier rounds; its choice ``S`` would reach the
    bound if it packed without fragmentation;
 2. *pack*: best-fit placement of ``S`` in three orders (greedy-xla density, start time,
-   size), keeping the most valuable; the buffers of ``S`` that find no hole are the
-   failures;
+   size), keeping the most valuable; in the first round, if some of ``S`` finds no hole,
+   the pack search (:mod:`mallocgame.solvers.pack_search`) tries all of ``S`` within a
+   share of the time; the buffers of ``S`` still without a place are the failures;
 3. *repair*: around each cluster of failures, CP-SAT re-solves the window (chosen and
    unchosen candidates free, everything else fixed, the packing as hint) for the most
    valuable fit;
@@ -42,8 +43,15 @@ from mallocgame.model import Problem, Solution, Status, offsets_array, offsets_t
 from mallocgame.placement import greedy_place, heap_orders, push_down, xla_order
 from mallocgame.session import session_for
 from mallocgame.solvers.cpsat.model import Limits, Part, solve_part, value_terms
+from mallocgame.solvers.pack_search.search import pack
 
 REPAIR_WINDOW = 120  # buffers freed around a failure
+# Map mode: when best fit leaves some of the choice out, the pack search (MiniMalloc's method) tries the whole
+# choice within this share of the time left, at most PACK_SEARCH_SECONDS, in the first round only (the choice is
+# then the relaxation's optimum; at the max live bytes, MiniMalloc's set, best fit and the windows left 10-20% of
+# the buffers slow where the search packs them all in a tenth of a second)
+PACK_SEARCH_SHARE = 0.25
+PACK_SEARCH_SECONDS = 5.0
 REPAIR_LIMIT = 2000  # pack mode: more buffers left over than this and the target is given up
 
 
@@ -97,6 +105,10 @@ class SelectPack(ModeDispatch):
             rounds += 1
             placed = self._pack_choice(problem, index, chosen, density_order)
             failed = np.flatnonzero(chosen & (placed < 0))
+            if len(failed) and rounds == 1:
+                limit = min(PACK_SEARCH_SHARE * (deadline - time.monotonic()), PACK_SEARCH_SECONDS)
+                placed = self._pack_search_choice(problem, chosen, placed, seed, limit)
+                failed = np.flatnonzero(chosen & (placed < 0))
             if len(failed):
                 placed = self._repair(problem, ev, index, candidates, placed, failed, rng, deadline, workers)
             fill = density_order[candidates[density_order] & (placed[density_order] < 0)]
@@ -131,6 +143,22 @@ class SelectPack(ModeDispatch):
             if placed_bytes > best_bytes:
                 best, best_bytes = out, placed_bytes
         return best
+
+    @staticmethod
+    def _pack_search_choice(problem, chosen, placed, seed, limit: float) -> np.ndarray:
+        """The whole choice packed by the pack search (best fit's placement as its hint) within ``limit``
+        seconds, else ``placed`` as it was."""
+        if limit <= 0.05:
+            return placed
+        a = problem.arrays
+        idx = np.flatnonzero(chosen)
+        res = pack(a.size[idx], a.start[idx], a.end[idx], capacity=problem.capacity, alignment=a.alignment[idx],
+                   time_limit=limit, seed=seed, hint=placed[idx])
+        if res.status != "OPTIMAL":
+            return placed
+        out = np.full(problem.n, -1, dtype=np.int64)
+        out[idx] = res.offsets
+        return out
 
     @staticmethod
     def _repair(problem, ev, index, candidates, placed, failed, rng, deadline, workers) -> np.ndarray:

@@ -72,6 +72,21 @@ def test_select_pack_packs_a_tight_instance_and_proves_an_over_full_one_infeasib
     assert SelectPack().solve(over, UNIT, time_limit=5, seed=0).status is Status.INFEASIBLE
 
 
+def test_select_pack_packs_a_choice_best_fit_cannot_with_the_pack_search(monkeypatch):
+    # map mode at a capacity where every buffer fits at once, but only in one tight arrangement (a guillotine-cut
+    # strip, as MiniMalloc's hard set): best fit and the CP-SAT windows left 39 of 150 buffers slow in 2 s; the
+    # pack search on the first choice packs them all, at the bound
+    import mallocgame.hybrid.select_pack as select_pack
+
+    p, _ = packed_instance(150, seed=0, capacity=1024, horizon=200)
+    p = p.replace(mode="map")
+    s = SelectPack().solve(p, UNIT, time_limit=2, seed=0)
+    assert validate(p, s.offsets) is None and s.status is Status.OPTIMAL and all(o is not None for o in s.offsets)
+    monkeypatch.setattr(select_pack, "PACK_SEARCH_SECONDS", 0.0)  # best fit and the windows alone
+    alone = SelectPack().solve(p, UNIT, time_limit=2, seed=0)
+    assert sum(o is not None for o in alone.offsets) < p.n and alone.status is Status.FEASIBLE
+
+
 # ------------------------------------------------------------------ lns
 
 
