@@ -23,6 +23,7 @@ import csv
 import errno
 import fcntl
 import gc
+import gzip
 import io
 import json
 import math
@@ -30,6 +31,7 @@ import os
 import re
 import tempfile
 import warnings
+import zlib
 from pathlib import Path
 from typing import IO, Any, Iterable, Iterator, Sequence
 
@@ -39,7 +41,7 @@ from mallocgame.model import BUFFER_KINDS, Buffer, FastInterval, InputError, Op,
 
 WORKLOAD_FORMAT = "mallocgame.workload/1"
 CSV_COLUMNS = ("id", "lower", "upper", "size")
-_CAPACITY_IN_NAME = re.compile(r"\.(\d+)\.csv$")
+_CAPACITY_IN_NAME = re.compile(r"\.(\d+)\.csv(?:\.gz)?$")
 # Sizes, offsets, op indices and capacities are int64 in the solvers (numpy, OR-Tools): every
 # integer a reader accepts is at most this in magnitude, and so is the sum of the sizes.
 MAX_INT = 2**62
@@ -433,13 +435,21 @@ def capacity_from_name(path: str | os.PathLike) -> int | None:
     return int(digits)
 
 
+MAX_GUNZIPPED = 4 << 30  # bytes a gzipped input may expand to (a compression bomb is refused, not read)
+
+
 def read_text(path: str) -> str:
-    """A text file's contents (a leading byte-order mark dropped); ``InputError`` with one line when missing,
-    unreadable, empty or not a file."""
+    """A UTF-8 text file's contents, gunzipped if it is gzipped (``dump.hlo.txt.gz``), a leading byte-order mark
+    dropped; ``InputError`` with one line when missing, unreadable, empty or not a text file."""
     check_regular_file(path)
     try:
-        with open(path, newline="") as fh:
-            text = fh.read()
+        with open(path, "rb") as fh:
+            data = fh.read()
+        if data[:2] == b"\x1f\x8b":
+            data = _gunzip(path, data)
+        elif str(path).endswith(".gz"):
+            raise InputError(f"{path}: not a valid gzip file (no gzip header)")
+        text = data.decode("utf-8")
     except FileNotFoundError:
         raise InputError(f"{path}: file not found") from None
     except UnicodeDecodeError:
@@ -450,6 +460,20 @@ def read_text(path: str) -> str:
     if not text.strip():
         raise InputError(f"{path}: empty file")
     return text
+
+
+def _gunzip(path: str, data: bytes) -> bytes:
+    """The gzip member(s) of ``data``, at most :data:`MAX_GUNZIPPED` bytes."""
+    out = io.BytesIO()
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as z:
+            while chunk := z.read(1 << 24):
+                out.write(chunk)
+                if out.tell() > MAX_GUNZIPPED:
+                    raise InputError(f"{path}: gunzips to more than {MAX_GUNZIPPED:,} bytes")
+    except (OSError, EOFError, zlib.error) as exc:
+        raise InputError(f"{path}: not a valid gzip file ({exc})") from None
+    return out.getvalue()
 
 
 def _header(fields: list[str]) -> list[str]:
@@ -567,7 +591,7 @@ def read_csv(path: str | os.PathLike, *, with_offsets: bool = False) -> tuple[Pr
             if off is not None and off < 0:
                 raise InputError(f"{path}: {where}, field 'offset': offset must not be negative, got {off}")
             offsets.append(off)
-    name = os.path.basename(path)
+    name = without_gz(os.path.basename(path))
     name = name[: -len(".csv")] if name.endswith(".csv") else name
     problem = Problem(name=name, buffers=tuple(buffers), capacity=capacity_from_name(path), source=path)
     return problem, (offsets if with_offsets else None)
@@ -898,16 +922,22 @@ def _encodable(text: str) -> bool:
     return True
 
 
+def without_gz(name: str) -> str:
+    """A file name without a trailing ``.gz`` (``A.1048576.csv.gz`` is read as ``A.1048576.csv``, gunzipped)."""
+    return name[:-3] if name.endswith(".gz") else name
+
+
 def load_problem(path: str | os.PathLike) -> Problem:
-    """Read a problem from a ``.csv`` (MiniMalloc) or ``.json`` (workload) file."""
+    """Read a problem from a ``.csv`` (MiniMalloc) or ``.json`` (workload) file, either gzipped (``.gz``) or not."""
     path = str(path)
-    if path.endswith(".json"):
+    kind = without_gz(path)
+    if kind.endswith(".json"):
         return read_workload_json(path)
-    if path.endswith(".csv"):
+    if kind.endswith(".csv"):
         return read_csv(path)[0]
     if not os.path.exists(path):
         raise InputError(f"{path}: file not found")
-    raise InputError(f"{path}: unknown file type (expected .csv or .json)")
+    raise InputError(f"{path}: unknown file type (expected .csv or .json, gzipped or not)")
 
 
 def read_solution_csv(path: str | os.PathLike, problem: Problem) -> list[int | None]:

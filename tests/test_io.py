@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 
 import pytest
 
@@ -74,6 +75,29 @@ def test_minimallocs_other_column_names_alignment_and_gaps(tmp_path):
         load_problem(write(tmp_path, "d.64.csv", "id,start,lower,upper,size\na,0,0,3,8\n"))
     with pytest.raises(InputError, match="row 2, field 'alignment'"):
         load_problem(write(tmp_path, "x.64.csv", "id,lower,upper,size,alignment\na,0,3,8,four\n"))
+
+
+def test_gzipped_inputs_read_as_the_plain_ones(tmp_path, monkeypatch):
+    # dumps are often kept gzipped: NAME.CAPACITY.csv.gz and .json.gz read as their plain files (the capacity from
+    # the name too); a broken or bomb-sized gzip is one line
+    import gzip
+
+    import mallocgame.io as mio
+
+    p = layered_network(60, seed=1)
+    plain_csv = write(tmp_path, "r.100.csv", problem_csv_text(p))
+    (tmp_path / "r.100.csv.gz").write_bytes(gzip.compress(Path(plain_csv).read_bytes()))
+    a, b = load_problem(plain_csv), load_problem(str(tmp_path / "r.100.csv.gz"))
+    assert (a.name, a.capacity, a.buffers) == (b.name, b.capacity, b.buffers) and b.capacity == 100
+    write_workload_json(str(tmp_path / "w.json"), p)
+    (tmp_path / "w.json.gz").write_bytes(gzip.compress((tmp_path / "w.json").read_bytes()))
+    assert load_problem(str(tmp_path / "w.json.gz")).ops == load_problem(str(tmp_path / "w.json")).ops
+    (tmp_path / "cut.csv.gz").write_bytes(gzip.compress(b"id,lower,upper,size\n")[:12])
+    with pytest.raises(InputError, match="cut.csv.gz: not a valid gzip file"):
+        load_problem(str(tmp_path / "cut.csv.gz"))
+    monkeypatch.setattr(mio, "MAX_GUNZIPPED", 100)
+    with pytest.raises(InputError, match="gunzips to more than"):
+        load_problem(str(tmp_path / "r.100.csv.gz"))
 
 
 def test_json_round_trip_keeps_ops_and_capacity(tmp_path):

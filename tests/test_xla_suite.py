@@ -57,7 +57,7 @@ def test_gzipped_file_reads_as_its_text(tmp_path):
     assert p.inplace == () and p.n > 1000  # the donated KV caches' in-place pairs are merged
     bad = tmp_path / "x.hlo.txt.gz"
     bad.write_bytes(b"not gzip")
-    with pytest.raises(InputError, match="not a gzipped text file"):
+    with pytest.raises(InputError, match="not a valid gzip file"):
         read_hlo_file(bad)
 
 

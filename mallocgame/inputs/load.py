@@ -105,7 +105,7 @@ def default_mode(problem: Problem) -> str:
     """JSON workloads and CSVs with a ``benefit`` column are map problems; plain CSVs pack."""
     if problem.has_ops or any(b.benefit is not None for b in problem.buffers):
         return "map"
-    return "pack" if problem.source.endswith(".csv") else "map"
+    return "pack" if problem.source.endswith((".csv", ".csv.gz")) else "map"
 
 
 def fraction_capacity(live: int, fraction: float, alignment: int = 1) -> int:

@@ -34,7 +34,6 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-import gzip
 import json
 import os
 import warnings
@@ -51,7 +50,7 @@ from mallocgame.importers.matmul import naive as naive_factorization
 from mallocgame.inputs import workloads as w
 from mallocgame.inputs.load import example_path
 from mallocgame.inputs.workloads import SIZE_DISTRIBUTIONS, TPU, synthetic_program, with_capacity
-from mallocgame.io import load_problem, read_text
+from mallocgame.io import load_problem, read_text, without_gz
 from mallocgame.model import InputError, Problem, check_regular_file
 
 CAPACITY_FRACTION = 0.4
@@ -217,14 +216,7 @@ def read_hlo_file(path: str | os.PathLike, name: str | None = None, **options) -
     writes and the workload reader reads back (in-place pairs merged); ``options``: the importer's
     (:func:`mallocgame.importers.hlo.parse_hlo_text`: ``loop_state``, ``max_expanded_ops``)."""
     path = Path(path)
-    if path.name.endswith(".gz"):
-        check_regular_file(path)
-        try:
-            text = gzip.decompress(path.read_bytes()).decode()
-        except (OSError, EOFError, UnicodeDecodeError) as exc:
-            raise InputError(f"{path}: not a gzipped text file ({exc})") from None
-    else:
-        text = read_text(str(path))
+    text = read_text(str(path))  # gunzips a .gz
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the importer's notes (scaled loops, ...) were read when the suite was made
         problem = parse_hlo_text(text, str(path), name=name, **options).problem
@@ -288,10 +280,11 @@ def _file_entry(path: Path, description: str | None = None) -> Entry:
     def build() -> Problem:
         return load_problem(path)
 
-    if path.name.endswith(".csv"):
-        name = path.name.split(".")[0]
+    plain = without_gz(path.name)
+    if plain.endswith(".csv"):
+        name = plain.split(".")[0]
     else:
-        name = path.name[:-5] if path.name.endswith(".json") else path.stem
+        name = plain[:-5] if plain.endswith(".json") else Path(plain).stem
     return Entry(name, str(path) if description is None else description, build)
 
 
@@ -348,7 +341,7 @@ def suite_entries(name: str, benchmarks: str | None = None, *, include_pending: 
 
 
 def looks_like_file(spec: str) -> bool:
-    return os.sep in spec or spec.endswith((".csv", ".json")) or os.path.exists(spec)
+    return os.sep in spec or without_gz(spec).endswith((".csv", ".json")) or os.path.exists(spec)
 
 
 def resolve_inputs(specs: Sequence[str], benchmarks: str | None = None) -> list[Entry]:
@@ -375,7 +368,7 @@ def resolve_inputs(specs: Sequence[str], benchmarks: str | None = None) -> list[
             out += entries
         elif spec.startswith("example:"):
             path = Path(example_path(spec.split(":", 1)[1]))
-            out.append(_file_entry(path, spec if path.name.endswith(".csv") else None))
+            out.append(_file_entry(path, spec if without_gz(path.name).endswith(".csv") else None))
         elif looks_like_file(spec):
             path = Path(spec)
 
