@@ -151,6 +151,25 @@ def test_quick_suite_and_entry_selection():
         resolve_inputs(["nosuchsuite"])
 
 
+def test_a_folder_is_its_problem_files(tmp_path):
+    # `mallocgame compare DIR`: the folder's .csv / .json files (gzipped too), by name; nothing else in it
+    import gzip
+
+    from mallocgame.inputs.generate import layered_network
+    from mallocgame.io import problem_csv_text
+
+    p = layered_network(30, seed=0)
+    (tmp_path / "b.64.csv").write_text(problem_csv_text(p))
+    (tmp_path / "a.64.csv.gz").write_bytes(gzip.compress(problem_csv_text(p).encode()))
+    (tmp_path / "notes.txt").write_text("not a problem")
+    (tmp_path / "sub").mkdir()
+    entries = resolve_inputs([str(tmp_path)])
+    assert [e.name for e in entries] == ["a", "b"]
+    assert entries[0].build().buffers == entries[1].build().buffers
+    with pytest.raises(InputError, match="no .csv or .json problem files"):
+        resolve_inputs([str(tmp_path / "sub")])
+
+
 def test_benchmarks_folder_resolution(tmp_path, monkeypatch):
     with pytest.raises(InputError, match="--benchmarks DIR"):
         benchmarks_dir(str(tmp_path / "missing"))

@@ -93,7 +93,7 @@ def compare_command(specs, solver_list, time_limit, hardware, capacity, capacity
     """Run every solver on every input; print a table; optionally write CSV/JSON and pictures.
 
     SUITE_OR_FILES: built-in suites (`mallocgame suites`), SUITE:ENTRY[,ENTRY...], bundled
-    examples (example:NAME), or problem files (.csv, .json).
+    examples (example:NAME), problem files (.csv, .json, gzipped or not), or folders of them.
 
     With --out the CSV holds every finished row at any moment; SIGINT or SIGTERM stops every
     run, prints what finished, and exits 130 / 143; --resume then runs only the rest.

@@ -369,10 +369,16 @@ def resolve_inputs(specs: Sequence[str], benchmarks: str | None = None) -> list[
         elif spec.startswith("example:"):
             path = Path(example_path(spec.split(":", 1)[1]))
             out.append(_file_entry(path, spec if without_gz(path.name).endswith(".csv") else None))
+        elif os.path.isdir(spec):  # a folder of inputs: its problem files, by name
+            found = sorted(f for f in Path(spec).iterdir()
+                           if f.is_file() and without_gz(f.name).endswith((".csv", ".json")))
+            if not found:
+                raise InputError(f"{spec}: a folder with no .csv or .json problem files (gzipped or not)")
+            out += [_file_entry(f) for f in found]
         elif looks_like_file(spec):
             path = Path(spec)
 
-            check_regular_file(spec)  # missing, a folder or a FIFO: one line
+            check_regular_file(spec)  # missing or a FIFO: one line
             out.append(_file_entry(path))
         else:
             raise InputError(f"{spec}: not a suite ({', '.join(SUITES)}) and no such file")
