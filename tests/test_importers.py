@@ -547,6 +547,16 @@ ENTRY %main (a: f32[8]) -> f32[8] {
     assert r.warnings and "line 4" in r.warnings[0]
 
 
+def test_stablehlo_text_is_refused_with_what_to_give_instead(tmp_path):
+    # jax's lowered.as_text() is StableHLO (MLIR), the text a user reaches for first
+    path = tmp_path / "lowered.txt"
+    path.write_text('module @jit_f attributes {mhlo.num_partitions = 1 : i32} {\n'
+                    '  func.func public @main(%arg0: tensor<4x4xf32>) -> tensor<4x4xf32> {\n'
+                    '    %0 = stablehlo.tanh %arg0 : tensor<4x4xf32>\n    return %0 : tensor<4x4xf32>\n  }\n}\n')
+    with pytest.raises(InputError, match="line 1: StableHLO .MLIR. text, not HLO.*compile\\(\\).as_text"):
+        load_hlo(path)
+
+
 def test_hlo_not_scheduled_is_rejected(tmp_path):
     text = (DATA / "cnn_fwd.hlo.txt").read_text().replace("is_scheduled=true", "is_scheduled=false", 1)
     path = tmp_path / "x.hlo.txt"

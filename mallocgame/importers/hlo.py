@@ -317,6 +317,10 @@ def _header_index(lines: list[str], path: str) -> int:
         raise InputError(f"{path}: empty file")
     header = lines[k].strip()
     if not header.startswith("HloModule"):
+        if header.startswith("module") or "stablehlo." in "".join(lines[k:k + 20]):
+            raise InputError(f"{path}: line {k + 1}: StableHLO (MLIR) text, not HLO: give the compiled module's "
+                             "scheduled HLO (jax.jit(f).lower(...).compile().as_text(), an XLA dump's "
+                             "*after_optimizations.txt) or use `mallocgame import jax`")
         raise InputError(f"{path}: line {k + 1}: not HLO text (expected an 'HloModule NAME, ...' header)")
     if not re.search(r"\bis_scheduled=true\b", header):
         raise InputError(
