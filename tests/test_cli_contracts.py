@@ -366,3 +366,25 @@ def test_missing_or_unreadable_checkpoint_is_bad_input(tmp_path):
                                   ["info"], ["nosuchcommand"]])
 def test_click_usage_errors_exit_2(args):
     assert run_cli(*args).returncode == 2
+
+
+# ---------------------------------------------------------------------------- HLO text as a problem file
+
+def test_an_hlo_file_is_a_problem_file_and_its_notes_are_warning_lines(tmp_path):
+    # solve/info/compare read scheduled HLO text (gzipped too) as `import hlo` would; an importer's note is one
+    # `warning:` line, not Python's file:line report
+    import gzip
+
+    from tests.test_importers import CARRIED_LOOP
+
+    hlo = tmp_path / "carried.hlo.txt.gz"
+    hlo.write_bytes(gzip.compress(CARRIED_LOOP.replace(', backend_config={"known_trip_count":{"n":"3"}}', "")
+                                  .encode()))
+    r = run_cli("solve", str(hlo), "--solver", "msa", "--mode", "prefetch", "--capacity-fraction", "0.5",
+                "--time-limit", "2")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("msa: ")
+    notes = [line for line in r.stderr.splitlines() if "unknown trip count" in line]
+    assert len(notes) == 1 and notes[0].startswith("warning: ") and "HloImportWarning" not in r.stderr
+    r = run_cli("info", str(hlo))
+    assert r.returncode == 0 and "problem: carried" in r.stdout, r.stderr

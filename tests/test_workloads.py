@@ -166,7 +166,7 @@ def test_a_folder_is_its_problem_files(tmp_path):
     entries = resolve_inputs([str(tmp_path)])
     assert [e.name for e in entries] == ["a", "b"]
     assert entries[0].build().buffers == entries[1].build().buffers
-    with pytest.raises(InputError, match="no .csv or .json problem files"):
+    with pytest.raises(InputError, match="no .csv, .json or .hlo.txt problem files"):
         resolve_inputs([str(tmp_path / "sub")])
 
 

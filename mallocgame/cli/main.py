@@ -18,6 +18,7 @@ import importlib.util
 import os
 import sys
 import textwrap
+import warnings
 from dataclasses import dataclass
 
 import click
@@ -122,6 +123,7 @@ class LazyGroup(click.Group):
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode, **extra)
 
+        warnings.showwarning = _one_line_warning
         try:
             with raise_on_signals():  # SIGTERM, like Ctrl-C, unwinds (children killed, temp files removed)
                 code = super().main(args, prog_name, complete_var, False, **extra)
@@ -169,6 +171,13 @@ class LazyGroup(click.Group):
             text = text if len(text) <= 300 else text[:300] + "..."
             fail(f"unexpected {exc.__class__.__name__}{': ' + text if text else ''} "
                  "(MALLOCGAME_TRACEBACK=1 shows where)", EXIT_NO_SOLUTION)
+
+
+def _one_line_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """A Python warning on the command line (an importer's note read by `solve`, a reader's): one ``warning:``
+    line with the message, as the commands' own warnings, not Python's file and source line."""
+    text = " ".join(str(message).split())
+    click.echo(f"warning: {text}", err=True)
 
 
 @click.group(cls=LazyGroup)

@@ -1333,6 +1333,7 @@ def load_hlo(path: str | os.PathLike, **options) -> HloImport:
     text = read_text(path)
     if not options.get("name"):
         base = os.path.basename(path)
+        base = base[:-3] if base.endswith(".gz") else base
         for suffix in (".hlo.txt", ".txt", ".hlo"):
             if base.endswith(suffix):
                 base = base[: -len(suffix)]

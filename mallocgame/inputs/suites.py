@@ -50,7 +50,7 @@ from mallocgame.importers.matmul import naive as naive_factorization
 from mallocgame.inputs import workloads as w
 from mallocgame.inputs.load import example_path
 from mallocgame.inputs.workloads import SIZE_DISTRIBUTIONS, TPU, synthetic_program, with_capacity
-from mallocgame.io import load_problem, read_text, without_gz
+from mallocgame.io import PROBLEM_SUFFIXES, load_problem, read_text, without_gz
 from mallocgame.model import InputError, Problem, check_regular_file
 
 CAPACITY_FRACTION = 0.4
@@ -284,7 +284,8 @@ def _file_entry(path: Path, description: str | None = None) -> Entry:
     if plain.endswith(".csv"):
         name = plain.split(".")[0]
     else:
-        name = plain[:-5] if plain.endswith(".json") else Path(plain).stem
+        suffix = next((x for x in (".json", ".hlo.txt", ".hlo") if plain.endswith(x)), None)
+        name = plain[:-len(suffix)] if suffix else Path(plain).stem
     return Entry(name, str(path) if description is None else description, build)
 
 
@@ -341,7 +342,7 @@ def suite_entries(name: str, benchmarks: str | None = None, *, include_pending: 
 
 
 def looks_like_file(spec: str) -> bool:
-    return os.sep in spec or without_gz(spec).endswith((".csv", ".json")) or os.path.exists(spec)
+    return os.sep in spec or without_gz(spec).endswith(PROBLEM_SUFFIXES) or os.path.exists(spec)
 
 
 def resolve_inputs(specs: Sequence[str], benchmarks: str | None = None) -> list[Entry]:
@@ -371,9 +372,9 @@ def resolve_inputs(specs: Sequence[str], benchmarks: str | None = None) -> list[
             out.append(_file_entry(path, spec if without_gz(path.name).endswith(".csv") else None))
         elif os.path.isdir(spec):  # a folder of inputs: its problem files, by name
             found = sorted(f for f in Path(spec).iterdir()
-                           if f.is_file() and without_gz(f.name).endswith((".csv", ".json")))
+                           if f.is_file() and without_gz(f.name).endswith(PROBLEM_SUFFIXES))
             if not found:
-                raise InputError(f"{spec}: a folder with no .csv or .json problem files (gzipped or not)")
+                raise InputError(f"{spec}: a folder with no .csv, .json or .hlo.txt problem files (gzipped or not)")
             out += [_file_entry(f) for f in found]
         elif looks_like_file(spec):
             path = Path(spec)
