@@ -238,39 +238,26 @@ def _csv_line(fields: Iterable[Any]) -> str:
     return ",".join(out) + "\n"
 
 
-def _aligned_csv_text(problem: Problem, offsets: Sequence[int | None] | None, with_benefit: bool) -> str:
-    """:func:`problem_csv_text` with an ``alignment`` column after ``size``."""
-    cols = list(CSV_COLUMNS) + ["alignment"] + (["benefit"] if with_benefit else []) + \
-        (["offset"] if offsets is not None else [])
-    lines = [_csv_line(cols)]
-    for i, b in enumerate(problem.buffers):
-        row = [b.id, str(b.start), str(b.end), str(b.size), str(b.alignment)]
-        if with_benefit:
-            row.append("" if b.benefit is None else _fmt_num(b.benefit))
-        if offsets is not None:
-            row.append("" if offsets[i] is None else str(offsets[i]))
-        lines.append(_csv_line(row))
-    return "".join(lines)
-
-
 def problem_csv_text(problem: Problem, offsets: Sequence[int | None] | None = None) -> str:
     """The problem (and optionally a solution's offsets) as MiniMalloc-style CSV text.
 
     Ids with commas, quotes or line breaks are quoted (RFC 4180), so the readers get them back.
     """
     with_benefit = any(b.benefit is not None for b in problem.buffers)
-    if any(b.alignment != 1 for b in problem.buffers):  # MiniMalloc's alignment column, as its converter writes it
-        return _aligned_csv_text(problem, offsets, with_benefit)
-    cols = list(CSV_COLUMNS) + (["benefit"] if with_benefit else []) + (["offset"] if offsets is not None else [])
+    # MiniMalloc's alignment column, as its converter writes it: only when a buffer needs it
+    with_alignment = any(b.alignment != 1 for b in problem.buffers)
+    cols = list(CSV_COLUMNS) + (["alignment"] if with_alignment else []) + (["benefit"] if with_benefit else []) + \
+        (["offset"] if offsets is not None else [])
     lines = [_csv_line(cols)]
-    if not any(c in "\0".join(b.id for b in problem.buffers) for c in ',"\r\n'):  # no id needs quoting
+    if not with_alignment and not any(c in "\0".join(b.id for b in problem.buffers) for c in ',"\r\n'):
+        # the common case, fast: no id needs quoting
         bufs = problem.buffers
         ben = ([""] * len(bufs) if not with_benefit else
                ["," + ("" if b.benefit is None else _fmt_num(b.benefit)) for b in bufs])
         off = [""] * len(bufs) if offsets is None else ["," if o is None else f",{o}" for o in offsets]
         return lines[0] + "".join([f"{b.id},{b.start},{b.end},{b.size}{x}{y}\n" for b, x, y in zip(bufs, ben, off)])
     for i, b in enumerate(problem.buffers):
-        row = [b.id, str(b.start), str(b.end), str(b.size)]
+        row = [b.id, str(b.start), str(b.end), str(b.size)] + ([str(b.alignment)] if with_alignment else [])
         if with_benefit:
             row.append("" if b.benefit is None else _fmt_num(b.benefit))
         if offsets is not None:
