@@ -7,7 +7,8 @@ script runs ``select-pack`` both ways (``PACK_SEARCH_SECONDS = 0`` turns the ste
 
 * ``minimalloc``: MiniMalloc's hard set (A-K, ``../shared/benchmarks/minimalloc``) in map mode at the
   capacity of the file name (their max live bytes);
-* the map-mode suites ``realistic`` and ``quick`` (their own capacities);
+* the map-mode suites ``realistic`` and ``quick`` (their own capacities), and ``xla`` (its programs in map mode at
+  its capacity, 25% of the max live bytes: what the prefetch portfolio's ``select-pack`` member solves);
 * generated layered networks of 500, 2,000 and 10,000 buffers at 40% of the max live bytes (``tpuv4i``).
 
 One row per input: value without and with the step, their ratio, placed buffers, status, seconds.
@@ -47,11 +48,10 @@ def inputs(sets: list[str]):
                 problem, hw = prepare(base, mode="map", hardware="tpuv4i",
                                       capacity=int(0.4 * max_live(base)))
                 yield name, f"layered-{n}", problem, hw
-        else:
+        else:  # a suite's entries in map mode at its capacity (the xla suite's: the prefetch portfolio's map members)
             for e in suite_entries(name):
                 problem, hw = prepare(e.build(), mode="map")
-                if problem.mode == "map":
-                    yield name, e.name, problem, hw
+                yield name, e.name, problem, hw
 
 
 def main() -> int:
