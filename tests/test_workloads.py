@@ -3,6 +3,8 @@ the built-in suites and `mallocgame suites`."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from mallocgame.hardware.spec import PRESETS
@@ -162,10 +164,13 @@ def test_a_folder_is_its_problem_files(tmp_path):
     (tmp_path / "b.64.csv").write_text(problem_csv_text(p))
     (tmp_path / "a.64.csv.gz").write_bytes(gzip.compress(problem_csv_text(p).encode()))
     (tmp_path / "notes.txt").write_text("not a problem")
+    hlo = Path(__file__).parent / "data" / "cnn_fwd.hlo.txt"
+    (tmp_path / "cnn.hlo.txt").write_text(hlo.read_text())
     (tmp_path / "sub").mkdir()
     entries = resolve_inputs([str(tmp_path)])
-    assert [e.name for e in entries] == ["a", "b"]
+    assert [e.name for e in entries] == ["a", "b", "cnn"]
     assert entries[0].build().buffers == entries[1].build().buffers
+    assert entries[2].build().has_ops  # scheduled HLO text, imported
     with pytest.raises(InputError, match="no .csv, .json or .hlo.txt problem files"):
         resolve_inputs([str(tmp_path / "sub")])
 
