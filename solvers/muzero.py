@@ -45,7 +45,8 @@ of 109-13,465 buffers; ``experiments/results/heldout_prefetch.md``), so it is no
 the uniform prior (= ``mcts``). The confirmation sets, drawn once the checkpoints were chosen (12 fresh problems of
 150-2,000 buffers; ``experiments/README.md``, "The confirmation sets"): map mode 3/6/3 at 10 s (p = 0.66), 3/5/4 at
 60 s (p = 0.77), 3/3/2 at 16 simulations (the 8 of <= 501 buffers); prefetch mode with ``PREFETCH_CHECKPOINT`` 1/7/0
-at 10 s. The held-out problems of >= 1,000 buffers at 60 s each: 1/12/3 (p = 0.94). In short, issue 21's goal is not met: on the
+at 10 s. The held-out set at 60 s per problem: 1/12/3 (p = 0.94) on the 16 problems of >= 1,000 buffers, 12/39/12
+(p = 0.58) on the 63 below, 13/51/15 (p = 0.71) on all 79. In short, issue 21's goal is not met: on the
 held-out sets the default ``muzero`` is not significantly ahead of ``mcts`` at 16 simulations (map 13/33/8, p = 0.19)
 and loses at equal wall time (map 10 s, 12/48/19); its one significant lead, map mode at 64 simulations (11/29/3,
 p = 0.029, 43 problems of <= 229 buffers), is the same 11/29/3 at 16 on those problems.
