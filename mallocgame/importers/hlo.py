@@ -1136,9 +1136,12 @@ class _Importer:
         if op in ("dynamic-update-slice", "scatter"):
             return [(shapes[0], b) for b in buffer_leaves(vals[0])] if vals else []
         # XLA's heap simulator lets an output take a dying operand's storage only when the op uses the instruction
-        # that defines the operand's value (HloInstruction::IsUserOf): not through a get-tuple-element of a tuple
-        # result or a bitcast, which define no value of their own. (In-place ops above alias whatever the path.)
-        direct = [comp.by_name[o].opcode not in _NO_VALUE for o in ins.operands]
+        # that defines the operand's value (HloInstruction::IsUserOf): not through a get-tuple-element of an op's
+        # tuple result (a library call's, a multi-output fusion's) or a bitcast, which define no value of their own.
+        # A loop body's or a call's state read from its parameter is left as it was: in XLA the loop state is one
+        # buffer (while aliasing), which the expanded loop approximates by letting the new value take the old one's
+        # place. (In-place ops above alias whatever the path.)
+        direct = [_defines_its_value(comp, o) for o in ins.operands]
         if op in _ELEMENTWISE or op in _TRANSCENDENTAL:
             return [(shapes[k], v) for k, v in enumerate(vals) if isinstance(v, str) and direct[k]]
         if op == "fusion":
@@ -1265,7 +1268,20 @@ def _fused_param_read_bytes(fcomp: Computation, pname: str, full: int) -> int:
     return total
 
 
-_NO_VALUE = frozenset({"get-tuple-element", "bitcast"})  # they pass their operand's value on (XLA's dataflow)
+def _defines_its_value(comp: Computation, name: str) -> bool:
+    """Is the instruction ``name`` the one that defines its value, for the in-place rule of ``_inplace_sources``?
+    A bitcast is not (it passes its operand's value on); a get-tuple-element is not unless its tuple is a
+    computation's parameter (a loop body's state, a call's arguments)."""
+    ins = comp.by_name[name]
+    if ins.opcode == "bitcast":
+        return False
+    while ins.opcode == "get-tuple-element":
+        ins = comp.by_name[ins.operands[0]]
+        if ins.opcode == "parameter":
+            return True
+        if ins.opcode != "get-tuple-element":
+            return False
+    return True
 
 
 def _updated_in_place(fcomp: Computation, pname: str) -> bool:
