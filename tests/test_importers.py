@@ -430,7 +430,7 @@ ENTRY %main (x: f32[32,64], w: f32[64,16], img: f32[4,8,8,16], k: f32[3,3,16,32]
   %fmha = (bf16[2,6,128,32]{3,2,1,0}, u8[0]{0}) custom-call(%q, %kk, %v), custom_call_target="__cudnn$fmhaSoftmax", backend_config={"operation_queue_id":"0","cudnn_fmha_backend_config":{"fmha_scale":1,"bmm1_dot_dimension_numbers":{"lhs_contracting_dimensions":["3"],"rhs_contracting_dimensions":["3"],"lhs_batch_dimensions":["0","1"],"rhs_batch_dimensions":["0","1"]},"bmm2_dot_dimension_numbers":{"lhs_contracting_dimensions":["3"],"rhs_contracting_dimensions":["2"],"lhs_batch_dimensions":["0","1"],"rhs_batch_dimensions":["0","1"]}}}
   ROOT %g = f32[4,8,8,16]{3,2,1,0} get-tuple-element(%dx), index=0
 }
-"""
+"""  # noqa: E501  (HLO lines are as long as XLA writes them)
 
 
 def test_hlo_library_calls_cost_what_they_compute():
@@ -484,7 +484,7 @@ ENTRY %main (a: f32[8,3], b: f32[3,5]) -> f32[8,5] {
   %c = f32[8,5]{1,0} custom-call(%a, %b), custom_call_target="__onednn$matmul", backend_config={"onednn_matmul_config":{}}
   ROOT %d = f32[8,5]{1,0} custom-call(%t, %b), custom_call_target="__onednn$matmul", backend_config={"onednn_matmul_config":{"transpose_a":true}}
 }
-"""
+"""  # noqa: E501
     r = parse_hlo_text(text, "onednn.hlo.txt")
     assert [op.flops for op in r.problem.ops] == [2 * 8 * 5 * 3] * 2
     # a call that does not read as expected (a contracting dimension the operand lacks) is an unknown call
@@ -514,7 +514,7 @@ ENTRY %main (x: f32[8,128], w: bf16[128,256]) -> f32[8,256] {
   %t = f32[8,128]{0,1:T(8,128)} copy(%x)
   ROOT %out = f32[8,256]{1,0:T(8,128)} add(%evict, %evict)
 }
-"""
+"""  # noqa: E501  (HLO lines are as long as XLA writes them)
 
 
 def test_hlo_after_memory_space_assignment_is_read_as_the_program_before_it():
