@@ -914,22 +914,15 @@ def without_gz(name: str) -> str:
     return name[:-3] if name.endswith(".gz") else name
 
 
-PROBLEM_SUFFIXES = (".csv", ".json", ".hlo.txt", ".hlo")  # each gzipped too (``.gz``)
-
-
 def load_problem(path: str | os.PathLike) -> Problem:
-    """Read a problem from a ``.csv`` (MiniMalloc), ``.json`` (workload) or scheduled HLO text (``.hlo.txt``,
-    ``.hlo``: imported as ``mallocgame import hlo`` would, in-place pairs merged) file, gzipped (``.gz``) or not."""
+    """Read a problem from a ``.csv`` (MiniMalloc) or ``.json`` (workload) file, gzipped (``.gz``) or not.
+    (:func:`mallocgame.inputs.load.read_file` also takes scheduled HLO text.)"""
     path = str(path)
     kind = without_gz(path)
     if kind.endswith(".json"):
         return read_workload_json(path)
     if kind.endswith(".csv"):
         return read_csv(path)[0]
-    if kind.endswith((".hlo.txt", ".hlo")):
-        from mallocgame.importers.hlo import load_hlo  # the importer reads through this module
-
-        return merge_inplace(load_hlo(path).problem)
     if not os.path.exists(path):
         raise InputError(f"{path}: file not found")
     raise InputError(f"{path}: unknown file type (expected .csv, .json or .hlo.txt, gzipped or not)")

@@ -28,8 +28,10 @@ from pathlib import Path
 
 from mallocgame.aliasing import merge_inplace
 from mallocgame.hardware.spec import PRESETS, HardwareSpec, load_hardware
+from mallocgame.importers.hlo import load_hlo
 from mallocgame.intervals import max_live
-from mallocgame.io import load_problem as read_file
+from mallocgame.io import load_problem as read_table_or_workload
+from mallocgame.io import without_gz
 from mallocgame.model import MODES, InputError, Problem
 
 EXAMPLE_PREFIX = "example:"
@@ -94,6 +96,17 @@ def resolve_path(spec: str | Path) -> Path:
     if text.startswith(EXAMPLE_PREFIX):
         return example_path(text[len(EXAMPLE_PREFIX):])
     return Path(text)
+
+
+PROBLEM_SUFFIXES = (".csv", ".json", ".hlo.txt", ".hlo")  # each gzipped too (``.gz``)
+
+
+def read_file(path: str | Path) -> Problem:
+    """A problem file: a ``.csv`` (MiniMalloc), a ``.json`` workload or scheduled HLO text (``.hlo.txt``, ``.hlo``:
+    imported as ``mallocgame import hlo`` would, in-place pairs merged), gzipped (``.gz``) or not."""
+    if without_gz(str(path)).endswith((".hlo.txt", ".hlo")):
+        return merge_inplace(load_hlo(path).problem)
+    return read_table_or_workload(path)
 
 
 def read_problem(spec: str | Path) -> Problem:

@@ -48,9 +48,9 @@ from mallocgame.importers.hlo import parse_hlo_text
 from mallocgame.importers.matmul import import_matmul
 from mallocgame.importers.matmul import naive as naive_factorization
 from mallocgame.inputs import workloads as w
-from mallocgame.inputs.load import example_path
+from mallocgame.inputs.load import PROBLEM_SUFFIXES, example_path, read_file
 from mallocgame.inputs.workloads import SIZE_DISTRIBUTIONS, TPU, synthetic_program, with_capacity
-from mallocgame.io import PROBLEM_SUFFIXES, load_problem, read_text, without_gz
+from mallocgame.io import read_text, without_gz
 from mallocgame.model import InputError, Problem, check_regular_file
 
 CAPACITY_FRACTION = 0.4
@@ -278,7 +278,7 @@ def benchmarks_dir(explicit: str | None = None, *, subfolder: str = "minimalloc"
 def _file_entry(path: Path, description: str | None = None) -> Entry:
     """A problem file, read when the entry is built; named by its stem (``A.1048576.csv`` -> ``A``)."""
     def build() -> Problem:
-        return load_problem(path)
+        return read_file(path)
 
     plain = without_gz(path.name)
     if plain.endswith(".csv"):
