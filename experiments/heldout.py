@@ -70,8 +70,14 @@ def recipe_label(r: Recipe) -> str:
     return f"{r.kind}-{r.n}-c{r.capacity_fraction:g}-s{r.seed}"
 
 
+# The fixtures of tests/data the protocol was fixed with (a fixture added later, linalg_solve, is not held out: the
+# set stays what the recorded runs used)
+HELDOUT_HLO = ("bert_convert_fwd", "cnn_fwd", "mlp_sgd_donated", "transformer_fwd", "transformer_scan_fwd",
+               "transformer_train")
+
+
 def hlo_files() -> list[Path]:
-    return sorted((ROOT / "tests" / "data").glob("*.hlo.txt"))
+    return [ROOT / "tests" / "data" / f"{name}.hlo.txt" for name in HELDOUT_HLO]
 
 
 def held_out(families: tuple[str, ...] = ("generated", "suite", "hlo", "xla")) -> list[Held]:
