@@ -513,9 +513,12 @@ _CSV_SYNONYMS = {"buffer": "id", "buffer_id": "id", "begin": "lower", "start": "
 
 
 def _csv_rows(path: str, text: str, required: Iterable[str], *,
-              synonyms: dict[str, str] | None = None) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
+              synonyms: dict[str, str] | None = None
+              ) -> tuple[list[str], list[tuple[int, dict[str, str]]], list[str]]:
+    """``(header, rows, given)``: the column names with ``synonyms`` applied, each row by them, and the names as
+    written (lower case)."""
     records = _csv_records(path, text)
-    header = _header(next(records)[1])
+    header = given = _header(next(records)[1])
     if synonyms:
         named = [synonyms.get(h, h) for h in header]
         twice = sorted({h for h in named if named.count(h) > 1})
@@ -535,16 +538,16 @@ def _csv_rows(path: str, text: str, required: Iterable[str], *,
         rows.append((lineno, dict(zip(header, raw))))
     if not rows:
         raise InputError(f"{path}: no buffers (header only)")
-    return header, rows
+    return header, rows, given
 
 
 @_gc_paused()
 def read_csv(path: str | os.PathLike, *, with_offsets: bool = False) -> tuple[Problem, list[int | None] | None]:
     path = str(path)
     text = read_text(path)
-    first = _header(next(_csv_records(path, text))[1])
-    inclusive = "end" in first and "upper" not in first  # MiniMalloc's `end` column: the last time step
-    header, rows = _csv_rows(path, text, CSV_COLUMNS + (("offset",) if with_offsets else ()), synonyms=_CSV_SYNONYMS)
+    header, rows, given = _csv_rows(path, text, CSV_COLUMNS + (("offset",) if with_offsets else ()),
+                                    synonyms=_CSV_SYNONYMS)
+    inclusive = "end" in given  # MiniMalloc's `end` column: the last time step (with `upper` too: refused above)
     has_benefit = "benefit" in header
     has_alignment = "alignment" in header
     if "gaps" in header and any(row["gaps"].strip() for _, row in rows):

@@ -98,13 +98,14 @@ def resolve_path(spec: str | Path) -> Path:
     return Path(text)
 
 
-PROBLEM_SUFFIXES = (".csv", ".json", ".hlo.txt", ".hlo")  # each gzipped too (``.gz``)
+HLO_SUFFIXES = (".hlo.txt", ".hlo")
+PROBLEM_SUFFIXES = (".csv", ".json", *HLO_SUFFIXES)  # each gzipped too (``.gz``)
 
 
 def read_file(path: str | Path) -> Problem:
     """A problem file: a ``.csv`` (MiniMalloc), a ``.json`` workload or scheduled HLO text (``.hlo.txt``, ``.hlo``:
     imported as ``mallocgame import hlo`` would, in-place pairs merged), gzipped (``.gz``) or not."""
-    if without_gz(str(path)).endswith((".hlo.txt", ".hlo")):
+    if without_gz(str(path)).endswith(HLO_SUFFIXES):
         return merge_inplace(load_hlo(path).problem)
     return read_table_or_workload(path)
 
@@ -118,7 +119,7 @@ def default_mode(problem: Problem) -> str:
     """JSON workloads and CSVs with a ``benefit`` column are map problems; plain CSVs pack."""
     if problem.has_ops or any(b.benefit is not None for b in problem.buffers):
         return "map"
-    return "pack" if problem.source.endswith((".csv", ".csv.gz")) else "map"
+    return "pack" if without_gz(problem.source).endswith(".csv") else "map"
 
 
 def fraction_capacity(live: int, fraction: float, alignment: int = 1) -> int:

@@ -48,7 +48,7 @@ from mallocgame.importers.hlo import parse_hlo_text
 from mallocgame.importers.matmul import import_matmul
 from mallocgame.importers.matmul import naive as naive_factorization
 from mallocgame.inputs import workloads as w
-from mallocgame.inputs.load import PROBLEM_SUFFIXES, example_path, read_file
+from mallocgame.inputs.load import HLO_SUFFIXES, PROBLEM_SUFFIXES, example_path, read_file
 from mallocgame.inputs.workloads import SIZE_DISTRIBUTIONS, TPU, synthetic_program, with_capacity
 from mallocgame.io import read_text, without_gz
 from mallocgame.model import InputError, Problem, check_regular_file
@@ -284,7 +284,7 @@ def _file_entry(path: Path, description: str | None = None) -> Entry:
     if plain.endswith(".csv"):
         name = plain.split(".")[0]
     else:
-        suffix = next((x for x in (".json", ".hlo.txt", ".hlo") if plain.endswith(x)), None)
+        suffix = next((x for x in (".json", *HLO_SUFFIXES) if plain.endswith(x)), None)
         name = plain[:-len(suffix)] if suffix else Path(plain).stem
     return Entry(name, str(path) if description is None else description, build)
 
