@@ -32,7 +32,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from mallocgame.search.muzero.problems import KINDS, TRAIN_SEED_BASE, Recipe, build
+from mallocgame.search.muzero.problems import TRAIN_SEED_BASE, Recipe, build
 
 ROOT = Path(__file__).resolve().parents[1]
 HELDOUT_SEED_BASE = 700_000
@@ -40,6 +40,10 @@ CONFIRM_SEED_BASE = 800_000
 CONFIRM_SEED_SPAN = 100_000  # confirmation seeds lie in [CONFIRM_SEED_BASE, CONFIRM_SEED_BASE + 2 x SPAN)
 SIZES = (150, 200, 300, 500, 750, 1000, 1500, 2000)
 CAPACITIES = (0.2, 0.3, 0.4, 0.5)
+#: The generator families of the fixed set, as they were when it was fixed (the curriculum's later ``xla`` kind,
+#: XLA-compiled programs of random architecture, is not one: its held-out programs are the xla suite and the HLO
+#: fixtures, here as they are).
+GENERATED_KINDS = ("layered", "intervals", "realistic")
 HLO_CAPACITIES = (0.25, 0.4)
 #: Seeds the project evaluated on before this protocol (tuning 201-212; earlier held-out sets), never fresh.
 USED_SEEDS = frozenset(range(201, 213)) | frozenset(range(3000, 3030)) | frozenset(range(101, 109)) | frozenset(
@@ -59,7 +63,8 @@ class Held:
 def generated_recipes(per_kind: int = 8) -> list[Recipe]:
     """``per_kind`` recipes per generator family: every size of ``SIZES`` once, capacities cycling."""
     return [Recipe(kind, SIZES[i % len(SIZES)], HELDOUT_SEED_BASE + 1000 * k + i,
-                   CAPACITIES[(i + k) % len(CAPACITIES)]) for k, kind in enumerate(KINDS) for i in range(per_kind)]
+                   CAPACITIES[(i + k) % len(CAPACITIES)])
+            for k, kind in enumerate(GENERATED_KINDS) for i in range(per_kind)]
 
 
 def digest(recipes: list[Recipe]) -> str:
@@ -84,7 +89,7 @@ def held_out(families: tuple[str, ...] = ("generated", "suite", "hlo", "xla")) -
     """The held-out set (module docstring), smallest problems first within each part."""
     out: list[Held] = []
     if "generated" in families:
-        for r in sorted(generated_recipes(), key=lambda r: (r.n, KINDS.index(r.kind))):
+        for r in sorted(generated_recipes(), key=lambda r: (r.n, GENERATED_KINDS.index(r.kind))):
             problem, hw = build(r)
             out.append(Held(r.kind, recipe_label(r), problem, hw))
     if "suite" in families:
@@ -143,7 +148,7 @@ def held_out_prefetch(families: tuple[str, ...] = ("small", "generated", "suite"
 
     out: list[Held] = []
     if "small" in families:
-        for r in sorted(prefetch_recipes(), key=lambda r: (r.n, KINDS.index(r.kind))):
+        for r in sorted(prefetch_recipes(), key=lambda r: (r.n, GENERATED_KINDS.index(r.kind))):
             problem, hw = build(r)
             out.append(Held(r.kind, recipe_label(r), problem, hw))
     out += held_out(tuple(f for f in families if f != "small"))
@@ -182,13 +187,14 @@ def confirmation_recipes(checkpoint: str | Path, sha256: str, per_kind: int = 4)
         raise ValueError(f"confirmation set: {checkpoint} has SHA-256 {actual}, not the {sha256} given")
     base = CONFIRM_SEED_BASE + int(sha256[:12], 16) % CONFIRM_SEED_SPAN
     return [Recipe(kind, SIZES[(i * 3 + k) % len(SIZES)], base + 1000 * k + i, CAPACITIES[(i + 2 * k) % len(CAPACITIES)])
-            for k, kind in enumerate(KINDS) for i in range(per_kind)]
+            for k, kind in enumerate(GENERATED_KINDS) for i in range(per_kind)]
 
 
 def confirmation(checkpoint: str | Path, sha256: str, per_kind: int = 4) -> list[Held]:
     """The confirmation set's problems (:func:`confirmation_recipes`), smallest first."""
     out = []
-    for r in sorted(confirmation_recipes(checkpoint, sha256, per_kind), key=lambda r: (r.n, KINDS.index(r.kind))):
+    for r in sorted(confirmation_recipes(checkpoint, sha256, per_kind),
+                    key=lambda r: (r.n, GENERATED_KINDS.index(r.kind))):
         problem, hw = build(r)
         out.append(Held(r.kind, recipe_label(r), problem, hw))
     return out

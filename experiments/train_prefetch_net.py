@@ -41,6 +41,9 @@ def main() -> None:
     ap.add_argument("--max-size", type=int, default=150)
     ap.add_argument("--min-capacity", type=float, default=0.2)
     ap.add_argument("--max-capacity", type=float, default=0.5)
+    ap.add_argument("--xla-share", type=float, default=0.0,
+                    help="share of XLA-compiled JAX programs of random architecture (needs jax; cached, "
+                         "search.muzero.problems.xla_cache_dir)")
     ap.add_argument("--realistic-share", type=float, default=0.3)
     ap.add_argument("--student-simulations", type=int, default=16)
     ap.add_argument("--teacher-simulations", type=int, default=64)
@@ -63,7 +66,7 @@ def main() -> None:
             raise ValueError("give --out (or --resume / --ship)")
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         config = ExpertConfig(seed=args.seed, mode="prefetch", min_size=args.min_size, max_size=args.max_size,
-                              layered_share=1.0, realistic_share=args.realistic_share,
+                              layered_share=1.0, realistic_share=args.realistic_share, xla_share=args.xla_share,
                               min_capacity=args.min_capacity, max_capacity=args.max_capacity,
                               student_simulations=args.student_simulations,
                               teacher_simulations=args.teacher_simulations, teacher_target=args.teacher_target,

@@ -10,7 +10,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mallocgame.search.muzero.problems import KINDS, TRAIN_SEED_BASE, Curriculum
+from mallocgame.search.muzero.problems import (
+    TRAIN_SEED_BASE,
+    XLA_HELD_OUT_WIDTHS,
+    XLA_MODELS,
+    Curriculum,
+    xla_architecture,
+    xla_widths,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -32,8 +39,8 @@ def test_generated_set_is_the_one_fixed_before_any_run():
 
 def test_generated_set_covers_every_family_and_the_sizes():
     recipes = H.generated_recipes()
-    assert {r.kind for r in recipes} == set(KINDS)
-    for kind in KINDS:
+    assert {r.kind for r in recipes} == set(H.GENERATED_KINDS)
+    for kind in H.GENERATED_KINDS:
         sizes = {r.n for r in recipes if r.kind == kind}
         assert min(sizes) == 150 and max(sizes) == 2000
     seeds = [r.seed for r in recipes]
@@ -62,7 +69,7 @@ def test_confirmation_refuses_without_the_chosen_checkpoints_hash(tmp_path):
         with pytest.raises(ValueError):
             H.confirmation_recipes(ckpt, bad)
     recipes = H.confirmation_recipes(ckpt, H.file_sha256(ckpt))
-    assert {r.kind for r in recipes} == set(KINDS)
+    assert {r.kind for r in recipes} == set(H.GENERATED_KINDS)
     seeds = {r.seed for r in recipes}
     assert not seeds & H.all_seeds() and not seeds & H.USED_SEEDS
     assert all(H.CONFIRM_SEED_BASE <= s < H.CONFIRM_SEED_BASE + 2 * H.CONFIRM_SEED_SPAN for s in seeds)
@@ -97,7 +104,8 @@ def test_prefetch_set_is_the_one_fixed_before_any_run_and_fresh():
     assert max(seeds) < H.CONFIRM_SEED_BASE and max(seeds) < TRAIN_SEED_BASE
     small = H.held_out_prefetch(("small",))
     assert len(small) == len(recipes) and all(h.problem.mode == "prefetch" and h.problem.has_ops for h in small)
-    for h, (problem, _) in zip(small, (H.build(r) for r in sorted(recipes, key=lambda r: (r.n, KINDS.index(r.kind))))):
+    in_order = sorted(recipes, key=lambda r: (r.n, H.GENERATED_KINDS.index(r.kind)))
+    for h, (problem, _) in zip(small, (H.build(r) for r in in_order)):
         assert h.problem.capacity == problem.capacity  # the held-out capacity, not the hardware's
 
 
@@ -114,3 +122,27 @@ def test_the_confirmation_run_refuses_a_hash_not_the_chosen_networks(tmp_path, s
     assert r.returncode != 0 and "Traceback" not in r.stderr
     assert r.stderr.strip().startswith("--confirmation: ") and f"{checkpoint} has SHA-256" in r.stderr, r.stderr
     assert not (tmp_path / "c.csv").exists()
+
+
+def test_the_xla_curriculum_never_draws_a_width_of_the_xla_suite_or_the_hlo_fixtures():
+    drawn = [xla_architecture(TRAIN_SEED_BASE + i) for i in range(3000)]
+    assert {model for model, _ in drawn} == set(XLA_MODELS)
+    for model, args in drawn:
+        assert not xla_widths(model, args) & XLA_HELD_OUT_WIDTHS, (model, args)
+    # the suite's own programs: their widths are the ones the grids avoid
+    suite = {"gpt2": (128, 768, 1024), "lstm": (256,), "resnet20": (16,), "vit": (384,), "mixer": (512,)}
+    assert set(w for ws in suite.values() for w in ws) <= XLA_HELD_OUT_WIDTHS
+
+
+@pytest.mark.parametrize("xla_share", [0.0, 0.5])
+def test_an_xla_share_draws_xla_programs_and_share_0_replays_the_old_stream(xla_share):
+    old = Curriculum(min_size=16, max_size=600, realistic_share=0.3)
+    new = Curriculum(min_size=16, max_size=600, realistic_share=0.3, xla_share=xla_share)
+    a, b = np.random.default_rng(7), np.random.default_rng(7)
+    drawn_old = [old.sample(a) for _ in range(400)]
+    drawn_new = [new.sample(b) for _ in range(400)]
+    share = sum(r.kind == "xla" for r in drawn_new) / len(drawn_new)
+    if xla_share == 0:
+        assert drawn_new == drawn_old
+    else:
+        assert 0.4 < share < 0.6 and all(r.seed >= TRAIN_SEED_BASE for r in drawn_new)

@@ -17,24 +17,30 @@ evaluation uses seeds the training stream never draws (training seeds are >= ``T
 
 from __future__ import annotations
 
+import gzip
+import os
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import numpy as np
 
 from mallocgame.hardware.spec import PRESETS, HardwareSpec
+from mallocgame.importers.jax_program import compile_hlo_text
 from mallocgame.inputs import workloads as w
 from mallocgame.inputs.generate import layered_network, random_intervals
+from mallocgame.inputs.suites import read_hlo_file
 from mallocgame.inputs.workloads import with_capacity
 from mallocgame.intervals import max_live
+from mallocgame.io import atomic_output
 from mallocgame.model import Problem
 
 TRAIN_SEED_BASE = 1_000_000
-KINDS = ("layered", "intervals", "realistic")
+KINDS = ("layered", "intervals", "realistic", "xla")
 
 
 @dataclass(frozen=True)
 class Recipe:
-    kind: str  # "layered" | "intervals"
+    kind: str  # one of KINDS
     n: int
     seed: int
     capacity_fraction: float = 0.4
@@ -50,6 +56,9 @@ def build(recipe: Recipe) -> tuple[Problem, HardwareSpec]:
         return problem.replace(mode="map"), PRESETS["tpuv4i"]
     if recipe.kind == "realistic":
         problem = with_capacity(realistic_workload(recipe.n, recipe.seed), recipe.capacity_fraction)
+        return problem.replace(mode="map"), PRESETS["tpuv4i"]
+    if recipe.kind == "xla":
+        problem = with_capacity(xla_workload(recipe.n, recipe.seed), recipe.capacity_fraction)
         return problem.replace(mode="map"), PRESETS["tpuv4i"]
     if recipe.kind == "intervals":
         problem = random_intervals(recipe.n, seed=recipe.seed, with_benefit=True)
@@ -111,6 +120,123 @@ def realistic_workload(max_buffers: int, seed: int, tries: int = 64) -> Problem:
     return fits if fits is not None else too_big
 
 
+#: The ``xla`` family's models (:mod:`mallocgame.inputs.jax_models`) and, per model, the argument that
+#: sets its length (layers, time steps, blocks per stage), which :func:`xla_workload` scales to fit.
+XLA_MODELS = {"gpt-train": "layers", "decode": "layers", "lstm-train": "steps", "resnet-train": "blocks",
+              "vit": "layers", "mixer": "layers"}
+#: Widths the ``xla`` suite and the HLO fixtures use (model width, LSTM hidden size, ResNet channel base):
+#: the family's grids avoid them (a test checks the draws).
+XLA_HELD_OUT_WIDTHS = frozenset({16, 32, 64, 128, 256, 384, 512, 768, 1024})
+
+
+def xla_architecture(seed: int) -> tuple[str, dict]:
+    """``(model, arguments)`` of an ``xla`` recipe's program, drawn from ``seed`` (no jax needed).
+
+    >>> xla_architecture(1_000_001)[0] in XLA_MODELS
+    True
+    """
+    rng = np.random.default_rng(seed)
+
+    def pick(options):
+        return options[int(rng.integers(len(options)))]
+
+    model = pick(tuple(XLA_MODELS))
+    d, heads = pick(((96, 3), (160, 5), (192, 6), (320, 5), (448, 7)))
+    if model == "gpt-train":
+        return model, {"layers": int(rng.integers(1, 7)), "d": d, "heads": heads, "vocab": pick((1000, 2000, 8000)),
+                       "seq": pick((32, 48, 96)), "batch": pick((2, 3, 8))}
+    if model == "decode":
+        return model, {"layers": int(rng.integers(1, 9)), "d": d, "heads": heads, "vocab": pick((1000, 8000)),
+                       "context": pick((64, 192, 384)), "batch": pick((1, 2, 16))}
+    if model == "lstm-train":
+        return model, {"layers": int(rng.integers(1, 3)), "inp": pick((40, 96)), "hidden": pick((80, 160, 320)),
+                       "steps": pick((4, 8, 12, 24)), "batch": pick((8, 24, 48))}
+    if model == "resnet-train":
+        return model, {"base": pick((8, 24)), "stages": int(rng.integers(2, 4)), "blocks": int(rng.integers(1, 3)),
+                       "batch": pick((8, 24, 48)), "image": pick((24, 32))}
+    if model == "vit":
+        return model, {"layers": int(rng.integers(1, 7)), "d": d, "heads": heads, "batch": pick((1, 2, 4)),
+                       "image": pick((64, 96, 128)), "patch": pick((8, 16))}
+    return model, {"layers": int(rng.integers(1, 7)), "d": pick((96, 192, 320)), "batch": pick((1, 2, 4)),
+                   "image": pick((64, 96, 128)), "patch": pick((8, 16)), "tokens_hidden": pick((48, 96)),
+                   "channels_hidden": pick((384, 640))}
+
+
+def xla_widths(model: str, args: dict) -> set[int]:
+    """The widths of a drawn architecture that :data:`XLA_HELD_OUT_WIDTHS` must not contain."""
+    if model == "lstm-train":
+        return {args["hidden"]}
+    if model == "resnet-train":
+        return {args["base"]}  # the channel base (the suite's ResNet-20 has 16)
+    return {args["d"]}
+
+
+def xla_cache_dir() -> Path:
+    """Where compiled ``xla`` recipes are kept: ``$MALLOCGAME_CACHE/xla-curriculum``, by default
+    ``~/.cache/mallocgame/xla-curriculum`` (a replayed recipe is read back, not compiled again)."""
+    root = os.environ.get("MALLOCGAME_CACHE") or str(Path.home() / ".cache" / "mallocgame")
+    return Path(root) / "xla-curriculum"
+
+
+def xla_program(model: str, args: dict) -> Problem:
+    """The imported (in-place pairs merged) program of ``model`` with ``args``, compiled once and cached."""
+    key = model + "".join(f"-{k}{v}" for k, v in sorted(args.items()))
+    path = xla_cache_dir() / f"{key}.hlo.txt.gz"
+    if not path.is_file():
+        text = _compile_xla(model, args)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_output(path, "wb") as fh:
+            fh.write(gzip.compress(text.encode(), mtime=0))
+    return read_hlo_file(path, key)
+
+
+def _compile_xla(model: str, args: dict) -> str:
+    from mallocgame.inputs import jax_models as m  # jax (2-3 s): only for a program not yet in the cache
+
+    a = args
+    if model == "gpt-train":
+        built = m.gpt_train(a["layers"], a["d"], a["heads"], a["vocab"], a["seq"], a["batch"])
+    elif model == "decode":
+        built = m.gpt_decode(a["layers"], a["d"], a["heads"], a["vocab"], a["context"], a["batch"])
+    elif model == "lstm-train":
+        built = m.lstm_train(a["layers"], a["inp"], a["hidden"], a["steps"], a["batch"])
+    elif model == "resnet-train":
+        stages = [(a["base"] * 2**i, a["blocks"]) for i in range(a["stages"])]
+        built = m.resnet_train(stages, a["batch"], image=a["image"])
+    elif model == "vit":
+        built = m.vit(a["layers"], a["d"], a["heads"], a["batch"], image=a["image"], patch=a["patch"])
+    elif model == "mixer":
+        built = m.mixer(a["layers"], a["d"], a["batch"], image=a["image"], patch=a["patch"],
+                        tokens_hidden=a["tokens_hidden"], channels_hidden=a["channels_hidden"])
+    else:
+        raise ValueError(f"unknown xla model {model!r} (known: {', '.join(XLA_MODELS)})")
+    fn, fargs, donate = built
+    return compile_hlo_text(lambda: (fn, fargs), None, donate)
+
+
+def xla_workload(max_buffers: int, seed: int, tries: int = 4) -> Problem:
+    """The ``xla`` recipe's program: the architecture of :func:`xla_architecture`, its length argument
+    (:data:`XLA_MODELS`) scaled in up to ``tries`` compilations until the program has ``max_buffers // 2``
+    to ``max_buffers`` buffers (failing that: the largest below ``max_buffers``, else the smallest)."""
+    model, args = xla_architecture(seed)
+    length = XLA_MODELS[model]
+    fits = too_big = None
+    for _ in range(tries):
+        problem = xla_program(model, args)
+        if max_buffers // 2 <= problem.n <= max_buffers:
+            return problem
+        if problem.n <= max_buffers:
+            fits = problem if fits is None or problem.n > fits.n else fits
+        else:
+            too_big = problem if too_big is None or problem.n < too_big.n else too_big
+        # buffers grow about linearly with the length argument: aim at 3/4 of the cap
+        scaled = max(1, int(round(args[length] * 0.75 * max_buffers / problem.n)))
+        if scaled == args[length]:
+            break
+        args = {**args, length: scaled}
+    return fits if fits is not None else too_big
+
+
 @dataclass(frozen=True)
 class Curriculum:
     """The distribution self-play draws problems from."""
@@ -121,10 +247,13 @@ class Curriculum:
     min_capacity_fraction: float = 0.25
     max_capacity_fraction: float = 0.6
     realistic_share: float = 0.0  # drawn first; the rest is split by ``layered_share``
+    xla_share: float = 0.0  # drawn before that: XLA-compiled programs of random architecture (needs jax)
 
     def sample(self, rng: np.random.Generator) -> Recipe:
-        # No extra draw at share 0: curricula without realistic programs replay their old streams.
-        if self.realistic_share > 0 and rng.random() < self.realistic_share:
+        # No extra draw at share 0: curricula without realistic or xla programs replay their old streams.
+        if self.xla_share > 0 and rng.random() < self.xla_share:
+            kind = "xla"
+        elif self.realistic_share > 0 and rng.random() < self.realistic_share:
             kind = "realistic"
         else:
             kind = "layered" if rng.random() < self.layered_share else "intervals"
