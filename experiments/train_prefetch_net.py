@@ -13,10 +13,13 @@ student is the deployed search (the ``muzero`` solver's prefetch defaults: the p
 copy window, two windows, greedy-xla's order; ``untried-uct`` with prior power 2, exploration 1, ``commit="max"``,
 16 simulations per move); the teacher is plain UCT (the uniform prior, i.e. ``mcts``'s search) with
 ``--teacher-simulations`` from the states the student reached, its target the mean of its root visits and the
-root move holding the best return it saw (``--teacher-target mix``). Fresh weights, the game's plain observation
+root move holding the best return it saw (``--teacher-target mix``); or, with ``--teacher answer``, a prefetch
+solver's validated answer to the whole problem (``--teacher-solver``: the portfolio with ``--teacher-seconds``, or
+msa), followed in the game at its best fit (``PrefetchGame.answer_action``) as a one-hot target.
+``--xla-share`` adds XLA-compiled JAX programs of random architecture (needs jax). Fresh weights, the game's plain observation
 (``features=""``). Checkpoints every ``--checkpoint-seconds``; ``--resume`` continues exactly; snapshots
 ``run.g<games>.pt`` are model-only. One seed (``--seed``) fixes the whole run (per game: ``--games N``
-reproduces snapshot ``gN``).
+reproduces snapshot ``gN``; not with the portfolio as teacher, whose answer depends on the clock).
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ from __future__ import annotations
 import argparse
 import shutil
 from pathlib import Path
+
+from mallocgame.runner import run_solver
 
 SHIPPED = Path(__file__).resolve().parents[1] / "search" / "muzero" / "checkpoints" / "prefetch.pt"
 
@@ -48,6 +53,10 @@ def main() -> None:
     ap.add_argument("--student-simulations", type=int, default=16)
     ap.add_argument("--teacher-simulations", type=int, default=64)
     ap.add_argument("--teacher-target", default="mix", choices=("visits", "best", "mix"))
+    ap.add_argument("--teacher", default="search", choices=("search", "answer"),
+                    help="'answer': a prefetch solver's answer (--teacher-solver) labels the student's states")
+    ap.add_argument("--teacher-solver", default="portfolio", choices=("portfolio", "msa"))
+    ap.add_argument("--teacher-seconds", type=float, default=5.0)
     ap.add_argument("--states-per-game", type=int, default=16)
     ap.add_argument("--updates-per-game", type=int, default=16)
     ap.add_argument("--checkpoint-seconds", type=float, default=180.0)
@@ -59,8 +68,10 @@ def main() -> None:
     from mallocgame.search.muzero.expert import ExpertConfig, resume, train
 
     try:
+        answer = solver_answer(args.teacher_solver, args.teacher_seconds)
         if args.resume:
-            resume(args.resume, time_limit=args.time_limit, out=args.out, log_path=args.log, max_games=args.games)
+            resume(args.resume, time_limit=args.time_limit, out=args.out, log_path=args.log, max_games=args.games,
+                   teacher_answer=answer)
             return
         if not args.out:
             raise ValueError("give --out (or --resume / --ship)")
@@ -70,13 +81,25 @@ def main() -> None:
                               min_capacity=args.min_capacity, max_capacity=args.max_capacity,
                               student_simulations=args.student_simulations,
                               teacher_simulations=args.teacher_simulations, teacher_target=args.teacher_target,
+                              teacher=args.teacher,
                               states_per_game=args.states_per_game, updates_per_game=args.updates_per_game,
                               checkpoint_seconds=args.checkpoint_seconds, exploration=1.0,
                               selection="untried-uct", prior_power=2.0, commit="max")
         train(args.out, init=None, config=config, time_limit=args.time_limit, log_path=args.log,
-              max_games=args.games)
+              max_games=args.games, teacher_answer=answer)
     except (ValueError, CheckpointError) as exc:  # bad options or checkpoint: one line, no traceback
         raise SystemExit(f"train_prefetch_net: {exc}") from None
+
+
+def solver_answer(name: str, seconds: float):
+    """``(problem, hardware) -> intervals``: solver ``name``'s validated prefetch answer (seed 0, ``seconds``;
+    the portfolio's depends on the clock, so a run with it is not replayed exactly)."""
+    def answer(problem, hardware):
+        report = run_solver(name, problem, hardware, time_limit=seconds, seed=0)
+        if not report.valid:
+            raise RuntimeError(f"{name}'s answer to {problem.name} is invalid: {report.violation}")
+        return list(report.intervals)
+    return answer
 
 
 def ship(path: str) -> None:

@@ -356,6 +356,36 @@ class PrefetchGame(Game):
         o.greedy = best
         return best
 
+    def answer_action(self, stays: dict[int, list[FastInterval]], follow_offsets: bool = True) -> int:
+        """The move at the current segment that follows an answer to the whole problem (``stays``: buffer index ->
+        its fast intervals, e.g. a prefetch solver's validated answer): slow where the answer serves this touch from
+        slow memory; extend where the answer's stay serving it also served the buffer's previous touch and extending
+        is legal; else a new interval in the offered copy window nearest the answer's (produced in place where the
+        answer's is), at the answer's offset if that hole is offered, else the window's first (best-fit) hole; the
+        greedy's move where no window is offered. Answers laid out differently from the game so far are followed
+        as far as the game allows (the teacher of expert iteration, docs/training.md)."""
+        s, p = self._seg, self._pos
+        b, t = s.buf[p], s.t[p]
+        stay = next((iv for iv in stays.get(b, ()) if iv.start <= t < iv.end), None)
+        if stay is None:
+            return self.slow_action
+        o = self._options()
+        previous = s.t[p - 1] if p > 0 and s.buf[p - 1] == b else None
+        if o.open >= 0 and o.extend and previous is not None and stay.start <= previous:
+            return self.extend_action
+        groups = [g for g, c in enumerate(o.windows) if c is not None and o.holes[g]]
+        if not groups:
+            return self.greedy_action()
+        want = IN_PLACE if stay.copy_start is None else stay.copy_start
+
+        def distance(g: int) -> float:
+            c = o.windows[g]
+            return abs(c - want) if (c == IN_PLACE) == (want == IN_PLACE) else _INF
+
+        g = min(groups, key=lambda g: (distance(g), g))
+        j = next((j for j, hole in enumerate(o.holes[g]) if hole[0] == stay.offset), 0) if follow_offsets else 0
+        return g * self.config.k + j
+
     def _look_ahead(self, action: int) -> float:
         """Rewards of ``action`` and of the rest of this buffer played by "extend if it fits, else slow"; undone."""
         opts = self._opts

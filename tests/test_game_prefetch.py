@@ -329,3 +329,45 @@ def test_mcts_on_an_empty_or_full_prefetch_program():
     nothing_fits = problem.replace(capacity=min(b.size for b in problem.buffers) - 1)
     report = run_solver("mcts", nothing_fits, HW, time_limit=1, seed=0)
     assert report.valid and report.placed == 0 and report.objective == 0.0
+
+
+def _key(iv: FastInterval) -> tuple:
+    return iv.buffer, iv.start, iv.end, iv.offset, -3 if iv.copy_start is None else iv.copy_start
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_following_an_episode_of_the_game_replays_it_exactly(seed):
+    """answer_action (the expert-iteration teacher that follows a solver's answer) is exact on answers the game can
+    express: an episode of greedy and random moves, followed move by move, gives the same intervals and reward."""
+    from mallocgame.search.muzero.expert import GAME_FIELDS, stays_by_buffer
+
+    problem = layered(60, seed) if seed % 2 else random_program(seed)
+    config = GameConfig(**GAME_FIELDS["prefetch"])
+    rng = np.random.default_rng(seed)
+    played = Game(problem, HW, config)
+    while not played.done:
+        legal = np.flatnonzero(played.legal_mask())
+        played.step(played.greedy_action() if rng.random() < 0.5 else int(rng.choice(legal)))
+    stays = stays_by_buffer(played.intervals())
+    follower = Game(problem, HW, config)
+    while not follower.done:
+        action = follower.answer_action(stays)
+        assert follower.legal_mask()[action]
+        follower.step(action)
+    assert sorted(map(_key, follower.intervals())) == sorted(map(_key, played.intervals()))
+    assert follower.total_reward() == pytest.approx(played.total_reward(), abs=1e-12)
+
+
+def test_following_msa_answer_gives_legal_moves_and_a_valid_answer():
+    from mallocgame.search.muzero.expert import GAME_FIELDS, stays_by_buffer
+
+    problem = layered(80, 3)
+    answer = run_solver("msa", problem, HW, time_limit=5, seed=0)
+    assert answer.valid
+    for follow_offsets in (True, False):
+        game = Game(problem, HW, GameConfig(**GAME_FIELDS["prefetch"]))
+        while not game.done:
+            action = game.answer_action(stays_by_buffer(answer.intervals), follow_offsets)
+            assert game.legal_mask()[action]
+            game.step(action)
+        assert validate_intervals(problem, list(game.intervals())) is None

@@ -92,9 +92,8 @@ class ExpertConfig:
             # reanalyse rebuild states from offsets, which only the fixed-order game of map mode has
             if self.layered_share < 1.0 and self.realistic_share < 1.0:
                 raise ValueError("mode prefetch: layered-share must be 1 (random intervals have no ops)")
-            if self.teacher != "search" or self.reanalyse_per_game > 0 or self.features:
-                raise ValueError("mode prefetch: teacher 'search' only, no reanalyse, the plain observation "
-                                 "(features '')")
+            if self.reanalyse_per_game > 0 or self.features:
+                raise ValueError("mode prefetch: no reanalyse, the plain observation (features '')")
         if self.teacher not in ("search", "answer"):
             raise ValueError(f"unknown teacher {self.teacher!r} (known: search, answer)")
         if self.teacher_target not in TEACHER_TARGETS:
@@ -250,18 +249,35 @@ def rebuild_state(origin: Origin, game_fields: dict, start=None):
     return game
 
 
-#: ``teacher_answer(problem, hardware) -> offsets`` int64 ``[n]`` (-1 slow): a stronger solver's answer,
-#: given by the caller (search may not import solvers or hybrid; experiments/train_muzero_expert.py
-#: passes select-pack).
+#: ``teacher_answer(problem, hardware) -> answer``: a stronger solver's answer, given by the caller (search may not
+#: import solvers or hybrid): in map mode offsets int64 ``[n]`` (-1 slow; experiments/train_muzero_expert.py passes
+#: select-pack's), in prefetch mode the answer's fast intervals (``FastInterval`` rows;
+#: experiments/train_prefetch_net.py passes msa's or the portfolio's).
 TeacherAnswer = Callable[[Any, Any], np.ndarray]
 
 
-def answer_policy(game, answer: np.ndarray) -> np.ndarray:
-    """One-hot target ``[num_actions]``: the move of the fixed-order ``game``'s current buffer that
-    follows ``answer`` (offsets ``[n]``, -1 slow): slow where the answer has it slow; else the offered
-    hole at the answer's offset, failing that the greedy's hole (the answer's layout differs from the
-    game's so far), and slow when nothing fits."""
+def stays_by_buffer(intervals) -> dict[int, list]:
+    """A prefetch answer's fast intervals grouped by buffer index, in time order (what
+    :meth:`~mallocgame.search.game_prefetch.PrefetchGame.answer_action` reads)."""
+    stays: dict[int, list] = {}
+    for iv in sorted(intervals, key=lambda iv: (iv.buffer, iv.start)):
+        stays.setdefault(int(iv.buffer), []).append(iv)
+    return stays
+
+
+def answer_policy(game, answer) -> np.ndarray:
+    """One-hot target ``[num_actions]``: the move of ``game``'s current decision that follows ``answer``.
+
+    The fixed-order game of map mode (``answer`` offsets ``[n]``, -1 slow): slow where the answer has
+    the buffer slow; else the offered hole at the answer's offset, failing that the greedy's hole (the
+    answer's layout differs from the game's so far), and slow when nothing fits. The prefetch game
+    (``answer`` from :func:`stays_by_buffer`): :meth:`PrefetchGame.answer_action` at the game's best fit, not
+    the answer's offsets (followed at its offsets, the portfolio's answer ends at 0.94x the game's greedy
+    playout, at the best fit 1.04x: results/prefetch_teacher_follow.md)."""
     target = np.zeros(game.num_actions, np.float32)
+    if isinstance(answer, dict):
+        target[game.answer_action(answer, follow_offsets=False)] = 1.0
+        return target
     off = int(answer[game.current])
     legal = game.legal_actions()
     if off < 0:
@@ -284,7 +300,9 @@ def play_and_label(state: _State) -> dict[str, Any]:
     data = GameData(problem, hw) if c.mode == "map" else None  # the prefetch game builds (and caches) its own
     greedy = Game(problem, hw, game_cfg, data=data)
     play_greedy(greedy)
-    answer = np.asarray(state.teacher_answer(problem, hw), np.int64) if c.teacher == "answer" else None
+    answer = state.teacher_answer(problem, hw) if c.teacher == "answer" else None
+    if answer is not None:
+        answer = np.asarray(answer, np.int64) if c.mode == "map" else stays_by_buffer(answer)
     numpy_net = NumpyNet.from_torch(state.net, c.features)
     prior = NetworkPrior(numpy_net)
     reached: list = []
