@@ -16,8 +16,9 @@ copy window, two windows, greedy-xla's order; ``untried-uct`` with prior power 2
 root move holding the best return it saw (``--teacher-target mix``); or, with ``--teacher answer``, a prefetch
 solver's validated answer to the whole problem (``--teacher-solver``: the portfolio with ``--teacher-seconds``, or
 msa), followed in the game at its best fit (``PrefetchGame.answer_action``) as a one-hot target.
-``--xla-share`` adds XLA-compiled JAX programs of random architecture (needs jax). Fresh weights, the game's plain observation
-(``features=""``). Checkpoints every ``--checkpoint-seconds``; ``--resume`` continues exactly; snapshots
+``--xla-share`` adds XLA-compiled JAX programs of random architecture (needs jax). Fresh weights (or
+``--init``), the game's plain observation (``features=""``). Checkpoints every ``--checkpoint-seconds``;
+``--resume`` continues exactly; snapshots
 ``run.g<games>.pt`` are model-only. One seed (``--seed``) fixes the whole run (per game: ``--games N``
 reproduces snapshot ``gN``; not with the portfolio as teacher, whose answer depends on the clock).
 """
@@ -37,6 +38,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=None)
     ap.add_argument("--resume", default=None, help="continue the run of this checkpoint")
+    ap.add_argument("--init", default="none", help="weights to start from, a prefetch checkpoint (default none: "
+                                                   "fresh weights; e.g. " + str(SHIPPED.relative_to(SHIPPED.parents[3])) + ")")
     ap.add_argument("--ship", default=None, help="write this checkpoint's model-only copy to " + str(SHIPPED))
     ap.add_argument("--log", default=None)
     ap.add_argument("--time-limit", type=float, default=600.0)
@@ -85,8 +88,8 @@ def main() -> None:
                               states_per_game=args.states_per_game, updates_per_game=args.updates_per_game,
                               checkpoint_seconds=args.checkpoint_seconds, exploration=1.0,
                               selection="untried-uct", prior_power=2.0, commit="max")
-        train(args.out, init=None, config=config, time_limit=args.time_limit, log_path=args.log,
-              max_games=args.games, teacher_answer=answer)
+        train(args.out, init=None if args.init == "none" else args.init, config=config,
+              time_limit=args.time_limit, log_path=args.log, max_games=args.games, teacher_answer=answer)
     except (ValueError, CheckpointError) as exc:  # bad options or checkpoint: one line, no traceback
         raise SystemExit(f"train_prefetch_net: {exc}") from None
 
