@@ -174,6 +174,23 @@ def file_sha256(path: str | Path) -> str:
     return h.hexdigest()
 
 
+def with_candidate(contestants: dict, pairs: tuple, spec: str | None, against: tuple[str, ...]) -> tuple[dict, tuple]:
+    """``contestants`` and ``pairs`` with the candidate network ``spec`` (``NAME=CHECKPOINT``): contestant ``NAME``
+    is the ``muzero`` solver with that checkpoint, compared with each of ``against``. Its CSV rows carry ``NAME``,
+    so give a name per checkpoint (its SHA-256 goes in the write-up)."""
+    if not spec:
+        return contestants, pairs
+    name, sep, path = spec.partition("=")
+    if not sep or not name or not path:
+        raise SystemExit(f"--candidate: give NAME=CHECKPOINT, got {spec!r}")
+    if name in contestants:
+        raise SystemExit(f"--candidate: {name!r} is already a contestant")
+    if not Path(path).is_file():
+        raise SystemExit(f"--candidate: {path}: no such file")
+    return ({**contestants, name: ("muzero", {"checkpoint": str(path)})},
+            pairs + tuple((name, other) for other in against))
+
+
 def confirmation_recipes(checkpoint: str | Path, sha256: str, per_kind: int = 4) -> list[Recipe]:
     """The confirmation set's recipes, drawn from the chosen checkpoint's hash; refuses anything else.
 

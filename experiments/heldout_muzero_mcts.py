@@ -38,7 +38,7 @@ import time
 from pathlib import Path
 
 from _common import Transcript, fenced, results_path, write_results
-from heldout import confirmation_for, held_out
+from heldout import confirmation_for, held_out, with_candidate
 from level_muzero_mcts import sign_test
 
 from mallocgame.runner import problem_bound, run_solver
@@ -68,6 +68,8 @@ def main() -> None:
     ap.add_argument("--csv", default="heldout_muzero_mcts.csv")
     ap.add_argument("--out", default="heldout_muzero_mcts.md")
     ap.add_argument("--summary-only", action="store_true")
+    ap.add_argument("--candidate", metavar="NAME=CHECKPOINT", default=None,
+                    help="also a contestant NAME: the muzero solver with CHECKPOINT (a network not yet shipped)")
     ap.add_argument("--confirmation", metavar="SHA256", default=None,
                     help="run the confirmation set drawn from the default network's SHA-256 (not the held-out set)")
     args = ap.parse_args()
@@ -75,17 +77,18 @@ def main() -> None:
     wanted = groups[0]
     if len(groups) > 1 and not args.summary_only:
         raise SystemExit("--contestants: several groups (';') with --summary-only only")
-    unknown = sorted({c for g in groups for c in g} - set(CONTESTANTS))
+    contestants, pairs = with_candidate(CONTESTANTS, PAIRS, args.candidate, ("mcts", "muzero", "uniform"))
+    unknown = sorted({c for g in groups for c in g} - set(contestants))
     if unknown:
-        raise SystemExit(f"--contestants: unknown {', '.join(unknown)} (known: {', '.join(CONTESTANTS)})")
+        raise SystemExit(f"--contestants: unknown {', '.join(unknown)} (known: {', '.join(contestants)})")
     csv_path = results_path(args.csv)
     rows = read_rows(csv_path)
     show = Transcript()
     if not args.summary_only:
-        run(args, budgets, wanted, csv_path, rows, show)
+        run(args, budgets, wanted, csv_path, rows, show, contestants)
     for group in groups:
         show(f"summary of {csv_path.name} ({len(rows)} runs); contestants {', '.join(group)}")
-        summary(rows, budgets, group, show)
+        summary(rows, budgets, group, show, pairs)
     write_results(args.out, (
         "# Held-out protocol: muzero vs mcts vs the controls, map mode (issue 21)\n\n"
         "Made by `experiments/heldout_muzero_mcts.py` (its docstring says what is compared and how). "
@@ -113,14 +116,14 @@ def read_rows(path: Path) -> list[dict]:
     return rows
 
 
-def run(args, budgets, wanted, csv_path: Path, rows: list[dict], show) -> None:
+def run(args, budgets, wanted, csv_path: Path, rows: list[dict], show, contestants=CONTESTANTS) -> None:
     if args.confirmation is None:
-        run_heldout(args, held_out, CONTESTANTS, budgets, wanted, csv_path, rows, show)
+        run_heldout(args, held_out, contestants, budgets, wanted, csv_path, rows, show)
         return
     from mallocgame.solvers.muzero import DEFAULT_CHECKPOINT
 
     drawn = confirmation_for(args, DEFAULT_CHECKPOINT)
-    run_heldout(args, lambda families: drawn, CONTESTANTS, budgets, wanted, csv_path, rows, show,
+    run_heldout(args, lambda families: drawn, contestants, budgets, wanted, csv_path, rows, show,
                 title=f"confirmation set of {DEFAULT_CHECKPOINT.name} ({args.confirmation[:12]}...)")
 
 

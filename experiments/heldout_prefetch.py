@@ -30,7 +30,7 @@ import argparse
 from pathlib import Path
 
 from _common import Transcript, fenced, results_path, write_results
-from heldout import confirmation_for, held_out_prefetch, in_prefetch_mode
+from heldout import confirmation_for, held_out_prefetch, in_prefetch_mode, with_candidate
 from heldout_muzero_mcts import read_rows, run_heldout, summary
 
 CHECKPOINT = Path(__file__).resolve().parents[1] / "search" / "muzero" / "checkpoints" / "prefetch.pt"
@@ -52,40 +52,45 @@ def main() -> None:
     ap.add_argument("--csv", default="heldout_prefetch.csv")
     ap.add_argument("--out", default="heldout_prefetch.md")
     ap.add_argument("--summary-only", action="store_true")
+    ap.add_argument("--candidate", metavar="NAME=CHECKPOINT", default=None,
+                    help="also a contestant NAME: the muzero solver with CHECKPOINT (a network not yet shipped)")
     ap.add_argument("--confirmation", metavar="SHA256", default=None,
                     help="run the confirmation set drawn from prefetch.pt's SHA-256 (not the held-out set)")
     args = ap.parse_args()
     budgets, wanted = args.budgets.split(","), args.contestants.split(",")
-    unknown = sorted(set(wanted) - set(CONTESTANTS))
+    contestants, pairs = with_candidate(CONTESTANTS, PAIRS, args.candidate, ("mcts", "muzero", "msa"))
+    unknown = sorted(set(wanted) - set(contestants))
     if unknown:
-        raise SystemExit(f"--contestants: unknown {', '.join(unknown)} (known: {', '.join(CONTESTANTS)})")
+        raise SystemExit(f"--contestants: unknown {', '.join(unknown)} (known: {', '.join(contestants)})")
     csv_path = results_path(args.csv)
     rows = read_rows(csv_path)
     show = Transcript()
     if not args.summary_only:
-        run(args, budgets, wanted, csv_path, rows, show)
+        run(args, budgets, wanted, csv_path, rows, show, contestants)
     show(f"summary of {csv_path.name} ({len(rows)} runs); contestants {', '.join(wanted)}")
-    summary(rows, budgets, wanted, show, pairs=PAIRS)
+    summary(rows, budgets, wanted, show, pairs=pairs)
     write_results(args.out, (
         "# Held-out protocol in prefetch mode: muzero with the prefetch network vs mcts vs msa (issue 21)\n\n"
         "Made by `experiments/heldout_prefetch.py` (its docstring says what is compared and how). "
         f"Every run is in `{csv_path.name}`. Output as printed:\n\n" + fenced(show.text)))
 
 
-def run(args, budgets, wanted, csv_path: Path, rows: list[dict], show) -> None:
+def run(args, budgets, wanted, csv_path: Path, rows: list[dict], show, contestants=CONTESTANTS) -> None:
     held, title = held_out_prefetch, "prefetch held-out"
     if args.confirmation is not None:
         drawn = confirmation_for(args, CHECKPOINT, in_prefetch_mode)
         held, title = (lambda families: drawn), f"prefetch confirmation set of {CHECKPOINT.name}"
-    run_heldout(args, held, CONTESTANTS, budgets, wanted, csv_path, rows, show, title=title,
-                searches=SEARCHES, on_row=_check_row,
+    searches = SEARCHES + tuple(c for c in contestants if c not in CONTESTANTS)  # a candidate network searches
+    run_heldout(args, held, contestants, budgets, wanted, csv_path, rows, show, title=title,
+                searches=searches, on_row=_check_row,
                 prefix=lambda h, budget: f"{h.family:<9} {h.label:<40}{h.problem.n:>6} {budget:>3} ")
 
 
 def _check_row(h, name: str, rep, row: dict) -> None:
-    """Stop if ``muzero`` did not play the prefetch network; record the exploration constant the search used."""
-    if name == "muzero" and rep.stats.get("prior") != "network":
-        raise SystemExit(f"muzero on {h.label}: played prior {rep.stats.get('prior')!r}, not the network")
+    """Stop if ``muzero`` (or a candidate network) did not play its network; record the exploration constant the
+    search used."""
+    if name not in ("mcts", "msa", "uniform") and rep.stats.get("prior") != "network":
+        raise SystemExit(f"{name} on {h.label}: played prior {rep.stats.get('prior')!r}, not the network")
     row["exploration"] = rep.stats.get("exploration", "")
 
 

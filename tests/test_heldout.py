@@ -146,3 +146,15 @@ def test_an_xla_share_draws_xla_programs_and_share_0_replays_the_old_stream(xla_
         assert drawn_new == drawn_old
     else:
         assert 0.4 < share < 0.6 and all(r.seed >= TRAIN_SEED_BASE for r in drawn_new)
+
+
+def test_a_candidate_network_is_a_named_muzero_contestant_compared_with_the_others(tmp_path):
+    ckpt = tmp_path / "run.g100.pt"
+    ckpt.write_bytes(b"weights")
+    contestants, pairs = H.with_candidate({"mcts": ("mcts", {})}, (("a", "b"),), f"xla21={ckpt}", ("mcts", "muzero"))
+    assert contestants["xla21"] == ("muzero", {"checkpoint": str(ckpt)}) and contestants["mcts"] == ("mcts", {})
+    assert pairs == (("a", "b"), ("xla21", "mcts"), ("xla21", "muzero"))
+    assert H.with_candidate({"m": 1}, (), None, ("m",)) == ({"m": 1}, ())
+    for bad in ("xla21", f"={ckpt}", "xla21=", f"mcts={ckpt}", f"x={tmp_path / 'missing.pt'}"):
+        with pytest.raises(SystemExit):
+            H.with_candidate({"mcts": ("mcts", {})}, (), bad, ("mcts",))
