@@ -79,7 +79,33 @@ def test_prefetch_expert_config_refuses_what_the_prefetch_game_cannot_play():
 
     with pytest.raises(ValueError, match="intervals have no ops"):
         ExpertConfig(mode="prefetch", layered_share=0.6)
-    with pytest.raises(ValueError, match="teacher 'search' only"):
+    with pytest.raises(ValueError, match="no reanalyse"):
         ExpertConfig(mode="prefetch", layered_share=1.0, reanalyse_per_game=2)
+    with pytest.raises(ValueError, match="plain observation"):
+        ExpertConfig(mode="prefetch", layered_share=1.0, features="encoder/2")
+    ExpertConfig(mode="prefetch", layered_share=1.0, teacher="answer")  # a solver's answer teaches (answer_action)
     with pytest.raises(ValueError, match="unknown mode"):
         ExpertConfig(mode="pack")
+
+
+def test_expert_iteration_in_prefetch_mode_learns_a_solvers_answer(tmp_path):
+    """teacher="answer": each labelled state's target is the one-hot move that follows the answer (msa's here)."""
+    from mallocgame.search.muzero.expert import GAME_FIELDS, ExpertConfig, train
+
+    asked = []
+
+    def msa_answer(problem, hardware):
+        asked.append(problem.mode)
+        report = run_solver("msa", problem, hardware, time_limit=10, seed=0)
+        assert report.valid
+        return list(report.intervals)
+
+    config = ExpertConfig(mode="prefetch", min_size=12, max_size=16, layered_share=1.0, student_simulations=2,
+                          teacher="answer", states_per_game=3, updates_per_game=2, batch_size=8,
+                          selection="untried-uct", prior_power=2.0, commit="max")
+    state = train(str(tmp_path / "pf.pt"), config=config, time_limit=60, max_games=2, teacher_answer=msa_answer)
+    assert asked == ["prefetch", "prefetch"] and state.game_fields == GAME_FIELDS["prefetch"]
+    targets = np.stack(state.replay["target"])
+    assert len(targets) > 0
+    assert ((targets == 0) | (targets == 1)).all() and (targets.sum(1) == 1).all()
+    assert (targets[~np.stack(state.replay["mask"])] == 0).all()  # always a legal move
