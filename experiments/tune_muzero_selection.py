@@ -32,7 +32,11 @@ SETTINGS = [("mcts", "mcts", {})] + [
                                                       "prior_power": pw})
     for pw in (2.0, 0.5, 3.0, 4.0) for prior in ("network", "relaxation")] + [
     ("untried-uct uniform c1 power2", "muzero", {"selection": "untried-uct", "prior": "uniform", "exploration": 1.0,
-                                                 "prior_power": 2.0})]
+                                                 "prior_power": 2.0})] + [
+    # the commitment rule (the default one commits the most visited move, which a prior draws visits to)
+    (f"untried-uct {prior} c1 power2 commit-max", "muzero", {"selection": "untried-uct", "prior": prior,
+                                                            "exploration": 1.0, "prior_power": 2.0, "commit": "max"})
+    for prior in ("network", "uniform", "relaxation")] + [("mcts commit-max", "mcts", {"commit": "max"})]
 
 
 def main() -> None:

@@ -71,6 +71,8 @@ Options (keyword arguments of ``solve``; the CLI passes ``--simulations`` and ``
 * ``selection``    ``"untried-uct"`` (default, above), ``"untried-puct"`` (untried-first, then pUCT) or ``"puct"``
   (the earlier rule: pUCT over all legal moves, an untried one at its parent's mean; can starve a move);
 * ``prior_power``  with ``untried-uct``: the power of ``k * p(a)`` (default 2, chosen on the tuning problems);
+* ``commit``       ``"visits"`` (the most visited root move) or ``"max"`` (the root move whose subtree holds the
+  best return seen); default ``DEFAULT_COMMIT``;
 * ``exploration``  the UCT / pUCT constant on sibling-normalised values (default ``DEFAULT_EXPLORATION``: with
   ``untried-uct`` 1, ``mcts``'s; with the pUCT rules 10 in map mode, chosen on the tuning problems, 1 in pack
   and prefetch modes);
@@ -146,6 +148,10 @@ PUCT_EXPLORATION = {"map": 10.0, "pack": 1.0, "prefetch": 1.0}
 #: 12); of those prior_power 2 searched best (6/5/1 against mcts).
 DEFAULT_SELECTION = "untried-uct"
 DEFAULT_PRIOR_POWER = 2.0
+#: The commitment rule per mode (``mcts``'s option ``commit``): the most visited root move ("visits") or the one
+#: whose subtree holds the best return seen ("max"; prefetch mode, as ``mcts``).
+COMMITS = ("visits", "max")
+DEFAULT_COMMIT = {"map": "visits", "pack": "visits", "prefetch": "max"}
 #: The exploration constant per selection rule and mode.
 DEFAULT_EXPLORATION = {"puct": PUCT_EXPLORATION, "untried-puct": PUCT_EXPLORATION,
                        "untried-uct": {"map": 1.0, "pack": 1.0, "prefetch": 1.0}}
@@ -195,7 +201,7 @@ class MuZeroSolver(Solver):
               search_model: str | None = None, c_scale: float | None = None,
               rollout_depth: int | None = None, selection: str | None = None,
               prior_power: float | None = None, leaf: str = "rollout", leaf_steps: int | None = None,
-              leaf_value: str = "network") -> Solution:
+              leaf_value: str = "network", commit: str | None = None) -> Solution:
         t0 = time.monotonic()
         prior = _choice("prior", prior, PRIORS)
         selection = _choice("selection", DEFAULT_SELECTION if selection is None else selection, GUIDED_RULES)
@@ -222,6 +228,7 @@ class MuZeroSolver(Solver):
             prior_power = DEFAULT_PRIOR_POWER
         if isinstance(prior_power, bool) or not isinstance(prior_power, (int, float)) or not prior_power >= 0:
             raise InputError(f"muzero: option prior_power must be a number >= 0, got {prior_power!r}")
+        commit = _choice("commit", DEFAULT_COMMIT[problem.mode] if commit is None else commit, COMMITS)
         leaf = _choice("leaf", leaf, LEAVES)
         leaf_value = _choice("leaf_value", leaf_value, LEAF_VALUES)
         leaf_steps = DEFAULT_LEAF_STEPS if leaf_steps is None else leaf_steps
@@ -240,7 +247,7 @@ class MuZeroSolver(Solver):
         return _solve_uct(self.name, problem, hardware, t0=t0, time_limit=time_limit, seed=seed, hint=hint,
                           sims=sims, checkpoint=checkpoint, prior=prior, exploration=float(exploration),
                           rollout_depth=rollout_depth, selection=selection, prior_power=float(prior_power),
-                          leaf=(leaf, leaf_steps, leaf_value))
+                          leaf=(leaf, leaf_steps, leaf_value), commit=commit)
 
 
 # --- the default: UCT with the network's prior (search/uct.py, "Guided selection") --------------
@@ -266,9 +273,9 @@ def _default_checkpoint(mode: str, valued: bool) -> Path:
 def _solve_uct(name: str, problem: Problem, hardware, *, t0: float, time_limit: float, seed: int,
                hint: Solution | None, sims: int, checkpoint: str | None, prior: str, exploration: float,
                rollout_depth: int | None, selection: str, prior_power: float,
-               leaf: tuple[str, int, str] = ("rollout", 0, "network")) -> Solution:
+               leaf: tuple[str, int, str] = ("rollout", 0, "network"), commit: str = "visits") -> Solution:
     stats: dict[str, Any] = {"method": "uct", "selection": selection, "exploration": exploration,
-                             "prior_power": prior_power}
+                             "prior_power": prior_power, "commit": commit}
     net = trained_game = None
     valued = leaf[0] != "rollout" and leaf[2] == "network"
     if prior == "network" or valued:
@@ -309,7 +316,7 @@ def _solve_uct(name: str, problem: Problem, hardware, *, t0: float, time_limit: 
         return prior_now
 
     cfg = MCTSConfig(simulations=sims, exploration=exploration, rollout="greedy", rollout_depth=rollout_depth,
-                     commit="max" if problem.mode == "prefetch" else "visits", guided=selection, prior_power=prior_power,
+                     commit=commit, guided=selection, prior_power=prior_power,
                      leaf=leaf[0], leaf_steps=leaf[1])
     solution = solve_with_uct(name, problem, hardware, cfg, game_cfg, t0=t0, time_limit=time_limit, seed=seed,
                               hint=hint, prior=prior_fn, data=data, stats=stats, leaf_value=leaf_fn, prepare=prepare)

@@ -12,6 +12,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from mallocgame.runner import run_solver  # noqa: E402
 from mallocgame.search.game import Observation  # noqa: E402
 from mallocgame.search.muzero import checkpoint as ckpt  # noqa: E402
 from mallocgame.search.muzero.features import obs_arrays, obs_dims  # noqa: E402
@@ -393,9 +394,22 @@ def test_uniform_prior_option_plays_without_the_network_and_bad_values_are_refus
     g = MuZeroSolver().solve(problem, hw, time_limit=30, seed=1, simulations=4, checkpoint=real_checkpoint)
     assert g.stats["prior"] == "network" and g.stats["network_evaluations"] == g.stats["prior_calls"] > 0
     for bad in (dict(prior="Uniform"), dict(prior=1), dict(method="mcts"), dict(simulations=0),
-                dict(simulations=True), dict(rollout_depth=-1), dict(exploration=-1.0)):
+                dict(simulations=True), dict(rollout_depth=-1), dict(exploration=-1.0), dict(commit="best")):
         with pytest.raises(InputError, match="muzero: option"):
             MuZeroSolver().solve(problem, hw, time_limit=30, seed=1, **bad)
+
+
+def test_commit_option_chooses_the_commitment_rule_and_the_uniform_prior_matches_mcts_with_it():
+    from mallocgame.solvers.muzero import DEFAULT_COMMIT, MuZeroSolver
+
+    problem, hw = _layered()
+    for commit in ("visits", "max"):
+        m = MuZeroSolver().solve(problem, hw, time_limit=60, seed=2, simulations=4, prior="uniform", commit=commit)
+        u = run_solver("mcts", problem, hw, time_limit=60, seed=2, options={"simulations": 4, "commit": commit})
+        assert m.stats["commit"] == commit and tuple(m.offsets) == tuple(u.offsets)
+        assert m.objective == pytest.approx(u.objective, rel=1e-12)
+    d = MuZeroSolver().solve(problem, hw, time_limit=60, seed=2, simulations=2, prior="uniform")
+    assert d.stats["commit"] == DEFAULT_COMMIT["map"]
 
 
 def test_every_simulation_is_counted_and_rolls_out_once(real_checkpoint, monkeypatch):
