@@ -66,6 +66,20 @@ def tuning() -> list[Recipe]:
                    CAPACITIES[i % len(CAPACITIES)]) for i in range(12)]
 
 
+#: Seeds of the second tuning set: in the curriculum's range (>= TRAIN_SEED_BASE; a training stream draws one of
+#: these 12 among 2^31 with negligible chance) and far from every held-out and confirmation seed (< 1,000,000).
+TUNING_REAL_SEED = 1_960_000
+
+
+def tuning_real() -> list[Recipe]:
+    """The second tuning set (issue 21): 12 programs like the held-out set's real ones, which the first (60-200
+    buffers, layered and random intervals) lacks: XLA-compiled JAX programs and model programs of random
+    architecture (6 each), 300-800 buffers, capacities 20-40% of max live. Never a held-out program (the
+    ``xla`` and ``realistic`` curriculum families avoid the suites' architectures)."""
+    return [Recipe(("xla", "realistic")[i % 2], (300, 500, 800)[(i // 2) % 3], TUNING_REAL_SEED + i,
+                   (0.2, 0.3, 0.4)[i % 3]) for i in range(12)]
+
+
 def problems(which: str, realistic: bool, limit: int | None):
     out = []
     for r in (held_out() if which == "held-out" else tuning())[:limit]:

@@ -9,6 +9,13 @@ setting: the mean gap to the no-fragmentation bound, wins/ties/losses against ``
 1e-9 of the bound: a tie), and, for the uniform prior, on how many problems the answer is exactly
 ``mcts``'s (same objective and same simulation count). Every run goes to ``--csv`` as it ends, and a
 rerun skips the runs already there (resumes). The held-out sets (``experiments/heldout.py``) are never read.
+
+``--set tuning-real``: the second tuning set (``level_muzero_mcts.tuning_real``: XLA-compiled and model programs
+of 300-800 buffers, curriculum seeds); ``--candidate NAME=CHECKPOINT`` adds the default rule with a network not yet
+shipped, committing by visits and by max (settings ``NAME visits``, ``NAME max``)::
+
+    MALLOCGAME_CACHE=... nice python experiments/tune_muzero_selection.py --set tuning-real \
+        --candidate xla21=/path/run.g150.pt --csv results/muzero_tuning_real.csv --out muzero_tuning_real.md
 """
 
 from __future__ import annotations
@@ -19,7 +26,7 @@ import statistics
 from pathlib import Path
 
 from _common import Transcript, fenced, results_path, write_results
-from level_muzero_mcts import tuning
+from level_muzero_mcts import TUNING_REAL_SEED, tuning, tuning_real
 
 from mallocgame.runner import problem_bound, run_solver
 from mallocgame.search.muzero.problems import build
@@ -44,20 +51,33 @@ def main() -> None:
     ap.add_argument("--simulations", type=int, default=16)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--settings", default=None, help="comma-separated names (default: all)")
+    ap.add_argument("--set", default="tuning", choices=("tuning", "tuning-real"),
+                    help="tuning-real: level_muzero_mcts.tuning_real, 12 XLA-compiled and model programs of 300-800 "
+                         "buffers")
+    ap.add_argument("--candidate", metavar="NAME=CHECKPOINT", default=None,
+                    help="also the settings 'NAME visits' and 'NAME max': the default rule with that network")
     ap.add_argument("--out", default="muzero_selection_tuning.md")
     ap.add_argument("--csv", default=None)
     args = ap.parse_args()
     csv_path = Path(args.csv) if args.csv else results_path(Path(args.out).with_suffix(".csv"))
-    wanted = args.settings.split(",") if args.settings else [s[0] for s in SETTINGS]
+    settings = list(SETTINGS)
+    if args.candidate:
+        name, sep, path = args.candidate.partition("=")
+        if not sep or not name or not Path(path).is_file():
+            raise SystemExit(f"--candidate: give NAME=CHECKPOINT of an existing file, got {args.candidate!r}")
+        settings += [(f"{name} {commit}", "muzero", {"checkpoint": path, "commit": commit})
+                     for commit in ("visits", "max")]
+    wanted = args.settings.split(",") if args.settings else [s[0] for s in settings]
     done: dict[tuple[str, str], dict] = {}
     if csv_path.exists():
         with open(csv_path) as fh:
             for r in csv.DictReader(fh):
                 done[(r["problem"], r["setting"])] = r
     show = Transcript()
-    show(f"tuning set (seeds 201-212); {args.simulations} simulations; seed {args.seed}; resumed {len(done)} runs")
+    which = "seeds 201-212" if args.set == "tuning" else f"tuning-real, seeds {TUNING_REAL_SEED}-{TUNING_REAL_SEED + 11}"
+    show(f"tuning set ({which}); {args.simulations} simulations; seed {args.seed}; resumed {len(done)} runs")
     insts = []
-    for r in tuning():
+    for r in (tuning() if args.set == "tuning" else tuning_real()):
         problem, hw = build(r)
         insts.append((f"{r.kind}-{r.n}-c{r.capacity_fraction:g}-s{r.seed}", problem, hw, problem_bound(problem, hw)))
     new = not csv_path.exists()
@@ -65,7 +85,7 @@ def main() -> None:
         out = csv.writer(fh)
         if new:
             out.writerow(["problem", "n", "setting", "value", "bound", "gap", "simulations", "seconds", "prior_used"])
-        for name, solver, opts in SETTINGS:
+        for name, solver, opts in settings:
             if name not in wanted:
                 continue
             for label, problem, hw, bound in insts:
@@ -83,16 +103,16 @@ def main() -> None:
                 done[(label, name)] = {k: str(v) for k, v in row.items()}
             show(f"ran {name}")
     show()
-    show("| setting | mean gap | vs mcts W/T/L | same answer as mcts |")
-    show("|---|---|---|---|")
+    shipped = "untried-uct network c1 power2"  # the default search with the shipped network
+    show(f"| setting | mean gap | vs mcts W/T/L | same answer as mcts | vs {shipped} W/T/L |")
+    show("|---|---|---|---|---|")
     labels = [i[0] for i in insts]
-    for name, _, opts in SETTINGS:
-        if name not in wanted or any((lb, name) not in done for lb in labels):
-            continue
-        rows = [done[(lb, name)] for lb in labels]
-        base = [done[(lb, "mcts")] for lb in labels]
+
+    def versus(rows: list[dict], other: str) -> tuple[str, int]:
+        if any((lb, other) not in done for lb in labels):
+            return "-", 0
         w = t = lo = same = 0
-        for r, b in zip(rows, base):
+        for r, b in zip(rows, (done[(lb, other)] for lb in labels)):
             d = float(r["value"]) - float(b["value"])
             if abs(d) <= 1e-9 * max(float(r["bound"]), 1e-300):
                 t += 1
@@ -101,8 +121,15 @@ def main() -> None:
             else:
                 lo += 1
             same += r["value"] == b["value"] and r["simulations"] == b["simulations"]
+        return f"{w}/{t}/{lo}", same
+
+    for name, _, opts in settings:
+        if name not in wanted or any((lb, name) not in done for lb in labels):
+            continue
+        rows = [done[(lb, name)] for lb in labels]
+        vs_mcts, same = versus(rows, "mcts")
         gap = statistics.mean(float(r["gap"]) for r in rows)
-        show(f"| {name} | {gap:.3%} | {w}/{t}/{lo} | {same}/{len(rows)} |")
+        show(f"| {name} | {gap:.3%} | {vs_mcts} | {same}/{len(rows)} | {versus(rows, shipped)[0]} |")
     write_results(args.out, (
         "# Selection rule of the guided search, chosen on the tuning set (issue 21, item 4)\n\n"
         "Made by `experiments/tune_muzero_selection.py` (its docstring says what is compared). "
