@@ -199,9 +199,13 @@ def test_never_worse_than_its_hint():
     again = solve(problem, time_limit=0.3, hint=own)
     assert validate_intervals(problem, again.intervals) is None
     assert value(problem, HW, again.intervals) >= value(problem, HW, own.intervals) - 1e-15
-    # a hint the search cannot improve in the time it has comes back as it is
+    # a hint the search cannot improve in the time it has comes back as it is, unless a baseline beats it (on a
+    # loaded machine the 1 s solve above can end before its window search, or even msa, had its time: then the
+    # 0.01 s solve's msa baseline is better, and returning it is right)
     cut = solve(problem, time_limit=0.01, hint=own)
-    assert sorted(cut.intervals, key=lambda v: (v.buffer, v.start)) == sorted(own.intervals, key=lambda v: (v.buffer, v.start))
+    by_start = sorted(own.intervals, key=lambda v: (v.buffer, v.start))
+    if sorted(cut.intervals, key=lambda v: (v.buffer, v.start)) != by_start:
+        assert value(problem, HW, cut.intervals) > value(problem, HW, own.intervals) + 1e-15
 
 
 def test_map_hint_is_lifted_and_never_lost():
