@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import gzip
 import os
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -108,9 +109,14 @@ def realistic_workload(max_buffers: int, seed: int, tries: int = 64) -> Problem:
         return w.gpt_decode_step(layers=layers, hidden=hidden, heads=heads, context=pick((128, 256, 1024)),
                                  batch=pick((1, 4, 16)))
 
+    return _first_within(max_buffers, (draw() for _ in range(tries)))
+
+
+def _first_within(max_buffers: int, programs: Iterator[Problem]) -> Problem:
+    """The first of ``programs`` with ``max_buffers // 2`` to ``max_buffers`` buffers (the rest are not drawn);
+    failing that the largest below ``max_buffers``, else the smallest."""
     fits = too_big = None
-    for _ in range(tries):
-        problem = draw()
+    for problem in programs:
         if max_buffers // 2 <= problem.n <= max_buffers:
             return problem
         if problem.n <= max_buffers:
@@ -220,21 +226,19 @@ def xla_workload(max_buffers: int, seed: int, tries: int = 4) -> Problem:
     to ``max_buffers`` buffers (failing that: the largest below ``max_buffers``, else the smallest)."""
     model, args = xla_architecture(seed)
     length = XLA_MODELS[model]
-    fits = too_big = None
-    for _ in range(tries):
-        problem = xla_program(model, args)
-        if max_buffers // 2 <= problem.n <= max_buffers:
-            return problem
-        if problem.n <= max_buffers:
-            fits = problem if fits is None or problem.n > fits.n else fits
-        else:
-            too_big = problem if too_big is None or problem.n < too_big.n else too_big
-        # buffers grow about linearly with the length argument: aim at 3/4 of the cap
-        scaled = max(1, int(round(args[length] * 0.75 * max_buffers / problem.n)))
-        if scaled == args[length]:
-            break
-        args = {**args, length: scaled}
-    return fits if fits is not None else too_big
+
+    def scaled() -> Iterator[Problem]:
+        nonlocal args
+        for _ in range(tries):
+            problem = xla_program(model, args)
+            yield problem
+            # buffers grow about linearly with the length argument: aim at 3/4 of the cap
+            n = max(1, int(round(args[length] * 0.75 * max_buffers / problem.n)))
+            if n == args[length]:
+                return
+            args = {**args, length: n}
+
+    return _first_within(max_buffers, scaled())
 
 
 @dataclass(frozen=True)
