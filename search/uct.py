@@ -113,7 +113,7 @@ class MCTSConfig:
             raise ValueError(f"unknown leaf evaluation {self.leaf!r} (known: {', '.join(LEAVES)})")
         if self.leaf_steps < 0:
             raise ValueError("MCTSConfig: leaf_steps >= 0")
-        if self.commit not in ("visits", "max"):
+        if self.commit not in COMMITS:
             raise ValueError(f"unknown commit rule {self.commit!r} (known: visits, max)")
         if self.simulations < 1 or not 0.0 <= self.epsilon <= 1.0 or self.exploration < 0:
             raise ValueError("MCTSConfig: simulations >= 1, 0 <= epsilon <= 1, exploration >= 0")
@@ -463,6 +463,15 @@ class UCTSearch:
 #: places the most bytes (MiniMalloc A-F).
 DEFAULT_GAME = {"map": ("order", "xla"), "pack": ("address", "start")}
 PREFETCH_K = 4  # offsets per copy window in prefetch mode (fewer actions per segment: deeper search)
+#: The commitment rule per mode (option ``commit`` of mcts and muzero): the most visited root move ("visits") or the
+#: one whose subtree holds the best return seen ("max"). Prefetch mode: the mean of the greedy rollouts below a move
+#: misled the search away from the best episode it had seen. Map mode, 16 simulations, on programs like the held-out
+#: real ones (experiments/results/muzero_tuning_real.md, 12 XLA-compiled and model programs of 170-574 buffers):
+#: mcts 3.607% mean gap with "max", 5.092% with "visits"; the guided search 3.403% vs 7.535% (its prior draws visits
+#: to a move whose rollouts then end badly: 27.9% vs 0.68% on one program); on the first tuning set (60-200 buffers,
+#: results/muzero_commit_tuning.md) mcts is 3.065% either way. Pack mode keeps "visits" (not measured).
+COMMITS = ("visits", "max")
+DEFAULT_COMMIT = {"map": "max", "pack": "visits", "prefetch": "max"}
 
 
 def episode_value(data, offsets: np.ndarray) -> float:

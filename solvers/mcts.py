@@ -22,8 +22,9 @@ the ``hint`` (a prefetch answer; a map answer is lifted), compared with
 Extra keyword options (Python callers): ``variant`` ("order" | "address"; prefetch mode
 always plays "prefetch"), ``k`` (default 16; prefetch mode 4), ``windows`` (prefetch mode, default 2),
 ``order``, ``rollout`` ("greedy" | "random"), ``epsilon``, ``rollout_depth``,
-``exploration``, ``commit`` ("visits" | "max"; default "visits", prefetch mode "max": there the mean
-of the greedy rollouts below a move misled the search away from the best episode it had seen).
+``exploration``, ``commit`` ("visits" | "max"; default ``DEFAULT_COMMIT`` of :mod:`mallocgame.search.uct`:
+"max" in map and prefetch modes, where committing to the most visited move led the search away from the best
+episode it had seen, "visits" in pack mode).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ import time
 from mallocgame.model import InputError, Problem, Solution
 from mallocgame.protocol import Solver
 from mallocgame.search.game import GameConfig
-from mallocgame.search.uct import DEFAULT_GAME, PREFETCH_K, MCTSConfig, solve_with_uct
+from mallocgame.search.uct import DEFAULT_COMMIT, DEFAULT_GAME, PREFETCH_K, MCTSConfig, solve_with_uct
 
 ORDERS = ("start", "xla", "size")  # the buffer orders of the fixed-order games (search.game_data.buffer_order)
 
@@ -51,7 +52,7 @@ class MCTSSolver(Solver):
         try:  # an option value the game or the search cannot take is bad input (one line, exit 2)
             cfg = MCTSConfig(simulations=simulations or MCTSConfig.simulations, exploration=exploration,
                              rollout=rollout, epsilon=epsilon, rollout_depth=rollout_depth,
-                             commit=commit or ("max" if problem.mode == "prefetch" else "visits"))
+                             commit=commit or DEFAULT_COMMIT[problem.mode])
             if order is not None and order not in ORDERS:
                 raise ValueError(f"unknown buffer order {order!r} (known: {', '.join(ORDERS)})")
             if problem.mode == "prefetch":

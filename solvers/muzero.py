@@ -72,7 +72,8 @@ Options (keyword arguments of ``solve``; the CLI passes ``--simulations`` and ``
   (the earlier rule: pUCT over all legal moves, an untried one at its parent's mean; can starve a move);
 * ``prior_power``  with ``untried-uct``: the power of ``k * p(a)`` (default 2, chosen on the tuning problems);
 * ``commit``       ``"visits"`` (the most visited root move) or ``"max"`` (the root move whose subtree holds the
-  best return seen); default ``DEFAULT_COMMIT``;
+  best return seen); default ``DEFAULT_COMMIT`` of :mod:`mallocgame.search.uct`, ``mcts``'s ("max" in map and
+  prefetch modes);
 * ``exploration``  the UCT / pUCT constant on sibling-normalised values (default ``DEFAULT_EXPLORATION``: with
   ``untried-uct`` 1, ``mcts``'s; with the pUCT rules 10 in map mode, chosen on the tuning problems, 1 in pack
   and prefetch modes);
@@ -129,7 +130,16 @@ from mallocgame.search.muzero.search import SearchConfig
 from mallocgame.search.muzero.selfplay import Agent
 from mallocgame.search.muzero.torchless import load_agent_network  # shared with the CLI's checkpoint check
 from mallocgame.search.muzero.value import NetworkValue, reference_value
-from mallocgame.search.uct import DEFAULT_GAME, GUIDED_RULES, LEAVES, PREFETCH_K, MCTSConfig, solve_with_uct
+from mallocgame.search.uct import (
+    COMMITS,
+    DEFAULT_COMMIT,
+    DEFAULT_GAME,
+    GUIDED_RULES,
+    LEAVES,
+    PREFETCH_K,
+    MCTSConfig,
+    solve_with_uct,
+)
 
 DEFAULT_SIMULATIONS = 16
 DEFAULT_ROLLOUT_DEPTH = 48  # the earlier searches only
@@ -148,10 +158,6 @@ PUCT_EXPLORATION = {"map": 10.0, "pack": 1.0, "prefetch": 1.0}
 #: 12); of those prior_power 2 searched best (6/5/1 against mcts).
 DEFAULT_SELECTION = "untried-uct"
 DEFAULT_PRIOR_POWER = 2.0
-#: The commitment rule per mode (``mcts``'s option ``commit``): the most visited root move ("visits") or the one
-#: whose subtree holds the best return seen ("max"; prefetch mode, as ``mcts``).
-COMMITS = ("visits", "max")
-DEFAULT_COMMIT = {"map": "visits", "pack": "visits", "prefetch": "max"}
 #: The exploration constant per selection rule and mode.
 DEFAULT_EXPLORATION = {"puct": PUCT_EXPLORATION, "untried-puct": PUCT_EXPLORATION,
                        "untried-uct": {"map": 1.0, "pack": 1.0, "prefetch": 1.0}}
