@@ -21,7 +21,8 @@ from mallocgame.search.muzero.problems import Curriculum
 from mallocgame.search.muzero.torchless import load_agent_network
 from mallocgame.search.muzero.value import finetune, generate
 
-SHIPPED = Path(__file__).resolve().parents[1] / "search" / "muzero" / "checkpoints" / "default.pt"
+# value.pt was fine-tuned from cur159, the default network then (default.pt is xla21 since)
+SHIPPED = Path(__file__).resolve().parents[1] / "search" / "muzero" / "checkpoints" / "cur159.pt"
 
 
 def main() -> None:

@@ -178,7 +178,7 @@ LEARNED_CHECKPOINT = LEGACY_CHECKPOINT
 MODELS = ("learned", "simulator")
 #: Value leaves (issue 21 item 2; search/uct.py, "Value leaves"): the network whose value head was fine-tuned on the
 #: value target relative to the greedy continuation (experiments/train_value_head.py); its other weights are
-#: default.pt's, so its prior is the same.
+#: cur159.pt's (the default network before xla21), so its prior is cur159's, not default.pt's.
 VALUE_CHECKPOINT = DEFAULT_CHECKPOINT.with_name("value.pt")
 #: Prefetch mode (issue 21 item 3): the policy network of the prefetch game (k = PREFETCH_K per copy window, two
 #: windows, greedy-xla's order), trained by expert iteration (``experiments/train_prefetch_net.py``). Its value head
