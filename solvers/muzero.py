@@ -49,7 +49,17 @@ at 10 s. The held-out set at 60 s per problem: 1/12/3 (p = 0.94) on the 16 probl
 (p = 0.58) on the 63 below, 13/51/15 (p = 0.71) on all 79. In short, issue 21's goal is not met: on the
 held-out sets the default ``muzero`` is not significantly ahead of ``mcts`` at 16 simulations (map 13/33/8, p = 0.19)
 and loses at equal wall time (map 10 s, 12/48/19); its one significant lead, map mode at 64 simulations (11/29/3,
-p = 0.029, 43 problems of <= 229 buffers), is the same 11/29/3 at 16 on those problems.
+p = 0.029, 43 problems of <= 229 buffers), is the same 11/29/3 at 16 on those problems. (All the figures above are of
+the earlier default network cur159 committing by visits.)
+
+The default since (``experiments/README.md``, "Training on XLA-compiled programs, and the commitment rule"): the
+network xla21 (cur159 trained on with XLA-compiled programs in the curriculum) and, in both searches, map mode
+committing to the move with the best return seen (``commit="max"``), chosen on two tuning sets. Map mode, against
+``mcts`` at the same rule: held-out at 16 simulations 18/33/7 (p = 0.022) on 58 problems of 9-645 buffers, no family
+with more losses than wins; its confirmation set 5/0/3 (p = 0.36, 8 problems); equal wall time, 10 s per problem, all
+79 held-out problems 13/57/9 (p = 0.26), the layered family behind (1/4/3). So issue 21's goal (ahead at equal wall
+time with p < 0.05 on both sets and in both modes) is still not met; prefetch mode plays the uniform prior as above
+(a prefetch network trained with the portfolio's answers as teacher was worse than the shipped one: 4/15/12).
 
 Options (keyword arguments of ``solve``; the CLI passes ``--simulations`` and ``--solver-option``):
 
