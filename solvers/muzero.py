@@ -289,7 +289,7 @@ def _default_checkpoint(mode: str, valued: bool) -> Path:
 def _solve_uct(name: str, problem: Problem, hardware, *, t0: float, time_limit: float, seed: int,
                hint: Solution | None, sims: int, checkpoint: str | None, prior: str, exploration: float,
                rollout_depth: int | None, selection: str, prior_power: float,
-               leaf: tuple[str, int, str] = ("rollout", 0, "network"), commit: str = "visits") -> Solution:
+               leaf: tuple[str, int, str] = ("rollout", 0, "network"), commit: str) -> Solution:
     stats: dict[str, Any] = {"method": "uct", "selection": selection, "exploration": exploration,
                              "prior_power": prior_power, "commit": commit}
     net = trained_game = None
