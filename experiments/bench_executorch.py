@@ -22,21 +22,11 @@ import time
 import torch
 from _common import RESULTS, Transcript, write_results
 
-from mallocgame.inputs.torch_models import build
+from mallocgame.inputs.torch_models import BENCHMARK_MODELS, build
 
 # --------------------------------------------------------------------------- models
 
-#: name -> (model, arguments) of :func:`mallocgame.inputs.torch_models.build` (its defaults are these models).
-MODELS = {
-    "mobilenet_v2": ("mobilenet", {}),
-    "resnet18": ("resnet", {"counts": (2, 2, 2, 2)}),
-    "resnet50": ("resnet", {"counts": (3, 4, 6, 3), "bottleneck": True}),
-    "vgg11": ("vgg", {}),
-    "unet": ("unet", {}),
-    "mixer_s16": ("mixer", {}),
-    "transformer_encoder": ("encoder", {}),
-    "gpt_decoder": ("gpt", {}),
-}
+MODELS = BENCHMARK_MODELS
 
 
 # --------------------------------------------------------------------------- the measurement

@@ -13,7 +13,12 @@ installed package, and ``tests/test_heldout.py`` checks that no module of ``mall
 * ``hlo``: the XLA programs in ``tests/data/*.hlo.txt`` imported with :func:`mallocgame.importers.import_hlo`,
   map mode at 25% and 40% of the max live bytes on ``tpuv4i``;
 * ``xla``: the ``xla`` suite's entries (JAX programs compiled by XLA, 285-13,465 buffers; committed in
-  3d0d9b3 while this protocol's first run was starting, and read by it) at the same two capacities.
+  3d0d9b3 while this protocol's first run was starting, and read by it) at the same two capacities;
+* ``torch``: the ExecuTorch benchmark's eight models (:data:`mallocgame.inputs.torch_models.BENCHMARK_MODELS`:
+  MobileNetV2, ResNet-18/50, VGG-11, U-Net, MLP-Mixer, an encoder, a GPT decoder; batch 1, 45-442 buffers)
+  exported by ``torch.export`` and imported as ``mallocgame import torch`` does, at the same two capacities.
+  Added after the networks up to xla21 were trained, none of which saw a torch-exported program; the
+  curriculum's ``torch`` kind draws widths disjoint from these (``TORCH_HELD_OUT_WIDTHS``, a test checks).
 
 :func:`confirmation` draws a second set only from the chosen checkpoint's SHA-256 (seeds derived from
 it, ``CONFIRM_SEED_BASE`` and up, disjoint from both ranges above), and refuses to run unless the
@@ -85,7 +90,7 @@ def hlo_files() -> list[Path]:
     return [ROOT / "tests" / "data" / f"{name}.hlo.txt" for name in HELDOUT_HLO]
 
 
-def held_out(families: tuple[str, ...] = ("generated", "suite", "hlo", "xla")) -> list[Held]:
+def held_out(families: tuple[str, ...] = ("generated", "suite", "hlo", "xla", "torch")) -> list[Held]:
     """The held-out set (module docstring), smallest problems first within each part."""
     out: list[Held] = []
     if "generated" in families:
@@ -99,12 +104,22 @@ def held_out(families: tuple[str, ...] = ("generated", "suite", "hlo", "xla")) -
         for e in suite_entries("realistic"):
             problem = e.build()
             out.append(Held("suite", e.name, problem, problem.hardware or PRESETS["tpuv4i"]))
-    out += _imported("hlo" in families, "xla" in families)
+    out += _imported("hlo" in families, "xla" in families, "torch" in families)
     return out
 
 
-def _imported(hlo: bool = True, xla: bool = True) -> list[Held]:
-    """The HLO fixtures (and the ``xla`` suite's entries, when it exists) in map mode at ``HLO_CAPACITIES``."""
+def torch_programs() -> list[tuple[str, object]]:
+    """``(name, program)`` of the held-out ``torch`` family, smallest first (exported once, then cached)."""
+    from mallocgame.inputs.torch_models import BENCHMARK_MODELS  # torch: only when the family is asked for
+    from mallocgame.search.muzero.problems import torch_program
+
+    return sorted(((name, torch_program(model, args)) for name, (model, args) in BENCHMARK_MODELS.items()),
+                  key=lambda pair: pair[1].n)
+
+
+def _imported(hlo: bool = True, xla: bool = True, torch: bool = True) -> list[Held]:
+    """The HLO fixtures, the ``xla`` suite's entries (when it exists) and the ``torch`` family's programs in map
+    mode at ``HLO_CAPACITIES``."""
     from mallocgame.hardware.spec import PRESETS
     from mallocgame.importers import import_hlo
     from mallocgame.inputs.suites import SUITES, suite_entries
@@ -113,6 +128,8 @@ def _imported(hlo: bool = True, xla: bool = True) -> list[Held]:
     programs = [("hlo", p.name.removesuffix(".hlo.txt"), import_hlo(p)) for p in hlo_files()] if hlo else []
     if xla and "xla" in SUITES:
         programs += [("xla", e.name, e.build()) for e in suite_entries("xla")]
+    if torch:
+        programs += [("torch", name, program) for name, program in torch_programs()]
     out = []
     for family, name, program in programs:
         for frac in HLO_CAPACITIES:
@@ -140,7 +157,8 @@ def prefetch_recipes(per_kind: int = 6) -> list[Recipe]:
             for i in range(per_kind)]
 
 
-def held_out_prefetch(families: tuple[str, ...] = ("small", "generated", "suite", "hlo", "xla")) -> list[Held]:
+def held_out_prefetch(families: tuple[str, ...] = ("small", "generated", "suite", "hlo", "xla", "torch")
+                      ) -> list[Held]:
     """The held-out set in prefetch mode: ``small`` (:func:`prefetch_recipes`), and every problem of
     :func:`held_out` that has ops (``generated`` layered and realistic, the ``suite``, ``hlo`` and ``xla``
     programs at their capacities), each turned to prefetch mode as ``mallocgame solve --mode prefetch`` reads

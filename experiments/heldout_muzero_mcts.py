@@ -60,7 +60,7 @@ def main() -> None:
     ap.add_argument("--budgets", default="16")
     ap.add_argument("--contestants", default="mcts,muzero,uniform,relaxation",
                     help="comma-separated; with --summary-only several groups separated by ';'")
-    ap.add_argument("--families", default="generated,suite,hlo,xla")
+    ap.add_argument("--families", default="generated,suite,hlo,xla,torch")
     ap.add_argument("--max-n", type=int, default=None)
     ap.add_argument("--min-n", type=int, default=None, help="leave out problems of fewer buffers")
     ap.add_argument("--time-limit", type=float, default=1800.0)

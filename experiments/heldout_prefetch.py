@@ -44,7 +44,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--budgets", default="16")
     ap.add_argument("--contestants", default="muzero,mcts,msa")
-    ap.add_argument("--families", default="small,generated,suite,hlo,xla")
+    ap.add_argument("--families", default="small,generated,suite,hlo,xla,torch")
     ap.add_argument("--max-n", type=int, default=None)
     ap.add_argument("--min-n", type=int, default=None)
     ap.add_argument("--time-limit", type=float, default=600.0)

@@ -47,7 +47,9 @@ def main() -> None:
                     help="pUCT constant of the teacher's search (default: --exploration)")
     ap.add_argument("--xla-share", type=float, default=0.0,
                     help="share of XLA-compiled JAX programs of random architecture (needs jax; cached, "
-                         "search.muzero.problems.xla_cache_dir)")
+                         "search.muzero.problems.cache_dir)")
+    ap.add_argument("--torch-share", type=float, default=0.0,
+                    help="share of torch-exported programs of random architecture (needs torch; cached like xla's)")
     ap.add_argument("--realistic-share", type=float, default=0.0,
                     help="share of model programs of random architecture in the curriculum")
     ap.add_argument("--reanalyse", type=int, default=0, help="earlier labelled states relabelled per game")
@@ -75,7 +77,7 @@ def run(args) -> None:
                           teacher_simulations=args.teacher_simulations, states_per_game=args.states_per_game,
                           features=args.features, exploration=args.exploration, teacher_prior=args.teacher_prior,
                           teacher=args.teacher, teacher_exploration=args.teacher_exploration,
-                          realistic_share=args.realistic_share, xla_share=args.xla_share,
+                          realistic_share=args.realistic_share, xla_share=args.xla_share, torch_share=args.torch_share,
                           reanalyse_per_game=args.reanalyse,
                           value_weight=args.value_weight, aux_weight=args.aux_weight,
                           teacher_target=args.teacher_target)

@@ -16,7 +16,8 @@ copy window, two windows, greedy-xla's order; ``untried-uct`` with prior power 2
 root move holding the best return it saw (``--teacher-target mix``); or, with ``--teacher answer``, a prefetch
 solver's validated answer to the whole problem (``--teacher-solver``: the portfolio with ``--teacher-seconds``, or
 msa), followed in the game at its best fit (``PrefetchGame.answer_action``) as a one-hot target.
-``--xla-share`` adds XLA-compiled JAX programs of random architecture (needs jax). Fresh weights (or
+``--xla-share`` adds XLA-compiled JAX programs of random architecture (needs jax), ``--torch-share``
+torch-exported ones. Fresh weights (or
 ``--init``), the game's plain observation (``features=""``). Checkpoints every ``--checkpoint-seconds``;
 ``--resume`` continues exactly; snapshots
 ``run.g<games>.pt`` are model-only. One seed (``--seed``) fixes the whole run (per game: ``--games N``
@@ -51,7 +52,9 @@ def main() -> None:
     ap.add_argument("--max-capacity", type=float, default=0.5)
     ap.add_argument("--xla-share", type=float, default=0.0,
                     help="share of XLA-compiled JAX programs of random architecture (needs jax; cached, "
-                         "search.muzero.problems.xla_cache_dir)")
+                         "search.muzero.problems.cache_dir)")
+    ap.add_argument("--torch-share", type=float, default=0.0,
+                    help="share of torch-exported programs of random architecture (needs torch; cached like xla's)")
     ap.add_argument("--realistic-share", type=float, default=0.3)
     ap.add_argument("--student-simulations", type=int, default=16)
     ap.add_argument("--teacher-simulations", type=int, default=64)
@@ -81,6 +84,7 @@ def main() -> None:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         config = ExpertConfig(seed=args.seed, mode="prefetch", min_size=args.min_size, max_size=args.max_size,
                               layered_share=1.0, realistic_share=args.realistic_share, xla_share=args.xla_share,
+                              torch_share=args.torch_share,
                               min_capacity=args.min_capacity, max_capacity=args.max_capacity,
                               student_simulations=args.student_simulations,
                               teacher_simulations=args.teacher_simulations, teacher_target=args.teacher_target,

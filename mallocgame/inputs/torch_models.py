@@ -261,6 +261,20 @@ MODELS = {
 }
 
 
+#: The ExecuTorch benchmark's models (``experiments/bench_executorch.py``), also the held-out ``torch`` family
+#: (``experiments/heldout.py``): name -> (model, arguments) of :func:`build`, each width argument written out.
+BENCHMARK_MODELS = {
+    "mobilenet_v2": ("mobilenet", {"width": 1.0}),
+    "resnet18": ("resnet", {"base": 64, "counts": (2, 2, 2, 2)}),
+    "resnet50": ("resnet", {"base": 64, "counts": (3, 4, 6, 3), "bottleneck": True}),
+    "vgg11": ("vgg", {"base": 64}),
+    "unet": ("unet", {"c": 32}),
+    "mixer_s16": ("mixer", {"d": 512}),
+    "transformer_encoder": ("encoder", {"d": 768}),
+    "gpt_decoder": ("gpt", {"d": 768}),
+}
+
+
 def build(model: str, args: dict | None = None) -> tuple[nn.Module, tuple]:
     """``(module, example_inputs)`` of ``model`` (:data:`MODELS`) with ``args`` (missing ones at their defaults:
     the benchmark's models at batch 1). ``resnet`` with ``blocks`` per stage over ``stages`` stages, or with

@@ -69,6 +69,7 @@ class ExpertConfig:
     teacher_exploration: float | None = None  # the teacher search's pUCT constant (None: ``exploration``)
     realistic_share: float = 0.0  # of the curriculum: model programs of random architecture
     xla_share: float = 0.0  # of the curriculum, drawn first: XLA-compiled JAX programs of random architecture
+    torch_share: float = 0.0  # of the curriculum, drawn next: torch-exported programs of random architecture
     reanalyse_per_game: int = 0  # earlier labelled states relabelled by the current teacher, per game
     value_weight: float = 0.0  # loss weight of the value target relative to the greedy rollout
     aux_weight: float = 0.0  # loss weight of the auxiliary target (ends in fast memory)
@@ -100,7 +101,7 @@ class ExpertConfig:
             raise ValueError(f"unknown teacher target {self.teacher_target!r} (known: {', '.join(TEACHER_TARGETS)})")
         if self.teacher_prior not in TEACHER_PRIORS:
             raise ValueError(f"unknown teacher prior {self.teacher_prior!r} (known: {', '.join(TEACHER_PRIORS)})")
-        for name in ("layered_share", "realistic_share", "xla_share", "min_capacity", "max_capacity"):
+        for name in ("layered_share", "realistic_share", "xla_share", "torch_share", "min_capacity", "max_capacity"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"{name.replace('_', '-')} must be in [0, 1], got {getattr(self, name)}")
         if not 1 <= self.min_size <= self.max_size or self.min_capacity > self.max_capacity:
@@ -184,7 +185,8 @@ def _unpack_origins(packed: dict | None, count: int) -> list:
 def _curriculum(config: ExpertConfig):
     return Curriculum(min_size=config.min_size, max_size=config.max_size, layered_share=config.layered_share,
                       min_capacity_fraction=config.min_capacity, max_capacity_fraction=config.max_capacity,
-                      realistic_share=config.realistic_share, xla_share=config.xla_share)
+                      realistic_share=config.realistic_share, xla_share=config.xla_share,
+                      torch_share=config.torch_share)
 
 
 def teacher_search(game, simulations: int, rng: np.random.Generator, prior: str = "uniform",

@@ -13,6 +13,11 @@ evaluation uses seeds the training stream never draws (training seeds are >= ``T
   ``capacity_fraction`` x max live bytes, on the ``tpuv4i`` preset. Widths, hidden sizes and image
   sizes come from grids disjoint from those of the ``realistic`` suite, so training never sees an
   architecture the suite evaluates on.
+* ``xla``: a JAX program of random architecture compiled by XLA:CPU (:func:`xla_workload`; needs jax once per
+  program, then cached);
+* ``torch``: a PyTorch model of random architecture exported by ``torch.export`` and imported through the
+  ``import torch`` door (:func:`torch_workload`; needs torch once per program, then cached). Widths come from grids
+  disjoint from the held-out ``torch`` family's (``TORCH_HELD_OUT_WIDTHS``).
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+from mallocgame.aliasing import merge_inplace
 from mallocgame.hardware.spec import PRESETS, HardwareSpec
 from mallocgame.importers.jax_program import compile_hlo_text
 from mallocgame.inputs import workloads as w
@@ -32,11 +38,11 @@ from mallocgame.inputs.generate import layered_network, random_intervals
 from mallocgame.inputs.suites import read_hlo_file
 from mallocgame.inputs.workloads import with_capacity
 from mallocgame.intervals import max_live
-from mallocgame.io import atomic_output
+from mallocgame.io import atomic_output, load_problem, workload_text
 from mallocgame.model import Problem
 
 TRAIN_SEED_BASE = 1_000_000
-KINDS = ("layered", "intervals", "realistic", "xla")
+KINDS = ("layered", "intervals", "realistic", "xla", "torch")
 
 
 @dataclass(frozen=True)
@@ -58,8 +64,9 @@ def build(recipe: Recipe) -> tuple[Problem, HardwareSpec]:
     if recipe.kind == "realistic":
         problem = with_capacity(realistic_workload(recipe.n, recipe.seed), recipe.capacity_fraction)
         return problem.replace(mode="map"), PRESETS["tpuv4i"]
-    if recipe.kind == "xla":
-        problem = with_capacity(xla_workload(recipe.n, recipe.seed), recipe.capacity_fraction)
+    if recipe.kind in ("xla", "torch"):
+        workload = xla_workload if recipe.kind == "xla" else torch_workload
+        problem = with_capacity(workload(recipe.n, recipe.seed), recipe.capacity_fraction)
         return problem.replace(mode="map"), PRESETS["tpuv4i"]
     if recipe.kind == "intervals":
         problem = random_intervals(recipe.n, seed=recipe.seed, with_benefit=True)
@@ -177,17 +184,24 @@ def xla_widths(model: str, args: dict) -> set[int]:
     return {args["d"]}
 
 
-def xla_cache_dir() -> Path:
-    """Where compiled ``xla`` recipes are kept: ``$MALLOCGAME_CACHE/xla-curriculum``, by default
-    ``~/.cache/mallocgame/xla-curriculum`` (a replayed recipe is read back, not compiled again)."""
+def cache_dir(kind: str = "xla") -> Path:
+    """Where the programs of the ``xla`` or ``torch`` recipes are kept: ``$MALLOCGAME_CACHE/<kind>-curriculum``, by
+    default ``~/.cache/mallocgame/<kind>-curriculum`` (a replayed recipe is read back, not compiled again)."""
     root = os.environ.get("MALLOCGAME_CACHE") or str(Path.home() / ".cache" / "mallocgame")
-    return Path(root) / "xla-curriculum"
+    return Path(root) / f"{kind}-curriculum"
+
+
+def _program_key(model: str, args: dict) -> str:
+    def text(v):
+        return "x".join(map(str, v)) if isinstance(v, (tuple, list)) else str(v)
+
+    return model + "".join(f"-{k}{text(v)}" for k, v in sorted(args.items()))
 
 
 def xla_program(model: str, args: dict) -> Problem:
     """The imported (in-place pairs merged) program of ``model`` with ``args``, compiled once and cached."""
-    key = model + "".join(f"-{k}{v}" for k, v in sorted(args.items()))
-    path = xla_cache_dir() / f"{key}.hlo.txt.gz"
+    key = _program_key(model, args)
+    path = cache_dir("xla") / f"{key}.hlo.txt.gz"
     if not path.is_file():
         text = _compile_xla(model, args)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -225,20 +239,118 @@ def xla_workload(max_buffers: int, seed: int, tries: int = 4) -> Problem:
     (:data:`XLA_MODELS`) scaled in up to ``tries`` compilations until the program has ``max_buffers // 2``
     to ``max_buffers`` buffers (failing that: the largest below ``max_buffers``, else the smallest)."""
     model, args = xla_architecture(seed)
-    length = XLA_MODELS[model]
+    return _scaled_to_fit(xla_program, model, args, XLA_MODELS[model], max_buffers, tries)
+
+
+def _scaled_to_fit(program, model: str, args: dict, length: str, max_buffers: int, tries: int,
+                   most: int | None = None) -> Problem:
+    """The first of ``program(model, args)`` with ``max_buffers // 2`` to ``max_buffers`` buffers, ``args[length]``
+    (at most ``most``) rescaled after each of up to ``tries`` builds (:func:`_first_within` picks when none fits)."""
 
     def scaled() -> Iterator[Problem]:
         nonlocal args
         for _ in range(tries):
-            problem = xla_program(model, args)
+            problem = program(model, args)
             yield problem
             # buffers grow about linearly with the length argument: aim at 3/4 of the cap
             n = max(1, int(round(args[length] * 0.75 * max_buffers / problem.n)))
+            n = n if most is None else min(n, most)
             if n == args[length]:
                 return
             args = {**args, length: n}
 
     return _first_within(max_buffers, scaled())
+
+
+#: The ``torch`` family's models (:mod:`mallocgame.inputs.torch_models`) and, per model, the argument that sets
+#: its length (stages, blocks, convolutions per stage, levels, layers), which :func:`torch_workload` scales to fit.
+TORCH_MODELS = {"mobilenet": "stages", "resnet": "blocks", "vgg": "convs", "unet": "depth", "mixer": "layers",
+                "encoder": "layers", "gpt": "layers"}
+#: The longest a model can be: MobileNetV2 has 7 stages; a U-Net of 5 levels is as deep as the drawn inputs allow.
+TORCH_MOST = {"mobilenet": 7, "unet": 5}
+#: The widths of the held-out ``torch`` family (the ExecuTorch benchmark's models: MobileNetV2 at width 1, ResNet
+#: and VGG at base 64, U-Net at 32 channels, Mixer at 512, encoder and GPT at 768): the family's grids avoid them.
+TORCH_HELD_OUT_WIDTHS = frozenset({1.0, 32, 64, 512, 768})
+#: The argument of each model that :data:`TORCH_HELD_OUT_WIDTHS` is about (its default is the held-out width).
+TORCH_WIDTH_ARG = {"mobilenet": "width", "resnet": "base", "vgg": "base", "unet": "c", "mixer": "d", "encoder": "d",
+                   "gpt": "d"}
+
+
+def torch_architecture(seed: int) -> tuple[str, dict]:
+    """``(model, arguments)`` of a ``torch`` recipe's program, drawn from ``seed`` (no torch needed).
+
+    >>> torch_architecture(1_000_001)[0] in TORCH_MODELS
+    True
+    """
+    rng = np.random.default_rng(seed)
+
+    def pick(options):
+        return options[int(rng.integers(len(options)))]
+
+    model = pick(tuple(TORCH_MODELS))
+    batch = pick((1, 2, 4, 8))
+    if model == "mobilenet":
+        return model, {"width": pick((0.5, 0.75, 1.25)), "stages": int(rng.integers(3, 8)), "batch": batch,
+                       "image": pick((96, 160, 192))}
+    if model == "resnet":
+        return model, {"base": pick((16, 24, 40, 48)), "blocks": int(rng.integers(1, 4)),
+                       "stages": int(rng.integers(2, 5)), "bottleneck": bool(rng.random() < 0.4), "batch": batch,
+                       "image": pick((64, 96, 160))}
+    if model == "vgg":
+        return model, {"base": pick((16, 24, 40, 48)), "convs": int(rng.integers(1, 4)),
+                       "stages": int(rng.integers(3, 6)), "batch": batch, "image": pick((64, 96, 160))}
+    if model == "unet":
+        return model, {"c": pick((8, 12, 20, 40)), "depth": int(rng.integers(2, 6)), "batch": batch,
+                       "image": pick((64, 96, 160))}
+    d, heads = pick(((96, 3), (160, 5), (192, 6), (320, 5), (448, 7)))
+    if model == "mixer":
+        return model, {"d": d, "layers": int(rng.integers(1, 9)), "tokens_hidden": pick((48, 96, 192)),
+                       "channels_hidden": pick((384, 640, 1280)), "patch": pick((8, 16)), "batch": batch,
+                       "image": pick((64, 96, 160))}
+    layers, seq = int(rng.integers(1, 9)), pick((32, 96, 192, 384))
+    if model == "encoder":
+        return model, {"d": d, "heads": heads, "layers": layers, "seq": seq, "batch": batch}
+    return model, {"vocab": pick((1000, 2000, 16000)), "d": d, "heads": heads, "layers": layers, "seq": seq,
+                   "batch": batch}
+
+
+def torch_widths(model: str, args: dict) -> set:
+    """The width of a drawn architecture that :data:`TORCH_HELD_OUT_WIDTHS` must not contain."""
+    return {args[TORCH_WIDTH_ARG[model]]}
+
+
+def torch_program(model: str, args: dict) -> Problem:
+    """The program of ``model`` with ``args`` (:func:`mallocgame.inputs.torch_models.build`, weights from
+    ``torch.manual_seed(0)``) exported by ``torch.export`` and imported as ``mallocgame import torch`` does, in-place
+    pairs merged; exported once and cached as the workload JSON the reader reads back."""
+    key = _program_key(model, args)
+    path = cache_dir("torch") / f"{key}.json.gz"
+    if not path.is_file():
+        text = workload_text(_export_torch(model, args))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_output(path, "wb") as fh:
+            fh.write(gzip.compress(text.encode(), mtime=0))
+    return load_problem(path).replace(name=key)
+
+
+def _export_torch(model: str, args: dict) -> Problem:
+    import torch  # heavy (seconds): only for a program not yet in the cache
+
+    from mallocgame.importers.torch_export import export_module, import_exported
+    from mallocgame.inputs import torch_models
+
+    torch.manual_seed(0)
+    module, inputs = torch_models.build(model, args)
+    return merge_inplace(import_exported(export_module(module, inputs), name=_program_key(model, args)))
+
+
+def torch_workload(max_buffers: int, seed: int, tries: int = 4) -> Problem:
+    """The ``torch`` recipe's program: the architecture of :func:`torch_architecture`, its length argument
+    (:data:`TORCH_MODELS`) scaled in up to ``tries`` exports until the program has ``max_buffers // 2`` to
+    ``max_buffers`` buffers (failing that: the largest below ``max_buffers``, else the smallest)."""
+    model, args = torch_architecture(seed)
+    return _scaled_to_fit(torch_program, model, args, TORCH_MODELS[model], max_buffers, tries,
+                          most=TORCH_MOST.get(model))
 
 
 @dataclass(frozen=True)
@@ -252,11 +364,14 @@ class Curriculum:
     max_capacity_fraction: float = 0.6
     realistic_share: float = 0.0  # drawn first; the rest is split by ``layered_share``
     xla_share: float = 0.0  # drawn before that: XLA-compiled programs of random architecture (needs jax)
+    torch_share: float = 0.0  # drawn after xla: torch-exported programs of random architecture (needs torch)
 
     def sample(self, rng: np.random.Generator) -> Recipe:
-        # No extra draw at share 0: curricula without realistic or xla programs replay their old streams.
+        # No extra draw at share 0: curricula without realistic, xla or torch programs replay their old streams.
         if self.xla_share > 0 and rng.random() < self.xla_share:
             kind = "xla"
+        elif self.torch_share > 0 and rng.random() < self.torch_share:
+            kind = "torch"
         elif self.realistic_share > 0 and rng.random() < self.realistic_share:
             kind = "realistic"
         else:
