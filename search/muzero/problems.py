@@ -33,6 +33,7 @@ import numpy as np
 from mallocgame.aliasing import merge_inplace
 from mallocgame.hardware.spec import PRESETS, HardwareSpec
 from mallocgame.importers.jax_program import compile_hlo_text
+from mallocgame.importers.torch_export import export_module, import_exported
 from mallocgame.inputs import workloads as w
 from mallocgame.inputs.generate import layered_network, random_intervals
 from mallocgame.inputs.suites import read_hlo_file
@@ -336,8 +337,7 @@ def torch_program(model: str, args: dict) -> Problem:
 def _export_torch(model: str, args: dict) -> Problem:
     import torch  # heavy (seconds): only for a program not yet in the cache
 
-    from mallocgame.importers.torch_export import export_module, import_exported
-    from mallocgame.inputs import torch_models
+    from mallocgame.inputs import torch_models  # imports torch at its top
 
     torch.manual_seed(0)
     module, inputs = torch_models.build(model, args)
