@@ -1,37 +1,42 @@
-"""The curriculum's ``xla`` family (issue 21 item 3): JAX programs of random architecture, compiled by XLA:CPU,
-imported from their HLO and cached, so a replayed recipe is the same program without jax."""
+"""The curriculum's programs of real compilers (issue 21 item 3): ``xla`` (JAX programs of random architecture
+compiled by XLA:CPU, imported from their HLO) and ``torch`` (PyTorch models of random architecture exported by
+``torch.export``), each built once and cached, so a replayed recipe is the same program without jax or torch.
+One test for both kinds, swapping the architecture picker and the builder the cache must spare."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
+from mallocgame.io import workload_text
 from mallocgame.search.muzero import problems
-from mallocgame.search.muzero.problems import TRAIN_SEED_BASE, Recipe, build, xla_architecture
+from mallocgame.search.muzero.problems import TRAIN_SEED_BASE, Recipe, build, torch_architecture, xla_architecture
 
-pytest.importorskip("jax")
-
-
-def _seed_of(model: str) -> int:
-    return next(TRAIN_SEED_BASE + i for i in range(1000) if xla_architecture(TRAIN_SEED_BASE + i)[0] == model)
+# kind -> (its architecture picker, the builder a cached recipe must not call, the cached file's suffix, dependency)
+KINDS = {"xla": (xla_architecture, "_compile_xla", "hlo.txt.gz", "jax"),
+         "torch": (torch_architecture, "_export_torch", "json.gz", "torch")}
 
 
-@pytest.mark.parametrize("model", ["lstm-train", "vit"])
-def test_an_xla_recipe_is_a_compiled_program_within_its_cap_and_is_read_back_from_the_cache(model, tmp_path,
-                                                                                          monkeypatch):
+def _seed_of(kind: str, model: str) -> int:
+    pick = KINDS[kind][0]
+    return next(TRAIN_SEED_BASE + i for i in range(1000) if pick(TRAIN_SEED_BASE + i)[0] == model)
+
+
+@pytest.mark.parametrize("kind, model, cap", [("xla", "lstm-train", 200), ("xla", "vit", 200),
+                                              ("torch", "resnet", 120), ("torch", "encoder", 120)])
+def test_a_compiled_recipe_is_a_program_within_its_cap_and_is_read_back_from_the_cache(kind, model, cap, tmp_path,
+                                                                                      monkeypatch):
+    _, builder, suffix, dependency = KINDS[kind]
+    pytest.importorskip(dependency)
     monkeypatch.setenv("MALLOCGAME_CACHE", str(tmp_path))
-    recipe = Recipe("xla", 200, _seed_of(model), 0.3)
+    recipe = Recipe(kind, cap, _seed_of(kind, model), 0.3)
     problem, hw = build(recipe)
-    assert problem.mode == "map" and problem.has_ops and 0 < problem.n <= 200
+    assert problem.mode == "map" and problem.has_ops and 0 < problem.n <= cap
     assert problem.capacity > 0 and hw.name == "tpuv4i"
-    cached = list((tmp_path / "xla-curriculum").glob(f"{model}-*.hlo.txt.gz"))
-    assert cached, "the compiled program is kept"
+    assert list((tmp_path / f"{kind}-curriculum").glob(f"{model}-*.{suffix}")), "the built program is kept"
 
-    def no_compile(*_):
-        raise AssertionError("a cached recipe was compiled again")
+    def no_build(*_):
+        raise AssertionError("a cached recipe was built again")
 
-    monkeypatch.setattr(problems, "_compile_xla", no_compile)
+    monkeypatch.setattr(problems, builder, no_build)
     again, _ = build(recipe)
-    assert again.n == problem.n and again.capacity == problem.capacity
-    for field in ("size", "start", "end"):
-        assert np.array_equal(getattr(again.arrays, field), getattr(problem.arrays, field))
+    assert workload_text(again) == workload_text(problem)
