@@ -56,7 +56,8 @@ The default since (``experiments/README.md``, "Training on XLA-compiled programs
 network xla21 (cur159 trained on with XLA-compiled programs in the curriculum) and, in both searches, map mode
 committing to the move with the best return seen (``commit="max"``), chosen on two tuning sets. Map mode, against
 ``mcts`` at the same rule: held-out at 16 simulations 18/33/7 (p = 0.022) on 58 problems of 9-645 buffers, no family
-with more losses than wins; its confirmation set 5/0/3 (p = 0.36, 8 problems); equal wall time, 10 s per problem, all
+with more losses than wins; its confirmation set 5/0/3 (p = 0.36, 8 problems), at 10 s 6/3/3 (p = 0.25, 12 problems,
+the intervals family 0/2/2); equal wall time, 10 s per problem, all
 79 held-out problems 13/57/9 (p = 0.26), the layered family behind (1/4/3); at 64 simulations 11/30/6 (p = 0.17) on
 the 47 of <= 300 buffers, the xla family's one program there behind (0/0/2). On the held-out torch-exported programs
 (16, 36-377 buffers, ``experiments/README.md``, "Programs exported from PyTorch") it is level: 3/11/2 at 16
