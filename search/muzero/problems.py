@@ -76,6 +76,11 @@ def build(recipe: Recipe) -> tuple[Problem, HardwareSpec]:
     raise ValueError(f"unknown problem kind {recipe.kind!r} (known: {', '.join(KINDS)})")
 
 
+def _picker(rng: np.random.Generator):
+    """``pick(options)``: one of ``options``, drawn from ``rng`` (the architecture draws' one move)."""
+    return lambda options: options[int(rng.integers(len(options)))]
+
+
 def realistic_workload(max_buffers: int, seed: int, tries: int = 64) -> Problem:
     """A model program drawn from ``seed`` with ``max_buffers // 2`` to ``max_buffers`` buffers (failing
     that in ``tries`` draws: the largest that fits, else the smallest). Grids avoid the ``realistic``
@@ -86,9 +91,7 @@ def realistic_workload(max_buffers: int, seed: int, tries: int = 64) -> Problem:
     True
     """
     rng = np.random.default_rng(seed)
-
-    def pick(options):
-        return options[int(rng.integers(len(options)))]
+    pick = _picker(rng)
 
     def draw() -> Problem:
         family = pick(("mlp", "resnet", "mobilenet", "encoder", "gpt", "decode"))
@@ -150,9 +153,7 @@ def xla_architecture(seed: int) -> tuple[str, dict]:
     True
     """
     rng = np.random.default_rng(seed)
-
-    def pick(options):
-        return options[int(rng.integers(len(options)))]
+    pick = _picker(rng)
 
     model = pick(tuple(XLA_MODELS))
     d, heads = pick(((96, 3), (160, 5), (192, 6), (320, 5), (448, 7)))
@@ -284,9 +285,7 @@ def torch_architecture(seed: int) -> tuple[str, dict]:
     True
     """
     rng = np.random.default_rng(seed)
-
-    def pick(options):
-        return options[int(rng.integers(len(options)))]
+    pick = _picker(rng)
 
     model = pick(tuple(TORCH_MODELS))
     batch = pick((1, 2, 4, 8))
@@ -339,8 +338,9 @@ def _export_torch(model: str, args: dict) -> Problem:
 
     from mallocgame.inputs import torch_models  # imports torch at its top
 
-    torch.manual_seed(0)
-    module, inputs = torch_models.build(model, args)
+    with torch.random.fork_rng():  # the weights from seed 0, without resetting a training run's global generator
+        torch.manual_seed(0)
+        module, inputs = torch_models.build(model, args)
     return merge_inplace(import_exported(export_module(module, inputs), name=_program_key(model, args)))
 
 
