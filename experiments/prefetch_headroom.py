@@ -6,13 +6,19 @@ For one xla-suite program in prefetch mode at the suite's capacity, in this proc
 2. its lifted value, the per-op bound, and how much of the gap between them is the touches of the buffers the map
    answer leaves slow (the per-op relaxation serves a touch holding the buffer at that op only);
 3. a ceiling estimate for answers made of *segments*: every buffer cut at each gap of at least ``--min-free`` ops
-   between its touches where copy windows of ``--ratio`` x the copy time fit the lifted answer's op times; each
+   between its touches where copy windows of ``--ratio`` x the copy time fit the op times (``--op-times``: the
+   lifted answer's, or each op's fastest, which no answer's op beats, so that no window is longer than needed); each
    segment a buffer of its own (occupied from its copy start), select-pack in map mode on those buffers (copies
    cost nothing there, and do not compete for budget), then lifted back and scored by the prefetch evaluator
    (copies and stalls charged). Not a bound (the cut points are fixed, select-pack is a heuristic); it says how
-   far re-choosing the segments that are fast can go before copies are paid for::
+   far re-choosing the segments that are fast can go before copies are paid for; the map bound on the segments
+   says how far any choice of them could (a ceiling for answers made of these segments, copies free). ``--ratio``
+   takes a comma list; below 1 a cut needs only that share of its copy hidden, the rest stalled but not charged
+   (a ceiling for answers that stall, too)::
 
     nice python experiments/prefetch_headroom.py --entry lstm2-scan128-train --min-free 4 --ratio 1.0
+    nice python experiments/prefetch_headroom.py --entry lstm2-scan128-train --min-free 1 --ratio 1,0.5,0.25 \
+        --op-times fastest --out prefetch_headroom_lstm2_ceiling.md
 """
 
 from __future__ import annotations
@@ -103,13 +109,25 @@ def lift_segments(problem, owner, offsets) -> list[FastInterval]:
     return out
 
 
+def op_times(pev, lifted, which: str) -> np.ndarray:
+    """The op times copy windows are counted in: the lifted answer's, or every op at its ``fastest`` (every
+    operand fast, so no answer's op is faster: a copy needs at least as many ops as counted here)."""
+    if which == "lifted":
+        return pev.op_times(lifted)
+    base = pev.base
+    all_fast = np.bincount(base.op_of, base.delta, minlength=base.n_ops)
+    return np.maximum(base.compute, base.slow_mem - all_fast) + base.fixed
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--suite", default="xla")
     ap.add_argument("--entry", default="lstm2-scan128-train")
     ap.add_argument("--map-limit", type=float, default=60.0)
     ap.add_argument("--min-free", type=int, default=4)
-    ap.add_argument("--ratio", type=float, default=1.0)
+    ap.add_argument("--ratio", default="1.0", help="copy windows as this share of the copy time (comma list)")
+    ap.add_argument("--op-times", choices=("lifted", "fastest"), default="lifted",
+                    help="count copy windows in the lifted answer's op times or in each op's fastest time")
     ap.add_argument("--out", default="prefetch_headroom_lstm2.md")
     args = ap.parse_args()
     entry = next(e for e in suite_entries(args.suite) if e.name == args.entry)
@@ -128,15 +146,21 @@ def main() -> None:
     out(f"lifted {pev.value(lifted):.7g}; per-op bound {per_op:.7g}; gap {per_op - pev.value(lifted):.4g}, of which "
         f"the slow buffers' touch deltas {slow_delta:.4g} ({int(slow.sum())} slow buffers, "
         f"{int(problem.arrays.size[slow].sum())} B)")
-    t = time.monotonic()
-    seg_problem, owner = segment_problem(problem, pev.op_times(lifted), ratio=args.ratio, min_free=args.min_free)
-    seg = mallocgame.solve(seg_problem, "select-pack", time_limit=args.map_limit)
-    answer = lift_segments(problem, owner, seg.solution.offsets)
-    assert validate_intervals(problem, answer) is None
-    out(f"segments (min free {args.min_free} ops, windows {args.ratio:g} x copy time): {seg_problem.n} segments; "
-        f"select-pack map value on them {seg.objective:.7g} (x {seg.objective / pev.value(lifted):.3f} the lifted "
-        f"answer); lifted back {pev.value(answer):.7g} with stalls {pev.breakdown(answer).stall:.3g} "
-        f"({time.monotonic() - t:.0f} s)")
+    for ratio in (float(r) for r in args.ratio.split(",")):
+        t = time.monotonic()
+        seg_problem, owner = segment_problem(problem, op_times(pev, lifted, args.op_times), ratio=ratio,
+                                             min_free=args.min_free)
+        seg = mallocgame.solve(seg_problem, "select-pack", time_limit=args.map_limit)
+        answer = lift_segments(problem, owner, seg.solution.offsets)
+        assert validate_intervals(problem, answer) is None
+        out(f"segments (min free {args.min_free} ops, windows {ratio:g} x copy time at the {args.op_times} op "
+            f"times): {seg_problem.n} segments; "
+            f"select-pack map value on them {seg.objective:.7g} (x {seg.objective / pev.value(lifted):.3f} the lifted "
+            f"answer); lifted back {pev.value(answer):.7g} with stalls {pev.breakdown(answer).stall:.3g} "
+            f"({time.monotonic() - t:.0f} s)")
+        seg_bound = map_upper_bound(seg_problem, hw, time_limit=args.map_limit)
+        out(f"  map bound on these segments {seg_bound.value:.7g} (x {seg_bound.value / pev.value(lifted):.3f} the "
+            f"lifted answer; {seg_bound.kind}, {seg_bound.seconds:.0f} s): no choice of them, copies free, does better")
     write_results(args.out, f"# Prefetch headroom of {entry.name}\n\n" + fenced(out.text))
 
 
