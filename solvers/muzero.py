@@ -61,8 +61,10 @@ the intervals family 0/2/2); equal wall time, 10 s per problem, all
 79 held-out problems 13/57/9 (p = 0.26), the layered family behind (1/4/3); at 64 simulations 11/30/6 (p = 0.17) on
 the 47 of <= 300 buffers, the xla family's one program there behind (0/0/2). On the held-out torch-exported programs
 (16, 36-377 buffers, ``experiments/README.md``, "Programs exported from PyTorch") it is level: 3/11/2 at 16
-simulations and at 10 s. So issue 21's goal (ahead at equal wall time with p < 0.05 on both sets and in both modes)
-is still not met; prefetch mode plays the uniform prior as above
+simulations and at 10 s. At 60 s per problem (``experiments/README.md``, "60 seconds per problem"): its
+confirmation set 8/3/1 (p = 0.02, no family behind), the 95 held-out problems 23/58/14 (p = 0.094), the torch
+family behind (2/11/3, gaps of at most 0.32%). So issue 21's goal (ahead at equal wall time with p < 0.05 on both
+sets and in both modes) is still not met; prefetch mode plays the uniform prior as above
 (a prefetch network trained with the portfolio's answers as teacher was worse than the shipped one: 4/15/12).
 
 Options (keyword arguments of ``solve``; the CLI passes ``--simulations`` and ``--solver-option``):
