@@ -7,7 +7,7 @@ For one xla-suite program in prefetch mode at the suite's capacity, in this proc
    answer leaves slow (the per-op relaxation serves a touch holding the buffer at that op only);
 3. a ceiling estimate for answers made of *segments*: every buffer cut at each gap of at least ``--min-free`` ops
    between its touches where copy windows of ``--ratio`` x the copy time fit the op times (``--op-times``: the
-   lifted answer's, or each op's fastest, which no answer's op beats, so that no window is longer than needed); each
+   lifted answer's, or each op's slowest, which no answer's op exceeds, so that no window is longer than needed); each
    segment a buffer of its own (occupied from its copy start), select-pack in map mode on those buffers (copies
    cost nothing there, and do not compete for budget), then lifted back and scored by the prefetch evaluator
    (copies and stalls charged). Not a bound (the cut points are fixed, select-pack is a heuristic); it says how
@@ -18,7 +18,7 @@ For one xla-suite program in prefetch mode at the suite's capacity, in this proc
 
     nice python experiments/prefetch_headroom.py --entry lstm2-scan128-train --min-free 4 --ratio 1.0
     nice python experiments/prefetch_headroom.py --entry lstm2-scan128-train --min-free 1 --ratio 1,0.5,0.25 \
-        --op-times fastest --out prefetch_headroom_lstm2_ceiling.md
+        --op-times slowest --out prefetch_headroom_lstm2_ceiling.md
 """
 
 from __future__ import annotations
@@ -110,13 +110,10 @@ def lift_segments(problem, owner, offsets) -> list[FastInterval]:
 
 
 def op_times(pev, lifted, which: str) -> np.ndarray:
-    """The op times copy windows are counted in: the lifted answer's, or every op at its ``fastest`` (every
-    operand fast, so no answer's op is faster: a copy needs at least as many ops as counted here)."""
-    if which == "lifted":
-        return pev.op_times(lifted)
-    base = pev.base
-    all_fast = np.bincount(base.op_of, base.delta, minlength=base.n_ops)
-    return np.maximum(base.compute, base.slow_mem - all_fast) + base.fixed
+    """The op times copy windows are counted in: the lifted answer's, or every op at its ``slowest`` (the all-slow
+    time: no answer's op is slower, so no answer hides a copy in fewer ops than counted here, and no piece is
+    resident for longer than a real answer's would be)."""
+    return pev.op_times(lifted if which == "lifted" else [])
 
 
 def main() -> None:
@@ -126,8 +123,8 @@ def main() -> None:
     ap.add_argument("--map-limit", type=float, default=60.0)
     ap.add_argument("--min-free", type=int, default=4)
     ap.add_argument("--ratio", default="1.0", help="copy windows as this share of the copy time (comma list)")
-    ap.add_argument("--op-times", choices=("lifted", "fastest"), default="lifted",
-                    help="count copy windows in the lifted answer's op times or in each op's fastest time")
+    ap.add_argument("--op-times", choices=("lifted", "slowest"), default="lifted",
+                    help="count copy windows in the lifted answer's op times or in each op's slowest time")
     ap.add_argument("--out", default="prefetch_headroom_lstm2.md")
     args = ap.parse_args()
     entry = next(e for e in suite_entries(args.suite) if e.name == args.entry)

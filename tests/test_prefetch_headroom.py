@@ -1,6 +1,6 @@
-"""The segment ceiling of experiments/prefetch_headroom.py (issue 18 item 4): copy windows counted at each op's fastest
-time are never shorter than an answer's, and answers made of the segments are valid and score no more than the
-segments do in map mode (copies free there)."""
+"""The segment ceiling of experiments/prefetch_headroom.py (issue 18 item 4): copy windows counted at each op's slowest
+time are never longer than an answer's (no answer's op is slower), and answers made of the segments are valid and
+score no more than the segments do in map mode (copies free there)."""
 
 from __future__ import annotations
 
@@ -41,18 +41,18 @@ def program():
     return problem, pev, lift_map_answer(problem, answer.solution.offsets)
 
 
-def test_fastest_op_times_are_never_above_an_answers(headroom, program):
+def test_slowest_op_times_are_never_below_an_answers(headroom, program):
     problem, pev, lifted = program
-    fastest = headroom.op_times(pev, lifted, "fastest")
-    answers = [lifted, [], list(mallocgame.solve(problem, "msa", time_limit=10).solution.intervals)]
+    slowest = headroom.op_times(pev, lifted, "slowest")
+    answers = [lifted, list(mallocgame.solve(problem, "msa", time_limit=10).solution.intervals)]
     for answer in answers:
         assert validate_intervals(problem, answer) is None
         times = pev.op_times(answer)
-        assert np.all(fastest <= times + 1e-18)
-    assert np.any(fastest < pev.op_times([]))  # some op does get faster: the check is not vacuous
+        assert np.all(times <= slowest + 1e-18)
+        assert np.any(times < slowest)  # the answer makes some op faster: the check is not vacuous
 
 
-@pytest.mark.parametrize("which,ratio,min_free", [("lifted", 1.0, 4), ("fastest", 1.0, 1), ("fastest", 0.5, 1)])
+@pytest.mark.parametrize("which,ratio,min_free", [("lifted", 1.0, 4), ("slowest", 1.0, 1), ("slowest", 0.5, 1)])
 def test_answers_made_of_segments_are_valid_and_below_the_segments_map_value(headroom, program, which, ratio, min_free):
     problem, pev, lifted = program
     seg_problem, owner = headroom.segment_problem(problem, headroom.op_times(pev, lifted, which), ratio=ratio,
