@@ -57,7 +57,8 @@ FIELDS = ["family", "problem", "n", "budget", "contestant", "value", "bound", "g
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--budgets", default="16")
+    ap.add_argument("--budgets", default=None,
+                    help="comma-separated (default 16; with --summary-only: every budget the CSV holds)")
     ap.add_argument("--contestants", default="mcts,muzero,uniform,relaxation",
                     help="comma-separated; with --summary-only several groups separated by ';'")
     ap.add_argument("--families", default="generated,suite,hlo,xla,torch")
@@ -73,7 +74,9 @@ def main() -> None:
     ap.add_argument("--confirmation", metavar="SHA256", default=None,
                     help="run the confirmation set drawn from the default network's SHA-256 (not the held-out set)")
     args = ap.parse_args()
-    budgets, groups = args.budgets.split(","), [g.split(",") for g in args.contestants.split(";")]
+    if args.budgets is None and not args.summary_only:
+        args.budgets = "16"
+    groups = [g.split(",") for g in args.contestants.split(";")]
     wanted = groups[0]
     if len(groups) > 1 and not args.summary_only:
         raise SystemExit("--contestants: several groups (';') with --summary-only only")
@@ -83,6 +86,8 @@ def main() -> None:
         raise SystemExit(f"--contestants: unknown {', '.join(unknown)} (known: {', '.join(contestants)})")
     csv_path = results_path(args.csv)
     rows = read_rows(csv_path)
+    # a summary of a t60 CSV without --budgets t60 was silently empty: by default it takes the CSV's own budgets
+    budgets = args.budgets.split(",") if args.budgets else list(dict.fromkeys(r["budget"] for r in rows))
     show = Transcript()
     if not args.summary_only:
         run(args, budgets, wanted, csv_path, rows, show, contestants)

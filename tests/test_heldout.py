@@ -158,3 +158,18 @@ def test_a_candidate_network_is_a_named_muzero_contestant_compared_with_the_othe
     for bad in ("xla21", f"={ckpt}", "xla21=", f"mcts={ckpt}", f"x={tmp_path / 'missing.pt'}"):
         with pytest.raises(SystemExit):
             H.with_candidate({"mcts": ("mcts", {})}, (), bad, ("mcts",))
+
+
+def test_a_summary_without_budgets_takes_the_csvs_own(tmp_path):
+    # --summary-only of a t60 CSV without --budgets once printed no line at all; it now summarises what the CSV holds
+    import shutil
+    import subprocess
+
+    csv_path = tmp_path / "runs.csv"
+    shutil.copy(ROOT / "experiments" / "results" / "heldout_xla21_t60_c.csv", csv_path)
+    r = subprocess.run([sys.executable, str(ROOT / "experiments" / "heldout_muzero_mcts.py"), "--summary-only",
+                        "--contestants", "mcts,muzero", "--csv", str(csv_path), "--out", str(tmp_path / "s.md")],
+                       capture_output=True, text=True, timeout=300, cwd=ROOT / "experiments")
+    assert r.returncode == 0, r.stderr
+    text = (tmp_path / "s.md").read_text()
+    assert "budget t60 torch      (16 problems, 36-377 buffers)" in text and "muzero vs mcts 2/11/3" in text
