@@ -143,10 +143,10 @@ def main() -> None:
     out(f"lifted {pev.value(lifted):.7g}; per-op bound {per_op:.7g}; gap {per_op - pev.value(lifted):.4g}, of which "
         f"the slow buffers' touch deltas {slow_delta:.4g} ({int(slow.sum())} slow buffers, "
         f"{int(problem.arrays.size[slow].sum())} B)")
+    times = op_times(pev, lifted, args.op_times)
     for ratio in (float(r) for r in args.ratio.split(",")):
         t = time.monotonic()
-        seg_problem, owner = segment_problem(problem, op_times(pev, lifted, args.op_times), ratio=ratio,
-                                             min_free=args.min_free)
+        seg_problem, owner = segment_problem(problem, times, ratio=ratio, min_free=args.min_free)
         seg = mallocgame.solve(seg_problem, "select-pack", time_limit=args.map_limit)
         answer = lift_segments(problem, owner, seg.solution.offsets)
         assert validate_intervals(problem, answer) is None

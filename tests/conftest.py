@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -12,6 +13,22 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 BENCHMARKS = Path(os.environ.get("MALLOCGAME_BENCHMARKS", ROOT.parent / "shared" / "benchmarks"))
 DATA = ROOT / "mallocgame" / "inputs" / "data"
+
+
+def experiment_module(name: str):
+    """The script ``experiments/<name>.py`` as a module, without running its ``main``: registered in
+    ``sys.modules`` (dataclasses look their module up) and loaded with ``experiments/`` on the path (the scripts
+    import their sibling ``_common``)."""
+    folder = str(ROOT / "experiments")
+    spec = importlib.util.spec_from_file_location(name, ROOT / "experiments" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    sys.path.insert(0, folder)
+    try:
+        spec.loader.exec_module(mod)
+    finally:
+        sys.path.remove(folder)
+    return mod
 
 
 def needs_benchmarks():

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,19 +16,9 @@ from mallocgame.search.muzero.problems import (
     xla_architecture,
     xla_widths,
 )
+from tests.conftest import ROOT, experiment_module
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _heldout():
-    spec = importlib.util.spec_from_file_location("heldout_protocol", ROOT / "experiments" / "heldout.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # dataclasses look their module up
-    spec.loader.exec_module(mod)
-    return mod
-
-
-H = _heldout()
+H = experiment_module("heldout")
 
 
 def test_generated_set_is_the_one_fixed_before_any_run():

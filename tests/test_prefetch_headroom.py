@@ -4,10 +4,6 @@ score no more than the segments do in map mode (copies free there)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -17,20 +13,12 @@ from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
 from mallocgame.hardware.validator import validate_intervals
 from mallocgame.inputs.load import load_problem
 from mallocgame.lift import lift_map_answer
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.conftest import experiment_module
 
 
 @pytest.fixture(scope="module")
 def headroom():
-    sys.path.insert(0, str(ROOT / "experiments"))  # the script imports its sibling _common
-    try:
-        spec = importlib.util.spec_from_file_location("prefetch_headroom", ROOT / "experiments" / "prefetch_headroom.py")
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-    finally:
-        sys.path.remove(str(ROOT / "experiments"))
-    return mod
+    return experiment_module("prefetch_headroom")
 
 
 @pytest.fixture(scope="module")
