@@ -70,8 +70,11 @@ sets and in both modes) is still not met; prefetch mode plays the uniform prior 
 Options (keyword arguments of ``solve``; the CLI passes ``--simulations`` and ``--solver-option``):
 
 * ``simulations``  new simulations per move (default 16), all counted in ``stats["simulations"]``;
-* ``prior``        ``"network"`` (default), ``"uniform"`` or ``"relaxation"`` (a hand-written control:
-  most of the weight on what the no-fragmentation relaxation's fast set says of the buffer,
+* ``prior``        ``"network"`` (default), ``"uniform"``, ``"network-relaxation-mean"`` /
+  ``"network-relaxation-product"`` (the network's prior averaged / multiplied with the relaxation's,
+  :class:`mallocgame.search.muzero.guide.BlendedPrior`; map mode, elsewhere the network alone) or
+  ``"relaxation"`` (a hand-written control: most of the weight on what the
+  no-fragmentation relaxation's fast set says of the buffer,
   :class:`mallocgame.search.muzero.guide.RelaxationPrior`; map mode only). The network is used only on the game
   it was trained on (the checkpoint's ``game`` fields; the shipped one: map mode's fixed-order
   game in greedy-xla's order, k = 16). Pack mode (the fixed-address game, as ``mcts``) has no trained
@@ -141,7 +144,7 @@ from mallocgame.search.game import Game, GameConfig
 from mallocgame.search.game_data import GameData
 from mallocgame.search.muzero import checkpoints as shipped_checkpoints
 from mallocgame.search.muzero.encoder import NAME_RELAX, RELAX_SECONDS, relaxation_set, relaxation_usable
-from mallocgame.search.muzero.guide import NetworkPrior, RelaxationPrior, uniform_prior
+from mallocgame.search.muzero.guide import BlendedPrior, NetworkPrior, RelaxationPrior, uniform_prior
 from mallocgame.search.muzero.search import SearchConfig
 from mallocgame.search.muzero.selfplay import Agent
 from mallocgame.search.muzero.torchless import load_agent_network  # shared with the CLI's checkpoint check
@@ -160,7 +163,8 @@ from mallocgame.search.uct import (
 DEFAULT_SIMULATIONS = 16
 DEFAULT_ROLLOUT_DEPTH = 48  # the earlier searches only
 DEFAULT_C_SCALE = {"simulator": 0.1, "learned": 0.02}  # tuned on layered/intervals seeds 201-206 (held out)
-PRIORS = ("network", "uniform", "relaxation")
+BLENDED_PRIORS = {"network-relaxation-mean": "mean", "network-relaxation-product": "product"}  # guide.BlendedPrior
+PRIORS = ("network", "uniform", "relaxation", *BLENDED_PRIORS)
 #: pUCT constant, chosen on the tuning problems (seeds 201-212, 16 simulations; never the held-out set):
 #: mean gap of the uniform prior 3.02% at 1, 2.88% at 10; of the relaxation prior (weight 0.95) 2.69% at 1,
 #: 2.78% at 3, 2.56% at 10 (weight 0.99 at 30: 2.91%; mcts 3.06%). Map mode only: pack and prefetch keep 1.
@@ -300,12 +304,18 @@ def _solve_uct(name: str, problem: Problem, hardware, *, t0: float, time_limit: 
                              "prior_power": prior_power, "commit": commit}
     net = trained_game = None
     valued = leaf[0] != "rollout" and leaf[2] == "network"
-    if prior == "network" or valued:
+    blend = BLENDED_PRIORS.get(prior)
+    if blend is not None and problem.mode != "map":
+        stats["blend"] = f"none (the relaxation prior plays map mode only, not {problem.mode}): the network alone"
+        prior, blend = "network", None
+    if prior == "network" or blend or valued:
         path = checkpoint or os.environ.get(CHECKPOINT_ENV) or str(_default_checkpoint(problem.mode, valued))
         net, trained_game = load_agent_network(path)
         stats["checkpoint"] = path
     game_cfg = _game_config(problem, trained_game)
     value_net = net if net is not None and GameConfig(**trained_game) == game_cfg else None  # its game, or none
+    if blend:  # the network joined with the relaxation: without a network for this game, the relaxation alone
+        prior = "network" if value_net is not None else "relaxation"
     if net is not None and value_net is None and prior == "network":
         why = (" by default: checkpoint=" + str(PREFETCH_CHECKPOINT) + " plays it"
                if problem.mode == "prefetch" and not PREFETCH_NETWORK_BY_DEFAULT and PREFETCH_CHECKPOINT.is_file()
@@ -320,9 +330,13 @@ def _solve_uct(name: str, problem: Problem, hardware, *, t0: float, time_limit: 
             prior_fn, stats["prior"] = RelaxationPrior(), "relaxation"
         else:
             stats["prior"] = f"uniform (the relaxation prior plays map mode only, not {problem.mode})"
+    elif blend and net is not None:
+        network_fn = prior_fn
+        prior_fn, stats["prior"] = BlendedPrior(network_fn, RelaxationPrior(), blend), f"network-relaxation-{blend}"
     # the prefetch network's value head is untrained (policy-only expert iteration): leaves get the reference
     leaf_fn = _leaf_evaluator(leaf, value_net if problem.mode != "prefetch" else None, stats)
-    reads_relax = stats["prior"] == "relaxation" or getattr(net, "features", "") == NAME_RELAX
+    reads_relax = (stats["prior"] in ("relaxation", *BLENDED_PRIORS)
+                   or getattr(net, "features", "") == NAME_RELAX)
     valued_relax = isinstance(leaf_fn, NetworkValue) and getattr(value_net, "features", "") == NAME_RELAX
     data = GameData(problem, hardware) if problem.mode == "map" and (reads_relax or valued_relax) else None
 
@@ -333,6 +347,9 @@ def _solve_uct(name: str, problem: Problem, hardware, *, t0: float, time_limit: 
             return prior_now
         relaxation_set(data, time_limit=min(RELAX_SECONDS, RELAX_SHARE * time_limit))
         if reads_relax and not relaxation_usable(data):
+            if isinstance(prior_now, BlendedPrior) and getattr(net, "features", "") != NAME_RELAX:
+                answer_stats["prior"] = "network (the relaxation found no fast set in its time)"
+                return prior_now.network
             answer_stats["prior"] = "uniform (the relaxation found no fast set in its time)"
             return uniform_prior
         return prior_now
@@ -343,7 +360,7 @@ def _solve_uct(name: str, problem: Problem, hardware, *, t0: float, time_limit: 
     solution = solve_with_uct(name, problem, hardware, cfg, game_cfg, t0=t0, time_limit=time_limit, seed=seed,
                               hint=hint, prior=prior_fn, data=data, stats=stats, leaf_value=leaf_fn, prepare=prepare)
     # The network is asked exactly when the search asks its prior (never at a forced move) or values a leaf.
-    calls = (prior_fn.calls if isinstance(prior_fn, NetworkPrior) else 0) + getattr(leaf_fn, "calls", 0)
+    calls = (prior_fn.calls if isinstance(prior_fn, NetworkPrior | BlendedPrior) else 0) + getattr(leaf_fn, "calls", 0)
     return dataclasses.replace(solution, stats={**solution.stats, "network_evaluations": calls})
 
 

@@ -86,7 +86,7 @@ def test_solver_relaxation_prior_is_valid_deterministic_and_map_mode_only():
     assert report.valid and report.stats["prior"].startswith("uniform (the relaxation prior plays map mode only")
 
 
-@pytest.mark.parametrize("prior", ["relaxation", "network"])
+@pytest.mark.parametrize("prior", ["relaxation", "network", "network-relaxation-mean"])
 def test_no_relaxation_set_in_time_plays_the_uniform_prior(monkeypatch, prior):
     import mallocgame.bounds as bounds
     from mallocgame.runner import run_solver
@@ -99,3 +99,56 @@ def test_no_relaxation_set_in_time_plays_the_uniform_prior(monkeypatch, prior):
     report = run_solver("muzero", problem, hw, time_limit=20, seed=0, options={"prior": prior, "simulations": 3})
     assert report.valid and report.stats["prior"] == "uniform (the relaxation found no fast set in its time)"
     assert report.stats["network_evaluations"] == 0
+
+
+@pytest.mark.parametrize("how", ["mean", "product"])
+def test_blended_prior_joins_the_network_and_the_relaxation(how):
+    from mallocgame.search.game import Game, GameConfig
+    from mallocgame.search.muzero import encoder
+    from mallocgame.search.muzero.guide import BlendedPrior, RelaxationPrior
+
+    problem, hw = _problem("layered", seed=5)
+    game = Game(problem, hw, GameConfig(variant="order", k=8, order="xla"))
+    chosen = encoder.relaxation_set(game.data)
+    relax = RelaxationPrior(weight=0.9)
+
+    def against_relaxation(game, legal):  # a "network" sure of the move the relaxation does not want
+        want = game.greedy_action() if chosen[game.current] else game.slow_action
+        p = np.full(len(legal), 0.01)
+        p[np.flatnonzero(legal != want)[0]] = 1.0
+        return p / p.sum()
+
+    blend = BlendedPrior(against_relaxation, relax, how)
+    asked = 0
+    while not game.done:
+        legal = game.legal_actions()
+        if len(legal) > 2:
+            p, q, r = against_relaxation(game, legal), relax(game, legal), blend(game, legal)
+            assert r.sum() == pytest.approx(1.0) and (r > 0).all()
+            want = game.greedy_action() if chosen[game.current] else game.slow_action
+            if how == "mean":
+                np.testing.assert_allclose(r, (p + q) / 2)
+                assert r[np.flatnonzero(legal == want)[0]] >= 0.45  # the relaxation's move keeps half its weight
+            else:
+                np.testing.assert_allclose(r, p * q / (p * q).sum())
+                assert np.argmax(r) == np.argmax(p * q)
+            asked += 1
+        game.step(game.greedy_action())
+    assert asked > 0
+    with pytest.raises(ValueError, match="unknown blend"):
+        BlendedPrior(against_relaxation, relax, "max")
+
+
+@pytest.mark.parametrize("prior", ["network-relaxation-mean", "network-relaxation-product"])
+def test_solver_blended_prior_reads_the_network_is_valid_and_deterministic(prior):
+    from mallocgame.runner import run_solver
+
+    problem, hw = _problem("layered", n=60, seed=7)
+    runs = [run_solver("muzero", problem, hw, time_limit=30, seed=3, options={"prior": prior, "simulations": 4})
+            for _ in range(2)]
+    assert all(r.valid for r in runs), runs[0].violation
+    assert runs[0].stats["prior"] == prior and runs[0].stats["network_evaluations"] > 0
+    assert runs[0].objective == runs[1].objective and runs[0].stats["prior_calls"] > 0
+    pack = problem.replace(mode="pack", capacity=None)
+    report = run_solver("muzero", pack, hw, time_limit=20, seed=0, options={"prior": prior, "simulations": 2})
+    assert report.valid and report.stats["prior"].startswith("uniform (no network trained for pack mode")

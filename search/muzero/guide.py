@@ -66,3 +66,40 @@ class RelaxationPrior:
         p = np.full(len(legal), (1.0 - self.weight) / (len(legal) - 1))
         p[hit[0]] = self.weight
         return p
+
+
+#: How :class:`BlendedPrior` joins the network's prior with the relaxation's.
+BLENDS = ("mean", "product")
+
+
+class BlendedPrior:
+    """The network's prior joined with the relaxation's (:class:`RelaxationPrior`), so neither alone decides.
+
+    ``how="mean"``: ``(p_net + p_relax) / 2``, every move keeps at least half of what either gives it;
+    ``how="product"``: ``p_net * p_relax`` renormalised (a product of experts, Hinton 2002: high only where
+    both agree). Why: on an XLA-compiled MLP-Mixer the network alone draws the search from the moves the
+    relaxation's fast set names, and the search ends 1.2% further from the bound than plain UCT
+    (``experiments/README.md``, "A prior that joins the network and the relaxation"). ``calls`` counts network
+    evaluations, as :class:`NetworkPrior`'s.
+
+    >>> import numpy as np
+    >>> blend = BlendedPrior(lambda game, legal: np.array([0.9, 0.1]), lambda game, legal: np.array([0.1, 0.9]))
+    >>> blend(None, np.array([0, 1])).round(3).tolist()
+    [0.5, 0.5]
+    """
+
+    def __init__(self, network, relaxation, how: str = "mean"):
+        if how not in BLENDS:
+            raise ValueError(f"unknown blend {how!r} (known: {', '.join(BLENDS)})")
+        self.network, self.relaxation, self.how = network, relaxation, how
+
+    @property
+    def calls(self) -> int:
+        return getattr(self.network, "calls", 0)
+
+    def __call__(self, game, legal: np.ndarray) -> np.ndarray:
+        p, q = self.network(game, legal), self.relaxation(game, legal)
+        if self.how == "mean":
+            return (p + q) / 2.0
+        r = p * q
+        return r / r.sum()
