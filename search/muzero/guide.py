@@ -77,9 +77,9 @@ class BlendedPrior:
 
     ``how="mean"``: ``(p_net + p_relax) / 2``, every move keeps at least half of what either gives it;
     ``how="product"``: ``p_net * p_relax`` renormalised (a product of experts, Hinton 2002: high only where
-    both agree). Why: on an XLA-compiled MLP-Mixer the network alone draws the search from the moves the
-    relaxation's fast set names, and the search ends 1.2% further from the bound than plain UCT
-    (``experiments/README.md``, "A prior that joins the network and the relaxation"). ``calls`` counts network
+    both agree). Why: on an XLA-compiled MLP-Mixer the search led by the network alone ends 1.25% from the bound,
+    plain UCT 0.16-0.32%, the relaxation's prior 0.002% (``experiments/README.md``, "A prior that joins the network
+    and the relaxation"; there the blends measured on the tuning sets, not the default). ``calls`` counts network
     evaluations, as :class:`NetworkPrior`'s.
 
     >>> import numpy as np
