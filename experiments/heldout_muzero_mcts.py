@@ -41,7 +41,7 @@ from _common import Transcript, fenced, results_path, write_results
 from heldout import confirmation_for, held_out, with_candidate
 from level_muzero_mcts import sign_test
 
-from mallocgame.runner import problem_bound, run_solver
+from mallocgame.runner import problem_bound, run_solver, shared_caches
 
 CONTESTANTS = {"mcts": ("mcts", {}), "muzero": ("muzero", {}), "uniform": ("muzero", {"prior": "uniform"}),
                "relaxation": ("muzero", {"prior": "relaxation"}), "muzero-puct": ("muzero", {"selection": "puct"}),
@@ -132,6 +132,19 @@ def run(args, budgets, wanted, csv_path: Path, rows: list[dict], show, contestan
                 title=f"confirmation set of {DEFAULT_CHECKPOINT.name} ({args.confirmation[:12]}...)")
 
 
+def own_copy(problem, hardware):
+    """``problem`` with an empty store of derived facts, warmed as ``mallocgame solve`` warms it before the fork.
+
+    Each contestant builds its own baselines, fallback answers and game data, as in a forked child: in one process
+    the same problem object would hand them to the contestants after the first (``mallocgame.model.derived_facts``),
+    free of time, which tilts an equal-wall-time comparison at thousands of buffers (runs before this helper: the
+    README, "Prefetch mode at 60 s per problem").
+    """
+    own = problem.replace()
+    shared_caches(own, hardware)
+    return own
+
+
 def run_heldout(args, held, contestants: dict, budgets: list[str], wanted: list[str], csv_path: Path, rows: list[dict],
                 show, *, title: str = "held-out", searches=None, on_row=None, prefix=None) -> None:
     """The run loop of the held-out scripts (this one and ``heldout_prefetch.py``): every contestant of ``wanted``
@@ -171,8 +184,9 @@ def run_heldout(args, held, contestants: dict, budgets: list[str], wanted: list[
                     sims, limit = budget_of(budget, args.time_limit)
                     searched = searches is None or name in searches
                     options = {**opts, "simulations": sims} if searched else dict(opts)
+                    own = own_copy(h.problem, h.hardware)
                     t0 = time.monotonic()
-                    rep = run_solver(solver, h.problem, h.hardware, time_limit=limit, seed=args.seed,
+                    rep = run_solver(solver, own, h.hardware, time_limit=limit, seed=args.seed,
                                      options=options, bound=bound)
                     secs = time.monotonic() - t0
                     if not rep.valid:

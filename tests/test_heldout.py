@@ -161,3 +161,22 @@ def test_a_summary_without_budgets_takes_the_csvs_own(tmp_path):
     assert r.returncode == 0, r.stderr
     text = (tmp_path / "s.md").read_text()
     assert "budget t60 torch      (16 problems, 36-377 buffers)" in text and "muzero vs mcts 2/11/3" in text
+
+
+def test_each_contestant_builds_its_own_fallbacks():
+    """The held-out loop hands every contestant a problem whose baselines nobody built yet (as a forked child of
+    ``mallocgame solve`` starts), so an equal-wall-time run does not give the second contestant the first one's
+    msa answer free of time."""
+    from mallocgame.hardware.spec import PRESETS
+    from mallocgame.inputs.generate import layered_network
+    from mallocgame.session import session_for
+
+    runs = experiment_module("heldout_muzero_mcts")
+    problem = layered_network(60, seed=3, capacity_fraction=0.3).replace(mode="prefetch")
+    hw = PRESETS["tpuv4i"]
+    assert [b.name for b in session_for(problem, hw).baselines()]  # the first contestant built them
+    own = runs.own_copy(problem, hw)
+    assert own == problem and own is not problem
+    assert session_for(own, hw).built() == []  # none handed on
+    assert session_for(own, hw).prefetch_evaluator is not session_for(problem, hw).prefetch_evaluator
+    assert ("prefetch_evaluator", hw) in own.derived  # warmed before the clock, as the CLI does before the fork
