@@ -66,6 +66,12 @@ confirmation set 8/3/1 (p = 0.02, no family behind), the 95 held-out problems 23
 family behind (2/11/3, gaps of at most 0.32%). So issue 21's goal (ahead at equal wall time with p < 0.05 on both
 sets and in both modes) is still not met; prefetch mode plays the uniform prior as above
 (a prefetch network trained with the portfolio's answers as teacher was worse than the shipped one: 4/15/12).
+The equal-wall-time runs above gave the contestant run second the first one's fallback answers (one process);
+with one copy of the problem per contestant (``experiments/README.md``, "Prefetch mode at 60 s per problem"):
+map mode at 60 s on the 16 held-out problems of >= 1,000 buffers 1/14/1 as before; prefetch mode with
+``PREFETCH_CHECKPOINT`` on the 62 of >= 109 buffers 8/39/15 at 60 s (p = 0.95), 7/44/11 at 10 s, its
+confirmation set 1/5/2 at 60 s: behind or level, so it stays off by default. ``prior=network-relaxation-mean``
+(below) was better than the network alone on one tuning set and worse on the other: not the default.
 
 Options (keyword arguments of ``solve``; the CLI passes ``--simulations`` and ``--solver-option``):
 
