@@ -44,11 +44,9 @@ SETTINGS = [("mcts", "mcts", {})] + [
     # the commitment rule (the default one commits the most visited move, which a prior draws visits to)
     (f"untried-uct {prior} c1 power2 commit-max", "muzero", {"selection": "untried-uct", "prior": prior,
                                                             "exploration": 1.0, "prior_power": 2.0, "commit": "max"})
-    for prior in ("network", "uniform", "relaxation")] + [("mcts commit-max", "mcts", {"commit": "max"})] + [
-    # the network joined with the relaxation (search/muzero/guide.BlendedPrior), at the default rule
-    (f"untried-uct {prior} c1 power2 commit-max", "muzero", {"selection": "untried-uct", "prior": prior,
-                                                            "exploration": 1.0, "prior_power": 2.0, "commit": "max"})
-    for prior in ("network-relaxation-mean", "network-relaxation-product")]
+    # the last two: the network joined with the relaxation (search/muzero/guide.BlendedPrior)
+    for prior in ("network", "uniform", "relaxation", "network-relaxation-mean", "network-relaxation-product")] + [
+    ("mcts commit-max", "mcts", {"commit": "max"})]
 # The settings above without "commit-max" in their name ran when both searches committed by visits in map mode
 # (their rows in the CSVs): they keep that rule now that map mode's default is "max" (search/uct.py DEFAULT_COMMIT).
 SETTINGS = [(name, solver, opts if "commit" in opts else {**opts, "commit": "visits"}) for name, solver, opts in SETTINGS]

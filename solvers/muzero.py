@@ -337,12 +337,10 @@ def _solve_uct(name: str, problem: Problem, hardware, *, t0: float, time_limit: 
         else:
             stats["prior"] = f"uniform (the relaxation prior plays map mode only, not {problem.mode})"
     elif blend and net is not None:
-        network_fn = prior_fn
-        prior_fn, stats["prior"] = BlendedPrior(network_fn, RelaxationPrior(), blend), f"network-relaxation-{blend}"
+        prior_fn, stats["prior"] = BlendedPrior(prior_fn, RelaxationPrior(), blend), f"network-relaxation-{blend}"
     # the prefetch network's value head is untrained (policy-only expert iteration): leaves get the reference
     leaf_fn = _leaf_evaluator(leaf, value_net if problem.mode != "prefetch" else None, stats)
-    reads_relax = (stats["prior"] in ("relaxation", *BLENDED_PRIORS)
-                   or getattr(net, "features", "") == NAME_RELAX)
+    reads_relax = isinstance(prior_fn, RelaxationPrior | BlendedPrior) or getattr(net, "features", "") == NAME_RELAX
     valued_relax = isinstance(leaf_fn, NetworkValue) and getattr(value_net, "features", "") == NAME_RELAX
     data = GameData(problem, hardware) if problem.mode == "map" and (reads_relax or valued_relax) else None
 
