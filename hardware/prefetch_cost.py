@@ -26,9 +26,10 @@ from typing import Sequence
 
 import numpy as np
 
+from mallocgame.hardware._copy_service import serve_copies_left as _compiled_serve
+from mallocgame.hardware._copy_service import serve_queue  # noqa: F401 (the prefetch game's door to it)
 from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.hardware.spec import HardwareSpec
-from mallocgame.intervals import next_open
 from mallocgame.model import KEY_WIDTH, FastInterval, Problem, derived_facts
 
 
@@ -224,26 +225,12 @@ def serve_copies_left(copies: Sequence[tuple[int, int, float]], budgets: Sequenc
     """:func:`serve_copies`, also returning the budget left per slot (a list of ``T`` floats).
 
     The one implementation of XLA's async-copy service here (the evaluator, ``msa`` and the
-    prefetch game all call it). Exhausted slots are skipped with a union-find "next slot"
-    pointer, so the cost is O((copies + slots) * alpha) however long the windows are; plain
-    Python lists, because the game calls it on every step.
-    """
-    left = [float(x) for x in budgets]
-    n = len(left)
-    nxt = list(range(n + 1))  # nxt[t]: first slot >= t that may have budget (n = none)
+    prefetch game all call it), compiled (``hardware/_copy_service.pyx``): the game calls it on
+    every step. Exhausted slots are skipped with a union-find "next slot" pointer
+    (the union-find of :func:`mallocgame.intervals.next_open`), so the cost is O((copies + slots) * alpha) however
+    long the windows are.
 
-    stalls = []
-    for first, deadline, need in copies:
-        t = next_open(nxt, max(first, 0)) if first < n else n
-        end = min(deadline, n)
-        while need > 0 and t < end:
-            take = need if need < left[t] else left[t]
-            need -= take
-            left[t] -= take
-            if left[t] <= 0:
-                nxt[t] = t + 1
-                t = next_open(nxt, t + 1)
-            else:
-                break
-        stalls.append(float(need) if need > 0 else 0.0)
-    return stalls, left
+    >>> serve_copies_left([(0, 2, 1.5)], [1.0, 1.0, 1.0])
+    ([0.0], [0.0, 0.5, 1.0])
+    """
+    return _compiled_serve(copies, budgets)

@@ -1,0 +1,97 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False
+"""XLA's async-copy service, compiled: the loop behind :func:`mallocgame.hardware.prefetch_cost.serve_copies_left`.
+
+The evaluator, ``msa`` and the prefetch game serve copies on every answer, every decision and every
+step; the game re-serves a covered run of ~100 copies over ~400 slots per step on a 1,580-buffer
+program, and that Python loop was 35% of a greedy episode (experiments/README.md, "A compiled copy
+service"). The arithmetic is the Python loop's, step for step (``take = min(need, left)``,
+``need -= take``, ``left -= take``, IEEE doubles, no reassociation), so the stalls and budgets are
+bit-identical to it; tests/test_copy_service.py holds that loop as the reference and checks it.
+"""
+
+from libc.stdlib cimport free, malloc
+
+import numpy as np
+
+
+cdef inline Py_ssize_t _next_open(Py_ssize_t* nxt, Py_ssize_t t) noexcept nogil:
+    # union-find "next open slot" with path compression (mallocgame.intervals.next_open)
+    cdef Py_ssize_t root = t, up
+    while nxt[root] != root:
+        root = nxt[root]
+    while nxt[t] != root:
+        up = nxt[t]
+        nxt[t] = root
+        t = up
+    return root
+
+
+cdef inline double _serve_one(double* left, Py_ssize_t* nxt, Py_ssize_t n, Py_ssize_t first, Py_ssize_t deadline,
+                              double need) noexcept nogil:
+    """Serve one copy from the earliest budget left in ``[first, deadline)``; returns its stall."""
+    cdef Py_ssize_t t, end
+    cdef double take
+    if first < n:
+        t = _next_open(nxt, first if first > 0 else 0)
+    else:
+        t = n
+    end = deadline if deadline < n else n
+    while need > 0 and t < end:
+        take = need if need < left[t] else left[t]
+        need -= take
+        left[t] -= take
+        if left[t] <= 0:
+            nxt[t] = t + 1
+            t = _next_open(nxt, t + 1)
+        else:
+            break
+    return need if need > 0 else 0.0
+
+
+cdef int _alloc(Py_ssize_t n, double** left, Py_ssize_t** nxt) except -1:
+    left[0] = <double*> malloc((n + 1) * sizeof(double))
+    nxt[0] = <Py_ssize_t*> malloc((n + 1) * sizeof(Py_ssize_t))
+    if left[0] == NULL or nxt[0] == NULL:
+        free(left[0])
+        free(nxt[0])
+        raise MemoryError()
+    cdef Py_ssize_t i
+    for i in range(n + 1):
+        nxt[0][i] = i
+    return 0
+
+
+def serve_copies_left(copies, budgets):
+    """Serve ``(first, deadline, seconds)`` copies in the given order from ``budgets`` ``[T]``; returns
+    ``(stalls, left)``: each copy's stall (a list) and the budget left per slot (a list of ``T`` floats)."""
+    cdef double[::1] given = np.ascontiguousarray(budgets, dtype=np.float64)
+    cdef Py_ssize_t n = given.shape[0], i
+    cdef double* left
+    cdef Py_ssize_t* nxt
+    _alloc(n, &left, &nxt)
+    try:
+        for i in range(n):
+            left[i] = given[i]
+        stalls = [_serve_one(left, nxt, n, copy[0], copy[1], copy[2]) for copy in copies]
+        return stalls, [left[i] for i in range(n)]
+    finally:
+        free(left)
+        free(nxt)
+
+
+def serve_queue(list queue, Py_ssize_t start, Py_ssize_t stop, list budgets, Py_ssize_t lo, Py_ssize_t hi):
+    """The same service for the copies ``queue[start:stop]``, kept as ``(deadline, first, buffer, rect, seconds)`` tuples
+    in service order (the prefetch game's queues), on the slots ``lo..hi-1`` of ``budgets`` (a list of floats, the
+    game's op times; windows inside ``[lo, hi]``); returns their stalls. No slice or shifted copy is built."""
+    cdef Py_ssize_t n = hi - lo, i
+    cdef double* left
+    cdef Py_ssize_t* nxt
+    _alloc(n, &left, &nxt)
+    try:
+        for i in range(n):
+            left[i] = budgets[lo + i]
+        return [_serve_one(left, nxt, n, <Py_ssize_t> c[1] - lo, <Py_ssize_t> c[0] - lo, c[4])
+                for c in queue[start:stop]]
+    finally:
+        free(left)
+        free(nxt)

@@ -1,0 +1,13 @@
+"""The compiled modules (the async-copy service, hardware/_copy_service.pyx; the prefetch game's hole finder,
+search/_prefetch_holes.pyx); everything else is in pyproject.toml.
+
+setuptools reads the project's metadata, packages and package dirs from pyproject.toml; this file only adds the
+Cython extensions, built by ``pip install`` (and in place by ``pip install -e``).
+"""
+
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+setup(ext_modules=cythonize([Extension("mallocgame.hardware._copy_service", ["hardware/_copy_service.pyx"]),
+                             Extension("mallocgame.search._prefetch_holes", ["search/_prefetch_holes.pyx"])],
+                            compiler_directives={"language_level": "3"}))
