@@ -28,12 +28,11 @@ import bisect
 
 import numpy as np
 
-from mallocgame.hardware.prefetch_cost import PrefetchEvaluator, serve_copies
+from mallocgame.hardware.prefetch_cost import PrefetchEvaluator, serve_queue
 from mallocgame.model import FastInterval, Problem, derived_facts
-from mallocgame.placement import best_fit_offset
+from mallocgame.search._prefetch_holes import prefetch_holes
 from mallocgame.search.game import ACTION_FEATURES, BUFFER_FEATURES, Game, GameConfig, Observation
 from mallocgame.search.game_data import GameData, buffer_order
-from mallocgame.search.game_order import free_holes
 
 IN_PLACE = -2  # copy_start of an interval produced in place (in the rows of ``offsets()``)
 RATIO = 1.5  # XLA's preferred copy-to-overlap ratio: a window should hold 1.5 x the copy time
@@ -186,6 +185,9 @@ class PrefetchGame(Game):
         self._op_total = float(sum(d.op_time0))
         self._copies: list[dict[int, tuple[int, int, float, int]]] = [{}, {}]  # rect -> (first, deadline, s, buffer)
         self._stall: list[dict[int, float]] = [{}, {}]
+        # per kind, the copies with a non-empty window as (deadline, first, buffer, rect, seconds), sorted: the
+        # service order, kept as copies come and go so that a step never sorts all of them
+        self._queue: list[list[tuple]] = [[], []]
         self._cover = [np.zeros(d.n_ops, np.int64), np.zeros(d.n_ops, np.int64)]
         self._stall_total = 0.0
         self._journal = None  # (records, scalars), previous
@@ -201,6 +203,7 @@ class PrefetchGame(Game):
         self._op_time = other._op_time.copy()
         self._copies = [other._copies[0].copy(), other._copies[1].copy()]
         self._stall = [other._stall[0].copy(), other._stall[1].copy()]
+        self._queue = [other._queue[0].copy(), other._queue[1].copy()]
         self._cover = [other._cover[0].copy(), other._cover[1].copy()]
         self._rec = None
 
@@ -262,32 +265,12 @@ class PrefetchGame(Game):
 
     def _holes(self, b: int, a: int, p: int) -> list[tuple[int, int, float]]:
         """The offsets offered for a new interval of segment ``p`` occupying from op ``a``: ``[(offset, hole bottom,
-        hole top)]``, first the look-ahead best fit, then the lowest other feasible canonical offsets (``k`` in all)."""
-        d, s = self.data, self._seg
-        t = s.t[p]
-        m = self._m
-        occ, end, off, top = self._occ[:m], self._end[:m], self._off[:m], self._top[:m]
-        size, align, cap = d.size_l[b], d.align_l[b], d.capacity
-        near = (occ < t + 1) & (end > a)
-        holes = free_holes(off[near], top[near], size, align, cap, m + 1)
-        if not holes:
-            return []
-        # XLA's best fit with look-ahead: the smallest hole free for the longest stay that the buffer's later
-        # touches can use (a binary search over them), which keeps the interval extendable.
-        later = s.later[p]
-        lo, hi = 0, len(later)
-        stay = near
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            wide = (occ < later[mid - 1] + 1) & (end > a)
-            if free_holes(off[wide], top[wide], size, align, cap, 1):
-                lo, stay = mid, wide
-            else:
-                hi = mid - 1
-        best = best_fit_offset(off[stay], top[stay], size, align, cap)
-        first = next(h for h in holes if h[1] <= best < h[2])
-        rest = [h for h in holes if h[0] != best][:self.config.k - 1]
-        return [(best, first[1], first[2])] + rest
+        hole top)]``, first XLA's best fit with look-ahead (the smallest hole free for the longest stay that the
+        buffer's later touches can use, which keeps the interval extendable), then the lowest other feasible
+        canonical offsets (``k`` in all). Compiled: ``search/_prefetch_holes.pyx``."""
+        d = self.data
+        return prefetch_holes(self._occ, self._end, self._off, self._top, self._m, a, self._seg.t[p],
+                              self._seg.later[p], d.size_l[b], d.align_l[b], d.capacity, self.config.k)
 
     def _options(self) -> _Options:
         if self._opts is not None:
@@ -455,6 +438,8 @@ class PrefetchGame(Game):
             if f < dl:
                 cover[f:dl] -= 1
                 changed[kind].append((f, dl))
+                queue = self._queue[kind]
+                del queue[bisect.bisect_left(queue, (dl, f, old[3], r))]
             self._stall_total -= self._stall[kind].pop(r)
             del copies[r]
         if copy is not None:
@@ -463,6 +448,7 @@ class PrefetchGame(Game):
             if f < dl:
                 cover[f:dl] += 1
                 changed[kind].append((f, dl))
+                bisect.insort(self._queue[kind], (dl, f, copy[3], r, seconds))
                 self._stall[kind][r] = 0.0  # served below
             else:  # an empty window: all of it stalls
                 self._stall[kind][r] = seconds
@@ -495,11 +481,14 @@ class PrefetchGame(Game):
         if cover[hi - 1] > 0:
             z = np.flatnonzero(cover[hi:] == 0)
             hi = hi + int(z[0]) if len(z) else n_ops
-        todo = sorted((dl, f, b, r, sec) for r, (f, dl, sec, b) in self._copies[kind].items()
-                      if f < dl and f < hi and dl > lo)
-        if not todo:
+        # The copies of the run: no window crosses a run's ends (the slots just outside are uncovered), so they are
+        # the queue's copies with a deadline in (lo, hi], already in service order.
+        queue = self._queue[kind]
+        start, stop = bisect.bisect_right(queue, (lo, _INF)), bisect.bisect_right(queue, (hi, _INF))
+        if start == stop:
             return
-        served = serve_copies([(f - lo, dl - lo, need) for dl, f, _, _, need in todo], self._op_time[lo:hi])
+        served = serve_queue(queue, start, stop, self._op_time, lo, hi)
+        todo = queue[start:stop]
         stalls = self._stall[kind]
         rec = self._rec
         total = 0.0

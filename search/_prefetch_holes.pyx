@@ -1,0 +1,133 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False
+"""The offsets the prefetch game offers a new interval, compiled (``PrefetchGame._holes``).
+
+Per decision the game finds the free holes beside the intervals placed over the new interval's
+time, then XLA's look-ahead best fit: a binary search over the buffer's later touches for the
+longest stay with a hole, each probe a sweep over the placed intervals. In NumPy that was a mask
+over every placed interval and a sort per probe, ~200 us a decision and the largest cost of a
+greedy episode once the copy service was compiled (experiments/README.md, "A compiled copy
+service and hole finder"). Here the intervals that end after ``a`` are gathered once, sorted by
+address once, and each probe is one sweep that skips those starting after its horizon. The
+results are those of ``free_holes`` and ``best_fit_offset`` (mallocgame.search.game_order,
+mallocgame.placement) on the same sets; tests/test_prefetch_holes.py checks them against those.
+"""
+
+from libc.stdlib cimport free, malloc, qsort
+
+
+cdef struct Rect:
+    long long off
+    long long top
+    long long occ
+
+
+cdef int _by_address(const void* x, const void* y) noexcept nogil:
+    cdef const Rect* p = <const Rect*> x
+    cdef const Rect* q = <const Rect*> y
+    if p.off != q.off:
+        return -1 if p.off < q.off else 1
+    if p.top != q.top:
+        return -1 if p.top < q.top else 1
+    return 0
+
+
+cdef inline long long _align_up(long long x, long long align) noexcept nogil:
+    return -((-x) // align) * align  # Python's floor division (cdivision is off), as game_order's free_holes
+
+
+cdef bint _any_hole(Rect* rs, Py_ssize_t n, long long horizon, long long size, long long align,
+                    long long cap) noexcept nogil:
+    """A free hole of ``size`` among the rects that start before ``horizon``."""
+    cdef long long cur = 0, a
+    cdef Py_ssize_t i
+    for i in range(n):
+        if rs[i].occ >= horizon:
+            continue
+        if rs[i].off > cur:
+            a = _align_up(cur, align)
+            if a + size <= rs[i].off:
+                return True
+        if rs[i].top > cur:
+            cur = rs[i].top
+    return _align_up(cur, align) + size <= cap
+
+
+cdef long long _best_fit(Rect* rs, Py_ssize_t n, long long horizon, long long size, long long align,
+                         long long cap, bint bounded) noexcept nogil:
+    """``best_fit_offset`` over the rects that start before ``horizon`` (-1: none fits)."""
+    cdef long long cur = 0, a, best_len = -1, best_off = -1
+    cdef Py_ssize_t i
+    for i in range(n):
+        if rs[i].occ >= horizon:
+            continue
+        if rs[i].off > cur:
+            a = _align_up(cur, align)
+            if a + size <= rs[i].off and (best_len < 0 or rs[i].off - cur < best_len):
+                best_len = rs[i].off - cur
+                best_off = a
+        if rs[i].top > cur:
+            cur = rs[i].top
+    a = _align_up(cur, align)
+    if not bounded:
+        return best_off if best_off >= 0 else a
+    if a + size <= cap and (best_len < 0 or cap - cur < best_len):
+        best_off = a
+    return best_off
+
+
+def prefetch_holes(const long long[::1] occ, const long long[::1] end, const long long[::1] off,
+                   const long long[::1] top, Py_ssize_t m, long long a, long long t, later, long long size,
+                   long long align, capacity, Py_ssize_t k):
+    """``[(offset, hole bottom, hole top)]`` for a new interval occupying from op ``a`` and serving op ``t``:
+    the look-ahead best fit first (its hole among the intervals live over ``[a, t]``), then the lowest other
+    free holes' aligned bottoms, ``k`` in all; ``[]`` when no hole holds ``size``.
+
+    ``occ``/``end``/``off``/``top`` (``[>= m]``, int64): the placed intervals, occupied ``[occ, end)`` x
+    ``[off, top)``; ``later``: the buffer's later touches (ops, ascending); ``capacity``: bytes or ``None``
+    (unbounded, the top hole's top is then ``inf``).
+    """
+    cdef bint bounded = capacity is not None
+    cdef long long cap = capacity if bounded else (1LL << 62)
+    cdef Rect* rs = <Rect*> malloc((m + 1) * sizeof(Rect))
+    if rs == NULL:
+        raise MemoryError()
+    cdef Py_ssize_t n = 0, i, lo, hi, mid
+    cdef long long cur = 0, base, near = t + 1, stay, best
+    try:
+        for i in range(m):
+            if end[i] > a:
+                rs[n].off = off[i]
+                rs[n].top = top[i]
+                rs[n].occ = occ[i]
+                n += 1
+        qsort(rs, n, sizeof(Rect), _by_address)
+        holes = []
+        for i in range(n):
+            if rs[i].occ >= near:
+                continue
+            if rs[i].off > cur:
+                base = _align_up(cur, align)
+                if base + size <= rs[i].off:
+                    holes.append((base, cur, rs[i].off))
+            if rs[i].top > cur:
+                cur = rs[i].top
+        base = _align_up(cur, align)
+        if base + size <= cap:
+            holes.append((base, cur, capacity if bounded else float("inf")))
+        if not holes:
+            return []
+        # XLA's best fit with look-ahead: the smallest hole free for the longest stay that the buffer's later
+        # touches can use, which keeps the interval extendable.
+        lo, hi, stay = 0, len(later), near
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if _any_hole(rs, n, <long long> later[mid - 1] + 1, size, align, cap):
+                lo, stay = mid, <long long> later[mid - 1] + 1
+            else:
+                hi = mid - 1
+        best = _best_fit(rs, n, stay, size, align, cap, bounded)
+        first = next(h for h in holes if h[1] <= best < h[2])
+        rest = [h for h in holes if h[0] != best][:k - 1]
+        return [(best, first[1], first[2])] + rest
+    finally:
+        free(rs)
