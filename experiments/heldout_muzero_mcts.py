@@ -66,7 +66,8 @@ def main() -> None:
     ap.add_argument("--min-n", type=int, default=None, help="leave out problems of fewer buffers")
     ap.add_argument("--time-limit", type=float, default=1800.0)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--csv", default="heldout_muzero_mcts.csv")
+    ap.add_argument("--csv", default="heldout_muzero_mcts.csv",
+                    help="runs are appended here; with --summary-only several CSVs, comma-separated (runs split over processes)")
     ap.add_argument("--out", default="heldout_muzero_mcts.md")
     ap.add_argument("--summary-only", action="store_true")
     ap.add_argument("--candidate", metavar="NAME=CHECKPOINT", default=None,
@@ -84,20 +85,19 @@ def main() -> None:
     unknown = sorted({c for g in groups for c in g} - set(contestants))
     if unknown:
         raise SystemExit(f"--contestants: unknown {', '.join(unknown)} (known: {', '.join(contestants)})")
-    csv_path = results_path(args.csv)
-    rows = read_rows(csv_path)
+    csv_path, names, rows = read_csvs(args.csv, args.summary_only)
     # a summary of a t60 CSV without --budgets t60 was silently empty: by default it takes the CSV's own budgets
     budgets = args.budgets.split(",") if args.budgets else list(dict.fromkeys(r["budget"] for r in rows))
     show = Transcript()
     if not args.summary_only:
         run(args, budgets, wanted, csv_path, rows, show, contestants)
     for group in groups:
-        show(f"summary of {csv_path.name} ({len(rows)} runs); contestants {', '.join(group)}")
+        show(f"summary of {names} ({len(rows)} runs); contestants {', '.join(group)}")
         summary(rows, budgets, group, show, pairs)
     write_results(args.out, (
         "# Held-out protocol: muzero vs mcts vs the controls, map mode (issue 21)\n\n"
         "Made by `experiments/heldout_muzero_mcts.py` (its docstring says what is compared and how). "
-        f"Every run is in `{csv_path.name}`. Output as printed:\n\n" + fenced(show.text)))
+        f"Every run is in `{names}`. Output as printed:\n\n" + fenced(show.text)))
 
 
 def budget_of(budget: str, time_limit: float) -> tuple[int, float]:
@@ -107,6 +107,30 @@ def budget_of(budget: str, time_limit: float) -> tuple[int, float]:
     if budget.startswith("t"):
         return 10**9, float(budget[1:])
     return int(budget), time_limit
+
+
+def read_csvs(spec: str, summary_only: bool) -> tuple[Path, str, list[dict]]:
+    """``(path runs are appended to, the CSVs' names as the write-up gives them, their rows)`` for ``--csv``.
+
+    With ``--summary-only`` ``spec`` may name several CSVs (comma-separated): a run split over processes, one CSV
+    each, is summarised as one without a concatenated copy. A run (family, problem, budget, contestant) found in
+    two of them is an error: the summary would count it twice.
+    """
+    names = [s for s in spec.split(",") if s]
+    if len(names) > 1 and not summary_only:
+        raise SystemExit("--csv: several CSVs with --summary-only only (a run appends to one)")
+    rows, seen = [], {}
+    for name in names:
+        path = results_path(name)
+        if summary_only and not path.exists():
+            raise SystemExit(f"--csv: {path}: no such file")
+        for r in read_rows(path):
+            key = (r["family"], r["problem"], r["budget"], r["contestant"])
+            if key in seen:
+                raise SystemExit(f"--csv: {path.name}: {'/'.join(key)} is also in {seen[key]}")
+            seen[key] = path.name
+            rows.append(r)
+    return results_path(names[0]), ", ".join(Path(n).name for n in names), rows
 
 
 def read_rows(path: Path) -> list[dict]:

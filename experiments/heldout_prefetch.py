@@ -29,9 +29,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from _common import Transcript, fenced, results_path, write_results
+from _common import Transcript, fenced, write_results
 from heldout import confirmation_for, held_out_prefetch, in_prefetch_mode, with_candidate
-from heldout_muzero_mcts import read_rows, run_heldout, summary
+from heldout_muzero_mcts import read_csvs, run_heldout, summary
 
 CHECKPOINT = Path(__file__).resolve().parents[1] / "search" / "muzero" / "checkpoints" / "prefetch.pt"
 CONTESTANTS = {"muzero": ("muzero", {"checkpoint": str(CHECKPOINT)}), "mcts": ("mcts", {}),
@@ -49,7 +49,8 @@ def main() -> None:
     ap.add_argument("--min-n", type=int, default=None)
     ap.add_argument("--time-limit", type=float, default=600.0)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--csv", default="heldout_prefetch.csv")
+    ap.add_argument("--csv", default="heldout_prefetch.csv",
+                    help="runs are appended here; with --summary-only several CSVs, comma-separated (runs split over processes)")
     ap.add_argument("--out", default="heldout_prefetch.md")
     ap.add_argument("--summary-only", action="store_true")
     ap.add_argument("--candidate", metavar="NAME=CHECKPOINT", default=None,
@@ -62,17 +63,16 @@ def main() -> None:
     unknown = sorted(set(wanted) - set(contestants))
     if unknown:
         raise SystemExit(f"--contestants: unknown {', '.join(unknown)} (known: {', '.join(contestants)})")
-    csv_path = results_path(args.csv)
-    rows = read_rows(csv_path)
+    csv_path, names, rows = read_csvs(args.csv, args.summary_only)
     show = Transcript()
     if not args.summary_only:
         run(args, budgets, wanted, csv_path, rows, show, contestants)
-    show(f"summary of {csv_path.name} ({len(rows)} runs); contestants {', '.join(wanted)}")
+    show(f"summary of {names} ({len(rows)} runs); contestants {', '.join(wanted)}")
     summary(rows, budgets, wanted, show, pairs=pairs)
     write_results(args.out, (
         "# Held-out protocol in prefetch mode: muzero with the prefetch network vs mcts vs msa (issue 21)\n\n"
         "Made by `experiments/heldout_prefetch.py` (its docstring says what is compared and how). "
-        f"Every run is in `{csv_path.name}`. Output as printed:\n\n" + fenced(show.text)))
+        f"Every run is in `{names}`. Output as printed:\n\n" + fenced(show.text)))
 
 
 def run(args, budgets, wanted, csv_path: Path, rows: list[dict], show, contestants=CONTESTANTS) -> None:

@@ -180,3 +180,19 @@ def test_each_contestant_builds_its_own_fallbacks():
     assert session_for(own, hw).built() == []  # none handed on
     assert session_for(own, hw).prefetch_evaluator is not session_for(problem, hw).prefetch_evaluator
     assert ("prefetch_evaluator", hw) in own.derived  # warmed before the clock, as the CLI does before the fork
+
+
+def test_a_summary_reads_a_run_split_over_several_csvs_and_refuses_a_run_counted_twice(tmp_path):
+    runs = experiment_module("heldout_muzero_mcts")
+    results = ROOT / "experiments" / "results"
+    a, b = results / "heldout_prefetch_t60_own_a.csv", results / "heldout_prefetch_t60_own_b.csv"
+    path, names, rows = runs.read_csvs(f"{a},{b}", summary_only=True)
+    assert path == a and names == f"{a.name}, {b.name}"
+    assert len(rows) == len(runs.read_rows(a)) + len(runs.read_rows(b)) > 0
+    assert {r["problem"] for r in runs.read_rows(b)} <= {r["problem"] for r in rows}
+    with pytest.raises(SystemExit, match="is also in"):
+        runs.read_csvs(f"{a},{results / 'heldout_prefetch_t60_own_all.csv'}", summary_only=True)
+    with pytest.raises(SystemExit, match="summary-only"):
+        runs.read_csvs(f"{a},{b}", summary_only=False)  # a run appends to one CSV
+    with pytest.raises(SystemExit, match="no such file"):
+        runs.read_csvs(f"{a},{tmp_path / 'missing.csv'}", summary_only=True)
