@@ -1,4 +1,5 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False
+# distutils: language = c++
 """The offsets the prefetch game offers a new interval, compiled (``PrefetchGame._holes``).
 
 Per decision the game finds the free holes beside the intervals placed over the new interval's
@@ -7,12 +8,14 @@ longest stay with a hole, each probe a sweep over the placed intervals. In NumPy
 over every placed interval and a sort per probe, ~200 us a decision and the largest cost of a
 greedy episode once the copy service was compiled (experiments/README.md, "A compiled copy
 service and hole finder"). Here the intervals that end after ``a`` are gathered once, sorted by
-address once, and each probe is one sweep that skips those starting after its horizon. The
+address once (only those live before the last later touch), and each probe is one sweep that skips those
+starting after its horizon. The
 results are those of ``free_holes`` and ``best_fit_offset`` (mallocgame.search.game_order,
 mallocgame.placement) on the same sets; tests/test_prefetch_holes.py checks them against those.
 """
 
-from libc.stdlib cimport free, malloc, qsort
+from libc.stdlib cimport free, malloc
+from libcpp.algorithm cimport sort
 
 
 cdef struct Rect:
@@ -21,14 +24,10 @@ cdef struct Rect:
     long long occ
 
 
-cdef int _by_address(const void* x, const void* y) noexcept nogil:
-    cdef const Rect* p = <const Rect*> x
-    cdef const Rect* q = <const Rect*> y
-    if p.off != q.off:
-        return -1 if p.off < q.off else 1
-    if p.top != q.top:
-        return -1 if p.top < q.top else 1
-    return 0
+cdef inline bint _by_address(const Rect& p, const Rect& q) noexcept nogil:
+    # by offset only: among intervals at one offset no hole opens after the first (its top is above it), so their
+    # order changes neither the holes nor the best fit
+    return p.off < q.off
 
 
 cdef inline long long _align_up(long long x, long long align) noexcept nogil:
@@ -89,32 +88,44 @@ def prefetch_holes(const long long[::1] occ, const long long[::1] end, const lon
     cdef bint bounded = capacity is not None
     cdef long long cap = capacity if bounded else (1LL << 62)
     cdef Rect* rs = <Rect*> malloc((m + 1) * sizeof(Rect))
-    if rs == NULL:
+    cdef Rect* hs = <Rect*> malloc((m + 2) * sizeof(Rect))  # holes: (aligned offset, top, bottom)
+    if rs == NULL or hs == NULL:
+        free(rs)
+        free(hs)
         raise MemoryError()
-    cdef Py_ssize_t n = 0, i, lo, hi, mid
+    cdef Py_ssize_t n = 0, nh, i, lo, hi, mid
+    cdef bint top_hole
     cdef long long cur = 0, base, near = t + 1, stay, best
+    # only intervals live somewhere in [a, last later touch] can close a hole of any probe: sort just those
+    cdef long long reach = (<long long> later[len(later) - 1]) + 1 if len(later) else near
+    if reach < near:
+        reach = near
     try:
         for i in range(m):
-            if end[i] > a:
+            if end[i] > a and occ[i] < reach:
                 rs[n].off = off[i]
                 rs[n].top = top[i]
                 rs[n].occ = occ[i]
                 n += 1
-        qsort(rs, n, sizeof(Rect), _by_address)
-        holes = []
+        sort(rs, rs + n, _by_address)
+        # the free holes among the intervals live over [a, t], kept in C: only k of them become tuples
+        nh = 0
         for i in range(n):
             if rs[i].occ >= near:
                 continue
             if rs[i].off > cur:
                 base = _align_up(cur, align)
                 if base + size <= rs[i].off:
-                    holes.append((base, cur, rs[i].off))
+                    hs[nh].off, hs[nh].top, hs[nh].occ = base, rs[i].off, cur  # occ: the hole's bottom
+                    nh += 1
             if rs[i].top > cur:
                 cur = rs[i].top
         base = _align_up(cur, align)
-        if base + size <= cap:
-            holes.append((base, cur, capacity if bounded else float("inf")))
-        if not holes:
+        top_hole = base + size <= cap  # the hole above everything, up to the capacity
+        if top_hole:
+            hs[nh].off, hs[nh].top, hs[nh].occ = base, cap, cur
+            nh += 1
+        if nh == 0:
             return []
         # XLA's best fit with look-ahead: the smallest hole free for the longest stay that the buffer's later
         # touches can use, which keeps the interval extendable.
@@ -126,8 +137,18 @@ def prefetch_holes(const long long[::1] occ, const long long[::1] end, const lon
             else:
                 hi = mid - 1
         best = _best_fit(rs, n, stay, size, align, cap, bounded)
-        first = next(h for h in holes if h[1] <= best < h[2])
-        rest = [h for h in holes if h[0] != best][:k - 1]
-        return [(best, first[1], first[2])] + rest
+        top_value = capacity if bounded else float("inf")
+        out = []
+        for i in range(nh):
+            if hs[i].occ <= best and (best < hs[i].top or (top_hole and i == nh - 1)):
+                out.append((best, hs[i].occ, top_value if top_hole and i == nh - 1 else hs[i].top))
+                break
+        for i in range(nh):
+            if len(out) == k:
+                break
+            if hs[i].off != best:
+                out.append((hs[i].off, hs[i].occ, top_value if top_hole and i == nh - 1 else hs[i].top))
+        return out
     finally:
         free(rs)
+        free(hs)
