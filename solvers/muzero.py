@@ -28,50 +28,28 @@ multiplicative progressive bias, Chaslot et al., "Progressive strategies for Mon
 search", 2008), with UCT's own constant 1. A uniform prior scales by exactly 1, so the uniform
 control *is* ``mcts``, answer for answer (12 of 12 tuning problems; a test checks it). Chosen on
 the tuning problems only (seeds 201-212; ``DEFAULT_SELECTION``), never the held-out ones; the
-earlier pUCT rule (``selection="puct"``, constant 10) stays available. On the held-out protocol
-(``experiments/heldout.py``; ``experiments/results/heldout_muzero_mcts_summary.md``), map mode, 16
-simulations, it does not beat ``mcts`` significantly: 13/33/8 (wins/ties/losses, p = 0.19) on the 54
-problems up to 500 buffers (the earlier rule 14/33/7), 15/36/12 with the problems of 501-900 buffers,
-where it loses on the realistic-generator family (2/2/4; 26.5% vs 0.45% on one program); the
-relaxation prior, no network, does better (16/32/6 against ``mcts``). At equal wall time (10 s per
-problem, all 79 held-out problems, ``experiments/results/heldout_equal_time.md``) it is not ahead of
-``mcts`` either: 12/48/19 (p = 0.93), behind on the xla suite's 3k-13k-buffer programs (1/6/11), where a
-forward pass per leaf costs more than a rollout step; with the relaxation MIP solved after the fallback answers
-instead of before (it had cut them short), 2/13/3 there (``experiments/README.md``, "Value leaves"). Prefetch
-mode: the prefetch network (``checkpoint=`` ``PREFETCH_CHECKPOINT``, expert iteration, issue 21 item 3) is behind
-``mcts`` on the prefetch held-out set at 16 simulations (4/14/12 on 30 programs of 9-109 buffers, p = 0.99) and
-at 64 (8/14/11 on 33 of 9-117 buffers, p = 0.82; a run stopped by hand) and level at 10 s per problem (8/35/11 on 54
-of 109-13,465 buffers; ``experiments/results/heldout_prefetch.md``), so it is not the default and prefetch mode plays
-the uniform prior (= ``mcts``). The confirmation sets, drawn once the checkpoints were chosen (12 fresh problems of
-150-2,000 buffers; ``experiments/README.md``, "The confirmation sets"): map mode 3/6/3 at 10 s (p = 0.66), 3/5/4 at
-60 s (p = 0.77), 3/3/2 at 16 simulations (the 8 of <= 501 buffers); prefetch mode with ``PREFETCH_CHECKPOINT`` 1/7/0
-at 10 s. The held-out set at 60 s per problem: 1/12/3 (p = 0.94) on the 16 problems of >= 1,000 buffers, 12/39/12
-(p = 0.58) on the 63 below, 13/51/15 (p = 0.71) on all 79. In short, issue 21's goal is not met: on the
-held-out sets the default ``muzero`` is not significantly ahead of ``mcts`` at 16 simulations (map 13/33/8, p = 0.19)
-and loses at equal wall time (map 10 s, 12/48/19); its one significant lead, map mode at 64 simulations (11/29/3,
-p = 0.029, 43 problems of <= 229 buffers), is the same 11/29/3 at 16 on those problems. (All the figures above are of
-the earlier default network cur159 committing by visits.)
+earlier pUCT rule (``selection="puct"``, constant 10) stays available.
 
-The default since (``experiments/README.md``, "Training on XLA-compiled programs, and the commitment rule"): the
-network xla21 (cur159 trained on with XLA-compiled programs in the curriculum) and, in both searches, map mode
-committing to the move with the best return seen (``commit="max"``), chosen on two tuning sets. Map mode, against
-``mcts`` at the same rule: held-out at 16 simulations 18/33/7 (p = 0.022) on 58 problems of 9-645 buffers, no family
-with more losses than wins; its confirmation set 5/0/3 (p = 0.36, 8 problems), at 10 s 6/3/3 (p = 0.25, 12 problems,
-the intervals family 0/2/2); equal wall time, 10 s per problem, all
-79 held-out problems 13/57/9 (p = 0.26), the layered family behind (1/4/3); at 64 simulations 11/30/6 (p = 0.17) on
-the 47 of <= 300 buffers, the xla family's one program there behind (0/0/2). On the held-out torch-exported programs
-(16, 36-377 buffers, ``experiments/README.md``, "Programs exported from PyTorch") it is level: 3/11/2 at 16
-simulations and at 10 s. At 60 s per problem (``experiments/README.md``, "60 seconds per problem"): its
-confirmation set 8/3/1 (p = 0.02, no family behind), the 95 held-out problems 23/58/14 (p = 0.094), the torch
-family behind (2/11/3, gaps of at most 0.32%). So issue 21's goal (ahead at equal wall time with p < 0.05 on both
-sets and in both modes) is still not met; prefetch mode plays the uniform prior as above
-(a prefetch network trained with the portfolio's answers as teacher was worse than the shipped one: 4/15/12).
-The equal-wall-time runs above gave the contestant run second the first one's fallback answers (one process);
-with one copy of the problem per contestant (``experiments/README.md``, "Prefetch mode at 60 s per problem"):
-map mode at 60 s on the 16 held-out problems of >= 1,000 buffers 1/14/1 as before; prefetch mode with
-``PREFETCH_CHECKPOINT`` on the 62 of >= 109 buffers 8/39/15 at 60 s (p = 0.95), 7/44/11 at 10 s, its
-confirmation set 1/5/2 at 60 s: behind or level, so it stays off by default. ``prior=network-relaxation-mean``
-(below) was better than the network alone on one tuning set and worse on the other: not the default.
+The default network is xla21 (``DEFAULT_CHECKPOINT``: cur159 trained on with XLA-compiled programs in the
+curriculum; chosen on two tuning sets), and map mode commits to the move with the best return seen
+(``commit="max"``, as ``mcts``). Where it stands (issue 21, whose goal -- ahead of ``mcts`` at equal wall time with
+p < 0.05 on the held-out and confirmation sets in both modes, no family behind -- is **not met**):
+
+* map mode, held-out set (``experiments/heldout.py``): ahead at 16 simulations (18/33/7 wins/ties/losses,
+  p = 0.022, 58 problems of 9-645 buffers); level at equal wall time: 14/52/13 (p = 0.5) at 10 s on the 79 of
+  <= 871 buffers, 23/58/14 (p = 0.094) at 60 s on all 95 (the torch family behind, 2/11/3);
+* map mode, confirmation set: 8/3/1 at 60 s (p = 0.02), 6/3/3 at 10 s;
+  (the 60 s runs below 1,000 buffers and the confirmation runs were made before each contestant had its own copy
+  of the problem, a run order that handed ``muzero`` ``mcts``'s fallbacks; ``experiments/README.md``, "Prefetch
+  mode at 60 s per problem");
+* prefetch mode plays the uniform prior (= ``mcts``) by default: the prefetch network (``PREFETCH_CHECKPOINT``)
+  is behind ``mcts`` on the prefetch held-out set (8/39/15 at 60 s on 62 programs of 109-13,465 buffers) and
+  level on its confirmation set (1/5/2 at 60 s);
+* none of the controls and options below (the relaxation prior, the blended priors, value leaves, the learned
+  model) was better than the default on both tuning sets, and value leaves lost to ``mcts`` on held-out (2/16/6).
+
+Every run, its command and the earlier defaults' figures: ``experiments/README.md`` (from "A level comparison"
+on) and ``docs/results.md``.
 
 Options (keyword arguments of ``solve``; the CLI passes ``--simulations`` and ``--solver-option``):
 
