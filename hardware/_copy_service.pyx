@@ -79,19 +79,33 @@ def serve_copies_left(copies, budgets):
         free(nxt)
 
 
-def serve_queue(list queue, Py_ssize_t start, Py_ssize_t stop, list budgets, Py_ssize_t lo, Py_ssize_t hi):
+def serve_queue(list queue, Py_ssize_t start, Py_ssize_t stop, list budgets, Py_ssize_t lo, Py_ssize_t hi,
+                dict stalls):
     """The same service for the copies ``queue[start:stop]``, kept as ``(deadline, first, buffer, rect, seconds)`` tuples
     in service order (the prefetch game's queues), on the slots ``lo..hi-1`` of ``budgets`` (a list of floats, the
-    game's op times; windows inside ``[lo, hi]``); returns their stalls. No slice or shifted copy is built."""
+    game's op times; windows inside ``[lo, hi]``). ``stalls`` (rect -> stall) is brought up to date in place;
+    returns ``(changes, delta)``: ``[(rect, old stall)]`` for the stalls that changed and the sum of the changes.
+    No slice, shifted copy or list of all stalls is built: a step of the game re-serves thousands of copies of a
+    run that spans the program and changes a few of their stalls."""
     cdef Py_ssize_t n = hi - lo, i
     cdef double* left
     cdef Py_ssize_t* nxt
+    cdef double stall, old, delta = 0.0
     _alloc(n, &left, &nxt)
+    changes = []
     try:
         for i in range(n):
             left[i] = budgets[lo + i]
-        return [_serve_one(left, nxt, n, <Py_ssize_t> c[1] - lo, <Py_ssize_t> c[0] - lo, c[4])
-                for c in queue[start:stop]]
+        for i in range(start, stop):
+            c = queue[i]
+            stall = _serve_one(left, nxt, n, <Py_ssize_t> c[1] - lo, <Py_ssize_t> c[0] - lo, c[4])
+            r = c[3]
+            old = stalls[r]
+            if stall != old:
+                changes.append((r, old))
+                stalls[r] = stall
+                delta += stall - old
+        return changes, delta
     finally:
         free(left)
         free(nxt)

@@ -487,19 +487,10 @@ class PrefetchGame(Game):
         start, stop = bisect.bisect_right(queue, (lo, _INF)), bisect.bisect_right(queue, (hi, _INF))
         if start == stop:
             return
-        served = serve_queue(queue, start, stop, self._op_time, lo, hi)
-        todo = queue[start:stop]
-        stalls = self._stall[kind]
-        rec = self._rec
-        total = 0.0
-        for (_, _, _, r, _), stall in zip(todo, served):
-            old = stalls[r]
-            if stall != old:
-                if rec is not None:
-                    rec.append((6, kind, r, old))
-                stalls[r] = stall
-                total += stall - old
-        self._stall_total += total
+        changes, delta = serve_queue(queue, start, stop, self._op_time, lo, hi, self._stall[kind])
+        if self._rec is not None:
+            self._rec.extend([(6, kind, r, old) for r, old in changes])
+        self._stall_total += delta
 
     # --- steps ------------------------------------------------------------------------------
     def step(self, action: int) -> float:

@@ -88,4 +88,9 @@ def test_serve_queue_equals_reference_on_its_run(budgets, data):
     queue = sorted((max(a, b), min(a, b), 0, r, sec) for r, (a, b, sec) in enumerate(windows))
     want = reference_serve_copies_left([(f - lo, dl - lo, sec) for dl, f, _, _, sec in queue], budgets[lo:hi])[0]
     pad = [(lo, lo - 1, 0, -1, 1.0)]  # copies outside [start, stop) are not served
-    assert serve_queue(pad + queue, 1, 1 + len(queue), budgets, lo, hi) == want
+    before = {r: data.draw(st.sampled_from([0.0, want[i], 1.5])) for i, (_, _, _, r, _) in enumerate(queue)}
+    stalls = dict(before)
+    changes, delta = serve_queue(pad + queue, 1, 1 + len(queue), budgets, lo, hi, stalls)
+    assert stalls == {r: want[i] for i, (_, _, _, r, _) in enumerate(queue)}  # brought up to date in place
+    assert changes == [(r, before[r]) for _, _, _, r, _ in queue if before[r] != stalls[r]]  # in service order
+    assert delta == sum(stalls[r] - old for r, old in changes)
