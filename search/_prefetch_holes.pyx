@@ -7,9 +7,9 @@ time, then XLA's look-ahead best fit: a binary search over the buffer's later to
 longest stay with a hole, each probe a sweep over the placed intervals. In NumPy that was a mask
 over every placed interval and a sort per probe, ~200 us a decision and the largest cost of a
 greedy episode once the copy service was compiled (experiments/README.md, "A compiled copy
-service and hole finder"). Here the intervals that end after ``a`` are gathered once, sorted by
-address once (only those live before the last later touch), and each probe is one sweep that skips those
-starting after its horizon. The
+service and hole finder"). Here the intervals live somewhere in ``[a, last later touch]`` are
+gathered once and sorted by offset once (C++ ``std::sort``), each probe is one sweep that skips
+those starting after its horizon, and only the ``k`` holes offered become Python tuples. The
 results are those of ``free_holes`` and ``best_fit_offset`` (mallocgame.search.game_order,
 mallocgame.placement) on the same sets; tests/test_prefetch_holes.py checks them against those.
 """
@@ -18,10 +18,16 @@ from libc.stdlib cimport free, malloc
 from libcpp.algorithm cimport sort
 
 
-cdef struct Rect:
+cdef struct Rect:  # a placed interval: addresses [off, top), occupied from op occ
     long long off
     long long top
     long long occ
+
+
+cdef struct Hole:  # a free hole [bottom, top) that holds the buffer at its aligned bottom offset
+    long long offset
+    long long bottom
+    long long top
 
 
 cdef inline bint _by_address(const Rect& p, const Rect& q) noexcept nogil:
@@ -88,7 +94,7 @@ def prefetch_holes(const long long[::1] occ, const long long[::1] end, const lon
     cdef bint bounded = capacity is not None
     cdef long long cap = capacity if bounded else (1LL << 62)
     cdef Rect* rs = <Rect*> malloc((m + 1) * sizeof(Rect))
-    cdef Rect* hs = <Rect*> malloc((m + 2) * sizeof(Rect))  # holes: (aligned offset, top, bottom)
+    cdef Hole* hs = <Hole*> malloc((m + 2) * sizeof(Hole))
     if rs == NULL or hs == NULL:
         free(rs)
         free(hs)
@@ -116,14 +122,14 @@ def prefetch_holes(const long long[::1] occ, const long long[::1] end, const lon
             if rs[i].off > cur:
                 base = _align_up(cur, align)
                 if base + size <= rs[i].off:
-                    hs[nh].off, hs[nh].top, hs[nh].occ = base, rs[i].off, cur  # occ: the hole's bottom
+                    hs[nh].offset, hs[nh].bottom, hs[nh].top = base, cur, rs[i].off
                     nh += 1
             if rs[i].top > cur:
                 cur = rs[i].top
         base = _align_up(cur, align)
         top_hole = base + size <= cap  # the hole above everything, up to the capacity
         if top_hole:
-            hs[nh].off, hs[nh].top, hs[nh].occ = base, cap, cur
+            hs[nh].offset, hs[nh].bottom, hs[nh].top = base, cur, cap
             nh += 1
         if nh == 0:
             return []
@@ -139,15 +145,15 @@ def prefetch_holes(const long long[::1] occ, const long long[::1] end, const lon
         best = _best_fit(rs, n, stay, size, align, cap, bounded)
         top_value = capacity if bounded else float("inf")
         out = []
-        for i in range(nh):
-            if hs[i].occ <= best and (best < hs[i].top or (top_hole and i == nh - 1)):
-                out.append((best, hs[i].occ, top_value if top_hole and i == nh - 1 else hs[i].top))
+        for i in range(nh):  # the best fit's hole (best lies in exactly one)
+            if hs[i].bottom <= best < hs[i].top:
+                out.append((best, hs[i].bottom, top_value if top_hole and i == nh - 1 else hs[i].top))
                 break
         for i in range(nh):
             if len(out) == k:
                 break
-            if hs[i].off != best:
-                out.append((hs[i].off, hs[i].occ, top_value if top_hole and i == nh - 1 else hs[i].top))
+            if hs[i].offset != best:
+                out.append((hs[i].offset, hs[i].bottom, top_value if top_hole and i == nh - 1 else hs[i].top))
         return out
     finally:
         free(rs)
