@@ -58,6 +58,22 @@ def test_an_install_puts_only_mallocgame_in_site_packages(tmp_path):
     assert list((installed / "inputs/data").glob("*.json")), "the built-in examples' data must install"
     source = sorted(p.name for p in (ROOT / "mallocgame/inputs/data/xla").iterdir() if p.is_file())
     assert sorted(p.name for p in (installed / "inputs/data/xla").iterdir()) == source, "the xla suite must install"
+    # the Cython modules are compiled by the install (setup.py), not left to a later step
+    assert list((installed / "hardware").glob("_copy_service*.so")), "the compiled copy service must install"
+    assert list((installed / "search").glob("_prefetch_holes*.so")), "the compiled hole finder must install"
+
+
+def test_every_cython_source_is_in_the_sdist_manifest():
+    # setuptools packs only the generated C/C++ into an sdist; setup.py cythonizes the .pyx, so an sdist without
+    # them does not build (seen: `python setup.py sdist` before MANIFEST.in had hardware/_copy_service.c only)
+    import fnmatch
+
+    patterns = [line.split()[1:] for line in (ROOT / "MANIFEST.in").read_text().splitlines()
+                if line.startswith("include ")]
+    sources = [p.relative_to(ROOT).as_posix() for folder in FOLDERS.values() for p in (ROOT / folder).rglob("*.pyx")]
+    assert sources
+    for source in sources:
+        assert any(fnmatch.fnmatch(source, pattern) for group in patterns for pattern in group), source
 
 
 def test_the_checkout_links_the_card_folders_under_mallocgame():
