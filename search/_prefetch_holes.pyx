@@ -40,23 +40,6 @@ cdef inline long long _align_up(long long x, long long align) noexcept nogil:
     return -((-x) // align) * align  # Python's floor division (cdivision is off), as game_order's free_holes
 
 
-cdef bint _any_hole(Rect* rs, Py_ssize_t n, long long horizon, long long size, long long align,
-                    long long cap) noexcept nogil:
-    """A free hole of ``size`` among the rects that start before ``horizon``."""
-    cdef long long cur = 0, a
-    cdef Py_ssize_t i
-    for i in range(n):
-        if rs[i].occ >= horizon:
-            continue
-        if rs[i].off > cur:
-            a = _align_up(cur, align)
-            if a + size <= rs[i].off:
-                return True
-        if rs[i].top > cur:
-            cur = rs[i].top
-    return _align_up(cur, align) + size <= cap
-
-
 cdef long long _best_fit(Rect* rs, Py_ssize_t n, long long horizon, long long size, long long align,
                          long long cap, bint bounded) noexcept nogil:
     """``best_fit_offset`` over the rects that start before ``horizon`` (-1: none fits)."""
@@ -138,7 +121,8 @@ def prefetch_holes(const long long[::1] occ, const long long[::1] end, const lon
         lo, hi, stay = 0, len(later), near
         while lo < hi:
             mid = (lo + hi + 1) // 2
-            if _any_hole(rs, n, <long long> later[mid - 1] + 1, size, align, cap):
+            # a hole among the intervals live before the probe's horizon (unbounded: the top one always is)
+            if not bounded or _best_fit(rs, n, <long long> later[mid - 1] + 1, size, align, cap, True) >= 0:
                 lo, stay = mid, <long long> later[mid - 1] + 1
             else:
                 hi = mid - 1
