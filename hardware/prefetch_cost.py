@@ -224,11 +224,11 @@ def serve_copies(copies: Sequence[tuple[int, int, float]], budgets: Sequence[flo
 def serve_copies_left(copies: Sequence[tuple[int, int, float]], budgets: Sequence[float]) -> tuple[list[float], list[float]]:
     """:func:`serve_copies`, also returning the budget left per slot (a list of ``T`` floats).
 
-    The one implementation of XLA's async-copy service here (the evaluator, ``msa`` and the
-    prefetch game all call it), compiled (``hardware/_copy_service.pyx``): the game calls it on
-    every step. Exhausted slots are skipped with a union-find "next slot" pointer
-    (the union-find of :func:`mallocgame.intervals.next_open`), so the cost is O((copies + slots) * alpha) however
-    long the windows are.
+    The one implementation of XLA's async-copy service here, compiled (``hardware/_copy_service.pyx``):
+    the evaluator and ``msa`` call it, the prefetch game calls ``serve_queue``, the same loop on the
+    copies it keeps in service order, on every step. Exhausted slots are skipped with a union-find
+    "next slot" pointer (as :func:`mallocgame.intervals.next_open`), so the cost is
+    O((copies + slots) * alpha) however long the windows are.
 
     >>> serve_copies_left([(0, 2, 1.5)], [1.0, 1.0, 1.0])
     ([0.0], [0.0, 0.5, 1.0])
