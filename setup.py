@@ -8,6 +8,6 @@ Cython extensions, built by ``pip install`` (and in place by ``pip install -e``)
 from Cython.Build import cythonize
 from setuptools import Extension, setup
 
+# Each .pyx sets its own compiler directives (and language) in its header comments.
 setup(ext_modules=cythonize([Extension("mallocgame.hardware._copy_service", ["hardware/_copy_service.pyx"]),
-                             Extension("mallocgame.search._prefetch_holes", ["search/_prefetch_holes.pyx"])],
-                            compiler_directives={"language_level": "3"}))
+                             Extension("mallocgame.search._prefetch_holes", ["search/_prefetch_holes.pyx"])]))

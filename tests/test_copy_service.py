@@ -69,7 +69,7 @@ def test_real_program_evaluator_matches_reference():
     ev = PrefetchEvaluator.of(problem, hw)
     times = ev.op_times(answer.intervals)
     served = 0
-    for first, deadline, seconds, _ in (a for a in (x for x in ev.copy_arrays(answer.intervals).values())):
+    for first, deadline, seconds, _ in ev.copy_arrays(answer.intervals).values():
         copies = list(zip(first.tolist(), deadline.tolist(), seconds.tolist()))
         assert serve_copies_left(copies, times) == reference_serve_copies_left(copies, times.tolist())
         served += len(copies)
