@@ -36,6 +36,10 @@ UCT's seeded random order, drawn the same way). After that, ``untried-puct`` sel
 (``k`` legal actions; progressive bias in the sense of Chaslot et al. 2008, "Progressive strategies for
 Monte-Carlo tree search", multiplicative). A constant prior scales by exactly 1 whatever the power, so
 with a uniform prior ``untried-uct`` is plain UCT move for move (same random draws, same answer).
+With ``prior_decay = m > 0`` the power fades with the node's visits ``N``, to ``prior_power x m / (m + N)``: the
+prior steers a node while its own returns are few and UCT takes over as they grow (the decaying progressive bias
+of Chaslot et al., there additive ``p / (N + 1)``), so at the many simulations of a long wall-time budget the
+search tends to plain UCT's choices rather than keep a prior that leads it away.
 
 Value leaves (issue 21 item 2; ``MCTSConfig.leaf``): a rollout to the end costs O(n) game steps, which on a
 10,000-buffer program leaves a 10-second search a handful of simulations in all. With ``leaf="value"`` the new
@@ -99,6 +103,7 @@ class MCTSConfig:
     commit: str = "visits"  # "visits": the most visited root action (UCT); "max": the one with the best return seen
     guided: str = "puct"  # with a prior: the selection rule, one of GUIDED_RULES (module docstring, "Guided selection")
     prior_power: float = 1.0  # "untried-uct": the bonus of a is scaled by (k * p(a)) ** prior_power
+    prior_decay: float = 0.0  # "untried-uct": > 0 fades that power as m / (m + N) at a node of N visits (docstring)
     leaf: str = "rollout"  # one of LEAVES (module docstring, "Value leaves")
     leaf_steps: int = 16  # leaf="mixed": greedy rollout steps before the value
 
@@ -109,6 +114,8 @@ class MCTSConfig:
             raise ValueError(f"unknown guided selection rule {self.guided!r} (known: {', '.join(GUIDED_RULES)})")
         if not self.prior_power >= 0:
             raise ValueError("MCTSConfig: prior_power >= 0")
+        if not self.prior_decay >= 0:
+            raise ValueError("MCTSConfig: prior_decay >= 0")
         if self.leaf not in LEAVES:
             raise ValueError(f"unknown leaf evaluation {self.leaf!r} (known: {', '.join(LEAVES)})")
         if self.leaf_steps < 0:
@@ -317,7 +324,10 @@ class UCTSearch:
         """UCT (:meth:`_select`) with the exploration bonus of action ``a`` scaled by ``(k * p(a)) ** prior_power``
         (``k`` legal actions); a constant prior scales by exactly 1, so a uniform prior selects as plain UCT."""
         prior = node.prior
-        weight = np.ones(len(prior)) if np.all(prior == prior[0]) else (len(prior) * prior) ** self.cfg.prior_power
+        power = self.cfg.prior_power
+        if self.cfg.prior_decay > 0:  # the prior's pull fades as the node's own statistics grow (docstring)
+            power *= self.cfg.prior_decay / (self.cfg.prior_decay + node.visits)
+        weight = np.ones(len(prior)) if np.all(prior == prior[0]) else (len(prior) * prior) ** power
         return self._ucb_best(node, dict(zip(node.legal, weight.tolist())))[0]
 
     def _simulate_guided(self, root: Node, game: Game) -> list[Node]:

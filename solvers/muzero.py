@@ -73,6 +73,9 @@ Options (keyword arguments of ``solve``; the CLI passes ``--simulations`` and ``
 * ``selection``    ``"untried-uct"`` (default, above), ``"untried-puct"`` (untried-first, then pUCT) or ``"puct"``
   (the earlier rule: pUCT over all legal moves, an untried one at its parent's mean; can starve a move);
 * ``prior_power``  with ``untried-uct``: the power of ``k * p(a)`` (default 2, chosen on the tuning problems);
+* ``prior_decay``  with ``untried-uct``: ``m > 0`` fades that power to ``prior_power * m / (m + N)`` at a node of
+  ``N`` visits, so UCT takes over where the search has many returns (``search/uct.py``, "Guided selection");
+  default ``DEFAULT_PRIOR_DECAY`` (0: no fading);
 * ``commit``       ``"visits"`` (the most visited root move) or ``"max"`` (the root move whose subtree holds the
   best return seen); default ``DEFAULT_COMMIT`` of :mod:`mallocgame.search.uct`, ``mcts``'s ("max" in map and
   prefetch modes);
@@ -161,6 +164,8 @@ PUCT_EXPLORATION = {"map": 10.0, "pack": 1.0, "prefetch": 1.0}
 #: 12); of those prior_power 2 searched best (6/5/1 against mcts).
 DEFAULT_SELECTION = "untried-uct"
 DEFAULT_PRIOR_POWER = 2.0
+#: The fading of that power with a node's visits (``prior_decay``; 0 = none, the rule chosen at 16 simulations).
+DEFAULT_PRIOR_DECAY = 0.0
 #: The exploration constant per selection rule and mode.
 DEFAULT_EXPLORATION = {"puct": PUCT_EXPLORATION, "untried-puct": PUCT_EXPLORATION,
                        "untried-uct": {"map": 1.0, "pack": 1.0, "prefetch": 1.0}}
@@ -209,8 +214,8 @@ class MuZeroSolver(Solver):
               exploration: float | None = None, method: str = "uct", model: str | None = None,
               search_model: str | None = None, c_scale: float | None = None,
               rollout_depth: int | None = None, selection: str | None = None,
-              prior_power: float | None = None, leaf: str = "rollout", leaf_steps: int | None = None,
-              leaf_value: str = "network", commit: str | None = None) -> Solution:
+              prior_power: float | None = None, prior_decay: float | None = None, leaf: str = "rollout",
+              leaf_steps: int | None = None, leaf_value: str = "network", commit: str | None = None) -> Solution:
         t0 = time.monotonic()
         prior = _choice("prior", prior, PRIORS)
         selection = _choice("selection", DEFAULT_SELECTION if selection is None else selection, GUIDED_RULES)
@@ -237,6 +242,10 @@ class MuZeroSolver(Solver):
             prior_power = DEFAULT_PRIOR_POWER
         if isinstance(prior_power, bool) or not isinstance(prior_power, (int, float)) or not prior_power >= 0:
             raise InputError(f"muzero: option prior_power must be a number >= 0, got {prior_power!r}")
+        if prior_decay is None:
+            prior_decay = DEFAULT_PRIOR_DECAY
+        if isinstance(prior_decay, bool) or not isinstance(prior_decay, (int, float)) or not prior_decay >= 0:
+            raise InputError(f"muzero: option prior_decay must be a number >= 0, got {prior_decay!r}")
         commit = _choice("commit", DEFAULT_COMMIT[problem.mode] if commit is None else commit, COMMITS)
         leaf = _choice("leaf", leaf, LEAVES)
         leaf_value = _choice("leaf_value", leaf_value, LEAF_VALUES)
@@ -256,7 +265,7 @@ class MuZeroSolver(Solver):
         return _solve_uct(self.name, problem, hardware, t0=t0, time_limit=time_limit, seed=seed, hint=hint,
                           sims=sims, checkpoint=checkpoint, prior=prior, exploration=float(exploration),
                           rollout_depth=rollout_depth, selection=selection, prior_power=float(prior_power),
-                          leaf=(leaf, leaf_steps, leaf_value), commit=commit)
+                          prior_decay=float(prior_decay), leaf=(leaf, leaf_steps, leaf_value), commit=commit)
 
 
 # --- the default: UCT with the network's prior (search/uct.py, "Guided selection") --------------
@@ -281,10 +290,10 @@ def _default_checkpoint(mode: str, valued: bool) -> Path:
 
 def _solve_uct(name: str, problem: Problem, hardware, *, t0: float, time_limit: float, seed: int,
                hint: Solution | None, sims: int, checkpoint: str | None, prior: str, exploration: float,
-               rollout_depth: int | None, selection: str, prior_power: float,
+               rollout_depth: int | None, selection: str, prior_power: float, prior_decay: float = 0.0,
                leaf: tuple[str, int, str] = ("rollout", 0, "network"), commit: str) -> Solution:
     stats: dict[str, Any] = {"method": "uct", "selection": selection, "exploration": exploration,
-                             "prior_power": prior_power, "commit": commit}
+                             "prior_power": prior_power, "prior_decay": prior_decay, "commit": commit}
     net = trained_game = None
     valued = leaf[0] != "rollout" and leaf[2] == "network"
     blend = BLENDED_PRIORS.get(prior)
@@ -336,7 +345,7 @@ def _solve_uct(name: str, problem: Problem, hardware, *, t0: float, time_limit: 
         return prior_now
 
     cfg = MCTSConfig(simulations=sims, exploration=exploration, rollout="greedy", rollout_depth=rollout_depth,
-                     commit=commit, guided=selection, prior_power=prior_power,
+                     commit=commit, guided=selection, prior_power=prior_power, prior_decay=prior_decay,
                      leaf=leaf[0], leaf_steps=leaf[1])
     solution = solve_with_uct(name, problem, hardware, cfg, game_cfg, t0=t0, time_limit=time_limit, seed=seed,
                               hint=hint, prior=prior_fn, data=data, stats=stats, leaf_value=leaf_fn, prepare=prepare)

@@ -101,3 +101,43 @@ def test_unknown_rule_is_refused():
 
     with pytest.raises(InputError, match="selection"):
         MuZeroSolver().solve(_problem(20), HW, time_limit=5, seed=0, selection="nope")
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_uniform_prior_with_a_fading_power_is_still_plain_uct(seed):
+    problem = _problem(70, seed=seed + 10)
+    runs = []
+    for prior, decay in ((None, 0.0), (uniform_prior, 5.0)):
+        game = Game(problem, HW, GameConfig(variant="order", k=16, order="xla"))
+        res = UCTSearch(MCTSConfig(simulations=12, guided="untried-uct", prior_power=2.0, prior_decay=decay),
+                        np.random.default_rng(seed), prior=prior).run(game, deadline=float("inf"))
+        runs.append((res.best.value, res.best.offsets.tolist(), res.simulations, game.offsets().tolist()))
+    assert runs[0] == runs[1]
+
+
+def _tried_node(visits: int, prior: np.ndarray) -> Node:
+    """A node whose three moves were tried: move 0 has the best mean and most visits, move 2 the fewest."""
+    node = Node()
+    node.legal, node.prior, node.untried, node.visits = [0, 1, 2], prior, [], visits
+    for a, (n, total) in enumerate(((visits - 30, 1.0 * (visits - 30)), (25, 0.7 * 25), (5, 0.2 * 5))):
+        child = Node()
+        child.visits, child.value_sum = n, total
+        node.children[a] = child
+    return node
+
+
+def test_the_prior_power_fades_with_the_visits_of_a_node():
+    prior = np.array([0.0005, 0.999, 0.0005])  # all but certain of move 1
+    plain = UCTSearch(MCTSConfig(guided="untried-uct", prior_power=2.0), np.random.default_rng(0), prior=uniform_prior)
+    fading = UCTSearch(MCTSConfig(guided="untried-uct", prior_power=2.0, prior_decay=10.0),
+                       np.random.default_rng(0), prior=uniform_prior)
+    uct_choice = plain._ucb_best(_tried_node(10_000, prior), None)[0]
+    assert plain._select_weighted(_tried_node(10_000, prior)) == 1  # the full power: the prior's move
+    assert fading._select_weighted(_tried_node(60, prior)) == 1  # few visits: the prior still steers
+    assert fading._select_weighted(_tried_node(10_000, prior)) == uct_choice != 1  # many: UCT's own choice
+    with pytest.raises(ValueError, match="prior_decay"):
+        MCTSConfig(prior_decay=-1.0)
+    from mallocgame.solvers.muzero import MuZeroSolver
+
+    with pytest.raises(InputError, match="prior_decay"):
+        MuZeroSolver().solve(_problem(20), HW, time_limit=5, seed=0, prior_decay=-2)
