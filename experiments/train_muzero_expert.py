@@ -34,6 +34,9 @@ def main() -> None:
     ap.add_argument("--min-size", type=int, default=50)
     ap.add_argument("--max-size", type=int, default=300)
     ap.add_argument("--teacher-simulations", type=int, default=128)
+    ap.add_argument("--student-simulations", type=int, default=16,
+                    help="simulations per move of the student's game (its cost grows as n^2: a 2,000-buffer game at "
+                         "16 is ~32M rollout steps)")
     ap.add_argument("--states-per-game", type=int, default=8)
     ap.add_argument("--features", default="", help="'encoder/1': the per-buffer encoder; 'encoder/2': and the "
                                                    "relaxation's features (both need --init none)")
@@ -74,7 +77,8 @@ def run(args) -> None:
         return
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     config = ExpertConfig(seed=args.seed, min_size=args.min_size, max_size=args.max_size,
-                          teacher_simulations=args.teacher_simulations, states_per_game=args.states_per_game,
+                          teacher_simulations=args.teacher_simulations,
+                          student_simulations=args.student_simulations, states_per_game=args.states_per_game,
                           features=args.features, exploration=args.exploration, teacher_prior=args.teacher_prior,
                           teacher=args.teacher, teacher_exploration=args.teacher_exploration,
                           realistic_share=args.realistic_share, xla_share=args.xla_share, torch_share=args.torch_share,

@@ -17,6 +17,9 @@ shipped, committing by visits and by max (settings ``NAME visits``, ``NAME max``
 
     MALLOCGAME_CACHE=... nice python experiments/tune_muzero_selection.py --set tuning-real \
         --candidate xla21=/path/run.g150.pt --csv results/muzero_tuning_real.csv --out muzero_tuning_real.md
+
+``--budget t10``: equal wall time (10 s per problem, no cap on simulations), each run on its own copy of the problem
+(``heldout_muzero_mcts.own_copy``), rows named ``SETTING @t10``; the comparisons are then against ``mcts @t10``.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import statistics
 from pathlib import Path
 
 from _common import Transcript, fenced, results_path, write_results
+from heldout_muzero_mcts import budget_of, own_copy
 from level_muzero_mcts import TUNING_REAL_SEED, tuning, tuning_real
 
 from mallocgame.runner import problem_bound, run_solver
@@ -46,7 +50,11 @@ SETTINGS = [("mcts", "mcts", {})] + [
                                                             "exploration": 1.0, "prior_power": 2.0, "commit": "max"})
     # the last two: the network joined with the relaxation (search/muzero/guide.BlendedPrior)
     for prior in ("network", "uniform", "relaxation", "network-relaxation-mean", "network-relaxation-product")] + [
-    ("mcts commit-max", "mcts", {"commit": "max"})]
+    ("mcts commit-max", "mcts", {"commit": "max"})] + [
+    # the prior's power fading with a node's visits (search/uct.py, "Guided selection": prior_decay)
+    (f"untried-uct network c1 power2 commit-max decay{m:g}", "muzero",
+     {"selection": "untried-uct", "prior": "network", "exploration": 1.0, "prior_power": 2.0, "commit": "max",
+      "prior_decay": m}) for m in (10.0, 100.0, 1000.0)]
 # The settings above without "commit-max" in their name ran when both searches committed by visits in map mode
 # (their rows in the CSVs): they keep that rule now that map mode's default is "max" (search/uct.py DEFAULT_COMMIT).
 SETTINGS = [(name, solver, opts if "commit" in opts else {**opts, "commit": "visits"}) for name, solver, opts in SETTINGS]
@@ -55,6 +63,9 @@ SETTINGS = [(name, solver, opts if "commit" in opts else {**opts, "commit": "vis
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--simulations", type=int, default=16)
+    ap.add_argument("--budget", default=None, help="'tS': equal wall time instead, S seconds per problem and no cap on "
+                                                   "simulations; each setting then runs on its own copy of the problem "
+                                                   "and its rows are named 'SETTING @tS'")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--settings", default=None, help="comma-separated names (default: all)")
     ap.add_argument("--set", default="tuning", choices=("tuning", "tuning-real"),
@@ -74,6 +85,13 @@ def main() -> None:
         settings += [(f"{name} {commit}", "muzero", {"checkpoint": path, "commit": commit})
                      for commit in ("visits", "max")]
     wanted = args.settings.split(",") if args.settings else [s[0] for s in settings]
+    timed = bool(args.budget) and args.budget.startswith("t")
+    if args.budget and not timed:
+        raise SystemExit(f"--budget: give tS (S seconds per problem), got {args.budget!r}; --simulations sets the rest")
+    tag = f" @{args.budget}" if timed else ""  # a timed run's rows: their own names, never mixed with the 16-sim ones
+    sims, limit = budget_of(args.budget, 600.0) if timed else (args.simulations, 600.0)
+    settings = [(name + tag, solver, opts) for name, solver, opts in settings]
+    wanted = [w + tag for w in wanted]
     done: dict[tuple[str, str], dict] = {}
     if csv_path.exists():
         with open(csv_path) as fh:
@@ -81,7 +99,8 @@ def main() -> None:
                 done[(r["problem"], r["setting"])] = r
     show = Transcript()
     which = "seeds 201-212" if args.set == "tuning" else f"tuning-real, seeds {TUNING_REAL_SEED}-{TUNING_REAL_SEED + 11}"
-    show(f"tuning set ({which}); {args.simulations} simulations; seed {args.seed}; resumed {len(done)} runs")
+    budget = f"{limit:g} s per problem, no cap on simulations" if timed else f"{args.simulations} simulations"
+    show(f"tuning set ({which}); {budget}; seed {args.seed}; resumed {len(done)} runs")
     insts = []
     for r in (tuning() if args.set == "tuning" else tuning_real()):
         problem, hw = build(r)
@@ -97,8 +116,8 @@ def main() -> None:
             for label, problem, hw, bound in insts:
                 if (label, name) in done:
                     continue
-                rep = run_solver(solver, problem, hw, time_limit=600.0, seed=args.seed,
-                                 options={**opts, "simulations": args.simulations}, bound=bound)
+                rep = run_solver(solver, own_copy(problem, hw) if timed else problem, hw, time_limit=limit,
+                                 seed=args.seed, options={**opts, "simulations": sims}, bound=bound)
                 if not rep.valid:
                     raise SystemExit(f"{name} on {label}: invalid answer: {rep.violation}")
                 row = {"problem": label, "n": problem.n, "setting": name, "value": rep.objective, "bound": bound.value,
@@ -109,7 +128,7 @@ def main() -> None:
                 done[(label, name)] = {k: str(v) for k, v in row.items()}
             show(f"ran {name}")
     show()
-    shipped = "untried-uct network c1 power2"  # the default search with the shipped network
+    shipped = "untried-uct network c1 power2 commit-max" + tag  # the default search with the shipped network
     show(f"| setting | mean gap | vs mcts W/T/L | same answer as mcts | vs mcts commit-max W/T/L | vs {shipped} W/T/L |")
     show("|---|---|---|---|---|---|")
     labels = [i[0] for i in insts]
@@ -133,9 +152,9 @@ def main() -> None:
         if name not in wanted or any((lb, name) not in done for lb in labels):
             continue
         rows = [done[(lb, name)] for lb in labels]
-        vs_mcts, same = versus(rows, "mcts")
+        vs_mcts, same = versus(rows, "mcts" + tag)
         gap = statistics.mean(float(r["gap"]) for r in rows)
-        show(f"| {name} | {gap:.3%} | {vs_mcts} | {same}/{len(rows)} | {versus(rows, 'mcts commit-max')[0]} "
+        show(f"| {name} | {gap:.3%} | {vs_mcts} | {same}/{len(rows)} | {versus(rows, 'mcts commit-max' + tag)[0]} "
              f"| {versus(rows, shipped)[0]} |")
     write_results(args.out, (
         "# Selection rule of the guided search, chosen on the tuning set (issue 21, item 4)\n\n"
