@@ -38,9 +38,9 @@ p < 0.05 on the held-out and confirmation sets in both modes, no family behind -
 * map mode, held-out set (``experiments/heldout.py``): ahead at 16 simulations (18/33/7 wins/ties/losses,
   p = 0.022, 58 problems of 9-645 buffers); level at equal wall time: 14/52/13 (p = 0.5) at 10 s on the 79 of
   <= 871 buffers, 21/59/15 (p = 0.20) at 60 s on all 95 (the torch family behind, 2/11/3);
-* map mode, confirmation set: 8/3/1 at 60 s (p = 0.02), 6/3/3 at 10 s (runs made before each contestant had its
-  own copy of the problem, a run order that handed ``muzero`` ``mcts``'s fallbacks; ``experiments/README.md``,
-  "Prefetch mode at 60 s per problem"; on the held-out set that bias was worth 23/58/14 against 21/59/15 at 60 s);
+* map mode, confirmation set (12 problems): 7/3/2 at 60 s (p = 0.090), 6/4/2 at 10 s (p = 0.145), each contestant
+  on its own copy of the problem (the earlier runs, 8/3/1 and 6/3/3, handed ``muzero`` ``mcts``'s fallbacks;
+  ``experiments/README.md``, "Prefetch mode at 60 s per problem");
 * prefetch mode plays the uniform prior (= ``mcts``) by default: the prefetch network (``PREFETCH_CHECKPOINT``)
   is behind ``mcts`` on the prefetch held-out set (8/39/15 at 60 s on 62 programs of 109-13,465 buffers) and
   level on its confirmation set (1/5/2 at 60 s);
