@@ -46,11 +46,14 @@ from mallocgame.runner import problem_bound, run_solver, shared_caches
 CONTESTANTS = {"mcts": ("mcts", {}), "muzero": ("muzero", {}), "uniform": ("muzero", {"prior": "uniform"}),
                "relaxation": ("muzero", {"prior": "relaxation"}), "muzero-puct": ("muzero", {"selection": "puct"}),
                "muzero-value": ("muzero", {"leaf": "value"}), "muzero-mixed": ("muzero", {"leaf": "mixed"}),
-               "value-reference": ("muzero", {"leaf": "value", "leaf_value": "reference"})}
+               "value-reference": ("muzero", {"leaf": "value", "leaf_value": "reference"}),
+               # the prior's power fading with a node's visits (search/uct.py, "Guided selection")
+               "muzero-decay100": ("muzero", {"prior_decay": 100.0})}
 PAIRS = (("muzero", "mcts"), ("muzero", "uniform"), ("muzero", "relaxation"), ("uniform", "mcts"),
          ("relaxation", "mcts"), ("muzero-puct", "mcts"), ("muzero", "muzero-puct"), ("muzero-value", "mcts"),
          ("muzero-mixed", "mcts"), ("value-reference", "mcts"), ("muzero-value", "value-reference"),
-         ("muzero-value", "muzero"), ("muzero-mixed", "muzero-value"))
+         ("muzero-value", "muzero"), ("muzero-mixed", "muzero-value"), ("muzero-decay100", "mcts"),
+         ("muzero-decay100", "muzero"))
 FIELDS = ["family", "problem", "n", "budget", "contestant", "value", "bound", "gap", "seconds", "simulations",
           "clock_bound", "selection", "exploration", "prior", "answer_from"]
 
