@@ -18,6 +18,7 @@ shipped, committing by visits and by max (settings ``NAME visits``, ``NAME max``
     MALLOCGAME_CACHE=... nice python experiments/tune_muzero_selection.py --set tuning-real \
         --candidate xla21=/path/run.g150.pt --csv results/muzero_tuning_real.csv --out muzero_tuning_real.md
 
+``--mode prefetch``: the set's programs with ops in prefetch mode (the first set's random intervals have none).
 ``--budget t10``: equal wall time (10 s per problem, no cap on simulations), each run on its own copy of the problem
 (``heldout_muzero_mcts.own_copy``), rows named ``SETTING @t10``; the comparisons are then against ``mcts @t10``.
 """
@@ -30,6 +31,7 @@ import statistics
 from pathlib import Path
 
 from _common import Transcript, fenced, results_path, write_results
+from heldout import Held, in_prefetch_mode
 from heldout_muzero_mcts import budget_of, own_copy
 from level_muzero_mcts import TUNING_REAL_SEED, tuning, tuning_real
 
@@ -54,7 +56,13 @@ SETTINGS = [("mcts", "mcts", {})] + [
     # the prior's power fading with a node's visits (search/uct.py, "Guided selection": prior_decay)
     (f"untried-uct network c1 power2 commit-max decay{m:g}", "muzero",
      {"selection": "untried-uct", "prior": "network", "exploration": 1.0, "prior_power": 2.0, "commit": "max",
-      "prior_decay": m}) for m in (10.0, 100.0, 1000.0)]
+      "prior_decay": m}) for m in (10.0, 100.0, 1000.0)] + [
+    # leaves valued without a rollout to the end (search/uct.py, "Value leaves"): the reference episode's return to
+    # go (y = 0, no network: what prefetch mode has), alone or after 16 / 64 greedy steps; the uniform prior
+    (f"uniform {leaf}", "muzero", {"prior": "uniform", "commit": "max", **opts}) for leaf, opts in (
+        ("value-reference", {"leaf": "value", "leaf_value": "reference"}),
+        ("mixed16-reference", {"leaf": "mixed", "leaf_steps": 16, "leaf_value": "reference"}),
+        ("mixed64-reference", {"leaf": "mixed", "leaf_steps": 64, "leaf_value": "reference"}))]
 # The settings above without "commit-max" in their name ran when both searches committed by visits in map mode
 # (their rows in the CSVs): they keep that rule now that map mode's default is "max" (search/uct.py DEFAULT_COMMIT).
 SETTINGS = [(name, solver, opts if "commit" in opts else {**opts, "commit": "visits"}) for name, solver, opts in SETTINGS]
@@ -73,6 +81,9 @@ def main() -> None:
                          "buffers")
     ap.add_argument("--candidate", metavar="NAME=CHECKPOINT", default=None,
                     help="also the settings 'NAME visits' and 'NAME max': the default rule with that network")
+    ap.add_argument("--mode", default="map", choices=("map", "prefetch"),
+                    help="prefetch: the set's programs with ops, turned to prefetch mode at their capacity as "
+                         "`mallocgame solve --mode prefetch` reads them; rows named 'SETTING prefetch'")
     ap.add_argument("--out", default="muzero_selection_tuning.md")
     ap.add_argument("--csv", default=None)
     args = ap.parse_args()
@@ -88,7 +99,8 @@ def main() -> None:
     timed = bool(args.budget) and args.budget.startswith("t")
     if args.budget and not timed:
         raise SystemExit(f"--budget: give tS (S seconds per problem), got {args.budget!r}; --simulations sets the rest")
-    tag = f" @{args.budget}" if timed else ""  # a timed run's rows: their own names, never mixed with the 16-sim ones
+    # a timed or prefetch run's rows: their own names, never mixed with the 16-simulation map-mode ones
+    tag = (" prefetch" if args.mode == "prefetch" else "") + (f" @{args.budget}" if timed else "")
     sims, limit = budget_of(args.budget, 600.0) if timed else (args.simulations, 600.0)
     settings = [(name + tag, solver, opts) for name, solver, opts in settings]
     wanted = [w + tag for w in wanted]
@@ -100,11 +112,17 @@ def main() -> None:
     show = Transcript()
     which = "seeds 201-212" if args.set == "tuning" else f"tuning-real, seeds {TUNING_REAL_SEED}-{TUNING_REAL_SEED + 11}"
     budget = f"{limit:g} s per problem, no cap on simulations" if timed else f"{args.simulations} simulations"
-    show(f"tuning set ({which}); {budget}; seed {args.seed}; resumed {len(done)} runs")
+    show(f"tuning set ({which}); {args.mode} mode; {budget}; seed {args.seed}; resumed {len(done)} runs")
     insts = []
     for r in (tuning() if args.set == "tuning" else tuning_real()):
         problem, hw = build(r)
-        insts.append((f"{r.kind}-{r.n}-c{r.capacity_fraction:g}-s{r.seed}", problem, hw, problem_bound(problem, hw)))
+        label = f"{r.kind}-{r.n}-c{r.capacity_fraction:g}-s{r.seed}"
+        if args.mode == "prefetch":
+            turned = in_prefetch_mode([Held(r.kind, label, problem, hw)])
+            if not turned:  # random intervals have no ops
+                continue
+            problem = turned[0].problem
+        insts.append((label, problem, hw, problem_bound(problem, hw)))
     new = not csv_path.exists()
     with open(csv_path, "a", newline="") as fh:
         out = csv.writer(fh)
