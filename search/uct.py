@@ -50,7 +50,11 @@ plays first anyway; :func:`greedy_profile`), corrected by ``y``, the value targe
 continuation in percent of that episode's return ``scale`` (:mod:`mallocgame.search.muzero.value`). Like a
 rollout's return it estimates the whole episode's return, so siblings and leaves at any depth compare on one
 quantity. A prior returned with ``y`` becomes the leaf node's prior (one network pass per leaf serves both).
-``leaf="mixed"`` first plays ``leaf_steps`` greedy rollout steps, then values the state reached.
+``leaf="mixed"`` first plays ``leaf_steps`` greedy rollout steps, then values the state reached. ``leaf="auto"``
+(:func:`auto_leaf`) plays rollouts where the time per move affords ``auto_simulations`` (16) of them to the end,
+measured on the first greedy episode, and "mixed" leaves where it does not: at equal wall time a rollout search
+gets less than one simulation per move once a rollout costs more than the move's share of the time (prefetch
+games of thousands of decisions), while truncated leaves still search there.
 
 Budgets: at most ``simulations`` new simulations per move, and a wall-clock deadline
 shared out over the remaining moves. A reserve for finishing greedily is kept (measured
@@ -79,8 +83,9 @@ from mallocgame.session import BASELINE_SHARE, VARIANTS_SHARE, session_for
 
 ROLLOUTS = ("greedy", "random")
 #: Leaf evaluations (module docstring, "Value leaves"): a rollout to the end (or ``rollout_depth``), the value
-#: alone, or ``leaf_steps`` rollout steps then the value.
-LEAVES = ("rollout", "value", "mixed")
+#: alone, ``leaf_steps`` rollout steps then the value, or "auto": rollouts where the time allows
+#: ``auto_simulations`` of them per move, else "mixed" (module docstring, "Value leaves").
+LEAVES = ("rollout", "value", "mixed", "auto")
 #: Selection rules with a prior: "puct" (pUCT over all legal actions; a prior near 0 can starve a move),
 #: "untried-puct" (UCT's untried-first rule, then pUCT), "untried-uct" (untried-first, then UCT with the
 #: exploration bonus scaled by k * p(a): a uniform prior is plain UCT, move for move).
@@ -105,7 +110,8 @@ class MCTSConfig:
     prior_power: float = 1.0  # "untried-uct": the bonus of a is scaled by (k * p(a)) ** prior_power
     prior_decay: float = 0.0  # "untried-uct": > 0 fades that power as m / (m + N) at a node of N visits (docstring)
     leaf: str = "rollout"  # one of LEAVES (module docstring, "Value leaves")
-    leaf_steps: int = 16  # leaf="mixed": greedy rollout steps before the value
+    leaf_steps: int = 16  # leaf="mixed" (and "auto" when it picks "mixed"): greedy rollout steps before the value
+    auto_simulations: int = 16  # leaf="auto": rollouts when the time per move affords this many (or `simulations`)
 
     def __post_init__(self):
         if self.rollout not in ROLLOUTS:
@@ -118,8 +124,8 @@ class MCTSConfig:
             raise ValueError("MCTSConfig: prior_decay >= 0")
         if self.leaf not in LEAVES:
             raise ValueError(f"unknown leaf evaluation {self.leaf!r} (known: {', '.join(LEAVES)})")
-        if self.leaf_steps < 0:
-            raise ValueError("MCTSConfig: leaf_steps >= 0")
+        if self.leaf_steps < 0 or self.auto_simulations < 1:
+            raise ValueError("MCTSConfig: leaf_steps >= 0, auto_simulations >= 1")
         if self.commit not in COMMITS:
             raise ValueError(f"unknown commit rule {self.commit!r} (known: visits, max)")
         if self.simulations < 1 or not 0.0 <= self.epsilon <= 1.0 or self.exploration < 0:
@@ -222,6 +228,23 @@ def rollout(game: Game, cfg: MCTSConfig, rng: np.random.Generator, stop_step: fl
     return total
 
 
+def auto_leaf(cfg: MCTSConfig, step_time: float, episode_steps: int, decisions: int, seconds_left: float) -> str:
+    """``leaf="auto"``: ``"rollout"`` if the time per move affords ``min(simulations, auto_simulations)`` rollouts to
+    the end, else ``"mixed"``. A rollout from a move costs the steps still to play, on average half the episode's
+    ``episode_steps`` at ``step_time`` seconds each; the time per move is ``seconds_left`` shared over ``decisions``.
+
+    >>> auto_leaf(MCTSConfig(leaf="auto"), 1e-4, 1_000, 500, 10.0)   # 20 ms a move, 50 ms a rollout
+    'mixed'
+    >>> auto_leaf(MCTSConfig(leaf="auto"), 1e-5, 200, 100, 10.0)     # 100 ms a move, 1 ms a rollout
+    'rollout'
+    """
+    per_move = seconds_left / max(decisions, 1)
+    rollout_cost = step_time * episode_steps / 2
+    if rollout_cost <= 0 or math.isinf(per_move):
+        return "rollout"
+    return "rollout" if per_move / rollout_cost >= min(cfg.simulations, cfg.auto_simulations) else "mixed"
+
+
 class UCTSearch:
     """Move-by-move UCT on one game; :meth:`run` plays the game to its end and returns the best episode."""
 
@@ -236,6 +259,7 @@ class UCTSearch:
         self.prior_calls = 0  # times ``prior`` was asked (never at a forced move)
         self.leaf_calls = 0  # times ``leaf_value`` was asked
         self.to_go, self.scale = np.zeros(1), 0.0  # the reference episode (set by run, or by set_reference)
+        self.leaf = cfg.leaf if cfg.leaf != "auto" else "rollout"  # what a leaf plays ("auto": chosen by run)
 
     def set_reference(self, game: Game) -> None:
         """The reference episode of value leaves: the greedy episode from ``game`` (:func:`greedy_profile`)."""
@@ -374,7 +398,7 @@ class UCTSearch:
 
     def _finish(self, path: list[Node], game: Game, stop_step: float, best: Episode) -> Episode:
         """Roll out from the end of ``path`` (or value its leaf) and back the return up it."""
-        if self.cfg.leaf == "rollout":
+        if self.leaf == "rollout":
             ret = rollout(game, self.cfg, self.rng, stop_step)
         else:
             ret = self._leaf(path[-1], game, stop_step)
@@ -392,7 +416,7 @@ class UCTSearch:
         """A value leaf (module docstring): rewards of ``leaf_steps`` rollout steps ("mixed") plus the value of the
         state reached, ``to_go[t] + scale x y / 100``; a prior that comes with ``y`` at ``node``'s own state
         becomes ``node``'s (guided search)."""
-        depth = self.cfg.leaf_steps if self.cfg.leaf == "mixed" else 0
+        depth = self.cfg.leaf_steps if self.leaf == "mixed" else 0
         ret = rollout(game, self.cfg, self.rng, min(stop_step, game.steps + depth)) if depth else 0.0
         if game.done:
             return ret
@@ -418,6 +442,9 @@ class UCTSearch:
         else:  # the same greedy episode, its rewards recorded: the reference of the value leaves
             self.to_go, self.scale = _play_recording(probe, deadline)
         step_time = (time.monotonic() - tp) / max(probe.steps - game.steps, 1)
+        if cfg.leaf == "auto":
+            self.leaf = auto_leaf(cfg, step_time, probe.steps - game.steps, game.decisions_left,
+                                  deadline - time.monotonic())
         best = episode_of(probe, "greedy")
         for inc in incumbents:
             if inc.value > best.value:
@@ -631,6 +658,8 @@ def solve_with_uct(name: str, problem, hardware, cfg: MCTSConfig, game_cfg, *, t
         stats["prior_calls"] = search.prior_calls
     if cfg.leaf != "rollout":
         stats.update({"leaf": cfg.leaf, "leaf_calls": search.leaf_calls})
+        if cfg.leaf == "auto":
+            stats["leaf_played"] = search.leaf
     if problem.mode == "prefetch":
         norm = data.reward_norm
         best, best_value, intervals = prefetch_answer(problem, hardware, result, incumbents)

@@ -101,8 +101,11 @@ Options (keyword arguments of ``solve``; the CLI passes ``--simulations`` and ``
   (``value.pt``: ``default.pt`` with its value head fine-tuned, ``experiments/train_value_head.py``; the same
   prior). Guided UCT only (``method=uct``, no ``model``). Measured at 10 s on the xla suite and the 1k-2k-buffer
   held-out problems: 30-630 times the simulations of ``mcts`` at 1.5k-13k buffers, but 2/16/6 against ``mcts``
-  and level with ``leaf_value="reference"`` (``experiments/README.md``, "Value leaves"): not the default;
-* ``leaf_steps``   with ``leaf="mixed"``: greedy rollout steps before the value (default 16, not tuned);
+  and level with ``leaf_value="reference"`` (``experiments/README.md``, "Value leaves"): not the default.
+  ``"auto"`` plays rollouts where the time per move affords 16 of them to the end and ``"mixed"`` leaves where it
+  does not (``search/uct.py`` ``auto_leaf``; ``stats["leaf_played"]`` says which);
+* ``leaf_steps``   with ``leaf="mixed"``: greedy rollout steps before the value (default 16, not tuned; with
+  ``"auto"`` 64);
 * ``leaf_value``   ``"network"`` (default) or ``"reference"``: the control without a network at the leaves,
   ``y = 0`` (the future as in the greedy reference episode). A game the network was not trained on (pack and
   prefetch modes) gets the reference (``stats["leaf_value"]`` says so).
@@ -197,6 +200,9 @@ PREFETCH_CHECKPOINT = DEFAULT_CHECKPOINT.with_name("prefetch.pt")
 PREFETCH_NETWORK_BY_DEFAULT = False
 LEAF_VALUES = ("network", "reference")
 DEFAULT_LEAF_STEPS = 16
+#: ``leaf="auto"``'s steps before the reference value where it plays "mixed": 64 searched better than 16 on the
+#: prefetch tuning sets at 10 s (experiments/README.md, "Leaves without a rollout to the end in prefetch mode").
+DEFAULT_AUTO_LEAF_STEPS = 64
 
 def _choice(name: str, value, choices: tuple[str, ...]) -> str:
     if value not in choices:
@@ -249,7 +255,8 @@ class MuZeroSolver(Solver):
         commit = _choice("commit", DEFAULT_COMMIT[problem.mode] if commit is None else commit, COMMITS)
         leaf = _choice("leaf", leaf, LEAVES)
         leaf_value = _choice("leaf_value", leaf_value, LEAF_VALUES)
-        leaf_steps = DEFAULT_LEAF_STEPS if leaf_steps is None else leaf_steps
+        if leaf_steps is None:
+            leaf_steps = DEFAULT_AUTO_LEAF_STEPS if leaf == "auto" else DEFAULT_LEAF_STEPS
         if isinstance(leaf_steps, bool) or not isinstance(leaf_steps, int) or leaf_steps < 0:
             raise InputError(f"muzero: option leaf_steps must be an integer >= 0, got {leaf_steps!r}")
         if method != "uct" or model is not None:
@@ -360,7 +367,7 @@ def _leaf_evaluator(leaf: tuple[str, int, str], value_net, stats: dict):
     kind, steps, which = leaf
     if kind == "rollout":
         return None
-    stats.update({"leaf": kind, "leaf_steps": steps if kind == "mixed" else 0})
+    stats.update({"leaf": kind, "leaf_steps": steps if kind in ("mixed", "auto") else 0})
     if which == "network" and value_net is not None:
         stats["leaf_value"] = "network"
         return NetworkValue(value_net)

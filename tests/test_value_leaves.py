@@ -162,3 +162,36 @@ def test_a_value_leaf_steps_the_game_once_where_a_rollout_plays_to_the_end(monke
         steps[leaf] = count[0]
     left = len(_problem().buffers)  # an upper bound on the episode's steps from here
     assert steps["value"] == 1 and 10 < steps["rollout"] <= 2 * left, steps
+
+
+def test_auto_leaf_plays_rollouts_where_the_time_affords_them_and_mixed_leaves_where_not():
+    from mallocgame.search.uct import auto_leaf
+
+    cfg = MCTSConfig(leaf="auto", simulations=10**9)  # equal wall time: the time decides
+    # 1,000-step episode at 0.1 ms a step: a rollout ~50 ms; 10 s over 500 moves is 20 ms a move
+    assert auto_leaf(cfg, 1e-4, 1_000, 500, 10.0) == "mixed"
+    # the same game with 100x the time: 2 s a move, 40 rollouts
+    assert auto_leaf(cfg, 1e-4, 1_000, 500, 1_000.0) == "rollout"
+    # a simulation budget below auto_simulations is what must fit: 4 rollouts of 50 ms in 0.2 s a move
+    assert auto_leaf(MCTSConfig(leaf="auto", simulations=4), 1e-4, 1_000, 500, 100.0) == "rollout"
+    assert auto_leaf(cfg, 1e-4, 1_000, 500, math.inf) == "rollout"  # no deadline
+
+
+@pytest.mark.parametrize("limit, played", [(math.inf, "rollout"), (2.0, "mixed")])
+def test_auto_leaf_in_the_prefetch_search(limit, played):
+    """The prefetch game of a 150-buffer program: with no deadline rollouts, with a tight one mixed leaves; a valid
+    answer either way, and the same seed gives the same answer when the budget is simulations."""
+    problem = layered_network(150, seed=7, capacity_fraction=0.3).replace(mode="prefetch")
+    if math.isinf(limit):
+        opts = {"prior": "uniform", "leaf": "auto", "simulations": 2}
+        a = run_solver("muzero", problem, HW, time_limit=600, seed=1, options=opts)
+        b = run_solver("muzero", problem, HW, time_limit=600, seed=1, options=opts)
+        assert a.valid and b.valid and a.objective == b.objective
+        # the time limit of 600 s affords 2 rollouts a move here, so the search played them
+        assert a.stats["leaf_played"] == played and a.stats["leaf_calls"] == 0
+    else:
+        rep = run_solver("muzero", problem, HW, time_limit=limit, seed=1,
+                         options={"prior": "uniform", "leaf": "auto", "simulations": 10**9})
+        assert rep.valid
+        assert rep.stats["leaf_played"] == played and rep.stats["leaf_calls"] > 0
+        assert rep.stats["leaf_steps"] == 64  # auto's default
