@@ -14,7 +14,8 @@ network's hash (refused for any other), its problems with ops turned to prefetch
 Contestants (all through :func:`mallocgame.runner.run_solver`: validated, scored against the prefetch bound):
 ``muzero`` (solver ``muzero`` with ``checkpoint=`` the shipped prefetch network, ``search/muzero/checkpoints/prefetch.pt``;
 the run stops if ``stats["prior"]`` says anything but ``network``), ``mcts`` (its defaults), ``uniform`` (solver
-``muzero`` with ``prior=uniform``: ``mcts`` by construction) and ``msa`` (XLA's memory-space assignment, deterministic;
+``muzero`` with ``prior=uniform``: ``mcts`` by construction until prefetch mode's default leaf became ``auto``),
+``default`` (solver ``muzero`` as shipped, no option) and ``msa`` (XLA's memory-space assignment, deterministic;
 no simulations). Budget ``16``: 16 simulations per move under ``--time-limit`` (a run the clock bound is marked
 ``*``); budget ``tS``: S seconds per problem, no cap on simulations. Seed ``--seed`` for every run.
 
@@ -34,10 +35,13 @@ from heldout import confirmation_for, held_out_prefetch, in_prefetch_mode, with_
 from heldout_muzero_mcts import read_csvs, run_heldout, summary
 
 CHECKPOINT = Path(__file__).resolve().parents[1] / "search" / "muzero" / "checkpoints" / "prefetch.pt"
+# "muzero": the prefetch network's search; "default": the muzero solver as shipped, no option (in prefetch mode the
+# uniform prior and leaf=auto since that default was chosen; "uniform" then plays auto leaves too, before it was mcts)
 CONTESTANTS = {"muzero": ("muzero", {"checkpoint": str(CHECKPOINT)}), "mcts": ("mcts", {}),
-               "uniform": ("muzero", {"prior": "uniform"}), "msa": ("msa", {})}
-SEARCHES = ("muzero", "mcts", "uniform")  # take a simulation budget
-PAIRS = (("muzero", "mcts"), ("muzero", "msa"), ("mcts", "msa"), ("muzero", "uniform"), ("uniform", "mcts"))
+               "uniform": ("muzero", {"prior": "uniform"}), "msa": ("msa", {}), "default": ("muzero", {})}
+SEARCHES = ("muzero", "mcts", "uniform", "default")  # take a simulation budget
+PAIRS = (("muzero", "mcts"), ("muzero", "msa"), ("mcts", "msa"), ("muzero", "uniform"), ("uniform", "mcts"),
+         ("default", "mcts"), ("default", "msa"), ("default", "muzero"))
 
 
 def main() -> None:

@@ -63,7 +63,8 @@ SETTINGS = [("mcts", "mcts", {})] + [
         ("value-reference", {"leaf": "value", "leaf_value": "reference"}),
         ("mixed16-reference", {"leaf": "mixed", "leaf_steps": 16, "leaf_value": "reference"}),
         ("mixed64-reference", {"leaf": "mixed", "leaf_steps": 64, "leaf_value": "reference"}),
-        ("auto64-reference", {"leaf": "auto", "leaf_steps": 64, "leaf_value": "reference"}))]
+        ("auto64-reference", {"leaf": "auto", "leaf_steps": 64, "leaf_value": "reference", "auto_simulations": 16}),
+        ("auto64a2-reference", {"leaf": "auto", "leaf_steps": 64, "leaf_value": "reference", "auto_simulations": 2}))]
 # The settings above without "commit-max" in their name ran when both searches committed by visits in map mode
 # (their rows in the CSVs): they keep that rule now that map mode's default is "max" (search/uct.py DEFAULT_COMMIT).
 SETTINGS = [(name, solver, opts if "commit" in opts else {**opts, "commit": "visits"}) for name, solver, opts in SETTINGS]

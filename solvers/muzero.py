@@ -92,7 +92,8 @@ Options (keyword arguments of ``solve``; the CLI passes ``--simulations`` and ``
   simulator), the earlier searches; with the simulator they lost to plain MCTS (issue 10);
 * ``search_model`` the old name of ``model`` (same values; giving both with different values is an error);
 * ``c_scale``      Gumbel's weight of Q against the prior (default 0.1 simulator, 0.02 learned);
-* ``leaf``         ``"rollout"`` (default: a greedy rollout to the end, as ``mcts``), ``"value"`` or ``"mixed"``
+* ``leaf``         ``"rollout"`` (map and pack modes' default: a greedy rollout to the end, as ``mcts``), ``"auto"``
+  (prefetch mode's default, ``DEFAULT_LEAF``; below), ``"value"`` or ``"mixed"``
   (issue 21 item 2; ``search/uct.py``, "Value leaves"): a new leaf is valued by the network's value head instead,
   as the return still to come in the reference (greedy) episode corrected by the head's estimate of the value
   relative to the greedy continuation (:mod:`mallocgame.search.muzero.value`); one network pass per leaf gives
@@ -102,8 +103,8 @@ Options (keyword arguments of ``solve``; the CLI passes ``--simulations`` and ``
   prior). Guided UCT only (``method=uct``, no ``model``). Measured at 10 s on the xla suite and the 1k-2k-buffer
   held-out problems: 30-630 times the simulations of ``mcts`` at 1.5k-13k buffers, but 2/16/6 against ``mcts``
   and level with ``leaf_value="reference"`` (``experiments/README.md``, "Value leaves"): not the default.
-  ``"auto"`` plays rollouts where the time per move affords 16 of them to the end and ``"mixed"`` leaves where it
-  does not (``search/uct.py`` ``auto_leaf``; ``stats["leaf_played"]`` says which);
+  ``"auto"`` plays rollouts where the time per move affords ``auto_simulations`` (default 2) of them to the end
+  and ``"mixed"`` leaves where it does not (``search/uct.py`` ``auto_leaf``; ``stats["leaf_played"]`` says which);
 * ``leaf_steps``   with ``leaf="mixed"``: greedy rollout steps before the value (default 16, not tuned; with
   ``"auto"`` 64);
 * ``leaf_value``   ``"network"`` (default) or ``"reference"``: the control without a network at the leaves,
@@ -203,6 +204,16 @@ DEFAULT_LEAF_STEPS = 16
 #: ``leaf="auto"``'s steps before the reference value where it plays "mixed": 64 searched better than 16 on the
 #: prefetch tuning sets at 10 s (experiments/README.md, "Leaves without a rollout to the end in prefetch mode").
 DEFAULT_AUTO_LEAF_STEPS = 64
+#: ``leaf="auto"`` plays rollouts where the time per move affords this many to the end (estimated from the first
+#: greedy episode: the time per move over half an episode's steps). Chosen on the prefetch tuning sets at 10 s: the
+#: estimate was 0.05-1.02 where reference-valued mixed leaves beat rollouts and 3.1-43 where they lost or tied
+#: (experiments/README.md, "Leaves without a rollout to the end in prefetch mode"); the estimate is conservative,
+#: rollouts deeper in the tree are shorter and forced moves take no simulations.
+DEFAULT_AUTO_SIMULATIONS = 2
+#: The leaf evaluation per mode (option ``leaf``): prefetch mode plays "auto" (its leaves valued by the reference
+#: episode, y = 0: no value network is trained for the prefetch game), map and pack modes rollouts to the end
+#: (value leaves lost to them in map mode: experiments/README.md, "Value leaves").
+DEFAULT_LEAF = {"map": "rollout", "pack": "rollout", "prefetch": "auto"}
 
 def _choice(name: str, value, choices: tuple[str, ...]) -> str:
     if value not in choices:
@@ -220,8 +231,9 @@ class MuZeroSolver(Solver):
               exploration: float | None = None, method: str = "uct", model: str | None = None,
               search_model: str | None = None, c_scale: float | None = None,
               rollout_depth: int | None = None, selection: str | None = None,
-              prior_power: float | None = None, prior_decay: float | None = None, leaf: str = "rollout",
-              leaf_steps: int | None = None, leaf_value: str = "network", commit: str | None = None) -> Solution:
+              prior_power: float | None = None, prior_decay: float | None = None, leaf: str | None = None,
+              leaf_steps: int | None = None, leaf_value: str = "network", commit: str | None = None,
+              auto_simulations: int | None = None) -> Solution:
         t0 = time.monotonic()
         prior = _choice("prior", prior, PRIORS)
         selection = _choice("selection", DEFAULT_SELECTION if selection is None else selection, GUIDED_RULES)
@@ -253,15 +265,19 @@ class MuZeroSolver(Solver):
         if isinstance(prior_decay, bool) or not isinstance(prior_decay, (int, float)) or not prior_decay >= 0:
             raise InputError(f"muzero: option prior_decay must be a number >= 0, got {prior_decay!r}")
         commit = _choice("commit", DEFAULT_COMMIT[problem.mode] if commit is None else commit, COMMITS)
-        leaf = _choice("leaf", leaf, LEAVES)
+        leaf_given = leaf is not None
+        leaf = _choice("leaf", DEFAULT_LEAF[problem.mode] if leaf is None else leaf, LEAVES)
         leaf_value = _choice("leaf_value", leaf_value, LEAF_VALUES)
         if leaf_steps is None:
             leaf_steps = DEFAULT_AUTO_LEAF_STEPS if leaf == "auto" else DEFAULT_LEAF_STEPS
+        auto_simulations = DEFAULT_AUTO_SIMULATIONS if auto_simulations is None else auto_simulations
+        if isinstance(auto_simulations, bool) or not isinstance(auto_simulations, int) or auto_simulations < 1:
+            raise InputError(f"muzero: option auto_simulations must be an integer >= 1, got {auto_simulations!r}")
         if isinstance(leaf_steps, bool) or not isinstance(leaf_steps, int) or leaf_steps < 0:
             raise InputError(f"muzero: option leaf_steps must be an integer >= 0, got {leaf_steps!r}")
         if method != "uct" or model is not None:
-            if leaf != "rollout":
-                raise InputError("muzero: option leaf=value|mixed is the guided UCT's (method=uct, no model)")
+            if leaf_given and leaf != "rollout":
+                raise InputError("muzero: option leaf=value|mixed|auto is the guided UCT's (method=uct, no model)")
             if problem.mode != "map":
                 what = f"model={model}" if model is not None else f"method={method}"
                 raise InputError(f"muzero: option {what} plays map mode only, not {problem.mode} mode")
@@ -272,7 +288,8 @@ class MuZeroSolver(Solver):
         return _solve_uct(self.name, problem, hardware, t0=t0, time_limit=time_limit, seed=seed, hint=hint,
                           sims=sims, checkpoint=checkpoint, prior=prior, exploration=float(exploration),
                           rollout_depth=rollout_depth, selection=selection, prior_power=float(prior_power),
-                          prior_decay=float(prior_decay), leaf=(leaf, leaf_steps, leaf_value), commit=commit)
+                          prior_decay=float(prior_decay), leaf=(leaf, leaf_steps, leaf_value), commit=commit,
+                          auto_simulations=auto_simulations)
 
 
 # --- the default: UCT with the network's prior (search/uct.py, "Guided selection") --------------
@@ -298,11 +315,12 @@ def _default_checkpoint(mode: str, valued: bool) -> Path:
 def _solve_uct(name: str, problem: Problem, hardware, *, t0: float, time_limit: float, seed: int,
                hint: Solution | None, sims: int, checkpoint: str | None, prior: str, exploration: float,
                rollout_depth: int | None, selection: str, prior_power: float, prior_decay: float = 0.0,
-               leaf: tuple[str, int, str] = ("rollout", 0, "network"), commit: str) -> Solution:
+               leaf: tuple[str, int, str] = ("rollout", 0, "network"), commit: str,
+               auto_simulations: int = 2) -> Solution:
     stats: dict[str, Any] = {"method": "uct", "selection": selection, "exploration": exploration,
                              "prior_power": prior_power, "prior_decay": prior_decay, "commit": commit}
     net = trained_game = None
-    valued = leaf[0] != "rollout" and leaf[2] == "network"
+    valued = leaf[0] != "rollout" and leaf[2] == "network" and problem.mode != "prefetch"  # no value net there
     blend = BLENDED_PRIORS.get(prior)
     if blend is not None and problem.mode != "map":
         stats["blend"] = f"none (the relaxation prior plays map mode only, not {problem.mode}): the network alone"
@@ -353,7 +371,7 @@ def _solve_uct(name: str, problem: Problem, hardware, *, t0: float, time_limit: 
 
     cfg = MCTSConfig(simulations=sims, exploration=exploration, rollout="greedy", rollout_depth=rollout_depth,
                      commit=commit, guided=selection, prior_power=prior_power, prior_decay=prior_decay,
-                     leaf=leaf[0], leaf_steps=leaf[1])
+                     leaf=leaf[0], leaf_steps=leaf[1], auto_simulations=auto_simulations)
     solution = solve_with_uct(name, problem, hardware, cfg, game_cfg, t0=t0, time_limit=time_limit, seed=seed,
                               hint=hint, prior=prior_fn, data=data, stats=stats, leaf_value=leaf_fn, prepare=prepare)
     # The network is asked exactly when the search asks its prior (never at a forced move) or values a leaf.

@@ -177,11 +177,12 @@ def test_auto_leaf_plays_rollouts_where_the_time_affords_them_and_mixed_leaves_w
     assert auto_leaf(cfg, 1e-4, 1_000, 500, math.inf) == "rollout"  # no deadline
 
 
-@pytest.mark.parametrize("limit, played", [(math.inf, "rollout"), (2.0, "mixed")])
-def test_auto_leaf_in_the_prefetch_search(limit, played):
-    """The prefetch game of a 150-buffer program: with no deadline rollouts, with a tight one mixed leaves; a valid
-    answer either way, and the same seed gives the same answer when the budget is simulations."""
-    problem = layered_network(150, seed=7, capacity_fraction=0.3).replace(mode="prefetch")
+@pytest.mark.parametrize("n, limit, played", [(150, math.inf, "rollout"), (400, 3.0, "mixed")])
+def test_auto_leaf_in_the_prefetch_search(n, limit, played):
+    """A prefetch game: with a simulation budget and time to spare rollouts; at 3 s for a 400-buffer program (a
+    rollout ~15 ms, ~4 ms a move) mixed leaves; a valid answer either way, and the same seed gives the same answer
+    when the budget is simulations."""
+    problem = layered_network(n, seed=7, capacity_fraction=0.3).replace(mode="prefetch")
     if math.isinf(limit):
         opts = {"prior": "uniform", "leaf": "auto", "simulations": 2}
         a = run_solver("muzero", problem, HW, time_limit=600, seed=1, options=opts)
@@ -190,8 +191,7 @@ def test_auto_leaf_in_the_prefetch_search(limit, played):
         # the time limit of 600 s affords 2 rollouts a move here, so the search played them
         assert a.stats["leaf_played"] == played and a.stats["leaf_calls"] == 0
     else:
-        rep = run_solver("muzero", problem, HW, time_limit=limit, seed=1,
-                         options={"prior": "uniform", "leaf": "auto", "simulations": 10**9})
+        rep = run_solver("muzero", problem, HW, time_limit=limit, seed=1, options={"simulations": 10**9})
         assert rep.valid
         assert rep.stats["leaf_played"] == played and rep.stats["leaf_calls"] > 0
-        assert rep.stats["leaf_steps"] == 64  # auto's default
+        assert rep.stats["leaf"] == "auto" and rep.stats["leaf_steps"] == 64  # prefetch mode's defaults
