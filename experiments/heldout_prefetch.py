@@ -93,7 +93,7 @@ def run(args, budgets, wanted, csv_path: Path, rows: list[dict], show, contestan
 def _check_row(h, name: str, rep, row: dict) -> None:
     """Stop if ``muzero`` (or a candidate network) did not play its network; record the exploration constant the
     search used."""
-    if name not in ("mcts", "msa", "uniform") and rep.stats.get("prior") != "network":
+    if name not in ("mcts", "msa", "uniform", "default") and rep.stats.get("prior") != "network":
         raise SystemExit(f"{name} on {h.label}: played prior {rep.stats.get('prior')!r}, not the network")
     row["exploration"] = rep.stats.get("exploration", "")
 
