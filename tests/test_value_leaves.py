@@ -195,3 +195,14 @@ def test_auto_leaf_in_the_prefetch_search(n, limit, played):
         assert rep.valid
         assert rep.stats["leaf_played"] == played and rep.stats["leaf_calls"] > 0
         assert rep.stats["leaf"] == "auto" and rep.stats["leaf_steps"] == 64  # prefetch mode's defaults
+
+
+def test_prefetch_default_at_a_simulation_budget_with_time_to_spare_is_mcts():
+    """Where the time affords the rollouts (a simulation budget, a generous limit) prefetch mode's default leaf,
+    auto, plays them: the default muzero (uniform prior there) is then mcts, answer for answer."""
+    problem = layered_network(60, seed=11, capacity_fraction=0.3).replace(mode="prefetch")
+    mcts = run_solver("mcts", problem, HW, time_limit=600, seed=4, options={"simulations": 3})
+    default = run_solver("muzero", problem, HW, time_limit=600, seed=4, options={"simulations": 3})
+    assert mcts.valid and default.valid
+    assert default.stats["leaf"] == "auto" and default.stats["leaf_played"] == "rollout"
+    assert default.objective == mcts.objective and default.stats["simulations"] == mcts.stats["simulations"]
