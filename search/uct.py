@@ -51,7 +51,7 @@ continuation in percent of that episode's return ``scale`` (:mod:`mallocgame.sea
 rollout's return it estimates the whole episode's return, so siblings and leaves at any depth compare on one
 quantity. A prior returned with ``y`` becomes the leaf node's prior (one network pass per leaf serves both).
 ``leaf="mixed"`` first plays ``leaf_steps`` greedy rollout steps, then values the state reached. ``leaf="auto"``
-(:func:`auto_leaf`) plays rollouts where the time per move affords ``auto_simulations`` (16) of them to the end,
+(:func:`auto_leaf`) plays rollouts where the time per move affords ``auto_simulations`` of them to the end,
 measured on the first greedy episode, and "mixed" leaves where it does not: at equal wall time a rollout search
 gets less than one simulation per move once a rollout costs more than the move's share of the time (prefetch
 games of thousands of decisions), while truncated leaves still search there.
@@ -111,7 +111,7 @@ class MCTSConfig:
     prior_decay: float = 0.0  # "untried-uct": > 0 fades that power as m / (m + N) at a node of N visits (docstring)
     leaf: str = "rollout"  # one of LEAVES (module docstring, "Value leaves")
     leaf_steps: int = 16  # leaf="mixed" (and "auto" when it picks "mixed"): greedy rollout steps before the value
-    auto_simulations: int = 16  # leaf="auto": rollouts when the time per move affords this many (or `simulations`)
+    auto_simulations: int = 2  # leaf="auto": rollouts when the time per move affords this many (or `simulations`)
 
     def __post_init__(self):
         if self.rollout not in ROLLOUTS:
