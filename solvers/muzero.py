@@ -43,7 +43,8 @@ held-out and confirmation sets in both modes, no family behind -- is **met in on
   (p = 0.20) at 60 s on all 95 (behind: five families at 10 s, the torch family at 60 s, 2/11/3);
 * map mode, confirmation set (12 problems): 7/3/2 at 60 s (p = 0.090), 6/4/2 at 10 s (p = 0.145);
 * prefetch mode, held-out set: **22/35/5 at 10 s (p = 0.00076, 62 programs of 109-13,465 buffers, no family
-  behind)**, from the auto leaves where ``mcts`` gets few simulations; confirmation set 3/4/1 at 10 s, 2/5/1 at 60 s
+  behind)**, from the auto leaves where ``mcts`` gets few simulations; at 60 s 2/7/1 on its 10 programs of >= 1,247
+  buffers (the rest not run at 60 s); confirmation set 3/4/1 at 10 s, 2/5/1 at 60 s
   (8 programs, not significant); the prefetch network (``PREFETCH_CHECKPOINT``) is not the default: 8/39/15 against
   ``mcts`` at 60 s;
 * none of the other options below (the relaxation prior, the blended priors, value leaves in map mode,
