@@ -218,6 +218,7 @@ DEFAULT_AUTO_SIMULATIONS = 2
 #: (value leaves lost to them in map mode: experiments/README.md, "Value leaves").
 DEFAULT_LEAF = {"map": "rollout", "pack": "rollout", "prefetch": "auto"}
 
+
 def _choice(name: str, value, choices: tuple[str, ...]) -> str:
     if value not in choices:
         raise InputError(f"muzero: option {name} must be one of {', '.join(choices)}, got {value!r}")
