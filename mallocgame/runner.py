@@ -40,8 +40,8 @@ class UnsupportedMode(ValueError):
 class Report:
     """One solver's validated, scored answer (the report JSON of ``mallocgame solve --json``).
 
-    The fields are attributes (`report.speedup`); `report["speedup"]` reads the same field, by the
-    name it has in the JSON, and [`as_json`][mallocgame.runner.Report.as_json] gives them all as a dict.
+    The fields are attributes (`report.speedup`); `report["speedup"]` reads the same field by its name
+    (the JSON report's keys), and [`as_json`][mallocgame.runner.Report.as_json] gives them as a dict.
 
     Attributes:
         solver: The registered name of the solver that ran.
