@@ -12,6 +12,8 @@ import pytest
 import mallocgame
 from tests.conftest import ROOT
 
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
 
 def marked_example(path) -> str:
     """The Python block between ``<!-- api-example -->`` and ``<!-- /api-example -->`` in ``path``."""
@@ -37,7 +39,8 @@ def test_readme_api_example_runs(tmp_path):
 
 def test_docs_api_example_runs(tmp_path):
     out = run_example(ROOT / "docs" / "guide" / "python.md", tmp_path)
-    assert "takes no option 'simulaitons'" in out
+    assert "takes no option 'simulaitons'" in out and "x faster than all-slow" in out
+    assert (tmp_path / "layered150.png").read_bytes()[:8] == PNG_MAGIC  # the answer drawn
     assert "layered150 greedy-xla FEASIBLE" in out and "pack40 best-fit" in out
 
 
@@ -130,8 +133,6 @@ def test_report_fields_are_attributes_and_keys():
     with pytest.raises(KeyError, match="'spedup': a Report has solver, mode, status"):
         report["spedup"]
 
-
-PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
 @pytest.mark.parametrize("mode, example, solver, suffix", [
