@@ -1,6 +1,6 @@
 """The solver protocol every built-in and plugin solver follows (docs/architecture.md, "Solvers").
 
-A solver is a class with a ``name``, the ``modes`` it supports and a ``solve`` method::
+A solver is a class with a ``name``, the ``modes`` it supports and a ``solve`` method:
 
     solve(problem, hardware, *, time_limit, seed, hint=None, **options) -> Solution
 

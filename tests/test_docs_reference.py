@@ -19,6 +19,7 @@ import pytest
 from tests.conftest import ROOT
 
 ROLE = re.compile(r":(func|class|meth|mod|attr|exc|data|obj):\s*\S")
+LITERAL_MARK = re.compile(r"[^\s:]::(?=\s|$)")  # reST's "text::" before a literal block
 PRE = re.compile(r"<pre\b.*?</pre>", re.S)
 TAG = re.compile(r"<[^>]+>")
 # A doctest outside a docstring's "Examples:" section is Markdown: its ">>>" become nested blockquotes.
@@ -35,10 +36,10 @@ def text(fragment: str) -> str:
 
 
 def literal_markup(page_html: str) -> list[str]:
-    """The Sphinx roles, doctest prompts and blockquoted examples a page shows outside its code blocks, in context."""
+    """The Sphinx roles, reST ``::`` marks, doctest prompts and quoted examples a page shows outside its code blocks."""
     body = PRE.sub("", article(page_html))
     shown = text(body)
-    found = [m.start() for m in ROLE.finditer(shown)] + [m.start() for m in re.finditer(">>>", shown)]
+    found = [m.start() for pattern in (ROLE, LITERAL_MARK, re.compile(">>>")) for m in pattern.finditer(shown)]
     contexts = [" ".join(shown[max(0, i - 40):i + 60].split()) for i in sorted(found)]
     return contexts + ["blockquote: " + " ".join(text(m.group(1)).split())[:100] for m in QUOTE.finditer(body)]
 
@@ -46,12 +47,14 @@ def literal_markup(page_html: str) -> list[str]:
 def test_literal_markup_is_found():
     """The check itself: a role, a prompt or a quoted example outside a code block is caught, one inside is not."""
     page = ('<article><p>see :func:<code>mallocgame.solve</code></p><p>&gt;&gt;&gt; x = 1</p>'
-            '<blockquote><blockquote><p>y = 2</p></blockquote></blockquote>'
+            '<blockquote><blockquote><p>y = 2</p></blockquote></blockquote><p>a method::</p>'
             '<pre><code>&gt;&gt;&gt; y = :class:`Z`</code></pre></article>')
     found = literal_markup(page)
-    assert len(found) == 3, found
-    assert ":func:mallocgame.solve" in found[0] and ">>> x = 1" in found[1] and "y = 2" in found[2]
-    assert literal_markup("<article><p>[solve] and <code>validate</code></p><pre>&gt;&gt;&gt; 1</pre></article>") == []
+    assert len(found) == 4, found
+    assert ":func:mallocgame.solve" in found[0] and ">>> x = 1" in found[1] and "a method::" in found[2]
+    assert "y = 2" in found[3]
+    clean = "<article><p>[solve] and <code>validate</code>, a::b</p><pre>&gt;&gt;&gt; 1 method::</pre></article>"
+    assert literal_markup(clean) == []
 
 
 @pytest.fixture(scope="module")
