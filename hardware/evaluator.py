@@ -8,7 +8,7 @@ plus ``fixed_bytes_t / slow_bw``; program time = sum over ops. For problems with
 The map-mode **value** of a placement is ``time(all slow) - time(placement)``: the time
 saved. It is what every report, bound and game reward is expressed in.
 
-Example:
+Examples:
     >>> from mallocgame.model import Buffer, Problem
     >>> from mallocgame.hardware.spec import PRESETS
     >>> p = Problem("t", (Buffer("a", 4, 0, 2, benefit=3.0), Buffer("b", 4, 1, 3)), capacity=8)

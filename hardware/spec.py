@@ -2,7 +2,7 @@
 
 Presets are named; a user file (TOML or JSON) with the same fields gives any other chip.
 
-Example:
+Examples:
     >>> spec = load_hardware("tpuv4i")
     >>> spec.capacity == 128 * 2**20
     True

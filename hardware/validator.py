@@ -6,7 +6,7 @@ within the capacity; and no two placed buffers whose live ranges overlap sharing
 address. The overlap check is a sweep over time with the live placed buffers kept sorted
 by offset, so it costs O(n log n) plus list moves, never all pairs.
 
-Example:
+Examples:
     >>> from mallocgame.model import KEY_WIDTH, Buffer, Problem
     >>> p = Problem("t", (Buffer("a", 4, 0, 2), Buffer("b", 4, 1, 3)), capacity=8)
     >>> validate(p, [0, 4]) is None, validate(p, [0, 2])
@@ -123,10 +123,10 @@ def peak(problem: Problem, offsets: Sequence[int | None]) -> int:
 def validate_intervals(problem: Problem, intervals: Sequence, *, capacity: int | None = None) -> str | None:
     """The first violation of a prefetch-mode answer (docs/prefetch.md section 3), or ``None``.
 
-    ``intervals`` are :class:`~mallocgame.model.FastInterval`. Per interval: range, offset,
+    ``intervals`` are [`FastInterval`][mallocgame.model.FastInterval]s. Per interval: range, offset,
     alignment, capacity, the copy rule; per buffer: occupied ranges disjoint; across buffers:
     the occupied rectangles ``[occupied_from, end) x [offset, offset + size)`` disjoint (the
-    same sweep as :func:`validate`, over the intervals as rectangles).
+    same sweep as [`validate`][mallocgame.hardware.validator.validate], over the intervals as rectangles).
     """
     capacity = problem.capacity if capacity is None else capacity
     if _intervals_valid_at_once(problem, intervals, capacity):

@@ -6,6 +6,7 @@ The public API (docs/architecture.md, "The doors")::
     problem = mallocgame.load_problem("example:layered150")          # or a CSV / JSON workload
     result = mallocgame.solve(problem, "greedy-xla", time_limit=5)   # validated and scored
     verdict = mallocgame.validate(problem, result.solution)          # truthy when valid
+    mallocgame.plot(problem, result, "layered150.png")               # the answer drawn, in any mode
     rows = mallocgame.compare(["quick"], ["greedy-xla", "cpsat"], time_limit=2)
     names = [s.name for s in mallocgame.list_solvers()]
 
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 _PUBLIC = {
     "load_problem": "mallocgame.api", "solve": "mallocgame.api", "validate": "mallocgame.api",
     "compare": "mallocgame.api", "list_solvers": "mallocgame.api", "schedule": "mallocgame.api", "Result": "mallocgame.api",
-    "Verdict": "mallocgame.api", "SolverInfo": "mallocgame.api",
+    "Verdict": "mallocgame.api", "SolverInfo": "mallocgame.api", "plot": "mallocgame.api", "Report": "mallocgame.runner",
     "Problem": "mallocgame.model", "Buffer": "mallocgame.model", "Op": "mallocgame.model",
     "Operand": "mallocgame.model", "Solution": "mallocgame.model", "Status": "mallocgame.model",
     "InputError": "mallocgame.model", "Solver": "mallocgame.protocol",
@@ -28,9 +29,10 @@ _PUBLIC = {
 __all__ = sorted(_PUBLIC)
 
 if TYPE_CHECKING:  # pragma: no cover
-    from mallocgame.api import Result, SolverInfo, Verdict, compare, list_solvers, load_problem, schedule, solve, validate  # noqa: F401
+    from mallocgame.api import Result, SolverInfo, Verdict, compare, list_solvers, load_problem, plot, schedule, solve, validate  # noqa: F401
     from mallocgame.model import Buffer, InputError, Op, Operand, Problem, Solution, Status  # noqa: F401
     from mallocgame.protocol import Solver  # noqa: F401
+    from mallocgame.runner import Report  # noqa: F401
 
 
 def __getattr__(name: str) -> Any:

@@ -1,9 +1,9 @@
-"""The Python API: load a problem, solve it, validate an answer, compare solvers, list them.
+"""The Python API: load a problem, solve it, validate an answer, draw it, compare solvers, list them.
 
 The same paths the command line takes (docs/architecture.md, "The doors"): every answer is
-validated and scored by the runner; problems are prepared by :func:`mallocgame.inputs.load.prepare`.
+validated and scored by the runner; problems are prepared by `mallocgame.inputs.load.prepare`.
 
-Example:
+Examples:
     >>> import mallocgame
     >>> problem = mallocgame.load_problem("example:layered150")
     >>> result = mallocgame.solve(problem, "greedy-xla", time_limit=5)
@@ -21,25 +21,37 @@ from mallocgame.comparison import run_comparison
 from mallocgame.inputs.load import load_problem, prepare
 from mallocgame.io import read_intervals_csv, read_solution_csv
 from mallocgame.model import FastInterval, InputError, Problem, Solution, Status
+from mallocgame.plots import plot_intervals, plot_solution
 from mallocgame.protocol import bad_option_value, bad_seed, bad_time_limit, unknown_options
 from mallocgame.registry import describe, load_solver, solver_entries, solver_modes
-from mallocgame.runner import answer
+from mallocgame.runner import Report, answer
 from mallocgame.scheduling import schedule as run_schedule
 from mallocgame.solving import check_request, solve_with_warm_start
 from mallocgame.verdict import judge
 
-__all__ = ["Result", "SolverInfo", "Verdict", "compare", "load_problem", "solve", "list_solvers", "validate"]
+__all__ = ["Result", "SolverInfo", "Verdict", "compare", "load_problem", "solve", "list_solvers", "validate", "plot"]
 
 
 @dataclass(frozen=True)
 class Result:
-    """A validated, scored answer of :func:`solve`.
+    """A validated, scored answer of [`solve`][mallocgame.api.solve].
 
-    ``objective`` is the time saved against all-slow (map mode) or the peak address (pack
-    mode); ``bound`` the relaxation's upper bound on the saving (map) or the max-live lower
-    bound on the peak (pack); ``gap`` their relative distance. ``solution`` is ``None``
-    when the solver found no valid answer. ``report`` holds everything else (speed-up,
-    estimated time, history, statistics).
+    Attributes:
+        solver: The registered name of the solver that ran.
+        status: `"OPTIMAL"`, `"FEASIBLE"`, `"INFEASIBLE"` or `"UNKNOWN"` (a valid answer is at least
+            `"FEASIBLE"`).
+        valid: Whether the validator accepted the answer.
+        solution: The answer: offsets (map and pack modes) or fast intervals (prefetch mode), as a
+            [`Solution`][mallocgame.model.Solution]; `None` when the solver found no valid answer.
+        objective: Seconds saved against all-slow (map and prefetch modes, higher is better) or the
+            peak address in bytes (pack mode, lower is better); `None` without a valid answer.
+        bound: An upper bound on the saving (map and prefetch modes) or a lower bound on the peak
+            (pack mode); `report.bound_kind` names it.
+        gap: `(bound - objective) / bound` (map and prefetch) or `(objective - bound) / bound` (pack);
+            0 means proven optimal.
+        seconds: Wall-clock seconds of the solve.
+        report: Everything else (speed-up, estimated time, peak, history, statistics): a
+            [`Report`][mallocgame.runner.Report].
     """
 
     solver: str
@@ -50,12 +62,22 @@ class Result:
     bound: float | None
     gap: float | None
     seconds: float
-    report: Any = field(repr=False, default=None)  # mallocgame.runner.Report
+    report: Report | None = field(repr=False, default=None)
 
 
 @dataclass(frozen=True)
 class Verdict:
-    """What :func:`validate` says: truthy when valid, else ``violation`` is the first violation."""
+    """What [`validate`][mallocgame.api.validate] says: truthy when the answer is valid.
+
+    Attributes:
+        valid: Whether the answer obeys every rule of its mode.
+        violation: The first rule the answer breaks (`None` when valid).
+        placed: Buffers in fast memory (map, prefetch) or placed (pack); 0 when invalid.
+        peak: The highest address in use, in bytes; 0 when invalid.
+        value: Seconds saved against all-slow (map and prefetch modes); `None` in pack mode or when invalid.
+        estimated_time: The program's estimated run time in seconds with this answer (map and prefetch
+            modes); `None` in pack mode or when invalid.
+    """
 
     valid: bool
     violation: str | None
@@ -73,6 +95,15 @@ class Verdict:
 
 @dataclass(frozen=True)
 class SolverInfo:
+    """A registered solver, as [`list_solvers`][mallocgame.api.list_solvers] describes it.
+
+    Attributes:
+        name: The name `solve` and the command line take.
+        description: The first line of the solver module's docstring.
+        modes: The modes it solves (`"map"`, `"pack"`, `"prefetch"`).
+        distribution: The installed distribution that registers it (`mallocgame` or a plugin's).
+    """
+
     name: str
     description: str
     modes: tuple[str, ...]
@@ -119,7 +150,7 @@ def _answer(problem: Problem, solution, **fields) -> Solution:
 
 
 def validate(problem: Problem | str, solution) -> Verdict:
-    """Check ``solution``: a :class:`Solution`, offsets, ``{id: offset}`` or a solution CSV path (prefetch
+    """Check ``solution``: a [`Solution`][mallocgame.model.Solution], offsets, ``{id: offset}`` or a solution CSV path (prefetch
     mode: a Solution, FastIntervals or an interval CSV path). A re-scheduled workload (one with
     ``original_order``) has its op order checked too, as ``mallocgame validate`` does."""
     problem = _ready(problem)
@@ -132,8 +163,69 @@ def validate(problem: Problem | str, solution) -> Verdict:
     return Verdict(True, None, found.placed, found.peak, found.value, found.estimated_time)
 
 
+def plot(problem: Problem | str | Path, result: Result | Solution | Any, path: str | Path, *,
+         title: str | None = None) -> Path:
+    """Draw an answer of ``problem`` to a picture, in any mode (the picture of ``mallocgame plot``).
+
+    Map and pack modes: each buffer in fast memory is a rectangle, time by address, coloured by its
+    kind, with the capacity dashed and the slow buffers on tracks in a band below. Prefetch mode:
+    each fast interval is a rectangle and the copy that brings it in is hatched.
+
+    Args:
+        problem: The problem answered: a loaded problem, a file path or ``example:NAME``.
+        result: A [`Result`][mallocgame.api.Result] of [`solve`][mallocgame.api.solve], or an
+            answer in any form [`validate`][mallocgame.api.validate] takes.
+        path: The picture to write, `.png`, `.svg` or `.pdf` (the suffix picks the format); written
+            to a temporary file, then renamed.
+        title: The picture's title. Default: the problem, the solver, the buffers placed, the peak
+            and the speed-up over all-slow; an invalid answer is drawn and its title says why.
+
+    Returns:
+        The path written.
+
+    Raises:
+        InputError: A result without a valid answer, or a path that is not `.png`, `.svg` or `.pdf`.
+
+    Examples:
+        >>> import mallocgame, tempfile, pathlib
+        >>> problem = mallocgame.load_problem("example:pack40")
+        >>> result = mallocgame.solve(problem, "pack-search", time_limit=5)
+        >>> path = mallocgame.plot(problem, result, pathlib.Path(tempfile.mkdtemp()) / "pack40.svg")
+        >>> path.read_text().startswith("<?xml")
+        True
+    """
+    problem = _ready(problem)
+    path = Path(path)
+    if path.suffix.lower() not in (".png", ".svg", ".pdf"):
+        raise InputError(f"path: expected a .png, .svg or .pdf file, got {str(path)!r}")
+    solver = ""
+    if isinstance(result, Result):
+        if result.solution is None:
+            raise InputError(f"result: {result.solver} found no valid answer to draw (status {result.status})")
+        solver, result = result.solver, result.solution
+    elif isinstance(result, Solution):
+        solver = result.solver
+    given = _intervals(problem, result) if problem.mode == "prefetch" else _offsets(problem, result)
+    found = judge(problem, problem.hardware, given, schedule=True)
+    if title is None:
+        title = _plot_title(problem, solver, found)
+    draw = plot_intervals if problem.mode == "prefetch" else plot_solution
+    return draw(problem, given, path, title=title[:160])
+
+
+def _plot_title(problem: Problem, solver: str, found) -> str:
+    """The default title of [`plot`][mallocgame.api.plot]: what the answer is and what it achieves."""
+    title = f"{problem.name}: {solver + ': ' if solver else ''}{found.placed}/{problem.n} buffers "
+    title += f"{'placed' if problem.mode == 'pack' else 'fast'}, peak {found.peak} bytes"
+    if not found.valid:
+        return title + f" - INVALID: {found.violation}"
+    if found.estimated_time:
+        title += f", {found.time_all_slow / found.estimated_time:.3f}x faster than all-slow"
+    return title
+
+
 def _hint_request(problem: Problem, hint) -> dict[str, Any]:
-    """A hint in any form :func:`validate` takes as :func:`mallocgame.solving.check_request`'s arguments
+    """A hint in any form `validate` takes as `mallocgame.solving.check_request`'s arguments
     (in prefetch mode a map answer in any form is lifted)."""
     if hint is None:
         return {}
@@ -153,10 +245,10 @@ def solve(problem: Problem | str, solver: str = "greedy-xla", *, time_limit: flo
           hint=None, warm_start: str | None = None, **options: Any) -> Result:
     """Solve ``problem`` with the registered ``solver``; the answer is validated and scored.
 
-    ``hint`` is a valid answer to start from (any form :func:`validate` takes); the result
+    ``hint`` is a valid answer to start from (any form [`validate`][mallocgame.api.validate] takes); the result
     is never worse than it. ``warm_start`` names a solver run first whose answer becomes the
     hint. ``options`` are the solver's own (``workers``, ``simulations``, ...): one it does
-    not take raises :class:`~mallocgame.model.InputError` naming the ones it does.
+    not take raises [`InputError`][mallocgame.model.InputError] naming the ones it does.
     """
     problem = _ready(problem)
     # the request checked once, by the core (time limit; hint, a map answer lifted in prefetch mode)
@@ -210,9 +302,9 @@ def schedule(problem: Problem | str, *, objective: str | None = None, time_limit
 
     ``objective``: ``"peak"`` (live bytes; default in pack mode) or ``"time"`` (estimated time of a
     greedy placement; default in map and prefetch modes). Returns a
-    :class:`mallocgame.scheduling.ScheduleResult`: ``.problem`` is the re-scheduled problem (same ops,
+    `mallocgame.scheduling.ScheduleResult`: ``.problem`` is the re-scheduled problem (same ops,
     new order, lifetimes recomputed, ``original_order`` recorded), ``.value`` / ``.original`` the
-    objective after and before. Raises :class:`~mallocgame.model.InputError` on bad input.
+    objective after and before. Raises [`InputError`][mallocgame.model.InputError] on bad input.
     """
     problem = _ready(problem)
     if bad_time_limit(time_limit):

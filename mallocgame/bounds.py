@@ -11,13 +11,13 @@
   **Limits and signals.** HiGHS gets the time limit (MIP and LP alike); its presolve does not
   look at the clock and is superlinear in a long row (one op with 200k operands: more than
   10 minutes in ``HPresolve::dualFixing``), so a model with a row longer than
-  :data:`DENSE_ROW` is solved without presolve. A model of :data:`ISOLATE_FROM` nonzeros or
-  more is solved in a forked child (:func:`mallocgame.forked.call_forked`) that is killed at
-  the time limit (plus :data:`GRACE`): the caller waits in Python, so SIGINT/SIGTERM reach it
+  `DENSE_ROW` is solved without presolve. A model of `ISOLATE_FROM` nonzeros or
+  more is solved in a forked child (`mallocgame.forked.call_forked`) that is killed at
+  the time limit (plus `GRACE`): the caller waits in Python, so SIGINT/SIGTERM reach it
   at once. When HiGHS runs out of time the reported kind says what is left: ``mip-dual`` (the
   MIP's dual bound), or ``trivial-timeout`` (the sum of the fitting benefits: no answer came back).
 
-Example:
+Examples:
     >>> from mallocgame.model import Buffer, Problem
     >>> from mallocgame.hardware.spec import PRESETS
     >>> p = Problem("t", (Buffer("a", 4, 0, 2, 3.0), Buffer("b", 4, 1, 3, 2.0), Buffer("c", 4, 1, 3, 2.0)), capacity=8)
@@ -59,7 +59,7 @@ class Bound:
 
 def pack_lower_bound(problem: Problem, *, time_limit: float = 0.0, seed: int = 0) -> Bound:
     """A lower bound on the peak of any packing: the max live bytes, raised by
-    :func:`critical_window_bound` when ``time_limit`` > 0 seconds are given to it."""
+    [`critical_window_bound`][mallocgame.bounds.critical_window_bound] when ``time_limit`` > 0 seconds are given to it."""
     if time_limit > 0:
         return critical_window_bound(problem, time_limit=time_limit, seed=seed)
     return Bound(float(max_live(problem)), "max-live")
@@ -428,7 +428,7 @@ def prefetch_upper_bound(problem: Problem, hardware) -> Bound:
     Every touch may be served fast independently, holding its buffer in fast memory at that
     op only; contiguity, the memory held between touches and during copies, and the copies'
     cost are dropped. The relaxation then splits into one knapsack per op
-    (:func:`prefetch_op_savings`).
+    (`prefetch_op_savings`).
     """
     t0 = time.monotonic()
     ev = Evaluator.of(problem, hardware)

@@ -1,9 +1,9 @@
 """Problem model: buffers, ops, problems and solutions (docs/architecture.md, "The model").
 
 Every type here is a frozen dataclass; solvers work on the numpy views in
-:class:`ProblemArrays`, which are computed once per problem.
+[`ProblemArrays`][mallocgame.model.ProblemArrays], which are computed once per problem.
 
-Example:
+Examples:
     >>> from mallocgame.model import Buffer, Problem
     >>> p = Problem(name="tiny", buffers=(Buffer("a", 4, 0, 3), Buffer("b", 4, 2, 5)), capacity=8)
     >>> p.arrays.size.tolist(), p.n
@@ -222,7 +222,8 @@ class Problem:
 
     @cached_property
     def derived(self) -> dict[Any, Any]:
-        """The one store of facts derived from this problem (:func:`derived_facts`, :mod:`mallocgame.session`)."""
+        """The one store of facts derived from this problem
+        ([`derived_facts`][mallocgame.model.derived_facts], `mallocgame.session`)."""
         return {}
 
     @cached_property
@@ -348,7 +349,7 @@ def offsets_array(offsets: Sequence[int | None]) -> np.ndarray:
 
 
 def offsets_tuple(arr: np.ndarray) -> tuple[int | None, ...]:
-    """Inverse of :func:`offsets_array`."""
+    """Inverse of [`offsets_array`][mallocgame.model.offsets_array]."""
     return tuple(None if o < 0 else int(o) for o in arr.tolist())
 
 
@@ -357,11 +358,11 @@ def offsets_tuple(arr: np.ndarray) -> tuple[int | None, ...]:
 def derived_facts(problem: Problem) -> dict[Any, Any]:
     """The one store of what is derived from ``problem`` and shared by every user in this process.
 
-    Keys are declared by their owners: ``"overlap_index"`` and ``"max_live"`` (:mod:`mallocgame.intervals`),
+    Keys are declared by their owners: ``"overlap_index"`` and ``"max_live"`` (`mallocgame.intervals`),
     ``("evaluator", hardware)`` and ``("prefetch_evaluator", hardware)`` (the hardware evaluators'
-    ``of``), ``("session", hardware)`` (:func:`mallocgame.session.session_for`, which holds the rest:
+    ``of``), ``("session", hardware)`` (`mallocgame.session.session_for`, which holds the rest:
     the bound, the baselines) and ``("prefetch_game", hardware)`` (search's prefetch game data).
-    It is the problem's declared attribute :attr:`Problem.derived`, below every layer, because
+    It is the problem's declared attribute [`Problem.derived`][mallocgame.model.Problem.derived], below every layer, because
     hardware/ may import only the model and the intervals; held by the problem, it goes with it
     (a global table would keep every problem alive: the facts refer back to it). Per process: a
     forked child inherits what its parent built (copy-on-write) and builds the rest itself. A

@@ -1,6 +1,6 @@
 """A prefetch-mode bound that charges residency: the memory held between touches and the copies' cost.
 
-The per-op bound (:func:`mallocgame.bounds.prefetch_upper_bound`, docs/prefetch.md section 7)
+The per-op bound ([`mallocgame.bounds.prefetch_upper_bound`][mallocgame.bounds.prefetch_upper_bound], docs/prefetch.md section 7)
 lets every touch be served fast on its own, as if a buffer could vanish from fast memory between
 two touches and reappear for free. Here it cannot: this is a linear relaxation of the prefetch
 game over *residency*, valid for every answer (docs/prefetch.md, "The residency bound"):
@@ -28,10 +28,10 @@ the value of every valid answer; ``tests/test_prefetch_bound.py`` checks it agai
 search on tiny programs. The LP has ``O(touches + ops)`` variables and ``O((touches + ops) log ops)``
 non-zeros (the held bytes enter the per-op rows through a running sum).
 
-The value is computed by weak duality from multipliers (:func:`_lagrangian`: any multipliers give a
+The value is computed by weak duality from multipliers (`_lagrangian`: any multipliers give a
 valid bound, every column being boxed), never taken from a solver's LP value: the per-op knapsacks'
 prices (the per-op bound's LP), then each buffer's own rows re-priced by HiGHS under them
-(:func:`_price_buffers`, seconds at a million columns), then, up to :data:`DIRECT_VARS` columns, the
+(`_price_buffers`, seconds at a million columns), then, up to `DIRECT_VARS` columns, the
 whole LP's optimal duals and the MIP (HiGHS, its optimum or dual bound trusted). The least of these
 and of the per-op bound is reported, within the time limit (docs/prefetch.md, "The residency bound").
 """
@@ -538,7 +538,7 @@ def residency_bound(problem: Problem, hardware, *, time_limit: float = 20.0, int
 
     ``integral``: solve the MIP (HiGHS's dual bound when cut short), else its LP relaxation.
 
-    Example:
+    Examples:
         >>> from mallocgame.hardware.spec import PRESETS
         >>> from mallocgame.inputs.load import load_problem
         >>> problem = load_problem("example:layered150", mode="prefetch")

@@ -1,6 +1,6 @@
 """The solver protocol every built-in and plugin solver follows (docs/architecture.md, "Solvers").
 
-A solver is a class with a ``name``, the ``modes`` it supports and a ``solve`` method::
+A solver is a class with a ``name``, the ``modes`` it supports and a ``solve`` method:
 
     solve(problem, hardware, *, time_limit, seed, hint=None, **options) -> Solution
 
@@ -8,13 +8,13 @@ It is registered under the entry-point group ``mallocgame.solvers`` and instanti
 no arguments. ``problem.mode`` is ``"map"``, ``"pack"`` or ``"prefetch"`` (where the answer is
 fast intervals, docs/prefetch.md); ``problem.capacity`` is the fast-memory size (``None`` in pack
 mode means "minimise the peak"). ``hint`` is a
-:class:`~mallocgame.model.Solution` already checked to belong to the problem. Extra keyword
+[`Solution`][mallocgame.model.Solution] already checked to belong to the problem. Extra keyword
 options (``workers``, ``minimize_peak``, ``simulations``, ...) are passed only when the
 solver's ``solve`` signature names them, so a solver declares what it understands simply
 by naming it. Solvers must honour ``time_limit`` (seconds), take all randomness from
 ``seed``, and never print. A solver may name heavy modules it imports in a class attribute
 ``preload`` (a tuple of module names): the runner imports them before its clock starts. The
-runner (:mod:`mallocgame.runner`) validates and scores whatever they return.
+runner (`mallocgame.runner`) validates and scores whatever they return.
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ MAX_TIME_LIMIT = 1e6
 
 
 def bad_time_limit(seconds: Any) -> str | None:
-    """Why ``seconds`` is not a time limit (a finite number in (0, :data:`MAX_TIME_LIMIT`]), else ``None``."""
+    """Why ``seconds`` is not a time limit (a finite number in (0, `MAX_TIME_LIMIT`]), else ``None``."""
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not math.isfinite(seconds) \
             or not seconds > 0:
         return f"must be a positive number of seconds, got {seconds!r}"
@@ -121,7 +121,7 @@ def _range_text(low, high) -> str:
 
 
 def bad_option_value(options: dict[str, Any]) -> tuple[str, str] | None:
-    """``(option, reason)`` for the first value :data:`OPTION_RULES` refuses (``workers=0``,
+    """``(option, reason)`` for the first value `OPTION_RULES` refuses (``workers=0``,
     ``exploration=nan``, ``rollout_depth=abc``, ``solvers=123``), else ``None``.
 
     Options the table does not name (a plugin's own) are left to their solver.
@@ -167,7 +167,7 @@ def parse_solver_options(items: Sequence[str], solvers: Sequence[str]) -> dict[s
     """``KEY=VALUE`` (every solver) or ``SOLVER:KEY=VALUE`` (one solver) -> options per solver.
 
     Values are read as int, float, true/false, else kept as text. A solver receives only
-    the options its ``solve`` names (:func:`mallocgame.protocol.accepted_options`).
+    the options its ``solve`` names ([`accepted_options`][mallocgame.protocol.accepted_options]).
     """
     per: dict[str, dict[str, Any]] = {s: {} for s in solvers}
     for item in items:
@@ -202,7 +202,7 @@ def solver_deadline(t0: float, time_limit: float, n: int, *, extra: float = 0.0,
                     per_buffer: float = 2e-5) -> float:
     """Monotonic time by which a solver stops searching, so that its answer is back within ``time_limit``.
 
-    Keeps :data:`SAFETY` + ``extra`` seconds plus ``per_buffer`` seconds per buffer (20 µs: a search's
+    Keeps `SAFETY` + ``extra`` seconds plus ``per_buffer`` seconds per buffer (20 µs: a search's
     scoring and building the answer) for the end, but never less than half the limit for the search itself.
     """
     return t0 + max(time_limit - SAFETY - extra - per_buffer * n, time_limit * 0.5)

@@ -2,11 +2,11 @@
 
 Built-ins and third-party plugins alike register under the entry-point group
 ``mallocgame.solvers`` as ``name = "module:Class"``. Listing reads each module's
-docstring from its source without importing it; :func:`load_solver` imports only the
-solver asked for, and turns any failure into one :class:`SolverLoadError` line naming
+docstring from its source without importing it; [`load_solver`][mallocgame.registry.load_solver] imports only the
+solver asked for, and turns any failure into one [`SolverLoadError`][mallocgame.registry.SolverLoadError] line naming
 the plugin.
 
-Example:
+Examples:
     >>> "greedy-xla" in solver_entries()
     True
 """

@@ -38,12 +38,37 @@ class UnsupportedMode(ValueError):
 
 @dataclass(frozen=True)
 class Report:
-    """One solver's validated, scored answer (the report JSON of ``mallocgame solve``).
+    """One solver's validated, scored answer (the report JSON of ``mallocgame solve --json``).
 
-    ``objective`` is the value (time saved against all-slow) in map mode and the peak
-    address in pack mode; ``bound`` is the relaxation's upper bound on the value (map)
-    or the max-live lower bound on the peak (pack); ``gap`` is ``(bound - value) / bound``
-    in map mode and ``(peak - bound) / bound`` in pack mode.
+    The fields are attributes (`report.speedup`); `report["speedup"]` reads the same field by its name
+    (the JSON report's keys), and [`as_json`][mallocgame.runner.Report.as_json] gives them as a dict.
+
+    Attributes:
+        solver: The registered name of the solver that ran.
+        mode: The problem's mode: `"map"`, `"pack"` or `"prefetch"`.
+        status: `"OPTIMAL"`, `"FEASIBLE"`, `"INFEASIBLE"` or `"UNKNOWN"` (a valid answer is at least
+            `"FEASIBLE"`, an invalid one never).
+        valid: Whether the validator accepted the answer.
+        objective: Seconds saved against all-slow (map and prefetch modes) or the peak address in
+            bytes (pack mode); `None` without a valid answer.
+        bound: An upper bound on the saving (map and prefetch modes) or a lower bound on the peak
+            (pack mode).
+        bound_kind: Which bound `bound` is (`"max-live"`, `"lp"`, `"mip"`, `"per-op"`, `"residency"`, ...).
+        gap: `(bound - objective) / bound` (map and prefetch) or `(objective - bound) / bound` (pack).
+        placed: Buffers in fast memory (map, prefetch) or placed (pack).
+        total: Buffers in the problem.
+        peak: The highest address in use, in bytes.
+        seconds: Wall-clock seconds of the solve.
+        estimated_time: The program's estimated run time in seconds with this answer (map and
+            prefetch modes).
+        time_all_slow: The program's estimated run time in seconds with every buffer in slow memory.
+        speedup: `time_all_slow / estimated_time` (map and prefetch modes).
+        violation: The first rule an invalid answer breaks (`None` when valid).
+        history: The incumbents as `(seconds, objective)` pairs, for anytime curves.
+        stats: The solver's own statistics (nodes, iterations, what it fell back to, ...).
+        offsets: The validated offsets (map and pack modes; `None` is slow memory); empty when invalid.
+        intervals: The validated fast intervals (prefetch mode); empty otherwise.
+        bounds: Every bound computed for the problem, by kind (prefetch mode: per-op and residency).
     """
 
     solver: str
@@ -68,7 +93,17 @@ class Report:
     intervals: tuple = ()  # prefetch mode: the validated FastIntervals
     bounds: dict[str, float] = field(default_factory=dict)  # every bound computed, by kind (prefetch: per-op, residency)
 
+    def __getitem__(self, name: str) -> Any:
+        """The field ``name`` (a key of the JSON report), as ``report.name``."""
+        if name not in self.__dataclass_fields__:
+            raise KeyError(f"{name!r}: a Report has {', '.join(self.__dataclass_fields__)}")
+        return getattr(self, name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.__dataclass_fields__
+
     def as_json(self) -> dict[str, Any]:
+        """The fields as a JSON-ready dict (the report of ``mallocgame solve --json``), without the offsets and intervals."""
         d = asdict(replace(self, offsets=(), intervals=()))  # not a deep copy of 100k offsets to drop
         d.pop("offsets")
         d.pop("intervals")

@@ -1,9 +1,9 @@
 """The one verdict on an answer: valid or the first violation, placed, peak, estimated time (docs/architecture.md, "Scoring").
 
-:func:`judge` runs :mod:`mallocgame.hardware.validator` (the one judge of valid) and, for a valid answer
-in map or prefetch mode, the evaluator of the (problem, hardware) (the one score). Every door
-that states these facts reads them from here: the runner's :func:`~mallocgame.runner.score`,
-``mallocgame validate``, ``mallocgame plot`` and :func:`mallocgame.validate`.
+[`judge`][mallocgame.verdict.judge] runs the [validator][mallocgame.hardware.validator] (the one judge of valid) and,
+for a valid answer in map or prefetch mode, the evaluator of the (problem, hardware) (the one score). Every door
+that states these facts reads them from here: the runner's `score`,
+``mallocgame validate``, ``mallocgame plot`` and [`mallocgame.validate`][mallocgame.api.validate].
 """
 
 from __future__ import annotations
@@ -24,12 +24,12 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Judgement:
-    """What :func:`judge` finds.
+    """What [`judge`][mallocgame.verdict.judge] finds.
 
     ``placed`` and ``peak`` are those of the answer as given, valid or not (0 when it cannot be
     read: offsets of the wrong length, an interval of an unknown buffer). ``estimated_time`` and
     ``time_all_slow`` are set for a valid map or prefetch answer; ``breakdown`` (the copies and
-    their stalls, :class:`mallocgame.hardware.prefetch_cost.Breakdown`) for a valid prefetch answer.
+    their stalls, `mallocgame.hardware.prefetch_cost.Breakdown`) for a valid prefetch answer.
     """
 
     violation: str | None

@@ -2,7 +2,7 @@
 
 Two arms, reported separately (issue 10): the default guided UCT below, and ``model=learned``, the
 paper's MuZero (Schrittwieser et al. 2020): a Gumbel search inside the learned dynamics
-(:class:`mallocgame.search.muzero.models.LearnedModel`) from one real observation per move; the game is
+(`mallocgame.search.muzero.models.LearnedModel`) from one real observation per move; the game is
 stepped only by the committed moves. Its network (``LEARNED_CHECKPOINT``) is ``selfplay.pt``, the
 Gumbel self-play network: a network fine-tuned from it by learned-model self-play with
 EfficientZero's consistency loss and MuZero Reanalyse (``mallocgame train --consistency-weight
@@ -12,7 +12,7 @@ against ``mcts`` on the held-out problems. ``model=simulator`` plans with the tr
 (AlphaZero style). Both are map mode only.
 
 Default search (``method="uct"``, issue 10 "a level comparison"): exactly the search of the
-``mcts`` solver (:class:`mallocgame.search.uct.UCTSearch`: the same greedy rollouts to the end of the
+``mcts`` solver (`mallocgame.search.uct.UCTSearch`: the same greedy rollouts to the end of the
 episode, tree reuse, per-move commitment, budgets and fallback answers), except that the network's
 policy is the prior of the selection (``search/uct.py``, "Guided selection"). The network is asked
 once per tree node the search leaves, never at a forced move (one legal action). With
@@ -58,10 +58,10 @@ Options (keyword arguments of ``solve``; the CLI passes ``--simulations`` and ``
 * ``simulations``  new simulations per move (default 16), all counted in ``stats["simulations"]``;
 * ``prior``        ``"network"`` (default), ``"uniform"``, ``"network-relaxation-mean"`` /
   ``"network-relaxation-product"`` (the network's prior averaged / multiplied with the relaxation's,
-  :class:`mallocgame.search.muzero.guide.BlendedPrior`; map mode, elsewhere the network alone) or
+  `mallocgame.search.muzero.guide.BlendedPrior`; map mode, elsewhere the network alone) or
   ``"relaxation"`` (a hand-written control: most of the weight on what the
   no-fragmentation relaxation's fast set says of the buffer,
-  :class:`mallocgame.search.muzero.guide.RelaxationPrior`; map mode only). The network is used only on the game
+  `mallocgame.search.muzero.guide.RelaxationPrior`; map mode only). The network is used only on the game
   it was trained on (the checkpoint's ``game`` fields; the shipped one: map mode's fixed-order
   game in greedy-xla's order, k = 16). Pack mode (the fixed-address game, as ``mcts``) has no trained
   network, so it plays with the uniform prior. Prefetch mode (the prefetch game, k = 4 per copy window) has one,
@@ -80,7 +80,7 @@ Options (keyword arguments of ``solve``; the CLI passes ``--simulations`` and ``
   ``N`` visits, so UCT takes over where the search has many returns (``search/uct.py``, "Guided selection");
   default ``DEFAULT_PRIOR_DECAY`` (0: no fading);
 * ``commit``       ``"visits"`` (the most visited root move) or ``"max"`` (the root move whose subtree holds the
-  best return seen); default ``DEFAULT_COMMIT`` of :mod:`mallocgame.search.uct`, ``mcts``'s ("max" in map and
+  best return seen); default ``DEFAULT_COMMIT`` of `mallocgame.search.uct`, ``mcts``'s ("max" in map and
   prefetch modes);
 * ``exploration``  the UCT / pUCT constant on sibling-normalised values (default ``DEFAULT_EXPLORATION``: with
   ``untried-uct`` 1, ``mcts``'s; with the pUCT rules 10 in map mode, chosen on the tuning problems, 1 in pack
@@ -89,7 +89,7 @@ Options (keyword arguments of ``solve``; the CLI passes ``--simulations`` and ``
 * ``model``        ``"learned"`` (the paper's MuZero, above) or ``"simulator"`` (the network's prior and
   value, the true game as the model; leaves valued after ``rollout_depth`` greedy moves, default 48).
   Not given: the guided UCT (the default). Either value selects the searches of
-  :mod:`mallocgame.search.muzero.search` (``method``, default ``"gumbel"``); map mode only, other modes get an
+  `mallocgame.search.muzero.search` (``method``, default ``"gumbel"``); map mode only, other modes get an
   InputError. With ``method=gumbel|puct`` and no ``model``: ``MALLOCGAME_MUZERO_MODEL``, else simulator;
 * ``method``       ``"uct"`` (default, above) or ``"gumbel"`` / ``"puct"`` (with ``model``; without it the
   simulator), the earlier searches; with the simulator they lost to plain MCTS (issue 10);
@@ -99,7 +99,7 @@ Options (keyword arguments of ``solve``; the CLI passes ``--simulations`` and ``
   (prefetch mode's default, ``DEFAULT_LEAF``; below), ``"value"`` or ``"mixed"``
   (issue 21 item 2; ``search/uct.py``, "Value leaves"): a new leaf is valued by the network's value head instead,
   as the return still to come in the reference (greedy) episode corrected by the head's estimate of the value
-  relative to the greedy continuation (:mod:`mallocgame.search.muzero.value`); one network pass per leaf gives
+  relative to the greedy continuation (`mallocgame.search.muzero.value`); one network pass per leaf gives
   the leaf's prior too. ``"mixed"`` plays ``leaf_steps`` greedy rollout steps first. A leaf then costs one
   pass (~0.1-0.3 ms) instead of O(n) game steps. The default network for value leaves is ``VALUE_CHECKPOINT``
   (``value.pt``: ``default.pt`` with its value head fine-tuned, ``experiments/train_value_head.py``; the same

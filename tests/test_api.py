@@ -12,6 +12,8 @@ import pytest
 import mallocgame
 from tests.conftest import ROOT
 
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
 
 def marked_example(path) -> str:
     """The Python block between ``<!-- api-example -->`` and ``<!-- /api-example -->`` in ``path``."""
@@ -37,7 +39,8 @@ def test_readme_api_example_runs(tmp_path):
 
 def test_docs_api_example_runs(tmp_path):
     out = run_example(ROOT / "docs" / "guide" / "python.md", tmp_path)
-    assert "takes no option 'simulaitons'" in out
+    assert "takes no option 'simulaitons'" in out and "x faster than all-slow" in out
+    assert (tmp_path / "layered150.png").read_bytes()[:8] == PNG_MAGIC  # the answer drawn
     assert "layered150 greedy-xla FEASIBLE" in out and "pack40 best-fit" in out
 
 
@@ -111,3 +114,64 @@ def test_prefetch_answers_through_the_api(tmp_path):
     assert broken and not mallocgame.validate(p, broken)  # a prefetched weight cannot be produced in place
     again = mallocgame.solve(p, "mcts", time_limit=1, hint=res.solution)
     assert again.valid and again.objective >= res.objective - 1e-12 * abs(res.objective)
+
+
+def test_report_fields_are_attributes_and_keys():
+    """``result.report`` is a documented Report: its fields read as attributes and, by their JSON names, as keys."""
+    import dataclasses
+
+    from mallocgame.runner import Report
+
+    p = mallocgame.load_problem("example:layered150")
+    res = mallocgame.solve(p, "greedy-xla", time_limit=5)
+    assert mallocgame.Report is Report and isinstance(res.report, Report)
+    assert all(dataclasses.is_dataclass(c) for c in (mallocgame.Result, mallocgame.Report, mallocgame.Verdict))
+    report = res.report
+    assert report.speedup > 1 and report["speedup"] == report.speedup == report.as_json()["speedup"]
+    assert report["placed"] == res.solution.placed and report["mode"] == "map" and "speedup" in report
+    assert "offsets" in report and "spedup" not in report
+    with pytest.raises(KeyError, match="'spedup': a Report has solver, mode, status"):
+        report["spedup"]
+
+
+
+@pytest.mark.parametrize("mode, example, solver, suffix", [
+    ("map", "example:layered150", "greedy-xla", ".png"),
+    ("pack", "example:pack40", "pack-search", ".svg"),
+    ("prefetch", "example:layered150", "msa", ".png"),
+])
+def test_plot_draws_a_result_in_every_mode(mode, example, solver, suffix, tmp_path):
+    import xml.etree.ElementTree as ET
+
+    from matplotlib.image import imread
+
+    p = mallocgame.load_problem(example, mode=mode)
+    res = mallocgame.solve(p, solver, time_limit=5)
+    assert res.valid
+    path = mallocgame.plot(p, res, tmp_path / f"answer{suffix}")
+    assert path == tmp_path / f"answer{suffix}" and [f.name for f in tmp_path.iterdir()] == [path.name]
+    if suffix == ".png":
+        assert path.read_bytes()[:8] == PNG_MAGIC
+        pixels = imread(path)
+        assert pixels.shape[0] > 300 and pixels.shape[1] > 800 and pixels.std() > 0.05  # a picture, not a blank
+    else:
+        root = ET.parse(path).getroot()
+        assert root.tag == "{http://www.w3.org/2000/svg}svg"
+        # the default title names the problem, the solver and what the answer achieves
+        assert f"{p.name}: {solver}: {p.n}/{p.n} buffers placed, peak {res.report.peak} bytes" in path.read_text()
+
+
+def test_plot_takes_any_answer_and_refuses_what_it_cannot_draw(tmp_path):
+    p = mallocgame.load_problem("example:pack40")
+    res = mallocgame.solve(p, "pack-search", time_limit=5)
+    by_solution = mallocgame.plot(p, res.solution, tmp_path / "a.svg", title="by Solution")
+    by_offsets = mallocgame.plot(p, list(res.solution.offsets), tmp_path / "b.svg", title="by offsets")
+    assert "by Solution" in by_solution.read_text() and "by offsets" in by_offsets.read_text()
+    overlapping = [0] * p.n  # drawn, and the title says why it is not valid
+    assert "INVALID" in mallocgame.plot(p, overlapping, tmp_path / "c.svg").read_text()
+    with pytest.raises(mallocgame.InputError, match=r"expected a \.png, \.svg or \.pdf"):
+        mallocgame.plot(p, res, tmp_path / "d.txt")
+    failed = mallocgame.Result("best-fit", "UNKNOWN", False, None, None, None, None, 0.1)
+    with pytest.raises(mallocgame.InputError, match="best-fit found no valid answer"):
+        mallocgame.plot(p, failed, tmp_path / "e.png")
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["a.svg", "b.svg", "c.svg"]

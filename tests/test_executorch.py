@@ -10,6 +10,7 @@ not importable (the dev extra installs it).
 from __future__ import annotations
 
 import math
+import re
 import textwrap
 
 import pytest
@@ -28,6 +29,7 @@ from mallocgame.integrations.executorch import (  # noqa: E402
     to_executorch,
 )
 from mallocgame.model import InputError  # noqa: E402
+from tests.conftest import ROOT  # noqa: E402
 
 nn = torch.nn
 TIME_LIMIT = 3  # per arena: these small programs are planned in well under a second
@@ -356,3 +358,66 @@ def test_control_flow_submodules_keep_their_reserved_bytes(tmp_path):
         for i in inputs:
             (out,) = _run_pte(path, (i,))
             torch.testing.assert_close(out, model(i), rtol=1e-5, atol=1e-4)
+
+
+# ---------------------------------------------------------------- the docs' examples (docs/integrations.md)
+
+DOCS = ROOT / "docs" / "integrations.md"
+
+
+def test_docs_python_example_beats_greedy_and_runs(tmp_path, monkeypatch, capsys):
+    """The marked Python example runs as written; its arena is below ExecuTorch greedy's and its program's output
+    is eager PyTorch's; it prints what the page says it prints."""
+    text = DOCS.read_text()
+    m = re.search(r"<!-- executorch-example -->\s*```python\n(.*?)```\s*<!-- /executorch-example -->", text, re.S)
+    assert m, "docs/integrations.md lost its marked ExecuTorch example"
+    said = re.search(r"It prints `(arena [^`]*)` and `True`", text)
+    assert said, "docs/integrations.md no longer says what its example prints"
+    monkeypatch.chdir(tmp_path)
+    scope: dict = {"__name__": "__main__"}
+    exec(compile(m.group(1), str(DOCS), "exec"), scope)
+    assert capsys.readouterr().out.splitlines() == [said.group(1), "True"]
+    model, x, program = scope["model"], scope["x"], scope["program"]
+    arena = sum(arena_sizes(program))
+    greedy_arena = sum(arena_sizes(to_executorch(_export(model, (x,)), [greedy])))
+    (plan,) = scope["ours"].records
+    assert arena == plan.peak == plan.max_live < greedy_arena == plan.greedy_peak  # the planner wins, and is optimal
+    (out,) = _run_pte(tmp_path / "model.pte", (x,))  # the file the example wrote, run again here
+    with torch.no_grad():
+        torch.testing.assert_close(out, model(x), rtol=1e-5, atol=1e-5)
+
+
+def test_docs_cli_example_beats_greedy_and_runs(tmp_path, monkeypatch):
+    """The page's ``mallocgame executorch`` example prints what the page shows (the time aside), with an arena
+    below greedy's, and its program runs right."""
+    import importlib.util
+    import shlex
+
+    from mallocgame.cli.main import main
+
+    block = re.search(r"cat > models.py <<'EOF'\n(.*?)\nEOF\n(mallocgame executorch [^\n]*)\n# ([^\n]*)\n",
+                      DOCS.read_text(), re.S)
+    assert block, "docs/integrations.md lost its mallocgame executorch example"
+    source, command, shown = block.groups()
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "models.py").write_text(source + "\n")
+    r = CliRunner().invoke(main, shlex.split(command)[1:], catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    printed = r.stdout.strip()
+
+    def untimed(line):
+        return re.sub(r"in [0-9.]+ s$", "in T s", line)
+
+    assert untimed(printed) == untimed(shown)
+    arena, greedy_arena = map(int, re.search(r"arena (\d+) bytes \(ExecuTorch greedy (\d+),", printed).groups())
+    assert arena < greedy_arena
+    spec = importlib.util.spec_from_file_location("_docs_models", tmp_path / "models.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    args = shlex.split(command)
+    build = getattr(mod, args[2].split(":")[1])  # mallocgame executorch FILE:CALLABLE ...
+    x = torch.randn(tuple(int(d) for d in args[args.index("--input-shape") + 1].split(",")),
+                    generator=torch.Generator().manual_seed(0))
+    (out,) = _run_pte(tmp_path / args[args.index("-o") + 1], (x,))
+    with torch.no_grad():
+        torch.testing.assert_close(out, build().eval()(x), rtol=1e-5, atol=1e-5)

@@ -230,7 +230,7 @@ def load_problem(path_or_example: str | Path, *, capacity: int | str | None = No
     """Read and prepare a problem: a CSV, a JSON workload or ``example:NAME``.
 
     The result carries its hardware spec (``problem.hardware``), so
-    :func:`mallocgame.solve` and :func:`mallocgame.validate` need nothing else.
+    [`mallocgame.solve`][mallocgame.api.solve] and [`mallocgame.validate`][mallocgame.api.validate] need nothing else.
     """
     problem, _ = prepare(read_problem(path_or_example), mode=mode, capacity=capacity,
                          capacity_fraction=capacity_fraction, hardware=hardware)
