@@ -68,7 +68,7 @@ def install() -> None:
     import mallocgame.verdict as verdict
 
     for mod in ("mallocgame.hybrid.portfolio", "mallocgame.hybrid.lns", "mallocgame.hybrid.select_pack",
-                "mallocgame.hybrid.warm_start", "mallocgame.solvers.msa", "mallocgame.solvers.greedy_xla",
+                "mallocgame.solving", "mallocgame.solvers.msa", "mallocgame.solvers.greedy_xla",
                 "mallocgame.solvers.best_fit", "mallocgame.solvers.cpsat.solver",
                 "mallocgame.solvers.cpsat.prefetch_windows", "mallocgame.search.uct", "mallocgame.solvers.mcts"):
         __import__(mod)

@@ -47,18 +47,16 @@ from mallocgame.search.uct import PREFETCH_K, greedy_prefetch_intervals
 from mallocgame.session import BASELINE_SHARE, BASELINE_SOLVER, BASELINES, MSA_VARIANTS, VARIANTS_SHARE, session_for
 from mallocgame.solving import better
 
-# Chosen by measurement (experiments/README-cpsat.md): on layered networks lns and
-# select-pack, on MiniMalloc pack-search and cpsat; minimising the peak of the real
-# traces, pack-search settles the small ones at once (then cpsat and lns share its time)
-# and no single one of cpsat and lns wins on all the large ones.
+# The members per mode: the solvers that end best on each kind of problem -- lns and select-pack on layered
+# networks, pack-search and cpsat on MiniMalloc's instances; for the peak of the real traces pack-search settles
+# the small ones at once and cpsat and lns share the large ones (docs/results.md, "portfolio's defaults").
 DEFAULT_MEMBERS = {
     "map": ("greedy-xla", "best-fit", "lns", "select-pack"),
     "pack": ("best-fit", "pack-search", "cpsat"),
     "peak": ("best-fit", "pack-search", "cpsat", "lns"),
-    # msa first (XLA's own algorithm, about a second), then the searches start from its answer; select-pack
-    # runs in map mode and its answer is lifted (on the xla suite's programs a lifted map answer can beat
-    # every prefetch solver: experiments/results/prefetch_portfolio_xla.md). Two members beside msa, so
-    # that on two workers each has the whole time (with mcts as a third, each had half of it).
+    # msa first (XLA's own algorithm), then the searches start from its answer; select-pack runs in map mode and
+    # its answer is lifted (a lifted map answer can beat every prefetch solver). Two members beside msa, so that on
+    # two workers each has the whole time.
     "prefetch": ("msa", "select-pack", "cpsat"),
 }
 # The baselines' solvers (one table in the core, mallocgame.session) and greedy-xla: constructive, run first.
@@ -67,26 +65,24 @@ COLLECT = 0.10  # seconds more than a solver's margin: collecting answers, stopp
 LARGE = 5000  # buffers; above this the default members leave out the constructive ones without a deadline
 TIMED_MEMBERS = frozenset({"msa"})  # constructive members that keep a deadline: kept above LARGE
 # Prefetch mode: a slot that frees up with at least this share of the time left runs the window search again,
-# from the best answer so far (a lifted map answer finished early, say: select-pack settles the xla suite's
-# LSTM steps in 4-5 s of 60 and was the best answer, with the other core idle).
+# from the best answer so far (a lifted map answer that finished early, with a core idle).
 REFILL_SOLVER = "cpsat"
 # Prefetch mode: the other baselines are built while the members run, once the map members started early have
-# reported, but no later than this share of the time (select-pack used all of it on gpt2-small-train-adam, where
-# msa+overlap-100 is the best start by far).
+# reported, but no later than this share of the time (a map member may use all of its time while a baseline is the
+# best start: docs/results.md, "portfolio's defaults").
 EARLY_WAIT_SHARE = 0.25
 # A better answer takes the place of a running window search only when it beats that search's start by this share:
-# msa+overlap-100 at +0.14% over msa replaced a search 12 s in on gpt2-medium-decode-kv (0.006655 against 0.006803
-# without the replacement: bench_prefetch_portfolio.py runs written to a scratch file, load ~3); +8.6% (gpt2-tiny)
-# and +16% (gpt2-small) are worth a new start.
+# a restart costs the search's progress, which a start a hair better does not repay (docs/results.md, "portfolio's
+# defaults").
 REPLACE_MARGIN = 0.02
 # Prefetch mode: the prefetch game played greedily (mcts's finish) is a start of its own, built in this process with
-# the other baselines within this share of the time: the best start on gpt2-medium-decode-kv (1.123x msa, above the
-# portfolio's 60 s answer) and mixer in 0.1-2.1 s; 18.6 s and 0.79x msa on gpt2-medium-train-adam, so it is cut
-# there (experiments/results/prefetch_starts.md). A better answer takes a running window search's place (REFILL).
+# the other baselines within this share of the time: on some programs it is the best start, on the largest it
+# takes long and ends below msa, so it is cut there (docs/results.md, "portfolio's defaults"). A better answer takes a
+# running window search's place (REFILL).
 GAME_GREEDY = "game-greedy"
 GAME_GREEDY_SHARE = 0.1
 REFILL_SHARE = 0.15
-CHILD_MARGIN = 0.02  # of a member's share, kept for its child's exit: children at load 3 on 2 cores overran
+CHILD_MARGIN = 0.02  # of a member's share, kept for its child's exit: a loaded machine delays a child's exit
 
 
 def reaches(mode: str, objective: float | None, bound: float) -> bool:
@@ -277,8 +273,8 @@ class _Race:
             if large:
                 limit = min(limit, BASELINE_SHARE * time_limit)
             # msa's XLA variants get the tenth of the portfolio's limit they get from the msa solver of that limit,
-            # not a tenth of the member's cut limit (above LARGE buffers they never fitted that, and the portfolio
-            # ended 0.2% below the msa solver at 10k buffers and 30 s: experiments/never_below_baseline.py)
+            # not a tenth of the member's cut limit (above LARGE buffers they never fit that, and the portfolio
+            # would end below the msa solver: docs/results.md, "portfolio's defaults")
             given = dict(options, variants_seconds=VARIANTS_SHARE * time_limit)
             try:
                 settled = self.consider(name, run_solver(name, self.problem, self.hardware,

@@ -6,7 +6,7 @@ re-scheduling); each later round re-schedules (:func:`mallocgame.scheduling.sche
 far, seed ``seed + round``) and places the new order with the solver, warm-started by the best
 placement so far adapted to the new live ranges (:func:`adapt_placement`: the old offsets that
 still fit, the rest by best fit). The best valid (order, placement) pair wins, compared as
-:func:`mallocgame.hybrid.warm_start.better` does (value in map and prefetch modes, peak in pack mode);
+:func:`mallocgame.solving.better` does (value in map and prefetch modes, peak in pack mode);
 every answer is validated against its own re-scheduled problem by the runner.
 """
 

@@ -1,4 +1,4 @@
-"""The heavy optional dependencies: the only imports that may sit inside a function (issue 17).
+"""The heavy optional dependencies: the only imports that may sit inside a function.
 
 Every other import is at the top of its module. An import inside a function keeps a dependency
 that costs a large share of a second (or more) off the start-up of every command that does not

@@ -1,7 +1,7 @@
 """One call in a forked child that the parent can abandon: for native code that ignores the clock and signals.
 
 HiGHS's presolve never looks at its time limit on some models and holds the GIL-free C++ stack
-against SIGINT for minutes (issue 19); a bound computed that way must not hold the command up.
+against SIGINT for minutes; a bound computed that way must not hold the command up.
 :func:`call_forked` runs ``fn(*args)`` in a forked child and waits in Python (half-second polls),
 so SIGINT/SIGTERM reach the parent at once; on any exit -- the answer, the timeout, an interrupt
 -- the child is killed and reaped. The child's file descriptor 1 points at stderr: native code may

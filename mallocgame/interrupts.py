@@ -67,7 +67,7 @@ class defer_signals:
 
     For writes a signal must not cut in half: ``torch.save`` interrupted mid-record has its zip
     writer's ``__exit__`` raise a ``RuntimeError`` ("unexpected pos ...") over the
-    :class:`Interrupted`, which then exits 1 instead of 143 (issue 19: the flaky train test). A
+    :class:`Interrupted`, which then exits 1 instead of 143. A
     signal that arrives inside is re-delivered to the process on exit, so whatever handler was
     in place (:class:`raise_on_signals`, the default) sees it right after the write. Outside the
     main thread it does nothing.

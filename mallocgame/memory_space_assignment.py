@@ -16,7 +16,7 @@ the memory-bound loop optimizer, conditional aliasing and loop nest levels (our 
 schedules; a while loop's carried values are one buffer when the HLO importer's ``loop_state="alias"``
 made them so), required assignments beyond "outputs end in slow memory", async-copy count limits
 (the copy resource replaces them), mirrored/window/block prefetches. The copy check and the
-heap are incremental (near-linear; issue 18). Deterministic: ``seed`` is ignored. With a hint (a prefetch answer, or a map
+heap are incremental (near-linear). Deterministic: ``seed`` is ignored. With a hint (a prefetch answer, or a map
 answer lifted by :func:`mallocgame.lift.lift_map_answer`) MSA also runs with the hint's
 intervals committed first and returns the best of the two runs and the hint.
 """
@@ -410,7 +410,7 @@ class _CopyResource:
     full re-serve takes, at the cost of the window (the copies are local: windows of at most
     ``10 x`` the copy time). The undo journal makes a buffer's retry cost what it changed, not O(ops).
 
-    Faster paths that change no decision (issue 18, compiled programs with saturated budgets): a
+    Faster paths that change no decision (for compiled programs with saturated budgets): a
     lower problem's stall is kept as an over-full interval (:meth:`_note_violation`), which rejects
     later copies needing more inside it at once; an undecided first window looks for a violation
     ``LOOK_AHEAD`` times wider; the upper problem goes first unless the last check like it rejected.
@@ -1306,10 +1306,9 @@ def msa_run(problem: Problem, hardware, deadline: float, *, start: list[FastInte
 
     ``cross_program_prefetch``: how many buffers XLA's cross-program prefetch may take: 0 (here the
     default: the baseline every search builds, and the algorithm tests/msa_reference.py checks), 1
-    (XLA's default; measured here it loses more often than it wins: the ``msa`` solver tries it as a
-    variant, experiments/results/msa_scale.md) or more (XLA's ``max_cross_program_prefetches``; more than one
-    loses more: geo-mean 0.92x / 0.87x / 0.78x none's value at 1 / 2 / all on the xla and realistic suites, and on
-    the xla suite above one it changes nothing: experiments/results/msa_cross_program.md).
+    (XLA's default; the ``msa`` solver tries it as a variant) or more (XLA's ``max_cross_program_prefetches``).
+    0 is the default because taking buffers that way loses more often than it wins, and more than one loses
+    more (docs/results.md, "msa's defaults").
     ``overlap_ratio``: XLA's ``max_overlap_to_async_copy_ratio``
     (default 10), the longest no-copy stay and prefetch window in copy times (of the buffer, or of the whole
     fast memory with ``max_overlap="memory"``); larger keeps long-lived buffers fast without a copy.

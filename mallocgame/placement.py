@@ -137,8 +137,8 @@ def heap_orders(problem: Problem) -> dict[str, np.ndarray]:
     """XLA heap-simulator orders, each of shape ``[n]``: ``spatial`` (size descending, then
     live-range length) and ``temporal`` (live-range length descending, then size), ties by start,
     index; and ``size-start`` (size descending, ties by start, then index: equal-size buffers
-    stack in time order, which packs the real SOMAS traces far tighter than ``spatial``, e.g.
-    pangu_2.6B at +0.76% over max live instead of +3.34%, experiments/results/traces_bound.md)."""
+    stack in time order, which packs the real SOMAS traces far tighter than ``spatial``: docs/results.md,
+    ``traces_bound.md``)."""
     a = problem.arrays
     length = a.end - a.start
     ids = np.arange(problem.n)

@@ -588,9 +588,9 @@ def _smallest_and_root(item: np.ndarray, block: np.ndarray, n_blocks: int) -> np
     return first | (block == n_blocks - 1)
 
 
-# Touches from which the residency bound is not tried where a command reports it: the xla suite's
-# lstm3 (78k touches, 1.3M columns) is bounded in seconds by the buffer prices
-# (experiments/results/prefetch_bound.md); past this the LP's memory (~1 GB per 100k touches) stands.
+# Touches from which the residency bound is not tried where a command reports it: the xla suite's largest
+# programs are bounded in seconds by the buffer prices (docs/results.md, ``prefetch_bound.md``); past this the
+# LP's memory (about linear in the touches) stands in the way.
 RESIDENCY_TOUCHES = 200_000
 GRACE = 2.0  # seconds past its limit before the bound's child is killed (HiGHS's own checks come first)
 # The most the residency bound is given where a command reports it (solve: beside the solver, within

@@ -52,7 +52,7 @@ MSA_VARIANTS = {"msa+cross-program-prefetch": {"cross_program_prefetch": 1},
                 "msa+memory-overlap": {"max_overlap": "memory"}}
 BASELINES = {"map": ("greedy-xla",), "pack": ("best-fit",),
              "prefetch": ("greedy-xla", "msa", "msa+overlap-100", "msa+greedy-xla", *MSA_VARIANTS)}
-LONG_OVERLAP_RATIO = 100.0  # msa+overlap-100's overlap_ratio (measured on the xla suite: better than 30 and 300)
+LONG_OVERLAP_RATIO = 100.0  # msa+overlap-100's overlap_ratio (docs/results.md, "msa's defaults")
 # Of a solver's time, the part the prefetch baselines may take (msa is cut at this share; the
 # lifted greedy takes milliseconds): the rest is the search's.
 BASELINE_SHARE = 0.5

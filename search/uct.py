@@ -18,7 +18,7 @@ per-move differences are tiny in absolute terms), plus ``exploration * sqrt(ln N
 Truncated rollouts end at a fixed step count from the root, so all simulations of one
 move are scored over the same decisions.
 
-Guided selection (mallocMuZero at parity, issue 10): given a ``prior`` (a function of the game
+Guided selection (mallocMuZero at parity): given a ``prior`` (a function of the game
 state and its legal actions returning one probability per legal action), the same search
 selects by pUCT instead (AlphaZero; Silver et al. 2017): ``q_norm + exploration * p(a) *
 sqrt(N) / (1 + n(a))``, over all legal actions, an untried one scored at its parent's mean
@@ -41,7 +41,7 @@ prior steers a node while its own returns are few and UCT takes over as they gro
 of Chaslot et al., there additive ``p / (N + 1)``), so at the many simulations of a long wall-time budget the
 search tends to plain UCT's choices rather than keep a prior that leads it away.
 
-Value leaves (issue 21 item 2; ``MCTSConfig.leaf``): a rollout to the end costs O(n) game steps, which on a
+Value leaves (``MCTSConfig.leaf``): a rollout to the end costs O(n) game steps, which on a
 10,000-buffer program leaves a 10-second search a handful of simulations in all. With ``leaf="value"`` the new
 leaf is not rolled out but valued by a ``leaf_value(game) -> (y, prior or None)`` (the network's value head,
 :class:`mallocgame.search.muzero.value.NetworkValue`) as ``ref[t] + scale x y / 100``: the return still to
@@ -495,18 +495,15 @@ class UCTSearch:
 
 
 # --- the common frame of the UCT solvers (mcts and muzero play exactly this) ----------------------
-#: Measured in experiments/results/mcts_vs_greedy.md: in map mode searching the fixed-order
-#: game in greedy-xla's order ends closest to the bound; in pack mode the fixed-address game
-#: places the most bytes (MiniMalloc A-F).
+#: The game per mode: in map mode searching the fixed-order game in greedy-xla's order ends closest to the bound;
+#: in pack mode the fixed-address game places the most bytes (docs/results.md, "mcts's defaults").
 DEFAULT_GAME = {"map": ("order", "xla"), "pack": ("address", "start")}
 PREFETCH_K = 4  # offsets per copy window in prefetch mode (fewer actions per segment: deeper search)
 #: The commitment rule per mode (option ``commit`` of mcts and muzero): the most visited root move ("visits") or the
 #: one whose subtree holds the best return seen ("max"). Prefetch mode: the mean of the greedy rollouts below a move
-#: misled the search away from the best episode it had seen. Map mode, 16 simulations, on programs like the held-out
-#: real ones (experiments/results/muzero_tuning_real.md, 12 XLA-compiled and model programs of 170-574 buffers):
-#: mcts 3.607% mean gap with "max", 5.092% with "visits"; the guided search 3.403% vs 7.535% (its prior draws visits
-#: to a move whose rollouts then end badly: 27.9% vs 0.68% on one program); on the first tuning set (60-200 buffers,
-#: results/muzero_commit_tuning.md) mcts is 3.065% either way. Pack mode keeps "visits" (not measured).
+#: misled the search away from the best episode it had seen. Map mode: on programs like the held-out real ones
+#: "max" ends closer to the bound for both searches, and the guided search's prior can draw visits to a move whose
+#: rollouts then end badly (docs/results.md, "mcts's defaults"). Pack mode keeps "visits".
 COMMITS = ("visits", "max")
 DEFAULT_COMMIT = {"map": "max", "pack": "visits", "prefetch": "max"}
 

@@ -1,17 +1,14 @@
 """MuZero-guided tree search (mallocMuZero) with the shipped trained network; map, pack and prefetch modes.
 
-Two arms, reported separately (issue 10): the default guided UCT below, and ``model=learned``, the
+Two arms: the default guided UCT below, and ``model=learned``, the
 paper's MuZero (Schrittwieser et al. 2020): a Gumbel search inside the learned dynamics
 (`mallocgame.search.muzero.models.LearnedModel`) from one real observation per move; the game is
 stepped only by the committed moves. Its network (``LEARNED_CHECKPOINT``) is ``selfplay.pt``, the
-Gumbel self-play network: a network fine-tuned from it by learned-model self-play with
-EfficientZero's consistency loss and MuZero Reanalyse (``mallocgame train --consistency-weight
---reanalyse-fraction``) searched worse in the learned model on the tuning problems and is not
-shipped; ``experiments/results/muzero_learned_arm.md`` has that record and how the arm scores
-against ``mcts`` on the held-out problems. ``model=simulator`` plans with the true game instead
-(AlphaZero style). Both are map mode only.
+Gumbel self-play network (``mallocgame train --consistency-weight --reanalyse-fraction`` fine-tunes one
+with EfficientZero's consistency loss and MuZero Reanalyse; why none is shipped: docs/results.md, "muzero's
+defaults"). ``model=simulator`` plans with the true game instead (AlphaZero style). Both are map mode only.
 
-Default search (``method="uct"``, issue 10 "a level comparison"): exactly the search of the
+Default search (``method="uct"``): exactly the search of the
 ``mcts`` solver (`mallocgame.search.uct.UCTSearch`: the same greedy rollouts to the end of the
 episode, tree reuse, per-move commitment, budgets and fallback answers), except that the network's
 policy is the prior of the selection (``search/uct.py``, "Guided selection"). The network is asked
@@ -19,39 +16,23 @@ once per tree node the search leaves, never at a forced move (one legal action).
 ``prior="uniform"`` the same search runs with a uniform prior and no network: the control the
 network must beat.
 
-The selection rule (``selection="untried-uct"``, issue 21 item 4) cannot starve a move: UCT's
+The selection rule (``selection="untried-uct"``) cannot starve a move: UCT's
 untried-first rule is kept (Kocsis & Szepesvari, "Bandit based Monte-Carlo Planning", ECML 2006),
 so at every node the greedy's move is tried first and every legal move once before any is tried
 again; the prior only orders the untried moves after the greedy's and, once all are tried, scales
 UCT's exploration bonus of move ``a`` by ``(k * p(a)) ** prior_power`` (``k`` legal moves; a
 multiplicative progressive bias, Chaslot et al., "Progressive strategies for Monte-Carlo tree
 search", 2008), with UCT's own constant 1. A uniform prior scales by exactly 1, so the uniform
-control *is* ``mcts``, answer for answer (12 of 12 tuning problems; a test checks it). Chosen on
-the tuning problems only (seeds 201-212; ``DEFAULT_SELECTION``), never the held-out ones; the
-earlier pUCT rule (``selection="puct"``, constant 10) stays available.
+control *is* ``mcts``, answer for answer (a test checks it). Chosen on the tuning problems only (seeds
+201-212; ``DEFAULT_SELECTION``), never the held-out ones; the pUCT rule (``selection="puct"``, constant 10)
+is an option.
 
 The default network is xla21 (``DEFAULT_CHECKPOINT``: cur159 trained on with XLA-compiled programs in the
 curriculum; chosen on two tuning sets), and map mode commits to the move with the best return seen
 (``commit="max"``, as ``mcts``). Prefetch mode plays the uniform prior with ``leaf="auto"`` (``DEFAULT_LEAF``:
 rollouts where the time per move affords two, else 64 greedy steps and the reference episode's return to go; no
-network is read). Where it stands (issue 21, whose goal -- ahead of ``mcts`` at equal wall time with p < 0.05 on the
-held-out and confirmation sets in both modes, no family behind -- is **met in one of its four cells**;
-``experiments/README.md``, "Issue 21 in one table"):
-
-* map mode, held-out set (``experiments/heldout.py``): ahead at 16 simulations (18/33/7 wins/ties/losses,
-  p = 0.022, 58 problems of 9-645 buffers); level at equal wall time: 14/67/14 (p = 0.58) at 10 s and 21/59/15
-  (p = 0.20) at 60 s on all 95 (behind: five families at 10 s, the torch family at 60 s, 2/11/3);
-* map mode, confirmation set (12 problems): 7/3/2 at 60 s (p = 0.090), 6/4/2 at 10 s (p = 0.145);
-* prefetch mode, held-out set: **22/35/5 at 10 s (p = 0.00076, 62 programs of 109-13,465 buffers, no family
-  behind)**, from the auto leaves where ``mcts`` gets few simulations; at 60 s 2/7/1 on its 10 programs of >= 1,247
-  buffers (the rest not run at 60 s); confirmation set 3/4/1 at 10 s, 2/5/1 at 60 s
-  (8 programs, not significant); the prefetch network (``PREFETCH_CHECKPOINT``) is not the default: 8/39/15 against
-  ``mcts`` at 60 s;
-* none of the other options below (the relaxation prior, the blended priors, value leaves in map mode,
-  ``prior_decay``, the learned model) was better than the default on both tuning sets.
-
-Every run, its command and the earlier defaults' figures: ``experiments/README.md`` (from "A level comparison"
-on) and ``docs/results.md``.
+network is read). How the default stands against ``mcts`` in each mode, and the measurements that chose every
+default below: docs/results.md, "muzero's defaults".
 
 Options (keyword arguments of ``solve``; the CLI passes ``--simulations`` and ``--solver-option``):
 
@@ -92,20 +73,19 @@ Options (keyword arguments of ``solve``; the CLI passes ``--simulations`` and ``
   `mallocgame.search.muzero.search` (``method``, default ``"gumbel"``); map mode only, other modes get an
   InputError. With ``method=gumbel|puct`` and no ``model``: ``MALLOCGAME_MUZERO_MODEL``, else simulator;
 * ``method``       ``"uct"`` (default, above) or ``"gumbel"`` / ``"puct"`` (with ``model``; without it the
-  simulator), the earlier searches; with the simulator they lost to plain MCTS (issue 10);
+  simulator), the searches inside a model;
 * ``search_model`` the old name of ``model`` (same values; giving both with different values is an error);
 * ``c_scale``      Gumbel's weight of Q against the prior (default 0.1 simulator, 0.02 learned);
 * ``leaf``         ``"rollout"`` (map and pack modes' default: a greedy rollout to the end, as ``mcts``), ``"auto"``
   (prefetch mode's default, ``DEFAULT_LEAF``; below), ``"value"`` or ``"mixed"``
-  (issue 21 item 2; ``search/uct.py``, "Value leaves"): a new leaf is valued by the network's value head instead,
+  (``search/uct.py``, "Value leaves"): a new leaf is valued by the network's value head instead,
   as the return still to come in the reference (greedy) episode corrected by the head's estimate of the value
   relative to the greedy continuation (`mallocgame.search.muzero.value`); one network pass per leaf gives
   the leaf's prior too. ``"mixed"`` plays ``leaf_steps`` greedy rollout steps first. A leaf then costs one
-  pass (~0.1-0.3 ms) instead of O(n) game steps. The default network for value leaves is ``VALUE_CHECKPOINT``
+  network pass instead of O(n) game steps. The default network for value leaves is ``VALUE_CHECKPOINT``
   (``value.pt``: ``default.pt`` with its value head fine-tuned, ``experiments/train_value_head.py``; the same
-  prior). Guided UCT only (``method=uct``, no ``model``). Measured at 10 s on the xla suite and the 1k-2k-buffer
-  held-out problems: 30-630 times the simulations of ``mcts`` at 1.5k-13k buffers, but 2/16/6 against ``mcts``
-  and level with ``leaf_value="reference"`` (``experiments/README.md``, "Value leaves"): not the default.
+  prior). Guided UCT only (``method=uct``, no ``model``); not the default in map mode (docs/results.md,
+  "muzero's defaults").
   ``"auto"`` plays rollouts where the time per move affords ``auto_simulations`` (default 2) of them to the end
   and ``"mixed"`` leaves where it does not (``search/uct.py`` ``auto_leaf``; ``stats["leaf_played"]`` says which);
 * ``leaf_steps``   with ``leaf="mixed"``: greedy rollout steps before the value (default 16, not tuned; with
@@ -158,17 +138,13 @@ DEFAULT_ROLLOUT_DEPTH = 48  # the earlier searches only
 DEFAULT_C_SCALE = {"simulator": 0.1, "learned": 0.02}  # tuned on layered/intervals seeds 201-206 (held out)
 BLENDED_PRIORS = {"network-relaxation-mean": "mean", "network-relaxation-product": "product"}  # guide.BlendedPrior
 PRIORS = ("network", "uniform", "relaxation", *BLENDED_PRIORS)
-#: pUCT constant, chosen on the tuning problems (seeds 201-212, 16 simulations; never the held-out set):
-#: mean gap of the uniform prior 3.02% at 1, 2.88% at 10; of the relaxation prior (weight 0.95) 2.69% at 1,
-#: 2.78% at 3, 2.56% at 10 (weight 0.99 at 30: 2.91%; mcts 3.06%). Map mode only: pack and prefetch keep 1.
+#: pUCT constant, chosen on the tuning problems (seeds 201-212, 16 simulations; never the held-out set;
+#: docs/results.md, "muzero's defaults"). Map mode only: pack and prefetch keep 1.
 #: Values are min-max normalised among siblings, so 10 lets the prior, not one rollout, decide where to look.
 PUCT_EXPLORATION = {"map": 10.0, "pack": 1.0, "prefetch": 1.0}
-#: The selection rule (search/uct.py, "Guided selection"), chosen on the tuning problems (seeds 201-212, 16
-#: simulations; experiments/results/muzero_selection_tuning.md): mean gap of the network's search (mcts 3.065%)
-#: puct c10 2.442% (the earlier default, which can starve the greedy's move), untried-puct c10 2.475%, untried-uct
-#: c3 2.451%, c1 2.687% and at c1 with prior_power 0.5 / 2 / 3 / 4: 2.890% / 2.521% / 2.623% / 2.639%.
-#: untried-uct at UCT's constant 1 is the only one whose uniform control is ``mcts`` itself (same answers on all
-#: 12); of those prior_power 2 searched best (6/5/1 against mcts).
+#: The selection rule (search/uct.py, "Guided selection") and its prior power, chosen on the tuning problems
+#: (seeds 201-212, 16 simulations; docs/results.md, "muzero's defaults"): untried-uct at UCT's constant 1 is the
+#: rule whose uniform control is ``mcts`` itself, and of its powers 2 searched best.
 DEFAULT_SELECTION = "untried-uct"
 DEFAULT_PRIOR_POWER = 2.0
 #: The fading of that power with a node's visits (``prior_decay``; 0 = none, the rule chosen at 16 simulations).
@@ -185,37 +161,34 @@ DEFAULT_CHECKPOINT = Path(shipped_checkpoints.__file__).resolve().parent / "defa
 #: The earlier searches read the plain observation: their default is the Gumbel self-play network
 #: (`experiments/results/muzero_training.md`), shipped before the guided search's networks.
 LEGACY_CHECKPOINT = DEFAULT_CHECKPOINT.with_name("selfplay.pt")
-#: ``model=learned``'s network. A ``learned.pt`` (``selfplay.pt`` fine-tuned for 24 minutes by learned-model
-#: self-play with the consistency loss and reanalyse) was trained but searched worse than ``selfplay.pt`` in the
-#: learned model on the tuning problems, so it is not shipped and the arm plays ``selfplay.pt``
-#: (`experiments/results/muzero_learned_arm.md`).
+#: ``model=learned``'s network: ``selfplay.pt``, which searched better in the learned model on the tuning problems
+#: than the network fine-tuned from it by learned-model self-play (docs/results.md, "muzero's defaults").
 LEARNED_CHECKPOINT = LEGACY_CHECKPOINT
 MODELS = ("learned", "simulator")
-#: Value leaves (issue 21 item 2; search/uct.py, "Value leaves"): the network whose value head was fine-tuned on the
+#: Value leaves (search/uct.py, "Value leaves"): the network whose value head was fine-tuned on the
 #: value target relative to the greedy continuation (experiments/train_value_head.py); its other weights are
 #: cur159.pt's (the default network before xla21), so its prior is cur159's, not default.pt's.
 VALUE_CHECKPOINT = DEFAULT_CHECKPOINT.with_name("value.pt")
-#: Prefetch mode (issue 21 item 3): the policy network of the prefetch game (k = PREFETCH_K per copy window, two
+#: Prefetch mode: the policy network of the prefetch game (k = PREFETCH_K per copy window, two
 #: windows, greedy-xla's order), trained by expert iteration (``experiments/train_prefetch_net.py``). Its value head
 #: is not trained, so value leaves never read it.
 PREFETCH_CHECKPOINT = DEFAULT_CHECKPOINT.with_name("prefetch.pt")
 #: Whether ``prior="network"`` plays ``PREFETCH_CHECKPOINT`` in prefetch mode when no checkpoint is given; decided
-#: by the held-out prefetch measurement (``experiments/heldout_prefetch.py``), see the module docstring.
+#: by the held-out prefetch measurement (docs/results.md, "muzero's defaults").
 PREFETCH_NETWORK_BY_DEFAULT = False
 LEAF_VALUES = ("network", "reference")
 DEFAULT_LEAF_STEPS = 16
-#: ``leaf="auto"``'s steps before the reference value where it plays "mixed": 64 searched better than 16 on the
-#: prefetch tuning sets at 10 s (experiments/README.md, "Leaves without a rollout to the end in prefetch mode").
+#: ``leaf="auto"``'s steps before the reference value where it plays "mixed", chosen on the prefetch tuning sets
+#: at 10 s (docs/results.md, "muzero's defaults").
 DEFAULT_AUTO_LEAF_STEPS = 64
 #: ``leaf="auto"`` plays rollouts where the time per move affords this many to the end (estimated from the first
-#: greedy episode: the time per move over half an episode's steps). Chosen on the prefetch tuning sets at 10 s: the
-#: estimate was 0.05-1.02 where reference-valued mixed leaves beat rollouts and 3.1-43 where they lost or tied
-#: (experiments/README.md, "Leaves without a rollout to the end in prefetch mode"); the estimate is conservative,
-#: rollouts deeper in the tree are shorter and forced moves take no simulations.
+#: greedy episode: the time per move over half an episode's steps). Chosen on the prefetch tuning sets at 10 s
+#: (docs/results.md, "muzero's defaults"); the estimate is conservative, rollouts deeper in the tree are shorter
+#: and forced moves take no simulations.
 DEFAULT_AUTO_SIMULATIONS = 2
 #: The leaf evaluation per mode (option ``leaf``): prefetch mode plays "auto" (its leaves valued by the reference
 #: episode, y = 0: no value network is trained for the prefetch game), map and pack modes rollouts to the end
-#: (value leaves lost to them in map mode: experiments/README.md, "Value leaves").
+#: (which searched better than value leaves in map mode: docs/results.md, "muzero's defaults").
 DEFAULT_LEAF = {"map": "rollout", "pack": "rollout", "prefetch": "auto"}
 
 

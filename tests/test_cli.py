@@ -41,8 +41,8 @@ def test_solve_writes_solution_and_report(tmp_path):
                                                    ("prefetch", "msa", "0.5")])
 def test_solve_bound_computed_beside_the_solver_is_the_runners(tmp_path, mode, solver, fraction):
     """solve computes the bound in the parent while the solver runs: same bound and gap as in one process."""
-    from mallocgame.hybrid.warm_start import solve_with_warm_start
     from mallocgame.inputs.load import prepare, read_problem
+    from mallocgame.solving import solve_with_warm_start
 
     rep = tmp_path / "rep.json"
     r = run_cli("solve", EXAMPLE, "--solver", solver, "--mode", mode, "--report", str(rep), "--capacity-fraction", fraction)

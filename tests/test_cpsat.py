@@ -11,7 +11,6 @@ import pytest
 from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.hardware.spec import PRESETS
 from mallocgame.hardware.validator import validate
-from mallocgame.hybrid.warm_start import solve_with_warm_start
 from mallocgame.inputs.generate import layered_network, packed_instance, random_intervals
 from mallocgame.io import load_problem, problem_csv_text
 from mallocgame.model import Buffer, Op, Operand, Problem, Solution, Status, offsets_array
@@ -19,6 +18,7 @@ from mallocgame.placement import push_down
 from mallocgame.runner import run_solver
 from mallocgame.solvers.cpsat.model import grid_unit
 from mallocgame.solvers.cpsat.solver import CpSat
+from mallocgame.solving import solve_with_warm_start
 from tests.conftest import BENCHMARKS, DATA, needs_benchmarks, run_cli
 
 UNIT = PRESETS["unit"]

@@ -248,7 +248,7 @@ PREFETCH_SOLVERS = [n for n in sorted(solver_entries()) if "prefetch" in getattr
 
 @pytest.mark.parametrize("name", PREFETCH_SOLVERS)
 def test_no_prefetch_solver_ends_below_msa_when_warm_started_from_it(name):
-    from mallocgame.hybrid.warm_start import solve_with_warm_start
+    from mallocgame.solving import solve_with_warm_start
 
     hw = PRESETS["tpuv4i"]
     problem = layered_network(80, seed=5, capacity_fraction=0.25).replace(mode="prefetch")
@@ -269,7 +269,7 @@ def test_lns_prefetch_starts_from_msa_and_never_ends_below_it():
 
 
 def test_a_map_only_solver_warm_starts_a_prefetch_solver_through_the_lift():
-    from mallocgame.hybrid.warm_start import solve_with_warm_start
+    from mallocgame.solving import solve_with_warm_start
 
     hw = PRESETS["tpuv4i"]
     problem = layered_network(60, seed=3, capacity_fraction=0.3).replace(mode="prefetch")

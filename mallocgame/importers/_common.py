@@ -251,8 +251,8 @@ class WorkloadBuilder:
         Written later, the parameter ends at its last read and the allocation may hold, meanwhile,
         the values XLA chains into the output (an in-place chain ending at it), but only a chain
         that starts after that last read: one live while the parameter is cannot be in its
-        allocation, so the output then takes no other buffer's storage (issue 19: sharing it
-        anyway put ResNet-50's max live 0.47% below XLA's). ``used_src`` and ``used_dst`` collect
+        allocation, so the output then takes no other buffer's storage (sharing it anyway puts
+        max live below XLA's own buffer assignment: docs/results.md, "Importers"). ``used_src`` and ``used_dst`` collect
         the buffers paired.
         """
         first, last = touches.first, touches.last

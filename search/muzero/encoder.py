@@ -1,4 +1,4 @@
-"""A representation that sees the problem (issue 10, item 2): per-buffer encodings and a per-state summary.
+"""A representation that sees the problem: per-buffer encodings and a per-state summary.
 
 Features name ``"encoder/1"`` (stored in a checkpoint's ``features``; absent = the game's plain
 observation vector). The network's input vector is then the game's observation vector followed by
@@ -43,7 +43,7 @@ STATE = 6 + ENCODING
 EXTRA = ENCODING + STATE  # numbers appended to the observation vector
 RELAX = 4  # further numbers under encoder/2
 RELAX_SECONDS = 5.0  # the relaxation MIP's time limit (its best set so far is used when it binds)
-RELAX_GAP = 0.01  # the MIP stops within 1% of optimal: a guide, not a bound (deterministic, and 2-5x faster)
+RELAX_GAP = 0.01  # the MIP stops within 1% of optimal: a guide, not a bound (deterministic, and faster)
 
 
 def extra_inputs(features: str) -> int:

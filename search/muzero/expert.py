@@ -1,4 +1,4 @@
-"""Expert iteration for the guided UCT search (issue 10, "training that matches play").
+"""Expert iteration for the guided UCT search: training that matches play.
 
 One game at a time: draw a training problem from the curriculum, let the student (the deployed
 guided UCT with the current network) play it, have a teacher (a search from the student's
@@ -274,8 +274,8 @@ def answer_policy(game, answer) -> np.ndarray:
     the buffer slow; else the offered hole at the answer's offset, failing that the greedy's hole (the
     answer's layout differs from the game's so far), and slow when nothing fits. The prefetch game
     (``answer`` from :func:`stays_by_buffer`): :meth:`PrefetchGame.answer_action` at the game's best fit, not
-    the answer's offsets (followed at its offsets, the portfolio's answer ends at 0.94x the game's greedy
-    playout, at the best fit 1.04x: results/prefetch_teacher_follow.md)."""
+    the answer's offsets (followed at its offsets, the portfolio's answer ends below the game's greedy playout,
+    at the best fit above it: experiments/results/prefetch_teacher_follow.md)."""
     target = np.zeros(game.num_actions, np.float32)
     if isinstance(answer, dict):
         target[game.answer_action(answer, follow_offsets=False)] = 1.0

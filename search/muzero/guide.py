@@ -77,9 +77,8 @@ class BlendedPrior:
 
     ``how="mean"``: ``(p_net + p_relax) / 2``, every move keeps at least half of what either gives it;
     ``how="product"``: ``p_net * p_relax`` renormalised (a product of experts, Hinton 2002: high only where
-    both agree). Why: on an XLA-compiled MLP-Mixer the search led by the network alone ends 1.25% from the bound,
-    plain UCT 0.16-0.32%, the relaxation's prior 0.002% (``experiments/README.md``, "A prior that joins the network
-    and the relaxation"; there the blends measured on the tuning sets, not the default). ``calls`` counts network
+    both agree). Why: where the network's prior leads the search away from answers the relaxation's prior finds,
+    a blend keeps the relaxation's moves in view (docs/results.md, "muzero's defaults"). ``calls`` counts network
     evaluations, as :class:`NetworkPrior`'s.
 
     >>> import numpy as np

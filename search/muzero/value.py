@@ -1,4 +1,4 @@
-"""The value network at the leaves of the guided UCT search (issue 21, item 2): targets, the leaf evaluator, data.
+"""The value network at the leaves of the guided UCT search: targets, the leaf evaluator, data.
 
 **What the search backs up.** With ``MCTSConfig.leaf="value"`` a leaf at step ``t`` (state ``s``) is worth
 ``ref[t] + scale / 100 x y(s)``: ``ref[t]`` is the return still to come after step ``t`` in the *reference

@@ -72,21 +72,19 @@ EVICTION_RATIOS = (1.0, 1.5)  # the same for the extended ends of stays that are
 RUN_LENGTHS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)  # touches served by one candidate stay (plus: to the last)
 WINDOW_STAYS = 30  # candidate stays per CP-SAT model at first (doubled at each local optimum)
 MIN_SLICE = 0.3  # seconds: the least a window gets while time is left
-BUILD_RATE = 2000  # free stays per second of its budget, at most, in a window's model (building one takes ~0.7 ms a stay)
+BUILD_RATE = 2000  # free stays per second of its budget, at most, in a window's model (building costs time per stay)
 SETUP_SHARE = 0.5  # of the time left after the starts: the most the candidate stays may take
-SECOND_UNITS = 2**14  # integer units of seconds per window's total headroom (measured: finer units slow the propagation)
-# Measured on layered networks and realistic workloads (3-5 s): the formulations "2d", "cliques"
-# (one 1-D no-overlap per maximal moment) and "both" are within noise of each other; CP-SAT's own
-# search with one worker beats following our decision strategy (PARTIAL_FIXED_SEARCH) by about
-# 15%; probing (level 2) takes seconds on models of a thousand stays and gains nothing here;
-# ties to less memory (LEAN_TIES) add 3-5%; 2^14 units rather than 2^24 let the budget axes
-# propagate fast (2^24 found nothing on a Strassen program in 3 s, 2^14 reached 1.27x msa).
+SECOND_UNITS = 2**14  # integer units of seconds per window's total headroom (finer units slow the propagation)
+# The model's settings, chosen on layered networks and realistic workloads (docs/results.md, "cpsat's defaults"):
+# the formulations "2d", "cliques" (one 1-D no-overlap per maximal moment) and "both" search alike, so the plain
+# "2d"; CP-SAT's own search with one worker, not our decision strategy (PARTIAL_FIXED_SEARCH); no probing (it takes
+# seconds on models of a thousand stays); ties to less memory (LEAN_TIES); 2^14 units, whose budget axes propagate
+# fast where 2^24's do not.
 FORMULATION = "2d"
 # The fixed stays around a window as holes in the free stays' offset domains rather than rectangles in the
-# no_overlap_2d (packing_model.add_no_overlap's pinned_as_holes; an exact rewrite): with ~760 fixed rectangles around
-# 125 free ones CP-SAT 9.15 spent 6-8 s before its search whatever its limit (resnet20-cifar-train), 0.25 s with holes.
-# Only from HOLES_FROM fixed stays on: gpt2-medium-train-adam's windows (2-40 fixed stays) solved twice as many windows
-# with holes but gained less (0.03516 vs 0.03529 at 60 s; results/window_holes.md, load 1-2).
+# no_overlap_2d (packing_model.add_no_overlap's pinned_as_holes; an exact rewrite): with hundreds of fixed rectangles
+# CP-SAT spends seconds before its search whatever its limit, with holes a fraction of one. Only from HOLES_FROM fixed
+# stays on: windows with few fixed stays gained more as rectangles (docs/results.md, "cpsat's defaults").
 PINNED_AS_HOLES = True
 HOLES_FROM = 200
 FIXED_SEARCH = False
@@ -95,9 +93,8 @@ LEAN_TIES = True
 # Windows of repeated layers: one of each shape early, a gain brings its shape forward (docs/cpsat.md, "Repeated
 # layers"); off, the rounds go most-to-gain first only (experiments/window_shapes.py measures both).
 SHAPES_FIRST = True
-# The first window of a shape tried in a round without gain sends the rest of its shape to the round's end. Off: at
-# 60 s in-process it lost 0.65% on resnet20-cifar-train (0.002005 vs 0.002018) and was level on gpt2-medium-train-adam
-# with repeated gains (0.03532 vs 0.03530; one-off runs at load ~2, docs/cpsat.md "Repeated layers").
+# The first window of a shape tried in a round without gain sends the rest of its shape to the round's end. Off: it
+# lost on one program and was level on another (docs/cpsat.md "Repeated layers").
 DEMOTE_SHAPES = False
 # A window's gain is tried first on the later windows of its shape, moved layer to layer (repeat_gain): kept when the
 # evaluator scores it better and it is valid, without a CP-SAT solve (experiments/window_shapes.py measures it).
@@ -112,7 +109,7 @@ class Stay(NamedTuple):
 
     ``prefetch``: ``(first slot, deadline)`` of its prefetch copy, or ``None`` (produced in
     place); ``eviction``: the same for its eviction, or ``None``. A named tuple, not a frozen dataclass:
-    the search makes 1-2M of them on the xla suite's training steps, and a tuple is built 3x faster.
+    the search makes millions of them on a training step, and a tuple is built faster.
     """
 
     buffer: int
@@ -1215,12 +1212,13 @@ def _starts(problem: Problem, hardware, session, hint: Solution | None, t0: floa
             starts.append(("greedy-xla-lifted-tightened", tighten(problem, list(b.intervals)), None))
     msa = session.baseline("msa", until) if build else next((b for b in baselines if b.name == "msa"), None)
     if given and msa is not None and msa.complete:
-        # msa around the hint's intervals (a lifted map answer's whole-life stays, say): +0.6-1.0% over the
-        # lifted select-pack answer on the xla suite's LSTM steps; first around them cut at their idle gaps
+        # msa around the hint's intervals (a lifted map answer's whole-life stays, say): above the lifted
+        # select-pack answer on the xla suite's LSTM steps (docs/results.md, "cpsat's defaults"); first around them
+        # cut at their idle gaps
         # (split_idle: the memory held between far-apart touches freed for msa to fill; more on the LSTM steps,
         # experiments/results/prefetch_split_xla.md)
         # (only when a run as long as msa's fits: msa around the cut hint is slower, as it has more room to fill,
-        # and on lstm3 a run given 20 s took 29 s: experiments/results/prefetch_split_xla.md)
+        # and can overrun: experiments/results/prefetch_split_xla.md)
         cut = split_idle(problem, hardware, given, deadline=until)
         seeds = [("msa+hint-split", cut)] if len(cut) > len(given) else []  # a cut adds a stay
         for label, seed_intervals in [*seeds, ("msa+hint", given)]:
