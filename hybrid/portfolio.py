@@ -230,8 +230,8 @@ class _Race:
     def baselines_once(self, until: float, *, after: list[str], latest: float):
         """A ``later`` hook for :meth:`Portfolio._run_parallel`: :meth:`run_baselines` once, on the first call when
         the members ``after`` have reported (or failed), or at ``latest`` (monotonic) if they still run; never
-        settles the race. (Three processes on two cores: select-pack's MIP, cut at 10 s, then returned the greedy's
-        answer on lstm3-scan150-train, 0.008809 instead of 0.009634.)"""
+        settles the race. (Building them beside the members from the start would run three processes on two
+        cores, which cuts the members short: docs/results.md, "portfolio's defaults".)"""
         done = []
 
         def hook() -> bool:
@@ -316,8 +316,8 @@ class _Race:
         far, when no run started from it yet and at least ``REFILL_SHARE`` of the time is left: in a ``free`` slot,
         else in the place of the ``running`` window search whose start is worth least and ``REPLACE_MARGIN`` less
         than it (``stop``,
-        its key: a baseline built while the members run, msa+overlap-100 on gpt2-small-train-adam, say, is a
-        better start than msa's answer the first search started from)."""
+        its key: a baseline built while the members run, msa+overlap-100, say, can be a better start than msa's
+        answer the first search started from)."""
         best = self.best
         if (self.problem.mode != "prefetch" or best is None or not best.valid or best.solver in started
                 or REFILL_SOLVER not in solver_entries()
@@ -383,9 +383,9 @@ class Portfolio(Solver):
             # msa keeps a deadline: it stays, with the baselines' share of the time (a cut answer says so).
             names = [n for n in names if n not in FAST_MEMBERS or n in TIMED_MEMBERS]
             fast = [n for n in fast if n in TIMED_MEMBERS]
-        # The cheapest baseline, built in this process (no fork), is an answer before any member runs: at
-        # 0.2 s on a busy machine a forked greedy-xla member can be cut before it reports, and the portfolio
-        # then ended below the greedy (all-slow in prefetch mode).
+        # The cheapest baseline, built in this process (no fork), is an answer before any member runs: with a
+        # short limit on a busy machine a forked greedy-xla member can be cut before it reports, and the portfolio
+        # must not end below the greedy.
         race.run_baselines(t0 + BASELINE_SHARE * time_limit, cheapest=True)
         if problem.mode != "map" and race.bound is None:  # the bound in milliseconds: an answer at it ends the race
             race.bound = race.session.bound()
@@ -400,8 +400,8 @@ class Portfolio(Solver):
         # Members stay in the portfolio's process group, so a kill of the portfolio reaches them.
         with ProcessPool(workers, own_groups=False) as pool:
             # A prefetch portfolio's map members need no hint (their answers are lifted): they start now, on the
-            # other core, while msa runs here (it took 8-25 s of a 60 s limit on the xla suite's training steps,
-            # with the second core idle).
+            # other core, while msa runs here (msa can take a large share of the limit on a training step, with
+            # the second core idle otherwise).
             early = [n for n in heavy if n in lifted][:workers - 1] if parallel and not settled else []
             for name in early:
                 pool.start(name, name, race.map_problem, hardware, time_limit=self._share(problem, deadline),
@@ -415,7 +415,7 @@ class Portfolio(Solver):
                 # The baselines built here, once: every forked member inherits them from the session (the
                 # best of them is an answer too: msa+greedy-xla is no member's). Prefetch mode, in parallel:
                 # while the members run (the window search starts from msa's answer at once; a better baseline
-                # starts another from it, ``refill``): on gpt2-medium-train-adam they took 6-19 s before it.
+                # starts another from it, ``refill``): on a large program they take seconds.
                 baselines_later = parallel and problem.mode == "prefetch"
                 if not baselines_later:
                     race.run_baselines(t0 + BASELINE_SHARE * time_limit)

@@ -614,8 +614,8 @@ def check_short_limits(subject: Subject) -> str:
 
     Per supported mode, on a 150-buffer layered network (map and prefetch at 25% of max live, pack
     without a capacity). Importing a heavy library on the solver's clock, or handing the fallback an
-    expired deadline, shows here: it is where ``cpsat --time-limit 0.2`` once returned all-slow while
-    greedy-xla placed 113 of 150 in 2 ms. The greedies are held to the time and validity only.
+    expired deadline, shows here: a search that ends all-slow where greedy-xla places most buffers in
+    milliseconds fails. The greedies are held to the time and validity only.
     """
     greedy = is_greedy(load_solver(subject.name))
     done = []

@@ -136,8 +136,8 @@ def split_idle(problem: Problem, hardware, intervals: Sequence[FastInterval], *,
     prefetched by a copy of ``ratio`` x the copy time ending before ``nxt``. The copies take the budgets the
     answer's own copies leave (served in deadline order, as the evaluator does; consumed as cuts are made,
     the largest freed bytes x ops first), so they add no stall. Every touch is served as before, at the same
-    offset: the value is the answer's, with less memory held (room for other buffers: a lifted map answer's
-    whole-life stays hold ~45% less on the xla suite's LSTM steps). Returns ``intervals`` unchanged when the
+    offset: the value is the answer's, with less memory held (room for other buffers: docs/results.md,
+    "cpsat's defaults"). Returns ``intervals`` unchanged when the
     cut answer would score lower (a stall the budgets did not foresee). ``deadline`` (monotonic): no cut is
     tried after it (the cuts made so far are kept). Deterministic when no deadline cuts it short.
     """

@@ -156,9 +156,8 @@ def add_no_overlap(model: Any, rect: Rectangles, *, formulation: str = "2d", kna
     ``pinned_as_holes``: the same constraint, written differently: each unpinned item's offset
     domain loses the offsets where it would meet a pinned item live with it (:func:`cut_pinned_holes`),
     and the no-overlap constraints hold the unpinned items only. Why: CP-SAT 9.15 spends seconds
-    before its search on a ``no_overlap_2d`` of many fixed rectangles around a few optional ones
-    (a prefetch window of 761 pinned and 125 optional stays: 6-8 s at a 0.3 s limit; with holes,
-    0.25 s), whatever its time limit.
+    before its search on a ``no_overlap_2d`` of many fixed rectangles around a few optional ones,
+    whatever its time limit (docs/results.md, "cpsat's defaults").
     """
     if formulation not in FORMULATIONS:
         raise ValueError(f"formulation must be one of {', '.join(FORMULATIONS)}, not {formulation!r}")

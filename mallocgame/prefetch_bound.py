@@ -515,8 +515,8 @@ def _add_budgets(lp: _Lp, prog: _Program, s, windows) -> None:
                 np.ones(len(takes) * len(item) + len(op_item)), prog.budget(b_lo, b_hi))
 
 
-# Columns above which HiGHS is not given the whole LP (nor the MIP): on the xla suite's lstm2 (751k
-# columns) its interior point method had not finished after 500 s here; the buffer prices take ~4 s.
+# Columns above which HiGHS is not given the whole LP (nor the MIP): at that size its interior point method takes
+# minutes where the buffer prices take seconds (docs/results.md, "The residency bound's reach").
 DIRECT_VARS = 300_000
 
 

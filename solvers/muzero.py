@@ -47,15 +47,15 @@ Options (keyword arguments of ``solve``; the CLI passes ``--simulations`` and ``
   game in greedy-xla's order, k = 16). Pack mode (the fixed-address game, as ``mcts``) has no trained
   network, so it plays with the uniform prior. Prefetch mode (the prefetch game, k = 4 per copy window) has one,
   ``PREFETCH_CHECKPOINT`` (``checkpoints/prefetch.pt``), read when given as ``checkpoint``; it is not the default
-  (``PREFETCH_NETWORK_BY_DEFAULT``; the measurement below), so by default prefetch mode plays the uniform prior
-  too. ``stats["prior"]`` says which prior played and why;
+  (``PREFETCH_NETWORK_BY_DEFAULT``; docs/results.md, "muzero's defaults"), so by default prefetch mode plays the
+  uniform prior too. ``stats["prior"]`` says which prior played and why;
 * ``checkpoint``   path of a ``.pt`` from ``mallocgame train`` or expert iteration (default: the
   environment variable ``MALLOCGAME_MUZERO_CHECKPOINT``, else the shipped
   ``search/muzero/checkpoints/default.pt``; in prefetch mode ``prefetch.pt`` is read only when given here;
   with ``model=learned|simulator`` and ``method=gumbel|puct``, which read the plain observation,
-  ``selfplay.pt``, the earlier self-play network);
+  ``selfplay.pt``, the Gumbel self-play network);
 * ``selection``    ``"untried-uct"`` (default, above), ``"untried-puct"`` (untried-first, then pUCT) or ``"puct"``
-  (the earlier rule: pUCT over all legal moves, an untried one at its parent's mean; can starve a move);
+  (pUCT over all legal moves, an untried one at its parent's mean; can starve a move);
 * ``prior_power``  with ``untried-uct``: the power of ``k * p(a)`` (default 2, chosen on the tuning problems);
 * ``prior_decay``  with ``untried-uct``: ``m > 0`` fades that power to ``prior_power * m / (m + N)`` at a node of
   ``N`` visits, so UCT takes over where the search has many returns (``search/uct.py``, "Guided selection");
@@ -134,7 +134,7 @@ from mallocgame.search.uct import (
 )
 
 DEFAULT_SIMULATIONS = 16
-DEFAULT_ROLLOUT_DEPTH = 48  # the earlier searches only
+DEFAULT_ROLLOUT_DEPTH = 48  # the searches inside a model only
 DEFAULT_C_SCALE = {"simulator": 0.1, "learned": 0.02}  # tuned on layered/intervals seeds 201-206 (held out)
 BLENDED_PRIORS = {"network-relaxation-mean": "mean", "network-relaxation-product": "product"}  # guide.BlendedPrior
 PRIORS = ("network", "uniform", "relaxation", *BLENDED_PRIORS)
@@ -158,8 +158,8 @@ RELAX_SHARE = 0.2  # of the time limit, at most, for the relaxation MIP the netw
 CHECKPOINT_ENV = "MALLOCGAME_MUZERO_CHECKPOINT"
 MODEL_ENV = "MALLOCGAME_MUZERO_MODEL"
 DEFAULT_CHECKPOINT = Path(shipped_checkpoints.__file__).resolve().parent / "default.pt"
-#: The earlier searches read the plain observation: their default is the Gumbel self-play network
-#: (`experiments/results/muzero_training.md`), shipped before the guided search's networks.
+#: The searches inside a model read the plain observation: their default is the Gumbel self-play network
+#: (`experiments/results/muzero_training.md`).
 LEGACY_CHECKPOINT = DEFAULT_CHECKPOINT.with_name("selfplay.pt")
 #: ``model=learned``'s network: ``selfplay.pt``, which searched better in the learned model on the tuning problems
 #: than the network fine-tuned from it by learned-model self-play (docs/results.md, "muzero's defaults").
@@ -370,7 +370,7 @@ def _leaf_evaluator(leaf: tuple[str, int, str], value_net, stats: dict):
     return reference_value
 
 
-# --- the earlier searches (Gumbel / pUCT of search.muzero.search), map mode -----------------------
+# --- the searches inside a model (Gumbel / pUCT of search.muzero.search), map mode ---------------
 def _solve_legacy(name: str, problem: Problem, hardware, *, t0: float, time_limit: float, seed: int,
                   hint: Solution | None, sims: int, checkpoint: str | None, search_model: str | None, method: str,
                   c_scale: float | None, rollout_depth: int | None) -> Solution:
@@ -422,7 +422,7 @@ def _solve_legacy(name: str, problem: Problem, hardware, *, t0: float, time_limi
 
 
 class _Play:
-    """Commit moves by search while the budget allows, then greedily (the earlier searches)."""
+    """Commit moves by search while the budget allows, then greedily (the searches inside a model)."""
 
     def __init__(self, game, agent, rng: np.random.Generator, sims: int, deadline: float):
         self.game, self.agent, self.rng, self.sims, self.deadline = game, agent, rng, sims, deadline

@@ -161,7 +161,7 @@ def finetune(data: str, init: str, out: str, *, seconds: float = 300.0, epochs: 
              log: str | None = None) -> dict:
     """Train ``init``'s value head alone by MSE on the ``.npz`` ``data`` of :func:`generate` (the other weights, so
     the policy, are those of ``init``): re-initialised from ``seed`` (``fresh``; the shipped head, trained on
-    another target, starts far off: validation MSE 0.83 against 0.28 for y = 0) or from ``init``'s, AdamW. The
+    another target, starts further off than y = 0: docs/results.md, "muzero's defaults") or from ``init``'s, AdamW. The
     epoch with the lowest validation MSE (:func:`split`) is saved to ``out`` as a model-only checkpoint marked
     ``value_target = "relative-greedy/1"``. Returns the summary (validation MSE of ``y = 0``, of the training
     rows' mean, of the initial head and of the saved one)."""

@@ -1043,7 +1043,7 @@ class PrefetchWindows:
         """CP-SAT on the free stays around the incumbent's intervals that meet them (:func:`solve_window`)."""
         self._cursor = next((w for w in range(self._cursor + 1, len(self._plan)) if self._plan[w] is nb), -1)
         if len(nb.inside) > max(BUILD_RATE * (until - time.monotonic()), WINDOW_STAYS):
-            # its model would not even be built in time (one buffer's 52k stays on lstm2: 35 s for a 0.85 s budget)
+            # its model would not even be built in time (one buffer can have tens of thousands of stays)
             return Trial(None, False)
         batch = self._repeat_all(current, nb)
         if batch is not None:
@@ -1114,8 +1114,8 @@ class PrefetchWindows:
 
     def _repeat(self, nb: Neighbourhood, dropped: set, around: list, rest: list) -> Trial | None:
         """The last gain of ``nb``'s shape repeated here (:func:`repeat_gain`), when it applies, scores better
-        than the incumbent and is valid: then no CP-SAT solve (on gpt2-medium-train-adam the windows of a gaining shape gained
-        alike, one per block). ``None``: solve the window."""
+        than the incumbent and is valid: then no CP-SAT solve (the windows of a repeated layer tend to gain alike).
+        ``None``: solve the window."""
         gain = self._gains.get(self._shape_of.get(nb.key)) if REPEAT_GAINS and nb.key[0] == "ops" else None
         if gain is None or not math.isfinite(self._value_before):
             return None
@@ -1196,7 +1196,7 @@ def _starts(problem: Problem, hardware, session, hint: Solution | None, t0: floa
 
     ``build=False`` (a portfolio built the baselines before it forked this run, and its hint is the best answer
     so far): only the baselines the session has, and no msa around a hint that is one of them (msa around its
-    own answer: on gpt2-medium-train-adam two such runs took 12.9 s of a 42 s member)."""
+    own answer gains nothing and can take a large share of a member's time)."""
     given = hint_intervals(problem, hint)
     starts: list[tuple[str, list[FastInterval], float | None]] = []
     if given is not None:
