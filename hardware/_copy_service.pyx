@@ -2,8 +2,9 @@
 """XLA's async-copy service, compiled: the loop behind :func:`mallocgame.hardware.prefetch_cost.serve_copies_left`.
 
 The evaluator, ``msa`` and the prefetch game serve copies on every answer, every decision and every
-step; the game re-serves a covered run of copies per step, and in Python that loop is a large share of
-a greedy episode (docs/results.md, "The compiled parts of the prefetch game"). The arithmetic is the Python loop's, step for step (``take = min(need, left)``,
+step; the game re-serves a covered run of copies per step, and in Python that loop is a large share
+of a greedy episode (docs/results.md, "The compiled parts of the prefetch game"). The arithmetic is
+the Python loop's, step for step (``take = min(need, left)``,
 ``need -= take``, ``left -= take``, IEEE doubles, no reassociation), so the stalls and budgets are
 bit-identical to it; tests/test_copy_service.py holds that loop as the reference and checks it.
 """

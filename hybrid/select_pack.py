@@ -48,8 +48,8 @@ from mallocgame.solvers.pack_search.search import pack
 REPAIR_WINDOW = 120  # buffers freed around a failure
 # Map mode: when best fit leaves some of the choice out, the pack search (MiniMalloc's method) tries the whole
 # choice within this share of the time left, at most PACK_SEARCH_SECONDS, in the first round only (the choice is
-# then the relaxation's optimum; at the max live bytes, MiniMalloc's set, best fit and the windows left 10-20% of
-# the buffers slow where the search packs them all in a tenth of a second)
+# then the relaxation's optimum; where the choice is tight, best fit and the windows leave buffers slow that the
+# search packs in a fraction of a second: docs/results.md, "select-pack's defaults")
 PACK_SEARCH_SHARE = 0.25
 PACK_SEARCH_SECONDS = 5.0
 REPAIR_LIMIT = 2000  # pack mode: more buffers left over than this and the target is given up

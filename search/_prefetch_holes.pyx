@@ -6,7 +6,8 @@ Per decision the game finds the free holes beside the intervals placed over the 
 time, then XLA's look-ahead best fit: a binary search over the buffer's later touches for the
 longest stay with a hole, each probe a sweep over the placed intervals. In NumPy that is a mask
 over every placed interval and a sort per probe, the largest cost of a greedy episode once the
-copy service is compiled (docs/results.md, "The compiled parts of the prefetch game"). Here the intervals live somewhere in ``[a, last later touch]`` are
+copy service is compiled (docs/results.md, "The compiled parts of the prefetch game"). Here the
+intervals live somewhere in ``[a, last later touch]`` are
 gathered once and sorted by offset once (C++ ``std::sort``), each probe is one sweep that skips
 those starting after its horizon, and only the ``k`` holes offered become Python tuples. The
 results are those of ``free_holes`` and ``best_fit_offset`` (mallocgame.search.game_order,
