@@ -238,8 +238,8 @@ def _constrained_candidates(ev, n_cand: int, rows: _BindingRows) -> np.ndarray:
     constrained = np.zeros(n_cand, bool)
     constrained[rows.idx[rows.kept]] = True
     if (not ev.additive and (ev.delta < 0).any()) or (rows.binding.any() and (~constrained).sum() < REDUCE_FROM):
-        # Fixing them is exact, but HiGHS solves some small models faster whole (a 3,000-buffer
-        # network: 1.5 s whole, 9 s reduced): reduce only where the fixed columns are many.
+        # Fixing them is exact, but HiGHS solves some small models faster whole (docs/results.md,
+        # "Deadlines"): reduce only where the fixed columns are many.
         constrained[:] = True
     return constrained
 

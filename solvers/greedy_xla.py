@@ -25,8 +25,8 @@ class GreedyXLA(Solver):
         t0 = time.monotonic()
         # built once per solve session, until the deadline: a cut leaves the rest slow (map) or
         # unplaced (pack: then no valid answer), and the stats and the summary line say so
-        # Its end is one tuple of offsets, not a search's scoring (profiled at 400k buffers: solve ended
-        # 0.18 s after its deadline): 1 µs per buffer kept back, not 20 (at 400k and 5 s: half the limit)
+        # Its end is one tuple of offsets, not a search's scoring: 1 µs per buffer kept back, not the searches' 20,
+        # which would take a large share of a short limit on a large input (docs/results.md, "Deadlines")
         deadline = solver_deadline(t0, time_limit, problem.n, per_buffer=1e-6)
         base = session_for(problem, hardware).baseline("greedy-xla", deadline)
         stats = {} if base.complete else {"cut_short": True}

@@ -1264,7 +1264,7 @@ def solve_prefetch(problem: Problem, hardware, *, time_limit: float, seed: int, 
                         stats=stats | {"windows_solved": 0, "cut": "no time left after the starts"},
                         solver=name, intervals=tuple(sorted(incumbent, key=lambda iv: (iv.buffer, iv.start))))
     # the candidates stop at SETUP_SHARE of the time to the deadline: the rest of the set-up and the search's
-    # first plan take about as long again (at 13k buffers 2M stays: a 30 s limit overran by 5.6 s without it)
+    # first plan take about as long again (docs/results.md, "Deadlines")
     space = PrefetchWindows(problem, hardware, pev, incumbent, [iv for _, ivs, _ in starts for iv in ivs],
                             seed=seed, workers=workers, deterministic=deterministic, t0=t0,
                             until=time.monotonic() + SETUP_SHARE * (deadline - time.monotonic()), value=best_value)
