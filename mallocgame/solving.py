@@ -23,7 +23,7 @@ from mallocgame.io import read_intervals_csv, read_solution_csv
 from mallocgame.lift import lift_map_answer
 from mallocgame.model import FastInterval, InputError, Problem, Solution, Status
 from mallocgame.protocol import bad_time_limit
-from mallocgame.registry import solver_entries, solver_modes
+from mallocgame.registry import solver_entry, solver_modes
 from mallocgame.session import session_for
 
 if TYPE_CHECKING:
@@ -133,7 +133,7 @@ def _warm_start_run(name: str, problem: Problem, hardware, *, time_limit: float,
                     bound) -> Report:
     """Run the warm-start solver; in prefetch mode a map-only solver (greedy-xla, select-pack, muzero)
     solves the map problem and its answer is lifted (:func:`mallocgame.lift.lift_map_answer`)."""
-    modes = solver_modes(solver_entries()[name]) if problem.mode == "prefetch" else ()
+    modes = solver_modes(solver_entry(name)) if problem.mode == "prefetch" else ()
     if problem.mode != "prefetch" or "prefetch" in modes or "map" not in modes:
         return runner.run_solver(name, problem, hardware, time_limit=time_limit, seed=seed, hint=hint, options=options,
                           bound=bound)

@@ -43,7 +43,7 @@ from mallocgame.hybrid.reschedule import solve_with_reschedule
 from mallocgame.io import intervals_csv_text, problem_csv_text
 from mallocgame.model import InputError, Problem
 from mallocgame.protocol import parse_solver_options, split_option
-from mallocgame.registry import SolverLoadError, load_solver, solver_entries
+from mallocgame.registry import SolverLoadError, load_solver, solver_entries, solver_entry
 from mallocgame.runner import ChildCall, UnsupportedMode, call_in_child, problem_bound, shared_caches, with_bound
 from mallocgame.solving import check_request, solve_with_warm_start
 
@@ -190,10 +190,9 @@ def _check_solve_flags(outs: _SolveOutputs, *, reschedule: bool, time_limit: flo
         fail("--schedule-output: only with --reschedule")
     if not time_limit > 0:
         fail(f"--time-limit: must be positive, got {time_limit}")
-    entries = solver_entries()
     for name in solvers:
-        if name not in entries:
-            fail(f"--solver: unknown solver {name!r} (registered: {', '.join(entries)})")
+        if solver_entry(name) is None:
+            fail(f"--solver: unknown solver {name!r} (registered: {', '.join(solver_entries())})")
 
 
 def _solve_beside_bound(solver_name: str, problem: Problem, spec, *, time_limit: float, seed: int, hint,
