@@ -1,0 +1,133 @@
+"""Start-up and the bound's wait: whole-process times of the commands a user types first.
+
+1. Start-up: ``mallocgame solve example:layered150 --solver greedy-xla`` (goal: 0.4 s),
+   ``mallocgame suites xla`` (goal: 1 s) and ``mallocgame suites``, beside ``python -c pass`` and
+   ``python -c "import numpy, click"`` (the floor every command stands on). Each command runs
+   ``--runs`` times after one warm-up run; the table gives the median and the least wall seconds
+   and the median CPU seconds (user + system, the command and its forked solver): on a busy
+   machine the wall time measures the load as much as the command, the CPU time much less.
+   Python's bytecode cache is on (``PYTHONDONTWRITEBYTECODE`` is removed from the commands'
+   environment; the cache goes to a temp folder), as for an installed package. The commands import
+   ``mallocgame`` as this process would (``PYTHONPATH=CHECKOUT`` measures another checkout).
+2. No waiting for a bound: generated layered programs (``layered_network(n, seed=0)``, 1,000 and
+   10,000 buffers) in prefetch mode with an empty bound cache: ``solve --solver msa`` (the solve
+   ends when msa does, with the instant per-op bound), ``info`` (computes the residency bound and
+   stores it), then ``solve`` again (it reports the cached residency bound at once).
+
+    nice python experiments/bench_startup.py [--runs 7] [--out startup.md] [--sizes 1000,10000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from _common import ROOT, Transcript, fenced, machine, write_results
+
+CLI = [sys.executable, "-m", "mallocgame.cli.main"]
+
+
+def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float, subprocess.CompletedProcess]:
+    """Run ``argv``; ``(wall seconds, CPU seconds of it and of the children it waited for, the process)``."""
+    c0, t0 = os.times(), time.perf_counter()
+    proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True)
+    wall, c1 = time.perf_counter() - t0, os.times()
+    return wall, c1.children_user - c0.children_user + c1.children_system - c0.children_system, proc
+
+
+def repeat(argv: list[str], env: dict[str, str], runs: int) -> dict:
+    """:func:`timed` ``runs`` times after a warm-up (the bytecode and file caches): medians and the least wall."""
+    timed(argv, env)
+    walls, cpus, last = [], [], None
+    for _ in range(runs):
+        wall, cpu, last = timed(argv, env)
+        if last.returncode != 0:
+            raise SystemExit(f"{' '.join(argv)}: exit {last.returncode}\n{last.stderr}")
+        walls.append(wall)
+        cpus.append(cpu)
+    return {"median": statistics.median(walls), "min": min(walls), "cpu": statistics.median(cpus),
+            "out": (last.stdout.strip().splitlines() or [""])[0]}
+
+
+def startup(out: Transcript, env: dict[str, str], runs: int) -> None:
+    cases = [
+        ("python -c pass", [sys.executable, "-c", "pass"], None),
+        ('python -c "import numpy, click"', [sys.executable, "-c", "import numpy, click"], None),
+        ("mallocgame solve example:layered150 --solver greedy-xla",
+         CLI + ["solve", "example:layered150", "--solver", "greedy-xla"], 0.4),
+        ("mallocgame suites xla", CLI + ["suites", "xla"], 1.0),
+        ("mallocgame suites", CLI + ["suites"], 1.0),
+    ]
+    out(f"## 1. Start-up (whole process, {runs} runs after a warm-up)")
+    out()
+    out("| command | median wall s | least wall s | median CPU s | goal s |")
+    out("|---|---:|---:|---:|---:|")
+    firsts = []
+    for label, argv, goal in cases:
+        r = repeat(argv, env, runs)
+        out(f"| `{label}` | {r['median']:.3f} | {r['min']:.3f} | {r['cpu']:.3f} | {'' if goal is None else goal} |")
+        if r["out"]:
+            firsts.append(f"{label}\n  {r['out'][:160]}")
+    out()
+    out("First line printed:")
+    out()
+    out(fenced("\n".join(firsts)))
+
+
+def bound_wait(out: Transcript, env: dict[str, str], sizes: list[int]) -> None:
+    from mallocgame.inputs.generate import layered_network
+    from mallocgame.io import write_workload_json
+
+    out("## 2. No waiting for the residency bound (prefetch mode, msa, --time-limit 30, empty cache)")
+    out()
+    out("| buffers | command | wall s | solver s | bound kind | bound | gap |")
+    out("|---:|---|---:|---:|---|---:|---:|")
+    with tempfile.TemporaryDirectory() as tmp:
+        env = dict(env, MALLOCGAME_CACHE_DIR=str(Path(tmp) / "cache"))
+        for n in sizes:
+            path = Path(tmp) / f"layered{n}.json"
+            write_workload_json(path, layered_network(n, seed=0), explicit_capacity=True)
+            solve = CLI + ["solve", str(path), "--mode", "prefetch", "--solver", "msa", "--time-limit", "30", "--json"]
+            steps = [("solve (first)", solve), ("info", CLI + ["info", str(path), "--mode", "prefetch", "--json"]),
+                     ("solve (after info)", solve)]
+            for label, argv in steps:
+                wall, _, proc = timed(argv, env)
+                if proc.returncode != 0:
+                    raise SystemExit(f"{' '.join(argv)}: exit {proc.returncode}\n{proc.stderr}")
+                doc = json.loads(proc.stdout)
+                seconds = f"{doc['seconds']:.2f}" if "seconds" in doc else "-"
+                gap = f"{doc['gap']:.2%}" if doc.get("gap") is not None else "-"
+                out(f"| {n} | {label} | {wall:.2f} | {seconds} | {doc['bound_kind']} | {doc['bound']:.6g} | {gap} |")
+    out()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--sizes", default="1000,10000", help="Buffers of the generated programs of part 2 ('' skips it).")
+    ap.add_argument("--out", default="startup.md")
+    args = ap.parse_args()
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    pycache = tempfile.TemporaryDirectory()  # the bytecode cache, kept out of the source tree
+    env["PYTHONPYCACHEPREFIX"] = pycache.name
+    out = Transcript()
+    out("# Start-up and the bound's wait (experiments/bench_startup.py)")
+    out()
+    out(f"Machine: {machine()}")
+    out()
+    startup(out, env, args.runs)
+    if args.sizes:
+        bound_wait(out, env, [int(x) for x in args.sizes.split(",")])
+    write_results(args.out, out.text)
+
+
+if __name__ == "__main__":
+    main()
