@@ -14,7 +14,7 @@
    ends when msa does, with the instant per-op bound), ``info`` (computes the residency bound and
    stores it), then ``solve`` again (it reports the cached residency bound at once).
 
-    nice python experiments/bench_startup.py [--runs 7] [--out startup.md] [--sizes 1000,10000]
+    nice python experiments/bench_startup.py [--runs 5] [--out startup.md] [--sizes 1000,10000] [--baseline DIR]
 """
 
 from __future__ import annotations
@@ -42,21 +42,24 @@ def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float, subproces
     return wall, c1.children_user - c0.children_user + c1.children_system - c0.children_system, proc
 
 
-def repeat(argv: list[str], env: dict[str, str], runs: int) -> dict:
-    """:func:`timed` ``runs`` times after a warm-up (the bytecode and file caches): medians and the least wall."""
-    timed(argv, env)
-    walls, cpus, last = [], [], None
+def repeat(argv: list[str], envs: list[dict[str, str]], runs: int) -> list[dict]:
+    """:func:`timed` ``runs`` times per environment after a warm-up each (the bytecode and file caches), the
+    environments in turn run after run (so the load falls on them alike): medians and the least wall."""
+    for env in envs:
+        timed(argv, env)
+    walls, cpus, last = [[] for _ in envs], [[] for _ in envs], [None] * len(envs)
     for _ in range(runs):
-        wall, cpu, last = timed(argv, env)
-        if last.returncode != 0:
-            raise SystemExit(f"{' '.join(argv)}: exit {last.returncode}\n{last.stderr}")
-        walls.append(wall)
-        cpus.append(cpu)
-    return {"median": statistics.median(walls), "min": min(walls), "cpu": statistics.median(cpus),
-            "out": (last.stdout.strip().splitlines() or [""])[0]}
+        for k, env in enumerate(envs):
+            wall, cpu, last[k] = timed(argv, env)
+            if last[k].returncode != 0:
+                raise SystemExit(f"{' '.join(argv)}: exit {last[k].returncode}\n{last[k].stderr}")
+            walls[k].append(wall)
+            cpus[k].append(cpu)
+    return [{"median": statistics.median(w), "min": min(w), "cpu": statistics.median(c),
+             "out": (p.stdout.strip().splitlines() or [""])[0]} for w, c, p in zip(walls, cpus, last)]
 
 
-def startup(out: Transcript, env: dict[str, str], runs: int) -> None:
+def startup(out: Transcript, env: dict[str, str], runs: int, baseline: str | None) -> None:
     cases = [
         ("python -c pass", [sys.executable, "-c", "pass"], None),
         ('python -c "import numpy, click"', [sys.executable, "-c", "import numpy, click"], None),
@@ -65,23 +68,26 @@ def startup(out: Transcript, env: dict[str, str], runs: int) -> None:
         ("mallocgame suites xla", CLI + ["suites", "xla"], 1.0),
         ("mallocgame suites", CLI + ["suites"], 1.0),
     ]
+    envs = [env] + ([dict(env, PYTHONPATH=baseline)] if baseline else [])
+    names = ["this checkout"] + ([f"baseline {baseline}"] if baseline else [])
     out(f"## 1. Start-up (whole process, {runs} runs after a warm-up)")
     out()
-    out("| command | median wall s | least wall s | median CPU s | goal s |")
-    out("|---|---:|---:|---:|---:|")
+    out("| command | code | median wall s | least wall s | median CPU s | goal s |")
+    out("|---|---|---:|---:|---:|---:|")
     firsts = []
     for label, argv, goal in cases:
-        r = repeat(argv, env, runs)
-        out(f"| `{label}` | {r['median']:.3f} | {r['min']:.3f} | {r['cpu']:.3f} | {'' if goal is None else goal} |")
-        if r["out"]:
-            firsts.append(f"{label}\n  {r['out'][:160]}")
+        for name, r in zip(names, repeat(argv, envs if argv[:len(CLI)] == CLI else envs[:1], runs)):
+            out(f"| `{label}` | {name} | {r['median']:.3f} | {r['min']:.3f} | {r['cpu']:.3f} | "
+                f"{'' if goal is None else goal} |")
+            if r["out"] and name == names[0]:
+                firsts.append(f"{label}\n  {r['out'][:160]}")
     out()
-    out("First line printed:")
+    out("First line printed (this checkout):")
     out()
     out(fenced("\n".join(firsts)))
 
 
-def bound_wait(out: Transcript, env: dict[str, str], sizes: list[int]) -> None:
+def bound_wait(out: Transcript, env: dict[str, str], sizes: list[int], baseline: str | None) -> None:
     from mallocgame.inputs.generate import layered_network
     from mallocgame.io import write_workload_json
 
@@ -95,10 +101,12 @@ def bound_wait(out: Transcript, env: dict[str, str], sizes: list[int]) -> None:
             path = Path(tmp) / f"layered{n}.json"
             write_workload_json(path, layered_network(n, seed=0), explicit_capacity=True)
             solve = CLI + ["solve", str(path), "--mode", "prefetch", "--solver", "msa", "--time-limit", "30", "--json"]
-            steps = [("solve (first)", solve), ("info", CLI + ["info", str(path), "--mode", "prefetch", "--json"]),
-                     ("solve (after info)", solve)]
-            for label, argv in steps:
-                wall, _, proc = timed(argv, env)
+            steps = [("solve (first)", solve, env), ("info", CLI + ["info", str(path), "--mode", "prefetch", "--json"], env),
+                     ("solve (after info)", solve, env)]
+            if baseline:
+                steps.insert(0, (f"solve, baseline {baseline}", solve, dict(env, PYTHONPATH=baseline)))
+            for label, argv, env_of in steps:
+                wall, _, proc = timed(argv, env_of)
                 if proc.returncode != 0:
                     raise SystemExit(f"{' '.join(argv)}: exit {proc.returncode}\n{proc.stderr}")
                 doc = json.loads(proc.stdout)
@@ -110,22 +118,25 @@ def bound_wait(out: Transcript, env: dict[str, str], sizes: list[int]) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--sizes", default="1000,10000", help="Buffers of the generated programs of part 2 ('' skips it).")
     ap.add_argument("--out", default="startup.md")
+    ap.add_argument("--baseline", default=None, metavar="CHECKOUT",
+                    help="Also time the part-1 commands with PYTHONPATH=CHECKOUT, run after run (another checkout).")
     args = ap.parse_args()
     env = dict(os.environ)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     pycache = tempfile.TemporaryDirectory()  # the bytecode cache, kept out of the source tree
     env["PYTHONPYCACHEPREFIX"] = pycache.name
+    env["MALLOCGAME_CACHE_DIR"] = os.path.join(pycache.name, "bound-cache")  # never the user's bound cache
     out = Transcript()
     out("# Start-up and the bound's wait (experiments/bench_startup.py)")
     out()
     out(f"Machine: {machine()}")
     out()
-    startup(out, env, args.runs)
+    startup(out, env, args.runs, args.baseline)
     if args.sizes:
-        bound_wait(out, env, [int(x) for x in args.sizes.split(",")])
+        bound_wait(out, env, [int(x) for x in args.sizes.split(",")], args.baseline)
     write_results(args.out, out.text)
 
 
