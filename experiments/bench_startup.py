@@ -35,9 +35,10 @@ CLI = [sys.executable, "-m", "mallocgame.cli.main"]
 
 
 def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float, subprocess.CompletedProcess]:
-    """Run ``argv``; ``(wall seconds, CPU seconds of it and of the children it waited for, the process)``."""
+    """Run ``argv`` from the checkout of ``env`` (``python -m`` puts the folder it runs in first on the path);
+    ``(wall seconds, CPU seconds of it and of the children it waited for, the process)``."""
     c0, t0 = os.times(), time.perf_counter()
-    proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True)
+    proc = subprocess.run(argv, cwd=env.get("PYTHONPATH") or ROOT, env=env, capture_output=True, text=True)
     wall, c1 = time.perf_counter() - t0, os.times()
     return wall, c1.children_user - c0.children_user + c1.children_system - c0.children_system, proc
 
