@@ -133,7 +133,8 @@ def main() -> None:
     out = Transcript()
     out("# Start-up and the bound's wait (experiments/bench_startup.py)")
     out()
-    out(f"Machine: {machine()}")
+    out(f"At the start: {machine()}. On a busy machine the wall seconds include the wait for a core; "
+        "the CPU seconds do not.")
     out()
     startup(out, env, args.runs, args.baseline)
     if args.sizes:
