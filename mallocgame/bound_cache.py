@@ -107,12 +107,16 @@ def problem_key(problem: Problem, hardware: Any) -> str:
     a = problem.arrays
     for column in (a.size, a.start, a.end, a.alignment, a.benefit):
         h.update(np.ascontiguousarray(column).tobytes())
-    text = "\x1f".join(f"{b.id}\x1e{b.kind}" for b in problem.buffers)
-    h.update(text.encode("utf-8", "surrogatepass"))
-    ops = "\n".join(f"{op.id}\x1f{op.kind}\x1f{op.flops!r}\x1f{op.transcendentals!r}\x1f{op.fixed_bytes}\x1f"
-                    + "\x1d".join(f"{o.buffer}\x1e{o.access}\x1e{o.bytes}" for o in op.operands)
-                    for op in problem.ops)
-    h.update(b"\0ops\0" + ops.encode("utf-8", "surrogatepass"))
+    ops = problem.ops
+    operands = [o for op in ops for o in op.operands]
+    # Columns, not one string per item: a third of the time at 100k buffers (150k operands).
+    for strings in ([b.id for b in problem.buffers], [b.kind for b in problem.buffers], [op.id for op in ops],
+                    [op.kind for op in ops], [o.buffer for o in operands], [o.access for o in operands]):
+        h.update(b"\0" + "\x1f".join(strings).encode("utf-8", "surrogatepass"))
+    for numbers, dtype in (((op.flops for op in ops), np.float64), ((op.transcendentals for op in ops), np.float64),
+                           ((op.fixed_bytes for op in ops), np.int64), ((len(op.operands) for op in ops), np.int64),
+                           ((o.bytes for o in operands), np.int64)):
+        h.update(np.fromiter(numbers, dtype).tobytes())
     h.update(repr((problem.inplace, problem.control_deps)).encode("utf-8", "surrogatepass"))
     key = facts["bound_key", hardware] = h.hexdigest()
     return key
