@@ -174,3 +174,12 @@ def test_a_cached_window_bound_is_what_pack_solves_report():
     r = run_cli("solve", path, "--mode", "pack", "--solver", "best-fit", "--json")
     doc = json.loads(r.stdout)
     assert (doc["bound"], doc["bound_kind"]) == (live, "window")
+
+
+def test_compare_reports_the_bound_info_stored(monkeypatch):
+    info = run_cli("info", EXAMPLE, "--mode", "prefetch", "--json")
+    assert info.returncode == 0, info.stderr
+    stored = json.loads(info.stdout)["bound"]
+    calls = _counting(monkeypatch)
+    rows = mallocgame.compare([EXAMPLE], ["msa"], mode="prefetch", time_limit=1)
+    assert calls == [] and [(r["solver"], r["bound"]) for r in rows] == [("msa", pytest.approx(stored, rel=1e-12))]
