@@ -25,10 +25,11 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import jaxlib  # noqa: E402
+from xla_suite_facts import write_facts  # noqa: E402
 
 from mallocgame.importers.jax_program import ArgShape, compile_hlo_text  # noqa: E402
 from mallocgame.inputs.jax_models import gpt_decode, gpt_train, lstm_train, mixer, resnet_train, vit  # noqa: E402
-from mallocgame.inputs.suites import read_hlo_file  # noqa: E402
+from mallocgame.inputs.suites import _xla_dir, read_hlo_file  # noqa: E402
 from mallocgame.intervals import max_live  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -111,6 +112,8 @@ def main() -> None:
     manifest["programs"] = {k: manifest["programs"][k] for k in PROGRAMS if k in manifest["programs"]}
     manifest["made_by"] = f"experiments/make_xla_suite.py with jax {jax.__version__}, jaxlib {jaxlib.__version__}, XLA:CPU"
     manifest_path.write_text(json.dumps(manifest, indent=1) + "\n")
+    if out.resolve() == _xla_dir().resolve():  # the listing's facts (mallocgame suites xla reads them)
+        write_facts()
     total = sum(p.stat().st_size for p in out.iterdir())
     print(f"{out}: {len(manifest['programs'])} programs, {total / 1e6:.2f} MB in all")
 

@@ -261,7 +261,7 @@ def solve(problem: Problem | str, solver: str = "greedy-xla", *, time_limit: flo
     if bad_option_value(options):
         raise InputError("{}: {}".format(*bad_option_value(options)))
     report = solve_with_warm_start(solver, problem, problem.hardware, time_limit=time_limit, seed=seed,
-                                   hint=hint_solution, warm_start=warm_start, options=options, tighten_bound=True)
+                                   hint=hint_solution, warm_start=warm_start, options=options)
     solution = (answer(report, problem).replace(status=Status(report.status), objective=report.objective,
                                                 bound=report.bound, wall_time=report.seconds,
                                                 history=tuple(report.history), stats=report.stats, solver=solver)

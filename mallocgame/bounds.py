@@ -373,7 +373,10 @@ def _highs(c, constraint, var_bounds, integrality, options):
     return milp(c, constraints=constraint, bounds=var_bounds, integrality=integrality, options=options)
 
 
-def map_upper_bound(problem: Problem, hardware, *, time_limit: float = 20.0) -> Bound:
+MAP_BOUND_SECONDS = 20.0  # the no-fragmentation relaxation's time where a command computes it (info, compare)
+
+
+def map_upper_bound(problem: Problem, hardware, *, time_limit: float = MAP_BOUND_SECONDS) -> Bound:
     """Upper bound on the map-mode value (time saved) of any placement: the relaxation over
     every buffer that fits and has a positive benefit."""
     ev = Evaluator.of(problem, hardware)
@@ -403,7 +406,7 @@ def prefetch_op_savings(problem: Problem, ev, *, exact_up_to: int = 10) -> tuple
         for b, d in zip(buf_of[cuts[t]:cuts[t + 1]].tolist(), delta[cuts[t]:cuts[t + 1]].tolist()):
             if sizes[b] <= capacity:
                 per[b] = per.get(b, 0.0) + d
-        items = [(per[b], int(sizes[b])) for b in per]
+        items = [(per[b], int(sizes[b])) for b in per if per[b] > 0]  # serving a buffer that saves nothing never helps
         if sum(z for _, z in items) <= capacity:
             best = sum(d for d, _ in items)
         elif len(items) <= exact_up_to:
@@ -420,6 +423,25 @@ def prefetch_op_savings(problem: Problem, ev, *, exact_up_to: int = 10) -> tuple
                     break
         saving[t] = min(float(headroom[t]), best)
     return saving, exact
+
+
+def map_instant_bound(problem: Problem, hardware) -> Bound:
+    """An upper bound on the map-mode value of any placement, in milliseconds at any size.
+
+    With ops, the per-op bound (:func:`prefetch_op_savings`): a map answer serves fast, at each op,
+    operands that are live together and so fit the capacity together, and saves ``min(headroom,
+    their deltas)`` there. Without ops, the sum of the positive benefits of the buffers that fit
+    (kind ``"trivial"``). The no-fragmentation relaxation (:func:`map_upper_bound`) is tighter and
+    takes seconds: it is the expensive bound (:mod:`mallocgame.bound_cache` keeps it).
+    """
+    t0 = time.monotonic()
+    ev = Evaluator.of(problem, hardware)
+    if ev.additive:
+        a = problem.arrays
+        fits = (a.size <= problem.capacity) if problem.capacity is not None else np.ones(problem.n, bool)
+        return Bound(float(np.maximum(ev.benefits[fits], 0).sum()), "trivial", time.monotonic() - t0)
+    saving, exact = prefetch_op_savings(problem, ev)
+    return Bound(float(saving.sum()), "per-op" if exact else "per-op-lp", time.monotonic() - t0)
 
 
 def prefetch_upper_bound(problem: Problem, hardware) -> Bound:

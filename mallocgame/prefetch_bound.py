@@ -593,10 +593,9 @@ def _smallest_and_root(item: np.ndarray, block: np.ndarray, n_blocks: int) -> np
 # LP's memory (about linear in the touches) stands in the way.
 RESIDENCY_TOUCHES = 200_000
 GRACE = 2.0  # seconds past its limit before the bound's child is killed (HiGHS's own checks come first)
-# The most the residency bound is given where a command reports it (solve: beside the solver, within
-# its limit; compare: per input, before the runs).
+# The most the residency bound is given where a command computes it (info, compare: once per problem,
+# then kept in the bound cache, mallocgame.bound_cache).
 RESIDENCY_SECONDS = 30.0
-RESIDENCY_WAIT = 5.0  # seconds waited for a bound started earlier (beside a solver), once the solver is done
 
 
 def start_residency(problem: Problem, hardware, *, seconds: float):
@@ -608,21 +607,19 @@ def start_residency(problem: Problem, hardware, *, seconds: float):
     return ForkedCall(residency_bound, problem, hardware, time_limit=seconds)
 
 
-def tightened(problem: Problem, hardware, per_op, *, seconds: float = 0.0, pending=None):
-    """The tighter of ``per_op`` (a :class:`~mallocgame.bounds.Bound`) and the residency bound, with both
-    in ``others``: the one started as ``pending`` (:func:`start_residency`), else one given ``seconds``.
+def tightened(problem: Problem, hardware, per_op, *, seconds: float):
+    """The tighter of ``per_op`` (a :class:`~mallocgame.bounds.Bound`) and the residency bound given
+    ``seconds`` in a killable child (:func:`start_residency`), with both in ``others``.
 
-    The residency bound is reported whenever its child returns in time (it is never above the per-op
-    bound); a failure or a timeout leaves the per-op bound, which holds whatever happens.
+    A failure or a timeout leaves the per-op bound, which holds whatever happens.
     """
     t0 = time.monotonic()
     others = [("per-op", per_op.value)]
-    if pending is None:
-        pending = start_residency(problem, hardware, seconds=seconds)
+    pending = start_residency(problem, hardware, seconds=seconds)
     res = None
     if pending is not None:
         try:
-            res = pending.result(timeout=seconds + GRACE if seconds > 0 else RESIDENCY_WAIT)
+            res = pending.result(timeout=seconds + GRACE)
         except RuntimeError:
             res = None
     if res is None or not np.isfinite(res.value):
@@ -630,6 +627,7 @@ def tightened(problem: Problem, hardware, per_op, *, seconds: float = 0.0, pendi
     others.append(("residency", res.value))
     best = min(others, key=lambda kv: kv[1])
     return Bound(best[1], best[0], per_op.seconds + time.monotonic() - t0, tuple(others))
+
 
 def _dyadic_blocks(n_ops: int) -> list[tuple[int, int]]:
     """Every block ``[a, a + 2**l)`` (clipped to ``n_ops``) at every level ``l``, the whole program last."""

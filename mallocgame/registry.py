@@ -18,7 +18,7 @@ import importlib
 import importlib.util
 import sys
 from dataclasses import dataclass
-from importlib.metadata import entry_points
+from importlib.metadata import PackageNotFoundError, distribution, entry_points
 from typing import Any
 
 GROUP = "mallocgame.solvers"
@@ -40,10 +40,27 @@ class SolverEntry:
 
 
 _ENTRIES: dict[tuple[str, ...], dict[str, SolverEntry]] = {}
+_OWN: dict[tuple[str, ...], dict[str, SolverEntry]] = {}
+OWN_DISTRIBUTION = "mallocgame"
+
+
+def _own_entries() -> dict[str, SolverEntry]:
+    """The built-in solvers: the entry points of the mallocgame distribution alone (one distribution's
+    metadata is read, not every installed one's), once per value of ``sys.path``; empty when it is not
+    installed."""
+    key = tuple(sys.path)
+    if key not in _OWN:
+        try:
+            points = distribution(OWN_DISTRIBUTION).entry_points.select(group=GROUP)
+        except PackageNotFoundError:
+            points = ()
+        _OWN[key] = {ep.name: SolverEntry(ep.name, ep.value, OWN_DISTRIBUTION) for ep in points}
+    return _OWN[key]
 
 
 def solver_entries() -> dict[str, SolverEntry]:
-    """Every registered solver by name (first registration of a name wins).
+    """Every registered solver by name: the built-ins, then the plugins (the first registration of a
+    name wins, and a plugin never takes a built-in's name).
 
     Read from the distributions on ``sys.path`` once per value of ``sys.path``: a scan of every
     installed distribution's metadata costs 0.05-0.15 s (more on a busy machine), and a portfolio
@@ -52,13 +69,20 @@ def solver_entries() -> dict[str, SolverEntry]:
     """
     key = tuple(sys.path)
     if key not in _ENTRIES:
-        found: dict[str, SolverEntry] = {}
+        found: dict[str, SolverEntry] = dict(_own_entries())
         for ep in entry_points(group=GROUP):
             dist = getattr(ep, "dist", None)
             dist_name = dist.metadata["Name"] if dist is not None else "?"
             found.setdefault(ep.name, SolverEntry(ep.name, ep.value, dist_name))
         _ENTRIES[key] = dict(sorted(found.items()))
     return dict(_ENTRIES[key])
+
+
+def solver_entry(name: str) -> SolverEntry | None:
+    """The solver registered as ``name``, or ``None``: a built-in is found without the scan of every
+    installed distribution that :func:`solver_entries` makes (a plugin's name still needs it)."""
+    own = _own_entries()
+    return own[name] if name in own else solver_entries().get(name)
 
 
 def describe(entry: SolverEntry) -> str:
@@ -72,11 +96,10 @@ def describe(entry: SolverEntry) -> str:
 
 def load_solver(name: str) -> Any:
     """Import and instantiate the solver registered as ``name``."""
-    entries = solver_entries()
-    if name not in entries:
-        known = ", ".join(entries) or "none"
+    entry = solver_entry(name)
+    if entry is None:
+        known = ", ".join(solver_entries()) or "none"
         raise SolverLoadError(f"unknown solver {name!r} (registered: {known})")
-    entry = entries[name]
     module_name, _, attr = entry.target.partition(":")
     try:
         obj = importlib.import_module(module_name)

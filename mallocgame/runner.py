@@ -112,7 +112,7 @@ class Report:
 
     def summary(self) -> str:
         obj = "-" if self.objective is None else f"{self.objective:.6g}"
-        bound = "" if self.bound is None else f" bound={self.bound:.6g}"
+        bound = "" if self.bound is None else f" bound={self.bound:.6g}" + (f" ({self.bound_kind})" if self.bound_kind else "")
         gap = "" if self.gap is None else f" gap={self.gap:.2%}"
         extra = "" if self.valid else f" INVALID: {self.violation}" if self.violation else ""
         if self.stats.get("cut_short"):  # a solver whose time limit left part of the problem undecided says so
@@ -123,12 +123,12 @@ class Report:
                 f"peak={self.peak} seconds={self.seconds:.3f}{extra}")
 
 
-def problem_bound(problem: Problem, hardware, *, tighten: float = 0.0, pending=None) -> Bound:
-    """The mode's bound, built once per solve session (:meth:`mallocgame.session.Session.bound`);
-    prefetch mode, once: ``tighten`` seconds go to the residency bound, or ``pending`` collects one
-    started beside a solver (:func:`mallocgame.prefetch_bound.start_residency`)."""
+def problem_bound(problem: Problem, hardware, *, tighten: float = 0.0) -> Bound:
+    """The tightest bound known for the problem without waiting (:meth:`mallocgame.session.Session.bound`:
+    the instant bound or the cached one); ``tighten`` > 0 seconds compute the expensive bound too, once per
+    problem (it is kept in the bound cache, :mod:`mallocgame.bound_cache`)."""
     with stdout_to_stderr():  # HiGHS may print; stdout may be a --json document
-        return session_for(problem, hardware).bound(tighten=tighten, pending=pending)
+        return session_for(problem, hardware).bound(tighten=tighten)
 
 
 def shared_caches(problem: Problem, hardware) -> None:
@@ -208,7 +208,7 @@ def _gap(objective: float | None, bound: Bound | None, *, saving: bool) -> float
 
 
 def _bounds_of(bound: Bound | None) -> dict[str, float]:
-    return {} if bound is None else dict(bound.others)
+    return {} if bound is None else dict(bound.others) or {bound.kind: bound.value}
 
 
 def with_bound(report: Report, bound: Bound | None) -> Report:

@@ -27,7 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from mallocgame.bounds import Bound, map_upper_bound, prefetch_upper_bound
+from mallocgame import bound_cache
+from mallocgame.bounds import Bound, map_instant_bound, map_upper_bound, prefetch_upper_bound
 from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
 from mallocgame.intervals import max_live, overlap_index
@@ -56,6 +57,8 @@ LONG_OVERLAP_RATIO = 100.0  # msa+overlap-100's overlap_ratio (docs/results.md, 
 # Of a solver's time, the part the prefetch baselines may take (msa is cut at this share; the
 # lifted greedy takes milliseconds): the rest is the search's.
 BASELINE_SHARE = 0.5
+# An expensive bound that took less than this share of its seconds finished: it is not computed again.
+COMPLETE_SHARE = 0.8
 # Of a solver's time, the part msa's XLA variants may take (the msa solver's rule; the searches pass it too, so
 # that they build the variants whenever the msa solver would, and spend no more on them).
 VARIANTS_SHARE = 0.1
@@ -100,8 +103,9 @@ class Session:
         self.problem = problem
         self.hardware = hardware
         self._baselines: dict[str, Baseline] = {}
-        self._bound = None
-        self._tightened = False
+        self._bound = self._instant = None
+        self._full_seconds = 0.0  # the seconds the expensive bound was given (here or in the cache)
+        self._complete = False  # it finished within them
 
     # ------------------------------------------------------------------ facts
     @property
@@ -123,24 +127,33 @@ class Session:
         """The most bytes live at once (:func:`mallocgame.intervals.max_live`, built once per problem)."""
         return max_live(self.problem)
 
-    def bound(self, *, tighten: float = 0.0, pending=None):
-        """The mode's :class:`~mallocgame.bounds.Bound`: max live (pack), the relaxation (map), per-op (prefetch).
+    def bound(self, *, tighten: float = 0.0):
+        """The tightest :class:`~mallocgame.bounds.Bound` known for the problem without waiting for one.
 
-        Prefetch mode, once: ``tighten`` > 0 gives the residency bound that many seconds in a killable
-        child, or ``pending`` collects one started earlier (:func:`mallocgame.prefetch_bound.start_residency`);
-        the tighter bound is reported (:func:`mallocgame.prefetch_bound.tightened`).
+        That is the tighter of the mode's instant bound (milliseconds at any size: max live in pack
+        mode, the per-op bound in map and prefetch modes, :func:`instant_bound`) and the problem's
+        entry in the on-disk cache (:mod:`mallocgame.bound_cache`), if any. ``tighten`` > 0 computes
+        the expensive bound too, with that many seconds (the no-fragmentation relaxation in map mode,
+        the residency bound in prefetch mode, in a killable child; :func:`expensive_bound`), unless the
+        cache holds one given at least as long or one that finished in its time, and stores the tighter
+        result in the cache: a solve never waits for it, ``info`` and ``compare`` compute it once per problem.
         """
-        if (tighten > 0 or pending is not None) and self.problem.mode == "prefetch" and not self._tightened:
-            self._bound = tightened(self.problem, self.hardware, self.bound(), seconds=tighten, pending=pending)
-            self._tightened = True
         if self._bound is None:
-            mode = self.problem.mode
-            if mode == "pack":
-                self._bound = Bound(float(self.max_live), "max-live")
-            elif mode == "prefetch":
-                self._bound = prefetch_upper_bound(self.problem, self.hardware)
-            else:
-                self._bound = map_upper_bound(self.problem, self.hardware)
+            self._instant = self._bound = instant_bound(self.problem, self.hardware)
+            entry = bound_cache.load(self.problem, self.hardware)
+            if entry is not None:
+                self._bound = bound_cache.tighter(self.problem.mode, self._bound, entry.bound)
+                self._full_seconds, self._complete = entry.full_seconds, entry.complete
+        if tighten > self._full_seconds and not self._complete and self.problem.mode != "pack":
+            t0 = time.monotonic()
+            found = expensive_bound(self.problem, self.hardware, self._instant, seconds=tighten)
+            self._bound = bound_cache.tighter(self.problem.mode, self._bound, found)
+            # done well within its time: more time would not change it
+            self._full_seconds, self._complete = tighten, time.monotonic() - t0 < COMPLETE_SHARE * tighten
+            entry = bound_cache.store(self.problem, self.hardware, self._bound, full_seconds=tighten,
+                                      complete=self._complete)
+            if entry is not None:  # another process may have stored a tighter one meanwhile
+                self._bound = entry.bound
         return self._bound
 
     def known_bound(self):
@@ -294,6 +307,27 @@ class Session:
         cut = deadline is not None and deadline != float("inf")
         out = greedy_place(problem, order, capacity, index=self.overlap, deadline=deadline if cut else None)
         return out, not (cut and time.monotonic() >= deadline)
+
+
+def instant_bound(problem: Problem, hardware: Any) -> Bound:
+    """The mode's bound in milliseconds at any size: max live (pack), the per-op bound (map:
+    :func:`~mallocgame.bounds.map_instant_bound`, prefetch: :func:`~mallocgame.bounds.prefetch_upper_bound`)."""
+    if problem.mode == "pack":
+        return Bound(float(max_live(problem)), "max-live")
+    if problem.mode == "prefetch":
+        return prefetch_upper_bound(problem, hardware)
+    return map_instant_bound(problem, hardware)
+
+
+def expensive_bound(problem: Problem, hardware: Any, instant: Bound, *, seconds: float) -> Bound:
+    """The mode's tight bound given ``seconds``: the no-fragmentation relaxation (map,
+    :func:`~mallocgame.bounds.map_upper_bound`) or the residency bound (prefetch,
+    :func:`~mallocgame.prefetch_bound.tightened`), the tighter of it and ``instant`` with both in ``others``."""
+    if problem.mode == "prefetch":
+        return tightened(problem, hardware, instant, seconds=seconds)
+    if problem.mode == "map":
+        return bound_cache.tighter(problem.mode, instant, map_upper_bound(problem, hardware, time_limit=seconds))
+    return instant
 
 
 def session_for(problem: Problem, hardware: Any) -> Session:

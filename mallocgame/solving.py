@@ -22,9 +22,8 @@ from mallocgame.hardware.validator import validate, validate_intervals
 from mallocgame.io import read_intervals_csv, read_solution_csv
 from mallocgame.lift import lift_map_answer
 from mallocgame.model import FastInterval, InputError, Problem, Solution, Status
-from mallocgame.prefetch_bound import RESIDENCY_SECONDS, start_residency
 from mallocgame.protocol import bad_time_limit
-from mallocgame.registry import solver_entries, solver_modes
+from mallocgame.registry import solver_entry, solver_modes
 from mallocgame.session import session_for
 
 if TYPE_CHECKING:
@@ -134,7 +133,7 @@ def _warm_start_run(name: str, problem: Problem, hardware, *, time_limit: float,
                     bound) -> Report:
     """Run the warm-start solver; in prefetch mode a map-only solver (greedy-xla, select-pack, muzero)
     solves the map problem and its answer is lifted (:func:`mallocgame.lift.lift_map_answer`)."""
-    modes = solver_modes(solver_entries()[name]) if problem.mode == "prefetch" else ()
+    modes = solver_modes(solver_entry(name)) if problem.mode == "prefetch" else ()
     if problem.mode != "prefetch" or "prefetch" in modes or "map" not in modes:
         return runner.run_solver(name, problem, hardware, time_limit=time_limit, seed=seed, hint=hint, options=options,
                           bound=bound)
@@ -151,34 +150,22 @@ def _warm_start_run(name: str, problem: Problem, hardware, *, time_limit: float,
 def solve_with_warm_start(name: str, problem: Problem, hardware, *, time_limit: float, seed: int,
                           hint: Solution | None = None, warm_start: str | None = None,
                           options: dict[str, Any] | None = None, compute_bound: bool = True,
-                          bound=None, keep_hint: bool = True, tighten_bound: bool = False) -> Report:
+                          bound=None, keep_hint: bool = True) -> Report:
     """Run ``name`` (after ``warm_start``'s run, whose answer becomes the hint) and report the better answer.
 
-    The bound comes from the solve session (built here unless ``compute_bound=False``, when the
-    caller computes it beside the run and adds it with :func:`mallocgame.runner.with_bound`, or
-    gives it as ``bound``). ``tighten_bound`` (prefetch mode, a bound built here): the residency
-    bound runs in a child beside the solver, within the time limit, and the tighter bound is
-    reported, as ``mallocgame solve`` does. ``keep_hint=False``: the hint is handed on but not scored
-    as a fallback (a portfolio's members: the portfolio holds the hint's report already).
+    The bound is the solve session's (:meth:`mallocgame.session.Session.bound`: the tightest known
+    without waiting, the cached one if any) unless ``compute_bound=False``, when the caller adds it
+    with :func:`mallocgame.runner.with_bound`, or gives it as ``bound``. ``keep_hint=False``: the hint
+    is handed on but not scored as a fallback (a portfolio's members: the portfolio holds the hint's
+    report already).
     """
     t0 = time.monotonic()
     session = session_for(problem, hardware)
     session.warm()
-    pending = None
     if bound is None and compute_bound:
         bound = runner.problem_bound(problem, hardware)
-        if tighten_bound and problem.mode == "prefetch":
-            pending = start_residency(problem, hardware, seconds=min(time_limit, RESIDENCY_SECONDS))
-    try:
-        report = _solve(name, problem, hardware, t0=t0, time_limit=time_limit, seed=seed, hint=hint,
-                        warm_start=warm_start, options=options, bound=bound, keep_hint=keep_hint)
-    except BaseException:
-        if pending is not None:
-            pending.cancel()
-        raise
-    if pending is not None:
-        report = runner.with_bound(report, session.bound(pending=pending))
-    return report
+    return _solve(name, problem, hardware, t0=t0, time_limit=time_limit, seed=seed, hint=hint,
+                  warm_start=warm_start, options=options, bound=bound, keep_hint=keep_hint)
 
 
 def _solve(name: str, problem: Problem, hardware, *, t0: float, time_limit: float, seed: int, hint, warm_start,

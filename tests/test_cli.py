@@ -39,8 +39,8 @@ def test_solve_writes_solution_and_report(tmp_path):
 
 @pytest.mark.parametrize("mode,solver,fraction", [("map", "greedy-xla", "0.5"), ("pack", "best-fit", "1.5"),
                                                    ("prefetch", "msa", "0.5")])
-def test_solve_bound_computed_beside_the_solver_is_the_runners(tmp_path, mode, solver, fraction):
-    """solve computes the bound in the parent while the solver runs: same bound and gap as in one process."""
+def test_solve_bound_is_the_runners(tmp_path, mode, solver, fraction):
+    """solve's bound (built in the parent before the solver's fork): same bound and gap as in one process."""
     from mallocgame.inputs.load import prepare, read_problem
     from mallocgame.solving import solve_with_warm_start
 
@@ -49,7 +49,7 @@ def test_solve_bound_computed_beside_the_solver_is_the_runners(tmp_path, mode, s
     assert r.returncode == 0, r.stdout + r.stderr
     report = json.loads(rep.read_text())
     problem, spec = prepare(read_problem(EXAMPLE), mode=mode, capacity_fraction=float(fraction))
-    alone = solve_with_warm_start(solver, problem, spec, time_limit=10.0, seed=0, tighten_bound=True)
+    alone = solve_with_warm_start(solver, problem, spec, time_limit=10.0, seed=0)
     assert alone.gap is not None
     assert report["bound"] == pytest.approx(alone.bound, rel=1e-12) and report["bound_kind"] == alone.bound_kind
     assert report["gap"] == pytest.approx(alone.gap, rel=1e-9, abs=1e-12)

@@ -173,3 +173,30 @@ def test_entries_are_read_once_per_path_and_a_new_plugin_is_seen(tmp_path, monke
     install_page_plugin(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
     assert "my-solver" in registry.solver_entries()
+
+
+def test_a_builtin_is_found_without_scanning_every_distribution(monkeypatch):
+    """``solve --solver greedy-xla`` reads the mallocgame distribution's entry points alone: the scan of every
+    installed distribution (tens of milliseconds at start-up) is for plugin names only."""
+    from mallocgame import registry
+
+    def no_scan(**kwargs):
+        raise AssertionError("every installed distribution was scanned")
+
+    monkeypatch.setattr(registry, "entry_points", no_scan)
+    monkeypatch.setattr(registry, "_ENTRIES", {})
+    monkeypatch.setattr(registry, "_OWN", {})
+    assert registry.solver_entry("greedy-xla").distribution == "mallocgame"
+    assert callable(registry.load_solver("msa").solve)
+
+
+def test_a_plugin_never_takes_a_builtin_name(monkeypatch):
+    from importlib.metadata import EntryPoint
+
+    from mallocgame import registry
+
+    clash = EntryPoint("msa", "somewhere.else:Solver", registry.GROUP)
+    monkeypatch.setattr(registry, "entry_points", lambda **kwargs: [clash])
+    monkeypatch.setattr(registry, "_ENTRIES", {})
+    monkeypatch.setattr(registry, "_OWN", {})
+    assert registry.solver_entries()["msa"].target == registry.solver_entry("msa").target != "somewhere.else:Solver"

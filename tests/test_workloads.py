@@ -210,3 +210,37 @@ def test_suites_command_lists_every_suite(tmp_path):
     assert r.returncode == 0 and "encoder-tiny-b4" in r.stdout and "capacity 40% of max live" in r.stdout
     r = run_cli("suites", "nope")
     assert r.returncode == 2 and r.stderr.startswith("error: unknown suite") and len(r.stderr.splitlines()) == 1
+
+
+def test_suites_xla_lists_the_recorded_facts_without_building_a_program(monkeypatch):
+    """``suites xla`` prints the manifest's facts (reading the nine programs takes a minute); they are what
+    building the programs gives (checked here on the four that build in about a second)."""
+    from click.testing import CliRunner
+
+    import mallocgame.inputs.suites as suites
+    from mallocgame.cli.main import main
+
+    entries = suite_entries("xla")
+    assert len(entries) == 9 and all(e.facts is not None for e in entries)
+    for e in entries:
+        if e.name in ("gpt2-tiny-train-adam", "resnet20-cifar-train", "vit-s16-b8", "mixer-s16-b8"):
+            assert suites.facts_of(e.build()) == e.facts, e.name
+
+    def no_build(*args, **kwargs):
+        raise AssertionError("a program was read to list the suite")
+
+    monkeypatch.setattr(suites, "read_hlo_file", no_build)
+    out = CliRunner().invoke(main, ["suites", "xla"])
+    assert out.exit_code == 0, out.output
+    tiny = next(line for line in out.output.splitlines() if line.startswith("gpt2-tiny-train-adam"))
+    assert tiny.split()[1:5] == ["318", "305", "38.17MiB", "9.54MiB"]
+
+
+def test_recorded_facts_must_be_whole():
+    from mallocgame.inputs.suites import recorded_facts
+
+    good = {"buffers": 3, "ops": 2, "max_live": 10, "capacity": None}
+    assert recorded_facts(good) == good
+    for bad in (None, [], {**good, "ops": 2.5}, {**good, "buffers": True}, {**good, "max_live": None},
+                {k: v for k, v in good.items() if k != "ops"}, {**good, "extra": 1}, {**good, "ops": -1}):
+        assert recorded_facts(bad) is None, bad

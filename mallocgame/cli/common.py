@@ -26,6 +26,7 @@ from typing import Any, Iterable, Sequence
 
 import click
 
+from mallocgame import bound_cache
 from mallocgame.cli.exits import EXIT_BAD_INPUT, EXIT_NO_SOLUTION, EXIT_OK, fail  # noqa: F401  (the commands import them from here)
 from mallocgame.hardware.validator import validate_schedule
 from mallocgame.inputs.load import capacity_warning as capacity_warning_text
@@ -88,6 +89,18 @@ def capacity_options(func):
     func = click.option("--capacity", default=None, metavar="BYTES",
                         help="Fast-memory capacity: 4096, 512KB, 4MiB, 1.5GiB (overrides the hardware's).")(func)
     return func
+
+
+def _no_cache(ctx, param, value) -> None:
+    if value:
+        bound_cache.disable()
+
+
+def no_cache_option(func):
+    """``--no-cache``: neither read nor write the bound cache (:mod:`mallocgame.bound_cache`)."""
+    return click.option("--no-cache", is_flag=True, expose_value=False, is_eager=True, callback=_no_cache,
+                        help="Neither read nor write the bound cache ($MALLOCGAME_CACHE_DIR, "
+                             "default ~/.cache/mallocgame).")(func)
 
 
 def parse_fraction(text: str | float | None) -> float | None:

@@ -31,6 +31,7 @@ from mallocgame.cli.common import (
     fail,
     intervals_json,
     is_stdout,
+    no_cache_option,
     offsets_by_id,
     stamp,
     warn,
@@ -66,6 +67,7 @@ from mallocgame.registry import SolverLoadError, load_solver, solver_entries
               help="Fast memory = F x each input's max live bytes (overrides the suite's choice).")
 @click.option("--mode", type=click.Choice(["map", "pack", "prefetch"]), default=None,
               help="Default: pack for plain CSV, map otherwise.")
+@no_cache_option
 @click.option("--seed", type=SEED, default=0, show_default=True)
 @click.option("--jobs", type=int, default=1, show_default=True, help="Solver runs in parallel (processes).")
 @click.option("--solver-option", "solver_options", multiple=True, metavar="[SOLVER:]KEY=VALUE",

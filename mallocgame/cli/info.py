@@ -10,17 +10,34 @@ from typing import Any
 
 import click
 
-from mallocgame.bounds import critical_window_bound
-from mallocgame.cli.common import SECONDS, capacity_warning, dump_json, fail, load_prepared, problem_options, stamp
+from mallocgame import bound_cache
+from mallocgame.bounds import MAP_BOUND_SECONDS, critical_window_bound
+from mallocgame.cli.common import (
+    SECONDS,
+    capacity_warning,
+    dump_json,
+    fail,
+    load_prepared,
+    no_cache_option,
+    problem_options,
+    stamp,
+)
 from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.inputs.load import oversized
 from mallocgame.intervals import components, max_live
 from mallocgame.model import InputError, Problem
 from mallocgame.runner import problem_bound
 
-# Seconds the residency bound (prefetch mode) may take in `info`, before it answers (`solve` gives it
-# mallocgame.prefetch_bound.RESIDENCY_SECONDS at most, beside the solver).
-INFO_RESIDENCY_SECONDS = 10.0
+# Seconds the expensive bound may take in `info`, before it answers, by mode (the no-fragmentation
+# relaxation, the residency bound); computed once per problem, then read from the bound cache.
+INFO_BOUND_SECONDS = {"map": MAP_BOUND_SECONDS, "prefetch": 10.0}
+
+
+def _bound_label(mode: str, kind: str) -> str:
+    """How info names a bound of ``kind``: the relaxation it comes from (docs/architecture.md, "Scoring")."""
+    if mode == "map" and kind not in ("per-op", "per-op-lp", "trivial"):
+        return f"no-fragmentation {kind}"
+    return f"relaxation {kind}, docs/prefetch.md" if mode == "prefetch" else f"relaxation {kind}"
 
 
 def _info_facts(problem: Problem, spec, bound_time: float = 0.0) -> dict[str, Any]:
@@ -36,12 +53,11 @@ def _info_facts(problem: Problem, spec, bound_time: float = 0.0) -> dict[str, An
     }
     if problem.mode in ("map", "prefetch"):
         ev = Evaluator.of(problem, spec)
-        bound = problem_bound(problem, spec, tighten=INFO_RESIDENCY_SECONDS)
+        bound = problem_bound(problem, spec, tighten=INFO_BOUND_SECONDS[problem.mode])
         if bound.others:
             facts.update(bounds=dict(bound.others))
         facts.update(time_all_slow=ev.time_all_slow, time_all_fast=ev.time_all_fast, bound=bound.value,
-                     bound_kind=f"no-fragmentation {bound.kind}" if problem.mode == "map" else
-                     f"relaxation {bound.kind}, docs/prefetch.md",
+                     bound_kind=_bound_label(problem.mode, bound.kind),
                      max_speedup=ev.time_all_slow / max(ev.time_all_slow - bound.value, 1e-300))
     else:
         too_big = oversized(problem)
@@ -56,9 +72,12 @@ def _info_facts(problem: Problem, spec, bound_time: float = 0.0) -> dict[str, An
         elif bound_time > 0:  # mallocgame.bounds.critical_window_bound: the critical moments packed by CP-SAT
             b = critical_window_bound(problem, time_limit=bound_time)
             if b.kind == "window":
+                bound_cache.store(problem, spec, b)  # solve and compare report it from now on
                 lower = int(b.value), f"critical window, CP-SAT, {b.value / live - 1:+.3%} over max live"
             else:
                 lower = live, f"max live; the critical-window bound found nothing higher in {bound_time:g} s"
+        elif (known := problem_bound(problem, spec)).kind == "window":  # computed by an earlier --bound-time
+            lower = int(known.value), f"critical window (cached), {known.value / live - 1:+.3%} over max live"
         facts.update(lower_bound=lower[0], lower_bound_kind=lower[1])
     return facts
 
@@ -66,6 +85,7 @@ def _info_facts(problem: Problem, spec, bound_time: float = 0.0) -> dict[str, An
 @click.command()
 @click.argument("problem_path", metavar="PROBLEM")
 @problem_options
+@no_cache_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout instead of the lines.")
 @click.option("--bound-time", type=SECONDS, default=None,
               help="Pack mode: seconds for a lower bound above max live (the critical moments packed by CP-SAT); "

@@ -30,6 +30,7 @@ from mallocgame.cli.common import (
     intervals_json,
     is_stdout,
     load_prepared,
+    no_cache_option,
     offsets_by_id,
     one_stdout,
     problem_options,
@@ -41,9 +42,8 @@ from mallocgame.cli.schedule import reschedule_outputs
 from mallocgame.hybrid.reschedule import solve_with_reschedule
 from mallocgame.io import intervals_csv_text, problem_csv_text
 from mallocgame.model import InputError, Problem
-from mallocgame.prefetch_bound import RESIDENCY_SECONDS, start_residency
 from mallocgame.protocol import parse_solver_options, split_option
-from mallocgame.registry import SolverLoadError, load_solver, solver_entries
+from mallocgame.registry import SolverLoadError, load_solver, solver_entries, solver_entry
 from mallocgame.runner import ChildCall, UnsupportedMode, call_in_child, problem_bound, shared_caches, with_bound
 from mallocgame.solving import check_request, solve_with_warm_start
 
@@ -105,6 +105,7 @@ def _report_json(report, problem: Problem, spec, minimize_peak: bool) -> dict[st
 @click.argument("problem_path", metavar="PROBLEM")
 @click.option("--solver", "solver_name", required=True, help="A registered solver (see `mallocgame solvers`).")
 @problem_options
+@no_cache_option
 @click.option("--time-limit", type=SECONDS, default=10.0, show_default=True, help="Seconds.")
 @click.option("--seed", type=SEED, default=0, show_default=True)
 @click.option("--hint", "hint_path", default=None, metavar="SOLUTION.csv", help="Warm start from this solution.")
@@ -189,33 +190,25 @@ def _check_solve_flags(outs: _SolveOutputs, *, reschedule: bool, time_limit: flo
         fail("--schedule-output: only with --reschedule")
     if not time_limit > 0:
         fail(f"--time-limit: must be positive, got {time_limit}")
-    entries = solver_entries()
     for name in solvers:
-        if name not in entries:
-            fail(f"--solver: unknown solver {name!r} (registered: {', '.join(entries)})")
+        if solver_entry(name) is None:
+            fail(f"--solver: unknown solver {name!r} (registered: {', '.join(solver_entries())})")
 
 
 def _solve_beside_bound(solver_name: str, problem: Problem, spec, *, time_limit: float, seed: int, hint,
                         warm_start: str | None, options: dict[str, Any]):
     """The solver's report (:func:`mallocgame.solving.solve_with_warm_start`, in a forked child) with the
-    problem's bound, computed here meanwhile: the solver keeps its whole time limit."""
+    problem's bound: the tightest known without waiting (the instant bound, or the cached one:
+    :meth:`mallocgame.session.Session.bound`), built before the fork in milliseconds. Nothing runs beside
+    the solver, and the solve ends when the solver does."""
     shared_caches(problem, spec)
-    if problem.mode != "map":  # milliseconds: built before the fork, the solver's child inherits it
-        problem_bound(problem, spec)
+    bound = problem_bound(problem, spec)  # the solver's child inherits it
     run = ChildCall(solve_with_warm_start, solver_name, problem, spec, time_limit=time_limit, seed=seed,
                     hint=hint, warm_start=warm_start, options=options, compute_bound=False)
-    pending = None
     try:
-        if problem.mode == "prefetch":  # the residency bound, in a child of its own beside the solver
-            pending = start_residency(problem, spec, seconds=min(time_limit, RESIDENCY_SECONDS))
-        bound = problem_bound(problem, spec)
         result = run.result()
-        if pending is not None:  # collected once the solver is done (waiting a few seconds at most)
-            bound = problem_bound(problem, spec, pending=pending)
     except BaseException:
         run.cancel()
-        if pending is not None:
-            pending.cancel()
         raise
     return with_bound(result, bound)
 

@@ -8,8 +8,7 @@ from pathlib import Path
 import click
 
 from mallocgame.cli.common import check_output
-from mallocgame.inputs.suites import BENCHMARKS_ENV, SUITES, Entry, suite_entries
-from mallocgame.intervals import max_live
+from mallocgame.inputs.suites import BENCHMARKS_ENV, SUITES, Entry, facts_of, suite_entries
 from mallocgame.io import atomic_write_text, output_folder, problem_csv_text, write_workload_json
 from mallocgame.model import InputError
 
@@ -59,10 +58,11 @@ def _list_entries(entries: list[Entry], export_dir: str | None) -> None:
             click.echo(f"{e.name:<{width}}  {'-':>7}  {'-':>5}  {'-':>10}  {'-':>10}  {e.description} "
                        f"[pending: {e.pending}]")
             continue
-        p = e.build()
-        cap = "-" if p.capacity is None else _mib(p.capacity)
+        p = e.build() if export_dir or e.facts is None else None  # a listing reads the suite's facts if it has them
+        f = facts_of(p) if p is not None else e.facts
+        cap = "-" if f["capacity"] is None else _mib(f["capacity"])
         frac = f" (capacity {e.capacity_fraction:.0%} of max live)" if e.capacity_fraction else ""
-        click.echo(f"{e.name:<{width}}  {p.n:>7}  {len(p.ops):>5}  {_mib(max_live(p)):>10}  {cap:>10}  "
+        click.echo(f"{e.name:<{width}}  {f['buffers']:>7}  {f['ops']:>5}  {_mib(f['max_live']):>10}  {cap:>10}  "
                    f"{e.description}{frac}")
         if export_dir:
             output_folder(export_dir)

@@ -22,26 +22,33 @@ Example:
 
 from __future__ import annotations
 
+import importlib
 from typing import Any, Callable
 
-from mallocgame.importers import hlo, matmul, torch_export
 from mallocgame.importers._common import ImportSummary, WorkloadBuilder, summarize
 from mallocgame.model import InputError, Problem
 
 
+# Each importer's module is imported when it is first used: reading a problem file imports
+# ``mallocgame.importers.hlo`` (and so this package) on every command's start-up, which then needs
+# neither the matmul generator nor the torch importer.
+def _importer(name: str):
+    return importlib.import_module(f"mallocgame.importers.{name}")
+
+
 def import_hlo(path, **options) -> Problem:
     """Workload of a scheduled HLO text file; see :mod:`mallocgame.importers.hlo`."""
-    return hlo.import_hlo(path, **options)
+    return _importer("hlo").import_hlo(path, **options)
 
 
 def import_torch(spec, input_shapes=(), **options) -> Problem:
     """Workload of a PyTorch module via ``torch.export``; see :mod:`mallocgame.importers.torch_export`."""
-    return torch_export.import_torch(spec, input_shapes, **options)
+    return _importer("torch_export").import_torch(spec, input_shapes, **options)
 
 
 def import_matmul(factorization=None, **options) -> Problem:
     """Workload of a recursive fast-matmul program; see :mod:`mallocgame.importers.matmul`."""
-    return matmul.import_matmul(factorization, **options)
+    return _importer("matmul").import_matmul(factorization, **options)
 
 
 IMPORTERS: dict[str, Callable[..., Problem]] = {

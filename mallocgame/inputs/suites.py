@@ -50,6 +50,7 @@ from mallocgame.importers.matmul import naive as naive_factorization
 from mallocgame.inputs import workloads as w
 from mallocgame.inputs.load import HLO_SUFFIXES, PROBLEM_SUFFIXES, example_path, read_file
 from mallocgame.inputs.workloads import SIZE_DISTRIBUTIONS, TPU, synthetic_program, with_capacity
+from mallocgame.intervals import max_live
 from mallocgame.io import read_text, without_gz
 from mallocgame.model import InputError, Problem, check_regular_file
 
@@ -66,6 +67,29 @@ class Entry:
     build: Callable[[], Problem]
     capacity_fraction: float | None = None
     pending: str | None = None  # why the entry cannot be built here, if it cannot
+    # What a listing shows without building it (facts_of's keys), where the suite records them: the xla
+    # suite's programs take seconds each to read.
+    facts: dict[str, int | None] | None = None
+
+
+FACT_KEYS = ("buffers", "ops", "max_live", "capacity")
+
+
+def facts_of(problem: Problem) -> dict[str, int | None]:
+    """What ``mallocgame suites NAME`` lists of a built entry: buffers, ops, max live bytes, capacity."""
+    return {"buffers": problem.n, "ops": len(problem.ops), "max_live": max_live(problem), "capacity": problem.capacity}
+
+
+def recorded_facts(raw) -> dict[str, int | None] | None:
+    """``raw`` (a manifest's ``facts``) when it holds every key of :data:`FACT_KEYS` as a whole number
+    (``capacity`` may be null), else ``None`` (the listing then builds the entry)."""
+    if not isinstance(raw, dict) or set(raw) != set(FACT_KEYS):
+        return None
+    for key, value in raw.items():
+        if not (isinstance(value, int) and not isinstance(value, bool) and value >= 0) and \
+                not (key == "capacity" and value is None):
+            return None
+    return dict(raw)
 
 
 @dataclass(frozen=True)
@@ -242,7 +266,8 @@ def _xla_entries() -> list[Entry]:
             return read_hlo_file(path, name)
 
         entry = _workload(name, info["description"], make, XLA_CAPACITY_FRACTION)
-        out.append(dataclasses.replace(entry, pending=None if path.is_file() else f"{path}: file not found"))
+        out.append(dataclasses.replace(entry, pending=None if path.is_file() else f"{path}: file not found",
+                                       facts=recorded_facts(info.get("facts"))))
     return out
 
 
