@@ -15,6 +15,7 @@ import os
 import signal
 import socket
 import sys
+import threading
 import time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
@@ -22,11 +23,11 @@ from multiprocessing.connection import wait
 from typing import Any
 
 # solving imports this module: each reads the other's names at call time, so either may be imported first.
-from mallocgame import solving  # the one solve path (compare's runs, portfolio's members)
+from mallocgame import incumbents, solving  # solving: the one solve path (compare's runs, portfolio's members)
 from mallocgame.bounds import Bound
 from mallocgame.interrupts import child_signals
-from mallocgame.model import InputError, Problem, Solution, Status
-from mallocgame.protocol import accepted_options
+from mallocgame.model import InputError, Problem, Solution, Status, offsets_tuple
+from mallocgame.protocol import LIMIT_GRACE, accepted_options
 from mallocgame.registry import load_solver
 from mallocgame.session import session_for
 from mallocgame.verdict import judge
@@ -84,8 +85,12 @@ class Report:
             extra += " WARNING: cut short by the time limit (undecided buffers left slow; a longer limit may do better)"
         if self.stats.get("fallback"):  # a solver that left its own method for part of the problem says what it did
             extra += f" NOTE: {self.stats['fallback']}"
+        if self.stats.get("stopped_at_limit") and self.valid:  # the parent stopped a solver past its limit
+            extra += f" NOTE: {self.stats['stopped_at_limit']}"
+        source = self.stats.get("winner") or self.stats.get("source")  # a portfolio's winning member, say
+        won = f" source={source}" if self.valid and source else ""
         return (f"{self.solver}: {self.status} objective={obj}{bound}{gap} placed={self.placed}/{self.total} "
-                f"peak={self.peak} seconds={self.seconds:.3f}{extra}")
+                f"peak={self.peak} seconds={self.seconds:.3f}{won}{extra}")
 
 
 def problem_bound(problem: Problem, hardware, *, tighten: float = 0.0, pending=None) -> Bound:
@@ -183,6 +188,38 @@ def with_bound(report: Report, bound: Bound | None) -> Report:
                    gap=_gap(report.objective, bound, saving=report.estimated_time is not None))
 
 
+def stopped_at_limit(problem: Problem, hardware, incumbent: incumbents.Incumbent | None, *, solver_name: str,
+                     seconds: float, time_limit: float, bound: Bound | None = None, hint: Solution | None = None,
+                     improvements: tuple = ()) -> Report:
+    """The report of a solver its parent stopped at ``time_limit`` + :data:`~mallocgame.protocol.LIMIT_GRACE`:
+    the best answer it sent (``incumbent``, or the ``hint`` it was given if better), validated and scored,
+    FEASIBLE, with the note "stopped at the limit" (``stats["stopped_at_limit"]``, its source in
+    ``stats["source"]``); with neither, an invalid report that says the solver sent no answer."""
+    note = f"stopped at the limit: still running at {time_limit:g} s + {LIMIT_GRACE:g} s grace"
+    history = tuple((float(e.seconds), float(e.value)) for e in improvements)
+    candidates = []
+    if incumbent is not None:
+        offsets = (None,) * problem.n if incumbent.offsets is None else offsets_tuple(incumbent.offsets)
+        candidates.append((Solution(offsets=offsets, status=Status.FEASIBLE, mode=problem.mode, history=history,
+                                    solver=solver_name, intervals=tuple(incumbent.intervals)),
+                           incumbent.improvement.source))
+    if hint is not None:
+        candidates.append((hint.replace(history=history), "hint"))
+    best = None
+    for solution, source in candidates:
+        report = score(problem, hardware, solution, seconds=seconds, bound=bound, solver_name=solver_name)
+        report = replace(report, stats={"stopped_at_limit": note, "source": source})
+        if best is None or solving.better(report, best):
+            best = report
+    if best is not None:
+        return best
+    return Report(solver=solver_name, mode=problem.mode, status=str(Status.UNKNOWN), valid=False, objective=None,
+                  bound=None if bound is None else bound.value, bound_kind=None if bound is None else bound.kind,
+                  gap=None, placed=0, total=problem.n, peak=0, seconds=seconds, estimated_time=None,
+                  time_all_slow=None, speedup=None, violation=f"{note}, and it sent no answer",
+                  history=list(history), stats={"stopped_at_limit": note}, bounds=_bounds_of(bound))
+
+
 def preload(solver: Any) -> None:
     """Import the heavy modules a solver declares (``preload = ("ortools.sat.python.cp_model",)``) before
     its clock starts: OR-Tools' first import takes 0.3-0.8 s, which would come off the solver's time."""
@@ -258,8 +295,13 @@ def _child_main(conn, own_group: bool, name: str, problem: Problem, hardware, ti
         os.setpgid(0, 0)  # a kill of the group reaches any processes the solver starts
     die_with_parent()
     child_signals()
+    lock = threading.Lock()
+    incumbents.open_channel(conn, lock, problem, source=name)
     try:
-        conn.send(_run_one(name, problem, hardware, time_limit, seed, hint, options, bound))
+        result = _run_one(name, problem, hardware, time_limit, seed, hint, options, bound)
+        incumbents.close_channel()
+        with lock:
+            conn.send(result)
     finally:
         conn.close()
 
@@ -275,12 +317,16 @@ def _run_one(name: str, problem: Problem, hardware, time_limit: float, seed: int
         return "error", f"{exc.__class__.__name__}: {text}" if text else exc.__class__.__name__
 
 
-def _call_main(conn, fn, args, kwargs) -> None:
-    """Child-process entry of :func:`call_in_child`."""
+def _call_main(conn, fn, args, kwargs, channel=None) -> None:
+    """Child-process entry of :func:`call_in_child`; ``channel`` ``(problem, source)``: the solver's better answers
+    go to the parent as found (:mod:`mallocgame.incumbents`)."""
     native_output_to_stderr()
     os.setpgid(0, 0)
     die_with_parent()
     child_signals()
+    lock = threading.Lock()
+    if channel is not None:
+        incumbents.open_channel(conn, lock, channel[0], source=channel[1])
     try:
         try:
             result = ("ok", fn(*args, **kwargs))
@@ -288,8 +334,10 @@ def _call_main(conn, fn, args, kwargs) -> None:
             result = ("raise", RuntimeError(f"it raised SystemExit({exc.code!r})"))
         except BaseException as exc:
             result = ("raise", exc)
+        incumbents.close_channel()
         try:
-            conn.send(result)
+            with lock:
+                conn.send(result)
         except Exception:  # an exception that does not pickle: its type and text
             exc = result[1]
             conn.send(("raise", RuntimeError(f"{exc.__class__.__name__}: {exc}")))
@@ -333,35 +381,77 @@ class ChildCall:
     """
 
     def __init__(self, fn, *args, **kwargs):
+        self._start(fn, args, kwargs, None)
+
+    def _start(self, fn, args, kwargs, channel) -> None:
         ctx = mp.get_context("fork")
         self._recv, send = ctx.Pipe(duplex=False)
-        self._proc = ctx.Process(target=_call_main, args=(send, fn, args, kwargs), daemon=False)
+        self.started = time.monotonic()
+        self.incumbent: incumbents.Incumbent | None = None  # the best answer the child sent (SolvingCall)
+        self.improvements: list[incumbents.Improvement] = []
+        self._proc = ctx.Process(target=_call_main, args=(send, fn, args, kwargs, channel), daemon=False)
         self._proc.start()
         send.close()
 
-    def result(self, timeout: float | None = None):
+    def result(self, timeout: float | None = None, on_improvement=None):
         """Wait for the child; its result, or its exception raised here.
 
-        With ``timeout`` (seconds), a child still running then is killed and ``TimeoutError`` raised.
+        With ``timeout`` (seconds), a child still running then is killed and ``TimeoutError`` raised
+        (the best answer it sent stays in :attr:`incumbent`). ``on_improvement`` is called with each
+        :class:`~mallocgame.incumbents.Improvement` the child sends meanwhile.
         """
         recv, proc = self._recv, self._proc
         until = None if timeout is None else time.monotonic() + timeout
         try:
-            while not wait([recv], timeout=0.5 if until is None else max(min(0.5, until - time.monotonic()), 0)):
-                if not proc.is_alive() and not recv.poll():
-                    break
+            while True:
+                left = None if until is None else max(until - time.monotonic(), 0.0)
+                if wait([recv], timeout=0.5 if left is None else min(0.5, left)):
+                    message = self._receive()
+                    if message is not None:
+                        break
+                elif not proc.is_alive() and not recv.poll():
+                    proc.join(5)
+                    raise RuntimeError(f"solver process died (exit code {proc.exitcode})")
                 if until is not None and time.monotonic() >= until:
-                    raise TimeoutError(f"no answer within {timeout:g} s")
-            try:
-                kind, payload = recv.recv()
-            except (EOFError, OSError):
-                proc.join(5)
-                raise RuntimeError(f"solver process died (exit code {proc.exitcode})") from None
+                    while recv.poll():  # what the child sent by now counts; its answer too, if it came just in time
+                        message = self._receive()
+                        if message is not None:
+                            break
+                    else:
+                        raise TimeoutError(f"no answer within {timeout:g} s")
+                    break
+                if on_improvement is not None:
+                    for event in self._unseen():
+                        on_improvement(event)
+            kind, payload = message
         finally:
+            if on_improvement is not None:
+                for event in self._unseen():
+                    on_improvement(event)
             self.cancel()
         if kind == "raise":
             raise payload
         return payload
+
+    def _receive(self):
+        """One message of the child: its answer ``(kind, payload)``, or ``None`` for an incumbent (kept here)."""
+        try:
+            kind, payload = self._recv.recv()
+        except (EOFError, OSError):
+            self._proc.join(5)
+            raise RuntimeError(f"solver process died (exit code {self._proc.exitcode})") from None
+        if kind != "incumbent":
+            return kind, payload
+        events, answer = payload
+        self.improvements.extend(events)
+        if answer is not None:
+            self.incumbent = answer
+        return None
+
+    def _unseen(self) -> list:
+        seen = getattr(self, "_seen", 0)
+        self._seen = len(self.improvements)
+        return self.improvements[seen:]
 
     def ready(self) -> bool:
         """Has the child finished (so :meth:`result` returns at once)?"""
@@ -374,6 +464,15 @@ class ChildCall:
         """Kill the child's group and reap it (a no-op once collected)."""
         self._recv.close()
         _kill_group(self._proc)
+
+
+class SolvingCall(ChildCall):
+    """A :class:`ChildCall` whose child sends each better answer of ``problem`` as found
+    (:mod:`mallocgame.incumbents`, ``source`` by default): after a ``TimeoutError`` from :meth:`result`
+    the best of them is in :attr:`incumbent`."""
+
+    def __init__(self, problem: Problem, source: str, fn, *args, **kwargs):
+        self._start(fn, args, kwargs, (problem, source))
 
 
 def _kill_group(proc) -> None:
@@ -425,11 +524,13 @@ class ProcessPool(_Pool):
     caller's group and die with it.
     """
 
-    def __init__(self, jobs: int, *, own_groups: bool = True):
+    def __init__(self, jobs: int, *, own_groups: bool = True, on_incumbent=None):
         self.jobs = max(int(jobs), 1)
         self.own_groups = own_groups
+        self.on_incumbent = on_incumbent
         self._ctx = mp.get_context("fork")
         self._running: dict[Any, tuple[Any, Any, float]] = {}  # connection -> (key, process, started)
+        self._runs: dict[Any, _PoolRun] = {}  # connection -> what the run's limit report needs
 
     def running(self) -> list[tuple[Any, float]]:
         """``(key, started)`` of every run still going (``started`` in monotonic seconds)."""
@@ -444,23 +545,90 @@ class ProcessPool(_Pool):
         proc.start()
         send.close()
         self._running[recv] = (key, proc, time.monotonic())
+        self._runs[recv] = _PoolRun(name, problem, hardware, time_limit, bound, time.monotonic() + time_limit + LIMIT_GRACE)
 
     def wait(self, timeout: float | None) -> list[tuple[Any, str, Any]]:
-        """Finished runs as ``(key, "ok", Report)`` or ``(key, "error", line)``; waits at most ``timeout`` s."""
+        """Finished runs as ``(key, "ok", Report)`` or ``(key, "error", line)``; waits at most ``timeout`` s.
+
+        A run still going at its time limit + :data:`~mallocgame.protocol.LIMIT_GRACE` is killed and finishes
+        with the best answer it sent (:func:`stopped_at_limit`); the answers runs send meanwhile go to
+        ``on_incumbent(key, improvements, incumbent)``.
+        """
         if not self._running:
             return []
+        until = None if timeout is None else time.monotonic() + timeout
         done = []
-        for conn in wait(list(self._running), timeout=timeout):
-            key, proc, _ = self._running.pop(conn)
-            try:
-                kind, payload = conn.recv()
-            except (EOFError, OSError):
+        while not done and self._running:
+            now = time.monotonic()
+            due = min(run.until for run in self._runs.values())
+            left = due - now if until is None else min(until, due) - now
+            for conn in wait(list(self._running), timeout=max(left, 0.0)):
+                key, proc, _ = self._running[conn]
+                try:
+                    kind, payload = conn.recv()
+                except (EOFError, OSError):
+                    proc.join(5)
+                    kind, payload = "error", f"solver process died (exit code {proc.exitcode})"
+                if kind == "incumbent":
+                    self._improved(conn, key, *payload)
+                    continue
+                del self._running[conn], self._runs[conn]
+                conn.close()
                 proc.join(5)
-                kind, payload = "error", f"solver process died (exit code {proc.exitcode})"
-            conn.close()
-            proc.join(5)
-            done.append((key, kind, payload))
+                done.append((key, kind, payload))
+            now = time.monotonic()
+            for conn, run in list(self._runs.items()):
+                if now >= run.until and conn in self._running:
+                    key = self._running[conn][0]
+                    done.append((key, *self._stop(conn)))
+            if until is not None and time.monotonic() >= until:
+                break
         return done
+
+    def _improved(self, conn, key, events, answer) -> None:
+        run = self._runs[conn]
+        run.improvements.extend(events)
+        if answer is not None:
+            run.incumbent = answer
+        if self.on_incumbent is not None:
+            self.on_incumbent(key, events, answer)
+
+    def _stop(self, conn) -> tuple[str, Any]:
+        """Kill run ``conn`` now: ``("ok", Report)`` of the best answer it sent, else ``("error", line)``."""
+        key, proc, started = self._running.pop(conn)
+        run = self._runs.pop(conn)
+        try:
+            while conn.poll():  # what it sent by now counts; its answer too, if it came just in time
+                kind, payload = conn.recv()
+                if kind != "incumbent":
+                    self._kill(proc)
+                    conn.close()
+                    return kind, payload
+                run.improvements.extend(payload[0])
+                if payload[1] is not None:
+                    run.incumbent = payload[1]
+                if self.on_incumbent is not None:
+                    self.on_incumbent(key, *payload)
+        except (EOFError, OSError):
+            pass
+        self._kill(proc)
+        conn.close()
+        report = stopped_at_limit(run.problem, run.hardware, run.incumbent, solver_name=run.name,
+                                  seconds=time.monotonic() - started, time_limit=run.time_limit, bound=run.bound,
+                                  improvements=tuple(run.improvements))
+        return ("ok", report) if report.valid else ("error", report.violation)
+
+    def sent_answers(self) -> list[tuple[Any, incumbents.Incumbent]]:
+        """``(key, best answer sent)`` of every run still going that sent one."""
+        return [(self._running[conn][0], run.incumbent) for conn, run in self._runs.items()
+                if run.incumbent is not None and conn in self._running]
+
+    def stop(self, key: Any) -> tuple[str, Any] | None:
+        """Kill run ``key`` now and report the best answer it sent, as at its limit (``None``: no such run)."""
+        for conn, (k, _, _) in list(self._running.items()):
+            if k == key:
+                return self._stop(conn)
+        return None
 
     def kill(self, key: Any) -> None:
         for conn, (k, proc, _) in list(self._running.items()):
@@ -468,12 +636,14 @@ class ProcessPool(_Pool):
                 self._kill(proc)
                 conn.close()
                 del self._running[conn]
+                self._runs.pop(conn, None)
 
     def close(self) -> None:
         for conn, (_, proc, _) in list(self._running.items()):
             self._kill(proc)
             conn.close()
         self._running.clear()
+        self._runs.clear()
 
     def _kill(self, proc) -> None:
         try:
@@ -484,6 +654,21 @@ class ProcessPool(_Pool):
         except (ProcessLookupError, PermissionError):
             proc.kill()
         proc.join(5)
+
+
+@dataclass
+class _PoolRun:
+    """What :class:`ProcessPool` keeps of a run to report it should it pass its limit: the request, the monotonic
+    time ``until`` it may run (its limit + :data:`~mallocgame.protocol.LIMIT_GRACE`), the answers it sent."""
+
+    name: str
+    problem: Problem
+    hardware: Any
+    time_limit: float
+    bound: Bound | None
+    until: float
+    incumbent: incumbents.Incumbent | None = None
+    improvements: list = field(default_factory=list)
 
 
 # ---------------------------------------------------------------------------- Ray

@@ -23,8 +23,8 @@ from mallocgame.io import read_intervals_csv, read_solution_csv
 from mallocgame.lift import lift_map_answer
 from mallocgame.model import FastInterval, InputError, Problem, Solution, Status
 from mallocgame.prefetch_bound import RESIDENCY_SECONDS, start_residency
-from mallocgame.protocol import bad_time_limit
-from mallocgame.registry import solver_entries, solver_modes
+from mallocgame.protocol import LIMIT_GRACE, bad_time_limit
+from mallocgame.registry import load_solver, solver_entries, solver_modes
 from mallocgame.session import session_for
 
 if TYPE_CHECKING:
@@ -179,6 +179,46 @@ def solve_with_warm_start(name: str, problem: Problem, hardware, *, time_limit: 
     if pending is not None:
         report = runner.with_bound(report, session.bound(pending=pending))
     return report
+
+
+def solve_beside_bound(name: str, problem: Problem, hardware, *, time_limit: float, seed: int,
+                       hint: Solution | None = None, warm_start: str | None = None,
+                       options: dict[str, Any] | None = None, on_improvement=None) -> Report:
+    """:func:`solve_with_warm_start` in a forked child while this process computes the problem's bound (the solver
+    keeps its whole time limit), with the limit kept here: what ``mallocgame solve`` and :func:`mallocgame.solve` run.
+
+    The child sends each better answer as found (:mod:`mallocgame.incumbents`; ``on_improvement`` is called with
+    each :class:`~mallocgame.incumbents.Improvement`); a child still running at ``time_limit`` +
+    :data:`~mallocgame.protocol.LIMIT_GRACE` is stopped and the best answer it sent (or the hint, if better)
+    is reported, validated, FEASIBLE, with the note "stopped at the limit" (:func:`mallocgame.runner.stopped_at_limit`).
+    """
+    runner.shared_caches(problem, hardware)
+    if problem.mode != "map":  # milliseconds: built before the fork, the solver's child inherits it
+        runner.problem_bound(problem, hardware)
+    for solver in dict.fromkeys(filter(None, (name, warm_start))):  # heavy imports before the child's clock starts
+        runner.preload(load_solver(solver))
+    run = runner.SolvingCall(problem, name, solve_with_warm_start, name, problem, hardware, time_limit=time_limit,
+                             seed=seed, hint=hint, warm_start=warm_start, options=options, compute_bound=False)
+    pending = None
+    try:
+        if problem.mode == "prefetch":  # the residency bound, in a child of its own beside the solver
+            pending = start_residency(problem, hardware, seconds=min(time_limit, RESIDENCY_SECONDS))
+        bound = runner.problem_bound(problem, hardware)
+        try:
+            result = run.result(timeout=max(run.started + time_limit + LIMIT_GRACE - time.monotonic(), 0.0),
+                                on_improvement=on_improvement)
+        except TimeoutError:
+            result = runner.stopped_at_limit(problem, hardware, run.incumbent, solver_name=name,
+                                             seconds=time.monotonic() - run.started, time_limit=time_limit,
+                                             hint=hint, improvements=tuple(run.improvements))
+        if pending is not None:  # collected once the solver is done (waiting a few seconds at most)
+            bound = runner.problem_bound(problem, hardware, pending=pending)
+    except BaseException:
+        run.cancel()
+        if pending is not None:
+            pending.cancel()
+        raise
+    return runner.with_bound(result, bound)
 
 
 def _solve(name: str, problem: Problem, hardware, *, t0: float, time_limit: float, seed: int, hint, warm_start,

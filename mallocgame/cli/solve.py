@@ -41,11 +41,10 @@ from mallocgame.cli.schedule import reschedule_outputs
 from mallocgame.hybrid.reschedule import solve_with_reschedule
 from mallocgame.io import intervals_csv_text, problem_csv_text
 from mallocgame.model import InputError, Problem
-from mallocgame.prefetch_bound import RESIDENCY_SECONDS, start_residency
 from mallocgame.protocol import parse_solver_options, split_option
 from mallocgame.registry import SolverLoadError, load_solver, solver_entries
-from mallocgame.runner import ChildCall, UnsupportedMode, call_in_child, problem_bound, shared_caches, with_bound
-from mallocgame.solving import check_request, solve_with_warm_start
+from mallocgame.runner import UnsupportedMode, call_in_child
+from mallocgame.solving import check_request, solve_beside_bound
 
 
 def _check_hint(problem: Problem, hint_path: str, time_limit: float):
@@ -153,8 +152,8 @@ def solve(problem_path, solver_name, mode, capacity, capacity_fraction, hardware
                                         seed=seed, hint=hint, warm_start=warm_start, options=options)
             report, problem = rescheduled.report, rescheduled.problem
         else:
-            report = _solve_beside_bound(solver_name, problem, spec, time_limit=time_limit, seed=seed, hint=hint,
-                                         warm_start=warm_start, options=options)
+            report = solve_beside_bound(solver_name, problem, spec, time_limit=time_limit, seed=seed, hint=hint,
+                                        warm_start=warm_start, options=options)
     except (SolverLoadError, UnsupportedMode, InputError) as exc:  # InputError: a bad option value, say
         fail(str(exc))
     except Exception as exc:  # a solver's own failure: one line, no solution
@@ -193,31 +192,6 @@ def _check_solve_flags(outs: _SolveOutputs, *, reschedule: bool, time_limit: flo
     for name in solvers:
         if name not in entries:
             fail(f"--solver: unknown solver {name!r} (registered: {', '.join(entries)})")
-
-
-def _solve_beside_bound(solver_name: str, problem: Problem, spec, *, time_limit: float, seed: int, hint,
-                        warm_start: str | None, options: dict[str, Any]):
-    """The solver's report (:func:`mallocgame.solving.solve_with_warm_start`, in a forked child) with the
-    problem's bound, computed here meanwhile: the solver keeps its whole time limit."""
-    shared_caches(problem, spec)
-    if problem.mode != "map":  # milliseconds: built before the fork, the solver's child inherits it
-        problem_bound(problem, spec)
-    run = ChildCall(solve_with_warm_start, solver_name, problem, spec, time_limit=time_limit, seed=seed,
-                    hint=hint, warm_start=warm_start, options=options, compute_bound=False)
-    pending = None
-    try:
-        if problem.mode == "prefetch":  # the residency bound, in a child of its own beside the solver
-            pending = start_residency(problem, spec, seconds=min(time_limit, RESIDENCY_SECONDS))
-        bound = problem_bound(problem, spec)
-        result = run.result()
-        if pending is not None:  # collected once the solver is done (waiting a few seconds at most)
-            bound = problem_bound(problem, spec, pending=pending)
-    except BaseException:
-        run.cancel()
-        if pending is not None:
-            pending.cancel()
-        raise
-    return with_bound(result, bound)
 
 
 def _solve_outputs(report, problem: Problem, spec, outs: _SolveOutputs, *, problem_path: str, minimize_peak: bool,

@@ -1,0 +1,134 @@
+"""The parent keeps the time limit: a solver that never reads its clock still ends at ``time_limit`` +
+``LIMIT_GRACE``, with the best answer it sent (validated, FEASIBLE, "stopped at the limit"), in ``solve``,
+``compare`` and :func:`mallocgame.solve`; one that sent nothing is exit 1 within the same time."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+import mallocgame
+from mallocgame.protocol import LIMIT_GRACE
+from tests.conftest import DATA, run_cli
+from tests.test_plugins import make_distribution
+
+# Sends all-slow, then the greedy's answer (the solve session's baseline) as its incumbents, then never returns
+# and never reads its clock: a sleep loop ("stubborn"), a busy loop ("spinner"); "silent" sends nothing.
+STUBBORN = '''
+import time
+
+import numpy as np
+
+from mallocgame.incumbents import offer
+from mallocgame.protocol import Solver
+from mallocgame.session import session_for
+
+
+class Stubborn(Solver):
+    name = "stubborn"
+    modes = frozenset({"map", "pack"})
+
+    def solve(self, problem, hardware, *, time_limit, seed, hint=None):
+        slow = np.full(problem.n, -1, np.int64)
+        if problem.mode == "map":
+            offer(value=0.0, offsets=slow, source="all-slow")
+        greedy = session_for(problem, hardware).baseline("greedy-xla")
+        offer(value=greedy.objective, offsets=greedy.offsets, source="stubborn-greedy")
+        while True:
+            time.sleep(0.05)
+
+
+class Spinner(Stubborn):
+    name = "spinner"
+
+    def solve(self, problem, hardware, *, time_limit, seed, hint=None):
+        greedy = session_for(problem, hardware).baseline("greedy-xla")
+        offer(value=greedy.objective, offsets=greedy.offsets, source="spinner-greedy")
+        x = 0
+        while True:
+            x += 1
+
+
+class Silent(Solver):
+    name = "silent"
+    modes = frozenset({"map", "pack"})
+
+    def solve(self, problem, hardware, *, time_limit, seed, hint=None):
+        while True:
+            time.sleep(0.05)
+'''
+ENTRIES = "stubborn = stubborn_solver:Stubborn\nspinner = stubborn_solver:Spinner\nsilent = stubborn_solver:Silent"
+LIMIT = 1.0
+SLACK = 0.6  # seconds past limit + grace for killing the child and validating its answer on a busy machine
+
+
+@pytest.fixture
+def stubborn_path(tmp_path, monkeypatch):
+    make_distribution(tmp_path, "stubborn-plugin", ENTRIES, {"stubborn_solver.py": STUBBORN})
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return tmp_path
+
+
+def _greedy_value(mode: str = "map") -> float:
+    r = mallocgame.solve(str(DATA / "layered150.json") if mode == "map" else "example:pack40", "greedy-xla",
+                         time_limit=5)
+    return r.objective
+
+
+@pytest.mark.parametrize("name", ["stubborn", "spinner"])
+def test_solve_stops_a_solver_that_ignores_its_clock_and_reports_what_it_sent(stubborn_path, name):
+    r = run_cli("solve", str(DATA / "layered150.json"), "--solver", name, "--time-limit", str(LIMIT), "--json",
+                env={"PYTHONPATH": str(stubborn_path)}, timeout=60)
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    assert report["valid"] and report["status"] == "FEASIBLE"
+    assert report["objective"] == pytest.approx(_greedy_value())
+    assert report["seconds"] <= LIMIT + LIMIT_GRACE + SLACK, report["seconds"]
+    assert report["seconds"] >= LIMIT + LIMIT_GRACE - 0.05  # it ran until the parent stopped it
+    assert report["stats"]["source"] == f"{name}-greedy"
+    assert "stopped at the limit" in report["stats"]["stopped_at_limit"]
+    summary = r.stderr.strip().splitlines()[-1]
+    assert summary.startswith(f"{name}: FEASIBLE ") and "NOTE: stopped at the limit" in summary
+    assert f"source={name}-greedy" in summary
+
+
+def test_solve_of_a_solver_that_sent_nothing_is_exit_1_at_the_limit(stubborn_path):
+    r = run_cli("solve", str(DATA / "layered150.json"), "--solver", "silent", "--time-limit", str(LIMIT), "--json",
+                env={"PYTHONPATH": str(stubborn_path)}, timeout=60)
+    assert r.returncode == 1, r.stderr
+    report = json.loads(r.stdout)
+    assert not report["valid"] and report["status"] == "UNKNOWN"
+    assert "stopped at the limit" in report["violation"] and "sent no answer" in report["violation"]
+    assert report["seconds"] <= LIMIT + LIMIT_GRACE + SLACK
+
+
+def test_pack_mode_limit_report_is_validated(stubborn_path):
+    r = run_cli("solve", "example:pack40", "--solver", "stubborn", "--time-limit", str(LIMIT), "--json",
+                "--minimize-peak", env={"PYTHONPATH": str(stubborn_path)}, timeout=60)
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)
+    assert report["valid"] and report["status"] == "FEASIBLE" and report["mode"] == "pack"
+    assert report["stats"]["source"] == "stubborn-greedy"
+
+
+def test_api_solve_keeps_the_limit(stubborn_path):
+    result = mallocgame.solve(str(DATA / "layered150.json"), "stubborn", time_limit=LIMIT)
+    assert result.valid and result.status == "FEASIBLE"
+    assert result.objective == pytest.approx(_greedy_value())
+    assert result.seconds <= LIMIT + LIMIT_GRACE + SLACK
+    assert "stopped at the limit" in result.report.stats["stopped_at_limit"]
+    silent = mallocgame.solve(str(DATA / "layered150.json"), "silent", time_limit=LIMIT)
+    assert not silent.valid and silent.solution is None and silent.seconds <= LIMIT + LIMIT_GRACE + SLACK
+
+
+def test_compare_row_of_a_stopped_solver_is_its_answer(stubborn_path, tmp_path):
+    out = tmp_path / "rows.csv"
+    r = run_cli("compare", str(DATA / "layered150.json"), "--solvers", "stubborn,silent", "--time-limit",
+                str(LIMIT), "-o", str(out), "--no-progress", env={"PYTHONPATH": str(stubborn_path)}, timeout=120)
+    assert r.returncode == 0, r.stderr
+    rows = {row["solver"]: row for row in csv.DictReader(out.open())}
+    assert rows["stubborn"]["status"] == "FEASIBLE" and rows["stubborn"]["valid"] in ("True", "true", "1")
+    assert float(rows["stubborn"]["value"]) == pytest.approx(_greedy_value())
+    assert "stopped at the limit" in rows["silent"]["error"]
