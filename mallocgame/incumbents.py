@@ -61,9 +61,9 @@ class _Channel:
     """The sending end in one child: ``conn`` (a multiprocessing Connection) shared with the child's final
     answer under ``lock``; a daemon thread sends what :func:`offer` queued."""
 
-    def __init__(self, conn, lock: threading.Lock, *, mode: str, capacity: int | None, source: str):
-        self.conn, self.lock = conn, lock
-        self.mode, self.capacity, self.source = mode, capacity, source
+    def __init__(self, conn, lock: threading.Lock, problem: Any, *, source: str):
+        self.conn, self.lock, self.problem, self.source = conn, lock, problem, source
+        self.mode, self.capacity, self.n = problem.mode, problem.capacity, problem.n
         self.t0 = time.monotonic()
         self.best: float | None = None
         self.events: list[Improvement] = []
@@ -79,7 +79,18 @@ class _Channel:
             return (self.capacity is None or value <= self.capacity) and (self.best is None or value < self.best)
         return self.best is None or value > self.best + 1e-12 * max(1.0, abs(self.best))
 
-    def offer(self, value: float, source: str | None, offsets, intervals) -> None:
+    def fits(self, problem: Any, offsets, intervals) -> bool:
+        """Is this an answer of the child's own problem (not of a sub-problem, or of the map problem of a
+        prefetch one)?"""
+        if problem is not None and problem is not self.problem:
+            return False
+        if self.mode == "prefetch":
+            return intervals is not None and offsets is None
+        return offsets is not None and len(offsets) == self.n
+
+    def offer(self, value: float, source: str | None, offsets, intervals, problem: Any) -> None:
+        if not self.fits(problem, offsets, intervals):
+            return
         with self.wake:
             if self.stopped or not self.improves(value):
                 return
@@ -134,7 +145,7 @@ _channel: _Channel | None = None
 def open_channel(conn, lock: threading.Lock, problem: Any, *, source: str) -> None:
     """In a solving child: send :func:`offer`'s answers on ``conn`` (``lock`` guards it), ``source`` by default."""
     global _channel
-    _channel = _Channel(conn, lock, mode=problem.mode, capacity=problem.capacity, source=source)
+    _channel = _Channel(conn, lock, problem, source=source)
 
 
 def close_channel() -> None:
@@ -153,16 +164,17 @@ def _forget_after_fork() -> None:  # a child's own children (a portfolio's membe
 os.register_at_fork(after_in_child=_forget_after_fork)
 
 
-def offer(*, value: float, source: str | None = None, offsets=None, intervals=None) -> None:
+def offer(*, value: float, source: str | None = None, offsets=None, intervals=None, problem: Any = None) -> None:
     """Report a valid answer worth ``value`` (time saved in map and prefetch modes, peak in pack mode) to the parent.
 
     ``offsets`` (map, pack: int64 ``[n]`` with -1 slow, or offsets with ``None``) or ``intervals`` (prefetch
-    mode: fast intervals); ``source`` names who made it (the solver's name by default). Does nothing
-    outside a solving child or when the answer is no better than the best offered so far.
+    mode: fast intervals); ``source`` names who made it (the solver's name by default); ``problem``, when
+    given, must be the problem the child solves (an answer of another, a sub-problem say, is dropped).
+    Does nothing outside a solving child or when the answer is no better than the best offered so far.
     """
     channel = _channel
     if channel is not None:
-        channel.offer(float(value), source, offsets, intervals)
+        channel.offer(float(value), source, offsets, intervals, problem)
 
 
 def offering() -> bool:
