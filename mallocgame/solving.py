@@ -183,12 +183,13 @@ def solve_with_warm_start(name: str, problem: Problem, hardware, *, time_limit: 
 
 def solve_beside_bound(name: str, problem: Problem, hardware, *, time_limit: float, seed: int,
                        hint: Solution | None = None, warm_start: str | None = None,
-                       options: dict[str, Any] | None = None, on_improvement=None) -> Report:
+                       options: dict[str, Any] | None = None, on_improvement=None, on_bound=None) -> Report:
     """:func:`solve_with_warm_start` in a forked child while this process computes the problem's bound (the solver
     keeps its whole time limit), with the limit kept here: what ``mallocgame solve`` and :func:`mallocgame.solve` run.
 
     The child sends each better answer as found (:mod:`mallocgame.incumbents`; ``on_improvement`` is called with
-    each :class:`~mallocgame.incumbents.Improvement`); a child still running at ``time_limit`` +
+    each :class:`~mallocgame.incumbents.Improvement`, ``on_bound`` with the bound once known); a child still
+    running at ``time_limit`` +
     :data:`~mallocgame.protocol.LIMIT_GRACE` is stopped and the best answer it sent (or the hint, if better)
     is reported, validated, FEASIBLE, with the note "stopped at the limit" (:func:`mallocgame.runner.stopped_at_limit`).
     """
@@ -204,6 +205,8 @@ def solve_beside_bound(name: str, problem: Problem, hardware, *, time_limit: flo
         if problem.mode == "prefetch":  # the residency bound, in a child of its own beside the solver
             pending = start_residency(problem, hardware, seconds=min(time_limit, RESIDENCY_SECONDS))
         bound = runner.problem_bound(problem, hardware)
+        if on_bound is not None:
+            on_bound(bound)
         try:
             result = run.result(timeout=max(run.started + time_limit + LIMIT_GRACE - time.monotonic(), 0.0),
                                 on_improvement=on_improvement)

@@ -14,7 +14,8 @@ from mallocgame.protocol import LIMIT_GRACE
 from tests.conftest import DATA, run_cli
 from tests.test_plugins import make_distribution
 
-# Sends all-slow, then an answer of its own as its incumbents, then never returns and never reads its clock: a sleep loop ("stubborn"), a busy loop ("spinner"); "silent" sends nothing.
+# Sends all-slow, then an answer of its own as its incumbents, then never returns and never reads its clock:
+# a sleep loop ("stubborn"), a busy loop ("spinner"); "silent" sends nothing.
 STUBBORN = '''
 import time
 
