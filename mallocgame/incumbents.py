@@ -27,6 +27,7 @@ import math
 import os
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -131,6 +132,14 @@ class _Channel:
             if answer is not None:
                 quiet_until = time.monotonic() + (time.monotonic() - started) / SEND_SHARE
 
+    def mark(self, scoring: bool) -> None:
+        """Tell the parent an answer is being scored (``True``) or is scored (``False``)."""
+        try:
+            with self.lock:
+                self.conn.send(("scoring", scoring))
+        except (OSError, ValueError, EOFError):
+            pass
+
     def close(self) -> None:
         with self.wake:
             self.stopped = True
@@ -180,3 +189,63 @@ def offer(*, value: float, source: str | None = None, offsets=None, intervals=No
 def offering() -> bool:
     """Is a channel open in this process (so an offer is worth building)?"""
     return _channel is not None
+
+
+@contextmanager
+def scoring():
+    """Around the scoring of an answer in a solving child: the parent's clock of the time limit stops meanwhile
+    (the solver has returned; validating a big answer is no overrun of the solver's)."""
+    channel = _channel
+    if channel is None:
+        yield
+        return
+    channel.mark(True)
+    try:
+        yield
+    finally:
+        channel.mark(False)
+
+
+class Received:
+    """What a parent holds of one solving child: the best answer it sent (:attr:`incumbent`), every
+    :class:`Improvement` in order, and the monotonic time :attr:`until` it may run (moved on by the
+    time its answers were being scored)."""
+
+    def __init__(self, until: float):
+        self.until = until
+        self.incumbent: Incumbent | None = None
+        self.improvements: list[Improvement] = []
+        self._scoring_since: float | None = None
+        self._seen = 0
+
+    def take(self, kind: str, payload: Any) -> bool:
+        """Keep a channel message (True); False for the child's final answer."""
+        if kind == "incumbent":
+            events, answer = payload
+            self.improvements.extend(events)
+            if answer is not None:
+                self.incumbent = answer
+            return True
+        if kind == "scoring":
+            now = time.monotonic()
+            if payload:
+                self._scoring_since = now
+            elif self._scoring_since is not None:
+                self.until += now - self._scoring_since
+                self._scoring_since = None
+            return True
+        return False
+
+    def due(self) -> bool:
+        """Is the child past its time (and not scoring an answer)?"""
+        return self._scoring_since is None and time.monotonic() >= self.until
+
+    def left(self) -> float:
+        """Seconds to :attr:`until` (half a second while an answer is being scored)."""
+        return 0.5 if self._scoring_since is not None else max(self.until - time.monotonic(), 0.0)
+
+    def unseen(self) -> list[Improvement]:
+        """The improvements received since the last call."""
+        new = self.improvements[self._seen:]
+        self._seen = len(self.improvements)
+        return new

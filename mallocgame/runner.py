@@ -93,12 +93,14 @@ class Report:
                 f"peak={self.peak} seconds={self.seconds:.3f}{won}{extra}")
 
 
-def problem_bound(problem: Problem, hardware, *, tighten: float = 0.0, pending=None) -> Bound:
+def problem_bound(problem: Problem, hardware, *, tighten: float = 0.0, pending=None,
+                  seconds: float | None = None) -> Bound:
     """The mode's bound, built once per solve session (:meth:`mallocgame.session.Session.bound`);
     prefetch mode, once: ``tighten`` seconds go to the residency bound, or ``pending`` collects one
-    started beside a solver (:func:`mallocgame.prefetch_bound.start_residency`)."""
+    started beside a solver (:func:`mallocgame.prefetch_bound.start_residency`); ``seconds``: the map
+    relaxation's time limit."""
     with stdout_to_stderr():  # HiGHS may print; stdout may be a --json document
-        return session_for(problem, hardware).bound(tighten=tighten, pending=pending)
+        return session_for(problem, hardware).bound(tighten=tighten, pending=pending, seconds=seconds)
 
 
 def shared_caches(problem: Problem, hardware) -> None:
@@ -147,7 +149,8 @@ def score(problem: Problem, hardware, solution: Solution, *, seconds: float, bou
     """
     prefetch = problem.mode == "prefetch"
     answer_ = tuple(solution.intervals) if prefetch else tuple(solution.offsets)
-    verdict = judge(problem, hardware, answer_, violation=_refusal(problem, solution))
+    with incumbents.scoring():  # in a solving child, the parent's clock of the limit stops meanwhile
+        verdict = judge(problem, hardware, answer_, violation=_refusal(problem, solution))
     valid, violation, placed, pk = verdict.valid, verdict.violation, verdict.placed, verdict.peak
     est, slow = verdict.estimated_time, verdict.time_all_slow
     speedup = objective = None
@@ -387,18 +390,24 @@ class ChildCall:
         ctx = mp.get_context("fork")
         self._recv, send = ctx.Pipe(duplex=False)
         self.started = time.monotonic()
-        self.incumbent: incumbents.Incumbent | None = None  # the best answer the child sent (SolvingCall)
-        self.improvements: list[incumbents.Improvement] = []
+        self.sent = incumbents.Received(float("inf"))  # what the child sent (a SolvingCall's)
         self._proc = ctx.Process(target=_call_main, args=(send, fn, args, kwargs, channel), daemon=False)
         self._proc.start()
         send.close()
 
-    def result(self, timeout: float | None = None, on_improvement=None):
+    @property
+    def incumbent(self) -> incumbents.Incumbent | None:
+        """The best answer the child sent (:class:`SolvingCall`)."""
+        return self.sent.incumbent
+
+    @property
+    def improvements(self) -> list[incumbents.Improvement]:
+        return self.sent.improvements
+
+    def result(self, timeout: float | None = None):
         """Wait for the child; its result, or its exception raised here.
 
-        With ``timeout`` (seconds), a child still running then is killed and ``TimeoutError`` raised
-        (the best answer it sent stays in :attr:`incumbent`). ``on_improvement`` is called with each
-        :class:`~mallocgame.incumbents.Improvement` the child sends meanwhile.
+        With ``timeout`` (seconds), a child still running then is killed and ``TimeoutError`` raised.
         """
         recv, proc = self._recv, self._proc
         until = None if timeout is None else time.monotonic() + timeout
@@ -413,45 +422,22 @@ class ChildCall:
                     proc.join(5)
                     raise RuntimeError(f"solver process died (exit code {proc.exitcode})")
                 if until is not None and time.monotonic() >= until:
-                    while recv.poll():  # what the child sent by now counts; its answer too, if it came just in time
-                        message = self._receive()
-                        if message is not None:
-                            break
-                    else:
-                        raise TimeoutError(f"no answer within {timeout:g} s")
-                    break
-                if on_improvement is not None:
-                    for event in self._unseen():
-                        on_improvement(event)
+                    raise TimeoutError(f"no answer within {timeout:g} s")
             kind, payload = message
         finally:
-            if on_improvement is not None:
-                for event in self._unseen():
-                    on_improvement(event)
             self.cancel()
         if kind == "raise":
             raise payload
         return payload
 
     def _receive(self):
-        """One message of the child: its answer ``(kind, payload)``, or ``None`` for an incumbent (kept here)."""
+        """One message of the child: its answer ``(kind, payload)``, or ``None`` for a channel message (kept)."""
         try:
             kind, payload = self._recv.recv()
         except (EOFError, OSError):
             self._proc.join(5)
             raise RuntimeError(f"solver process died (exit code {self._proc.exitcode})") from None
-        if kind != "incumbent":
-            return kind, payload
-        events, answer = payload
-        self.improvements.extend(events)
-        if answer is not None:
-            self.incumbent = answer
-        return None
-
-    def _unseen(self) -> list:
-        seen = getattr(self, "_seen", 0)
-        self._seen = len(self.improvements)
-        return self.improvements[seen:]
+        return None if self.sent.take(kind, payload) else (kind, payload)
 
     def ready(self) -> bool:
         """Has the child finished (so :meth:`result` returns at once)?"""
@@ -466,13 +452,106 @@ class ChildCall:
         _kill_group(self._proc)
 
 
+# Held while a reader thread of this process runs a caller's callback (it may write to stderr): a fork waits for
+# it, so no child starts with a lock taken by a thread the child does not have.
+_CALLBACK = threading.Lock()
+os.register_at_fork(before=_CALLBACK.acquire, after_in_parent=_CALLBACK.release, after_in_child=_CALLBACK.release)
+
+
 class SolvingCall(ChildCall):
     """A :class:`ChildCall` whose child sends each better answer of ``problem`` as found
-    (:mod:`mallocgame.incumbents`, ``source`` by default): after a ``TimeoutError`` from :meth:`result`
-    the best of them is in :attr:`incumbent`."""
+    (:mod:`mallocgame.incumbents`, ``source`` by default), read by a thread of this process.
+
+    :meth:`keep_limit` starts that thread: it keeps the answers (the best in :attr:`incumbent`, each
+    :class:`~mallocgame.incumbents.Improvement` in :attr:`improvements`) and kills the child at its
+    deadline whatever this process is doing meanwhile (computing the bound, say); :meth:`result` then
+    raises ``TimeoutError`` and the best answer sent stays in :attr:`incumbent`.
+    """
 
     def __init__(self, problem: Problem, source: str, fn, *args, **kwargs):
         self._start(fn, args, kwargs, (problem, source))
+        self._done = threading.Event()
+        self._final: tuple[str, Any] | None = None
+        self._reader: threading.Thread | None = None
+        self.stopped: float | None = None  # monotonic time the child was stopped at its deadline
+
+    def keep_limit(self, until: float, on_improvement=None) -> None:
+        """Read the child from a thread of this process from now on; kill it at monotonic time ``until`` (moved on
+        by the time the child spends scoring its answer). ``on_improvement`` is called (from that thread) with
+        each better answer's Improvement."""
+        if self._reader is None:
+            self.sent.until = until
+            self._reader = threading.Thread(target=self._read, args=(on_improvement,), daemon=True,
+                                            name="mallocgame-solving-child")
+            self._reader.start()
+
+    def _read(self, on_improvement) -> None:
+        recv, proc, sent = self._recv, self._proc, self.sent
+        try:
+            while True:
+                if sent.due():
+                    while recv.poll():  # what it sent by now counts; its answer too, if it came just in time
+                        final = self._receive()
+                        if final is not None:
+                            self._final = final
+                            return
+                    if sent.due():
+                        _kill_group(proc)
+                        self.stopped = time.monotonic()
+                        self._final = ("limit", None)
+                        return
+                if recv.poll(min(sent.left(), 0.5)):
+                    final = self._receive()
+                    if final is not None:
+                        self._final = final
+                        return
+                    if on_improvement is not None:
+                        with _CALLBACK:
+                            for event in sent.unseen():
+                                on_improvement(event)
+                elif not proc.is_alive() and not recv.poll():
+                    proc.join(5)
+                    self._final = ("raise", RuntimeError(f"solver process died (exit code {proc.exitcode})"))
+                    return
+        except RuntimeError as exc:  # the child died mid-answer
+            self._final = ("raise", exc)
+        except (OSError, ValueError, EOFError):  # cancelled: the pipe is closed
+            self._final = ("raise", RuntimeError("cancelled"))
+        finally:
+            if on_improvement is not None:
+                with _CALLBACK:
+                    for event in sent.unseen():
+                        on_improvement(event)
+            self._done.set()
+
+    def result(self, timeout: float | None = None, on_improvement=None):
+        """As :meth:`ChildCall.result`, read by :meth:`keep_limit`'s thread (started here if not yet, with
+        ``timeout`` from now): ``TimeoutError`` when the child was stopped at its deadline (its best answer
+        is in :attr:`incumbent`)."""
+        self.keep_limit(float("inf") if timeout is None else time.monotonic() + timeout, on_improvement)
+        try:
+            while not self._done.wait(0.5):  # half-second waits: SIGINT/SIGTERM reach this thread at once
+                pass
+        finally:
+            self.cancel()
+        kind, payload = self._final
+        if kind == "limit":
+            raise TimeoutError("stopped at the limit")
+        if kind == "raise":
+            raise payload
+        return payload
+
+    def cancel(self) -> None:
+        """Kill the child's group, let the reader thread end, then reap the child and close the pipe."""
+        if self._proc.exitcode is None:
+            try:
+                os.killpg(self._proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                self._proc.kill()
+        if self._reader is not None and self._reader is not threading.current_thread():
+            self._reader.join(5)  # it sees the closed pipe and ends
+        _kill_group(self._proc)
+        self._recv.close()
 
 
 def _kill_group(proc) -> None:
@@ -545,7 +624,8 @@ class ProcessPool(_Pool):
         proc.start()
         send.close()
         self._running[recv] = (key, proc, time.monotonic())
-        self._runs[recv] = _PoolRun(name, problem, hardware, time_limit, bound, time.monotonic() + time_limit + LIMIT_GRACE)
+        self._runs[recv] = _PoolRun(name, problem, hardware, time_limit, bound,
+                                    incumbents.Received(time.monotonic() + time_limit + LIMIT_GRACE))
 
     def wait(self, timeout: float | None) -> list[tuple[Any, str, Any]]:
         """Finished runs as ``(key, "ok", Report)`` or ``(key, "error", line)``; waits at most ``timeout`` s.
@@ -560,8 +640,8 @@ class ProcessPool(_Pool):
         done = []
         while not done and self._running:
             now = time.monotonic()
-            due = min(run.until for run in self._runs.values())
-            left = due - now if until is None else min(until, due) - now
+            due = min(run.sent.left() for run in self._runs.values())
+            left = due if until is None else min(until - now, due)
             for conn in wait(list(self._running), timeout=max(left, 0.0)):
                 key, proc, _ = self._running[conn]
                 try:
@@ -569,8 +649,8 @@ class ProcessPool(_Pool):
                 except (EOFError, OSError):
                     proc.join(5)
                     kind, payload = "error", f"solver process died (exit code {proc.exitcode})"
-                if kind == "incumbent":
-                    self._improved(conn, key, *payload)
+                if self._runs[conn].sent.take(kind, payload):
+                    self._improved(key, kind, payload)
                     continue
                 del self._running[conn], self._runs[conn]
                 conn.close()
@@ -578,20 +658,16 @@ class ProcessPool(_Pool):
                 done.append((key, kind, payload))
             now = time.monotonic()
             for conn, run in list(self._runs.items()):
-                if now >= run.until and conn in self._running:
+                if run.sent.due() and conn in self._running:
                     key = self._running[conn][0]
                     done.append((key, *self._stop(conn)))
             if until is not None and time.monotonic() >= until:
                 break
         return done
 
-    def _improved(self, conn, key, events, answer) -> None:
-        run = self._runs[conn]
-        run.improvements.extend(events)
-        if answer is not None:
-            run.incumbent = answer
-        if self.on_incumbent is not None:
-            self.on_incumbent(key, events, answer)
+    def _improved(self, key, kind: str, payload) -> None:
+        if kind == "incumbent" and self.on_incumbent is not None:
+            self.on_incumbent(key, *payload)
 
     def _stop(self, conn) -> tuple[str, Any]:
         """Kill run ``conn`` now: ``("ok", Report)`` of the best answer it sent, else ``("error", line)``."""
@@ -600,28 +676,24 @@ class ProcessPool(_Pool):
         try:
             while conn.poll():  # what it sent by now counts; its answer too, if it came just in time
                 kind, payload = conn.recv()
-                if kind != "incumbent":
+                if not run.sent.take(kind, payload):
                     self._kill(proc)
                     conn.close()
                     return kind, payload
-                run.improvements.extend(payload[0])
-                if payload[1] is not None:
-                    run.incumbent = payload[1]
-                if self.on_incumbent is not None:
-                    self.on_incumbent(key, *payload)
+                self._improved(key, kind, payload)
         except (EOFError, OSError):
             pass
         self._kill(proc)
         conn.close()
-        report = stopped_at_limit(run.problem, run.hardware, run.incumbent, solver_name=run.name,
+        report = stopped_at_limit(run.problem, run.hardware, run.sent.incumbent, solver_name=run.name,
                                   seconds=time.monotonic() - started, time_limit=run.time_limit, bound=run.bound,
-                                  improvements=tuple(run.improvements))
+                                  improvements=tuple(run.sent.improvements))
         return ("ok", report) if report.valid else ("error", report.violation)
 
     def sent_answers(self) -> list[tuple[Any, incumbents.Incumbent]]:
         """``(key, best answer sent)`` of every run still going that sent one."""
-        return [(self._running[conn][0], run.incumbent) for conn, run in self._runs.items()
-                if run.incumbent is not None and conn in self._running]
+        return [(self._running[conn][0], run.sent.incumbent) for conn, run in self._runs.items()
+                if run.sent.incumbent is not None and conn in self._running]
 
     def stop(self, key: Any) -> tuple[str, Any] | None:
         """Kill run ``key`` now and report the best answer it sent, as at its limit (``None``: no such run)."""
@@ -658,17 +730,15 @@ class ProcessPool(_Pool):
 
 @dataclass
 class _PoolRun:
-    """What :class:`ProcessPool` keeps of a run to report it should it pass its limit: the request, the monotonic
-    time ``until`` it may run (its limit + :data:`~mallocgame.protocol.LIMIT_GRACE`), the answers it sent."""
+    """What :class:`ProcessPool` keeps of a run to report it should it pass its limit: the request, and what it
+    sent (with the time it may run: its limit + :data:`~mallocgame.protocol.LIMIT_GRACE`)."""
 
     name: str
     problem: Problem
     hardware: Any
     time_limit: float
     bound: Bound | None
-    until: float
-    incumbent: incumbents.Incumbent | None = None
-    improvements: list = field(default_factory=list)
+    sent: incumbents.Received
 
 
 # ---------------------------------------------------------------------------- Ray

@@ -124,8 +124,10 @@ class Session:
         """The most bytes live at once (:func:`mallocgame.intervals.max_live`, built once per problem)."""
         return max_live(self.problem)
 
-    def bound(self, *, tighten: float = 0.0, pending=None):
+    def bound(self, *, tighten: float = 0.0, pending=None, seconds: float | None = None):
         """The mode's :class:`~mallocgame.bounds.Bound`: max live (pack), the relaxation (map), per-op (prefetch).
+
+        ``seconds``: the map relaxation's time limit when it is built here (its own default otherwise).
 
         Prefetch mode, once: ``tighten`` > 0 gives the residency bound that many seconds in a killable
         child, or ``pending`` collects one started earlier (:func:`mallocgame.prefetch_bound.start_residency`);
@@ -141,7 +143,8 @@ class Session:
             elif mode == "prefetch":
                 self._bound = prefetch_upper_bound(self.problem, self.hardware)
             else:
-                self._bound = map_upper_bound(self.problem, self.hardware)
+                self._bound = map_upper_bound(self.problem, self.hardware,
+                                              **({} if seconds is None else {"time_limit": seconds}))
         return self._bound
 
     def known_bound(self):

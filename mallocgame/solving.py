@@ -181,6 +181,9 @@ def solve_with_warm_start(name: str, problem: Problem, hardware, *, time_limit: 
     return report
 
 
+BOUND_SECONDS = 1.0  # the least time the map relaxation gets beside a solver (small problems: an exact bound)
+
+
 def solve_beside_bound(name: str, problem: Problem, hardware, *, time_limit: float, seed: int,
                        hint: Solution | None = None, warm_start: str | None = None,
                        options: dict[str, Any] | None = None, on_improvement=None, on_bound=None) -> Report:
@@ -200,19 +203,21 @@ def solve_beside_bound(name: str, problem: Problem, hardware, *, time_limit: flo
         runner.preload(load_solver(solver))
     run = runner.SolvingCall(problem, name, solve_with_warm_start, name, problem, hardware, time_limit=time_limit,
                              seed=seed, hint=hint, warm_start=warm_start, options=options, compute_bound=False)
+    # a thread reads the child's answers and stops it at the limit, whatever this process does meanwhile
+    run.keep_limit(run.started + time_limit + LIMIT_GRACE, on_improvement)
     pending = None
     try:
         if problem.mode == "prefetch":  # the residency bound, in a child of its own beside the solver
             pending = start_residency(problem, hardware, seconds=min(time_limit, RESIDENCY_SECONDS))
-        bound = runner.problem_bound(problem, hardware)
+        # the map relaxation within the solver's time (at least BOUND_SECONDS): it must not hold the answer up
+        bound = runner.problem_bound(problem, hardware, seconds=max(run.sent.until - time.monotonic(), BOUND_SECONDS))
         if on_bound is not None:
             on_bound(bound)
         try:
-            result = run.result(timeout=max(run.started + time_limit + LIMIT_GRACE - time.monotonic(), 0.0),
-                                on_improvement=on_improvement)
+            result = run.result()
         except TimeoutError:
             result = runner.stopped_at_limit(problem, hardware, run.incumbent, solver_name=name,
-                                             seconds=time.monotonic() - run.started, time_limit=time_limit,
+                                             seconds=run.stopped - run.started, time_limit=time_limit,
                                              hint=hint, improvements=tuple(run.improvements))
         if pending is not None:  # collected once the solver is done (waiting a few seconds at most)
             bound = runner.problem_bound(problem, hardware, pending=pending)

@@ -114,3 +114,31 @@ def test_a_terminal_gets_one_status_line_redrawn_in_place(tmp_path):
     quiet = _on_a_terminal(["solve", str(DATA / "layered150.json"), "--solver", "stubborn", "--time-limit", "1",
                             "--quiet"], env).decode()
     assert "solving" not in quiet and quiet.startswith("stubborn: FEASIBLE ")
+
+
+def test_compare_log_prints_each_runs_improvements_and_quiet_prints_no_progress():
+    args = ["compare", str(DATA / "layered150.json"), "--solvers", "lns,greedy-xla", "--time-limit", "3",
+            "--solver-option", "lns:workers=1"]
+    r = run_cli(*args, "--log")
+    assert r.returncode == 0, r.stderr
+    found = [re.match(r"^layered150 / lns (\d+\.\d\d)s objective=(\S+) source=(.+)$", line)
+             for line in r.stderr.splitlines()]
+    found = [m for m in found if m]
+    assert len(found) >= 2, r.stderr
+    times, values = [float(m[1]) for m in found], [float(m[2]) for m in found]
+    assert times == sorted(times) and values == sorted(values) and len(set(values)) == len(values)
+    quiet = run_cli(*args, "--quiet")
+    assert quiet.returncode == 0, quiet.stderr
+    assert quiet.stderr == "" and "[1/2]" not in quiet.stdout and "lns" in quiet.stdout
+    assert "[1/2] layered150 / lns" in run_cli(*args).stderr  # the default on a pipe: a line per finished run
+
+
+@pytest.mark.parametrize("args,what", [(["info", str(DATA / "layered150.json")], "info: "),
+                                       (["suites", "quick"], "suites: reading quick")])
+def test_info_and_suites_show_what_runs_on_a_terminal_only(args, what):
+    env = {"PYTHONPATH": str(ROOT)}
+    shown = _on_a_terminal(args, env).decode()
+    assert any(frame.startswith(what) for frame in shown.split("\r")), shown
+    assert what not in _on_a_terminal([*args, "--quiet"], env).decode()
+    piped = run_cli(*args)
+    assert piped.returncode == 0 and piped.stderr == "" and what not in piped.stdout
