@@ -520,6 +520,8 @@ class Portfolio(Solver):
             kind, payload = pool.stop(other)
             if kind == "ok":
                 consider(other, payload)
+            else:
+                errors[other] = payload
         for other, _ in pool.running():
             errors[other] = "stopped: time limit"
         return False

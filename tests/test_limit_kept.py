@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import csv
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
 import mallocgame
 from mallocgame.protocol import LIMIT_GRACE
-from tests.conftest import DATA, run_cli
+from tests.conftest import DATA, ROOT, run_cli
 from tests.test_plugins import make_distribution
 
 # Sends all-slow, then an answer of its own as its incumbents, then never returns and never reads its clock:
@@ -130,13 +133,18 @@ def test_pack_mode_limit_report_is_validated(stubborn_path):
 
 
 def test_api_solve_keeps_the_limit(stubborn_path):
-    result = mallocgame.solve(str(DATA / "layered150.json"), "stubborn", time_limit=LIMIT)
-    assert result.valid and result.status == "FEASIBLE"
-    assert result.objective == pytest.approx(_own_value())
-    assert result.seconds <= LIMIT + LIMIT_GRACE + SLACK
-    assert "stopped at the limit" in result.report.stats["stopped_at_limit"]
-    silent = mallocgame.solve(str(DATA / "layered150.json"), "silent", time_limit=LIMIT)
-    assert not silent.valid and silent.solution is None and silent.seconds <= LIMIT + LIMIT_GRACE + SLACK
+    # in a fresh interpreter killed after 60 s: without the parent keeping the limit the call never returns
+    code = (f"import json, mallocgame\n"
+            f"for name in ('stubborn', 'silent'):\n"
+            f"    r = mallocgame.solve({str(DATA / 'layered150.json')!r}, name, time_limit={LIMIT})\n"
+            f"    print(json.dumps([r.valid, r.status, r.objective, r.seconds, r.report.stats, r.solution is None]))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(stubborn_path)])})
+    assert done.returncode == 0, done.stderr
+    (valid, status, objective, seconds, stats, _), silent = map(json.loads, done.stdout.splitlines())
+    assert valid and status == "FEASIBLE" and objective == pytest.approx(_own_value())
+    assert seconds <= LIMIT + LIMIT_GRACE + SLACK and "stopped at the limit" in stats["stopped_at_limit"]
+    assert silent[0] is False and silent[5] is True and silent[3] <= LIMIT + LIMIT_GRACE + SLACK  # no answer
 
 
 def test_compare_row_of_a_stopped_solver_is_its_answer(stubborn_path, tmp_path):
@@ -148,3 +156,30 @@ def test_compare_row_of_a_stopped_solver_is_its_answer(stubborn_path, tmp_path):
     assert rows["stubborn"]["status"] == "FEASIBLE" and rows["stubborn"]["valid"] in ("True", "true", "1")
     assert float(rows["stubborn"]["value"]) == pytest.approx(_own_value())
     assert "stopped at the limit" in rows["silent"]["error"]
+
+
+def test_a_pool_run_past_its_limit_finishes_with_the_answer_it_sent(stubborn_path):
+    """compare's and a portfolio's pool: at the limit + grace, or when the portfolio stops a member at its deadline."""
+    import time
+
+    from mallocgame.runner import ProcessPool
+
+    problem = mallocgame.load_problem(str(DATA / "layered150.json"))
+    with ProcessPool(1) as pool:
+        t0 = time.monotonic()
+        pool.start("run", "stubborn", problem, problem.hardware, time_limit=0.3, seed=0)
+        finished = []
+        while not finished:
+            finished = pool.wait(timeout=0.2)
+        waited = time.monotonic() - t0
+    ((key, kind, report),) = finished
+    assert key == "run" and kind == "ok" and report.valid and report.status == "FEASIBLE"
+    assert report.stats["source"] == "stubborn-own" and report.objective == pytest.approx(_own_value())
+    assert 0.3 + LIMIT_GRACE - 0.05 <= waited <= 0.3 + LIMIT_GRACE + SLACK
+    with ProcessPool(1) as pool:  # a portfolio at its deadline: the members' answers so far
+        pool.start("member", "spinner", problem, problem.hardware, time_limit=30, seed=0)
+        while not pool.sent_answers():
+            assert pool.wait(timeout=0.1) == []
+        kind, report = pool.stop("member")
+        assert not pool.busy
+    assert kind == "ok" and report.valid and report.stats["source"] == "spinner-own"

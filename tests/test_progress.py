@@ -67,12 +67,17 @@ def test_log_and_quiet_together_are_refused():
     assert r.returncode == 2 and r.stderr == "error: --log and --quiet: choose one\n"
 
 
-def test_portfolio_summary_names_the_member_that_won():
-    r = run_cli("solve", str(DATA / "layered150.json"), "--solver", "portfolio", "--time-limit", "3", "--json")
+def test_portfolio_summary_names_the_member_that_won_and_its_log_the_members():
+    r = run_cli("solve", str(DATA / "layered150.json"), "--solver", "portfolio", "--time-limit", "3", "--json",
+                "--log")
     assert r.returncode == 0, r.stderr
     report = json.loads(r.stdout)
     winner = report["stats"]["winner"]
     assert winner and f" source={winner}" in r.stderr.splitlines()[-1]
+    sources = [m[6] for m in _log_lines(r.stderr)]
+    members = set(report["stats"]["members"])
+    assert sources[0].startswith("baseline ")  # built in the portfolio's process first
+    assert any(s.split(":")[0] in members - {"greedy-xla"} for s in sources), sources  # a member's, sent on
 
 
 def _on_a_terminal(args: list[str], env: dict) -> bytes:
