@@ -38,6 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mallocgame.hardware.evaluator import Evaluator
+from mallocgame.incumbents import offer
 from mallocgame.intervals import OverlapIndex, live_profile, overlap_index
 from mallocgame.model import Problem, Solution, Status, offsets_array, offsets_tuple
 from mallocgame.neighbourhood_search import Round, Step, Trial, Verdict, search
@@ -354,7 +355,9 @@ class LargeNeighbourhoodSearch(ModeDispatch):
         value = ev.value(x)
         history = [(time.monotonic() - t0, value)]
         space = MapWindows(problem, ev, index, candidates, t0=t0, deadline=deadline, workers=workers)
-        out = search(space, x, value, deadline=deadline, t0=t0, seed=seed) if space.n_cand else None
+        offer(value=value, offsets=x, problem=problem, source=f"lns start ({source})")
+        out = search(space, x, value, deadline=deadline, t0=t0, seed=seed,
+                     on_better=lambda a, v: offer(value=v, offsets=a, problem=problem)) if space.n_cand else None
         if out is not None:
             x, value, history = out.answer, out.value, history + list(out.history)
         stats = {"start": source, "steps": out.steps if out else 0, "accepted": out.accepted if out else 0,
@@ -387,7 +390,9 @@ class LargeNeighbourhoodSearch(ModeDispatch):
         history = [(time.monotonic() - t0, float(peak))]
         space = PackWindows(problem, index, capacity, floor, t0=t0, deadline=deadline, workers=workers)
         space.proved = peak <= floor
-        out = None if space.proved else search(space, x, -float(peak), deadline=deadline, t0=t0, seed=seed)
+        offer(value=peak, offsets=x, problem=problem, source=f"lns start ({source})")
+        out = None if space.proved else search(space, x, -float(peak), deadline=deadline, t0=t0, seed=seed,
+                                               on_better=lambda a, v: offer(value=-v, offsets=a, problem=problem))
         if out is not None:
             x, peak = out.answer, int(-out.value)
             history += [(t, -v) for t, v in out.history]

@@ -37,6 +37,7 @@ import time
 from typing import Any
 
 from mallocgame.bounds import map_upper_bound
+from mallocgame.incumbents import offer
 from mallocgame.lift import lift_map_answer
 from mallocgame.model import InputError, Solution, Status
 from mallocgame.protocol import Solver, solver_deadline
@@ -165,6 +166,9 @@ class _Race:
             self.best = report
             if report.valid:
                 self.history.append((time.monotonic() - self.t0, float(report.objective)))
+                prefetch = problem.mode == "prefetch"
+                offer(value=report.objective, source=name, problem=problem,  # to our parent, in a solving child
+                      **({"intervals": report.intervals} if prefetch else {"offsets": report.offsets}))
         feasibility = problem.mode == "pack" and not self.minimize_peak and problem.capacity is not None
         return report.valid and (feasibility or report.status == str(Status.OPTIMAL) or self.at_bound(name, report))
 
@@ -397,8 +401,9 @@ class Portfolio(Solver):
             # Here, before the forks: a child's own import of its heavy modules is outside its clock, but not
             # outside ours (select-pack's scipy.optimize: 0.8-2 s past its limit, and it was killed unheard).
             preload(load_solver(name))
-        # Members stay in the portfolio's process group, so a kill of the portfolio reaches them.
-        with ProcessPool(workers, own_groups=False) as pool:
+        # Members stay in the portfolio's process group, so a kill of the portfolio reaches them. Their better
+        # answers go on to our parent as they come (a map member's, lifted only at its end, do not).
+        with ProcessPool(workers, own_groups=False, on_incumbent=_forward(problem)) as pool:
             # A prefetch portfolio's map members need no hint (their answers are lifted): they start now, on the
             # other core, while msa runs here (msa can take a large share of the limit on a training step, with
             # the second core idle otherwise).
@@ -507,6 +512,23 @@ class Portfolio(Solver):
                     for other, _ in pool.running():
                         errors[other] = "stopped: another member settled the problem"
                     return True
+        for other, _ in pool.sent_answers():  # a member past the deadline: the best answer it sent counts
+            kind, payload = pool.stop(other)
+            if kind == "ok":
+                consider(other, payload)
+            else:
+                errors[other] = payload
         for other, _ in pool.running():
             errors[other] = "stopped: time limit"
         return False
+
+
+def _forward(problem):
+    """A :class:`ProcessPool`'s ``on_incumbent``: a member's better answer, sent on to the portfolio's parent."""
+    def forward(key, improvements, incumbent) -> None:
+        if incumbent is not None:
+            prefetch = incumbent.offsets is None
+            source = incumbent.improvement.source
+            offer(value=incumbent.improvement.value, source=key if source == key else f"{key}: {source}",
+                  problem=problem, offsets=incumbent.offsets, intervals=incumbent.intervals if prefetch else None)
+    return forward

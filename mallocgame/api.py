@@ -26,7 +26,7 @@ from mallocgame.protocol import bad_option_value, bad_seed, bad_time_limit, unkn
 from mallocgame.registry import describe, load_solver, solver_entries, solver_modes
 from mallocgame.runner import Report, answer
 from mallocgame.scheduling import schedule as run_schedule
-from mallocgame.solving import check_request, solve_with_warm_start
+from mallocgame.solving import check_request, solve_beside_bound
 from mallocgame.verdict import judge
 
 __all__ = ["Result", "SolverInfo", "Verdict", "compare", "load_problem", "solve", "list_solvers", "validate", "plot"]
@@ -260,8 +260,10 @@ def solve(problem: Problem | str, solver: str = "greedy-xla", *, time_limit: flo
         raise InputError(error)
     if bad_option_value(options):
         raise InputError("{}: {}".format(*bad_option_value(options)))
-    report = solve_with_warm_start(solver, problem, problem.hardware, time_limit=time_limit, seed=seed,
-                                   hint=hint_solution, warm_start=warm_start, options=options)
+    # in a forked child, the limit kept here: a solver still running at time_limit + LIMIT_GRACE is stopped and
+    # the best answer it sent is the result ("stopped at the limit")
+    report = solve_beside_bound(solver, problem, problem.hardware, time_limit=time_limit, seed=seed,
+                                hint=hint_solution, warm_start=warm_start, options=options)
     solution = (answer(report, problem).replace(status=Status(report.status), objective=report.objective,
                                                 bound=report.bound, wall_time=report.seconds,
                                                 history=tuple(report.history), stats=report.stats, solver=solver)

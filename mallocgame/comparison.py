@@ -50,7 +50,7 @@ from mallocgame.model import InputError, Problem
 from mallocgame.prefetch_bound import RESIDENCY_SECONDS
 from mallocgame.protocol import bad_time_limit, parse_solver_options
 from mallocgame.registry import SolverLoadError, load_solver, solver_entries
-from mallocgame.runner import ProcessPool, RayPool, Report, problem_bound
+from mallocgame.runner import ProcessPool, RayPool, Report, preload, problem_bound
 from mallocgame.session import BASELINE_SOLVER
 from mallocgame.solving import solve_with_warm_start  # the one solve path, as every run of the table
 
@@ -159,7 +159,7 @@ def run_matrix(inputs: list[Input], solvers: Sequence[str], *, time_limit: float
                options: dict[str, dict[str, Any]], load_errors: dict[str, str], progress: bool | None,
                hard_limit: float | None = None, on_row=None, modes: dict[str, frozenset] | None = None,
                done: dict[tuple[int, str], Row] | None = None, executor: str = "local",
-               address: str | None = None, pool=None) -> list[Row]:
+               address: str | None = None, pool=None, on_improvement=None) -> list[Row]:
     """Run every (input, solver) pair, ``jobs`` at a time; rows in input order.
 
     ``executor`` "local" forks processes (:class:`mallocgame.runner.ProcessPool`), "ray" runs Ray
@@ -168,7 +168,9 @@ def run_matrix(inputs: list[Input], solvers: Sequence[str], *, time_limit: float
     ``done`` (rows kept by ``--resume``) is not run again. ``on_row(row, done, total)`` is called
     as each new row finishes. On SIGINT/SIGTERM (a ``KeyboardInterrupt``) every run still going
     is killed and :class:`mallocgame.runner.Interrupted` is raised with the finished rows as
-    its ``partial``. ``pool``: an executor made by the caller (it is closed here).
+    its ``partial``. ``pool``: an executor made by the caller (it is closed here). ``on_improvement(input, solver,
+    improvement)``: each better answer a local run sends. A local run still going at its time limit +
+    :data:`~mallocgame.protocol.LIMIT_GRACE` is stopped; its row is the best answer it sent ("stopped at the limit").
     """
     hard_limit = hard_limit if hard_limit is not None else 2 * time_limit + 30
     tasks = [(i, s) for i in range(len(inputs)) for s in solvers]
@@ -185,7 +187,18 @@ def run_matrix(inputs: list[Input], solvers: Sequence[str], *, time_limit: float
 
     try:
         if pool is None:
-            pool = RayPool(jobs, address=address) if executor == "ray" else ProcessPool(jobs)
+            def improved(task, events, _answer) -> None:
+                for event in events:
+                    on_improvement(inputs[task[0]].name, task[1], event)
+
+            if executor != "ray":  # heavy imports here, once, before the forks: a run's limit counts from its fork
+                for s in solvers:
+                    try:
+                        preload(load_solver(s))
+                    except SolverLoadError:  # its rows say so
+                        pass
+            pool = RayPool(jobs, address=address) if executor == "ray" else \
+                ProcessPool(jobs, on_incumbent=improved if on_improvement is not None else None)
         with pool:
             while queue or pool.busy:
                 while queue and pool.free > 0:
@@ -201,6 +214,7 @@ def run_matrix(inputs: list[Input], solvers: Sequence[str], *, time_limit: float
                     pool.start(task, s, inp.problem, inp.hardware, time_limit=time_limit, seed=seed,
                                options=options.get(s, {}), bound=inp.bound)
                     bar.set_postfix_str(f"{inp.name} / {s}", refresh=False)
+                bar.refresh()  # the elapsed time moves on while runs go
                 for task, kind, payload in pool.wait(timeout=0.5):
                     i, s = task
                     row = Row(inputs[i].name, s, report=payload) if kind == "ok" else Row(inputs[i].name, s, error=payload)
@@ -577,12 +591,14 @@ def run_comparison(specs: Sequence[str], solvers: Sequence[str], *, time_limit: 
                    capacity_fraction: float | None = None, mode: str | None = None,
                    solver_options: Sequence[str] | dict[str, dict[str, Any]] = (), benchmarks: str | None = None,
                    progress: bool | None = False, on_row=None, results_path: str | None = None,
-                   resume: bool = False, executor: str = "local", address: str | None = None) -> Comparison:
+                   resume: bool = False, executor: str = "local", address: str | None = None,
+                   on_improvement=None) -> Comparison:
     """Every solver on every input, each answer validated and scored.
 
     ``specs`` are suite names, ``SUITE:ENTRY[,ENTRY]``, ``example:NAME`` or files;
     ``solver_options`` is ``["[SOLVER:]KEY=VALUE", ...]`` or ``{solver: {key: value}}``;
-    ``on_row(row, done, total)`` is called as each run finishes. Raises :class:`InputError`
+    ``on_row(row, done, total)`` is called as each run finishes, ``on_improvement(input, solver, improvement)``
+    with each better answer a run sends (:class:`mallocgame.incumbents.Improvement`; local runs). Raises :class:`InputError`
     (one line) for bad settings or inputs; a solver that fails to load is an error row.
 
     ``results_path``: the CSV is written there as each row finishes (:class:`ResultsFile`);
@@ -623,7 +639,7 @@ def run_comparison(specs: Sequence[str], solvers: Sequence[str], *, time_limit: 
             results.flush()  # the header (and any kept rows) from the start
         rows = run_matrix(inputs, solvers, time_limit=time_limit, seed=seed, jobs=jobs, options=options,
                           load_errors=load_errors, progress=progress, on_row=run.finished, modes=modes, done=done,
-                          executor=executor, address=address, pool=pool)
+                          executor=executor, address=address, pool=pool, on_improvement=on_improvement)
     except KeyboardInterrupt as exc:
         raise run.interrupted(exc, done) from None
     finally:

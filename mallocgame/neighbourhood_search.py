@@ -123,9 +123,12 @@ def proportional_share(weights: Sequence[float], w: int, left: float, floor: flo
 
 
 def search(space: Neighbourhoods[A, N], start: A, value: float, *, deadline: float, t0: float, seed: int,
-           clock: Callable[[], float] = time.monotonic) -> Outcome[A]:
+           clock: Callable[[], float] = time.monotonic,
+           on_better: Callable[[A, float], None] | None = None) -> Outcome[A]:
     """Run the neighbourhood search of ``space`` from ``start`` (worth ``value``) until ``deadline``
-    (monotonic seconds) or until the hooks stop it; never returns an answer worth less than ``value``."""
+    (monotonic seconds) or until the hooks stop it; never returns an answer worth less than ``value``.
+    ``on_better(answer, value)`` is called with each strictly better answer as it is accepted (to send it on:
+    :func:`mallocgame.incumbents.offer`)."""
     rng = np.random.default_rng(seed)
     answer, history = start, []
     steps = accepted = improved = rounds = 0
@@ -153,6 +156,8 @@ def search(space: Neighbourhoods[A, N], start: A, value: float, *, deadline: flo
                 if verdict.better:
                     improved += 1
                     history.append((clock() - t0, value))
+                    if on_better is not None:
+                        on_better(answer, value)
             complete = complete and trial.proven
             if space.learn(Step(neighbourhood, trial, taken, value)):
                 stop = True

@@ -14,7 +14,9 @@ solver's ``solve`` signature names them, so a solver declares what it understand
 by naming it. Solvers must honour ``time_limit`` (seconds), take all randomness from
 ``seed``, and never print. A solver may name heavy modules it imports in a class attribute
 ``preload`` (a tuple of module names): the runner imports them before its clock starts. The
-runner (`mallocgame.runner`) validates and scores whatever they return.
+runner (`mallocgame.runner`) validates and scores whatever they return. A solver should send
+each better answer as it finds it (`mallocgame.incumbents.offer`): one still running
+`LIMIT_GRACE` seconds after ``time_limit`` is stopped, and the best answer it sent is reported.
 """
 
 from __future__ import annotations
@@ -69,6 +71,11 @@ def unknown_options(solver: Any, options: dict[str, Any]) -> str | None:
     takes = ", ".join(known) if known else "none"
     return f"solver {name!r} takes no option {', '.join(map(repr, bad))} (its options: {takes})"
 
+
+# Seconds past its ``time_limit`` a solver may run before the parent stops its child and reports the best
+# answer the solver sent (mallocgame.incumbents), validated, as FEASIBLE with the note "stopped at the limit":
+# a solver that never reads its clock still ends on time (``solve``, ``compare``, the API, a portfolio's members).
+LIMIT_GRACE = 1.0
 
 # The longest time limit taken (seconds, about 11.6 days): beyond it the OS's waits (poll() in
 # milliseconds as a C int, timers) overflow; refused at the door (the CLI's SECONDS type, the API).

@@ -15,6 +15,7 @@ import os
 import signal
 import socket
 import sys
+import threading
 import time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
@@ -22,11 +23,11 @@ from multiprocessing.connection import wait
 from typing import Any
 
 # solving imports this module: each reads the other's names at call time, so either may be imported first.
-from mallocgame import solving  # the one solve path (compare's runs, portfolio's members)
+from mallocgame import incumbents, solving  # solving: the one solve path (compare's runs, portfolio's members)
 from mallocgame.bounds import Bound
 from mallocgame.interrupts import child_signals
-from mallocgame.model import InputError, Problem, Solution, Status
-from mallocgame.protocol import accepted_options
+from mallocgame.model import InputError, Problem, Solution, Status, offsets_tuple
+from mallocgame.protocol import LIMIT_GRACE, accepted_options
 from mallocgame.registry import load_solver
 from mallocgame.session import session_for
 from mallocgame.verdict import judge
@@ -119,8 +120,12 @@ class Report:
             extra += " WARNING: cut short by the time limit (undecided buffers left slow; a longer limit may do better)"
         if self.stats.get("fallback"):  # a solver that left its own method for part of the problem says what it did
             extra += f" NOTE: {self.stats['fallback']}"
+        if self.stats.get("stopped_at_limit") and self.valid:  # the parent stopped a solver past its limit
+            extra += f" NOTE: {self.stats['stopped_at_limit']}"
+        source = self.stats.get("winner") or self.stats.get("source")  # a portfolio's winning member, say
+        won = f" source={source}" if self.valid and source else ""
         return (f"{self.solver}: {self.status} objective={obj}{bound}{gap} placed={self.placed}/{self.total} "
-                f"peak={self.peak} seconds={self.seconds:.3f}{extra}")
+                f"peak={self.peak} seconds={self.seconds:.3f}{won}{extra}")
 
 
 def problem_bound(problem: Problem, hardware, *, tighten: float = 0.0) -> Bound:
@@ -177,7 +182,8 @@ def score(problem: Problem, hardware, solution: Solution, *, seconds: float, bou
     """
     prefetch = problem.mode == "prefetch"
     answer_ = tuple(solution.intervals) if prefetch else tuple(solution.offsets)
-    verdict = judge(problem, hardware, answer_, violation=_refusal(problem, solution))
+    with incumbents.scoring():  # in a solving child, the parent's clock of the limit stops meanwhile
+        verdict = judge(problem, hardware, answer_, violation=_refusal(problem, solution))
     valid, violation, placed, pk = verdict.valid, verdict.violation, verdict.placed, verdict.peak
     est, slow = verdict.estimated_time, verdict.time_all_slow
     speedup = objective = None
@@ -216,6 +222,38 @@ def with_bound(report: Report, bound: Bound | None) -> Report:
     return replace(report, bound=None if bound is None else bound.value,
                    bound_kind=None if bound is None else bound.kind, bounds=_bounds_of(bound),
                    gap=_gap(report.objective, bound, saving=report.estimated_time is not None))
+
+
+def stopped_at_limit(problem: Problem, hardware, incumbent: incumbents.Incumbent | None, *, solver_name: str,
+                     seconds: float, time_limit: float, bound: Bound | None = None, hint: Solution | None = None,
+                     improvements: tuple = ()) -> Report:
+    """The report of a solver its parent stopped at ``time_limit`` + :data:`~mallocgame.protocol.LIMIT_GRACE`:
+    the best answer it sent (``incumbent``, or the ``hint`` it was given if better), validated and scored,
+    FEASIBLE, with the note "stopped at the limit" (``stats["stopped_at_limit"]``, its source in
+    ``stats["source"]``); with neither, an invalid report that says the solver sent no answer."""
+    note = f"stopped at the limit: still running at {time_limit:g} s + {LIMIT_GRACE:g} s grace"
+    history = tuple((float(e.seconds), float(e.value)) for e in improvements)
+    candidates = []
+    if incumbent is not None:
+        offsets = (None,) * problem.n if incumbent.offsets is None else offsets_tuple(incumbent.offsets)
+        candidates.append((Solution(offsets=offsets, status=Status.FEASIBLE, mode=problem.mode, history=history,
+                                    solver=solver_name, intervals=tuple(incumbent.intervals)),
+                           incumbent.improvement.source))
+    if hint is not None:
+        candidates.append((hint.replace(history=history), "hint"))
+    best = None
+    for solution, source in candidates:
+        report = score(problem, hardware, solution, seconds=seconds, bound=bound, solver_name=solver_name)
+        report = replace(report, stats={"stopped_at_limit": note, "source": source})
+        if best is None or solving.better(report, best):
+            best = report
+    if best is not None:
+        return best
+    return Report(solver=solver_name, mode=problem.mode, status=str(Status.UNKNOWN), valid=False, objective=None,
+                  bound=None if bound is None else bound.value, bound_kind=None if bound is None else bound.kind,
+                  gap=None, placed=0, total=problem.n, peak=0, seconds=seconds, estimated_time=None,
+                  time_all_slow=None, speedup=None, violation=f"{note}, and it sent no answer",
+                  history=list(history), stats={"stopped_at_limit": note}, bounds=_bounds_of(bound))
 
 
 def preload(solver: Any) -> None:
@@ -293,8 +331,13 @@ def _child_main(conn, own_group: bool, name: str, problem: Problem, hardware, ti
         os.setpgid(0, 0)  # a kill of the group reaches any processes the solver starts
     die_with_parent()
     child_signals()
+    lock = threading.Lock()
+    incumbents.open_channel(conn, lock, problem, source=name)
     try:
-        conn.send(_run_one(name, problem, hardware, time_limit, seed, hint, options, bound))
+        result = _run_one(name, problem, hardware, time_limit, seed, hint, options, bound)
+        incumbents.close_channel()
+        with lock:
+            conn.send(result)
     finally:
         conn.close()
 
@@ -310,12 +353,16 @@ def _run_one(name: str, problem: Problem, hardware, time_limit: float, seed: int
         return "error", f"{exc.__class__.__name__}: {text}" if text else exc.__class__.__name__
 
 
-def _call_main(conn, fn, args, kwargs) -> None:
-    """Child-process entry of :func:`call_in_child`."""
+def _call_main(conn, fn, args, kwargs, channel=None) -> None:
+    """Child-process entry of :func:`call_in_child`; ``channel`` ``(problem, source)``: the solver's better answers
+    go to the parent as found (:mod:`mallocgame.incumbents`)."""
     native_output_to_stderr()
     os.setpgid(0, 0)
     die_with_parent()
     child_signals()
+    lock = threading.Lock()
+    if channel is not None:
+        incumbents.open_channel(conn, lock, channel[0], source=channel[1])
     try:
         try:
             result = ("ok", fn(*args, **kwargs))
@@ -323,8 +370,10 @@ def _call_main(conn, fn, args, kwargs) -> None:
             result = ("raise", RuntimeError(f"it raised SystemExit({exc.code!r})"))
         except BaseException as exc:
             result = ("raise", exc)
+        incumbents.close_channel()
         try:
-            conn.send(result)
+            with lock:
+                conn.send(result)
         except Exception:  # an exception that does not pickle: its type and text
             exc = result[1]
             conn.send(("raise", RuntimeError(f"{exc.__class__.__name__}: {exc}")))
@@ -368,11 +417,25 @@ class ChildCall:
     """
 
     def __init__(self, fn, *args, **kwargs):
+        self._start(fn, args, kwargs, None)
+
+    def _start(self, fn, args, kwargs, channel) -> None:
         ctx = mp.get_context("fork")
         self._recv, send = ctx.Pipe(duplex=False)
-        self._proc = ctx.Process(target=_call_main, args=(send, fn, args, kwargs), daemon=False)
+        self.started = time.monotonic()
+        self.sent = incumbents.Received(float("inf"))  # what the child sent (a SolvingCall's)
+        self._proc = ctx.Process(target=_call_main, args=(send, fn, args, kwargs, channel), daemon=False)
         self._proc.start()
         send.close()
+
+    @property
+    def incumbent(self) -> incumbents.Incumbent | None:
+        """The best answer the child sent (:class:`SolvingCall`)."""
+        return self.sent.incumbent
+
+    @property
+    def improvements(self) -> list[incumbents.Improvement]:
+        return self.sent.improvements
 
     def result(self, timeout: float | None = None):
         """Wait for the child; its result, or its exception raised here.
@@ -382,21 +445,32 @@ class ChildCall:
         recv, proc = self._recv, self._proc
         until = None if timeout is None else time.monotonic() + timeout
         try:
-            while not wait([recv], timeout=0.5 if until is None else max(min(0.5, until - time.monotonic()), 0)):
-                if not proc.is_alive() and not recv.poll():
-                    break
+            while True:
+                left = None if until is None else max(until - time.monotonic(), 0.0)
+                if wait([recv], timeout=0.5 if left is None else min(0.5, left)):
+                    message = self._receive()
+                    if message is not None:
+                        break
+                elif not proc.is_alive() and not recv.poll():
+                    proc.join(5)
+                    raise RuntimeError(f"solver process died (exit code {proc.exitcode})")
                 if until is not None and time.monotonic() >= until:
                     raise TimeoutError(f"no answer within {timeout:g} s")
-            try:
-                kind, payload = recv.recv()
-            except (EOFError, OSError):
-                proc.join(5)
-                raise RuntimeError(f"solver process died (exit code {proc.exitcode})") from None
+            kind, payload = message
         finally:
             self.cancel()
         if kind == "raise":
             raise payload
         return payload
+
+    def _receive(self):
+        """One message of the child: its answer ``(kind, payload)``, or ``None`` for a channel message (kept)."""
+        try:
+            kind, payload = self._recv.recv()
+        except (EOFError, OSError):
+            self._proc.join(5)
+            raise RuntimeError(f"solver process died (exit code {self._proc.exitcode})") from None
+        return None if self.sent.take(kind, payload) else (kind, payload)
 
     def ready(self) -> bool:
         """Has the child finished (so :meth:`result` returns at once)?"""
@@ -409,6 +483,108 @@ class ChildCall:
         """Kill the child's group and reap it (a no-op once collected)."""
         self._recv.close()
         _kill_group(self._proc)
+
+
+# Held while a reader thread of this process runs a caller's callback (it may write to stderr): a fork waits for
+# it, so no child starts with a lock taken by a thread the child does not have.
+_CALLBACK = threading.Lock()
+os.register_at_fork(before=_CALLBACK.acquire, after_in_parent=_CALLBACK.release, after_in_child=_CALLBACK.release)
+
+
+class SolvingCall(ChildCall):
+    """A :class:`ChildCall` whose child sends each better answer of ``problem`` as found
+    (:mod:`mallocgame.incumbents`, ``source`` by default), read by a thread of this process.
+
+    :meth:`keep_limit` starts that thread: it keeps the answers (the best in :attr:`incumbent`, each
+    :class:`~mallocgame.incumbents.Improvement` in :attr:`improvements`) and kills the child at its
+    deadline whatever this process is doing meanwhile (computing the bound, say); :meth:`result` then
+    raises ``TimeoutError`` and the best answer sent stays in :attr:`incumbent`.
+    """
+
+    def __init__(self, problem: Problem, source: str, fn, *args, **kwargs):
+        self._start(fn, args, kwargs, (problem, source))
+        self._done = threading.Event()
+        self._final: tuple[str, Any] | None = None
+        self._reader: threading.Thread | None = None
+        self.stopped: float | None = None  # monotonic time the child was stopped at its deadline
+
+    def keep_limit(self, until: float, on_improvement=None) -> None:
+        """Read the child from a thread of this process from now on; kill it at monotonic time ``until`` (moved on
+        by the time the child spends scoring its answer). ``on_improvement`` is called (from that thread) with
+        each better answer's Improvement."""
+        if self._reader is None:
+            self.sent.until = until
+            self._reader = threading.Thread(target=self._read, args=(on_improvement,), daemon=True,
+                                            name="mallocgame-solving-child")
+            self._reader.start()
+
+    def _read(self, on_improvement) -> None:
+        recv, proc, sent = self._recv, self._proc, self.sent
+        try:
+            while True:
+                if sent.due():
+                    while recv.poll():  # what it sent by now counts; its answer too, if it came just in time
+                        final = self._receive()
+                        if final is not None:
+                            self._final = final
+                            return
+                    if sent.due():
+                        _kill_group(proc)
+                        self.stopped = time.monotonic()
+                        self._final = ("limit", None)
+                        return
+                if recv.poll(min(sent.left(), 0.5)):
+                    final = self._receive()
+                    if final is not None:
+                        self._final = final
+                        return
+                    if on_improvement is not None:
+                        with _CALLBACK:
+                            for event in sent.unseen():
+                                on_improvement(event)
+                elif not proc.is_alive() and not recv.poll():
+                    proc.join(5)
+                    self._final = ("raise", RuntimeError(f"solver process died (exit code {proc.exitcode})"))
+                    return
+        except RuntimeError as exc:  # the child died mid-answer
+            self._final = ("raise", exc)
+        except (OSError, ValueError, EOFError):  # cancelled: the pipe is closed
+            self._final = ("raise", RuntimeError("cancelled"))
+        finally:
+            if on_improvement is not None:
+                with _CALLBACK:
+                    for event in sent.unseen():
+                        on_improvement(event)
+            self._done.set()
+
+    def result(self, timeout: float | None = None, on_improvement=None):
+        """As :meth:`ChildCall.result`, read by :meth:`keep_limit`'s thread (started here if not yet, with
+        ``timeout`` from now): ``TimeoutError`` when the child was stopped at its deadline (its best answer
+        is in :attr:`incumbent`)."""
+        self.keep_limit(float("inf") if timeout is None else time.monotonic() + timeout, on_improvement)
+        try:
+            while not self._done.wait(0.5):  # half-second waits: SIGINT/SIGTERM reach this thread at once
+                pass
+        finally:
+            self.cancel()
+        kind, payload = self._final
+        if kind == "limit":
+            raise TimeoutError("stopped at the limit")
+        if kind == "raise":
+            raise payload
+        return payload
+
+    def cancel(self) -> None:
+        """Kill the child's group, let the reader thread end, then reap the child and close the pipe."""
+        if self._proc.exitcode is None:
+            try:
+                os.killpg(self._proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                self._proc.kill()
+        if self._reader is not None and self._reader is not threading.current_thread():
+            self._reader.join(5)  # it sees the closed pipe and ends
+        _kill_group(self._proc)
+        self._recv.close()
 
 
 def _kill_group(proc) -> None:
@@ -460,11 +636,13 @@ class ProcessPool(_Pool):
     caller's group and die with it.
     """
 
-    def __init__(self, jobs: int, *, own_groups: bool = True):
+    def __init__(self, jobs: int, *, own_groups: bool = True, on_incumbent=None):
         self.jobs = max(int(jobs), 1)
         self.own_groups = own_groups
+        self.on_incumbent = on_incumbent
         self._ctx = mp.get_context("fork")
         self._running: dict[Any, tuple[Any, Any, float]] = {}  # connection -> (key, process, started)
+        self._runs: dict[Any, _PoolRun] = {}  # connection -> what the run's limit report needs
 
     def running(self) -> list[tuple[Any, float]]:
         """``(key, started)`` of every run still going (``started`` in monotonic seconds)."""
@@ -479,23 +657,83 @@ class ProcessPool(_Pool):
         proc.start()
         send.close()
         self._running[recv] = (key, proc, time.monotonic())
+        self._runs[recv] = _PoolRun(name, problem, hardware, time_limit, bound,
+                                    incumbents.Received(time.monotonic() + time_limit + LIMIT_GRACE))
 
     def wait(self, timeout: float | None) -> list[tuple[Any, str, Any]]:
-        """Finished runs as ``(key, "ok", Report)`` or ``(key, "error", line)``; waits at most ``timeout`` s."""
+        """Finished runs as ``(key, "ok", Report)`` or ``(key, "error", line)``; waits at most ``timeout`` s.
+
+        A run still going at its time limit + :data:`~mallocgame.protocol.LIMIT_GRACE` is killed and finishes
+        with the best answer it sent (:func:`stopped_at_limit`); the answers runs send meanwhile go to
+        ``on_incumbent(key, improvements, incumbent)``.
+        """
         if not self._running:
             return []
+        until = None if timeout is None else time.monotonic() + timeout
         done = []
-        for conn in wait(list(self._running), timeout=timeout):
-            key, proc, _ = self._running.pop(conn)
-            try:
-                kind, payload = conn.recv()
-            except (EOFError, OSError):
+        while not done and self._running:
+            now = time.monotonic()
+            due = min(run.sent.left() for run in self._runs.values())
+            left = due if until is None else min(until - now, due)
+            for conn in wait(list(self._running), timeout=max(left, 0.0)):
+                key, proc, _ = self._running[conn]
+                try:
+                    kind, payload = conn.recv()
+                except (EOFError, OSError):
+                    proc.join(5)
+                    kind, payload = "error", f"solver process died (exit code {proc.exitcode})"
+                if self._runs[conn].sent.take(kind, payload):
+                    self._improved(key, kind, payload)
+                    continue
+                del self._running[conn], self._runs[conn]
+                conn.close()
                 proc.join(5)
-                kind, payload = "error", f"solver process died (exit code {proc.exitcode})"
-            conn.close()
-            proc.join(5)
-            done.append((key, kind, payload))
+                done.append((key, kind, payload))
+            now = time.monotonic()
+            for conn, run in list(self._runs.items()):
+                if run.sent.due() and conn in self._running:
+                    key = self._running[conn][0]
+                    done.append((key, *self._stop(conn)))
+            if until is not None and time.monotonic() >= until:
+                break
         return done
+
+    def _improved(self, key, kind: str, payload) -> None:
+        if kind == "incumbent" and self.on_incumbent is not None:
+            self.on_incumbent(key, *payload)
+
+    def _stop(self, conn) -> tuple[str, Any]:
+        """Kill run ``conn`` now: ``("ok", Report)`` of the best answer it sent, else ``("error", line)``."""
+        key, proc, started = self._running.pop(conn)
+        run = self._runs.pop(conn)
+        try:
+            while conn.poll():  # what it sent by now counts; its answer too, if it came just in time
+                kind, payload = conn.recv()
+                if not run.sent.take(kind, payload):
+                    self._kill(proc)
+                    conn.close()
+                    return kind, payload
+                self._improved(key, kind, payload)
+        except (EOFError, OSError):
+            pass
+        self._kill(proc)
+        conn.close()
+        report = stopped_at_limit(run.problem, run.hardware, run.sent.incumbent, solver_name=run.name,
+                                  seconds=time.monotonic() - started, time_limit=run.time_limit, bound=run.bound,
+                                  improvements=tuple(run.sent.improvements))
+        return ("ok", report) if report.valid else ("error", report.violation)
+
+    def sent_answers(self) -> list[tuple[Any, incumbents.Incumbent]]:
+        """``(key, best answer sent)`` of every run still going that sent one."""
+        return [(self._running[conn][0], run.sent.incumbent) for conn, run in self._runs.items()
+                if run.sent.incumbent is not None and conn in self._running]
+
+    def stop(self, key: Any) -> tuple[str, Any] | None:
+        """Kill run ``key`` now and report the best answer it sent, as at its limit (``None``: no such run)."""
+        for conn, (k, _, _) in list(self._running.items()):
+            if k == key:
+                return self._stop(conn)
+        return None
 
     def kill(self, key: Any) -> None:
         for conn, (k, proc, _) in list(self._running.items()):
@@ -503,12 +741,14 @@ class ProcessPool(_Pool):
                 self._kill(proc)
                 conn.close()
                 del self._running[conn]
+                self._runs.pop(conn, None)
 
     def close(self) -> None:
         for conn, (_, proc, _) in list(self._running.items()):
             self._kill(proc)
             conn.close()
         self._running.clear()
+        self._runs.clear()
 
     def _kill(self, proc) -> None:
         try:
@@ -519,6 +759,19 @@ class ProcessPool(_Pool):
         except (ProcessLookupError, PermissionError):
             proc.kill()
         proc.join(5)
+
+
+@dataclass
+class _PoolRun:
+    """What :class:`ProcessPool` keeps of a run to report it should it pass its limit: the request, and what it
+    sent (with the time it may run: its limit + :data:`~mallocgame.protocol.LIMIT_GRACE`)."""
+
+    name: str
+    problem: Problem
+    hardware: Any
+    time_limit: float
+    bound: Bound | None
+    sent: incumbents.Received
 
 
 # ---------------------------------------------------------------------------- Ray

@@ -31,6 +31,7 @@ from mallocgame import bound_cache
 from mallocgame.bounds import Bound, map_instant_bound, map_upper_bound, prefetch_upper_bound
 from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
+from mallocgame.incumbents import offer
 from mallocgame.intervals import max_live, overlap_index
 from mallocgame.lift import lift_map_answer
 from mallocgame.memory_space_assignment import msa_run
@@ -188,6 +189,9 @@ class Session:
             built = dataclasses.replace(built, deadline=deadline)
             if have is None or built.better_than(have, self.problem.mode) or built.complete:
                 self._baselines[name] = built
+                # a solving child sends it to its parent as an answer (a no-op elsewhere; only improvements travel)
+                offer(value=built.objective, source=f"baseline {name}", problem=self.problem,
+                      **({"intervals": built.intervals} if self.problem.mode == "prefetch" else {"offsets": built.offsets}))
         return self._baselines.get(name)
 
     @staticmethod

@@ -22,8 +22,8 @@ from mallocgame.hardware.validator import validate, validate_intervals
 from mallocgame.io import read_intervals_csv, read_solution_csv
 from mallocgame.lift import lift_map_answer
 from mallocgame.model import FastInterval, InputError, Problem, Solution, Status
-from mallocgame.protocol import bad_time_limit
-from mallocgame.registry import solver_entry, solver_modes
+from mallocgame.protocol import LIMIT_GRACE, bad_time_limit
+from mallocgame.registry import load_solver, solver_entry, solver_modes
 from mallocgame.session import session_for
 
 if TYPE_CHECKING:
@@ -166,6 +166,43 @@ def solve_with_warm_start(name: str, problem: Problem, hardware, *, time_limit: 
         bound = runner.problem_bound(problem, hardware)
     return _solve(name, problem, hardware, t0=t0, time_limit=time_limit, seed=seed, hint=hint,
                   warm_start=warm_start, options=options, bound=bound, keep_hint=keep_hint)
+
+
+def solve_beside_bound(name: str, problem: Problem, hardware, *, time_limit: float, seed: int,
+                       hint: Solution | None = None, warm_start: str | None = None,
+                       options: dict[str, Any] | None = None, on_improvement=None, on_bound=None) -> Report:
+    """`solve_with_warm_start` in a forked child, with the problem's bound and the limit kept here: what
+    ``mallocgame solve`` and `mallocgame.solve` run.
+
+    The bound is the tightest known without waiting (the instant bound or the cached one,
+    `mallocgame.session.Session.bound`), built before the fork in milliseconds; nothing runs beside the
+    solver. The child sends each better answer as found (`mallocgame.incumbents`; ``on_improvement`` is
+    called with each `mallocgame.incumbents.Improvement`, ``on_bound`` with the bound); a child still
+    running at ``time_limit`` + `mallocgame.protocol.LIMIT_GRACE` is stopped and the best answer it sent
+    (or the hint, if better) is reported, validated, FEASIBLE, with the note "stopped at the limit"
+    (`mallocgame.runner.stopped_at_limit`).
+    """
+    runner.shared_caches(problem, hardware)
+    bound = runner.problem_bound(problem, hardware)  # the solver's child inherits it
+    if on_bound is not None:
+        on_bound(bound)
+    for solver in dict.fromkeys(filter(None, (name, warm_start))):  # heavy imports before the child's clock starts
+        runner.preload(load_solver(solver))
+    run = runner.SolvingCall(problem, name, solve_with_warm_start, name, problem, hardware, time_limit=time_limit,
+                             seed=seed, hint=hint, warm_start=warm_start, options=options, compute_bound=False)
+    # a thread reads the child's answers and stops it at the limit, whatever this process does meanwhile
+    run.keep_limit(run.started + time_limit + LIMIT_GRACE, on_improvement)
+    try:
+        try:
+            result = run.result()
+        except TimeoutError:
+            result = runner.stopped_at_limit(problem, hardware, run.incumbent, solver_name=name,
+                                             seconds=run.stopped - run.started, time_limit=time_limit,
+                                             hint=hint, improvements=tuple(run.improvements))
+    except BaseException:
+        run.cancel()
+        raise
+    return runner.with_bound(result, bound)
 
 
 def _solve(name: str, problem: Problem, hardware, *, t0: float, time_limit: float, seed: int, hint, warm_start,

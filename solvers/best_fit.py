@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 
+from mallocgame.incumbents import offer
 from mallocgame.model import Solution, Status, offsets_tuple
 from mallocgame.placement import greedy_place, heap_orders
 from mallocgame.protocol import Solver
@@ -42,6 +43,7 @@ class BestFit(Solver):
             if best_key is None or key > best_key:
                 best, best_key, best_name = out, key, name
                 history.append((time.monotonic() - t0, float(abs(key))))
+                offer(value=key, offsets=out, problem=problem, source=f"best-fit ({name} order)")
         return Solution(offsets=offsets_tuple(best), status=Status.FEASIBLE, mode=problem.mode,
                         wall_time=time.monotonic() - t0, history=tuple(history),
                         stats={"order": best_name}, solver=self.name)

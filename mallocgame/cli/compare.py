@@ -82,6 +82,9 @@ from mallocgame.registry import SolverLoadError, load_solver, solver_entries
                    "(default: $MALLOCGAME_BENCHMARKS, then ../shared/benchmarks).")
 @click.option("--progress/--no-progress", default=None,
               help="Progress on stderr: a bar on a terminal, else a line per run (default: on).")
+@click.option("--quiet", is_flag=True, help="No progress on stderr (the same as --no-progress).")
+@click.option("--log", "log", is_flag=True,
+              help="Print one line per better answer of each run on stderr (input / solver, time, objective, source).")
 @click.option("--resume", is_flag=True,
               help="Keep the rows already in --out (same input, solver, mode, time limit, seed, capacity) "
                    "and run only the missing ones.")
@@ -91,7 +94,8 @@ from mallocgame.registry import SolverLoadError, load_solver, solver_entries
 @click.option("--address", default=None, metavar="ADDR",
               help="With --executor ray: the cluster to join (e.g. 10.0.0.1:6379 or 'auto'); default: a local runtime.")
 def compare_command(specs, solver_list, time_limit, hardware, capacity, capacity_fraction, mode, seed, jobs,
-                    solver_options, out_path, plot_dir, benchmarks, progress, resume, executor, address) -> None:
+                    solver_options, out_path, plot_dir, benchmarks, progress, resume, executor, address, quiet=False,
+                    log=False) -> None:
     """Run every solver on every input; print a table; optionally write CSV/JSON and pictures.
 
     SUITE_OR_FILES: built-in suites (`mallocgame suites`), SUITE:ENTRY[,ENTRY...], bundled
@@ -100,8 +104,10 @@ def compare_command(specs, solver_list, time_limit, hardware, capacity, capacity
     With --out the CSV holds every finished row at any moment; SIGINT or SIGTERM stops every
     run, prints what finished, and exits 130 / 143; --resume then runs only the rest.
     """
-    show = progress is not False
-    bar = show and sys.stderr.isatty()
+    if log and quiet:
+        fail("--log and --quiet: choose one")
+    show = progress is not False and not quiet
+    bar = show and not log and sys.stderr.isatty()
     outs = _Outputs(out_path, plot_dir, bar=bar, lines=show and not bar)
     _check_outputs(outs, resume=resume, address=address, executor=executor)
     try:
@@ -118,7 +124,8 @@ def compare_command(specs, solver_list, time_limit, hardware, capacity, capacity
                                     mode=mode, solver_options=options, benchmarks=benchmarks, progress=outs.bar,
                                     on_row=_progress_line if outs.lines else None,
                                     results_path=None if outs.to_stdout else out_path, resume=resume,
-                                    executor=executor, address=address)
+                                    executor=executor, address=address,
+                                    on_improvement=_log_line if log else None)
     except InputError as exc:
         fail(str(exc))
     except Interrupted as exc:
@@ -329,6 +336,12 @@ def _progress_line(row, done: int, total: int) -> None:
     elif row.error and row.status != "n/a":
         text += f" ({row.error[:100]})"
     click.echo(text, err=True)
+
+
+def _log_line(input_name: str, solver: str, event) -> None:
+    """``layered150 / lns 0.52s objective=0.000139162 source=lns`` on stderr, as a run sends a better answer."""
+    click.echo(f"{input_name} / {solver} {event.seconds:.2f}s objective={event.value:.6g} source={event.source}",
+               err=True)
 
 
 def _draw(inputs, rows, out_dir: Path, *, bar: bool, lines: bool) -> list[Path]:

@@ -24,6 +24,7 @@ from typing import Callable
 import click
 
 from mallocgame.cli.common import check_output, is_stdout, write_text
+from mallocgame.cli.progress import status
 from mallocgame.importers._common import summarize
 from mallocgame.importers.hlo import LOOP_STATES, import_hlo
 from mallocgame.importers.jax_program import load_jax
@@ -35,11 +36,13 @@ from mallocgame.model import InputError, Problem
 
 def _finish(build: Callable[[], Problem], out: str) -> None:
     check_output(out, "-o")
+    command = click.get_current_context()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            problem = build()
-            summary = summarize(problem).line()  # before writing: a file is written only when all went well
+            with status(f"import {command.info_name}: building the workload", quiet=command.meta.get("quiet", False)):
+                problem = build()
+                summary = summarize(problem).line()  # before writing: a file is written only when all went well
         except InputError as exc:
             _flush(caught)
             click.echo(f"error: {exc}", err=True)
@@ -58,6 +61,9 @@ def _flush(caught) -> None:
 
 _OUT = click.option("-o", "--output", "out", required=True, type=click.Path(dir_okay=False, allow_dash=True),
                     help="Workload JSON file to write ('-': stdout).")
+_QUIET = click.option("--quiet", is_flag=True, expose_value=False,
+                      callback=lambda ctx, _param, value: ctx.meta.__setitem__("quiet", value),
+                      help="No progress on stderr (by default a status line on a terminal).")
 
 
 _LOOP_STATE = click.option(
@@ -75,6 +81,7 @@ def import_group() -> None:
 @import_group.command("hlo")
 @click.argument("file", type=click.Path(dir_okay=False))
 @_OUT
+@_QUIET
 @click.option("--name", default=None, help="Workload name (default: the file name).")
 @click.option("--max-expanded-ops", default=200_000, show_default=True, type=click.IntRange(min=1),
               help="Above this many ops a while loop's body is imported once with scaled FLOPs and bytes.")
@@ -92,6 +99,7 @@ def hlo_cmd(file: str, out: str, name: str | None, max_expanded_ops: int, loop_s
                    "whose arguments may be pytrees.")
 @click.option("--donate", default=None, metavar="I,J,...", help="Indices of the arguments donated to the outputs.")
 @_OUT
+@_QUIET
 @click.option("--name", default=None, help="Workload name (default: the function's name).")
 @click.option("--max-expanded-ops", default=200_000, show_default=True, type=click.IntRange(min=1),
               help="Above this many ops a while loop's body is imported once with scaled FLOPs and bytes.")
@@ -124,6 +132,7 @@ def jax_cmd(spec: str, arg_shapes: str, donate: str | None, out: str, name: str 
               help="ATen level: as torch.export records it, or decomposed to core ATen.")
 @click.option("--name", default=None, help="Workload name (default: the callable's name).")
 @_OUT
+@_QUIET
 def torch_cmd(spec: str, input_shapes: tuple[str, ...], weights: str, level: str, name: str | None, out: str) -> None:
     """Import a PyTorch module via torch.export: SPEC is module.path:callable or file.py:callable."""
     def build() -> Problem:
@@ -142,6 +151,7 @@ def torch_cmd(spec: str, input_shapes: tuple[str, ...], weights: str, level: str
 @click.option("--dtype", type=click.Choice(["f32", "bf16", "f16", "f64"]), default="f32", show_default=True)
 @click.option("--name", default=None, help="Workload name.")
 @_OUT
+@_QUIET
 def matmul_cmd(factorization: str | None, size: int | None, depth: int, block: int | None, dtype: str,
                name: str | None, out: str) -> None:
     """Import a recursive fast-matmul program (AlphaTensor-style factorization, checked numerically)."""

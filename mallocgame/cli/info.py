@@ -22,6 +22,7 @@ from mallocgame.cli.common import (
     problem_options,
     stamp,
 )
+from mallocgame.cli.progress import status
 from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.inputs.load import oversized
 from mallocgame.intervals import components, max_live
@@ -90,17 +91,22 @@ def _info_facts(problem: Problem, spec, bound_time: float = 0.0) -> dict[str, An
 @click.option("--bound-time", type=SECONDS, default=None,
               help="Pack mode: seconds for a lower bound above max live (the critical moments packed by CP-SAT); "
                    "without it the lower bound is max live.")
+@click.option("--quiet", is_flag=True, help="No progress on stderr (by default a status line on a terminal).")
 def info(problem_path: str, mode: str | None, capacity: str | None, capacity_fraction: str | None,
-         hardware: str | None, as_json: bool, bound_time: float | None) -> None:
+         hardware: str | None, as_json: bool, bound_time: float | None, quiet: bool = False) -> None:
     """Size, horizon, components, max live bytes and (map mode) the bound of PROBLEM."""
-    try:
-        problem, spec = load_prepared(problem_path, mode=mode, capacity=capacity, capacity_fraction=capacity_fraction,
-                                      hardware=hardware, oversized_ok=True)  # described below, not refused
-    except InputError as exc:
-        fail(str(exc))
-    gc.freeze()  # the problem lives to the end: later collections need not walk its objects
+    with status(f"info: reading {problem_path}", quiet=quiet) as line:
+        try:
+            problem, spec = load_prepared(problem_path, mode=mode, capacity=capacity,
+                                          capacity_fraction=capacity_fraction, hardware=hardware,
+                                          oversized_ok=True)  # described below, not refused
+        except InputError as exc:
+            line.close()
+            fail(str(exc))
+        gc.freeze()  # the problem lives to the end: later collections need not walk its objects
+        line.set(f"info: {problem_path}: {problem.n} buffers, computing the facts and the bound")
+        f = _info_facts(problem, spec, bound_time or 0.0)
     capacity_warning(problem)
-    f = _info_facts(problem, spec, bound_time or 0.0)
     if as_json:
         click.echo(dump_json({**stamp(), **f}), nl=False)
         return

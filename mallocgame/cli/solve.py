@@ -38,14 +38,15 @@ from mallocgame.cli.common import (
     write_file,
     write_text,
 )
+from mallocgame.cli.progress import SolveProgress
 from mallocgame.cli.schedule import reschedule_outputs
 from mallocgame.hybrid.reschedule import solve_with_reschedule
 from mallocgame.io import intervals_csv_text, problem_csv_text
 from mallocgame.model import InputError, Problem
 from mallocgame.protocol import parse_solver_options, split_option
 from mallocgame.registry import SolverLoadError, load_solver, solver_entries, solver_entry
-from mallocgame.runner import ChildCall, UnsupportedMode, call_in_child, problem_bound, shared_caches, with_bound
-from mallocgame.solving import check_request, solve_with_warm_start
+from mallocgame.runner import UnsupportedMode, call_in_child
+from mallocgame.solving import check_request, solve_beside_bound
 
 
 def _check_hint(problem: Problem, hint_path: str, time_limit: float):
@@ -122,6 +123,9 @@ def _report_json(report, problem: Problem, spec, minimize_peak: bool) -> dict[st
 @click.option("--report", "report_path", default=None, metavar="REPORT.json",
               help="Write a JSON report here ('-': stdout).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object on stdout.")
+@click.option("--log", "log", is_flag=True,
+              help="Print one line per better answer on stderr (time, objective, bound, gap, source).")
+@click.option("--quiet", "quiet", is_flag=True, help="No progress on stderr (by default a status line on a terminal).")
 @click.option("--reschedule", is_flag=True,
               help="Also re-order the ops (mallocgame schedule) and alternate schedule and placement while the "
                    "time lasts; the best pair wins (the answer belongs to the re-scheduled workload).")
@@ -130,11 +134,13 @@ def _report_json(report, problem: Problem, spec, minimize_peak: bool) -> dict[st
                    "(default: beside -o SOLUTION.csv as SOLUTION.workload.json).")
 def solve(problem_path, solver_name, mode, capacity, capacity_fraction, hardware, time_limit, seed, hint_path,
           warm_start, workers, minimize_peak, simulations, solver_options, output, report_path, as_json,
-          reschedule=False, schedule_output=None) -> None:
+          log=False, quiet=False, reschedule=False, schedule_output=None) -> None:
     """Solve PROBLEM with one solver; print one summary line."""
     outs = _SolveOutputs(output, report_path, as_json, schedule_output)
     names = list(dict.fromkeys([solver_name] + ([warm_start] if warm_start else [])))
     _check_solve_flags(outs, reschedule=reschedule, time_limit=time_limit, solvers=names)
+    if log and quiet:
+        fail("--log and --quiet: choose one")
     try:
         problem, spec = load_prepared(problem_path, mode=mode, capacity=capacity, capacity_fraction=capacity_fraction,
                                       hardware=hardware, minimize_peak=minimize_peak)
@@ -154,8 +160,13 @@ def solve(problem_path, solver_name, mode, capacity, capacity_fraction, hardware
                                         seed=seed, hint=hint, warm_start=warm_start, options=options)
             report, problem = rescheduled.report, rescheduled.problem
         else:
-            report = _solve_beside_bound(solver_name, problem, spec, time_limit=time_limit, seed=seed, hint=hint,
-                                         warm_start=warm_start, options=options)
+            progress = SolveProgress(solver_name, problem.mode, time_limit, log=log, quiet=quiet)
+            try:
+                report = solve_beside_bound(solver_name, problem, spec, time_limit=time_limit, seed=seed, hint=hint,
+                                            warm_start=warm_start, options=options,
+                                            on_improvement=progress.improved, on_bound=progress.bound)
+            finally:
+                progress.close()
     except (SolverLoadError, UnsupportedMode, InputError) as exc:  # InputError: a bad option value, say
         fail(str(exc))
     except Exception as exc:  # a solver's own failure: one line, no solution
@@ -193,24 +204,6 @@ def _check_solve_flags(outs: _SolveOutputs, *, reschedule: bool, time_limit: flo
     for name in solvers:
         if solver_entry(name) is None:
             fail(f"--solver: unknown solver {name!r} (registered: {', '.join(solver_entries())})")
-
-
-def _solve_beside_bound(solver_name: str, problem: Problem, spec, *, time_limit: float, seed: int, hint,
-                        warm_start: str | None, options: dict[str, Any]):
-    """The solver's report (:func:`mallocgame.solving.solve_with_warm_start`, in a forked child) with the
-    problem's bound: the tightest known without waiting (the instant bound, or the cached one:
-    :meth:`mallocgame.session.Session.bound`), built before the fork in milliseconds. Nothing runs beside
-    the solver, and the solve ends when the solver does."""
-    shared_caches(problem, spec)
-    bound = problem_bound(problem, spec)  # the solver's child inherits it
-    run = ChildCall(solve_with_warm_start, solver_name, problem, spec, time_limit=time_limit, seed=seed,
-                    hint=hint, warm_start=warm_start, options=options, compute_bound=False)
-    try:
-        result = run.result()
-    except BaseException:
-        run.cancel()
-        raise
-    return with_bound(result, bound)
 
 
 def _solve_outputs(report, problem: Problem, spec, outs: _SolveOutputs, *, problem_path: str, minimize_peak: bool,

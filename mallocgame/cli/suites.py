@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from mallocgame.cli.common import check_output
+from mallocgame.cli.progress import status
 from mallocgame.inputs.suites import BENCHMARKS_ENV, SUITES, Entry, facts_of, suite_entries
 from mallocgame.io import atomic_write_text, output_folder, problem_csv_text, write_workload_json
 from mallocgame.model import InputError
@@ -19,22 +20,25 @@ from mallocgame.model import InputError
               help=f"The shared benchmark folder (default: ${BENCHMARKS_ENV}, then ../shared/benchmarks).")
 @click.option("--export", "export_dir", default=None, metavar="DIR",
               help="Write every entry of NAME to DIR (JSON workloads; CSV inputs are copied as CSV).")
-def suites_command(name: str | None, benchmarks: str | None, export_dir: str | None) -> None:
+@click.option("--quiet", is_flag=True, help="No progress on stderr (by default a status line on a terminal).")
+def suites_command(name: str | None, benchmarks: str | None, export_dir: str | None, quiet: bool = False) -> None:
     """List the built-in suites (name, count, description), or the entries of suite NAME."""
     if name is None:
         if export_dir:
             click.echo("error: --export needs a suite NAME", err=True)
             sys.exit(2)
         rows = []
-        for suite in SUITES.values():
-            try:
-                entries = suite.entries(benchmarks)
-                pending = [e for e in entries if e.pending]
-                note = f" ({len(pending)} pending: {pending[0].pending})" if pending else ""
-                count = str(len(entries) - len(pending))
-            except InputError as exc:
-                count, note = "-", f" [not available: {exc}]"
-            rows.append((suite.name, count, suite.description + note))
+        with status("suites: reading the suites", quiet=quiet) as line:
+            for suite in SUITES.values():
+                line.set(f"suites: reading {suite.name}")
+                try:
+                    entries = suite.entries(benchmarks)
+                    pending = [e for e in entries if e.pending]
+                    note = f" ({len(pending)} pending: {pending[0].pending})" if pending else ""
+                    count = str(len(entries) - len(pending))
+                except InputError as exc:
+                    count, note = "-", f" [not available: {exc}]"
+                rows.append((suite.name, count, suite.description + note))
         width = max(len(r[0]) for r in rows)
         click.echo(f"{'suite':<{width}}  count  description")
         for n, c, d in rows:
@@ -43,7 +47,8 @@ def suites_command(name: str | None, benchmarks: str | None, export_dir: str | N
     if export_dir:
         check_output(export_dir, "--export", folder=True)
     try:
-        entries = suite_entries(name, benchmarks, include_pending=True)
+        with status(f"suites: reading {name}", quiet=quiet):
+            entries = suite_entries(name, benchmarks, include_pending=True)
     except InputError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mallocgame.incumbents import offer, offering
 from mallocgame.intervals import components, count_overlapping_pairs
 from mallocgame.model import Problem, Solution, Status, offsets_array, offsets_tuple
 from mallocgame.placement import push_down
@@ -47,6 +48,7 @@ from mallocgame.solvers.cpsat.prefetch_windows import solve_prefetch
 
 IMPORT_SECONDS = 0.8  # OR-Tools' first import takes 0.3-0.8 s: with less time left, map mode keeps the greedy
 MAX_MODEL_BUFFERS = 20_000
+OFFER_EVERY = 0.5  # seconds between the answers sent to a solving child's parent (each costs an evaluation)
 MAX_MODEL_PAIRS = 2_000_000
 
 
@@ -197,6 +199,10 @@ class CpSat(Solver):
         part_stats: dict = {}
         models = greedy_comps = 0
         infeasible = False
+        # map mode, in a solving child: the components solved so far with greedy-xla's answer elsewhere (the
+        # components are time-disjoint, so any mix is an answer) go to the parent every OFFER_EVERY seconds
+        solved = np.zeros(problem.n, bool) if goal == "value" and offering() else None
+        next_offer = time.monotonic() + OFFER_EVERY
         for c, comp in enumerate(comps):
             remaining = deadline - time.monotonic()
             share = time_shares([len(x) for x in comps[c:]], remaining)
@@ -218,6 +224,12 @@ class CpSat(Solver):
                     continue  # no placement for this component: the pack answer is UNKNOWN
             else:
                 out[comp] = result.offsets
+                if solved is not None:
+                    solved[comp] = True
+                    if time.monotonic() >= next_offer or c == len(comps) - 1:
+                        mixed = np.where(solved, out, fallbacks.map_offsets())
+                        offer(value=evaluator.value(mixed), offsets=mixed, problem=problem)
+                        next_offer = time.monotonic() + OFFER_EVERY
             for t, v in result.history if goal != "feasible" else ():
                 current[c] = v
                 history.append((t, self._combine(current, goal)))
