@@ -80,7 +80,7 @@ def solver_entries() -> dict[str, SolverEntry]:
 
 def solver_entry(name: str) -> SolverEntry | None:
     """The solver registered as ``name``, or ``None``: a built-in is found without the scan of every
-    installed distribution that :func:`solver_entries` makes (a plugin's name still needs it)."""
+    installed distribution that `solver_entries` makes (a plugin's name still needs it)."""
     own = _own_entries()
     return own[name] if name in own else solver_entries().get(name)
 
