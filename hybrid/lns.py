@@ -369,7 +369,7 @@ class LargeNeighbourhoodSearch(ModeDispatch):
         if hint is not None and len(hint.offsets) == problem.n:
             x, source = offsets_array(hint.offsets), hint.solver or "hint"
         else:
-            x, source = session_for(problem, hardware).baseline("greedy-xla").offsets, "greedy-xla"
+            x, source = session_for(problem, hardware).baseline("greedy-xla", deadline).offsets, "greedy-xla"
         return push_down(problem, x, index=index, deadline=deadline), source
 
     # ------------------------------------------------------------------ pack mode

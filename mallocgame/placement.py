@@ -38,6 +38,10 @@ from mallocgame.intervals import OverlapIndex, neighbour_lists, overlap_index
 from mallocgame.model import Problem
 
 _SMALL = 48  # below this many neighbours a Python scan beats numpy's call overhead
+# greedy_place reads the clock at every step whose neighbourhood is larger than this (else every 256 steps)
+CLOCK_EVERY_STEP = 1024
+# how far past its deadline greedy_place may go to place its first 256 buffers (when each step is slow)
+FIRST_STEPS_GRACE = 0.05
 
 
 def _align_up(x: int, a: int) -> int:
@@ -101,11 +105,13 @@ def greedy_place(problem: Problem, order: np.ndarray, capacity: int | None, *,
     placed = out >= 0
     tops = np.where(placed, out + a.size, 0)
     size_l, start_l, end_l, align_l = a.size.tolist(), a.start.tolist(), a.end.tolist(), a.alignment.tolist()
+    late = None if deadline is None else deadline + FIRST_STEPS_GRACE
     for step, i in enumerate(order.tolist()):
         if placed[i]:
             continue
-        # the first 256 buffers are placed whatever the clock (a few ms): a deadline that passed while
-        # the caller set up (a busy machine, a short limit) must not leave the greedy's answer empty
+        # the first 256 buffers are placed whatever the clock (a few ms, unless each scans a huge neighbourhood):
+        # a deadline that passed while the caller set up (a busy machine, a short limit) must not leave the
+        # greedy's answer empty
         if deadline is not None and step and step % 256 == 0 and time.monotonic() > deadline:
             break
         if capacity is not None and size_l[i] > capacity:
@@ -114,6 +120,11 @@ def greedy_place(problem: Problem, order: np.ndarray, capacity: int | None, *,
             near = csr[1][csr[0][i]:csr[0][i + 1]]
         else:
             near = index.query(start_l[i], end_l[i])
+        # a step over thousands of neighbours takes milliseconds (one op touching 500k buffers: every buffer
+        # overlaps every other): there the clock is read at every step, which costs nothing beside the scan
+        if late is not None and len(near) > CLOCK_EVERY_STEP and step and \
+                time.monotonic() > (deadline if step >= 256 else late):
+            break
         near = near[placed[near]]
         off = best_fit_offset(out[near], tops[near], size_l[i], align_l[i], capacity)
         if off is not None:
@@ -183,13 +194,49 @@ def push_down(problem: Problem, offsets: np.ndarray, *, index: OverlapIndex | No
 CANDIDATE_HOLES = 32  # holes tried (smallest first) before giving up on alignment and going on top
 
 
-def online_pack(problem: Problem) -> np.ndarray:
-    """Offsets int64 ``[n]`` of a best-fit free-list allocator run in time order (unbounded address space)."""
+def online_pack(problem: Problem, *, deadline: float | None = None) -> np.ndarray:
+    """Offsets int64 ``[n]`` of a best-fit free-list allocator run in time order (unbounded address space).
+
+    Past ``deadline`` (monotonic seconds) the buffers it has not reached are stacked above the rest
+    (:func:`stack_above`): still a complete, valid placement, with a higher peak.
+    """
+    return online_pack_until(problem, deadline)[0]
+
+
+def stack_above(problem: Problem, offsets: np.ndarray) -> int:
+    """Place every unplaced buffer (offset -1) of ``offsets`` in place, each in an address range of its own
+    above every placed buffer (so none overlaps another whatever the times); returns how many.
+
+    The fast fallback of a pack placement a deadline cut short: O(n), numpy only.
+    """
+    a = problem.arrays
+    rest = np.flatnonzero(offsets < 0)
+    if len(rest) == 0:
+        return 0
+    placed = offsets >= 0
+    floor = int((offsets[placed] + a.size[placed]).max()) if placed.any() else 0
+    align = a.alignment[rest]
+    unit = int(np.lcm.reduce(align))
+    if unit <= 2**20:  # one slot per buffer, every slot a multiple of the common unit
+        slots = -(-a.size[rest] // unit) * unit
+        base = -(-floor // unit) * unit
+        offsets[rest] = base + np.concatenate(([0], np.cumsum(slots)[:-1]))
+    else:  # alignments without a small common multiple: one by one
+        top = floor
+        for i, z, al in zip(rest.tolist(), a.size[rest].tolist(), align.tolist()):
+            offsets[i] = -(-top // al) * al
+            top = int(offsets[i]) + z
+    return len(rest)
+
+
+def online_pack_until(problem: Problem, deadline: float | None) -> tuple[np.ndarray, int]:
+    """:func:`online_pack` until ``deadline``: the offsets and how many buffers were stacked at the cut (0:
+    none, it finished)."""
     a = problem.arrays
     n = problem.n
     out = np.full(n, -1, np.int64)
     if n == 0:
-        return out
+        return out, 0
     size, align = a.size.tolist(), a.alignment.tolist()
     # Events: releases (kind 0) before allocations (kind 1) at equal times; larger first on ties.
     times = np.concatenate([a.end, a.start])
@@ -218,10 +265,13 @@ def online_pack(problem: Problem) -> np.ndarray:
         hole_hi[lo] = hi
         bisect.insort(by_size, (hi - lo, lo))
 
-    for e in order.tolist():
-        i = int(who[e])
+    who_l, kinds_l = who.tolist(), kinds.tolist()
+    for step, e in enumerate(order.tolist()):
+        if deadline is not None and step % 1024 == 0 and time.monotonic() > deadline:
+            return out, stack_above(problem, out)
+        i = who_l[e]
         z, al = size[i], align[i]
-        if kinds[e] == 0:  # release: merge with the holes on either side
+        if kinds_l[e] == 0:  # release: merge with the holes on either side
             lo, hi = int(out[i]), int(out[i]) + z
             k = bisect.bisect_left(hole_lo, lo)
             if k > 0 and hole_hi[hole_lo[k - 1]] == lo:
@@ -250,16 +300,21 @@ def online_pack(problem: Problem) -> np.ndarray:
                 hole_hi[old_top] = placed
                 bisect.insort(by_size, (placed - old_top, old_top))
         out[i] = placed
-    return out
+    return out, 0
 
 
 def pack_start(problem: Problem, deadline: float, *, index: OverlapIndex | None = None) -> tuple[np.ndarray, str]:
     """The lowest-peak complete placement found before ``deadline``: online allocator, then best fit.
 
-    Returns offsets int64 ``[n]`` and the name of the placement that won.
+    Returns offsets int64 ``[n]`` and the name of the placement that won. When the deadline cuts the
+    online allocator short, the buffers it did not reach are stacked above the rest (:func:`stack_above`)
+    and the name says how many (``online (cut short: K of N stacked)``).
     """
     size = problem.arrays.size
-    best, name = online_pack(problem), "online"
+    best, stacked = online_pack_until(problem, deadline)
+    if stacked:
+        return best, f"online (cut short: {stacked} of {problem.n} stacked)"
+    name = "online"
     if problem.n == 0:
         return best, name
     best_peak = int((best + size).max())

@@ -245,7 +245,8 @@ class Session:
         if name == "best-fit" and mode == "pack":
             offsets, label = pack_start(problem, float("inf") if deadline is None else deadline, index=self.overlap)
             peak = float((offsets + problem.arrays.size).max()) if problem.n else 0.0
-            complete = deadline is None or time.monotonic() < deadline  # else the online allocator's, maybe
+            # else the online allocator's, maybe with the buffers it did not reach stacked on top (the label says)
+            complete = deadline is None or time.monotonic() < deadline
             return peak, complete, offsets, (), {"order": label}
         if name == "msa" and mode == "prefetch":
             if problem.n == 0 or not problem.has_ops or problem.capacity is None:

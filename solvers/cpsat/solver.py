@@ -95,8 +95,9 @@ class Fallbacks:
         self.index = self.session.overlap
 
     def map_offsets(self) -> np.ndarray:
-        """greedy-xla's placement, int64 ``[n]`` (built once per session, before OR-Tools is imported)."""
-        return self.session.baseline("greedy-xla").offsets
+        """greedy-xla's placement, int64 ``[n]`` (built once per session until the solver's deadline, before
+        OR-Tools is imported; the buffers a cut leaves unplaced stay slow)."""
+        return self.session.baseline("greedy-xla", self.deadline).offsets
 
     def pack_component(self, comp: np.ndarray) -> np.ndarray:
         """A complete placement of ``comp`` (offsets ``[m]``): best fit if time allows, else the online allocator."""
