@@ -215,18 +215,26 @@ def stack_above(problem: Problem, offsets: np.ndarray) -> int:
         return 0
     placed = offsets >= 0
     floor = int((offsets[placed] + a.size[placed]).max()) if placed.any() else 0
-    align = a.alignment[rest]
+    offsets[rest] = stacked_offsets(a.size[rest], a.alignment[rest], floor)
+    return len(rest)
+
+
+def stacked_offsets(size: np.ndarray, align: np.ndarray, floor: int) -> np.ndarray:
+    """Offsets int64 ``[k]`` that stack ``k`` buffers (sizes, alignments ``[k]``) one above the other from
+    ``floor`` up, each aligned, none sharing an address."""
+    size, align = np.asarray(size, np.int64), np.maximum(np.asarray(align, np.int64), 1)
+    if len(size) == 0:
+        return np.zeros(0, np.int64)
     unit = int(np.lcm.reduce(align))
     if unit <= 2**20:  # one slot per buffer, every slot a multiple of the common unit
-        slots = -(-a.size[rest] // unit) * unit
-        base = -(-floor // unit) * unit
-        offsets[rest] = base + np.concatenate(([0], np.cumsum(slots)[:-1]))
-    else:  # alignments without a small common multiple: one by one
-        top = floor
-        for i, z, al in zip(rest.tolist(), a.size[rest].tolist(), align.tolist()):
-            offsets[i] = -(-top // al) * al
-            top = int(offsets[i]) + z
-    return len(rest)
+        slots = -(-size // unit) * unit
+        base = -(-int(floor) // unit) * unit
+        return base + np.concatenate(([0], np.cumsum(slots)[:-1]))
+    out, top = np.empty(len(size), np.int64), int(floor)  # alignments without a small common multiple
+    for k, (z, al) in enumerate(zip(size.tolist(), align.tolist())):
+        out[k] = -(-top // al) * al
+        top = int(out[k]) + z
+    return out
 
 
 def online_pack_until(problem: Problem, deadline: float | None) -> tuple[np.ndarray, int]:
