@@ -82,7 +82,8 @@ class SelectPack(ModeDispatch):
         candidates = (ev.benefits > 0) & (a.size <= problem.capacity)
         density_order = xla_order(problem, ev.benefits)
         # greedy-xla's answer first (the solve session's): the rounds never end below it, nor below the hint.
-        best = session.baseline("greedy-xla", t0 + 0.5 * (deadline - t0)).offsets
+        greedy = session.baseline("greedy-xla", t0 + 0.5 * (deadline - t0))
+        best = greedy.offsets
         best_value = ev.value(best)
         if hint is not None:
             hinted = push_down(problem, offsets_array(hint.offsets), index=index, deadline=t0 + 0.2 * (deadline - t0))
@@ -125,7 +126,8 @@ class SelectPack(ModeDispatch):
         # Optimal only when the first choice, proven optimal for the relaxation, packed whole.
         status = Status.OPTIMAL if whole_choice_packed and rounds == 1 and proven else Status.FEASIBLE
         return Solution(offsets_tuple(best), status, "map", objective=best_value, wall_time=time.monotonic() - t0,
-                        history=tuple(history), stats={"rounds": rounds, "choice_packed": whole_choice_packed},
+                        history=tuple(history), stats={"rounds": rounds, "choice_packed": whole_choice_packed,
+                                                       **({} if greedy.complete else {"greedy_cut_short": True})},
                         solver=self.name)
 
     @staticmethod
