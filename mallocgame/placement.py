@@ -3,7 +3,8 @@
 * orders: :func:`xla_order` (memory-space assignment) and :func:`heap_orders` (heap simulator);
 * best fit: :func:`best_fit_offset` and the ordered :func:`greedy_place`;
 * the online free-list allocator :func:`online_pack` and :func:`pack_start`, the lowest-peak
-  complete placement found before a deadline;
+  complete placement found before a deadline; :func:`stack_above`, the fast fallback that completes a
+  placement a deadline cut short;
 * gravity: :func:`push_down`.
 
 A *hole* for a buffer is a free address range in the union of the address ranges of the
@@ -95,7 +96,9 @@ def greedy_place(problem: Problem, order: np.ndarray, capacity: int | None, *,
 
     Returns offsets as int64 ``[n]`` (-1 = slow / not placed). ``offsets`` may carry
     buffers already placed (kept as they are). Cost per buffer: one index query plus a
-    scan of the placed buffers that overlap it in time.
+    scan of the placed buffers that overlap it in time. Past ``deadline`` (monotonic seconds)
+    the buffers not reached stay unplaced; the clock is read every 256 buffers and at every
+    buffer with more than :data:`CLOCK_EVERY_STEP` neighbours.
     """
     a = problem.arrays
     csr = neighbour_lists(a.start, a.end, max_pairs=4_000_000) if index is None else None
