@@ -167,8 +167,8 @@ class CpSat(Solver):
         wall = time.monotonic() - t0
         stats = {"components": len(comps), "cpsat_components": run.models, "greedy_components": run.greedy_comps,
                  "workers": workers, "deterministic": deterministic, "largest_component": run.part_stats}
-        if fallbacks.cut_short() and run.greedy_comps:  # a greedy placement the deadline cut is part of the answer
-            stats["greedy_cut_short"] = True
+        if not pack and fallbacks.cut_short() and run.greedy_comps:  # a greedy placement the deadline cut is part of the answer
+            stats["cut_short"] = True  # (its undecided buffers are slow: the summary line warns)
         if run.infeasible:
             return Solution((None,) * n, Status.INFEASIBLE, problem.mode, wall_time=wall,
                             history=tuple(run.history), stats=stats, solver=self.name)
