@@ -54,9 +54,11 @@ def one(args: list[str], timeout: float) -> dict:
         code = "timeout"
     wall = time.monotonic() - t0
     rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    text = out if code == 0 else err
-    tail = (text.strip().splitlines() or [""])[-1]
-    return {"code": code, "wall": wall, "rss_mb": rss, "tail": tail[:300]}
+    summary = (out.strip().splitlines() or [""])[-1]  # solve's summary line (also when it exits 1: no valid answer)
+    summary = summary.split(" capacity=none")[0]  # --minimize-peak's note, the same on every pack row
+    if code != 0:
+        summary = " ".join(filter(None, [summary, (err.strip().splitlines() or [""])[-1]]))
+    return {"code": code, "wall": wall, "rss_mb": rss, "tail": summary[:400]}
 
 
 def load_only(path: str, mode: str, minimize_peak: bool) -> dict:
@@ -116,7 +118,7 @@ def row(workload: str, n: int, mode: str, solver: str, limit: float, load: float
     over = r["wall"] - limit - load
     tail = r["tail"].replace("|", "/")
     return (f"| {workload} | {n} | {mode} | {solver} | {limit:g} | {load:.2f} | {r['wall']:.2f} | {over:+.2f} | "
-            f"{'-' if s is None else f'{s:.2f}'} | {r['rss_mb']:.0f} | {r['code']} | {tail[:160]} |")
+            f"{'-' if s is None else f'{s:.2f}'} | {r['rss_mb']:.0f} | {r['code']} | {tail[:400]} |")
 
 
 def main(argv: list[str] | None = None) -> int:
