@@ -144,3 +144,34 @@ def test_pack_search_keeps_its_limit():
     rep = run_solver("pack-search", p, HW, time_limit=2.0, seed=0)
     assert rep.valid and rep.placed == p.n
     assert rep.seconds < 2.0 + 5.0, rep.seconds
+
+
+# ---------------------------------------------------------------------- prefetch mode
+
+def _prefetch_problem():
+    from mallocgame.inputs.generate import layered_network
+
+    problem, _ = prepare(layered_network(400, seed=0), mode="prefetch", hardware=HW)
+    return problem
+
+
+def test_warm_builds_the_touches_every_prefetch_baseline_reads():
+    """Built by the first baseline instead, on the solver's clock (3.3 s of a 10 s run at 200k buffers)."""
+    from mallocgame.session import session_for
+
+    p = _prefetch_problem()
+    assert "touches" not in p.__dict__
+    session_for(p, HW).warm()
+    assert "touches" in p.__dict__
+
+
+def test_cpsat_prefetch_starts_do_not_start_msa_past_their_share():
+    """The share spent by the baselines before it, msa still ran (seconds at 200k buffers) before the search."""
+    from mallocgame.session import session_for
+    from mallocgame.solvers.cpsat.prefetch_windows import _starts
+
+    p = _prefetch_problem()
+    session = session_for(p, HW)
+    starts = _starts(p, HW, session, None, time.monotonic() - 100.0, 1.0)
+    assert "msa" not in {b.name for b in session.built()}
+    assert [label for label, _, _ in starts][-1] == "all-slow" and len(starts) >= 2  # the lifted greedy, all-slow
