@@ -64,7 +64,10 @@ def window_around(index: OverlapIndex, candidates: np.ndarray, center: int, k: i
     """About ``k`` candidate buffers live in a time window grown around ``center`` (indices, sorted).
 
     The window ``[center - w, center + w)`` doubles until it holds ``k`` candidates or
-    spans the horizon, then the last doubling is bisected back towards ``k``.
+    spans the horizon, then the last doubling is bisected back towards ``k``. When even the narrowest
+    window holds more than twice ``k`` (one op touching thousands of buffers), the ``k`` that start
+    nearest the centre are taken (ties by index): a part of a thousand times ``k`` buffers is a CP-SAT
+    model that takes minutes to build, whatever the step's time.
     """
     lo_t, hi_t = horizon
 
@@ -85,6 +88,8 @@ def window_around(index: OverlapIndex, candidates: np.ndarray, center: int, k: i
             else:
                 lo_w = mid
         got = live(hi_w)
+    if len(got) > 2 * k:
+        got = got[np.lexsort((got, np.abs(index.start[got] - center)))[:k]]
     return np.sort(got)
 
 
@@ -372,7 +377,8 @@ class LargeNeighbourhoodSearch(ModeDispatch):
         if hint is not None and len(hint.offsets) == problem.n:
             x, source = offsets_array(hint.offsets), hint.solver or "hint"
         else:
-            x, source = session_for(problem, hardware).baseline("greedy-xla").offsets, "greedy-xla"
+            base = session_for(problem, hardware).baseline("greedy-xla", deadline)
+            x, source = base.offsets, "greedy-xla" if base.complete else "greedy-xla (cut short by the time limit)"
         return push_down(problem, x, index=index, deadline=deadline), source
 
     # ------------------------------------------------------------------ pack mode

@@ -82,7 +82,8 @@ class SelectPack(ModeDispatch):
         candidates = (ev.benefits > 0) & (a.size <= problem.capacity)
         density_order = xla_order(problem, ev.benefits)
         # greedy-xla's answer first (the solve session's): the rounds never end below it, nor below the hint.
-        best = session.baseline("greedy-xla").offsets
+        greedy = session.baseline("greedy-xla", t0 + 0.5 * (deadline - t0))
+        best = greedy.offsets
         best_value = ev.value(best)
         if hint is not None:
             hinted = push_down(problem, offsets_array(hint.offsets), index=index, deadline=t0 + 0.2 * (deadline - t0))
@@ -103,7 +104,7 @@ class SelectPack(ModeDispatch):
                 break
             seen.add(key)
             rounds += 1
-            placed = self._pack_choice(problem, index, chosen, density_order)
+            placed = self._pack_choice(problem, index, chosen, density_order, deadline)
             failed = np.flatnonzero(chosen & (placed < 0))
             if len(failed) and rounds == 1:
                 limit = min(PACK_SEARCH_SHARE * (deadline - time.monotonic()), PACK_SEARCH_SECONDS)
@@ -112,7 +113,7 @@ class SelectPack(ModeDispatch):
             if len(failed):
                 placed = self._repair(problem, ev, index, candidates, placed, failed, rng, deadline, workers)
             fill = density_order[candidates[density_order] & (placed[density_order] < 0)]
-            placed = greedy_place(problem, fill, problem.capacity, index=index, offsets=placed)
+            placed = greedy_place(problem, fill, problem.capacity, index=index, offsets=placed, deadline=deadline)
             value = ev.value(placed)
             if value > best_value:
                 best, best_value = placed, value
@@ -125,12 +126,14 @@ class SelectPack(ModeDispatch):
         # Optimal only when the first choice, proven optimal for the relaxation, packed whole.
         status = Status.OPTIMAL if whole_choice_packed and rounds == 1 and proven else Status.FEASIBLE
         return Solution(offsets_tuple(best), status, "map", objective=best_value, wall_time=time.monotonic() - t0,
-                        history=tuple(history), stats={"rounds": rounds, "choice_packed": whole_choice_packed},
+                        history=tuple(history), stats={"rounds": rounds, "choice_packed": whole_choice_packed,
+                                                       **({} if greedy.complete else {"greedy_cut_short": True})},
                         solver=self.name)
 
     @staticmethod
-    def _pack_choice(problem, index, chosen, density_order) -> np.ndarray:
-        """Best-fit placement of the chosen buffers in three orders; the one placing the most bytes."""
+    def _pack_choice(problem, index, chosen, density_order, deadline: float) -> np.ndarray:
+        """Best-fit placement of the chosen buffers in three orders until ``deadline``; the one placing the most
+        bytes."""
         a = problem.arrays
         ids = np.arange(problem.n)
         orders = [density_order,
@@ -138,7 +141,9 @@ class SelectPack(ModeDispatch):
                   np.lexsort((ids, a.start, -a.size))]
         best, best_bytes = None, -1
         for order in orders:
-            out = greedy_place(problem, order[chosen[order]], problem.capacity, index=index)
+            if best is not None and time.monotonic() >= deadline:
+                break
+            out = greedy_place(problem, order[chosen[order]], problem.capacity, index=index, deadline=deadline)
             placed_bytes = int(a.size[out >= 0].sum())
             if placed_bytes > best_bytes:
                 best, best_bytes = out, placed_bytes

@@ -3,7 +3,8 @@
 * orders: :func:`xla_order` (memory-space assignment) and :func:`heap_orders` (heap simulator);
 * best fit: :func:`best_fit_offset` and the ordered :func:`greedy_place`;
 * the online free-list allocator :func:`online_pack` and :func:`pack_start`, the lowest-peak
-  complete placement found before a deadline;
+  complete placement found before a deadline; :func:`stack_above`, the fast fallback that completes a
+  placement a deadline cut short;
 * gravity: :func:`push_down`.
 
 A *hole* for a buffer is a free address range in the union of the address ranges of the
@@ -38,6 +39,10 @@ from mallocgame.intervals import OverlapIndex, neighbour_lists, overlap_index
 from mallocgame.model import Problem
 
 _SMALL = 48  # below this many neighbours a Python scan beats numpy's call overhead
+# greedy_place reads the clock at every step whose neighbourhood is larger than this (else every 256 steps)
+CLOCK_EVERY_STEP = 1024
+# how far past its deadline greedy_place may go to place its first 256 buffers (when each step is slow)
+FIRST_STEPS_GRACE = 0.05
 
 
 def _align_up(x: int, a: int) -> int:
@@ -91,7 +96,9 @@ def greedy_place(problem: Problem, order: np.ndarray, capacity: int | None, *,
 
     Returns offsets as int64 ``[n]`` (-1 = slow / not placed). ``offsets`` may carry
     buffers already placed (kept as they are). Cost per buffer: one index query plus a
-    scan of the placed buffers that overlap it in time.
+    scan of the placed buffers that overlap it in time. Past ``deadline`` (monotonic seconds)
+    the buffers not reached stay unplaced; the clock is read every 256 buffers and at every
+    buffer with more than :data:`CLOCK_EVERY_STEP` neighbours.
     """
     a = problem.arrays
     csr = neighbour_lists(a.start, a.end, max_pairs=4_000_000) if index is None else None
@@ -101,11 +108,13 @@ def greedy_place(problem: Problem, order: np.ndarray, capacity: int | None, *,
     placed = out >= 0
     tops = np.where(placed, out + a.size, 0)
     size_l, start_l, end_l, align_l = a.size.tolist(), a.start.tolist(), a.end.tolist(), a.alignment.tolist()
+    late = None if deadline is None else deadline + FIRST_STEPS_GRACE
     for step, i in enumerate(order.tolist()):
         if placed[i]:
             continue
-        # the first 256 buffers are placed whatever the clock (a few ms): a deadline that passed while
-        # the caller set up (a busy machine, a short limit) must not leave the greedy's answer empty
+        # the first 256 buffers are placed whatever the clock (a few ms, unless each scans a huge neighbourhood):
+        # a deadline that passed while the caller set up (a busy machine, a short limit) must not leave the
+        # greedy's answer empty
         if deadline is not None and step and step % 256 == 0 and time.monotonic() > deadline:
             break
         if capacity is not None and size_l[i] > capacity:
@@ -114,6 +123,11 @@ def greedy_place(problem: Problem, order: np.ndarray, capacity: int | None, *,
             near = csr[1][csr[0][i]:csr[0][i + 1]]
         else:
             near = index.query(start_l[i], end_l[i])
+        # a step over thousands of neighbours takes milliseconds (one op touching 500k buffers: every buffer
+        # overlaps every other): there the clock is read at every step, which costs nothing beside the scan
+        if late is not None and len(near) > CLOCK_EVERY_STEP and step and \
+                time.monotonic() > (deadline if step >= 256 else late):
+            break
         near = near[placed[near]]
         off = best_fit_offset(out[near], tops[near], size_l[i], align_l[i], capacity)
         if off is not None:
@@ -183,13 +197,57 @@ def push_down(problem: Problem, offsets: np.ndarray, *, index: OverlapIndex | No
 CANDIDATE_HOLES = 32  # holes tried (smallest first) before giving up on alignment and going on top
 
 
-def online_pack(problem: Problem) -> np.ndarray:
-    """Offsets int64 ``[n]`` of a best-fit free-list allocator run in time order (unbounded address space)."""
+def online_pack(problem: Problem, *, deadline: float | None = None) -> np.ndarray:
+    """Offsets int64 ``[n]`` of a best-fit free-list allocator run in time order (unbounded address space).
+
+    Past ``deadline`` (monotonic seconds) the buffers it has not reached are stacked above the rest
+    (:func:`stack_above`): still a complete, valid placement, with a higher peak.
+    """
+    return online_pack_until(problem, deadline)[0]
+
+
+def stack_above(problem: Problem, offsets: np.ndarray) -> int:
+    """Place every unplaced buffer (offset -1) of ``offsets`` in place, each in an address range of its own
+    above every placed buffer (so none overlaps another whatever the times); returns how many.
+
+    The fast fallback of a pack placement a deadline cut short: O(n), numpy only.
+    """
+    a = problem.arrays
+    rest = np.flatnonzero(offsets < 0)
+    if len(rest) == 0:
+        return 0
+    placed = offsets >= 0
+    floor = int((offsets[placed] + a.size[placed]).max()) if placed.any() else 0
+    offsets[rest] = stacked_offsets(a.size[rest], a.alignment[rest], floor)
+    return len(rest)
+
+
+def stacked_offsets(size: np.ndarray, align: np.ndarray, floor: int) -> np.ndarray:
+    """Offsets int64 ``[k]`` that stack ``k`` buffers (sizes, alignments ``[k]``) one above the other from
+    ``floor`` up, each aligned, none sharing an address."""
+    size, align = np.asarray(size, np.int64), np.maximum(np.asarray(align, np.int64), 1)
+    if len(size) == 0:
+        return np.zeros(0, np.int64)
+    unit = int(np.lcm.reduce(align))
+    if unit <= 2**20:  # one slot per buffer, every slot a multiple of the common unit
+        slots = -(-size // unit) * unit
+        base = -(-int(floor) // unit) * unit
+        return base + np.concatenate(([0], np.cumsum(slots)[:-1]))
+    out, top = np.empty(len(size), np.int64), int(floor)  # alignments without a small common multiple
+    for k, (z, al) in enumerate(zip(size.tolist(), align.tolist())):
+        out[k] = -(-top // al) * al
+        top = int(out[k]) + z
+    return out
+
+
+def online_pack_until(problem: Problem, deadline: float | None) -> tuple[np.ndarray, int]:
+    """:func:`online_pack` until ``deadline``: the offsets and how many buffers were stacked at the cut (0:
+    none, it finished)."""
     a = problem.arrays
     n = problem.n
     out = np.full(n, -1, np.int64)
     if n == 0:
-        return out
+        return out, 0
     size, align = a.size.tolist(), a.alignment.tolist()
     # Events: releases (kind 0) before allocations (kind 1) at equal times; larger first on ties.
     times = np.concatenate([a.end, a.start])
@@ -218,10 +276,13 @@ def online_pack(problem: Problem) -> np.ndarray:
         hole_hi[lo] = hi
         bisect.insort(by_size, (hi - lo, lo))
 
-    for e in order.tolist():
-        i = int(who[e])
+    who_l, kinds_l = who.tolist(), kinds.tolist()
+    for step, e in enumerate(order.tolist()):
+        if deadline is not None and step % 1024 == 0 and time.monotonic() > deadline:
+            return out, stack_above(problem, out)
+        i = who_l[e]
         z, al = size[i], align[i]
-        if kinds[e] == 0:  # release: merge with the holes on either side
+        if kinds_l[e] == 0:  # release: merge with the holes on either side
             lo, hi = int(out[i]), int(out[i]) + z
             k = bisect.bisect_left(hole_lo, lo)
             if k > 0 and hole_hi[hole_lo[k - 1]] == lo:
@@ -250,16 +311,21 @@ def online_pack(problem: Problem) -> np.ndarray:
                 hole_hi[old_top] = placed
                 bisect.insort(by_size, (placed - old_top, old_top))
         out[i] = placed
-    return out
+    return out, 0
 
 
 def pack_start(problem: Problem, deadline: float, *, index: OverlapIndex | None = None) -> tuple[np.ndarray, str]:
     """The lowest-peak complete placement found before ``deadline``: online allocator, then best fit.
 
-    Returns offsets int64 ``[n]`` and the name of the placement that won.
+    Returns offsets int64 ``[n]`` and the name of the placement that won. When the deadline cuts the
+    online allocator short, the buffers it did not reach are stacked above the rest (:func:`stack_above`)
+    and the name says how many (``online (cut short: K of N stacked)``).
     """
     size = problem.arrays.size
-    best, name = online_pack(problem), "online"
+    best, stacked = online_pack_until(problem, deadline)
+    if stacked:
+        return best, f"online (cut short: {stacked} of {problem.n} stacked)"
+    name = "online"
     if problem.n == 0:
         return best, name
     best_peak = int((best + size).max())

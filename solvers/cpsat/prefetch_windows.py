@@ -1210,7 +1210,10 @@ def _starts(problem: Problem, hardware, session, hint: Solution | None, t0: floa
         starts.append((label, list(b.intervals), b.objective))
         if b.name == "greedy-xla" and time.monotonic() < until:
             starts.append(("greedy-xla-lifted-tightened", tighten(problem, list(b.intervals)), None))
-    msa = session.baseline("msa", until) if build else next((b for b in baselines if b.name == "msa"), None)
+    # past the share (the baselines before it took it all) msa is not started: its first decisions alone take
+    # seconds at 200k buffers, and the lifted greedy is an answer already
+    msa = session.baseline("msa", until) if build and time.monotonic() < until else \
+        next((b for b in baselines if b.name == "msa"), None)
     if given and msa is not None and msa.complete:
         # msa around the hint's intervals (a lifted map answer's whole-life stays, say): above the lifted
         # select-pack answer on the xla suite's LSTM steps (docs/results.md, "cpsat's defaults"); first around them

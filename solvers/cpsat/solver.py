@@ -97,8 +97,13 @@ class Fallbacks:
         self.index = self.session.overlap
 
     def map_offsets(self) -> np.ndarray:
-        """greedy-xla's placement, int64 ``[n]`` (built once per session, before OR-Tools is imported)."""
-        return self.session.baseline("greedy-xla").offsets
+        """greedy-xla's placement, int64 ``[n]`` (built once per session until the solver's deadline, before
+        OR-Tools is imported; the buffers a cut leaves unplaced stay slow)."""
+        return self.session.baseline("greedy-xla", self.deadline).offsets
+
+    def cut_short(self) -> bool:
+        """Whether a greedy answer built so far was cut short by the deadline."""
+        return any(not b.complete for b in self.session.built())
 
     def pack_component(self, comp: np.ndarray) -> np.ndarray:
         """A complete placement of ``comp`` (offsets ``[m]``): best fit if time allows, else the online allocator."""
@@ -147,7 +152,7 @@ class CpSat(Solver):
         greedy = fallbacks.map_offsets() if goal == "value" else None
         if greedy is not None and "ortools.sat.python.cp_model" not in sys.modules \
                 and deadline - time.monotonic() < IMPORT_SECONDS:  # no time to import OR-Tools and search
-            return self._greedy_answer(problem, hint, greedy, evaluator, t0)
+            return self._greedy_answer(problem, hint, greedy, evaluator, t0, cut=fallbacks.cut_short())
         from ortools.sat.python import cp_model  # noqa: F401  (before the clock is shared out)
 
         hint_offsets = None
@@ -164,6 +169,8 @@ class CpSat(Solver):
         wall = time.monotonic() - t0
         stats = {"components": len(comps), "cpsat_components": run.models, "greedy_components": run.greedy_comps,
                  "workers": workers, "deterministic": deterministic, "largest_component": run.part_stats}
+        if not pack and fallbacks.cut_short() and run.greedy_comps:  # a greedy placement the deadline cut is part of the answer
+            stats["cut_short"] = True  # (its undecided buffers are slow: the summary line warns)
         if run.infeasible:
             return Solution((None,) * n, Status.INFEASIBLE, problem.mode, wall_time=wall,
                             history=tuple(run.history), stats=stats, solver=self.name)
@@ -173,16 +180,19 @@ class CpSat(Solver):
         return self._answer(problem, run, goal, evaluator, bool(comps), global_floor,
                             (("greedy-xla", greedy), ("hint", hint_offsets)), stats, t0)
 
-    def _greedy_answer(self, problem, hint, greedy: np.ndarray, evaluator, t0: float) -> Solution:
-        """Map mode without the time to import OR-Tools: greedy-xla's answer, or the hint if better."""
+    def _greedy_answer(self, problem, hint, greedy: np.ndarray, evaluator, t0: float, *, cut: bool) -> Solution:
+        """Map mode without the time to import OR-Tools: greedy-xla's answer (``cut``: the deadline cut it short),
+        or the hint if better."""
         n = problem.n
         better_hint = hint is not None and len(hint.offsets) == n and evaluator.value(offsets_array(hint.offsets)) \
             > evaluator.value(greedy)
         out = offsets_array(hint.offsets) if better_hint else greedy
+        stats = {"greedy_components": "all", "cut": "no time to import OR-Tools",
+                 "start": "hint" if better_hint else "greedy-xla"}
+        if not better_hint and cut:
+            stats["cut_short"] = True  # greedy-xla's placement itself was cut: the buffers it did not reach are slow
         return Solution(offsets_tuple(out), Status.FEASIBLE, problem.mode, objective=evaluator.value(out),
-                        wall_time=time.monotonic() - t0, solver=self.name,
-                        stats={"greedy_components": "all", "cut": "no time to import OR-Tools",
-                               "start": "hint" if better_hint else "greedy-xla"})
+                        wall_time=time.monotonic() - t0, solver=self.name, stats=stats)
 
     def _solve_components(self, problem, comps: list[np.ndarray], goal: str, evaluator, fallbacks,
                           hint_offsets, global_floor: int, deadline: float, t0: float, *, seed: int,

@@ -18,6 +18,7 @@ Entry point: :func:`pack`.
 
 from __future__ import annotations
 
+import bisect
 import math
 import os
 import sys
@@ -30,6 +31,7 @@ import numpy as np
 
 from mallocgame.intervals import component_runs, max_live_of
 from mallocgame.packing_model import add_no_overlap, add_rectangles
+from mallocgame.placement import stacked_offsets
 
 __all__ = ["PackResult", "pack", "check_packing"]
 
@@ -73,7 +75,10 @@ class _Abort(Exception):
 def check_packing(size, start, end, offsets, capacity=None, alignment=None) -> str | None:
     """Independent check of a complete packing; ``None`` if valid, else the first problem.
 
-    Sweeps buffers by start time and compares each with the ones still live (O(n * live)).
+    Sweeps time (releases before allocations at equal times) keeping the address ranges of the live
+    buffers in offset order: they are disjoint while the packing holds, so a new buffer overlaps one of
+    them exactly when it overlaps its neighbour below or above in that order (O(n log n) plus list moves,
+    where comparing each buffer with every live one took minutes at 20,000 buffers).
     """
     size = np.asarray(size, np.int64)
     start = np.asarray(start, np.int64)
@@ -87,14 +92,31 @@ def check_packing(size, start, end, offsets, capacity=None, alignment=None) -> s
         al = np.asarray(alignment, np.int64)
         if (off % np.maximum(al, 1) != 0).any():
             return f"buffer {int(np.flatnonzero(off % np.maximum(al, 1) != 0)[0])} is misaligned"
-    order = np.argsort(start, kind="stable")
-    live: list[int] = []
-    for i in order.tolist():
-        live = [j for j in live if end[j] > start[i]]
-        for j in live:
-            if off[i] < off[j] + size[j] and off[j] < off[i] + size[i]:
-                return f"buffers {j} and {i} overlap in time and in memory"
-        live.append(i)
+    n = len(size)
+    # events: releases (kind 0) before allocations (kind 1) at equal times; allocations in start order
+    who = np.concatenate([np.arange(n), np.arange(n)])
+    order = np.lexsort((who, np.concatenate([np.zeros(n, np.int64), np.ones(n, np.int64)]),
+                        np.concatenate([end, start])))
+    off_l, top_l = off.tolist(), (off + size).tolist()
+    live_offs: list[int] = []  # offsets of the live buffers, sorted (unique: their ranges are disjoint)
+    owner: dict[int, int] = {}  # live offset -> buffer
+    empty = (size <= 0).tolist()  # an empty buffer overlaps nothing
+    for e in order.tolist():
+        i = e - n if e >= n else e
+        if empty[i]:
+            continue
+        o = off_l[i]
+        if e < n:  # release
+            del live_offs[bisect.bisect_left(live_offs, o)]
+            del owner[o]
+            continue
+        k = bisect.bisect_left(live_offs, o)
+        if k < len(live_offs) and live_offs[k] < top_l[i]:
+            return f"buffers {owner[live_offs[k]]} and {i} overlap in time and in memory"
+        if k > 0 and top_l[owner[live_offs[k - 1]]] > o:
+            return f"buffers {owner[live_offs[k - 1]]} and {i} overlap in time and in memory"
+        live_offs.insert(k, o)
+        owner[o] = i
     return None
 
 
@@ -625,17 +647,27 @@ def _greedy(comp: _Component, deadline: float = math.inf) -> np.ndarray | None:
 
 
 def _first_fit(size: np.ndarray, start: np.ndarray, end: np.ndarray,
-               align: np.ndarray) -> np.ndarray:
+               align: np.ndarray, deadline: float | None = None) -> np.ndarray:
     """Fallback for components too large for the exact engine: sweep buffers by start
     time (larger first at equal starts) and put each at the lowest aligned gap among the
-    live placed buffers. Returns offsets ``[n]`` (int64, input units)."""
+    live placed buffers. Returns offsets ``[n]`` (int64, input units).
+
+    Past ``deadline`` (``time.perf_counter`` seconds) the buffers not reached yet are stacked above all
+    the others (:func:`mallocgame.placement.stacked_offsets`): still a valid packing, with a higher peak.
+    """
     n = len(size)
     off = np.zeros(n, np.int64)
     order = np.lexsort((-size, start))
     lo = np.zeros(0, np.int64)     # live placed buffers, sorted by offset
     hi = np.zeros(0, np.int64)
     en = np.zeros(0, np.int64)
-    for i in order.tolist():
+    top = 0  # the highest address placed so far
+    for step, i in enumerate(order.tolist()):
+        # every step moves arrays as long as the live set (tens of µs at 20,000 buffers): a clock read per 64
+        if deadline is not None and step % 64 == 0 and time.perf_counter() > deadline:
+            rest = order[step:]
+            off[rest] = stacked_offsets(size[rest], align[rest], top)
+            break
         keep = en > start[i]
         if not keep.all():
             lo, hi, en = lo[keep], hi[keep], en[keep]
@@ -650,6 +682,7 @@ def _first_fit(size: np.ndarray, start: np.ndarray, end: np.ndarray,
         else:
             o = int(cand[-1])
         off[i] = o
+        top = max(top, o + sz)
         pos = int(np.searchsorted(lo, o))
         lo = np.insert(lo, pos, o)
         hi = np.insert(hi, pos, o + sz)
@@ -675,6 +708,27 @@ def _window_order(name: str, size, start, end) -> np.ndarray:
     return np.lexsort((start, -size * (end - start)))  # "area"
 
 
+_WINDOW_CELL_SECONDS = 1e-6  # building a window's clique model, per (item, maximal live set) cell (about 0.5 µs)
+
+
+class _Past:
+    """``is_set()`` once ``time.perf_counter()`` passes ``until``: a deadline as a cancel flag."""
+
+    def __init__(self, until: float):
+        self.until = until
+
+    def is_set(self) -> bool:
+        return time.perf_counter() > self.until
+
+
+def _window_cells(start: np.ndarray, end: np.ndarray) -> int:
+    """About how many (item, maximal live set) cells a clique model of these items has: the items live at
+    each distinct start, summed (O(m log m))."""
+    times = np.unique(start)
+    live = np.searchsorted(np.sort(start), times, side="right") - np.searchsorted(np.sort(end), times, side="right")
+    return int(live.sum())
+
+
 def _solve_window(size, start, end, align, cur, free, top, until: float, seed: int, stats: _Stats):
     """Place the ``free`` items of one window below ``top`` (units), the others pinned at ``cur``.
 
@@ -686,6 +740,12 @@ def _solve_window(size, start, end, align, cur, free, top, until: float, seed: i
     from ortools.sat.python import cp_model  # lazy; the solver preloads it
 
     m = len(size)
+    # The model has one clique row per maximal live set, built before CP-SAT's clock starts: on dense traces
+    # (a window of 256 free items among 7,500 pinned ones live with them) that is millions of cells and
+    # seconds, so a window whose model cannot be built in the time left is not started.
+    if _window_cells(start, end) * _WINDOW_CELL_SECONDS > until - time.perf_counter():
+        return "UNKNOWN", None
+    late = _Past(until)
     slice_s, rnd = 0.2, 0
     while True:
         for order_name in _WINDOW_ORDERS:
@@ -702,7 +762,8 @@ def _solve_window(size, start, end, align, cur, free, top, until: float, seed: i
             for j, i in enumerate(perm.tolist()):
                 if free[i] and cur[i] + size[i] <= top and cur[i] % align[i] == 0:
                     model.add_hint(rect.steps[j], int(cur[i] // align[i]))
-            add_no_overlap(model, rect, formulation="cliques")
+            if not add_no_overlap(model, rect, formulation="cliques", cancelled=late):
+                return "UNKNOWN", None
             solver = cp_model.CpSolver()
             prm = solver.parameters
             prm.max_time_in_seconds = max(0.01, min(slice_s, until - time.perf_counter()))
@@ -1025,16 +1086,23 @@ class _PackRun:
         self.off[piece.idx] = o
 
     # -- components above the exact engine's limits --------------------------------------
+    def first_fit_until(self) -> float:
+        """When a first fit must stop (half the time left): the repair that follows needs the rest."""
+        now = time.perf_counter()
+        return now + 0.5 * max(0.0, self.deadline - now)
+
     def fallback(self, idx: np.ndarray) -> None:
-        """First fit for the buffers ``idx``."""
-        self.off[idx] = _first_fit(self.size[idx], self.start[idx], self.end[idx], self.al[idx])
+        """First fit for the buffers ``idx`` (until :meth:`first_fit_until`)."""
+        self.off[idx] = _first_fit(self.size[idx], self.start[idx], self.end[idx], self.al[idx],
+                                   self.first_fit_until())
         self.stats.fallback_components += 1
 
     def large_start(self, idx: np.ndarray) -> str:
         """Incumbent of a component above the exact engine's limits: first fit or the hint, the lower."""
         self.stats.large_components += 1
         self.stats.fallback_components += 1
-        self.off[idx] = _first_fit(self.size[idx], self.start[idx], self.end[idx], self.al[idx])
+        self.off[idx] = _first_fit(self.size[idx], self.start[idx], self.end[idx], self.al[idx],
+                                   self.first_fit_until())
         if self.hint_packs and int((self.hint[idx] + self.size[idx]).max()) < self.peak_of(idx):
             self.off[idx] = self.hint[idx]
             return "the hint"

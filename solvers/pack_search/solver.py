@@ -17,7 +17,7 @@ import time
 import numpy as np
 
 from mallocgame.model import Problem, Solution, Status, offsets_array, offsets_tuple
-from mallocgame.protocol import Solver
+from mallocgame.protocol import Solver, solver_deadline
 from mallocgame.session import session_for
 from mallocgame.solvers.pack_search.search import pack
 
@@ -46,8 +46,8 @@ class PackSearch(Solver):
         elif problem.n:  # never above the pack baseline (best fit): it is the incumbent (and within a capacity, the answer)
             base = session_for(problem, hardware).baseline("best-fit", t0 + 0.2 * float(time_limit))
             hint_arr = np.asarray(base.offsets)
-        # keep a little time back for building the answer
-        limit = max(0.0, float(time_limit) - 0.05 - (time.monotonic() - t0))
+        # keep time back for building the answer (a tuple of n offsets)
+        limit = max(0.0, solver_deadline(t0, float(time_limit), problem.n, per_buffer=2e-6) - time.monotonic())
         res = pack(a.size, a.start, a.end, capacity=capacity, alignment=a.alignment,
                    time_limit=limit, seed=int(seed), hint=hint_arr)
         status = _STATUS[res.status]
