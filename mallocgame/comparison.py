@@ -52,6 +52,7 @@ from mallocgame.registry import SolverLoadError, load_solver, solver_entries
 from mallocgame.runner import ProcessPool, RayPool, Report, problem_bound
 from mallocgame.session import BASELINE_SOLVER
 from mallocgame.solving import solve_with_warm_start  # the one solve path, as every run of the table
+from mallocgame.suggest import did_you_mean
 
 # The baseline each mode measures against (the one table, mallocgame.session.BASELINE_SOLVER): XLA-style
 # greedy in map mode, XLA's memory-space assignment in prefetch mode; pack mode's peak needs no ratio. The
@@ -638,7 +639,8 @@ def _checked_solvers(solvers: Sequence[str]) -> list[str]:
         raise InputError("--solvers: give at least one solver")
     for s in solvers:
         if s not in registered:
-            raise InputError(f"--solvers: unknown solver {s!r} (registered: {', '.join(registered)})")
+            raise InputError(f"--solvers: unknown solver {s!r} (registered: {', '.join(registered)})"
+                             f"{did_you_mean(s, registered)}")
     return solvers
 
 

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any
 
+from mallocgame.suggest import did_you_mean
+
 GROUP = "mallocgame.solvers"
 
 
@@ -75,7 +77,7 @@ def load_solver(name: str) -> Any:
     entries = solver_entries()
     if name not in entries:
         known = ", ".join(entries) or "none"
-        raise SolverLoadError(f"unknown solver {name!r} (registered: {known})")
+        raise SolverLoadError(f"unknown solver {name!r} (registered: {known}){did_you_mean(name, entries)}")
     entry = entries[name]
     module_name, _, attr = entry.target.partition(":")
     try:

@@ -18,6 +18,7 @@ import click
 from mallocgame import conformance
 from mallocgame.cli.common import EXIT_BAD_INPUT, EXIT_NO_SOLUTION, EXIT_OK, SECONDS, fail
 from mallocgame.registry import SolverLoadError
+from mallocgame.suggest import did_you_mean
 
 
 @click.command("check-solver")
@@ -40,7 +41,8 @@ def check_solver(name: str | None, time_limit: float, checks: tuple[str, ...], l
         fail(f"--time-limit: must be positive, got {time_limit}")
     unknown = [c for c in checks if c not in conformance.CHECKS]
     if unknown:
-        fail(f"--check: unknown check {unknown[0]!r} (known: {', '.join(conformance.CHECKS)})")
+        fail(f"--check: unknown check {unknown[0]!r} (known: {', '.join(conformance.CHECKS)})"
+             f"{did_you_mean(unknown[0], conformance.CHECKS)}")
 
     def show(result) -> None:
         if result.passed:

@@ -36,6 +36,7 @@ from mallocgame.model import InputError, Problem
 from mallocgame.protocol import MAX_SEED, MAX_TIME_LIMIT, bad_option_value, bad_time_limit, solver_options
 from mallocgame.search.muzero.torchless import load_agent_network
 from mallocgame.solving import read_answer_file
+from mallocgame.suggest import did_you_mean
 
 STDOUT = "-"
 
@@ -282,9 +283,12 @@ def check_options(options: dict[str, Any], solvers: dict[str, Any], *, flags: di
         where = flags.get(key, f"--solver-option {key}")
         if len(taken) == 1:
             (name, names), = taken.items()
-            fail(f"{where}: solver {name!r} does not take option {key!r} (its options: {describe_options(names)})")
+            fail(f"{where}: solver {name!r} does not take option {key!r} (its options: {describe_options(names)})"
+                 f"{did_you_mean(key, names or ())}")
         listed = "; ".join(f"{name}: {describe_options(names)}" for name, names in taken.items())
-        fail(f"{where}: none of the solvers {', '.join(map(repr, taken))} takes option {key!r} (options: {listed})")
+        known = sorted({n for names in taken.values() for n in names or ()})
+        fail(f"{where}: none of the solvers {', '.join(map(repr, taken))} takes option {key!r} (options: {listed})"
+             f"{did_you_mean(key, known)}")
 
 
 def check_option_values(options: dict[str, Any], flag: str) -> None:

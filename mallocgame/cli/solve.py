@@ -46,6 +46,7 @@ from mallocgame.protocol import parse_solver_options, split_option
 from mallocgame.registry import SolverLoadError, load_solver, solver_entries
 from mallocgame.runner import ChildCall, UnsupportedMode, call_in_child, problem_bound, shared_caches, with_bound
 from mallocgame.solving import check_request, solve_with_warm_start
+from mallocgame.suggest import did_you_mean
 
 
 def _check_hint(problem: Problem, hint_path: str, time_limit: float):
@@ -192,7 +193,7 @@ def _check_solve_flags(outs: _SolveOutputs, *, reschedule: bool, time_limit: flo
     entries = solver_entries()
     for name in solvers:
         if name not in entries:
-            fail(f"--solver: unknown solver {name!r} (registered: {', '.join(entries)})")
+            fail(f"--solver: unknown solver {name!r} (registered: {', '.join(entries)}){did_you_mean(name, entries)}")
 
 
 def _solve_beside_bound(solver_name: str, problem: Problem, spec, *, time_limit: float, seed: int, hint,

@@ -33,6 +33,7 @@ from mallocgame.intervals import max_live
 from mallocgame.io import load_problem as read_table_or_workload
 from mallocgame.io import without_gz
 from mallocgame.model import MODES, InputError, Problem
+from mallocgame.suggest import did_you_mean
 
 EXAMPLE_PREFIX = "example:"
 MAX_BYTES = 2**62  # the largest capacity (sizes and offsets are int64 in the solvers; mallocgame.io.MAX_INT)
@@ -87,7 +88,8 @@ def example_path(name: str) -> Path:
     for candidate in _example_files():
         if candidate == name or candidate.split(".")[0] == name:
             return Path(str(data / candidate))
-    raise InputError(f"{EXAMPLE_PREFIX}{name}: no such bundled example (have: {', '.join(example_names())})")
+    raise InputError(f"{EXAMPLE_PREFIX}{name}: no such bundled example (have: {', '.join(example_names())})"
+                     f"{did_you_mean(name, example_names())}")
 
 
 def resolve_path(spec: str | Path) -> Path:
