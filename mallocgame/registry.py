@@ -109,6 +109,20 @@ def solver_modes(entry: SolverEntry) -> tuple[str, ...]:
         return ()
 
 
+def implied_mode(names) -> str | None:
+    """The one mode every solver of ``names`` supports, when there is exactly one (``msa``: prefetch);
+    ``None`` otherwise, or for a name that is not registered. A command without ``--mode`` uses it.
+
+    >>> implied_mode(["msa"]), implied_mode(["pack-search", "cpsat"]), implied_mode(["greedy-xla"])
+    ('prefetch', 'pack', None)
+    """
+    entries = solver_entries()
+    if not names or any(name not in entries for name in names):
+        return None
+    common = set.intersection(*(set(solver_modes(entries[name])) for name in names))
+    return common.pop() if len(common) == 1 else None
+
+
 _ALL_MODES = frozenset({"map", "pack"})
 _PARSED: dict[str, tuple[ast.Module, bool] | str] = {}
 

@@ -29,7 +29,7 @@ import click
 from mallocgame.cli.exits import EXIT_BAD_INPUT, EXIT_NO_SOLUTION, EXIT_OK, fail  # noqa: F401  (the commands import them from here)
 from mallocgame.hardware.validator import validate_schedule
 from mallocgame.inputs.load import capacity_warning as capacity_warning_text
-from mallocgame.inputs.load import parse_bytes, prepare, read_problem
+from mallocgame.inputs.load import decimal_units_note, parse_bytes, prepare, read_problem
 from mallocgame.io import atomic_write_text
 from mallocgame.lift import lift_map_answer
 from mallocgame.model import InputError, Problem
@@ -107,6 +107,9 @@ def capacity_settings(capacity: str | None, capacity_fraction: str | None) -> tu
     """``(bytes, fraction)`` from the two flags; raises :class:`InputError` (one line)."""
     if capacity is not None and capacity_fraction is not None:
         raise InputError("--capacity and --capacity-fraction exclude each other")
+    note = decimal_units_note(capacity) if capacity is not None else None
+    if note:  # 4GB is 4,000,000,000 bytes, 4G and 4GiB are 4 GiB: the reading is said
+        click.echo(note, err=True)
     return (None if capacity is None else parse_bytes(capacity)), parse_fraction(capacity_fraction)
 
 

@@ -43,7 +43,7 @@ from mallocgame.io import intervals_csv_text, problem_csv_text
 from mallocgame.model import InputError, Problem
 from mallocgame.prefetch_bound import RESIDENCY_SECONDS, start_residency
 from mallocgame.protocol import parse_solver_options, split_option
-from mallocgame.registry import SolverLoadError, load_solver, solver_entries
+from mallocgame.registry import SolverLoadError, implied_mode, load_solver, solver_entries
 from mallocgame.runner import ChildCall, UnsupportedMode, call_in_child, problem_bound, shared_caches, with_bound
 from mallocgame.solving import check_request, solve_with_warm_start
 from mallocgame.suggest import did_you_mean
@@ -135,6 +135,8 @@ def solve(problem_path, solver_name, mode, capacity, capacity_fraction, hardware
     outs = _SolveOutputs(output, report_path, as_json, schedule_output)
     names = list(dict.fromkeys([solver_name] + ([warm_start] if warm_start else [])))
     _check_solve_flags(outs, reschedule=reschedule, time_limit=time_limit, solvers=names)
+    if mode is None and not minimize_peak:  # a solver with one mode implies it (msa: prefetch)
+        mode = implied_mode(names)
     try:
         problem, spec = load_prepared(problem_path, mode=mode, capacity=capacity, capacity_fraction=capacity_fraction,
                                       hardware=hardware, minimize_peak=minimize_peak)
@@ -228,7 +230,7 @@ def _solve_outputs(report, problem: Problem, spec, outs: _SolveOutputs, *, probl
     ``rescheduled``: the answer of ``--reschedule`` (its workload is written too), else ``None``.
     """
     output, report_path = outs.output, outs.report_path
-    summary = report.summary()
+    summary = report.summary(has_ops=problem.has_ops)
     if problem.capacity is None:
         summary += " capacity=none" + (" (--minimize-peak: validated without a capacity)" if minimize_peak else "")
     document = _report_json(report, problem, spec, minimize_peak)

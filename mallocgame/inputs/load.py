@@ -72,6 +72,28 @@ def parse_bytes(text: str | int, *, what: str = "--capacity") -> int:
     return value
 
 
+def decimal_units_note(text: str | int, *, what: str = "capacity") -> str | None:
+    """The note that says how a byte count with a decimal unit (``KB``, ``MB``, ``GB``, ``TB``: powers of
+    1000) was read, since ``4G`` and ``4GiB`` are powers of 1024; ``None`` for any other text.
+
+    >>> decimal_units_note("4 GB")
+    "note: capacity '4 GB' = 4,000,000,000 bytes (decimal; 4 GiB is '4GiB')"
+    >>> decimal_units_note("4GiB"), decimal_units_note(4096)
+    (None, None)
+    """
+    if not isinstance(text, str):
+        return None
+    m = re.fullmatch(r"\s*(\S+?)\s*([KMGT])B\s*", text, flags=re.IGNORECASE)
+    if not m:
+        return None
+    try:
+        value = parse_bytes(text, what=what)
+    except InputError:
+        return None
+    binary = f"{m.group(2).upper()}iB"
+    return f"note: {what} {text!r} = {value:,} bytes (decimal; {m.group(1)} {binary} is '{m.group(1)}{binary}')"
+
+
 def example_names() -> list[str]:
     """The bundled examples, without extension (``layered150``, ``pack40``)."""
     return [n.split(".")[0] for n in _example_files()]
