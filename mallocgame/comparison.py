@@ -601,7 +601,7 @@ def run_comparison(specs: Sequence[str], solvers: Sequence[str], *, time_limit: 
     rows finished so far (every run still going is killed first).
     """
     solvers = _checked_solvers(solvers)
-    mode = mode or implied_mode(solvers)  # solvers that share one mode imply it (msa: prefetch)
+    mode = mode or implied_mode(solvers)  # solvers with one mode, the same, imply it (msa: prefetch)
     _check_run_settings(time_limit=time_limit, jobs=jobs, executor=executor, address=address, resume=resume,
                         results_path=results_path)
     results = ResultsFile(results_path, resume=resume) if results_path else None

@@ -110,17 +110,19 @@ def solver_modes(entry: SolverEntry) -> tuple[str, ...]:
 
 
 def implied_mode(names) -> str | None:
-    """The one mode every solver of ``names`` supports, when there is exactly one (``msa``: prefetch);
-    ``None`` otherwise, or for a name that is not registered. A command without ``--mode`` uses it.
+    """The mode of solvers that have one mode, the same (``msa``: prefetch; ``pack-search``: pack); ``None``
+    when one of ``names`` has several (or none is registered). A command without ``--mode`` uses it:
+    ``solve`` for its ``--solver``, ``compare`` for all its solvers (a solver with several modes keeps
+    each input's own, and the others show n/a where they do not apply).
 
-    >>> implied_mode(["msa"]), implied_mode(["pack-search", "cpsat"]), implied_mode(["greedy-xla"])
+    >>> implied_mode(["msa"]), implied_mode(["pack-search"]), implied_mode(["pack-search", "cpsat"])
     ('prefetch', 'pack', None)
     """
     entries = solver_entries()
     if not names or any(name not in entries for name in names):
         return None
-    common = set.intersection(*(set(solver_modes(entries[name])) for name in names))
-    return common.pop() if len(common) == 1 else None
+    modes = {solver_modes(entries[name]) for name in names}
+    return modes.pop()[0] if len(modes) == 1 and len(next(iter(modes))) == 1 else None
 
 
 _ALL_MODES = frozenset({"map", "pack"})

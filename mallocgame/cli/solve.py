@@ -136,7 +136,7 @@ def solve(problem_path, solver_name, mode, capacity, capacity_fraction, hardware
     names = list(dict.fromkeys([solver_name] + ([warm_start] if warm_start else [])))
     _check_solve_flags(outs, reschedule=reschedule, time_limit=time_limit, solvers=names)
     if mode is None and not minimize_peak:  # a solver with one mode implies it (msa: prefetch)
-        mode = implied_mode(names)
+        mode = implied_mode([solver_name])
     try:
         problem, spec = load_prepared(problem_path, mode=mode, capacity=capacity, capacity_fraction=capacity_fraction,
                                       hardware=hardware, minimize_peak=minimize_peak)
