@@ -482,7 +482,7 @@ def table_text(inputs: list[Input], rows: list[Row]) -> str:
                  if inp.problem.mode == mode}
         seen: dict[str, int] = {}
         for r in mine:
-            inp, rep = by_input[r.input], r.report
+            rep = r.report
             k = seen[r.input] = seen.get(r.input, -1) + 1  # the row's index among its input's rows
             value, bound = shown[r.input][k], shown[r.input]["bound"]
             secs = format_seconds(rep.seconds) if rep else "-"

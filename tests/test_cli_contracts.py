@@ -17,7 +17,6 @@ from datetime import datetime, timezone
 import pytest
 
 from mallocgame.inputs.load import parse_bytes
-
 from tests.conftest import run_cli
 
 LAYERED = "example:layered150"  # map mode, tpuv4i hardware (alignment 512), capacity 10105344
