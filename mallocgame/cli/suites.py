@@ -12,6 +12,7 @@ from mallocgame.inputs.suites import BENCHMARKS_ENV, SUITES, Entry, suite_entrie
 from mallocgame.intervals import max_live
 from mallocgame.io import atomic_write_text, output_folder, problem_csv_text, write_workload_json
 from mallocgame.model import InputError
+from mallocgame.units import format_bytes
 
 
 @click.command("suites")
@@ -60,9 +61,9 @@ def _list_entries(entries: list[Entry], export_dir: str | None) -> None:
                        f"[pending: {e.pending}]")
             continue
         p = e.build()
-        cap = "-" if p.capacity is None else _mib(p.capacity)
+        cap = "-" if p.capacity is None else format_bytes(p.capacity)
         frac = f" (capacity {e.capacity_fraction:.0%} of max live)" if e.capacity_fraction else ""
-        click.echo(f"{e.name:<{width}}  {p.n:>7}  {len(p.ops):>5}  {_mib(max_live(p)):>10}  {cap:>10}  "
+        click.echo(f"{e.name:<{width}}  {p.n:>7}  {len(p.ops):>5}  {format_bytes(max_live(p)):>10}  {cap:>10}  "
                    f"{e.description}{frac}")
         if export_dir:
             output_folder(export_dir)
@@ -73,7 +74,3 @@ def _list_entries(entries: list[Entry], export_dir: str | None) -> None:
                 cap_part = f".{p.capacity}" if p.capacity is not None else ""
                 atomic_write_text(Path(export_dir) / f"{e.name}{cap_part}.csv", problem_csv_text(p))
 
-
-
-def _mib(nbytes: int) -> str:
-    return f"{nbytes / 2**20:.2f}MiB" if nbytes >= 2**16 else f"{nbytes}B"
