@@ -29,7 +29,7 @@ from mallocgame.model import InputError, Problem, Solution, Status
 from mallocgame.protocol import accepted_options
 from mallocgame.registry import load_solver
 from mallocgame.session import session_for
-from mallocgame.units import distinct, format_bytes, format_number, format_percent, format_seconds
+from mallocgame.units import SAME, distinct, format_bytes, format_number, format_percent, format_seconds
 from mallocgame.verdict import judge
 
 
@@ -88,7 +88,8 @@ class Report:
         """
         pack = self.mode == "pack"
         if pack:
-            obj, bound, peak_ = distinct(format_bytes, [self.objective, self.bound, self.peak])
+            obj, bound, peak_ = distinct(format_bytes, [None if v is None else int(v)  # byte counts: exact
+                                                        for v in (self.objective, self.bound, self.peak)])
         else:
             obj, bound = distinct(format_seconds if has_ops else format_number, [self.objective, self.bound])
             peak_ = format_bytes(self.peak)
@@ -204,11 +205,16 @@ def score(problem: Problem, hardware, solution: Solution, *, seconds: float, bou
 
 
 def _gap(objective: float | None, bound: Bound | None, *, saving: bool) -> float | None:
-    """``(bound - saving) / bound`` for a time saving (map, prefetch), ``(peak - bound) / bound`` for a peak."""
+    """``(bound - saving) / bound`` for a time saving (map, prefetch), ``(peak - bound) / bound`` for a peak.
+
+    A saving within :data:`mallocgame.units.SAME` (relative) of its bound is at it (gap 0): the two are
+    sums of the same float terms in another order, so they may differ in the last bits.
+    """
     if objective is None or bound is None or not bound.value > 0:
         return None
     if saving:
-        return max(0.0, (bound.value - objective) / bound.value)
+        gap = (bound.value - objective) / bound.value
+        return 0.0 if gap <= SAME else gap
     return (objective - bound.value) / bound.value
 
 

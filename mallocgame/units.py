@@ -8,7 +8,8 @@ in ``--json`` and the CSVs. The rules:
 * a value that is exact at the precision shown has no trailing zeros (``4GiB`` is 4 GiB exactly,
   ``4.000GiB`` is 4 GiB to four figures), so an exact value and a near one never print the same;
 * numbers printed together go through :func:`distinct`: it raises the precision until different
-  numbers print differently (a value 0.01% below its bound is not shown equal to it);
+  numbers print differently (a value 0.01% below its bound is not shown equal to it); numbers within
+  :data:`SAME` (relative) of each other are the same number, float rounding apart;
 * a nonzero percentage is never shown as ``0.00%`` (:func:`format_percent`).
 
 Example:
@@ -32,6 +33,9 @@ from typing import Callable, Sequence
 
 DIGITS = 4  # significant figures of every number shown to a person
 MAX_DIGITS = 17  # enough to tell any two different floats apart
+# Relative difference below which two computed times are the same number (sums of the same float terms
+# in another order differ in their last bits): they print alike, and a saving this close to its bound is at it.
+SAME = 1e-9
 
 _TIME_UNITS = ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns"))
 _BYTE_UNITS = ((2**60, "EiB"), (2**50, "PiB"), (2**40, "TiB"), (2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB"))
@@ -148,20 +152,37 @@ def _looks_round(text: str, percent: float) -> bool:
 
 def distinct(formatter: Callable[..., str], values: Sequence, digits: int = DIGITS) -> list[str]:
     """``[formatter(v, d) for v in values]`` at the smallest ``d >= digits`` at which different values
-    print differently (equal values print the same; ``None`` prints ``-``).
+    print differently (equal values print the same; ``None`` prints ``-``). Values within :data:`SAME`
+    (relative) of each other are not told apart.
 
     >>> distinct(format_bytes, [10101248, 10105344, 10101248])
     ['9.633MiB', '9.637MiB', '9.633MiB']
+    >>> distinct(format_seconds, [3.710501488174481e-06, 3.710501488174479e-06])
+    ['3.711µs', '3.711µs']
     >>> distinct(format_bytes, [2**30, 2**30 + 1]), distinct(format_bytes, [2**30 + 1, 2**30 + 2])
     (['1GiB', '1.000GiB'], ['1.000000001GiB', '1.000000002GiB'])
     """
     d = digits
     while True:
         texts = [formatter(v, d) for v in values]
-        shown: dict[str, object] = {}
-        if all(shown.setdefault(t, v) == v for t, v in zip(texts, values)) or d >= MAX_DIGITS:
+        shown: dict[str, list] = {}
+        for text, value in zip(texts, values):
+            shown.setdefault(text, []).append(value)
+        if d >= MAX_DIGITS or all(_same(group) for group in shown.values()):
             return texts
         d += 1
 
 
-__all__ = ["DIGITS", "distinct", "format_bytes", "format_number", "format_percent", "format_seconds"]
+def _same(values: list) -> bool:
+    """Are ``values`` one number (equal, or floats within :data:`SAME` of each other)?"""
+    first = values[0]
+    if all(v == first for v in values):
+        return True
+    if any(not isinstance(v, (int, float)) or isinstance(v, bool) for v in values):
+        return False
+    if any(isinstance(v, int) for v in values) and all(isinstance(v, int) for v in values):
+        return False  # byte counts are exact
+    return all(math.isclose(v, first, rel_tol=SAME, abs_tol=0.0) for v in values)
+
+
+__all__ = ["DIGITS", "SAME", "distinct", "format_bytes", "format_number", "format_percent", "format_seconds"]

@@ -151,3 +151,17 @@ def test_an_unknown_name_ends_with_the_closest_one(args, suggestion):
 def test_a_name_close_to_none_gets_no_suggestion():
     r = run_cli("solve", LAYERED, "--solver", "zzzzzz")
     assert r.returncode == 2 and "did you mean" not in r.stderr
+
+
+def test_a_saving_at_its_bound_but_for_float_rounding_is_at_it():
+    bound = 3.710501488174481e-06  # compare's encoder-tiny-b4: cpsat's value and the bound, summed in two orders
+    at = Report("cpsat", "map", "OPTIMAL", True, 3.710501488174479e-06, None, None, None, 1, 1, 0, 0.1,
+                1e-5, 1.4e-5, 1.4)
+    report = with_bound(at, Bound(bound, "mip"))
+    assert report.gap == 0.0 and report.status == "OPTIMAL"
+    assert "objective=3.711µs bound=3.711µs gap=0.00%" in report.summary()
+    below = with_bound(at, Bound(bound * (1 + 1e-6), "mip"))  # a millionth below the bound is a gap
+    assert below.gap > 0 and below.status == "FEASIBLE"
+    assert re.search(r"objective=(\S+) bound=(\S+) gap=0\.0001\d*%", below.summary())
+    obj, bnd = re.search(r"objective=(\S+) bound=(\S+)", below.summary()).groups()
+    assert obj != bnd
