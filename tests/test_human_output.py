@@ -165,3 +165,11 @@ def test_a_saving_at_its_bound_but_for_float_rounding_is_at_it():
     assert re.search(r"objective=(\S+) bound=(\S+) gap=0\.0001\d*%", below.summary())
     obj, bnd = re.search(r"objective=(\S+) bound=(\S+)", below.summary()).groups()
     assert obj != bnd
+
+
+def test_the_api_says_does_not_fit_too():
+    import mallocgame
+
+    result = mallocgame.solve(mallocgame.load_problem(PACK), "best-fit", time_limit=2)
+    assert result.status == "DOES_NOT_FIT" and not result.valid and result.solution is None
+    assert result.report.violation == "does not fit: peak 79B > capacity 64B" and result.report.peak == 79
