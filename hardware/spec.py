@@ -11,6 +11,7 @@ Examples:
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import json
 import math
 import os
@@ -117,4 +118,7 @@ def load_hardware(preset_or_file: str) -> HardwareSpec:
         return PRESETS[preset_or_file]
     if preset_or_file.endswith((".toml", ".json")):
         return _parse_file(preset_or_file)
-    raise InputError(f"--hardware: unknown preset or file {preset_or_file!r} (presets: {', '.join(PRESETS)})")
+    # mallocgame.suggest's rule, here by hand: hardware imports only the model
+    close = difflib.get_close_matches(preset_or_file, list(PRESETS), n=1)
+    raise InputError(f"--hardware: unknown preset or file {preset_or_file!r} (presets: {', '.join(PRESETS)})"
+                     + (f"; did you mean {close[0]!r}?" if close else ""))

@@ -46,13 +46,15 @@ from mallocgame.inputs.suites import resolve_inputs
 from mallocgame.interrupts import interrupted
 from mallocgame.intervals import max_live
 from mallocgame.io import atomic_write_text, exclusive_output, workload_text
-from mallocgame.model import InputError, Problem
+from mallocgame.model import InputError, Problem, Status
 from mallocgame.prefetch_bound import RESIDENCY_SECONDS
 from mallocgame.protocol import bad_time_limit, parse_solver_options
-from mallocgame.registry import SolverLoadError, load_solver, solver_entries
+from mallocgame.registry import SolverLoadError, implied_mode, load_solver, solver_entries
 from mallocgame.runner import ProcessPool, RayPool, Report, preload, problem_bound
 from mallocgame.session import BASELINE_SOLVER
 from mallocgame.solving import solve_with_warm_start  # the one solve path, as every run of the table
+from mallocgame.suggest import did_you_mean
+from mallocgame.units import distinct, format_bytes, format_number, format_percent, format_seconds
 
 # The baseline each mode measures against (the one table, mallocgame.session.BASELINE_SOLVER): XLA-style
 # greedy in map mode, XLA's memory-space assignment in prefetch mode; pack mode's peak needs no ratio. The
@@ -467,10 +469,16 @@ def _fmt(v: float | None, spec: str) -> str:
     return "-" if v is None or (isinstance(v, float) and not math.isfinite(v)) else format(v, spec)
 
 
-def _fmt_value(v: float | None, has_ops: bool) -> str:
-    if v is None:
-        return "-"
-    return f"{v * 1e6:.3f}us" if has_ops else f"{v:.6g}"
+def _shown_values(inp: Input, rows: list[Row]) -> dict:
+    """Each row's value (peak in pack mode) and the input's bound as printed, at the precision that prints
+    different numbers differently (:func:`mallocgame.units.distinct`), keyed by row index and ``"bound"``."""
+    pack = inp.problem.mode == "pack"
+    fmt = format_bytes if pack else format_seconds if inp.problem.has_ops else format_number
+    values = [None if r.report is None or not (r.report.valid or r.report.status == str(Status.DOES_NOT_FIT))
+              else r.report.peak if pack else r.report.objective for r in rows]
+    bound = None if inp.bound is None else int(inp.bound.value) if pack else inp.bound.value
+    *texts, bound_text = distinct(fmt, [*values, bound])
+    return {**dict(enumerate(texts)), "bound": bound_text}
 
 
 def table_text(inputs: list[Input], rows: list[Row]) -> str:
@@ -483,25 +491,27 @@ def table_text(inputs: list[Input], rows: list[Row]) -> str:
             continue
         if mode in BASELINE:
             base = "x greedy" if mode == "map" else f"x {BASELINE[mode]}"
-            header = ("input", "solver", "status", "value", "bound", "gap", "x slow", base, "seconds")
+            header = ("input", "solver", "status", "value", "bound", "gap", "x slow", base, "wall")
         else:
-            header = ("input", "solver", "status", "peak", "bound", "gap", "seconds")
+            header = ("input", "solver", "status", "peak", "bound", "gap", "wall")
         lines = []
+        shown = {inp.name: _shown_values(inp, [r for r in mine if r.input == inp.name]) for inp in inputs
+                 if inp.problem.mode == mode}
+        seen: dict[str, int] = {}
         for r in mine:
-            inp, rep = by_input[r.input], r.report
-            ops = inp.problem.has_ops
-            bound = None if inp.bound is None else inp.bound.value
-            secs = _fmt(rep.seconds if rep else None, ".2f")
-            status = r.status if (rep is None or rep.valid) else f"{r.status}!"
+            rep = r.report
+            k = seen[r.input] = seen.get(r.input, -1) + 1  # the row's index among its input's rows
+            value, bound = shown[r.input][k], shown[r.input]["bound"]
+            secs = format_seconds(rep.seconds) if rep else "-"
+            mark = rep is None or rep.valid or r.status == str(Status.DOES_NOT_FIT)  # '!': rejected by the validator
+            status = r.status if mark else f"{r.status}!"
+            gap = format_percent(rep.gap if rep and rep.valid else None)
             if mode in BASELINE:
-                lines.append((r.input, r.solver, status, _fmt_value(rep.objective if rep else None, ops),
-                              _fmt_value(bound, ops), _fmt(rep.gap if rep else None, ".2%"),
+                lines.append((r.input, r.solver, status, value, bound, gap,
                               _fmt(rep.speedup if rep else None, ".3f"),
                               _fmt(r.extra.get("speedup_vs_greedy"), ".3f"), secs))
             else:
-                lines.append((r.input, r.solver, status, _fmt(rep.peak if rep and rep.valid else None, "d"),
-                              _fmt(int(bound) if bound is not None else None, "d"),
-                              _fmt(rep.gap if rep else None, ".2%"), secs))
+                lines.append((r.input, r.solver, status, value, bound, gap, secs))
         widths = [max(len(h), *(len(line[k]) for line in lines)) for k, h in enumerate(header)]
         left = {0, 1, 2}
         fmt_line = lambda cells: "  ".join(c.ljust(w) if k in left else c.rjust(w)  # noqa: E731
@@ -517,7 +527,8 @@ def table_text(inputs: list[Input], rows: list[Row]) -> str:
                  if not r.valid and not r.unsupported]
         if notes:
             out.append("")
-            out.append("not valid (status ERROR: the solver failed; '!': its answer was rejected):")
+            out.append("not valid (status ERROR: the solver failed; '!': its answer was rejected; "
+                       "DOES_NOT_FIT: every buffer placed, the peak above the capacity):")
             out += notes
         out.append("")
     return "\n".join(out).rstrip() + "\n"
@@ -547,7 +558,7 @@ def summary_text(inputs: list[Input], rows: list[Row], solvers: Sequence[str]) -
             parts.append(f"mean speed-up over all-slow {sum(slows) / len(slows):.3f}")
         packs = [r for r in valid if by_input[r.input].problem.mode == "pack" and r.report.gap is not None]
         if packs:
-            parts.append(f"pack: mean peak gap to max-live {sum(r.report.gap for r in packs) / len(packs):.2%}")
+            parts.append(f"pack: mean peak gap to max-live {format_percent(sum(r.report.gap for r in packs) / len(packs))}")
         lines.append("; ".join(parts))
     return "\n".join(lines) + "\n"
 
@@ -609,6 +620,7 @@ def run_comparison(specs: Sequence[str], solvers: Sequence[str], *, time_limit: 
     rows finished so far (every run still going is killed first).
     """
     solvers = _checked_solvers(solvers)
+    mode = mode or implied_mode(solvers)  # solvers with one mode, the same, imply it (msa: prefetch)
     _check_run_settings(time_limit=time_limit, jobs=jobs, executor=executor, address=address, resume=resume,
                         results_path=results_path)
     results = ResultsFile(results_path, resume=resume) if results_path else None
@@ -657,7 +669,8 @@ def _checked_solvers(solvers: Sequence[str]) -> list[str]:
         raise InputError("--solvers: give at least one solver")
     for s in solvers:
         if s not in registered:
-            raise InputError(f"--solvers: unknown solver {s!r} (registered: {', '.join(registered)})")
+            raise InputError(f"--solvers: unknown solver {s!r} (registered: {', '.join(registered)})"
+                             f"{did_you_mean(s, registered)}")
     return solvers
 
 

@@ -56,6 +56,7 @@ class Status(str, enum.Enum):
     FEASIBLE = "FEASIBLE"
     INFEASIBLE = "INFEASIBLE"
     UNKNOWN = "UNKNOWN"
+    DOES_NOT_FIT = "DOES_NOT_FIT"  # pack mode: every buffer placed without overlap, the peak above the capacity
 
     def __str__(self) -> str:
         return self.value

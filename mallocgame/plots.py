@@ -23,6 +23,7 @@ import numpy as np
 
 from mallocgame.io import atomic_output, output_folder
 from mallocgame.model import Problem
+from mallocgame.units import format_bytes
 
 KIND_COLORS = {"activation": "#4C72B0", "weight": "#DD8452", "input": "#55A868", "output": "#C44E52",
                "scratch": "#8172B3"}
@@ -160,7 +161,7 @@ def _slow_band(ax_slow, problem: Problem, slow: np.ndarray, colors: np.ndarray, 
     ax_slow.tick_params(labelsize=7)
     ax_slow.set_xlabel("time (op index)", fontsize=8)
     ax_slow.set_ylabel("slow", fontsize=8)
-    ax_slow.set_title(f"{label}: {int(slow.sum())} buffers, {int(a.size[slow].sum()) / 2**20:.2f} MiB",
+    ax_slow.set_title(f"{label}: {int(slow.sum())} buffers, {format_bytes(int(a.size[slow].sum()))}",
                       fontsize=8, loc="left")
     if not slow.any():
         return
@@ -216,7 +217,7 @@ def _answer_title(inp, row) -> str:
         vs = "" if vs is None else f", {vs:.3f}x over greedy-xla"
         return f"{row.solver}: {rep.placed}/{rep.total} fast{speed}{vs}"
     gap = "" if rep.gap is None else f" ({rep.gap:+.2%} vs max-live)"
-    return f"{row.solver}: peak {rep.peak}{gap}"
+    return f"{row.solver}: peak {format_bytes(rep.peak)}{gap}"
 
 
 def plot_allocations(inp, rows: list, path: Path) -> Path:
@@ -229,7 +230,7 @@ def plot_allocations(inp, rows: list, path: Path) -> Path:
     fig = _figure(11, (2.6 if pack else 3.3) * len(valid) + (0.35 * len(failed) + 0.6 if failed else 0) + 0.4)
     axes = fig.subplots(len(ratios), 1, height_ratios=ratios, squeeze=False)[:, 0]
     cap = inp.problem.capacity
-    cap_text = "" if not cap else f", capacity {cap / 2**20:.2f} MiB" if cap >= 2**16 else f", capacity {cap}"
+    cap_text = "" if not cap else f", capacity {format_bytes(cap)}"
     fig.suptitle(f"{inp.name}: {inp.problem.n} buffers, {inp.problem.mode} mode{cap_text}", fontsize=10,
                  x=0.01, ha="left")
     step = len(per)
@@ -276,7 +277,7 @@ def plot_anytime(inp, rows: list, path: Path) -> Path:
     ax.set_xscale("log")
     ax.set_xlabel("seconds (log)", fontsize=9)
     if inp.problem.mode == "map":
-        ax.set_ylabel("time saved vs all-slow (us)" if ops else "value (sum of benefits)", fontsize=9)
+        ax.set_ylabel("time saved vs all-slow (µs)" if ops else "value (sum of benefits)", fontsize=9)
     else:
         ax.set_ylabel("peak address (lower is better)", fontsize=9)
     ax.set_title(f"{inp.name}: anytime curves (dot = final validated answer)", fontsize=10, loc="left")

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, distribution, entry_points
 from typing import Any
 
+from mallocgame.suggest import did_you_mean
+
 GROUP = "mallocgame.solvers"
 
 
@@ -99,7 +101,7 @@ def load_solver(name: str) -> Any:
     entry = solver_entry(name)
     if entry is None:
         known = ", ".join(solver_entries()) or "none"
-        raise SolverLoadError(f"unknown solver {name!r} (registered: {known})")
+        raise SolverLoadError(f"unknown solver {name!r} (registered: {known}){did_you_mean(name, solver_entries())}")
     module_name, _, attr = entry.target.partition(":")
     try:
         obj = importlib.import_module(module_name)
@@ -128,6 +130,22 @@ def solver_modes(entry: SolverEntry) -> tuple[str, ...]:
         return tuple(sorted(getattr(load_solver(entry.name), "modes", ("map", "pack"))))
     except SolverLoadError:
         return ()
+
+
+def implied_mode(names) -> str | None:
+    """The mode of solvers that have one mode, the same (``msa``: prefetch; ``pack-search``: pack); ``None``
+    when one of ``names`` has several (or none is registered). A command without ``--mode`` uses it:
+    ``solve`` for its ``--solver``, ``compare`` for all its solvers (a solver with several modes keeps
+    each input's own, and the others show n/a where they do not apply).
+
+    >>> implied_mode(["msa"]), implied_mode(["pack-search"]), implied_mode(["pack-search", "cpsat"])
+    ('prefetch', 'pack', None)
+    """
+    entries = solver_entries()
+    if not names or any(name not in entries for name in names):
+        return None
+    modes = {solver_modes(entries[name]) for name in names}
+    return modes.pop()[0] if len(modes) == 1 and len(next(iter(modes))) == 1 else None
 
 
 _ALL_MODES = frozenset({"map", "pack"})

@@ -30,6 +30,7 @@ from mallocgame.model import InputError, Problem, Solution, Status, offsets_tupl
 from mallocgame.protocol import LIMIT_GRACE, accepted_options
 from mallocgame.registry import load_solver
 from mallocgame.session import session_for
+from mallocgame.units import SAME, distinct, format_bytes, format_number, format_percent, format_seconds
 from mallocgame.verdict import judge
 
 
@@ -111,10 +112,28 @@ class Report:
         d["history"] = [list(h) for h in self.history]
         return d
 
-    def summary(self) -> str:
-        obj = "-" if self.objective is None else f"{self.objective:.6g}"
-        bound = "" if self.bound is None else f" bound={self.bound:.6g}" + (f" ({self.bound_kind})" if self.bound_kind else "")
-        gap = "" if self.gap is None else f" gap={self.gap:.2%}"
+    def summary(self, *, has_ops: bool = True) -> str:
+        """The one line ``solve`` prints, in units a person reads (:mod:`mallocgame.units`): the objective
+        and bound as times (map and prefetch modes; plain numbers for a map problem without ops,
+        ``has_ops=False``) or bytes (pack mode), the peak in bytes, the solver's wall time.
+
+        >>> r = Report("best-fit", "pack", "FEASIBLE", True, 80.0, 64.0, "max-live", 0.25, 40, 40, 80, 0.0123,
+        ...            None, None, None)
+        >>> r.summary()
+        'best-fit: FEASIBLE objective=80B bound=64B (max-live) gap=25.00% placed=40/40 peak=80B wall=12.3ms'
+        """
+        pack = self.mode == "pack"
+        if pack:
+            obj, bound, peak_ = distinct(format_bytes, [None if v is None else int(v)  # byte counts: exact
+                                                        for v in (self.objective, self.bound, self.peak)])
+        else:
+            obj, bound = distinct(format_seconds if has_ops else format_number, [self.objective, self.bound])
+            peak_ = format_bytes(self.peak)
+        bound = "" if self.bound is None else f" bound={bound}" + (f" ({self.bound_kind})" if self.bound_kind else "")
+        gap = "" if self.gap is None else f" gap={format_percent(self.gap)}"
+        wall = format_seconds(self.seconds)
+        if self.status == str(Status.DOES_NOT_FIT):  # its own status: the peak above the capacity says it all
+            return f"{self.solver}: {self.violation}{bound} placed={self.placed}/{self.total} wall={wall}"
         extra = "" if self.valid else f" INVALID: {self.violation}" if self.violation else ""
         if self.stats.get("cut_short"):  # a solver whose time limit left part of the problem undecided says so
             extra += " WARNING: cut short by the time limit (undecided buffers left slow; a longer limit may do better)"
@@ -125,7 +144,7 @@ class Report:
         source = self.stats.get("winner") or self.stats.get("source")  # a portfolio's winning member, say
         won = f" source={source}" if self.valid and source else ""
         return (f"{self.solver}: {self.status} objective={obj}{bound}{gap} placed={self.placed}/{self.total} "
-                f"peak={self.peak} seconds={self.seconds:.3f}{won}{extra}")
+                f"peak={peak_} wall={wall}{won}{extra}")
 
 
 def problem_bound(problem: Problem, hardware, *, tighten: float = 0.0) -> Bound:
@@ -144,6 +163,25 @@ def shared_caches(problem: Problem, hardware) -> None:
     its own from the problem's objects (on 100k buffers that doubled work and copy-on-write faults).
     """
     session_for(problem, hardware).warm()
+
+
+def status_at_gap(status: str, gap: float | None, stats: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """OPTIMAL only at gap 0: ``(status, stats)`` of a report whose gap to the reported bound is ``gap``.
+
+    A solver's OPTIMAL (proven for its own model) with a positive gap is reported FEASIBLE, its claim
+    kept in ``stats["solver_status"]``; that claim is OPTIMAL again under a bound that closes the gap.
+
+    >>> status_at_gap("OPTIMAL", 0.0262, {})
+    ('FEASIBLE', {'solver_status': 'OPTIMAL'})
+    >>> status_at_gap("FEASIBLE", 0.0, {'solver_status': 'OPTIMAL'}), status_at_gap("OPTIMAL", None, {})
+    (('OPTIMAL', {'solver_status': 'OPTIMAL'}), ('OPTIMAL', {}))
+    """
+    optimal = str(Status.OPTIMAL)
+    if status != optimal and not (status == str(Status.FEASIBLE) and stats.get("solver_status") == optimal):
+        return status, stats
+    if gap is None or gap == 0:
+        return optimal, stats
+    return str(Status.FEASIBLE), {**stats, "solver_status": optimal}
 
 
 def reported_status(status: Status, valid: bool) -> Status:
@@ -193,23 +231,31 @@ def score(problem: Problem, hardware, solution: Solution, *, seconds: float, bou
     elif valid:
         objective = float(pk)
     gap = _gap(objective, bound, saving=est is not None)
+    status, stats = status_at_gap(str(reported_status(solution.status, valid)), gap, dict(solution.stats))
+    if verdict.does_not_fit:
+        status = str(Status.DOES_NOT_FIT)
     return Report(
-        solver=solver_name, mode=problem.mode, status=str(reported_status(solution.status, valid)), valid=valid,
+        solver=solver_name, mode=problem.mode, status=status, valid=valid,
         objective=objective, bound=None if bound is None else bound.value,
         bound_kind=None if bound is None else bound.kind, gap=gap, placed=placed, total=problem.n, peak=pk,
         seconds=seconds, estimated_time=est, time_all_slow=slow, speedup=speedup, violation=violation,
-        history=[(float(t), float(v)) for t, v in solution.history], stats=dict(solution.stats),
+        history=[(float(t), float(v)) for t, v in solution.history], stats=stats,
         offsets=answer_ if valid and not prefetch else (), intervals=answer_ if valid and prefetch else (),
         bounds=_bounds_of(bound),
     )
 
 
 def _gap(objective: float | None, bound: Bound | None, *, saving: bool) -> float | None:
-    """``(bound - saving) / bound`` for a time saving (map, prefetch), ``(peak - bound) / bound`` for a peak."""
+    """``(bound - saving) / bound`` for a time saving (map, prefetch), ``(peak - bound) / bound`` for a peak.
+
+    A saving within :data:`mallocgame.units.SAME` (relative) of its bound is at it (gap 0): the two are
+    sums of the same float terms in another order, so they may differ in the last bits.
+    """
     if objective is None or bound is None or not bound.value > 0:
         return None
     if saving:
-        return max(0.0, (bound.value - objective) / bound.value)
+        gap = (bound.value - objective) / bound.value
+        return 0.0 if gap <= SAME else gap
     return (objective - bound.value) / bound.value
 
 
@@ -219,9 +265,11 @@ def _bounds_of(bound: Bound | None) -> dict[str, float]:
 
 def with_bound(report: Report, bound: Bound | None) -> Report:
     """``report`` with ``bound`` and the gap it gives (for a bound computed beside the solver)."""
+    gap = _gap(report.objective, bound, saving=report.estimated_time is not None)
+    status, stats = status_at_gap(report.status, gap, report.stats)
     return replace(report, bound=None if bound is None else bound.value,
-                   bound_kind=None if bound is None else bound.kind, bounds=_bounds_of(bound),
-                   gap=_gap(report.objective, bound, saving=report.estimated_time is not None))
+                   bound_kind=None if bound is None else bound.kind, bounds=_bounds_of(bound), gap=gap,
+                   status=status, stats=stats)
 
 
 def stopped_at_limit(problem: Problem, hardware, incumbent: incumbents.Incumbent | None, *, solver_name: str,

@@ -17,6 +17,7 @@ from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.hardware.prefetch_cost import Breakdown, PrefetchEvaluator
 from mallocgame.hardware.validator import interval_peak, peak, validate, validate_intervals, validate_schedule
 from mallocgame.model import Problem
+from mallocgame.units import distinct, format_bytes
 
 if TYPE_CHECKING:
     from mallocgame.hardware.prefetch_cost import Breakdown
@@ -38,6 +39,7 @@ class Judgement:
     estimated_time: float | None = None
     time_all_slow: float | None = None
     breakdown: Breakdown | None = None
+    does_not_fit: bool = False  # pack mode: a placement of every buffer, valid but for its peak above the capacity
 
     @property
     def valid(self) -> bool:
@@ -47,6 +49,24 @@ class Judgement:
     def value(self) -> float | None:
         """Time saved against all-slow (map and prefetch modes), ``None`` when not scored."""
         return None if self.estimated_time is None else self.time_all_slow - self.estimated_time
+
+
+def does_not_fit(peak_bytes: int, capacity: int) -> str:
+    """The violation of a pack answer that places every buffer but peaks above the capacity.
+
+    >>> does_not_fit(79, 64), does_not_fit(10105345, 10105344)
+    ('does not fit: peak 79B > capacity 64B', 'does not fit: peak 9.637208MiB > capacity 9.637207MiB')
+    """
+    peak_text, capacity_text = distinct(format_bytes, [peak_bytes, capacity])
+    return f"does not fit: peak {peak_text} > capacity {capacity_text}"
+
+
+def _only_too_high(problem: Problem, offsets: Sequence, placed: int, top: int) -> bool:
+    """Is ``offsets`` (pack mode) a placement of every buffer that is valid but for its peak above the capacity?"""
+    capacity = problem.capacity
+    if problem.mode != "pack" or capacity is None or placed != problem.n or top <= capacity:
+        return False
+    return validate(problem, offsets, capacity=top) is None
 
 
 def judge(problem: Problem, hardware, answer: Sequence, *, violation: str | None = None,
@@ -66,11 +86,15 @@ def judge(problem: Problem, hardware, answer: Sequence, *, violation: str | None
         placed = len({iv.buffer for iv in answer}) if readable else 0
         top = interval_peak(problem, answer) if readable else 0
     else:
+        found = violation is None
         if violation is None:
             violation = validate(problem, answer)
         readable = len(answer) == problem.n
         placed = sum(o is not None for o in answer) if readable else 0
         top = peak(problem, answer) if readable else 0
+        if found and violation is not None and readable and _only_too_high(problem, answer, placed, top):
+            violation = does_not_fit(top, problem.capacity)
+            return Judgement(violation, placed, top, does_not_fit=True)
     if schedule and problem.original_order:
         violation = validate_schedule(problem) or violation
     if violation is not None or problem.mode == "pack":

@@ -158,8 +158,8 @@ def test_solver_that_raises_is_one_line_exit_1(tmp_path):
     r = run_cli("solve", str(DATA / "layered150.json"), "--solver", "crash", "-o", str(out), env=env)
     assert r.returncode == 1 and r.stderr.strip() == "error: solver 'crash' failed: RuntimeError: boom"
     assert not out.exists()
-    r = run_cli("solve", str(DATA / "pack40.64.csv"), "--solver", "crash", env=env)
-    assert r.returncode == 2 and "does not support pack mode" in r.stderr
+    r = run_cli("solve", str(DATA / "pack40.64.csv"), "--solver", "crash", "--mode", "pack", env=env)
+    assert r.returncode == 2 and "does not support pack mode" in r.stderr  # without --mode its one mode is implied
     r = run_cli("check-solver", "crash", "--check", "valid-answers", env=env)
     assert r.returncode == 1 and "FAIL valid-answers: " in r.stdout and "solve raised RuntimeError: boom" in r.stdout
 

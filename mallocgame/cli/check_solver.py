@@ -18,6 +18,8 @@ import click
 from mallocgame import conformance
 from mallocgame.cli.common import EXIT_BAD_INPUT, EXIT_NO_SOLUTION, EXIT_OK, SECONDS, fail
 from mallocgame.registry import SolverLoadError
+from mallocgame.suggest import did_you_mean
+from mallocgame.units import format_seconds
 
 
 @click.command("check-solver")
@@ -40,11 +42,12 @@ def check_solver(name: str | None, time_limit: float, checks: tuple[str, ...], l
         fail(f"--time-limit: must be positive, got {time_limit}")
     unknown = [c for c in checks if c not in conformance.CHECKS]
     if unknown:
-        fail(f"--check: unknown check {unknown[0]!r} (known: {', '.join(conformance.CHECKS)})")
+        fail(f"--check: unknown check {unknown[0]!r} (known: {', '.join(conformance.CHECKS)})"
+             f"{did_you_mean(unknown[0], conformance.CHECKS)}")
 
     def show(result) -> None:
         if result.passed:
-            click.echo(f"ok {result.name} ({result.seconds:.1f} s)")
+            click.echo(f"ok {result.name} ({format_seconds(result.seconds)})")
         else:
             click.echo(f"FAIL {result.name}: {result.message}")
 
@@ -61,8 +64,9 @@ def check_solver(name: str | None, time_limit: float, checks: tuple[str, ...], l
                "checks": [r.as_json() | {"seconds": round(r.seconds, 3)} for r in results]}
         click.echo(json.dumps(doc, indent=1))
     elif failed:
-        click.echo(f"{name}: {len(failed)} of {len(results)} checks failed ({', '.join(failed)}) in {seconds:.1f} s "
-                   f"(time limit {time_limit:g} s)")
+        click.echo(f"{name}: {len(failed)} of {len(results)} checks failed ({', '.join(failed)}) in "
+                   f"{format_seconds(seconds)} (time limit {format_seconds(time_limit)})")
     else:
-        click.echo(f"{name}: all {len(results)} checks passed in {seconds:.1f} s (time limit {time_limit:g} s)")
+        click.echo(f"{name}: all {len(results)} checks passed in {format_seconds(seconds)} "
+                   f"(time limit {format_seconds(time_limit)})")
     sys.exit(EXIT_NO_SOLUTION if failed else EXIT_OK)

@@ -30,13 +30,14 @@ from mallocgame import bound_cache
 from mallocgame.cli.exits import EXIT_BAD_INPUT, EXIT_NO_SOLUTION, EXIT_OK, fail  # noqa: F401  (the commands import them from here)
 from mallocgame.hardware.validator import validate_schedule
 from mallocgame.inputs.load import capacity_warning as capacity_warning_text
-from mallocgame.inputs.load import parse_bytes, prepare, read_problem
+from mallocgame.inputs.load import decimal_units_note, parse_bytes, prepare, read_problem
 from mallocgame.io import atomic_write_text
 from mallocgame.lift import lift_map_answer
 from mallocgame.model import InputError, Problem
 from mallocgame.protocol import MAX_SEED, MAX_TIME_LIMIT, bad_option_value, bad_time_limit, solver_options
 from mallocgame.search.muzero.torchless import load_agent_network
 from mallocgame.solving import read_answer_file
+from mallocgame.suggest import did_you_mean
 
 STDOUT = "-"
 
@@ -119,6 +120,9 @@ def capacity_settings(capacity: str | None, capacity_fraction: str | None) -> tu
     """``(bytes, fraction)`` from the two flags; raises :class:`InputError` (one line)."""
     if capacity is not None and capacity_fraction is not None:
         raise InputError("--capacity and --capacity-fraction exclude each other")
+    note = decimal_units_note(capacity) if capacity is not None else None
+    if note:  # 4GB is 4,000,000,000 bytes, 4G and 4GiB are 4 GiB: the reading is said
+        click.echo(note, err=True)
     return (None if capacity is None else parse_bytes(capacity)), parse_fraction(capacity_fraction)
 
 
@@ -295,9 +299,12 @@ def check_options(options: dict[str, Any], solvers: dict[str, Any], *, flags: di
         where = flags.get(key, f"--solver-option {key}")
         if len(taken) == 1:
             (name, names), = taken.items()
-            fail(f"{where}: solver {name!r} does not take option {key!r} (its options: {describe_options(names)})")
+            fail(f"{where}: solver {name!r} does not take option {key!r} (its options: {describe_options(names)})"
+                 f"{did_you_mean(key, names or ())}")
         listed = "; ".join(f"{name}: {describe_options(names)}" for name, names in taken.items())
-        fail(f"{where}: none of the solvers {', '.join(map(repr, taken))} takes option {key!r} (options: {listed})")
+        known = sorted({n for names in taken.values() for n in names or ()})
+        fail(f"{where}: none of the solvers {', '.join(map(repr, taken))} takes option {key!r} (options: {listed})"
+             f"{did_you_mean(key, known)}")
 
 
 def check_option_values(options: dict[str, Any], flag: str) -> None:

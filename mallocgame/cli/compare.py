@@ -52,6 +52,7 @@ from mallocgame.model import InputError
 from mallocgame.plots import plot_allocations, plot_anytime, plot_pack_gaps, plot_speedups, safe_name
 from mallocgame.protocol import parse_solver_options, split_option
 from mallocgame.registry import SolverLoadError, load_solver, solver_entries
+from mallocgame.units import format_seconds
 
 
 @click.command("compare")
@@ -214,13 +215,14 @@ def _report(result, stop, outs: _Outputs, *, resume: bool, time_limit: float, jo
     resumed = f", {kept} kept from {outs.out_path}" if kept else ""
     if stop is not None:
         total = len(inputs) * len(solvers)
-        outs.say(f"interrupted by {stop.signal_name}: {len(rows)} of {total} runs finished{resumed} in {wall:.1f} s"
+        outs.say(f"interrupted by {stop.signal_name}: {len(rows)} of {total} runs finished{resumed} in "
+                 f"{format_seconds(wall)}"
                  + (f"; their rows are in {outs.out_path} (continue with --resume)" if outs.files else ""))
         if outs.to_stdout:
             write_text(outs.out_path, csv_text)
         sys.exit(stop.exit_code)
-    outs.say(f"{len(rows)} runs on {len(inputs)} inputs in {wall:.1f} s{resumed} "
-             f"(time limit {time_limit:g} s, {jobs} job{'s' if jobs > 1 else ''}"
+    outs.say(f"{len(rows)} runs on {len(inputs)} inputs in {format_seconds(wall)}{resumed} "
+             f"(time limit {format_seconds(time_limit)}, {jobs} job{'s' if jobs > 1 else ''}"
              f"{', on ray' if executor == 'ray' else ''})")
 
     if outs.to_stdout:
@@ -327,12 +329,13 @@ def _checked_options(solvers: list[str], items: tuple[str, ...]) -> dict[str, di
 
 
 def _progress_line(row, done: int, total: int) -> None:
-    """``[3/20] realistic-x / cpsat: FEASIBLE 1.2 s`` on stderr, as each run finishes."""
+    """``[3/20] realistic-x / cpsat: FEASIBLE 1.204s`` on stderr, as each run finishes."""
     text = f"[{done}/{total}] {row.input} / {row.solver}: {row.status}"
     if row.report is not None:
-        text += f" {row.report.seconds:.1f} s"
+        text += f" {format_seconds(row.report.seconds)}"
         if not row.report.valid and row.report.violation:
-            text += f" (rejected: {row.report.violation[:100]})"
+            rejected = "" if row.status == "DOES_NOT_FIT" else "rejected: "  # its own status, not a rejected answer
+            text += f" ({rejected}{row.report.violation[:100]})"
     elif row.error and row.status != "n/a":
         text += f" ({row.error[:100]})"
     click.echo(text, err=True)

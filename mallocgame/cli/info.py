@@ -28,6 +28,7 @@ from mallocgame.inputs.load import oversized
 from mallocgame.intervals import components, max_live
 from mallocgame.model import InputError, Problem
 from mallocgame.runner import problem_bound
+from mallocgame.units import distinct, format_bytes, format_number, format_seconds
 
 # Seconds the expensive bound may take in `info`, before it answers, by mode (the no-fragmentation
 # relaxation, the residency bound); computed once per problem, then read from the bound cache.
@@ -83,6 +84,12 @@ def _info_facts(problem: Problem, spec, bound_time: float = 0.0) -> dict[str, An
     return facts
 
 
+def _bytes(n: int) -> str:
+    """``9.633MiB (10101248 bytes)``: the figure a person reads and the exact count to copy (``64B`` below 1 KiB)."""
+    text = format_bytes(n)
+    return text if n < 1024 else f"{text} ({n} bytes)"
+
+
 @click.command()
 @click.argument("problem_path", metavar="PROBLEM")
 @problem_options
@@ -117,23 +124,27 @@ def info(problem_path: str, mode: str | None, capacity: str | None, capacity_fra
         f"ops: {f['ops']}",
         f"horizon: [{f['horizon'][0]}, {f['horizon'][1]})",
         f"components: {f['components']}",
-        f"total bytes: {f['total_bytes']}",
-        f"max live bytes: {f['max_live_bytes']}",
-        f"capacity: {f['capacity'] if f['capacity'] is not None else 'none (minimise the peak)'}",
+        f"total bytes: {_bytes(f['total_bytes'])}",
+        f"max live bytes: {_bytes(f['max_live_bytes'])}",
+        f"capacity: {_bytes(f['capacity']) if f['capacity'] is not None else 'none (minimise the peak)'}",
     ]
     if f["capacity"] is not None:
-        lines.append(f"max live / capacity: {f['max_live_over_capacity']:.3f}")
+        lines.append(f"max live / capacity: {format_number(f['max_live_over_capacity'])}")
     if problem.mode in ("map", "prefetch"):
-        lines.append(f"time all slow: {f['time_all_slow']:.6g}")
-        lines.append(f"time all fast: {f['time_all_fast']:.6g}")
-        lines.append(f"bound ({f['bound_kind']}): {f['bound']:.6g} (at best {f['max_speedup']:.4g}x faster)")
-        if len(f.get("bounds", {})) > 1:  # prefetch: both bounds, the tighter one reported above
-            lines.append("bounds: " + ", ".join(f"{kind} {value:.6g}" for kind, value in f["bounds"].items()))
+        times = format_seconds if problem.has_ops else format_number  # without ops: the benefits' own units
+        others = list(f.get("bounds", {}).items()) if len(f.get("bounds", {})) > 1 else []
+        slow, fast, bound, *kinds = distinct(times, [f["time_all_slow"], f["time_all_fast"], f["bound"],
+                                                     *(value for _, value in others)])
+        lines.append(f"time all slow: {slow}")
+        lines.append(f"time all fast: {fast}")
+        lines.append(f"bound ({f['bound_kind']}): {bound} (at best {format_number(f['max_speedup'])}x faster)")
+        if others:  # prefetch: both bounds, the tighter one reported above
+            lines.append("bounds: " + ", ".join(f"{kind} {text}" for (kind, _), text in zip(others, kinds)))
     else:
         if f["buffers_over_capacity"]:
             big = f["largest_over_capacity"]
             lines.append(f"does not fit: {f['buffers_over_capacity']} buffer(s) larger than the capacity "
-                         f"(largest {big['id']!r}, {big['size']} bytes): no pack placement exists at this capacity")
-        lines.append(f"bound (max live, lower bound on peak): {f['bound']}")
-        lines.append(f"lower bound: {f['lower_bound']} ({f['lower_bound_kind']})")
+                         f"(largest {big['id']!r}, {_bytes(big['size'])}): no pack placement exists at this capacity")
+        lines.append(f"bound (max live, lower bound on peak): {_bytes(f['bound'])}")
+        lines.append(f"lower bound: {_bytes(f['lower_bound'])} ({f['lower_bound_kind']})")
     click.echo("\n".join(lines))

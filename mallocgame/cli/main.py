@@ -26,6 +26,7 @@ import click
 from mallocgame.cli.exits import EXIT_NO_SOLUTION, fail
 from mallocgame.interrupts import interrupted, raise_on_signals
 from mallocgame.model import InputError
+from mallocgame.suggest import did_you_mean
 
 
 @dataclass(frozen=True)
@@ -102,6 +103,15 @@ class LazyGroup(click.Group):
             return getattr(importlib.import_module(module), attr)
         return super().get_command(ctx, name)
 
+    def resolve_command(self, ctx, args):
+        """Click's own, with the closest command name in the message for an unknown one."""
+        try:
+            return super().resolve_command(ctx, args)
+        except click.UsageError as exc:
+            if args and self.get_command(ctx, args[0]) is None:
+                exc.message = exc.message.rstrip(".") + did_you_mean(args[0], self.list_commands(ctx))
+            raise
+
     def format_commands(self, ctx, formatter):
         """The ``Commands:`` section of ``--help``, as click writes it, from the one-line help strings
         of :data:`LAZY_COMMANDS` (no command module is imported)."""
@@ -131,10 +141,13 @@ class LazyGroup(click.Group):
             exc.show()
             sys.exit(exc.exit_code)
         except click.ClickException as exc:
-            text = " ".join(exc.format_message().split()).rstrip(".")
+            close = getattr(exc, "possibilities", None)  # click's close option names
+            text = " ".join((exc.message if close else exc.format_message()).split()).rstrip(".")
+            text, _, suggestion = text.partition("; did you mean ")  # the suggestion is said last
+            suggestion = f"; did you mean {close[0]!r}?" if close else f"; did you mean {suggestion}" if suggestion else ""
             ctx = getattr(exc, "ctx", None)
             hint = f" (see '{ctx.command_path} --help')" if isinstance(exc, click.UsageError) and ctx else ""
-            click.echo(f"error: {text}{hint}", err=True)
+            click.echo(f"error: {text}{hint}{suggestion}", err=True)
             sys.exit(exc.exit_code)
         except click.Abort as exc:
             cause = exc.__cause__ or exc.__context__

@@ -6,6 +6,7 @@ import click
 
 from mallocgame.cli.common import STDOUT, capacity_options, capacity_warning, check_output, fail, load_answer
 from mallocgame.plots import plot_intervals, plot_solution
+from mallocgame.units import format_bytes, format_seconds
 from mallocgame.verdict import judge
 
 
@@ -39,7 +40,7 @@ def plot_command(problem_path: str, solution_path: str, output: str, hardware: s
         _plot_prefetch(problem, given, found, output, title)
         return
     if title is None:
-        title = f"{problem.name}: {found.placed}/{problem.n} buffers fast, peak {found.peak}"
+        title = f"{problem.name}: {found.placed}/{problem.n} buffers fast, peak {format_bytes(found.peak)}"
         if violation:
             title += f" - INVALID: {violation}"
         elif problem.mode == "map":
@@ -53,12 +54,12 @@ def _plot_prefetch(problem, intervals, found, output: str, title: str | None) ->
     violation = found.violation
     if title is None:
         title = (f"{problem.name}: {len(intervals)} fast intervals of {found.placed}/{problem.n} "
-                 f"buffers, peak {found.peak}")
+                 f"buffers, peak {format_bytes(found.peak)}")
         if violation:
             title += f" - INVALID: {violation}"
         else:
             b, slow = found.breakdown, found.time_all_slow
-            title += (f", {sum(c.kind == 'prefetch' for c in b.copies)} prefetches, stall {b.stall:.3g} s, "
+            title += (f", {sum(c.kind == 'prefetch' for c in b.copies)} prefetches, stall {format_seconds(b.stall)}, "
                       f"{slow / b.time:.3f}x faster than all-slow" if b.time > 0 else "")
     path = plot_intervals(problem, intervals, output, title=title[:160])
     click.echo(f"wrote {path}" + (f" (the solution is not valid: {violation})" if violation else ""))

@@ -32,6 +32,7 @@ from mallocgame.intervals import max_live
 from mallocgame.io import parse_workload, workload_text
 from mallocgame.model import InputError
 from mallocgame.scheduling import reorder, schedule
+from mallocgame.units import distinct, format_bytes, format_number, format_seconds
 
 
 def _raw(problem_path: str):
@@ -138,8 +139,11 @@ def reschedule_outputs(problem_path: str, rescheduled, summary: str, document: d
                             "original_valid": rescheduled.original.valid,
                             "max_live_original": _peak(raw), "max_live": _peak(written)}
     orig = rescheduled.original.objective
+    shown = (format_bytes(None if orig is None else int(orig)) if problem.mode == "pack"
+             else format_seconds(orig) if problem.has_ops else format_number(orig))
+    before, after = distinct(format_bytes, [_peak(raw), _peak(written)])
     summary += (f" reschedule: {'new order' if changed else 'original order kept'}, original order objective="
-                f"{'-' if orig is None else f'{orig:.6g}'}, max live {_peak(raw)} -> {_peak(written)}"
+                f"{shown}, max live {before} -> {after}"
                 + (f", workload {path}" if path else ""))
     return summary, path, text
 

@@ -44,9 +44,10 @@ from mallocgame.hybrid.reschedule import solve_with_reschedule
 from mallocgame.io import intervals_csv_text, problem_csv_text
 from mallocgame.model import InputError, Problem
 from mallocgame.protocol import parse_solver_options, split_option
-from mallocgame.registry import SolverLoadError, load_solver, solver_entries, solver_entry
+from mallocgame.registry import SolverLoadError, implied_mode, load_solver, solver_entries, solver_entry
 from mallocgame.runner import UnsupportedMode, call_in_child
 from mallocgame.solving import check_request, solve_beside_bound
+from mallocgame.suggest import did_you_mean
 
 
 def _check_hint(problem: Problem, hint_path: str, time_limit: float):
@@ -141,6 +142,8 @@ def solve(problem_path, solver_name, mode, capacity, capacity_fraction, hardware
     _check_solve_flags(outs, reschedule=reschedule, time_limit=time_limit, solvers=names)
     if log and quiet:
         fail("--log and --quiet: choose one")
+    if mode is None and not minimize_peak:  # a solver with one mode implies it (msa: prefetch)
+        mode = implied_mode([solver_name])
     try:
         problem, spec = load_prepared(problem_path, mode=mode, capacity=capacity, capacity_fraction=capacity_fraction,
                                       hardware=hardware, minimize_peak=minimize_peak)
@@ -203,7 +206,8 @@ def _check_solve_flags(outs: _SolveOutputs, *, reschedule: bool, time_limit: flo
         fail(f"--time-limit: must be positive, got {time_limit}")
     for name in solvers:
         if solver_entry(name) is None:
-            fail(f"--solver: unknown solver {name!r} (registered: {', '.join(solver_entries())})")
+            entries = solver_entries()
+            fail(f"--solver: unknown solver {name!r} (registered: {', '.join(entries)}){did_you_mean(name, entries)}")
 
 
 def _solve_outputs(report, problem: Problem, spec, outs: _SolveOutputs, *, problem_path: str, minimize_peak: bool,
@@ -213,7 +217,7 @@ def _solve_outputs(report, problem: Problem, spec, outs: _SolveOutputs, *, probl
     ``rescheduled``: the answer of ``--reschedule`` (its workload is written too), else ``None``.
     """
     output, report_path = outs.output, outs.report_path
-    summary = report.summary()
+    summary = report.summary(has_ops=problem.has_ops)
     if problem.capacity is None:
         summary += " capacity=none" + (" (--minimize-peak: validated without a capacity)" if minimize_peak else "")
     document = _report_json(report, problem, spec, minimize_peak)

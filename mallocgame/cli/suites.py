@@ -12,6 +12,7 @@ from mallocgame.cli.progress import status
 from mallocgame.inputs.suites import BENCHMARKS_ENV, SUITES, Entry, facts_of, suite_entries
 from mallocgame.io import atomic_write_text, output_folder, problem_csv_text, write_workload_json
 from mallocgame.model import InputError
+from mallocgame.units import format_bytes
 
 
 @click.command("suites")
@@ -65,9 +66,9 @@ def _list_entries(entries: list[Entry], export_dir: str | None) -> None:
             continue
         p = e.build() if export_dir or e.facts is None else None  # a listing reads the suite's facts if it has them
         f = facts_of(p) if p is not None else e.facts
-        cap = "-" if f["capacity"] is None else _mib(f["capacity"])
+        cap = "-" if f["capacity"] is None else format_bytes(f["capacity"])
         frac = f" (capacity {e.capacity_fraction:.0%} of max live)" if e.capacity_fraction else ""
-        click.echo(f"{e.name:<{width}}  {f['buffers']:>7}  {f['ops']:>5}  {_mib(f['max_live']):>10}  {cap:>10}  "
+        click.echo(f"{e.name:<{width}}  {f['buffers']:>7}  {f['ops']:>5}  {format_bytes(f['max_live']):>10}  {cap:>10}  "
                    f"{e.description}{frac}")
         if export_dir:
             output_folder(export_dir)
@@ -78,7 +79,3 @@ def _list_entries(entries: list[Entry], export_dir: str | None) -> None:
                 cap_part = f".{p.capacity}" if p.capacity is not None else ""
                 atomic_write_text(Path(export_dir) / f"{e.name}{cap_part}.csv", problem_csv_text(p))
 
-
-
-def _mib(nbytes: int) -> str:
-    return f"{nbytes / 2**20:.2f}MiB" if nbytes >= 2**16 else f"{nbytes}B"

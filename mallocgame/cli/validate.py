@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from mallocgame.cli.common import EXIT_NO_SOLUTION, capacity_warning, dump_json, load_answer, problem_options, stamp
+from mallocgame.units import distinct, format_bytes, format_number, format_seconds
 from mallocgame.verdict import judge
 
 
@@ -43,13 +44,17 @@ def validate(problem_path, solution_path, mode, capacity, capacity_fraction, har
     elif violation:
         click.echo(f"invalid: {violation}")
     else:
-        msg = f"ok: {placed}/{problem.n} buffers in fast memory, peak {verdict['peak']}"
+        peak_, capacity = distinct(format_bytes, [verdict["peak"], problem.capacity])
+        msg = f"ok: {placed}/{problem.n} buffers in fast memory, peak {peak_}"
         if problem.capacity is not None:
-            msg += f" of capacity {problem.capacity}"
+            msg += f" of capacity {capacity}"
+        times = format_seconds if problem.has_ops else format_number  # without ops: the benefits' own units
         if problem.mode in ("map", "prefetch"):
-            msg += f", value {verdict['value']:.6g}, estimated time {verdict['estimated_time']:.6g}"
+            value, estimated = distinct(times, [verdict["value"], verdict["estimated_time"]])
+            msg += f", value {value}, estimated time {estimated}"
         if problem.mode == "prefetch":
-            msg += f" ({verdict['intervals']} intervals, {verdict['copies']} copies, stall {verdict['stall']:.6g})"
+            msg += (f" ({verdict['intervals']} intervals, {verdict['copies']} copies, "
+                    f"stall {format_seconds(verdict['stall'])})")
         click.echo(msg)
     if violation:
         sys.exit(EXIT_NO_SOLUTION)

@@ -33,6 +33,7 @@ from mallocgame.intervals import max_live
 from mallocgame.io import load_problem as read_table_or_workload
 from mallocgame.io import without_gz
 from mallocgame.model import MODES, InputError, Problem
+from mallocgame.suggest import did_you_mean
 
 EXAMPLE_PREFIX = "example:"
 MAX_BYTES = 2**62  # the largest capacity (sizes and offsets are int64 in the solvers; mallocgame.io.MAX_INT)
@@ -71,6 +72,28 @@ def parse_bytes(text: str | int, *, what: str = "--capacity") -> int:
     return value
 
 
+def decimal_units_note(text: str | int, *, what: str = "capacity") -> str | None:
+    """The note that says how a byte count with a decimal unit (``KB``, ``MB``, ``GB``, ``TB``: powers of
+    1000) was read, since ``4G`` and ``4GiB`` are powers of 1024; ``None`` for any other text.
+
+    >>> decimal_units_note("4 GB")
+    "note: capacity '4 GB' = 4,000,000,000 bytes (decimal; 4 GiB is '4GiB')"
+    >>> decimal_units_note("4GiB"), decimal_units_note(4096)
+    (None, None)
+    """
+    if not isinstance(text, str):
+        return None
+    m = re.fullmatch(r"\s*(\S+?)\s*([KMGT])B\s*", text, flags=re.IGNORECASE)
+    if not m:
+        return None
+    try:
+        value = parse_bytes(text, what=what)
+    except InputError:
+        return None
+    binary = f"{m.group(2).upper()}iB"
+    return f"note: {what} {text!r} = {value:,} bytes (decimal; {m.group(1)} {binary} is '{m.group(1)}{binary}')"
+
+
 def example_names() -> list[str]:
     """The bundled examples, without extension (``layered150``, ``pack40``)."""
     return [n.split(".")[0] for n in _example_files()]
@@ -87,7 +110,8 @@ def example_path(name: str) -> Path:
     for candidate in _example_files():
         if candidate == name or candidate.split(".")[0] == name:
             return Path(str(data / candidate))
-    raise InputError(f"{EXAMPLE_PREFIX}{name}: no such bundled example (have: {', '.join(example_names())})")
+    raise InputError(f"{EXAMPLE_PREFIX}{name}: no such bundled example (have: {', '.join(example_names())})"
+                     f"{did_you_mean(name, example_names())}")
 
 
 def resolve_path(spec: str | Path) -> Path:

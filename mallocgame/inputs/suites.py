@@ -53,6 +53,7 @@ from mallocgame.inputs.workloads import SIZE_DISTRIBUTIONS, TPU, synthetic_progr
 from mallocgame.intervals import max_live
 from mallocgame.io import read_text, without_gz
 from mallocgame.model import InputError, Problem, check_regular_file
+from mallocgame.suggest import did_you_mean
 
 CAPACITY_FRACTION = 0.4
 BENCHMARKS_ENV = "MALLOCGAME_BENCHMARKS"
@@ -361,7 +362,7 @@ SUITES: dict[str, Suite] = {s.name: s for s in (
 def suite_entries(name: str, benchmarks: str | None = None, *, include_pending: bool = False) -> list[Entry]:
     """The entries of suite ``name`` (pending ones left out unless asked for)."""
     if name not in SUITES:
-        raise InputError(f"unknown suite {name!r} (suites: {', '.join(SUITES)})")
+        raise InputError(f"unknown suite {name!r} (suites: {', '.join(SUITES)}){did_you_mean(name, SUITES)}")
     entries = SUITES[name].entries(benchmarks)
     return entries if include_pending else [e for e in entries if e.pending is None]
 
@@ -385,7 +386,7 @@ def resolve_inputs(specs: Sequence[str], benchmarks: str | None = None) -> list[
                 for n in wanted.split(","):
                     if n not in by_name:
                         raise InputError(f"{spec}: suite {suite!r} has no entry {n!r} "
-                                         f"(entries: {', '.join(by_name)})")
+                                         f"(entries: {', '.join(by_name)}){did_you_mean(n, by_name)}")
                     if by_name[n].pending:
                         raise InputError(f"{spec}: entry {n!r} is pending: {by_name[n].pending}")
                 entries = [by_name[n] for n in wanted.split(",")]
@@ -407,5 +408,5 @@ def resolve_inputs(specs: Sequence[str], benchmarks: str | None = None) -> list[
             check_regular_file(spec)  # missing or a FIFO: one line
             out.append(_file_entry(path))
         else:
-            raise InputError(f"{spec}: not a suite ({', '.join(SUITES)}) and no such file")
+            raise InputError(f"{spec}: not a suite ({', '.join(SUITES)}) and no such file{did_you_mean(spec, SUITES)}")
     return out

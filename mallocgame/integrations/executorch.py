@@ -52,6 +52,7 @@ from mallocgame.inputs.load import prepare
 from mallocgame.intervals import max_live
 from mallocgame.model import Buffer, InputError, Problem, Solution, Status
 from mallocgame.registry import solver_entries, solver_modes
+from mallocgame.suggest import did_you_mean
 from mallocgame.verdict import judge
 
 
@@ -244,7 +245,8 @@ def planner(solver: str = "pack-search", time_limit: float = 10, seed: int = 0, 
     """
     entries = solver_entries()
     if solver not in entries:
-        raise InputError(f"solver: unknown solver {solver!r} (registered: {', '.join(entries)})")
+        raise InputError(f"solver: unknown solver {solver!r} (registered: {', '.join(entries)})"
+                         f"{did_you_mean(solver, entries)}")
     if "pack" not in solver_modes(entries[solver]):
         raise InputError(f"solver: {solver!r} does not solve pack mode")
     if not (isinstance(time_limit, (int, float)) and time_limit > 0):
