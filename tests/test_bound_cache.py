@@ -119,15 +119,14 @@ def test_a_corrupt_entry_is_ignored_and_rebuilt(monkeypatch, text):
 def test_solve_does_not_wait_for_the_expensive_bound(monkeypatch, tmp_path):
     """Neither the command's solve path nor the API computes the residency bound: the report carries
     the instant bound, and nothing runs beside the solver."""
-    from mallocgame.cli import solve as cli_solve
     from mallocgame.prefetch_bound import RESIDENCY_SECONDS  # noqa: F401  (the bound's module is loaded)
+    from mallocgame.solving import solve_beside_bound  # the command's solve path and the API's
 
     calls = _counting(monkeypatch)
     started: list = []
     monkeypatch.setattr("mallocgame.prefetch_bound.start_residency", lambda *a, **k: started.append(a))
     p = _prefetch()
-    report = cli_solve._solve_beside_bound("msa", p, p.hardware, time_limit=2, seed=0, hint=None, warm_start=None,
-                                           options={})
+    report = solve_beside_bound("msa", p, p.hardware, time_limit=2, seed=0, hint=None, warm_start=None, options={})
     api = mallocgame.solve(_prefetch(), "msa", time_limit=2)
     assert calls == [] and started == []
     assert report.bound_kind == api.report.bound_kind == "per-op" and report.bound == api.bound
