@@ -150,3 +150,39 @@ def test_info_suites_and_import_show_what_runs_on_a_terminal_only(args, what, tm
     assert what not in _on_a_terminal([*args, "--quiet"], env).decode()
     piped = run_cli(*args)
     assert piped.returncode == 0 and what not in piped.stdout + piped.stderr
+
+
+def test_train_shows_its_step_on_a_terminal_and_keeps_its_log_on_stdout(tmp_path):
+    pytest.importorskip("torch")
+    args = ["train", "--steps", "100000", "--time-limit", "2", "--games-per-iter", "1", "--updates-per-iter", "1",
+            "--simulations", "2", "--min-size", "16", "--max-size", "16", "--batch-size", "4",
+            "-o", str(tmp_path / "t.pt")]
+    env = {"PYTHONPATH": str(ROOT)}
+    shown = _on_a_terminal(args, env).decode()
+    frames = [f for f in shown.split("\r") if f.strip()]
+    assert any(re.match(r"train: step \d+ of 100000", f) for f in frames), shown
+    assert "done: step" in shown
+    quiet = _on_a_terminal([*args, "--quiet"], env).decode()
+    assert "train: step" not in quiet and "done: step" in quiet
+    piped = run_cli(*args)
+    assert piped.returncode == 0, piped.stderr
+    assert "train: step" not in piped.stdout + piped.stderr and "done: step" in piped.stdout
+
+
+def test_executorch_shows_what_runs_on_a_terminal_only(tmp_path):
+    pytest.importorskip("executorch.exir")
+    from tests.test_executorch import MODEL_FILE
+
+    (tmp_path / "models.py").write_text(MODEL_FILE)
+    args = ["executorch", f"{tmp_path / 'models.py'}:cnn", "--input-shape", "1,3,8,8", "--time-limit", "1",
+            "-o", str(tmp_path / "m.pte")]
+    env = {"PYTHONPATH": str(ROOT)}
+    shown = _on_a_terminal(args, env).decode()
+    frames = [f for f in shown.split("\r") if f.strip()]
+    assert any(f.startswith("executorch: ") for f in frames), shown
+    assert "m.pte: arena " in shown
+    quiet = _on_a_terminal([*args, "--quiet"], env).decode()
+    assert "executorch: " not in quiet and "m.pte: arena " in quiet
+    piped = run_cli(*args)
+    assert piped.returncode == 0, piped.stderr
+    assert "executorch: " not in piped.stdout + piped.stderr

@@ -17,6 +17,7 @@ import warnings
 import click
 
 from mallocgame.cli.common import SECONDS, SEED, check_output, fail
+from mallocgame.cli.progress import status
 from mallocgame.importers.torch_export import export_module, load_spec, parse_shape
 from mallocgame.integrations.executorch import _executorch, arena_sizes, planner, to_executorch
 from mallocgame.io import atomic_output
@@ -35,12 +36,33 @@ from mallocgame.registry import solver_entries, solver_modes
 @click.option("--with-greedy", is_flag=True,
               help="Run ExecuTorch's greedy beside it in one suite (the smaller arena wins; greedy on a tie).")
 @click.option("-o", "--output", required=True, metavar="MODEL.pte", help="The ExecuTorch program to write.")
+@click.option("--quiet", is_flag=True, help="No status line on stderr (by default one on a terminal).")
 def executorch_command(spec: str, input_shapes: tuple[str, ...], solver_name: str, time_limit: float, seed: int,
-                       with_greedy: bool, output: str) -> None:
+                       with_greedy: bool, output: str, quiet: bool = False) -> None:
     """Export SPEC to an ExecuTorch .pte whose memory plan mallocgame packs."""
     if output == "-":
         fail("-o: a .pte is binary: give a file name")
     check_output(output, "-o")
+    with status(f"executorch: exporting {spec}", quiet=quiet) as line:
+        program, data, algo, seconds = _plan(spec, input_shapes, solver_name, time_limit, seed, with_greedy, line)
+
+    try:
+        with atomic_output(output, "wb") as fh:
+            fh.write(data)
+    except OSError as exc:
+        fail(f"-o: cannot write {output}: {exc.strerror or exc}")
+    arena = sum(arena_sizes(program))
+    greedy_arena = sum(r.reserved + r.greedy_peak + r.padding for r in algo.records)
+    live = sum(r.max_live for r in algo.records)
+    statuses = ",".join(sorted({r.status for r in algo.records})) or "nothing to plan"
+    click.echo(f"{output}: arena {arena} bytes (ExecuTorch greedy {greedy_arena}, max live {live}); "
+               f"{solver_name} {statuses}, lowered and planned in {seconds:.2f} s")
+
+
+def _plan(spec: str, input_shapes: tuple[str, ...], solver_name: str, time_limit: float, seed: int, with_greedy: bool,
+          line):
+    """Export and lower SPEC with mallocgame as the memory planner: the program, its bytes, the planner and the
+    seconds lowering took."""
     try:
         module, example = _load(spec, input_shapes)  # the user's errors first: no ExecuTorch import for them
 
@@ -52,7 +74,9 @@ def executorch_command(spec: str, input_shapes: tuple[str, ...], solver_name: st
         _executorch()
 
         ep = export_module(module, example)
+        line.set(f"executorch: lowering {spec} and planning its memory with {solver_name}")
     except InputError as exc:
+        line.close()  # the error line is not drawn over
         fail(str(exc))
     algorithms = [algo]
     if with_greedy:
@@ -67,23 +91,14 @@ def executorch_command(spec: str, input_shapes: tuple[str, ...], solver_name: st
             program = to_executorch(ep, algorithms)
             data = program.buffer
     except InputError as exc:
+        line.close()  # the error line is not drawn over
         fail(str(exc))
     except Exception as exc:  # ExecuTorch's lowering of this module: one line
         first = (str(exc).strip().splitlines() or [""])[0]
+        line.close()
         fail(f"{spec}: ExecuTorch lowering failed ({type(exc).__name__}: {first[:300]})")
     seconds = time.perf_counter() - t0
-
-    try:
-        with atomic_output(output, "wb") as fh:
-            fh.write(data)
-    except OSError as exc:
-        fail(f"-o: cannot write {output}: {exc.strerror or exc}")
-    arena = sum(arena_sizes(program))
-    greedy_arena = sum(r.reserved + r.greedy_peak + r.padding for r in algo.records)
-    live = sum(r.max_live for r in algo.records)
-    status = ",".join(sorted({r.status for r in algo.records})) or "nothing to plan"
-    click.echo(f"{output}: arena {arena} bytes (ExecuTorch greedy {greedy_arena}, max live {live}); "
-               f"{solver_name} {status}, lowered and planned in {seconds:.2f} s")
+    return program, data, algo, seconds
 
 
 def _load(spec: str, input_shapes: tuple[str, ...]):

@@ -60,6 +60,13 @@ class StatusLine:
                     return
                 self._bar.set_description_str(f"{self._text} [{elapsed(time.monotonic() - self.t0)}]")
 
+    def echo(self, text: str) -> None:
+        """Print ``text`` on stdout above the status line (the line is cleared first and redrawn after)."""
+        from tqdm import tqdm
+
+        with _DRAWING:
+            tqdm.write(text, file=sys.stdout)
+
     def close(self) -> None:
         """Erase the line (the command's own output follows)."""
         self._stop.set()
@@ -79,6 +86,10 @@ class NoStatus:
 
     def set(self, text: str) -> None:
         pass
+
+    def echo(self, text: str) -> None:
+        """Print ``text`` on stdout."""
+        click.echo(text)
 
     def close(self) -> None:
         pass

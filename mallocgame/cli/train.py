@@ -15,6 +15,7 @@ import time
 import click
 
 from mallocgame.cli.common import SECONDS, SEED, check_output, fail, is_stdout
+from mallocgame.cli.progress import status
 from mallocgame.interrupts import Interrupted, ignore_signals, raise_on_signals
 from mallocgame.model import InputError
 from mallocgame.runner import check_ray_address
@@ -63,10 +64,11 @@ from mallocgame.search.muzero.problems import Curriculum, Recipe
                    "reproducible under --seed whatever N, but another game stream than local self-play.")
 @click.option("--address", default=None, metavar="ADDR",
               help="With --ray-actors: the Ray cluster to join; default: a local runtime.")
+@click.option("--quiet", is_flag=True, help="No status line on stderr (by default one on a terminal).")
 def train(steps, games_per_iter, updates_per_iter, simulations, search_method, model, batch_size, unroll, td_steps,
           learning_rate, consistency_weight, reanalyse_fraction, init_path, min_size, max_size, k, order, out_path,
           resume_path, export_path, checkpoint_every,
-          time_budget, seed, ray_actors, address) -> None:
+          time_budget, seed, ray_actors, address, quiet=False) -> None:
     """Train the muzero solver's network by self-play on generated problems; deterministic under --seed."""
     _check_files_and_ray(out_path, export_path, time_budget=time_budget, resume_path=resume_path,
                          ray_actors=ray_actors, address=address)
@@ -102,8 +104,9 @@ def train(steps, games_per_iter, updates_per_iter, simulations, search_method, m
     click.echo(describe(state))
     click.echo(f"start at step {state.step}, train to {steps}; checkpoint -> {out_path}")
     deadline = None if time_budget is None else t0 + time_budget
-    _train_to(state, steps, make_game, out_path=out_path, checkpoint_every=checkpoint_every, deadline=deadline,
-              ray_actors=ray_actors, address=address)
+    with status(f"train: step {state.step} of {steps}", quiet=quiet) as line:
+        _train_to(state, steps, make_game, out_path=out_path, checkpoint_every=checkpoint_every, deadline=deadline,
+                  ray_actors=ray_actors, address=address, line=line)
     if export_path:
         ckpt.atomic_save(ckpt.model_only(state.payload()), export_path)
     click.echo(f"done: step {state.step}, {state.replay.total_games} games, {time.monotonic() - t0:.0f}s; "
@@ -154,13 +157,18 @@ def _check_settings(positive: dict[str, int], *, simulations: int, consistency_w
         fail(f"--max-size: must be >= --min-size ({min_size}), got {max_size}")
 
 
-def _show(entry: dict) -> None:
-    """One training log line: ``key=value`` pairs."""
-    click.echo(" ".join(f"{k}={v}" for k, v in entry.items()))
+def _shower(line, steps: int):
+    """The training log's printer: one ``key=value`` line per entry on stdout, and the status line
+    (``line``, `mallocgame.cli.progress.status`) set to the step reached."""
+    def show(entry: dict) -> None:
+        line.echo(" ".join(f"{k}={v}" for k, v in entry.items()))
+        if "step" in entry:
+            line.set(f"train: step {entry['step']} of {steps}")
+    return show
 
 
 def _train_to(state, steps: int, make_game, *, out_path: str, checkpoint_every: int, deadline: float | None,
-              ray_actors: int | None, address: str | None) -> None:
+              ray_actors: int | None, address: str | None, line) -> None:
     """Train ``state`` to ``steps`` (or the deadline), self-play local or on Ray actors; on SIGINT/SIGTERM
     say which step the checkpoint holds and exit 130 / 143."""
     from mallocgame.search.muzero import checkpoint as ckpt
@@ -174,11 +182,12 @@ def _train_to(state, steps: int, make_game, *, out_path: str, checkpoint_every: 
                     play = RaySelfPlay(ray_actors, state.game_config, address=address)
                 except (ConnectionError, ValueError, RuntimeError) as exc:
                     fail(f"--ray-actors: cannot start or reach a Ray cluster ({' '.join(str(exc).split())[:200]})")
-                click.echo(f"self-play on {ray_actors} Ray actor{'s' if ray_actors > 1 else ''}")
+                line.echo(f"self-play on {ray_actors} Ray actor{'s' if ray_actors > 1 else ''}")
             run_training(state, steps, make_game, checkpoint_path=out_path, checkpoint_every=checkpoint_every,
-                         deadline=deadline, on_log=_show, play=play)
+                         deadline=deadline, on_log=_shower(line, steps), play=play)
     except Interrupted as stop:  # the checkpoint on disk is whole (atomic saves): say where to continue
         ignore_signals()
+        line.close()
         try:
             saved = f"{out_path} holds step {ckpt.load(out_path)['step']}"
         except ckpt.CheckpointError:
