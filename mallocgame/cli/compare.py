@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import json
 import os
 import sys
@@ -52,7 +53,7 @@ from mallocgame.model import InputError
 from mallocgame.plots import plot_allocations, plot_anytime, plot_pack_gaps, plot_speedups, safe_name
 from mallocgame.protocol import parse_solver_options, split_option
 from mallocgame.registry import SolverLoadError, load_solver, solver_entries
-from mallocgame.units import format_seconds
+from mallocgame.units import distinct, format_bytes, format_number, format_seconds
 
 
 @click.command("compare")
@@ -126,7 +127,7 @@ def compare_command(specs, solver_list, time_limit, hardware, capacity, capacity
                                     on_row=_progress_line if outs.lines else None,
                                     results_path=None if outs.to_stdout else out_path, resume=resume,
                                     executor=executor, address=address,
-                                    on_improvement=_log_line if log else None)
+                                    on_improvement=functools.partial(_log_line, mode=mode, last={}) if log else None)
     except InputError as exc:
         fail(str(exc))
     except Interrupted as exc:
@@ -341,10 +342,16 @@ def _progress_line(row, done: int, total: int) -> None:
     click.echo(text, err=True)
 
 
-def _log_line(input_name: str, solver: str, event) -> None:
-    """``layered150 / lns 0.52s objective=0.000139162 source=lns`` on stderr, as a run sends a better answer."""
-    click.echo(f"{input_name} / {solver} {event.seconds:.2f}s objective={event.value:.6g} source={event.source}",
-               err=True)
+def _log_line(input_name: str, solver: str, event, *, mode: str | None = None, last: dict | None = None) -> None:
+    """``layered150 / lns 0.52s objective=139.2µs source=lns`` on stderr, as a run sends a better answer: the
+    objective in bytes in pack mode, in seconds in map and prefetch modes, a plain number where ``--mode``
+    leaves each input its own; with more figures where the run's answer before it would print alike
+    (``last`` keeps each run's previous value)."""
+    fmt = {"pack": format_bytes, "map": format_seconds, "prefetch": format_seconds}.get(mode, format_number)
+    last = {} if last is None else last
+    _, objective = distinct(fmt, [last.get((input_name, solver)), event.value])
+    last[(input_name, solver)] = event.value
+    click.echo(f"{input_name} / {solver} {event.seconds:.2f}s objective={objective} source={event.source}", err=True)
 
 
 def _draw(inputs, rows, out_dir: Path, *, bar: bool, lines: bool) -> list[Path]:

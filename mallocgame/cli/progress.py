@@ -18,6 +18,8 @@ from typing import Any
 
 import click
 
+from mallocgame.units import distinct, format_bytes, format_percent, format_seconds
+
 REFRESH = 0.25  # seconds between two redraws of the status line (its elapsed time moves on its own)
 
 # Held while the status line is drawn: a fork (the solver's child, the bound's) waits for a redraw to end,
@@ -121,6 +123,7 @@ class SolveProgress:
         self.solver, self.mode, self.time_limit, self.log = solver, mode, time_limit, log and not quiet
         self.count = 0
         self.best: Any = None
+        self.previous: float | None = None  # the value of the answer before the best
         self.bound_value: float | None = None
         self.line = StatusLine(self._status()) if status_line_wanted(quiet, log) else NoStatus()
         if self.log:
@@ -133,10 +136,11 @@ class SolveProgress:
 
     def improved(self, event) -> None:
         self.count += 1
+        self.previous = None if self.best is None else self.best.value
         self.best = event
         if self.log:
-            click.echo(f"#{self.count} {event.seconds:.2f}s objective={event.value:.6g} {self._bound_gap()} "
-                       f"source={event.source}", err=True)
+            click.echo(f"#{self.count} {event.seconds:.2f}s {self._objective_bound_gap()} source={event.source}",
+                       err=True)
         self.line.set(self._status())
 
     def _gap(self) -> float | None:
@@ -146,17 +150,21 @@ class SolveProgress:
         v = self.best.value
         return max(0.0, (b - v) / b) if self.mode != "pack" else (v - b) / b
 
-    def _bound_gap(self) -> str:
+    def _objective_bound_gap(self) -> str:
+        """``objective=... bound=... gap=...`` in a person's units (`mallocgame.units`): bytes in pack mode,
+        else seconds; the two numbers never print alike when they differ."""
+        fmt = format_bytes if self.mode == "pack" else format_seconds
+        # the answer before it in the list too: two better answers in a row never print alike
+        _, objective, bound = distinct(fmt, [self.previous, self.best.value, self.bound_value])
         gap = self._gap()
-        bound = "-" if self.bound_value is None else f"{self.bound_value:.6g}"
-        return f"bound={bound} gap={'-' if gap is None else f'{gap:.2%}'}"
+        return (f"objective={objective} bound={'-' if self.bound_value is None else bound} "
+                f"gap={'-' if gap is None else format_percent(gap)}")
 
     def _status(self) -> str:
         head = f"{self.solver}: solving ({self.mode}, limit {self.time_limit:g}s)"
         if self.best is None:
             return f"{head} no answer yet"
-        return (f"{head} objective={self.best.value:.6g} {self._bound_gap()} source={self.best.source} "
-                f"#{self.count}")
+        return f"{head} {self._objective_bound_gap()} source={self.best.source} #{self.count}"
 
     def close(self) -> None:
         self.line.close()
