@@ -71,7 +71,7 @@ def test_summary_validate_and_info_lines_are_in_human_units(tmp_path):
     sol = tmp_path / "sol.csv"
     r = run_cli("solve", LAYERED, "--solver", "greedy-xla", "-o", str(sol))
     assert r.returncode == 0, r.stderr
-    assert re.fullmatch(rf"greedy-xla: FEASIBLE objective={HUMAN_TIME} bound={HUMAN_TIME} gap=[0-9.]+% "
+    assert re.fullmatch(rf"greedy-xla: FEASIBLE objective={HUMAN_TIME} bound={HUMAN_TIME} \(per-op\) gap=[0-9.]+% "
                         rf"placed=113/150 peak={HUMAN_BYTES} wall={HUMAN_TIME}\n", r.stdout), r.stdout
     doc = json.loads(run_cli("solve", LAYERED, "--solver", "greedy-xla", "--json").stdout)
     assert isinstance(doc["objective"], float) and doc["peak"] == 10101248  # exact numbers stay in --json
@@ -86,7 +86,7 @@ def test_summary_validate_and_info_lines_are_in_human_units(tmp_path):
 def test_a_pack_answer_above_the_capacity_does_not_fit(tmp_path):
     r = run_cli("solve", PACK, "--solver", "best-fit")
     assert r.returncode == 1
-    assert re.fullmatch(rf"best-fit: does not fit: peak 79B > capacity 64B bound=64B placed=40/40 wall={HUMAN_TIME}\n",
+    assert re.fullmatch(rf"best-fit: does not fit: peak 79B > capacity 64B bound=64B \(max-live\) placed=40/40 wall={HUMAN_TIME}\n",
                         r.stdout), r.stdout
     out = tmp_path / "r.csv"
     r = run_cli("compare", PACK, "--solvers", "greedy-xla,best-fit", "--time-limit", "2", "--out", str(out))
@@ -159,10 +159,10 @@ def test_a_saving_at_its_bound_but_for_float_rounding_is_at_it():
                 1e-5, 1.4e-5, 1.4)
     report = with_bound(at, Bound(bound, "mip"))
     assert report.gap == 0.0 and report.status == "OPTIMAL"
-    assert "objective=3.711µs bound=3.711µs gap=0.00%" in report.summary()
+    assert "objective=3.711µs bound=3.711µs (mip) gap=0.00%" in report.summary()
     below = with_bound(at, Bound(bound * (1 + 1e-6), "mip"))  # a millionth below the bound is a gap
     assert below.gap > 0 and below.status == "FEASIBLE"
-    assert re.search(r"objective=(\S+) bound=(\S+) gap=0\.0001\d*%", below.summary())
+    assert re.search(r"objective=(\S+) bound=(\S+) \(mip\) gap=0\.0001\d*%", below.summary())
     obj, bnd = re.search(r"objective=(\S+) bound=(\S+)", below.summary()).groups()
     assert obj != bnd
 
