@@ -29,6 +29,7 @@ import json
 import math
 import os
 import re
+import stat
 import tempfile
 import warnings
 import zlib
@@ -156,30 +157,36 @@ class OutputBusy(InputError):
     """Another process holds the output (:func:`exclusive_output`): one line, exit 2."""
 
 
-_HELD: dict[str, list] = {}  # lock path -> [fd, depth]: a process re-entering its own lock does not wait on itself
+_HELD: dict[str, list] = {}  # lock path -> [(fd, fd), depth]: a process re-entering its own lock does not wait on itself
 
 
 def lock_path(path: str | os.PathLike) -> str:
-    """The sidecar lock file of an output: ``DIR/.NAME.lock`` (removed when the holder is done)."""
-    p = os.path.abspath(os.fspath(path))
+    """The sidecar lock file of an output: ``DIR/.NAME.lock`` beside the file ``path`` names, symbolic
+    links (of the file or of a folder on the way) resolved; removed when the holder is done."""
+    p = os.path.realpath(os.fspath(path))
     return os.path.join(os.path.dirname(p), f".{os.path.basename(p)}.lock")
 
 
 @contextlib.contextmanager
 def exclusive_output(path: str | os.PathLike, *, flag: str = "--output") -> Iterator[None]:
-    """Hold an exclusive ``fcntl.flock`` on ``path``'s sidecar lock file for the block.
+    """Hold ``path``'s file exclusively for the block (``fcntl.flock``).
 
     Two runs writing one file (``compare -o same.csv`` twice at once) would each say they
     wrote it while one run's rows are lost; the second now refuses at once with
-    :class:`OutputBusy` (one line). The lock dies with its process (SIGKILL included); the lock
-    file is removed on the way out, and a run that opened a lock file just removed tries again.
-    Special files (``/dev/null``) and stdout are not locked.
+    :class:`OutputBusy` (one line). The lock names the file, not the path: it is the sidecar
+    :func:`lock_path` of the file with symbolic links resolved, and, when the file exists, a lock
+    on the file itself, which every hard link of it shares (the holder keeps that one while its
+    writes replace the file, so another name of the file it started from stays refused). The
+    locks die with their process (SIGKILL included); the lock file is removed on the way out, and
+    a run that opened a lock file just removed tries again. Special files (``/dev/null``) and
+    stdout are not locked.
     """
     target = os.fspath(path)
     if target == "-" or (os.path.exists(target) and not os.path.isfile(target)):
         yield
         return
-    lock = lock_path(target)
+    resolved = os.path.realpath(target)
+    lock = lock_path(resolved)
     if lock in _HELD:
         _HELD[lock][1] += 1
         try:
@@ -187,35 +194,74 @@ def exclusive_output(path: str | os.PathLike, *, flag: str = "--output") -> Iter
         finally:
             _HELD[lock][1] -= 1
         return
+    named = target if resolved == os.path.abspath(target) else f"{target} (the file {resolved})"
+    busy = f"{flag}: {named} is being written by another run"
+    sidecar = _lock_sidecar(lock, busy)
+    try:
+        whole = _lock_file(resolved, busy)
+    except BaseException:
+        _release(lock, sidecar, None)
+        raise
+    _HELD[lock] = [(sidecar, whole), 1]
+    try:
+        yield
+    finally:
+        del _HELD[lock]
+        _release(lock, sidecar, whole)
+
+
+def _lock_sidecar(lock: str, busy: str) -> int | None:
+    """An fd holding ``lock`` (created if missing), ``None`` when its folder is not writable;
+    :class:`OutputBusy` when another process holds it."""
     while True:
         try:
             fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
         except OSError as exc:  # an unwritable folder: check_output says so with its own line
             if exc.errno in (errno.EACCES, errno.EROFS, errno.ENOENT):
-                yield
-                return
+                return None
             raise
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
-            raise OutputBusy(f"{flag}: {target} is being written by another run (lock {lock} held); "
-                             "wait for it to finish or choose another file") from None
+            raise OutputBusy(f"{busy} (lock {lock} held); wait for it to finish or choose another file") from None
         try:
             same = os.stat(lock).st_ino == os.fstat(fd).st_ino
         except FileNotFoundError:
             same = False
         if same:
-            break
+            return fd
         os.close(fd)  # the holder removed that file as we opened it: lock the new one
-    _HELD[lock] = [fd, 1]
+
+
+def _lock_file(resolved: str, busy: str) -> int | None:
+    """An fd holding the existing regular file ``resolved`` itself (its inode, whatever name it is
+    opened by), ``None`` when there is none or it cannot be opened; :class:`OutputBusy` when
+    another process holds it."""
     try:
-        yield
-    finally:
-        del _HELD[lock]
+        fd = os.open(resolved, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError:  # missing (a first run), or unreadable: check_output says so with its own line
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            return None
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise OutputBusy(f"{busy} under another name (a hard link of the same file); wait for it to finish "
+                         "or choose another file") from None
+    return fd
+
+
+def _release(lock: str, sidecar: int | None, whole: int | None) -> None:
+    if sidecar is not None:  # removed while still held: a run that opened it meanwhile sees it gone
         with contextlib.suppress(OSError):
             os.unlink(lock)
-        os.close(fd)
+    for fd in (sidecar, whole):
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:
