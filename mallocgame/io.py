@@ -468,12 +468,40 @@ def capacity_from_name(path: str | os.PathLike) -> int | None:
     return int(digits)
 
 
-MAX_GUNZIPPED = 4 << 30  # bytes a gzipped input may expand to (a compression bomb is refused, not read)
+MAX_DECOMPRESSED_ENV = "MALLOCGAME_MAX_DECOMPRESSED"
+# The largest real input (an XLA program's gzipped HLO text) is about 20 MB decompressed: 256 MiB leaves room for
+# programs ten times larger, and a compression bomb is refused before its text costs more memory than that.
+DEFAULT_MAX_DECOMPRESSED = 256 << 20
+
+
+def max_decompressed() -> int:
+    """Bytes a compressed input may expand to: ``$MALLOCGAME_MAX_DECOMPRESSED`` (``512MiB``, ``2GiB``,
+    ``1000000``), else :data:`DEFAULT_MAX_DECOMPRESSED` (256 MiB). A bad value is an :class:`InputError`."""
+    raw = os.environ.get(MAX_DECOMPRESSED_ENV, "").strip()
+    if not raw:
+        return DEFAULT_MAX_DECOMPRESSED
+    from mallocgame.inputs.load import parse_bytes  # the --capacity syntax (that module reads files with this one)
+
+    return parse_bytes(raw, what=MAX_DECOMPRESSED_ENV)
+
+
+def too_large_decompressed(path: str | os.PathLike, cap: int) -> InputError:
+    """The one line for a compressed input that expands past ``cap`` bytes."""
+    return InputError(f"{path}: decompresses to more than {cap:,} bytes ({_binary_size(cap)}), the cap on a "
+                      f"compressed input (set {MAX_DECOMPRESSED_ENV} to read a larger one)")
+
+
+def _binary_size(n: int) -> str:
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift:
+            return f"{n / (1 << shift):.4g} {unit}"
+    return f"{n} B"
 
 
 def read_text(path: str) -> str:
-    """A UTF-8 text file's contents, gunzipped if it is gzipped (``dump.hlo.txt.gz``), a leading byte-order mark
-    dropped; ``InputError`` with one line when missing, unreadable, empty or not a text file."""
+    """A UTF-8 text file's contents, gunzipped if it is gzipped (``dump.hlo.txt.gz``, at most
+    :func:`max_decompressed` bytes once gunzipped), a leading byte-order mark dropped; ``InputError`` with one
+    line when missing, unreadable, empty, too large once gunzipped or not a text file."""
     check_regular_file(path)
     try:
         with open(path, "rb") as fh:
@@ -496,14 +524,16 @@ def read_text(path: str) -> str:
 
 
 def _gunzip(path: str, data: bytes) -> bytes:
-    """The gzip member(s) of ``data``, at most :data:`MAX_GUNZIPPED` bytes."""
+    """The gzip member(s) of ``data``; :func:`too_large_decompressed` once past :func:`max_decompressed` bytes
+    (reading stops one byte past the cap)."""
+    cap = max_decompressed()
     out = io.BytesIO()
     try:
         with gzip.GzipFile(fileobj=io.BytesIO(data)) as z:
-            while chunk := z.read(1 << 24):
+            while chunk := z.read(min(1 << 24, cap + 1 - out.tell())):
                 out.write(chunk)
-                if out.tell() > MAX_GUNZIPPED:
-                    raise InputError(f"{path}: gunzips to more than {MAX_GUNZIPPED:,} bytes")
+                if out.tell() > cap:
+                    raise too_large_decompressed(path, cap)
     except (OSError, EOFError, zlib.error) as exc:
         raise InputError(f"{path}: not a valid gzip file ({exc})") from None
     return out.getvalue()

@@ -82,8 +82,6 @@ def test_gzipped_inputs_read_as_the_plain_ones(tmp_path, monkeypatch):
     # the name too); a broken or bomb-sized gzip is one line
     import gzip
 
-    import mallocgame.io as mio
-
     p = layered_network(60, seed=1)
     plain_csv = write(tmp_path, "r.100.csv", problem_csv_text(p))
     (tmp_path / "r.100.csv.gz").write_bytes(gzip.compress(Path(plain_csv).read_bytes()))
@@ -95,9 +93,35 @@ def test_gzipped_inputs_read_as_the_plain_ones(tmp_path, monkeypatch):
     (tmp_path / "cut.csv.gz").write_bytes(gzip.compress(b"id,lower,upper,size\n")[:12])
     with pytest.raises(InputError, match="cut.csv.gz: not a valid gzip file"):
         load_problem(str(tmp_path / "cut.csv.gz"))
-    monkeypatch.setattr(mio, "MAX_GUNZIPPED", 100)
-    with pytest.raises(InputError, match="gunzips to more than"):
+    monkeypatch.setenv("MALLOCGAME_MAX_DECOMPRESSED", "100")
+    with pytest.raises(InputError, match=r"r.100.csv.gz: decompresses to more than 100 bytes \(100 B\), the cap"):
         load_problem(str(tmp_path / "r.100.csv.gz"))
+
+
+def test_the_decompressed_size_cap_is_256_mib_or_the_environment_s(tmp_path, monkeypatch):
+    import gzip
+
+    from mallocgame.io import DEFAULT_MAX_DECOMPRESSED, max_decompressed
+
+    monkeypatch.delenv("MALLOCGAME_MAX_DECOMPRESSED", raising=False)
+    assert DEFAULT_MAX_DECOMPRESSED == 256 * 2**20 == max_decompressed()
+    text = "id,lower,upper,size\n" + "".join(f"b{k},{k},{k + 2},8\n" for k in range(100))
+    assert len(text) < 2048
+    padded = text + "\n" * (2048 - len(text))  # exactly 2 KiB: at the cap, not past it
+    (tmp_path / "at.csv.gz").write_bytes(gzip.compress(padded.encode()))
+    (tmp_path / "over.csv.gz").write_bytes(gzip.compress((padded + "\n").encode()))
+    monkeypatch.setenv("MALLOCGAME_MAX_DECOMPRESSED", "2KiB")
+    assert max_decompressed() == 2048
+    assert load_problem(str(tmp_path / "at.csv.gz")).n == 100
+    with pytest.raises(InputError, match=r"over.csv.gz: decompresses to more than 2,048 bytes \(2 KiB\), the cap on "
+                                         r"a compressed input \(set MALLOCGAME_MAX_DECOMPRESSED to read a larger one\)"):
+        load_problem(str(tmp_path / "over.csv.gz"))
+    monkeypatch.setenv("MALLOCGAME_MAX_DECOMPRESSED", "1GiB")
+    assert max_decompressed() == 2**30 and load_problem(str(tmp_path / "over.csv.gz")).n == 100
+    for bad in ("lots", "-5", "0", "1.5"):
+        monkeypatch.setenv("MALLOCGAME_MAX_DECOMPRESSED", bad)
+        with pytest.raises(InputError, match="^MALLOCGAME_MAX_DECOMPRESSED: "):
+            load_problem(str(tmp_path / "at.csv.gz"))
 
 
 def test_json_round_trip_keeps_ops_and_capacity(tmp_path):
