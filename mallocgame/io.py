@@ -32,6 +32,7 @@ import re
 import stat
 import tempfile
 import warnings
+import zipfile
 import zlib
 from pathlib import Path
 from typing import IO, Any, Iterable, Iterator, Sequence
@@ -496,6 +497,16 @@ def _binary_size(n: int) -> str:
         if n >= 1 << shift:
             return f"{n / (1 << shift):.4g} {unit}"
     return f"{n} B"
+
+
+def check_zip_expansion(where: str | os.PathLike, archive: zipfile.ZipFile, names: Iterable[str] | None = None) -> None:
+    """:func:`too_large_decompressed` (for ``where``) when the members ``names`` (default: all) of ``archive``
+    together expand past :func:`max_decompressed` bytes. The sizes are those the archive declares, which is
+    enough: :mod:`zipfile` never reads a member past its declared size."""
+    cap = max_decompressed()
+    infos = archive.infolist() if names is None else [archive.getinfo(n) for n in names]
+    if sum(info.file_size for info in infos) > cap:
+        raise too_large_decompressed(where, cap)
 
 
 def read_text(path: str) -> str:
