@@ -637,10 +637,8 @@ def read_csv(path: str | os.PathLike, *, with_offsets: bool = False) -> tuple[Pr
     inclusive = "end" in given  # MiniMalloc's `end` column: the last time step (with `upper` too: refused above)
     has_benefit = "benefit" in header
     has_alignment = "alignment" in header
-    if "gaps" in header and any(row["gaps"].strip() for _, row in rows):
-        warnings.warn(f"{path}: column 'gaps': mallocgame keeps each buffer for its whole [lower, upper) (a gap's "
-                      "memory is not reused): every answer is valid, a packing may need more memory", UserWarning,
-                      stacklevel=2)
+    has_gaps = "gaps" in header
+    gaps_given = False
     buffers, offsets, seen, totals = [], [], set(), _Totals(path)
     for lineno, row in rows:
         where = f"row {lineno}"
@@ -659,6 +657,9 @@ def read_csv(path: str | os.PathLike, *, with_offsets: bool = False) -> tuple[Pr
             alignment=alignment,
         )
         _check_buffer(path, where, b, seen)
+        if has_gaps and row["gaps"].strip():
+            _check_gaps(path, where, row["gaps"], b, inclusive)
+            gaps_given = True
         totals.add_size(where, b.size)
         totals.add_float(where, "benefit", b.benefit)
         buffers.append(b)
@@ -668,10 +669,32 @@ def read_csv(path: str | os.PathLike, *, with_offsets: bool = False) -> tuple[Pr
             if off is not None and off < 0:
                 raise InputError(f"{path}: {where}, field 'offset': offset must not be negative, got {off}")
             offsets.append(off)
+    if gaps_given:
+        warnings.warn(f"{path}: column 'gaps': mallocgame keeps each buffer for its whole [lower, upper) (a gap's "
+                      "memory is not reused): every answer is valid, a packing may need more memory", UserWarning,
+                      stacklevel=2)
     name = without_gz(os.path.basename(path))
     name = name[: -len(".csv")] if name.endswith(".csv") else name
     problem = Problem(name=name, buffers=tuple(buffers), capacity=capacity_from_name(path), source=path)
     return problem, (offsets if with_offsets else None)
+
+
+# MiniMalloc's gaps: space-separated LOWER-UPPER, each optionally @FROM:TO (the offsets the buffer keeps meanwhile)
+_GAP = re.compile(r"([0-9]+)-([0-9]+)(?:@[0-9]+:[0-9]+)?")
+
+
+def _check_gaps(path: str, where: str, cell: str, b: Buffer, inclusive: bool) -> None:
+    """A ``gaps`` cell in MiniMalloc's form, each gap inside the buffer's life (an ``end`` column's gaps end
+    inclusively, as its lives do); else an :class:`InputError` naming the row and the field."""
+    for gap in cell.split():
+        m = _GAP.fullmatch(gap)
+        if not m:
+            raise InputError(f"{path}: {where}, field 'gaps': expected space-separated LOWER-UPPER gaps, each "
+                             f"optionally @FROM:TO (such as '2-4 6-7@0:64'), got {_shown(cell)}")
+        lower, upper = int(m.group(1)), int(m.group(2)) + (1 if inclusive else 0)
+        if not b.start <= lower < upper <= b.end:
+            raise InputError(f"{path}: {where}, field 'gaps': gap {gap!r} is not a time span inside the buffer's "
+                             f"life [{b.start}, {b.end})")
 
 
 def _json_list(path: str, data: dict, key: str, where: str = "") -> list:
@@ -681,10 +704,23 @@ def _json_list(path: str, data: dict, key: str, where: str = "") -> list:
     return value
 
 
-def _json_id(path: str, where: str, raw: Any) -> str:
-    if isinstance(raw, bool) or not isinstance(raw, (str, int)):
-        raise InputError(f"{path}: {where}, field 'id': expected a string, got {_shown(raw)}")
+def _json_id(path: str, where: str, raw: Any, field: str = "id") -> str:
+    """An id field: a string (or an integer, read as its digits); anything else (an object, a list, a boolean,
+    ``null``, a fraction) is an :class:`InputError` naming the field."""
+    if not _is_json_id(raw):
+        raise InputError(f"{path}: {where}, field '{field}': expected a string, got {_shown(raw)}")
     return str(raw)
+
+
+def _is_json_id(raw: Any) -> bool:
+    return isinstance(raw, str) or (isinstance(raw, int) and not isinstance(raw, bool))
+
+
+def _json_name(path: str, where: str, raw: Any, field: str) -> str:
+    """A name field (an op's ``kind``): a string; anything else is an :class:`InputError` naming the field."""
+    if not isinstance(raw, str):
+        raise InputError(f"{path}: {where}, field '{field}': expected a string, got {_shown(raw)}")
+    return raw
 
 
 def _json_obj(path: str, where: str, value: Any) -> dict:
@@ -741,6 +777,8 @@ def _fast_ops(raw_ops: list, by_id: dict[str, Buffer]) -> tuple[list[Op], list[t
     if not all(type(r) is dict and r.keys() <= _OP_KEYS for r in raw_ops):
         return None
     ids = [r.get("id", f"op{t}") for t, r in enumerate(raw_ops)]
+    if not all(type(r.get("kind", "")) is str for r in raw_ops):
+        return None
     numbers = [r.get("flops", 0.0) for r in raw_ops] + [r.get("transcendentals", 0.0) for r in raw_ops]
     fixed = [r.get("fixed_bytes", 0) for r in raw_ops]
     if not (all(type(i) is str for i in ids) and len(set(ids)) == len(ids) and _plain_ints(fixed)
@@ -807,7 +845,10 @@ def parse_workload(path: str, data: Any) -> Problem:
     control_deps, original_order = _schedule_fields(path, data, ops, control)
     inplace = _inplace_pairs(path, data, by_id)
     capacity = _capacity_field(path, data)
-    name = str(data.get("name") or os.path.basename(path))
+    raw_name = data.get("name")
+    if raw_name is not None and not _is_json_id(raw_name):
+        raise InputError(f"{path}: field 'name': expected a string, got {_shown(raw_name)}")
+    name = str(raw_name or os.path.basename(path))
     _check_ids_write_back(path, buffers, ops)
     return merge_inplace(Problem(name=name, buffers=tuple(buffers), ops=tuple(ops), inplace=tuple(inplace),
                                  capacity=capacity, source=path, control_deps=control_deps,
@@ -853,7 +894,7 @@ def _checked_ops(path: str, raw_ops: list, by_id: dict[str, Buffer],
     for t, raw in enumerate(raw_ops):
         where = f"ops[{t}]"
         raw = _json_obj(path, where, raw)
-        op_id = str(raw.get("id", f"op{t}"))
+        op_id = _json_id(path, where, raw["id"]) if "id" in raw else f"op{t}"
         if op_id in op_ids:
             raise InputError(f"{path}: {where}, field 'id': duplicate op id {op_id!r}")
         op_ids.add(op_id)
@@ -874,13 +915,14 @@ def _checked_op(path: str, where: str, t: int, op_id: str, raw: dict, by_id: dic
     totals.add_float(where, "flops", flops + trans, "flops")
     operands = [_checked_operand(path, f"{where}.operands[{j}]", t, rawo, by_id)
                 for j, rawo in enumerate(_json_list(path, raw, "operands", where))]
-    return Op(op_id, str(raw.get("kind", "op")), flops, fixed, tuple(operands), transcendentals=trans)
+    kind = _json_name(path, where, raw.get("kind", "op"), "kind")
+    return Op(op_id, kind, flops, fixed, tuple(operands), transcendentals=trans)
 
 
 def _checked_operand(path: str, where: str, t: int, raw: Any, by_id: dict[str, Buffer]) -> Operand:
     """An operand of op ``t``: a known buffer live at ``t``, read or written, bytes not negative."""
     raw = _json_obj(path, where, raw)
-    name = str(raw.get("buffer", ""))
+    name = _json_id(path, where, raw.get("buffer", ""), "buffer")
     if name not in by_id:
         raise InputError(f"{path}: {where}, field 'buffer': unknown buffer {name!r}")
     b = by_id[name]
@@ -910,7 +952,7 @@ def _inplace_pairs(path: str, data: dict, by_id: dict[str, Buffer]) -> list[tupl
     """The optional top-level ``inplace`` field: pairs of known buffer ids."""
     inplace = []
     for k, pair in enumerate(_json_list(path, data, "inplace")):
-        if not (isinstance(pair, list) and len(pair) == 2 and all(str(x) in by_id for x in pair)):
+        if not (isinstance(pair, list) and len(pair) == 2 and all(_is_json_id(x) and str(x) in by_id for x in pair)):
             raise InputError(f"{path}: inplace[{k}]: expected a pair of known buffer ids, got {pair!r}")
         inplace.append((str(pair[0]), str(pair[1])))
     return inplace

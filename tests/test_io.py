@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -75,6 +76,25 @@ def test_minimallocs_other_column_names_alignment_and_gaps(tmp_path):
         load_problem(write(tmp_path, "d.64.csv", "id,start,lower,upper,size\na,0,0,3,8\n"))
     with pytest.raises(InputError, match="row 2, field 'alignment'"):
         load_problem(write(tmp_path, "x.64.csv", "id,lower,upper,size,alignment\na,0,3,8,four\n"))
+
+
+def test_gaps_in_minimalloc_form_are_read_and_others_refused(tmp_path):
+    # MiniMalloc's gaps: LOWER-UPPER[@FROM:TO], space-separated, inside the buffer's life (an `end` column's
+    # gaps end inclusively, like its lives); kept as live time with a warning, anything else is one line
+    with pytest.warns(UserWarning, match="column 'gaps'"):
+        p = load_problem(write(tmp_path, "g.64.csv", "id,lower,upper,size,gaps\na,0,9,8,0-4@0:8  6-9\nb,2,5,16,2-3\n"))
+    assert [(b.start, b.end) for b in p.buffers] == [(0, 9), (2, 5)]
+    with pytest.warns(UserWarning, match="column 'gaps'"):
+        p = load_problem(write(tmp_path, "e.64.csv", "id,start,end,size,gaps\na,0,8,8,6-8\n"))
+    assert [(b.start, b.end) for b in p.buffers] == [(0, 9)]
+    for cell, reason in [("zz", "expected space-separated LOWER-UPPER gaps"), ("2-4,", "expected space-separated"),
+                         ("2-4@8", "expected space-separated"), ("-1-3", "expected space-separated"),
+                         ("2.5-4", "expected space-separated"), ("4-4", "gap '4-4' is not a time span inside"),
+                         ("5-3", "gap '5-3' is not"), ("0-10", "gap '0-10' is not a time span inside the buffer's "
+                                                           "life [0, 9)")]:
+        text = f'id,lower,upper,size,gaps\nok,0,9,8,1-2\na,0,9,8,"{cell}"\n'
+        with pytest.raises(InputError, match=re.escape(f"row 3, field 'gaps': {reason}")):
+            load_problem(write(tmp_path, "bad.64.csv", text))
 
 
 def test_gzipped_inputs_read_as_the_plain_ones(tmp_path, monkeypatch):
