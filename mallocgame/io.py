@@ -583,16 +583,64 @@ def _any_field_size() -> Iterator[None]:
 
 
 def _csv_records(path: str, text: str) -> Iterator[tuple[int, list[str]]]:
-    """``(line number, fields)`` per record; a quoted field may hold commas, quotes and line breaks."""
-    reader = csv.reader(io.StringIO(text, newline=""))
-    line = 1
+    """``(line number, fields)`` per record; a quoted field may hold commas, quotes and line breaks.
+
+    After the first record, the lines between records that hold nothing but white space and commas
+    (records every reader skips) are passed over without being parsed (:class:`_RecordLines`)."""
+    lines = _RecordLines(text)
+    reader = csv.reader(lines)
     with _any_field_size():
         try:
             for raw in reader:
-                yield line, raw
-                line = reader.line_num + 1
+                yield lines.record_line, raw
+                lines.between_records = True
         except csv.Error as exc:
-            raise InputError(f"{path}: row {line}: not valid CSV ({exc})") from None
+            raise InputError(f"{path}: row {lines.record_line}: not valid CSV ({exc})") from None
+
+
+_BLANK = re.compile(r"[\s,]+")  # white space and commas (a run of blank lines ends at its last line break)
+
+
+class _RecordLines:
+    """The lines of ``text`` for :func:`csv.reader`, split as ``io.StringIO(text, newline="")`` splits them
+    (after ``\\n``, ``\\r`` or ``\\r\\n``), except that a run of blank lines (white space and commas) met
+    between two records is skipped at once: a file of a header and a billion line breaks costs a scan, not a
+    billion empty records. Inside a record (a quoted field spanning lines) every line is given as it is.
+    ``record_line`` is the line number of the current record's first line."""
+
+    def __init__(self, text: str):
+        self.text, self.pos, self.line, self.record_line = text, 0, 0, 1
+        self.next_lf = self.next_cr = -1  # the next "\n" and "\r" at or after pos (len(text): none left)
+        self.between_records = False  # True once the reader has returned a record (never before the first)
+
+    def __iter__(self) -> _RecordLines:
+        return self
+
+    def __next__(self) -> str:
+        t = self.text
+        if self.between_records:
+            self.between_records = False
+            blank = _BLANK.match(t, self.pos)
+            end = blank and 1 + max(t.rfind("\n", *blank.span()), t.rfind("\r", *blank.span()))
+            if end:  # the blank lines, each with its line break (one for "\r\n")
+                start = self.pos
+                self.line += t.count("\n", start, end) + t.count("\r", start, end) - t.count("\r\n", start, end)
+                self.pos = end
+            self.record_line = self.line + 1
+        start, size = self.pos, len(t)
+        if start >= size:
+            raise StopIteration
+        if self.next_lf < start:
+            found = t.find("\n", start)
+            self.next_lf = size if found < 0 else found
+        if self.next_cr < start:
+            found = t.find("\r", start)
+            self.next_cr = size if found < 0 else found
+        brk = min(self.next_lf, self.next_cr)
+        end = size if brk >= size else brk + (2 if t.startswith("\r\n", brk) else 1)
+        self.pos = end
+        self.line += 1
+        return t[start:end]
 
 
 # MiniMalloc's converter's other names for the columns (its `end` is inclusive: upper = end + 1)

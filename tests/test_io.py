@@ -8,6 +8,8 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mallocgame.inputs.generate import layered_network, random_intervals
 from mallocgame.io import (
@@ -96,6 +98,55 @@ def test_gaps_in_minimalloc_form_are_read_and_others_refused(tmp_path):
         with pytest.raises(InputError, match=re.escape(f"row 3, field 'gaps': {reason}")):
             load_problem(write(tmp_path, "bad.64.csv", text))
 
+
+def test_blank_lines_between_records_are_passed_over_unparsed(tmp_path):
+    # a header and millions of blank lines (a compression bomb's payload) is one scan, not millions of
+    # empty records for the csv module; the rows keep their line numbers
+    import csv
+
+    import mallocgame.io as mio
+
+    handed = []
+
+    class Counting(mio._RecordLines):
+        def __next__(self):
+            handed.append(super().__next__())
+            return handed[-1]
+
+    text = "id,lower,upper,size\n" + "\n" * 2_000_000 + " , ,\r\n" * 1000 + "a,0,2,8\n" + "\r\n" * 10 + "b,1,x,8\n"
+    lines = Counting(text)
+    records = []
+    for raw in csv.reader(lines):
+        records.append((lines.record_line, raw))
+        lines.between_records = True
+    assert records == [(1, ["id", "lower", "upper", "size"]), (2_001_002, ["a", "0", "2", "8"]),
+                       (2_001_013, ["b", "1", "x", "8"])]
+    assert handed == ["id,lower,upper,size\n", "a,0,2,8\n", "b,1,x,8\n"]
+    with pytest.raises(InputError, match="row 2001013, field 'upper'"):
+        load_problem(write(tmp_path, "blank.64.csv", text))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["a", "b,c", ",", '"', "\n", "\r", "\r\n", " ", "\t", "\u2028"]),
+                max_size=40).map("".join))
+def test_records_are_the_csv_modules_less_its_blank_ones(text):
+    import csv
+    import io
+
+    import mallocgame.io as mio
+
+    reader = csv.reader(io.StringIO(text, newline=""))
+    want, line = [], 1
+    for raw in reader:
+        want.append((line, raw))
+        line = reader.line_num + 1
+    got = list(mio._csv_records("x.csv", text))
+
+    def blank(record):  # what every reader skips
+        return not record[1] or all(not c.strip() for c in record[1])
+
+    assert [r for r in got if not blank(r)] == [r for r in want if not blank(r)]
+    assert got[:1] == want[:1]  # the header, blank or not
 
 def test_gzipped_inputs_read_as_the_plain_ones(tmp_path, monkeypatch):
     # dumps are often kept gzipped: NAME.CAPACITY.csv.gz and .json.gz read as their plain files (the capacity from
