@@ -29,8 +29,10 @@ import json
 import math
 import os
 import re
+import stat
 import tempfile
 import warnings
+import zipfile
 import zlib
 from pathlib import Path
 from typing import IO, Any, Iterable, Iterator, Sequence
@@ -156,30 +158,36 @@ class OutputBusy(InputError):
     """Another process holds the output (:func:`exclusive_output`): one line, exit 2."""
 
 
-_HELD: dict[str, list] = {}  # lock path -> [fd, depth]: a process re-entering its own lock does not wait on itself
+_HELD: dict[str, list] = {}  # lock path -> [(fd, fd), depth]: a process re-entering its own lock does not wait on itself
 
 
 def lock_path(path: str | os.PathLike) -> str:
-    """The sidecar lock file of an output: ``DIR/.NAME.lock`` (removed when the holder is done)."""
-    p = os.path.abspath(os.fspath(path))
+    """The sidecar lock file of an output: ``DIR/.NAME.lock`` beside the file ``path`` names, symbolic
+    links (of the file or of a folder on the way) resolved; removed when the holder is done."""
+    p = os.path.realpath(os.fspath(path))
     return os.path.join(os.path.dirname(p), f".{os.path.basename(p)}.lock")
 
 
 @contextlib.contextmanager
 def exclusive_output(path: str | os.PathLike, *, flag: str = "--output") -> Iterator[None]:
-    """Hold an exclusive ``fcntl.flock`` on ``path``'s sidecar lock file for the block.
+    """Hold ``path``'s file exclusively for the block (``fcntl.flock``).
 
     Two runs writing one file (``compare -o same.csv`` twice at once) would each say they
     wrote it while one run's rows are lost; the second now refuses at once with
-    :class:`OutputBusy` (one line). The lock dies with its process (SIGKILL included); the lock
-    file is removed on the way out, and a run that opened a lock file just removed tries again.
-    Special files (``/dev/null``) and stdout are not locked.
+    :class:`OutputBusy` (one line). The lock names the file, not the path: it is the sidecar
+    :func:`lock_path` of the file with symbolic links resolved, and, when the file exists, a lock
+    on the file itself, which every hard link of it shares (the holder keeps that one while its
+    writes replace the file, so another name of the file it started from stays refused). The
+    locks die with their process (SIGKILL included); the lock file is removed on the way out, and
+    a run that opened a lock file just removed tries again. Special files (``/dev/null``) and
+    stdout are not locked.
     """
     target = os.fspath(path)
     if target == "-" or (os.path.exists(target) and not os.path.isfile(target)):
         yield
         return
-    lock = lock_path(target)
+    resolved = os.path.realpath(target)
+    lock = lock_path(resolved)
     if lock in _HELD:
         _HELD[lock][1] += 1
         try:
@@ -187,35 +195,74 @@ def exclusive_output(path: str | os.PathLike, *, flag: str = "--output") -> Iter
         finally:
             _HELD[lock][1] -= 1
         return
+    named = target if resolved == os.path.abspath(target) else f"{target} (the file {resolved})"
+    busy = f"{flag}: {named} is being written by another run"
+    sidecar = _lock_sidecar(lock, busy)
+    try:
+        whole = _lock_file(resolved, busy)
+    except BaseException:
+        _release(lock, sidecar, None)
+        raise
+    _HELD[lock] = [(sidecar, whole), 1]
+    try:
+        yield
+    finally:
+        del _HELD[lock]
+        _release(lock, sidecar, whole)
+
+
+def _lock_sidecar(lock: str, busy: str) -> int | None:
+    """An fd holding ``lock`` (created if missing), ``None`` when its folder is not writable;
+    :class:`OutputBusy` when another process holds it."""
     while True:
         try:
             fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
         except OSError as exc:  # an unwritable folder: check_output says so with its own line
             if exc.errno in (errno.EACCES, errno.EROFS, errno.ENOENT):
-                yield
-                return
+                return None
             raise
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
-            raise OutputBusy(f"{flag}: {target} is being written by another run (lock {lock} held); "
-                             "wait for it to finish or choose another file") from None
+            raise OutputBusy(f"{busy} (lock {lock} held); wait for it to finish or choose another file") from None
         try:
             same = os.stat(lock).st_ino == os.fstat(fd).st_ino
         except FileNotFoundError:
             same = False
         if same:
-            break
+            return fd
         os.close(fd)  # the holder removed that file as we opened it: lock the new one
-    _HELD[lock] = [fd, 1]
+
+
+def _lock_file(resolved: str, busy: str) -> int | None:
+    """An fd holding the existing regular file ``resolved`` itself (its inode, whatever name it is
+    opened by), ``None`` when there is none or it cannot be opened; :class:`OutputBusy` when
+    another process holds it."""
     try:
-        yield
-    finally:
-        del _HELD[lock]
+        fd = os.open(resolved, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError:  # missing (a first run), or unreadable: check_output says so with its own line
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            return None
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise OutputBusy(f"{busy} under another name (a hard link of the same file); wait for it to finish "
+                         "or choose another file") from None
+    return fd
+
+
+def _release(lock: str, sidecar: int | None, whole: int | None) -> None:
+    if sidecar is not None:  # removed while still held: a run that opened it meanwhile sees it gone
         with contextlib.suppress(OSError):
             os.unlink(lock)
-        os.close(fd)
+    for fd in (sidecar, whole):
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:
@@ -422,12 +469,50 @@ def capacity_from_name(path: str | os.PathLike) -> int | None:
     return int(digits)
 
 
-MAX_GUNZIPPED = 4 << 30  # bytes a gzipped input may expand to (a compression bomb is refused, not read)
+MAX_DECOMPRESSED_ENV = "MALLOCGAME_MAX_DECOMPRESSED"
+# The largest real input (an XLA program's gzipped HLO text) is about 20 MB decompressed: 256 MiB leaves room for
+# programs ten times larger, and a compression bomb is refused before its text costs more memory than that.
+DEFAULT_MAX_DECOMPRESSED = 256 << 20
+
+
+def max_decompressed() -> int:
+    """Bytes a compressed input may expand to: ``$MALLOCGAME_MAX_DECOMPRESSED`` (``512MiB``, ``2GiB``,
+    ``1000000``), else :data:`DEFAULT_MAX_DECOMPRESSED` (256 MiB). A bad value is an :class:`InputError`."""
+    raw = os.environ.get(MAX_DECOMPRESSED_ENV, "").strip()
+    if not raw:
+        return DEFAULT_MAX_DECOMPRESSED
+    from mallocgame.inputs.load import parse_bytes  # the --capacity syntax (that module reads files with this one)
+
+    return parse_bytes(raw, what=MAX_DECOMPRESSED_ENV)
+
+
+def too_large_decompressed(path: str | os.PathLike, cap: int) -> InputError:
+    """The one line for a compressed input that expands past ``cap`` bytes."""
+    return InputError(f"{path}: decompresses to more than {cap:,} bytes ({_binary_size(cap)}), the cap on a "
+                      f"compressed input (set {MAX_DECOMPRESSED_ENV} to read a larger one)")
+
+
+def _binary_size(n: int) -> str:
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift:
+            return f"{n / (1 << shift):.4g} {unit}"
+    return f"{n} B"
+
+
+def check_zip_expansion(where: str | os.PathLike, archive: zipfile.ZipFile, names: Iterable[str] | None = None) -> None:
+    """:func:`too_large_decompressed` (for ``where``) when the members ``names`` (default: all) of ``archive``
+    together expand past :func:`max_decompressed` bytes. The sizes are those the archive declares, which is
+    enough: :mod:`zipfile` never reads a member past its declared size."""
+    cap = max_decompressed()
+    infos = archive.infolist() if names is None else [archive.getinfo(n) for n in names]
+    if sum(info.file_size for info in infos) > cap:
+        raise too_large_decompressed(where, cap)
 
 
 def read_text(path: str) -> str:
-    """A UTF-8 text file's contents, gunzipped if it is gzipped (``dump.hlo.txt.gz``), a leading byte-order mark
-    dropped; ``InputError`` with one line when missing, unreadable, empty or not a text file."""
+    """A UTF-8 text file's contents, gunzipped if it is gzipped (``dump.hlo.txt.gz``, at most
+    :func:`max_decompressed` bytes once gunzipped), a leading byte-order mark dropped; ``InputError`` with one
+    line when missing, unreadable, empty, too large once gunzipped or not a text file."""
     check_regular_file(path)
     try:
         with open(path, "rb") as fh:
@@ -450,14 +535,16 @@ def read_text(path: str) -> str:
 
 
 def _gunzip(path: str, data: bytes) -> bytes:
-    """The gzip member(s) of ``data``, at most :data:`MAX_GUNZIPPED` bytes."""
+    """The gzip member(s) of ``data``; :func:`too_large_decompressed` once past :func:`max_decompressed` bytes
+    (reading stops one byte past the cap)."""
+    cap = max_decompressed()
     out = io.BytesIO()
     try:
         with gzip.GzipFile(fileobj=io.BytesIO(data)) as z:
-            while chunk := z.read(1 << 24):
+            while chunk := z.read(min(1 << 24, cap + 1 - out.tell())):
                 out.write(chunk)
-                if out.tell() > MAX_GUNZIPPED:
-                    raise InputError(f"{path}: gunzips to more than {MAX_GUNZIPPED:,} bytes")
+                if out.tell() > cap:
+                    raise too_large_decompressed(path, cap)
     except (OSError, EOFError, zlib.error) as exc:
         raise InputError(f"{path}: not a valid gzip file ({exc})") from None
     return out.getvalue()
@@ -496,16 +583,64 @@ def _any_field_size() -> Iterator[None]:
 
 
 def _csv_records(path: str, text: str) -> Iterator[tuple[int, list[str]]]:
-    """``(line number, fields)`` per record; a quoted field may hold commas, quotes and line breaks."""
-    reader = csv.reader(io.StringIO(text, newline=""))
-    line = 1
+    """``(line number, fields)`` per record; a quoted field may hold commas, quotes and line breaks.
+
+    After the first record, the lines between records that hold nothing but white space and commas
+    (records every reader skips) are passed over without being parsed (:class:`_RecordLines`)."""
+    lines = _RecordLines(text)
+    reader = csv.reader(lines)
     with _any_field_size():
         try:
             for raw in reader:
-                yield line, raw
-                line = reader.line_num + 1
+                yield lines.record_line, raw
+                lines.between_records = True
         except csv.Error as exc:
-            raise InputError(f"{path}: row {line}: not valid CSV ({exc})") from None
+            raise InputError(f"{path}: row {lines.record_line}: not valid CSV ({exc})") from None
+
+
+_BLANK = re.compile(r"[\s,]+")  # white space and commas (a run of blank lines ends at its last line break)
+
+
+class _RecordLines:
+    """The lines of ``text`` for :func:`csv.reader`, split as ``io.StringIO(text, newline="")`` splits them
+    (after ``\\n``, ``\\r`` or ``\\r\\n``), except that a run of blank lines (white space and commas) met
+    between two records is skipped at once: a file of a header and a billion line breaks costs a scan, not a
+    billion empty records. Inside a record (a quoted field spanning lines) every line is given as it is.
+    ``record_line`` is the line number of the current record's first line."""
+
+    def __init__(self, text: str):
+        self.text, self.pos, self.line, self.record_line = text, 0, 0, 1
+        self.next_lf = self.next_cr = -1  # the next "\n" and "\r" at or after pos (len(text): none left)
+        self.between_records = False  # True once the reader has returned a record (never before the first)
+
+    def __iter__(self) -> _RecordLines:
+        return self
+
+    def __next__(self) -> str:
+        t = self.text
+        if self.between_records:
+            self.between_records = False
+            blank = _BLANK.match(t, self.pos)
+            end = blank and 1 + max(t.rfind("\n", *blank.span()), t.rfind("\r", *blank.span()))
+            if end:  # the blank lines, each with its line break (one for "\r\n")
+                start = self.pos
+                self.line += t.count("\n", start, end) + t.count("\r", start, end) - t.count("\r\n", start, end)
+                self.pos = end
+            self.record_line = self.line + 1
+        start, size = self.pos, len(t)
+        if start >= size:
+            raise StopIteration
+        if self.next_lf < start:
+            found = t.find("\n", start)
+            self.next_lf = size if found < 0 else found
+        if self.next_cr < start:
+            found = t.find("\r", start)
+            self.next_cr = size if found < 0 else found
+        brk = min(self.next_lf, self.next_cr)
+        end = size if brk >= size else brk + (2 if t.startswith("\r\n", brk) else 1)
+        self.pos = end
+        self.line += 1
+        return t[start:end]
 
 
 # MiniMalloc's converter's other names for the columns (its `end` is inclusive: upper = end + 1)
@@ -550,10 +685,8 @@ def read_csv(path: str | os.PathLike, *, with_offsets: bool = False) -> tuple[Pr
     inclusive = "end" in given  # MiniMalloc's `end` column: the last time step (with `upper` too: refused above)
     has_benefit = "benefit" in header
     has_alignment = "alignment" in header
-    if "gaps" in header and any(row["gaps"].strip() for _, row in rows):
-        warnings.warn(f"{path}: column 'gaps': mallocgame keeps each buffer for its whole [lower, upper) (a gap's "
-                      "memory is not reused): every answer is valid, a packing may need more memory", UserWarning,
-                      stacklevel=2)
+    has_gaps = "gaps" in header
+    gaps_given = False
     buffers, offsets, seen, totals = [], [], set(), _Totals(path)
     for lineno, row in rows:
         where = f"row {lineno}"
@@ -572,6 +705,9 @@ def read_csv(path: str | os.PathLike, *, with_offsets: bool = False) -> tuple[Pr
             alignment=alignment,
         )
         _check_buffer(path, where, b, seen)
+        if has_gaps and row["gaps"].strip():
+            _check_gaps(path, where, row["gaps"], b, inclusive)
+            gaps_given = True
         totals.add_size(where, b.size)
         totals.add_float(where, "benefit", b.benefit)
         buffers.append(b)
@@ -581,10 +717,32 @@ def read_csv(path: str | os.PathLike, *, with_offsets: bool = False) -> tuple[Pr
             if off is not None and off < 0:
                 raise InputError(f"{path}: {where}, field 'offset': offset must not be negative, got {off}")
             offsets.append(off)
+    if gaps_given:
+        warnings.warn(f"{path}: column 'gaps': mallocgame keeps each buffer for its whole [lower, upper) (a gap's "
+                      "memory is not reused): every answer is valid, a packing may need more memory", UserWarning,
+                      stacklevel=2)
     name = without_gz(os.path.basename(path))
     name = name[: -len(".csv")] if name.endswith(".csv") else name
     problem = Problem(name=name, buffers=tuple(buffers), capacity=capacity_from_name(path), source=path)
     return problem, (offsets if with_offsets else None)
+
+
+# MiniMalloc's gaps: space-separated LOWER-UPPER, each optionally @FROM:TO (the offsets the buffer keeps meanwhile)
+_GAP = re.compile(r"([0-9]+)-([0-9]+)(?:@[0-9]+:[0-9]+)?")
+
+
+def _check_gaps(path: str, where: str, cell: str, b: Buffer, inclusive: bool) -> None:
+    """A ``gaps`` cell in MiniMalloc's form, each gap inside the buffer's life (an ``end`` column's gaps end
+    inclusively, as its lives do); else an :class:`InputError` naming the row and the field."""
+    for gap in cell.split():
+        m = _GAP.fullmatch(gap)
+        if not m:
+            raise InputError(f"{path}: {where}, field 'gaps': expected space-separated LOWER-UPPER gaps, each "
+                             f"optionally @FROM:TO (such as '2-4 6-7@0:64'), got {_shown(cell)}")
+        lower, upper = int(m.group(1)), int(m.group(2)) + (1 if inclusive else 0)
+        if not b.start <= lower < upper <= b.end:
+            raise InputError(f"{path}: {where}, field 'gaps': gap {gap!r} is not a time span inside the buffer's "
+                             f"life [{b.start}, {b.end})")
 
 
 def _json_list(path: str, data: dict, key: str, where: str = "") -> list:
@@ -594,10 +752,23 @@ def _json_list(path: str, data: dict, key: str, where: str = "") -> list:
     return value
 
 
-def _json_id(path: str, where: str, raw: Any) -> str:
-    if isinstance(raw, bool) or not isinstance(raw, (str, int)):
-        raise InputError(f"{path}: {where}, field 'id': expected a string, got {_shown(raw)}")
+def _json_id(path: str, where: str, raw: Any, field: str = "id") -> str:
+    """An id field: a string (or an integer, read as its digits); anything else (an object, a list, a boolean,
+    ``null``, a fraction) is an :class:`InputError` naming the field."""
+    if not _is_json_id(raw):
+        raise InputError(f"{path}: {where}, field '{field}': expected a string, got {_shown(raw)}")
     return str(raw)
+
+
+def _is_json_id(raw: Any) -> bool:
+    return isinstance(raw, str) or (isinstance(raw, int) and not isinstance(raw, bool))
+
+
+def _json_name(path: str, where: str, raw: Any, field: str) -> str:
+    """A name field (an op's ``kind``): a string; anything else is an :class:`InputError` naming the field."""
+    if not isinstance(raw, str):
+        raise InputError(f"{path}: {where}, field '{field}': expected a string, got {_shown(raw)}")
+    return raw
 
 
 def _json_obj(path: str, where: str, value: Any) -> dict:
@@ -654,6 +825,8 @@ def _fast_ops(raw_ops: list, by_id: dict[str, Buffer]) -> tuple[list[Op], list[t
     if not all(type(r) is dict and r.keys() <= _OP_KEYS for r in raw_ops):
         return None
     ids = [r.get("id", f"op{t}") for t, r in enumerate(raw_ops)]
+    if not all(type(r.get("kind", "")) is str for r in raw_ops):
+        return None
     numbers = [r.get("flops", 0.0) for r in raw_ops] + [r.get("transcendentals", 0.0) for r in raw_ops]
     fixed = [r.get("fixed_bytes", 0) for r in raw_ops]
     if not (all(type(i) is str for i in ids) and len(set(ids)) == len(ids) and _plain_ints(fixed)
@@ -720,7 +893,10 @@ def parse_workload(path: str, data: Any) -> Problem:
     control_deps, original_order = _schedule_fields(path, data, ops, control)
     inplace = _inplace_pairs(path, data, by_id)
     capacity = _capacity_field(path, data)
-    name = str(data.get("name") or os.path.basename(path))
+    raw_name = data.get("name")
+    if raw_name is not None and not _is_json_id(raw_name):
+        raise InputError(f"{path}: field 'name': expected a string, got {_shown(raw_name)}")
+    name = str(raw_name or os.path.basename(path))
     _check_ids_write_back(path, buffers, ops)
     return merge_inplace(Problem(name=name, buffers=tuple(buffers), ops=tuple(ops), inplace=tuple(inplace),
                                  capacity=capacity, source=path, control_deps=control_deps,
@@ -766,7 +942,7 @@ def _checked_ops(path: str, raw_ops: list, by_id: dict[str, Buffer],
     for t, raw in enumerate(raw_ops):
         where = f"ops[{t}]"
         raw = _json_obj(path, where, raw)
-        op_id = str(raw.get("id", f"op{t}"))
+        op_id = _json_id(path, where, raw["id"]) if "id" in raw else f"op{t}"
         if op_id in op_ids:
             raise InputError(f"{path}: {where}, field 'id': duplicate op id {op_id!r}")
         op_ids.add(op_id)
@@ -787,13 +963,14 @@ def _checked_op(path: str, where: str, t: int, op_id: str, raw: dict, by_id: dic
     totals.add_float(where, "flops", flops + trans, "flops")
     operands = [_checked_operand(path, f"{where}.operands[{j}]", t, rawo, by_id)
                 for j, rawo in enumerate(_json_list(path, raw, "operands", where))]
-    return Op(op_id, str(raw.get("kind", "op")), flops, fixed, tuple(operands), transcendentals=trans)
+    kind = _json_name(path, where, raw.get("kind", "op"), "kind")
+    return Op(op_id, kind, flops, fixed, tuple(operands), transcendentals=trans)
 
 
 def _checked_operand(path: str, where: str, t: int, raw: Any, by_id: dict[str, Buffer]) -> Operand:
     """An operand of op ``t``: a known buffer live at ``t``, read or written, bytes not negative."""
     raw = _json_obj(path, where, raw)
-    name = str(raw.get("buffer", ""))
+    name = _json_id(path, where, raw.get("buffer", ""), "buffer")
     if name not in by_id:
         raise InputError(f"{path}: {where}, field 'buffer': unknown buffer {name!r}")
     b = by_id[name]
@@ -823,7 +1000,7 @@ def _inplace_pairs(path: str, data: dict, by_id: dict[str, Buffer]) -> list[tupl
     """The optional top-level ``inplace`` field: pairs of known buffer ids."""
     inplace = []
     for k, pair in enumerate(_json_list(path, data, "inplace")):
-        if not (isinstance(pair, list) and len(pair) == 2 and all(str(x) in by_id for x in pair)):
+        if not (isinstance(pair, list) and len(pair) == 2 and all(_is_json_id(x) and str(x) in by_id for x in pair)):
             raise InputError(f"{path}: inplace[{k}]: expected a pair of known buffer ids, got {pair!r}")
         inplace.append((str(pair[0]), str(pair[1])))
     return inplace

@@ -14,12 +14,16 @@ written files get the usual permissions (0666 less the umask).
 
 from __future__ import annotations
 
+import functools
+import gzip
 import os
 import stat
+import struct
 import subprocess
 import sys
 import threading
 import tomllib
+import zlib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -34,6 +38,23 @@ CASES = tomllib.loads((CORPUS / "cases.toml").read_text())["case"]
 TIMEOUT = 60  # seconds per run; a blocking read (a FIFO) fails the case instead of hanging the suite
 
 
+@functools.lru_cache(maxsize=None)
+def gzip_bomb(mib: int) -> bytes:
+    """A gzip file of a CSV header line then ``mib`` MiB of newlines (about 1 KiB per MiB), made in a second: a
+    member holding the header, then one MiB of newlines compressed once, ending at a byte boundary with no
+    reference to what came before, repeated."""
+    chunk = b"\n" * 2**20
+    deflate = zlib.compressobj(9, zlib.DEFLATED, -15)
+    segment = deflate.compress(chunk) + deflate.flush(zlib.Z_FULL_FLUSH)
+    last = zlib.compressobj(9, zlib.DEFLATED, -15).flush(zlib.Z_FINISH)  # an empty final block
+    crc = 0
+    for _ in range(mib):
+        crc = zlib.crc32(chunk, crc)
+    header = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\xff"
+    return (gzip.compress(b"id,lower,upper,size\n", mtime=0) + header + segment * mib + last
+            + struct.pack("<II", crc, (mib << 20) & 0xFFFFFFFF))
+
+
 def _setup(out: Path, items: list[str]) -> set[str]:
     made = set()
     for item in items:
@@ -45,6 +66,10 @@ def _setup(out: Path, items: list[str]) -> set[str]:
             path.mkdir()
         elif kind == "file":
             path.write_text("")
+        elif kind == "gzip-bomb":
+            name, mib = name.rsplit(":", 1)
+            path = out / name
+            path.write_bytes(gzip_bomb(int(mib)))
         else:
             raise ValueError(f"unknown setup {item!r}")
         made.add(name)
@@ -66,7 +91,8 @@ def _run(case: dict, out: Path) -> dict:
     before = os.stat(needs) if needs else None
     with _SPAWN:  # one spawn at a time, the runs in parallel (see _SPAWN)
         proc = subprocess.Popen([sys.executable, "-m", "mallocgame.cli.main", *args], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, cwd=ROOT, stdin=subprocess.DEVNULL)
+                                stderr=subprocess.PIPE, text=True, cwd=ROOT, stdin=subprocess.DEVNULL,
+                                env={**os.environ, **case.get("env", {})})
     try:
         stdout, stderr = proc.communicate(timeout=TIMEOUT)
     except subprocess.TimeoutExpired:

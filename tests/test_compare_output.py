@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import subprocess
 import sys
 
@@ -111,3 +112,80 @@ def test_resume_pairs_rows_by_content_not_by_automatic_name(tmp_path):
     (tmp_path / "x" / "three.100.csv").write_text(SMALL + "d,3,4,2\n")
     r = run_cli("compare", b, a, *base, "--resume", timeout=120)
     assert "1 kept from" in r.stdout, r.stdout
+
+
+def _hold(path, *, then_rewrite: bool = False) -> subprocess.Popen:
+    """A process holding ``path`` as a running compare does (optionally after one rewrite of it, as a
+    compare's first finished row replaces the file); returns once it holds it."""
+    rewrite = f"    atomic_write_text({str(path)!r}, 'held\\n')\n" if then_rewrite else ""
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import time\nfrom mallocgame.io import atomic_write_text, exclusive_output\n"
+        f"with exclusive_output({str(path)!r}):\n{rewrite}    print('held', flush=True)\n    time.sleep(60)\n")],
+        cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "held"
+    return holder
+
+
+def _compare_into(a: str, out) -> subprocess.CompletedProcess:
+    return run_cli("compare", a, "--solvers", "greedy-xla", "--time-limit", "1", "-o", str(out), "--no-progress",
+                   timeout=120)
+
+
+def _refused(r: subprocess.CompletedProcess) -> None:
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert r.stderr.count("\n") == 1 and r.stderr.startswith("error: --output: ") and "another run" in r.stderr, \
+        r.stderr
+    assert "wrote" not in r.stdout
+
+
+def test_a_symlink_to_a_held_output_is_refused(tmp_path):
+    a, _ = two_threes(tmp_path)
+    target = tmp_path / "target.csv"
+    target.write_text("first run's rows\n")
+    link = tmp_path / "link.csv"
+    link.symlink_to(target)
+    (tmp_path / "elsewhere").mkdir()
+    via_folder = tmp_path / "elsewhere" / "folder"  # a symlinked folder names the same file too
+    via_folder.symlink_to(tmp_path, target_is_directory=True)
+    holder = _hold(target)
+    try:
+        _refused(_compare_into(a, link))
+        _refused(_compare_into(a, via_folder / "target.csv"))
+    finally:
+        holder.kill()
+        holder.wait()
+    assert target.read_text() == "first run's rows\n" and link.is_symlink()
+    holder = _hold(link)  # and the other way round: a run writing through the link holds the file
+    try:
+        _refused(_compare_into(a, target))
+    finally:
+        holder.kill()
+        holder.wait()
+    assert target.read_text() == "first run's rows\n"
+
+
+def test_a_hard_link_to_a_held_output_is_refused(tmp_path):
+    a, _ = two_threes(tmp_path)
+    target = tmp_path / "target.csv"
+    target.write_text("first run's rows\n")
+    (tmp_path / "sub").mkdir()
+    other = tmp_path / "sub" / "other.csv"
+    os.link(target, other)
+    holder = _hold(target)
+    try:
+        _refused(_compare_into(a, other))
+    finally:
+        holder.kill()
+        holder.wait()
+    assert target.read_text() == other.read_text() == "first run's rows\n"
+    # the holder has already replaced its file once (a first row written): the other name still
+    # names the file it started from, which it still holds
+    holder = _hold(target, then_rewrite=True)
+    try:
+        _refused(_compare_into(a, other))
+    finally:
+        holder.kill()
+        holder.wait()
+    assert other.read_text() == "first run's rows\n" and target.read_text() == "held\n"
+    r = _compare_into(a, other)  # once the holder is gone, the name is free again
+    assert r.returncode == 0, r.stderr

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mallocgame.inputs.generate import layered_network, random_intervals
 from mallocgame.io import (
@@ -77,12 +80,78 @@ def test_minimallocs_other_column_names_alignment_and_gaps(tmp_path):
         load_problem(write(tmp_path, "x.64.csv", "id,lower,upper,size,alignment\na,0,3,8,four\n"))
 
 
+def test_gaps_in_minimalloc_form_are_read_and_others_refused(tmp_path):
+    # MiniMalloc's gaps: LOWER-UPPER[@FROM:TO], space-separated, inside the buffer's life (an `end` column's
+    # gaps end inclusively, like its lives); kept as live time with a warning, anything else is one line
+    with pytest.warns(UserWarning, match="column 'gaps'"):
+        p = load_problem(write(tmp_path, "g.64.csv", "id,lower,upper,size,gaps\na,0,9,8,0-4@0:8  6-9\nb,2,5,16,2-3\n"))
+    assert [(b.start, b.end) for b in p.buffers] == [(0, 9), (2, 5)]
+    with pytest.warns(UserWarning, match="column 'gaps'"):
+        p = load_problem(write(tmp_path, "e.64.csv", "id,start,end,size,gaps\na,0,8,8,6-8\n"))
+    assert [(b.start, b.end) for b in p.buffers] == [(0, 9)]
+    for cell, reason in [("zz", "expected space-separated LOWER-UPPER gaps"), ("2-4,", "expected space-separated"),
+                         ("2-4@8", "expected space-separated"), ("-1-3", "expected space-separated"),
+                         ("2.5-4", "expected space-separated"), ("4-4", "gap '4-4' is not a time span inside"),
+                         ("5-3", "gap '5-3' is not"), ("0-10", "gap '0-10' is not a time span inside the buffer's "
+                                                           "life [0, 9)")]:
+        text = f'id,lower,upper,size,gaps\nok,0,9,8,1-2\na,0,9,8,"{cell}"\n'
+        with pytest.raises(InputError, match=re.escape(f"row 3, field 'gaps': {reason}")):
+            load_problem(write(tmp_path, "bad.64.csv", text))
+
+
+def test_blank_lines_between_records_are_passed_over_unparsed(tmp_path):
+    # a header and millions of blank lines (a compression bomb's payload) is one scan, not millions of
+    # empty records for the csv module; the rows keep their line numbers
+    import csv
+
+    import mallocgame.io as mio
+
+    handed = []
+
+    class Counting(mio._RecordLines):
+        def __next__(self):
+            handed.append(super().__next__())
+            return handed[-1]
+
+    text = "id,lower,upper,size\n" + "\n" * 2_000_000 + " , ,\r\n" * 1000 + "a,0,2,8\n" + "\r\n" * 10 + "b,1,x,8\n"
+    lines = Counting(text)
+    records = []
+    for raw in csv.reader(lines):
+        records.append((lines.record_line, raw))
+        lines.between_records = True
+    assert records == [(1, ["id", "lower", "upper", "size"]), (2_001_002, ["a", "0", "2", "8"]),
+                       (2_001_013, ["b", "1", "x", "8"])]
+    assert handed == ["id,lower,upper,size\n", "a,0,2,8\n", "b,1,x,8\n"]
+    with pytest.raises(InputError, match="row 2001013, field 'upper'"):
+        load_problem(write(tmp_path, "blank.64.csv", text))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["a", "b,c", ",", '"', "\n", "\r", "\r\n", " ", "\t", "\u2028"]),
+                max_size=40).map("".join))
+def test_records_are_the_csv_modules_less_its_blank_ones(text):
+    import csv
+    import io
+
+    import mallocgame.io as mio
+
+    reader = csv.reader(io.StringIO(text, newline=""))
+    want, line = [], 1
+    for raw in reader:
+        want.append((line, raw))
+        line = reader.line_num + 1
+    got = list(mio._csv_records("x.csv", text))
+
+    def blank(record):  # what every reader skips
+        return not record[1] or all(not c.strip() for c in record[1])
+
+    assert [r for r in got if not blank(r)] == [r for r in want if not blank(r)]
+    assert got[:1] == want[:1]  # the header, blank or not
+
 def test_gzipped_inputs_read_as_the_plain_ones(tmp_path, monkeypatch):
     # dumps are often kept gzipped: NAME.CAPACITY.csv.gz and .json.gz read as their plain files (the capacity from
     # the name too); a broken or bomb-sized gzip is one line
     import gzip
-
-    import mallocgame.io as mio
 
     p = layered_network(60, seed=1)
     plain_csv = write(tmp_path, "r.100.csv", problem_csv_text(p))
@@ -95,9 +164,35 @@ def test_gzipped_inputs_read_as_the_plain_ones(tmp_path, monkeypatch):
     (tmp_path / "cut.csv.gz").write_bytes(gzip.compress(b"id,lower,upper,size\n")[:12])
     with pytest.raises(InputError, match="cut.csv.gz: not a valid gzip file"):
         load_problem(str(tmp_path / "cut.csv.gz"))
-    monkeypatch.setattr(mio, "MAX_GUNZIPPED", 100)
-    with pytest.raises(InputError, match="gunzips to more than"):
+    monkeypatch.setenv("MALLOCGAME_MAX_DECOMPRESSED", "100")
+    with pytest.raises(InputError, match=r"r.100.csv.gz: decompresses to more than 100 bytes \(100 B\), the cap"):
         load_problem(str(tmp_path / "r.100.csv.gz"))
+
+
+def test_the_decompressed_size_cap_is_256_mib_or_the_environment_s(tmp_path, monkeypatch):
+    import gzip
+
+    from mallocgame.io import DEFAULT_MAX_DECOMPRESSED, max_decompressed
+
+    monkeypatch.delenv("MALLOCGAME_MAX_DECOMPRESSED", raising=False)
+    assert DEFAULT_MAX_DECOMPRESSED == 256 * 2**20 == max_decompressed()
+    text = "id,lower,upper,size\n" + "".join(f"b{k},{k},{k + 2},8\n" for k in range(100))
+    assert len(text) < 2048
+    padded = text + "\n" * (2048 - len(text))  # exactly 2 KiB: at the cap, not past it
+    (tmp_path / "at.csv.gz").write_bytes(gzip.compress(padded.encode()))
+    (tmp_path / "over.csv.gz").write_bytes(gzip.compress((padded + "\n").encode()))
+    monkeypatch.setenv("MALLOCGAME_MAX_DECOMPRESSED", "2KiB")
+    assert max_decompressed() == 2048
+    assert load_problem(str(tmp_path / "at.csv.gz")).n == 100
+    with pytest.raises(InputError, match=r"over.csv.gz: decompresses to more than 2,048 bytes \(2 KiB\), the cap on "
+                                         r"a compressed input \(set MALLOCGAME_MAX_DECOMPRESSED to read a larger one\)"):
+        load_problem(str(tmp_path / "over.csv.gz"))
+    monkeypatch.setenv("MALLOCGAME_MAX_DECOMPRESSED", "1GiB")
+    assert max_decompressed() == 2**30 and load_problem(str(tmp_path / "over.csv.gz")).n == 100
+    for bad in ("lots", "-5", "0", "1.5"):
+        monkeypatch.setenv("MALLOCGAME_MAX_DECOMPRESSED", bad)
+        with pytest.raises(InputError, match="^MALLOCGAME_MAX_DECOMPRESSED: "):
+            load_problem(str(tmp_path / "at.csv.gz"))
 
 
 def test_json_round_trip_keeps_ops_and_capacity(tmp_path):

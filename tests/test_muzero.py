@@ -7,6 +7,8 @@ action k leaves it out (slow). Rewards are item values / total value, so returns
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -306,6 +308,20 @@ def test_torchless_reader_matches_torch_load(tmp_path):
         assert ours["model"][key].dtype == np.float32
         np.testing.assert_array_equal(ours["model"][key], tensor.numpy())
 
+
+def test_both_readers_refuse_a_checkpoint_past_the_decompressed_size_cap(tmp_path, monkeypatch):
+    from mallocgame.search.muzero.torchless import read
+
+    path = str(tmp_path / "m.pt")
+    ckpt.atomic_save(ckpt.model_only(fresh(2).payload()), path)
+    monkeypatch.setenv("MALLOCGAME_MAX_DECOMPRESSED", "1KiB")
+    message = re.escape("m.pt: decompresses to more than 1,024 bytes (1 KiB), the cap on a compressed input")
+    with pytest.raises(ValueError, match=message):
+        read(path)
+    with pytest.raises(ckpt.CheckpointError, match=message):
+        ckpt.load(path)
+    monkeypatch.setenv("MALLOCGAME_MAX_DECOMPRESSED", "1GiB")
+    assert read(path)["network"] == ckpt.load(path)["network"]
 
 # --- the solver on the real game -----------------------------------------------------------
 @pytest.fixture(scope="module")

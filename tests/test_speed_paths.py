@@ -46,6 +46,7 @@ def test_fast_reader_equals_checking_reader(monkeypatch):
 @pytest.mark.parametrize("where, key, value", [
     ("buffers", "size", "64"), ("buffers", "size", 64.0), ("buffers", "kind", ["x"]), ("buffers", "id", 7),
     ("buffers", "extra", 1), ("ops", "flops", "1e3"), ("ops", "operands", None), ("ops", "control_deps", None),
+    ("ops", "id", {"x": 1}), ("ops", "kind", {"x": 1}), ("ops", "kind", None), ("ops", "kind", 5),
 ])
 def test_irregular_fields_take_the_checking_path(monkeypatch, where, key, value):
     problem = layered_network(50, seed=1)

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from mallocgame.importers._common import WorkloadBuilder, summarize  # noqa: F401  (summarize re-exported)
-from mallocgame.io import check_regular_file
+from mallocgame.io import check_regular_file, check_zip_expansion
 from mallocgame.model import InputError, Problem
 
 DTYPE_BYTES = {"f32": 4, "bf16": 2, "f16": 2, "f64": 8}
@@ -116,6 +116,7 @@ def load_factorization(source: str | os.PathLike) -> np.ndarray | tuple[np.ndarr
                 raise InputError(f"{src}: no array {key!r} (have: {', '.join(keys[:8])}{', ...' if len(keys) > 8 else ''})")
             return _npz_entry(src, data, key)
         if {"u", "v", "w"} <= set(keys):
+            _check_expanded_size(src, data, "u", "v", "w")
             return tuple(_as_float(f"{src}[{k}]", data[k]) for k in "uvw")
         if len(keys) == 1:
             return _npz_entry(src, data, keys[0])
@@ -136,9 +137,16 @@ class _ArraysOnly(pickle.Unpickler):
         return super().find_class(module, name)
 
 
+def _check_expanded_size(src: str, data, *keys: str) -> None:
+    """One line when the ``.npz`` entries ``keys`` together expand past the cap on a compressed input
+    (:func:`mallocgame.io.check_zip_expansion`)."""
+    check_zip_expansion(src if len(keys) > 1 else f"{src}:{keys[0]}", data.zip, [f"{key}.npy" for key in keys])
+
+
 def _npz_entry(src: str, data, key: str) -> np.ndarray | tuple[np.ndarray, ...]:
     """One entry of an ``.npz``: a numeric array, or a tuple of arrays stored as an object array."""
     where = f"{src}:{key}"
+    _check_expanded_size(src, data, key)
     try:
         return _as_float(where, data[key])
     except ValueError as exc:

@@ -20,12 +20,14 @@ sees half a checkpoint.
 from __future__ import annotations
 
 import os
+import zipfile
 from typing import Any
 
 import torch
 
 from mallocgame.interrupts import defer_signals
-from mallocgame.io import atomic_output
+from mallocgame.io import atomic_output, check_zip_expansion
+from mallocgame.model import InputError
 from mallocgame.search.muzero.networks import MuZeroNet, NetworkConfig
 
 FORMAT = "mallocgame.muzero/1"
@@ -49,6 +51,13 @@ def load(path: str) -> dict[str, Any]:
     """The checkpoint dict at ``path`` (raises :class:`CheckpointError`)."""
     if not os.path.isfile(path):
         raise CheckpointError(f"{path}: checkpoint not found")
+    try:
+        with zipfile.ZipFile(path) as archive:
+            check_zip_expansion(path, archive)
+    except InputError as exc:
+        raise CheckpointError(str(exc)) from None
+    except (zipfile.BadZipFile, OSError):
+        pass  # not an archive: torch.load says what it is
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # torch raises many types for a bad file

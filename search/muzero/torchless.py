@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from mallocgame.io import check_zip_expansion
 from mallocgame.search.muzero.inference import NumpyNet
 
 _DTYPES = {"FloatStorage": np.float32, "DoubleStorage": np.float64, "HalfStorage": np.float16,
@@ -70,6 +71,7 @@ def read(path: str) -> dict[str, Any]:
     """The checkpoint dict at ``path`` with numpy arrays for tensors (raises :class:`UnsupportedCheckpoint`)."""
     try:
         with zipfile.ZipFile(path) as archive:
+            check_zip_expansion(path, archive)  # an InputError (a ValueError): torch.load is not tried either
             names = archive.namelist()
             pkl = next((n for n in names if n.endswith("/data.pkl")), None)
             if pkl is None:
