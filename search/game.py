@@ -46,6 +46,7 @@ import numpy as np
 # The package, not the variants' modules: they subclass Game, and mallocgame/search/__init__.py imports
 # them once this module is done; Game() reads them off the package at call time.
 from mallocgame import search
+from mallocgame.engine import engine
 from mallocgame.model import Problem
 from mallocgame.search.game_data import GameData
 
@@ -133,7 +134,7 @@ class Game:
     def __new__(cls, problem: Problem | None = None, hardware=None, config: GameConfig = GameConfig(), **_):
         if cls is Game:
             if config.variant == "order":
-                cls = search.game_order.OrderGame
+                cls = search.game_order.NativeOrderGame if engine() == "native" else search.game_order.OrderGame
             elif config.variant == "prefetch":
                 cls = search.game_prefetch.PrefetchGame
             else:
