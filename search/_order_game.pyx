@@ -21,6 +21,8 @@ floating-point operations in the same order (``-ffp-contract=off``: no fused mul
 agree to the last bit; tests/test_engine.py checks both engines against each other.
 """
 
+cimport cython
+from cpython.ref cimport Py_REFCNT
 from libc.string cimport memcpy
 from libcpp.algorithm cimport sort
 from libcpp.vector cimport vector
@@ -151,6 +153,7 @@ cdef class OrderTables:
                     fill[position[i]] += 1
 
 
+@cython.no_gc  # a chain never cycles: no tracking, no collector passes over long journals
 cdef class _Step:
     """One undo record: the reward sum and peak before the step, and the saved seconds of the ops of the
     buffer it placed (map mode, ops reward) before it; ``prev`` is the record of the step before."""
@@ -159,6 +162,17 @@ cdef class _Step:
     cdef double total
     cdef long long peak
     cdef vector[double] saved_before
+
+    def __dealloc__(self):
+        # Unlink the records only this one holds one by one: freeing them by recursion would take one C frame
+        # per step (a million-step journal overflows the stack).
+        cdef _Step node = self.prev, after
+        self.prev = None
+        while node is not None and Py_REFCNT(node) == 1:  # our local is its only holder: it goes now
+            after = node.prev
+            node.prev = None
+            node = after
+            after = None
 
 
 cdef class OrderState:
@@ -202,6 +216,9 @@ cdef class OrderState:
     @property
     def done(self):
         return self.pos >= self.t.n
+
+    def total_reward(self):
+        return self.total
 
     def offsets(self):
         """int64 ``[n]``: offset of every buffer, -1 = slow or undecided (a copy)."""

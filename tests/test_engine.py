@@ -6,6 +6,10 @@ programs (experiments/bench_engine.py plays every suite program)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -200,3 +204,26 @@ def test_engines_agree_on_xla_programs(xla_programs, name):
             nat.undo()
         assert_same_state(ref, nat)
         play_both(ref.clone(), nat.clone(), rng, greedy_share=greedy_share, undo_share=0.05)
+
+
+def test_a_long_undo_journal_is_freed_without_recursion():
+    """300,000 steps' undo records (a chain shared by clones) are freed one by one: freed by recursion, a chain
+    this long overflowed the C stack (a segmentation fault), so the game runs in a child process."""
+    script = textwrap.dedent("""
+        from mallocgame.hardware.spec import PRESETS
+        from mallocgame.model import Buffer, Problem
+        from mallocgame.search.game import GameConfig
+        from mallocgame.search.game_order import NativeOrderGame
+        n = 300_000
+        problem = Problem("chain", [Buffer(f"b{i}", 1, i, i + 1) for i in range(n)], capacity=1, mode="pack")
+        game = NativeOrderGame(problem, PRESETS["unit"], GameConfig(k=1))
+        while not game.done:
+            game.step(0)
+        clone = game.clone()
+        del game
+        clone.undo()
+        del clone
+        print("freed")
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0 and done.stdout.strip() == "freed", done.stderr[-2000:]
