@@ -51,8 +51,10 @@ cdef struct Hole:  # a free hole [bottom, top) that holds the buffer at its alig
 
 
 cdef inline bint _by_address(const Rect& p, const Rect& q) noexcept nogil:
-    # (offset, top) ascending, as free_holes' sorted(zip(offs, tops))
-    return p.off < q.off or (p.off == q.off and p.top < q.top)
+    # by offset only, where free_holes sorts by (offset, top): in a run of equal offsets only the first can open
+    # a hole (it depends on the run's offset and the tops below it), and the run lifts the bottom to the run's
+    # highest top whatever its order, so the holes are the same
+    return p.off < q.off
 
 
 cdef inline long long _align_up(long long x, long long align) noexcept nogil:
