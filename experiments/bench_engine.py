@@ -16,7 +16,8 @@ offsets are compared, and the script stops on the first difference. Issue 39's g
 greedy episode on every xla-suite program <= 50 ms (>= 1M steps/s on the 13,465-buffer LSTM step),
 clone <= 5 us; the table says met or missed by how much, per program. With ``--mcts-seconds S`` it also
 runs the ``mcts`` solver in-process (map mode, default options) for S seconds per engine on
-``layered_network(10000, seed=1)`` and reports its ``simulations`` per second.
+``layered_network(10000, seed=1)`` and reports its ``simulations`` per wall second and per CPU second (the
+solver's deadline is wall time: on a loaded machine it gets a fraction of a core).
 
 Usage: nice python experiments/bench_engine.py [--layered 10000] [--episodes 3] [--mcts-seconds 10] [--out PATH]
 """
@@ -166,11 +167,12 @@ def main() -> None:
         show(f"mcts in-process, map mode, default options, time_limit {args.mcts_seconds:g} s, "
              f"layered_network(10000, seed=1):")
         show()
-        show("| engine | simulations | simulations/s (wall) | CPU s |")
-        show("|---|---:|---:|---:|")
+        show("| engine | simulations | simulations/s (wall) | CPU s | simulations per CPU s | load average |")
+        show("|---|---:|---:|---:|---:|---:|")
         for engine in ENGINES:
             per_s, sims, cpu = mcts_rate(problem, engine, args.mcts_seconds)
-            show(f"| {engine} | {sims} | {per_s:.2f} | {cpu:.1f} |")
+            show(f"| {engine} | {sims} | {per_s:.2f} | {cpu:.1f} | {sims / max(cpu, 1e-9):.1f} "
+                 f"| {os.getloadavg()[0]:.1f} |")
     write_results(args.out, (
         "# The native engine against the Python reference: the map game\n\n"
         "Output of `experiments/bench_engine.py` as printed (both engines in one run, CPU seconds, "

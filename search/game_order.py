@@ -262,7 +262,6 @@ class NativeOrderGame(OrderGame):
         # the same calls, for the class's interface and its documentation).
         self._core = core
         self.step, self.greedy_action, self.legal_actions = core.step, core.greedy_action, core.legal_actions
-        self.total_reward, self.undo, self.holes = core.total_reward, core.undo, core.holes
 
     def clone(self) -> "NativeOrderGame":
         other = object.__new__(NativeOrderGame)
@@ -313,7 +312,7 @@ class NativeOrderGame(OrderGame):
         return self._order_l[pos] if pos < self._n_decisions else -1
 
     def total_reward(self) -> float:
-        return self._core.total
+        return self._core.total_reward()
 
     def offsets(self) -> np.ndarray:
         return self._core.offsets()
