@@ -255,18 +255,12 @@ class NativeOrderGame(OrderGame):
             self._dec.tables = OrderTables(d, self._dec)
         self._order, self._order_l = self._dec.order, self._dec.order_l
         self._set_decisions(self._order_l)
-        self._bind(OrderState(self._dec.tables, config.k))
-
-    def _bind(self, core: OrderState) -> None:
-        # The hot calls go straight to the compiled core: no Python frame per call (the methods below are
-        # the same calls, for the class's interface and its documentation).
-        self._core = core
-        self.step, self.greedy_action, self.legal_actions = core.step, core.greedy_action, core.legal_actions
+        self._core = OrderState(self._dec.tables, config.k)
 
     def clone(self) -> "NativeOrderGame":
         other = object.__new__(NativeOrderGame)
         other.__dict__.update(self.__dict__)
-        other._bind(self._core.clone())
+        other._core = self._core.clone()
         return other
 
     # --- the state, read from the compiled core -----------------------------------------------
