@@ -18,12 +18,14 @@ from hypothesis import strategies as st
 from mallocgame.engine import ENGINE_ENV, engine
 from mallocgame.hardware.spec import PRESETS
 from mallocgame.inputs.generate import layered_network, packed_instance, random_intervals
+from mallocgame.inputs.load import example_path
 from mallocgame.inputs.suites import suite_entries
 from mallocgame.model import Buffer, InputError, Problem
 from mallocgame.search import game_order
 from mallocgame.search.game import Game, GameConfig
 from mallocgame.search.game_data import GameData
 from mallocgame.search.game_order import NativeOrderGame, OrderGame
+from tests.conftest import run_cli
 
 HW, UNIT = PRESETS["tpuv4i"], PRESETS["unit"]
 
@@ -38,6 +40,17 @@ def test_engine_reads_the_variable(monkeypatch):
     monkeypatch.setenv(ENGINE_ENV, "fast")
     with pytest.raises(InputError, match=r"^MALLOCGAME_ENGINE='fast': unknown engine \(known: native, python\)$"):
         engine()
+
+
+@pytest.mark.parametrize("engine_name, returncode", [("bad", 2), ("python", 0), ("native", 0)])
+def test_the_cli_takes_either_engine_and_refuses_others_in_one_line(engine_name, returncode):
+    r = run_cli("solve", str(example_path("layered150.json")), "--solver", "mcts", "--time-limit", "1",
+                env={ENGINE_ENV: engine_name})
+    assert r.returncode == returncode, r.stderr
+    if returncode:
+        assert r.stderr.strip() == "error: MALLOCGAME_ENGINE='bad': unknown engine (known: native, python)"
+    else:
+        assert r.stdout.startswith("mcts: ") and "Traceback" not in r.stderr
 
 
 def test_game_builds_the_engine_named(monkeypatch):
