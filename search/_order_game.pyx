@@ -33,6 +33,12 @@ _SLOW_ILLEGAL = "illegal action: slow memory is not allowed while an offset fits
 
 cdef long long _UNBOUNDED = 0x7FFFFFFFFFFFFFFF  # the top of the hole above everything when there is no capacity
 
+# A placed neighbour's sort key: its offset above its index among the decision's placed neighbours.
+cdef int _INDEX_BITS = 20
+cdef Py_ssize_t _INDEX_LIMIT = 1 << 20
+cdef long long _OFFSET_LIMIT = 1LL << 43
+
+
 cdef enum RewardKind:
     OPS = 0        # map mode, the roofline per op: a placement changes the times of the ops it touches
     ADDITIVE = 1   # map mode, additive benefits: a placement earns its own benefit
@@ -77,6 +83,7 @@ cdef class OrderTables:
     cdef bint has_near
     cdef object dec
     cdef vector[Rect] scratch  # the placed neighbours of one decision (shared: one decision at a time, GIL held)
+    cdef vector[unsigned long long] keys  # their sort keys, the same way
 
     def __init__(self, data, dec):
         cdef Py_ssize_t n = data.n, i, a, b, p
@@ -246,7 +253,7 @@ cdef class OrderState:
         cdef long long size = t.size[i], align = t.align[i], cur = 0, a, o
         cdef const long long[:] near_py
         cdef vector[Rect]* rs = &t.scratch
-        cdef Hole h
+        cdef Rect r
         rs.clear()
         if t.has_near:
             for p in range(t.near_ptr[self.pos], t.near_ptr[self.pos + 1]):
@@ -259,20 +266,34 @@ cdef class OrderState:
                 o = self.off[near_py[p]]
                 if o >= 0:
                     rs.push_back(Rect(o, o + t.size[near_py[p]]))
-        sort(rs.begin(), rs.end(), _by_address)
         self.cur_holes.clear()
         self.holes_valid = True
         m = rs.size()
+        cdef vector[unsigned long long]* keys = &t.keys
+        cdef bint packed = m < _INDEX_LIMIT
+        keys.clear()
+        if packed:  # sort (offset, index) packed in one integer: a plain integer sort is ~2x the struct sort's speed
+            for p in range(m):
+                o = rs[0][p].off
+                if o >= _OFFSET_LIMIT:
+                    packed = False
+                    break
+                keys.push_back((<unsigned long long> o << _INDEX_BITS) | <unsigned long long> p)
+        if packed:
+            sort(keys.begin(), keys.end())
+        else:
+            sort(rs.begin(), rs.end(), _by_address)
         for p in range(m):
-            o = rs[0][p].off
+            r = rs[0][keys[0][p] & (_INDEX_LIMIT - 1)] if packed else rs[0][p]
+            o = r.off
             if o > cur:
                 a = _align_up(cur, align)
                 if a + size <= o:
                     self.cur_holes.push_back(Hole(a, cur, o))
                     if <Py_ssize_t> self.cur_holes.size() == self.k:
                         return
-            if rs[0][p].top > cur:
-                cur = rs[0][p].top
+            if r.top > cur:
+                cur = r.top
         a = _align_up(cur, align)
         if not t.capped or a + size <= t.capacity:
             self.cur_holes.push_back(Hole(a, cur, t.capacity))

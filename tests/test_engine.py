@@ -116,15 +116,17 @@ def programs(draw):
     (additive benefits) or as a pack problem with or without a capacity."""
     n = draw(st.integers(1, 40))
     horizon = draw(st.integers(2, 30))
+    # sizes in units of 1 byte, or of 2**44 bytes: offsets past 2**43 take the native hole finder's other sort
+    unit = draw(st.sampled_from([1, 1, 1, 2**44]))
     buffers = []
     for i in range(n):
         start = draw(st.integers(0, horizon - 1))
         end = draw(st.integers(start + 1, horizon))
-        buffers.append(Buffer(f"b{i}", draw(st.integers(1, 64)), start, end,
+        buffers.append(Buffer(f"b{i}", draw(st.integers(1, 64)) * unit, start, end,
                               benefit=float(draw(st.integers(0, 1000))) / 7,
                               alignment=draw(st.sampled_from([1, 1, 2, 4, 8, 16]))))
     kind = draw(st.sampled_from(["map", "pack", "pack-nocap"]))
-    capacity = None if kind == "pack-nocap" else draw(st.integers(1, 160))
+    capacity = None if kind == "pack-nocap" else draw(st.integers(1, 160)) * unit
     return Problem("hyp", buffers, capacity=capacity, mode="pack" if kind.startswith("pack") else "map")
 
 
