@@ -239,7 +239,7 @@ class NativeOrderGame(OrderGame):
 
     Same interface and the same answers (rewards to the last bit); the tables the compiled state reads are
     built once per problem and decision order and shared like the decision order. ``_off`` etc. are
-    read-only views of the compiled state for the observation and the text view.
+    read-only copies of the compiled state, for the observation and the text view.
     """
 
     def __init__(self, problem, hardware, config: GameConfig = GameConfig(), *, data=None, mode=None):

@@ -77,6 +77,10 @@ def assert_same_state(ref: OrderGame, nat: NativeOrderGame) -> None:
         assert np.array_equal(ref.legal_mask(), nat.legal_mask())
         assert ref.greedy_action() == nat.greedy_action()
         assert ref.placement_value(ref.current) == nat.placement_value(nat.current)
+    a, b = ref.observation(), nat.observation()
+    for field in ("buffer", "profile", "actions", "upcoming", "progress", "mask"):
+        assert np.array_equal(getattr(a, field), getattr(b, field)), field
+    assert ref.describe_state() == nat.describe_state() and ref.describe_actions() == nat.describe_actions()
 
 
 def play_both(ref: OrderGame, nat: NativeOrderGame, rng: np.random.Generator, *, greedy_share: float,
