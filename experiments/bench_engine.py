@@ -8,6 +8,8 @@ seconds (``time.process_time``) of
   fills its neighbour cache during the first episode);
 * ``greedy 1st``: the first greedy episode (cold caches), and ``greedy``: the median of the next ones,
   with its steps/s;
+* ``greedy_rollout()``: the greedy episode as one call (``Game.greedy_rollout``: one compiled loop in the
+  native engine, no Python call per step), checked to end where the step-by-step episode ends;
 * ``random``: steps/s of a seeded uniformly random episode;
 * ``clone``: microseconds per ``clone()`` of a state half-way through a greedy episode.
 
@@ -86,7 +88,16 @@ def bench_engine(problem, engine: str, episodes: int, seed: int) -> dict:
     for _ in greedy:
         final.step(final.greedy_action())
     rand, rand_s = random_episode(fresh.clone(), seed)
+    rollouts = []
+    for _ in range(max(episodes, 1)):  # the whole greedy episode in one call (the compiled loop in native)
+        game = fresh.clone()
+        t = time.process_time()
+        value = game.greedy_rollout()
+        rollouts.append(time.process_time() - t)
+        if value != final.total_reward() or not np.array_equal(game.offsets(), final.offsets()):
+            raise SystemExit(f"{problem.name}: {engine} greedy_rollout() is not the greedy episode")
     return {"setup": setup, "first": first, "greedy": float(np.median(times)), "steps": len(greedy),
+            "rollout": float(np.median(rollouts)),
             "greedy_rewards": greedy, "offsets": final.offsets(), "random_rewards": rand, "random_s": rand_s,
             "clone_us": clone_us(fresh, 2000 if engine == "native" else 200), "value": final.total_reward()}
 
@@ -128,8 +139,9 @@ def main() -> None:
     show = Transcript()
     show(f"# python {platform.python_version()}, numpy {np.__version__}, {platform.machine()}; CPU seconds")
     show("| program | buffers | setup s py / nat | greedy 1st s py / nat | greedy s py / nat | ratio "
-         "| greedy steps/s nat | random steps/s py / nat | ratio | clone us py / nat | same answers |")
-    show("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+         "| greedy steps/s nat | greedy_rollout() s py / nat | random steps/s py / nat | ratio | clone us py / nat "
+         "| same answers |")
+    show("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     goals = []
     for name, build in programs:
         problem = build()
@@ -142,7 +154,8 @@ def main() -> None:
         n = py["steps"]
         show(f"| {name} | {problem.n} | {py['setup']:.3f} / {nat['setup']:.3f} | {py['first']:.3f} / {nat['first']:.4f} "
              f"| {py['greedy']:.3f} / {nat['greedy']:.4f} | {py['greedy'] / max(nat['greedy'], 1e-9):.0f}x "
-             f"| {rate(n, nat['greedy'])} | {rate(n, py['random_s'])} / {rate(n, nat['random_s'])} "
+             f"| {rate(n, nat['greedy'])} | {py['rollout']:.3f} / {nat['rollout']:.4f} "
+             f"| {rate(n, py['random_s'])} / {rate(n, nat['random_s'])} "
              f"| {py['random_s'] / max(nat['random_s'], 1e-9):.0f}x | {py['clone_us']:.1f} / {nat['clone_us']:.2f} "
              f"| yes (value {nat['value']:.6f}) |")
         if not name.startswith("layered"):

@@ -335,6 +335,17 @@ cdef class OrderState:
 
     def greedy_action(self):
         """Best fit: the smallest offered hole (lowest on ties; the unbounded top hole is infinite), else slow."""
+        return self._greedy()
+
+    def greedy_rollout(self, double stop_step=float("inf")):
+        """Play the greedy action (in place) until done or ``stop_step`` steps; the rewards' sum, from 0.0 in
+        step order."""
+        cdef double total = 0.0
+        while self.pos < self.t.n and self.steps < stop_step:
+            total += self._step(self._greedy())
+        return total
+
+    cdef Py_ssize_t _greedy(self) except -1:
         self._find_holes()
         cdef Py_ssize_t j, best = 0, nh = self.cur_holes.size()
         cdef long long length, best_len = _UNBOUNDED
@@ -380,6 +391,9 @@ cdef class OrderState:
 
     def step(self, long long action):
         """Take ``action`` (``0..k-1``: the hole's offset; ``k``: slow); returns the reward."""
+        return self._step(action)
+
+    cdef double _step(self, long long action) except *:
         cdef OrderTables t = self.t
         if self.pos >= t.n:
             raise ValueError("step on a finished game")

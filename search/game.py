@@ -39,6 +39,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -194,6 +195,14 @@ class Game:
     def total_reward(self) -> float:
         """Sum of the rewards so far (normalised; the episode's value when done)."""
         return self._total
+
+    def greedy_rollout(self, stop_step: float = math.inf) -> float:
+        """Play the greedy action (in place) until done or ``steps`` reaches ``stop_step``; returns the sum of
+        the rewards, added from 0.0 in step order (the compiled order game runs the whole loop natively)."""
+        total = 0.0
+        while not self.done and self.steps < stop_step:
+            total += self.step(self.greedy_action())
+        return total
 
     @property
     def steps(self) -> int:

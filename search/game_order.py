@@ -18,6 +18,8 @@ clone, undo, legal and greedy actions in compiled code, ``search/_order_game.pyx
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from mallocgame.intervals import count_overlapping_pairs
@@ -334,6 +336,9 @@ class NativeOrderGame(OrderGame):
 
     def step(self, action: int) -> float:
         return self._core.step(action)
+
+    def greedy_rollout(self, stop_step: float = math.inf) -> float:
+        return self._core.greedy_rollout(stop_step)
 
     def undo(self) -> None:
         self._core.undo()

@@ -6,6 +6,7 @@ programs (experiments/bench_engine.py plays every suite program)."""
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 import textwrap
@@ -246,3 +247,34 @@ def test_a_long_undo_journal_is_freed_without_recursion():
     """)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0 and done.stdout.strip() == "freed", done.stderr[-2000:]
+
+
+@pytest.mark.parametrize("kind", ["layered", "pack", "pack-nocap", "xla"])
+def test_greedy_rollout_is_the_step_loop_in_both_engines(kind, xla_programs):
+    """``greedy_rollout(stop_step)``: the compiled loop, the Python loop and uct's rollout loop give the same sum
+    (to the last bit) and leave the same state, from several states, to a step bound and to the end."""
+    from mallocgame.search.uct import MCTSConfig, rollout
+
+    if kind == "layered":
+        problem, hw = layered_network(300, seed=5), HW
+    elif kind == "xla":
+        problem, hw = xla_programs["resnet20-cifar-train"], HW
+    else:
+        problem, hw = packed_instance(60, seed=5, capacity=32, horizon=20)[0], UNIT
+        if kind == "pack-nocap":
+            problem = problem.replace(capacity=None)
+    ref, nat = both(problem, hw, GameConfig(k=4))
+    rng = np.random.default_rng(5)
+    while not ref.done:
+        for stop in (ref.steps + 7, math.inf):
+            by_loop = ref.clone()
+            want = rollout(by_loop, MCTSConfig(), rng, stop)
+            a, b = ref.clone(), nat.clone()
+            assert a.greedy_rollout(stop) == b.greedy_rollout(stop) == want
+            assert_same_state(a, b)
+            assert np.array_equal(a.offsets(), by_loop.offsets()) and a.steps == by_loop.steps
+        for _ in range(int(rng.integers(1, max(problem.n // 4, 2)))):
+            if ref.done:
+                break
+            action = int(rng.choice(ref.legal_actions()))
+            assert ref.step(action) == nat.step(action)
