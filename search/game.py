@@ -39,6 +39,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -46,6 +47,7 @@ import numpy as np
 # The package, not the variants' modules: they subclass Game, and mallocgame/search/__init__.py imports
 # them once this module is done; Game() reads them off the package at call time.
 from mallocgame import search
+from mallocgame.engine import engine
 from mallocgame.model import Problem
 from mallocgame.search.game_data import GameData
 
@@ -133,7 +135,7 @@ class Game:
     def __new__(cls, problem: Problem | None = None, hardware=None, config: GameConfig = GameConfig(), **_):
         if cls is Game:
             if config.variant == "order":
-                cls = search.game_order.OrderGame
+                cls = search.game_order.NativeOrderGame if engine() == "native" else search.game_order.OrderGame
             elif config.variant == "prefetch":
                 cls = search.game_prefetch.PrefetchGame
             else:
@@ -193,6 +195,14 @@ class Game:
     def total_reward(self) -> float:
         """Sum of the rewards so far (normalised; the episode's value when done)."""
         return self._total
+
+    def greedy_rollout(self, stop_step: float = math.inf) -> float:
+        """Play the greedy action (in place) until done or ``steps`` reaches ``stop_step``; returns the sum of
+        the rewards, added from 0.0 in step order (the compiled order game runs the whole loop natively)."""
+        total = 0.0
+        while not self.done and self.steps < stop_step:
+            total += self.step(self.greedy_action())
+        return total
 
     @property
     def steps(self) -> int:

@@ -10,15 +10,22 @@ buffer, so the feasible canonical offsets are the holes' aligned bottoms; action
 
 State: offsets ``[n]``, the position in the order, the per-op saved seconds of the
 reward model. A step costs one index query plus a scan of the interfering buffers.
+
+Two engines (:func:`mallocgame.engine.engine`): ``Game(...)`` builds a :class:`NativeOrderGame` (state, step,
+clone, undo, legal and greedy actions in compiled code, ``search/_order_game.pyx``) unless
+``MALLOCGAME_ENGINE=python``, which builds this module's :class:`OrderGame`, the reference it must match.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from mallocgame.intervals import count_overlapping_pairs
+from mallocgame.search._order_game import OrderState, OrderTables
 from mallocgame.search.game import ACTION_FEATURES, BUFFER_FEATURES, Game, GameConfig, Observation
-from mallocgame.search.game_data import buffer_order
+from mallocgame.search.game_data import GameData, buffer_order
 
 _SMALL = 48  # below this many interfering buffers a Python scan beats numpy
 _INF = float("inf")
@@ -138,8 +145,7 @@ class OrderGame(Game):
         if self._saved is not None and self.data.buf_ops is not None:
             saved = self._saved
             saved_before = [(t, saved[t]) for t in self.data.buf_ops[i]]
-        # A persistent (shared, immutable) chain, so clone() copies nothing for undo.
-        self._journal = ((self._total, self._peak, saved_before), self._journal)
+        journal = ((self._total, self._peak, saved_before), self._journal)
         if action == self.slow_action:
             if not self._slow_legal():
                 raise ValueError("illegal action: slow memory is not allowed while an offset fits (pack mode)")
@@ -149,6 +155,8 @@ class OrderGame(Game):
             reward = self._place_reward(i, off + self.data.size_l[i])
         else:
             raise ValueError(f"illegal action {action}: {len(holes)} offsets are offered")
+        # A persistent (shared, immutable) chain, so clone() copies nothing for undo; pushed once the action is legal.
+        self._journal = journal
         self._total += reward
         self._pos += 1
         self._steps += 1
@@ -228,6 +236,114 @@ class OrderGame(Game):
         return lines
 
 
+class NativeOrderGame(OrderGame):
+    """:class:`OrderGame` with its state in compiled code (an ``OrderState`` of ``search/_order_game.pyx``).
+
+    Same interface and the same answers (rewards to the last bit); the tables the compiled state reads are
+    built once per problem and decision order and shared like the decision order. ``_off`` etc. are
+    read-only copies of the compiled state, for the observation and the text view.
+    """
+
+    def __init__(self, problem, hardware, config: GameConfig = GameConfig(), *, data=None, mode=None):
+        # Game.__init__'s plain fields, without its state: the state lives in self._core.
+        self.config = config
+        self.data = d = data if data is not None else GameData(problem, hardware, mode=mode)
+        self.num_actions = config.k + 1
+        self.slow_action = config.k
+        if config.order not in d.orders:
+            d.orders[config.order] = _DecisionOrder(d, config.order)
+        self._dec = d.orders[config.order]
+        if self._dec.tables is None:
+            self._dec.tables = OrderTables(d, self._dec)
+        self._order, self._order_l = self._dec.order, self._dec.order_l
+        self._set_decisions(self._order_l)
+        self._core = OrderState(self._dec.tables, config.k)
+
+    def clone(self) -> "NativeOrderGame":
+        other = object.__new__(NativeOrderGame)
+        other.__dict__.update(self.__dict__)
+        other._core = self._core.clone()
+        return other
+
+    # --- the state, read from the compiled core -----------------------------------------------
+    @property
+    def _pos(self) -> int:
+        return self._core.pos
+
+    @property
+    def _steps(self) -> int:
+        return self._core.steps
+
+    @property
+    def _total(self) -> float:
+        return self._core.total
+
+    @property
+    def _peak(self) -> int:
+        return self._core.peak
+
+    @property
+    def _off(self) -> np.ndarray:
+        return self._core.offsets()
+
+    @property
+    def _saved(self) -> list[float] | None:
+        return self._core.saved_seconds() if self.data.mode == "map" else None
+
+    @property
+    def done(self) -> bool:
+        return self._core.done
+
+    @property
+    def steps(self) -> int:
+        return self._core.steps
+
+    @property
+    def decisions_left(self) -> int:
+        return self._n_decisions - self._core.pos
+
+    @property
+    def current(self) -> int:
+        pos = self._core.pos
+        return self._order_l[pos] if pos < self._n_decisions else -1
+
+    def total_reward(self) -> float:
+        return self._core.total_reward()
+
+    def offsets(self) -> np.ndarray:
+        return self._core.offsets()
+
+    def placement_value(self, i: int) -> float:
+        return self._core.placement_value(i)
+
+    # --- decisions ----------------------------------------------------------------------------
+    def holes(self) -> list[tuple[int, int, float]]:
+        return self._core.holes()
+
+    def _slow_legal(self) -> bool:
+        return self._core.slow_legal()
+
+    def legal_mask(self) -> np.ndarray:
+        mask = np.zeros(self.num_actions, bool)
+        mask[self._core.legal_actions()] = True
+        return mask
+
+    def legal_actions(self) -> np.ndarray:
+        return self._core.legal_actions()
+
+    def greedy_action(self) -> int:
+        return self._core.greedy_action()
+
+    def step(self, action: int) -> float:
+        return self._core.step(action)
+
+    def greedy_rollout(self, stop_step: float = math.inf) -> float:
+        return self._core.greedy_rollout(stop_step)
+
+    def undo(self) -> None:
+        self._core.undo()
+
+
 class _DecisionOrder:
     """One decision order of a problem, shared by every game on it.
 
@@ -245,6 +361,7 @@ class _DecisionOrder:
         self.position = np.empty(d.n, np.int64)
         self.position[self.order] = np.arange(d.n)
         self.cache: list[np.ndarray | None] | None = None
+        self.tables: OrderTables | None = None  # the native engine's tables, built on first use
         if count_overlapping_pairs(d.start, d.end) <= self.PAIR_BUDGET:
             self.cache = [None] * d.n
 
