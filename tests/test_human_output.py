@@ -86,8 +86,8 @@ def test_summary_validate_and_info_lines_are_in_human_units(tmp_path):
 def test_a_pack_answer_above_the_capacity_does_not_fit(tmp_path):
     r = run_cli("solve", PACK, "--solver", "best-fit")
     assert r.returncode == 1
-    assert re.fullmatch(rf"best-fit: does not fit: peak 79B > capacity 64B bound=64B \(max-live\) placed=40/40 wall={HUMAN_TIME}\n",
-                        r.stdout), r.stdout
+    assert re.fullmatch(rf"best-fit: does not fit: peak 79B > capacity 64B bound=64B \(max-live\) placed=40/40 "
+                        rf"wall={HUMAN_TIME}\n", r.stdout), r.stdout
     out = tmp_path / "r.csv"
     r = run_cli("compare", PACK, "--solvers", "greedy-xla,best-fit", "--time-limit", "2", "--out", str(out))
     assert "UNKNOWN" not in r.stdout and "INVALID" not in r.stdout and "DOES_NOT_FIT!" not in r.stdout
