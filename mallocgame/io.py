@@ -40,6 +40,7 @@ from typing import IO, Any, Iterable, Iterator, Sequence
 from mallocgame.aliasing import merge_inplace
 from mallocgame.lift import map_intervals
 from mallocgame.model import BUFFER_KINDS, Buffer, FastInterval, InputError, Op, Operand, Problem, Solution, check_regular_file
+from mallocgame.units import parse_bytes
 
 WORKLOAD_FORMAT = "mallocgame.workload/1"
 CSV_COLUMNS = ("id", "lower", "upper", "size")
@@ -481,8 +482,6 @@ def max_decompressed() -> int:
     raw = os.environ.get(MAX_DECOMPRESSED_ENV, "").strip()
     if not raw:
         return DEFAULT_MAX_DECOMPRESSED
-    from mallocgame.inputs.load import parse_bytes  # the --capacity syntax (that module reads files with this one)
-
     return parse_bytes(raw, what=MAX_DECOMPRESSED_ENV)
 
 

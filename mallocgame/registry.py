@@ -138,8 +138,9 @@ def implied_mode(names) -> str | None:
     ``solve`` for its ``--solver``, ``compare`` for all its solvers (a solver with several modes keeps
     each input's own, and the others show n/a where they do not apply).
 
-    >>> implied_mode(["msa"]), implied_mode(["pack-search"]), implied_mode(["pack-search", "cpsat"])
-    ('prefetch', 'pack', None)
+    Examples:
+        >>> implied_mode(["msa"]), implied_mode(["pack-search"]), implied_mode(["pack-search", "cpsat"])
+        ('prefetch', 'pack', None)
     """
     entries = solver_entries()
     if not names or any(name not in entries for name in names):

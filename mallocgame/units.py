@@ -28,8 +28,11 @@ Example:
 from __future__ import annotations
 
 import math
+import re
 from decimal import Decimal
 from typing import Callable, Sequence
+
+from mallocgame.model import InputError
 
 DIGITS = 4  # significant figures of every number shown to a person
 MAX_DIGITS = 17  # enough to tell any two different floats apart
@@ -186,3 +189,62 @@ def _same(values: list) -> bool:
 
 
 __all__ = ["DIGITS", "SAME", "distinct", "format_bytes", "format_number", "format_percent", "format_seconds"]
+
+
+# Parsing a byte count a person wrote (--capacity, MALLOCGAME_MAX_DECOMPRESSED).
+_MAX_BYTES = 2**62  # the largest byte count (sizes and offsets are int64 in the solvers)
+_UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
+          "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40, "K": 2**10, "M": 2**20, "G": 2**30}
+
+
+def parse_bytes(text: str | int, *, what: str = "--capacity") -> int:
+    """Bytes from ``4MiB``, ``1.5GiB``, ``512KB``, ``64`` (SI ``KB``/``MB``; binary ``KiB``/``MiB``).
+
+    >>> parse_bytes("4MiB"), parse_bytes("1.5GiB"), parse_bytes("512KB"), parse_bytes("4096")
+    (4194304, 1610612736, 512000, 4096)
+    """
+    if isinstance(text, int) and not isinstance(text, bool):
+        value = text
+    else:
+        m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:e([0-9]+))?\s*([A-Za-z]*)\s*", str(text))
+        unit = m.group(3).upper() if m else ""
+        if not m or unit not in _UNITS:
+            raise InputError(f"{what}: expected bytes such as 4096, 512KB, 4MiB or 1.5GiB, got {text!r}")
+        try:
+            if m.group(1).isdigit() and not m.group(2):  # a plain integer: exact, however large
+                number = int(m.group(1)) * _UNITS[unit]
+            else:
+                number = float(m.group(1)) * (10 ** int(m.group(2)) if m.group(2) else 1) * _UNITS[unit]
+        except (OverflowError, ValueError):  # past a float, or more digits than Python converts
+            number = math.inf
+        if isinstance(number, float) and math.isfinite(number) and number != int(number):
+            raise InputError(f"{what}: {text!r} is not a whole number of bytes")
+        value = number if isinstance(number, int) else int(number) if math.isfinite(number) else _MAX_BYTES + 1
+    if value <= 0:
+        raise InputError(f"{what}: must be positive, got {text!r}")
+    if value > _MAX_BYTES:
+        shown = repr(text) if len(repr(text)) <= 40 else repr(text)[:40] + "..."
+        raise InputError(f"{what}: {shown} is too large (the limit is 2**62 bytes)")
+    return value
+
+
+def decimal_units_note(text: str | int, *, what: str = "capacity") -> str | None:
+    """The note that says how a byte count with a decimal unit (``KB``, ``MB``, ``GB``, ``TB``: powers of
+    1000) was read, since ``4G`` and ``4GiB`` are powers of 1024; ``None`` for any other text.
+
+    >>> decimal_units_note("4 GB")
+    "note: capacity '4 GB' = 4,000,000,000 bytes (decimal; 4 GiB is '4GiB')"
+    >>> decimal_units_note("4GiB"), decimal_units_note(4096)
+    (None, None)
+    """
+    if not isinstance(text, str):
+        return None
+    m = re.fullmatch(r"\s*(\S+?)\s*([KMGT])B\s*", text, flags=re.IGNORECASE)
+    if not m:
+        return None
+    try:
+        value = parse_bytes(text, what=what)
+    except InputError:
+        return None
+    binary = f"{m.group(2).upper()}iB"
+    return f"note: {what} {text!r} = {value:,} bytes (decimal; {m.group(1)} {binary} is '{m.group(1)}{binary}')"

@@ -54,8 +54,9 @@ class Judgement:
 def does_not_fit(peak_bytes: int, capacity: int) -> str:
     """The violation of a pack answer that places every buffer but peaks above the capacity.
 
-    >>> does_not_fit(79, 64), does_not_fit(10105345, 10105344)
-    ('does not fit: peak 79B > capacity 64B', 'does not fit: peak 9.637208MiB > capacity 9.637207MiB')
+    Examples:
+        >>> does_not_fit(79, 64), does_not_fit(10105345, 10105344)
+        ('does not fit: peak 79B > capacity 64B', 'does not fit: peak 9.637208MiB > capacity 9.637207MiB')
     """
     peak_text, capacity_text = distinct(format_bytes, [peak_bytes, capacity])
     return f"does not fit: peak {peak_text} > capacity {capacity_text}"

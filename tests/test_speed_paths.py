@@ -170,9 +170,9 @@ def test_info_prints_the_lower_bound(tmp_path):
     path.write_text("id,lower,upper,size\na,0,2,4\nb,1,3,4\nc,2,4,8\n")
     out = CliRunner().invoke(main, ["info", str(path), "--mode", "pack", "--bound-time", "2"])
     assert out.exit_code == 0, out.output
-    assert "lower bound: 12 (max live; the critical-window bound found nothing higher in 2 s)" in out.output
+    assert "lower bound: 12B (max live; the critical-window bound found nothing higher in 2 s)" in out.output
     out = CliRunner().invoke(main, ["info", str(path), "--mode", "pack"])
-    assert "lower bound: 12 (max live)" in out.output
+    assert "lower bound: 12B (max live)" in out.output
 
 
 def test_validator_fast_check_agrees_with_the_sweep():

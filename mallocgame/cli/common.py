@@ -30,7 +30,7 @@ from mallocgame import bound_cache
 from mallocgame.cli.exits import EXIT_BAD_INPUT, EXIT_NO_SOLUTION, EXIT_OK, fail  # noqa: F401  (the commands import them from here)
 from mallocgame.hardware.validator import validate_schedule
 from mallocgame.inputs.load import capacity_warning as capacity_warning_text
-from mallocgame.inputs.load import decimal_units_note, parse_bytes, prepare, read_problem
+from mallocgame.inputs.load import prepare, read_problem
 from mallocgame.io import atomic_write_text
 from mallocgame.lift import lift_map_answer
 from mallocgame.model import InputError, Problem
@@ -38,6 +38,7 @@ from mallocgame.protocol import MAX_SEED, MAX_TIME_LIMIT, bad_option_value, bad_
 from mallocgame.search.muzero.torchless import load_agent_network
 from mallocgame.solving import read_answer_file
 from mallocgame.suggest import did_you_mean
+from mallocgame.units import decimal_units_note, parse_bytes
 
 STDOUT = "-"
 

@@ -17,6 +17,7 @@ import time
 from typing import Any
 
 import click
+from tqdm import tqdm
 
 from mallocgame.units import distinct, format_bytes, format_percent, format_seconds
 
@@ -41,8 +42,6 @@ class StatusLine:
     """One line on stderr, redrawn in place every :data:`REFRESH` seconds: ``text`` and the elapsed time."""
 
     def __init__(self, text: str):
-        from tqdm import tqdm  # only on a terminal: a command on a pipe never imports it
-
         self.t0 = time.monotonic()
         self._bar = tqdm(total=None, bar_format="{desc}", desc=text, file=sys.stderr, leave=False,
                          dynamic_ncols=True)
@@ -64,8 +63,6 @@ class StatusLine:
 
     def echo(self, text: str) -> None:
         """Print ``text`` on stdout above the status line (the line is cleared first and redrawn after)."""
-        from tqdm import tqdm
-
         with _DRAWING:
             tqdm.write(text, file=sys.stdout)
 
