@@ -44,7 +44,17 @@ from mallocgame.registry import SolverLoadError, load_solver, solver_entries
 from mallocgame.runner import ChildCall, ProcessPool, Report, answer, preload, run_solver, score
 from mallocgame.search.game import GameConfig
 from mallocgame.search.uct import PREFETCH_K, greedy_prefetch_intervals
-from mallocgame.session import BASELINE_SHARE, BASELINE_SOLVER, BASELINES, MSA_VARIANTS, VARIANTS_SHARE, session_for
+from mallocgame.session import (
+    BASELINE_SHARE,
+    BASELINE_SOLVER,
+    BASELINES,
+    MSA_VARIANTS,
+    VARIANTS_SHARE,
+    best_held,
+    held_baselines,
+    held_stats,
+    session_for,
+)
 from mallocgame.solving import better
 
 # Chosen by measurement (experiments/README-cpsat.md): on layered networks lns and
@@ -159,6 +169,18 @@ class _Race:
         self.bound = self.session.known_bound()  # map mode: computed beside the members
         self.calls: list = []  # the map bound's child (killed at the deadline: HiGHS may overrun its limit)
         self.window_runs: dict[str, float] = {}  # prefetch mode: the window searches started, key -> their start's value
+        self.held: list = []  # the baselines the portfolio holds (hold)
+
+    def hold(self, time_limit: float) -> None:
+        """Build the baselines a search of ``time_limit`` holds (:func:`mallocgame.session.held_baselines`: each to
+        its end, whatever the clock says) and enter the best as a member's report: the answer is never below it.
+        Every member forked later inherits them from the session."""
+        self.held = held_baselines(self.session, time_limit)
+        best = best_held(self.session, self.held)
+        if best is not None and best.name in {b.name for b in self.held} and best.name not in self.reports:
+            problem, hardware = self.problem, self.hardware
+            self.consider(best.name, score(problem, hardware, best.solution(problem), seconds=best.seconds,
+                                           bound=None, solver_name=best.name))
 
     def consider(self, name: str, report: Report) -> bool:
         """Record a member's report; True when it settles the problem (valid and proved optimal, or
@@ -345,6 +367,7 @@ class _Race:
         stats = {"members": {n: {"status": r.status, "valid": r.valid, "objective": r.objective,
                                  "seconds": round(r.seconds, 3)} for n, r in self.reports.items()},
                  "errors": self.errors, "winner": best.solver if best is not None and best.valid else None}
+        stats["baselines"] = held_stats(self.held, stats["winner"])
         wall = time.monotonic() - self.t0
         history = tuple(self.history)
         if best is None or not best.valid:  # every member's report was validated by the runner
@@ -390,6 +413,7 @@ class Portfolio(Solver):
         # The cheapest baseline, built in this process (no fork), is an answer before any member runs: at
         # 0.2 s on a busy machine a forked greedy-xla member can be cut before it reports, and the portfolio
         # then ended below the greedy (all-slow in prefetch mode).
+        race.hold(time_limit)  # the baselines it is held to, first, each to its end (even at a spent limit)
         race.run_baselines(t0 + BASELINE_SHARE * time_limit, cheapest=True)
         if problem.mode != "map" and race.bound is None:  # the bound in milliseconds: an answer at it ends the race
             race.bound = race.session.bound()
