@@ -97,6 +97,7 @@ GAME_GREEDY = "game-greedy"
 GAME_GREEDY_SHARE = 0.1
 REFILL_SHARE = 0.15
 CHILD_MARGIN = 0.02  # of a member's share, kept for its child's exit: children at load 3 on 2 cores overran
+MIN_SHARE = 0.05  # seconds: a member with no more than this is not started (skipped: no time left)
 
 
 def reaches(mode: str, objective: float | None, bound: float) -> bool:
@@ -382,8 +383,11 @@ class _Race:
 class Portfolio(Solver):
     name = "portfolio"
     modes = frozenset({"map", "pack", "prefetch"})
-    # imported before the clock starts (mallocgame.runner.preload): the default members' heavy modules
-    preload = ("ortools.sat.python.cp_model", "scipy.optimize")
+    # imported before the clock starts (mallocgame.runner.preload): the default members' heavy modules, and the
+    # members' own (their first import, on a busy machine, took the portfolio 1 s past a 0.2 s limit)
+    preload = ("ortools.sat.python.cp_model", "scipy.optimize", *(f"mallocgame.{m}" for m in (
+        "solvers.greedy_xla", "solvers.best_fit", "solvers.msa", "solvers.cpsat.solver", "solvers.pack_search.solver",
+        "hybrid.lns", "hybrid.select_pack")))
 
     def solve(self, problem, hardware, *, time_limit, seed, hint=None, workers=2, minimize_peak=False,
               solvers=None):
@@ -431,6 +435,8 @@ class Portfolio(Solver):
             # other core, while msa runs here (it took 8-25 s of a 60 s limit on the xla suite's training steps,
             # with the second core idle).
             early = [n for n in heavy if n in lifted][:workers - 1] if parallel and not settled else []
+            if self._share(problem, deadline) <= MIN_SHARE:  # no time for a member: no fork (they cost time too)
+                early = []
             for name in early:
                 pool.start(name, name, race.map_problem, hardware, time_limit=self._share(problem, deadline),
                            seed=seed, hint=None, options=options)
@@ -495,7 +501,7 @@ class Portfolio(Solver):
                 slots_left = -(-len(queue) // workers) if waves > 1 else 1
                 share = Portfolio._share(problem, deadline, slots_left)
                 name = queue.pop(0)
-                if share <= 0.05:
+                if share <= MIN_SHARE:
                     errors[name] = "skipped: no time left"
                     continue
                 if name in lifted:  # a map member: the map problem, no prefetch hint; its answer is lifted
