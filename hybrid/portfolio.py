@@ -98,6 +98,7 @@ GAME_GREEDY_SHARE = 0.1
 REFILL_SHARE = 0.15
 CHILD_MARGIN = 0.02  # of a member's share, kept for its child's exit: children at load 3 on 2 cores overran
 MIN_SHARE = 0.05  # seconds: a member with no more than this is not started (skipped: no time left)
+FIRST_HELD = ("greedy-xla", "best-fit", "msa")  # the held baselines built before the members run (Race.hold)
 
 
 def reaches(mode: str, objective: float | None, bound: float) -> bool:
@@ -172,13 +173,17 @@ class _Race:
         self.window_runs: dict[str, float] = {}  # prefetch mode: the window searches started, key -> their start's value
         self.held: list = []  # the baselines the portfolio holds (hold)
 
-    def hold(self, time_limit: float) -> None:
+    def hold(self, time_limit: float, *, first: bool = False) -> None:
         """Build the baselines a search of ``time_limit`` holds (:func:`mallocgame.session.held_baselines`: each to
         its end, whatever the clock says) and enter the best as a member's report: the answer is never below it.
-        Every member forked later inherits them from the session."""
-        self.held = held_baselines(self.session, time_limit)
-        best = best_held(self.session, self.held)
-        if best is not None and best.name in {b.name for b in self.held} and best.name not in self.reports:
+        ``first``: only the cheapest and msa (the members' starts; a member forked later inherits them), before the
+        members run; msa's other runs are built while they run (:meth:`baselines_once`), and whatever of them is
+        still missing or cut short after the race (a second call), so the race does not wait for them."""
+        held = held_baselines(self.session, time_limit, first=FIRST_HELD if first else None)
+        if not first:
+            self.held = held
+        best = best_held(self.session, held)
+        if best is not None and best.name in {b.name for b in held} and best.name not in self.reports:
             problem, hardware = self.problem, self.hardware
             self.consider(best.name, score(problem, hardware, best.solution(problem), seconds=best.seconds,
                                            bound=None, solver_name=best.name))
@@ -417,7 +422,7 @@ class Portfolio(Solver):
         # The cheapest baseline, built in this process (no fork), is an answer before any member runs: at
         # 0.2 s on a busy machine a forked greedy-xla member can be cut before it reports, and the portfolio
         # then ended below the greedy (all-slow in prefetch mode).
-        race.hold(time_limit)  # the baselines it is held to, first, each to its end (even at a spent limit)
+        race.hold(time_limit, first=True)  # the baselines the members start from, each to its end (even at a spent limit)
         race.run_baselines(t0 + BASELINE_SHARE * time_limit, cheapest=True)
         if problem.mode != "map" and race.bound is None:  # the bound in milliseconds: an answer at it ends the race
             race.bound = race.session.bound()
@@ -472,6 +477,7 @@ class Portfolio(Solver):
                         race.cancel_bound()
                 else:
                     race.run_sequential(heavy, seed, warm, options)
+        race.hold(time_limit)  # every baseline it is held to, those not built yet to their end now
         return race.solution(self.name)
 
     @staticmethod

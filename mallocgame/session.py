@@ -365,12 +365,14 @@ def held_names(problem: Problem, time_limit: float) -> tuple[str, ...]:
     return tuple(held)
 
 
-def held_baselines(session: Session, time_limit: float) -> list[Baseline]:
+def held_baselines(session: Session, time_limit: float, *, first: tuple[str, ...] | None = None) -> list[Baseline]:
     """The baselines :func:`held_names` names for ``time_limit``, each built to its end in ``session`` (no
     deadline, even when the limit is spent already: they fit a share of it by their estimate), those with an
-    answer. What a search calls first, before it spends its own time."""
+    answer (``first``: only those of them named there). What a search calls first, before it spends its own time."""
     out = []
     for name in held_names(session.problem, time_limit):
+        if first is not None and name not in first:
+            continue
         built = session.baseline(name)
         if built is not None:
             out.append(built)
