@@ -140,3 +140,15 @@ def test_the_check_holds_a_solver_to_the_held_baselines_whatever_the_clock(monke
     monkeypatch.setattr(session_module, "time", _stalled_clock())
     monkeypatch.setattr(conformance, "time", _stalled_clock())
     assert conformance._reference(problem, HW, 1.0) == quiet
+
+
+@pytest.mark.parametrize("name", ["portfolio", "cpsat", "lns", "muzero"])
+def test_every_prefetch_search_says_which_baselines_it_held_and_ends_at_or_above_them(name):
+    # at any load: the held baselines do not depend on the clock, and the answer is never below them
+    problem = _problem("prefetch")
+    subject = conformance.subject_of(name)
+    solution, report, _ = subject.solve(problem, HW, time_limit=0.2)
+    stats = solution.stats["baselines"]
+    assert tuple(stats["held"]) == held_names(problem, 0.2) == ("greedy-xla", "msa")
+    assert report.valid and report.objective >= max(stats["held"].values()) * (1 - 1e-9)
+    assert stats["answer_from"]
