@@ -44,7 +44,7 @@ from mallocgame.model import Problem, Solution, Status, offsets_array, offsets_t
 from mallocgame.neighbourhood_search import Round, Step, Trial, Verdict, search
 from mallocgame.placement import push_down
 from mallocgame.protocol import Solver, solver_deadline
-from mallocgame.session import session_for
+from mallocgame.session import held_baselines, no_worse_than_held, session_for
 from mallocgame.solvers.cpsat.model import Limits, Part, solve_part, value_terms
 from mallocgame.solvers.cpsat.prefetch_windows import solve_prefetch
 
@@ -322,11 +322,21 @@ class ModeDispatch(Solver):
         deadline = solver_deadline(t0, time_limit, problem.n)
         if problem.n == 0:
             return Solution((), Status.OPTIMAL, problem.mode, objective=0.0, solver=self.name)
+        # The baselines this search is held to, each to its end, before it spends its own time: never below them.
+        held = held_baselines(session_for(problem, hardware), time_limit)
         if problem.mode == "map":
-            return self._solve_map(problem, hardware, t0, deadline, seed, hint, workers)
-        if problem.mode == "prefetch":
-            return self._solve_prefetch(problem, hardware, t0, time_limit, seed, hint, workers)
-        return self._solve_pack(problem, hardware, t0, deadline, seed, hint, workers, minimize_peak)
+            answer = self._solve_map(problem, hardware, t0, deadline, seed, hint, workers)
+        elif problem.mode == "prefetch":
+            answer = self._solve_prefetch(problem, hardware, t0, time_limit, seed, hint, workers)
+        else:
+            answer = self._solve_pack(problem, hardware, t0, deadline, seed, hint, workers, minimize_peak)
+        return no_worse_than_held(problem, hardware, answer, held, answer_from=self._source(answer))
+
+    def _source(self, answer: Solution) -> str:
+        """Where the answer came from: its start (a baseline's name, say) when no step improved it, else the search."""
+        stats = answer.stats
+        improved = stats.get("improved", stats.get("windows_improved", stats.get("windows_solved", 1)))
+        return str(stats["start"]) if "start" in stats and not improved else self.name
 
 
 class LargeNeighbourhoodSearch(ModeDispatch):

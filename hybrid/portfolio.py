@@ -45,7 +45,17 @@ from mallocgame.registry import SolverLoadError, load_solver, solver_entries
 from mallocgame.runner import ChildCall, ProcessPool, Report, answer, preload, run_solver, score
 from mallocgame.search.game import GameConfig
 from mallocgame.search.uct import PREFETCH_K, greedy_prefetch_intervals
-from mallocgame.session import BASELINE_SHARE, BASELINE_SOLVER, BASELINES, MSA_VARIANTS, VARIANTS_SHARE, session_for
+from mallocgame.session import (
+    BASELINE_SHARE,
+    BASELINE_SOLVER,
+    BASELINES,
+    MSA_VARIANTS,
+    VARIANTS_SHARE,
+    best_held,
+    held_baselines,
+    held_stats,
+    session_for,
+)
 from mallocgame.solving import better
 
 # The members per mode: the solvers that end best on each kind of problem -- lns and select-pack on layered
@@ -84,6 +94,8 @@ GAME_GREEDY = "game-greedy"
 GAME_GREEDY_SHARE = 0.1
 REFILL_SHARE = 0.15
 CHILD_MARGIN = 0.02  # of a member's share, kept for its child's exit: a loaded machine delays a child's exit
+MIN_SHARE = 0.05  # seconds: a member with no more than this is not started (skipped: no time left)
+FIRST_HELD = ("greedy-xla", "best-fit", "msa")  # the held baselines built before the members run (Race.hold)
 
 
 def reaches(mode: str, objective: float | None, bound: float) -> bool:
@@ -156,6 +168,22 @@ class _Race:
         self.bound = self.session.known_bound()  # map mode: computed beside the members
         self.calls: list = []  # the map bound's child (killed at the deadline: HiGHS may overrun its limit)
         self.window_runs: dict[str, float] = {}  # prefetch mode: the window searches started, key -> their start's value
+        self.held: list = []  # the baselines the portfolio holds (hold)
+
+    def hold(self, time_limit: float, *, first: bool = False) -> None:
+        """Build the baselines a search of ``time_limit`` holds (:func:`mallocgame.session.held_baselines`: each to
+        its end, whatever the clock says) and enter the best as a member's report: the answer is never below it.
+        ``first``: only the cheapest and msa (the members' starts; a member forked later inherits them), before the
+        members run; msa's other runs are built while they run (:meth:`baselines_once`), and whatever of them is
+        still missing or cut short after the race (a second call), so the race does not wait for them."""
+        held = held_baselines(self.session, time_limit, first=FIRST_HELD if first else None)
+        if not first:
+            self.held = held
+        best = best_held(self.session, held)
+        if best is not None and best.name in {b.name for b in held} and best.name not in self.reports:
+            problem, hardware = self.problem, self.hardware
+            self.consider(best.name, score(problem, hardware, best.solution(problem), seconds=best.seconds,
+                                           bound=None, solver_name=best.name))
 
     def consider(self, name: str, report: Report) -> bool:
         """Record a member's report; True when it settles the problem (valid and proved optimal, or
@@ -345,6 +373,7 @@ class _Race:
         stats = {"members": {n: {"status": r.status, "valid": r.valid, "objective": r.objective,
                                  "seconds": round(r.seconds, 3)} for n, r in self.reports.items()},
                  "errors": self.errors, "winner": best.solver if best is not None and best.valid else None}
+        stats["baselines"] = held_stats(self.held, stats["winner"])
         wall = time.monotonic() - self.t0
         history = tuple(self.history)
         if best is None or not best.valid:  # every member's report was validated by the runner
@@ -359,8 +388,11 @@ class _Race:
 class Portfolio(Solver):
     name = "portfolio"
     modes = frozenset({"map", "pack", "prefetch"})
-    # imported before the clock starts (mallocgame.runner.preload): the default members' heavy modules
-    preload = ("ortools.sat.python.cp_model", "scipy.optimize")
+    # imported before the clock starts (mallocgame.runner.preload): the default members' heavy modules, and the
+    # members' own (their first import, on a busy machine, took the portfolio 1 s past a 0.2 s limit)
+    preload = ("ortools.sat.python.cp_model", "scipy.optimize", *(f"mallocgame.{m}" for m in (
+        "solvers.greedy_xla", "solvers.best_fit", "solvers.msa", "solvers.cpsat.solver", "solvers.pack_search.solver",
+        "hybrid.lns", "hybrid.select_pack")))
 
     def solve(self, problem, hardware, *, time_limit, seed, hint=None, workers=2, minimize_peak=False,
               solvers=None):
@@ -390,6 +422,7 @@ class Portfolio(Solver):
         # The cheapest baseline, built in this process (no fork), is an answer before any member runs: with a
         # short limit on a busy machine a forked greedy-xla member can be cut before it reports, and the portfolio
         # must not end below the greedy.
+        race.hold(time_limit, first=True)  # the baselines the members start from, each to its end (even at a spent limit)
         race.run_baselines(t0 + BASELINE_SHARE * time_limit, cheapest=True)
         if problem.mode != "map" and race.bound is None:  # the bound in milliseconds: an answer at it ends the race
             race.bound = race.session.bound()
@@ -408,6 +441,8 @@ class Portfolio(Solver):
             # other core, while msa runs here (msa can take a large share of the limit on a training step, with
             # the second core idle otherwise).
             early = [n for n in heavy if n in lifted][:workers - 1] if parallel and not settled else []
+            if self._share(problem, deadline) <= MIN_SHARE:  # no time for a member: no fork (they cost time too)
+                early = []
             for name in early:
                 pool.start(name, name, race.map_problem, hardware, time_limit=self._share(problem, deadline),
                            seed=seed, hint=None, options=options)
@@ -443,6 +478,7 @@ class Portfolio(Solver):
                         race.cancel_bound()
                 else:
                     race.run_sequential(heavy, seed, warm, options)
+        race.hold(time_limit)  # every baseline it is held to, those not built yet to their end now
         return race.solution(self.name)
 
     @staticmethod
@@ -472,7 +508,7 @@ class Portfolio(Solver):
                 slots_left = -(-len(queue) // workers) if waves > 1 else 1
                 share = Portfolio._share(problem, deadline, slots_left)
                 name = queue.pop(0)
-                if share <= 0.05:
+                if share <= MIN_SHARE:
                     errors[name] = "skipped: no time left"
                     continue
                 if name in lifted:  # a map member: the map problem, no prefetch hint; its answer is lifted

@@ -60,7 +60,7 @@ from mallocgame.model import MODES, Problem, Solution, Status
 from mallocgame.placement import online_pack
 from mallocgame.registry import describe, load_solver, solver_entries
 from mallocgame.runner import Report, preload, score
-from mallocgame.session import BASELINE_SHARE, BASELINE_SOLVER, BASELINES, MSA_VARIANTS, VARIANTS_SHARE, session_for
+from mallocgame.session import BASELINE_SOLVER, held_baselines, session_for
 
 DEFAULT_TIME_LIMIT = 1.0
 HW = PRESETS["tpuv4i"]
@@ -511,36 +511,17 @@ def _at_scale_problem(mode: str) -> tuple[Problem, Any]:
     return base.replace(name=f"layered-{AT_SCALE}-{mode}", mode=mode, capacity=None if mode == "pack" else base.capacity), HW
 
 
-# Of the share of the time a search gives its baselines, the part of it in CPU seconds a baseline may need
-# to count in a check (:func:`_reference`): at a half, a baseline counts if the solver had half a core;
-# the short-limits check runs beside a busy process per core, so it allows a quarter.
-REFERENCE_MARGIN = 0.5
-REFERENCE_MARGIN_UNDER_LOAD = 0.25
+def _reference(problem: Problem, hardware, limit: float) -> tuple[str, float]:
+    """The best baseline answer a solver of ``limit`` seconds must reach: ``(name, objective)``.
 
-
-def _reference(problem: Problem, hardware, limit: float, *, margin: float = REFERENCE_MARGIN) -> tuple[str, float]:
-    """The best baseline answer of the mode a solver of ``limit`` seconds must reach: ``(name, objective)``.
-
-    Each baseline is built to the end on a copy of the problem (a fresh solve session, nothing shared
-    with the solver's run), in :data:`~mallocgame.session.BASELINES` order, and counts only if the CPU
-    seconds of it and those before it fit ``margin`` of the share of the time a search gives them
-    (:data:`~mallocgame.session.BASELINE_SHARE`; :data:`~mallocgame.session.VARIANTS_SHARE` for msa's XLA
-    variants). CPU seconds, not wall: what counts must not depend on what else the machine runs (a wall
-    deadline here once counted an msa that the solver's run, beside a 13k-buffer benchmark, did not finish in
-    its share, and the check failed on a correct solver). All-slow (0) is the floor in map and prefetch modes.
+    The baselines a search of that limit holds (:func:`mallocgame.session.held_names`: chosen by the problem's
+    size and the limit, never by a clock, so the same at any load), each built to its end on a copy of the
+    problem (a fresh solve session, nothing shared with the solver's run). All-slow (0) is the floor in map and
+    prefetch modes; in pack mode best fit if held, else the online allocator (which pack_start holds).
     """
     fresh = session_for(problem.replace(name=problem.name + "-reference"), hardware)
-    used, found = 0.0, []
-    for name in BASELINES[problem.mode]:
-        share = VARIANTS_SHARE if name in MSA_VARIANTS else BASELINE_SHARE
-        if used > margin * share * limit:
-            continue  # cannot count any more
-        before = time.thread_time()
-        built = fresh.baseline(name)
-        used += time.thread_time() - before
-        if built is not None and used <= margin * share * limit:
-            found.append(built)
-    if problem.mode == "pack":  # best fit if it fits, else the online allocator (which pack_start holds)
+    found = held_baselines(fresh, limit)
+    if problem.mode == "pack":
         if found:
             return found[0].name, found[0].objective
 
@@ -554,9 +535,10 @@ def check_at_scale(subject: Subject) -> str:
 
     Per supported mode (map, pack without a capacity, prefetch) on a generated layered network: the
     solver's wall time (after one small warm-up solve, so imports are start-up) is at most the limit
-    plus :data:`AT_SCALE_SLACK`, and its answer is valid and at least the best baseline of the mode
-    that finishes within its share of the time (:func:`_reference`: greedy-xla; best fit; the lifted
-    greedy-xla answer, then msa); the greedies (``greedy = True``) are held to the time and validity only.
+    plus :data:`AT_SCALE_SLACK`, and its answer is valid and at least the best baseline of the mode a search
+    of that limit holds (:func:`_reference`, :func:`mallocgame.session.held_names`: greedy-xla; best fit; the
+    lifted greedy-xla answer, then msa's runs); the greedies (``greedy = True``) are held to the time and
+    validity only.
     """
     limit = subject.time_limit
     greedy = is_greedy(load_solver(subject.name))
@@ -609,8 +591,8 @@ class _CpuLoad:
 
 
 def check_short_limits(subject: Subject) -> str:
-    """At 0.2 s and at 1 s, under a busy process per core: a valid answer, never below the best baseline
-    that finishes in its share of the time, within the limit + 1 s.
+    """At 0.2 s and at 1 s, under a busy process per core: a valid answer, never below the best baseline a
+    search of that limit holds (:func:`_reference`: the same baselines at any load), within the limit + 1 s.
 
     Per supported mode, on a 150-buffer layered network (map and prefetch at 25% of max live, pack
     without a capacity). Importing a heavy library on the solver's clock, or handing the fallback an
@@ -627,7 +609,7 @@ def check_short_limits(subject: Subject) -> str:
         for limit in SHORT_LIMITS:
             with _CpuLoad(limit + AT_SCALE_SLACK + 1.0):
                 _, report, seconds = subject.solve(problem, HW, time_limit=limit)
-            reference = None if greedy else _reference(problem, HW, limit, margin=REFERENCE_MARGIN_UNDER_LOAD)
+            reference = None if greedy else _reference(problem, HW, limit)
             _require(seconds <= limit + AT_SCALE_SLACK,
                      f"{_where(problem)}: took {seconds:.2f} s with a {limit:g} s limit under load")
             _require(report.valid, f"{_where(problem)}: no valid answer at {limit:g} s ({report.violation})")

@@ -63,6 +63,15 @@ COMPLETE_SHARE = 0.8
 # Of a solver's time, the part msa's XLA variants may take (the msa solver's rule; the searches pass it too, so
 # that they build the variants whenever the msa solver would, and spend no more on them).
 VARIANTS_SHARE = 0.1
+# Of a solver's time, the part the baselines it holds (:func:`held_names`) may take by their estimated CPU seconds,
+# msa's XLA variants aside (:data:`VARIANTS_SHARE`): they are built to their end whatever the clock says, so a
+# machine that gives the solver a quarter of a core still has them back within the limit.
+HELD_SHARE = 0.25
+# The CPU seconds each baseline takes at most per unit of work (:func:`work_units`): about twice the most measured
+# on the generated layered networks and the xla suite's programs (experiments/results/held_baselines.md). They decide,
+# with the time limit alone, which baselines a search holds (:func:`held_names`): no clock, so the same at any load.
+BASELINE_COST = {"greedy-xla": 4e-6, "best-fit": 1e-5, "msa": 1.5e-5, "msa+overlap-100": 1.5e-5,
+                 "msa+greedy-xla": 1.5e-5, "msa+cross-program-prefetch": 1.5e-5, "msa+memory-overlap": 3e-5}
 
 
 @dataclass(frozen=True)
@@ -357,3 +366,113 @@ def baseline_solution(problem: Problem, hardware: Any, *, t0: float, time_limit:
     best = session_for(problem, hardware).best_baseline(t0 + share * time_limit,
                                                         variants_until=t0 + VARIANTS_SHARE * time_limit)
     return None if best is None else best.solution(problem, solver)
+
+
+def work_units(problem: Problem) -> int:
+    """The size of ``problem`` a baseline's time grows with: buffers + pairs of overlapping live ranges + touches
+    by the ops (each pair counted at the later start); O(n log n), built once per problem."""
+    facts = derived_facts(problem)
+    units = facts.get("work_units")
+    if units is None:
+        a = problem.arrays
+        live = np.searchsorted(np.sort(a.start), a.start, side="right") - np.searchsorted(np.sort(a.end), a.start,
+                                                                                           side="right")
+        touches = len(problem.touches.ops) if problem.has_ops else 0
+        units = facts["work_units"] = problem.n + int(live.sum()) + touches
+    return units
+
+
+def held_names(problem: Problem, time_limit: float) -> tuple[str, ...]:
+    """The baselines a search of ``time_limit`` seconds holds before it spends its own time, and that the
+    conformance suite holds it to: those of :data:`BASELINES` (in order) whose estimated CPU seconds
+    (:data:`BASELINE_COST` x :func:`work_units`) fit their share of the limit, counted with those held before them
+    (:data:`HELD_SHARE`; msa's XLA variants :data:`VARIANTS_SHARE`, counted with msa's and each other's, as the
+    ``msa`` solver counts them). Decided from the problem and the limit alone, never from a clock, so a busy
+    machine does not change which baselines a search must beat (it only makes them take longer to build).
+
+    Example:
+        >>> from mallocgame.inputs.load import load_problem
+        >>> p = load_problem("example:layered150", mode="prefetch")
+        >>> held_names(p, 1.0)[:2], held_names(p, 0.001)
+        (('greedy-xla', 'msa'), ())
+    """
+    units = work_units(problem)
+    held: list[str] = []
+    spent = msa_runs = 0.0  # estimated seconds of the held baselines; of msa and its variants among them
+    for name in BASELINES[problem.mode]:
+        cost = BASELINE_COST[name] * units
+        if name in MSA_VARIANTS:
+            if "msa" in held and msa_runs + cost <= VARIANTS_SHARE * time_limit:
+                held.append(name)
+                msa_runs += cost
+            continue
+        if spent + cost > HELD_SHARE * time_limit:
+            break  # the later ones build on msa (and cost more): a prefix
+        held.append(name)
+        spent += cost
+        msa_runs += cost if name == "msa" else 0.0
+    return tuple(held)
+
+
+def held_baselines(session: Session, time_limit: float, *, first: tuple[str, ...] | None = None) -> list[Baseline]:
+    """The baselines :func:`held_names` names for ``time_limit``, each built to its end in ``session`` (no
+    deadline, even when the limit is spent already: they fit a share of it by their estimate), those with an
+    answer (``first``: only those of them named there). What a search calls first, before it spends its own time."""
+    out = []
+    for name in held_names(session.problem, time_limit):
+        if first is not None and name not in first:
+            continue
+        built = session.baseline(name)
+        if built is not None:
+            out.append(built)
+    return out
+
+
+def best_held(session: Session, held: list[Baseline]) -> Baseline | None:
+    """The best of ``held`` and all-slow (map, prefetch; ties go to the cheaper one); in pack mode only a packing
+    within the capacity counts."""
+    best = session.all_slow()
+    problem = session.problem
+    for b in held:
+        if problem.mode == "pack" and problem.capacity is not None and b.objective > problem.capacity:
+            continue
+        if b.better_than(best, problem.mode):
+            best = b
+    return best
+
+
+def held_stats(held: list[Baseline], answer_from: str | None) -> dict[str, Any]:
+    """``stats["baselines"]`` of a search's answer: the baselines it held (:func:`held_baselines`) with their
+    objectives, and where its answer came from (a held baseline's name, or the search's own label)."""
+    return {"held": {b.name: b.objective for b in held}, "answer_from": answer_from}
+
+
+def objective_of(problem: Problem, hardware: Any, solution: Solution) -> float:
+    """The objective a report gives ``solution`` (map, prefetch: the evaluator's time saved; pack: the peak, inf
+    with a buffer left out)."""
+    if problem.mode == "prefetch":
+        return float(PrefetchEvaluator.of(problem, hardware).value(list(solution.intervals)))
+    offsets = np.fromiter((-1 if o is None else o for o in solution.offsets), np.int64, problem.n)
+    if problem.mode == "pack":
+        if problem.n and (offsets < 0).any():
+            return float("inf")
+        return float((offsets + problem.arrays.size).max()) if problem.n else 0.0
+    return float(Evaluator.of(problem, hardware).value(offsets))
+
+
+def no_worse_than_held(problem: Problem, hardware: Any, solution: Solution, held: list[Baseline], *,
+                       answer_from: str | None = None, value: float | None = None) -> Solution:
+    """``solution``, or the best held baseline's answer (named as ``solution``'s solver, status FEASIBLE) where that
+    is strictly better, with ``stats["baselines"]`` (:func:`held_stats`) saying which. The last step of a search:
+    whatever its own budget let it do, it never ends below a baseline it held. ``value``: the answer's objective by
+    the mode's evaluator if the caller has it (else it is scored here: :func:`objective_of`)."""
+    session = session_for(problem, hardware)
+    best = best_held(session, held)
+    packed = problem.mode == "pack" and problem.capacity is not None and solution.placed == problem.n
+    if held and best is not None and not packed:  # a packing within the capacity is as good as any
+        mine = Baseline("answer", objective_of(problem, hardware, solution) if value is None else value, True, 0.0)
+        if best.better_than(mine, problem.mode):
+            stats = dict(solution.stats, baselines=held_stats(held, best.name))
+            return best.solution(problem, solution.solver).replace(
+                stats=stats, wall_time=solution.wall_time, history=solution.history)
+    return solution.replace(stats=dict(solution.stats, baselines=held_stats(held, answer_from)))

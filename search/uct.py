@@ -79,7 +79,7 @@ from mallocgame.model import Solution, Status, offsets_array, offsets_tuple
 from mallocgame.search.game import Game, GameConfig
 from mallocgame.search.game_data import GameData
 from mallocgame.search.game_prefetch import PrefetchData, intervals_of, rows_of
-from mallocgame.session import BASELINE_SHARE, VARIANTS_SHARE, session_for
+from mallocgame.session import BASELINE_SHARE, VARIANTS_SHARE, held_baselines, no_worse_than_held, session_for
 
 ROLLOUTS = ("greedy", "random")
 #: Leaf evaluations (module docstring, "Value leaves"): a rollout to the end (or ``rollout_depth``), the value
@@ -542,8 +542,10 @@ def greedy_prefetch_intervals(problem, hardware, game_cfg, until: float = math.i
 
 
 def prefetch_incumbents(problem, hardware, game_cfg, hint, until: float,
-                        msa_deadline: float | None = None, variants_until: float | None = None) -> list[Episode]:
-    """Prefetch mode's fallback answers: all-slow, the mode's baselines from the solve session
+                        msa_deadline: float | None = None, variants_until: float | None = None,
+                        held: list | None = None) -> list[Episode]:
+    """Prefetch mode's fallback answers: all-slow, the baselines ``held`` (built already:
+    :func:`mallocgame.session.held_baselines`), the mode's other baselines from the solve session
     (:meth:`mallocgame.session.Session.baselines`: greedy-xla's map answer lifted, then ``msa``'s answers
     built until ``msa_deadline``, default ``until``, its XLA variants until ``variants_until``), the greedy
     episode of the game in the other buffer order and the ``hint`` (a prefetch answer; a map answer is lifted).
@@ -556,7 +558,9 @@ def prefetch_incumbents(problem, hardware, game_cfg, hint, until: float,
         return Episode(ev.value(intervals) / data.reward_norm, rows_of(intervals), source)
 
     out = [episode((), "all-slow")]
-    for b in session.baselines(until if msa_deadline is None else msa_deadline, variants_until=variants_until):
+    held = list(held or ())
+    more = session.baselines(until if msa_deadline is None else msa_deadline, variants_until=variants_until)
+    for b in held + [b for b in more if all(b.name != h.name for h in held)]:
         out.append(Episode(b.objective / data.reward_norm, rows_of(b.intervals),
                            "lifted greedy-xla" if b.name == "greedy-xla" else b.name))
     other = GameConfig(variant="prefetch", k=game_cfg.k, order="start" if game_cfg.order != "start" else "xla",
@@ -618,6 +622,9 @@ def solve_with_uct(name: str, problem, hardware, cfg: MCTSConfig, game_cfg, *, t
     """
     deadline = t0 + 0.95 * time_limit - 0.05
     stats = dict(stats or {})
+    # The baselines this search is held to, each to its end, before it spends any of its own time (even when
+    # that is gone already: they are bounded by a share of the limit); the answer is never below them.
+    held = held_baselines(session_for(problem, hardware), time_limit)
     if problem.mode == "prefetch":
         if problem.n == 0 or not problem.has_ops:  # nothing to serve: the empty answer
             return Solution(offsets=(None,) * problem.n, status=Status.FEASIBLE, mode=problem.mode, objective=0.0,
@@ -628,7 +635,7 @@ def solve_with_uct(name: str, problem, hardware, cfg: MCTSConfig, game_cfg, *, t
 
         incumbents = prefetch_incumbents(problem, hardware, game_cfg, hint, t0 + 0.25 * time_limit,
                                          msa_deadline=t0 + BASELINE_SHARE * time_limit,
-                                         variants_until=t0 + VARIANTS_SHARE * time_limit)
+                                         variants_until=t0 + VARIANTS_SHARE * time_limit, held=held)
     else:
         data = data or GameData(problem, hardware)
         # The greedy episodes of the other game shapes (one of them replays greedy-xla exactly),
@@ -636,7 +643,8 @@ def solve_with_uct(name: str, problem, hardware, cfg: MCTSConfig, game_cfg, *, t
         incumbents = greedy_incumbents(problem, hardware, data, game_cfg, t0 + 0.25 * time_limit)
         # and the mode's baselines from the solve session (greedy-xla; best fit), built once, complete
 
-        for b in session_for(problem, hardware).baselines(t0 + BASELINE_SHARE * time_limit):
+        more = session_for(problem, hardware).baselines(t0 + BASELINE_SHARE * time_limit)
+        for b in held + [b for b in more if all(b.name != h.name for h in held)]:
             off = np.array(b.offsets)
             if problem.mode == "map" or (off >= 0).all():
                 incumbents.append(Episode(episode_value(data, off), off, b.name))
@@ -662,11 +670,19 @@ def solve_with_uct(name: str, problem, hardware, cfg: MCTSConfig, game_cfg, *, t
         best, best_value, intervals = prefetch_answer(problem, hardware, result, incumbents)
         stats.update({"windows": game_cfg.windows, "order": game_cfg.order, "answer_from": best.source,
                       "value_normalised": best_value / norm, "incumbents": {e.source: e.value for e in incumbents}})
-        return Solution(offsets=(None,) * problem.n, status=Status.FEASIBLE, mode=problem.mode, objective=best_value,
-                        wall_time=time.monotonic() - t0, history=tuple((t, v * norm) for t, v in result.history),
-                        stats=stats, solver=name, intervals=intervals)
+        answer = Solution(offsets=(None,) * problem.n, status=Status.FEASIBLE, mode=problem.mode, objective=best_value,
+                          wall_time=time.monotonic() - t0, history=tuple((t, v * norm) for t, v in result.history),
+                          stats=stats, solver=name, intervals=intervals)
+        return no_worse_than_held(problem, hardware, answer, held, answer_from=_held_label(best.source),
+                                  value=best_value)
     best = result.best
     stats.update({"answer_from": best.source, "value_normalised": best.value})
     status, objective, history = placement_answer(problem, data, result)
-    return Solution(offsets=offsets_tuple(best.offsets), status=status, mode=problem.mode, objective=objective,
-                    wall_time=time.monotonic() - t0, history=history, stats=stats, solver=name)
+    answer = Solution(offsets=offsets_tuple(best.offsets), status=status, mode=problem.mode, objective=objective,
+                      wall_time=time.monotonic() - t0, history=history, stats=stats, solver=name)
+    return no_worse_than_held(problem, hardware, answer, held, answer_from=best.source)
+
+
+def _held_label(source: str) -> str:
+    """An episode's source as ``stats["baselines"]["answer_from"]`` names it (a baseline by its own name)."""
+    return "greedy-xla" if source == "lifted greedy-xla" else source

@@ -132,6 +132,7 @@ from mallocgame.search.uct import (
     MCTSConfig,
     solve_with_uct,
 )
+from mallocgame.session import held_baselines, no_worse_than_held, session_for
 
 DEFAULT_SIMULATIONS = 16
 DEFAULT_ROLLOUT_DEPTH = 48  # the searches inside a model only
@@ -375,6 +376,7 @@ def _solve_legacy(name: str, problem: Problem, hardware, *, t0: float, time_limi
                   hint: Solution | None, sims: int, checkpoint: str | None, search_model: str | None, method: str,
                   c_scale: float | None, rollout_depth: int | None) -> Solution:
     deadline = t0 + 0.9 * time_limit - 0.05
+    held = held_baselines(session_for(problem, hardware), time_limit)  # first: the answer is never below them
 
     model = search_model or os.environ.get(MODEL_ENV) or "simulator"
     model = _choice("model", model, MODELS)
@@ -416,9 +418,10 @@ def _solve_legacy(name: str, problem: Problem, hardware, *, t0: float, time_limi
              "greedy_moves": play.greedy_moves, "forced_moves": play.forced_moves, "network_evaluations": agent.evaluator.calls,
              "search_value_normalised": game.total_reward(), "answer_from": source,
              "game": dict(game_fields)}
-    return Solution(offsets=offsets_tuple(offsets), status=Status.FEASIBLE, mode=problem.mode,
-                    objective=value * data.reward_norm, wall_time=time.monotonic() - t0,
-                    history=((time.monotonic() - t0, value * data.reward_norm),), stats=stats, solver=name)
+    answer = Solution(offsets=offsets_tuple(offsets), status=Status.FEASIBLE, mode=problem.mode,
+                      objective=value * data.reward_norm, wall_time=time.monotonic() - t0,
+                      history=((time.monotonic() - t0, value * data.reward_norm),), stats=stats, solver=name)
+    return no_worse_than_held(problem, hardware, answer, held, answer_from=source)
 
 
 class _Play:

@@ -64,7 +64,7 @@ from mallocgame.neighbourhood_search import Round, Step, Trial, Verdict, proport
 from mallocgame.packing_model import add_cumulative, add_no_overlap, add_rectangles
 from mallocgame.placement import best_fit_offset
 from mallocgame.protocol import solver_deadline
-from mallocgame.session import BASELINE_SHARE, VARIANTS_SHARE, session_for
+from mallocgame.session import BASELINE_SHARE, VARIANTS_SHARE, held_baselines, no_worse_than_held, session_for
 from mallocgame.solvers.cpsat.model import grid_unit
 
 PREFETCH_RATIOS = (1.0, 1.5, 4.0)  # window budget / copy time of the candidate copy starts
@@ -1187,7 +1187,8 @@ class PrefetchWindows:
 
 
 def _starts(problem: Problem, hardware, session, hint: Solution | None, t0: float,
-            time_limit: float, build: bool = True) -> list[tuple[str, list[FastInterval], float | None]]:
+            time_limit: float, build: bool = True,
+            held: list | None = None) -> list[tuple[str, list[FastInterval], float | None]]:
     """The search's starts, each with its value where the session knows it: the hint (as given and
     tightened), the baselines of the solve session (the lifted greedy, also tightened when time allows,
     then the msa runs within their share of the time: the search never ends below the best of them), msa
@@ -1196,13 +1197,16 @@ def _starts(problem: Problem, hardware, session, hint: Solution | None, t0: floa
 
     ``build=False`` (a portfolio built the baselines before it forked this run, and its hint is the best answer
     so far): only the baselines the session has, and no msa around a hint that is one of them (msa around its
-    own answer gains nothing and can take a large share of a member's time)."""
+    own answer gains nothing and can take a large share of a member's time). ``held``: the baselines the search
+    holds (`mallocgame.session.held_baselines`, built already), starts whatever the clock says."""
     given = hint_intervals(problem, hint)
     starts: list[tuple[str, list[FastInterval], float | None]] = []
     if given is not None:
         starts += [("hint", given, None), ("hint-tightened", tighten(problem, given), None)]
     until = t0 + BASELINE_SHARE * time_limit
     baselines = session.baselines(until, variants_until=t0 + VARIANTS_SHARE * time_limit) if build else session.built()
+    held = list(held or ())
+    baselines = held + [b for b in baselines if all(b.name != h.name for h in held)]
     if not build and given is not None and any(set(b.intervals) == set(given) for b in baselines):
         given = None  # the hint is a baseline: nothing new for msa to fill around
     for b in baselines:
@@ -1255,17 +1259,21 @@ def solve_prefetch(problem: Problem, hardware, *, time_limit: float, seed: int, 
         bound = session.bound().value if problem.has_ops else 0.0
         return Solution((None,) * n, Status.OPTIMAL if not problem.has_ops else Status.FEASIBLE, problem.mode,
                         objective=0.0, bound=bound, wall_time=time.monotonic() - t0, solver=name, intervals=())
+    # The baselines this search is held to, each to its end, before it spends its own time: never below them.
+    held = held_baselines(session, time_limit)
     pev = session.prefetch_evaluator
-    starts = _starts(problem, hardware, session, hint, t0, time_limit, build=build_baselines)
+    starts = _starts(problem, hardware, session, hint, t0, time_limit, build=build_baselines, held=held)
     bound = session.bound().value
     best_value, start_label, incumbent = _best_start(pev, starts)
     history = [(time.monotonic() - t0, best_value)]
     stats = {"start": start_label, "start_value": best_value}
     if time.monotonic() >= t0 + 0.7 * (deadline - t0):  # no time left to search: the best start, on time
-        return Solution((None,) * n, Status.FEASIBLE, problem.mode, objective=best_value, bound=bound,
-                        wall_time=time.monotonic() - t0, history=tuple(history),
-                        stats=stats | {"windows_solved": 0, "cut": "no time left after the starts"},
-                        solver=name, intervals=tuple(sorted(incumbent, key=lambda iv: (iv.buffer, iv.start))))
+        answer = Solution((None,) * n, Status.FEASIBLE, problem.mode, objective=best_value, bound=bound,
+                          wall_time=time.monotonic() - t0, history=tuple(history),
+                          stats=stats | {"windows_solved": 0, "cut": "no time left after the starts"},
+                          solver=name, intervals=tuple(sorted(incumbent, key=lambda iv: (iv.buffer, iv.start))))
+        return no_worse_than_held(problem, hardware, answer, held, answer_from=_held_label(start_label),
+                                  value=best_value)
     # the candidates stop at SETUP_SHARE of the time to the deadline: the rest of the set-up and the search's
     # first plan take about as long again (docs/results.md, "Deadlines")
     space = PrefetchWindows(problem, hardware, pev, incumbent, [iv for _, ivs, _ in starts for iv in ivs],
@@ -1279,6 +1287,13 @@ def solve_prefetch(problem: Problem, hardware, *, time_limit: float, seed: int, 
               "promoted": space.promoted, "demoted": space.demoted, "repeated": space.repeated,
               # fewer than the buffers: the candidate stays were cut at SETUP_SHARE (the rest: only their starts')
               "buffers_with_candidates": space.setup.get("buffers_with_candidates", n)}
-    return Solution((None,) * n, status, problem.mode, objective=out.value, bound=bound,
-                    wall_time=time.monotonic() - t0, history=tuple(history) + out.history, stats=stats, solver=name,
-                    intervals=tuple(sorted(out.answer, key=lambda iv: (iv.buffer, iv.start, iv.end))))
+    answer = Solution((None,) * n, status, problem.mode, objective=out.value, bound=bound,
+                      wall_time=time.monotonic() - t0, history=tuple(history) + out.history, stats=stats, solver=name,
+                      intervals=tuple(sorted(out.answer, key=lambda iv: (iv.buffer, iv.start, iv.end))))
+    return no_worse_than_held(problem, hardware, answer, held,
+                              answer_from=_held_label(start_label) if not out.accepted else name, value=out.value)
+
+
+def _held_label(label: str) -> str:
+    """A start's label as ``stats["baselines"]["answer_from"]`` names it (a baseline by its own name)."""
+    return "greedy-xla" if label == "greedy-xla-lifted" else label

@@ -42,7 +42,7 @@ from mallocgame.intervals import components, count_overlapping_pairs
 from mallocgame.model import Problem, Solution, Status, offsets_array, offsets_tuple
 from mallocgame.placement import push_down
 from mallocgame.protocol import Solver, solver_deadline
-from mallocgame.session import session_for
+from mallocgame.session import held_baselines, no_worse_than_held, session_for
 from mallocgame.solvers.cpsat.model import PACK_ORDERS, SMALL_MODEL, Limits, Part, PartResult, solve_part, value_terms
 from mallocgame.solvers.cpsat.prefetch_windows import solve_prefetch
 
@@ -139,6 +139,14 @@ class CpSat(Solver):
         if problem.mode == "prefetch":
             return solve_prefetch(problem, hardware, time_limit=time_limit, seed=seed, hint=hint, workers=workers,
                                   deterministic=deterministic, name=self.name, build_baselines=build_baselines)
+        # The baselines this search is held to, each to its end, before it spends its own time: never below them.
+        held = held_baselines(session_for(problem, hardware), time_limit)
+        answer = self._solve(problem, hardware, time_limit=time_limit, seed=seed, hint=hint, workers=workers,
+                             minimize_peak=minimize_peak, deterministic=deterministic)
+        return no_worse_than_held(problem, hardware, answer, held, answer_from=self.name)
+
+    def _solve(self, problem, hardware, *, time_limit, seed, hint, workers, minimize_peak, deterministic):
+        """Map and pack mode (:meth:`solve`)."""
         t0 = time.monotonic()
         n = problem.n
         # Reading a large model's answer back and scoring it takes time too.

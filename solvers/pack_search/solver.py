@@ -18,7 +18,7 @@ import numpy as np
 
 from mallocgame.model import Problem, Solution, Status, offsets_array, offsets_tuple
 from mallocgame.protocol import Solver, solver_deadline
-from mallocgame.session import session_for
+from mallocgame.session import held_baselines, no_worse_than_held, session_for
 from mallocgame.solvers.pack_search.search import pack
 
 _STATUS = {
@@ -37,6 +37,8 @@ class PackSearch(Solver):
     def solve(self, problem: Problem, hardware, *, time_limit: float, seed: int,
               hint: Solution | None = None, minimize_peak: bool = False) -> Solution:
         t0 = time.monotonic()
+        # The baselines this search is held to, each to its end, before it spends its own time: never below them.
+        held = held_baselines(session_for(problem, hardware), time_limit)
         a = problem.arrays
         capacity = None if (minimize_peak or problem.capacity is None) else int(problem.capacity)
         hint_arr = None
@@ -65,7 +67,7 @@ class PackSearch(Solver):
             stats["best_fit_complete"] = bool(base.complete)
         if not stats.get("fallback"):
             stats.pop("fallback", None)  # only said when it happened (the run summary prints it)
-        return Solution(
+        answer = Solution(
             offsets=offsets,
             status=status,
             mode="pack",
@@ -76,6 +78,7 @@ class PackSearch(Solver):
             stats=stats,
             solver=self.name,
         )
+        return no_worse_than_held(problem, hardware, answer, held, answer_from=self.name)
 
 
 __all__ = ["PackSearch"]
