@@ -76,6 +76,15 @@ def component_runs(start: np.ndarray, end: np.ndarray) -> list[np.ndarray]:
     return np.split(order, cut)
 
 
+def component_count(start: np.ndarray, end: np.ndarray) -> int:
+    """How many components :func:`component_runs` finds, without building them."""
+    if len(start) == 0:
+        return 0
+    order = np.lexsort((end, start))
+    reach = np.maximum.accumulate(end[order])
+    return 1 + int(np.count_nonzero(start[order][1:] >= reach[:-1]))
+
+
 def components_of(start: np.ndarray, end: np.ndarray) -> list[list[int]]:
     """:func:`components` of bare arrays."""
     return [sorted(part.tolist()) for part in component_runs(start, end)]

@@ -25,8 +25,10 @@ import fcntl
 import gc
 import gzip
 import io
+import itertools
 import json
 import math
+import operator
 import os
 import re
 import tempfile
@@ -34,6 +36,8 @@ import warnings
 import zlib
 from pathlib import Path
 from typing import IO, Any, Iterable, Iterator, Sequence
+
+import numpy as np
 
 from mallocgame.aliasing import merge_inplace
 from mallocgame.lift import map_intervals
@@ -541,10 +545,76 @@ def _csv_rows(path: str, text: str, required: Iterable[str], *,
     return header, rows, given
 
 
+def _plain_csv_columns(text: str) -> tuple[list[str], list[list[str]]] | None:
+    """``(header, columns)`` of CSV text with no quoting, carriage return or NUL: each line split at commas,
+    the fields gathered per column; ``None`` when a row has another field count (blank lines too)."""
+    if '"' in text or "\r" in text or "\0" in text:
+        return None
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    width = lines[0].count(",") + 1
+    body = lines[1:]
+    if not body or set(map(str.count, body, itertools.repeat(","))) != {width - 1}:
+        return None
+    fields = ",".join(body).split(",")
+    return lines[0].split(","), [fields[k::width] for k in range(width)]
+
+
+def _fast_csv_buffers(path: str, text: str) -> tuple[list[Buffer], dict[str, np.ndarray]] | None:
+    """The buffers (and their columns, as :class:`~mallocgame.model.ProblemArrays` holds them) of a well-formed
+    plain CSV (no quoting, every field as it should be), parsed column by column, or ``None`` when any row needs
+    :func:`read_csv`'s checking loop (which gives the one-line error)."""
+    plain = _plain_csv_columns(text)
+    if plain is None:
+        return None
+    raw_header, columns = plain
+    header = [_CSV_SYNONYMS.get(h, h) for h in _header(raw_header)]
+    if len(set(header)) != len(header) or not set(CSV_COLUMNS) <= set(header) or "offset" in header:
+        return None
+    col = dict(zip(header, columns))
+    inclusive = "end" in _header(raw_header)
+    if "gaps" in col and any(g.strip() for g in col["gaps"]):
+        return None  # the warning is the checking loop's
+    ids = col["id"]
+    if not all(map(str.strip, ids)) or len(set(ids)) != len(ids):
+        return None
+    try:
+        start, end, size = (list(map(int, col[c])) for c in ("lower", "upper", "size"))
+        alignment = list(map(int, col["alignment"])) if "alignment" in col else None
+        benefit = [float(x) if x.strip() else None for x in col["benefit"]] if "benefit" in col else None
+    except ValueError:
+        return None
+    if inclusive:
+        end = [e + 1 for e in end]
+    columns = [start, end, size] + ([alignment] if alignment is not None else [])
+    if not all(-MAX_INT <= min(c) and max(c) <= MAX_INT for c in columns) or sum(size) > MAX_INT \
+            or min(size) <= 0 or min(start) < 0 or (alignment is not None and min(alignment) <= 0) \
+            or any(map(operator.le, end, start)):
+        return None
+    if benefit is not None:
+        given = [b for b in benefit if b is not None]
+        if given and not (min(given) >= 0 and math.isfinite(sum(given))):
+            return None  # negative, infinite or NaN benefits: named by the checking loop
+    n = len(ids)
+    buffers = list(map(Buffer, ids, size, start, end, benefit or [None] * n, alignment or [1] * n))
+    arrays = dict(size=np.array(size, np.int64), start=np.array(start, np.int64), end=np.array(end, np.int64),
+                  alignment=np.array(alignment, np.int64) if alignment else np.ones(n, np.int64),
+                  benefit=np.array([np.nan if b is None else b for b in benefit], np.float64)
+                  if benefit else np.full(n, np.nan))
+    return buffers, arrays
+
+
 @_gc_paused()
 def read_csv(path: str | os.PathLike, *, with_offsets: bool = False) -> tuple[Problem, list[int | None] | None]:
     path = str(path)
     text = read_text(path)
+    name = without_gz(os.path.basename(path))
+    name = name[: -len(".csv")] if name.endswith(".csv") else name
+    fast = None if with_offsets else _fast_csv_buffers(path, text)
+    if fast is not None:
+        problem = Problem(name=name, buffers=tuple(fast[0]), capacity=capacity_from_name(path), source=path)
+        return problem.with_arrays(**fast[1]), None
     header, rows, given = _csv_rows(path, text, CSV_COLUMNS + (("offset",) if with_offsets else ()),
                                     synonyms=_CSV_SYNONYMS)
     inclusive = "end" in given  # MiniMalloc's `end` column: the last time step (with `upper` too: refused above)

@@ -259,7 +259,19 @@ class Problem:
         return Touches(ptr, ops, reads, writes, defining, output)
 
     def replace(self, **changes: Any) -> "Problem":
-        return dataclasses.replace(self, **changes)
+        """A copy with ``changes``; it keeps these buffers' [`arrays`][mallocgame.model.Problem.arrays] when
+        the buffers are the same tuple (the arrays depend on nothing else)."""
+        new = dataclasses.replace(self, **changes)
+        if "arrays" in self.__dict__ and new.buffers is self.buffers:
+            new.__dict__["arrays"] = self.__dict__["arrays"]
+        return new
+
+    def with_arrays(self, **columns: np.ndarray) -> "Problem":
+        """This problem with its [`arrays`][mallocgame.model.Problem.arrays] given (a reader that parsed the
+        columns in bulk has them already): ``columns`` are the fields of ``ProblemArrays`` and must hold exactly
+        what the buffers say."""
+        self.__dict__["arrays"] = ProblemArrays(**columns)
+        return self
 
     def dependencies(self, order: Sequence[str] | None = None) -> list[tuple[int, int]]:
         """Edges ``(u, v)`` between op indices: op ``u`` must run before op ``v`` (sorted, no duplicates).

@@ -354,3 +354,85 @@ def test_suites_export_on_a_full_disk_names_the_file(tmp_path, monkeypatch):
     assert result.exit_code == 2
     line = result.output.strip().splitlines()[-1]
     assert line.startswith(f"error: {tmp_path / 'exp'}") and line.endswith("No space left on device"), result.output
+
+
+PLAIN_AND_AWKWARD_CSV = [
+    "id,lower,upper,size\na,0,2,4\nb,1,3,8\n",
+    "ID,Lower,Upper,Size,alignment,benefit\na,0,2,4,8,1.5\nb,1,3,8,,\nc,2,5,1,2,0\n",
+    "buffer,start,end,size\na,0,2,4\nb,1,3,8\n",  # MiniMalloc's names, `end` inclusive
+    "id,lower,upper,size,gaps\na,0,4,4,\nb,1,3,8,\n",
+    "id,lower,upper,size,gaps\na,0,4,4,1-2\nb,1,3,8,\n",  # gaps: the warning
+    "id,lower,upper,size\na, 0 ,2,4\n b ,1,3,8\n",  # spaces around numbers and in ids
+    "id,lower,upper,size\na,0.0,2,4e1\nb,1,3,8\n",  # numbers the checking loop converts
+    "id,lower,upper,size\r\na,0,2,4\r\nb,1,3,8\r\n",
+    "id,lower,upper,size\na,0,2,4\n\nb,1,3,8\n\n",
+    'id,lower,upper,size\n"a,1",0,2,4\nb,1,3,8\n',
+    "id,lower,upper,size,extra\na,0,2,4,x\nb,1,3,8,y\n",
+    "id,lower,upper,size\na,0,2,4\n,1,3,8\n",
+    "id,lower,upper,size\na,0,2,4\na,1,3,8\n",
+    "id,lower,upper,size\na,0,2,4\nb,1,3\n",
+    "id,lower,upper,size\na,0,2,-4\n",
+    "id,lower,upper,size\na,3,2,4\n",
+    "id,lower,upper,size\na,0,2,4611686018427387905\n",
+    "id,lower,upper,size\na,0,2,4611686018427387904\nb,0,2,4611686018427387904\n",
+    "id,lower,upper,size,benefit\na,0,2,4,nan\n",
+    "id,lower,upper,size,benefit\na,0,2,4,-1\n",
+    "id,lower,upper,size,alignment\na,0,2,4,0\n",
+    "id,lower,upper,size\na,0,2,1_000\n",
+    "id,lower,upper,upper,size\na,0,2,3,4\n",
+]
+
+
+def _read_both(path):
+    """``read_csv`` of ``path`` as it is and with its column-wise fast path off: ``(problem or error, arrays)``."""
+    import warnings
+
+    import mallocgame.io as io_module
+
+    out = []
+    for fast in (True, False):
+        saved = io_module._fast_csv_buffers
+        if not fast:
+            io_module._fast_csv_buffers = lambda path, text: None
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                problem = io_module.read_csv(path)[0]
+            arrays = dataclasses.asdict(problem.arrays)
+            out.append((problem, {k: (v.dtype, v.tolist()) for k, v in arrays.items()}, [str(w.message) for w in caught]))
+        except InputError as exc:
+            out.append(("error", str(exc)))
+        finally:
+            io_module._fast_csv_buffers = saved
+    return out
+
+
+@pytest.mark.parametrize("text", PLAIN_AND_AWKWARD_CSV)
+def test_csv_fast_path_reads_what_the_checking_loop_reads(tmp_path, text):
+    path = str(tmp_path / "p.csv")
+    Path(path).write_bytes(text.encode())
+    fast, checked = _read_both(path)
+    assert repr(fast) == repr(checked)
+
+
+def test_csv_fast_path_matches_the_checking_loop_on_the_benchmarks_and_bad_inputs():
+    paths = sorted(Path(__file__).parent.joinpath("bad_inputs").glob("*.csv"))
+    if BENCHMARKS.is_dir():
+        paths += sorted(BENCHMARKS.rglob("*.csv"))[:40]
+    assert paths
+    for path in paths:
+        fast, checked = _read_both(str(path))
+        assert repr(fast) == repr(checked), path
+
+
+def test_a_plain_csv_is_read_column_wise_with_its_arrays(tmp_path):
+    from mallocgame.io import read_csv
+
+    problem = random_intervals(300, seed=3)
+    path = str(tmp_path / "r.csv")
+    Path(path).write_text(problem_csv_text(problem))
+    read = read_csv(path)[0]
+    assert "arrays" in vars(read)  # parsed in bulk: the arrays come with the buffers, not from them
+    assert read.buffers == problem.buffers
+    assert read.arrays.size.tolist() == [b.size for b in problem.buffers]
+    assert read.replace(mode="pack").arrays is read.arrays
