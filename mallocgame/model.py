@@ -18,6 +18,7 @@ import os
 import stat
 from dataclasses import dataclass, field
 from functools import cached_property
+from operator import attrgetter
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -211,13 +212,11 @@ class Problem:
     def arrays(self) -> ProblemArrays:
         bufs = self.buffers
         return ProblemArrays(
-            size=np.fromiter((b.size for b in bufs), np.int64, len(bufs)),
-            start=np.fromiter((b.start for b in bufs), np.int64, len(bufs)),
-            end=np.fromiter((b.end for b in bufs), np.int64, len(bufs)),
-            alignment=np.fromiter((b.alignment for b in bufs), np.int64, len(bufs)),
-            benefit=np.fromiter(
-                (np.nan if b.benefit is None else b.benefit for b in bufs), np.float64, len(bufs)
-            ),
+            size=np.fromiter(map(attrgetter("size"), bufs), np.int64, len(bufs)),
+            start=np.fromiter(map(attrgetter("start"), bufs), np.int64, len(bufs)),
+            end=np.fromiter(map(attrgetter("end"), bufs), np.int64, len(bufs)),
+            alignment=np.fromiter(map(attrgetter("alignment"), bufs), np.int64, len(bufs)),
+            benefit=np.array(list(map(attrgetter("benefit"), bufs)), np.float64).reshape(len(bufs)),  # None: NaN
         )
 
     @cached_property
