@@ -20,6 +20,7 @@ Examples:
 from __future__ import annotations
 
 from functools import cached_property
+from operator import attrgetter
 from typing import Sequence
 
 import numpy as np
@@ -56,15 +57,10 @@ class Evaluator:
             self._benefit = np.where(np.isnan(benefit), problem.arrays.size.astype(np.float64), benefit)
             return
         idx = problem.index
-        op_of, buf_of, nbytes = [], [], []
-        for t, op in enumerate(problem.ops):
-            for o in op.operands:
-                op_of.append(t)
-                buf_of.append(idx[o.buffer])
-                nbytes.append(o.bytes)
-        self.op_of = np.asarray(op_of, np.int64)
-        self.buf_of = np.asarray(buf_of, np.int64)
-        self.nbytes = np.asarray(nbytes, np.float64)
+        operands = [o for op in problem.ops for o in op.operands]
+        self.op_of = np.repeat(np.arange(len(problem.ops), dtype=np.int64), [len(op.operands) for op in problem.ops])
+        self.buf_of = np.fromiter(map(idx.__getitem__, map(attrgetter("buffer"), operands)), np.int64, len(operands))
+        self.nbytes = np.asarray(list(map(attrgetter("bytes"), operands)), np.float64)
         n_ops = len(problem.ops)
         self.compute = np.array([op.flops + op.transcendentals for op in problem.ops], np.float64) / hardware.peak_flops
         self.fixed = np.array([op.fixed_bytes for op in problem.ops], np.float64) / hardware.slow_bw

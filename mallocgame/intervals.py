@@ -76,6 +76,15 @@ def component_runs(start: np.ndarray, end: np.ndarray) -> list[np.ndarray]:
     return np.split(order, cut)
 
 
+def component_count(start: np.ndarray, end: np.ndarray) -> int:
+    """How many components :func:`component_runs` finds, without building them."""
+    if len(start) == 0:
+        return 0
+    order = np.lexsort((end, start))
+    reach = np.maximum.accumulate(end[order])
+    return 1 + int(np.count_nonzero(start[order][1:] >= reach[:-1]))
+
+
 def components_of(start: np.ndarray, end: np.ndarray) -> list[list[int]]:
     """:func:`components` of bare arrays."""
     return [sorted(part.tolist()) for part in component_runs(start, end)]
@@ -83,7 +92,9 @@ def components_of(start: np.ndarray, end: np.ndarray) -> list[list[int]]:
 
 def live_profile_of(start: np.ndarray, end: np.ndarray, size: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(times, live_bytes)`` of intervals: bytes live on ``[times[k], times[k+1])``, shapes ``[m]``."""
-    times = np.unique(np.concatenate([start, end]))
+    times = np.sort(np.concatenate([start, end]))  # np.unique's sorted values, by one sort (not a hash table)
+    if len(times):
+        times = times[np.concatenate(([True], times[1:] != times[:-1]))]
     delta = np.zeros(len(times), np.int64)
     np.add.at(delta, np.searchsorted(times, start), size)
     np.add.at(delta, np.searchsorted(times, end), -size)

@@ -25,8 +25,10 @@ import fcntl
 import gc
 import gzip
 import io
+import itertools
 import json
 import math
+import operator
 import os
 import re
 import stat
@@ -36,6 +38,8 @@ import zipfile
 import zlib
 from pathlib import Path
 from typing import IO, Any, Iterable, Iterator, Sequence
+
+import numpy as np
 
 from mallocgame.aliasing import merge_inplace
 from mallocgame.lift import map_intervals
@@ -675,10 +679,76 @@ def _csv_rows(path: str, text: str, required: Iterable[str], *,
     return header, rows, given
 
 
+def _plain_csv_columns(text: str) -> tuple[list[str], list[list[str]]] | None:
+    """``(header, columns)`` of CSV text with no quoting, carriage return or NUL: each line split at commas,
+    the fields gathered per column; ``None`` when a row has another field count (blank lines too)."""
+    if '"' in text or "\r" in text or "\0" in text:
+        return None
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    width = lines[0].count(",") + 1
+    body = lines[1:]
+    if not body or set(map(str.count, body, itertools.repeat(","))) != {width - 1}:
+        return None
+    fields = ",".join(body).split(",")
+    return lines[0].split(","), [fields[k::width] for k in range(width)]
+
+
+def _fast_csv_buffers(path: str, text: str) -> tuple[list[Buffer], dict[str, np.ndarray]] | None:
+    """The buffers (and their columns, as :class:`~mallocgame.model.ProblemArrays` holds them) of a well-formed
+    plain CSV (no quoting, every field as it should be), parsed column by column, or ``None`` when any row needs
+    :func:`read_csv`'s checking loop (which gives the one-line error)."""
+    plain = _plain_csv_columns(text)
+    if plain is None:
+        return None
+    raw_header, columns = plain
+    header = [_CSV_SYNONYMS.get(h, h) for h in _header(raw_header)]
+    if len(set(header)) != len(header) or not set(CSV_COLUMNS) <= set(header) or "offset" in header:
+        return None
+    col = dict(zip(header, columns))
+    inclusive = "end" in _header(raw_header)
+    if "gaps" in col and any(g.strip() for g in col["gaps"]):
+        return None  # the warning is the checking loop's
+    ids = col["id"]
+    if not all(map(str.strip, ids)) or len(set(ids)) != len(ids):
+        return None
+    try:
+        start, end, size = (list(map(int, col[c])) for c in ("lower", "upper", "size"))
+        alignment = list(map(int, col["alignment"])) if "alignment" in col else None
+        benefit = [float(x) if x.strip() else None for x in col["benefit"]] if "benefit" in col else None
+    except ValueError:
+        return None
+    if inclusive:
+        end = [e + 1 for e in end]
+    columns = [start, end, size] + ([alignment] if alignment is not None else [])
+    if not all(-MAX_INT <= min(c) and max(c) <= MAX_INT for c in columns) or sum(size) > MAX_INT \
+            or min(size) <= 0 or min(start) < 0 or (alignment is not None and min(alignment) <= 0) \
+            or any(map(operator.le, end, start)):
+        return None
+    if benefit is not None:
+        given = [b for b in benefit if b is not None]
+        if given and not (min(given) >= 0 and math.isfinite(sum(given))):
+            return None  # negative, infinite or NaN benefits: named by the checking loop
+    n = len(ids)
+    buffers = list(map(Buffer, ids, size, start, end, benefit or [None] * n, alignment or [1] * n))
+    arrays = dict(size=np.array(size, np.int64), start=np.array(start, np.int64), end=np.array(end, np.int64),
+                  alignment=np.array(alignment, np.int64) if alignment else np.ones(n, np.int64),
+                  benefit=np.array([np.nan if b is None else b for b in benefit], np.float64)
+                  if benefit else np.full(n, np.nan))
+    return buffers, arrays
+
+
 @_gc_paused()
 def read_csv(path: str | os.PathLike, *, with_offsets: bool = False) -> tuple[Problem, list[int | None] | None]:
     path = str(path)
     text = read_text(path)
+    name = without_gz(os.path.basename(path))
+    name = name[: -len(".csv")] if name.endswith(".csv") else name
+    fast = None if with_offsets else _fast_csv_buffers(path, text)
+    if fast is not None:
+        problem = Problem(name=name, buffers=tuple(fast[0]), capacity=capacity_from_name(path), source=path)
+        return problem.with_arrays(**fast[1]), None
     header, rows, given = _csv_rows(path, text, CSV_COLUMNS + (("offset",) if with_offsets else ()),
                                     synonyms=_CSV_SYNONYMS)
     inclusive = "end" in given  # MiniMalloc's `end` column: the last time step (with `upper` too: refused above)
@@ -1048,10 +1118,130 @@ def _schedule_fields(path: str, data: dict, ops: list[Op],
     return tuple(pairs), tuple(order)
 
 
+class _CompactObjects:
+    """``json.loads``'s ``object_hook`` that turns each well-formed buffer object into a :class:`Buffer` and each
+    well-formed operand object into an :class:`Operand` as they are decoded, so a large workload never holds a
+    dictionary per buffer and per operand; any other object stays a dictionary. Ids and buffer names are shared
+    (one string per name). ``buffers`` and ``operands`` count what was turned, so that
+    :func:`_compact_workload` can tell that nothing else was."""
+
+    def __init__(self) -> None:
+        self.buffers = self.operands = 0
+        self.names: dict[str, str] = {}
+
+    def __call__(self, raw: dict) -> Any:
+        keys = raw.keys()
+        if "buffer" in raw and keys <= _OPERAND_KEYS and len(keys) == 3:
+            name, access, nbytes = raw["buffer"], raw["access"], raw["bytes"]
+            if type(name) is str and (access == "read" or access == "write") and type(nbytes) is int \
+                    and 0 <= nbytes <= MAX_INT:
+                self.operands += 1
+                return Operand(self.names.setdefault(name, name), access, nbytes)
+        elif "size" in raw and keys <= _BUFFER_KEYS and _BUFFER_NEEDS <= keys:
+            bid, size, start, end = raw["id"], raw["size"], raw["start"], raw["end"]
+            alignment, kind, benefit = raw.get("alignment", 1), raw.get("kind", "activation"), raw.get("benefit")
+            if type(bid) is str and bid and type(size) is int and type(start) is int and type(end) is int \
+                    and type(alignment) is int and 0 < size <= MAX_INT and 0 <= start < end <= MAX_INT \
+                    and 0 < alignment <= MAX_INT and type(kind) is str and kind in _KINDS \
+                    and (benefit is None or ((type(benefit) is float or type(benefit) is int) and 0 <= benefit)):
+                self.buffers += 1
+                return Buffer(self.names.setdefault(bid, bid), size, start, end,
+                              None if benefit is None else float(benefit), alignment, kind)
+        return raw
+
+
+_BUFFER_NEEDS = frozenset({"id", "size", "start", "end"})
+
+
+def _compact_workload(path: str, text: str) -> Problem | None:
+    """The problem of a well-formed workload, decoded through :class:`_CompactObjects`, or ``None`` when anything
+    in it needs :func:`parse_workload` (which then reads the text again and names the bad field)."""
+    hook = _CompactObjects()
+    try:
+        data = json.loads(text, object_hook=hook)
+    except (ValueError, RecursionError):
+        return None
+    if type(data) is not dict or type(data.get("buffers")) is not list or type(data.get("ops", [])) is not list:
+        return None
+    buffers, raw_ops = data["buffers"], data.get("ops", [])
+    if not buffers or len(buffers) != hook.buffers or not all(type(b) is Buffer for b in buffers):
+        return None
+    ids = [b.id for b in buffers]
+    if len(set(ids)) != len(ids) or sum(b.size for b in buffers) > MAX_INT:
+        return None
+    given = [b.benefit for b in buffers if b.benefit is not None]
+    if given and not math.isfinite(sum(given)):
+        return None
+    operands = 0
+    for raw in raw_ops:
+        if type(raw) is not dict or type(raw.get("operands", [])) is not list:
+            return None
+        operands += len(raw.get("operands", []))
+    if operands != hook.operands:
+        return None  # an operand left a dictionary, or an Operand where none belongs
+    by_id = {b.id: b for b in buffers}
+    fast_ops = _compact_ops(raw_ops, by_id)
+    raw_name = data.get("name")
+    if fast_ops is None or data.get("format") != WORKLOAD_FORMAT or not (
+            raw_name is None or type(raw_name) is str or type(raw_name) is int):
+        return None
+    ops, control = fast_ops
+    try:
+        _check_horizon(path, buffers, ops)
+        control_deps, original_order = _schedule_fields(path, data, ops, control)
+        inplace = _inplace_pairs(path, data, by_id)
+        capacity = _capacity_field(path, data)
+        _check_ids_write_back(path, buffers, ops)
+    except InputError:
+        return None
+    return merge_inplace(Problem(name=str(raw_name or os.path.basename(path)), buffers=tuple(buffers), ops=tuple(ops),
+                                 inplace=tuple(inplace), capacity=capacity, source=path, control_deps=control_deps,
+                                 original_order=original_order))
+
+
+def _compact_ops(raw_ops: list, by_id: dict[str, Buffer]) -> tuple[list[Op], list[tuple[str, int, Any, str]]] | None:
+    """:func:`_fast_ops` of an ``ops`` list whose operands :class:`_CompactObjects` made: the ops and their
+    control predecessors, or ``None`` when any needs the checking loop."""
+    if not all(r.keys() <= _OP_KEYS for r in raw_ops):
+        return None
+    ids = [r.get("id", f"op{t}") for t, r in enumerate(raw_ops)]
+    kinds = [r.get("kind", "op") for r in raw_ops]
+    flops = [r.get("flops", 0.0) for r in raw_ops]
+    trans = [r.get("transcendentals", 0.0) for r in raw_ops]
+    fixed = [r.get("fixed_bytes", 0) for r in raw_ops]
+    numbers = flops + trans
+    if not (all(type(i) is str for i in ids) and len(set(ids)) == len(ids) and all(type(k) is str for k in kinds)
+            and _plain_ints(fixed) and all(type(x) is float or type(x) is int for x in numbers)):
+        return None
+    if raw_ops and (min(fixed) < 0 or min(numbers) < 0 or not math.isfinite(sum(numbers))):
+        return None
+    lists = [r.get("operands", []) for r in raw_ops]
+    if not all(type(o) is Operand for x in lists for o in x):
+        return None
+    for t, x in enumerate(lists):
+        for o in x:
+            b = by_id.get(o.buffer)
+            if b is None or not b.start <= t < b.end:
+                return None
+    ops, control = [], []
+    for t, raw in enumerate(raw_ops):
+        op_id = ids[t]
+        ops.append(Op(op_id, kinds[t], float(flops[t]), fixed[t], tuple(lists[t]), transcendentals=float(trans[t])))
+        if "control_deps" in raw:
+            deps = raw["control_deps"]
+            if type(deps) is not list:
+                return None
+            control += [(f"ops[{t}].control_deps[{j}]", t, before, op_id) for j, before in enumerate(deps)]
+    return ops, control
+
+
 @_gc_paused()
 def read_workload_json(path: str | os.PathLike) -> Problem:
     path = str(path)
     text = read_text(path)
+    problem = _compact_workload(path, text)
+    if problem is not None:
+        return problem
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

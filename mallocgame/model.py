@@ -18,6 +18,7 @@ import os
 import stat
 from dataclasses import dataclass, field
 from functools import cached_property
+from operator import attrgetter
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -212,13 +213,11 @@ class Problem:
     def arrays(self) -> ProblemArrays:
         bufs = self.buffers
         return ProblemArrays(
-            size=np.fromiter((b.size for b in bufs), np.int64, len(bufs)),
-            start=np.fromiter((b.start for b in bufs), np.int64, len(bufs)),
-            end=np.fromiter((b.end for b in bufs), np.int64, len(bufs)),
-            alignment=np.fromiter((b.alignment for b in bufs), np.int64, len(bufs)),
-            benefit=np.fromiter(
-                (np.nan if b.benefit is None else b.benefit for b in bufs), np.float64, len(bufs)
-            ),
+            size=np.fromiter(map(attrgetter("size"), bufs), np.int64, len(bufs)),
+            start=np.fromiter(map(attrgetter("start"), bufs), np.int64, len(bufs)),
+            end=np.fromiter(map(attrgetter("end"), bufs), np.int64, len(bufs)),
+            alignment=np.fromiter(map(attrgetter("alignment"), bufs), np.int64, len(bufs)),
+            benefit=np.array(list(map(attrgetter("benefit"), bufs)), np.float64).reshape(len(bufs)),  # None: NaN
         )
 
     @cached_property
@@ -260,7 +259,19 @@ class Problem:
         return Touches(ptr, ops, reads, writes, defining, output)
 
     def replace(self, **changes: Any) -> "Problem":
-        return dataclasses.replace(self, **changes)
+        """A copy with ``changes``; it keeps these buffers' [`arrays`][mallocgame.model.Problem.arrays] when
+        the buffers are the same tuple (the arrays depend on nothing else)."""
+        new = dataclasses.replace(self, **changes)
+        if "arrays" in self.__dict__ and new.buffers is self.buffers:
+            new.__dict__["arrays"] = self.__dict__["arrays"]
+        return new
+
+    def with_arrays(self, **columns: np.ndarray) -> "Problem":
+        """This problem with its [`arrays`][mallocgame.model.Problem.arrays] given (a reader that parsed the
+        columns in bulk has them already): ``columns`` are the fields of ``ProblemArrays`` and must hold exactly
+        what the buffers say."""
+        self.__dict__["arrays"] = ProblemArrays(**columns)
+        return self
 
     def dependencies(self, order: Sequence[str] | None = None) -> list[tuple[int, int]]:
         """Edges ``(u, v)`` between op indices: op ``u`` must run before op ``v`` (sorted, no duplicates).

@@ -449,3 +449,169 @@ def test_suites_export_on_a_full_disk_names_the_file(tmp_path, monkeypatch):
     assert result.exit_code == 2
     line = result.output.strip().splitlines()[-1]
     assert line.startswith(f"error: {tmp_path / 'exp'}") and line.endswith("No space left on device"), result.output
+
+
+PLAIN_AND_AWKWARD_CSV = [
+    "id,lower,upper,size\na,0,2,4\nb,1,3,8\n",
+    "ID,Lower,Upper,Size,alignment,benefit\na,0,2,4,8,1.5\nb,1,3,8,,\nc,2,5,1,2,0\n",
+    "buffer,start,end,size\na,0,2,4\nb,1,3,8\n",  # MiniMalloc's names, `end` inclusive
+    "id,lower,upper,size,gaps\na,0,4,4,\nb,1,3,8,\n",
+    "id,lower,upper,size,gaps\na,0,4,4,1-2\nb,1,3,8,\n",  # gaps: the warning
+    "id,lower,upper,size\na, 0 ,2,4\n b ,1,3,8\n",  # spaces around numbers and in ids
+    "id,lower,upper,size\na,0.0,2,4e1\nb,1,3,8\n",  # numbers the checking loop converts
+    "id,lower,upper,size\r\na,0,2,4\r\nb,1,3,8\r\n",
+    "id,lower,upper,size\na,0,2,4\n\nb,1,3,8\n\n",
+    'id,lower,upper,size\n"a,1",0,2,4\nb,1,3,8\n',
+    "id,lower,upper,size,extra\na,0,2,4,x\nb,1,3,8,y\n",
+    "id,lower,upper,size\na,0,2,4\n,1,3,8\n",
+    "id,lower,upper,size\na,0,2,4\na,1,3,8\n",
+    "id,lower,upper,size\na,0,2,4\nb,1,3\n",
+    "id,lower,upper,size\na,0,2,-4\n",
+    "id,lower,upper,size\na,3,2,4\n",
+    "id,lower,upper,size\na,0,2,4611686018427387905\n",
+    "id,lower,upper,size\na,0,2,4611686018427387904\nb,0,2,4611686018427387904\n",
+    "id,lower,upper,size,benefit\na,0,2,4,nan\n",
+    "id,lower,upper,size,benefit\na,0,2,4,-1\n",
+    "id,lower,upper,size,alignment\na,0,2,4,0\n",
+    "id,lower,upper,size\na,0,2,1_000\n",
+    "id,lower,upper,upper,size\na,0,2,3,4\n",
+]
+
+
+def _read_both(path):
+    """``read_csv`` of ``path`` as it is and with its column-wise fast path off: ``(problem or error, arrays)``."""
+    import warnings
+
+    import mallocgame.io as io_module
+
+    out = []
+    for fast in (True, False):
+        saved = io_module._fast_csv_buffers
+        if not fast:
+            io_module._fast_csv_buffers = lambda path, text: None
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                problem = io_module.read_csv(path)[0]
+            arrays = dataclasses.asdict(problem.arrays)
+            out.append((problem, {k: (v.dtype, v.tolist()) for k, v in arrays.items()}, [str(w.message) for w in caught]))
+        except InputError as exc:
+            out.append(("error", str(exc)))
+        finally:
+            io_module._fast_csv_buffers = saved
+    return out
+
+
+@pytest.mark.parametrize("text", PLAIN_AND_AWKWARD_CSV)
+def test_csv_fast_path_reads_what_the_checking_loop_reads(tmp_path, text):
+    path = str(tmp_path / "p.csv")
+    Path(path).write_bytes(text.encode())
+    fast, checked = _read_both(path)
+    assert repr(fast) == repr(checked)
+
+
+def test_csv_fast_path_matches_the_checking_loop_on_the_benchmarks_and_bad_inputs():
+    paths = sorted(Path(__file__).parent.joinpath("bad_inputs").glob("*.csv"))
+    if BENCHMARKS.is_dir():
+        paths += sorted(BENCHMARKS.rglob("*.csv"))[:40]
+    assert paths
+    for path in paths:
+        fast, checked = _read_both(str(path))
+        assert repr(fast) == repr(checked), path
+
+
+def test_a_plain_csv_is_read_column_wise_with_its_arrays(tmp_path):
+    from mallocgame.io import read_csv
+
+    problem = random_intervals(300, seed=3)
+    path = str(tmp_path / "r.csv")
+    Path(path).write_text(problem_csv_text(problem))
+    read = read_csv(path)[0]
+    assert "arrays" in vars(read)  # parsed in bulk: the arrays come with the buffers, not from them
+    assert read.buffers == problem.buffers
+    assert read.arrays.size.tolist() == [b.size for b in problem.buffers]
+    assert read.replace(mode="pack").arrays is read.arrays
+
+
+def _workload_both(path):
+    """``read_workload_json`` of ``path`` as it is and with its compact decoding off: each a problem or an error."""
+    import mallocgame.io as io_module
+
+    out = []
+    for compact in (True, False):
+        saved = io_module._compact_workload
+        if not compact:
+            io_module._compact_workload = lambda path, text: None
+        try:
+            out.append(io_module.read_workload_json(path))
+        except InputError as exc:
+            out.append(("error", str(exc)))
+        finally:
+            io_module._compact_workload = saved
+    return out
+
+
+def _op(t, *operands, **fields):
+    return {"id": f"op{t}", "kind": "add", "flops": 1.0, "operands": list(operands), **fields}
+
+
+AWKWARD_WORKLOADS = [
+    lambda: workload(),
+    lambda: workload(ops=[_op(0, {"buffer": "b0", "access": "read"}), _op(1)]),  # bytes: the buffer's size
+    lambda: workload(buffers=[{"id": "b0", "size": 8, "start": 0, "end": 2, "benefit": 3}]),
+    lambda: workload(buffers=[{"id": "b0", "size": 8, "start": 0, "end": 2, "benefit": float("nan")}]),
+    lambda: workload(buffers=[{"id": "b0", "size": 8, "start": 0, "end": 2, "benefit": -1.0}]),
+    lambda: workload(buffers=[{"id": " ", "size": 8, "start": 0, "end": 2}], ops=[_op(0), _op(1)]),
+    lambda: workload(buffers=[{"id": 7, "size": 8, "start": 0, "end": 2}], ops=[_op(0), _op(1)]),
+    lambda: workload(buffers=[{"id": "b0", "size": 8, "start": 0, "end": 2}, {"id": "b0", "size": 8, "start": 0, "end": 2}]),
+    lambda: workload(buffers=[{"id": "b0", "size": 8.0, "start": 0, "end": 2}]),
+    lambda: workload(buffers=[{"id": "b0", "size": True, "start": 0, "end": 2}]),
+    lambda: workload(buffers=[{"id": "b0", "size": 8, "start": 0, "end": 3}]),
+    lambda: workload(buffers=[{"id": "b0", "size": 2**62, "start": 0, "end": 2},
+                              {"id": "b1", "size": 2**62, "start": 0, "end": 2}]),
+    lambda: workload(ops=[_op(0, {"buffer": "b0", "access": "read", "bytes": 8}), _op(1, extra=1)]),
+    lambda: workload(ops=[_op(0, {"buffer": "b0", "access": "copy", "bytes": 8}), _op(1)]),
+    lambda: workload(ops=[_op(0, {"buffer": "b0", "access": "read", "bytes": -8}), _op(1)]),
+    lambda: workload(ops=[_op(0, {"buffer": "b0", "access": "read", "bytes": 8}), _op(1, kind=3)]),
+    lambda: workload(ops=[_op(0), _op(1, {"buffer": "b0", "access": "write", "bytes": 8}, control_deps=["op0"])]),
+    lambda: workload(ops=[_op(0), _op(1, control_deps=[{"buffer": "b0", "access": "read", "bytes": 8}])]),
+    lambda: workload(name={"id": "b9", "size": 8, "start": 0, "end": 2}),
+    lambda: workload(name={"buffer": "b0", "access": "read", "bytes": 8}),
+    lambda: workload(inplace=[[{"id": "b9", "size": 8, "start": 0, "end": 2}, "b0"]]),
+    lambda: workload(capacity=64, original_order=["op1", "op0"]),
+    lambda: workload(capacity=0),
+    lambda: {**workload(), "buffers": [{"id": "b0", "size": 8, "start": 0, "end": 2},
+                                      {"id": "b1", "size": 4, "start": 0, "end": 1}], "inplace": [["b0", "b1"]]},
+    lambda: {"buffer": "b0", "access": "read", "bytes": 8},
+    lambda: workload(buffers=[]),
+]
+
+
+@pytest.mark.parametrize("k", range(len(AWKWARD_WORKLOADS)))
+def test_workload_compact_decoding_reads_what_the_checking_loop_reads(tmp_path, k):
+    path = write(tmp_path, "w.json", json.dumps(AWKWARD_WORKLOADS[k]()))
+    compact, checked = _workload_both(path)
+    assert repr(compact) == repr(checked)
+
+
+def test_workload_compact_decoding_matches_on_the_bundled_and_bad_inputs(tmp_path):
+    paths = sorted(Path(__file__).parent.joinpath("bad_inputs").glob("*.json"))
+    paths += sorted(Path(__file__).parents[1].joinpath("mallocgame", "inputs", "data").glob("*.json"))
+    generated = tmp_path / "layered.json"
+    write_workload_json(generated, layered_network(400, seed=2))
+    paths.append(generated)
+    for path in paths:
+        compact, checked = _workload_both(str(path))
+        assert repr(compact) == repr(checked), path
+
+
+def test_a_workload_is_decoded_without_a_dictionary_per_buffer(tmp_path, monkeypatch):
+    import mallocgame.io as io_module
+
+    path = tmp_path / "layered.json"
+    write_workload_json(path, layered_network(300, seed=1))
+    made = []
+    real = io_module._CompactObjects.__call__
+    monkeypatch.setattr(io_module._CompactObjects, "__call__", lambda self, raw: made.append(real(self, raw)) or made[-1])
+    problem = io_module.read_workload_json(path)
+    assert [b for b in made if type(b).__name__ == "Buffer"] == list(problem.buffers)

@@ -25,7 +25,7 @@ from mallocgame.cli.common import (
 from mallocgame.cli.progress import status
 from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.inputs.load import oversized
-from mallocgame.intervals import components, max_live
+from mallocgame.intervals import component_count, max_live
 from mallocgame.model import InputError, Problem
 from mallocgame.runner import problem_bound
 from mallocgame.units import distinct, format_bytes, format_number, format_seconds
@@ -49,7 +49,7 @@ def _info_facts(problem: Problem, spec, bound_time: float = 0.0) -> dict[str, An
         "problem": problem.name, "source": problem.source, "mode": problem.mode, "buffers": problem.n,
         "ops": len(problem.ops),
         "horizon": [int(a.start.min()), int(a.end.max())] if problem.n else [0, 0],
-        "components": len(components(problem)), "total_bytes": int(a.size.sum()), "max_live_bytes": live,
+        "components": component_count(a.start, a.end), "total_bytes": int(a.size.sum()), "max_live_bytes": live,
         "capacity": problem.capacity, "hardware": getattr(spec, "name", None),
         "max_live_over_capacity": live / problem.capacity if problem.capacity else None,
     }

@@ -156,7 +156,7 @@ def prepare(problem: Problem, *, mode: str | None = None, capacity: int | str | 
     if problem.inplace:  # in-place pairs share storage for every consumer (read workloads are merged already)
         problem = merge_inplace(problem)
     buffers = problem.buffers
-    if spec.alignment > 1:
+    if spec.alignment > 1 and any(b.alignment % spec.alignment for b in buffers):
         buffers = tuple(b if b.alignment % spec.alignment == 0 else
                         dataclasses.replace(b, alignment=math.lcm(b.alignment, spec.alignment))
                         for b in buffers)
