@@ -151,14 +151,22 @@ def test_a_value_leaf_steps_the_game_once_where_a_rollout_plays_to_the_end(monke
                            leaf_value=reference_value if leaf == "value" else None)
         search.set_reference(Game(_problem(), HW, GAME))
         count = [0]
-        step = type(game).step
+        step, rollout = type(game).step, type(game).greedy_rollout
 
         def counting(self, action, _step=step, _count=count):
             _count[0] += 1
             return _step(self, action)
+
+        def counting_rollout(self, stop_step=math.inf, _rollout=rollout, _count=count):  # one call, many steps
+            before = self.steps
+            total = _rollout(self, stop_step)
+            _count[0] += self.steps - before
+            return total
         monkeypatch.setattr(type(game), "step", counting)
+        monkeypatch.setattr(type(game), "greedy_rollout", counting_rollout)
         search.simulate(Node(), game, math.inf, _empty_best())
         monkeypatch.setattr(type(game), "step", step)
+        monkeypatch.setattr(type(game), "greedy_rollout", rollout)
         steps[leaf] = count[0]
     left = len(_problem().buffers)  # an upper bound on the episode's steps from here
     assert steps["value"] == 1 and 10 < steps["rollout"] <= 2 * left, steps
