@@ -71,19 +71,21 @@ def solver_run(name: str, n: int, seed: int):
 def whole_process(path: Path, solver: str, engine: str) -> tuple[float, float, str]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.monotonic()
-    r = subprocess.run([sys.executable, "-c", "from mallocgame.cli.main import main; main()", "solve", str(path), "--solver", solver,
-                        "--time-limit", "600"], capture_output=True, text=True,
+    cli = [sys.executable, "-c", "from mallocgame.cli.main import main; main()"]
+    r = subprocess.run(cli + ["solve", str(path), "--solver", solver, "--time-limit", "600"], capture_output=True, text=True,
                        env=dict(os.environ, MALLOCGAME_ENGINE=engine))
     wall = time.monotonic() - t
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if r.returncode != 0:
         raise SystemExit(f"{solver} ({engine}) failed: {r.stderr.strip()[-400:]}")
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
     return wall, cpu, r.stdout.strip().splitlines()[0]
 
 
 def goal_text(value: float, goal: float, unit: str) -> str:
-    return f"met ({value:.3g} {unit} <= {goal:g})" if value <= goal else f"missed x{value / goal:.2f} ({value:.3g} {unit} > {goal:g})"
+    if value <= goal:
+        return f"met ({value:.3g} {unit} <= {goal:g})"
+    return f"missed x{value / goal:.2f} ({value:.3g} {unit} > {goal:g})"
 
 
 def main() -> None:
@@ -91,7 +93,8 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="*", default=[100_000, 1_000_000])
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--whole-process", action="store_true", help="also run `mallocgame solve` in a child process")
-    ap.add_argument("--out", default="bench_engine_placement.md", help="results file (a bare name: under experiments/results/)")
+    ap.add_argument("--out", default="bench_engine_placement.md",
+                    help="results file (a bare name: under experiments/results/)")
     args = ap.parse_args()
     show = Transcript()
     show(f"# python {platform.python_version()}, numpy {np.__version__}, {platform.machine()}; CPU seconds; "
@@ -99,7 +102,8 @@ def main() -> None:
     show()
     show("## greedy_place (spatial order, overlap index built beforehand)")
     show()
-    show("| problem | buffers | placed | CPU s py / nat | ratio | us per placement py / nat | goal <= 1.5 us (native) | same offsets |")
+    show("| problem | buffers | placed | CPU s py / nat | ratio | us per placement py / nat | goal <= 1.5 us (native) "
+         "| same offsets |")
     show("|---|---:|---:|---:|---:|---:|---|---|")
     goals = []
     for n in args.sizes:
