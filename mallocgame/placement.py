@@ -107,7 +107,7 @@ def greedy_place(problem: Problem, order: np.ndarray, capacity: int | None, *,
     csr = neighbour_lists(a.start, a.end, max_pairs=4_000_000) if index is None else None
     if csr is None:
         index = index or overlap_index(problem)
-    out = np.full(problem.n, -1, np.int64) if offsets is None else np.array(offsets, np.int64)
+    out = np.full(problem.n, -1, np.int64) if offsets is None else offsets.copy()
     late = None if deadline is None else deadline + FIRST_STEPS_GRACE
     if engine() == "native":
         from mallocgame._placement import greedy_place_loop
@@ -121,6 +121,7 @@ def greedy_place(problem: Problem, order: np.ndarray, capacity: int | None, *,
             cp_indptr, cp_indices = index.checkpoint_csr()
             tables = (None, None, i64(index.order), i64(index.sorted_start), i64(index.cp_time), i64(index.cp_pos),
                       cp_indptr, cp_indices)
+        out = i64(out)  # our copy: the compiled loop writes it in place
         greedy_place_loop(i64(order), i64(a.size), i64(a.alignment), i64(a.start), i64(a.end), out, capacity,
                           *tables, deadline, 0.0 if late is None else late, CLOCK_EVERY_STEP)
         return out
