@@ -270,6 +270,17 @@ class OverlapIndex:
             done = p
             self.cp_sets.append(live)
 
+    def checkpoint_csr(self) -> tuple[np.ndarray, np.ndarray]:
+        """The stored sets as CSR arrays ``(indptr [checkpoints+1], indices [stored])`` (built once), for the
+        compiled placement loop."""
+        csr = getattr(self, "_checkpoint_csr", None)
+        if csr is None:
+            lengths = np.array([len(c) for c in self.cp_sets], np.int64)
+            indptr = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
+            indices = np.concatenate(self.cp_sets).astype(np.int64) if self.cp_sets else np.zeros(0, np.int64)
+            csr = self._checkpoint_csr = (indptr, indices)
+        return csr
+
     def query(self, s: int, e: int) -> np.ndarray:
         """Indices of buffers with ``start < e`` and ``end > s`` (int64, unordered)."""
         if len(self.cp_time) == 0 or e <= s:

@@ -35,6 +35,7 @@ import time
 
 import numpy as np
 
+from mallocgame.engine import engine
 from mallocgame.intervals import OverlapIndex, neighbour_lists, overlap_index
 from mallocgame.model import Problem
 
@@ -98,17 +99,35 @@ def greedy_place(problem: Problem, order: np.ndarray, capacity: int | None, *,
     buffers already placed (kept as they are). Cost per buffer: one index query plus a
     scan of the placed buffers that overlap it in time. Past ``deadline`` (monotonic seconds)
     the buffers not reached stay unplaced; the clock is read every 256 buffers and at every
-    buffer with more than :data:`CLOCK_EVERY_STEP` neighbours.
+    buffer with more than :data:`CLOCK_EVERY_STEP` neighbours. ``MALLOCGAME_ENGINE=native`` (the default) runs
+    the loop compiled (``mallocgame._placement``), ``python`` runs the code below: the same answer, and the
+    same clock reads, so a deadline that falls at the same step cuts both at the same buffer.
     """
     a = problem.arrays
     csr = neighbour_lists(a.start, a.end, max_pairs=4_000_000) if index is None else None
     if csr is None:
         index = index or overlap_index(problem)
     out = np.full(problem.n, -1, np.int64) if offsets is None else offsets.copy()
+    late = None if deadline is None else deadline + FIRST_STEPS_GRACE
+    if engine() == "native":
+        from mallocgame._placement import greedy_place_loop
+
+        def i64(x: np.ndarray) -> np.ndarray:
+            return np.ascontiguousarray(x, np.int64)
+
+        if csr is not None:
+            tables = (i64(csr[0]), i64(csr[1])) + (None,) * 6
+        else:
+            cp_indptr, cp_indices = index.checkpoint_csr()
+            tables = (None, None, i64(index.order), i64(index.sorted_start), i64(index.cp_time), i64(index.cp_pos),
+                      cp_indptr, cp_indices)
+        out = i64(out)  # our copy: the compiled loop writes it in place
+        greedy_place_loop(i64(order), i64(a.size), i64(a.alignment), i64(a.start), i64(a.end), out, capacity,
+                          *tables, deadline, 0.0 if late is None else late, CLOCK_EVERY_STEP)
+        return out
     placed = out >= 0
     tops = np.where(placed, out + a.size, 0)
     size_l, start_l, end_l, align_l = a.size.tolist(), a.start.tolist(), a.end.tolist(), a.alignment.tolist()
-    late = None if deadline is None else deadline + FIRST_STEPS_GRACE
     for step, i in enumerate(order.tolist()):
         if placed[i]:
             continue

@@ -62,6 +62,7 @@ def test_an_install_puts_only_mallocgame_in_site_packages(tmp_path):
     assert list((installed / "hardware").glob("_copy_service*.so")), "the compiled copy service must install"
     assert list((installed / "search").glob("_prefetch_holes*.so")), "the compiled hole finder must install"
     assert list((installed / "search").glob("_order_game*.so")), "the order game's native engine must install"
+    assert list(installed.glob("_placement*.so")), "the compiled placement loop must install"
 
 
 def test_every_cython_source_is_in_the_sdist_manifest():
