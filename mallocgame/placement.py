@@ -35,6 +35,7 @@ import time
 
 import numpy as np
 
+from mallocgame._placement import greedy_place_loop
 from mallocgame.engine import engine
 from mallocgame.intervals import OverlapIndex, neighbour_lists, overlap_index
 from mallocgame.model import Problem
@@ -110,8 +111,6 @@ def greedy_place(problem: Problem, order: np.ndarray, capacity: int | None, *,
     out = np.full(problem.n, -1, np.int64) if offsets is None else offsets.copy()
     late = None if deadline is None else deadline + FIRST_STEPS_GRACE
     if engine() == "native":
-        from mallocgame._placement import greedy_place_loop
-
         def i64(x: np.ndarray) -> np.ndarray:
             return np.ascontiguousarray(x, np.int64)
 
