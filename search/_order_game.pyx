@@ -310,10 +310,6 @@ cdef class OrderState:
             out.append((h.offset, h.bottom, h.top if self.t.capped or h.top != _UNBOUNDED else float("inf")))
         return out
 
-    def n_holes(self):
-        self._find_holes()
-        return self.cur_holes.size()
-
     def slow_legal(self):
         self._find_holes()
         return self._slow_legal()
