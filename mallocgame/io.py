@@ -891,18 +891,12 @@ def _fast_buffers(raw_buffers: list) -> list[Buffer] | None:
 def _fast_ops(raw_ops: list, by_id: dict[str, Buffer]) -> tuple[list[Op], list[tuple[str, int, Any, str]]] | None:
     """The ops (and control predecessors, as parse_workload collects them) of a well-formed ``ops``
     list, or ``None`` when any needs the checking loop."""
-    if not all(type(r) is dict and r.keys() <= _OP_KEYS for r in raw_ops):
+    if not all(type(r) is dict for r in raw_ops):
         return None
-    ids = [r.get("id", f"op{t}") for t, r in enumerate(raw_ops)]
-    if not all(type(r.get("kind", "")) is str for r in raw_ops):
+    fields = _plain_op_fields(raw_ops)
+    if fields is None:
         return None
-    numbers = [r.get("flops", 0.0) for r in raw_ops] + [r.get("transcendentals", 0.0) for r in raw_ops]
-    fixed = [r.get("fixed_bytes", 0) for r in raw_ops]
-    if not (all(type(i) is str for i in ids) and len(set(ids)) == len(ids) and _plain_ints(fixed)
-            and all(type(x) is float or type(x) is int for x in numbers)):
-        return None
-    if raw_ops and (min(fixed) < 0 or min(numbers) < 0 or not math.isfinite(sum(numbers))):
-        return None
+    ids, kinds, flops, trans, fixed = fields
     lists = [r.get("operands", []) for r in raw_ops]
     if not all(type(x) is list for x in lists):
         return None
@@ -924,19 +918,47 @@ def _fast_ops(raw_ops: list, by_id: dict[str, Buffer]) -> tuple[list[Op], list[t
             and min(nbytes, default=0) >= 0):
         return None
     made = list(map(Operand, names, access, nbytes))
-    ops, control, at = [], [], 0
-    for t, raw in enumerate(raw_ops):
+    ops, at = [], 0
+    for t in range(len(raw_ops)):
         k = len(lists[t])
-        op_id = ids[t]
-        ops.append(Op(op_id, str(raw.get("kind", "op")), float(raw.get("flops", 0.0)), fixed[t], tuple(made[at:at + k]),
-                      transcendentals=float(raw.get("transcendentals", 0.0))))
+        ops.append(Op(ids[t], kinds[t], float(flops[t]), fixed[t], tuple(made[at:at + k]),
+                      transcendentals=float(trans[t])))
         at += k
+    control = _plain_control_deps(raw_ops, ids)
+    return None if control is None else (ops, control)
+
+
+def _plain_op_fields(raw_ops: list) -> tuple[list, list, list, list, list] | None:
+    """``(ids, kinds, flops, transcendentals, fixed_bytes)`` of the op dicts of the fast paths, or ``None`` when
+    any field needs the checking loop (an unknown key, a non-string id or kind, a repeated id, a negative, non-finite
+    or non-numeric number)."""
+    if not all(r.keys() <= _OP_KEYS for r in raw_ops):
+        return None
+    ids = [r.get("id", f"op{t}") for t, r in enumerate(raw_ops)]
+    kinds = [r.get("kind", "op") for r in raw_ops]
+    flops = [r.get("flops", 0.0) for r in raw_ops]
+    trans = [r.get("transcendentals", 0.0) for r in raw_ops]
+    fixed = [r.get("fixed_bytes", 0) for r in raw_ops]
+    numbers = flops + trans
+    if not (all(type(i) is str for i in ids) and len(set(ids)) == len(ids) and all(type(k) is str for k in kinds)
+            and _plain_ints(fixed) and all(type(x) is float or type(x) is int for x in numbers)):
+        return None
+    if raw_ops and (min(fixed) < 0 or min(numbers) < 0 or not math.isfinite(sum(numbers))):
+        return None
+    return ids, kinds, flops, trans, fixed
+
+
+def _plain_control_deps(raw_ops: list, ids: list) -> list[tuple[str, int, Any, str]] | None:
+    """The control predecessors of the op dicts, as parse_workload collects them (``(where, op, before, op id)``),
+    or ``None`` where a ``control_deps`` is not a list."""
+    control = []
+    for t, raw in enumerate(raw_ops):
         if "control_deps" in raw:
             deps = raw["control_deps"]
             if type(deps) is not list:
                 return None
-            control += [(f"ops[{t}].control_deps[{j}]", t, before, op_id) for j, before in enumerate(deps)]
-    return ops, control
+            control += [(f"ops[{t}].control_deps[{j}]", t, before, ids[t]) for j, before in enumerate(deps)]
+    return control
 
 
 def parse_workload(path: str, data: Any) -> Problem:
@@ -1202,19 +1224,10 @@ def _compact_workload(path: str, text: str) -> Problem | None:
 def _compact_ops(raw_ops: list, by_id: dict[str, Buffer]) -> tuple[list[Op], list[tuple[str, int, Any, str]]] | None:
     """:func:`_fast_ops` of an ``ops`` list whose operands :class:`_CompactObjects` made: the ops and their
     control predecessors, or ``None`` when any needs the checking loop."""
-    if not all(r.keys() <= _OP_KEYS for r in raw_ops):
+    fields = _plain_op_fields(raw_ops)
+    if fields is None:
         return None
-    ids = [r.get("id", f"op{t}") for t, r in enumerate(raw_ops)]
-    kinds = [r.get("kind", "op") for r in raw_ops]
-    flops = [r.get("flops", 0.0) for r in raw_ops]
-    trans = [r.get("transcendentals", 0.0) for r in raw_ops]
-    fixed = [r.get("fixed_bytes", 0) for r in raw_ops]
-    numbers = flops + trans
-    if not (all(type(i) is str for i in ids) and len(set(ids)) == len(ids) and all(type(k) is str for k in kinds)
-            and _plain_ints(fixed) and all(type(x) is float or type(x) is int for x in numbers)):
-        return None
-    if raw_ops and (min(fixed) < 0 or min(numbers) < 0 or not math.isfinite(sum(numbers))):
-        return None
+    ids, kinds, flops, trans, fixed = fields
     lists = [r.get("operands", []) for r in raw_ops]
     if not all(type(o) is Operand for x in lists for o in x):
         return None
@@ -1223,16 +1236,10 @@ def _compact_ops(raw_ops: list, by_id: dict[str, Buffer]) -> tuple[list[Op], lis
             b = by_id.get(o.buffer)
             if b is None or not b.start <= t < b.end:
                 return None
-    ops, control = [], []
-    for t, raw in enumerate(raw_ops):
-        op_id = ids[t]
-        ops.append(Op(op_id, kinds[t], float(flops[t]), fixed[t], tuple(lists[t]), transcendentals=float(trans[t])))
-        if "control_deps" in raw:
-            deps = raw["control_deps"]
-            if type(deps) is not list:
-                return None
-            control += [(f"ops[{t}].control_deps[{j}]", t, before, op_id) for j, before in enumerate(deps)]
-    return ops, control
+    ops = [Op(ids[t], kinds[t], float(flops[t]), fixed[t], tuple(lists[t]), transcendentals=float(trans[t]))
+           for t in range(len(raw_ops))]
+    control = _plain_control_deps(raw_ops, ids)
+    return None if control is None else (ops, control)
 
 
 @_gc_paused()
