@@ -10,8 +10,11 @@ One JSON file per problem, ``bounds/KEY.json`` in the cache folder: ``$MALLOCGAM
 set, else ``$XDG_CACHE_HOME/mallocgame``, else ``~/.cache/mallocgame`` (:func:`cache_dir`). It holds
 the tightest bound known (its value, its kind, every bound computed by kind) and how many seconds the
 expensive bound was given (0: not computed yet). Writes are atomic (a temp file, then a rename) and
-merge with what is there: an entry only ever gets tighter. An entry that cannot be read or does not
-hold a valid bound is ignored (and replaced by the next write). ``MALLOCGAME_NO_CACHE=1`` (the
+merge with what is there under a lock on the folder (``bounds/.lock``, ``fcntl.flock``), so two commands
+storing bounds of one problem at once keep the tighter: an entry only ever gets tighter. An entry that
+cannot be read or does not hold a valid bound is ignored (and replaced by the next write). The folder
+holds at most :data:`MAX_ENTRIES` entries: a write that adds one past it removes the least recently used
+(a read marks an entry used). ``MALLOCGAME_NO_CACHE=1`` (the
 commands' ``--no-cache``) neither reads nor writes the cache; an unwritable folder is the same as
 no cache.
 """
@@ -19,6 +22,7 @@ no cache.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import importlib
 import json
@@ -39,6 +43,10 @@ CACHE_ENV = "MALLOCGAME_CACHE_DIR"
 NO_CACHE_ENV = "MALLOCGAME_NO_CACHE"
 FORMAT = "mallocgame.bound/1"
 # The modules whose code decides a bound's value: their source is part of every key.
+# The most entries kept (a few hundred bytes each): past it, the least recently used go.
+MAX_ENTRIES = 10_000
+# How many of the least recently used a full folder loses at once (a tenth), so that pruning is rare.
+PRUNE_SHARE = 0.1
 BOUND_MODULES = ("mallocgame.bounds", "mallocgame.prefetch_bound", "mallocgame.hardware.evaluator",
                  "mallocgame.bound_cache")
 
@@ -152,12 +160,50 @@ def load(problem: Problem, hardware: Any) -> Entry | None:
     """The cached entry of ``problem``, or ``None`` (none, unreadable, not valid, or the cache is off)."""
     if not enabled():
         return None
+    path = entry_path(problem, hardware)
     try:
-        with open(entry_path(problem, hardware), encoding="utf-8") as fh:
+        with open(path, encoding="utf-8") as fh:
             doc = json.load(fh)
     except (OSError, ValueError):
         return None
-    return _parse(doc, problem.mode)
+    entry = _parse(doc, problem.mode)
+    if entry is not None:
+        with contextlib.suppress(OSError):  # used now: the last to be pruned (a read-only cache stays as it is)
+            os.utime(path)
+    return entry
+
+
+@contextlib.contextmanager
+def _folder_lock(folder: Path):
+    """Hold the cache folder's lock (``folder/.lock``) for the block: one read-merge-write or pruning at a time."""
+    folder.mkdir(parents=True, exist_ok=True)
+    fd = os.open(folder / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def prune(folder: Path, *, keep: int | None = None) -> int:
+    """Remove the least recently used entries of ``folder`` beyond ``keep`` (:data:`MAX_ENTRIES`), down to
+    ``keep`` less :data:`PRUNE_SHARE` of it; returns how many were removed. Call it under the folder's lock."""
+    keep = MAX_ENTRIES if keep is None else keep
+    entries = []
+    with os.scandir(folder) as it:
+        for item in it:
+            if item.name.endswith(".json"):
+                with contextlib.suppress(OSError):  # removed meanwhile by a command without the lock: gone anyway
+                    entries.append((item.stat().st_mtime_ns, item.path))
+    if len(entries) <= keep:
+        return 0
+    entries.sort()
+    removed = 0
+    for _, path in entries[:len(entries) - int(keep * (1 - PRUNE_SHARE))]:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+            removed += 1
+    return removed
 
 
 def tighter(mode: str, a: Bound, b: Bound) -> Bound:
@@ -180,6 +226,16 @@ def store(problem: Problem, hardware: Any, bound: Bound, *, full_seconds: float 
     or cannot be written."""
     if not enabled():
         return None
+    path = entry_path(problem, hardware)
+    try:
+        with _folder_lock(path.parent):
+            return _merge_and_write(problem, hardware, path, bound, full_seconds, complete)
+    except OSError:  # an unwritable cache is no cache: the bound is still reported
+        return None
+
+
+def _merge_and_write(problem: Problem, hardware: Any, path: Path, bound: Bound, full_seconds: float,
+                     complete: bool) -> Entry:
     old = load(problem, hardware)
     if old is not None:
         bound = tighter(problem.mode, old.bound, bound)
@@ -189,8 +245,8 @@ def store(problem: Problem, hardware: Any, bound: Bound, *, full_seconds: float 
     doc = {"format": FORMAT, "problem": problem.name, "mode": problem.mode, "value": bound.value,
            "kind": bound.kind, "seconds": bound.seconds, "others": dict(bound.others) or {bound.kind: bound.value},
            "full_seconds": full_seconds, "complete": complete}
-    path = entry_path(problem, hardware)
-    with contextlib.suppress(OSError):  # an unwritable cache is no cache: the bound is still reported
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(path, json.dumps(doc, indent=1) + "\n")
+    new = not path.exists()
+    atomic_write_text(path, json.dumps(doc, indent=1) + "\n")
+    if new:
+        prune(path.parent)
     return entry

@@ -91,7 +91,7 @@ def test_no_cache_neither_reads_nor_writes(tmp_path):
     assert "residency" in json.loads(info.stdout)["bound_kind"]
     assert not os.path.exists(os.path.join(folder, "bounds")) or not os.listdir(os.path.join(folder, "bounds"))
     assert run_cli("info", EXAMPLE, "--mode", "prefetch").returncode == 0  # now cached
-    assert len(os.listdir(os.path.join(folder, "bounds"))) == 1
+    assert len([n for n in os.listdir(os.path.join(folder, "bounds")) if n.endswith(".json")]) == 1
     assert _solve_json("--solver", "msa")["bound_kind"] == "residency"
     assert _solve_json("--solver", "msa", "--no-cache")["bound_kind"] == "per-op"
 
@@ -182,3 +182,43 @@ def test_compare_reports_the_bound_info_stored(monkeypatch):
     calls = _counting(monkeypatch)
     rows = mallocgame.compare([EXAMPLE], ["msa"], mode="prefetch", time_limit=1)
     assert calls == [] and [(r["solver"], r["bound"]) for r in rows] == [("msa", pytest.approx(stored, rel=1e-12))]
+
+
+def _store_many(folder: str, value: float, rounds: int) -> None:
+    os.environ[bound_cache.CACHE_ENV] = folder
+    p = _prefetch()
+    for i in range(rounds):
+        bound_cache.store(p, p.hardware, Bound(value + i, f"kind{value:g}", 0.0))
+
+
+def test_two_commands_storing_at_once_keep_the_tightest():
+    """Each store is a read-merge-write under the folder's lock: two processes merging bounds of one problem at
+    once never lose the tighter one (without the lock, a write based on an older read would)."""
+    import multiprocessing
+
+    folder = os.environ[bound_cache.CACHE_ENV]
+    ctx = multiprocessing.get_context("fork")
+    procs = [ctx.Process(target=_store_many, args=(folder, value, 60)) for value in (1.0, 1000.0)]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join(60)
+        assert proc.exitcode == 0
+    p = _prefetch()
+    entry = bound_cache.load(p, p.hardware)
+    assert entry.bound.value == 1.0  # the tightest (lowest) upper bound of the 120 stored
+    assert dict(entry.bound.others) == {"kind1": 1.0, "kind1000": 1000.0}
+
+
+def test_a_full_cache_loses_its_least_recently_used(monkeypatch):
+    monkeypatch.setattr(bound_cache, "MAX_ENTRIES", 4)
+    problems = [_prefetch().replace(capacity=c) for c in (1000, 2000, 3000, 4000)]
+    for i, p in enumerate(problems):
+        bound_cache.store(p, p.hardware, Bound(1.0, "x", 0.0))
+        os.utime(bound_cache.entry_path(p, p.hardware), ns=(i * 10**9, i * 10**9))  # stored one second apart
+    assert bound_cache.load(problems[0], problems[0].hardware) is not None  # read: the most recently used now
+    fifth = _prefetch().replace(capacity=5000)
+    bound_cache.store(fifth, fifth.hardware, Bound(1.0, "x", 0.0))
+    kept = [bound_cache.load(p, p.hardware) is not None for p in [*problems, fifth]]
+    # 5 entries > 4: pruned to int(4 * 0.9) = 3, the two least recently used (stored at 1 s and 2 s) go
+    assert kept == [True, False, False, True, True]
