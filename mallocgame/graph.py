@@ -1,53 +1,255 @@
-"""The interference graph of buffer lifetimes as a NetworkX graph (docs/architecture.md, "The core").
+"""The interference graph of buffer lifetimes: the model of conflicts the solvers read (docs/architecture.md,
+"The interference graph").
 
-Nodes are buffer indices with ``id, size, start, end, benefit`` attributes; an edge joins
-two buffers whose half-open live ranges overlap. Built by a sweep over sorted starts, not
-by testing all pairs. For large traces (10^8 pairs) use the sweeps of
-:mod:`mallocgame.intervals` instead.
+Two buffers *conflict* (interfere) when their half-open live ranges overlap: they may not share an address
+at the same time. The graph has one node per buffer (``0 .. n-1``, with ``id, size, start, end, benefit``
+attributes) and one edge per conflicting pair. It is an interval graph, so it has two exact forms, both
+answering the same questions through one interface, :class:`Conflicts`:
+
+- :class:`GraphConflicts`, the ``networkx.Graph`` itself (:func:`interference_graph`): every edge stored,
+  about a microsecond and a few hundred bytes per edge to build;
+- :class:`CliquePath`, the compressed form: the graph's maximal cliques in time order (the interval graph's
+  clique path; MiniMalloc's "sections"), which are the maximal live sets of
+  :func:`mallocgame.intervals.maximal_live_csr`. Each buffer lives on a contiguous run of them, and two
+  buffers conflict iff their runs meet, so it holds the edges of a clique of ``k`` buffers in ``k``
+  entries instead of ``k(k-1)/2``.
+
+:func:`conflicts` picks the form by the number of edges, counted by a sweep before anything is built:
+the graph up to :data:`GRAPH_EDGES` edges, the clique path above (a real trace has 10^8 edges). Both
+give the same conflicts, neighbours, components, cliques and largest clique; the solve session
+(:class:`mallocgame.session.Session`) holds each once per problem. NetworkX is imported only when the
+graph is built.
 
 Example:
     >>> from mallocgame.model import Buffer, Problem
     >>> p = Problem("t", (Buffer("a", 4, 0, 3), Buffer("b", 4, 2, 5), Buffer("c", 2, 5, 6)))
-    >>> sorted(interference_graph(p).edges())
-    [(0, 1)]
+    >>> g = interference_graph(p)
+    >>> sorted(g.edges()), g.nodes[1]["size"]
+    ([(0, 1)], 4)
+    >>> path = CliquePath.of(p)
+    >>> path.conflict(0, 1), path.conflict(1, 2), path.neighbours(1).tolist()
+    (True, False, [0])
+    >>> path.components(), path.largest_clique().tolist(), path.clique_bytes(path.largest_clique())
+    ([[0, 1], [2]], [0, 1], 8)
+    >>> GraphConflicts(g).components() == path.components()
+    True
 """
 
 from __future__ import annotations
 
-import networkx as nx
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from mallocgame.intervals import count_overlapping_pairs
-from mallocgame.model import Problem
+from mallocgame.intervals import count_overlapping_pairs, maximal_live_csr, overlapping_pairs
+from mallocgame.model import Problem, derived_facts
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+# Up to this many edges, :func:`conflicts` answers from the networkx graph; above, from the clique path.
+# Building the graph costs about a microsecond per edge (a second at 10^6 edges) where the clique path
+# takes milliseconds, and a solve must not spend its time limit on it.
+GRAPH_EDGES = 200_000
+# :func:`interference_graph` refuses to build a graph with more edges (about 2 GB of Python objects).
+MAX_GRAPH_EDGES = 5_000_000
 
 
-def overlapping_pairs(start: np.ndarray, end: np.ndarray):
-    """Yield ``(i, j)`` for every pair with overlapping ``[start, end)``, by a sweep over sorted starts.
+class Conflicts:
+    """Which buffers conflict (live ranges overlap), whatever the form: the interface both forms satisfy.
 
-    Cost O(n log n + pairs): each buffer is compared only with those still live at its start.
+    ``n`` buffers, ``edge_count`` conflicting pairs, ``size`` int64 ``[n]`` bytes. Every array answer is
+    int64 and sorted; lists of buffers are ordered as the time they are live (components and cliques are
+    time-disjoint, so the order is unique).
     """
-    order = np.lexsort((end, start))
-    live: list[int] = []
-    for i in order.tolist():
-        s = start[i]
-        live = [j for j in live if end[j] > s]
-        for j in live:
-            yield (j, i) if j < i else (i, j)
-        live.append(i)
+
+    n: int
+    edge_count: int
+    size: np.ndarray
+
+    def conflict(self, i: int, j: int) -> bool:
+        """Do buffers ``i`` and ``j`` (distinct) conflict?"""
+        raise NotImplementedError
+
+    def neighbours(self, i: int) -> np.ndarray:
+        """The buffers that conflict with ``i``, sorted ``[deg]``."""
+        raise NotImplementedError
+
+    def components(self) -> list[list[int]]:
+        """Connected components as sorted lists of buffer indices, in time order (as
+        :func:`mallocgame.intervals.components`)."""
+        raise NotImplementedError
+
+    def cliques_among(self, items: np.ndarray) -> list[np.ndarray]:
+        """The maximal cliques of the graph induced by buffers ``items`` ``[m]`` (distinct), in time order, each
+        as sorted positions into ``items``: what :func:`mallocgame.intervals.maximal_live_sets` gives for their
+        live ranges."""
+        raise NotImplementedError
+
+    def cliques(self) -> list[np.ndarray]:
+        """The maximal cliques (sorted buffer indices), in time order."""
+        return self.cliques_among(np.arange(self.n, dtype=np.int64))
+
+    def largest_clique(self, weight: str | None = "size") -> np.ndarray:
+        """The clique of most bytes (``weight="size"``; its bytes are the max live bytes) or of most buffers
+        (``weight=None``): sorted buffer indices; the earliest of equals; empty with no buffers."""
+        best, best_w = np.zeros(0, np.int64), -1
+        for c in self.cliques():
+            w = int(self.size[c].sum()) if weight == "size" else len(c)
+            if w > best_w:
+                best, best_w = c, w
+        return best
+
+    def clique_bytes(self, clique: np.ndarray) -> int:
+        """The bytes of the buffers ``clique``."""
+        return int(self.size[np.asarray(clique, np.int64)].sum())
 
 
-def interference_graph(problem: Problem, *, max_edges: int = 5_000_000):
-    """NetworkX graph: nodes = buffer indices with ``id, size, start, end, benefit`` attributes.
+class CliquePath(Conflicts):
+    """The compressed form: the maximal cliques in time order as CSR arrays, and each buffer's run of them.
 
-    Raises ``ValueError`` when the graph would have more than ``max_edges`` edges (real
-    traces reach 10^8); use :class:`OverlapIndex` or :func:`components` there.
+    ``times [m]``, ``indptr [m+1]``, ``indices [nnz]``: clique ``r`` holds the buffers live at ``times[r]``
+    (:func:`mallocgame.intervals.maximal_live_csr`, the one implementation); buffer ``i`` is in cliques
+    ``first[i] .. last[i] - 1``. Two buffers conflict iff those runs meet.
     """
+
+    def __init__(self, start: np.ndarray, end: np.ndarray, size: np.ndarray, *, edge_count: int | None = None):
+        start, end = np.asarray(start, np.int64), np.asarray(end, np.int64)
+        self.n, self.size = len(start), np.asarray(size, np.int64)
+        self.edge_count = count_overlapping_pairs(start, end) if edge_count is None else edge_count
+        self.times, self.indptr, self.indices = maximal_live_csr(start, end)
+        self.first = np.searchsorted(self.times, start, side="left")
+        self.last = np.searchsorted(self.times, end, side="left")
+        self._by_first = np.argsort(self.first, kind="stable")
+        self._sorted_first = self.first[self._by_first]
+
+    @classmethod
+    def of(cls, problem: Problem, *, edge_count: int | None = None) -> CliquePath:
+        a = problem.arrays
+        return cls(a.start, a.end, a.size, edge_count=edge_count)
+
+    def conflict(self, i: int, j: int) -> bool:
+        return bool(i != j and self.first[i] < self.last[j] and self.first[j] < self.last[i])
+
+    def neighbours(self, i: int) -> np.ndarray:
+        k = int(np.searchsorted(self._sorted_first, self.last[i], side="left"))
+        near = self._by_first[:k]
+        near = near[(self.last[near] > self.first[i]) & (near != i)]
+        return np.sort(near).astype(np.int64)
+
+    def components(self) -> list[list[int]]:
+        m = len(self.times)
+        if m == 0:
+            return []
+        reach = np.zeros(m, np.int64)
+        np.maximum.at(reach, self.first, self.last)
+        reach = np.maximum.accumulate(reach)
+        # a component ends at clique r when no buffer in cliques up to r reaches past it
+        ends = reach == np.arange(1, m + 1)
+        component_of_row = np.concatenate(([0], np.cumsum(ends)[:-1]))
+        label = component_of_row[self.first]
+        order = np.lexsort((np.arange(self.n), label))
+        cut = np.flatnonzero(np.diff(label[order])) + 1
+        return [part.tolist() for part in np.split(order, cut)]
+
+    def cliques(self) -> list[np.ndarray]:
+        return np.split(self.indices, self.indptr[1:-1]) if len(self.times) else []
+
+    def cliques_among(self, items: np.ndarray) -> list[np.ndarray]:
+        items = np.asarray(items, np.int64)
+        # the items' runs of cliques are intervals with the same overlaps as their live ranges
+        times, indptr, indices = maximal_live_csr(self.first[items], self.last[items])
+        return np.split(indices, indptr[1:-1]) if len(times) else []
+
+    def largest_clique(self, weight: str | None = "size") -> np.ndarray:
+        if len(self.times) == 0:
+            return np.zeros(0, np.int64)
+        if weight == "size":
+            per_row = np.add.reduceat(self.size[self.indices], self.indptr[:-1])
+        else:
+            per_row = np.diff(self.indptr)
+        r = int(np.argmax(per_row))
+        return self.indices[self.indptr[r]:self.indptr[r + 1]].astype(np.int64)
+
+
+class GraphConflicts(Conflicts):
+    """The networkx form: answers read from an :func:`interference_graph` (``graph``, nodes ``0 .. n-1`` with
+    ``size, start, end`` attributes)."""
+
+    def __init__(self, graph: nx.Graph):
+        self.graph = graph
+        self.n = graph.number_of_nodes()
+        self.edge_count = graph.number_of_edges()
+        self.size = np.array([graph.nodes[i]["size"] for i in range(self.n)], np.int64)
+        self._start = np.array([graph.nodes[i]["start"] for i in range(self.n)], np.int64)
+
+    def conflict(self, i: int, j: int) -> bool:
+        return self.graph.has_edge(i, j)
+
+    def neighbours(self, i: int) -> np.ndarray:
+        return np.array(sorted(self.graph.adj[i]), np.int64)
+
+    def components(self) -> list[list[int]]:
+        import networkx as nx
+
+        parts = [sorted(c) for c in nx.connected_components(self.graph)]
+        return sorted(parts, key=lambda c: int(self._start[c].min()))
+
+    def cliques_among(self, items: np.ndarray) -> list[np.ndarray]:
+        import networkx as nx
+
+        items = np.asarray(items, np.int64)
+        position = {int(b): k for k, b in enumerate(items.tolist())}
+        sub = self.graph.subgraph(position)
+        cliques = [np.array(sorted(position[b] for b in c), np.int64) for c in nx.chordal_graph_cliques(sub)]
+        # a maximal clique of an interval graph is live from its latest start: distinct for distinct cliques
+        return sorted(cliques, key=lambda c: int(self._start[items[c]].max()))
+
+
+def interference_graph(problem: Problem, *, max_edges: int = MAX_GRAPH_EDGES) -> nx.Graph:
+    """The interference graph as a ``networkx.Graph``: nodes ``0 .. n-1`` with ``id, size, start, end, benefit``
+    attributes, an edge per pair of buffers whose live ranges overlap (listed by a vectorised sweep,
+    :func:`mallocgame.intervals.overlapping_pairs`).
+
+    Raises ``ValueError`` when it would have more than ``max_edges`` edges (counted first, in O(n log n));
+    :class:`CliquePath` holds any size.
+    """
+    import networkx as nx
+
     a = problem.arrays
-    if count_overlapping_pairs(a.start, a.end) > max_edges:
-        raise ValueError(f"{problem.name}: interference graph has more than {max_edges} edges; "
-                         "use OverlapIndex / components instead")
+    pairs = overlapping_pairs(a.start, a.end, max_pairs=max_edges)
+    if pairs is None:
+        raise ValueError(f"{problem.name}: the interference graph has more than {max_edges} edges "
+                         f"({count_overlapping_pairs(a.start, a.end)}): use its compressed form, "
+                         "mallocgame.graph.CliquePath (session.conflicts)")
     g = nx.Graph(name=problem.name)
-    for i, b in enumerate(problem.buffers):
-        g.add_node(i, id=b.id, size=b.size, start=b.start, end=b.end, benefit=b.benefit)
-    g.add_edges_from(overlapping_pairs(a.start, a.end))
+    g.add_nodes_from((i, {"id": b.id, "size": b.size, "start": b.start, "end": b.end, "benefit": b.benefit})
+                     for i, b in enumerate(problem.buffers))
+    g.add_edges_from(zip(pairs[0].tolist(), pairs[1].tolist()))
     return g
+
+
+def problem_graph(problem: Problem) -> nx.Graph:
+    """:func:`interference_graph` of ``problem``, built once per problem (``ValueError`` above
+    :data:`MAX_GRAPH_EDGES` edges)."""
+    facts = derived_facts(problem)
+    graph = facts.get("interference_graph")
+    if graph is None:
+        graph = facts["interference_graph"] = interference_graph(problem)
+    return graph
+
+
+def conflicts(problem: Problem) -> Conflicts:
+    """The conflicts of ``problem``, built once per problem: from the networkx graph when it has at most
+    :data:`GRAPH_EDGES` edges (counted first) or was built already, else from the clique path."""
+    facts = derived_facts(problem)
+    found = facts.get("conflicts")
+    if found is None:
+        a = problem.arrays
+        edges = count_overlapping_pairs(a.start, a.end)
+        if edges <= GRAPH_EDGES or "interference_graph" in facts:
+            found = GraphConflicts(problem_graph(problem))
+        else:
+            found = CliquePath.of(problem, edge_count=edges)
+        facts["conflicts"] = found
+    return found
