@@ -11,8 +11,8 @@ answering the same questions through one interface, :class:`Conflicts`:
 - :class:`CliquePath`, the compressed form: the graph's maximal cliques in time order (the interval graph's
   clique path; MiniMalloc's "sections"), which are the maximal live sets of
   :func:`mallocgame.intervals.maximal_live_csr`. Each buffer lives on a contiguous run of them, and two
-  buffers conflict iff their runs meet, so it holds the edges of a clique of ``k`` buffers in ``k``
-  entries instead of ``k(k-1)/2``.
+  buffers conflict iff their runs meet, so it is stored as one run per buffer: O(n) memory however
+  many edges.
 
 :func:`conflicts` picks the form by the number of edges, counted by a sweep before anything is built:
 the graph up to :data:`GRAPH_EDGES` edges, the clique path above (a real trace has 10^8 edges). Both
@@ -41,16 +41,17 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from mallocgame.intervals import count_overlapping_pairs, maximal_live_csr, overlapping_pairs
+from mallocgame.intervals import count_overlapping_pairs, maximal_live_csr, maximal_times, overlapping_pairs
 from mallocgame.model import Problem, derived_facts
 
 if TYPE_CHECKING:
     import networkx as nx
 
 # Up to this many edges, :func:`conflicts` answers from the networkx graph; above, from the clique path.
-# Building the graph costs about a microsecond per edge (a second at 10^6 edges) where the clique path
-# takes milliseconds, and a solve must not spend its time limit on it.
-GRAPH_EDGES = 200_000
+# The graph costs one to a few microseconds per edge to build (tens of milliseconds at this size, seconds
+# at 10^6 edges; experiments/results/interference_graph.md) where the clique path takes milliseconds, and
+# a solve must not spend its time limit on it.
+GRAPH_EDGES = 50_000
 # :func:`interference_graph` refuses to build a graph with more edges (about 2 GB of Python objects).
 MAX_GRAPH_EDGES = 5_000_000
 
@@ -106,18 +107,21 @@ class Conflicts:
 
 
 class CliquePath(Conflicts):
-    """The compressed form: the maximal cliques in time order as CSR arrays, and each buffer's run of them.
+    """The compressed form: the maximal cliques in time order, each buffer stored as its run of them.
 
-    ``times [m]``, ``indptr [m+1]``, ``indices [nnz]``: clique ``r`` holds the buffers live at ``times[r]``
-    (:func:`mallocgame.intervals.maximal_live_csr`, the one implementation); buffer ``i`` is in cliques
-    ``first[i] .. last[i] - 1``. Two buffers conflict iff those runs meet.
+    Clique ``r`` holds the buffers live at ``times[r]`` (``times [m]``: the maximal moments,
+    :func:`mallocgame.intervals.maximal_times`); buffer ``i`` is in cliques ``first[i] .. last[i] - 1``
+    (``[n]`` each), and two buffers conflict iff those runs meet. That is O(n) memory whatever the number
+    of edges; the cliques' member lists (:func:`mallocgame.intervals.maximal_live_csr`, the one
+    implementation) are built only when :meth:`cliques` asks.
     """
 
     def __init__(self, start: np.ndarray, end: np.ndarray, size: np.ndarray, *, edge_count: int | None = None):
         start, end = np.asarray(start, np.int64), np.asarray(end, np.int64)
         self.n, self.size = len(start), np.asarray(size, np.int64)
+        self.start, self.end = start, end
         self.edge_count = count_overlapping_pairs(start, end) if edge_count is None else edge_count
-        self.times, self.indptr, self.indices = maximal_live_csr(start, end)
+        self.times = maximal_times(start, end)
         self.first = np.searchsorted(self.times, start, side="left")
         self.last = np.searchsorted(self.times, end, side="left")
         self._by_first = np.argsort(self.first, kind="stable")
@@ -153,7 +157,8 @@ class CliquePath(Conflicts):
         return [part.tolist() for part in np.split(order, cut)]
 
     def cliques(self) -> list[np.ndarray]:
-        return np.split(self.indices, self.indptr[1:-1]) if len(self.times) else []
+        times, indptr, indices = maximal_live_csr(self.start, self.end)
+        return np.split(indices, indptr[1:-1]) if len(times) else []
 
     def cliques_among(self, items: np.ndarray) -> list[np.ndarray]:
         items = np.asarray(items, np.int64)
@@ -162,14 +167,15 @@ class CliquePath(Conflicts):
         return np.split(indices, indptr[1:-1]) if len(times) else []
 
     def largest_clique(self, weight: str | None = "size") -> np.ndarray:
-        if len(self.times) == 0:
+        m = len(self.times)
+        if m == 0:
             return np.zeros(0, np.int64)
-        if weight == "size":
-            per_row = np.add.reduceat(self.size[self.indices], self.indptr[:-1])
-        else:
-            per_row = np.diff(self.indptr)
-        r = int(np.argmax(per_row))
-        return self.indices[self.indptr[r]:self.indptr[r + 1]].astype(np.int64)
+        per_buffer = self.size if weight == "size" else np.ones(self.n, np.int64)
+        delta = np.zeros(m + 1, np.int64)
+        np.add.at(delta, self.first, per_buffer)
+        np.add.at(delta, self.last, -per_buffer)
+        r = int(np.argmax(np.cumsum(delta)[:m]))
+        return np.flatnonzero((self.first <= r) & (self.last > r)).astype(np.int64)
 
 
 class GraphConflicts(Conflicts):
@@ -182,6 +188,7 @@ class GraphConflicts(Conflicts):
         self.edge_count = graph.number_of_edges()
         self.size = np.array([graph.nodes[i]["size"] for i in range(self.n)], np.int64)
         self._start = np.array([graph.nodes[i]["start"] for i in range(self.n)], np.int64)
+        self._end = np.array([graph.nodes[i]["end"] for i in range(self.n)], np.int64)
 
     def conflict(self, i: int, j: int) -> bool:
         return self.graph.has_edge(i, j)
@@ -196,14 +203,20 @@ class GraphConflicts(Conflicts):
         return sorted(parts, key=lambda c: int(self._start[c].min()))
 
     def cliques_among(self, items: np.ndarray) -> list[np.ndarray]:
-        import networkx as nx
-
         items = np.asarray(items, np.int64)
-        position = {int(b): k for k, b in enumerate(items.tolist())}
-        sub = self.graph.subgraph(position)
-        cliques = [np.array(sorted(position[b] for b in c), np.int64) for c in nx.chordal_graph_cliques(sub)]
-        # a maximal clique of an interval graph is live from its latest start: distinct for distinct cliques
-        return sorted(cliques, key=lambda c: int(self._start[items[c]].max()))
+        # In the interval order (by start, then end) each item with its earlier neighbours is a clique (a
+        # perfect elimination ordering, read backwards); it is maximal unless the next one holds it and one
+        # more, and the maximal ones come out in time order.
+        order = np.lexsort((self._end[items], self._start[items])).tolist()
+        rank = dict(zip(order, range(len(order))))
+        position = dict(zip(items.tolist(), range(len(items))))
+        adj = self.graph.adj
+        held = []
+        for k in order:
+            mine = rank[k]
+            held.append(sorted([k] + [u for u in (position.get(b) for b in adj[int(items[k])])
+                                      if u is not None and rank[u] < mine]))
+        return [np.array(c, np.int64) for v, c in enumerate(held) if v + 1 == len(held) or len(held[v + 1]) <= len(c)]
 
 
 def interference_graph(problem: Problem, *, max_edges: int = MAX_GRAPH_EDGES) -> nx.Graph:
