@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 # The graph costs one to a few microseconds per edge to build (tens of milliseconds at this size, seconds
 # at 10^6 edges; experiments/results/interference_graph.md) where the clique path takes milliseconds, and
 # a solve must not spend its time limit on it.
-GRAPH_EDGES = 50_000
+GRAPH_EDGES = 20_000
 # :func:`interference_graph` refuses to build a graph with more edges (about 2 GB of Python objects).
 MAX_GRAPH_EDGES = 5_000_000
 

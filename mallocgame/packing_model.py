@@ -180,7 +180,7 @@ def add_no_overlap(model: Any, rect: Rectangles, *, formulation: str = "2d", kna
         model.add_no_overlap_2d([rect.time[idx[j]] for j in in_overlap], [ys[j] for j in in_overlap])
     if formulation == "2d" and knapsack_top is None:
         return True
-    rows = maximal_live_sets(rect.start[idx], rect.end[idx]) if cliques_of is None else cliques_of(np.asarray(idx))
+    rows = maximal_live_sets(rect.start[idx], rect.end[idx]) if cliques_of is None else cliques_of(np.asarray(idx, np.int64))
     for row in rows:
         if cancelled is not None and cancelled.is_set():
             return False

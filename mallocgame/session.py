@@ -28,8 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from mallocgame import bound_cache
-from mallocgame import graph
+from mallocgame import bound_cache, graph
 from mallocgame.bounds import Bound, map_instant_bound, map_upper_bound, prefetch_upper_bound
 from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
