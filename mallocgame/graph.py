@@ -14,9 +14,11 @@ answering the same questions through one interface, :class:`Conflicts`:
   buffers conflict iff their runs meet, so it is stored as one run per buffer: O(n) memory however
   many edges.
 
-:func:`conflicts` picks the form by the number of edges, counted by a sweep before anything is built:
-the graph up to :data:`GRAPH_EDGES` edges, the clique path above (a real trace has 10^8 edges). Both
-give the same conflicts, neighbours, components, cliques and largest clique; the solve session
+:func:`conflicts` picks the form: the graph when it was built already, or when the caller allows it
+and the number of edges, counted by a sweep before anything is built, is small enough
+(``build_graph_up_to``; ``mallocgame info``: :data:`GRAPH_EDGES`); else the clique path (a real trace has
+10^8 edges, and importing networkx alone costs more than a short solve can spare). Both give the same
+conflicts, neighbours, components, cliques and largest clique; the solve session
 (:class:`mallocgame.session.Session`) holds each once per problem. NetworkX is imported only when the
 graph is built.
 
@@ -47,12 +49,11 @@ from mallocgame.model import Problem, derived_facts
 if TYPE_CHECKING:
     import networkx as nx
 
-# Up to this many edges, :func:`conflicts` answers from the networkx graph; above, from the clique path.
-# The graph costs one to a few microseconds per edge to build (tens of milliseconds at this size, seconds
-# at 10^6 edges; experiments/results/interference_graph.md) where the clique path takes milliseconds, and
-# a solve must not spend its time limit on it.
+# Up to this many edges, ``mallocgame info`` builds the networkx graph and reads the conflicts from it; above,
+# from the clique path. The graph costs microseconds per edge to build (tens of milliseconds at this size,
+# seconds at 10^6 edges; experiments/results/interference_graph.md) where the clique path takes milliseconds.
 GRAPH_EDGES = 20_000
-# :func:`interference_graph` refuses to build a graph with more edges (about 2 GB of Python objects).
+# :func:`interference_graph` refuses to build a graph with more edges (about 1 GB of Python objects).
 MAX_GRAPH_EDGES = 5_000_000
 
 
@@ -252,17 +253,26 @@ def problem_graph(problem: Problem) -> nx.Graph:
     return graph
 
 
-def conflicts(problem: Problem) -> Conflicts:
-    """The conflicts of ``problem``, built once per problem: from the networkx graph when it has at most
-    :data:`GRAPH_EDGES` edges (counted first) or was built already, else from the clique path."""
+def conflicts(problem: Problem, *, build_graph_up_to: int = 0) -> Conflicts:
+    """The conflicts of ``problem``: from its networkx graph when that was built already (or is built here,
+    when the problem has at most ``build_graph_up_to`` edges, counted first), else from its clique path;
+    each form built once per problem.
+
+    A solver asks with the default: importing networkx alone takes longer than a short solve can spare
+    (experiments/results/interference_graph.md), and both forms give the same answers. ``mallocgame info``
+    asks with :data:`GRAPH_EDGES`.
+    """
     facts = derived_facts(problem)
-    found = facts.get("conflicts")
-    if found is None:
+    if "interference_graph" not in facts and build_graph_up_to > 0:
         a = problem.arrays
-        edges = count_overlapping_pairs(a.start, a.end)
-        if edges <= GRAPH_EDGES or "interference_graph" in facts:
-            found = GraphConflicts(problem_graph(problem))
-        else:
-            found = CliquePath.of(problem, edge_count=edges)
-        facts["conflicts"] = found
+        if count_overlapping_pairs(a.start, a.end) <= build_graph_up_to:
+            problem_graph(problem)
+    if "interference_graph" in facts:
+        found = facts.get("graph_conflicts")
+        if found is None:
+            found = facts["graph_conflicts"] = GraphConflicts(facts["interference_graph"])
+        return found
+    found = facts.get("clique_path")
+    if found is None:
+        found = facts["clique_path"] = CliquePath.of(problem)
     return found

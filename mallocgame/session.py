@@ -135,9 +135,9 @@ class Session:
 
     @property
     def conflicts(self) -> graph.Conflicts:
-        """Which buffers conflict (:class:`~mallocgame.graph.Conflicts`): the interference graph up to
-        :data:`~mallocgame.graph.GRAPH_EDGES` edges, its compressed form (the clique path) above; built once per
-        problem (:func:`mallocgame.graph.conflicts`)."""
+        """Which buffers conflict (:class:`~mallocgame.graph.Conflicts`): read from the networkx
+        :attr:`interference_graph` when it was built, else from its compressed form, the clique path (no
+        networkx import); built once per problem (:func:`mallocgame.graph.conflicts`)."""
         return graph.conflicts(self.problem)
 
     @property

@@ -160,15 +160,15 @@ def test_graph_and_clique_path_agree_on_suite_programs(name):
     assert len(CliquePath.of(p).components()) >= 1 and CliquePath.of(p).edge_count > p.n
 
 
-def test_conflicts_choose_the_form_by_edge_count(monkeypatch):
-    from mallocgame import graph as graph_module
+def test_conflicts_choose_the_form():
+    from mallocgame.graph import GRAPH_EDGES, conflicts, problem_graph
 
-    dense = random_intervals(300, seed=1, horizon=10)
-    edges = count_overlapping_pairs(dense.arrays.start, dense.arrays.end)
-    monkeypatch.setattr(graph_module, "GRAPH_EDGES", edges - 1)
-    assert isinstance(graph_module.conflicts(dense), CliquePath)
-    assert graph_module.conflicts(dense) is graph_module.conflicts(dense)  # built once per problem
-    sparse = random_intervals(300, seed=2, horizon=10)
-    monkeypatch.setattr(graph_module, "GRAPH_EDGES", edges * 10)
-    found = graph_module.conflicts(sparse)
-    assert isinstance(found, GraphConflicts) and found.graph is graph_module.problem_graph(sparse)
+    p = random_intervals(300, seed=1, horizon=10)
+    edges = count_overlapping_pairs(p.arrays.start, p.arrays.end)
+    path = conflicts(p)  # a solver's: no networkx graph built
+    assert isinstance(path, CliquePath) and conflicts(p) is path and conflicts(p, build_graph_up_to=edges - 1) is path
+    found = conflicts(p, build_graph_up_to=edges)  # info's, when the graph is small enough
+    assert isinstance(found, GraphConflicts) and found.graph is problem_graph(p) and conflicts(p) is found
+    q = random_intervals(300, seed=2, horizon=10)
+    problem_graph(q)  # built by someone: every reader gets the graph's answers
+    assert isinstance(conflicts(q), GraphConflicts) and GRAPH_EDGES > 0

@@ -1,7 +1,7 @@
 """``mallocgame info PROBLEM``: size, horizon, components, largest clique, max live bytes and the bound of a problem.
 
-The components and the largest clique are read from the interference graph's conflicts
-(:attr:`mallocgame.session.Session.conflicts`).
+The components and the largest clique are read from the interference graph: the networkx graph up to
+:data:`mallocgame.graph.GRAPH_EDGES` edges, its clique path above (:func:`mallocgame.graph.conflicts`).
 
 Attached lazily to the CLI (``LAZY_COMMANDS`` in :mod:`mallocgame.cli.main`).
 """
@@ -26,12 +26,13 @@ from mallocgame.cli.common import (
     stamp,
 )
 from mallocgame.cli.progress import status
+from mallocgame.graph import GRAPH_EDGES
+from mallocgame.graph import conflicts as problem_conflicts
 from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.inputs.load import oversized
 from mallocgame.intervals import max_live
 from mallocgame.model import InputError, Problem
 from mallocgame.runner import problem_bound
-from mallocgame.session import session_for
 from mallocgame.units import distinct, format_bytes, format_number, format_seconds
 
 # Seconds the expensive bound may take in `info`, before it answers, by mode (the no-fragmentation
@@ -49,7 +50,7 @@ def _bound_label(mode: str, kind: str) -> str:
 def _info_facts(problem: Problem, spec, bound_time: float = 0.0) -> dict[str, Any]:
     a = problem.arrays
     live = max_live(problem)
-    conflicts = session_for(problem, spec).conflicts
+    conflicts = problem_conflicts(problem, build_graph_up_to=GRAPH_EDGES)
     parts = conflicts.components()
     clique = conflicts.largest_clique()
     facts: dict[str, Any] = {
