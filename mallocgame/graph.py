@@ -43,7 +43,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from mallocgame.intervals import count_overlapping_pairs, maximal_live_csr, maximal_times, overlapping_pairs
+from mallocgame.intervals import (
+    OverlapIndex,
+    count_overlapping_pairs,
+    maximal_live_csr,
+    maximal_times,
+    overlapping_pairs,
+)
 from mallocgame.model import Problem, derived_facts
 
 if TYPE_CHECKING:
@@ -114,7 +120,8 @@ class CliquePath(Conflicts):
     :func:`mallocgame.intervals.maximal_times`); buffer ``i`` is in cliques ``first[i] .. last[i] - 1``
     (``[n]`` each), and two buffers conflict iff those runs meet. That is O(n) memory whatever the number
     of edges; the cliques' member lists (:func:`mallocgame.intervals.maximal_live_csr`, the one
-    implementation) are built only when :meth:`cliques` asks.
+    implementation) are built only when :meth:`cliques` asks, and :meth:`neighbours` asks an
+    :class:`~mallocgame.intervals.OverlapIndex` (bounded memory) over the runs, built on its first call.
     """
 
     def __init__(self, start: np.ndarray, end: np.ndarray, size: np.ndarray, *, edge_count: int | None = None):
@@ -125,8 +132,7 @@ class CliquePath(Conflicts):
         self.times = maximal_times(start, end)
         self.first = np.searchsorted(self.times, start, side="left")
         self.last = np.searchsorted(self.times, end, side="left")
-        self._by_first = np.argsort(self.first, kind="stable")
-        self._sorted_first = self.first[self._by_first]
+        self._runs: OverlapIndex | None = None
 
     @classmethod
     def of(cls, problem: Problem, *, edge_count: int | None = None) -> CliquePath:
@@ -137,10 +143,10 @@ class CliquePath(Conflicts):
         return bool(i != j and self.first[i] < self.last[j] and self.first[j] < self.last[i])
 
     def neighbours(self, i: int) -> np.ndarray:
-        k = int(np.searchsorted(self._sorted_first, self.last[i], side="left"))
-        near = self._by_first[:k]
-        near = near[(self.last[near] > self.first[i]) & (near != i)]
-        return np.sort(near).astype(np.int64)
+        if self._runs is None:  # who overlaps a run of cliques: the bounded-memory index, built on first use
+            self._runs = OverlapIndex(self.first, self.last)
+        near = self._runs.query(int(self.first[i]), int(self.last[i]))
+        return np.sort(near[near != i]).astype(np.int64)
 
     def components(self) -> list[list[int]]:
         m = len(self.times)
