@@ -2,27 +2,42 @@
 clique path, with the time of the questions the solvers ask (components, largest clique, all neighbours),
 and a check that both forms give the same answers.
 
-    PYTHONPATH=. nice python experiments/bench_interference_graph.py [--generated N]
+    PYTHONPATH=. nice python experiments/bench_interference_graph.py [--generated N] [--trace CSV ...]
 
-Inputs: the xla suite's GPT-2 Adam steps and its largest program (LSTM, 13k buffers), and a generated
-layered network of N buffers (default 20000). Memory is tracemalloc's peak during the build, measured in a
-second build (tracemalloc slows it). Results: experiments/results/interference_graph.md.
+Inputs: the xla suite's GPT-2 Adam steps and its largest program (LSTM, 13k buffers), a generated layered
+network of N buffers (default 20000) and the traces given (default: idealloc-somas's pangu_2.6B from the
+benchmarks, 18,692 buffers, if present). Memory is tracemalloc's peak during the build, measured in a second
+build (tracemalloc slows it). Also the time of ``import networkx`` in a fresh interpreter. Results:
+experiments/results/interference_graph.md.
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import os
+import subprocess
+import sys
 import time
 import tracemalloc
+from pathlib import Path
 
 from mallocgame.graph import MAX_GRAPH_EDGES, CliquePath, GraphConflicts, interference_graph
 from mallocgame.inputs.generate import layered_network
 from mallocgame.inputs.load import prepare
 from mallocgame.inputs.suites import suite_entries
 from mallocgame.intervals import count_overlapping_pairs, max_live
+from mallocgame.io import load_problem
 
 XLA = ("gpt2-small-train-adam", "gpt2-medium-train-adam", "lstm3-scan150-train")
+BENCHMARKS = Path(os.environ.get("MALLOCGAME_BENCHMARKS", Path(__file__).resolve().parents[2] / "shared/benchmarks"))
+TRACES = (BENCHMARKS / "idealloc-somas" / "pangu_2.6B.csv",)
+
+
+def networkx_import_seconds() -> float:
+    """Seconds ``import networkx`` takes in a fresh interpreter."""
+    code = "import time; t = time.perf_counter(); import networkx; print(time.perf_counter() - t)"
+    return float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
 
 
 def timed(make):
@@ -72,10 +87,14 @@ def measure(name: str, problem) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--generated", type=int, default=20_000, help="buffers of the generated layered network")
+    ap.add_argument("--trace", nargs="*", default=[str(t) for t in TRACES if t.exists()], help="trace CSVs")
     args = ap.parse_args()
+    print(f"import networkx in a fresh interpreter: {networkx_import_seconds():.2f} s, "
+          f"{networkx_import_seconds():.2f} s\n")
     entries = {e.name: e for e in suite_entries("xla")}
     inputs = [(name, lambda name=name: prepare(entries[name].build(), mode="map")[0]) for name in XLA]
     inputs.append((f"layered_network({args.generated})", lambda: layered_network(args.generated, seed=0)))
+    inputs += [(Path(t).name, lambda t=t: load_problem(t)) for t in args.trace]
     print("| input | buffers | edges | cliques | components (largest) | largest clique: buffers, bytes "
           "| clique path: build s, MiB; components, clique, all neighbours s "
           "| networkx graph: build s, MiB; components, clique, all neighbours s |")
