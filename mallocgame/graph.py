@@ -6,8 +6,8 @@ at the same time. The graph has one node per buffer (``0 .. n-1``, with ``id, si
 attributes) and one edge per conflicting pair. It is an interval graph, so it has two exact forms, both
 answering the same questions through one interface, :class:`Conflicts`:
 
-- :class:`GraphConflicts`, the ``networkx.Graph`` itself (:func:`interference_graph`): every edge stored,
-  about a microsecond and a few hundred bytes per edge to build;
+- :class:`GraphConflicts`, the ``networkx.Graph`` itself (:func:`interference_graph`): every edge stored
+  as Python objects (hundreds of bytes each);
 - :class:`CliquePath`, the compressed form: the graph's maximal cliques in time order (the interval graph's
   clique path; MiniMalloc's "sections"), which are the maximal live sets of
   :func:`mallocgame.intervals.maximal_live_csr`. Each buffer lives on a contiguous run of them, and two
