@@ -2,9 +2,9 @@
 
 A *part* is a set of buffers to decide plus already-placed fixed rectangles it must avoid (LNS
 keeps most of an incumbent fixed). The model divides every byte count by a common unit, puts one
-``AddNoOverlap`` per maximal moment (plus the knapsack rows in map mode, ``AddNoOverlap2D`` and a
-cumulative in pack mode), searches bottom-up, and maximises the evaluator's exact roofline
-saving in map mode. Variables, constraints, search, objective and determinism:
+``AddNoOverlap`` per maximal clique of the part's interference graph (:func:`mallocgame.graph.conflicts`), plus
+the knapsack rows in map mode, ``AddNoOverlap2D`` and a cumulative in pack mode, searches bottom-up, and
+maximises the evaluator's exact roofline saving in map mode. Variables, constraints, search, objective and determinism:
 docs/cpsat.md, "The placement model".
 """
 
