@@ -37,7 +37,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -143,7 +143,8 @@ def add_rectangles(model: Any, start: np.ndarray, end: np.ndarray, size: np.ndar
 
 
 def add_no_overlap(model: Any, rect: Rectangles, *, formulation: str = "2d", knapsack_top: int | None = None,
-                   knapsack_always: bool = False, cancelled: Any = None, pinned_as_holes: bool = False) -> bool:
+                   knapsack_always: bool = False, cancelled: Any = None, pinned_as_holes: bool = False,
+                   cliques_of: Callable[[np.ndarray], list[np.ndarray]] | None = None) -> bool:
     """Forbid two items live at the same time from sharing an address.
 
     ``formulation`` is one of :data:`FORMULATIONS`. ``knapsack_top``: also add, for every maximal
@@ -158,6 +159,11 @@ def add_no_overlap(model: Any, rect: Rectangles, *, formulation: str = "2d", kna
     and the no-overlap constraints hold the unpinned items only. Why: CP-SAT 9.15 spends seconds
     before its search on a ``no_overlap_2d`` of many fixed rectangles around a few optional ones,
     whatever its time limit (docs/results.md, "cpsat's defaults").
+
+    ``cliques_of``: where the items are buffers of a problem, a function from the items with variables
+    (``[p]`` item indices) to their maximal live sets in time order, as sorted positions into that array,
+    read from the problem's interference graph (:meth:`mallocgame.graph.Conflicts.cliques_among`); by default
+    the sweep :func:`~mallocgame.intervals.maximal_live_sets` over their live ranges, which gives the same sets.
     """
     if formulation not in FORMULATIONS:
         raise ValueError(f"formulation must be one of {', '.join(FORMULATIONS)}, not {formulation!r}")
@@ -174,7 +180,8 @@ def add_no_overlap(model: Any, rect: Rectangles, *, formulation: str = "2d", kna
         model.add_no_overlap_2d([rect.time[idx[j]] for j in in_overlap], [ys[j] for j in in_overlap])
     if formulation == "2d" and knapsack_top is None:
         return True
-    for row in maximal_live_sets(rect.start[idx], rect.end[idx]):
+    rows = maximal_live_sets(rect.start[idx], rect.end[idx]) if cliques_of is None else cliques_of(np.asarray(idx, np.int64))
+    for row in rows:
         if cancelled is not None and cancelled.is_set():
             return False
         members = row.tolist()

@@ -1,7 +1,8 @@
 """The solve session: one problem on one hardware spec, its derived facts built once and shared.
 
 A :class:`Session` owns what every part of one solve reads from a problem — the evaluators, the
-overlap index, the max live bytes, the bound and the mode's baseline answers (:data:`BASELINES`)
+overlap index, the max live bytes, the interference graph and its conflicts (:mod:`mallocgame.graph`), the
+bound and the mode's baseline answers (:data:`BASELINES`)
 — builds each once, on first use, and keeps it in the problem's one store of derived facts
 (:func:`mallocgame.model.derived_facts`). :func:`session_for` is the process-local way in, so
 the solver protocol is unchanged (docs/architecture.md, "The solve session"): the runner warms
@@ -27,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from mallocgame import bound_cache
+from mallocgame import bound_cache, graph
 from mallocgame.bounds import Bound, map_instant_bound, map_upper_bound, prefetch_upper_bound
 from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
@@ -131,6 +132,20 @@ class Session:
     def overlap(self):
         """The :class:`~mallocgame.intervals.OverlapIndex` of the buffers' live ranges."""
         return overlap_index(self.problem)
+
+    @property
+    def conflicts(self) -> graph.Conflicts:
+        """Which buffers conflict (:class:`~mallocgame.graph.Conflicts`): read from the networkx
+        :attr:`interference_graph` when it was built, else from its compressed form, the clique path (no
+        networkx import); built once per problem (:func:`mallocgame.graph.conflicts`)."""
+        return graph.conflicts(self.problem)
+
+    @property
+    def interference_graph(self):
+        """The interference graph as a ``networkx.Graph`` (:func:`mallocgame.graph.interference_graph`), built once
+        per problem; ``ValueError`` above :data:`~mallocgame.graph.MAX_GRAPH_EDGES` edges, where
+        :attr:`conflicts` serves."""
+        return graph.problem_graph(self.problem)
 
     @property
     def max_live(self) -> int:

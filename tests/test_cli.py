@@ -76,6 +76,28 @@ def test_info_prints_the_facts():
         assert key in r.stdout
 
 
+def test_info_shows_the_components_and_the_largest_clique_of_the_interference_graph():
+    import json
+
+    from mallocgame.inputs.load import load_problem
+    from mallocgame.intervals import components, max_live
+
+    p = load_problem(EXAMPLE)
+    r = run_cli("info", EXAMPLE, "--json")
+    assert r.returncode == 0, r.stderr
+    f = json.loads(r.stdout)
+    parts = components(p)
+    assert f["components"] == len(parts) and f["largest_component_buffers"] == max(map(len, parts))
+    assert f["largest_clique_bytes"] == f["max_live_bytes"] == max_live(p)
+    a = p.arrays
+    times = sorted(set(a.start.tolist()))
+    assert f["largest_clique_buffers"] == len(max(([i for i in range(p.n) if a.start[i] <= t < a.end[i]] for t in times),
+                                                 key=lambda live: a.size[live].sum()))
+    text = run_cli("info", EXAMPLE).stdout
+    assert f"components: {len(parts)} (largest: {max(map(len, parts))} buffers)" in text
+    assert f"largest clique (most bytes live together): {f['largest_clique_buffers']} buffers, " in text
+
+
 def test_info_describes_a_pack_problem_with_a_buffer_above_the_capacity():
     """Issue 19: a program with one buffer above the (default) capacity is described, not refused;
     solve still refuses it (pack mode must place every buffer)."""

@@ -262,3 +262,33 @@ def test_pack40_gets_a_packing_at_one_second_in_a_fresh_process():
     r = run_cli("solve", "example:pack40", "--solver", "cpsat", "--time-limit", "1", timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "placed=40/40" in r.stdout and "peak=64" in r.stdout, r.stdout
+
+
+def test_a_part_reads_its_cliques_from_the_interference_graph_with_the_same_answer(monkeypatch):
+    """solve_part's no-overlap rows come from the problem's conflicts (the session's facts); answers at one seed
+    equal those of the sweep over the part's live ranges."""
+    from mallocgame.graph import conflicts
+    from mallocgame.intervals import maximal_live_sets
+    from mallocgame.solvers.cpsat import model as cpsat_model
+
+    p = random_intervals(24, seed=5, horizon=30)
+    free = np.arange(p.n, dtype=np.int64)
+    facts, asked = conflicts(p), []
+
+    class Spy:
+        def cliques_among(self, items):
+            asked.append(len(items))
+            return facts.cliques_among(items)
+
+    class Sweep:
+        def cliques_among(self, items):
+            return maximal_live_sets(p.arrays.start[items], p.arrays.end[items])
+
+    answers = []
+    for reader in (Spy(), Sweep()):
+        monkeypatch.setattr(cpsat_model, "problem_conflicts", lambda problem, reader=reader: reader)
+        part = cpsat_model.Part(free, "peak", peak_floor=0)
+        r = cpsat_model.solve_part(p, part, cpsat_model.Limits(time_limit=10, seed=0, workers=1, dtime=2.0))
+        answers.append((r.status, r.objective, r.offsets.tolist()))
+    assert asked == [p.n]
+    assert answers[0] == answers[1] and answers[0][2] is not None

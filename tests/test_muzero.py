@@ -536,6 +536,20 @@ def test_encoder_shapes_and_permutation_equivariance():
                                        rtol=1e-5, atol=1e-6)
 
 
+def test_encoder_neighbours_are_the_interference_graphs(monkeypatch):
+    from mallocgame.graph import CliquePath, interference_graph
+    from mallocgame.search.game_data import GameData
+    from mallocgame.search.muzero import encoder
+
+    problem, hw = _intervals_problem()
+    graph = interference_graph(problem)
+    data = GameData(problem, hw)
+    assert [near.tolist() for near in encoder.neighbours(data)] == [sorted(graph.adj[i]) for i in range(problem.n)]
+    path = CliquePath.of(problem)  # the compressed form serves the same
+    monkeypatch.setattr(encoder, "problem_conflicts", lambda p: path if p is problem else None)
+    assert [near.tolist() for near in encoder.neighbours(data)] == [sorted(graph.adj[i]) for i in range(problem.n)]
+
+
 def test_encoder_state_features_follow_the_game():
     from mallocgame.search.game import Game, GameConfig
     from mallocgame.search.muzero import encoder

@@ -123,3 +123,32 @@ def test_pinned_holes_are_the_steps_that_meet_a_pinned_item():
                           align=np.array([1, 2, 1]), optional=True, fixed_offsets=[4, None, None])
     assert pinned_holes(rect, 1) == [(2, 3)]
     assert pinned_holes(rect, 2) == []
+
+
+@pytest.mark.parametrize("form", ["graph", "clique path"])
+@pytest.mark.parametrize("formulation", ["cliques", "both"])
+@pytest.mark.parametrize("seed", range(4))
+def test_cliques_from_the_interference_graph_build_the_same_model(form, formulation, seed):
+    """The no-overlap and knapsack rows read from the problem's conflicts (either form) are the sweep's: the
+    same model, constraint for constraint."""
+    from mallocgame.graph import CliquePath, GraphConflicts, interference_graph
+    from mallocgame.inputs.generate import random_intervals
+
+    p = random_intervals(40, seed=seed, horizon=60)
+    conflicts = GraphConflicts(interference_graph(p)) if form == "graph" else CliquePath.of(p)
+    rng = np.random.default_rng(seed)
+    free = np.sort(rng.choice(p.n, 30, replace=False))
+    a = p.arrays
+    skip = rng.random(len(free)) < 0.2  # items without variables: the cliques are of the others
+
+    def build(cliques_of):
+        model = cp_model.CpModel()
+        rect = add_rectangles(model, a.start[free], a.end[free], a.size[free], top=int(a.size.sum()),
+                              optional=True, skip=skip)
+        add_no_overlap(model, rect, formulation=formulation, knapsack_top=int(a.size[free].sum()) // 3,
+                       knapsack_always=True, cliques_of=cliques_of)
+        return str(model.Proto())
+
+    from_facts = build(lambda placed: conflicts.cliques_among(free[placed]))
+    assert from_facts == build(None)
+    assert from_facts.count("no_overlap {") > 3 and from_facts.count("linear {") > 3  # cliques and knapsack rows

@@ -50,6 +50,25 @@ def test_the_facts_go_with_their_problem():
     assert ref() is None
 
 
+def test_the_session_holds_the_interference_graph_and_its_conflicts():
+    import networkx as nx
+
+    from mallocgame.graph import CliquePath, GraphConflicts
+
+    p = layered_network(60, seed=2)
+    s = session_for(p, HW)
+    assert isinstance(s.conflicts, CliquePath) and "interference_graph" not in derived_facts(p)  # no graph built
+    g = s.interference_graph
+    assert isinstance(g, nx.Graph) and g is session_for(p, PRESETS["unit"]).interference_graph  # one per problem
+    assert sorted(g.nodes) == list(range(p.n)) and all(g.nodes[i]["size"] == p.buffers[i].size for i in range(p.n))
+    a = p.arrays
+    assert {tuple(sorted(e)) for e in g.edges} == {(i, j) for i in range(p.n) for j in range(i + 1, p.n)
+                                                   if a.start[i] < a.end[j] and a.start[j] < a.end[i]}
+    # the graph was built: the conflicts are read from it
+    assert isinstance(s.conflicts, GraphConflicts) and s.conflicts.graph is g and s.conflicts is s.conflicts
+    assert s.conflicts.clique_bytes(s.conflicts.largest_clique()) == s.max_live
+
+
 def test_a_copy_of_the_problem_gets_a_fresh_session():
     p = layered_network(40, seed=3)
     q = p.replace(name="other")

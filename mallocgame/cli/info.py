@@ -1,4 +1,7 @@
-"""``mallocgame info PROBLEM``: size, horizon, components, max live bytes and the bound of a problem.
+"""``mallocgame info PROBLEM``: size, horizon, components, largest clique, max live bytes and the bound of a problem.
+
+The components and the largest clique are read from the interference graph: the networkx graph up to
+:data:`mallocgame.graph.GRAPH_EDGES` edges, its clique path above (:func:`mallocgame.graph.conflicts`).
 
 Attached lazily to the CLI (``LAZY_COMMANDS`` in :mod:`mallocgame.cli.main`).
 """
@@ -23,9 +26,11 @@ from mallocgame.cli.common import (
     stamp,
 )
 from mallocgame.cli.progress import status
+from mallocgame.graph import GRAPH_EDGES
+from mallocgame.graph import conflicts as problem_conflicts
 from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.inputs.load import oversized
-from mallocgame.intervals import component_count, max_live
+from mallocgame.intervals import max_live
 from mallocgame.model import InputError, Problem
 from mallocgame.runner import problem_bound
 from mallocgame.units import distinct, format_bytes, format_number, format_seconds
@@ -45,11 +50,16 @@ def _bound_label(mode: str, kind: str) -> str:
 def _info_facts(problem: Problem, spec, bound_time: float = 0.0) -> dict[str, Any]:
     a = problem.arrays
     live = max_live(problem)
+    conflicts = problem_conflicts(problem, build_graph_up_to=GRAPH_EDGES)
+    parts = conflicts.components()
+    clique = conflicts.largest_clique()
     facts: dict[str, Any] = {
         "problem": problem.name, "source": problem.source, "mode": problem.mode, "buffers": problem.n,
         "ops": len(problem.ops),
         "horizon": [int(a.start.min()), int(a.end.max())] if problem.n else [0, 0],
-        "components": component_count(a.start, a.end), "total_bytes": int(a.size.sum()), "max_live_bytes": live,
+        "components": len(parts), "largest_component_buffers": max(map(len, parts), default=0),
+        "largest_clique_buffers": len(clique), "largest_clique_bytes": conflicts.clique_bytes(clique),
+        "total_bytes": int(a.size.sum()), "max_live_bytes": live,
         "capacity": problem.capacity, "hardware": getattr(spec, "name", None),
         "max_live_over_capacity": live / problem.capacity if problem.capacity else None,
     }
@@ -101,7 +111,7 @@ def _bytes(n: int) -> str:
 @click.option("--quiet", is_flag=True, help="No progress on stderr (by default a status line on a terminal).")
 def info(problem_path: str, mode: str | None, capacity: str | None, capacity_fraction: str | None,
          hardware: str | None, as_json: bool, bound_time: float | None, quiet: bool = False) -> None:
-    """Size, horizon, components, max live bytes and (map mode) the bound of PROBLEM."""
+    """Size, horizon, components, largest clique, max live bytes and (map mode) the bound of PROBLEM."""
     with status(f"info: reading {problem_path}", quiet=quiet) as line:
         try:
             problem, spec = load_prepared(problem_path, mode=mode, capacity=capacity,
@@ -123,7 +133,9 @@ def info(problem_path: str, mode: str | None, capacity: str | None, capacity_fra
         f"buffers: {f['buffers']}",
         f"ops: {f['ops']}",
         f"horizon: [{f['horizon'][0]}, {f['horizon'][1]})",
-        f"components: {f['components']}",
+        f"components: {f['components']} (largest: {f['largest_component_buffers']} buffers)",
+        f"largest clique (most bytes live together): {f['largest_clique_buffers']} buffers, "
+        f"{_bytes(f['largest_clique_bytes'])}",
         f"total bytes: {_bytes(f['total_bytes'])}",
         f"max live bytes: {_bytes(f['max_live_bytes'])}",
         f"capacity: {_bytes(f['capacity']) if f['capacity'] is not None else 'none (minimise the peak)'}",

@@ -49,7 +49,7 @@ LAZY_COMMANDS = {
     "import": LazyCommand("mallocgame.cli.importers:import_group",
                           "Turn real ML programs into workload JSON files (mallocgame.workload/1)."),
     "info": LazyCommand("mallocgame.cli.info:info",
-                        "Size, horizon, components, max live bytes and (map mode) the bound of PROBLEM."),
+                        "Size, horizon, components, largest clique, max live bytes and (map mode) the bound of PROBLEM."),
     "play": LazyCommand("mallocgame.cli.play:play", "Play the mallocGame on PROBLEM, one decision per step."),
     "plot": LazyCommand("mallocgame.cli.plot:plot_command",
                         "Draw one answer: time x address rectangles by buffer kind, slow buffers in a band below."),

@@ -33,6 +33,7 @@ import weakref
 import numpy as np
 
 from mallocgame import bounds  # the module: its relaxation is read at call time (a test replaces it)
+from mallocgame.graph import conflicts as problem_conflicts
 
 NAME = "encoder/1"
 NAME_RELAX = "encoder/2"
@@ -78,12 +79,10 @@ def relaxation_usable(data) -> bool:
 
 
 def neighbours(data) -> list[np.ndarray]:
-    """Per buffer, the other buffers whose live range overlaps its own (int64 arrays)."""
-    out = []
-    for i in range(data.n):
-        near = data.index.query(data.start_l[i], data.end_l[i])
-        out.append(near[near != i])
-    return out
+    """Per buffer, its neighbours in the problem's interference graph (sorted int64 arrays), read from the
+    session's conflicts (:func:`mallocgame.graph.conflicts`)."""
+    conflicts = problem_conflicts(data.problem)
+    return [conflicts.neighbours(i) for i in range(data.n)]
 
 
 def encoding(data) -> np.ndarray:

@@ -2,9 +2,9 @@
 
 A *part* is a set of buffers to decide plus already-placed fixed rectangles it must avoid (LNS
 keeps most of an incumbent fixed). The model divides every byte count by a common unit, puts one
-``AddNoOverlap`` per maximal moment (plus the knapsack rows in map mode, ``AddNoOverlap2D`` and a
-cumulative in pack mode), searches bottom-up, and maximises the evaluator's exact roofline
-saving in map mode. Variables, constraints, search, objective and determinism:
+``AddNoOverlap`` per maximal clique of the part's interference graph (:func:`mallocgame.graph.conflicts`), plus
+the knapsack rows in map mode, ``AddNoOverlap2D`` and a cumulative in pack mode, searches bottom-up, and
+maximises the evaluator's exact roofline saving in map mode. Variables, constraints, search, objective and determinism:
 docs/cpsat.md, "The placement model".
 """
 
@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from mallocgame.graph import conflicts as problem_conflicts
 from mallocgame.model import Problem, Status
 from mallocgame.packing_model import add_cumulative, add_no_overlap, add_rectangles
 
@@ -445,7 +446,12 @@ def solve_part(problem: Problem, part: Part, limits: Limits, *, t0: float | None
     if not d.optional and any(k is None for k in k_vars):  # a buffer that must be placed has no room
         j = next(j for j, k in enumerate(k_vars) if k is None)
         return PartResult(Status.INFEASIBLE, None, None, None, (), {"unit": d.unit, "empty_domain": j})
-    peak, savings = _add_constraints_and_objective(model, d, part, rect, formulation, pack_order, cp_model)
+    cliques_of = None
+    if n_fixed == 0:  # the part's cliques from the problem's interference graph (fixed rectangles are not in it)
+        conflicts, free = problem_conflicts(problem), np.asarray(part.free, np.int64)
+        cliques_of = lambda placed: conflicts.cliques_among(free[placed])  # noqa: E731
+    peak, savings = _add_constraints_and_objective(model, d, part, rect, formulation, pack_order, cp_model,
+                                                   cliques_of=cliques_of)
 
     # Solve.
     deadline = limits.deadline if limits.deadline is not None else started + limits.time_limit
@@ -460,13 +466,14 @@ def solve_part(problem: Problem, part: Part, limits: Limits, *, t0: float | None
 
 
 def _add_constraints_and_objective(model, d: _PartData, part: Part, rect, formulation: str,
-                                   pack_order: str | None, cp_model) -> tuple[Any, list]:
+                                   pack_order: str | None, cp_model, *, cliques_of=None) -> tuple[Any, list]:
     """Constraints, objective, search strategy and hint of ``part``'s model on the variables ``rect``;
-    returns the peak variable (goal ``peak``, else None) and the saving terms (map mode)."""
+    returns the peak variable (goal ``peak``, else None) and the saving terms (map mode). ``cliques_of``:
+    :func:`~mallocgame.packing_model.add_no_overlap`'s."""
     m = d.m
     k_vars, present = rect.steps[:m], rect.present[:m]
     add_no_overlap(model, rect, formulation=formulation, knapsack_top=d.top if d.optional else None,
-                   knapsack_always=True)
+                   knapsack_always=True, cliques_of=cliques_of)
     peak = None
     if part.goal == "peak":
         peak = model.new_int_var(max(d.floor, d.fixed_top), max(d.ceiling, d.floor, d.fixed_top), "peak")

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mallocgame.incumbents import offer, offering
-from mallocgame.intervals import components, count_overlapping_pairs
+from mallocgame.intervals import count_overlapping_pairs
 from mallocgame.model import Problem, Solution, Status, offsets_array, offsets_tuple
 from mallocgame.placement import push_down
 from mallocgame.protocol import Solver, solver_deadline
@@ -169,7 +169,7 @@ class CpSat(Solver):
                                      deadline=t0 + 0.2 * time_limit)
             if pack and (hint_offsets < 0).any():
                 hint_offsets = None
-        comps = [np.asarray(c, np.int64) for c in components(problem)]
+        comps = [np.asarray(c, np.int64) for c in fallbacks.session.conflicts.components()]
         comps.sort(key=len)
         global_floor = fallbacks.session.max_live if (pack and n) else 0
         run = self._solve_components(problem, comps, goal, evaluator, fallbacks, hint_offsets, global_floor,
