@@ -37,12 +37,15 @@ import time
 from typing import Any
 
 from mallocgame.bounds import map_upper_bound
+from mallocgame.forking import ChildCall
 from mallocgame.incumbents import offer
 from mallocgame.lift import lift_map_answer
 from mallocgame.model import InputError, Solution, Status
+from mallocgame.pools import ProcessPool
 from mallocgame.protocol import Solver, solver_deadline
 from mallocgame.registry import SolverLoadError, load_solver, solver_entries
-from mallocgame.runner import ChildCall, ProcessPool, Report, answer, preload, run_solver, score
+from mallocgame.report import Report, answer, better, score
+from mallocgame.runner import preload, run_solver
 from mallocgame.search.game import GameConfig
 from mallocgame.search.uct import PREFETCH_K, greedy_prefetch_intervals
 from mallocgame.session import (
@@ -56,7 +59,6 @@ from mallocgame.session import (
     held_stats,
     session_for,
 )
-from mallocgame.solving import better
 
 # The members per mode: the solvers that end best on each kind of problem -- lns and select-pack on layered
 # networks, pack-search and cpsat on MiniMalloc's instances; for the peak of the real traces pack-search settles

@@ -1,7 +1,7 @@
 """The channel from a solving child to its parent: every better answer a solver finds, sent as it finds it.
 
-A solver runs in a forked child (:class:`mallocgame.runner.SolvingCall` for ``solve`` and the API,
-:class:`mallocgame.runner.ProcessPool` for ``compare`` and a portfolio's members). Whatever makes a
+A solver runs in a forked child (:class:`mallocgame.forking.ChildCall` with a channel: ``solve`` and the API,
+:class:`mallocgame.pools.ProcessPool`: ``compare`` and a portfolio's members). Whatever makes a
 new best answer -- a solve session's baseline, a search's accepted step, a portfolio's member, a
 plugin -- calls :func:`offer` with the answer, its value and its source. In that child the answer goes
 to the parent at once (a thread of the child sends it, so the solver never waits on the pipe); the
