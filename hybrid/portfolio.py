@@ -106,6 +106,8 @@ def reaches(mode: str, objective: float | None, bound: float) -> bool:
         return False
     if mode == "pack":
         return objective <= bound
+    # a bound, not an answer: computed another way (an LP, a sum over ops) with rounding of its own, so compared
+    # more loosely than two answers scored by the same evaluator (mallocgame.objective.TOLERANCE)
     return bound >= 0 and objective >= bound - 1e-9 * max(1.0, abs(bound))
 
 

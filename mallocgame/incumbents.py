@@ -33,6 +33,8 @@ from typing import Any
 
 import numpy as np
 
+from mallocgame.objective import better
+
 # Seconds an answer's pickling may cost per second of the solver's time, at most (the sender waits
 # this many times its last send's cost before the next answer; values and sources go every time).
 SEND_SHARE = 0.1
@@ -76,9 +78,9 @@ class _Channel:
     def improves(self, value: float) -> bool:
         if not math.isfinite(value):
             return False
-        if self.mode == "pack":
-            return (self.capacity is None or value <= self.capacity) and (self.best is None or value < self.best)
-        return self.best is None or value > self.best + 1e-12 * max(1.0, abs(self.best))
+        if self.mode == "pack" and self.capacity is not None and value > self.capacity:
+            return False
+        return self.best is None or better(self.mode, value, self.best)
 
     def fits(self, problem: Any, offsets, intervals) -> bool:
         """Is this an answer of the child's own problem (not of a sub-problem, or of the map problem of a
