@@ -20,7 +20,7 @@ from mallocgame.inputs.generate import random_intervals
 from mallocgame.intervals import max_live
 from mallocgame.model import Solution, Status
 from mallocgame.placement import online_pack
-from mallocgame.runner import score
+from mallocgame.report import score
 
 
 def timed(fn, *args, **kwargs):

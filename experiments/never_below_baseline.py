@@ -22,7 +22,8 @@ SOLVERS = ["msa", "cpsat", "lns", "mcts", "muzero", "portfolio"]
 
 
 def _run(name: str, problem, hw, limit: float):
-    from mallocgame.runner import call_in_child, run_solver
+    from mallocgame.forking import call_in_child
+    from mallocgame.runner import run_solver
 
     t0 = time.monotonic()
     try:

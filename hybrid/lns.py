@@ -42,6 +42,7 @@ from mallocgame.incumbents import offer
 from mallocgame.intervals import OverlapIndex, live_profile, overlap_index
 from mallocgame.model import Problem, Solution, Status, offsets_array, offsets_tuple
 from mallocgame.neighbourhood_search import Round, Step, Trial, Verdict, search
+from mallocgame.objective import at_least, better
 from mallocgame.placement import push_down
 from mallocgame.protocol import Solver, solver_deadline
 from mallocgame.session import held_baselines, no_worse_than_held, session_for
@@ -194,7 +195,7 @@ class MapWindows(_PartSteps):
     def judge(self, x: np.ndarray, value: float, trial: np.ndarray) -> Verdict:
         """The evaluator's exact value; kept when not worse (within rounding)."""
         trial_value = self.ev.value(trial)
-        return Verdict(trial_value, trial_value >= value - 1e-12 * abs(value), trial_value > value + 1e-12 * abs(value))
+        return Verdict(trial_value, at_least("map", trial_value, value), better("map", trial_value, value))
 
     def learn(self, step: Step) -> bool:
         """Grow ``k`` after a proved part, shrink it after a cut one; stop when a proved part was everything."""

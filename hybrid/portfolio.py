@@ -37,12 +37,15 @@ import time
 from typing import Any
 
 from mallocgame.bounds import map_upper_bound
+from mallocgame.forking import ChildCall
 from mallocgame.incumbents import offer
 from mallocgame.lift import lift_map_answer
 from mallocgame.model import InputError, Solution, Status
+from mallocgame.pools import ProcessPool
 from mallocgame.protocol import Solver, solver_deadline
 from mallocgame.registry import SolverLoadError, load_solver, solver_entries
-from mallocgame.runner import ChildCall, ProcessPool, Report, answer, preload, run_solver, score
+from mallocgame.report import Report, answer, better, score
+from mallocgame.runner import preload, run_solver
 from mallocgame.search.game import GameConfig
 from mallocgame.search.uct import PREFETCH_K, greedy_prefetch_intervals
 from mallocgame.session import (
@@ -56,7 +59,6 @@ from mallocgame.session import (
     held_stats,
     session_for,
 )
-from mallocgame.solving import better
 
 # The members per mode: the solvers that end best on each kind of problem -- lns and select-pack on layered
 # networks, pack-search and cpsat on MiniMalloc's instances; for the peak of the real traces pack-search settles
@@ -104,6 +106,8 @@ def reaches(mode: str, objective: float | None, bound: float) -> bool:
         return False
     if mode == "pack":
         return objective <= bound
+    # a bound, not an answer: computed another way (an LP, a sum over ops) with rounding of its own, so compared
+    # more loosely than two answers scored by the same evaluator (mallocgame.objective.TOLERANCE)
     return bound >= 0 and objective >= bound - 1e-9 * max(1.0, abs(bound))
 
 

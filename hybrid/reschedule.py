@@ -6,7 +6,7 @@ re-scheduling); each later round re-schedules (:func:`mallocgame.scheduling.sche
 far, seed ``seed + round``) and places the new order with the solver, warm-started by the best
 placement so far adapted to the new live ranges (:func:`adapt_placement`: the old offsets that
 still fit, the rest by best fit). The best valid (order, placement) pair wins, compared as
-:func:`mallocgame.solving.better` does (value in map and prefetch modes, peak in pack mode);
+:func:`mallocgame.report.better` does (value in map and prefetch modes, peak in pack mode);
 every answer is validated against its own re-scheduled problem by the runner.
 """
 
@@ -22,7 +22,8 @@ from mallocgame.hardware.validator import validate
 from mallocgame.intervals import overlap_index
 from mallocgame.model import InputError, Problem, Solution, Status, offsets_tuple
 from mallocgame.placement import greedy_place, xla_order
-from mallocgame.runner import Report, problem_bound, with_bound
+from mallocgame.report import Report, with_bound
+from mallocgame.runner import problem_bound
 from mallocgame.scheduling import reorder, schedule
 from mallocgame.solving import better, solve_with_warm_start
 

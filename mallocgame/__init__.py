@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 _PUBLIC = {
     "load_problem": "mallocgame.api", "solve": "mallocgame.api", "validate": "mallocgame.api",
     "compare": "mallocgame.api", "list_solvers": "mallocgame.api", "schedule": "mallocgame.api", "Result": "mallocgame.api",
-    "Verdict": "mallocgame.api", "SolverInfo": "mallocgame.api", "plot": "mallocgame.api", "Report": "mallocgame.runner",
+    "Verdict": "mallocgame.api", "SolverInfo": "mallocgame.api", "plot": "mallocgame.api", "Report": "mallocgame.report",
     "Problem": "mallocgame.model", "Buffer": "mallocgame.model", "Op": "mallocgame.model",
     "Operand": "mallocgame.model", "Solution": "mallocgame.model", "Status": "mallocgame.model",
     "InputError": "mallocgame.model", "Solver": "mallocgame.protocol",
@@ -32,7 +32,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from mallocgame.api import Result, SolverInfo, Verdict, compare, list_solvers, load_problem, plot, schedule, solve, validate  # noqa: F401
     from mallocgame.model import Buffer, InputError, Op, Operand, Problem, Solution, Status  # noqa: F401
     from mallocgame.protocol import Solver  # noqa: F401
-    from mallocgame.runner import Report  # noqa: F401
+    from mallocgame.report import Report  # noqa: F401
 
 
 def __getattr__(name: str) -> Any:

@@ -24,7 +24,7 @@ from mallocgame.model import FastInterval, InputError, Problem, Solution, Status
 from mallocgame.plots import plot_intervals, plot_solution
 from mallocgame.protocol import bad_option_value, bad_seed, bad_time_limit, unknown_options
 from mallocgame.registry import describe, load_solver, solver_entries, solver_modes
-from mallocgame.runner import Report, answer
+from mallocgame.report import Report, answer
 from mallocgame.scheduling import schedule as run_schedule
 from mallocgame.solving import check_request, solve_beside_bound
 from mallocgame.verdict import judge
@@ -51,7 +51,7 @@ class Result:
             0 means proven optimal.
         seconds: Wall-clock seconds of the solve.
         report: Everything else (speed-up, estimated time, peak, history, statistics): a
-            [`Report`][mallocgame.runner.Report].
+            [`Report`][mallocgame.report.Report].
     """
 
     solver: str

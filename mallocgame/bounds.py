@@ -12,7 +12,7 @@
   look at the clock and is superlinear in a long row (one op with 200k operands: more than
   10 minutes in ``HPresolve::dualFixing``), so a model with a row longer than
   `DENSE_ROW` is solved without presolve. A model of `ISOLATE_FROM` nonzeros or
-  more is solved in a forked child (`mallocgame.forked.call_forked`) that is killed at
+  more is solved in a forked child (`mallocgame.forking.call_forked`) that is killed at
   the time limit (plus `GRACE`): the caller waits in Python, so SIGINT/SIGTERM reach it
   at once. When HiGHS runs out of time the reported kind says what is left: ``mip-dual`` (the
   MIP's dual bound), or ``trivial-timeout`` (the sum of the fitting benefits: no answer came back).
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mallocgame.forked import call_forked
+from mallocgame.forking import call_forked
 from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.intervals import live_profile_of, max_live, maximal_live_csr, maximal_live_sets, maximal_times
 from mallocgame.model import Problem

@@ -47,10 +47,12 @@ from mallocgame.interrupts import interrupted
 from mallocgame.intervals import max_live
 from mallocgame.io import atomic_write_text, exclusive_output, workload_text
 from mallocgame.model import InputError, Problem, Status
+from mallocgame.pools import RayPool, open_pool
 from mallocgame.prefetch_bound import RESIDENCY_SECONDS
 from mallocgame.protocol import bad_time_limit, parse_solver_options
 from mallocgame.registry import SolverLoadError, implied_mode, load_solver, solver_entries
-from mallocgame.runner import ProcessPool, RayPool, Report, preload, problem_bound
+from mallocgame.report import Report
+from mallocgame.runner import preload, problem_bound
 from mallocgame.session import BASELINE_SOLVER
 from mallocgame.solving import solve_with_warm_start  # the one solve path, as every run of the table
 from mallocgame.suggest import did_you_mean
@@ -80,7 +82,7 @@ class Input:
     hardware: Any
     capacity_fraction: float | None = None
     bound: Any = None  # mallocgame.bounds.Bound
-    baseline: Any = None  # mallocgame.runner.Report of the mode's BASELINE solver, the "x greedy" / "x msa" reference
+    baseline: Any = None  # mallocgame.report.Report of the mode's BASELINE solver, the "x greedy" / "x msa" reference
     max_live: int = 0
     identity: str = ""  # input_identity(problem): what --resume matches rows by
 
@@ -106,7 +108,7 @@ class Row:
 
     input: str
     solver: str
-    report: Any = None  # mallocgame.runner.Report
+    report: Any = None  # mallocgame.report.Report
     error: str | None = None
     extra: dict = field(default_factory=dict)
     unsupported: bool = False  # the solver does not handle the input's mode: n/a, not run
@@ -164,12 +166,12 @@ def run_matrix(inputs: list[Input], solvers: Sequence[str], *, time_limit: float
                address: str | None = None, pool=None, on_improvement=None) -> list[Row]:
     """Run every (input, solver) pair, ``jobs`` at a time; rows in input order.
 
-    ``executor`` "local" forks processes (:class:`mallocgame.runner.ProcessPool`), "ray" runs Ray
-    tasks (:class:`mallocgame.runner.RayPool`, at ``address`` or a local runtime). A pair whose
+    ``executor`` "local" forks processes (:class:`mallocgame.pools.ProcessPool`), "ray" runs Ray
+    tasks (:class:`mallocgame.pools.RayPool`, at ``address`` or a local runtime): :func:`mallocgame.pools.open_pool`. A pair whose
     solver's ``modes[solver]`` lack the input's mode is an ``n/a`` row, never run; a pair in
     ``done`` (rows kept by ``--resume``) is not run again. ``on_row(row, done, total)`` is called
     as each new row finishes. On SIGINT/SIGTERM (a ``KeyboardInterrupt``) every run still going
-    is killed and :class:`mallocgame.runner.Interrupted` is raised with the finished rows as
+    is killed and :class:`mallocgame.interrupts.Interrupted` is raised with the finished rows as
     its ``partial``. ``pool``: an executor made by the caller (it is closed here). ``on_improvement(input, solver,
     improvement)``: each better answer a local run sends. A local run still going at its time limit +
     :data:`~mallocgame.protocol.LIMIT_GRACE` is stopped; its row is the best answer it sent ("stopped at the limit").
@@ -199,8 +201,8 @@ def run_matrix(inputs: list[Input], solvers: Sequence[str], *, time_limit: float
                         preload(load_solver(s))
                     except SolverLoadError:  # its rows say so
                         pass
-            pool = RayPool(jobs, address=address) if executor == "ray" else \
-                ProcessPool(jobs, on_incumbent=improved if on_improvement is not None else None)
+            pool = open_pool(executor, jobs, address=address,
+                             on_incumbent=improved if on_improvement is not None else None)
         with pool:
             while queue or pool.busy:
                 while queue and pool.free > 0:
@@ -616,7 +618,7 @@ def run_comparison(specs: Sequence[str], solvers: Sequence[str], *, time_limit: 
     with ``resume`` the rows already in it whose :data:`RESUME_KEY` matches a pair are kept
     and not run again. ``executor`` "local" (forked processes) or "ray" (Ray tasks at
     ``address``, else a local runtime). On SIGINT/SIGTERM raises
-    :class:`mallocgame.runner.Interrupted` whose ``partial`` is the :class:`Comparison` of the
+    :class:`mallocgame.interrupts.Interrupted` whose ``partial`` is the :class:`Comparison` of the
     rows finished so far (every run still going is killed first).
     """
     solvers = _checked_solvers(solvers)

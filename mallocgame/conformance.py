@@ -6,7 +6,7 @@ check is a plain function of a :class:`Subject` that raises :class:`CheckFailed`
 one-line reason; :func:`check_solver` runs them all and returns one :class:`CheckResult`
 per check. The problems are generated (:mod:`mallocgame.inputs.generate`), small enough
 that a fast solver passes the whole suite in a few seconds; answers are validated and
-scored by the runner (:func:`mallocgame.runner.score`), never trusted.
+scored by the runner (:func:`mallocgame.report.score`), never trusted.
 
 The checks:
 
@@ -43,12 +43,12 @@ from __future__ import annotations
 import functools
 import gc
 import inspect
-import multiprocessing as mp
 import os
 import time
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Iterable
 
+from mallocgame.forking import ChildCall
 from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
 from mallocgame.hardware.spec import PRESETS
@@ -57,9 +57,11 @@ from mallocgame.inputs.generate import layered_network, packed_instance, random_
 from mallocgame.intervals import max_live
 from mallocgame.lift import lift_map_answer
 from mallocgame.model import MODES, Problem, Solution, Status
+from mallocgame.objective import at_least, better
 from mallocgame.placement import online_pack
 from mallocgame.registry import describe, load_solver, solver_entries
-from mallocgame.runner import Report, preload, score
+from mallocgame.report import Report, score
+from mallocgame.runner import preload
 from mallocgame.session import BASELINE_SOLVER, held_baselines, session_for
 
 DEFAULT_TIME_LIMIT = 1.0
@@ -133,14 +135,14 @@ def _require(condition: bool, message: str) -> None:
 def _worse(problem: Problem, hardware, a: Solution, b: Solution) -> bool:
     """Is answer ``a`` strictly worse than answer ``b`` (map, prefetch: lower value; pack: higher peak)?"""
     if problem.mode == "pack":
-        return peak(problem, a.offsets) > peak(problem, b.offsets)
+        return better("pack", peak(problem, b.offsets), peak(problem, a.offsets))
     if problem.mode == "prefetch":
         ev = PrefetchEvaluator.of(problem, hardware)
         va, vb = ev.value(a.intervals), ev.value(b.intervals)
     else:
         ev = Evaluator.of(problem, hardware)
         va, vb = ev.value(a.offsets), ev.value(b.offsets)
-    return va < vb - 1e-9 * max(1.0, abs(vb))
+    return better(problem.mode, vb, va)
 
 
 def _hint(offsets, mode: str, intervals=()) -> Solution:
@@ -229,7 +231,8 @@ def check_problem(subject: Subject, problem: Problem, hardware) -> Report:
     if problem.mode == "pack":
         _require(report.placed == problem.n, f"{_where(problem)}: placed {report.placed} of {problem.n} buffers")
     else:  # map and prefetch: all-slow is always an answer, so never end below it
-        _require(report.objective >= -1e-12, f"{_where(problem)}: slower than all-slow (value {report.objective:.6g})")
+        _require(at_least(problem.mode, report.objective, 0.0),
+                 f"{_where(problem)}: slower than all-slow (value {report.objective:.6g})")
     if problem.capacity is not None:
         _require(report.peak <= problem.capacity, f"{_where(problem)}: peak {report.peak} over capacity {problem.capacity}")
     return report
@@ -402,7 +405,7 @@ def check_statuses(subject: Subject) -> str:
             _require(report.valid or status is not Status.OPTIMAL,
                      f"{_where(problem)}: claims OPTIMAL for an invalid answer: {report.violation}")
             if problem is roomy and status is Status.OPTIMAL:
-                _require(report.objective >= best - 1e-9 * max(1.0, best),
+                _require(at_least(problem.mode, report.objective, best),
                          f"{_where(problem)}: claims OPTIMAL with value {report.objective:.6g}, "
                          f"but everything fits (value {best:.6g})")
             count += 1
@@ -556,9 +559,8 @@ def check_at_scale(subject: Subject) -> str:
             done.append(f"{mode} {seconds:.2f} s")
             continue
         name, objective = _reference(problem, hw, limit)
-        worse = (report.objective > objective) if mode == "pack" else \
-            (report.objective < objective - 1e-9 * max(1.0, abs(objective)))
-        _require(not worse, f"{_where(problem)}: ends below the baseline {name}: {report.objective:.6g} vs {objective:.6g}")
+        _require(at_least(mode, report.objective, objective),
+                 f"{_where(problem)}: ends below the baseline {name}: {report.objective:.6g} vs {objective:.6g}")
         done.append(f"{mode} {seconds:.2f} s")
     return ", ".join(done) or "skipped: no mode of map, pack, prefetch"
 
@@ -575,19 +577,17 @@ class _CpuLoad:
     """One busy process per core while the block runs (the parallel load of a shared machine)."""
 
     def __init__(self, seconds: float):
-        ctx = mp.get_context("fork")
-        until = time.monotonic() + seconds
-        self.procs = [ctx.Process(target=_busy, args=(until,), daemon=True) for _ in range(os.cpu_count() or 1)]
+        self.seconds = seconds
+        self.calls: list[ChildCall] = []
 
     def __enter__(self):
-        for p in self.procs:
-            p.start()
+        until = time.monotonic() + self.seconds
+        self.calls = [ChildCall(_busy, until) for _ in range(os.cpu_count() or 1)]
         return self
 
     def __exit__(self, *exc):
-        for p in self.procs:
-            p.kill()
-            p.join(5)
+        for call in self.calls:
+            call.cancel()
 
 
 def check_short_limits(subject: Subject) -> str:
@@ -615,10 +615,9 @@ def check_short_limits(subject: Subject) -> str:
             _require(report.valid, f"{_where(problem)}: no valid answer at {limit:g} s ({report.violation})")
             if reference is not None:
                 name, objective = reference
-                worse = (report.objective > objective) if mode == "pack" else \
-                    (report.objective < objective - 1e-9 * max(1.0, abs(objective)))
-                _require(not worse, f"{_where(problem)}: at {limit:g} s ends below the baseline {name}: "
-                                    f"{report.objective:.6g} vs {objective:.6g}")
+                _require(at_least(mode, report.objective, objective),
+                         f"{_where(problem)}: at {limit:g} s ends below the baseline {name}: "
+                         f"{report.objective:.6g} vs {objective:.6g}")
             done.append(f"{mode}@{limit:g}s {seconds:.2f} s")
     return ", ".join(done) or "skipped: no mode of map, pack, prefetch"
 

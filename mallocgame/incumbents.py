@@ -1,7 +1,7 @@
 """The channel from a solving child to its parent: every better answer a solver finds, sent as it finds it.
 
-A solver runs in a forked child (:class:`mallocgame.runner.SolvingCall` for ``solve`` and the API,
-:class:`mallocgame.runner.ProcessPool` for ``compare`` and a portfolio's members). Whatever makes a
+A solver runs in a forked child (:class:`mallocgame.forking.ChildCall` with a channel: ``solve`` and the API,
+:class:`mallocgame.pools.ProcessPool`: ``compare`` and a portfolio's members). Whatever makes a
 new best answer -- a solve session's baseline, a search's accepted step, a portfolio's member, a
 plugin -- calls :func:`offer` with the answer, its value and its source. In that child the answer goes
 to the parent at once (a thread of the child sends it, so the solver never waits on the pipe); the
@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from mallocgame.objective import better
 
 # Seconds an answer's pickling may cost per second of the solver's time, at most (the sender waits
 # this many times its last send's cost before the next answer; values and sources go every time).
@@ -76,9 +78,9 @@ class _Channel:
     def improves(self, value: float) -> bool:
         if not math.isfinite(value):
             return False
-        if self.mode == "pack":
-            return (self.capacity is None or value <= self.capacity) and (self.best is None or value < self.best)
-        return self.best is None or value > self.best + 1e-12 * max(1.0, abs(self.best))
+        if self.mode == "pack" and self.capacity is not None and value > self.capacity:
+            return False
+        return self.best is None or better(self.mode, value, self.best)
 
     def fits(self, problem: Any, offsets, intervals) -> bool:
         """Is this an answer of the child's own problem (not of a sub-problem, or of the map problem of a

@@ -20,6 +20,7 @@ import numpy as np
 from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
 from mallocgame.hardware.validator import validate_intervals
 from mallocgame.model import FastInterval, Problem, Solution
+from mallocgame.objective import exceeds
 
 # split_idle's defaults (measured on the xla suite's LSTM steps, experiments/results/prefetch_split_xla.md):
 # the least ops a cut must free, and the copy windows' budget in copy times
@@ -168,6 +169,6 @@ def split_idle(problem: Problem, hardware, intervals: Sequence[FastInterval], *,
             out.append(FastInterval(iv.buffer, iv.offset, start, end1, copy))
             start, copy = start2, copy2
         out.append(FastInterval(iv.buffer, iv.offset, start, iv.end, copy))
-    if not cuts or pev.time(out) > base_time + 1e-12 * max(1.0, base_time):
+    if not cuts or exceeds(pev.time(out), base_time):
         return intervals
     return out

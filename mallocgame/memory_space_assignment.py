@@ -225,7 +225,7 @@ class _FullCopyResource:
         self.left = {k: self.times.copy() for k in KINDS}
         self.base_stall = {k: 0.0 for k in KINDS}
         scale = float(self.times.sum()) or 1.0
-        self.tol = 1e-12 * scale
+        self.tol = 1e-12 * scale  # time arithmetic (does a copy fit its window), not a comparison of answers
         self.exact_checks = 0
 
     def seed(self, saved: np.ndarray, copies: dict[str, list[tuple[int, int, float]]]) -> None:
@@ -433,7 +433,7 @@ class _CopyResource:
         self.left = {k: list(self.times) for k in KINDS}
         self.base_stall = {k: 0.0 for k in KINDS}
         scale = float(times.sum()) or 1.0
-        self.tol = 1e-12 * scale
+        self.tol = 1e-12 * scale  # time arithmetic (does a copy fit its window), not a comparison of answers
         self.exact_checks = 0
         self.journal: list = []
         self.tight: dict[str, dict[int, list[tuple[int, float]]]] = {k: {} for k in KINDS}  # :meth:`_note_violation`

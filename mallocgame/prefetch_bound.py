@@ -45,7 +45,7 @@ from typing import Sequence
 import numpy as np
 
 from mallocgame.bounds import Bound, prefetch_upper_bound
-from mallocgame.forked import ForkedCall
+from mallocgame.forking import ChildCall
 from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.model import Problem
 
@@ -599,12 +599,12 @@ RESIDENCY_SECONDS = 30.0
 
 
 def start_residency(problem: Problem, hardware, *, seconds: float):
-    """The residency bound started in a killable child (:class:`mallocgame.forked.ForkedCall`) with
+    """The residency bound started in a killable child (:class:`mallocgame.forking.ChildCall`) with
     ``seconds`` of HiGHS time, or ``None`` where it is not tried (no ops, above :data:`RESIDENCY_TOUCHES`
     touches, no time)."""
     if not problem.has_ops or len(problem.touches.ops) > RESIDENCY_TOUCHES or seconds <= 0:
         return None
-    return ForkedCall(residency_bound, problem, hardware, time_limit=seconds)
+    return ChildCall(residency_bound, problem, hardware, time_limit=seconds)
 
 
 def tightened(problem: Problem, hardware, per_op, *, seconds: float):
@@ -620,7 +620,7 @@ def tightened(problem: Problem, hardware, per_op, *, seconds: float):
     if pending is not None:
         try:
             res = pending.result(timeout=seconds + GRACE)
-        except RuntimeError:
+        except Exception:  # past its limit + GRACE (TimeoutError), died or raised: the per-op bound holds
             res = None
     if res is None or not np.isfinite(res.value):
         return Bound(per_op.value, per_op.kind, per_op.seconds + time.monotonic() - t0, tuple(others))

@@ -37,6 +37,7 @@ from mallocgame.intervals import max_live, overlap_index
 from mallocgame.lift import lift_map_answer
 from mallocgame.memory_space_assignment import msa_run
 from mallocgame.model import FastInterval, Problem, Solution, Status, derived_facts, offsets_tuple
+from mallocgame.objective import better
 from mallocgame.placement import greedy_place, pack_start, xla_order
 from mallocgame.prefetch_bound import tightened
 
@@ -100,11 +101,7 @@ class Baseline:
                         solver=solver or self.name, intervals=tuple(self.intervals))
 
     def better_than(self, other: "Baseline | None", mode: str) -> bool:
-        if other is None:
-            return True
-        if mode == "pack":
-            return self.objective < other.objective
-        return self.objective > other.objective + 1e-12 * max(1.0, abs(other.objective))
+        return other is None or better(mode, self.objective, other.objective)
 
 
 class Session:

@@ -14,32 +14,18 @@ from __future__ import annotations
 import csv
 import dataclasses
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-# runner imports this module: each reads the other's names at call time, so either may be imported first.
-from mallocgame import runner
+from mallocgame.forking import ChildCall
 from mallocgame.hardware.validator import validate, validate_intervals
 from mallocgame.io import read_intervals_csv, read_solution_csv
 from mallocgame.lift import lift_map_answer
 from mallocgame.model import FastInterval, InputError, Problem, Solution, Status
 from mallocgame.protocol import LIMIT_GRACE, bad_time_limit
 from mallocgame.registry import load_solver, solver_entry, solver_modes
+from mallocgame.report import Report, answer, better, score, stopped_at_limit, with_bound
+from mallocgame.runner import preload, problem_bound, run_solver, shared_caches
 from mallocgame.session import session_for
-
-if TYPE_CHECKING:
-    from mallocgame.runner import Report
-
-
-def better(a: Report, b: Report) -> bool:
-    """Is ``a`` strictly better than ``b``? Valid beats invalid; then value (map, prefetch) or peak (pack)."""
-    if a.valid != b.valid:
-        return a.valid
-    if not a.valid:
-        return False
-    if a.mode in ("map", "prefetch"):  # a time saved: higher is better
-        return a.objective > b.objective + 1e-12 * max(1.0, abs(b.objective))
-    return a.objective < b.objective
-
 
 # ---------------------------------------------------------------------------- the request
 
@@ -135,16 +121,16 @@ def _warm_start_run(name: str, problem: Problem, hardware, *, time_limit: float,
     solves the map problem and its answer is lifted (:func:`mallocgame.lift.lift_map_answer`)."""
     modes = solver_modes(solver_entry(name)) if problem.mode == "prefetch" else ()
     if problem.mode != "prefetch" or "prefetch" in modes or "map" not in modes:
-        return runner.run_solver(name, problem, hardware, time_limit=time_limit, seed=seed, hint=hint, options=options,
+        return run_solver(name, problem, hardware, time_limit=time_limit, seed=seed, hint=hint, options=options,
                           bound=bound)
 
-    mapped = runner.run_solver(name, problem.replace(mode="map"), hardware, time_limit=time_limit, seed=seed,
+    mapped = run_solver(name, problem.replace(mode="map"), hardware, time_limit=time_limit, seed=seed,
                         options=options)
     if not mapped.valid:
         return mapped
     lifted = Solution((None,) * problem.n, Status.FEASIBLE, problem.mode, solver=name,
                       intervals=tuple(lift_map_answer(problem, mapped.offsets)))
-    return runner.score(problem, hardware, lifted, seconds=mapped.seconds, bound=bound, solver_name=name)
+    return score(problem, hardware, lifted, seconds=mapped.seconds, bound=bound, solver_name=name)
 
 
 def solve_with_warm_start(name: str, problem: Problem, hardware, *, time_limit: float, seed: int,
@@ -155,7 +141,7 @@ def solve_with_warm_start(name: str, problem: Problem, hardware, *, time_limit: 
 
     The bound is the solve session's (:meth:`mallocgame.session.Session.bound`: the tightest known
     without waiting, the cached one if any) unless ``compute_bound=False``, when the caller adds it
-    with :func:`mallocgame.runner.with_bound`, or gives it as ``bound``. ``keep_hint=False``: the hint
+    with :func:`mallocgame.report.with_bound`, or gives it as ``bound``. ``keep_hint=False``: the hint
     is handed on but not scored as a fallback (a portfolio's members: the portfolio holds the hint's
     report already).
     """
@@ -163,7 +149,7 @@ def solve_with_warm_start(name: str, problem: Problem, hardware, *, time_limit: 
     session = session_for(problem, hardware)
     session.warm()
     if bound is None and compute_bound:
-        bound = runner.problem_bound(problem, hardware)
+        bound = problem_bound(problem, hardware)
     return _solve(name, problem, hardware, t0=t0, time_limit=time_limit, seed=seed, hint=hint,
                   warm_start=warm_start, options=options, bound=bound, keep_hint=keep_hint)
 
@@ -180,44 +166,45 @@ def solve_beside_bound(name: str, problem: Problem, hardware, *, time_limit: flo
     called with each `mallocgame.incumbents.Improvement`, ``on_bound`` with the bound); a child still
     running at ``time_limit`` + `mallocgame.protocol.LIMIT_GRACE` is stopped and the best answer it sent
     (or the hint, if better) is reported, validated, FEASIBLE, with the note "stopped at the limit"
-    (`mallocgame.runner.stopped_at_limit`).
+    (`mallocgame.report.stopped_at_limit`).
     """
-    runner.shared_caches(problem, hardware)
-    bound = runner.problem_bound(problem, hardware)  # the solver's child inherits it
+    shared_caches(problem, hardware)
+    bound = problem_bound(problem, hardware)  # the solver's child inherits it
     if on_bound is not None:
         on_bound(bound)
     for solver in dict.fromkeys(filter(None, (name, warm_start))):  # heavy imports before the child's clock starts
-        runner.preload(load_solver(solver))
-    run = runner.SolvingCall(problem, name, solve_with_warm_start, name, problem, hardware, time_limit=time_limit,
-                             seed=seed, hint=hint, warm_start=warm_start, options=options, compute_bound=False)
+        preload(load_solver(solver))
+    run = ChildCall.start(solve_with_warm_start, (name, problem, hardware),
+                          dict(time_limit=time_limit, seed=seed, hint=hint, warm_start=warm_start, options=options,
+                               compute_bound=False), channel=(problem, name))
     # a thread reads the child's answers and stops it at the limit, whatever this process does meanwhile
     run.keep_limit(run.started + time_limit + LIMIT_GRACE, on_improvement)
     try:
         try:
             result = run.result()
         except TimeoutError:
-            result = runner.stopped_at_limit(problem, hardware, run.incumbent, solver_name=name,
-                                             seconds=run.stopped - run.started, time_limit=time_limit,
-                                             hint=hint, improvements=tuple(run.improvements))
+            result = stopped_at_limit(problem, hardware, run.incumbent, solver_name=name,
+                                      seconds=run.stopped - run.started, time_limit=time_limit,
+                                      hint=hint, improvements=tuple(run.improvements))
     except BaseException:
         run.cancel()
         raise
-    return runner.with_bound(result, bound)
+    return with_bound(result, bound)
 
 
 def _solve(name: str, problem: Problem, hardware, *, t0: float, time_limit: float, seed: int, hint, warm_start,
            options, bound, keep_hint: bool) -> Report:
     fallback: Report | None = None
     if hint is not None and keep_hint:
-        fallback = runner.score(problem, hardware, hint, seconds=0.0, bound=bound, solver_name="hint")
+        fallback = score(problem, hardware, hint, seconds=0.0, bound=bound, solver_name="hint")
     if warm_start:
         first = _warm_start_run(warm_start, problem, hardware, time_limit=max(time_limit * 0.2, 1e-3), seed=seed,
                                 hint=hint, options=options, bound=bound)
         if first.valid and (fallback is None or better(first, fallback)):
             fallback = first
-            hint = runner.answer(first, problem)
+            hint = answer(first, problem)
     remaining = max(time_limit - (time.monotonic() - t0), 1e-3)
-    report = runner.run_solver(name, problem, hardware, time_limit=remaining, seed=seed, hint=hint,
+    report = run_solver(name, problem, hardware, time_limit=remaining, seed=seed, hint=hint,
                         options=options, bound=bound)
     if fallback is not None and better(fallback, report):
         stats = dict(report.stats) | {"fallback": f"kept the hint from {fallback.solver}",
@@ -227,3 +214,15 @@ def _solve(name: str, problem: Problem, hardware, *, t0: float, time_limit: floa
         return dataclasses.replace(report, seconds=report.seconds + fallback.seconds,
                                    stats=dict(report.stats) | {"warm_start": warm_start})
     return report
+
+
+def run_one(name: str, problem: Problem, hardware, time_limit: float, seed: int, hint: Solution | None,
+            options: dict[str, Any], bound) -> tuple[str, Any]:
+    """One run of a pool (:mod:`mallocgame.pools`: ``compare``'s, a portfolio's member): the solve path against
+    ``bound``, the hint handed on but not kept; ``("ok", Report)`` or ``("error", one line)``, never an exception."""
+    try:
+        return "ok", solve_with_warm_start(name, problem, hardware, time_limit=time_limit, seed=seed, hint=hint,
+                                           options=options, compute_bound=False, bound=bound, keep_hint=False)
+    except BaseException as exc:  # any failure of a solver is its run's error, never a traceback
+        text = " ".join(str(exc).split())
+        return "error", f"{exc.__class__.__name__}: {text}" if text else exc.__class__.__name__

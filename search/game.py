@@ -46,7 +46,6 @@ import numpy as np
 
 # The package, not the variants' modules: they subclass Game, and mallocgame/search/__init__.py imports
 # them once this module is done; Game() reads them off the package at call time.
-from mallocgame import search
 from mallocgame.engine import engine
 from mallocgame.model import Problem
 from mallocgame.search.game_data import GameData
@@ -122,6 +121,12 @@ def observation_dims(config: GameConfig = GameConfig()) -> dict[str, int]:
     }
 
 
+# The class of each variant, by (variant, engine; None: any engine). Each variant's module registers its class as
+# it defines it (``class OrderGame(Game, variant="order", engine_name="python")``); the package imports them all,
+# so they exist whichever module is imported first, and this module imports none of them.
+_VARIANT_CLASSES: dict[tuple[str, str | None], type] = {}
+
+
 class Game:
     """One episode of the mallocGame; ``Game(problem, hardware, config)`` builds the config's variant.
 
@@ -132,14 +137,14 @@ class Game:
     config: GameConfig
     data: GameData
 
+    def __init_subclass__(cls, variant: str | None = None, engine_name: str | None = None, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if variant is not None:
+            _VARIANT_CLASSES[(variant, engine_name)] = cls
+
     def __new__(cls, problem: Problem | None = None, hardware=None, config: GameConfig = GameConfig(), **_):
         if cls is Game:
-            if config.variant == "order":
-                cls = search.game_order.NativeOrderGame if engine() == "native" else search.game_order.OrderGame
-            elif config.variant == "prefetch":
-                cls = search.game_prefetch.PrefetchGame
-            else:
-                cls = search.game_address.AddressGame
+            cls = _VARIANT_CLASSES.get((config.variant, engine())) or _VARIANT_CLASSES[(config.variant, None)]
         return object.__new__(cls)
 
     def __init__(self, problem: Problem, hardware, config: GameConfig = GameConfig(), *,

@@ -41,7 +41,7 @@ from mallocgame.search.game import ACTION_FEATURES, BUFFER_FEATURES, Game, GameC
 _SMALL = 64  # up to this many buffers starting in a segment, candidates are found without numpy
 
 
-class AddressGame(Game):
+class AddressGame(Game, variant="address"):
     """Fixed address (the lowest skyline segment); choose which buffer goes there, or close it."""
 
     def __init__(self, problem, hardware, config: GameConfig = GameConfig(), *, data=None, mode=None):

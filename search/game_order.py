@@ -68,7 +68,7 @@ def free_holes(offs: np.ndarray, tops: np.ndarray, size: int, align: int, capaci
     return holes
 
 
-class OrderGame(Game):
+class OrderGame(Game, variant="order", engine_name="python"):
     """Fixed buffer order; choose one of the ``k`` lowest feasible canonical offsets, or slow."""
 
     def __init__(self, problem, hardware, config: GameConfig = GameConfig(), *, data=None, mode=None):
@@ -236,7 +236,7 @@ class OrderGame(Game):
         return lines
 
 
-class NativeOrderGame(OrderGame):
+class NativeOrderGame(OrderGame, variant="order", engine_name="native"):
     """:class:`OrderGame` with its state in compiled code (an ``OrderState`` of ``search/_order_game.pyx``).
 
     Same interface and the same answers (rewards to the last bit); the tables the compiled state reads are

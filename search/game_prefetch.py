@@ -151,7 +151,7 @@ class _Options:
         self.greedy: int | None = None
 
 
-class PrefetchGame(Game):
+class PrefetchGame(Game, variant="prefetch"):
     """One decision per use segment: a fast interval (offset x copy window), extend the previous one, or slow."""
 
     def __init__(self, problem, hardware, config: GameConfig = GameConfig(variant="prefetch"), *, data=None,

@@ -26,6 +26,7 @@ import time
 from mallocgame.lift import hint_intervals
 from mallocgame.memory_space_assignment import MAX_OVERLAP_RATIO, MAX_RETRIES, _Msa, check_options, msa_run  # noqa: F401  (_Msa: tests)
 from mallocgame.model import FastInterval, InputError, Problem, Solution, Status
+from mallocgame.objective import better
 from mallocgame.protocol import Solver, solver_deadline
 from mallocgame.session import MSA_VARIANTS, VARIANTS_SHARE, session_for
 
@@ -81,7 +82,7 @@ class MemorySpaceAssignment(Solver):
         best_label, best, best_stats, best_value = "all-slow", [], {}, 0.0
         for label, ivs, stats in candidates:
             value = ev.value(ivs) if ivs else 0.0
-            if value > best_value + 1e-15 * max(1.0, abs(best_value)):
+            if better("prefetch", value, best_value):
                 best_label, best, best_stats, best_value = label, ivs, stats, value
                 history.append((time.monotonic() - t0, value))
         # timed_out / cut_short speak of the search, whichever candidate won (a run cut off early may lose to

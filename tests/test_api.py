@@ -120,7 +120,7 @@ def test_report_fields_are_attributes_and_keys():
     """``result.report`` is a documented Report: its fields read as attributes and, by their JSON names, as keys."""
     import dataclasses
 
-    from mallocgame.runner import Report
+    from mallocgame.report import Report
 
     p = mallocgame.load_problem("example:layered150")
     res = mallocgame.solve(p, "greedy-xla", time_limit=5)

@@ -16,7 +16,7 @@ from mallocgame.hardware.spec import PRESETS
 from mallocgame.inputs.generate import packed_instance
 from mallocgame.inputs.load import prepare, read_problem
 from mallocgame.model import Solution, Status
-from mallocgame.runner import Report, score, with_bound
+from mallocgame.report import Report, score, with_bound
 from mallocgame.units import distinct, format_bytes, format_percent, format_seconds
 from tests.conftest import run_cli
 

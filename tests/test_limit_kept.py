@@ -162,7 +162,7 @@ def test_a_pool_run_past_its_limit_finishes_with_the_answer_it_sent(stubborn_pat
     """compare's and a portfolio's pool: at the limit + grace, or when the portfolio stops a member at its deadline."""
     import time
 
-    from mallocgame.runner import ProcessPool
+    from mallocgame.pools import ProcessPool
 
     problem = mallocgame.load_problem(str(DATA / "layered150.json"))
     with ProcessPool(1) as pool:

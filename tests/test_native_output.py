@@ -75,7 +75,7 @@ def test_the_bound_in_the_main_process_keeps_stdout_clean(capfd):
     import ctypes
     import os
 
-    from mallocgame.runner import stdout_to_stderr
+    from mallocgame.forking import stdout_to_stderr
 
     with stdout_to_stderr():
         ctypes.CDLL(None).printf(b"from C inside\n")

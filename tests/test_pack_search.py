@@ -452,7 +452,7 @@ def test_window_repair_alone_reaches_max_live_from_first_fit(monkeypatch):
 
 
 def test_the_run_summary_names_a_fallback():
-    from mallocgame.runner import Report
+    from mallocgame.report import Report
 
     fields = {f: None for f in Report.__dataclass_fields__}
     rep = Report(**{**fields, "solver": "pack-search", "status": "OPTIMAL", "valid": True, "placed": 1, "total": 1,

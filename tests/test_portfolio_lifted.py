@@ -11,7 +11,7 @@ import mallocgame
 from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
 from mallocgame.hybrid.portfolio import GAME_GREEDY, REFILL_SHARE, REFILL_SOLVER, _Race, lifted_members, member_names
 from mallocgame.lift import lift_map_answer
-from mallocgame.runner import score
+from mallocgame.report import score
 from mallocgame.session import session_for
 
 

@@ -23,6 +23,7 @@ from mallocgame.comparison import CSV_COLUMNS, run_comparison  # noqa: E402
 from mallocgame.inputs.generate import layered_network, random_intervals  # noqa: E402
 from mallocgame.interrupts import Interrupted  # noqa: E402
 from mallocgame.io import atomic_write_text, problem_csv_text, write_workload_json  # noqa: E402
+from mallocgame.protocol import LIMIT_GRACE  # noqa: E402
 from tests.conftest import ROOT, run_cli  # noqa: E402
 from tests.test_plugins import make_distribution  # noqa: E402
 
@@ -48,6 +49,18 @@ PLUGIN = textwrap.dedent('''
                 fh.write(str(child.pid))
             while True:
                 time.sleep(0.05)
+
+    class Stubborn:
+        """Sends all-slow as its answer (map mode), then never returns and never reads its clock."""
+        name = "stubborn"
+        modes = frozenset({"map"})
+
+        def solve(self, problem, hardware, *, time_limit, seed, hint=None):
+            import numpy as np
+            from mallocgame.incumbents import offer
+            offer(value=0.0, offsets=np.full(problem.n, -1, np.int64), source="all-slow")
+            while True:
+                time.sleep(0.05)
 ''')
 
 
@@ -55,7 +68,8 @@ PLUGIN = textwrap.dedent('''
 def cluster(tmp_path_factory):
     """A local Ray runtime whose workers see the crashing plugin (and this checkout)."""
     site = tmp_path_factory.mktemp("site")
-    make_distribution(site, "crash-plugin", "crash = crash_plugin.solver:Crash\nhang = crash_plugin.solver:Hang",
+    make_distribution(site, "crash-plugin", "crash = crash_plugin.solver:Crash\nhang = crash_plugin.solver:Hang\n"
+                      "stubborn = crash_plugin.solver:Stubborn",
                       {"crash_plugin/__init__.py": "", "crash_plugin/solver.py": PLUGIN})
     old = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(site), str(ROOT), old]))
@@ -148,6 +162,22 @@ def test_interrupt_cancels_ray_tasks_and_kills_what_their_solvers_started(cluste
     assert not _alive(pid), "the hanging solver's process outlived the interrupt"
     assert ray.is_initialized()  # a runtime it did not start is left running
     assert len((tmp_path / "r.csv").read_text().splitlines()) == 2
+
+
+def test_a_ray_task_keeps_its_runs_limit_as_a_local_parent_does(cluster, inputs, tmp_path):
+    """A solver that never reads its clock ends at the limit + LIMIT_GRACE on Ray too: the best answer it sent,
+    validated, FEASIBLE, "stopped at the limit"; one that sent nothing is that run's error, as locally."""
+    t0 = time.monotonic()
+    rows = run_comparison(inputs[:1], ["stubborn", "hang"], time_limit=0.5, executor="ray", jobs=2,
+                          solver_options={"hang": {"hang_file": str(tmp_path / "hang")}}).rows
+    wall = time.monotonic() - t0
+    by_solver = {r.solver: r for r in rows}
+    stubborn, hang = by_solver["stubborn"], by_solver["hang"]
+    assert stubborn.valid and stubborn.status == "FEASIBLE" and stubborn.report.objective == 0.0
+    assert "stopped at the limit" in stubborn.report.stats["stopped_at_limit"]
+    assert stubborn.report.stats["source"] == "all-slow"
+    assert not hang.valid and "stopped at the limit" in hang.error and "sent no answer" in hang.error
+    assert wall < 0.5 + LIMIT_GRACE + 20  # not the matrix's hard limit (2 x limit + 30 s)
 
 
 def _alive(pid: int) -> bool:

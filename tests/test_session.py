@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import mallocgame
+from mallocgame.forking import call_in_child
 from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
 from mallocgame.hardware.spec import PRESETS
 from mallocgame.inputs.generate import layered_network, random_intervals
@@ -15,7 +16,7 @@ from mallocgame.lift import lift_map_answer
 from mallocgame.memory_space_assignment import msa_run
 from mallocgame.model import Problem, derived_facts, offsets_array
 from mallocgame.placement import greedy_place, xla_order
-from mallocgame.runner import call_in_child, run_solver
+from mallocgame.runner import run_solver
 from mallocgame.session import BASELINES, LONG_OVERLAP_RATIO, MSA_VARIANTS, session_for
 from tests.conftest import run_cli
 

@@ -40,12 +40,13 @@ from mallocgame.cli.common import (
 )
 from mallocgame.cli.progress import SolveProgress
 from mallocgame.cli.schedule import reschedule_outputs
+from mallocgame.forking import call_in_child
 from mallocgame.hybrid.reschedule import solve_with_reschedule
 from mallocgame.io import intervals_csv_text, problem_csv_text
 from mallocgame.model import InputError, Problem
 from mallocgame.protocol import parse_solver_options, split_option
 from mallocgame.registry import SolverLoadError, implied_mode, load_solver, solver_entries, solver_entry
-from mallocgame.runner import UnsupportedMode, call_in_child
+from mallocgame.runner import UnsupportedMode
 from mallocgame.solving import check_request, solve_beside_bound
 from mallocgame.suggest import did_you_mean
 
@@ -156,7 +157,7 @@ def solve(problem_path, solver_name, mode, capacity, capacity_fraction, hardware
     capacity_warning(problem)
     rescheduled = None
     try:
-        # In a forked child (mallocgame.runner.call_in_child): Ctrl-C/SIGTERM stop any solver at
+        # In a forked child (mallocgame.forking.call_in_child): Ctrl-C/SIGTERM stop any solver at
         # once, CP-SAT's native search included, and nothing it started is left running.
         if reschedule:  # schedule and placement alternated (hybrid.reschedule); the answer is the new order's
             rescheduled = call_in_child(solve_with_reschedule, solver_name, problem, spec, time_limit=time_limit,

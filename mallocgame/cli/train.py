@@ -18,7 +18,7 @@ from mallocgame.cli.common import SECONDS, SEED, check_output, fail, is_stdout
 from mallocgame.cli.progress import status
 from mallocgame.interrupts import Interrupted, ignore_signals, raise_on_signals
 from mallocgame.model import InputError
-from mallocgame.runner import check_ray_address
+from mallocgame.pools import check_ray_address
 from mallocgame.search.muzero.distributed import RaySelfPlay
 from mallocgame.search.muzero.env import game_factory
 from mallocgame.search.muzero.problems import Curriculum, Recipe

@@ -61,6 +61,7 @@ from mallocgame.lift import hint_intervals, split_idle
 from mallocgame.memory_space_assignment import msa_run
 from mallocgame.model import FastInterval, Problem, Solution, Status
 from mallocgame.neighbourhood_search import Round, Step, Trial, Verdict, proportional_share, search
+from mallocgame.objective import at_least, better
 from mallocgame.packing_model import add_cumulative, add_no_overlap, add_rectangles
 from mallocgame.placement import best_fit_offset
 from mallocgame.protocol import solver_deadline
@@ -988,7 +989,7 @@ class PrefetchWindows:
                                                                  occ=self.occ, end=self.end)):
             if k in self.proven_at:
                 continue
-            if gap(k[1], k[2]) > 1e-9 * self.scale_of_value:
+            if gap(k[1], k[2]) > 1e-9 * self.scale_of_value:  # a window's potential gain, not an answer
                 keys.append(k)
             else:
                 self.proven_at[k] = (k[1], k[2])  # nothing below the bound and no stall there: nothing to gain
@@ -1101,7 +1102,7 @@ class PrefetchWindows:
                 applied.append(o)
         trial = [iv for part in parts for iv in part]
         value = self.pev.value(trial) if len(applied) > 1 else -math.inf
-        if (value <= self._value_before + 1e-12 * max(1.0, abs(self._value_before))
+        if (not better("prefetch", value, self._value_before)
                 or validate_intervals(self.problem, trial) is not None):
             self._batch_failed.add(shape)
             return None
@@ -1126,7 +1127,7 @@ class PrefetchWindows:
             return None
         trial = rest + around + chosen
         value = self.pev.value(trial)
-        if (value <= self._value_before + 1e-12 * max(1.0, abs(self._value_before))
+        if (not better("prefetch", value, self._value_before)
                 or validate_intervals(self.problem, trial) is not None):
             return None  # the window is solved instead
         self.repeated += 1
@@ -1142,11 +1143,11 @@ class PrefetchWindows:
         """The evaluator's value; kept when better, or as fast and holding less memory, and valid."""
         scored, self._scored = self._scored, None
         if scored is not None and scored[0] is trial:  # a repeated gain: scored and validated in _repeat
-            return Verdict(scored[1], True, scored[1] > best_value + 1e-12 * max(1.0, abs(best_value)))
+            return Verdict(scored[1], True, better("prefetch", scored[1], best_value))
         value = self.pev.value(trial)
-        better = value > best_value + 1e-12 * max(1.0, abs(best_value))
+        gain = better("prefetch", value, best_value)
         leaner = value >= best_value and self._held_of(trial) < self._held_of(current)
-        return Verdict(value, (better or leaner) and validate_intervals(self.problem, trial) is None, better)
+        return Verdict(value, (gain or leaner) and validate_intervals(self.problem, trial) is None, gain)
 
     def learn(self, step: Step) -> bool:
         """A kept trial changes the surroundings of the neighbourhoods that meet its ops (no longer proven);
@@ -1281,7 +1282,7 @@ def solve_prefetch(problem: Problem, hardware, *, time_limit: float, seed: int, 
                             until=time.monotonic() + SETUP_SHARE * (deadline - time.monotonic()), value=best_value)
     from ortools.sat.python import cp_model  # noqa: F401  (imported before the clock is shared out)
     out = search(space, list(incumbent), best_value, deadline=deadline, t0=t0, seed=seed)
-    status = Status.OPTIMAL if out.value >= bound - 1e-12 * max(1.0, abs(bound)) else Status.FEASIBLE
+    status = Status.OPTIMAL if at_least("prefetch", out.value, bound) else Status.FEASIBLE
     stats |= {"stays": len(space.stays), "windows_solved": out.steps, "windows_improved": out.accepted,
               "rounds": out.rounds, "workers": workers, "last_window": space.last, "window_size": space.size,
               "promoted": space.promoted, "demoted": space.demoted, "repeated": space.repeated,

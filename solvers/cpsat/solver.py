@@ -40,6 +40,7 @@ import numpy as np
 from mallocgame.incumbents import offer, offering
 from mallocgame.intervals import count_overlapping_pairs
 from mallocgame.model import Problem, Solution, Status, offsets_array, offsets_tuple
+from mallocgame.objective import better
 from mallocgame.placement import push_down
 from mallocgame.protocol import Solver, solver_deadline
 from mallocgame.session import held_baselines, no_worse_than_held, session_for
@@ -278,7 +279,7 @@ class CpSat(Solver):
             objective = evaluator.value(out)
             optimal = all(s is Status.OPTIMAL for s in run.statuses)
             for label, start in starts:
-                if start is not None and evaluator.value(start) > objective + 1e-12 * max(1.0, abs(objective)):
+                if start is not None and better(problem.mode, evaluator.value(start), objective):
                     out, objective, optimal = start.copy(), evaluator.value(start), False
                     stats["answer_from"] = label
         status = Status.OPTIMAL if optimal else Status.FEASIBLE
