@@ -104,6 +104,16 @@ class Budget:
         """
         return self.started + fraction * self.seconds
 
+    def stop_at(self, fraction: float) -> float:
+        """The monotonic instant a search that takes ``fraction`` of the budget stops: `at` ``(fraction)`` less
+        `SAFETY` seconds for building its answer.
+
+        Examples:
+            >>> Budget(10.0, 100.0).stop_at(0.9)
+            108.95
+        """
+        return self.at(fraction) - SAFETY
+
     def share(self, fraction: float) -> Budget:
         """A child budget of ``fraction`` of the time left, starting now; it never ends past this one's deadline.
 
