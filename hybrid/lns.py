@@ -32,6 +32,7 @@ are :class:`mallocgame.solvers.cpsat.prefetch_windows.PrefetchWindows`.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 
@@ -43,7 +44,8 @@ from mallocgame.intervals import OverlapIndex, live_profile, overlap_index
 from mallocgame.model import Problem, Solution, Status, offsets_array, offsets_tuple
 from mallocgame.neighbourhood_search import Round, Step, Trial, Verdict, search
 from mallocgame.placement import push_down
-from mallocgame.protocol import Solver, solver_deadline
+from mallocgame.protocol import Solver
+from mallocgame.request import Budget, Options, SolveRequest, option
 from mallocgame.session import held_baselines, no_worse_than_held, session_for
 from mallocgame.solvers.cpsat.model import Limits, Part, solve_part, value_terms
 from mallocgame.solvers.cpsat.prefetch_windows import solve_prefetch
@@ -310,24 +312,35 @@ class PackWindows(_PartSteps):
         return self.proved
 
 
+@dataclass(frozen=True)
+class HybridOptions(Options):
+    """The options of the CP-SAT hybrids (``lns``, ``select-pack``)."""
+
+    workers: int = option(1, "CP-SAT's parallel search workers", low=1)
+    minimize_peak: bool = option(False, "pack mode: minimise the peak address, not only fit the capacity")
+
+
 class ModeDispatch(Solver):
     """Shared entry of the CP-SAT hybrids: one deadline rule, then ``_solve_map`` / ``_solve_pack``."""
 
     modes = frozenset({"map", "pack"})
     preload = ("ortools.sat.python.cp_model", "scipy.optimize")  # imported before the clock starts (mallocgame.runner.preload)
+    Options = HybridOptions
 
-    def solve(self, problem, hardware, *, time_limit, seed, hint=None, workers=1, minimize_peak=False):
-        t0 = time.monotonic()
+    def solve(self, request: SolveRequest) -> Solution:
+        problem, hardware, seed, hint = request.problem, request.hardware, request.seed, request.hint
+        workers, minimize_peak = request.options.workers, request.options.minimize_peak
+        t0 = request.budget.started
         # Keep a margin for validating and scoring, which grows with the problem.
-        deadline = solver_deadline(t0, time_limit, problem.n)
+        deadline = request.budget.keep_back(n=problem.n)
         if problem.n == 0:
             return Solution((), Status.OPTIMAL, problem.mode, objective=0.0, solver=self.name)
         # The baselines this search is held to, each to its end, before it spends its own time: never below them.
-        held = held_baselines(session_for(problem, hardware), time_limit)
+        held = held_baselines(request.facts, request.budget.seconds)
         if problem.mode == "map":
             answer = self._solve_map(problem, hardware, t0, deadline, seed, hint, workers)
         elif problem.mode == "prefetch":
-            answer = self._solve_prefetch(problem, hardware, t0, time_limit, seed, hint, workers)
+            answer = self._solve_prefetch(request, workers)
         else:
             answer = self._solve_pack(problem, hardware, t0, deadline, seed, hint, workers, minimize_peak)
         return no_worse_than_held(problem, hardware, answer, held, answer_from=self._source(answer))
@@ -345,15 +358,14 @@ class LargeNeighbourhoodSearch(ModeDispatch):
 
     # ------------------------------------------------------------------ prefetch mode
 
-    def _solve_prefetch(self, problem, hardware, t0, time_limit, seed, hint, workers):
+    def _solve_prefetch(self, request: SolveRequest, workers: int):
         """From XLA's answer: ``msa``'s answer, built first with the deadline the ``msa`` solver would
         have, and the hint are the starts; CP-SAT then re-solves time windows and groups of buffers
         around the better (:func:`mallocgame.solvers.cpsat.prefetch_windows.solve_prefetch`, the neighbourhood search of
         cpsat's prefetch mode), keeping only what the evaluator scores better: never below ``msa``."""
-        remaining = max(time_limit - (time.monotonic() - t0), 1e-3)
-        result = solve_prefetch(problem, hardware, time_limit=remaining, seed=seed, hint=hint,
-                                workers=workers, name=self.name)
-        return result.replace(wall_time=time.monotonic() - t0,
+        rest = dataclasses.replace(request, budget=Budget.start(max(request.budget.left(), 1e-3)))
+        result = solve_prefetch(rest, workers=workers, name=self.name)
+        return result.replace(wall_time=time.monotonic() - request.budget.started,
                               stats=dict(result.stats) | {"incumbent": result.stats.get("start")})
 
     # ------------------------------------------------------------------ map mode

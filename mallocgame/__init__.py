@@ -25,6 +25,8 @@ _PUBLIC = {
     "Problem": "mallocgame.model", "Buffer": "mallocgame.model", "Op": "mallocgame.model",
     "Operand": "mallocgame.model", "Solution": "mallocgame.model", "Status": "mallocgame.model",
     "InputError": "mallocgame.model", "Solver": "mallocgame.protocol",
+    "SolveRequest": "mallocgame.request", "Budget": "mallocgame.request", "Options": "mallocgame.request",
+    "option": "mallocgame.request",
 }
 __all__ = sorted(_PUBLIC)
 
@@ -32,6 +34,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from mallocgame.api import Result, SolverInfo, Verdict, compare, list_solvers, load_problem, plot, schedule, solve, validate  # noqa: F401
     from mallocgame.model import Buffer, InputError, Op, Operand, Problem, Solution, Status  # noqa: F401
     from mallocgame.protocol import Solver  # noqa: F401
+    from mallocgame.request import Budget, Options, SolveRequest, option  # noqa: F401
     from mallocgame.runner import Report  # noqa: F401
 
 

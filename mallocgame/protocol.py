@@ -26,11 +26,12 @@ stopped, and the best answer it sent is reported.
 
 from __future__ import annotations
 
+import inspect
 import math
 from typing import Any, ClassVar, Mapping, Sequence
 
 from mallocgame.model import InputError, Problem, Solution
-from mallocgame.request import Budget, Options, SolveRequest
+from mallocgame.request import Budget, Options, SolveRequest, check_options_class
 
 CONTRACT = "solve(self, request: mallocgame.SolveRequest) -> mallocgame.Solution"
 
@@ -70,6 +71,23 @@ class Solver:
 def options_of(solver: Any) -> type[Options]:
     """The ``Options`` class of ``solver`` (an instance or a class)."""
     return getattr(solver, "Options", Options)
+
+
+def contract_error(solver: Any) -> str | None:
+    """Why ``solver`` does not follow the contract (a :class:`Solver` whose ``solve`` takes one request and whose
+    ``Options`` is a frozen dataclass of documented :func:`~mallocgame.request.option` fields), else ``None``."""
+    if not isinstance(solver, Solver):
+        return f"{type(solver).__name__} is not a subclass of mallocgame.Solver (the contract: {CONTRACT})"
+    try:
+        params = list(inspect.signature(solver.solve).parameters.values())
+    except (TypeError, ValueError):
+        return f"solve has no inspectable signature (the contract: {CONTRACT})"
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    required_rest = [p.name for p in params if p.kind is p.KEYWORD_ONLY and p.default is p.empty]
+    if len(positional) != 1 or required_rest or any(p.default is not p.empty for p in positional[:1]):
+        shown = ", ".join(p.name for p in params)
+        return f"solve({shown}) does not take one request (the contract: {CONTRACT})"
+    return check_options_class(options_of(solver))
 
 
 # Seconds past its ``time_limit`` a solver may run before the parent stops its child and reports the best

@@ -321,7 +321,7 @@ def _checked_options(solvers: list[str], items: tuple[str, ...]) -> dict[str, di
         target, _ = split_option(item)
         mine = {s: loaded[s] for s in ([target] if target else known) if s in loaded}
         option = parse_solver_options([item], known)[target or known[0]]
-        check_option_values(option, f"--solver-option {item}")
+        check_option_values(option, f"--solver-option {item}", mine)
         if mine:
             check_options(option, mine, flags={k: f"--solver-option {item}" for k in option})
     for s in known:

@@ -81,7 +81,7 @@ def _solve_options(names: list[str], items: tuple[str, ...], workers: int | None
             fail(str(exc))
         target, _ = split_option(item)
         mine = [target] if target in per else names
-        check_option_values(per[mine[0]], f"--solver-option {item}")
+        check_option_values(per[mine[0]], f"--solver-option {item}", {name: loaded[name] for name in mine})
         checks.append((per[mine[0]], mine, f"--solver-option {item}"))
         options.update(per[mine[0]])
     for key, value, flag in (("workers", workers, "--workers"), ("simulations", simulations, "--simulations")):
