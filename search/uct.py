@@ -617,7 +617,7 @@ def solve_with_uct(name: str, request: SolveRequest, cfg: MCTSConfig, game_cfg, 
     Map and pack mode: the greedy episodes of the other game shapes and the ``hint``; prefetch mode:
     :func:`prefetch_incumbents`. Then :class:`UCTSearch` (``prior`` selects by pUCT) plays the game
     ``game_cfg`` until ``request.budget.stop_at(0.95)``, and the best episode seen is the
-    answer (a :class:`mallocgame.model.Solution` named ``name``) to the :class:`~mallocgame.request.SolveRequest`. ``data``: the game's data if the
+    answer (a :class:`mallocgame.model.Solution` named ``name``) to ``request``. ``data``: the game's data if the
     caller built it already; ``stats``: the caller's statistics, the search's are added. ``leaf_value``: the leaf
     evaluator of ``cfg.leaf="value"|"mixed"``. ``prepare(prior, stats) -> prior``: the caller's set-up (the muzero
     solver's relaxation MIP), run after the fallback answers are built so that its time does not cut them short; it

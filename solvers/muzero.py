@@ -238,7 +238,7 @@ class MuZeroSolver(Solver):
     Options = MuZeroOptions
 
     def solve(self, request: SolveRequest) -> Solution:
-        problem, hardware, opts = request.problem, request.hardware, request.options
+        problem, opts = request.problem, request.options
         t0 = time.monotonic()
         prior, method, model, checkpoint, c_scale = opts.prior, opts.method, opts.model, opts.checkpoint, opts.c_scale
         rollout_depth, exploration, leaf = opts.rollout_depth, opts.exploration, opts.leaf
@@ -358,7 +358,8 @@ def _solve_uct(name: str, request: SolveRequest, *, sims: int, checkpoint: str |
     cfg = MCTSConfig(simulations=sims, exploration=exploration, rollout="greedy", rollout_depth=rollout_depth,
                      commit=commit, guided=selection, prior_power=prior_power, prior_decay=prior_decay,
                      leaf=leaf[0], leaf_steps=leaf[1], auto_simulations=auto_simulations)
-    solution = solve_with_uct(name, request, cfg, game_cfg, prior=prior_fn, data=data, stats=stats, leaf_value=leaf_fn, prepare=prepare)
+    solution = solve_with_uct(name, request, cfg, game_cfg, prior=prior_fn, data=data, stats=stats, leaf_value=leaf_fn,
+                              prepare=prepare)
     # The network is asked exactly when the search asks its prior (never at a forced move) or values a leaf.
     calls = (prior_fn.calls if isinstance(prior_fn, NetworkPrior | BlendedPrior) else 0) + getattr(leaf_fn, "calls", 0)
     return dataclasses.replace(solution, stats={**solution.stats, "network_evaluations": calls})

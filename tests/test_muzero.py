@@ -368,8 +368,8 @@ def test_solver_does_not_import_torch(real_checkpoint):
 
     code = ("import sys; from hardware.spec import PRESETS; from mallocgame.inputs.generate import layered_network; "
             "from solvers.muzero import MuZeroSolver; "
-            f"s = MuZeroSolver().solve(MuZeroSolver.request(layered_network(12, seed=1), PRESETS['tpuv4i'], time_limit=20, seed=0, "
-            f"simulations=2, checkpoint={real_checkpoint!r})); "
+            f"s = MuZeroSolver().solve(MuZeroSolver.request(layered_network(12, seed=1), PRESETS['tpuv4i'], "
+            f"time_limit=20, seed=0, simulations=2, checkpoint={real_checkpoint!r})); "
             "assert s.stats['searched_moves'] > 0; print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
@@ -420,7 +420,8 @@ def test_commit_option_chooses_the_commitment_rule_and_the_uniform_prior_matches
 
     problem, hw = _layered()
     for commit in ("visits", "max"):
-        m = MuZeroSolver().solve(MuZeroSolver.request(problem, hw, time_limit=60, seed=2, simulations=4, prior="uniform", commit=commit))
+        m = MuZeroSolver().solve(MuZeroSolver.request(problem, hw, time_limit=60, seed=2, simulations=4,
+                                                      prior="uniform", commit=commit))
         u = run_solver("mcts", problem, hw, time_limit=60, seed=2, options={"simulations": 4, "commit": commit})
         assert m.stats["commit"] == commit and tuple(m.offsets) == tuple(u.offsets)
         assert m.objective == pytest.approx(u.objective, rel=1e-12)
@@ -581,7 +582,8 @@ def test_expert_iteration_trains_resumes_and_its_checkpoint_plays(tmp_path, feat
     for key, tensor in straight.net.state_dict().items():
         assert torch.equal(tensor, again.net.state_dict()[key]), key
     problem, hw = _layered(25, seed=2)
-    s = MuZeroSolver().solve(MuZeroSolver.request(problem, hw, time_limit=30, seed=0, simulations=3, checkpoint=str(out.with_suffix(".g3.pt"))))
+    s = MuZeroSolver().solve(MuZeroSolver.request(problem, hw, time_limit=30, seed=0, simulations=3,
+                                                  checkpoint=str(out.with_suffix(".g3.pt"))))
     assert s.stats["prior"] == "network" and s.stats["network_evaluations"] > 0
 
 

@@ -64,7 +64,7 @@ from mallocgame.neighbourhood_search import Round, Step, Trial, Verdict, proport
 from mallocgame.packing_model import add_cumulative, add_no_overlap, add_rectangles
 from mallocgame.placement import best_fit_offset
 from mallocgame.request import SolveRequest
-from mallocgame.session import BASELINE_SHARE, VARIANTS_SHARE, held_baselines, no_worse_than_held, session_for
+from mallocgame.session import BASELINE_SHARE, VARIANTS_SHARE, held_baselines, no_worse_than_held
 from mallocgame.solvers.cpsat.model import grid_unit
 
 PREFETCH_RATIOS = (1.0, 1.5, 4.0)  # window budget / copy time of the candidate copy starts
