@@ -46,7 +46,7 @@ from mallocgame.neighbourhood_search import Round, Step, Trial, Verdict, search
 from mallocgame.placement import push_down
 from mallocgame.protocol import Solver
 from mallocgame.request import Budget, Options, SolveRequest, option
-from mallocgame.session import held_baselines, no_worse_than_held, session_for
+from mallocgame.session import held_baselines, no_worse_than_held
 from mallocgame.solvers.cpsat.model import Limits, Part, solve_part, value_terms
 from mallocgame.solvers.cpsat.prefetch_windows import solve_prefetch
 
@@ -338,11 +338,12 @@ class ModeDispatch(Solver):
         # The baselines this search is held to, each to its end, before it spends its own time: never below them.
         held = held_baselines(request.facts, request.budget.seconds)
         if problem.mode == "map":
-            answer = self._solve_map(problem, hardware, t0, deadline, seed, hint, workers)
+            answer = self._solve_map(problem, hardware, t0, deadline, seed, hint, workers, request.facts)
         elif problem.mode == "prefetch":
             answer = self._solve_prefetch(request, workers)
         else:
-            answer = self._solve_pack(problem, hardware, t0, deadline, seed, hint, workers, minimize_peak)
+            answer = self._solve_pack(problem, hardware, t0, deadline, seed, hint, workers, minimize_peak,
+                                      request.facts)
         return no_worse_than_held(problem, hardware, answer, held, answer_from=self._source(answer))
 
     def _source(self, answer: Solution) -> str:
@@ -370,13 +371,13 @@ class LargeNeighbourhoodSearch(ModeDispatch):
 
     # ------------------------------------------------------------------ map mode
 
-    def _solve_map(self, problem, hardware, t0, deadline, seed, hint, workers):
+    def _solve_map(self, problem, hardware, t0, deadline, seed, hint, workers, facts):
         """From the hint or greedy-xla's answer: the driver's search over random time windows
         (:class:`MapWindows`), every freed part re-solved by CP-SAT for its exact value."""
         ev = Evaluator.of(problem, hardware)
         index = overlap_index(problem)
         candidates = (ev.benefits > 0) & (problem.arrays.size <= problem.capacity)
-        x, source = self._map_start(problem, hardware, ev, index, hint, t0 + 0.3 * (deadline - t0))
+        x, source = self._map_start(problem, facts, index, hint, t0 + 0.3 * (deadline - t0))
         # Buffers worth nothing in fast memory only block others (value is monotone in the fast set).
         x[~candidates] = -1
         value = ev.value(x)
@@ -394,25 +395,25 @@ class LargeNeighbourhoodSearch(ModeDispatch):
                         solver=self.name)
 
     @staticmethod
-    def _map_start(problem, hardware, ev, index, hint, deadline) -> tuple[np.ndarray, str]:
+    def _map_start(problem, facts, index, hint, deadline) -> tuple[np.ndarray, str]:
         """The hint, else greedy-xla's answer (the solve session's baseline), pushed down."""
         if hint is not None and len(hint.offsets) == problem.n:
             x, source = offsets_array(hint.offsets), hint.solver or "hint"
         else:
-            base = session_for(problem, hardware).baseline("greedy-xla", deadline)
+            base = facts.baseline("greedy-xla", deadline)
             x, source = base.offsets, "greedy-xla" if base.complete else "greedy-xla (cut short by the time limit)"
         return push_down(problem, x, index=index, deadline=deadline), source
 
     # ------------------------------------------------------------------ pack mode
 
-    def _solve_pack(self, problem, hardware, t0, deadline, seed, hint, workers, minimize_peak):
+    def _solve_pack(self, problem, hardware, t0, deadline, seed, hint, workers, minimize_peak, facts):
         """From the lower-peak of the hint and best fit: the driver's search over windows near the
         peak (:class:`PackWindows`), every freed part re-solved by CP-SAT for its highest top."""
         index = overlap_index(problem)
         capacity = None if minimize_peak else problem.capacity
         # On 10^8-pair traces best fit takes most of the time but starts far better than
         # the online allocator, and steps there gain little: let it have 60%.
-        x, source = self._pack_start(problem, hardware, index, hint, t0 + 0.6 * (deadline - t0))
+        x, source = self._pack_start(problem, facts, index, hint, t0 + 0.6 * (deadline - t0))
         peak = int((x + problem.arrays.size).max())
         floor = int(live_profile(problem)[1].max())
         history = [(time.monotonic() - t0, float(peak))]
@@ -435,12 +436,12 @@ class LargeNeighbourhoodSearch(ModeDispatch):
                         wall_time=time.monotonic() - t0, history=tuple(history), stats=stats, solver=self.name)
 
     @staticmethod
-    def _pack_start(problem, hardware, index, hint, deadline) -> tuple[np.ndarray, str]:
+    def _pack_start(problem, facts, index, hint, deadline) -> tuple[np.ndarray, str]:
         """The lower-peak of the complete hint and the solve session's pack baseline (``pack_start``).
 
         Both are computed: on some traces the online allocator beats a best-fit hint.
         """
-        x, source = session_for(problem, hardware).baseline("best-fit", deadline).offsets, "best-fit"
+        x, source = facts.baseline("best-fit", deadline).offsets, "best-fit"
         if hint is not None and len(hint.offsets) == problem.n and all(o is not None for o in hint.offsets):
             h = offsets_array(hint.offsets)
             size = problem.arrays.size

@@ -546,14 +546,14 @@ def greedy_prefetch_intervals(problem, hardware, game_cfg, until: float = math.i
 
 def prefetch_incumbents(problem, hardware, game_cfg, hint, until: float,
                         msa_deadline: float | None = None, variants_until: float | None = None,
-                        held: list | None = None) -> list[Episode]:
-    """Prefetch mode's fallback answers: all-slow, the baselines ``held`` (built already:
+                        held: list | None = None, session=None) -> list[Episode]:
+    """Prefetch mode's fallback answers (``session``: the request's facts): all-slow, the baselines ``held`` (built already:
     :func:`mallocgame.session.held_baselines`), the mode's other baselines from the solve session
     (:meth:`mallocgame.session.Session.baselines`: greedy-xla's map answer lifted, then ``msa``'s answers
     built until ``msa_deadline``, default ``until``, its XLA variants until ``variants_until``), the greedy
     episode of the game in the other buffer order and the ``hint`` (a prefetch answer; a map answer is lifted).
     Values by the prefetch evaluator."""
-    session = session_for(problem, hardware)
+    session = session or session_for(problem, hardware)
     ev = session.prefetch_evaluator
     data = PrefetchData.of(problem, hardware)
 
@@ -640,7 +640,8 @@ def solve_with_uct(name: str, request: SolveRequest, cfg: MCTSConfig, game_cfg, 
 
         incumbents = prefetch_incumbents(problem, hardware, game_cfg, hint, t0 + 0.25 * time_limit,
                                          msa_deadline=t0 + BASELINE_SHARE * time_limit,
-                                         variants_until=t0 + VARIANTS_SHARE * time_limit, held=held)
+                                         variants_until=t0 + VARIANTS_SHARE * time_limit, held=held,
+                                         session=request.facts)
     else:
         data = data or GameData(problem, hardware)
         # The greedy episodes of the other game shapes (one of them replays greedy-xla exactly),

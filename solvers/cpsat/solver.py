@@ -43,7 +43,7 @@ from mallocgame.model import Problem, Solution, Status, offsets_array, offsets_t
 from mallocgame.placement import push_down
 from mallocgame.protocol import Solver
 from mallocgame.request import Options, SolveRequest, option
-from mallocgame.session import held_baselines, no_worse_than_held, session_for
+from mallocgame.session import held_baselines, no_worse_than_held
 from mallocgame.solvers.cpsat.model import PACK_ORDERS, SMALL_MODEL, Limits, Part, PartResult, solve_part, value_terms
 from mallocgame.solvers.cpsat.prefetch_windows import solve_prefetch
 
@@ -92,9 +92,9 @@ def time_shares(sizes: list[int], remaining: float) -> float:
 class Fallbacks:
     """The greedy answers of the solve session (:mod:`mallocgame.session`): greedy-xla (map) and the pack start."""
 
-    def __init__(self, problem: Problem, hardware, deadline: float):
+    def __init__(self, problem: Problem, session, deadline: float):
         self.problem, self.deadline = problem, deadline
-        self.session = session_for(problem, hardware)
+        self.session = session
         self.index = self.session.overlap
 
     def map_offsets(self) -> np.ndarray:
@@ -160,7 +160,7 @@ class CpSat(Solver):
 
     def _solve(self, request: SolveRequest, *, workers, minimize_peak, deterministic):
         """Map and pack mode (:meth:`solve`)."""
-        problem, hardware, seed, hint = request.problem, request.hardware, request.seed, request.hint
+        problem, seed, hint = request.problem, request.seed, request.hint
         t0, time_limit = request.budget.started, request.budget.seconds
         n = problem.n
         # Reading a large model's answer back and scoring it takes time too.
@@ -168,7 +168,7 @@ class CpSat(Solver):
         pack = problem.mode == "pack"
         goal = ("peak" if (minimize_peak or problem.capacity is None) else "feasible") if pack else "value"
         evaluator = None if pack else request.facts.evaluator
-        fallbacks = Fallbacks(problem, hardware, deadline)
+        fallbacks = Fallbacks(problem, request.facts, deadline)
         # Map mode: greedy-xla's answer first (milliseconds, and before OR-Tools' import of 0.3-0.8 s eats
         # the clock), so the answer is never below it whatever CP-SAT manages in the time.
         greedy = fallbacks.map_offsets() if goal == "value" else None
