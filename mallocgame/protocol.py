@@ -1,7 +1,7 @@
 """The solver protocol every built-in and plugin solver follows (docs/architecture.md, "Solvers").
 
-A solver is a subclass of :class:`Solver` with a ``name``, the ``modes`` it supports, its ``Options`` (a frozen
-dataclass of :func:`mallocgame.request.option` fields: type, default, range and a one-line doc each) and a
+A solver is a subclass of `Solver` with a ``name``, the ``modes`` it supports, its ``Options`` (a frozen
+dataclass of `mallocgame.request.option` fields: type, default, range and a one-line doc each) and a
 ``solve`` method:
 
     solve(self, request: SolveRequest) -> Solution
@@ -48,7 +48,7 @@ class Solver:
 
     @classmethod
     def options(cls, raw: Mapping[str, Any] | None = None) -> Options:
-        """This solver's options from ``{name: value}``; :class:`InputError` (one line) for an unknown name or a
+        """This solver's options from ``{name: value}``; `InputError` (one line) for an unknown name or a
         bad value."""
         return cls.Options.parse(dict(raw or {}), owner=cls.name or cls.__name__)
 
@@ -74,8 +74,8 @@ def options_of(solver: Any) -> type[Options]:
 
 
 def contract_error(solver: Any) -> str | None:
-    """Why ``solver`` does not follow the contract (a :class:`Solver` whose ``solve`` takes one request and whose
-    ``Options`` is a frozen dataclass of documented :func:`~mallocgame.request.option` fields), else ``None``."""
+    """Why ``solver`` does not follow the contract (a `Solver` whose ``solve`` takes one request and whose
+    ``Options`` is a frozen dataclass of documented `option` fields), else ``None``."""
     if not isinstance(solver, Solver):
         return f"{type(solver).__name__} is not a subclass of mallocgame.Solver (the contract: {CONTRACT})"
     try:

@@ -1,11 +1,11 @@
-"""What a solver is asked: a :class:`SolveRequest` carries the problem, the hardware, a :class:`Budget` of time,
-the seed, the hint, the solver's typed :class:`Options` and the facts (docs/architecture.md, "Solvers").
+"""What a solver is asked: a `SolveRequest` carries the problem, the hardware, a `Budget` of time,
+the seed, the hint, the solver's typed `Options` and the facts (docs/architecture.md, "Solvers").
 
 ``Budget`` is the one type of time: a number of seconds from a monotonic start, with the time left, a child
-budget (:meth:`Budget.share`) and the deadline a search stops at so that its answer is back in time
-(:meth:`Budget.keep_back`). ``Options`` is the base of a solver's options: a frozen dataclass whose fields are
-declared with :func:`option` (type, default, range or choices and a one-line doc); its constructor checks every
-value, and :meth:`Options.parse` reads a ``{name: value}`` mapping, refusing an unknown name in one line.
+budget (`Budget.share`) and the deadline a search stops at so that its answer is back in time
+(`Budget.keep_back`). ``Options`` is the base of a solver's options: a frozen dataclass whose fields are
+declared with `option` (type, default, range or choices and a one-line doc); its constructor checks every
+value, and `Options.parse` reads a ``{name: value}`` mapping, refusing an unknown name in one line.
 
 Examples:
     >>> from dataclasses import dataclass
@@ -78,7 +78,7 @@ class Budget:
         return self.started + self.seconds
 
     def left(self) -> float:
-        """Seconds left until :attr:`deadline` (0 once past it).
+        """Seconds left until `deadline` (0 once past it).
 
         Examples:
             >>> Budget(1.0, time.monotonic() - 5).left()
@@ -151,7 +151,7 @@ KINDS = ("int", "float", "bool", "text", "names")  # what an option's value is (
 
 def option(default: Any, doc: str, *, low: float | None = None, high: float | None = None,
            choices: tuple[str, ...] | None = None, kind: str | None = None) -> Any:
-    """A field of an :class:`Options` dataclass: its ``default``, one-line ``doc``, the range ``[low, high]`` of a
+    """A field of an `Options` dataclass: its ``default``, one-line ``doc``, the range ``[low, high]`` of a
     number, the ``choices`` of a text, and its ``kind`` when the annotation does not say it (``"names"``: solver
     names, a comma-separated text or a list). ``None`` is taken where the default is ``None`` ("its default")."""
     if kind is not None and kind not in KINDS:
@@ -238,10 +238,10 @@ def bad_value(info: OptionInfo, value: Any) -> str | None:
 
 @dataclass(frozen=True)
 class Options:
-    """The base of a solver's options: a frozen dataclass of :func:`option` fields, each value checked when built.
+    """The base of a solver's options: a frozen dataclass of `option` fields, each value checked when built.
 
     A subclass is declared ``@dataclass(frozen=True)``; an instance with a bad value is never built
-    (:class:`~mallocgame.model.InputError`, one line: ``"workers: must be a positive integer, got 0"``).
+    (`InputError`, one line: ``"workers: must be a positive integer, got 0"``).
     """
 
     owner: ClassVar[str] = ""  # the solver's name, for messages (set by Solver subclasses)
@@ -287,7 +287,7 @@ class Options:
 
     @classmethod
     def parse(cls, raw: Mapping[str, Any], *, owner: str = "") -> Options:
-        """An instance from ``{name: value}`` (the defaults for the rest); :class:`InputError` for an unknown name
+        """An instance from ``{name: value}`` (the defaults for the rest); `InputError` for an unknown name
         or a bad value, one line naming the option and the reason."""
         error = cls.unknown(raw, owner=owner)
         if error:
@@ -303,8 +303,8 @@ class Options:
 
 
 def check_options_class(cls: Any) -> str | None:
-    """Why ``cls`` is not a solver's ``Options`` (a frozen dataclass subclassing :class:`Options` whose fields are
-    :func:`option` fields with a doc and a known kind), else ``None``."""
+    """Why ``cls`` is not a solver's ``Options`` (a frozen dataclass subclassing `Options` whose fields are
+    `option` fields with a doc and a known kind), else ``None``."""
     if not (isinstance(cls, type) and issubclass(cls, Options) and dataclasses.is_dataclass(cls)):
         return f"Options is {cls!r}, not a frozen dataclass subclassing mallocgame.Options"
     if not cls.__dataclass_params__.frozen:
@@ -329,7 +329,7 @@ class SolveRequest:
     Attributes:
         problem: The problem (``problem.mode``: ``"map"``, ``"pack"`` or ``"prefetch"``).
         hardware: The hardware spec the answer is scored on.
-        budget: The time the solver has (:class:`Budget`).
+        budget: The time the solver has (`Budget`).
         seed: The one seed of all its randomness.
         hint: An answer already checked to belong to the problem, or ``None``.
         options: The solver's typed options (an instance of its ``Options``).
@@ -358,7 +358,7 @@ class SolveRequest:
 
     @cached_property
     def facts(self):
-        """The solve session (:class:`mallocgame.session.Session`): the problem's derived facts on this hardware,
+        """The solve session (`mallocgame.session.Session`): the problem's derived facts on this hardware,
         each built once, on first use, and shared by every solver of the process."""
         from mallocgame.session import session_for  # the session's imports are heavy; a request is not
         return session_for(self.problem, self.hardware)

@@ -156,7 +156,7 @@ def test_model_option_refuses_bad_values_other_modes_and_a_contradiction():
     from mallocgame.solvers.muzero import MuZeroSolver
 
     problem, hw = _problem()
-    with pytest.raises(InputError, match="option model must be one of learned, simulator, got 'dreamed'"):
+    with pytest.raises(InputError, match="^model: must be one of learned, simulator, got 'dreamed'$"):
         MuZeroSolver().solve(MuZeroSolver.request(problem, hw, time_limit=10, seed=0, model="dreamed"))
     with pytest.raises(InputError, match="disagree"):
         MuZeroSolver().solve(MuZeroSolver.request(problem, hw, time_limit=10, seed=0, model="learned", search_model="simulator"))
@@ -170,7 +170,7 @@ def test_cli_bad_model_is_one_line():
     r = run_cli("solve", "example:layered150", "--solver", "muzero", "--solver-option", "model=dreamed")
     assert r.returncode == 2, (r.returncode, r.stderr)
     lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in r.stderr and "model must be one of" in lines[0], r.stderr
+    assert len(lines) == 1 and "Traceback" not in r.stderr and "model=dreamed: must be one of" in lines[0], r.stderr
 
 
 def test_train_cli_refuses_a_bad_reanalyse_fraction_and_a_missing_init_in_one_line(tmp_path):

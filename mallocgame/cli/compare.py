@@ -73,7 +73,7 @@ from mallocgame.units import distinct, format_bytes, format_number, format_secon
 @click.option("--seed", type=SEED, default=0, show_default=True)
 @click.option("--jobs", type=int, default=1, show_default=True, help="Solver runs in parallel (processes).")
 @click.option("--solver-option", "solver_options", multiple=True, metavar="[SOLVER:]KEY=VALUE",
-              help="Option passed to the solvers whose solve() names KEY (e.g. simulations=64, mcts:workers=1); "
+              help="Option passed to the solvers whose Options has KEY (e.g. simulations=64, mcts:workers=1); "
                    "one that no solver takes is an error.")
 @click.option("-o", "--output", "--out", "out_path", default=None, metavar="RESULTS.csv",
               help="Write the rows here (first columns input,solver) and the full reports to RESULTS.json; "
@@ -301,7 +301,7 @@ def _same_run(old: dict, kept: dict) -> bool:
 def _checked_options(solvers: list[str], items: tuple[str, ...]) -> dict[str, dict[str, Any]]:
     """``--solver-option`` per solver; exit 2 for one that no solver (or not its SOLVER:) takes.
 
-    A plain ``KEY=VALUE`` still goes only to the solvers whose ``solve`` names KEY.
+    A plain ``KEY=VALUE`` still goes only to the solvers whose ``Options`` has KEY.
     """
     known = [s for s in dict.fromkeys(solvers) if s]
     registered = solver_entries()

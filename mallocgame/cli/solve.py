@@ -64,8 +64,8 @@ def _solve_options(names: list[str], items: tuple[str, ...], workers: int | None
     """The options of ``solve`` (flags and ``--solver-option``), checked against the solvers that run.
 
     An option that neither --solver nor --warm-start takes (or, with a ``SOLVER:`` prefix, that
-    solver) is bad input (exit 2); each solver receives the options its ``solve`` names.
-    ``minimize_peak`` is passed only to a solver that names it, and is never an error: the
+    solver) is bad input (exit 2); each solver receives the options its ``Options`` has.
+    ``minimize_peak`` is passed only to a solver that takes it, and is never an error: the
     problem has no capacity then, and every pack solver minimises the peak without one.
     """
     try:
