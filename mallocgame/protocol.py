@@ -130,12 +130,20 @@ def split_option(item: str) -> tuple[str | None, str]:
     return target, rest
 
 
-def parse_solver_options(items: Sequence[str], solvers: Sequence[str]) -> dict[str, dict[str, Any]]:
+def option_kinds(solvers: Sequence[Any]) -> dict[str, str]:
+    """The kind of each option of the loaded ``solvers`` (``{"order": "text", "windows": "int", ...}``)."""
+    return {info.name: info.kind for solver in solvers for info in options_of(solver).described()}
+
+
+def parse_solver_options(items: Sequence[str], solvers: Sequence[str],
+                         kinds: Mapping[str, str] | None = None) -> dict[str, dict[str, Any]]:
     """``KEY=VALUE`` (every solver) or ``SOLVER:KEY=VALUE`` (one solver) -> options per solver.
 
-    Values are read as int, float, true/false, else kept as text. A solver receives only
+    A value is kept as text where ``kinds`` (`option_kinds`) says the option is text or solver names;
+    otherwise it is read as int, float, true/false, else kept as text. A solver receives only
     the options its ``Options`` has ([`Options.taken`][mallocgame.request.Options.taken]).
     """
+    kinds = kinds or {}
     per: dict[str, dict[str, Any]] = {s: {} for s in solvers}
     for item in items:
         target, rest = split_option(item)
@@ -145,7 +153,7 @@ def parse_solver_options(items: Sequence[str], solvers: Sequence[str]) -> dict[s
             raise InputError(f"--solver-option: expected KEY=VALUE or SOLVER:KEY=VALUE, got {item!r}")
         if target is not None and target not in per:
             raise InputError(f"--solver-option {item!r}: solver {target!r} is not in --solvers")
-        value = _parse_value(raw.strip())
+        value = raw.strip() if kinds.get(key) in ("text", "names") else _parse_value(raw.strip())
         for s in ([target] if target else solvers):
             per[s][key] = value
     return per

@@ -202,6 +202,12 @@ def test_a_bad_solver_option_value_is_one_line_exit_2():
     r = run_cli("solve", str(DATA / "layered150.json"), "--solver", "msa", "--mode", "prefetch",
                 "--solver-option", "max_overlap=both")
     assert r.returncode == 2 and "must be one of buffer, memory, got 'both'" in r.stderr
+    # a text option's value stays text (the kind comes from the Options): '1', not the integer 1
+    r = run_cli("solve", str(DATA / "layered150.json"), "--solver", "msa", "--mode", "prefetch",
+                "--solver-option", "max_overlap=1")
+    assert r.returncode == 2 and r.stderr.strip().endswith("must be one of buffer, memory, got '1'"), r.stderr
+    r = run_cli("compare", str(DATA / "layered150.json"), "--solvers", "mcts", "--solver-option", "order=1")
+    assert r.returncode == 2 and r.stderr.strip().endswith("must be one of start, xla, size, got '1'"), r.stderr
 
 
 OLD_STYLE = '''

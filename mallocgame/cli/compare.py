@@ -51,7 +51,7 @@ from mallocgame.interrupts import Interrupted, ignore_signals, raise_on_signals
 from mallocgame.io import OutputBusy, exclusive_output, output_folder
 from mallocgame.model import InputError
 from mallocgame.plots import plot_allocations, plot_anytime, plot_pack_gaps, plot_speedups, safe_name
-from mallocgame.protocol import parse_solver_options, split_option
+from mallocgame.protocol import option_kinds, parse_solver_options, split_option
 from mallocgame.registry import SolverLoadError, load_solver, solver_entries
 from mallocgame.units import distinct, format_bytes, format_number, format_seconds
 
@@ -307,20 +307,21 @@ def _checked_options(solvers: list[str], items: tuple[str, ...]) -> dict[str, di
     registered = solver_entries()
     if not known or any(s not in registered for s in known):
         return {}  # run_comparison reports the bad solver list
-    try:
-        per = parse_solver_options(items, known)
-    except InputError as exc:
-        fail(str(exc))
     loaded = {}
     for s in known if items else ():
         try:
             loaded[s] = load_solver(s)
         except SolverLoadError:
             pass  # its rows say why; it is not asked about options
+    kinds = option_kinds(list(loaded.values()))  # a text option's value stays text
+    try:
+        per = parse_solver_options(items, known, kinds)
+    except InputError as exc:
+        fail(str(exc))
     for item in items:
         target, _ = split_option(item)
         mine = {s: loaded[s] for s in ([target] if target else known) if s in loaded}
-        option = parse_solver_options([item], known)[target or known[0]]
+        option = parse_solver_options([item], known, kinds)[target or known[0]]
         check_option_values(option, f"--solver-option {item}", mine)
         if mine:
             check_options(option, mine, flags={k: f"--solver-option {item}" for k in option})

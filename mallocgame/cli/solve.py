@@ -43,7 +43,7 @@ from mallocgame.cli.schedule import reschedule_outputs
 from mallocgame.hybrid.reschedule import solve_with_reschedule
 from mallocgame.io import intervals_csv_text, problem_csv_text
 from mallocgame.model import InputError, Problem
-from mallocgame.protocol import parse_solver_options, split_option
+from mallocgame.protocol import option_kinds, parse_solver_options, split_option
 from mallocgame.registry import SolverLoadError, implied_mode, load_solver, solver_entries, solver_entry
 from mallocgame.runner import UnsupportedMode, call_in_child
 from mallocgame.solving import check_request, solve_beside_bound
@@ -76,7 +76,7 @@ def _solve_options(names: list[str], items: tuple[str, ...], workers: int | None
     checks: list[tuple[dict[str, Any], list[str], str]] = []  # (options, solvers that may take them, flag)
     for item in items:
         try:
-            per = parse_solver_options([item], names)
+            per = parse_solver_options([item], names, option_kinds(list(loaded.values())))
         except InputError as exc:
             fail(str(exc))
         target, _ = split_option(item)
