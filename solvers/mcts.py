@@ -19,7 +19,7 @@ map answer lifted to prefetch mode (:func:`mallocgame.lift.lift_map_answer`), al
 the ``hint`` (a prefetch answer; a map answer is lifted), compared with
 :class:`mallocgame.hardware.prefetch_cost.PrefetchEvaluator`.
 
-Extra keyword options (Python callers): ``variant`` ("order" | "address"; prefetch mode
+Options (`MCTSOptions`; `mallocgame solvers mcts` lists them): ``variant`` ("order" | "address"; prefetch mode
 always plays "prefetch"), ``k`` (default 16; prefetch mode 4), ``windows`` (prefetch mode, default 2),
 ``order``, ``rollout`` ("greedy" | "random"), ``epsilon``, ``rollout_depth``,
 ``exploration``, ``commit`` ("visits" | "max"; default ``DEFAULT_COMMIT`` of :mod:`mallocgame.search.uct`:

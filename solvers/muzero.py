@@ -34,7 +34,7 @@ rollouts where the time per move affords two, else 64 greedy steps and the refer
 network is read). How the default stands against ``mcts`` in each mode, and the measurements that chose every
 default below: docs/results.md, "muzero's defaults".
 
-Options (keyword arguments of ``solve``; the CLI passes ``--simulations`` and ``--solver-option``):
+Options (`MuZeroOptions`, listed by `mallocgame solvers muzero`; the CLI passes ``--simulations`` and ``--solver-option``):
 
 * ``simulations``  new simulations per move (default 16), all counted in ``stats["simulations"]``;
 * ``prior``        ``"network"`` (default), ``"uniform"``, ``"network-relaxation-mean"`` /
