@@ -118,7 +118,7 @@ def mcts_rate(problem, engine: str, seconds: float) -> tuple[float, int, float]:
     os.environ["MALLOCGAME_ENGINE"] = engine
     try:
         t, c = time.monotonic(), time.process_time()
-        answer = MCTSSolver().solve(problem, HW, time_limit=seconds, seed=0)
+        answer = MCTSSolver().solve(MCTSSolver.request(problem, HW, time_limit=seconds, seed=0))
         wall, cpu = time.monotonic() - t, time.process_time() - c
     finally:
         os.environ.pop("MALLOCGAME_ENGINE", None)

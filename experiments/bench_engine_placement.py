@@ -64,7 +64,8 @@ def timed(fn, *args, **kwargs):
 def solver_run(name: str, n: int, seed: int):
     problem = layered_network(n, seed=seed)
     t = time.process_time()
-    answer = load_solver(name).solve(problem, HW, time_limit=600, seed=0)
+    solver = load_solver(name)
+    answer = solver.solve(solver.request(problem, HW, time_limit=600, seed=0))
     return answer, time.process_time() - t
 
 

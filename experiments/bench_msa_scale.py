@@ -71,8 +71,9 @@ def main() -> None:
         t0, c0 = time.perf_counter(), time.process_time()
         if prof:
             prof.enable()
-        sol = MemorySpaceAssignment().solve(problem, TPU, time_limit=args.time_limit, seed=args.seed,
-                                            variants=args.variants)
+        request = MemorySpaceAssignment.request(problem, TPU, time_limit=args.time_limit, seed=args.seed,
+                                                variants=args.variants)
+        sol = MemorySpaceAssignment().solve(request)
         if prof:
             prof.disable()
         seconds, cpu = time.perf_counter() - t0, time.process_time() - c0

@@ -61,7 +61,7 @@ def one(n: int | str, seed: int, variant: str, time_limit: float) -> dict:
     lb = max_live(problem)
     if variant == "solver":
         t = time.monotonic()
-        sol = PackSearch().solve(problem, spec, time_limit=time_limit, seed=0, minimize_peak=True)
+        sol = PackSearch().solve(PackSearch.request(problem, spec, time_limit=time_limit, seed=0, minimize_peak=True))
         seconds = time.monotonic() - t
         offsets = [int(o) for o in sol.offsets] if all(o is not None for o in sol.offsets) else None
         status, stats = sol.status.name, sol.stats

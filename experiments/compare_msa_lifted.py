@@ -63,7 +63,8 @@ def main() -> None:
         for f in FRACTIONS:
             problem = prepare(base, mode="prefetch", capacity_fraction=f, hardware=TPU)[0]
             ev = PrefetchEvaluator.of(problem, TPU)
-            sol = MemorySpaceAssignment().solve(problem, TPU, time_limit=args.time_limit, seed=0, **options)
+            sol = MemorySpaceAssignment().solve(
+                MemorySpaceAssignment.request(problem, TPU, time_limit=args.time_limit, seed=0, **options))
             assert validate_intervals(problem, sol.intervals) is None
             report = run_solver("greedy-xla", problem.replace(mode="map"), TPU, time_limit=args.time_limit, seed=0)
             lifted = lift_map_answer(problem, report.offsets)

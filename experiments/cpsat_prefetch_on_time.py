@@ -15,6 +15,7 @@ import time
 
 from _common import Transcript, fenced, prefetch_programs, write_results
 
+from mallocgame.request import SolveRequest
 from mallocgame.session import session_for
 from mallocgame.solvers.cpsat.prefetch_windows import solve_prefetch
 
@@ -34,7 +35,7 @@ def main() -> None:
         session.warm()
         session.baselines(time.monotonic() + args.baselines)
         t = time.monotonic()
-        sol = solve_prefetch(problem, problem.hardware, time_limit=args.time_limit, seed=0)
+        sol = solve_prefetch(SolveRequest.of(problem, time_limit=args.time_limit, seed=0))
         wall = time.monotonic() - t
         st = sol.stats
         out(f"{e.name:22s} {problem.n:7d} {args.time_limit:6.1f} {wall:6.2f} {sol.objective:10.6g} "

@@ -64,7 +64,7 @@ def main(argv: list[str]) -> None:
         prof = cProfile.Profile()
         t = time.monotonic()
         prof.enable()
-        GreedyXLA().solve(p, spec, time_limit=1e5, seed=0)
+        GreedyXLA().solve(GreedyXLA.request(p, spec, time_limit=1e5, seed=0))
         prof.disable()
         print(f"profile N={n}: {time.monotonic() - t:.2f} s")
         pstats.Stats(prof).sort_stats("tottime").print_stats(8)

@@ -21,6 +21,7 @@ import time
 
 from _common import Transcript, fenced, prefetch_programs, write_results
 
+from mallocgame.request import SolveRequest
 from mallocgame.solvers.cpsat import prefetch_windows as pw
 
 FLAGS = {"shapes": "SHAPES_FIRST", "repeat": "REPEAT_GAINS", "holes": "PINNED_AS_HOLES"}
@@ -37,7 +38,7 @@ def run(problem, time_limit: float, compare: str, on: bool) -> tuple:
         setattr(pw, name, value)
     try:
         t = time.monotonic()
-        solution = pw.solve_prefetch(problem, problem.hardware, time_limit=time_limit, seed=0)
+        solution = pw.solve_prefetch(SolveRequest.of(problem, time_limit=time_limit, seed=0))
         return solution, time.monotonic() - t
     finally:
         for name, value in before.items():

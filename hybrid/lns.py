@@ -32,6 +32,7 @@ are :class:`mallocgame.solvers.cpsat.prefetch_windows.PrefetchWindows`.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 
@@ -44,8 +45,9 @@ from mallocgame.model import Problem, Solution, Status, offsets_array, offsets_t
 from mallocgame.neighbourhood_search import Round, Step, Trial, Verdict, search
 from mallocgame.objective import at_least, better
 from mallocgame.placement import push_down
-from mallocgame.protocol import Solver, solver_deadline
-from mallocgame.session import held_baselines, no_worse_than_held, session_for
+from mallocgame.protocol import Solver
+from mallocgame.request import Budget, Options, SolveRequest, option
+from mallocgame.session import held_baselines, no_worse_than_held
 from mallocgame.solvers.cpsat.model import Limits, Part, solve_part, value_terms
 from mallocgame.solvers.cpsat.prefetch_windows import solve_prefetch
 
@@ -311,26 +313,38 @@ class PackWindows(_PartSteps):
         return self.proved
 
 
+@dataclass(frozen=True)
+class HybridOptions(Options):
+    """The options of the CP-SAT hybrids (``lns``, ``select-pack``)."""
+
+    workers: int = option(1, "CP-SAT's parallel search workers", low=1)
+    minimize_peak: bool = option(False, "pack mode: minimise the peak address, not only fit the capacity")
+
+
 class ModeDispatch(Solver):
     """Shared entry of the CP-SAT hybrids: one deadline rule, then ``_solve_map`` / ``_solve_pack``."""
 
     modes = frozenset({"map", "pack"})
     preload = ("ortools.sat.python.cp_model", "scipy.optimize")  # imported before the clock starts (mallocgame.runner.preload)
+    Options = HybridOptions
 
-    def solve(self, problem, hardware, *, time_limit, seed, hint=None, workers=1, minimize_peak=False):
-        t0 = time.monotonic()
+    def solve(self, request: SolveRequest) -> Solution:
+        problem, hardware, seed, hint = request.problem, request.hardware, request.seed, request.hint
+        workers, minimize_peak = request.options.workers, request.options.minimize_peak
+        t0 = request.budget.started
         # Keep a margin for validating and scoring, which grows with the problem.
-        deadline = solver_deadline(t0, time_limit, problem.n)
+        deadline = request.budget.keep_back(n=problem.n)
         if problem.n == 0:
             return Solution((), Status.OPTIMAL, problem.mode, objective=0.0, solver=self.name)
         # The baselines this search is held to, each to its end, before it spends its own time: never below them.
-        held = held_baselines(session_for(problem, hardware), time_limit)
+        held = held_baselines(request.facts, request.budget.seconds)
         if problem.mode == "map":
-            answer = self._solve_map(problem, hardware, t0, deadline, seed, hint, workers)
+            answer = self._solve_map(problem, hardware, t0, deadline, seed, hint, workers, request.facts)
         elif problem.mode == "prefetch":
-            answer = self._solve_prefetch(problem, hardware, t0, time_limit, seed, hint, workers)
+            answer = self._solve_prefetch(request, workers)
         else:
-            answer = self._solve_pack(problem, hardware, t0, deadline, seed, hint, workers, minimize_peak)
+            answer = self._solve_pack(problem, hardware, t0, deadline, seed, hint, workers, minimize_peak,
+                                      request.facts)
         return no_worse_than_held(problem, hardware, answer, held, answer_from=self._source(answer))
 
     def _source(self, answer: Solution) -> str:
@@ -346,26 +360,25 @@ class LargeNeighbourhoodSearch(ModeDispatch):
 
     # ------------------------------------------------------------------ prefetch mode
 
-    def _solve_prefetch(self, problem, hardware, t0, time_limit, seed, hint, workers):
+    def _solve_prefetch(self, request: SolveRequest, workers: int):
         """From XLA's answer: ``msa``'s answer, built first with the deadline the ``msa`` solver would
         have, and the hint are the starts; CP-SAT then re-solves time windows and groups of buffers
         around the better (:func:`mallocgame.solvers.cpsat.prefetch_windows.solve_prefetch`, the neighbourhood search of
         cpsat's prefetch mode), keeping only what the evaluator scores better: never below ``msa``."""
-        remaining = max(time_limit - (time.monotonic() - t0), 1e-3)
-        result = solve_prefetch(problem, hardware, time_limit=remaining, seed=seed, hint=hint,
-                                workers=workers, name=self.name)
-        return result.replace(wall_time=time.monotonic() - t0,
+        rest = dataclasses.replace(request, budget=Budget.start(max(request.budget.left(), 1e-3)))
+        result = solve_prefetch(rest, workers=workers, name=self.name)
+        return result.replace(wall_time=time.monotonic() - request.budget.started,
                               stats=dict(result.stats) | {"incumbent": result.stats.get("start")})
 
     # ------------------------------------------------------------------ map mode
 
-    def _solve_map(self, problem, hardware, t0, deadline, seed, hint, workers):
+    def _solve_map(self, problem, hardware, t0, deadline, seed, hint, workers, facts):
         """From the hint or greedy-xla's answer: the driver's search over random time windows
         (:class:`MapWindows`), every freed part re-solved by CP-SAT for its exact value."""
         ev = Evaluator.of(problem, hardware)
         index = overlap_index(problem)
         candidates = (ev.benefits > 0) & (problem.arrays.size <= problem.capacity)
-        x, source = self._map_start(problem, hardware, ev, index, hint, t0 + 0.3 * (deadline - t0))
+        x, source = self._map_start(problem, facts, index, hint, t0 + 0.3 * (deadline - t0))
         # Buffers worth nothing in fast memory only block others (value is monotone in the fast set).
         x[~candidates] = -1
         value = ev.value(x)
@@ -383,25 +396,25 @@ class LargeNeighbourhoodSearch(ModeDispatch):
                         solver=self.name)
 
     @staticmethod
-    def _map_start(problem, hardware, ev, index, hint, deadline) -> tuple[np.ndarray, str]:
+    def _map_start(problem, facts, index, hint, deadline) -> tuple[np.ndarray, str]:
         """The hint, else greedy-xla's answer (the solve session's baseline), pushed down."""
         if hint is not None and len(hint.offsets) == problem.n:
             x, source = offsets_array(hint.offsets), hint.solver or "hint"
         else:
-            base = session_for(problem, hardware).baseline("greedy-xla", deadline)
+            base = facts.baseline("greedy-xla", deadline)
             x, source = base.offsets, "greedy-xla" if base.complete else "greedy-xla (cut short by the time limit)"
         return push_down(problem, x, index=index, deadline=deadline), source
 
     # ------------------------------------------------------------------ pack mode
 
-    def _solve_pack(self, problem, hardware, t0, deadline, seed, hint, workers, minimize_peak):
+    def _solve_pack(self, problem, hardware, t0, deadline, seed, hint, workers, minimize_peak, facts):
         """From the lower-peak of the hint and best fit: the driver's search over windows near the
         peak (:class:`PackWindows`), every freed part re-solved by CP-SAT for its highest top."""
         index = overlap_index(problem)
         capacity = None if minimize_peak else problem.capacity
         # On 10^8-pair traces best fit takes most of the time but starts far better than
         # the online allocator, and steps there gain little: let it have 60%.
-        x, source = self._pack_start(problem, hardware, index, hint, t0 + 0.6 * (deadline - t0))
+        x, source = self._pack_start(problem, facts, index, hint, t0 + 0.6 * (deadline - t0))
         peak = int((x + problem.arrays.size).max())
         floor = int(live_profile(problem)[1].max())
         history = [(time.monotonic() - t0, float(peak))]
@@ -424,12 +437,12 @@ class LargeNeighbourhoodSearch(ModeDispatch):
                         wall_time=time.monotonic() - t0, history=tuple(history), stats=stats, solver=self.name)
 
     @staticmethod
-    def _pack_start(problem, hardware, index, hint, deadline) -> tuple[np.ndarray, str]:
+    def _pack_start(problem, facts, index, hint, deadline) -> tuple[np.ndarray, str]:
         """The lower-peak of the complete hint and the solve session's pack baseline (``pack_start``).
 
         Both are computed: on some traces the online allocator beats a best-fit hint.
         """
-        x, source = session_for(problem, hardware).baseline("best-fit", deadline).offsets, "best-fit"
+        x, source = facts.baseline("best-fit", deadline).offsets, "best-fit"
         if hint is not None and len(hint.offsets) == problem.n and all(o is not None for o in hint.offsets):
             h = offsets_array(hint.offsets)
             size = problem.arrays.size

@@ -34,7 +34,8 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Sequence
 
 from mallocgame.bounds import map_upper_bound
 from mallocgame.forking import ChildCall
@@ -42,9 +43,10 @@ from mallocgame.incumbents import offer
 from mallocgame.lift import lift_map_answer
 from mallocgame.model import InputError, Solution, Status
 from mallocgame.pools import ProcessPool
-from mallocgame.protocol import Solver, solver_deadline
+from mallocgame.protocol import Solver
 from mallocgame.registry import SolverLoadError, load_solver, solver_entries
 from mallocgame.report import Report, answer, better, score
+from mallocgame.request import Options, SolveRequest, option
 from mallocgame.runner import preload, run_solver
 from mallocgame.search.game import GameConfig
 from mallocgame.search.uct import PREFETCH_K, greedy_prefetch_intervals
@@ -57,7 +59,6 @@ from mallocgame.session import (
     best_held,
     held_baselines,
     held_stats,
-    session_for,
 )
 
 # The members per mode: the solvers that end best on each kind of problem -- lns and select-pack on layered
@@ -160,7 +161,8 @@ class _Race:
     answer, the best report so far and the bound once known in this process (``None``: not yet;
     ``False``: the bound's child failed). ``lifted``: the map members, whose answers are lifted."""
 
-    def __init__(self, problem, hardware, t0: float, deadline: float, *, minimize_peak: bool, lifted: set[str]):
+    def __init__(self, problem, hardware, t0: float, deadline: float, *, minimize_peak: bool, lifted: set[str],
+                 session):
         self.problem, self.hardware, self.t0, self.deadline = problem, hardware, t0, deadline
         self.minimize_peak, self.lifted = minimize_peak, lifted
         self.map_problem = problem.replace(mode="map") if lifted else None
@@ -168,7 +170,7 @@ class _Race:
         self.errors: dict[str, str] = {}
         self.history: list[tuple[float, float]] = []
         self.best: Report | None = None
-        self.session = session_for(problem, hardware)
+        self.session = session  # the request's facts
         self.bound = self.session.known_bound()  # map mode: computed beside the members
         self.calls: list = []  # the map bound's child (killed at the deadline: HiGHS may overrun its limit)
         self.window_runs: dict[str, float] = {}  # prefetch mode: the window searches started, key -> their start's value
@@ -389,6 +391,16 @@ class _Race:
                                              history=history, stats=stats, solver=solver_name)
 
 
+@dataclass(frozen=True)
+class PortfolioOptions(Options):
+    """The options of the ``portfolio`` solver."""
+
+    workers: int = option(2, "members run at a time, each in a child process", low=1)
+    minimize_peak: bool = option(False, "pack mode: minimise the peak address, not only fit the capacity")
+    solvers: str | Sequence[str] | None = option(None, "the members, in order (default: per mode and goal)",
+                                                  kind="names")
+
+
 class Portfolio(Solver):
     name = "portfolio"
     modes = frozenset({"map", "pack", "prefetch"})
@@ -397,11 +409,13 @@ class Portfolio(Solver):
     preload = ("ortools.sat.python.cp_model", "scipy.optimize", *(f"mallocgame.{m}" for m in (
         "solvers.greedy_xla", "solvers.best_fit", "solvers.msa", "solvers.cpsat.solver", "solvers.pack_search.solver",
         "hybrid.lns", "hybrid.select_pack")))
+    Options = PortfolioOptions
 
-    def solve(self, problem, hardware, *, time_limit, seed, hint=None, workers=2, minimize_peak=False,
-              solvers=None):
-        t0 = time.monotonic()
-        deadline = solver_deadline(t0, time_limit, problem.n, extra=COLLECT)
+    def solve(self, request: SolveRequest) -> Solution:
+        problem, hardware, seed, hint = request.problem, request.hardware, request.seed, request.hint
+        workers, minimize_peak, solvers = request.options.workers, request.options.minimize_peak, request.options.solvers
+        t0, time_limit = request.budget.started, request.budget.seconds
+        deadline = request.budget.keep_back(n=problem.n, extra=COLLECT)
         peak_goal = problem.mode == "pack" and (minimize_peak or problem.capacity is None)
         names = member_names(problem.mode, solvers, goal="peak" if peak_goal else None)
         if solvers is not None and not names:  # an explicit list with nothing to run is bad input
@@ -413,7 +427,8 @@ class Portfolio(Solver):
             # them and the best answer so far, and builds none of its own (cpsat's build_baselines)
             options["build_baselines"] = False
         lifted = lifted_members(names) if problem.mode == "prefetch" else set()
-        race = _Race(problem, hardware, t0, deadline, minimize_peak=minimize_peak, lifted=lifted)
+        race = _Race(problem, hardware, t0, deadline, minimize_peak=minimize_peak, lifted=lifted,
+                     session=request.facts)
         fast = [n for n in names if n in FAST_MEMBERS and n not in lifted]
         large = problem.n > LARGE and solvers is None
         if large:

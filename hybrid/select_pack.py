@@ -41,7 +41,6 @@ from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.hybrid.lns import ModeDispatch, fixed_rectangles, neighbourhood, window_around
 from mallocgame.model import Problem, Solution, Status, offsets_array, offsets_tuple
 from mallocgame.placement import greedy_place, heap_orders, push_down, xla_order
-from mallocgame.session import session_for
 from mallocgame.solvers.cpsat.model import Limits, Part, solve_part, value_terms
 from mallocgame.solvers.pack_search.search import pack
 
@@ -73,11 +72,11 @@ class SelectPack(ModeDispatch):
 
     # ------------------------------------------------------------------ map mode
 
-    def _solve_map(self, problem, hardware, t0, deadline, seed, hint, workers):
+    def _solve_map(self, problem, hardware, t0, deadline, seed, hint, workers, facts):
 
         rng = np.random.default_rng(seed)
         a = problem.arrays
-        session = session_for(problem, hardware)
+        session = facts
         ev, index = session.evaluator, session.overlap
         candidates = (ev.benefits > 0) & (a.size <= problem.capacity)
         density_order = xla_order(problem, ev.benefits)
@@ -196,11 +195,11 @@ class SelectPack(ModeDispatch):
 
     # ------------------------------------------------------------------ pack mode
 
-    def _solve_pack(self, problem, hardware, t0, deadline, seed, hint, workers, minimize_peak):
+    def _solve_pack(self, problem, hardware, t0, deadline, seed, hint, workers, minimize_peak, facts):
 
         rng = np.random.default_rng(seed)
         a = problem.arrays
-        session = session_for(problem, hardware)
+        session = facts
         index = session.overlap
         orders = list(heap_orders(problem).values())
         floor = session.max_live

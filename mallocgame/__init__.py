@@ -25,6 +25,8 @@ _PUBLIC = {
     "Problem": "mallocgame.model", "Buffer": "mallocgame.model", "Op": "mallocgame.model",
     "Operand": "mallocgame.model", "Solution": "mallocgame.model", "Status": "mallocgame.model",
     "InputError": "mallocgame.model", "Solver": "mallocgame.protocol",
+    "SolveRequest": "mallocgame.request", "Budget": "mallocgame.request", "Options": "mallocgame.request",
+    "option": "mallocgame.request",
 }
 __all__ = sorted(_PUBLIC)
 
@@ -33,6 +35,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from mallocgame.model import Buffer, InputError, Op, Operand, Problem, Solution, Status  # noqa: F401
     from mallocgame.protocol import Solver  # noqa: F401
     from mallocgame.report import Report  # noqa: F401
+    from mallocgame.request import Budget, Options, SolveRequest, option  # noqa: F401
 
 
 def __getattr__(name: str) -> Any:

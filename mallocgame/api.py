@@ -22,7 +22,7 @@ from mallocgame.inputs.load import load_problem, prepare
 from mallocgame.io import read_intervals_csv, read_solution_csv
 from mallocgame.model import FastInterval, InputError, Problem, Solution, Status
 from mallocgame.plots import plot_intervals, plot_solution
-from mallocgame.protocol import bad_option_value, bad_seed, bad_time_limit, unknown_options
+from mallocgame.protocol import bad_seed, bad_time_limit, options_of
 from mallocgame.registry import describe, load_solver, solver_entries, solver_modes
 from mallocgame.report import Report, answer
 from mallocgame.scheduling import schedule as run_schedule
@@ -255,11 +255,7 @@ def solve(problem: Problem | str, solver: str = "greedy-xla", *, time_limit: flo
     time_limit, hint_solution, _ = check_request(problem, time_limit=time_limit, **_hint_request(problem, hint))
     if bad_seed(seed):
         raise InputError(f"seed: {bad_seed(seed)}")
-    error = unknown_options(load_solver(solver), options)
-    if error:
-        raise InputError(error)
-    if bad_option_value(options):
-        raise InputError("{}: {}".format(*bad_option_value(options)))
+    options_of(load_solver(solver)).parse(options, owner=solver)  # an unknown name or a bad value: one line
     # in a forked child, the limit kept here: a solver still running at time_limit + LIMIT_GRACE is stopped and
     # the best answer it sent is the result ("stopped at the limit")
     report = solve_beside_bound(solver, problem, problem.hardware, time_limit=time_limit, seed=seed,
@@ -284,9 +280,12 @@ def compare(inputs: str | Sequence[str], solvers: str | Sequence[str], **setting
     if bad_seed(settings.get("seed", 0)):
         raise InputError(f"seed: {bad_seed(settings['seed'])}")
     options = settings.get("solver_options")
-    for values in (options.values() if isinstance(options, dict) else ()):
-        if isinstance(values, dict) and bad_option_value(values):
-            raise InputError("solver_options {}: {}".format(*bad_option_value(values)))
+    for name, values in (options.items() if isinstance(options, dict) else ()):
+        if isinstance(values, dict) and name in solver_entries():
+            try:
+                options_of(load_solver(name)).taken(values)
+            except InputError as exc:
+                raise InputError(f"solver_options {exc}") from None
     inputs = [inputs] if isinstance(inputs, str) else list(inputs)
     solvers = solvers.split(",") if isinstance(solvers, str) else list(solvers)
     return run_comparison(inputs, solvers, **settings).records()

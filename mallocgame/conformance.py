@@ -11,8 +11,9 @@ scored by the runner (:func:`mallocgame.report.score`), never trusted.
 The checks:
 
 * ``protocol`` -- ``name`` is the registered name, ``modes`` a non-empty subset of
-  ``{"map", "pack", "prefetch"}``, ``solve`` takes ``time_limit``, ``seed`` and ``hint``, and the
-  module has a docstring for ``mallocgame solvers``;
+  ``{"map", "pack", "prefetch"}``, ``solve`` takes one request and ``Options`` is a frozen dataclass of
+  documented fields (:func:`mallocgame.protocol.contract_error`), and the module has a docstring for
+  ``mallocgame solvers``;
 * ``valid-answers`` -- a valid answer on every problem of every supported mode (pack:
   every buffer placed; map: never slower than all-slow);
 * ``capacity`` -- map answers fit tight capacities (and a capacity below every buffer
@@ -42,7 +43,6 @@ from __future__ import annotations
 
 import functools
 import gc
-import inspect
 import os
 import time
 from dataclasses import asdict, dataclass
@@ -59,8 +59,10 @@ from mallocgame.lift import lift_map_answer
 from mallocgame.model import MODES, Problem, Solution, Status
 from mallocgame.objective import at_least, better
 from mallocgame.placement import online_pack
+from mallocgame.protocol import contract_error
 from mallocgame.registry import describe, load_solver, solver_entries
 from mallocgame.report import Report, score
+from mallocgame.request import Budget, SolveRequest
 from mallocgame.runner import preload
 from mallocgame.session import BASELINE_SOLVER, held_baselines, session_for
 
@@ -107,7 +109,7 @@ class Subject:
         gc.freeze()  # not gc.collect() first: that would walk the whole heap at every solve of every check
         t0 = time.monotonic()
         try:
-            solution = solver.solve(problem, hardware, time_limit=limit, seed=seed, hint=hint)
+            solution = solver.solve(SolveRequest(problem, hardware, Budget.start(limit), seed, hint, solver.Options()))
         except Exception as exc:  # a solver may fail in any way; the check names it in one line
             raise CheckFailed(f"{_where(problem)}: solve raised {exc.__class__.__name__}: {exc}") from exc
         finally:
@@ -204,20 +206,15 @@ def _main_mode(subject: Subject) -> str:
 # ---------------------------------------------------------------- the checks
 
 def check_protocol(subject: Subject) -> str:
-    """Registered name, modes drawn from {map, pack, prefetch}, solve takes time_limit/seed/hint, a docstring."""
+    """Registered name, modes drawn from {map, pack, prefetch}, solve(request), documented Options, a docstring."""
     solver = load_solver(subject.name)
     declared = getattr(solver, "name", None)
     _require(declared == subject.name, f"the solver's name attribute is {declared!r}, registered as {subject.name!r}")
     modes = getattr(solver, "modes", None)
     _require(isinstance(modes, (set, frozenset)) and bool(modes) and set(modes) <= set(MODES),
              f"modes must be a non-empty set drawn from {set(MODES)}, got {modes!r}")
-    try:
-        params = inspect.signature(solver.solve).parameters
-    except (TypeError, ValueError) as exc:
-        raise CheckFailed(f"solve has no inspectable signature: {exc}") from None
-    if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
-        missing = [k for k in ("time_limit", "seed", "hint") if k not in params]
-        _require(not missing, f"solve(problem, hardware, *, time_limit, seed, hint=None) lacks {', '.join(missing)}")
+    broken = contract_error(solver)
+    _require(broken is None, str(broken))
     text = describe(solver_entries()[subject.name])
     _require(bool(text) and not text.startswith("("),
              f"no one-line description for `mallocgame solvers` (module docstring): {text}")

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, distribution, entry_points
 from typing import Any
 
+from mallocgame.protocol import contract_error
 from mallocgame.suggest import did_you_mean
 
 GROUP = "mallocgame.solvers"
@@ -114,6 +115,9 @@ def load_solver(name: str) -> Any:
             f"{exc.__class__.__name__}: {exc}") from None
     if not callable(getattr(solver, "solve", None)):
         raise SolverLoadError(f"solver {name!r} from {entry.distribution} ({entry.target}) has no solve() method")
+    broken = contract_error(solver)
+    if broken:
+        raise SolverLoadError(f"solver {name!r} from {entry.distribution} ({entry.target}): {broken}")
     return solver
 
 

@@ -15,9 +15,10 @@ from typing import Any
 from mallocgame.bounds import Bound
 from mallocgame.forking import stdout_to_stderr
 from mallocgame.model import Problem, Solution
-from mallocgame.protocol import accepted_options
+from mallocgame.protocol import options_of
 from mallocgame.registry import load_solver
 from mallocgame.report import Report, score
+from mallocgame.request import Budget, SolveRequest
 from mallocgame.session import session_for
 
 
@@ -56,15 +57,18 @@ def preload(solver: Any) -> None:
 def run_solver(name: str, problem: Problem, hardware, *, time_limit: float, seed: int,
                hint: Solution | None = None, options: dict[str, Any] | None = None,
                bound: Bound | None = None) -> Report:
-    """Load solver ``name``, solve, validate and score. Raises ``SolverLoadError`` for a bad name."""
+    """Load solver ``name``, solve, validate and score. Raises ``SolverLoadError`` for a bad name.
+
+    ``options``: ``{name: value}``; the solver receives those its ``Options`` has (options given to every solver
+    of a run, such as ``workers``, reach only those that take them), each value checked."""
     solver = load_solver(name)
     modes = getattr(solver, "modes", frozenset({"map", "pack"}))
     if problem.mode not in modes:
         raise UnsupportedMode(f"solver {name!r} does not support {problem.mode} mode (supports: {', '.join(sorted(modes))})")
-    kwargs = accepted_options(solver, dict(options or {}))
+    typed = options_of(solver).taken(dict(options or {}))
     preload(solver)
-    t0 = time.monotonic()
-    solution = solver.solve(problem, hardware, time_limit=time_limit, seed=seed, hint=hint, **kwargs)
-    seconds = time.monotonic() - t0
+    request = SolveRequest(problem, hardware, Budget.start(time_limit), seed, hint, typed)
+    solution = solver.solve(request)
+    seconds = time.monotonic() - request.budget.started
     return score(problem, hardware, solution, seconds=seconds, bound=bound, solver_name=name)
 

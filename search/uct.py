@@ -76,6 +76,7 @@ import numpy as np
 from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
 from mallocgame.lift import hint_intervals
 from mallocgame.model import Solution, Status, offsets_array, offsets_tuple
+from mallocgame.request import SolveRequest
 from mallocgame.search.game import Game, GameConfig
 from mallocgame.search.game_data import GameData
 from mallocgame.search.game_prefetch import PrefetchData, intervals_of, rows_of
@@ -545,14 +546,14 @@ def greedy_prefetch_intervals(problem, hardware, game_cfg, until: float = math.i
 
 def prefetch_incumbents(problem, hardware, game_cfg, hint, until: float,
                         msa_deadline: float | None = None, variants_until: float | None = None,
-                        held: list | None = None) -> list[Episode]:
-    """Prefetch mode's fallback answers: all-slow, the baselines ``held`` (built already:
+                        held: list | None = None, session=None) -> list[Episode]:
+    """Prefetch mode's fallback answers (``session``: the request's facts): all-slow, the baselines ``held`` (built already:
     :func:`mallocgame.session.held_baselines`), the mode's other baselines from the solve session
     (:meth:`mallocgame.session.Session.baselines`: greedy-xla's map answer lifted, then ``msa``'s answers
     built until ``msa_deadline``, default ``until``, its XLA variants until ``variants_until``), the greedy
     episode of the game in the other buffer order and the ``hint`` (a prefetch answer; a map answer is lifted).
     Values by the prefetch evaluator."""
-    session = session_for(problem, hardware)
+    session = session or session_for(problem, hardware)
     ev = session.prefetch_evaluator
     data = PrefetchData.of(problem, hardware)
 
@@ -608,25 +609,27 @@ def placement_answer(problem, data, result: SearchResult):
     return status, peak, ()
 
 
-def solve_with_uct(name: str, problem, hardware, cfg: MCTSConfig, game_cfg, *, t0: float, time_limit: float,
-                   seed: int, hint=None, prior: Prior | None = None, data=None, stats: dict | None = None,
+def solve_with_uct(name: str, request: SolveRequest, cfg: MCTSConfig, game_cfg, *,
+                   prior: Prior | None = None, data=None, stats: dict | None = None,
                    leaf_value: LeafValue | None = None, prepare: Callable[[Prior | None, dict], Prior | None] | None = None):
     """The frame both UCT solvers (``mcts``, ``muzero``) run: fallback answers, the search, the answer.
 
     Map and pack mode: the greedy episodes of the other game shapes and the ``hint``; prefetch mode:
     :func:`prefetch_incumbents`. Then :class:`UCTSearch` (``prior`` selects by pUCT) plays the game
-    ``game_cfg`` until ``0.95 * time_limit - 0.05`` after ``t0``, and the best episode seen is the
-    answer (a :class:`mallocgame.model.Solution` named ``name``). ``data``: the game's data if the
+    ``game_cfg`` until ``request.budget.stop_at(0.95)``, and the best episode seen is the
+    answer (a :class:`mallocgame.model.Solution` named ``name``) to ``request``. ``data``: the game's data if the
     caller built it already; ``stats``: the caller's statistics, the search's are added. ``leaf_value``: the leaf
     evaluator of ``cfg.leaf="value"|"mixed"``. ``prepare(prior, stats) -> prior``: the caller's set-up (the muzero
     solver's relaxation MIP), run after the fallback answers are built so that its time does not cut them short; it
     returns the prior to search with and may note in ``stats`` (the answer's) why it changed.
     """
-    deadline = t0 + 0.95 * time_limit - 0.05
+    problem, hardware, seed, hint, budget = request.problem, request.hardware, request.seed, request.hint, request.budget
+    t0, time_limit = budget.started, budget.seconds
+    deadline = budget.stop_at(0.95)
     stats = dict(stats or {})
     # The baselines this search is held to, each to its end, before it spends any of its own time (even when
     # that is gone already: they are bounded by a share of the limit); the answer is never below them.
-    held = held_baselines(session_for(problem, hardware), time_limit)
+    held = held_baselines(request.facts, time_limit)
     if problem.mode == "prefetch":
         if problem.n == 0 or not problem.has_ops:  # nothing to serve: the empty answer
             return Solution(offsets=(None,) * problem.n, status=Status.FEASIBLE, mode=problem.mode, objective=0.0,
@@ -637,7 +640,8 @@ def solve_with_uct(name: str, problem, hardware, cfg: MCTSConfig, game_cfg, *, t
 
         incumbents = prefetch_incumbents(problem, hardware, game_cfg, hint, t0 + 0.25 * time_limit,
                                          msa_deadline=t0 + BASELINE_SHARE * time_limit,
-                                         variants_until=t0 + VARIANTS_SHARE * time_limit, held=held)
+                                         variants_until=t0 + VARIANTS_SHARE * time_limit, held=held,
+                                         session=request.facts)
     else:
         data = data or GameData(problem, hardware)
         # The greedy episodes of the other game shapes (one of them replays greedy-xla exactly),
@@ -645,7 +649,7 @@ def solve_with_uct(name: str, problem, hardware, cfg: MCTSConfig, game_cfg, *, t
         incumbents = greedy_incumbents(problem, hardware, data, game_cfg, t0 + 0.25 * time_limit)
         # and the mode's baselines from the solve session (greedy-xla; best fit), built once, complete
 
-        more = session_for(problem, hardware).baselines(t0 + BASELINE_SHARE * time_limit)
+        more = request.facts.baselines(budget.at(BASELINE_SHARE))
         for b in held + [b for b in more if all(b.name != h.name for h in held)]:
             off = np.array(b.offsets)
             if problem.mode == "map" or (off >= 0).all():

@@ -24,8 +24,8 @@ import time
 from mallocgame.incumbents import offer
 from mallocgame.model import Solution, Status, offsets_tuple
 from mallocgame.placement import greedy_place, heap_orders
-from mallocgame.protocol import Solver, solver_deadline
-from mallocgame.session import session_for
+from mallocgame.protocol import Solver
+from mallocgame.request import SolveRequest
 
 
 class BestFit(Solver):
@@ -33,11 +33,11 @@ class BestFit(Solver):
     modes = frozenset({"map", "pack"})
     greedy = True  # a one-pass heuristic: a baseline, not held to never-below-greedy (mallocgame.conformance)
 
-    def solve(self, problem, hardware, *, time_limit, seed, hint=None):
+    def solve(self, request: SolveRequest) -> Solution:
+        problem, session = request.problem, request.facts
         t0 = time.monotonic()
-        session = session_for(problem, hardware)
         # the end is one tuple of offsets (and in map mode one scoring per order): 2 µs per buffer kept back
-        deadline = solver_deadline(t0, time_limit, problem.n, per_buffer=2e-6)
+        deadline = request.budget.keep_back(n=problem.n, per_buffer=2e-6)
         if problem.mode == "pack":  # the pack baseline of the solve session (mallocgame.placement.pack_start), built once
             b = session.baseline("best-fit", deadline)
             stats = {"order": b.stats["order"]}

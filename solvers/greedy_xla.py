@@ -12,8 +12,8 @@ from __future__ import annotations
 import time
 
 from mallocgame.model import Solution, Status, offsets_tuple
-from mallocgame.protocol import Solver, solver_deadline
-from mallocgame.session import session_for
+from mallocgame.protocol import Solver
+from mallocgame.request import SolveRequest
 
 
 class GreedyXLA(Solver):
@@ -21,14 +21,15 @@ class GreedyXLA(Solver):
     modes = frozenset({"map", "pack"})
     greedy = True  # a one-pass heuristic: a baseline, not held to never-below-greedy (mallocgame.conformance)
 
-    def solve(self, problem, hardware, *, time_limit, seed, hint=None):
+    def solve(self, request: SolveRequest) -> Solution:
+        problem = request.problem
         t0 = time.monotonic()
         # built once per solve session, until the deadline: a cut leaves the rest slow (map) or
         # unplaced (pack: then no valid answer), and the stats and the summary line say so
         # Its end is one tuple of offsets, not a search's scoring: 1 µs per buffer kept back, not the searches' 20,
         # which would take a large share of a short limit on a large input (docs/results.md, "Deadlines")
-        deadline = solver_deadline(t0, time_limit, problem.n, per_buffer=1e-6)
-        base = session_for(problem, hardware).baseline("greedy-xla", deadline)
+        deadline = request.budget.keep_back(n=problem.n, per_buffer=1e-6)
+        base = request.facts.baseline("greedy-xla", deadline)
         stats = {} if base.complete else {"cut_short": True}
         return Solution(offsets=offsets_tuple(base.offsets), status=Status.FEASIBLE, mode=problem.mode,
                         wall_time=time.monotonic() - t0, solver=self.name, stats=stats)

@@ -19,7 +19,7 @@ map answer lifted to prefetch mode (:func:`mallocgame.lift.lift_map_answer`), al
 the ``hint`` (a prefetch answer; a map answer is lifted), compared with
 :class:`mallocgame.hardware.prefetch_cost.PrefetchEvaluator`.
 
-Extra keyword options (Python callers): ``variant`` ("order" | "address"; prefetch mode
+Options (`MCTSOptions`; `mallocgame solvers mcts` lists them): ``variant`` ("order" | "address"; prefetch mode
 always plays "prefetch"), ``k`` (default 16; prefetch mode 4), ``windows`` (prefetch mode, default 2),
 ``order``, ``rollout`` ("greedy" | "random"), ``epsilon``, ``rollout_depth``,
 ``exploration``, ``commit`` ("visits" | "max"; default ``DEFAULT_COMMIT`` of :mod:`mallocgame.search.uct`:
@@ -29,32 +29,49 @@ episode it had seen, "visits" in pack mode).
 
 from __future__ import annotations
 
-import time
+from dataclasses import dataclass
 
-from mallocgame.model import InputError, Problem, Solution
+from mallocgame.model import InputError, Solution
 from mallocgame.protocol import Solver
+from mallocgame.request import Options, SolveRequest, option
 from mallocgame.search.game import GameConfig
-from mallocgame.search.uct import DEFAULT_COMMIT, DEFAULT_GAME, PREFETCH_K, MCTSConfig, solve_with_uct
+from mallocgame.search.uct import COMMITS, DEFAULT_COMMIT, DEFAULT_GAME, PREFETCH_K, MCTSConfig, solve_with_uct
 
 ORDERS = ("start", "xla", "size")  # the buffer orders of the fixed-order games (search.game_data.buffer_order)
+
+
+@dataclass(frozen=True)
+class MCTSOptions(Options):
+    """The options of the ``mcts`` solver (the module's docstring says what each does)."""
+
+    simulations: int | None = option(None, f"simulations per move (default {MCTSConfig.simulations})", low=1)
+    variant: str | None = option(None, "the game: fixed order or fixed address (default: per mode)",
+                                 choices=("order", "address", "prefetch"))
+    k: int | None = option(None, f"offsets per decision (default 16; prefetch mode {PREFETCH_K})", low=1)
+    order: str | None = option(None, "the buffer order of the fixed-order games (default: per mode)", choices=ORDERS)
+    rollout: str = option("greedy", "the rollout policy", choices=("greedy", "random"))
+    epsilon: float = option(0.0, "the share of random moves in a greedy rollout", low=0.0, high=1.0)
+    rollout_depth: int | None = option(None, "rollout steps from a leaf (default: to the end)", low=0)
+    exploration: float = option(1.0, "the UCT constant on sibling-normalised values", low=0.0)
+    commit: str | None = option(None, "which move is committed: most visited or best return (default: per mode)",
+                                choices=COMMITS)
+    windows: int = option(2, "copy windows per use segment (prefetch mode)", low=1, high=3)
 
 
 class MCTSSolver(Solver):
     name = "mcts"
     modes = frozenset({"map", "pack", "prefetch"})
+    Options = MCTSOptions
 
-    def solve(self, problem: Problem, hardware, *, time_limit: float, seed: int, hint: Solution | None = None,
-              simulations: int | None = None, variant: str | None = None, k: int | None = None,
-              order: str | None = None, rollout: str = "greedy", epsilon: float = 0.0,
-              rollout_depth: int | None = None, exploration: float = 1.0, commit: str | None = None,
-              windows: int = 2) -> Solution:
-        t0 = time.monotonic()
+    def solve(self, request: SolveRequest) -> Solution:
+        problem, opts = request.problem, request.options
+        simulations, variant, k, order, windows = opts.simulations, opts.variant, opts.k, opts.order, opts.windows
+        rollout, epsilon, rollout_depth, exploration, commit = (opts.rollout, opts.epsilon, opts.rollout_depth,
+                                                                opts.exploration, opts.commit)
         try:  # an option value the game or the search cannot take is bad input (one line, exit 2)
             cfg = MCTSConfig(simulations=simulations or MCTSConfig.simulations, exploration=exploration,
                              rollout=rollout, epsilon=epsilon, rollout_depth=rollout_depth,
                              commit=commit or DEFAULT_COMMIT[problem.mode])
-            if order is not None and order not in ORDERS:
-                raise ValueError(f"unknown buffer order {order!r} (known: {', '.join(ORDERS)})")
             if problem.mode == "prefetch":
                 if variant not in (None, "prefetch"):
                     raise ValueError(f"prefetch mode plays the prefetch variant of the game, not {variant!r}")
@@ -68,5 +85,4 @@ class MCTSSolver(Solver):
                                       order=order or (default_order if variant in (None, default_variant) else "start"))
         except (ValueError, TypeError) as exc:
             raise InputError(f"mcts: {exc}") from None
-        return solve_with_uct(self.name, problem, hardware, cfg, game_cfg, t0=t0, time_limit=time_limit, seed=seed,
-                              hint=hint)
+        return solve_with_uct(self.name, request, cfg, game_cfg)

@@ -22,39 +22,50 @@ FEASIBLE (a valid answer) but says so: ``stats["cut_short"]`` (the CLI's summary
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 from mallocgame.lift import hint_intervals
-from mallocgame.memory_space_assignment import MAX_OVERLAP_RATIO, MAX_RETRIES, _Msa, check_options, msa_run  # noqa: F401  (_Msa: tests)
-from mallocgame.model import FastInterval, InputError, Problem, Solution, Status
+from mallocgame.memory_space_assignment import MAX_OVERLAP_RATIO, MAX_RETRIES, _Msa, msa_run  # noqa: F401  (_Msa: tests)
+from mallocgame.model import FastInterval, Problem, Solution, Status
 from mallocgame.objective import better
-from mallocgame.protocol import Solver, solver_deadline
-from mallocgame.session import MSA_VARIANTS, VARIANTS_SHARE, session_for
+from mallocgame.protocol import Solver
+from mallocgame.request import Options, SolveRequest, option
+from mallocgame.session import MSA_VARIANTS, VARIANTS_SHARE
+
+
+@dataclass(frozen=True)
+class MsaOptions(Options):
+    """The options of the ``msa`` solver."""
+
+    max_retries: int = option(MAX_RETRIES, "XLA's retries of a buffer's allocation with fewer uses", low=1)
+    max_overlap: str = option("buffer", "XLA's max-overlap rule: per buffer or per memory",
+                              choices=("buffer", "memory"))
+    variants: bool = option(True, "also run two other XLA configurations when time permits; keep the best")
+    overlap_ratio: float = option(MAX_OVERLAP_RATIO, "the longest no-copy stay and prefetch window, in copy times",
+                                  low=1)
+    variants_seconds: float | None = option(None, "seconds from the start the variants must fit in "
+                                                  "(default: a tenth of the time limit)", low=0)
 
 
 class MemorySpaceAssignment(Solver):
     name = "msa"
     modes = frozenset({"prefetch"})
     greedy = True  # a one-pass heuristic: the baseline of prefetch mode, not held to never-below-greedy
+    Options = MsaOptions
 
-    def solve(self, problem, hardware, *, time_limit, seed, hint=None, max_retries: int = MAX_RETRIES,
-              max_overlap: str = "buffer", variants: bool = True, overlap_ratio: float = MAX_OVERLAP_RATIO,
-              variants_seconds: float | None = None):
+    def solve(self, request: SolveRequest) -> Solution:
+        problem, hardware, hint, opts = request.problem, request.hardware, request.hint, request.options
+        max_retries, max_overlap, overlap_ratio = opts.max_retries, opts.max_overlap, opts.overlap_ratio
         t0 = time.monotonic()
-        check_options(max_retries, max_overlap, overlap_ratio=overlap_ratio)
-        if not isinstance(variants, bool):
-            raise InputError(f"msa: variants must be True or False, got {variants!r}")
-        if variants_seconds is None:
-            variants_seconds = VARIANTS_SHARE * time_limit
-        elif isinstance(variants_seconds, bool) or not isinstance(variants_seconds, (int, float)) \
-                or not variants_seconds >= 0:
-            raise InputError(f"msa: variants_seconds must be a number of seconds >= 0, got {variants_seconds!r}")
+        variants_seconds = VARIANTS_SHARE * request.budget.seconds if opts.variants_seconds is None \
+            else opts.variants_seconds
         n = problem.n
         empty = Solution(offsets=(None,) * n, status=Status.FEASIBLE, mode=problem.mode, objective=0.0,
                          solver=self.name, intervals=())
         if n == 0 or not problem.has_ops:
             return empty.replace(wall_time=time.monotonic() - t0)
-        deadline = solver_deadline(t0, time_limit, n, extra=0.02)
-        ev = session_for(problem, hardware).prefetch_evaluator
+        deadline = request.budget.keep_back(n=n, extra=0.02)
+        ev = request.facts.prefetch_evaluator
         candidates: list[tuple[str, list[FastInterval], dict]] = [("all-slow", [], {})]
         hinted = self._hint_intervals(problem, hint)
         if hinted is not None:
@@ -68,7 +79,7 @@ class MemorySpaceAssignment(Solver):
             if time.monotonic() > deadline and start is not None:
                 break
             if start is None and xla_defaults:
-                built = session_for(problem, hardware).baseline("msa", deadline)  # once per solve session
+                built = request.facts.baseline("msa", deadline)  # once per solve session
                 answer, stats = (None, {"timed_out": False}) if built is None else (list(built.intervals), built.stats)
             else:
                 answer, stats = msa_run(problem, hardware, deadline, start=start, max_retries=max_retries,
@@ -78,7 +89,8 @@ class MemorySpaceAssignment(Solver):
                 candidates.append(("msa" if start is None else "msa+hint", answer, stats))
         budget = min(deadline, t0 + variants_seconds)
         tried, skipped = self._variants(problem, hardware, budget, t0, candidates, max_retries, max_overlap,
-                                        variants and not timed_out, overlap_ratio, shared=xla_defaults)
+                                        opts.variants and not timed_out, overlap_ratio,
+                                        shared=xla_defaults, facts=request.facts)
         best_label, best, best_stats, best_value = "all-slow", [], {}, 0.0
         for label, ivs, stats in candidates:
             value = ev.value(ivs) if ivs else 0.0
@@ -95,11 +107,11 @@ class MemorySpaceAssignment(Solver):
 
     @staticmethod
     def _variants(problem, hardware, deadline, t0, candidates, max_retries, max_overlap, on,
-                  overlap_ratio=MAX_OVERLAP_RATIO, *, shared: bool = False) -> tuple[list, list]:
+                  overlap_ratio=MAX_OVERLAP_RATIO, *, shared: bool = False, facts=None) -> tuple[list, list]:
         """Runs of other XLA configurations, each only when a run as long as those so far still fits before
         ``deadline`` (and kept only if it finished): XLA's cross-program prefetch of one buffer, then the other
         max-overlap rule. Their answers join the candidates; returns the labels tried and skipped. ``shared``
-        (XLA's default options): the runs are the solve session's baselines (:data:`MSA_VARIANTS`)."""
+        (XLA's default options): the runs are the solve session's baselines (:data:`MSA_VARIANTS`) in ``facts``."""
         other = "memory" if max_overlap == "buffer" else "buffer"
         runs = [("msa+cross-program-prefetch", {"cross_program_prefetch": 1, "max_overlap": max_overlap}),
                 (f"msa+{other}-overlap", {"max_overlap": other})]
@@ -112,7 +124,7 @@ class MemorySpaceAssignment(Solver):
                 skipped.append(label)
                 continue
             if shared and label in MSA_VARIANTS:
-                built = session_for(problem, hardware).baseline(label, deadline)
+                built = facts.baseline(label, deadline)
                 if built is None:  # the session's own check: a run as long as msa's does not fit
                     skipped.append(label)
                     continue

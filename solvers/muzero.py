@@ -34,7 +34,7 @@ rollouts where the time per move affords two, else 64 greedy steps and the refer
 network is read). How the default stands against ``mcts`` in each mode, and the measurements that chose every
 default below: docs/results.md, "muzero's defaults".
 
-Options (keyword arguments of ``solve``; the CLI passes ``--simulations`` and ``--solver-option``):
+Options (`MuZeroOptions`, listed by `mallocgame solvers muzero`; the CLI passes ``--simulations`` and ``--solver-option``):
 
 * ``simulations``  new simulations per move (default 16), all counted in ``stats["simulations"]``;
 * ``prior``        ``"network"`` (default), ``"uniform"``, ``"network-relaxation-mean"`` /
@@ -106,6 +106,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -113,6 +114,7 @@ import numpy as np
 
 from mallocgame.model import InputError, Problem, Solution, Status, offsets_array, offsets_tuple
 from mallocgame.protocol import Solver
+from mallocgame.request import Options, SolveRequest, option
 from mallocgame.search.game import Game, GameConfig
 from mallocgame.search.game_data import GameData
 from mallocgame.search.muzero import checkpoints as shipped_checkpoints
@@ -132,7 +134,7 @@ from mallocgame.search.uct import (
     MCTSConfig,
     solve_with_uct,
 )
-from mallocgame.session import held_baselines, no_worse_than_held, session_for
+from mallocgame.session import held_baselines, no_worse_than_held
 
 DEFAULT_SIMULATIONS = 16
 DEFAULT_ROLLOUT_DEPTH = 48  # the searches inside a model only
@@ -199,71 +201,77 @@ def _choice(name: str, value, choices: tuple[str, ...]) -> str:
     return value
 
 
+@dataclass(frozen=True)
+class MuZeroOptions(Options):
+    """The options of the ``muzero`` solver (the module's docstring says what each does)."""
+
+    simulations: int | None = option(None, f"simulations per move (default {DEFAULT_SIMULATIONS})", low=1)
+    checkpoint: str | None = option(None, "the network's checkpoint file (default: the shipped network)")
+    prior: str = option("network", "the prior of the guided UCT", choices=PRIORS)
+    exploration: float | None = option(None, "the UCT / pUCT constant (default: per selection rule and mode)",
+                                       low=0.0)
+    method: str = option("uct", "the search: guided UCT, or Gumbel / pUCT inside a model", choices=METHODS)
+    model: str | None = option(None, "the model the Gumbel / pUCT searches plan in (map mode)", choices=MODELS)
+    search_model: str | None = option(None, "the old name of model", choices=MODELS)
+    c_scale: float | None = option(None, "the Gumbel / pUCT searches' value scale (default: per model)", low=0.0)
+    rollout_depth: int | None = option(None, "rollout steps from a leaf (default: to the end)", low=0)
+    selection: str | None = option(None, f"the guided selection rule (default {DEFAULT_SELECTION})",
+                                   choices=GUIDED_RULES)
+    prior_power: float | None = option(None, f"the prior's power (default {DEFAULT_PRIOR_POWER:g})", low=0.0)
+    prior_decay: float | None = option(None, f"the fading of the power with visits (default {DEFAULT_PRIOR_DECAY:g})",
+                                       low=0.0)
+    leaf: str | None = option(None, "the leaf evaluation (default: per mode)", choices=LEAVES)
+    leaf_steps: int | None = option(None, "greedy steps before a mixed leaf's value (default: per leaf)", low=0)
+    leaf_value: str = option("network", "what values a leaf: the network or the reference episode",
+                             choices=LEAF_VALUES)
+    commit: str | None = option(None, "which move is committed: most visited or best return (default: per mode)",
+                                choices=COMMITS)
+    auto_simulations: int | None = option(None, "leaf=auto's rollouts to the end a move must afford "
+                                                f"(default {DEFAULT_AUTO_SIMULATIONS})", low=1)
+
+
 class MuZeroSolver(Solver):
     name = "muzero"
     modes = frozenset({"map", "pack", "prefetch"})
     preload = ("torch", "scipy.optimize")  # imported before the clock starts (mallocgame.runner.preload)
 
-    def solve(self, problem: Problem, hardware, *, time_limit: float, seed: int, hint: Solution | None = None,
-              simulations: int | None = None, checkpoint: str | None = None, prior: str = "network",
-              exploration: float | None = None, method: str = "uct", model: str | None = None,
-              search_model: str | None = None, c_scale: float | None = None,
-              rollout_depth: int | None = None, selection: str | None = None,
-              prior_power: float | None = None, prior_decay: float | None = None, leaf: str | None = None,
-              leaf_steps: int | None = None, leaf_value: str = "network", commit: str | None = None,
-              auto_simulations: int | None = None) -> Solution:
+    Options = MuZeroOptions
+
+    def solve(self, request: SolveRequest) -> Solution:
+        problem, opts = request.problem, request.options
         t0 = time.monotonic()
-        prior = _choice("prior", prior, PRIORS)
-        selection = _choice("selection", DEFAULT_SELECTION if selection is None else selection, GUIDED_RULES)
-        method = _choice("method", method, METHODS)
-        if model is not None:
-            model = _choice("model", model, MODELS)
-        if search_model is not None:  # the old spelling of model
-            search_model = _choice("search_model", search_model, MODELS)
-            if model is not None and model != search_model:
-                raise InputError(f"muzero: options model={model!r} and search_model={search_model!r} disagree "
+        prior, method, model, checkpoint, c_scale = opts.prior, opts.method, opts.model, opts.checkpoint, opts.c_scale
+        rollout_depth, exploration, leaf = opts.rollout_depth, opts.exploration, opts.leaf
+        selection = DEFAULT_SELECTION if opts.selection is None else opts.selection
+        if opts.search_model is not None:  # the old spelling of model
+            if model is not None and model != opts.search_model:
+                raise InputError(f"muzero: options model={model!r} and search_model={opts.search_model!r} disagree "
                                  "(search_model is the old name of model; give one)")
-            model = search_model
-        sims = DEFAULT_SIMULATIONS if simulations is None else simulations
-        if isinstance(sims, bool) or not isinstance(sims, int) or sims < 1:
-            raise InputError(f"muzero: option simulations must be a positive integer, got {sims!r}")
-        if rollout_depth is not None and (isinstance(rollout_depth, bool) or not isinstance(rollout_depth, int)
-                                          or rollout_depth < 0):
-            raise InputError(f"muzero: option rollout_depth must be an integer >= 0, got {rollout_depth!r}")
+            model = opts.search_model
+        sims = DEFAULT_SIMULATIONS if opts.simulations is None else opts.simulations
         if exploration is None:
             exploration = DEFAULT_EXPLORATION[selection][problem.mode]
-        if isinstance(exploration, bool) or not isinstance(exploration, (int, float)) or not exploration >= 0:
-            raise InputError(f"muzero: option exploration must be a number >= 0, got {exploration!r}")
-        if prior_power is None:
-            prior_power = DEFAULT_PRIOR_POWER
-        if isinstance(prior_power, bool) or not isinstance(prior_power, (int, float)) or not prior_power >= 0:
-            raise InputError(f"muzero: option prior_power must be a number >= 0, got {prior_power!r}")
-        if prior_decay is None:
-            prior_decay = DEFAULT_PRIOR_DECAY
-        if isinstance(prior_decay, bool) or not isinstance(prior_decay, (int, float)) or not prior_decay >= 0:
-            raise InputError(f"muzero: option prior_decay must be a number >= 0, got {prior_decay!r}")
-        commit = _choice("commit", DEFAULT_COMMIT[problem.mode] if commit is None else commit, COMMITS)
+        prior_power = DEFAULT_PRIOR_POWER if opts.prior_power is None else opts.prior_power
+        prior_decay = DEFAULT_PRIOR_DECAY if opts.prior_decay is None else opts.prior_decay
+        commit = DEFAULT_COMMIT[problem.mode] if opts.commit is None else opts.commit
         leaf_given = leaf is not None
-        leaf = _choice("leaf", DEFAULT_LEAF[problem.mode] if leaf is None else leaf, LEAVES)
-        leaf_value = _choice("leaf_value", leaf_value, LEAF_VALUES)
+        leaf = DEFAULT_LEAF[problem.mode] if leaf is None else leaf
+        leaf_value = opts.leaf_value
+        leaf_steps = opts.leaf_steps
         if leaf_steps is None:
             leaf_steps = DEFAULT_AUTO_LEAF_STEPS if leaf == "auto" else DEFAULT_LEAF_STEPS
-        auto_simulations = DEFAULT_AUTO_SIMULATIONS if auto_simulations is None else auto_simulations
-        if isinstance(auto_simulations, bool) or not isinstance(auto_simulations, int) or auto_simulations < 1:
-            raise InputError(f"muzero: option auto_simulations must be an integer >= 1, got {auto_simulations!r}")
-        if isinstance(leaf_steps, bool) or not isinstance(leaf_steps, int) or leaf_steps < 0:
-            raise InputError(f"muzero: option leaf_steps must be an integer >= 0, got {leaf_steps!r}")
+        auto_simulations = DEFAULT_AUTO_SIMULATIONS if opts.auto_simulations is None else opts.auto_simulations
         if method != "uct" or model is not None:
             if leaf_given and leaf != "rollout":
                 raise InputError("muzero: option leaf=value|mixed|auto is the guided UCT's (method=uct, no model)")
             if problem.mode != "map":
                 what = f"model={model}" if model is not None else f"method={method}"
                 raise InputError(f"muzero: option {what} plays map mode only, not {problem.mode} mode")
-            return _solve_legacy(self.name, problem, hardware, t0=t0, time_limit=time_limit, seed=seed, hint=hint,
+            return _solve_legacy(self.name, request, t0=t0,
                                  sims=sims, checkpoint=checkpoint, search_model=model,
                                  method="gumbel" if method == "uct" else method, c_scale=c_scale,
                                  rollout_depth=rollout_depth)
-        return _solve_uct(self.name, problem, hardware, t0=t0, time_limit=time_limit, seed=seed, hint=hint,
+        return _solve_uct(self.name, request,
                           sims=sims, checkpoint=checkpoint, prior=prior, exploration=float(exploration),
                           rollout_depth=rollout_depth, selection=selection, prior_power=float(prior_power),
                           prior_decay=float(prior_decay), leaf=(leaf, leaf_steps, leaf_value), commit=commit,
@@ -290,11 +298,11 @@ def _default_checkpoint(mode: str, valued: bool) -> Path:
     return VALUE_CHECKPOINT if valued else DEFAULT_CHECKPOINT
 
 
-def _solve_uct(name: str, problem: Problem, hardware, *, t0: float, time_limit: float, seed: int,
-               hint: Solution | None, sims: int, checkpoint: str | None, prior: str, exploration: float,
+def _solve_uct(name: str, request: SolveRequest, *, sims: int, checkpoint: str | None, prior: str, exploration: float,
                rollout_depth: int | None, selection: str, prior_power: float, prior_decay: float = 0.0,
                leaf: tuple[str, int, str] = ("rollout", 0, "network"), commit: str,
                auto_simulations: int = 2) -> Solution:
+    problem, hardware, time_limit = request.problem, request.hardware, request.budget.seconds
     stats: dict[str, Any] = {"method": "uct", "selection": selection, "exploration": exploration,
                              "prior_power": prior_power, "prior_decay": prior_decay, "commit": commit}
     net = trained_game = None
@@ -350,8 +358,8 @@ def _solve_uct(name: str, problem: Problem, hardware, *, t0: float, time_limit: 
     cfg = MCTSConfig(simulations=sims, exploration=exploration, rollout="greedy", rollout_depth=rollout_depth,
                      commit=commit, guided=selection, prior_power=prior_power, prior_decay=prior_decay,
                      leaf=leaf[0], leaf_steps=leaf[1], auto_simulations=auto_simulations)
-    solution = solve_with_uct(name, problem, hardware, cfg, game_cfg, t0=t0, time_limit=time_limit, seed=seed,
-                              hint=hint, prior=prior_fn, data=data, stats=stats, leaf_value=leaf_fn, prepare=prepare)
+    solution = solve_with_uct(name, request, cfg, game_cfg, prior=prior_fn, data=data, stats=stats, leaf_value=leaf_fn,
+                              prepare=prepare)
     # The network is asked exactly when the search asks its prior (never at a forced move) or values a leaf.
     calls = (prior_fn.calls if isinstance(prior_fn, NetworkPrior | BlendedPrior) else 0) + getattr(leaf_fn, "calls", 0)
     return dataclasses.replace(solution, stats={**solution.stats, "network_evaluations": calls})
@@ -372,11 +380,11 @@ def _leaf_evaluator(leaf: tuple[str, int, str], value_net, stats: dict):
 
 
 # --- the searches inside a model (Gumbel / pUCT of search.muzero.search), map mode ---------------
-def _solve_legacy(name: str, problem: Problem, hardware, *, t0: float, time_limit: float, seed: int,
-                  hint: Solution | None, sims: int, checkpoint: str | None, search_model: str | None, method: str,
-                  c_scale: float | None, rollout_depth: int | None) -> Solution:
-    deadline = t0 + 0.9 * time_limit - 0.05
-    held = held_baselines(session_for(problem, hardware), time_limit)  # first: the answer is never below them
+def _solve_legacy(name: str, request: SolveRequest, *, t0: float, sims: int, checkpoint: str | None,
+                  search_model: str | None, method: str, c_scale: float | None, rollout_depth: int | None) -> Solution:
+    problem, hardware, seed, hint = request.problem, request.hardware, request.seed, request.hint
+    deadline = request.budget.stop_at(0.9)
+    held = held_baselines(request.facts, request.budget.seconds)  # first: the answer is never below them
 
     model = search_model or os.environ.get(MODEL_ENV) or "simulator"
     model = _choice("model", model, MODELS)

@@ -24,14 +24,14 @@ FAILING_MODULE = textwrap.dedent('''
     class Raises(Solver):
         name = "raises"
 
-        def solve(self, problem, hardware, *, time_limit, seed, hint=None):
-            raise RuntimeError("boom on " + problem.name)
+        def solve(self, request):
+            raise RuntimeError("boom on " + request.problem.name)
 
     class Sleeps(Solver):
         """Starts a helper process, writes its pid where PID_FILE says, and never returns."""
         name = "sleeps"
 
-        def solve(self, problem, hardware, *, time_limit, seed, hint=None):
+        def solve(self, request):
             import subprocess, time
             helper = subprocess.Popen(["sleep", "120"])
             with open(os.environ["PID_FILE"], "w") as fh:
@@ -41,7 +41,7 @@ FAILING_MODULE = textwrap.dedent('''
     class Dies(Solver):
         name = "dies"
 
-        def solve(self, problem, hardware, *, time_limit, seed, hint=None):
+        def solve(self, request):
             os._exit(3)
 ''')
 

@@ -65,7 +65,7 @@ def test_real_program_evaluator_matches_reference():
 
     entry = next(e for e in suite_entries("xla") if e.name == "mixer-s16-b8")
     problem, hw = prepare(entry.build(), mode="prefetch", hardware=PRESETS["tpuv4i"])
-    answer = MemorySpaceAssignment().solve(problem, hw, time_limit=30.0, seed=0)
+    answer = MemorySpaceAssignment().solve(MemorySpaceAssignment.request(problem, hw, time_limit=30.0, seed=0))
     ev = PrefetchEvaluator.of(problem, hw)
     times = ev.op_times(answer.intervals)
     served = 0

@@ -57,7 +57,7 @@ def tiny_workload(seed: int) -> Problem:
 def solve(problem, hw=UNIT, **kw):
     kw.setdefault("time_limit", 10)
     kw.setdefault("seed", 0)
-    return CpSat().solve(problem, hw, **kw)
+    return CpSat().solve(CpSat.request(problem, hw, **kw))
 
 
 # ------------------------------------------------------------------ model data

@@ -32,7 +32,7 @@ UNIT = PRESETS["unit"]  # fast 10 B/s, slow 1 B/s, copies 1 B/s, 1 FLOP/s
 def solve(problem: Problem, hw=HW, **kw) -> Solution:
     kw.setdefault("time_limit", 10)
     kw.setdefault("seed", 0)
-    return CpSat().solve(problem, hw, **kw)
+    return CpSat().solve(CpSat.request(problem, hw, **kw))
 
 
 def lifted_greedy(problem: Problem, hw) -> list[FastInterval]:

@@ -137,7 +137,8 @@ def test_the_index_checkpoint_csr_holds_the_stored_sets():
 def solver_answer(monkeypatch, engine_name: str, solver: str, build) -> tuple:
     monkeypatch.setenv(ENGINE_ENV, engine_name)
     problem = build()  # a fresh problem: its session (and its cached baselines) is built under this engine
-    solution = load_solver(solver).solve(problem, HW, time_limit=600, seed=0)
+    loaded = load_solver(solver)
+    solution = loaded.solve(loaded.request(problem, HW, time_limit=600, seed=0))
     return solution.offsets, dict(solution.stats)
 
 

@@ -198,7 +198,7 @@ def test_greedy_xla_order_replays_greedy_xla():
     game = Game(problem, hw, GameConfig(variant="order", order="xla", k=64))
     while not game.done:
         game.step(game.greedy_action())
-    expected = GreedyXLA().solve(problem, hw, time_limit=5, seed=0).offsets
+    expected = GreedyXLA().solve(GreedyXLA.request(problem, hw, time_limit=5, seed=0)).offsets
     assert np.array_equal(game.offsets(), offsets_array(expected))
 
 

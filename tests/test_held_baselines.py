@@ -15,6 +15,7 @@ from mallocgame import conformance
 from mallocgame import session as session_module
 from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
 from mallocgame.model import Solution, Status
+from mallocgame.request import Budget, SolveRequest
 from mallocgame.search.game import GameConfig
 from mallocgame.search.uct import DEFAULT_COMMIT, DEFAULT_GAME, PREFETCH_K, MCTSConfig, solve_with_uct
 from mallocgame.session import (
@@ -72,8 +73,8 @@ def _expired_uct(problem, time_limit: float = 1.0) -> Solution:
         variant, order = DEFAULT_GAME[problem.mode]
         game_cfg = GameConfig(variant=variant, k=16, order=order)
     cfg = MCTSConfig(commit=DEFAULT_COMMIT[problem.mode])
-    return solve_with_uct("mcts", problem, HW, cfg, game_cfg, t0=time.monotonic() - 100.0, time_limit=time_limit,
-                          seed=0)
+    spent = SolveRequest(problem, HW, Budget(time_limit, time.monotonic() - 100.0), seed=0)
+    return solve_with_uct("mcts", spent, cfg, game_cfg)
 
 
 @pytest.mark.parametrize("mode", ["map", "pack", "prefetch"])

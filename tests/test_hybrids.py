@@ -47,7 +47,7 @@ def test_relaxation_choice_reaches_the_bound_and_respects_capacity_at_every_mome
 
 def test_select_pack_beats_greedy_on_a_layered_network():
     p = layered_network(300, seed=2)
-    s = SelectPack().solve(p, HW, time_limit=10, seed=0)
+    s = SelectPack().solve(SelectPack.request(p, HW, time_limit=10, seed=0))
     assert validate(p, s.offsets) is None
     value = Evaluator(p, HW).value(s.offsets)
     assert value >= greedy(p).objective * (1 - 1e-9)
@@ -58,18 +58,18 @@ def test_select_pack_beats_greedy_on_a_layered_network():
 def test_select_pack_never_returns_less_than_its_hint():
     p = random_intervals(60, seed=5, with_benefit=True).replace(capacity=120, mode="map")
     hint = as_hint(greedy(p, UNIT), "map")
-    s = SelectPack().solve(p, UNIT, time_limit=5, seed=0, hint=hint)
+    s = SelectPack().solve(SelectPack.request(p, UNIT, time_limit=5, seed=0, hint=hint))
     ev = Evaluator(p, UNIT)
     assert validate(p, s.offsets) is None and ev.value(s.offsets) >= ev.value(hint.offsets) - 1e-9
 
 
 def test_select_pack_packs_a_tight_instance_and_proves_an_over_full_one_infeasible():
     p, _ = packed_instance(30, seed=7, capacity=48, horizon=16)
-    s = SelectPack().solve(p, UNIT, time_limit=10, seed=0)
+    s = SelectPack().solve(SelectPack.request(p, UNIT, time_limit=10, seed=0))
     assert s.status is Status.OPTIMAL and validate(p, s.offsets) is None
     over = Problem("over", (Buffer("a", 4, 0, 2), Buffer("b", 4, 0, 2), Buffer("c", 4, 1, 3)), capacity=10,
                    mode="pack")
-    assert SelectPack().solve(over, UNIT, time_limit=5, seed=0).status is Status.INFEASIBLE
+    assert SelectPack().solve(SelectPack.request(over, UNIT, time_limit=5, seed=0)).status is Status.INFEASIBLE
 
 
 def test_select_pack_packs_a_choice_best_fit_cannot_with_the_pack_search(monkeypatch):
@@ -80,10 +80,10 @@ def test_select_pack_packs_a_choice_best_fit_cannot_with_the_pack_search(monkeyp
 
     p, _ = packed_instance(150, seed=0, capacity=1024, horizon=200)
     p = p.replace(mode="map")
-    s = SelectPack().solve(p, UNIT, time_limit=2, seed=0)
+    s = SelectPack().solve(SelectPack.request(p, UNIT, time_limit=2, seed=0))
     assert validate(p, s.offsets) is None and s.status is Status.OPTIMAL and all(o is not None for o in s.offsets)
     monkeypatch.setattr(select_pack, "PACK_SEARCH_SECONDS", 0.0)  # best fit and the windows alone
-    alone = SelectPack().solve(p, UNIT, time_limit=2, seed=0)
+    alone = SelectPack().solve(SelectPack.request(p, UNIT, time_limit=2, seed=0))
     assert sum(o is not None for o in alone.offsets) < p.n and alone.status is Status.FEASIBLE
 
 
@@ -105,7 +105,7 @@ def test_lns_improves_a_weak_hint_and_never_returns_less():
     weak = offsets_array(greedy(p).offsets)
     weak[::2] = -1  # drop half the greedy placement: a valid but poor start
     hint = Solution(tuple(None if o < 0 else int(o) for o in weak), Status.FEASIBLE, "map", solver="weak")
-    s = LargeNeighbourhoodSearch().solve(p, HW, time_limit=4, seed=0, hint=hint)
+    s = LargeNeighbourhoodSearch().solve(LargeNeighbourhoodSearch.request(p, HW, time_limit=4, seed=0, hint=hint))
     assert validate(p, s.offsets) is None
     assert ev.value(s.offsets) > ev.value(weak) * 1.01
     assert s.stats["start"] == "weak" and s.stats["steps"] >= 1
@@ -115,7 +115,7 @@ def test_lns_lowers_the_peak_in_pack_mode():
     p, _ = packed_instance(40, seed=3, capacity=64, horizon=24)
     p = p.replace(capacity=None)
     base = greedy(p, UNIT)
-    s = LargeNeighbourhoodSearch().solve(p, UNIT, time_limit=5, seed=0, minimize_peak=True)
+    s = LargeNeighbourhoodSearch().solve(LargeNeighbourhoodSearch.request(p, UNIT, time_limit=5, seed=0, minimize_peak=True))
     assert validate(p, s.offsets) is None
     assert s.objective <= base.objective and s.objective >= s.bound
     assert s.objective == max(b.size + o for b, o in zip(p.buffers, s.offsets))
@@ -123,8 +123,8 @@ def test_lns_lowers_the_peak_in_pack_mode():
 
 def test_lns_same_seed_same_answer():
     p = layered_network(40, seed=8)
-    a = LargeNeighbourhoodSearch().solve(p, HW, time_limit=5, seed=3)
-    b = LargeNeighbourhoodSearch().solve(p, HW, time_limit=5, seed=3)
+    a = LargeNeighbourhoodSearch().solve(LargeNeighbourhoodSearch.request(p, HW, time_limit=5, seed=3))
+    b = LargeNeighbourhoodSearch().solve(LargeNeighbourhoodSearch.request(p, HW, time_limit=5, seed=3))
     assert a.offsets == b.offsets
 
 
@@ -139,7 +139,7 @@ def test_member_names_skip_unknown_and_unsupported_solvers():
 
 def test_portfolio_keeps_the_best_valid_member_answer():
     p = layered_network(150, seed=1)
-    s = Portfolio().solve(p, HW, time_limit=6, seed=0, workers=2, solvers="greedy-xla,lns,select-pack")
+    s = Portfolio().solve(Portfolio.request(p, HW, time_limit=6, seed=0, workers=2, solvers="greedy-xla,lns,select-pack"))
     assert validate(p, s.offsets) is None
     members = s.stats["members"]
     # Every member either answered or was stopped (a member that proves optimality ends the race).
@@ -155,5 +155,5 @@ def test_portfolio_keeps_the_best_valid_member_answer():
 def test_portfolio_reports_a_proven_infeasible_pack():
     over = Problem("over", (Buffer("a", 4, 0, 2), Buffer("b", 4, 0, 2), Buffer("c", 4, 1, 3)), capacity=10,
                    mode="pack")
-    s = Portfolio().solve(over, UNIT, time_limit=5, seed=0, workers=1, solvers="best-fit,cpsat")
+    s = Portfolio().solve(Portfolio.request(over, UNIT, time_limit=5, seed=0, workers=1, solvers="best-fit,cpsat"))
     assert s.status is Status.INFEASIBLE and all(o is None for o in s.offsets)

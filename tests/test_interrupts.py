@@ -31,12 +31,14 @@ from tests.test_plugins import make_distribution
 HANGING = textwrap.dedent('''
     import os, subprocess, sys, time
     from mallocgame.model import Solution, Status
+    from mallocgame.protocol import Solver
 
-    class Hang:
+    class Hang(Solver):
         name = "hang"
         modes = frozenset({"map", "pack", "prefetch"})
 
-        def solve(self, problem, hardware, *, time_limit, seed, hint=None):
+        def solve(self, request):
+            problem = request.problem
             path = os.environ.get("HANG_FILE")
             if path:
                 child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])

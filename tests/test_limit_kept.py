@@ -47,7 +47,8 @@ class Stubborn(Solver):
     name = "stubborn"
     modes = frozenset({"map", "pack"})
 
-    def solve(self, problem, hardware, *, time_limit, seed, hint=None):
+    def solve(self, request):
+        problem, hardware = request.problem, request.hardware
         if problem.mode == "map":
             offer(value=0.0, offsets=np.full(problem.n, -1, np.int64), source="all-slow")
         value, offsets = own_answer(problem, hardware)
@@ -59,7 +60,8 @@ class Stubborn(Solver):
 class Spinner(Stubborn):
     name = "spinner"
 
-    def solve(self, problem, hardware, *, time_limit, seed, hint=None):
+    def solve(self, request):
+        problem, hardware = request.problem, request.hardware
         value, offsets = own_answer(problem, hardware)
         offer(value=value, offsets=offsets, source=self.name + "-own")
         x = 0
@@ -71,7 +73,7 @@ class Silent(Solver):
     name = "silent"
     modes = frozenset({"map", "pack"})
 
-    def solve(self, problem, hardware, *, time_limit, seed, hint=None):
+    def solve(self, request):
         while True:
             time.sleep(0.05)
 '''

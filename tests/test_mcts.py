@@ -41,7 +41,7 @@ def test_search_escapes_the_greedy_trap(variant):
 def test_solver_answer_is_valid_and_no_worse_than_both_greedy_episodes():
     problem = layered_network(80, seed=3)
     ev = Evaluator(problem, HW)
-    sol = MCTSSolver().solve(problem, HW, time_limit=30, seed=0, simulations=8)
+    sol = MCTSSolver().solve(MCTSSolver.request(problem, HW, time_limit=30, seed=0, simulations=8))
     assert validate(problem, sol.offsets) is None
     value = ev.value(sol.offsets)
     assert sol.objective == pytest.approx(value, rel=1e-9)
@@ -92,9 +92,9 @@ def test_an_episode_stopped_at_the_deadline_counts_only_in_map_mode():
 
 def test_hint_is_kept_when_the_search_does_worse():
     problem = layered_network(70, seed=4)
-    strong = MCTSSolver().solve(problem, HW, time_limit=30, seed=1, simulations=48)
+    strong = MCTSSolver().solve(MCTSSolver.request(problem, HW, time_limit=30, seed=1, simulations=48))
     hint = Solution(offsets=strong.offsets, status=Status.FEASIBLE, solver="hint")
-    weak = MCTSSolver().solve(problem, HW, time_limit=30, seed=2, simulations=1, hint=hint)
+    weak = MCTSSolver().solve(MCTSSolver.request(problem, HW, time_limit=30, seed=2, simulations=1, hint=hint))
     ev = Evaluator(problem, HW)
     assert ev.value(weak.offsets) >= ev.value(strong.offsets) - 1e-15
 
@@ -103,8 +103,8 @@ def test_hint_is_kept_when_the_search_does_worse():
                                      dict(epsilon=0.3, rollout_depth=None), dict(k=2, variant="order")])
 def test_options_give_valid_deterministic_answers(options):
     problem = layered_network(40, seed=6)
-    a = MCTSSolver().solve(problem, HW, time_limit=30, seed=3, simulations=6, **options)
-    b = MCTSSolver().solve(problem, HW, time_limit=30, seed=3, simulations=6, **options)
+    a = MCTSSolver().solve(MCTSSolver.request(problem, HW, time_limit=30, seed=3, simulations=6, **options))
+    b = MCTSSolver().solve(MCTSSolver.request(problem, HW, time_limit=30, seed=3, simulations=6, **options))
     assert validate(problem, a.offsets) is None and a.offsets == b.offsets
 
 
@@ -112,7 +112,7 @@ def test_pack_mode_places_everything_or_says_unknown():
     from mallocgame.inputs.generate import packed_instance
 
     problem, _ = packed_instance(30, seed=3, capacity=64, horizon=16)
-    sol = MCTSSolver().solve(problem, UNIT, time_limit=30, seed=0, simulations=16)
+    sol = MCTSSolver().solve(MCTSSolver.request(problem, UNIT, time_limit=30, seed=0, simulations=16))
     complete = all(o is not None for o in sol.offsets)
     assert validate(problem, sol.offsets, mode="map") is None
     assert (sol.status is Status.FEASIBLE) == complete

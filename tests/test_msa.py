@@ -40,7 +40,7 @@ def _layered(n: int, seed: int, fraction: float) -> Problem:
 def _solve(problem: Problem, hw=TPU, **kwargs) -> Solution:
     kwargs.setdefault("time_limit", 10.0)
     kwargs.setdefault("seed", 0)
-    return MemorySpaceAssignment().solve(problem, hw, **kwargs)
+    return MemorySpaceAssignment().solve(MemorySpaceAssignment.request(problem, hw, **kwargs))
 
 
 def _lifted_greedy(problem: Problem, hw=TPU) -> list[FastInterval]:

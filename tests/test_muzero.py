@@ -349,8 +349,8 @@ def test_solver_valid_deterministic_and_never_below_its_hint(real_checkpoint, se
     opts = dict(time_limit=30, simulations=6, checkpoint=real_checkpoint, search_model=search_model)
     if search_model == "simulator":
         opts["rollout_depth"] = 4
-    a = MuZeroSolver().solve(problem, hw, seed=3, **opts)
-    b = MuZeroSolver().solve(problem, hw, seed=3, **opts)
+    a = MuZeroSolver().solve(MuZeroSolver.request(problem, hw, seed=3, **opts))
+    b = MuZeroSolver().solve(MuZeroSolver.request(problem, hw, seed=3, **opts))
     assert validate(problem, a.offsets) is None
     assert a.offsets == b.offsets
     assert a.stats["searched_moves"] > 0 and a.stats["simulations"] > 0
@@ -358,7 +358,7 @@ def test_solver_valid_deterministic_and_never_below_its_hint(real_checkpoint, se
     from mallocgame.model import Solution, Status
 
     hint = Solution(offsets=best.offsets, status=Status.FEASIBLE, solver="hint")
-    c = MuZeroSolver().solve(problem, hw, seed=3, hint=hint, **opts)
+    c = MuZeroSolver().solve(MuZeroSolver.request(problem, hw, seed=3, hint=hint, **opts))
     assert c.objective >= best.objective * (1 - 1e-9)
 
 
@@ -368,8 +368,8 @@ def test_solver_does_not_import_torch(real_checkpoint):
 
     code = ("import sys; from hardware.spec import PRESETS; from mallocgame.inputs.generate import layered_network; "
             "from solvers.muzero import MuZeroSolver; "
-            f"s = MuZeroSolver().solve(layered_network(12, seed=1), PRESETS['tpuv4i'], time_limit=20, seed=0, "
-            f"simulations=2, checkpoint={real_checkpoint!r}); "
+            f"s = MuZeroSolver().solve(MuZeroSolver.request(layered_network(12, seed=1), PRESETS['tpuv4i'], "
+            f"time_limit=20, seed=0, simulations=2, checkpoint={real_checkpoint!r})); "
             "assert s.stats['searched_moves'] > 0; print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
@@ -404,15 +404,15 @@ def test_uniform_prior_option_plays_without_the_network_and_bad_values_are_refus
     from mallocgame.solvers.muzero import MuZeroSolver
 
     problem, hw = _layered()
-    s = MuZeroSolver().solve(problem, hw, time_limit=30, seed=1, simulations=4, prior="uniform")
+    s = MuZeroSolver().solve(MuZeroSolver.request(problem, hw, time_limit=30, seed=1, simulations=4, prior="uniform"))
     assert validate(problem, s.offsets) is None
     assert s.stats["prior"] == "uniform" and s.stats["network_evaluations"] == 0 and s.stats["prior_calls"] > 0
-    g = MuZeroSolver().solve(problem, hw, time_limit=30, seed=1, simulations=4, checkpoint=real_checkpoint)
+    g = MuZeroSolver().solve(MuZeroSolver.request(problem, hw, time_limit=30, seed=1, simulations=4, checkpoint=real_checkpoint))
     assert g.stats["prior"] == "network" and g.stats["network_evaluations"] == g.stats["prior_calls"] > 0
     for bad in (dict(prior="Uniform"), dict(prior=1), dict(method="mcts"), dict(simulations=0),
                 dict(simulations=True), dict(rollout_depth=-1), dict(exploration=-1.0), dict(commit="best")):
-        with pytest.raises(InputError, match="muzero: option"):
-            MuZeroSolver().solve(problem, hw, time_limit=30, seed=1, **bad)
+        with pytest.raises(InputError, match=rf"^{next(iter(bad))}: must be "):  # one line: the option, the reason
+            MuZeroSolver().solve(MuZeroSolver.request(problem, hw, time_limit=30, seed=1, **bad))
 
 
 def test_commit_option_chooses_the_commitment_rule_and_the_uniform_prior_matches_mcts_with_it():
@@ -420,11 +420,12 @@ def test_commit_option_chooses_the_commitment_rule_and_the_uniform_prior_matches
 
     problem, hw = _layered()
     for commit in ("visits", "max"):
-        m = MuZeroSolver().solve(problem, hw, time_limit=60, seed=2, simulations=4, prior="uniform", commit=commit)
+        m = MuZeroSolver().solve(MuZeroSolver.request(problem, hw, time_limit=60, seed=2, simulations=4,
+                                                      prior="uniform", commit=commit))
         u = run_solver("mcts", problem, hw, time_limit=60, seed=2, options={"simulations": 4, "commit": commit})
         assert m.stats["commit"] == commit and tuple(m.offsets) == tuple(u.offsets)
         assert m.objective == pytest.approx(u.objective, rel=1e-12)
-    d = MuZeroSolver().solve(problem, hw, time_limit=60, seed=2, simulations=2, prior="uniform")
+    d = MuZeroSolver().solve(MuZeroSolver.request(problem, hw, time_limit=60, seed=2, simulations=2, prior="uniform"))
     assert d.stats["commit"] == DEFAULT_COMMIT["map"]
 
 
@@ -438,8 +439,8 @@ def test_every_simulation_is_counted_and_rolls_out_once(real_checkpoint, monkeyp
     problem, hw = _layered()
     for prior in ("network", "uniform"):
         calls.clear()
-        s = MuZeroSolver().solve(problem, hw, time_limit=60, seed=2, simulations=5, prior=prior,
-                                 checkpoint=real_checkpoint)
+        s = MuZeroSolver().solve(MuZeroSolver.request(problem, hw, time_limit=60, seed=2, simulations=5, prior=prior,
+                                 checkpoint=real_checkpoint))
         assert s.stats["finished_greedily_at"] is None  # the clock did not bind
         assert s.stats["searched_moves"] > 0
         assert s.stats["simulations"] == 5 * s.stats["searched_moves"] == len(calls)
@@ -459,7 +460,7 @@ def test_forced_moves_never_call_the_network(real_checkpoint, monkeypatch):
 
     monkeypatch.setattr(NetworkPrior, "__call__", spy)
     problem, hw = _layered(40, seed=8)
-    s = MuZeroSolver().solve(problem, hw, time_limit=60, seed=0, simulations=8, checkpoint=real_checkpoint)
+    s = MuZeroSolver().solve(MuZeroSolver.request(problem, hw, time_limit=60, seed=0, simulations=8, checkpoint=real_checkpoint))
     assert seen and min(seen) >= 2
     assert s.stats["network_evaluations"] == len(seen)
     assert s.stats["moves"] > s.stats["searched_moves"]  # forced moves happened and were not searched
@@ -470,7 +471,7 @@ def test_guided_search_same_seed_same_answer(real_checkpoint):
 
     problem, hw = _layered(35, seed=9)
     opts = dict(time_limit=60, simulations=6, checkpoint=real_checkpoint)
-    a, b = (MuZeroSolver().solve(problem, hw, seed=4, **opts) for _ in range(2))
+    a, b = (MuZeroSolver().solve(MuZeroSolver.request(problem, hw, seed=4, **opts)) for _ in range(2))
     assert a.offsets == b.offsets and a.stats["simulations"] == b.stats["simulations"]
     assert a.stats["finished_greedily_at"] is None
 
@@ -595,7 +596,8 @@ def test_expert_iteration_trains_resumes_and_its_checkpoint_plays(tmp_path, feat
     for key, tensor in straight.net.state_dict().items():
         assert torch.equal(tensor, again.net.state_dict()[key]), key
     problem, hw = _layered(25, seed=2)
-    s = MuZeroSolver().solve(problem, hw, time_limit=30, seed=0, simulations=3, checkpoint=str(out.with_suffix(".g3.pt")))
+    s = MuZeroSolver().solve(MuZeroSolver.request(problem, hw, time_limit=30, seed=0, simulations=3,
+                                                  checkpoint=str(out.with_suffix(".g3.pt"))))
     assert s.stats["prior"] == "network" and s.stats["network_evaluations"] > 0
 
 
@@ -667,8 +669,8 @@ def test_earlier_searches_default_to_the_selfplay_network_and_refuse_a_features_
     assert load_agent_network(str(DEFAULT_CHECKPOINT))[0].features == "encoder/2"
     assert load_agent_network(str(LEGACY_CHECKPOINT))[0].features == ""
     problem, hw = layered_network(30, seed=2), PRESETS["tpuv4i"]
-    s = MuZeroSolver().solve(problem, hw, time_limit=30, seed=0, simulations=4, method="gumbel")
+    s = MuZeroSolver().solve(MuZeroSolver.request(problem, hw, time_limit=30, seed=0, simulations=4, method="gumbel"))
     assert s.stats["checkpoint"] == str(LEGACY_CHECKPOINT) and s.stats["simulations"] > 0
     with pytest.raises(InputError, match="reads features 'encoder/2'"):
-        MuZeroSolver().solve(problem, hw, time_limit=30, seed=0, simulations=4, method="gumbel",
-                             checkpoint=str(DEFAULT_CHECKPOINT))
+        MuZeroSolver().solve(MuZeroSolver.request(problem, hw, time_limit=30, seed=0, simulations=4, method="gumbel",
+                             checkpoint=str(DEFAULT_CHECKPOINT)))

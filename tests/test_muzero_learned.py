@@ -143,8 +143,8 @@ def test_model_learned_solves_a_map_problem_validly_and_deterministically():
     assert a.stats["model"] == "learned" and a.stats["checkpoint"] == str(LEARNED_CHECKPOINT)
     assert a.stats["searched_moves"] > 0 and a.stats["simulations"] > 0
     greedy = run_solver("greedy-xla", problem, hw, time_limit=5, seed=0)
-    hinted = MuZeroSolver().solve(problem, hw, time_limit=60, seed=3, model="learned", simulations=8,
-                                  hint=Solution(offsets=greedy.offsets, status=Status.FEASIBLE, solver="hint"))
+    hinted = MuZeroSolver().solve(MuZeroSolver.request(problem, hw, time_limit=60, seed=3, model="learned", simulations=8,
+                                  hint=Solution(offsets=greedy.offsets, status=Status.FEASIBLE, solver="hint")))
     assert hinted.objective >= max(greedy.objective, a.objective) * (1 - 1e-9)  # the same candidate selection
     old = run_solver("muzero", problem, hw, time_limit=60, seed=3, options={"search_model": "learned",
                                                                               "simulations": 8})
@@ -156,12 +156,12 @@ def test_model_option_refuses_bad_values_other_modes_and_a_contradiction():
     from mallocgame.solvers.muzero import MuZeroSolver
 
     problem, hw = _problem()
-    with pytest.raises(InputError, match="option model must be one of learned, simulator, got 'dreamed'"):
-        MuZeroSolver().solve(problem, hw, time_limit=10, seed=0, model="dreamed")
+    with pytest.raises(InputError, match="^model: must be one of learned, simulator, got 'dreamed'$"):
+        MuZeroSolver().solve(MuZeroSolver.request(problem, hw, time_limit=10, seed=0, model="dreamed"))
     with pytest.raises(InputError, match="disagree"):
-        MuZeroSolver().solve(problem, hw, time_limit=10, seed=0, model="learned", search_model="simulator")
+        MuZeroSolver().solve(MuZeroSolver.request(problem, hw, time_limit=10, seed=0, model="learned", search_model="simulator"))
     with pytest.raises(InputError, match="model=learned plays map mode only, not pack mode"):
-        MuZeroSolver().solve(problem.replace(mode="pack"), hw, time_limit=10, seed=0, model="learned")
+        MuZeroSolver().solve(MuZeroSolver.request(problem.replace(mode="pack"), hw, time_limit=10, seed=0, model="learned"))
 
 
 def test_cli_bad_model_is_one_line():
@@ -170,7 +170,7 @@ def test_cli_bad_model_is_one_line():
     r = run_cli("solve", "example:layered150", "--solver", "muzero", "--solver-option", "model=dreamed")
     assert r.returncode == 2, (r.returncode, r.stderr)
     lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in r.stderr and "model must be one of" in lines[0], r.stderr
+    assert len(lines) == 1 and "Traceback" not in r.stderr and "model=dreamed: must be one of" in lines[0], r.stderr
 
 
 def test_train_cli_refuses_a_bad_reanalyse_fraction_and_a_missing_init_in_one_line(tmp_path):

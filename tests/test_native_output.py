@@ -26,7 +26,8 @@ class Noisy(Solver):
     name = "noisy"
     modes = frozenset({"map", "pack"})
 
-    def solve(self, problem, hardware, *, time_limit, seed, hint=None):
+    def solve(self, request):
+        problem = request.problem
         libc = ctypes.CDLL(None)
         libc.printf(b"HighsMipSolverData::noise from C printf\\n")
         libc.fflush(None)

@@ -353,21 +353,21 @@ def test_solver_wrapper_statuses():
     rng = np.random.default_rng(9)
     size, start, end, known = guillotine(rng, T=20, C=32, pieces=18)
     p = _problem(size, start, end, 32)
-    sol = solver.solve(p, None, time_limit=10, seed=0)
+    sol = solver.solve(solver.request(p, None, time_limit=10, seed=0))
     assert isinstance(sol, Solution) and sol.status == Status.OPTIMAL and sol.mode == "pack"
     assert sol.solver == "pack-search" and sol.objective == 32
     assert valid(size, start, end, [o for o in sol.offsets], 32)
     # infeasible: everything None
-    bad = solver.solve(_problem(size, start, end, 31), None, time_limit=5, seed=0)
+    bad = solver.solve(solver.request(_problem(size, start, end, 31), None, time_limit=5, seed=0))
     assert bad.status == Status.INFEASIBLE and all(o is None for o in bad.offsets)
     # minimise peak with no capacity, and with minimize_peak on a loose capacity
     for prob, kw in ((_problem(size, start, end, None), {}), (_problem(size, start, end, 100), {"minimize_peak": True})):
-        s = solver.solve(prob, None, time_limit=10, seed=0, **kw)
+        s = solver.solve(solver.request(prob, None, time_limit=10, seed=0, **kw))
         assert s.status == Status.OPTIMAL and s.objective == 32 and s.bound == 32
         assert valid(size, start, end, list(s.offsets))
     # a hint from another solution is accepted
     hint = Solution(offsets=tuple(int(x) for x in known), status=Status.FEASIBLE, mode="pack")
-    s = solver.solve(p, None, time_limit=5, seed=0, hint=hint)
+    s = solver.solve(solver.request(p, None, time_limit=5, seed=0, hint=hint))
     assert s.status == Status.OPTIMAL and list(s.offsets) == [int(x) for x in known]
 
 
@@ -420,7 +420,7 @@ def test_never_above_best_fit_on_a_workload_beyond_the_exact_engine_and_the_fall
     from mallocgame.session import session_for
 
     problem, spec = _layered_pack(12000)
-    s = PackSearch().solve(problem, spec, time_limit=15, seed=0, minimize_peak=True)
+    s = PackSearch().solve(PackSearch.request(problem, spec, time_limit=15, seed=0, minimize_peak=True))
     assert s.status in (Status.OPTIMAL, Status.FEASIBLE)
     offsets = [int(o) for o in s.offsets]
     assert validate(problem, offsets, capacity=None, mode="pack") is None

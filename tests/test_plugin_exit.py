@@ -14,7 +14,7 @@ class Exiter(Solver):
     name = "exiter"
     modes = frozenset({"map", "pack"})
 
-    def solve(self, problem, hardware, *, time_limit, seed, hint=None):
+    def solve(self, request):
         raise SystemExit(7)
 '''
 

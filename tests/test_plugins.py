@@ -108,13 +108,15 @@ def test_broken_plugin_gives_one_clear_line(plugin_path):
 OVERLAPPING_MODULE = textwrap.dedent('''
     """Every buffer at offset 0: overlapping answers (a deliberately wrong plugin)."""
     from mallocgame.model import Solution, Status
+    from mallocgame.protocol import Solver
 
 
-    class Overlapping:
+    class Overlapping(Solver):
         name = "overlapping"
         modes = frozenset({"map", "pack"})
 
-        def solve(self, problem, hardware, *, time_limit, seed, hint=None):
+        def solve(self, request):
+            problem = request.problem
             return Solution(offsets=(0,) * problem.n, status=Status.FEASIBLE, mode=problem.mode)
 ''')
 
@@ -141,11 +143,13 @@ def test_check_solver_unknown_solver_is_exit_2():
 
 CRASHING_MODULE = textwrap.dedent('''
     """A solver that raises inside solve (for the CLI's error handling)."""
-    class Crash:
+    from mallocgame.protocol import Solver
+
+    class Crash(Solver):
         name = "crash"
         modes = frozenset({"map"})
 
-        def solve(self, problem, hardware, *, time_limit, seed, hint=None):
+        def solve(self, request):
             raise RuntimeError("boom")
 ''')
 

@@ -62,7 +62,7 @@ def test_a_free_slot_reruns_the_window_search_from_a_new_best_answer_once():
     best = session_for(problem, hw).best_baseline()
     report = score(problem, hw, best.solution(problem), seconds=0.0, bound=None, solver_name="select-pack")
     t0 = time.monotonic()
-    race = _Race(problem, hw, t0, t0 + 10.0, minimize_peak=False, lifted={"select-pack"})
+    race = _Race(problem, hw, t0, t0 + 10.0, minimize_peak=False, lifted={"select-pack"}, session=session_for(problem, hw))
     started: set = set()
     assert race.refill(10.0, 0, started, True, []) is None  # no answer yet
     race.consider("select-pack", report)
@@ -70,7 +70,8 @@ def test_a_free_slot_reruns_the_window_search_from_a_new_best_answer_once():
     assert (name, key, stop) == (REFILL_SOLVER, f"{REFILL_SOLVER}-from-select-pack", None) and seed == 1
     assert mallocgame.validate(problem, hint) and list(hint.intervals) == list(report.intervals)
     assert race.refill(10.0, 0, started, True, []) is None  # once per answer's source
-    late = _Race(problem, hw, t0, time.monotonic() + 0.5 * REFILL_SHARE * 10.0, minimize_peak=False, lifted=set())
+    late = _Race(problem, hw, t0, time.monotonic() + 0.5 * REFILL_SHARE * 10.0, minimize_peak=False, lifted=set(),
+                 session=session_for(problem, hw))
     late.consider("select-pack", report)
     assert late.refill(10.0, 0, set(), True, []) is None  # too little of the time left
 
@@ -83,7 +84,7 @@ def test_a_better_start_takes_the_place_of_the_window_search_from_a_worse_one_wh
     best = session_for(problem, hw).best_baseline()
     report = score(problem, hw, best.solution(problem), seconds=0.0, bound=None, solver_name="msa+overlap-100")
     t0 = time.monotonic()
-    race = _Race(problem, hw, t0, t0 + 10.0, minimize_peak=False, lifted=set())
+    race = _Race(problem, hw, t0, t0 + 10.0, minimize_peak=False, lifted=set(), session=session_for(problem, hw))
     race.consider("msa+overlap-100", report)
     value = float(report.objective)
     race.window_runs.update({"cpsat": 0.5 * value, "cpsat-from-x": 0.9 * value, "cpsat-from-y": value,
@@ -102,7 +103,7 @@ def test_the_baselines_wait_for_the_early_members_then_are_built_once():
     problem = mallocgame.load_problem("example:layered150", mode="prefetch")
     hw = problem.hardware
     t0 = time.monotonic()
-    race = _Race(problem, hw, t0, t0 + 10.0, minimize_peak=False, lifted={"select-pack"})
+    race = _Race(problem, hw, t0, t0 + 10.0, minimize_peak=False, lifted={"select-pack"}, session=session_for(problem, hw))
     hook = race.baselines_once(t0 + 5.0, after=["select-pack"], latest=t0 + 60.0)
     assert hook() is False and race.reports == {}  # select-pack still runs: nothing built yet
     race.errors["select-pack"] = "failed"
@@ -111,7 +112,7 @@ def test_the_baselines_wait_for_the_early_members_then_are_built_once():
     race.reports.clear()
     assert hook() is False and race.reports == {}  # once
     assert built
-    late = _Race(problem, hw, t0, t0 + 10.0, minimize_peak=False, lifted={"select-pack"})
+    late = _Race(problem, hw, t0, t0 + 10.0, minimize_peak=False, lifted={"select-pack"}, session=session_for(problem, hw))
     assert late.baselines_once(t0 + 5.0, after=["select-pack"], latest=t0)() is False and late.reports
 
 
@@ -121,12 +122,12 @@ def test_the_prefetch_games_greedy_is_a_validated_start_of_the_race():
     problem = mallocgame.load_problem("example:layered150", mode="prefetch")
     hw = problem.hardware
     t0 = time.monotonic()
-    race = _Race(problem, hw, t0, t0 + 10.0, minimize_peak=False, lifted=set())
+    race = _Race(problem, hw, t0, t0 + 10.0, minimize_peak=False, lifted=set(), session=session_for(problem, hw))
     race.run_game_greedy(time.monotonic() + 10.0)
     report = race.reports[GAME_GREEDY]
     assert report.valid and report.objective > 0
     assert report.objective == PrefetchEvaluator.of(problem, hw).value(list(report.intervals))
     assert race.best is report
-    cut = _Race(problem, hw, t0, t0 + 10.0, minimize_peak=False, lifted=set())
+    cut = _Race(problem, hw, t0, t0 + 10.0, minimize_peak=False, lifted=set(), session=session_for(problem, hw))
     cut.run_game_greedy(time.monotonic() - 1.0)
     assert GAME_GREEDY not in cut.reports and GAME_GREEDY in cut.errors

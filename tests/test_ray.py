@@ -29,21 +29,31 @@ from tests.test_plugins import make_distribution  # noqa: E402
 
 PLUGIN = textwrap.dedent('''
     import os, subprocess, sys, time
+    from dataclasses import dataclass
 
-    class Crash:
+    from mallocgame import Options, Solver, option
+
+    class Crash(Solver):
         """Kills its own process mid-run."""
         name = "crash"
         modes = frozenset({"map", "pack"})
 
-        def solve(self, problem, hardware, *, time_limit, seed, hint=None):
+        def solve(self, request):
             os._exit(3)
 
-    class Hang:
+    @dataclass(frozen=True)
+    class HangOptions(Options):
+        hang_file: str = option("", "where the pid of the process it starts is written")
+
+    class Hang(Solver):
         """Starts a process of its own (its pid written to hang_file), then hangs."""
         name = "hang"
         modes = frozenset({"map", "pack"})
 
-        def solve(self, problem, hardware, *, time_limit, seed, hint=None, hang_file=""):
+        Options = HangOptions
+
+        def solve(self, request):
+            hang_file = request.options.hang_file
             child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
             with open(hang_file + f".{os.getpid()}", "w") as fh:
                 fh.write(str(child.pid))

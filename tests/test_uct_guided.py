@@ -100,7 +100,7 @@ def test_unknown_rule_is_refused():
     from mallocgame.solvers.muzero import MuZeroSolver
 
     with pytest.raises(InputError, match="selection"):
-        MuZeroSolver().solve(_problem(20), HW, time_limit=5, seed=0, selection="nope")
+        MuZeroSolver().solve(MuZeroSolver.request(_problem(20), HW, time_limit=5, seed=0, selection="nope"))
 
 
 @pytest.mark.parametrize("seed", [0, 3])
@@ -140,4 +140,4 @@ def test_the_prior_power_fades_with_the_visits_of_a_node():
     from mallocgame.solvers.muzero import MuZeroSolver
 
     with pytest.raises(InputError, match="prior_decay"):
-        MuZeroSolver().solve(_problem(20), HW, time_limit=5, seed=0, prior_decay=-2)
+        MuZeroSolver().solve(MuZeroSolver.request(_problem(20), HW, time_limit=5, seed=0, prior_decay=-2))

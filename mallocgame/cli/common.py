@@ -34,7 +34,7 @@ from mallocgame.inputs.load import prepare, read_problem
 from mallocgame.io import atomic_write_text
 from mallocgame.lift import lift_map_answer
 from mallocgame.model import InputError, Problem
-from mallocgame.protocol import MAX_SEED, MAX_TIME_LIMIT, bad_option_value, bad_time_limit, solver_options
+from mallocgame.protocol import MAX_SEED, MAX_TIME_LIMIT, bad_time_limit, options_of
 from mallocgame.search.muzero.torchless import load_agent_network
 from mallocgame.solving import read_answer_file
 from mallocgame.suggest import did_you_mean
@@ -279,9 +279,7 @@ def dump_json(data: Any) -> str:
 
 # ---------------------------------------------------------------------------- solver options
 
-def describe_options(names: Sequence[str] | None) -> str:
-    if names is None:
-        return "any (it takes **options)"
+def describe_options(names: Sequence[str]) -> str:
     return ", ".join(sorted(names)) or "none"
 
 
@@ -293,9 +291,9 @@ def check_options(options: dict[str, Any], solvers: dict[str, Any], *, flags: di
     message; options in ``optional`` are passed where named and never an error.
     """
     flags = flags or {}
-    taken = {name: solver_options(s) for name, s in solvers.items()}
+    taken = {name: options_of(s).names() for name, s in solvers.items()}
     for key in options:
-        if key in optional or any(names is None or key in names for names in taken.values()):
+        if key in optional or any(key in names for names in taken.values()):
             continue
         where = flags.get(key, f"--solver-option {key}")
         if len(taken) == 1:
@@ -308,11 +306,14 @@ def check_options(options: dict[str, Any], solvers: dict[str, Any], *, flags: di
              f"{did_you_mean(key, known)}")
 
 
-def check_option_values(options: dict[str, Any], flag: str) -> None:
-    """Exit 2 for a value of a well-known option that no solver can use (``workers=0``, ``simulations=-1``)."""
-    bad = bad_option_value(options)
-    if bad:
-        fail(f"{flag}: {bad[1]}")
+def check_option_values(options: dict[str, Any], flag: str, solvers: dict[str, Any]) -> None:
+    """Exit 2 for a value that the ``Options`` of a solver of ``solvers`` (name -> loaded solver) taking it refuses
+    (``workers=0``, ``simulations=-1``, ``windows=4``)."""
+    for solver in solvers.values():
+        try:
+            options_of(solver).taken(options)
+        except InputError as exc:
+            fail(f"{flag}: {str(exc).partition(': ')[2]}")
 
 
 # ---------------------------------------------------------------------------- checkpoints

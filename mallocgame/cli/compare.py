@@ -51,7 +51,7 @@ from mallocgame.interrupts import Interrupted, ignore_signals, raise_on_signals
 from mallocgame.io import OutputBusy, exclusive_output, output_folder
 from mallocgame.model import InputError
 from mallocgame.plots import plot_allocations, plot_anytime, plot_pack_gaps, plot_speedups, safe_name
-from mallocgame.protocol import parse_solver_options, split_option
+from mallocgame.protocol import option_kinds, parse_solver_options, split_option
 from mallocgame.registry import SolverLoadError, load_solver, solver_entries
 from mallocgame.units import distinct, format_bytes, format_number, format_seconds
 
@@ -73,7 +73,7 @@ from mallocgame.units import distinct, format_bytes, format_number, format_secon
 @click.option("--seed", type=SEED, default=0, show_default=True)
 @click.option("--jobs", type=int, default=1, show_default=True, help="Solver runs in parallel (processes).")
 @click.option("--solver-option", "solver_options", multiple=True, metavar="[SOLVER:]KEY=VALUE",
-              help="Option passed to the solvers whose solve() names KEY (e.g. simulations=64, mcts:workers=1); "
+              help="Option passed to the solvers whose Options has KEY (e.g. simulations=64, mcts:workers=1); "
                    "one that no solver takes is an error.")
 @click.option("-o", "--output", "--out", "out_path", default=None, metavar="RESULTS.csv",
               help="Write the rows here (first columns input,solver) and the full reports to RESULTS.json; "
@@ -301,27 +301,28 @@ def _same_run(old: dict, kept: dict) -> bool:
 def _checked_options(solvers: list[str], items: tuple[str, ...]) -> dict[str, dict[str, Any]]:
     """``--solver-option`` per solver; exit 2 for one that no solver (or not its SOLVER:) takes.
 
-    A plain ``KEY=VALUE`` still goes only to the solvers whose ``solve`` names KEY.
+    A plain ``KEY=VALUE`` still goes only to the solvers whose ``Options`` has KEY.
     """
     known = [s for s in dict.fromkeys(solvers) if s]
     registered = solver_entries()
     if not known or any(s not in registered for s in known):
         return {}  # run_comparison reports the bad solver list
-    try:
-        per = parse_solver_options(items, known)
-    except InputError as exc:
-        fail(str(exc))
     loaded = {}
     for s in known if items else ():
         try:
             loaded[s] = load_solver(s)
         except SolverLoadError:
             pass  # its rows say why; it is not asked about options
+    kinds = option_kinds(list(loaded.values()))  # a text option's value stays text
+    try:
+        per = parse_solver_options(items, known, kinds)
+    except InputError as exc:
+        fail(str(exc))
     for item in items:
         target, _ = split_option(item)
         mine = {s: loaded[s] for s in ([target] if target else known) if s in loaded}
-        option = parse_solver_options([item], known)[target or known[0]]
-        check_option_values(option, f"--solver-option {item}")
+        option = parse_solver_options([item], known, kinds)[target or known[0]]
+        check_option_values(option, f"--solver-option {item}", mine)
         if mine:
             check_options(option, mine, flags={k: f"--solver-option {item}" for k in option})
     for s in known:

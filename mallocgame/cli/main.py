@@ -58,7 +58,8 @@ LAZY_COMMANDS = {
                             "estimated time."),
     "solve": LazyCommand("mallocgame.cli.solve:solve", "Solve PROBLEM with one solver; print one summary line."),
     "solvers": LazyCommand("mallocgame.cli.solvers:solvers",
-                           "List every registered solver with its modes and a one-line description (imports none of them)."),
+                           "List every registered solver with its modes and a one-line description (imports none of "
+                           "them); with NAME, that solver's options (pass them as --solver-option KEY=VALUE)."),
     "suites": LazyCommand("mallocgame.cli.suites:suites_command",
                           "List the built-in suites (name, count, description), or the entries of suite NAME."),
     "train": LazyCommand("mallocgame.cli.train:train",

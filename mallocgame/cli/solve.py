@@ -44,7 +44,7 @@ from mallocgame.forking import call_in_child
 from mallocgame.hybrid.reschedule import solve_with_reschedule
 from mallocgame.io import intervals_csv_text, problem_csv_text
 from mallocgame.model import InputError, Problem
-from mallocgame.protocol import parse_solver_options, split_option
+from mallocgame.protocol import option_kinds, parse_solver_options, split_option
 from mallocgame.registry import SolverLoadError, implied_mode, load_solver, solver_entries, solver_entry
 from mallocgame.runner import UnsupportedMode
 from mallocgame.solving import check_request, solve_beside_bound
@@ -65,8 +65,8 @@ def _solve_options(names: list[str], items: tuple[str, ...], workers: int | None
     """The options of ``solve`` (flags and ``--solver-option``), checked against the solvers that run.
 
     An option that neither --solver nor --warm-start takes (or, with a ``SOLVER:`` prefix, that
-    solver) is bad input (exit 2); each solver receives the options its ``solve`` names.
-    ``minimize_peak`` is passed only to a solver that names it, and is never an error: the
+    solver) is bad input (exit 2); each solver receives the options its ``Options`` has.
+    ``minimize_peak`` is passed only to a solver that takes it, and is never an error: the
     problem has no capacity then, and every pack solver minimises the peak without one.
     """
     try:
@@ -77,12 +77,12 @@ def _solve_options(names: list[str], items: tuple[str, ...], workers: int | None
     checks: list[tuple[dict[str, Any], list[str], str]] = []  # (options, solvers that may take them, flag)
     for item in items:
         try:
-            per = parse_solver_options([item], names)
+            per = parse_solver_options([item], names, option_kinds(list(loaded.values())))
         except InputError as exc:
             fail(str(exc))
         target, _ = split_option(item)
         mine = [target] if target in per else names
-        check_option_values(per[mine[0]], f"--solver-option {item}")
+        check_option_values(per[mine[0]], f"--solver-option {item}", {name: loaded[name] for name in mine})
         checks.append((per[mine[0]], mine, f"--solver-option {item}"))
         options.update(per[mine[0]])
     for key, value, flag in (("workers", workers, "--workers"), ("simulations", simulations, "--simulations")):

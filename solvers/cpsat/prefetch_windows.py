@@ -64,8 +64,8 @@ from mallocgame.neighbourhood_search import Round, Step, Trial, Verdict, proport
 from mallocgame.objective import at_least, better
 from mallocgame.packing_model import add_cumulative, add_no_overlap, add_rectangles
 from mallocgame.placement import best_fit_offset
-from mallocgame.protocol import solver_deadline
-from mallocgame.session import BASELINE_SHARE, VARIANTS_SHARE, held_baselines, no_worse_than_held, session_for
+from mallocgame.request import SolveRequest
+from mallocgame.session import BASELINE_SHARE, VARIANTS_SHARE, held_baselines, no_worse_than_held
 from mallocgame.solvers.cpsat.model import grid_unit
 
 PREFETCH_RATIOS = (1.0, 1.5, 4.0)  # window budget / copy time of the candidate copy starts
@@ -1246,16 +1246,16 @@ def _best_start(pev, starts) -> tuple[float, str, list[FastInterval]]:
     return value, label, intervals
 
 
-def solve_prefetch(problem: Problem, hardware, *, time_limit: float, seed: int, hint: Solution | None = None,
-                   workers: int = 1, deterministic: bool = True, name: str = "cpsat",
+def solve_prefetch(request: SolveRequest, *, workers: int = 1, deterministic: bool = True, name: str = "cpsat",
                    build_baselines: bool = True) -> Solution:
-    """The cpsat solver's prefetch mode (module docstring): never worse than the hint or the start.
+    """The cpsat solver's prefetch mode (module docstring) for ``request``: never worse than the hint or the start.
     ``build_baselines=False``: the starts are the hint and the baselines the solve session built already
     (:func:`_starts`; the portfolio's members)."""
-    t0 = time.monotonic()
+    problem, hardware, seed, hint = request.problem, request.hardware, request.seed, request.hint
+    t0, time_limit = request.budget.started, request.budget.seconds
     n = problem.n
-    deadline = solver_deadline(t0, time_limit, n)
-    session = session_for(problem, hardware)
+    deadline = request.budget.keep_back(n=n)
+    session = request.facts
     if not problem.has_ops or problem.capacity is None:
         bound = session.bound().value if problem.has_ops else 0.0
         return Solution((None,) * n, Status.OPTIMAL if not problem.has_ops else Status.FEASIBLE, problem.mode,

@@ -42,8 +42,9 @@ from mallocgame.intervals import count_overlapping_pairs
 from mallocgame.model import Problem, Solution, Status, offsets_array, offsets_tuple
 from mallocgame.objective import better
 from mallocgame.placement import push_down
-from mallocgame.protocol import Solver, solver_deadline
-from mallocgame.session import held_baselines, no_worse_than_held, session_for
+from mallocgame.protocol import Solver
+from mallocgame.request import Options, SolveRequest, option
+from mallocgame.session import held_baselines, no_worse_than_held
 from mallocgame.solvers.cpsat.model import PACK_ORDERS, SMALL_MODEL, Limits, Part, PartResult, solve_part, value_terms
 from mallocgame.solvers.cpsat.prefetch_windows import solve_prefetch
 
@@ -92,9 +93,9 @@ def time_shares(sizes: list[int], remaining: float) -> float:
 class Fallbacks:
     """The greedy answers of the solve session (:mod:`mallocgame.session`): greedy-xla (map) and the pack start."""
 
-    def __init__(self, problem: Problem, hardware, deadline: float):
+    def __init__(self, problem: Problem, session, deadline: float):
         self.problem, self.deadline = problem, deadline
-        self.session = session_for(problem, hardware)
+        self.session = session
         self.index = self.session.overlap
 
     def map_offsets(self) -> np.ndarray:
@@ -130,32 +131,45 @@ class ComponentsRun:
     infeasible: bool
 
 
+@dataclass(frozen=True)
+class CpSatOptions(Options):
+    """The options of the ``cpsat`` solver."""
+
+    workers: int = option(1, "CP-SAT's parallel search workers", low=1)
+    minimize_peak: bool = option(False, "pack mode: minimise the peak address, not only fit the capacity")
+    deterministic: bool = option(True, "CP-SAT's interleaved search: the same seed gives the same answer")
+    build_baselines: bool = option(True, "prefetch mode: build the baselines it starts from (a portfolio's "
+                                         "members start from those built already)")
+
+
 class CpSat(Solver):
     name = "cpsat"
     modes = frozenset({"map", "pack", "prefetch"})
     preload = ("ortools.sat.python.cp_model",)  # imported before the clock starts (mallocgame.runner.preload)
+    Options = CpSatOptions
 
-    def solve(self, problem, hardware, *, time_limit, seed, hint=None, workers=1, minimize_peak=False,
-              deterministic=True, build_baselines=True):
+    def solve(self, request: SolveRequest) -> Solution:
+        problem, hardware, opts = request.problem, request.hardware, request.options
         if problem.mode == "prefetch":
-            return solve_prefetch(problem, hardware, time_limit=time_limit, seed=seed, hint=hint, workers=workers,
-                                  deterministic=deterministic, name=self.name, build_baselines=build_baselines)
+            return solve_prefetch(request, workers=opts.workers, deterministic=opts.deterministic, name=self.name,
+                                  build_baselines=opts.build_baselines)
         # The baselines this search is held to, each to its end, before it spends its own time: never below them.
-        held = held_baselines(session_for(problem, hardware), time_limit)
-        answer = self._solve(problem, hardware, time_limit=time_limit, seed=seed, hint=hint, workers=workers,
-                             minimize_peak=minimize_peak, deterministic=deterministic)
+        held = held_baselines(request.facts, request.budget.seconds)
+        answer = self._solve(request, workers=opts.workers, minimize_peak=opts.minimize_peak,
+                             deterministic=opts.deterministic)
         return no_worse_than_held(problem, hardware, answer, held, answer_from=self.name)
 
-    def _solve(self, problem, hardware, *, time_limit, seed, hint, workers, minimize_peak, deterministic):
+    def _solve(self, request: SolveRequest, *, workers, minimize_peak, deterministic):
         """Map and pack mode (:meth:`solve`)."""
-        t0 = time.monotonic()
+        problem, seed, hint = request.problem, request.seed, request.hint
+        t0, time_limit = request.budget.started, request.budget.seconds
         n = problem.n
         # Reading a large model's answer back and scoring it takes time too.
-        deadline = solver_deadline(t0, time_limit, n)
+        deadline = request.budget.keep_back(n=n)
         pack = problem.mode == "pack"
         goal = ("peak" if (minimize_peak or problem.capacity is None) else "feasible") if pack else "value"
-        evaluator = None if pack else session_for(problem, hardware).evaluator
-        fallbacks = Fallbacks(problem, hardware, deadline)
+        evaluator = None if pack else request.facts.evaluator
+        fallbacks = Fallbacks(problem, request.facts, deadline)
         # Map mode: greedy-xla's answer first (milliseconds, and before OR-Tools' import of 0.3-0.8 s eats
         # the clock), so the answer is never below it whatever CP-SAT manages in the time.
         greedy = fallbacks.map_offsets() if goal == "value" else None

@@ -13,12 +13,14 @@ Alignments from the problem are honoured.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
-from mallocgame.model import Problem, Solution, Status, offsets_array, offsets_tuple
-from mallocgame.protocol import Solver, solver_deadline
-from mallocgame.session import held_baselines, no_worse_than_held, session_for
+from mallocgame.model import Solution, Status, offsets_array, offsets_tuple
+from mallocgame.protocol import Solver
+from mallocgame.request import Options, SolveRequest, option
+from mallocgame.session import held_baselines, no_worse_than_held
 from mallocgame.solvers.pack_search.search import pack
 
 _STATUS = {
@@ -29,16 +31,25 @@ _STATUS = {
 }
 
 
+@dataclass(frozen=True)
+class PackSearchOptions(Options):
+    """The options of the ``pack-search`` solver."""
+
+    minimize_peak: bool = option(False, "minimise the peak address, not only fit the capacity")
+
+
 class PackSearch(Solver):
     name = "pack-search"
     modes = frozenset({"pack"})
     preload = ("ortools.sat.python.cp_model",)  # imported before the clock starts (mallocgame.runner.preload)
+    Options = PackSearchOptions
 
-    def solve(self, problem: Problem, hardware, *, time_limit: float, seed: int,
-              hint: Solution | None = None, minimize_peak: bool = False) -> Solution:
+    def solve(self, request: SolveRequest) -> Solution:
+        problem, hardware, seed, hint = request.problem, request.hardware, request.seed, request.hint
+        minimize_peak = request.options.minimize_peak
         t0 = time.monotonic()
         # The baselines this search is held to, each to its end, before it spends its own time: never below them.
-        held = held_baselines(session_for(problem, hardware), time_limit)
+        held = held_baselines(request.facts, request.budget.seconds)
         a = problem.arrays
         capacity = None if (minimize_peak or problem.capacity is None) else int(problem.capacity)
         hint_arr = None
@@ -46,10 +57,10 @@ class PackSearch(Solver):
         if hint is not None and len(hint.offsets) == problem.n:
             hint_arr = offsets_array(hint.offsets)
         elif problem.n:  # never above the pack baseline (best fit): it is the incumbent (and within a capacity, the answer)
-            base = session_for(problem, hardware).baseline("best-fit", t0 + 0.2 * float(time_limit))
+            base = request.facts.baseline("best-fit", request.budget.at(0.2))
             hint_arr = np.asarray(base.offsets)
         # keep time back for building the answer (a tuple of n offsets)
-        limit = max(0.0, solver_deadline(t0, float(time_limit), problem.n, per_buffer=2e-6) - time.monotonic())
+        limit = max(0.0, request.budget.keep_back(n=problem.n, per_buffer=2e-6) - time.monotonic())
         res = pack(a.size, a.start, a.end, capacity=capacity, alignment=a.alignment,
                    time_limit=limit, seed=int(seed), hint=hint_arr)
         status = _STATUS[res.status]

@@ -1,0 +1,286 @@
+"""The solve request: the Budget (the one type of time), the typed Options every solver declares, and the
+contract ``solve(self, request)`` that ``check-solver`` and the registry enforce."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass
+
+import pytest
+
+import mallocgame
+from mallocgame.inputs.load import load_problem
+from mallocgame.model import InputError
+from mallocgame.protocol import Solver, contract_error
+from mallocgame.registry import load_solver, solver_entries
+from mallocgame.request import SAFETY, Budget, Options, SolveRequest, check_options_class, option
+from mallocgame.session import session_for
+from tests.conftest import DATA, run_cli
+from tests.test_plugins import make_distribution
+
+# ---------------------------------------------------------------------------- Budget
+
+
+def old_solver_deadline(t0, time_limit, n, *, extra=0.0, per_buffer=2e-5):
+    """The rule every solver kept before the Budget (protocol.solver_deadline), written out as it was."""
+    return t0 + max(time_limit - 0.05 - extra - per_buffer * n, time_limit * 0.5)
+
+
+@pytest.mark.parametrize("seconds", [0.01, 0.2, 1.0, 10.0, 600.0])
+@pytest.mark.parametrize("n", [0, 150, 5000, 100_000, 400_000])
+@pytest.mark.parametrize("extra,per_buffer", [(0.0, 2e-5), (0.02, 2e-5), (0.0, 1e-6), (0.0, 2e-6), (0.1, 2e-5)])
+def test_keep_back_gives_the_numbers_of_the_old_solver_deadline(seconds, n, extra, per_buffer):
+    budget = Budget(seconds, started=1234.5)
+    assert budget.keep_back(n=n, extra=extra, per_buffer=per_buffer) == \
+        old_solver_deadline(1234.5, seconds, n, extra=extra, per_buffer=per_buffer)
+    assert budget.keep_back(n=n, extra=extra, per_buffer=per_buffer) >= budget.at(0.5)  # never less than half
+
+
+@pytest.mark.parametrize("fraction", [0.9, 0.95])
+def test_stop_at_gives_the_numbers_of_the_old_hand_rules(fraction):
+    for seconds in (0.2, 1.0, 30.0):
+        t0 = 987.25
+        assert Budget(seconds, t0).stop_at(fraction) == t0 + fraction * seconds - SAFETY  # uct 0.95, muzero 0.9
+
+
+def test_budget_left_expired_and_deadline():
+    spent = Budget(1.0, time.monotonic() - 5.0)
+    assert spent.expired() and spent.left() == 0.0
+    fresh = Budget.start(60.0)
+    assert not fresh.expired() and 59.0 < fresh.left() <= 60.0
+    assert fresh.deadline == fresh.started + 60.0
+
+
+@pytest.mark.parametrize("fraction", [-1.0, 0.0, 0.25, 1.0, 3.0])
+def test_a_share_never_ends_past_its_parent(fraction):
+    for parent in (Budget.start(2.0), Budget(1.0, time.monotonic() - 5.0), Budget(0.0, time.monotonic())):
+        child = parent.share(fraction)
+        assert child.deadline <= parent.deadline
+        assert 0.0 <= child.seconds <= max(parent.seconds, 0.0)
+    parent = Budget.start(4.0)
+    child = parent.share(0.25)
+    assert child.seconds <= 0.25 * 4.0 and child.started >= parent.started
+
+
+# ---------------------------------------------------------------------------- Options
+
+
+@dataclass(frozen=True)
+class Sample(Options):
+    count: int = option(1, "a count", low=1)
+    depth: int | None = option(None, "a depth", low=0)
+    ratio: float = option(0.5, "a share", low=0.0, high=1.0)
+    flag: bool = option(False, "a switch")
+    order: str = option("start", "an order", choices=("start", "size"))
+    path: str | None = option(None, "a file")
+    members: str | tuple[str, ...] | None = option(None, "solver names", kind="names")
+
+
+def test_options_take_good_values_and_their_defaults():
+    assert Sample.parse({}) == Sample()
+    got = Sample.parse({"count": 3, "depth": 0, "ratio": 1, "flag": True, "order": "size", "path": "x.pt",
+                        "members": ["a", "b"]})
+    assert (got.count, got.depth, got.ratio, got.flag, got.order, got.path, got.members) == \
+        (3, 0, 1, True, "size", "x.pt", ["a", "b"])
+    assert Sample.parse({"depth": None, "path": None, "members": "a,b"}).members == "a,b"  # None: its default
+
+
+@pytest.mark.parametrize("raw,message", [
+    ({"count": 0}, "count: must be a positive integer, got 0"),
+    ({"count": True}, "count: must be a positive integer, got True"),
+    ({"count": 2.5}, "count: must be a positive integer, got 2.5"),
+    ({"count": None}, "count: must be a positive integer, got None"),  # its default is not None
+    ({"depth": -1}, "depth: must be an integer >= 0, got -1"),
+    ({"ratio": 1.5}, "ratio: must be a finite number from 0.0 to 1.0, got 1.5"),
+    ({"ratio": float("nan")}, "ratio: must be a finite number from 0.0 to 1.0, got nan"),
+    ({"ratio": "abc"}, "ratio: must be a finite number from 0.0 to 1.0, got 'abc'"),
+    ({"flag": 1}, "flag: must be true or false, got 1"),
+    ({"order": "random"}, "order: must be one of start, size, got 'random'"),
+    ({"path": 5}, "path: must be text, got 5"),
+    ({"members": 123}, "members: must be solver names separated by commas, got 123"),
+])
+def test_a_bad_value_is_one_line_naming_the_option_and_the_reason(raw, message):
+    with pytest.raises(InputError) as err:
+        Sample.parse(raw)
+    assert str(err.value) == message
+    with pytest.raises(InputError):  # the constructor checks too: no instance with a bad value is built
+        Sample(**raw)
+
+
+def test_an_unknown_option_names_the_options_and_the_closest():
+    with pytest.raises(InputError) as err:
+        Sample.parse({"cuont": 2}, owner="sample")
+    assert str(err.value) == ("solver 'sample' takes no option 'cuont' (its options: count, depth, flag, members, "
+                              "order, path, ratio); did you mean 'count'?")
+    assert Sample.taken({"count": 2, "workers": 4}) == Sample(count=2)  # options of other solvers are left out
+
+
+def test_options_are_frozen_and_described():
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        Sample().count = 2
+    described = {i.name: i for i in Sample.described()}
+    assert described["ratio"].kind == "float" and described["ratio"].allowed == "from 0.0 to 1.0"
+    assert described["depth"].allowed == ">= 0 (or none: its default)" and described["depth"].doc == "a depth"
+    assert described["members"].kind == "names"
+
+
+# What each built-in solver's solve took before its Options (names and defaults): the option names stay.
+OLD_OPTIONS = {
+    "greedy-xla": {}, "best-fit": {},
+    "mcts": {"simulations": None, "variant": None, "k": None, "order": None, "rollout": "greedy", "epsilon": 0.0,
+             "rollout_depth": None, "exploration": 1.0, "commit": None, "windows": 2},
+    "muzero": {"simulations": None, "checkpoint": None, "prior": "network", "exploration": None, "method": "uct",
+               "model": None, "search_model": None, "c_scale": None, "rollout_depth": None, "selection": None,
+               "prior_power": None, "prior_decay": None, "leaf": None, "leaf_steps": None, "leaf_value": "network",
+               "commit": None, "auto_simulations": None},
+    "cpsat": {"workers": 1, "minimize_peak": False, "deterministic": True, "build_baselines": True},
+    "lns": {"workers": 1, "minimize_peak": False}, "select-pack": {"workers": 1, "minimize_peak": False},
+    "portfolio": {"workers": 2, "minimize_peak": False, "solvers": None},
+    "pack-search": {"minimize_peak": False},
+    "msa": {"max_retries": 3, "max_overlap": "buffer", "variants": True, "overlap_ratio": 10.0,
+            "variants_seconds": None},
+}
+
+
+@pytest.mark.parametrize("name", sorted(OLD_OPTIONS))
+def test_every_built_in_declares_its_options_with_the_old_names_and_defaults(name):
+    solver = load_solver(name)
+    assert isinstance(solver, Solver) and contract_error(solver) is None
+    assert check_options_class(solver.Options) is None
+    assert {i.name: i.default for i in solver.Options.described()} == OLD_OPTIONS[name]
+    assert all(i.doc for i in solver.Options.described())
+
+
+def test_the_request_parses_with_the_solvers_options_and_carries_the_facts():
+    from mallocgame.solvers.mcts import MCTSSolver
+
+    p = load_problem("example:layered150")
+    request = MCTSSolver.request(p, time_limit=2.0, seed=5, simulations=4)
+    assert request.options == MCTSSolver.Options(simulations=4) and request.seed == 5
+    assert request.hardware is p.hardware and request.budget.seconds == 2.0
+    assert request.facts is session_for(p, p.hardware)
+    with pytest.raises(InputError, match="did you mean 'simulations'"):
+        MCTSSolver.request(p, time_limit=1.0, simulatons=4)
+    assert isinstance(SolveRequest.of(p, time_limit=1.0).options, Options)
+    assert {"SolveRequest", "Budget", "Options", "option", "Solver"} <= set(mallocgame.__all__)
+    assert mallocgame.SolveRequest is SolveRequest and mallocgame.option is option
+
+
+def test_the_api_checks_options_with_the_solvers_options():
+    p = load_problem("example:layered150")
+    with pytest.raises(InputError) as err:
+        mallocgame.solve(p, "mcts", time_limit=1, simulatons=4)
+    assert "takes no option 'simulatons'" in str(err.value) and "did you mean 'simulations'" in str(err.value)
+    with pytest.raises(InputError, match="^windows: must be an integer from 1 to 3, got 5$"):
+        mallocgame.solve(p, "mcts", time_limit=1, windows=5)
+    with pytest.raises(InputError, match="^order: must be one of start, xla, size, got 'random'$"):
+        mallocgame.solve(p, "mcts", time_limit=1, order="random")
+
+
+# ---------------------------------------------------------------------------- the doors
+
+
+def test_solvers_name_lists_each_option():
+    r = run_cli("solvers", "mcts")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("mcts  map,pack,prefetch  ")
+    rows = {line.split()[0]: line for line in lines[3:]}
+    assert set(rows) == set(OLD_OPTIONS["mcts"])
+    assert rows["windows"].split()[:5] == ["windows", "int", "2", "from", "1"] and "copy windows" in rows["windows"]
+    assert "one of greedy, random" in rows["rollout"]
+    none = run_cli("solvers", "greedy-xla")
+    assert none.returncode == 0 and none.stdout.splitlines()[-1] == "options: none"
+    bad = run_cli("solvers", "mctz")
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "did you mean 'mcts'" in bad.stderr
+
+
+def test_a_bad_solver_option_value_is_one_line_exit_2():
+    r = run_cli("solve", str(DATA / "layered150.json"), "--solver", "mcts", "--solver-option", "windows=5")
+    assert r.returncode == 2 and r.stderr.strip() == "error: --solver-option windows=5: must be an integer from 1 to 3, got 5"
+    r = run_cli("solve", str(DATA / "layered150.json"), "--solver", "msa", "--mode", "prefetch",
+                "--solver-option", "max_overlap=both")
+    assert r.returncode == 2 and "must be one of buffer, memory, got 'both'" in r.stderr
+    # a text option's value stays text (the kind comes from the Options): '1', not the integer 1
+    r = run_cli("solve", str(DATA / "layered150.json"), "--solver", "msa", "--mode", "prefetch",
+                "--solver-option", "max_overlap=1")
+    assert r.returncode == 2 and r.stderr.strip().endswith("must be one of buffer, memory, got '1'"), r.stderr
+    r = run_cli("compare", str(DATA / "layered150.json"), "--solvers", "mcts", "--solver-option", "order=1")
+    assert r.returncode == 2 and r.stderr.strip().endswith("must be one of start, xla, size, got '1'"), r.stderr
+
+
+OLD_STYLE = '''
+"""A solver on the contract before the request (refused)."""
+from mallocgame.model import Solution, Status
+from mallocgame.protocol import Solver
+
+
+class OldStyle(Solver):
+    name = "old-style"
+    modes = frozenset({"map"})
+
+    def solve(self, problem, hardware, *, time_limit, seed, hint=None):
+        return Solution((None,) * problem.n, Status.FEASIBLE, problem.mode)
+'''
+
+UNDOCUMENTED = '''
+"""A solver whose Options has a field without a doc (refused)."""
+from dataclasses import dataclass
+
+from mallocgame.model import Solution, Status
+from mallocgame.protocol import Solver
+from mallocgame.request import Options
+
+
+@dataclass(frozen=True)
+class Bare(Options):
+    rounds: int = 3
+
+
+class Undocumented(Solver):
+    name = "undocumented"
+    modes = frozenset({"map"})
+    Options = Bare
+
+    def solve(self, request):
+        return Solution((None,) * request.problem.n, Status.FEASIBLE, request.problem.mode)
+'''
+
+
+def test_check_solver_refuses_a_plugin_off_the_contract_in_one_line(tmp_path):
+    make_distribution(tmp_path, "old-plugin", "old-style = old_style:OldStyle\nundocumented = undocumented:Undocumented",
+                      {"old_style.py": OLD_STYLE, "undocumented.py": UNDOCUMENTED})
+    env = {"PYTHONPATH": str(tmp_path)}
+    r = run_cli("check-solver", "old-style", env=env)
+    assert r.returncode == 2 and r.stdout == "" and r.stderr.count("\n") == 1, r.stderr
+    assert "solve(problem, hardware, time_limit, seed, hint) does not take one request" in r.stderr
+    assert "solve(self, request: mallocgame.SolveRequest) -> mallocgame.Solution" in r.stderr
+    r = run_cli("solve", str(DATA / "layered150.json"), "--solver", "old-style", env=env)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "does not take one request" in r.stderr
+    r = run_cli("check-solver", "undocumented", env=env)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1
+    assert "field 'rounds' has no doc" in r.stderr
+
+
+def test_the_contract_refuses_what_is_not_a_solver():
+    class Duck:
+        name = "duck"
+
+        def solve(self, request):
+            return None
+
+    assert "not a subclass of mallocgame.Solver" in contract_error(Duck())
+
+    @dataclass
+    class Thawed:  # a dataclass, but not frozen and not a mallocgame.Options
+        rounds: int = 1
+
+    class Warm(Solver):
+        Options = Thawed
+
+        def solve(self, request):
+            return None
+
+    assert "not a frozen dataclass subclassing mallocgame.Options" in contract_error(Warm())
+    assert all(contract_error(load_solver(name)) is None for name in solver_entries() if name in OLD_OPTIONS)
