@@ -265,3 +265,776 @@ cdef class NativeHeap:
                 if self.lo_[k] < e and self.hi_[k] > a and self.off_[k] < end and self.top_[k] > offset:
                     return False
         return True
+
+
+# ---------------------------------------------------------------------------- the async-copy resource
+
+from cython.operator cimport dereference as deref, preincrement as inc
+from libcpp.map cimport map as cmap
+
+cdef extern from "Python.h":
+    int PY_VERSION_HEX
+
+cdef extern from "<cmath>" nogil:
+    double fabs(double)
+    bint isfinite(double)
+
+
+# the summation of Python's built-in sum() over floats: plain left to right before 3.12, compensated after
+cdef bint COMPENSATED_SUM = PY_VERSION_HEX >= 0x030C0000
+
+KIND_INDEX = {"prefetch": 0, "eviction": 1}
+cdef int SHORT = 16, LONG = 32, RECENT = 8, TIGHT_REACH = 8, LOOK_AHEAD = 4
+
+
+cdef struct PySum:  # sum() of a sequence of floats, as CPython computes it
+    double f
+    double c
+    bint started
+
+
+cdef inline void _sum_init(PySum* s) noexcept nogil:
+    s.f = 0.0
+    s.c = 0.0
+    s.started = False
+
+
+cdef inline void _sum_add(PySum* s, double x) noexcept nogil:
+    cdef double t
+    if not s.started:  # 0 + x: the int start meets the first float
+        s.f = 0.0 + x
+        s.started = True
+    elif COMPENSATED_SUM:
+        t = s.f + x
+        if fabs(s.f) >= fabs(x):
+            s.c += (s.f - t) + x
+        else:
+            s.c += (x - t) + s.f
+        s.f = t
+    else:
+        s.f += x
+
+
+cdef inline double _sum_value(PySum* s) noexcept nogil:
+    if COMPENSATED_SUM and s.c != 0.0 and isfinite(s.c):
+        return s.f + s.c
+    return s.f
+
+
+cdef struct Slot:  # (op, seconds) of a copy's witness share
+    int t
+    double x
+
+
+cdef struct Job:  # _edf's job tuple (deadline, first, group, first0, id, need)
+    int d
+    int f
+    int g
+    int f0
+    int id
+    double need
+
+
+cdef struct Copy:
+    int f
+    int d
+    double need
+
+
+cdef struct Red:  # an op's budget reduction (op, seconds), in the order the Python dict holds them
+    int t
+    double r
+
+
+cdef struct Tight:  # a kept over-full interval: from op a, its slack
+    int a
+    double slack
+
+
+cdef struct Recent:
+    int kind
+    int d
+    int a
+    double slack
+
+
+cdef struct JEntry:  # the undo journal: what changed and its old value
+    int what  # 0 saved[t], 1 times[t], 2 left[kind][t], 3 alloc[kind][t] (old in jalloc), 4 copy appended
+    int kind
+    int t
+    double old
+
+
+cdef bint _job_less(const Job& x, const Job& y) noexcept nogil:
+    if x.d != y.d:
+        return x.d < y.d
+    if x.f != y.f:
+        return x.f < y.f
+    if x.g != y.g:
+        return x.g < y.g
+    if x.f0 != y.f0:
+        return x.f0 < y.f0
+    if x.id != y.id:
+        return x.id < y.id
+    return x.need < y.need
+
+
+cdef inline int _next_open(vector[int]& nxt, int t) noexcept nogil:
+    cdef int root = t, nt
+    while nxt[root] != root:
+        root = nxt[root]
+    while nxt[t] != root:
+        nt = nxt[t]
+        nxt[t] = root
+        t = nt
+    return root
+
+
+cdef double _edf(vector[Job]& jobs, vector[double]& budgets, int base, vector[double]& left,
+                 vector[vector[Slot]]& allocs, int* first_stall) noexcept nogil:
+    """The Python ``_edf``: serve ``jobs`` (sorted) from their earliest slots with budget; the total stall."""
+    cdef int n = <int>budgets.size(), i, f, t, end
+    cdef double stall = 0.0, need, lt, take
+    cdef vector[int] nxt
+    cdef Slot s
+    left = budgets
+    nxt.resize(n + 1)
+    for i in range(n + 1):
+        nxt[i] = i
+    allocs.clear()
+    allocs.resize(jobs.size())
+    first_stall[0] = -1
+    for i in range(<int>jobs.size()):
+        need = jobs[i].need
+        f = jobs[i].f - base
+        if f < 0:  # as Python's next_open(nxt, -1): the sentinel
+            t = n
+        else:
+            t = _next_open(nxt, f) if f < n else n
+        end = jobs[i].d - base
+        if end > n:
+            end = n
+        while need > 0 and t < end:
+            lt = left[t]
+            take = need if need < lt else lt
+            if take > 0:
+                s.t, s.x = t + base, take
+                allocs[i].push_back(s)
+            need -= take
+            left[t] = lt - take
+            if left[t] <= 0:
+                nxt[t] = t + 1
+                t = _next_open(nxt, t + 1)
+            else:
+                break
+        if need > 0:
+            stall += need
+            if first_stall[0] < 0:
+                first_stall[0] = i
+    return stall
+
+
+cdef inline double _slice_sum(vector[double]& v, int a, int b) noexcept nogil:
+    # sum(v[a:b]) (a, b >= 0, clipped at the end)
+    cdef PySum s
+    cdef int i
+    _sum_init(&s)
+    if b > <int>v.size():
+        b = <int>v.size()
+    for i in range(a, b):
+        _sum_add(&s, v[i])
+    return _sum_value(&s)
+
+
+cdef class NativeCopyResource:
+    """The Python ``_CopyResource`` (docs/prefetch.md's copy budgets, kept stall-free decision by decision) over
+    C++ containers: the same witness, local problems, kept over-full intervals, look-ahead and undo journal, so
+    the same decisions and the same count of exact checks. The kinds are ``"prefetch"`` and ``"eviction"``."""
+
+    cdef readonly int T
+    cdef readonly double tol
+    cdef public long exact_checks
+    cdef vector[double] compute_, slow_mem_, fixed_, saved_, times_
+    # per kind (0 prefetch, 1 eviction): copies, their witness shares, the index by first op (windows of at
+    # most SHORT ops) and by LONG-op bucket (longer ones), the budget left, the kept over-full intervals by end
+    cdef vector[vector[Copy]] copies_
+    cdef vector[vector[vector[Slot]]] alloc_
+    cdef vector[cmap[int, vector[int]]] by_first
+    cdef int span[2]
+    cdef vector[vector[vector[int]]] long_
+    cdef vector[vector[double]] left_
+    cdef vector[cmap[int, vector[Tight]]] tight
+    cdef vector[pair[int, int]] tight_log
+    cdef vector[Recent] recent
+    cdef vector[JEntry] journal
+    cdef vector[vector[Slot]] jalloc
+    # the last rejected check: (kind, reductions, need or none)
+    cdef bint has_reject, reject_has_copy
+    cdef int reject_kind
+    cdef vector[Red] reject_red
+    cdef double reject_need
+    # per kind: the witness update of the last accepted local problem, on ops [upd_lo, upd_hi)
+    cdef int upd_lo[2]
+    cdef int upd_hi[2]
+    cdef vector[vector[double]] upd_left
+    cdef vector[vector[Job]] upd_jobs
+    cdef vector[vector[vector[Slot]]] upd_allocs
+
+    def __cinit__(self, *args, **kwargs):
+        self.copies_.resize(2)
+        self.alloc_.resize(2)
+        self.by_first.resize(2)
+        self.long_.resize(2)
+        self.left_.resize(2)
+        self.tight.resize(2)
+        self.upd_left.resize(2)
+        self.upd_jobs.resize(2)
+        self.upd_allocs.resize(2)
+
+    def __init__(self, compute, slow_mem, fixed):
+        import numpy as np
+
+        compute, slow_mem, fixed = (np.asarray(x, np.float64) for x in (compute, slow_mem, fixed))
+        self.compute_ = compute.tolist()
+        self.slow_mem_ = slow_mem.tolist()
+        self.fixed_ = fixed.tolist()
+        self.T = len(compute)
+        self.saved_ = [0.0] * self.T
+        times = np.maximum(compute, slow_mem) + fixed
+        self.times_ = times.tolist()
+        scale = float(times.sum()) or 1.0
+        self.tol = 1e-12 * scale
+        self.exact_checks = 0
+        for k in range(2):
+            self.left_[k] = self.times_
+            self.span[k] = 0
+            self.long_[k].resize(self.T // LONG + 2)
+        self.has_reject = False
+
+    # ------------------------------------------------ views (tests)
+
+    @property
+    def saved(self):
+        return list(self.saved_)
+
+    @property
+    def times(self):
+        return list(self.times_)
+
+    def left(self, kind: str):
+        return list(self.left_[KIND_INDEX[kind]])
+
+    def copies(self, kind: str):
+        return [(c.f, c.d, c.need) for c in self.copies_[KIND_INDEX[kind]]]
+
+    def allocs(self, kind: str):
+        return [[(s.t, s.x) for s in a] for a in self.alloc_[KIND_INDEX[kind]]]
+
+    # ------------------------------------------------ undo journal
+
+    cdef inline void _journal(self, int what, int kind, int t, double old) noexcept:
+        cdef JEntry e
+        e.what, e.kind, e.t, e.old = what, kind, t, old
+        self.journal.push_back(e)
+
+    cdef void _set_alloc(self, int kind, int j, vector[Slot]& a) noexcept:
+        self.jalloc.push_back(self.alloc_[kind][j])
+        self._journal(3, kind, j, 0.0)
+        self.alloc_[kind][j] = a
+
+    cdef void _append_copy(self, int kind, Copy c, vector[Slot]& a) noexcept:
+        cdef int j = <int>self.copies_[kind].size(), i
+        self.copies_[kind].push_back(c)
+        self.alloc_[kind].push_back(a)
+        if c.d - c.f <= SHORT:
+            self.by_first[kind][c.f].push_back(j)
+            if c.d - c.f > self.span[kind]:
+                self.span[kind] = c.d - c.f
+        else:
+            if (c.d - 1) // LONG >= <int>self.long_[kind].size():
+                self.long_[kind].resize((c.d - 1) // LONG + 1)
+            for i in range(c.f // LONG, (c.d - 1) // LONG + 1):
+                self.long_[kind][i].push_back(j)
+        self._journal(4, kind, j, 0.0)
+
+    def snapshot(self):
+        """A mark to :meth:`restore` to: only the latest one is kept (a buffer's tries restore to its start)."""
+        self.journal.clear()
+        self.jalloc.clear()
+        self.tight_log.clear()
+        return 0
+
+    def restore(self, snap) -> None:
+        cdef Py_ssize_t q
+        cdef int kind, d, i
+        cdef JEntry e
+        cdef Copy c
+        for q in range(<Py_ssize_t>self.tight_log.size() - 1, -1, -1):
+            kind, d = self.tight_log[q].first, self.tight_log[q].second
+            self.tight[kind][d].pop_back()
+            if self.tight[kind][d].empty():
+                self.tight[kind].erase(d)
+        self.tight_log.clear()
+        self.recent.clear()
+        while <Py_ssize_t>self.journal.size() > snap:
+            e = self.journal.back()
+            self.journal.pop_back()
+            if e.what == 0:
+                self.saved_[e.t] = e.old
+            elif e.what == 1:
+                self.times_[e.t] = e.old
+            elif e.what == 2:
+                self.left_[e.kind][e.t] = e.old
+            elif e.what == 3:
+                self.alloc_[e.kind][e.t] = self.jalloc.back()
+                self.jalloc.pop_back()
+            else:
+                c = self.copies_[e.kind].back()
+                self.copies_[e.kind].pop_back()
+                self.alloc_[e.kind].pop_back()
+                if c.d - c.f <= SHORT:
+                    self.by_first[e.kind][c.f].pop_back()
+                    if self.by_first[e.kind][c.f].empty():
+                        self.by_first[e.kind].erase(c.f)
+                else:
+                    for i in range(c.f // LONG, (c.d - 1) // LONG + 1):
+                        self.long_[e.kind][i].pop_back()
+
+    def seed_full(self, saved, copies) -> bool:
+        """Start from a given answer (a hint): its served operands and copies. False (nothing changed) if they stall."""
+        import numpy as np
+
+        compute, slow_mem, fixed = (np.asarray(x) for x in (self.compute_, self.slow_mem_, self.fixed_))
+        cdef vector[double] times = (np.maximum(compute, slow_mem - saved.astype(np.float64)) + fixed).tolist()
+        cdef vector[vector[Job]] jobs = vector[vector[Job]](2)
+        cdef vector[vector[double]] left = vector[vector[double]](2)
+        cdef vector[vector[vector[Slot]]] allocs = vector[vector[vector[Slot]]](2)
+        cdef vector[vector[vector[Slot]]] by_id = vector[vector[vector[Slot]]](2)
+        cdef Job job
+        cdef Copy c
+        cdef int k, j, first_stall
+        cdef double stall
+        cdef list listed = [copies["prefetch"], copies["eviction"]]
+        for k in range(2):
+            for j, (f, d, s) in enumerate(listed[k]):
+                job.d, job.f, job.g, job.f0, job.id, job.need = d, max(f, 0), 0, 0, j, s
+                jobs[k].push_back(job)
+            sort(jobs[k].begin(), jobs[k].end(), _job_less)
+            stall = _edf(jobs[k], times, 0, left[k], allocs[k], &first_stall)
+            if stall > self.tol:
+                return False
+            by_id[k].resize(jobs[k].size())
+            for j in range(<int>jobs[k].size()):
+                by_id[k][jobs[k][j].id] = allocs[k][j]
+        self.saved_ = saved.astype(np.float64).tolist()
+        self.times_ = times
+        for k in range(2):
+            self.left_[k] = left[k]
+            for j, (f, d, s) in enumerate(listed[k]):
+                c.f, c.d, c.need = max(f, 0), d, s
+                self._append_copy(k, c, by_id[k][j])
+        self.journal.clear()
+        self.jalloc.clear()
+        return True
+
+    # ------------------------------------------------ the check
+
+    cdef void _gather(self, int kind, int lo, int hi, bint crossing, vector[Job]& inside,
+                      vector[Job]& crossers) noexcept:
+        cdef vector[int] ids
+        cdef cmap[int, vector[int]].iterator it, stop
+        cdef int i, j, b0, f, d
+        cdef size_t q
+        cdef double need
+        cdef PySum share
+        cdef Job job
+        cdef vector[Copy]* copies = &self.copies_[kind]
+        cdef vector[Slot]* al
+        inside.clear()
+        crossers.clear()
+        it = self.by_first[kind].lower_bound(lo - self.span[kind])
+        stop = self.by_first[kind].lower_bound(hi)
+        while it != stop:
+            for q in range(deref(it).second.size()):
+                ids.push_back(deref(it).second[q])
+            inc(it)
+        b0 = lo // LONG
+        for i in range(b0, min((hi - 1) // LONG + 1, <int>self.long_[kind].size())):
+            for q in range(self.long_[kind][i].size()):
+                j = self.long_[kind][i][q]
+                if max(copies[0][j].f // LONG, b0) == i:  # each copy once: in its first bucket here
+                    ids.push_back(j)
+        for q in range(ids.size()):
+            j = ids[q]
+            f, d, need = copies[0][j].f, copies[0][j].d, copies[0][j].need
+            if d <= lo or f >= hi:
+                continue
+            if f >= lo and d <= hi:
+                job.d, job.f, job.g, job.f0, job.id, job.need = d, f, 0, 0, j, need
+                inside.push_back(job)
+            elif crossing:
+                _sum_init(&share)
+                al = &self.alloc_[kind][j]
+                for i in range(<int>al.size()):
+                    if lo <= al[0][i].t < hi:
+                        _sum_add(&share, al[0][i].x)
+                if _sum_value(&share) > 0:
+                    job.d, job.f, job.g, job.f0, job.id, job.need = min(d, hi), max(f, lo), 2, f, j, _sum_value(&share)
+                    crossers.push_back(job)
+        sort(inside.begin(), inside.end(), _job_less)
+        sort(crossers.begin(), crossers.end(), _job_less)
+
+    cdef void _budgets(self, vector[Red]& red, int lo, int hi, vector[double]& budgets) noexcept:
+        cdef size_t q
+        budgets.assign(self.times_.begin() + lo, self.times_.begin() + hi)
+        for q in range(red.size()):
+            budgets[red[q].t - lo] -= red[q].r
+
+    cdef double _red_sum(self, vector[Red]& red, int a, int d) noexcept:
+        # sum(r for t, r in red.items() if a <= t < d)
+        cdef PySum s
+        cdef size_t q
+        _sum_init(&s)
+        for q in range(red.size()):
+            if a <= red[q].t < d:
+                _sum_add(&s, red[q].r)
+        return _sum_value(&s)
+
+    cdef void _note_violation(self, int kind, vector[Red]& red, Copy* copy, int a, int d, double excess) noexcept:
+        cdef double slack
+        cdef Tight tt
+        cdef Recent rc
+        if not (a <= copy.f and copy.d <= d):
+            return
+        slack = copy.need + self._red_sum(red, a, d) - excess
+        tt.a, tt.slack = a, slack
+        self.tight[kind][d].push_back(tt)
+        self.tight_log.push_back(pair[int, int](kind, d))
+        rc.kind, rc.d, rc.a, rc.slack = kind, d, a, slack
+        self.recent.push_back(rc)
+        if self.recent.size() > <size_t>RECENT:
+            self.recent.erase(self.recent.begin())
+
+    cdef bint _known_violation(self, int kind, vector[Red]& red, Copy* copy) noexcept:
+        cdef size_t q
+        cdef int d
+        cdef cmap[int, vector[Tight]].iterator it
+        for q in range(self.recent.size()):  # the latest, however far they end
+            if (self.recent[q].kind == kind and self.recent[q].a <= copy.f and copy.d <= self.recent[q].d
+                    and copy.need + self._red_sum(red, self.recent[q].a, self.recent[q].d) - self.recent[q].slack
+                    > self.tol):
+                return True
+        for d in range(copy.d, copy.d + TIGHT_REACH):
+            it = self.tight[kind].find(d)
+            if it == self.tight[kind].end():
+                continue
+            for q in range(deref(it).second.size()):
+                if (deref(it).second[q].a <= copy.f
+                        and copy.need + self._red_sum(red, deref(it).second[q].a, d) - deref(it).second[q].slack
+                        > self.tol):
+                    return True
+        return False
+
+    cdef void _hall(self, int kind, vector[Red]& red, Copy* copy, vector[Job]& jobs, vector[vector[Slot]]& allocs,
+                    vector[double]& budgets, int base, int i) noexcept:
+        """The Python ``_hall_interval`` for the stalled job ``i``, each interval kept (``_note_violation``)."""
+        cdef int d = jobs[i].d, a = jobs[i].f, s, n = <int>budgets.size(), k
+        cdef bint moved = True, have_widest = False
+        cdef PySum demand
+        cdef double excess, first_excess, w_excess = 0.0
+        cdef int w_s = 0
+        cdef vector[double] by_first
+        while moved:
+            moved = False
+            for k in range(<int>jobs.size()):
+                if jobs[k].f < a and not allocs[k].empty() and allocs[k].back().t >= a:
+                    a, moved = jobs[k].f, True
+        _sum_init(&demand)
+        for k in range(<int>jobs.size()):
+            if jobs[k].f >= a and jobs[k].d <= d:
+                _sum_add(&demand, jobs[k].need)
+        first_excess = _sum_value(&demand) - _slice_sum(budgets, a - base, d - base)
+        by_first.assign(a - base if a > base else 0, 0.0)
+        for k in range(<int>jobs.size()):
+            if jobs[k].f < a and jobs[k].d <= d:
+                by_first[jobs[k].f - base] = by_first[jobs[k].f - base] + jobs[k].need
+        excess = first_excess
+        for s in range(a - 1, base - 1, -1):
+            excess += by_first[s - base] - budgets[s - base]
+            if excess > self.tol:
+                have_widest, w_s, w_excess = True, s, excess
+        self._note_violation(kind, red, copy, a, d, first_excess)
+        if have_widest:
+            self._note_violation(kind, red, copy, w_s, d, w_excess)
+
+    cdef bint _lower(self, int kind, vector[Red]& red, Copy* copy, int lo, int hi, vector[Job]& inside,
+                     vector[double]& budgets, vector[Job]& jobs, vector[double]& left,
+                     vector[vector[Slot]]& allocs) noexcept:
+        """The lower problem on ops ``[lo, hi)``: whether it stalls (a Hall violation: reject); its EDF run."""
+        cdef Job job
+        cdef int i
+        cdef double stall
+        self._budgets(red, lo, hi, budgets)
+        jobs = inside
+        if copy != NULL:
+            job.d, job.f, job.g, job.f0, job.id, job.need = copy.d, copy.f, 1, 0, -1, copy.need
+            jobs.push_back(job)
+            sort(jobs.begin(), jobs.end(), _job_less)
+        stall = _edf(jobs, budgets, lo, left, allocs, &i)
+        if stall > self.tol:
+            if copy != NULL and i >= 0:
+                self._hall(kind, red, copy, jobs, allocs, budgets, lo, i)
+            return True
+        return False
+
+    cdef int _region(self, int kind, vector[Red]& red, Copy* copy, int lo, int hi, bint lower_ok,
+                     bint upper_first) noexcept:
+        """Decide on ops ``[lo, hi)``: 1 accept (the witness update in ``upd_*[kind]``), 0 reject, -1 undecided."""
+        cdef vector[Job] inside, crossers, lower, jobs
+        cdef vector[double] budgets, left
+        cdef vector[vector[Slot]] allocs
+        cdef Job job
+        cdef int i
+        cdef double stall
+        self._gather(kind, lo, hi, True, inside, crossers)
+        if not crossers.empty():
+            self._budgets(red, lo, hi, budgets)
+            lower = inside
+            if copy != NULL:
+                job.d, job.f, job.g, job.f0, job.id, job.need = copy.d, copy.f, 1, 0, -1, copy.need
+                lower.push_back(job)
+                sort(lower.begin(), lower.end(), _job_less)
+            if lower_ok or upper_first:
+                jobs = lower
+                jobs.insert(jobs.end(), crossers.begin(), crossers.end())
+                sort(jobs.begin(), jobs.end(), _job_less)
+                stall = _edf(jobs, budgets, lo, self.upd_left[kind], self.upd_allocs[kind], &i)
+                if stall <= self.tol:
+                    self.upd_lo[kind], self.upd_hi[kind], self.upd_jobs[kind] = lo, hi, jobs
+                    return 1
+                if lower_ok:
+                    return -1
+                return 0 if self._lower(kind, red, copy, lo, hi, inside, budgets, lower, left, allocs) else -1
+        if self._lower(kind, red, copy, lo, hi, inside, budgets, lower, left, allocs):
+            return 0
+        if not crossers.empty():
+            jobs = lower
+            jobs.insert(jobs.end(), crossers.begin(), crossers.end())
+            sort(jobs.begin(), jobs.end(), _job_less)
+            stall = _edf(jobs, budgets, lo, self.upd_left[kind], self.upd_allocs[kind], &i)
+            if stall > self.tol:
+                return -1
+            self.upd_lo[kind], self.upd_hi[kind], self.upd_jobs[kind] = lo, hi, jobs
+            return 1
+        self.upd_lo[kind], self.upd_hi[kind] = lo, hi
+        self.upd_jobs[kind], self.upd_left[kind], self.upd_allocs[kind] = lower, left, allocs
+        return 1
+
+    cdef bint _is_last_reject(self, int kind, vector[Red]& red, Copy* copy) noexcept:
+        cdef size_t q
+        if not self.has_reject or self.reject_kind != kind or self.reject_red.size() != red.size():
+            return False
+        if (copy != NULL) != self.reject_has_copy or (copy != NULL and copy.need != self.reject_need):
+            return False
+        for q in range(red.size()):
+            if red[q].t != self.reject_red[q].t or red[q].r != self.reject_red[q].r:
+                return False
+        return True
+
+    cdef void _set_reject(self, int kind, vector[Red]& red, Copy* copy) noexcept:
+        self.has_reject, self.reject_kind, self.reject_red = True, kind, red
+        self.reject_has_copy = copy != NULL
+        self.reject_need = copy.need if copy != NULL else 0.0
+
+    cdef int _decide(self, int kind, vector[Red]& red, Copy* copy) noexcept:
+        """Whether ``kind``'s copies (and ``copy``) complete without a stall on budgets less ``red``: 1 (the
+        witness update in ``upd[kind]``) or 0."""
+        cdef bint upper_first
+        cdef int a0, b0, width, checked, lo, hi, lo2, hi2, out
+        cdef size_t q
+        cdef vector[Job] inside, crossers, jobs
+        cdef vector[double] budgets, left
+        cdef vector[vector[Slot]] allocs
+        self.exact_checks += 1
+        if copy != NULL and self._known_violation(kind, red, copy):
+            self._set_reject(kind, red, copy)
+            return 0
+        upper_first = not self._is_last_reject(kind, red, copy)  # not the picker's next copy start after a rejection
+        a0, b0 = 2147483647, -2147483647
+        for q in range(red.size()):
+            a0, b0 = min(a0, red[q].t), max(b0, red[q].t)
+        if copy != NULL:
+            a0 = min(a0, min(copy.f, copy.d - 1))
+            b0 = max(b0, max(copy.f, copy.d - 1))
+        b0 += 1
+        width = max(b0 - a0, 8)
+        checked = 0  # the lower problems of windows up to this width do not stall
+        while True:
+            lo, hi = max(0, a0 - width), min(self.T, b0 + width)
+            out = self._region(kind, red, copy, lo, hi, width <= checked, upper_first)
+            if out >= 0:
+                if out == 0:
+                    self._set_reject(kind, red, copy)
+                return out
+            if not checked:  # undecided: most such checks reject, on a Hall violation a few widths out
+                checked = width * LOOK_AHEAD
+                lo2, hi2 = max(0, a0 - checked), min(self.T, b0 + checked)
+                self._gather(kind, lo2, hi2, False, inside, crossers)
+                if self._lower(kind, red, copy, lo2, hi2, inside, budgets, jobs, left, allocs):
+                    self._set_reject(kind, red, copy)
+                    return 0
+            width *= 2
+
+    cdef void _apply(self, int kind, Copy* copy) noexcept:
+        cdef int lo = self.upd_lo[kind], hi = self.upd_hi[kind]
+        cdef vector[double]* uleft = &self.upd_left[kind]
+        cdef vector[Job]* ujobs = &self.upd_jobs[kind]
+        cdef vector[vector[Slot]]* uallocs = &self.upd_allocs[kind]
+        cdef vector[double]* arr = &self.left_[kind]
+        cdef int t, j
+        cdef size_t q, p
+        cdef vector[Slot] new_alloc, merged
+        cdef vector[Slot]* old
+        cdef bint same
+        for t in range(lo, hi):
+            if arr[0][t] != uleft[0][t - lo]:
+                self._journal(2, kind, t, arr[0][t])
+                arr[0][t] = uleft[0][t - lo]
+        for q in range(ujobs.size()):
+            j = ujobs[0][q].id
+            if j < 0:
+                new_alloc = uallocs[0][q]
+            elif ujobs[0][q].g == 0:  # inside the window: its whole share
+                old = &self.alloc_[kind][j]
+                same = old.size() == uallocs[0][q].size()
+                if same:
+                    for p in range(old.size()):
+                        if old[0][p].t != uallocs[0][q][p].t or old[0][p].x != uallocs[0][q][p].x:
+                            same = False
+                            break
+                if not same:
+                    self._set_alloc(kind, j, uallocs[0][q])
+            else:
+                old = &self.alloc_[kind][j]
+                merged.clear()
+                for p in range(old.size()):
+                    if old[0][p].t < lo:
+                        merged.push_back(old[0][p])
+                merged.insert(merged.end(), uallocs[0][q].begin(), uallocs[0][q].end())
+                for p in range(old.size()):
+                    if old[0][p].t >= hi:
+                        merged.push_back(old[0][p])
+                self._set_alloc(kind, j, merged)
+        if copy != NULL:
+            self._append_copy(kind, copy[0], new_alloc)
+
+    def try_add(self, serve, kind=None, copy=None) -> bool:
+        """Serve more operands (``(op, saving)`` pairs) and add ``copy`` of ``kind``, if every copy still completes
+        without a stall; commits and returns True, else changes nothing and returns False."""
+        cdef vector[Red] new
+        cdef Red item
+        cdef size_t q
+        cdef int t
+        cdef bint found
+        for t_, d_ in serve:
+            t = t_
+            found = False
+            for q in range(new.size()):
+                if new[q].t == t:
+                    new[q].r = new[q].r + <double>d_
+                    found = True
+                    break
+            if not found:
+                item.t, item.r = t, self.saved_[t] + <double>d_
+                new.push_back(item)
+        if copy is None:
+            return self._try_add(new, -1, NULL)
+        cdef Copy c
+        c.f, c.d, c.need = copy[0], copy[1], copy[2]
+        return self._try_add(new, KIND_INDEX[kind], &c)
+
+    cdef bint _try_add(self, vector[Red]& new, int kind, Copy* copy) noexcept:
+        cdef vector[Red] red
+        cdef Red item
+        cdef size_t q
+        cdef int t, k, first = 0, deadline = 0
+        cdef double r, v, total, avail, need = 0.0, need_left, lt, take, m
+        cdef bint ok, mine
+        cdef bint exact[2]
+        cdef vector[double]* left
+        cdef vector[Slot] a
+        cdef Slot s
+        for q in range(new.size()):
+            t, v = new[q].t, new[q].r
+            m = self.slow_mem_[t] - v
+            r = self.times_[t] - ((m if m > self.compute_[t] else self.compute_[t]) + self.fixed_[t])
+            if r > 0:
+                item.t, item.r = t, r
+                red.push_back(item)
+        if copy != NULL:
+            first, deadline, need = max(copy.f, 0), copy.d, copy.need
+            if deadline <= first:
+                return False
+            total = _slice_sum(self.times_, first, deadline)
+            for q in range(red.size()):
+                if first <= red[q].t < deadline:
+                    total -= red[q].r
+            if total < need * (1 + 1e-9):
+                return False  # not even the whole budget of its window is enough
+            copy.f = first
+        for k in range(2):
+            exact[k] = False
+            left = &self.left_[k]
+            ok = True
+            for q in range(red.size()):
+                if left[0][red[q].t] < red[q].r - self.tol:
+                    ok = False
+                    break
+            mine = copy != NULL and k == kind
+            if ok and mine:
+                avail = _slice_sum(left[0], first, deadline)
+                for q in range(red.size()):
+                    t, r = red[q].t, red[q].r
+                    if first <= t < deadline:
+                        avail -= r if r < left[0][t] else left[0][t]
+                ok = avail >= need * (1 + 1e-9)
+            if ok:
+                continue
+            if not self._decide(k, red, copy if mine else NULL):
+                return False
+            exact[k] = True
+        for q in range(new.size()):
+            t = new[q].t
+            self._journal(0, 0, t, self.saved_[t])
+            self.saved_[t] = new[q].r
+        for q in range(red.size()):
+            t = red[q].t
+            self._journal(1, 0, t, self.times_[t])
+            self.times_[t] -= red[q].r
+        for k in range(2):
+            mine = copy != NULL and k == kind
+            if exact[k]:
+                self._apply(k, copy if mine else NULL)
+                continue
+            left = &self.left_[k]
+            for q in range(red.size()):
+                t = red[q].t
+                self._journal(2, k, t, left[0][t])
+                v = left[0][t] - red[q].r
+                left[0][t] = 0.0 if 0.0 > v else v
+            if mine:
+                need_left = need
+                a.clear()
+                for t in range(first, deadline):
+                    lt = left[0][t]
+                    take = need_left if need_left < lt else lt
+                    if take > 0:
+                        self._journal(2, k, t, lt)
+                        left[0][t] = lt - take
+                        s.t, s.x = t, take
+                        a.push_back(s)
+                        need_left -= take
+                    if need_left <= 0:
+                        break
+                self._append_copy(k, copy[0], a)
+        return True

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mallocgame._msa import NativeHeap
+from mallocgame._msa import NativeCopyResource, NativeHeap
 from mallocgame.engine import engine
 from mallocgame.hardware.prefetch_cost import PrefetchEvaluator, serve_copies_left
 from mallocgame.hardware.validator import validate_intervals
@@ -1045,9 +1045,11 @@ class _Msa:
         self.copy_time = a.size / float(hardware.copy_bw)
         cap = problem.capacity
         self.capacity = int(cap) if cap is not None else int(a.size.sum()) + int(a.alignment.max(initial=1))
-        # MALLOCGAME_ENGINE: the compiled heap (mallocgame._msa) or this module's, the reference it must match
-        self.heap = (NativeHeap if engine() == "native" else _Heap)(self.capacity)
-        self.res = _CopyResource(self.compute, self.slow_mem, self.fixed)
+        # MALLOCGAME_ENGINE: the compiled heap and copy resource (mallocgame._msa) or this module's, the reference
+        # they must match
+        native = engine() == "native"
+        self.heap = (NativeHeap if native else _Heap)(self.capacity)
+        self.res = (NativeCopyResource if native else _CopyResource)(self.compute, self.slow_mem, self.fixed)
         self.stats = _Stats()
         self.done = np.zeros(n, bool)
         self.max_overlap = max_overlap

@@ -10,14 +10,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mallocgame._msa import HeapPool, NativeHeap
+from mallocgame._msa import HeapPool, NativeCopyResource, NativeHeap
 from mallocgame.engine import ENGINE_ENV
 from mallocgame.hardware.spec import PRESETS
 from mallocgame.importers.hlo import load_hlo
 from mallocgame.inputs.generate import layered_network
 from mallocgame.inputs.load import prepare
 from mallocgame.inputs.suites import suite_entries
-from mallocgame.memory_space_assignment import _Heap, _Msa, msa_run
+from mallocgame.memory_space_assignment import KINDS, _CopyResource, _Heap, _Msa, msa_run
 from mallocgame.solvers.msa import MemorySpaceAssignment
 from tests.msa_reference import DATA, HLO_FIXTURES
 
@@ -107,6 +107,71 @@ def test_the_engine_variable_picks_the_heap(monkeypatch):
     assert type(_Msa(problem, TPU, NO_DEADLINE).heap) is NativeHeap
     monkeypatch.delenv(ENGINE_ENV)
     assert type(_Msa(problem, TPU, NO_DEADLINE).heap) is NativeHeap
+
+
+# ---------------------------------------------------------------- the copy resource, decision by decision
+
+def assert_same_resource(ref: _CopyResource, nat: NativeCopyResource, where) -> None:
+    assert nat.exact_checks == ref.exact_checks, where
+    assert nat.saved == ref.saved and nat.times == ref.times, where
+    for kind in KINDS:
+        assert nat.left(kind) == ref.left[kind], where
+        assert nat.copies(kind) == ref.copies[kind], where
+        assert nat.allocs(kind) == [list(a) for a in ref.alloc[kind]], where
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1), T=st.integers(3, 160), steps=st.integers(1, 300),
+       saturation=st.sampled_from((0.2, 1.0, 3.0)))
+def test_native_copy_resource_takes_every_decision_of_the_python_one(seed, T, steps, saturation):
+    # random copies and op savings (budgets saturated or not), each copy tried at earlier and earlier starts as
+    # the picker does, some buffers' tries undone: the same answers, witness, journal and exact-check count
+    import random
+
+    import numpy as np
+
+    rng = random.Random(seed)
+    compute = np.array([rng.uniform(0.1, 1.0) for _ in range(T)])
+    slow = compute + np.array([rng.uniform(0.0, 1.0) for _ in range(T)])
+    fixed = np.array([rng.choice((0.0, 0.0, 0.01)) for _ in range(T)])
+    ref, nat = _CopyResource(compute, slow, fixed), NativeCopyResource(compute, slow, fixed)
+    assert nat.tol == ref.tol and nat.T == ref.T
+    for step in range(steps):
+        if step % 10 == 0:  # a buffer's start; some buffers' tries are undone (a retry restores)
+            snaps = ref.snapshot(), nat.snapshot()
+        elif step % 10 == 9 and rng.random() < 0.3:
+            ref.restore(snaps[0]), nat.restore(snaps[1])
+            assert_same_resource(ref, nat, step)
+        v = rng.randrange(1, T)
+        serve = [(rng.randrange(0, T), rng.uniform(0.0, 0.3)) for _ in range(rng.choice((0, 1, 1, 2, 3)))]
+        kind = "prefetch" if rng.random() < 0.8 else "eviction"
+        need = rng.uniform(0.05, 3.0) * saturation
+        if rng.random() < 0.1:
+            assert nat.try_add(serve) == ref.try_add(serve), step
+            continue
+        for first in range(v - 1, max(-2, v - 60), -1):
+            got = ref.try_add(serve, kind, (first, v, need))
+            assert nat.try_add(serve, kind, (first, v, need)) == got, (step, first)
+            if got:
+                break
+        assert_same_resource(ref, nat, step)
+
+
+def test_native_copy_resource_seeds_as_the_python_one():
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    T = 50
+    compute = rng.uniform(0.1, 1.0, T)
+    slow, fixed = compute + rng.uniform(0.0, 1.0, T), np.zeros(T)
+    saved = rng.uniform(0.0, 0.2, T)
+    light = {"prefetch": [(3, 9, 0.5), (-1, 4, 0.3), (20, 41, 1.0)], "eviction": [(10, 12, 0.2)]}
+    heavy = {"prefetch": [(3, 5, 50.0)], "eviction": []}
+    for copies in (light, heavy):
+        ref, nat = _CopyResource(compute, slow, fixed), NativeCopyResource(compute, slow, fixed)
+        assert nat.seed_full(saved, copies) == ref.seed_full(saved, copies)
+        assert_same_resource(ref, nat, copies)
+    assert not NativeCopyResource(compute, slow, fixed).seed_full(saved, heavy)
 
 
 # ---------------------------------------------------------------- whole runs
