@@ -1038,3 +1038,179 @@ cdef class NativeCopyResource:
                         break
                 self._append_copy(k, copy[0], a)
         return True
+
+
+# ---------------------------------------------------------------------------- a use's prefetch
+
+cdef double MIN_OVERLAP_RATIO = 0.8, PREFERRED_OVERLAP_RATIO = 1.5
+cdef int EXPLORED_DECREASING = 100
+
+
+cdef class NativePrefetcher:
+    """msa's prefetch of one use, compiled: the Python ``_Msa.picker`` (XLA's cost-analysis interval picker:
+    its window of copy starts and their order) and the loop of ``_BufferTry.prefetch`` that tries them against
+    a :class:`NativeHeap` and a :class:`NativeCopyResource` (the same decisions, so the same commits)."""
+
+    cdef vector[double] prefix
+    cdef NativeHeap heap
+    cdef NativeCopyResource res
+
+    def __init__(self, prefix, NativeHeap heap, NativeCopyResource res):
+        self.prefix = list(prefix)
+        self.heap = heap
+        self.res = res
+
+    def window(self, int start, int use, double copy_t, double reduction, double max_interval):
+        """``(earliest, latest, preferred)`` of the picker, or None (no copy start)."""
+        cdef int earliest, latest, preferred
+        if not self._window(start, use, copy_t, reduction, max_interval, &earliest, &latest, &preferred):
+            return None
+        return earliest, latest, preferred
+
+    def candidates(self, int start, int use, double copy_t, double reduction, double max_interval):
+        """The picker's copy starts in its order (all of them), or None."""
+        cdef int earliest, latest, preferred, p
+        cdef vector[double] el
+        cdef _Order order
+        if not self._window(start, use, copy_t, reduction, max_interval, &earliest, &latest, &preferred):
+            return None
+        self._el(use, earliest, latest, el)
+        _order_init(&order, earliest, latest, preferred, el[0])
+        out = []
+        while _order_next(&order, el, &p):
+            out.append(p)
+        return out
+
+    cdef bint _window(self, int start, int use, double copy_t, double reduction, double max_interval,
+                      int* earliest, int* latest, int* preferred) noexcept:
+        cdef double top, need, best, x
+        cdef int lo_, hi_, mid, p
+        if start > use - 1:
+            return False
+        top = self.prefix[use]
+        need = MIN_OVERLAP_RATIO * copy_t
+        lo_, hi_ = start, use  # latest: last p with need <= el(p) + reduction
+        while lo_ < hi_:
+            mid = (lo_ + hi_) >> 1  # floor, as Python's // (lo_ may be -1)
+            if need <= (top - self.prefix[mid + 1]) + reduction:
+                lo_ = mid + 1
+            else:
+                hi_ = mid
+        latest[0] = lo_ - 1
+        if latest[0] < start:
+            return False
+        lo_, hi_ = start, latest[0]  # earliest: first p < latest with el(p) <= max_interval, else latest
+        while lo_ < hi_:
+            mid = (lo_ + hi_) >> 1  # floor, as Python's // (lo_ may be -1)
+            if top - self.prefix[mid + 1] <= max_interval:
+                hi_ = mid
+            else:
+                lo_ = mid + 1
+        earliest[0] = lo_
+        # preferred: the first p of the window whose el(p) is nearest 1.5 copy times (numpy's argmin)
+        preferred[0] = earliest[0]
+        best = 0.0
+        for p in range(earliest[0], latest[0] + 1):
+            x = fabs(PREFERRED_OVERLAP_RATIO * copy_t - (top - self.prefix[p + 1]))
+            if p == earliest[0] or x < best:
+                best, preferred[0] = x, p
+        return True
+
+    cdef void _el(self, int use, int earliest, int latest, vector[double]& el) noexcept:
+        cdef int p
+        el.clear()
+        for p in range(earliest, latest + 1):
+            el.push_back(self.prefix[use] - self.prefix[p + 1])
+
+    def pick(self, int v, int start, double copy_t, double reduction, double max_interval, double ds_k,
+             long long size, long long align):
+        """The copy start of the prefetch serving op ``v`` (its copy and saving committed to the copy resource),
+        or None; and whether a start lacked copy budget (``stalled``). As ``_BufferTry.prefetch`` up to the
+        chunk: the first start of the picker's order inside the memory window whose copy completes."""
+        cdef int earliest, latest, preferred, lo_, hi_, mid, p, p_mem, p_bad
+        cdef vector[double] el
+        cdef vector[Rect] pool
+        cdef _Order order
+        cdef bint stalled = False
+        cdef vector[Red] new
+        cdef Red item
+        cdef Copy c
+        if not self._window(start, v, copy_t, reduction, max_interval, &earliest, &latest, &preferred):
+            return None, False
+        self.heap._near(earliest + 1, v + 1, pool)  # every query below is inside it
+        if not _pool_fits(pool, latest + 1, v + 1, size, align, self.heap.capacity):
+            return None, False  # out of memory for every window
+        lo_, hi_ = earliest, latest  # smallest copy start whose occupied range fits somewhere
+        while lo_ < hi_:
+            mid = (lo_ + hi_) >> 1  # floor, as Python's // (lo_ may be -1)
+            if _pool_fits(pool, mid + 1, v + 1, size, align, self.heap.capacity):
+                hi_ = mid
+            else:
+                lo_ = mid + 1
+        p_mem, p_bad = lo_, latest + 1
+        self._el(v, earliest, latest, el)
+        _order_init(&order, earliest, latest, preferred, el[0])
+        while _order_next(&order, el, &p):
+            if p < p_mem or p >= p_bad:
+                continue
+            new.clear()
+            item.t, item.r = v, self.res.saved_[v] + ds_k
+            new.push_back(item)
+            c.f, c.d, c.need = p + 1, v, copy_t
+            if self.res._try_add(new, 0, &c):
+                return p, stalled
+            p_bad = p  # a later start has less budget: it would stall too
+            stalled = True
+        return None, stalled
+
+
+cdef bint _pool_fits(vector[Rect]& pool, i64 a, i64 e, i64 size, i64 align, i64 capacity) noexcept nogil:
+    # NativeHeap.fits on a pool
+    cdef i64 cur = 0
+    cdef size_t q
+    for q in range(pool.size()):
+        if pool[q].lo < e and pool[q].hi > a:
+            if pool[q].off > cur and _align_up(cur, align) + size <= pool[q].off:
+                return True
+            if pool[q].top > cur:
+                cur = pool[q].top
+    return _align_up(cur, align) + size <= capacity
+
+
+cdef struct _Order:  # the picker's candidates() generator: preferred, then alternately later and earlier
+    int inc
+    int dec
+    int earliest
+    int latest
+    bint using_inc
+    double span
+
+
+cdef inline void _order_init(_Order* o, int earliest, int latest, int preferred, double el0) noexcept nogil:
+    o.inc, o.dec = preferred + 1, preferred  # Begin() consumes the first Next() on the increasing side
+    o.earliest, o.latest = earliest, latest
+    o.using_inc = o.dec < earliest
+    o.span = el0 / EXPLORED_DECREASING
+
+
+cdef inline bint _order_next(_Order* o, vector[double]& el, int* out) noexcept nogil:
+    cdef int p
+    cdef double target
+    if not (o.inc <= o.latest or o.dec >= o.earliest):
+        return False
+    if o.using_inc:
+        p = o.inc
+        o.inc += 1
+        if o.dec >= o.earliest:
+            o.using_inc = False
+    else:
+        p = o.dec
+        o.dec -= 1
+        if o.inc > o.latest:
+            target = el[p - o.earliest] + o.span
+            while o.dec >= o.earliest and el[o.dec - o.earliest] < target:
+                o.dec -= 1
+        if o.inc <= o.latest:
+            o.using_inc = True
+    out[0] = p
+    return True

@@ -6,11 +6,13 @@ last bit and statistics (retries, exact copy checks, ...)."""
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mallocgame._msa import HeapPool, NativeCopyResource, NativeHeap
+from mallocgame._msa import HeapPool, NativeCopyResource, NativeHeap, NativePrefetcher
 from mallocgame.engine import ENGINE_ENV
 from mallocgame.hardware.spec import PRESETS
 from mallocgame.importers.hlo import load_hlo
@@ -102,11 +104,39 @@ def test_native_heap_answers_every_query_as_the_python_heap(script):
 def test_the_engine_variable_picks_the_heap(monkeypatch):
     problem = prepare(layered_network(40, seed=0), mode="prefetch", capacity_fraction=0.25, hardware=TPU)[0]
     monkeypatch.setenv(ENGINE_ENV, "python")
-    assert type(_Msa(problem, TPU, NO_DEADLINE).heap) is _Heap
-    monkeypatch.setenv(ENGINE_ENV, "native")
-    assert type(_Msa(problem, TPU, NO_DEADLINE).heap) is NativeHeap
-    monkeypatch.delenv(ENGINE_ENV)
-    assert type(_Msa(problem, TPU, NO_DEADLINE).heap) is NativeHeap
+    msa = _Msa(problem, TPU, NO_DEADLINE)
+    assert (type(msa.heap), type(msa.res), msa.prefetcher) == (_Heap, _CopyResource, None)
+    for value in ("native", None):
+        if value is None:
+            monkeypatch.delenv(ENGINE_ENV)
+        else:
+            monkeypatch.setenv(ENGINE_ENV, value)
+        msa = _Msa(problem, TPU, NO_DEADLINE)
+        assert (type(msa.heap), type(msa.res), type(msa.prefetcher)) == (NativeHeap, NativeCopyResource, NativePrefetcher)
+
+
+@functools.cache
+def _gpt2_tiny_msa() -> _Msa:
+    problem = prepare(XLA["gpt2-tiny-train-adam"].build(), mode="prefetch")[0]
+    return _Msa(problem, problem.hardware, NO_DEADLINE)
+
+
+@settings(max_examples=300, deadline=None)
+@given(use=st.integers(0, 10_000), back=st.integers(0, 400), copy_t=st.floats(1e-8, 1e-3),
+       reduction=st.floats(0.0, 1e-4), retry=st.integers(0, 3))
+def test_native_picker_gives_the_python_pickers_window_and_order(use, back, copy_t, reduction, retry):
+    msa = _gpt2_tiny_msa()
+    use = use % len(msa.elapsed)
+    start = max(use - back, -1)
+    picked = msa.picker(start, use, copy_t, reduction, retry)
+    max_interval = msa.max_elapsed(copy_t, retry)
+    window = msa.prefetcher.window(start, use, copy_t, reduction, max_interval)
+    order = msa.prefetcher.candidates(start, use, copy_t, reduction, max_interval)
+    if picked is None:
+        assert window is None and order is None
+    else:
+        assert window[:2] == picked[:2]
+        assert order == list(picked[2])
 
 
 # ---------------------------------------------------------------- the copy resource, decision by decision
