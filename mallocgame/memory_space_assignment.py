@@ -1050,6 +1050,8 @@ class _Msa:
         self.reads, self.writes, self.output = touches.reads, touches.writes, touches.output
         n = problem.n
         self.dsum = np.bincount(ev.operand_touch, base.delta, minlength=len(self.ops))  # saving per touch
+        self._lists = None  # touches_of's lists of the touch arrays
+        self._touches = (-1, None)  # touches_of's last answer, by buffer
         a = problem.arrays
         self.size, self.align, self.end = a.size, a.alignment, a.end
         self.copy_time = a.size / float(hardware.copy_bw)
@@ -1173,10 +1175,19 @@ class _Msa:
 
     def touches_of(self, b: int) -> tuple[list[int], list[bool], list[bool], list[float]]:
         """Ops, reads, writes and savings of the touches of ``b`` inside its live range."""
-        lo, hi = int(self.ptr[b]), int(self.ptr[b + 1])
-        ops = [t for t in self.ops[lo:hi].tolist() if t < int(self.end[b])]
+        if self._touches[0] == b:  # the buffer being decided: its tries and required_slow read the same lists
+            return self._touches[1]
+        if self._lists is None:  # the touch arrays as lists once: a buffer's slice costs its length, not a call
+            self._lists = (self.ptr.tolist(), self.end.tolist(), self.ops.tolist(), self.reads.tolist(),
+                           self.writes.tolist(), self.dsum.tolist())
+        ptr, end, ops_all, reads, writes, dsum = self._lists
+        lo, hi = ptr[b], ptr[b + 1]
+        e = end[b]
+        ops = [t for t in ops_all[lo:hi] if t < e]
         m = len(ops)
-        return ops, self.reads[lo:lo + m].tolist(), self.writes[lo:lo + m].tolist(), self.dsum[lo:lo + m].tolist()
+        out = ops, reads[lo:lo + m], writes[lo:lo + m], dsum[lo:lo + m]
+        self._touches = (b, out)
+        return out
 
     def required_slow(self, b: int) -> frozenset[int]:
         """Required assignment of outputs: the last write of an output whose eviction window (the ops
