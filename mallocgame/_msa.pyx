@@ -1,13 +1,20 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True
 # distutils: language = c++
-"""msa's fast-memory heap, compiled (the ``native`` engine of ``mallocgame.memory_space_assignment._Heap``).
+"""msa's hot parts, compiled: the ``native`` engine of ``mallocgame.memory_space_assignment`` (MALLOCGAME_ENGINE).
 
-:class:`NativeHeap` answers every query of the Python ``_Heap`` exactly as it does (the same rectangles in the
-same time buckets, the same best-fit scan and tie-breaking), with C++ vectors in place of lists and dicts.
-:meth:`NativeHeap.near` returns a :class:`HeapPool`, an opaque sorted copy of the rectangles near a time range
-that only the heap's own queries read (the Python heap's pool is a sorted list of tuples). Self-contained:
-no cimport of another module of the project. tests/test_engine_msa.py checks both engines against each other.
+* :class:`NativeHeap`, the Python ``_Heap``: the fast-memory rectangles in the same time buckets, the same
+  best-fit scan and tie-breaking, over C++ vectors; :meth:`NativeHeap.near` returns a :class:`HeapPool`, an
+  opaque sorted copy of the rectangles near a time range that only the heap's own queries read.
+* :class:`NativeCopyResource`, the Python ``_CopyResource``: the copy budgets kept stall-free decision by
+  decision (witness, local problems, kept over-full intervals, undo journal), sums taken as Python's ``sum()``
+  takes them, so the same decisions and the same count of exact checks.
+* :class:`NativePrefetcher`, the Python ``_Msa.picker`` and the copy-start loop of ``_BufferTry.prefetch``.
+
+The buffer loop (``_Msa.run``, ``_BufferTry``) stays in Python and calls these. Self-contained: no cimport of
+another module of the project. tests/test_engine_msa.py checks both engines against each other.
 """
+
+import numpy as np
 
 from libcpp.algorithm cimport sort
 from libcpp.pair cimport pair
@@ -492,8 +499,6 @@ cdef class NativeCopyResource:
         self.upd_allocs.resize(2)
 
     def __init__(self, compute, slow_mem, fixed):
-        import numpy as np
-
         compute, slow_mem, fixed = (np.asarray(x, np.float64) for x in (compute, slow_mem, fixed))
         self.compute_ = compute.tolist()
         self.slow_mem_ = slow_mem.tolist()
@@ -602,8 +607,6 @@ cdef class NativeCopyResource:
 
     def seed_full(self, saved, copies) -> bool:
         """Start from a given answer (a hint): its served operands and copies. False (nothing changed) if they stall."""
-        import numpy as np
-
         compute, slow_mem, fixed = (np.asarray(x) for x in (self.compute_, self.slow_mem_, self.fixed_))
         cdef vector[double] times = (np.maximum(compute, slow_mem - saved.astype(np.float64)) + fixed).tolist()
         cdef vector[vector[Job]] jobs = vector[vector[Job]](2)
