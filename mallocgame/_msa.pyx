@@ -20,17 +20,17 @@ from libcpp.algorithm cimport sort
 from libcpp.pair cimport pair
 from libcpp.vector cimport vector
 
-ctypedef long long i64
+ctypedef long long msa_i64
 
 
-cdef struct Rect:  # a pool's rectangle, ordered as the Python pool's tuples (offset, top, occ, end)
-    i64 off
-    i64 top
-    i64 lo
-    i64 hi
+cdef struct MsaRect:  # a pool's rectangle, ordered as the Python pool's tuples (offset, top, occ, end)
+    msa_i64 off
+    msa_i64 top
+    msa_i64 lo
+    msa_i64 hi
 
 
-cdef bint _rect_less(const Rect& x, const Rect& y) noexcept nogil:
+cdef bint _rect_less(const MsaRect& x, const MsaRect& y) noexcept nogil:
     if x.off != y.off:
         return x.off < y.off
     if x.top != y.top:
@@ -40,38 +40,38 @@ cdef bint _rect_less(const Rect& x, const Rect& y) noexcept nogil:
     return x.hi < y.hi
 
 
-cdef inline i64 _align_up(i64 x, i64 a) noexcept nogil:
+cdef inline msa_i64 _msa_align_up(msa_i64 x, msa_i64 a) noexcept nogil:
     # -(-x // a) * a with Python's floor division (x >= 0, a >= 1 here)
-    cdef i64 q = x // a
+    cdef msa_i64 q = x // a
     if q * a < x:
         q += 1
     return q * a
 
 
-cdef inline i64 _floor_div(i64 x, i64 b) noexcept nogil:
+cdef inline msa_i64 _floor_div(msa_i64 x, msa_i64 b) noexcept nogil:
     # Python's // (an op index may be -1)
-    cdef i64 q = x // b
+    cdef msa_i64 q = x // b
     if (x % b != 0) and ((x < 0) != (b < 0)):
         q -= 1
     return q
 
 
-cdef i64 _best_fit_sorted(vector[pair[i64, i64]]& ranges, i64 size, i64 align, i64 capacity,
+cdef msa_i64 _best_fit_sorted(vector[pair[msa_i64, msa_i64]]& ranges, msa_i64 size, msa_i64 align, msa_i64 capacity,
                           bint *found) noexcept nogil:
     """``mallocgame.placement._best_fit_py`` over ``ranges`` (``(offset, top)``, sorted) with a capacity."""
-    cdef i64 cur = 0, a, best_len = 0, best_off = 0, o, t
+    cdef msa_i64 cur = 0, a, best_len = 0, best_off = 0, o, t
     cdef bint have = False
     cdef size_t k
     for k in range(ranges.size()):
         o = ranges[k].first
         t = ranges[k].second
         if o > cur:
-            a = _align_up(cur, align)
+            a = _msa_align_up(cur, align)
             if a + size <= o and (not have or o - cur < best_len):
                 have, best_len, best_off = True, o - cur, a
         if t > cur:
             cur = t
-    a = _align_up(cur, align)
+    a = _msa_align_up(cur, align)
     if a + size <= capacity and (not have or capacity - cur < best_len):
         found[0] = True
         return a
@@ -82,7 +82,7 @@ cdef i64 _best_fit_sorted(vector[pair[i64, i64]]& ranges, i64 size, i64 align, i
 cdef class HeapPool:
     """The rectangles meeting a time range, sorted by (offset, top, occ, end): :meth:`NativeHeap.near`."""
 
-    cdef vector[Rect] rects
+    cdef vector[MsaRect] rects
 
     def __len__(self):
         return self.rects.size()
@@ -100,11 +100,11 @@ cdef class NativeHeap:
     dropped on a retry (:meth:`truncate`).
     """
 
-    cdef readonly i64 capacity
+    cdef readonly msa_i64 capacity
     cdef readonly Py_ssize_t n
-    cdef vector[i64] lo_, hi_, off_, top_
+    cdef vector[msa_i64] lo_, hi_, off_, top_
     cdef vector[vector[Py_ssize_t]] buckets
-    cdef i64 B
+    cdef msa_i64 B
 
     def __init__(self, long long capacity):
         self.capacity = capacity
@@ -127,22 +127,22 @@ cdef class NativeHeap:
     def top(self):
         return list(self.top_)
 
-    cdef inline vector[Py_ssize_t]* _bucket(self, i64 i) noexcept nogil:
-        if i < 0 or i >= <i64>self.buckets.size():
+    cdef inline vector[Py_ssize_t]* _bucket(self, msa_i64 i) noexcept nogil:
+        if i < 0 or i >= <msa_i64>self.buckets.size():
             return NULL
         return &self.buckets[i]
 
-    cdef void _register(self, Py_ssize_t k, i64 a, i64 e) noexcept nogil:
-        cdef i64 i, first = _floor_div(a, self.B), last = _floor_div(e - 1, self.B)
+    cdef void _register(self, Py_ssize_t k, msa_i64 a, msa_i64 e) noexcept nogil:
+        cdef msa_i64 i, first = _floor_div(a, self.B), last = _floor_div(e - 1, self.B)
         if first < 0:  # an op index below 0: never read back (queries start at op 0)
             first = 0
-        if last >= <i64>self.buckets.size():
+        if last >= <msa_i64>self.buckets.size():
             self.buckets.resize(last + 1)
         for i in range(first, last + 1):
             if self.buckets[i].empty() or self.buckets[i].back() != k:
                 self.buckets[i].push_back(k)
 
-    cpdef Py_ssize_t add(self, i64 occ, i64 end, i64 offset, i64 size):
+    cpdef Py_ssize_t add(self, msa_i64 occ, msa_i64 end, msa_i64 offset, msa_i64 size):
         cdef Py_ssize_t k = self.n
         self.lo_.resize(k)
         self.hi_.resize(k)
@@ -157,9 +157,9 @@ cdef class NativeHeap:
             self._register(k, occ, end)
         return k
 
-    cpdef void extend(self, Py_ssize_t k, i64 end):
+    cpdef void extend(self, Py_ssize_t k, msa_i64 end):
         """Rectangle ``k`` now ends at op ``end`` (not earlier than before)."""
-        cdef i64 old = self.hi_[k]
+        cdef msa_i64 old = self.hi_[k]
         self.hi_[k] = end
         if end > old:
             self._register(k, old if old > self.lo_[k] else self.lo_[k], end)
@@ -167,7 +167,7 @@ cdef class NativeHeap:
     cpdef void truncate(self, Py_ssize_t n):
         """Drop the rectangles added after the first ``n`` (a buffer's failed try)."""
         cdef Py_ssize_t k, j
-        cdef i64 lo, hi, i
+        cdef msa_i64 lo, hi, i
         cdef vector[Py_ssize_t]* lst
         for k in range(self.n - 1, n - 1, -1):
             lo, hi = self.lo_[k], self.hi_[k]
@@ -188,12 +188,12 @@ cdef class NativeHeap:
         self.off_.resize(n)
         self.top_.resize(n)
 
-    cdef void _near(self, i64 a, i64 e, vector[Rect]& out) noexcept nogil:
+    cdef void _near(self, msa_i64 a, msa_i64 e, vector[MsaRect]& out) noexcept nogil:
         """The rectangles meeting ops ``[a, e)`` (or covering op ``a``), each once, sorted."""
-        cdef i64 B = self.B, first = _floor_div(a, B), last = _floor_div(e - 1 if e - 1 > a else a, B), i, occ
+        cdef msa_i64 B = self.B, first = _floor_div(a, B), last = _floor_div(e - 1 if e - 1 > a else a, B), i, occ
         cdef vector[Py_ssize_t]* lst
         cdef Py_ssize_t q, k
-        cdef Rect r
+        cdef MsaRect r
         out.clear()
         for i in range(first, last + 1):
             lst = self._bucket(i)
@@ -208,20 +208,20 @@ cdef class NativeHeap:
                     out.push_back(r)
         sort(out.begin(), out.end(), _rect_less)
 
-    def near(self, i64 a, i64 e):
+    def near(self, msa_i64 a, msa_i64 e):
         """The rectangles meeting ops ``[a, e)``: a :class:`HeapPool` for queries inside that range (``pool=``)."""
         cdef HeapPool pool = HeapPool.__new__(HeapPool)
         self._near(a, e, pool.rects)
         return pool
 
-    def best_fit(self, i64 a, i64 e, i64 size, i64 align, HeapPool pool=None):
+    def best_fit(self, msa_i64 a, msa_i64 e, msa_i64 size, msa_i64 align, HeapPool pool=None):
         """Offset of the best-fit hole free during ops ``[a, e)``, or ``None`` (``best_fit_offset``)."""
-        cdef vector[Rect] own
-        cdef vector[Rect]* rects
-        cdef vector[pair[i64, i64]] ranges
+        cdef vector[MsaRect] own
+        cdef vector[MsaRect]* rects
+        cdef vector[pair[msa_i64, msa_i64]] ranges
         cdef size_t q
         cdef bint found
-        cdef i64 off
+        cdef msa_i64 off
         if pool is None:
             self._near(a, e, own)
             rects = &own
@@ -229,29 +229,29 @@ cdef class NativeHeap:
             rects = &pool.rects
         for q in range(rects.size()):
             if rects[0][q].lo < e and rects[0][q].hi > a:
-                ranges.push_back(pair[i64, i64](rects[0][q].off, rects[0][q].top))
+                ranges.push_back(pair[msa_i64, msa_i64](rects[0][q].off, rects[0][q].top))
         off = _best_fit_sorted(ranges, size, align, self.capacity, &found)
         return off if found else None
 
-    def fits(self, i64 a, i64 e, i64 size, i64 align, HeapPool pool):
+    def fits(self, msa_i64 a, msa_i64 e, msa_i64 size, msa_i64 align, HeapPool pool):
         """Whether some hole holds ``size`` bytes during ops ``[a, e)`` (``best_fit(...) is not None``)."""
-        cdef i64 cur = 0
+        cdef msa_i64 cur = 0
         cdef size_t q
-        cdef Rect* r
+        cdef MsaRect* r
         for q in range(pool.rects.size()):
             r = &pool.rects[q]
             if r.lo < e and r.hi > a:
-                if r.off > cur and _align_up(cur, align) + size <= r.off:
+                if r.off > cur and _msa_align_up(cur, align) + size <= r.off:
                     return True
                 if r.top > cur:
                     cur = r.top
-        return _align_up(cur, align) + size <= self.capacity
+        return _msa_align_up(cur, align) + size <= self.capacity
 
-    def free(self, i64 a, i64 e, i64 offset, i64 size, HeapPool pool=None):
+    def free(self, msa_i64 a, msa_i64 e, msa_i64 offset, msa_i64 size, HeapPool pool=None):
         """Whether ``[offset, offset + size)`` is free during ops ``[a, e)``."""
-        cdef i64 end = offset + size, i, B = self.B, last
+        cdef msa_i64 end = offset + size, i, B = self.B, last
         cdef size_t q
-        cdef Rect* r
+        cdef MsaRect* r
         cdef vector[Py_ssize_t]* lst
         cdef Py_ssize_t k
         if end > self.capacity:
@@ -386,7 +386,7 @@ cdef bint _job_less(const Job& x, const Job& y) noexcept nogil:
     return x.need < y.need
 
 
-cdef inline int _next_open(vector[int]& nxt, int t) noexcept nogil:
+cdef inline int _msa_next_open(vector[int]& nxt, int t) noexcept nogil:
     cdef int root = t, nt
     while nxt[root] != root:
         root = nxt[root]
@@ -417,7 +417,7 @@ cdef double _edf(vector[Job]& jobs, vector[double]& budgets, int base, vector[do
         if f < 0:  # as Python's next_open(nxt, -1): the sentinel
             t = n
         else:
-            t = _next_open(nxt, f) if f < n else n
+            t = _msa_next_open(nxt, f) if f < n else n
         end = jobs[i].d - base
         if end > n:
             end = n
@@ -431,7 +431,7 @@ cdef double _edf(vector[Job]& jobs, vector[double]& budgets, int base, vector[do
             left[t] = lt - take
             if left[t] <= 0:
                 nxt[t] = t + 1
-                t = _next_open(nxt, t + 1)
+                t = _msa_next_open(nxt, t + 1)
             else:
                 break
         if need > 0:
@@ -1132,7 +1132,7 @@ cdef class NativePrefetcher:
         chunk: the first start of the picker's order inside the memory window whose copy completes."""
         cdef int earliest, latest, preferred, lo_, hi_, mid, p, p_mem, p_bad
         cdef vector[double] el
-        cdef vector[Rect] pool
+        cdef vector[MsaRect] pool
         cdef _Order order
         cdef bint stalled = False
         cdef vector[Red] new
@@ -1167,17 +1167,17 @@ cdef class NativePrefetcher:
         return None, stalled
 
 
-cdef bint _pool_fits(vector[Rect]& pool, i64 a, i64 e, i64 size, i64 align, i64 capacity) noexcept nogil:
+cdef bint _pool_fits(vector[MsaRect]& pool, msa_i64 a, msa_i64 e, msa_i64 size, msa_i64 align, msa_i64 capacity) noexcept nogil:
     # NativeHeap.fits on a pool
-    cdef i64 cur = 0
+    cdef msa_i64 cur = 0
     cdef size_t q
     for q in range(pool.size()):
         if pool[q].lo < e and pool[q].hi > a:
-            if pool[q].off > cur and _align_up(cur, align) + size <= pool[q].off:
+            if pool[q].off > cur and _msa_align_up(cur, align) + size <= pool[q].off:
                 return True
             if pool[q].top > cur:
                 cur = pool[q].top
-    return _align_up(cur, align) + size <= capacity
+    return _msa_align_up(cur, align) + size <= capacity
 
 
 cdef struct _Order:  # the picker's candidates() generator: preferred, then alternately later and earlier
