@@ -21,7 +21,12 @@ runs the ``mcts`` solver in-process (map mode, default options) for S seconds pe
 ``layered_network(10000, seed=1)`` and reports its ``simulations`` per wall second and per CPU second (the
 solver's deadline is wall time: on a loaded machine it gets a fraction of a core).
 
+With ``--msa`` it runs only msa's table instead (:func:`bench_msa`: the ``msa`` solver in-process, variants off,
+both engines, on the xla suite (least of ``--msa-repeat`` solves) and ``layered_network(100000)``; goals:
+<= 0.3 s per xla program, <= 1 s at 100k, >= 20x the reference), written to ``--msa-out``.
+
 Usage: nice python experiments/bench_engine.py [--layered 10000] [--episodes 3] [--mcts-seconds 10] [--out PATH]
+       nice python experiments/bench_engine.py --msa [--msa-sizes 100000] [--msa-repeat 2] [--msa-out bench_engine_msa.md]
 """
 
 from __future__ import annotations
@@ -133,7 +138,15 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--mcts-seconds", type=float, default=0.0, help="mcts in-process per engine (0: skip)")
     ap.add_argument("--out", default="bench_engine.md", help="results file (a bare name: under experiments/results/)")
+    ap.add_argument("--msa", action="store_true", help="only msa (bench_msa: its own table, --msa-out)")
+    ap.add_argument("--msa-sizes", type=int, nargs="*", default=[100000], help="with --msa: layered_network sizes")
+    ap.add_argument("--msa-out", default="bench_engine_msa.md", help="with --msa: the results file")
+    ap.add_argument("--msa-repeat", type=int, default=2, help="with --msa: the least CPU of this many solves per "
+                    "xla program and engine (one at the generated sizes)")
     args = ap.parse_args()
+    if args.msa:
+        bench_msa(args)
+        return
     programs = [(e.name, e.build) for e in suite_entries("xla")]
     programs += [(f"layered_network({n})", lambda n=n: layered_network(n, seed=args.seed)) for n in args.layered]
     show = Transcript()
@@ -190,6 +203,72 @@ def main() -> None:
         "# The native engine against the Python reference: the map game\n\n"
         "Output of `experiments/bench_engine.py` as printed (both engines in one run, CPU seconds, "
         "see the script's docstring for the columns):\n\n" + show.text))
+
+
+# ---------------------------------------------------------------------------- msa
+
+MSA_XLA_GOAL_S, MSA_100K_GOAL_S, MSA_RATIO_GOAL = 0.3, 1.0, 20.0
+
+
+def msa_solve(build, engine: str, repeat: int = 1) -> dict:
+    """The ``msa`` solver in-process (variants off: one run of the algorithm) on a fresh ``build()`` with
+    ``engine``; CPU and wall seconds of the solve alone (the problem and its evaluator are built before, and
+    the garbage collected), the least of ``repeat`` solves (each on a fresh problem: nothing cached)."""
+    import gc
+
+    from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
+    from mallocgame.solvers.msa import MemorySpaceAssignment
+
+    cpu = wall = float("inf")
+    for _ in range(repeat):
+        problem = build()
+        hw = problem.hardware or HW
+        PrefetchEvaluator.of(problem, hw)
+        gc.collect()
+        os.environ["MALLOCGAME_ENGINE"] = engine
+        try:
+            t, c = time.perf_counter(), time.process_time()
+            sol = MemorySpaceAssignment().solve(problem, hw, time_limit=1e6, seed=0, variants=False)
+            wall, cpu = min(wall, time.perf_counter() - t), min(cpu, time.process_time() - c)
+        finally:
+            os.environ.pop("MALLOCGAME_ENGINE", None)
+    key = sorted((iv.buffer, iv.start, iv.end, -2 if iv.copy_start is None else iv.copy_start, iv.offset)
+                 for iv in sol.intervals)
+    return {"n": problem.n, "cpu": cpu, "wall": wall, "key": key, "objective": sol.objective.hex(),
+            "stats": dict(sol.stats), "value": sol.objective}
+
+
+def bench_msa(args) -> None:
+    """msa's two engines side by side: the whole solver in-process on the xla suite (each program's own
+    capacity and hardware) and on ``layered_network(N, seed=0)`` at 25% of max live; stops on the first
+    difference between their answers (intervals, objective to the bit, statistics)."""
+    from mallocgame.inputs.load import prepare
+
+    programs = [(e.name, lambda e=e: prepare(e.build(), mode="prefetch")[0], MSA_XLA_GOAL_S, args.msa_repeat)
+                for e in suite_entries("xla")]
+    programs += [(f"layered_network({n})", lambda n=n: prepare(layered_network(n, seed=0), mode="prefetch",
+                                                               capacity_fraction=0.25, hardware=HW)[0], MSA_100K_GOAL_S, 1)
+                 for n in args.msa_sizes]
+    show = Transcript()
+    show(f"# python {platform.python_version()}, numpy {np.__version__}, {platform.machine()}; "
+         f"load average at start {os.getloadavg()[0]:.1f} (2 cores)")
+    show("| program | buffers | CPU s python | CPU s native | ratio | wall s native | retries | exact copy checks "
+         "| same answer | goal (native CPU s; ratio >= 20x) |")
+    show("|---|---:|---:|---:|---:|---:|---:|---:|---|---|")
+    for name, build, goal, repeat in programs:
+        py, nat = msa_solve(build, "python", repeat), msa_solve(build, "native", repeat)
+        if (py["key"], py["objective"], py["stats"]) != (nat["key"], nat["objective"], nat["stats"]):
+            raise SystemExit(f"{name}: the engines disagree (objective {py['value']!r} vs {nat['value']!r})")
+        ratio = py["cpu"] / max(nat["cpu"], 1e-9)
+        ratio_text = "met" if ratio >= MSA_RATIO_GOAL else f"missed x{MSA_RATIO_GOAL / ratio:.1f}"
+        show(f"| {name} | {nat['n']} | {py['cpu']:.3f} | {nat['cpu']:.3f} | {ratio:.2f}x | {nat['wall']:.3f} "
+             f"| {nat['stats'].get('retries')} | {nat['stats'].get('exact_copy_checks')} "
+             f"| yes (objective {nat['objective']}) | time {goal_text(nat['cpu'], goal, 's')}; ratio {ratio_text} |")
+    show(f"# load average at end {os.getloadavg()[0]:.1f}")
+    write_results(args.msa_out, (
+        "# The native engine against the Python reference: msa\n\n"
+        "Output of `experiments/bench_engine.py --msa` as printed (the `msa` solver in-process, variants off, "
+        "both engines in one run, CPU seconds; see `bench_msa`'s docstring):\n\n" + show.text))
 
 
 if __name__ == "__main__":

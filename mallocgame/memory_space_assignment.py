@@ -30,6 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mallocgame._msa import NativeCopyResource, NativeHeap, NativePrefetcher
+from mallocgame.engine import engine
 from mallocgame.hardware.prefetch_cost import PrefetchEvaluator, serve_copies_left
 from mallocgame.hardware.validator import validate_intervals
 from mallocgame.intervals import next_open
@@ -982,6 +984,11 @@ class _BufferTry:
         ds_k, copy_t = self.ds[k], self.copy_t
         reduction = float(msa.elapsed[v]) - (max(float(msa.compute[v]), float(msa.slow_mem[v]) - ds_k)
                                              + float(msa.fixed[v]))
+        if msa.prefetcher is not None:  # the same picker and loop, compiled
+            p, stalled = msa.prefetcher.pick(v, max(self.slow_ready, -1), copy_t, reduction, self.max_interval, ds_k,
+                                             self.size, self.align)
+            self.stalled = self.stalled or stalled
+            return p is not None and self.commit_prefetch(k, p)
         picked = msa.picker(max(self.slow_ready, -1), v, copy_t, reduction, self.retry)
         if picked is None:
             return False
@@ -1001,16 +1008,21 @@ class _BufferTry:
             if p < p_mem or p >= p_bad:
                 continue
             if self.res.try_add([(v, ds_k)], "prefetch", (p + 1, v, copy_t)):
-                off = self.chunk(k, p + 1)
-                assert off is not None
-                wk = self.wr[k]
-                self.cur = _Open(off, v, p, v + 1, heap.add(p + 1, v + 1, off, self.size), bool(wk),
-                                 v if wk else -1, k if wk else -1)
-                msa.stats.prefetches += 1
-                return True
+                return self.commit_prefetch(k, p)
             p_bad = p  # a later start has less budget: it would stall too
             self.stalled = True
         return False
+
+    def commit_prefetch(self, k: int, p: int) -> bool:
+        """Open the interval of touch ``k``'s prefetch copied from op ``p`` (its copy is committed); True."""
+        v = self.ops[k]
+        off = self.chunk(k, p + 1)
+        assert off is not None
+        wk = self.wr[k]
+        self.cur = _Open(off, v, p, v + 1, self.heap.add(p + 1, v + 1, off, self.size), bool(wk),
+                         v if wk else -1, k if wk else -1)
+        self.msa.stats.prefetches += 1
+        return True
 
 
 MIN_DECIDED = 32  # the first positions of msa's buffer order, decided before the deadline is first read
@@ -1038,13 +1050,20 @@ class _Msa:
         self.reads, self.writes, self.output = touches.reads, touches.writes, touches.output
         n = problem.n
         self.dsum = np.bincount(ev.operand_touch, base.delta, minlength=len(self.ops))  # saving per touch
+        self._lists = None  # touches_of's lists of the touch arrays
+        self._touches = (-1, None)  # touches_of's last answer, by buffer
         a = problem.arrays
         self.size, self.align, self.end = a.size, a.alignment, a.end
         self.copy_time = a.size / float(hardware.copy_bw)
         cap = problem.capacity
         self.capacity = int(cap) if cap is not None else int(a.size.sum()) + int(a.alignment.max(initial=1))
-        self.heap = _Heap(self.capacity)
-        self.res = _CopyResource(self.compute, self.slow_mem, self.fixed)
+        # MALLOCGAME_ENGINE: the compiled heap and copy resource (mallocgame._msa) or this module's, the reference
+        # they must match
+        native = engine() == "native"
+        self.heap = (NativeHeap if native else _Heap)(self.capacity)
+        self.res = (NativeCopyResource if native else _CopyResource)(self.compute, self.slow_mem, self.fixed)
+        # a use's prefetch (picker and copy-start loop) compiled, while the copy resource is the compiled one
+        self.prefetcher = NativePrefetcher(self.prefix, self.heap, self.res) if native else None
         self.stats = _Stats()
         self.done = np.zeros(n, bool)
         self.max_overlap = max_overlap
@@ -1156,10 +1175,19 @@ class _Msa:
 
     def touches_of(self, b: int) -> tuple[list[int], list[bool], list[bool], list[float]]:
         """Ops, reads, writes and savings of the touches of ``b`` inside its live range."""
-        lo, hi = int(self.ptr[b]), int(self.ptr[b + 1])
-        ops = [t for t in self.ops[lo:hi].tolist() if t < int(self.end[b])]
+        if self._touches[0] == b:  # the buffer being decided: its tries and required_slow read the same lists
+            return self._touches[1]
+        if self._lists is None:  # the touch arrays as lists once: a buffer's slice costs its length, not a call
+            self._lists = (self.ptr.tolist(), self.end.tolist(), self.ops.tolist(), self.reads.tolist(),
+                           self.writes.tolist(), self.dsum.tolist())
+        ptr, end, ops_all, reads, writes, dsum = self._lists
+        lo, hi = ptr[b], ptr[b + 1]
+        e = end[b]
+        ops = [t for t in ops_all[lo:hi] if t < e]
         m = len(ops)
-        return ops, self.reads[lo:lo + m].tolist(), self.writes[lo:lo + m].tolist(), self.dsum[lo:lo + m].tolist()
+        out = ops, reads[lo:lo + m], writes[lo:lo + m], dsum[lo:lo + m]
+        self._touches = (b, out)
+        return out
 
     def required_slow(self, b: int) -> frozenset[int]:
         """Required assignment of outputs: the last write of an output whose eviction window (the ops
@@ -1193,6 +1221,7 @@ class _Msa:
         if not self.res.seed_full(saved, copies):  # the hint's copies stall: its stall is the baseline
             self.res = _FullCopyResource(self.compute, self.slow_mem, self.fixed)
             self.res.seed(saved, copies)
+            self.prefetcher = None
 
     def cross_program_prefetch(self, answer: list[FastInterval]) -> None:
         """XLA's cross-program prefetch (``max_cross_program_prefetches``, XLA's default 1; here
