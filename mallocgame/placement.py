@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import bisect
 import time
+from operator import attrgetter
 
 import numpy as np
 
@@ -160,28 +161,9 @@ def xla_order(problem: Problem, benefits: np.ndarray) -> np.ndarray:
     then live-range length descending, then id.
     """
     a = problem.arrays
+    ids = np.array(list(map(attrgetter("id"), problem.buffers)))  # map, not a comprehension: 1M names in 0.2 s
     density = benefits / np.sqrt(a.size)
-    keys = (-(a.end - a.start), -a.size, -density)
-    order = np.lexsort(keys)
-    # The ids break the ties left: only the tied buffers' ids are read (a million names are slow to sort).
-    ranked = [k[order] for k in keys]
-    tied = np.ones(max(problem.n - 1, 0), bool)
-    for k in ranked:
-        same = k[1:] == k[:-1]
-        if k.dtype.kind == "f":
-            same |= np.isnan(k[1:]) & np.isnan(k[:-1])
-        tied &= same
-    if not tied.any():
-        return order
-    in_run = np.zeros(problem.n, bool)
-    in_run[:-1] |= tied
-    in_run[1:] |= tied
-    pos = np.flatnonzero(in_run)
-    run = np.cumsum(np.concatenate(([True], ~tied))[pos])  # which run of ties each tied position is in
-    buffers = problem.buffers
-    ids = np.array([buffers[i].id for i in order[pos].tolist()])
-    order[pos] = order[pos][np.lexsort((ids, run))]
-    return order
+    return np.lexsort((ids, -(a.end - a.start), -a.size, -density))
 
 
 def heap_orders(problem: Problem) -> dict[str, np.ndarray]:

@@ -15,7 +15,7 @@ from mallocgame.hardware.spec import PRESETS
 from mallocgame.inputs.generate import layered_network
 from mallocgame.inputs.suites import suite_entries
 from mallocgame.intervals import OverlapIndex
-from mallocgame.model import Buffer, Problem
+from mallocgame.model import Buffer, Problem, offsets_tuple
 from mallocgame.placement import xla_order
 
 HW = PRESETS["tpuv4i"]
@@ -109,3 +109,12 @@ def test_evaluator_arrays_and_buffer_index_as_the_loops():
     fixed = np.array([op.fixed_bytes for op in problem.ops], np.float64) / HW.slow_bw
     assert np.array_equal(ev.compute, compute) and np.array_equal(ev.fixed, fixed)
     assert ev.op_of.dtype == ev.buf_of.dtype == np.int64
+
+
+def test_offsets_tuple_as_the_generator():
+    rng = np.random.default_rng(1)
+    for arr in (rng.integers(-1, 50, 1000), np.array([], np.int64), np.full(5, -1), rng.integers(0, 9, 7).astype(np.int32),
+                np.array([-0.5, 2.7, 3.0])):
+        want = tuple(None if o < 0 else int(o) for o in arr.tolist())
+        got = offsets_tuple(arr)
+        assert got == want and all(type(o) is int for o in got if o is not None)
