@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from mallocgame import _pack
+from mallocgame._pack import CanonicalSearch, ComponentTables, FailedStates, first_fit_loop
 from mallocgame.engine import engine
 from mallocgame.intervals import component_runs, max_live_of
 from mallocgame.packing_model import add_no_overlap, add_rectangles
@@ -522,9 +522,9 @@ class _NativeSearcher:
                  choice: str = "tight", weights: np.ndarray | None = None):
         tables = comp.__dict__.get("native_tables")
         if tables is None:  # built once per component, shared by its runs
-            tables = comp.native_tables = _pack.ComponentTables(comp)
-        self.core = _pack.CanonicalSearch(tables, int(cap), rank, node_limit=int(node_limit), deadline=float(deadline),
-                                          stop=stop, use_tt=use_tt, choice=choice, weights=weights)
+            tables = comp.native_tables = ComponentTables(comp)
+        self.core = CanonicalSearch(tables, int(cap), rank, node_limit=int(node_limit), deadline=float(deadline),
+                                    stop=stop, use_tt=use_tt, choice=choice, weights=weights)
 
     def run(self) -> bool:
         ok = self.core.run()
@@ -553,7 +553,7 @@ def _searcher(comp: _Component, cap: int, rank: np.ndarray, **options) -> _Searc
 
 def _failed_states():
     """An empty table of failed states for :func:`_searcher`'s engine."""
-    return _pack.FailedStates() if engine() == "native" else set()
+    return FailedStates() if engine() == "native" else set()
 
 
 # ----------------------------------------------------------------------------- CP-SAT engine
@@ -705,7 +705,7 @@ def _first_fit(size: np.ndarray, start: np.ndarray, end: np.ndarray,
     off = np.zeros(n, np.int64)
     order = np.lexsort((-size, start))
     if engine() == "native":  # the loop below, compiled
-        done, top = _pack.first_fit_loop(order, size, start, end, align, off, deadline)
+        done, top = first_fit_loop(order, size, start, end, align, off, deadline)
         if done < n:
             rest = order[done:]
             off[rest] = stacked_offsets(size[rest], align[rest], top)
