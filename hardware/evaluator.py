@@ -20,8 +20,7 @@ Examples:
 from __future__ import annotations
 
 from functools import cached_property
-from itertools import chain
-from operator import add, attrgetter
+from operator import attrgetter
 from typing import Sequence
 
 import numpy as np
@@ -58,18 +57,13 @@ class Evaluator:
             self._benefit = np.where(np.isnan(benefit), problem.arrays.size.astype(np.float64), benefit)
             return
         idx = problem.index
-        ops = problem.ops
-        n_ops = len(ops)
-        # map/fromiter over the ops' fields (no per-op Python frame: at a million ops the setup took seconds)
-        op_operands = list(map(attrgetter("operands"), ops))
-        counts = np.fromiter(map(len, op_operands), np.int64, n_ops)
-        operands = list(chain.from_iterable(op_operands))
-        self.op_of = np.repeat(np.arange(n_ops, dtype=np.int64), counts)
+        operands = [o for op in problem.ops for o in op.operands]
+        self.op_of = np.repeat(np.arange(len(problem.ops), dtype=np.int64), [len(op.operands) for op in problem.ops])
         self.buf_of = np.fromiter(map(idx.__getitem__, map(attrgetter("buffer"), operands)), np.int64, len(operands))
         self.nbytes = np.asarray(list(map(attrgetter("bytes"), operands)), np.float64)
-        work = list(map(add, map(attrgetter("flops"), ops), map(attrgetter("transcendentals"), ops)))
-        self.compute = np.array(work, np.float64) / hardware.peak_flops
-        self.fixed = np.array(list(map(attrgetter("fixed_bytes"), ops)), np.float64) / hardware.slow_bw
+        n_ops = len(problem.ops)
+        self.compute = np.array([op.flops + op.transcendentals for op in problem.ops], np.float64) / hardware.peak_flops
+        self.fixed = np.array([op.fixed_bytes for op in problem.ops], np.float64) / hardware.slow_bw
         self.slow_mem = np.bincount(self.op_of, self.nbytes / hardware.slow_bw, minlength=n_ops)
         # Seconds saved on op t's memory time by holding an operand fast; shape [n_operands].
         self.delta = self.nbytes * (1.0 / hardware.slow_bw - 1.0 / hardware.fast_bw)

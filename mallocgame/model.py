@@ -228,7 +228,7 @@ class Problem:
 
     @cached_property
     def index(self) -> dict[str, int]:
-        return dict(zip(map(attrgetter("id"), self.buffers), range(len(self.buffers))))
+        return {b.id: i for i, b in enumerate(self.buffers)}
 
     @cached_property
     def fingerprint(self) -> tuple:
