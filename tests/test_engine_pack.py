@@ -165,3 +165,30 @@ def test_native_search_descends_a_large_component():
         sys.setrecursionlimit(old)
     assert nat2.run() is True
     assert np.array_equal(ref.off, nat2.off) and ref.nodes == nat2.nodes
+
+
+@needs_benchmarks()
+@pytest.mark.parametrize("why", ["deadline", "stop", "node limit"])
+def test_both_searches_stop_at_the_same_node(why):
+    """A passed deadline or a set stop flag is seen every 64 nodes, a node limit at once, by both engines alike;
+    the failed states learnt before are the same."""
+    import threading
+
+    prob = load_problem(BENCHMARKS / "minimalloc" / "I.1048576.csv")
+    a = prob.arrays
+    comp = search._Component(a.size, a.start, a.end, None)
+    stop = threading.Event()
+    if why == "stop":
+        stop.set()
+    options = dict(node_limit=500 if why == "node limit" else 10**9,
+                   deadline=0.0 if why == "deadline" else float("inf"), stop=stop, use_tt=True, choice="wdeg")
+    runs = []
+    for cls, table in ((search._Searcher, set()), (search._NativeSearcher, search.FailedStates())):
+        s = cls(comp, prob.capacity, comp.heuristic("TWA"), weights=np.zeros(comp.S + 1, np.int64), **options)
+        s.tt = table
+        with pytest.raises(search._Abort):
+            s.run()
+        runs.append((s.nodes, s.backtracks, s.tt_hits, len(s.tt), s.off.copy()))
+    assert runs[0][:4] == runs[1][:4]
+    assert np.array_equal(runs[0][4], runs[1][4])
+    assert runs[1][0] == (501 if why == "node limit" else 64)
