@@ -153,6 +153,8 @@ def main() -> None:
     ap.add_argument("--pack-seeds", type=int, nargs="*", default=[0, 1, 2, 3, 4])
     ap.add_argument("--placement-1m", action="store_true", help="only the 1M whole-process greedy-xla/best-fit section")
     ap.add_argument("--placement-n", type=int, default=1_000_000, help="buffers of the --placement-1m workload")
+    ap.add_argument("--placement-file", help="the --placement-1m workload already written (layered_network(N, seed=1) "
+                    "by write_workload_json): skips generating it")
     args = ap.parse_args()
     if args.pack_search or args.placement_1m:
         show = Transcript()
@@ -161,7 +163,7 @@ def main() -> None:
         if args.pack_search:
             pack_search_section(show, args.pack_seeds)
         if args.placement_1m:
-            placement_1m_section(show, args.placement_n)
+            placement_1m_section(show, args.placement_n, args.placement_file)
         write_results(args.out, "# The native engine against the Python reference: pack-search and the 1M whole "
                       "process\n\nOutput of `experiments/bench_engine.py` as printed:\n\n" + show.text)
         return
@@ -326,7 +328,7 @@ def pack_search_section(show: Transcript, seeds: list[int]) -> None:
              f"| {wall / mm_wall:.2f} | {verdict} | {cpu / mm_cpu:.2f} | {cpu_verdict} | {load:.1f} |")
 
 
-def placement_1m_section(show: Transcript, n: int) -> None:
+def placement_1m_section(show: Transcript, n: int, written: str | None = None) -> None:
     """greedy-xla and best-fit on ``layered_network(n, seed=1)`` (map mode), the whole process, both engines, and
     where the time goes: reading the file alone (a child that only reads it), the solver's own wall time."""
     from mallocgame.inputs.generate import layered_network
@@ -344,8 +346,9 @@ def placement_1m_section(show: Transcript, n: int) -> None:
          "| summary line |")
     show("|---|---|---:|---:|---:|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / f"layered{n}.json"
-        write_workload_json(path, layered_network(n, seed=1))
+        path = Path(written) if written else Path(tmp) / f"layered{n}.json"
+        if not written:
+            write_workload_json(path, layered_network(n, seed=1))
         reader = [sys.executable, "-c", "import json, sys, time; from mallocgame.io import load_problem; "
                   "t = time.perf_counter(); p = load_problem(sys.argv[1]); "
                   "print(json.dumps({'read': time.perf_counter() - t, 'n': p.n}))", str(path)]
