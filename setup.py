@@ -1,7 +1,7 @@
 """The compiled modules (the async-copy service, hardware/_copy_service.pyx; the prefetch game's hole finder,
 search/_prefetch_holes.pyx; the order game's native engine, search/_order_game.pyx;
 the ordered best-fit placement loop, mallocgame/_placement.pyx; msa's fast-memory heap,
-mallocgame/_msa.pyx); everything else is in
+mallocgame/_msa.pyx; pack-search's first fit and canonical search, mallocgame/_pack.pyx); everything else is in
 pyproject.toml.
 
 setuptools reads the project's metadata, packages and package dirs from pyproject.toml; this file only adds the
@@ -16,4 +16,5 @@ setup(ext_modules=cythonize([Extension("mallocgame.hardware._copy_service", ["ha
                              Extension("mallocgame.search._prefetch_holes", ["search/_prefetch_holes.pyx"]),
                              Extension("mallocgame.search._order_game", ["search/_order_game.pyx"]),
                              Extension("mallocgame._placement", ["mallocgame/_placement.pyx"]),
-                             Extension("mallocgame._msa", ["mallocgame/_msa.pyx"])]))
+                             Extension("mallocgame._msa", ["mallocgame/_msa.pyx"]),
+                             Extension("mallocgame._pack", ["mallocgame/_pack.pyx"])]))

@@ -25,19 +25,35 @@ With ``--msa`` it runs only msa's table instead (:func:`bench_msa`: the ``msa`` 
 both engines, on the xla suite (least of ``--msa-repeat`` solves) and ``layered_network(100000)``; goals:
 <= 0.3 s per xla program, <= 1 s at 100k, >= 20x the reference), written to ``--msa-out``.
 
+With ``--pack-search`` it runs only the pack-search section (:func:`pack_search_section`): MiniMalloc's A-K at
+capacity 1048576, seeds ``--pack-seeds``, both engines in-process side by side (CP-SAT thread off, so that the
+two engines must give the same offsets and counters: checked), then the whole process (``mallocgame solve FILE
+--solver pack-search --seed S``, the CP-SAT thread on, as users run it) against MiniMalloc's recorded times.
+With ``--placement-1m`` it runs only the 1M whole-process section (:func:`placement_1m_section`): ``mallocgame
+solve FILE --solver greedy-xla|best-fit`` on ``layered_network(1000000, seed=1)`` written as workload JSON, both
+engines, and where the time goes (reading the file in a child of its own; the solver's own wall time).
+
 Usage: nice python experiments/bench_engine.py [--layered 10000] [--episodes 3] [--mcts-seconds 10] [--out PATH]
        nice python experiments/bench_engine.py --msa [--msa-sizes 100000] [--msa-repeat 2] [--msa-out bench_engine_msa.md]
+       nice python experiments/bench_engine.py --pack-search [--pack-seeds 0 1 2 3 4] [--out bench_engine_pack.md]
+       nice python experiments/bench_engine.py --placement-1m [--out bench_engine_pack.md]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
+import resource
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
-from _common import Transcript, write_results
+from _common import Transcript, benchmarks_dir, write_results
 
 from mallocgame.hardware.spec import PRESETS
 from mallocgame.inputs.generate import layered_network
@@ -143,9 +159,26 @@ def main() -> None:
     ap.add_argument("--msa-out", default="bench_engine_msa.md", help="with --msa: the results file")
     ap.add_argument("--msa-repeat", type=int, default=2, help="with --msa: the least CPU of this many solves per "
                     "xla program and engine (one at the generated sizes)")
+    ap.add_argument("--pack-search", action="store_true", help="only the pack-search section (MiniMalloc A-K)")
+    ap.add_argument("--pack-seeds", type=int, nargs="*", default=[0, 1, 2, 3, 4])
+    ap.add_argument("--placement-1m", action="store_true", help="only the 1M whole-process greedy-xla/best-fit section")
+    ap.add_argument("--placement-n", type=int, default=1_000_000, help="buffers of the --placement-1m workload")
+    ap.add_argument("--placement-file", help="the --placement-1m workload already written (layered_network(N, seed=1) "
+                    "by write_workload_json): skips generating it")
     args = ap.parse_args()
     if args.msa:
         bench_msa(args)
+        return
+    if args.pack_search or args.placement_1m:
+        show = Transcript()
+        show(f"# python {platform.python_version()}, numpy {np.__version__}, {platform.machine()}; "
+             f"load average {os.getloadavg()[0]:.1f} at the start")
+        if args.pack_search:
+            pack_search_section(show, args.pack_seeds)
+        if args.placement_1m:
+            placement_1m_section(show, args.placement_n, args.placement_file)
+        write_results(args.out, "# The native engine against the Python reference: pack-search and the 1M whole "
+                      "process\n\nOutput of `experiments/bench_engine.py` as printed:\n\n" + show.text)
         return
     programs = [(e.name, e.build) for e in suite_entries("xla")]
     programs += [(f"layered_network({n})", lambda n=n: layered_network(n, seed=args.seed)) for n in args.layered]
@@ -269,6 +302,144 @@ def bench_msa(args) -> None:
         "# The native engine against the Python reference: msa\n\n"
         "Output of `experiments/bench_engine.py --msa` as printed (the `msa` solver in-process, variants off, "
         "both engines in one run, CPU seconds; see `bench_msa`'s docstring):\n\n" + show.text))
+
+
+# MiniMalloc's own CLI (github.com/google/minimalloc at 9f5cf81, Release build, default settings), timed as a
+# subprocess on this machine by experiments/bench_pack_search.py --minimalloc on 2026-12-01 (load 2.4-3.2):
+# experiments/results/pack_search_minimalloc_side_by_side.md. (wall s, CPU s) per instance.
+MINIMALLOC_RECORDED = {"A": (4.77, 4.76), "B": (4.06, 3.94), "C": (0.79, 0.79), "D": (5.42, 3.62), "E": (5.90, 3.66),
+                       "F": (8.23, 5.44), "G": (1.73, 1.12), "H": (2.30, 1.54), "I": (4.68, 3.18), "J": (1.97, 1.33),
+                       "K": (1.00, 0.63)}
+
+
+def child_env(engine: str) -> dict[str, str]:
+    """A child's environment: the engine, and byte-code caching on (an installed package has its .pyc files)."""
+    env = dict(os.environ, MALLOCGAME_ENGINE=engine)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
+def run_child(argv: list[str], engine: str) -> tuple[float, float, subprocess.CompletedProcess]:
+    """``argv`` in a child process: wall and CPU seconds (the child's getrusage, its own children included)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t = time.monotonic()
+    r = subprocess.run(argv, capture_output=True, text=True, env=child_env(engine))
+    wall = time.monotonic() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if r.returncode != 0:
+        raise SystemExit(f"{' '.join(argv[2:])} ({engine}) failed: {r.stderr.strip()[-400:]}")
+    return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, r
+
+
+CLI = [sys.executable, "-c", "from mallocgame.cli.main import main; main()"]
+
+
+def pack_search_section(show: Transcript, seeds: list[int]) -> None:
+    """pack-search on MiniMalloc's A-K: in-process (both engines, CP-SAT thread off, identical answers required)
+    and whole process (native engine, as users run it) against MiniMalloc's recorded times."""
+    from mallocgame.io import load_problem
+    from mallocgame.solvers.pack_search.search import check_packing, pack
+
+    folder = benchmarks_dir("minimalloc")
+    names = list("ABCDEFGHIJK")
+    show()
+    show(f"## pack-search in-process, both engines, seeds {', '.join(map(str, seeds))}, time limit 60 s, "
+         "CP-SAT thread off")
+    show()
+    show("`wall`/`CPU`: the slowest seed; `same`: offsets, status, peak and every counter equal at every seed.")
+    show()
+    show("| instance | buffers | status | nodes (seed 0) | wall s py / nat | CPU s py / nat | CPU ratio | same |")
+    show("|---|---:|---|---:|---:|---:|---:|---|")
+    for name in names:
+        prob = load_problem(folder / f"{name}.1048576.csv")
+        a = prob.arrays
+        runs: dict[str, list] = {"python": [], "native": []}
+        for seed in seeds:
+            for engine in runs:
+                os.environ["MALLOCGAME_ENGINE"] = engine
+                try:
+                    c, t = time.process_time(), time.perf_counter()
+                    r = pack(a.size, a.start, a.end, capacity=prob.capacity, alignment=a.alignment, time_limit=60,
+                             seed=seed, use_cpsat=False)
+                    runs[engine].append((r, time.perf_counter() - t, time.process_time() - c))
+                finally:
+                    os.environ.pop("MALLOCGAME_ENGINE", None)
+                if check_packing(a.size, a.start, a.end, r.offsets, prob.capacity, a.alignment) is not None:
+                    raise SystemExit(f"{name} seed {seed}: the {engine} engine's packing is invalid")
+        same = all(np.array_equal(p.offsets, q.offsets) and p.status == q.status and p.peak == q.peak
+                   and {k: v for k, v in p.stats.items() if k != "seconds"}
+                   == {k: v for k, v in q.stats.items() if k != "seconds"}
+                   for (p, _, _), (q, _, _) in zip(runs["python"], runs["native"]))
+        if not same:
+            raise SystemExit(f"{name}: the engines answer differently")
+        wall = {e: max(w for _, w, _ in v) for e, v in runs.items()}
+        cpu = {e: max(c for _, _, c in v) for e, v in runs.items()}
+        r0 = runs["native"][0][0]
+        show(f"| {name} | {prob.n} | {r0.status} | {r0.stats['nodes']} | {wall['python']:.3f} / {wall['native']:.3f} "
+             f"| {cpu['python']:.3f} / {cpu['native']:.3f} | {cpu['python'] / max(cpu['native'], 1e-9):.1f}x | yes |")
+    show()
+    show(f"## pack-search whole process: `mallocgame solve FILE --solver pack-search --time-limit 60 --seed S`, "
+         f"seeds {', '.join(map(str, seeds))} (native), seed {seeds[0]} (python); CP-SAT thread on")
+    show()
+    show("Start-up, reading the file, the pack baseline and the CP-SAT import included (byte code cached: one "
+         "untimed run first). MiniMalloc: its CLI's recorded wall and CPU seconds on this machine (see "
+         "MINIMALLOC_RECORDED). `within`: the slowest native seed's wall (CPU) time against MiniMalloc's wall "
+         "(CPU) time; on a loaded machine the CPU seconds are the fairer figure.")
+    show()
+    show("| instance | status (native) | wall s nat, slowest seed | CPU s nat, slowest | wall s py (seed "
+         f"{seeds[0]}) | MiniMalloc wall / CPU s | wall ratio | within (wall) | CPU ratio | within (CPU) "
+         "| load (1 min) |")
+    show("|---|---|---:|---:|---:|---:|---:|---|---:|---|---:|")
+    run_child(CLI + ["solve", str(folder / "A.1048576.csv"), "--solver", "pack-search", "--time-limit", "5"], "native")
+    for name in names:
+        path = str(folder / f"{name}.1048576.csv")
+        load = os.getloadavg()[0]
+        nat = [run_child(CLI + ["solve", path, "--solver", "pack-search", "--time-limit", "60", "--seed", str(s)],
+                         "native") for s in seeds]
+        py_wall, _, _ = run_child(CLI + ["solve", path, "--solver", "pack-search", "--time-limit", "60", "--seed",
+                                         str(seeds[0])], "python")
+        wall, cpu = max(w for w, _, _ in nat), max(c for _, c, _ in nat)
+        status = nat[0][2].stdout.split(":", 1)[1].split()[0]
+        mm_wall, mm_cpu = MINIMALLOC_RECORDED[name]
+        verdict = "yes" if wall <= mm_wall else f"no, x{wall / mm_wall:.2f}"
+        cpu_verdict = "yes" if cpu <= mm_cpu else f"no, x{cpu / mm_cpu:.2f}"
+        show(f"| {name} | {status} | {wall:.2f} | {cpu:.2f} | {py_wall:.2f} | {mm_wall:.2f} / {mm_cpu:.2f} "
+             f"| {wall / mm_wall:.2f} | {verdict} | {cpu / mm_cpu:.2f} | {cpu_verdict} | {load:.1f} |")
+
+
+def placement_1m_section(show: Transcript, n: int, written: str | None = None) -> None:
+    """greedy-xla and best-fit on ``layered_network(n, seed=1)`` (map mode), the whole process, both engines, and
+    where the time goes: reading the file alone (a child that only reads it), the solver's own wall time."""
+    from mallocgame.inputs.generate import layered_network
+    from mallocgame.io import write_workload_json
+
+    show()
+    show(f"## greedy-xla and best-fit, whole process: `mallocgame solve FILE --solver S --time-limit 600`, "
+         f"layered_network({n}, seed=1) as workload JSON")
+    show()
+    show("`read`: a child that only imports mallocgame and reads the file (`mallocgame.io.load_problem`), the "
+         "seconds of the read itself; `solver wall`: what the solver reports (its forked child); the rest is "
+         "start-up, the bound and the shared caches the parent builds beside the solver, and the answer's report.")
+    show()
+    show("| solver | engine | wall s | CPU s | read s (in its child) | solver wall (reported) | goal <= 3 s (wall) "
+         "| summary line |")
+    show("|---|---|---:|---:|---:|---|---|---|")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(written) if written else Path(tmp) / f"layered{n}.json"
+        if not written:
+            write_workload_json(path, layered_network(n, seed=1))
+        reader = [sys.executable, "-c", "import json, sys, time; from mallocgame.io import load_problem; "
+                  "t = time.perf_counter(); p = load_problem(sys.argv[1]); "
+                  "print(json.dumps({'read': time.perf_counter() - t, 'n': p.n}))", str(path)]
+        for solver in ("greedy-xla", "best-fit"):
+            for engine in ("python", "native"):
+                _, _, r = run_child(reader, engine)
+                read = json.loads(r.stdout)["read"]
+                wall, cpu, r = run_child(CLI + ["solve", str(path), "--solver", solver, "--time-limit", "600"], engine)
+                line = r.stdout.strip().splitlines()[0]
+                solver_wall = line.rsplit("wall=", 1)[-1].split()[0] if "wall=" in line else "-"
+                goal = "met" if wall <= 3.0 else f"missed x{wall / 3.0:.2f}"
+                show(f"| {solver} | {engine} | {wall:.2f} | {cpu:.2f} | {read:.2f} | {solver_wall} | {goal} | {line} |")
 
 
 if __name__ == "__main__":

@@ -229,6 +229,28 @@ def neighbour_lists(start: np.ndarray, end: np.ndarray, *, max_pairs: int = 20_0
     return indptr, dst[by_src]
 
 
+_SWEEP_CHECKPOINTS = 20_000  # up to this many checkpoints the index sweeps them one by one
+
+
+class _CsrRows:
+    """The rows of CSR arrays as a read-only sequence of int64 arrays (views, made when asked for)."""
+
+    def __init__(self, indptr: np.ndarray, indices: np.ndarray):
+        self.indptr, self.indices = indptr, indices
+
+    def __len__(self) -> int:
+        return len(self.indptr) - 1
+
+    def __getitem__(self, k: int) -> np.ndarray:
+        if not -len(self) <= k < len(self):
+            raise IndexError(k)
+        k %= len(self)
+        return self.indices[self.indptr[k]:self.indptr[k + 1]]
+
+    def __iter__(self):
+        return (self[k] for k in range(len(self)))
+
+
 class OverlapIndex:
     """Static index answering "which buffers are live somewhere in ``[s, e)``".
 
@@ -261,14 +283,29 @@ class OverlapIndex:
         self.cp_time = self.sorted_start[cp_pos]
         # Position just past every start <= checkpoint time: what the stored set covers.
         self.cp_pos = np.searchsorted(self.sorted_start, self.cp_time, side="right")
-        # Sweep the checkpoints in time order, carrying the live set forward: O(budget + n).
-        self.cp_sets = []
-        live, done = np.zeros(0, np.int64), 0
-        for t, p in zip(self.cp_time.tolist(), self.cp_pos.tolist()):
-            live = np.concatenate([live, self.order[done:p]])
-            live = live[self.end[live] > t]
-            done = p
-            self.cp_sets.append(live)
+        # Checkpoint c stores the buffers at start positions j < cp_pos[c] still live at cp_time[c], in j order.
+        if len(cp_pos) < _SWEEP_CHECKPOINTS:  # few checkpoints: sweep them, carrying the live set forward (O(budget + n))
+            self.cp_sets = []
+            live, done = np.zeros(0, np.int64), 0
+            for t, p in zip(self.cp_time.tolist(), self.cp_pos.tolist()):
+                live = np.concatenate([live, self.order[done:p]])
+                live = live[self.end[live] > t]
+                done = p
+                self.cp_sets.append(live)
+            return
+        # many (a loop step each took seconds at 1M buffers): buffer j is in checkpoints c_lo(j)..c_hi(j), one
+        # (c, j) pair each, grouped by c
+        c_lo = np.searchsorted(self.cp_pos, np.arange(n), side="right")
+        c_hi = np.searchsorted(self.cp_time, self.end[self.order], side="left") - 1
+        count = np.maximum(c_hi - c_lo + 1, 0)
+        first = np.cumsum(count) - count
+        j_of = np.repeat(np.arange(n, dtype=np.int64), count)
+        c_of = np.repeat(c_lo - first, count) + np.arange(int(count.sum()), dtype=np.int64)
+        by_c = np.argsort(c_of, kind="stable")  # pairs come in j order, nearly sorted by c: a fast timsort
+        indices = self.order[j_of[by_c]].astype(np.int64)
+        indptr = np.concatenate(([0], np.cumsum(np.bincount(c_of, minlength=len(cp_pos))))).astype(np.int64)
+        self._checkpoint_csr = (indptr, indices)
+        self.cp_sets = _CsrRows(indptr, indices)
 
     def checkpoint_csr(self) -> tuple[np.ndarray, np.ndarray]:
         """The stored sets as CSR arrays ``(indptr [checkpoints+1], indices [stored])`` (built once), for the

@@ -362,7 +362,12 @@ def offsets_array(offsets: Sequence[int | None]) -> np.ndarray:
 
 def offsets_tuple(arr: np.ndarray) -> tuple[int | None, ...]:
     """Inverse of [`offsets_array`][mallocgame.model.offsets_array]."""
-    return tuple(None if o < 0 else int(o) for o in arr.tolist())
+    if arr.dtype.kind not in "iu":
+        return tuple(None if o < 0 else int(o) for o in arr.tolist())
+    values = arr.tolist()  # Python ints already; only the slow ones change (a generator took 1.6 s at 1M)
+    for i in np.flatnonzero(arr < 0).tolist():
+        values[i] = None
+    return tuple(values)
 
 
 # ---------------------------------------------------------------------------- derived facts

@@ -29,6 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from mallocgame._pack import CanonicalSearch, ComponentTables, FailedStates, first_fit_loop
+from mallocgame.engine import engine
 from mallocgame.intervals import component_runs, max_live_of
 from mallocgame.packing_model import add_no_overlap, add_rectangles
 from mallocgame.placement import stacked_offsets
@@ -510,6 +512,50 @@ class _Searcher:
         return int((mnu[ok_l] + self.c.size[nb[ok_l]]).min())
 
 
+class _NativeSearcher:
+    """:class:`_Searcher` compiled (``mallocgame._pack.CanonicalSearch``, the ``native`` engine), behind the same
+    interface: ``run()`` (raises :class:`_Abort` at a limit), ``nodes``, ``backtracks``, ``tt_hits``, ``off`` and
+    ``tt`` (its table of failed states: a ``mallocgame._pack.FailedStates``, see :func:`_failed_states`)."""
+
+    def __init__(self, comp: _Component, cap: int, rank: np.ndarray, *, node_limit: int,
+                 deadline: float, stop: threading.Event | None, use_tt: bool = True,
+                 choice: str = "tight", weights: np.ndarray | None = None):
+        tables = comp.__dict__.get("native_tables")
+        if tables is None:  # built once per component, shared by its runs
+            tables = comp.native_tables = ComponentTables(comp)
+        self.core = CanonicalSearch(tables, int(cap), rank, node_limit=int(node_limit), deadline=float(deadline),
+                                    stop=stop, use_tt=use_tt, choice=choice, weights=weights)
+
+    def run(self) -> bool:
+        ok = self.core.run()
+        if ok is None:
+            raise _Abort()
+        return ok
+
+    nodes = property(lambda self: self.core.nodes)
+    backtracks = property(lambda self: self.core.backtracks)
+    tt_hits = property(lambda self: self.core.tt_hits)
+    off = property(lambda self: self.core.off)
+
+    @property
+    def tt(self):
+        return self.core.tt
+
+    @tt.setter
+    def tt(self, table) -> None:
+        self.core.tt = table
+
+
+def _searcher(comp: _Component, cap: int, rank: np.ndarray, **options) -> _Searcher | _NativeSearcher:
+    """The canonical search of the engine :func:`mallocgame.engine.engine` names (``native``: compiled)."""
+    return (_NativeSearcher if engine() == "native" else _Searcher)(comp, cap, rank, **options)
+
+
+def _failed_states():
+    """An empty table of failed states for :func:`_searcher`'s engine."""
+    return FailedStates() if engine() == "native" else set()
+
+
 # ----------------------------------------------------------------------------- CP-SAT engine
 
 class _CpSatRun:
@@ -631,7 +677,7 @@ def _greedy(comp: _Component, deadline: float = math.inf) -> np.ndarray | None:
     to its lowest offset in (offset, rank) order. Returns local offsets ``[m]``, or ``None``
     when ``deadline`` (``time.perf_counter``) comes first (on 5k buffers it takes seconds)."""
     big = int(comp.size.sum()) * (int(comp.align.max()) if comp.align is not None else 1) + 1
-    s = _Searcher(comp, big, comp.heuristic("TWA"), node_limit=10 * comp.m + 10,
+    s = _searcher(comp, big, comp.heuristic("TWA"), node_limit=10 * comp.m + 10,
                   deadline=deadline, stop=None, use_tt=False, choice="rank")
     # The descent recurses once per placed buffer, like the search itself.
     old_limit = sys.getrecursionlimit()
@@ -658,6 +704,12 @@ def _first_fit(size: np.ndarray, start: np.ndarray, end: np.ndarray,
     n = len(size)
     off = np.zeros(n, np.int64)
     order = np.lexsort((-size, start))
+    if engine() == "native":  # the loop below, compiled
+        done, top = first_fit_loop(order, size, start, end, align, off, deadline)
+        if done < n:
+            rest = order[done:]
+            off[rest] = stacked_offsets(size[rest], align[rest], top)
+        return off
     lo = np.zeros(0, np.int64)     # live placed buffers, sorted by offset
     hi = np.zeros(0, np.int64)
     en = np.zeros(0, np.int64)
@@ -892,7 +944,7 @@ def _solve_cap(comp: _Component, cap: int, deadline: float, seed: int, stats: _S
         return False
     if m == 1:
         return np.zeros(1, np.int64)
-    tt: set = set() if tt_store is None else tt_store.setdefault(cap, set())
+    tt = _failed_states() if tt_store is None else tt_store.setdefault(cap, _failed_states())
     weights: dict[str, np.ndarray] = {}          # per lane
     stop = threading.Event()
     cps: _CpSatRun | None = None
@@ -964,7 +1016,7 @@ def _search_run(comp: _Component, cap: int, rank: np.ndarray, lane: str, choice:
     from every run. ``tt``: the failed states shared by the runs for this capacity."""
     w = weights.setdefault(lane, np.zeros(comp.S + 1, np.int64))
     w_before = w.copy() if lane != "~" else None
-    s = _Searcher(comp, cap, rank, node_limit=limit, deadline=deadline, stop=stop,
+    s = _searcher(comp, cap, rank, node_limit=limit, deadline=deadline, stop=stop,
                   use_tt=True, choice=choice, weights=w)
     s.tt = tt
     try:
