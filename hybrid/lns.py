@@ -38,6 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mallocgame.budget import Budget
 from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.incumbents import offer
 from mallocgame.intervals import OverlapIndex, live_profile, overlap_index
@@ -46,7 +47,7 @@ from mallocgame.neighbourhood_search import Round, Step, Trial, Verdict, search
 from mallocgame.objective import at_least, better
 from mallocgame.placement import push_down
 from mallocgame.protocol import Solver
-from mallocgame.request import Budget, Options, SolveRequest, option
+from mallocgame.request import Options, SolveRequest, option
 from mallocgame.session import held_baselines, no_worse_than_held
 from mallocgame.solvers.cpsat.model import Limits, Part, solve_part, value_terms
 from mallocgame.solvers.cpsat.prefetch_windows import solve_prefetch

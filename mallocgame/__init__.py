@@ -25,7 +25,7 @@ _PUBLIC = {
     "Problem": "mallocgame.model", "Buffer": "mallocgame.model", "Op": "mallocgame.model",
     "Operand": "mallocgame.model", "Solution": "mallocgame.model", "Status": "mallocgame.model",
     "InputError": "mallocgame.model", "Solver": "mallocgame.protocol",
-    "SolveRequest": "mallocgame.request", "Budget": "mallocgame.request", "Options": "mallocgame.request",
+    "SolveRequest": "mallocgame.request", "Budget": "mallocgame.budget", "Options": "mallocgame.request",
     "option": "mallocgame.request",
 }
 __all__ = sorted(_PUBLIC)

@@ -48,6 +48,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Iterable
 
+from mallocgame.budget import Budget
 from mallocgame.forking import ChildCall
 from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
@@ -62,7 +63,7 @@ from mallocgame.placement import online_pack
 from mallocgame.protocol import contract_error
 from mallocgame.registry import describe, load_solver, solver_entries
 from mallocgame.report import Report, score
-from mallocgame.request import Budget, SolveRequest
+from mallocgame.request import SolveRequest
 from mallocgame.runner import preload
 from mallocgame.session import BASELINE_SOLVER, held_baselines, session_for
 

@@ -10,7 +10,7 @@ It is registered under the entry-point group ``mallocgame.solvers`` and instanti
 [`SolveRequest`][mallocgame.request.SolveRequest] carries the problem (``request.problem.mode`` is ``"map"``,
 ``"pack"`` or ``"prefetch"``, where the answer is fast intervals, docs/prefetch.md; ``problem.capacity`` is the
 fast-memory size, ``None`` in pack mode meaning "minimise the peak"), the hardware, the
-[`Budget`][mallocgame.request.Budget] of time, the seed, the hint (a
+[`Budget`][mallocgame.budget.Budget] of time, the seed, the hint (a
 [`Solution`][mallocgame.model.Solution] already checked to belong to the problem, or ``None``), the solver's
 options (an instance of its ``Options``, every value checked) and the facts (the solve session:
 evaluators, overlap index, bounds, the mode's baselines, built once). The command line's
@@ -30,8 +30,9 @@ import inspect
 import math
 from typing import Any, ClassVar, Mapping, Sequence
 
+from mallocgame.budget import Budget
 from mallocgame.model import InputError, Problem, Solution
-from mallocgame.request import Budget, Options, SolveRequest, check_options_class
+from mallocgame.request import Options, SolveRequest, check_options_class
 
 CONTRACT = "solve(self, request: mallocgame.SolveRequest) -> mallocgame.Solution"
 

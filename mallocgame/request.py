@@ -1,7 +1,7 @@
 """What a solver is asked: a `SolveRequest` carries the problem, the hardware, a `Budget` of time,
 the seed, the hint, the solver's typed `Options` and the facts (docs/architecture.md, "Solvers").
 
-``Budget`` is the one type of time: a number of seconds from a monotonic start, with the time left, a child
+``Budget`` (`mallocgame.budget`) is the one type of time: a number of seconds from a monotonic start, with the time left, a child
 budget (`Budget.share`) and the deadline a search stops at so that its answer is back in time
 (`Budget.keep_back`). ``Options`` is the base of a solver's options: a frozen dataclass whose fields are
 declared with `option` (type, default, range or choices and a one-line doc); its constructor checks every
@@ -36,113 +36,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import time
 import typing
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, ClassVar, Mapping
 
+from mallocgame.budget import Budget
 from mallocgame.model import InputError, Problem, Solution
 from mallocgame.suggest import did_you_mean
-
-# ---------------------------------------------------------------------------- time
-
-SAFETY = 0.05  # seconds every solver keeps back for reading its answer and building the Solution
-
-
-@dataclass(frozen=True)
-class Budget:
-    """``seconds`` of time from the monotonic instant ``started``: the one type of time a solver reads.
-
-    Attributes:
-        seconds: The length of the budget (a solver's time limit).
-        started: Its start, a ``time.monotonic()`` instant.
-    """
-
-    seconds: float
-    started: float
-
-    @classmethod
-    def start(cls, seconds: float) -> Budget:
-        """A budget of ``seconds`` starting now.
-
-        Examples:
-            >>> Budget.start(2.0).left() <= 2.0
-            True
-        """
-        return cls(float(seconds), time.monotonic())
-
-    @property
-    def deadline(self) -> float:
-        """The monotonic instant the budget ends."""
-        return self.started + self.seconds
-
-    def left(self) -> float:
-        """Seconds left until `deadline` (0 once past it).
-
-        Examples:
-            >>> Budget(1.0, time.monotonic() - 5).left()
-            0.0
-        """
-        return max(self.deadline - time.monotonic(), 0.0)
-
-    def expired(self) -> bool:
-        """Whether the deadline has passed.
-
-        Examples:
-            >>> Budget(1.0, time.monotonic() - 5).expired(), Budget.start(60).expired()
-            (True, False)
-        """
-        return time.monotonic() >= self.deadline
-
-    def at(self, fraction: float) -> float:
-        """The monotonic instant ``fraction`` of the budget after its start (``at(0.5)``: half way).
-
-        Examples:
-            >>> Budget(10.0, 100.0).at(0.2)
-            102.0
-        """
-        return self.started + fraction * self.seconds
-
-    def stop_at(self, fraction: float) -> float:
-        """The monotonic instant a search that takes ``fraction`` of the budget stops: `at` ``(fraction)`` less
-        `SAFETY` seconds for building its answer.
-
-        Examples:
-            >>> Budget(10.0, 100.0).stop_at(0.9)
-            108.95
-        """
-        return self.at(fraction) - SAFETY
-
-    def share(self, fraction: float) -> Budget:
-        """A child budget of ``fraction`` of the time left, starting now; it never ends past this one's deadline.
-
-        Examples:
-            >>> parent = Budget.start(4.0)
-            >>> child = parent.share(0.25)
-            >>> child.seconds <= 1.0 and child.deadline <= parent.deadline
-            True
-            >>> parent.share(3.0).deadline <= parent.deadline
-            True
-        """
-        now = min(time.monotonic(), self.deadline)  # a spent budget's child is spent too, ending at its deadline
-        left = self.deadline - now
-        return Budget(min(max(fraction, 0.0) * left, left), now)
-
-    def keep_back(self, *, n: int = 0, per_buffer: float = 2e-5, extra: float = 0.0) -> float:
-        """The monotonic instant a search stops so that its answer is back within the budget.
-
-        Keeps `SAFETY` + ``extra`` seconds plus ``per_buffer`` seconds for each of ``n`` buffers (20 µs: a
-        search's scoring and building the answer) for the end, but never less than half the budget for the
-        search itself.
-
-        Examples:
-            >>> b = Budget(1.0, 0.0)
-            >>> b.keep_back(n=100), b.keep_back(n=10**6)
-            (0.948, 0.5)
-        """
-        return self.started + max(self.seconds - SAFETY - extra - per_buffer * n, self.seconds * 0.5)
-
 
 # ---------------------------------------------------------------------------- options
 
@@ -369,4 +270,4 @@ class SolveRequest:
         return self.budget.seconds
 
 
-__all__ = ["Budget", "OptionInfo", "Options", "SAFETY", "SolveRequest", "check_options_class", "option"]
+__all__ = ["OptionInfo", "Options", "SolveRequest", "check_options_class", "option"]

@@ -13,12 +13,13 @@ import time
 from typing import Any
 
 from mallocgame.bounds import Bound
+from mallocgame.budget import Budget
 from mallocgame.forking import stdout_to_stderr
 from mallocgame.model import Problem, Solution
 from mallocgame.protocol import options_of
 from mallocgame.registry import load_solver
 from mallocgame.report import Report, score
-from mallocgame.request import Budget, SolveRequest
+from mallocgame.request import SolveRequest
 from mallocgame.session import session_for
 
 

@@ -30,6 +30,7 @@ import numpy as np
 
 from mallocgame import bound_cache, graph
 from mallocgame.bounds import Bound, map_instant_bound, map_upper_bound, prefetch_upper_bound
+from mallocgame.budget import fits_again
 from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
 from mallocgame.incumbents import offer
@@ -320,7 +321,7 @@ class Session:
         msa = self._baselines.get("msa")
         if (seeded and (greedy is None or not greedy.intervals)) or msa is None or not msa.complete:
             return None
-        if deadline is not None and time.monotonic() + 1.5 * msa.seconds > deadline:
+        if not fits_again(msa.seconds, deadline):
             return None
         until = float("inf") if deadline is None else deadline
         if seeded:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from mallocgame.budget import fits_again
 from mallocgame.lift import hint_intervals
 from mallocgame.memory_space_assignment import MAX_OVERLAP_RATIO, MAX_RETRIES, _Msa, msa_run  # noqa: F401  (_Msa: tests)
 from mallocgame.model import FastInterval, Problem, Solution, Status
@@ -120,7 +121,7 @@ class MemorySpaceAssignment(Solver):
         tried, skipped = [], []
         took = time.monotonic() - t0
         for label, opts in runs:
-            if time.monotonic() + 1.5 * took > deadline:
+            if not fits_again(took, deadline):
                 skipped.append(label)
                 continue
             if shared and label in MSA_VARIANTS:

@@ -13,9 +13,10 @@ import pytest
 
 from mallocgame import conformance
 from mallocgame import session as session_module
+from mallocgame.budget import Budget
 from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
 from mallocgame.model import Solution, Status
-from mallocgame.request import Budget, SolveRequest
+from mallocgame.request import SolveRequest
 from mallocgame.search.game import GameConfig
 from mallocgame.search.uct import DEFAULT_COMMIT, DEFAULT_GAME, PREFETCH_K, MCTSConfig, solve_with_uct
 from mallocgame.session import (

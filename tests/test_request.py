@@ -10,11 +10,12 @@ from dataclasses import dataclass
 import pytest
 
 import mallocgame
+from mallocgame.budget import SAFETY, Budget
 from mallocgame.inputs.load import load_problem
 from mallocgame.model import InputError
 from mallocgame.protocol import Solver, contract_error
 from mallocgame.registry import load_solver, solver_entries
-from mallocgame.request import SAFETY, Budget, Options, SolveRequest, check_options_class, option
+from mallocgame.request import Options, SolveRequest, check_options_class, option
 from mallocgame.session import session_for
 from tests.conftest import DATA, run_cli
 from tests.test_plugins import make_distribution

@@ -53,6 +53,7 @@ from typing import Any, NamedTuple, Sequence
 import numpy as np
 
 from mallocgame.bounds import prefetch_op_savings
+from mallocgame.budget import fits_again
 from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.hardware.prefetch_cost import eviction_of
 from mallocgame.hardware.validator import validate_intervals
@@ -1230,7 +1231,7 @@ def _starts(problem: Problem, hardware, session, hint: Solution | None, t0: floa
         cut = split_idle(problem, hardware, given, deadline=until)
         seeds = [("msa+hint-split", cut)] if len(cut) > len(given) else []  # a cut adds a stay
         for label, seed_intervals in [*seeds, ("msa+hint", given)]:
-            if time.monotonic() + 1.5 * msa.seconds >= until:
+            if not fits_again(msa.seconds, until):
                 break
             seeded, _ = msa_run(problem, hardware, until, start=list(seed_intervals))
             if seeded is not None:
