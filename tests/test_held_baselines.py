@@ -171,3 +171,19 @@ def test_work_units_count_the_touches_without_building_them(mode):
     derived_facts(problem).pop("work_units")
     problem.touches  # noqa: B018  (built now: the count from the touches themselves)
     assert work_units(problem) == units
+
+
+@pytest.mark.parametrize("mode", ["map", "pack", "prefetch"])
+def test_a_search_with_its_budget_spent_builds_no_game(mode, monkeypatch):
+    """A game's construction takes no deadline (seconds at 100k+ buffers): past its deadline the search builds none
+    (no greedy game of another shape or buffer order, no game to search) and answers with the best it holds."""
+    from mallocgame.search import uct
+
+    built = []
+    real = uct.Game
+    monkeypatch.setattr(uct, "Game", lambda *args, **kwargs: built.append(args[2]) or real(*args, **kwargs))
+    problem = _problem(mode)
+    answer = _expired_uct(problem)
+    assert built == []
+    assert answer.stats["moves"] == 0 and answer.stats["simulations"] == 0
+    assert answer.stats["baselines"]["answer_from"] in held_names(problem, 1.0)
