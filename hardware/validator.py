@@ -74,9 +74,18 @@ def _valid_at_once(problem: Problem, offsets: Sequence[int | None], capacity: in
         return False
     pairs = overlapping_pairs(a.start[placed], a.end[placed], max_pairs=PAIR_LIMIT)
     if pairs is None:
-        return first_overlap(problem, offsets) is None
+        return _disjoint_all_live(a.start[placed], a.end[placed], off, top) or first_overlap(problem, offsets) is None
     i, j = pairs
     return not ((off[i] < top[j]) & (off[j] < top[i])).any()
+
+
+def _disjoint_all_live(start: np.ndarray, end: np.ndarray, off: np.ndarray, top: np.ndarray) -> bool:
+    """True when every range ``[start, end)`` shares one time (all live at once, every pair interferes) and the
+    address ranges ``[off, top)``, sorted, do not meet. False says only "look closer" (the sweep decides)."""
+    if len(off) == 0 or start.max() >= end.min():
+        return False
+    order = np.argsort(off, kind="stable")
+    return bool((top[order][:-1] <= off[order][1:]).all())
 
 
 PAIR_LIMIT = 4_000_000  # past this many interfering pairs the sweep is cheaper than listing them
@@ -91,21 +100,69 @@ def first_overlap(problem: Problem, offsets: Sequence[int | None]) -> str | None
             events.append((b.start, 1, i))
             events.append((b.end, 0, i))
     events.sort()
-    active: list[tuple[int, int, int]] = []  # (offset, top, index), disjoint, sorted
+    active = _SortedBlocks()  # (offset, top, index), disjoint, sorted
     for _, kind, i in events:
         off = offsets[i]
         item = (off, off + bufs[i].size, i)
         if kind == 0:
-            del active[bisect.bisect_left(active, item)]
+            active.remove(item)
             continue
-        pos = bisect.bisect_left(active, item)
-        for j in (pos - 1, pos):
-            if 0 <= j < len(active):
-                o2, t2, k = active[j]
-                if o2 < item[1] and item[0] < t2:
-                    return _overlap_message(problem, k, i, offsets)
-        active.insert(pos, item)
+        for near in active.neighbours(item):
+            if near is not None and near[0] < item[1] and item[0] < near[1]:
+                return _overlap_message(problem, near[2], i, offsets)
+        active.insert(item)
     return None
+
+
+class _SortedBlocks:
+    """A sorted list of distinct items kept in blocks of at most ``2 * BLOCK``: an insert or a delete moves one
+    block, not every item after it (hundreds of thousands of buffers live at once would make the sweep quadratic)."""
+
+    BLOCK = 512
+
+    def __init__(self):
+        self.blocks: list[list] = []
+        self.firsts: list = []  # each block's first item
+
+    def _find(self, item) -> tuple[int, int]:
+        """``(block, position)`` where ``item`` is or would go."""
+        b = max(bisect.bisect_right(self.firsts, item) - 1, 0)
+        return b, bisect.bisect_left(self.blocks[b], item)
+
+    def neighbours(self, item) -> tuple:
+        """The items just before and just after where ``item`` would go (``None`` at an end)."""
+        if not self.blocks:
+            return None, None
+        b, p = self._find(item)
+        block = self.blocks[b]
+        before = block[p - 1] if p > 0 else self.blocks[b - 1][-1] if b > 0 else None
+        after = block[p] if p < len(block) else self.blocks[b + 1][0] if b + 1 < len(self.blocks) else None
+        return before, after
+
+    def insert(self, item) -> None:
+        if not self.blocks:
+            self.blocks.append([item])
+            self.firsts.append(item)
+            return
+        b, p = self._find(item)
+        block = self.blocks[b]
+        block.insert(p, item)
+        if p == 0:
+            self.firsts[b] = item
+        if len(block) > 2 * self.BLOCK:
+            half = block[self.BLOCK:]
+            del block[self.BLOCK:]
+            self.blocks.insert(b + 1, half)
+            self.firsts.insert(b + 1, half[0])
+
+    def remove(self, item) -> None:
+        b, p = self._find(item)
+        block = self.blocks[b]
+        del block[p]
+        if not block:
+            del self.blocks[b], self.firsts[b]
+        elif p == 0:
+            self.firsts[b] = block[0]
 
 
 def _overlap_message(problem: Problem, i: int, j: int, offsets: Sequence[int | None]) -> str:
@@ -221,10 +278,10 @@ def _intervals_valid_at_once(problem: Problem, intervals: Sequence, capacity: in
     if (same & (occ[order][1:] < end[order][:-1])).any():
         return False
     pairs = overlapping_pairs(occ, end, max_pairs=PAIR_LIMIT)
-    if pairs is None:
-        return False
-    i, j = pairs
     top = off + size
+    if pairs is None:
+        return _disjoint_all_live(occ, end, off, top)
+    i, j = pairs
     return not ((off[i] < top[j]) & (off[j] < top[i])).any()
 
 

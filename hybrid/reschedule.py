@@ -8,6 +8,12 @@ placement so far adapted to the new live ranges (:func:`adapt_placement`: the ol
 still fit, the rest by best fit). The best valid (order, placement) pair wins, compared as
 :func:`mallocgame.report.better` does (value in map and prefetch modes, peak in pack mode);
 every answer is validated against its own re-scheduled problem by the runner.
+
+:func:`reschedule_beside_limit` (what ``solve --reschedule`` runs) keeps the limit as
+:func:`mallocgame.solving.solve_beside_bound` does: the rounds run in a forked child that sends each better
+answer with its op order (:func:`mallocgame.incumbents.answering`); a child still running at the limit plus
+:data:`mallocgame.protocol.LIMIT_GRACE` is stopped and the best (order, answer) it sent is reported, validated
+against its own order, FEASIBLE, "stopped at the limit".
 """
 
 from __future__ import annotations
@@ -18,12 +24,16 @@ from typing import Any
 
 import numpy as np
 
+from mallocgame import incumbents
+from mallocgame.forking import ChildCall
 from mallocgame.hardware.validator import validate
 from mallocgame.intervals import overlap_index
 from mallocgame.model import InputError, Problem, Solution, Status, offsets_tuple
 from mallocgame.placement import greedy_place, xla_order
-from mallocgame.report import Report, with_bound
-from mallocgame.runner import problem_bound
+from mallocgame.protocol import LIMIT_GRACE
+from mallocgame.registry import load_solver
+from mallocgame.report import Report, stopped_at_limit, with_bound
+from mallocgame.runner import preload, problem_bound, shared_caches
 from mallocgame.scheduling import reorder, schedule
 from mallocgame.solving import better, solve_with_warm_start
 
@@ -85,6 +95,7 @@ def solve_with_reschedule(name: str, problem: Problem, hardware, *, time_limit: 
     # Each order has its own bound; only the winner's is reported, so it alone is computed, at the end.
     original = solve_with_warm_start(name, problem, hardware, time_limit=per_round, seed=seed, hint=hint,
                                      warm_start=warm_start, options=options, compute_bound=False)
+    _offer(original, problem, "round 0 (original order)")
     best = RescheduleResult(original, problem, list(range(n_ops)), original,
                             [{"round": 0, "order": "original", "valid": original.valid,
                               "objective": original.objective}])
@@ -96,6 +107,7 @@ def solve_with_reschedule(name: str, problem: Problem, hardware, *, time_limit: 
         sched = schedule(problem, objective=objective, hardware=hardware,
                          time_limit=max(budget * SCHEDULE_SHARE, 0.01), seed=seed + r, start=best.order)
         reordered = reorder(problem, sched.order)
+        incumbents.answering(reordered, sched.order)  # in a solving child: what the solver offers is of this order
         hint = None
         if best.report.valid and problem.mode != "prefetch":
             hint = adapt_placement(reordered, best.report.offsets)
@@ -105,6 +117,7 @@ def solve_with_reschedule(name: str, problem: Problem, hardware, *, time_limit: 
         left = max(deadline - time.monotonic(), 0.01)
         report = solve_with_warm_start(name, reordered, hardware, time_limit=left / (rounds - r), seed=seed + r,
                                        hint=hint, warm_start=warm_start, options=options, compute_bound=False)
+        _offer(report, reordered, f"round {r} ({sched.scheduler} order)")
         best.rounds.append({"round": r, "order": sched.scheduler, "schedule_objective": objective,
                             "schedule_value": sched.value, "schedule_original": sched.original,
                             "valid": report.valid, "objective": report.objective, "hinted": hint is not None})
@@ -114,4 +127,54 @@ def solve_with_reschedule(name: str, problem: Problem, hardware, *, time_limit: 
     return best
 
 
-__all__ = ["RescheduleResult", "adapt_placement", "solve_with_reschedule"]
+def _offer(report: Report, problem: Problem, source: str) -> None:
+    """A round's validated answer to the parent (a solver need not offer its final answer itself)."""
+    if report.valid and report.objective is not None:
+        incumbents.offer(value=report.objective, source=source, problem=problem,
+                         **({"intervals": report.intervals} if problem.mode == "prefetch" else
+                            {"offsets": report.offsets}))
+
+
+def reschedule_beside_limit(name: str, problem: Problem, hardware, *, time_limit: float, seed: int,
+                            hint: Solution | None = None, warm_start: str | None = None,
+                            options: dict[str, Any] | None = None) -> RescheduleResult:
+    """:func:`solve_with_reschedule` in a forked child, the limit kept here (module docstring): what
+    ``mallocgame solve --reschedule`` runs."""
+    shared_caches(problem, hardware)
+    for solver in dict.fromkeys(filter(None, (name, warm_start))):  # heavy imports before the child's clock starts
+        preload(load_solver(solver))
+    run = ChildCall.start(solve_with_reschedule, (name, problem, hardware),
+                          dict(time_limit=time_limit, seed=seed, hint=hint, warm_start=warm_start, options=options),
+                          channel=(problem, name))
+    run.keep_limit(run.started + time_limit + LIMIT_GRACE)
+    try:
+        try:
+            return run.result()
+        except TimeoutError:
+            return _stopped(name, problem, hardware, run, time_limit=time_limit, hint=hint)
+    except BaseException:
+        run.cancel()
+        raise
+
+
+def _stopped(name: str, problem: Problem, hardware, run: ChildCall, *, time_limit: float,
+             hint: Solution | None) -> RescheduleResult:
+    """The result of a child stopped at the limit: the best answer it sent, validated against its own order (the
+    original order's best, or the ``hint``, when that is better)."""
+    common = {"solver_name": name, "seconds": run.stopped - run.started, "time_limit": time_limit,
+              "improvements": tuple(run.improvements)}
+    original = stopped_at_limit(problem, hardware, run.sent.own, hint=hint, **common)
+    best, best_problem, order = original, problem, list(range(len(problem.ops)))
+    sent = run.incumbent
+    if sent is not None and sent.order is not None:
+        reordered = reorder(problem, sent.order)
+        report = stopped_at_limit(reordered, hardware, sent, **common)
+        if better(report, original):
+            best, best_problem, order = report, reordered, list(sent.order)
+    rounds = [{"stopped_at_limit": best.stats["stopped_at_limit"], "order": "original" if best is original else
+               "re-scheduled", "valid": best.valid, "objective": best.objective}]
+    return RescheduleResult(with_bound(best, problem_bound(best_problem, hardware)), best_problem, order,
+                            original, rounds)
+
+
+__all__ = ["RescheduleResult", "adapt_placement", "reschedule_beside_limit", "solve_with_reschedule"]

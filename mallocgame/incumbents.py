@@ -53,11 +53,14 @@ class Improvement:
 @dataclass(frozen=True)
 class Incumbent:
     """The best answer a child sent: ``offsets`` (int64 ``[n]``, -1 slow; map and pack modes) or ``intervals``
-    (prefetch mode), with its :class:`Improvement`. The parent validates it before it reports it."""
+    (prefetch mode), with its :class:`Improvement`. The parent validates it before it reports it. ``order``: the op
+    order (indices of the child's problem's ops) of the problem it answers, when the child re-schedules
+    (:func:`answering`); ``None``: the child's problem as it was given."""
 
     improvement: Improvement
     offsets: np.ndarray | None = None
     intervals: tuple = ()
+    order: tuple[int, ...] | None = None
 
 
 class _Channel:
@@ -68,6 +71,8 @@ class _Channel:
         self.conn, self.lock, self.problem, self.source = conn, lock, problem, source
         self.mode, self.capacity, self.n = problem.mode, problem.capacity, problem.n
         self.t0 = time.monotonic()
+        self.order: tuple[int, ...] | None = None  # the op order the offers answer (answering)
+        self.flushing = False  # answering: the answer waiting is sent at once
         self.best: float | None = None
         self.events: list[Improvement] = []
         self.answer: Incumbent | None = None
@@ -103,7 +108,7 @@ class _Channel:
                 offsets = np.array(offsets if isinstance(offsets, np.ndarray) else
                                    [-1 if o is None else o for o in offsets], dtype=np.int64)
             self.events.append(event)
-            self.answer = Incumbent(event, offsets, tuple(intervals or ()))
+            self.answer = Incumbent(event, offsets, tuple(intervals or ()), self.order)
             if self.thread is None:
                 self.thread = threading.Thread(target=self._send_loop, name="mallocgame-incumbents", daemon=True)
                 self.thread.start()
@@ -114,14 +119,14 @@ class _Channel:
         while True:
             with self.wake:
                 while not self.stopped and not self.events:
-                    if self.answer is not None and time.monotonic() >= quiet_until:
+                    if self.answer is not None and (time.monotonic() >= quiet_until or self.flushing):
                         break
                     self.wake.wait(None if self.answer is None else max(quiet_until - time.monotonic(), 1e-3))
                 if self.stopped:
                     return
                 events, self.events = self.events, []
                 answer = None
-                if time.monotonic() >= quiet_until:  # else it waits for the end of the quiet time
+                if time.monotonic() >= quiet_until or self.flushing:  # else it waits for the end of the quiet time
                     answer, self.answer = self.answer, None
             started = time.monotonic()
             try:
@@ -133,6 +138,17 @@ class _Channel:
                 return
             if answer is not None:
                 quiet_until = time.monotonic() + (time.monotonic() - started) / SEND_SHARE
+
+    def answering(self, problem: Any, order) -> None:
+        """Later offers answer ``problem`` (the child's problem with its ops in ``order``); what waits is sent first."""
+        with self.wake:
+            self.flushing = True
+            self.wake.notify()
+            while (self.answer is not None or self.events) and not self.stopped and self.thread is not None \
+                    and self.thread.is_alive():
+                self.wake.wait(0.05)
+            self.flushing = False
+            self.problem, self.order = problem, tuple(int(t) for t in order)
 
     def mark(self, scoring: bool) -> None:
         """Tell the parent an answer is being scored (``True``) or is scored (``False``)."""
@@ -175,6 +191,16 @@ def _forget_after_fork() -> None:  # a child's own children (a portfolio's membe
 os.register_at_fork(after_in_child=_forget_after_fork)
 
 
+def answering(problem: Any, order) -> None:
+    """In a solving child that re-schedules (``solve --reschedule``): later offers answer ``problem``, the child's
+    problem with its ops in ``order`` (indices of its ops), and carry that order (:attr:`Incumbent.order`), so the
+    parent that stops the child reports the answer with its schedule. The answer offered before is sent first.
+    Values stay comparable: only an answer better than every one offered before, in any order, is sent."""
+    channel = _channel
+    if channel is not None:
+        channel.answering(problem, order)
+
+
 def offer(*, value: float, source: str | None = None, offsets=None, intervals=None, problem: Any = None) -> None:
     """Report a valid answer worth ``value`` (time saved in map and prefetch modes, peak in pack mode) to the parent.
 
@@ -209,13 +235,14 @@ def scoring():
 
 
 class Received:
-    """What a parent holds of one solving child: the best answer it sent (:attr:`incumbent`), every
-    :class:`Improvement` in order, and the monotonic time :attr:`until` it may run (moved on by the
-    time its answers were being scored)."""
+    """What a parent holds of one solving child: the best answer it sent (:attr:`incumbent`; :attr:`own`, the
+    best of its problem as given, when it re-schedules), every :class:`Improvement` in order, and the monotonic
+    time :attr:`until` it may run (moved on by the time its answers were being scored)."""
 
     def __init__(self, until: float):
         self.until = until
         self.incumbent: Incumbent | None = None
+        self.own: Incumbent | None = None  # the best answer of the child's problem as given (order None)
         self.improvements: list[Improvement] = []
         self._scoring_since: float | None = None
         self._seen = 0
@@ -227,6 +254,8 @@ class Received:
             self.improvements.extend(events)
             if answer is not None:
                 self.incumbent = answer
+                if answer.order is None:
+                    self.own = answer
             return True
         if kind == "scoring":
             now = time.monotonic()

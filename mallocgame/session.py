@@ -390,9 +390,18 @@ def work_units(problem: Problem) -> int:
         a = problem.arrays
         live = np.searchsorted(np.sort(a.start), a.start, side="right") - np.searchsorted(np.sort(a.end), a.start,
                                                                                            side="right")
-        touches = len(problem.touches.ops) if problem.has_ops else 0
+        touches = _touch_count(problem) if problem.has_ops else 0
         units = facts["work_units"] = problem.n + int(live.sum()) + touches
     return units
+
+
+def _touch_count(problem: Problem) -> int:
+    """The (buffer, op) pairs the ops touch, ``len(problem.touches.ops)``, counted from the operands without building
+    the touches (which map and pack modes never read otherwise)."""
+    if "touches" in problem.__dict__:  # built already (prefetch mode's session builds it)
+        return len(problem.touches.ops)
+    return sum(len({o.buffer for o in op.operands}) if len(op.operands) > 1 else len(op.operands)
+               for op in problem.ops)
 
 
 def held_names(problem: Problem, time_limit: float) -> tuple[str, ...]:

@@ -172,6 +172,11 @@ class Node:
         return self.reward + self.value_sum / self.visits
 
 
+def greedy_finish_until(deadline: float, t0: float) -> float:
+    """When a search past its ``deadline`` (started at ``t0``) stops finishing its game greedily."""
+    return deadline + 0.02 * (deadline - t0) + 0.2
+
+
 def play_greedy(game: Game, deadline: float = math.inf, rewards: list | None = None) -> bool:
     """Finish ``game`` with the greedy's choice at every step (in place); False if ``deadline`` came first.
     ``rewards``: a list each step's reward is appended to.
@@ -463,7 +468,7 @@ class UCTSearch:
                 result.finished_greedily_at = result.moves
                 # a little grace past the deadline, so the answer is still back within the limit + 1 s at 10k+
                 # buffers (an unfinished game loses to the incumbents, which the baselines are among)
-                play_greedy(game, deadline + 0.02 * (deadline - t0) + 0.2)
+                play_greedy(game, greedy_finish_until(deadline, t0))
                 break
             if len(legal) > 1:
                 if before_move is not None:
@@ -529,7 +534,7 @@ def greedy_incumbents(problem, hardware, data, game_cfg, until: float) -> list[E
     out = []
     for other in (GameConfig(variant="order", k=k, order="xla"), GameConfig(variant="order", k=k, order="start"),
                   GameConfig(variant="address", k=k)):
-        if other != game_cfg:
+        if other != game_cfg and time.monotonic() < until:  # building a game takes no deadline: none once it passed
             g = Game(problem, hardware, other, data=data)
             play_greedy(g, until)
             out.append(episode_of(g, f"greedy-{other.variant}-{other.order}"))
@@ -568,7 +573,7 @@ def prefetch_incumbents(problem, hardware, game_cfg, hint, until: float,
                            "lifted greedy-xla" if b.name == "greedy-xla" else b.name))
     other = GameConfig(variant="prefetch", k=game_cfg.k, order="start" if game_cfg.order != "start" else "xla",
                        windows=game_cfg.windows)
-    played = greedy_prefetch_intervals(problem, hardware, other, until, data=data)
+    played = greedy_prefetch_intervals(problem, hardware, other, until, data=data) if time.monotonic() < until else None
     if played is not None:
         out.append(episode(played, f"greedy-prefetch-{other.order}"))
     hinted = hint_intervals(problem, hint)
@@ -660,8 +665,11 @@ def solve_with_uct(name: str, request: SolveRequest, cfg: MCTSConfig, game_cfg, 
     if prepare is not None:
         prior = prepare(prior, stats)
     search = UCTSearch(cfg, np.random.default_rng(seed), prior=prior, leaf_value=leaf_value)
-    result = search.run(Game(problem, hardware, game_cfg, data=data), deadline=deadline, incumbents=incumbents,
-                        start=t0)
+    if incumbents and time.monotonic() >= greedy_finish_until(deadline, t0):  # too late to build a game and play it
+        result = SearchResult(best=max(incumbents, key=lambda e: e.value), finished_greedily_at=0)
+    else:
+        result = search.run(Game(problem, hardware, game_cfg, data=data), deadline=deadline, incumbents=incumbents,
+                            start=t0)
     stats.update({"variant": game_cfg.variant, "k": game_cfg.k, "simulations_per_move": cfg.simulations,
                   "simulations": result.simulations, "moves": result.moves, "searched_moves": result.searched_moves,
                   "finished_greedily_at": result.finished_greedily_at})

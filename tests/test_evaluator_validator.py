@@ -136,3 +136,75 @@ def test_hardware_file(tmp_path):
         load_hardware(str(f))
     with pytest.raises(InputError, match="unknown preset"):
         load_hardware("nochip")
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(0, 10_000), st.integers(2, 40), st.booleans())
+def test_validator_past_the_pair_limit_agrees_with_brute_force(seed, n, all_live):
+    """Past PAIR_LIMIT the validator sweeps over time (its live buffers kept in blocks, here of 2 to split often) or,
+    when every buffer is live at one time, sorts the address ranges; either way it judges as the pairs do."""
+    from mallocgame.hardware import validator as validator_module
+
+    rng = np.random.default_rng(seed)
+    p, _ = packed_instance(n, seed=seed, capacity=64, horizon=8)
+    if all_live:  # every live range through time 4
+        p = p.replace(buffers=tuple(Buffer(b.id, b.size, min(b.start, 3), max(b.end, 5), b.benefit, b.alignment)
+                                    for b in p.buffers))
+    offsets = [None if rng.random() < 0.2 else int(rng.integers(0, 60)) for _ in range(p.n)]
+    if rng.random() < 0.5:  # a stacking, valid unless a later change breaks it
+        top, offsets = 0, []
+        for b in p.buffers:
+            offsets.append(None if rng.random() < 0.1 else top)
+            top += b.size * int(rng.integers(1, 3)) - (b.size if rng.random() < 0.05 else 0)
+    p = p.replace(capacity=None)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(validator_module, "PAIR_LIMIT", 0)
+        mp.setattr(validator_module._SortedBlocks, "BLOCK", 2)
+        assert (validate(p, offsets, mode="map") is None) == brute_valid(p, offsets)
+        violation = validator_module.first_overlap(p, offsets)
+    assert (violation is None) == brute_valid(p, offsets)
+
+
+def test_all_live_at_once_is_judged_without_the_sweep(monkeypatch):
+    """One op writing every buffer, one reading them all: every pair interferes (past PAIR_LIMIT at scale), so a
+    valid answer is judged by sorting its address ranges, not by the sweep over time."""
+    from mallocgame.hardware import validator as validator_module
+
+    n = 3000
+    p = Problem("one-op", tuple(Buffer(f"b{i}", 256 * (1 + i % 7), 0, 2) for i in range(n)), capacity=None,
+                mode="pack")
+    offsets, top = [], 0
+    for b in reversed(p.buffers):
+        offsets.append(top)
+        top += b.size
+    offsets.reverse()
+    monkeypatch.setattr(validator_module, "PAIR_LIMIT", 1000)
+
+    def no_sweep(*_):
+        raise AssertionError("the sweep ran")
+
+    monkeypatch.setattr(validator_module, "first_overlap", no_sweep)
+    assert validate(p, offsets) is None
+    offsets[5] = offsets[6]  # an overlap: the fast path says "look closer" and the sweep names it
+    monkeypatch.undo()
+    monkeypatch.setattr(validator_module, "PAIR_LIMIT", 1000)
+    assert "overlap" in validate(p, offsets)
+
+
+def test_prefetch_validator_past_the_pair_limit_judges_as_the_pairs_do(monkeypatch):
+    """validate_intervals past PAIR_LIMIT (the all-live sort, else the sweep) says what it says below it."""
+    import dataclasses
+
+    from mallocgame.hardware import validator as validator_module
+    from mallocgame.hardware.validator import validate_intervals
+    from mallocgame.inputs.load import load_problem
+    from mallocgame.session import session_for
+
+    p = load_problem("example:layered150", mode="prefetch")
+    good = list(session_for(p, p.hardware).baseline("greedy-xla").intervals)
+    moved = [dataclasses.replace(good[1], offset=good[0].offset)] + good[1:]  # may collide with good[0]'s range
+    answers = [good, moved, good[:1] + moved]
+    below = [validate_intervals(p, a) for a in answers]
+    monkeypatch.setattr(validator_module, "PAIR_LIMIT", 0)
+    assert [validate_intervals(p, a) for a in answers] == below
+    assert below[0] is None and below[2] is not None

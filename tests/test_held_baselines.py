@@ -5,6 +5,7 @@ their end before the search spends its time (even a budget spent already), never
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import time
 from types import SimpleNamespace
@@ -154,3 +155,37 @@ def test_every_prefetch_search_says_which_baselines_it_held_and_ends_at_or_above
     assert tuple(stats["held"]) == held_names(problem, 0.2) == ("greedy-xla", "msa")
     assert report.valid and report.objective >= max(stats["held"].values()) * (1 - 1e-9)
     assert stats["answer_from"]
+
+
+@pytest.mark.parametrize("mode", ["map", "pack"])
+def test_work_units_count_the_touches_without_building_them(mode):
+    """Map and pack modes never read the ops' touches: deciding the held baselines must not build them (a Python
+    pass over every operand, seconds of a search's own time at 100k buffers), and counts the same pairs."""
+    from mallocgame.model import derived_facts
+    from mallocgame.session import work_units
+
+    problem = _problem(mode)
+    first = problem.ops[0]  # an op that names one of its buffers twice: one (buffer, op) pair, two operands
+    twice = dataclasses.replace(first.operands[0], access="write")
+    problem = problem.replace(ops=(dataclasses.replace(first, operands=first.operands + (twice,)), *problem.ops[1:]))
+    units = work_units(problem)
+    assert "touches" not in problem.__dict__
+    derived_facts(problem).pop("work_units")
+    problem.touches  # noqa: B018  (built now: the count from the touches themselves)
+    assert work_units(problem) == units
+
+
+@pytest.mark.parametrize("mode", ["map", "pack", "prefetch"])
+def test_a_search_with_its_budget_spent_builds_no_game(mode, monkeypatch):
+    """A game's construction takes no deadline (seconds at 100k+ buffers): past its deadline the search builds none
+    (no greedy game of another shape or buffer order, no game to search) and answers with the best it holds."""
+    from mallocgame.search import uct
+
+    built = []
+    real = uct.Game
+    monkeypatch.setattr(uct, "Game", lambda *args, **kwargs: built.append(args[2]) or real(*args, **kwargs))
+    problem = _problem(mode)
+    answer = _expired_uct(problem)
+    assert built == []
+    assert answer.stats["moves"] == 0 and answer.stats["simulations"] == 0
+    assert answer.stats["baselines"]["answer_from"] in held_names(problem, 1.0)

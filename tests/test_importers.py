@@ -594,6 +594,43 @@ def test_hlo_garbage_is_rejected(tmp_path, text, reason):
         load_hlo(path)
 
 
+@pytest.mark.parametrize("where", ["before the header", "inside the ENTRY computation", "at the end"])
+def test_hlo_millions_of_blank_lines_cost_no_memory_per_line(tmp_path, where):
+    """A text of millions of blank lines (a small "bomb": a gzipped one expands to 255 MiB under the decompression
+    cap) is read without a list of its lines: the parse's peak memory does not grow with them, the answer and the
+    line numbers of its errors are those of the text without the blank runs counted away."""
+    import gzip
+    import tracemalloc
+
+    blank, n_blank = "  \t\n", 1_000_000  # each line its own string if the text were split
+    head = "HloModule m, is_scheduled=true\n"
+    body = "ENTRY %e () -> f32[] {\n  %c = f32[] constant(1)\n  ROOT %t = f32[] tanh(%c)\n}\n"
+    if where == "before the header":
+        text = blank * n_blank + head + body
+    elif where == "inside the ENTRY computation":
+        cut = body.index("  ROOT")
+        text = head + body[:cut] + blank * n_blank + body[cut:]
+    else:
+        text = head + body + blank * n_blank
+    tracemalloc.start()
+    try:
+        module = parse_hlo_module(text, "blank.hlo.txt")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 << 20, f"{peak / 2**20:.1f} MiB traced for {n_blank:,} blank lines"
+    assert [ins.name for ins in module.entry.instrs] == ["c", "t"]
+    root_line = text[:text.index("ROOT")].count("\n") + 1
+    assert module.entry.instrs[1].line == root_line
+    bad = text.replace("tanh(%c)", "tanh(%x)")  # an error after the blank lines names its own line
+    with pytest.raises(InputError, match=rf"blank\.hlo\.txt: line {root_line}: .*'x' before it is defined"):
+        parse_hlo_module(bad, "blank.hlo.txt")
+    path = tmp_path / "bomb.hlo.txt.gz"  # through the CLI: one line, exit 2
+    path.write_bytes(gzip.compress((head + blank * n_blank).encode(), compresslevel=1))
+    r = run_cli("info", str(path), timeout=120)
+    assert r.returncode == 2 and r.stderr.strip() == f"error: {path}: no ENTRY computation (truncated file?)"
+
+
 # --------------------------------------------------------------------------- matmul
 
 @pytest.mark.parametrize("depth", [1, 2])

@@ -30,10 +30,13 @@ from mallocgame.protocol import Solver
 
 
 def own_answer(problem, hardware):
-    """map: buffers at offset 0 while they overlap nothing placed there; pack: every buffer stacked."""
+    """map: buffers at offset 0 while they overlap nothing placed there; pack: every buffer stacked (aligned)."""
     a = problem.arrays
     if problem.mode == "pack":
-        offsets = np.concatenate([[0], np.cumsum(a.size)[:-1]]).astype(np.int64)
+        offsets, top = np.zeros(problem.n, np.int64), 0
+        for i in range(problem.n):
+            offsets[i] = top = -(-top // int(a.alignment[i])) * int(a.alignment[i])
+            top += int(a.size[i])
         return float((offsets + a.size).max()), offsets
     offsets = np.full(problem.n, -1, np.int64)
     free_from = -1
@@ -69,6 +72,26 @@ class Spinner(Stubborn):
             x += 1
 
 
+class Rounds(Solver):
+    """``solve --reschedule``'s rounds: the first (original order) answers every buffer stacked with gaps, a later
+    one offers them stacked without gaps (a lower peak) and never returns."""
+    name = "rounds"
+    modes = frozenset({"pack"})
+    calls = 0
+
+    def solve(self, problem, hardware, *, time_limit, seed, hint=None):
+        from mallocgame.model import Solution, Status, offsets_tuple
+
+        Rounds.calls += 1
+        _, stacked = own_answer(problem, hardware)
+        if Rounds.calls == 1:
+            return Solution(offsets_tuple(2 * stacked), Status.FEASIBLE, problem.mode)
+        offer(value=float((stacked + problem.arrays.size).max()), offsets=stacked, problem=problem,
+              source="rounds-later")
+        while True:
+            time.sleep(0.05)
+
+
 class Silent(Solver):
     name = "silent"
     modes = frozenset({"map", "pack"})
@@ -77,7 +100,8 @@ class Silent(Solver):
         while True:
             time.sleep(0.05)
 '''
-ENTRIES = "stubborn = stubborn_solver:Stubborn\nspinner = stubborn_solver:Spinner\nsilent = stubborn_solver:Silent"
+ENTRIES = ("stubborn = stubborn_solver:Stubborn\nspinner = stubborn_solver:Spinner\nsilent = stubborn_solver:Silent\n"
+           "rounds = stubborn_solver:Rounds")
 LIMIT = 1.0
 SLACK = 0.6  # seconds past limit + grace for killing the child and validating its answer on a busy machine
 
@@ -185,3 +209,44 @@ def test_a_pool_run_past_its_limit_finishes_with_the_answer_it_sent(stubborn_pat
         kind, report = pool.stop("member")
         assert not pool.busy
     assert kind == "ok" and report.valid and report.stats["source"] == "spinner-own"
+
+
+@pytest.fixture
+def program(tmp_path):
+    from mallocgame.io import write_workload_json
+    from tests.test_schedule import random_program
+
+    path = tmp_path / "program.json"
+    write_workload_json(path, random_program(21, 30))
+    return path
+
+
+def test_reschedule_stops_a_solver_that_ignores_its_clock_in_the_original_order(stubborn_path, program, tmp_path):
+    r = run_cli("solve", str(program), "--solver", "stubborn", "--reschedule", "--minimize-peak", "--time-limit",
+                str(LIMIT), "--report", str(tmp_path / "r.json"), "-o", str(tmp_path / "a.csv"),
+                env={"PYTHONPATH": str(stubborn_path)}, timeout=30)
+    assert r.returncode == 0, r.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["valid"] and report["status"] == "FEASIBLE" and report["stats"]["source"] == "stubborn-own"
+    assert report["seconds"] <= LIMIT + LIMIT_GRACE + SLACK and "stopped at the limit" in r.stdout
+    assert report["objective"] == pytest.approx(_own_value(str(program), mode="pack"))
+    assert report["schedule"]["reordered"] is False and report["schedule"]["original_valid"]
+    v = run_cli("validate", str(tmp_path / "a.workload.json"), str(tmp_path / "a.csv"), "--mode", "pack")
+    assert v.returncode == 0, v.stdout + v.stderr
+
+
+def test_reschedule_stopped_in_a_later_round_reports_that_rounds_answer_with_its_order(stubborn_path, program,
+                                                                                       tmp_path):
+    r = run_cli("solve", str(program), "--solver", "rounds", "--reschedule", "--minimize-peak", "--time-limit",
+                str(LIMIT), "--report", str(tmp_path / "r.json"), "-o", str(tmp_path / "a.csv"),
+                env={"PYTHONPATH": str(stubborn_path)}, timeout=30)
+    assert r.returncode == 0, r.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    stacked = _own_value(str(program), mode="pack")
+    assert report["valid"] and report["stats"]["source"] == "rounds-later" and "stopped at the limit" in r.stdout
+    assert report["objective"] == pytest.approx(stacked)  # the later round's, below the first round's gapped stack
+    assert report["schedule"]["original_valid"] and report["schedule"]["original_objective"] > stacked
+    assert report["seconds"] <= LIMIT + LIMIT_GRACE + SLACK
+    # the answer belongs to the written, re-scheduled workload (solve checked it too before writing)
+    v = run_cli("validate", str(tmp_path / "a.workload.json"), str(tmp_path / "a.csv"), "--mode", "pack")
+    assert v.returncode == 0, v.stdout + v.stderr

@@ -40,8 +40,7 @@ from mallocgame.cli.common import (
 )
 from mallocgame.cli.progress import SolveProgress
 from mallocgame.cli.schedule import reschedule_outputs
-from mallocgame.forking import call_in_child
-from mallocgame.hybrid.reschedule import solve_with_reschedule
+from mallocgame.hybrid.reschedule import reschedule_beside_limit
 from mallocgame.io import intervals_csv_text, problem_csv_text
 from mallocgame.model import InputError, Problem
 from mallocgame.protocol import option_kinds, parse_solver_options, split_option
@@ -157,11 +156,11 @@ def solve(problem_path, solver_name, mode, capacity, capacity_fraction, hardware
     capacity_warning(problem)
     rescheduled = None
     try:
-        # In a forked child (mallocgame.forking.call_in_child): Ctrl-C/SIGTERM stop any solver at
-        # once, CP-SAT's native search included, and nothing it started is left running.
+        # In a forked child (mallocgame.forking.ChildCall): Ctrl-C/SIGTERM stop any solver at once, CP-SAT's
+        # native search included, nothing it started is left running, and the limit is kept here.
         if reschedule:  # schedule and placement alternated (hybrid.reschedule); the answer is the new order's
-            rescheduled = call_in_child(solve_with_reschedule, solver_name, problem, spec, time_limit=time_limit,
-                                        seed=seed, hint=hint, warm_start=warm_start, options=options)
+            rescheduled = reschedule_beside_limit(solver_name, problem, spec, time_limit=time_limit,
+                                                  seed=seed, hint=hint, warm_start=warm_start, options=options)
             report, problem = rescheduled.report, rescheduled.problem
         else:
             progress = SolveProgress(solver_name, problem.mode, time_limit, log=log, quiet=quiet)

@@ -29,6 +29,7 @@ Example:
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
@@ -292,9 +293,58 @@ def _parse_instruction(line: str, lineno: int, path: str) -> Instr:
     return Instr(m.group(2), shape, opcode, operands, attrs, inner.strip(), lineno, bool(m.group(1)))
 
 
+# Line breaks as str.splitlines() knows them, besides "\n": rewritten to "\n" so that _Lines numbers lines as it does.
+_OTHER_BREAKS_RE = re.compile("\r\n?|[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+_TEXT_CHAR_RE = re.compile(r"[^ \t\n]")  # the first character of a line with text on it
+
+
+class _Lines:
+    """The lines of a text, numbered from 1 as ``text.splitlines()`` numbers them, without splitting it: runs of
+    blank lines (spaces and tabs) are skipped by a search in C, so a text of millions of empty lines costs no list
+    of them and no Python step per line. Indexing (``lines[i]``, 0-based) and ``len`` as a list's."""
+
+    def __init__(self, text: str):
+        other = any(c in text for c in "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")  # each a search in C
+        self.text = _OTHER_BREAKS_RE.sub("\n", text) if other else text
+        self.count = self.text.count("\n") + (not self.text.endswith("\n"))
+        self.last = (0, 0, 0)  # the line yielded last: its number, where it starts, where the next line starts
+
+    def __len__(self) -> int:
+        return self.count
+
+    def numbered(self, first: int = 1):
+        """``(lineno, line)`` of every line numbered ``first`` or later that has more than spaces and tabs."""
+        text, pos, lineno = self.text, 0, 1
+        last, begin, after = self.last
+        if first in (last, last + 1):  # the line yielded last, or the one after it (the parser's steps)
+            pos, lineno = (begin if first == last else after), first
+        elif first > 1:  # the start of line ``first``
+            for _ in range(first - 1):
+                pos = text.find("\n", pos) + 1
+                if pos == 0:
+                    return
+            lineno = first
+        while True:
+            m = _TEXT_CHAR_RE.search(text, pos)
+            if m is None:
+                return
+            begin = text.rfind("\n", pos, m.start()) + 1 or pos
+            lineno += text.count("\n", pos, begin)
+            end = text.find("\n", m.start())
+            end = len(text) if end < 0 else end
+            self.last = (lineno, begin, end + 1)
+            yield lineno, text[begin:end]
+            pos, lineno = end + 1, lineno + 1
+
+    def __getitem__(self, index: int) -> str:
+        for lineno, line in self.numbered(index + 1):
+            return line if lineno == index + 1 else ""
+        return ""
+
+
 def parse_hlo_module(text: str, path: str = "<hlo>") -> HloModule:
     """Parse scheduled HLO text into computations; raises :class:`InputError` on bad input."""
-    lines = text.splitlines()
+    lines = _Lines(text)
     k = _header_index(lines, path)
     header = lines[k].strip()
     mname = header.split()[1].rstrip(",") if len(header.split()) > 1 else os.path.basename(path)
@@ -308,16 +358,16 @@ def parse_hlo_module(text: str, path: str = "<hlo>") -> HloModule:
     return HloModule(mname, comps, entry, path, aliases)
 
 
-def _header_index(lines: list[str], path: str) -> int:
+def _header_index(lines: _Lines, path: str) -> int:
     """The index of the ``HloModule NAME, ..., is_scheduled=true`` line (the first that is not blank)."""
-    k = 0
-    while k < len(lines) and not lines[k].strip():
-        k += 1
-    if k == len(lines):
+    k = next((lineno - 1 for lineno, line in lines.numbered() if line.strip()), None)
+    if k is None:
         raise InputError(f"{path}: empty file")
     header = lines[k].strip()
     if not header.startswith("HloModule"):
-        if header.startswith("module") or "stablehlo." in "".join(lines[k:k + 20]):
+        first_20 = "".join(line for lineno, line in itertools.takewhile(lambda item: item[0] <= k + 20,
+                                                                         lines.numbered(k + 1)))
+        if header.startswith("module") or "stablehlo." in first_20:
             raise InputError(f"{path}: line {k + 1}: StableHLO (MLIR) text, not HLO: give the compiled module's "
                              "scheduled HLO (jax.jit(f).lower(...).compile().as_text(), an XLA dump's "
                              "*after_optimizations.txt) or use `mallocgame import jax`")
@@ -330,13 +380,13 @@ def _header_index(lines: list[str], path: str) -> int:
     return k
 
 
-def _parse_computations(lines: list[str], first: int, path: str) -> tuple[dict[str, Computation], Computation]:
+def _parse_computations(lines: _Lines, first: int, path: str) -> tuple[dict[str, Computation], Computation]:
     """The computations from line number ``first`` (1-based) on, by name, and the ENTRY one."""
     comps: dict[str, Computation] = {}
     entry = None
     cur: Computation | None = None
-    for lineno in range(first, len(lines) + 1):
-        raw = _COMMENT_RE.sub("", lines[lineno - 1])
+    for lineno, line in lines.numbered(first):
+        raw = _COMMENT_RE.sub("", line)
         s = raw.strip()
         if cur is None:
             cur = _computation_opened(s, lineno, comps, path)
@@ -373,12 +423,12 @@ def _computation_opened(s: str, lineno: int, comps: dict[str, Computation], path
     raise InputError(f"{path}: line {lineno}: unexpected text outside a computation: {s[:80]!r}")
 
 
-def _add_instruction(cur: Computation, raw: str, lineno: int, lines: list[str], path: str) -> None:
+def _add_instruction(cur: Computation, raw: str, lineno: int, lines: _Lines, path: str) -> None:
     """Line ``raw`` as the next instruction of ``cur``: its operands defined before it, its name new."""
     try:
         ins = _parse_instruction(raw, lineno, path)
     except InputError as exc:
-        if not any(x.strip() for x in lines[lineno:]):
+        if not any(x.strip() for _, x in lines.numbered(lineno + 1)):
             raise InputError(f"{path}: line {lineno}: truncated file: the last instruction is cut short "
                              f"and computation {cur.name!r} is not closed") from None
         raise exc
