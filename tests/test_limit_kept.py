@@ -79,11 +79,12 @@ class Rounds(Solver):
     modes = frozenset({"pack"})
     calls = 0
 
-    def solve(self, problem, hardware, *, time_limit, seed, hint=None):
+    def solve(self, request):
         from mallocgame.model import Solution, Status, offsets_tuple
 
+        problem = request.problem
         Rounds.calls += 1
-        _, stacked = own_answer(problem, hardware)
+        _, stacked = own_answer(problem, request.hardware)
         if Rounds.calls == 1:
             return Solution(offsets_tuple(2 * stacked), Status.FEASIBLE, problem.mode)
         offer(value=float((stacked + problem.arrays.size).max()), offsets=stacked, problem=problem,
