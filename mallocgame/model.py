@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import operator
 import os
 import stat
 from dataclasses import dataclass, field
@@ -192,13 +191,14 @@ class BufferTable(Sequence[Buffer]):
     """A problem's buffers held as columns: what a reader of a large file builds, one numpy array per field
     and one list of ids, instead of one :class:`Buffer` object per buffer.
 
-    It is a sequence of :class:`Buffer`: ``table[i]`` and iteration make each buffer when it is asked for
-    (equal to the one a tuple would hold), a slice is a tuple of them. It equals (and hashes as) the tuple of
-    the same buffers. The columns are read-only; ``kind`` holds indices into ``BUFFER_KINDS`` (uint8),
-    ``benefit`` NaN where the input gave none.
+    It is a sequence of :class:`Buffer`, equal to (and hashing as) the tuple of the same buffers: the first
+    time one is asked for (``table[i]``, a slice, iteration, a comparison with a tuple) the objects are made,
+    all at once, and kept; code that reads the columns (``Problem.arrays``, ``Problem.ids``) never makes
+    them. The columns are read-only; ``kind`` holds indices into ``BUFFER_KINDS`` (uint8), ``benefit`` NaN
+    where the input gave none.
     """
 
-    __slots__ = ("ids", "size", "start", "end", "alignment", "benefit", "kind", "_hash")
+    __slots__ = ("ids", "size", "start", "end", "alignment", "benefit", "kind", "_objects")
 
     def __init__(self, ids: list[str], size: np.ndarray, start: np.ndarray, end: np.ndarray,
                  alignment: np.ndarray, benefit: np.ndarray, kind: np.ndarray):
@@ -208,7 +208,7 @@ class BufferTable(Sequence[Buffer]):
             _readonly(np.asarray(c, np.int64).reshape(n)) for c in (size, start, end, alignment))
         self.benefit = _readonly(np.asarray(benefit, np.float64).reshape(n))
         self.kind = _readonly(np.asarray(kind, np.uint8).reshape(n))
-        self._hash: int | None = None
+        self._objects: tuple[Buffer, ...] | None = None
 
     @classmethod
     def of(cls, buffers: Sequence[Buffer]) -> "BufferTable":
@@ -236,6 +236,17 @@ class BufferTable(Sequence[Buffer]):
         return list(map(Buffer, self.ids[lo:hi], self.size[lo:hi].tolist(), self.start[lo:hi].tolist(),
                         self.end[lo:hi].tolist(), benefit, self.alignment[lo:hi].tolist(), kinds))
 
+    @property
+    def materialized(self) -> bool:
+        """Whether the :class:`Buffer` objects have been made (by a caller that asked for them)."""
+        return self._objects is not None
+
+    def objects(self) -> tuple[Buffer, ...]:
+        """The buffers as objects (made once, then kept)."""
+        if self._objects is None:
+            self._objects = tuple(b for lo in range(0, len(self), _CHUNK) for b in self._make(lo, lo + _CHUNK))
+        return self._objects
+
     @overload
     def __getitem__(self, i: int) -> Buffer: ...
 
@@ -243,19 +254,10 @@ class BufferTable(Sequence[Buffer]):
     def __getitem__(self, i: slice) -> tuple[Buffer, ...]: ...
 
     def __getitem__(self, i):
-        if isinstance(i, slice):
-            lo, hi, step = i.indices(len(self))
-            return tuple(self._make(lo, hi)) if step == 1 else tuple(self[j] for j in range(lo, hi, step))
-        i = operator.index(i)
-        if i < 0:
-            i += len(self)
-        if not 0 <= i < len(self):
-            raise IndexError("buffer index out of range")
-        return self._make(i, i + 1)[0]
+        return self.objects()[i]
 
     def __iter__(self) -> Iterator[Buffer]:
-        for lo in range(0, len(self), _CHUNK):
-            yield from self._make(lo, lo + _CHUNK)
+        return iter(self.objects())
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, BufferTable):
@@ -263,13 +265,11 @@ class BufferTable(Sequence[Buffer]):
                 np.array_equal(getattr(self, c), getattr(other, c), equal_nan=c == "benefit")
                 for c in ("size", "start", "end", "alignment", "benefit", "kind")))
         if isinstance(other, tuple):
-            return len(other) == len(self) and all(map(operator.eq, self, other))
+            return len(other) == len(self) and self.objects() == other
         return NotImplemented
 
     def __hash__(self) -> int:
-        if self._hash is None:
-            self._hash = hash(tuple(self))
-        return self._hash
+        return hash(self.objects())
 
     def __add__(self, other: Sequence[Buffer]) -> tuple[Buffer, ...]:
         return tuple(self) + tuple(other)
@@ -278,15 +278,15 @@ class BufferTable(Sequence[Buffer]):
         return tuple(other) + tuple(self)
 
     def __repr__(self) -> str:
-        return f"BufferTable(n={len(self)})"
+        return repr(self.objects())  # as the tuple of the same buffers
 
     def __getstate__(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__slots__ if k != "_hash"}
+        return {k: getattr(self, k) for k in self.__slots__ if k != "_objects"}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         for k, v in state.items():
             object.__setattr__(self, k, v)
-        self._hash = None
+        self._objects = None
 
 
 class OpTable(Sequence[Op]):
@@ -294,13 +294,13 @@ class OpTable(Sequence[Op]):
     ``ptr[t]:ptr[t+1]`` of ``operand_buffer`` (an index into ``names``, the buffer ids), ``operand_write``
     (the access is ``"write"``, else ``"read"``) and ``operand_bytes``.
 
-    It is a sequence of :class:`Op`: ``table[t]`` and iteration make each op (and its operands) when it is
-    asked for, equal to the one a tuple would hold; a slice is a tuple. It equals (and hashes as) the tuple of
-    the same ops.
+    It is a sequence of :class:`Op`, equal to (and hashing as) the tuple of the same ops: as for
+    :class:`BufferTable`, the objects (ops and operands) are made, all at once, and kept the first time one is
+    asked for; code that reads ``Problem.op_arrays`` never makes them.
     """
 
     __slots__ = ("ids", "kinds", "flops", "transcendentals", "fixed_bytes", "ptr", "operand_buffer",
-                 "operand_write", "operand_bytes", "names", "_hash")
+                 "operand_write", "operand_bytes", "names", "_objects")
 
     def __init__(self, ids: list[str], kinds: list[str], flops: np.ndarray, transcendentals: np.ndarray,
                  fixed_bytes: np.ndarray, ptr: np.ndarray, operand_buffer: np.ndarray, operand_write: np.ndarray,
@@ -313,7 +313,7 @@ class OpTable(Sequence[Op]):
         self.operand_buffer = _readonly(np.asarray(operand_buffer, np.int64))
         self.operand_write = _readonly(np.asarray(operand_write, bool))
         self.operand_bytes = _readonly(np.asarray(operand_bytes, np.int64))
-        self._hash: int | None = None
+        self._objects: tuple[Op, ...] | None = None
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -330,6 +330,18 @@ class OpTable(Sequence[Op]):
                                                          self.fixed_bytes[lo:hi].tolist(),
                                                          self.transcendentals[lo:hi].tolist()))]
 
+    @property
+    def materialized(self) -> bool:
+        """Whether the :class:`Op` objects have been made (by a caller that asked for them)."""
+        return self._objects is not None
+
+    def objects(self) -> tuple[Op, ...]:
+        """The ops as objects (made once, then kept)."""
+        if self._objects is None:
+            n = len(self)
+            self._objects = tuple(op for lo in range(0, n, _CHUNK) for op in self._make(lo, min(lo + _CHUNK, n)))
+        return self._objects
+
     @overload
     def __getitem__(self, t: int) -> Op: ...
 
@@ -337,29 +349,18 @@ class OpTable(Sequence[Op]):
     def __getitem__(self, t: slice) -> tuple[Op, ...]: ...
 
     def __getitem__(self, t):
-        if isinstance(t, slice):
-            lo, hi, step = t.indices(len(self))
-            return tuple(self._make(lo, hi)) if step == 1 and hi > lo else tuple(self[j] for j in range(lo, hi, step))
-        t = operator.index(t)
-        if t < 0:
-            t += len(self)
-        if not 0 <= t < len(self):
-            raise IndexError("op index out of range")
-        return self._make(t, t + 1)[0]
+        return self.objects()[t]
 
     def __iter__(self) -> Iterator[Op]:
-        for lo in range(0, len(self), _CHUNK):
-            yield from self._make(lo, min(lo + _CHUNK, len(self)))
+        return iter(self.objects())
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, (OpTable, tuple)):
-            return other is self or (len(other) == len(self) and all(map(operator.eq, self, other)))
+            return other is self or (len(other) == len(self) and self.objects() == tuple(other))
         return NotImplemented
 
     def __hash__(self) -> int:
-        if self._hash is None:
-            self._hash = hash(tuple(self))
-        return self._hash
+        return hash(self.objects())
 
     def __add__(self, other: Sequence[Op]) -> tuple[Op, ...]:
         return tuple(self) + tuple(other)
@@ -368,15 +369,15 @@ class OpTable(Sequence[Op]):
         return tuple(other) + tuple(self)
 
     def __repr__(self) -> str:
-        return f"OpTable(n={len(self)}, operands={len(self.operand_buffer)})"
+        return repr(self.objects())  # as the tuple of the same ops
 
     def __getstate__(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__slots__ if k != "_hash"}
+        return {k: getattr(self, k) for k in self.__slots__ if k != "_objects"}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         for k, v in state.items():
             object.__setattr__(self, k, v)
-        self._hash = None
+        self._objects = None
 
 
 @dataclass(frozen=True)
