@@ -1305,8 +1305,18 @@ class _JsonWorkload(msgspec.Struct, gc=False):
 
 
 _JSON_TOP = msgspec.json.Decoder(_JsonWorkload)
+_JSON_ITEMS = msgspec.json.Decoder(list[msgspec.Raw])
 _JSON_BUFFERS = msgspec.json.Decoder(list[_JsonBuffer])
 _JSON_OPS = msgspec.json.Decoder(list[_JsonOp])
+_RECORDS_AT_ONCE = 1 << 16  # records alive at a time: a large file's sections are decoded in pieces
+
+
+def _pieces(raw: msgspec.Raw, decoder: msgspec.json.Decoder) -> Iterator[list]:
+    """The JSON list ``raw`` decoded by ``decoder`` (a list decoder), :data:`_RECORDS_AT_ONCE` items at a time;
+    ``msgspec.ValidationError``/``DecodeError`` when it is not a list of what ``decoder`` takes."""
+    items = _JSON_ITEMS.decode(raw)
+    for lo in range(0, len(items), _RECORDS_AT_ONCE):
+        yield decoder.decode(b"[" + b",".join(items[lo:lo + _RECORDS_AT_ONCE]) + b"]")
 
 
 def _int_column(values: Iterable[int], n: int) -> np.ndarray | None:
@@ -1325,83 +1335,115 @@ def _sum_fits(column: np.ndarray) -> bool:
     return sum(column.tolist()) <= MAX_INT
 
 
-def _columnar_buffers(raw: msgspec.Raw) -> BufferTable | None:
+_KIND_CODES = {k: c for c, k in enumerate(BUFFER_KINDS)}
+_GET = {name: operator.attrgetter(name) for name in (
+    "id", "size", "start", "end", "alignment", "kind", "benefit", "buffer", "access", "bytes", "flops",
+    "transcendentals", "fixed_bytes", "operands", "control_deps")}
+
+
+def _columnar_buffers(raw: msgspec.Raw) -> tuple[BufferTable, dict[str, int]] | None:
+    """The ``buffers`` list as a :class:`~mallocgame.model.BufferTable` and the index of its ids, or ``None``
+    when any buffer needs the checking loop."""
+    ids: list[str] = []
+    parts: dict[str, list[np.ndarray]] = {f: [] for f in ("size", "start", "end", "alignment", "benefit", "kind")}
     try:
-        records = _JSON_BUFFERS.decode(raw)
+        for records in _pieces(raw, _JSON_BUFFERS):
+            n = len(records)
+            ids += map(_GET["id"], records)
+            for f in ("size", "start", "end", "alignment"):
+                column = _int_column(map(_GET[f], records), n)
+                if column is None:
+                    return None
+                parts[f].append(column)
+            kinds = list(map(_KIND_CODES.get, map(_GET["kind"], records)))
+            if None in kinds:
+                return None
+            parts["kind"].append(np.array(kinds, np.uint8))
+            benefit = list(map(_GET["benefit"], records))
+            parts["benefit"].append(np.full(n, np.nan) if benefit.count(msgspec.UNSET) == n else np.array(
+                [math.nan if x is msgspec.UNSET else x for x in benefit], np.float64))
     except (msgspec.ValidationError, msgspec.DecodeError):
         return None
-    n = len(records)
+    n = len(ids)
     if not n:
         return None
-    get = operator.attrgetter
-    ids = list(map(get("id"), records))
-    kind_code = {k: c for c, k in enumerate(BUFFER_KINDS)}
-    kinds = [kind_code.get(k, 255) for k in map(get("kind"), records)]
-    benefit = np.fromiter((math.nan if x is msgspec.UNSET else x for x in map(get("benefit"), records)), np.float64, n)
-    size, start, end, alignment = (_int_column(map(get(f), records), n) for f in ("size", "start", "end", "alignment"))
-    del records
-    if size is None or start is None or end is None or alignment is None or 255 in kinds:
-        return None
-    if not all(ids) or len(set(ids)) != n or size.min() <= 0 or start.min() < 0 or alignment.min() <= 0 \
+    size, start, end, alignment, benefit, kind = (np.concatenate(parts.pop(f)) for f in (
+        "size", "start", "end", "alignment", "benefit", "kind"))
+    index = dict(zip(ids, range(n)))
+    if not all(ids) or len(index) != n or size.min() <= 0 or start.min() < 0 or alignment.min() <= 0 \
             or (end <= start).any() or not _sum_fits(size):
         return None
     given = benefit[~np.isnan(benefit)]
     if len(given) and not (given.min() >= 0 and math.isfinite(float(given.sum()))):
         return None
-    names: dict[str, str] = {}  # one string per distinct id
-    ids = [names.setdefault(i, i) for i in ids]
-    return BufferTable(ids, size, start, end, alignment, benefit, np.array(kinds, np.uint8))
+    return BufferTable(ids, size, start, end, alignment, benefit, kind), index
 
 
 def _columnar_ops(raw: msgspec.Raw, buffers: BufferTable, index: dict[str, int]
                   ) -> tuple[OpTable, list[tuple[str, int, Any, str]]] | None:
     """The ops (and their control predecessors, as :func:`parse_workload` collects them) as an
     :class:`~mallocgame.model.OpTable` naming ``buffers``, or ``None`` when any needs the checking loop."""
+    ids: list[str] = []
+    kinds: list[str] = []
+    strings: dict[str, str] = {}  # one string per op kind
+    control: list[tuple[str, int, Any, str]] = []
+    parts: dict[str, list[np.ndarray]] = {f: [] for f in (
+        "flops", "transcendentals", "fixed_bytes", "counts", "buffer", "write", "bytes")}
     try:
-        records = _JSON_OPS.decode(raw)
+        for records in _pieces(raw, _JSON_OPS):
+            n_ops, at = len(records), len(ids)
+            ids += [f"op{t}" if i is msgspec.UNSET else i for t, i in enumerate(map(_GET["id"], records), at)]
+            kinds += [strings.setdefault(k, k) for k in map(_GET["kind"], records)]
+            parts["flops"].append(np.fromiter(map(_GET["flops"], records), np.float64, n_ops))
+            parts["transcendentals"].append(np.fromiter(map(_GET["transcendentals"], records), np.float64, n_ops))
+            fixed = _int_column(map(_GET["fixed_bytes"], records), n_ops)
+            if fixed is None:
+                return None
+            parts["fixed_bytes"].append(fixed)
+            operands = list(map(_GET["operands"], records))
+            parts["counts"].append(np.fromiter(map(len, operands), np.int64, n_ops))
+            for t, deps in enumerate(map(_GET["control_deps"], records), at):
+                if deps is not msgspec.UNSET:
+                    control += [(f"ops[{t}].control_deps[{j}]", t, before, ids[t]) for j, before in enumerate(deps)]
+            flat = list(itertools.chain.from_iterable(operands))
+            n = len(flat)
+            try:
+                buf = np.fromiter(map(index.__getitem__, map(_GET["buffer"], flat)), np.int64, n)
+            except KeyError:
+                return None
+            access = list(map(_GET["access"], flat))
+            n_write = access.count("write")
+            if n_write + access.count("read") != n:
+                return None
+            parts["buffer"].append(buf)
+            parts["write"].append(np.fromiter(map("write".__eq__, access), bool, n) if n_write else np.zeros(n, bool))
+            nbytes = list(map(_GET["bytes"], flat))
+            if nbytes.count(msgspec.UNSET):  # none given: the buffer's size
+                sizes = buffers.size[buf].tolist()
+                nbytes = [z if x is msgspec.UNSET else x for x, z in zip(nbytes, sizes)]
+            column = _int_column(nbytes, n)
+            if column is None:
+                return None
+            parts["bytes"].append(column)
     except (msgspec.ValidationError, msgspec.DecodeError):
         return None
-    n_ops = len(records)
-    get = operator.attrgetter
-    ids = [f"op{t}" if i is msgspec.UNSET else i for t, i in enumerate(map(get("id"), records))]
+    n_ops = len(ids)
     if len(set(ids)) != n_ops:
         return None
-    strings: dict[str, str] = {}
-    kinds = [strings.setdefault(k, k) for k in map(get("kind"), records)]
-    flops = np.fromiter(map(get("flops"), records), np.float64, n_ops)
-    trans = np.fromiter(map(get("transcendentals"), records), np.float64, n_ops)
-    fixed = _int_column(map(get("fixed_bytes"), records), n_ops)
-    counts = np.fromiter(map(len, map(get("operands"), records)), np.int64, n_ops)
-    control = []
-    for t, deps in enumerate(map(get("control_deps"), records)):
-        if deps is not msgspec.UNSET:
-            control += [(f"ops[{t}].control_deps[{j}]", t, before, ids[t]) for j, before in enumerate(deps)]
-    flat = [o for r in records for o in r.operands]
-    del records
-    if fixed is None or (n_ops and (fixed.min() < 0 or min(flops.min(), trans.min()) < 0
-                                    or not math.isfinite(float(flops.sum() + trans.sum())))):
+    flops, trans, fixed, counts, buf, write, nbytes = (
+        np.concatenate(parts.pop(f)) if parts[f] else np.zeros(0, np.float64 if f in ("flops", "transcendentals")
+                                                                 else bool if f == "write" else np.int64)
+        for f in ("flops", "transcendentals", "fixed_bytes", "counts", "buffer", "write", "bytes"))
+    if n_ops and (fixed.min() < 0 or min(flops.min(), trans.min()) < 0
+                  or not math.isfinite(float(flops.sum() + trans.sum()))):
         return None
-    n = len(flat)
-    try:
-        buf = np.fromiter(map(index.__getitem__, map(get("buffer"), flat)), np.int64, n)
-    except KeyError:
-        return None
-    access = list(map(get("access"), flat))
-    write = np.fromiter(map("write".__eq__, access), bool, n)
-    if not all(map("read".__eq__, (a for a, w in zip(access, write.tolist()) if not w))):
-        return None
-    del access
-    nbytes = _int_column((buffers.size[b] if x is msgspec.UNSET else x
-                          for b, x in zip(buf.tolist(), map(get("bytes"), flat))), n)
-    del flat
-    if nbytes is None or (n and nbytes.min() < 0):
+    if len(nbytes) and nbytes.min() < 0:
         return None
     ptr = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
     at = np.repeat(np.arange(n_ops, dtype=np.int64), counts)
     if ((buffers.start[buf] > at) | (at >= buffers.end[buf])).any():
         return None  # an op touching a buffer outside its life
-    table = OpTable(ids, kinds, flops, trans, fixed, ptr, buf, write, nbytes, buffers.ids)
-    return table, control
+    return OpTable(ids, kinds, flops, trans, fixed, ptr, buf, write, nbytes, buffers.ids), control
 
 
 def _columnar_workload(path: str, data: bytes) -> Problem | None:
@@ -1415,10 +1457,10 @@ def _columnar_workload(path: str, data: bytes) -> Problem | None:
     if top.format != WORKLOAD_FORMAT or not (top.name is msgspec.UNSET or top.name is None
                                               or type(top.name) is str or type(top.name) is int):
         return None
-    buffers = _columnar_buffers(top.buffers)
-    if buffers is None:
+    made_buffers = _columnar_buffers(top.buffers)
+    if made_buffers is None:
         return None
-    index = dict(zip(buffers.ids, range(len(buffers))))
+    buffers, index = made_buffers
     made = _columnar_ops(top.ops, buffers, index)
     if made is None:
         return None
@@ -1466,8 +1508,8 @@ def _check_ids_write_back(path: str, buffer_ids: Sequence[str], op_ids: Sequence
     """Refuses, with its place, an id (of ``buffer_ids``, ``op_ids``) that a writer could not write back as it
     was read: a blank id (the CSV reader refuses it), or a lone surrogate (JSON's ``\\ud800`` escape), which
     no UTF-8 file can hold."""
-    blank = next((k for k, b in enumerate(buffer_ids) if not b.strip()), None)
-    if blank is not None:
+    if not all(map(str.strip, buffer_ids)):
+        blank = next(k for k, b in enumerate(buffer_ids) if not b.strip())
         raise InputError(f"{path}: buffers[{blank}], field 'id': empty id")
     for what, ids in (("buffers", buffer_ids), ("ops", op_ids)):
         try:
