@@ -37,7 +37,7 @@ import warnings
 import zipfile
 import zlib
 from pathlib import Path
-from typing import IO, Any, Iterable, Iterator, Sequence
+from typing import IO, Any, Iterable, Iterator, Literal, Sequence
 
 import msgspec
 import numpy as np
@@ -1280,7 +1280,7 @@ class _JsonBuffer(msgspec.Struct, forbid_unknown_fields=True, gc=False):
 
 class _JsonOperand(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     buffer: str
-    access: str = "read"
+    access: Literal["read", "write"] = "read"
     bytes: int | msgspec.UnsetType = msgspec.UNSET
 
 
@@ -1411,12 +1411,9 @@ def _columnar_ops(raw: msgspec.Raw, buffers: BufferTable, index: dict[str, int]
                 buf = np.fromiter(map(index.__getitem__, map(_GET["buffer"], flat)), np.int64, n)
             except KeyError:
                 return None
-            access = list(map(_GET["access"], flat))
-            n_write = access.count("write")
-            if n_write + access.count("read") != n:
-                return None
             parts["buffer"].append(buf)
-            parts["write"].append(np.fromiter(map("write".__eq__, access), bool, n) if n_write else np.zeros(n, bool))
+            # the access is "read" or "write" (the decoder's Literal): a length of 5 is a write
+            parts["write"].append(np.fromiter(map(len, map(_GET["access"], flat)), np.int8, n) == 5)
             nbytes = list(map(_GET["bytes"], flat))
             if nbytes.count(msgspec.UNSET):  # none given: the buffer's size
                 sizes = buffers.size[buf].tolist()
