@@ -659,6 +659,10 @@ def test_a_large_workload_is_described_from_its_columns(tmp_path):
                                   oversized_ok=True)
     facts = _info_facts(problem, spec)
     assert facts["buffers"] == problem.n > 20_000 and facts["bound"] > 0
+    from mallocgame.hardware.validator import peak, validate
+
+    assert validate(problem, [None] * problem.n) is None  # all slow: valid in map mode
+    assert peak(problem, [0] * problem.n) == int(problem.arrays.size.max())
     assert isinstance(problem.buffers, BufferTable) and isinstance(problem.ops, OpTable)
     assert not problem.buffers.materialized and not problem.ops.materialized
 
