@@ -588,7 +588,32 @@ AWKWARD_WORKLOADS = [
                                       {"id": "b1", "size": 4, "start": 0, "end": 1}], "inplace": [["b0", "b1"]]},
     lambda: {"buffer": "b0", "access": "read", "bytes": 8},
     lambda: workload(buffers=[]),
+    # what the columnar reader's typed records refuse or default: each as the checking loops read it
+    lambda: workload(buffers=[{"id": "b0", "size": 8, "start": 0, "end": 2, "benefit": None}]),
+    lambda: workload(buffers=[{"id": "b0", "size": 2**63, "start": 0, "end": 2}]),
+    lambda: workload(buffers=[{"id": "b0", "size": 8, "start": 0, "end": 2, "kind": "tensor"}]),
+    lambda: workload(ops=[{"operands": [{"buffer": "b0"}]}, {"id": None}]),
+    lambda: workload(ops=[_op(0, {"buffer": "b0", "access": 5}), _op(1)]),
+    lambda: workload(ops=[_op(0, {"buffer": "b0", "access": "write", "bytes": 2**63}), _op(1)]),
+    lambda: workload(ops=[_op(0, {"buffer": "b9", "access": "read"}), _op(1)]),
+    lambda: workload(ops=[_op(0), _op(1, control_deps=None)]),
+    lambda: workload(ops=[_op(0, flops=-1.0), _op(1)]),
+    lambda: workload(ops=[_op(0), _op(0)]),
+    lambda: {**workload(), "format": "mallocgame.workload/2"},
+    lambda: {**workload(), "extra": {"anything": [1, 2]}},
+    lambda: workload(ops=[{"operands": [{"buffer": "b0"}]}, {}]),  # ids, access and bytes by default
 ]
+
+
+@pytest.mark.parametrize("doc", [
+    workload(),
+    workload(ops=[{"operands": [{"buffer": "b0"}]}, {}]),
+    workload(buffers=[{"id": "b0", "size": 8, "start": 0, "end": 2, "benefit": 3}]),
+    {**workload(), "extra": {"anything": [1, 2]}, "capacity": 64},
+])
+def test_well_formed_workloads_take_the_columnar_reader(tmp_path, doc):
+    problem = load_problem(write(tmp_path, "w.json", json.dumps(doc)))
+    assert isinstance(problem.buffers, BufferTable) and isinstance(problem.ops, OpTable)
 
 
 @pytest.mark.parametrize("k", range(len(AWKWARD_WORKLOADS)))
