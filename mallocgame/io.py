@@ -1392,8 +1392,12 @@ def _columnar_ops(raw: msgspec.Raw, buffers: BufferTable, index: dict[str, int]
     try:
         for records in _pieces(raw, _JSON_OPS):
             n_ops, at = len(records), len(ids)
-            ids += [f"op{t}" if i is msgspec.UNSET else i for t, i in enumerate(map(_GET["id"], records), at)]
-            kinds += [strings.setdefault(k, k) for k in map(_GET["kind"], records)]
+            given = list(map(_GET["id"], records))
+            if msgspec.UNSET in given:  # an op without an id is "op<index>"
+                given = [f"op{t}" if i is msgspec.UNSET else i for t, i in enumerate(given, at)]
+            ids += given
+            names = list(map(_GET["kind"], records))
+            kinds += map(strings.setdefault, names, names)
             parts["flops"].append(np.fromiter(map(_GET["flops"], records), np.float64, n_ops))
             parts["transcendentals"].append(np.fromiter(map(_GET["transcendentals"], records), np.float64, n_ops))
             fixed = _int_column(map(_GET["fixed_bytes"], records), n_ops)
