@@ -667,6 +667,9 @@ def test_a_workload_is_read_into_columns_without_an_object_per_buffer_or_op(tmp_
     for column in ("op_of", "buf_of", "nbytes", "write", "flops", "transcendentals", "fixed_bytes"):
         assert getattr(problem.op_arrays, column).tolist() == getattr(checked.op_arrays, column).tolist(), column
     assert problem.index == checked.index and problem.fingerprint == checked.fingerprint
+    for column in ("ptr", "ops", "reads", "writes", "defining", "output"):  # touches from the columns
+        assert getattr(problem.touches, column).tolist() == getattr(checked.touches, column).tolist(), column
+    assert not problem.buffers.materialized and not problem.ops.materialized
     assert problem == checked and hash(problem.buffers) == hash(checked.buffers)
     assert problem.buffers[7] == checked.buffers[7] and problem.ops[-1] == checked.ops[-1]
     assert list(problem.ops) == list(checked.ops) and problem.buffers[3:9] == checked.buffers[3:9]
