@@ -1313,7 +1313,8 @@ _RECORDS_AT_ONCE = 1 << 16  # records alive at a time: a large file's sections a
 
 def _pieces(raw: msgspec.Raw, decoder: msgspec.json.Decoder) -> Iterator[list]:
     """The JSON list ``raw`` decoded by ``decoder`` (a list decoder), :data:`_RECORDS_AT_ONCE` items at a time;
-    ``msgspec.ValidationError``/``DecodeError`` when it is not a list of what ``decoder`` takes."""
+    ``msgspec.ValidationError``/``DecodeError`` when it is not a list of what ``decoder`` takes (``RecursionError``
+    when nested too deeply)."""
     items = _JSON_ITEMS.decode(raw)
     for lo in range(0, len(items), _RECORDS_AT_ONCE):
         yield decoder.decode(b"[" + b",".join(items[lo:lo + _RECORDS_AT_ONCE]) + b"]")
@@ -1362,7 +1363,7 @@ def _columnar_buffers(raw: msgspec.Raw) -> tuple[BufferTable, dict[str, int]] | 
             benefit = list(map(_GET["benefit"], records))
             parts["benefit"].append(np.full(n, np.nan) if benefit.count(msgspec.UNSET) == n else np.array(
                 [math.nan if x is msgspec.UNSET else x for x in benefit], np.float64))
-    except (msgspec.ValidationError, msgspec.DecodeError):
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
         return None
     n = len(ids)
     if not n:
@@ -1426,7 +1427,7 @@ def _columnar_ops(raw: msgspec.Raw, buffers: BufferTable, index: dict[str, int]
             if column is None:
                 return None
             parts["bytes"].append(column)
-    except (msgspec.ValidationError, msgspec.DecodeError):
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
         return None
     n_ops = len(ids)
     if len(set(ids)) != n_ops:
@@ -1453,7 +1454,7 @@ def _columnar_workload(path: str, data: bytes) -> Problem | None:
     field)."""
     try:
         top = _JSON_TOP.decode(data.removeprefix(b"\xef\xbb\xbf"))
-    except (msgspec.ValidationError, msgspec.DecodeError):
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
         return None
     if top.format != WORKLOAD_FORMAT or not (top.name is msgspec.UNSET or top.name is None
                                               or type(top.name) is str or type(top.name) is int):

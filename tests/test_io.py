@@ -706,3 +706,13 @@ def test_table_problems_pickle_and_compare_as_tuples(tmp_path):
     assert isinstance(again.buffers, BufferTable) and again == problem
     assert again.buffers == tuple(made.buffers) and tuple(made.buffers) == again.buffers
     assert again.replace(mode="pack").arrays.size is again.arrays.size is again.buffers.size  # the columns, shared
+
+
+@pytest.mark.parametrize("where", ["x", "buffers", "capacity", "name"])
+def test_a_deeply_nested_workload_is_one_error_line_or_read(tmp_path, where):
+    deep = "[" * 200_000 + "]" * 200_000
+    text = '{"format": "mallocgame.workload/1", "buffers": [{"id": "a", "size": 8, "start": 0, "end": 1}], ' \
+           f'"{where}": {deep}}}'
+    path = write(tmp_path, "deep.json", text)
+    columnar, compact, checked = _workload_both(path)
+    assert repr(columnar) == repr(compact) == repr(checked)
