@@ -189,12 +189,12 @@ def _readonly(a: np.ndarray) -> np.ndarray:
 
 class BufferTable(Sequence[Buffer]):
     """A problem's buffers held as columns: what a reader of a large file builds, one numpy array per field
-    and one list of ids, instead of one :class:`Buffer` object per buffer.
+    and one list of ids, instead of one [`Buffer`][mallocgame.model.Buffer] object per buffer.
 
-    It is a sequence of :class:`Buffer`, equal to (and hashing as) the tuple of the same buffers: the first
-    time one is asked for (``table[i]``, a slice, iteration, a comparison with a tuple) the objects are made,
-    all at once, and kept; code that reads the columns (``Problem.arrays``, ``Problem.ids``) never makes
-    them. The columns are read-only; ``kind`` holds indices into ``BUFFER_KINDS`` (uint8), ``benefit`` NaN
+    It is a sequence of [`Buffer`][mallocgame.model.Buffer], equal to (and hashing as) the tuple of the same
+    buffers: the first time one is asked for (``table[i]``, a slice, iteration, a comparison with a tuple) the
+    objects are made, all at once, and kept; code that reads the columns (``Problem.arrays``, ``Problem.ids``)
+    never makes them. The columns are read-only; ``kind`` holds indices into ``BUFFER_KINDS`` (uint8), ``benefit`` NaN
     where the input gave none.
     """
 
@@ -238,7 +238,7 @@ class BufferTable(Sequence[Buffer]):
 
     @property
     def materialized(self) -> bool:
-        """Whether the :class:`Buffer` objects have been made (by a caller that asked for them)."""
+        """Whether the [`Buffer`][mallocgame.model.Buffer] objects have been made (by a caller that asked for them)."""
         return self._objects is not None
 
     def objects(self) -> tuple[Buffer, ...]:
@@ -294,9 +294,9 @@ class OpTable(Sequence[Op]):
     ``ptr[t]:ptr[t+1]`` of ``operand_buffer`` (an index into ``names``, the buffer ids), ``operand_write``
     (the access is ``"write"``, else ``"read"``) and ``operand_bytes``.
 
-    It is a sequence of :class:`Op`, equal to (and hashing as) the tuple of the same ops: as for
-    :class:`BufferTable`, the objects (ops and operands) are made, all at once, and kept the first time one is
-    asked for; code that reads ``Problem.op_arrays`` never makes them.
+    It is a sequence of [`Op`][mallocgame.model.Op], equal to (and hashing as) the tuple of the same ops: as
+    for [`BufferTable`][mallocgame.model.BufferTable], the objects (ops and operands) are made, all at once,
+    and kept the first time one is asked for; code that reads ``Problem.op_arrays`` never makes them.
     """
 
     __slots__ = ("ids", "kinds", "flops", "transcendentals", "fixed_bytes", "ptr", "operand_buffer",
@@ -332,7 +332,7 @@ class OpTable(Sequence[Op]):
 
     @property
     def materialized(self) -> bool:
-        """Whether the :class:`Op` objects have been made (by a caller that asked for them)."""
+        """Whether the [`Op`][mallocgame.model.Op] objects have been made (by a caller that asked for them)."""
         return self._objects is not None
 
     def objects(self) -> tuple[Op, ...]:
