@@ -1,20 +1,23 @@
-"""Loading and describing big inputs (issue 41, item 3): wall, CPU and max RSS of `load` and `info` at 200k and 2M buffers.
+"""Loading and describing big inputs (issue 41, item 3): wall, CPU and max RSS of `load` and `info` at 20k, 200k and 2M buffers.
 
-Inputs, written once to ``--dir`` (default ``/tmp``): ``layered_network(200_000, seed=0)`` as a
-workload JSON (with ops, map mode) and as a MiniMalloc CSV (no ops, pack mode); the 2M-buffer
-pair is that workload repeated 10 times one after the other in time (ids ``cK_...``), streamed to
+Inputs, written once to ``--dir`` (default ``/tmp``): ``layered_network(N, seed=0)`` for N of 200k or
+less as a workload JSON (with ops, map mode) and as a MiniMalloc CSV (no ops, pack mode); the 2M-buffer
+pair is the 200k workload repeated 10 times one after the other in time (ids ``cK_...``), streamed to
 the files, since generating 2M buffers in one process takes minutes and ~9 GB.
 
 Each measurement is one process started from a small wrapper (``--one``), which reports the
 command's wall seconds, its CPU seconds (user + sys) and its peak resident memory (``RUSAGE_CHILDREN``):
 
 * ``load``: ``load_prepared(FILE)`` as ``mallocgame info`` calls it (read, check, mode, hardware);
-* ``info``: ``mallocgame info FILE``.
+* ``info (cold)``: ``mallocgame info FILE`` with an empty bound cache (``MALLOCGAME_CACHE_DIR``, one fresh
+  folder per checkout), so map mode computes its no-fragmentation bound (up to ``MAP_BOUND_SECONDS``);
+* ``info (cached)``: the same command again: the bound is read from the cache.
 
-``--root DIR`` measures another checkout of the project (``PYTHONPATH=DIR``), for a before/after.
+``--roots DIR,DIR`` measures checkouts of the project (``PYTHONPATH=DIR``) one after the other, each
+command of each checkout in turn, side by side in one table.
 Goal: at 2M buffers, load and info each within 10 s and 2 GB.
 
-    nice python experiments/bench_load.py [--root DIR] [--sizes 200000,2000000] [--out load.md]
+    nice python experiments/bench_load.py [--roots DIR,DIR] [--sizes 20000,200000,2000000] [--out load.md]
 """
 
 from __future__ import annotations
@@ -36,9 +39,10 @@ LOAD = ("import sys; from mallocgame.cli.common import load_prepared; "
         "oversized_ok=True); print(p.n, p.mode)")
 
 
-def one(argv: list[str], root: str) -> dict:
-    """Run ``argv`` with ``PYTHONPATH=root``: exit code, wall and CPU seconds, the process tree's peak RSS (MB)."""
-    env = {**os.environ, "PYTHONPATH": root}
+def one(argv: list[str], root: str, cache: str) -> dict:
+    """Run ``argv`` with ``PYTHONPATH=root`` and the bound cache ``cache``: exit code, wall and CPU seconds, the
+    process tree's peak RSS (MB)."""
+    env = {**os.environ, "PYTHONPATH": root, "MALLOCGAME_CACHE_DIR": cache}
     t0 = time.monotonic()
     proc = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=root)
     wall = time.monotonic() - t0
@@ -48,21 +52,21 @@ def one(argv: list[str], root: str) -> dict:
             "rss_mb": use.ru_maxrss / 1024, "tail": (out.strip().splitlines() or [""])[-1][:120]}
 
 
-def measure(argv: list[str], root: str) -> dict:
+def measure(argv: list[str], root: str, cache: str) -> dict:
     """:func:`one` in a fresh wrapper process, so ``RUSAGE_CHILDREN`` holds this command's tree only."""
-    res = subprocess.run([sys.executable, __file__, "--one", json.dumps([argv, root])], capture_output=True,
+    res = subprocess.run([sys.executable, __file__, "--one", json.dumps([argv, root, cache])], capture_output=True,
                          text=True, check=True)
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
-def write_base(folder: Path) -> tuple[Path, Path]:
-    """The 200k-buffer workload JSON and CSV (made once)."""
+def write_base(folder: Path, size: int = BASE) -> tuple[Path, Path]:
+    """The ``size``-buffer workload JSON and CSV (made once)."""
     from mallocgame.inputs.generate import layered_network
     from mallocgame.io import atomic_write_text, problem_csv_text, write_workload_json
 
-    js, cs = folder / f"bigload_{BASE}.json", folder / f"bigload_{BASE}.csv"
+    js, cs = folder / f"bigload_{size}.json", folder / f"bigload_{size}.csv"
     if not (js.exists() and cs.exists()):
-        problem = layered_network(BASE, seed=0)
+        problem = layered_network(size, seed=0)
         write_workload_json(js, problem)
         atomic_write_text(cs, problem_csv_text(problem))
     return js, cs
@@ -113,28 +117,34 @@ def main(argv: list[str] | None = None) -> None:
     from _common import write_results
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--root", default=str(ROOT), help="the checkout to measure (default: this one)")
-    ap.add_argument("--sizes", default=f"{BASE},{BASE * 10}", help="buffers: 200000 and/or 2000000 (tiled)")
+    ap.add_argument("--roots", default=str(ROOT), help="the checkouts to measure, comma-separated (default: this one)")
+    ap.add_argument("--sizes", default=f"{BASE},{BASE * 10}", help="buffers: up to 200000 (generated) or 2000000 (tiled)")
     ap.add_argument("--dir", default="/tmp", help="where the input files are written (once)")
     ap.add_argument("--out", default="load.md", help="results file (a bare name: under experiments/results/)")
     args = ap.parse_args(argv)
+    import tempfile
+
     folder = Path(args.dir)
+    roots = args.roots.split(",")
+    caches = {root: tempfile.mkdtemp(prefix="bench_load_cache_") for root in roots}
     base_json, base_csv = write_base(folder)
-    lines = [f"# Loading and describing big inputs: {args.root}", "",
-             "layered_network(200000, seed=0) (JSON with ops: map mode; CSV: pack mode); 2M = 10 copies in time. "
+    lines = [f"# Loading and describing big inputs: {', '.join(roots)}", "",
+             "layered_network(N, seed=0) (JSON with ops: map mode; CSV: pack mode); 2M = 10 copies in time of N = 200000. "
              f"Goal at 2M: <= {GOAL_SECONDS:g} s and <= {GOAL_MB} MB.", "",
-             "| input | buffers | command | wall s | CPU s | max RSS MB | exit | last line |",
-             "|---|---:|---|---:|---:|---:|---:|---|"]
+             "| input | buffers | checkout | command | wall s | CPU s | max RSS MB | exit | last line |",
+             "|---|---:|---|---|---:|---:|---:|---:|---|"]
     for size in (int(s) for s in args.sizes.split(",")):
-        files = (base_json, base_csv) if size == BASE else write_tiled(base_json, size // BASE, folder)
+        files = write_base(folder, size) if size <= BASE else write_tiled(base_json, size // BASE, folder)
         for path in files:
+            info = [sys.executable, "-m", "mallocgame.cli.main", "info", str(path)]
             for command, cmd in (("load", [sys.executable, "-c", LOAD, str(path)]),
-                                 ("info", [sys.executable, "-m", "mallocgame.cli.main", "info", str(path)])):
-                r = measure(cmd, args.root)
-                line = (f"| {path.name} | {size} | {command} | {r['wall']:.2f} | {r['cpu']:.2f} | {r['rss_mb']:.0f} | "
-                        f"{r['code']} | {r['tail'].replace('|', '/')} |")
-                print(line, flush=True)
-                lines.append(line)
+                                 ("info (cold)", info), ("info (cached)", info)):
+                for root in roots:
+                    r = measure(cmd, root, caches[root])
+                    line = (f"| {path.name} | {size} | {root} | {command} | {r['wall']:.2f} | {r['cpu']:.2f} | "
+                            f"{r['rss_mb']:.0f} | {r['code']} | {r['tail'].replace('|', '/')} |")
+                    print(line, flush=True)
+                    lines.append(line)
     lines += ["", f"Machine: {os.cpu_count()} cores shared with other engineers' jobs (run under nice): wall seconds "
               "are noisy, CPU seconds less so."]
     text = "\n".join(lines) + "\n"

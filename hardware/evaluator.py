@@ -20,7 +20,6 @@ Examples:
 from __future__ import annotations
 
 from functools import cached_property
-from operator import attrgetter
 from typing import Sequence
 
 import numpy as np
@@ -56,14 +55,13 @@ class Evaluator:
             benefit = problem.arrays.benefit
             self._benefit = np.where(np.isnan(benefit), problem.arrays.size.astype(np.float64), benefit)
             return
-        idx = problem.index
-        operands = [o for op in problem.ops for o in op.operands]
-        self.op_of = np.repeat(np.arange(len(problem.ops), dtype=np.int64), [len(op.operands) for op in problem.ops])
-        self.buf_of = np.fromiter(map(idx.__getitem__, map(attrgetter("buffer"), operands)), np.int64, len(operands))
-        self.nbytes = np.asarray(list(map(attrgetter("bytes"), operands)), np.float64)
+        oa = problem.op_arrays  # the operand columns (mallocgame.model.OpArrays)
+        self.op_of = oa.op_of
+        self.buf_of = oa.buf_of
+        self.nbytes = oa.nbytes.astype(np.float64)
         n_ops = len(problem.ops)
-        self.compute = np.array([op.flops + op.transcendentals for op in problem.ops], np.float64) / hardware.peak_flops
-        self.fixed = np.array([op.fixed_bytes for op in problem.ops], np.float64) / hardware.slow_bw
+        self.compute = (oa.flops + oa.transcendentals) / hardware.peak_flops
+        self.fixed = oa.fixed_bytes.astype(np.float64) / hardware.slow_bw
         self.slow_mem = np.bincount(self.op_of, self.nbytes / hardware.slow_bw, minlength=n_ops)
         # Seconds saved on op t's memory time by holding an operand fast; shape [n_operands].
         self.delta = self.nbytes * (1.0 / hardware.slow_bw - 1.0 / hardware.fast_bw)

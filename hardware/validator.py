@@ -174,7 +174,8 @@ def _overlap_message(problem: Problem, i: int, j: int, offsets: Sequence[int | N
 
 def peak(problem: Problem, offsets: Sequence[int | None]) -> int:
     """Highest address used: max of ``offset + size`` over placed buffers (0 if none)."""
-    return max((off + b.size for b, off in zip(problem.buffers, offsets) if off is not None), default=0)
+    sizes = problem.arrays.size.tolist()  # the column: no buffer object made
+    return max((off + z for z, off in zip(sizes, offsets) if off is not None), default=0)
 
 
 def validate_intervals(problem: Problem, intervals: Sequence, *, capacity: int | None = None) -> str | None:

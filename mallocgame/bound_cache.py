@@ -37,7 +37,7 @@ import numpy as np
 
 from mallocgame.bounds import Bound
 from mallocgame.io import atomic_write_text
-from mallocgame.model import Problem, derived_facts
+from mallocgame.model import BUFFER_KINDS, BufferTable, OpTable, Problem, derived_facts
 
 CACHE_ENV = "MALLOCGAME_CACHE_DIR"
 NO_CACHE_ENV = "MALLOCGAME_NO_CACHE"
@@ -115,16 +115,18 @@ def problem_key(problem: Problem, hardware: Any) -> str:
     a = problem.arrays
     for column in (a.size, a.start, a.end, a.alignment, a.benefit):
         h.update(np.ascontiguousarray(column).tobytes())
-    ops = problem.ops
-    operands = [o for op in ops for o in op.operands]
-    # Columns, not one string per item: a third of the time at 100k buffers (150k operands).
-    for strings in ([b.id for b in problem.buffers], [b.kind for b in problem.buffers], [op.id for op in ops],
-                    [op.kind for op in ops], [o.buffer for o in operands], [o.access for o in operands]):
+    ops, oa, bufs, ids = problem.ops, problem.op_arrays, problem.buffers, problem.ids
+    # Columns, not one string per item: a third of the time at 100k buffers (150k operands). The problem's
+    # columns (BufferTable, OpTable) when it has them: no object made.
+    kinds = [BUFFER_KINDS[k] for k in bufs.kind.tolist()] if isinstance(bufs, BufferTable) else [b.kind for b in bufs]
+    op_ids, op_kinds = (ops.ids, ops.kinds) if isinstance(ops, OpTable) else ([op.id for op in ops],
+                                                                             [op.kind for op in ops])
+    for strings in (ids, kinds, op_ids, op_kinds, [ids[b] for b in oa.buf_of.tolist()],
+                    ["write" if w else "read" for w in oa.write.tolist()]):
         h.update(b"\0" + "\x1f".join(strings).encode("utf-8", "surrogatepass"))
-    for numbers, dtype in (((op.flops for op in ops), np.float64), ((op.transcendentals for op in ops), np.float64),
-                           ((op.fixed_bytes for op in ops), np.int64), ((len(op.operands) for op in ops), np.int64),
-                           ((o.bytes for o in operands), np.int64)):
-        h.update(np.fromiter(numbers, dtype).tobytes())
+    for numbers, dtype in ((oa.flops, np.float64), (oa.transcendentals, np.float64), (oa.fixed_bytes, np.int64),
+                           (np.bincount(oa.op_of, minlength=len(ops)), np.int64), (oa.nbytes, np.int64)):
+        h.update(np.ascontiguousarray(numbers, dtype).tobytes())
     h.update(repr((problem.inplace, problem.control_deps)).encode("utf-8", "surrogatepass"))
     key = facts["bound_key", hardware] = h.hexdigest()
     return key

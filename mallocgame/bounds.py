@@ -401,7 +401,25 @@ def prefetch_op_savings(problem: Problem, ev, *, exact_up_to: int = 10) -> tuple
     op_of, buf_of, delta = ev.op_of[order], ev.buf_of[order], ev.delta[order]
     cuts = np.searchsorted(op_of, np.arange(ev.n_ops + 1))
     saving, exact = np.zeros(ev.n_ops), True
-    for t in np.flatnonzero(headroom > 0).tolist():
+    # Every op whose serving buffers fit together at once, by columns: the sum of their deltas, added in
+    # the order of the loop below (bincount adds in input order), so the same floats. The loop does the rest.
+    fits = sizes[buf_of] <= capacity
+    pair_op, pair_buf = op_of[fits], buf_of[fits]
+    pair = np.concatenate(([True], (pair_op[1:] != pair_op[:-1]) | (pair_buf[1:] != pair_buf[:-1]))) \
+        if len(pair_op) else np.zeros(0, bool)
+    group = np.cumsum(pair) - 1
+    per = np.bincount(group, delta[fits], minlength=int(pair.sum()))
+    first = np.flatnonzero(pair)
+    serve = per > 0
+    p_op, p_size = pair_op[first][serve], sizes[pair_buf[first][serve]]
+    total = np.bincount(p_op, p_size.astype(np.float64), minlength=ev.n_ops)
+    exact_total = np.zeros(ev.n_ops, np.int64)
+    small = total < 2.0**61  # int64 sums cannot overflow
+    np.add.at(exact_total, p_op[small[p_op]], p_size[small[p_op]])
+    easy = small & (exact_total <= capacity) & (headroom > 0)
+    best_easy = np.bincount(p_op, per[serve], minlength=ev.n_ops)
+    saving[easy] = np.minimum(headroom[easy], best_easy[easy])
+    for t in np.flatnonzero((headroom > 0) & ~easy).tolist():
         per: dict[int, float] = {}
         for b, d in zip(buf_of[cuts[t]:cuts[t + 1]].tolist(), delta[cuts[t]:cuts[t + 1]].tolist()):
             if sizes[b] <= capacity:

@@ -37,13 +37,26 @@ import warnings
 import zipfile
 import zlib
 from pathlib import Path
-from typing import IO, Any, Iterable, Iterator, Sequence
+from typing import IO, Any, Iterable, Iterator, Literal, Sequence
 
+import msgspec
 import numpy as np
 
 from mallocgame.aliasing import merge_inplace
 from mallocgame.lift import map_intervals
-from mallocgame.model import BUFFER_KINDS, Buffer, FastInterval, InputError, Op, Operand, Problem, Solution, check_regular_file
+from mallocgame.model import (
+    BUFFER_KINDS,
+    Buffer,
+    BufferTable,
+    FastInterval,
+    InputError,
+    Op,
+    Operand,
+    OpTable,
+    Problem,
+    Solution,
+    check_regular_file,
+)
 from mallocgame.units import parse_bytes
 
 WORKLOAD_FORMAT = "mallocgame.workload/1"
@@ -512,25 +525,35 @@ def check_zip_expansion(where: str | os.PathLike, archive: zipfile.ZipFile, name
         raise too_large_decompressed(where, cap)
 
 
-def read_text(path: str) -> str:
-    """A UTF-8 text file's contents, gunzipped if it is gzipped (``dump.hlo.txt.gz``, at most
-    :func:`max_decompressed` bytes once gunzipped), a leading byte-order mark dropped; ``InputError`` with one
-    line when missing, unreadable, empty, too large once gunzipped or not a text file."""
+def read_bytes(path: str) -> bytes:
+    """A file's bytes, gunzipped if it is gzipped (at most :func:`max_decompressed` bytes once gunzipped);
+    ``InputError`` with one line when missing, unreadable, or too large once gunzipped."""
     check_regular_file(path)
     try:
         with open(path, "rb") as fh:
             data = fh.read()
-        if data[:2] == b"\x1f\x8b":
-            data = _gunzip(path, data)
-        elif str(path).endswith(".gz"):
-            raise InputError(f"{path}: not a valid gzip file (no gzip header)")
-        text = data.decode("utf-8")
     except FileNotFoundError:
         raise InputError(f"{path}: file not found") from None
-    except UnicodeDecodeError:
-        raise InputError(f"{path}: not a text file") from None
     except OSError as exc:
         raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+    if data[:2] == b"\x1f\x8b":
+        return _gunzip(path, data)
+    if str(path).endswith(".gz"):
+        raise InputError(f"{path}: not a valid gzip file (no gzip header)")
+    return data
+
+
+def read_text(path: str, data: bytes | None = None) -> str:
+    """A UTF-8 text file's contents, gunzipped if it is gzipped (``dump.hlo.txt.gz``, at most
+    :func:`max_decompressed` bytes once gunzipped), a leading byte-order mark dropped; ``InputError`` with one
+    line when missing, unreadable, empty, too large once gunzipped or not a text file. ``data``: the file's
+    bytes as :func:`read_bytes` gave them (not read again)."""
+    if data is None:
+        data = read_bytes(path)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: not a text file") from None
     text = text.removeprefix("\ufeff")  # the byte-order mark a spreadsheet saves a UTF-8 CSV with
     if not text.strip():
         raise InputError(f"{path}: empty file")
@@ -695,10 +718,10 @@ def _plain_csv_columns(text: str) -> tuple[list[str], list[list[str]]] | None:
     return lines[0].split(","), [fields[k::width] for k in range(width)]
 
 
-def _fast_csv_buffers(path: str, text: str) -> tuple[list[Buffer], dict[str, np.ndarray]] | None:
-    """The buffers (and their columns, as :class:`~mallocgame.model.ProblemArrays` holds them) of a well-formed
-    plain CSV (no quoting, every field as it should be), parsed column by column, or ``None`` when any row needs
-    :func:`read_csv`'s checking loop (which gives the one-line error)."""
+def _fast_csv_buffers(path: str, text: str) -> BufferTable | None:
+    """The buffers of a well-formed plain CSV (no quoting, every field as it should be), parsed column by column
+    into a :class:`~mallocgame.model.BufferTable`, or ``None`` when any row needs :func:`read_csv`'s checking
+    loop (which gives the one-line error)."""
     plain = _plain_csv_columns(text)
     if plain is None:
         return None
@@ -731,12 +754,10 @@ def _fast_csv_buffers(path: str, text: str) -> tuple[list[Buffer], dict[str, np.
         if given and not (min(given) >= 0 and math.isfinite(sum(given))):
             return None  # negative, infinite or NaN benefits: named by the checking loop
     n = len(ids)
-    buffers = list(map(Buffer, ids, size, start, end, benefit or [None] * n, alignment or [1] * n))
-    arrays = dict(size=np.array(size, np.int64), start=np.array(start, np.int64), end=np.array(end, np.int64),
-                  alignment=np.array(alignment, np.int64) if alignment else np.ones(n, np.int64),
-                  benefit=np.array([np.nan if b is None else b for b in benefit], np.float64)
-                  if benefit else np.full(n, np.nan))
-    return buffers, arrays
+    return BufferTable(ids, np.array(size, np.int64), np.array(start, np.int64), np.array(end, np.int64),
+                       np.array(alignment, np.int64) if alignment else np.ones(n, np.int64),
+                       np.array([np.nan if b is None else b for b in benefit], np.float64)
+                       if benefit else np.full(n, np.nan), np.zeros(n, np.uint8))
 
 
 @_gc_paused()
@@ -747,8 +768,7 @@ def read_csv(path: str | os.PathLike, *, with_offsets: bool = False) -> tuple[Pr
     name = name[: -len(".csv")] if name.endswith(".csv") else name
     fast = None if with_offsets else _fast_csv_buffers(path, text)
     if fast is not None:
-        problem = Problem(name=name, buffers=tuple(fast[0]), capacity=capacity_from_name(path), source=path)
-        return problem.with_arrays(**fast[1]), None
+        return Problem(name=name, buffers=fast, capacity=capacity_from_name(path), source=path), None
     header, rows, given = _csv_rows(path, text, CSV_COLUMNS + (("offset",) if with_offsets else ()),
                                     synonyms=_CSV_SYNONYMS)
     inclusive = "end" in given  # MiniMalloc's `end` column: the last time step (with `upper` too: refused above)
@@ -981,14 +1001,14 @@ def parse_workload(path: str, data: Any) -> Problem:
     # control: (where, op index, predecessor id, op id)
     ops, control = fast_ops if fast_ops is not None else _checked_ops(path, raw_ops, by_id, totals)
     _check_horizon(path, buffers, ops)
-    control_deps, original_order = _schedule_fields(path, data, ops, control)
+    control_deps, original_order = _schedule_fields(path, data, [op.id for op in ops], control)
     inplace = _inplace_pairs(path, data, by_id)
     capacity = _capacity_field(path, data)
     raw_name = data.get("name")
     if raw_name is not None and not _is_json_id(raw_name):
         raise InputError(f"{path}: field 'name': expected a string, got {_shown(raw_name)}")
     name = str(raw_name or os.path.basename(path))
-    _check_ids_write_back(path, buffers, ops)
+    _check_ids_write_back(path, [b.id for b in buffers], [op.id for op in ops])
     return merge_inplace(Problem(name=name, buffers=tuple(buffers), ops=tuple(ops), inplace=tuple(inplace),
                                  capacity=capacity, source=path, control_deps=control_deps,
                                  original_order=original_order))  # in-place pairs share storage (mallocgame.aliasing)
@@ -1107,14 +1127,17 @@ def _capacity_field(path: str, data: dict) -> int | None:
     return capacity
 
 
-def _schedule_fields(path: str, data: dict, ops: list[Op],
+def _schedule_fields(path: str, data: dict, op_ids: Sequence[str],
                      control: list[tuple[str, int, Any, str]]) -> tuple[tuple[tuple[str, str], ...], tuple[str, ...]]:
     """The optional ``control_deps`` (per op) and ``original_order`` (top level) of a workload, checked.
 
     A control predecessor must be a known op scheduled before the op naming it (the file's order
-    is a program); ``original_order`` must list every op id exactly once.
+    is a program); ``original_order`` must list every op id exactly once. ``op_ids`` are the ops' ids in order.
     """
-    position = {op.id: t for t, op in enumerate(ops)}
+    raw = data.get("original_order")
+    if not control and raw is None:
+        return (), ()
+    position = dict(zip(op_ids, range(len(op_ids))))
     pairs: dict[tuple[str, str], None] = {}  # ordered, no duplicates
     for where, t, before, op_id in control:
         if isinstance(before, bool) or not isinstance(before, (str, int)) or str(before) not in position:
@@ -1123,7 +1146,6 @@ def _schedule_fields(path: str, data: dict, ops: list[Op],
             raise InputError(f"{path}: {where}: op {str(before)!r} must run before {op_id!r} "
                              f"but is scheduled at {position[str(before)]}, not before {t}")
         pairs[(str(before), op_id)] = None
-    raw = data.get("original_order")
     if raw is None:
         return tuple(pairs), ()
     if not isinstance(raw, list):
@@ -1133,10 +1155,10 @@ def _schedule_fields(path: str, data: dict, ops: list[Op],
         if isinstance(oid, bool) or not isinstance(oid, (str, int)) or str(oid) not in position:
             raise InputError(f"{path}: original_order[{k}]: expected the id of an op, got {_shown(oid)}")
         order.append(str(oid))
-    if len(order) != len(ops) or len(set(order)) != len(ops):
+    if len(order) != len(op_ids) or len(set(order)) != len(op_ids):
         missing = sorted(set(position) - set(order))
         what = f"op {missing[0]!r} is missing" if missing else "an op id appears twice"
-        raise InputError(f"{path}: field 'original_order': must list each of the {len(ops)} ops once ({what})")
+        raise InputError(f"{path}: field 'original_order': must list each of the {len(op_ids)} ops once ({what})")
     return tuple(pairs), tuple(order)
 
 
@@ -1210,10 +1232,10 @@ def _compact_workload(path: str, text: str) -> Problem | None:
     ops, control = fast_ops
     try:
         _check_horizon(path, buffers, ops)
-        control_deps, original_order = _schedule_fields(path, data, ops, control)
+        control_deps, original_order = _schedule_fields(path, data, [op.id for op in ops], control)
         inplace = _inplace_pairs(path, data, by_id)
         capacity = _capacity_field(path, data)
-        _check_ids_write_back(path, buffers, ops)
+        _check_ids_write_back(path, [b.id for b in buffers], [op.id for op in ops])
     except InputError:
         return None
     return merge_inplace(Problem(name=str(raw_name or os.path.basename(path)), buffers=tuple(buffers), ops=tuple(ops),
@@ -1242,10 +1264,234 @@ def _compact_ops(raw_ops: list, by_id: dict[str, Buffer]) -> tuple[list[Op], lis
     return None if control is None else (ops, control)
 
 
+# The columnar reader: a well-formed workload decoded by msgspec into small typed records (no dictionary per
+# buffer or operand), the buffers and then the ops turned into numpy columns (BufferTable, OpTable) section by
+# section, so the records of one section at most are alive at a time. A field of another type, an unknown key
+# or a null sends the document to the readers above, which name the bad field.
+class _JsonBuffer(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    id: str
+    size: int
+    start: int
+    end: int
+    alignment: int = 1
+    kind: str = "activation"
+    benefit: float | msgspec.UnsetType = msgspec.UNSET  # null: the checking loop's (it reads null as none)
+
+
+class _JsonOperand(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    buffer: str
+    access: Literal["read", "write"] = "read"
+    bytes: int | msgspec.UnsetType = msgspec.UNSET
+
+
+class _JsonOp(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    id: str | msgspec.UnsetType = msgspec.UNSET
+    kind: str = "op"
+    flops: float = 0.0
+    fixed_bytes: int = 0
+    operands: list[_JsonOperand] = []
+    transcendentals: float = 0.0
+    control_deps: list | msgspec.UnsetType = msgspec.UNSET
+
+
+class _JsonWorkload(msgspec.Struct, gc=False):
+    format: Any = msgspec.UNSET
+    name: Any = msgspec.UNSET
+    buffers: msgspec.Raw = msgspec.Raw(b"null")
+    ops: msgspec.Raw = msgspec.Raw(b"[]")
+    inplace: Any = msgspec.UNSET
+    capacity: Any = msgspec.UNSET
+    original_order: Any = msgspec.UNSET
+
+
+_JSON_TOP = msgspec.json.Decoder(_JsonWorkload)
+_JSON_ITEMS = msgspec.json.Decoder(list[msgspec.Raw])
+_JSON_BUFFERS = msgspec.json.Decoder(list[_JsonBuffer])
+_JSON_OPS = msgspec.json.Decoder(list[_JsonOp])
+_RECORDS_AT_ONCE = 1 << 16  # records alive at a time: a large file's sections are decoded in pieces
+
+
+def _pieces(raw: msgspec.Raw, decoder: msgspec.json.Decoder) -> Iterator[list]:
+    """The JSON list ``raw`` decoded by ``decoder`` (a list decoder), :data:`_RECORDS_AT_ONCE` items at a time;
+    ``msgspec.ValidationError``/``DecodeError`` when it is not a list of what ``decoder`` takes (``RecursionError``
+    when nested too deeply)."""
+    items = _JSON_ITEMS.decode(raw)
+    for lo in range(0, len(items), _RECORDS_AT_ONCE):
+        yield decoder.decode(b"[" + b",".join(items[lo:lo + _RECORDS_AT_ONCE]) + b"]")
+
+
+def _int_column(values: Iterable[int], n: int) -> np.ndarray | None:
+    """int64 ``[n]`` of ``values``, or ``None`` when one is past :data:`MAX_INT` in magnitude."""
+    try:
+        column = np.fromiter(values, np.int64, n)
+    except OverflowError:
+        return None
+    return column if not n or (-MAX_INT <= column.min() and column.max() <= MAX_INT) else None
+
+
+def _sum_fits(column: np.ndarray) -> bool:
+    """The sum of ``column`` (int64, each at most :data:`MAX_INT`) is at most :data:`MAX_INT`, exactly."""
+    if float(np.abs(column).sum(dtype=np.float64)) < 2.0**61:
+        return True
+    return sum(column.tolist()) <= MAX_INT
+
+
+_KIND_CODES = {k: c for c, k in enumerate(BUFFER_KINDS)}
+_GET = {name: operator.attrgetter(name) for name in (
+    "id", "size", "start", "end", "alignment", "kind", "benefit", "buffer", "access", "bytes", "flops",
+    "transcendentals", "fixed_bytes", "operands", "control_deps")}
+
+
+def _columnar_buffers(raw: msgspec.Raw) -> tuple[BufferTable, dict[str, int]] | None:
+    """The ``buffers`` list as a :class:`~mallocgame.model.BufferTable` and the index of its ids, or ``None``
+    when any buffer needs the checking loop."""
+    ids: list[str] = []
+    parts: dict[str, list[np.ndarray]] = {f: [] for f in ("size", "start", "end", "alignment", "benefit", "kind")}
+    try:
+        for records in _pieces(raw, _JSON_BUFFERS):
+            n = len(records)
+            ids += map(_GET["id"], records)
+            for f in ("size", "start", "end", "alignment"):
+                column = _int_column(map(_GET[f], records), n)
+                if column is None:
+                    return None
+                parts[f].append(column)
+            kinds = list(map(_KIND_CODES.get, map(_GET["kind"], records)))
+            if None in kinds:
+                return None
+            parts["kind"].append(np.array(kinds, np.uint8))
+            benefit = list(map(_GET["benefit"], records))
+            parts["benefit"].append(np.full(n, np.nan) if benefit.count(msgspec.UNSET) == n else np.array(
+                [math.nan if x is msgspec.UNSET else x for x in benefit], np.float64))
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
+        return None
+    n = len(ids)
+    if not n:
+        return None
+    size, start, end, alignment, benefit, kind = (np.concatenate(parts.pop(f)) for f in (
+        "size", "start", "end", "alignment", "benefit", "kind"))
+    index = dict(zip(ids, range(n)))
+    if not all(ids) or len(index) != n or size.min() <= 0 or start.min() < 0 or alignment.min() <= 0 \
+            or (end <= start).any() or not _sum_fits(size):
+        return None
+    given = benefit[~np.isnan(benefit)]
+    if len(given) and not (given.min() >= 0 and math.isfinite(float(given.sum()))):
+        return None
+    return BufferTable(ids, size, start, end, alignment, benefit, kind), index
+
+
+def _columnar_ops(raw: msgspec.Raw, buffers: BufferTable, index: dict[str, int]
+                  ) -> tuple[OpTable, list[tuple[str, int, Any, str]]] | None:
+    """The ops (and their control predecessors, as :func:`parse_workload` collects them) as an
+    :class:`~mallocgame.model.OpTable` naming ``buffers``, or ``None`` when any needs the checking loop."""
+    ids: list[str] = []
+    kinds: list[str] = []
+    strings: dict[str, str] = {}  # one string per op kind
+    control: list[tuple[str, int, Any, str]] = []
+    parts: dict[str, list[np.ndarray]] = {f: [] for f in (
+        "flops", "transcendentals", "fixed_bytes", "counts", "buffer", "write", "bytes")}
+    try:
+        for records in _pieces(raw, _JSON_OPS):
+            n_ops, at = len(records), len(ids)
+            given = list(map(_GET["id"], records))
+            if msgspec.UNSET in given:  # an op without an id is "op<index>"
+                given = [f"op{t}" if i is msgspec.UNSET else i for t, i in enumerate(given, at)]
+            ids += given
+            names = list(map(_GET["kind"], records))
+            kinds += map(strings.setdefault, names, names)
+            parts["flops"].append(np.fromiter(map(_GET["flops"], records), np.float64, n_ops))
+            parts["transcendentals"].append(np.fromiter(map(_GET["transcendentals"], records), np.float64, n_ops))
+            fixed = _int_column(map(_GET["fixed_bytes"], records), n_ops)
+            if fixed is None:
+                return None
+            parts["fixed_bytes"].append(fixed)
+            operands = list(map(_GET["operands"], records))
+            parts["counts"].append(np.fromiter(map(len, operands), np.int64, n_ops))
+            for t, deps in enumerate(map(_GET["control_deps"], records), at):
+                if deps is not msgspec.UNSET:
+                    control += [(f"ops[{t}].control_deps[{j}]", t, before, ids[t]) for j, before in enumerate(deps)]
+            flat = list(itertools.chain.from_iterable(operands))
+            n = len(flat)
+            try:
+                buf = np.fromiter(map(index.__getitem__, map(_GET["buffer"], flat)), np.int64, n)
+            except KeyError:
+                return None
+            parts["buffer"].append(buf)
+            # the access is "read" or "write" (the decoder's Literal): a length of 5 is a write
+            parts["write"].append(np.fromiter(map(len, map(_GET["access"], flat)), np.int8, n) == 5)
+            nbytes = list(map(_GET["bytes"], flat))
+            if nbytes.count(msgspec.UNSET):  # none given: the buffer's size
+                sizes = buffers.size[buf].tolist()
+                nbytes = [z if x is msgspec.UNSET else x for x, z in zip(nbytes, sizes)]
+            column = _int_column(nbytes, n)
+            if column is None:
+                return None
+            parts["bytes"].append(column)
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
+        return None
+    n_ops = len(ids)
+    if len(set(ids)) != n_ops:
+        return None
+    flops, trans, fixed, counts, buf, write, nbytes = (
+        np.concatenate(parts.pop(f)) if parts[f] else np.zeros(0, np.float64 if f in ("flops", "transcendentals")
+                                                                 else bool if f == "write" else np.int64)
+        for f in ("flops", "transcendentals", "fixed_bytes", "counts", "buffer", "write", "bytes"))
+    if n_ops and (fixed.min() < 0 or min(flops.min(), trans.min()) < 0
+                  or not math.isfinite(float(flops.sum() + trans.sum()))):
+        return None
+    if len(nbytes) and nbytes.min() < 0:
+        return None
+    ptr = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+    at = np.repeat(np.arange(n_ops, dtype=np.int64), counts)
+    if ((buffers.start[buf] > at) | (at >= buffers.end[buf])).any():
+        return None  # an op touching a buffer outside its life
+    return OpTable(ids, kinds, flops, trans, fixed, ptr, buf, write, nbytes, buffers.ids), control
+
+
+def _columnar_workload(path: str, data: bytes) -> Problem | None:
+    """The problem of a well-formed workload (``data``: the file's bytes) with its buffers and ops as columns,
+    or ``None`` when anything in it needs :func:`parse_workload` (which then reads the text and names the bad
+    field)."""
+    try:
+        top = _JSON_TOP.decode(data.removeprefix(b"\xef\xbb\xbf"))
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
+        return None
+    if top.format != WORKLOAD_FORMAT or not (top.name is msgspec.UNSET or top.name is None
+                                              or type(top.name) is str or type(top.name) is int):
+        return None
+    made_buffers = _columnar_buffers(top.buffers)
+    if made_buffers is None:
+        return None
+    buffers, index = made_buffers
+    made = _columnar_ops(top.ops, buffers, index)
+    if made is None:
+        return None
+    ops, control = made
+    fields = {k: v for k in ("inplace", "capacity", "original_order") if (v := getattr(top, k)) is not msgspec.UNSET}
+    try:
+        if len(ops) and int(buffers.end.max()) > len(ops):
+            return None  # a buffer past the last op: the checking loop names it
+        control_deps, original_order = _schedule_fields(path, fields, ops.ids, control)
+        inplace = _inplace_pairs(path, fields, index)
+        capacity = _capacity_field(path, fields)
+        _check_ids_write_back(path, buffers.ids, ops.ids)
+    except InputError:
+        return None
+    name = top.name if top.name is not msgspec.UNSET else None
+    return merge_inplace(Problem(name=str(name or os.path.basename(path)), buffers=buffers, ops=ops,
+                                 inplace=tuple(inplace), capacity=capacity, source=path, control_deps=control_deps,
+                                 original_order=original_order))
+
+
 @_gc_paused()
 def read_workload_json(path: str | os.PathLike) -> Problem:
     path = str(path)
-    text = read_text(path)
+    data = read_bytes(path)
+    problem = _columnar_workload(path, data)
+    if problem is not None:
+        return problem
+    text = read_text(path, data)
+    del data
     problem = _compact_workload(path, text)
     if problem is not None:
         return problem
@@ -1260,14 +1506,14 @@ def read_workload_json(path: str | os.PathLike) -> Problem:
     return parse_workload(path, data)
 
 
-def _check_ids_write_back(path: str, buffers: Sequence[Buffer], ops: Sequence[Op]) -> None:
-    """Refuses, with its place, an id that a writer could not write back as it was read: a blank
-    id (the CSV reader refuses it), or a lone surrogate (JSON's ``\\ud800`` escape), which no UTF-8
-    file can hold."""
-    blank = next((k for k, b in enumerate(buffers) if not b.id.strip()), None)
-    if blank is not None:
+def _check_ids_write_back(path: str, buffer_ids: Sequence[str], op_ids: Sequence[str]) -> None:
+    """Refuses, with its place, an id (of ``buffer_ids``, ``op_ids``) that a writer could not write back as it
+    was read: a blank id (the CSV reader refuses it), or a lone surrogate (JSON's ``\\ud800`` escape), which
+    no UTF-8 file can hold."""
+    if not all(map(str.strip, buffer_ids)):
+        blank = next(k for k, b in enumerate(buffer_ids) if not b.strip())
         raise InputError(f"{path}: buffers[{blank}], field 'id': empty id")
-    for what, ids in (("buffers", [b.id for b in buffers]), ("ops", [op.id for op in ops])):
+    for what, ids in (("buffers", buffer_ids), ("ops", op_ids)):
         try:
             "".join(ids).encode("utf-8")
         except UnicodeEncodeError:

@@ -19,7 +19,7 @@ import stat
 from dataclasses import dataclass, field
 from functools import cached_property
 from operator import attrgetter
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence, overload
 
 import numpy as np
 
@@ -178,11 +178,232 @@ class ProblemArrays:
     benefit: np.ndarray  # float64; NaN where the input gave none
 
 
+_KIND_CODE = {k: c for c, k in enumerate(BUFFER_KINDS)}
+_CHUNK = 1 << 16  # buffers made per step when a table is iterated: a bounded number of ints at a time
+
+
+def _readonly(a: np.ndarray) -> np.ndarray:
+    a.flags.writeable = False
+    return a
+
+
+class BufferTable(Sequence[Buffer]):
+    """A problem's buffers held as columns: what a reader of a large file builds, one numpy array per field
+    and one list of ids, instead of one [`Buffer`][mallocgame.model.Buffer] object per buffer.
+
+    It is a sequence of [`Buffer`][mallocgame.model.Buffer], equal to (and hashing as) the tuple of the same
+    buffers: the first time one is asked for (``table[i]``, a slice, iteration, a comparison with a tuple) the
+    objects are made, all at once, and kept; code that reads the columns (``Problem.arrays``, ``Problem.ids``)
+    never makes them. The columns are read-only; ``kind`` holds indices into ``BUFFER_KINDS`` (uint8), ``benefit`` NaN
+    where the input gave none.
+    """
+
+    __slots__ = ("ids", "size", "start", "end", "alignment", "benefit", "kind", "_objects")
+
+    def __init__(self, ids: list[str], size: np.ndarray, start: np.ndarray, end: np.ndarray,
+                 alignment: np.ndarray, benefit: np.ndarray, kind: np.ndarray):
+        n = len(ids)
+        self.ids = ids
+        self.size, self.start, self.end, self.alignment = (
+            _readonly(np.asarray(c, np.int64).reshape(n)) for c in (size, start, end, alignment))
+        self.benefit = _readonly(np.asarray(benefit, np.float64).reshape(n))
+        self.kind = _readonly(np.asarray(kind, np.uint8).reshape(n))
+        self._objects: tuple[Buffer, ...] | None = None
+
+    @classmethod
+    def of(cls, buffers: Sequence[Buffer]) -> "BufferTable":
+        """The table of ``buffers`` (objects)."""
+        if isinstance(buffers, BufferTable):
+            return buffers
+        n = len(buffers)
+        return cls([b.id for b in buffers], np.fromiter((b.size for b in buffers), np.int64, n),
+                   np.fromiter((b.start for b in buffers), np.int64, n), np.fromiter((b.end for b in buffers), np.int64, n),
+                   np.fromiter((b.alignment for b in buffers), np.int64, n),
+                   np.array([np.nan if b.benefit is None else b.benefit for b in buffers], np.float64).reshape(n),
+                   np.fromiter((_KIND_CODE[b.kind] for b in buffers), np.uint8, n))
+
+    def replace(self, **columns: Any) -> "BufferTable":
+        """A table with some columns replaced (the others shared): ``alignment=...`` and so on."""
+        cur = {k: getattr(self, k) for k in ("ids", "size", "start", "end", "alignment", "benefit", "kind")}
+        return BufferTable(**{**cur, **columns})
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def _make(self, lo: int, hi: int) -> list[Buffer]:
+        benefit = [None if b != b else b for b in self.benefit[lo:hi].tolist()]  # NaN: none given
+        kinds = [BUFFER_KINDS[k] for k in self.kind[lo:hi].tolist()]
+        return list(map(Buffer, self.ids[lo:hi], self.size[lo:hi].tolist(), self.start[lo:hi].tolist(),
+                        self.end[lo:hi].tolist(), benefit, self.alignment[lo:hi].tolist(), kinds))
+
+    @property
+    def materialized(self) -> bool:
+        """Whether the [`Buffer`][mallocgame.model.Buffer] objects have been made (by a caller that asked for them)."""
+        return self._objects is not None
+
+    def objects(self) -> tuple[Buffer, ...]:
+        """The buffers as objects (made once, then kept)."""
+        if self._objects is None:
+            self._objects = tuple(b for lo in range(0, len(self), _CHUNK) for b in self._make(lo, lo + _CHUNK))
+        return self._objects
+
+    @overload
+    def __getitem__(self, i: int) -> Buffer: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> tuple[Buffer, ...]: ...
+
+    def __getitem__(self, i):
+        return self.objects()[i]
+
+    def __iter__(self) -> Iterator[Buffer]:
+        return iter(self.objects())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, BufferTable):
+            return other is self or (self.ids == other.ids and all(
+                np.array_equal(getattr(self, c), getattr(other, c), equal_nan=c == "benefit")
+                for c in ("size", "start", "end", "alignment", "benefit", "kind")))
+        if isinstance(other, tuple):
+            return len(other) == len(self) and self.objects() == other
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.objects())
+
+    def __add__(self, other: Sequence[Buffer]) -> tuple[Buffer, ...]:
+        return tuple(self) + tuple(other)
+
+    def __radd__(self, other: Sequence[Buffer]) -> tuple[Buffer, ...]:
+        return tuple(other) + tuple(self)
+
+    def __repr__(self) -> str:
+        return repr(self.objects())  # as the tuple of the same buffers
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__slots__ if k != "_objects"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for k, v in state.items():
+            object.__setattr__(self, k, v)
+        self._objects = None
+
+
+class OpTable(Sequence[Op]):
+    """A problem's ops held as columns, their operands in CSR form: the operands of op ``t`` are
+    ``ptr[t]:ptr[t+1]`` of ``operand_buffer`` (an index into ``names``, the buffer ids), ``operand_write``
+    (the access is ``"write"``, else ``"read"``) and ``operand_bytes``.
+
+    It is a sequence of [`Op`][mallocgame.model.Op], equal to (and hashing as) the tuple of the same ops: as
+    for [`BufferTable`][mallocgame.model.BufferTable], the objects (ops and operands) are made, all at once,
+    and kept the first time one is asked for; code that reads ``Problem.op_arrays`` never makes them.
+    """
+
+    __slots__ = ("ids", "kinds", "flops", "transcendentals", "fixed_bytes", "ptr", "operand_buffer",
+                 "operand_write", "operand_bytes", "names", "_objects")
+
+    def __init__(self, ids: list[str], kinds: list[str], flops: np.ndarray, transcendentals: np.ndarray,
+                 fixed_bytes: np.ndarray, ptr: np.ndarray, operand_buffer: np.ndarray, operand_write: np.ndarray,
+                 operand_bytes: np.ndarray, names: list[str]):
+        self.ids, self.kinds, self.names = ids, kinds, names
+        self.flops = _readonly(np.asarray(flops, np.float64))
+        self.transcendentals = _readonly(np.asarray(transcendentals, np.float64))
+        self.fixed_bytes = _readonly(np.asarray(fixed_bytes, np.int64))
+        self.ptr = _readonly(np.asarray(ptr, np.int64))
+        self.operand_buffer = _readonly(np.asarray(operand_buffer, np.int64))
+        self.operand_write = _readonly(np.asarray(operand_write, bool))
+        self.operand_bytes = _readonly(np.asarray(operand_bytes, np.int64))
+        self._objects: tuple[Op, ...] | None = None
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def _make(self, lo: int, hi: int) -> list[Op]:
+        a, b = int(self.ptr[lo]), int(self.ptr[hi])
+        names = self.names
+        operands = list(map(Operand, [names[k] for k in self.operand_buffer[a:b].tolist()],
+                            ["write" if w else "read" for w in self.operand_write[a:b].tolist()],
+                            self.operand_bytes[a:b].tolist()))
+        cuts = (self.ptr[lo:hi + 1] - a).tolist()
+        return [Op(i, k, f, x, tuple(operands[cuts[j]:cuts[j + 1]]), transcendentals=tr)
+                for j, (i, k, f, x, tr) in enumerate(zip(self.ids[lo:hi], self.kinds[lo:hi], self.flops[lo:hi].tolist(),
+                                                         self.fixed_bytes[lo:hi].tolist(),
+                                                         self.transcendentals[lo:hi].tolist()))]
+
+    @property
+    def materialized(self) -> bool:
+        """Whether the [`Op`][mallocgame.model.Op] objects have been made (by a caller that asked for them)."""
+        return self._objects is not None
+
+    def objects(self) -> tuple[Op, ...]:
+        """The ops as objects (made once, then kept)."""
+        if self._objects is None:
+            n = len(self)
+            self._objects = tuple(op for lo in range(0, n, _CHUNK) for op in self._make(lo, min(lo + _CHUNK, n)))
+        return self._objects
+
+    @overload
+    def __getitem__(self, t: int) -> Op: ...
+
+    @overload
+    def __getitem__(self, t: slice) -> tuple[Op, ...]: ...
+
+    def __getitem__(self, t):
+        return self.objects()[t]
+
+    def __iter__(self) -> Iterator[Op]:
+        return iter(self.objects())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (OpTable, tuple)):
+            return other is self or (len(other) == len(self) and self.objects() == tuple(other))
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.objects())
+
+    def __add__(self, other: Sequence[Op]) -> tuple[Op, ...]:
+        return tuple(self) + tuple(other)
+
+    def __radd__(self, other: Sequence[Op]) -> tuple[Op, ...]:
+        return tuple(other) + tuple(self)
+
+    def __repr__(self) -> str:
+        return repr(self.objects())  # as the tuple of the same ops
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__slots__ if k != "_objects"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for k, v in state.items():
+            object.__setattr__(self, k, v)
+        self._objects = None
+
+
+@dataclass(frozen=True)
+class OpArrays:
+    """Column views of a problem's ops and operands: ``op_of``, ``buf_of`` (an index into
+    ``problem.buffers``), ``nbytes`` and ``write`` (bool) of shape ``[n_operands]``, in op order then operand
+    order; ``flops``, ``transcendentals`` (float64) and ``fixed_bytes`` of shape ``[n_ops]``."""
+
+    op_of: np.ndarray
+    buf_of: np.ndarray
+    nbytes: np.ndarray
+    write: np.ndarray
+    flops: np.ndarray
+    transcendentals: np.ndarray
+    fixed_bytes: np.ndarray
+
+
 @dataclass(frozen=True)
 class Problem:
     """A planning instance: buffers (and optionally ops) plus mode and fast-memory capacity.
 
     ``capacity`` is ``None`` when unknown; in pack mode that means "minimise the peak".
+    ``buffers`` and ``ops`` are tuples, or, as the readers build large inputs, a
+    [`BufferTable`][mallocgame.model.BufferTable] and an [`OpTable`][mallocgame.model.OpTable]: sequences
+    of the same objects held as columns ([`arrays`][mallocgame.model.Problem.arrays] and
+    [`op_arrays`][mallocgame.model.Problem.op_arrays] are then those columns).
     """
 
     name: str
@@ -212,12 +433,49 @@ class Problem:
     @cached_property
     def arrays(self) -> ProblemArrays:
         bufs = self.buffers
+        if isinstance(bufs, BufferTable):
+            return ProblemArrays(size=bufs.size, start=bufs.start, end=bufs.end, alignment=bufs.alignment,
+                                 benefit=bufs.benefit)
         return ProblemArrays(
             size=np.fromiter(map(attrgetter("size"), bufs), np.int64, len(bufs)),
             start=np.fromiter(map(attrgetter("start"), bufs), np.int64, len(bufs)),
             end=np.fromiter(map(attrgetter("end"), bufs), np.int64, len(bufs)),
             alignment=np.fromiter(map(attrgetter("alignment"), bufs), np.int64, len(bufs)),
             benefit=np.array(list(map(attrgetter("benefit"), bufs)), np.float64).reshape(len(bufs)),  # None: NaN
+        )
+
+    @cached_property
+    def ids(self) -> list[str]:
+        """The buffer ids, in buffer order."""
+        bufs = self.buffers
+        return bufs.ids if isinstance(bufs, BufferTable) else [b.id for b in bufs]
+
+    @cached_property
+    def op_arrays(self) -> OpArrays:
+        """The ops' and operands' columns ([`OpArrays`][mallocgame.model.OpArrays])."""
+        ops = self.ops
+        if isinstance(ops, OpTable):
+            n_ops = len(ops)
+            op_of = np.repeat(np.arange(n_ops, dtype=np.int64), np.diff(ops.ptr))
+            if ops.names is self.ids:
+                buf_of = ops.operand_buffer
+            else:  # the op table names the buffers of another table (a copy of the problem): by id
+                idx, names = self.index, ops.names
+                buf_of = np.fromiter((idx[names[k]] for k in ops.operand_buffer.tolist()), np.int64,
+                                     len(ops.operand_buffer))
+            return OpArrays(op_of, buf_of, ops.operand_bytes, ops.operand_write, ops.flops, ops.transcendentals,
+                            ops.fixed_bytes)
+        idx = self.index
+        operands = [o for op in ops for o in op.operands]
+        n = len(operands)
+        return OpArrays(
+            op_of=np.repeat(np.arange(len(ops), dtype=np.int64), [len(op.operands) for op in ops]),
+            buf_of=np.fromiter(map(idx.__getitem__, map(attrgetter("buffer"), operands)), np.int64, n),
+            nbytes=np.fromiter(map(attrgetter("bytes"), operands), np.int64, n),
+            write=np.fromiter((o.access != "read" for o in operands), bool, n),
+            flops=np.fromiter((op.flops for op in ops), np.float64, len(ops)),
+            transcendentals=np.fromiter((op.transcendentals for op in ops), np.float64, len(ops)),
+            fixed_bytes=np.fromiter((op.fixed_bytes for op in ops), np.int64, len(ops)),
         )
 
     @cached_property
@@ -228,34 +486,37 @@ class Problem:
 
     @cached_property
     def index(self) -> dict[str, int]:
-        return {b.id: i for i, b in enumerate(self.buffers)}
+        return dict(zip(self.ids, range(self.n)))
 
     @cached_property
     def fingerprint(self) -> tuple:
         """Identity of the buffer set, used to check that a hint belongs to this problem."""
-        return tuple((b.id, b.size, b.start, b.end) for b in self.buffers)
+        a = self.arrays
+        return tuple(zip(self.ids, a.size.tolist(), a.start.tolist(), a.end.tolist()))
 
     @cached_property
     def touches(self) -> Touches:
         """Per-buffer touches by the ops (empty for problems without ops)."""
-        idx = self.index
-        access: dict[tuple[int, int], list[bool]] = {}
-        for t, op in enumerate(self.ops):
-            for o in op.operands:
-                flags = access.setdefault((idx[o.buffer], t), [False, False])
-                flags[0 if o.access == "read" else 1] = True
-        keys = sorted(access)
-        buf = np.fromiter((k[0] for k in keys), np.int64, len(keys))
-        ops = np.fromiter((k[1] for k in keys), np.int64, len(keys))
-        reads = np.fromiter((access[k][0] for k in keys), bool, len(keys))
-        writes = np.fromiter((access[k][1] for k in keys), bool, len(keys))
+        oa = self.op_arrays
+        # one touch per (buffer, op) pair, sorted by buffer then op, read/write flags of its operands OR-ed
+        key = oa.buf_of * max(len(self.ops), 1) + oa.op_of
+        order = np.argsort(key, kind="stable")
+        key = key[order]
+        first = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1]))) if len(key) else np.zeros(0, np.int64)
+        write = oa.write[order]
+        writes = np.logical_or.reduceat(write, first) if len(key) else np.zeros(0, bool)
+        reads = np.logical_or.reduceat(~write, first) if len(key) else np.zeros(0, bool)
+        buf = oa.buf_of[order][first]
+        ops = oa.op_of[order][first]
         ptr = np.concatenate(([0], np.cumsum(np.bincount(buf, minlength=self.n)))).astype(np.int64)
         defining = np.full(self.n, -1, np.int64)
         first_write = np.flatnonzero(writes)
-        # keys are sorted by (buffer, op): the first write seen for a buffer is its defining op
-        for j in first_write[::-1].tolist():
-            defining[buf[j]] = ops[j]
-        output = np.fromiter((b.kind == "output" for b in self.buffers), bool, self.n)
+        # touches are sorted by (buffer, op): the first write seen for a buffer is its defining op
+        written, at = np.unique(buf[first_write], return_index=True)
+        defining[written] = ops[first_write[at]]
+        bufs = self.buffers
+        output = (bufs.kind == BUFFER_KINDS.index("output") if isinstance(bufs, BufferTable) else
+                  np.fromiter((b.kind == "output" for b in bufs), bool, self.n))
         return Touches(ptr, ops, reads, writes, defining, output)
 
     def replace(self, **changes: Any) -> "Problem":

@@ -21,7 +21,7 @@ from mallocgame.io import (
     write_solution_csv,
     write_workload_json,
 )
-from mallocgame.model import InputError, Solution, Status
+from mallocgame.model import BufferTable, InputError, OpTable, Solution, Status
 from tests.conftest import BENCHMARKS, needs_benchmarks
 
 
@@ -527,27 +527,31 @@ def test_a_plain_csv_is_read_column_wise_with_its_arrays(tmp_path):
     path = str(tmp_path / "r.csv")
     Path(path).write_text(problem_csv_text(problem))
     read = read_csv(path)[0]
-    assert "arrays" in vars(read)  # parsed in bulk: the arrays come with the buffers, not from them
+    # parsed in bulk: the buffers are columns and the arrays are those columns, no buffer object made
+    assert isinstance(read.buffers, BufferTable) and read.arrays.size is read.buffers.size
+    assert not read.buffers.materialized
     assert read.buffers == problem.buffers
     assert read.arrays.size.tolist() == [b.size for b in problem.buffers]
     assert read.replace(mode="pack").arrays is read.arrays
 
 
 def _workload_both(path):
-    """``read_workload_json`` of ``path`` as it is and with its compact decoding off: each a problem or an error."""
+    """``read_workload_json`` of ``path`` as it is (the columnar reader first), with the columnar reader off (the
+    compact decoding) and with both off (the checking loops): each a problem or an error."""
     import mallocgame.io as io_module
 
     out = []
-    for compact in (True, False):
-        saved = io_module._compact_workload
-        if not compact:
-            io_module._compact_workload = lambda path, text: None
+    for off in ((), ("_columnar_workload",), ("_columnar_workload", "_compact_workload")):
+        saved = {name: getattr(io_module, name) for name in off}
+        for name in off:
+            setattr(io_module, name, lambda path, data: None)
         try:
             out.append(io_module.read_workload_json(path))
         except InputError as exc:
             out.append(("error", str(exc)))
         finally:
-            io_module._compact_workload = saved
+            for name, fn in saved.items():
+                setattr(io_module, name, fn)
     return out
 
 
@@ -584,14 +588,40 @@ AWKWARD_WORKLOADS = [
                                       {"id": "b1", "size": 4, "start": 0, "end": 1}], "inplace": [["b0", "b1"]]},
     lambda: {"buffer": "b0", "access": "read", "bytes": 8},
     lambda: workload(buffers=[]),
+    # what the columnar reader's typed records refuse or default: each as the checking loops read it
+    lambda: workload(buffers=[{"id": "b0", "size": 8, "start": 0, "end": 2, "benefit": None}]),
+    lambda: workload(buffers=[{"id": "b0", "size": 2**63, "start": 0, "end": 2}]),
+    lambda: workload(buffers=[{"id": "b0", "size": 8, "start": 0, "end": 2, "kind": "tensor"}]),
+    lambda: workload(ops=[{"operands": [{"buffer": "b0"}]}, {"id": None}]),
+    lambda: workload(ops=[_op(0, {"buffer": "b0", "access": 5}), _op(1)]),
+    lambda: workload(ops=[_op(0, {"buffer": "b0", "access": "write", "bytes": 2**63}), _op(1)]),
+    lambda: workload(ops=[_op(0, {"buffer": "b9", "access": "read"}), _op(1)]),
+    lambda: workload(ops=[_op(0), _op(1, control_deps=None)]),
+    lambda: workload(ops=[_op(0, flops=-1.0), _op(1)]),
+    lambda: workload(ops=[_op(0), _op(0)]),
+    lambda: {**workload(), "format": "mallocgame.workload/2"},
+    lambda: {**workload(), "extra": {"anything": [1, 2]}},
+    lambda: workload(ops=[{"operands": [{"buffer": "b0"}]}, {}]),  # ids, access and bytes by default
 ]
+
+
+@pytest.mark.parametrize("doc", [
+    workload(),
+    workload(ops=[{"operands": [{"buffer": "b0"}]}, {}]),
+    workload(buffers=[{"id": "b0", "size": 8, "start": 0, "end": 2, "benefit": 3}]),
+    {**workload(), "extra": {"anything": [1, 2]}, "capacity": 64},
+])
+def test_well_formed_workloads_take_the_columnar_reader(tmp_path, doc):
+    problem = load_problem(write(tmp_path, "w.json", json.dumps(doc)))
+    assert isinstance(problem.buffers, BufferTable) and isinstance(problem.ops, OpTable)
 
 
 @pytest.mark.parametrize("k", range(len(AWKWARD_WORKLOADS)))
 def test_workload_compact_decoding_reads_what_the_checking_loop_reads(tmp_path, k):
     path = write(tmp_path, "w.json", json.dumps(AWKWARD_WORKLOADS[k]()))
-    compact, checked = _workload_both(path)
-    assert repr(compact) == repr(checked)
+    columnar, compact, checked = _workload_both(path)
+    assert repr(columnar) == repr(compact) == repr(checked)
+    assert columnar == checked
 
 
 def test_workload_compact_decoding_matches_on_the_bundled_and_bad_inputs(tmp_path):
@@ -601,8 +631,8 @@ def test_workload_compact_decoding_matches_on_the_bundled_and_bad_inputs(tmp_pat
     write_workload_json(generated, layered_network(400, seed=2))
     paths.append(generated)
     for path in paths:
-        compact, checked = _workload_both(str(path))
-        assert repr(compact) == repr(checked), path
+        columnar, compact, checked = _workload_both(str(path))
+        assert repr(columnar) == repr(compact) == repr(checked), path
 
 
 def test_a_workload_is_decoded_without_a_dictionary_per_buffer(tmp_path, monkeypatch):
@@ -613,5 +643,76 @@ def test_a_workload_is_decoded_without_a_dictionary_per_buffer(tmp_path, monkeyp
     made = []
     real = io_module._CompactObjects.__call__
     monkeypatch.setattr(io_module._CompactObjects, "__call__", lambda self, raw: made.append(real(self, raw)) or made[-1])
+    monkeypatch.setattr(io_module, "_columnar_workload", lambda path, data: None)  # the compact decoding's turn
     problem = io_module.read_workload_json(path)
     assert [b for b in made if type(b).__name__ == "Buffer"] == list(problem.buffers)
+
+
+def test_a_workload_is_read_into_columns_without_an_object_per_buffer_or_op(tmp_path, monkeypatch):
+    import mallocgame.io as io_module
+
+    path = tmp_path / "layered.json"
+    made = layered_network(2_000, seed=4)
+    write_workload_json(path, made)
+    problem = io_module.read_workload_json(path)
+    assert isinstance(problem.buffers, BufferTable) and isinstance(problem.ops, OpTable)
+    assert not problem.buffers.materialized and not problem.ops.materialized
+    # the columns hold what the objects say, and the objects (made when asked for) are the checking loops'
+    monkeypatch.setattr(io_module, "_columnar_workload", lambda path, data: None)
+    monkeypatch.setattr(io_module, "_compact_workload", lambda path, text: None)
+    checked = io_module.read_workload_json(path)
+    assert type(checked.buffers) is tuple and type(checked.ops) is tuple
+    for column in ("size", "start", "end", "alignment"):
+        assert getattr(problem.arrays, column).tolist() == getattr(checked.arrays, column).tolist()
+    for column in ("op_of", "buf_of", "nbytes", "write", "flops", "transcendentals", "fixed_bytes"):
+        assert getattr(problem.op_arrays, column).tolist() == getattr(checked.op_arrays, column).tolist(), column
+    assert problem.index == checked.index and problem.fingerprint == checked.fingerprint
+    for column in ("ptr", "ops", "reads", "writes", "defining", "output"):  # touches from the columns
+        assert getattr(problem.touches, column).tolist() == getattr(checked.touches, column).tolist(), column
+    assert not problem.buffers.materialized and not problem.ops.materialized
+    assert problem == checked and hash(problem.buffers) == hash(checked.buffers)
+    assert problem.buffers[7] == checked.buffers[7] and problem.ops[-1] == checked.ops[-1]
+    assert list(problem.ops) == list(checked.ops) and problem.buffers[3:9] == checked.buffers[3:9]
+
+
+def test_a_large_workload_is_described_from_its_columns(tmp_path):
+    """`info`'s facts (max live, components, the evaluator, the bounds, the bound cache's key) read the columns:
+    no buffer or op object is made."""
+    from mallocgame.cli.common import load_prepared
+    from mallocgame.cli.info import _info_facts
+
+    path = tmp_path / "layered.json"
+    write_workload_json(path, layered_network(20_000, seed=5))
+    problem, spec = load_prepared(str(path), mode=None, capacity=None, capacity_fraction=None, hardware=None,
+                                  oversized_ok=True)
+    facts = _info_facts(problem, spec)
+    assert facts["buffers"] == problem.n > 20_000 and facts["bound"] > 0
+    from mallocgame.hardware.validator import peak, validate
+
+    assert validate(problem, [None] * problem.n) is None  # all slow: valid in map mode
+    assert peak(problem, [0] * problem.n) == int(problem.arrays.size.max())
+    assert isinstance(problem.buffers, BufferTable) and isinstance(problem.ops, OpTable)
+    assert not problem.buffers.materialized and not problem.ops.materialized
+
+
+def test_table_problems_pickle_and_compare_as_tuples(tmp_path):
+    import pickle
+
+    path = tmp_path / "layered.json"
+    made = layered_network(500, seed=6)
+    write_workload_json(path, made)
+    problem = load_problem(path)
+    again = pickle.loads(pickle.dumps(problem))
+    assert isinstance(again.buffers, BufferTable) and again == problem
+    assert again.buffers == tuple(made.buffers) and tuple(made.buffers) == again.buffers
+    assert again.replace(mode="pack").arrays.size is again.arrays.size is again.buffers.size  # the columns, shared
+
+
+@pytest.mark.parametrize("where", ["x", "buffers", "capacity", "name"])
+def test_a_deeply_nested_workload_is_one_error_line_or_read(tmp_path, where):
+    deep = "[" * 200_000 + "]" * 200_000
+    text = '{"format": "mallocgame.workload/1", "buffers": [{"id": "a", "size": 8, "start": 0, "end": 1}], ' \
+           f'"{where}": {deep}}}'
+    path = write(tmp_path, "deep.json", text)
+    columnar, compact, checked = _workload_both(path)
+    assert repr(columnar) == repr(compact) == repr(checked)

@@ -33,7 +33,7 @@ def test_one_session_per_problem_and_hardware_and_nothing_in_the_problem():
     s.bound()
     assert s.known_bound() is s.bound()
     # Only the model's declared cached properties live in the frozen Problem; the facts are in one store
-    declared = {"arrays", "index", "fingerprint", "touches", "derived"}  # the model's cached properties
+    declared = {"arrays", "ids", "op_arrays", "index", "fingerprint", "touches", "derived"}  # the model's cached properties
     assert set(p.__dict__) - {f for f in Problem.__dataclass_fields__} <= declared
     assert derived_facts(p)["session", HW] is s and p.derived is derived_facts(p)
 

@@ -25,13 +25,15 @@ import math
 from importlib.resources import files
 from pathlib import Path
 
+import numpy as np
+
 from mallocgame.aliasing import merge_inplace
 from mallocgame.hardware.spec import PRESETS, HardwareSpec, load_hardware
 from mallocgame.importers.hlo import load_hlo
 from mallocgame.intervals import max_live
 from mallocgame.io import load_problem as read_table_or_workload
 from mallocgame.io import without_gz
-from mallocgame.model import MODES, InputError, Problem
+from mallocgame.model import MODES, BufferTable, InputError, Problem
 from mallocgame.suggest import did_you_mean
 from mallocgame.units import parse_bytes
 
@@ -86,7 +88,7 @@ def read_problem(spec: str | Path) -> Problem:
 
 def default_mode(problem: Problem) -> str:
     """JSON workloads and CSVs with a ``benefit`` column are map problems; plain CSVs pack."""
-    if problem.has_ops or any(b.benefit is not None for b in problem.buffers):
+    if problem.has_ops or not np.isnan(problem.arrays.benefit).all():
         return "map"
     return "pack" if without_gz(problem.source).endswith(".csv") else "map"
 
@@ -149,14 +151,19 @@ def prepare(problem: Problem, *, mode: str | None = None, capacity: int | str | 
         raise InputError(f"{where}: no fast-memory capacity: pass --capacity or --hardware "
                          "(or name the file NAME.CAPACITY.csv)")
     if mode == "pack" and cap is not None and not oversized_ok:
-        too_big = next((b for b in problem.buffers if b.size > cap), None)
-        if too_big is not None:
+        over = np.flatnonzero(problem.arrays.size > cap)
+        if len(over):
+            too_big = problem.buffers[int(over[0])]
             raise InputError(f"{where}: buffer {too_big.id!r}: size {too_big.size} "
                              f"exceeds capacity {cap} (pack mode must place every buffer)")
     if problem.inplace:  # in-place pairs share storage for every consumer (read workloads are merged already)
         problem = merge_inplace(problem)
     buffers = problem.buffers
-    if spec.alignment > 1 and any(b.alignment % spec.alignment for b in buffers):
+    if isinstance(buffers, BufferTable) and max(int(buffers.alignment.max(initial=1)), spec.alignment) < 2**31:
+        # the columns, no buffer object made (an lcm of two alignments below 2**31 fits in int64)
+        if spec.alignment > 1 and (buffers.alignment % spec.alignment).any():
+            buffers = buffers.replace(alignment=np.lcm(buffers.alignment, spec.alignment))
+    elif spec.alignment > 1 and any(b.alignment % spec.alignment for b in buffers):
         buffers = tuple(b if b.alignment % spec.alignment == 0 else
                         dataclasses.replace(b, alignment=math.lcm(b.alignment, spec.alignment))
                         for b in buffers)
@@ -168,7 +175,7 @@ def oversized(problem: Problem) -> list[int]:
     cap = problem.capacity
     if cap is None:
         return []
-    return [k for k, b in enumerate(problem.buffers) if b.size > cap]
+    return np.flatnonzero(problem.arrays.size > cap).tolist()
 
 
 def capacity_warning(problem: Problem) -> str | None:
