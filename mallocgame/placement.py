@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import bisect
 import time
-from operator import attrgetter
 
 import numpy as np
 
@@ -161,7 +160,7 @@ def xla_order(problem: Problem, benefits: np.ndarray) -> np.ndarray:
     then live-range length descending, then id.
     """
     a = problem.arrays
-    ids = np.array(list(map(attrgetter("id"), problem.buffers)))  # map, not a comprehension: 1M names in 0.2 s
+    ids = np.array(problem.ids)  # the id column: no Buffer object is made for it
     density = benefits / np.sqrt(a.size)
     return np.lexsort((ids, -(a.end - a.start), -a.size, -density))
 
