@@ -19,7 +19,7 @@ import stat
 from dataclasses import dataclass, field
 from functools import cached_property
 from operator import attrgetter
-from typing import Any, Iterator, Mapping, Sequence, overload
+from typing import Any, Iterator, Mapping, Sequence, TypeVar, overload
 
 import numpy as np
 
@@ -187,7 +187,64 @@ def _readonly(a: np.ndarray) -> np.ndarray:
     return a
 
 
-class BufferTable(Sequence[Buffer]):
+_Item = TypeVar("_Item")
+
+
+class _ColumnTable(Sequence[_Item]):
+    """What `BufferTable` and `OpTable` share: a sequence of objects held as columns (``ids`` and the subclass's
+    arrays), the objects made by ``_make(lo, hi)`` all at once, the first time one is asked for, and kept."""
+
+    __slots__ = ()
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @property
+    def materialized(self) -> bool:
+        """Whether the objects have been made (by a caller that asked for them)."""
+        return self._objects is not None
+
+    def objects(self) -> tuple[_Item, ...]:
+        """The items as objects (made once, then kept)."""
+        if self._objects is None:
+            n = len(self)
+            self._objects = tuple(x for lo in range(0, n, _CHUNK) for x in self._make(lo, min(lo + _CHUNK, n)))
+        return self._objects
+
+    @overload
+    def __getitem__(self, i: int) -> _Item: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> tuple[_Item, ...]: ...
+
+    def __getitem__(self, i):
+        return self.objects()[i]
+
+    def __iter__(self) -> Iterator[_Item]:
+        return iter(self.objects())
+
+    def __hash__(self) -> int:
+        return hash(self.objects())
+
+    def __add__(self, other: Sequence[_Item]) -> tuple[_Item, ...]:
+        return tuple(self) + tuple(other)
+
+    def __radd__(self, other: Sequence[_Item]) -> tuple[_Item, ...]:
+        return tuple(other) + tuple(self)
+
+    def __repr__(self) -> str:
+        return repr(self.objects())  # as the tuple of the same items
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__slots__ if k != "_objects"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for k, v in state.items():
+            object.__setattr__(self, k, v)
+        self._objects = None
+
+
+class BufferTable(_ColumnTable[Buffer]):
     """A problem's buffers held as columns: what a reader of a large file builds, one numpy array per field
     and one list of ids, instead of one [`Buffer`][mallocgame.model.Buffer] object per buffer.
 
@@ -227,37 +284,11 @@ class BufferTable(Sequence[Buffer]):
         cur = {k: getattr(self, k) for k in ("ids", "size", "start", "end", "alignment", "benefit", "kind")}
         return BufferTable(**{**cur, **columns})
 
-    def __len__(self) -> int:
-        return len(self.ids)
-
     def _make(self, lo: int, hi: int) -> list[Buffer]:
         benefit = [None if b != b else b for b in self.benefit[lo:hi].tolist()]  # NaN: none given
         kinds = [BUFFER_KINDS[k] for k in self.kind[lo:hi].tolist()]
         return list(map(Buffer, self.ids[lo:hi], self.size[lo:hi].tolist(), self.start[lo:hi].tolist(),
                         self.end[lo:hi].tolist(), benefit, self.alignment[lo:hi].tolist(), kinds))
-
-    @property
-    def materialized(self) -> bool:
-        """Whether the [`Buffer`][mallocgame.model.Buffer] objects have been made (by a caller that asked for them)."""
-        return self._objects is not None
-
-    def objects(self) -> tuple[Buffer, ...]:
-        """The buffers as objects (made once, then kept)."""
-        if self._objects is None:
-            self._objects = tuple(b for lo in range(0, len(self), _CHUNK) for b in self._make(lo, lo + _CHUNK))
-        return self._objects
-
-    @overload
-    def __getitem__(self, i: int) -> Buffer: ...
-
-    @overload
-    def __getitem__(self, i: slice) -> tuple[Buffer, ...]: ...
-
-    def __getitem__(self, i):
-        return self.objects()[i]
-
-    def __iter__(self) -> Iterator[Buffer]:
-        return iter(self.objects())
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, BufferTable):
@@ -268,28 +299,10 @@ class BufferTable(Sequence[Buffer]):
             return len(other) == len(self) and self.objects() == other
         return NotImplemented
 
-    def __hash__(self) -> int:
-        return hash(self.objects())
-
-    def __add__(self, other: Sequence[Buffer]) -> tuple[Buffer, ...]:
-        return tuple(self) + tuple(other)
-
-    def __radd__(self, other: Sequence[Buffer]) -> tuple[Buffer, ...]:
-        return tuple(other) + tuple(self)
-
-    def __repr__(self) -> str:
-        return repr(self.objects())  # as the tuple of the same buffers
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__slots__ if k != "_objects"}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        for k, v in state.items():
-            object.__setattr__(self, k, v)
-        self._objects = None
+    __hash__ = _ColumnTable.__hash__  # a class that defines __eq__ loses its inherited __hash__
 
 
-class OpTable(Sequence[Op]):
+class OpTable(_ColumnTable[Op]):
     """A problem's ops held as columns, their operands in CSR form: the operands of op ``t`` are
     ``ptr[t]:ptr[t+1]`` of ``operand_buffer`` (an index into ``names``, the buffer ids), ``operand_write``
     (the access is ``"write"``, else ``"read"``) and ``operand_bytes``.
@@ -315,9 +328,6 @@ class OpTable(Sequence[Op]):
         self.operand_bytes = _readonly(np.asarray(operand_bytes, np.int64))
         self._objects: tuple[Op, ...] | None = None
 
-    def __len__(self) -> int:
-        return len(self.ids)
-
     def _make(self, lo: int, hi: int) -> list[Op]:
         a, b = int(self.ptr[lo]), int(self.ptr[hi])
         names = self.names
@@ -330,54 +340,13 @@ class OpTable(Sequence[Op]):
                                                          self.fixed_bytes[lo:hi].tolist(),
                                                          self.transcendentals[lo:hi].tolist()))]
 
-    @property
-    def materialized(self) -> bool:
-        """Whether the [`Op`][mallocgame.model.Op] objects have been made (by a caller that asked for them)."""
-        return self._objects is not None
-
-    def objects(self) -> tuple[Op, ...]:
-        """The ops as objects (made once, then kept)."""
-        if self._objects is None:
-            n = len(self)
-            self._objects = tuple(op for lo in range(0, n, _CHUNK) for op in self._make(lo, min(lo + _CHUNK, n)))
-        return self._objects
-
-    @overload
-    def __getitem__(self, t: int) -> Op: ...
-
-    @overload
-    def __getitem__(self, t: slice) -> tuple[Op, ...]: ...
-
-    def __getitem__(self, t):
-        return self.objects()[t]
-
-    def __iter__(self) -> Iterator[Op]:
-        return iter(self.objects())
-
     def __eq__(self, other: object) -> bool:
         if isinstance(other, (OpTable, tuple)):
             return other is self or (len(other) == len(self) and self.objects() == tuple(other))
         return NotImplemented
 
-    def __hash__(self) -> int:
-        return hash(self.objects())
+    __hash__ = _ColumnTable.__hash__  # a class that defines __eq__ loses its inherited __hash__
 
-    def __add__(self, other: Sequence[Op]) -> tuple[Op, ...]:
-        return tuple(self) + tuple(other)
-
-    def __radd__(self, other: Sequence[Op]) -> tuple[Op, ...]:
-        return tuple(other) + tuple(self)
-
-    def __repr__(self) -> str:
-        return repr(self.objects())  # as the tuple of the same ops
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__slots__ if k != "_objects"}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        for k, v in state.items():
-            object.__setattr__(self, k, v)
-        self._objects = None
 
 
 @dataclass(frozen=True)
