@@ -14,4 +14,5 @@ from setuptools import Extension, setup
 setup(ext_modules=cythonize([Extension("mallocgame.hardware._copy_service", ["hardware/_copy_service.pyx"]),
                              Extension("mallocgame.search._prefetch_holes", ["search/_prefetch_holes.pyx"]),
                              Extension("mallocgame.search._order_game", ["search/_order_game.pyx"]),
+                             Extension("mallocgame.search._prefetch_game", ["search/_prefetch_game.pyx"]),
                              Extension("mallocgame._placement", ["mallocgame/_placement.pyx"])]))

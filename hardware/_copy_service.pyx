@@ -14,40 +14,6 @@ from libc.stdlib cimport free, malloc
 import numpy as np
 
 
-cdef inline Py_ssize_t _next_open(Py_ssize_t* nxt, Py_ssize_t t) noexcept nogil:
-    # union-find "next open slot" with path compression (mallocgame.intervals.next_open)
-    cdef Py_ssize_t root = t, up
-    while nxt[root] != root:
-        root = nxt[root]
-    while nxt[t] != root:
-        up = nxt[t]
-        nxt[t] = root
-        t = up
-    return root
-
-
-cdef inline double _serve_one(double* left, Py_ssize_t* nxt, Py_ssize_t n, Py_ssize_t first, Py_ssize_t deadline,
-                              double need) noexcept nogil:
-    """Serve one copy from the earliest budget left in ``[first, deadline)``; returns its stall."""
-    cdef Py_ssize_t t, end
-    cdef double take
-    if first < n:
-        t = _next_open(nxt, first if first > 0 else 0)
-    else:
-        t = n
-    end = deadline if deadline < n else n
-    while need > 0 and t < end:
-        take = need if need < left[t] else left[t]
-        need -= take
-        left[t] -= take
-        if left[t] <= 0:
-            nxt[t] = t + 1
-            t = _next_open(nxt, t + 1)
-        else:
-            break
-    return need if need > 0 else 0.0
-
-
 cdef int _alloc(Py_ssize_t n, double** left, Py_ssize_t** nxt) except -1:
     left[0] = <double*> malloc((n + 1) * sizeof(double))
     nxt[0] = <Py_ssize_t*> malloc((n + 1) * sizeof(Py_ssize_t))
@@ -72,7 +38,7 @@ def serve_copies_left(copies, budgets):
     try:
         for i in range(n):
             left[i] = given[i]
-        stalls = [_serve_one(left, nxt, n, copy[0], copy[1], copy[2]) for copy in copies]
+        stalls = [serve_one(left, nxt, n, copy[0], copy[1], copy[2]) for copy in copies]
         return stalls, [left[i] for i in range(n)]
     finally:
         free(left)
@@ -98,7 +64,7 @@ def serve_queue(list queue, Py_ssize_t start, Py_ssize_t stop, list budgets, Py_
             left[i] = budgets[lo + i]
         for i in range(start, stop):
             c = queue[i]
-            stall = _serve_one(left, nxt, n, <Py_ssize_t> c[1] - lo, <Py_ssize_t> c[0] - lo, c[4])
+            stall = serve_one(left, nxt, n, <Py_ssize_t> c[1] - lo, <Py_ssize_t> c[0] - lo, c[4])
             r = c[3]
             old = stalls[r]
             if stall != old:

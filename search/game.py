@@ -137,7 +137,8 @@ class Game:
             if config.variant == "order":
                 cls = search.game_order.NativeOrderGame if engine() == "native" else search.game_order.OrderGame
             elif config.variant == "prefetch":
-                cls = search.game_prefetch.PrefetchGame
+                cls = search.game_prefetch.NativePrefetchGame if engine() == "native" else \
+                    search.game_prefetch.PrefetchGame
             else:
                 cls = search.game_address.AddressGame
         return object.__new__(cls)
