@@ -47,6 +47,31 @@ cdef struct Copy:  # a copy of rect r: window [first, deadline), its seconds, it
     long long buf
 
 
+cdef struct Iv:  # a fast interval: occupied [occ, end) x [off, top); its copies (per kind) and time index link
+    long long occ
+    long long end
+    long long off
+    long long top
+    long long buf
+    long long start  # the op it serves first
+    long long copy  # copy start (IN_PLACE: produced in place)
+    long long lastw  # the last write it serves (-1: none, it holds no new value)
+    Copy cp[2]
+    bint has[2]
+    double stall[2]
+    int next  # the next older interval of its time bucket (-1: none)
+
+
+cdef struct OpState:  # one op: its time now, and how many copy windows of each kind cover it
+    double time
+    int cover[2]
+
+
+cdef struct Bucket:  # the intervals whose occ falls in one bucket of ops: the newest, an upper bound of their ends
+    int head
+    long long max
+
+
 cdef struct QItem:  # one queued copy, in service order (deadline, first, buffer, rect)
     long long deadline
     long long first
@@ -179,27 +204,22 @@ cdef class PrefetchState:
     cdef readonly Py_ssize_t pos, steps
     cdef readonly long long open, last_rect
     cdef readonly double op_total, stall_total, total
-    # the fast intervals: occupied [occ, end) x [off, top); buffer, first op served, copy start, last write
-    cdef vector[long long] occ, end, off, top, rbuf, rstart, rcopy, rlastw
+    # the fast intervals, the ops, the copies of each kind in service order, and a time index of the intervals
+    # (per bucket of ops the newest interval whose occ falls in it, linked to the older ones, and an upper bound
+    # of their ends, never lowered: an undone end leaves it high, which only costs a visit)
+    cdef vector[Iv] iv
+    cdef vector[OpState] ops
     cdef vector[char] served
-    cdef vector[double] op_time
-    cdef vector[Copy] copies[2]
-    cdef vector[char] has_copy[2]
-    cdef vector[double] stall[2]
     cdef vector[QItem] queue[2]
-    cdef vector[int] cover[2]
-    # a time index of the intervals: per bucket of ops, a list (head, next) of those whose occ falls in it and an
-    # upper bound of their ends (never lowered: an undone end leaves it high, which only costs a visit)
-    cdef vector[int] b_head, b_next
-    cdef vector[long long] b_max
+    cdef vector[Bucket] bk
     cdef _PStep journal
     # the current segment's options (valid while opts_valid)
     cdef bint opts_valid, o_extend
     cdef long long o_open, o_close_end
-    cdef vector[long long] o_win
+    cdef long long o_win[3]  # per window (at most 3)
     cdef vector[Hole] o_holes  # nw x k
     cdef vector[bint] o_inf  # nw x k: the hole is the unbounded top one
-    cdef vector[Py_ssize_t] o_nholes
+    cdef Py_ssize_t o_nholes[3]
     cdef Py_ssize_t o_greedy  # -1: not computed
     # one step's changes: the records, and per kind the span of the changed ops
     cdef vector[Rec]* rec
@@ -211,20 +231,19 @@ cdef class PrefetchState:
         self.tb = tables
         self.pos = self.steps = 0
         self.open = self.last_rect = -1
-        self.op_time = tables.op_time0
+        cdef OpState op
+        op.cover[0] = op.cover[1] = 0
+        for t in tables.op_time0:
+            op.time = t
+            self.ops.push_back(op)
         self.op_total = tables.op_total0
         self.stall_total = 0.0
         self.total = 0.0
         self.served.assign(tables.n_touches, 0)
-        for kind in range(2):
-            self.cover[kind].assign(tables.n_ops, 0)
-        self.b_head.assign(tables.n_buckets, -1)
-        self.b_max.assign(tables.n_buckets, -1)
+        self.bk.assign(tables.n_buckets, Bucket(-1, -1))
         self.journal = None
-        self.o_win.resize(tables.nw)
         self.o_holes.resize(tables.nw * tables.k)
         self.o_inf.resize(tables.nw * tables.k)
-        self.o_nholes.resize(tables.nw)
         self.opts_valid = False
         self.rec = NULL
 
@@ -234,20 +253,13 @@ cdef class PrefetchState:
         o.tb = self.tb
         o.pos, o.steps, o.open, o.last_rect = self.pos, self.steps, self.open, self.last_rect
         o.op_total, o.stall_total, o.total = self.op_total, self.stall_total, self.total
-        o.occ, o.end, o.off, o.top = self.occ, self.end, self.off, self.top
-        o.rbuf, o.rstart, o.rcopy, o.rlastw = self.rbuf, self.rstart, self.rcopy, self.rlastw
-        o.served, o.op_time = self.served, self.op_time
-        cdef int kind
-        for kind in range(2):
-            o.copies[kind] = self.copies[kind]
-            o.has_copy[kind] = self.has_copy[kind]
-            o.stall[kind] = self.stall[kind]
-            o.queue[kind] = self.queue[kind]
-            o.cover[kind] = self.cover[kind]
-        o.b_head, o.b_next, o.b_max = self.b_head, self.b_next, self.b_max
+        o.iv, o.ops, o.served, o.bk = self.iv, self.ops, self.served, self.bk
+        o.queue[0], o.queue[1] = self.queue[0], self.queue[1]
         o.journal = self.journal
         o.opts_valid, o.o_extend, o.o_open, o.o_close_end = self.opts_valid, self.o_extend, self.o_open, self.o_close_end
-        o.o_win, o.o_holes, o.o_inf, o.o_nholes, o.o_greedy = self.o_win, self.o_holes, self.o_inf, self.o_nholes, self.o_greedy
+        o.o_holes, o.o_inf, o.o_greedy = self.o_holes, self.o_inf, self.o_greedy
+        o.o_win[0], o.o_win[1], o.o_win[2] = self.o_win[0], self.o_win[1], self.o_win[2]
+        o.o_nholes[0], o.o_nholes[1], o.o_nholes[2] = self.o_nholes[0], self.o_nholes[1], self.o_nholes[2]
         o.rec = NULL
         return o
 
@@ -258,34 +270,34 @@ cdef class PrefetchState:
 
     @property
     def m(self):
-        return <Py_ssize_t> self.occ.size()
+        return <Py_ssize_t> self.iv.size()
 
     def columns(self):
         """int64 ``[8, m]``: occ, end, off, top, buffer, start, copy start, last write of every fast interval."""
-        cdef Py_ssize_t m = self.occ.size(), i
+        cdef Py_ssize_t m = self.iv.size(), i
         out = np.empty((8, m), np.int64)
         cdef long long[:, ::1] v = out
         for i in range(m):
-            v[0, i], v[1, i], v[2, i], v[3, i] = self.occ[i], self.end[i], self.off[i], self.top[i]
-            v[4, i], v[5, i], v[6, i], v[7, i] = self.rbuf[i], self.rstart[i], self.rcopy[i], self.rlastw[i]
+            v[0, i], v[1, i], v[2, i], v[3, i] = self.iv[i].occ, self.iv[i].end, self.iv[i].off, self.iv[i].top
+            v[4, i], v[5, i], v[6, i], v[7, i] = self.iv[i].buf, self.iv[i].start, self.iv[i].copy, self.iv[i].lastw
         return out
 
     def offsets(self):
         """int64 ``[m, 5]``: ``(buffer, offset, start, end, copy_start)`` per fast interval (``PrefetchGame.offsets``)."""
-        cdef Py_ssize_t m = self.occ.size(), i
+        cdef Py_ssize_t m = self.iv.size(), i
         out = np.empty((m, 5), np.int64)
         cdef long long[:, ::1] v = out
         for i in range(m):
-            v[i, 0], v[i, 1], v[i, 2], v[i, 3], v[i, 4] = self.rbuf[i], self.off[i], self.rstart[i], self.end[i], self.rcopy[i]
+            v[i, 0], v[i, 1], v[i, 2], v[i, 3], v[i, 4] = self.iv[i].buf, self.iv[i].off, self.iv[i].start, self.iv[i].end, self.iv[i].copy
         return out
 
     def op_times(self):
-        return list(self.op_time)
+        return [op.time for op in self.ops]
 
     def stalls(self, int kind):
         """``{rect: stall}`` of the copies of ``kind`` (0 prefetch, 1 eviction)."""
         cdef Py_ssize_t r
-        return {r: self.stall[kind][r] for r in range(<Py_ssize_t> self.has_copy[kind].size()) if self.has_copy[kind][r]}
+        return {r: self.iv[r].stall[kind] for r in range(<Py_ssize_t> self.iv.size()) if self.iv[r].has[kind]}
 
     def options(self):
         """``(open, close_end, extend, windows, holes)`` as ``PrefetchGame._options`` (windows: ``None`` masked)."""
@@ -304,13 +316,9 @@ cdef class PrefetchState:
     # --- decisions --------------------------------------------------------------------------------
     cdef long long _free_until(self, long long r, long long a, long long limit) noexcept:
         """First op in ``[a, limit)`` at which another rectangle takes an address of rectangle ``r``, else ``limit``."""
-        cdef long long lo_off = self.off[r], hi_top = self.top[r], first = limit
+        cdef long long lo_off = self.iv[r].off, hi_top = self.iv[r].top, first = limit
         cdef bint hit = False
-        cdef const long long* occ = self.occ.data()
-        cdef const long long* end = self.end.data()
-        cdef const long long* off = self.off.data()
-        cdef const long long* top = self.top.data()
-        cdef const int* nxt = self.b_next.data()
+        cdef const Iv* iv = self.iv.data()
         cdef Py_ssize_t bk, last
         cdef int i
         if limit <= 0:
@@ -319,15 +327,15 @@ cdef class PrefetchState:
         if last >= self.tb.n_buckets:
             last = self.tb.n_buckets - 1
         for bk in range(last + 1):  # the intervals with occ < limit and end > a
-            if self.b_max[bk] <= a:
+            if self.bk[bk].max <= a:
                 continue
-            i = self.b_head[bk]
+            i = self.bk[bk].head
             while i >= 0:
-                if occ[i] < limit and end[i] > a and off[i] < hi_top and top[i] > lo_off:
-                    if not hit or occ[i] < first:
-                        first = occ[i]
+                if iv[i].occ < limit and iv[i].end > a and iv[i].off < hi_top and iv[i].top > lo_off:
+                    if not hit or iv[i].occ < first:
+                        first = iv[i].occ
                     hit = True
-                i = nxt[i]
+                i = iv[i].next
         if not hit:
             return limit
         if first > limit:
@@ -337,8 +345,8 @@ cdef class PrefetchState:
     cdef long long _evict_end(self, long long r, long long limit) noexcept:
         """Where open interval ``r`` (holding a new value) ends when closed: long enough for its eviction."""
         cdef PrefetchTables tb = self.tb
-        cdef long long cur = self.end[r], w = self.rlastw[r], e
-        cdef double x = tb.pre_safe[w + 1] + _RATIO * tb.copy_seconds[self.rbuf[r]]
+        cdef long long cur = self.iv[r].end, w = self.iv[r].lastw, e
+        cdef double x = tb.pre_safe[w + 1] + _RATIO * tb.copy_seconds[self.iv[r].buf]
         cdef long long target = lower_bound(tb.pre_safe.begin(), tb.pre_safe.end(), x) - tb.pre_safe.begin()
         e = target if target < limit else limit
         if e < cur:
@@ -353,9 +361,7 @@ cdef class PrefetchState:
         cdef long long t = tb.s_t[p], reach = t + 1
         cdef Py_ssize_t lo = tb.later_ptr[p], n_later = tb.later_ptr[p + 1] - lo, bk, last
         cdef const long long* later = tb.later.data() + lo
-        cdef const long long* occ = self.occ.data()
-        cdef const long long* end = self.end.data()
-        cdef const int* nxt = self.b_next.data()
+        cdef const Iv* iv = self.iv.data()
         cdef int i
         cdef Rect r
         # only intervals live somewhere in [a, last later touch] can close a hole of any probe
@@ -366,14 +372,14 @@ cdef class PrefetchState:
         if last >= tb.n_buckets:
             last = tb.n_buckets - 1
         for bk in range(last + 1):
-            if self.b_max[bk] <= a:
+            if self.bk[bk].max <= a:
                 continue
-            i = self.b_head[bk]
+            i = self.bk[bk].head
             while i >= 0:
-                if end[i] > a and occ[i] < reach:
-                    r.off, r.top, r.occ = self.off[i], self.top[i], occ[i]
+                if iv[i].end > a and iv[i].occ < reach:
+                    r.off, r.top, r.occ = iv[i].off, iv[i].top, iv[i].occ
                     tb.rs.push_back(r)
-                i = nxt[i]
+                i = iv[i].next
         self.o_nholes[g] = holes_among(tb.rs, t, later, n_later, tb.size[b], tb.align[b], tb.cap, tb.bounded, tb.k,
                                        tb.hs, &self.o_holes.data()[g * tb.k], &self.o_inf.data()[g * tb.k])
 
@@ -387,12 +393,12 @@ cdef class PrefetchState:
         cdef bint dup
         self.o_open, self.o_close_end, self.o_extend, self.o_greedy = r, -1, False, -1
         if r >= 0:
-            cur = self.end[r]
-            self.o_close_end = self._evict_end(r, t) if self.rlastw[r] >= 0 and tb.t_reads[k] else cur
+            cur = self.iv[r].end
+            self.o_close_end = self._evict_end(r, t) if self.iv[r].lastw >= 0 and tb.t_reads[k] else cur
             self.o_extend = self._free_until(r, cur, t + 1) >= t + 1
             prev_end = self.o_close_end
         else:
-            prev_end = self.end[self.last_rect] if self.last_rect >= 0 else -1
+            prev_end = self.iv[self.last_rect].end if self.last_rect >= 0 else -1
         for g in range(tb.nw):
             self.o_win[g] = _MASKED
             self.o_nholes[g] = 0
@@ -489,10 +495,13 @@ cdef class PrefetchState:
         # the options of this state are kept aside and restored (the steps below overwrite them)
         cdef bint ext = self.o_extend
         cdef long long o_open = self.o_open, o_close = self.o_close_end
-        cdef vector[long long] win = self.o_win
+        cdef long long win[3]
         cdef vector[Hole] holes = self.o_holes
         cdef vector[bint] inf = self.o_inf
-        cdef vector[Py_ssize_t] nh = self.o_nholes
+        cdef Py_ssize_t nh[3]
+        cdef int g
+        for g in range(3):
+            win[g], nh[g] = self.o_win[g], self.o_nholes[g]
         cdef vector[Rec] recs
         cdef vector[Scalars] marks
         cdef vector[size_t] starts
@@ -510,7 +519,9 @@ cdef class PrefetchState:
         for i in range(<Py_ssize_t> marks.size() - 1, -1, -1):
             self._revert(recs, starts[i], starts[i + 1], marks[i])
         self.o_extend, self.o_open, self.o_close_end = ext, o_open, o_close
-        self.o_win, self.o_holes, self.o_inf, self.o_nholes = win, holes, inf, nh
+        self.o_holes, self.o_inf = holes, inf
+        for g in range(3):
+            self.o_win[g], self.o_nholes[g] = win[g], nh[g]
         self.o_greedy = -1
         self.opts_valid = True
         return total
@@ -533,12 +544,12 @@ cdef class PrefetchState:
 
     cdef void _set_end(self, long long r, long long e) noexcept:
         cdef Py_ssize_t bk
-        if self.end[r] != e:
-            self._record(R_END, 0, r, self.end[r], 0.0)
-            self.end[r] = e
-            bk = self.occ[r] >> _SHIFT
-            if e > self.b_max[bk]:
-                self.b_max[bk] = e
+        if self.iv[r].end != e:
+            self._record(R_END, 0, r, self.iv[r].end, 0.0)
+            self.iv[r].end = e
+            bk = self.iv[r].occ >> _SHIFT
+            if e > self.bk[bk].max:
+                self.bk[bk].max = e
 
     cdef void _serve(self, long long k) noexcept:
         cdef PrefetchTables tb = self.tb
@@ -551,42 +562,35 @@ cdef class PrefetchState:
                 saved += tb.opnd_delta[q]
         c, m = tb.compute[t], tb.slow_mem[t] - saved
         new = (c if c > m else m) + tb.fixed[t]
-        old = self.op_time[t]
+        old = self.ops[t].time
         if new != old:
             self._record(R_OPTIME, 0, t, 0, old)
-            self.op_time[t] = new
+            self.ops[t].time = new
             self.op_total += new - old
             self._changed(_PREFETCH, t, t + 1)
             self._changed(_EVICTION, t, t + 1)
 
     cdef long long _add_rect(self, long long b, long long off, long long occ, long long start, long long copy_start,
                              long long lastw) noexcept:
-        cdef long long r = self.occ.size()
-        self.occ.push_back(occ)
-        self.end.push_back(start + 1)
-        self.off.push_back(off)
-        self.top.push_back(off + self.tb.size[b])
-        self.rbuf.push_back(b)
-        self.rstart.push_back(start)
-        self.rcopy.push_back(copy_start)
-        self.rlastw.push_back(lastw)
-        cdef int kind
-        cdef Copy none = Copy(0, 0, 0.0, -1)
-        for kind in range(2):
-            self.copies[kind].push_back(none)
-            self.has_copy[kind].push_back(0)
-            self.stall[kind].push_back(0.0)
+        cdef long long r = self.iv.size()
+        cdef Iv x
         cdef Py_ssize_t bk = occ >> _SHIFT
-        self.b_next.push_back(self.b_head[bk])
-        self.b_head[bk] = <int> r
-        if start + 1 > self.b_max[bk]:
-            self.b_max[bk] = start + 1
+        x.occ, x.end, x.off, x.top = occ, start + 1, off, off + self.tb.size[b]
+        x.buf, x.start, x.copy, x.lastw = b, start, copy_start, lastw
+        x.has[0] = x.has[1] = False
+        x.stall[0] = x.stall[1] = 0.0
+        x.cp[0] = x.cp[1] = Copy(0, 0, 0.0, -1)
+        x.next = self.bk[bk].head
+        self.iv.push_back(x)
+        self.bk[bk].head = <int> r
+        if start + 1 > self.bk[bk].max:
+            self.bk[bk].max = start + 1
         self._record(R_RECT, 0, r, 0, 0.0)
         return r
 
     cdef void _put_copy(self, int kind, long long r, bint has_new, Copy new, bint record) noexcept:
-        cdef bint has_old = self.has_copy[kind][r]
-        cdef Copy old = self.copies[kind][r]
+        cdef bint has_old = self.iv[r].has[kind]
+        cdef Copy old = self.iv[r].cp[kind]
         cdef Rec rec
         cdef QItem q
         cdef long long i
@@ -598,41 +602,41 @@ cdef class PrefetchState:
             return
         if record:
             rec.kind, rec.ck, rec.idx, rec.has_old, rec.old = R_COPY, kind, r, has_old, old
-            rec.dval = self.stall[kind][r] if has_old else 0.0
+            rec.dval = self.iv[r].stall[kind] if has_old else 0.0
             rec.ival = 0
             self.rec.push_back(rec)
         if has_old:
             if old.first < old.deadline:
                 for i in range(old.first, old.deadline):
-                    self.cover[kind][i] -= 1
+                    self.ops[i].cover[kind] -= 1
                 if record:
                     self._changed(kind, old.first, old.deadline)
                 q.deadline, q.first, q.buf, q.rect, q.seconds = old.deadline, old.first, old.buf, r, old.seconds
                 queue.erase(lower_bound(queue.begin(), queue.end(), q, _q_less))
-            self.stall_total -= self.stall[kind][r]
-            self.has_copy[kind][r] = 0
+            self.stall_total -= self.iv[r].stall[kind]
+            self.iv[r].has[kind] = 0
         if has_new:
-            self.copies[kind][r] = new
-            self.has_copy[kind][r] = 1
+            self.iv[r].cp[kind] = new
+            self.iv[r].has[kind] = 1
             if new.first < new.deadline:
                 for i in range(new.first, new.deadline):
-                    self.cover[kind][i] += 1
+                    self.ops[i].cover[kind] += 1
                 if record:
                     self._changed(kind, new.first, new.deadline)
                 q.deadline, q.first, q.buf, q.rect, q.seconds = new.deadline, new.first, new.buf, r, new.seconds
                 queue.insert(upper_bound(queue.begin(), queue.end(), q, _q_less), q)
-                self.stall[kind][r] = 0.0  # served below
+                self.iv[r].stall[kind] = 0.0  # served below
             else:  # an empty window: all of it stalls
-                self.stall[kind][r] = new.seconds
+                self.iv[r].stall[kind] = new.seconds
                 self.stall_total += new.seconds
 
     cdef bint _eviction(self, long long r, Copy* out) noexcept:
         """The eviction copy interval ``r`` needs (``hardware.prefetch.eviction_of``): True and ``out``, else False."""
-        cdef long long w = self.rlastw[r]
+        cdef long long w = self.iv[r].lastw
         if w < 0:
             return False
         cdef PrefetchTables tb = self.tb
-        cdef long long b = self.rbuf[r], e = self.end[r], lo = tb.t_ptr[b], hi = tb.t_ptr[b + 1]
+        cdef long long b = self.iv[r].buf, e = self.iv[r].end, lo = tb.t_ptr[b], hi = tb.t_ptr[b + 1]
         cdef long long nx = lower_bound(tb.t_ops.begin() + lo, tb.t_ops.begin() + hi, e) - tb.t_ops.begin()
         cdef bint needed = tb.t_reads[nx] if nx < hi else tb.output[b]
         if not needed:
@@ -649,7 +653,7 @@ cdef class PrefetchState:
         """Re-serve the copies of ``kind`` in the maximal covered runs that meet the changed span (as the evaluator)."""
         cdef PrefetchTables tb = self.tb
         cdef long long n_ops = tb.n_ops, lo = self.ch_lo[kind], hi = self.ch_hi[kind], i, n
-        cdef int* cover = self.cover[kind].data()
+        cdef OpState* ops = self.ops.data()
         if lo < 0:
             lo = 0
         if hi > n_ops:
@@ -658,16 +662,16 @@ cdef class PrefetchState:
             return
         cdef bint any_cover = False
         for i in range(lo, hi):
-            if cover[i] != 0:
+            if ops[i].cover[kind] != 0:
                 any_cover = True
                 break
         if not any_cover:  # no copy window meets the change
             return
-        if cover[lo] > 0:
-            while lo > 0 and cover[lo - 1] != 0:
+        if ops[lo].cover[kind] > 0:
+            while lo > 0 and ops[lo - 1].cover[kind] != 0:
                 lo -= 1
-        if cover[hi - 1] > 0:
-            while hi < n_ops and cover[hi] != 0:
+        if ops[hi - 1].cover[kind] > 0:
+            while hi < n_ops and ops[hi].cover[kind] != 0:
                 hi += 1
         # the copies of the run: those with a deadline in (lo, hi], already in service order
         cdef vector[QItem]* queue = &self.queue[kind]
@@ -684,20 +688,20 @@ cdef class PrefetchState:
         cdef double* left = tb.left.data()
         cdef Py_ssize_t* nxt = tb.nxt.data()
         for i in range(n):
-            left[i] = self.op_time[lo + i]
+            left[i] = self.ops[lo + i].time
             nxt[i] = i
         nxt[n] = n
         cdef double st, old, delta = 0.0
-        cdef double* stalls = self.stall[kind].data()
+        cdef Iv* iv = self.iv.data()
         cdef QItem* c
         cdef Py_ssize_t j
         for j in range(start, stop):
             c = &queue.data()[j]
             st = serve_one(left, nxt, n, c.first - lo, c.deadline - lo, c.seconds)
-            old = stalls[c.rect]
+            old = iv[c.rect].stall[kind]
             if st != old:
                 self._record(R_STALL, kind, c.rect, 0, old)
-                stalls[c.rect] = st
+                iv[c.rect].stall[kind] = st
                 delta += st - old
         self.stall_total += delta
 
@@ -749,8 +753,8 @@ cdef class PrefetchState:
         if action == tb.extend_action:
             self._set_end(r, t + 1)
             if tb.t_writes[k]:
-                self._record(R_LASTW, 0, r, self.rlastw[r], 0.0)
-                self.rlastw[r] = t
+                self._record(R_LASTW, 0, r, self.iv[r].lastw, 0.0)
+                self.iv[r].lastw = t
             self._serve(k)
             self._put_eviction(r)
         else:
@@ -769,7 +773,7 @@ cdef class PrefetchState:
                 self._put_eviction(r)
         if tb.s_last[p]:
             r = self.open
-            if r >= 0 and self.rlastw[r] >= 0 and self._eviction(r, &cp):
+            if r >= 0 and self.iv[r].lastw >= 0 and self._eviction(r, &cp):
                 lim = tb.end_l[b] if tb.end_l[b] < tb.n_ops else tb.n_ops
                 self._set_end(r, self._evict_end(r, lim))
                 self._put_eviction(r)
@@ -796,34 +800,22 @@ cdef class PrefetchState:
             it = &recs[i]
             kind = it.kind
             if kind == R_END:
-                self.end[it.idx] = it.ival
+                self.iv[it.idx].end = it.ival
             elif kind == R_LASTW:
-                self.rlastw[it.idx] = it.ival
+                self.iv[it.idx].lastw = it.ival
             elif kind == R_SERVED:
                 self.served[it.idx] = 0
             elif kind == R_OPTIME:
-                self.op_time[it.idx] = it.dval
+                self.ops[it.idx].time = it.dval
             elif kind == R_RECT:
-                self.b_head[self.occ.back() >> _SHIFT] = self.b_next.back()  # it is its bucket's newest
-                self.b_next.pop_back()
-                self.occ.pop_back()
-                self.end.pop_back()
-                self.off.pop_back()
-                self.top.pop_back()
-                self.rbuf.pop_back()
-                self.rstart.pop_back()
-                self.rcopy.pop_back()
-                self.rlastw.pop_back()
-                for kind in range(2):
-                    self.copies[kind].pop_back()
-                    self.has_copy[kind].pop_back()
-                    self.stall[kind].pop_back()
+                self.bk[self.iv.back().occ >> _SHIFT].head = self.iv.back().next  # it is its bucket's newest
+                self.iv.pop_back()
             elif kind == R_COPY:
                 self._put_copy(it.ck, it.idx, it.has_old, it.old, False)
                 if it.has_old:
-                    self.stall[it.ck][it.idx] = it.dval
+                    self.iv[it.idx].stall[it.ck] = it.dval
             else:
-                self.stall[it.ck][it.idx] = it.dval
+                self.iv[it.idx].stall[it.ck] = it.dval
         self.pos, self.steps, self.open, self.last_rect = s.pos, s.steps, s.open, s.last_rect
         self.op_total, self.stall_total, self.total = s.op_total, s.stall_total, s.total
         self.opts_valid = False
