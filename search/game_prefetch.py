@@ -29,10 +29,9 @@ import math
 
 import numpy as np
 
+from mallocgame._native import PrefetchState, PrefetchTables, prefetch_holes
 from mallocgame.hardware.prefetch_cost import PrefetchEvaluator, serve_queue
 from mallocgame.model import FastInterval, Problem, derived_facts
-from mallocgame.search._prefetch_game import PrefetchState, PrefetchTables
-from mallocgame.search._prefetch_holes import prefetch_holes
 from mallocgame.search.game import ACTION_FEATURES, BUFFER_FEATURES, Game, GameConfig, Observation
 from mallocgame.search.game_data import GameData, buffer_order
 
@@ -277,7 +276,7 @@ class PrefetchGame(Game):
         """The offsets offered for a new interval of segment ``p`` occupying from op ``a``: ``[(offset, hole bottom,
         hole top)]``, first XLA's best fit with look-ahead (the smallest hole free for the longest stay that the
         buffer's later touches can use, which keeps the interval extendable), then the lowest other feasible
-        canonical offsets (``k`` in all). Compiled: ``search/_prefetch_holes.pyx``."""
+        canonical offsets (``k`` in all). Compiled: ``search/_prefetch_holes.pxi``."""
         d = self.data
         return prefetch_holes(self._occ, self._end, self._off, self._top, self._m, a, self._seg.t[p],
                               self._seg.later[p], d.size_l[b], d.align_l[b], d.capacity, self.config.k)
@@ -677,7 +676,7 @@ class PrefetchGame(Game):
 
 
 class NativePrefetchGame(PrefetchGame):
-    """:class:`PrefetchGame` with its state in compiled code (a ``PrefetchState`` of ``search/_prefetch_game.pyx``).
+    """:class:`PrefetchGame` with its state in compiled code (a ``PrefetchState`` of ``search/_prefetch_game.pxi``).
 
     Same interface and the same answers (rewards to the last bit); the tables the compiled state reads are built
     once per problem, decision order and game shape and shared. ``_occ`` etc. are read-only copies of the

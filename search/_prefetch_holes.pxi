@@ -1,34 +1,26 @@
-# cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False
-# distutils: language = c++
-"""The offsets the prefetch game offers a new interval, compiled (``PrefetchGame._holes``).
-
-Per decision the game finds the free holes beside the intervals placed over the new interval's
-time, then XLA's look-ahead best fit: a binary search over the buffer's later touches for the
-longest stay with a hole, each probe a sweep over the placed intervals. In NumPy that is a mask
-over every placed interval and a sort per probe, the largest cost of a greedy episode once the
-copy service is compiled (docs/results.md, "The compiled parts of the prefetch game"). Here the
-intervals live somewhere in ``[a, last later touch]`` are
-gathered once and sorted by offset once (C++ ``std::sort``), each probe is one sweep that skips
-those starting after its horizon, and only the ``k`` holes offered become Python tuples. The
-results are those of ``free_holes`` and ``best_fit_offset`` (mallocgame.search.game_order,
-mallocgame.placement) on the same sets; tests/test_prefetch_holes.py checks them against those.
-"""
+# ---- the prefetch game's hole finder (search/_prefetch_holes.pxi) ----------------------------------------
+# The offsets the prefetch game offers a new interval, compiled (``PrefetchGame._holes``).
+#
+# Per decision the game finds the free holes beside the intervals placed over the new interval's
+# time, then XLA's look-ahead best fit: a binary search over the buffer's later touches for the
+# longest stay with a hole, each probe a sweep over the placed intervals. In NumPy that is a mask
+# over every placed interval and a sort per probe, the largest cost of a greedy episode once the
+# copy service is compiled (docs/results.md, "The compiled parts of the prefetch game"). Here the
+# intervals live somewhere in ``[a, last later touch]`` are
+# gathered once and sorted by offset once (C++ ``std::sort``), each probe is one sweep that skips
+# those starting after its horizon, and only the ``k`` holes offered become Python tuples. The
+# results are those of ``free_holes`` and ``best_fit_offset`` (mallocgame.search.game_order,
+# mallocgame.placement) on the same sets; tests/test_prefetch_holes.py checks them against those.
 
 from libcpp.algorithm cimport sort
 from libcpp.vector cimport vector
 
 
-cdef inline bint _by_address(const Rect& p, const Rect& q) noexcept nogil:
-    # by offset only: among intervals at one offset no hole opens after the first (its top is above it), so their
-    # order changes neither the holes nor the best fit
-    return p.off < q.off
 
 
-cdef inline long long _align_up(long long x, long long align) noexcept nogil:
-    return -((-x) // align) * align  # Python's floor division (cdivision is off), as game_order's free_holes
 
 
-cdef long long _best_fit(const Rect* rs, Py_ssize_t n, long long horizon, long long size, long long align,
+cdef long long _fit_below(const Rect* rs, Py_ssize_t n, long long horizon, long long size, long long align,
                          long long cap, bint bounded) noexcept nogil:
     """``best_fit_offset`` over the rects that start before ``horizon`` (-1: none fits)."""
     cdef long long cur = 0, a, best_len = -1, best_off = -1
@@ -92,11 +84,11 @@ cdef Py_ssize_t holes_among(vector[Rect]& rs, long long t, const long long* late
     while lo < hi:
         mid = (lo + hi + 1) // 2
         # a hole among the intervals live before the probe's horizon (unbounded: the top one always is)
-        if not bounded or _best_fit(rs.data(), n, later[mid - 1] + 1, size, align, cap, True) >= 0:
+        if not bounded or _fit_below(rs.data(), n, later[mid - 1] + 1, size, align, cap, True) >= 0:
             lo, stay = mid, later[mid - 1] + 1
         else:
             hi = mid - 1
-    best = _best_fit(rs.data(), n, stay, size, align, cap, bounded)
+    best = _fit_below(rs.data(), n, stay, size, align, cap, bounded)
     for i in range(nh):  # the best fit's hole (best lies in exactly one)
         if hs[i].bottom <= best < hs[i].top:
             out[0].offset, out[0].bottom, out[0].top = best, hs[i].bottom, hs[i].top

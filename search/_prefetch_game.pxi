@@ -1,34 +1,29 @@
-# cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=False
-# distutils: language = c++
-# distutils: extra_compile_args = -ffp-contract=off
-"""The prefetch game's state and step, compiled (the ``native`` engine of ``PrefetchGame``).
-
-Two classes, one boundary:
-
-* :class:`PrefetchTables`: what every game on one problem, decision order and game shape reads but never
-  writes: the touches, each op's operands in the evaluator's order with their savings, the ops' compute,
-  slow-memory and fixed seconds, the copy time of every buffer, the two prefix sums of the window picker,
-  and the decisions (one per use segment: buffer, touch, op, pure write, last of its buffer, last write
-  before it, the buffer's later touches).
-* :class:`PrefetchState`: one game's state: the fast intervals (columns), the served touches, the op
-  times, the prefetch and eviction copies with their stalls, the service queues and window coverage, the
-  current segment's options and an undo journal (a persistent chain of :class:`_PStep` records shared by
-  clones, as the Python game's tuple chain is).
-
-Each method computes what ``mallocgame.search.game_prefetch.PrefetchGame`` computes, with the same
-floating-point operations in the same order (``-ffp-contract=off``: no fused multiply-adds), so rewards
-agree to the last bit; tests/test_engine_prefetch.py checks both engines against each other. The hole
-finder and the copy service are the compiled ones of ``search/_prefetch_holes.pyx`` and
-``hardware/_copy_service.pyx``, called at C level.
-"""
+# ---- the prefetch game's native engine (search/_prefetch_game.pxi) ---------------------------------------
+# The prefetch game's state and step, compiled (the ``native`` engine of ``PrefetchGame``).
+#
+# Two classes, one boundary:
+#
+# * :class:`PrefetchTables`: what every game on one problem, decision order and game shape reads but never
+#   writes: the touches, each op's operands in the evaluator's order with their savings, the ops' compute,
+#   slow-memory and fixed seconds, the copy time of every buffer, the two prefix sums of the window picker,
+#   and the decisions (one per use segment: buffer, touch, op, pure write, last of its buffer, last write
+#   before it, the buffer's later touches).
+# * :class:`PrefetchState`: one game's state: the fast intervals (columns), the served touches, the op
+#   times, the prefetch and eviction copies with their stalls, the service queues and window coverage, the
+#   current segment's options and an undo journal (a persistent chain of :class:`_PStep` records shared by
+#   clones, as the Python game's tuple chain is).
+#
+# Each method computes what ``mallocgame.search.game_prefetch.PrefetchGame`` computes, with the same
+# floating-point operations in the same order (``-ffp-contract=off``: no fused multiply-adds), so rewards
+# agree to the last bit; tests/test_engine_prefetch.py checks both engines against each other. The hole
+# finder and the copy service are the compiled ones of ``search/_prefetch_holes.pxi`` and
+# ``hardware/_copy_service.pxi``, called at C level (parts of the same module).
 
 cimport cython
 from cpython.ref cimport Py_REFCNT
 from libcpp.algorithm cimport lower_bound, upper_bound
 from libcpp.vector cimport vector
 
-from mallocgame.hardware._copy_service cimport serve_one
-from mallocgame.search._prefetch_holes cimport Hole, Rect, holes_among
 
 import numpy as np
 
@@ -36,7 +31,7 @@ cdef long long IN_PLACE = -2  # copy_start of an interval produced in place (gam
 cdef long long _MASKED = -(1LL << 62)  # a window offered no new interval (the Python game's None)
 cdef double _RATIO = 1.5  # game_prefetch.RATIO
 cdef int _PREFETCH = 0, _EVICTION = 1
-cdef long long _UNBOUNDED = 1LL << 62  # the top hole's top when there is no capacity
+cdef long long _NO_CAPACITY_TOP = 1LL << 62  # the top hole's top when there is no capacity
 cdef int _SHIFT = 5  # the time index's buckets: 32 ops each
 
 
@@ -185,7 +180,7 @@ cdef class PrefetchTables:
         self.pre_xla, self.pre_safe = d.prefix["xla"], d.prefix["safe"]
         self.reward_norm = d.reward_norm
         self.bounded = d.capacity is not None
-        self.cap = d.capacity if self.bounded else _UNBOUNDED
+        self.cap = d.capacity if self.bounded else _NO_CAPACITY_TOP
         self.S = seg.n
         self.s_buf, self.s_touch, self.s_t, self.s_w = seg.buf, seg.touch, seg.t, seg.w
         self.s_pure = [bool(x) for x in seg.pure]

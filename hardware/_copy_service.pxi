@@ -1,15 +1,48 @@
-# cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False
-"""XLA's async-copy service, compiled: the loop behind :func:`mallocgame.hardware.prefetch_cost.serve_copies_left`.
-
-The evaluator, ``msa`` and the prefetch game serve copies on every answer, every decision and every
-step; the game re-serves a covered run of copies per step, and in Python that loop is a large share
-of a greedy episode (docs/results.md, "The compiled parts of the prefetch game"). The arithmetic is
-the Python loop's, step for step (``take = min(need, left)``,
-``need -= take``, ``left -= take``, IEEE doubles, no reassociation), so the stalls and budgets are
-bit-identical to it; tests/test_copy_service.py holds that loop as the reference and checks it.
-"""
+# ---- the async-copy service (hardware/_copy_service.pxi) -------------------------------------------------
+# XLA's async-copy service, compiled: the loop behind :func:`mallocgame.hardware.prefetch_cost.serve_copies_left`.
+#
+# The evaluator, ``msa`` and the prefetch game serve copies on every answer, every decision and every
+# step; the game re-serves a covered run of copies per step, and in Python that loop is a large share
+# of a greedy episode (docs/results.md, "The compiled parts of the prefetch game"). The arithmetic is
+# the Python loop's, step for step (``take = min(need, left)``,
+# ``need -= take``, ``left -= take``, IEEE doubles, no reassociation), so the stalls and budgets are
+# bit-identical to it; tests/test_copy_service.py holds that loop as the reference and checks it.
 
 from libc.stdlib cimport free, malloc
+
+
+cdef inline Py_ssize_t next_open(Py_ssize_t* nxt, Py_ssize_t t) noexcept nogil:
+    # union-find "next open slot" with path compression (mallocgame.intervals.next_open)
+    cdef Py_ssize_t root = t, up
+    while nxt[root] != root:
+        root = nxt[root]
+    while nxt[t] != root:
+        up = nxt[t]
+        nxt[t] = root
+        t = up
+    return root
+
+
+cdef inline double serve_one(double* left, Py_ssize_t* nxt, Py_ssize_t n, Py_ssize_t first, Py_ssize_t deadline,
+                              double need) noexcept nogil:
+    """Serve one copy from the earliest budget left in ``[first, deadline)``; returns its stall."""
+    cdef Py_ssize_t t, end
+    cdef double take
+    if first < n:
+        t = next_open(nxt, first if first > 0 else 0)
+    else:
+        t = n
+    end = deadline if deadline < n else n
+    while need > 0 and t < end:
+        take = need if need < left[t] else left[t]
+        need -= take
+        left[t] -= take
+        if left[t] <= 0:
+            nxt[t] = t + 1
+            t = next_open(nxt, t + 1)
+        else:
+            break
+    return need if need > 0 else 0.0
 
 import numpy as np
 
