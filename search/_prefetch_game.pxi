@@ -208,9 +208,10 @@ cdef class PrefetchState:
     cdef vector[QItem] queue[2]
     cdef vector[Bucket] bk
     cdef _PStep journal
-    # the current segment's options (valid while opts_valid)
-    cdef bint opts_valid, o_extend
-    cdef long long o_open, o_close_end
+    # the current segment's options: the open interval, where it closes, extend (valid while basic_valid; all a
+    # step that extends or goes slow needs), then the copy windows and their holes (valid while opts_valid)
+    cdef bint basic_valid, opts_valid, o_extend
+    cdef long long o_open, o_close_end, o_prev_end
     cdef long long o_win[3]  # per window (at most 3)
     cdef vector[Hole] o_holes  # nw x k
     cdef vector[bint] o_inf  # nw x k: the hole is the unbounded top one
@@ -239,7 +240,7 @@ cdef class PrefetchState:
         self.journal = None
         self.o_holes.resize(tables.nw * tables.k)
         self.o_inf.resize(tables.nw * tables.k)
-        self.opts_valid = False
+        self.basic_valid = self.opts_valid = False
         self.rec = NULL
 
     def clone(self):
@@ -251,7 +252,8 @@ cdef class PrefetchState:
         o.iv, o.ops, o.served, o.bk = self.iv, self.ops, self.served, self.bk
         o.queue[0], o.queue[1] = self.queue[0], self.queue[1]
         o.journal = self.journal
-        o.opts_valid, o.o_extend, o.o_open, o.o_close_end = self.opts_valid, self.o_extend, self.o_open, self.o_close_end
+        o.basic_valid, o.opts_valid, o.o_extend = self.basic_valid, self.opts_valid, self.o_extend
+        o.o_open, o.o_close_end, o.o_prev_end = self.o_open, self.o_close_end, self.o_prev_end
         o.o_holes, o.o_inf, o.o_greedy = self.o_holes, self.o_inf, self.o_greedy
         o.o_win[0], o.o_win[1], o.o_win[2] = self.o_win[0], self.o_win[1], self.o_win[2]
         o.o_nholes[0], o.o_nholes[1], o.o_nholes[2] = self.o_nholes[0], self.o_nholes[1], self.o_nholes[2]
@@ -378,22 +380,34 @@ cdef class PrefetchState:
         self.o_nholes[g] = holes_among(tb.rs, t, later, n_later, tb.size[b], tb.align[b], tb.cap, tb.bounded, tb.k,
                                        tb.hs, &self.o_holes.data()[g * tb.k], &self.o_inf.data()[g * tb.k])
 
-    cdef void _options(self) noexcept:
-        if self.opts_valid:
+    cdef void _basic(self) noexcept:
+        """The open interval, where it closes if not extended, and whether extending is legal."""
+        if self.basic_valid:
             return
         cdef PrefetchTables tb = self.tb
-        cdef Py_ssize_t p = self.pos, g, h
-        cdef long long b = tb.s_buf[p], k = tb.s_touch[p], t = tb.s_t[p], r = self.open, cur, prev_end, cmin, c, x
-        cdef double need
-        cdef bint dup
+        cdef Py_ssize_t p = self.pos
+        cdef long long k = tb.s_touch[p], t = tb.s_t[p], r = self.open, cur
         self.o_open, self.o_close_end, self.o_extend, self.o_greedy = r, -1, False, -1
         if r >= 0:
             cur = self.iv[r].end
             self.o_close_end = self._evict_end(r, t) if self.iv[r].lastw >= 0 and tb.t_reads[k] else cur
             self.o_extend = self._free_until(r, cur, t + 1) >= t + 1
-            prev_end = self.o_close_end
+            self.o_prev_end = self.o_close_end
         else:
-            prev_end = self.iv[self.last_rect].end if self.last_rect >= 0 else -1
+            self.o_prev_end = self.iv[self.last_rect].end if self.last_rect >= 0 else -1
+        self.basic_valid = True
+
+    cdef void _options(self) noexcept:
+        """All the options: :meth:`_basic`'s, then the copy windows and the holes each offers."""
+        if self.opts_valid:
+            return
+        self._basic()
+        cdef PrefetchTables tb = self.tb
+        cdef Py_ssize_t p = self.pos, g, h
+        cdef long long b = tb.s_buf[p], t = tb.s_t[p], prev_end = self.o_prev_end, cmin, c, x
+        cdef double need
+        cdef bint dup
+        self.o_greedy = -1
         for g in range(tb.nw):
             self.o_win[g] = _MASKED
             self.o_nholes[g] = 0
@@ -507,7 +521,7 @@ cdef class PrefetchState:
         total = self._apply(action, &recs)
         starts.push_back(recs.size())
         while not tb.s_last[self.pos - 1]:
-            self._options()
+            self._basic()  # extend or slow: the holes are not needed
             marks.push_back(self._scalars())
             total += self._apply(tb.extend_action if self.o_extend else tb.slow_action, &recs)
             starts.push_back(recs.size())
@@ -518,7 +532,7 @@ cdef class PrefetchState:
         for g in range(3):
             self.o_win[g], self.o_nholes[g] = win[g], nh[g]
         self.o_greedy = -1
-        self.opts_valid = True
+        self.basic_valid = self.opts_valid = True
         return total
 
     # --- primitive changes, recorded for undo ------------------------------------------------------
@@ -724,7 +738,10 @@ cdef class PrefetchState:
         cdef PrefetchTables tb = self.tb
         if self.pos >= tb.S:
             raise ValueError("step on a finished game")
-        self._options()
+        if action == tb.extend_action or action == tb.slow_action or not 0 <= action < tb.extend_action:
+            self._basic()  # no new interval: the holes are not needed
+        else:
+            self._options()
         cdef Py_ssize_t p = self.pos, g, j
         cdef long long b = tb.s_buf[p], k = tb.s_touch[p], t = tb.s_t[p], r = self.o_open, c, off, occ, lim
         cdef double before = self.op_total + self.stall_total, reward
@@ -782,7 +799,7 @@ cdef class PrefetchState:
         reward = (before - (self.op_total + self.stall_total)) / tb.reward_norm
         self.total += reward
         self.rec = NULL
-        self.opts_valid = False
+        self.basic_valid = self.opts_valid = False
         return reward
 
     cdef void _revert(self, vector[Rec]& recs, size_t lo, size_t hi, Scalars s) noexcept:
@@ -813,7 +830,7 @@ cdef class PrefetchState:
                 self.iv[it.idx].stall[it.ck] = it.dval
         self.pos, self.steps, self.open, self.last_rect = s.pos, s.steps, s.open, s.last_rect
         self.op_total, self.stall_total, self.total = s.op_total, s.stall_total, s.total
-        self.opts_valid = False
+        self.basic_valid = self.opts_valid = False
 
     def undo(self):
         """Take back the last step (its primitive changes replayed backwards)."""
