@@ -21,6 +21,14 @@ runs the ``mcts`` solver in-process (map mode, default options) for S seconds pe
 ``layered_network(10000, seed=1)`` and reports its ``simulations`` per wall second and per CPU second (the
 solver's deadline is wall time: on a loaded machine it gets a fraction of a core).
 
+The prefetch game (``GameConfig(variant="prefetch", order="xla")``, mcts's game in prefetch mode) on every
+program of the xla suite in prefetch mode at 25% of its max live bytes (as experiments/bench_prefetch_game.py
+builds them), for each engine: ``setup`` (the game on a fresh ``PrefetchData``; the native engine builds its
+tables here), ``greedy 1st`` and the median ``greedy`` episode (step by step: ``greedy_action`` then ``step``,
+the look-ahead of the greedy included), ``greedy_rollout()`` (one call), ``random``: steps/s of a seeded random
+episode's first ``--random-steps`` steps, and ``clone`` microseconds half-way through a greedy episode. The
+greedy episodes' rewards (``==``, step by step), final intervals and the random episodes' rewards are compared.
+
 With ``--msa`` it runs only msa's table instead (:func:`bench_msa`: the ``msa`` solver in-process, variants off,
 both engines, on the xla suite (least of ``--msa-repeat`` solves) and ``layered_network(100000)``; goals:
 <= 0.3 s per xla program, <= 1 s at 100k, >= 20x the reference), written to ``--msa-out``.
@@ -33,7 +41,8 @@ With ``--placement-1m`` it runs only the 1M whole-process section (:func:`placem
 solve FILE --solver greedy-xla|best-fit`` on ``layered_network(1000000, seed=1)`` written as workload JSON, both
 engines, and where the time goes (reading the file in a child of its own; the solver's own wall time).
 
-Usage: nice python experiments/bench_engine.py [--layered 10000] [--episodes 3] [--mcts-seconds 10] [--out PATH]
+Usage: nice python experiments/bench_engine.py [--games order,prefetch] [--layered 10000] [--episodes 3]
+       [--random-steps 2000] [--mcts-seconds 10] [--out PATH]
        nice python experiments/bench_engine.py --msa [--msa-sizes 100000] [--msa-repeat 2] [--msa-out bench_engine_msa.md]
        nice python experiments/bench_engine.py --pack-search [--pack-seeds 0 1 2 3 4] [--out bench_engine_pack.md]
        nice python experiments/bench_engine.py --placement-1m [--out bench_engine_pack.md]
@@ -57,13 +66,18 @@ from _common import Transcript, benchmarks_dir, write_results
 
 from mallocgame.hardware.spec import PRESETS
 from mallocgame.inputs.generate import layered_network
+from mallocgame.inputs.load import prepare
 from mallocgame.inputs.suites import suite_entries
+from mallocgame.inputs.workloads import with_capacity
 from mallocgame.search.game import GameConfig
 from mallocgame.search.game_data import GameData
 from mallocgame.search.game_order import NativeOrderGame, OrderGame
+from mallocgame.search.game_prefetch import NativePrefetchGame, PrefetchData, PrefetchGame
 
 HW = PRESETS["tpuv4i"]
 ENGINES = {"python": OrderGame, "native": NativeOrderGame}
+PREFETCH_ENGINES = {"python": PrefetchGame, "native": NativePrefetchGame}
+PREFETCH_CONFIG = GameConfig(variant="prefetch", order="xla")
 GREEDY_GOAL_S, CLONE_GOAL_US, LSTM_STEPS_GOAL = 0.050, 5.0, 1_000_000
 
 
@@ -87,7 +101,7 @@ def random_episode(game, seed: int) -> tuple[list[float], float]:
 
 def clone_us(game, reps: int) -> float:
     mid = game.clone()
-    while mid.steps < mid.data.n // 2 and not mid.done:
+    while mid.steps < mid.decisions_left and not mid.done:
         mid.step(mid.greedy_action())
     best = float("inf")
     for _ in range(5):  # the least loaded of five batches: the machine is shared
@@ -133,6 +147,88 @@ def goal_text(value: float, goal: float, unit: str, scale: float = 1.0) -> str:
     return f"missed x{value / goal:.2f} ({value * scale:.3g} {unit} > {goal * scale:g})"
 
 
+def lstm_steps_goal(steps: int, seconds: float) -> str:
+    per_s = steps / seconds if seconds > 0 else float("inf")
+    return ("met" if per_s >= LSTM_STEPS_GOAL else f"missed x{LSTM_STEPS_GOAL / per_s:.2f}") + f" ({per_s:,.0f})"
+
+
+def random_prefix(game, seed: int, steps: int) -> tuple[list[float], float]:
+    rng = np.random.default_rng(seed)
+    rewards = []
+    t = time.process_time()
+    while not game.done and len(rewards) < steps:
+        legal = game.legal_actions()
+        rewards.append(game.step(int(legal[rng.integers(len(legal))])))
+    return rewards, time.process_time() - t
+
+
+def bench_prefetch_engine(problem, engine: str, episodes: int, seed: int, random_steps: int) -> dict:
+    data = PrefetchData(problem, HW)
+    t = time.process_time()
+    fresh = PREFETCH_ENGINES[engine](problem, HW, PREFETCH_CONFIG, data=data)
+    setup = time.process_time() - t
+    final = fresh.clone()
+    greedy, first = greedy_episode(final)
+    times = [greedy_episode(fresh.clone())[1] for _ in range(episodes)]
+    rollouts = []
+    for _ in range(max(episodes, 1)):
+        game = fresh.clone()
+        t = time.process_time()
+        value = game.greedy_rollout()
+        rollouts.append(time.process_time() - t)
+        if value != sum(greedy, 0.0) or game.intervals() != final.intervals():
+            raise SystemExit(f"{problem.name}: {engine} greedy_rollout() is not the greedy episode")
+    rand, rand_s = random_prefix(fresh.clone(), seed, random_steps)
+    return {"setup": setup, "first": first, "greedy": float(np.median(times)), "steps": len(greedy),
+            "rollout": float(np.median(rollouts)), "greedy_rewards": greedy, "intervals": final.intervals(),
+            "random_rewards": rand, "random_s": rand_s, "value": final.total_reward(),
+            "clone_us": clone_us(fresh, 2000 if engine == "native" else 200)}
+
+
+def prefetch_table(show, args) -> None:
+    show()
+    show("## The prefetch game (xla suite, prefetch mode, 25% of max live, GameConfig(variant='prefetch', order='xla'))")
+    show()
+    show("| program | buffers | steps | setup s py / nat | greedy 1st s py / nat | greedy s py / nat | ratio "
+         "| greedy steps/s nat | greedy_rollout() s py / nat | ratio | random steps/s py / nat | ratio "
+         "| clone us py / nat | same answers |")
+    show("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    goals = []
+    for entry in suite_entries("xla"):
+        held = with_capacity(entry.build(), 0.25)
+        problem = prepare(held, mode="prefetch", hardware=HW, capacity=held.capacity)[0]
+        r = {engine: bench_prefetch_engine(problem, engine, args.episodes, args.seed, args.random_steps)
+             for engine in PREFETCH_ENGINES}
+        py, nat = r["python"], r["native"]
+        same = (py["greedy_rewards"] == nat["greedy_rewards"] and py["intervals"] == nat["intervals"]
+                and py["random_rewards"] == nat["random_rewards"])
+        if not same:
+            raise SystemExit(f"{entry.name}: the engines disagree (greedy value {py['value']!r} vs {nat['value']!r})")
+        n = py["steps"]
+        show(f"| {entry.name} | {problem.n} | {n} | {py['setup']:.3f} / {nat['setup']:.3f} "
+             f"| {py['first']:.3f} / {nat['first']:.4f} | {py['greedy']:.3f} / {nat['greedy']:.4f} "
+             f"| {py['greedy'] / max(nat['greedy'], 1e-9):.0f}x | {rate(n, nat['greedy'])} "
+             f"| {py['rollout']:.3f} / {nat['rollout']:.4f} | {py['rollout'] / max(nat['rollout'], 1e-9):.0f}x "
+             f"| {rate(len(py['random_rewards']), py['random_s'])} / {rate(len(nat['random_rewards']), nat['random_s'])} "
+             f"| {py['random_s'] / max(nat['random_s'], 1e-9):.0f}x | {py['clone_us']:.1f} / {nat['clone_us']:.2f} "
+             f"| yes (value {nat['value']:.6f}) |")
+        goals.append((entry.name, n, nat))
+    show()
+    show("Goals (native engine): greedy episode <= 50 ms on every xla-suite program (warm; cold = setup + first "
+         "episode), clone <= 5 us, >= 1M greedy steps/s on the LSTM step")
+    show()
+    show("| program | greedy warm | greedy_rollout() | greedy cold (setup + 1st) | clone | steps/s |")
+    show("|---|---|---|---|---|---|")
+    for name, n, nat in goals:
+        steps_goal = ""
+        if name == "lstm3-scan150-train":
+            steps_goal = lstm_steps_goal(n, nat["greedy"])
+        show(f"| {name} | {goal_text(nat['greedy'], GREEDY_GOAL_S, 'ms', 1e3)} "
+             f"| {goal_text(nat['rollout'], GREEDY_GOAL_S, 'ms', 1e3)} "
+             f"| {goal_text(nat['setup'] + nat['first'], GREEDY_GOAL_S, 'ms', 1e3)} "
+             f"| {goal_text(nat['clone_us'], CLONE_GOAL_US, 'us')} | {steps_goal} |")
+
+
 def mcts_rate(problem, engine: str, seconds: float) -> tuple[float, int, float]:
     from mallocgame.solvers.mcts import MCTSSolver
 
@@ -149,6 +245,8 @@ def mcts_rate(problem, engine: str, seconds: float) -> tuple[float, int, float]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--games", default="order,prefetch", help="the games to measure: order (map mode), prefetch")
+    ap.add_argument("--random-steps", type=int, default=2000, help="prefetch game: steps of the random episode")
     ap.add_argument("--layered", type=int, nargs="*", default=[10000], help="layered_network sizes besides the suite")
     ap.add_argument("--episodes", type=int, default=3, help="greedy episodes after the first, per engine")
     ap.add_argument("--seed", type=int, default=1)
@@ -180,46 +278,51 @@ def main() -> None:
         write_results(args.out, "# The native engine against the Python reference: pack-search and the 1M whole "
                       "process\n\nOutput of `experiments/bench_engine.py` as printed:\n\n" + show.text)
         return
-    programs = [(e.name, e.build) for e in suite_entries("xla")]
-    programs += [(f"layered_network({n})", lambda n=n: layered_network(n, seed=args.seed)) for n in args.layered]
+    games = set(filter(None, args.games.split(",")))
+    if games - {"order", "prefetch"}:
+        raise SystemExit(f"--games: unknown game(s) {', '.join(sorted(games - {'order', 'prefetch'}))} (known: order, prefetch)")
     show = Transcript()
     show(f"# python {platform.python_version()}, numpy {np.__version__}, {platform.machine()}; CPU seconds")
-    show("| program | buffers | setup s py / nat | greedy 1st s py / nat | greedy s py / nat | ratio "
-         "| greedy steps/s nat | greedy_rollout() s py / nat | random steps/s py / nat | ratio | clone us py / nat "
-         "| same answers |")
-    show("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
-    goals = []
-    for name, build in programs:
-        problem = build()
-        r = {engine: bench_engine(problem, engine, args.episodes, args.seed) for engine in ENGINES}
-        py, nat = r["python"], r["native"]
-        same = (py["greedy_rewards"] == nat["greedy_rewards"] and np.array_equal(py["offsets"], nat["offsets"])
-                and py["random_rewards"] == nat["random_rewards"])
-        if not same:
-            raise SystemExit(f"{name}: the engines disagree (greedy value {py['value']!r} vs {nat['value']!r})")
-        n = py["steps"]
-        show(f"| {name} | {problem.n} | {py['setup']:.3f} / {nat['setup']:.3f} | {py['first']:.3f} / {nat['first']:.4f} "
-             f"| {py['greedy']:.3f} / {nat['greedy']:.4f} | {py['greedy'] / max(nat['greedy'], 1e-9):.0f}x "
-             f"| {rate(n, nat['greedy'])} | {py['rollout']:.3f} / {nat['rollout']:.4f} "
-             f"| {rate(n, py['random_s'])} / {rate(n, nat['random_s'])} "
-             f"| {py['random_s'] / max(nat['random_s'], 1e-9):.0f}x | {py['clone_us']:.1f} / {nat['clone_us']:.2f} "
-             f"| yes (value {nat['value']:.6f}) |")
-        if not name.startswith("layered"):
-            goals.append((name, problem.n, nat))
-    show()
-    show("Goals (native engine): greedy episode <= 50 ms on every xla-suite program (warm; cold = setup + first episode), "
-         "clone <= 5 us, >= 1M greedy steps/s on the LSTM step")
-    show()
-    show("| program | greedy warm | greedy cold (setup + 1st) | clone | steps/s |")
-    show("|---|---|---|---|---|")
-    for name, n, nat in goals:
-        steps_goal = ""
-        if name == "lstm3-scan150-train":
-            steps = n / nat["greedy"] if nat["greedy"] > 0 else float("inf")
-            steps_goal = ("met" if steps >= LSTM_STEPS_GOAL else f"missed x{LSTM_STEPS_GOAL / steps:.2f}") + f" ({steps:,.0f})"
-        show(f"| {name} | {goal_text(nat['greedy'], GREEDY_GOAL_S, 'ms', 1e3)} "
-             f"| {goal_text(nat['setup'] + nat['first'], GREEDY_GOAL_S, 'ms', 1e3)} "
-             f"| {goal_text(nat['clone_us'], CLONE_GOAL_US, 'us')} | {steps_goal} |")
+    if "order" in games:
+        programs = [(e.name, e.build) for e in suite_entries("xla")]
+        programs += [(f"layered_network({n})", lambda n=n: layered_network(n, seed=args.seed)) for n in args.layered]
+        show("| program | buffers | setup s py / nat | greedy 1st s py / nat | greedy s py / nat | ratio "
+             "| greedy steps/s nat | greedy_rollout() s py / nat | random steps/s py / nat | ratio | clone us py / nat "
+             "| same answers |")
+        show("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+        goals = []
+        for name, build in programs:
+            problem = build()
+            r = {engine: bench_engine(problem, engine, args.episodes, args.seed) for engine in ENGINES}
+            py, nat = r["python"], r["native"]
+            same = (py["greedy_rewards"] == nat["greedy_rewards"] and np.array_equal(py["offsets"], nat["offsets"])
+                    and py["random_rewards"] == nat["random_rewards"])
+            if not same:
+                raise SystemExit(f"{name}: the engines disagree (greedy value {py['value']!r} vs {nat['value']!r})")
+            n = py["steps"]
+            show(f"| {name} | {problem.n} | {py['setup']:.3f} / {nat['setup']:.3f} | {py['first']:.3f} / {nat['first']:.4f} "
+                 f"| {py['greedy']:.3f} / {nat['greedy']:.4f} | {py['greedy'] / max(nat['greedy'], 1e-9):.0f}x "
+                 f"| {rate(n, nat['greedy'])} | {py['rollout']:.3f} / {nat['rollout']:.4f} "
+                 f"| {rate(n, py['random_s'])} / {rate(n, nat['random_s'])} "
+                 f"| {py['random_s'] / max(nat['random_s'], 1e-9):.0f}x | {py['clone_us']:.1f} / {nat['clone_us']:.2f} "
+                 f"| yes (value {nat['value']:.6f}) |")
+            if not name.startswith("layered"):
+                goals.append((name, problem.n, nat))
+        show()
+        show("Goals (native engine): greedy episode <= 50 ms on every xla-suite program (warm; cold = setup + first episode), "
+             "clone <= 5 us, >= 1M greedy steps/s on the LSTM step")
+        show()
+        show("| program | greedy warm | greedy cold (setup + 1st) | clone | steps/s |")
+        show("|---|---|---|---|---|")
+        for name, n, nat in goals:
+            steps_goal = ""
+            if name == "lstm3-scan150-train":
+                steps_goal = lstm_steps_goal(n, nat["greedy"])
+            show(f"| {name} | {goal_text(nat['greedy'], GREEDY_GOAL_S, 'ms', 1e3)} "
+                 f"| {goal_text(nat['setup'] + nat['first'], GREEDY_GOAL_S, 'ms', 1e3)} "
+                 f"| {goal_text(nat['clone_us'], CLONE_GOAL_US, 'us')} | {steps_goal} |")
+    if "prefetch" in games:
+        prefetch_table(show, args)
     if args.mcts_seconds > 0:
         problem = layered_network(10000, seed=1)
         show()
@@ -233,7 +336,7 @@ def main() -> None:
             show(f"| {engine} | {sims} | {per_s:.2f} | {cpu:.1f} | {sims / max(cpu, 1e-9):.1f} "
                  f"| {os.getloadavg()[0]:.1f} |")
     write_results(args.out, (
-        "# The native engine against the Python reference: the map game\n\n"
+        "# The native engine against the Python reference: the games\n\n"
         "Output of `experiments/bench_engine.py` as printed (both engines in one run, CPU seconds, "
         "see the script's docstring for the columns):\n\n" + show.text))
 

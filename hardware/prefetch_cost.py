@@ -26,8 +26,8 @@ from typing import Sequence
 
 import numpy as np
 
-from mallocgame.hardware._copy_service import serve_copies_left as _compiled_serve
-from mallocgame.hardware._copy_service import serve_queue  # noqa: F401 (the prefetch game's door to it)
+from mallocgame._native import serve_copies_left as _compiled_serve
+from mallocgame._native import serve_queue  # noqa: F401 (the prefetch game's door to it)
 from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.hardware.spec import HardwareSpec
 from mallocgame.model import KEY_WIDTH, FastInterval, Problem, derived_facts
@@ -224,7 +224,7 @@ def serve_copies(copies: Sequence[tuple[int, int, float]], budgets: Sequence[flo
 def serve_copies_left(copies: Sequence[tuple[int, int, float]], budgets: Sequence[float]) -> tuple[list[float], list[float]]:
     """:func:`serve_copies`, also returning the budget left per slot (a list of ``T`` floats).
 
-    The one implementation of XLA's async-copy service here, compiled (``hardware/_copy_service.pyx``):
+    The one implementation of XLA's async-copy service here, compiled (``hardware/_copy_service.pxi``, in ``mallocgame._native``):
     the evaluator and ``msa`` call it, the prefetch game calls ``serve_queue``, the same loop on the
     copies it keeps in service order, on every step. Exhausted slots are skipped with a union-find
     "next slot" pointer (as :func:`mallocgame.intervals.next_open`), so the cost is

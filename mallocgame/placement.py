@@ -35,7 +35,7 @@ import time
 
 import numpy as np
 
-from mallocgame._placement import greedy_place_loop
+from mallocgame._native import greedy_place_loop
 from mallocgame.engine import engine
 from mallocgame.intervals import OverlapIndex, neighbour_lists, overlap_index
 from mallocgame.model import Problem
@@ -101,7 +101,7 @@ def greedy_place(problem: Problem, order: np.ndarray, capacity: int | None, *,
     scan of the placed buffers that overlap it in time. Past ``deadline`` (monotonic seconds)
     the buffers not reached stay unplaced; the clock is read every 256 buffers and at every
     buffer with more than :data:`CLOCK_EVERY_STEP` neighbours. ``MALLOCGAME_ENGINE=native`` (the default) runs
-    the loop compiled (``mallocgame._placement``), ``python`` runs the code below: the same answer, and the
+    the loop compiled (``mallocgame._native``), ``python`` runs the code below: the same answer, and the
     same clock reads, so a deadline that falls at the same step cuts both at the same buffer.
     """
     a = problem.arrays

@@ -12,7 +12,7 @@ State: offsets ``[n]``, the position in the order, the per-op saved seconds of t
 reward model. A step costs one index query plus a scan of the interfering buffers.
 
 Two engines (:func:`mallocgame.engine.engine`): ``Game(...)`` builds a :class:`NativeOrderGame` (state, step,
-clone, undo, legal and greedy actions in compiled code, ``search/_order_game.pyx``) unless
+clone, undo, legal and greedy actions in compiled code, ``search/_order_game.pxi``) unless
 ``MALLOCGAME_ENGINE=python``, which builds this module's :class:`OrderGame`, the reference it must match.
 """
 
@@ -22,8 +22,8 @@ import math
 
 import numpy as np
 
+from mallocgame._native import OrderState, OrderTables
 from mallocgame.intervals import count_overlapping_pairs
-from mallocgame.search._order_game import OrderState, OrderTables
 from mallocgame.search.game import ACTION_FEATURES, BUFFER_FEATURES, Game, GameConfig, Observation
 from mallocgame.search.game_data import GameData, buffer_order
 
@@ -237,7 +237,7 @@ class OrderGame(Game, variant="order", engine_name="python"):
 
 
 class NativeOrderGame(OrderGame, variant="order", engine_name="native"):
-    """:class:`OrderGame` with its state in compiled code (an ``OrderState`` of ``search/_order_game.pyx``).
+    """:class:`OrderGame` with its state in compiled code (an ``OrderState`` of ``search/_order_game.pxi``).
 
     Same interface and the same answers (rewards to the last bit); the tables the compiled state reads are
     built once per problem and decision order and shared like the decision order. ``_off`` etc. are

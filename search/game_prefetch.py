@@ -25,12 +25,13 @@ Example:
 from __future__ import annotations
 
 import bisect
+import math
 
 import numpy as np
 
+from mallocgame._native import PrefetchState, PrefetchTables, prefetch_holes
 from mallocgame.hardware.prefetch_cost import PrefetchEvaluator, serve_queue
 from mallocgame.model import FastInterval, Problem, derived_facts
-from mallocgame.search._prefetch_holes import prefetch_holes
 from mallocgame.search.game import ACTION_FEATURES, BUFFER_FEATURES, Game, GameConfig, Observation
 from mallocgame.search.game_data import GameData, buffer_order
 
@@ -83,6 +84,7 @@ class PrefetchData(GameData):
         self.prefix = {"xla": np.concatenate(([0.0], np.cumsum(est_slow))).tolist(),
                        "safe": np.concatenate(([0.0], np.cumsum(est_fast))).tolist()}
         self.segments: dict[str, _Segments] = {}
+        self.tables: dict[tuple, PrefetchTables] = {}  # the native engine's, per (order, windows, k), built on first use
 
     @classmethod
     def of(cls, problem: Problem, hardware) -> "PrefetchData":
@@ -97,6 +99,13 @@ class PrefetchData(GameData):
         if order not in self.segments:
             self.segments[order] = _Segments(self, order)
         return self.segments[order]
+
+    def tables_of(self, order: str, windows: int, k: int) -> PrefetchTables:
+        """The native engine's tables of one decision order and game shape (shared by its games)."""
+        key = (order, windows, k)
+        if key not in self.tables:
+            self.tables[key] = PrefetchTables(self, self.segments_of(order), windows, k)
+        return self.tables[key]
 
 
 class _Segments:
@@ -267,7 +276,7 @@ class PrefetchGame(Game, variant="prefetch"):
         """The offsets offered for a new interval of segment ``p`` occupying from op ``a``: ``[(offset, hole bottom,
         hole top)]``, first XLA's best fit with look-ahead (the smallest hole free for the longest stay that the
         buffer's later touches can use, which keeps the interval extendable), then the lowest other feasible
-        canonical offsets (``k`` in all). Compiled: ``search/_prefetch_holes.pyx``."""
+        canonical offsets (``k`` in all). Compiled: ``search/_prefetch_holes.pxi``."""
         d = self.data
         return prefetch_holes(self._occ, self._end, self._off, self._top, self._m, a, self._seg.t[p],
                               self._seg.later[p], d.size_l[b], d.align_l[b], d.capacity, self.config.k)
@@ -664,6 +673,119 @@ class PrefetchGame(Game, variant="prefetch"):
             lines.append(f"[{a}] extend the interval at offset {int(self._off[o.open])} to op {t + 1}{mark.get(a, '')}")
         lines.append(f"[{self.slow_action}] slow memory{mark.get(self.slow_action, '')}")
         return lines
+
+
+class NativePrefetchGame(PrefetchGame, variant="prefetch", engine_name="native"):
+    """:class:`PrefetchGame` with its state in compiled code (a ``PrefetchState`` of ``search/_prefetch_game.pxi``).
+
+    Same interface and the same answers (rewards to the last bit); the tables the compiled state reads are built
+    once per problem, decision order and game shape and shared. ``_occ`` etc. are read-only copies of the
+    compiled state, for the observation and the text view.
+    """
+
+    def __init__(self, problem, hardware, config: GameConfig = GameConfig(variant="prefetch"), *, data=None,
+                 mode=None):
+        if not isinstance(data, PrefetchData):
+            data = PrefetchData.of(problem, hardware)
+        # Game.__init__'s plain fields, without its state: the state lives in self._core.
+        self.config = config
+        self.data = data
+        self.windows = WINDOWS[:config.windows]
+        k, nw = config.k, len(self.windows)
+        self.num_actions = k * nw + 2
+        self.extend_action = k * nw
+        self.slow_action = k * nw + 1
+        self._seg = data.segments_of(config.order)
+        self._set_decisions(self._seg.buf)
+        self._core = PrefetchState(data.tables_of(config.order, nw, k))
+
+    def clone(self) -> "NativePrefetchGame":
+        other = object.__new__(NativePrefetchGame)
+        other.__dict__.update(self.__dict__)
+        other._core = self._core.clone()
+        return other
+
+    # --- the state, read from the compiled core -----------------------------------------------
+    @property
+    def _pos(self) -> int:
+        return self._core.pos
+
+    @property
+    def _steps(self) -> int:
+        return self._core.steps
+
+    @property
+    def _total(self) -> float:
+        return self._core.total
+
+    @property
+    def _m(self) -> int:
+        return self._core.m
+
+    def _column(self, i: int) -> np.ndarray:
+        return self._core.columns()[i]
+
+    _occ = property(lambda self: self._column(0))
+    _end = property(lambda self: self._column(1))
+    _off = property(lambda self: self._column(2))
+    _top = property(lambda self: self._column(3))
+    _rbuf = property(lambda self: self._column(4).tolist())
+    _rstart = property(lambda self: self._column(5).tolist())
+    _rcopy = property(lambda self: self._column(6).tolist())
+    _rlastw = property(lambda self: self._column(7).tolist())
+
+    @property
+    def done(self) -> bool:
+        return self._core.done
+
+    @property
+    def steps(self) -> int:
+        return self._core.steps
+
+    @property
+    def decisions_left(self) -> int:
+        return self._n_decisions - self._core.pos
+
+    @property
+    def current(self) -> int:
+        pos = self._core.pos
+        return self._decisions[pos] if pos < self._n_decisions else -1
+
+    def total_reward(self) -> float:
+        return self._core.total
+
+    def _time(self) -> float:
+        return self._core.op_total + self._core.stall_total
+
+    def intervals(self) -> tuple[FastInterval, ...]:
+        return intervals_of(self._core.offsets())
+
+    def offsets(self) -> np.ndarray:
+        return self._core.offsets()
+
+    # --- decisions ----------------------------------------------------------------------------
+    def _options(self) -> _Options:
+        return _Options(*self._core.options())
+
+    def legal_mask(self) -> np.ndarray:
+        mask = np.zeros(self.num_actions, bool)
+        mask[self._core.legal_actions()] = True
+        return mask
+
+    def legal_actions(self) -> np.ndarray:
+        return self._core.legal_actions()
+
+    def greedy_action(self) -> int:
+        return self._core.greedy_action()
+
+    def step(self, action: int) -> float:
+        return self._core.step(action)
+
+    def greedy_rollout(self, stop_step: float = math.inf) -> float:
+        return self._core.greedy_rollout(stop_step)
+
+    def undo(self) -> None:
+        self._core.undo()
 
 
 def intervals_of(rows: np.ndarray) -> tuple[FastInterval, ...]:

@@ -1,4 +1,4 @@
-"""The compiled async-copy service (hardware/_copy_service.pyx) against the Python loop it replaced.
+"""The compiled async-copy service (hardware/_copy_service.pxi, in mallocgame._native) against the Python loop it replaced.
 
 The reference below is the loop that was ``serve_copies_left`` before it was compiled; the compiled one
 must give bit-identical stalls and budgets (the game's rewards are checked against the evaluator at 1e-9,

@@ -1,5 +1,5 @@
 """The two engines of the ordered best-fit placement (MALLOCGAME_ENGINE): the compiled loop of
-mallocgame/_placement.pyx against the Python loop of ``mallocgame.placement.greedy_place``, its reference.
+mallocgame/_placement.pxi (in mallocgame._native) against the Python loop of ``mallocgame.placement.greedy_place``, its reference.
 Offsets must be identical (``==``) for every order ``heap_orders`` gives and XLA's order, in map and pack
 modes, with neighbours from the CSR lists and from the overlap index, with buffers already placed, on
 hypothesis-generated problems and on the xla suite; so must the greedy-xla and best-fit solvers' answers."""

@@ -1,4 +1,4 @@
-"""The prefetch game's compiled hole finder (search/_prefetch_holes.pyx) against the NumPy code it replaced.
+"""The prefetch game's compiled hole finder (search/_prefetch_holes.pxi) against the NumPy code it replaced.
 
 The reference is ``PrefetchGame._holes`` as it was before it was compiled, written with the core's
 ``free_holes`` and ``best_fit_offset``; both are asked at every decision of random and greedy episodes on
@@ -11,10 +11,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from mallocgame._native import prefetch_holes
 from mallocgame.hardware.spec import PRESETS
 from mallocgame.inputs.generate import layered_network
 from mallocgame.placement import best_fit_offset
-from mallocgame.search._prefetch_holes import prefetch_holes
 from mallocgame.search.game import Game, GameConfig
 from mallocgame.search.game_order import free_holes
 

@@ -1,14 +1,12 @@
-# cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True
-# distutils: language = c++
-"""The ordered best-fit placement loop, compiled (the ``native`` engine of ``mallocgame.placement.greedy_place``).
-
-One function, :func:`greedy_place_loop`: it places the buffers of ``order`` one by one at their best-fit hole
-among the placed buffers that overlap them in time, exactly as the Python loop does (the same neighbour sets,
-the same holes, the same tie-breaking, the same clock reads), and writes the offsets in place. The neighbour
-sets come either from the interference graph's CSR lists or from the arrays of an
-``mallocgame.intervals.OverlapIndex`` (its checkpoint sets flattened to CSR), whichever the Python loop would
-have used. tests/test_engine_placement.py checks both engines against each other.
-"""
+# ---- the ordered best-fit placement loop (mallocgame/_placement.pxi) -------------------------------------
+# The ordered best-fit placement loop, compiled (the ``native`` engine of ``mallocgame.placement.greedy_place``).
+#
+# One function, :func:`greedy_place_loop`: it places the buffers of ``order`` one by one at their best-fit hole
+# among the placed buffers that overlap them in time, exactly as the Python loop does (the same neighbour sets,
+# the same holes, the same tie-breaking, the same clock reads), and writes the offsets in place. The neighbour
+# sets come either from the interference graph's CSR lists or from the arrays of an
+# ``mallocgame.intervals.OverlapIndex`` (its checkpoint sets flattened to CSR), whichever the Python loop would
+# have used. tests/test_engine_placement.py checks both engines against each other.
 
 from libc.math cimport isnan
 from libcpp.algorithm cimport sort
@@ -34,11 +32,6 @@ cdef inline double _monotonic() noexcept nogil:
     return <double>ts.tv_sec + <double>ts.tv_nsec * 1e-9
 
 
-cdef inline long long _align_up(long long x, long long a) noexcept nogil:
-    cdef long long q = x // a
-    if q * a < x:
-        q += 1
-    return q * a
 
 
 cdef inline Py_ssize_t _lower_bound(const long long[::1] a, long long x) noexcept nogil:

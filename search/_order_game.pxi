@@ -1,25 +1,22 @@
-# cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False
-# distutils: language = c++
-# distutils: extra_compile_args = -ffp-contract=off
-"""The fixed-order game's state and step, compiled (the ``native`` engine of ``OrderGame``).
-
-Two classes, one boundary:
-
-* :class:`OrderTables`: what every game on one problem and decision order reads but never writes:
-  the decision order, sizes, alignments, capacity, each position's earlier interfering buffers (a CSR
-  table built by one sweep over the start-sorted live ranges, or, past the decision order's pair budget,
-  asked of its Python ``earlier_neighbours`` per decision), and the reward model (per buffer the ops it
-  touches and its saving on each, the ops' compute and slow-memory seconds; or the additive per-buffer
-  rewards; or the pack-mode byte counts).
-* :class:`OrderState`: one game's state: offsets ``[n]``, the per-op saved seconds ``[n_ops]``, the
-  position, the reward sum, the peak, the current decision's holes, and an undo journal. The journal is
-  a persistent chain of :class:`_Step` objects shared by clones, as the Python game's tuple chain is, so
-  ``clone()`` copies the two arrays and nothing else, and a clone can undo the steps taken before it.
-
-Each method computes what ``mallocgame.search.game_order.OrderGame`` computes, with the same
-floating-point operations in the same order (``-ffp-contract=off``: no fused multiply-adds), so rewards
-agree to the last bit; tests/test_engine.py checks both engines against each other.
-"""
+# ---- the order game's native engine (search/_order_game.pxi) ---------------------------------------------
+# The fixed-order game's state and step, compiled (the ``native`` engine of ``OrderGame``).
+#
+# Two classes, one boundary:
+#
+# * :class:`OrderTables`: what every game on one problem and decision order reads but never writes:
+#   the decision order, sizes, alignments, capacity, each position's earlier interfering buffers (a CSR
+#   table built by one sweep over the start-sorted live ranges, or, past the decision order's pair budget,
+#   asked of its Python ``earlier_neighbours`` per decision), and the reward model (per buffer the ops it
+#   touches and its saving on each, the ops' compute and slow-memory seconds; or the additive per-buffer
+#   rewards; or the pack-mode byte counts).
+# * :class:`OrderState`: one game's state: offsets ``[n]``, the per-op saved seconds ``[n_ops]``, the
+#   position, the reward sum, the peak, the current decision's holes, and an undo journal. The journal is
+#   a persistent chain of :class:`_Step` objects shared by clones, as the Python game's tuple chain is, so
+#   ``clone()`` copies the two arrays and nothing else, and a clone can undo the steps taken before it.
+#
+# Each method computes what ``mallocgame.search.game_order.OrderGame`` computes, with the same
+# floating-point operations in the same order (``-ffp-contract=off``: no fused multiply-adds), so rewards
+# agree to the last bit; tests/test_engine.py checks both engines against each other.
 
 cimport cython
 from cpython.ref cimport Py_REFCNT
@@ -45,26 +42,12 @@ cdef enum RewardKind:
     PACK = 2       # pack mode: bytes placed (less the peak's rise when there is no capacity)
 
 
-cdef struct Rect:  # a placed interfering buffer: addresses [off, top)
-    long long off
-    long long top
 
 
-cdef struct Hole:  # a free hole [bottom, top) that holds the buffer at its aligned bottom offset
-    long long offset
-    long long bottom
-    long long top
 
 
-cdef inline bint _by_address(const Rect& p, const Rect& q) noexcept nogil:
-    # by offset only, where free_holes sorts by (offset, top): in a run of equal offsets only the first can open
-    # a hole (it depends on the run's offset and the tops below it), and the run lifts the bottom to the run's
-    # highest top whatever its order, so the holes are the same
-    return p.off < q.off
 
 
-cdef inline long long _align_up(long long x, long long align) noexcept nogil:
-    return -((-x) // align) * align  # Python's floor division (cdivision is off), as free_holes
 
 
 cdef class OrderTables:
@@ -259,13 +242,13 @@ cdef class OrderState:
             for p in range(t.near_ptr[self.pos], t.near_ptr[self.pos + 1]):
                 o = self.off[t.near[p]]
                 if o >= 0:
-                    rs.push_back(Rect(o, o + t.size[t.near[p]]))
+                    rs.push_back(Rect(o, o + t.size[t.near[p]], 0))
         else:
             near_py = t.dec.earlier_neighbours(self.pos)
             for p in range(near_py.shape[0]):
                 o = self.off[near_py[p]]
                 if o >= 0:
-                    rs.push_back(Rect(o, o + t.size[near_py[p]]))
+                    rs.push_back(Rect(o, o + t.size[near_py[p]], 0))
         self.cur_holes.clear()
         self.holes_valid = True
         m = rs.size()

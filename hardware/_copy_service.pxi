@@ -1,20 +1,17 @@
-# cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False
-"""XLA's async-copy service, compiled: the loop behind :func:`mallocgame.hardware.prefetch_cost.serve_copies_left`.
-
-The evaluator, ``msa`` and the prefetch game serve copies on every answer, every decision and every
-step; the game re-serves a covered run of copies per step, and in Python that loop is a large share
-of a greedy episode (docs/results.md, "The compiled parts of the prefetch game"). The arithmetic is
-the Python loop's, step for step (``take = min(need, left)``,
-``need -= take``, ``left -= take``, IEEE doubles, no reassociation), so the stalls and budgets are
-bit-identical to it; tests/test_copy_service.py holds that loop as the reference and checks it.
-"""
+# ---- the async-copy service (hardware/_copy_service.pxi) -------------------------------------------------
+# XLA's async-copy service, compiled: the loop behind :func:`mallocgame.hardware.prefetch_cost.serve_copies_left`.
+#
+# The evaluator, ``msa`` and the prefetch game serve copies on every answer, every decision and every
+# step; the game re-serves a covered run of copies per step, and in Python that loop is a large share
+# of a greedy episode (docs/results.md, "The compiled parts of the prefetch game"). The arithmetic is
+# the Python loop's, step for step (``take = min(need, left)``,
+# ``need -= take``, ``left -= take``, IEEE doubles, no reassociation), so the stalls and budgets are
+# bit-identical to it; tests/test_copy_service.py holds that loop as the reference and checks it.
 
 from libc.stdlib cimport free, malloc
 
-import numpy as np
 
-
-cdef inline Py_ssize_t _next_open(Py_ssize_t* nxt, Py_ssize_t t) noexcept nogil:
+cdef inline Py_ssize_t next_open(Py_ssize_t* nxt, Py_ssize_t t) noexcept nogil:
     # union-find "next open slot" with path compression (mallocgame.intervals.next_open)
     cdef Py_ssize_t root = t, up
     while nxt[root] != root:
@@ -26,13 +23,13 @@ cdef inline Py_ssize_t _next_open(Py_ssize_t* nxt, Py_ssize_t t) noexcept nogil:
     return root
 
 
-cdef inline double _serve_one(double* left, Py_ssize_t* nxt, Py_ssize_t n, Py_ssize_t first, Py_ssize_t deadline,
+cdef inline double serve_one(double* left, Py_ssize_t* nxt, Py_ssize_t n, Py_ssize_t first, Py_ssize_t deadline,
                               double need) noexcept nogil:
     """Serve one copy from the earliest budget left in ``[first, deadline)``; returns its stall."""
     cdef Py_ssize_t t, end
     cdef double take
     if first < n:
-        t = _next_open(nxt, first if first > 0 else 0)
+        t = next_open(nxt, first if first > 0 else 0)
     else:
         t = n
     end = deadline if deadline < n else n
@@ -42,10 +39,12 @@ cdef inline double _serve_one(double* left, Py_ssize_t* nxt, Py_ssize_t n, Py_ss
         left[t] -= take
         if left[t] <= 0:
             nxt[t] = t + 1
-            t = _next_open(nxt, t + 1)
+            t = next_open(nxt, t + 1)
         else:
             break
     return need if need > 0 else 0.0
+
+import numpy as np
 
 
 cdef int _alloc(Py_ssize_t n, double** left, Py_ssize_t** nxt) except -1:
@@ -72,7 +71,7 @@ def serve_copies_left(copies, budgets):
     try:
         for i in range(n):
             left[i] = given[i]
-        stalls = [_serve_one(left, nxt, n, copy[0], copy[1], copy[2]) for copy in copies]
+        stalls = [serve_one(left, nxt, n, copy[0], copy[1], copy[2]) for copy in copies]
         return stalls, [left[i] for i in range(n)]
     finally:
         free(left)
@@ -98,7 +97,7 @@ def serve_queue(list queue, Py_ssize_t start, Py_ssize_t stop, list budgets, Py_
             left[i] = budgets[lo + i]
         for i in range(start, stop):
             c = queue[i]
-            stall = _serve_one(left, nxt, n, <Py_ssize_t> c[1] - lo, <Py_ssize_t> c[0] - lo, c[4])
+            stall = serve_one(left, nxt, n, <Py_ssize_t> c[1] - lo, <Py_ssize_t> c[0] - lo, c[4])
             r = c[3]
             old = stalls[r]
             if stall != old:

@@ -1,0 +1,29 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=False
+# distutils: language = c++
+# distutils: extra_compile_args = -ffp-contract=off
+"""The native engine: every compiled loop of mallocgame, in one extension module (``mallocgame._native``).
+
+Each part is the compiled twin of a pure-Python reference (``MALLOCGAME_ENGINE=python`` runs the references,
+:mod:`mallocgame.engine`); both give identical answers, floating point included (``-ffp-contract=off``: no fused
+multiply-adds; the same operations in the same order). The boundary, what Python calls:
+
+* ``serve_copies_left(copies, budgets)``, ``serve_queue(...)``: XLA's async-copy service
+  (``hardware/_copy_service.pxi``; the evaluator, ``msa`` and the prefetch game's Python engine call them);
+* ``prefetch_holes(...)``: the offsets the prefetch game offers a new interval (``search/_prefetch_holes.pxi``);
+* ``OrderTables``, ``OrderState``: the map/pack order game's state and step (``search/_order_game.pxi``,
+  ``search.game_order.NativeOrderGame``);
+* ``PrefetchTables``, ``PrefetchState``: the prefetch game's state and step (``search/_prefetch_game.pxi``,
+  ``search.game_prefetch.NativePrefetchGame``);
+* ``greedy_place_loop(...)``: greedy-xla's and best-fit's ordered best-fit placement (``mallocgame/_placement.pxi``).
+
+The parts are included below, in this order: a part may use what the parts before it define at C level
+(the prefetch game calls the copy service's ``serve_one`` and the hole finder's ``holes_among`` directly).
+The structures several parts share (``Rect``, ``Hole``, ``_align_up``) are in ``_native_common.pxi``.
+"""
+
+include "_native_common.pxi"
+include "../hardware/_copy_service.pxi"
+include "../search/_prefetch_holes.pxi"
+include "../search/_order_game.pxi"
+include "../search/_prefetch_game.pxi"
+include "_placement.pxi"
