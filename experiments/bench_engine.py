@@ -364,7 +364,8 @@ def msa_solve(build, engine: str, repeat: int = 1) -> dict:
         os.environ["MALLOCGAME_ENGINE"] = engine
         try:
             t, c = time.perf_counter(), time.process_time()
-            sol = MemorySpaceAssignment().solve(problem, hw, time_limit=1e6, seed=0, variants=False)
+            sol = MemorySpaceAssignment().solve(MemorySpaceAssignment.request(problem, hw, time_limit=1e6, seed=0,
+                                                                              variants=False))
             wall, cpu = min(wall, time.perf_counter() - t), min(cpu, time.process_time() - c)
         finally:
             os.environ.pop("MALLOCGAME_ENGINE", None)

@@ -41,7 +41,7 @@ def main(argv: list[str]) -> int:
     t = time.monotonic()
     if profile:
         profile.enable()
-    solution = solver.solve(problem, hardware, time_limit=limit, seed=0)
+    solution = solver.solve(solver.request(problem, hardware, time_limit=limit, seed=0))
     if profile:
         profile.disable()
     solved = time.monotonic() - t

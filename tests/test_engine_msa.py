@@ -55,7 +55,8 @@ def assert_same_solver(monkeypatch, build, **options) -> None:
     for name in ("python", "native"):
         monkeypatch.setenv(ENGINE_ENV, name)
         problem = build()
-        sol = MemorySpaceAssignment().solve(problem, problem.hardware or TPU, time_limit=1e6, seed=0, **options)
+        sol = MemorySpaceAssignment().solve(MemorySpaceAssignment.request(problem, problem.hardware or TPU, time_limit=1e6,
+                                                                    seed=0, **options))
         stats = {k: v for k, v in sol.stats.items()}
         out[name] = (rows(sol.intervals), sol.objective.hex(), stats)
     assert out["native"] == out["python"]
@@ -250,6 +251,7 @@ def test_both_engines_give_the_same_solver_answer_with_a_hint(monkeypatch):
 
     monkeypatch.setenv(ENGINE_ENV, "python")
     hint_problem = build()
-    hint = MemorySpaceAssignment().solve(hint_problem, TPU, time_limit=1e6, seed=0, max_retries=1, variants=False)
+    hint = MemorySpaceAssignment().solve(MemorySpaceAssignment.request(hint_problem, TPU, time_limit=1e6, seed=0,
+                                                                  max_retries=1, variants=False))
     assert hint.intervals
     assert_same_solver(monkeypatch, build, hint=hint, variants=True)

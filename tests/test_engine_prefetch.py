@@ -222,7 +222,7 @@ def test_mcts_gives_the_same_answer_and_stats_in_both_engines(monkeypatch, seed)
     answers = {}
     for name in ("python", "native"):
         monkeypatch.setenv(ENGINE_ENV, name)
-        answers[name] = MCTSSolver().solve(problem, HW, time_limit=600, seed=seed, simulations=8)
+        answers[name] = MCTSSolver().solve(MCTSSolver.request(problem, HW, time_limit=600, seed=seed, simulations=8))
     py, nat = answers["python"], answers["native"]
     assert py.intervals == nat.intervals and py.objective == nat.objective
     counts = {key for key, v in py.stats.items() if isinstance(v, (int, str)) and not isinstance(v, bool)}
