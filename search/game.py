@@ -127,6 +127,44 @@ def observation_dims(config: GameConfig = GameConfig()) -> dict[str, int]:
 _VARIANT_CLASSES: dict[tuple[str, str | None], type] = {}
 
 
+class NativeState:
+    """What a game whose state lives in a compiled core (``self._core``, ``mallocgame._native``) reads from it,
+    the same for every variant: put first among the bases of a variant's native class, so that these win over
+    the Python reference's attributes."""
+
+    __slots__ = ()
+
+    def clone(self):
+        other = object.__new__(type(self))
+        other.__dict__.update(self.__dict__)
+        other._core = self._core.clone()
+        return other
+
+    @property
+    def _pos(self) -> int:
+        return self._core.pos
+
+    @property
+    def _steps(self) -> int:
+        return self._core.steps
+
+    @property
+    def _total(self) -> float:
+        return self._core.total
+
+    @property
+    def done(self) -> bool:
+        return self._core.done
+
+    @property
+    def steps(self) -> int:
+        return self._core.steps
+
+    @property
+    def decisions_left(self) -> int:
+        return self._n_decisions - self._core.pos
+
+
 class Game:
     """One episode of the mallocGame; ``Game(problem, hardware, config)`` builds the config's variant.
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from mallocgame._native import OrderState, OrderTables
 from mallocgame.intervals import count_overlapping_pairs
-from mallocgame.search.game import ACTION_FEATURES, BUFFER_FEATURES, Game, GameConfig, Observation
+from mallocgame.search.game import ACTION_FEATURES, BUFFER_FEATURES, Game, GameConfig, NativeState, Observation
 from mallocgame.search.game_data import GameData, buffer_order
 
 _SMALL = 48  # below this many interfering buffers a Python scan beats numpy
@@ -236,7 +236,7 @@ class OrderGame(Game, variant="order", engine_name="python"):
         return lines
 
 
-class NativeOrderGame(OrderGame, variant="order", engine_name="native"):
+class NativeOrderGame(NativeState, OrderGame, variant="order", engine_name="native"):
     """:class:`OrderGame` with its state in compiled code (an ``OrderState`` of ``search/_order_game.pxi``).
 
     Same interface and the same answers (rewards to the last bit); the tables the compiled state reads are
@@ -259,25 +259,7 @@ class NativeOrderGame(OrderGame, variant="order", engine_name="native"):
         self._set_decisions(self._order_l)
         self._core = OrderState(self._dec.tables, config.k)
 
-    def clone(self) -> "NativeOrderGame":
-        other = object.__new__(NativeOrderGame)
-        other.__dict__.update(self.__dict__)
-        other._core = self._core.clone()
-        return other
-
-    # --- the state, read from the compiled core -----------------------------------------------
-    @property
-    def _pos(self) -> int:
-        return self._core.pos
-
-    @property
-    def _steps(self) -> int:
-        return self._core.steps
-
-    @property
-    def _total(self) -> float:
-        return self._core.total
-
+    # --- the state, read from the compiled core (NativeState: the rest) -----------------------
     @property
     def _peak(self) -> int:
         return self._core.peak
@@ -289,18 +271,6 @@ class NativeOrderGame(OrderGame, variant="order", engine_name="native"):
     @property
     def _saved(self) -> list[float] | None:
         return self._core.saved_seconds() if self.data.mode == "map" else None
-
-    @property
-    def done(self) -> bool:
-        return self._core.done
-
-    @property
-    def steps(self) -> int:
-        return self._core.steps
-
-    @property
-    def decisions_left(self) -> int:
-        return self._n_decisions - self._core.pos
 
     @property
     def current(self) -> int:

@@ -32,7 +32,7 @@ import numpy as np
 from mallocgame._native import PrefetchState, PrefetchTables, prefetch_holes
 from mallocgame.hardware.prefetch_cost import PrefetchEvaluator, serve_queue
 from mallocgame.model import FastInterval, Problem, derived_facts
-from mallocgame.search.game import ACTION_FEATURES, BUFFER_FEATURES, Game, GameConfig, Observation
+from mallocgame.search.game import ACTION_FEATURES, BUFFER_FEATURES, Game, GameConfig, NativeState, Observation
 from mallocgame.search.game_data import GameData, buffer_order
 
 IN_PLACE = -2  # copy_start of an interval produced in place (in the rows of ``offsets()``)
@@ -675,7 +675,7 @@ class PrefetchGame(Game, variant="prefetch"):
         return lines
 
 
-class NativePrefetchGame(PrefetchGame, variant="prefetch", engine_name="native"):
+class NativePrefetchGame(NativeState, PrefetchGame, variant="prefetch", engine_name="native"):
     """:class:`PrefetchGame` with its state in compiled code (a ``PrefetchState`` of ``search/_prefetch_game.pxi``).
 
     Same interface and the same answers (rewards to the last bit); the tables the compiled state reads are built
@@ -699,25 +699,7 @@ class NativePrefetchGame(PrefetchGame, variant="prefetch", engine_name="native")
         self._set_decisions(self._seg.buf)
         self._core = PrefetchState(data.tables_of(config.order, nw, k))
 
-    def clone(self) -> "NativePrefetchGame":
-        other = object.__new__(NativePrefetchGame)
-        other.__dict__.update(self.__dict__)
-        other._core = self._core.clone()
-        return other
-
-    # --- the state, read from the compiled core -----------------------------------------------
-    @property
-    def _pos(self) -> int:
-        return self._core.pos
-
-    @property
-    def _steps(self) -> int:
-        return self._core.steps
-
-    @property
-    def _total(self) -> float:
-        return self._core.total
-
+    # --- the state, read from the compiled core (NativeState: the rest) -----------------------
     @property
     def _m(self) -> int:
         return self._core.m
@@ -733,18 +715,6 @@ class NativePrefetchGame(PrefetchGame, variant="prefetch", engine_name="native")
     _rstart = property(lambda self: self._column(5).tolist())
     _rcopy = property(lambda self: self._column(6).tolist())
     _rlastw = property(lambda self: self._column(7).tolist())
-
-    @property
-    def done(self) -> bool:
-        return self._core.done
-
-    @property
-    def steps(self) -> int:
-        return self._core.steps
-
-    @property
-    def decisions_left(self) -> int:
-        return self._n_decisions - self._core.pos
 
     @property
     def current(self) -> int:
