@@ -1,19 +1,16 @@
-"""The native engine: the compiled extension modules, ``mallocgame._native`` (mallocgame/_native.pyx, which includes
+"""The native engine: one compiled extension module, ``mallocgame._native`` (mallocgame/_native.pyx, which includes
 its parts: the async-copy service, hardware/_copy_service.pxi; the prefetch game's hole finder,
 search/_prefetch_holes.pxi; the order game's and the prefetch game's native engines, search/_order_game.pxi and
-search/_prefetch_game.pxi; the ordered best-fit placement loop, mallocgame/_placement.pxi), ``mallocgame._msa``
-(msa's heap, copy budgets and prefetch picker) and ``mallocgame._pack`` (pack-search's first fit and canonical
-search); everything else is in pyproject.toml.
+search/_prefetch_game.pxi; the ordered best-fit placement loop, mallocgame/_placement.pxi; msa's heap, copy budgets
+and prefetch picker, mallocgame/_msa.pxi; pack-search's first fit and canonical search, mallocgame/_pack.pxi);
+everything else is in pyproject.toml.
 
 setuptools reads the project's metadata, packages and package dirs from pyproject.toml; this file only adds the
-Cython extensions, built by ``pip install`` (and in place by ``pip install -e``).
+Cython extension, built by ``pip install`` (and in place by ``pip install -e``).
 """
 
 from Cython.Build import cythonize
 from setuptools import Extension, setup
 
-# Each .pyx sets its compiler directives, its language (C++) and its flags in its header comments. msa's and
-# pack-search's loops are modules of their own until they join mallocgame._native (they are compiled with C division).
-setup(ext_modules=cythonize([Extension("mallocgame._native", ["mallocgame/_native.pyx"]),
-                             Extension("mallocgame._msa", ["mallocgame/_msa.pyx"]),
-                             Extension("mallocgame._pack", ["mallocgame/_pack.pyx"])]))
+# mallocgame/_native.pyx sets the compiler directives, the language (C++) and the flags in its header comments.
+setup(ext_modules=cythonize([Extension("mallocgame._native", ["mallocgame/_native.pyx"])]))

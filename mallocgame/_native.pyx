@@ -14,12 +14,21 @@ multiply-adds; the same operations in the same order). The boundary, what Python
   ``search.game_order.NativeOrderGame``);
 * ``PrefetchTables``, ``PrefetchState``: the prefetch game's state and step (``search/_prefetch_game.pxi``,
   ``search.game_prefetch.NativePrefetchGame``);
-* ``greedy_place_loop(...)``: greedy-xla's and best-fit's ordered best-fit placement (``mallocgame/_placement.pxi``).
+* ``greedy_place_loop(...)``: greedy-xla's and best-fit's ordered best-fit placement (``mallocgame/_placement.pxi``);
+* ``NativeHeap``, ``NativeCopyResource``, ``NativePrefetcher``: msa's fast-memory heap, copy budgets and a use's
+  prefetch (``mallocgame/_msa.pxi``, ``mallocgame.memory_space_assignment``);
+* ``first_fit_loop(...)``, ``CanonicalSearch``, ``ComponentTables``, ``FailedStates``: pack-search's first fit and
+  canonical search (``mallocgame/_pack.pxi``, ``mallocgame.solvers.pack_search.search``).
+
+msa's and pack-search's parts divide as C does (``@cython.cdivision(True)`` on each of their functions and
+classes), as they were written and checked against their references; the other parts divide as Python does.
 
 The parts are included below, in this order: a part may use what the parts before it define at C level
 (the prefetch game calls the copy service's ``serve_one`` and the hole finder's ``holes_among`` directly).
 The structures several parts share (``Rect``, ``Hole``, ``_align_up``) are in ``_native_common.pxi``.
 """
+
+cimport cython
 
 include "_native_common.pxi"
 include "../hardware/_copy_service.pxi"
@@ -27,3 +36,5 @@ include "../search/_prefetch_holes.pxi"
 include "../search/_order_game.pxi"
 include "../search/_prefetch_game.pxi"
 include "_placement.pxi"
+include "_msa.pxi"
+include "_pack.pxi"

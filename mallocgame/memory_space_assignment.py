@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mallocgame._msa import NativeCopyResource, NativeHeap, NativePrefetcher
+from mallocgame._native import NativeCopyResource, NativeHeap, NativePrefetcher
 from mallocgame.engine import engine
 from mallocgame.hardware.prefetch_cost import PrefetchEvaluator, serve_copies_left
 from mallocgame.hardware.validator import validate_intervals
@@ -1057,7 +1057,7 @@ class _Msa:
         self.copy_time = a.size / float(hardware.copy_bw)
         cap = problem.capacity
         self.capacity = int(cap) if cap is not None else int(a.size.sum()) + int(a.alignment.max(initial=1))
-        # MALLOCGAME_ENGINE: the compiled heap and copy resource (mallocgame._msa) or this module's, the reference
+        # MALLOCGAME_ENGINE: the compiled heap and copy resource (mallocgame._native) or this module's, the reference
         # they must match
         native = engine() == "native"
         self.heap = (NativeHeap if native else _Heap)(self.capacity)

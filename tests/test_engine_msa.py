@@ -1,4 +1,4 @@
-"""The two engines of msa (MALLOCGAME_ENGINE): the compiled fast-memory heap of mallocgame/_msa.pyx against the
+"""The two engines of msa (MALLOCGAME_ENGINE): the compiled fast-memory heap of mallocgame/_msa.pxi against the
 Python ``_Heap`` of ``mallocgame.memory_space_assignment``, its reference, query by query on random operation
 sequences; and whole runs of the algorithm (``msa_run``, every option) and of the ``msa`` solver (its variants
 on) on hypothesis-generated problems, the xla suite and the HLO fixtures: identical intervals, objective to the
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mallocgame._msa import HeapPool, NativeCopyResource, NativeHeap, NativePrefetcher
+from mallocgame._native import HeapPool, NativeCopyResource, NativeHeap, NativePrefetcher
 from mallocgame.engine import ENGINE_ENV
 from mallocgame.hardware.spec import PRESETS
 from mallocgame.importers.hlo import load_hlo

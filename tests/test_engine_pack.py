@@ -1,5 +1,5 @@
 """The two engines of pack-search (MALLOCGAME_ENGINE): the compiled first fit and canonical search of
-mallocgame/_pack.pyx against the Python code of ``mallocgame.solvers.pack_search.search``, their reference.
+mallocgame/_pack.pxi against the Python code of ``mallocgame.solvers.pack_search.search``, their reference.
 Answers must be identical: the same offsets, status, peak and lower bound, and the same counters (nodes,
 backtracks, table hits, restarts, winning run), on hypothesis-generated problems, on MiniMalloc's instances A-K
 (node-limited) and on the quick suite's programs, at the same seed."""

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from mallocgame._pack import CanonicalSearch, ComponentTables, FailedStates, first_fit_loop
+from mallocgame._native import CanonicalSearch, ComponentTables, FailedStates, first_fit_loop
 from mallocgame.engine import engine
 from mallocgame.intervals import component_runs, max_live_of
 from mallocgame.packing_model import add_no_overlap, add_rectangles
@@ -513,9 +513,9 @@ class _Searcher:
 
 
 class _NativeSearcher:
-    """:class:`_Searcher` compiled (``mallocgame._pack.CanonicalSearch``, the ``native`` engine), behind the same
+    """:class:`_Searcher` compiled (``mallocgame._native.CanonicalSearch``, the ``native`` engine), behind the same
     interface: ``run()`` (raises :class:`_Abort` at a limit), ``nodes``, ``backtracks``, ``tt_hits``, ``off`` and
-    ``tt`` (its table of failed states: a ``mallocgame._pack.FailedStates``, see :func:`_failed_states`)."""
+    ``tt`` (its table of failed states: a ``mallocgame._native.FailedStates``, see :func:`_failed_states`)."""
 
     def __init__(self, comp: _Component, cap: int, rank: np.ndarray, *, node_limit: int,
                  deadline: float, stop: threading.Event | None, use_tt: bool = True,

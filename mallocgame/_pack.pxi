@@ -1,22 +1,20 @@
-# cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True
-# distutils: language = c++
-"""pack-search's loops, compiled (the ``native`` engine of ``mallocgame.solvers.pack_search.search``).
+# pack-search's loops, compiled (the ``native`` engine of ``mallocgame.solvers.pack_search.search``).
+#
+# * :func:`first_fit_loop`: the first-fit sweep for components above the exact engine's limits (``_first_fit``).
+# * :class:`CanonicalSearch`: one canonical depth-first search over a component for a fixed capacity and
+#   preorder (``_Searcher``): the same nodes, branching choices, exclusions, section inference, dynamic
+#   decomposition and table of failed states, so the same offsets and the same counters (nodes, backtracks,
+#   table hits).
+# * :class:`FailedStates`: the table of failed states a capacity's runs share (``set`` of state hashes in the
+#   reference).
+#
+# The boundary is arrays in, arrays and counters out; the Python module keeps the schedule, the restarts, CP-SAT
+# and the window repair. tests/test_engine_pack.py checks both engines against each other.
+#
+# A row of the reference's ``VM`` matrix holds one value on its buffer's sections (and the placed marker
+# elsewhere), so here it is one value per buffer (``vm``), and a section's lowest bound is the least ``vm`` of the
+# buffers live in it (``sec_ptr``/``sec_idx``: the buffers of each section).
 
-* :func:`first_fit_loop`: the first-fit sweep for components above the exact engine's limits (``_first_fit``).
-* :class:`CanonicalSearch`: one canonical depth-first search over a component for a fixed capacity and
-  preorder (``_Searcher``): the same nodes, branching choices, exclusions, section inference, dynamic
-  decomposition and table of failed states, so the same offsets and the same counters (nodes, backtracks,
-  table hits).
-* :class:`FailedStates`: the table of failed states a capacity's runs share (``set`` of state hashes in the
-  reference).
-
-The boundary is arrays in, arrays and counters out; the Python module keeps the schedule, the restarts, CP-SAT
-and the window repair. tests/test_engine_pack.py checks both engines against each other.
-
-A row of the reference's ``VM`` matrix holds one value on its buffer's sections (and the placed marker
-elsewhere), so here it is one value per buffer (``vm``), and a section's lowest bound is the least ``vm`` of the
-buffers live in it (``sec_ptr``/``sec_idx``: the buffers of each section).
-"""
 
 from libc.stdint cimport uint64_t
 from libcpp.unordered_set cimport unordered_set
@@ -32,7 +30,7 @@ cdef extern from "<time.h>" nogil:
     int clock_gettime(int clk_id, timespec *tp)
     int CLOCK_MONOTONIC
 
-ctypedef long long i64
+# i64 (long long) is declared by _placement.pxi, included before this part
 
 cdef i64 INF = 1LL << 40       # the reference's _INF: "no min offset" (placed buffers)
 cdef i64 EXCL = 1LL << 42      # the reference's _EXCL: added to ``eff`` while a buffer is excluded
@@ -50,6 +48,7 @@ cdef enum:
     R_OK = 1
 
 
+@cython.cdivision(True)
 cdef inline double _perf_counter() noexcept nogil:
     # the clock time.perf_counter() reads on Linux
     cdef timespec ts
@@ -57,13 +56,15 @@ cdef inline double _perf_counter() noexcept nogil:
     return <double>ts.tv_sec + <double>ts.tv_nsec * 1e-9
 
 
-cdef inline i64 _align_up(i64 x, i64 a) noexcept nogil:
+@cython.cdivision(True)
+cdef inline i64 _pack_align_up(i64 x, i64 a) noexcept nogil:
     cdef i64 q = x // a
     if q * a < x:
         q += 1
     return q * a
 
 
+@cython.cdivision(True)
 cdef inline uint64_t _mix(uint64_t h, uint64_t v) noexcept nogil:
     # splitmix64 of the running hash and the next value: a 64-bit state hash, as the reference's set of hashes
     cdef uint64_t z = h ^ (v + 0x9E3779B97F4A7C15ULL + (h << 6) + (h >> 2))
@@ -72,6 +73,7 @@ cdef inline uint64_t _mix(uint64_t h, uint64_t v) noexcept nogil:
     return z ^ (z >> 31)
 
 
+@cython.cdivision(True)
 def first_fit_loop(const i64[::1] order, const i64[::1] size, const i64[::1] start, const i64[::1] end,
                    const i64[::1] align, i64[::1] off, object deadline):
     """The first-fit sweep of ``order``, writing ``off`` in place; returns ``(steps done, highest top)``.
@@ -113,14 +115,14 @@ def first_fit_loop(const i64[::1] order, const i64[::1] size, const i64[::1] sta
             bottom = 0
             o = 0
             for k in range(L):  # gaps [0, lo[0]), [hi[0], lo[1]), ...: the first that holds it
-                cand = bottom if a == 1 else _align_up(bottom, a)
+                cand = bottom if a == 1 else _pack_align_up(bottom, a)
                 if cand + sz <= lo[k]:
                     o = cand
                     found = True
                     break
                 bottom = hi[k]
             if not found:
-                o = bottom if a == 1 else _align_up(bottom, a)
+                o = bottom if a == 1 else _pack_align_up(bottom, a)
             off[i] = o
             if o + sz > top:
                 top = o + sz
@@ -133,6 +135,7 @@ def first_fit_loop(const i64[::1] order, const i64[::1] size, const i64[::1] sta
     return done, top
 
 
+@cython.cdivision(True)
 cdef class FailedStates:
     """The hashes of the search states proven to fail (shared by the runs of one capacity)."""
 
@@ -167,6 +170,7 @@ cdef struct Tables:
     i64 peak_live, live_max, size_max
 
 
+@cython.cdivision(True)
 cdef class ComponentTables:
     """The arrays of one component the search reads (built once per component and shared by its runs)."""
 
@@ -209,6 +213,7 @@ cdef class ComponentTables:
                 fill[j] = q + 1
 
 
+@cython.cdivision(True)
 cdef class CanonicalSearch:
     """One canonical DFS over a component for a fixed capacity and preorder: the reference's ``_Searcher``.
 
@@ -343,7 +348,7 @@ cdef class CanonicalSearch:
         for q in range(c.nbr_ptr[b], c.nbr_ptr[b + 1]):
             k = c.nbr_idx[q]
             mk = self.minoff[k]
-            newm = _align_up(t, c.align[k]) if c.has_align else t
+            newm = _pack_align_up(t, c.align[k]) if c.has_align else t
             if mk < newm:
                 ch.k = k
                 ch.old_m = mk

@@ -1,18 +1,16 @@
-# cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=True
-# distutils: language = c++
-"""msa's hot parts, compiled: the ``native`` engine of ``mallocgame.memory_space_assignment`` (MALLOCGAME_ENGINE).
+# msa's hot parts, compiled: the ``native`` engine of ``mallocgame.memory_space_assignment`` (MALLOCGAME_ENGINE).
+#
+# * :class:`NativeHeap`, the Python ``_Heap``: the fast-memory rectangles in the same time buckets, the same
+#   best-fit scan and tie-breaking, over C++ vectors; :meth:`NativeHeap.near` returns a :class:`HeapPool`, an
+#   opaque sorted copy of the rectangles near a time range that only the heap's own queries read.
+# * :class:`NativeCopyResource`, the Python ``_CopyResource``: the copy budgets kept stall-free decision by
+#   decision (witness, local problems, kept over-full intervals, undo journal), sums taken as Python's ``sum()``
+#   takes them, so the same decisions and the same count of exact checks.
+# * :class:`NativePrefetcher`, the Python ``_Msa.picker`` and the copy-start loop of ``_BufferTry.prefetch``.
+#
+# The buffer loop (``_Msa.run``, ``_BufferTry``) stays in Python and calls these. Self-contained: no cimport of
+# another module of the project. tests/test_engine_msa.py checks both engines against each other.
 
-* :class:`NativeHeap`, the Python ``_Heap``: the fast-memory rectangles in the same time buckets, the same
-  best-fit scan and tie-breaking, over C++ vectors; :meth:`NativeHeap.near` returns a :class:`HeapPool`, an
-  opaque sorted copy of the rectangles near a time range that only the heap's own queries read.
-* :class:`NativeCopyResource`, the Python ``_CopyResource``: the copy budgets kept stall-free decision by
-  decision (witness, local problems, kept over-full intervals, undo journal), sums taken as Python's ``sum()``
-  takes them, so the same decisions and the same count of exact checks.
-* :class:`NativePrefetcher`, the Python ``_Msa.picker`` and the copy-start loop of ``_BufferTry.prefetch``.
-
-The buffer loop (``_Msa.run``, ``_BufferTry``) stays in Python and calls these. Self-contained: no cimport of
-another module of the project. tests/test_engine_msa.py checks both engines against each other.
-"""
 
 import numpy as np
 
@@ -30,6 +28,7 @@ cdef struct MsaRect:  # a pool's rectangle, ordered as the Python pool's tuples 
     msa_i64 hi
 
 
+@cython.cdivision(True)
 cdef bint _rect_less(const MsaRect& x, const MsaRect& y) noexcept nogil:
     if x.off != y.off:
         return x.off < y.off
@@ -40,6 +39,7 @@ cdef bint _rect_less(const MsaRect& x, const MsaRect& y) noexcept nogil:
     return x.hi < y.hi
 
 
+@cython.cdivision(True)
 cdef inline msa_i64 _msa_align_up(msa_i64 x, msa_i64 a) noexcept nogil:
     # -(-x // a) * a with Python's floor division (x >= 0, a >= 1 here)
     cdef msa_i64 q = x // a
@@ -48,6 +48,7 @@ cdef inline msa_i64 _msa_align_up(msa_i64 x, msa_i64 a) noexcept nogil:
     return q * a
 
 
+@cython.cdivision(True)
 cdef inline msa_i64 _floor_div(msa_i64 x, msa_i64 b) noexcept nogil:
     # Python's // (an op index may be -1)
     cdef msa_i64 q = x // b
@@ -56,6 +57,7 @@ cdef inline msa_i64 _floor_div(msa_i64 x, msa_i64 b) noexcept nogil:
     return q
 
 
+@cython.cdivision(True)
 cdef msa_i64 _best_fit_sorted(vector[pair[msa_i64, msa_i64]]& ranges, msa_i64 size, msa_i64 align, msa_i64 capacity,
                           bint *found) noexcept nogil:
     """``mallocgame.placement._best_fit_py`` over ``ranges`` (``(offset, top)``, sorted) with a capacity."""
@@ -79,6 +81,7 @@ cdef msa_i64 _best_fit_sorted(vector[pair[msa_i64, msa_i64]]& ranges, msa_i64 si
     return best_off
 
 
+@cython.cdivision(True)
 cdef class HeapPool:
     """The rectangles meeting a time range, sorted by (offset, top, occ, end): :meth:`NativeHeap.near`."""
 
@@ -92,6 +95,7 @@ cdef class HeapPool:
         return [(r.off, r.top, r.lo, r.hi) for r in self.rects]
 
 
+@cython.cdivision(True)
 cdef class NativeHeap:
     """Committed rectangles ``[occ, end) x [offset, top)``: best-fit and free-at-offset queries over a time range.
 
@@ -300,12 +304,14 @@ cdef struct PySum:  # sum() of a sequence of floats, as CPython computes it
     bint started
 
 
+@cython.cdivision(True)
 cdef inline void _sum_init(PySum* s) noexcept nogil:
     s.f = 0.0
     s.c = 0.0
     s.started = False
 
 
+@cython.cdivision(True)
 cdef inline void _sum_add(PySum* s, double x) noexcept nogil:
     cdef double t
     if not s.started:  # 0 + x: the int start meets the first float
@@ -322,6 +328,7 @@ cdef inline void _sum_add(PySum* s, double x) noexcept nogil:
         s.f += x
 
 
+@cython.cdivision(True)
 cdef inline double _sum_value(PySum* s) noexcept nogil:
     if COMPENSATED_SUM and s.c != 0.0 and isfinite(s.c):
         return s.f + s.c
@@ -342,7 +349,7 @@ cdef struct Job:  # _edf's job tuple (deadline, first, group, first0, id, need)
     double need
 
 
-cdef struct Copy:
+cdef struct MsaCopy:
     int f
     int d
     double need
@@ -372,6 +379,7 @@ cdef struct JEntry:  # the undo journal: what changed and its old value
     double old
 
 
+@cython.cdivision(True)
 cdef bint _job_less(const Job& x, const Job& y) noexcept nogil:
     if x.d != y.d:
         return x.d < y.d
@@ -386,6 +394,7 @@ cdef bint _job_less(const Job& x, const Job& y) noexcept nogil:
     return x.need < y.need
 
 
+@cython.cdivision(True)
 cdef inline int _msa_next_open(vector[int]& nxt, int t) noexcept nogil:
     cdef int root = t, nt
     while nxt[root] != root:
@@ -397,6 +406,7 @@ cdef inline int _msa_next_open(vector[int]& nxt, int t) noexcept nogil:
     return root
 
 
+@cython.cdivision(True)
 cdef double _edf(vector[Job]& jobs, vector[double]& budgets, int base, vector[double]& left,
                  vector[vector[Slot]]& allocs, int* first_stall) noexcept nogil:
     """The Python ``_edf``: serve ``jobs`` (sorted) from their earliest slots with budget; the total stall."""
@@ -441,6 +451,7 @@ cdef double _edf(vector[Job]& jobs, vector[double]& budgets, int base, vector[do
     return stall
 
 
+@cython.cdivision(True)
 cdef inline double _slice_sum(vector[double]& v, int a, int b) noexcept nogil:
     # sum(v[a:b]) (a, b >= 0, clipped at the end)
     cdef PySum s
@@ -453,6 +464,7 @@ cdef inline double _slice_sum(vector[double]& v, int a, int b) noexcept nogil:
     return _sum_value(&s)
 
 
+@cython.cdivision(True)
 cdef class NativeCopyResource:
     """The Python ``_CopyResource`` (docs/prefetch.md's copy budgets, kept stall-free decision by decision) over
     C++ containers: the same witness, local problems, kept over-full intervals, look-ahead and undo journal, so
@@ -464,7 +476,7 @@ cdef class NativeCopyResource:
     cdef vector[double] compute_, slow_mem_, fixed_, saved_, times_
     # per kind (0 prefetch, 1 eviction): copies, their witness shares, the index by first op (windows of at
     # most SHORT ops) and by LONG-op bucket (longer ones), the budget left, the kept over-full intervals by end
-    cdef vector[vector[Copy]] copies_
+    cdef vector[vector[MsaCopy]] copies_
     cdef vector[vector[vector[Slot]]] alloc_
     cdef vector[cmap[int, vector[int]]] by_first
     cdef int span[2]
@@ -547,7 +559,7 @@ cdef class NativeCopyResource:
         self._journal(3, kind, j, 0.0)
         self.alloc_[kind][j] = a
 
-    cdef void _append_copy(self, int kind, Copy c, vector[Slot]& a) noexcept:
+    cdef void _append_copy(self, int kind, MsaCopy c, vector[Slot]& a) noexcept:
         cdef int j = <int>self.copies_[kind].size(), i
         self.copies_[kind].push_back(c)
         self.alloc_[kind].push_back(a)
@@ -573,7 +585,7 @@ cdef class NativeCopyResource:
         cdef Py_ssize_t q
         cdef int kind, d, i
         cdef JEntry e
-        cdef Copy c
+        cdef MsaCopy c
         for q in range(<Py_ssize_t>self.tight_log.size() - 1, -1, -1):
             kind, d = self.tight_log[q].first, self.tight_log[q].second
             self.tight[kind][d].pop_back()
@@ -614,7 +626,7 @@ cdef class NativeCopyResource:
         cdef vector[vector[vector[Slot]]] allocs = vector[vector[vector[Slot]]](2)
         cdef vector[vector[vector[Slot]]] by_id = vector[vector[vector[Slot]]](2)
         cdef Job job
-        cdef Copy c
+        cdef MsaCopy c
         cdef int k, j, first_stall
         cdef double stall
         cdef list listed = [copies["prefetch"], copies["eviction"]]
@@ -651,7 +663,7 @@ cdef class NativeCopyResource:
         cdef double need
         cdef PySum share
         cdef Job job
-        cdef vector[Copy]* copies = &self.copies_[kind]
+        cdef vector[MsaCopy]* copies = &self.copies_[kind]
         cdef vector[Slot]* al
         inside.clear()
         crossers.clear()
@@ -703,7 +715,7 @@ cdef class NativeCopyResource:
                 _sum_add(&s, red[q].r)
         return _sum_value(&s)
 
-    cdef void _note_violation(self, int kind, vector[Red]& red, Copy* copy, int a, int d, double excess) noexcept:
+    cdef void _note_violation(self, int kind, vector[Red]& red, MsaCopy* copy, int a, int d, double excess) noexcept:
         cdef double slack
         cdef Tight tt
         cdef Recent rc
@@ -718,7 +730,7 @@ cdef class NativeCopyResource:
         if self.recent.size() > <size_t>RECENT:
             self.recent.erase(self.recent.begin())
 
-    cdef bint _known_violation(self, int kind, vector[Red]& red, Copy* copy) noexcept:
+    cdef bint _known_violation(self, int kind, vector[Red]& red, MsaCopy* copy) noexcept:
         cdef size_t q
         cdef int d
         cdef cmap[int, vector[Tight]].iterator it
@@ -738,7 +750,7 @@ cdef class NativeCopyResource:
                     return True
         return False
 
-    cdef void _hall(self, int kind, vector[Red]& red, Copy* copy, vector[Job]& jobs, vector[vector[Slot]]& allocs,
+    cdef void _hall(self, int kind, vector[Red]& red, MsaCopy* copy, vector[Job]& jobs, vector[vector[Slot]]& allocs,
                     vector[double]& budgets, int base, int i) noexcept:
         """The Python ``_hall_interval`` for the stalled job ``i``, each interval kept (``_note_violation``)."""
         cdef int d = jobs[i].d, a = jobs[i].f, s, n = <int>budgets.size(), k
@@ -770,7 +782,7 @@ cdef class NativeCopyResource:
         if have_widest:
             self._note_violation(kind, red, copy, w_s, d, w_excess)
 
-    cdef bint _lower(self, int kind, vector[Red]& red, Copy* copy, int lo, int hi, vector[Job]& inside,
+    cdef bint _lower(self, int kind, vector[Red]& red, MsaCopy* copy, int lo, int hi, vector[Job]& inside,
                      vector[double]& budgets, vector[Job]& jobs, vector[double]& left,
                      vector[vector[Slot]]& allocs) noexcept:
         """The lower problem on ops ``[lo, hi)``: whether it stalls (a Hall violation: reject); its EDF run."""
@@ -790,7 +802,7 @@ cdef class NativeCopyResource:
             return True
         return False
 
-    cdef int _region(self, int kind, vector[Red]& red, Copy* copy, int lo, int hi, bint lower_ok,
+    cdef int _region(self, int kind, vector[Red]& red, MsaCopy* copy, int lo, int hi, bint lower_ok,
                      bint upper_first) noexcept:
         """Decide on ops ``[lo, hi)``: 1 accept (the witness update in ``upd_*[kind]``), 0 reject, -1 undecided."""
         cdef vector[Job] inside, crossers, lower, jobs
@@ -833,7 +845,7 @@ cdef class NativeCopyResource:
         self.upd_jobs[kind], self.upd_left[kind], self.upd_allocs[kind] = lower, left, allocs
         return 1
 
-    cdef bint _is_last_reject(self, int kind, vector[Red]& red, Copy* copy) noexcept:
+    cdef bint _is_last_reject(self, int kind, vector[Red]& red, MsaCopy* copy) noexcept:
         cdef size_t q
         if not self.has_reject or self.reject_kind != kind or self.reject_red.size() != red.size():
             return False
@@ -844,12 +856,12 @@ cdef class NativeCopyResource:
                 return False
         return True
 
-    cdef void _set_reject(self, int kind, vector[Red]& red, Copy* copy) noexcept:
+    cdef void _set_reject(self, int kind, vector[Red]& red, MsaCopy* copy) noexcept:
         self.has_reject, self.reject_kind, self.reject_red = True, kind, red
         self.reject_has_copy = copy != NULL
         self.reject_need = copy.need if copy != NULL else 0.0
 
-    cdef int _decide(self, int kind, vector[Red]& red, Copy* copy) noexcept:
+    cdef int _decide(self, int kind, vector[Red]& red, MsaCopy* copy) noexcept:
         """Whether ``kind``'s copies (and ``copy``) complete without a stall on budgets less ``red``: 1 (the
         witness update in ``upd[kind]``) or 0."""
         cdef bint upper_first
@@ -888,7 +900,7 @@ cdef class NativeCopyResource:
                     return 0
             width *= 2
 
-    cdef void _apply(self, int kind, Copy* copy) noexcept:
+    cdef void _apply(self, int kind, MsaCopy* copy) noexcept:
         cdef int lo = self.upd_lo[kind], hi = self.upd_hi[kind]
         cdef vector[double]* uleft = &self.upd_left[kind]
         cdef vector[Job]* ujobs = &self.upd_jobs[kind]
@@ -952,11 +964,11 @@ cdef class NativeCopyResource:
                 new.push_back(item)
         if copy is None:
             return self._try_add(new, -1, NULL)
-        cdef Copy c
+        cdef MsaCopy c
         c.f, c.d, c.need = copy[0], copy[1], copy[2]
         return self._try_add(new, KIND_INDEX[kind], &c)
 
-    cdef bint _try_add(self, vector[Red]& new, int kind, Copy* copy) noexcept:
+    cdef bint _try_add(self, vector[Red]& new, int kind, MsaCopy* copy) noexcept:
         cdef vector[Red] red
         cdef Red item
         cdef size_t q
@@ -1049,6 +1061,7 @@ cdef double MIN_OVERLAP_RATIO = 0.8, PREFERRED_OVERLAP_RATIO = 1.5
 cdef int EXPLORED_DECREASING = 100
 
 
+@cython.cdivision(True)
 cdef class NativePrefetcher:
     """msa's prefetch of one use, compiled: the Python ``_Msa.picker`` (XLA's cost-analysis interval picker:
     its window of copy starts and their order) and the loop of ``_BufferTry.prefetch`` that tries them against
@@ -1137,7 +1150,7 @@ cdef class NativePrefetcher:
         cdef bint stalled = False
         cdef vector[Red] new
         cdef Red item
-        cdef Copy c
+        cdef MsaCopy c
         if not self._window(start, v, copy_t, reduction, max_interval, &earliest, &latest, &preferred):
             return None, False
         self.heap._near(earliest + 1, v + 1, pool)  # every query below is inside it
@@ -1167,6 +1180,7 @@ cdef class NativePrefetcher:
         return None, stalled
 
 
+@cython.cdivision(True)
 cdef bint _pool_fits(vector[MsaRect]& pool, msa_i64 a, msa_i64 e, msa_i64 size, msa_i64 align, msa_i64 capacity) noexcept nogil:
     # NativeHeap.fits on a pool
     cdef msa_i64 cur = 0
@@ -1189,6 +1203,7 @@ cdef struct _Order:  # the picker's candidates() generator: preferred, then alte
     double span
 
 
+@cython.cdivision(True)
 cdef inline void _order_init(_Order* o, int earliest, int latest, int preferred, double el0) noexcept nogil:
     o.inc, o.dec = preferred + 1, preferred  # Begin() consumes the first Next() on the increasing side
     o.earliest, o.latest = earliest, latest
@@ -1196,6 +1211,7 @@ cdef inline void _order_init(_Order* o, int earliest, int latest, int preferred,
     o.span = el0 / EXPLORED_DECREASING
 
 
+@cython.cdivision(True)
 cdef inline bint _order_next(_Order* o, vector[double]& el, int* out) noexcept nogil:
     cdef int p
     cdef double target
