@@ -30,6 +30,8 @@ HEAVY_SECONDS = {
     "ortools": 0.32,  # ortools.sat.python.cp_model 0.32-0.71 s
     # Added for ``mallocgame --help``, which imports every command and with them the bounds' modules:
     "scipy": 0.48,  # scipy.optimize 0.48-0.50 s, scipy.sparse 0.22-0.47 s
+    # The interference graph's form for small problems (mallocgame.graph); a solve never needs it:
+    "networkx": 0.78,  # 0.78-0.99 s in a fresh interpreter (2026-12-05)
 }
 HEAVY = frozenset(HEAVY_SECONDS)
 

@@ -43,6 +43,7 @@ from typing import Any, ClassVar, Mapping
 
 from mallocgame.budget import Budget
 from mallocgame.model import InputError, Problem, Solution
+from mallocgame.session import session_for
 from mallocgame.suggest import did_you_mean
 
 # ---------------------------------------------------------------------------- options
@@ -261,7 +262,6 @@ class SolveRequest:
     def facts(self):
         """The solve session (`mallocgame.session.Session`): the problem's derived facts on this hardware,
         each built once, on first use, and shared by every solver of the process."""
-        from mallocgame.session import session_for  # the session's imports are heavy; a request is not
         return session_for(self.problem, self.hardware)
 
     @property
