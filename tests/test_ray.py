@@ -60,15 +60,15 @@ PLUGIN = textwrap.dedent('''
             while True:
                 time.sleep(0.05)
 
-    class Stubborn:
+    class Stubborn(Solver):
         """Sends all-slow as its answer (map mode), then never returns and never reads its clock."""
         name = "stubborn"
         modes = frozenset({"map"})
 
-        def solve(self, problem, hardware, *, time_limit, seed, hint=None):
+        def solve(self, request):
             import numpy as np
             from mallocgame.incumbents import offer
-            offer(value=0.0, offsets=np.full(problem.n, -1, np.int64), source="all-slow")
+            offer(value=0.0, offsets=np.full(request.problem.n, -1, np.int64), source="all-slow")
             while True:
                 time.sleep(0.05)
 ''')

@@ -186,10 +186,12 @@ def test_auto_leaf_plays_rollouts_where_the_time_affords_them_and_mixed_leaves_w
 
 
 @pytest.mark.parametrize("n, limit, played", [(150, math.inf, "rollout"), (400, 3.0, "mixed")])
-def test_auto_leaf_in_the_prefetch_search(n, limit, played):
-    """A prefetch game: with a simulation budget and time to spare rollouts; at 3 s for a 400-buffer program (a
-    rollout ~15 ms, ~4 ms a move) mixed leaves; a valid answer either way, and the same seed gives the same answer
-    when the budget is simulations."""
+def test_auto_leaf_in_the_prefetch_search(monkeypatch, n, limit, played):
+    """A prefetch game: with a simulation budget and time to spare rollouts; at 3 s for a 400-buffer program on
+    the Python engine (a rollout ~15 ms, ~4 ms a move; the compiled game's rollouts are cheap enough to play)
+    mixed leaves; a valid answer either way, and the same seed gives the same answer when the budget is
+    simulations."""
+    monkeypatch.setenv("MALLOCGAME_ENGINE", "python")
     problem = layered_network(n, seed=7, capacity_fraction=0.3).replace(mode="prefetch")
     if math.isinf(limit):
         opts = {"prior": "uniform", "leaf": "auto", "simulations": 2}
