@@ -164,6 +164,26 @@ class NativeState:
     def decisions_left(self) -> int:
         return self._n_decisions - self._core.pos
 
+    def legal_mask(self) -> np.ndarray:
+        mask = np.zeros(self.num_actions, bool)
+        mask[self._core.legal_actions()] = True
+        return mask
+
+    def legal_actions(self) -> np.ndarray:
+        return self._core.legal_actions()
+
+    def greedy_action(self) -> int:
+        return self._core.greedy_action()
+
+    def step(self, action: int) -> float:
+        return self._core.step(action)
+
+    def greedy_rollout(self, stop_step: float = math.inf) -> float:
+        return self._core.greedy_rollout(stop_step)
+
+    def undo(self) -> None:
+        self._core.undo()
+
 
 class Game:
     """One episode of the mallocGame; ``Game(problem, hardware, config)`` builds the config's variant.

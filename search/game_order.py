@@ -18,8 +18,6 @@ clone, undo, legal and greedy actions in compiled code, ``search/_order_game.pxi
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from mallocgame._native import OrderState, OrderTables
@@ -293,25 +291,6 @@ class NativeOrderGame(NativeState, OrderGame, variant="order", engine_name="nati
     def _slow_legal(self) -> bool:
         return self._core.slow_legal()
 
-    def legal_mask(self) -> np.ndarray:
-        mask = np.zeros(self.num_actions, bool)
-        mask[self._core.legal_actions()] = True
-        return mask
-
-    def legal_actions(self) -> np.ndarray:
-        return self._core.legal_actions()
-
-    def greedy_action(self) -> int:
-        return self._core.greedy_action()
-
-    def step(self, action: int) -> float:
-        return self._core.step(action)
-
-    def greedy_rollout(self, stop_step: float = math.inf) -> float:
-        return self._core.greedy_rollout(stop_step)
-
-    def undo(self) -> None:
-        self._core.undo()
 
 
 class _DecisionOrder:

@@ -25,7 +25,6 @@ Example:
 from __future__ import annotations
 
 import bisect
-import math
 
 import numpy as np
 
@@ -169,11 +168,7 @@ class PrefetchGame(Game, variant="prefetch"):
             data = PrefetchData.of(problem, hardware)
         super().__init__(problem, hardware, config, data=data)
         d = self.data
-        self.windows = WINDOWS[:config.windows]
-        k, nw = config.k, len(self.windows)
-        self.num_actions = k * nw + 2
-        self.extend_action = k * nw
-        self.slow_action = k * nw + 1
+        self._set_actions(config)
         self._seg = d.segments_of(config.order)
         self._set_decisions(self._seg.buf)
         cap = self._seg.n + 1
@@ -203,6 +198,14 @@ class PrefetchGame(Game, variant="prefetch"):
         self._rec: list | None = None
         self._opts: _Options | None = None
 
+
+    def _set_actions(self, config: GameConfig) -> None:
+        """The action space of ``config``: ``k`` offsets in each window, then extend, then slow."""
+        self.windows = WINDOWS[:config.windows]
+        k, nw = config.k, len(self.windows)
+        self.num_actions = k * nw + 2
+        self.extend_action = k * nw
+        self.slow_action = k * nw + 1
     def _copy_state_from(self, other: "PrefetchGame") -> None:
         self._occ, self._end = other._occ.copy(), other._end.copy()
         self._off, self._top = other._off.copy(), other._top.copy()
@@ -690,14 +693,10 @@ class NativePrefetchGame(NativeState, PrefetchGame, variant="prefetch", engine_n
         # Game.__init__'s plain fields, without its state: the state lives in self._core.
         self.config = config
         self.data = data
-        self.windows = WINDOWS[:config.windows]
-        k, nw = config.k, len(self.windows)
-        self.num_actions = k * nw + 2
-        self.extend_action = k * nw
-        self.slow_action = k * nw + 1
+        self._set_actions(config)
         self._seg = data.segments_of(config.order)
         self._set_decisions(self._seg.buf)
-        self._core = PrefetchState(data.tables_of(config.order, nw, k))
+        self._core = PrefetchState(data.tables_of(config.order, len(self.windows), config.k))
 
     # --- the state, read from the compiled core (NativeState: the rest) -----------------------
     @property
@@ -737,25 +736,6 @@ class NativePrefetchGame(NativeState, PrefetchGame, variant="prefetch", engine_n
     def _options(self) -> _Options:
         return _Options(*self._core.options())
 
-    def legal_mask(self) -> np.ndarray:
-        mask = np.zeros(self.num_actions, bool)
-        mask[self._core.legal_actions()] = True
-        return mask
-
-    def legal_actions(self) -> np.ndarray:
-        return self._core.legal_actions()
-
-    def greedy_action(self) -> int:
-        return self._core.greedy_action()
-
-    def step(self, action: int) -> float:
-        return self._core.step(action)
-
-    def greedy_rollout(self, stop_step: float = math.inf) -> float:
-        return self._core.greedy_rollout(stop_step)
-
-    def undo(self) -> None:
-        self._core.undo()
 
 
 def intervals_of(rows: np.ndarray) -> tuple[FastInterval, ...]:
