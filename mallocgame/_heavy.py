@@ -18,20 +18,21 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator, Mapping
 
-# Top-level module -> seconds of ``python -X importtime -c "import X"`` (cumulative; two runs on this
-# 2-core shared machine, 2026-12-02: the figures move with the load, their order does not).
+# Top-level module -> seconds its import takes (``python -X importtime -c "import X"``, cumulative, of the
+# submodule named beside it where that is what the product imports); the figures and the runs they come
+# from: docs/results.md, "Import times of the heavy dependencies".
 HEAVY_SECONDS = {
-    "torch": 1.9,  # 1.9-2.9 s
-    "jax": 2.3,  # 2.30-2.34 s
-    "jaxlib": 0.01,  # the bare package 0.00-0.01 s; listed with jax, which brings its native parts in
-    "executorch": 9.7,  # executorch.exir (and torch with it) 9.7-9.9 s; the bare package 0.00 s
-    "matplotlib": 0.95,  # matplotlib.figure, what the plots import, 0.93-0.97 s (matplotlib alone 0.2-0.36 s)
-    "ray": 0.75,  # 0.75-0.76 s
-    "ortools": 0.32,  # ortools.sat.python.cp_model 0.32-0.71 s
-    # Added for ``mallocgame --help``, which imports every command and with them the bounds' modules:
-    "scipy": 0.48,  # scipy.optimize 0.48-0.50 s, scipy.sparse 0.22-0.47 s
+    "torch": 1.9,
+    "jax": 2.3,
+    "jaxlib": 0.01,  # the bare package; listed with jax, which brings its native parts in
+    "executorch": 9.7,  # executorch.exir, torch with it
+    "matplotlib": 0.95,  # matplotlib.figure, what the plots import
+    "ray": 0.75,
+    "ortools": 0.32,  # ortools.sat.python.cp_model
+    # ``mallocgame --help`` imports every command and with them the bounds' modules:
+    "scipy": 0.48,  # scipy.optimize
     # The interference graph's form for small problems (mallocgame.graph); a solve never needs it:
-    "networkx": 0.78,  # 0.78-0.99 s in a fresh interpreter (2026-12-05)
+    "networkx": 0.78,
 }
 HEAVY = frozenset(HEAVY_SECONDS)
 

@@ -22,8 +22,8 @@ from mallocgame.hardware.validator import validate_intervals
 from mallocgame.model import FastInterval, Problem, Solution
 from mallocgame.objective import exceeds
 
-# split_idle's defaults (measured on the xla suite's LSTM steps, experiments/results/prefetch_split_xla.md):
-# the least ops a cut must free, and the copy windows' budget in copy times
+# split_idle's defaults: the least ops a cut must free, and the copy windows' budget in copy times
+# (docs/results.md, "cpsat's defaults")
 SPLIT_MIN_FREE = 16
 SPLIT_RATIO = 1.5
 
