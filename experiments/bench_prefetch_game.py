@@ -15,7 +15,7 @@ A random episode builds far more intervals and copies than the greedy's; where i
 stopped after ``--random-seconds`` and its steps/s are over the steps played (marked in the table).
 
 The speed before the compiled copy service and hole finder (commit 1ee9df0) is quoted in
-experiments/README.md, "A compiled copy service and hole finder", from an in-process probe.
+docs/results.md, "The compiled parts of the prefetch game", from an in-process probe.
 """
 
 from __future__ import annotations

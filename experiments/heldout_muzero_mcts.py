@@ -165,7 +165,7 @@ def own_copy(problem, hardware):
     Each contestant builds its own baselines, fallback answers and game data, as in a forked child: in one process
     the same problem object would hand them to the contestants after the first (``mallocgame.model.derived_facts``),
     free of time, which tilts an equal-wall-time comparison at thousands of buffers (runs before this helper: the
-    README, "Prefetch mode at 60 s per problem").
+    git history of experiments/README.md).
     """
     own = problem.replace()
     shared_caches(own, hardware)

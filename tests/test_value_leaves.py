@@ -143,7 +143,7 @@ def test_network_value_pass_gives_the_policy_prior():
 def test_a_value_leaf_steps_the_game_once_where_a_rollout_plays_to_the_end(monkeypatch):
     """Why value leaves run far more simulations: a simulation with a value leaf steps the game once (its new
     child), one with a rollout leaf plays on to the end of the episode (O(n) steps). The simulations per second
-    themselves are measured by the equal-time experiment (experiments/README.md, "Value leaves"), not here."""
+    themselves are measured by the equal-time experiment (docs/results.md, "muzero's defaults"), not here."""
     steps = {}
     for leaf in ("rollout", "value"):
         game = _branching_state(Game(_problem(), HW, GAME))

@@ -238,8 +238,8 @@ def pack_branching_order(start: np.ndarray, end: np.ndarray, size: np.ndarray, n
     return np.lexsort(keys)
 
 
-# Measured here (see experiments/README-cpsat.md): the clique form alone proves map-mode
-# windows several times faster; pack models gain from keeping NoOverlap2D beside it.
+# The no-overlap form per objective: the clique form alone in map mode, beside NoOverlap2D in pack mode
+# (docs/results.md, "cpsat's defaults").
 FORMULATION = {"value": "cliques", "feasible": "both", "peak": "both"}
 PACK_STRATEGY = True
 SMALL_MODEL = 40  # buffers
