@@ -1,9 +1,13 @@
-"""The code-health numbers of issue 17, measured on the tree: long functions, imports inside functions, README.
+"""The code-health numbers measured on the tree: long functions, imports inside functions, README, the product
+against experiments/.
 
 Prints every function of more than ``--lines`` lines in the core and the card's packages, the
 imports that sit inside functions (and how many of them are of the heavy optional dependencies the
 rule allows there: :data:`mallocgame._heavy.HEAVY`, the declaration tests/test_import_rule.py enforces,
-directly or through one of our modules that imports one at its top), and the README's length::
+directly or through one of our modules that imports one at its top), the README's length, the lines of
+the product's sources (``.py``, ``.pyx``, ``.pxi`` of the package folders) against the lines of every text file
+under experiments/, the files and lines of experiments/results/, and the issue numbers ("issue 18") left in
+the product's sources (tests/test_docstrings.py keeps them at zero)::
 
     python experiments/measure_code.py --out code_measures.md
 """
@@ -12,7 +16,9 @@ from __future__ import annotations
 
 import argparse
 import ast
+import re
 from collections import Counter
+from pathlib import Path
 
 from _common import ROOT, Transcript, fenced, write_results
 
@@ -28,6 +34,44 @@ def module_name(path) -> str:
     rel = path.relative_to(ROOT).with_suffix("")
     parts = [PACKAGES[rel.parts[0]], *rel.parts[1:]]
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+SOURCE_SUFFIXES = (".py", ".pyx", ".pxi")
+ISSUE_NUMBER = re.compile(r"\bissues?\s*#?\d+", re.IGNORECASE)
+
+
+def text_lines(path: Path) -> int | None:
+    """The lines of a text file; ``None`` for a binary one (a picture)."""
+    try:
+        return len(path.read_text(encoding="utf-8").splitlines())
+    except UnicodeDecodeError:
+        return None
+
+
+def product_sources() -> list[Path]:
+    """The hand-written sources of the package folders (symlinked folders are not followed twice)."""
+    return [p for package in PACKAGES for p in sorted((ROOT / package).rglob("*"))
+            if p.suffix in SOURCE_SUFFIXES and p.is_file()]
+
+
+def size_lines(out: Transcript) -> None:
+    """The product's lines against experiments/, the results records, and the issue numbers in the product."""
+    product = product_sources()
+    product_lines = sum(text_lines(p) or 0 for p in product)
+    experiment_files = [p for p in sorted((ROOT / "experiments").rglob("*")) if p.is_file() and "__pycache__" not in p.parts]
+    experiment_lines = sum(text_lines(p) or 0 for p in experiment_files)
+    out(f"product: {len(product)} source files, {product_lines} lines; experiments/: {len(experiment_files)} files, "
+        f"{experiment_lines} lines ({experiment_lines / product_lines:.2f}x the product)")
+    results = [p for p in experiment_files if (ROOT / "experiments" / "results") in p.parents]
+    data = [p for p in results if p.suffix in (".csv", ".json", ".jsonl")]
+    out(f"experiments/results/: {len(results)} files, {sum(text_lines(p) or 0 for p in results)} lines "
+        f"(of which {len(data)} data files, csv/json/jsonl, {sum(text_lines(p) or 0 for p in data)} lines); "
+        f"experiments/*.py: {len(list((ROOT / 'experiments').glob('*.py')))} scripts")
+    issues = [(p, n) for p in product for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+              if ISSUE_NUMBER.search(line)]
+    out(f"issue numbers in the product's sources: {len(issues)}")
+    for p, n in issues:
+        out(f"  {p.relative_to(ROOT)}:{n}")
 
 
 def main() -> None:
@@ -58,7 +102,8 @@ def main() -> None:
         f"other {kinds['other']})")
     readme = (ROOT / "README.md").read_text().splitlines()
     out(f"README.md: {len(readme)} lines, longest {max(map(len, readme))} characters")
-    write_results(args.out, "# Code-health numbers (issue 17)\n\n" + fenced(out.text))
+    size_lines(out)
+    write_results(args.out, "# Code-health numbers\n\n" + fenced(out.text))
 
 
 if __name__ == "__main__":
