@@ -405,7 +405,8 @@ class Portfolio(Solver):
     name = "portfolio"
     modes = frozenset({"map", "pack", "prefetch"})
     # imported before the clock starts (mallocgame.runner.preload): the default members' heavy modules, and the
-    # members' own (their first import, on a busy machine, took the portfolio 1 s past a 0.2 s limit)
+    # members' own, whose first import would otherwise run on the portfolio's clock (docs/results.md, "portfolio's
+    # defaults")
     preload = ("ortools.sat.python.cp_model", "scipy.optimize", *(f"mallocgame.{m}" for m in (
         "solvers.greedy_xla", "solvers.best_fit", "solvers.msa", "solvers.cpsat.solver", "solvers.pack_search.solver",
         "hybrid.lns", "hybrid.select_pack")))
@@ -451,7 +452,7 @@ class Portfolio(Solver):
         parallel = workers > 1 and len(heavy) > 1
         for name in heavy:
             # Here, before the forks: a child's own import of its heavy modules is outside its clock, but not
-            # outside ours (select-pack's scipy.optimize: 0.8-2 s past its limit, and it was killed unheard).
+            # outside ours (docs/results.md, "portfolio's defaults").
             preload(load_solver(name))
         # Members stay in the portfolio's process group, so a kill of the portfolio reaches them. Their better
         # answers go on to our parent as they come (a map member's, lifted only at its end, do not).
