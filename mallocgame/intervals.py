@@ -293,7 +293,7 @@ class OverlapIndex:
                 done = p
                 self.cp_sets.append(live)
             return
-        # many (a loop step each took seconds at 1M buffers): buffer j is in checkpoints c_lo(j)..c_hi(j), one
+        # many (a Python loop over them is too slow at scale): buffer j is in checkpoints c_lo(j)..c_hi(j), one
         # (c, j) pair each, grouped by c
         c_lo = np.searchsorted(self.cp_pos, np.arange(n), side="right")
         c_hi = np.searchsorted(self.cp_time, self.end[self.order], side="left") - 1

@@ -281,7 +281,7 @@ class _Searcher:
             self.eff[chg] = newm
             # A row holds one value on its buffer's sections and INF elsewhere, and the neighbours live
             # only on sections [nlo[b], nhi[b]): the trail keeps each neighbour's value, not its row
-            # (rows took depth x neighbours x sections: 0.6-1 GB on a 1k-buffer trace).
+            # (rows would take depth x neighbours x sections of memory).
             lo, hi = c.nlo[b], c.nhi[b]
             rows = VM[chg, lo:hi]
             old_rows = VM[chg, c.sl[chg]]
