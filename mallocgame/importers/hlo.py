@@ -847,74 +847,15 @@ class _Costs:
         return name
 
     def instr(self, comp: Computation, ins: Instr) -> tuple[float, float]:
+        """(FLOPs, transcendentals) of one instruction; an op with no formula costs nothing and is warned about."""
         op = ins.opcode
-        shape = ins.shape
         opnd = [comp.by_name[o].shape for o in ins.operands]
         try:
-            if op in _TRANSCENDENTAL:
-                return 0.0, float(shape.elements)
-            if op in _ELEMENTWISE:
-                return float(shape.elements), 0.0
-            if op in _ZERO_COST:
-                return 0.0, 0.0
-            if op in ("dot", "scaled-dot"):
-                width = math.prod(opnd[0].dims[d] for d in _ints(ins.attrs.get("lhs_contracting_dims")))
-                return 2.0 * shape.elements * width, 0.0
-            if op == "convolution":
-                return _conv_flops(ins, opnd[0], opnd[1]), 0.0
-            if op == "fusion" or (op == "async-start" and "calls" in ins.attrs):
-                return self.comp(self._called(ins, "calls"))
-            if op == "call":
-                return self.comp(self._called(ins, "to_apply"))
-            if op in ("reduce", "all-reduce", "all-reduce-start"):
-                if op != "reduce":
-                    return float(sum(s.elements for _, s in shape.leaves())), 0.0
-                f, t = self.comp(self._called(ins, "to_apply"))
-                count = opnd[0].elements - shape.elements
-                return f * count, t * count
-            if op == "reduce-window":
-                f, t = self.comp(self._called(ins, "to_apply"))
-                count = _reduce_window_count(ins, opnd[0])
-                return f * count, t * count
-            if op == "map":
-                f, t = self.comp(self._called(ins, "to_apply"))
-                return f * shape.elements, t * shape.elements
-            if op == "scatter":
-                f, t = self.comp(self._called(ins, "to_apply"))
-                n_upd = opnd[-1].elements
-                return f * n_upd, t * n_upd
-            if op == "select-and-scatter":
-                fs, ts = self.comp(self._called(ins, "select"))
-                fc, tc = self.comp(self._called(ins, "scatter"))
-                wcount = math.prod(w.size for w in _parse_window(ins.attrs.get("window"))) or 1
-                src = opnd[1].elements
-                return fs * src * (wcount - 1) + fc * src, ts * src * (wcount - 1) + tc * src
-            if op == "sort":
-                n = opnd[0].elements
-                return float(n * math.ceil(math.log2(n))) if n > 1 else 0.0, 0.0
-            if op in ("rng", "rng-bit-generator"):
-                return 0.0, float(sum(s.elements for _, s in shape.leaves()))
-            if op == "fft":
-                lengths = _ints(ins.attrs.get("fft_length"))
-                logs = math.prod(int(math.log2(x)) for x in lengths) if lengths else 1
-                return 2.0 * 4 * logs * opnd[0].elements, 0.0
-            if op == "triangular-solve":
-                return 2.0 * opnd[0].dims[-1] * opnd[1].elements, 0.0
-            if op == "cholesky":
-                return float(opnd[0].dims[-1] * opnd[0].elements // 3), 0.0
-            if op == "while":
-                n = _trip_count(ins) or 1
-                fb, tb = self.comp(self._called(ins, "body"))
-                fc, tc = self.comp(self._called(ins, "condition"))
-                return n * fb + (n + 1) * fc, n * tb + (n + 1) * tc
-            if op == "conditional":
-                names = _callees(ins)
-                costs = [self.comp(n) for n in names] or [(0.0, 0.0)]
-                return max(c[0] for c in costs), max(c[1] for c in costs)
-            if op == "custom-call":
-                known = _library_call_flops(ins, opnd)
-                if known is not None:
-                    return known, 0.0
+            cost = _leaf_cost(ins, opnd)
+            if cost is None:
+                cost = self._calling_cost(ins, opnd)
+            if cost is not None:
+                return cost
         except InputError:
             raise
         except (KeyError, IndexError, ValueError) as exc:
@@ -927,6 +868,79 @@ class _Costs:
             self.warn(f"{self.m.path}: line {ins.line}: unknown instruction {op!r} ({ins.name!r}): "
                       "imported as a zero-FLOP op")
         return 0.0, 0.0
+
+    def _calling_cost(self, ins: Instr, opnd: list) -> tuple[float, float] | None:
+        """The cost of an instruction that runs other computations (fusion, call, reduce, while, ...), or None."""
+        op, shape = ins.opcode, ins.shape
+        if op == "fusion" or (op == "async-start" and "calls" in ins.attrs):
+            return self.comp(self._called(ins, "calls"))
+        if op == "call":
+            return self.comp(self._called(ins, "to_apply"))
+        if op == "reduce":
+            f, t = self.comp(self._called(ins, "to_apply"))
+            count = opnd[0].elements - shape.elements
+            return f * count, t * count
+        if op == "reduce-window":
+            f, t = self.comp(self._called(ins, "to_apply"))
+            count = _reduce_window_count(ins, opnd[0])
+            return f * count, t * count
+        if op == "map":
+            f, t = self.comp(self._called(ins, "to_apply"))
+            return f * shape.elements, t * shape.elements
+        if op == "scatter":
+            f, t = self.comp(self._called(ins, "to_apply"))
+            n_upd = opnd[-1].elements
+            return f * n_upd, t * n_upd
+        if op == "select-and-scatter":
+            fs, ts = self.comp(self._called(ins, "select"))
+            fc, tc = self.comp(self._called(ins, "scatter"))
+            wcount = math.prod(w.size for w in _parse_window(ins.attrs.get("window"))) or 1
+            src = opnd[1].elements
+            return fs * src * (wcount - 1) + fc * src, ts * src * (wcount - 1) + tc * src
+        if op == "while":
+            n = _trip_count(ins) or 1
+            fb, tb = self.comp(self._called(ins, "body"))
+            fc, tc = self.comp(self._called(ins, "condition"))
+            return n * fb + (n + 1) * fc, n * tb + (n + 1) * tc
+        if op == "conditional":
+            costs = [self.comp(n) for n in _callees(ins)] or [(0.0, 0.0)]
+            return max(c[0] for c in costs), max(c[1] for c in costs)
+        return None
+
+
+def _leaf_cost(ins: Instr, opnd: list) -> tuple[float, float] | None:
+    """(FLOPs, transcendentals) of an instruction that calls no computation, or None if it has no formula here."""
+    op, shape = ins.opcode, ins.shape
+    if op in _TRANSCENDENTAL:
+        return 0.0, float(shape.elements)
+    if op in _ELEMENTWISE:
+        return float(shape.elements), 0.0
+    if op in _ZERO_COST:
+        return 0.0, 0.0
+    if op in ("dot", "scaled-dot"):
+        width = math.prod(opnd[0].dims[d] for d in _ints(ins.attrs.get("lhs_contracting_dims")))
+        return 2.0 * shape.elements * width, 0.0
+    if op == "convolution":
+        return _conv_flops(ins, opnd[0], opnd[1]), 0.0
+    if op in ("all-reduce", "all-reduce-start"):
+        return float(sum(s.elements for _, s in shape.leaves())), 0.0
+    if op == "sort":
+        n = opnd[0].elements
+        return float(n * math.ceil(math.log2(n))) if n > 1 else 0.0, 0.0
+    if op in ("rng", "rng-bit-generator"):
+        return 0.0, float(sum(s.elements for _, s in shape.leaves()))
+    if op == "fft":
+        lengths = _ints(ins.attrs.get("fft_length"))
+        logs = math.prod(int(math.log2(x)) for x in lengths) if lengths else 1
+        return 2.0 * 4 * logs * opnd[0].elements, 0.0
+    if op == "triangular-solve":
+        return 2.0 * opnd[0].dims[-1] * opnd[1].elements, 0.0
+    if op == "cholesky":
+        return float(opnd[0].dims[-1] * opnd[0].elements // 3), 0.0
+    if op == "custom-call":
+        known = _library_call_flops(ins, opnd)
+        return (known, 0.0) if known is not None else None
+    return None
 
 
 # --------------------------------------------------------------------------- workload

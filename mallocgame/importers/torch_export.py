@@ -161,6 +161,11 @@ def _tensor_shapes(args: Sequence[Any]) -> list[tuple[int, ...] | None]:
     return out
 
 
+_ATTENTION = ("scaled_dot_product_attention", "_scaled_dot_product_flash_attention",
+              "_scaled_dot_product_efficient_attention", "_scaled_dot_product_flash_attention_for_cpu")
+_DROPOUT = ("dropout", "native_dropout", "feature_dropout", "alpha_dropout")
+
+
 def op_flops(name: str, node: Any, out_shapes: list[tuple[int, ...]]) -> float | None:
     """FLOPs of one ATen node, or ``None`` if there is no formula for it."""
     args = list(node.args)
@@ -168,83 +173,102 @@ def op_flops(name: str, node: Any, out_shapes: list[tuple[int, ...]]) -> float |
     out = out_shapes[0] if out_shapes else ()
     out_n = _numel(out) if out_shapes else 0
     if name in _MATMUL:
-        if name == "einsum":
-            return _einsum_flops(args[0], _tensor_shapes(args[1]) if len(args) > 1 else [])
-        if name in ("outer", "addr"):
-            return float(out_n) * (1 if name == "outer" else 2)
-        a, b = (shapes[1], shapes[2]) if name in ("addmm", "baddbmm", "addbmm", "addmv", "_addmm_activation") \
-            else (shapes[0], shapes[1])
-        if a is None or b is None:
-            return None
-        if name == "linear":      # x [..., in] @ w[out, in]^T
-            return 2.0 * _numel(a[:-1]) * a[-1] * b[0]
-        if name == "addbmm":      # sum over the batch of [n, k] @ [k, m]
-            return 2.0 * a[0] * a[1] * a[2] * b[-1]
-        return 2.0 * out_n * a[-1]
+        return _matmul_flops(name, args, shapes, out_n)
     if name in _CONV:
-        x, w = shapes[0], shapes[1]
-        if x is None or w is None:
-            return None
-        transposed = name.startswith("conv_transpose") or (
-            name in ("convolution", "_convolution") and len(args) > 6 and bool(args[6]))
-        kernel = _numel(w[2:])
-        if transposed:  # weight [in, out / groups, k...]: each input element feeds out/groups * kernel outputs
-            return 2.0 * _numel(x) * w[1] * kernel
-        return 2.0 * out_n * w[1] * kernel  # weight [out, in / groups, k...]
-    if name in ("scaled_dot_product_attention", "_scaled_dot_product_flash_attention",
-                "_scaled_dot_product_efficient_attention", "_scaled_dot_product_flash_attention_for_cpu"):
-        q, k, v = shapes[0], shapes[1], shapes[2]
-        if q is None or k is None or v is None:
-            return None
-        batch = _numel(q[:-2])
-        return 2.0 * batch * q[-2] * k[-2] * q[-1] + 2.0 * batch * q[-2] * k[-2] * v[-1]
+        return _conv_flops(name, args, shapes, out_n)
+    if name in _ATTENTION:
+        return _attention_flops(shapes)
     if name in _RNN:
-        params = _tensor_shapes(args[2]) if len(args) > 2 and isinstance(args[2], (list, tuple)) else []
-        x = shapes[0]
-        if x is None or not any(p is not None and len(p) == 2 for p in params):
-            return None
-        steps = _numel(x[:-1])  # batch x time (time alone for an unbatched input)
-        return steps * sum((2.0 if len(p) == 2 else 1.0) * _numel(p) for p in params if p is not None)
+        return _rnn_flops(args, shapes)
     if name in _INTERPOLATE:
         return float(_INTERPOLATE[name] * out_n)
     if name in _FFT_CORE or name in _FFT_1D:
-        x = shapes[0]
-        if x is None or not x:
-            return None
-        if name in _FFT_CORE:
-            dims = list(args[1]) if len(args) > 1 and isinstance(args[1], (list, tuple)) else [-1]
-            # c2r's input is the half spectrum: the transform's length is its output's
-            lengths = [(out if name == "_fft_c2r" else x)[d] for d in dims]
-        else:
-            dim = args[2] if len(args) > 2 and isinstance(args[2], int) else -1
-            n = args[1] if len(args) > 1 and isinstance(args[1], int) else None
-            lengths = [n if n is not None else (out if name in ("fft_irfft", "fft_hfft") else x)[dim]]
-        logs = math.prod(math.log2(n) for n in lengths if n > 1) if any(n > 1 for n in lengths) else 0.0
-        return 8.0 * logs * _numel(x)
-    if name in ("dropout", "native_dropout", "feature_dropout", "alpha_dropout") and len(args) > 2 \
-            and args[2] is False:
+        return _fft_flops(name, args, shapes, out)
+    if name in _DROPOUT and len(args) > 2 and args[2] is False:
         return 0.0  # identity outside training
     if name in _ELEMENTWISE:
         return float(out_n)
-    if name in _REDUCTION:
+    if name in _REDUCTION or name in _ADAPTIVE_POOL:
         src = shapes[0]
         return float(_numel(src)) if src is not None else float(out_n)
     if name in _PER_ELEMENT:
         src = shapes[0]
         return float(_PER_ELEMENT[name] * (_numel(src) if src is not None else out_n))
     if name in _POOL:
-        kernel = args[1] if len(args) > 1 else 1
-        kernel = [kernel] if isinstance(kernel, int) else list(kernel)
-        dims = {"1d": 1, "2d": 2, "3d": 3}[name[name.index("pool") + 4:name.index("pool") + 6]]
-        if len(kernel) == 1:
-            kernel = kernel * dims
-        return float(out_n * _numel(kernel))
-    if name in _ADAPTIVE_POOL:
-        src = shapes[0]
-        return float(_numel(src)) if src is not None else float(out_n)
+        return _pool_flops(name, args, out_n)
     if name in _NO_FLOPS:
         return 0.0
     return None
+
+
+def _matmul_flops(name: str, args: list, shapes: list, out_n: int) -> float | None:
+    if name == "einsum":
+        return _einsum_flops(args[0], _tensor_shapes(args[1]) if len(args) > 1 else [])
+    if name in ("outer", "addr"):
+        return float(out_n) * (1 if name == "outer" else 2)
+    a, b = (shapes[1], shapes[2]) if name in ("addmm", "baddbmm", "addbmm", "addmv", "_addmm_activation") \
+        else (shapes[0], shapes[1])
+    if a is None or b is None:
+        return None
+    if name == "linear":      # x [..., in] @ w[out, in]^T
+        return 2.0 * _numel(a[:-1]) * a[-1] * b[0]
+    if name == "addbmm":      # sum over the batch of [n, k] @ [k, m]
+        return 2.0 * a[0] * a[1] * a[2] * b[-1]
+    return 2.0 * out_n * a[-1]
+
+
+def _conv_flops(name: str, args: list, shapes: list, out_n: int) -> float | None:
+    x, w = shapes[0], shapes[1]
+    if x is None or w is None:
+        return None
+    transposed = name.startswith("conv_transpose") or (
+        name in ("convolution", "_convolution") and len(args) > 6 and bool(args[6]))
+    kernel = _numel(w[2:])
+    if transposed:  # weight [in, out / groups, k...]: each input element feeds out/groups * kernel outputs
+        return 2.0 * _numel(x) * w[1] * kernel
+    return 2.0 * out_n * w[1] * kernel  # weight [out, in / groups, k...]
+
+
+def _attention_flops(shapes: list) -> float | None:
+    q, k, v = shapes[0], shapes[1], shapes[2]
+    if q is None or k is None or v is None:
+        return None
+    batch = _numel(q[:-2])
+    return 2.0 * batch * q[-2] * k[-2] * q[-1] + 2.0 * batch * q[-2] * k[-2] * v[-1]
+
+
+def _rnn_flops(args: list, shapes: list) -> float | None:
+    params = _tensor_shapes(args[2]) if len(args) > 2 and isinstance(args[2], (list, tuple)) else []
+    x = shapes[0]
+    if x is None or not any(p is not None and len(p) == 2 for p in params):
+        return None
+    steps = _numel(x[:-1])  # batch x time (time alone for an unbatched input)
+    return steps * sum((2.0 if len(p) == 2 else 1.0) * _numel(p) for p in params if p is not None)
+
+
+def _fft_flops(name: str, args: list, shapes: list, out: tuple[int, ...]) -> float | None:
+    x = shapes[0]
+    if x is None or not x:
+        return None
+    if name in _FFT_CORE:
+        dims = list(args[1]) if len(args) > 1 and isinstance(args[1], (list, tuple)) else [-1]
+        # c2r's input is the half spectrum: the transform's length is its output's
+        lengths = [(out if name == "_fft_c2r" else x)[d] for d in dims]
+    else:
+        dim = args[2] if len(args) > 2 and isinstance(args[2], int) else -1
+        n = args[1] if len(args) > 1 and isinstance(args[1], int) else None
+        lengths = [n if n is not None else (out if name in ("fft_irfft", "fft_hfft") else x)[dim]]
+    logs = math.prod(math.log2(n) for n in lengths if n > 1) if any(n > 1 for n in lengths) else 0.0
+    return 8.0 * logs * _numel(x)
+
+
+def _pool_flops(name: str, args: list, out_n: int) -> float:
+    kernel = args[1] if len(args) > 1 else 1
+    kernel = [kernel] if isinstance(kernel, int) else list(kernel)
+    dims = {"1d": 1, "2d": 2, "3d": 3}[name[name.index("pool") + 4:name.index("pool") + 6]]
+    if len(kernel) == 1:
+        kernel = kernel * dims
+    return float(out_n * _numel(kernel))
 
 
 def _einsum_flops(equation: Any, shapes: list) -> float | None:
