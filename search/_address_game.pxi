@@ -8,7 +8,7 @@
 #   candidate ranks, the highest floor each buffer fits on (and the buffers by it), sizes, alignments and the
 #   reward model (as the order game's ``OrderTables``: per buffer the ops it touches and its saving on each, the
 #   ops' compute and slow-memory seconds; or the additive per-buffer rewards; or the pack-mode byte counts).
-# * :class:`AddressState`: one game's state: offsets and undecided flags ``[n]``, the skyline's segments (height,
+# * :class:`AddressState`: one game's state: offsets ``[n]`` and undecided flags (by position in ``by_cs``), the skyline's segments (height,
 #   right end, left neighbour, is-a-segment-start ``[m]``), the min-heap of ``(height, start)`` with stale entries,
 #   the per-op saved seconds, the reward sum, the peak, the fit pointer, and the current decision (segment and
 #   candidates). ``clone()`` copies these arrays.
@@ -18,7 +18,7 @@
 # against each other. The heap is a binary heap on (height, start) pairs like ``heapq``'s: which stale duplicate is
 # popped first differs, but the valid top (the lowest, leftmost segment) is the same.
 
-from libcpp.algorithm cimport lower_bound, partial_sort, pop_heap, push_heap
+from libcpp.algorithm cimport partial_sort, pop_heap, push_heap
 from libcpp.pair cimport pair
 
 _CLOSE_ILLEGAL = "illegal action: closing the only segment would give up (pack mode)"
@@ -32,7 +32,11 @@ cdef class AddressTables:
     ``_SkylineData``)."""
 
     cdef Py_ssize_t n, m, n_ops
-    cdef vector[long long] size, align, cs, ce, by_cs, sorted_cs, rank, threshold, by_threshold
+    cdef vector[long long] size, align, cs, ce, by_cs, sorted_cs, by_rank
+    # By position in ``by_cs`` (the candidate scan reads them in order): end, highest floor, rank; and each
+    # buffer's position there, the buffers by highest floor as positions, and the highest floors in that order.
+    cdef vector[long long] ce_at, threshold_at, rank_at, where, fit_order, fit_threshold
+    cdef vector[long long] first_at  # [m + 1]: the first position in ``by_cs`` whose buffer starts at or after c
     cdef long long capacity
     cdef bint capped, map_mode
     cdef RewardKind kind
@@ -43,7 +47,10 @@ cdef class AddressTables:
     cdef vector[long long] scratch  # the candidates of one decision (shared: one decision at a time, GIL held)
 
     def __init__(self, data, sky):
-        cdef Py_ssize_t n = data.n, i
+        cdef Py_ssize_t n = data.n, i, p, c
+        cdef const long long[:] rank = sky.rank
+        cdef const long long[:] threshold = sky.threshold
+        cdef const long long[:] by_threshold = np.asarray(sky.by_threshold, np.int64)
         self.n = n
         self.m = sky.m
         self.size = data.size_l
@@ -52,9 +59,31 @@ cdef class AddressTables:
         self.ce = sky.ce_l
         self.by_cs = sky.by_cs_l
         self.sorted_cs = sky.sorted_cs
-        self.rank = sky.rank_l
-        self.threshold = sky.threshold_l
-        self.by_threshold = sky.by_threshold
+        self.by_rank.resize(n)
+        self.ce_at.resize(n)
+        self.threshold_at.resize(n)
+        self.rank_at.resize(n)
+        self.where.resize(n)
+        self.fit_order.resize(n)
+        self.fit_threshold.resize(n)
+        for i in range(n):
+            self.by_rank[rank[i]] = i
+        for p in range(n):
+            i = self.by_cs[p]
+            self.where[i] = p
+            self.ce_at[p] = self.ce[i]
+            self.threshold_at[p] = threshold[i]
+            self.rank_at[p] = rank[i]
+        self.first_at.assign(self.m + 1, n)
+        for p in range(n - 1, -1, -1):
+            self.first_at[self.sorted_cs[p]] = p
+        for c in range(self.m - 1, -1, -1):
+            if self.first_at[c] > self.first_at[c + 1]:
+                self.first_at[c] = self.first_at[c + 1]
+        for p in range(n):
+            i = by_threshold[p]
+            self.fit_order[p] = self.where[i]
+            self.fit_threshold[p] = threshold[i]
         self.capped = data.capacity is not None
         self.capacity = data.capacity if self.capped else _UNBOUNDED
         self.map_mode = data.mode == "map"
@@ -88,7 +117,7 @@ cdef class AddressState:
     cdef readonly long long peak
     cdef Py_ssize_t fit_ptr
     cdef vector[long long] off
-    cdef vector[char] undecided
+    cdef vector[char] undecided  # by position in the tables' ``by_cs``
     cdef vector[long long] height
     cdef vector[int] right, prev
     cdef vector[char] is_left
@@ -123,7 +152,7 @@ cdef class AddressState:
         if tables.capped:
             for i in range(n):
                 if tables.size[i] > tables.capacity:
-                    self.undecided[i] = 0
+                    self.undecided[tables.where[i]] = 0
                     self.pos += 1
         self._advance()
 
@@ -167,7 +196,7 @@ cdef class AddressState:
         out = np.zeros(self.t.n, bool)
         cdef Py_ssize_t i
         for i in range(self.t.n):
-            if self.undecided[i]:
+            if self.undecided[self.t.where[i]]:
                 out[i] = True
         return out
 
@@ -260,16 +289,17 @@ cdef class AddressState:
         """``cands``: the ``k`` best-ranked undecided buffers whose live range lies in ``[a, r)`` and that fit on
         the floor of ``a``, best first."""
         cdef AddressTables t = self.t
-        cdef Py_ssize_t lo = lower_bound(t.sorted_cs.begin(), t.sorted_cs.end(), <long long> a) - t.sorted_cs.begin()
-        cdef Py_ssize_t hi = lower_bound(t.sorted_cs.begin(), t.sorted_cs.end(), <long long> r) - t.sorted_cs.begin()
-        cdef Py_ssize_t p, i, found
+        cdef Py_ssize_t lo = t.first_at[a], hi = t.first_at[r]
+        cdef Py_ssize_t p, found
         cdef long long h = self.height[a]
         cdef vector[long long]* keys = &t.scratch
+        cdef const long long* ce_at = t.ce_at.data()
+        cdef const long long* threshold_at = t.threshold_at.data()
+        cdef const char* undecided = self.undecided.data()
         keys.clear()
         for p in range(lo, hi):
-            i = t.by_cs[p]
-            if t.ce[i] <= r and t.threshold[i] >= h and self.undecided[i]:
-                keys.push_back(t.rank[i] * t.n + i)  # ranks are distinct in [0, n): sorting the key sorts the rank
+            if ce_at[p] <= r and threshold_at[p] >= h and undecided[p]:
+                keys.push_back(t.rank_at[p])  # ranks are distinct: the order of the ranks is the order of the buffers
         found = keys.size()
         if found > self.k:
             partial_sort(keys.begin(), keys.begin() + self.k, keys.end())
@@ -278,16 +308,16 @@ cdef class AddressState:
             sort(keys.begin(), keys.end())
         self.cands.resize(found)
         for p in range(found):
-            self.cands[p] = keys[0][p] % t.n
+            self.cands[p] = t.by_rank[keys[0][p]]
 
     cdef long long _max_threshold(self) noexcept:
         """Highest floor at which some undecided buffer still fits (the pointer moves forward only); -1: none."""
         cdef AddressTables t = self.t
-        cdef Py_ssize_t p = self.fit_ptr, nb = t.by_threshold.size()
-        while p < nb and not self.undecided[t.by_threshold[p]]:
+        cdef Py_ssize_t p = self.fit_ptr, nb = t.fit_order.size()
+        while p < nb and not self.undecided[t.fit_order[p]]:
             p += 1
         self.fit_ptr = p
-        return t.threshold[t.by_threshold[p]] if p < nb else -1
+        return t.fit_threshold[p] if p < nb else -1
 
     cdef void _advance(self) except *:
         """Move to the next decision: the lowest segment that has candidates."""
@@ -395,7 +425,7 @@ cdef class AddressState:
             off = _align_up(h, t.align[i])
             top = off + t.size[i]
             self.off[i] = off
-            self.undecided[i] = 0
+            self.undecided[t.where[i]] = 0
             self.pos += 1
             reward = self._place_reward(i, top, True)
             self._place_on_skyline(a, r, t.cs[i], t.ce[i], top)
