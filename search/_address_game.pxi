@@ -8,7 +8,8 @@
 #   candidate ranks, the highest floor each buffer fits on (and the buffers by it), sizes, alignments and the
 #   reward model (as the order game's ``OrderTables``: per buffer the ops it touches and its saving on each, the
 #   ops' compute and slow-memory seconds; or the additive per-buffer rewards; or the pack-mode byte counts).
-# * :class:`AddressState`: one game's state: offsets ``[n]`` and undecided flags (by position in ``by_cs``), the skyline's segments (height,
+# * :class:`AddressState`: one game's state: offsets ``[n]``, undecided flags by position in ``by_cs`` with a
+#   union-find that skips the decided positions (the candidate scan visits undecided buffers only), the skyline's segments (height,
 #   right end, left neighbour, is-a-segment-start ``[m]``), the min-heap of ``(height, start)`` with stale entries,
 #   the per-op saved seconds, the reward sum, the peak, the fit pointer, and the current decision (segment and
 #   candidates). ``clone()`` copies these arrays.
@@ -118,6 +119,7 @@ cdef class AddressState:
     cdef Py_ssize_t fit_ptr
     cdef vector[long long] off
     cdef vector[char] undecided  # by position in the tables' ``by_cs``
+    cdef vector[int] skip  # [n + 1]: follow to the first undecided position at or after p (n: none); path-compressed
     cdef vector[long long] height
     cdef vector[int] right, prev
     cdef vector[char] is_left
@@ -138,6 +140,9 @@ cdef class AddressState:
         self.fit_ptr = 0
         self.off.assign(n, -1)
         self.undecided.assign(n, 1)
+        self.skip.resize(n + 1)
+        for i in range(n + 1):
+            self.skip[i] = <int> i
         self.height.assign(slots, 0)
         self.right.assign(slots, 0)
         self.right[0] = <int> m
@@ -152,7 +157,7 @@ cdef class AddressState:
         if tables.capped:
             for i in range(n):
                 if tables.size[i] > tables.capacity:
-                    self.undecided[tables.where[i]] = 0
+                    self._decide(tables.where[i])
                     self.pos += 1
         self._advance()
 
@@ -164,6 +169,7 @@ cdef class AddressState:
         other.total, other.peak, other.fit_ptr = self.total, self.peak, self.fit_ptr
         other.off = self.off
         other.undecided = self.undecided
+        other.skip = self.skip
         other.height = self.height
         other.right = self.right
         other.prev = self.prev
@@ -262,6 +268,7 @@ cdef class AddressState:
         cdef Py_ssize_t i
         for i in range(self.t.n):
             self.undecided[i] = 0
+            self.skip[i] = <int> self.t.n
         self.pos = self.t.n
 
     cdef void _close(self, Py_ssize_t a) except *:
@@ -285,6 +292,23 @@ cdef class AddressState:
             left = pl
         self._push(left)
 
+    cdef inline void _decide(self, Py_ssize_t p) noexcept:
+        """The buffer at position ``p`` of ``by_cs`` is decided."""
+        self.undecided[p] = 0
+        self.skip[p] = <int> (p + 1)
+
+    cdef inline Py_ssize_t _next_undecided(self, Py_ssize_t p) noexcept:
+        """The first undecided position at or after ``p`` (``n``: none), compressing the path it followed."""
+        cdef int* skip = self.skip.data()
+        cdef Py_ssize_t root = p, after
+        while skip[root] != root:
+            root = skip[root]
+        while skip[p] != root:
+            after = skip[p]
+            skip[p] = <int> root
+            p = after
+        return root
+
     cdef void _candidates(self, Py_ssize_t a, Py_ssize_t r) except *:
         """``cands``: the ``k`` best-ranked undecided buffers whose live range lies in ``[a, r)`` and that fit on
         the floor of ``a``, best first."""
@@ -295,11 +319,12 @@ cdef class AddressState:
         cdef vector[long long]* keys = &t.scratch
         cdef const long long* ce_at = t.ce_at.data()
         cdef const long long* threshold_at = t.threshold_at.data()
-        cdef const char* undecided = self.undecided.data()
         keys.clear()
-        for p in range(lo, hi):
-            if ce_at[p] <= r and threshold_at[p] >= h and undecided[p]:
+        p = self._next_undecided(lo)
+        while p < hi:
+            if ce_at[p] <= r and threshold_at[p] >= h:
                 keys.push_back(t.rank_at[p])  # ranks are distinct: the order of the ranks is the order of the buffers
+            p = self._next_undecided(p + 1)
         found = keys.size()
         if found > self.k:
             partial_sort(keys.begin(), keys.begin() + self.k, keys.end())
@@ -425,7 +450,7 @@ cdef class AddressState:
             off = _align_up(h, t.align[i])
             top = off + t.size[i]
             self.off[i] = off
-            self.undecided[t.where[i]] = 0
+            self._decide(t.where[i])
             self.pos += 1
             reward = self._place_reward(i, top, True)
             self._place_on_skyline(a, r, t.cs[i], t.ce[i], top)
