@@ -199,12 +199,16 @@ cdef class AddressState:
 
     def undecided_mask(self):
         """bool ``[n]``: the buffers not decided yet (a copy)."""
-        out = np.zeros(self.t.n, bool)
+        out = np.empty(self.t.n, np.uint8)
+        cdef unsigned char[::1] view = out
         cdef Py_ssize_t i
         for i in range(self.t.n):
-            if self.undecided[self.t.where[i]]:
-                out[i] = True
-        return out
+            view[i] = self.undecided[self.t.where[i]]
+        return out.view(bool)
+
+    def is_undecided(self, Py_ssize_t i):
+        """Whether buffer ``i`` is not decided yet."""
+        return bool(self.undecided[self.t.where[i]])
 
     def saved_seconds(self):
         """The per-op saved seconds (map mode, ops reward), a list (a copy)."""

@@ -359,8 +359,8 @@ class NativeAddressGame(NativeState, AddressGame, variant="address", engine_name
         return self._core.offsets()
 
     @property
-    def _undecided(self) -> np.ndarray:
-        return self._core.undecided_mask()
+    def _undecided(self) -> "_UndecidedView":
+        return _UndecidedView(self._core)
 
     @property
     def _saved(self) -> list[float] | None:
@@ -406,6 +406,28 @@ class _SkylineColumn:
 
     def __getitem__(self, a: int) -> int:
         return self.core.skyline_at(a)[self.column]
+
+
+class _UndecidedView:
+    """The compiled state's undecided buffers as the Python game's bool ``[n]`` array reads: one buffer
+    (``view[i]``) without copying the whole mask; any other index or ``np.asarray(view)`` reads a copy."""
+
+    __slots__ = ("core",)
+
+    def __init__(self, core: AddressState):
+        self.core = core
+
+    def __getitem__(self, key):
+        if isinstance(key, (int, np.integer)):
+            return self.core.is_undecided(key)
+        return self.core.undecided_mask()[key]
+
+    def __array__(self, dtype=None, copy=None):
+        mask = self.core.undecided_mask()
+        return mask if dtype is None else mask.astype(dtype)
+
+    def __len__(self) -> int:
+        return self.core.undecided_mask().shape[0]
 
 
 class _SkylineData:

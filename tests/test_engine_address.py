@@ -50,6 +50,7 @@ def assert_same_state(ref: AddressGame, nat: NativeAddressGame, *, full: bool = 
         return
     assert ref._peak == nat._peak
     assert np.array_equal(ref._undecided, nat._undecided)
+    assert [ref._undecided[i] for i in range(ref.data.n)] == [nat._undecided[i] for i in range(nat.data.n)]
     if ref.data.mode == "map":
         assert ref._saved == nat._saved
     assert np.array_equal(ref.legal_mask(), nat.legal_mask())
