@@ -229,3 +229,18 @@ def test_mcts_gives_the_same_answer_and_stats_in_both_engines(monkeypatch, mode,
     counts = {key for key, v in py.stats.items() if isinstance(v, (int, str)) and not isinstance(v, bool)}
     assert {key: py.stats[key] for key in counts} == {key: nat.stats[key] for key in counts}
     assert py.stats["simulations"] > 0 and py.stats["variant"] == "address"
+
+
+def test_muzero_in_pack_mode_gives_the_same_answer_in_both_engines(monkeypatch):
+    """muzero's pack-mode game is the address game, its network reads the observation: the same offsets,
+    objective and simulations from either engine."""
+    from mallocgame.solvers.muzero import MuZeroSolver
+
+    problem = packed_instance(40, seed=2, capacity=32, horizon=14)[0]
+    answers = {}
+    for name in ("python", "native"):
+        monkeypatch.setenv(ENGINE_ENV, name)
+        answers[name] = MuZeroSolver().solve(MuZeroSolver.request(problem, UNIT, time_limit=600, seed=0, simulations=8))
+    py, nat = answers["python"], answers["native"]
+    assert py.stats["variant"] == "address" and py.stats["simulations"] > 0
+    assert (py.offsets, py.objective, py.stats["simulations"]) == (nat.offsets, nat.objective, nat.stats["simulations"])
