@@ -1,8 +1,9 @@
 """The native engine: one compiled extension module, ``mallocgame._native`` (mallocgame/_native.pyx, which includes
 its parts: the async-copy service, hardware/_copy_service.pxi; the prefetch game's hole finder,
-search/_prefetch_holes.pxi; the order game's and the prefetch game's native engines, search/_order_game.pxi and
-search/_prefetch_game.pxi; the ordered best-fit placement loop, mallocgame/_placement.pxi; msa's heap, copy budgets
-and prefetch picker, mallocgame/_msa.pxi; pack-search's first fit and canonical search, mallocgame/_pack.pxi);
+search/_prefetch_holes.pxi; the order, address and prefetch games' native engines, search/_order_game.pxi,
+search/_address_game.pxi and search/_prefetch_game.pxi; the ordered best-fit placement loop,
+mallocgame/_placement.pxi; msa's heap, copy budgets and prefetch picker, mallocgame/_msa.pxi; pack-search's first
+fit and canonical search, mallocgame/_pack.pxi);
 everything else is in pyproject.toml.
 
 setuptools reads the project's metadata, packages and package dirs from pyproject.toml; this file only adds the

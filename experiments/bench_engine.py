@@ -33,6 +33,15 @@ With ``--msa`` it runs only msa's table instead (:func:`bench_msa`: the ``msa`` 
 both engines, on the xla suite (least of ``--msa-repeat`` solves) and ``layered_network(100000)``; goals:
 <= 0.3 s per xla program, <= 1 s at 100k, >= 20x the reference), written to ``--msa-out``.
 
+With ``--map-games`` it runs only the map-mode section (:func:`map_games_section`), written to ``--map-out``: the
+address game (``GameConfig(variant="address")``, k=16) on every program of the xla suite and on
+``layered_network(N, seed=1)`` (``--layered``), the same columns as the order game's table (both engines, CPU
+seconds, greedy rewards, offsets and random episodes compared); then the tree searches in map mode on
+``layered_network(10000, seed=1)``, each for ``--search-seconds`` per engine in-process: mcts on the order game
+(its default), mcts on the address game (``variant="address"``) and muzero (its map-mode game, the order game, no
+network: uniform prior), with their ``simulations`` per wall and per CPU second. Goals: the address game's greedy
+episode <= 50 ms on every xla-suite program; >= 100 simulations/s at 10k buffers.
+
 With ``--pack-search`` it runs only the pack-search section (:func:`pack_search_section`): MiniMalloc's A-K at
 capacity 1048576, seeds ``--pack-seeds``, both engines in-process side by side (CP-SAT thread off, so that the
 two engines must give the same offsets and counters: checked), then the whole process (``mallocgame solve FILE
@@ -43,6 +52,7 @@ engines, and where the time goes (reading the file in a child of its own; the so
 
 Usage: nice python experiments/bench_engine.py [--games order,prefetch] [--layered 10000] [--episodes 3]
        [--random-steps 2000] [--mcts-seconds 10] [--out PATH]
+       nice python experiments/bench_engine.py --map-games [--layered 10000] [--search-seconds 10] [--map-out PATH]
        nice python experiments/bench_engine.py --msa [--msa-sizes 100000] [--msa-repeat 2] [--msa-out bench_engine_msa.md]
        nice python experiments/bench_engine.py --pack-search [--pack-seeds 0 1 2 3 4] [--out bench_engine_pack.md]
        nice python experiments/bench_engine.py --placement-1m [--out bench_engine_pack.md]
@@ -70,6 +80,7 @@ from mallocgame.inputs.load import prepare
 from mallocgame.inputs.suites import suite_entries
 from mallocgame.inputs.workloads import with_capacity
 from mallocgame.search.game import GameConfig
+from mallocgame.search.game_address import AddressGame, NativeAddressGame
 from mallocgame.search.game_data import GameData
 from mallocgame.search.game_order import NativeOrderGame, OrderGame
 from mallocgame.search.game_prefetch import NativePrefetchGame, PrefetchData, PrefetchGame
@@ -257,6 +268,10 @@ def main() -> None:
     ap.add_argument("--msa-out", default="bench_engine_msa.md", help="with --msa: the results file")
     ap.add_argument("--msa-repeat", type=int, default=2, help="with --msa: the least CPU of this many solves per "
                     "xla program and engine (one at the generated sizes)")
+    ap.add_argument("--map-games", action="store_true", help="only the map-mode section: the address game and the tree "
+                    "searches' simulations/s (map_games_section, --map-out)")
+    ap.add_argument("--search-seconds", type=float, default=10.0, help="with --map-games: seconds per tree search and engine")
+    ap.add_argument("--map-out", default="bench_engine_address.md", help="with --map-games: the results file")
     ap.add_argument("--pack-search", action="store_true", help="only the pack-search section (MiniMalloc A-K)")
     ap.add_argument("--pack-seeds", type=int, nargs="*", default=[0, 1, 2, 3, 4])
     ap.add_argument("--placement-1m", action="store_true", help="only the 1M whole-process greedy-xla/best-fit section")
@@ -266,6 +281,9 @@ def main() -> None:
     args = ap.parse_args()
     if args.msa:
         bench_msa(args)
+        return
+    if args.map_games:
+        map_games_section(args)
         return
     if args.pack_search or args.placement_1m:
         show = Transcript()
@@ -339,6 +357,120 @@ def main() -> None:
         "# The native engine against the Python reference: the games\n\n"
         "Output of `experiments/bench_engine.py` as printed (both engines in one run, CPU seconds, "
         "see the script's docstring for the columns):\n\n" + show.text))
+
+
+# ---------------------------------------------------------------------------- map mode: the address game, tree searches
+
+ADDRESS_ENGINES = {"python": AddressGame, "native": NativeAddressGame}
+ADDRESS_CONFIG = GameConfig(variant="address")
+SIMULATIONS_GOAL = 100.0
+
+
+def bench_address_engine(problem, engine: str, episodes: int, seed: int) -> dict:
+    """As :func:`bench_engine`, on the address game."""
+    data = GameData(problem, HW)
+    t = time.process_time()
+    fresh = ADDRESS_ENGINES[engine](problem, HW, ADDRESS_CONFIG, data=data)
+    setup = time.process_time() - t
+    final = fresh.clone()
+    greedy, first = greedy_episode(final)
+    times = [greedy_episode(fresh.clone())[1] for _ in range(episodes)]
+    rollouts = []
+    for _ in range(max(episodes, 1)):
+        game = fresh.clone()
+        t = time.process_time()
+        value = game.greedy_rollout()
+        rollouts.append(time.process_time() - t)
+        if value != sum(greedy, 0.0) or not np.array_equal(game.offsets(), final.offsets()):
+            raise SystemExit(f"{problem.name}: {engine} greedy_rollout() is not the greedy episode")
+    rand, rand_s = random_episode(fresh.clone(), seed)
+    return {"setup": setup, "first": first, "greedy": float(np.median(times)), "steps": len(greedy),
+            "rollout": float(np.median(rollouts)), "greedy_rewards": greedy, "offsets": final.offsets(),
+            "random_rewards": rand, "random_s": rand_s, "value": final.total_reward(),
+            "clone_us": clone_us(fresh, 2000 if engine == "native" else 200)}
+
+
+def search_rate(problem, solver: str, engine: str, seconds: float, **options) -> tuple[int, float, float]:
+    """``solver`` (mcts or muzero) in-process on ``problem`` under ``engine``: its ``simulations``, wall and CPU
+    seconds."""
+    from mallocgame.solvers.mcts import MCTSSolver
+    from mallocgame.solvers.muzero import MuZeroSolver
+
+    cls = {"mcts": MCTSSolver, "muzero": MuZeroSolver}[solver]
+    os.environ["MALLOCGAME_ENGINE"] = engine
+    try:
+        t, c = time.monotonic(), time.process_time()
+        answer = cls().solve(cls.request(problem, HW, time_limit=seconds, seed=0, **options))
+        wall, cpu = time.monotonic() - t, time.process_time() - c
+    finally:
+        os.environ.pop("MALLOCGAME_ENGINE", None)
+    return int(answer.stats["simulations"]), wall, cpu
+
+
+def map_games_section(args) -> None:
+    show = Transcript()
+    show(f"# python {platform.python_version()}, numpy {np.__version__}, {platform.machine()}; CPU seconds; "
+         f"load average {os.getloadavg()[0]:.1f} at the start")
+    show()
+    show("## The address game (map mode, GameConfig(variant='address'), k=16; tpuv4i)")
+    show()
+    show("| program | buffers | steps | setup s py / nat | greedy 1st s py / nat | greedy s py / nat | ratio "
+         "| greedy steps/s nat | greedy_rollout() s py / nat | ratio | random steps/s py / nat | ratio "
+         "| clone us py / nat | same answers |")
+    show("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    programs = [(e.name, e.build) for e in suite_entries("xla")]
+    programs += [(f"layered_network({n})", lambda n=n: layered_network(n, seed=args.seed)) for n in args.layered]
+    goals = []
+    for name, build in programs:
+        problem = build()
+        r = {engine: bench_address_engine(problem, engine, args.episodes, args.seed) for engine in ADDRESS_ENGINES}
+        py, nat = r["python"], r["native"]
+        same = (py["greedy_rewards"] == nat["greedy_rewards"] and np.array_equal(py["offsets"], nat["offsets"])
+                and py["random_rewards"] == nat["random_rewards"])
+        if not same:
+            raise SystemExit(f"{name}: the engines disagree (greedy value {py['value']!r} vs {nat['value']!r})")
+        n = py["steps"]
+        show(f"| {name} | {problem.n} | {n} | {py['setup']:.3f} / {nat['setup']:.3f} "
+             f"| {py['first']:.3f} / {nat['first']:.4f} | {py['greedy']:.3f} / {nat['greedy']:.4f} "
+             f"| {py['greedy'] / max(nat['greedy'], 1e-9):.0f}x | {rate(n, nat['greedy'])} "
+             f"| {py['rollout']:.3f} / {nat['rollout']:.4f} | {py['rollout'] / max(nat['rollout'], 1e-9):.0f}x "
+             f"| {rate(len(py['random_rewards']), py['random_s'])} / {rate(len(nat['random_rewards']), nat['random_s'])} "
+             f"| {py['random_s'] / max(nat['random_s'], 1e-9):.0f}x | {py['clone_us']:.1f} / {nat['clone_us']:.2f} "
+             f"| yes (value {nat['value']:.6f}) |")
+        if not name.startswith("layered"):
+            goals.append((name, nat))
+    show()
+    show("Goal (native engine): a greedy episode of the address game <= 50 ms on every xla-suite program (warm; "
+         "cold = setup + first episode)")
+    show()
+    show("| program | greedy warm | greedy_rollout() | greedy cold (setup + 1st) |")
+    show("|---|---|---|---|")
+    for name, nat in goals:
+        show(f"| {name} | {goal_text(nat['greedy'], GREEDY_GOAL_S, 'ms', 1e3)} "
+             f"| {goal_text(nat['rollout'], GREEDY_GOAL_S, 'ms', 1e3)} "
+             f"| {goal_text(nat['setup'] + nat['first'], GREEDY_GOAL_S, 'ms', 1e3)} |")
+    problem = layered_network(10000, seed=1)
+    show()
+    show(f"## Tree searches in map mode, in-process, time_limit {args.search_seconds:g} s, layered_network(10000, seed=1)")
+    show()
+    show("The deadline is wall time: on a loaded machine a search gets a fraction of a core, so simulations per CPU "
+         "second is the figure to compare with the goal (>= 100 simulations/s).")
+    show()
+    show("| search | game | engine | simulations | wall s | simulations/s (wall) | CPU s | simulations per CPU s "
+         "| goal (per CPU s) | load average |")
+    show("|---|---|---|---:|---:|---:|---:|---:|---|---:|")
+    for solver, game, options in (("mcts", "order", {}), ("mcts", "address", {"variant": "address"}),
+                                  ("muzero", "order", {})):
+        for engine in ("python", "native"):
+            sims, wall, cpu = search_rate(problem, solver, engine, args.search_seconds, **options)
+            per_cpu = sims / max(cpu, 1e-9)
+            goal = ("met" if per_cpu >= SIMULATIONS_GOAL else "missed (no simulation)" if sims == 0
+                    else f"missed x{SIMULATIONS_GOAL / per_cpu:.1f}")
+            show(f"| {solver} | {game} | {engine} | {sims} | {wall:.1f} | {sims / max(wall, 1e-9):.1f} | {cpu:.1f} "
+                 f"| {per_cpu:.1f} | {goal} | {os.getloadavg()[0]:.1f} |")
+    write_results(args.map_out, "# The native engine against the Python reference: the address game and the map-mode "
+                  "tree searches\n\nOutput of `experiments/bench_engine.py --map-games` as printed (both engines in one "
+                  "run, see the script's docstring for the columns):\n\n" + show.text)
 
 
 # ---------------------------------------------------------------------------- msa

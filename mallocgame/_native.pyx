@@ -12,6 +12,8 @@ multiply-adds; the same operations in the same order). The boundary, what Python
 * ``prefetch_holes(...)``: the offsets the prefetch game offers a new interval (``search/_prefetch_holes.pxi``);
 * ``OrderTables``, ``OrderState``: the map/pack order game's state and step (``search/_order_game.pxi``,
   ``search.game_order.NativeOrderGame``);
+* ``AddressTables``, ``AddressState``: the map/pack address (skyline) game's state and step
+  (``search/_address_game.pxi``, ``search.game_address.NativeAddressGame``);
 * ``PrefetchTables``, ``PrefetchState``: the prefetch game's state and step (``search/_prefetch_game.pxi``,
   ``search.game_prefetch.NativePrefetchGame``);
 * ``greedy_place_loop(...)``: greedy-xla's and best-fit's ordered best-fit placement (``mallocgame/_placement.pxi``);
@@ -34,6 +36,7 @@ include "_native_common.pxi"
 include "../hardware/_copy_service.pxi"
 include "../search/_prefetch_holes.pxi"
 include "../search/_order_game.pxi"
+include "../search/_address_game.pxi"
 include "../search/_prefetch_game.pxi"
 include "_placement.pxi"
 include "_msa.pxi"

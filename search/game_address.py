@@ -36,7 +36,9 @@ import heapq
 
 import numpy as np
 
-from mallocgame.search.game import ACTION_FEATURES, BUFFER_FEATURES, Game, GameConfig, Observation
+from mallocgame._native import AddressState, AddressTables
+from mallocgame.search.game import ACTION_FEATURES, BUFFER_FEATURES, Game, GameConfig, NativeState, Observation
+from mallocgame.search.game_data import GameData
 
 _SMALL = 64  # up to this many buffers starting in a segment, candidates are found without numpy
 
@@ -323,6 +325,111 @@ class AddressGame(Game, variant="address"):
         return lines
 
 
+class NativeAddressGame(NativeState, AddressGame, variant="address", engine_name="native"):
+    """:class:`AddressGame` with its state in compiled code (an ``AddressState`` of ``search/_address_game.pxi``).
+
+    Same interface and the same answers (rewards to the last bit); the tables the compiled state reads are
+    built once per problem and shared like the skyline data. ``_off``, ``_seg``, ``_cands`` etc. are read-only
+    views of the compiled state, for the observation and the text view.
+    """
+
+    def __init__(self, problem, hardware, config: GameConfig = GameConfig(), *, data=None, mode=None):
+        # Game.__init__'s plain fields, without its state: the state lives in self._core.
+        self.config = config
+        self.data = d = data if data is not None else GameData(problem, hardware, mode=mode)
+        self.num_actions = config.k + 1
+        self.slow_action = config.k
+        self._decisions = None
+        self._n_decisions = d.n  # one per buffer (closes are not counted)
+        if d.skyline is None:
+            d.skyline = _SkylineData(d)
+        self._sky = sd = d.skyline
+        if sd.tables is None:
+            sd.tables = AddressTables(d, sd)
+        self._core = AddressState(sd.tables, config.k)
+        self._height, self._right, self._prev = (_SkylineColumn(self._core, j) for j in range(3))
+
+    # --- the state, read from the compiled core (NativeState: the rest) -----------------------
+    @property
+    def _peak(self) -> int:
+        return self._core.peak
+
+    @property
+    def _off(self) -> np.ndarray:
+        return self._core.offsets()
+
+    @property
+    def _undecided(self) -> "_UndecidedView":
+        return _UndecidedView(self._core)
+
+    @property
+    def _saved(self) -> list[float] | None:
+        return self._core.saved_seconds() if self.data.mode == "map" else None
+
+    @property
+    def _seg(self) -> tuple[int, int, int] | None:
+        return self._core.segment()
+
+    @property
+    def _cands(self) -> list[int]:
+        return self._core.candidates()
+
+    def clone(self):
+        other = NativeState.clone(self)
+        other._height, other._right, other._prev = (_SkylineColumn(other._core, j) for j in range(3))
+        return other
+
+    def candidates(self) -> list[int]:
+        return self._core.candidates()
+
+    def total_reward(self) -> float:
+        return self._core.total_reward()
+
+    def offsets(self) -> np.ndarray:
+        return self._core.offsets()
+
+    def placement_value(self, i: int) -> float:
+        return self._core.placement_value(i)
+
+    def _close_legal(self) -> bool:
+        return self._core.close_legal()
+
+
+class _SkylineColumn:
+    """One column of the compiled skyline (0 height, 1 right end, 2 left neighbour), indexed by segment start
+    like the Python game's lists, without copying the whole column."""
+
+    __slots__ = ("core", "column")
+
+    def __init__(self, core: AddressState, column: int):
+        self.core, self.column = core, column  # the core, not the game: no reference cycle per clone
+
+    def __getitem__(self, a: int) -> int:
+        return self.core.skyline_at(a)[self.column]
+
+
+class _UndecidedView:
+    """The compiled state's undecided buffers as the Python game's bool ``[n]`` array reads: one buffer
+    (``view[i]``) without copying the whole mask; any other index or ``np.asarray(view)`` reads a copy."""
+
+    __slots__ = ("core",)
+
+    def __init__(self, core: AddressState):
+        self.core = core
+
+    def __getitem__(self, key):
+        if isinstance(key, (int, np.integer)):
+            return self.core.is_undecided(key)
+        return self.core.undecided_mask()[key]
+
+    def __array__(self, dtype=None, copy=None):
+        mask = self.core.undecided_mask()
+        return mask if dtype is None else mask.astype(dtype)
+
+    def __len__(self) -> int:
+        return self.core.undecided_mask().shape[0]
+
+
 class _SkylineData:
     """Immutable per-problem data of the address variant: compressed time and candidate ranks.
 
@@ -359,3 +466,4 @@ class _SkylineData:
             self.threshold[d.size > d.capacity] = -1
         self.threshold_l = self.threshold.tolist()
         self.by_threshold = np.argsort(-self.threshold, kind="stable").tolist()
+        self.tables = None  # the native engine's tables (_native.AddressTables), built on first use
