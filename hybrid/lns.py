@@ -131,12 +131,11 @@ class _PartSteps:
     step limit with a seed drawn from the driver's generator, and ``k`` (the buffers a part frees)
     growing by 25% after a proved part, shrinking after one that ran out of time."""
 
-    def __init__(self, problem: Problem, index: OverlapIndex, k: float, *, t0: float, deadline: float,
-                 workers: int) -> None:
+    def __init__(self, problem: Problem, index: OverlapIndex, k: float, *, budget: Budget, workers: int) -> None:
         a = problem.arrays
         self.problem, self.index, self.k = problem, index, k
         self.horizon = (int(a.start.min()), int(a.end.max()))
-        self.step_seconds = step_limit(deadline - t0)
+        self.step_seconds = step_limit(budget.seconds)
         self.workers = workers
         self.proved = False
 
@@ -169,9 +168,9 @@ class MapWindows(_PartSteps):
     """
 
     def __init__(self, problem: Problem, ev: Evaluator, index: OverlapIndex, candidates: np.ndarray, *,
-                 t0: float, deadline: float, workers: int) -> None:
+                 budget: Budget, workers: int) -> None:
         n_cand = int(candidates.sum())
-        super().__init__(problem, index, min(K_START, max(n_cand, 1)), t0=t0, deadline=deadline, workers=workers)
+        super().__init__(problem, index, min(K_START, max(n_cand, 1)), budget=budget, workers=workers)
         self.ev, self.candidates, self.n_cand = ev, candidates, n_cand
 
     def plan(self, x: np.ndarray, rng: np.random.Generator) -> list[Window]:
@@ -256,8 +255,8 @@ class PackWindows(_PartSteps):
     """
 
     def __init__(self, problem: Problem, index: OverlapIndex, capacity: int | None, floor: int, *,
-                 t0: float, deadline: float, workers: int) -> None:
-        super().__init__(problem, index, min(K_START, problem.n), t0=t0, deadline=deadline, workers=workers)
+                 budget: Budget, workers: int) -> None:
+        super().__init__(problem, index, min(K_START, problem.n), budget=budget, workers=workers)
         self.capacity, self.floor = capacity, floor
 
     def plan(self, x: np.ndarray, rng: np.random.Generator) -> list[PackPart] | None:
@@ -383,7 +382,7 @@ class LargeNeighbourhoodSearch(ModeDispatch):
         x[~candidates] = -1
         value = ev.value(x)
         history = [(time.monotonic() - t0, value)]
-        space = MapWindows(problem, ev, index, candidates, t0=t0, deadline=deadline, workers=workers)
+        space = MapWindows(problem, ev, index, candidates, budget=budget, workers=workers)
         offer(value=value, offsets=x, problem=problem, source=f"lns start ({source})")
         out = search(space, x, value, deadline=deadline, t0=t0, seed=seed,
                      on_better=lambda a, v: offer(value=v, offsets=a, problem=problem)) if space.n_cand else None
@@ -419,7 +418,7 @@ class LargeNeighbourhoodSearch(ModeDispatch):
         peak = int((x + problem.arrays.size).max())
         floor = int(live_profile(problem)[1].max())
         history = [(time.monotonic() - t0, float(peak))]
-        space = PackWindows(problem, index, capacity, floor, t0=t0, deadline=deadline, workers=workers)
+        space = PackWindows(problem, index, capacity, floor, budget=budget, workers=workers)
         space.proved = peak <= floor
         offer(value=peak, offsets=x, problem=problem, source=f"lns start ({source})")
         out = None if space.proved else search(space, x, -float(peak), deadline=deadline, t0=t0, seed=seed,

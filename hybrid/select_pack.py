@@ -95,7 +95,7 @@ class SelectPack(ModeDispatch):
         rounds = 0
         whole_choice_packed = proven = False
         seen: set[bytes] = set()
-        while time.monotonic() < deadline - 0.02:
+        while budget.left() > 0.02:
             relaxation = _relaxation(problem, ev, allowed, time_limit=budget.share(0.3, at_most=10.0).seconds)
             chosen = relaxation.chosen
             proven = relaxation.kind == "mip"  # solved to optimality (not cut off by its time limit)
@@ -205,7 +205,7 @@ class SelectPack(ModeDispatch):
         index = session.overlap
         orders = list(heap_orders(problem).values())
         floor = session.max_live
-        t0, deadline = budget.started, budget.deadline
+        t0 = budget.started
         best = session.baseline("best-fit", budget.at(0.5)).offsets
         if hint is not None and all(o is not None for o in hint.offsets):
             h = offsets_array(hint.offsets)
@@ -217,7 +217,7 @@ class SelectPack(ModeDispatch):
         if not minimize_peak and problem.capacity is not None:
             if best_peak <= problem.capacity:
                 return self._pack_solution(best, Status.OPTIMAL, floor, t0, history, {"target": problem.capacity})
-            got, proven_infeasible = self._pack_within(problem, index, orders, problem.capacity, rng, deadline,
+            got, proven_infeasible = self._pack_within(problem, index, orders, problem.capacity, rng, budget,
                                                        workers)
             if got is None:
                 status = Status.INFEASIBLE if proven_infeasible else Status.UNKNOWN
@@ -227,11 +227,11 @@ class SelectPack(ModeDispatch):
             return self._pack_solution(got, Status.OPTIMAL, floor, t0, history, {"target": problem.capacity})
         lo, hi = floor, best_peak  # the answer lies in [lo, hi]; hi is achieved by ``best``
         attempts = 0
-        while lo < hi and time.monotonic() < deadline - 0.05:
+        while lo < hi and budget.left() > 0.05:
             target = (lo + hi) // 2
             attempts += 1
             got, proven_infeasible = self._pack_within(problem, index, orders, target, rng,
-                                                       budget.share(1 / 3).deadline, workers)
+                                                       budget.share(1 / 3), workers)
             if got is not None:
                 best, hi = got, int((got + a.size).max())
                 history.append((time.monotonic() - t0, float(hi)))
@@ -246,10 +246,10 @@ class SelectPack(ModeDispatch):
                         wall_time=time.monotonic() - t0, history=tuple(history), stats=stats, solver=self.name)
 
     @staticmethod
-    def _pack_within(problem, index, orders, target, rng, deadline, workers) -> tuple[np.ndarray | None, bool]:
-        """Every buffer within ``target`` bytes, or ``(None, proven_infeasible)``."""
+    def _pack_within(problem, index, orders, target, rng, within: Budget, workers) -> tuple[np.ndarray | None, bool]:
+        """Every buffer within ``target`` bytes, found ``within`` the budget, or ``(None, proven_infeasible)``."""
         a = problem.arrays
-        x = max((greedy_place(problem, o, target, index=index, deadline=deadline) for o in orders),
+        x = max((greedy_place(problem, o, target, index=index, deadline=within.deadline) for o in orders),
                 key=lambda o: int((o >= 0).sum()))
         missing = np.flatnonzero(x < 0)
         if len(missing) == 0:
@@ -257,16 +257,16 @@ class SelectPack(ModeDispatch):
         if len(missing) > REPAIR_LIMIT:  # too far from fitting (or out of time) for a CP-SAT repair
             return None, False
         free = missing
-        while time.monotonic() < deadline - 0.05:
+        while within.left() > 0.05:
             # Free the missing buffers and everything placed that overlaps them in time.
             span = np.unique(np.concatenate([index.query(int(a.start[i]), int(a.end[i])) for i in free.tolist()]))
             free = span if len(span) > len(free) else np.arange(problem.n)
             win = neighbourhood(problem, index, x, free)
             hint = x[free] if (x[free] >= 0).all() else None
             part = Part(free, "feasible", capacity=target, hint=hint, **fixed_rectangles(problem, x, win.fixed))
-            limit = max(deadline - time.monotonic(), 0.0) * (1.0 if len(free) == problem.n else 0.3)
-            res = solve_part(problem, part, Limits(limit, seed=int(rng.integers(2**31 - 1)), workers=workers,
-                                                   deadline=time.monotonic() + limit))
+            step = within.share(1.0 if len(free) == problem.n else 0.3)
+            res = solve_part(problem, part, Limits(step.seconds, seed=int(rng.integers(2**31 - 1)), workers=workers,
+                                                   deadline=step.deadline))
             if res.offsets is not None:
                 x = x.copy()
                 x[free] = res.offsets
