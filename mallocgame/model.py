@@ -635,7 +635,7 @@ class ProblemRef:
         ...     problem = ProblemRef()
         ...     def __init__(self, problem):
         ...         self.problem = problem
-        >>> p = Problem(buffers=(Buffer("a", 4, 0, 2),), capacity=8)
+        >>> p = Problem("p", (Buffer("a", 4, 0, 2),), capacity=8)
         >>> Fact(p).problem is p
         True
         >>> Fact(p.replace(name="gone")).problem
