@@ -11,7 +11,9 @@ hook is inherited by a fork; each process appends what it sees first to a file o
 * calls: the distinct calls (caller function -> callee function) between two different files on them;
 * entered: per file, the distinct calls into it from another file;
 * climbs: the calls from a solver (solvers/, hybrid/, search/) up into the modules that run solvers (the CLI, the
-  API, compare, the runner, the solve path, the report, the pools, the fork primitive, the session).
+  API, compare, the runner, the solve path, the report, the pools, the fork primitive, the session), counted in two:
+  those into the session (``session.py``: the facts a request hands its solver, ``request.facts``, and the held
+  baselines' rules) and those into the rest (the modules that run solvers proper).
 
 Usage (the same script measures any checkout: set PYTHONPATH to it):
     PYTHONPATH=. python experiments/trace_solve_path.py [PROBLEM] [--time-limit S] [--json OUT]
@@ -38,6 +40,7 @@ SOLVER_FOLDERS = ("solvers", "hybrid", "search")
 RUNNING = ("mallocgame/cli/", "mallocgame/api.py", "mallocgame/comparison.py", "mallocgame/runner.py",
            "mallocgame/solving.py", "mallocgame/report.py", "mallocgame/pools.py", "mallocgame/forking.py",
            "mallocgame/forked.py", "mallocgame/session.py")
+FACTS = ("mallocgame/session.py",)  # the facts handed in the request: its climbs are counted apart
 MILESTONES = {"judge", "summary"}
 
 
@@ -154,7 +157,10 @@ def main() -> None:
     print(f"calls between files: {len(found['calls'])}")
     print("entered (calls into the file from another): " +
           ", ".join(f"{f} {n}" for f, n in found["entered"].items()))
-    print(f"climbs from a solver up into the modules that run solvers: {len(found['climbs'])}")
+    into_facts = sum(1 for _, callee in found["climbs"] if callee[0].startswith(FACTS))
+    print(f"climbs from a solver up into the modules that run solvers: {len(found['climbs'])} "
+          f"({into_facts} into the facts handed in the request, session.py; {len(found['climbs']) - into_facts} into "
+          f"the rest)")
     for caller, callee in found["climbs"]:
         print(f"  {caller[0]}:{caller[1]} -> {callee[0]}:{callee[1]}")
     print("files on the path: " + ", ".join(found["files"]))

@@ -25,7 +25,7 @@ from typing import Sequence
 import numpy as np
 
 from mallocgame.hardware.spec import HardwareSpec
-from mallocgame.model import Problem, derived_facts
+from mallocgame.model import Problem, ProblemRef, derived_facts
 
 
 class Evaluator:
@@ -47,8 +47,11 @@ class Evaluator:
             ev = facts["evaluator", hardware] = cls(problem, hardware)
         return ev
 
+    problem = ProblemRef()  # held weakly: the store of derived facts keeps no problem alive
+
     def __init__(self, problem: Problem, hardware: HardwareSpec):
         self.problem = problem
+        self.n = problem.n
         self.hardware = hardware
         self.additive = not problem.has_ops
         if self.additive:
@@ -74,18 +77,18 @@ class Evaluator:
 
     def time(self, offsets: Sequence[int | None] | np.ndarray) -> float:
         """Estimated program time of a placement (``None``/-1 = slow memory)."""
-        fast = _fast_mask(offsets, self.problem.n)
+        fast = _fast_mask(offsets, self.n)
         if self.additive:
             return float(self._benefit[~fast].sum())
         return float(self.op_times(fast).sum())
 
     @cached_property
     def time_all_slow(self) -> float:
-        return self.time(np.full(self.problem.n, -1, np.int64))
+        return self.time(np.full(self.n, -1, np.int64))
 
     @cached_property
     def time_all_fast(self) -> float:
-        return self.time(np.zeros(self.problem.n, np.int64))
+        return self.time(np.zeros(self.n, np.int64))
 
     def value(self, offsets: Sequence[int | None] | np.ndarray) -> float:
         """Time saved against all-slow: the map-mode objective (higher is better)."""
@@ -102,10 +105,10 @@ class Evaluator:
             return self._benefit.copy()
         headroom = np.maximum(self.slow_mem - self.compute, 0.0)  # [n_ops]
         # A buffer touched twice by one op: the two operands share that op's headroom.
-        key = self.op_of * self.problem.n + self.buf_of
+        key = self.op_of * self.n + self.buf_of
         uniq, inv = np.unique(key, return_inverse=True)
-        per_pair = np.minimum(np.bincount(inv, self.delta), headroom[uniq // self.problem.n])
-        return np.bincount(uniq % self.problem.n, per_pair, minlength=self.problem.n)
+        per_pair = np.minimum(np.bincount(inv, self.delta), headroom[uniq // self.n])
+        return np.bincount(uniq % self.n, per_pair, minlength=self.n)
 
 
 def _fast_mask(offsets: Sequence[int | None] | np.ndarray, n: int) -> np.ndarray:

@@ -30,7 +30,7 @@ from mallocgame._native import serve_copies_left as _compiled_serve
 from mallocgame._native import serve_queue  # noqa: F401 (the prefetch game's door to it)
 from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.hardware.spec import HardwareSpec
-from mallocgame.model import KEY_WIDTH, FastInterval, Problem, derived_facts
+from mallocgame.model import KEY_WIDTH, FastInterval, Problem, ProblemRef, derived_facts
 
 
 @dataclass(frozen=True)
@@ -82,6 +82,8 @@ class PrefetchEvaluator:
     ``mode="map"`` charges no copies (a map answer written as intervals scores its map time);
     ``mode="prefetch"`` charges prefetches, evictions and stalls.
     """
+
+    problem = ProblemRef()  # held weakly: the store of derived facts keeps no problem alive
 
     def __init__(self, problem: Problem, hardware: HardwareSpec):
         self.problem = problem

@@ -131,12 +131,11 @@ class _PartSteps:
     step limit with a seed drawn from the driver's generator, and ``k`` (the buffers a part frees)
     growing by 25% after a proved part, shrinking after one that ran out of time."""
 
-    def __init__(self, problem: Problem, index: OverlapIndex, k: float, *, t0: float, deadline: float,
-                 workers: int) -> None:
+    def __init__(self, problem: Problem, index: OverlapIndex, k: float, *, budget: Budget, workers: int) -> None:
         a = problem.arrays
         self.problem, self.index, self.k = problem, index, k
         self.horizon = (int(a.start.min()), int(a.end.max()))
-        self.step_seconds = step_limit(deadline - t0)
+        self.step_seconds = step_limit(budget.seconds)
         self.workers = workers
         self.proved = False
 
@@ -169,9 +168,9 @@ class MapWindows(_PartSteps):
     """
 
     def __init__(self, problem: Problem, ev: Evaluator, index: OverlapIndex, candidates: np.ndarray, *,
-                 t0: float, deadline: float, workers: int) -> None:
+                 budget: Budget, workers: int) -> None:
         n_cand = int(candidates.sum())
-        super().__init__(problem, index, min(K_START, max(n_cand, 1)), t0=t0, deadline=deadline, workers=workers)
+        super().__init__(problem, index, min(K_START, max(n_cand, 1)), budget=budget, workers=workers)
         self.ev, self.candidates, self.n_cand = ev, candidates, n_cand
 
     def plan(self, x: np.ndarray, rng: np.random.Generator) -> list[Window]:
@@ -256,8 +255,8 @@ class PackWindows(_PartSteps):
     """
 
     def __init__(self, problem: Problem, index: OverlapIndex, capacity: int | None, floor: int, *,
-                 t0: float, deadline: float, workers: int) -> None:
-        super().__init__(problem, index, min(K_START, problem.n), t0=t0, deadline=deadline, workers=workers)
+                 budget: Budget, workers: int) -> None:
+        super().__init__(problem, index, min(K_START, problem.n), budget=budget, workers=workers)
         self.capacity, self.floor = capacity, floor
 
     def plan(self, x: np.ndarray, rng: np.random.Generator) -> list[PackPart] | None:
@@ -332,20 +331,18 @@ class ModeDispatch(Solver):
     def solve(self, request: SolveRequest) -> Solution:
         problem, hardware, seed, hint = request.problem, request.hardware, request.seed, request.hint
         workers, minimize_peak = request.options.workers, request.options.minimize_peak
-        t0 = request.budget.started
         # Keep a margin for validating and scoring, which grows with the problem.
-        deadline = request.budget.keep_back(n=problem.n)
+        budget = request.budget.kept_back(n=problem.n)
         if problem.n == 0:
             return Solution((), Status.OPTIMAL, problem.mode, objective=0.0, solver=self.name)
         # The baselines this search is held to, each to its end, before it spends its own time: never below them.
         held = held_baselines(request.facts, request.budget.seconds)
         if problem.mode == "map":
-            answer = self._solve_map(problem, hardware, t0, deadline, seed, hint, workers, request.facts)
+            answer = self._solve_map(problem, hardware, budget, seed, hint, workers, request.facts)
         elif problem.mode == "prefetch":
             answer = self._solve_prefetch(request, workers)
         else:
-            answer = self._solve_pack(problem, hardware, t0, deadline, seed, hint, workers, minimize_peak,
-                                      request.facts)
+            answer = self._solve_pack(problem, hardware, budget, seed, hint, workers, minimize_peak, request.facts)
         return no_worse_than_held(problem, hardware, answer, held, answer_from=self._source(answer))
 
     def _source(self, answer: Solution) -> str:
@@ -366,25 +363,26 @@ class LargeNeighbourhoodSearch(ModeDispatch):
         have, and the hint are the starts; CP-SAT then re-solves time windows and groups of buffers
         around the better (:func:`mallocgame.solvers.cpsat.prefetch_windows.solve_prefetch`, the neighbourhood search of
         cpsat's prefetch mode), keeping only what the evaluator scores better: never below ``msa``."""
-        rest = dataclasses.replace(request, budget=Budget.start(max(request.budget.left(), 1e-3)))
+        rest = dataclasses.replace(request, budget=request.budget.share(1.0))
         result = solve_prefetch(rest, workers=workers, name=self.name)
         return result.replace(wall_time=time.monotonic() - request.budget.started,
                               stats=dict(result.stats) | {"incumbent": result.stats.get("start")})
 
     # ------------------------------------------------------------------ map mode
 
-    def _solve_map(self, problem, hardware, t0, deadline, seed, hint, workers, facts):
+    def _solve_map(self, problem, hardware, budget: Budget, seed, hint, workers, facts):
         """From the hint or greedy-xla's answer: the driver's search over random time windows
         (:class:`MapWindows`), every freed part re-solved by CP-SAT for its exact value."""
         ev = Evaluator.of(problem, hardware)
         index = overlap_index(problem)
         candidates = (ev.benefits > 0) & (problem.arrays.size <= problem.capacity)
-        x, source = self._map_start(problem, facts, index, hint, t0 + 0.3 * (deadline - t0))
+        t0, deadline = budget.started, budget.deadline
+        x, source = self._map_start(problem, facts, index, hint, budget.at(0.3))
         # Buffers worth nothing in fast memory only block others (value is monotone in the fast set).
         x[~candidates] = -1
         value = ev.value(x)
         history = [(time.monotonic() - t0, value)]
-        space = MapWindows(problem, ev, index, candidates, t0=t0, deadline=deadline, workers=workers)
+        space = MapWindows(problem, ev, index, candidates, budget=budget, workers=workers)
         offer(value=value, offsets=x, problem=problem, source=f"lns start ({source})")
         out = search(space, x, value, deadline=deadline, t0=t0, seed=seed,
                      on_better=lambda a, v: offer(value=v, offsets=a, problem=problem)) if space.n_cand else None
@@ -408,18 +406,19 @@ class LargeNeighbourhoodSearch(ModeDispatch):
 
     # ------------------------------------------------------------------ pack mode
 
-    def _solve_pack(self, problem, hardware, t0, deadline, seed, hint, workers, minimize_peak, facts):
+    def _solve_pack(self, problem, hardware, budget: Budget, seed, hint, workers, minimize_peak, facts):
         """From the lower-peak of the hint and best fit: the driver's search over windows near the
         peak (:class:`PackWindows`), every freed part re-solved by CP-SAT for its highest top."""
         index = overlap_index(problem)
         capacity = None if minimize_peak else problem.capacity
         # On 10^8-pair traces best fit takes most of the time but starts far better than
         # the online allocator, and steps there gain little: let it have 60%.
-        x, source = self._pack_start(problem, facts, index, hint, t0 + 0.6 * (deadline - t0))
+        t0, deadline = budget.started, budget.deadline
+        x, source = self._pack_start(problem, facts, index, hint, budget.at(0.6))
         peak = int((x + problem.arrays.size).max())
         floor = int(live_profile(problem)[1].max())
         history = [(time.monotonic() - t0, float(peak))]
-        space = PackWindows(problem, index, capacity, floor, t0=t0, deadline=deadline, workers=workers)
+        space = PackWindows(problem, index, capacity, floor, budget=budget, workers=workers)
         space.proved = peak <= floor
         offer(value=peak, offsets=x, problem=problem, source=f"lns start ({source})")
         out = None if space.proved else search(space, x, -float(peak), deadline=deadline, t0=t0, seed=seed,

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from mallocgame.bounds import map_upper_bound
+from mallocgame.budget import Budget
 from mallocgame.forking import ChildCall
 from mallocgame.incumbents import offer
 from mallocgame.lift import lift_map_answer
@@ -159,11 +160,13 @@ def lifted_report(problem, hardware, report: Report, *, name: str) -> Report:
 class _Race:
     """The state of one portfolio solve: every member's report, the errors, the history of the best
     answer, the best report so far and the bound once known in this process (``None``: not yet;
-    ``False``: the bound's child failed). ``lifted``: the map members, whose answers are lifted."""
+    ``False``: the bound's child failed). ``lifted``: the map members, whose answers are lifted. ``budget``: the
+    portfolio's; ``race``: the part of it the members race in (`Budget.kept_back`: its answer is back in time), of
+    which each member gets a child budget (:meth:`member_budget`)."""
 
-    def __init__(self, problem, hardware, t0: float, deadline: float, *, minimize_peak: bool, lifted: set[str],
-                 session):
-        self.problem, self.hardware, self.t0, self.deadline = problem, hardware, t0, deadline
+    def __init__(self, problem, hardware, budget: Budget, *, minimize_peak: bool, lifted: set[str], session):
+        self.problem, self.hardware, self.budget = problem, hardware, budget
+        self.race = budget.kept_back(n=problem.n, extra=COLLECT)
         self.minimize_peak, self.lifted = minimize_peak, lifted
         self.map_problem = problem.replace(mode="map") if lifted else None
         self.reports: dict[str, Report] = {}
@@ -199,7 +202,7 @@ class _Race:
         if self.best is None or better(report, self.best):
             self.best = report
             if report.valid:
-                self.history.append((time.monotonic() - self.t0, float(report.objective)))
+                self.history.append((time.monotonic() - self.budget.started, float(report.objective)))
                 prefetch = problem.mode == "prefetch"
                 offer(value=report.objective, source=name, problem=problem,  # to our parent, in a solving child
                       **({"intervals": report.intervals} if prefetch else {"offsets": report.offsets}))
@@ -234,7 +237,7 @@ class _Race:
             return False
         if not self.calls:
             self.calls.append(ChildCall(map_upper_bound, self.problem, self.hardware,
-                                        time_limit=max(self.deadline - time.monotonic(), 0.05)))
+                                        time_limit=max(self.race.left(), 0.05)))
         elif self.calls[0].ready():
             try:
                 self.bound = self.calls[0].result()
@@ -277,18 +280,18 @@ class _Race:
                 done.append(True)
                 self.run_baselines(until)
                 if self.problem.mode == "prefetch":
-                    self.run_game_greedy(time.monotonic() + GAME_GREEDY_SHARE * (self.deadline - self.t0))
+                    self.run_game_greedy(self.race.share(1.0, at_most=GAME_GREEDY_SHARE * self.race.seconds))
             return False
         return hook
 
-    def run_game_greedy(self, until: float) -> None:
+    def run_game_greedy(self, budget: Budget) -> None:
         """The prefetch game played greedily to its end in this process (what ``mcts`` finishes its episodes with),
-        as a member's report when it ends before ``until`` (a cut game is dropped: its undecided buffers are slow)."""
+        as a member's report when it ends within ``budget`` (a cut game is dropped: its undecided buffers are slow)."""
         problem, hardware = self.problem, self.hardware
         t = time.monotonic()
         try:
             played = greedy_prefetch_intervals(problem, hardware, GameConfig(variant="prefetch", k=PREFETCH_K,
-                                                                             order="xla"), until)
+                                                                             order="xla"), budget.deadline)
         except Exception as exc:  # noqa: BLE001  (a failed start is one error line, the race goes on)
             self.errors[GAME_GREEDY] = f"{exc.__class__.__name__}: {exc}"
             return
@@ -301,23 +304,22 @@ class _Race:
         self.consider(GAME_GREEDY, score(problem, hardware, solution, seconds=time.monotonic() - t, bound=None,
                                          solver_name=GAME_GREEDY))
 
-    def run_fast(self, fast: list[str], time_limit: float, seed: int, hint, options: dict, large: bool) -> bool:
+    def run_fast(self, fast: list[str], seed: int, hint, options: dict, large: bool) -> bool:
         """Run the constructive members in this process; True when one settles the problem."""
         settled = False
+        time_limit = self.budget.seconds
         for name in fast:
-            # The limit the baseline would have on its own (not less: never below the greedy); above LARGE
+            # The time the baseline would have on its own (not less: never below the greedy); above LARGE
             # buffers the baselines' share, so that the searches get the rest.
-            limit = time_limit - (time.monotonic() - self.t0)
-            if large:
-                limit = min(limit, BASELINE_SHARE * time_limit)
+            member = self.budget.share(1.0, at_most=BASELINE_SHARE * time_limit if large else None)
             # msa's XLA variants get the tenth of the portfolio's limit they get from the msa solver of that limit,
             # not a tenth of the member's cut limit (above LARGE buffers they never fit that, and the portfolio
             # would end below the msa solver: docs/results.md, "portfolio's defaults")
             given = dict(options, variants_seconds=VARIANTS_SHARE * time_limit)
             try:
-                settled = self.consider(name, run_solver(name, self.problem, self.hardware,
-                                                         time_limit=max(limit, 1e-3), seed=seed, hint=hint,
-                                                         options=given)) or settled
+                settled = self.consider(name, run_solver(name, self.problem, self.hardware, budget=member,
+                                                         seed=seed, hint=hint, options=given,
+                                                         facts=self.session)) or settled
             except Exception as exc:
                 self.errors[name] = f"{exc.__class__.__name__}: {exc}"
         return settled
@@ -336,19 +338,20 @@ class _Race:
     def run_sequential(self, heavy: list[str], seed: int, warm, options: dict) -> None:
         """Run the members one after another in this process, each with an equal share of the time left."""
         for k, name in enumerate(heavy):
-            share = (self.deadline - time.monotonic()) / (len(heavy) - k)
-            if share <= 0.01:
+            member = self.race.share(1.0 / (len(heavy) - k))
+            if member.seconds <= 0.01:
                 break
             try:
-                mine = self.map_problem if name in self.lifted else self.problem  # a map member solves the map problem
-                if self.consider_member(name, run_solver(name, mine, self.hardware, time_limit=share, seed=seed,
-                                                         hint=None if name in self.lifted else warm,
-                                                         options=options)):
+                lifted = name in self.lifted  # a map member solves the map problem (its own facts)
+                if self.consider_member(name, run_solver(name, self.map_problem if lifted else self.problem,
+                                                         self.hardware, budget=member, seed=seed,
+                                                         hint=None if lifted else warm, options=options,
+                                                         facts=None if lifted else self.session)):
                     break
             except Exception as exc:
                 self.errors[name] = f"{exc.__class__.__name__}: {exc}"
 
-    def refill(self, time_limit: float, seed: int, started: set, free: bool,
+    def refill(self, seed: int, started: set, free: bool,
                running: list) -> tuple[str, str, Solution, int, str | None] | None:
         """Prefetch mode: ``(key, solver, hint, seed, stop)`` to run the window search again from the best answer so
         far, when no run started from it yet and at least ``REFILL_SHARE`` of the time is left: in a ``free`` slot,
@@ -359,7 +362,7 @@ class _Race:
         best = self.best
         if (self.problem.mode != "prefetch" or best is None or not best.valid or best.solver in started
                 or REFILL_SOLVER not in solver_entries()
-                or self.deadline - time.monotonic() < REFILL_SHARE * time_limit):
+                or self.race.left() < REFILL_SHARE * self.budget.seconds):
             return None
         stop = None
         if not free:
@@ -380,7 +383,7 @@ class _Race:
                                  "seconds": round(r.seconds, 3)} for n, r in self.reports.items()},
                  "errors": self.errors, "winner": best.solver if best is not None and best.valid else None}
         stats["baselines"] = held_stats(self.held, stats["winner"])
-        wall = time.monotonic() - self.t0
+        wall = time.monotonic() - self.budget.started
         history = tuple(self.history)
         if best is None or not best.valid:  # every member's report was validated by the runner
             proven = any(r.status == str(Status.INFEASIBLE) for r in self.reports.values())
@@ -413,106 +416,88 @@ class Portfolio(Solver):
     Options = PortfolioOptions
 
     def solve(self, request: SolveRequest) -> Solution:
-        problem, hardware, seed, hint = request.problem, request.hardware, request.seed, request.hint
-        workers, minimize_peak, solvers = request.options.workers, request.options.minimize_peak, request.options.solvers
-        t0, time_limit = request.budget.started, request.budget.seconds
-        deadline = request.budget.keep_back(n=problem.n, extra=COLLECT)
-        peak_goal = problem.mode == "pack" and (minimize_peak or problem.capacity is None)
-        names = member_names(problem.mode, solvers, goal="peak" if peak_goal else None)
-        if solvers is not None and not names:  # an explicit list with nothing to run is bad input
-            raise InputError(f"portfolio: none of the solvers {solvers!r} is registered and supports "
+        problem, options = request.problem, request.options
+        peak_goal = problem.mode == "pack" and (options.minimize_peak or problem.capacity is None)
+        names = member_names(problem.mode, options.solvers, goal="peak" if peak_goal else None)
+        if options.solvers is not None and not names:  # an explicit list with nothing to run is bad input
+            raise InputError(f"portfolio: none of the solvers {options.solvers!r} is registered and supports "
                              f"{problem.mode} mode (registered: {', '.join(sorted(solver_entries()))})")
-        options = {"minimize_peak": minimize_peak, "workers": 1}
-        if problem.mode == "prefetch":
-            # the baselines are built here, before the members fork (run_baselines): a cpsat member starts from
-            # them and the best answer so far, and builds none of its own (cpsat's build_baselines)
-            options["build_baselines"] = False
         lifted = lifted_members(names) if problem.mode == "prefetch" else set()
-        race = _Race(problem, hardware, t0, deadline, minimize_peak=minimize_peak, lifted=lifted,
+        race = _Race(problem, request.hardware, request.budget, minimize_peak=options.minimize_peak, lifted=lifted,
                      session=request.facts)
-        fast = [n for n in names if n in FAST_MEMBERS and n not in lifted]
-        large = problem.n > LARGE and solvers is None
-        if large:
-            # Constructive members are not time-limited and can take a minute on 10^8-pair
-            # traces; the cheapest baseline of the session (greedy-xla's answer, lifted in prefetch
-            # mode) is built here instead, and every member starts from it (a forked member inherits it).
-            # msa keeps a deadline: it stays, with the baselines' share of the time (a cut answer says so).
-            names = [n for n in names if n not in FAST_MEMBERS or n in TIMED_MEMBERS]
-            fast = [n for n in fast if n in TIMED_MEMBERS]
+        fast, heavy, large = _split_members(names, lifted, large=problem.n > LARGE and options.solvers is None)
         # The cheapest baseline, built in this process (no fork), is an answer before any member runs: with a
         # short limit on a busy machine a forked greedy-xla member can be cut before it reports, and the portfolio
         # must not end below the greedy.
-        race.hold(time_limit, first=True)  # the baselines the members start from, each to its end (even at a spent limit)
-        race.run_baselines(t0 + BASELINE_SHARE * time_limit, cheapest=True)
+        race.hold(request.budget.seconds, first=True)  # the members' starts, each to its end (even at a spent limit)
+        race.run_baselines(request.budget.at(BASELINE_SHARE), cheapest=True)
         if problem.mode != "map" and race.bound is None:  # the bound in milliseconds: an answer at it ends the race
             race.bound = race.session.bound()
-        settled = race.best_at_bound()
-        heavy = [n for n in names if n not in FAST_MEMBERS or n in lifted]
-        workers = max(int(workers), 1)
-        parallel = workers > 1 and len(heavy) > 1
         for name in heavy:
             # Here, before the forks: a child's own import of its heavy modules is outside its clock, but not
             # outside ours (docs/results.md, "portfolio's defaults").
             preload(load_solver(name))
+        workers = max(int(options.workers), 1)
         # Members stay in the portfolio's process group, so a kill of the portfolio reaches them. Their better
         # answers go on to our parent as they come (a map member's, lifted only at its end, do not).
         with ProcessPool(workers, own_groups=False, on_incumbent=_forward(problem)) as pool:
-            # A prefetch portfolio's map members need no hint (their answers are lifted): they start now, on the
-            # other core, while msa runs here (msa can take a large share of the limit on a training step, with
-            # the second core idle otherwise).
-            early = [n for n in heavy if n in lifted][:workers - 1] if parallel and not settled else []
-            if self._share(problem, deadline) <= MIN_SHARE:  # no time for a member: no fork (they cost time too)
-                early = []
-            for name in early:
-                pool.start(name, name, race.map_problem, hardware, time_limit=self._share(problem, deadline),
-                           seed=seed, hint=None, options=options)
-            settled = race.run_fast(fast, time_limit, seed, hint, options, large) or settled
-            warm = race.warm_start(hint)
-            if settled:  # leaving the block stops the members started early
-                race.errors.update({n: "stopped: another member settled the problem" for n, _ in pool.running()})
-            heavy = [] if settled else [n for n in heavy if n not in early]
-            if heavy or (early and not settled):
-                # The baselines built here, once: every forked member inherits them from the session (the
-                # best of them is an answer too: msa+greedy-xla is no member's). Prefetch mode, in parallel:
-                # while the members run (the window search starts from msa's answer at once; a better baseline
-                # starts another from it, ``refill``): on a large program they take seconds.
-                baselines_later = parallel and problem.mode == "prefetch"
-                if not baselines_later:
-                    race.run_baselines(t0 + BASELINE_SHARE * time_limit)
-                if parallel:
-                    try:
-                        # a cpsat member starts from the best answer so far: no rerun from that one
-                        started = {race.best.solver} if REFILL_SOLVER in heavy and race.best is not None else set()
-                        if started and problem.mode == "prefetch" and race.best.objective is not None:
-                            race.window_runs[REFILL_SOLVER] = float(race.best.objective)
-                        later = (race.map_bound if problem.mode == "map" else
-                                 race.baselines_once(t0 + BASELINE_SHARE * time_limit, after=early,
-                                                     latest=t0 + EARLY_WAIT_SHARE * time_limit)
-                                 if baselines_later else None)
-                        self._run_parallel(heavy, problem, hardware, deadline, seed, warm, options, workers,
-                                           race.consider_member, race.errors, pool, later=later,
-                                           lifted=lifted, map_problem=race.map_problem,
-                                           refill=lambda free, running: race.refill(time_limit, seed, started, free,
-                                                                                    running))
-                    finally:
-                        race.cancel_bound()
-                else:
-                    race.run_sequential(heavy, seed, warm, options)
-        race.hold(time_limit)  # every baseline it is held to, those not built yet to their end now
+            self._race_members(race, request, pool, fast, heavy, large, workers, race.best_at_bound())
+        race.hold(request.budget.seconds)  # every baseline it is held to, those not built yet to their end now
         return race.solution(self.name)
 
-    @staticmethod
-    def _share(problem, deadline: float, slots_left: int = 1) -> float:
-        """A member's time limit: its share of the time to ``deadline``, less what its child needs to validate,
-        score and send back its answer (prefetch mode's validation is the slow one: about 1 s at 5k buffers on a
-        loaded machine)."""
-        share = (deadline - time.monotonic()) / max(slots_left, 1)
-        return share * (1 - CHILD_MARGIN) - (0.05 + (2e-4 if problem.mode == "prefetch" else 3e-5) * problem.n)
+    def _race_members(self, race: _Race, request: SolveRequest, pool: ProcessPool, fast: list[str],
+                      heavy: list[str], large: bool, workers: int, settled: bool) -> None:
+        """The members' race in ``pool``: the map members of a prefetch portfolio start at once, the constructive
+        members run here, then the others run, ``workers`` at a time (in this process with one worker)."""
+        problem, seed, budget = race.problem, request.seed, request.budget
+        options = {"minimize_peak": request.options.minimize_peak, "workers": 1}
+        if problem.mode == "prefetch":
+            # the baselines are built here, before the members fork (run_baselines): a cpsat member starts from
+            # them and the best answer so far, and builds none of its own (cpsat's build_baselines)
+            options["build_baselines"] = False
+        parallel = workers > 1 and len(heavy) > 1
+        # A prefetch portfolio's map members need no hint (their answers are lifted): they start now, on the
+        # other core, while msa runs here (msa can take a large share of the limit on a training step, with
+        # the second core idle otherwise).
+        early = [n for n in heavy if n in race.lifted][:workers - 1] if parallel and not settled else []
+        if member_budget(problem, race.race).seconds <= MIN_SHARE:  # no time for a member: no fork (they cost time)
+            early = []
+        for name in early:
+            pool.start(name, name, race.map_problem, race.hardware, budget=member_budget(problem, race.race),
+                       seed=seed, hint=None, options=options)
+        settled = race.run_fast(fast, seed, request.hint, options, large) or settled
+        warm = race.warm_start(request.hint)
+        if settled:  # leaving the block stops the members started early
+            race.errors.update({n: "stopped: another member settled the problem" for n, _ in pool.running()})
+        heavy = [] if settled else [n for n in heavy if n not in early]
+        if not heavy and (not early or settled):
+            return
+        # The baselines built here, once: every forked member inherits them from the facts (the best of them is an
+        # answer too: msa+greedy-xla is no member's). Prefetch mode, in parallel: while the members run (the
+        # window search starts from msa's answer at once; a better baseline starts another from it, ``refill``):
+        # on a large program they take seconds.
+        baselines_later = parallel and problem.mode == "prefetch"
+        if not baselines_later:
+            race.run_baselines(budget.at(BASELINE_SHARE))
+        if not parallel:
+            race.run_sequential(heavy, seed, warm, options)
+            return
+        try:
+            # a cpsat member starts from the best answer so far: no rerun from that one
+            started = {race.best.solver} if REFILL_SOLVER in heavy and race.best is not None else set()
+            if started and problem.mode == "prefetch" and race.best.objective is not None:
+                race.window_runs[REFILL_SOLVER] = float(race.best.objective)
+            later = (race.map_bound if problem.mode == "map" else
+                     race.baselines_once(budget.at(BASELINE_SHARE), after=early, latest=budget.at(EARLY_WAIT_SHARE))
+                     if baselines_later else None)
+            self._run_parallel(heavy, race, seed, warm, options, workers, pool, later=later,
+                               refill=lambda free, running: race.refill(seed, started, free, running))
+        finally:
+            race.cancel_bound()
 
     @staticmethod
-    def _run_parallel(names, problem, hardware, deadline, seed, hint, options, workers, consider, errors,
-                      pool, later=None, lifted=frozenset(), map_problem=None, refill=None) -> bool:
-        """Run ``names`` in child processes, ``workers`` at a time, each with an equal share of the time.
+    def _run_parallel(names, race: _Race, seed, hint, options, workers, pool, later=None, refill=None) -> bool:
+        """Run ``names`` in child processes, ``workers`` at a time, each with an equal share of the race's time.
 
         ``later``: called while the members run (the map bound's child); True from it settles the
         problem (the best answer is at the bound). ``pool``: the caller's open :class:`ProcessPool`, perhaps
@@ -521,22 +506,11 @@ class Portfolio(Solver):
         ``(key, solver, hint, seed, stop)`` starts one more run, in the place of run ``stop`` if not ``None`` (it is
         killed). Returns True when a member settled the problem (the others are then stopped).
         """
+        problem, errors = race.problem, race.errors
         waves = -(-len(names) // workers)  # members per slot, run one after another
         queue = list(names)
         while queue or pool.busy:
-            while queue and pool.free > 0:
-                slots_left = -(-len(queue) // workers) if waves > 1 else 1
-                share = Portfolio._share(problem, deadline, slots_left)
-                name = queue.pop(0)
-                if share <= MIN_SHARE:
-                    errors[name] = "skipped: no time left"
-                    continue
-                if name in lifted:  # a map member: the map problem, no prefetch hint; its answer is lifted
-                    pool.start(name, name, map_problem, hardware, time_limit=share, seed=seed, hint=None,
-                               options=options)
-                else:
-                    pool.start(name, name, problem, hardware, time_limit=share, seed=seed, hint=hint,
-                               options=options)
+            _start_queued(queue, race, pool, seed, hint, options, workers, waves)
             while refill is not None and not queue:
                 more = refill(pool.free > 0, [k for k, _ in pool.running()])
                 if more is None:
@@ -545,8 +519,8 @@ class Portfolio(Solver):
                 if stop is not None:
                     pool.kill(stop)
                     errors[stop] = f"stopped: {key} took its place (a better start)"
-                pool.start(key, name, problem, hardware, time_limit=Portfolio._share(problem, deadline),
-                           seed=run_seed, hint=warm, options=options)
+                pool.start(key, name, problem, race.hardware, budget=member_budget(problem, race.race),
+                           seed=run_seed, hint=warm, options=options, facts=race.session)
             if not pool.busy:
                 break
             if later is not None:  # the map bound, in a child of its own while the members run
@@ -554,29 +528,70 @@ class Portfolio(Solver):
                     for other, _ in pool.running():
                         errors[other] = "stopped: the best answer is at the bound"
                     return True
-                finished = pool.wait(timeout=min(0.05, max(deadline - time.monotonic(), 0.0)))
-                if not finished and time.monotonic() < deadline:
+                finished = pool.wait(timeout=min(0.05, race.race.left()))
+                if not finished and not race.race.expired():
                     continue
             else:
-                finished = pool.wait(timeout=max(deadline - time.monotonic(), 0.0))
+                finished = pool.wait(timeout=race.race.left())
             if not finished:
                 break  # deadline: leaving the caller's block stops whatever still runs
             for name, kind, payload in finished:
                 if kind != "ok":
                     errors[name] = payload
-                elif consider(name, payload):
+                elif race.consider_member(name, payload):
                     for other, _ in pool.running():
                         errors[other] = "stopped: another member settled the problem"
                     return True
         for other, _ in pool.sent_answers():  # a member past the deadline: the best answer it sent counts
             kind, payload = pool.stop(other)
             if kind == "ok":
-                consider(other, payload)
+                race.consider_member(other, payload)
             else:
                 errors[other] = payload
         for other, _ in pool.running():
             errors[other] = "stopped: time limit"
         return False
+
+
+def member_budget(problem, race: Budget, slots_left: int = 1) -> Budget:
+    """A member's child budget: its share of the race's time left, less what its child needs to validate, score and
+    send back its answer (prefetch mode's validation is the slow one: about 1 s at 5k buffers on a loaded
+    machine)."""
+    keep = 0.05 + (2e-4 if problem.mode == "prefetch" else 3e-5) * problem.n
+    return race.share((1 - CHILD_MARGIN) / max(slots_left, 1), keep=keep)
+
+
+def _split_members(names: list[str], lifted: set[str], *, large: bool) -> tuple[list[str], list[str], bool]:
+    """``(fast, heavy, large)``: the constructive members run in this process, the others, and whether the problem
+    is ``large`` (the default members above ``LARGE`` buffers).
+
+    Above ``LARGE`` buffers constructive members are not time-limited and can take a minute on 10^8-pair traces:
+    the cheapest baseline of the facts (greedy-xla's answer, lifted in prefetch mode) is built here instead, and
+    every member starts from it (a forked member inherits it). msa keeps a deadline: it stays, with the baselines'
+    share of the time (a cut answer says so)."""
+    fast = [n for n in names if n in FAST_MEMBERS and n not in lifted]
+    if large:
+        names = [n for n in names if n not in FAST_MEMBERS or n in TIMED_MEMBERS]
+        fast = [n for n in fast if n in TIMED_MEMBERS]
+    return fast, [n for n in names if n not in FAST_MEMBERS or n in lifted], large
+
+
+def _start_queued(queue: list[str], race: _Race, pool: ProcessPool, seed: int, hint, options: dict, workers: int,
+                  waves: int) -> None:
+    """Start queued members while ``pool`` has a free slot, each with its child budget (a map member on the map
+    problem, with its own facts and no prefetch hint: its answer is lifted)."""
+    while queue and pool.free > 0:
+        slots_left = -(-len(queue) // workers) if waves > 1 else 1
+        member = member_budget(race.problem, race.race, slots_left)
+        name = queue.pop(0)
+        if member.seconds <= MIN_SHARE:
+            race.errors[name] = "skipped: no time left"
+        elif name in race.lifted:
+            pool.start(name, name, race.map_problem, race.hardware, budget=member, seed=seed, hint=None,
+                       options=options)
+        else:
+            pool.start(name, name, race.problem, race.hardware, budget=member, seed=seed, hint=hint, options=options,
+                       facts=race.session)
 
 
 def _forward(problem):

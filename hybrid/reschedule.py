@@ -18,13 +18,13 @@ against its own order, FEASIBLE, "stopped at the limit".
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from mallocgame import incumbents
+from mallocgame.budget import Budget
 from mallocgame.forking import ChildCall
 from mallocgame.hardware.validator import validate
 from mallocgame.intervals import overlap_index
@@ -78,34 +78,36 @@ def adapt_placement(problem: Problem, offsets: tuple[int | None, ...]) -> Soluti
     return Solution(offsets=answer, status=Status.FEASIBLE, mode=problem.mode, solver="previous-order")
 
 
-def solve_with_reschedule(name: str, problem: Problem, hardware, *, time_limit: float, seed: int,
-                          hint: Solution | None = None, warm_start: str | None = None,
-                          options: dict[str, Any] | None = None, rounds: int = ROUNDS) -> RescheduleResult:
-    """Alternate re-scheduling and placement (module docstring) within ``time_limit`` seconds.
+def solve_with_reschedule(name: str, problem: Problem, hardware, *, seed: int, budget: Budget | None = None,
+                          time_limit: float | None = None, hint: Solution | None = None,
+                          warm_start: str | None = None, options: dict[str, Any] | None = None,
+                          rounds: int = ROUNDS) -> RescheduleResult:
+    """Alternate re-scheduling and placement (module docstring) within ``budget`` (or ``time_limit`` seconds from
+    now): each round a child budget of an equal share of the time left, of which the scheduler takes
+    ``SCHEDULE_SHARE``.
 
     ``hint`` (an answer of the original order) warm-starts round 0.
     """
     if not problem.has_ops:  # before any solver runs
         raise InputError(f"{problem.source or problem.name}: --reschedule: nothing to schedule: the workload has no ops")
-    t0 = time.monotonic()
-    deadline = t0 + time_limit
-    per_round = time_limit / max(rounds, 1)
+    if (budget is None) == (time_limit is None):
+        raise TypeError("solve_with_reschedule takes a budget or a time_limit, one of them")
+    budget = Budget.start(time_limit) if budget is None else budget
     objective = "peak" if problem.mode == "pack" else "time"
     n_ops = len(problem.ops)
     # Each order has its own bound; only the winner's is reported, so it alone is computed, at the end.
-    original = solve_with_warm_start(name, problem, hardware, time_limit=per_round, seed=seed, hint=hint,
-                                     warm_start=warm_start, options=options, compute_bound=False)
+    original = solve_with_warm_start(name, problem, hardware, budget=budget.share(1 / max(rounds, 1)), seed=seed,
+                                     hint=hint, warm_start=warm_start, options=options, compute_bound=False)
     _offer(original, problem, "round 0 (original order)")
     best = RescheduleResult(original, problem, list(range(n_ops)), original,
                             [{"round": 0, "order": "original", "valid": original.valid,
                               "objective": original.objective}])
     for r in range(1, rounds):
-        left = deadline - time.monotonic()
-        if left <= 0.05:
+        if budget.left() <= 0.05:
             break
-        budget = left / (rounds - r)
+        scheduling = budget.share(SCHEDULE_SHARE / (rounds - r))
         sched = schedule(problem, objective=objective, hardware=hardware,
-                         time_limit=max(budget * SCHEDULE_SHARE, 0.01), seed=seed + r, start=best.order)
+                         time_limit=max(scheduling.seconds, 0.01), seed=seed + r, start=best.order)
         reordered = reorder(problem, sched.order)
         incumbents.answering(reordered, sched.order)  # in a solving child: what the solver offers is of this order
         hint = None
@@ -114,9 +116,9 @@ def solve_with_reschedule(name: str, problem: Problem, hardware, *, time_limit: 
         elif best.report.valid and sched.order == best.order:
             hint = Solution((None,) * problem.n, Status.FEASIBLE, problem.mode, solver="previous-order",
                             intervals=tuple(best.report.intervals))
-        left = max(deadline - time.monotonic(), 0.01)
-        report = solve_with_warm_start(name, reordered, hardware, time_limit=left / (rounds - r), seed=seed + r,
-                                       hint=hint, warm_start=warm_start, options=options, compute_bound=False)
+        report = solve_with_warm_start(name, reordered, hardware, budget=budget.share(1 / (rounds - r)),
+                                       seed=seed + r, hint=hint, warm_start=warm_start, options=options,
+                                       compute_bound=False)
         _offer(report, reordered, f"round {r} ({sched.scheduler} order)")
         best.rounds.append({"round": r, "order": sched.scheduler, "schedule_objective": objective,
                             "schedule_value": sched.value, "schedule_original": sched.original,
@@ -143,10 +145,11 @@ def reschedule_beside_limit(name: str, problem: Problem, hardware, *, time_limit
     shared_caches(problem, hardware)
     for solver in dict.fromkeys(filter(None, (name, warm_start))):  # heavy imports before the child's clock starts
         preload(load_solver(solver))
+    budget = Budget.start(time_limit)  # the rounds' time starts with their child
     run = ChildCall.start(solve_with_reschedule, (name, problem, hardware),
-                          dict(time_limit=time_limit, seed=seed, hint=hint, warm_start=warm_start, options=options),
+                          dict(budget=budget, seed=seed, hint=hint, warm_start=warm_start, options=options),
                           channel=(problem, name))
-    run.keep_limit(run.started + time_limit + LIMIT_GRACE)
+    run.keep_limit(budget.deadline + LIMIT_GRACE)
     try:
         try:
             return run.result()

@@ -37,6 +37,7 @@ import time
 import numpy as np
 
 from mallocgame.bounds import no_fragmentation_relaxation
+from mallocgame.budget import Budget
 from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.hybrid.lns import ModeDispatch, fixed_rectangles, neighbourhood, window_around
 from mallocgame.model import Problem, Solution, Status, offsets_array, offsets_tuple
@@ -72,7 +73,7 @@ class SelectPack(ModeDispatch):
 
     # ------------------------------------------------------------------ map mode
 
-    def _solve_map(self, problem, hardware, t0, deadline, seed, hint, workers, facts):
+    def _solve_map(self, problem, hardware, budget: Budget, seed, hint, workers, facts):
 
         rng = np.random.default_rng(seed)
         a = problem.arrays
@@ -81,11 +82,12 @@ class SelectPack(ModeDispatch):
         candidates = (ev.benefits > 0) & (a.size <= problem.capacity)
         density_order = xla_order(problem, ev.benefits)
         # greedy-xla's answer first (the solve session's): the rounds never end below it, nor below the hint.
-        greedy = session.baseline("greedy-xla", t0 + 0.5 * (deadline - t0))
+        t0, deadline = budget.started, budget.deadline
+        greedy = session.baseline("greedy-xla", budget.at(0.5))
         best = greedy.offsets
         best_value = ev.value(best)
         if hint is not None:
-            hinted = push_down(problem, offsets_array(hint.offsets), index=index, deadline=t0 + 0.2 * (deadline - t0))
+            hinted = push_down(problem, offsets_array(hint.offsets), index=index, deadline=budget.at(0.2))
             if ev.value(hinted) > best_value:
                 best, best_value = hinted, ev.value(hinted)
         history = [(time.monotonic() - t0, best_value)]
@@ -93,9 +95,8 @@ class SelectPack(ModeDispatch):
         rounds = 0
         whole_choice_packed = proven = False
         seen: set[bytes] = set()
-        while time.monotonic() < deadline - 0.02:
-            remaining = deadline - time.monotonic()
-            relaxation = _relaxation(problem, ev, allowed, time_limit=min(remaining * 0.3, 10.0))
+        while budget.left() > 0.02:
+            relaxation = _relaxation(problem, ev, allowed, time_limit=budget.share(0.3, at_most=10.0).seconds)
             chosen = relaxation.chosen
             proven = relaxation.kind == "mip"  # solved to optimality (not cut off by its time limit)
             key = np.packbits(chosen).tobytes()
@@ -106,11 +107,11 @@ class SelectPack(ModeDispatch):
             placed = self._pack_choice(problem, index, chosen, density_order, deadline)
             failed = np.flatnonzero(chosen & (placed < 0))
             if len(failed) and rounds == 1:
-                limit = min(PACK_SEARCH_SHARE * (deadline - time.monotonic()), PACK_SEARCH_SECONDS)
+                limit = budget.share(PACK_SEARCH_SHARE, at_most=PACK_SEARCH_SECONDS).seconds
                 placed = self._pack_search_choice(problem, chosen, placed, seed, limit)
                 failed = np.flatnonzero(chosen & (placed < 0))
             if len(failed):
-                placed = self._repair(problem, ev, index, candidates, placed, failed, rng, deadline, workers)
+                placed = self._repair(problem, ev, index, candidates, placed, failed, rng, budget, workers)
             fill = density_order[candidates[density_order] & (placed[density_order] < 0)]
             placed = greedy_place(problem, fill, problem.capacity, index=index, offsets=placed, deadline=deadline)
             value = ev.value(placed)
@@ -165,13 +166,14 @@ class SelectPack(ModeDispatch):
         return out
 
     @staticmethod
-    def _repair(problem, ev, index, candidates, placed, failed, rng, deadline, workers) -> np.ndarray:
-        """CP-SAT on a window around each failure, most valuable fit kept (never worse than ``placed``)."""
+    def _repair(problem, ev, index, candidates, placed, failed, rng, budget: Budget, workers) -> np.ndarray:
+        """CP-SAT on a window around each failure within ``budget``, at most 2 s each, the most valuable fit kept
+        (never worse than ``placed``)."""
         a = problem.arrays
         x = placed.copy()
         horizon = (int(a.start.min()), int(a.end.max()))
         todo = list(failed[np.argsort(a.start[failed], kind="stable")].tolist())
-        while todo and time.monotonic() < deadline - 0.05:
+        while todo and budget.left() > 0.05:
             u = todo.pop(0)
             if x[u] >= 0:
                 continue
@@ -183,9 +185,9 @@ class SelectPack(ModeDispatch):
             fast_fixed[free] = False
             part = Part(free, "value", capacity=problem.capacity, terms=value_terms(ev, free, fast_fixed),
                         hint=x[free], **fixed_rectangles(problem, x, win.fixed))
-            limit = min(2.0, max(deadline - time.monotonic(), 0.0))
-            res = solve_part(problem, part, Limits(limit, seed=int(rng.integers(2**31 - 1)), workers=workers,
-                                                   deadline=time.monotonic() + limit))
+            step = budget.share(1.0, at_most=2.0)
+            res = solve_part(problem, part, Limits(step.seconds, seed=int(rng.integers(2**31 - 1)), workers=workers,
+                                                   deadline=step.deadline))
             if res.offsets is not None:
                 trial = x.copy()
                 trial[free] = res.offsets
@@ -195,7 +197,7 @@ class SelectPack(ModeDispatch):
 
     # ------------------------------------------------------------------ pack mode
 
-    def _solve_pack(self, problem, hardware, t0, deadline, seed, hint, workers, minimize_peak, facts):
+    def _solve_pack(self, problem, hardware, budget: Budget, seed, hint, workers, minimize_peak, facts):
 
         rng = np.random.default_rng(seed)
         a = problem.arrays
@@ -203,18 +205,19 @@ class SelectPack(ModeDispatch):
         index = session.overlap
         orders = list(heap_orders(problem).values())
         floor = session.max_live
-        best = session.baseline("best-fit", t0 + 0.5 * (deadline - t0)).offsets
+        t0 = budget.started
+        best = session.baseline("best-fit", budget.at(0.5)).offsets
         if hint is not None and all(o is not None for o in hint.offsets):
             h = offsets_array(hint.offsets)
             if (h + a.size).max() < (best + a.size).max():
                 best = h
-        best = push_down(problem, best, index=index, deadline=t0 + 0.6 * (deadline - t0))
+        best = push_down(problem, best, index=index, deadline=budget.at(0.6))
         best_peak = int((best + a.size).max())
         history = [(time.monotonic() - t0, float(best_peak))]
         if not minimize_peak and problem.capacity is not None:
             if best_peak <= problem.capacity:
                 return self._pack_solution(best, Status.OPTIMAL, floor, t0, history, {"target": problem.capacity})
-            got, proven_infeasible = self._pack_within(problem, index, orders, problem.capacity, rng, deadline,
+            got, proven_infeasible = self._pack_within(problem, index, orders, problem.capacity, rng, budget,
                                                        workers)
             if got is None:
                 status = Status.INFEASIBLE if proven_infeasible else Status.UNKNOWN
@@ -224,12 +227,11 @@ class SelectPack(ModeDispatch):
             return self._pack_solution(got, Status.OPTIMAL, floor, t0, history, {"target": problem.capacity})
         lo, hi = floor, best_peak  # the answer lies in [lo, hi]; hi is achieved by ``best``
         attempts = 0
-        while lo < hi and time.monotonic() < deadline - 0.05:
+        while lo < hi and budget.left() > 0.05:
             target = (lo + hi) // 2
             attempts += 1
-            share = (deadline - time.monotonic()) / 3
             got, proven_infeasible = self._pack_within(problem, index, orders, target, rng,
-                                                       min(deadline, time.monotonic() + share), workers)
+                                                       budget.share(1 / 3), workers)
             if got is not None:
                 best, hi = got, int((got + a.size).max())
                 history.append((time.monotonic() - t0, float(hi)))
@@ -244,10 +246,10 @@ class SelectPack(ModeDispatch):
                         wall_time=time.monotonic() - t0, history=tuple(history), stats=stats, solver=self.name)
 
     @staticmethod
-    def _pack_within(problem, index, orders, target, rng, deadline, workers) -> tuple[np.ndarray | None, bool]:
-        """Every buffer within ``target`` bytes, or ``(None, proven_infeasible)``."""
+    def _pack_within(problem, index, orders, target, rng, within: Budget, workers) -> tuple[np.ndarray | None, bool]:
+        """Every buffer within ``target`` bytes, found ``within`` the budget, or ``(None, proven_infeasible)``."""
         a = problem.arrays
-        x = max((greedy_place(problem, o, target, index=index, deadline=deadline) for o in orders),
+        x = max((greedy_place(problem, o, target, index=index, deadline=within.deadline) for o in orders),
                 key=lambda o: int((o >= 0).sum()))
         missing = np.flatnonzero(x < 0)
         if len(missing) == 0:
@@ -255,16 +257,16 @@ class SelectPack(ModeDispatch):
         if len(missing) > REPAIR_LIMIT:  # too far from fitting (or out of time) for a CP-SAT repair
             return None, False
         free = missing
-        while time.monotonic() < deadline - 0.05:
+        while within.left() > 0.05:
             # Free the missing buffers and everything placed that overlaps them in time.
             span = np.unique(np.concatenate([index.query(int(a.start[i]), int(a.end[i])) for i in free.tolist()]))
             free = span if len(span) > len(free) else np.arange(problem.n)
             win = neighbourhood(problem, index, x, free)
             hint = x[free] if (x[free] >= 0).all() else None
             part = Part(free, "feasible", capacity=target, hint=hint, **fixed_rectangles(problem, x, win.fixed))
-            limit = max(deadline - time.monotonic(), 0.0) * (1.0 if len(free) == problem.n else 0.3)
-            res = solve_part(problem, part, Limits(limit, seed=int(rng.integers(2**31 - 1)), workers=workers,
-                                                   deadline=time.monotonic() + limit))
+            step = within.share(1.0 if len(free) == problem.n else 0.3)
+            res = solve_part(problem, part, Limits(step.seconds, seed=int(rng.integers(2**31 - 1)), workers=workers,
+                                                   deadline=step.deadline))
             if res.offsets is not None:
                 x = x.copy()
                 x[free] = res.offsets

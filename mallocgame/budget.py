@@ -96,8 +96,9 @@ class Budget:
         """
         return self.at(fraction) - SAFETY
 
-    def share(self, fraction: float) -> Budget:
-        """A child budget of ``fraction`` of the time left, starting now; it never ends past this one's deadline.
+    def share(self, fraction: float, *, keep: float = 0.0, at_most: float | None = None) -> Budget:
+        """A child budget of ``fraction`` of the time left less ``keep`` seconds (at most ``at_most`` seconds),
+        starting now; it never ends past this one's deadline. What a solver hands a member or a phase.
 
         Examples:
             >>> parent = Budget.start(4.0)
@@ -106,10 +107,27 @@ class Budget:
             True
             >>> parent.share(3.0).deadline <= parent.deadline
             True
+            >>> parent.share(1.0, keep=1.0).seconds <= 3.0, parent.share(1.0, at_most=0.5).seconds
+            (True, 0.5)
+            >>> parent.share(0.1, keep=10.0).seconds  # nothing left of it: a spent budget
+            0.0
         """
         now = min(time.monotonic(), self.deadline)  # a spent budget's child is spent too, ending at its deadline
         left = self.deadline - now
-        return Budget(min(max(fraction, 0.0) * left, left), now)
+        seconds = min(max(fraction, 0.0) * left - keep, left)
+        if at_most is not None:
+            seconds = min(seconds, at_most)
+        return Budget(max(seconds, 0.0), now)
+
+    def kept_back(self, **keep) -> Budget:
+        """This budget ending at `keep_back` ``(**keep)``: the part a search (or a race of members) may spend so
+        that its answer is back within the whole.
+
+        Examples:
+            >>> Budget(1.0, 0.0).kept_back(n=100).deadline
+            0.948
+        """
+        return Budget(self.keep_back(**keep) - self.started, self.started)
 
     def keep_back(self, *, n: int = 0, per_buffer: float = 2e-5, extra: float = 0.0) -> float:
         """The monotonic instant a search stops so that its answer is back within the budget.

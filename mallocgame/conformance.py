@@ -65,7 +65,7 @@ from mallocgame.registry import describe, load_solver, solver_entries
 from mallocgame.report import Report, score
 from mallocgame.request import SolveRequest
 from mallocgame.runner import preload
-from mallocgame.session import BASELINE_SOLVER, held_baselines, session_for
+from mallocgame.session import BASELINE_SOLVER, Session, held_baselines
 
 DEFAULT_TIME_LIMIT = 1.0
 HW = PRESETS["tpuv4i"]
@@ -520,8 +520,8 @@ def _reference(problem: Problem, hardware, limit: float) -> tuple[str, float]:
     problem (a fresh solve session, nothing shared with the solver's run). All-slow (0) is the floor in map and
     prefetch modes; in pack mode best fit if held, else the online allocator (which pack_start holds).
     """
-    fresh = session_for(problem.replace(name=problem.name + "-reference"), hardware)
-    found = held_baselines(fresh, limit)
+    copy = problem.replace(name=problem.name + "-reference")  # held here: its facts hold it weakly
+    found = held_baselines(Session(copy, hardware), limit)
     if problem.mode == "pack":
         if found:
             return found[0].name, found[0].objective

@@ -16,6 +16,7 @@ import dataclasses
 import enum
 import os
 import stat
+import weakref
 from dataclasses import dataclass, field
 from functools import cached_property
 from operator import attrgetter
@@ -448,12 +449,6 @@ class Problem:
         )
 
     @cached_property
-    def derived(self) -> dict[Any, Any]:
-        """The one store of facts derived from this problem
-        ([`derived_facts`][mallocgame.model.derived_facts], `mallocgame.session`)."""
-        return {}
-
-    @cached_property
     def index(self) -> dict[str, int]:
         return dict(zip(self.ids, range(self.n)))
 
@@ -602,17 +597,63 @@ def offsets_tuple(arr: np.ndarray) -> tuple[int | None, ...]:
 
 # ---------------------------------------------------------------------------- derived facts
 
+_FACTS: dict[int, dict[Any, Any]] = {}  # id(problem) -> what is derived from it; the entry goes with the problem
+
+
 def derived_facts(problem: Problem) -> dict[Any, Any]:
     """The one store of what is derived from ``problem`` and shared by every user in this process.
 
     Keys are declared by their owners: ``"overlap_index"`` and ``"max_live"`` (`mallocgame.intervals`),
     ``("evaluator", hardware)`` and ``("prefetch_evaluator", hardware)`` (the hardware evaluators'
-    ``of``), ``("session", hardware)`` (`mallocgame.session.session_for`, which holds the rest:
-    the bound, the baselines) and ``("prefetch_game", hardware)`` (search's prefetch game data).
-    It is the problem's declared attribute [`Problem.derived`][mallocgame.model.Problem.derived], below every layer, because
-    hardware/ may import only the model and the intervals; held by the problem, it goes with it
-    (a global table would keep every problem alive: the facts refer back to it). Per process: a
-    forked child inherits what its parent built (copy-on-write) and builds the rest itself. A
-    Problem is frozen, so its facts never go stale; ``problem.replace(...)`` starts an empty store.
+    ``of``), ``("session", hardware)`` (`mallocgame.session.session_for`: the facts a request hands its solver,
+    which hold the rest: the bound, the baselines), ``("prefetch_game", hardware)`` (search's prefetch game data),
+    ``"interference_graph"`` and ``"graph_conflicts"`` (`mallocgame.graph`), ``("bound_key", hardware)``
+    (`mallocgame.bound_cache`), ``"work_units"`` (`mallocgame.session`).
+
+    It lives outside the frozen problem, in a table keyed by the problem object's identity (two equal problems
+    have a store each; ``problem.replace(...)`` starts an empty one), below every layer because hardware/ may import
+    only the model and the intervals. A problem's entry goes when the problem is collected (`weakref.finalize`);
+    a fact that refers back to its problem holds it weakly (`ProblemRef`), so the table keeps no problem alive.
+    Per process: a forked child inherits what its parent built (copy-on-write) and builds the rest itself.
+    A Problem is frozen, so its facts never go stale.
     """
-    return problem.derived
+    key = id(problem)
+    facts = _FACTS.get(key)
+    if facts is None:
+        facts = _FACTS[key] = {}
+        weakref.finalize(problem, _FACTS.pop, key, None)
+    return facts
+
+
+class ProblemRef:
+    """A derived fact's attribute naming the problem it was derived from, held weakly, so that the store of
+    derived facts (`derived_facts`) keeps no problem alive; reading it once the problem is gone raises
+    `ReferenceError`.
+
+    Examples:
+        >>> class Fact:
+        ...     problem = ProblemRef()
+        ...     def __init__(self, problem):
+        ...         self.problem = problem
+        >>> p = Problem("p", (Buffer("a", 4, 0, 2),), capacity=8)
+        >>> Fact(p).problem is p
+        True
+        >>> Fact(p.replace(name="gone")).problem
+        Traceback (most recent call last):
+        ...
+        ReferenceError: the problem this Fact was derived from is gone
+    """
+
+    def __set_name__(self, owner, name: str) -> None:
+        self.slot = f"_{name}_ref"
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self
+        problem = obj.__dict__[self.slot]()
+        if problem is None:
+            raise ReferenceError(f"the problem this {type(obj).__name__} was derived from is gone")
+        return problem
+
+    def __set__(self, obj, problem: Problem) -> None:
+        obj.__dict__[self.slot] = weakref.ref(problem)

@@ -20,10 +20,12 @@ from multiprocessing.connection import wait
 from typing import Any, Callable
 
 from mallocgame.bounds import Bound
+from mallocgame.budget import Budget
 from mallocgame.forking import ChildCall, ChildDied
 from mallocgame.model import InputError, Problem, Solution
 from mallocgame.protocol import LIMIT_GRACE
 from mallocgame.report import Report, stopped_at_limit
+from mallocgame.session import Session
 from mallocgame.solving import run_one
 
 
@@ -52,9 +54,12 @@ class Pool:
         """``(key, started)`` of every run still going (``started`` in monotonic seconds)."""
         raise NotImplementedError
 
-    def start(self, key: Any, name: str, problem: Problem, hardware, *, time_limit: float, seed: int,
-              hint: Solution | None = None, options: dict[str, Any] | None = None, bound: Bound | None = None) -> None:
-        """Start solver ``name`` on ``problem`` as run ``key`` (its answer scored against ``bound``)."""
+    def start(self, key: Any, name: str, problem: Problem, hardware, *, seed: int, budget: Budget | None = None,
+              time_limit: float | None = None, hint: Solution | None = None, options: dict[str, Any] | None = None,
+              bound: Bound | None = None, facts: Session | None = None) -> None:
+        """Start solver ``name`` on ``problem`` as run ``key`` within ``budget`` (a child budget its caller handed
+        down; a door gives ``time_limit`` seconds from now instead), its answer scored against ``bound``; ``facts``:
+        the problem's derived facts the caller holds, handed to the run (a forked run inherits them)."""
         raise NotImplementedError
 
     def wait(self, timeout: float | None) -> list[tuple[Any, str, Any]]:
@@ -84,6 +89,13 @@ def open_pool(executor: str, jobs: int, *, address: str | None = None, on_incumb
     if executor == "ray":
         return RayPool(jobs, address=address)
     return ProcessPool(jobs, on_incumbent=on_incumbent)
+
+
+def _budget(budget: Budget | None, time_limit: float | None) -> Budget:
+    """A run's budget: the one handed down, else ``time_limit`` seconds from now (a door's)."""
+    if (budget is None) == (time_limit is None):
+        raise TypeError("a pool's run takes a budget or a time_limit, one of them")
+    return Budget.start(time_limit) if budget is None else budget
 
 
 def _limit_outcome(report: Report) -> tuple[str, Any]:
@@ -133,12 +145,14 @@ class ProcessPool(Pool):
     def running(self) -> list[tuple[Any, float]]:
         return [(run.key, run.call.started) for run in self._runs.values()]
 
-    def start(self, key: Any, name: str, problem: Problem, hardware, *, time_limit: float, seed: int,
-              hint: Solution | None = None, options: dict[str, Any] | None = None, bound: Bound | None = None) -> None:
-        call = ChildCall.start(run_one, (name, problem, hardware, time_limit, seed, hint, dict(options or {}), bound),
-                               channel=(problem, name), own_group=self.own_groups)
-        call.sent.until = call.started + time_limit + LIMIT_GRACE
-        self._runs[call.connection] = _Run(key, call, name, problem, hardware, time_limit, bound)
+    def start(self, key: Any, name: str, problem: Problem, hardware, *, seed: int, budget: Budget | None = None,
+              time_limit: float | None = None, hint: Solution | None = None, options: dict[str, Any] | None = None,
+              bound: Bound | None = None, facts: Session | None = None) -> None:
+        budget = _budget(budget, time_limit)
+        call = ChildCall.start(run_one, (name, problem, hardware, budget, seed, hint, dict(options or {}), bound,
+                                         facts), channel=(problem, name), own_group=self.own_groups)
+        call.sent.until = budget.deadline + LIMIT_GRACE
+        self._runs[call.connection] = _Run(key, call, name, problem, hardware, budget.seconds, bound)
 
     def wait(self, timeout: float | None) -> list[tuple[Any, str, Any]]:
         """As :meth:`Pool.wait`; a run still going at its time limit + :data:`~mallocgame.protocol.LIMIT_GRACE` is
@@ -245,10 +259,11 @@ def _ray_run(name: str, problem: Problem, hardware, time_limit: float, seed: int
     still going at its limit + :data:`~mallocgame.protocol.LIMIT_GRACE` is stopped and reported with the best
     answer it sent; a solver that dies is this run's error.
     """
-    call = ChildCall.start(run_one, (name, problem, hardware, time_limit, seed, hint, options, bound),
+    budget = Budget.start(time_limit)
+    call = ChildCall.start(run_one, (name, problem, hardware, budget, seed, hint, options, bound),
                            channel=(problem, name))
     run = _Run(name, call, name, problem, hardware, time_limit, bound)
-    call.keep_limit(call.started + time_limit + LIMIT_GRACE)
+    call.keep_limit(budget.deadline + LIMIT_GRACE)
     try:
         return call.result()
     except TimeoutError:
@@ -293,9 +308,13 @@ class RayPool(Pool):
     def running(self) -> list[tuple[Any, float]]:
         return list(self._running.values())
 
-    def start(self, key: Any, name: str, problem: Problem, hardware, *, time_limit: float, seed: int,
-              hint: Solution | None = None, options: dict[str, Any] | None = None, bound: Bound | None = None) -> None:
-        ref = self._task.remote(name, problem, hardware, time_limit, seed, hint, dict(options or {}), bound)
+    def start(self, key: Any, name: str, problem: Problem, hardware, *, seed: int, budget: Budget | None = None,
+              time_limit: float | None = None, hint: Solution | None = None, options: dict[str, Any] | None = None,
+              bound: Bound | None = None, facts: Session | None = None) -> None:
+        # another node's monotonic clock is not ours: the task gets the seconds and starts its own budget (the
+        # facts stay here: the task builds its own)
+        seconds = _budget(budget, time_limit).seconds
+        ref = self._task.remote(name, problem, hardware, seconds, seed, hint, dict(options or {}), bound)
         self._running[ref] = (key, time.monotonic())
 
     def wait(self, timeout: float | None) -> list[tuple[Any, str, Any]]:

@@ -38,12 +38,11 @@ import dataclasses
 import math
 import typing
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any, ClassVar, Mapping
 
 from mallocgame.budget import Budget
 from mallocgame.model import InputError, Problem, Solution
-from mallocgame.session import session_for
+from mallocgame.session import Session, session_for
 from mallocgame.suggest import did_you_mean
 
 # ---------------------------------------------------------------------------- options
@@ -235,6 +234,10 @@ class SolveRequest:
         seed: The one seed of all its randomness.
         hint: An answer already checked to belong to the problem, or ``None``.
         options: The solver's typed options (an instance of its ``Options``).
+        facts: The problem's derived facts on ``hardware`` (`mallocgame.session.Session`: evaluators, overlap index,
+            max live, bound, the mode's baselines, the interference graph), each built once, on first use; handed
+            down by whoever runs the solver (a portfolio hands its own to its members), by default this
+            process's of the problem.
 
     Examples:
         >>> from mallocgame.inputs.load import load_problem
@@ -250,19 +253,20 @@ class SolveRequest:
     seed: int = 0
     hint: Solution | None = None
     options: Options = field(default_factory=Options)
+    facts: Session | None = None
+
+    def __post_init__(self) -> None:
+        if self.facts is None:
+            object.__setattr__(self, "facts", session_for(self.problem, self.hardware))
+        elif self.facts.problem is not self.problem or self.facts.hardware != self.hardware:
+            raise ValueError("a request's facts are those of its problem on its hardware")
 
     @classmethod
     def of(cls, problem: Problem, hardware: Any = None, *, time_limit: float, seed: int = 0,
-           hint: Solution | None = None, options: Options | None = None) -> SolveRequest:
+           hint: Solution | None = None, options: Options | None = None, facts: Session | None = None) -> SolveRequest:
         """A request whose budget of ``time_limit`` seconds starts now (``hardware``: the problem's own by default)."""
         return cls(problem, problem.hardware if hardware is None else hardware, Budget.start(time_limit), seed, hint,
-                   Options() if options is None else options)
-
-    @cached_property
-    def facts(self):
-        """The solve session (`mallocgame.session.Session`): the problem's derived facts on this hardware,
-        each built once, on first use, and shared by every solver of the process."""
-        return session_for(self.problem, self.hardware)
+                   Options() if options is None else options, facts)
 
     @property
     def time_limit(self) -> float:

@@ -20,7 +20,7 @@ from mallocgame.protocol import options_of
 from mallocgame.registry import load_solver
 from mallocgame.report import Report, score
 from mallocgame.request import SolveRequest
-from mallocgame.session import session_for
+from mallocgame.session import Session, session_for
 
 
 class UnsupportedMode(ValueError):
@@ -55,21 +55,27 @@ def preload(solver: Any) -> None:
             pass
 
 
-def run_solver(name: str, problem: Problem, hardware, *, time_limit: float, seed: int,
-               hint: Solution | None = None, options: dict[str, Any] | None = None,
-               bound: Bound | None = None) -> Report:
+def run_solver(name: str, problem: Problem, hardware, *, seed: int, budget: Budget | None = None,
+               time_limit: float | None = None, hint: Solution | None = None, options: dict[str, Any] | None = None,
+               bound: Bound | None = None, facts: Session | None = None) -> Report:
     """Load solver ``name``, solve, validate and score. Raises ``SolverLoadError`` for a bad name.
 
-    ``options``: ``{name: value}``; the solver receives those its ``Options`` has (options given to every solver
-    of a run, such as ``workers``, reach only those that take them), each value checked."""
+    ``budget``: the solver's time, a child budget its caller handed down (`Budget.share`); a door gives
+    ``time_limit`` seconds instead, a budget starting once the solver's heavy modules are imported.
+    ``facts``: the problem's derived facts the caller holds (`mallocgame.session.Session`), handed on in the request
+    (by default this process's of the problem). ``options``: ``{name: value}``; the solver receives those its
+    ``Options`` has (options given to every solver of a run, such as ``workers``, reach only those that take them),
+    each value checked."""
+    if (budget is None) == (time_limit is None):
+        raise TypeError("run_solver takes a budget or a time_limit, one of them")
     solver = load_solver(name)
     modes = getattr(solver, "modes", frozenset({"map", "pack"}))
     if problem.mode not in modes:
         raise UnsupportedMode(f"solver {name!r} does not support {problem.mode} mode (supports: {', '.join(sorted(modes))})")
     typed = options_of(solver).taken(dict(options or {}))
     preload(solver)
-    request = SolveRequest(problem, hardware, Budget.start(time_limit), seed, hint, typed)
+    request = SolveRequest(problem, hardware, Budget.start(time_limit) if budget is None else budget, seed, hint,
+                           typed, facts)
     solution = solver.solve(request)
     seconds = time.monotonic() - request.budget.started
     return score(problem, hardware, solution, seconds=seconds, bound=bound, solver_name=name)
-

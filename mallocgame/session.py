@@ -37,7 +37,7 @@ from mallocgame.incumbents import offer
 from mallocgame.intervals import max_live, overlap_index
 from mallocgame.lift import lift_map_answer
 from mallocgame.memory_space_assignment import msa_run
-from mallocgame.model import FastInterval, Problem, Solution, Status, derived_facts, offsets_tuple
+from mallocgame.model import FastInterval, Problem, ProblemRef, Solution, Status, derived_facts, offsets_tuple
 from mallocgame.objective import better
 from mallocgame.placement import greedy_place, pack_start, xla_order
 from mallocgame.prefetch_bound import tightened
@@ -107,6 +107,8 @@ class Baseline:
 
 class Session:
     """The derived facts of ``problem`` on ``hardware``; each built once, on first use (see the module)."""
+
+    problem = ProblemRef()  # held weakly: the store of derived facts keeps no problem alive
 
     def __init__(self, problem: Problem, hardware: Any):
         self.problem = problem

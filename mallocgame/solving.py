@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import csv
 import dataclasses
-import time
 from typing import Any
 
+from mallocgame.budget import Budget
 from mallocgame.forking import ChildCall
 from mallocgame.hardware.validator import validate, validate_intervals
 from mallocgame.io import read_intervals_csv, read_solution_csv
@@ -24,8 +24,10 @@ from mallocgame.model import FastInterval, InputError, Problem, Solution, Status
 from mallocgame.protocol import LIMIT_GRACE, bad_time_limit
 from mallocgame.registry import load_solver, solver_entry, solver_modes
 from mallocgame.report import Report, answer, better, score, stopped_at_limit, with_bound
-from mallocgame.runner import preload, problem_bound, run_solver, shared_caches
-from mallocgame.session import session_for
+from mallocgame.runner import preload, problem_bound, run_solver
+from mallocgame.session import Session, session_for
+
+WARM_START_SHARE = 0.2  # of a solve's time, the share its warm-start solver gets (the main solver gets the rest)
 
 # ---------------------------------------------------------------------------- the request
 
@@ -115,17 +117,16 @@ def check_request(problem: Problem, *, time_limit: Any, hint_path: str | None = 
 
 # ---------------------------------------------------------------------------- the path
 
-def _warm_start_run(name: str, problem: Problem, hardware, *, time_limit: float, seed: int, hint, options,
-                    bound) -> Report:
+def _warm_start_run(name: str, problem: Problem, hardware, *, budget: Budget, seed: int, hint, options, bound,
+                    facts: Session) -> Report:
     """Run the warm-start solver; in prefetch mode a map-only solver (greedy-xla, select-pack, muzero)
     solves the map problem and its answer is lifted (:func:`mallocgame.lift.lift_map_answer`)."""
     modes = solver_modes(solver_entry(name)) if problem.mode == "prefetch" else ()
     if problem.mode != "prefetch" or "prefetch" in modes or "map" not in modes:
-        return run_solver(name, problem, hardware, time_limit=time_limit, seed=seed, hint=hint, options=options,
-                          bound=bound)
+        return run_solver(name, problem, hardware, budget=budget, seed=seed, hint=hint, options=options,
+                          bound=bound, facts=facts)
 
-    mapped = run_solver(name, problem.replace(mode="map"), hardware, time_limit=time_limit, seed=seed,
-                        options=options)
+    mapped = run_solver(name, problem.replace(mode="map"), hardware, budget=budget, seed=seed, options=options)
     if not mapped.valid:
         return mapped
     lifted = Solution((None,) * problem.n, Status.FEASIBLE, problem.mode, solver=name,
@@ -133,25 +134,30 @@ def _warm_start_run(name: str, problem: Problem, hardware, *, time_limit: float,
     return score(problem, hardware, lifted, seconds=mapped.seconds, bound=bound, solver_name=name)
 
 
-def solve_with_warm_start(name: str, problem: Problem, hardware, *, time_limit: float, seed: int,
-                          hint: Solution | None = None, warm_start: str | None = None,
-                          options: dict[str, Any] | None = None, compute_bound: bool = True,
-                          bound=None, keep_hint: bool = True) -> Report:
+def solve_with_warm_start(name: str, problem: Problem, hardware, *, seed: int, budget: Budget | None = None,
+                          time_limit: float | None = None, hint: Solution | None = None,
+                          warm_start: str | None = None, options: dict[str, Any] | None = None,
+                          compute_bound: bool = True, bound=None, keep_hint: bool = True,
+                          facts: Session | None = None) -> Report:
     """Run ``name`` (after ``warm_start``'s run, whose answer becomes the hint) and report the better answer.
 
-    The bound is the solve session's (:meth:`mallocgame.session.Session.bound`: the tightest known
-    without waiting, the cached one if any) unless ``compute_bound=False``, when the caller adds it
+    ``budget``: the time of both runs, handed down (a door gives ``time_limit`` seconds from now instead);
+    ``facts``: the problem's derived facts the caller holds (by default this process's), warmed here and handed to
+    the solvers in their requests. The bound is the facts' (:meth:`mallocgame.session.Session.bound`: the tightest
+    known without waiting, the cached one if any) unless ``compute_bound=False``, when the caller adds it
     with :func:`mallocgame.report.with_bound`, or gives it as ``bound``. ``keep_hint=False``: the hint
     is handed on but not scored as a fallback (a portfolio's members: the portfolio holds the hint's
     report already).
     """
-    t0 = time.monotonic()
-    session = session_for(problem, hardware)
-    session.warm()
+    if (budget is None) == (time_limit is None):
+        raise TypeError("solve_with_warm_start takes a budget or a time_limit, one of them")
+    budget = Budget.start(time_limit) if budget is None else budget
+    facts = session_for(problem, hardware) if facts is None else facts
+    facts.warm()
     if bound is None and compute_bound:
         bound = problem_bound(problem, hardware)
-    return _solve(name, problem, hardware, t0=t0, time_limit=time_limit, seed=seed, hint=hint,
-                  warm_start=warm_start, options=options, bound=bound, keep_hint=keep_hint)
+    return _solve(name, problem, hardware, budget=budget, seed=seed, hint=hint, warm_start=warm_start,
+                  options=options, bound=bound, keep_hint=keep_hint, facts=facts)
 
 
 def solve_beside_bound(name: str, problem: Problem, hardware, *, time_limit: float, seed: int,
@@ -168,17 +174,19 @@ def solve_beside_bound(name: str, problem: Problem, hardware, *, time_limit: flo
     (or the hint, if better) is reported, validated, FEASIBLE, with the note "stopped at the limit"
     (`mallocgame.report.stopped_at_limit`).
     """
-    shared_caches(problem, hardware)
-    bound = problem_bound(problem, hardware)  # the solver's child inherits it
+    facts = session_for(problem, hardware)
+    facts.warm()  # what every run reads, built once: the solver's child inherits it
+    bound = problem_bound(problem, hardware)
     if on_bound is not None:
         on_bound(bound)
     for solver in dict.fromkeys(filter(None, (name, warm_start))):  # heavy imports before the child's clock starts
         preload(load_solver(solver))
+    budget = Budget.start(time_limit)  # the solver's time starts with its child
     run = ChildCall.start(solve_with_warm_start, (name, problem, hardware),
-                          dict(time_limit=time_limit, seed=seed, hint=hint, warm_start=warm_start, options=options,
-                               compute_bound=False), channel=(problem, name))
+                          dict(budget=budget, seed=seed, hint=hint, warm_start=warm_start, options=options,
+                               compute_bound=False, facts=facts), channel=(problem, name))
     # a thread reads the child's answers and stops it at the limit, whatever this process does meanwhile
-    run.keep_limit(run.started + time_limit + LIMIT_GRACE, on_improvement)
+    run.keep_limit(budget.deadline + LIMIT_GRACE, on_improvement)
     try:
         try:
             result = run.result()
@@ -192,20 +200,19 @@ def solve_beside_bound(name: str, problem: Problem, hardware, *, time_limit: flo
     return with_bound(result, bound)
 
 
-def _solve(name: str, problem: Problem, hardware, *, t0: float, time_limit: float, seed: int, hint, warm_start,
-           options, bound, keep_hint: bool) -> Report:
+def _solve(name: str, problem: Problem, hardware, *, budget: Budget, seed: int, hint, warm_start, options, bound,
+           keep_hint: bool, facts: Session) -> Report:
     fallback: Report | None = None
     if hint is not None and keep_hint:
         fallback = score(problem, hardware, hint, seconds=0.0, bound=bound, solver_name="hint")
     if warm_start:
-        first = _warm_start_run(warm_start, problem, hardware, time_limit=max(time_limit * 0.2, 1e-3), seed=seed,
-                                hint=hint, options=options, bound=bound)
+        first = _warm_start_run(warm_start, problem, hardware, budget=budget.share(WARM_START_SHARE), seed=seed,
+                                hint=hint, options=options, bound=bound, facts=facts)
         if first.valid and (fallback is None or better(first, fallback)):
             fallback = first
             hint = answer(first, problem)
-    remaining = max(time_limit - (time.monotonic() - t0), 1e-3)
-    report = run_solver(name, problem, hardware, time_limit=remaining, seed=seed, hint=hint,
-                        options=options, bound=bound)
+    report = run_solver(name, problem, hardware, budget=budget.share(1.0), seed=seed, hint=hint,
+                        options=options, bound=bound, facts=facts)
     if fallback is not None and better(fallback, report):
         stats = dict(report.stats) | {"fallback": f"kept the hint from {fallback.solver}",
                                       "main_status": report.status}
@@ -216,13 +223,15 @@ def _solve(name: str, problem: Problem, hardware, *, t0: float, time_limit: floa
     return report
 
 
-def run_one(name: str, problem: Problem, hardware, time_limit: float, seed: int, hint: Solution | None,
-            options: dict[str, Any], bound) -> tuple[str, Any]:
-    """One run of a pool (:mod:`mallocgame.pools`: ``compare``'s, a portfolio's member): the solve path against
-    ``bound``, the hint handed on but not kept; ``("ok", Report)`` or ``("error", one line)``, never an exception."""
+def run_one(name: str, problem: Problem, hardware, budget: Budget, seed: int, hint: Solution | None,
+            options: dict[str, Any], bound, facts: Session | None = None) -> tuple[str, Any]:
+    """One run of a pool (:mod:`mallocgame.pools`: ``compare``'s, a portfolio's member): the solve path within
+    ``budget`` against ``bound``, with the ``facts`` its caller holds, the hint handed on but not kept;
+    ``("ok", Report)`` or ``("error", one line)``, never an exception."""
     try:
-        return "ok", solve_with_warm_start(name, problem, hardware, time_limit=time_limit, seed=seed, hint=hint,
-                                           options=options, compute_bound=False, bound=bound, keep_hint=False)
+        return "ok", solve_with_warm_start(name, problem, hardware, budget=budget, seed=seed, hint=hint,
+                                           options=options, compute_bound=False, bound=bound, keep_hint=False,
+                                           facts=facts)
     except BaseException as exc:  # any failure of a solver is its run's error, never a traceback
         text = " ".join(str(exc).split())
         return "error", f"{exc.__class__.__name__}: {text}" if text else exc.__class__.__name__

@@ -30,7 +30,7 @@ import numpy as np
 
 from mallocgame._native import PrefetchState, PrefetchTables, prefetch_holes
 from mallocgame.hardware.prefetch_cost import PrefetchEvaluator, serve_queue
-from mallocgame.model import FastInterval, Problem, derived_facts
+from mallocgame.model import FastInterval, Problem, ProblemRef, derived_facts
 from mallocgame.search.game import ACTION_FEATURES, BUFFER_FEATURES, Game, GameConfig, NativeState, Observation
 from mallocgame.search.game_data import GameData, buffer_order
 
@@ -49,6 +49,8 @@ class PrefetchData(GameData):
     time of every buffer, prefix sums of the two op-time estimates of the window picker, and
     the segment lists of each decision order (built on first use).
     """
+
+    problem = ProblemRef()  # held weakly: the store of derived facts keeps no problem alive
 
     def __init__(self, problem: Problem, hardware):
         if not problem.has_ops:

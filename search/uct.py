@@ -69,7 +69,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -80,7 +80,7 @@ from mallocgame.request import SolveRequest
 from mallocgame.search.game import Game, GameConfig
 from mallocgame.search.game_data import GameData
 from mallocgame.search.game_prefetch import PrefetchData, intervals_of, rows_of
-from mallocgame.session import BASELINE_SHARE, VARIANTS_SHARE, held_baselines, no_worse_than_held, session_for
+from mallocgame.session import BASELINE_SHARE, VARIANTS_SHARE, held_baselines, no_worse_than_held
 
 ROLLOUTS = ("greedy", "random")
 #: Leaf evaluations (module docstring, "Value leaves"): a rollout to the end (or ``rollout_depth``), the value
@@ -549,16 +549,15 @@ def greedy_prefetch_intervals(problem, hardware, game_cfg, until: float = math.i
     return game.intervals() if play_greedy(game, until) else None
 
 
-def prefetch_incumbents(problem, hardware, game_cfg, hint, until: float,
+def prefetch_incumbents(problem, hardware, game_cfg, hint, until: float, *, session,
                         msa_deadline: float | None = None, variants_until: float | None = None,
-                        held: list | None = None, session=None) -> list[Episode]:
+                        held: list | None = None) -> list[Episode]:
     """Prefetch mode's fallback answers (``session``: the request's facts): all-slow, the baselines ``held`` (built already:
     :func:`mallocgame.session.held_baselines`), the mode's other baselines from the solve session
     (:meth:`mallocgame.session.Session.baselines`: greedy-xla's map answer lifted, then ``msa``'s answers
     built until ``msa_deadline``, default ``until``, its XLA variants until ``variants_until``), the greedy
     episode of the game in the other buffer order and the ``hint`` (a prefetch answer; a map answer is lifted).
     Values by the prefetch evaluator."""
-    session = session or session_for(problem, hardware)
     ev = session.prefetch_evaluator
     data = PrefetchData.of(problem, hardware)
 
@@ -620,65 +619,79 @@ def solve_with_uct(name: str, request: SolveRequest, cfg: MCTSConfig, game_cfg, 
     """The frame both UCT solvers (``mcts``, ``muzero``) run: fallback answers, the search, the answer.
 
     Map and pack mode: the greedy episodes of the other game shapes and the ``hint``; prefetch mode:
-    :func:`prefetch_incumbents`. Then :class:`UCTSearch` (``prior`` selects by pUCT) plays the game
-    ``game_cfg`` until ``request.budget.stop_at(0.95)``, and the best episode seen is the
+    :func:`prefetch_incumbents` (:func:`_fallback_answers`). Then :class:`UCTSearch` (``prior`` selects by pUCT) plays
+    the game ``game_cfg`` until ``request.budget.stop_at(0.95)``, and the best episode seen is the
     answer (a :class:`mallocgame.model.Solution` named ``name``) to ``request``. ``data``: the game's data if the
     caller built it already; ``stats``: the caller's statistics, the search's are added. ``leaf_value``: the leaf
     evaluator of ``cfg.leaf="value"|"mixed"``. ``prepare(prior, stats) -> prior``: the caller's set-up (the muzero
     solver's relaxation MIP), run after the fallback answers are built so that its time does not cut them short; it
     returns the prior to search with and may note in ``stats`` (the answer's) why it changed.
     """
-    problem, hardware, seed, hint, budget = request.problem, request.hardware, request.seed, request.hint, request.budget
-    t0, time_limit = budget.started, budget.seconds
-    deadline = budget.stop_at(0.95)
+    problem, budget = request.problem, request.budget
     stats = dict(stats or {})
     # The baselines this search is held to, each to its end, before it spends any of its own time (even when
     # that is gone already: they are bounded by a share of the limit); the answer is never below them.
-    held = held_baselines(request.facts, time_limit)
-    if problem.mode == "prefetch":
-        if problem.n == 0 or not problem.has_ops:  # nothing to serve: the empty answer
-            return Solution(offsets=(None,) * problem.n, status=Status.FEASIBLE, mode=problem.mode, objective=0.0,
-                            wall_time=time.monotonic() - t0, solver=name, stats=stats)
-
-        data = data or PrefetchData.of(problem, hardware)
-        # The baselines first (the lifted greedy, then msa within its share of the time), then the greedy fallbacks
-
-        incumbents = prefetch_incumbents(problem, hardware, game_cfg, hint, t0 + 0.25 * time_limit,
-                                         msa_deadline=t0 + BASELINE_SHARE * time_limit,
-                                         variants_until=t0 + VARIANTS_SHARE * time_limit, held=held,
-                                         session=request.facts)
-    else:
-        data = data or GameData(problem, hardware)
-        # The greedy episodes of the other game shapes (one of them replays greedy-xla exactly),
-        # so the answer is never worse than any of them.
-        incumbents = greedy_incumbents(problem, hardware, data, game_cfg, t0 + 0.25 * time_limit)
-        # and the mode's baselines from the solve session (greedy-xla; best fit), built once, complete
-
-        more = request.facts.baselines(budget.at(BASELINE_SHARE))
-        for b in held + [b for b in more if all(b.name != h.name for h in held)]:
-            off = np.array(b.offsets)
-            if problem.mode == "map" or (off >= 0).all():
-                incumbents.append(Episode(episode_value(data, off), off, b.name))
-        if hint is not None and len(hint.offsets) == problem.n:
-            off = offsets_array(hint.offsets)
-            incumbents.append(Episode(episode_value(data, off), off, "hint"))
+    held = held_baselines(request.facts, budget.seconds)
+    if problem.mode == "prefetch" and (problem.n == 0 or not problem.has_ops):  # nothing to serve: the empty answer
+        return Solution(offsets=(None,) * problem.n, status=Status.FEASIBLE, mode=problem.mode, objective=0.0,
+                        wall_time=time.monotonic() - budget.started, solver=name, stats=stats)
+    data, incumbents = _fallback_answers(request, game_cfg, data, held)
     if prepare is not None:
         prior = prepare(prior, stats)
-    search = UCTSearch(cfg, np.random.default_rng(seed), prior=prior, leaf_value=leaf_value)
-    if incumbents and time.monotonic() >= greedy_finish_until(deadline, t0):  # too late to build a game and play it
+    search = UCTSearch(cfg, np.random.default_rng(request.seed), prior=prior, leaf_value=leaf_value)
+    deadline = budget.stop_at(0.95)
+    if incumbents and time.monotonic() >= greedy_finish_until(deadline, budget.started):  # too late to play a game
         result = SearchResult(best=max(incumbents, key=lambda e: e.value), finished_greedily_at=0)
     else:
-        result = search.run(Game(problem, hardware, game_cfg, data=data), deadline=deadline, incumbents=incumbents,
-                            start=t0)
-    stats.update({"variant": game_cfg.variant, "k": game_cfg.k, "simulations_per_move": cfg.simulations,
-                  "simulations": result.simulations, "moves": result.moves, "searched_moves": result.searched_moves,
-                  "finished_greedily_at": result.finished_greedily_at})
+        result = search.run(Game(problem, request.hardware, game_cfg, data=data), deadline=deadline,
+                            incumbents=incumbents, start=budget.started)
+    stats.update(_search_stats(cfg, game_cfg, search, result, prior))
+    return _uct_answer(name, request, game_cfg, data, result, incumbents, held, stats)
+
+
+def _fallback_answers(request: SolveRequest, game_cfg, data, held: list) -> tuple[Any, list[Episode]]:
+    """``(data, incumbents)``: the game's data and the answers the search starts from and never ends below.
+
+    Prefetch mode: the baselines (the lifted greedy, then msa within its share of the time), then the greedy
+    fallbacks (:func:`prefetch_incumbents`). Map and pack mode: the greedy episodes of the other game shapes (one of
+    them replays greedy-xla exactly), the mode's baselines from the facts (greedy-xla; best fit), and the hint."""
+    problem, hardware, hint, budget = request.problem, request.hardware, request.hint, request.budget
+    if problem.mode == "prefetch":
+        data = data or PrefetchData.of(problem, hardware)
+        return data, prefetch_incumbents(problem, hardware, game_cfg, hint, budget.at(0.25), session=request.facts,
+                                         msa_deadline=budget.at(BASELINE_SHARE),
+                                         variants_until=budget.at(VARIANTS_SHARE), held=held)
+    data = data or GameData(problem, hardware)
+    incumbents = greedy_incumbents(problem, hardware, data, game_cfg, budget.at(0.25))
+    more = request.facts.baselines(budget.at(BASELINE_SHARE))  # built once, complete
+    for b in held + [b for b in more if all(b.name != h.name for h in held)]:
+        off = np.array(b.offsets)
+        if problem.mode == "map" or (off >= 0).all():
+            incumbents.append(Episode(episode_value(data, off), off, b.name))
+    if hint is not None and len(hint.offsets) == problem.n:
+        off = offsets_array(hint.offsets)
+        incumbents.append(Episode(episode_value(data, off), off, "hint"))
+    return data, incumbents
+
+
+def _search_stats(cfg: MCTSConfig, game_cfg, search: UCTSearch, result: SearchResult, prior) -> dict[str, Any]:
+    """The search's statistics in the answer: the game, the simulations and moves, the prior's and leaves' calls."""
+    stats = {"variant": game_cfg.variant, "k": game_cfg.k, "simulations_per_move": cfg.simulations,
+             "simulations": result.simulations, "moves": result.moves, "searched_moves": result.searched_moves,
+             "finished_greedily_at": result.finished_greedily_at}
     if prior is not None:
         stats["prior_calls"] = search.prior_calls
     if cfg.leaf != "rollout":
         stats.update({"leaf": cfg.leaf, "leaf_calls": search.leaf_calls})
         if cfg.leaf == "auto":
             stats["leaf_played"] = search.leaf
+    return stats
+
+
+def _uct_answer(name: str, request: SolveRequest, game_cfg, data, result: SearchResult, incumbents: list[Episode],
+                held: list, stats: dict) -> Solution:
+    """The best episode seen as the answer to ``request``, never below a baseline it held."""
+    problem, hardware, t0 = request.problem, request.hardware, request.budget.started
     if problem.mode == "prefetch":
         norm = data.reward_norm
         best, best_value, intervals = prefetch_answer(problem, hardware, result, incumbents)

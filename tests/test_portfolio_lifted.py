@@ -8,6 +8,7 @@ import sys
 import time
 
 import mallocgame
+from mallocgame.budget import Budget
 from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
 from mallocgame.hybrid.portfolio import GAME_GREEDY, REFILL_SHARE, REFILL_SOLVER, _Race, lifted_members, member_names
 from mallocgame.lift import lift_map_answer
@@ -62,18 +63,18 @@ def test_a_free_slot_reruns_the_window_search_from_a_new_best_answer_once():
     best = session_for(problem, hw).best_baseline()
     report = score(problem, hw, best.solution(problem), seconds=0.0, bound=None, solver_name="select-pack")
     t0 = time.monotonic()
-    race = _Race(problem, hw, t0, t0 + 10.0, minimize_peak=False, lifted={"select-pack"}, session=session_for(problem, hw))
+    race = _Race(problem, hw, Budget(10.0, t0), minimize_peak=False, lifted={"select-pack"}, session=session_for(problem, hw))
     started: set = set()
-    assert race.refill(10.0, 0, started, True, []) is None  # no answer yet
+    assert race.refill(0, started, True, []) is None  # no answer yet
     race.consider("select-pack", report)
-    key, name, hint, seed, stop = race.refill(10.0, 0, started, True, [])
+    key, name, hint, seed, stop = race.refill(0, started, True, [])
     assert (name, key, stop) == (REFILL_SOLVER, f"{REFILL_SOLVER}-from-select-pack", None) and seed == 1
     assert mallocgame.validate(problem, hint) and list(hint.intervals) == list(report.intervals)
-    assert race.refill(10.0, 0, started, True, []) is None  # once per answer's source
-    late = _Race(problem, hw, t0, time.monotonic() + 0.5 * REFILL_SHARE * 10.0, minimize_peak=False, lifted=set(),
-                 session=session_for(problem, hw))
+    assert race.refill(0, started, True, []) is None  # once per answer's source
+    spent = Budget(10.0, time.monotonic() - 10.0 + 0.5 * REFILL_SHARE * 10.0)  # too little of it left
+    late = _Race(problem, hw, spent, minimize_peak=False, lifted=set(), session=session_for(problem, hw))
     late.consider("select-pack", report)
-    assert late.refill(10.0, 0, set(), True, []) is None  # too little of the time left
+    assert late.refill(0, set(), True, []) is None  # too little of the time left
 
 
 def test_a_better_start_takes_the_place_of_the_window_search_from_a_worse_one_when_no_slot_is_free():
@@ -84,17 +85,17 @@ def test_a_better_start_takes_the_place_of_the_window_search_from_a_worse_one_wh
     best = session_for(problem, hw).best_baseline()
     report = score(problem, hw, best.solution(problem), seconds=0.0, bound=None, solver_name="msa+overlap-100")
     t0 = time.monotonic()
-    race = _Race(problem, hw, t0, t0 + 10.0, minimize_peak=False, lifted=set(), session=session_for(problem, hw))
+    race = _Race(problem, hw, Budget(10.0, t0), minimize_peak=False, lifted=set(), session=session_for(problem, hw))
     race.consider("msa+overlap-100", report)
     value = float(report.objective)
     race.window_runs.update({"cpsat": 0.5 * value, "cpsat-from-x": 0.9 * value, "cpsat-from-y": value,
                              "cpsat-from-z": 0.995 * value})
-    assert race.refill(10.0, 0, set(), False, ["cpsat-from-y"]) is None  # its start is as good
-    assert race.refill(10.0, 0, set(), False, ["cpsat-from-z"]) is None  # within REPLACE_MARGIN: keeps its search
-    key, name, _, _, stop = race.refill(10.0, 0, set(), False, ["cpsat", "cpsat-from-x", "cpsat-from-y"])
+    assert race.refill(0, set(), False, ["cpsat-from-y"]) is None  # its start is as good
+    assert race.refill(0, set(), False, ["cpsat-from-z"]) is None  # within REPLACE_MARGIN: keeps its search
+    key, name, _, _, stop = race.refill(0, set(), False, ["cpsat", "cpsat-from-x", "cpsat-from-y"])
     assert (key, name, stop) == (f"{REFILL_SOLVER}-from-msa+overlap-100", REFILL_SOLVER, "cpsat")
     assert race.window_runs[key] == value
-    assert race.refill(10.0, 0, set(), False, ["cpsat-from-x"])[4] == "cpsat-from-x"  # only those running
+    assert race.refill(0, set(), False, ["cpsat-from-x"])[4] == "cpsat-from-x"  # only those running
 
 
 def test_the_baselines_wait_for_the_early_members_then_are_built_once():
@@ -103,7 +104,7 @@ def test_the_baselines_wait_for_the_early_members_then_are_built_once():
     problem = mallocgame.load_problem("example:layered150", mode="prefetch")
     hw = problem.hardware
     t0 = time.monotonic()
-    race = _Race(problem, hw, t0, t0 + 10.0, minimize_peak=False, lifted={"select-pack"}, session=session_for(problem, hw))
+    race = _Race(problem, hw, Budget(10.0, t0), minimize_peak=False, lifted={"select-pack"}, session=session_for(problem, hw))
     hook = race.baselines_once(t0 + 5.0, after=["select-pack"], latest=t0 + 60.0)
     assert hook() is False and race.reports == {}  # select-pack still runs: nothing built yet
     race.errors["select-pack"] = "failed"
@@ -112,7 +113,7 @@ def test_the_baselines_wait_for_the_early_members_then_are_built_once():
     race.reports.clear()
     assert hook() is False and race.reports == {}  # once
     assert built
-    late = _Race(problem, hw, t0, t0 + 10.0, minimize_peak=False, lifted={"select-pack"}, session=session_for(problem, hw))
+    late = _Race(problem, hw, Budget(10.0, t0), minimize_peak=False, lifted={"select-pack"}, session=session_for(problem, hw))
     assert late.baselines_once(t0 + 5.0, after=["select-pack"], latest=t0)() is False and late.reports
 
 
@@ -122,12 +123,36 @@ def test_the_prefetch_games_greedy_is_a_validated_start_of_the_race():
     problem = mallocgame.load_problem("example:layered150", mode="prefetch")
     hw = problem.hardware
     t0 = time.monotonic()
-    race = _Race(problem, hw, t0, t0 + 10.0, minimize_peak=False, lifted=set(), session=session_for(problem, hw))
-    race.run_game_greedy(time.monotonic() + 10.0)
+    race = _Race(problem, hw, Budget(10.0, t0), minimize_peak=False, lifted=set(), session=session_for(problem, hw))
+    race.run_game_greedy(Budget.start(10.0))
     report = race.reports[GAME_GREEDY]
     assert report.valid and report.objective > 0
     assert report.objective == PrefetchEvaluator.of(problem, hw).value(list(report.intervals))
     assert race.best is report
-    cut = _Race(problem, hw, t0, t0 + 10.0, minimize_peak=False, lifted=set(), session=session_for(problem, hw))
-    cut.run_game_greedy(time.monotonic() - 1.0)
+    cut = _Race(problem, hw, Budget(10.0, t0), minimize_peak=False, lifted=set(), session=session_for(problem, hw))
+    cut.run_game_greedy(Budget(1.0, time.monotonic() - 2.0))
     assert GAME_GREEDY not in cut.reports and GAME_GREEDY in cut.errors
+
+
+def test_each_member_gets_a_child_budget_of_the_race_and_the_pool_keeps_its_deadline():
+    """The portfolio's members get their time as child budgets of the race's (the portfolio's budget kept back for
+    collecting answers), handed down through the pool, which stops a run at its budget's deadline + the grace."""
+    from mallocgame.hybrid.portfolio import COLLECT, member_budget
+    from mallocgame.pools import ProcessPool
+    from mallocgame.protocol import LIMIT_GRACE
+
+    problem = mallocgame.load_problem("example:layered150", mode="prefetch")
+    hw = problem.hardware
+    budget = Budget.start(10.0)
+    race = _Race(problem, hw, budget, minimize_peak=False, lifted=set(), session=session_for(problem, hw))
+    assert race.race.started == budget.started
+    assert race.race.deadline == budget.keep_back(n=problem.n, extra=COLLECT)
+    one, half = member_budget(problem, race.race), member_budget(problem, race.race, slots_left=2)
+    assert one.deadline <= race.race.deadline and half.deadline < one.deadline and half.seconds < one.seconds / 2
+    with ProcessPool(1) as pool:
+        pool.start("msa", "msa", problem, hw, budget=half, seed=0, facts=race.session)
+        (run,) = pool._runs.values()
+        assert run.call.sent.until == half.deadline + LIMIT_GRACE and run.time_limit == half.seconds
+        (finished,) = pool.wait(timeout=30)
+    key, kind, report = finished
+    assert (key, kind) == ("msa", "ok") and report.valid

@@ -285,3 +285,78 @@ def test_the_contract_refuses_what_is_not_a_solver():
 
     assert "not a frozen dataclass subclassing mallocgame.Options" in contract_error(Warm())
     assert all(contract_error(load_solver(name)) is None for name in solver_entries() if name in OLD_OPTIONS)
+
+
+def test_a_share_keeps_back_and_caps_and_kept_back_ends_at_keep_back():
+    parent = Budget(10.0, time.monotonic())
+    child = parent.share(0.5, keep=1.0, at_most=3.0)
+    assert child.seconds == 3.0 and child.deadline <= parent.deadline
+    assert parent.share(0.5, keep=4.5).seconds <= 0.5
+    assert parent.share(0.5, keep=100.0).seconds == 0.0  # spent, never negative
+    kept = parent.kept_back(n=1000, extra=0.1)
+    assert kept.started == parent.started and kept.deadline == pytest.approx(parent.keep_back(n=1000, extra=0.1))
+
+
+# ---------------------------------------------------------------------------- handed down: budget and facts
+
+class _Recorder(Solver):
+    """A solver that records the request it is asked and answers nothing."""
+
+    name = "recorder"
+    modes = frozenset({"map", "pack", "prefetch"})
+    seen: list = []
+
+    def solve(self, request: SolveRequest):
+        _Recorder.seen.append(request)
+        return mallocgame.Solution((None,) * request.problem.n, mallocgame.Status.UNKNOWN, request.problem.mode,
+                                   solver=self.name)
+
+
+def test_run_solver_hands_the_callers_budget_and_facts_to_the_solver(monkeypatch):
+    from mallocgame import runner
+    from mallocgame.session import Session
+
+    monkeypatch.setattr(runner, "load_solver", lambda name: _Recorder())
+    _Recorder.seen.clear()
+    p = load_problem("example:layered150")
+    parent = Budget.start(10.0)
+    member = parent.share(0.25)
+    own = Session(p, p.hardware)  # not this process's facts of the problem: a caller's own
+    runner.run_solver("recorder", p, p.hardware, budget=member, seed=1, facts=own)
+    runner.run_solver("recorder", p, p.hardware, time_limit=2.0, seed=1)
+    handed, door = _Recorder.seen
+    assert handed.budget is member and handed.facts is own
+    assert door.budget.seconds == 2.0 and door.facts is session_for(p, p.hardware)
+    with pytest.raises(TypeError, match="budget or a time_limit"):
+        runner.run_solver("recorder", p, p.hardware, seed=1)
+
+
+def test_a_request_refuses_the_facts_of_another_problem():
+    from mallocgame.session import Session
+
+    p = load_problem("example:layered150")
+    q = p.replace(name="other")
+    with pytest.raises(ValueError, match="facts are those of its problem"):
+        SolveRequest.of(p, time_limit=1.0, facts=Session(q, q.hardware))
+    assert SolveRequest.of(p, time_limit=1.0, facts=(mine := Session(p, p.hardware))).facts is mine
+
+
+def test_the_solve_path_hands_one_budget_and_the_facts_down_to_the_solver_and_warm_start(monkeypatch):
+    """solve_with_warm_start: the warm start gets WARM_START_SHARE of the budget, the solver the rest, both within
+    it, both with the caller's facts (a pool's run and the CLI's child hand theirs)."""
+    from mallocgame import runner, solving
+    from mallocgame.session import Session
+
+    monkeypatch.setattr(runner, "load_solver", lambda name: _Recorder())
+    monkeypatch.setattr(solving, "solver_modes", lambda entry: frozenset({"map", "pack", "prefetch"}))
+    monkeypatch.setattr(solving, "solver_entry", lambda name: None)
+    _Recorder.seen.clear()
+    p = load_problem("example:layered150")
+    own = Session(p, p.hardware)
+    budget = Budget.start(10.0)
+    solving.solve_with_warm_start("recorder", p, p.hardware, budget=budget, seed=0, warm_start="recorder",
+                                  compute_bound=False, facts=own)
+    first, main = _Recorder.seen
+    assert first.budget.seconds <= solving.WARM_START_SHARE * 10.0 and first.budget.deadline <= budget.deadline
+    assert main.budget.deadline == pytest.approx(budget.deadline) and main.budget.seconds <= 10.0
+    assert first.facts is own and main.facts is own

@@ -32,23 +32,49 @@ def test_one_session_per_problem_and_hardware_and_nothing_in_the_problem():
     assert s.evaluator is s.evaluator and s.overlap is s.overlap
     s.bound()
     assert s.known_bound() is s.bound()
-    # Only the model's declared cached properties live in the frozen Problem; the facts are in one store
-    declared = {"arrays", "ids", "op_arrays", "index", "fingerprint", "touches", "derived"}  # the model's cached properties
+    # Only the model's declared cached properties live in the frozen Problem; the facts are in one store outside it
+    declared = {"arrays", "ids", "op_arrays", "index", "fingerprint", "touches"}  # the model's cached properties
     assert set(p.__dict__) - {f for f in Problem.__dataclass_fields__} <= declared
-    assert derived_facts(p)["session", HW] is s and p.derived is derived_facts(p)
+    assert derived_facts(p)["session", HW] is s and not hasattr(p, "derived")
 
 
-def test_the_facts_go_with_their_problem():
+def test_nothing_is_written_into_the_problem_by_any_owner_of_a_fact():
+    from mallocgame import bound_cache
+    from mallocgame.runner import run_solver
+    from mallocgame.search.game_prefetch import PrefetchData
+
+    p = layered_network(80, seed=4).replace(mode="prefetch")
+    s = session_for(p, HW)
+    s.baselines(), s.bound(), s.conflicts, s.max_live, s.overlap, s.prefetch_evaluator, s.evaluator
+    PrefetchData.of(p, HW), bound_cache.problem_key(p, HW)
+    run_solver("mcts", p, HW, time_limit=1.0, seed=0, options={"simulations": 2})
+    declared = {"arrays", "ids", "op_arrays", "index", "fingerprint", "touches"}  # the model's cached properties
+    assert set(p.__dict__) - set(Problem.__dataclass_fields__) <= declared
+    facts = derived_facts(p)
+    assert {("session", HW), ("evaluator", HW), ("prefetch_evaluator", HW), ("prefetch_game", HW),
+            "overlap_index", "max_live", ("bound_key", HW)} <= set(facts)
+
+
+@pytest.mark.parametrize("mode", ["map", "prefetch"])
+def test_the_facts_go_with_their_problem(mode):
+    """The store is keyed outside the problem, and no fact holds its problem strongly: a problem nobody else
+    holds is collected with every fact of it, and its entry leaves the store."""
     import gc
     import weakref
 
-    p = layered_network(50, seed=1)
-    ref = weakref.ref(p)
-    session_for(p, HW).baseline("greedy-xla")
+    from mallocgame import model
+    from mallocgame.runner import run_solver
+
+    p = layered_network(50, seed=1).replace(mode=mode)
+    ref, key = weakref.ref(p), id(p)
+    session_for(p, HW).baselines()
     session_for(p, HW).bound()
+    session_for(p, HW).conflicts  # noqa: B018
+    run_solver("mcts", p, HW, time_limit=1.0, seed=0, options={"simulations": 2})
+    assert key in model._FACTS
     del p
     gc.collect()
-    assert ref() is None
+    assert ref() is None and key not in model._FACTS
 
 
 def test_the_session_holds_the_interference_graph_and_its_conflicts():
