@@ -28,15 +28,33 @@ cdef struct MsaRect:  # a pool's rectangle, ordered as the Python pool's tuples 
     msa_i64 hi
 
 
-@cython.cdivision(True)
-cdef bint _rect_less(const MsaRect& x, const MsaRect& y) noexcept nogil:
-    if x.off != y.off:
-        return x.off < y.off
-    if x.top != y.top:
-        return x.top < y.top
-    if x.lo != y.lo:
-        return x.lo < y.lo
-    return x.hi < y.hi
+cdef extern from * nogil:
+    """
+    // the sort orders of msa's pools and jobs as function objects, so that std::sort inlines the comparison:
+    // rectangles by (offset, top, occ, end), jobs as _edf's tuples (deadline, first, group, first0, id, need)
+    template <typename R> struct MsaRectLess {
+        bool operator()(const R& x, const R& y) const {
+            if (x.off != y.off) return x.off < y.off;
+            if (x.top != y.top) return x.top < y.top;
+            if (x.lo != y.lo) return x.lo < y.lo;
+            return x.hi < y.hi;
+        }
+    };
+    template <typename J> struct MsaJobLess {
+        bool operator()(const J& x, const J& y) const {
+            if (x.d != y.d) return x.d < y.d;
+            if (x.f != y.f) return x.f < y.f;
+            if (x.g != y.g) return x.g < y.g;
+            if (x.f0 != y.f0) return x.f0 < y.f0;
+            if (x.id != y.id) return x.id < y.id;
+            return x.need < y.need;
+        }
+    };
+    """
+    cdef cppclass MsaRectLess[R]:
+        MsaRectLess()
+    cdef cppclass MsaJobLess[J]:
+        MsaJobLess()
 
 
 @cython.cdivision(True)
@@ -210,7 +228,7 @@ cdef class NativeHeap:
                 if occ < e and self.hi_[k] > a and (i == first or _floor_div(occ, B) == i):
                     r.off, r.top, r.lo, r.hi = self.off_[k], self.top_[k], occ, self.hi_[k]
                     out.push_back(r)
-        sort(out.begin(), out.end(), _rect_less)
+        sort(out.begin(), out.end(), MsaRectLess[MsaRect]())
 
     def near(self, msa_i64 a, msa_i64 e):
         """The rectangles meeting ops ``[a, e)``: a :class:`HeapPool` for queries inside that range (``pool=``)."""
@@ -280,6 +298,7 @@ cdef extern from "Python.h":
 cdef extern from "<cmath>" nogil:
     double fabs(double)
     bint isfinite(double)
+    double sqrt(double)
 
 
 # the summation of Python's built-in sum() over floats: plain left to right before 3.12, compensated after
@@ -371,7 +390,7 @@ cdef struct JEntry:  # the undo journal: what changed and its old value
 
 
 @cython.cdivision(True)
-cdef bint _job_less(const Job& x, const Job& y) noexcept nogil:
+cdef inline bint _job_less(const Job& x, const Job& y) noexcept nogil:
     if x.d != y.d:
         return x.d < y.d
     if x.f != y.f:
@@ -383,6 +402,38 @@ cdef bint _job_less(const Job& x, const Job& y) noexcept nogil:
     if x.id != y.id:
         return x.id < y.id
     return x.need < y.need
+
+
+@cython.cdivision(True)
+cdef void _insert_job(vector[Job]& jobs, Job& job) noexcept nogil:
+    # job into sorted jobs at its place: the order sort() gives (jobs are distinct: their ids are)
+    cdef size_t q = jobs.size()
+    jobs.push_back(job)
+    while q > 0 and _job_less(job, jobs[q - 1]):
+        jobs[q] = jobs[q - 1]
+        q -= 1
+    jobs[q] = job
+
+
+@cython.cdivision(True)
+cdef void _merge_jobs(vector[Job]& a, vector[Job]& b, vector[Job]& out) noexcept nogil:
+    # out = sorted(a + b) of sorted a and b (jobs are distinct: their ids are)
+    cdef size_t i = 0, j = 0
+    out.clear()
+    out.reserve(a.size() + b.size())
+    while i < a.size() and j < b.size():
+        if _job_less(b[j], a[i]):
+            out.push_back(b[j])
+            j += 1
+        else:
+            out.push_back(a[i])
+            i += 1
+    while i < a.size():
+        out.push_back(a[i])
+        i += 1
+    while j < b.size():
+        out.push_back(b[j])
+        j += 1
 
 
 @cython.cdivision(True)
@@ -631,7 +682,7 @@ cdef class NativeCopyResource:
             for j, (f, d, s) in enumerate(listed[k]):
                 job.d, job.f, job.g, job.f0, job.id, job.need = d, max(f, 0), 0, 0, j, s
                 jobs[k].push_back(job)
-            sort(jobs[k].begin(), jobs[k].end(), _job_less)
+            sort(jobs[k].begin(), jobs[k].end(), MsaJobLess[Job]())
             stall = _edf(jobs[k], times, 0, left[k], allocs[k], &first_stall)
             if stall > self.tol:
                 return False
@@ -693,8 +744,8 @@ cdef class NativeCopyResource:
                 if _sum_value(&share) > 0:
                     job.d, job.f, job.g, job.f0, job.id, job.need = min(d, hi), max(f, lo), 2, f, j, _sum_value(&share)
                     crossers.push_back(job)
-        sort(inside.begin(), inside.end(), _job_less)
-        sort(crossers.begin(), crossers.end(), _job_less)
+        sort(inside.begin(), inside.end(), MsaJobLess[Job]())
+        sort(crossers.begin(), crossers.end(), MsaJobLess[Job]())
 
     cdef void _budgets(self, vector[Red]& red, int lo, int hi, vector[double]& budgets) noexcept:
         cdef size_t q
@@ -790,8 +841,7 @@ cdef class NativeCopyResource:
         jobs = inside
         if copy != NULL:
             job.d, job.f, job.g, job.f0, job.id, job.need = copy.d, copy.f, 1, 0, -1, copy.need
-            jobs.push_back(job)
-            sort(jobs.begin(), jobs.end(), _job_less)
+            _insert_job(jobs, job)
         stall = _edf(jobs, budgets, lo, left, allocs, &i)
         if stall > self.tol:
             if copy != NULL and i >= 0:
@@ -814,12 +864,9 @@ cdef class NativeCopyResource:
             lower = inside
             if copy != NULL:
                 job.d, job.f, job.g, job.f0, job.id, job.need = copy.d, copy.f, 1, 0, -1, copy.need
-                lower.push_back(job)
-                sort(lower.begin(), lower.end(), _job_less)
+                _insert_job(lower, job)
             if lower_ok or upper_first:
-                jobs = lower
-                jobs.insert(jobs.end(), crossers.begin(), crossers.end())
-                sort(jobs.begin(), jobs.end(), _job_less)
+                _merge_jobs(lower, crossers, jobs)
                 stall = _edf(jobs, budgets, lo, self.upd_left[kind], self.upd_allocs[kind], &i)
                 if stall <= self.tol:
                     self.upd_lo[kind], self.upd_hi[kind], self.upd_jobs[kind] = lo, hi, jobs
@@ -830,9 +877,7 @@ cdef class NativeCopyResource:
         if self._lower(kind, red, copy, lo, hi, inside, budgets, lower, left, allocs):
             return 0
         if not crossers.empty():
-            jobs = lower
-            jobs.insert(jobs.end(), crossers.begin(), crossers.end())
-            sort(jobs.begin(), jobs.end(), _job_less)
+            _merge_jobs(lower, crossers, jobs)
             stall = _edf(jobs, budgets, lo, self.upd_left[kind], self.upd_allocs[kind], &i)
             if stall > self.tol:
                 return -1
@@ -1161,9 +1206,12 @@ cdef class NativePrefetcher:
         cdef MsaCopy c
         if not self._window(start, v, copy_t, reduction, max_interval, &earliest, &latest, &preferred):
             return False
-        self.heap._near(earliest + 1, v + 1, pool[0])  # every query below is inside it
+        # out of memory for every window? (the rectangles meeting the latest window decide it: often no)
+        self.heap._near(latest + 1, v + 1, pool[0])
         if not _pool_fits(pool[0], latest + 1, v + 1, size, align, self.heap.capacity):
-            return False  # out of memory for every window
+            return False
+        if earliest < latest:
+            self.heap._near(earliest + 1, v + 1, pool[0])  # every query below is inside it
         lo_, hi_ = earliest, latest  # smallest copy start whose occupied range fits somewhere
         while lo_ < hi_:
             mid = (lo_ + hi_) >> 1  # floor, as Python's // (lo_ may be -1)
@@ -1272,6 +1320,8 @@ cdef inline bint _order_next(_Order* o, vector[double]& el, int* out) noexcept n
 
 
 # ---------------------------------------------------------------------------- the buffer loop
+
+import gc
 
 from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
 
@@ -1445,10 +1495,18 @@ cdef class NativeMsaLoop:
             done_v[b] = 1
         self.timed_out = timed_out
         result = []
-        for k in range(<Py_ssize_t>answer.size()):
-            iv = &answer[k]
-            result.append(interval_type(iv.buffer, iv.offset, iv.start, iv.end,
-                                        None if iv.copy_start == MSA_NO_COPY else iv.copy_start))
+        # the intervals hold no reference cycle: no collection while they are made (at 100k buffers the
+        # collector's passes over the live objects cost several times the making)
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            for k in range(<Py_ssize_t>answer.size()):
+                iv = &answer[k]
+                result.append(interval_type(iv.buffer, iv.offset, iv.start, iv.end,
+                                            None if iv.copy_start == MSA_NO_COPY else iv.copy_start))
+        finally:
+            if collecting:
+                gc.enable()
         return result
 
     cdef inline double _el(self, int a, int b) noexcept:
@@ -1676,3 +1734,48 @@ cdef class NativeMsaLoop:
         self._open(off, v, p, v + 1, p + 1, self.wr[k], v if self.wr[k] else -1, k if self.wr[k] else -1)
         self.prefetches += 1
         return True
+
+
+@cython.cdivision(True)
+def msa_memory_boundedness(ptr, ops, reads, writes, dsum, slow_mem, compute, size):
+    """The Python ``_Msa.memory_boundedness``, compiled: per buffer, XLA's memory boundedness (the alternate-memory
+    benefit of its touches, a use's added to the running one while both are positive, else the larger) over the
+    square root of its size; 0 for a buffer without touches."""
+    cdef const long long[::1] ptr_v = np.ascontiguousarray(ptr, np.int64)
+    cdef const long long[::1] ops_v = np.ascontiguousarray(ops, np.int64)
+    cdef const long long[::1] size_v = np.ascontiguousarray(size, np.int64)
+    cdef const unsigned char[::1] rd = np.ascontiguousarray(reads, np.bool_).view(np.uint8)
+    cdef const unsigned char[::1] wr = np.ascontiguousarray(writes, np.bool_).view(np.uint8)
+    cdef const double[::1] ds = np.ascontiguousarray(dsum, np.float64)
+    cdef const double[::1] sm = np.ascontiguousarray(slow_mem, np.float64)
+    cdef const double[::1] cp = np.ascontiguousarray(compute, np.float64)
+    cdef Py_ssize_t n = size_v.shape[0], b, j, lo, hi, first
+    out = np.zeros(n)
+    cdef double[::1] out_v = out
+    cdef double acc, use
+    for b in range(n):
+        lo, hi = ptr_v[b], ptr_v[b + 1]
+        if lo == hi:
+            continue
+        acc = 0.0
+        first = lo
+        if wr[lo] and not rd[lo]:  # the defining position
+            acc = _msa_benefit(sm, cp, ops_v[lo], ds[lo])
+            first = lo + 1
+        for j in range(first, hi):
+            use = _msa_benefit(sm, cp, ops_v[j], ds[j])
+            if acc > 0 and use > 0:
+                acc = acc + use
+            elif use > acc:
+                acc = use
+        out_v[b] = acc / sqrt(<double>(size_v[b] if size_v[b] > 1 else 1))
+    return out
+
+
+@cython.cdivision(True)
+cdef inline double _msa_benefit(const double[::1] slow_mem, const double[::1] compute, long long t,
+                                double d) noexcept nogil:
+    # GetAlternateMemoryBenefit of a touch at op t saving d seconds of memory time (``_Msa.benefit``)
+    if slow_mem[t] > compute[t]:
+        return d
+    return slow_mem[t] - compute[t]

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mallocgame._native import NativeCopyResource, NativeHeap, NativeMsaLoop, NativePrefetcher
+from mallocgame._native import NativeCopyResource, NativeHeap, NativeMsaLoop, NativePrefetcher, msa_memory_boundedness
 from mallocgame.engine import engine
 from mallocgame.hardware.prefetch_cost import PrefetchEvaluator, serve_copies_left
 from mallocgame.hardware.validator import validate_intervals
@@ -1087,6 +1087,9 @@ class _Msa:
         return d if m > c else m - c
 
     def memory_boundedness(self) -> np.ndarray:
+        if self.prefetcher is not None:  # the native engine: the same loop, compiled
+            return msa_memory_boundedness(self.ptr, self.ops, self.reads, self.writes, self.dsum, self.slow_mem,
+                                          self.compute, self.size)
         n = self.problem.n
         out = np.zeros(n)
         ops, writes, reads, dsum = self.ops.tolist(), self.writes.tolist(), self.reads.tolist(), self.dsum.tolist()
