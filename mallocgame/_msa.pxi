@@ -448,19 +448,24 @@ cdef inline int _msa_next_open(vector[int]& nxt, int t) noexcept nogil:
     return root
 
 
+cdef vector[int] _edf_next  # _edf's next-open slots, kept between calls (their memory reused)
+
+
 @cython.cdivision(True)
 cdef double _edf(vector[Job]& jobs, vector[double]& budgets, int base, vector[double]& left,
                  vector[vector[Slot]]& allocs, int* first_stall) noexcept nogil:
     """The Python ``_edf``: serve ``jobs`` (sorted) from their earliest slots with budget; the total stall."""
     cdef int n = <int>budgets.size(), i, f, t, end
     cdef double stall = 0.0, need, lt, take
-    cdef vector[int] nxt
+    cdef vector[int]* nxt_p = &_edf_next
     cdef Slot s
+    cdef size_t q
     left = budgets
-    nxt.resize(n + 1)
+    nxt_p.resize(n + 1)
     for i in range(n + 1):
-        nxt[i] = i
-    allocs.clear()
+        nxt_p[0][i] = i
+    for q in range(min(allocs.size(), jobs.size())):  # the lists kept (their memory reused), emptied
+        allocs[q].clear()
     allocs.resize(jobs.size())
     first_stall[0] = -1
     for i in range(<int>jobs.size()):
@@ -469,7 +474,7 @@ cdef double _edf(vector[Job]& jobs, vector[double]& budgets, int base, vector[do
         if f < 0:  # as Python's next_open(nxt, -1): the sentinel
             t = n
         else:
-            t = _msa_next_open(nxt, f) if f < n else n
+            t = _msa_next_open(nxt_p[0], f) if f < n else n
         end = jobs[i].d - base
         if end > n:
             end = n
@@ -482,8 +487,8 @@ cdef double _edf(vector[Job]& jobs, vector[double]& budgets, int base, vector[do
             need -= take
             left[t] = lt - take
             if left[t] <= 0:
-                nxt[t] = t + 1
-                t = _msa_next_open(nxt, t + 1)
+                nxt_p[0][t] = t + 1
+                t = _msa_next_open(nxt_p[0], t + 1)
             else:
                 break
         if need > 0:
@@ -540,6 +545,11 @@ cdef class NativeCopyResource:
     cdef vector[vector[double]] upd_left
     cdef vector[vector[Job]] upd_jobs
     cdef vector[vector[vector[Slot]]] upd_allocs
+    # scratch lists of _gather, _region and _decide (members: their memory is reused from check to check)
+    cdef vector[int] g_ids
+    cdef vector[Job] r_inside, r_crossers, r_lower, r_jobs, d_inside, d_crossers, d_jobs
+    cdef vector[double] r_budgets, r_left, d_budgets, d_left
+    cdef vector[vector[Slot]] r_allocs, d_allocs
 
     def __cinit__(self, *args, **kwargs):
         self.copies_.resize(2)
@@ -704,7 +714,7 @@ cdef class NativeCopyResource:
 
     cdef void _gather(self, int kind, int lo, int hi, bint crossing, vector[Job]& inside,
                       vector[Job]& crossers) noexcept:
-        cdef vector[int] ids
+        cdef vector[int]* ids = &self.g_ids
         cdef cmap[int, vector[int]].iterator it, stop
         cdef int i, j, b0, f, d
         cdef size_t q
@@ -713,22 +723,23 @@ cdef class NativeCopyResource:
         cdef Job job
         cdef vector[MsaCopy]* copies = &self.copies_[kind]
         cdef vector[Slot]* al
+        ids.clear()
         inside.clear()
         crossers.clear()
         it = self.by_first[kind].lower_bound(lo - self.span[kind])
         stop = self.by_first[kind].lower_bound(hi)
         while it != stop:
             for q in range(deref(it).second.size()):
-                ids.push_back(deref(it).second[q])
+                ids[0].push_back(deref(it).second[q])
             inc(it)
         b0 = lo // LONG
         for i in range(b0, min((hi - 1) // LONG + 1, <int>self.long_[kind].size())):
             for q in range(self.long_[kind][i].size()):
                 j = self.long_[kind][i][q]
                 if max(copies[0][j].f // LONG, b0) == i:  # each copy once: in its first bucket here
-                    ids.push_back(j)
-        for q in range(ids.size()):
-            j = ids[q]
+                    ids[0].push_back(j)
+        for q in range(ids[0].size()):
+            j = ids[0][q]
             f, d, need = copies[0][j].f, copies[0][j].d, copies[0][j].need
             if d <= lo or f >= hi:
                 continue
@@ -852,39 +863,48 @@ cdef class NativeCopyResource:
     cdef int _region(self, int kind, vector[Red]& red, MsaCopy* copy, int lo, int hi, bint lower_ok,
                      bint upper_first) noexcept:
         """Decide on ops ``[lo, hi)``: 1 accept (the witness update in ``upd_*[kind]``), 0 reject, -1 undecided."""
-        cdef vector[Job] inside, crossers, lower, jobs
-        cdef vector[double] budgets, left
-        cdef vector[vector[Slot]] allocs
+        cdef vector[Job]* inside_p = &self.r_inside
+        cdef vector[Job]* crossers_p = &self.r_crossers
+        cdef vector[Job]* lower_p = &self.r_lower
+        cdef vector[Job]* jobs_p = &self.r_jobs
+        cdef vector[double]* budgets_p = &self.r_budgets
+        cdef vector[double]* left_p = &self.r_left
+        cdef vector[vector[Slot]]* allocs_p = &self.r_allocs
         cdef Job job
         cdef int i
         cdef double stall
-        self._gather(kind, lo, hi, True, inside, crossers)
-        if not crossers.empty():
-            self._budgets(red, lo, hi, budgets)
-            lower = inside
+        self._gather(kind, lo, hi, True, inside_p[0], crossers_p[0])
+        if not crossers_p[0].empty():
+            self._budgets(red, lo, hi, budgets_p[0])
+            lower_p[0] = inside_p[0]
             if copy != NULL:
                 job.d, job.f, job.g, job.f0, job.id, job.need = copy.d, copy.f, 1, 0, -1, copy.need
-                _insert_job(lower, job)
+                _insert_job(lower_p[0], job)
             if lower_ok or upper_first:
-                _merge_jobs(lower, crossers, jobs)
-                stall = _edf(jobs, budgets, lo, self.upd_left[kind], self.upd_allocs[kind], &i)
+                _merge_jobs(lower_p[0], crossers_p[0], jobs_p[0])
+                stall = _edf(jobs_p[0], budgets_p[0], lo, self.upd_left[kind], self.upd_allocs[kind], &i)
                 if stall <= self.tol:
-                    self.upd_lo[kind], self.upd_hi[kind], self.upd_jobs[kind] = lo, hi, jobs
+                    self.upd_lo[kind], self.upd_hi[kind] = lo, hi
+                    self.upd_jobs[kind].swap(jobs_p[0])
                     return 1
                 if lower_ok:
                     return -1
-                return 0 if self._lower(kind, red, copy, lo, hi, inside, budgets, lower, left, allocs) else -1
-        if self._lower(kind, red, copy, lo, hi, inside, budgets, lower, left, allocs):
+                return 0 if self._lower(kind, red, copy, lo, hi, inside_p[0], budgets_p[0], lower_p[0], left_p[0],
+                                        allocs_p[0]) else -1
+        if self._lower(kind, red, copy, lo, hi, inside_p[0], budgets_p[0], lower_p[0], left_p[0], allocs_p[0]):
             return 0
-        if not crossers.empty():
-            _merge_jobs(lower, crossers, jobs)
-            stall = _edf(jobs, budgets, lo, self.upd_left[kind], self.upd_allocs[kind], &i)
+        if not crossers_p[0].empty():
+            _merge_jobs(lower_p[0], crossers_p[0], jobs_p[0])
+            stall = _edf(jobs_p[0], budgets_p[0], lo, self.upd_left[kind], self.upd_allocs[kind], &i)
             if stall > self.tol:
                 return -1
-            self.upd_lo[kind], self.upd_hi[kind], self.upd_jobs[kind] = lo, hi, jobs
+            self.upd_lo[kind], self.upd_hi[kind] = lo, hi
+            self.upd_jobs[kind].swap(jobs_p[0])
             return 1
         self.upd_lo[kind], self.upd_hi[kind] = lo, hi
-        self.upd_jobs[kind], self.upd_left[kind], self.upd_allocs[kind] = lower, left, allocs
+        self.upd_jobs[kind].swap(lower_p[0])
+        self.upd_left[kind].swap(left_p[0])
+        self.upd_allocs[kind].swap(allocs_p[0])
         return 1
 
     cdef bint _is_last_reject(self, int kind, vector[Red]& red, MsaCopy* copy) noexcept:
@@ -909,9 +929,6 @@ cdef class NativeCopyResource:
         cdef bint upper_first
         cdef int a0, b0, width, checked, lo, hi, lo2, hi2, out
         cdef size_t q
-        cdef vector[Job] inside, crossers, jobs
-        cdef vector[double] budgets, left
-        cdef vector[vector[Slot]] allocs
         self.exact_checks += 1
         if copy != NULL and self._known_violation(kind, red, copy):
             self._set_reject(kind, red, copy)
@@ -936,8 +953,9 @@ cdef class NativeCopyResource:
             if not checked:  # undecided: most such checks reject, on a Hall violation a few widths out
                 checked = width * LOOK_AHEAD
                 lo2, hi2 = max(0, a0 - checked), min(self.T, b0 + checked)
-                self._gather(kind, lo2, hi2, False, inside, crossers)
-                if self._lower(kind, red, copy, lo2, hi2, inside, budgets, jobs, left, allocs):
+                self._gather(kind, lo2, hi2, False, self.d_inside, self.d_crossers)
+                if self._lower(kind, red, copy, lo2, hi2, self.d_inside, self.d_budgets, self.d_jobs, self.d_left,
+                               self.d_allocs):
                     self._set_reject(kind, red, copy)
                     return 0
             width *= 2
