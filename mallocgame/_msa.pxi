@@ -7,9 +7,13 @@
 #   decision (witness, local problems, kept over-full intervals, undo journal), sums taken as Python's ``sum()``
 #   takes them, so the same decisions and the same count of exact checks.
 # * :class:`NativePrefetcher`, the Python ``_Msa.picker`` and the copy-start loop of ``_BufferTry.prefetch``.
+# * :class:`NativeMsaLoop`, the buffer loop over these three: the Python ``_Msa.run`` after the cross-program
+#   prefetch and its tries, ``_BufferTry``; and :func:`msa_memory_boundedness`, ``_Msa.memory_boundedness`` (the
+#   buffer order's key). Python keeps the set-up, the cross-program prefetch, a hint's seeding and a hint whose
+#   copies stall (``_FullCopyResource``: that run is the Python loop in both engines).
 #
-# The buffer loop (``_Msa.run``, ``_BufferTry``) stays in Python and calls these. Self-contained: no cimport of
-# another module of the project. tests/test_engine_msa.py checks both engines against each other.
+# Self-contained: no cimport of another module of the project. tests/test_engine_msa.py checks both engines
+# against each other.
 
 
 import numpy as np
