@@ -7,9 +7,13 @@
 #   decision (witness, local problems, kept over-full intervals, undo journal), sums taken as Python's ``sum()``
 #   takes them, so the same decisions and the same count of exact checks.
 # * :class:`NativePrefetcher`, the Python ``_Msa.picker`` and the copy-start loop of ``_BufferTry.prefetch``.
+# * :class:`NativeMsaLoop`, the buffer loop over these three: the Python ``_Msa.run`` after the cross-program
+#   prefetch and its tries, ``_BufferTry``; and :func:`msa_memory_boundedness`, ``_Msa.memory_boundedness`` (the
+#   buffer order's key). Python keeps the set-up, the cross-program prefetch, a hint's seeding and a hint whose
+#   copies stall (``_FullCopyResource``: that run is the Python loop in both engines).
 #
-# The buffer loop (``_Msa.run``, ``_BufferTry``) stays in Python and calls these. Self-contained: no cimport of
-# another module of the project. tests/test_engine_msa.py checks both engines against each other.
+# Self-contained: no cimport of another module of the project. tests/test_engine_msa.py checks both engines
+# against each other.
 
 
 import numpy as np
@@ -28,15 +32,33 @@ cdef struct MsaRect:  # a pool's rectangle, ordered as the Python pool's tuples 
     msa_i64 hi
 
 
-@cython.cdivision(True)
-cdef bint _rect_less(const MsaRect& x, const MsaRect& y) noexcept nogil:
-    if x.off != y.off:
-        return x.off < y.off
-    if x.top != y.top:
-        return x.top < y.top
-    if x.lo != y.lo:
-        return x.lo < y.lo
-    return x.hi < y.hi
+cdef extern from * nogil:
+    """
+    // the sort orders of msa's pools and jobs as function objects, so that std::sort inlines the comparison:
+    // rectangles by (offset, top, occ, end), jobs as _edf's tuples (deadline, first, group, first0, id, need)
+    template <typename R> struct MsaRectLess {
+        bool operator()(const R& x, const R& y) const {
+            if (x.off != y.off) return x.off < y.off;
+            if (x.top != y.top) return x.top < y.top;
+            if (x.lo != y.lo) return x.lo < y.lo;
+            return x.hi < y.hi;
+        }
+    };
+    template <typename J> struct MsaJobLess {
+        bool operator()(const J& x, const J& y) const {
+            if (x.d != y.d) return x.d < y.d;
+            if (x.f != y.f) return x.f < y.f;
+            if (x.g != y.g) return x.g < y.g;
+            if (x.f0 != y.f0) return x.f0 < y.f0;
+            if (x.id != y.id) return x.id < y.id;
+            return x.need < y.need;
+        }
+    };
+    """
+    cdef cppclass MsaRectLess[R]:
+        MsaRectLess()
+    cdef cppclass MsaJobLess[J]:
+        MsaJobLess()
 
 
 @cython.cdivision(True)
@@ -210,7 +232,7 @@ cdef class NativeHeap:
                 if occ < e and self.hi_[k] > a and (i == first or _floor_div(occ, B) == i):
                     r.off, r.top, r.lo, r.hi = self.off_[k], self.top_[k], occ, self.hi_[k]
                     out.push_back(r)
-        sort(out.begin(), out.end(), _rect_less)
+        sort(out.begin(), out.end(), MsaRectLess[MsaRect]())
 
     def near(self, msa_i64 a, msa_i64 e):
         """The rectangles meeting ops ``[a, e)``: a :class:`HeapPool` for queries inside that range (``pool=``)."""
@@ -221,20 +243,13 @@ cdef class NativeHeap:
     def best_fit(self, msa_i64 a, msa_i64 e, msa_i64 size, msa_i64 align, HeapPool pool=None):
         """Offset of the best-fit hole free during ops ``[a, e)``, or ``None`` (``best_fit_offset``)."""
         cdef vector[MsaRect] own
-        cdef vector[MsaRect]* rects
-        cdef vector[pair[msa_i64, msa_i64]] ranges
-        cdef size_t q
         cdef bint found
         cdef msa_i64 off
         if pool is None:
             self._near(a, e, own)
-            rects = &own
+            off = _pool_best_fit(own, a, e, size, align, self.capacity, &found)
         else:
-            rects = &pool.rects
-        for q in range(rects.size()):
-            if rects[0][q].lo < e and rects[0][q].hi > a:
-                ranges.push_back(pair[msa_i64, msa_i64](rects[0][q].off, rects[0][q].top))
-        off = _best_fit_sorted(ranges, size, align, self.capacity, &found)
+            off = _pool_best_fit(pool.rects, a, e, size, align, self.capacity, &found)
         return off if found else None
 
     def fits(self, msa_i64 a, msa_i64 e, msa_i64 size, msa_i64 align, HeapPool pool):
@@ -253,19 +268,17 @@ cdef class NativeHeap:
 
     def free(self, msa_i64 a, msa_i64 e, msa_i64 offset, msa_i64 size, HeapPool pool=None):
         """Whether ``[offset, offset + size)`` is free during ops ``[a, e)``."""
+        if pool is not None:
+            return _pool_free(pool.rects, a, e, offset, size, self.capacity)
+        return self._free(a, e, offset, size)
+
+    cdef bint _free(self, msa_i64 a, msa_i64 e, msa_i64 offset, msa_i64 size) noexcept nogil:
         cdef msa_i64 end = offset + size, i, B = self.B, last
         cdef size_t q
-        cdef MsaRect* r
         cdef vector[Py_ssize_t]* lst
         cdef Py_ssize_t k
         if end > self.capacity:
             return False
-        if pool is not None:
-            for q in range(pool.rects.size()):
-                r = &pool.rects[q]
-                if r.lo < e and r.hi > a and r.off < end and r.top > offset:
-                    return False
-            return True
         last = _floor_div(e - 1 if e - 1 > a else a, B)
         for i in range(_floor_div(a, B), last + 1):
             lst = self._bucket(i)
@@ -289,6 +302,7 @@ cdef extern from "Python.h":
 cdef extern from "<cmath>" nogil:
     double fabs(double)
     bint isfinite(double)
+    double sqrt(double)
 
 
 # the summation of Python's built-in sum() over floats: plain left to right before 3.12, compensated after
@@ -380,7 +394,7 @@ cdef struct JEntry:  # the undo journal: what changed and its old value
 
 
 @cython.cdivision(True)
-cdef bint _job_less(const Job& x, const Job& y) noexcept nogil:
+cdef inline bint _job_less(const Job& x, const Job& y) noexcept nogil:
     if x.d != y.d:
         return x.d < y.d
     if x.f != y.f:
@@ -395,6 +409,38 @@ cdef bint _job_less(const Job& x, const Job& y) noexcept nogil:
 
 
 @cython.cdivision(True)
+cdef void _insert_job(vector[Job]& jobs, Job& job) noexcept nogil:
+    # job into sorted jobs at its place: the order sort() gives (jobs are distinct: their ids are)
+    cdef size_t q = jobs.size()
+    jobs.push_back(job)
+    while q > 0 and _job_less(job, jobs[q - 1]):
+        jobs[q] = jobs[q - 1]
+        q -= 1
+    jobs[q] = job
+
+
+@cython.cdivision(True)
+cdef void _merge_jobs(vector[Job]& a, vector[Job]& b, vector[Job]& out) noexcept nogil:
+    # out = sorted(a + b) of sorted a and b (jobs are distinct: their ids are)
+    cdef size_t i = 0, j = 0
+    out.clear()
+    out.reserve(a.size() + b.size())
+    while i < a.size() and j < b.size():
+        if _job_less(b[j], a[i]):
+            out.push_back(b[j])
+            j += 1
+        else:
+            out.push_back(a[i])
+            i += 1
+    while i < a.size():
+        out.push_back(a[i])
+        i += 1
+    while j < b.size():
+        out.push_back(b[j])
+        j += 1
+
+
+@cython.cdivision(True)
 cdef inline int _msa_next_open(vector[int]& nxt, int t) noexcept nogil:
     cdef int root = t, nt
     while nxt[root] != root:
@@ -406,19 +452,24 @@ cdef inline int _msa_next_open(vector[int]& nxt, int t) noexcept nogil:
     return root
 
 
+cdef vector[int] _edf_next  # _edf's next-open slots, kept between calls (their memory reused)
+
+
 @cython.cdivision(True)
 cdef double _edf(vector[Job]& jobs, vector[double]& budgets, int base, vector[double]& left,
                  vector[vector[Slot]]& allocs, int* first_stall) noexcept nogil:
     """The Python ``_edf``: serve ``jobs`` (sorted) from their earliest slots with budget; the total stall."""
     cdef int n = <int>budgets.size(), i, f, t, end
     cdef double stall = 0.0, need, lt, take
-    cdef vector[int] nxt
+    cdef vector[int]* nxt_p = &_edf_next
     cdef Slot s
+    cdef size_t q
     left = budgets
-    nxt.resize(n + 1)
+    nxt_p.resize(n + 1)
     for i in range(n + 1):
-        nxt[i] = i
-    allocs.clear()
+        nxt_p[0][i] = i
+    for q in range(min(allocs.size(), jobs.size())):  # the lists kept (their memory reused), emptied
+        allocs[q].clear()
     allocs.resize(jobs.size())
     first_stall[0] = -1
     for i in range(<int>jobs.size()):
@@ -427,7 +478,7 @@ cdef double _edf(vector[Job]& jobs, vector[double]& budgets, int base, vector[do
         if f < 0:  # as Python's next_open(nxt, -1): the sentinel
             t = n
         else:
-            t = _msa_next_open(nxt, f) if f < n else n
+            t = _msa_next_open(nxt_p[0], f) if f < n else n
         end = jobs[i].d - base
         if end > n:
             end = n
@@ -440,8 +491,8 @@ cdef double _edf(vector[Job]& jobs, vector[double]& budgets, int base, vector[do
             need -= take
             left[t] = lt - take
             if left[t] <= 0:
-                nxt[t] = t + 1
-                t = _msa_next_open(nxt, t + 1)
+                nxt_p[0][t] = t + 1
+                t = _msa_next_open(nxt_p[0], t + 1)
             else:
                 break
         if need > 0:
@@ -498,6 +549,11 @@ cdef class NativeCopyResource:
     cdef vector[vector[double]] upd_left
     cdef vector[vector[Job]] upd_jobs
     cdef vector[vector[vector[Slot]]] upd_allocs
+    # scratch lists of _gather, _region and _decide (members: their memory is reused from check to check)
+    cdef vector[int] g_ids
+    cdef vector[Job] r_inside, r_crossers, r_lower, r_jobs, d_inside, d_crossers, d_jobs
+    cdef vector[double] r_budgets, r_left, d_budgets, d_left
+    cdef vector[vector[Slot]] r_allocs, d_allocs
 
     def __cinit__(self, *args, **kwargs):
         self.copies_.resize(2)
@@ -576,12 +632,18 @@ cdef class NativeCopyResource:
 
     def snapshot(self):
         """A mark to :meth:`restore` to: only the latest one is kept (a buffer's tries restore to its start)."""
+        self._snapshot()
+        return 0
+
+    cdef void _snapshot(self) noexcept:
         self.journal.clear()
         self.jalloc.clear()
         self.tight_log.clear()
-        return 0
 
     def restore(self, snap) -> None:
+        self._restore(snap)
+
+    cdef void _restore(self, Py_ssize_t snap) noexcept:
         cdef Py_ssize_t q
         cdef int kind, d, i
         cdef JEntry e
@@ -634,7 +696,7 @@ cdef class NativeCopyResource:
             for j, (f, d, s) in enumerate(listed[k]):
                 job.d, job.f, job.g, job.f0, job.id, job.need = d, max(f, 0), 0, 0, j, s
                 jobs[k].push_back(job)
-            sort(jobs[k].begin(), jobs[k].end(), _job_less)
+            sort(jobs[k].begin(), jobs[k].end(), MsaJobLess[Job]())
             stall = _edf(jobs[k], times, 0, left[k], allocs[k], &first_stall)
             if stall > self.tol:
                 return False
@@ -656,7 +718,7 @@ cdef class NativeCopyResource:
 
     cdef void _gather(self, int kind, int lo, int hi, bint crossing, vector[Job]& inside,
                       vector[Job]& crossers) noexcept:
-        cdef vector[int] ids
+        cdef vector[int]* ids = &self.g_ids
         cdef cmap[int, vector[int]].iterator it, stop
         cdef int i, j, b0, f, d
         cdef size_t q
@@ -665,22 +727,23 @@ cdef class NativeCopyResource:
         cdef Job job
         cdef vector[MsaCopy]* copies = &self.copies_[kind]
         cdef vector[Slot]* al
+        ids.clear()
         inside.clear()
         crossers.clear()
         it = self.by_first[kind].lower_bound(lo - self.span[kind])
         stop = self.by_first[kind].lower_bound(hi)
         while it != stop:
             for q in range(deref(it).second.size()):
-                ids.push_back(deref(it).second[q])
+                ids[0].push_back(deref(it).second[q])
             inc(it)
         b0 = lo // LONG
         for i in range(b0, min((hi - 1) // LONG + 1, <int>self.long_[kind].size())):
             for q in range(self.long_[kind][i].size()):
                 j = self.long_[kind][i][q]
                 if max(copies[0][j].f // LONG, b0) == i:  # each copy once: in its first bucket here
-                    ids.push_back(j)
-        for q in range(ids.size()):
-            j = ids[q]
+                    ids[0].push_back(j)
+        for q in range(ids[0].size()):
+            j = ids[0][q]
             f, d, need = copies[0][j].f, copies[0][j].d, copies[0][j].need
             if d <= lo or f >= hi:
                 continue
@@ -696,8 +759,8 @@ cdef class NativeCopyResource:
                 if _sum_value(&share) > 0:
                     job.d, job.f, job.g, job.f0, job.id, job.need = min(d, hi), max(f, lo), 2, f, j, _sum_value(&share)
                     crossers.push_back(job)
-        sort(inside.begin(), inside.end(), _job_less)
-        sort(crossers.begin(), crossers.end(), _job_less)
+        sort(inside.begin(), inside.end(), MsaJobLess[Job]())
+        sort(crossers.begin(), crossers.end(), MsaJobLess[Job]())
 
     cdef void _budgets(self, vector[Red]& red, int lo, int hi, vector[double]& budgets) noexcept:
         cdef size_t q
@@ -793,8 +856,7 @@ cdef class NativeCopyResource:
         jobs = inside
         if copy != NULL:
             job.d, job.f, job.g, job.f0, job.id, job.need = copy.d, copy.f, 1, 0, -1, copy.need
-            jobs.push_back(job)
-            sort(jobs.begin(), jobs.end(), _job_less)
+            _insert_job(jobs, job)
         stall = _edf(jobs, budgets, lo, left, allocs, &i)
         if stall > self.tol:
             if copy != NULL and i >= 0:
@@ -805,44 +867,48 @@ cdef class NativeCopyResource:
     cdef int _region(self, int kind, vector[Red]& red, MsaCopy* copy, int lo, int hi, bint lower_ok,
                      bint upper_first) noexcept:
         """Decide on ops ``[lo, hi)``: 1 accept (the witness update in ``upd_*[kind]``), 0 reject, -1 undecided."""
-        cdef vector[Job] inside, crossers, lower, jobs
-        cdef vector[double] budgets, left
-        cdef vector[vector[Slot]] allocs
+        cdef vector[Job]* inside_p = &self.r_inside
+        cdef vector[Job]* crossers_p = &self.r_crossers
+        cdef vector[Job]* lower_p = &self.r_lower
+        cdef vector[Job]* jobs_p = &self.r_jobs
+        cdef vector[double]* budgets_p = &self.r_budgets
+        cdef vector[double]* left_p = &self.r_left
+        cdef vector[vector[Slot]]* allocs_p = &self.r_allocs
         cdef Job job
         cdef int i
         cdef double stall
-        self._gather(kind, lo, hi, True, inside, crossers)
-        if not crossers.empty():
-            self._budgets(red, lo, hi, budgets)
-            lower = inside
+        self._gather(kind, lo, hi, True, inside_p[0], crossers_p[0])
+        if not crossers_p[0].empty():
+            self._budgets(red, lo, hi, budgets_p[0])
+            lower_p[0] = inside_p[0]
             if copy != NULL:
                 job.d, job.f, job.g, job.f0, job.id, job.need = copy.d, copy.f, 1, 0, -1, copy.need
-                lower.push_back(job)
-                sort(lower.begin(), lower.end(), _job_less)
+                _insert_job(lower_p[0], job)
             if lower_ok or upper_first:
-                jobs = lower
-                jobs.insert(jobs.end(), crossers.begin(), crossers.end())
-                sort(jobs.begin(), jobs.end(), _job_less)
-                stall = _edf(jobs, budgets, lo, self.upd_left[kind], self.upd_allocs[kind], &i)
+                _merge_jobs(lower_p[0], crossers_p[0], jobs_p[0])
+                stall = _edf(jobs_p[0], budgets_p[0], lo, self.upd_left[kind], self.upd_allocs[kind], &i)
                 if stall <= self.tol:
-                    self.upd_lo[kind], self.upd_hi[kind], self.upd_jobs[kind] = lo, hi, jobs
+                    self.upd_lo[kind], self.upd_hi[kind] = lo, hi
+                    self.upd_jobs[kind].swap(jobs_p[0])
                     return 1
                 if lower_ok:
                     return -1
-                return 0 if self._lower(kind, red, copy, lo, hi, inside, budgets, lower, left, allocs) else -1
-        if self._lower(kind, red, copy, lo, hi, inside, budgets, lower, left, allocs):
+                return 0 if self._lower(kind, red, copy, lo, hi, inside_p[0], budgets_p[0], lower_p[0], left_p[0],
+                                        allocs_p[0]) else -1
+        if self._lower(kind, red, copy, lo, hi, inside_p[0], budgets_p[0], lower_p[0], left_p[0], allocs_p[0]):
             return 0
-        if not crossers.empty():
-            jobs = lower
-            jobs.insert(jobs.end(), crossers.begin(), crossers.end())
-            sort(jobs.begin(), jobs.end(), _job_less)
-            stall = _edf(jobs, budgets, lo, self.upd_left[kind], self.upd_allocs[kind], &i)
+        if not crossers_p[0].empty():
+            _merge_jobs(lower_p[0], crossers_p[0], jobs_p[0])
+            stall = _edf(jobs_p[0], budgets_p[0], lo, self.upd_left[kind], self.upd_allocs[kind], &i)
             if stall > self.tol:
                 return -1
-            self.upd_lo[kind], self.upd_hi[kind], self.upd_jobs[kind] = lo, hi, jobs
+            self.upd_lo[kind], self.upd_hi[kind] = lo, hi
+            self.upd_jobs[kind].swap(jobs_p[0])
             return 1
         self.upd_lo[kind], self.upd_hi[kind] = lo, hi
-        self.upd_jobs[kind], self.upd_left[kind], self.upd_allocs[kind] = lower, left, allocs
+        self.upd_jobs[kind].swap(lower_p[0])
+        self.upd_left[kind].swap(left_p[0])
+        self.upd_allocs[kind].swap(allocs_p[0])
         return 1
 
     cdef bint _is_last_reject(self, int kind, vector[Red]& red, MsaCopy* copy) noexcept:
@@ -867,9 +933,6 @@ cdef class NativeCopyResource:
         cdef bint upper_first
         cdef int a0, b0, width, checked, lo, hi, lo2, hi2, out
         cdef size_t q
-        cdef vector[Job] inside, crossers, jobs
-        cdef vector[double] budgets, left
-        cdef vector[vector[Slot]] allocs
         self.exact_checks += 1
         if copy != NULL and self._known_violation(kind, red, copy):
             self._set_reject(kind, red, copy)
@@ -894,8 +957,9 @@ cdef class NativeCopyResource:
             if not checked:  # undecided: most such checks reject, on a Hall violation a few widths out
                 checked = width * LOOK_AHEAD
                 lo2, hi2 = max(0, a0 - checked), min(self.T, b0 + checked)
-                self._gather(kind, lo2, hi2, False, inside, crossers)
-                if self._lower(kind, red, copy, lo2, hi2, inside, budgets, jobs, left, allocs):
+                self._gather(kind, lo2, hi2, False, self.d_inside, self.d_crossers)
+                if self._lower(kind, red, copy, lo2, hi2, self.d_inside, self.d_budgets, self.d_jobs, self.d_left,
+                               self.d_allocs):
                     self._set_reject(kind, red, copy)
                     return 0
             width *= 2
@@ -1070,6 +1134,8 @@ cdef class NativePrefetcher:
     cdef vector[double] prefix
     cdef NativeHeap heap
     cdef NativeCopyResource res
+    cdef vector[double] el_scratch  # a pick's window of elapsed times and heap pool, kept to reuse their memory
+    cdef vector[MsaRect] pool_scratch
 
     def __init__(self, prefix, NativeHeap heap, NativeCopyResource res):
         self.prefix = list(prefix)
@@ -1143,30 +1209,42 @@ cdef class NativePrefetcher:
         """The copy start of the prefetch serving op ``v`` (its copy and saving committed to the copy resource),
         or None; and whether a start lacked copy budget (``stalled``). As ``_BufferTry.prefetch`` up to the
         chunk: the first start of the picker's order inside the memory window whose copy completes."""
-        cdef int earliest, latest, preferred, lo_, hi_, mid, p, p_mem, p_bad
-        cdef vector[double] el
-        cdef vector[MsaRect] pool
-        cdef _Order order
+        cdef int p
         cdef bint stalled = False
+        if self._pick(v, start, copy_t, reduction, max_interval, ds_k, size, align, &p, &stalled):
+            return p, stalled
+        return None, stalled
+
+    cdef bint _pick(self, int v, int start, double copy_t, double reduction, double max_interval, double ds_k,
+                    msa_i64 size, msa_i64 align, int* picked, bint* stalled) noexcept:
+        """:meth:`pick` at C level: whether a copy start was found (``picked``); ``stalled`` set when a start
+        lacked copy budget."""
+        cdef int earliest, latest, preferred, lo_, hi_, mid, p, p_mem, p_bad
+        cdef vector[double]* el = &self.el_scratch
+        cdef vector[MsaRect]* pool = &self.pool_scratch
+        cdef _Order order
         cdef vector[Red] new
         cdef Red item
         cdef MsaCopy c
         if not self._window(start, v, copy_t, reduction, max_interval, &earliest, &latest, &preferred):
-            return None, False
-        self.heap._near(earliest + 1, v + 1, pool)  # every query below is inside it
-        if not _pool_fits(pool, latest + 1, v + 1, size, align, self.heap.capacity):
-            return None, False  # out of memory for every window
+            return False
+        # out of memory for every window? (the rectangles meeting the latest window decide it: often no)
+        self.heap._near(latest + 1, v + 1, pool[0])
+        if not _pool_fits(pool[0], latest + 1, v + 1, size, align, self.heap.capacity):
+            return False
+        if earliest < latest:
+            self.heap._near(earliest + 1, v + 1, pool[0])  # every query below is inside it
         lo_, hi_ = earliest, latest  # smallest copy start whose occupied range fits somewhere
         while lo_ < hi_:
             mid = (lo_ + hi_) >> 1  # floor, as Python's // (lo_ may be -1)
-            if _pool_fits(pool, mid + 1, v + 1, size, align, self.heap.capacity):
+            if _pool_fits(pool[0], mid + 1, v + 1, size, align, self.heap.capacity):
                 hi_ = mid
             else:
                 lo_ = mid + 1
         p_mem, p_bad = lo_, latest + 1
-        self._el(v, earliest, latest, el)
-        _order_init(&order, earliest, latest, preferred, el[0])
-        while _order_next(&order, el, &p):
+        self._el(v, earliest, latest, el[0])
+        _order_init(&order, earliest, latest, preferred, el[0][0])
+        while _order_next(&order, el[0], &p):
             if p < p_mem or p >= p_bad:
                 continue
             new.clear()
@@ -1174,10 +1252,11 @@ cdef class NativePrefetcher:
             new.push_back(item)
             c.f, c.d, c.need = p + 1, v, copy_t
             if self.res._try_add(new, 0, &c):
-                return p, stalled
+                picked[0] = p
+                return True
             p_bad = p  # a later start has less budget: it would stall too
-            stalled = True
-        return None, stalled
+            stalled[0] = True
+        return False
 
 
 @cython.cdivision(True)
@@ -1192,6 +1271,32 @@ cdef bint _pool_fits(vector[MsaRect]& pool, msa_i64 a, msa_i64 e, msa_i64 size, 
             if pool[q].top > cur:
                 cur = pool[q].top
     return _msa_align_up(cur, align) + size <= capacity
+
+
+@cython.cdivision(True)
+cdef bint _pool_free(vector[MsaRect]& pool, msa_i64 a, msa_i64 e, msa_i64 offset, msa_i64 size,
+                     msa_i64 capacity) noexcept nogil:
+    # NativeHeap.free on a pool
+    cdef msa_i64 end = offset + size
+    cdef size_t q
+    if end > capacity:
+        return False
+    for q in range(pool.size()):
+        if pool[q].lo < e and pool[q].hi > a and pool[q].off < end and pool[q].top > offset:
+            return False
+    return True
+
+
+@cython.cdivision(True)
+cdef msa_i64 _pool_best_fit(vector[MsaRect]& pool, msa_i64 a, msa_i64 e, msa_i64 size, msa_i64 align,
+                            msa_i64 capacity, bint* found) noexcept nogil:
+    # NativeHeap.best_fit on a pool (sorted): the best-fit scan over the rectangles meeting ops [a, e)
+    cdef vector[pair[msa_i64, msa_i64]] ranges
+    cdef size_t q
+    for q in range(pool.size()):
+        if pool[q].lo < e and pool[q].hi > a:
+            ranges.push_back(pair[msa_i64, msa_i64](pool[q].off, pool[q].top))
+    return _best_fit_sorted(ranges, size, align, capacity, found)
 
 
 cdef struct _Order:  # the picker's candidates() generator: preferred, then alternately later and earlier
@@ -1233,3 +1338,466 @@ cdef inline bint _order_next(_Order* o, vector[double]& el, int* out) noexcept n
             o.using_inc = True
     out[0] = p
     return True
+
+
+
+# ---------------------------------------------------------------------------- the buffer loop
+
+import gc
+
+from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
+
+cdef double EVICTION_RETRY_MULTIPLIER = 2.0
+cdef int EXTRA_TRIES = 4
+cdef int MSA_NO_COPY = -2147483647 - 1  # an interval's copy start when it has none (a copy start is >= -1)
+
+
+@cython.cdivision(True)
+cdef inline double _msa_monotonic() noexcept nogil:
+    # time.monotonic(): the same clock
+    cdef timespec ts
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return <double>ts.tv_sec + <double>ts.tv_nsec * 1e-9
+
+
+@cython.cdivision(True)
+cdef vector[char] _msa_flags(arr):
+    # a boolean array as one char per element
+    cdef const unsigned char[::1] v = np.ascontiguousarray(arr, np.bool_).view(np.uint8)
+    cdef vector[char] out
+    cdef Py_ssize_t i
+    out.resize(v.shape[0])
+    for i in range(v.shape[0]):
+        out[i] = v[i]
+    return out
+
+
+cdef struct MsaOpen:  # the Python ``_Open``: the buffer's current fast interval
+    msa_i64 offset
+    int start
+    int copy_start  # MSA_NO_COPY: none
+    int end
+    Py_ssize_t rect
+    bint dirty
+    int last_write
+    int write_k
+
+
+cdef struct MsaInterval:  # an answer's interval (``FastInterval``)
+    int buffer
+    msa_i64 offset
+    int start
+    int end
+    int copy_start
+
+
+@cython.cdivision(True)
+cdef class NativeMsaLoop:
+    """msa's buffer loop, compiled: the Python ``_Msa.run`` after the cross-program prefetch (buffers in the given
+    order, each by up to ``max_retries + EXTRA_TRIES`` tries, then a read-only one) and ``_BufferTry`` (one try:
+    every touch by XLA's ladder: keep the fast copy, evict, the definition's interval, a prefetch), over a
+    :class:`NativeHeap`, a :class:`NativeCopyResource` and a :class:`NativePrefetcher`. The same operations in
+    the same order as the Python loop, so the same intervals and statistics. The counters (``prefetches``,
+    ``evictions``, ``no_copy``, ``retries``, ``uncommits``, ``read_only``, ``buffers_fast``, ``timed_out``) are
+    what :meth:`run` counted, ``_Stats``'s fields of the same names."""
+
+    cdef NativeHeap heap
+    cdef NativeCopyResource res
+    cdef NativePrefetcher prefetcher
+    cdef vector[msa_i64] ptr_, end_, size_, align_
+    cdef vector[int] ops_all
+    cdef vector[char] reads_all, writes_all, output_
+    cdef vector[double] dsum_all, copy_time_, elapsed_
+    cdef int max_retries
+    cdef bint memory_basis
+    cdef double overlap_ratio, memory_copy_time, deadline
+    cdef readonly long prefetches, evictions, no_copy, retries, uncommits, read_only, buffers_fast
+    cdef readonly bint timed_out
+    # the buffer being decided: its touches inside its live range, each touch's last touch of its value
+    # (next_def), the touches whose writes are served in slow memory
+    cdef int b, bend, m
+    cdef msa_i64 size, align
+    cdef double copy_t
+    cdef vector[int] ops, next_def
+    cdef vector[char] rd, wr, slow
+    cdef vector[double] ds
+    # the try (``_BufferTry``'s state)
+    cdef int retry, pending, slow_ready, bad
+    cdef bint read_only_try, stalled, has_cur, has_prev, failed  # failed: an eviction found no copy budget
+    cdef double max_interval
+    cdef msa_i64 prev_off
+    cdef MsaOpen cur
+    cdef vector[MsaInterval] out
+    cdef vector[MsaRect] pool
+
+    def __init__(self, NativeHeap heap, NativeCopyResource res, NativePrefetcher prefetcher, ptr, ops, reads, writes,
+                 dsum, output, size, align, end, copy_time, elapsed, int max_retries, bint memory_basis,
+                 double overlap_ratio, double memory_copy_time):
+        self.heap, self.res, self.prefetcher = heap, res, prefetcher
+        self.ptr_ = np.asarray(ptr, np.int64).tolist()
+        self.end_ = np.asarray(end, np.int64).tolist()
+        self.size_ = np.asarray(size, np.int64).tolist()
+        self.align_ = np.asarray(align, np.int64).tolist()
+        self.ops_all = np.asarray(ops, np.int64).tolist()
+        self.reads_all, self.writes_all, self.output_ = _msa_flags(reads), _msa_flags(writes), _msa_flags(output)
+        self.dsum_all = np.asarray(dsum, np.float64).tolist()
+        self.copy_time_ = np.asarray(copy_time, np.float64).tolist()
+        self.elapsed_ = np.asarray(elapsed, np.float64).tolist()
+        self.max_retries = max_retries
+        self.memory_basis = memory_basis
+        self.overlap_ratio = overlap_ratio
+        self.memory_copy_time = memory_copy_time
+
+    # ------------------------------------------------------------ the loop
+
+    def run(self, order, done, double deadline, int min_decided, interval_type):
+        """Decide the buffers of ``order`` (int64) not ``done`` yet (a bool array, updated) until the monotonic
+        ``deadline`` (read from position ``min_decided`` of ``order`` on): the ``interval_type``
+        (``FastInterval``) of the answer, in the order the Python loop appends them."""
+        cdef const long long[::1] order_v = np.ascontiguousarray(order, np.int64)
+        cdef unsigned char[::1] done_v = done.view(np.uint8)
+        cdef vector[MsaInterval] answer
+        cdef Py_ssize_t k, heap_n
+        cdef int b, retry, attempt, status, last
+        cdef bint committed, final, timed_out = False
+        cdef msa_i64 size
+        cdef MsaInterval* iv
+        self.deadline = deadline
+        for k in range(order_v.shape[0]):
+            b = <int>order_v[k]
+            size = self.size_[b]
+            if done_v[b] or self.ptr_[b] == self.ptr_[b + 1] or size <= 0 or size > self.heap.capacity:
+                continue
+            # the first min_decided buffers whatever the clock (as the Python loop)
+            if k >= min_decided and _msa_monotonic() > deadline:
+                timed_out = True
+                break
+            heap_n = self.heap.n
+            self.res._snapshot()
+            self._buffer(b)
+            # required assignment of outputs (``_Msa.required_slow``)
+            last = -1
+            for attempt in range(self.m):
+                if self.wr[attempt]:
+                    last = attempt
+            if self.output_[b] and last >= 0 and self._el(self.ops[last], self.bend) < self.copy_time_[b]:
+                self.slow[last] = 1
+            committed = False
+            retry = 0
+            status = 0
+            for attempt in range(self.max_retries + EXTRA_TRIES):
+                status = self._try(retry, False)
+                if status == 3:
+                    break
+                final = retry == self.max_retries - 1
+                if status == 2 or (status == 1 and not final):
+                    self.heap.truncate(heap_n)
+                    self.res._restore(0)
+                    self.retries += 1
+                    if status == 2:
+                        self.uncommits += 1
+                        if final and self.bad >= 0:
+                            self.slow[self.bad] = 1  # XLA's retries are spent: that write goes to slow memory
+                    retry = min(retry + 1, self.max_retries - 1)
+                    continue
+                committed = True
+                break
+            if status != 3 and not committed:  # every try failed on an eviction: serve reads only
+                status = self._try(self.max_retries - 1, True)
+                if status != 3:
+                    self.read_only += 1
+            if status == 3:
+                self.heap.truncate(heap_n)
+                self.res._restore(0)
+                timed_out = True
+                break
+            if not self.out.empty():
+                self.buffers_fast += 1
+            answer.insert(answer.end(), self.out.begin(), self.out.end())
+            done_v[b] = 1
+        self.timed_out = timed_out
+        result = []
+        # the intervals hold no reference cycle: no collection while they are made (at 100k buffers the
+        # collector's passes over the live objects cost several times the making)
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            for k in range(<Py_ssize_t>answer.size()):
+                iv = &answer[k]
+                result.append(interval_type(iv.buffer, iv.offset, iv.start, iv.end,
+                                            None if iv.copy_start == MSA_NO_COPY else iv.copy_start))
+        finally:
+            if collecting:
+                gc.enable()
+        return result
+
+    cdef inline double _el(self, int a, int b) noexcept:
+        # elapsed time of the ops strictly between a and b (``_Msa.el``)
+        if b > a + 1:
+            return self.prefetcher.prefix[b] - self.prefetcher.prefix[a + 1]
+        return 0.0
+
+    cdef void _buffer(self, int b) noexcept:
+        """Buffer ``b``'s touches inside its live range (``_Msa.touches_of``), its values' ends, no slow write."""
+        cdef msa_i64 lo = self.ptr_[b], hi = self.ptr_[b + 1], i
+        cdef int m, k
+        self.b = b
+        self.bend = <int>self.end_[b]
+        self.size, self.align, self.copy_t = self.size_[b], self.align_[b], self.copy_time_[b]
+        self.ops.clear()
+        for i in range(lo, hi):
+            if self.ops_all[i] < self.bend:
+                self.ops.push_back(self.ops_all[i])
+        m = self.m = <int>self.ops.size()
+        self.rd.assign(self.reads_all.begin() + lo, self.reads_all.begin() + lo + m)
+        self.wr.assign(self.writes_all.begin() + lo, self.writes_all.begin() + lo + m)
+        self.ds.assign(self.dsum_all.begin() + lo, self.dsum_all.begin() + lo + m)
+        self.slow.assign(m, 0)
+        # next_def[k]: index of the first pure write after touch k (m if none): the end of k's value
+        self.next_def.assign(m, m)
+        for k in range(m - 2, -1, -1):
+            self.next_def[k] = k + 1 if (self.wr[k + 1] and not self.rd[k + 1]) else self.next_def[k + 1]
+
+    cdef inline bint _slow_write(self, int k) noexcept:
+        return self.wr[k] and (self.read_only_try or self.slow[k])
+
+    cdef int _try(self, int retry, bint read_only) noexcept:
+        """One try at the buffer (``_BufferTry.run``), its intervals in ``out``: 0 ok, 1 async (a use lacked copy
+        budget), 2 uncommit (an eviction failed; ``bad`` its write's touch), 3 timed out."""
+        cdef int k
+        cdef bint served
+        cdef double pow2 = 1.0
+        for k in range(retry):
+            pow2 *= 2.0
+        self.retry, self.read_only_try = retry, read_only
+        self.max_interval = self.overlap_ratio * (self.memory_copy_time if self.memory_basis else self.copy_t) * pow2
+        self.out.clear()
+        self.has_cur, self.has_prev, self.stalled = False, False, False
+        self.pending, self.slow_ready, self.bad, self.failed = -1, -1, -1, False
+        for k in range(self.m):
+            if k % 64 == 63 and _msa_monotonic() > self.deadline:
+                return 3
+            if self.wr[k] and not self.rd[k]:  # a pure write: a new value starts
+                if not self._finish_value(False):
+                    return 2
+                self.pending = k
+                continue
+            if self.pending >= 0:  # the value's first use
+                served = self._first_use(k)
+            elif self.has_cur:
+                served = self._extend(k)
+                if self.failed:
+                    return 2
+            else:
+                served = False
+            if not served and not self._slow_write(k):
+                served = self._prefetch(k)
+            if not served and self.wr[k]:
+                self.slow_ready = self.ops[k]  # updated in slow memory
+        if not self._finish_value(True):
+            return 2
+        return 1 if self.stalled else 0
+
+    cdef bint _serve(self, int t1, double d1, int t2, double d2, int count) noexcept:
+        # the copy resource's try_add of count (op, saving) pairs and no copy
+        cdef vector[Red] new
+        cdef Red item
+        item.t, item.r = t1, self.res.saved_[t1] + d1
+        new.push_back(item)
+        if count == 2:
+            if t2 == t1:
+                new[0].r = new[0].r + d2
+            else:
+                item.t, item.r = t2, self.res.saved_[t2] + d2
+                new.push_back(item)
+        return self.res._try_add(new, -1, NULL)
+
+    cdef bint _chunk(self, int k, int a, msa_i64* offset) noexcept:
+        """FindBestChunkCandidate for an interval occupying from op ``a`` and serving touch ``k``: whether found."""
+        cdef int last = self.next_def[k] - 1, j = k, lo_, hi_, mid
+        cdef msa_i64 e, cap = self.heap.capacity
+        cdef bint found
+        while j < last and self._el(self.ops[j], self.ops[j + 1]) < self.max_interval and not self._slow_write(j + 1):
+            j += 1
+        self.heap._near(a, self.ops[j] + 1, self.pool)  # every query below is inside [a, ops[j] + 1)
+        if not _pool_fits(self.pool, a, self.ops[k] + 1, self.size, self.align, cap):
+            return False
+        lo_, hi_ = k, j
+        while lo_ < hi_:
+            mid = (lo_ + hi_ + 1) >> 1
+            if _pool_fits(self.pool, a, self.ops[mid] + 1, self.size, self.align, cap):
+                lo_ = mid
+            else:
+                hi_ = mid - 1
+        e = self.ops[lo_] + 1
+        if (self.has_prev and self.prev_off % self.align == 0
+                and _pool_free(self.pool, a, e, self.prev_off, self.size, cap)):
+            offset[0] = self.prev_off
+            return True
+        offset[0] = _pool_best_fit(self.pool, a, e, self.size, self.align, cap, &found)
+        return found
+
+    cdef void _open(self, msa_i64 offset, int start, int copy_start, int end, int occ, bint dirty, int last_write,
+                    int write_k) noexcept:
+        self.cur.offset, self.cur.start, self.cur.copy_start, self.cur.end = offset, start, copy_start, end
+        self.cur.rect = self.heap.add(occ, end, offset, self.size)
+        self.cur.dirty, self.cur.last_write, self.cur.write_k = dirty, last_write, write_k
+        self.has_cur = True
+
+    cdef void _close(self) noexcept:
+        """Close the open interval: it is an answer's interval from now on."""
+        cdef MsaInterval iv
+        iv.buffer, iv.offset, iv.start, iv.end, iv.copy_start = (self.b, self.cur.offset, self.cur.start,
+                                                                  self.cur.end, self.cur.copy_start)
+        self.out.push_back(iv)
+        self.slow_ready = max(self.slow_ready, self.cur.end - 1)
+        self.prev_off, self.has_prev = self.cur.offset, True
+        self.has_cur = False
+
+    cdef bint _evict(self, int latest_end) noexcept:
+        """Evict the open interval (``_BufferTry.evict``); False (``failed`` and ``bad`` set) when the copy has no
+        budget."""
+        cdef int w = self.cur.last_write, a = self.cur.end, e, lo_, hi_, mid
+        cdef double target = (1 + EVICTION_RETRY_MULTIPLIER * self.retry) * PREFERRED_OVERLAP_RATIO * self.copy_t
+        cdef vector[Red] new
+        cdef MsaCopy c
+        latest_end = min(latest_end, self.bend)
+        e = a
+        while e < latest_end and self._el(w, e) < target:
+            e += 1
+        # shorten while its offset is not free (binary search: free for [a, e) is monotone in e)
+        if e > a and not self.heap._free(a, e, self.cur.offset, self.size):
+            lo_, hi_ = a, e - 1
+            while lo_ < hi_:
+                mid = (lo_ + hi_ + 1) >> 1
+                if self.heap._free(a, mid, self.cur.offset, self.size):
+                    lo_ = mid
+                else:
+                    hi_ = mid - 1
+            e = lo_
+        c.f, c.d, c.need = w + 1, e, self.copy_t
+        if not self.res._try_add(new, 1, &c):
+            self.bad, self.failed = self.cur.write_k, True
+            return False
+        self.heap.extend(self.cur.rect, e)
+        self.cur.end = e
+        self.evictions += 1
+        return True
+
+    cdef bint _finish_value(self, bint at_end) noexcept:
+        """The value ends (a pure write follows, or the touches end); False when its eviction failed."""
+        cdef int pending = self.pending, d
+        cdef msa_i64 off
+        if not self.has_cur and pending >= 0 and not self._slow_write(pending):
+            d = self.ops[pending]
+            if self._chunk(pending, d, &off) and self._serve(d, self.ds[pending], 0, 0.0, 1):
+                self._open(off, d, MSA_NO_COPY, d + 1, d, True, d, pending)
+                self.no_copy += 1
+        self.pending = -1
+        if self.has_cur:
+            if at_end and self.output_[self.b] and self.cur.dirty:
+                if not self._evict(self.bend):
+                    return False
+            self._close()
+        return True
+
+    cdef bint _first_use(self, int k) noexcept:
+        """The value's first use, touch ``k``: one interval from the definition without a copy; True when served."""
+        cdef int pending = self.pending, d = self.ops[pending], u = self.ops[k]
+        cdef bint served = False, wk
+        cdef msa_i64 off
+        if (not self._slow_write(pending) and not self._slow_write(k)
+                and self._el(d, u) < self.max_interval):
+            if self._chunk(k, d, &off) and self._serve(d, self.ds[pending], u, self.ds[k], 2):
+                wk = self.wr[k]
+                self._open(off, d, MSA_NO_COPY, u + 1, d, True, u if wk else d, k if wk else pending)
+                served = True
+                self.no_copy += 1
+        if not served:
+            self.slow_ready = max(self.slow_ready, d)  # defined in slow memory
+        self.pending = -1
+        return served
+
+    cdef bint _extend(self, int k) noexcept:
+        """Touch ``k`` with an interval open: keep the fast copy up to it (True), else evict it if dirty and close
+        it (False; ``failed`` set when the eviction failed)."""
+        cdef int p = self.ops[k - 1], u = self.ops[k]
+        if (self._el(p, u) < self.max_interval and not self._slow_write(k)
+                and self.heap._free(self.cur.end, u + 1, self.cur.offset, self.size)
+                and self._serve(u, self.ds[k], 0, 0.0, 1)):
+            self.heap.extend(self.cur.rect, u + 1)
+            self.cur.end = u + 1
+            if self.wr[k]:
+                self.cur.dirty, self.cur.last_write, self.cur.write_k = True, u, k
+            self.no_copy += 1
+            return True
+        if self.cur.dirty:
+            if not self._evict(u):
+                return False
+        self._close()
+        return False
+
+    cdef bint _prefetch(self, int k) noexcept:
+        """Touch ``k`` by a prefetch (the picker's first copy start with memory and copy budget); True when served."""
+        cdef int v = self.ops[k], p
+        cdef double ds_k = self.ds[k], m, c, reduction
+        cdef bint stalled = False
+        cdef msa_i64 off
+        c = self.res.compute_[v]
+        m = self.res.slow_mem_[v] - ds_k
+        reduction = self.elapsed_[v] - ((m if m > c else c) + self.res.fixed_[v])
+        if not self.prefetcher._pick(v, max(self.slow_ready, -1), self.copy_t, reduction, self.max_interval, ds_k,
+                                     self.size, self.align, &p, &stalled):
+            self.stalled = self.stalled or stalled
+            return False
+        self.stalled = self.stalled or stalled
+        # commit: the interval of the prefetch copied from op p (its copy is committed)
+        self._chunk(k, p + 1, &off)
+        self._open(off, v, p, v + 1, p + 1, self.wr[k], v if self.wr[k] else -1, k if self.wr[k] else -1)
+        self.prefetches += 1
+        return True
+
+
+@cython.cdivision(True)
+def msa_memory_boundedness(ptr, ops, reads, writes, dsum, slow_mem, compute, size):
+    """The Python ``_Msa.memory_boundedness``, compiled: per buffer, XLA's memory boundedness (the alternate-memory
+    benefit of its touches, a use's added to the running one while both are positive, else the larger) over the
+    square root of its size; 0 for a buffer without touches."""
+    cdef const long long[::1] ptr_v = np.ascontiguousarray(ptr, np.int64)
+    cdef const long long[::1] ops_v = np.ascontiguousarray(ops, np.int64)
+    cdef const long long[::1] size_v = np.ascontiguousarray(size, np.int64)
+    cdef const unsigned char[::1] rd = np.ascontiguousarray(reads, np.bool_).view(np.uint8)
+    cdef const unsigned char[::1] wr = np.ascontiguousarray(writes, np.bool_).view(np.uint8)
+    cdef const double[::1] ds = np.ascontiguousarray(dsum, np.float64)
+    cdef const double[::1] sm = np.ascontiguousarray(slow_mem, np.float64)
+    cdef const double[::1] cp = np.ascontiguousarray(compute, np.float64)
+    cdef Py_ssize_t n = size_v.shape[0], b, j, lo, hi, first
+    out = np.zeros(n)
+    cdef double[::1] out_v = out
+    cdef double acc, use
+    for b in range(n):
+        lo, hi = ptr_v[b], ptr_v[b + 1]
+        if lo == hi:
+            continue
+        acc = 0.0
+        first = lo
+        if wr[lo] and not rd[lo]:  # the defining position
+            acc = _msa_benefit(sm, cp, ops_v[lo], ds[lo])
+            first = lo + 1
+        for j in range(first, hi):
+            use = _msa_benefit(sm, cp, ops_v[j], ds[j])
+            if acc > 0 and use > 0:
+                acc = acc + use
+            elif use > acc:
+                acc = use
+        out_v[b] = acc / sqrt(<double>(size_v[b] if size_v[b] > 1 else 1))
+    return out
+
+
+@cython.cdivision(True)
+cdef inline double _msa_benefit(const double[::1] slow_mem, const double[::1] compute, long long t,
+                                double d) noexcept nogil:
+    # GetAlternateMemoryBenefit of a touch at op t saving d seconds of memory time (``_Msa.benefit``)
+    if slow_mem[t] > compute[t]:
+        return d
+    return slow_mem[t] - compute[t]

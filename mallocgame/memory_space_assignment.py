@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mallocgame._native import NativeCopyResource, NativeHeap, NativePrefetcher
+from mallocgame._native import NativeCopyResource, NativeHeap, NativeMsaLoop, NativePrefetcher, msa_memory_boundedness
 from mallocgame.engine import engine
 from mallocgame.hardware.prefetch_cost import PrefetchEvaluator, serve_copies_left
 from mallocgame.hardware.validator import validate_intervals
@@ -1087,6 +1087,9 @@ class _Msa:
         return d if m > c else m - c
 
     def memory_boundedness(self) -> np.ndarray:
+        if self.prefetcher is not None:  # the native engine: the same loop, compiled
+            return msa_memory_boundedness(self.ptr, self.ops, self.reads, self.writes, self.dsum, self.slow_mem,
+                                          self.compute, self.size)
         n = self.problem.n
         out = np.zeros(n)
         ops, writes, reads, dsum = self.ops.tolist(), self.writes.tolist(), self.reads.tolist(), self.dsum.tolist()
@@ -1263,6 +1266,8 @@ class _Msa:
     def run(self, answer: list[FastInterval]) -> list[FastInterval]:
         if self.cross_program:
             self.cross_program_prefetch(answer)
+        if self.prefetcher is not None:  # the native engine: the same loop, compiled
+            return self.run_native(answer)
         for k, b in enumerate(self.order().tolist()):
             if self.done[b] or self.ptr[b] == self.ptr[b + 1] or self.size[b] <= 0 or self.size[b] > self.capacity:
                 continue
@@ -1303,6 +1308,20 @@ class _Msa:
                 self.stats.buffers_fast += 1
             answer.extend(committed)
             self.done[b] = True
+        return answer
+
+    def run_native(self, answer: list[FastInterval]) -> list[FastInterval]:
+        """:meth:`run`'s buffer loop by :class:`mallocgame._native.NativeMsaLoop` over the compiled heap, copy
+        resource and prefetcher: the same decisions, intervals and statistics."""
+        loop = NativeMsaLoop(self.heap, self.res, self.prefetcher, self.ptr, self.ops, self.reads, self.writes,
+                             self.dsum, self.output, self.size, self.align, self.end, self.copy_time, self.elapsed,
+                             self.max_retries, self.max_overlap == "memory", self.overlap_ratio,
+                             self.memory_copy_time)
+        answer.extend(loop.run(self.order(), self.done, self.deadline, MIN_DECIDED, FastInterval))
+        st = self.stats
+        for key in ("prefetches", "evictions", "no_copy", "retries", "uncommits", "read_only", "buffers_fast"):
+            setattr(st, key, getattr(st, key) + getattr(loop, key))
+        st.timed_out = st.timed_out or loop.timed_out
         return answer
 
 

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mallocgame._native import HeapPool, NativeCopyResource, NativeHeap, NativePrefetcher
+from mallocgame._native import HeapPool, NativeCopyResource, NativeHeap, NativePrefetcher, msa_memory_boundedness
 from mallocgame.engine import ENGINE_ENV
 from mallocgame.hardware.spec import PRESETS
 from mallocgame.importers.hlo import load_hlo
@@ -114,6 +114,49 @@ def test_the_engine_variable_picks_the_heap(monkeypatch):
             monkeypatch.setenv(ENGINE_ENV, value)
         msa = _Msa(problem, TPU, NO_DEADLINE)
         assert (type(msa.heap), type(msa.res), type(msa.prefetcher)) == (NativeHeap, NativeCopyResource, NativePrefetcher)
+
+
+def test_the_native_engine_runs_the_compiled_buffer_loop(monkeypatch):
+    # the native engine's run never enters the Python tries (_Msa.allocate, _BufferTry); the Python engine's does
+    problem = prepare(layered_network(60, seed=1), mode="prefetch", capacity_fraction=0.25, hardware=TPU)[0]
+
+    def python_try(self, *args, **kwargs):
+        raise AssertionError("the Python try ran")
+
+    monkeypatch.setattr(_Msa, "allocate", python_try)
+    monkeypatch.setenv(ENGINE_ENV, "native")
+    answer, stats = msa_run(problem, TPU, NO_DEADLINE)
+    assert answer and stats["buffers_fast"] > 0
+    monkeypatch.setenv(ENGINE_ENV, "python")
+    with pytest.raises(AssertionError, match="the Python try ran"):
+        msa_run(problem, TPU, NO_DEADLINE)
+
+
+def test_native_memory_boundedness_is_the_python_one_to_the_bit(monkeypatch):
+    problem = prepare(XLA["gpt2-tiny-train-adam"].build(), mode="prefetch")[0]
+    monkeypatch.setenv(ENGINE_ENV, "python")
+    msa = _Msa(problem, problem.hardware, NO_DEADLINE)
+    ref = msa.memory_boundedness()
+    nat = msa_memory_boundedness(msa.ptr, msa.ops, msa.reads, msa.writes, msa.dsum, msa.slow_mem, msa.compute, msa.size)
+    assert ref.any() and nat.tolist() == ref.tolist()
+
+
+@pytest.mark.parametrize("n", (80, 400))
+def test_both_engines_stop_alike_at_a_passed_deadline(monkeypatch, n):
+    # a deadline already passed: the first MIN_DECIDED buffers of the order are decided (a try reads the clock
+    # every 64 touches), the rest left in slow memory; the same answer and statistics from both engines
+    def build():
+        return prepare(layered_network(n, seed=5), mode="prefetch", capacity_fraction=0.25, hardware=TPU)[0]
+
+    out = {}
+    for name in ("python", "native"):
+        monkeypatch.setenv(ENGINE_ENV, name)
+        problem = build()
+        answer, stats = msa_run(problem, TPU, 0.0)
+        assert answer is not None and stats["timed_out"] and stats["cut_short"]
+        out[name] = (rows(answer), stats)
+    assert out["native"] == out["python"]
+    assert out["native"][0]  # some buffers were decided before the clock was read
 
 
 @functools.cache
