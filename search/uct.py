@@ -78,7 +78,7 @@ from mallocgame.lift import hint_intervals
 from mallocgame.model import Solution, Status, offsets_array, offsets_tuple
 from mallocgame.request import SolveRequest
 from mallocgame.search.game import Game, GameConfig
-from mallocgame.search.game_data import GameData
+from mallocgame.search.game_data import GameData, GameDataCutShort
 from mallocgame.search.game_prefetch import PrefetchData, intervals_of, rows_of
 from mallocgame.session import BASELINE_SHARE, VARIANTS_SHARE, held_baselines, no_worse_than_held, session_for
 
@@ -640,7 +640,13 @@ def solve_with_uct(name: str, request: SolveRequest, cfg: MCTSConfig, game_cfg, 
             return Solution(offsets=(None,) * problem.n, status=Status.FEASIBLE, mode=problem.mode, objective=0.0,
                             wall_time=time.monotonic() - t0, solver=name, stats=stats)
 
-        data = data or PrefetchData.of(problem, hardware)
+        try:
+            data = data or PrefetchData.of(problem, hardware, until=deadline)
+        except GameDataCutShort:  # no game fits in the time left: the best baseline held (else all-slow) answers
+            stats["game"] = "not built: its data's build reached the deadline"
+            slow = Solution(offsets=(None,) * problem.n, status=Status.FEASIBLE, mode=problem.mode, objective=0.0,
+                            wall_time=time.monotonic() - t0, solver=name, stats=stats)
+            return no_worse_than_held(problem, hardware, slow, held, answer_from="all-slow", value=0.0)
         # The baselines first (the lifted greedy, then msa within its share of the time), then the greedy fallbacks
 
         incumbents = prefetch_incumbents(problem, hardware, game_cfg, hint, t0 + 0.25 * time_limit,
