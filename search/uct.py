@@ -643,7 +643,9 @@ def solve_with_uct(name: str, request: SolveRequest, cfg: MCTSConfig, game_cfg, 
         try:
             data = data or PrefetchData.of(problem, hardware, until=deadline)
         except GameDataCutShort:  # no game fits in the time left: the best baseline held (else all-slow) answers
-            stats["game"] = "not built: its data's build reached the deadline"
+            stats.update({"game": "not built: its data's build reached the deadline", "variant": game_cfg.variant,
+                          "k": game_cfg.k, "simulations_per_move": cfg.simulations, "simulations": 0, "moves": 0,
+                          "searched_moves": 0, "finished_greedily_at": 0})
             slow = Solution(offsets=(None,) * problem.n, status=Status.FEASIBLE, mode=problem.mode, objective=0.0,
                             wall_time=time.monotonic() - t0, solver=name, stats=stats)
             return no_worse_than_held(problem, hardware, slow, held, answer_from="all-slow", value=0.0)
