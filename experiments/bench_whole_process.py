@@ -60,7 +60,7 @@ def timed(root: str, args: list[str]) -> dict:
                "print(json.dumps({'wall': time.monotonic() - t, 'cpu': u.ru_utime + u.ru_stime, "
                "'rss_mb': u.ru_maxrss / 1024, 'code': r.returncode, 'out': r.stdout, 'err': r.stderr}))")
     res = subprocess.run([sys.executable, "-c", wrapper, sys.executable, *args], capture_output=True, text=True,
-                         env=os.environ | {"PYTHONPATH": root}, check=True)
+                         env=os.environ | {"PYTHONPATH": root}, cwd=root, check=True)  # cwd: -m imports from it
     return json.loads(res.stdout)
 
 
@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     from _common import write_results
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("file")
+    ap.add_argument("file", type=lambda f: str(Path(f).resolve()))
     ap.add_argument("--roots", required=True, help="comma-separated checkouts (the first: the phases)")
     ap.add_argument("--solvers", default="greedy-xla,best-fit")
     ap.add_argument("--write-csv", action="store_true", help="also -o SOLUTION.csv (compared across roots)")
@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
                   "| total | max RSS MB |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for solver in [s for s in args.solvers.split(",") if s]:
             res = subprocess.run([sys.executable, "-c", PHASES, args.file, solver], capture_output=True, text=True,
-                                 env=os.environ | {"PYTHONPATH": roots[0]}, check=True)
+                                 env=os.environ | {"PYTHONPATH": roots[0]}, cwd=roots[0], check=True)
             got = json.loads(res.stdout.strip().splitlines()[-1])
             marks = dict(got["marks"])
             row = (f"| {solver} | " + " | ".join(f"{v:.2f}" for v in marks.values())
