@@ -18,8 +18,7 @@ evaluators, overlap index, bounds, the mode's baselines, built once). The comman
 
 Solvers must end within the budget (``request.budget.keep_back(n=...)`` is the instant to stop searching),
 take all randomness from ``request.seed``, and never print. A solver may name heavy modules it imports in a
-class attribute ``preload`` (a tuple of module names): the runner imports them before its clock starts (in
-``mallocgame solve`` they count in the limit, down to a floor: `mallocgame.solving.solve_beside_bound`). The
+class attribute ``preload`` (a tuple of module names): the runner imports them before its clock starts. The
 runner (`mallocgame.runner`) validates and scores whatever they return. A solver should send each better answer
 as it finds it (`mallocgame.incumbents.offer`): one still running `LIMIT_GRACE` seconds after its time limit is
 stopped, and the best answer it sent is reported.

@@ -167,9 +167,8 @@ def solve_beside_bound(name: str, problem: Problem, hardware, *, time_limit: flo
 
     The bound is the tightest known without waiting (the instant bound or the cached one,
     `mallocgame.session.Session.bound`), built before the fork in milliseconds; nothing runs beside the
-    solver. The limit counts from this call: the seconds of the shared caches, the bound and the solver's
-    declared heavy imports (`mallocgame.runner.preload`) come off the solver's limit (it keeps at least
-    `SOLVER_SHARE` of it).
+    solver. The limit counts from this call: the seconds of the shared caches and the bound come off the
+    solver's limit (it keeps at least `SOLVER_SHARE` of it); the solver's declared heavy imports do not.
     The child sends each better answer as found (`mallocgame.incumbents`; ``on_improvement`` is
     called with each `mallocgame.incumbents.Improvement`, ``on_bound`` with the bound); a child still
     running at its limit + `mallocgame.protocol.LIMIT_GRACE` is stopped and the best answer it sent
@@ -179,13 +178,13 @@ def solve_beside_bound(name: str, problem: Problem, hardware, *, time_limit: flo
     asked = time.monotonic()
     shared_caches(problem, hardware)
     bound = problem_bound(problem, hardware)  # the solver's child inherits it
+    # the shared caches and the bound grow with the input: their seconds count in the limit (down to a floor
+    # of SOLVER_SHARE of it for the solver), so that a big input's command still ends near its limit
+    solver_limit = max(time_limit - (time.monotonic() - asked), SOLVER_SHARE * time_limit)
     if on_bound is not None:
         on_bound(bound)
-    for solver in dict.fromkeys(filter(None, (name, warm_start))):  # heavy imports before the fork, once
+    for solver in dict.fromkeys(filter(None, (name, warm_start))):  # heavy imports before the child's clock starts
         preload(load_solver(solver))
-    # the shared caches (they grow with the input), the bound and the heavy imports count in the limit, down to a
-    # floor of SOLVER_SHARE of it for the solver: the command ends near its limit, a short limit still solves
-    solver_limit = max(time_limit - (time.monotonic() - asked), SOLVER_SHARE * time_limit)
     run = ChildCall.start(solve_with_warm_start, (name, problem, hardware),
                           dict(time_limit=solver_limit, seed=seed, hint=hint, warm_start=warm_start, options=options,
                                compute_bound=False), channel=(problem, name))
