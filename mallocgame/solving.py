@@ -154,11 +154,6 @@ def solve_with_warm_start(name: str, problem: Problem, hardware, *, time_limit: 
                   warm_start=warm_start, options=options, bound=bound, keep_hint=keep_hint)
 
 
-# The least share of the time limit a solver gets in `solve_beside_bound` when the shared caches and the bound took
-# the rest (the limit counts from the request, after the input was read).
-SOLVER_SHARE = 0.5
-
-
 def solve_beside_bound(name: str, problem: Problem, hardware, *, time_limit: float, seed: int,
                        hint: Solution | None = None, warm_start: str | None = None,
                        options: dict[str, Any] | None = None, on_improvement=None, on_bound=None) -> Report:
@@ -167,29 +162,23 @@ def solve_beside_bound(name: str, problem: Problem, hardware, *, time_limit: flo
 
     The bound is the tightest known without waiting (the instant bound or the cached one,
     `mallocgame.session.Session.bound`), built before the fork in milliseconds; nothing runs beside the
-    solver. The limit counts from this call: the seconds of the shared caches and the bound come off the
-    solver's limit (it keeps at least `SOLVER_SHARE` of it); the solver's declared heavy imports do not.
-    The child sends each better answer as found (`mallocgame.incumbents`; ``on_improvement`` is
+    solver. The child sends each better answer as found (`mallocgame.incumbents`; ``on_improvement`` is
     called with each `mallocgame.incumbents.Improvement`, ``on_bound`` with the bound); a child still
-    running at its limit + `mallocgame.protocol.LIMIT_GRACE` is stopped and the best answer it sent
+    running at ``time_limit`` + `mallocgame.protocol.LIMIT_GRACE` is stopped and the best answer it sent
     (or the hint, if better) is reported, validated, FEASIBLE, with the note "stopped at the limit"
     (`mallocgame.report.stopped_at_limit`).
     """
-    asked = time.monotonic()
     shared_caches(problem, hardware)
     bound = problem_bound(problem, hardware)  # the solver's child inherits it
-    # the shared caches and the bound grow with the input: their seconds count in the limit (down to a floor
-    # of SOLVER_SHARE of it for the solver), so that a big input's command still ends near its limit
-    solver_limit = max(time_limit - (time.monotonic() - asked), SOLVER_SHARE * time_limit)
     if on_bound is not None:
         on_bound(bound)
     for solver in dict.fromkeys(filter(None, (name, warm_start))):  # heavy imports before the child's clock starts
         preload(load_solver(solver))
     run = ChildCall.start(solve_with_warm_start, (name, problem, hardware),
-                          dict(time_limit=solver_limit, seed=seed, hint=hint, warm_start=warm_start, options=options,
+                          dict(time_limit=time_limit, seed=seed, hint=hint, warm_start=warm_start, options=options,
                                compute_bound=False), channel=(problem, name))
     # a thread reads the child's answers and stops it at the limit, whatever this process does meanwhile
-    run.keep_limit(run.started + solver_limit + LIMIT_GRACE, on_improvement)
+    run.keep_limit(run.started + time_limit + LIMIT_GRACE, on_improvement)
     try:
         try:
             result = run.result()

@@ -9,7 +9,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -252,29 +251,3 @@ def test_reschedule_stopped_in_a_later_round_reports_that_rounds_answer_with_its
     # the answer belongs to the written, re-scheduled workload (solve checked it too before writing)
     v = run_cli("validate", str(tmp_path / "a.workload.json"), str(tmp_path / "a.csv"), "--mode", "pack")
     assert v.returncode == 0, v.stdout + v.stderr
-
-
-def test_the_shared_caches_and_the_bound_count_in_the_limit(monkeypatch):
-    """`solve_beside_bound`: the seconds of the shared caches and the bound (they grow with the input) come off the
-    solver's limit, down to SOLVER_SHARE of it; the parent stops the child at that limit + the grace."""
-    from mallocgame import solving
-    from mallocgame.hardware.spec import PRESETS
-    from mallocgame.inputs.generate import layered_network
-    from mallocgame.model import InputError
-
-    problem, hardware = layered_network(40, seed=1), PRESETS["tpuv4i"]
-    started: list[float] = []
-
-    def slow_caches(*_):
-        time.sleep(0.3)
-
-    def no_child(function, args, kwargs, channel):
-        started.append(kwargs["time_limit"])
-        raise InputError("stop here")
-
-    monkeypatch.setattr(solving, "shared_caches", slow_caches)
-    monkeypatch.setattr(solving.ChildCall, "start", no_child)
-    for limit, most, least in ((1.0, 0.7, 0.5), (0.4, 0.2, 0.2)):
-        with pytest.raises(InputError):
-            solving.solve_beside_bound("greedy-xla", problem, hardware, time_limit=limit, seed=0)
-        assert least <= started[-1] <= most + 1e-9, (limit, started[-1])
