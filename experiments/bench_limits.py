@@ -17,7 +17,7 @@ group killed and is reported as ``timeout``. The table is rewritten after every 
 that is stopped keeps what it measured.
 
     nice python experiments/bench_limits.py --sizes 20000 [--one-op 500000] [--solvers a,b] [--modes map,pack]
-        [--time-limit 10] [--out limits_20k.md]
+        [--time-limit 10] [--workload FILE.json] [--root CHECKOUT] [--out limits_20k.md]
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+# the checkout whose mallocgame runs (--root: another, e.g. a copy of the code before a change)
+ROOT = Path(os.environ.get("BENCH_LIMITS_ROOT") or Path(__file__).resolve().parents[1])
 MODES = ("map", "pack", "prefetch")
 
 
@@ -132,8 +133,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--modes", default=",".join(MODES))
     ap.add_argument("--time-limit", type=float, default=10.0)
     ap.add_argument("--timeout", type=float, default=None, help="seconds before a command is killed")
+    ap.add_argument("--root", default=None, help="the checkout to run (default: this script's own)")
+    ap.add_argument("--workload", action="append", default=[], metavar="PATH",
+                    help="a workload file written already (e.g. layered-2000000.json), measured as it is (repeatable)")
     ap.add_argument("--out", default=None, help="results file under experiments/results/ (default limits_SIZES.md)")
     args = ap.parse_args(argv)
+    if args.root:
+        global ROOT
+        ROOT = Path(args.root).resolve()
+        os.environ["BENCH_LIMITS_ROOT"] = str(ROOT)  # the wrappers (this script again) run it too
 
     sizes = [int(x) for x in args.sizes.split(",") if x]
     one_ops = [int(x) for x in args.one_op.split(",") if x]
@@ -157,12 +165,16 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         workloads = [(f"layered-{n}", n, write_layered) for n in sizes] + \
-                    [(f"one-op-{n}", n, write_one_op) for n in one_ops]
+                    [(f"one-op-{n}", n, write_one_op) for n in one_ops] + \
+                    [(Path(w).name.split(".")[0], 0, None) for w in args.workload]
         for name, n, write in workloads:
             path = tmp / f"{name}.json"
-            t = time.monotonic()
-            write(path, n)
-            print(f"{name}: written in {time.monotonic() - t:.1f} s", file=sys.stderr, flush=True)
+            if write is None:  # --workload: the given file, read where it is (not deleted)
+                path = Path(next(w for w in args.workload if Path(w).name.split(".")[0] == name)).resolve()
+            else:
+                t = time.monotonic()
+                write(path, n)
+                print(f"{name}: written in {time.monotonic() - t:.1f} s", file=sys.stderr, flush=True)
             for mode in modes:
                 pack = mode == "pack"
                 todo = [s for s in solvers if mode in available[s]]
@@ -190,7 +202,8 @@ def main(argv: list[str] | None = None) -> int:
                     print(line, flush=True)
                     lines.append(line)
                     write_results(out_name, "\n".join(lines) + "\n", argv=argv, quiet=True)
-            path.unlink()
+            if write is not None:
+                path.unlink()
     lines += ["", f"Rows over limit + load + 1 s (or killed at the timeout): {over_count}"]
     write_results(out_name, "\n".join(lines) + "\n", argv=argv)
     return 0

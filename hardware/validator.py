@@ -20,6 +20,8 @@ from typing import Sequence
 
 import numpy as np
 
+from mallocgame._native import first_overlap_loop
+from mallocgame.engine import engine
 from mallocgame.intervals import overlapping_pairs
 from mallocgame.model import KEY_WIDTH, Buffer, Problem
 
@@ -92,7 +94,16 @@ PAIR_LIMIT = 4_000_000  # past this many interfering pairs the sweep is cheaper 
 
 
 def first_overlap(problem: Problem, offsets: Sequence[int | None]) -> str | None:
-    """The first pair of live-overlapping placed buffers that share an address, if any."""
+    """The first pair of live-overlapping placed buffers that share an address, if any.
+
+    With the ``native`` engine (:mod:`mallocgame.engine`) the sweep runs compiled
+    (``mallocgame._native.first_overlap_loop``, the same events in the same order, the same pair) whenever the
+    offsets fit 64-bit integers; ``python`` runs the loop below, the reference.
+    """
+    if engine() == "native":
+        pair = _native_first_overlap(problem, offsets)
+        if pair is not None:
+            return None if pair[0] < 0 else _overlap_message(problem, pair[0], pair[1], offsets)
     bufs = problem.buffers
     events = []  # (time, kind, index); kind 0 = release, sorts before 1 = allocate at equal times
     for i, (b, off) in enumerate(zip(bufs, offsets)):
@@ -112,6 +123,31 @@ def first_overlap(problem: Problem, offsets: Sequence[int | None]) -> str | None
                 return _overlap_message(problem, near[2], i, offsets)
         active.insert(item)
     return None
+
+
+def _native_first_overlap(problem: Problem, offsets: Sequence[int | None]) -> tuple[int, int] | None:
+    """The compiled sweep's ``(i, j)`` (``(-1, -1)``: no overlap), or ``None`` when an offset or a top does not fit
+    a 64-bit integer (the Python sweep then judges)."""
+    a = problem.arrays
+    placed = np.flatnonzero(np.fromiter((o is not None for o in offsets), bool, len(offsets)))
+    try:
+        placed_off = np.array([offsets[i] for i in placed.tolist()])
+        if len(placed_off) and placed_off.dtype.kind != "i":  # floats or odd values
+            return None
+        placed_off = placed_off.astype(np.int64)
+        off = np.zeros(len(offsets), np.int64)
+        off[placed] = placed_off
+        with np.errstate(over="raise"):
+            top = off + a.size.astype(np.int64)
+    except (OverflowError, TypeError, ValueError, FloatingPointError):
+        return None
+    if len(placed_off) and (int(placed_off.max()) + int(a.size.max()) >= 2 ** 63):
+        return None
+    times = np.concatenate([a.start[placed], a.end[placed]]).astype(np.int64)
+    kinds = np.concatenate([np.ones(len(placed), np.int8), np.zeros(len(placed), np.int8)])
+    index = np.concatenate([placed, placed]).astype(np.int64)
+    order = np.lexsort((index, kinds, times))  # (time, kind, index): what the Python sweep sorts its events by
+    return first_overlap_loop(np.ascontiguousarray(index[order]), np.ascontiguousarray(kinds[order]), off, top)
 
 
 class _SortedBlocks:

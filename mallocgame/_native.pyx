@@ -20,7 +20,9 @@ multiply-adds; the same operations in the same order). The boundary, what Python
 * ``NativeHeap``, ``NativeCopyResource``, ``NativePrefetcher``: msa's fast-memory heap, copy budgets and a use's
   prefetch (``mallocgame/_msa.pxi``, ``mallocgame.memory_space_assignment``);
 * ``first_fit_loop(...)``, ``CanonicalSearch``, ``ComponentTables``, ``FailedStates``: pack-search's first fit and
-  canonical search (``mallocgame/_pack.pxi``, ``mallocgame.solvers.pack_search.search``).
+  canonical search (``mallocgame/_pack.pxi``, ``mallocgame.solvers.pack_search.search``);
+* ``first_overlap_loop(...)``: the validator's sweep over time (``hardware/_overlap_sweep.pxi``,
+  ``mallocgame.hardware.validator.first_overlap``).
 
 msa's and pack-search's parts divide as C does (``@cython.cdivision(True)`` on each of their functions and
 classes), as they were written and checked against their references; the other parts divide as Python does.
@@ -41,3 +43,4 @@ include "../search/_prefetch_game.pxi"
 include "_placement.pxi"
 include "_msa.pxi"
 include "_pack.pxi"
+include "../hardware/_overlap_sweep.pxi"

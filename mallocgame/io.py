@@ -306,29 +306,27 @@ def _csv_line(fields: Iterable[Any]) -> str:
 def problem_csv_text(problem: Problem, offsets: Sequence[int | None] | None = None) -> str:
     """The problem (and optionally a solution's offsets) as MiniMalloc-style CSV text.
 
-    Ids with commas, quotes or line breaks are quoted (RFC 4180), so the readers get them back.
+    Ids with commas, quotes or line breaks are quoted (RFC 4180), so the readers get them back. The rows are
+    made column by column from the problem's arrays (no buffer object is made).
     """
-    with_benefit = any(b.benefit is not None for b in problem.buffers)
+    a, bufs = problem.arrays, problem.buffers
+    with_benefit = not np.isnan(a.benefit).all()
     # MiniMalloc's alignment column, as its converter writes it: only when a buffer needs it
-    with_alignment = any(b.alignment != 1 for b in problem.buffers)
+    with_alignment = bool((a.alignment != 1).any())
     cols = list(CSV_COLUMNS) + (["alignment"] if with_alignment else []) + (["benefit"] if with_benefit else []) + \
         (["offset"] if offsets is not None else [])
-    lines = [_csv_line(cols)]
-    if not with_alignment and not any(c in "\0".join(b.id for b in problem.buffers) for c in ',"\r\n'):
-        # the common case, fast: no id needs quoting
-        bufs = problem.buffers
-        ben = ([""] * len(bufs) if not with_benefit else
-               ["," + ("" if b.benefit is None else _fmt_num(b.benefit)) for b in bufs])
-        off = [""] * len(bufs) if offsets is None else ["," if o is None else f",{o}" for o in offsets]
-        return lines[0] + "".join([f"{b.id},{b.start},{b.end},{b.size}{x}{y}\n" for b, x, y in zip(bufs, ben, off)])
-    for i, b in enumerate(problem.buffers):
-        row = [b.id, str(b.start), str(b.end), str(b.size)] + ([str(b.alignment)] if with_alignment else [])
-        if with_benefit:
-            row.append("" if b.benefit is None else _fmt_num(b.benefit))
-        if offsets is not None:
-            row.append("" if offsets[i] is None else str(offsets[i]))
-        lines.append(_csv_line(row))
-    return "".join(lines)
+    ids = problem.ids
+    if any(c in "\0".join(ids) for c in ',"\r\n'):  # some id needs quoting: each is looked at
+        ids = [_csv_line([i])[:-1] for i in ids]
+    columns: list[Iterable[str]] = [ids] + [map(str, c.tolist()) for c in (a.start, a.end, a.size)]
+    if with_alignment:
+        columns.append(map(str, a.alignment.tolist()))
+    if with_benefit:  # a table's column is its buffers' benefit; objects keep theirs (an int stays an int)
+        given = a.benefit.tolist() if isinstance(bufs, BufferTable) else [b.benefit for b in bufs]
+        columns.append(["" if b is None or b != b else _fmt_num(b) for b in given])
+    if offsets is not None:
+        columns.append(["" if o is None else str(o) for o in offsets])
+    return _csv_line(cols) + "".join([row + "\n" for row in map(",".join, zip(*columns))])
 
 
 def write_solution_csv(path: str | os.PathLike, problem: Problem, solution: Solution) -> None:

@@ -39,7 +39,7 @@ from mallocgame.lift import lift_map_answer
 from mallocgame.memory_space_assignment import msa_run
 from mallocgame.model import FastInterval, Problem, ProblemRef, Solution, Status, derived_facts, offsets_tuple
 from mallocgame.objective import better
-from mallocgame.placement import greedy_place, pack_start, xla_order
+from mallocgame.placement import greedy_place, pack_start, stack_above, xla_order
 from mallocgame.prefetch_bound import tightened
 
 # The registered solver whose answer is each mode's reference: compare's ``speedup_vs_greedy``
@@ -286,8 +286,13 @@ class Session:
                 ivs = lift_map_answer(problem, offsets)  # valid by construction (the runner validates what it returns)
                 return self.prefetch_evaluator.value(ivs), complete, None, tuple(ivs), {"lifted": True}
             if mode == "pack":  # capacity lifted: every buffer placed (a peak over the capacity is no packing)
+                # cut short: the buffers it did not reach stacked above the rest, still a packing
+                stacked = 0
+                if not complete:
+                    offsets = offsets.copy()
+                    stacked = stack_above(problem, offsets)
                 peak = float((offsets + problem.arrays.size).max()) if problem.n else 0.0
-                return (peak if (offsets >= 0).all() else float("inf")), complete, offsets
+                return peak, complete, offsets, (), ({"stacked": stacked} if stacked else {})
             return self.evaluator.value(offsets), complete, offsets
         if name == "best-fit" and mode == "pack":
             offsets, label = pack_start(problem, float("inf") if deadline is None else deadline, index=self.overlap)

@@ -19,12 +19,26 @@ total bytes``, so the return is ``1 - peak / total bytes``).
 
 from __future__ import annotations
 
+import math
+import time
+
 import numpy as np
 
 from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.intervals import max_live, overlap_index
-from mallocgame.model import Problem
+from mallocgame.model import BUFFER_KINDS, BufferTable, Problem
 from mallocgame.placement import xla_order
+
+
+class GameDataCutShort(TimeoutError):
+    """The game data's build reached its ``until`` (a monotonic deadline) before it was done: no game can be
+    played within the time left; the caller answers with what it holds."""
+
+
+def check_until(until: float, what: str) -> None:
+    """Raise :class:`GameDataCutShort` naming ``what`` when the monotonic clock is past ``until``."""
+    if time.monotonic() >= until:
+        raise GameDataCutShort(f"the game data's build reached its deadline before {what}")
 
 
 def buffer_order(problem: Problem, benefits: np.ndarray, kind: str) -> np.ndarray:
@@ -53,7 +67,8 @@ class GameData:
     and its saving on each.
     """
 
-    def __init__(self, problem: Problem, hardware, *, mode: str | None = None):
+    def __init__(self, problem: Problem, hardware, *, mode: str | None = None, until: float = math.inf):
+        """``until``: a monotonic deadline, checked between the build's steps (:class:`GameDataCutShort` past it)."""
         self.problem = problem
         self.mode = mode or problem.mode
         self.n = problem.n
@@ -64,6 +79,7 @@ class GameData:
         self.capacity: int | None = problem.capacity
         if self.mode == "map" and self.capacity is None:
             raise ValueError(f"{problem.name}: map mode needs a fast-memory capacity")
+        check_until(until, "the overlap index")
         live = max_live(problem)
         # Addresses are normalised by the capacity, or by the max live bytes when there is none.
         self.scale = float(self.capacity if self.capacity is not None else max(live, 1))
@@ -75,8 +91,10 @@ class GameData:
         self.total_bytes = float(max(int(a.size.sum()), 1))
         self.orders: dict = {}  # decision orders of the order variant (search.game_order), built on first use
         self.skyline = None  # the address variant's compressed time and ranks, built on first use
-        self.is_weight = np.array([b.kind == "weight" for b in problem.buffers], np.float64)
-
+        bufs = problem.buffers  # a table's kind column, or the objects' kinds
+        self.is_weight = ((bufs.kind == BUFFER_KINDS.index("weight")).astype(np.float64) if isinstance(bufs, BufferTable)
+                          else np.array([b.kind == "weight" for b in bufs], np.float64))
+        check_until(until, "the evaluator")
         ev = Evaluator.of(problem, hardware)
         self.evaluator = ev
         self.benefit = ev.benefits if self.n else np.zeros(0)
@@ -85,6 +103,7 @@ class GameData:
         density = self.benefit / np.maximum(a.size, 1)
         self.density = density / (density.max() if self.n and density.max() > 0 else 1.0)
         self.additive = ev.additive
+        check_until(until, "the reward model")
         self._build_reward_model(ev)
 
     def _build_reward_model(self, ev: Evaluator) -> None:

@@ -25,6 +25,7 @@ Example:
 from __future__ import annotations
 
 import bisect
+import math
 
 import numpy as np
 
@@ -32,7 +33,7 @@ from mallocgame._native import PrefetchState, PrefetchTables, prefetch_holes
 from mallocgame.hardware.prefetch_cost import PrefetchEvaluator, serve_queue
 from mallocgame.model import FastInterval, Problem, ProblemRef, derived_facts
 from mallocgame.search.game import ACTION_FEATURES, BUFFER_FEATURES, Game, GameConfig, NativeState, Observation
-from mallocgame.search.game_data import GameData, buffer_order
+from mallocgame.search.game_data import GameData, buffer_order, check_until
 
 IN_PLACE = -2  # copy_start of an interval produced in place (in the rows of ``offsets()``)
 RATIO = 1.5  # XLA's preferred copy-to-overlap ratio: a window should hold 1.5 x the copy time
@@ -52,10 +53,12 @@ class PrefetchData(GameData):
 
     problem = ProblemRef()  # held weakly: the store of derived facts keeps no problem alive
 
-    def __init__(self, problem: Problem, hardware):
+    def __init__(self, problem: Problem, hardware, *, until: float = math.inf):
+        """``until``: a monotonic deadline, checked between the build's steps (:class:`GameDataCutShort` past it)."""
         if not problem.has_ops:
             raise ValueError(f"{problem.name}: the prefetch game needs a workload with ops")
-        super().__init__(problem, hardware, mode="prefetch")
+        super().__init__(problem, hardware, mode="prefetch", until=until)
+        check_until(until, "the prefetch evaluator")
         ev = PrefetchEvaluator.of(problem, hardware)
         self.prefetch_evaluator = ev
         self.hardware = hardware
@@ -70,12 +73,14 @@ class PrefetchData(GameData):
         self.n_touches = len(self.t_ops)
         self.touch_of_op: list[list[int]] = [[] for _ in range(n_ops)]  # touch indices per op
         op_operands: list[list[tuple[int, float]]] = [[] for _ in range(n_ops)]
+        check_until(until, "the operands per op")
         for op, k, delta in zip(base.op_of.tolist(), ev.operand_touch.tolist(), base.delta.tolist()):
             op_operands[op].append((k, delta))
         for b in range(self.n):
             for k in range(self.t_ptr[b], self.t_ptr[b + 1]):
                 self.touch_of_op[self.t_ops[k]].append(k)
         self.op_operands = op_operands
+        check_until(until, "the op-time estimates")
         self.compute_l, self.slow_mem_l, self.fixed_l = base.compute.tolist(), base.slow_mem.tolist(), base.fixed.tolist()
         est_slow = ev.op_times(())  # every operand slow
         est_fast = base.op_times(np.ones(self.n, bool))  # every operand fast
@@ -88,12 +93,13 @@ class PrefetchData(GameData):
         self.tables: dict[tuple, PrefetchTables] = {}  # the native engine's, per (order, windows, k), built on first use
 
     @classmethod
-    def of(cls, problem: Problem, hardware) -> "PrefetchData":
-        """Built once per (problem, hardware), like :meth:`PrefetchEvaluator.of`."""
+    def of(cls, problem: Problem, hardware, *, until: float = math.inf) -> "PrefetchData":
+        """Built once per (problem, hardware), like :meth:`PrefetchEvaluator.of`; ``until``: the build's deadline
+        (:class:`GameDataCutShort` past it, and nothing is kept)."""
         facts = derived_facts(problem)  # the one store of derived facts (mallocgame.session)
         d = facts.get(("prefetch_game", hardware))
         if d is None:
-            d = facts["prefetch_game", hardware] = cls(problem, hardware)
+            d = facts["prefetch_game", hardware] = cls(problem, hardware, until=until)
         return d
 
     def segments_of(self, order: str) -> "_Segments":

@@ -78,7 +78,7 @@ from mallocgame.lift import hint_intervals
 from mallocgame.model import Solution, Status, offsets_array, offsets_tuple
 from mallocgame.request import SolveRequest
 from mallocgame.search.game import Game, GameConfig
-from mallocgame.search.game_data import GameData
+from mallocgame.search.game_data import GameData, GameDataCutShort
 from mallocgame.search.game_prefetch import PrefetchData, intervals_of, rows_of
 from mallocgame.session import BASELINE_SHARE, VARIANTS_SHARE, held_baselines, no_worse_than_held
 
@@ -635,11 +635,19 @@ def solve_with_uct(name: str, request: SolveRequest, cfg: MCTSConfig, game_cfg, 
     if problem.mode == "prefetch" and (problem.n == 0 or not problem.has_ops):  # nothing to serve: the empty answer
         return Solution(offsets=(None,) * problem.n, status=Status.FEASIBLE, mode=problem.mode, objective=0.0,
                         wall_time=time.monotonic() - budget.started, solver=name, stats=stats)
-    data, incumbents = _fallback_answers(request, game_cfg, data, held)
+    deadline = budget.stop_at(0.95)
+    try:
+        data, incumbents = _fallback_answers(request, game_cfg, data, held, until=deadline)
+    except GameDataCutShort:  # no game fits in the time left: the best baseline held (else all-slow) answers
+        stats.update({"game": "not built: its data's build reached the deadline", "variant": game_cfg.variant,
+                      "k": game_cfg.k, "simulations_per_move": cfg.simulations, "simulations": 0, "moves": 0,
+                      "searched_moves": 0, "finished_greedily_at": 0})
+        slow = Solution(offsets=(None,) * problem.n, status=Status.FEASIBLE, mode=problem.mode, objective=0.0,
+                        wall_time=time.monotonic() - budget.started, solver=name, stats=stats)
+        return no_worse_than_held(problem, request.hardware, slow, held, answer_from="all-slow", value=0.0)
     if prepare is not None:
         prior = prepare(prior, stats)
     search = UCTSearch(cfg, np.random.default_rng(request.seed), prior=prior, leaf_value=leaf_value)
-    deadline = budget.stop_at(0.95)
     if incumbents and time.monotonic() >= greedy_finish_until(deadline, budget.started):  # too late to play a game
         result = SearchResult(best=max(incumbents, key=lambda e: e.value), finished_greedily_at=0)
     else:
@@ -649,7 +657,8 @@ def solve_with_uct(name: str, request: SolveRequest, cfg: MCTSConfig, game_cfg, 
     return _uct_answer(name, request, game_cfg, data, result, incumbents, held, stats)
 
 
-def _fallback_answers(request: SolveRequest, game_cfg, data, held: list) -> tuple[Any, list[Episode]]:
+def _fallback_answers(request: SolveRequest, game_cfg, data, held: list, *,
+                      until: float = math.inf) -> tuple[Any, list[Episode]]:
     """``(data, incumbents)``: the game's data and the answers the search starts from and never ends below.
 
     Prefetch mode: the baselines (the lifted greedy, then msa within its share of the time), then the greedy
@@ -657,7 +666,7 @@ def _fallback_answers(request: SolveRequest, game_cfg, data, held: list) -> tupl
     them replays greedy-xla exactly), the mode's baselines from the facts (greedy-xla; best fit), and the hint."""
     problem, hardware, hint, budget = request.problem, request.hardware, request.hint, request.budget
     if problem.mode == "prefetch":
-        data = data or PrefetchData.of(problem, hardware)
+        data = data or PrefetchData.of(problem, hardware, until=until)  # GameDataCutShort past ``until``
         return data, prefetch_incumbents(problem, hardware, game_cfg, hint, budget.at(0.25), session=request.facts,
                                          msa_deadline=budget.at(BASELINE_SHARE),
                                          variants_until=budget.at(VARIANTS_SHARE), held=held)

@@ -270,7 +270,7 @@ def offsets_by_id(problem: Problem, offsets: Sequence[int | None] | None) -> dic
     """``{"b7": 1024, "b9": None}``: a solution's offsets keyed by buffer id (``None``: slow memory)."""
     if offsets is None or len(offsets) != problem.n:
         return None
-    return {b.id: (None if o is None else int(o)) for b, o in zip(problem.buffers, offsets)}
+    return {i: (None if o is None else int(o)) for i, o in zip(problem.ids, offsets)}
 
 
 def dump_json(data: Any) -> str:

@@ -220,7 +220,9 @@ def _solve_outputs(report, problem: Problem, spec, outs: _SolveOutputs, *, probl
     summary = report.summary(has_ops=problem.has_ops)
     if problem.capacity is None:
         summary += " capacity=none" + (" (--minimize-peak: validated without a capacity)" if minimize_peak else "")
-    document = _report_json(report, problem, spec, minimize_peak)
+    # the JSON report only when something prints or writes it (its offsets, one per buffer, cost seconds on big inputs)
+    wanted = bool(report_path or outs.as_json or rescheduled is not None)
+    document = _report_json(report, problem, spec, minimize_peak) if wanted else {}
     answer = None
     if report.valid and output:
         answer = (intervals_csv_text(problem, report.intervals) if problem.mode == "prefetch"
