@@ -155,6 +155,12 @@ cdef class PrefetchTables:
     cdef vector[Hole] hs
     cdef vector[double] left
     cdef vector[Py_ssize_t] nxt
+    # scratch of one look-ahead (``PrefetchState._look_ahead``; capacities kept, so that it allocates nothing)
+    cdef vector[Rec] la_recs
+    cdef vector[Scalars] la_marks
+    cdef vector[size_t] la_starts
+    cdef vector[Hole] la_holes
+    cdef vector[bint] la_inf
 
     def __init__(self, d, seg, Py_ssize_t windows, Py_ssize_t k):
         cdef Py_ssize_t op, i
@@ -247,6 +253,16 @@ cdef class PrefetchState:
         self.o_inf.resize(tables.nw * tables.k)
         self.basic_valid = self.opts_valid = False
         self.rec = NULL
+
+    def __dealloc__(self):
+        # Cython destroys the C++ members it declares one by one, not those in C arrays: free these here (else
+        # every state dropped, every clone of a search among them, leaks its queues and cover counts)
+        cdef int kind
+        for kind in range(2):
+            self.queue[kind].clear()
+            self.queue[kind].shrink_to_fit()
+            self.cover[kind].clear()
+            self.cover[kind].shrink_to_fit()
 
     def clone(self):
         """An independent copy; the tables and the undo journal (immutable) are shared."""
@@ -538,30 +554,33 @@ cdef class PrefetchState:
         cdef bint ext = self.o_extend
         cdef long long o_open = self.o_open, o_close = self.o_close_end
         cdef long long win[3]
-        cdef vector[Hole] holes = self.o_holes
-        cdef vector[bint] inf = self.o_inf
+        tb.la_holes = self.o_holes
+        tb.la_inf = self.o_inf
         cdef Py_ssize_t nh[3]
         cdef int g
         for g in range(3):
             win[g], nh[g] = self.o_win[g], self.o_nholes[g]
-        cdef vector[Rec] recs
-        cdef vector[Scalars] marks
-        cdef vector[size_t] starts
+        cdef vector[Rec]* recs = &tb.la_recs
+        cdef vector[Scalars]* marks = &tb.la_marks
+        cdef vector[size_t]* starts = &tb.la_starts
         cdef double total
         cdef Py_ssize_t i
+        recs.clear()
+        marks.clear()
+        starts.clear()
         starts.push_back(0)
         marks.push_back(self._scalars())
-        total = self._apply(action, &recs)
+        total = self._apply(action, recs)
         starts.push_back(recs.size())
         while not tb.s_last[self.pos - 1]:
             self._basic()  # extend or slow: the holes are not needed
             marks.push_back(self._scalars())
-            total += self._apply(tb.extend_action if self.o_extend else tb.slow_action, &recs)
+            total += self._apply(tb.extend_action if self.o_extend else tb.slow_action, recs)
             starts.push_back(recs.size())
         for i in range(<Py_ssize_t> marks.size() - 1, -1, -1):
-            self._revert(recs, starts[i], starts[i + 1], marks[i])
+            self._revert(recs[0], starts[0][i], starts[0][i + 1], marks[0][i])
         self.o_extend, self.o_open, self.o_close_end = ext, o_open, o_close
-        self.o_holes, self.o_inf = holes, inf
+        self.o_holes, self.o_inf = tb.la_holes, tb.la_inf
         for g in range(3):
             self.o_win[g], self.o_nholes[g] = win[g], nh[g]
         self.o_greedy = -1
