@@ -351,7 +351,8 @@ def main() -> None:
         show("|---|---:|---:|---:|---:|---:|---|")
         for engine in ENGINES:
             per_s, sims, cpu = mcts_rate(problem, engine, args.mcts_prefetch_seconds)
-            goal = "met" if per_s >= MCTS_SIMULATIONS_GOAL else f"missed x{MCTS_SIMULATIONS_GOAL / max(per_s, 1e-9):.1f}"
+            goal = ("met" if per_s >= MCTS_SIMULATIONS_GOAL else
+                    f"missed x{MCTS_SIMULATIONS_GOAL / per_s:.1f}" if per_s > 0 else "missed (no simulation)")
             show(f"| {engine} | {sims} | {per_s:.2f} | {cpu:.1f} | {sims / max(cpu, 1e-9):.1f} "
                  f"| {os.getloadavg()[0]:.1f} | {goal} |")
     write_results(args.out, (
