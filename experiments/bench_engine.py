@@ -19,7 +19,9 @@ greedy episode on every xla-suite program <= 50 ms (>= 1M steps/s on the 13,465-
 clone <= 5 us; the table says met or missed by how much, per program. With ``--mcts-seconds S`` it also
 runs the ``mcts`` solver in-process (map mode, default options) for S seconds per engine on
 ``layered_network(10000, seed=1)`` and reports its ``simulations`` per wall second and per CPU second (the
-solver's deadline is wall time: on a loaded machine it gets a fraction of a core).
+solver's deadline is wall time: on a loaded machine it gets a fraction of a core). With
+``--mcts-prefetch-seconds S`` it does the same in prefetch mode (the prefetch game) on
+``layered_network(10000, seed=1)`` at 25% of its max live bytes (goal: >= 100 simulations/s).
 
 The prefetch game (``GameConfig(variant="prefetch", order="xla")``, mcts's game in prefetch mode) on every
 program of the xla suite in prefetch mode at 25% of its max live bytes (as experiments/bench_prefetch_game.py
@@ -51,7 +53,7 @@ solve FILE --solver greedy-xla|best-fit`` on ``layered_network(1000000, seed=1)`
 engines, and where the time goes (reading the file in a child of its own; the solver's own wall time).
 
 Usage: nice python experiments/bench_engine.py [--games order,prefetch] [--layered 10000] [--episodes 3]
-       [--random-steps 2000] [--mcts-seconds 10] [--out PATH]
+       [--random-steps 2000] [--mcts-seconds 10] [--mcts-prefetch-seconds 10] [--out PATH]
        nice python experiments/bench_engine.py --map-games [--layered 10000] [--search-seconds 10] [--map-out PATH]
        nice python experiments/bench_engine.py --msa [--msa-sizes 100000] [--msa-repeat 2] [--msa-out bench_engine_msa.md]
        nice python experiments/bench_engine.py --pack-search [--pack-seeds 0 1 2 3 4] [--out bench_engine_pack.md]
@@ -90,6 +92,7 @@ ENGINES = {"python": OrderGame, "native": NativeOrderGame}
 PREFETCH_ENGINES = {"python": PrefetchGame, "native": NativePrefetchGame}
 PREFETCH_CONFIG = GameConfig(variant="prefetch", order="xla")
 GREEDY_GOAL_S, CLONE_GOAL_US, LSTM_STEPS_GOAL = 0.050, 5.0, 1_000_000
+MCTS_SIMULATIONS_GOAL = 100  # simulations per wall second of a tree search at 10k buffers
 
 
 def greedy_episode(game) -> tuple[list[float], float]:
@@ -262,6 +265,8 @@ def main() -> None:
     ap.add_argument("--episodes", type=int, default=3, help="greedy episodes after the first, per engine")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--mcts-seconds", type=float, default=0.0, help="mcts in-process per engine (0: skip)")
+    ap.add_argument("--mcts-prefetch-seconds", type=float, default=0.0,
+                    help="mcts in-process per engine in prefetch mode (0: skip)")
     ap.add_argument("--out", default="bench_engine.md", help="results file (a bare name: under experiments/results/)")
     ap.add_argument("--msa", action="store_true", help="only msa (bench_msa: its own table, --msa-out)")
     ap.add_argument("--msa-sizes", type=int, nargs="*", default=[100000], help="with --msa: layered_network sizes")
@@ -353,6 +358,21 @@ def main() -> None:
             per_s, sims, cpu = mcts_rate(problem, engine, args.mcts_seconds)
             show(f"| {engine} | {sims} | {per_s:.2f} | {cpu:.1f} | {sims / max(cpu, 1e-9):.1f} "
                  f"| {os.getloadavg()[0]:.1f} |")
+    if args.mcts_prefetch_seconds > 0:
+        held = with_capacity(layered_network(10000, seed=1), 0.25)
+        problem = prepare(held, mode="prefetch", hardware=HW, capacity=held.capacity)[0]
+        show()
+        show(f"mcts in-process, prefetch mode, default options, time_limit {args.mcts_prefetch_seconds:g} s, "
+             f"layered_network(10000, seed=1) at 25% of max live; goal >= 100 simulations/s:")
+        show()
+        show("| engine | simulations | simulations/s (wall) | CPU s | simulations per CPU s | load average | goal |")
+        show("|---|---:|---:|---:|---:|---:|---|")
+        for engine in ENGINES:
+            per_s, sims, cpu = mcts_rate(problem, engine, args.mcts_prefetch_seconds)
+            goal = ("met" if per_s >= MCTS_SIMULATIONS_GOAL else
+                    f"missed x{MCTS_SIMULATIONS_GOAL / per_s:.1f}" if per_s > 0 else "missed (no simulation)")
+            show(f"| {engine} | {sims} | {per_s:.2f} | {cpu:.1f} | {sims / max(cpu, 1e-9):.1f} "
+                 f"| {os.getloadavg()[0]:.1f} | {goal} |")
     write_results(args.out, (
         "# The native engine against the Python reference: the games\n\n"
         "Output of `experiments/bench_engine.py` as printed (both engines in one run, CPU seconds, "

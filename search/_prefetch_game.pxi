@@ -33,6 +33,7 @@ cdef double _RATIO = 1.5  # game_prefetch.RATIO
 cdef int _PREFETCH = 0, _EVICTION = 1
 cdef long long _NO_CAPACITY_TOP = 1LL << 62  # the top hole's top when there is no capacity
 cdef int _SHIFT = 5  # the time index's buckets: 32 ops each
+cdef int _GROUP = 5  # and its groups of 32 buckets, each with the largest of their ends' upper bounds
 
 
 cdef struct Copy:  # a copy of rect r: window [first, deadline), its seconds, its buffer
@@ -55,16 +56,16 @@ cdef struct Iv:  # a fast interval: occupied [occ, end) x [off, top); its copies
     bint has[2]
     double stall[2]
     int next  # the next older interval of its time bucket (-1: none)
-
-
-cdef struct OpState:  # one op: its time now, and how many copy windows of each kind cover it
-    double time
-    int cover[2]
+    int next_long  # the next older interval of its time bucket's long list (below; -2: not on it)
 
 
 cdef struct Bucket:  # the intervals whose occ falls in one bucket of ops: the newest, an upper bound of their ends
     int head
     long long max
+    # the newest of its long intervals: those whose end has passed the bucket's last op. A query over ops after
+    # the bucket walks only these: the others all end inside it. An interval joins when its end first passes the
+    # bucket (recorded, so that undo takes it off again: it is then the list's newest)
+    int long_head
 
 
 cdef struct QItem:  # one queued copy, in service order (deadline, first, buffer, rect)
@@ -97,6 +98,7 @@ cdef enum RecKind:
     R_RECT = 4     # a rect was added
     R_COPY = 5     # copy (ck, idx) was old (has_old) with stall dval
     R_STALL = 6    # stall (ck, idx) was dval
+    R_LONG = 7     # interval idx joined its bucket's long list
 
 
 cdef struct Rec:
@@ -153,6 +155,12 @@ cdef class PrefetchTables:
     cdef vector[Hole] hs
     cdef vector[double] left
     cdef vector[Py_ssize_t] nxt
+    # scratch of one look-ahead (``PrefetchState._look_ahead``; capacities kept, so that it allocates nothing)
+    cdef vector[Rec] la_recs
+    cdef vector[Scalars] la_marks
+    cdef vector[size_t] la_starts
+    cdef vector[Hole] la_holes
+    cdef vector[bint] la_inf
 
     def __init__(self, d, seg, Py_ssize_t windows, Py_ssize_t k):
         cdef Py_ssize_t op, i
@@ -203,10 +211,14 @@ cdef class PrefetchState:
     # (per bucket of ops the newest interval whose occ falls in it, linked to the older ones, and an upper bound
     # of their ends, never lowered: an undone end leaves it high, which only costs a visit)
     cdef vector[Iv] iv
-    cdef vector[OpState] ops
+    # per op: its time now, and per kind how many copy windows cover it (contiguous arrays, so that adding a
+    # window's ops and scanning a run for cover are straight loops the compiler vectorises)
+    cdef vector[double] op_time
+    cdef vector[int] cover[2]
     cdef vector[char] served
     cdef vector[QItem] queue[2]
     cdef vector[Bucket] bk
+    cdef vector[long long] group_max  # per group of buckets, the largest of their ``max``: a query skips a group at once
     cdef _PStep journal
     # the current segment's options: the open interval, where it closes, extend (valid while basic_valid; all a
     # step that extends or goes slow needs), then the copy windows and their holes (valid while opts_valid)
@@ -227,21 +239,30 @@ cdef class PrefetchState:
         self.tb = tables
         self.pos = self.steps = 0
         self.open = self.last_rect = -1
-        cdef OpState op
-        op.cover[0] = op.cover[1] = 0
-        for t in tables.op_time0:
-            op.time = t
-            self.ops.push_back(op)
+        self.op_time = tables.op_time0
+        self.cover[0].assign(tables.n_ops, 0)
+        self.cover[1].assign(tables.n_ops, 0)
         self.op_total = tables.op_total0
         self.stall_total = 0.0
         self.total = 0.0
         self.served.assign(tables.n_touches, 0)
-        self.bk.assign(tables.n_buckets, Bucket(-1, -1))
+        self.bk.assign(tables.n_buckets, Bucket(-1, -1, -1))
+        self.group_max.assign((tables.n_buckets >> _GROUP) + 1, -1)
         self.journal = None
         self.o_holes.resize(tables.nw * tables.k)
         self.o_inf.resize(tables.nw * tables.k)
         self.basic_valid = self.opts_valid = False
         self.rec = NULL
+
+    def __dealloc__(self):
+        # Cython destroys the C++ members it declares one by one, not those in C arrays: free these here (else
+        # every state dropped, every clone of a search among them, leaks its queues and cover counts)
+        cdef int kind
+        for kind in range(2):
+            self.queue[kind].clear()
+            self.queue[kind].shrink_to_fit()
+            self.cover[kind].clear()
+            self.cover[kind].shrink_to_fit()
 
     def clone(self):
         """An independent copy; the tables and the undo journal (immutable) are shared."""
@@ -249,7 +270,8 @@ cdef class PrefetchState:
         o.tb = self.tb
         o.pos, o.steps, o.open, o.last_rect = self.pos, self.steps, self.open, self.last_rect
         o.op_total, o.stall_total, o.total = self.op_total, self.stall_total, self.total
-        o.iv, o.ops, o.served, o.bk = self.iv, self.ops, self.served, self.bk
+        o.iv, o.op_time, o.served, o.bk, o.group_max = self.iv, self.op_time, self.served, self.bk, self.group_max
+        o.cover[0], o.cover[1] = self.cover[0], self.cover[1]
         o.queue[0], o.queue[1] = self.queue[0], self.queue[1]
         o.journal = self.journal
         o.basic_valid, o.opts_valid, o.o_extend = self.basic_valid, self.opts_valid, self.o_extend
@@ -289,7 +311,7 @@ cdef class PrefetchState:
         return out
 
     def op_times(self):
-        return [op.time for op in self.ops]
+        return [t for t in self.op_time]
 
     def stalls(self, int kind):
         """``{rect: stall}`` of the copies of ``kind`` (0 prefetch, 1 eviction)."""
@@ -323,8 +345,22 @@ cdef class PrefetchState:
         last = (limit - 1) >> _SHIFT
         if last >= self.tb.n_buckets:
             last = self.tb.n_buckets - 1
-        for bk in range(last + 1):  # the intervals with occ < limit and end > a
+        bk = -1
+        while bk < last:  # the buckets 0..last whose intervals may end after a (the intervals with end > a)
+            bk += 1
+            if self.group_max[bk >> _GROUP] <= a:
+                bk = (((bk >> _GROUP) + 1) << _GROUP) - 1
+                continue
             if self.bk[bk].max <= a:
+                continue
+            if ((bk + 1) << _SHIFT) <= a:  # the bucket ends before a: only its long intervals can reach past a
+                i = self.bk[bk].long_head
+                while i >= 0:
+                    if iv[i].occ < limit and iv[i].end > a and iv[i].off < hi_top and iv[i].top > lo_off:
+                        if not hit or iv[i].occ < first:
+                            first = iv[i].occ
+                        hit = True
+                    i = iv[i].next_long
                 continue
             i = self.bk[bk].head
             while i >= 0:
@@ -368,8 +404,21 @@ cdef class PrefetchState:
         last = (reach - 1) >> _SHIFT
         if last >= tb.n_buckets:
             last = tb.n_buckets - 1
-        for bk in range(last + 1):
+        bk = -1
+        while bk < last:  # the buckets 0..last whose intervals may end after a (the intervals with end > a)
+            bk += 1
+            if self.group_max[bk >> _GROUP] <= a:
+                bk = (((bk >> _GROUP) + 1) << _GROUP) - 1
+                continue
             if self.bk[bk].max <= a:
+                continue
+            if ((bk + 1) << _SHIFT) <= a:  # the bucket ends before a: only its long intervals can reach past a
+                i = self.bk[bk].long_head
+                while i >= 0:
+                    if iv[i].end > a and iv[i].occ < reach:
+                        r.off, r.top, r.occ = iv[i].off, iv[i].top, iv[i].occ
+                        tb.rs.push_back(r)
+                    i = iv[i].next_long
                 continue
             i = self.bk[bk].head
             while i >= 0:
@@ -505,30 +554,33 @@ cdef class PrefetchState:
         cdef bint ext = self.o_extend
         cdef long long o_open = self.o_open, o_close = self.o_close_end
         cdef long long win[3]
-        cdef vector[Hole] holes = self.o_holes
-        cdef vector[bint] inf = self.o_inf
+        tb.la_holes = self.o_holes
+        tb.la_inf = self.o_inf
         cdef Py_ssize_t nh[3]
         cdef int g
         for g in range(3):
             win[g], nh[g] = self.o_win[g], self.o_nholes[g]
-        cdef vector[Rec] recs
-        cdef vector[Scalars] marks
-        cdef vector[size_t] starts
+        cdef vector[Rec]* recs = &tb.la_recs
+        cdef vector[Scalars]* marks = &tb.la_marks
+        cdef vector[size_t]* starts = &tb.la_starts
         cdef double total
         cdef Py_ssize_t i
+        recs.clear()
+        marks.clear()
+        starts.clear()
         starts.push_back(0)
         marks.push_back(self._scalars())
-        total = self._apply(action, &recs)
+        total = self._apply(action, recs)
         starts.push_back(recs.size())
         while not tb.s_last[self.pos - 1]:
             self._basic()  # extend or slow: the holes are not needed
             marks.push_back(self._scalars())
-            total += self._apply(tb.extend_action if self.o_extend else tb.slow_action, &recs)
+            total += self._apply(tb.extend_action if self.o_extend else tb.slow_action, recs)
             starts.push_back(recs.size())
         for i in range(<Py_ssize_t> marks.size() - 1, -1, -1):
-            self._revert(recs, starts[i], starts[i + 1], marks[i])
+            self._revert(recs[0], starts[0][i], starts[0][i + 1], marks[0][i])
         self.o_extend, self.o_open, self.o_close_end = ext, o_open, o_close
-        self.o_holes, self.o_inf = holes, inf
+        self.o_holes, self.o_inf = tb.la_holes, tb.la_inf
         for g in range(3):
             self.o_win[g], self.o_nholes[g] = win[g], nh[g]
         self.o_greedy = -1
@@ -555,10 +607,22 @@ cdef class PrefetchState:
         cdef Py_ssize_t bk
         if self.iv[r].end != e:
             self._record(R_END, 0, r, self.iv[r].end, 0.0)
+            self._join_long(r, e)
             self.iv[r].end = e
             bk = self.iv[r].occ >> _SHIFT
             if e > self.bk[bk].max:
                 self.bk[bk].max = e
+                if e > self.group_max[bk >> _GROUP]:
+                    self.group_max[bk >> _GROUP] = e
+
+    cdef inline void _join_long(self, long long r, long long e) noexcept:
+        """Put interval ``r`` on its bucket's long list if its end, now ``e``, first passes the bucket."""
+        cdef Py_ssize_t bk = self.iv[r].occ >> _SHIFT
+        cdef long long past = (bk + 1) << _SHIFT
+        if e > past and self.iv[r].next_long == -2:
+            self.iv[r].next_long = self.bk[bk].long_head
+            self.bk[bk].long_head = <int> r
+            self._record(R_LONG, 0, r, 0, 0.0)
 
     cdef void _serve(self, long long k) noexcept:
         cdef PrefetchTables tb = self.tb
@@ -571,10 +635,10 @@ cdef class PrefetchState:
                 saved += tb.opnd_delta[q]
         c, m = tb.compute[t], tb.slow_mem[t] - saved
         new = (c if c > m else m) + tb.fixed[t]
-        old = self.ops[t].time
+        old = self.op_time[t]
         if new != old:
             self._record(R_OPTIME, 0, t, 0, old)
-            self.ops[t].time = new
+            self.op_time[t] = new
             self.op_total += new - old
             self._changed(_PREFETCH, t, t + 1)
             self._changed(_EVICTION, t, t + 1)
@@ -590,11 +654,18 @@ cdef class PrefetchState:
         x.stall[0] = x.stall[1] = 0.0
         x.cp[0] = x.cp[1] = Copy(0, 0, 0.0, -1)
         x.next = self.bk[bk].head
+        x.next_long = -2
         self.iv.push_back(x)
         self.bk[bk].head = <int> r
         if start + 1 > self.bk[bk].max:
             self.bk[bk].max = start + 1
+            if start + 1 > self.group_max[bk >> _GROUP]:
+                self.group_max[bk >> _GROUP] = start + 1
         self._record(R_RECT, 0, r, 0, 0.0)
+        if start + 1 > ((bk + 1) << _SHIFT):  # occupied from a copy start before its bucket's end: long already
+            self.iv[r].next_long = self.bk[bk].long_head
+            self.bk[bk].long_head = <int> r
+            self._record(R_LONG, 0, r, 0, 0.0)
         return r
 
     cdef void _put_copy(self, int kind, long long r, bint has_new, Copy new, bint record) noexcept:
@@ -603,6 +674,7 @@ cdef class PrefetchState:
         cdef Rec rec
         cdef QItem q
         cdef long long i
+        cdef int* cov
         cdef vector[QItem]* queue = &self.queue[kind]
         if not has_old and not has_new:
             return
@@ -616,8 +688,9 @@ cdef class PrefetchState:
             self.rec.push_back(rec)
         if has_old:
             if old.first < old.deadline:
+                cov = self.cover[kind].data()
                 for i in range(old.first, old.deadline):
-                    self.ops[i].cover[kind] -= 1
+                    cov[i] -= 1
                 if record:
                     self._changed(kind, old.first, old.deadline)
                 q.deadline, q.first, q.buf, q.rect, q.seconds = old.deadline, old.first, old.buf, r, old.seconds
@@ -628,8 +701,9 @@ cdef class PrefetchState:
             self.iv[r].cp[kind] = new
             self.iv[r].has[kind] = 1
             if new.first < new.deadline:
+                cov = self.cover[kind].data()
                 for i in range(new.first, new.deadline):
-                    self.ops[i].cover[kind] += 1
+                    cov[i] += 1
                 if record:
                     self._changed(kind, new.first, new.deadline)
                 q.deadline, q.first, q.buf, q.rect, q.seconds = new.deadline, new.first, new.buf, r, new.seconds
@@ -662,7 +736,7 @@ cdef class PrefetchState:
         """Re-serve the copies of ``kind`` in the maximal covered runs that meet the changed span (as the evaluator)."""
         cdef PrefetchTables tb = self.tb
         cdef long long n_ops = tb.n_ops, lo = self.ch_lo[kind], hi = self.ch_hi[kind], i, n
-        cdef OpState* ops = self.ops.data()
+        cdef const int* cov = self.cover[kind].data()
         if lo < 0:
             lo = 0
         if hi > n_ops:
@@ -671,16 +745,16 @@ cdef class PrefetchState:
             return
         cdef bint any_cover = False
         for i in range(lo, hi):
-            if ops[i].cover[kind] != 0:
+            if cov[i] != 0:
                 any_cover = True
                 break
         if not any_cover:  # no copy window meets the change
             return
-        if ops[lo].cover[kind] > 0:
-            while lo > 0 and ops[lo - 1].cover[kind] != 0:
+        if cov[lo] > 0:
+            while lo > 0 and cov[lo - 1] != 0:
                 lo -= 1
-        if ops[hi - 1].cover[kind] > 0:
-            while hi < n_ops and ops[hi].cover[kind] != 0:
+        if cov[hi - 1] > 0:
+            while hi < n_ops and cov[hi] != 0:
                 hi += 1
         # the copies of the run: those with a deadline in (lo, hi], already in service order
         cdef vector[QItem]* queue = &self.queue[kind]
@@ -697,7 +771,7 @@ cdef class PrefetchState:
         cdef double* left = tb.left.data()
         cdef Py_ssize_t* nxt = tb.nxt.data()
         for i in range(n):
-            left[i] = self.ops[lo + i].time
+            left[i] = self.op_time[lo + i]
             nxt[i] = i
         nxt[n] = n
         cdef double st, old, delta = 0.0
@@ -818,7 +892,7 @@ cdef class PrefetchState:
             elif kind == R_SERVED:
                 self.served[it.idx] = 0
             elif kind == R_OPTIME:
-                self.ops[it.idx].time = it.dval
+                self.op_time[it.idx] = it.dval
             elif kind == R_RECT:
                 self.bk[self.iv.back().occ >> _SHIFT].head = self.iv.back().next  # it is its bucket's newest
                 self.iv.pop_back()
@@ -826,6 +900,9 @@ cdef class PrefetchState:
                 self._put_copy(it.ck, it.idx, it.has_old, it.old, False)
                 if it.has_old:
                     self.iv[it.idx].stall[it.ck] = it.dval
+            elif kind == R_LONG:
+                self.bk[self.iv[it.idx].occ >> _SHIFT].long_head = self.iv[it.idx].next_long  # its list's newest
+                self.iv[it.idx].next_long = -2
             else:
                 self.iv[it.idx].stall[it.ck] = it.dval
         self.pos, self.steps, self.open, self.last_rect = s.pos, s.steps, s.open, s.last_rect
