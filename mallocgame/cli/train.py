@@ -21,7 +21,12 @@ from mallocgame.model import InputError
 from mallocgame.pools import check_ray_address
 from mallocgame.search.muzero.distributed import RaySelfPlay
 from mallocgame.search.muzero.env import game_factory
-from mallocgame.search.muzero.problems import Curriculum, Recipe
+from mallocgame.search.muzero.problems import CURRICULA, Recipe, named_curriculum
+from mallocgame.search.uct import PREFETCH_K
+
+#: The prefetch game exactly as the ``muzero`` solver plays it (``solvers/muzero.py``), so the checkpoint is one the
+#: solver reads in prefetch mode.
+PREFETCH_GAME_FIELDS = {"variant": "prefetch", "k": PREFETCH_K, "order": "xla", "windows": 2}
 
 
 @click.command()
@@ -42,11 +47,22 @@ from mallocgame.search.muzero.problems import Curriculum, Recipe
               help="Share of each batch's positions searched again with the current network (MuZero Reanalyse).")
 @click.option("--init", "init_path", default=None, metavar="PT",
               help="Start from this checkpoint's weights (same network and game) instead of a seeded initialisation.")
-@click.option("--min-size", type=int, default=16, show_default=True, help="Smallest training problem (buffers).")
-@click.option("--max-size", type=int, default=64, show_default=True, help="Largest training problem (buffers).")
-@click.option("--k", "k", type=int, default=16, show_default=True, help="Game: candidate offsets per move.")
+@click.option("--curriculum", type=click.Choice(CURRICULA), default="small", show_default=True,
+              help="Training problems: 'small' (layered and random-interval programs of --min-size..--max-size) or "
+                   "'real' (XLA-compiled JAX, torch-exported, layered and, in map mode, random-interval programs of "
+                   "1,000-15,000 buffers; needs jax and torch).")
+@click.option("--mode", type=click.Choice(["map", "prefetch"]), default="map", show_default=True,
+              help="map: the fixed-order game (--k, --order); prefetch: the prefetch game as the muzero solver "
+                   "plays it (k = 4 per copy window, two windows, greedy-xla's order).")
+@click.option("--min-size", type=int, default=None, help="Smallest training problem (buffers) [default: 16; "
+              "--curriculum real: 1000].")
+@click.option("--max-size", type=int, default=None, help="Largest training problem (buffers) [default: 64; "
+              "--curriculum real: 15000].")
+@click.option("--replay-capacity", type=int, default=None, help="Positions the replay buffer keeps [default: 20000; "
+              "--curriculum real: 200000].")
+@click.option("--k", "k", type=int, default=16, show_default=True, help="Game (map mode): candidate offsets per move.")
 @click.option("--order", type=click.Choice(["start", "xla", "size"]), default="xla", show_default=True,
-              help="Game: buffer order of the fixed-order variant.")
+              help="Game (map mode): buffer order of the fixed-order variant.")
 @click.option("-o", "--output", "--out", "out_path", default="muzero.pt", show_default=True, metavar="CKPT",
               help="Training checkpoint (written atomically; resumable; not '-').")
 @click.option("--resume", "resume_path", default=None, metavar="CKPT",
@@ -66,7 +82,8 @@ from mallocgame.search.muzero.problems import Curriculum, Recipe
               help="With --ray-actors: the Ray cluster to join; default: a local runtime.")
 @click.option("--quiet", is_flag=True, help="No status line on stderr (by default one on a terminal).")
 def train(steps, games_per_iter, updates_per_iter, simulations, search_method, model, batch_size, unroll, td_steps,
-          learning_rate, consistency_weight, reanalyse_fraction, init_path, min_size, max_size, k, order, out_path,
+          learning_rate, consistency_weight, reanalyse_fraction, init_path, curriculum, mode, min_size, max_size,
+          replay_capacity, k, order, out_path,
           resume_path, export_path, checkpoint_every,
           time_budget, seed, ray_actors, address, quiet=False) -> None:
     """Train the muzero solver's network by self-play on generated problems; deterministic under --seed."""
@@ -78,9 +95,17 @@ def train(steps, games_per_iter, updates_per_iter, simulations, search_method, m
     except ImportError as exc:
         fail(f"train needs torch ({exc}): pip install 'mallocgame[train]'")
 
+    try:
+        problems = named_curriculum(curriculum, mode, min_size, max_size)
+    except ValueError as exc:
+        fail(str(exc))
+    min_size, max_size = problems.min_size, problems.max_size
+    if replay_capacity is None:
+        replay_capacity = 200_000 if curriculum == "real" else 20_000
     _check_settings({"--steps": steps, "--games-per-iter": games_per_iter, "--updates-per-iter": updates_per_iter,
                      "--batch-size": batch_size, "--unroll": unroll, "--td-steps": td_steps, "--k": k,
-                     "--min-size": min_size}, simulations=simulations, consistency_weight=consistency_weight,
+                     "--min-size": min_size, "--replay-capacity": replay_capacity}, simulations=simulations,
+                    consistency_weight=consistency_weight,
                     reanalyse_fraction=reanalyse_fraction, init_path=init_path, resume_path=resume_path,
                     min_size=min_size, max_size=max_size)
     t0 = time.monotonic()
@@ -92,9 +117,10 @@ def train(steps, games_per_iter, updates_per_iter, simulations, search_method, m
             config = TrainConfig(games_per_iter=games_per_iter, updates_per_iter=updates_per_iter,
                                  batch_size=batch_size, unroll=unroll, td_steps=td_steps,
                                  learning_rate=learning_rate, simulations=simulations, search_method=search_method,
-                                 model=model, curriculum=Curriculum(min_size=min_size, max_size=max_size),
+                                 model=model, curriculum=problems, replay_capacity=replay_capacity,
                                  consistency_weight=consistency_weight, reanalyse_fraction=reanalyse_fraction)
-            game_fields = {"variant": "order", "k": k, "order": order}
+            game_fields = (dict(PREFETCH_GAME_FIELDS) if mode == "prefetch"
+                           else {"variant": "order", "k": k, "order": order})
             init = ckpt.load(init_path) if init_path else None
             state = new_state(config, seed, game_factory(game_fields), game_fields, Recipe("layered", min_size, 0),
                               init=init)
