@@ -114,7 +114,7 @@ def train(steps, games_per_iter, updates_per_iter, simulations, search_method, m
     _check_settings({"--steps": steps, "--games-per-iter": games_per_iter, "--updates-per-iter": updates_per_iter,
                      "--batch-size": batch_size, "--unroll": unroll, "--td-steps": td_steps, "--k": k,
                      "--min-size": min_size, "--replay-capacity": replay_capacity}, simulations=simulations,
-                    consistency_weight=consistency_weight, model=model, rollout_depth=rollout_depth,
+                    consistency_weight=consistency_weight, model=model, rollout_depth=rollout_depth, tune_every=tune_every,
                     reanalyse_fraction=reanalyse_fraction, init_path=init_path, resume_path=resume_path,
                     min_size=min_size, max_size=max_size)
     t0 = time.monotonic()
@@ -141,8 +141,6 @@ def train(steps, games_per_iter, updates_per_iter, simulations, search_method, m
     deadline = None if time_budget is None else t0 + time_budget
     if tune_every is None:
         tune_every = 2 if state.config.curriculum.min_size >= REAL_SIZES[0] else 0
-    if tune_every < 0:
-        fail(f"--tune-every: must be >= 0, got {tune_every}")
     tuning = tuning_recipes(state.config.curriculum, tune_count) if tune_every else []
     if tuning:
         click.echo("tuning recipes: " + ", ".join(f"{r.kind}-{r.n}-c{r.capacity_fraction:g}-s{r.seed}" for r in tuning))
@@ -181,7 +179,7 @@ def _check_files_and_ray(out_path: str, export_path: str | None, *, time_budget:
 
 
 def _check_settings(positive: dict[str, int], *, simulations: int, consistency_weight: float,
-                    reanalyse_fraction: float, model: str, rollout_depth: int, init_path: str | None,
+                    reanalyse_fraction: float, model: str, rollout_depth: int, tune_every: int | None, init_path: str | None,
                     resume_path: str | None, min_size: int, max_size: int) -> None:
     """Exit 2 for a training setting out of its range (``positive``: flag -> value, each must be > 0)."""
     for name, value in positive.items():
@@ -193,6 +191,8 @@ def _check_settings(positive: dict[str, int], *, simulations: int, consistency_w
         fail(f"--consistency-weight: must be >= 0, got {consistency_weight}")
     if not 0 <= reanalyse_fraction <= 1:
         fail(f"--reanalyse-fraction: must be in [0, 1], got {reanalyse_fraction}")
+    if tune_every is not None and tune_every < 0:
+        fail(f"--tune-every: must be >= 0, got {tune_every}")
     if rollout_depth < 0:
         fail(f"--rollout-depth: must be >= 0, got {rollout_depth}")
     if rollout_depth and model != "simulator":
