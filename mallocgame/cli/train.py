@@ -21,7 +21,12 @@ from mallocgame.model import InputError
 from mallocgame.pools import check_ray_address
 from mallocgame.search.muzero.distributed import RaySelfPlay
 from mallocgame.search.muzero.env import game_factory
-from mallocgame.search.muzero.problems import Curriculum, Recipe
+from mallocgame.search.muzero.problems import CURRICULA, REAL_SIZES, Recipe, named_curriculum, tuning_recipes
+from mallocgame.search.uct import PREFETCH_K
+
+#: The prefetch game exactly as the ``muzero`` solver plays it (``solvers/muzero.py``), so the checkpoint is one the
+#: solver reads in prefetch mode.
+PREFETCH_GAME_FIELDS = {"variant": "prefetch", "k": PREFETCH_K, "order": "xla", "windows": 2}
 
 
 @click.command()
@@ -32,6 +37,8 @@ from mallocgame.search.muzero.problems import Curriculum, Recipe
 @click.option("--search", "search_method", type=click.Choice(["gumbel", "puct"]), default="gumbel", show_default=True)
 @click.option("--model", type=click.Choice(["learned", "simulator"]), default="learned", show_default=True,
               help="Self-play plans with the learned dynamics (MuZero) or the true game (AlphaZero style).")
+@click.option("--rollout-depth", type=int, default=0, show_default=True,
+              help="--model simulator: greedy moves of the true game before the value head judges a leaf.")
 @click.option("--batch-size", type=int, default=64, show_default=True)
 @click.option("--unroll", type=int, default=5, show_default=True, help="Dynamics steps unrolled per sample (K).")
 @click.option("--td-steps", type=int, default=10, show_default=True, help="n of the n-step value target.")
@@ -42,11 +49,22 @@ from mallocgame.search.muzero.problems import Curriculum, Recipe
               help="Share of each batch's positions searched again with the current network (MuZero Reanalyse).")
 @click.option("--init", "init_path", default=None, metavar="PT",
               help="Start from this checkpoint's weights (same network and game) instead of a seeded initialisation.")
-@click.option("--min-size", type=int, default=16, show_default=True, help="Smallest training problem (buffers).")
-@click.option("--max-size", type=int, default=64, show_default=True, help="Largest training problem (buffers).")
-@click.option("--k", "k", type=int, default=16, show_default=True, help="Game: candidate offsets per move.")
+@click.option("--curriculum", type=click.Choice(CURRICULA), default="small", show_default=True,
+              help="Training problems: 'small' (layered and random-interval programs of --min-size..--max-size) or "
+                   "'real' (XLA-compiled JAX, torch-exported, layered and, in map mode, random-interval programs of "
+                   "1,000-15,000 buffers; needs jax and torch).")
+@click.option("--mode", type=click.Choice(["map", "prefetch"]), default="map", show_default=True,
+              help="map: the fixed-order game (--k, --order); prefetch: the prefetch game as the muzero solver "
+                   "plays it (k = 4 per copy window, two windows, greedy-xla's order).")
+@click.option("--min-size", type=int, default=None, help="Smallest training problem (buffers) [default: 16; "
+              "--curriculum real: 1000].")
+@click.option("--max-size", type=int, default=None, help="Largest training problem (buffers) [default: 64; "
+              "--curriculum real: 15000].")
+@click.option("--replay-capacity", type=int, default=None, help="Positions the replay buffer keeps [default: 20000; "
+              "--curriculum real: 200000].")
+@click.option("--k", "k", type=int, default=16, show_default=True, help="Game (map mode): candidate offsets per move.")
 @click.option("--order", type=click.Choice(["start", "xla", "size"]), default="xla", show_default=True,
-              help="Game: buffer order of the fixed-order variant.")
+              help="Game (map mode): buffer order of the fixed-order variant.")
 @click.option("-o", "--output", "--out", "out_path", default="muzero.pt", show_default=True, metavar="CKPT",
               help="Training checkpoint (written atomically; resumable; not '-').")
 @click.option("--resume", "resume_path", default=None, metavar="CKPT",
@@ -55,6 +73,13 @@ from mallocgame.search.muzero.problems import Curriculum, Recipe
 @click.option("--export", "export_path", default=None, metavar="PT",
               help="Also write a small model-only copy (what the solver needs) here.")
 @click.option("--checkpoint-every", type=int, default=10, show_default=True, help="Save every N iterations.")
+@click.option("--tune-every", type=int, default=None, metavar="N",
+              help="Every N iterations play the curriculum's tuning recipes (tuning_recipes: fixed seeds no training "
+                   "draws) with the policy alone, log its return / greedy's and the value head's error there, and "
+                   "keep the best so far as a model-only <output>.best.pt; 0: never [default: 0; --curriculum real: "
+                   "2]. Applies with --resume.")
+@click.option("--tune-count", type=click.IntRange(min=1), default=4, show_default=True,
+              help="Tuning recipes (families in turn, sizes spread over the curriculum's).")
 @click.option("--time-limit", "--time-budget", "time_budget", type=SECONDS, default=None, metavar="SECONDS",
               help="Stop at the first iteration boundary after this many seconds (the run is then not "
                    "reproducible in length; resume continues it exactly). --time-budget is an alias.")
@@ -65,9 +90,10 @@ from mallocgame.search.muzero.problems import Curriculum, Recipe
 @click.option("--address", default=None, metavar="ADDR",
               help="With --ray-actors: the Ray cluster to join; default: a local runtime.")
 @click.option("--quiet", is_flag=True, help="No status line on stderr (by default one on a terminal).")
-def train(steps, games_per_iter, updates_per_iter, simulations, search_method, model, batch_size, unroll, td_steps,
-          learning_rate, consistency_weight, reanalyse_fraction, init_path, min_size, max_size, k, order, out_path,
-          resume_path, export_path, checkpoint_every,
+def train(steps, games_per_iter, updates_per_iter, simulations, search_method, model, rollout_depth, batch_size, unroll, td_steps,
+          learning_rate, consistency_weight, reanalyse_fraction, init_path, curriculum, mode, min_size, max_size,
+          replay_capacity, k, order, out_path,
+          resume_path, export_path, checkpoint_every, tune_every, tune_count,
           time_budget, seed, ray_actors, address, quiet=False) -> None:
     """Train the muzero solver's network by self-play on generated problems; deterministic under --seed."""
     _check_files_and_ray(out_path, export_path, time_budget=time_budget, resume_path=resume_path,
@@ -78,9 +104,17 @@ def train(steps, games_per_iter, updates_per_iter, simulations, search_method, m
     except ImportError as exc:
         fail(f"train needs torch ({exc}): pip install 'mallocgame[train]'")
 
+    try:
+        problems = named_curriculum(curriculum, mode, min_size, max_size)
+    except ValueError as exc:
+        fail(str(exc))
+    min_size, max_size = problems.min_size, problems.max_size
+    if replay_capacity is None:
+        replay_capacity = 200_000 if curriculum == "real" else 20_000
     _check_settings({"--steps": steps, "--games-per-iter": games_per_iter, "--updates-per-iter": updates_per_iter,
                      "--batch-size": batch_size, "--unroll": unroll, "--td-steps": td_steps, "--k": k,
-                     "--min-size": min_size}, simulations=simulations, consistency_weight=consistency_weight,
+                     "--min-size": min_size, "--replay-capacity": replay_capacity}, simulations=simulations,
+                    consistency_weight=consistency_weight, model=model, rollout_depth=rollout_depth, tune_every=tune_every,
                     reanalyse_fraction=reanalyse_fraction, init_path=init_path, resume_path=resume_path,
                     min_size=min_size, max_size=max_size)
     t0 = time.monotonic()
@@ -92,9 +126,10 @@ def train(steps, games_per_iter, updates_per_iter, simulations, search_method, m
             config = TrainConfig(games_per_iter=games_per_iter, updates_per_iter=updates_per_iter,
                                  batch_size=batch_size, unroll=unroll, td_steps=td_steps,
                                  learning_rate=learning_rate, simulations=simulations, search_method=search_method,
-                                 model=model, curriculum=Curriculum(min_size=min_size, max_size=max_size),
+                                 model=model, rollout_depth=rollout_depth, curriculum=problems, replay_capacity=replay_capacity,
                                  consistency_weight=consistency_weight, reanalyse_fraction=reanalyse_fraction)
-            game_fields = {"variant": "order", "k": k, "order": order}
+            game_fields = (dict(PREFETCH_GAME_FIELDS) if mode == "prefetch"
+                           else {"variant": "order", "k": k, "order": order})
             init = ckpt.load(init_path) if init_path else None
             state = new_state(config, seed, game_factory(game_fields), game_fields, Recipe("layered", min_size, 0),
                               init=init)
@@ -104,9 +139,14 @@ def train(steps, games_per_iter, updates_per_iter, simulations, search_method, m
     click.echo(describe(state))
     click.echo(f"start at step {state.step}, train to {steps}; checkpoint -> {out_path}")
     deadline = None if time_budget is None else t0 + time_budget
+    if tune_every is None:
+        tune_every = 2 if state.config.curriculum.min_size >= REAL_SIZES[0] else 0
+    tuning = tuning_recipes(state.config.curriculum, tune_count) if tune_every else []
+    if tuning:
+        click.echo("tuning recipes: " + ", ".join(f"{r.kind}-{r.n}-c{r.capacity_fraction:g}-s{r.seed}" for r in tuning))
     with status(f"train: step {state.step} of {steps}", quiet=quiet) as line:
         _train_to(state, steps, make_game, out_path=out_path, checkpoint_every=checkpoint_every, deadline=deadline,
-                  ray_actors=ray_actors, address=address, line=line)
+                  ray_actors=ray_actors, address=address, line=line, tuning=tuning, tune_every=tune_every)
     if export_path:
         ckpt.atomic_save(ckpt.model_only(state.payload()), export_path)
     click.echo(f"done: step {state.step}, {state.replay.total_games} games, {time.monotonic() - t0:.0f}s; "
@@ -139,8 +179,8 @@ def _check_files_and_ray(out_path: str, export_path: str | None, *, time_budget:
 
 
 def _check_settings(positive: dict[str, int], *, simulations: int, consistency_weight: float,
-                    reanalyse_fraction: float, init_path: str | None, resume_path: str | None, min_size: int,
-                    max_size: int) -> None:
+                    reanalyse_fraction: float, model: str, rollout_depth: int, tune_every: int | None, init_path: str | None,
+                    resume_path: str | None, min_size: int, max_size: int) -> None:
     """Exit 2 for a training setting out of its range (``positive``: flag -> value, each must be > 0)."""
     for name, value in positive.items():
         if value <= 0:
@@ -151,6 +191,12 @@ def _check_settings(positive: dict[str, int], *, simulations: int, consistency_w
         fail(f"--consistency-weight: must be >= 0, got {consistency_weight}")
     if not 0 <= reanalyse_fraction <= 1:
         fail(f"--reanalyse-fraction: must be in [0, 1], got {reanalyse_fraction}")
+    if tune_every is not None and tune_every < 0:
+        fail(f"--tune-every: must be >= 0, got {tune_every}")
+    if rollout_depth < 0:
+        fail(f"--rollout-depth: must be >= 0, got {rollout_depth}")
+    if rollout_depth and model != "simulator":
+        fail("--rollout-depth: needs --model simulator (the learned model has no game to roll out)")
     if init_path and resume_path:
         fail("--init: not with --resume (a resumed run has its own weights)")
     if max_size < min_size:
@@ -168,7 +214,7 @@ def _shower(line, steps: int):
 
 
 def _train_to(state, steps: int, make_game, *, out_path: str, checkpoint_every: int, deadline: float | None,
-              ray_actors: int | None, address: str | None, line) -> None:
+              ray_actors: int | None, address: str | None, line, tuning=(), tune_every: int = 0) -> None:
     """Train ``state`` to ``steps`` (or the deadline), self-play local or on Ray actors; on SIGINT/SIGTERM
     say which step the checkpoint holds and exit 130 / 143."""
     from mallocgame.search.muzero import checkpoint as ckpt
@@ -184,7 +230,8 @@ def _train_to(state, steps: int, make_game, *, out_path: str, checkpoint_every: 
                     fail(f"--ray-actors: cannot start or reach a Ray cluster ({' '.join(str(exc).split())[:200]})")
                 line.echo(f"self-play on {ray_actors} Ray actor{'s' if ray_actors > 1 else ''}")
             run_training(state, steps, make_game, checkpoint_path=out_path, checkpoint_every=checkpoint_every,
-                         deadline=deadline, on_log=_shower(line, steps), play=play)
+                         deadline=deadline, on_log=_shower(line, steps), play=play, tuning=list(tuning),
+                         tune_every=tune_every)
     except Interrupted as stop:  # the checkpoint on disk is whole (atomic saves): say where to continue
         ignore_signals()
         line.close()

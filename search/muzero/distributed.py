@@ -39,7 +39,7 @@ class _Player:
         net.load_state_dict(weights)
         net.eval()
         cfg = TrainConfig.from_dict(train_config)
-        agent = Agent(net, cfg.search_config(), cfg.model)
+        agent = Agent(net, cfg.search_config(), cfg.model, cfg.rollout_depth)
         out = []
         for recipe, seed in jobs:
             game = self.make_game(recipe)

@@ -380,3 +380,46 @@ class Curriculum:
         seed = TRAIN_SEED_BASE + int(rng.integers(0, 2**31 - 1))
         frac = float(np.round(rng.uniform(self.min_capacity_fraction, self.max_capacity_fraction), 3))
         return Recipe(kind, n, seed, frac)
+
+
+#: ``mallocgame train --curriculum``'s named curricula. ``small``: the layered and random-interval programs of the
+#: size flags (the original self-play curriculum); ``real``: programs at real size, 1,000-15,000 buffers, of every
+#: family with ops or intervals -- XLA-compiled JAX programs, torch-exported programs, layered programs and (map mode
+#: only: they have no ops, which the prefetch game needs) random intervals -- at 20-50% of the max live bytes.
+CURRICULA = ("small", "real")
+REAL_SIZES = (1000, 15000)
+
+
+def named_curriculum(name: str, mode: str, min_size: int | None = None, max_size: int | None = None) -> Curriculum:
+    """The curriculum ``name`` (:data:`CURRICULA`) for ``mode`` (``"map"`` or ``"prefetch"``); ``min_size`` /
+    ``max_size`` replace the curriculum's own sizes where given."""
+    if name not in CURRICULA:
+        raise ValueError(f"unknown curriculum {name!r} (known: {', '.join(CURRICULA)})")
+    layered_share = 1.0 if mode == "prefetch" else 0.75
+    if name == "small":
+        return Curriculum(min_size=16 if min_size is None else min_size, max_size=64 if max_size is None else max_size,
+                          layered_share=layered_share)
+    return Curriculum(min_size=REAL_SIZES[0] if min_size is None else min_size,
+                      max_size=REAL_SIZES[1] if max_size is None else max_size,
+                      layered_share=1.0 if mode == "prefetch" else 0.6, min_capacity_fraction=0.2,
+                      max_capacity_fraction=0.5, xla_share=0.3, torch_share=0.3)
+
+
+#: Seeds of the tuning recipes that ``mallocgame train`` chooses its best checkpoint on: in the curriculum's range
+#: (>= TRAIN_SEED_BASE; a training stream draws one of them among 2^31 with negligible chance), apart from
+#: experiments/level_muzero_mcts.py's second tuning set (1,960,000-1,960,011) and far from every held-out seed.
+TUNING_SEED_BASE = 1_970_000
+
+
+def tuning_recipes(curriculum: Curriculum, count: int = 4) -> list[Recipe]:
+    """``count`` fixed recipes of ``curriculum``'s families and sizes for choosing checkpoints: the families that
+    the curriculum draws (xla, torch, layered, intervals, realistic) in turn, sizes spread evenly from ``min_size``
+    to ``max_size``, capacities 25% and 40% of the max live bytes. Never a training draw (:data:`TUNING_SEED_BASE`)
+    nor a held-out program (the families avoid the held-out suites' architectures)."""
+    kinds = [k for k, share in (("xla", curriculum.xla_share), ("torch", curriculum.torch_share),
+                                ("realistic", curriculum.realistic_share),
+                                ("layered", curriculum.layered_share),
+                                ("intervals", 1.0 - curriculum.layered_share)) if share > 0]
+    lo, hi = curriculum.min_size, curriculum.max_size
+    sizes = [lo + (hi - lo) * i // max(1, count - 1) for i in range(count)]
+    return [Recipe(kinds[i % len(kinds)], sizes[i], TUNING_SEED_BASE + i, (0.25, 0.4)[i % 2]) for i in range(count)]

@@ -9,6 +9,7 @@ reanalyse and determinism: docs/training.md, "Self-play training".
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
@@ -19,7 +20,8 @@ from torch.nn import functional as F
 
 from mallocgame.search.muzero import checkpoint as ckpt
 from mallocgame.search.muzero.env import game_factory
-from mallocgame.search.muzero.features import ObsArrays, obs_dims
+from mallocgame.search.muzero.features import ObsArrays, obs_arrays, obs_dims
+from mallocgame.search.muzero.models import NetworkEvaluator
 from mallocgame.search.muzero.networks import MuZeroNet, NetworkConfig, parameter_count
 from mallocgame.search.muzero.problems import Curriculum, Recipe
 from mallocgame.search.muzero.replay import Batch, ReplayBuffer, rebuild
@@ -41,6 +43,7 @@ class TrainConfig:
     simulations: int = 8  # per self-play move
     search_method: str = "gumbel"
     model: str = "learned"  # self-play search model: "learned" (MuZero) or "simulator" (AlphaZero)
+    rollout_depth: int = 0  # simulator only: greedy moves of the true game before the value head judges a leaf
     value_weight: float = 1.0
     reward_weight: float = 1.0
     legal_weight: float = 0.5
@@ -226,7 +229,7 @@ def consistency_loss(state: torch.Tensor, emb: torch.Tensor, target_state: torch
 def self_play(state: TrainState, make_game: Callable[[Recipe], Any]) -> dict[str, float]:
     """Play ``games_per_iter`` games with the current network; returns mean return, return / greedy's, moves."""
     cfg = state.config
-    agent = Agent(state.net, cfg.search_config(), cfg.model)
+    agent = Agent(state.net, cfg.search_config(), cfg.model, cfg.rollout_depth)
     played = []
     for _ in range(cfg.games_per_iter):
         recipe = cfg.curriculum.sample(state.rng)
@@ -256,14 +259,56 @@ def greedy_return(game: Any) -> float:
     return float(game.total_reward())
 
 
+def tune(net: MuZeroNet, recipes: list[Recipe], make_game: Callable[[Recipe], Any]) -> dict[str, float]:
+    """The network on the tuning ``recipes``, without search: each game played to the end by the policy's most
+    likely legal move. Returns ``tune_vs_greedy`` (mean return / the game's greedy return), ``tune_value_mae``
+    (mean absolute error of the value head against the return still to come at each position of those games: returns
+    the network never trained on) and ``tune_value_base`` (the same error of predicting 0, the yardstick).
+    Uses no random numbers, so training runs with and without it are the same run."""
+    evaluator = NetworkEvaluator(net)
+    ratios, errors, base = [], [], []
+    for recipe in recipes:
+        game = make_game(recipe)
+        greedy = greedy_return(game.clone())
+        values, rewards = [], []
+        while not game.done:
+            obs = obs_arrays(game.observation())
+            _, logits, value, _ = evaluator.initial(obs)
+            values.append(float(value))
+            rewards.append(float(game.step(int(np.argmax(np.where(obs.mask, logits, -np.inf))))))
+        to_come = np.cumsum(np.asarray(rewards, np.float64)[::-1])[::-1]
+        errors.append(float(np.mean(np.abs(np.asarray(values) - to_come))) if rewards else 0.0)
+        base.append(float(np.mean(np.abs(to_come))) if rewards else 0.0)
+        total = float(game.total_reward())
+        ratios.append(total / greedy if greedy > 0 else 1.0)
+    return {"tune_vs_greedy": float(np.mean(ratios)), "tune_value_mae": float(np.mean(errors)),
+            "tune_value_base": float(np.mean(base))}
+
+
+def best_tuned(log: list[dict]) -> float | None:
+    """The best ``tune_vs_greedy`` in a training log (None before the first tuning)."""
+    scores = [e["tune_vs_greedy"] for e in log if "tune_vs_greedy" in e]
+    return max(scores) if scores else None
+
+
+def best_path(checkpoint_path: str) -> str:
+    """Where :func:`train` keeps the model-only copy of the checkpoint best on the tuning recipes."""
+    root, ext = os.path.splitext(checkpoint_path)
+    return f"{root}.best{ext or '.pt'}"
+
+
 def train(state: TrainState, until_step: int, make_game: Callable[[Recipe], Any], *,
           checkpoint_path: str | None = None, checkpoint_every: int = 0, deadline: float | None = None,
           on_log: Callable[[dict], None] | None = None,
-          play: Callable[[TrainState, Callable[[Recipe], Any]], dict] | None = None) -> TrainState:
+          play: Callable[[TrainState, Callable[[Recipe], Any]], dict] | None = None,
+          tuning: list[Recipe] | None = None, tune_every: int = 0) -> TrainState:
     """Train until ``state.step == until_step`` (or ``deadline``, checked between iterations).
 
     Saves to ``checkpoint_path`` every ``checkpoint_every`` iterations and at the end. ``play``
     replaces :func:`self_play` (``mallocgame.search.muzero.distributed.RaySelfPlay``: the games on Ray actors).
+    Every ``tune_every`` iterations the network plays the ``tuning`` recipes (:func:`tune`; its figures join
+    that iteration's log entry) and, when it is the best so far there, a model-only copy goes to
+    :func:`best_path` of ``checkpoint_path``: checkpoints are chosen on the tuning recipes only.
     """
     configure_torch()
     cfg = state.config
@@ -293,10 +338,21 @@ def train(state: TrainState, until_step: int, make_game: Callable[[Recipe], Any]
             entry = {"step": state.step, "games": state.replay.total_games, "positions": state.replay.positions,
                      **{k: round(v, 5) for k, v in played.items()}, **{k: round(v, 5) for k, v in acc.items()},
                      "seconds": round(time.monotonic() - t0, 1)}
+            iteration = state.step // cfg.updates_per_iter
+            if tuning and tune_every and iteration % tune_every == 0:
+                best = best_tuned(state.log)
+                state.net.eval()
+                entry.update({k: round(v, 5) for k, v in tune(state.net, tuning, make_game).items()})
+                state.net.train()
+                if checkpoint_path and (best is None or entry["tune_vs_greedy"] > best):
+                    ckpt.atomic_save(ckpt.model_only(
+                        {"format": ckpt.FORMAT, "network": state.net.config.as_dict(), "game": dict(state.game_config),
+                         "model": state.net.state_dict(), "step": state.step, "games": state.replay.total_games,
+                         "summary": entry}), best_path(checkpoint_path))
+                    entry["best"] = 1
             state.log.append(entry)
             if on_log:
                 on_log(entry)
-            iteration = state.step // cfg.updates_per_iter
             if checkpoint_path and checkpoint_every and iteration % checkpoint_every == 0:
                 ckpt.atomic_save(state.payload(), checkpoint_path)
     if checkpoint_path:
@@ -308,9 +364,10 @@ def reanalyse(state: TrainState, positions: list[tuple[int, int]], make_game: Ca
     """Search the stored ``positions`` again with the current network and write the fresh policy targets
     and root values back into the replay buffer (module docstring). Returns the positions searched."""
     cfg = state.config
-    agent = Agent(state.net, cfg.reanalyse_search_config(), cfg.model)
+    agent = Agent(state.net, cfg.reanalyse_search_config(), cfg.model, cfg.rollout_depth)
     rng = np.random.default_rng(0)  # unused: the reanalyse search has no noise
     done = set()
+    fresh: dict[Recipe, Any] = {}  # a program of thousands of buffers takes seconds to build: once per batch
     for i, t in positions:
         if (i, t) in done:
             continue
@@ -319,7 +376,9 @@ def reanalyse(state: TrainState, positions: list[tuple[int, int]], make_game: Ca
         obs = ObsArrays(traj.vectors[t], traj.action_feats[t], traj.masks[t])
         game = None
         if cfg.model == "simulator":  # the true game at move t: replay the recipe's first t moves
-            game = make_game(traj.recipe)
+            if traj.recipe not in fresh:
+                fresh[traj.recipe] = make_game(traj.recipe)
+            game = fresh[traj.recipe].clone()
             for a in traj.actions[:t]:
                 game.step(int(a))
         result = agent.search(game, rng, obs=obs)
@@ -332,5 +391,5 @@ def describe(state: TrainState) -> str:
             f"game: {state.game_config}")
 
 
-__all__ = ["TrainConfig", "TrainState", "new_state", "resume_state", "train", "loss", "self_play", "reanalyse",
+__all__ = ["TrainConfig", "TrainState", "new_state", "resume_state", "train", "loss", "self_play", "reanalyse", "tune",
            "consistency_loss"]
