@@ -56,6 +56,15 @@ measured on the first greedy episode, and "mixed" leaves where it does not: at e
 gets less than one simulation per move once a rollout costs more than the move's share of the time (prefetch
 games of thousands of decisions), while truncated leaves still search there.
 
+Batched value leaves (``MCTSConfig.leaf_batch`` = B > 1, with a ``leaf_value`` that has a ``batch(games)``
+method, :class:`mallocgame.search.muzero.value.NetworkValue`): a move's simulations run in groups of B descents
+whose leaves are valued by one network pass. Each descent adds a virtual visit to the nodes of its path at
+their own mean return (a new leaf: its parent's mean), so the next descents of the group see those nodes as more
+visited and spread over other moves (virtual loss, Chaslot et al., "Parallel Monte-Carlo tree search", 2008, in
+its mean-preserving form); once the group is valued the virtual visits are taken back and each leaf's value is
+backed up as an unbatched leaf's is. A descent that ends the episode is backed up at once. B = 1 is the
+unbatched search, simulation for simulation.
+
 Budgets: at most ``simulations`` new simulations per move, and a wall-clock deadline
 shared out over the remaining moves. A reserve for finishing greedily is kept (measured
 on a first greedy episode); when the time is gone the episode is finished greedily, and
@@ -113,6 +122,7 @@ class MCTSConfig:
     leaf: str = "rollout"  # one of LEAVES (module docstring, "Value leaves")
     leaf_steps: int = 16  # leaf="mixed" (and "auto" when it picks "mixed"): greedy rollout steps before the value
     auto_simulations: int = 2  # leaf="auto": rollouts when the time per move affords this many (or `simulations`)
+    leaf_batch: int = 1  # value leaves: descents valued by one batched network pass (docstring, "Batched value leaves")
 
     def __post_init__(self):
         if self.rollout not in ROLLOUTS:
@@ -125,8 +135,8 @@ class MCTSConfig:
             raise ValueError("MCTSConfig: prior_decay >= 0")
         if self.leaf not in LEAVES:
             raise ValueError(f"unknown leaf evaluation {self.leaf!r} (known: {', '.join(LEAVES)})")
-        if self.leaf_steps < 0 or self.auto_simulations < 1:
-            raise ValueError("MCTSConfig: leaf_steps >= 0, auto_simulations >= 1")
+        if self.leaf_steps < 0 or self.auto_simulations < 1 or self.leaf_batch < 1:
+            raise ValueError("MCTSConfig: leaf_steps >= 0, auto_simulations >= 1, leaf_batch >= 1")
         if self.commit not in COMMITS:
             raise ValueError(f"unknown commit rule {self.commit!r} (known: visits, max)")
         if self.simulations < 1 or not 0.0 <= self.epsilon <= 1.0 or self.exploration < 0:
@@ -410,6 +420,41 @@ class UCTSearch:
             ret = rollout(game, self.cfg, self.rng, stop_step)
         else:
             ret = self._leaf(path[-1], game, stop_step)
+        return self._backup(path, game, ret, best)
+
+    def _batched(self) -> bool:
+        """Whether leaves are valued in groups (module docstring, "Batched value leaves")."""
+        return self.leaf != "rollout" and self.cfg.leaf_batch > 1 and hasattr(self.leaf_value, "batch")
+
+    def simulate_batch(self, root: Node, root_game: Game, stop_step: float, best: Episode,
+                       count: int) -> Episode:
+        """``count`` simulations from ``root`` whose value leaves are valued by one batched call of
+        ``leaf_value.batch`` (module docstring, "Batched value leaves"); returns the (possibly improved) best episode."""
+        depth = self.cfg.leaf_steps if self.leaf == "mixed" else 0
+        pending: list[tuple[list[Node], Game, float, list[float]]] = []
+        for _ in range(count):
+            game = root_game.clone()
+            path = self._simulate_guided(root, game) if self.prior is not None else self._descend(root, game)
+            ret = rollout(game, self.cfg, self.rng, min(stop_step, game.steps + depth)) if depth else 0.0
+            if game.done:
+                best = self._backup(path, game, ret, best)
+                continue
+            pending.append((path, game, ret, _add_virtual_visits(path)))
+        if not pending:
+            return best
+        evaluated = self.leaf_value.batch([game for _, game, _, _ in pending])
+        self.leaf_calls += len(pending)
+        for path, _, _, virtual in pending:
+            _remove_virtual_visits(path, virtual)
+        for (path, game, ret, _), (y, prior) in zip(pending, evaluated):
+            node = path[-1]
+            if prior is not None and depth == 0 and self.prior is not None and node.legal is None:
+                self._init_guided(node, game, prior)
+            best = self._backup(path, game, ret + self._leaf_value_at(game, y), best)
+        return best
+
+    def _backup(self, path: list[Node], game: Game, ret: float, best: Episode) -> Episode:
+        """Back ``ret`` (the return from the end of ``path`` on) up ``path``; a finished ``game`` may be the best."""
         if game.done and game.total_reward() > best.value:
             best = Episode(game.total_reward(), game.offsets(), "rollout")
         for n in reversed(path):
@@ -419,6 +464,11 @@ class UCTSearch:
                 n.best = ret
             ret += n.reward
         return best
+
+    def _leaf_value_at(self, game: Game, y: float) -> float:
+        """A value leaf's estimate of the return from ``game``'s state on: ``to_go[t] + scale x y / 100``."""
+        t = game.steps
+        return (float(self.to_go[t]) if t < len(self.to_go) else 0.0) + self.scale * y / 100.0
 
     def _leaf(self, node: Node, game: Game, stop_step: float) -> float:
         """A value leaf (module docstring): rewards of ``leaf_steps`` rollout steps ("mixed") plus the value of the
@@ -432,8 +482,7 @@ class UCTSearch:
         self.leaf_calls += 1
         if prior is not None and depth == 0 and self.prior is not None and node.legal is None:
             self._init_guided(node, game, prior)
-        t = game.steps
-        return ret + (float(self.to_go[t]) if t < len(self.to_go) else 0.0) + self.scale * y / 100.0
+        return ret + self._leaf_value_at(game, y)
 
     def run(self, game: Game, *, deadline: float, incumbents: list[Episode] = (),
             start: float | None = None, before_move: Callable[[Game], None] | None = None) -> SearchResult:
@@ -476,12 +525,18 @@ class UCTSearch:
                 move_deadline = now + (deadline - now - reserve) / left
                 stop_step = game.steps + cfg.rollout_depth if cfg.rollout_depth is not None else math.inf
                 sims = 0
+                batched = self._batched()
                 while sims < cfg.simulations and (sims == 0 or time.monotonic() < move_deadline):
                     best_before = best.value
-                    best = self.simulate(root, game, stop_step, best)
+                    if batched:
+                        group = min(cfg.leaf_batch, cfg.simulations - sims)
+                        best = self.simulate_batch(root, game, stop_step, best, group)
+                    else:
+                        group = 1
+                        best = self.simulate(root, game, stop_step, best)
                     if best.value > best_before:
                         result.history.append((time.monotonic() - t0, best.value))
-                    sims += 1
+                    sims += group
                 result.simulations += sims
                 result.searched_moves += 1
                 if cfg.commit == "max":
@@ -500,6 +555,28 @@ class UCTSearch:
             result.history.append((time.monotonic() - t0, best.value))
         result.best = best
         return result
+
+
+def _add_virtual_visits(path: list[Node]) -> list[float]:
+    """One virtual visit to every node of ``path`` at its own mean return (a node not visited yet: its parent's
+    mean less its own reward; the root, unvisited: 0), so a descent of the same group sees them as visited more
+    without their means changing; returns the values added, for :func:`_remove_virtual_visits`."""
+    added = []
+    parent_mean = 0.0
+    for n in path:
+        mean = n.value_sum / n.visits if n.visits else parent_mean - n.reward
+        n.visits += 1
+        n.value_sum += mean
+        added.append(mean)
+        parent_mean = mean
+    return added
+
+
+def _remove_virtual_visits(path: list[Node], added: list[float]) -> None:
+    """Take back the virtual visits :func:`_add_virtual_visits` gave ``path``."""
+    for n, mean in zip(path, added):
+        n.visits -= 1
+        n.value_sum -= mean
 
 
 # --- the common frame of the UCT solvers (mcts and muzero play exactly this) ----------------------

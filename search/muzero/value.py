@@ -51,14 +51,17 @@ def value_target(game, to_go: np.ndarray, scale: float) -> float:
 
 class NetworkValue:
     """The leaf evaluator of the guided search: ``(y, prior over the legal actions)`` from one pass of the
-    network (:meth:`~mallocgame.search.muzero.inference.NumpyNet.evaluate`); ``calls`` counts passes."""
+    network (:meth:`~mallocgame.search.muzero.inference.NumpyNet.evaluate`), or of a group of games from one batched
+    pass (:meth:`batch`); ``calls`` counts the states valued, ``passes`` the network passes."""
 
     def __init__(self, net):
         self.net = net
         self.calls = 0
+        self.passes = 0
 
     def __call__(self, game) -> tuple[float, np.ndarray]:
         self.calls += 1
+        self.passes += 1
         obs = game.observation()
         mask = np.asarray(obs.mask, bool)
         logits, value = self.net.evaluate(input_vector(game, obs, getattr(self.net, "features", "")),
@@ -66,6 +69,29 @@ class NetworkValue:
         z = logits[np.flatnonzero(mask)].astype(np.float64)
         z = np.exp(z - z.max())
         return value, z / z.sum()
+
+
+    def batch(self, games: list) -> list[tuple[float, np.ndarray]]:
+        """``self(game)`` of every game in ``games`` from one batched network pass
+        (:meth:`~mallocgame.search.muzero.inference.NumpyNet.evaluate_batch`); ``calls`` counts each game."""
+        self.calls += len(games)
+        self.passes += 1
+        features = getattr(self.net, "features", "")
+        vectors, actions, masks = [], [], []
+        for game in games:
+            obs = game.observation()
+            vectors.append(input_vector(game, obs, features))
+            actions.append(obs.actions)
+            masks.append(obs.mask)
+        masks = np.asarray(masks, bool)
+        logits, values = self.net.evaluate_batch(np.asarray(vectors, np.float32), np.asarray(actions, np.float32),
+                                                 masks)
+        out = []
+        for row, mask, value in zip(logits, masks, values.tolist()):
+            z = row[np.flatnonzero(mask)].astype(np.float64)
+            z = np.exp(z - z.max())
+            out.append((value, z / z.sum()))
+        return out
 
 
 def reference_value(game) -> tuple[float, None]:

@@ -1,0 +1,108 @@
+"""Batched value leaves (issue 40 item 2): one network pass for a group of leaves, the same numbers as one by one."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from mallocgame.hardware.spec import PRESETS
+from mallocgame.inputs.generate import layered_network
+from mallocgame.runner import run_solver
+from mallocgame.search.game import Game, GameConfig
+from mallocgame.search.muzero.torchless import load_agent_network
+from mallocgame.search.muzero.value import NetworkValue, reference_value
+from mallocgame.search.uct import Episode, MCTSConfig, Node, UCTSearch
+from mallocgame.solvers.muzero import VALUE_CHECKPOINT
+
+HW = PRESETS["tpuv4i"]
+
+
+def _problem(n=60, seed=4, capacity=0.3):
+    return layered_network(n, seed=seed, capacity_fraction=capacity).replace(mode="map")
+
+
+def _states(count=24):
+    """Game states of the value network's game along a walk that leaves the greedy path now and then."""
+    net, fields = load_agent_network(str(VALUE_CHECKPOINT))
+    game = Game(_problem(), HW, GameConfig(**fields))
+    rng = np.random.default_rng(0)
+    states = []
+    while not game.done and len(states) < count:
+        legal = game.legal_actions()
+        if len(legal) > 1:
+            states.append(game.clone())
+        game.step(int(legal[rng.integers(len(legal))]) if rng.random() < 0.3 else game.greedy_action())
+    return net, states
+
+
+def test_a_batched_pass_gives_every_example_what_its_own_pass_gives():
+    net, states = _states()
+    value = NetworkValue(net)
+    one_by_one = [value(g) for g in states]
+    batched = value.batch(states)
+    assert len(batched) == len(states) and value.calls == 2 * len(states) and value.passes == len(states) + 1
+    for (y1, p1), (y2, p2) in zip(one_by_one, batched):
+        assert abs(y1 - y2) <= 1e-4 * max(1.0, abs(y1))
+        np.testing.assert_allclose(p1, p2, rtol=1e-4, atol=1e-6)
+
+
+def test_evaluate_batch_matches_evaluate_on_every_action_slot():
+    """Logits of the illegal (empty) slots too: the batch computes one empty slot per example for all of them."""
+    net, states = _states(8)
+    obs = [g.observation() for g in states]
+    from mallocgame.search.muzero.guide import input_vector
+
+    vectors = np.asarray([input_vector(g, o, net.features) for g, o in zip(states, obs)], np.float32)
+    actions = np.asarray([o.actions for o in obs], np.float32)
+    masks = np.asarray([o.mask for o in obs], bool)
+    assert (~masks).any()  # the states have empty slots, the case the batch shortcuts
+    logits, values = net.evaluate_batch(vectors, actions, masks)
+    for i in range(len(states)):
+        lg, v = net.evaluate(vectors[i], actions[i], masks[i])
+        np.testing.assert_allclose(logits[i], lg, rtol=1e-4, atol=1e-4)
+        assert abs(values[i] - v) <= 1e-4 * max(1.0, abs(v))
+
+
+class _Recording:
+    """A leaf evaluator with a batch method that records its groups (y = 0, no prior: the reference)."""
+
+    def __init__(self):
+        self.groups = []
+
+    def __call__(self, game):
+        return reference_value(game)
+
+    def batch(self, games):
+        self.groups.append([(g.steps, tuple(g.offsets().tolist())) for g in games])
+        return [reference_value(g) for g in games]
+
+
+def test_a_group_of_descents_reaches_distinct_leaves_and_leaves_no_virtual_visit_behind():
+    game = Game(_problem(), HW, GameConfig(variant="order", k=16, order="xla"))
+    while len(game.legal_actions()) < 2:
+        game.step(game.greedy_action())
+    recorder = _Recording()
+    search = UCTSearch(MCTSConfig(leaf="value", leaf_batch=6, simulations=12), np.random.default_rng(1),
+                       leaf_value=recorder)
+    search.set_reference(game)
+    root = Node()
+    best = search.simulate_batch(root, game, math.inf, Episode(-math.inf, np.zeros(0, np.int64), ""), 6)
+    assert len(recorder.groups) == 1 and len(recorder.groups[0]) == 6
+    leaves = set(recorder.groups[0])  # a state: its step and its placement so far
+    assert len(leaves) == 6  # virtual visits sent each descent of the group to a new leaf
+    assert root.visits == 6 and sum(c.visits for c in root.children.values()) == 6  # real visits only
+    assert search.leaf_calls == 6 and best.value == -math.inf  # no descent ended the episode
+
+
+def test_the_batched_search_is_the_same_for_the_same_seed_and_values_leaves_in_groups():
+    problem = _problem(120, seed=7)
+    opts = {"leaf": "value", "simulations": 16, "leaf_batch": 8}
+    a = run_solver("muzero", problem, HW, time_limit=120, seed=3, options=opts)
+    b = run_solver("muzero", problem, HW, time_limit=120, seed=3, options=opts)
+    assert a.valid and b.valid
+    assert a.offsets == b.offsets and a.objective == b.objective
+    assert a.stats["leaf_calls"] > 0 and a.stats["simulations"] == b.stats["simulations"]
+    assert a.stats["leaf_passes"] < a.stats["leaf_calls"] / 2  # groups of up to 8 leaves per pass
+    one = run_solver("muzero", problem, HW, time_limit=120, seed=3, options={**opts, "leaf_batch": 1})
+    assert one.valid and one.stats["leaf_passes"] == one.stats["leaf_calls"]
