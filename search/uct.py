@@ -165,7 +165,7 @@ class SearchResult:
 class Node:
     """A tree node: the state after ``reward`` was received on the edge into it."""
 
-    __slots__ = ("children", "untried", "visits", "value_sum", "best", "reward", "legal", "prior", "greedy")
+    __slots__ = ("children", "untried", "visits", "value_sum", "best", "reward", "legal", "prior", "greedy", "bonus")
 
     def __init__(self, reward: float = 0.0):
         self.children: dict[int, Node] = {}
@@ -177,6 +177,7 @@ class Node:
         self.legal: list[int] | None = None  # guided search: legal actions, their prior and the greedy's choice
         self.prior: np.ndarray | None = None
         self.greedy = -1
+        self.bonus: dict[int, float] | None = None  # guided search: the exploration weights of the legal actions
 
     def q(self) -> float:
         return self.reward + self.value_sum / self.visits
@@ -246,19 +247,30 @@ def rollout(game: Game, cfg: MCTSConfig, rng: np.random.Generator, stop_step: fl
     return total
 
 
-def auto_leaf(cfg: MCTSConfig, step_time: float, episode_steps: int, decisions: int, seconds_left: float) -> str:
+def auto_leaf(cfg: MCTSConfig, step_time: float, episode_steps: int, decisions: int, seconds_left: float,
+              leaf_cost: float = 0.0) -> str:
     """``leaf="auto"``: ``"rollout"`` if the time per move affords ``min(simulations, auto_simulations)`` rollouts to
-    the end, else ``"mixed"``. A rollout from a move costs the steps still to play, on average half the episode's
-    ``episode_steps`` at ``step_time`` seconds each; the time per move is ``seconds_left`` shared over ``decisions``.
+    the end, or if a rollout costs no more than the value leaf that would replace it, else ``"mixed"``. A rollout
+    from a move costs the steps still to play, on average half the episode's ``episode_steps`` at ``step_time``
+    seconds each; the time per move is ``seconds_left`` shared over ``decisions``; a mixed leaf costs its
+    ``leaf_steps`` rollout steps and ``leaf_cost`` seconds, the measured cost of valuing one leaf (one leaf's share of
+    a batched network pass and its input, :meth:`UCTSearch.measure_leaf_cost`; 0 for a leaf valued without a
+    network).
 
     >>> auto_leaf(MCTSConfig(leaf="auto"), 1e-4, 1_000, 500, 10.0)   # 20 ms a move, 50 ms a rollout
     'mixed'
     >>> auto_leaf(MCTSConfig(leaf="auto"), 1e-5, 200, 100, 10.0)     # 100 ms a move, 1 ms a rollout
     'rollout'
+    >>> auto_leaf(MCTSConfig(leaf="auto"), 2e-7, 10_000, 5_000, 1.0, leaf_cost=2e-4)  # 1 ms a rollout, 0.2 ms a leaf
+    'mixed'
+    >>> auto_leaf(MCTSConfig(leaf="auto"), 2e-7, 2_000, 1_000, 0.01, leaf_cost=2e-4)  # 0.2 ms a rollout: no saving
+    'rollout'
     """
     per_move = seconds_left / max(decisions, 1)
     rollout_cost = step_time * episode_steps / 2
     if rollout_cost <= 0 or math.isinf(per_move):
+        return "rollout"
+    if rollout_cost <= leaf_cost + cfg.leaf_steps * step_time:  # a value leaf would buy no more simulations
         return "rollout"
     return "rollout" if per_move / rollout_cost >= min(cfg.simulations, cfg.auto_simulations) else "mixed"
 
@@ -278,6 +290,8 @@ class UCTSearch:
         self.leaf_calls = 0  # times ``leaf_value`` was asked
         self.to_go, self.scale = np.zeros(1), 0.0  # the reference episode (set by run, or by set_reference)
         self.leaf = cfg.leaf if cfg.leaf != "auto" else "rollout"  # what a leaf plays ("auto": chosen by run)
+        self.leaf_cost = self.rollout_cost = 0.0  # "auto": the measured seconds of a value leaf and of a rollout
+        self._batch_seconds, self._batch_simulations = 0.0, 0  # the grouped simulations' cost so far
 
     def set_reference(self, game: Game) -> None:
         """The reference episode of value leaves: the greedy episode from ``game`` (:func:`greedy_profile`)."""
@@ -369,8 +383,13 @@ class UCTSearch:
         power = self.cfg.prior_power
         if self.cfg.prior_decay > 0:  # the prior's pull fades as the node's own statistics grow (docstring)
             power *= self.cfg.prior_decay / (self.cfg.prior_decay + node.visits)
+        elif node.bonus is not None:  # a constant power: the node's weights, computed once
+            return self._ucb_best(node, node.bonus)[0]
         weight = np.ones(len(prior)) if np.all(prior == prior[0]) else (len(prior) * prior) ** power
-        return self._ucb_best(node, dict(zip(node.legal, weight.tolist())))[0]
+        bonus = dict(zip(node.legal, weight.tolist()))
+        if self.cfg.prior_decay == 0:
+            node.bonus = bonus
+        return self._ucb_best(node, bonus)[0]
 
     def _simulate_guided(self, root: Node, game: Game) -> list[Node]:
         """Descend by pUCT from ``root`` (``game`` is a clone at the root), expanding one node; the path."""
@@ -422,9 +441,43 @@ class UCTSearch:
             ret = self._leaf(path[-1], game, stop_step)
         return self._backup(path, game, ret, best)
 
+    def measure_leaf_cost(self, game: Game) -> float:
+        """Seconds to value one leaf at ``game``'s state (not changed) as the search would: one leaf's share of a
+        batched pass over ``leaf_batch`` copies (:meth:`_batched`), else one call; after one call that fills the
+        problem's caches (the network's input encodes the problem once), which is not timed."""
+        if self.cfg.leaf == "rollout" or game.done:
+            return 0.0
+        self.leaf_value(game.clone())
+        group = [game.clone() for _ in range(self.cfg.leaf_batch if self._batches() else 1)]
+        t = time.perf_counter()
+        if self._batches():
+            self.leaf_value.batch(group)
+        else:
+            self.leaf_value(group[0])
+        return (time.perf_counter() - t) / len(group)
+
+    def _measure_rollout_step(self, game: Game) -> float:
+        """Seconds per step of one rollout from ``game``'s state (not changed) to the end, as :func:`rollout` plays it."""
+        copy = game.clone()
+        start = copy.steps
+        t = time.perf_counter()
+        rollout(copy, self.cfg, np.random.default_rng(0), math.inf)
+        return (time.perf_counter() - t) / max(copy.steps - start, 1)
+
+    def _batches(self) -> bool:
+        """Whether value leaves, where played, are valued in groups (module docstring, "Batched value leaves")."""
+        return self.cfg.leaf_batch > 1 and hasattr(self.leaf_value, "batch")
+
     def _batched(self) -> bool:
-        """Whether leaves are valued in groups (module docstring, "Batched value leaves")."""
-        return self.leaf != "rollout" and self.cfg.leaf_batch > 1 and hasattr(self.leaf_value, "batch")
+        """Whether this search's leaves are valued in groups."""
+        return self.leaf != "rollout" and self._batches()
+
+    def _affordable_group(self, seconds: float) -> int:
+        """Simulations of a group that fit in ``seconds`` at the mean cost of the grouped simulations so far (at
+        least 1; before any, ``leaf_batch``)."""
+        if self._batch_simulations == 0:
+            return self.cfg.leaf_batch
+        return max(1, int(seconds * self._batch_simulations / max(self._batch_seconds, 1e-9)))
 
     def simulate_batch(self, root: Node, root_game: Game, stop_step: float, best: Episode,
                        count: int) -> Episode:
@@ -500,8 +553,12 @@ class UCTSearch:
             self.to_go, self.scale = _play_recording(probe, deadline)
         step_time = (time.monotonic() - tp) / max(probe.steps - game.steps, 1)
         if cfg.leaf == "auto":
+            self.leaf_cost = self.measure_leaf_cost(game)
+            if self._batches():  # leaves the network values: a rollout's cost as the search pays it (one native
+                step_time = self._measure_rollout_step(game)  # call, not the probe's step-by-step episode)
             self.leaf = auto_leaf(cfg, step_time, probe.steps - game.steps, game.decisions_left,
-                                  deadline - time.monotonic())
+                                  deadline - time.monotonic(), self.leaf_cost)
+            self.rollout_cost = step_time * (probe.steps - game.steps) / 2
         best = episode_of(probe, "greedy")
         for inc in incumbents:
             if inc.value > best.value:
@@ -528,9 +585,13 @@ class UCTSearch:
                 batched = self._batched()
                 while sims < cfg.simulations and (sims == 0 or time.monotonic() < move_deadline):
                     best_before = best.value
-                    if batched:
-                        group = min(cfg.leaf_batch, cfg.simulations - sims)
+                    if batched:  # a group no larger than the move's time left affords at the measured cost
+                        group = min(cfg.leaf_batch, cfg.simulations - sims,
+                                    self._affordable_group(move_deadline - time.monotonic()))
+                        started = time.perf_counter()
                         best = self.simulate_batch(root, game, stop_step, best, group)
+                        self._batch_seconds += time.perf_counter() - started
+                        self._batch_simulations += group
                     else:
                         group = 1
                         best = self.simulate(root, game, stop_step, best)
@@ -756,6 +817,8 @@ def solve_with_uct(name: str, request: SolveRequest, cfg: MCTSConfig, game_cfg, 
         stats.update({"leaf": cfg.leaf, "leaf_calls": search.leaf_calls})
         if cfg.leaf == "auto":
             stats["leaf_played"] = search.leaf
+            stats["leaf_cost_us"] = round(1e6 * search.leaf_cost, 1)
+            stats["rollout_cost_us"] = round(1e6 * search.rollout_cost, 1)
     if problem.mode == "prefetch":
         norm = data.reward_norm
         best, best_value, intervals = prefetch_answer(problem, hardware, result, incumbents)

@@ -87,7 +87,12 @@ Options (`MuZeroOptions`, listed by `mallocgame solvers muzero`; the CLI passes 
   prior). Guided UCT only (``method=uct``, no ``model``); not the default in map mode (docs/results.md,
   "muzero's defaults").
   ``"auto"`` plays rollouts where the time per move affords ``auto_simulations`` (default 2) of them to the end
-  and ``"mixed"`` leaves where it does not (``search/uct.py`` ``auto_leaf``; ``stats["leaf_played"]`` says which);
+  and ``"mixed"`` leaves where it does not (``search/uct.py`` ``auto_leaf``; ``stats["leaf_played"]`` says which).
+  With the network at the leaves (map mode) it first measures what a value leaf costs (its share of one batched
+  pass, ``leaf_batch`` copies of the start state) and what a rollout costs (one rollout from the start), and plays
+  rollouts wherever a mixed leaf would cost as much as the rollout it replaces (``stats["leaf_cost_us"]``,
+  ``stats["rollout_cost_us"]``): the rule that picks the value head where rollouts are dear. Not map mode's
+  default: it has not been measured on the tuning sets;
 * ``leaf_batch``   with value leaves read from the network: descents whose leaves one batched network pass values
   (default ``DEFAULT_LEAF_BATCH``; ``search/uct.py``, "Batched value leaves"); 1 values each leaf alone;
 * ``leaf_steps``   with ``leaf="mixed"``: greedy rollout steps before the value (default 16, not tuned; with

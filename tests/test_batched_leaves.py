@@ -106,3 +106,27 @@ def test_the_batched_search_is_the_same_for_the_same_seed_and_values_leaves_in_g
     assert a.stats["leaf_passes"] < a.stats["leaf_calls"] / 2  # groups of up to 8 leaves per pass
     one = run_solver("muzero", problem, HW, time_limit=120, seed=3, options={**opts, "leaf_batch": 1})
     assert one.valid and one.stats["leaf_passes"] == one.stats["leaf_calls"]
+
+
+def test_auto_plays_rollouts_where_a_value_leaf_costs_as_much_as_the_rollout_it_replaces():
+    from mallocgame.search.uct import auto_leaf
+
+    cfg = MCTSConfig(leaf="auto", simulations=10**9, leaf_steps=0)
+    # 10,000 steps at 0.2 us: a rollout ~1 ms; 1 s over 5,000 moves affords none, a 0.2 ms leaf five
+    assert auto_leaf(cfg, 2e-7, 10_000, 5_000, 1.0, leaf_cost=2e-4) == "mixed"
+    # the same time per move, but a leaf costs 2 ms: more than the rollout it would replace
+    assert auto_leaf(cfg, 2e-7, 10_000, 5_000, 1.0, leaf_cost=2e-3) == "rollout"
+
+
+def test_a_group_is_no_larger_than_the_time_left_affords():
+    search = UCTSearch(MCTSConfig(leaf="value", leaf_batch=16), np.random.default_rng(0), leaf_value=_Recording())
+    assert search._affordable_group(0.01) == 16  # nothing measured yet: a full group
+    search._batch_seconds, search._batch_simulations = 1.0, 10  # 0.1 s a simulation
+    assert search._affordable_group(0.35) == 3 and search._affordable_group(0.0) == 1
+
+
+def test_auto_in_map_mode_measures_both_costs_and_says_what_it_played():
+    rep = run_solver("muzero", _problem(150, seed=2), HW, time_limit=60, seed=1,
+                     options={"leaf": "auto", "simulations": 4})
+    assert rep.valid and rep.stats["leaf_played"] == "rollout"  # 150 buffers: rollouts are cheap
+    assert rep.stats["leaf_cost_us"] > 0 and rep.stats["rollout_cost_us"] > 0
