@@ -44,8 +44,7 @@ def value_target(game, to_go: np.ndarray, scale: float) -> float:
     :func:`~mallocgame.search.uct.greedy_profile` of the problem's start."""
     rollout = game.clone()
     start = rollout.total_reward()
-    while not rollout.done:
-        rollout.step(rollout.greedy_action())
+    rollout.greedy_rollout(math.inf)  # one call: the compiled games play it natively
     return 100.0 * ((rollout.total_reward() - start) - float(to_go[game.steps])) / (scale if scale > 0 else 1.0)
 
 
@@ -103,6 +102,13 @@ def label_problem(recipe: Recipe, net, game_fields: dict, rng: np.random.Generat
                   eps: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
     """Features ``[m, L + d]`` and targets ``y`` ``[m]`` of one training problem (module docstring, "Data")."""
     problem, hw = build(recipe)
+    return label_states(problem, hw, net, game_fields, rng, states=states, eps=eps)
+
+
+def label_states(problem, hw, net, game_fields: dict, rng: np.random.Generator, *, states: int = 16,
+                 eps: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`label_problem` of a given problem and hardware: features and targets of the children of ``states``
+    states of a walk that follows the greedy (a random move with probability ``eps``)."""
     data = GameData(problem, hw)
     game = Game(problem, hw, GameConfig(**game_fields), data=data)
     to_go, scale = greedy_profile(game)
