@@ -96,7 +96,7 @@ Options (`MuZeroOptions`, listed by `mallocgame solvers muzero`; the CLI passes 
 * ``leaf_batch``   with value leaves read from the network: descents whose leaves one batched network pass values
   (default ``DEFAULT_LEAF_BATCH``; ``search/uct.py``, "Batched value leaves"); 1 values each leaf alone;
 * ``leaf_steps``   with ``leaf="mixed"``: greedy rollout steps before the value (default 16, not tuned; with
-  ``"auto"`` 64);
+  ``"auto"`` 64, and 0 in map mode with the network at the leaves, ``AUTO_LEAF_STEPS_NETWORK``);
 * ``leaf_value``   ``"network"`` (default) or ``"reference"``: the control without a network at the leaves,
   ``y = 0`` (the future as in the greedy reference episode). A game the network was not trained on (pack and
   prefetch modes) gets the reference (``stats["leaf_value"]`` says so).
@@ -191,6 +191,9 @@ DEFAULT_LEAF_STEPS = 16
 #: ``leaf="auto"``'s steps before the reference value where it plays "mixed", chosen on the prefetch tuning sets
 #: at 10 s (docs/results.md, "muzero's defaults").
 DEFAULT_AUTO_LEAF_STEPS = 64
+#: ``leaf="auto"``'s steps where the value network values the leaves (map mode): none, so that the one batched pass
+#: that values a leaf gives its prior too (a leaf after rollout steps needs a second pass for the prior of its node).
+AUTO_LEAF_STEPS_NETWORK = 0
 #: ``leaf="auto"`` plays rollouts where the time per move affords this many to the end (estimated from the first
 #: greedy episode: the time per move over half an episode's steps). Chosen on the prefetch tuning sets at 10 s
 #: (docs/results.md, "muzero's defaults"); the estimate is conservative, rollouts deeper in the tree are shorter
@@ -272,7 +275,9 @@ class MuZeroSolver(Solver):
         leaf_value = opts.leaf_value
         leaf_steps = opts.leaf_steps
         if leaf_steps is None:
-            leaf_steps = DEFAULT_AUTO_LEAF_STEPS if leaf == "auto" else DEFAULT_LEAF_STEPS
+            leaf_steps = DEFAULT_LEAF_STEPS if leaf != "auto" else (
+                AUTO_LEAF_STEPS_NETWORK if problem.mode == "map" and opts.leaf_value == "network"
+                else DEFAULT_AUTO_LEAF_STEPS)
         auto_simulations = DEFAULT_AUTO_SIMULATIONS if opts.auto_simulations is None else opts.auto_simulations
         leaf_batch = DEFAULT_LEAF_BATCH if opts.leaf_batch is None else opts.leaf_batch
         if method != "uct" or model is not None:

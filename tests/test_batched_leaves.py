@@ -130,3 +130,11 @@ def test_auto_in_map_mode_measures_both_costs_and_says_what_it_played():
                      options={"leaf": "auto", "simulations": 4})
     assert rep.valid and rep.stats["leaf_played"] == "rollout"  # 150 buffers: rollouts are cheap
     assert rep.stats["leaf_cost_us"] > 0 and rep.stats["rollout_cost_us"] > 0
+
+
+def test_auto_in_map_mode_values_its_leaves_at_once_so_one_pass_gives_the_prior_too():
+    rep = run_solver("muzero", _problem(150, seed=2), HW, time_limit=60, seed=1, options={"leaf": "auto"})
+    assert rep.valid and rep.stats["leaf_steps"] == 0
+    prefetch = run_solver("muzero", _problem(40, seed=2).replace(mode="prefetch"), HW, time_limit=60, seed=1,
+                          options={"simulations": 2})
+    assert prefetch.valid and prefetch.stats["leaf_steps"] == 64  # prefetch mode's auto keeps its steps
