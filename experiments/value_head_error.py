@@ -10,7 +10,8 @@ greedy rollout to the end relative to the reference episode, in percent of that 
 value leaf estimates; :mod:`mallocgame.search.muzero.value`). It reports per family and overall the rows, the
 value head's mean squared and mean absolute error, those of ``y = 0`` (the reference control: no network), the
 correlation of the head with the truth and ``R^2 = 1 - MSE(head) / MSE(y = 0)`` (above 0: the head knows more
-than the reference episode). The checkpoint is ``value.pt`` (the network value leaves read by default).
+than the reference episode; "-" where every label is 0). The checkpoint is ``value.pt`` (the network value leaves
+read by default).
 Writes ``experiments/results/value_head_error.md`` (``--out``).
 """
 
@@ -38,9 +39,11 @@ def summary(y: np.ndarray, pred: np.ndarray) -> str:
         return "0 | - | - | - | - | - | -"
     mse, mse0 = float(((pred - y) ** 2).mean()), float((y ** 2).mean())
     corr = float(np.corrcoef(pred, y)[0, 1]) if y.std() > 0 and pred.std() > 0 else float("nan")
-    r2 = 1.0 - mse / mse0 if mse0 > 0 else float("nan")
+    # R^2 only where the truth varies: on a program whose every labelled child ends as the reference does (y = 0 to
+    # float rounding) any head's error divided by ~1e-25 says nothing
+    r2 = f"{1.0 - mse / mse0:.3f}" if mse0 > 1e-12 else "-"
     return (f"{len(y)} | {mse:.4g} | {float(np.abs(pred - y).mean()):.4g} | {mse0:.4g} | "
-            f"{float(np.abs(y).mean()):.4g} | {corr:.3f} | {r2:.3f}")
+            f"{float(np.abs(y).mean()):.4g} | {corr:.3f} | {r2}")
 
 
 def main() -> None:
