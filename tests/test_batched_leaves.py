@@ -45,6 +45,8 @@ def test_a_batched_pass_gives_every_example_what_its_own_pass_gives():
     for (y1, p1), (y2, p2) in zip(one_by_one, batched):
         assert abs(y1 - y2) <= 1e-4 * max(1.0, abs(y1))
         np.testing.assert_allclose(p1, p2, rtol=1e-4, atol=1e-6)
+    (alone,) = value.batch(states[:1])  # a group of one: the unbatched pass, the same numbers
+    assert alone[0] == one_by_one[0][0] and value.passes == len(states) + 2
 
 
 def test_evaluate_batch_matches_evaluate_on_every_action_slot():

@@ -73,6 +73,8 @@ class NetworkValue:
     def batch(self, games: list) -> list[tuple[float, np.ndarray]]:
         """``self(game)`` of every game in ``games`` from one batched network pass
         (:meth:`~mallocgame.search.muzero.inference.NumpyNet.evaluate_batch`); ``calls`` counts each game."""
+        if len(games) == 1:  # one example: the unbatched pass has less overhead than a batch of one
+            return [self(games[0])]
         self.calls += len(games)
         self.passes += 1
         features = getattr(self.net, "features", "")
