@@ -140,3 +140,17 @@ def test_auto_in_map_mode_values_its_leaves_at_once_so_one_pass_gives_the_prior_
     prefetch = run_solver("muzero", _problem(40, seed=2).replace(mode="prefetch"), HW, time_limit=60, seed=1,
                           options={"simulations": 2})
     assert prefetch.valid and prefetch.stats["leaf_steps"] == 64  # prefetch mode's auto keeps its steps
+
+
+def test_the_input_vectors_of_a_group_are_each_states_own():
+    from mallocgame.search.muzero import encoder
+
+    net, states = _states(12)
+    done = states[0].clone()
+    while not done.done:
+        done.step(done.greedy_action())
+    games = states + [done]  # a finished game's vector too (zeros past the observation)
+    obs = [g.observation() for g in games]
+    for features in encoder.NAMES:
+        one_by_one = np.asarray([encoder.network_vector(g, o, features) for g, o in zip(games, obs)])
+        np.testing.assert_allclose(encoder.network_vectors(games, obs, features), one_by_one, rtol=1e-5, atol=1e-6)

@@ -34,6 +34,7 @@ import numpy as np
 
 from mallocgame.search.game import Game, GameConfig
 from mallocgame.search.game_data import GameData
+from mallocgame.search.muzero import encoder
 from mallocgame.search.muzero.guide import input_vector
 from mallocgame.search.muzero.problems import Curriculum, Recipe, build
 from mallocgame.search.uct import greedy_profile
@@ -78,14 +79,13 @@ class NetworkValue:
         self.calls += len(games)
         self.passes += 1
         features = getattr(self.net, "features", "")
-        vectors, actions, masks = [], [], []
-        for game in games:
-            obs = game.observation()
-            vectors.append(input_vector(game, obs, features))
-            actions.append(obs.actions)
-            masks.append(obs.mask)
-        masks = np.asarray(masks, bool)
-        logits, values = self.net.evaluate_batch(np.asarray(vectors, np.float32), np.asarray(actions, np.float32),
+        observations = [game.observation() for game in games]
+        if features in encoder.NAMES and all(g.data is games[0].data for g in games):  # one problem: batched inputs
+            vectors = encoder.network_vectors(games, observations, features)
+        else:
+            vectors = np.asarray([input_vector(g, o, features) for g, o in zip(games, observations)], np.float32)
+        masks = np.asarray([o.mask for o in observations], bool)
+        logits, values = self.net.evaluate_batch(vectors, np.asarray([o.actions for o in observations], np.float32),
                                                  masks)
         out = []
         for row, mask, value in zip(logits, masks, values.tolist()):
