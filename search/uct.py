@@ -54,7 +54,9 @@ quantity. A prior returned with ``y`` becomes the leaf node's prior (one network
 (:func:`auto_leaf`) plays rollouts where the time per move affords ``auto_simulations`` of them to the end,
 measured on the first greedy episode, and "mixed" leaves where it does not: at equal wall time a rollout search
 gets less than one simulation per move once a rollout costs more than the move's share of the time (prefetch
-games of thousands of decisions), while truncated leaves still search there.
+games of thousands of decisions), while truncated leaves still search there. It also plays rollouts wherever a
+mixed leaf would cost as much as the rollout it replaces: a leaf valued by a network costs its share of a batched
+pass and its input (:meth:`UCTSearch.measure_leaf_cost`), measured before the search, as is a rollout then.
 
 Batched value leaves (``MCTSConfig.leaf_batch`` = B > 1, with a ``leaf_value`` that has a ``batch(games)``
 method, :class:`mallocgame.search.muzero.value.NetworkValue`): a move's simulations run in groups of B descents
