@@ -54,7 +54,18 @@ quantity. A prior returned with ``y`` becomes the leaf node's prior (one network
 (:func:`auto_leaf`) plays rollouts where the time per move affords ``auto_simulations`` of them to the end,
 measured on the first greedy episode, and "mixed" leaves where it does not: at equal wall time a rollout search
 gets less than one simulation per move once a rollout costs more than the move's share of the time (prefetch
-games of thousands of decisions), while truncated leaves still search there.
+games of thousands of decisions), while truncated leaves still search there. It also plays rollouts wherever a
+mixed leaf would cost as much as the rollout it replaces: a leaf valued by a network costs its share of a batched
+pass and its input (:meth:`UCTSearch.measure_leaf_cost`), measured before the search, as is a rollout then.
+
+Batched value leaves (``MCTSConfig.leaf_batch`` = B > 1, with a ``leaf_value`` that has a ``batch(games)``
+method, :class:`mallocgame.search.muzero.value.NetworkValue`): a move's simulations run in groups of B descents
+whose leaves are valued by one network pass. Each descent adds a virtual visit to the nodes of its path at
+their own mean return (a new leaf: its parent's mean), so the next descents of the group see those nodes as more
+visited and spread over other moves (virtual loss, Chaslot et al., "Parallel Monte-Carlo tree search", 2008, in
+its mean-preserving form); once the group is valued the virtual visits are taken back and each leaf's value is
+backed up as an unbatched leaf's is. A descent that ends the episode is backed up at once. B = 1 is the
+unbatched search, simulation for simulation.
 
 Budgets: at most ``simulations`` new simulations per move, and a wall-clock deadline
 shared out over the remaining moves. A reserve for finishing greedily is kept (measured
@@ -113,6 +124,7 @@ class MCTSConfig:
     leaf: str = "rollout"  # one of LEAVES (module docstring, "Value leaves")
     leaf_steps: int = 16  # leaf="mixed" (and "auto" when it picks "mixed"): greedy rollout steps before the value
     auto_simulations: int = 2  # leaf="auto": rollouts when the time per move affords this many (or `simulations`)
+    leaf_batch: int = 1  # value leaves: descents valued by one batched network pass (docstring, "Batched value leaves")
 
     def __post_init__(self):
         if self.rollout not in ROLLOUTS:
@@ -125,8 +137,8 @@ class MCTSConfig:
             raise ValueError("MCTSConfig: prior_decay >= 0")
         if self.leaf not in LEAVES:
             raise ValueError(f"unknown leaf evaluation {self.leaf!r} (known: {', '.join(LEAVES)})")
-        if self.leaf_steps < 0 or self.auto_simulations < 1:
-            raise ValueError("MCTSConfig: leaf_steps >= 0, auto_simulations >= 1")
+        if self.leaf_steps < 0 or self.auto_simulations < 1 or self.leaf_batch < 1:
+            raise ValueError("MCTSConfig: leaf_steps >= 0, auto_simulations >= 1, leaf_batch >= 1")
         if self.commit not in COMMITS:
             raise ValueError(f"unknown commit rule {self.commit!r} (known: visits, max)")
         if self.simulations < 1 or not 0.0 <= self.epsilon <= 1.0 or self.exploration < 0:
@@ -155,7 +167,7 @@ class SearchResult:
 class Node:
     """A tree node: the state after ``reward`` was received on the edge into it."""
 
-    __slots__ = ("children", "untried", "visits", "value_sum", "best", "reward", "legal", "prior", "greedy")
+    __slots__ = ("children", "untried", "visits", "value_sum", "best", "reward", "legal", "prior", "greedy", "bonus")
 
     def __init__(self, reward: float = 0.0):
         self.children: dict[int, Node] = {}
@@ -167,6 +179,7 @@ class Node:
         self.legal: list[int] | None = None  # guided search: legal actions, their prior and the greedy's choice
         self.prior: np.ndarray | None = None
         self.greedy = -1
+        self.bonus: dict[int, float] | None = None  # guided search: the exploration weights of the legal actions
 
     def q(self) -> float:
         return self.reward + self.value_sum / self.visits
@@ -236,19 +249,30 @@ def rollout(game: Game, cfg: MCTSConfig, rng: np.random.Generator, stop_step: fl
     return total
 
 
-def auto_leaf(cfg: MCTSConfig, step_time: float, episode_steps: int, decisions: int, seconds_left: float) -> str:
+def auto_leaf(cfg: MCTSConfig, step_time: float, episode_steps: int, decisions: int, seconds_left: float,
+              leaf_cost: float = 0.0) -> str:
     """``leaf="auto"``: ``"rollout"`` if the time per move affords ``min(simulations, auto_simulations)`` rollouts to
-    the end, else ``"mixed"``. A rollout from a move costs the steps still to play, on average half the episode's
-    ``episode_steps`` at ``step_time`` seconds each; the time per move is ``seconds_left`` shared over ``decisions``.
+    the end, or if a rollout costs no more than the value leaf that would replace it, else ``"mixed"``. A rollout
+    from a move costs the steps still to play, on average half the episode's ``episode_steps`` at ``step_time``
+    seconds each; the time per move is ``seconds_left`` shared over ``decisions``; a mixed leaf costs its
+    ``leaf_steps`` rollout steps and ``leaf_cost`` seconds, the measured cost of valuing one leaf (one leaf's share of
+    a batched network pass and its input, :meth:`UCTSearch.measure_leaf_cost`; 0 for a leaf valued without a
+    network).
 
     >>> auto_leaf(MCTSConfig(leaf="auto"), 1e-4, 1_000, 500, 10.0)   # 20 ms a move, 50 ms a rollout
     'mixed'
     >>> auto_leaf(MCTSConfig(leaf="auto"), 1e-5, 200, 100, 10.0)     # 100 ms a move, 1 ms a rollout
     'rollout'
+    >>> auto_leaf(MCTSConfig(leaf="auto"), 2e-7, 10_000, 5_000, 1.0, leaf_cost=2e-4)  # 1 ms a rollout, 0.2 ms a leaf
+    'mixed'
+    >>> auto_leaf(MCTSConfig(leaf="auto"), 2e-7, 2_000, 1_000, 0.01, leaf_cost=2e-4)  # 0.2 ms a rollout: no saving
+    'rollout'
     """
     per_move = seconds_left / max(decisions, 1)
     rollout_cost = step_time * episode_steps / 2
     if rollout_cost <= 0 or math.isinf(per_move):
+        return "rollout"
+    if rollout_cost <= leaf_cost + cfg.leaf_steps * step_time:  # a value leaf would buy no more simulations
         return "rollout"
     return "rollout" if per_move / rollout_cost >= min(cfg.simulations, cfg.auto_simulations) else "mixed"
 
@@ -268,6 +292,8 @@ class UCTSearch:
         self.leaf_calls = 0  # times ``leaf_value`` was asked
         self.to_go, self.scale = np.zeros(1), 0.0  # the reference episode (set by run, or by set_reference)
         self.leaf = cfg.leaf if cfg.leaf != "auto" else "rollout"  # what a leaf plays ("auto": chosen by run)
+        self.leaf_cost = self.rollout_cost = 0.0  # "auto": the measured seconds of a value leaf and of a rollout
+        self._batch_seconds, self._batch_simulations = 0.0, 0  # the grouped simulations' cost so far
 
     def set_reference(self, game: Game) -> None:
         """The reference episode of value leaves: the greedy episode from ``game`` (:func:`greedy_profile`)."""
@@ -359,8 +385,13 @@ class UCTSearch:
         power = self.cfg.prior_power
         if self.cfg.prior_decay > 0:  # the prior's pull fades as the node's own statistics grow (docstring)
             power *= self.cfg.prior_decay / (self.cfg.prior_decay + node.visits)
+        elif node.bonus is not None:  # a constant power: the node's weights, computed once
+            return self._ucb_best(node, node.bonus)[0]
         weight = np.ones(len(prior)) if np.all(prior == prior[0]) else (len(prior) * prior) ** power
-        return self._ucb_best(node, dict(zip(node.legal, weight.tolist())))[0]
+        bonus = dict(zip(node.legal, weight.tolist()))
+        if self.cfg.prior_decay == 0:
+            node.bonus = bonus
+        return self._ucb_best(node, bonus)[0]
 
     def _simulate_guided(self, root: Node, game: Game) -> list[Node]:
         """Descend by pUCT from ``root`` (``game`` is a clone at the root), expanding one node; the path."""
@@ -410,6 +441,75 @@ class UCTSearch:
             ret = rollout(game, self.cfg, self.rng, stop_step)
         else:
             ret = self._leaf(path[-1], game, stop_step)
+        return self._backup(path, game, ret, best)
+
+    def measure_leaf_cost(self, game: Game) -> float:
+        """Seconds to value one leaf at ``game``'s state (not changed) as the search would: one leaf's share of a
+        batched pass over ``leaf_batch`` copies (:meth:`_batched`), else one call; after one call that fills the
+        problem's caches (the network's input encodes the problem once), which is not timed."""
+        if self.cfg.leaf == "rollout" or game.done:
+            return 0.0
+        self.leaf_value(game.clone())
+        group = [game.clone() for _ in range(self.cfg.leaf_batch if self._batches() else 1)]
+        t = time.perf_counter()
+        if self._batches():
+            self.leaf_value.batch(group)
+        else:
+            self.leaf_value(group[0])
+        return (time.perf_counter() - t) / len(group)
+
+    def _measure_rollout_step(self, game: Game) -> float:
+        """Seconds per step of one rollout from ``game``'s state (not changed) to the end, as :func:`rollout` plays it."""
+        copy = game.clone()
+        start = copy.steps
+        t = time.perf_counter()
+        rollout(copy, self.cfg, np.random.default_rng(0), math.inf)
+        return (time.perf_counter() - t) / max(copy.steps - start, 1)
+
+    def _batches(self) -> bool:
+        """Whether value leaves, where played, are valued in groups (module docstring, "Batched value leaves")."""
+        return self.cfg.leaf_batch > 1 and hasattr(self.leaf_value, "batch")
+
+    def _batched(self) -> bool:
+        """Whether this search's leaves are valued in groups."""
+        return self.leaf != "rollout" and self._batches()
+
+    def _affordable_group(self, seconds: float) -> int:
+        """Simulations of a group that fit in ``seconds`` at the mean cost of the grouped simulations so far (at
+        least 1; before any, ``leaf_batch``)."""
+        if self._batch_simulations == 0:
+            return self.cfg.leaf_batch
+        return max(1, int(seconds * self._batch_simulations / max(self._batch_seconds, 1e-9)))
+
+    def simulate_batch(self, root: Node, root_game: Game, stop_step: float, best: Episode,
+                       count: int) -> Episode:
+        """``count`` simulations from ``root`` whose value leaves are valued by one batched call of
+        ``leaf_value.batch`` (module docstring, "Batched value leaves"); returns the (possibly improved) best episode."""
+        depth = self.cfg.leaf_steps if self.leaf == "mixed" else 0
+        pending: list[tuple[list[Node], Game, float, list[float]]] = []
+        for _ in range(count):
+            game = root_game.clone()
+            path = self._simulate_guided(root, game) if self.prior is not None else self._descend(root, game)
+            ret = rollout(game, self.cfg, self.rng, min(stop_step, game.steps + depth)) if depth else 0.0
+            if game.done:
+                best = self._backup(path, game, ret, best)
+                continue
+            pending.append((path, game, ret, _add_virtual_visits(path)))
+        if not pending:
+            return best
+        evaluated = self.leaf_value.batch([game for _, game, _, _ in pending])
+        self.leaf_calls += len(pending)
+        for path, _, _, virtual in pending:
+            _remove_virtual_visits(path, virtual)
+        for (path, game, ret, _), (y, prior) in zip(pending, evaluated):
+            node = path[-1]
+            if prior is not None and depth == 0 and self.prior is not None and node.legal is None:
+                self._init_guided(node, game, prior)
+            best = self._backup(path, game, ret + self._leaf_value_at(game, y), best)
+        return best
+
+    def _backup(self, path: list[Node], game: Game, ret: float, best: Episode) -> Episode:
+        """Back ``ret`` (the return from the end of ``path`` on) up ``path``; a finished ``game`` may be the best."""
         if game.done and game.total_reward() > best.value:
             best = Episode(game.total_reward(), game.offsets(), "rollout")
         for n in reversed(path):
@@ -419,6 +519,11 @@ class UCTSearch:
                 n.best = ret
             ret += n.reward
         return best
+
+    def _leaf_value_at(self, game: Game, y: float) -> float:
+        """A value leaf's estimate of the return from ``game``'s state on: ``to_go[t] + scale x y / 100``."""
+        t = game.steps
+        return (float(self.to_go[t]) if t < len(self.to_go) else 0.0) + self.scale * y / 100.0
 
     def _leaf(self, node: Node, game: Game, stop_step: float) -> float:
         """A value leaf (module docstring): rewards of ``leaf_steps`` rollout steps ("mixed") plus the value of the
@@ -432,8 +537,7 @@ class UCTSearch:
         self.leaf_calls += 1
         if prior is not None and depth == 0 and self.prior is not None and node.legal is None:
             self._init_guided(node, game, prior)
-        t = game.steps
-        return ret + (float(self.to_go[t]) if t < len(self.to_go) else 0.0) + self.scale * y / 100.0
+        return ret + self._leaf_value_at(game, y)
 
     def run(self, game: Game, *, deadline: float, incumbents: list[Episode] = (),
             start: float | None = None, before_move: Callable[[Game], None] | None = None) -> SearchResult:
@@ -451,8 +555,12 @@ class UCTSearch:
             self.to_go, self.scale = _play_recording(probe, deadline)
         step_time = (time.monotonic() - tp) / max(probe.steps - game.steps, 1)
         if cfg.leaf == "auto":
+            self.leaf_cost = self.measure_leaf_cost(game)
+            if self._batches():  # leaves the network values: a rollout's cost as the search pays it (one native
+                step_time = self._measure_rollout_step(game)  # call, not the probe's step-by-step episode)
             self.leaf = auto_leaf(cfg, step_time, probe.steps - game.steps, game.decisions_left,
-                                  deadline - time.monotonic())
+                                  deadline - time.monotonic(), self.leaf_cost)
+            self.rollout_cost = step_time * (probe.steps - game.steps) / 2
         best = episode_of(probe, "greedy")
         for inc in incumbents:
             if inc.value > best.value:
@@ -476,12 +584,22 @@ class UCTSearch:
                 move_deadline = now + (deadline - now - reserve) / left
                 stop_step = game.steps + cfg.rollout_depth if cfg.rollout_depth is not None else math.inf
                 sims = 0
+                batched = self._batched()
                 while sims < cfg.simulations and (sims == 0 or time.monotonic() < move_deadline):
                     best_before = best.value
-                    best = self.simulate(root, game, stop_step, best)
+                    if batched:  # a group no larger than the move's time left affords at the measured cost
+                        group = min(cfg.leaf_batch, cfg.simulations - sims,
+                                    self._affordable_group(move_deadline - time.monotonic()))
+                        started = time.perf_counter()
+                        best = self.simulate_batch(root, game, stop_step, best, group)
+                        self._batch_seconds += time.perf_counter() - started
+                        self._batch_simulations += group
+                    else:
+                        group = 1
+                        best = self.simulate(root, game, stop_step, best)
                     if best.value > best_before:
                         result.history.append((time.monotonic() - t0, best.value))
-                    sims += 1
+                    sims += group
                 result.simulations += sims
                 result.searched_moves += 1
                 if cfg.commit == "max":
@@ -500,6 +618,28 @@ class UCTSearch:
             result.history.append((time.monotonic() - t0, best.value))
         result.best = best
         return result
+
+
+def _add_virtual_visits(path: list[Node]) -> list[float]:
+    """One virtual visit to every node of ``path`` at its own mean return (a node not visited yet: its parent's
+    mean less its own reward; the root, unvisited: 0), so a descent of the same group sees them as visited more
+    without their means changing; returns the values added, for :func:`_remove_virtual_visits`."""
+    added = []
+    parent_mean = 0.0
+    for n in path:
+        mean = n.value_sum / n.visits if n.visits else parent_mean - n.reward
+        n.visits += 1
+        n.value_sum += mean
+        added.append(mean)
+        parent_mean = mean
+    return added
+
+
+def _remove_virtual_visits(path: list[Node], added: list[float]) -> None:
+    """Take back the virtual visits :func:`_add_virtual_visits` gave ``path``."""
+    for n, mean in zip(path, added):
+        n.visits -= 1
+        n.value_sum -= mean
 
 
 # --- the common frame of the UCT solvers (mcts and muzero play exactly this) ----------------------
@@ -694,6 +834,8 @@ def _search_stats(cfg: MCTSConfig, game_cfg, search: UCTSearch, result: SearchRe
         stats.update({"leaf": cfg.leaf, "leaf_calls": search.leaf_calls})
         if cfg.leaf == "auto":
             stats["leaf_played"] = search.leaf
+            stats["leaf_cost_us"] = round(1e6 * search.leaf_cost, 1)
+            stats["rollout_cost_us"] = round(1e6 * search.rollout_cost, 1)
     return stats
 
 

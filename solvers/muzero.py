@@ -87,9 +87,16 @@ Options (`MuZeroOptions`, listed by `mallocgame solvers muzero`; the CLI passes 
   prior). Guided UCT only (``method=uct``, no ``model``); not the default in map mode (docs/results.md,
   "muzero's defaults").
   ``"auto"`` plays rollouts where the time per move affords ``auto_simulations`` (default 2) of them to the end
-  and ``"mixed"`` leaves where it does not (``search/uct.py`` ``auto_leaf``; ``stats["leaf_played"]`` says which);
+  and ``"mixed"`` leaves where it does not (``search/uct.py`` ``auto_leaf``; ``stats["leaf_played"]`` says which).
+  With the network at the leaves (map mode) it first measures what a value leaf costs (its share of one batched
+  pass, ``leaf_batch`` copies of the start state) and what a rollout costs (one rollout from the start), and plays
+  rollouts wherever a mixed leaf would cost as much as the rollout it replaces (``stats["leaf_cost_us"]``,
+  ``stats["rollout_cost_us"]``): the rule that picks the value head where rollouts are dear. Not map mode's
+  default: it has not been measured on the tuning sets;
+* ``leaf_batch``   with value leaves read from the network: descents whose leaves one batched network pass values
+  (default ``DEFAULT_LEAF_BATCH``; ``search/uct.py``, "Batched value leaves"); 1 values each leaf alone;
 * ``leaf_steps``   with ``leaf="mixed"``: greedy rollout steps before the value (default 16, not tuned; with
-  ``"auto"`` 64);
+  ``"auto"`` 64, and 0 in map mode with the network at the leaves, ``AUTO_LEAF_STEPS_NETWORK``);
 * ``leaf_value``   ``"network"`` (default) or ``"reference"``: the control without a network at the leaves,
   ``y = 0`` (the future as in the greedy reference episode). A game the network was not trained on (pack and
   prefetch modes) gets the reference (``stats["leaf_value"]`` says so).
@@ -184,6 +191,9 @@ DEFAULT_LEAF_STEPS = 16
 #: ``leaf="auto"``'s steps before the reference value where it plays "mixed", chosen on the prefetch tuning sets
 #: at 10 s (docs/results.md, "muzero's defaults").
 DEFAULT_AUTO_LEAF_STEPS = 64
+#: ``leaf="auto"``'s steps where the value network values the leaves (map mode): none, so that the one batched pass
+#: that values a leaf gives its prior too (a leaf after rollout steps needs a second pass for the prior of its node).
+AUTO_LEAF_STEPS_NETWORK = 0
 #: ``leaf="auto"`` plays rollouts where the time per move affords this many to the end (estimated from the first
 #: greedy episode: the time per move over half an episode's steps). Chosen on the prefetch tuning sets at 10 s
 #: (docs/results.md, "muzero's defaults"); the estimate is conservative, rollouts deeper in the tree are shorter
@@ -193,6 +203,10 @@ DEFAULT_AUTO_SIMULATIONS = 2
 #: episode, y = 0: no value network is trained for the prefetch game), map and pack modes rollouts to the end
 #: (which searched better than value leaves in map mode: docs/results.md, "muzero's defaults").
 DEFAULT_LEAF = {"map": "rollout", "pack": "rollout", "prefetch": "auto"}
+#: Value leaves per batched network pass (option ``leaf_batch``; ``search/uct.py``, "Batched value leaves"): at 16 a
+#: pass costs a few times one example's (experiments/bench_muzero_inference.py) and a move's simulations still
+#: spread over the tree.
+DEFAULT_LEAF_BATCH = 16
 
 
 def _choice(name: str, value, choices: tuple[str, ...]) -> str:
@@ -228,6 +242,8 @@ class MuZeroOptions(Options):
                                 choices=COMMITS)
     auto_simulations: int | None = option(None, "leaf=auto's rollouts to the end a move must afford "
                                                 f"(default {DEFAULT_AUTO_SIMULATIONS})", low=1)
+    leaf_batch: int | None = option(None, "value leaves valued by one network pass "
+                                          f"(default {DEFAULT_LEAF_BATCH})", low=1)
 
 
 class MuZeroSolver(Solver):
@@ -259,8 +275,11 @@ class MuZeroSolver(Solver):
         leaf_value = opts.leaf_value
         leaf_steps = opts.leaf_steps
         if leaf_steps is None:
-            leaf_steps = DEFAULT_AUTO_LEAF_STEPS if leaf == "auto" else DEFAULT_LEAF_STEPS
+            leaf_steps = DEFAULT_LEAF_STEPS if leaf != "auto" else (
+                AUTO_LEAF_STEPS_NETWORK if problem.mode == "map" and opts.leaf_value == "network"
+                else DEFAULT_AUTO_LEAF_STEPS)
         auto_simulations = DEFAULT_AUTO_SIMULATIONS if opts.auto_simulations is None else opts.auto_simulations
+        leaf_batch = DEFAULT_LEAF_BATCH if opts.leaf_batch is None else opts.leaf_batch
         if method != "uct" or model is not None:
             if leaf_given and leaf != "rollout":
                 raise InputError("muzero: option leaf=value|mixed|auto is the guided UCT's (method=uct, no model)")
@@ -275,7 +294,7 @@ class MuZeroSolver(Solver):
                           sims=sims, checkpoint=checkpoint, prior=prior, exploration=float(exploration),
                           rollout_depth=rollout_depth, selection=selection, prior_power=float(prior_power),
                           prior_decay=float(prior_decay), leaf=(leaf, leaf_steps, leaf_value), commit=commit,
-                          auto_simulations=auto_simulations)
+                          auto_simulations=auto_simulations, leaf_batch=leaf_batch)
 
 
 # --- the default: UCT with the network's prior (search/uct.py, "Guided selection") --------------
@@ -301,7 +320,7 @@ def _default_checkpoint(mode: str, valued: bool) -> Path:
 def _solve_uct(name: str, request: SolveRequest, *, sims: int, checkpoint: str | None, prior: str, exploration: float,
                rollout_depth: int | None, selection: str, prior_power: float, prior_decay: float = 0.0,
                leaf: tuple[str, int, str] = ("rollout", 0, "network"), commit: str,
-               auto_simulations: int = 2) -> Solution:
+               auto_simulations: int = 2, leaf_batch: int = 1) -> Solution:
     problem, hardware, time_limit = request.problem, request.hardware, request.budget.seconds
     stats: dict[str, Any] = {"method": "uct", "selection": selection, "exploration": exploration,
                              "prior_power": prior_power, "prior_decay": prior_decay, "commit": commit}
@@ -357,12 +376,13 @@ def _solve_uct(name: str, request: SolveRequest, *, sims: int, checkpoint: str |
 
     cfg = MCTSConfig(simulations=sims, exploration=exploration, rollout="greedy", rollout_depth=rollout_depth,
                      commit=commit, guided=selection, prior_power=prior_power, prior_decay=prior_decay,
-                     leaf=leaf[0], leaf_steps=leaf[1], auto_simulations=auto_simulations)
+                     leaf=leaf[0], leaf_steps=leaf[1], auto_simulations=auto_simulations, leaf_batch=leaf_batch)
     solution = solve_with_uct(name, request, cfg, game_cfg, prior=prior_fn, data=data, stats=stats, leaf_value=leaf_fn,
                               prepare=prepare)
     # The network is asked exactly when the search asks its prior (never at a forced move) or values a leaf.
     calls = (prior_fn.calls if isinstance(prior_fn, NetworkPrior | BlendedPrior) else 0) + getattr(leaf_fn, "calls", 0)
-    return dataclasses.replace(solution, stats={**solution.stats, "network_evaluations": calls})
+    passes = {"leaf_passes": leaf_fn.passes} if isinstance(leaf_fn, NetworkValue) else {}
+    return dataclasses.replace(solution, stats={**solution.stats, "network_evaluations": calls, **passes})
 
 
 def _leaf_evaluator(leaf: tuple[str, int, str], value_net, stats: dict):

@@ -216,3 +216,17 @@ def test_prefetch_default_at_a_simulation_budget_with_time_to_spare_is_mcts():
     assert mcts.valid and default.valid
     assert default.stats["leaf"] == "auto" and default.stats["leaf_played"] == "rollout"
     assert default.objective == mcts.objective and default.stats["simulations"] == mcts.stats["simulations"]
+
+
+def test_label_states_labels_a_given_problem_with_the_true_relative_returns():
+    from mallocgame.search.muzero.torchless import load_agent_network
+    from mallocgame.search.muzero.value import label_states
+    from mallocgame.solvers.muzero import VALUE_CHECKPOINT
+
+    net, fields = load_agent_network(str(VALUE_CHECKPOINT))
+    problem = _problem(60, seed=9)
+    x, y = label_states(problem, HW, net, fields, np.random.default_rng(0), states=4)
+    assert x.shape == (len(y), net.value_head.w1.shape[0]) and len(y) >= 4
+    again = label_states(problem, HW, net, fields, np.random.default_rng(0), states=4)
+    np.testing.assert_array_equal(again[1], y)  # the same seed labels the same states
+    assert np.isfinite(y).all() and (y != 0).any()  # children off the greedy path differ from the reference

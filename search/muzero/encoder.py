@@ -181,3 +181,56 @@ def network_vector(game, obs, features: str = NAME) -> np.ndarray:
     if features == NAME_RELAX:
         parts.append(relaxation_features(game, around))
     return np.concatenate(parts)
+
+
+def network_vectors(games: list, observations: list, features: str = NAME) -> np.ndarray:
+    """float32 ``[B, D]``: :func:`network_vector` of every game (of one problem: one :class:`GameData`) with its
+    observation, equal to it to float rounding (sums and means run in another order). The per-state reductions of
+    :func:`state_features` and :func:`relaxation_features` run once over all the games' overlapping buffers, so the
+    numpy calls per state are the neighbour query's only."""
+    B = len(games)
+    if B == 0:
+        return np.zeros((0, 0), np.float32)
+    d = games[0].data
+    enc = encoding(d)
+    live = [b for b, g in enumerate(games) if not g.done]
+    obs = np.asarray([np.asarray(o.as_vector(), np.float32) for o in observations])
+    extra = np.zeros((B, EXTRA + (RELAX if features == NAME_RELAX else 0)), np.float32)
+    if live:
+        current, und, plc = [], [], []
+        for b in live:
+            i, undecided, placed = _around(games[b])
+            current.append(i), und.append(undecided), plc.append(placed)
+        cur = np.asarray(current, np.int64)
+        rows = np.asarray(live, np.int64)
+        n_und = np.array([len(u) for u in und], np.int64)
+        seg_u = np.repeat(np.arange(len(live)), n_und)
+        seg_p = np.repeat(np.arange(len(live)), [len(p) for p in plc])
+        all_u = np.concatenate(und)
+        all_p = np.concatenate(plc)
+        size_u = d.size[all_u].astype(np.float64)
+        size_p = d.size[all_p].astype(np.float64)
+        m = len(live)
+        state = np.zeros((m, STATE), np.float64)
+        has = n_und > 0
+        dens_u = d.density[all_u]
+        state[:, 0] = n_und / 16.0
+        state[:, 1] = np.bincount(seg_u, size_u, m) / d.scale
+        state[:, 2] = np.bincount(seg_u, size_u * (dens_u > d.density[cur][seg_u]), m) / d.scale
+        peak = np.full(m, -np.inf)
+        np.maximum.at(peak, seg_u, dens_u)
+        state[has, 3] = peak[has]
+        starts = np.concatenate(([0], np.cumsum(n_und)[:-1]))[has]
+        if len(all_u):
+            state[has, 6:] = np.add.reduceat(enc[all_u], starts, axis=0) / n_und[has, None]
+        state[:, 4] = np.bincount(seg_p, size_p, m) / d.scale
+        state[:, 5] = d.size[cur].astype(np.float64) / d.scale
+        extra[rows, :ENCODING] = enc[cur]
+        extra[rows, ENCODING:EXTRA] = state
+        if features == NAME_RELAX:
+            chosen = relaxation_set(d)
+            extra[rows, EXTRA] = chosen[cur]
+            extra[rows, EXTRA + 1] = np.bincount(seg_u, size_u * chosen[all_u], m) / d.scale
+            extra[rows, EXTRA + 2] = np.bincount(seg_u, size_u * ~chosen[all_u], m) / d.scale
+            extra[rows, EXTRA + 3] = np.bincount(seg_p, size_p * ~chosen[all_p], m) / d.scale
+    return np.concatenate([obs, extra], 1)

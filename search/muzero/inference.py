@@ -1,9 +1,9 @@
-"""Batch-of-one inference of a :class:`~mallocgame.search.muzero.networks.MuZeroNet` in numpy.
+"""Inference of a :class:`~mallocgame.search.muzero.networks.MuZeroNet` in numpy, one example or a batch.
 
-The tree search evaluates one node at a time; at that size PyTorch's per-call dispatch
-costs more than the arithmetic (about 4x here), so the search uses this copy of the
-weights instead. Same functions as the module docstring of :mod:`mallocgame.search.muzero.networks`;
-results agree with the torch forward pass to float32 rounding (a test checks it). The
+The tree search evaluates one node at a time, or a batch of leaves at once (:meth:`NumpyNet.evaluate_batch`,
+the value leaves of ``search/uct.py``); at those sizes PyTorch's per-call dispatch costs more than the
+arithmetic, so the search uses this copy of the weights instead. Same functions as the module docstring of
+:mod:`mallocgame.search.muzero.networks`; results agree with the torch forward pass to float32 rounding (a test checks it). The
 torch module stays the one that is trained and saved. Imports no torch.
 """
 
@@ -114,6 +114,61 @@ class NumpyNet:
         logits = self.policy_head(np.concatenate([np.broadcast_to(state, (A, state.shape[0])), emb], -1))[:, 0]
         value = float(self.value_head(np.concatenate([state, emb.mean(0)]))[0])
         return logits, value
+
+    def evaluate_batch(self, vectors: np.ndarray, actions: np.ndarray, masks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`evaluate` of ``B`` examples in one pass: ``vectors [B, D]``, ``actions [B, A, F]``, ``masks [B, A]``
+        -> ``(logits [B, A], values [B])``, each row equal to :meth:`evaluate` of that example to float32 rounding.
+
+        Most action slots of an observation are empty (all-zero features, illegal: about 2 of 17 actions are
+        legal), and every empty slot of one example has the same embedding, so the action layers run on the
+        other slots (legal, non-zero or the slow one) plus one empty slot per example, which stands for all of
+        them in the value head's mean. The concatenations of the single-example path (an action's features with
+        the state, the state with an action's embedding) become sums of two products with blocks of the first
+        layer's weights, so the state's part is computed once per example, not once per action.
+        """
+        vectors = np.asarray(vectors, np.float32)
+        actions = np.asarray(actions, np.float32)
+        masks = np.asarray(masks, bool)
+        B, A, F = actions.shape
+        kept = masks | actions.any(-1)
+        kept[:, -1] = True  # the slow slot (its is-slow flag sets it apart): every example keeps one row
+        rows = np.flatnonzero(kept.ravel())
+        example = rows // A
+        starts = np.searchsorted(example, np.arange(B))
+        slow = (rows % A == A - 1).astype(np.float32)[:, None]
+        legal = masks.ravel()[rows][:, None]
+        phi = self.action_embed(np.concatenate([actions.reshape(B * A, F)[rows], slow], 1))  # [R, d]
+        empty = self.action_embed(np.zeros((1, F + 1), np.float32))  # [1, d]: every empty slot's
+        count = masks.sum(1, dtype=np.float32)[:, None]
+        mean = np.add.reduceat(np.where(legal, phi, np.float32(0.0)), starts, axis=0) / np.maximum(count, 1.0)
+        peak = np.maximum(np.maximum.reduceat(np.where(legal, phi, np.float32(-1e4)), starts, axis=0),
+                          np.float32(-1e3))
+        state = _layer_norm(self.represent(np.concatenate([vectors, mean, peak], 1)))  # [B, L]
+        L, d = state.shape[1], phi.shape[1]
+        ctx = self.action_context
+        state_ctx = state @ ctx.w1[d:] + ctx.b1  # [B, H]
+
+        def embed(p: np.ndarray, owner) -> np.ndarray:
+            h = p @ ctx.w1[:d] + state_ctx[owner]
+            np.maximum(h, 0.0, out=h)
+            return _layer_norm(h @ ctx.w2 + ctx.b2)
+
+        emb = embed(phi, example)  # [R, d]
+        emb_empty = embed(np.broadcast_to(empty, (B, d)), slice(None))  # [B, d]
+        pol = self.policy_head
+        state_pol = state @ pol.w1[:L] + pol.b1  # [B, H]
+
+        def policy(e: np.ndarray, owner) -> np.ndarray:
+            h = e @ pol.w1[L:] + state_pol[owner]
+            np.maximum(h, 0.0, out=h)
+            return h @ pol.w2[:, 0] + pol.b2[0]
+
+        logits = np.repeat(policy(emb_empty, slice(None))[:, None], A, 1)  # [B, A]
+        logits.ravel()[rows] = policy(emb, example)
+        n_empty = (A - kept.sum(1)).astype(np.float32)[:, None]
+        emb_mean = (np.add.reduceat(emb, starts, axis=0) + n_empty * emb_empty) / np.float32(A)
+        values = self.value_head(np.concatenate([state, emb_mean], 1))[:, 0]
+        return logits, values
 
     def unscale(self, scaled: float) -> float:
         return min(max(scaled / self.value_scale, 0.0), 1.0)

@@ -34,6 +34,7 @@ import numpy as np
 
 from mallocgame.search.game import Game, GameConfig
 from mallocgame.search.game_data import GameData
+from mallocgame.search.muzero import encoder
 from mallocgame.search.muzero.guide import input_vector
 from mallocgame.search.muzero.problems import Curriculum, Recipe, build
 from mallocgame.search.uct import greedy_profile
@@ -44,21 +45,23 @@ def value_target(game, to_go: np.ndarray, scale: float) -> float:
     :func:`~mallocgame.search.uct.greedy_profile` of the problem's start."""
     rollout = game.clone()
     start = rollout.total_reward()
-    while not rollout.done:
-        rollout.step(rollout.greedy_action())
+    rollout.greedy_rollout(math.inf)  # one call: the compiled games play it natively
     return 100.0 * ((rollout.total_reward() - start) - float(to_go[game.steps])) / (scale if scale > 0 else 1.0)
 
 
 class NetworkValue:
     """The leaf evaluator of the guided search: ``(y, prior over the legal actions)`` from one pass of the
-    network (:meth:`~mallocgame.search.muzero.inference.NumpyNet.evaluate`); ``calls`` counts passes."""
+    network (:meth:`~mallocgame.search.muzero.inference.NumpyNet.evaluate`), or of a group of games from one batched
+    pass (:meth:`batch`); ``calls`` counts the states valued, ``passes`` the network passes."""
 
     def __init__(self, net):
         self.net = net
         self.calls = 0
+        self.passes = 0
 
     def __call__(self, game) -> tuple[float, np.ndarray]:
         self.calls += 1
+        self.passes += 1
         obs = game.observation()
         mask = np.asarray(obs.mask, bool)
         logits, value = self.net.evaluate(input_vector(game, obs, getattr(self.net, "features", "")),
@@ -66,6 +69,30 @@ class NetworkValue:
         z = logits[np.flatnonzero(mask)].astype(np.float64)
         z = np.exp(z - z.max())
         return value, z / z.sum()
+
+
+    def batch(self, games: list) -> list[tuple[float, np.ndarray]]:
+        """``self(game)`` of every game in ``games`` from one batched network pass
+        (:meth:`~mallocgame.search.muzero.inference.NumpyNet.evaluate_batch`); ``calls`` counts each game."""
+        if len(games) == 1:  # one example: the unbatched pass has less overhead than a batch of one
+            return [self(games[0])]
+        self.calls += len(games)
+        self.passes += 1
+        features = getattr(self.net, "features", "")
+        observations = [game.observation() for game in games]
+        if features in encoder.NAMES and all(g.data is games[0].data for g in games):  # one problem: batched inputs
+            vectors = encoder.network_vectors(games, observations, features)
+        else:
+            vectors = np.asarray([input_vector(g, o, features) for g, o in zip(games, observations)], np.float32)
+        masks = np.asarray([o.mask for o in observations], bool)
+        logits, values = self.net.evaluate_batch(vectors, np.asarray([o.actions for o in observations], np.float32),
+                                                 masks)
+        out = []
+        for row, mask, value in zip(logits, masks, values.tolist()):
+            z = row[np.flatnonzero(mask)].astype(np.float64)
+            z = np.exp(z - z.max())
+            out.append((value, z / z.sum()))
+        return out
 
 
 def reference_value(game) -> tuple[float, None]:
@@ -77,6 +104,13 @@ def label_problem(recipe: Recipe, net, game_fields: dict, rng: np.random.Generat
                   eps: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
     """Features ``[m, L + d]`` and targets ``y`` ``[m]`` of one training problem (module docstring, "Data")."""
     problem, hw = build(recipe)
+    return label_states(problem, hw, net, game_fields, rng, states=states, eps=eps)
+
+
+def label_states(problem, hw, net, game_fields: dict, rng: np.random.Generator, *, states: int = 16,
+                 eps: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`label_problem` of a given problem and hardware: features and targets of the children of ``states``
+    states of a walk that follows the greedy (a random move with probability ``eps``)."""
     data = GameData(problem, hw)
     game = Game(problem, hw, GameConfig(**game_fields), data=data)
     to_go, scale = greedy_profile(game)

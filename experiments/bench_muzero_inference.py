@@ -1,0 +1,145 @@
+"""Inference at engine speed (issue 40 item 2): microseconds per leaf, batched, and simulations per second.
+
+    nice python experiments/bench_muzero_inference.py [--sizes 3000 10000] [--seconds 10] [--out PATH]
+
+On generated ``layered`` programs (map mode, 30% of the max live bytes, tpuv4i; seed ``--seed``) it plays the
+value network's game (``value.pt``: the fixed-order game in greedy-xla's order, k = 16) along a walk that leaves
+the greedy's move with probability 0.3, collects the states with a choice (up to ``--states``), and reports
+
+* the network alone: microseconds per leaf of ``NumpyNet.evaluate`` (one example per call, the unbatched
+  search's pass) and of ``NumpyNet.evaluate_batch`` at batch sizes 1, 16 and 64 (the issue's goal: <= 10 us per
+  leaf batched);
+* a whole leaf: the game's observation and the network's input vector (``guide.input_vector``) of every state
+  plus the pass, by ``NetworkValue.__call__`` one at a time and ``NetworkValue.batch`` at 1, 16 and 64;
+* one greedy rollout to the end from the start (what a rollout leaf costs at most);
+* simulations per second of ``mcts``, the default ``muzero`` (rollout leaves), ``muzero leaf=value``
+  (batched value leaves, ``leaf_batch`` 16) and ``muzero leaf=auto`` (the rule of ``search/uct.py``'s ``auto_leaf``:
+  which it played, and the two costs it measured) at ``--seconds`` wall time with no cap on simulations
+  (``simulations`` 10^9), each in this process by :func:`mallocgame.runner.run_solver` (validated), seed 0.
+
+Every timing is the best of ``--repeats`` runs (the machine is shared: the best is the least disturbed).
+Writes ``experiments/results/bench_muzero_inference.md`` (``--out``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+from _common import Transcript, write_results
+
+from mallocgame.runner import run_solver
+from mallocgame.search.game import Game, GameConfig
+from mallocgame.search.game_data import GameData
+from mallocgame.search.muzero import encoder
+from mallocgame.search.muzero.guide import input_vector
+from mallocgame.search.muzero.problems import Recipe, build
+from mallocgame.search.muzero.torchless import load_agent_network
+from mallocgame.search.muzero.value import NetworkValue
+from mallocgame.solvers.muzero import VALUE_CHECKPOINT
+
+BATCHES = (1, 16, 64)
+CONTESTANTS = {"mcts": ("mcts", {}), "muzero": ("muzero", {}), "muzero leaf=value": ("muzero", {"leaf": "value"}),
+               "muzero leaf=auto": ("muzero", {"leaf": "auto"})}
+
+
+def best_of(repeats: int, fn) -> float:
+    """The least of ``repeats`` timings (seconds) of ``fn()``."""
+    out = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t)
+    return min(out)
+
+
+def walk_states(game: Game, count: int, seed: int) -> list[Game]:
+    rng = np.random.default_rng(seed)
+    states = []
+    while not game.done and len(states) < count:
+        legal = game.legal_actions()
+        if len(legal) > 1:
+            states.append(game.clone())
+        game.step(int(legal[rng.integers(len(legal))]) if rng.random() < 0.3 else game.greedy_action())
+    return states
+
+
+def per_leaf_us(states, repeats: int, fn_batch) -> dict[int, float]:
+    """Microseconds per leaf of ``fn_batch(group)`` over ``states`` in groups of each batch size."""
+    out = {}
+    for b in BATCHES:
+        groups = [states[i:i + b] for i in range(0, len(states) - b + 1, b)]
+        seconds = best_of(repeats, lambda: [fn_batch(g) for g in groups])
+        out[b] = 1e6 * seconds / (len(groups) * b)
+    return out
+
+
+def bench(n: int, args, t: Transcript) -> None:
+    net, fields = load_agent_network(str(VALUE_CHECKPOINT))
+    problem, hw = build(Recipe("layered", n, args.seed, 0.3))
+    data = GameData(problem, hw)
+    if net.features == encoder.NAME_RELAX:
+        encoder.relaxation_set(data)  # solved once per problem before any search reads it
+    game = Game(problem, hw, GameConfig(**fields), data=data)
+    rollout = game.clone()
+    rollout_s = best_of(1, lambda: rollout.greedy_rollout(float("inf")))
+    states = walk_states(game, args.states, args.seed)
+    obs = [g.observation() for g in states]
+    vectors = np.asarray([input_vector(g, o, net.features) for g, o in zip(states, obs)], np.float32)
+    actions = np.asarray([o.actions for o in obs], np.float32)
+    masks = np.asarray([o.mask for o in obs], bool)
+    t(f"\n## layered, {problem.n} buffers ({len(states)} states with a choice; "
+          f"{masks.sum(1).mean():.2f} legal of {masks.shape[1]} actions on average)\n")
+    single = 1e6 * best_of(args.repeats, lambda: [net.evaluate(v, a, m) for v, a, m in zip(vectors, actions, masks)]
+                           ) / len(states)
+    index = np.arange(len(states))
+    batched = per_leaf_us(list(index), args.repeats,
+                          lambda g: net.evaluate_batch(vectors[g], actions[g], masks[g]))
+    value = NetworkValue(net)
+    leaf_single = 1e6 * best_of(args.repeats, lambda: [value(g) for g in states]) / len(states)
+    leaf_batched = per_leaf_us(states, args.repeats, value.batch)
+    features = 1e6 * best_of(args.repeats, lambda: [input_vector(g, g.observation(), net.features) for g in states]
+                             ) / len(states)
+    observe = 1e6 * best_of(args.repeats, lambda: [g.observation() for g in states]) / len(states)
+    t("| us per leaf | one at a time | batch 1 | batch 16 | batch 64 |")
+    t("|---|---:|---:|---:|---:|")
+    t(f"| network pass alone | {single:.1f} | " + " | ".join(f"{batched[b]:.1f}" for b in BATCHES) + " |")
+    t(f"| whole leaf (observation + input vector + pass) | {leaf_single:.1f} | "
+          + " | ".join(f"{leaf_batched[b]:.1f}" for b in BATCHES) + " |")
+    t(f"\nof a whole leaf: the observation {observe:.1f} us, observation + input vector {features:.1f} us; "
+          f"one greedy rollout from the start {1e3 * rollout_s:.2f} ms ({problem.n} steps)\n")
+    if args.seconds <= 0:
+        return
+    t(f"| at {args.seconds:g} s | simulations | per second | network passes | value | answer from | auto: played, "
+      "leaf / rollout us |")
+    t("|---|---:|---:|---:|---:|---|---|")
+    for name, (solver, opts) in CONTESTANTS.items():
+        rep = run_solver(solver, problem, hw, time_limit=args.seconds, seed=0,
+                         options={**opts, "simulations": 10**9})
+        st = rep.stats
+        passes = st.get("leaf_passes", st.get("network_evaluations", 0))
+        t(f"| {name} | {st.get('simulations', 0)} | {st.get('simulations', 0) / rep.seconds:.0f} | {passes} | "
+              f"{rep.objective:.6g} | {st.get('answer_from', '')} | "
+              + (f"{st['leaf_played']}, {st['leaf_cost_us']} / {st['rollout_cost_us']} |" if "leaf_played" in st else " |")
+              + ("" if rep.valid else " INVALID"))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[3000, 10000])
+    ap.add_argument("--states", type=int, default=256)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--seconds", type=float, default=10.0, help="wall time of each solver run (0: none)")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--out", default="bench_muzero_inference.md")
+    args = ap.parse_args()
+    t = Transcript()
+    t("# muzero inference: us per leaf and simulations per second\n")
+    for n in args.sizes:
+        bench(n, args, t)
+    write_results(args.out, t.text)
+
+
+if __name__ == "__main__":
+    main()
