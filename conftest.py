@@ -71,7 +71,7 @@ def pytest_collect_file(file_path: Path, parent):
 
 @pytest.fixture(autouse=True)
 def own_bound_cache(tmp_path_factory, monkeypatch):
-    """Every test and doctest gets an empty bound cache of its own (mallocgame.bound_cache), never the
+    """Every test and doctest gets an empty bound cache of its own (mallocgame.bounds.bound_cache), never the
     user's ``~/.cache/mallocgame``; the commands a test runs inherit it through the environment."""
     monkeypatch.setenv("MALLOCGAME_CACHE_DIR", str(tmp_path_factory.mktemp("bound-cache")))
     monkeypatch.delenv("MALLOCGAME_NO_CACHE", raising=False)

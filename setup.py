@@ -2,8 +2,9 @@
 its parts: the async-copy service, hardware/_copy_service.pxi; the prefetch game's hole finder,
 search/_prefetch_holes.pxi; the order, address and prefetch games' native engines, search/_order_game.pxi,
 search/_address_game.pxi and search/_prefetch_game.pxi; the ordered best-fit placement loop,
-mallocgame/_placement.pxi; msa's heap, copy budgets and prefetch picker, mallocgame/_msa.pxi; pack-search's first
-fit and canonical search, mallocgame/_pack.pxi);
+mallocgame/algorithms/_placement.pxi; msa's heap, copy budgets and prefetch picker, mallocgame/algorithms/_msa.pxi; pack-search's
+first
+fit and canonical search, solvers/pack_search/_pack.pxi);
 everything else is in pyproject.toml.
 
 setuptools reads the project's metadata, packages and package dirs from pyproject.toml; this file only adds the

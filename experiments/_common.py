@@ -63,7 +63,7 @@ def benchmarks_dir(sub: str | None = None, *, explicit: str | os.PathLike | None
     """
     from mallocgame.inputs.suites import benchmark_candidates
     from mallocgame.inputs.suites import benchmarks_dir as find
-    from mallocgame.model import InputError
+    from mallocgame.problem.model import InputError
 
     explicit = None if explicit is None else str(explicit)
     # The checkout's neighbour, whatever the working folder (the package's own guess may miss it).
@@ -196,10 +196,10 @@ def write_results(name: str | os.PathLike, text: str, *, argv: list[str] | None 
 
     In a markdown file the provenance line goes right under the ``# title`` if the text opens with
     one (else on top); other files get it as ``# ``-comment lines on top. The write goes through a
-    temp file in the same folder and ``os.replace`` (:func:`mallocgame.io.atomic_write_text`), so
+    temp file in the same folder and ``os.replace`` (:func:`mallocgame.formats.io.atomic_write_text`), so
     an interrupted run never leaves half a file. Returns the path written.
     """
-    from mallocgame.io import atomic_write_text
+    from mallocgame.formats.io import atomic_write_text
 
     path = results_path(name)
     if path.suffix == ".md":
@@ -240,7 +240,7 @@ def fenced(text: str) -> str:
 
 def registered_solvers(mode: str | None = "map") -> list[str]:
     """Every registered solver that loads and supports ``mode`` (``None``: any mode)."""
-    from mallocgame.registry import SolverLoadError, load_solver, solver_entries
+    from mallocgame.engine.registry import SolverLoadError, load_solver, solver_entries
 
     names = []
     for name in solver_entries():

@@ -1,7 +1,7 @@
 """Pack mode on MiniMalloc's challenging instances (A-K at capacity 1048576): status and seconds per solver.
 
 For every instance and solver (default: best-fit, cpsat, portfolio) one run through
-:func:`mallocgame.runner.run_solver`, which validates and scores the answer. Prints a markdown
+:func:`mallocgame.engine.runner.run_solver`, which validates and scores the answer. Prints a markdown
 table and writes it, with the exact command, to ``--out`` (default
 ``experiments/results/cpsat_pack_minimalloc.md``).
 
@@ -17,9 +17,9 @@ import time
 
 from _common import benchmarks_dir, write_results
 
+from mallocgame.engine.runner import problem_bound, run_solver
+from mallocgame.formats.io import load_problem
 from mallocgame.inputs.load import prepare
-from mallocgame.io import load_problem
-from mallocgame.runner import problem_bound, run_solver
 
 LETTERS = "ABCDEFGHIJK"
 

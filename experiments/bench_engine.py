@@ -593,7 +593,7 @@ CLI = [sys.executable, "-c", "from mallocgame.cli.main import main; main()"]
 def pack_search_section(show: Transcript, seeds: list[int]) -> None:
     """pack-search on MiniMalloc's A-K: in-process (both engines, CP-SAT thread off, identical answers required)
     and whole process (native engine, as users run it) against MiniMalloc's recorded times."""
-    from mallocgame.io import load_problem
+    from mallocgame.formats.io import load_problem
     from mallocgame.solvers.pack_search.search import check_packing, pack
 
     folder = benchmarks_dir("minimalloc")
@@ -666,14 +666,14 @@ def pack_search_section(show: Transcript, seeds: list[int]) -> None:
 def placement_1m_section(show: Transcript, n: int, written: str | None = None) -> None:
     """greedy-xla and best-fit on ``layered_network(n, seed=1)`` (map mode), the whole process, both engines, and
     where the time goes: reading the file alone (a child that only reads it), the solver's own wall time."""
+    from mallocgame.formats.io import write_workload_json
     from mallocgame.inputs.generate import layered_network
-    from mallocgame.io import write_workload_json
 
     show()
     show(f"## greedy-xla and best-fit, whole process: `mallocgame solve FILE --solver S --time-limit 600`, "
          f"layered_network({n}, seed=1) as workload JSON")
     show()
-    show("`read`: a child that only imports mallocgame and reads the file (`mallocgame.io.load_problem`), the "
+    show("`read`: a child that only imports mallocgame and reads the file (`mallocgame.formats.io.load_problem`), the "
          "seconds of the read itself; `solver wall`: what the solver reports (its forked child); the rest is "
          "start-up, the bound and the shared caches the parent builds beside the solver, and the answer's report.")
     show()
@@ -684,7 +684,7 @@ def placement_1m_section(show: Transcript, n: int, written: str | None = None) -
         path = Path(written) if written else Path(tmp) / f"layered{n}.json"
         if not written:
             write_workload_json(path, layered_network(n, seed=1))
-        reader = [sys.executable, "-c", "import json, sys, time; from mallocgame.io import load_problem; "
+        reader = [sys.executable, "-c", "import json, sys, time; from mallocgame.formats.io import load_problem; "
                   "t = time.perf_counter(); p = load_problem(sys.argv[1]); "
                   "print(json.dumps({'read': time.perf_counter() - t, 'n': p.n}))", str(path)]
         for solver in ("greedy-xla", "best-fit"):

@@ -34,12 +34,12 @@ from pathlib import Path
 import numpy as np
 from _common import Transcript, write_results
 
+from mallocgame.algorithms.placement import greedy_place, heap_orders
+from mallocgame.engine.registry import load_solver
+from mallocgame.formats.io import write_workload_json
 from mallocgame.hardware.spec import PRESETS
 from mallocgame.inputs.generate import layered_network
-from mallocgame.intervals import overlap_index
-from mallocgame.io import write_workload_json
-from mallocgame.placement import greedy_place, heap_orders
-from mallocgame.registry import load_solver
+from mallocgame.problem.intervals import overlap_index
 
 HW = PRESETS["tpuv4i"]
 ENGINES = ("python", "native")

@@ -28,10 +28,10 @@ TRACES = ["idealloc-iree/iree_mobilebert.csv", "idealloc-iree/iree_mobilenet.csv
 
 def one(task: str, path: str) -> dict:
     """Run one task on one input in this process and return its measurements."""
+    from mallocgame.engine.runner import run_solver
+    from mallocgame.formats.io import load_problem
     from mallocgame.hardware.spec import PRESETS
-    from mallocgame.intervals import components, max_live
-    from mallocgame.io import load_problem
-    from mallocgame.runner import run_solver
+    from mallocgame.problem.intervals import components, max_live
 
     t0 = time.monotonic()
     problem = load_problem(path)
@@ -66,8 +66,8 @@ def peak_rss_mb() -> float:
 
 
 def generated_inputs(folder: Path) -> list[Path]:
+    from mallocgame.formats.io import write_workload_json
     from mallocgame.inputs.generate import layered_network
-    from mallocgame.io import write_workload_json
 
     paths = []
     for n in (1_000, 10_000, 100_000):

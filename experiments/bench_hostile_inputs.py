@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default="hostile_inputs.md")
     args = ap.parse_args(argv)
 
-    from mallocgame.io import max_decompressed
+    from mallocgame.formats.io import max_decompressed
 
     cap = max_decompressed()
     out = Transcript()

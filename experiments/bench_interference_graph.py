@@ -1,4 +1,4 @@
-"""Build time and memory of the interference graph's two forms (mallocgame.graph): the networkx graph and the
+"""Build time and memory of the interference graph's two forms (mallocgame.problem.graph): the networkx graph and the
 clique path, with the time of the questions the solvers ask (components, largest clique, all neighbours),
 and a check that both forms give the same answers.
 
@@ -22,12 +22,12 @@ import time
 import tracemalloc
 from pathlib import Path
 
-from mallocgame.graph import MAX_GRAPH_EDGES, CliquePath, GraphConflicts, interference_graph
+from mallocgame.formats.io import load_problem
 from mallocgame.inputs.generate import layered_network
 from mallocgame.inputs.load import prepare
 from mallocgame.inputs.suites import suite_entries
-from mallocgame.intervals import count_overlapping_pairs, max_live
-from mallocgame.io import load_problem
+from mallocgame.problem.graph import MAX_GRAPH_EDGES, CliquePath, GraphConflicts, interference_graph
+from mallocgame.problem.intervals import count_overlapping_pairs, max_live
 
 XLA = ("gpt2-small-train-adam", "gpt2-medium-train-adam", "lstm3-scan150-train")
 BENCHMARKS = Path(os.environ.get("MALLOCGAME_BENCHMARKS", Path(__file__).resolve().parents[2] / "shared/benchmarks"))

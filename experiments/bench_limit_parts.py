@@ -3,7 +3,7 @@
 Each row times two ways of doing one thing on the same input, one after the other, so a busy machine slows
 both alike:
 
-* ``work units``: the size estimate that decides a search's held baselines (``mallocgame.session.work_units``)
+* ``work units``: the size estimate that decides a search's held baselines (``mallocgame.engine.session.work_units``)
   counting the ops' (buffer, op) pairs from the operands, against building ``problem.touches`` (which map and
   pack modes never read otherwise) on a fresh copy of the problem; on ``layered_network(N, seed=0)``.
 * ``validate one-op``: the validator on a valid answer of the one-op workload (one op writing N buffers, one
@@ -32,10 +32,10 @@ def _timed(fn):
 
 
 def work_units_rows(n: int) -> list[str]:
+    from mallocgame.engine.session import work_units
     from mallocgame.inputs.generate import layered_network
     from mallocgame.inputs.load import prepare
-    from mallocgame.model import derived_facts
-    from mallocgame.session import work_units
+    from mallocgame.problem.model import derived_facts
 
     raw = layered_network(n, seed=0)
     problem, _ = prepare(raw, mode="pack", minimize_peak=True)
@@ -71,7 +71,7 @@ def plain_sweep(problem, offsets) -> bool:
 
 def one_op_rows(n: int) -> list[str]:
     from mallocgame.hardware.validator import validate
-    from mallocgame.model import Buffer, Problem
+    from mallocgame.problem.model import Buffer, Problem
 
     problem = Problem(f"one-op-{n}", tuple(Buffer(f"b{i}", 256 * (1 + i % 7), 0, 2, alignment=256)
                                            for i in range(n)), capacity=None, mode="pack")
@@ -89,7 +89,7 @@ def one_op_rows(n: int) -> list[str]:
 
 def hlo_rows(mib: int) -> list[str]:
     from mallocgame.importers.hlo import parse_hlo_module
-    from mallocgame.model import InputError
+    from mallocgame.problem.model import InputError
 
     text = "HloModule bomb, is_scheduled=true\n" + "\n" * (mib << 20)
 

@@ -94,15 +94,15 @@ def write_one_op(path: Path, n: int) -> None:
 
 
 def write_layered(path: Path, n: int) -> None:
+    from mallocgame.formats.io import write_workload_json
     from mallocgame.inputs.generate import layered_network
-    from mallocgame.io import write_workload_json
 
     write_workload_json(path, layered_network(n, seed=0))
 
 
 def solver_modes() -> dict[str, tuple[str, ...]]:
-    from mallocgame.registry import solver_entries
-    from mallocgame.registry import solver_modes as modes_of
+    from mallocgame.engine.registry import solver_entries
+    from mallocgame.engine.registry import solver_modes as modes_of
 
     return {name: tuple(m for m in MODES if m in modes_of(entry)) for name, entry in solver_entries().items()}
 

@@ -61,8 +61,8 @@ def measure(argv: list[str], root: str, cache: str) -> dict:
 
 def write_base(folder: Path, size: int = BASE) -> tuple[Path, Path]:
     """The ``size``-buffer workload JSON and CSV (made once)."""
+    from mallocgame.formats.io import atomic_write_text, problem_csv_text, write_workload_json
     from mallocgame.inputs.generate import layered_network
-    from mallocgame.io import atomic_write_text, problem_csv_text, write_workload_json
 
     js, cs = folder / f"bigload_{size}.json", folder / f"bigload_{size}.csv"
     if not (js.exists() and cs.exists()):

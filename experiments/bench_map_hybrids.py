@@ -1,7 +1,7 @@
 """Map mode on layered networks (500, 2,000 and 10,000 buffers, capacity 40% of max live): value, bound, gap, seconds.
 
 Runs greedy-xla, plain cpsat, cpsat warm-started from greedy-xla, select-pack and lns
-(each through :func:`mallocgame.solving.solve_with_warm_start`, the path of ``mallocgame
+(each through :func:`mallocgame.engine.solving.solve_with_warm_start`, the path of ``mallocgame
 solve``, so every answer is validated and scored by the evaluator) and prints one row per
 (size, solver). The bound is the no-fragmentation relaxation (HiGHS MIP);
 ``gap = (bound - value) / bound``. Writes ``--out`` (default ``experiments/results/cpsat_map_hybrids.md``).
@@ -18,9 +18,9 @@ import time
 
 from _common import write_results
 
+from mallocgame.engine.solving import solve_with_warm_start
 from mallocgame.hardware.spec import PRESETS
 from mallocgame.inputs.generate import layered_network
-from mallocgame.solving import solve_with_warm_start
 
 RUNS = "greedy-xla,cpsat,cpsat+greedy-xla,select-pack,lns"
 

@@ -32,12 +32,12 @@ import pstats
 import sys
 import time
 
+from mallocgame.algorithms.memory_space_assignment import msa_run
 from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
 from mallocgame.hardware.spec import PRESETS
 from mallocgame.inputs.generate import layered_network
 from mallocgame.inputs.load import prepare
 from mallocgame.inputs.suites import suite_entries
-from mallocgame.memory_space_assignment import msa_run
 from mallocgame.solvers.msa import MemorySpaceAssignment
 
 TPU = PRESETS["tpuv4i"]

@@ -15,7 +15,7 @@ the greedy's move with probability 0.3, collects the states with a choice (up to
 * simulations per second of ``mcts``, the default ``muzero`` (rollout leaves), ``muzero leaf=value``
   (batched value leaves, ``leaf_batch`` 16) and ``muzero leaf=auto`` (the rule of ``search/uct.py``'s ``auto_leaf``:
   which it played, and the two costs it measured) at ``--seconds`` wall time with no cap on simulations
-  (``simulations`` 10^9), each in this process by :func:`mallocgame.runner.run_solver` (validated), seed 0.
+  (``simulations`` 10^9), each in this process by :func:`mallocgame.engine.runner.run_solver` (validated), seed 0.
 
 Every timing is the best of ``--repeats`` runs (the machine is shared: the best is the least disturbed).
 Writes ``experiments/results/bench_muzero_inference.md`` (``--out``).
@@ -29,7 +29,7 @@ import time
 import numpy as np
 from _common import Transcript, write_results
 
-from mallocgame.runner import run_solver
+from mallocgame.engine.runner import run_solver
 from mallocgame.search.game import Game, GameConfig
 from mallocgame.search.game_data import GameData
 from mallocgame.search.muzero import encoder

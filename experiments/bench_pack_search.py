@@ -21,9 +21,9 @@ import time
 
 from _common import benchmarks_dir, write_results
 
+from mallocgame.formats.io import load_problem
 from mallocgame.hardware.validator import validate
-from mallocgame.intervals import max_live
-from mallocgame.io import load_problem
+from mallocgame.problem.intervals import max_live
 from mallocgame.solvers.pack_search.search import check_packing, pack
 
 NAMES = [f"{c}.1048576" for c in "ABCDEFGHIJK"] + ["input.12"]

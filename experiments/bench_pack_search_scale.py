@@ -6,7 +6,7 @@ as ``mallocgame solve --mode pack --minimize-peak`` reads it. Two runs, each in 
 so that its peak RSS (``ru_maxrss``) is its own:
 
 * ``solver``: the registered solver called in-process (``PackSearch().solve``), as a user runs it: it
-  builds the pack baseline (best fit, ``mallocgame.placement.pack_start`` through the session, within
+  builds the pack baseline (best fit, ``mallocgame.algorithms.placement.pack_start`` through the session, within
   20% of the limit) and starts from it;
 * ``pack()``: the search module alone (``mallocgame.solvers.pack_search.search.pack``) with no hint,
   so only its own heuristic (first fit for components above the exact engine's limits) and its
@@ -42,11 +42,11 @@ def one(n: int | str, seed: int, variant: str, time_limit: float) -> dict:
     """One run in this process (the child): returns the row's figures. ``n``: a size, or a trace CSV's path."""
     import ortools.sat.python.cp_model  # noqa: F401  (the runner preloads it before the clock too)
 
+    from mallocgame.engine.session import session_for
     from mallocgame.hardware.validator import validate
     from mallocgame.inputs.generate import layered_network
     from mallocgame.inputs.load import prepare
-    from mallocgame.intervals import max_live
-    from mallocgame.session import session_for
+    from mallocgame.problem.intervals import max_live
     from mallocgame.solvers.pack_search.search import pack
     from mallocgame.solvers.pack_search.solver import PackSearch
 

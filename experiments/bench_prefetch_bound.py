@@ -2,8 +2,8 @@
 
 For every entry of the given suites, capacity ``--fraction`` of max live bytes (in-place pairs
 merged, as every solver sees them), prefetch mode on the entry's hardware (tpuv4i): msa's value,
-the per-op bound (:func:`mallocgame.bounds.prefetch_upper_bound`), the residency bound
-(:func:`mallocgame.prefetch_bound.residency_bound`, ``--time-limit`` seconds) and whether HiGHS
+the per-op bound (:func:`mallocgame.bounds.bounds.prefetch_upper_bound`), the residency bound
+(:func:`mallocgame.bounds.prefetch_bound.residency_bound`, ``--time-limit`` seconds) and whether HiGHS
 proved it, the gap of msa to the better bound, and the residency bound's LP size and time.
 Valid bounds: msa's value is never above either (the script fails loudly if it is)::
 
@@ -20,15 +20,15 @@ import time
 
 from _common import Transcript, fenced, write_results
 
-from mallocgame.aliasing import merge_inplace
-from mallocgame.bounds import prefetch_upper_bound
+from mallocgame.algorithms.memory_space_assignment import msa_answer
+from mallocgame.bounds.bounds import prefetch_upper_bound
+from mallocgame.bounds.prefetch_bound import residency_bound
 from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
 from mallocgame.hardware.spec import PRESETS
 from mallocgame.inputs.generate import layered_network
 from mallocgame.inputs.suites import suite_entries
 from mallocgame.inputs.workloads import with_capacity
-from mallocgame.memory_space_assignment import msa_answer
-from mallocgame.prefetch_bound import residency_bound
+from mallocgame.problem.aliasing import merge_inplace
 
 
 def _programs(args):

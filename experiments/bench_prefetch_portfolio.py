@@ -4,7 +4,7 @@ For every entry of the ``xla`` suite (JAX programs compiled by XLA:CPU, 285-13,4
 prefetch mode at the suite's capacity (25% of max live), through the Python API as a user calls it:
 ``msa`` and ``portfolio`` at ``--time-limit`` seconds, and the lifted map answers of ``greedy-xla``
 and ``select-pack`` (each at the same limit in map mode, lifted by
-:func:`mallocgame.lift.lift_map_answer`, scored in prefetch mode). Prints each value, the best of
+:func:`mallocgame.formats.lift.lift_map_answer`, scored in prefetch mode). Prints each value, the best of
 msa and the lifted answers, portfolio's ratio to it, the bound and its ratio to that best (``bound x``: no
 answer can exceed it, so where it is below 1.05 item 4's goal cannot be met), and the wall times::
 
@@ -19,8 +19,8 @@ import time
 from _common import Transcript, fenced, prefetch_programs, write_results
 
 import mallocgame
+from mallocgame.formats.lift import lift_map_answer
 from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
-from mallocgame.lift import lift_map_answer
 
 
 def lifted_value(problem, solver: str, time_limit: float) -> float | None:

@@ -1,8 +1,8 @@
-"""A lifted map answer's stays cut at their idle gaps (issue 18 item 4): what :func:`mallocgame.lift.split_idle`
+"""A lifted map answer's stays cut at their idle gaps (issue 18 item 4): what :func:`mallocgame.formats.lift.split_idle`
 frees, what msa fills around it, and the window search (``cpsat``) from it, on the xla suite's programs.
 
 Per entry, in prefetch mode at the suite's capacity, in this process: select-pack's map answer (``--map-limit``
-seconds), lifted (:func:`mallocgame.lift.lift_map_answer`); split_idle's cut answer (its value, the bytes x ops it
+seconds), lifted (:func:`mallocgame.formats.lift.lift_map_answer`); split_idle's cut answer (its value, the bytes x ops it
 holds against the lifted answer's, its seconds); msa with the lifted stays committed first (``msa+hint``) and with
 the cut ones (``msa+hint-split``, up to 120 s, and cut at 20 s); then, after the solve session's baselines are
 built (as a portfolio does before it forks its members), the cpsat solver (``--time-limit`` seconds) hinted with
@@ -19,12 +19,12 @@ import time
 from _common import Transcript, fenced, prefetch_programs, write_results
 
 import mallocgame
+from mallocgame.algorithms.memory_space_assignment import msa_run
+from mallocgame.engine.session import session_for
+from mallocgame.formats.lift import lift_map_answer, split_idle
 from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
 from mallocgame.hardware.validator import validate_intervals
-from mallocgame.lift import lift_map_answer, split_idle
-from mallocgame.memory_space_assignment import msa_run
-from mallocgame.model import Solution, Status
-from mallocgame.session import session_for
+from mallocgame.problem.model import Solution, Status
 
 
 def held(problem, answer) -> int:

@@ -61,8 +61,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--game-buffers", type=int, default=500)
     ap.add_argument("--out", default="speed.md", help="results file (a bare name: under experiments/results/)")
     args = ap.parse_args(argv)
+    from mallocgame.formats.io import atomic_write_text, problem_csv_text, write_workload_json
     from mallocgame.inputs.generate import layered_network
-    from mallocgame.io import atomic_write_text, problem_csv_text, write_workload_json
 
     show = Transcript()
     show(f"# python {platform.python_version()}, numpy {np.__version__}, {os.cpu_count()} cores, "

@@ -89,8 +89,8 @@ def startup(out: Transcript, env: dict[str, str], runs: int, baseline: str | Non
 
 
 def bound_wait(out: Transcript, env: dict[str, str], sizes: list[int], baseline: str | None) -> None:
+    from mallocgame.formats.io import write_workload_json
     from mallocgame.inputs.generate import layered_network
-    from mallocgame.io import write_workload_json
 
     out("## 2. No waiting for the residency bound (prefetch mode, msa, --time-limit 30, empty cache)")
     out()

@@ -1,14 +1,14 @@
 """Pack-mode lower bounds on the real traces: max live against the critical-window bound (issue 11 item 4).
 
 For every trace of ``bench_traces_peak.py`` (the shared benchmark folder): the max live bytes
-and :func:`mallocgame.bounds.critical_window_bound` (the buffers live at the moments whose
+and :func:`mallocgame.bounds.bounds.critical_window_bound` (the buffers live at the moments whose
 live bytes are at least 99%, 98%, ... of max live, time compressed to those moments, packed
 exactly by CP-SAT within ``--time-limit``; its proven bound is a lower bound on the peak of the
 whole trace). ``best excess`` is the lowest excess over max live of any solver recorded in
 ``experiments/results/cpsat_traces_peak.md`` (rounded there to 3 decimals of a percent);
 ``bound excess`` is how far the new bound rises above max live, so the part of the gap it
 proves is ``bound excess / best excess``. ``size-first excess``: one best-fit pass in
-size-descending order (ties by start; :func:`mallocgame.placement.greedy_place`), validated
+size-descending order (ties by start; :func:`mallocgame.algorithms.placement.greedy_place`), validated
 by :mod:`mallocgame.hardware.validator`: a packing to compare the recorded solvers with (skipped above
 ``--greedy-max`` buffers).
 
@@ -25,11 +25,11 @@ import time
 import numpy as np
 from _common import benchmarks_dir, results_path, write_results
 
-from mallocgame.bounds import critical_window_bound
+from mallocgame.algorithms.placement import greedy_place
+from mallocgame.bounds.bounds import critical_window_bound
+from mallocgame.formats.io import load_problem
 from mallocgame.hardware.validator import peak, validate
-from mallocgame.intervals import live_profile_of, max_live, maximal_times
-from mallocgame.io import load_problem
-from mallocgame.placement import greedy_place
+from mallocgame.problem.intervals import live_profile_of, max_live, maximal_times
 
 FOLDERS = ("idealloc-iree", "idealloc-somas", "idealloc-iopddl", "iopddl")
 

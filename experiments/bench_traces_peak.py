@@ -2,7 +2,7 @@
 
 Traces: ``idealloc-iree``, ``idealloc-somas``, ``idealloc-iopddl`` and ``iopddl`` under the
 shared benchmarks folder (56 to 59,063 buffers). For every trace and solver (default:
-best-fit, cpsat, lns, portfolio) one run through :func:`mallocgame.runner.run_solver` with
+best-fit, cpsat, lns, portfolio) one run through :func:`mallocgame.engine.runner.run_solver` with
 ``minimize_peak``; the table gives the peak's excess over the max-live lower bound
 (``(peak - bound) / bound``). For the IREE traces, IREE's own packing from
 ``reference/*.offsets.csv`` is shown too (checked by ``mallocgame validate``). Writes ``--out``
@@ -21,9 +21,9 @@ from pathlib import Path
 
 from _common import benchmarks_dir, parse_peak, run_mallocgame, write_results
 
+from mallocgame.engine.runner import problem_bound, run_solver
+from mallocgame.formats.io import load_problem
 from mallocgame.inputs.load import prepare
-from mallocgame.io import load_problem
-from mallocgame.runner import problem_bound, run_solver
 
 FOLDERS = ("idealloc-iree", "idealloc-somas", "idealloc-iopddl", "iopddl")
 

@@ -33,10 +33,10 @@ def mark(name):
     t = time.process_time(); marks.append((name, t - t0)); t0 = t
 import mallocgame.cli.main  # noqa: F401 (the CLI's own imports)
 from mallocgame.cli.common import load_prepared
-from mallocgame.io import problem_csv_text
-from mallocgame.registry import load_solver
-from mallocgame.runner import preload, problem_bound, shared_caches
-from mallocgame.solving import solve_with_warm_start
+from mallocgame.formats.io import problem_csv_text
+from mallocgame.engine.registry import load_solver
+from mallocgame.engine.runner import preload, problem_bound, shared_caches
+from mallocgame.engine.solving import solve_with_warm_start
 mark("imports")
 path, solver = sys.argv[1], sys.argv[2]
 p, spec = load_prepared(path, mode=None, capacity=None, capacity_fraction=None, hardware=None)

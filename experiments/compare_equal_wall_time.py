@@ -23,7 +23,7 @@ Fixed in code before its first run (this docstring is the method; nothing below 
 
 ``--mode prefetch`` turns each into prefetch mode at its capacity (:func:`heldout.in_prefetch_mode`).
 
-**Contestants** (``CONTESTANTS``), each through :func:`mallocgame.runner.run_solver` (validated, scored against
+**Contestants** (``CONTESTANTS``), each through :func:`mallocgame.engine.runner.run_solver` (validated, scored against
 the problem's bound) on its own copy of the problem (``heldout_muzero_mcts.own_copy``: no contestant inherits
 another's baselines or game data), seed 0, the same wall time ``--seconds`` each and no cap on simulations:
 ``muzero`` (the solver's defaults), ``muzero-auto`` (``leaf=auto``: value leaves from the value head, batched,

@@ -22,9 +22,9 @@ import argparse
 import numpy as np
 from _common import Transcript, write_results
 
+from mallocgame.engine.runner import problem_bound, run_solver
 from mallocgame.hardware.spec import PRESETS
 from mallocgame.inputs.generate import layered_network
-from mallocgame.runner import problem_bound, run_solver
 
 
 def main() -> None:
@@ -80,7 +80,7 @@ def main() -> None:
 
 def compare_pack(args, show: Transcript) -> None:
     """Pack mode: fraction of bytes each solver's answer places within the capacity (1 = a packing)."""
-    from mallocgame.io import load_problem
+    from mallocgame.formats.io import load_problem
     from mallocgame.search.game_data import GameData
     from mallocgame.search.uct import episode_value
 

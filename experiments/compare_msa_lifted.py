@@ -3,7 +3,7 @@
 For each entry with ops of the built-in suites (quick, realistic, matmul, sizes) and each HLO
 fixture (tests/data/*.hlo.txt), in prefetch mode at capacity 10%, 25% and 40% of max live on
 tpuv4i: the time saved by ``msa`` (the solver, in-process, no hint) and by greedy-xla's map
-answer lifted to prefetch mode (:func:`mallocgame.lift.lift_map_answer`), and their ratio.
+answer lifted to prefetch mode (:func:`mallocgame.formats.lift.lift_map_answer`), and their ratio.
 
     nice python experiments/compare_msa_lifted.py [--time-limit 30] [--options JSON]
 
@@ -19,14 +19,14 @@ import math
 import os
 from pathlib import Path
 
+from mallocgame.engine.runner import run_solver
+from mallocgame.formats.lift import lift_map_answer
 from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
 from mallocgame.hardware.spec import PRESETS
 from mallocgame.hardware.validator import validate_intervals
 from mallocgame.importers.hlo import load_hlo
 from mallocgame.inputs.load import prepare
 from mallocgame.inputs.suites import suite_entries
-from mallocgame.lift import lift_map_answer
-from mallocgame.runner import run_solver
 from mallocgame.solvers.msa import MemorySpaceAssignment
 
 TPU = PRESETS["tpuv4i"]

@@ -6,8 +6,9 @@ Columns: ``muzero-learned`` plans inside the learned dynamics (MuZero proper);
 network's prior; ``experiments/level_muzero_mcts.py`` is the level comparison); ``mcts`` is plain UCT with greedy
 rollouts (its defaults). Equal simulation budgets per move, on generated held-out problems (seeds below the
 training stream's ``TRAIN_SEED_BASE``, so none was seen in training). Every answer goes
-through :func:`mallocgame.runner.run_solver` (validated, scored by the evaluator); the gap is to
-the no-fragmentation bound (:func:`mallocgame.runner.problem_bound`, map mode). For muzero the table also shows the value of the
+through :func:`mallocgame.engine.runner.run_solver` (validated, scored by the evaluator); the gap is to
+the no-fragmentation bound (:func:`mallocgame.engine.runner.problem_bound`, map mode). For muzero the table also shows the value
+of the
 search's own episode (``own``), before the solver keeps the better of it and the game's
 greedy episode.
 
@@ -25,7 +26,7 @@ import time
 
 from _common import Transcript, fenced, write_results
 
-from mallocgame.runner import problem_bound, run_solver
+from mallocgame.engine.runner import problem_bound, run_solver
 from mallocgame.search.muzero.problems import Recipe, build
 
 HELD_OUT = [Recipe("layered", 50, 101), Recipe("layered", 50, 102), Recipe("layered", 100, 103),

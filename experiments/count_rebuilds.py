@@ -56,19 +56,19 @@ def _wrap_init(cls, label: str) -> None:
 
 
 def install() -> None:
-    import mallocgame.bounds as bounds
+    import mallocgame.algorithms.memory_space_assignment as msa
+    import mallocgame.algorithms.placement as placement
+    import mallocgame.bounds.bounds as bounds
     import mallocgame.cli.solve  # noqa: F401  (everything the solve command binds at import)
-    import mallocgame.comparison  # noqa: F401
+    import mallocgame.engine.comparison  # noqa: F401
+    import mallocgame.engine.runner  # noqa: F401
+    import mallocgame.engine.verdict as verdict
     import mallocgame.hardware.evaluator as evaluator
     import mallocgame.hardware.prefetch_cost as prefetch_cost
-    import mallocgame.intervals as intervals
-    import mallocgame.memory_space_assignment as msa
-    import mallocgame.placement as placement
-    import mallocgame.runner  # noqa: F401
-    import mallocgame.verdict as verdict
+    import mallocgame.problem.intervals as intervals
 
     for mod in ("mallocgame.hybrid.portfolio", "mallocgame.hybrid.lns", "mallocgame.hybrid.select_pack",
-                "mallocgame.solving", "mallocgame.solvers.msa", "mallocgame.solvers.greedy_xla",
+                "mallocgame.engine.solving", "mallocgame.solvers.msa", "mallocgame.solvers.greedy_xla",
                 "mallocgame.solvers.best_fit", "mallocgame.solvers.cpsat.solver",
                 "mallocgame.solvers.cpsat.prefetch_windows", "mallocgame.search.uct", "mallocgame.solvers.mcts"):
         __import__(mod)

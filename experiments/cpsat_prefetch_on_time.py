@@ -15,8 +15,8 @@ import time
 
 from _common import Transcript, fenced, prefetch_programs, write_results
 
-from mallocgame.request import SolveRequest
-from mallocgame.session import session_for
+from mallocgame.engine.request import SolveRequest
+from mallocgame.engine.session import session_for
 from mallocgame.solvers.cpsat.prefetch_windows import solve_prefetch
 
 

@@ -6,7 +6,7 @@ experiments/results/does_not_fit_scale.md).
 A random pack problem (mallocgame.inputs.generate.random_intervals, seed 1, sizes up to 64 bytes) is
 packed by the online best-fit allocator without a capacity; the capacity is then set one byte below
 that peak, so the answer places every buffer without overlap and does not fit. Scoring it runs the
-validator a second time at the answer's own peak (mallocgame.verdict): the cost is compared with
+validator a second time at the answer's own peak (mallocgame.engine.verdict): the cost is compared with
 scoring the same answer where it fits.
 """
 
@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import time
 
-from mallocgame.bounds import Bound
+from mallocgame.algorithms.placement import online_pack
+from mallocgame.bounds.bounds import Bound
+from mallocgame.engine.report import score
 from mallocgame.hardware.validator import peak, validate
 from mallocgame.inputs.generate import random_intervals
-from mallocgame.intervals import max_live
-from mallocgame.model import Solution, Status
-from mallocgame.placement import online_pack
-from mallocgame.report import score
+from mallocgame.problem.intervals import max_live
+from mallocgame.problem.model import Solution, Status
 
 
 def timed(fn, *args, **kwargs):

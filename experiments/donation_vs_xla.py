@@ -133,7 +133,7 @@ def timeline(module_name: str, problem) -> dict:
     against the bytes XLA's assignment occupies there (read with constants live throughout)."""
     import numpy as np
 
-    from mallocgame.intervals import live_profile
+    from mallocgame.problem.intervals import live_profile
 
     text = fixtures._dump_file(module_name, "live-range.txt")
     position = {name: int(t) for t, name in re.findall(r"^    (\d+):(\S+)$", text, re.M)}
@@ -164,8 +164,8 @@ def measure(name: str, make, keep: str | None) -> dict:
     """Compile ``name`` with dumps on, and return XLA's numbers and the importer's for its text."""
     import jax
 
-    from mallocgame.aliasing import merge_inplace
     from mallocgame.importers.hlo import parse_hlo_text, summarize
+    from mallocgame.problem.aliasing import merge_inplace
 
     fn, args, donate = make()
     module = name.replace("-", "_")

@@ -1,9 +1,9 @@
-"""The CPU seconds of each baseline per unit of work: what ``mallocgame.session.BASELINE_COST`` is set from.
+"""The CPU seconds of each baseline per unit of work: what ``mallocgame.engine.session.BASELINE_COST`` is set from.
 
 For each input (generated layered networks, capacity 25% of max live, and programs of the xla suite), every
-baseline of the mode (:data:`mallocgame.session.BASELINES`) is built once to its end in a fresh solve session,
+baseline of the mode (:data:`mallocgame.engine.session.BASELINES`) is built once to its end in a fresh solve session,
 timed on the thread's CPU clock (``time.thread_time``: what a busy machine does not change much), and divided by
-the input's :func:`mallocgame.session.work_units` (buffers + overlapping pairs + touches). The table shows the
+the input's :func:`mallocgame.engine.session.work_units` (buffers + overlapping pairs + touches). The table shows the
 measured microseconds per unit beside the estimate (BASELINE_COST), which should stay above it.
 
     nice python experiments/held_baseline_costs.py [--sizes 150,600,2000,5000] [--xla resnet20-cifar-train,...]
@@ -25,11 +25,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default="held_baselines.md")
     args = ap.parse_args(argv)
 
+    from mallocgame.engine.session import BASELINE_COST, BASELINES, Session, work_units
     from mallocgame.hardware.spec import PRESETS
     from mallocgame.inputs.generate import layered_network
     from mallocgame.inputs.load import prepare
     from mallocgame.inputs.suites import suite_entries
-    from mallocgame.session import BASELINE_COST, BASELINES, Session, work_units
 
     hw = PRESETS["tpuv4i"]
     inputs = []
@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     out = Transcript()
     out("# CPU seconds per unit of work of each baseline (session.BASELINE_COST)")
     out()
-    out("units = buffers + overlapping pairs + touches (`mallocgame.session.work_units`); each cell: the baseline's "
+    out("units = buffers + overlapping pairs + touches (`mallocgame.engine.session.work_units`); each cell: the baseline's "
         "CPU ms (thread clock) and µs per unit; `est` is BASELINE_COST in µs per unit. Machine: 2 cores shared with "
         "other engineers' jobs, run under nice.")
     out()

@@ -10,7 +10,7 @@ generated problems of 150-2,000 buffers drawn from the chosen checkpoint's hash;
 network, ``search/muzero/checkpoints/default.pt``, and a hash that is not its own is refused), to be reported as it
 comes out: nothing may be tuned on it.
 
-Contestants (all through :func:`mallocgame.runner.run_solver`: validated, scored against the no-fragmentation
+Contestants (all through :func:`mallocgame.engine.runner.run_solver`: validated, scored against the no-fragmentation
 bound): ``mcts`` (its defaults); ``muzero`` (the solver's defaults: the shipped network, the default
 selection rule); ``uniform`` and ``relaxation`` (solver ``muzero`` with ``prior=uniform`` / ``prior=relaxation``,
 the same rule); ``muzero-puct`` (the network with the earlier rule, ``selection=puct``);
@@ -41,7 +41,7 @@ from _common import Transcript, fenced, results_path, write_results
 from heldout import confirmation_for, held_out, with_candidate
 from level_muzero_mcts import sign_test
 
-from mallocgame.runner import problem_bound, run_solver, shared_caches
+from mallocgame.engine.runner import problem_bound, run_solver, shared_caches
 
 CONTESTANTS = {"mcts": ("mcts", {}), "muzero": ("muzero", {}), "uniform": ("muzero", {"prior": "uniform"}),
                "relaxation": ("muzero", {"prior": "relaxation"}), "muzero-puct": ("muzero", {"selection": "puct"}),
@@ -163,7 +163,7 @@ def own_copy(problem, hardware):
     """``problem`` with an empty store of derived facts, warmed as ``mallocgame solve`` warms it before the fork.
 
     Each contestant builds its own baselines, fallback answers and game data, as in a forked child: in one process
-    the same problem object would hand them to the contestants after the first (``mallocgame.model.derived_facts``),
+    the same problem object would hand them to the contestants after the first (``mallocgame.problem.model.derived_facts``),
     free of time, which tilts an equal-wall-time comparison at thousands of buffers (runs before this helper: the
     git history of experiments/README.md).
     """

@@ -11,7 +11,7 @@ mode; all in one list, smallest first, so a run cut short has every family at th
 ``--confirmation SHA256`` runs the confirmation set instead: :func:`heldout.confirmation` drawn from the prefetch
 network's hash (refused for any other), its problems with ops turned to prefetch mode; reported as it comes out.
 
-Contestants (all through :func:`mallocgame.runner.run_solver`: validated, scored against the prefetch bound):
+Contestants (all through :func:`mallocgame.engine.runner.run_solver`: validated, scored against the prefetch bound):
 ``muzero`` (solver ``muzero`` with ``checkpoint=`` the shipped prefetch network, ``search/muzero/checkpoints/prefetch.pt``;
 the run stops if ``stats["prior"]`` says anything but ``network``), ``mcts`` (its defaults), ``uniform`` (solver
 ``muzero`` with ``prior=uniform``: ``mcts`` by construction until prefetch mode's default leaf became ``auto``),

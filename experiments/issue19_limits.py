@@ -20,7 +20,7 @@ import time
 import numpy as np
 
 from mallocgame.inputs.load import prepare
-from mallocgame.model import Buffer, Op, Operand, Problem
+from mallocgame.problem.model import Buffer, Op, Operand, Problem
 
 
 def one_op(n: int):
@@ -44,14 +44,14 @@ def intervals(n: int, mode: str):
 def main(argv: list[str]) -> None:
     what, n = argv[0], int(argv[1])
     if what == "bound":
-        from mallocgame.bounds import map_upper_bound
+        from mallocgame.bounds.bounds import map_upper_bound
 
         p, spec = one_op(n)
         t = time.monotonic()
         b = map_upper_bound(p, spec, time_limit=float(argv[2]))
         print(f"bound N={n} limit={argv[2]}: {b.kind} {b.value:.6g} in {time.monotonic() - t:.2f} s")
     elif what == "greedy":
-        from mallocgame.runner import run_solver
+        from mallocgame.engine.runner import run_solver
 
         p, spec = intervals(n, argv[2])
         t = time.monotonic()

@@ -3,7 +3,7 @@
     nice python experiments/level_muzero_mcts.py                       # held-out set + realistic suite
     nice python experiments/level_muzero_mcts.py --set tuning --no-realistic --checkpoint C.pt   # choose a checkpoint
 
-Contestants, all through :func:`mallocgame.runner.run_solver` (validated, scored by the evaluator):
+Contestants, all through :func:`mallocgame.engine.runner.run_solver` (validated, scored by the evaluator):
 
 * ``mcts``            -- plain UCT (solver ``mcts``, its defaults);
 * ``muzero``          -- the same search (:class:`mallocgame.search.uct.UCTSearch`: greedy rollouts to the end,
@@ -48,8 +48,8 @@ from pathlib import Path
 
 from _common import Transcript, fenced, results_path, write_results
 
+from mallocgame.engine.runner import problem_bound, run_solver
 from mallocgame.hardware.spec import PRESETS
-from mallocgame.runner import problem_bound, run_solver
 from mallocgame.search.muzero.problems import Recipe, build
 
 SIZES = (50, 75, 100, 150, 200, 250)  # 64 simulations with rollouts to the end cost ~n^2 steps per move

@@ -24,11 +24,11 @@ from pathlib import Path
 
 from _common import Transcript, fenced, write_results
 
+from mallocgame.engine.session import session_for
 from mallocgame.inputs.load import prepare
 from mallocgame.inputs.suites import XLA_CAPACITY_FRACTION, _xla_dir, read_hlo_file
 from mallocgame.inputs.workloads import with_capacity
-from mallocgame.intervals import max_live
-from mallocgame.session import session_for
+from mallocgame.problem.intervals import max_live
 
 VIEWS = (("expanded", {}), ("expanded-alias", {"loop_state": "alias"}),
          ("once-alias", {"loop_state": "alias", "max_expanded_ops": 1}))

@@ -30,7 +30,7 @@ from xla_suite_facts import write_facts  # noqa: E402
 from mallocgame.importers.jax_program import ArgShape, compile_hlo_text  # noqa: E402
 from mallocgame.inputs.jax_models import gpt_decode, gpt_train, lstm_train, mixer, resnet_train, vit  # noqa: E402
 from mallocgame.inputs.suites import _xla_dir, read_hlo_file  # noqa: E402
-from mallocgame.intervals import max_live  # noqa: E402
+from mallocgame.problem.intervals import max_live  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "mallocgame" / "inputs" / "data" / "xla"

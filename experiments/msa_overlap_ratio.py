@@ -19,10 +19,10 @@ import time
 
 from _common import Transcript, fenced, write_results
 
+from mallocgame.algorithms.memory_space_assignment import msa_run
 from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
 from mallocgame.inputs.load import prepare
 from mallocgame.inputs.suites import suite_entries
-from mallocgame.memory_space_assignment import msa_run
 
 SETTINGS = {
     "overlap": (("r10", {}), ("memory", {"max_overlap": "memory"}), ("r30", {"overlap_ratio": 30.0}),

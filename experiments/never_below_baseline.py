@@ -2,7 +2,7 @@
 
 For each size (generated layered networks, capacity 25% of max live, ``tpuv4i``) and time limit,
 each prefetch solver runs in a forked child of a parent that built the problem and warmed its
-solve session (as ``mallocgame solve`` does), through :func:`mallocgame.runner.run_solver` (validated,
+solve session (as ``mallocgame solve`` does), through :func:`mallocgame.engine.runner.run_solver` (validated,
 scored). The table gives its objective (time saved) against the best baseline — all-slow (0),
 greedy-xla's map answer lifted to prefetch mode, and ``msa``'s answer at the same limit (the
 ``msa`` row itself) — and its wall time in the parent (fork, solve, validation) against the limit.
@@ -22,8 +22,8 @@ SOLVERS = ["msa", "cpsat", "lns", "mcts", "muzero", "portfolio"]
 
 
 def _run(name: str, problem, hw, limit: float):
-    from mallocgame.forking import call_in_child
-    from mallocgame.runner import run_solver
+    from mallocgame.engine.runner import run_solver
+    from mallocgame.runtime.forking import call_in_child
 
     t0 = time.monotonic()
     try:
@@ -41,9 +41,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default="never_below_baseline.md")
     args = ap.parse_args(argv)
 
+    from mallocgame.engine.session import session_for
     from mallocgame.hardware.spec import PRESETS
     from mallocgame.inputs.generate import layered_network
-    from mallocgame.session import session_for
 
     hw = PRESETS["tpuv4i"]
     out = Transcript()

@@ -18,7 +18,7 @@ import sys
 
 from _common import Transcript, fenced, write_results
 
-from mallocgame.session import BASELINE_SOLVER
+from mallocgame.engine.session import BASELINE_SOLVER
 
 BASELINE = {mode: BASELINE_SOLVER[mode] for mode in ("map", "prefetch")}  # the one table, in the core
 SEARCHES = {"map": ["cpsat", "mcts", "muzero", "lns", "select-pack", "portfolio"],
@@ -33,9 +33,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default="never_below_greedy.md")
     args = ap.parse_args(argv)
 
+    from mallocgame.engine.runner import run_solver
     from mallocgame.hardware.spec import PRESETS
     from mallocgame.inputs.suites import suite_entries
-    from mallocgame.runner import run_solver
 
     hw = PRESETS["tpuv4i"]
     out = Transcript()

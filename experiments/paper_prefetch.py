@@ -5,7 +5,7 @@ For each suite (``realistic``, ``matmul``) and capacity fraction F of each workl
 1. ``mallocgame compare SUITE --mode prefetch --solvers msa,...`` -- every prefetch solver, measured
    against ``msa`` (the re-implementation of XLA's memory-space assignment);
 2. ``mallocgame compare SUITE --mode map --solvers greedy-xla,select-pack`` -- whole-lifetime placement;
-3. each map answer lifted to prefetch mode (``mallocgame.lift.lift_map_answer``: a parameter must
+3. each map answer lifted to prefetch mode (``mallocgame.formats.lift.lift_map_answer``: a parameter must
    be copied in before its first use, an output produced in fast memory copied out) and scored by
    the prefetch evaluator -- the fair whole-lifetime baseline. Map mode itself lets a fast
    parameter be resident before the program starts at no cost, so its time is optimistic.
@@ -30,9 +30,9 @@ MAP_SOLVERS = ("greedy-xla", "select-pack")
 
 def lifted_times(json_path, suite: str, fraction: float) -> dict[tuple[str, str], float]:
     """``(input, solver) -> prefetch-mode time`` of every valid map answer in a compare JSON, lifted."""
-    from mallocgame.comparison import prepare_inputs
+    from mallocgame.engine.comparison import prepare_inputs
+    from mallocgame.formats.lift import lift_map_answer
     from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
-    from mallocgame.lift import lift_map_answer
 
     doc = json.loads(open(json_path).read())
     inputs = {inp.name: inp for inp in prepare_inputs([suite], benchmarks=None, mode="prefetch", capacity=None,

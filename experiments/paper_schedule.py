@@ -5,7 +5,7 @@ For every workload of the realistic suite and every HLO program in tests/data (i
 weight conversions included), against the original order:
 
 * **pack** (minimise the peak, no capacity): the max live bytes of the original order and of
-  the re-scheduled one (``mallocgame.scheduling.schedule``, objective ``peak``), and the peak
+  the re-scheduled one (``mallocgame.algorithms.scheduling.schedule``, objective ``peak``), and the peak
   of a validated pack-search placement of each (``solve --reschedule`` logic,
   :func:`mallocgame.hybrid.reschedule.solve_with_reschedule`: round 0 is the original order);
 * **map** (capacity 40% of the original order's max live bytes, tpuv4i, fixed for both orders):
@@ -13,7 +13,7 @@ weight conversions included), against the original order:
   best (order, placement) pair found by ``solve --reschedule``'s alternation (objective
   ``time``).
 
-Every number comes from a validated answer (``mallocgame.runner``). Pictures of the live bytes
+Every number comes from a validated answer (``mallocgame.engine.runner``). Pictures of the live bytes
 over time of both orders go to ``--plots`` (default ``experiments/results/schedule/``).
 
 Run from the project root:
@@ -37,9 +37,9 @@ show = Transcript()
 
 
 def inputs(suite: str, hlo: bool):
-    from mallocgame.aliasing import merge_inplace
     from mallocgame.importers.hlo import load_hlo
     from mallocgame.inputs.suites import suite_entries
+    from mallocgame.problem.aliasing import merge_inplace
 
     out = []
     for name in suite.split(","):
@@ -56,7 +56,7 @@ def mib(x) -> str:
 
 
 def pinned_bytes(problem) -> int:
-    from mallocgame.scheduling.base import Lifetimes
+    from mallocgame.algorithms.scheduling.base import Lifetimes
 
     lt = Lifetimes(problem)
     return int(lt.size[lt.pin_start & lt.pin_end].sum())
@@ -73,13 +73,13 @@ def main() -> int:
     ap.add_argument("--plots", default=os.path.join(ROOT, "experiments", "results", "schedule"))
     args = ap.parse_args()
 
+    from mallocgame.algorithms.scheduling import schedule
+    from mallocgame.algorithms.scheduling.base import Lifetimes
     from mallocgame.hardware.spec import PRESETS
     from mallocgame.hybrid.reschedule import solve_with_reschedule
     from mallocgame.inputs.load import fraction_capacity, prepare
-    from mallocgame.intervals import max_live
     from mallocgame.plots import plot_live_orders, safe_name
-    from mallocgame.scheduling import schedule
-    from mallocgame.scheduling.base import Lifetimes
+    from mallocgame.problem.intervals import max_live
 
     spec = PRESETS["tpuv4i"]
     os.makedirs(args.plots, exist_ok=True)

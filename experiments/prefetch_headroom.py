@@ -30,13 +30,13 @@ import numpy as np
 from _common import Transcript, fenced, write_results
 
 import mallocgame
-from mallocgame.bounds import map_upper_bound, prefetch_upper_bound
+from mallocgame.bounds.bounds import map_upper_bound, prefetch_upper_bound
+from mallocgame.formats.lift import lift_map_answer
 from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
 from mallocgame.hardware.validator import validate_intervals
 from mallocgame.inputs.load import prepare
 from mallocgame.inputs.suites import suite_entries
-from mallocgame.lift import lift_map_answer
-from mallocgame.model import Buffer, FastInterval, Op, Operand, Problem
+from mallocgame.problem.model import Buffer, FastInterval, Op, Operand, Problem
 
 
 def _cuts(problem, b: int, cum: np.ndarray, need: float, min_free: int) -> list[tuple[int, int, int | None]]:

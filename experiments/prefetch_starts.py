@@ -1,7 +1,7 @@
 """The starts a prefetch search can have on the xla suite: every session baseline and the prefetch game's greedy.
 
 For each program of the ``xla`` suite in prefetch mode at the suite's capacity, in this process: every baseline of
-the solve session (:data:`mallocgame.session.BASELINES`: the lifted greedy-xla answer, msa, its reruns and XLA
+the solve session (:data:`mallocgame.engine.session.BASELINES`: the lifted greedy-xla answer, msa, its reruns and XLA
 variants), built without a deadline, and the greedy playout of the prefetch game (``variant="prefetch"``, the
 searches' ``k``, buffers in XLA's order: what ``mcts`` and ``muzero`` finish their episodes with). Prints each
 value, its ratio to msa, and the seconds it took; the best start per program is marked. What the window search
@@ -17,10 +17,10 @@ import time
 
 from _common import Transcript, fenced, prefetch_programs, write_results
 
+from mallocgame.engine.session import BASELINES, session_for
 from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
 from mallocgame.search.game import GameConfig
 from mallocgame.search.uct import PREFETCH_K, greedy_prefetch_intervals
-from mallocgame.session import BASELINES, session_for
 
 
 def game_greedy(problem, order: str = "xla") -> tuple[list, float]:

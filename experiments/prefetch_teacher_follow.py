@@ -17,8 +17,8 @@ import math
 
 from _common import Transcript, fenced, write_results
 
+from mallocgame.engine.runner import run_solver
 from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
-from mallocgame.runner import run_solver
 from mallocgame.search.game import Game, GameConfig
 from mallocgame.search.muzero.expert import GAME_FIELDS, stays_by_buffer
 from mallocgame.search.muzero.problems import TRAIN_SEED_BASE, Recipe, build

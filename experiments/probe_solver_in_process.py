@@ -18,9 +18,9 @@ import time
 
 
 def main(argv: list[str]) -> int:
-    from mallocgame import runner
+    from mallocgame.engine import runner
+    from mallocgame.engine.registry import load_solver
     from mallocgame.inputs.load import prepare, read_problem
-    from mallocgame.registry import load_solver
 
     path, mode, name, limit = argv[0], argv[1], argv[2], float(argv[3])
     profile = cProfile.Profile() if "--profile" in argv[4:] else None

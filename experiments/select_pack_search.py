@@ -3,7 +3,7 @@
 When best fit leaves part of the relaxation's choice without a place, select-pack's first round now
 hands the whole choice to the pack search (``hybrid/select_pack.py``, ``PACK_SEARCH_SECONDS``). This
 script runs ``select-pack`` both ways (``PACK_SEARCH_SECONDS = 0`` turns the step off) through
-:func:`mallocgame.runner.run_solver` (validated, scored by the evaluator), in this process, on
+:func:`mallocgame.engine.runner.run_solver` (validated, scored by the evaluator), in this process, on
 
 * ``minimalloc``: MiniMalloc's hard set (A-K, ``../shared/benchmarks/minimalloc``) in map mode at the
   capacity of the file name (their max live bytes);
@@ -26,11 +26,11 @@ import math
 from _common import Transcript, benchmarks_dir, fenced, write_results
 
 import mallocgame.hybrid.select_pack as select_pack
+from mallocgame.engine.runner import run_solver
 from mallocgame.inputs.generate import layered_network
 from mallocgame.inputs.load import prepare, read_problem
 from mallocgame.inputs.suites import suite_entries
-from mallocgame.intervals import max_live
-from mallocgame.runner import run_solver
+from mallocgame.problem.intervals import max_live
 
 SETS = ("minimalloc", "realistic", "quick", "layered")
 

@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default="stress_short_limits.md")
     args = ap.parse_args(argv)
 
-    from mallocgame.registry import solver_entries
+    from mallocgame.engine.registry import solver_entries
 
     names = [s for s in args.solvers.split(",") if s] or sorted(solver_entries())
     runs: dict[str, list[bool]] = {n: [] for n in names}

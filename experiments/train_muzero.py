@@ -113,7 +113,7 @@ def tune_rollouts(simulations: int = 16) -> list[str]:
     """
     import time
 
-    from mallocgame.runner import run_solver
+    from mallocgame.engine.runner import run_solver
     from mallocgame.search.muzero.env import game_factory
     from mallocgame.search.muzero.problems import Recipe, build
     from mallocgame.search.muzero.torchless import load_inference

@@ -94,7 +94,7 @@ def select_pack_answer(seconds: float):
     def answer(problem, hardware):
         import numpy as np
 
-        from mallocgame.runner import run_solver
+        from mallocgame.engine.runner import run_solver
 
         report = run_solver("select-pack", problem, hardware, time_limit=seconds, seed=0)
         if not report.valid:

@@ -30,7 +30,7 @@ import argparse
 import shutil
 from pathlib import Path
 
-from mallocgame.runner import run_solver
+from mallocgame.engine.runner import run_solver
 
 SHIPPED = Path(__file__).resolve().parents[1] / "search" / "muzero" / "checkpoints" / "prefetch.pt"
 

@@ -22,7 +22,7 @@ import statistics
 from _common import Transcript, write_results
 from level_muzero_mcts import tuning
 
-from mallocgame.runner import problem_bound, run_solver
+from mallocgame.engine.runner import problem_bound, run_solver
 from mallocgame.search.muzero.problems import build
 
 

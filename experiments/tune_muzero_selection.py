@@ -35,7 +35,7 @@ from heldout import Held, in_prefetch_mode
 from heldout_muzero_mcts import budget_of, own_copy
 from level_muzero_mcts import TUNING_REAL_SEED, tuning, tuning_real
 
-from mallocgame.runner import problem_bound, run_solver
+from mallocgame.engine.runner import problem_bound, run_solver
 from mallocgame.search.muzero.problems import build
 
 SETTINGS = [("mcts", "mcts", {})] + [

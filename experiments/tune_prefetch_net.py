@@ -6,7 +6,7 @@ Problems: :func:`mallocgame.search.muzero.problems.tuning_recipes` of the ``real
 from 1,970,000 that no training stream draws; XLA-compiled, torch-exported and layered programs, sizes spread over
 1,000-15,000 buffers), in prefetch mode; ``--max-n`` skips the larger ones. Never a held-out program: this is where a
 checkpoint is chosen. Contestants, each on its own copy of the problem (``heldout_muzero_mcts.own_copy``), at equal
-wall time (``--seconds`` per problem), through :func:`mallocgame.runner.run_solver` (validated): ``candidate``
+wall time (``--seconds`` per problem), through :func:`mallocgame.engine.runner.run_solver` (validated): ``candidate``
 (solver ``muzero``, ``checkpoint=`` the candidate), ``shipped`` (``checkpoint=`` ``search/muzero/checkpoints/prefetch.pt``)
 and ``mcts``. Lower program time wins; per problem the values, and candidate's wins/ties/losses against each.
 Writes ``--out`` (under experiments/results/).
@@ -20,7 +20,7 @@ from pathlib import Path
 from _common import write_results
 from heldout_muzero_mcts import own_copy
 
-from mallocgame.runner import run_solver
+from mallocgame.engine.runner import run_solver
 from mallocgame.search.muzero.problems import build, named_curriculum, tuning_recipes
 
 SHIPPED = Path(__file__).resolve().parents[1] / "search" / "muzero" / "checkpoints" / "prefetch.pt"

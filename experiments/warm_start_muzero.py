@@ -28,8 +28,8 @@ ARMS = [("cpsat", None), ("cpsat", "greedy-xla"), ("cpsat", "muzero"), ("cpsat",
 
 
 def make_inputs(folder: Path) -> list[Path]:
+    from mallocgame.formats.io import write_workload_json
     from mallocgame.inputs.generate import layered_network
-    from mallocgame.io import write_workload_json
 
     paths = []
     for n, seed in ((1000, 7), (1500, 10), (2000, 8), (4000, 9)):

@@ -21,7 +21,7 @@ import time
 
 from _common import Transcript, fenced, prefetch_programs, write_results
 
-from mallocgame.request import SolveRequest
+from mallocgame.engine.request import SolveRequest
 from mallocgame.solvers.cpsat import prefetch_windows as pw
 
 FLAGS = {"shapes": "SHAPES_FIRST", "repeat": "REPEAT_GAINS", "holes": "PINNED_AS_HOLES"}

@@ -14,8 +14,8 @@ from __future__ import annotations
 import json
 import time
 
+from mallocgame.formats.io import atomic_write_text
 from mallocgame.inputs.suites import _xla_dir, facts_of, suite_entries
-from mallocgame.io import atomic_write_text
 
 
 def write_facts() -> None:

@@ -12,7 +12,7 @@ from libc.stdlib cimport free, malloc
 
 
 cdef inline Py_ssize_t next_open(Py_ssize_t* nxt, Py_ssize_t t) noexcept nogil:
-    # union-find "next open slot" with path compression (mallocgame.intervals.next_open)
+    # union-find "next open slot" with path compression (mallocgame.problem.intervals.next_open)
     cdef Py_ssize_t root = t, up
     while nxt[root] != root:
         root = nxt[root]

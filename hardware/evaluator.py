@@ -9,7 +9,7 @@ The map-mode **value** of a placement is ``time(all slow) - time(placement)``: t
 saved. It is what every report, bound and game reward is expressed in.
 
 Examples:
-    >>> from mallocgame.model import Buffer, Problem
+    >>> from mallocgame.problem.model import Buffer, Problem
     >>> from mallocgame.hardware.spec import PRESETS
     >>> p = Problem("t", (Buffer("a", 4, 0, 2, benefit=3.0), Buffer("b", 4, 1, 3)), capacity=8)
     >>> ev = Evaluator(p, PRESETS["unit"])
@@ -25,7 +25,7 @@ from typing import Sequence
 import numpy as np
 
 from mallocgame.hardware.spec import HardwareSpec
-from mallocgame.model import Problem, ProblemRef, derived_facts
+from mallocgame.problem.model import Problem, ProblemRef, derived_facts
 
 
 class Evaluator:
@@ -41,7 +41,7 @@ class Evaluator:
 
         The runner, the bound and the solvers of one ``solve`` all score with the same one.
         """
-        facts = derived_facts(problem)  # the one store of derived facts (mallocgame.session)
+        facts = derived_facts(problem)  # the one store of derived facts (mallocgame.engine.session)
         ev = facts.get(("evaluator", hardware))
         if ev is None:
             ev = facts["evaluator", hardware] = cls(problem, hardware)
@@ -58,7 +58,7 @@ class Evaluator:
             benefit = problem.arrays.benefit
             self._benefit = np.where(np.isnan(benefit), problem.arrays.size.astype(np.float64), benefit)
             return
-        oa = problem.op_arrays  # the operand columns (mallocgame.model.OpArrays)
+        oa = problem.op_arrays  # the operand columns (mallocgame.problem.model.OpArrays)
         self.op_of = oa.op_of
         self.buf_of = oa.buf_of
         self.nbytes = oa.nbytes.astype(np.float64)

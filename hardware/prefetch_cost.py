@@ -1,7 +1,7 @@
 """The cost of a prefetch-mode answer: op times, async copies on XLA's copy resource, stalls.
 
 The rules are those of docs/prefetch.md (sections 4 and 5); this module is their one
-implementation. An answer is a set of :class:`~mallocgame.model.FastInterval`. An operand of op
+implementation. An answer is a set of :class:`~mallocgame.problem.model.FastInterval`. An operand of op
 ``t`` on buffer ``b`` is served fast when an interval of ``b`` has ``start <= t < end``. Every
 prefetch and every needed eviction is a copy of ``size / copy_bw`` seconds that may use the DMA
 budgets of the slots strictly inside its window; each op's budget is its own estimated time,
@@ -9,7 +9,7 @@ once for prefetches and once for evictions. Copies of one kind are served in dea
 each taking the earliest budget left; demand left at the deadline stalls the program.
 
 Example:
-    >>> from mallocgame.model import Buffer, FastInterval, Op, Operand, Problem
+    >>> from mallocgame.problem.model import Buffer, FastInterval, Op, Operand, Problem
     >>> from mallocgame.hardware.spec import PRESETS
     >>> ops = (Op("a", flops=0.0, operands=(Operand("w", "read", 8),)),) * 3
     >>> p = Problem("t", (Buffer("w", 8, 0, 3, kind="weight"),), ops=ops, capacity=8, mode="prefetch")
@@ -30,7 +30,7 @@ from mallocgame._native import serve_copies_left as _compiled_serve
 from mallocgame._native import serve_queue  # noqa: F401 (the prefetch game's door to it)
 from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.hardware.spec import HardwareSpec
-from mallocgame.model import KEY_WIDTH, FastInterval, Problem, ProblemRef, derived_facts
+from mallocgame.problem.model import KEY_WIDTH, FastInterval, Problem, ProblemRef, derived_facts
 
 
 @dataclass(frozen=True)
@@ -229,7 +229,7 @@ def serve_copies_left(copies: Sequence[tuple[int, int, float]], budgets: Sequenc
     The one implementation of XLA's async-copy service here, compiled (``hardware/_copy_service.pxi``, in ``mallocgame._native``):
     the evaluator and ``msa`` call it, the prefetch game calls ``serve_queue``, the same loop on the
     copies it keeps in service order, on every step. Exhausted slots are skipped with a union-find
-    "next slot" pointer (as :func:`mallocgame.intervals.next_open`), so the cost is
+    "next slot" pointer (as :func:`mallocgame.problem.intervals.next_open`), so the cost is
     O((copies + slots) * alpha) however long the windows are.
 
     >>> serve_copies_left([(0, 2, 1.5)], [1.0, 1.0, 1.0])

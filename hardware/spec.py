@@ -18,7 +18,7 @@ import os
 import tomllib
 from dataclasses import dataclass
 
-from mallocgame.model import InputError, check_regular_file
+from mallocgame.problem.model import InputError, check_regular_file
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ PRESETS: dict[str, HardwareSpec] = {
 _FIELDS = {f.name: f.type for f in dataclasses.fields(HardwareSpec)}
 
 
-MAX_BYTES = 2**62  # capacities and alignments are int64 in the solvers (as mallocgame.io.MAX_INT)
+MAX_BYTES = 2**62  # capacities and alignments are int64 in the solvers (as mallocgame.formats.io.MAX_INT)
 
 
 def _shown(value) -> str:
@@ -118,7 +118,7 @@ def load_hardware(preset_or_file: str) -> HardwareSpec:
         return PRESETS[preset_or_file]
     if preset_or_file.endswith((".toml", ".json")):
         return _parse_file(preset_or_file)
-    # mallocgame.suggest's rule, here by hand: hardware imports only the model
+    # mallocgame.problem.suggest's rule, here by hand: hardware imports only the model
     close = difflib.get_close_matches(preset_or_file, list(PRESETS), n=1)
     raise InputError(f"--hardware: unknown preset or file {preset_or_file!r} (presets: {', '.join(PRESETS)})"
                      + (f"; did you mean {close[0]!r}?" if close else ""))

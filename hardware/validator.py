@@ -7,7 +7,7 @@ address. The overlap check is a sweep over time with the live placed buffers kep
 by offset, so it costs O(n log n) plus list moves, never all pairs.
 
 Examples:
-    >>> from mallocgame.model import KEY_WIDTH, Buffer, Problem
+    >>> from mallocgame.problem.model import KEY_WIDTH, Buffer, Problem
     >>> p = Problem("t", (Buffer("a", 4, 0, 2), Buffer("b", 4, 1, 3)), capacity=8)
     >>> validate(p, [0, 4]) is None, validate(p, [0, 2])
     (True, "buffers 'a' and 'b' overlap: live [0, 2) and [1, 3), addresses [0, 4) and [2, 6)")
@@ -21,9 +21,9 @@ from typing import Sequence
 import numpy as np
 
 from mallocgame._native import first_overlap_loop
-from mallocgame.engine import engine
-from mallocgame.intervals import overlapping_pairs
-from mallocgame.model import KEY_WIDTH, Buffer, Problem
+from mallocgame.problem.intervals import overlapping_pairs
+from mallocgame.problem.model import KEY_WIDTH, Buffer, Problem
+from mallocgame.runtime.native_engine import engine
 
 
 def validate(problem: Problem, offsets: Sequence[int | None] | np.ndarray, *,
@@ -96,7 +96,7 @@ PAIR_LIMIT = 4_000_000  # past this many interfering pairs the sweep is cheaper 
 def first_overlap(problem: Problem, offsets: Sequence[int | None]) -> str | None:
     """The first pair of live-overlapping placed buffers that share an address, if any.
 
-    With the ``native`` engine (:mod:`mallocgame.engine`) the sweep runs compiled
+    With the ``native`` engine (:mod:`mallocgame.runtime.native_engine`) the sweep runs compiled
     (``mallocgame._native.first_overlap_loop``, the same events in the same order, the same pair) whenever the
     offsets fit 64-bit integers; ``python`` runs the loop below, the reference.
     """
@@ -217,7 +217,7 @@ def peak(problem: Problem, offsets: Sequence[int | None]) -> int:
 def validate_intervals(problem: Problem, intervals: Sequence, *, capacity: int | None = None) -> str | None:
     """The first violation of a prefetch-mode answer (docs/prefetch.md section 3), or ``None``.
 
-    ``intervals`` are [`FastInterval`][mallocgame.model.FastInterval]s. Per interval: range, offset,
+    ``intervals`` are [`FastInterval`][mallocgame.problem.model.FastInterval]s. Per interval: range, offset,
     alignment, capacity, the copy rule; per buffer: occupied ranges disjoint; across buffers:
     the occupied rectangles ``[occupied_from, end) x [offset, offset + size)`` disjoint (the
     same sweep as [`validate`][mallocgame.hardware.validator.validate], over the intervals as rectangles).

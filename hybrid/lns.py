@@ -25,7 +25,7 @@ runs deterministically (``interleave_search``) with a per-step seed drawn from i
 trajectory is reproducible except for where the wall clock cuts a step.
 
 The loop itself (budget per step, judging, best so far, deadline, the seeded generator) is the
-core's one driver, :func:`mallocgame.neighbourhood_search.search`; this module supplies the
+core's one driver, :func:`mallocgame.algorithms.neighbourhood_search.search`; this module supplies the
 neighbourhoods of map and pack mode (:class:`MapWindows`, :class:`PackWindows`), prefetch mode's
 are :class:`mallocgame.solvers.cpsat.prefetch_windows.PrefetchWindows`.
 """
@@ -38,17 +38,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mallocgame.budget import Budget
+from mallocgame.algorithms.neighbourhood_search import Round, Step, Trial, Verdict, search
+from mallocgame.algorithms.placement import push_down
+from mallocgame.engine.protocol import Solver
+from mallocgame.engine.request import Options, SolveRequest, option
+from mallocgame.engine.session import held_baselines, no_worse_than_held
 from mallocgame.hardware.evaluator import Evaluator
-from mallocgame.incumbents import offer
-from mallocgame.intervals import OverlapIndex, live_profile, overlap_index
-from mallocgame.model import Problem, Solution, Status, offsets_array, offsets_tuple
-from mallocgame.neighbourhood_search import Round, Step, Trial, Verdict, search
-from mallocgame.objective import at_least, better
-from mallocgame.placement import push_down
-from mallocgame.protocol import Solver
-from mallocgame.request import Options, SolveRequest, option
-from mallocgame.session import held_baselines, no_worse_than_held
+from mallocgame.problem.intervals import OverlapIndex, live_profile, overlap_index
+from mallocgame.problem.model import Problem, Solution, Status, offsets_array, offsets_tuple
+from mallocgame.problem.objective import at_least, better
+from mallocgame.runtime.budget import Budget
+from mallocgame.runtime.incumbents import offer
 from mallocgame.solvers.cpsat.model import Limits, Part, solve_part, value_terms
 from mallocgame.solvers.cpsat.prefetch_windows import solve_prefetch
 
@@ -157,7 +157,7 @@ class _PartSteps:
 
 
 class MapWindows(_PartSteps):
-    """Map mode's neighbourhoods for :func:`mallocgame.neighbourhood_search.search`.
+    """Map mode's neighbourhoods for :func:`mallocgame.algorithms.neighbourhood_search.search`.
 
     A step frees the candidate buffers live in a time window around a random centre (about ``k``
     of them, :func:`window_around`), fixes the placed buffers around them as rectangles and
@@ -244,7 +244,7 @@ def top_band(problem, index, x, tops, center, k, horizon, rng) -> tuple[np.ndarr
 
 
 class PackWindows(_PartSteps):
-    """Pack mode's neighbourhoods for :func:`mallocgame.neighbourhood_search.search` (answers: offsets,
+    """Pack mode's neighbourhoods for :func:`mallocgame.algorithms.neighbourhood_search.search` (answers: offsets,
     values: minus the peak).
 
     A step frees about ``k`` buffers near a random buffer at the peak (:func:`top_band`), fixes the
@@ -325,7 +325,7 @@ class ModeDispatch(Solver):
     """Shared entry of the CP-SAT hybrids: one deadline rule, then ``_solve_map`` / ``_solve_pack``."""
 
     modes = frozenset({"map", "pack"})
-    preload = ("ortools.sat.python.cp_model", "scipy.optimize")  # imported before the clock starts (mallocgame.runner.preload)
+    preload = ("ortools.sat.python.cp_model", "scipy.optimize")  # imported before the clock starts (mallocgame.engine.runner.preload)
     Options = HybridOptions
 
     def solve(self, request: SolveRequest) -> Solution:

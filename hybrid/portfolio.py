@@ -7,14 +7,14 @@ valid answer (or the caller's hint, if better) becomes the hint of every other m
 CP-SAT-based members start warm. Above ``LARGE`` buffers the default list leaves them
 out: best fit is not fast there (tens of seconds on 10^8-pair traces, with no time
 limit), and the other members run it themselves as their start when it fits their time;
-the portfolio builds the cheapest baseline of the solve session (:mod:`mallocgame.session`) instead,
+the portfolio builds the cheapest baseline of the solve session (:mod:`mallocgame.engine.session`) instead,
 and msa (which keeps a deadline) stays with half the time. The other members run in child
 processes, at most ``workers`` at a time, each with one CP-SAT worker and an equal share of
 the time left (children still running at the deadline are terminated). A member that returns a
 valid answer it proved optimal (any placement within the capacity, for a pack
 feasibility problem), or an answer at the bound (then reported OPTIMAL; the map bound is computed
 in a child of its own beside the members), ends the race at once. Every answer is validated and scored by
-:func:`mallocgame.runner.run_solver`; the best valid one wins (ties go to the earlier member, so
+:func:`mallocgame.engine.runner.run_solver`; the best valid one wins (ties go to the earlier member, so
 the same seed gives the same choice).
 
 Prefetch mode: the map members (their answers are lifted; they need no hint) start in a child at once,
@@ -37,21 +37,14 @@ import time
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from mallocgame.bounds import map_upper_bound
-from mallocgame.budget import Budget
-from mallocgame.forking import ChildCall
-from mallocgame.incumbents import offer
-from mallocgame.lift import lift_map_answer
-from mallocgame.model import InputError, Solution, Status
-from mallocgame.pools import ProcessPool
-from mallocgame.protocol import Solver
-from mallocgame.registry import SolverLoadError, load_solver, solver_entries
-from mallocgame.report import Report, answer, better, score
-from mallocgame.request import Options, SolveRequest, option
-from mallocgame.runner import preload, run_solver
-from mallocgame.search.game import GameConfig
-from mallocgame.search.uct import PREFETCH_K, greedy_prefetch_intervals
-from mallocgame.session import (
+from mallocgame.bounds.bounds import map_upper_bound
+from mallocgame.engine.pools import ProcessPool
+from mallocgame.engine.protocol import Solver
+from mallocgame.engine.registry import SolverLoadError, load_solver, solver_entries
+from mallocgame.engine.report import Report, answer, better, score
+from mallocgame.engine.request import Options, SolveRequest, option
+from mallocgame.engine.runner import preload, run_solver
+from mallocgame.engine.session import (
     BASELINE_SHARE,
     BASELINE_SOLVER,
     BASELINES,
@@ -61,6 +54,13 @@ from mallocgame.session import (
     held_baselines,
     held_stats,
 )
+from mallocgame.formats.lift import lift_map_answer
+from mallocgame.problem.model import InputError, Solution, Status
+from mallocgame.runtime.budget import Budget
+from mallocgame.runtime.forking import ChildCall
+from mallocgame.runtime.incumbents import offer
+from mallocgame.search.game import GameConfig
+from mallocgame.search.uct import PREFETCH_K, greedy_prefetch_intervals
 
 # The members per mode: the solvers that end best on each kind of problem -- lns and select-pack on layered
 # networks, pack-search and cpsat on MiniMalloc's instances; for the peak of the real traces pack-search settles
@@ -74,7 +74,7 @@ DEFAULT_MEMBERS = {
     # two workers each has the whole time.
     "prefetch": ("msa", "select-pack", "cpsat"),
 }
-# The baselines' solvers (one table in the core, mallocgame.session) and greedy-xla: constructive, run first.
+# The baselines' solvers (one table in the core, mallocgame.engine.session) and greedy-xla: constructive, run first.
 FAST_MEMBERS = frozenset({*BASELINE_SOLVER.values(), "greedy-xla"})
 COLLECT = 0.10  # seconds more than a solver's margin: collecting answers, stopping children
 LARGE = 5000  # buffers; above this the default members leave out the constructive ones without a deadline
@@ -109,7 +109,7 @@ def reaches(mode: str, objective: float | None, bound: float) -> bool:
     if mode == "pack":
         return objective <= bound
     # a bound, not an answer: computed another way (an LP, a sum over ops) with rounding of its own, so compared
-    # more loosely than two answers scored by the same evaluator (mallocgame.objective.TOLERANCE)
+    # more loosely than two answers scored by the same evaluator (mallocgame.problem.objective.TOLERANCE)
     return bound >= 0 and objective >= bound - 1e-9 * max(1.0, abs(bound))
 
 
@@ -145,7 +145,7 @@ def lifted_members(names: list[str]) -> set[str]:
 
 def lifted_report(problem, hardware, report: Report, *, name: str) -> Report:
     """A map member's report on ``problem`` (prefetch mode) as a prefetch report: its answer lifted
-    (:func:`mallocgame.lift.lift_map_answer`), validated and scored."""
+    (:func:`mallocgame.formats.lift.lift_map_answer`), validated and scored."""
     if not report.valid:
         return dataclasses.replace(report, mode=problem.mode)
     intervals = lift_map_answer(problem, report.offsets)
@@ -180,7 +180,7 @@ class _Race:
         self.held: list = []  # the baselines the portfolio holds (hold)
 
     def hold(self, time_limit: float, *, first: bool = False) -> None:
-        """Build the baselines a search of ``time_limit`` holds (:func:`mallocgame.session.held_baselines`: each to
+        """Build the baselines a search of ``time_limit`` holds (:func:`mallocgame.engine.session.held_baselines`: each to
         its end, whatever the clock says) and enter the best as a member's report: the answer is never below it.
         ``first``: only the cheapest and msa (the members' starts; a member forked later inherits them), before the
         members run; msa's other runs are built while they run (:meth:`baselines_once`), and whatever of them is
@@ -407,7 +407,7 @@ class PortfolioOptions(Options):
 class Portfolio(Solver):
     name = "portfolio"
     modes = frozenset({"map", "pack", "prefetch"})
-    # imported before the clock starts (mallocgame.runner.preload): the default members' heavy modules, and the
+    # imported before the clock starts (mallocgame.engine.runner.preload): the default members' heavy modules, and the
     # members' own, whose first import would otherwise run on the portfolio's clock (docs/results.md, "portfolio's
     # defaults")
     preload = ("ortools.sat.python.cp_model", "scipy.optimize", *(f"mallocgame.{m}" for m in (

@@ -1,18 +1,18 @@
 """Schedule and placement together (``solve --reschedule``): alternate them while the time lasts.
 
 Round 0 places the original order (the baseline, so the answer is never worse than not
-re-scheduling); each later round re-schedules (:func:`mallocgame.scheduling.schedule`, objective
+re-scheduling); each later round re-schedules (:func:`mallocgame.algorithms.scheduling.schedule`, objective
 ``peak`` in pack mode and ``time`` in map and prefetch modes, starting from the best order so
 far, seed ``seed + round``) and places the new order with the solver, warm-started by the best
 placement so far adapted to the new live ranges (:func:`adapt_placement`: the old offsets that
 still fit, the rest by best fit). The best valid (order, placement) pair wins, compared as
-:func:`mallocgame.report.better` does (value in map and prefetch modes, peak in pack mode);
+:func:`mallocgame.engine.report.better` does (value in map and prefetch modes, peak in pack mode);
 every answer is validated against its own re-scheduled problem by the runner.
 
 :func:`reschedule_beside_limit` (what ``solve --reschedule`` runs) keeps the limit as
-:func:`mallocgame.solving.solve_beside_bound` does: the rounds run in a forked child that sends each better
-answer with its op order (:func:`mallocgame.incumbents.answering`); a child still running at the limit plus
-:data:`mallocgame.protocol.LIMIT_GRACE` is stopped and the best (order, answer) it sent is reported, validated
+:func:`mallocgame.engine.solving.solve_beside_bound` does: the rounds run in a forked child that sends each better
+answer with its op order (:func:`mallocgame.runtime.incumbents.answering`); a child still running at the limit plus
+:data:`mallocgame.engine.protocol.LIMIT_GRACE` is stopped and the best (order, answer) it sent is reported, validated
 against its own order, FEASIBLE, "stopped at the limit".
 """
 
@@ -23,19 +23,19 @@ from typing import Any
 
 import numpy as np
 
-from mallocgame import incumbents
-from mallocgame.budget import Budget
-from mallocgame.forking import ChildCall
+from mallocgame.algorithms.placement import greedy_place, xla_order
+from mallocgame.algorithms.scheduling import reorder, schedule
+from mallocgame.engine.protocol import LIMIT_GRACE
+from mallocgame.engine.registry import load_solver
+from mallocgame.engine.report import Report, stopped_at_limit, with_bound
+from mallocgame.engine.runner import preload, problem_bound, shared_caches
+from mallocgame.engine.solving import better, solve_with_warm_start
 from mallocgame.hardware.validator import validate
-from mallocgame.intervals import overlap_index
-from mallocgame.model import InputError, Problem, Solution, Status, offsets_tuple
-from mallocgame.placement import greedy_place, xla_order
-from mallocgame.protocol import LIMIT_GRACE
-from mallocgame.registry import load_solver
-from mallocgame.report import Report, stopped_at_limit, with_bound
-from mallocgame.runner import preload, problem_bound, shared_caches
-from mallocgame.scheduling import reorder, schedule
-from mallocgame.solving import better, solve_with_warm_start
+from mallocgame.problem.intervals import overlap_index
+from mallocgame.problem.model import InputError, Problem, Solution, Status, offsets_tuple
+from mallocgame.runtime import incumbents
+from mallocgame.runtime.budget import Budget
+from mallocgame.runtime.forking import ChildCall
 
 ROUNDS = 3
 SCHEDULE_SHARE = 0.3  # of a round's time, for the scheduler

@@ -2,7 +2,7 @@
 
 Map mode, one round:
 
-1. *select*: solve the relaxation of :mod:`mallocgame.bounds` (a knapsack row per maximal
+1. *select*: solve the relaxation of :mod:`mallocgame.bounds.bounds` (a knapsack row per maximal
    moment, the evaluator's exact per-op saving for workloads with ops) as a MIP with
    HiGHS, minus the buffers forbidden by earlier rounds; its choice ``S`` would reach the
    bound if it packed without fragmentation;
@@ -36,12 +36,12 @@ import time
 
 import numpy as np
 
-from mallocgame.bounds import no_fragmentation_relaxation
-from mallocgame.budget import Budget
+from mallocgame.algorithms.placement import greedy_place, heap_orders, push_down, xla_order
+from mallocgame.bounds.bounds import no_fragmentation_relaxation
 from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.hybrid.lns import ModeDispatch, fixed_rectangles, neighbourhood, window_around
-from mallocgame.model import Problem, Solution, Status, offsets_array, offsets_tuple
-from mallocgame.placement import greedy_place, heap_orders, push_down, xla_order
+from mallocgame.problem.model import Problem, Solution, Status, offsets_array, offsets_tuple
+from mallocgame.runtime.budget import Budget
 from mallocgame.solvers.cpsat.model import Limits, Part, solve_part, value_terms
 from mallocgame.solvers.pack_search.search import pack
 
@@ -58,7 +58,7 @@ REPAIR_LIMIT = 2000  # pack mode: more buffers left over than this and the targe
 def relaxation_choice(problem: Problem, ev: Evaluator, candidates: np.ndarray, *, time_limit: float) -> np.ndarray:
     """The fast set (bool ``[n]``) maximising the no-fragmentation relaxation over ``candidates`` (bool ``[n]``).
 
-    The relaxation of :func:`mallocgame.bounds.no_fragmentation_relaxation`, always as a MIP.
+    The relaxation of :func:`mallocgame.bounds.bounds.no_fragmentation_relaxation`, always as a MIP.
     """
     return _relaxation(problem, ev, candidates, time_limit=time_limit).chosen
 

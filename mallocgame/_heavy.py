@@ -31,7 +31,7 @@ HEAVY_SECONDS = {
     "ortools": 0.32,  # ortools.sat.python.cp_model
     # ``mallocgame --help`` imports every command and with them the bounds' modules:
     "scipy": 0.48,  # scipy.optimize
-    # The interference graph's form for small problems (mallocgame.graph); a solve never needs it:
+    # The interference graph's form for small problems (mallocgame.problem.graph); a solve never needs it:
     "networkx": 0.78,
 }
 HEAVY = frozenset(HEAVY_SECONDS)

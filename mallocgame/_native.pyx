@@ -4,7 +4,7 @@
 """The native engine: every compiled loop of mallocgame, in one extension module (``mallocgame._native``).
 
 Each part is the compiled twin of a pure-Python reference (``MALLOCGAME_ENGINE=python`` runs the references,
-:mod:`mallocgame.engine`); both give identical answers, floating point included (``-ffp-contract=off``: no fused
+:mod:`mallocgame.runtime.native_engine`); both give identical answers, floating point included (``-ffp-contract=off``: no fused
 multiply-adds; the same operations in the same order). The boundary, what Python calls:
 
 * ``serve_copies_left(copies, budgets)``, ``serve_queue(...)``: XLA's async-copy service
@@ -16,11 +16,11 @@ multiply-adds; the same operations in the same order). The boundary, what Python
   (``search/_address_game.pxi``, ``search.game_address.NativeAddressGame``);
 * ``PrefetchTables``, ``PrefetchState``: the prefetch game's state and step (``search/_prefetch_game.pxi``,
   ``search.game_prefetch.NativePrefetchGame``);
-* ``greedy_place_loop(...)``: greedy-xla's and best-fit's ordered best-fit placement (``mallocgame/_placement.pxi``);
+* ``greedy_place_loop(...)``: greedy-xla's and best-fit's ordered best-fit placement (``mallocgame/algorithms/_placement.pxi``);
 * ``NativeHeap``, ``NativeCopyResource``, ``NativePrefetcher``: msa's fast-memory heap, copy budgets and a use's
-  prefetch (``mallocgame/_msa.pxi``, ``mallocgame.memory_space_assignment``);
+  prefetch (``mallocgame/algorithms/_msa.pxi``, ``mallocgame.algorithms.memory_space_assignment``);
 * ``first_fit_loop(...)``, ``CanonicalSearch``, ``ComponentTables``, ``FailedStates``: pack-search's first fit and
-  canonical search (``mallocgame/_pack.pxi``, ``mallocgame.solvers.pack_search.search``);
+  canonical search (``solvers/pack_search/_pack.pxi``, ``mallocgame.solvers.pack_search.search``);
 * ``first_overlap_loop(...)``: the validator's sweep over time (``hardware/_overlap_sweep.pxi``,
   ``mallocgame.hardware.validator.first_overlap``).
 
@@ -40,7 +40,7 @@ include "../search/_prefetch_holes.pxi"
 include "../search/_order_game.pxi"
 include "../search/_address_game.pxi"
 include "../search/_prefetch_game.pxi"
-include "_placement.pxi"
-include "_msa.pxi"
-include "_pack.pxi"
+include "algorithms/_placement.pxi"
+include "algorithms/_msa.pxi"
+include "../solvers/pack_search/_pack.pxi"
 include "../hardware/_overlap_sweep.pxi"

@@ -17,17 +17,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from mallocgame.comparison import run_comparison
+from mallocgame.algorithms.scheduling import schedule as run_schedule
+from mallocgame.engine.comparison import run_comparison
+from mallocgame.engine.protocol import bad_seed, bad_time_limit, options_of
+from mallocgame.engine.registry import describe, load_solver, solver_entries, solver_modes
+from mallocgame.engine.report import Report, answer
+from mallocgame.engine.solving import check_request, solve_beside_bound
+from mallocgame.engine.verdict import judge
+from mallocgame.formats.io import read_intervals_csv, read_solution_csv
 from mallocgame.inputs.load import load_problem, prepare
-from mallocgame.io import read_intervals_csv, read_solution_csv
-from mallocgame.model import FastInterval, InputError, Problem, Solution, Status
 from mallocgame.plots import plot_intervals, plot_solution
-from mallocgame.protocol import bad_seed, bad_time_limit, options_of
-from mallocgame.registry import describe, load_solver, solver_entries, solver_modes
-from mallocgame.report import Report, answer
-from mallocgame.scheduling import schedule as run_schedule
-from mallocgame.solving import check_request, solve_beside_bound
-from mallocgame.verdict import judge
+from mallocgame.problem.model import FastInterval, InputError, Problem, Solution, Status
 
 __all__ = ["Result", "SolverInfo", "Verdict", "compare", "load_problem", "solve", "list_solvers", "validate", "plot"]
 
@@ -42,7 +42,7 @@ class Result:
             `"FEASIBLE"`).
         valid: Whether the validator accepted the answer.
         solution: The answer: offsets (map and pack modes) or fast intervals (prefetch mode), as a
-            [`Solution`][mallocgame.model.Solution]; `None` when the solver found no valid answer.
+            [`Solution`][mallocgame.problem.model.Solution]; `None` when the solver found no valid answer.
         objective: Seconds saved against all-slow (map and prefetch modes, higher is better) or the
             peak address in bytes (pack mode, lower is better); `None` without a valid answer.
         bound: An upper bound on the saving (map and prefetch modes) or a lower bound on the peak
@@ -51,7 +51,7 @@ class Result:
             0 means proven optimal.
         seconds: Wall-clock seconds of the solve.
         report: Everything else (speed-up, estimated time, peak, history, statistics): a
-            [`Report`][mallocgame.report.Report].
+            [`Report`][mallocgame.engine.report.Report].
     """
 
     solver: str
@@ -150,7 +150,8 @@ def _answer(problem: Problem, solution, **fields) -> Solution:
 
 
 def validate(problem: Problem | str, solution) -> Verdict:
-    """Check ``solution``: a [`Solution`][mallocgame.model.Solution], offsets, ``{id: offset}`` or a solution CSV path (prefetch
+    """Check ``solution``: a [`Solution`][mallocgame.problem.model.Solution], offsets, ``{id: offset}`` or a solution CSV path
+    (prefetch
     mode: a Solution, FastIntervals or an interval CSV path). A re-scheduled workload (one with
     ``original_order``) has its op order checked too, as ``mallocgame validate`` does."""
     problem = _ready(problem)
@@ -225,7 +226,7 @@ def _plot_title(problem: Problem, solver: str, found) -> str:
 
 
 def _hint_request(problem: Problem, hint) -> dict[str, Any]:
-    """A hint in any form `validate` takes as `mallocgame.solving.check_request`'s arguments
+    """A hint in any form `validate` takes as `mallocgame.engine.solving.check_request`'s arguments
     (in prefetch mode a map answer in any form is lifted)."""
     if hint is None:
         return {}
@@ -248,7 +249,7 @@ def solve(problem: Problem | str, solver: str = "greedy-xla", *, time_limit: flo
     ``hint`` is a valid answer to start from (any form [`validate`][mallocgame.api.validate] takes); the result
     is never worse than it. ``warm_start`` names a solver run first whose answer becomes the
     hint. ``options`` are the solver's own (``workers``, ``simulations``, ...): one it does
-    not take raises [`InputError`][mallocgame.model.InputError] naming the ones it does.
+    not take raises [`InputError`][mallocgame.problem.model.InputError] naming the ones it does.
     """
     problem = _ready(problem)
     # the request checked once, by the core (time limit; hint, a map answer lifted in prefetch mode)
@@ -303,9 +304,9 @@ def schedule(problem: Problem | str, *, objective: str | None = None, time_limit
 
     ``objective``: ``"peak"`` (live bytes; default in pack mode) or ``"time"`` (estimated time of a
     greedy placement; default in map and prefetch modes). Returns a
-    `mallocgame.scheduling.ScheduleResult`: ``.problem`` is the re-scheduled problem (same ops,
+    `mallocgame.algorithms.scheduling.ScheduleResult`: ``.problem`` is the re-scheduled problem (same ops,
     new order, lifetimes recomputed, ``original_order`` recorded), ``.value`` / ``.original`` the
-    objective after and before. Raises [`InputError`][mallocgame.model.InputError] on bad input.
+    objective after and before. Raises [`InputError`][mallocgame.problem.model.InputError] on bad input.
     """
     problem = _ready(problem)
     if bad_time_limit(time_limit):

@@ -21,9 +21,9 @@ from typing import Sequence
 
 import numpy as np
 
-from mallocgame.io import atomic_output, output_folder
-from mallocgame.model import Problem
-from mallocgame.units import format_bytes
+from mallocgame.formats.io import atomic_output, output_folder
+from mallocgame.problem.model import Problem
+from mallocgame.problem.units import format_bytes
 
 KIND_COLORS = {"activation": "#4C72B0", "weight": "#DD8452", "input": "#55A868", "output": "#C44E52",
                "scratch": "#8172B3"}
@@ -386,7 +386,7 @@ def plot_live_orders(profiles: Sequence[tuple[str, np.ndarray]], path: str | Pat
     """Live bytes over time for several op orders of one program (``mallocgame schedule``).
 
     ``profiles`` are ``(label, live)`` pairs, ``live[t]`` the bytes live during step ``t``
-    (:meth:`mallocgame.scheduling.base.Lifetimes.profile`); each is drawn as a step line with its
+    (:meth:`mallocgame.algorithms.scheduling.base.Lifetimes.profile`); each is drawn as a step line with its
     peak marked. ``floor`` (e.g. the parameters live the whole program) is drawn dotted.
     """
     fig = _figure(9, 3.6)

@@ -10,7 +10,7 @@
 # gathered once and sorted by offset once (C++ ``std::sort``), each probe is one sweep that skips
 # those starting after its horizon, and only the ``k`` holes offered become Python tuples. The
 # results are those of ``free_holes`` and ``best_fit_offset`` (mallocgame.search.game_order,
-# mallocgame.placement) on the same sets; tests/test_prefetch_holes.py checks them against those.
+# mallocgame.algorithms.placement) on the same sets; tests/test_prefetch_holes.py checks them against those.
 
 from libcpp.algorithm cimport sort
 from libcpp.vector cimport vector

@@ -44,10 +44,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mallocgame.problem.model import Problem
+
 # The package, not the variants' modules: they subclass Game, and mallocgame/search/__init__.py imports
 # them once this module is done; Game() reads them off the package at call time.
-from mallocgame.engine import engine
-from mallocgame.model import Problem
+from mallocgame.runtime.native_engine import engine
 from mallocgame.search.game_data import GameData
 
 #: Features of one buffer: valid, size/scale, start, end, length (horizon-normalised),

@@ -24,10 +24,10 @@ import time
 
 import numpy as np
 
+from mallocgame.algorithms.placement import xla_order
 from mallocgame.hardware.evaluator import Evaluator
-from mallocgame.intervals import max_live, overlap_index
-from mallocgame.model import BUFFER_KINDS, BufferTable, Problem
-from mallocgame.placement import xla_order
+from mallocgame.problem.intervals import max_live, overlap_index
+from mallocgame.problem.model import BUFFER_KINDS, BufferTable, Problem
 
 
 class GameDataCutShort(TimeoutError):

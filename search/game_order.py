@@ -1,7 +1,7 @@
 """The fixed-order mallocGame variant: buffers in a fixed order, the action chooses the offset.
 
 For the current buffer, the placed buffers that interfere with it (live ranges overlap,
-found with :class:`mallocgame.intervals.OverlapIndex`) split the address space ``[0, capacity)``
+found with :class:`mallocgame.problem.intervals.OverlapIndex`) split the address space ``[0, capacity)``
 into free holes. A canonical offset (0 or the aligned top of an interfering placed
 buffer) is feasible exactly when it is the aligned bottom of a free hole that holds the
 buffer, so the feasible canonical offsets are the holes' aligned bottoms; actions
@@ -11,7 +11,7 @@ buffer, so the feasible canonical offsets are the holes' aligned bottoms; action
 State: offsets ``[n]``, the position in the order, the per-op saved seconds of the
 reward model. A step costs one index query plus a scan of the interfering buffers.
 
-Two engines (:func:`mallocgame.engine.engine`): ``Game(...)`` builds a :class:`NativeOrderGame` (state, step,
+Two engines (:func:`mallocgame.runtime.native_engine.engine`): ``Game(...)`` builds a :class:`NativeOrderGame` (state, step,
 clone, undo, legal and greedy actions in compiled code, ``search/_order_game.pxi``) unless
 ``MALLOCGAME_ENGINE=python``, which builds this module's :class:`OrderGame`, the reference it must match.
 """
@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from mallocgame._native import OrderState, OrderTables
-from mallocgame.intervals import count_overlapping_pairs
+from mallocgame.problem.intervals import count_overlapping_pairs
 from mallocgame.search.game import ACTION_FEATURES, BUFFER_FEATURES, Game, GameConfig, NativeState, Observation
 from mallocgame.search.game_data import GameData, buffer_order
 

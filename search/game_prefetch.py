@@ -31,7 +31,7 @@ import numpy as np
 
 from mallocgame._native import PrefetchState, PrefetchTables, prefetch_holes
 from mallocgame.hardware.prefetch_cost import PrefetchEvaluator, serve_queue
-from mallocgame.model import FastInterval, Problem, ProblemRef, derived_facts
+from mallocgame.problem.model import FastInterval, Problem, ProblemRef, derived_facts
 from mallocgame.search.game import ACTION_FEATURES, BUFFER_FEATURES, Game, GameConfig, NativeState, Observation
 from mallocgame.search.game_data import GameData, buffer_order, check_until
 
@@ -96,7 +96,7 @@ class PrefetchData(GameData):
     def of(cls, problem: Problem, hardware, *, until: float = math.inf) -> "PrefetchData":
         """Built once per (problem, hardware), like :meth:`PrefetchEvaluator.of`; ``until``: the build's deadline
         (:class:`GameDataCutShort` past it, and nothing is kept)."""
-        facts = derived_facts(problem)  # the one store of derived facts (mallocgame.session)
+        facts = derived_facts(problem)  # the one store of derived facts (mallocgame.engine.session)
         d = facts.get(("prefetch_game", hardware))
         if d is None:
             d = facts["prefetch_game", hardware] = cls(problem, hardware, until=until)

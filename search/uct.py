@@ -84,14 +84,14 @@ from typing import Any, Callable
 
 import numpy as np
 
+from mallocgame.engine.request import SolveRequest
+from mallocgame.engine.session import BASELINE_SHARE, VARIANTS_SHARE, held_baselines, no_worse_than_held
+from mallocgame.formats.lift import hint_intervals
 from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
-from mallocgame.lift import hint_intervals
-from mallocgame.model import Solution, Status, offsets_array, offsets_tuple
-from mallocgame.request import SolveRequest
+from mallocgame.problem.model import Solution, Status, offsets_array, offsets_tuple
 from mallocgame.search.game import Game, GameConfig
 from mallocgame.search.game_data import GameData, GameDataCutShort
 from mallocgame.search.game_prefetch import PrefetchData, intervals_of, rows_of
-from mallocgame.session import BASELINE_SHARE, VARIANTS_SHARE, held_baselines, no_worse_than_held
 
 ROLLOUTS = ("greedy", "random")
 #: Leaf evaluations (module docstring, "Value leaves"): a rollout to the end (or ``rollout_depth``), the value
@@ -693,8 +693,8 @@ def prefetch_incumbents(problem, hardware, game_cfg, hint, until: float, *, sess
                         msa_deadline: float | None = None, variants_until: float | None = None,
                         held: list | None = None) -> list[Episode]:
     """Prefetch mode's fallback answers (``session``: the request's facts): all-slow, the baselines ``held`` (built already:
-    :func:`mallocgame.session.held_baselines`), the mode's other baselines from the solve session
-    (:meth:`mallocgame.session.Session.baselines`: greedy-xla's map answer lifted, then ``msa``'s answers
+    :func:`mallocgame.engine.session.held_baselines`), the mode's other baselines from the solve session
+    (:meth:`mallocgame.engine.session.Session.baselines`: greedy-xla's map answer lifted, then ``msa``'s answers
     built until ``msa_deadline``, default ``until``, its XLA variants until ``variants_until``), the greedy
     episode of the game in the other buffer order and the ``hint`` (a prefetch answer; a map answer is lifted).
     Values by the prefetch evaluator."""
@@ -761,7 +761,7 @@ def solve_with_uct(name: str, request: SolveRequest, cfg: MCTSConfig, game_cfg, 
     Map and pack mode: the greedy episodes of the other game shapes and the ``hint``; prefetch mode:
     :func:`prefetch_incumbents` (:func:`_fallback_answers`). Then :class:`UCTSearch` (``prior`` selects by pUCT) plays
     the game ``game_cfg`` until ``request.budget.stop_at(0.95)``, and the best episode seen is the
-    answer (a :class:`mallocgame.model.Solution` named ``name``) to ``request``. ``data``: the game's data if the
+    answer (a :class:`mallocgame.problem.model.Solution` named ``name``) to ``request``. ``data``: the game's data if the
     caller built it already; ``stats``: the caller's statistics, the search's are added. ``leaf_value``: the leaf
     evaluator of ``cfg.leaf="value"|"mixed"``. ``prepare(prior, stats) -> prior``: the caller's set-up (the muzero
     solver's relaxation MIP), run after the fallback answers are built so that its time does not cut them short; it

@@ -1,18 +1,18 @@
 """XLA heap-simulator style best fit for pack mode: size orders and live-range order, keep the lowest peak.
 
 Runs the best-fit placement three times over an unbounded address space (the orders of
-:func:`mallocgame.placement.heap_orders`): size descending with ties by live-range length
+:func:`mallocgame.algorithms.placement.heap_orders`): size descending with ties by live-range length
 (spatial), size descending with ties by start (size-start), and live-range length descending
 (temporal), ties then broken by start and id, and keeps the answer with the lowest peak, or the
-online allocator's if lower: the pack baseline (:func:`mallocgame.placement.pack_start`), built once
-per solve session (:mod:`mallocgame.session`). In map mode it places in the same orders within the
+online allocator's if lower: the pack baseline (:func:`mallocgame.algorithms.placement.pack_start`), built once
+per solve session (:mod:`mallocgame.engine.session`). In map mode it places in the same orders within the
 capacity and keeps the highest value.
 
 Both modes keep the time limit. Map mode: the orders run one after the other until the deadline; an
 order the deadline cuts leaves the buffers it did not reach slow (a valid answer), and the stats say
 ``cut_short``. Pack mode: the best-fit orders that do not finish in time are dropped (the online
 allocator's answer stands); if even the online allocator is cut, the buffers it did not reach are
-stacked above the rest, each in an address range of its own (:func:`mallocgame.placement.stack_above`):
+stacked above the rest, each in an address range of its own (:func:`mallocgame.algorithms.placement.stack_above`):
 a complete, valid answer with a higher peak, status FEASIBLE, its stats ``complete: false`` and a
 ``fallback`` note saying how many were stacked.
 """
@@ -21,24 +21,24 @@ from __future__ import annotations
 
 import time
 
-from mallocgame.incumbents import offer
-from mallocgame.model import Solution, Status, offsets_tuple
-from mallocgame.placement import greedy_place, heap_orders
-from mallocgame.protocol import Solver
-from mallocgame.request import SolveRequest
+from mallocgame.algorithms.placement import greedy_place, heap_orders
+from mallocgame.engine.protocol import Solver
+from mallocgame.engine.request import SolveRequest
+from mallocgame.problem.model import Solution, Status, offsets_tuple
+from mallocgame.runtime.incumbents import offer
 
 
 class BestFit(Solver):
     name = "best-fit"
     modes = frozenset({"map", "pack"})
-    greedy = True  # a one-pass heuristic: a baseline, not held to never-below-greedy (mallocgame.conformance)
+    greedy = True  # a one-pass heuristic: a baseline, not held to never-below-greedy (mallocgame.engine.conformance)
 
     def solve(self, request: SolveRequest) -> Solution:
         problem, session = request.problem, request.facts
         t0 = time.monotonic()
         # the end is one tuple of offsets (and in map mode one scoring per order): 2 µs per buffer kept back
         deadline = request.budget.keep_back(n=problem.n, per_buffer=2e-6)
-        if problem.mode == "pack":  # the pack baseline of the solve session (mallocgame.placement.pack_start), built once
+        if problem.mode == "pack":  # the pack baseline of the solve session (mallocgame.algorithms.placement.pack_start), built once
             b = session.baseline("best-fit", deadline)
             stats = {"order": b.stats["order"]}
             if not b.complete:

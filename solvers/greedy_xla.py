@@ -5,22 +5,22 @@ live-range length descending, then id. Each buffer goes to the smallest free hol
 the placed buffers that overlap it in time (lowest offset on ties); when none fits it
 stays in slow memory. In pack mode every buffer must be placed, so the capacity is
 lifted and the answer is valid only if its peak fits; a placement the deadline cut short has the buffers it
-did not reach stacked above the rest (:func:`mallocgame.placement.stack_above`).
+did not reach stacked above the rest (:func:`mallocgame.algorithms.placement.stack_above`).
 """
 
 from __future__ import annotations
 
 import time
 
-from mallocgame.model import Solution, Status, offsets_tuple
-from mallocgame.protocol import Solver
-from mallocgame.request import SolveRequest
+from mallocgame.engine.protocol import Solver
+from mallocgame.engine.request import SolveRequest
+from mallocgame.problem.model import Solution, Status, offsets_tuple
 
 
 class GreedyXLA(Solver):
     name = "greedy-xla"
     modes = frozenset({"map", "pack"})
-    greedy = True  # a one-pass heuristic: a baseline, not held to never-below-greedy (mallocgame.conformance)
+    greedy = True  # a one-pass heuristic: a baseline, not held to never-below-greedy (mallocgame.engine.conformance)
 
     def solve(self, request: SolveRequest) -> Solution:
         problem = request.problem

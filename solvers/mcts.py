@@ -15,7 +15,7 @@ Prefetch mode (docs/prefetch.md): the prefetch variant of the game (:mod:`malloc
 one decision per use segment, buffers in greedy-xla's order, ``k`` offsets for each of
 ``windows`` copy windows), searched the same way; the answer is the final fast intervals. It is
 never worse than the greedy episodes of the prefetch game in both buffer orders, greedy-xla's
-map answer lifted to prefetch mode (:func:`mallocgame.lift.lift_map_answer`), all-slow, or
+map answer lifted to prefetch mode (:func:`mallocgame.formats.lift.lift_map_answer`), all-slow, or
 the ``hint`` (a prefetch answer; a map answer is lifted), compared with
 :class:`mallocgame.hardware.prefetch_cost.PrefetchEvaluator`.
 
@@ -31,9 +31,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mallocgame.model import InputError, Solution
-from mallocgame.protocol import Solver
-from mallocgame.request import Options, SolveRequest, option
+from mallocgame.engine.protocol import Solver
+from mallocgame.engine.request import Options, SolveRequest, option
+from mallocgame.problem.model import InputError, Solution
 from mallocgame.search.game import GameConfig
 from mallocgame.search.uct import COMMITS, DEFAULT_COMMIT, DEFAULT_GAME, PREFETCH_K, MCTSConfig, solve_with_uct
 

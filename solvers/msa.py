@@ -1,10 +1,10 @@
 """XLA's memory-space assignment (MSA) re-implemented for prefetch mode: per-use prefetches and evictions.
 
 The baseline of prefetch mode (docs/prefetch.md). The algorithm, and what each part of XLA's
-``MsaAlgorithm`` becomes in our model, is in :mod:`mallocgame.memory_space_assignment` (the core, because the
+``MsaAlgorithm`` becomes in our model, is in :mod:`mallocgame.algorithms.memory_space_assignment` (the core, because the
 searches of prefetch mode build its answer first and never end below it); this module is the
 registered solver. Deterministic: ``seed`` is ignored. With a hint (a prefetch answer, or a map
-answer lifted by :func:`mallocgame.lift.lift_map_answer`) MSA also runs with the hint's
+answer lifted by :func:`mallocgame.formats.lift.lift_map_answer`) MSA also runs with the hint's
 intervals committed first and returns the best of the two runs and the hint.
 
 Unless ``variants=False``, when time permits (a run as long as those so far still fits in the first
@@ -24,14 +24,14 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from mallocgame.budget import fits_again
-from mallocgame.lift import hint_intervals
-from mallocgame.memory_space_assignment import MAX_OVERLAP_RATIO, MAX_RETRIES, _Msa, msa_run  # noqa: F401  (_Msa: tests)
-from mallocgame.model import FastInterval, Problem, Solution, Status
-from mallocgame.objective import better
-from mallocgame.protocol import Solver
-from mallocgame.request import Options, SolveRequest, option
-from mallocgame.session import MSA_VARIANTS, VARIANTS_SHARE
+from mallocgame.algorithms.memory_space_assignment import MAX_OVERLAP_RATIO, MAX_RETRIES, _Msa, msa_run  # noqa: F401  (_Msa: tests)
+from mallocgame.engine.protocol import Solver
+from mallocgame.engine.request import Options, SolveRequest, option
+from mallocgame.engine.session import MSA_VARIANTS, VARIANTS_SHARE
+from mallocgame.formats.lift import hint_intervals
+from mallocgame.problem.model import FastInterval, Problem, Solution, Status
+from mallocgame.problem.objective import better
+from mallocgame.runtime.budget import fits_again
 
 
 @dataclass(frozen=True)

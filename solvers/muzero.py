@@ -119,9 +119,10 @@ from typing import Any
 
 import numpy as np
 
-from mallocgame.model import InputError, Problem, Solution, Status, offsets_array, offsets_tuple
-from mallocgame.protocol import Solver
-from mallocgame.request import Options, SolveRequest, option
+from mallocgame.engine.protocol import Solver
+from mallocgame.engine.request import Options, SolveRequest, option
+from mallocgame.engine.session import held_baselines, no_worse_than_held
+from mallocgame.problem.model import InputError, Problem, Solution, Status, offsets_array, offsets_tuple
 from mallocgame.search.game import Game, GameConfig
 from mallocgame.search.game_data import GameData
 from mallocgame.search.muzero import checkpoints as shipped_checkpoints
@@ -141,7 +142,6 @@ from mallocgame.search.uct import (
     MCTSConfig,
     solve_with_uct,
 )
-from mallocgame.session import held_baselines, no_worse_than_held
 
 DEFAULT_SIMULATIONS = 16
 DEFAULT_ROLLOUT_DEPTH = 48  # the searches inside a model only
@@ -249,7 +249,7 @@ class MuZeroOptions(Options):
 class MuZeroSolver(Solver):
     name = "muzero"
     modes = frozenset({"map", "pack", "prefetch"})
-    preload = ("torch", "scipy.optimize")  # imported before the clock starts (mallocgame.runner.preload)
+    preload = ("torch", "scipy.optimize")  # imported before the clock starts (mallocgame.engine.runner.preload)
 
     Options = MuZeroOptions
 

@@ -71,8 +71,8 @@ def cases():
 
 def _hinted(problem):
     """The problem and the lifted greedy-xla answer's even buffers (a valid partial answer) as the start."""
-    from mallocgame.lift import lift_map_answer
-    from mallocgame.runner import run_solver
+    from mallocgame.engine.runner import run_solver
+    from mallocgame.formats.lift import lift_map_answer
 
     report = run_solver("greedy-xla", problem.replace(mode="map"), TPU, time_limit=30.0, seed=0)
     return problem, [iv for iv in lift_map_answer(problem, report.offsets) if iv.buffer % 2 == 0]
@@ -88,7 +88,7 @@ def answer_key(answer) -> str:
 
 def problem_key(problem) -> str:
     """A hash of a problem as msa reads it (an importer's change shows as a new key, not as a new answer)."""
-    from mallocgame.io import workload_dict
+    from mallocgame.formats.io import workload_dict
 
     text = json.dumps(workload_dict(problem, explicit_capacity=True), sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:24]
@@ -108,7 +108,7 @@ def run_case(msa_run, build, options, built=None) -> dict:
 
 def live_run(problem, hardware, deadline, **kwargs):
     """The live module's msa_run with the options of the algorithm the reference has (no cross-program prefetch)."""
-    from mallocgame.memory_space_assignment import msa_run
+    from mallocgame.algorithms.memory_space_assignment import msa_run
 
     return msa_run(problem, hardware, deadline, cross_program_prefetch=0, **kwargs)
 

@@ -1,4 +1,4 @@
-"""FROZEN reference copy of mallocgame/memory_space_assignment.py before the near-linear rewrite (issue 18 item 1).
+"""FROZEN reference copy of mallocgame/algorithms/memory_space_assignment.py before the near-linear rewrite (issue 18 item 1).
 
 Do not edit: tests/msa_reference.py and tests/test_msa.py compare the rewritten algorithm's
 answers with this one's (and with the hashes it produced, tests/data/msa_reference_answers.json).
@@ -13,10 +13,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mallocgame.algorithms.placement import best_fit_offset
 from mallocgame.hardware.prefetch_cost import PrefetchEvaluator, serve_copies_left
 from mallocgame.hardware.validator import validate_intervals
-from mallocgame.model import FastInterval, InputError, Problem
-from mallocgame.placement import best_fit_offset
+from mallocgame.problem.model import FastInterval, InputError, Problem
 
 MIN_OVERLAP_RATIO = 0.8  # XLA's min_overlap_to_async_copy_ratio
 PREFERRED_OVERLAP_RATIO = 1.5  # preferred_overlap_to_async_copy_ratio

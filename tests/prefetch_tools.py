@@ -7,7 +7,7 @@ import itertools
 
 from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
 from mallocgame.hardware.validator import validate_intervals
-from mallocgame.model import Buffer, FastInterval, Op, Operand, Problem
+from mallocgame.problem.model import Buffer, FastInterval, Op, Operand, Problem
 
 
 def program(ops: list[list[tuple[str, str, int]]], buffers: list[tuple[str, int, str]], *, capacity: int = 16,

@@ -99,7 +99,7 @@ def test_solvers_lists_modes_without_importing():
 
 def test_prefetch_answers_through_the_api(tmp_path):
     """A prefetch answer keeps its intervals, is judged as intervals, and can be handed on as a hint."""
-    from mallocgame.io import write_intervals_csv
+    from mallocgame.formats.io import write_intervals_csv
 
     p = mallocgame.load_problem("example:layered150", mode="prefetch")
     res = mallocgame.solve(p, "msa", time_limit=5)
@@ -120,7 +120,7 @@ def test_report_fields_are_attributes_and_keys():
     """``result.report`` is a documented Report: its fields read as attributes and, by their JSON names, as keys."""
     import dataclasses
 
-    from mallocgame.report import Report
+    from mallocgame.engine.report import Report
 
     p = mallocgame.load_problem("example:layered150")
     res = mallocgame.solve(p, "greedy-xla", time_limit=5)

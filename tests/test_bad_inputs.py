@@ -161,15 +161,15 @@ ODD_IDS = ["a,b", 'say "hi"', "x,\"y\",z", "new\nline", "plain", "semi;colon", "
 
 
 def _odd_problem():
-    from mallocgame.model import Buffer, Problem
+    from mallocgame.problem.model import Buffer, Problem
 
     buffers = tuple(Buffer(bid, 8 * (k + 1), k, k + 3) for k, bid in enumerate(ODD_IDS))
     return Problem(name="odd", buffers=buffers)
 
 
 def test_problem_and_solution_csv_round_trip_odd_ids(tmp_path):
-    from mallocgame.io import load_problem, problem_csv_text, read_solution_csv, write_solution_csv
-    from mallocgame.model import Solution, Status
+    from mallocgame.formats.io import load_problem, problem_csv_text, read_solution_csv, write_solution_csv
+    from mallocgame.problem.model import Solution, Status
 
     p = _odd_problem()
     path = tmp_path / "odd.csv"
@@ -183,8 +183,8 @@ def test_problem_and_solution_csv_round_trip_odd_ids(tmp_path):
 
 
 def test_interval_csv_round_trip_odd_ids(tmp_path):
-    from mallocgame.io import intervals_csv_text, read_intervals_csv
-    from mallocgame.model import FastInterval
+    from mallocgame.formats.io import intervals_csv_text, read_intervals_csv
+    from mallocgame.problem.model import FastInterval
 
     p = _odd_problem()
     intervals = [FastInterval(k, 64 * k, p.buffers[k].start, p.buffers[k].end, None if k % 2 else p.buffers[k].start - 1)
@@ -195,7 +195,7 @@ def test_interval_csv_round_trip_odd_ids(tmp_path):
 
 
 def test_cli_round_trip_odd_ids(tmp_path):
-    from mallocgame.io import problem_csv_text
+    from mallocgame.formats.io import problem_csv_text
 
     prob = tmp_path / "odd.csv"
     prob.write_text(problem_csv_text(_odd_problem()))
@@ -207,7 +207,7 @@ def test_cli_round_trip_odd_ids(tmp_path):
 
 
 def test_written_files_get_0666_less_the_umask(tmp_path):
-    from mallocgame.io import atomic_write_text
+    from mallocgame.formats.io import atomic_write_text
 
     old = os.umask(0o027)
     try:
@@ -222,7 +222,7 @@ def test_written_files_get_0666_less_the_umask(tmp_path):
 
 
 def test_special_files_are_written_in_place_and_symlinks_followed(tmp_path):
-    from mallocgame.io import atomic_write_text
+    from mallocgame.formats.io import atomic_write_text
 
     atomic_write_text(os.devnull, "nothing\n")
     assert stat.S_ISCHR(os.stat(os.devnull).st_mode)
@@ -267,7 +267,7 @@ IDS = st.text(min_size=1, max_size=6).filter(lambda s: s == s.strip() and s.stri
 
 @st.composite
 def problems_with_answers(draw):
-    from mallocgame.model import Buffer, Problem
+    from mallocgame.problem.model import Buffer, Problem
 
     ids = draw(st.lists(IDS, min_size=1, max_size=6, unique=True))
     with_benefit = draw(st.booleans())
@@ -286,8 +286,8 @@ def problems_with_answers(draw):
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=problems_with_answers())
 def test_csv_writers_and_readers_round_trip_any_ids(tmp_path, case):
-    from mallocgame.io import intervals_csv_text, problem_csv_text, read_csv, read_intervals_csv
-    from mallocgame.model import FastInterval
+    from mallocgame.formats.io import intervals_csv_text, problem_csv_text, read_csv, read_intervals_csv
+    from mallocgame.problem.model import FastInterval
 
     p, offsets = case
     path = tmp_path / "p.csv"
@@ -303,7 +303,7 @@ def test_csv_writers_and_readers_round_trip_any_ids(tmp_path, case):
 # ---------------------------------------------------------------------------- the API's writers and settings
 
 def test_atomic_output_never_creates_a_missing_folder(tmp_path):
-    from mallocgame.io import OutputDirectoryMissing, atomic_write_text, output_folder
+    from mallocgame.formats.io import OutputDirectoryMissing, atomic_write_text, output_folder
 
     target = tmp_path / "missing" / "deeper" / "a.csv"
     with pytest.raises(OutputDirectoryMissing) as info:
@@ -318,7 +318,7 @@ def test_atomic_output_never_creates_a_missing_folder(tmp_path):
 
 def test_plots_into_a_missing_folder_create_nothing(tmp_path):
     pytest.importorskip("matplotlib")
-    from mallocgame.io import OutputDirectoryMissing
+    from mallocgame.formats.io import OutputDirectoryMissing
     from mallocgame.plots import plot_comparison, plot_solution
 
     p = _odd_problem()
@@ -350,7 +350,7 @@ def test_api_solve_refuses_bad_settings(kwargs, message):
 
 def test_api_compare_stays_the_function_and_refuses_bad_settings():
     import mallocgame
-    import mallocgame.comparison  # noqa: F401  (imported first, as an earlier test or a user may)
+    import mallocgame.engine.comparison  # noqa: F401  (imported first, as an earlier test or a user may)
 
     ok = str(CORPUS / "ok.csv")
     rows = mallocgame.compare([ok], ["greedy-xla"], time_limit=1)

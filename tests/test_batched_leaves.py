@@ -6,9 +6,9 @@ import math
 
 import numpy as np
 
+from mallocgame.engine.runner import run_solver
 from mallocgame.hardware.spec import PRESETS
 from mallocgame.inputs.generate import layered_network
-from mallocgame.runner import run_solver
 from mallocgame.search.game import Game, GameConfig
 from mallocgame.search.muzero.torchless import load_agent_network
 from mallocgame.search.muzero.value import NetworkValue, reference_value

@@ -1,4 +1,4 @@
-"""One bound per problem, kept on disk (mallocgame.bound_cache), and no solve waits for it.
+"""One bound per problem, kept on disk (mallocgame.bounds.bound_cache), and no solve waits for it.
 
 Every report on a problem carries the tightest bound known without waiting: the instant bound of its
 mode, or the expensive one (the residency bound, the map relaxation) once ``info`` or ``compare`` has
@@ -13,8 +13,9 @@ import os
 import pytest
 
 import mallocgame
-from mallocgame import bound_cache, session
-from mallocgame.bounds import Bound
+from mallocgame.bounds import bound_cache
+from mallocgame.bounds.bounds import Bound
+from mallocgame.engine import session
 from mallocgame.inputs.load import load_problem
 from tests.conftest import run_cli
 
@@ -119,12 +120,12 @@ def test_a_corrupt_entry_is_ignored_and_rebuilt(monkeypatch, text):
 def test_solve_does_not_wait_for_the_expensive_bound(monkeypatch, tmp_path):
     """Neither the command's solve path nor the API computes the residency bound: the report carries
     the instant bound, and nothing runs beside the solver."""
-    from mallocgame.prefetch_bound import RESIDENCY_SECONDS  # noqa: F401  (the bound's module is loaded)
-    from mallocgame.solving import solve_beside_bound  # the command's solve path and the API's
+    from mallocgame.bounds.prefetch_bound import RESIDENCY_SECONDS  # noqa: F401  (the bound's module is loaded)
+    from mallocgame.engine.solving import solve_beside_bound  # the command's solve path and the API's
 
     calls = _counting(monkeypatch)
     started: list = []
-    monkeypatch.setattr("mallocgame.prefetch_bound.start_residency", lambda *a, **k: started.append(a))
+    monkeypatch.setattr("mallocgame.bounds.prefetch_bound.start_residency", lambda *a, **k: started.append(a))
     p = _prefetch()
     report = solve_beside_bound("msa", p, p.hardware, time_limit=2, seed=0, hint=None, warm_start=None, options={})
     api = mallocgame.solve(_prefetch(), "msa", time_limit=2)

@@ -22,9 +22,9 @@ from tests.conftest import ROOT
 ONE_OP = '''
 import sys, time
 import numpy as np
-from mallocgame.bounds import GRACE, map_upper_bound
+from mallocgame.bounds.bounds import GRACE, map_upper_bound
 from mallocgame.inputs.load import prepare
-from mallocgame.model import Buffer, Op, Operand, Problem
+from mallocgame.problem.model import Buffer, Op, Operand, Problem
 
 n, limit = int(sys.argv[1]), float(sys.argv[2])
 sizes = (np.random.default_rng(0).integers(1, 4096, n) * 256).tolist()

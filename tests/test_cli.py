@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from mallocgame.formats.io import problem_csv_text
 from mallocgame.inputs.generate import packed_instance, random_intervals
-from mallocgame.io import problem_csv_text
 from tests.conftest import BENCHMARKS, DATA, needs_benchmarks, run_cli
 
 EXAMPLE = str(DATA / "layered150.json")
@@ -41,8 +41,8 @@ def test_solve_writes_solution_and_report(tmp_path):
                                                    ("prefetch", "msa", "0.5")])
 def test_solve_bound_is_the_runners(tmp_path, mode, solver, fraction):
     """solve's bound (built in the parent before the solver's fork): same bound and gap as in one process."""
+    from mallocgame.engine.solving import solve_with_warm_start
     from mallocgame.inputs.load import prepare, read_problem
-    from mallocgame.solving import solve_with_warm_start
 
     rep = tmp_path / "rep.json"
     r = run_cli("solve", EXAMPLE, "--solver", solver, "--mode", mode, "--report", str(rep), "--capacity-fraction", fraction)
@@ -80,7 +80,7 @@ def test_info_shows_the_components_and_the_largest_clique_of_the_interference_gr
     import json
 
     from mallocgame.inputs.load import load_problem
-    from mallocgame.intervals import components, max_live
+    from mallocgame.problem.intervals import components, max_live
 
     p = load_problem(EXAMPLE)
     r = run_cli("info", EXAMPLE, "--json")

@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from mallocgame.units import parse_bytes
+from mallocgame.problem.units import parse_bytes
 from tests.conftest import run_cli
 
 LAYERED = "example:layered150"  # map mode, tpuv4i hardware (alignment 512), capacity 10105344

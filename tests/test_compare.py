@@ -9,17 +9,17 @@ import textwrap
 
 import pytest
 
-from mallocgame.comparison import parse_solver_options
+from mallocgame.engine.comparison import parse_solver_options
+from mallocgame.formats.io import atomic_write_text, problem_csv_text, write_workload_json
 from mallocgame.inputs.generate import layered_network, random_intervals
-from mallocgame.io import atomic_write_text, problem_csv_text, write_workload_json
-from mallocgame.model import InputError
+from mallocgame.problem.model import InputError
 from tests.conftest import run_cli
 from tests.test_plugins import make_distribution
 
 FAILING_MODULE = textwrap.dedent('''
     """Solvers that fail on purpose (compare must report them and go on)."""
     import os
-    from mallocgame.protocol import Solver
+    from mallocgame.engine.protocol import Solver
 
     class Raises(Solver):
         name = "raises"
@@ -162,7 +162,7 @@ def test_overrunning_solver_is_killed_with_its_helpers(tmp_path, monkeypatch):
     import os
     import time
 
-    from mallocgame.comparison import Input, run_matrix
+    from mallocgame.engine.comparison import Input, run_matrix
     from mallocgame.hardware.spec import PRESETS
 
     make_distribution(tmp_path, "failing-plugin", "sleeps = failing_plugin.solver:Sleeps", FAILING_FILES)

@@ -15,7 +15,7 @@ import os
 import subprocess
 import sys
 
-from mallocgame.io import exclusive_output, lock_path
+from mallocgame.formats.io import exclusive_output, lock_path
 from tests.conftest import ROOT, run_cli
 
 SMALL = "id,lower,upper,size\na,0,2,8\nb,1,3,8\nc,0,3,4\n"
@@ -46,7 +46,7 @@ def test_a_second_compare_on_a_held_output_refuses_and_loses_nothing(tmp_path):
     assert not (tmp_path / ".same.csv.lock").exists()  # released and removed after a run
     # another process holds the output (as a running compare does): a second run refuses at once
     holder = subprocess.Popen([sys.executable, "-c", (
-        "import sys, time\nfrom mallocgame.io import exclusive_output\n"
+        "import sys, time\nfrom mallocgame.formats.io import exclusive_output\n"
         f"with exclusive_output({str(out)!r}):\n    print('held', flush=True)\n    time.sleep(60)\n")],
         cwd=ROOT, stdout=subprocess.PIPE, text=True)
     try:
@@ -65,8 +65,8 @@ def test_a_second_compare_on_a_held_output_refuses_and_loses_nothing(tmp_path):
 def test_the_api_holds_the_output_too(tmp_path):
     import pytest
 
-    from mallocgame.comparison import run_comparison
-    from mallocgame.io import OutputBusy
+    from mallocgame.engine.comparison import run_comparison
+    from mallocgame.formats.io import OutputBusy
 
     a, _ = two_threes(tmp_path)
     out = tmp_path / "r.csv"
@@ -74,7 +74,7 @@ def test_the_api_holds_the_output_too(tmp_path):
         run_comparison([a], ["best-fit"], time_limit=1, results_path=str(out))
     assert out.exists() and not (tmp_path / ".r.csv.lock").exists()
     held = subprocess.Popen([sys.executable, "-c", (
-        "import time\nfrom mallocgame.io import exclusive_output\n"
+        "import time\nfrom mallocgame.formats.io import exclusive_output\n"
         f"with exclusive_output({str(out)!r}):\n    print('held', flush=True)\n    time.sleep(60)\n")],
         cwd=ROOT, stdout=subprocess.PIPE, text=True)
     try:
@@ -119,7 +119,7 @@ def _hold(path, *, then_rewrite: bool = False) -> subprocess.Popen:
     compare's first finished row replaces the file); returns once it holds it."""
     rewrite = f"    atomic_write_text({str(path)!r}, 'held\\n')\n" if then_rewrite else ""
     holder = subprocess.Popen([sys.executable, "-c", (
-        "import time\nfrom mallocgame.io import atomic_write_text, exclusive_output\n"
+        "import time\nfrom mallocgame.formats.io import atomic_write_text, exclusive_output\n"
         f"with exclusive_output({str(path)!r}):\n{rewrite}    print('held', flush=True)\n    time.sleep(60)\n")],
         cwd=ROOT, stdout=subprocess.PIPE, text=True)
     assert holder.stdout.readline().strip() == "held"

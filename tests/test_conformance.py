@@ -1,8 +1,8 @@
-"""The conformance suite (:mod:`mallocgame.conformance`) over every registered solver, plugins included.
+"""The conformance suite (:mod:`mallocgame.engine.conformance`) over every registered solver, plugins included.
 
-Parametrized over :func:`mallocgame.registry.solver_entries`, so a solver joins simply by
+Parametrized over :func:`mallocgame.engine.registry.solver_entries`, so a solver joins simply by
 registering under the ``mallocgame.solvers`` entry-point group. Each case runs one check
-through :func:`mallocgame.conformance.check_solver`, the path ``mallocgame check-solver``
+through :func:`mallocgame.engine.conformance.check_solver`, the path ``mallocgame check-solver``
 takes, so together they show that ``check-solver`` passes for every built-in solver.
 The real-benchmark cases skip when ``../shared/benchmarks`` is missing.
 """
@@ -19,9 +19,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from mallocgame import conformance
-from mallocgame.io import load_problem
-from mallocgame.registry import solver_entries
+from mallocgame.engine import conformance
+from mallocgame.engine.registry import solver_entries
+from mallocgame.formats.io import load_problem
 from tests.conftest import BENCHMARKS, run_cli
 
 SOLVERS = sorted(solver_entries())
@@ -84,7 +84,7 @@ def test_check_solver_cli_json_and_options():
 
 
 def test_conformance_needs_no_tests_or_pytest():
-    code = ("import sys, mallocgame.conformance, mallocgame.cli.check_solver; "
+    code = ("import sys, mallocgame.engine.conformance, mallocgame.cli.check_solver; "
             "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('tests', 'pytest', 'solvers', 'search', 'hybrid')); "
             "print(bad)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
@@ -98,7 +98,7 @@ def _jumping(clock, step: float = 100.0):
 
 
 def test_reference_is_the_held_baselines_whatever_the_load(monkeypatch):
-    # The never-below reference is the baselines a search of that limit holds (mallocgame.session.held_names:
+    # The never-below reference is the baselines a search of that limit holds (mallocgame.engine.session.held_names:
     # the problem's size and the limit, no clock), so a busy machine does not change what a solver is held to
     # (a wall deadline in the searches against CPU seconds in the check made short-limits fail under load).
     base = conformance._layered(150, 2, 0.25)

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mallocgame.hardware.prefetch_cost import PrefetchEvaluator, serve_copies_left, serve_queue
-from mallocgame.intervals import next_open
+from mallocgame.problem.intervals import next_open
 
 
 def reference_serve_copies_left(copies, budgets):

@@ -8,17 +8,17 @@ import json
 import numpy as np
 import pytest
 
+from mallocgame.algorithms.placement import push_down
+from mallocgame.engine.runner import run_solver
+from mallocgame.engine.solving import solve_with_warm_start
+from mallocgame.formats.io import load_problem, problem_csv_text
 from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.hardware.spec import PRESETS
 from mallocgame.hardware.validator import validate
 from mallocgame.inputs.generate import layered_network, packed_instance, random_intervals
-from mallocgame.io import load_problem, problem_csv_text
-from mallocgame.model import Buffer, Op, Operand, Problem, Solution, Status, offsets_array
-from mallocgame.placement import push_down
-from mallocgame.runner import run_solver
+from mallocgame.problem.model import Buffer, Op, Operand, Problem, Solution, Status, offsets_array
 from mallocgame.solvers.cpsat.model import grid_unit
 from mallocgame.solvers.cpsat.solver import CpSat
-from mallocgame.solving import solve_with_warm_start
 from tests.conftest import BENCHMARKS, DATA, needs_benchmarks, run_cli
 
 UNIT = PRESETS["unit"]
@@ -234,8 +234,8 @@ def test_hint_offsets_off_the_grid_still_warm_start():
 
 
 def test_online_allocator_is_valid_with_alignments_and_push_down_stops_at_its_deadline():
-    from mallocgame.intervals import max_live
-    from mallocgame.placement import online_pack
+    from mallocgame.algorithms.placement import online_pack
+    from mallocgame.problem.intervals import max_live
 
     rng = np.random.default_rng(0)
     base = random_intervals(300, seed=4)
@@ -267,8 +267,8 @@ def test_pack40_gets_a_packing_at_one_second_in_a_fresh_process():
 def test_a_part_reads_its_cliques_from_the_interference_graph_with_the_same_answer(monkeypatch):
     """solve_part's no-overlap rows come from the problem's conflicts (the session's facts); answers at one seed
     equal those of the sweep over the part's live ranges."""
-    from mallocgame.graph import conflicts
-    from mallocgame.intervals import maximal_live_sets
+    from mallocgame.problem.graph import conflicts
+    from mallocgame.problem.intervals import maximal_live_sets
     from mallocgame.solvers.cpsat import model as cpsat_model
 
     p = random_intervals(24, seed=5, horizon=30)

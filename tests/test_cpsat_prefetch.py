@@ -10,17 +10,17 @@ import time
 import numpy as np
 import pytest
 
-from mallocgame.bounds import prefetch_upper_bound
+from mallocgame.algorithms.placement import greedy_place, xla_order
+from mallocgame.bounds.bounds import prefetch_upper_bound
+from mallocgame.engine.runner import run_solver
+from mallocgame.formats.lift import lift_map_answer
 from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
 from mallocgame.hardware.spec import PRESETS
 from mallocgame.hardware.validator import validate_intervals
 from mallocgame.inputs.generate import layered_network
 from mallocgame.inputs.workloads import mlp, with_capacity
-from mallocgame.lift import lift_map_answer
-from mallocgame.model import FastInterval, Problem, Solution, Status
-from mallocgame.placement import greedy_place, xla_order
-from mallocgame.runner import run_solver
+from mallocgame.problem.model import FastInterval, Problem, Solution, Status
 from mallocgame.solvers.cpsat.prefetch_windows import PrefetchWindows, candidates, op_time_floor, tighten
 from mallocgame.solvers.cpsat.solver import CpSat
 from tests.prefetch_tools import interval_sets, program, value
@@ -393,8 +393,8 @@ def test_repeated_layers_gains_are_repeated_without_a_solve_and_stay_valid():
 def test_a_gain_at_the_very_first_window_counts():
     """The window search knows its start's value, so a gain at its first step promotes its shape and is kept
     to repeat (it used to compare with infinity and count as no gain)."""
-    from mallocgame.neighbourhood_search import Step, Trial
-    from mallocgame.session import session_for
+    from mallocgame.algorithms.neighbourhood_search import Step, Trial
+    from mallocgame.engine.session import session_for
     from mallocgame.solvers.cpsat.prefetch_windows import Gain
 
     p = _mlp_prefetch(layers=9, capacity=2 * 131072 + 2 * 16384)

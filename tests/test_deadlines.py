@@ -12,11 +12,11 @@ import time
 
 import numpy as np
 
+from mallocgame.engine.runner import run_solver
 from mallocgame.hardware.spec import PRESETS
 from mallocgame.inputs.generate import random_intervals
 from mallocgame.inputs.load import prepare
-from mallocgame.model import Buffer, Op, Operand, Problem
-from mallocgame.runner import run_solver
+from mallocgame.problem.model import Buffer, Op, Operand, Problem
 
 HW = PRESETS["tpuv4i"]
 
@@ -60,7 +60,7 @@ def test_best_fit_map_on_one_op_is_cut_short_and_valid():
 
 def test_lns_window_is_about_k_buffers_even_when_every_buffer_is_live_at_once():
     from mallocgame.hybrid.lns import window_around
-    from mallocgame.intervals import overlap_index
+    from mallocgame.problem.intervals import overlap_index
 
     p = one_op(2_000)
     got = window_around(overlap_index(p), np.ones(p.n, bool), 0, 40, (0, 2))
@@ -71,7 +71,7 @@ def test_lns_window_is_about_k_buffers_even_when_every_buffer_is_live_at_once():
 def test_greedy_place_reads_the_clock_on_every_large_step():
     """Past its deadline, a step over a large neighbourhood ends the placement (it took 256 such steps,
     each scanning every placed buffer, before it read the clock)."""
-    from mallocgame.placement import greedy_place, stacked_offsets
+    from mallocgame.algorithms.placement import greedy_place, stacked_offsets
 
     p = one_op(20_000)
     a = p.arrays
@@ -87,7 +87,7 @@ def test_greedy_place_reads_the_clock_on_every_large_step():
 # ---------------------------------------------------------------------- pack mode
 
 def test_online_pack_past_its_deadline_stacks_the_rest_validly():
-    from mallocgame.placement import online_pack, online_pack_until
+    from mallocgame.algorithms.placement import online_pack, online_pack_until
     from mallocgame.solvers.pack_search.search import check_packing
 
     p = random_pack(3_000)
@@ -110,7 +110,7 @@ def test_best_fit_pack_keeps_its_limit_and_says_it_was_cut():
 
 
 def test_check_packing_is_quick_and_still_finds_overlaps():
-    from mallocgame.placement import online_pack
+    from mallocgame.algorithms.placement import online_pack
     from mallocgame.solvers.pack_search.search import check_packing
 
     p = random_pack(20_000)
@@ -157,7 +157,7 @@ def _prefetch_problem():
 
 def test_warm_builds_the_touches_every_prefetch_baseline_reads():
     """Built by the first baseline instead, on the solver's clock (3.3 s of a 10 s run at 200k buffers)."""
-    from mallocgame.session import session_for
+    from mallocgame.engine.session import session_for
 
     p = _prefetch_problem()
     assert "touches" not in p.__dict__
@@ -167,7 +167,7 @@ def test_warm_builds_the_touches_every_prefetch_baseline_reads():
 
 def test_cpsat_prefetch_starts_do_not_start_msa_past_their_share():
     """The share spent by the baselines before it, msa still ran (seconds at 200k buffers) before the search."""
-    from mallocgame.session import session_for
+    from mallocgame.engine.session import session_for
     from mallocgame.solvers.cpsat.prefetch_windows import _starts
 
     p = _prefetch_problem()

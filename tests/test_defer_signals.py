@@ -14,7 +14,7 @@ import signal
 
 import pytest
 
-from mallocgame.interrupts import Interrupted, defer_signals, raise_on_signals
+from mallocgame.runtime.interrupts import Interrupted, defer_signals, raise_on_signals
 
 
 class Trap:

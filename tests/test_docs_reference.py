@@ -78,12 +78,12 @@ def test_reference_pages_show_no_literal_roles_or_prompts(site):
 
 def test_api_page_documents_result_report_verdict_and_plot(site):
     page = (site / "reference" / "api" / "index.html").read_text()
-    for name in ("mallocgame.api.Result", "mallocgame.report.Report", "mallocgame.api.Verdict", "mallocgame.api.plot"):
+    for name in ("mallocgame.api.Result", "mallocgame.engine.report.Report", "mallocgame.api.Verdict", "mallocgame.api.plot"):
         assert f'id="{name}"' in page, name
     assert "<code>&gt;&gt;&gt;" not in page and '<span class="gp">&gt;&gt;&gt; </span>' in page  # examples as code
 
 
-@pytest.mark.parametrize("name", ["mallocgame.api.Result", "mallocgame.report.Report", "mallocgame.api.Verdict",
+@pytest.mark.parametrize("name", ["mallocgame.api.Result", "mallocgame.engine.report.Report", "mallocgame.api.Verdict",
                                   "mallocgame.api.SolverInfo"])
 def test_every_field_is_in_the_attributes_section(name):
     griffe = pytest.importorskip("griffe")

@@ -73,7 +73,7 @@ def test_ordinary_text_is_not_caught(line):
 def test_the_scan_reads_the_card_folders():
     names = {p.relative_to(ROOT).as_posix() for p in product_sources()}
     assert {"solvers/muzero.py", "hybrid/portfolio.py", "search/uct.py", "hardware/validator.py",
-            "mallocgame/session.py"} <= names
+            "mallocgame/engine/session.py"} <= names
 
 
 def test_product_code_holds_no_lab_notebook():

@@ -16,12 +16,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mallocgame.engine import ENGINE_ENV, engine
 from mallocgame.hardware.spec import PRESETS
 from mallocgame.inputs.generate import layered_network, packed_instance, random_intervals
 from mallocgame.inputs.load import example_path
 from mallocgame.inputs.suites import suite_entries
-from mallocgame.model import Buffer, InputError, Problem
+from mallocgame.problem.model import Buffer, InputError, Problem
+from mallocgame.runtime.native_engine import ENGINE_ENV, engine
 from mallocgame.search import game_order
 from mallocgame.search.game import Game, GameConfig
 from mallocgame.search.game_data import GameData
@@ -231,7 +231,7 @@ def test_a_long_undo_journal_is_freed_without_recursion():
     this long overflowed the C stack (a segmentation fault), so the game runs in a child process."""
     script = textwrap.dedent("""
         from mallocgame.hardware.spec import PRESETS
-        from mallocgame.model import Buffer, Problem
+        from mallocgame.problem.model import Buffer, Problem
         from mallocgame.search.game import GameConfig
         from mallocgame.search.game_order import NativeOrderGame
         n = 300_000

@@ -14,11 +14,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mallocgame.engine import ENGINE_ENV
 from mallocgame.hardware.spec import PRESETS
 from mallocgame.inputs.generate import layered_network, packed_instance, random_intervals
 from mallocgame.inputs.suites import suite_entries
-from mallocgame.model import Buffer, Problem
+from mallocgame.problem.model import Buffer, Problem
+from mallocgame.runtime.native_engine import ENGINE_ENV
 from mallocgame.search.game import Game, GameConfig
 from mallocgame.search.game_address import AddressGame, NativeAddressGame
 from mallocgame.search.game_data import GameData

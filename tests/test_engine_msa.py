@@ -1,5 +1,5 @@
-"""The two engines of msa (MALLOCGAME_ENGINE): the compiled fast-memory heap of mallocgame/_msa.pxi against the
-Python ``_Heap`` of ``mallocgame.memory_space_assignment``, its reference, query by query on random operation
+"""The two engines of msa (MALLOCGAME_ENGINE): the compiled fast-memory heap of mallocgame/algorithms/_msa.pxi against the
+Python ``_Heap`` of ``mallocgame.algorithms.memory_space_assignment``, its reference, query by query on random operation
 sequences; and whole runs of the algorithm (``msa_run``, every option) and of the ``msa`` solver (its variants
 on) on hypothesis-generated problems, the xla suite and the HLO fixtures: identical intervals, objective to the
 last bit and statistics (retries, exact copy checks, ...)."""
@@ -13,13 +13,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mallocgame._native import HeapPool, NativeCopyResource, NativeHeap, NativePrefetcher, msa_memory_boundedness
-from mallocgame.engine import ENGINE_ENV
+from mallocgame.algorithms.memory_space_assignment import KINDS, _CopyResource, _Heap, _Msa, msa_run
 from mallocgame.hardware.spec import PRESETS
 from mallocgame.importers.hlo import load_hlo
 from mallocgame.inputs.generate import layered_network
 from mallocgame.inputs.load import prepare
 from mallocgame.inputs.suites import suite_entries
-from mallocgame.memory_space_assignment import KINDS, _CopyResource, _Heap, _Msa, msa_run
+from mallocgame.runtime.native_engine import ENGINE_ENV
 from mallocgame.solvers.msa import MemorySpaceAssignment
 from tests.msa_reference import DATA, HLO_FIXTURES
 

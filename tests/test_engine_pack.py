@@ -1,5 +1,5 @@
 """The two engines of pack-search (MALLOCGAME_ENGINE): the compiled first fit and canonical search of
-mallocgame/_pack.pxi against the Python code of ``mallocgame.solvers.pack_search.search``, their reference.
+solvers/pack_search/_pack.pxi against the Python code of ``mallocgame.solvers.pack_search.search``, their reference.
 Answers must be identical: the same offsets, status, peak and lower bound, and the same counters (nodes,
 backtracks, table hits, restarts, winning run), on hypothesis-generated problems, on MiniMalloc's instances A-K
 (node-limited) and on the quick suite's programs, at the same seed."""
@@ -13,9 +13,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mallocgame.engine import ENGINE_ENV
+from mallocgame.formats.io import load_problem
 from mallocgame.inputs.suites import suite_entries
-from mallocgame.io import load_problem
+from mallocgame.runtime.native_engine import ENGINE_ENV
 from mallocgame.solvers.pack_search import search
 from mallocgame.solvers.pack_search.search import _first_fit, check_packing, pack
 from tests.conftest import BENCHMARKS, needs_benchmarks

@@ -1,5 +1,6 @@
 """The two engines of the ordered best-fit placement (MALLOCGAME_ENGINE): the compiled loop of
-mallocgame/_placement.pxi (in mallocgame._native) against the Python loop of ``mallocgame.placement.greedy_place``, its reference.
+mallocgame/algorithms/_placement.pxi (in mallocgame._native) against the Python loop of
+``mallocgame.algorithms.placement.greedy_place``, its reference.
 Offsets must be identical (``==``) for every order ``heap_orders`` gives and XLA's order, in map and pack
 modes, with neighbours from the CSR lists and from the overlap index, with buffers already placed, on
 hypothesis-generated problems and on the xla suite; so must the greedy-xla and best-fit solvers' answers."""
@@ -13,15 +14,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mallocgame import placement
-from mallocgame.engine import ENGINE_ENV
+from mallocgame.algorithms import placement
+from mallocgame.algorithms.placement import greedy_place, heap_orders, xla_order
+from mallocgame.engine.registry import load_solver
 from mallocgame.hardware.spec import PRESETS
 from mallocgame.inputs.generate import layered_network, random_intervals
 from mallocgame.inputs.suites import suite_entries
-from mallocgame.intervals import OverlapIndex, overlap_index
-from mallocgame.model import Buffer, Problem
-from mallocgame.placement import greedy_place, heap_orders, xla_order
-from mallocgame.registry import load_solver
+from mallocgame.problem.intervals import OverlapIndex, overlap_index
+from mallocgame.problem.model import Buffer, Problem
+from mallocgame.runtime.native_engine import ENGINE_ENV
 
 HW = PRESETS["tpuv4i"]
 

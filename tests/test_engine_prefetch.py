@@ -15,12 +15,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mallocgame.engine import ENGINE_ENV
 from mallocgame.hardware.spec import PRESETS
 from mallocgame.importers.hlo import load_hlo
 from mallocgame.inputs.load import prepare
 from mallocgame.inputs.suites import suite_entries
 from mallocgame.inputs.workloads import with_capacity
+from mallocgame.runtime.native_engine import ENGINE_ENV
 from mallocgame.search.game import Game, GameConfig
 from mallocgame.search.game_prefetch import NativePrefetchGame, PrefetchData, PrefetchGame
 from tests.test_game_prefetch import layered, random_program

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from mallocgame.hardware import validator as validator_module
 from mallocgame.hardware.validator import first_overlap, validate, validate_intervals
 from mallocgame.inputs.generate import layered_network, packed_instance
-from mallocgame.model import Buffer, FastInterval, Problem
+from mallocgame.problem.model import Buffer, FastInterval, Problem
 
 
 def _both(monkeypatch, problem, offsets):

@@ -7,13 +7,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mallocgame.bounds import map_upper_bound
+from mallocgame.algorithms.placement import best_fit_offset
+from mallocgame.bounds.bounds import map_upper_bound
 from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.hardware.spec import PRESETS, load_hardware
 from mallocgame.hardware.validator import validate
 from mallocgame.inputs.generate import layered_network, packed_instance
-from mallocgame.model import Buffer, InputError, Op, Operand, Problem
-from mallocgame.placement import best_fit_offset
+from mallocgame.problem.model import Buffer, InputError, Op, Operand, Problem
 
 
 def roofline_by_hand(problem: Problem, hw, fast: set[str]) -> float:
@@ -52,7 +52,7 @@ def test_benefits_are_not_additive_when_an_op_turns_compute_bound():
 
 
 def test_bound_is_above_every_greedy_answer():
-    from mallocgame.runner import run_solver
+    from mallocgame.engine.runner import run_solver
 
     for seed in range(3):
         p = layered_network(120, seed=seed)
@@ -195,10 +195,10 @@ def test_prefetch_validator_past_the_pair_limit_judges_as_the_pairs_do(monkeypat
     """validate_intervals past PAIR_LIMIT (the all-live sort, else the sweep) says what it says below it."""
     import dataclasses
 
+    from mallocgame.engine.session import session_for
     from mallocgame.hardware import validator as validator_module
     from mallocgame.hardware.validator import validate_intervals
     from mallocgame.inputs.load import load_problem
-    from mallocgame.session import session_for
 
     p = load_problem("example:layered150", mode="prefetch")
     good = list(session_for(p, p.hardware).baseline("greedy-xla").intervals)

@@ -28,7 +28,7 @@ from mallocgame.integrations.executorch import (  # noqa: E402
     planner,
     to_executorch,
 )
-from mallocgame.model import InputError  # noqa: E402
+from mallocgame.problem.model import InputError  # noqa: E402
 from tests.conftest import ROOT  # noqa: E402
 
 nn = torch.nn

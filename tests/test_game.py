@@ -11,7 +11,7 @@ from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.hardware.spec import PRESETS
 from mallocgame.hardware.validator import peak, validate
 from mallocgame.inputs.generate import layered_network, packed_instance, random_intervals
-from mallocgame.model import Buffer, Problem, offsets_array
+from mallocgame.problem.model import Buffer, Problem, offsets_array
 from mallocgame.search.game import ACTION_FEATURES, BUFFER_FEATURES, Game, GameConfig, observation_dims
 from mallocgame.search.game_address import AddressGame
 from mallocgame.search.game_order import OrderGame

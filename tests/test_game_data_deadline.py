@@ -7,11 +7,11 @@ import time
 import numpy as np
 import pytest
 
+from mallocgame.engine.runner import run_solver
 from mallocgame.hardware.spec import PRESETS
 from mallocgame.hardware.validator import validate_intervals
 from mallocgame.inputs.generate import layered_network
-from mallocgame.model import Buffer, BufferTable
-from mallocgame.runner import run_solver
+from mallocgame.problem.model import Buffer, BufferTable
 from mallocgame.search import uct
 from mallocgame.search.game_data import GameData, GameDataCutShort
 from mallocgame.search.game_prefetch import PrefetchData

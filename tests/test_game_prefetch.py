@@ -11,14 +11,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from mallocgame.algorithms.placement import greedy_place, xla_order
+from mallocgame.engine.runner import run_solver
+from mallocgame.formats.lift import lift_map_answer
 from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
 from mallocgame.hardware.spec import PRESETS
 from mallocgame.hardware.validator import validate_intervals
 from mallocgame.inputs.generate import layered_network
-from mallocgame.lift import lift_map_answer
-from mallocgame.model import Buffer, FastInterval, Op, Operand, Problem, Solution, Status
-from mallocgame.placement import greedy_place, xla_order
-from mallocgame.runner import run_solver
+from mallocgame.problem.model import Buffer, FastInterval, Op, Operand, Problem, Solution, Status
 from mallocgame.search.game import ACTION_FEATURES, Game, GameConfig, observation_dims
 from mallocgame.search.game_prefetch import IN_PLACE, PrefetchGame, intervals_of, rows_of
 from mallocgame.search.uct import play_greedy

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mallocgame.graph import CliquePath, GraphConflicts, interference_graph
 from mallocgame.inputs.generate import random_intervals
-from mallocgame.intervals import (
+from mallocgame.problem.graph import CliquePath, GraphConflicts, interference_graph
+from mallocgame.problem.intervals import (
     OverlapIndex,
     components,
     count_overlapping_pairs,
@@ -18,7 +18,7 @@ from mallocgame.intervals import (
     max_live,
     maximal_live_sets,
 )
-from mallocgame.model import Buffer, Problem
+from mallocgame.problem.model import Buffer, Problem
 from tests.conftest import BENCHMARKS, needs_benchmarks
 
 lifetimes = st.lists(st.tuples(st.integers(0, 30), st.integers(1, 8), st.integers(1, 50)), min_size=1, max_size=40)
@@ -86,7 +86,7 @@ def test_graph_refuses_to_explode():
 
 @needs_benchmarks()
 def test_graph_of_largest_minimalloc_instance():
-    from mallocgame.io import load_problem
+    from mallocgame.formats.io import load_problem
 
     p = load_problem(str(BENCHMARKS / "minimalloc" / "K.1048576.csv"))
     g = interference_graph(p)
@@ -99,7 +99,7 @@ def test_graph_of_largest_minimalloc_instance():
 @settings(max_examples=60, deadline=None)
 @given(lifetimes)
 def test_neighbour_lists_match_brute_force(rows):
-    from mallocgame.intervals import neighbour_lists
+    from mallocgame.problem.intervals import neighbour_lists
 
     p = problem_of(rows)
     indptr, indices = neighbour_lists(p.arrays.start, p.arrays.end)
@@ -161,7 +161,7 @@ def test_graph_and_clique_path_agree_on_suite_programs(name):
 
 
 def test_conflicts_choose_the_form():
-    from mallocgame.graph import GRAPH_EDGES, conflicts, problem_graph
+    from mallocgame.problem.graph import GRAPH_EDGES, conflicts, problem_graph
 
     p = random_intervals(300, seed=1, horizon=10)
     edges = count_overlapping_pairs(p.arrays.start, p.arrays.end)

@@ -12,7 +12,7 @@ import time
 import numpy as np
 
 from mallocgame.inputs.load import prepare
-from mallocgame.model import Buffer, Problem
+from mallocgame.problem.model import Buffer, Problem
 
 
 def _problem(n: int) -> Problem:
@@ -26,8 +26,8 @@ def _problem(n: int) -> Problem:
 
 
 def test_greedy_xla_stops_at_its_deadline_and_says_so(monkeypatch):
-    from mallocgame.engine import ENGINE_ENV
-    from mallocgame.runner import run_solver
+    from mallocgame.engine.runner import run_solver
+    from mallocgame.runtime.native_engine import ENGINE_ENV
 
     monkeypatch.setenv(ENGINE_ENV, "python")  # the native loop places all 100k within the second
 
@@ -43,8 +43,8 @@ def test_greedy_xla_stops_at_its_deadline_and_says_so(monkeypatch):
 def test_an_expired_deadline_still_gives_the_first_buffers():
     """At 0.2 s on a busy machine the deadline can pass while the session is set up; the greedy (and so
     every search's fallback) then placed nothing and the portfolio ended below greedy-xla."""
-    from mallocgame.placement import greedy_place, xla_order
-    from mallocgame.session import session_for
+    from mallocgame.algorithms.placement import greedy_place, xla_order
+    from mallocgame.engine.session import session_for
 
     p = _problem(2_000)
     session = session_for(p, p.hardware)
@@ -56,8 +56,8 @@ def test_an_expired_deadline_still_gives_the_first_buffers():
 
 
 def test_msa_with_an_expired_deadline_still_decides_its_first_buffers():
-    from mallocgame.conformance import HW, _layered
-    from mallocgame.memory_space_assignment import MIN_DECIDED, msa_run
+    from mallocgame.algorithms.memory_space_assignment import MIN_DECIDED, msa_run
+    from mallocgame.engine.conformance import HW, _layered
 
     p = _layered(150, 2, 0.25).replace(mode="prefetch")
     answer, stats = msa_run(p, HW, time.monotonic() - 1.0)

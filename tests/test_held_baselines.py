@@ -1,5 +1,5 @@
-"""The baselines a search holds (:func:`mallocgame.session.held_names`, :func:`~mallocgame.session.held_baselines`,
-:func:`~mallocgame.session.no_worse_than_held`): chosen from the problem and the limit without a clock, built to
+"""The baselines a search holds (:func:`mallocgame.engine.session.held_names`, :func:`~mallocgame.engine.session.held_baselines`,
+:func:`~mallocgame.engine.session.no_worse_than_held`): chosen from the problem and the limit without a clock, built to
 their end before the search spends its time (even a budget spent already), never ended below, and named in
 ``stats["baselines"]``; the conformance check holds a solver to exactly those."""
 
@@ -12,15 +12,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from mallocgame import conformance
-from mallocgame import session as session_module
-from mallocgame.budget import Budget
-from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
-from mallocgame.model import Solution, Status
-from mallocgame.request import SolveRequest
-from mallocgame.search.game import GameConfig
-from mallocgame.search.uct import DEFAULT_COMMIT, DEFAULT_GAME, PREFETCH_K, MCTSConfig, solve_with_uct
-from mallocgame.session import (
+from mallocgame.engine import conformance
+from mallocgame.engine import session as session_module
+from mallocgame.engine.request import SolveRequest
+from mallocgame.engine.session import (
     BASELINES,
     held_baselines,
     held_names,
@@ -28,6 +23,11 @@ from mallocgame.session import (
     objective_of,
     session_for,
 )
+from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
+from mallocgame.problem.model import Solution, Status
+from mallocgame.runtime.budget import Budget
+from mallocgame.search.game import GameConfig
+from mallocgame.search.uct import DEFAULT_COMMIT, DEFAULT_GAME, PREFETCH_K, MCTSConfig, solve_with_uct
 
 HW = conformance.HW
 _fresh = itertools.count()
@@ -161,8 +161,8 @@ def test_every_prefetch_search_says_which_baselines_it_held_and_ends_at_or_above
 def test_work_units_count_the_touches_without_building_them(mode):
     """Map and pack modes never read the ops' touches: deciding the held baselines must not build them (a Python
     pass over every operand, seconds of a search's own time at 100k buffers), and counts the same pairs."""
-    from mallocgame.model import derived_facts
-    from mallocgame.session import work_units
+    from mallocgame.engine.session import work_units
+    from mallocgame.problem.model import derived_facts
 
     problem = _problem(mode)
     first = problem.ops[0]  # an op that names one of its buffers twice: one (buffer, op) pair, two operands

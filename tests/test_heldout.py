@@ -167,9 +167,9 @@ def test_each_contestant_builds_its_own_fallbacks():
     """The held-out loop hands every contestant a problem whose baselines nobody built yet (as a forked child of
     ``mallocgame solve`` starts), so an equal-wall-time run does not give the second contestant the first one's
     msa answer free of time."""
+    from mallocgame.engine.session import session_for
     from mallocgame.hardware.spec import PRESETS
     from mallocgame.inputs.generate import layered_network
-    from mallocgame.session import session_for
 
     runs = experiment_module("heldout_muzero_mcts")
     problem = layered_network(60, seed=3, capacity_fraction=0.3).replace(mode="prefetch")
@@ -179,7 +179,7 @@ def test_each_contestant_builds_its_own_fallbacks():
     assert own == problem and own is not problem
     assert session_for(own, hw).built() == []  # none handed on
     assert session_for(own, hw).prefetch_evaluator is not session_for(problem, hw).prefetch_evaluator
-    from mallocgame.model import derived_facts
+    from mallocgame.problem.model import derived_facts
 
     assert ("prefetch_evaluator", hw) in derived_facts(own)  # warmed before the clock, as the CLI does before the fork
 

@@ -1,4 +1,4 @@
-"""What a person reads: human units (mallocgame.units) in every command's lines while --json and the CSVs
+"""What a person reads: human units (mallocgame.problem.units) in every command's lines while --json and the CSVs
 keep exact numbers; different numbers never print alike; OPTIMAL only at gap 0; a pack answer above the
 capacity is DOES_NOT_FIT; a decimal capacity unit is said; a solver's one mode is implied; an unknown
 name ends with the closest known one."""
@@ -10,14 +10,14 @@ import re
 
 import pytest
 
-from mallocgame.bounds import Bound
-from mallocgame.comparison import Input, Row, table_text
+from mallocgame.bounds.bounds import Bound
+from mallocgame.engine.comparison import Input, Row, table_text
+from mallocgame.engine.report import Report, score, with_bound
 from mallocgame.hardware.spec import PRESETS
 from mallocgame.inputs.generate import packed_instance
 from mallocgame.inputs.load import prepare, read_problem
-from mallocgame.model import Solution, Status
-from mallocgame.report import Report, score, with_bound
-from mallocgame.units import distinct, format_bytes, format_percent, format_seconds
+from mallocgame.problem.model import Solution, Status
+from mallocgame.problem.units import distinct, format_bytes, format_percent, format_seconds
 from tests.conftest import run_cli
 
 LAYERED = "example:layered150"

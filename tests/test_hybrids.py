@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mallocgame.bounds import map_upper_bound
+from mallocgame.bounds.bounds import map_upper_bound
+from mallocgame.engine.runner import run_solver
 from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.hardware.spec import PRESETS
 from mallocgame.hardware.validator import validate
@@ -13,9 +14,8 @@ from mallocgame.hybrid.lns import LargeNeighbourhoodSearch, window_around
 from mallocgame.hybrid.portfolio import Portfolio, member_names
 from mallocgame.hybrid.select_pack import SelectPack, relaxation_choice
 from mallocgame.inputs.generate import layered_network, packed_instance, random_intervals
-from mallocgame.intervals import OverlapIndex, live_profile
-from mallocgame.model import Buffer, Problem, Solution, Status, offsets_array
-from mallocgame.runner import run_solver
+from mallocgame.problem.intervals import OverlapIndex, live_profile
+from mallocgame.problem.model import Buffer, Problem, Solution, Status, offsets_array
 from mallocgame.solvers.cpsat.model import value_terms
 
 HW = PRESETS["tpuv4i"]

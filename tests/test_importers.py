@@ -1,5 +1,5 @@
 """Importers: XLA HLO text, torch.export, AlphaTensor-style matmul programs, and their CLI;
-in-place merging (``mallocgame.aliasing``) and the true lifetimes the importers give.
+in-place merging (``mallocgame.problem.aliasing``) and the true lifetimes the importers give.
 
 The HLO fixtures (``tests/data/*.hlo.txt``) and XLA's own numbers for them
 (``*.expected.json``) were made by ``experiments/make_hlo_fixtures.py`` with JAX; these
@@ -22,8 +22,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from mallocgame.aliasing import merge_inplace
 from mallocgame.cli.importers import import_group
+from mallocgame.formats.io import parse_workload, read_workload_json, workload_dict
 from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.hardware.spec import PRESETS
 from mallocgame.importers import import_workload, summarize
@@ -38,9 +38,9 @@ from mallocgame.importers.matmul import (
     run_program,
     strassen,
 )
-from mallocgame.intervals import max_live
-from mallocgame.io import parse_workload, read_workload_json, workload_dict
-from mallocgame.model import Buffer, InputError, Op, Operand, Problem
+from mallocgame.problem.aliasing import merge_inplace
+from mallocgame.problem.intervals import max_live
+from mallocgame.problem.model import Buffer, InputError, Op, Operand, Problem
 from tests.conftest import BENCHMARKS, needs_benchmarks, run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -913,7 +913,7 @@ def test_transcendentals_are_an_optional_op_field_and_count_in_compute_time():
         parse_workload("t.json", d)
 
 
-@pytest.mark.parametrize("module", ["mallocgame.aliasing", "mallocgame.importers._common", "mallocgame.importers.hlo",
+@pytest.mark.parametrize("module", ["mallocgame.problem.aliasing", "mallocgame.importers._common", "mallocgame.importers.hlo",
                                     "mallocgame.importers.matmul"])
 def test_docstring_examples(module):
     result = doctest.testmod(importlib.import_module(module))

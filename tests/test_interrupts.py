@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from mallocgame.comparison import CSV_COLUMNS
+from mallocgame.engine.comparison import CSV_COLUMNS
+from mallocgame.formats.io import atomic_write_text, problem_csv_text, write_workload_json
 from mallocgame.inputs.generate import layered_network, random_intervals
-from mallocgame.io import atomic_write_text, problem_csv_text, write_workload_json
 from tests.conftest import ROOT, run_cli
 from tests.test_plugins import make_distribution
 
@@ -30,8 +30,8 @@ from tests.test_plugins import make_distribution
 # and hangs; without it, answers all-slow at once.
 HANGING = textwrap.dedent('''
     import os, subprocess, sys, time
-    from mallocgame.model import Solution, Status
-    from mallocgame.protocol import Solver
+    from mallocgame.problem.model import Solution, Status
+    from mallocgame.engine.protocol import Solver
 
     class Hang(Solver):
         name = "hang"

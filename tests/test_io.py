@@ -11,8 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mallocgame.inputs.generate import layered_network, random_intervals
-from mallocgame.io import (
+from mallocgame.formats.io import (
     capacity_from_name,
     load_problem,
     problem_csv_text,
@@ -21,7 +20,8 @@ from mallocgame.io import (
     write_solution_csv,
     write_workload_json,
 )
-from mallocgame.model import BufferTable, InputError, OpTable, Solution, Status
+from mallocgame.inputs.generate import layered_network, random_intervals
+from mallocgame.problem.model import BufferTable, InputError, OpTable, Solution, Status
 from tests.conftest import BENCHMARKS, needs_benchmarks
 
 
@@ -104,7 +104,7 @@ def test_blank_lines_between_records_are_passed_over_unparsed(tmp_path):
     # empty records for the csv module; the rows keep their line numbers
     import csv
 
-    import mallocgame.io as mio
+    import mallocgame.formats.io as mio
 
     handed = []
 
@@ -133,7 +133,7 @@ def test_records_are_the_csv_modules_less_its_blank_ones(text):
     import csv
     import io
 
-    import mallocgame.io as mio
+    import mallocgame.formats.io as mio
 
     reader = csv.reader(io.StringIO(text, newline=""))
     want, line = [], 1
@@ -172,7 +172,7 @@ def test_gzipped_inputs_read_as_the_plain_ones(tmp_path, monkeypatch):
 def test_the_decompressed_size_cap_is_256_mib_or_the_environment_s(tmp_path, monkeypatch):
     import gzip
 
-    from mallocgame.io import DEFAULT_MAX_DECOMPRESSED, max_decompressed
+    from mallocgame.formats.io import DEFAULT_MAX_DECOMPRESSED, max_decompressed
 
     monkeypatch.delenv("MALLOCGAME_MAX_DECOMPRESSED", raising=False)
     assert DEFAULT_MAX_DECOMPRESSED == 256 * 2**20 == max_decompressed()
@@ -305,12 +305,12 @@ AWKWARD_IDS = [" a ", "x" * 200_000, 'q,"\n', "tab\tid", "\u00fc\u540d", "\r\n."
 
 @pytest.mark.parametrize("awkward", AWKWARD_IDS, ids=["padded", "long", "quoted", "tab", "non-ascii", "line-break"])
 def test_awkward_ids_round_trip_through_every_writer_and_reader(tmp_path, awkward):
-    from mallocgame.io import (
+    from mallocgame.formats.io import (
         intervals_csv_text,
         read_intervals_csv,
         read_workload_json,
     )
-    from mallocgame.lift import map_intervals
+    from mallocgame.formats.lift import map_intervals
 
     base = layered_network(12, seed=3)
     ids = {b.id: (awkward if k == 2 else b.id) for k, b in enumerate(base.buffers)}
@@ -377,10 +377,10 @@ def test_a_killed_writers_temp_file_is_removed_by_the_next_write(tmp_path):
     import subprocess
     import sys
 
-    from mallocgame.io import atomic_write_text
+    from mallocgame.formats.io import atomic_write_text
 
     out = tmp_path / "out.csv"
-    writer = ("import sys, time\nfrom mallocgame.io import atomic_output\n"
+    writer = ("import sys, time\nfrom mallocgame.formats.io import atomic_output\n"
               "with atomic_output(sys.argv[1]) as fh:\n    fh.write('x' * 1000); fh.flush(); print('open', flush=True)\n"
               "    time.sleep(60)\n")
     killed = subprocess.Popen([sys.executable, "-c", writer, str(out)], stdout=subprocess.PIPE, text=True)
@@ -424,8 +424,8 @@ class _FullDisk:
 def test_a_full_disk_error_names_the_output_and_leaves_nothing(tmp_path, monkeypatch):
     import os
 
-    import mallocgame.io as io_module
-    from mallocgame.io import atomic_write_text
+    import mallocgame.formats.io as io_module
+    from mallocgame.formats.io import atomic_write_text
 
     real = os.fdopen
     monkeypatch.setattr(io_module.os, "fdopen", lambda *a, **k: _FullDisk(real(*a, **k)))
@@ -440,7 +440,7 @@ def test_suites_export_on_a_full_disk_names_the_file(tmp_path, monkeypatch):
 
     from click.testing import CliRunner
 
-    import mallocgame.io as io_module
+    import mallocgame.formats.io as io_module
     from mallocgame.cli.main import main
 
     real = os.fdopen
@@ -482,7 +482,7 @@ def _read_both(path):
     """``read_csv`` of ``path`` as it is and with its column-wise fast path off: ``(problem or error, arrays)``."""
     import warnings
 
-    import mallocgame.io as io_module
+    import mallocgame.formats.io as io_module
 
     out = []
     for fast in (True, False):
@@ -521,7 +521,7 @@ def test_csv_fast_path_matches_the_checking_loop_on_the_benchmarks_and_bad_input
 
 
 def test_a_plain_csv_is_read_column_wise_with_its_arrays(tmp_path):
-    from mallocgame.io import read_csv
+    from mallocgame.formats.io import read_csv
 
     problem = random_intervals(300, seed=3)
     path = str(tmp_path / "r.csv")
@@ -538,7 +538,7 @@ def test_a_plain_csv_is_read_column_wise_with_its_arrays(tmp_path):
 def _workload_both(path):
     """``read_workload_json`` of ``path`` as it is (the columnar reader first), with the columnar reader off (the
     compact decoding) and with both off (the checking loops): each a problem or an error."""
-    import mallocgame.io as io_module
+    import mallocgame.formats.io as io_module
 
     out = []
     for off in ((), ("_columnar_workload",), ("_columnar_workload", "_compact_workload")):
@@ -636,7 +636,7 @@ def test_workload_compact_decoding_matches_on_the_bundled_and_bad_inputs(tmp_pat
 
 
 def test_a_workload_is_decoded_without_a_dictionary_per_buffer(tmp_path, monkeypatch):
-    import mallocgame.io as io_module
+    import mallocgame.formats.io as io_module
 
     path = tmp_path / "layered.json"
     write_workload_json(path, layered_network(300, seed=1))
@@ -649,7 +649,7 @@ def test_a_workload_is_decoded_without_a_dictionary_per_buffer(tmp_path, monkeyp
 
 
 def test_a_workload_is_read_into_columns_without_an_object_per_buffer_or_op(tmp_path, monkeypatch):
-    import mallocgame.io as io_module
+    import mallocgame.formats.io as io_module
 
     path = tmp_path / "layered.json"
     made = layered_network(2_000, seed=4)

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from mallocgame.cli.importers import import_group
 from mallocgame.importers.jax_program import ArgShape, parse_arg_shapes, parse_donate
-from mallocgame.model import InputError
+from mallocgame.problem.model import InputError
 
 FUNCTIONS = textwrap.dedent('''
     import jax

@@ -1,15 +1,15 @@
-"""split_idle (mallocgame.lift): a prefetch answer's stays cut at their idle gaps, same value, less memory held."""
+"""split_idle (mallocgame.formats.lift): a prefetch answer's stays cut at their idle gaps, same value, less memory held."""
 
 from __future__ import annotations
 
 import time
 
+from mallocgame.engine.session import session_for
+from mallocgame.formats.lift import lift_map_answer, split_idle
 from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
 from mallocgame.hardware.spec import PRESETS
 from mallocgame.hardware.validator import validate_intervals
-from mallocgame.lift import lift_map_answer, split_idle
-from mallocgame.model import FastInterval, Solution, Status
-from mallocgame.session import session_for
+from mallocgame.problem.model import FastInterval, Solution, Status
 from mallocgame.solvers.cpsat.prefetch_windows import _starts
 from tests.prefetch_tools import program
 

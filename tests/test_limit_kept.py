@@ -13,7 +13,7 @@ import sys
 import pytest
 
 import mallocgame
-from mallocgame.protocol import LIMIT_GRACE
+from mallocgame.engine.protocol import LIMIT_GRACE
 from tests.conftest import DATA, ROOT, run_cli
 from tests.test_plugins import make_distribution
 
@@ -25,8 +25,8 @@ import time
 import numpy as np
 
 from mallocgame.hardware.evaluator import Evaluator
-from mallocgame.incumbents import offer
-from mallocgame.protocol import Solver
+from mallocgame.runtime.incumbents import offer
+from mallocgame.engine.protocol import Solver
 
 
 def own_answer(problem, hardware):
@@ -80,7 +80,7 @@ class Rounds(Solver):
     calls = 0
 
     def solve(self, request):
-        from mallocgame.model import Solution, Status, offsets_tuple
+        from mallocgame.problem.model import Solution, Status, offsets_tuple
 
         problem = request.problem
         Rounds.calls += 1
@@ -189,7 +189,7 @@ def test_a_pool_run_past_its_limit_finishes_with_the_answer_it_sent(stubborn_pat
     """compare's and a portfolio's pool: at the limit + grace, or when the portfolio stops a member at its deadline."""
     import time
 
-    from mallocgame.pools import ProcessPool
+    from mallocgame.engine.pools import ProcessPool
 
     problem = mallocgame.load_problem(str(DATA / "layered150.json"))
     with ProcessPool(1) as pool:
@@ -214,7 +214,7 @@ def test_a_pool_run_past_its_limit_finishes_with_the_answer_it_sent(stubborn_pat
 
 @pytest.fixture
 def program(tmp_path):
-    from mallocgame.io import write_workload_json
+    from mallocgame.formats.io import write_workload_json
     from tests.test_schedule import random_program
 
     path = tmp_path / "program.json"

@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from mallocgame.engine.runner import run_solver
 from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.hardware.spec import PRESETS
 from mallocgame.hardware.validator import validate
 from mallocgame.inputs.generate import layered_network
-from mallocgame.model import Buffer, Problem, Solution, Status
-from mallocgame.runner import run_solver
+from mallocgame.problem.model import Buffer, Problem, Solution, Status
 from mallocgame.search.game import Game, GameConfig
 from mallocgame.search.uct import MCTSConfig, UCTSearch, play_greedy
 from mallocgame.solvers.mcts import MCTSSolver

@@ -13,17 +13,17 @@ import time
 import numpy as np
 import pytest
 
-from mallocgame import conformance
+from mallocgame.algorithms.memory_space_assignment import msa_run
+from mallocgame.engine import conformance
+from mallocgame.engine.runner import run_solver
+from mallocgame.formats.lift import lift_map_answer
 from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
 from mallocgame.hardware.spec import PRESETS
 from mallocgame.hardware.validator import validate_intervals
 from mallocgame.inputs import workloads as w
 from mallocgame.inputs.generate import layered_network
 from mallocgame.inputs.load import prepare
-from mallocgame.lift import lift_map_answer
-from mallocgame.memory_space_assignment import msa_run
-from mallocgame.model import Buffer, FastInterval, Op, Operand, Problem, Solution, Status
-from mallocgame.runner import run_solver
+from mallocgame.problem.model import Buffer, FastInterval, Op, Operand, Problem, Solution, Status
 from mallocgame.solvers.msa import MemorySpaceAssignment, _Msa
 from tests.prefetch_tools import value
 
@@ -388,7 +388,7 @@ def test_copy_check_decides_as_a_full_re_serve_on_saturated_budgets():
 
     import numpy as np
 
-    from mallocgame.memory_space_assignment import _CopyResource, _FullCopyResource
+    from mallocgame.algorithms.memory_space_assignment import _CopyResource, _FullCopyResource
 
     rng = random.Random(7)
     T = 150

@@ -14,7 +14,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from mallocgame.runner import run_solver  # noqa: E402
+from mallocgame.engine.runner import run_solver  # noqa: E402
 from mallocgame.search.game import Observation  # noqa: E402
 from mallocgame.search.muzero import checkpoint as ckpt  # noqa: E402
 from mallocgame.search.muzero.features import obs_arrays, obs_dims  # noqa: E402
@@ -339,10 +339,10 @@ def real_checkpoint(tmp_path_factory):
 
 @pytest.mark.parametrize("search_model", ["learned", "simulator"])
 def test_solver_valid_deterministic_and_never_below_its_hint(real_checkpoint, search_model):
+    from mallocgame.engine.runner import run_solver
     from mallocgame.hardware.spec import PRESETS
     from mallocgame.hardware.validator import validate
     from mallocgame.inputs.generate import layered_network
-    from mallocgame.runner import run_solver
     from mallocgame.solvers.muzero import MuZeroSolver
 
     problem, hw = layered_network(25, seed=4), PRESETS["tpuv4i"]
@@ -355,7 +355,7 @@ def test_solver_valid_deterministic_and_never_below_its_hint(real_checkpoint, se
     assert a.offsets == b.offsets
     assert a.stats["searched_moves"] > 0 and a.stats["simulations"] > 0
     best = run_solver("greedy-xla", problem, hw, time_limit=5, seed=0)
-    from mallocgame.model import Solution, Status
+    from mallocgame.problem.model import Solution, Status
 
     hint = Solution(offsets=best.offsets, status=Status.FEASIBLE, solver="hint")
     c = MuZeroSolver().solve(MuZeroSolver.request(problem, hw, seed=3, hint=hint, **opts))
@@ -400,7 +400,7 @@ def _layered(n=30, seed=5):
 
 def test_uniform_prior_option_plays_without_the_network_and_bad_values_are_refused(real_checkpoint):
     from mallocgame.hardware.validator import validate
-    from mallocgame.model import InputError
+    from mallocgame.problem.model import InputError
     from mallocgame.solvers.muzero import MuZeroSolver
 
     problem, hw = _layered()
@@ -478,9 +478,9 @@ def test_guided_search_same_seed_same_answer(real_checkpoint):
 
 @pytest.mark.parametrize("mode", ["pack", "prefetch"])
 def test_muzero_plays_pack_and_prefetch_modes(mode):
+    from mallocgame.engine.runner import run_solver
     from mallocgame.hardware.spec import PRESETS
     from mallocgame.inputs.generate import layered_network
-    from mallocgame.runner import run_solver
 
     problem = layered_network(30, seed=3, capacity_fraction=0.5 if mode == "prefetch" else 1.0)
     if mode == "pack":
@@ -511,7 +511,7 @@ def test_policy_logits_on_legal_rows_equal_the_full_forward_pass():
 def _intervals_problem(n=40, seed=2):
     from mallocgame.hardware.spec import PRESETS
     from mallocgame.inputs.generate import random_intervals
-    from mallocgame.intervals import max_live
+    from mallocgame.problem.intervals import max_live
 
     p = random_intervals(n, seed=seed, with_benefit=True)
     return p.replace(capacity=int(max_live(p) * 0.4), mode="map"), PRESETS["unit"]
@@ -538,7 +538,7 @@ def test_encoder_shapes_and_permutation_equivariance():
 
 
 def test_encoder_neighbours_are_the_interference_graphs(monkeypatch):
-    from mallocgame.graph import CliquePath, interference_graph
+    from mallocgame.problem.graph import CliquePath, interference_graph
     from mallocgame.search.game_data import GameData
     from mallocgame.search.muzero import encoder
 
@@ -663,7 +663,7 @@ def test_answer_teacher_labels_follow_the_answer_and_train(tmp_path):
 def test_earlier_searches_default_to_the_selfplay_network_and_refuse_a_features_checkpoint():
     from mallocgame.hardware.spec import PRESETS
     from mallocgame.inputs.generate import layered_network
-    from mallocgame.model import InputError
+    from mallocgame.problem.model import InputError
     from mallocgame.solvers.muzero import DEFAULT_CHECKPOINT, LEGACY_CHECKPOINT, MuZeroSolver, load_agent_network
 
     assert load_agent_network(str(DEFAULT_CHECKPOINT))[0].features == "encoder/2"

@@ -130,8 +130,8 @@ def _problem():
 
 
 def test_model_learned_solves_a_map_problem_validly_and_deterministically():
-    from mallocgame.model import Solution, Status
-    from mallocgame.runner import run_solver
+    from mallocgame.engine.runner import run_solver
+    from mallocgame.problem.model import Solution, Status
     from mallocgame.solvers.muzero import LEARNED_CHECKPOINT, MuZeroSolver
 
     problem, hw = _problem()
@@ -152,7 +152,7 @@ def test_model_learned_solves_a_map_problem_validly_and_deterministically():
 
 
 def test_model_option_refuses_bad_values_other_modes_and_a_contradiction():
-    from mallocgame.model import InputError
+    from mallocgame.problem.model import InputError
     from mallocgame.solvers.muzero import MuZeroSolver
 
     problem, hw = _problem()

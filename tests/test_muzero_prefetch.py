@@ -8,9 +8,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from mallocgame.engine.runner import run_solver  # noqa: E402
 from mallocgame.hardware.spec import PRESETS  # noqa: E402
 from mallocgame.inputs.generate import layered_network  # noqa: E402
-from mallocgame.runner import run_solver  # noqa: E402
 from mallocgame.search.game import GameConfig  # noqa: E402
 from mallocgame.solvers import muzero as mz  # noqa: E402
 

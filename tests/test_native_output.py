@@ -18,8 +18,8 @@ NOISY = '''
 import ctypes
 import os
 
-from mallocgame.model import Solution, Status
-from mallocgame.protocol import Solver
+from mallocgame.problem.model import Solution, Status
+from mallocgame.engine.protocol import Solver
 
 
 class Noisy(Solver):
@@ -76,7 +76,7 @@ def test_the_bound_in_the_main_process_keeps_stdout_clean(capfd):
     import ctypes
     import os
 
-    from mallocgame.forking import stdout_to_stderr
+    from mallocgame.runtime.forking import stdout_to_stderr
 
     with stdout_to_stderr():
         ctypes.CDLL(None).printf(b"from C inside\n")

@@ -1,4 +1,4 @@
-"""The one neighbourhood-search driver (mallocgame.neighbourhood_search) on a toy problem of its own.
+"""The one neighbourhood-search driver (mallocgame.algorithms.neighbourhood_search) on a toy problem of its own.
 
 The toy: an answer is a tuple of digits, its value minus the squared distance to a hidden target;
 a neighbourhood is a slice of positions; re-solving it draws new digits there at random (often
@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from mallocgame.neighbourhood_search import MARGIN, Round, Step, Trial, Verdict, proportional_share, search
+from mallocgame.algorithms.neighbourhood_search import MARGIN, Round, Step, Trial, Verdict, proportional_share, search
 
 TARGET = (3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8)
 

@@ -1,5 +1,5 @@
-"""One "is this answer better", with one tolerance (:mod:`mallocgame.objective`), wherever answers are compared:
-reports (:func:`mallocgame.report.better`), the solve session's baselines, the channel of better answers, and the
+"""One "is this answer better", with one tolerance (:mod:`mallocgame.problem.objective`), wherever answers are compared:
+reports (:func:`mallocgame.engine.report.better`), the solve session's baselines, the channel of better answers, and the
 solvers' and the conformance suite's own comparisons (no tolerance of their own left in the source)."""
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from mallocgame import incumbents
-from mallocgame.objective import TOLERANCE, at_least, better, exceeds
-from mallocgame.report import Report
-from mallocgame.report import better as better_report
-from mallocgame.session import Baseline
+from mallocgame.engine.report import Report
+from mallocgame.engine.report import better as better_report
+from mallocgame.engine.session import Baseline
+from mallocgame.problem.objective import TOLERANCE, at_least, better, exceeds
+from mallocgame.runtime import incumbents
 
 ROOT = Path(__file__).resolve().parents[1]
 BELOW = 0.5 * TOLERANCE  # a difference within the tolerance: rounding
@@ -59,9 +59,9 @@ def test_peaks_in_bytes_compare_exactly():
     assert better("pack", 10**11 - 1, 10**11) and not better("pack", 10**11, 10**11)
 
 
-# The files that compare answers; none keeps a tolerance of its own for it (mallocgame.objective holds the one).
-COMPARERS = ["mallocgame/solving.py", "mallocgame/report.py", "mallocgame/session.py", "mallocgame/incumbents.py",
-             "mallocgame/conformance.py", "mallocgame/lift.py", "solvers/msa.py", "solvers/cpsat/solver.py",
+# The files that compare answers; none keeps a tolerance of its own for it (mallocgame.problem.objective holds the one).
+COMPARERS = ["mallocgame/engine/solving.py", "mallocgame/engine/report.py", "mallocgame/engine/session.py", "mallocgame/runtime/incumbents.py",
+             "mallocgame/engine/conformance.py", "mallocgame/formats/lift.py", "solvers/msa.py", "solvers/cpsat/solver.py",
              "hybrid/lns.py", "solvers/cpsat/prefetch_windows.py"]
 
 
@@ -70,4 +70,4 @@ def test_no_file_that_compares_answers_keeps_a_tolerance_of_its_own():
     found = [f"{path}:{i}: {line.strip()}" for path in COMPARERS
              for i, line in enumerate((ROOT / path).read_text().splitlines(), 1)
              if own.search(line) and "not an answer" not in line]
-    assert not found, "compare answers with mallocgame.objective.better:\n" + "\n".join(found)
+    assert not found, "compare answers with mallocgame.problem.objective.better:\n" + "\n".join(found)

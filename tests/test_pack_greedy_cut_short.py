@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from mallocgame.engine.runner import run_solver
 from mallocgame.hardware.spec import PRESETS
 from mallocgame.hardware.validator import validate
 from mallocgame.inputs.generate import layered_network
-from mallocgame.runner import run_solver
 
 HW = PRESETS["tpuv4i"]
 

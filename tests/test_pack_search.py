@@ -12,9 +12,9 @@ import itertools
 import numpy as np
 import pytest
 
-from mallocgame.intervals import component_runs as components
-from mallocgame.intervals import max_live_of as max_live
-from mallocgame.model import Buffer, Problem, Solution, Status
+from mallocgame.problem.intervals import component_runs as components
+from mallocgame.problem.intervals import max_live_of as max_live
+from mallocgame.problem.model import Buffer, Problem, Solution, Status
 from mallocgame.solvers.pack_search.search import pack
 from mallocgame.solvers.pack_search.solver import PackSearch
 from tests.conftest import BENCHMARKS, needs_benchmarks
@@ -320,7 +320,7 @@ def test_the_seed_only_breaks_ties_of_the_portfolio_preorders():
 @pytest.mark.parametrize("name", ["B", "G", "H", "K"])
 def test_minimalloc_instances_settled_by_the_search_alone_at_any_seed(name):
     # B used to need the CP-SAT thread (the shared conflict weights misled the search)
-    from mallocgame.io import load_problem
+    from mallocgame.formats.io import load_problem
 
     prob = load_problem(BENCHMARKS / "minimalloc" / f"{name}.1048576.csv")
     a = prob.arrays
@@ -415,9 +415,9 @@ def _layered_pack(n: int, seed: int = 0):
 def test_never_above_best_fit_on_a_workload_beyond_the_exact_engine_and_the_fallback_is_reported():
     # 12k buffers, one component of ~62M buffer x section cells: above the exact engine's old limit
     # (40M cells), where pack-search used to end on first fit, +11% above max live (55,397,376).
+    from mallocgame.engine.session import session_for
     from mallocgame.hardware.validator import validate
-    from mallocgame.intervals import max_live as problem_max_live
-    from mallocgame.session import session_for
+    from mallocgame.problem.intervals import max_live as problem_max_live
 
     problem, spec = _layered_pack(12000)
     s = PackSearch().solve(PackSearch.request(problem, spec, time_limit=15, seed=0, minimize_peak=True))
@@ -452,7 +452,7 @@ def test_window_repair_alone_reaches_max_live_from_first_fit(monkeypatch):
 
 
 def test_the_run_summary_names_a_fallback():
-    from mallocgame.report import Report
+    from mallocgame.engine.report import Report
 
     fields = {f: None for f in Report.__dataclass_fields__}
     rep = Report(**{**fields, "solver": "pack-search", "status": "OPTIMAL", "valid": True, "placed": 1, "total": 1,

@@ -1,4 +1,4 @@
-"""The one CP-SAT model of fixed-time rectangle packing (mallocgame.packing_model), against brute force."""
+"""The one CP-SAT model of fixed-time rectangle packing (mallocgame.algorithms.packing_model), against brute force."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
-from mallocgame.packing_model import add_cumulative, add_no_overlap, add_rectangles, pinned_holes
+from mallocgame.algorithms.packing_model import add_cumulative, add_no_overlap, add_rectangles, pinned_holes
 
 cp_model = pytest.importorskip("ortools.sat.python.cp_model")
 
@@ -131,8 +131,8 @@ def test_pinned_holes_are_the_steps_that_meet_a_pinned_item():
 def test_cliques_from_the_interference_graph_build_the_same_model(form, formulation, seed):
     """The no-overlap and knapsack rows read from the problem's conflicts (either form) are the sweep's: the
     same model, constraint for constraint."""
-    from mallocgame.graph import CliquePath, GraphConflicts, interference_graph
     from mallocgame.inputs.generate import random_intervals
+    from mallocgame.problem.graph import CliquePath, GraphConflicts, interference_graph
 
     p = random_intervals(40, seed=seed, horizon=60)
     conflicts = GraphConflicts(interference_graph(p)) if form == "graph" else CliquePath.of(p)

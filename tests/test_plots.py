@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from mallocgame.formats.io import problem_csv_text, write_workload_json
 from mallocgame.inputs.generate import layered_network, packed_instance
-from mallocgame.io import problem_csv_text, write_workload_json
 from mallocgame.plots import slow_tracks
 from tests.conftest import run_cli
 

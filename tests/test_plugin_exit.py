@@ -7,7 +7,7 @@ from tests.conftest import DATA, run_cli
 from tests.test_plugins import make_distribution
 
 EXITER = '''
-from mallocgame.protocol import Solver
+from mallocgame.engine.protocol import Solver
 
 
 class Exiter(Solver):

@@ -10,7 +10,7 @@ import tomllib
 
 import pytest
 
-from mallocgame import conformance
+from mallocgame.engine import conformance
 from tests.conftest import DATA, ROOT, run_cli
 
 PLUGIN_PAGE = ROOT / "docs" / "guide" / "plugins.md"
@@ -84,7 +84,7 @@ def test_plugin_is_registered_listed_and_solves(plugin_path):
 
 
 def test_plugin_runs_in_process_and_is_imported_only_when_asked(plugin_path):
-    from mallocgame.registry import solver_entries
+    from mallocgame.engine.registry import solver_entries
 
     assert "my-solver" in solver_entries()
     assert "my_solver" not in sys.modules
@@ -107,8 +107,8 @@ def test_broken_plugin_gives_one_clear_line(plugin_path):
 
 OVERLAPPING_MODULE = textwrap.dedent('''
     """Every buffer at offset 0: overlapping answers (a deliberately wrong plugin)."""
-    from mallocgame.model import Solution, Status
-    from mallocgame.protocol import Solver
+    from mallocgame.problem.model import Solution, Status
+    from mallocgame.engine.protocol import Solver
 
 
     class Overlapping(Solver):
@@ -143,7 +143,7 @@ def test_check_solver_unknown_solver_is_exit_2():
 
 CRASHING_MODULE = textwrap.dedent('''
     """A solver that raises inside solve (for the CLI's error handling)."""
-    from mallocgame.protocol import Solver
+    from mallocgame.engine.protocol import Solver
 
     class Crash(Solver):
         name = "crash"
@@ -169,7 +169,7 @@ def test_solver_that_raises_is_one_line_exit_1(tmp_path):
 
 
 def test_entries_are_read_once_per_path_and_a_new_plugin_is_seen(tmp_path, monkeypatch):
-    from mallocgame import registry
+    from mallocgame.engine import registry
 
     first = registry.solver_entries()
     assert registry.solver_entries() == first and "my-solver" not in first
@@ -182,7 +182,7 @@ def test_entries_are_read_once_per_path_and_a_new_plugin_is_seen(tmp_path, monke
 def test_a_builtin_is_found_without_scanning_every_distribution(monkeypatch):
     """``solve --solver greedy-xla`` reads the mallocgame distribution's entry points alone: the scan of every
     installed distribution (tens of milliseconds at start-up) is for plugin names only."""
-    from mallocgame import registry
+    from mallocgame.engine import registry
 
     def no_scan(**kwargs):
         raise AssertionError("every installed distribution was scanned")
@@ -197,7 +197,7 @@ def test_a_builtin_is_found_without_scanning_every_distribution(monkeypatch):
 def test_a_plugin_never_takes_a_builtin_name(monkeypatch):
     from importlib.metadata import EntryPoint
 
-    from mallocgame import registry
+    from mallocgame.engine import registry
 
     clash = EntryPoint("msa", "somewhere.else:Solver", registry.GROUP)
     monkeypatch.setattr(registry, "entry_points", lambda **kwargs: [clash])

@@ -8,12 +8,12 @@ import sys
 import time
 
 import mallocgame
-from mallocgame.budget import Budget
+from mallocgame.engine.report import score
+from mallocgame.engine.session import session_for
+from mallocgame.formats.lift import lift_map_answer
 from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
 from mallocgame.hybrid.portfolio import GAME_GREEDY, REFILL_SHARE, REFILL_SOLVER, _Race, lifted_members, member_names
-from mallocgame.lift import lift_map_answer
-from mallocgame.report import score
-from mallocgame.session import session_for
+from mallocgame.runtime.budget import Budget
 
 
 def test_map_members_are_lifted_in_prefetch_mode_only():
@@ -137,9 +137,9 @@ def test_the_prefetch_games_greedy_is_a_validated_start_of_the_race():
 def test_each_member_gets_a_child_budget_of_the_race_and_the_pool_keeps_its_deadline():
     """The portfolio's members get their time as child budgets of the race's (the portfolio's budget kept back for
     collecting answers), handed down through the pool, which stops a run at its budget's deadline + the grace."""
+    from mallocgame.engine.pools import ProcessPool
+    from mallocgame.engine.protocol import LIMIT_GRACE
     from mallocgame.hybrid.portfolio import COLLECT, member_budget
-    from mallocgame.pools import ProcessPool
-    from mallocgame.protocol import LIMIT_GRACE
 
     problem = mallocgame.load_problem("example:layered150", mode="prefetch")
     hw = problem.hardware

@@ -8,16 +8,16 @@ import itertools
 import numpy as np
 import pytest
 
-from mallocgame.bounds import prefetch_upper_bound
+from mallocgame.bounds.bounds import prefetch_upper_bound
+from mallocgame.engine.registry import load_solver, solver_entries
+from mallocgame.engine.runner import run_solver
+from mallocgame.formats.io import intervals_csv_text, read_intervals_csv
+from mallocgame.formats.lift import lift_map_answer, map_intervals
 from mallocgame.hardware.prefetch_cost import PrefetchEvaluator, eviction_of, serve_copies
 from mallocgame.hardware.spec import PRESETS
 from mallocgame.hardware.validator import validate_intervals
 from mallocgame.inputs.generate import layered_network
-from mallocgame.io import intervals_csv_text, read_intervals_csv
-from mallocgame.lift import lift_map_answer, map_intervals
-from mallocgame.model import FastInterval, Problem
-from mallocgame.registry import load_solver, solver_entries
-from mallocgame.runner import run_solver
+from mallocgame.problem.model import FastInterval, Problem
 from tests.prefetch_tools import interval_sets, program
 
 UNIT = PRESETS["unit"]  # fast 10 B/s, slow 1 B/s, copies 1 B/s, 1 FLOP/s
@@ -248,7 +248,7 @@ PREFETCH_SOLVERS = [n for n in sorted(solver_entries()) if "prefetch" in getattr
 
 @pytest.mark.parametrize("name", PREFETCH_SOLVERS)
 def test_no_prefetch_solver_ends_below_msa_when_warm_started_from_it(name):
-    from mallocgame.solving import solve_with_warm_start
+    from mallocgame.engine.solving import solve_with_warm_start
 
     hw = PRESETS["tpuv4i"]
     problem = layered_network(80, seed=5, capacity_fraction=0.25).replace(mode="prefetch")
@@ -269,7 +269,7 @@ def test_lns_prefetch_starts_from_msa_and_never_ends_below_it():
 
 
 def test_a_map_only_solver_warm_starts_a_prefetch_solver_through_the_lift():
-    from mallocgame.solving import solve_with_warm_start
+    from mallocgame.engine.solving import solve_with_warm_start
 
     hw = PRESETS["tpuv4i"]
     problem = layered_network(60, seed=3, capacity_fraction=0.3).replace(mode="prefetch")
@@ -289,7 +289,7 @@ def test_served_marks_exactly_the_operands_of_the_intervals():
     from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
     from mallocgame.hardware.spec import PRESETS
     from mallocgame.inputs.generate import layered_network
-    from mallocgame.model import FastInterval
+    from mallocgame.problem.model import FastInterval
 
     p = layered_network(300, seed=2, capacity_fraction=0.25).replace(mode="prefetch")
     ev = PrefetchEvaluator(p, PRESETS["tpuv4i"])
@@ -368,8 +368,8 @@ def test_validator_at_once_agrees_with_the_rule_by_rule_loop(monkeypatch):
     import random
     import time
 
+    from mallocgame.algorithms.memory_space_assignment import msa_run
     from mallocgame.hardware import validator
-    from mallocgame.memory_space_assignment import msa_run
 
     rng = random.Random(4)
     checked = {True: 0, False: 0}

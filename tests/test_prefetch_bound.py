@@ -1,13 +1,13 @@
-"""The residency bound (mallocgame.prefetch_bound): valid against exhaustive search, tighter than the per-op bound."""
+"""The residency bound (mallocgame.bounds.prefetch_bound): valid against exhaustive search, tighter than the per-op bound."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from mallocgame.bounds import prefetch_upper_bound
+from mallocgame.bounds.bounds import prefetch_upper_bound
+from mallocgame.bounds.prefetch_bound import _brackets, residency_bound
 from mallocgame.hardware.spec import PRESETS
-from mallocgame.prefetch_bound import _brackets, residency_bound
 from tests.prefetch_tools import program
 from tests.test_prefetch import UNIT, _best_value
 
@@ -89,8 +89,8 @@ def test_info_computes_both_bounds_and_solve_and_the_api_report_the_tighter_one(
 
 
 def test_above_the_touch_limit_only_the_per_op_bound_is_reported(monkeypatch):
-    from mallocgame import prefetch_bound
-    from mallocgame.bounds import Bound
+    from mallocgame.bounds import prefetch_bound
+    from mallocgame.bounds.bounds import Bound
 
     problem, hw = _tiny(0)
     monkeypatch.setattr(prefetch_bound, "RESIDENCY_TOUCHES", 0)
@@ -99,7 +99,7 @@ def test_above_the_touch_limit_only_the_per_op_bound_is_reported(monkeypatch):
 
 
 def _lp_of(problem, hw):
-    from mallocgame.prefetch_bound import _build
+    from mallocgame.bounds.prefetch_bound import _build
 
     prog, lp = _build(problem, hw)
     return prog, lp.arrays()
@@ -109,7 +109,7 @@ def _lp_of(problem, hw):
 def test_any_multipliers_give_a_bound_no_lower_than_the_lp_optimum(seed):
     # Weak duality: the optimal duals, perturbed ones, random ones (of either sign: _lagrangian clips) and the
     # per-op start all give min-form values at most the LP's optimum, i.e. bounds at least its value.
-    from mallocgame.prefetch_bound import _highs, _highs_duals, _lagrangian, _per_op_duals
+    from mallocgame.bounds.prefetch_bound import _highs, _highs_duals, _lagrangian, _per_op_duals
 
     problem, hw = _tiny(seed)
     prog, a = _lp_of(problem, hw)
@@ -130,7 +130,7 @@ def test_any_multipliers_bound_a_random_lp():
     from scipy.optimize import linprog
     from scipy.sparse import csr_matrix
 
-    from mallocgame.prefetch_bound import _Arrays, _lagrangian
+    from mallocgame.bounds.prefetch_bound import _Arrays, _lagrangian
 
     rng = np.random.default_rng(7)
     for _ in range(20):
@@ -151,7 +151,7 @@ def test_any_multipliers_bound_a_random_lp():
 def test_the_lagrangian_refuses_an_unboxed_column():
     from scipy.sparse import csr_matrix
 
-    from mallocgame.prefetch_bound import _Arrays, _lagrangian
+    from mallocgame.bounds.prefetch_bound import _Arrays, _lagrangian
 
     a = _Arrays(csr_matrix(np.ones((1, 1))), np.ones(1), np.zeros(1, bool), np.zeros(1), np.full(1, np.inf),
                 np.ones(1), np.zeros(1, np.int8), np.zeros(1, np.int64), {})
@@ -162,7 +162,7 @@ def test_the_lagrangian_refuses_an_unboxed_column():
 def test_without_the_whole_lp_the_buffer_prices_still_bound_it(monkeypatch):
     # A medium program (150 layers) on the path large programs take (no whole LP, no MIP): a finite value,
     # at least the exact LP optimum, and no looser than the per-op bound.
-    from mallocgame import prefetch_bound
+    from mallocgame.bounds import prefetch_bound
     from mallocgame.inputs.load import load_problem
 
     problem = load_problem("example:layered150", mode="prefetch")

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 import mallocgame
-from mallocgame.bounds import map_upper_bound
+from mallocgame.bounds.bounds import map_upper_bound
+from mallocgame.formats.lift import lift_map_answer
 from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
 from mallocgame.hardware.validator import validate_intervals
 from mallocgame.inputs.load import load_problem
-from mallocgame.lift import lift_map_answer
 from tests.conftest import experiment_module
 
 

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from mallocgame._native import prefetch_holes
+from mallocgame.algorithms.placement import best_fit_offset
 from mallocgame.hardware.spec import PRESETS
 from mallocgame.inputs.generate import layered_network
-from mallocgame.placement import best_fit_offset
 from mallocgame.search.game import Game, GameConfig
 from mallocgame.search.game_order import free_holes
 

@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from mallocgame.units import format_percent
+from mallocgame.problem.units import format_percent
 from tests.conftest import DATA, ROOT, run_cli
 from tests.test_limit_kept import ENTRIES, STUBBORN
 from tests.test_plugins import make_distribution

@@ -9,7 +9,7 @@ validator judges, the evaluator scores), and:
 
 * an answer claimed (FEASIBLE / OPTIMAL) is valid; in map and prefetch mode there always is one
   (all-slow), and pack mode without a capacity always has one too;
-* a map or prefetch value never exceeds the bound of :mod:`mallocgame.bounds` (nor falls below
+* a map or prefetch value never exceeds the bound of :mod:`mallocgame.bounds.bounds` (nor falls below
   all-slow), and a pack peak never falls below the max live bytes;
 * a deterministic solver (one that declares ``greedy = True``: greedy-xla, best-fit, msa) gives
   the same answer twice with the same seed.
@@ -23,12 +23,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mallocgame.bounds import map_upper_bound, pack_lower_bound, prefetch_upper_bound
-from mallocgame.conformance import is_greedy
+from mallocgame.bounds.bounds import map_upper_bound, pack_lower_bound, prefetch_upper_bound
+from mallocgame.engine.conformance import is_greedy
+from mallocgame.engine.registry import load_solver, solver_entries
+from mallocgame.engine.runner import run_solver
 from mallocgame.hardware.spec import PRESETS
-from mallocgame.model import Buffer, Op, Operand, Problem, Status
-from mallocgame.registry import load_solver, solver_entries
-from mallocgame.runner import run_solver
+from mallocgame.problem.model import Buffer, Op, Operand, Problem, Status
 
 UNIT = PRESETS["unit"]
 TIME_LIMIT = 0.2

@@ -19,11 +19,11 @@ import pytest
 
 ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'mallocgame[ray]')")
 
-from mallocgame.comparison import CSV_COLUMNS, run_comparison  # noqa: E402
+from mallocgame.engine.comparison import CSV_COLUMNS, run_comparison  # noqa: E402
+from mallocgame.engine.protocol import LIMIT_GRACE  # noqa: E402
+from mallocgame.formats.io import atomic_write_text, problem_csv_text, write_workload_json  # noqa: E402
 from mallocgame.inputs.generate import layered_network, random_intervals  # noqa: E402
-from mallocgame.interrupts import Interrupted  # noqa: E402
-from mallocgame.io import atomic_write_text, problem_csv_text, write_workload_json  # noqa: E402
-from mallocgame.protocol import LIMIT_GRACE  # noqa: E402
+from mallocgame.runtime.interrupts import Interrupted  # noqa: E402
 from tests.conftest import ROOT, run_cli  # noqa: E402
 from tests.test_plugins import make_distribution  # noqa: E402
 
@@ -67,7 +67,7 @@ PLUGIN = textwrap.dedent('''
 
         def solve(self, request):
             import numpy as np
-            from mallocgame.incumbents import offer
+            from mallocgame.runtime.incumbents import offer
             offer(value=0.0, offsets=np.full(request.problem.n, -1, np.int64), source="all-slow")
             while True:
                 time.sleep(0.05)

@@ -11,7 +11,7 @@ import pytest
 
 from mallocgame.hardware.spec import PRESETS
 from mallocgame.inputs.generate import layered_network, random_intervals
-from mallocgame.intervals import max_live
+from mallocgame.problem.intervals import max_live
 
 
 def _problem(kind: str, n: int = 40, seed: int = 2):
@@ -23,9 +23,9 @@ def _problem(kind: str, n: int = 40, seed: int = 2):
 
 @pytest.mark.parametrize("kind", ["intervals", "layered"])
 def test_relaxation_set_is_the_bound_relaxations_choice_and_fits_the_capacity(kind):
-    from mallocgame.bounds import no_fragmentation_relaxation
+    from mallocgame.bounds.bounds import no_fragmentation_relaxation
     from mallocgame.hardware.evaluator import Evaluator
-    from mallocgame.intervals import live_profile
+    from mallocgame.problem.intervals import live_profile
     from mallocgame.search.game_data import GameData
     from mallocgame.search.muzero.encoder import RELAX_GAP, relaxation_set
 
@@ -73,7 +73,7 @@ def test_relaxation_prior_and_features_follow_the_set(kind):
 
 
 def test_solver_relaxation_prior_is_valid_deterministic_and_map_mode_only():
-    from mallocgame.runner import run_solver
+    from mallocgame.engine.runner import run_solver
 
     problem, hw = _problem("layered", n=60, seed=7)
     runs = [run_solver("muzero", problem, hw, time_limit=30, seed=3, options={"prior": "relaxation", "simulations": 4})
@@ -88,8 +88,8 @@ def test_solver_relaxation_prior_is_valid_deterministic_and_map_mode_only():
 
 @pytest.mark.parametrize("prior", ["relaxation", "network", "network-relaxation-mean"])
 def test_no_relaxation_set_in_time_plays_the_uniform_prior(monkeypatch, prior):
-    import mallocgame.bounds as bounds
-    from mallocgame.runner import run_solver
+    import mallocgame.bounds.bounds as bounds
+    from mallocgame.engine.runner import run_solver
 
     def nothing_found(problem, ev, candidates, **kwargs):
         return bounds.Relaxation(float(ev.benefits[candidates].sum()), "trivial", np.zeros(problem.n, bool), 0.0)
@@ -141,7 +141,7 @@ def test_blended_prior_joins_the_network_and_the_relaxation(how):
 
 @pytest.mark.parametrize("prior", ["network-relaxation-mean", "network-relaxation-product"])
 def test_solver_blended_prior_reads_the_network_is_valid_and_deterministic(prior):
-    from mallocgame.runner import run_solver
+    from mallocgame.engine.runner import run_solver
 
     problem, hw = _problem("layered", n=60, seed=7)
     runs = [run_solver("muzero", problem, hw, time_limit=30, seed=3, options={"prior": prior, "simulations": 4})

@@ -10,13 +10,13 @@ from dataclasses import dataclass
 import pytest
 
 import mallocgame
-from mallocgame.budget import SAFETY, Budget
+from mallocgame.engine.protocol import Solver, contract_error
+from mallocgame.engine.registry import load_solver, solver_entries
+from mallocgame.engine.request import Options, SolveRequest, check_options_class, option
+from mallocgame.engine.session import session_for
 from mallocgame.inputs.load import load_problem
-from mallocgame.model import InputError
-from mallocgame.protocol import Solver, contract_error
-from mallocgame.registry import load_solver, solver_entries
-from mallocgame.request import Options, SolveRequest, check_options_class, option
-from mallocgame.session import session_for
+from mallocgame.problem.model import InputError
+from mallocgame.runtime.budget import SAFETY, Budget
 from tests.conftest import DATA, run_cli
 from tests.test_plugins import make_distribution
 
@@ -213,8 +213,8 @@ def test_a_bad_solver_option_value_is_one_line_exit_2():
 
 OLD_STYLE = '''
 """A solver on the contract before the request (refused)."""
-from mallocgame.model import Solution, Status
-from mallocgame.protocol import Solver
+from mallocgame.problem.model import Solution, Status
+from mallocgame.engine.protocol import Solver
 
 
 class OldStyle(Solver):
@@ -229,9 +229,9 @@ UNDOCUMENTED = '''
 """A solver whose Options has a field without a doc (refused)."""
 from dataclasses import dataclass
 
-from mallocgame.model import Solution, Status
-from mallocgame.protocol import Solver
-from mallocgame.request import Options
+from mallocgame.problem.model import Solution, Status
+from mallocgame.engine.protocol import Solver
+from mallocgame.engine.request import Options
 
 
 @dataclass(frozen=True)
@@ -313,8 +313,8 @@ class _Recorder(Solver):
 
 
 def test_run_solver_hands_the_callers_budget_and_facts_to_the_solver(monkeypatch):
-    from mallocgame import runner
-    from mallocgame.session import Session
+    from mallocgame.engine import runner
+    from mallocgame.engine.session import Session
 
     monkeypatch.setattr(runner, "load_solver", lambda name: _Recorder())
     _Recorder.seen.clear()
@@ -332,7 +332,7 @@ def test_run_solver_hands_the_callers_budget_and_facts_to_the_solver(monkeypatch
 
 
 def test_a_request_refuses_the_facts_of_another_problem():
-    from mallocgame.session import Session
+    from mallocgame.engine.session import Session
 
     p = load_problem("example:layered150")
     q = p.replace(name="other")
@@ -344,8 +344,8 @@ def test_a_request_refuses_the_facts_of_another_problem():
 def test_the_solve_path_hands_one_budget_and_the_facts_down_to_the_solver_and_warm_start(monkeypatch):
     """solve_with_warm_start: the warm start gets WARM_START_SHARE of the budget, the solver the rest, both within
     it, both with the caller's facts (a pool's run and the CLI's child hand theirs)."""
-    from mallocgame import runner, solving
-    from mallocgame.session import Session
+    from mallocgame.engine import runner, solving
+    from mallocgame.engine.session import Session
 
     monkeypatch.setattr(runner, "load_solver", lambda name: _Recorder())
     monkeypatch.setattr(solving, "solver_modes", lambda entry: frozenset({"map", "pack", "prefetch"}))

@@ -8,16 +8,16 @@ import random
 import numpy as np
 import pytest
 
-from mallocgame.aliasing import merge_inplace
+from mallocgame.algorithms.scheduling import reorder, schedule
+from mallocgame.algorithms.scheduling.base import Context, Graph, PeakObjective
+from mallocgame.algorithms.scheduling.dp import dp_order
+from mallocgame.algorithms.scheduling.list import ListScheduler
+from mallocgame.formats.io import parse_workload, workload_dict, write_workload_json
 from mallocgame.hardware.validator import validate_schedule
 from mallocgame.importers._common import WorkloadBuilder
 from mallocgame.importers.hlo import parse_hlo_text
-from mallocgame.io import parse_workload, workload_dict, write_workload_json
-from mallocgame.model import Buffer, InputError, Op, Operand, Problem
-from mallocgame.scheduling import reorder, schedule
-from mallocgame.scheduling.base import Context, Graph, PeakObjective
-from mallocgame.scheduling.dp import dp_order
-from mallocgame.scheduling.list import ListScheduler
+from mallocgame.problem.aliasing import merge_inplace
+from mallocgame.problem.model import Buffer, InputError, Op, Operand, Problem
 from tests.conftest import run_cli
 
 
@@ -100,7 +100,7 @@ def test_every_scheduler_respects_dependencies(name):
 
 
 def max_live_of(problem: Problem) -> int:
-    from mallocgame.intervals import max_live
+    from mallocgame.problem.intervals import max_live
 
     return max_live(problem)
 
@@ -279,7 +279,7 @@ def test_schedule_cli_contract(workload, tmp_path):
     out2 = tmp_path / "again.json"
     assert run_cli(*args[:3], str(out2), *args[4:]).returncode == 0
     assert out2.read_text() == out.read_text()
-    from mallocgame.io import load_problem
+    from mallocgame.formats.io import load_problem
 
     assert validate_schedule(load_problem(out), load_problem(workload)) is None
 

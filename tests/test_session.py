@@ -1,4 +1,4 @@
-"""The solve session (mallocgame.session): derived facts built once per process, baselines, forks, hints across modes."""
+"""The solve session (mallocgame.engine.session): derived facts built once per process, baselines, forks, hints across modes."""
 
 from __future__ import annotations
 
@@ -8,16 +8,16 @@ import numpy as np
 import pytest
 
 import mallocgame
-from mallocgame.forking import call_in_child
+from mallocgame.algorithms.memory_space_assignment import msa_run
+from mallocgame.algorithms.placement import greedy_place, xla_order
+from mallocgame.engine.runner import run_solver
+from mallocgame.engine.session import BASELINES, LONG_OVERLAP_RATIO, MSA_VARIANTS, session_for
+from mallocgame.formats.lift import lift_map_answer
 from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
 from mallocgame.hardware.spec import PRESETS
 from mallocgame.inputs.generate import layered_network, random_intervals
-from mallocgame.lift import lift_map_answer
-from mallocgame.memory_space_assignment import msa_run
-from mallocgame.model import Problem, derived_facts, offsets_array
-from mallocgame.placement import greedy_place, xla_order
-from mallocgame.runner import run_solver
-from mallocgame.session import BASELINES, LONG_OVERLAP_RATIO, MSA_VARIANTS, session_for
+from mallocgame.problem.model import Problem, derived_facts, offsets_array
+from mallocgame.runtime.forking import call_in_child
 from tests.conftest import run_cli
 
 HW = PRESETS["tpuv4i"]
@@ -39,8 +39,8 @@ def test_one_session_per_problem_and_hardware_and_nothing_in_the_problem():
 
 
 def test_nothing_is_written_into_the_problem_by_any_owner_of_a_fact():
-    from mallocgame import bound_cache
-    from mallocgame.runner import run_solver
+    from mallocgame.bounds import bound_cache
+    from mallocgame.engine.runner import run_solver
     from mallocgame.search.game_prefetch import PrefetchData
 
     p = layered_network(80, seed=4).replace(mode="prefetch")
@@ -62,8 +62,8 @@ def test_the_facts_go_with_their_problem(mode):
     import gc
     import weakref
 
-    from mallocgame import model
-    from mallocgame.runner import run_solver
+    from mallocgame.engine.runner import run_solver
+    from mallocgame.problem import model
 
     p = layered_network(50, seed=1).replace(mode=mode)
     ref, key = weakref.ref(p), id(p)
@@ -80,7 +80,7 @@ def test_the_facts_go_with_their_problem(mode):
 def test_the_session_holds_the_interference_graph_and_its_conflicts():
     import networkx as nx
 
-    from mallocgame.graph import CliquePath, GraphConflicts
+    from mallocgame.problem.graph import CliquePath, GraphConflicts
 
     p = layered_network(60, seed=2)
     s = session_for(p, HW)
@@ -122,7 +122,7 @@ def test_the_baselines_are_the_algorithms_answers():
 
 
 def test_the_pack_baseline_is_best_fit_and_pack_start():
-    from mallocgame.placement import pack_start
+    from mallocgame.algorithms.placement import pack_start
 
     p = random_intervals(200, seed=4).replace(mode="pack", capacity=None)
     b = session_for(p, None).baseline("best-fit")
@@ -160,7 +160,7 @@ def test_cpsat_at_a_short_limit_keeps_the_greedy_answer():
 
 def test_portfolio_stops_at_the_bound():
     """A pack answer at max live is optimal: the portfolio ends then and says OPTIMAL (issue 19)."""
-    from mallocgame.model import Buffer
+    from mallocgame.problem.model import Buffer
 
     p = Problem("chain", tuple(Buffer(f"b{i}", 8 + i, i, i + 1) for i in range(30)), mode="pack")
     t0 = time.monotonic()

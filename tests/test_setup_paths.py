@@ -9,14 +9,14 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mallocgame import intervals
+from mallocgame.algorithms.placement import xla_order
 from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.hardware.spec import PRESETS
 from mallocgame.inputs.generate import layered_network
 from mallocgame.inputs.suites import suite_entries
-from mallocgame.intervals import OverlapIndex
-from mallocgame.model import Buffer, Problem, offsets_tuple
-from mallocgame.placement import xla_order
+from mallocgame.problem import intervals
+from mallocgame.problem.intervals import OverlapIndex
+from mallocgame.problem.model import Buffer, Problem, offsets_tuple
 
 HW = PRESETS["tpuv4i"]
 

@@ -13,13 +13,13 @@ import json
 import numpy as np
 import pytest
 
-from mallocgame import io as mio
-from mallocgame.bounds import no_fragmentation_relaxation
+from mallocgame.bounds.bounds import no_fragmentation_relaxation
+from mallocgame.formats import io as mio
 from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.hardware.spec import PRESETS
 from mallocgame.inputs.generate import layered_network
-from mallocgame.intervals import maximal_live_csr, maximal_live_sets
-from mallocgame.model import InputError
+from mallocgame.problem.intervals import maximal_live_csr, maximal_live_sets
+from mallocgame.problem.model import InputError
 
 
 def _slow(monkeypatch, path, data):
@@ -97,7 +97,7 @@ def test_maximal_live_csr_matches_brute_force():
 
 def test_relaxation_without_binding_rows_is_all_fast():
     """Capacity above max live: no clique row binds, the closed form gives all-slow minus all-fast time."""
-    from mallocgame.intervals import max_live
+    from mallocgame.problem.intervals import max_live
 
     hw = PRESETS["tpuv4i"]
     problem = layered_network(400, seed=3)
@@ -144,11 +144,11 @@ def test_game_fast_paths_match_the_mask(variant, mode):
 
 def test_critical_window_bound_is_a_valid_lower_bound():
     """Between max live and the peak of a validated packing, on random instances and a real-trace-like one."""
-    from mallocgame.bounds import critical_window_bound, pack_lower_bound
+    from mallocgame.bounds.bounds import critical_window_bound, pack_lower_bound
+    from mallocgame.engine.runner import run_solver
     from mallocgame.hardware.validator import peak, validate
     from mallocgame.inputs.generate import random_intervals
-    from mallocgame.intervals import max_live
-    from mallocgame.runner import run_solver
+    from mallocgame.problem.intervals import max_live
 
     for seed in range(3):
         problem = random_intervals(60, seed=seed).replace(mode="pack", capacity=None)
@@ -178,8 +178,8 @@ def test_info_prints_the_lower_bound(tmp_path):
 def test_validator_fast_check_agrees_with_the_sweep():
     """validate (column-wise check first) gives exactly the loop-and-sweep verdict on valid and broken answers."""
     import mallocgame.hardware.validator as hv
+    from mallocgame.engine.runner import run_solver
     from mallocgame.inputs.generate import random_intervals
-    from mallocgame.runner import run_solver
 
     rng = np.random.default_rng(0)
     for seed in range(4):
@@ -212,8 +212,8 @@ def _loop_and_sweep(problem, offsets):
 @pytest.mark.parametrize("hw_name", ["tpuv4i", "unit"])
 def test_relaxation_with_unconstrained_candidates_fixed_is_the_same(monkeypatch, hw_name):
     """Fixing the candidates of no binding row fast (bounds.REDUCE_FROM) leaves the relaxation's value unchanged."""
-    import mallocgame.bounds as mb
-    from mallocgame.intervals import max_live, maximal_live_sets
+    import mallocgame.bounds.bounds as mb
+    from mallocgame.problem.intervals import max_live, maximal_live_sets
 
     hw = PRESETS[hw_name]
     problem = layered_network(600, seed=5)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from mallocgame.engine.runner import run_solver
 from mallocgame.hardware.spec import PRESETS
 from mallocgame.inputs.generate import layered_network
-from mallocgame.model import InputError
-from mallocgame.runner import run_solver
+from mallocgame.problem.model import InputError
 from mallocgame.search.game import Game, GameConfig
 from mallocgame.search.muzero.guide import uniform_prior
 from mallocgame.search.uct import GUIDED_RULES, MCTSConfig, Node, UCTSearch

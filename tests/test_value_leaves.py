@@ -7,10 +7,10 @@ import math
 import numpy as np
 import pytest
 
+from mallocgame.engine.runner import run_solver
 from mallocgame.hardware.spec import PRESETS
 from mallocgame.inputs.generate import layered_network
-from mallocgame.model import InputError
-from mallocgame.runner import run_solver
+from mallocgame.problem.model import InputError
 from mallocgame.search.game import Game, GameConfig
 from mallocgame.search.muzero.value import reference_value, value_target
 from mallocgame.search.uct import Episode, MCTSConfig, Node, UCTSearch, greedy_profile

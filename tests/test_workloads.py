@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from mallocgame.formats.io import parse_workload, workload_dict
 from mallocgame.hardware.spec import PRESETS
 from mallocgame.inputs import workloads as w
 from mallocgame.inputs.suites import SUITES, benchmarks_dir, resolve_inputs, suite_entries
-from mallocgame.intervals import max_live
-from mallocgame.io import parse_workload, workload_dict
-from mallocgame.model import InputError
-from mallocgame.units import format_bytes
+from mallocgame.problem.intervals import max_live
+from mallocgame.problem.model import InputError
+from mallocgame.problem.units import format_bytes
 from tests.conftest import needs_benchmarks, run_cli
 
 
@@ -158,8 +158,8 @@ def test_a_folder_is_its_problem_files(tmp_path):
     # `mallocgame compare DIR`: the folder's .csv / .json files (gzipped too), by name; nothing else in it
     import gzip
 
+    from mallocgame.formats.io import problem_csv_text
     from mallocgame.inputs.generate import layered_network
-    from mallocgame.io import problem_csv_text
 
     p = layered_network(30, seed=0)
     (tmp_path / "b.64.csv").write_text(problem_csv_text(p))

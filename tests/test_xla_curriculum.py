@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from mallocgame.io import workload_text
+from mallocgame.formats.io import workload_text
 from mallocgame.search.muzero import problems
 from mallocgame.search.muzero.problems import TRAIN_SEED_BASE, Recipe, build, torch_architecture, xla_architecture
 

@@ -13,8 +13,8 @@ import sys
 import pytest
 
 from mallocgame.inputs.suites import XLA_CAPACITY_FRACTION, _xla_dir, read_hlo_file, resolve_inputs, suite_entries
-from mallocgame.intervals import max_live
-from mallocgame.model import InputError
+from mallocgame.problem.intervals import max_live
+from mallocgame.problem.model import InputError
 
 SMALL = ("mixer-s16-b8", "gpt2-tiny-train-adam", "vit-s16-b8")
 
@@ -47,8 +47,8 @@ def test_small_entries_build(name):
 
 
 def test_gzipped_file_reads_as_its_text(tmp_path):
-    from mallocgame.aliasing import merge_inplace
     from mallocgame.importers.hlo import parse_hlo_text
+    from mallocgame.problem.aliasing import merge_inplace
 
     path = _xla_dir() / "gpt2-medium-decode-kv.hlo.txt.gz"
     text = gzip.decompress(path.read_bytes()).decode()

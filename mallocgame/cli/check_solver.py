@@ -4,7 +4,7 @@ One line per check (``ok NAME (0.3 s)`` or ``FAIL NAME: reason``) as it finishes
 summary line; ``--json`` prints one JSON document instead. Exit 0 when every check
 passes, 1 when any fails, 2 (one line on stderr) for an unknown solver, a plugin that
 fails to load, or bad options. Needs neither the source tree nor pytest: the suite is
-:mod:`mallocgame.conformance`, with generated problems.
+:mod:`mallocgame.engine.conformance`, with generated problems.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ import time
 
 import click
 
-from mallocgame import conformance
 from mallocgame.cli.common import EXIT_BAD_INPUT, EXIT_NO_SOLUTION, EXIT_OK, SECONDS, fail
-from mallocgame.registry import SolverLoadError
-from mallocgame.suggest import did_you_mean
-from mallocgame.units import format_seconds
+from mallocgame.engine import conformance
+from mallocgame.engine.registry import SolverLoadError
+from mallocgame.problem.suggest import did_you_mean
+from mallocgame.problem.units import format_seconds
 
 
 @click.command("check-solver")

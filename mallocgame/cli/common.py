@@ -26,26 +26,26 @@ from typing import Any, Iterable, Sequence
 
 import click
 
-from mallocgame import bound_cache
+from mallocgame.bounds import bound_cache
 from mallocgame.cli.exits import EXIT_BAD_INPUT, EXIT_NO_SOLUTION, EXIT_OK, fail  # noqa: F401  (the commands import them from here)
+from mallocgame.engine.protocol import MAX_SEED, MAX_TIME_LIMIT, bad_time_limit, options_of
+from mallocgame.engine.solving import read_answer_file
+from mallocgame.formats.io import atomic_write_text
+from mallocgame.formats.lift import lift_map_answer
 from mallocgame.hardware.validator import validate_schedule
 from mallocgame.inputs.load import capacity_warning as capacity_warning_text
 from mallocgame.inputs.load import prepare, read_problem
-from mallocgame.io import atomic_write_text
-from mallocgame.lift import lift_map_answer
-from mallocgame.model import InputError, Problem
-from mallocgame.protocol import MAX_SEED, MAX_TIME_LIMIT, bad_time_limit, options_of
+from mallocgame.problem.model import InputError, Problem
+from mallocgame.problem.suggest import did_you_mean
+from mallocgame.problem.units import decimal_units_note, parse_bytes
 from mallocgame.search.muzero.torchless import load_agent_network
-from mallocgame.solving import read_answer_file
-from mallocgame.suggest import did_you_mean
-from mallocgame.units import decimal_units_note, parse_bytes
 
 STDOUT = "-"
 
 
 class Seconds(click.ParamType):
     """A time limit: a positive, finite number of seconds, at most
-    :data:`mallocgame.protocol.MAX_TIME_LIMIT` (``nan``, ``inf`` and ``3e6`` are refused)."""
+    :data:`mallocgame.engine.protocol.MAX_TIME_LIMIT` (``nan``, ``inf`` and ``3e6`` are refused)."""
 
     name = "seconds"
 
@@ -99,7 +99,7 @@ def _no_cache(ctx, param, value) -> None:
 
 
 def no_cache_option(func):
-    """``--no-cache``: neither read nor write the bound cache (:mod:`mallocgame.bound_cache`)."""
+    """``--no-cache``: neither read nor write the bound cache (:mod:`mallocgame.bounds.bound_cache`)."""
     return click.option("--no-cache", is_flag=True, expose_value=False, is_eager=True, callback=_no_cache,
                         help="Neither read nor write the bound cache ($MALLOCGAME_CACHE_DIR, "
                              "default ~/.cache/mallocgame).")(func)
@@ -159,7 +159,7 @@ def check_own_order(problem: Problem, path: str) -> None:
 def load_answer(problem_path: str, solution_path: str, *, mode: str | None, capacity: str | None,
                 capacity_fraction: str | None, hardware: str | None):
     """PROBLEM prepared as :func:`load_prepared` does, and SOLUTION read for its mode: fast intervals
-    (prefetch mode; a map solution CSV is lifted, :func:`mallocgame.lift.lift_map_answer`, and a note
+    (prefetch mode; a map solution CSV is lifted, :func:`mallocgame.formats.lift.lift_map_answer`, and a note
     says so on stderr) or offsets. Returns ``(problem, spec, answer)``; bad input exits 2 with one line."""
     try:
         problem, spec = load_prepared(problem_path, mode=mode, capacity=capacity,
@@ -171,7 +171,7 @@ def load_answer(problem_path: str, solution_path: str, *, mode: str | None, capa
         return problem, spec, offsets
     if intervals is None:
         intervals = lift_map_answer(problem, offsets)
-        click.echo(f"note: {solution_path}: a map solution, lifted to prefetch mode (mallocgame.lift)", err=True)
+        click.echo(f"note: {solution_path}: a map solution, lifted to prefetch mode (mallocgame.formats.lift)", err=True)
     return problem, spec, list(intervals)
 
 

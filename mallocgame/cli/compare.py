@@ -1,4 +1,4 @@
-"""``mallocgame compare``: the command around :mod:`mallocgame.comparison` (printing, files, pictures).
+"""``mallocgame compare``: the command around :mod:`mallocgame.engine.comparison` (printing, files, pictures).
 
 stdout gets the table and the per-solver summary, or with ``-o -`` only the CSV (the table
 then goes to stderr). Progress goes to stderr: a bar when stderr is a terminal, else one
@@ -39,21 +39,21 @@ from mallocgame.cli.common import (
     write_file,
     write_text,
 )
-from mallocgame.comparison import (
+from mallocgame.engine.comparison import (
     _csv_text,
     json_document,
     run_comparison,
     summary_text,
     table_text,
 )
+from mallocgame.engine.protocol import option_kinds, parse_solver_options, split_option
+from mallocgame.engine.registry import SolverLoadError, load_solver, solver_entries
+from mallocgame.formats.io import OutputBusy, exclusive_output, output_folder
 from mallocgame.inputs.load import capacity_warning
-from mallocgame.interrupts import Interrupted, ignore_signals, raise_on_signals
-from mallocgame.io import OutputBusy, exclusive_output, output_folder
-from mallocgame.model import InputError
 from mallocgame.plots import plot_allocations, plot_anytime, plot_pack_gaps, plot_speedups, safe_name
-from mallocgame.protocol import option_kinds, parse_solver_options, split_option
-from mallocgame.registry import SolverLoadError, load_solver, solver_entries
-from mallocgame.units import distinct, format_bytes, format_number, format_seconds
+from mallocgame.problem.model import InputError
+from mallocgame.problem.units import distinct, format_bytes, format_number, format_seconds
+from mallocgame.runtime.interrupts import Interrupted, ignore_signals, raise_on_signals
 
 
 @click.command("compare")
@@ -199,13 +199,13 @@ def _check_outputs(outs: _Outputs, *, resume: bool, address: str | None, executo
 def _report(result, stop, outs: _Outputs, *, resume: bool, time_limit: float, jobs: int, executor: str) -> None:
     """Write the JSON, print the table, the summary and the last line, draw; exit with the comparison's code.
 
-    ``stop``: the :class:`mallocgame.interrupts.Interrupted` that cut the comparison short, or ``None``.
+    ``stop``: the :class:`mallocgame.runtime.interrupts.Interrupted` that cut the comparison short, or ``None``.
     """
     inputs, rows, solvers, wall = result.inputs, result.rows, result.solvers, result.wall_seconds
     for inp in inputs:
         warn(capacity_warning(inp.problem))
     # The files first: one that cannot be written is said before the table, which still follows.
-    # The CSV itself was written row by row as the runs finished (mallocgame.comparison.ResultsFile).
+    # The CSV itself was written row by row as the runs finished (mallocgame.engine.comparison.ResultsFile).
     csv_text = _csv_text(result.records()) if outs.to_stdout else ""
     unwritten = _write_json(result, outs, resume=resume)
     if rows:
@@ -254,7 +254,7 @@ def _write_json(result, outs: _Outputs, *, resume: bool) -> list[str]:
 
 
 def results_document(inputs, rows, settings: dict[str, Any], carried: dict | None = None) -> dict[str, Any]:
-    """The results JSON: :func:`mallocgame.comparison.json_document` with the tool version, a UTC
+    """The results JSON: :func:`mallocgame.engine.comparison.json_document` with the tool version, a UTC
     timestamp, and each answer's offsets keyed by buffer id (``{"b7": 1024, "b9": null}``).
 
     A row kept by ``--resume`` takes its record from the previous JSON (``carried``, by

@@ -18,11 +18,11 @@ import click
 
 from mallocgame.cli.common import SECONDS, SEED, check_output, fail
 from mallocgame.cli.progress import status
+from mallocgame.engine.registry import solver_entries, solver_modes
+from mallocgame.formats.io import atomic_output
 from mallocgame.importers.torch_export import export_module, load_spec, parse_shape
 from mallocgame.integrations.executorch import _executorch, arena_sizes, planner, to_executorch
-from mallocgame.io import atomic_output
-from mallocgame.model import InputError
-from mallocgame.registry import solver_entries, solver_modes
+from mallocgame.problem.model import InputError
 
 
 @click.command("executorch")

@@ -25,13 +25,13 @@ import click
 
 from mallocgame.cli.common import check_output, is_stdout, write_text
 from mallocgame.cli.progress import status
+from mallocgame.formats.io import workload_text
 from mallocgame.importers._common import summarize
 from mallocgame.importers.hlo import LOOP_STATES, import_hlo
 from mallocgame.importers.jax_program import load_jax
 from mallocgame.importers.matmul import import_matmul
 from mallocgame.importers.torch_export import import_torch
-from mallocgame.io import workload_text
-from mallocgame.model import InputError, Problem
+from mallocgame.problem.model import InputError, Problem
 
 
 def _finish(build: Callable[[], Problem], out: str) -> None:

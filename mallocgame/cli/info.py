@@ -1,7 +1,7 @@
 """``mallocgame info PROBLEM``: size, horizon, components, largest clique, max live bytes and the bound of a problem.
 
 The components and the largest clique are read from the interference graph: the networkx graph up to
-:data:`mallocgame.graph.GRAPH_EDGES` edges, its clique path above (:func:`mallocgame.graph.conflicts`).
+:data:`mallocgame.problem.graph.GRAPH_EDGES` edges, its clique path above (:func:`mallocgame.problem.graph.conflicts`).
 
 Attached lazily to the CLI (``LAZY_COMMANDS`` in :mod:`mallocgame.cli.main`).
 """
@@ -13,8 +13,8 @@ from typing import Any
 
 import click
 
-from mallocgame import bound_cache
-from mallocgame.bounds import MAP_BOUND_SECONDS, critical_window_bound
+from mallocgame.bounds import bound_cache
+from mallocgame.bounds.bounds import MAP_BOUND_SECONDS, critical_window_bound
 from mallocgame.cli.common import (
     SECONDS,
     capacity_warning,
@@ -26,14 +26,14 @@ from mallocgame.cli.common import (
     stamp,
 )
 from mallocgame.cli.progress import status
-from mallocgame.graph import GRAPH_EDGES
-from mallocgame.graph import conflicts as problem_conflicts
+from mallocgame.engine.runner import problem_bound
 from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.inputs.load import oversized
-from mallocgame.intervals import max_live
-from mallocgame.model import InputError, Problem
-from mallocgame.runner import problem_bound
-from mallocgame.units import distinct, format_bytes, format_number, format_seconds
+from mallocgame.problem.graph import GRAPH_EDGES
+from mallocgame.problem.graph import conflicts as problem_conflicts
+from mallocgame.problem.intervals import max_live
+from mallocgame.problem.model import InputError, Problem
+from mallocgame.problem.units import distinct, format_bytes, format_number, format_seconds
 
 # Seconds the expensive bound may take in `info`, before it answers, by mode (the no-fragmentation
 # relaxation, the residency bound); computed once per problem, then read from the bound cache.
@@ -81,7 +81,7 @@ def _info_facts(problem: Problem, spec, bound_time: float = 0.0) -> dict[str, An
         lower = live, "max live"
         if too_big:
             pass  # no placement exists: the critical-window bound has nothing to pack
-        elif bound_time > 0:  # mallocgame.bounds.critical_window_bound: the critical moments packed by CP-SAT
+        elif bound_time > 0:  # mallocgame.bounds.bounds.critical_window_bound: the critical moments packed by CP-SAT
             b = critical_window_bound(problem, time_limit=bound_time)
             if b.kind == "window":
                 bound_cache.store(problem, spec, b)  # solve and compare report it from now on

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 import click
 
 from mallocgame.cli.exits import EXIT_NO_SOLUTION, fail
-from mallocgame.interrupts import interrupted, raise_on_signals
-from mallocgame.model import InputError
-from mallocgame.suggest import did_you_mean
+from mallocgame.problem.model import InputError
+from mallocgame.problem.suggest import did_you_mean
+from mallocgame.runtime.interrupts import interrupted, raise_on_signals
 
 
 @dataclass(frozen=True)

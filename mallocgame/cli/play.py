@@ -24,11 +24,11 @@ from mallocgame.cli.common import (
     problem_options,
     write_text,
 )
+from mallocgame.formats.io import intervals_csv_text, problem_csv_text
 from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
 from mallocgame.hardware.validator import validate, validate_intervals
-from mallocgame.io import intervals_csv_text, problem_csv_text
-from mallocgame.model import InputError, offsets_tuple
+from mallocgame.problem.model import InputError, offsets_tuple
 from mallocgame.search.game import Game, GameConfig
 
 

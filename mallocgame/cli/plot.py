@@ -5,9 +5,9 @@ from __future__ import annotations
 import click
 
 from mallocgame.cli.common import STDOUT, capacity_options, capacity_warning, check_output, fail, load_answer
+from mallocgame.engine.verdict import judge
 from mallocgame.plots import plot_intervals, plot_solution
-from mallocgame.units import format_bytes, format_seconds
-from mallocgame.verdict import judge
+from mallocgame.problem.units import format_bytes, format_seconds
 
 
 @click.command("plot")

@@ -19,7 +19,7 @@ from typing import Any
 import click
 from tqdm import tqdm
 
-from mallocgame.units import distinct, format_bytes, format_percent, format_seconds
+from mallocgame.problem.units import distinct, format_bytes, format_percent, format_seconds
 
 REFRESH = 0.25  # seconds between two redraws of the status line (its elapsed time moves on its own)
 
@@ -112,7 +112,7 @@ def elapsed(seconds: float) -> str:
 class SolveProgress:
     """What ``solve`` shows while its solver runs: ``--log`` lines, or a status line on a terminal, or nothing.
 
-    :meth:`improved` takes each :class:`~mallocgame.incumbents.Improvement` the solving child sends,
+    :meth:`improved` takes each :class:`~mallocgame.runtime.incumbents.Improvement` the solving child sends,
     :meth:`bound` the problem's bound once known (for the gap).
     """
 
@@ -148,7 +148,7 @@ class SolveProgress:
         return max(0.0, (b - v) / b) if self.mode != "pack" else (v - b) / b
 
     def _objective_bound_gap(self) -> str:
-        """``objective=... bound=... gap=...`` in a person's units (`mallocgame.units`): bytes in pack mode,
+        """``objective=... bound=... gap=...`` in a person's units (`mallocgame.problem.units`): bytes in pack mode,
         else seconds; the two numbers never print alike when they differ."""
         fmt = format_bytes if self.mode == "pack" else format_seconds
         # the answer before it in the list too: two better answers in a row never print alike

@@ -12,6 +12,7 @@ from typing import Any
 
 import click
 
+from mallocgame.algorithms.scheduling import reorder, schedule
 from mallocgame.cli.common import (
     SECONDS,
     SEED,
@@ -26,13 +27,12 @@ from mallocgame.cli.common import (
     write_file,
     write_text,
 )
+from mallocgame.formats.io import parse_workload, workload_text
 from mallocgame.hardware.validator import validate, validate_intervals, validate_schedule
 from mallocgame.inputs.load import prepare, read_problem
-from mallocgame.intervals import max_live
-from mallocgame.io import parse_workload, workload_text
-from mallocgame.model import InputError
-from mallocgame.scheduling import reorder, schedule
-from mallocgame.units import distinct, format_bytes, format_number, format_seconds
+from mallocgame.problem.intervals import max_live
+from mallocgame.problem.model import InputError
+from mallocgame.problem.units import distinct, format_bytes, format_number, format_seconds
 
 
 def _raw(problem_path: str):

@@ -40,22 +40,22 @@ from mallocgame.cli.common import (
 )
 from mallocgame.cli.progress import SolveProgress
 from mallocgame.cli.schedule import reschedule_outputs
+from mallocgame.engine.protocol import option_kinds, parse_solver_options, split_option
+from mallocgame.engine.registry import SolverLoadError, implied_mode, load_solver, solver_entries, solver_entry
+from mallocgame.engine.runner import UnsupportedMode
+from mallocgame.engine.solving import check_request, solve_beside_bound
+from mallocgame.formats.io import intervals_csv_text, problem_csv_text
 from mallocgame.hybrid.reschedule import reschedule_beside_limit
-from mallocgame.io import intervals_csv_text, problem_csv_text
-from mallocgame.model import InputError, Problem
-from mallocgame.protocol import option_kinds, parse_solver_options, split_option
-from mallocgame.registry import SolverLoadError, implied_mode, load_solver, solver_entries, solver_entry
-from mallocgame.runner import UnsupportedMode
-from mallocgame.solving import check_request, solve_beside_bound
-from mallocgame.suggest import did_you_mean
+from mallocgame.problem.model import InputError, Problem
+from mallocgame.problem.suggest import did_you_mean
 
 
 def _check_hint(problem: Problem, hint_path: str, time_limit: float):
-    """The request checked by the core (:func:`mallocgame.solving.check_request`): the ``--hint`` file as an
+    """The request checked by the core (:func:`mallocgame.engine.solving.check_request`): the ``--hint`` file as an
     answer of the problem's mode (a map solution is lifted in prefetch mode, and a note says so)."""
     _, hint, lifted = check_request(problem, time_limit=time_limit, hint_path=hint_path)
     if lifted:
-        click.echo(f"note: {hint_path}: a map solution, lifted to prefetch mode (mallocgame.lift)", err=True)
+        click.echo(f"note: {hint_path}: a map solution, lifted to prefetch mode (mallocgame.formats.lift)", err=True)
     return hint
 
 
@@ -97,7 +97,7 @@ def _solve_options(names: list[str], items: tuple[str, ...], workers: int | None
 
 
 def _report_json(report, problem: Problem, spec, minimize_peak: bool) -> dict[str, Any]:
-    return {"format": "mallocgame.report/1", **stamp(), "problem": problem.name, "source": problem.source,
+    return {"format": "mallocgame.engine.report/1", **stamp(), "problem": problem.name, "source": problem.source,
             "capacity": problem.capacity, "hardware": getattr(spec, "name", None), "minimize_peak": minimize_peak,
             **report.as_json(), "offsets": offsets_by_id(problem, report.offsets if report.valid else None),
             **({"intervals": intervals_json(problem, report.intervals)} if problem.mode == "prefetch" else {})}
@@ -156,7 +156,7 @@ def solve(problem_path, solver_name, mode, capacity, capacity_fraction, hardware
     capacity_warning(problem)
     rescheduled = None
     try:
-        # In a forked child (mallocgame.forking.ChildCall): Ctrl-C/SIGTERM stop any solver at once, CP-SAT's
+        # In a forked child (mallocgame.runtime.forking.ChildCall): Ctrl-C/SIGTERM stop any solver at once, CP-SAT's
         # native search included, nothing it started is left running, and the limit is kept here.
         if reschedule:  # schedule and placement alternated (hybrid.reschedule); the answer is the new order's
             rescheduled = reschedule_beside_limit(solver_name, problem, spec, time_limit=time_limit,

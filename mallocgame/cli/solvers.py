@@ -10,8 +10,8 @@ from __future__ import annotations
 import click
 
 from mallocgame.cli.common import fail
-from mallocgame.protocol import options_of
-from mallocgame.registry import SolverLoadError, describe, load_solver, solver_entries, solver_entry, solver_modes
+from mallocgame.engine.protocol import options_of
+from mallocgame.engine.registry import SolverLoadError, describe, load_solver, solver_entries, solver_entry, solver_modes
 
 
 def _shown(value) -> str:

@@ -9,10 +9,10 @@ import click
 
 from mallocgame.cli.common import check_output
 from mallocgame.cli.progress import status
+from mallocgame.formats.io import atomic_write_text, output_folder, problem_csv_text, write_workload_json
 from mallocgame.inputs.suites import BENCHMARKS_ENV, SUITES, Entry, facts_of, suite_entries
-from mallocgame.io import atomic_write_text, output_folder, problem_csv_text, write_workload_json
-from mallocgame.model import InputError
-from mallocgame.units import format_bytes
+from mallocgame.problem.model import InputError
+from mallocgame.problem.units import format_bytes
 
 
 @click.command("suites")

@@ -16,9 +16,9 @@ import click
 
 from mallocgame.cli.common import SECONDS, SEED, check_output, fail, is_stdout
 from mallocgame.cli.progress import status
-from mallocgame.interrupts import Interrupted, ignore_signals, raise_on_signals
-from mallocgame.model import InputError
-from mallocgame.pools import check_ray_address
+from mallocgame.engine.pools import check_ray_address
+from mallocgame.problem.model import InputError
+from mallocgame.runtime.interrupts import Interrupted, ignore_signals, raise_on_signals
 from mallocgame.search.muzero.distributed import RaySelfPlay
 from mallocgame.search.muzero.env import game_factory
 from mallocgame.search.muzero.problems import CURRICULA, REAL_SIZES, Recipe, named_curriculum, tuning_recipes

@@ -11,8 +11,8 @@ from typing import Any
 import click
 
 from mallocgame.cli.common import EXIT_NO_SOLUTION, capacity_warning, dump_json, load_answer, problem_options, stamp
-from mallocgame.units import distinct, format_bytes, format_number, format_seconds
-from mallocgame.verdict import judge
+from mallocgame.engine.verdict import judge
+from mallocgame.problem.units import distinct, format_bytes, format_number, format_seconds
 
 
 @click.command()

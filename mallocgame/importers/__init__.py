@@ -1,6 +1,6 @@
 """Importers: real ML programs -> ``mallocgame.workload/1`` problems (docs/architecture.md, "The model").
 
-One function per importer, each returning a map-mode :class:`~mallocgame.model.Problem`
+One function per importer, each returning a map-mode :class:`~mallocgame.problem.model.Problem`
 (ops in schedule order, tight live ranges, ``capacity=None``):
 
 * :func:`import_hlo` -- scheduled XLA HLO text (``mallocgame.importers.hlo``);
@@ -26,7 +26,7 @@ import importlib
 from typing import Any, Callable
 
 from mallocgame.importers._common import ImportSummary, WorkloadBuilder, summarize
-from mallocgame.model import InputError, Problem
+from mallocgame.problem.model import InputError, Problem
 
 
 # Each importer's module is imported when it is first used: reading a problem file imports

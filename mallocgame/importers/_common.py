@@ -14,9 +14,9 @@ op reads and writes; :meth:`WorkloadBuilder.build` then derives the live ranges 
 * every other buffer from the first op touching it to the last one + 1.
 
 So every op touches its buffers only inside their live ranges, which is what
-:func:`mallocgame.io.parse_workload` checks. In-place pairs (an op's output taking the storage
+:func:`mallocgame.formats.io.parse_workload` checks. In-place pairs (an op's output taking the storage
 of a dying operand, or a donated parameter holding an output) are recorded as ``inplace``
-pairs; the reader merges each chain into one storage buffer (:mod:`mallocgame.aliasing`), and
+pairs; the reader merges each chain into one storage buffer (:mod:`mallocgame.problem.aliasing`), and
 :func:`summarize` reports the merged problem, as ``mallocgame info`` will see it.
 
 Example:
@@ -39,10 +39,10 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
-from mallocgame.aliasing import merge_inplace
-from mallocgame.intervals import max_live
-from mallocgame.io import MAX_INT
-from mallocgame.model import BUFFER_KINDS, Buffer, InputError, Op, Operand, Problem
+from mallocgame.formats.io import MAX_INT
+from mallocgame.problem.aliasing import merge_inplace
+from mallocgame.problem.intervals import max_live
+from mallocgame.problem.model import BUFFER_KINDS, Buffer, InputError, Op, Operand, Problem
 
 
 @dataclass
@@ -193,7 +193,7 @@ class WorkloadBuilder:
         parameter carried into a loop is copied, as XLA does for a value it may not overwrite), the new one no
         parameter, and the old value's last touch no later than the new one's first (the body reads the old
         value before it writes the new one in its place). A chain of them is one buffer over the whole loop
-        (:func:`mallocgame.aliasing.merge_inplace`)."""
+        (:func:`mallocgame.problem.aliasing.merge_inplace`)."""
         first, last = touches.first, touches.last
         return [(old, new) for old, new in dict.fromkeys(self._carried)
                 if old in kept and new in kept and old != new and (old, new) not in pairs
@@ -201,7 +201,7 @@ class WorkloadBuilder:
                 and last[old] <= first[new]]
 
     def _check_sizes(self, where: str) -> None:
-        """Every size and byte count fits what :mod:`mallocgame.io` reads back: int64, their sum included."""
+        """Every size and byte count fits what :mod:`mallocgame.formats.io` reads back: int64, their sum included."""
         total = 0
         for bid, size in self.sizes.items():
             total += max(size, 0)
@@ -319,7 +319,7 @@ def summarize(problem: Problem) -> ImportSummary:
     """Ops, buffers, total FLOPs (and transcendentals) and max live bytes of an imported workload.
 
     Counted on the workload as every reader sees it: in-place pairs merged into one buffer
-    (:func:`mallocgame.aliasing.merge_inplace`), so ``buffers`` and ``max_live_bytes`` are what
+    (:func:`mallocgame.problem.aliasing.merge_inplace`), so ``buffers`` and ``max_live_bytes`` are what
     ``mallocgame info`` reports for the written file.
     """
     merged = merge_inplace(problem)
@@ -349,7 +349,7 @@ def resolve_callable(spec: str, *, what: str = "callable", prefix: str = "_mallo
 
     A file is loaded as a module named ``prefix`` + its stem. Every failure of the user's code --
     a missing file, an import error, a missing or non-callable attribute -- is one
-    :class:`~mallocgame.model.InputError` line naming ``spec``; ``what`` names the thing in messages.
+    :class:`~mallocgame.problem.model.InputError` line naming ``spec``; ``what`` names the thing in messages.
     """
     expected = f"{spec}: expected 'module.path:{what}' or 'path/to/file.py:{what}'"
     if ":" not in spec:

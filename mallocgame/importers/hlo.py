@@ -3,7 +3,7 @@
 Input: the text of a *scheduled* HLO module, as ``jax.jit(f).lower(...).compile().as_text()``
 or ``--xla_dump_to=DIR --xla_dump_hlo_as_text`` (``*after_optimizations.txt``) produce. The
 header must say ``HloModule NAME, is_scheduled=true``; anything else is rejected with
-:class:`~mallocgame.model.InputError` (one line: file, line, reason), as are truncated or
+:class:`~mallocgame.problem.model.InputError` (one line: file, line, reason), as are truncated or
 malformed files.
 
 The importer follows XLA: the ENTRY order is the schedule, array leaves are buffers with the
@@ -39,9 +39,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Union
 
+from mallocgame.formats.io import read_text
 from mallocgame.importers._common import WorkloadBuilder, buffer_leaves, summarize  # noqa: F401  (summarize re-exported)
-from mallocgame.io import read_text
-from mallocgame.model import InputError, Problem
+from mallocgame.problem.model import InputError, Problem
 
 
 class HloImportWarning(UserWarning):
@@ -142,7 +142,7 @@ def _split_top(s: str, sep: str = ",") -> list[str]:
 
 
 _DTYPE_RE = re.compile(r"([a-z][a-z0-9]*)\[")
-MAX_SHAPE_BITS = 8 * 2**62  # an array is at most 2**62 bytes (sizes are int64 downstream, mallocgame.io.MAX_INT)
+MAX_SHAPE_BITS = 8 * 2**62  # an array is at most 2**62 bytes (sizes are int64 downstream, mallocgame.formats.io.MAX_INT)
 
 
 MAX_TUPLE_DEPTH = 64  # tuples nest a few levels in real programs; deeper is refused, not a RecursionError

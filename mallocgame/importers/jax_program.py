@@ -38,10 +38,10 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+from mallocgame.formats.io import atomic_write_text
 from mallocgame.importers._common import resolve_callable
 from mallocgame.importers.hlo import parse_hlo_text
-from mallocgame.io import atomic_write_text
-from mallocgame.model import InputError, Problem
+from mallocgame.problem.model import InputError, Problem
 
 DTYPES = {
     "pred": "bool", "s8": "int8", "s16": "int16", "s32": "int32", "s64": "int64", "u8": "uint8", "u16": "uint16",

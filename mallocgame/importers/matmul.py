@@ -33,9 +33,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from mallocgame.formats.io import check_regular_file, check_zip_expansion
 from mallocgame.importers._common import WorkloadBuilder, summarize  # noqa: F401  (summarize re-exported)
-from mallocgame.io import check_regular_file, check_zip_expansion
-from mallocgame.model import InputError, Problem
+from mallocgame.problem.model import InputError, Problem
 
 DTYPE_BYTES = {"f32": 4, "bf16": 2, "f16": 2, "f64": 8}
 
@@ -139,7 +139,7 @@ class _ArraysOnly(pickle.Unpickler):
 
 def _check_expanded_size(src: str, data, *keys: str) -> None:
     """One line when the ``.npz`` entries ``keys`` together expand past the cap on a compressed input
-    (:func:`mallocgame.io.check_zip_expansion`)."""
+    (:func:`mallocgame.formats.io.check_zip_expansion`)."""
     check_zip_expansion(src if len(keys) > 1 else f"{src}:{keys[0]}", data.zip, [f"{key}.npy" for key in keys])
 
 

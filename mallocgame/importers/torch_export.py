@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from mallocgame.importers._common import WorkloadBuilder, buffer_leaves, resolve_callable, summarize  # noqa: F401  (summarize re-exported)
-from mallocgame.model import InputError, Problem
+from mallocgame.problem.model import InputError, Problem
 
 WEIGHT_MODES = ("use", "program", "none")
 

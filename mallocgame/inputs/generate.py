@@ -17,8 +17,8 @@ from __future__ import annotations
 import numpy as np
 
 from mallocgame.hardware.spec import PRESETS
-from mallocgame.intervals import max_live
-from mallocgame.model import Buffer, Op, Operand, Problem
+from mallocgame.problem.intervals import max_live
+from mallocgame.problem.model import Buffer, Op, Operand, Problem
 
 ALIGN = PRESETS["tpuv4i"].alignment
 

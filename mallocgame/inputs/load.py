@@ -27,18 +27,18 @@ from pathlib import Path
 
 import numpy as np
 
-from mallocgame.aliasing import merge_inplace
+from mallocgame.formats.io import load_problem as read_table_or_workload
+from mallocgame.formats.io import without_gz
 from mallocgame.hardware.spec import PRESETS, HardwareSpec, load_hardware
 from mallocgame.importers.hlo import load_hlo
-from mallocgame.intervals import max_live
-from mallocgame.io import load_problem as read_table_or_workload
-from mallocgame.io import without_gz
-from mallocgame.model import MODES, BufferTable, InputError, Problem
-from mallocgame.suggest import did_you_mean
-from mallocgame.units import parse_bytes
+from mallocgame.problem.aliasing import merge_inplace
+from mallocgame.problem.intervals import max_live
+from mallocgame.problem.model import MODES, BufferTable, InputError, Problem
+from mallocgame.problem.suggest import did_you_mean
+from mallocgame.problem.units import parse_bytes
 
 EXAMPLE_PREFIX = "example:"
-MAX_BYTES = 2**62  # the largest capacity (sizes and offsets are int64 in the solvers; mallocgame.io.MAX_INT)
+MAX_BYTES = 2**62  # the largest capacity (sizes and offsets are int64 in the solvers; mallocgame.formats.io.MAX_INT)
 
 
 def example_names() -> list[str]:

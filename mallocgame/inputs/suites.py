@@ -1,6 +1,6 @@
 """Built-in suites of inputs for ``mallocgame compare`` and the command ``mallocgame suites``.
 
-A suite is a named list of entries; an entry builds one :class:`~mallocgame.model.Problem`
+A suite is a named list of entries; an entry builds one :class:`~mallocgame.problem.model.Problem`
 on demand. Generated suites live here (package code), so they work after a plain
 ``pip install``; the MiniMalloc and trace suites read the CSVs of the shared benchmark
 folder, found by :func:`benchmarks_dir`.
@@ -42,7 +42,7 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Callable, Sequence
 
-from mallocgame.aliasing import merge_inplace
+from mallocgame.formats.io import read_text, without_gz
 from mallocgame.importers import matmul as mm
 from mallocgame.importers.hlo import parse_hlo_text
 from mallocgame.importers.matmul import import_matmul
@@ -50,10 +50,10 @@ from mallocgame.importers.matmul import naive as naive_factorization
 from mallocgame.inputs import workloads as w
 from mallocgame.inputs.load import HLO_SUFFIXES, PROBLEM_SUFFIXES, example_path, read_file
 from mallocgame.inputs.workloads import SIZE_DISTRIBUTIONS, TPU, synthetic_program, with_capacity
-from mallocgame.intervals import max_live
-from mallocgame.io import read_text, without_gz
-from mallocgame.model import InputError, Problem, check_regular_file
-from mallocgame.suggest import did_you_mean
+from mallocgame.problem.aliasing import merge_inplace
+from mallocgame.problem.intervals import max_live
+from mallocgame.problem.model import InputError, Problem, check_regular_file
+from mallocgame.problem.suggest import did_you_mean
 
 CAPACITY_FRACTION = 0.4
 BENCHMARKS_ENV = "MALLOCGAME_BENCHMARKS"

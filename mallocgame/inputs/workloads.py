@@ -23,8 +23,8 @@ import numpy as np
 
 from mallocgame.hardware.spec import PRESETS
 from mallocgame.inputs.load import fraction_capacity
-from mallocgame.intervals import max_live
-from mallocgame.model import Buffer, Op, Operand, Problem
+from mallocgame.problem.intervals import max_live
+from mallocgame.problem.model import Buffer, Op, Operand, Problem
 
 DTYPE_BYTES = 2  # bf16
 TPU = PRESETS["tpuv4i"]  # the chip the generated workloads are sized for
@@ -92,7 +92,7 @@ class Program:
 
     The layer helpers (:meth:`dense`, :meth:`conv`, :meth:`attention`, ...) compute
     shapes, FLOPs and bytes; :meth:`build` turns the recorded schedule into a
-    :class:`~mallocgame.model.Problem` with ops.
+    :class:`~mallocgame.problem.model.Problem` with ops.
     """
 
     name: str

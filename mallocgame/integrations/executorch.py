@@ -13,7 +13,7 @@ the one whose arenas sum smallest (the first on a tie). :func:`planner` returns 
   capacity (minimise the peak), solved by a registered solver (``pack-search`` by default) through
   :func:`mallocgame.solve` with the time limit and seed, warm-started from ExecuTorch's own
   ``greedy`` plan of the same specs (so the arena is never larger than greedy's), and judged by
-  :func:`mallocgame.verdict.judge` (hardware.validator): an invalid answer raises
+  :func:`mallocgame.engine.verdict.judge` (hardware.validator): an invalid answer raises
   :class:`PlanningError`, it is never handed to ExecuTorch;
 - what ExecuTorch lets overlap: a storage-backed spec (``spec.storage_base``, an in-place op's
   result) is not planned, it is put at its base's offset plus ``storage_base_offset`` (its base's
@@ -48,12 +48,12 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import mallocgame
+from mallocgame.engine.registry import solver_entries, solver_modes
+from mallocgame.engine.verdict import judge
 from mallocgame.inputs.load import prepare
-from mallocgame.intervals import max_live
-from mallocgame.model import Buffer, InputError, Problem, Solution, Status
-from mallocgame.registry import solver_entries, solver_modes
-from mallocgame.suggest import did_you_mean
-from mallocgame.verdict import judge
+from mallocgame.problem.intervals import max_live
+from mallocgame.problem.model import Buffer, InputError, Problem, Solution, Status
+from mallocgame.problem.suggest import did_you_mean
 
 
 class PlanningError(RuntimeError):

@@ -25,9 +25,9 @@ from typing import Any
 
 import torch
 
-from mallocgame.interrupts import defer_signals
-from mallocgame.io import atomic_output, check_zip_expansion
-from mallocgame.model import InputError
+from mallocgame.formats.io import atomic_output, check_zip_expansion
+from mallocgame.problem.model import InputError
+from mallocgame.runtime.interrupts import defer_signals
 from mallocgame.search.muzero.networks import MuZeroNet, NetworkConfig
 
 FORMAT = "mallocgame.muzero/1"
@@ -38,9 +38,9 @@ class CheckpointError(ValueError):
 
 
 def atomic_save(payload: dict[str, Any], path: str) -> None:
-    """``torch.save`` through :func:`mallocgame.io.atomic_output`: readers never see half a checkpoint.
+    """``torch.save`` through :func:`mallocgame.formats.io.atomic_output`: readers never see half a checkpoint.
 
-    SIGINT/SIGTERM wait for the write to end (:class:`mallocgame.interrupts.defer_signals`): one
+    SIGINT/SIGTERM wait for the write to end (:class:`mallocgame.runtime.interrupts.defer_signals`): one
     raised inside ``torch.save`` would surface as torch's RuntimeError, not as the interrupt.
     """
     with defer_signals(), atomic_output(path, "wb") as fh:

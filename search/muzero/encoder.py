@@ -16,7 +16,7 @@ observation vector). The network's input vector is then the game's observation v
   the bytes already placed over the current buffer's range.
 
 Features name ``"encoder/2"`` appends ``RELAX`` numbers from the **no-fragmentation relaxation**
-(:func:`mallocgame.bounds.no_fragmentation_relaxation`, the MIP behind the map-mode bound, solved once
+(:func:`mallocgame.bounds.bounds.no_fragmentation_relaxation`, the MIP behind the map-mode bound, solved once
 per problem; :func:`relaxation_set`): whether the current buffer is in the relaxation's fast set, and,
 over the buffers that overlap it, the bytes of the undecided ones in the set, the bytes of the undecided
 ones outside it, and the bytes placed that are outside it. The relaxation solution as an input of a
@@ -32,8 +32,8 @@ import weakref
 
 import numpy as np
 
-from mallocgame import bounds  # the module: its relaxation is read at call time (a test replaces it)
-from mallocgame.graph import conflicts as problem_conflicts
+from mallocgame.bounds import bounds  # the module: its relaxation is read at call time (a test replaces it)
+from mallocgame.problem.graph import conflicts as problem_conflicts
 
 NAME = "encoder/1"
 NAME_RELAX = "encoder/2"
@@ -80,7 +80,7 @@ def relaxation_usable(data) -> bool:
 
 def neighbours(data) -> list[np.ndarray]:
     """Per buffer, its neighbours in the problem's interference graph (sorted int64 arrays), read from the
-    session's conflicts (:func:`mallocgame.graph.conflicts`)."""
+    session's conflicts (:func:`mallocgame.problem.graph.conflicts`)."""
     conflicts = problem_conflicts(data.problem)
     return [conflicts.neighbours(i) for i in range(data.n)]
 

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mallocgame.aliasing import merge_inplace
+from mallocgame.formats.io import atomic_output, load_problem, workload_text
 from mallocgame.hardware.spec import PRESETS, HardwareSpec
 from mallocgame.importers.jax_program import compile_hlo_text
 from mallocgame.importers.torch_export import export_module, import_exported
@@ -38,9 +38,9 @@ from mallocgame.inputs import workloads as w
 from mallocgame.inputs.generate import layered_network, random_intervals
 from mallocgame.inputs.suites import read_hlo_file
 from mallocgame.inputs.workloads import with_capacity
-from mallocgame.intervals import max_live
-from mallocgame.io import atomic_output, load_problem, workload_text
-from mallocgame.model import Problem
+from mallocgame.problem.aliasing import merge_inplace
+from mallocgame.problem.intervals import max_live
+from mallocgame.problem.model import Problem
 
 TRAIN_SEED_BASE = 1_000_000
 KINDS = ("layered", "intervals", "realistic", "xla", "torch")

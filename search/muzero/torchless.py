@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from mallocgame.io import check_zip_expansion
+from mallocgame.formats.io import check_zip_expansion
 from mallocgame.search.muzero.inference import NumpyNet
 
 _DTYPES = {"FloatStorage": np.float32, "DoubleStorage": np.float64, "HalfStorage": np.float16,

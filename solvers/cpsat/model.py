@@ -2,7 +2,7 @@
 
 A *part* is a set of buffers to decide plus already-placed fixed rectangles it must avoid (LNS
 keeps most of an incumbent fixed). The model divides every byte count by a common unit, puts one
-``AddNoOverlap`` per maximal clique of the part's interference graph (:func:`mallocgame.graph.conflicts`), plus
+``AddNoOverlap`` per maximal clique of the part's interference graph (:func:`mallocgame.problem.graph.conflicts`), plus
 the knapsack rows in map mode, ``AddNoOverlap2D`` and a cumulative in pack mode, searches bottom-up, and
 maximises the evaluator's exact roofline saving in map mode. Variables, constraints, search, objective and determinism:
 docs/cpsat.md, "The placement model".
@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from mallocgame.graph import conflicts as problem_conflicts
-from mallocgame.model import Problem, Status
-from mallocgame.packing_model import add_cumulative, add_no_overlap, add_rectangles
+from mallocgame.algorithms.packing_model import add_cumulative, add_no_overlap, add_rectangles
+from mallocgame.problem.graph import conflicts as problem_conflicts
+from mallocgame.problem.model import Problem, Status
 
 OBJECTIVE_UNITS = 2**30
 
@@ -422,7 +422,7 @@ def solve_part(problem: Problem, part: Part, limits: Limits, *, t0: float | None
     """Build the CP-SAT model of ``part``, solve it within ``limits`` and read the answer back in bytes.
 
     ``t0`` (monotonic seconds) is the origin of the history timestamps. Data, variables (the core's
-    packing model, :mod:`mallocgame.packing_model`), constraints, objective, search and hint, solve.
+    packing model, :mod:`mallocgame.algorithms.packing_model`), constraints, objective, search and hint, solve.
     """
     from ortools.sat.python import cp_model
 
@@ -469,7 +469,7 @@ def _add_constraints_and_objective(model, d: _PartData, part: Part, rect, formul
                                    pack_order: str | None, cp_model, *, cliques_of=None) -> tuple[Any, list]:
     """Constraints, objective, search strategy and hint of ``part``'s model on the variables ``rect``;
     returns the peak variable (goal ``peak``, else None) and the saving terms (map mode). ``cliques_of``:
-    :func:`~mallocgame.packing_model.add_no_overlap`'s."""
+    :func:`~mallocgame.algorithms.packing_model.add_no_overlap`'s."""
     m = d.m
     k_vars, present = rect.steps[:m], rect.present[:m]
     add_no_overlap(model, rect, formulation=formulation, knapsack_top=d.top if d.optional else None,

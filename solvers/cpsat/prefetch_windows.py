@@ -3,7 +3,7 @@
 docs/prefetch.md is the specification this follows; ``CpSat.solve`` hands prefetch problems here.
 
 **Candidates** (:func:`candidates`): per buffer, a bounded set of *stays* with fixed times, each a
-possible :class:`~mallocgame.model.FastInterval` serving a run of consecutive touches, produced in
+possible :class:`~mallocgame.problem.model.FastInterval` serving a run of consecutive touches, produced in
 place or prefetched with copy starts picked like XLA's interval picker. **The model** of a set of
 free stays (:func:`solve_window`): presence, offset and occupied-time intervals per stay, each copy
 an interval on its kind's budget axis, the exact per-op roofline saving less the stalls. Both in
@@ -19,10 +19,10 @@ free stays, not those of the others, which may compete for the same slots in the
 (4) Seconds are rounded to :data:`SECOND_UNITS` units per neighbourhood. Every answer is
 therefore scored by the real evaluator (:class:`~mallocgame.hardware.prefetch_cost.PrefetchEvaluator`) and kept
 only when it beats the incumbent, so the result is never worse than the hint or the start
-(always computed, first): the baselines of the solve session (:meth:`mallocgame.session.Session.baselines`:
-:func:`~mallocgame.lift.lift_map_answer` of greedy-xla's map answer, also with each prefetch's start
+(always computed, first): the baselines of the solve session (:meth:`mallocgame.engine.session.Session.baselines`:
+:func:`~mallocgame.formats.lift.lift_map_answer` of greedy-xla's map answer, also with each prefetch's start
 moved up to its first served touch by :func:`tighten`, the same rectangles and a longer copy window,
-never worse; then ``msa``'s answer within :data:`~mallocgame.session.BASELINE_SHARE` of the time).
+never worse; then ``msa``'s answer within :data:`~mallocgame.engine.session.BASELINE_SHARE` of the time).
 
 **Decomposition** (:func:`solve_prefetch`): stays only interact when their occupied ops overlap
 (memory, op savings and copy windows all lie inside them), so the time line splits into
@@ -38,7 +38,7 @@ gives the same answer) or at the deadline. Windows over repeated layers share a 
 their ops' kinds and operand sizes): a round interleaves its most-to-gain order with one window of each shape,
 shapes by what all their windows have to gain, and a gain brings the rest of its shape forward (:func:`shapes_first`,
 :func:`promote_shape`). The loop is the core's neighbourhood-search driver
-(:func:`mallocgame.neighbourhood_search.search`); :class:`PrefetchWindows` supplies its hooks.
+(:func:`mallocgame.algorithms.neighbourhood_search.search`); :class:`PrefetchWindows` supplies its hooks.
 Measurements: experiments/results/cpsat_history.md.
 """
 
@@ -52,21 +52,21 @@ from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
-from mallocgame.bounds import prefetch_op_savings
-from mallocgame.budget import fits_again
+from mallocgame.algorithms.memory_space_assignment import msa_run
+from mallocgame.algorithms.neighbourhood_search import Round, Step, Trial, Verdict, proportional_share, search
+from mallocgame.algorithms.packing_model import add_cumulative, add_no_overlap, add_rectangles
+from mallocgame.algorithms.placement import best_fit_offset
+from mallocgame.bounds.bounds import prefetch_op_savings
+from mallocgame.engine.request import SolveRequest
+from mallocgame.engine.session import BASELINE_SHARE, VARIANTS_SHARE, held_baselines, no_worse_than_held
+from mallocgame.formats.lift import hint_intervals, split_idle
 from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.hardware.prefetch_cost import eviction_of
 from mallocgame.hardware.validator import validate_intervals
-from mallocgame.intervals import component_runs, maximal_live_sets
-from mallocgame.lift import hint_intervals, split_idle
-from mallocgame.memory_space_assignment import msa_run
-from mallocgame.model import FastInterval, Problem, Solution, Status
-from mallocgame.neighbourhood_search import Round, Step, Trial, Verdict, proportional_share, search
-from mallocgame.objective import at_least, better
-from mallocgame.packing_model import add_cumulative, add_no_overlap, add_rectangles
-from mallocgame.placement import best_fit_offset
-from mallocgame.request import SolveRequest
-from mallocgame.session import BASELINE_SHARE, VARIANTS_SHARE, held_baselines, no_worse_than_held
+from mallocgame.problem.intervals import component_runs, maximal_live_sets
+from mallocgame.problem.model import FastInterval, Problem, Solution, Status
+from mallocgame.problem.objective import at_least, better
+from mallocgame.runtime.budget import fits_again
 from mallocgame.solvers.cpsat.model import grid_unit
 
 PREFETCH_RATIOS = (1.0, 1.5, 4.0)  # window budget / copy time of the candidate copy starts
@@ -138,7 +138,7 @@ def stay_of(problem: Problem, iv: FastInterval) -> Stay:
 
 def op_saving_bound(problem: Problem, ev: Evaluator) -> np.ndarray:
     """The most any valid answer can save on each op, seconds ``[T]``: the per-op relaxation of
-    :func:`mallocgame.bounds.prefetch_op_savings`, always by the fractional knapsack (cheap, and
+    :func:`mallocgame.bounds.bounds.prefetch_op_savings`, always by the fractional knapsack (cheap, and
     an upper bound all the same)."""
     return prefetch_op_savings(problem, ev, exact_up_to=0)[0]
 
@@ -898,7 +898,7 @@ class Neighbourhood:
 
 
 class PrefetchWindows:
-    """Prefetch mode's neighbourhoods for :func:`mallocgame.neighbourhood_search.search` (module docstring,
+    """Prefetch mode's neighbourhoods for :func:`mallocgame.algorithms.neighbourhood_search.search` (module docstring,
     "Decomposition"): a round is every unproven window of about ``size`` stays with something to gain,
     most first, then the buffer groups; each gets its share of the time left by its stays; a trial is
     kept when the evaluator scores it better, or as fast and holding less memory, and it is valid."""
@@ -1194,13 +1194,13 @@ def _starts(problem: Problem, hardware, session, hint: Solution | None, t0: floa
     """The search's starts, each with its value where the session knows it: the hint (as given and
     tightened), the baselines of the solve session (the lifted greedy, also tightened when time allows,
     then the msa runs within their share of the time: the search never ends below the best of them), msa
-    with the hint's intervals committed first, cut at their idle gaps (:func:`mallocgame.lift.split_idle`)
+    with the hint's intervals committed first, cut at their idle gaps (:func:`mallocgame.formats.lift.split_idle`)
     and as given (each when a run as long as msa's fits in that share), all-slow.
 
     ``build=False`` (a portfolio built the baselines before it forked this run, and its hint is the best answer
     so far): only the baselines the session has, and no msa around a hint that is one of them (msa around its
     own answer gains nothing and can take a large share of a member's time). ``held``: the baselines the search
-    holds (`mallocgame.session.held_baselines`, built already), starts whatever the clock says."""
+    holds (`mallocgame.engine.session.held_baselines`, built already), starts whatever the clock says."""
     given = hint_intervals(problem, hint)
     starts: list[tuple[str, list[FastInterval], float | None]] = []
     if given is not None:

@@ -37,14 +37,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mallocgame.incumbents import offer, offering
-from mallocgame.intervals import count_overlapping_pairs
-from mallocgame.model import Problem, Solution, Status, offsets_array, offsets_tuple
-from mallocgame.objective import better
-from mallocgame.placement import push_down
-from mallocgame.protocol import Solver
-from mallocgame.request import Options, SolveRequest, option
-from mallocgame.session import held_baselines, no_worse_than_held
+from mallocgame.algorithms.placement import push_down
+from mallocgame.engine.protocol import Solver
+from mallocgame.engine.request import Options, SolveRequest, option
+from mallocgame.engine.session import held_baselines, no_worse_than_held
+from mallocgame.problem.intervals import count_overlapping_pairs
+from mallocgame.problem.model import Problem, Solution, Status, offsets_array, offsets_tuple
+from mallocgame.problem.objective import better
+from mallocgame.runtime.incumbents import offer, offering
 from mallocgame.solvers.cpsat.model import PACK_ORDERS, SMALL_MODEL, Limits, Part, PartResult, solve_part, value_terms
 from mallocgame.solvers.cpsat.prefetch_windows import solve_prefetch
 
@@ -91,7 +91,7 @@ def time_shares(sizes: list[int], remaining: float) -> float:
 
 
 class Fallbacks:
-    """The greedy answers of the solve session (:mod:`mallocgame.session`): greedy-xla (map) and the pack start."""
+    """The greedy answers of the solve session (:mod:`mallocgame.engine.session`): greedy-xla (map) and the pack start."""
 
     def __init__(self, problem: Problem, session, deadline: float):
         self.problem, self.deadline = problem, deadline
@@ -145,7 +145,7 @@ class CpSatOptions(Options):
 class CpSat(Solver):
     name = "cpsat"
     modes = frozenset({"map", "pack", "prefetch"})
-    preload = ("ortools.sat.python.cp_model",)  # imported before the clock starts (mallocgame.runner.preload)
+    preload = ("ortools.sat.python.cp_model",)  # imported before the clock starts (mallocgame.engine.runner.preload)
     Options = CpSatOptions
 
     def solve(self, request: SolveRequest) -> Solution:

@@ -30,10 +30,10 @@ from typing import Any
 import numpy as np
 
 from mallocgame._native import CanonicalSearch, ComponentTables, FailedStates, first_fit_loop
-from mallocgame.engine import engine
-from mallocgame.intervals import component_runs, max_live_of
-from mallocgame.packing_model import add_no_overlap, add_rectangles
-from mallocgame.placement import stacked_offsets
+from mallocgame.algorithms.packing_model import add_no_overlap, add_rectangles
+from mallocgame.algorithms.placement import stacked_offsets
+from mallocgame.problem.intervals import component_runs, max_live_of
+from mallocgame.runtime.native_engine import engine
 
 __all__ = ["PackResult", "pack", "check_packing"]
 
@@ -547,7 +547,7 @@ class _NativeSearcher:
 
 
 def _searcher(comp: _Component, cap: int, rank: np.ndarray, **options) -> _Searcher | _NativeSearcher:
-    """The canonical search of the engine :func:`mallocgame.engine.engine` names (``native``: compiled)."""
+    """The canonical search of the engine :func:`mallocgame.runtime.native_engine.engine` names (``native``: compiled)."""
     return (_NativeSearcher if engine() == "native" else _Searcher)(comp, cap, rank, **options)
 
 
@@ -699,7 +699,7 @@ def _first_fit(size: np.ndarray, start: np.ndarray, end: np.ndarray,
     live placed buffers. Returns offsets ``[n]`` (int64, input units).
 
     Past ``deadline`` (``time.perf_counter`` seconds) the buffers not reached yet are stacked above all
-    the others (:func:`mallocgame.placement.stacked_offsets`): still a valid packing, with a higher peak.
+    the others (:func:`mallocgame.algorithms.placement.stacked_offsets`): still a valid packing, with a higher peak.
     """
     n = len(size)
     off = np.zeros(n, np.int64)
@@ -841,7 +841,7 @@ def _repair_windows(size: np.ndarray, start: np.ndarray, end: np.ndarray, align:
     matrices are quadratic). Take the earliest buffer whose top is above ``target``; free the
     buffers whose live range lies inside a time window around it (about ``_WINDOW_START`` of them),
     pin every other buffer live in the window at its offset, and ask CP-SAT (single worker, seeded,
-    :mod:`mallocgame.packing_model`'s clique model) to place the free ones below ``target``. A free
+    :mod:`mallocgame.algorithms.packing_model`'s clique model) to place the free ones below ``target``. A free
     buffer overlaps in time only buffers live in the window, so the repaired packing stays valid.
     A window proven infeasible is doubled (up to ``_WINDOW_MAX``); a buffer whose window fails at
     the largest size or runs out of its time is left as is ("stuck") and the sweep moves on.

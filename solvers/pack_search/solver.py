@@ -1,6 +1,6 @@
 """Pack-mode exact search (MiniMalloc-style canonical DFS + CP-SAT thread): fits a capacity or minimises the peak.
 
-Wraps :func:`mallocgame.solvers.pack_search.search.pack` in the solver protocol (:mod:`mallocgame.protocol`).
+Wraps :func:`mallocgame.solvers.pack_search.search.pack` in the solver protocol (:mod:`mallocgame.engine.protocol`).
 With a capacity (and ``minimize_peak=False``) it looks for a packing within it: status
 OPTIMAL when found, INFEASIBLE when proven impossible, UNKNOWN when time ran out (then
 every offset is ``None``). With ``problem.capacity is None`` or ``minimize_peak=True`` it
@@ -17,10 +17,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mallocgame.model import Solution, Status, offsets_array, offsets_tuple
-from mallocgame.protocol import Solver
-from mallocgame.request import Options, SolveRequest, option
-from mallocgame.session import held_baselines, no_worse_than_held
+from mallocgame.engine.protocol import Solver
+from mallocgame.engine.request import Options, SolveRequest, option
+from mallocgame.engine.session import held_baselines, no_worse_than_held
+from mallocgame.problem.model import Solution, Status, offsets_array, offsets_tuple
 from mallocgame.solvers.pack_search.search import pack
 
 _STATUS = {
@@ -41,7 +41,7 @@ class PackSearchOptions(Options):
 class PackSearch(Solver):
     name = "pack-search"
     modes = frozenset({"pack"})
-    preload = ("ortools.sat.python.cp_model",)  # imported before the clock starts (mallocgame.runner.preload)
+    preload = ("ortools.sat.python.cp_model",)  # imported before the clock starts (mallocgame.engine.runner.preload)
     Options = PackSearchOptions
 
     def solve(self, request: SolveRequest) -> Solution:

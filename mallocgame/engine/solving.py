@@ -1,0 +1,237 @@
+"""The one solve path of every door (``mallocgame solve``, :func:`mallocgame.solve`, ``compare``):
+a request checked once, the solve session warmed, an optional warm start, the solver, its report.
+
+:func:`check_request` reads and checks what a caller asks for (time limit, hint) and turns the
+hint into an answer of the problem's mode: a map answer given for a prefetch problem is lifted
+(:func:`mallocgame.formats.lift.lift_map_answer`), in the API as on the command line.
+:func:`solve_with_warm_start` runs a first solver, gives its validated answer to the main solver
+as a hint, and keeps the hint whenever the main answer is invalid or worse, so a warm-started
+result is never worse than its hint (docs/architecture.md, "The solve session").
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+from typing import Any
+
+from mallocgame.engine.protocol import LIMIT_GRACE, bad_time_limit
+from mallocgame.engine.registry import load_solver, solver_entry, solver_modes
+from mallocgame.engine.report import Report, answer, better, score, stopped_at_limit, with_bound
+from mallocgame.engine.runner import preload, problem_bound, run_solver
+from mallocgame.engine.session import Session, session_for
+from mallocgame.formats.io import read_intervals_csv, read_solution_csv
+from mallocgame.formats.lift import lift_map_answer
+from mallocgame.hardware.validator import validate, validate_intervals
+from mallocgame.problem.model import FastInterval, InputError, Problem, Solution, Status
+from mallocgame.runtime.budget import Budget
+from mallocgame.runtime.forking import ChildCall
+
+WARM_START_SHARE = 0.2  # of a solve's time, the share its warm-start solver gets (the main solver gets the rest)
+
+# ---------------------------------------------------------------------------- the request
+
+def check_time_limit(time_limit: Any, what: str = "time_limit") -> float:
+    """``time_limit`` as seconds (:func:`mallocgame.engine.protocol.bad_time_limit`), else :class:`InputError` naming ``what``."""
+    reason = bad_time_limit(time_limit)
+    if reason:
+        raise InputError(f"{what}: {reason}")
+    return float(time_limit)
+
+
+def hint_answer(problem: Problem, *, offsets=None, intervals=None) -> tuple[Solution, bool]:
+    """A hint (map/pack offsets, or prefetch intervals) as an answer of ``problem``'s mode, checked.
+
+    A map answer (``offsets``) given for a prefetch problem is lifted; returns ``(solution,
+    lifted)``. Raises :class:`InputError` with the first violation when it is not a valid answer.
+    """
+    lifted = False
+    if problem.mode == "prefetch":
+        if intervals is None:
+            offsets = tuple(offsets)
+            violation = validate(problem.replace(mode="map"), offsets)
+            if violation:
+                raise InputError(f"hint is not a valid solution of {problem.name}: {violation}")
+
+            intervals, lifted = lift_map_answer(problem, offsets), True
+        intervals = tuple(intervals)
+        violation = validate_intervals(problem, intervals)
+        if violation:
+            raise InputError(f"hint is not a valid solution of {problem.name}: {violation}")
+        return Solution(offsets=(None,) * problem.n, status=Status.FEASIBLE, mode=problem.mode, solver="hint",
+                        intervals=intervals), lifted
+    if offsets is None:
+        raise InputError(f"hint: a {problem.mode}-mode problem takes offsets, not fast intervals")
+    offsets = tuple(offsets)
+    violation = validate(problem, offsets)
+    if violation:
+        raise InputError(f"hint is not a valid solution of {problem.name}: {violation}")
+    return Solution(offsets=offsets, status=Status.FEASIBLE, mode=problem.mode, solver="hint"), False
+
+
+def read_answer_file(path: str, problem: Problem) -> tuple[tuple | None, tuple[FastInterval, ...] | None]:
+    """A solution CSV as ``(offsets, None)`` or an interval CSV as ``(None, intervals)``.
+
+    In prefetch mode a file with the interval columns is read as intervals, any other as a map
+    solution (to be lifted); in map and pack modes it is a solution CSV.
+    """
+    if problem.mode == "prefetch" and not _is_map_csv(path):
+        return None, tuple(read_intervals_csv(path, problem))
+    return tuple(read_solution_csv(path, problem)), None
+
+
+def _is_map_csv(path: str) -> bool:
+    """Does the CSV at ``path`` hold a map/pack solution (an ``offset`` column and no interval columns)?"""
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            header = next(csv.reader(f), [])
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return False  # the interval reader says what is wrong with it
+    names = {h.strip().lower() for h in header}
+    return "offset" in names and not names & {"start", "end", "copy_start"}
+
+
+def check_request(problem: Problem, *, time_limit: Any, hint_path: str | None = None,
+                  hint: Solution | None = None) -> tuple[float, Solution | None, bool]:
+    """Check a solve request once: ``(time limit, hint as an answer of the mode, whether it was lifted)``.
+
+    ``hint_path`` is a solution CSV (prefetch mode: an interval CSV, or a map solution CSV that is
+    lifted); ``hint`` a Solution (a map Solution for a prefetch problem is lifted). Raises
+    :class:`InputError` (a file's errors name the file).
+    """
+    limit = check_time_limit(time_limit)
+    if hint_path is not None:
+        offsets, intervals = read_answer_file(hint_path, problem)
+        try:
+            return (limit, *hint_answer(problem, offsets=offsets, intervals=intervals))
+        except InputError as exc:
+            raise InputError(f"{hint_path}: {exc}") from None
+    if hint is None:
+        return limit, None, False
+    if problem.mode == "prefetch" and not hint.intervals:
+        return (limit, *hint_answer(problem, offsets=hint.offsets))
+    if problem.mode == "prefetch":
+        return (limit, *hint_answer(problem, intervals=hint.intervals))
+    return (limit, *hint_answer(problem, offsets=hint.offsets))
+
+
+# ---------------------------------------------------------------------------- the path
+
+def _warm_start_run(name: str, problem: Problem, hardware, *, budget: Budget, seed: int, hint, options, bound,
+                    facts: Session) -> Report:
+    """Run the warm-start solver; in prefetch mode a map-only solver (greedy-xla, select-pack, muzero)
+    solves the map problem and its answer is lifted (:func:`mallocgame.formats.lift.lift_map_answer`)."""
+    modes = solver_modes(solver_entry(name)) if problem.mode == "prefetch" else ()
+    if problem.mode != "prefetch" or "prefetch" in modes or "map" not in modes:
+        return run_solver(name, problem, hardware, budget=budget, seed=seed, hint=hint, options=options,
+                          bound=bound, facts=facts)
+
+    mapped = run_solver(name, problem.replace(mode="map"), hardware, budget=budget, seed=seed, options=options)
+    if not mapped.valid:
+        return mapped
+    lifted = Solution((None,) * problem.n, Status.FEASIBLE, problem.mode, solver=name,
+                      intervals=tuple(lift_map_answer(problem, mapped.offsets)))
+    return score(problem, hardware, lifted, seconds=mapped.seconds, bound=bound, solver_name=name)
+
+
+def solve_with_warm_start(name: str, problem: Problem, hardware, *, seed: int, budget: Budget | None = None,
+                          time_limit: float | None = None, hint: Solution | None = None,
+                          warm_start: str | None = None, options: dict[str, Any] | None = None,
+                          compute_bound: bool = True, bound=None, keep_hint: bool = True,
+                          facts: Session | None = None) -> Report:
+    """Run ``name`` (after ``warm_start``'s run, whose answer becomes the hint) and report the better answer.
+
+    ``budget``: the time of both runs, handed down (a door gives ``time_limit`` seconds from now instead);
+    ``facts``: the problem's derived facts the caller holds (by default this process's), warmed here and handed to
+    the solvers in their requests. The bound is the facts' (:meth:`mallocgame.engine.session.Session.bound`: the tightest
+    known without waiting, the cached one if any) unless ``compute_bound=False``, when the caller adds it
+    with :func:`mallocgame.engine.report.with_bound`, or gives it as ``bound``. ``keep_hint=False``: the hint
+    is handed on but not scored as a fallback (a portfolio's members: the portfolio holds the hint's
+    report already).
+    """
+    if (budget is None) == (time_limit is None):
+        raise TypeError("solve_with_warm_start takes a budget or a time_limit, one of them")
+    budget = Budget.start(time_limit) if budget is None else budget
+    facts = session_for(problem, hardware) if facts is None else facts
+    facts.warm()
+    if bound is None and compute_bound:
+        bound = problem_bound(problem, hardware)
+    return _solve(name, problem, hardware, budget=budget, seed=seed, hint=hint, warm_start=warm_start,
+                  options=options, bound=bound, keep_hint=keep_hint, facts=facts)
+
+
+def solve_beside_bound(name: str, problem: Problem, hardware, *, time_limit: float, seed: int,
+                       hint: Solution | None = None, warm_start: str | None = None,
+                       options: dict[str, Any] | None = None, on_improvement=None, on_bound=None) -> Report:
+    """`solve_with_warm_start` in a forked child, with the problem's bound and the limit kept here: what
+    ``mallocgame solve`` and `mallocgame.solve` run.
+
+    The bound is the tightest known without waiting (the instant bound or the cached one,
+    `mallocgame.engine.session.Session.bound`), built before the fork in milliseconds; nothing runs beside the
+    solver. The child sends each better answer as found (`mallocgame.runtime.incumbents`; ``on_improvement`` is
+    called with each `mallocgame.runtime.incumbents.Improvement`, ``on_bound`` with the bound); a child still
+    running at ``time_limit`` + `mallocgame.engine.protocol.LIMIT_GRACE` is stopped and the best answer it sent
+    (or the hint, if better) is reported, validated, FEASIBLE, with the note "stopped at the limit"
+    (`mallocgame.engine.report.stopped_at_limit`).
+    """
+    facts = session_for(problem, hardware)
+    facts.warm()  # what every run reads, built once: the solver's child inherits it
+    bound = problem_bound(problem, hardware)
+    if on_bound is not None:
+        on_bound(bound)
+    for solver in dict.fromkeys(filter(None, (name, warm_start))):  # heavy imports before the child's clock starts
+        preload(load_solver(solver))
+    budget = Budget.start(time_limit)  # the solver's time starts with its child
+    run = ChildCall.start(solve_with_warm_start, (name, problem, hardware),
+                          dict(budget=budget, seed=seed, hint=hint, warm_start=warm_start, options=options,
+                               compute_bound=False, facts=facts), channel=(problem, name))
+    # a thread reads the child's answers and stops it at the limit, whatever this process does meanwhile
+    run.keep_limit(budget.deadline + LIMIT_GRACE, on_improvement)
+    try:
+        try:
+            result = run.result()
+        except TimeoutError:
+            result = stopped_at_limit(problem, hardware, run.incumbent, solver_name=name,
+                                      seconds=run.stopped - run.started, time_limit=time_limit,
+                                      hint=hint, improvements=tuple(run.improvements))
+    except BaseException:
+        run.cancel()
+        raise
+    return with_bound(result, bound)
+
+
+def _solve(name: str, problem: Problem, hardware, *, budget: Budget, seed: int, hint, warm_start, options, bound,
+           keep_hint: bool, facts: Session) -> Report:
+    fallback: Report | None = None
+    if hint is not None and keep_hint:
+        fallback = score(problem, hardware, hint, seconds=0.0, bound=bound, solver_name="hint")
+    if warm_start:
+        first = _warm_start_run(warm_start, problem, hardware, budget=budget.share(WARM_START_SHARE), seed=seed,
+                                hint=hint, options=options, bound=bound, facts=facts)
+        if first.valid and (fallback is None or better(first, fallback)):
+            fallback = first
+            hint = answer(first, problem)
+    report = run_solver(name, problem, hardware, budget=budget.share(1.0), seed=seed, hint=hint,
+                        options=options, bound=bound, facts=facts)
+    if fallback is not None and better(fallback, report):
+        stats = dict(report.stats) | {"fallback": f"kept the hint from {fallback.solver}",
+                                      "main_status": report.status}
+        return dataclasses.replace(fallback, solver=name, seconds=report.seconds + fallback.seconds, stats=stats)
+    if warm_start and fallback is not None:
+        return dataclasses.replace(report, seconds=report.seconds + fallback.seconds,
+                                   stats=dict(report.stats) | {"warm_start": warm_start})
+    return report
+
+
+def run_one(name: str, problem: Problem, hardware, budget: Budget, seed: int, hint: Solution | None,
+            options: dict[str, Any], bound, facts: Session | None = None) -> tuple[str, Any]:
+    """One run of a pool (:mod:`mallocgame.engine.pools`: ``compare``'s, a portfolio's member): the solve path within
+    ``budget`` against ``bound``, with the ``facts`` its caller holds, the hint handed on but not kept;
+    ``("ok", Report)`` or ``("error", one line)``, never an exception."""
+    try:
+        return "ok", solve_with_warm_start(name, problem, hardware, budget=budget, seed=seed, hint=hint,
+                                           options=options, compute_bound=False, bound=bound, keep_hint=False,
+                                           facts=facts)
+    except BaseException as exc:  # any failure of a solver is its run's error, never a traceback
+        text = " ".join(str(exc).split())
+        return "error", f"{exc.__class__.__name__}: {text}" if text else exc.__class__.__name__
