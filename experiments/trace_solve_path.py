@@ -38,7 +38,8 @@ FOLDERS = ("mallocgame", "solvers", "hybrid", "search", "hardware")
 SOLVER_FOLDERS = ("solvers", "hybrid", "search")
 # The modules that run solvers: a call from a solver into one of these climbs back up the path.
 RUNNING = ("mallocgame/cli/", "mallocgame/api.py", "mallocgame/engine/comparison.py", "mallocgame/engine/runner.py",
-           "mallocgame/engine/solving.py", "mallocgame/engine/report.py", "mallocgame/engine/pools.py", "mallocgame/runtime/forking.py",
+           "mallocgame/engine/solving.py", "mallocgame/engine/report.py", "mallocgame/engine/pools.py",
+           "mallocgame/runtime/forking.py",
            "mallocgame/forked.py", "mallocgame/engine/session.py")
 FACTS = ("mallocgame/engine/session.py",)  # the facts handed in the request: its climbs are counted apart
 MILESTONES = {"judge", "summary"}

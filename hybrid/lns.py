@@ -325,7 +325,8 @@ class ModeDispatch(Solver):
     """Shared entry of the CP-SAT hybrids: one deadline rule, then ``_solve_map`` / ``_solve_pack``."""
 
     modes = frozenset({"map", "pack"})
-    preload = ("ortools.sat.python.cp_model", "scipy.optimize")  # imported before the clock starts (mallocgame.engine.runner.preload)
+    # imported before the clock starts (mallocgame.engine.runner.preload)
+    preload = ("ortools.sat.python.cp_model", "scipy.optimize")
     Options = HybridOptions
 
     def solve(self, request: SolveRequest) -> Solution:

@@ -38,7 +38,8 @@ class BestFit(Solver):
         t0 = time.monotonic()
         # the end is one tuple of offsets (and in map mode one scoring per order): 2 µs per buffer kept back
         deadline = request.budget.keep_back(n=problem.n, per_buffer=2e-6)
-        if problem.mode == "pack":  # the pack baseline of the solve session (mallocgame.algorithms.placement.pack_start), built once
+        # the pack baseline of the solve session (mallocgame.algorithms.placement.pack_start), built once
+        if problem.mode == "pack":
             b = session.baseline("best-fit", deadline)
             stats = {"order": b.stats["order"]}
             if not b.complete:

@@ -28,7 +28,8 @@ def import_cycles(graph: grimp.ImportGraph) -> list[list[str]]:
 
 def test_the_package_has_no_import_cycle():
     graph = grimp.build_graph("mallocgame", exclude_type_checking_imports=True)
-    assert {"mallocgame.engine.runner", "mallocgame.engine.solving", "mallocgame.engine.pools", "mallocgame.search.game"} <= graph.modules
+    assert {"mallocgame.engine.runner", "mallocgame.engine.solving", "mallocgame.engine.pools",
+            "mallocgame.search.game"} <= graph.modules
     cycles = import_cycles(graph)
     assert not cycles, "modules that import one another:\n" + "\n".join(" <-> ".join(c) for c in cycles)
 

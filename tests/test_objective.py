@@ -60,9 +60,9 @@ def test_peaks_in_bytes_compare_exactly():
 
 
 # The files that compare answers; none keeps a tolerance of its own for it (mallocgame.problem.objective holds the one).
-COMPARERS = ["mallocgame/engine/solving.py", "mallocgame/engine/report.py", "mallocgame/engine/session.py", "mallocgame/runtime/incumbents.py",
-             "mallocgame/engine/conformance.py", "mallocgame/formats/lift.py", "solvers/msa.py", "solvers/cpsat/solver.py",
-             "hybrid/lns.py", "solvers/cpsat/prefetch_windows.py"]
+COMPARERS = ["mallocgame/engine/solving.py", "mallocgame/engine/report.py", "mallocgame/engine/session.py",
+             "mallocgame/runtime/incumbents.py", "mallocgame/engine/conformance.py", "mallocgame/formats/lift.py",
+             "solvers/msa.py", "solvers/cpsat/solver.py", "hybrid/lns.py", "solvers/cpsat/prefetch_windows.py"]
 
 
 def test_no_file_that_compares_answers_keeps_a_tolerance_of_its_own():

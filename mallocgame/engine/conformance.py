@@ -117,7 +117,7 @@ class Subject:
             gc.unfreeze()
         seconds = time.monotonic() - t0
         if not isinstance(solution, Solution):
-            raise CheckFailed(f"{_where(problem)}: solve returned {type(solution).__name__}, not a mallocgame.problem.model.Solution")
+            raise CheckFailed(f"{_where(problem)}: solve returned {type(solution).__name__}, not a mallocgame.Solution")
         try:
             report = score(problem, hardware, solution, seconds=seconds, bound=None, solver_name=self.name)
         except Exception as exc:  # e.g. offsets that are not integers

@@ -20,10 +20,10 @@ Examples:
     Traceback (most recent call last):
     ...
     mallocgame.problem.model.InputError: rounds: must be a positive integer, got 0
-    >>> Mine.parse({"rouns": 5}, owner="mine")
+    >>> Mine.parse({"rouns": 5}, owner="me")
     Traceback (most recent call last):
     ...
-    mallocgame.problem.model.InputError: solver 'mine' takes no option 'rouns' (its options: order, rounds); did you mean 'rounds'?
+    mallocgame.problem.model.InputError: solver 'me' takes no option 'rouns' (its options: order, rounds); did you mean 'rounds'?
     >>> budget = Budget(10.0, started=100.0)
     >>> budget.keep_back(n=1000)  # 100 + 10 - 0.05 - 1000 * 2e-5: the search stops there
     109.93
