@@ -96,7 +96,7 @@ PAIR_LIMIT = 4_000_000  # past this many interfering pairs the sweep is cheaper 
 def first_overlap(problem: Problem, offsets: Sequence[int | None]) -> str | None:
     """The first pair of live-overlapping placed buffers that share an address, if any.
 
-    With the ``native`` engine (:mod:`mallocgame.runtime.native_engine`) the sweep runs compiled
+    With the ``native`` engine (``mallocgame.runtime.native_engine``) the sweep runs compiled
     (``mallocgame._native.first_overlap_loop``, the same events in the same order, the same pair) whenever the
     offsets fit 64-bit integers; ``python`` runs the loop below, the reference.
     """
