@@ -280,7 +280,7 @@ class _Race:
                 done.append(True)
                 self.run_baselines(until)
                 if self.problem.mode == "prefetch":
-                    self.run_game_greedy(self.race.share(1.0, at_most=GAME_GREEDY_SHARE * self.race.seconds))
+                    self.run_game_greedy(self.race.share(1.0, at_most=self.race.part(GAME_GREEDY_SHARE).seconds))
             return False
         return hook
 
