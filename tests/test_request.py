@@ -4,8 +4,10 @@ contract ``solve(self, request)`` that ``check-solver`` and the registry enforce
 from __future__ import annotations
 
 import dataclasses
+import re
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -96,6 +98,18 @@ def test_the_budget_operations_give_the_numbers_of_the_solvers_old_hand_rules(se
     half = live.share(0.5)
     after = time.monotonic()
     assert before + 0.5 * (live.deadline - before) - 1e-9 <= half.deadline <= after + 0.5 * (live.deadline - after) + 1e-9
+
+
+# the solvers whose deadlines come from their request's budget; the core functions they call may take a deadline
+BUDGETED_SOLVERS = ("solvers/cpsat/solver.py", "solvers/cpsat/prefetch_windows.py", "solvers/msa.py",
+                    "solvers/muzero.py", "solvers/pack_search/solver.py", "hybrid/portfolio.py")
+HAND_RULES = re.compile(r"\bt0 \+|\btime_limit \*|\* time_limit\b|monotonic\(\) \+ [^\n]*\*")
+
+
+@pytest.mark.parametrize("path", BUDGETED_SOLVERS)
+def test_the_solvers_read_their_deadlines_from_their_budget(path):
+    source = (Path(mallocgame.__file__).parent / path).read_text()
+    assert not [line.strip() for line in source.splitlines() if HAND_RULES.search(line)]
 
 
 # ---------------------------------------------------------------------------- Options
