@@ -280,7 +280,7 @@ class _Race:
                 done.append(True)
                 self.run_baselines(until)
                 if self.problem.mode == "prefetch":
-                    self.run_game_greedy(self.race.share(1.0, at_most=GAME_GREEDY_SHARE * self.race.seconds))
+                    self.run_game_greedy(self.race.share(1.0, at_most=self.race.part(GAME_GREEDY_SHARE).seconds))
             return False
         return hook
 
@@ -307,15 +307,14 @@ class _Race:
     def run_fast(self, fast: list[str], seed: int, hint, options: dict, large: bool) -> bool:
         """Run the constructive members in this process; True when one settles the problem."""
         settled = False
-        time_limit = self.budget.seconds
         for name in fast:
             # The time the baseline would have on its own (not less: never below the greedy); above LARGE
             # buffers the baselines' share, so that the searches get the rest.
-            member = self.budget.share(1.0, at_most=BASELINE_SHARE * time_limit if large else None)
+            member = self.budget.share(1.0, at_most=self.budget.part(BASELINE_SHARE).seconds if large else None)
             # msa's XLA variants get the tenth of the portfolio's limit they get from the msa solver of that limit,
             # not a tenth of the member's cut limit (above LARGE buffers they never fit that, and the portfolio
             # would end below the msa solver: docs/results.md, "portfolio's defaults")
-            given = dict(options, variants_seconds=VARIANTS_SHARE * time_limit)
+            given = dict(options, variants_seconds=self.budget.part(VARIANTS_SHARE).seconds)
             try:
                 settled = self.consider(name, run_solver(name, self.problem, self.hardware, budget=member,
                                                          seed=seed, hint=hint, options=given,
@@ -362,7 +361,7 @@ class _Race:
         best = self.best
         if (self.problem.mode != "prefetch" or best is None or not best.valid or best.solver in started
                 or REFILL_SOLVER not in solver_entries()
-                or self.race.left() < REFILL_SHARE * self.budget.seconds):
+                or self.race.left() < self.budget.part(REFILL_SHARE).seconds):
             return None
         stop = None
         if not free:

@@ -31,7 +31,7 @@ from mallocgame.engine.session import MSA_VARIANTS, VARIANTS_SHARE
 from mallocgame.formats.lift import hint_intervals
 from mallocgame.problem.model import FastInterval, Problem, Solution, Status
 from mallocgame.problem.objective import better
-from mallocgame.runtime.budget import fits_again
+from mallocgame.runtime.budget import Budget, fits_again
 
 
 @dataclass(frozen=True)
@@ -57,9 +57,10 @@ class MemorySpaceAssignment(Solver):
     def solve(self, request: SolveRequest) -> Solution:
         problem, hardware, hint, opts = request.problem, request.hardware, request.hint, request.options
         max_retries, max_overlap, overlap_ratio = opts.max_retries, opts.max_overlap, opts.overlap_ratio
-        t0 = time.monotonic()
-        variants_seconds = VARIANTS_SHARE * request.budget.seconds if opts.variants_seconds is None \
-            else opts.variants_seconds
+        # the variants' time, from msa's own start: the first VARIANTS_SHARE of its budget unless given
+        variants = Budget.start(request.budget.part(VARIANTS_SHARE).seconds if opts.variants_seconds is None
+                                else opts.variants_seconds)
+        t0 = variants.started
         n = problem.n
         empty = Solution(offsets=(None,) * n, status=Status.FEASIBLE, mode=problem.mode, objective=0.0,
                          solver=self.name, intervals=())
@@ -88,8 +89,8 @@ class MemorySpaceAssignment(Solver):
             timed_out = timed_out or stats["timed_out"]
             if answer is not None:
                 candidates.append(("msa" if start is None else "msa+hint", answer, stats))
-        budget = min(deadline, t0 + variants_seconds)
-        tried, skipped = self._variants(problem, hardware, budget, t0, candidates, max_retries, max_overlap,
+        variants_until = min(deadline, variants.deadline)
+        tried, skipped = self._variants(problem, hardware, variants_until, t0, candidates, max_retries, max_overlap,
                                         opts.variants and not timed_out, overlap_ratio,
                                         shared=xla_defaults, facts=request.facts)
         best_label, best, best_stats, best_value = "all-slow", [], {}, 0.0

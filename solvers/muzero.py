@@ -321,7 +321,7 @@ def _solve_uct(name: str, request: SolveRequest, *, sims: int, checkpoint: str |
                rollout_depth: int | None, selection: str, prior_power: float, prior_decay: float = 0.0,
                leaf: tuple[str, int, str] = ("rollout", 0, "network"), commit: str,
                auto_simulations: int = 2, leaf_batch: int = 1) -> Solution:
-    problem, hardware, time_limit = request.problem, request.hardware, request.budget.seconds
+    problem, hardware = request.problem, request.hardware
     stats: dict[str, Any] = {"method": "uct", "selection": selection, "exploration": exploration,
                              "prior_power": prior_power, "prior_decay": prior_decay, "commit": commit}
     net = trained_game = None
@@ -365,7 +365,7 @@ def _solve_uct(name: str, request: SolveRequest, *, sims: int, checkpoint: str |
         limit, and after the fallback answers (solve_with_uct), so that its time does not cut them short."""
         if data is None:
             return prior_now
-        relaxation_set(data, time_limit=min(RELAX_SECONDS, RELAX_SHARE * time_limit))
+        relaxation_set(data, time_limit=min(RELAX_SECONDS, request.budget.part(RELAX_SHARE).seconds))
         if reads_relax and not relaxation_usable(data):
             if isinstance(prior_now, BlendedPrior) and getattr(net, "features", "") != NAME_RELAX:
                 answer_stats["prior"] = "network (the relaxation found no fast set in its time)"

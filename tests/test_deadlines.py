@@ -17,6 +17,7 @@ from mallocgame.hardware.spec import PRESETS
 from mallocgame.inputs.generate import random_intervals
 from mallocgame.inputs.load import prepare
 from mallocgame.problem.model import Buffer, Op, Operand, Problem
+from mallocgame.runtime.budget import Budget
 
 HW = PRESETS["tpuv4i"]
 
@@ -172,6 +173,6 @@ def test_cpsat_prefetch_starts_do_not_start_msa_past_their_share():
 
     p = _prefetch_problem()
     session = session_for(p, HW)
-    starts = _starts(p, HW, session, None, time.monotonic() - 100.0, 1.0)
+    starts = _starts(p, HW, session, None, Budget(1.0, time.monotonic() - 100.0))
     assert "msa" not in {b.name for b in session.built()}
     assert [label for label, _, _ in starts][-1] == "all-slow" and len(starts) >= 2  # the lifted greedy, all-slow

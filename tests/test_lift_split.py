@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import time
-
 from mallocgame.engine.session import session_for
 from mallocgame.formats.lift import lift_map_answer, split_idle
 from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
 from mallocgame.hardware.spec import PRESETS
 from mallocgame.hardware.validator import validate_intervals
 from mallocgame.problem.model import FastInterval, Solution, Status
+from mallocgame.runtime.budget import Budget
 from mallocgame.solvers.cpsat.prefetch_windows import _starts
 from tests.prefetch_tools import program
 
@@ -78,7 +77,7 @@ def test_cuts_take_budget_from_each_other():
 def test_the_window_search_starts_from_msa_around_the_cut_hint():
     p = _program()
     hint = Solution((None,) * p.n, Status.FEASIBLE, p.mode, intervals=tuple(lift_map_answer(p, [0, None])))
-    starts = _starts(p, UNIT, session_for(p, UNIT), hint, time.monotonic(), 60.0)
+    starts = _starts(p, UNIT, session_for(p, UNIT), hint, Budget.start(60.0))
     labels = [label for label, _, _ in starts]
     assert "msa+hint-split" in labels and labels.index("msa+hint-split") < labels.index("msa+hint")
     ev = PrefetchEvaluator.of(p, UNIT)

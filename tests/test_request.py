@@ -4,8 +4,10 @@ contract ``solve(self, request)`` that ``check-solver`` and the registry enforce
 from __future__ import annotations
 
 import dataclasses
+import re
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -62,6 +64,52 @@ def test_a_share_never_ends_past_its_parent(fraction):
     parent = Budget.start(4.0)
     child = parent.share(0.25)
     assert child.seconds <= 0.25 * 4.0 and child.started >= parent.started
+
+
+def test_until_runs_from_now_to_the_deadline_and_is_spent_past_it():
+    before = time.monotonic()
+    budget = Budget.until(before + 30.0)
+    assert before <= budget.started <= time.monotonic()
+    assert budget.deadline == pytest.approx(before + 30.0, abs=1e-9) and 29.0 < budget.left() <= 30.0
+    past = Budget.until(before - 5.0)
+    assert past.seconds == 0.0 and past.expired() and past.share(0.5).seconds == 0.0
+
+
+@pytest.mark.parametrize("fraction", [0.0, 0.1, 0.2, 0.3, 1.0])
+def test_part_is_the_first_fraction_of_the_limit_however_much_is_left(fraction):
+    for seconds, t0 in ((0.2, 987.25), (10.0, 1234.5), (600.0, 3.0)):
+        part = Budget(seconds, t0).part(fraction)
+        assert part.started == t0 and part.seconds == fraction * seconds  # VARIANTS_SHARE * time_limit, as was
+        assert part.deadline == Budget(seconds, t0).at(fraction) == t0 + fraction * seconds
+    spent = Budget(1.0, time.monotonic() - 5.0)
+    assert spent.part(0.5).seconds == 0.5  # a length, not the time left (share is that)
+
+
+@pytest.mark.parametrize("seconds", [0.2, 1.0, 10.0])
+@pytest.mark.parametrize("n", [0, 150, 100_000])
+def test_the_budget_operations_give_the_numbers_of_the_solvers_old_hand_rules(seconds, n):
+    t0 = 1234.5
+    budget = Budget(seconds, t0)
+    deadline = budget.keep_back(n=n)
+    assert budget.kept_back(n=n).at(0.7) == t0 + 0.7 * (deadline - t0)  # cpsat prefetch: no time left to search
+    assert budget.at(0.2) == t0 + 0.2 * seconds  # cpsat's push-down of the hint, pack-search's best-fit start
+    live = Budget.start(seconds)  # a share of the time left: now + f * (deadline - now), never past the deadline
+    before = time.monotonic()
+    half = live.share(0.5)
+    after = time.monotonic()
+    assert before + 0.5 * (live.deadline - before) - 1e-9 <= half.deadline <= after + 0.5 * (live.deadline - after) + 1e-9
+
+
+# the solvers whose deadlines come from their request's budget; the core functions they call may take a deadline
+BUDGETED_SOLVERS = ("solvers/cpsat/solver.py", "solvers/cpsat/prefetch_windows.py", "solvers/msa.py",
+                    "solvers/muzero.py", "solvers/pack_search/solver.py", "hybrid/portfolio.py")
+HAND_RULES = re.compile(r"\bt0 \+|\btime_limit \*|\* time_limit\b|monotonic\(\) \+ [^\n]*\*")
+
+
+@pytest.mark.parametrize("path", BUDGETED_SOLVERS)
+def test_the_solvers_read_their_deadlines_from_their_budget(path):
+    source = (Path(mallocgame.__file__).parent / path).read_text()
+    assert not [line.strip() for line in source.splitlines() if HAND_RULES.search(line)]
 
 
 # ---------------------------------------------------------------------------- Options

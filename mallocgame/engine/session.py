@@ -40,7 +40,7 @@ from mallocgame.problem import graph
 from mallocgame.problem.intervals import max_live, overlap_index
 from mallocgame.problem.model import FastInterval, Problem, ProblemRef, Solution, Status, derived_facts, offsets_tuple
 from mallocgame.problem.objective import better
-from mallocgame.runtime.budget import fits_again
+from mallocgame.runtime.budget import Budget, fits_again
 from mallocgame.runtime.incumbents import offer
 
 # The registered solver whose answer is each mode's reference: compare's ``speedup_vs_greedy``
@@ -279,7 +279,7 @@ class Session:
             greedy_until = deadline
             if mode == "prefetch" and deadline is not None and problem.has_ops:
                 # the lift and its scoring after the placement take about as long (O(n log n), seconds at 200k)
-                greedy_until = time.monotonic() + 0.5 * max(0.0, deadline - time.monotonic())
+                greedy_until = Budget.until(deadline).share(0.5).deadline
             offsets, complete = self._greedy(greedy_until)
             if mode == "prefetch":
                 if not problem.has_ops:
@@ -380,12 +380,11 @@ def session_for(problem: Problem, hardware: Any) -> Session:
     return session
 
 
-def baseline_solution(problem: Problem, hardware: Any, *, t0: float, time_limit: float, solver: str,
+def baseline_solution(problem: Problem, hardware: Any, *, budget: Budget, solver: str,
                       share: float = BASELINE_SHARE) -> Solution | None:
-    """The best baseline answer of ``problem``'s mode built within ``share`` of the time from ``t0``, as
+    """The best baseline answer of ``problem``'s mode built within the first ``share`` of ``budget``, as
     a Solution named ``solver``; what a search returns when it finds nothing better (``None``: none)."""
-    best = session_for(problem, hardware).best_baseline(t0 + share * time_limit,
-                                                        variants_until=t0 + VARIANTS_SHARE * time_limit)
+    best = session_for(problem, hardware).best_baseline(budget.at(share), variants_until=budget.at(VARIANTS_SHARE))
     return None if best is None else best.solution(problem, solver)
 
 

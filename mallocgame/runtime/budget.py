@@ -54,6 +54,18 @@ class Budget:
         """
         return cls(float(seconds), time.monotonic())
 
+    @classmethod
+    def until(cls, deadline: float) -> Budget:
+        """A budget from now to the monotonic ``deadline`` (spent if that has passed): the budget of a core
+        function that is given a deadline.
+
+        Examples:
+            >>> Budget.until(time.monotonic() + 2.0).left() <= 2.0, Budget.until(time.monotonic() - 1.0).seconds
+            (True, 0.0)
+        """
+        now = time.monotonic()
+        return cls(max(deadline - now, 0.0), now)
+
     @property
     def deadline(self) -> float:
         """The monotonic instant the budget ends."""
@@ -85,6 +97,16 @@ class Budget:
             102.0
         """
         return self.started + fraction * self.seconds
+
+    def part(self, fraction: float) -> Budget:
+        """The first ``fraction`` of this budget: the same start, ``fraction`` of its seconds (it ends at `at`
+        ``(fraction)``). What a phase that must fit a fixed share of the whole limit gets, however much is left.
+
+        Examples:
+            >>> Budget(10.0, 100.0).part(0.1)
+            Budget(seconds=1.0, started=100.0)
+        """
+        return Budget(fraction * self.seconds, self.started)
 
     def stop_at(self, fraction: float) -> float:
         """The monotonic instant a search that takes ``fraction`` of the budget stops: `at` ``(fraction)`` less

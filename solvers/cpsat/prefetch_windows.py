@@ -66,7 +66,7 @@ from mallocgame.hardware.validator import validate_intervals
 from mallocgame.problem.intervals import component_runs, maximal_live_sets
 from mallocgame.problem.model import FastInterval, Problem, Solution, Status
 from mallocgame.problem.objective import at_least, better
-from mallocgame.runtime.budget import fits_again
+from mallocgame.runtime.budget import Budget, fits_again
 from mallocgame.solvers.cpsat.model import grid_unit
 
 PREFETCH_RATIOS = (1.0, 1.5, 4.0)  # window budget / copy time of the candidate copy starts
@@ -1188,8 +1188,7 @@ class PrefetchWindows:
         return False
 
 
-def _starts(problem: Problem, hardware, session, hint: Solution | None, t0: float,
-            time_limit: float, build: bool = True,
+def _starts(problem: Problem, hardware, session, hint: Solution | None, budget: Budget, build: bool = True,
             held: list | None = None) -> list[tuple[str, list[FastInterval], float | None]]:
     """The search's starts, each with its value where the session knows it: the hint (as given and
     tightened), the baselines of the solve session (the lifted greedy, also tightened when time allows,
@@ -1205,8 +1204,8 @@ def _starts(problem: Problem, hardware, session, hint: Solution | None, t0: floa
     starts: list[tuple[str, list[FastInterval], float | None]] = []
     if given is not None:
         starts += [("hint", given, None), ("hint-tightened", tighten(problem, given), None)]
-    until = t0 + BASELINE_SHARE * time_limit
-    baselines = session.baselines(until, variants_until=t0 + VARIANTS_SHARE * time_limit) if build else session.built()
+    until = budget.at(BASELINE_SHARE)
+    baselines = session.baselines(until, variants_until=budget.at(VARIANTS_SHARE)) if build else session.built()
     held = list(held or ())
     baselines = held + [b for b in baselines if all(b.name != h.name for h in held)]
     if not build and given is not None and any(set(b.intervals) == set(given) for b in baselines):
@@ -1255,7 +1254,8 @@ def solve_prefetch(request: SolveRequest, *, workers: int = 1, deterministic: bo
     problem, hardware, seed, hint = request.problem, request.hardware, request.seed, request.hint
     t0, time_limit = request.budget.started, request.budget.seconds
     n = problem.n
-    deadline = request.budget.keep_back(n=n)
+    search_budget = request.budget.kept_back(n=n)
+    deadline = search_budget.deadline
     session = request.facts
     if not problem.has_ops or problem.capacity is None:
         bound = session.bound().value if problem.has_ops else 0.0
@@ -1264,12 +1264,12 @@ def solve_prefetch(request: SolveRequest, *, workers: int = 1, deterministic: bo
     # The baselines this search is held to, each to its end, before it spends its own time: never below them.
     held = held_baselines(session, time_limit)
     pev = session.prefetch_evaluator
-    starts = _starts(problem, hardware, session, hint, t0, time_limit, build=build_baselines, held=held)
+    starts = _starts(problem, hardware, session, hint, request.budget, build=build_baselines, held=held)
     bound = session.bound().value
     best_value, start_label, incumbent = _best_start(pev, starts)
     history = [(time.monotonic() - t0, best_value)]
     stats = {"start": start_label, "start_value": best_value}
-    if time.monotonic() >= t0 + 0.7 * (deadline - t0):  # no time left to search: the best start, on time
+    if time.monotonic() >= search_budget.at(0.7):  # no time left to search: the best start, on time
         answer = Solution((None,) * n, Status.FEASIBLE, problem.mode, objective=best_value, bound=bound,
                           wall_time=time.monotonic() - t0, history=tuple(history),
                           stats=stats | {"windows_solved": 0, "cut": "no time left after the starts"},
@@ -1280,7 +1280,7 @@ def solve_prefetch(request: SolveRequest, *, workers: int = 1, deterministic: bo
     # first plan take about as long again (docs/results.md, "Deadlines")
     space = PrefetchWindows(problem, hardware, pev, incumbent, [iv for _, ivs, _ in starts for iv in ivs],
                             seed=seed, workers=workers, deterministic=deterministic, t0=t0,
-                            until=time.monotonic() + SETUP_SHARE * (deadline - time.monotonic()), value=best_value)
+                            until=search_budget.share(SETUP_SHARE).deadline, value=best_value)
     from ortools.sat.python import cp_model  # noqa: F401  (imported before the clock is shared out)
     out = search(space, list(incumbent), best_value, deadline=deadline, t0=t0, seed=seed)
     status = Status.OPTIMAL if at_least("prefetch", out.value, bound) else Status.FEASIBLE

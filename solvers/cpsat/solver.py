@@ -44,6 +44,7 @@ from mallocgame.engine.session import held_baselines, no_worse_than_held
 from mallocgame.problem.intervals import count_overlapping_pairs
 from mallocgame.problem.model import Problem, Solution, Status, offsets_array, offsets_tuple
 from mallocgame.problem.objective import better
+from mallocgame.runtime.budget import Budget
 from mallocgame.runtime.incumbents import offer, offering
 from mallocgame.solvers.cpsat.model import PACK_ORDERS, SMALL_MODEL, Limits, Part, PartResult, solve_part, value_terms
 from mallocgame.solvers.cpsat.prefetch_windows import solve_prefetch
@@ -62,20 +63,20 @@ def solve_with_restarts(problem: Problem, part: Part, limits: Limits, t0: float)
     longest-first solves C, F, G, I, K, each failing elsewhere), so every order gets a
     slice of ``total / 20``, then twice that, and so on; the last slice takes what is left.
     """
-    deadline = limits.deadline if limits.deadline is not None else time.monotonic() + limits.time_limit
+    whole = Budget.start(limits.time_limit) if limits.deadline is None else Budget.until(limits.deadline)
     if part.hint is not None:
         return solve_part(problem, part, limits, t0=t0)
     # A small model is built in milliseconds, so its slices may be short: example:pack40 takes 0.76 s
     # in start order and 0.01 s in the others, and a 1 s limit must reach them.
-    base = max((deadline - time.monotonic()) / 20, 0.05 if len(part.free) < SMALL_MODEL else 0.5)
+    base = max(whole.left() / 20, 0.05 if len(part.free) < SMALL_MODEL else 0.5)
     k, result = 0, None
-    while (remaining := deadline - time.monotonic()) > 0.05:
+    while (remaining := whole.left()) > 0.05:
         order = PACK_ORDERS[k % len(PACK_ORDERS)]
         share = base * 2 ** (k // len(PACK_ORDERS))
-        share = remaining if remaining < 1.5 * share else share
-        result = solve_part(problem, part, Limits(share, seed=limits.seed, workers=limits.workers,
+        piece = whole.share(1.0, at_most=None if remaining < 1.5 * share else share)  # the last slice: what is left
+        result = solve_part(problem, part, Limits(piece.seconds, seed=limits.seed, workers=limits.workers,
                                                   deterministic=limits.deterministic,
-                                                  deadline=time.monotonic() + share), t0=t0, pack_order=order)
+                                                  deadline=piece.deadline), t0=t0, pack_order=order)
         k += 1
         if result.status is not Status.UNKNOWN:
             break
@@ -162,10 +163,11 @@ class CpSat(Solver):
     def _solve(self, request: SolveRequest, *, workers, minimize_peak, deterministic):
         """Map and pack mode (:meth:`solve`)."""
         problem, seed, hint = request.problem, request.seed, request.hint
-        t0, time_limit = request.budget.started, request.budget.seconds
+        t0 = request.budget.started
         n = problem.n
         # Reading a large model's answer back and scoring it takes time too.
-        deadline = request.budget.keep_back(n=n)
+        search = request.budget.kept_back(n=n)
+        deadline = search.deadline
         pack = problem.mode == "pack"
         goal = ("peak" if (minimize_peak or problem.capacity is None) else "feasible") if pack else "value"
         evaluator = None if pack else request.facts.evaluator
@@ -181,14 +183,14 @@ class CpSat(Solver):
         hint_offsets = None
         if hint is not None and len(hint.offsets) == n:
             hint_offsets = push_down(problem, offsets_array(hint.offsets), index=fallbacks.index,
-                                     deadline=t0 + 0.2 * time_limit)
+                                     deadline=request.budget.at(0.2))
             if pack and (hint_offsets < 0).any():
                 hint_offsets = None
         comps = [np.asarray(c, np.int64) for c in fallbacks.session.conflicts.components()]
         comps.sort(key=len)
         global_floor = fallbacks.session.max_live if (pack and n) else 0
         run = self._solve_components(problem, comps, goal, evaluator, fallbacks, hint_offsets, global_floor,
-                                     deadline, t0, seed=seed, workers=workers, deterministic=deterministic)
+                                     search, seed=seed, workers=workers, deterministic=deterministic)
         wall = time.monotonic() - t0
         stats = {"components": len(comps), "cpsat_components": run.models, "greedy_components": run.greedy_comps,
                  "workers": workers, "deterministic": deterministic, "largest_component": run.part_stats}
@@ -218,10 +220,11 @@ class CpSat(Solver):
                         wall_time=time.monotonic() - t0, solver=self.name, stats=stats)
 
     def _solve_components(self, problem, comps: list[np.ndarray], goal: str, evaluator, fallbacks,
-                          hint_offsets, global_floor: int, deadline: float, t0: float, *, seed: int,
+                          hint_offsets, global_floor: int, search: Budget, *, seed: int,
                           workers: int, deterministic: bool) -> ComponentsRun:
-        """Solve the components one by one, smallest first, each with a share of the time left
+        """Solve the components one by one within ``search``, smallest first, each with a share of the time left
         proportional to its buffer count (:func:`time_shares`)."""
+        t0 = search.started
         pack = problem.mode == "pack"
         out = np.full(problem.n, -1, np.int64)
         statuses: list[Status] = []
@@ -237,12 +240,11 @@ class CpSat(Solver):
         solved = np.zeros(problem.n, bool) if goal == "value" and offering() else None
         next_offer = time.monotonic() + OFFER_EVERY
         for c, comp in enumerate(comps):
-            remaining = deadline - time.monotonic()
-            share = time_shares([len(x) for x in comps[c:]], remaining)
+            part = search.share(time_shares([len(x) for x in comps[c:]], 1.0))
             result, used_model = self._solve_component(
                 problem, comp, goal, evaluator, fallbacks, hint_offsets, global_floor,
-                Limits(share, seed=seed, workers=workers, deterministic=deterministic,
-                       deadline=min(deadline, time.monotonic() + share)), t0)
+                Limits(part.seconds, seed=seed, workers=workers, deterministic=deterministic,
+                       deadline=part.deadline), t0)
             models += used_model
             if c == len(comps) - 1 and result.stats:
                 part_stats = dict(result.stats)

@@ -60,9 +60,9 @@ class PackSearch(Solver):
             base = request.facts.baseline("best-fit", request.budget.at(0.2))
             hint_arr = np.asarray(base.offsets)
         # keep time back for building the answer (a tuple of n offsets)
-        limit = max(0.0, request.budget.keep_back(n=problem.n, per_buffer=2e-6) - time.monotonic())
+        search = request.budget.kept_back(n=problem.n, per_buffer=2e-6)
         res = pack(a.size, a.start, a.end, capacity=capacity, alignment=a.alignment,
-                   time_limit=limit, seed=int(seed), hint=hint_arr)
+                   time_limit=search.left(), seed=int(seed), hint=hint_arr)
         status = _STATUS[res.status]
         complete = problem.n == 0 or bool((res.offsets >= 0).all())
         if status in (Status.OPTIMAL, Status.FEASIBLE) and complete:
