@@ -333,7 +333,7 @@ class ModeDispatch(Solver):
         problem, hardware, seed, hint = request.problem, request.hardware, request.seed, request.hint
         workers, minimize_peak = request.options.workers, request.options.minimize_peak
         # Keep a margin for validating and scoring, which grows with the problem.
-        budget = request.budget.kept_back(n=problem.n)
+        budget = request.budget.search_part(n=problem.n)
         if problem.n == 0:
             return Solution((), Status.OPTIMAL, problem.mode, objective=0.0, solver=self.name)
         # The baselines this search is held to, each to its end, before it spends its own time: never below them.
@@ -378,7 +378,7 @@ class LargeNeighbourhoodSearch(ModeDispatch):
         index = overlap_index(problem)
         candidates = (ev.benefits > 0) & (problem.arrays.size <= problem.capacity)
         t0, deadline = budget.started, budget.deadline
-        x, source = self._map_start(problem, facts, index, hint, budget.at(0.3))
+        x, source = self._map_start(problem, facts, index, hint, budget.part(0.3).deadline)
         # Buffers worth nothing in fast memory only block others (value is monotone in the fast set).
         x[~candidates] = -1
         value = ev.value(x)
@@ -415,7 +415,7 @@ class LargeNeighbourhoodSearch(ModeDispatch):
         # On 10^8-pair traces best fit takes most of the time but starts far better than
         # the online allocator, and steps there gain little: let it have 60%.
         t0, deadline = budget.started, budget.deadline
-        x, source = self._pack_start(problem, facts, index, hint, budget.at(0.6))
+        x, source = self._pack_start(problem, facts, index, hint, budget.part(0.6).deadline)
         peak = int((x + problem.arrays.size).max())
         floor = int(live_profile(problem)[1].max())
         history = [(time.monotonic() - t0, float(peak))]

@@ -161,12 +161,12 @@ class _Race:
     """The state of one portfolio solve: every member's report, the errors, the history of the best
     answer, the best report so far and the bound once known in this process (``None``: not yet;
     ``False``: the bound's child failed). ``lifted``: the map members, whose answers are lifted. ``budget``: the
-    portfolio's; ``race``: the part of it the members race in (`Budget.kept_back`: its answer is back in time), of
+    portfolio's; ``race``: the part of it the members race in (`Budget.search_part`: its answer is back in time), of
     which each member gets a child budget (:meth:`member_budget`)."""
 
     def __init__(self, problem, hardware, budget: Budget, *, minimize_peak: bool, lifted: set[str], session):
         self.problem, self.hardware, self.budget = problem, hardware, budget
-        self.race = budget.kept_back(n=problem.n, extra=COLLECT)
+        self.race = budget.search_part(n=problem.n, extra=COLLECT)
         self.minimize_peak, self.lifted = minimize_peak, lifted
         self.map_problem = problem.replace(mode="map") if lifted else None
         self.reports: dict[str, Report] = {}
@@ -429,7 +429,7 @@ class Portfolio(Solver):
         # short limit on a busy machine a forked greedy-xla member can be cut before it reports, and the portfolio
         # must not end below the greedy.
         race.hold(request.budget.seconds, first=True)  # the members' starts, each to its end (even at a spent limit)
-        race.run_baselines(request.budget.at(BASELINE_SHARE), cheapest=True)
+        race.run_baselines(request.budget.part(BASELINE_SHARE).deadline, cheapest=True)
         if problem.mode != "map" and race.bound is None:  # the bound in milliseconds: an answer at it ends the race
             race.bound = race.session.bound()
         for name in heavy:
@@ -477,7 +477,7 @@ class Portfolio(Solver):
         # on a large program they take seconds.
         baselines_later = parallel and problem.mode == "prefetch"
         if not baselines_later:
-            race.run_baselines(budget.at(BASELINE_SHARE))
+            race.run_baselines(budget.part(BASELINE_SHARE).deadline)
         if not parallel:
             race.run_sequential(heavy, seed, warm, options)
             return
@@ -487,7 +487,8 @@ class Portfolio(Solver):
             if started and problem.mode == "prefetch" and race.best.objective is not None:
                 race.window_runs[REFILL_SOLVER] = float(race.best.objective)
             later = (race.map_bound if problem.mode == "map" else
-                     race.baselines_once(budget.at(BASELINE_SHARE), after=early, latest=budget.at(EARLY_WAIT_SHARE))
+                     race.baselines_once(budget.part(BASELINE_SHARE).deadline, after=early,
+                                         latest=budget.part(EARLY_WAIT_SHARE).deadline)
                      if baselines_later else None)
             self._run_parallel(heavy, race, seed, warm, options, workers, pool, later=later,
                                refill=lambda free, running: race.refill(seed, started, free, running))

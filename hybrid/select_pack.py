@@ -83,11 +83,11 @@ class SelectPack(ModeDispatch):
         density_order = xla_order(problem, ev.benefits)
         # greedy-xla's answer first (the solve session's): the rounds never end below it, nor below the hint.
         t0, deadline = budget.started, budget.deadline
-        greedy = session.baseline("greedy-xla", budget.at(0.5))
+        greedy = session.baseline("greedy-xla", budget.part(0.5).deadline)
         best = greedy.offsets
         best_value = ev.value(best)
         if hint is not None:
-            hinted = push_down(problem, offsets_array(hint.offsets), index=index, deadline=budget.at(0.2))
+            hinted = push_down(problem, offsets_array(hint.offsets), index=index, deadline=budget.part(0.2).deadline)
             if ev.value(hinted) > best_value:
                 best, best_value = hinted, ev.value(hinted)
         history = [(time.monotonic() - t0, best_value)]
@@ -206,12 +206,12 @@ class SelectPack(ModeDispatch):
         orders = list(heap_orders(problem).values())
         floor = session.max_live
         t0 = budget.started
-        best = session.baseline("best-fit", budget.at(0.5)).offsets
+        best = session.baseline("best-fit", budget.part(0.5).deadline).offsets
         if hint is not None and all(o is not None for o in hint.offsets):
             h = offsets_array(hint.offsets)
             if (h + a.size).max() < (best + a.size).max():
                 best = h
-        best = push_down(problem, best, index=index, deadline=budget.at(0.6))
+        best = push_down(problem, best, index=index, deadline=budget.part(0.6).deadline)
         best_peak = int((best + a.size).max())
         history = [(time.monotonic() - t0, float(best_peak))]
         if not minimize_peak and problem.capacity is not None:

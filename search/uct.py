@@ -89,6 +89,7 @@ from mallocgame.engine.session import BASELINE_SHARE, VARIANTS_SHARE, held_basel
 from mallocgame.formats.lift import hint_intervals
 from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
 from mallocgame.problem.model import Solution, Status, offsets_array, offsets_tuple
+from mallocgame.runtime.budget import SAFETY, Budget
 from mallocgame.search.game import Game, GameConfig
 from mallocgame.search.game_data import GameData, GameDataCutShort
 from mallocgame.search.game_prefetch import PrefetchData, intervals_of, rows_of
@@ -185,9 +186,10 @@ class Node:
         return self.reward + self.value_sum / self.visits
 
 
-def greedy_finish_until(deadline: float, t0: float) -> float:
-    """When a search past its ``deadline`` (started at ``t0``) stops finishing its game greedily."""
-    return deadline + 0.02 * (deadline - t0) + 0.2
+def greedy_finish_until(search: Budget) -> float:
+    """When a search past the deadline of its budget ``search`` stops finishing its game greedily: a grace of 2% of
+    the budget and 0.2 s."""
+    return search.deadline + 0.02 * search.seconds + 0.2
 
 
 def play_greedy(game: Game, deadline: float = math.inf, rewards: list | None = None) -> bool:
@@ -539,13 +541,15 @@ class UCTSearch:
             self._init_guided(node, game, prior)
         return ret + self._leaf_value_at(game, y)
 
-    def run(self, game: Game, *, deadline: float, incumbents: list[Episode] = (),
-            start: float | None = None, before_move: Callable[[Game], None] | None = None) -> SearchResult:
-        """Play ``game`` (in place) to the end by move-by-move search; the best episode seen wins.
+    def run(self, game: Game, *, budget: Budget, incumbents: list[Episode] = (),
+            before_move: Callable[[Game], None] | None = None) -> SearchResult:
+        """Play ``game`` (in place) to the end by move-by-move search within ``budget`` (its deadline is the
+        search's; each searched move gets a share of the time left, :meth:`_move_budget`); the best episode seen
+        wins. The history's times count from ``budget.started``.
 
         ``before_move(game)``, if given, is called before each searched move (training records
         the states the search reaches; it must not change ``game``)."""
-        t0 = time.monotonic() if start is None else start
+        t0, deadline = budget.started, budget.deadline
         cfg = self.cfg
         probe = game.clone()
         tp = time.monotonic()
@@ -559,7 +563,7 @@ class UCTSearch:
             if self._batches():  # leaves the network values: a rollout's cost as the search pays it (one native
                 step_time = self._measure_rollout_step(game)  # call, not the probe's step-by-step episode)
             self.leaf = auto_leaf(cfg, step_time, probe.steps - game.steps, game.decisions_left,
-                                  deadline - time.monotonic(), self.leaf_cost)
+                                  budget.left(), self.leaf_cost)
             self.rollout_cost = step_time * (probe.steps - game.steps) / 2
         best = episode_of(probe, "greedy")
         for inc in incumbents:
@@ -569,19 +573,18 @@ class UCTSearch:
         root = Node()
         while not game.done:
             legal = game.legal_actions()
-            now = time.monotonic()
             left = max(game.decisions_left, 1)
             reserve = 2.0 * left * step_time + 0.01
-            if now + reserve >= deadline:
+            if budget.left() <= reserve:
                 result.finished_greedily_at = result.moves
                 # a little grace past the deadline, so the answer is still back within the limit + 1 s at 10k+
                 # buffers (an unfinished game loses to the incumbents, which the baselines are among)
-                play_greedy(game, greedy_finish_until(deadline, t0))
+                play_greedy(game, greedy_finish_until(budget))
                 break
             if len(legal) > 1:
                 if before_move is not None:
                     before_move(game)
-                move_deadline = now + (deadline - now - reserve) / left
+                move_deadline = _move_budget(budget, left, reserve).deadline
                 stop_step = game.steps + cfg.rollout_depth if cfg.rollout_depth is not None else math.inf
                 sims = 0
                 batched = self._batched()
@@ -620,6 +623,12 @@ class UCTSearch:
         return result
 
 
+def _move_budget(search: Budget, moves_left: int, reserve: float) -> Budget:
+    """One searched move's budget: an equal share, over the ``moves_left`` moves, of the time left in ``search``
+    less the ``reserve`` kept for finishing the game greedily."""
+    return search.share(1.0 / moves_left, keep=reserve / moves_left)
+
+
 def _add_virtual_visits(path: list[Node]) -> list[float]:
     """One virtual visit to every node of ``path`` at its own mean return (a node not visited yet: its parent's
     mean less its own reward; the root, unvisited: 0), so a descent of the same group sees them as visited more
@@ -646,6 +655,7 @@ def _remove_virtual_visits(path: list[Node], added: list[float]) -> None:
 #: The game per mode: in map mode searching the fixed-order game in greedy-xla's order ends closest to the bound;
 #: in pack mode the fixed-address game places the most bytes (docs/results.md, "mcts's defaults").
 DEFAULT_GAME = {"map": ("order", "xla"), "pack": ("address", "start")}
+SEARCH_SHARE = 0.95  # of the limit the search plays in (less SAFETY): the rest builds and checks its answer
 PREFETCH_K = 4  # offsets per copy window in prefetch mode (fewer actions per segment: deeper search)
 #: The commitment rule per mode (option ``commit`` of mcts and muzero): the most visited root move ("visits") or the
 #: one whose subtree holds the best return seen ("max"). Prefetch mode: the mean of the greedy rollouts below a move
@@ -760,7 +770,7 @@ def solve_with_uct(name: str, request: SolveRequest, cfg: MCTSConfig, game_cfg, 
 
     Map and pack mode: the greedy episodes of the other game shapes and the ``hint``; prefetch mode:
     :func:`prefetch_incumbents` (:func:`_fallback_answers`). Then :class:`UCTSearch` (``prior`` selects by pUCT) plays
-    the game ``game_cfg`` until ``request.budget.stop_at(0.95)``, and the best episode seen is the
+    the game ``game_cfg`` within ``request.budget.part(0.95, keep=SAFETY)``, and the best episode seen is the
     answer (a :class:`mallocgame.problem.model.Solution` named ``name``) to ``request``. ``data``: the game's data if the
     caller built it already; ``stats``: the caller's statistics, the search's are added. ``leaf_value``: the leaf
     evaluator of ``cfg.leaf="value"|"mixed"``. ``prepare(prior, stats) -> prior``: the caller's set-up (the muzero
@@ -775,9 +785,9 @@ def solve_with_uct(name: str, request: SolveRequest, cfg: MCTSConfig, game_cfg, 
     if problem.mode == "prefetch" and (problem.n == 0 or not problem.has_ops):  # nothing to serve: the empty answer
         return Solution(offsets=(None,) * problem.n, status=Status.FEASIBLE, mode=problem.mode, objective=0.0,
                         wall_time=time.monotonic() - budget.started, solver=name, stats=stats)
-    deadline = budget.stop_at(0.95)
+    searching = budget.part(SEARCH_SHARE, keep=SAFETY)
     try:
-        data, incumbents = _fallback_answers(request, game_cfg, data, held, until=deadline)
+        data, incumbents = _fallback_answers(request, game_cfg, data, held, until=searching.deadline)
     except GameDataCutShort:  # no game fits in the time left: the best baseline held (else all-slow) answers
         stats.update({"game": "not built: its data's build reached the deadline", "variant": game_cfg.variant,
                       "k": game_cfg.k, "simulations_per_move": cfg.simulations, "simulations": 0, "moves": 0,
@@ -788,11 +798,11 @@ def solve_with_uct(name: str, request: SolveRequest, cfg: MCTSConfig, game_cfg, 
     if prepare is not None:
         prior = prepare(prior, stats)
     search = UCTSearch(cfg, np.random.default_rng(request.seed), prior=prior, leaf_value=leaf_value)
-    if incumbents and time.monotonic() >= greedy_finish_until(deadline, budget.started):  # too late to play a game
+    if incumbents and time.monotonic() >= greedy_finish_until(searching):  # too late to play a game
         result = SearchResult(best=max(incumbents, key=lambda e: e.value), finished_greedily_at=0)
     else:
-        result = search.run(Game(problem, request.hardware, game_cfg, data=data), deadline=deadline,
-                            incumbents=incumbents, start=budget.started)
+        result = search.run(Game(problem, request.hardware, game_cfg, data=data), budget=searching,
+                            incumbents=incumbents)
     stats.update(_search_stats(cfg, game_cfg, search, result, prior))
     return _uct_answer(name, request, game_cfg, data, result, incumbents, held, stats)
 
@@ -807,12 +817,12 @@ def _fallback_answers(request: SolveRequest, game_cfg, data, held: list, *,
     problem, hardware, hint, budget = request.problem, request.hardware, request.hint, request.budget
     if problem.mode == "prefetch":
         data = data or PrefetchData.of(problem, hardware, until=until)  # GameDataCutShort past ``until``
-        return data, prefetch_incumbents(problem, hardware, game_cfg, hint, budget.at(0.25), session=request.facts,
-                                         msa_deadline=budget.at(BASELINE_SHARE),
-                                         variants_until=budget.at(VARIANTS_SHARE), held=held)
+        return data, prefetch_incumbents(problem, hardware, game_cfg, hint, budget.part(0.25).deadline, session=request.facts,
+                                         msa_deadline=budget.part(BASELINE_SHARE).deadline,
+                                         variants_until=budget.part(VARIANTS_SHARE).deadline, held=held)
     data = data or GameData(problem, hardware)
-    incumbents = greedy_incumbents(problem, hardware, data, game_cfg, budget.at(0.25))
-    more = request.facts.baselines(budget.at(BASELINE_SHARE))  # built once, complete
+    incumbents = greedy_incumbents(problem, hardware, data, game_cfg, budget.part(0.25).deadline)
+    more = request.facts.baselines(budget.part(BASELINE_SHARE).deadline)  # built once, complete
     for b in held + [b for b in more if all(b.name != h.name for h in held)]:
         off = np.array(b.offsets)
         if problem.mode == "map" or (off >= 0).all():

@@ -37,7 +37,7 @@ class BestFit(Solver):
         problem, session = request.problem, request.facts
         t0 = time.monotonic()
         # the end is one tuple of offsets (and in map mode one scoring per order): 2 µs per buffer kept back
-        deadline = request.budget.keep_back(n=problem.n, per_buffer=2e-6)
+        deadline = request.budget.search_part(n=problem.n, per_buffer=2e-6).deadline
         # the pack baseline of the solve session (mallocgame.algorithms.placement.pack_start), built once
         if problem.mode == "pack":
             b = session.baseline("best-fit", deadline)

@@ -29,7 +29,7 @@ class GreedyXLA(Solver):
         # stacked above the rest (pack: still a packing), and the stats and the summary line say so
         # Its end is one tuple of offsets, not a search's scoring: 1 µs per buffer kept back, not the searches' 20,
         # which would take a large share of a short limit on a large input (docs/results.md, "Deadlines")
-        deadline = request.budget.keep_back(n=problem.n, per_buffer=1e-6)
+        deadline = request.budget.search_part(n=problem.n, per_buffer=1e-6).deadline
         base = request.facts.baseline("greedy-xla", deadline)
         stats = {} if base.complete else {"cut_short": True, **base.stats}  # pack: "stacked", how many
         return Solution(offsets=offsets_tuple(base.offsets), status=Status.FEASIBLE, mode=problem.mode,

@@ -66,7 +66,7 @@ class MemorySpaceAssignment(Solver):
                          solver=self.name, intervals=())
         if n == 0 or not problem.has_ops:
             return empty.replace(wall_time=time.monotonic() - t0)
-        deadline = request.budget.keep_back(n=n, extra=0.02)
+        deadline = request.budget.search_part(n=n, extra=0.02).deadline
         ev = request.facts.prefetch_evaluator
         candidates: list[tuple[str, list[FastInterval], dict]] = [("all-slow", [], {})]
         hinted = self._hint_intervals(problem, hint)

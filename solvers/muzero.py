@@ -123,6 +123,7 @@ from mallocgame.engine.protocol import Solver
 from mallocgame.engine.request import Options, SolveRequest, option
 from mallocgame.engine.session import held_baselines, no_worse_than_held
 from mallocgame.problem.model import InputError, Problem, Solution, Status, offsets_array, offsets_tuple
+from mallocgame.runtime.budget import SAFETY, Budget
 from mallocgame.search.game import Game, GameConfig
 from mallocgame.search.game_data import GameData
 from mallocgame.search.muzero import checkpoints as shipped_checkpoints
@@ -145,6 +146,7 @@ from mallocgame.search.uct import (
 
 DEFAULT_SIMULATIONS = 16
 DEFAULT_ROLLOUT_DEPTH = 48  # the searches inside a model only
+LEGACY_SEARCH_SHARE = 0.9  # of the limit the searches inside a model play in (less SAFETY)
 DEFAULT_C_SCALE = {"simulator": 0.1, "learned": 0.02}  # tuned on layered/intervals seeds 201-206 (held out)
 BLENDED_PRIORS = {"network-relaxation-mean": "mean", "network-relaxation-product": "product"}  # guide.BlendedPrior
 PRIORS = ("network", "uniform", "relaxation", *BLENDED_PRIORS)
@@ -403,7 +405,7 @@ def _leaf_evaluator(leaf: tuple[str, int, str], value_net, stats: dict):
 def _solve_legacy(name: str, request: SolveRequest, *, t0: float, sims: int, checkpoint: str | None,
                   search_model: str | None, method: str, c_scale: float | None, rollout_depth: int | None) -> Solution:
     problem, hardware, seed, hint = request.problem, request.hardware, request.seed, request.hint
-    deadline = request.budget.stop_at(0.9)
+    searching = request.budget.part(LEGACY_SEARCH_SHARE, keep=SAFETY)
     held = held_baselines(request.facts, request.budget.seconds)  # first: the answer is never below them
 
     model = search_model or os.environ.get(MODEL_ENV) or "simulator"
@@ -425,9 +427,9 @@ def _solve_legacy(name: str, request: SolveRequest, *, t0: float, sims: int, che
     data = GameData(problem, hardware)
     config = GameConfig(**game_fields)
     greedy = Game(problem, hardware, config, data=data)
-    _finish_greedily(greedy, deadline)  # the incumbent first: cheap, and an answer whatever happens next
+    _finish_greedily(greedy, searching.deadline)  # the incumbent first: cheap, and an answer whatever happens next
     game = Game(problem, hardware, config, data=data)
-    play = _Play(game, agent, rng, sims, deadline)
+    play = _Play(game, agent, rng, sims, searching)
     play.run()
 
     candidates = [(game.total_reward(), game.offsets(), "search" if play.greedy_moves == 0 else
@@ -453,10 +455,10 @@ def _solve_legacy(name: str, request: SolveRequest, *, t0: float, sims: int, che
 
 
 class _Play:
-    """Commit moves by search while the budget allows, then greedily (the searches inside a model)."""
+    """Commit moves by search while ``budget`` allows, then greedily (the searches inside a model)."""
 
-    def __init__(self, game, agent, rng: np.random.Generator, sims: int, deadline: float):
-        self.game, self.agent, self.rng, self.sims, self.deadline = game, agent, rng, sims, deadline
+    def __init__(self, game, agent, rng: np.random.Generator, sims: int, budget: Budget):
+        self.game, self.agent, self.rng, self.sims, self.budget = game, agent, rng, sims, budget
         self.simulations = self.searched_moves = self.greedy_moves = self.forced_moves = 0
         self.sim_seconds = 0.0  # measured cost of one simulation (running mean)
 
@@ -468,15 +470,14 @@ class _Play:
         """Simulations this move can pay for if the rest of the budget is spread evenly."""
         if self.simulations == 0:
             return self.sims
-        left = self.deadline - time.monotonic()
-        per_move = left / self._moves_left()
+        per_move = self.budget.left() / self._moves_left()
         return min(self.sims, int(per_move / max(self.sim_seconds, 1e-6)))
 
     def run(self) -> None:
         game = self.game
         while not game.done:
             now = time.monotonic()
-            if now >= self.deadline:
+            if self.budget.expired():
                 return
             legal = game.legal_actions()
             if legal.size == 1:  # a forced move: nothing to search (the search would return it unsearched)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -11,6 +13,7 @@ from mallocgame.hardware.spec import PRESETS
 from mallocgame.hardware.validator import validate
 from mallocgame.inputs.generate import layered_network
 from mallocgame.problem.model import Buffer, Problem, Solution, Status
+from mallocgame.runtime.budget import Budget
 from mallocgame.search.game import Game, GameConfig
 from mallocgame.search.uct import MCTSConfig, UCTSearch, play_greedy
 from mallocgame.solvers.mcts import MCTSSolver
@@ -32,7 +35,7 @@ def test_search_escapes_the_greedy_trap(variant):
     assert greedy.total_reward() == pytest.approx(5 / 13)
     game = Game(problem, UNIT, GameConfig(variant=variant))
     result = UCTSearch(MCTSConfig(simulations=50, rollout_depth=None), np.random.default_rng(0)).run(
-        game, deadline=float("inf"))
+        game, budget=Budget.start(math.inf))
     assert result.best.value == pytest.approx(8 / 13)
     assert result.best.offsets.tolist() in ([-1, 0, 5], [-1, 5, 0])
     assert result.searched_moves >= 1 and result.simulations >= 50

@@ -146,7 +146,7 @@ def test_each_member_gets_a_child_budget_of_the_race_and_the_pool_keeps_its_dead
     budget = Budget.start(10.0)
     race = _Race(problem, hw, budget, minimize_peak=False, lifted=set(), session=session_for(problem, hw))
     assert race.race.started == budget.started
-    assert race.race.deadline == budget.keep_back(n=problem.n, extra=COLLECT)
+    assert race.race.deadline == budget.search_part(n=problem.n, extra=COLLECT).deadline
     one, half = member_budget(problem, race.race), member_budget(problem, race.race, slots_left=2)
     assert one.deadline <= race.race.deadline and half.deadline < one.deadline and half.seconds < one.seconds / 2
     with ProcessPool(1) as pool:

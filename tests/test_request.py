@@ -33,18 +33,30 @@ def old_solver_deadline(t0, time_limit, n, *, extra=0.0, per_buffer=2e-5):
 @pytest.mark.parametrize("seconds", [0.01, 0.2, 1.0, 10.0, 600.0])
 @pytest.mark.parametrize("n", [0, 150, 5000, 100_000, 400_000])
 @pytest.mark.parametrize("extra,per_buffer", [(0.0, 2e-5), (0.02, 2e-5), (0.0, 1e-6), (0.0, 2e-6), (0.1, 2e-5)])
-def test_keep_back_gives_the_numbers_of_the_old_solver_deadline(seconds, n, extra, per_buffer):
+def test_search_part_gives_the_numbers_of_the_old_solver_deadline(seconds, n, extra, per_buffer):
     budget = Budget(seconds, started=1234.5)
-    assert budget.keep_back(n=n, extra=extra, per_buffer=per_buffer) == \
+    assert budget.search_part(n=n, extra=extra, per_buffer=per_buffer).deadline == \
         old_solver_deadline(1234.5, seconds, n, extra=extra, per_buffer=per_buffer)
-    assert budget.keep_back(n=n, extra=extra, per_buffer=per_buffer) >= budget.at(0.5)  # never less than half
+    # never less than half
+    assert budget.search_part(n=n, extra=extra, per_buffer=per_buffer).deadline >= budget.part(0.5).deadline
 
 
 @pytest.mark.parametrize("fraction", [0.9, 0.95])
-def test_stop_at_gives_the_numbers_of_the_old_hand_rules(fraction):
+def test_a_part_less_safety_gives_the_numbers_of_the_old_hand_rules(fraction):
     for seconds in (0.2, 1.0, 30.0):
         t0 = 987.25
-        assert Budget(seconds, t0).stop_at(fraction) == t0 + fraction * seconds - SAFETY  # uct 0.95, muzero 0.9
+        search = Budget(seconds, t0).part(fraction, keep=SAFETY)  # uct 0.95, muzero 0.9
+        assert search.started == t0 and search.deadline == pytest.approx(t0 + fraction * seconds - SAFETY, abs=1e-12)
+    assert Budget(0.01, t0).part(0.9, keep=SAFETY).seconds == 0.0  # never a negative length
+
+
+def test_budget_names_follow_one_rule():
+    # one instant (the deadline); every other public method cuts a budget and returns one, or reads the clock
+    budget = Budget(10.0, 100.0)
+    public = {name for name in dir(Budget) if not name.startswith("_")}
+    assert public == {"deadline", "left", "expired", "part", "share", "search_part",
+                      "start", "until"}
+    assert all(isinstance(cut, Budget) for cut in (budget.part(0.5), budget.share(0.5), budget.search_part(n=10)))
 
 
 def test_budget_left_expired_and_deadline():
@@ -80,7 +92,7 @@ def test_part_is_the_first_fraction_of_the_limit_however_much_is_left(fraction):
     for seconds, t0 in ((0.2, 987.25), (10.0, 1234.5), (600.0, 3.0)):
         part = Budget(seconds, t0).part(fraction)
         assert part.started == t0 and part.seconds == fraction * seconds  # VARIANTS_SHARE * time_limit, as was
-        assert part.deadline == Budget(seconds, t0).at(fraction) == t0 + fraction * seconds
+        assert part.deadline == Budget(seconds, t0).part(fraction).deadline == t0 + fraction * seconds
     spent = Budget(1.0, time.monotonic() - 5.0)
     assert spent.part(0.5).seconds == 0.5  # a length, not the time left (share is that)
 
@@ -90,9 +102,10 @@ def test_part_is_the_first_fraction_of_the_limit_however_much_is_left(fraction):
 def test_the_budget_operations_give_the_numbers_of_the_solvers_old_hand_rules(seconds, n):
     t0 = 1234.5
     budget = Budget(seconds, t0)
-    deadline = budget.keep_back(n=n)
-    assert budget.kept_back(n=n).at(0.7) == t0 + 0.7 * (deadline - t0)  # cpsat prefetch: no time left to search
-    assert budget.at(0.2) == t0 + 0.2 * seconds  # cpsat's push-down of the hint, pack-search's best-fit start
+    deadline = budget.search_part(n=n).deadline
+    # cpsat prefetch: no time left to search (the same instant to a rounding of the last bit)
+    assert budget.search_part(n=n).part(0.7).deadline == pytest.approx(t0 + 0.7 * (deadline - t0), abs=1e-9)
+    assert budget.part(0.2).deadline == t0 + 0.2 * seconds  # cpsat's push-down of the hint, pack-search's best-fit start
     live = Budget.start(seconds)  # a share of the time left: now + f * (deadline - now), never past the deadline
     before = time.monotonic()
     half = live.share(0.5)
@@ -336,14 +349,14 @@ def test_the_contract_refuses_what_is_not_a_solver():
     assert all(contract_error(load_solver(name)) is None for name in solver_entries() if name in OLD_OPTIONS)
 
 
-def test_a_share_keeps_back_and_caps_and_kept_back_ends_at_keep_back():
+def test_a_share_keeps_back_and_caps_and_search_part_keeps_back_the_answer_time():
     parent = Budget(10.0, time.monotonic())
     child = parent.share(0.5, keep=1.0, at_most=3.0)
     assert child.seconds == 3.0 and child.deadline <= parent.deadline
     assert parent.share(0.5, keep=4.5).seconds <= 0.5
     assert parent.share(0.5, keep=100.0).seconds == 0.0  # spent, never negative
-    kept = parent.kept_back(n=1000, extra=0.1)
-    assert kept.started == parent.started and kept.deadline == pytest.approx(parent.keep_back(n=1000, extra=0.1))
+    kept = parent.search_part(n=1000, extra=0.1)
+    assert kept.started == parent.started and kept.deadline == pytest.approx(parent.deadline - 0.05 - 0.1 - 1000 * 2e-5)
 
 
 # ---------------------------------------------------------------------------- handed down: budget and facts

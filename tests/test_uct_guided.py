@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -9,6 +11,7 @@ from mallocgame.engine.runner import run_solver
 from mallocgame.hardware.spec import PRESETS
 from mallocgame.inputs.generate import layered_network
 from mallocgame.problem.model import InputError
+from mallocgame.runtime.budget import Budget
 from mallocgame.search.game import Game, GameConfig
 from mallocgame.search.muzero.guide import uniform_prior
 from mallocgame.search.uct import GUIDED_RULES, MCTSConfig, Node, UCTSearch
@@ -77,7 +80,7 @@ def test_uniform_prior_with_untried_uct_is_plain_uct_move_for_move(seed):
     for prior in (None, uniform_prior):
         game = Game(problem, HW, GameConfig(variant="order", k=16, order="xla"))
         res = UCTSearch(MCTSConfig(simulations=12, guided="untried-uct", prior_power=2.0), np.random.default_rng(seed),
-                        prior=prior).run(game, deadline=float("inf"))
+                        prior=prior).run(game, budget=Budget.start(math.inf))
         runs.append((res.best.value, res.best.offsets.tolist(), res.simulations, game.offsets().tolist()))
     assert runs[0] == runs[1]
 
@@ -110,7 +113,7 @@ def test_uniform_prior_with_a_fading_power_is_still_plain_uct(seed):
     for prior, decay in ((None, 0.0), (uniform_prior, 5.0)):
         game = Game(problem, HW, GameConfig(variant="order", k=16, order="xla"))
         res = UCTSearch(MCTSConfig(simulations=12, guided="untried-uct", prior_power=2.0, prior_decay=decay),
-                        np.random.default_rng(seed), prior=prior).run(game, deadline=float("inf"))
+                        np.random.default_rng(seed), prior=prior).run(game, budget=Budget.start(math.inf))
         runs.append((res.best.value, res.best.offsets.tolist(), res.simulations, game.offsets().tolist()))
     assert runs[0] == runs[1]
 

@@ -16,7 +16,7 @@ options (an instance of its ``Options``, every value checked) and the facts (the
 evaluators, overlap index, bounds, the mode's baselines, built once). The command line's
 ``--solver-option KEY=VALUE``, the API's keywords and ``mallocgame solvers NAME`` all read ``Options``.
 
-Solvers must end within the budget (``request.budget.keep_back(n=...)`` is the instant to stop searching),
+Solvers must end within the budget (``request.budget.search_part(n=...).deadline`` is the instant to stop searching),
 take all randomness from ``request.seed``, and never print. A solver may name heavy modules it imports in a
 class attribute ``preload`` (a tuple of module names): the runner imports them before its clock starts. The
 runner (`mallocgame.engine.runner`) validates and scores whatever they return. A solver should send each better answer

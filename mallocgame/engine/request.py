@@ -4,7 +4,7 @@ the seed, the hint, the solver's typed `Options` and the facts (docs/architectur
 ``Budget`` (`mallocgame.runtime.budget`) is the one type of time: a number of seconds from a monotonic start, with the time left,
 a child
 budget (`Budget.share`) and the deadline a search stops at so that its answer is back in time
-(`Budget.keep_back`). ``Options`` is the base of a solver's options: a frozen dataclass whose fields are
+(`Budget.search_part`). ``Options`` is the base of a solver's options: a frozen dataclass whose fields are
 declared with `option` (type, default, range or choices and a one-line doc); its constructor checks every
 value, and `Options.parse` reads a ``{name: value}`` mapping, refusing an unknown name in one line.
 
@@ -25,7 +25,7 @@ Examples:
     ...
     mallocgame.problem.model.InputError: solver 'me' takes no option 'rouns' (its options: order, rounds); did you mean 'rounds'?
     >>> budget = Budget(10.0, started=100.0)
-    >>> budget.keep_back(n=1000)  # 100 + 10 - 0.05 - 1000 * 2e-5: the search stops there
+    >>> budget.search_part(n=1000).deadline  # 100 + 10 - 0.05 - 1000 * 2e-5: the search stops there
     109.93
     >>> budget.share(0.5).deadline <= budget.deadline  # spent: its child is spent too
     True

@@ -384,7 +384,8 @@ def baseline_solution(problem: Problem, hardware: Any, *, budget: Budget, solver
                       share: float = BASELINE_SHARE) -> Solution | None:
     """The best baseline answer of ``problem``'s mode built within the first ``share`` of ``budget``, as
     a Solution named ``solver``; what a search returns when it finds nothing better (``None``: none)."""
-    best = session_for(problem, hardware).best_baseline(budget.at(share), variants_until=budget.at(VARIANTS_SHARE))
+    best = session_for(problem, hardware).best_baseline(budget.part(share).deadline,
+                                                        variants_until=budget.part(VARIANTS_SHARE).deadline)
     return None if best is None else best.solution(problem, solver)
 
 

@@ -3,6 +3,11 @@
 A budget is ``seconds`` from a monotonic instant; a solver reads its deadline, the time left, and the share of
 it a member or a phase gets, from its budget only (docs/architecture.md, "Solvers").
 
+Names: a budget has one instant, its `Budget.deadline`. Every method that cuts a budget returns a `Budget` and is
+named by a noun (`Budget.part`, `Budget.share`, `Budget.search_part`); a caller that needs an instant reads that
+budget's ``deadline`` (``budget.part(0.2).deadline``). The constructors say what a budget is made from
+(`Budget.start`, `Budget.until`); `Budget.left` and `Budget.expired` read the clock.
+
 Examples:
     >>> budget = Budget.start(2.0)
     >>> 0 < budget.left() <= 2.0 and not budget.expired()
@@ -89,34 +94,19 @@ class Budget:
         """
         return time.monotonic() >= self.deadline
 
-    def at(self, fraction: float) -> float:
-        """The monotonic instant ``fraction`` of the budget after its start (``at(0.5)``: half way).
-
-        Examples:
-            >>> Budget(10.0, 100.0).at(0.2)
-            102.0
-        """
-        return self.started + fraction * self.seconds
-
-    def part(self, fraction: float) -> Budget:
-        """The first ``fraction`` of this budget: the same start, ``fraction`` of its seconds (it ends at `at`
-        ``(fraction)``). What a phase that must fit a fixed share of the whole limit gets, however much is left.
+    def part(self, fraction: float, *, keep: float = 0.0) -> Budget:
+        """The first ``fraction`` of this budget less ``keep`` seconds: the same start, ``fraction`` of its seconds
+        (never below 0). What a phase that must fit a fixed share of the whole limit gets, however much is left;
+        ``part(f).deadline`` is the instant ``f`` of the way through, ``part(f, keep=SAFETY)`` a search's that
+        takes ``f`` of the budget and keeps `SAFETY` for building its answer.
 
         Examples:
             >>> Budget(10.0, 100.0).part(0.1)
             Budget(seconds=1.0, started=100.0)
+            >>> Budget(10.0, 100.0).part(0.2).deadline, Budget(10.0, 100.0).part(0.9, keep=SAFETY).deadline
+            (102.0, 108.95)
         """
-        return Budget(fraction * self.seconds, self.started)
-
-    def stop_at(self, fraction: float) -> float:
-        """The monotonic instant a search that takes ``fraction`` of the budget stops: `at` ``(fraction)`` less
-        `SAFETY` seconds for building its answer.
-
-        Examples:
-            >>> Budget(10.0, 100.0).stop_at(0.9)
-            108.95
-        """
-        return self.at(fraction) - SAFETY
+        return Budget(max(fraction * self.seconds - keep, 0.0), self.started)
 
     def share(self, fraction: float, *, keep: float = 0.0, at_most: float | None = None) -> Budget:
         """A child budget of ``fraction`` of the time left less ``keep`` seconds (at most ``at_most`` seconds),
@@ -141,26 +131,15 @@ class Budget:
             seconds = min(seconds, at_most)
         return Budget(max(seconds, 0.0), now)
 
-    def kept_back(self, **keep) -> Budget:
-        """This budget ending at `keep_back` ``(**keep)``: the part a search (or a race of members) may spend so
-        that its answer is back within the whole.
-
-        Examples:
-            >>> Budget(1.0, 0.0).kept_back(n=100).deadline
-            0.948
-        """
-        return Budget(self.keep_back(**keep) - self.started, self.started)
-
-    def keep_back(self, *, n: int = 0, per_buffer: float = 2e-5, extra: float = 0.0) -> float:
-        """The monotonic instant a search stops so that its answer is back within the budget.
-
-        Keeps `SAFETY` + ``extra`` seconds plus ``per_buffer`` seconds for each of ``n`` buffers (20 µs: a
-        search's scoring and building the answer) for the end, but never less than half the budget for the
-        search itself.
+    def search_part(self, *, n: int = 0, per_buffer: float = 2e-5, extra: float = 0.0) -> Budget:
+        """The first part of this budget, the part a search (or a race of members) may spend so that its answer is
+        back within the whole: the same start, ending `SAFETY` + ``extra`` seconds plus ``per_buffer`` seconds for
+        each of ``n`` buffers (20 µs: a search's scoring and building the answer) before this budget's deadline, but
+        never before half of it.
 
         Examples:
             >>> b = Budget(1.0, 0.0)
-            >>> b.keep_back(n=100), b.keep_back(n=10**6)
+            >>> b.search_part(n=100).deadline, b.search_part(n=10**6).deadline
             (0.948, 0.5)
         """
-        return self.started + max(self.seconds - SAFETY - extra - per_buffer * n, self.seconds * 0.5)
+        return Budget(max(self.seconds - SAFETY - extra - per_buffer * n, self.seconds * 0.5), self.started)

@@ -22,6 +22,7 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
+from mallocgame.runtime.budget import Budget
 from mallocgame.search.game import Game, GameConfig, observation_dims
 from mallocgame.search.game_data import GameData
 from mallocgame.search.muzero import checkpoint as ckpt
@@ -312,7 +313,7 @@ def play_and_label(state: _State) -> dict[str, Any]:
                                    prior_power=c.prior_power, commit=c.commit),
                         np.random.default_rng(int(state.rng.integers(2**63))), prior=prior)
     game = Game(problem, hw, game_cfg, data=data)
-    result = student.run(game, deadline=math.inf, before_move=lambda g: reached.append(g.clone()))
+    result = student.run(game, budget=Budget.start(math.inf), before_move=lambda g: reached.append(g.clone()))
     picks = state.rng.choice(len(reached), size=min(c.states_per_game, len(reached)), replace=False) \
         if reached else []
     agree = 0

@@ -1204,8 +1204,8 @@ def _starts(problem: Problem, hardware, session, hint: Solution | None, budget: 
     starts: list[tuple[str, list[FastInterval], float | None]] = []
     if given is not None:
         starts += [("hint", given, None), ("hint-tightened", tighten(problem, given), None)]
-    until = budget.at(BASELINE_SHARE)
-    baselines = session.baselines(until, variants_until=budget.at(VARIANTS_SHARE)) if build else session.built()
+    until = budget.part(BASELINE_SHARE).deadline
+    baselines = session.baselines(until, variants_until=budget.part(VARIANTS_SHARE).deadline) if build else session.built()
     held = list(held or ())
     baselines = held + [b for b in baselines if all(b.name != h.name for h in held)]
     if not build and given is not None and any(set(b.intervals) == set(given) for b in baselines):
@@ -1254,7 +1254,7 @@ def solve_prefetch(request: SolveRequest, *, workers: int = 1, deterministic: bo
     problem, hardware, seed, hint = request.problem, request.hardware, request.seed, request.hint
     t0, time_limit = request.budget.started, request.budget.seconds
     n = problem.n
-    search_budget = request.budget.kept_back(n=n)
+    search_budget = request.budget.search_part(n=n)
     deadline = search_budget.deadline
     session = request.facts
     if not problem.has_ops or problem.capacity is None:
@@ -1269,7 +1269,7 @@ def solve_prefetch(request: SolveRequest, *, workers: int = 1, deterministic: bo
     best_value, start_label, incumbent = _best_start(pev, starts)
     history = [(time.monotonic() - t0, best_value)]
     stats = {"start": start_label, "start_value": best_value}
-    if time.monotonic() >= search_budget.at(0.7):  # no time left to search: the best start, on time
+    if time.monotonic() >= search_budget.part(0.7).deadline:  # no time left to search: the best start, on time
         answer = Solution((None,) * n, Status.FEASIBLE, problem.mode, objective=best_value, bound=bound,
                           wall_time=time.monotonic() - t0, history=tuple(history),
                           stats=stats | {"windows_solved": 0, "cut": "no time left after the starts"},

@@ -166,7 +166,7 @@ class CpSat(Solver):
         t0 = request.budget.started
         n = problem.n
         # Reading a large model's answer back and scoring it takes time too.
-        search = request.budget.kept_back(n=n)
+        search = request.budget.search_part(n=n)
         deadline = search.deadline
         pack = problem.mode == "pack"
         goal = ("peak" if (minimize_peak or problem.capacity is None) else "feasible") if pack else "value"
@@ -183,7 +183,7 @@ class CpSat(Solver):
         hint_offsets = None
         if hint is not None and len(hint.offsets) == n:
             hint_offsets = push_down(problem, offsets_array(hint.offsets), index=fallbacks.index,
-                                     deadline=request.budget.at(0.2))
+                                     deadline=request.budget.part(0.2).deadline)
             if pack and (hint_offsets < 0).any():
                 hint_offsets = None
         comps = [np.asarray(c, np.int64) for c in fallbacks.session.conflicts.components()]

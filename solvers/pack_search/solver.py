@@ -57,10 +57,10 @@ class PackSearch(Solver):
         if hint is not None and len(hint.offsets) == problem.n:
             hint_arr = offsets_array(hint.offsets)
         elif problem.n:  # never above the pack baseline (best fit): it is the incumbent (and within a capacity, the answer)
-            base = request.facts.baseline("best-fit", request.budget.at(0.2))
+            base = request.facts.baseline("best-fit", request.budget.part(0.2).deadline)
             hint_arr = np.asarray(base.offsets)
         # keep time back for building the answer (a tuple of n offsets)
-        search = request.budget.kept_back(n=problem.n, per_buffer=2e-6)
+        search = request.budget.search_part(n=problem.n, per_buffer=2e-6)
         res = pack(a.size, a.start, a.end, capacity=capacity, alignment=a.alignment,
                    time_limit=search.left(), seed=int(seed), hint=hint_arr)
         status = _STATUS[res.status]
