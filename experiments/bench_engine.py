@@ -594,6 +594,7 @@ def pack_search_section(show: Transcript, seeds: list[int]) -> None:
     """pack-search on MiniMalloc's A-K: in-process (both engines, CP-SAT thread off, identical answers required)
     and whole process (native engine, as users run it) against MiniMalloc's recorded times."""
     from mallocgame.formats.io import load_problem
+    from mallocgame.runtime.budget import Budget
     from mallocgame.solvers.pack_search.search import check_packing, pack
 
     folder = benchmarks_dir("minimalloc")
@@ -615,7 +616,7 @@ def pack_search_section(show: Transcript, seeds: list[int]) -> None:
                 os.environ["MALLOCGAME_ENGINE"] = engine
                 try:
                     c, t = time.process_time(), time.perf_counter()
-                    r = pack(a.size, a.start, a.end, capacity=prob.capacity, alignment=a.alignment, time_limit=60,
+                    r = pack(a.size, a.start, a.end, capacity=prob.capacity, alignment=a.alignment, budget=Budget.start(60),
                              seed=seed, use_cpsat=False)
                     runs[engine].append((r, time.perf_counter() - t, time.process_time() - c))
                 finally:

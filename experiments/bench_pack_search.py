@@ -24,6 +24,7 @@ from _common import benchmarks_dir, write_results
 from mallocgame.formats.io import load_problem
 from mallocgame.hardware.validator import validate
 from mallocgame.problem.intervals import max_live
+from mallocgame.runtime.budget import Budget
 from mallocgame.solvers.pack_search.search import check_packing, pack
 
 NAMES = [f"{c}.1048576" for c in "ABCDEFGHIJK"] + ["input.12"]
@@ -37,7 +38,7 @@ def run_one(prob, seed: int, time_limit: float, use_cpsat: bool) -> dict:
     load = os.getloadavg()[0]
     cpu = time.process_time()
     t = time.perf_counter()
-    r = pack(a.size, a.start, a.end, capacity=prob.capacity, alignment=a.alignment, time_limit=time_limit,
+    r = pack(a.size, a.start, a.end, capacity=prob.capacity, alignment=a.alignment, budget=Budget.start(time_limit),
              seed=seed, use_cpsat=use_cpsat)
     dt = time.perf_counter() - t
     cpu = time.process_time() - cpu

@@ -47,6 +47,7 @@ def one(n: int | str, seed: int, variant: str, time_limit: float) -> dict:
     from mallocgame.inputs.generate import layered_network
     from mallocgame.inputs.load import prepare
     from mallocgame.problem.intervals import max_live
+    from mallocgame.runtime.budget import Budget
     from mallocgame.solvers.pack_search.search import pack
     from mallocgame.solvers.pack_search.solver import PackSearch
 
@@ -68,7 +69,7 @@ def one(n: int | str, seed: int, variant: str, time_limit: float) -> dict:
         given = stats.get("best_fit_peak")  # what the solver's own best fit reached within 20% of the limit
     else:
         t = time.perf_counter()
-        r = pack(a.size, a.start, a.end, alignment=a.alignment, time_limit=time_limit, seed=0)
+        r = pack(a.size, a.start, a.end, alignment=a.alignment, budget=Budget.start(time_limit), seed=0)
         seconds = time.perf_counter() - t
         offsets = [int(o) for o in r.offsets] if (r.offsets >= 0).all() else None
         status, stats = r.status, r.stats

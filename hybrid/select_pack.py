@@ -107,8 +107,8 @@ class SelectPack(ModeDispatch):
             placed = self._pack_choice(problem, index, chosen, density_order, deadline)
             failed = np.flatnonzero(chosen & (placed < 0))
             if len(failed) and rounds == 1:
-                limit = budget.share(PACK_SEARCH_SHARE, at_most=PACK_SEARCH_SECONDS).seconds
-                placed = self._pack_search_choice(problem, chosen, placed, seed, limit)
+                packing = budget.share(PACK_SEARCH_SHARE, at_most=PACK_SEARCH_SECONDS)
+                placed = self._pack_search_choice(problem, chosen, placed, seed, packing)
                 failed = np.flatnonzero(chosen & (placed < 0))
             if len(failed):
                 placed = self._repair(problem, ev, index, candidates, placed, failed, rng, budget, workers)
@@ -150,15 +150,15 @@ class SelectPack(ModeDispatch):
         return best
 
     @staticmethod
-    def _pack_search_choice(problem, chosen, placed, seed, limit: float) -> np.ndarray:
-        """The whole choice packed by the pack search (best fit's placement as its hint) within ``limit``
-        seconds, else ``placed`` as it was."""
-        if limit <= 0.05:
+    def _pack_search_choice(problem, chosen, placed, seed, packing: Budget) -> np.ndarray:
+        """The whole choice packed by the pack search (best fit's placement as its hint) within ``packing``,
+        else ``placed`` as it was."""
+        if packing.seconds <= 0.05:
             return placed
         a = problem.arrays
         idx = np.flatnonzero(chosen)
         res = pack(a.size[idx], a.start[idx], a.end[idx], capacity=problem.capacity, alignment=a.alignment[idx],
-                   time_limit=limit, seed=seed, hint=placed[idx])
+                   budget=packing, seed=seed, hint=placed[idx])
         if res.status != "OPTIMAL":
             return placed
         out = np.full(problem.n, -1, dtype=np.int64)

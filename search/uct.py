@@ -453,20 +453,20 @@ class UCTSearch:
             return 0.0
         self.leaf_value(game.clone())
         group = [game.clone() for _ in range(self.cfg.leaf_batch if self._batches() else 1)]
-        t = time.perf_counter()
+        t = time.monotonic()
         if self._batches():
             self.leaf_value.batch(group)
         else:
             self.leaf_value(group[0])
-        return (time.perf_counter() - t) / len(group)
+        return (time.monotonic() - t) / len(group)
 
     def _measure_rollout_step(self, game: Game) -> float:
         """Seconds per step of one rollout from ``game``'s state (not changed) to the end, as :func:`rollout` plays it."""
         copy = game.clone()
         start = copy.steps
-        t = time.perf_counter()
+        t = time.monotonic()
         rollout(copy, self.cfg, np.random.default_rng(0), math.inf)
-        return (time.perf_counter() - t) / max(copy.steps - start, 1)
+        return (time.monotonic() - t) / max(copy.steps - start, 1)
 
     def _batches(self) -> bool:
         """Whether value leaves, where played, are valued in groups (module docstring, "Batched value leaves")."""
@@ -593,9 +593,9 @@ class UCTSearch:
                     if batched:  # a group no larger than the move's time left affords at the measured cost
                         group = min(cfg.leaf_batch, cfg.simulations - sims,
                                     self._affordable_group(move_deadline - time.monotonic()))
-                        started = time.perf_counter()
+                        started = time.monotonic()
                         best = self.simulate_batch(root, game, stop_step, best, group)
-                        self._batch_seconds += time.perf_counter() - started
+                        self._batch_seconds += time.monotonic() - started
                         self._batch_simulations += group
                     else:
                         group = 1

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from mallocgame.formats.io import load_problem
 from mallocgame.inputs.suites import suite_entries
+from mallocgame.runtime.budget import Budget
 from mallocgame.runtime.native_engine import ENGINE_ENV
 from mallocgame.solvers.pack_search import search
 from mallocgame.solvers.pack_search.search import _first_fit, check_packing, pack
@@ -25,11 +26,12 @@ def same_stats(r) -> dict:
     return {k: v for k, v in r.stats.items() if k != "seconds"}
 
 
-def both_engines(monkeypatch, *args, **kwargs):
+def both_engines(monkeypatch, *args, seconds: float, **kwargs):
+    """``pack(*args, **kwargs)`` on each engine, each with a budget of ``seconds`` of its own."""
     out = []
     for name in ("python", "native"):
         monkeypatch.setenv(ENGINE_ENV, name)
-        out.append(pack(*args, **kwargs))
+        out.append(pack(*args, budget=Budget.start(seconds), **kwargs))
     return out
 
 
@@ -60,8 +62,8 @@ def test_engines_agree_on_generated_problems(monkeypatch, inst, seed):
     size, start, end, align, slack = inst
     capacity = None
     if slack is not None:  # around the least peak: fits, barely fits, or proven impossible
-        capacity = pack(size, start, end, alignment=align, time_limit=20, use_cpsat=False).peak + slack - 1
-    ref, nat = both_engines(monkeypatch, size, start, end, capacity=capacity, alignment=align, time_limit=20,
+        capacity = pack(size, start, end, alignment=align, budget=Budget.start(20), use_cpsat=False).peak + slack - 1
+    ref, nat = both_engines(monkeypatch, size, start, end, capacity=capacity, alignment=align, seconds=20,
                             seed=seed, use_cpsat=False)
     assert_same(ref, nat)
     if nat.status == "OPTIMAL" or nat.status == "FEASIBLE":
@@ -77,7 +79,7 @@ def test_engines_agree_on_minimalloc_instances(monkeypatch, name):
     a = prob.arrays
     monkeypatch.setattr(search, "_NODE_BUDGET", 3000)
     ref, nat = both_engines(monkeypatch, a.size, a.start, a.end, capacity=prob.capacity, alignment=a.alignment,
-                            time_limit=120, seed=1, use_cpsat=False)
+                            seconds=120, seed=1, use_cpsat=False)
     assert_same(ref, nat)
     assert nat.stats["nodes"] > 0
 
@@ -89,7 +91,7 @@ def test_engines_agree_on_suite_programs(monkeypatch, entry):
     a = prob.arrays
     monkeypatch.setattr(search, "_NODE_BUDGET", 2000)
     ref, nat = both_engines(monkeypatch, a.size, a.start, a.end, capacity=None, alignment=a.alignment,
-                            time_limit=120, seed=0, use_cpsat=False)
+                            seconds=120, seed=0, use_cpsat=False)
     assert_same(ref, nat)
 
 

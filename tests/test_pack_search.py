@@ -15,6 +15,7 @@ import pytest
 from mallocgame.problem.intervals import component_runs as components
 from mallocgame.problem.intervals import max_live_of as max_live
 from mallocgame.problem.model import Buffer, Problem, Solution, Status
+from mallocgame.runtime.budget import Budget
 from mallocgame.solvers.pack_search.search import pack
 from mallocgame.solvers.pack_search.solver import PackSearch
 from tests.conftest import BENCHMARKS, needs_benchmarks
@@ -144,16 +145,16 @@ def test_minimalloc_example_feasible_and_tight():
     size = [4, 4, 4, 4, 4]
     start = [0, 3, 3, 9, 0]
     end = [3, 9, 21, 21, 9]
-    r = pack(size, start, end, capacity=12, time_limit=10, use_cpsat=False)
+    r = pack(size, start, end, capacity=12, budget=Budget.start(10), use_cpsat=False)
     assert r.status == "OPTIMAL" and valid(size, start, end, r.offsets, 12)
-    assert pack(size, start, end, capacity=11, time_limit=10, use_cpsat=False).status == "INFEASIBLE"
-    m = pack(size, start, end, capacity=None, time_limit=10, use_cpsat=False)
+    assert pack(size, start, end, capacity=11, budget=Budget.start(10), use_cpsat=False).status == "INFEASIBLE"
+    m = pack(size, start, end, capacity=None, budget=Budget.start(10), use_cpsat=False)
     assert m.status == "OPTIMAL" and m.peak == 12 and m.lower_bound == 12
 
 
 def test_size_or_live_above_capacity_is_infeasible():
-    assert pack([5], [0], [1], capacity=4, time_limit=5).status == "INFEASIBLE"
-    assert pack([3, 3], [0, 0], [2, 2], capacity=5, time_limit=5).status == "INFEASIBLE"
+    assert pack([5], [0], [1], capacity=4, budget=Budget.start(5)).status == "INFEASIBLE"
+    assert pack([3, 3], [0, 0], [2, 2], capacity=5, budget=Budget.start(5)).status == "INFEASIBLE"
 
 
 def test_greedy_in_start_order_fails_but_a_packing_exists():
@@ -169,7 +170,7 @@ def test_greedy_in_start_order_fails_but_a_packing_exists():
     assert found is not None, "scan should find a greedy failure"
     size, start, end, known = found
     assert valid(size, start, end, known, 6)
-    r = pack(size, start, end, capacity=6, time_limit=10, use_cpsat=False)
+    r = pack(size, start, end, capacity=6, budget=Budget.start(10), use_cpsat=False)
     assert r.status == "OPTIMAL" and valid(size, start, end, r.offsets, 6)
 
 
@@ -183,12 +184,12 @@ def test_agrees_with_brute_force_on_tiny_random_instances(seed):
     cap = int(max_live(size, start, end) + rng.integers(0, 2))
     cap = max(cap, int(size.max()))
     expected = brute_force_feasible(size.tolist(), start.tolist(), end.tolist(), cap)
-    r = pack(size, start, end, capacity=cap, time_limit=10, seed=seed, use_cpsat=False)
+    r = pack(size, start, end, capacity=cap, budget=Budget.start(10), seed=seed, use_cpsat=False)
     assert r.status == ("OPTIMAL" if expected else "INFEASIBLE")
     if expected:
         assert valid(size, start, end, r.offsets, cap)
     # minimise mode: the peak is the smallest capacity brute force accepts
-    m = pack(size, start, end, capacity=None, time_limit=10, seed=seed, use_cpsat=False)
+    m = pack(size, start, end, capacity=None, budget=Budget.start(10), seed=seed, use_cpsat=False)
     assert valid(size, start, end, m.offsets)
     lo = int(max_live(size, start, end))
     best = next(c for c in range(lo, int(size.sum()) + 1)
@@ -204,7 +205,7 @@ def test_zero_slack_guillotine_instances_are_packed(seed):
     size, start, end, known = guillotine(rng, T=40, C=64, pieces=30)
     size, start, end = size * 1024, start * 7, end * 7          # common divisor 1024
     assert valid(size, start, end, known * 1024, 64 * 1024)
-    r = pack(size, start, end, capacity=64 * 1024, time_limit=20, seed=seed, use_cpsat=False)
+    r = pack(size, start, end, capacity=64 * 1024, budget=Budget.start(20), seed=seed, use_cpsat=False)
     assert r.status == "OPTIMAL"
     assert valid(size, start, end, r.offsets, 64 * 1024)
 
@@ -214,7 +215,7 @@ def test_zero_slack_sweep_instances_need_backtracking_and_are_packed(seed):
     rng = np.random.default_rng(seed)
     size, start, end, known = sweep_instance(rng, T=12, C=40, max_piece=12)
     assert valid(size, start, end, known, 40) and max_live(size, start, end) == 40
-    r = pack(size, start, end, capacity=40, time_limit=20, seed=seed, use_cpsat=False)
+    r = pack(size, start, end, capacity=40, budget=Budget.start(20), seed=seed, use_cpsat=False)
     assert r.status == "OPTIMAL"
     assert valid(size, start, end, r.offsets, 40)
 
@@ -226,14 +227,14 @@ def test_random_known_packing_with_slack_hidden_offsets():
     keep = rng.random(len(size)) < 0.75                 # drop pieces: slack appears
     size, start, end, known = size[keep], start[keep], end[keep], known[keep]
     cap = int((known + size).max())
-    r = pack(size, start, end, capacity=cap, time_limit=20, use_cpsat=False)
+    r = pack(size, start, end, capacity=cap, budget=Budget.start(20), use_cpsat=False)
     assert r.status == "OPTIMAL" and valid(size, start, end, r.offsets, cap)
 
 
 def test_minimise_peak_reaches_the_max_live_bound():
     rng = np.random.default_rng(11)
     size, start, end, _ = guillotine(rng, T=30, C=40, pieces=25)
-    r = pack(size, start, end, capacity=None, time_limit=20, use_cpsat=False)
+    r = pack(size, start, end, capacity=None, budget=Budget.start(20), use_cpsat=False)
     assert r.status == "OPTIMAL"
     assert r.peak == max_live(size, start, end) == 40
     assert valid(size, start, end, r.offsets)
@@ -247,7 +248,7 @@ def test_components_are_independent_and_reuse_addresses():
     start = np.array([0, 0, 10, 10])
     end = np.array([5, 5, 15, 15])
     assert [len(c) for c in components(start, end)] == [2, 2]
-    r = pack(size, start, end, capacity=8, time_limit=5, use_cpsat=False)
+    r = pack(size, start, end, capacity=8, budget=Budget.start(5), use_cpsat=False)
     assert r.status == "OPTIMAL" and valid(size, start, end, r.offsets, 8)
     assert r.stats["components"] == 2
     # touching half-open ranges do not overlap: [0,5) and [5,9)
@@ -259,7 +260,7 @@ def test_alignment_is_respected():
     size, start, end, _ = guillotine(rng, T=20, C=32, pieces=14)
     size = size * 4
     align = np.where(np.arange(len(size)) % 2 == 0, 8, 4)
-    r = pack(size, start, end, capacity=None, alignment=align, time_limit=10, use_cpsat=False)
+    r = pack(size, start, end, capacity=None, alignment=align, budget=Budget.start(10), use_cpsat=False)
     assert r.status in ("OPTIMAL", "FEASIBLE")
     assert valid(size, start, end, r.offsets, alignment=align)
 
@@ -268,8 +269,8 @@ def test_deterministic_for_a_seed():
     # an instance that needs several restarts (node-limited, so the path is reproducible)
     rng = np.random.default_rng(3)
     size, start, end, _ = sweep_instance(rng, T=12, C=40, max_piece=12)
-    a = pack(size, start, end, capacity=40, time_limit=30, seed=3, use_cpsat=False)
-    b = pack(size, start, end, capacity=40, time_limit=30, seed=3, use_cpsat=False)
+    a = pack(size, start, end, capacity=40, budget=Budget.start(30), seed=3, use_cpsat=False)
+    b = pack(size, start, end, capacity=40, budget=Budget.start(30), seed=3, use_cpsat=False)
     assert a.stats["restarts"] > 1
     assert a.status == b.status == "OPTIMAL"
     assert np.array_equal(a.offsets, b.offsets)
@@ -284,11 +285,11 @@ def test_every_seed_gives_a_valid_answer_and_a_seed_repeats_its_answer(monkeypat
     rng = np.random.default_rng(3)
     size, start, end, _ = sweep_instance(rng, T=12, C=40, max_piece=12)
     for seed in range(5):
-        a = pack(size, start, end, capacity=40, time_limit=30, seed=seed, use_cpsat=False)
+        a = pack(size, start, end, capacity=40, budget=Budget.start(30), seed=seed, use_cpsat=False)
         assert a.status == "OPTIMAL" and valid(size, start, end, a.offsets, 40)
-        b = pack(size, start, end, capacity=40, time_limit=30, seed=seed, use_cpsat=False)
+        b = pack(size, start, end, capacity=40, budget=Budget.start(30), seed=seed, use_cpsat=False)
         assert np.array_equal(a.offsets, b.offsets) and a.stats["nodes"] == b.stats["nodes"]
-        m = pack(size, start, end, capacity=None, time_limit=30, seed=seed, use_cpsat=False)
+        m = pack(size, start, end, capacity=None, budget=Budget.start(30), seed=seed, use_cpsat=False)
         assert m.status == "OPTIMAL" and m.peak == 40 and valid(size, start, end, m.offsets)
 
 
@@ -326,7 +327,7 @@ def test_minimalloc_instances_settled_by_the_search_alone_at_any_seed(name):
     a = prob.arrays
     nodes = set()
     for seed in (0, 3):
-        r = pack(a.size, a.start, a.end, capacity=prob.capacity, time_limit=60, seed=seed, use_cpsat=False)
+        r = pack(a.size, a.start, a.end, capacity=prob.capacity, budget=Budget.start(60), seed=seed, use_cpsat=False)
         assert r.status == "OPTIMAL" and r.stats["cpsat_runs"] == 0
         assert valid(a.size, a.start, a.end, r.offsets, prob.capacity)
         nodes.add(r.stats["nodes"])
@@ -336,7 +337,7 @@ def test_minimalloc_instances_settled_by_the_search_alone_at_any_seed(name):
 def test_valid_hint_is_kept():
     rng = np.random.default_rng(2)
     size, start, end, known = guillotine(rng, T=20, C=30, pieces=20)
-    r = pack(size, start, end, capacity=30, hint=known, time_limit=5)
+    r = pack(size, start, end, capacity=30, hint=known, budget=Budget.start(5))
     assert r.status == "OPTIMAL" and np.array_equal(r.offsets, known)
 
 
@@ -380,12 +381,12 @@ def test_minimise_with_several_components_and_the_large_component_fallback(monke
         size, start, end, _ = guillotine(rng, T=20, C=C, pieces=pieces)
         parts.append((size, start + 100 * k, end + 100 * k))       # disjoint in time
     size, start, end = (np.concatenate([p[i] for p in parts]) for i in range(3))
-    r = pack(size, start, end, capacity=None, time_limit=20, use_cpsat=False)
+    r = pack(size, start, end, capacity=None, budget=Budget.start(20), use_cpsat=False)
     assert r.status == "OPTIMAL" and r.peak == 50 and valid(size, start, end, r.offsets)
     assert r.stats["components"] == 2
     # the same input with the exact engine switched off: a valid first-fit answer
     monkeypatch.setattr(ps_mod, "_MAX_EXACT", 1)
-    f = pack(size, start, end, capacity=None, time_limit=5, use_cpsat=False)
+    f = pack(size, start, end, capacity=None, budget=Budget.start(5), use_cpsat=False)
     assert f.stats["fallback_components"] == 2
     assert f.status in ("OPTIMAL", "FEASIBLE") and valid(size, start, end, f.offsets)
     assert f.peak >= 50 and f.lower_bound == 50
@@ -397,7 +398,7 @@ def test_minimise_peak_on_a_component_deeper_than_the_recursion_limit():
     start = np.arange(n, dtype=np.int64)
     end = start + 3
     size = (np.arange(n, dtype=np.int64) % 5) + 1
-    res = pack(size, start, end, capacity=None, time_limit=20, seed=0, use_cpsat=False)
+    res = pack(size, start, end, capacity=None, budget=Budget.start(20), seed=0, use_cpsat=False)
     assert (res.offsets >= 0).all()
     for i in range(n):
         for j in range(i + 1, min(n, i + 3)):
@@ -443,11 +444,11 @@ def test_window_repair_alone_reaches_max_live_from_first_fit(monkeypatch):
     lb = int(max_live(a.size, a.start, a.end))
     first = ps_mod._first_fit(a.size, a.start, a.end, a.alignment)
     assert int((first + a.size).max()) > lb
-    r = pack(a.size, a.start, a.end, alignment=a.alignment, time_limit=20, seed=0)
+    r = pack(a.size, a.start, a.end, alignment=a.alignment, budget=Budget.start(20), seed=0)
     assert r.status == "OPTIMAL" and r.peak == lb and r.stats["windows"] >= 1
     assert valid(a.size, a.start, a.end, r.offsets, alignment=a.alignment)
     assert "window repair" in r.stats["fallback"] and f"to peak {lb}" in r.stats["fallback"]
-    c = pack(a.size, a.start, a.end, capacity=lb, alignment=a.alignment, time_limit=20, seed=0)
+    c = pack(a.size, a.start, a.end, capacity=lb, alignment=a.alignment, budget=Budget.start(20), seed=0)
     assert c.status == "OPTIMAL" and c.peak <= lb and valid(a.size, a.start, a.end, c.offsets, lb, a.alignment)
 
 

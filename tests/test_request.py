@@ -115,8 +115,11 @@ def test_the_budget_operations_give_the_numbers_of_the_solvers_old_hand_rules(se
 
 # the solvers whose deadlines come from their request's budget; the core functions they call may take a deadline
 BUDGETED_SOLVERS = ("solvers/cpsat/solver.py", "solvers/cpsat/prefetch_windows.py", "solvers/msa.py",
-                    "solvers/muzero.py", "solvers/pack_search/solver.py", "hybrid/portfolio.py")
-HAND_RULES = re.compile(r"\bt0 \+|\btime_limit \*|\* time_limit\b|monotonic\(\) \+ [^\n]*\*")
+                    "solvers/muzero.py", "solvers/pack_search/solver.py", "hybrid/portfolio.py",
+                    "solvers/pack_search/search.py", "solvers/pack_search/_pack.pxi", "search/uct.py")
+# a deadline written by hand: t0 + f * limit, now + f * (deadline - now), a clock of its own (perf_counter)
+HAND_RULES = re.compile(r"\bt0 \+|\btime_limit \*|\* time_limit\b|monotonic\(\) \+ [^\n]*\*|\bnow \+ [^\n]*[*/]"
+                        r"|\bdeadline - now\b|perf_counter")
 
 
 @pytest.mark.parametrize("path", BUDGETED_SOLVERS)

@@ -49,8 +49,8 @@ cdef enum:
 
 
 @cython.cdivision(True)
-cdef inline double _perf_counter() noexcept nogil:
-    # the clock time.perf_counter() reads on Linux
+cdef inline double _pack_monotonic() noexcept nogil:
+    # the clock time.monotonic() reads (a Budget's clock)
     cdef timespec ts
     clock_gettime(CLOCK_MONOTONIC, &ts)
     return <double>ts.tv_sec + <double>ts.tv_nsec * 1e-9
@@ -79,7 +79,7 @@ def first_fit_loop(const i64[::1] order, const i64[::1] size, const i64[::1] sta
     """The first-fit sweep of ``order``, writing ``off`` in place; returns ``(steps done, highest top)``.
 
     Each buffer goes to the lowest aligned gap among the live placed buffers (kept sorted by offset). The clock
-    (``deadline``: ``time.perf_counter`` seconds or ``None``) is read every 64 steps, as the reference reads it;
+    (``deadline``: a ``time.monotonic`` instant or ``None``) is read every 64 steps, as the reference reads it;
     when it has passed, the sweep stops and the caller stacks the rest.
     """
     cdef Py_ssize_t m = order.shape[0], step, k, w, L, pos
@@ -91,7 +91,7 @@ def first_fit_loop(const i64[::1] order, const i64[::1] size, const i64[::1] sta
     cdef Py_ssize_t done = m
     with nogil:
         for step in range(m):
-            if has_deadline and step % 64 == 0 and _perf_counter() > dl:
+            if has_deadline and step % 64 == 0 and _pack_monotonic() > dl:
                 done = step
                 break
             i = order[step]
@@ -309,7 +309,7 @@ cdef class CanonicalSearch:
         if self.nodes > self.node_limit:
             return True
         if (self.nodes & 63) == 0:
-            if _perf_counter() > self.deadline:
+            if _pack_monotonic() > self.deadline:
                 return True
             if self.stop is not None:
                 with gil:

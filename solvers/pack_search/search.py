@@ -33,6 +33,7 @@ from mallocgame._native import CanonicalSearch, ComponentTables, FailedStates, f
 from mallocgame.algorithms.packing_model import add_no_overlap, add_rectangles
 from mallocgame.algorithms.placement import stacked_offsets
 from mallocgame.problem.intervals import component_runs, max_live_of
+from mallocgame.runtime.budget import Budget
 from mallocgame.runtime.native_engine import engine
 
 __all__ = ["PackResult", "pack", "check_packing"]
@@ -360,7 +361,7 @@ class _Searcher:
         if self.nodes > self.node_limit:
             raise _Abort()
         if (self.nodes & 63) == 0:
-            if time.perf_counter() > self.deadline or (self.stop is not None and self.stop.is_set()):
+            if time.monotonic() > self.deadline or (self.stop is not None and self.stop.is_set()):
                 raise _Abort()
 
     def _node(self, P: np.ndarray, ps: int, pe: int) -> bool:
@@ -564,7 +565,7 @@ class _CpSatRun:
     Model: ``x_i = align_i * y_i`` with ``x_i + size_i <= cap``; one ``AddNoOverlap`` per
     maximal clique of the interval graph (equivalent to pairwise disjointness of
     time-overlapping buffers, and a stronger propagation than ``AddNoOverlap2D`` here).
-    Single worker, seeded, ends at ``deadline`` (a ``time.perf_counter`` value). The
+    Single worker, seeded, ends at ``deadline`` (a ``time.monotonic`` instant). The
     model is built inside the thread, so the search keeps going meanwhile. ``result``:
     local offsets array, ``False`` (proven infeasible) or ``None`` (unknown).
     """
@@ -607,7 +608,7 @@ class _CpSatRun:
             ys = rect.steps
             solver = cp_model.CpSolver()
             p = solver.parameters
-            p.max_time_in_seconds = max(0.01, self.deadline - time.perf_counter())
+            p.max_time_in_seconds = max(0.01, Budget.until(self.deadline).seconds)
             p.num_workers = self.workers
             p.random_seed = self.seed % (2 ** 31)
             self.solver = solver
@@ -675,7 +676,7 @@ class _Stats:
 def _greedy(comp: _Component, deadline: float = math.inf) -> np.ndarray | None:
     """First descent of the canonical search with unbounded capacity: every buffer goes
     to its lowest offset in (offset, rank) order. Returns local offsets ``[m]``, or ``None``
-    when ``deadline`` (``time.perf_counter``) comes first (on 5k buffers it takes seconds)."""
+    when ``deadline`` (a ``time.monotonic`` instant) comes first (on 5k buffers it takes seconds)."""
     big = int(comp.size.sum()) * (int(comp.align.max()) if comp.align is not None else 1) + 1
     s = _searcher(comp, big, comp.heuristic("TWA"), node_limit=10 * comp.m + 10,
                   deadline=deadline, stop=None, use_tt=False, choice="rank")
@@ -698,7 +699,7 @@ def _first_fit(size: np.ndarray, start: np.ndarray, end: np.ndarray,
     time (larger first at equal starts) and put each at the lowest aligned gap among the
     live placed buffers. Returns offsets ``[n]`` (int64, input units).
 
-    Past ``deadline`` (``time.perf_counter`` seconds) the buffers not reached yet are stacked above all
+    Past ``deadline`` (a ``time.monotonic`` instant) the buffers not reached yet are stacked above all
     the others (:func:`mallocgame.algorithms.placement.stacked_offsets`): still a valid packing, with a higher peak.
     """
     n = len(size)
@@ -716,7 +717,7 @@ def _first_fit(size: np.ndarray, start: np.ndarray, end: np.ndarray,
     top = 0  # the highest address placed so far
     for step, i in enumerate(order.tolist()):
         # every step moves arrays as long as the live set (tens of µs at 20,000 buffers): a clock read per 64
-        if deadline is not None and step % 64 == 0 and time.perf_counter() > deadline:
+        if deadline is not None and step % 64 == 0 and time.monotonic() > deadline:
             rest = order[step:]
             off[rest] = stacked_offsets(size[rest], align[rest], top)
             break
@@ -764,13 +765,13 @@ _WINDOW_CELL_SECONDS = 1e-6  # building a window's clique model, per (item, maxi
 
 
 class _Past:
-    """``is_set()`` once ``time.perf_counter()`` passes ``until``: a deadline as a cancel flag."""
+    """``is_set()`` once ``budget`` has expired: a deadline as a cancel flag."""
 
-    def __init__(self, until: float):
-        self.until = until
+    def __init__(self, budget: Budget):
+        self.budget = budget
 
     def is_set(self) -> bool:
-        return time.perf_counter() > self.until
+        return self.budget.expired()
 
 
 def _window_cells(start: np.ndarray, end: np.ndarray) -> int:
@@ -795,14 +796,14 @@ def _solve_window(size, start, end, align, cur, free, top, until: float, seed: i
     # The model has one clique row per maximal live set, built before CP-SAT's clock starts: on dense traces
     # (a window of 256 free items among 7,500 pinned ones live with them) that is millions of cells and
     # seconds, so a window whose model cannot be built in the time left is not started.
-    if _window_cells(start, end) * _WINDOW_CELL_SECONDS > until - time.perf_counter():
+    window = Budget.until(until)
+    if _window_cells(start, end) * _WINDOW_CELL_SECONDS > window.left():
         return "UNKNOWN", None
-    late = _Past(until)
+    late = _Past(window)
     slice_s, rnd = 0.2, 0
     while True:
         for order_name in _WINDOW_ORDERS:
-            now = time.perf_counter()
-            if now >= until:
+            if window.expired():
                 return "UNKNOWN", None
             perm = _window_order(order_name, size, start, end)
             model = cp_model.CpModel()
@@ -818,7 +819,7 @@ def _solve_window(size, start, end, align, cur, free, top, until: float, seed: i
                 return "UNKNOWN", None
             solver = cp_model.CpSolver()
             prm = solver.parameters
-            prm.max_time_in_seconds = max(0.01, min(slice_s, until - time.perf_counter()))
+            prm.max_time_in_seconds = max(0.01, min(slice_s, window.left()))
             prm.num_workers = 1
             prm.random_seed = (int(seed) + rnd) % (2 ** 31)
             st = solver.solve(model)
@@ -857,7 +858,8 @@ def _repair_windows(size: np.ndarray, start: np.ndarray, end: np.ndarray, align:
     st_sorted = start[order]
     stuck = np.zeros(n, bool)
     k_free = _WINDOW_START
-    while time.perf_counter() < deadline:
+    repair = Budget.until(deadline)
+    while not repair.expired():
         tops = off + size
         bad = np.flatnonzero((tops > target) & ~stuck)
         if len(bad) == 0:
@@ -873,10 +875,9 @@ def _repair_windows(size: np.ndarray, start: np.ndarray, end: np.ndarray, align:
             stuck[b] = True
             stats.windows_stuck += 1
             continue
-        now = time.perf_counter()
-        budget = min(deadline, now + max(_WINDOW_SECONDS, _WINDOW_SHARE * (deadline - now)))
+        window = repair.share(1.0, at_most=max(_WINDOW_SECONDS, _WINDOW_SHARE * repair.left()))
         st, new = _solve_window(size[idx] // g, start[idx], end[idx], np.maximum(align[idx] // g, 1),
-                                off[idx] // g, fr, top_u, budget, seed, stats)
+                                off[idx] // g, fr, top_u, window.deadline, seed, stats)
         stats.windows += 1
         if st == "FEASIBLE":
             off[idx[fr]] = new[fr] * g
@@ -948,24 +949,22 @@ def _solve_cap(comp: _Component, cap: int, deadline: float, seed: int, stats: _S
     weights: dict[str, np.ndarray] = {}          # per lane
     stop = threading.Event()
     cps: _CpSatRun | None = None
-    t_start = time.perf_counter()
-    warmup = min(2.0, 0.05 * max(0.0, deadline - t_start))
+    probe = Budget.until(deadline)
+    warmup = min(2.0, 0.05 * probe.seconds)
     hint_rank = comp.heuristic("TWA", hint=hint_local) if hint_local is not None else None
     result: np.ndarray | bool | None = None
     old_limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(old_limit, 4 * m + 1000))
     try:
         for run_no, (lane, choice, hname, rank, limit) in enumerate(_schedule(comp, hint_rank, seed)):
-            now = time.perf_counter()
-            if now >= deadline:
+            if probe.expired():
                 break
             if cps is not None and cps.done.is_set() and cps.result is not None:
                 result = _cpsat_answer(cps, stats)
                 break                     # CP-SAT settled it
-            if (use_cpsat and cps is None and now - t_start >= warmup and m >= 8
-                    and deadline - now > 1.0):
-                cps = _start_cpsat(comp, cap, seed, min(deadline, now + _cpsat_budget(t_start, deadline)),
-                                   hint_local, stop, stats)
+            if (use_cpsat and cps is None and probe.seconds - probe.left() >= warmup and m >= 8
+                    and probe.left() > 1.0):
+                cps = _start_cpsat(comp, cap, seed, _cpsat_part(probe).deadline, hint_local, stop, stats)
             if _NODE_BUDGET is not None and stats.nodes >= _NODE_BUDGET:
                 break
             ok, off = _search_run(comp, cap, rank, lane, choice, limit, deadline, stop, weights, tt, stats)
@@ -986,10 +985,10 @@ def _solve_cap(comp: _Component, cap: int, deadline: float, seed: int, stats: _S
     return result
 
 
-def _cpsat_budget(t_start: float, deadline: float) -> float:
-    """Seconds for CP-SAT on one capacity probe: a bounded share, since where it helps it is fast,
-    and on a two-core machine its thread slows the search down."""
-    return min(_CPSAT_MAX_SECONDS, _CPSAT_SHARE * (deadline - t_start))
+def _cpsat_part(probe: Budget) -> Budget:
+    """CP-SAT's budget on one capacity probe (from now): a bounded part of the probe's, since where it helps it is
+    fast, and on a two-core machine its thread slows the search down."""
+    return probe.share(1.0, at_most=min(_CPSAT_MAX_SECONDS, probe.part(_CPSAT_SHARE).seconds))
 
 
 def _start_cpsat(comp: _Component, cap: int, seed: int, until: float, hint_local: np.ndarray | None,
@@ -1086,13 +1085,13 @@ def _pieces(size: np.ndarray, start: np.ndarray, end: np.ndarray, al: np.ndarray
 
 
 class _PackRun:
-    """The state of one :func:`pack` call: its inputs, the offsets ``off`` found so far (input units,
-    ``-1`` = none), the counters and the history of complete packings."""
+    """The state of one :func:`pack` call: its inputs, its ``budget`` (from the call to its deadline), the offsets
+    ``off`` found so far (input units, ``-1`` = none), the counters and the history of complete packings."""
 
     def __init__(self, size: np.ndarray, start: np.ndarray, end: np.ndarray, al: np.ndarray, *,
-                 t0: float, deadline: float, seed: int, use_cpsat: bool):
+                 budget: Budget, seed: int, use_cpsat: bool):
         self.size, self.start, self.end, self.al = size, start, end, al
-        self.t0, self.deadline, self.seed, self.use_cpsat = t0, deadline, seed, use_cpsat
+        self.budget, self.deadline, self.seed, self.use_cpsat = budget, budget.deadline, seed, use_cpsat
         self.stats = _Stats()
         self.history: list[tuple[float, int]] = []
         self.lb_total = max_live_of(size, start, end)
@@ -1118,14 +1117,14 @@ class _PackRun:
         n = len(self.size)
         peak = int((offsets + self.size).max()) if n and (offsets >= 0).all() else (0 if n == 0 else None)
         st = self.stats.as_dict()
-        st["seconds"] = round(time.perf_counter() - self.t0, 4)
+        st["seconds"] = round(time.monotonic() - self.budget.started, 4)
         return PackResult(offsets=offsets, status=status, peak=peak, lower_bound=int(lower),
                           history=self.history, stats=st)
 
     def record(self, offsets: np.ndarray | None = None) -> None:
         """A better complete packing (``off`` by default) in the history."""
         offsets = self.off if offsets is None else offsets
-        self.history.append((round(time.perf_counter() - self.t0, 4), int((offsets + self.size).max())))
+        self.history.append((round(time.monotonic() - self.budget.started, 4), int((offsets + self.size).max())))
 
     def peak_of(self, idx: np.ndarray) -> int:
         """The peak of the buffers ``idx`` at their current offsets."""
@@ -1140,8 +1139,7 @@ class _PackRun:
     # -- components above the exact engine's limits --------------------------------------
     def first_fit_until(self) -> float:
         """When a first fit must stop (half the time left): the repair that follows needs the rest."""
-        now = time.perf_counter()
-        return now + 0.5 * max(0.0, self.deadline - now)
+        return self.budget.share(0.5).deadline
 
     def fallback(self, idx: np.ndarray) -> None:
         """First fit for the buffers ``idx`` (until :meth:`first_fit_until`)."""
@@ -1228,7 +1226,7 @@ class _PackRun:
                 continue
             else:
                 best[k], lbs[k] = self.lower_exact(piece, best[k], lbs[k], global_lb)
-            if time.perf_counter() >= self.deadline:
+            if self.budget.expired():
                 break
         for k, source in large_source.items():  # large components the time did not reach: said all the same
             idx = pieces[k].idx
@@ -1242,12 +1240,12 @@ class _PackRun:
         or the hint). Returns the peaks, the lower bounds and, per large component, its start's source."""
         best, lbs = [], []
         large_source: dict[int, str] = {}
-        size, deadline, hint = self.size, self.deadline, self.hint
+        size, hint = self.size, self.hint
         for piece in pieces:
             idx, comp = piece.idx, piece.comp
             # the descent's dense arrays alone take ~1e-7 s per buffer x section (2-3 s at 20M on a loaded machine)
-            affordable = comp is not None and comp.m * comp.S * _DENSE_SECONDS < 0.5 * (deadline - time.perf_counter())
-            descent = _greedy(comp, self.t0 + 0.5 * (deadline - self.t0)) if affordable else None
+            affordable = comp is not None and comp.m * comp.S * _DENSE_SECONDS < 0.5 * self.budget.left()
+            descent = _greedy(comp, self.budget.part(0.5).deadline) if affordable else None
             if comp is None:
                 large_source[len(best)] = self.large_start(idx)
             elif descent is not None:
@@ -1266,10 +1264,9 @@ class _PackRun:
         """Bisect a large component's peak between ``floor`` and ``best`` by window repair; its new peak.
         A failed repair is not a proof, only where to look next."""
         lo, hi, first = floor, best - 1, True
-        while lo <= hi and time.perf_counter() < self.deadline:
+        while lo <= hi and not self.budget.expired():
             goal = lo if first else (lo + hi) // 2
-            now = time.perf_counter()
-            self.repair(idx, goal, min(self.deadline, now + (0.6 if first else 0.5) * (self.deadline - now)))
+            self.repair(idx, goal, self.budget.share(0.6 if first else 0.5).deadline)
             first = False
             got = self.peak_of(idx)
             if got <= goal:
@@ -1283,19 +1280,18 @@ class _PackRun:
     def lower_exact(self, piece: _Piece, best: int, lb: int, global_lb: int) -> tuple[int, int]:
         """Bisect a component's peak with the exact engine, from the overall bound up to ``best``;
         returns its new peak and its proven lower bound."""
-        comp, g, deadline = piece.comp, piece.g, self.deadline
+        comp, g = piece.comp, piece.g
         lo_u = -(-max(lb, global_lb) // g)      # never worth going below the overall bound
         hi_u = best // g - 1                     # looking for peaks <= hi_u (units)
         tt_store: dict = {}
         first = True
-        while lo_u <= hi_u and time.perf_counter() < deadline:
-            if comp.m * comp.S * _DENSE_SECONDS > 0.5 * (deadline - time.perf_counter()):
+        while lo_u <= hi_u and not self.budget.expired():
+            if comp.m * comp.S * _DENSE_SECONDS > 0.5 * self.budget.left():
                 break  # setting up one more probe would take the time left
             cap_u = lo_u if first else (lo_u + hi_u) // 2
-            now = time.perf_counter()
-            share = now + (0.6 if first else 0.5) * (deadline - now)
+            probe = self.budget.share(0.6 if first else 0.5)
             first = False
-            r = _solve_cap(comp, cap_u, min(deadline, share), self.seed, self.stats,
+            r = _solve_cap(comp, cap_u, probe.deadline, self.seed, self.stats,
                            use_cpsat=self.use_cpsat, hint_local=None, tt_store=tt_store)
             if r is False:
                 lo_u = cap_u + 1
@@ -1311,8 +1307,7 @@ class _PackRun:
 
 
 def pack(size, start, end, *, capacity: int | None = None, alignment=None,
-         time_limit: float = 60.0, seed: int = 0, hint=None, use_cpsat: bool = True
-         ) -> PackResult:
+         budget: Budget, seed: int = 0, hint=None, use_cpsat: bool = True) -> PackResult:
     """Place every buffer (pack mode); see the module docstring for the method.
 
     Args:
@@ -1320,7 +1315,8 @@ def pack(size, start, end, *, capacity: int | None = None, alignment=None,
             and needs ``size[i] > 0`` bytes.
         capacity: fast-memory size, or ``None`` to minimise the peak.
         alignment: optional int array ``[n]`` (offsets must be multiples), default 1.
-        time_limit: seconds (wall clock) for the whole call.
+        budget: the call's time: it returns by ``budget.deadline`` (every phase's deadline is a part or a
+            share of it); ``stats["seconds"]`` and the history count from the call.
         seed: the only source of randomness (ties of the preorders, the perturbed restart
             lane, CP-SAT's seed).
         hint: optional int array ``[n]`` of offsets, ``-1`` = none. A complete valid hint
@@ -1342,10 +1338,9 @@ def pack(size, start, end, *, capacity: int | None = None, alignment=None,
     breaks ties and drives the perturbed lane that joins late); when the CP-SAT thread
     runs, which engine finishes first depends on timing.
     """
-    t0 = time.perf_counter()
+    call = Budget.until(budget.deadline)  # from now: the descent's half and the history count from the call
     size, start, end, al = _pack_arrays(size, start, end, alignment)
-    run = _PackRun(size, start, end, al, t0=t0, deadline=t0 + max(0.0, float(time_limit)), seed=seed,
-                   use_cpsat=use_cpsat)
+    run = _PackRun(size, start, end, al, budget=call, seed=seed, use_cpsat=use_cpsat)
     if len(size) == 0:
         return run.result("OPTIMAL", run.off, 0)
     run.take_hint(hint, capacity)

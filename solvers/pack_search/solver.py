@@ -62,7 +62,7 @@ class PackSearch(Solver):
         # keep time back for building the answer (a tuple of n offsets)
         search = request.budget.search_part(n=problem.n, per_buffer=2e-6)
         res = pack(a.size, a.start, a.end, capacity=capacity, alignment=a.alignment,
-                   time_limit=search.left(), seed=int(seed), hint=hint_arr)
+                   budget=search, seed=int(seed), hint=hint_arr)
         status = _STATUS[res.status]
         complete = problem.n == 0 or bool((res.offsets >= 0).all())
         if status in (Status.OPTIMAL, Status.FEASIBLE) and complete:
