@@ -61,8 +61,8 @@ def install() -> None:
     import mallocgame.bounds.bounds as bounds
     import mallocgame.cli.solve  # noqa: F401  (everything the solve command binds at import)
     import mallocgame.engine.comparison  # noqa: F401
+    import mallocgame.engine.report as verdict
     import mallocgame.engine.runner  # noqa: F401
-    import mallocgame.engine.verdict as verdict
     import mallocgame.hardware.evaluator as evaluator
     import mallocgame.hardware.prefetch_cost as prefetch_cost
     import mallocgame.problem.intervals as intervals

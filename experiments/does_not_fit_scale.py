@@ -6,7 +6,7 @@ experiments/results/does_not_fit_scale.md).
 A random pack problem (mallocgame.inputs.generate.random_intervals, seed 1, sizes up to 64 bytes) is
 packed by the online best-fit allocator without a capacity; the capacity is then set one byte below
 that peak, so the answer places every buffer without overlap and does not fit. Scoring it runs the
-validator a second time at the answer's own peak (mallocgame.engine.verdict): the cost is compared with
+validator a second time at the answer's own peak (mallocgame.engine.report): the cost is compared with
 scoring the same answer where it fits.
 """
 

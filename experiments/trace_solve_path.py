@@ -1,19 +1,24 @@
 """Follow ``mallocgame solve PROBLEM --mode prefetch --solver portfolio`` from the CLI to the printed answer.
 
 The hallway, not the rooms: at each milestone of the solve path -- a solver's ``solve`` entered (the portfolio's,
-and each member's in its child), an answer judged (``verdict.judge``), the summary line made (``summary``), a
-solver calling up into a module that runs solvers (below) -- the stack is walked, and every call between two
-consecutive frames of the package (mallocgame/, solvers/, hybrid/, search/, hardware/; frames of the standard
-library, click and numpy in between are skipped) is recorded, in the parent and in every forked child (the profile
-hook is inherited by a fork; each process appends what it sees first to a file of its own). Printed:
+and each member's in its child), an answer judged (``judge``), the summary line made (``summary``), a call up a
+layer (below) -- the stack is walked, and every call between two consecutive frames of the package (mallocgame/,
+solvers/, hybrid/, search/, hardware/; frames of the standard library, click and numpy in between are skipped) is
+recorded, in the parent and in every forked child (the profile hook is inherited by a fork; each process appends
+what it sees first to a file of its own). Printed:
 
-* files: the distinct package files on those stacks;
+* files: the distinct package files on those stacks (the path);
 * calls: the distinct calls (caller function -> callee function) between two different files on them;
 * entered: per file, the distinct calls into it from another file;
-* climbs: the calls from a solver (solvers/, hybrid/, search/) up into the modules that run solvers (the CLI, the
-  API, compare, the runner, the solve path, the report, the pools, the fork primitive, the session), counted in two:
-  those into the session (``session.py``: the facts a request hands its solver, ``request.facts``, and the held
-  baselines' rules) and those into the rest (the modules that run solvers proper).
+* climbs: the calls from a module to a module of a higher layer of the layers contract (``pyproject.toml``'s
+  ``[tool.importlinter]`` contract of type ``layers``: the rooms, top first), with their layers. The contract
+  forbids the imports, so each such call is to a function or an object handed down (a solver loaded by name, a
+  callback); a module's body run by an import (the registry or the preload loading a solver) is not a call;
+* old climbs (the earlier measure, kept beside it): the calls from a solver (solvers/, hybrid/, search/) into the
+  modules that run solvers (the CLI, the API, compare, the runner, the solve path, the report, the pools, the fork
+  primitive, the session), in two: those into the session (``session.py``: the facts a request hands its solver)
+  and those into the rest. They are calls down the layers; their stacks are recorded apart, and the files they
+  alone reach are printed apart (``files with the old climbs``).
 
 Usage (the same script measures any checkout: set PYTHONPATH to it):
     PYTHONPATH=. python experiments/trace_solve_path.py [PROBLEM] [--time-limit S] [--json OUT]
@@ -27,6 +32,7 @@ import os
 import sys
 import tempfile
 import threading
+import tomllib
 from collections import Counter
 from pathlib import Path
 
@@ -43,6 +49,34 @@ RUNNING = ("mallocgame/cli/", "mallocgame/api.py", "mallocgame/engine/comparison
            "mallocgame/forked.py", "mallocgame/engine/session.py")
 FACTS = ("mallocgame/engine/session.py",)  # the facts handed in the request: its climbs are counted apart
 MILESTONES = {"judge", "summary"}
+
+
+def layer_ranks(pyproject: Path = ROOT / "pyproject.toml") -> dict[str, int]:
+    """The rooms of the layers contract, each with its rank (0: the top layer; rooms of one layer share it)."""
+    contracts = tomllib.loads(pyproject.read_text())["tool"]["importlinter"]["contracts"]
+    layers = next(c["layers"] for c in contracts if c["type"] == "layers")
+    ranks: dict[str, int] = {}
+    for rank, layer in enumerate(layers):
+        for room in layer.replace(":", "|").split("|"):
+            ranks[room.strip().strip("()")] = rank
+    return ranks
+
+
+RANKS = layer_ranks()
+
+
+def room_of(path: str) -> str | None:
+    """The room of a package file: ``mallocgame/engine/x.py`` -> ``engine``, ``solvers/msa.py`` -> ``solvers``
+    (the top-level folders are rooms of the package), ``mallocgame/api.py`` -> ``api``."""
+    parts = Path(path).with_suffix("").parts
+    inner = parts[1:] if parts[0] == "mallocgame" else parts
+    return inner[0] if inner and inner[0] in RANKS else None
+
+
+def climbs_a_layer(caller: str, callee: str) -> bool:
+    """Is a call from the file ``caller`` to the file ``callee`` a call up a layer?"""
+    up, down = room_of(callee), room_of(caller)
+    return up is not None and down is not None and RANKS[up] < RANKS[down]
 
 
 def package_file(filename: str) -> str | None:
@@ -81,19 +115,25 @@ class Tracer:
         here = self.where(code)
         if here is None:
             return
-        if (name == "solve" and here.startswith(SOLVER_FOLDERS)) or name in MILESTONES or self.climbs(frame, here):
+        if (name == "solve" and here.startswith(SOLVER_FOLDERS)) or name in MILESTONES:
             self.record(frame)
+            return
+        caller = self.caller_file(frame)
+        if caller is None or name == "<module>":  # a module's body run by an import (a solver loaded by name)
+            return
+        if climbs_a_layer(caller, here):
+            self.record(frame)
+        elif here.startswith(RUNNING) and caller.startswith(SOLVER_FOLDERS):
+            self.record(frame, kind="old")
 
-    def climbs(self, frame, here: str) -> bool:
-        """Is this a call from a solver into a module that runs solvers (the nearest package caller's file)?"""
-        if not here.startswith(RUNNING):
-            return False
+    def caller_file(self, frame) -> str | None:
+        """The file of the nearest package frame below ``frame``."""
         caller = frame.f_back
         while caller is not None and self.where(caller.f_code) is None:
             caller = caller.f_back
-        return caller is not None and self.where(caller.f_code).startswith(SOLVER_FOLDERS)
+        return None if caller is None else self.where(caller.f_code)
 
-    def record(self, frame) -> None:
+    def record(self, frame, kind: str = "path") -> None:
         chain = []
         while frame is not None:
             where = self.where(frame.f_code)
@@ -103,7 +143,7 @@ class Tracer:
         chain.reverse()
         new = []
         for caller, callee in zip(chain, chain[1:]):
-            for item in (("file", caller[0]), ("file", callee[0]), ("call", caller, callee)):
+            for item in ((kind + ":file", caller[0]), (kind + ":file", callee[0]), (kind + ":call", caller, callee)):
                 if item not in self.seen:
                     self.seen.add(item)
                     new.append(item)
@@ -115,20 +155,25 @@ class Tracer:
 
 
 def summarise(folder: str) -> dict:
-    files, calls = set(), set()
+    files = {"path": set(), "old": set()}
+    calls = {"path": set(), "old": set()}
     for path in Path(folder).glob("*.jsonl"):
         for line in path.read_text().splitlines():
             item = json.loads(line)
-            if item[0] == "file":
-                files.add(item[1])
+            kind, what = item[0].split(":")
+            if what == "file":
+                files[kind].add(item[1])
             else:
                 caller, callee = tuple(item[1]), tuple(item[2])
                 if caller[0] != callee[0]:
-                    calls.add((caller, callee))
-    entered = Counter(callee[0] for _, callee in calls)
-    climbs = sorted((c, e) for c, e in calls if c[0].startswith(SOLVER_FOLDERS) and e[0].startswith(RUNNING))
-    return {"files": sorted(files), "calls": sorted(calls), "entered": dict(entered.most_common()),
-            "climbs": climbs}
+                    calls[kind].add((caller, callee))
+    entered = Counter(callee[0] for _, callee in calls["path"])
+    everything = calls["path"] | calls["old"]
+    climbs = sorted((c, e) for c, e in everything if climbs_a_layer(c[0], e[0]) and e[1] != "<module>")
+    old_climbs = sorted((c, e) for c, e in everything if c[0].startswith(SOLVER_FOLDERS) and e[0].startswith(RUNNING))
+    return {"files": sorted(files["path"]), "files_with_old_climbs": sorted(files["path"] | files["old"]),
+            "calls": sorted(calls["path"]), "entered": dict(entered.most_common()), "climbs": climbs,
+            "old_climbs": old_climbs}
 
 
 def main() -> None:
@@ -158,13 +203,15 @@ def main() -> None:
     print(f"calls between files: {len(found['calls'])}")
     print("entered (calls into the file from another): " +
           ", ".join(f"{f} {n}" for f, n in found["entered"].items()))
-    into_facts = sum(1 for _, callee in found["climbs"] if callee[0].startswith(FACTS))
-    print(f"climbs from a solver up into the modules that run solvers: {len(found['climbs'])} "
-          f"({into_facts} into the facts handed in the request, session.py; {len(found['climbs']) - into_facts} into "
-          f"the rest)")
+    print(f"climbs (calls up a layer of the layers contract): {len(found['climbs'])}")
     for caller, callee in found["climbs"]:
-        print(f"  {caller[0]}:{caller[1]} -> {callee[0]}:{callee[1]}")
+        print(f"  {caller[0]}:{caller[1]} ({room_of(caller[0])}) -> {callee[0]}:{callee[1]} ({room_of(callee[0])})")
+    into_facts = sum(1 for _, callee in found["old_climbs"] if callee[0].startswith(FACTS))
+    print(f"old climbs (from a solver into the modules that run solvers; down the layers): {len(found['old_climbs'])} "
+          f"({into_facts} into session.py, {len(found['old_climbs']) - into_facts} into the rest)")
     print("files on the path: " + ", ".join(found["files"]))
+    more = sorted(set(found["files_with_old_climbs"]) - set(found["files"]))
+    print(f"files with the old climbs: {len(found['files_with_old_climbs'])} (more: {', '.join(more) or 'none'})")
     if args.json:
         Path(args.json).write_text(json.dumps(found, indent=1))
 

@@ -21,9 +21,8 @@ from mallocgame.algorithms.scheduling import schedule as run_schedule
 from mallocgame.engine.comparison import run_comparison
 from mallocgame.engine.protocol import bad_seed, bad_time_limit, options_of
 from mallocgame.engine.registry import describe, load_solver, solver_entries, solver_modes
-from mallocgame.engine.report import Report, answer
+from mallocgame.engine.report import Report, answer, judge
 from mallocgame.engine.solving import check_request, solve_beside_bound
-from mallocgame.engine.verdict import judge
 from mallocgame.formats.io import read_intervals_csv, read_solution_csv
 from mallocgame.inputs.load import load_problem, prepare
 from mallocgame.plots import plot_intervals, plot_solution

@@ -197,3 +197,25 @@ def test_executorch_shows_what_runs_on_a_terminal_only(tmp_path):
     piped = run_cli(*args)
     assert piped.returncode == 0, piped.stderr
     assert "executorch: " not in piped.stdout + piped.stderr
+
+
+@pytest.mark.parametrize("log,quiet,shows", [(False, True, False), (True, False, True), (False, False, False)])
+def test_a_solve_whose_progress_shows_nothing_hands_no_callbacks(monkeypatch, log, quiet, shows):
+    # stderr is not a terminal under pytest: without --log nothing is shown, so the solve path gets no callbacks
+    from click.testing import CliRunner
+
+    import mallocgame.cli.solve as solve_cli
+    from mallocgame.engine.solving import solve_beside_bound
+
+    handed = {}
+
+    def spy(*args, **kwargs):
+        handed.update(on_improvement=kwargs["on_improvement"], on_bound=kwargs["on_bound"])
+        return solve_beside_bound(*args, **kwargs)
+
+    monkeypatch.setattr(solve_cli, "solve_beside_bound", spy)
+    flags = (["--log"] if log else []) + (["--quiet"] if quiet else [])
+    result = CliRunner().invoke(solve_cli.solve, [str(DATA / "layered150.json"), "--solver", "greedy-xla",
+                                                  "--time-limit", "2", *flags])
+    assert result.exit_code == 0, result.output
+    assert (handed["on_improvement"] is not None) == shows and (handed["on_bound"] is not None) == shows

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from mallocgame.cli.common import STDOUT, capacity_options, capacity_warning, check_output, fail, load_answer
-from mallocgame.engine.verdict import judge
+from mallocgame.engine.report import judge
 from mallocgame.plots import plot_intervals, plot_solution
 from mallocgame.problem.units import format_bytes, format_seconds
 

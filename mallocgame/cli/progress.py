@@ -127,6 +127,12 @@ class SolveProgress:
             click.echo(f"solving with {solver} ({mode} mode, time limit {time_limit:g} s): "
                        "#improvement time objective bound gap source", err=True)
 
+    @property
+    def shows(self) -> bool:
+        """Does it show anything (``--log`` lines or a status line)? A solve whose progress shows nothing hands the
+        solve path no callbacks."""
+        return self.log or not isinstance(self.line, NoStatus)
+
     def bound(self, bound) -> None:
         self.bound_value = None if bound is None else float(bound.value)
         self.line.set(self._status())

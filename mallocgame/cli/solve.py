@@ -167,7 +167,8 @@ def solve(problem_path, solver_name, mode, capacity, capacity_fraction, hardware
             try:
                 report = solve_beside_bound(solver_name, problem, spec, time_limit=time_limit, seed=seed, hint=hint,
                                             warm_start=warm_start, options=options,
-                                            on_improvement=progress.improved, on_bound=progress.bound)
+                                            on_improvement=progress.improved if progress.shows else None,
+                                            on_bound=progress.bound if progress.shows else None)
             finally:
                 progress.close()
     except (SolverLoadError, UnsupportedMode, InputError) as exc:  # InputError: a bad option value, say

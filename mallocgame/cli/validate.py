@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from mallocgame.cli.common import EXIT_NO_SOLUTION, capacity_warning, dump_json, load_answer, problem_options, stamp
-from mallocgame.engine.verdict import judge
+from mallocgame.engine.report import judge
 from mallocgame.problem.units import distinct, format_bytes, format_number, format_seconds
 
 

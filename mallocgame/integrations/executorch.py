@@ -13,7 +13,7 @@ the one whose arenas sum smallest (the first on a tie). :func:`planner` returns 
   capacity (minimise the peak), solved by a registered solver (``pack-search`` by default) through
   :func:`mallocgame.solve` with the time limit and seed, warm-started from ExecuTorch's own
   ``greedy`` plan of the same specs (so the arena is never larger than greedy's), and judged by
-  :func:`mallocgame.engine.verdict.judge` (hardware.validator): an invalid answer raises
+  :func:`mallocgame.engine.report.judge` (hardware.validator): an invalid answer raises
   :class:`PlanningError`, it is never handed to ExecuTorch;
 - what ExecuTorch lets overlap: a storage-backed spec (``spec.storage_base``, an in-place op's
   result) is not planned, it is put at its base's offset plus ``storage_base_offset`` (its base's
@@ -49,7 +49,7 @@ from typing import Any, Sequence
 
 import mallocgame
 from mallocgame.engine.registry import solver_entries, solver_modes
-from mallocgame.engine.verdict import judge
+from mallocgame.engine.report import judge
 from mallocgame.inputs.load import prepare
 from mallocgame.problem.intervals import max_live
 from mallocgame.problem.model import Buffer, InputError, Problem, Solution, Status
