@@ -1,16 +1,16 @@
-"""An answer judged and scored: the one verdict on an answer (:func:`judge`: valid or the first violation, placed,
-peak, estimated time), the solver's :class:`Report`, its status at the bound's gap, and which is better
+"""An answer judged and scored: the one verdict on an answer (`judge`: valid or the first violation, placed,
+peak, estimated time), the solver's `Report`, its status at the bound's gap, and which is better
 (docs/architecture.md, "Scoring").
 
-:func:`judge` runs the [validator][mallocgame.hardware.validator] (the one judge of valid) and, for a valid answer
+`judge` runs the [validator][mallocgame.hardware.validator] (the one judge of valid) and, for a valid answer
 in map or prefetch mode, the evaluator of the (problem, hardware) (the one score). Every door that states these
-facts reads them from here: :func:`score`, ``mallocgame validate``, ``mallocgame plot`` and
+facts reads them from here: `score`, ``mallocgame validate``, ``mallocgame plot`` and
 [`mallocgame.validate`][mallocgame.api.validate].
 
 Data flows one way (problem -> solver -> validator and evaluator -> report), so whatever a solver
-claims, a report's ``valid``, ``objective``, ``peak`` and ``estimated_time`` come from :func:`judge`; the bound
-and the gap come from the caller (:func:`with_bound`). :func:`better` is the one comparison of two
-reports (on objectives: :func:`mallocgame.problem.objective.better`).
+claims, a report's ``valid``, ``objective``, ``peak`` and ``estimated_time`` come from `judge`; the bound
+and the gap come from the caller (`with_bound`). `better` is the one comparison of two
+reports (on objectives: `mallocgame.problem.objective.better`).
 """
 
 from __future__ import annotations
