@@ -128,3 +128,18 @@ def test_bad_config_is_rejected():
         MCTSConfig(rollout="nope")
     with pytest.raises(ValueError):
         MCTSConfig(simulations=0)
+
+
+def test_a_moves_budget_is_its_share_of_the_search_less_the_reserve_and_the_grace_follows_the_budget():
+    import time as clock
+
+    from mallocgame.search.uct import _move_budget, greedy_finish_until
+
+    search = Budget(10.0, clock.monotonic())
+    before = clock.monotonic()
+    move = _move_budget(search, 4, reserve=2.0)
+    after = clock.monotonic()
+    # the old hand rule: now + (deadline - now - reserve) / moves_left
+    assert (before + (search.deadline - before - 2.0) / 4 - 1e-9 <= move.deadline
+            <= after + (search.deadline - after - 2.0) / 4 + 1e-9)
+    assert greedy_finish_until(Budget(10.0, 100.0)) == 110.0 + 0.02 * 10.0 + 0.2
