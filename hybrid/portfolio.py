@@ -269,16 +269,21 @@ class _Race:
                                            bound=None, solver_name=best.name))
 
     def baselines_once(self, until: float, *, after: list[str], latest: float):
-        """A ``later`` hook for :meth:`Portfolio._run_parallel`: :meth:`run_baselines` once, on the first call when
-        the members ``after`` have reported (or failed), or at ``latest`` (monotonic) if they still run; never
-        settles the race. (Building them beside the members from the start would run three processes on two
-        cores, which cuts the members short: docs/results.md, "portfolio's defaults".)"""
+        """A ``later`` hook for :meth:`Portfolio._run_parallel`: :meth:`run_baselines` once (msa's XLA variants
+        included), on the first call when the members ``after`` have reported (or failed), or at ``latest``
+        (monotonic) if they still run; never settles the race. (Building them beside the members from the start
+        would run three processes on two cores, which cuts the members short: docs/results.md, "portfolio's
+        defaults".)"""
         done = []
 
         def hook() -> bool:
             if not done and (time.monotonic() >= latest or all(n in self.reports or n in self.errors for n in after)):
                 done.append(True)
                 self.run_baselines(until)
+                # msa's XLA variants too, if the msa member had no time for them (with the baselines' deadline, not
+                # their tenth of the limit): the msa solver of this limit may have built them on a quieter core,
+                # and the portfolio must not end below it
+                self.run_baselines(until, names=tuple(MSA_VARIANTS), variants_until=until)
                 if self.problem.mode == "prefetch":
                     self.run_game_greedy(self.race.share(1.0, at_most=self.race.part(GAME_GREEDY_SHARE).seconds))
             return False
