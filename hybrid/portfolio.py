@@ -268,6 +268,19 @@ class _Race:
             self.consider(best.name, score(problem, hardware, best.solution(problem), seconds=best.seconds,
                                            bound=None, solver_name=best.name))
 
+    def run_variants(self, until: float) -> None:
+        """msa's XLA variants (:data:`MSA_VARIANTS`) built in this process until ``until`` (those msa's member built
+        are in the session already), the best of them as a member's report."""
+        problem, hardware = self.problem, self.hardware
+        built = self.session.baselines(until, names=tuple(MSA_VARIANTS), variants_until=until)
+        best = None
+        for b in built:
+            if best is None or b.better_than(best, problem.mode):
+                best = b
+        if best is not None and best.name not in self.reports:
+            self.consider(best.name, score(problem, hardware, best.solution(problem), seconds=best.seconds,
+                                           bound=None, solver_name=best.name))
+
     def baselines_once(self, until: float, *, after: list[str], latest: float):
         """A ``later`` hook for :meth:`Portfolio._run_parallel`: :meth:`run_baselines` once (msa's XLA variants
         included), on the first call when the members ``after`` have reported (or failed), or at ``latest``
@@ -283,7 +296,7 @@ class _Race:
                 # msa's XLA variants too, if the msa member had no time for them (with the baselines' deadline, not
                 # their tenth of the limit): the msa solver of this limit may have built them on a quieter core,
                 # and the portfolio must not end below it
-                self.run_baselines(until, names=tuple(MSA_VARIANTS), variants_until=until)
+                self.run_variants(until)
                 if self.problem.mode == "prefetch":
                     self.run_game_greedy(self.race.share(1.0, at_most=self.race.part(GAME_GREEDY_SHARE).seconds))
             return False

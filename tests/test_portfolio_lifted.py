@@ -128,6 +128,10 @@ def test_the_baselines_built_beside_the_members_include_msas_xla_variants():
     assert set(MSA_VARIANTS) <= {b.name for b in session.built()}
     variants = [b for b in session.built() if b.name in MSA_VARIANTS]
     assert race.best is not None and all(race.best.objective >= b.objective for b in variants)
+    assert "all-slow" not in race.reports and any(name in race.reports for name in MSA_VARIANTS)
+    late = _Race(problem, hw, Budget(10.0, time.monotonic()), minimize_peak=False, lifted=set(), session=session)
+    late.run_variants(time.monotonic() - 1.0)  # no time left for them: no report (not the empty answer)
+    assert late.reports == {}
 
 
 def test_the_prefetch_games_greedy_is_a_validated_start_of_the_race():
