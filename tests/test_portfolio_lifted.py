@@ -134,6 +134,24 @@ def test_the_baselines_built_beside_the_members_include_msas_xla_variants():
     assert late.reports == {}
 
 
+def test_msas_variants_are_built_before_the_seeded_msa_run(monkeypatch):
+    """msa+greedy-xla can take several msa runs' time on a large program: the variants come first."""
+    problem = mallocgame.load_problem("example:layered150", mode="prefetch")  # a session of its own
+    hw = problem.hardware
+    session = session_for(problem, hw)
+    built, baseline = [], session.baseline
+
+    def recorded(name, deadline=None):
+        built.append(name)
+        return baseline(name, deadline)
+
+    monkeypatch.setattr(session, "baseline", recorded)
+    race = _Race(problem, hw, Budget(10.0, time.monotonic()), minimize_peak=False, lifted=set(), session=session)
+    race.baselines_once(time.monotonic() + 30.0, after=[], latest=0.0)()
+    assert set(MSA_VARIANTS) | {"msa+greedy-xla"} <= set(built)
+    assert max(built.index(v) for v in MSA_VARIANTS) < built.index("msa+greedy-xla")
+
+
 def test_the_prefetch_games_greedy_is_a_validated_start_of_the_race():
     """The game played greedily to its end is reported like a member (validated, scored by the evaluator, the
     best answer when it beats the rest); a game its share of the time cuts short is dropped with a reason."""
