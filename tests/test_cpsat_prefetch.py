@@ -175,10 +175,34 @@ def test_candidates_stop_at_their_deadline_but_keep_the_extra_stays():
     every = candidates(problem, HW, [floor], extra, report=full)
     cut = candidates(problem, HW, [floor], extra, deadline=time.monotonic() - 1.0, report=short)
     assert len(cut) < len(every)
-    # the report says where the cut fell: the first check, at buffer 63
-    assert full["buffers_with_candidates"] == problem.n and short["buffers_with_candidates"] == 63
+    # the report says where the cut fell: the first check, before buffer 0
+    assert full["buffers_with_candidates"] == problem.n and short["buffers_with_candidates"] == 0
     assert {(iv.buffer, iv.start, iv.end, iv.copy_start) for iv in extra} <= \
         {(s.buffer, s.start, s.end, s.copy_start) for s in cut}
+
+
+def test_candidates_of_a_buffer_touched_many_times_stop_inside_it_at_their_deadline(monkeypatch):
+    # a weight read at each of 60 steps (a scan) has thousands of candidate stays: the clock is looked at inside
+    # its runs too, not only between buffers
+    from mallocgame.solvers.cpsat import prefetch_windows
+
+    steps = 60
+    problem = program([[("w", "read", 64), ("x", "write", 64)] for _ in range(steps)],
+                      [("w", 64, "input"), ("x", 64, "temp")], capacity=128, flops=1e6)
+    floor = op_time_floor(problem, Evaluator.of(problem, HW))
+    full = candidates(problem, HW, [floor], report={})
+    calls = []
+
+    def clock() -> float:  # the deadline passes after the first look, before buffer 0
+        calls.append(1)
+        return 0.0 if len(calls) == 1 else 10.0
+
+    monkeypatch.setattr(prefetch_windows.time, "monotonic", clock)
+    short: dict = {}
+    cut = candidates(problem, HW, [floor], deadline=5.0, report=short)
+    assert len(full) > prefetch_windows.CUT_CHECK
+    assert short["buffers_with_candidates"] == 0 and 0 < len(cut) < len(full)
+    assert {s.buffer for s in cut} == {0}
 
 
 def test_window_stays_found_by_binary_search_are_those_of_a_scan():

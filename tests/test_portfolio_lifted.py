@@ -9,7 +9,7 @@ import time
 
 import mallocgame
 from mallocgame.engine.report import score
-from mallocgame.engine.session import session_for
+from mallocgame.engine.session import MSA_VARIANTS, session_for
 from mallocgame.formats.lift import lift_map_answer
 from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
 from mallocgame.hybrid.portfolio import GAME_GREEDY, REFILL_SHARE, REFILL_SOLVER, _Race, lifted_members, member_names
@@ -115,6 +115,41 @@ def test_the_baselines_wait_for_the_early_members_then_are_built_once():
     assert built
     late = _Race(problem, hw, Budget(10.0, t0), minimize_peak=False, lifted={"select-pack"}, session=session_for(problem, hw))
     assert late.baselines_once(t0 + 5.0, after=["select-pack"], latest=t0)() is False and late.reports
+
+
+def test_the_baselines_built_beside_the_members_include_msas_xla_variants():
+    """The msa member builds msa's XLA variants only in its tenth of the limit; the race's baselines build them too
+    (the portfolio never ends below the msa solver, which may have had the time for them)."""
+    problem = mallocgame.load_problem("example:layered150", mode="prefetch")  # a session of its own
+    hw = problem.hardware
+    session = session_for(problem, hw)
+    race = _Race(problem, hw, Budget(10.0, time.monotonic()), minimize_peak=False, lifted=set(), session=session)
+    assert race.baselines_once(time.monotonic() + 30.0, after=[], latest=0.0)() is False
+    assert set(MSA_VARIANTS) <= {b.name for b in session.built()}
+    variants = [b for b in session.built() if b.name in MSA_VARIANTS]
+    assert race.best is not None and all(race.best.objective >= b.objective for b in variants)
+    assert "all-slow" not in race.reports and any(name in race.reports for name in MSA_VARIANTS)
+    late = _Race(problem, hw, Budget(10.0, time.monotonic()), minimize_peak=False, lifted=set(), session=session)
+    late.run_variants(time.monotonic() - 1.0)  # no time left for them: no report (not the empty answer)
+    assert late.reports == {}
+
+
+def test_msas_variants_are_built_before_the_seeded_msa_run(monkeypatch):
+    """msa+greedy-xla can take several msa runs' time on a large program: the variants come first."""
+    problem = mallocgame.load_problem("example:layered150", mode="prefetch")  # a session of its own
+    hw = problem.hardware
+    session = session_for(problem, hw)
+    built, baseline = [], session.baseline
+
+    def recorded(name, deadline=None):
+        built.append(name)
+        return baseline(name, deadline)
+
+    monkeypatch.setattr(session, "baseline", recorded)
+    race = _Race(problem, hw, Budget(10.0, time.monotonic()), minimize_peak=False, lifted=set(), session=session)
+    race.baselines_once(time.monotonic() + 30.0, after=[], latest=0.0)()
+    assert set(MSA_VARIANTS) | {"msa+greedy-xla"} <= set(built)
+    assert max(built.index(v) for v in MSA_VARIANTS) < built.index("msa+greedy-xla")
 
 
 def test_the_prefetch_games_greedy_is_a_validated_start_of_the_race():

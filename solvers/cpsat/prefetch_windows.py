@@ -44,11 +44,13 @@ Measurements: experiments/results/cpsat_history.md.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import itertools
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Sequence
+from typing import Any, Iterator, NamedTuple, Sequence
 
 import numpy as np
 
@@ -76,6 +78,7 @@ WINDOW_STAYS = 30  # candidate stays per CP-SAT model at first (doubled at each 
 MIN_SLICE = 0.3  # seconds: the least a window gets while time is left
 BUILD_RATE = 2000  # free stays per second of its budget, at most, in a window's model (building costs time per stay)
 SETUP_SHARE = 0.5  # of the time left after the starts: the most the candidate stays may take
+CUT_CHECK = 256  # runs of touches between two looks at the clock while one buffer's candidate stays are built
 SECOND_UNITS = 2**14  # integer units of seconds per window's total headroom (finer units slow the propagation)
 # The model's settings, chosen on layered networks and realistic workloads (docs/results.md, "cpsat's defaults"):
 # the formulations "2d", "cliques" (one 1-D no-overlap per maximal moment) and "both" search alike, so the plain
@@ -260,6 +263,25 @@ def candidates(problem: Problem, hardware, budgets: Sequence[np.ndarray], extra:
     """The candidate stays of every buffer (see the module docstring), plus those of ``extra``; no duplicates.
     ``deadline`` (monotonic): no more buffers' stays after it (those of ``extra`` are always there); ``report``
     gets ``"buffers_with_candidates"``, how many buffers (in index order) got theirs before it."""
+    with _gc_paused():  # hundreds of thousands of tuples, no cycles: each collection would walk them all again
+        return _candidates(problem, hardware, budgets, extra, deadline=deadline, report=report)
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """No cyclic garbage collection inside (what is built there holds no cycles)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def _candidates(problem: Problem, hardware, budgets: Sequence[np.ndarray], extra: Sequence[FastInterval],
+                *, deadline: float | None, report: dict | None) -> list[Stay]:
+    """:func:`candidates`, built."""
     T = len(problem.ops)
     touches = problem.touches
     a = problem.arrays
@@ -268,7 +290,9 @@ def candidates(problem: Problem, hardware, budgets: Sequence[np.ndarray], extra:
     out: dict[tuple, Stay] = {}
     reached = problem.n
     for b in range(problem.n):
-        if deadline is not None and b % 64 == 63 and time.monotonic() > deadline:
+        # checked at every buffer, and every CUT_CHECK runs inside one: a buffer touched thousands of times (a
+        # weight read at every step of a scan) has hundreds of thousands of stays, seconds of work on its own
+        if deadline is not None and time.monotonic() > deadline:
             reached = b
             break
         size = int(a.size[b])
@@ -281,7 +305,10 @@ def candidates(problem: Problem, hardware, budgets: Sequence[np.ndarray], extra:
             continue
         limit_end = min(T, int(a.end[b]))
         runs = _BufferStays(ops, reads, writes, cums, size / hardware.copy_bw, limit_end, bool(touches.output[b]))
-        for i, j in _runs(k):
+        for r, (i, j) in enumerate(_runs(k)):
+            if deadline is not None and r % CUT_CHECK == CUT_CHECK - 1 and time.monotonic() > deadline:
+                reached = b  # this buffer's stays so far are kept, it does not count as one with its candidates
+                break
             t = ops[i]
             if ops[j] + 1 > limit_end:
                 continue
@@ -298,6 +325,8 @@ def candidates(problem: Problem, hardware, budgets: Sequence[np.ndarray], extra:
                     if key in out:
                         continue
                     out[key] = Stay(b, t, end, cs, prefetch, None if eviction_from is None else (eviction_from, end))
+        if reached < problem.n:
+            break
     for iv in extra:
         key = (iv.buffer, iv.start, iv.end, iv.copy_start)
         if key not in out:
@@ -911,15 +940,16 @@ class PrefetchWindows:
         self.seed, self.workers, self.deterministic, self.t0 = seed, workers, deterministic, t0
         profiles = [op_time_floor(problem, ev), pev.op_times(incumbent)]
         self.setup: dict = {}
-        self.stays = candidates(problem, hardware, profiles, extra, deadline=until, report=self.setup)
-        self.index = {_key(s): c for c, s in enumerate(self.stays)}
-        self.occ = np.fromiter((s.occupied_from for s in self.stays), np.int64, len(self.stays))
-        self.end = np.fromiter((s.end for s in self.stays), np.int64, len(self.stays))
-        self.by_occ = np.argsort(self.occ, kind="stable")  # a window's stays by a binary search, not a scan
-        self.occ_sorted = self.occ[self.by_occ]
-        self.by_buffer: dict[int, list[int]] = {}
-        for c, s in enumerate(self.stays):
-            self.by_buffer.setdefault(s.buffer, []).append(c)
+        with _gc_paused():  # the candidates' tuples and their indexes hold no cycles
+            self.stays = candidates(problem, hardware, profiles, extra, deadline=until, report=self.setup)
+            self.index = {_key(s): c for c, s in enumerate(self.stays)}
+            self.occ = np.fromiter((s.occupied_from for s in self.stays), np.int64, len(self.stays))
+            self.end = np.fromiter((s.end for s in self.stays), np.int64, len(self.stays))
+            self.by_occ = np.argsort(self.occ, kind="stable")  # a window's stays by a binary search, not a scan
+            self.occ_sorted = self.occ[self.by_occ]
+            self.by_buffer: dict[int, list[int]] = {}
+            for c, s in enumerate(self.stays):
+                self.by_buffer.setdefault(s.buffer, []).append(c)
         self.reach = op_saving_bound(problem, ev)
         self.slow_times = np.maximum(ev.compute, ev.slow_mem) + ev.fixed
         self.scale_of_value = max(float(self.reach.sum()), 1e-300)
