@@ -17,7 +17,7 @@ import argparse
 import json
 from pathlib import Path
 
-from mallocgame.search.muzero.problems import Curriculum
+from mallocgame.search.muzero.problems import Curriculum, named_curriculum
 from mallocgame.search.muzero.torchless import load_agent_network
 from mallocgame.search.muzero.value import finetune, generate
 
@@ -41,13 +41,23 @@ def main() -> None:
     ap.add_argument("--min-size", type=int, default=200)
     ap.add_argument("--max-size", type=int, default=3000)
     ap.add_argument("--realistic-share", type=float, default=0.4)
+    ap.add_argument("--curriculum", choices=("value", "real"), default="value",
+                    help="value: layered, interval and model programs of --min-size..--max-size (--realistic-share); "
+                         "real: `mallocgame train --curriculum real`'s map-mode programs (XLA-compiled JAX, "
+                         "torch-exported, layered, random intervals) of --min-size..--max-size")
     args = ap.parse_args()
     net, game_fields = load_agent_network(args.init)
-    curriculum = Curriculum(min_size=args.min_size, max_size=args.max_size, layered_share=0.6,
-                            min_capacity_fraction=0.2, max_capacity_fraction=0.5,
-                            realistic_share=args.realistic_share)
+    if args.curriculum == "real":
+        curriculum = named_curriculum("real", "map", args.min_size, args.max_size)
+    else:
+        curriculum = Curriculum(min_size=args.min_size, max_size=args.max_size, layered_share=0.6,
+                                min_capacity_fraction=0.2, max_capacity_fraction=0.5,
+                                realistic_share=args.realistic_share)
     problems = generate(args.data, net, game_fields, curriculum, seed=args.seed, seconds=args.label_seconds,
                         log=args.log, states=args.states, problems=args.problems) if args.label_seconds > 0 else None
+    if args.train_seconds <= 0:
+        print(json.dumps({"problems": problems}))
+        return
     summary = finetune(args.data, args.init, args.out, seconds=args.train_seconds, seed=args.seed, log=args.log,
                        fresh=not args.keep_head)
     summary["problems"] = problems
