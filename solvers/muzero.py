@@ -131,7 +131,7 @@ from mallocgame.search.muzero.guide import BlendedPrior, NetworkPrior, Relaxatio
 from mallocgame.search.muzero.search import SearchConfig
 from mallocgame.search.muzero.selfplay import Agent
 from mallocgame.search.muzero.torchless import load_agent_network  # shared with the CLI's checkpoint check
-from mallocgame.search.muzero.value import NetworkValue, reference_value
+from mallocgame.search.muzero.value import NetworkValue, reads_value_target, reference_value
 from mallocgame.search.uct import (
     COMMITS,
     DEFAULT_COMMIT,
@@ -392,10 +392,12 @@ def _leaf_evaluator(leaf: tuple[str, int, str], value_net, stats: dict):
     if kind == "rollout":
         return None
     stats.update({"leaf": kind, "leaf_steps": steps if kind in ("mixed", "auto") else 0})
-    if which == "network" and value_net is not None:
+    if which == "network" and value_net is not None and reads_value_target(value_net):
         stats["leaf_value"] = "network"
         return NetworkValue(value_net)
-    stats["leaf_value"] = "reference" if which == "reference" else "reference (no network for this game)"
+    stats["leaf_value"] = ("reference" if which == "reference" else "reference (no network for this game)"
+                           if value_net is None else
+                           "reference (the checkpoint's value head is not trained on the value leaves' target)")
     return reference_value
 
 

@@ -148,3 +148,18 @@ def test_network_value_reads_the_context_head_with_the_searchs_reference(context
         ys, ps = values(g)
         assert yb == pytest.approx(ys, abs=1e-4)
         np.testing.assert_allclose(pb, ps, rtol=1e-4, atol=1e-6)
+
+
+def test_value_leaves_read_no_head_trained_on_another_target():
+    """default.pt's value head estimates the return to go of `mallocgame train`'s search, not ``y``: value leaves
+    asked to read it get the reference control, and the statistics say why; value.pt is marked and read."""
+    from mallocgame.engine.runner import run_solver
+    from mallocgame.solvers.muzero import DEFAULT_CHECKPOINT, VALUE_CHECKPOINT
+
+    problem = _problem(60, seed=5)
+    opts = {"leaf": "value", "simulations": 4}
+    other = run_solver("muzero", problem, HW, time_limit=120, seed=1, options=dict(opts, checkpoint=str(DEFAULT_CHECKPOINT)))
+    marked = run_solver("muzero", problem, HW, time_limit=120, seed=1, options=dict(opts, checkpoint=str(VALUE_CHECKPOINT)))
+    assert other.valid and marked.valid
+    assert other.stats["leaf_value"].startswith("reference (the checkpoint's value head is not trained")
+    assert marked.stats["leaf_value"] == "network"

@@ -42,6 +42,7 @@ class NumpyNet:
                                        for i, p in ((0, "weight"), (0, "bias"), (2, "weight"), (2, "bias")))))
         self.value_scale = value_scale
         self.features = ""  # the input vector: "" = the game's observation vector, else search.muzero.encoder.NAME
+        self.value_target = ""  # what the value heads estimate (search.muzero.value.VALUE_TARGET, or "": the return to go)
         # the value leaves' head over the value head's input and the leaf's context features
         # (search.muzero.value, "What the search backs up"), where the checkpoint has one
         self.context_value = (_MLP(*(np.asarray(state_dict[f"context_value.{i}.{p}"], np.float32)

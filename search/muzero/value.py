@@ -39,6 +39,16 @@ from mallocgame.search.muzero.guide import input_vector
 from mallocgame.search.muzero.problems import Curriculum, Recipe, build
 from mallocgame.search.uct import greedy_profile
 
+#: The mark of a checkpoint whose value heads estimate ``y`` (module docstring): those :func:`finetune` and
+#: :func:`train_context_head` write. Value leaves read no other head (``mallocgame train``'s estimates the return to
+#: go of its own search, another target).
+VALUE_TARGET = "relative-greedy/1"
+
+
+def reads_value_target(net) -> bool:
+    """Whether ``net``'s value heads estimate the value leaves' target ``y`` (:data:`VALUE_TARGET`)."""
+    return getattr(net, "value_target", "") == VALUE_TARGET
+
 
 def value_target(game, to_go: np.ndarray, scale: float) -> float:
     """``y`` of ``game``'s state (module docstring): greedy rollout from a clone; ``to_go`` and ``scale`` from
@@ -298,7 +308,7 @@ def finetune(data: str, init: str, out: str, *, seconds: float = 300.0, epochs: 
     model = dict(payload["model"])
     model.update({f"value_head.{k}": v for k, v in (best_state or head.state_dict()).items()})
     summary.update(val_mse_best=best, epochs=epoch + 1)
-    ckpt.atomic_save(dict(ckpt.model_only(payload), model=model, value_target="relative-greedy/1",
+    ckpt.atomic_save(dict(ckpt.model_only(payload), model=model, value_target=VALUE_TARGET,
                           summary=summary), out)
     return summary
 
@@ -368,6 +378,6 @@ def train_context_head(data: str, init: str, out: str, *, inputs: str = "both", 
                   "context_value.0.bias": torch.from_numpy(b1.astype(np.float32)),
                   "context_value.2.weight": state["2.weight"].clone(), "context_value.2.bias": state["2.bias"].clone()})
     summary.update(val_mse_best=best, epochs=epoch + 1, context_width=ctx_width)
-    ckpt.atomic_save(dict(ckpt.model_only(payload), model=model, value_target="relative-greedy/1",
+    ckpt.atomic_save(dict(ckpt.model_only(payload), model=model, value_target=VALUE_TARGET,
                           summary=summary), out)
     return summary
