@@ -39,9 +39,10 @@ from mallocgame.search.muzero.guide import input_vector
 from mallocgame.search.muzero.problems import Curriculum, Recipe, build
 from mallocgame.search.uct import greedy_profile
 
-#: The mark of a checkpoint whose value heads estimate ``y`` (module docstring): those :func:`finetune` and
-#: :func:`train_context_head` write. Value leaves read no other head (``mallocgame train``'s estimates the return to
-#: go of its own search, another target).
+#: The mark of a checkpoint whose value leaves' head estimates ``y`` (module docstring): its ``context_value``
+#: head where it has one (:func:`train_context_head`), else its ``value_head`` (:func:`finetune`). Value leaves read
+#: no other head (``mallocgame train``'s ``value_head`` estimates the return to go of its own search, another
+#: target).
 VALUE_TARGET = "relative-greedy/1"
 
 
@@ -64,7 +65,8 @@ class NetworkValue:
     network (:meth:`~mallocgame.search.muzero.inference.NumpyNet.evaluate`), or of a group of games from one batched
     pass (:meth:`batch`); ``calls`` counts the states valued, ``passes`` the network passes. A network with a
     ``context_value`` head reads the leaf's :func:`context_features` too, relative to the reference episode the
-    search hands over (:meth:`set_reference`); before one is handed over, ``context_value`` is not read."""
+    search hands over (:meth:`set_reference`) and values the leaves by that head alone (its ``value_head`` may
+    estimate another target): before a reference is handed over such a network's leaves get ``y = 0``."""
 
     def __init__(self, net):
         self.net = net
@@ -88,8 +90,11 @@ class NetworkValue:
         self.passes += 1
         obs = game.observation()
         mask = np.asarray(obs.mask, bool)
+        context = self._context(game)
         logits, value = self.net.evaluate(input_vector(game, obs, getattr(self.net, "features", "")),
-                                          np.asarray(obs.actions, np.float32), mask, self._context(game))
+                                          np.asarray(obs.actions, np.float32), mask, context)
+        if context is None and getattr(self.net, "context_value", None) is not None:
+            value = 0.0  # no reference yet: the context head cannot be read, and the value head is not its target
         z = logits[np.flatnonzero(mask)].astype(np.float64)
         z = np.exp(z - z.max())
         return value, z / z.sum()
@@ -112,6 +117,8 @@ class NetworkValue:
         logits, values = self.net.evaluate_batch(vectors, np.asarray([o.actions for o in observations], np.float32),
                                                  masks, None if contexts[0] is None else np.asarray(contexts))
         out = []
+        if contexts[0] is None and getattr(self.net, "context_value", None) is not None:
+            values = np.zeros(len(games))  # as in __call__: no reference yet
         for row, mask, value in zip(logits, masks, values.tolist()):
             z = row[np.flatnonzero(mask)].astype(np.float64)
             z = np.exp(z - z.max())
