@@ -116,7 +116,9 @@ def test_context_head_is_saved_with_its_standardisation_folded_in(context_networ
     val = split(arrays["problem"])
     pred = net.context_value(np.concatenate([arrays["x"], arrays["context"]], 1)[val])[:, 0]
     # the numpy head on raw inputs is the trained head on standardised ones: the same validation error
-    assert float(((pred - arrays["y"][val]) ** 2).mean()) == pytest.approx(summary["val_mse_best"], rel=1e-3, abs=1e-6)
+    assert float(((pred - arrays["y"][val]) ** 2).mean()) == pytest.approx(summary["val_mse_shrunk"], rel=1e-3,
+                                                                            abs=1e-6)
+    assert 0.0 <= summary["shrink"] <= 1.0 and summary["val_mse_shrunk"] <= summary["val_mse_best"] + 1e-9
     assert set(arrays.files) >= {"x", "y", "problem", "context", "step", "greedy", "kind", "n"}
 
 

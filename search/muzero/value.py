@@ -327,9 +327,11 @@ def train_context_head(data: str, init: str, out: str, *, inputs: str = "both", 
     (``hidden`` units) over the value head's input under ``init``'s frozen network and the leaf's
     :func:`context_features` (``inputs="both"``) or over the context features alone (``"context"``: the other
     inputs' weights are 0). Inputs are standardised by the training rows' mean and spread, folded into the first
-    layer. The epoch with the lowest validation MSE (:func:`split`: the last problems, never a held-out one) is
-    saved to ``out`` as ``init``'s network plus the head, marked ``value_target = "relative-greedy/1"``. Returns the
-    summary (validation MSE of ``y = 0``, of the training rows' mean and of the saved head)."""
+    layer. The epoch with the lowest validation MSE (:func:`split`: the last problems, never a held-out one),
+    its output scaled by the factor in [0, 1] with the lowest validation MSE (towards ``y = 0``: a head that knows
+    little says little), is saved to ``out`` as ``init``'s network plus the head, marked :data:`VALUE_TARGET`.
+    Returns the summary (validation MSE of ``y = 0``, of the training rows' mean, of the best epoch and of the saved
+    head, ``val_mse_shrunk``)."""
     import torch  # lazily: the solver and the CLI never pay for it
 
     from mallocgame.search.muzero import checkpoint as ckpt
@@ -378,13 +380,19 @@ def train_context_head(data: str, init: str, out: str, *, inputs: str = "both", 
     if logf:
         logf.close()
     state = best_state or head.state_dict()
+    head.load_state_dict(state)
+    with torch.no_grad():  # the head shrunk towards y = 0 by the factor in [0, 1] best on the validation rows
+        pred = head(z[va]).squeeze(-1)
+    shrink = float(min(max(float((pred * y[va]).sum() / max(float((pred * pred).sum()), 1e-12)), 0.0), 1.0))
     w1 = state["0.weight"].numpy() * np.where(used, 1.0 / std, 0.0)[None, :]  # standardisation folded in
     b1 = state["0.bias"].numpy() - w1 @ mean
     model = dict(payload["model"])
     model.update({"context_value.0.weight": torch.from_numpy(w1.astype(np.float32)),
                   "context_value.0.bias": torch.from_numpy(b1.astype(np.float32)),
-                  "context_value.2.weight": state["2.weight"].clone(), "context_value.2.bias": state["2.bias"].clone()})
-    summary.update(val_mse_best=best, epochs=epoch + 1, context_width=ctx_width)
+                  "context_value.2.weight": shrink * state["2.weight"].clone(),
+                  "context_value.2.bias": shrink * state["2.bias"].clone()})
+    summary.update(val_mse_best=best, epochs=epoch + 1, context_width=ctx_width, shrink=shrink,
+                   val_mse_shrunk=float(((shrink * pred - y[va]) ** 2).mean()))
     ckpt.atomic_save(dict(ckpt.model_only(payload), model=model, value_target=VALUE_TARGET,
                           summary=summary), out)
     return summary
