@@ -14,13 +14,23 @@ estimates the return of the whole episode, as a rollout does: siblings, and leav
 on the same quantity. ``y = 0`` (``leaf_value="reference"``, no network) assumes the future goes as in the
 reference episode: the search then sees only the rewards of the decisions it made (a myopic control).
 
+**The one target.** ``y`` above is the value leaves' target, the only one they read: what a rollout leaf would
+back up, in the reference episode's per-problem units. Both trainers of a leaf head label exactly it, with
+:func:`value_target` (a greedy rollout to the end): :func:`finetune` (the ``value_head`` on the frozen network's
+inputs) and :func:`train_context_head` (a ``context_value`` head that reads the leaf's :func:`context_features`,
+its place relative to the reference episode, too). Their checkpoints carry :data:`VALUE_TARGET`; the ``value_head``
+of ``mallocgame train`` estimates another quantity (the return still to come under its own search, from n-step
+targets in its reward units), so value leaves never read a checkpoint without the mark (the muzero solver gives
+them the reference, ``y = 0``, and says so in ``stats["leaf_value"]``).
+
 **Data** (:func:`label_problem`): a training problem (:mod:`mallocgame.search.muzero.problems`, seeds >=
 ``TRAIN_SEED_BASE``), its reference episode, then a walk that follows the greedy with a random legal move
 with probability ``eps``; at ``states`` steps of the walk every child of the state (one move each, as the
 search's leaves are) is labelled with ``y`` by a greedy rollout to the end. The features are the value
 head's input under the frozen network (:meth:`~mallocgame.search.muzero.inference.NumpyNet.value_input`), so
-fine-tuning moves the value head only and the policy stays the shipped one. :func:`finetune` (torch, imported
-lazily) trains the head by MSE; ``experiments/train_value_head.py`` runs both.
+fine-tuning moves the value head only and the policy stays the shipped one. :func:`finetune` and
+:func:`train_context_head` (torch, imported lazily) train a head by MSE; ``experiments/train_value_head.py`` runs
+the labelling and either.
 """
 
 from __future__ import annotations
