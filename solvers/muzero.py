@@ -99,7 +99,9 @@ Options (`MuZeroOptions`, listed by `mallocgame solvers muzero`; the CLI passes 
   ``"auto"`` 64, and 0 in map mode with the network at the leaves, ``AUTO_LEAF_STEPS_NETWORK``);
 * ``leaf_value``   ``"network"`` (default) or ``"reference"``: the control without a network at the leaves,
   ``y = 0`` (the future as in the greedy reference episode). A game the network was not trained on (pack and
-  prefetch modes) gets the reference (``stats["leaf_value"]`` says so).
+  prefetch modes), or a checkpoint whose value heads are not trained on the leaves' target (no
+  ``mallocgame.search.muzero.value.VALUE_TARGET`` mark: ``default.pt`` and ``mallocgame train``'s), gets the
+  reference (``stats["leaf_value"]`` says so).
 
 The answer is the best complete episode seen: the committed path, a rollout that reached the
 end, the greedy episodes of the other game shapes, or the ``hint`` (prefetch mode: also
