@@ -165,3 +165,14 @@ def test_value_leaves_read_no_head_trained_on_another_target():
     assert other.valid and marked.valid
     assert other.stats["leaf_value"].startswith("reference (the checkpoint's value head is not trained")
     assert marked.stats["leaf_value"] == "network"
+
+
+def test_labelling_refuses_to_continue_a_file_without_the_context_arrays(tmp_path):
+    from mallocgame.search.muzero.problems import Curriculum
+    from mallocgame.search.muzero.value import generate
+
+    old = tmp_path / "old.npz"
+    np.savez(old, x=np.zeros((1, 96), np.float32), y=np.zeros(1, np.float32), problem=np.zeros(1, np.int64))
+    net, fields = _network()
+    with pytest.raises(ValueError, match="older labeller"):
+        generate(str(old), net, fields, Curriculum(min_size=30, max_size=40), seed=0, seconds=5, problems=1)

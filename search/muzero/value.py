@@ -222,9 +222,11 @@ def generate(out: str, net, game_fields: dict, curriculum: Curriculum, *, seed: 
     parts: dict[str, list[np.ndarray]] = {k: [] for k in names}
     if path.exists():
         old = np.load(path)
+        missing = [k for k in names if k not in old.files]
+        if missing:
+            raise ValueError(f"{out}: written by an older labeller (no {', '.join(missing)}); label into a new file")
         for k in names:
-            if k in old.files:
-                parts[k].append(old[k])
+            parts[k].append(old[k])
     done = int(parts["problem"][0].max()) + 1 if parts["problem"] and len(parts["problem"][0]) else 0
     t0 = last = time.monotonic()
     logf = open(log, "a") if log else None
