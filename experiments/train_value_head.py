@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from mallocgame.search.muzero.problems import Curriculum, named_curriculum
@@ -71,8 +72,12 @@ def main() -> None:
         curriculum = Curriculum(min_size=args.min_size, max_size=args.max_size, layered_share=0.6,
                                 min_capacity_fraction=0.2, max_capacity_fraction=0.5,
                                 realistic_share=args.realistic_share)
-    problems = generate(args.data, net, game_fields, curriculum, seed=args.seed, seconds=args.label_seconds,
-                        log=args.log, states=args.states, problems=args.problems) if args.label_seconds > 0 else None
+    try:
+        problems = generate(args.data, net, game_fields, curriculum, seed=args.seed, seconds=args.label_seconds,
+                            log=args.log, states=args.states, problems=args.problems) if args.label_seconds > 0 else None
+    except ValueError as exc:  # a data file this labeller cannot continue
+        print(f"train_value_head.py: {exc}", file=sys.stderr)
+        sys.exit(2)
     if args.train_seconds <= 0:
         print(json.dumps({"problems": problems}))
         return
