@@ -176,3 +176,37 @@ def test_labelling_refuses_to_continue_a_file_without_the_context_arrays(tmp_pat
     net, fields = _network()
     with pytest.raises(ValueError, match="older labeller"):
         generate(str(old), net, fields, Curriculum(min_size=30, max_size=40), seed=0, seconds=5, problems=1)
+
+
+def test_mallocgame_train_adds_a_value_leaf_head_the_leaves_read(tmp_path):
+    """``mallocgame train --export --value-head-seconds`` labels the value leaves' target and adds a head trained on
+    it: the export is marked and value leaves read it; a plain export is not read by them."""
+    pytest.importorskip("torch")
+    from click.testing import CliRunner
+
+    from mallocgame.cli.train import train
+    from mallocgame.engine.runner import run_solver
+    from mallocgame.search.muzero.torchless import load_inference
+    from mallocgame.search.muzero.value import VALUE_TARGET
+
+    common = ["--steps", "1", "--games-per-iter", "1", "--updates-per-iter", "1", "--simulations", "2",
+              "--batch-size", "8", "--min-size", "16", "--max-size", "24", "--quiet"]
+    runner = CliRunner()
+    bad = runner.invoke(train, common + ["-o", str(tmp_path / "a.pt"), "--value-head-seconds", "5"])
+    assert bad.exit_code == 2 and "--value-head-seconds: needs --export" in bad.output
+    runs = {}
+    for name, extra in (("plain", []), ("headed", ["--value-head-seconds", "3"])):
+        export = tmp_path / f"{name}.export.pt"
+        result = runner.invoke(train, common + ["-o", str(tmp_path / f"{name}.pt"), "--export", str(export)] + extra)
+        assert result.exit_code == 0, result.output
+        net, payload = load_inference(str(export))
+        runs[name] = (export, net, payload, result.output)
+    export, net, payload, output = runs["headed"]
+    assert payload.get("value_target") == VALUE_TARGET and net.context_value is not None
+    assert "value leaves' head:" in output
+    assert runs["plain"][2].get("value_target") is None and runs["plain"][1].context_value is None
+    problem = _problem(40, seed=6)
+    for name, read in (("headed", "network"), ("plain", "reference (the checkpoint's value head is not trained")):
+        rep = run_solver("muzero", problem, HW, time_limit=120, seed=1,
+                         options={"leaf": "value", "simulations": 3, "checkpoint": str(runs[name][0])})
+        assert rep.valid and rep.stats["leaf_value"].startswith(read)

@@ -21,7 +21,9 @@ inputs) and :func:`train_context_head` (a ``context_value`` head that reads the 
 its place relative to the reference episode, too). Their checkpoints carry :data:`VALUE_TARGET`; the ``value_head``
 of ``mallocgame train`` estimates another quantity (the return still to come under its own search, from n-step
 targets in its reward units), so value leaves never read a checkpoint without the mark (the muzero solver gives
-them the reference, ``y = 0``, and says so in ``stats["leaf_value"]``).
+them the reference, ``y = 0``, and says so in ``stats["leaf_value"]``); ``mallocgame train --export X
+--value-head-seconds S`` labels ``y`` with :func:`generate` under the trained network and adds a
+:func:`train_context_head` head to ``X``, marked.
 
 **Data** (:func:`label_problem`): a training problem (:mod:`mallocgame.search.muzero.problems`, seeds >=
 ``TRAIN_SEED_BASE``), its reference episode, then a walk that follows the greedy with a random legal move
