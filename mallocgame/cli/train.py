@@ -10,9 +10,12 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import click
+import numpy as np
 
 from mallocgame.cli.common import SECONDS, SEED, check_output, fail, is_stdout
 from mallocgame.cli.progress import status
@@ -21,7 +24,9 @@ from mallocgame.problem.model import InputError
 from mallocgame.runtime.interrupts import Interrupted, ignore_signals, raise_on_signals
 from mallocgame.search.muzero.distributed import RaySelfPlay
 from mallocgame.search.muzero.env import game_factory
+from mallocgame.search.muzero.inference import NumpyNet
 from mallocgame.search.muzero.problems import CURRICULA, REAL_SIZES, Recipe, named_curriculum, tuning_recipes
+from mallocgame.search.muzero.value import generate, train_context_head
 from mallocgame.search.uct import PREFETCH_K
 
 #: The prefetch game exactly as the ``muzero`` solver plays it (``solvers/muzero.py``), so the checkpoint is one the
@@ -169,14 +174,6 @@ def _value_leaf_head(state, curriculum, export_path: str, seconds: float, seed: 
     (:func:`mallocgame.search.muzero.value.generate`, four fifths of them) and add a ``context_value`` head trained
     on them (:func:`~mallocgame.search.muzero.value.train_context_head`, the rest) to ``export_path``; on
     SIGINT/SIGTERM the export stays the plain network."""
-    import tempfile
-    from pathlib import Path
-
-    import numpy as np
-
-    from mallocgame.search.muzero.inference import NumpyNet
-    from mallocgame.search.muzero.value import generate, train_context_head
-
     net = NumpyNet.from_torch(state.net)
     try:
         with raise_on_signals(), tempfile.TemporaryDirectory() as tmp:
