@@ -11,7 +11,8 @@ value leaf estimates; :mod:`mallocgame.search.muzero.value`). It reports per fam
 value head's mean squared and mean absolute error, those of ``y = 0`` (the reference control: no network), the
 correlation of the head with the truth and ``R^2 = 1 - MSE(head) / MSE(y = 0)`` (above 0: the head knows more
 than the reference episode; "-" where every label is 0). The checkpoint is ``value.pt`` (the network value leaves
-read by default).
+read by default); where it has a ``context_value`` head, that head (over the value head's input and the leaf's
+context features, as :class:`~mallocgame.search.muzero.value.NetworkValue` reads it) is what is measured.
 Writes ``experiments/results/value_head_error.md`` (``--out``).
 """
 
@@ -29,9 +30,14 @@ from mallocgame.search.muzero.value import label_states
 from mallocgame.solvers.muzero import VALUE_CHECKPOINT
 
 
-def head_of(net, features: np.ndarray) -> np.ndarray:
-    """The value head's raw output (``y`` in percent) of value-head inputs ``[m, L + d]``."""
-    return net.value_head(features)[:, 0].astype(np.float64) if len(features) else np.zeros(0)
+def head_of(net, features: np.ndarray, context: np.ndarray | None = None) -> np.ndarray:
+    """What a value leaf reads (``y`` in percent) of value-head inputs ``[m, L + d]`` and the leaves' context
+    features ``[m, C]``: the ``context_value`` head where the network has one, else the value head."""
+    if not len(features):
+        return np.zeros(0)
+    if context is not None and getattr(net, "context_value", None) is not None:
+        return net.context_value(np.concatenate([features, context], 1))[:, 0].astype(np.float64)
+    return net.value_head(features)[:, 0].astype(np.float64)
 
 
 def summary(y: np.ndarray, pred: np.ndarray) -> str:
@@ -64,9 +70,10 @@ def main() -> None:
     by_family: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
     for i, h in enumerate(p for p in held_out(tuple(args.families.split(","))) if p.problem.n >= args.min_n):
         start = time.monotonic()
+        rows: dict = {}
         x, y = label_states(h.problem, h.hardware, net, fields, np.random.default_rng([args.seed, i]),
-                            states=args.states)
-        pred = head_of(net, x)
+                            states=args.states, rows=rows)
+        pred = head_of(net, x, rows["context"])
         y = y.astype(np.float64)
         by_family.setdefault(h.family, []).append((y, pred))
         t(f"| {h.label} | {h.problem.n} | {summary(y, pred)} | {time.monotonic() - start:.1f} |")

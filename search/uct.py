@@ -300,6 +300,13 @@ class UCTSearch:
     def set_reference(self, game: Game) -> None:
         """The reference episode of value leaves: the greedy episode from ``game`` (:func:`greedy_profile`)."""
         self.to_go, self.scale = greedy_profile(game)
+        self._share_reference()
+
+    def _share_reference(self) -> None:
+        """Hand the reference episode to a leaf evaluator that reads it (``leaf_value.set_reference``)."""
+        share = getattr(self.leaf_value, "set_reference", None)
+        if share is not None:
+            share(self.to_go, self.scale)
 
     def _ordered_actions(self, game: Game) -> list[int]:
         legal = game.legal_actions()
@@ -557,6 +564,7 @@ class UCTSearch:
             play_greedy(probe, deadline)
         else:  # the same greedy episode, its rewards recorded: the reference of the value leaves
             self.to_go, self.scale = _play_recording(probe, deadline)
+            self._share_reference()
         step_time = (time.monotonic() - tp) / max(probe.steps - game.steps, 1)
         if cfg.leaf == "auto":
             self.leaf_cost = self.measure_leaf_cost(game)

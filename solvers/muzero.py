@@ -99,7 +99,9 @@ Options (`MuZeroOptions`, listed by `mallocgame solvers muzero`; the CLI passes 
   ``"auto"`` 64, and 0 in map mode with the network at the leaves, ``AUTO_LEAF_STEPS_NETWORK``);
 * ``leaf_value``   ``"network"`` (default) or ``"reference"``: the control without a network at the leaves,
   ``y = 0`` (the future as in the greedy reference episode). A game the network was not trained on (pack and
-  prefetch modes) gets the reference (``stats["leaf_value"]`` says so).
+  prefetch modes), or a checkpoint whose value heads are not trained on the leaves' target (no
+  ``mallocgame.search.muzero.value.VALUE_TARGET`` mark: ``default.pt`` and ``mallocgame train``'s), gets the
+  reference (``stats["leaf_value"]`` says so).
 
 The answer is the best complete episode seen: the committed path, a rollout that reached the
 end, the greedy episodes of the other game shapes, or the ``hint`` (prefetch mode: also
@@ -132,7 +134,7 @@ from mallocgame.search.muzero.guide import BlendedPrior, NetworkPrior, Relaxatio
 from mallocgame.search.muzero.search import SearchConfig
 from mallocgame.search.muzero.selfplay import Agent
 from mallocgame.search.muzero.torchless import load_agent_network  # shared with the CLI's checkpoint check
-from mallocgame.search.muzero.value import NetworkValue, reference_value
+from mallocgame.search.muzero.value import NetworkValue, reads_value_target, reference_value
 from mallocgame.search.uct import (
     COMMITS,
     DEFAULT_COMMIT,
@@ -394,10 +396,12 @@ def _leaf_evaluator(leaf: tuple[str, int, str], value_net, stats: dict):
     if kind == "rollout":
         return None
     stats.update({"leaf": kind, "leaf_steps": steps if kind in ("mixed", "auto") else 0})
-    if which == "network" and value_net is not None:
+    if which == "network" and value_net is not None and reads_value_target(value_net):
         stats["leaf_value"] = "network"
         return NetworkValue(value_net)
-    stats["leaf_value"] = "reference" if which == "reference" else "reference (no network for this game)"
+    stats["leaf_value"] = ("reference" if which == "reference" else "reference (no network for this game)"
+                           if value_net is None else
+                           "reference (the checkpoint's value head is not trained on the value leaves' target)")
     return reference_value
 
 

@@ -10,9 +10,12 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import click
+import numpy as np
 
 from mallocgame.cli.common import SECONDS, SEED, check_output, fail, is_stdout
 from mallocgame.cli.progress import status
@@ -21,7 +24,9 @@ from mallocgame.problem.model import InputError
 from mallocgame.runtime.interrupts import Interrupted, ignore_signals, raise_on_signals
 from mallocgame.search.muzero.distributed import RaySelfPlay
 from mallocgame.search.muzero.env import game_factory
+from mallocgame.search.muzero.inference import NumpyNet
 from mallocgame.search.muzero.problems import CURRICULA, REAL_SIZES, Recipe, named_curriculum, tuning_recipes
+from mallocgame.search.muzero.value import generate, train_context_head
 from mallocgame.search.uct import PREFETCH_K
 
 #: The prefetch game exactly as the ``muzero`` solver plays it (``solvers/muzero.py``), so the checkpoint is one the
@@ -72,6 +77,11 @@ PREFETCH_GAME_FIELDS = {"variant": "prefetch", "k": PREFETCH_K, "order": "xla", 
                    "--time-limit and --checkpoint-every apply.")
 @click.option("--export", "export_path", default=None, metavar="PT",
               help="Also write a small model-only copy (what the solver needs) here.")
+@click.option("--value-head-seconds", type=SECONDS, default=None, metavar="SECONDS",
+              help="With --export: then label the curriculum's problems with the value leaves' target for this long "
+                   "(greedy rollouts from the children of walk states, search.muzero.value) and add a value-leaf "
+                   "head trained on them to the export, marked with that target; without it value leaves do not "
+                   "read the export's value head (it estimates another target).")
 @click.option("--checkpoint-every", type=int, default=10, show_default=True, help="Save every N iterations.")
 @click.option("--tune-every", type=int, default=None, metavar="N",
               help="Every N iterations play the curriculum's tuning recipes (tuning_recipes: fixed seeds no training "
@@ -94,10 +104,14 @@ def train(steps, games_per_iter, updates_per_iter, simulations, search_method, m
           learning_rate, consistency_weight, reanalyse_fraction, init_path, curriculum, mode, min_size, max_size,
           replay_capacity, k, order, out_path,
           resume_path, export_path, checkpoint_every, tune_every, tune_count,
-          time_budget, seed, ray_actors, address, quiet=False) -> None:
+          time_budget, seed, ray_actors, address, quiet=False, value_head_seconds=None) -> None:
     """Train the muzero solver's network by self-play on generated problems; deterministic under --seed."""
     _check_files_and_ray(out_path, export_path, time_budget=time_budget, resume_path=resume_path,
                          ray_actors=ray_actors, address=address)
+    if value_head_seconds is not None and not export_path:
+        fail("--value-head-seconds: needs --export (the head is added to the exported network)")
+    if value_head_seconds is not None and not value_head_seconds > 0:
+        fail(f"--value-head-seconds: must be a positive number of seconds, got {value_head_seconds}")
     try:
         from mallocgame.search.muzero import checkpoint as ckpt
         from mallocgame.search.muzero.train import TrainConfig, describe, new_state, resume_state
@@ -149,8 +163,34 @@ def train(steps, games_per_iter, updates_per_iter, simulations, search_method, m
                   ray_actors=ray_actors, address=address, line=line, tuning=tuning, tune_every=tune_every)
     if export_path:
         ckpt.atomic_save(ckpt.model_only(state.payload()), export_path)
+        if value_head_seconds:
+            _value_leaf_head(state, state.config.curriculum, export_path, value_head_seconds, seed)
     click.echo(f"done: step {state.step}, {state.replay.total_games} games, {time.monotonic() - t0:.0f}s; "
                f"saved {out_path}" + (f" and {export_path}" if export_path else ""))
+
+
+def _value_leaf_head(state, curriculum, export_path: str, seconds: float, seed: int) -> None:
+    """Label ``curriculum``'s problems with the value leaves' target under the trained network for ``seconds``
+    (:func:`mallocgame.search.muzero.value.generate`, four fifths of them) and add a ``context_value`` head trained
+    on them (:func:`~mallocgame.search.muzero.value.train_context_head`, the rest) to ``export_path``; on
+    SIGINT/SIGTERM the export stays the plain network."""
+    net = NumpyNet.from_torch(state.net)
+    try:
+        with raise_on_signals(), tempfile.TemporaryDirectory() as tmp:
+            data = str(Path(tmp) / "labels.npz")
+            done = generate(data, net, dict(state.game_config), curriculum, seed=seed, seconds=0.8 * seconds)
+            if done < 2 or len(np.unique(np.load(data)["problem"])) < 2:
+                fail(f"--value-head-seconds: {seconds:g} s labelled {done} problem(s); the head needs two or more "
+                     "(one to choose it on): give more seconds")
+            summary = train_context_head(data, export_path, export_path, inputs="context", seconds=0.2 * seconds,
+                                         seed=seed)
+    except Interrupted as stop:
+        ignore_signals()
+        click.echo(f"interrupted by {stop.signal_name} while training the value leaves' head; {export_path} holds "
+                   "the network without it")
+        sys.exit(stop.exit_code)
+    click.echo(f"value leaves' head: {done} problems, {summary['rows']} labels; validation MSE "
+               f"{summary['val_mse_shrunk']:.4g} (y = 0: {summary['val_mse_zero']:.4g}); added to {export_path}")
 
 
 def _check_files_and_ray(out_path: str, export_path: str | None, *, time_budget: float | None,

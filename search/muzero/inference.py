@@ -42,6 +42,12 @@ class NumpyNet:
                                        for i, p in ((0, "weight"), (0, "bias"), (2, "weight"), (2, "bias")))))
         self.value_scale = value_scale
         self.features = ""  # the input vector: "" = the game's observation vector, else search.muzero.encoder.NAME
+        self.value_target = ""  # what the value heads estimate (search.muzero.value.VALUE_TARGET, or "": the return to go)
+        # the value leaves' head over the value head's input and the leaf's context features
+        # (search.muzero.value, "What the search backs up"), where the checkpoint has one
+        self.context_value = (_MLP(*(np.asarray(state_dict[f"context_value.{i}.{p}"], np.float32)
+                                     for i, p in ((0, "weight"), (0, "bias"), (2, "weight"), (2, "bias"))))
+                              if "context_value.0.weight" in state_dict else None)
 
     @classmethod
     def from_torch(cls, net, features: str = "") -> "NumpyNet":
@@ -106,18 +112,24 @@ class NumpyNet:
         state, emb = self.initial(vector, actions, mask)
         return np.concatenate([state, emb.mean(0)])
 
-    def evaluate(self, vector: np.ndarray, actions: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, float]:
+    def evaluate(self, vector: np.ndarray, actions: np.ndarray, mask: np.ndarray,
+                 context: np.ndarray | None = None) -> tuple[np.ndarray, float]:
         """``h`` then ``f`` once: the policy logits ``[A]`` and the raw value head output (the guided search's
-        value leaves read both from one pass: the leaf's prior and its value)."""
+        value leaves read both from one pass: the leaf's prior and its value); with ``context`` (the leaf's
+        :func:`~mallocgame.search.muzero.value.context_features`) and a ``context_value`` head, that head's output."""
         state, emb = self.initial(vector, actions, mask)
         A = emb.shape[0]
         logits = self.policy_head(np.concatenate([np.broadcast_to(state, (A, state.shape[0])), emb], -1))[:, 0]
-        value = float(self.value_head(np.concatenate([state, emb.mean(0)]))[0])
-        return logits, value
+        head_input = np.concatenate([state, emb.mean(0)])
+        if context is not None and self.context_value is not None:
+            return logits, float(self.context_value(np.concatenate([head_input, context]))[0])
+        return logits, float(self.value_head(head_input)[0])
 
-    def evaluate_batch(self, vectors: np.ndarray, actions: np.ndarray, masks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def evaluate_batch(self, vectors: np.ndarray, actions: np.ndarray, masks: np.ndarray,
+                       contexts: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`evaluate` of ``B`` examples in one pass: ``vectors [B, D]``, ``actions [B, A, F]``, ``masks [B, A]``
-        -> ``(logits [B, A], values [B])``, each row equal to :meth:`evaluate` of that example to float32 rounding.
+        (and ``contexts [B, C]``) -> ``(logits [B, A], values [B])``, each row equal to :meth:`evaluate` of that
+        example to float32 rounding.
 
         Most action slots of an observation are empty (all-zero features, illegal: about 2 of 17 actions are
         legal), and every empty slot of one example has the same embedding, so the action layers run on the
@@ -167,8 +179,10 @@ class NumpyNet:
         logits.ravel()[rows] = policy(emb, example)
         n_empty = (A - kept.sum(1)).astype(np.float32)[:, None]
         emb_mean = (np.add.reduceat(emb, starts, axis=0) + n_empty * emb_empty) / np.float32(A)
-        values = self.value_head(np.concatenate([state, emb_mean], 1))[:, 0]
-        return logits, values
+        head_input = np.concatenate([state, emb_mean], 1)
+        if contexts is not None and self.context_value is not None:
+            return logits, self.context_value(np.concatenate([head_input, np.asarray(contexts, np.float32)], 1))[:, 0]
+        return logits, self.value_head(head_input)[:, 0]
 
     def unscale(self, scaled: float) -> float:
         return min(max(scaled / self.value_scale, 0.0), 1.0)

@@ -105,6 +105,7 @@ def load_inference(path: str):
         raise ValueError(f"{path}: not a {fmt} checkpoint")
     net = NumpyNet(payload["model"], float(payload["network"]["value_scale"]))
     net.features = str(payload.get("features") or "")
+    net.value_target = str(payload.get("value_target") or "")
     return net, payload
 
 

@@ -14,13 +14,25 @@ estimates the return of the whole episode, as a rollout does: siblings, and leav
 on the same quantity. ``y = 0`` (``leaf_value="reference"``, no network) assumes the future goes as in the
 reference episode: the search then sees only the rewards of the decisions it made (a myopic control).
 
+**The one target.** ``y`` above is the value leaves' target, the only one they read: what a rollout leaf would
+back up, in the reference episode's per-problem units. Both trainers of a leaf head label exactly it, with
+:func:`value_target` (a greedy rollout to the end): :func:`finetune` (the ``value_head`` on the frozen network's
+inputs) and :func:`train_context_head` (a ``context_value`` head that reads the leaf's :func:`context_features`,
+its place relative to the reference episode, too). Their checkpoints carry :data:`VALUE_TARGET`; the ``value_head``
+of ``mallocgame train`` estimates another quantity (the return still to come under its own search, from n-step
+targets in its reward units), so value leaves never read a checkpoint without the mark (the muzero solver gives
+them the reference, ``y = 0``, and says so in ``stats["leaf_value"]``); ``mallocgame train --export X
+--value-head-seconds S`` labels ``y`` with :func:`generate` under the trained network and adds a
+:func:`train_context_head` head to ``X``, marked.
+
 **Data** (:func:`label_problem`): a training problem (:mod:`mallocgame.search.muzero.problems`, seeds >=
 ``TRAIN_SEED_BASE``), its reference episode, then a walk that follows the greedy with a random legal move
 with probability ``eps``; at ``states`` steps of the walk every child of the state (one move each, as the
 search's leaves are) is labelled with ``y`` by a greedy rollout to the end. The features are the value
 head's input under the frozen network (:meth:`~mallocgame.search.muzero.inference.NumpyNet.value_input`), so
-fine-tuning moves the value head only and the policy stays the shipped one. :func:`finetune` (torch, imported
-lazily) trains the head by MSE; ``experiments/train_value_head.py`` runs both.
+fine-tuning moves the value head only and the policy stays the shipped one. :func:`finetune` and
+:func:`train_context_head` (torch, imported lazily) train a head by MSE; ``experiments/train_value_head.py`` runs
+the labelling and either.
 """
 
 from __future__ import annotations
@@ -39,6 +51,17 @@ from mallocgame.search.muzero.guide import input_vector
 from mallocgame.search.muzero.problems import Curriculum, Recipe, build
 from mallocgame.search.uct import greedy_profile
 
+#: The mark of a checkpoint whose value leaves' head estimates ``y`` (module docstring): its ``context_value``
+#: head where it has one (:func:`train_context_head`), else its ``value_head`` (:func:`finetune`). Value leaves read
+#: no other head (``mallocgame train``'s ``value_head`` estimates the return to go of its own search, another
+#: target).
+VALUE_TARGET = "relative-greedy/1"
+
+
+def reads_value_target(net) -> bool:
+    """Whether ``net``'s value heads estimate the value leaves' target ``y`` (:data:`VALUE_TARGET`)."""
+    return getattr(net, "value_target", "") == VALUE_TARGET
+
 
 def value_target(game, to_go: np.ndarray, scale: float) -> float:
     """``y`` of ``game``'s state (module docstring): greedy rollout from a clone; ``to_go`` and ``scale`` from
@@ -52,24 +75,41 @@ def value_target(game, to_go: np.ndarray, scale: float) -> float:
 class NetworkValue:
     """The leaf evaluator of the guided search: ``(y, prior over the legal actions)`` from one pass of the
     network (:meth:`~mallocgame.search.muzero.inference.NumpyNet.evaluate`), or of a group of games from one batched
-    pass (:meth:`batch`); ``calls`` counts the states valued, ``passes`` the network passes."""
+    pass (:meth:`batch`); ``calls`` counts the states valued, ``passes`` the network passes. A network with a
+    ``context_value`` head reads the leaf's :func:`context_features` too, relative to the reference episode the
+    search hands over (:meth:`set_reference`) and values the leaves by that head alone (its ``value_head`` may
+    estimate another target): before a reference is handed over such a network's leaves get ``y = 0``."""
 
     def __init__(self, net):
         self.net = net
         self.calls = 0
         self.passes = 0
+        self.to_go: np.ndarray | None = None
+        self.scale = 0.0
+
+    def set_reference(self, to_go: np.ndarray, scale: float) -> None:
+        """The search's reference episode (:func:`~mallocgame.search.uct.greedy_profile`): the return to come after
+        each step and the episode's return."""
+        self.to_go, self.scale = to_go, scale
+
+    def _context(self, game) -> np.ndarray | None:
+        if self.to_go is None or getattr(self.net, "context_value", None) is None:
+            return None
+        return context_features(game, self.to_go, self.scale)
 
     def __call__(self, game) -> tuple[float, np.ndarray]:
         self.calls += 1
         self.passes += 1
         obs = game.observation()
         mask = np.asarray(obs.mask, bool)
+        context = self._context(game)
         logits, value = self.net.evaluate(input_vector(game, obs, getattr(self.net, "features", "")),
-                                          np.asarray(obs.actions, np.float32), mask)
+                                          np.asarray(obs.actions, np.float32), mask, context)
+        if context is None and getattr(self.net, "context_value", None) is not None:
+            value = 0.0  # no reference yet: the context head cannot be read, and the value head is not its target
         z = logits[np.flatnonzero(mask)].astype(np.float64)
         z = np.exp(z - z.max())
         return value, z / z.sum()
-
 
     def batch(self, games: list) -> list[tuple[float, np.ndarray]]:
         """``self(game)`` of every game in ``games`` from one batched network pass
@@ -85,9 +125,12 @@ class NetworkValue:
         else:
             vectors = np.asarray([input_vector(g, o, features) for g, o in zip(games, observations)], np.float32)
         masks = np.asarray([o.mask for o in observations], bool)
+        contexts = [self._context(g) for g in games]
         logits, values = self.net.evaluate_batch(vectors, np.asarray([o.actions for o in observations], np.float32),
-                                                 masks)
+                                                 masks, None if contexts[0] is None else np.asarray(contexts))
         out = []
+        if contexts[0] is None and getattr(self.net, "context_value", None) is not None:
+            values = np.zeros(len(games))  # as in __call__: no reference yet
         for row, mask, value in zip(logits, masks, values.tolist()):
             z = row[np.flatnonzero(mask)].astype(np.float64)
             z = np.exp(z - z.max())
@@ -107,20 +150,40 @@ def label_problem(recipe: Recipe, net, game_fields: dict, rng: np.random.Generat
     return label_states(problem, hw, net, game_fields, rng, states=states, eps=eps)
 
 
+def context_features(game, to_go: np.ndarray, scale: float) -> np.ndarray:
+    """The state's place relative to the reference episode, per problem normalised (percent of ``scale``, fractions
+    of the episode): ``[ahead, remaining, progress, next]`` -- the return so far beyond the reference's at the same
+    step, the reference's return still to come, the steps played over the reference's, and the reward of the
+    greedy's next move beyond the reference's next reward (one greedy step from a clone)."""
+    t = game.steps
+    unit = 100.0 / (scale if scale > 0 else 1.0)
+    ref_to_go = float(to_go[t]) if t < len(to_go) else 0.0
+    ref_next = ref_to_go - (float(to_go[t + 1]) if t + 1 < len(to_go) else 0.0)
+    nxt = 0.0
+    if not game.done:
+        probe = game.clone()
+        nxt = probe.step(probe.greedy_action()) - ref_next
+    return np.asarray([unit * (game.total_reward() - (scale - ref_to_go)), unit * ref_to_go,
+                       t / max(len(to_go) - 1, 1), unit * nxt], np.float32)
+
+
 def label_states(problem, hw, net, game_fields: dict, rng: np.random.Generator, *, states: int = 16,
-                 eps: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
+                 eps: float = 0.05, rows: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
     """:func:`label_problem` of a given problem and hardware: features and targets of the children of ``states``
-    states of a walk that follows the greedy (a random move with probability ``eps``)."""
+    states of a walk that follows the greedy (a random move with probability ``eps``). ``rows``, if given, gets
+    per labelled child its :func:`context_features` (``"context"``), step (``"step"``) and whether its move was
+    the greedy's (``"greedy"``)."""
     data = GameData(problem, hw)
     game = Game(problem, hw, GameConfig(**game_fields), data=data)
     to_go, scale = greedy_profile(game)
     length = len(to_go) - 1
     picks = set(rng.choice(length, size=min(states, length), replace=False).tolist())
-    xs, ys = [], []
+    xs, ys, context, steps, greedy = [], [], [], [], []
     walk = game.clone()
     while not walk.done:
         legal = walk.legal_actions()
         if walk.steps in picks:
+            best = walk.greedy_action()
             for a in legal.tolist():
                 child = walk.clone()
                 child.step(int(a))
@@ -130,8 +193,15 @@ def label_states(problem, hw, net, game_fields: dict, rng: np.random.Generator, 
                 xs.append(net.value_input(input_vector(child, obs, net.features), np.asarray(obs.actions, np.float32),
                                           np.asarray(obs.mask, bool)))
                 ys.append(value_target(child, to_go, scale))
+                if rows is not None:
+                    context.append(context_features(child, to_go, scale))
+                    steps.append(child.steps)
+                    greedy.append(int(a) == best)
         action = int(legal[rng.integers(len(legal))]) if rng.random() < eps else walk.greedy_action()
         walk.step(action)
+    if rows is not None:
+        rows.update(context=np.asarray(context, np.float32).reshape(-1, 4), step=np.asarray(steps, np.int64),
+                    greedy=np.asarray(greedy, bool))
     width = net.value_head.w1.shape[0]
     return (np.asarray(xs, np.float32).reshape(-1, width), np.asarray(ys, np.float32))
 
@@ -145,30 +215,42 @@ def generate(out: str, net, game_fields: dict, curriculum: Curriculum, *, seed: 
              log: str | None = None, states: int = 16, save_every: float = 60.0, problems: int | None = None) -> int:
     """Label problems ``0, 1, ...`` (:func:`recipe_of`) for ``seconds`` (and at most up to problem ``problems``: a
     run is reproduced exactly by its count) into the ``.npz`` ``out`` (saved every ``save_every`` seconds and at
-    the end; an existing file is continued). Returns the problems labelled."""
+    the end, by a temporary file and a rename; an existing file is continued). Its arrays: ``x`` (value-head
+    inputs), ``y`` (targets), ``problem`` (the problem's index), ``context`` (:func:`context_features`), ``step``,
+    ``greedy`` (the child's move was the greedy's), ``kind`` (the recipe's kind) and ``n`` (buffers), a row each.
+    Returns the problems labelled."""
     path = Path(out)
-    xs, ys, ids = [], [], []
+    names = ("x", "y", "problem", "context", "step", "greedy", "kind", "n")
+    parts: dict[str, list[np.ndarray]] = {k: [] for k in names}
     if path.exists():
         old = np.load(path)
-        xs, ys, ids = [old["x"]], [old["y"]], [old["problem"]]
-    done = int(ids[0].max()) + 1 if ids and len(ids[0]) else 0
+        missing = [k for k in names if k not in old.files]
+        if missing:
+            raise ValueError(f"{out}: written by an older labeller (no {', '.join(missing)}); label into a new file")
+        for k in names:
+            parts[k].append(old[k])
+    done = int(parts["problem"][0].max()) + 1 if parts["problem"] and len(parts["problem"][0]) else 0
     t0 = last = time.monotonic()
     logf = open(log, "a") if log else None
 
     def save():
-        np.savez(str(path) + ".tmp.npz", x=np.concatenate(xs) if xs else np.zeros((0, 0), np.float32),
-                 y=np.concatenate(ys) if ys else np.zeros(0, np.float32),
-                 problem=np.concatenate(ids) if ids else np.zeros(0, np.int64))
+        np.savez(str(path) + ".tmp.npz", **{k: np.concatenate(v) for k, v in parts.items() if v})
         Path(str(path) + ".tmp.npz").replace(path)
 
     try:
         while time.monotonic() - t0 < seconds and (problems is None or done < problems):
             recipe = recipe_of(curriculum, seed, done)
             tp = time.monotonic()
-            x, y = label_problem(recipe, net, game_fields, np.random.default_rng([seed, done, 1]), states=states)
-            xs.append(x), ys.append(y), ids.append(np.full(len(y), done, np.int64))
+            rows: dict = {}
+            problem, hw = build(recipe)
+            x, y = label_states(problem, hw, net, game_fields, np.random.default_rng([seed, done, 1]),
+                                states=states, rows=rows)
+            for k, v in (("x", x), ("y", y), ("problem", np.full(len(y), done, np.int64)),
+                         ("context", rows["context"]), ("step", rows["step"]), ("greedy", rows["greedy"]),
+                         ("kind", np.full(len(y), recipe.kind, "<U10")), ("n", np.full(len(y), problem.n, np.int64))):
+                parts[k].append(v)
             if logf:
-                logf.write(json.dumps({"problem": done, "recipe": recipe.as_dict(), "labels": len(y),
+                logf.write(json.dumps({"problem": done, "recipe": recipe.as_dict(), "n": problem.n, "labels": len(y),
                                        "y_mean": round(float(y.mean()), 4) if len(y) else None,
                                        "y_abs_max": round(float(np.abs(y).max()), 4) if len(y) else None,
                                        "seconds": round(time.monotonic() - tp, 2)}) + "\n")
@@ -247,6 +329,84 @@ def finetune(data: str, init: str, out: str, *, seconds: float = 300.0, epochs: 
     model = dict(payload["model"])
     model.update({f"value_head.{k}": v for k, v in (best_state or head.state_dict()).items()})
     summary.update(val_mse_best=best, epochs=epoch + 1)
-    ckpt.atomic_save(dict(ckpt.model_only(payload), model=model, value_target="relative-greedy/1",
+    ckpt.atomic_save(dict(ckpt.model_only(payload), model=model, value_target=VALUE_TARGET,
+                          summary=summary), out)
+    return summary
+
+
+def train_context_head(data: str, init: str, out: str, *, inputs: str = "both", seconds: float = 300.0,
+                       epochs: int = 200, seed: int = 0, hidden: int = 32, learning_rate: float = 1e-3,
+                       weight_decay: float = 1e-3, log: str | None = None) -> dict:
+    """Train the value leaves' ``context_value`` head by MSE on the ``.npz`` ``data`` of :func:`generate`: an MLP
+    (``hidden`` units) over the value head's input under ``init``'s frozen network and the leaf's
+    :func:`context_features` (``inputs="both"``) or over the context features alone (``"context"``: the other
+    inputs' weights are 0). Inputs are standardised by the training rows' mean and spread, folded into the first
+    layer. The epoch with the lowest validation MSE (:func:`split`: the last problems, never a held-out one),
+    its output scaled by the factor in [0, 1] with the lowest validation MSE (towards ``y = 0``: a head that knows
+    little says little), is saved to ``out`` as ``init``'s network plus the head, marked :data:`VALUE_TARGET`.
+    Returns the summary (validation MSE of ``y = 0``, of the training rows' mean, of the best epoch and of the saved
+    head, ``val_mse_shrunk``)."""
+    import torch  # lazily: the solver and the CLI never pay for it
+
+    from mallocgame.search.muzero import checkpoint as ckpt
+
+    torch.set_num_threads(1)
+    torch.manual_seed(seed)
+    payload = ckpt.load(init)
+    arrays = np.load(data)
+    val = split(arrays["problem"])
+    x = np.concatenate([arrays["x"], arrays["context"]], 1).astype(np.float32)
+    width, ctx_width = arrays["x"].shape[1], arrays["context"].shape[1]
+    used = np.ones(x.shape[1], bool) if inputs == "both" else np.arange(x.shape[1]) >= width
+    mean = np.where(used, x[~val].mean(0), 0.0).astype(np.float32)
+    std = np.where(used, x[~val].std(0) + 1e-6, 1.0).astype(np.float32)
+    z = torch.from_numpy(np.where(used, (x - mean) / std, 0.0).astype(np.float32))
+    y = torch.from_numpy(arrays["y"].astype(np.float32))
+    head = torch.nn.Sequential(torch.nn.Linear(x.shape[1], hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, 1))
+    opt = torch.optim.AdamW(head.parameters(), lr=learning_rate, weight_decay=weight_decay)
+    tr, va = torch.from_numpy(~val), torch.from_numpy(val)
+
+    def mse(rows) -> float:
+        with torch.no_grad():
+            return float(((head(z[rows]).squeeze(-1) - y[rows]) ** 2).mean())
+
+    summary = {"rows": int(len(y)), "train_rows": int(tr.sum()), "val_rows": int(va.sum()), "inputs": inputs,
+               "hidden": hidden, "val_mse_zero": float((y[va] ** 2).mean()),
+               "val_mse_mean": float(((y[va] - y[tr].mean()) ** 2).mean())}
+    best, best_state, t0, epoch = math.inf, None, time.monotonic(), -1
+    gen = torch.Generator().manual_seed(seed)
+    zt, yt = z[tr], y[tr]
+    logf = open(log, "a") if log else None
+    for epoch in range(epochs):
+        if time.monotonic() - t0 > seconds:
+            break
+        for idx in torch.randperm(len(yt), generator=gen).split(256):
+            loss = ((head(zt[idx]).squeeze(-1) - yt[idx]) ** 2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        entry = {"epoch": epoch, "train_mse": round(mse(tr), 5), "val_mse": round(mse(va), 5)}
+        if entry["val_mse"] < best:
+            best, best_state = entry["val_mse"], {k: v.detach().clone() for k, v in head.state_dict().items()}
+        if logf:
+            logf.write(json.dumps(entry) + "\n")
+            logf.flush()
+    if logf:
+        logf.close()
+    state = best_state or head.state_dict()
+    head.load_state_dict(state)
+    with torch.no_grad():  # the head shrunk towards y = 0 by the factor in [0, 1] best on the validation rows
+        pred = head(z[va]).squeeze(-1)
+    shrink = float(min(max(float((pred * y[va]).sum() / max(float((pred * pred).sum()), 1e-12)), 0.0), 1.0))
+    w1 = state["0.weight"].numpy() * np.where(used, 1.0 / std, 0.0)[None, :]  # standardisation folded in
+    b1 = state["0.bias"].numpy() - w1 @ mean
+    model = dict(payload["model"])
+    model.update({"context_value.0.weight": torch.from_numpy(w1.astype(np.float32)),
+                  "context_value.0.bias": torch.from_numpy(b1.astype(np.float32)),
+                  "context_value.2.weight": shrink * state["2.weight"].clone(),
+                  "context_value.2.bias": shrink * state["2.bias"].clone()})
+    summary.update(val_mse_best=best, epochs=epoch + 1, context_width=ctx_width, shrink=shrink,
+                   val_mse_shrunk=float(((shrink * pred - y[va]) ** 2).mean()))
+    ckpt.atomic_save(dict(ckpt.model_only(payload), model=model, value_target=VALUE_TARGET,
                           summary=summary), out)
     return summary
