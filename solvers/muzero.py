@@ -126,7 +126,7 @@ from mallocgame.problem.model import InputError, Problem, Solution, Status, offs
 from mallocgame.search.game import Game, GameConfig
 from mallocgame.search.game_data import GameData
 from mallocgame.search.muzero import checkpoints as shipped_checkpoints
-from mallocgame.search.muzero.encoder import NAME_RELAX, RELAX_SECONDS, relaxation_set, relaxation_usable
+from mallocgame.search.muzero.encoder import RELAX_SECONDS, WITH_RELAX, relaxation_set, relaxation_usable
 from mallocgame.search.muzero.guide import BlendedPrior, NetworkPrior, RelaxationPrior, uniform_prior
 from mallocgame.search.muzero.search import SearchConfig
 from mallocgame.search.muzero.selfplay import Agent
@@ -356,8 +356,8 @@ def _solve_uct(name: str, request: SolveRequest, *, sims: int, checkpoint: str |
         prior_fn, stats["prior"] = BlendedPrior(prior_fn, RelaxationPrior(), blend), f"network-relaxation-{blend}"
     # the prefetch network's value head is untrained (policy-only expert iteration): leaves get the reference
     leaf_fn = _leaf_evaluator(leaf, value_net if problem.mode != "prefetch" else None, stats)
-    reads_relax = isinstance(prior_fn, RelaxationPrior | BlendedPrior) or getattr(net, "features", "") == NAME_RELAX
-    valued_relax = isinstance(leaf_fn, NetworkValue) and getattr(value_net, "features", "") == NAME_RELAX
+    reads_relax = isinstance(prior_fn, RelaxationPrior | BlendedPrior) or getattr(net, "features", "") in WITH_RELAX
+    valued_relax = isinstance(leaf_fn, NetworkValue) and getattr(value_net, "features", "") in WITH_RELAX
     data = GameData(problem, hardware) if problem.mode == "map" and (reads_relax or valued_relax) else None
 
     def prepare(prior_now, answer_stats: dict):
@@ -367,7 +367,7 @@ def _solve_uct(name: str, request: SolveRequest, *, sims: int, checkpoint: str |
             return prior_now
         relaxation_set(data, time_limit=min(RELAX_SECONDS, request.budget.part(RELAX_SHARE).seconds))
         if reads_relax and not relaxation_usable(data):
-            if isinstance(prior_now, BlendedPrior) and getattr(net, "features", "") != NAME_RELAX:
+            if isinstance(prior_now, BlendedPrior) and getattr(net, "features", "") not in WITH_RELAX:
                 answer_stats["prior"] = "network (the relaxation found no fast set in its time)"
                 return prior_now.network
             answer_stats["prior"] = "uniform (the relaxation found no fast set in its time)"

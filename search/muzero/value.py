@@ -64,7 +64,7 @@ class NetworkValue:
         self.passes += 1
         obs = game.observation()
         mask = np.asarray(obs.mask, bool)
-        logits, value = self.net.evaluate(input_vector(game, obs, getattr(self.net, "features", "")),
+        logits, value = self.net.evaluate(input_vector(game, obs, getattr(self.net, "features", ""), self.net),
                                           np.asarray(obs.actions, np.float32), mask)
         z = logits[np.flatnonzero(mask)].astype(np.float64)
         z = np.exp(z - z.max())
@@ -81,9 +81,10 @@ class NetworkValue:
         features = getattr(self.net, "features", "")
         observations = [game.observation() for game in games]
         if features in encoder.NAMES and all(g.data is games[0].data for g in games):  # one problem: batched inputs
-            vectors = encoder.network_vectors(games, observations, features)
+            vectors = encoder.network_vectors(games, observations, features, self.net)
         else:
-            vectors = np.asarray([input_vector(g, o, features) for g, o in zip(games, observations)], np.float32)
+            vectors = np.asarray([input_vector(g, o, features, self.net) for g, o in zip(games, observations)],
+                                 np.float32)
         masks = np.asarray([o.mask for o in observations], bool)
         logits, values = self.net.evaluate_batch(vectors, np.asarray([o.actions for o in observations], np.float32),
                                                  masks)
@@ -127,8 +128,8 @@ def label_states(problem, hw, net, game_fields: dict, rng: np.random.Generator, 
                 if child.done:
                     continue
                 obs = child.observation()
-                xs.append(net.value_input(input_vector(child, obs, net.features), np.asarray(obs.actions, np.float32),
-                                          np.asarray(obs.mask, bool)))
+                xs.append(net.value_input(input_vector(child, obs, net.features, net),
+                                          np.asarray(obs.actions, np.float32), np.asarray(obs.mask, bool)))
                 ys.append(value_target(child, to_go, scale))
         action = int(legal[rng.integers(len(legal))]) if rng.random() < eps else walk.greedy_action()
         walk.step(action)
