@@ -49,7 +49,8 @@ Options (`MuZeroOptions`, listed by `mallocgame solvers muzero`; the CLI passes 
   ``PREFETCH_CHECKPOINT`` (``checkpoints/prefetch.pt``), read when given as ``checkpoint``; it is not the default
   (``PREFETCH_NETWORK_BY_DEFAULT``; docs/results.md, "muzero's defaults"), so by default prefetch mode plays the
   uniform prior too. ``stats["prior"]`` says which prior played and why;
-* ``checkpoint``   path of a ``.pt`` from ``mallocgame train`` or expert iteration (default: the
+* ``checkpoint``   path of a ``.pt`` from ``mallocgame train`` or expert iteration, whatever input features its
+  network reads (``encoder/3``: learned message passing over the interference graph, docs/training.md) (default: the
   environment variable ``MALLOCGAME_MUZERO_CHECKPOINT``, else the shipped
   ``search/muzero/checkpoints/default.pt``; in prefetch mode ``prefetch.pt`` is read only when given here;
   with ``model=learned|simulator`` and ``method=gumbel|puct``, which read the plain observation,
