@@ -184,6 +184,9 @@ VALUE_CHECKPOINT = DEFAULT_CHECKPOINT.with_name("value.pt")
 #: windows, greedy-xla's order), trained by expert iteration (``experiments/train_prefetch_net.py``). Its value head
 #: is not trained, so value leaves never read it.
 PREFETCH_CHECKPOINT = DEFAULT_CHECKPOINT.with_name("prefetch.pt")
+#: Map mode: the network with a learned graph encoder (features ``encoder/3``, docs/training.md), read when given as
+#: ``checkpoint``; not the default (docs/results.md, "muzero's defaults").
+GRAPH_CHECKPOINT = DEFAULT_CHECKPOINT.with_name("encoder3.pt")
 #: Whether ``prior="network"`` plays ``PREFETCH_CHECKPOINT`` in prefetch mode when no checkpoint is given; decided
 #: by the held-out prefetch measurement (docs/results.md, "muzero's defaults").
 PREFETCH_NETWORK_BY_DEFAULT = False

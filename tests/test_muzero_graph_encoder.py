@@ -236,3 +236,18 @@ def test_expert_iteration_trains_the_graph_encoder_resumes_and_plays(tmp_path):
     s = MuZeroSolver().solve(MuZeroSolver.request(problem, hw, time_limit=30, seed=0, simulations=3,
                                                   checkpoint=str(out.with_suffix(".g3.pt"))))
     assert s.stats["prior"] == "network" and s.stats["network_evaluations"] > 0
+
+
+def test_the_shipped_graph_network_is_an_option_of_the_solver():
+    """encoder3.pt reads features encoder/3 with a graph encoder, is not the default, and the solver plays it when
+    given as checkpoint."""
+    from mallocgame.search.muzero import encoder
+    from mallocgame.solvers.muzero import DEFAULT_CHECKPOINT, GRAPH_CHECKPOINT, MuZeroSolver, load_agent_network
+
+    net, game_fields = load_agent_network(str(GRAPH_CHECKPOINT))
+    assert net.features == encoder.NAME_GRAPH and net.graph is not None and game_fields == GAME
+    assert load_agent_network(str(DEFAULT_CHECKPOINT))[0].features == encoder.NAME_RELAX
+    problem, hw = layered_network(25, seed=2), PRESETS["tpuv4i"]
+    s = MuZeroSolver().solve(MuZeroSolver.request(problem, hw, time_limit=30, seed=0, simulations=3,
+                                                  checkpoint=str(GRAPH_CHECKPOINT)))
+    assert s.stats["prior"] == "network" and s.stats["network_evaluations"] > 0
