@@ -67,17 +67,17 @@ def test_the_graph_is_read_from_the_requests_facts():
     from the clique path of a copy whose facts have no graph."""
     from mallocgame.engine.request import SolveRequest
     from mallocgame.search.game_data import GameData
-    from mallocgame.search.muzero import encoder
+    from mallocgame.search.muzero.graph_encoder import base_features
 
     problem, hw = _intervals(50, seed=6)
     request = SolveRequest.of(problem, hw, time_limit=10)
     graph = request.facts.interference_graph
-    _, neighbourhood = encoder.base_features(GameData(problem, hw))
+    _, neighbourhood = base_features(GameData(problem, hw))
     assert neighbourhood._csr is not None and len(neighbourhood._csr[1]) == 2 * graph.number_of_edges()
     _, numpy_net = _random_graph_network()
     from_graph = numpy_net.graph.embed(GameData(problem, hw))
     copy = problem.replace(name=problem.name + "-copy")  # its own facts: the clique path serves
-    _, path_form = encoder.base_features(GameData(copy, hw))
+    _, path_form = base_features(GameData(copy, hw))
     assert path_form._csr is None
     np.testing.assert_allclose(numpy_net.graph.embed(GameData(copy, hw)), from_graph, rtol=1e-5, atol=1e-5)
 

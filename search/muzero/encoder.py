@@ -41,14 +41,13 @@ import numpy as np
 
 from mallocgame.bounds import bounds  # the module: its relaxation is read at call time (a test replaces it)
 from mallocgame.problem.graph import conflicts as problem_conflicts
-from mallocgame.search.muzero.graph_encoder import Neighbourhood
+from mallocgame.search.muzero.graph_encoder import BASE, base_values
 
 NAME = "encoder/1"
 NAME_RELAX = "encoder/2"
 NAME_GRAPH = "encoder/3"
 NAMES = (NAME, NAME_RELAX, NAME_GRAPH)
 WITH_RELAX = (NAME_RELAX, NAME_GRAPH)  # the names whose vectors end with the relaxation's numbers
-BASE = 9
 ENCODING = 3 * BASE
 STATE = 6 + ENCODING
 EXTRA = ENCODING + STATE  # numbers appended to the observation vector
@@ -102,37 +101,13 @@ def encoding(data) -> np.ndarray:
         return enc
     nbrs = neighbours(data)
     size = data.size.astype(np.float64)
-    x = _base(data, np.array([len(v) for v in nbrs], np.float64), np.array([size[v].sum() for v in nbrs], np.float64))
+    x = base_values(data, np.array([len(v) for v in nbrs], np.float64),
+                    np.array([size[v].sum() for v in nbrs], np.float64))
     h1 = _mean_over(nbrs, x)
     h2 = _mean_over(nbrs, h1)
     enc = np.concatenate([x, h1, h2], 1).astype(np.float32)
     _CACHE[data] = enc
     return enc
-
-
-def _base(data, deg: np.ndarray, overlap: np.ndarray) -> np.ndarray:
-    """float64 ``[n, BASE]``: the features ``x`` (module docstring) from the degrees and overlapping bytes."""
-    x = np.zeros((data.n, BASE), np.float64)
-    if data.n:
-        x[:, 0] = data.size / data.scale
-        x[:, 1] = (data.start - data.t0) / data.horizon
-        x[:, 2] = (data.end - data.t0) / data.horizon
-        x[:, 3] = (data.end - data.start) / data.horizon
-        x[:, 4] = data.benefit / data.max_benefit
-        x[:, 5] = data.density
-        x[:, 6] = data.is_weight
-        x[:, 7] = deg / max(deg.max(), 1.0)
-        x[:, 8] = overlap / data.scale
-    return x
-
-
-def base_features(data) -> tuple[np.ndarray, Neighbourhood]:
-    """The features ``x`` float64 ``[n, BASE]`` of every buffer (the first third of :func:`encoding`) and the
-    :class:`~mallocgame.search.muzero.graph_encoder.Neighbourhood` they were summed over, read from the problem's
-    conflicts (the interference graph, or its clique path): vectorised, for any number of buffers."""
-    neighbourhood = Neighbourhood(problem_conflicts(data.problem))
-    overlap = neighbourhood.sum(data.size.astype(np.float64)[:, None])[:, 0]
-    return _base(data, neighbourhood.degree, overlap), neighbourhood
 
 
 def table(data, features: str = NAME, net=None) -> np.ndarray:

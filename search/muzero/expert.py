@@ -26,7 +26,7 @@ from mallocgame.search.game import Game, GameConfig, observation_dims
 from mallocgame.search.game_data import GameData
 from mallocgame.search.muzero import checkpoint as ckpt
 from mallocgame.search.muzero import encoder
-from mallocgame.search.muzero.graph_encoder import csr_adjacency
+from mallocgame.search.muzero.graph_encoder import base_features, csr_adjacency
 from mallocgame.search.muzero.guide import NetworkPrior, RelaxationPrior, input_vector
 from mallocgame.search.muzero.inference import NumpyNet
 from mallocgame.search.muzero.networks import MuZeroNet, NetworkConfig, sparse_adjacency
@@ -361,9 +361,9 @@ def _label(state: _State, game, rng: np.random.Generator, numpy_net, greedy_tota
 
 def _graph_record(data, order: str) -> dict[str, np.ndarray]:
     """What training needs of a problem's graph for features ``encoder/3``: the graph encoder's inputs ``x``
-    (:func:`mallocgame.search.muzero.encoder.base_features`) and ``weight`` (size / scale), the live ranges
+    (:func:`mallocgame.search.muzero.graph_encoder.base_features`) and ``weight`` (size / scale), the live ranges
     (the interference graph's edges are rebuilt from them) and each buffer's place in the game's order."""
-    x, _ = encoder.base_features(data)
+    x, _ = base_features(data)
     return {"x": x.astype(np.float32), "weight": (data.size / data.scale).astype(np.float32),
             "start": np.asarray(data.start, np.int64), "end": np.asarray(data.end, np.int64),
             "position": np.asarray(data.orders[order].position, np.int64)}

@@ -1,6 +1,6 @@
 """Learned message passing over the interference graph, numpy side (features ``"encoder/3"``).
 
-Each buffer starts from its own features ``x`` (:func:`mallocgame.search.muzero.encoder.base_features`) and
+Each buffer starts from its own features ``x`` (:func:`base_features`, those of ``encoder/1``) and
 ``K`` rounds update every buffer at once::
 
     h' = relu(W_self h + b + W_nbr mean_{j in N(i)} h_j + W_size sum_{j in N(i)} (size_j / scale) h_j)
@@ -26,8 +26,11 @@ import weakref
 import numpy as np
 
 from mallocgame.problem.graph import CliquePath, Conflicts, GraphConflicts
+from mallocgame.problem.graph import conflicts as problem_conflicts
+from mallocgame.problem.intervals import overlapping_pairs
 
 PREFIX = "graph_encoder.rounds."  # the state-dict keys of the torch module
+BASE = 9  # a buffer's own features (:func:`base_values`)
 
 
 class Neighbourhood:
@@ -83,11 +86,37 @@ def _csr(n: int, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def csr_adjacency(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The interference graph of live ranges ``[start, end)`` as ``(indptr [n+1], indices)`` (what training's
     sparse matmul reads; :func:`mallocgame.problem.intervals.overlapping_pairs` lists the edges)."""
-    from mallocgame.problem.intervals import overlapping_pairs
-
     start, end = np.asarray(start, np.int64), np.asarray(end, np.int64)
     a, b = overlapping_pairs(start, end)
     return _csr(len(start), np.asarray(a, np.int64), np.asarray(b, np.int64))
+
+
+def base_values(data, deg: np.ndarray, overlap: np.ndarray) -> np.ndarray:
+    """float64 ``[n, BASE]``: each buffer's own features ``x`` (size, start, end, length, benefit, benefit density,
+    is a weight, degree and overlapping bytes in the interference graph; normalised as in
+    :mod:`mallocgame.search.muzero.encoder`) from its degree and overlapping bytes."""
+    x = np.zeros((data.n, BASE), np.float64)
+    if data.n:
+        x[:, 0] = data.size / data.scale
+        x[:, 1] = (data.start - data.t0) / data.horizon
+        x[:, 2] = (data.end - data.t0) / data.horizon
+        x[:, 3] = (data.end - data.start) / data.horizon
+        x[:, 4] = data.benefit / data.max_benefit
+        x[:, 5] = data.density
+        x[:, 6] = data.is_weight
+        x[:, 7] = deg / max(deg.max(), 1.0)
+        x[:, 8] = overlap / data.scale
+    return x
+
+
+def base_features(data) -> tuple[np.ndarray, Neighbourhood]:
+    """The features ``x`` float64 ``[n, BASE]`` of every buffer of a problem's
+    :class:`~mallocgame.search.game_data.GameData` (:func:`base_values`) and the :class:`Neighbourhood` they were
+    summed over, read from the problem's conflicts (the interference graph, or its clique path): vectorised, for any
+    number of buffers."""
+    neighbourhood = Neighbourhood(problem_conflicts(data.problem))
+    overlap = neighbourhood.sum(data.size.astype(np.float64)[:, None])[:, 0]
+    return base_values(data, neighbourhood.degree, overlap), neighbourhood
 
 
 class NumpyGraphEncoder:
@@ -127,8 +156,6 @@ class NumpyGraphEncoder:
         ``data``; computed once per problem (cached while ``data`` lives)."""
         out = self._cache.get(data)
         if out is None:
-            from mallocgame.search.muzero import encoder
-
-            x, neighbourhood = encoder.base_features(data)
+            x, neighbourhood = base_features(data)
             out = self._cache[data] = self.forward(x, neighbourhood, data.size / data.scale)
         return out
