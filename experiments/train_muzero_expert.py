@@ -39,7 +39,9 @@ def main() -> None:
                          "16 is ~32M rollout steps)")
     ap.add_argument("--states-per-game", type=int, default=8)
     ap.add_argument("--features", default="", help="'encoder/1': the per-buffer encoder; 'encoder/2': and the "
-                                                   "relaxation's features (both need --init none)")
+                                                   "relaxation's features (both need --init none or a checkpoint "
+                                                   "of the same features); 'encoder/3': encoder/2 with a learned "
+                                                   "graph encoder (--init an encoder/2 checkpoint starts from it)")
     ap.add_argument("--exploration", type=float, default=1.0, help="pUCT constant of the student's search")
     ap.add_argument("--teacher-prior", default="uniform", choices=("uniform", "relaxation", "network"),
                     help="'network': the current network guides the teacher's search (AlphaZero's expert iteration)")

@@ -49,7 +49,8 @@ Options (`MuZeroOptions`, listed by `mallocgame solvers muzero`; the CLI passes 
   ``PREFETCH_CHECKPOINT`` (``checkpoints/prefetch.pt``), read when given as ``checkpoint``; it is not the default
   (``PREFETCH_NETWORK_BY_DEFAULT``; docs/results.md, "muzero's defaults"), so by default prefetch mode plays the
   uniform prior too. ``stats["prior"]`` says which prior played and why;
-* ``checkpoint``   path of a ``.pt`` from ``mallocgame train`` or expert iteration (default: the
+* ``checkpoint``   path of a ``.pt`` from ``mallocgame train`` or expert iteration, whatever input features its
+  network reads (``encoder/3``: learned message passing over the interference graph, docs/training.md) (default: the
   environment variable ``MALLOCGAME_MUZERO_CHECKPOINT``, else the shipped
   ``search/muzero/checkpoints/default.pt``; in prefetch mode ``prefetch.pt`` is read only when given here;
   with ``model=learned|simulator`` and ``method=gumbel|puct``, which read the plain observation,
@@ -129,7 +130,7 @@ from mallocgame.runtime.budget import SAFETY, Budget
 from mallocgame.search.game import Game, GameConfig
 from mallocgame.search.game_data import GameData
 from mallocgame.search.muzero import checkpoints as shipped_checkpoints
-from mallocgame.search.muzero.encoder import NAME_RELAX, RELAX_SECONDS, relaxation_set, relaxation_usable
+from mallocgame.search.muzero.encoder import RELAX_SECONDS, WITH_RELAX, relaxation_set, relaxation_usable
 from mallocgame.search.muzero.guide import BlendedPrior, NetworkPrior, RelaxationPrior, uniform_prior
 from mallocgame.search.muzero.search import SearchConfig
 from mallocgame.search.muzero.selfplay import Agent
@@ -187,6 +188,9 @@ VALUE_CHECKPOINT = DEFAULT_CHECKPOINT.with_name("value.pt")
 #: windows, greedy-xla's order), trained by expert iteration (``experiments/train_prefetch_net.py``). Its value head
 #: is not trained, so value leaves never read it.
 PREFETCH_CHECKPOINT = DEFAULT_CHECKPOINT.with_name("prefetch.pt")
+#: Map mode: the network with a learned graph encoder (features ``encoder/3``, docs/training.md), read when given as
+#: ``checkpoint``; not the default (docs/results.md, "muzero's defaults").
+GRAPH_CHECKPOINT = DEFAULT_CHECKPOINT.with_name("encoder3.pt")
 #: Whether ``prior="network"`` plays ``PREFETCH_CHECKPOINT`` in prefetch mode when no checkpoint is given; decided
 #: by the held-out prefetch measurement (docs/results.md, "muzero's defaults").
 PREFETCH_NETWORK_BY_DEFAULT = False
@@ -360,8 +364,8 @@ def _solve_uct(name: str, request: SolveRequest, *, sims: int, checkpoint: str |
         prior_fn, stats["prior"] = BlendedPrior(prior_fn, RelaxationPrior(), blend), f"network-relaxation-{blend}"
     # the prefetch network's value head is untrained (policy-only expert iteration): leaves get the reference
     leaf_fn = _leaf_evaluator(leaf, value_net if problem.mode != "prefetch" else None, stats)
-    reads_relax = isinstance(prior_fn, RelaxationPrior | BlendedPrior) or getattr(net, "features", "") == NAME_RELAX
-    valued_relax = isinstance(leaf_fn, NetworkValue) and getattr(value_net, "features", "") == NAME_RELAX
+    reads_relax = isinstance(prior_fn, RelaxationPrior | BlendedPrior) or getattr(net, "features", "") in WITH_RELAX
+    valued_relax = isinstance(leaf_fn, NetworkValue) and getattr(value_net, "features", "") in WITH_RELAX
     data = GameData(problem, hardware) if problem.mode == "map" and (reads_relax or valued_relax) else None
 
     def prepare(prior_now, answer_stats: dict):
@@ -371,7 +375,7 @@ def _solve_uct(name: str, request: SolveRequest, *, sims: int, checkpoint: str |
             return prior_now
         relaxation_set(data, time_limit=min(RELAX_SECONDS, request.budget.part(RELAX_SHARE).seconds))
         if reads_relax and not relaxation_usable(data):
-            if isinstance(prior_now, BlendedPrior) and getattr(net, "features", "") != NAME_RELAX:
+            if isinstance(prior_now, BlendedPrior) and getattr(net, "features", "") not in WITH_RELAX:
                 answer_stats["prior"] = "network (the relaxation found no fast set in its time)"
                 return prior_now.network
             answer_stats["prior"] = "uniform (the relaxation found no fast set in its time)"

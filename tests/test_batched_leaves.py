@@ -151,6 +151,25 @@ def test_the_input_vectors_of_a_group_are_each_states_own():
         done.step(done.greedy_action())
     games = states + [done]  # a finished game's vector too (zeros past the observation)
     obs = [g.observation() for g in games]
+    graph_net = _graph_network()  # encoder/3's vectors read its learned encodings
     for features in encoder.NAMES:
-        one_by_one = np.asarray([encoder.network_vector(g, o, features) for g, o in zip(games, obs)])
-        np.testing.assert_allclose(encoder.network_vectors(games, obs, features), one_by_one, rtol=1e-5, atol=1e-6)
+        with_net = graph_net if features == encoder.NAME_GRAPH else None
+        one_by_one = np.asarray([encoder.network_vector(g, o, features, with_net) for g, o in zip(games, obs)])
+        np.testing.assert_allclose(encoder.network_vectors(games, obs, features, with_net), one_by_one,
+                                   rtol=1e-5, atol=1e-6)
+
+
+def _graph_network():
+    """A seeded encoder/3 network's numpy copy (fresh weights, graph encoder included)."""
+    import torch
+
+    from mallocgame.search.game import GameConfig, observation_dims
+    from mallocgame.search.muzero import encoder
+    from mallocgame.search.muzero.expert import GAME_FIELDS, _graph_fields
+    from mallocgame.search.muzero.inference import NumpyNet
+    from mallocgame.search.muzero.networks import MuZeroNet, NetworkConfig
+
+    dims = observation_dims(GameConfig(**GAME_FIELDS["map"]))
+    config = NetworkConfig(dims["obs_dim"] + encoder.extra_inputs(encoder.NAME_GRAPH), dims["action_features"],
+                           dims["num_actions"], **_graph_fields(encoder.NAME_GRAPH))
+    return NumpyNet.from_torch(MuZeroNet(config, torch.Generator().manual_seed(0)).eval(), encoder.NAME_GRAPH)

@@ -5,8 +5,8 @@ A checkpoint is one ``torch.save`` dict of tensors and plain Python values:
 ``format``          ``"mallocgame.muzero/1"``
 ``network``         :class:`~mallocgame.search.muzero.networks.NetworkConfig` fields
 ``game``            the ``GameConfig`` fields the network was trained with (shapes depend on them)
-``features``        optional: the network's input vector (``"encoder/1"``: :mod:`mallocgame.search.muzero.encoder`;
-                    absent: the game's observation vector)
+``features``        optional: the network's input vector (``"encoder/1"``, ``"encoder/2"``, ``"encoder/3"``:
+                    :mod:`mallocgame.search.muzero.encoder`; absent: the game's observation vector)
 ``model``           the network's ``state_dict``
 ``train``           the ``TrainConfig`` fields (absent in exported model-only files)
 ``optimizer``, ``step``, ``rng`` (numpy ``bit_generator.state``), ``replay`` (compact

@@ -23,6 +23,13 @@ ones outside it, and the bytes placed that are outside it. The relaxation soluti
 learned policy is the idea of learned branching on LP features (Gasse et al., "Exact Combinatorial
 Optimization with Graph Convolutional Neural Networks", NeurIPS 2019).
 
+Features name ``"encoder/3"``: the input vector of ``encoder/2`` with the fixed encoding replaced by a **learned**
+one, ``ENCODING`` numbers per buffer from the network's graph encoder
+(:mod:`mallocgame.search.muzero.graph_encoder`: two rounds of learned message passing over the interference graph,
+from the features ``x`` above), both where the current buffer's encoding goes and in the state summary's mean over
+the undecided overlapping buffers. Its vectors need the network (``net``, a
+:class:`~mallocgame.search.muzero.inference.NumpyNet` with a graph encoder).
+
 numpy only; shapes ``[n, 3 * BASE]``, ``[STATE]`` and ``[RELAX]``.
 """
 
@@ -34,11 +41,13 @@ import numpy as np
 
 from mallocgame.bounds import bounds  # the module: its relaxation is read at call time (a test replaces it)
 from mallocgame.problem.graph import conflicts as problem_conflicts
+from mallocgame.search.muzero.graph_encoder import BASE, base_values
 
 NAME = "encoder/1"
 NAME_RELAX = "encoder/2"
-NAMES = (NAME, NAME_RELAX)
-BASE = 9
+NAME_GRAPH = "encoder/3"
+NAMES = (NAME, NAME_RELAX, NAME_GRAPH)
+WITH_RELAX = (NAME_RELAX, NAME_GRAPH)  # the names whose vectors end with the relaxation's numbers
 ENCODING = 3 * BASE
 STATE = 6 + ENCODING
 EXTRA = ENCODING + STATE  # numbers appended to the observation vector
@@ -49,7 +58,7 @@ RELAX_GAP = 0.01  # the MIP stops within 1% of optimal: a guide, not a bound (de
 
 def extra_inputs(features: str) -> int:
     """Numbers ``features`` appends to the observation vector."""
-    return {"": 0, NAME: EXTRA, NAME_RELAX: EXTRA + RELAX}[features]
+    return {"": 0, NAME: EXTRA, NAME_RELAX: EXTRA + RELAX, NAME_GRAPH: EXTRA + RELAX}[features]
 
 _CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _RELAX_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -90,27 +99,26 @@ def encoding(data) -> np.ndarray:
     enc = _CACHE.get(data)
     if enc is not None:
         return enc
-    n = data.n
     nbrs = neighbours(data)
-    deg = np.array([len(v) for v in nbrs], np.float64)
     size = data.size.astype(np.float64)
-    overlap = np.array([size[v].sum() for v in nbrs], np.float64)
-    x = np.zeros((n, BASE), np.float64)
-    if n:
-        x[:, 0] = size / data.scale
-        x[:, 1] = (data.start - data.t0) / data.horizon
-        x[:, 2] = (data.end - data.t0) / data.horizon
-        x[:, 3] = (data.end - data.start) / data.horizon
-        x[:, 4] = data.benefit / data.max_benefit
-        x[:, 5] = data.density
-        x[:, 6] = data.is_weight
-        x[:, 7] = deg / max(deg.max(), 1.0)
-        x[:, 8] = overlap / data.scale
+    x = base_values(data, np.array([len(v) for v in nbrs], np.float64),
+                    np.array([size[v].sum() for v in nbrs], np.float64))
     h1 = _mean_over(nbrs, x)
     h2 = _mean_over(nbrs, h1)
     enc = np.concatenate([x, h1, h2], 1).astype(np.float32)
     _CACHE[data] = enc
     return enc
+
+
+def table(data, features: str = NAME, net=None) -> np.ndarray:
+    """float32 ``[n, ENCODING]``: the per-buffer encodings ``features`` reads: :func:`encoding` (``encoder/1``,
+    ``encoder/2``), or ``net``'s learned embeddings (``encoder/3``)."""
+    if features != NAME_GRAPH:
+        return encoding(data)
+    graph = getattr(net, "graph", None)
+    if graph is None:
+        raise ValueError(f"features {NAME_GRAPH!r} need the network's graph encoder (a checkpoint trained with them)")
+    return graph.embed(data)
 
 
 def _mean_over(nbrs: list[np.ndarray], x: np.ndarray) -> np.ndarray:
@@ -133,14 +141,15 @@ def _around(game) -> tuple[int, np.ndarray, np.ndarray]:
     return i, undecided, placed
 
 
-def state_features(game, around: tuple | None = None) -> np.ndarray:
+def state_features(game, around: tuple | None = None, enc: np.ndarray | None = None) -> np.ndarray:
     """float32 ``[STATE]`` for the fixed-order game's current position (zeros when done); ``around``:
-    :func:`_around` of it, if the caller has it."""
+    :func:`_around` of it, if the caller has it; ``enc``: the per-buffer encodings (:func:`table`; default
+    :func:`encoding`)."""
     out = np.zeros(STATE, np.float32)
     if game.done:
         return out
     d = game.data
-    enc = encoding(d)
+    enc = encoding(d) if enc is None else enc
     i, undecided, placed = around or _around(game)
     if len(undecided):
         sizes = d.size[undecided].astype(np.float64)
@@ -171,19 +180,34 @@ def relaxation_features(game, around: tuple | None = None) -> np.ndarray:
     return out
 
 
-def network_vector(game, obs, features: str = NAME) -> np.ndarray:
-    """The network's input vector under ``features`` (``encoder/1`` or ``encoder/2``): observation,
-    encoding of the current buffer, state summary[, relaxation features]."""
-    enc = encoding(game.data)
+def network_vector(game, obs, features: str = NAME, net=None) -> np.ndarray:
+    """The network's input vector under ``features``: observation, encoding of the current buffer, state
+    summary[, relaxation features] (``encoder/3``: ``net``'s learned encodings)."""
+    return _vector(game, obs, features, table(game.data, features, net))
+
+
+def static_vector(game, obs) -> np.ndarray:
+    """The ``encoder/3`` input vector with zeros where the learned encodings go (:func:`learned_slots`): what
+    training stores, filling those slots from the graph encoder's output in each step."""
+    return _vector(game, obs, NAME_GRAPH, np.zeros((game.data.n, ENCODING), np.float32))
+
+
+def learned_slots(obs_dim: int) -> tuple[slice, slice]:
+    """Where an input vector of ``obs_dim`` observation numbers holds the current buffer's encoding and the state
+    summary's mean encoding."""
+    return slice(obs_dim, obs_dim + ENCODING), slice(obs_dim + ENCODING + 6, obs_dim + ENCODING + STATE)
+
+
+def _vector(game, obs, features: str, enc: np.ndarray) -> np.ndarray:
     cur = enc[game.current] if not game.done else np.zeros(ENCODING, np.float32)
     around = None if game.done else _around(game)  # one neighbour query per network call
-    parts = [np.asarray(obs.as_vector(), np.float32), cur, state_features(game, around)]
-    if features == NAME_RELAX:
+    parts = [np.asarray(obs.as_vector(), np.float32), cur, state_features(game, around, enc)]
+    if features in WITH_RELAX:
         parts.append(relaxation_features(game, around))
     return np.concatenate(parts)
 
 
-def network_vectors(games: list, observations: list, features: str = NAME) -> np.ndarray:
+def network_vectors(games: list, observations: list, features: str = NAME, net=None) -> np.ndarray:
     """float32 ``[B, D]``: :func:`network_vector` of every game (of one problem: one :class:`GameData`) with its
     observation, equal to it to float rounding (sums and means run in another order). The per-state reductions of
     :func:`state_features` and :func:`relaxation_features` run once over all the games' overlapping buffers, so the
@@ -192,10 +216,10 @@ def network_vectors(games: list, observations: list, features: str = NAME) -> np
     if B == 0:
         return np.zeros((0, 0), np.float32)
     d = games[0].data
-    enc = encoding(d)
+    enc = table(d, features, net)
     live = [b for b, g in enumerate(games) if not g.done]
     obs = np.asarray([np.asarray(o.as_vector(), np.float32) for o in observations])
-    extra = np.zeros((B, EXTRA + (RELAX if features == NAME_RELAX else 0)), np.float32)
+    extra = np.zeros((B, extra_inputs(features)), np.float32)
     if live:
         current, und, plc = [], [], []
         for b in live:
@@ -227,7 +251,7 @@ def network_vectors(games: list, observations: list, features: str = NAME) -> np
         state[:, 5] = d.size[cur].astype(np.float64) / d.scale
         extra[rows, :ENCODING] = enc[cur]
         extra[rows, ENCODING:EXTRA] = state
-        if features == NAME_RELAX:
+        if features in WITH_RELAX:
             chosen = relaxation_set(d)
             extra[rows, EXTRA] = chosen[cur]
             extra[rows, EXTRA + 1] = np.bincount(seg_u, size_u * chosen[all_u], m) / d.scale

@@ -27,9 +27,10 @@ from mallocgame.search.game import Game, GameConfig, observation_dims
 from mallocgame.search.game_data import GameData
 from mallocgame.search.muzero import checkpoint as ckpt
 from mallocgame.search.muzero import encoder
+from mallocgame.search.muzero.graph_encoder import base_features, csr_adjacency
 from mallocgame.search.muzero.guide import NetworkPrior, RelaxationPrior, input_vector
 from mallocgame.search.muzero.inference import NumpyNet
-from mallocgame.search.muzero.networks import MuZeroNet, NetworkConfig
+from mallocgame.search.muzero.networks import MuZeroNet, NetworkConfig, sparse_adjacency
 from mallocgame.search.muzero.problems import Curriculum, Recipe, build
 from mallocgame.search.uct import GUIDED_RULES, PREFETCH_K, Episode, MCTSConfig, Node, UCTSearch, play_greedy
 
@@ -63,7 +64,7 @@ class ExpertConfig:
     learning_rate: float = 5e-4
     replay_capacity: int = 30_000
     checkpoint_seconds: float = 180.0
-    features: str = ""  # the network's input: "" = the game's observation vector, "encoder/1|2" = search.muzero.encoder
+    features: str = ""  # the network's input: "" = the game's observation vector, "encoder/1|2|3" = search.muzero.encoder
     exploration: float = 1.0  # the pUCT constant of the student's search (the solver's ``exploration``)
     teacher_prior: str = "uniform"  # "uniform": plain UCT teaches; "relaxation": pUCT on search.muzero.guide.RelaxationPrior
     teacher: str = "search"  # "search": the teacher search above; "answer": a solver's answer (``teacher_answer``)
@@ -133,6 +134,9 @@ class _State:
         self.games = self.step = 0
         self.seconds = 0.0
         self.replay: dict[str, list[np.ndarray]] = {key: [] for key in REPLAY_KEYS}
+        # features encoder/3: per game, the problem's graph the replay's states refer to (:func:`_graph_record`)
+        self.graphs: dict[int, dict[str, np.ndarray]] = {}
+        self.adjacency: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # its CSR, built when first trained on
         self.origins: list[Origin | None] = []  # per replay entry, where it was reached (for reanalyse)
         self.log: list[dict] = []
 
@@ -146,10 +150,14 @@ class _State:
                            "seconds": self.seconds, "rng": json.dumps(self.rng.bit_generator.state),
                            "log": json.dumps(self.log)},
                 "replay": r, "step": self.step, "games": self.games,
+                "graphs": {str(g): {k: torch.from_numpy(v) for k, v in rec.items()} for g, rec in self.graphs.items()},
                 "summary": self.log[-1] if self.log else {}}
 
 
-REPLAY_KEYS = ("vector", "actions", "mask", "target", "value", "aux")
+REPLAY_KEYS = ("vector", "actions", "mask", "target", "value", "aux", "graph", "buffer", "steps")
+# the last three place an encoder/3 state in its problem's graph: the game (key of ``graphs``), the current
+# buffer and the decisions made (the undecided buffers are those later in the order); -1, 0, 0 otherwise
+_INTEGER_KEYS = ("graph", "buffer", "steps")
 
 
 @dataclass(frozen=True)
@@ -352,15 +360,78 @@ def _label(state: _State, game, rng: np.random.Generator, numpy_net, greedy_tota
     return target, relative_value(best.value, game, greedy_total), float(best.offsets[game.current] >= 0)
 
 
+def _graph_record(data, order: str) -> dict[str, np.ndarray]:
+    """What training needs of a problem's graph for features ``encoder/3``: the graph encoder's inputs ``x``
+    (:func:`mallocgame.search.muzero.graph_encoder.base_features`) and ``weight`` (size / scale), the live ranges
+    (the interference graph's edges are rebuilt from them) and each buffer's place in the game's order."""
+    x, _ = base_features(data)
+    return {"x": x.astype(np.float32), "weight": (data.size / data.scale).astype(np.float32),
+            "start": np.asarray(data.start, np.int64), "end": np.asarray(data.end, np.int64),
+            "position": np.asarray(data.orders[order].position, np.int64)}
+
+
 def _remember(state: _State, game, obs, target, value: float, aux: float, origin: Origin) -> None:
     c = state.config
-    for key, item in (("vector", input_vector(game, obs, c.features)), ("actions", obs.actions),
-                      ("mask", obs.mask), ("target", target), ("value", np.float32(value)), ("aux", np.float32(aux))):
-        state.replay[key].append(np.asarray(item, np.float32 if key != "mask" else bool))
+    where = (-1, 0, 0)
+    if c.features == encoder.NAME_GRAPH:  # the learned encodings are filled in at each training step
+        vector = encoder.static_vector(game, obs)
+        graph = state.games + 1
+        if graph not in state.graphs:
+            state.graphs[graph] = _graph_record(game.data, game.config.order)
+        where = (graph, game.current, game.steps)
+    else:
+        vector = input_vector(game, obs, c.features)
+    for key, item in (("vector", vector), ("actions", obs.actions), ("mask", obs.mask), ("target", target),
+                      ("value", np.float32(value)), ("aux", np.float32(aux))) + tuple(zip(_INTEGER_KEYS, where)):
+        dtype = bool if key == "mask" else np.int64 if key in _INTEGER_KEYS else np.float32
+        state.replay[key].append(np.asarray(item, dtype))
     state.origins.append(origin if c.reanalyse_per_game > 0 else None)
     for key in state.replay:
         del state.replay[key][:-c.replay_capacity]
     del state.origins[:-c.replay_capacity]
+    if state.graphs and len(state.graphs) > 1:  # graphs no state refers to any more go
+        kept = {int(g) for g in state.replay["graph"]}
+        for g in [g for g in state.graphs if g not in kept]:
+            del state.graphs[g]
+            state.adjacency.pop(g, None)
+
+
+def learned_inputs(state: _State, idx: np.ndarray, vector: torch.Tensor) -> torch.Tensor:
+    """The ``encoder/3`` input vectors of replay entries ``idx`` (stored ``vector [B, D]`` with zeros in the learned
+    slots): the graph encoder runs over the block-diagonal union of their problems' graphs (one sparse matmul per
+    round) and its output fills the slots, the current buffer's row and the mean over the undecided buffers that
+    overlap it (:func:`mallocgame.search.muzero.encoder.learned_slots`); differentiable in the encoder's weights."""
+    graphs = [int(state.replay["graph"][i]) for i in idx]
+    offset, xs, weights, indptrs, indices = {}, [], [], [np.zeros(1, np.int64)], []
+    total = edges = 0
+    for g in sorted(set(graphs)):
+        record = state.graphs[g]
+        if g not in state.adjacency:
+            state.adjacency[g] = csr_adjacency(record["start"], record["end"])
+        indptr, near = state.adjacency[g]
+        offset[g] = total
+        xs.append(record["x"]), weights.append(record["weight"])
+        indptrs.append(indptr[1:] + edges), indices.append(near + total)
+        total += len(record["x"])
+        edges += len(near)
+    adjacency = sparse_adjacency(np.concatenate(indptrs), np.concatenate(indices), total)
+    h = state.net.graph_encoder(torch.from_numpy(np.concatenate(xs)), adjacency,
+                                torch.from_numpy(np.concatenate(weights)))
+    current, rows, cols, vals = [], [], [], []
+    for b, (g, i) in enumerate(zip(graphs, idx)):
+        cur, steps = int(state.replay["buffer"][i]), int(state.replay["steps"][i])
+        indptr, near = state.adjacency[g]
+        around = near[indptr[cur]:indptr[cur + 1]]
+        undecided = around[state.graphs[g]["position"][around] > steps]
+        current.append(offset[g] + cur)
+        rows.extend([b] * len(undecided)), cols.extend((undecided + offset[g]).tolist())
+        vals.extend([1.0 / max(len(undecided), 1)] * len(undecided))
+    mean = torch.sparse.mm(torch.sparse_coo_tensor(torch.tensor([rows, cols], dtype=torch.int64).reshape(2, -1),
+                                                   torch.tensor(vals, dtype=torch.float32), (len(idx), total),
+                                                   check_invariants=True), h)
+    at_current, at_mean = encoder.learned_slots(state.net.config.obs_dim - encoder.extra_inputs(encoder.NAME_GRAPH))
+    return torch.cat([vector[:, :at_current.start], h[torch.tensor(current, dtype=torch.int64)],
+                      vector[:, at_current.stop:at_mean.start], mean, vector[:, at_mean.stop:]], 1)
 
 
 def reanalyse(state: _State) -> dict[str, float]:
@@ -403,8 +474,10 @@ def learn(state: _State) -> float:
         def column(key: str) -> torch.Tensor:
             return torch.from_numpy(np.stack([state.replay[key][i] for i in idx]))
 
-        mask, target = column("mask"), column("target")
-        s, emb = state.net.initial(column("vector"), column("actions"), mask)
+        mask, target, vector = column("mask"), column("target"), column("vector")
+        if c.features == encoder.NAME_GRAPH:
+            vector = learned_inputs(state, idx, vector)
+        s, emb = state.net.initial(vector, column("actions"), mask)
         logits, value, _ = state.net.predict(s, emb)
         logp = F.log_softmax(logits.masked_fill(~mask, -1e9), -1)
         loss = -(target * logp).sum(-1).mean()
@@ -467,10 +540,15 @@ def train(out: str, *, init: str | None = None, config: ExpertConfig = ExpertCon
     torch.manual_seed(config.seed)
     if init is not None:
         payload = ckpt.load(init)
-        if str(payload.get("features") or "") != config.features:
+        inherited = str(payload.get("features") or "")
+        if config.features == encoder.NAME_GRAPH and inherited == encoder.NAME_RELAX:
+            net = graph_network_from(payload, aux=config.aux_weight > 0, seed=config.seed)
+        elif inherited != config.features:
             raise ckpt.CheckpointError(f"{init}: its network reads features {payload.get('features') or 'plain'!r}, "
                                        f"not {config.features or 'plain'!r}")
-        net, game_fields = _network(payload, aux=config.aux_weight > 0, seed=config.seed), dict(payload["game"])
+        else:
+            net = _network(payload, aux=config.aux_weight > 0, seed=config.seed)
+        game_fields = dict(payload["game"])
         if (game_fields.get("variant") == "prefetch") != (config.mode == "prefetch"):
             raise ckpt.CheckpointError(f"{init}: its network plays the game {game_fields}, not {config.mode} "
                                        f"mode's {GAME_FIELDS[config.mode]}")
@@ -479,9 +557,32 @@ def train(out: str, *, init: str | None = None, config: ExpertConfig = ExpertCon
         dims = observation_dims(GameConfig(**game_fields))
         extra = encoder.extra_inputs(config.features)
         net = MuZeroNet(NetworkConfig(dims["obs_dim"] + extra, dims["action_features"], dims["num_actions"],
-                                      aux=config.aux_weight > 0), torch.Generator().manual_seed(config.seed)).eval()
+                                      aux=config.aux_weight > 0, **_graph_fields(config.features)),
+                        torch.Generator().manual_seed(config.seed)).eval()
     state = _State(config, net, game_fields, np.random.default_rng(config.seed), teacher_answer)
     return _loop(state, Path(out), time_limit, Path(log_path) if log_path else None, max_games)
+
+
+def _graph_fields(features: str) -> dict:
+    """The :class:`NetworkConfig` fields of the graph encoder ``features`` needs (two rounds of ``3 x BASE``)."""
+    if features != encoder.NAME_GRAPH:
+        return {}
+    return {"graph_rounds": 2, "graph_inputs": encoder.BASE, "graph_dim": encoder.ENCODING}
+
+
+def graph_network_from(payload: dict, *, aux: bool, seed: int) -> MuZeroNet:
+    """An ``encoder/3`` network that starts as the ``encoder/2`` network of checkpoint ``payload``: its weights (the
+    two input vectors have the same layout), and a graph encoder that computes ``encoder/2``'s fixed encoding
+    (:meth:`~mallocgame.search.muzero.networks.GraphEncoder.reproduce_fixed_means`), so both give the same policy
+    until training moves them; a fresh auxiliary head (seeded) when ``aux`` and it has none."""
+    net_config = NetworkConfig(**payload["network"])
+    net_config = dataclasses.replace(net_config, aux=net_config.aux or aux, **_graph_fields(encoder.NAME_GRAPH))
+    net = MuZeroNet(net_config, torch.Generator().manual_seed(seed))
+    missing, unexpected = net.load_state_dict(payload["model"], strict=False)
+    if unexpected or any(not k.startswith(("aux_head.", "graph_encoder.")) for k in missing):
+        raise ckpt.CheckpointError(f"checkpoint weights do not fit the network: missing {missing}, unexpected {unexpected}")
+    net.graph_encoder.reproduce_fixed_means()
+    return net.eval()
 
 
 def _network(payload: dict, *, aux: bool, seed: int) -> MuZeroNet:
@@ -517,5 +618,9 @@ def resume(path: str, *, time_limit: float = 600.0, out: str | None = None, log_
     for key in ("value", "aux"):  # checkpoints from before these targets
         if len(state.replay[key]) != count:
             state.replay[key] = [np.float32(0.0)] * count
+    for key, empty in zip(_INTEGER_KEYS, (-1, 0, 0)):  # checkpoints from before features encoder/3
+        if len(state.replay[key]) != count:
+            state.replay[key] = [np.int64(empty)] * count
+    state.graphs = {int(g): {k: v.numpy() for k, v in rec.items()} for g, rec in payload.get("graphs", {}).items()}
     state.origins = _unpack_origins(payload.get("origins"), count)
     return _loop(state, Path(out or path), time_limit, Path(log_path) if log_path else None, max_games)

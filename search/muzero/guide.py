@@ -25,20 +25,21 @@ class NetworkPrior:
     def __call__(self, game, legal: np.ndarray) -> np.ndarray:
         self.calls += 1
         obs = game.observation()
-        logits = self.net.policy_logits(input_vector(game, obs, getattr(self.net, "features", "")),
+        logits = self.net.policy_logits(input_vector(game, obs, getattr(self.net, "features", ""), self.net),
                                         np.asarray(obs.actions, np.float32), np.asarray(obs.mask, bool))
         z = logits[legal].astype(np.float64)
         z = np.exp(z - z.max())
         return z / z.sum()
 
 
-def input_vector(game, obs, features: str) -> np.ndarray:
-    """The network's input vector for ``features`` ("" = the observation vector; see :mod:`mallocgame.search.muzero.encoder`)."""
+def input_vector(game, obs, features: str, net=None) -> np.ndarray:
+    """The network's input vector for ``features`` ("" = the observation vector; see :mod:`mallocgame.search.muzero.encoder`);
+    ``net``: the network, whose graph encoder features ``encoder/3`` read."""
     if not features:
         return np.asarray(obs.as_vector(), np.float32)
     if features not in encoder.NAMES:
         raise ValueError(f"unknown network input features {features!r} (known: {', '.join(encoder.NAMES)})")
-    return encoder.network_vector(game, obs, features)
+    return encoder.network_vector(game, obs, features, net)
 
 
 def uniform_prior(game, legal: np.ndarray) -> np.ndarray:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from mallocgame.search.muzero.graph_encoder import NumpyGraphEncoder
+
 
 def _layer_norm(x: np.ndarray, eps: float = 1e-5) -> np.ndarray:
     mean = x.mean(-1, keepdims=True)
@@ -48,6 +50,9 @@ class NumpyNet:
         self.context_value = (_MLP(*(np.asarray(state_dict[f"context_value.{i}.{p}"], np.float32)
                                      for i, p in ((0, "weight"), (0, "bias"), (2, "weight"), (2, "bias"))))
                               if "context_value.0.weight" in state_dict else None)
+        # the learned per-buffer encodings of features "encoder/3" (None without a graph encoder)
+        self.graph = NumpyGraphEncoder.from_state_dict({k: np.asarray(v) for k, v in state_dict.items()
+                                                         if k.startswith("graph_encoder.")})
 
     @classmethod
     def from_torch(cls, net, features: str = "") -> "NumpyNet":

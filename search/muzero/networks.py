@@ -25,6 +25,10 @@ small (about 0.1 on layered networks, 1e-3 per step), so the heads predict
 ``value_scale`` times it with a linear output trained by MSE; :meth:`MuZeroNet.unscale`
 divides and clamps to [0, 1] for the search.
 
+With ``graph_rounds`` > 0 the network also holds a :class:`GraphEncoder` (features ``encoder/3``,
+:mod:`mallocgame.search.muzero.graph_encoder`): learned message passing over the interference graph whose
+per-buffer output goes into the input vector (the trainer fills it in, so gradients reach the encoder).
+
 All weights are initialised from an explicit ``torch.Generator`` (no global RNG).
 """
 
@@ -50,6 +54,9 @@ class NetworkConfig:
     hidden: int = 64
     value_scale: float = 10.0  # heads predict value_scale x normalised value/reward
     aux: bool = False  # an auxiliary head (expert iteration: does the current buffer end in fast memory)
+    graph_rounds: int = 0  # rounds of the graph encoder (0: none)
+    graph_inputs: int = 0  # its per-buffer input features
+    graph_dim: int = 0  # its per-buffer output
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -80,6 +87,8 @@ class MuZeroNet(nn.Module):
         self.value_head = _mlp(L + d, H, 1)
         if config.aux:  # registered last: the other heads draw the same initial weights with or without it
             self.aux_head = _mlp(L + d, H, 1)
+        if config.graph_rounds > 0:  # registered after the heads: they draw the same initial weights without it
+            self.graph_encoder = GraphEncoder(config.graph_inputs, config.graph_dim, config.graph_rounds)
         self.reset_parameters(generator)
 
     def reset_parameters(self, generator: torch.Generator | None) -> None:
@@ -87,8 +96,9 @@ class MuZeroNet(nn.Module):
         for module in self.modules():
             if isinstance(module, nn.Linear):
                 nn.init.kaiming_uniform_(module.weight, a=math.sqrt(5), generator=generator)
-                bound = 1.0 / math.sqrt(module.in_features)
-                nn.init.uniform_(module.bias, -bound, bound, generator=generator)
+                if module.bias is not None:  # the graph encoder's neighbour terms have none
+                    bound = 1.0 / math.sqrt(module.in_features)
+                    nn.init.uniform_(module.bias, -bound, bound, generator=generator)
 
     # h --------------------------------------------------------------------------------
     def initial(self, vector: torch.Tensor, actions: torch.Tensor, mask: torch.Tensor):
@@ -132,6 +142,59 @@ class MuZeroNet(nn.Module):
     def unscale(self, scaled: torch.Tensor) -> torch.Tensor:
         """Scaled head output -> normalised value/reward in [0, 1]."""
         return (scaled / self.config.value_scale).clamp(0.0, 1.0)
+
+
+def sparse_adjacency(indptr, indices, n: int) -> torch.Tensor:
+    """The sparse ``[n, n]`` 0/1 tensor of a CSR adjacency (``indptr [n+1]``, ``indices``; numpy or torch)."""
+    indptr, indices = torch.as_tensor(indptr, dtype=torch.int64), torch.as_tensor(indices, dtype=torch.int64)
+    rows = torch.repeat_interleave(torch.arange(n), indptr[1:] - indptr[:-1])
+    return torch.sparse_coo_tensor(torch.stack([rows, indices]), torch.ones(len(indices)), (n, n),
+                                   check_invariants=True).coalesce()
+
+
+class GraphEncoder(nn.Module):
+    """``rounds`` of ``h' = relu(W_self h + b + W_nbr mean_{N(i)} h + W_size sum_{N(i)} (size_j / scale) h_j)``
+    over a batch of interference graphs (block-diagonal), as
+    :class:`mallocgame.search.muzero.graph_encoder.NumpyGraphEncoder` computes it for the search."""
+
+    def __init__(self, inputs: int, dim: int, rounds: int):
+        super().__init__()
+        self.rounds = nn.ModuleList(
+            nn.ModuleDict({"self": nn.Linear(fan_in, dim), "nbr": nn.Linear(fan_in, dim, bias=False),
+                           "size": nn.Linear(fan_in, dim, bias=False)})
+            for fan_in in [inputs] + [dim] * (rounds - 1))
+
+    def forward(self, x: torch.Tensor, adjacency: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        """``x [N, F]``, ``adjacency`` a sparse ``[N, N]`` of 0/1 (symmetric; :func:`sparse_adjacency`),
+        ``weight [N]`` = size / scale -> ``[N, D]``."""
+        degree = torch.sparse.mm(adjacency, torch.ones(x.shape[0], 1, dtype=x.dtype))
+        inverse_degree = 1.0 / degree.clamp_min(1.0)
+        h = x
+        for layer in self.rounds:
+            f = h.shape[1]
+            sums = torch.sparse.mm(adjacency, torch.cat([h, weight.unsqueeze(1) * h], 1))
+            h = F.relu(layer["self"](h) + layer["nbr"](sums[:, :f] * inverse_degree) + layer["size"](sums[:, f:]))
+        return h
+
+    @torch.no_grad()
+    def reproduce_fixed_means(self) -> None:
+        """Set two rounds (``inputs = F``, ``dim = 3F``) to compute ``[x, mean x, mean of the means]``, the fixed
+        encoding of ``encoder/1`` (:func:`mallocgame.search.muzero.encoder.encoding`) for non-negative ``x``, on
+        which the ReLUs are the identity: an ``encoder/3`` network so started computes what its ``encoder/2``
+        parent does."""
+        first, second = self.rounds
+        f = first["self"].in_features
+        if len(self.rounds) != 2 or first["self"].out_features != 3 * f:
+            raise ValueError("the fixed encoding needs two rounds of 3 x inputs")
+        eye = torch.eye(f)
+        for layer in self.rounds:
+            for name in ("self", "nbr", "size"):
+                layer[name].weight.zero_()
+            layer["self"].bias.zero_()
+        first["self"].weight[:f, :f] = eye
+        first["nbr"].weight[f:2 * f, :f] = eye
+        second["self"].weight[:2 * f, :2 * f] = torch.eye(2 * f)
+        second["nbr"].weight[2 * f:, f:2 * f] = eye
 
 
 def parameter_count(net: nn.Module) -> int:

@@ -103,7 +103,7 @@ class NetworkValue:
         obs = game.observation()
         mask = np.asarray(obs.mask, bool)
         context = self._context(game)
-        logits, value = self.net.evaluate(input_vector(game, obs, getattr(self.net, "features", "")),
+        logits, value = self.net.evaluate(input_vector(game, obs, getattr(self.net, "features", ""), self.net),
                                           np.asarray(obs.actions, np.float32), mask, context)
         if context is None and getattr(self.net, "context_value", None) is not None:
             value = 0.0  # no reference yet: the context head cannot be read, and the value head is not its target
@@ -121,9 +121,10 @@ class NetworkValue:
         features = getattr(self.net, "features", "")
         observations = [game.observation() for game in games]
         if features in encoder.NAMES and all(g.data is games[0].data for g in games):  # one problem: batched inputs
-            vectors = encoder.network_vectors(games, observations, features)
+            vectors = encoder.network_vectors(games, observations, features, self.net)
         else:
-            vectors = np.asarray([input_vector(g, o, features) for g, o in zip(games, observations)], np.float32)
+            vectors = np.asarray([input_vector(g, o, features, self.net) for g, o in zip(games, observations)],
+                                 np.float32)
         masks = np.asarray([o.mask for o in observations], bool)
         contexts = [self._context(g) for g in games]
         logits, values = self.net.evaluate_batch(vectors, np.asarray([o.actions for o in observations], np.float32),
@@ -190,8 +191,8 @@ def label_states(problem, hw, net, game_fields: dict, rng: np.random.Generator, 
                 if child.done:
                     continue
                 obs = child.observation()
-                xs.append(net.value_input(input_vector(child, obs, net.features), np.asarray(obs.actions, np.float32),
-                                          np.asarray(obs.mask, bool)))
+                xs.append(net.value_input(input_vector(child, obs, net.features, net),
+                                          np.asarray(obs.actions, np.float32), np.asarray(obs.mask, bool)))
                 ys.append(value_target(child, to_go, scale))
                 if rows is not None:
                     context.append(context_features(child, to_go, scale))

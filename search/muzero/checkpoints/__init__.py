@@ -8,4 +8,7 @@ network xla21 was trained from, which the records made with it replay; ``value.p
 ``model=learned|simulator`` and ``method=gumbel|puct``. ``prefetch.pt``: the policy network of the prefetch game
 (``experiments/train_prefetch_net.py``, docs/training.md "The prefetch network"), read by
 ``--solver muzero`` in prefetch mode with ``checkpoint=`` its path (solvers/muzero.py says when it is the default).
+``encoder3.pt``: default.pt's network with a learned graph encoder in place of its fixed encoding (features
+``encoder/3``, docs/training.md "A learned graph encoder"), started from default.pt and trained 57 games; read by
+``--solver muzero`` with ``checkpoint=`` its path (``GRAPH_CHECKPOINT``; docs/results.md, "muzero's defaults").
 """
