@@ -10,6 +10,7 @@ import pytest
 
 from mallocgame.hardware.spec import PRESETS
 from mallocgame.inputs.generate import layered_network
+from mallocgame.runtime.budget import Budget
 from mallocgame.search.game import Game, GameConfig
 from mallocgame.search.muzero.value import context_features, label_states, value_target
 from mallocgame.search.uct import Episode, MCTSConfig, Node, UCTSearch, greedy_profile
@@ -138,7 +139,7 @@ def test_network_value_reads_the_context_head_with_the_searchs_reference(context
                                  np.asarray(obs.mask, bool))
     assert y_plain == 0.0  # no reference yet: the reference control, not the value head (another target)
     search = UCTSearch(MCTSConfig(simulations=2, leaf="value"), np.random.default_rng(0), leaf_value=values)
-    search.run(start.clone(), deadline=math.inf)
+    search.run(start.clone(), budget=Budget.start(math.inf))
     assert values.to_go is search.to_go and values.scale == search.scale  # run handed its reference over
     y, _ = values(game)
     context = context_features(game, search.to_go, search.scale)
