@@ -548,22 +548,16 @@ class UCTSearch:
             self._init_guided(node, game, prior)
         return ret + self._leaf_value_at(game, y)
 
-    def run(self, game: Game, *, budget: Budget, incumbents: list[Episode] = (),
-            before_move: Callable[[Game], None] | None = None) -> SearchResult:
-        """Play ``game`` (in place) to the end by move-by-move search within ``budget`` (its deadline is the
-        search's; each searched move gets a share of the time left, :meth:`_move_budget`); the best episode seen
-        wins. The history's times count from ``budget.started``.
-
-        ``before_move(game)``, if given, is called before each searched move (training records
-        the states the search reaches; it must not change ``game``)."""
-        t0, deadline = budget.started, budget.deadline
+    def _reference_episode(self, game: Game, budget: Budget) -> tuple[Game, float]:
+        """The greedy episode from ``game`` (played on a clone, the search's first incumbent and the value
+        leaves' reference) and the seconds a rollout step costs; with ``leaf="auto"`` also the leaf kind."""
         cfg = self.cfg
         probe = game.clone()
         tp = time.monotonic()
         if cfg.leaf == "rollout":
-            play_greedy(probe, deadline)
+            play_greedy(probe, budget.deadline)
         else:  # the same greedy episode, its rewards recorded: the reference of the value leaves
-            self.to_go, self.scale = _play_recording(probe, deadline)
+            self.to_go, self.scale = _play_recording(probe, budget.deadline)
             self._share_reference()
         step_time = (time.monotonic() - tp) / max(probe.steps - game.steps, 1)
         if cfg.leaf == "auto":
@@ -573,6 +567,19 @@ class UCTSearch:
             self.leaf = auto_leaf(cfg, step_time, probe.steps - game.steps, game.decisions_left,
                                   budget.left(), self.leaf_cost)
             self.rollout_cost = step_time * (probe.steps - game.steps) / 2
+        return probe, step_time
+
+    def run(self, game: Game, *, budget: Budget, incumbents: list[Episode] = (),
+            before_move: Callable[[Game], None] | None = None) -> SearchResult:
+        """Play ``game`` (in place) to the end by move-by-move search within ``budget`` (its deadline is the
+        search's; each searched move gets a share of the time left, :meth:`_move_budget`); the best episode seen
+        wins. The history's times count from ``budget.started``.
+
+        ``before_move(game)``, if given, is called before each searched move (training records
+        the states the search reaches; it must not change ``game``)."""
+        t0 = budget.started
+        cfg = self.cfg
+        probe, step_time = self._reference_episode(game, budget)
         best = episode_of(probe, "greedy")
         for inc in incumbents:
             if inc.value > best.value:
