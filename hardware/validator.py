@@ -16,6 +16,7 @@ Examples:
 from __future__ import annotations
 
 import bisect
+from operator import attrgetter
 from typing import Sequence
 
 import numpy as np
@@ -324,8 +325,15 @@ def _intervals_valid_at_once(problem: Problem, intervals: Sequence, capacity: in
 
 def interval_peak(problem: Problem, intervals: Sequence) -> int:
     """Highest address a prefetch answer uses (0 if none)."""
+    if not len(intervals):
+        return 0
     sizes = problem.arrays.size
-    return max((iv.offset + int(sizes[iv.buffer]) for iv in intervals), default=0)
+    try:  # column-wise; an answer with offsets that are no int64 (an invalid one) is summed one by one
+        buf = np.fromiter(map(attrgetter("buffer"), intervals), np.int64, len(intervals))
+        off = np.fromiter(map(attrgetter("offset"), intervals), np.int64, len(intervals))
+        return int((off + sizes[buf]).max())
+    except (OverflowError, TypeError, ValueError):
+        return max(iv.offset + int(sizes[iv.buffer]) for iv in intervals)
 
 
 def validate_schedule(problem: Problem, original: Problem | None = None) -> str | None:

@@ -378,7 +378,8 @@ class LargeNeighbourhoodSearch(ModeDispatch):
         index = overlap_index(problem)
         candidates = (ev.benefits > 0) & (problem.arrays.size <= problem.capacity)
         t0, deadline = budget.started, budget.deadline
-        x, source = self._map_start(problem, facts, index, hint, budget.at(0.3))
+        # the start to its end when the search's time allows (a greedy cut short leaves most buffers slow)
+        x, source = self._map_start(problem, facts, index, hint, deadline)
         # Buffers worth nothing in fast memory only block others (value is monotone in the fast set).
         x[~candidates] = -1
         value = ev.value(x)
@@ -413,9 +414,10 @@ class LargeNeighbourhoodSearch(ModeDispatch):
         index = overlap_index(problem)
         capacity = None if minimize_peak else problem.capacity
         # On 10^8-pair traces best fit takes most of the time but starts far better than
-        # the online allocator, and steps there gain little: let it have 60%.
+        # the online allocator, and steps there gain little: it may take the search's time (cut short,
+        # the buffers it did not reach are stacked on top: a poor start).
         t0, deadline = budget.started, budget.deadline
-        x, source = self._pack_start(problem, facts, index, hint, budget.at(0.6))
+        x, source = self._pack_start(problem, facts, index, hint, deadline)
         peak = int((x + problem.arrays.size).max())
         floor = int(live_profile(problem)[1].max())
         history = [(time.monotonic() - t0, float(peak))]

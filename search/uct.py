@@ -811,8 +811,10 @@ def _fallback_answers(request: SolveRequest, game_cfg, data, held: list, *,
                                          msa_deadline=budget.at(BASELINE_SHARE),
                                          variants_until=budget.at(VARIANTS_SHARE), held=held)
     data = data or GameData(problem, hardware)
+    # the mode's baselines first, until the search's deadline if they need it: the answer is never below a
+    # baseline the time allowed to finish (the greedy episodes, cut at a quarter of the time, may be cut short)
+    more = request.facts.baselines(min(until, budget.deadline))  # built once, complete when the time allows
     incumbents = greedy_incumbents(problem, hardware, data, game_cfg, budget.at(0.25))
-    more = request.facts.baselines(budget.at(BASELINE_SHARE))  # built once, complete
     for b in held + [b for b in more if all(b.name != h.name for h in held)]:
         off = np.array(b.offsets)
         if problem.mode == "map" or (off >= 0).all():

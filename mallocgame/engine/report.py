@@ -9,7 +9,7 @@ reports (on objectives: :func:`mallocgame.problem.objective.better`).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 from mallocgame.bounds.bounds import Bound
@@ -86,6 +86,14 @@ class Report:
 
     def __contains__(self, name: object) -> bool:
         return name in self.__dataclass_fields__
+
+    def __reduce__(self):
+        """Pickled with its intervals as int64 columns (a solving child's report goes to its parent by pickle; an
+        object per interval cost a second each way at 200k intervals)."""
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        if self.intervals:
+            values["intervals"] = incumbents.columns_of_intervals(self.intervals)
+        return _unpickle_report, (values,)
 
     def as_json(self) -> dict[str, Any]:
         """The fields as a JSON-ready dict (the report of ``mallocgame solve --json``), without the offsets and intervals."""
@@ -197,7 +205,7 @@ def score(problem: Problem, hardware, solution: Solution, *, seconds: float, bou
     prefetch = problem.mode == "prefetch"
     answer_ = tuple(solution.intervals) if prefetch else tuple(solution.offsets)
     with incumbents.scoring():  # in a solving child, the parent's clock of the limit stops meanwhile
-        verdict = judge(problem, hardware, answer_, violation=_refusal(problem, solution))
+        verdict = judge(problem, hardware, answer_, violation=_refusal(problem, solution), copies=False)
     valid, violation, placed, pk = verdict.valid, verdict.violation, verdict.placed, verdict.peak
     est, slow = verdict.estimated_time, verdict.time_all_slow
     speedup = objective = None
@@ -219,6 +227,12 @@ def score(problem: Problem, hardware, solution: Solution, *, seconds: float, bou
         offsets=answer_ if valid and not prefetch else (), intervals=answer_ if valid and prefetch else (),
         bounds=_bounds_of(bound),
     )
+
+
+def _unpickle_report(values: dict[str, Any]) -> Report:
+    if not isinstance(values["intervals"], tuple):
+        values["intervals"] = incumbents.intervals_of_columns(values["intervals"])
+    return Report(**values)
 
 
 def _gap(objective: float | None, bound: Bound | None, *, saving: bool) -> float | None:

@@ -71,19 +71,21 @@ def _only_too_high(problem: Problem, offsets: Sequence, placed: int, top: int) -
 
 
 def judge(problem: Problem, hardware, answer: Sequence, *, violation: str | None = None,
-          schedule: bool = False) -> Judgement:
+          schedule: bool = False, copies: bool = True) -> Judgement:
     """Validate and score ``answer``: a sequence of offsets (``None`` = slow; map, pack) or of
     FastIntervals (prefetch mode).
 
     ``violation``: one found before (a proven-infeasible status, no answer at all); the answer is
     then not validated nor scored, only counted. ``schedule``: a re-scheduled workload (one with
-    ``original_order``) has its op order checked too, and that violation comes first.
+    ``original_order``) has its op order checked too, and that violation comes first. ``copies=False``
+    (prefetch mode): the same time, without the breakdown's object per copy (``breakdown`` is ``None``).
     """
     prefetch = problem.mode == "prefetch"
     if prefetch:
         if violation is None:
             violation = validate_intervals(problem, answer)
-        readable = all(0 <= iv.buffer < problem.n for iv in answer)
+        n = problem.n
+        readable = all(0 <= iv.buffer < n for iv in answer)
         placed = len({iv.buffer for iv in answer}) if readable else 0
         top = interval_peak(problem, answer) if readable else 0
     else:
@@ -107,5 +109,7 @@ def judge(problem: Problem, hardware, answer: Sequence, *, violation: str | None
     if not problem.has_ops:  # an empty program: nothing to save
         return Judgement(None, placed, top, 0.0, 0.0, Breakdown(np.zeros(0), ()))
     pev = PrefetchEvaluator.of(problem, hardware)
+    if not copies:
+        return Judgement(None, placed, top, pev.breakdown_time(answer), pev.time_all_slow)
     breakdown = pev.breakdown(answer)
     return Judgement(None, placed, top, breakdown.time, pev.time_all_slow, breakdown)
