@@ -181,13 +181,13 @@ def solve_beside_bound(name: str, problem: Problem, hardware, *, time_limit: flo
     (or the hint, if better) is reported, validated, FEASIBLE, with the note "stopped at the limit"
     (`mallocgame.engine.report.stopped_at_limit`).
     """
-    # the limit counts from here: the solver's heavy imports are spent within it, not added after it; the child
-    # builds what its runs read (overlap index, evaluators: seconds at 2M buffers) on the same clock, after its first
-    # answer (_solve_in_child), and the bound is built here meanwhile (hashing the problem for the bound cache and the
-    # instant bound: seconds at 2M buffers, which before the fork left the child no time at all)
+    for solver in dict.fromkeys(filter(None, (name, warm_start))):  # heavy imports before the child's clock starts
+        preload(load_solver(solver))  # (the same at any size; on the clock, a short limit would go to them)
+    # the limit counts from here: the child builds what its runs read (overlap index, evaluators: seconds at 2M
+    # buffers) on its clock, after its first answer (_solve_in_child), and the bound is built here meanwhile (hashing
+    # the problem for the bound cache and the instant bound: seconds at 2M buffers, which before the fork left the
+    # child no time at all)
     budget = Budget.start(time_limit)
-    for solver in dict.fromkeys(filter(None, (name, warm_start))):  # imported once, here: the child shares them
-        preload(load_solver(solver))
     facts = session_for(problem, hardware)
     run = ChildCall.start(_solve_in_child, (name, problem, hardware),
                           dict(budget=budget, seed=seed, hint=hint, warm_start=warm_start, options=options,
