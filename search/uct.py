@@ -810,10 +810,11 @@ def _fallback_answers(request: SolveRequest, game_cfg, data, held: list, *,
         return data, prefetch_incumbents(problem, hardware, game_cfg, hint, budget.at(0.25), session=request.facts,
                                          msa_deadline=budget.at(BASELINE_SHARE),
                                          variants_until=budget.at(VARIANTS_SHARE), held=held)
-    data = data or GameData(problem, hardware)
-    # the mode's baselines first, until the search's deadline if they need it: the answer is never below a
-    # baseline the time allowed to finish (the greedy episodes, cut at a quarter of the time, may be cut short)
+    # the mode's baselines first (before the game's data: seconds at 200k buffers), until the search's deadline if
+    # they need it: the answer is never below a baseline the time allowed to finish (the greedy episodes, cut at a
+    # quarter of the time, may be cut short)
     more = request.facts.baselines(min(until, budget.deadline))  # built once, complete when the time allows
+    data = data or GameData(problem, hardware)
     incumbents = greedy_incumbents(problem, hardware, data, game_cfg, budget.at(0.25))
     for b in held + [b for b in more if all(b.name != h.name for h in held)]:
         off = np.array(b.offsets)

@@ -249,6 +249,7 @@ def test_lns_gives_its_start_baseline_the_search_time_not_a_share(workload, mode
 
 @pytest.mark.parametrize("mode", ["map", "pack"])
 def test_mcts_builds_the_mode_baselines_first_until_its_deadline(workload, mode, monkeypatch):
+    """Built after the game's data and a quarter of the time, greedy-xla was cut at 252 of 200k buffers."""
     from mallocgame.engine.registry import load_solver
 
     problem, hw = _load(workload, mode)
@@ -263,11 +264,12 @@ def test_mcts_builds_the_mode_baselines_first_until_its_deadline(workload, mode,
     monkeypatch.setattr(Session, "baselines", baselines)
     from mallocgame.search import uct
 
-    played = []
+    played, made, game_data = [], [], uct.GameData
     monkeypatch.setattr(uct, "greedy_incumbents", lambda *a, **k: played.append(bool(seen)) or [])
+    monkeypatch.setattr(uct, "GameData", lambda *a, **k: made.append(bool(seen)) or game_data(*a, **k))
     solver = load_solver("mcts")
     budget = Budget.start(2.0)
     request = SolveRequest(problem, hw, budget, 0, None, options_of(solver).taken({"simulations": 2}), spy)
     solver.solve(request)
-    assert played == [True]  # the baselines were asked for before the greedy episodes
+    assert played == [True] and made == [True]  # the baselines came before the game's data and greedy episodes
     assert seen and seen[0] > budget.at(session_module.BASELINE_SHARE)  # past the half: until the search's end
