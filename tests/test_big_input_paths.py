@@ -160,7 +160,7 @@ def test_big_values_of_a_json_document_go_on_one_line_and_small_documents_stay_i
     text = common.dump_json(doc)
     assert json.loads(text) == doc
     lines = text.splitlines()
-    assert ' "offsets": {"b0": 0, "b1": null, "b2": 64},' in lines and ' "rows": [1, 2, 3],' in lines
+    assert ' "offsets": {"b0":0,"b1":null,"b2":64},' in lines and ' "rows": [1,2,3],' in lines
     assert ' "nested": {' in lines and lines[0] == "{" and lines[-1] == "}"
 
 
