@@ -343,7 +343,12 @@ class ModeDispatch(Solver):
         elif problem.mode == "prefetch":
             answer = self._solve_prefetch(request, workers)
         else:
-            answer = self._solve_pack(problem, hardware, budget, seed, hint, workers, minimize_peak, request.facts)
+            # the start alone may run until an answer that is one tuple of offsets is back in time (greedy-xla's
+            # rule): at 200k buffers best fit needs more than the search's half of the limit, and cut short it
+            # stacks most buffers
+            start_until = request.budget.search_part(n=problem.n, per_buffer=1e-6).deadline
+            answer = self._solve_pack(problem, hardware, budget, seed, hint, workers, minimize_peak, request.facts,
+                                      start_until=start_until)
         return no_worse_than_held(problem, hardware, answer, held, answer_from=self._source(answer))
 
     def _source(self, answer: Solution) -> str:
@@ -378,7 +383,8 @@ class LargeNeighbourhoodSearch(ModeDispatch):
         index = overlap_index(problem)
         candidates = (ev.benefits > 0) & (problem.arrays.size <= problem.capacity)
         t0, deadline = budget.started, budget.deadline
-        x, source = self._map_start(problem, facts, index, hint, budget.part(0.3).deadline)
+        # the start to its end when the search's time allows (a greedy cut short leaves most buffers slow)
+        x, source = self._map_start(problem, facts, index, hint, deadline)
         # Buffers worth nothing in fast memory only block others (value is monotone in the fast set).
         x[~candidates] = -1
         value = ev.value(x)
@@ -407,23 +413,27 @@ class LargeNeighbourhoodSearch(ModeDispatch):
 
     # ------------------------------------------------------------------ pack mode
 
-    def _solve_pack(self, problem, hardware, budget: Budget, seed, hint, workers, minimize_peak, facts):
-        """From the lower-peak of the hint and best fit: the driver's search over windows near the
-        peak (:class:`PackWindows`), every freed part re-solved by CP-SAT for its highest top."""
+    def _solve_pack(self, problem, hardware, budget: Budget, seed, hint, workers, minimize_peak, facts,
+                    start_until: float | None = None):
+        """From the lower-peak of the hint and best fit (built until ``start_until`` if later than the search's
+        deadline): the driver's search over windows near the peak (:class:`PackWindows`), every freed part
+        re-solved by CP-SAT for its highest top."""
         index = overlap_index(problem)
         capacity = None if minimize_peak else problem.capacity
         # On 10^8-pair traces best fit takes most of the time but starts far better than
-        # the online allocator, and steps there gain little: let it have 60%.
+        # the online allocator, and steps there gain little: it may take the search's time (cut short,
+        # the buffers it did not reach are stacked on top: a poor start).
         t0, deadline = budget.started, budget.deadline
-        x, source = self._pack_start(problem, facts, index, hint, budget.part(0.6).deadline)
+        x, source = self._pack_start(problem, facts, index, hint, max(deadline, start_until or deadline))
         peak = int((x + problem.arrays.size).max())
         floor = int(live_profile(problem)[1].max())
         history = [(time.monotonic() - t0, float(peak))]
         space = PackWindows(problem, index, capacity, floor, budget=budget, workers=workers)
         space.proved = peak <= floor
         offer(value=peak, offsets=x, problem=problem, source=f"lns start ({source})")
-        out = None if space.proved else search(space, x, -float(peak), deadline=deadline, t0=t0, seed=seed,
-                                               on_better=lambda a, v: offer(value=-v, offsets=a, problem=problem))
+        late = time.monotonic() >= deadline  # the start took the search's time
+        out = None if space.proved or late else search(space, x, -float(peak), deadline=deadline, t0=t0, seed=seed,
+                                                       on_better=lambda a, v: offer(value=-v, offsets=a, problem=problem))
         if out is not None:
             x, peak = out.answer, int(-out.value)
             history += [(t, -v) for t, v in out.history]

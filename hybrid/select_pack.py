@@ -197,7 +197,8 @@ class SelectPack(ModeDispatch):
 
     # ------------------------------------------------------------------ pack mode
 
-    def _solve_pack(self, problem, hardware, budget: Budget, seed, hint, workers, minimize_peak, facts):
+    def _solve_pack(self, problem, hardware, budget: Budget, seed, hint, workers, minimize_peak, facts,
+                    start_until: float | None = None):
 
         rng = np.random.default_rng(seed)
         a = problem.arrays
@@ -206,7 +207,9 @@ class SelectPack(ModeDispatch):
         orders = list(heap_orders(problem).values())
         floor = session.max_live
         t0 = budget.started
-        best = session.baseline("best-fit", budget.part(0.5).deadline).offsets
+        # best fit until half the time, or later when the caller allows it (lns's rule for its start: cut short,
+        # it stacks most buffers of a large input)
+        best = session.baseline("best-fit", max(budget.part(0.5).deadline, start_until or 0.0)).offsets
         if hint is not None and all(o is not None for o in hint.offsets):
             h = offsets_array(hint.offsets)
             if (h + a.size).max() < (best + a.size).max():

@@ -835,9 +835,12 @@ def _fallback_answers(request: SolveRequest, game_cfg, data, held: list, *,
         return data, prefetch_incumbents(problem, hardware, game_cfg, hint, budget.part(0.25).deadline, session=request.facts,
                                          msa_deadline=budget.part(BASELINE_SHARE).deadline,
                                          variants_until=budget.part(VARIANTS_SHARE).deadline, held=held)
+    # the mode's baselines first (before the game's data: seconds at 200k buffers), until the search's deadline if
+    # they need it: the answer is never below a baseline the time allowed to finish (the greedy episodes, cut at a
+    # quarter of the time, may be cut short)
+    more = request.facts.baselines(min(until, budget.deadline))  # built once, complete when the time allows
     data = data or GameData(problem, hardware)
     incumbents = greedy_incumbents(problem, hardware, data, game_cfg, budget.part(0.25).deadline)
-    more = request.facts.baselines(budget.part(BASELINE_SHARE).deadline)  # built once, complete
     for b in held + [b for b in more if all(b.name != h.name for h in held)]:
         off = np.array(b.offsets)
         if problem.mode == "map" or (off >= 0).all():

@@ -73,6 +73,7 @@ class MemorySpaceAssignment(Solver):
         if hinted is not None:
             candidates.append(("hint", hinted, {}))
         history: list[tuple[float, float]] = []
+        known: dict[int, float] = {}  # the value of a candidate's intervals, by id, where it is known already
         timed_out = False
         runs = [None] + ([hinted] if hinted else [])
         # with XLA's defaults msa's runs are the solve session's baselines (built once, shared with the searches)
@@ -83,6 +84,8 @@ class MemorySpaceAssignment(Solver):
             if start is None and xla_defaults:
                 built = request.facts.baseline("msa", deadline)  # once per solve session
                 answer, stats = (None, {"timed_out": False}) if built is None else (list(built.intervals), built.stats)
+                if built is not None:
+                    known[id(answer)] = built.objective  # scored by the session: not again below (a second at 200k)
             else:
                 answer, stats = msa_run(problem, hardware, deadline, start=start, max_retries=max_retries,
                                         max_overlap=max_overlap, overlap_ratio=overlap_ratio)
@@ -95,7 +98,7 @@ class MemorySpaceAssignment(Solver):
                                         shared=xla_defaults, facts=request.facts)
         best_label, best, best_stats, best_value = "all-slow", [], {}, 0.0
         for label, ivs, stats in candidates:
-            value = ev.value(ivs) if ivs else 0.0
+            value = known[id(ivs)] if id(ivs) in known else ev.value(ivs) if ivs else 0.0
             if better("prefetch", value, best_value):
                 best_label, best, best_stats, best_value = label, ivs, stats, value
                 history.append((time.monotonic() - t0, value))

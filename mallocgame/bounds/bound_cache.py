@@ -117,14 +117,16 @@ def problem_key(problem: Problem, hardware: Any) -> str:
         h.update(np.ascontiguousarray(column).tobytes())
     ops, oa, bufs, ids = problem.ops, problem.op_arrays, problem.buffers, problem.ids
     # Columns, not one string per item: a third of the time at 100k buffers (150k operands). The problem's
-    # columns (BufferTable, OpTable) when it has them: no object made.
-    kinds = [BUFFER_KINDS[k] for k in bufs.kind.tolist()] if isinstance(bufs, BufferTable) else [b.kind for b in bufs]
+    # columns (BufferTable, OpTable) when it has them: no object made. Kinds as their codes, operands by their
+    # buffer's index and a write flag (the buffer ids are hashed too): a string per operand took most
+    # of the key's time at 2M buffers.
+    kinds = bufs.kind if isinstance(bufs, BufferTable) else [BUFFER_KINDS.index(b.kind) for b in bufs]
     op_ids, op_kinds = (ops.ids, ops.kinds) if isinstance(ops, OpTable) else ([op.id for op in ops],
                                                                              [op.kind for op in ops])
-    for strings in (ids, kinds, op_ids, op_kinds, [ids[b] for b in oa.buf_of.tolist()],
-                    ["write" if w else "read" for w in oa.write.tolist()]):
+    for strings in (ids, op_ids, op_kinds):
         h.update(b"\0" + "\x1f".join(strings).encode("utf-8", "surrogatepass"))
-    for numbers, dtype in ((oa.flops, np.float64), (oa.transcendentals, np.float64), (oa.fixed_bytes, np.int64),
+    for numbers, dtype in ((kinds, np.int64), (oa.buf_of, np.int64), (oa.write, np.int64),
+                           (oa.flops, np.float64), (oa.transcendentals, np.float64), (oa.fixed_bytes, np.int64),
                            (np.bincount(oa.op_of, minlength=len(ops)), np.int64), (oa.nbytes, np.int64)):
         h.update(np.ascontiguousarray(numbers, dtype).tobytes())
     h.update(repr((problem.inplace, problem.control_deps)).encode("utf-8", "surrogatepass"))

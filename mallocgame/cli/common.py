@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 import click
+import msgspec
 
 from mallocgame.bounds import bound_cache
 from mallocgame.cli.exits import EXIT_BAD_INPUT, EXIT_NO_SOLUTION, EXIT_OK, fail  # noqa: F401  (the commands import them from here)
@@ -262,7 +263,8 @@ def stamp() -> dict[str, str]:
 
 def intervals_json(problem: Problem, intervals) -> list[dict[str, Any]]:
     """A prefetch answer as JSON rows ``{"id", "offset", "start", "end", "copy_start"}`` (docs/prefetch.md)."""
-    return [{"id": problem.buffers[iv.buffer].id, "offset": iv.offset, "start": iv.start, "end": iv.end,
+    ids = problem.ids  # the ids column: no buffer object is made
+    return [{"id": ids[iv.buffer], "offset": iv.offset, "start": iv.start, "end": iv.end,
              "copy_start": iv.copy_start} for iv in sorted(intervals, key=lambda v: (v.buffer, v.start))]
 
 
@@ -273,8 +275,22 @@ def offsets_by_id(problem: Problem, offsets: Sequence[int | None] | None) -> dic
     return {i: (None if o is None else int(o)) for i, o in zip(problem.ids, offsets)}
 
 
+# A top-level value of a JSON document with more entries than this (a report's offsets or intervals on a big input)
+# is written on one line, without spaces, by msgspec's encoder: indented by json, 200k intervals took 5 s, and on one
+# line 2M offsets still took seconds.
+COMPACT_ENTRIES = 10_000
+
+
 def dump_json(data: Any) -> str:
-    return json.dumps(data, indent=1) + "\n"
+    """``data`` as indented JSON text; in a top-level object, values with more than :data:`COMPACT_ENTRIES` entries
+    are written on one line each."""
+    if not isinstance(data, dict) or not any(isinstance(v, (list, dict)) and len(v) > COMPACT_ENTRIES
+                                             for v in data.values()):
+        return json.dumps(data, indent=1) + "\n"
+    rows = [f" {json.dumps(str(k))}: " + (msgspec.json.encode(v).decode() if isinstance(v, (list, dict))
+                                          and len(v) > COMPACT_ENTRIES else json.dumps(v, indent=1).replace("\n", "\n "))
+            for k, v in data.items()]
+    return "{\n" + ",\n".join(rows) + "\n}\n"
 
 
 # ---------------------------------------------------------------------------- solver options

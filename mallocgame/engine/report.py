@@ -15,7 +15,7 @@ reports (on objectives: `mallocgame.problem.objective.better`).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Sequence
 
 import numpy as np
@@ -79,19 +79,21 @@ def _only_too_high(problem: Problem, offsets: Sequence, placed: int, top: int) -
 
 
 def judge(problem: Problem, hardware, answer: Sequence, *, violation: str | None = None,
-          schedule: bool = False) -> Judgement:
+          schedule: bool = False, copies: bool = True) -> Judgement:
     """Validate and score ``answer``: a sequence of offsets (``None`` = slow; map, pack) or of
     FastIntervals (prefetch mode).
 
     ``violation``: one found before (a proven-infeasible status, no answer at all); the answer is
     then not validated nor scored, only counted. ``schedule``: a re-scheduled workload (one with
-    ``original_order``) has its op order checked too, and that violation comes first.
+    ``original_order``) has its op order checked too, and that violation comes first. ``copies=False``
+    (prefetch mode): the same time, without the breakdown's object per copy (``breakdown`` is ``None``).
     """
     prefetch = problem.mode == "prefetch"
     if prefetch:
         if violation is None:
             violation = validate_intervals(problem, answer)
-        readable = all(0 <= iv.buffer < problem.n for iv in answer)
+        n = problem.n
+        readable = all(0 <= iv.buffer < n for iv in answer)
         placed = len({iv.buffer for iv in answer}) if readable else 0
         top = interval_peak(problem, answer) if readable else 0
     else:
@@ -115,6 +117,8 @@ def judge(problem: Problem, hardware, answer: Sequence, *, violation: str | None
     if not problem.has_ops:  # an empty program: nothing to save
         return Judgement(None, placed, top, 0.0, 0.0, Breakdown(np.zeros(0), ()))
     pev = PrefetchEvaluator.of(problem, hardware)
+    if not copies:
+        return Judgement(None, placed, top, pev.breakdown_time(answer), pev.time_all_slow)
     breakdown = pev.breakdown(answer)
     return Judgement(None, placed, top, breakdown.time, pev.time_all_slow, breakdown)
 
@@ -184,6 +188,14 @@ class Report:
 
     def __contains__(self, name: object) -> bool:
         return name in self.__dataclass_fields__
+
+    def __reduce__(self):
+        """Pickled with its intervals as int64 columns (a solving child's report goes to its parent by pickle; an
+        object per interval cost a second each way at 200k intervals)."""
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        if self.intervals:
+            values["intervals"] = incumbents.columns_of_intervals(self.intervals)
+        return _unpickle_report, (values,)
 
     def as_json(self) -> dict[str, Any]:
         """The fields as a JSON-ready dict (the report of ``mallocgame solve --json``), without the offsets and intervals."""
@@ -295,7 +307,7 @@ def score(problem: Problem, hardware, solution: Solution, *, seconds: float, bou
     prefetch = problem.mode == "prefetch"
     answer_ = tuple(solution.intervals) if prefetch else tuple(solution.offsets)
     with incumbents.scoring():  # in a solving child, the parent's clock of the limit stops meanwhile
-        verdict = judge(problem, hardware, answer_, violation=_refusal(problem, solution))
+        verdict = judge(problem, hardware, answer_, violation=_refusal(problem, solution), copies=False)
     valid, violation, placed, pk = verdict.valid, verdict.violation, verdict.placed, verdict.peak
     est, slow = verdict.estimated_time, verdict.time_all_slow
     speedup = objective = None
@@ -317,6 +329,12 @@ def score(problem: Problem, hardware, solution: Solution, *, seconds: float, bou
         offsets=answer_ if valid and not prefetch else (), intervals=answer_ if valid and prefetch else (),
         bounds=_bounds_of(bound),
     )
+
+
+def _unpickle_report(values: dict[str, Any]) -> Report:
+    if not isinstance(values["intervals"], tuple):
+        values["intervals"] = incumbents.intervals_of_columns(values["intervals"])
+    return Report(**values)
 
 
 def _gap(objective: float | None, bound: Bound | None, *, saving: bool) -> float | None:

@@ -408,8 +408,10 @@ def _touch_count(problem: Problem) -> int:
     the touches (which map and pack modes never read otherwise)."""
     if "touches" in problem.__dict__:  # built already (prefetch mode's session builds it)
         return len(problem.touches.ops)
-    return sum(len({o.buffer for o in op.operands}) if len(op.operands) > 1 else len(op.operands)
-               for op in problem.ops)
+    ops = problem.op_arrays  # columns: iterating problem.ops would make an object per op and operand
+    if len(ops.op_of) == 0:
+        return 0
+    return len(np.unique(ops.op_of * (problem.n + 1) + ops.buf_of))
 
 
 def held_names(problem: Problem, time_limit: float) -> tuple[str, ...]:

@@ -15,6 +15,9 @@ import csv
 import dataclasses
 from typing import Any
 
+import numpy as np
+
+from mallocgame.algorithms.placement import stacked_offsets
 from mallocgame.engine.protocol import LIMIT_GRACE, bad_time_limit
 from mallocgame.engine.registry import load_solver, solver_entry, solver_modes
 from mallocgame.engine.report import Report, answer, better, score, stopped_at_limit, with_bound
@@ -26,7 +29,11 @@ from mallocgame.hardware.validator import validate, validate_intervals
 from mallocgame.problem.model import FastInterval, InputError, Problem, Solution, Status
 from mallocgame.runtime.budget import Budget
 from mallocgame.runtime.forking import ChildCall
+from mallocgame.runtime.incumbents import offer
 
+# From this many buffers on, a solving child first sends the mode's trivial answer (`first_answer`): what it builds
+# before a solver's first answer (overlap index, evaluators, a baseline) can take longer than a short limit there.
+FIRST_ANSWER_BUFFERS = 100_000
 WARM_START_SHARE = 0.2  # of a solve's time, the share its warm-start solver gets (the main solver gets the rest)
 
 # ---------------------------------------------------------------------------- the request
@@ -167,27 +174,30 @@ def solve_beside_bound(name: str, problem: Problem, hardware, *, time_limit: flo
     ``mallocgame solve`` and `mallocgame.solve` run.
 
     The bound is the tightest known without waiting (the instant bound or the cached one,
-    `mallocgame.engine.session.Session.bound`), built before the fork in milliseconds; nothing runs beside the
-    solver. The child sends each better answer as found (`mallocgame.runtime.incumbents`; ``on_improvement`` is
-    called with each `mallocgame.runtime.incumbents.Improvement`, ``on_bound`` with the bound); a child still
+    `mallocgame.engine.session.Session.bound`), built here while the child solves. The child sends each better
+    answer as found (`mallocgame.runtime.incumbents`; ``on_improvement`` is called with each
+    `mallocgame.runtime.incumbents.Improvement`, ``on_bound`` with the bound); a child still
     running at ``time_limit`` + `mallocgame.engine.protocol.LIMIT_GRACE` is stopped and the best answer it sent
     (or the hint, if better) is reported, validated, FEASIBLE, with the note "stopped at the limit"
     (`mallocgame.engine.report.stopped_at_limit`).
     """
-    facts = session_for(problem, hardware)
-    facts.warm()  # what every run reads, built once: the solver's child inherits it
-    bound = problem_bound(problem, hardware)
-    if on_bound is not None:
-        on_bound(bound)
     for solver in dict.fromkeys(filter(None, (name, warm_start))):  # heavy imports before the child's clock starts
-        preload(load_solver(solver))
-    budget = Budget.start(time_limit)  # the solver's time starts with its child
-    run = ChildCall.start(solve_with_warm_start, (name, problem, hardware),
+        preload(load_solver(solver))  # (the same at any size; on the clock, a short limit would go to them)
+    # the limit counts from here: the child builds what its runs read (overlap index, evaluators: seconds at 2M
+    # buffers) on its clock, after its first answer (_solve_in_child), and the bound is built here meanwhile (hashing
+    # the problem for the bound cache and the instant bound: seconds at 2M buffers, which before the fork left the
+    # child no time at all)
+    budget = Budget.start(time_limit)
+    facts = session_for(problem, hardware)
+    run = ChildCall.start(_solve_in_child, (name, problem, hardware),
                           dict(budget=budget, seed=seed, hint=hint, warm_start=warm_start, options=options,
                                compute_bound=False, facts=facts), channel=(problem, name))
     # a thread reads the child's answers and stops it at the limit, whatever this process does meanwhile
     run.keep_limit(budget.deadline + LIMIT_GRACE, on_improvement)
     try:
+        bound = problem_bound(problem, hardware)
+        if on_bound is not None:
+            on_bound(bound)
         try:
             result = run.result()
         except TimeoutError:
@@ -198,6 +208,27 @@ def solve_beside_bound(name: str, problem: Problem, hardware, *, time_limit: flo
         run.cancel()
         raise
     return with_bound(result, bound)
+
+
+def _solve_in_child(name: str, problem: Problem, hardware, **kwargs: Any) -> Report:
+    """`solve_with_warm_start` in `solve_beside_bound`'s child, after the first answer on a big input."""
+    if problem.n >= FIRST_ANSWER_BUFFERS:
+        first_answer(problem)
+    return solve_with_warm_start(name, problem, hardware, **kwargs)
+
+
+def first_answer(problem: Problem) -> None:
+    """Send the mode's trivial valid answer to the parent (`mallocgame.runtime.incumbents.offer`): every buffer slow
+    (map, prefetch) or every buffer stacked (pack; only when that fits the capacity, if any). O(n), numpy only."""
+    if problem.mode == "map":
+        offer(value=0.0, source="all-slow (first answer)", offsets=np.full(problem.n, -1, np.int64), problem=problem)
+    elif problem.mode == "prefetch":
+        offer(value=0.0, source="all-slow (first answer)", intervals=(), problem=problem)
+    elif problem.n:
+        a = problem.arrays
+        offsets = stacked_offsets(a.size, a.alignment, 0)
+        offer(value=float((offsets + a.size).max()), source="every buffer stacked (first answer)", offsets=offsets,
+              problem=problem)
 
 
 def _solve(name: str, problem: Problem, hardware, *, budget: Budget, seed: int, hint, warm_start, options, bound,

@@ -19,7 +19,7 @@ import numpy as np
 
 from mallocgame.hardware.prefetch_cost import PrefetchEvaluator
 from mallocgame.hardware.validator import validate_intervals
-from mallocgame.problem.model import FastInterval, Problem, Solution
+from mallocgame.problem.model import KEY_WIDTH, FastInterval, Problem, Solution
 from mallocgame.problem.objective import exceeds
 
 # split_idle's defaults: the least ops a cut must free, and the copy windows' budget in copy times
@@ -34,9 +34,19 @@ def map_intervals(problem: Problem, offsets: Sequence[int | None] | np.ndarray) 
     Scored with ``mode="map"`` by :class:`mallocgame.hardware.prefetch_cost.PrefetchEvaluator` it gives the
     map-mode time exactly.
     """
-    offs = np.asarray([-1 if o is None else o for o in offsets], np.int64)
+    fast, offs = _fast(offsets)
     a = problem.arrays
-    return [FastInterval(int(i), int(offs[i]), int(a.start[i]), int(a.end[i]), None) for i in np.flatnonzero(offs >= 0)]
+    return list(map(FastInterval, fast.tolist(), offs[fast].tolist(), a.start[fast].tolist(), a.end[fast].tolist(),
+                    [None] * len(fast)))
+
+
+def _fast(offsets: Sequence[int | None] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(the fast buffers' indices, every buffer's offset, -1 slow)`` of a map answer."""
+    if isinstance(offsets, np.ndarray):
+        offs = offsets.astype(np.int64, copy=False)
+    else:
+        offs = np.fromiter((-1 if o is None else o for o in offsets), np.int64, len(offsets))
+    return np.flatnonzero(offs >= 0), offs
 
 
 def lift_map_answer(problem: Problem, offsets: Sequence[int | None] | np.ndarray) -> list[FastInterval]:
@@ -47,16 +57,19 @@ def lift_map_answer(problem: Problem, offsets: Sequence[int | None] | np.ndarray
     its interval (``copy_start = start - 1``), so it occupies exactly the map rectangle.
     """
     touches = problem.touches
-    out = []
-    for iv in map_intervals(problem, offsets):
-        ops, reads, writes = touches.of(iv.buffer)
-        k = int(np.searchsorted(ops, iv.start))
-        pure_write = k < len(ops) and ops[k] == iv.start and writes[k] and not reads[k]
-        if pure_write:
-            out.append(iv)
-        else:
-            out.append(FastInterval(iv.buffer, iv.offset, iv.start, iv.end, iv.start - 1))
-    return out
+    fast, offs = _fast(offsets)
+    a = problem.arrays
+    start = a.start[fast]
+    # each fast buffer's first touch at or after its start, all at once (touches.keys: buffer-major, ops sorted)
+    k = touches.keys.searchsorted(fast * KEY_WIDTH + np.maximum(start, 0))
+    own = k < touches.ptr[fast + 1]
+    at = np.minimum(k, max(len(touches.ops) - 1, 0))
+    if len(touches.ops):
+        pure_write = own & (touches.ops[at] == start) & touches.writes[at] & ~touches.reads[at]
+    else:
+        pure_write = np.zeros(len(fast), bool)
+    copy = [None if w else s - 1 for w, s in zip(pure_write.tolist(), start.tolist())]
+    return list(map(FastInterval, fast.tolist(), offs[fast].tolist(), start.tolist(), a.end[fast].tolist(), copy))
 
 
 def hint_intervals(problem: Problem, hint: Solution | None) -> list[FastInterval] | None:

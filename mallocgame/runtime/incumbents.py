@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from mallocgame.problem.model import FastInterval
 from mallocgame.problem.objective import better
 
 # Seconds an answer's pickling may cost per second of the solver's time, at most (the sender waits
@@ -55,12 +56,39 @@ class Incumbent:
     """The best answer a child sent: ``offsets`` (int64 ``[n]``, -1 slow; map and pack modes) or ``intervals``
     (prefetch mode), with its :class:`Improvement`. The parent validates it before it reports it. ``order``: the op
     order (indices of the child's problem's ops) of the problem it answers, when the child re-schedules
-    (:func:`answering`); ``None``: the child's problem as it was given."""
+    (:func:`answering`); ``None``: the child's problem as it was given. The intervals travel as columns
+    (``interval_columns``: an object per interval took seconds to pickle at 200k) and are made when asked for."""
 
     improvement: Improvement
     offsets: np.ndarray | None = None
-    intervals: tuple = ()
+    interval_columns: np.ndarray | None = None
     order: tuple[int, ...] | None = None
+
+    @property
+    def intervals(self) -> tuple:
+        """The prefetch answer's fast intervals (empty in map and pack modes)."""
+        return intervals_of_columns(self.interval_columns)
+
+
+def columns_of_intervals(intervals) -> np.ndarray:
+    """int64 ``[k, 6]``: each fast interval's buffer, offset, start, end, copy start (0 without one) and whether it
+    has a copy."""
+    intervals = list(intervals)
+    out = np.empty((len(intervals), 6), np.int64)
+    if intervals:
+        out[:, :4] = np.array([(iv.buffer, iv.offset, iv.start, iv.end) for iv in intervals], np.int64)
+        copy = [iv.copy_start for iv in intervals]
+        out[:, 4] = [0 if c is None else c for c in copy]
+        out[:, 5] = [c is not None for c in copy]
+    return out
+
+
+def intervals_of_columns(columns: np.ndarray | None) -> tuple:
+    """The fast intervals :func:`columns_of_intervals` encoded."""
+    if columns is None or not len(columns):
+        return ()
+    buf, off, start, end, copy, has = (c.tolist() for c in columns.T)
+    return tuple(map(FastInterval, buf, off, start, end, [c if h else None for c, h in zip(copy, has)]))
 
 
 class _Channel:
@@ -75,7 +103,7 @@ class _Channel:
         self.flushing = False  # answering: the answer waiting is sent at once
         self.best: float | None = None
         self.events: list[Improvement] = []
-        self.answer: Incumbent | None = None
+        self.answer: tuple | None = None  # the best answer not sent yet: (event, offsets, intervals, order)
         self.wake = threading.Condition()
         self.stopped = False
         self.thread: threading.Thread | None = None
@@ -108,7 +136,8 @@ class _Channel:
                 offsets = np.array(offsets if isinstance(offsets, np.ndarray) else
                                    [-1 if o is None else o for o in offsets], dtype=np.int64)
             self.events.append(event)
-            self.answer = Incumbent(event, offsets, tuple(intervals or ()), self.order)
+            # encoded by the sender (only the answer it sends: offers may come faster)
+            self.answer = (event, offsets, None if intervals is None else tuple(intervals), self.order)
             if self.thread is None:
                 self.thread = threading.Thread(target=self._send_loop, name="mallocgame-incumbents", daemon=True)
                 self.thread.start()
@@ -129,6 +158,10 @@ class _Channel:
                 if time.monotonic() >= quiet_until or self.flushing:  # else it waits for the end of the quiet time
                     answer, self.answer = self.answer, None
             started = time.monotonic()
+            if answer is not None:
+                event, offsets, intervals, order = answer
+                answer = Incumbent(event, offsets, None if intervals is None else columns_of_intervals(intervals),
+                                   order)
             try:
                 with self.lock:
                     if self.stopped:
