@@ -522,13 +522,15 @@ cdef class PrefetchState:
         return total
 
     cdef Py_ssize_t _greedy(self) except -1:
-        self._options()
+        # extend needs only the basic options: the copy windows' holes are found only when it is not legal
+        self._basic()
         if self.o_greedy >= 0:
             return self.o_greedy
         cdef PrefetchTables tb = self.tb
         if self.o_extend:
             self.o_greedy = tb.extend_action
             return self.o_greedy
+        self._options()
         cdef Py_ssize_t best = tb.slow_action, g, a
         cdef double best_value, value
         cdef bint any_cand = False
