@@ -21,7 +21,9 @@ runs the ``mcts`` solver in-process (map mode, default options) for S seconds pe
 ``layered_network(10000, seed=1)`` and reports its ``simulations`` per wall second and per CPU second (the
 solver's deadline is wall time: on a loaded machine it gets a fraction of a core). With
 ``--mcts-prefetch-seconds S`` it does the same in prefetch mode (the prefetch game) on
-``layered_network(10000, seed=1)`` at 25% of its max live bytes (goal: >= 100 simulations/s).
+``layered_network(10000, seed=1)`` at 25% of its max live bytes (goal: >= 100 simulations/s); with
+``--mcts-prefetch-depth N`` (repeatable) also with the option ``rollout_depth=N`` (rollouts cut N steps past the
+root instead of played to the end of the program), its value (``value_normalised``) beside the default's.
 
 The prefetch game (``GameConfig(variant="prefetch", order="xla")``, mcts's game in prefetch mode) on every
 program of the xla suite in prefetch mode at 25% of its max live bytes (as experiments/bench_prefetch_game.py
@@ -243,18 +245,24 @@ def prefetch_table(show, args) -> None:
              f"| {goal_text(nat['clone_us'], CLONE_GOAL_US, 'us')} | {steps_goal} |")
 
 
-def mcts_rate(problem, engine: str, seconds: float) -> tuple[float, int, float]:
+def mcts_answer(problem, engine: str, seconds: float, **options) -> tuple[float, int, float, dict]:
+    """The ``mcts`` solver in-process under ``engine`` with ``options``: simulations per wall second, simulations,
+    CPU seconds and the answer's stats."""
     from mallocgame.solvers.mcts import MCTSSolver
 
     os.environ["MALLOCGAME_ENGINE"] = engine
     try:
         t, c = time.monotonic(), time.process_time()
-        answer = MCTSSolver().solve(MCTSSolver.request(problem, HW, time_limit=seconds, seed=0))
+        answer = MCTSSolver().solve(MCTSSolver.request(problem, HW, time_limit=seconds, seed=0, **options))
         wall, cpu = time.monotonic() - t, time.process_time() - c
     finally:
         os.environ.pop("MALLOCGAME_ENGINE", None)
     sims = int(answer.stats["simulations"])
-    return sims / wall, sims, cpu
+    return sims / wall, sims, cpu, answer.stats
+
+
+def mcts_rate(problem, engine: str, seconds: float) -> tuple[float, int, float]:
+    return mcts_answer(problem, engine, seconds)[:3]
 
 
 def main() -> None:
@@ -267,6 +275,8 @@ def main() -> None:
     ap.add_argument("--mcts-seconds", type=float, default=0.0, help="mcts in-process per engine (0: skip)")
     ap.add_argument("--mcts-prefetch-seconds", type=float, default=0.0,
                     help="mcts in-process per engine in prefetch mode (0: skip)")
+    ap.add_argument("--mcts-prefetch-depth", type=int, action="append", default=[],
+                    help="with --mcts-prefetch-seconds: also with the option rollout_depth=N (repeatable)")
     ap.add_argument("--out", default="bench_engine.md", help="results file (a bare name: under experiments/results/)")
     ap.add_argument("--msa", action="store_true", help="only msa (bench_msa: its own table, --msa-out)")
     ap.add_argument("--msa-sizes", type=int, nargs="*", default=[100000], help="with --msa: layered_network sizes")
@@ -365,14 +375,17 @@ def main() -> None:
         show(f"mcts in-process, prefetch mode, default options, time_limit {args.mcts_prefetch_seconds:g} s, "
              f"layered_network(10000, seed=1) at 25% of max live; goal >= 100 simulations/s:")
         show()
-        show("| engine | simulations | simulations/s (wall) | CPU s | simulations per CPU s | load average | goal |")
-        show("|---|---:|---:|---:|---:|---:|---|")
-        for engine in ENGINES:
-            per_s, sims, cpu = mcts_rate(problem, engine, args.mcts_prefetch_seconds)
-            goal = ("met" if per_s >= MCTS_SIMULATIONS_GOAL else
-                    f"missed x{MCTS_SIMULATIONS_GOAL / per_s:.1f}" if per_s > 0 else "missed (no simulation)")
-            show(f"| {engine} | {sims} | {per_s:.2f} | {cpu:.1f} | {sims / max(cpu, 1e-9):.1f} "
-                 f"| {os.getloadavg()[0]:.1f} | {goal} |")
+        show("| engine | options | simulations | simulations/s (wall) | CPU s | simulations per CPU s | value "
+             "| load average | goal |")
+        show("|---|---|---:|---:|---:|---:|---:|---:|---|")
+        for options in [{}] + [{"rollout_depth": n} for n in args.mcts_prefetch_depth]:
+            for engine in ENGINES:
+                per_s, sims, cpu, stats = mcts_answer(problem, engine, args.mcts_prefetch_seconds, **options)
+                goal = ("met" if per_s >= MCTS_SIMULATIONS_GOAL else
+                        f"missed x{MCTS_SIMULATIONS_GOAL / per_s:.1f}" if per_s > 0 else "missed (no simulation)")
+                named = ", ".join(f"{k}={v}" for k, v in options.items()) or "default"
+                show(f"| {engine} | {named} | {sims} | {per_s:.2f} | {cpu:.1f} | {sims / max(cpu, 1e-9):.1f} "
+                     f"| {stats.get('value_normalised', float('nan')):.6f} | {os.getloadavg()[0]:.1f} | {goal} |")
     write_results(args.out, (
         "# The native engine against the Python reference: the games\n\n"
         "Output of `experiments/bench_engine.py` as printed (both engines in one run, CPU seconds, "

@@ -21,7 +21,7 @@
 
 cimport cython
 from cpython.ref cimport Py_REFCNT
-from libcpp.algorithm cimport lower_bound, upper_bound
+from libcpp.algorithm cimport lower_bound, sort, upper_bound
 from libcpp.vector cimport vector
 
 
@@ -68,6 +68,24 @@ cdef struct Bucket:  # the intervals whose occ falls in one bucket of ops: the n
     int long_head
 
 
+cdef struct LiveRect:  # a fast interval gathered for the hole finder: addresses [off, top), occupied [occ, end)
+    long long off
+    long long top
+    long long occ
+    long long end
+
+
+cdef extern from *:
+    """
+    // by offset, as a function object: std::sort inlines the comparison (see _by_address for why offset alone)
+    template <typename R> struct LiveRectByOffset {
+        bool operator()(const R& x, const R& y) const { return x.off < y.off; }
+    };
+    """
+    cdef cppclass LiveRectByOffset[R]:
+        LiveRectByOffset()
+
+
 cdef struct QItem:  # one queued copy, in service order (deadline, first, buffer, rect)
     long long deadline
     long long first
@@ -88,6 +106,49 @@ cdef inline bint _q_less(const QItem& p, const QItem& q) noexcept nogil:
 
 cdef inline bint _q_deadline_before(const QItem& p, const QItem& q) noexcept nogil:
     return p.deadline < q.deadline  # upper_bound with (x, ...) finds the first deadline > x
+
+
+cdef inline void _cover_add(int* cov, long long a, long long e, int d) noexcept nogil:
+    """Add ``d`` to the cover counts of ops ``[a, e)`` (nothing when ``a >= e``)."""
+    cdef long long i
+    for i in range(a, e):
+        cov[i] += d
+
+
+cdef inline Py_ssize_t _lazy_open(Py_ssize_t* nxt, const long long* stamp, long long epoch, Py_ssize_t t) noexcept nogil:
+    """The copy service's "next open slot" (``next_open``) over slots set up lazily: a slot not stamped with
+    ``epoch`` is untouched in this service run, so open (its own root)."""
+    cdef Py_ssize_t root = t, up
+    while stamp[root] == epoch and nxt[root] != root:
+        root = nxt[root]
+    while t != root:
+        up = nxt[t]
+        nxt[t] = root
+        t = up
+    return root
+
+
+cdef inline double _serve_lazy(double* left, Py_ssize_t* nxt, long long* stamp, long long epoch, const double* budget,
+                               Py_ssize_t first, Py_ssize_t deadline, double need) noexcept nogil:
+    """``serve_one`` on slots indexed by op, each set up (its budget from ``budget``) when the service first reaches
+    it: a run of the game's service reaches few of its slots, and setting all of them up cost more than serving.
+    The arithmetic is ``serve_one``'s, step for step. ``first < deadline``, both inside the run."""
+    cdef Py_ssize_t t = _lazy_open(nxt, stamp, epoch, first)
+    cdef double take
+    while need > 0 and t < deadline:
+        if stamp[t] != epoch:
+            stamp[t] = epoch
+            nxt[t] = t
+            left[t] = budget[t]
+        take = need if need < left[t] else left[t]
+        need -= take
+        left[t] -= take
+        if left[t] <= 0:
+            nxt[t] = t + 1
+            t = _lazy_open(nxt, stamp, epoch, t + 1)
+        else:
+            break
+    return need if need > 0 else 0.0
 
 
 cdef enum RecKind:
@@ -152,9 +213,12 @@ cdef class PrefetchTables:
     cdef vector[char] s_pure, s_last
     # scratch of one decision or one service run (shared: one at a time, the GIL held)
     cdef vector[Rect] rs
+    cdef vector[LiveRect] live
     cdef vector[Hole] hs
-    cdef vector[double] left
-    cdef vector[Py_ssize_t] nxt
+    cdef vector[double] left  # per op (and a sentinel): the copy service's budgets left, next open slots, and the
+    cdef vector[Py_ssize_t] nxt  # service run that set the slot up (``epoch``: the latest run)
+    cdef vector[long long] stamp
+    cdef long long epoch
     # scratch of one look-ahead (``PrefetchState._look_ahead``; capacities kept, so that it allocates nothing)
     cdef vector[Rec] la_recs
     cdef vector[Scalars] la_marks
@@ -166,6 +230,10 @@ cdef class PrefetchTables:
         cdef Py_ssize_t op, i
         self.n, self.n_ops, self.n_touches = d.n, d.n_ops, d.n_touches
         self.n_buckets = (self.n_ops >> _SHIFT) + 1
+        self.left.resize(self.n_ops + 1)
+        self.nxt.resize(self.n_ops + 1)
+        self.stamp.assign(self.n_ops + 1, 0)
+        self.epoch = 0
         self.k, self.nw = k, windows
         self.extend_action = k * windows
         self.slow_action = k * windows + 1
@@ -334,46 +402,30 @@ cdef class PrefetchState:
 
     # --- decisions --------------------------------------------------------------------------------
     cdef long long _free_until(self, long long r, long long a, long long limit) noexcept:
-        """First op in ``[a, limit)`` at which another rectangle takes an address of rectangle ``r``, else ``limit``."""
+        """First op in ``[a, limit)`` at which another rectangle takes an address of rectangle ``r``, else ``limit``.
+
+        ``a`` is ``r``'s end (every caller asks how far ``r`` can grow). Another rectangle occupied before ``a`` and
+        still after it would share an op before ``a`` with ``r``, which the placement never allows: only the
+        rectangles occupied from an op in ``[a, limit)`` can take ``r``'s addresses, the answer the least of
+        their ``occ``. So only the buckets of ``[a, limit)`` are walked, in order, up to the first with a hit."""
         cdef long long lo_off = self.iv[r].off, hi_top = self.iv[r].top, first = limit
-        cdef bint hit = False
         cdef const Iv* iv = self.iv.data()
         cdef Py_ssize_t bk, last
         cdef int i
-        if limit <= 0:
+        if limit <= a:
             return limit
         last = (limit - 1) >> _SHIFT
         if last >= self.tb.n_buckets:
             last = self.tb.n_buckets - 1
-        bk = -1
-        while bk < last:  # the buckets 0..last whose intervals may end after a (the intervals with end > a)
-            bk += 1
-            if self.group_max[bk >> _GROUP] <= a:
-                bk = (((bk >> _GROUP) + 1) << _GROUP) - 1
-                continue
-            if self.bk[bk].max <= a:
-                continue
-            if ((bk + 1) << _SHIFT) <= a:  # the bucket ends before a: only its long intervals can reach past a
-                i = self.bk[bk].long_head
-                while i >= 0:
-                    if iv[i].occ < limit and iv[i].end > a and iv[i].off < hi_top and iv[i].top > lo_off:
-                        if not hit or iv[i].occ < first:
-                            first = iv[i].occ
-                        hit = True
-                    i = iv[i].next_long
-                continue
+        for bk in range(a >> _SHIFT, last + 1):
             i = self.bk[bk].head
             while i >= 0:
-                if iv[i].occ < limit and iv[i].end > a and iv[i].off < hi_top and iv[i].top > lo_off:
-                    if not hit or iv[i].occ < first:
-                        first = iv[i].occ
-                    hit = True
+                if a <= iv[i].occ < first and iv[i].off < hi_top and iv[i].top > lo_off:
+                    first = iv[i].occ
                 i = iv[i].next
-        if not hit:
-            return limit
-        if first > limit:
-            first = limit
-        return a if a > first else first
+            if first < limit:  # the later buckets hold only later ops
+                break
+        return first
 
     cdef long long _evict_end(self, long long r, long long limit) noexcept:
         """Where open interval ``r`` (holding a new value) ends when closed: long enough for its eviction."""
@@ -388,19 +440,29 @@ cdef class PrefetchState:
             e = self._free_until(r, cur, e)
         return e
 
-    cdef void _holes(self, Py_ssize_t g, long long b, long long a, Py_ssize_t p) noexcept:
-        """The holes offered to a new interval of segment ``p`` occupying from op ``a`` (window ``g``)."""
+    cdef void _holes(self, long long b, Py_ssize_t p) noexcept:
+        """The holes offered to a new interval of segment ``p`` in each copy window of ``o_win`` (occupying from
+        op ``a``: its copy start + 1, or ``t`` in place). The intervals any window needs are gathered and sorted
+        by offset once, for the earliest ``a``; each window then keeps those that end after its own ``a``."""
         cdef PrefetchTables tb = self.tb
-        cdef long long t = tb.s_t[p], reach = t + 1
-        cdef Py_ssize_t lo = tb.later_ptr[p], n_later = tb.later_ptr[p + 1] - lo, bk, last
+        cdef long long t = tb.s_t[p], reach = t + 1, a = -1, a_g
+        cdef Py_ssize_t lo = tb.later_ptr[p], n_later = tb.later_ptr[p + 1] - lo, bk, last, g, j, n_live
         cdef const long long* later = tb.later.data() + lo
         cdef const Iv* iv = self.iv.data()
         cdef int i
-        cdef Rect r
+        cdef LiveRect r
+        cdef Rect q
+        for g in range(tb.nw):
+            if self.o_win[g] != _MASKED:
+                a_g = t if self.o_win[g] == IN_PLACE else self.o_win[g] + 1
+                if a < 0 or a_g < a:
+                    a = a_g
+        if a < 0:
+            return
         # only intervals live somewhere in [a, last later touch] can close a hole of any probe
         if n_later and later[n_later - 1] + 1 > reach:
             reach = later[n_later - 1] + 1
-        tb.rs.clear()
+        tb.live.clear()
         last = (reach - 1) >> _SHIFT
         if last >= tb.n_buckets:
             last = tb.n_buckets - 1
@@ -416,18 +478,30 @@ cdef class PrefetchState:
                 i = self.bk[bk].long_head
                 while i >= 0:
                     if iv[i].end > a and iv[i].occ < reach:
-                        r.off, r.top, r.occ = iv[i].off, iv[i].top, iv[i].occ
-                        tb.rs.push_back(r)
+                        r.off, r.top, r.occ, r.end = iv[i].off, iv[i].top, iv[i].occ, iv[i].end
+                        tb.live.push_back(r)
                     i = iv[i].next_long
                 continue
             i = self.bk[bk].head
             while i >= 0:
                 if iv[i].end > a and iv[i].occ < reach:
-                    r.off, r.top, r.occ = iv[i].off, iv[i].top, iv[i].occ
-                    tb.rs.push_back(r)
+                    r.off, r.top, r.occ, r.end = iv[i].off, iv[i].top, iv[i].occ, iv[i].end
+                    tb.live.push_back(r)
                 i = iv[i].next
-        self.o_nholes[g] = holes_among(tb.rs, t, later, n_later, tb.size[b], tb.align[b], tb.cap, tb.bounded, tb.k,
-                                       tb.hs, &self.o_holes.data()[g * tb.k], &self.o_inf.data()[g * tb.k])
+        sort(tb.live.begin(), tb.live.end(), LiveRectByOffset[LiveRect]())
+        n_live = tb.live.size()
+        for g in range(tb.nw):
+            if self.o_win[g] == _MASKED:
+                continue
+            a_g = t if self.o_win[g] == IN_PLACE else self.o_win[g] + 1
+            tb.rs.clear()
+            for j in range(n_live):  # still in offset order
+                if tb.live[j].end > a_g:
+                    q.off, q.top, q.occ = tb.live[j].off, tb.live[j].top, tb.live[j].occ
+                    tb.rs.push_back(q)
+            self.o_nholes[g] = holes_among(tb.rs, t, later, n_later, tb.size[b], tb.align[b], tb.cap, tb.bounded,
+                                           tb.k, tb.hs, &self.o_holes.data()[g * tb.k], &self.o_inf.data()[g * tb.k],
+                                           True)
 
     cdef void _basic(self) noexcept:
         """The open interval, where it closes if not extended, and whether extending is legal."""
@@ -462,7 +536,6 @@ cdef class PrefetchState:
             self.o_nholes[g] = 0
         if tb.s_pure[p]:
             self.o_win[0] = IN_PLACE
-            self._holes(0, b, t, p)
         else:
             cmin = tb.s_w[p] if tb.s_w[p] > prev_end - 1 else prev_end - 1
             need = _RATIO * tb.copy_seconds[b]
@@ -481,7 +554,7 @@ cdef class PrefetchState:
                         dup = True
                 if not dup:
                     self.o_win[g] = c
-                    self._holes(g, b, c + 1, p)
+        self._holes(b, p)
         self.opts_valid = True
 
     cdef inline bint _legal(self, Py_ssize_t action) noexcept:
@@ -522,13 +595,15 @@ cdef class PrefetchState:
         return total
 
     cdef Py_ssize_t _greedy(self) except -1:
-        self._options()
+        # extend needs only the basic options: the copy windows' holes are found only when it is not legal
+        self._basic()
         if self.o_greedy >= 0:
             return self.o_greedy
         cdef PrefetchTables tb = self.tb
         if self.o_extend:
             self.o_greedy = tb.extend_action
             return self.o_greedy
+        self._options()
         cdef Py_ssize_t best = tb.slow_action, g, a
         cdef double best_value, value
         cdef bint any_cand = False
@@ -673,8 +748,8 @@ cdef class PrefetchState:
         cdef Copy old = self.iv[r].cp[kind]
         cdef Rec rec
         cdef QItem q
-        cdef long long i
         cdef int* cov
+        cdef bint old_live, new_live
         cdef vector[QItem]* queue = &self.queue[kind]
         if not has_old and not has_new:
             return
@@ -686,11 +761,22 @@ cdef class PrefetchState:
             rec.dval = self.iv[r].stall[kind] if has_old else 0.0
             rec.ival = 0
             self.rec.push_back(rec)
+        # the cover counts: only the ops in one window and not the other change (an extended interval's eviction
+        # window grows at its end; adding and removing whole windows made every step cost their length)
+        cov = self.cover[kind].data()
+        old_live = has_old and old.first < old.deadline
+        new_live = has_new and new.first < new.deadline
+        if old_live and new_live:
+            _cover_add(cov, new.first, new.deadline if new.deadline < old.first else old.first, 1)
+            _cover_add(cov, new.first if new.first > old.deadline else old.deadline, new.deadline, 1)
+            _cover_add(cov, old.first, old.deadline if old.deadline < new.first else new.first, -1)
+            _cover_add(cov, old.first if old.first > new.deadline else new.deadline, old.deadline, -1)
+        elif old_live:
+            _cover_add(cov, old.first, old.deadline, -1)
+        elif new_live:
+            _cover_add(cov, new.first, new.deadline, 1)
         if has_old:
-            if old.first < old.deadline:
-                cov = self.cover[kind].data()
-                for i in range(old.first, old.deadline):
-                    cov[i] -= 1
+            if old_live:
                 if record:
                     self._changed(kind, old.first, old.deadline)
                 q.deadline, q.first, q.buf, q.rect, q.seconds = old.deadline, old.first, old.buf, r, old.seconds
@@ -700,10 +786,7 @@ cdef class PrefetchState:
         if has_new:
             self.iv[r].cp[kind] = new
             self.iv[r].has[kind] = 1
-            if new.first < new.deadline:
-                cov = self.cover[kind].data()
-                for i in range(new.first, new.deadline):
-                    cov[i] += 1
+            if new_live:
                 if record:
                     self._changed(kind, new.first, new.deadline)
                 q.deadline, q.first, q.buf, q.rect, q.seconds = new.deadline, new.first, new.buf, r, new.seconds
@@ -735,7 +818,7 @@ cdef class PrefetchState:
     cdef void _serve_copies(self, int kind) noexcept:
         """Re-serve the copies of ``kind`` in the maximal covered runs that meet the changed span (as the evaluator)."""
         cdef PrefetchTables tb = self.tb
-        cdef long long n_ops = tb.n_ops, lo = self.ch_lo[kind], hi = self.ch_hi[kind], i, n
+        cdef long long n_ops = tb.n_ops, lo = self.ch_lo[kind], hi = self.ch_hi[kind], i
         cdef const int* cov = self.cover[kind].data()
         if lo < 0:
             lo = 0
@@ -765,22 +848,21 @@ cdef class PrefetchState:
         cdef Py_ssize_t stop = upper_bound(queue.begin(), queue.end(), key, _q_deadline_before) - queue.begin()
         if start == stop:
             return
-        n = hi - lo
-        tb.left.resize(n + 1)
-        tb.nxt.resize(n + 1)
+        # the run's slots are the ops lo..hi-1 (indexed by op), set up as the service reaches them (a new epoch
+        # marks them all untouched; slot hi, never reached, is the sentinel)
+        tb.epoch += 1
+        cdef long long epoch = tb.epoch
         cdef double* left = tb.left.data()
         cdef Py_ssize_t* nxt = tb.nxt.data()
-        for i in range(n):
-            left[i] = self.op_time[lo + i]
-            nxt[i] = i
-        nxt[n] = n
+        cdef long long* stamp = tb.stamp.data()
+        cdef const double* budget = self.op_time.data()
         cdef double st, old, delta = 0.0
         cdef Iv* iv = self.iv.data()
         cdef QItem* c
         cdef Py_ssize_t j
         for j in range(start, stop):
             c = &queue.data()[j]
-            st = serve_one(left, nxt, n, c.first - lo, c.deadline - lo, c.seconds)
+            st = _serve_lazy(left, nxt, stamp, epoch, budget, c.first, c.deadline, c.seconds)
             old = iv[c.rect].stall[kind]
             if st != old:
                 self._record(R_STALL, kind, c.rect, 0, old)

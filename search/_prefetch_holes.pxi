@@ -45,18 +45,20 @@ cdef long long _fit_below(const Rect* rs, Py_ssize_t n, long long horizon, long 
 
 cdef Py_ssize_t holes_among(vector[Rect]& rs, long long t, const long long* later, Py_ssize_t n_later, long long size,
                             long long align, long long cap, bint bounded, Py_ssize_t k, vector[Hole]& hs, Hole* out,
-                            bint* top_is_inf) noexcept nogil:
+                            bint* top_is_inf, bint by_offset) noexcept nogil:
     """The holes :func:`prefetch_holes` offers, written to ``out`` (room for ``k``); returns how many.
 
     ``rs``: the placed intervals live somewhere in ``[a, reach)`` (``end > a`` and ``occ < reach``, ``reach`` the
     later of ``t + 1`` and the last later touch + 1), in any order (sorted here, in place). ``top_is_inf[j]``:
     hole ``j`` is the unbounded hole above everything (its top is ``inf``, not ``cap``). ``hs``: scratch.
-    Without a bound, ``cap`` is any value above every address (the top hole's top)."""
+    Without a bound, ``cap`` is any value above every address (the top hole's top). ``by_offset``: ``rs`` is
+    already in offset order (not sorted again)."""
     cdef Py_ssize_t n, nh, i, lo, hi, mid, n_out = 0
     cdef bint top_hole
     cdef long long cur = 0, base, near = t + 1, stay, best
     n = rs.size()
-    sort(rs.begin(), rs.end(), _by_address)
+    if not by_offset:
+        sort(rs.begin(), rs.end(), _by_address)
     # the free holes among the intervals live over [a, t]
     hs.clear()
     cdef Hole h
@@ -136,5 +138,5 @@ def prefetch_holes(const long long[::1] occ, const long long[::1] end, const lon
     out.resize(k if k > 0 else 1)
     flags.resize(k if k > 0 else 1)
     n_out = holes_among(rs, t, later_v.data(), later_v.size(), size, align, cap, bounded, k, hs, out.data(),
-                        flags.data())
+                        flags.data(), False)
     return [(out[j].offset, out[j].bottom, float("inf") if flags[j] else out[j].top) for j in range(n_out)]
