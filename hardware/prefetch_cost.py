@@ -30,6 +30,7 @@ from mallocgame._native import serve_copies_left as _compiled_serve
 from mallocgame._native import serve_queue  # noqa: F401 (the prefetch game's door to it)
 from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.hardware.spec import HardwareSpec
+from mallocgame.hardware.validator import interval_columns
 from mallocgame.problem.model import KEY_WIDTH, FastInterval, Problem, ProblemRef, derived_facts
 
 
@@ -122,7 +123,9 @@ class PrefetchEvaluator:
         width = self.base.n_ops + 1
         n_keys = len(self._key)
         # every interval's operand range [lo, hi) marked at once: +1 at lo, -1 at hi, covered where the sum > 0
-        spans = np.array([(iv.buffer, iv.start, iv.end) for iv in intervals], np.int64).reshape(-1, 3)
+        cols = interval_columns(intervals)
+        spans = (cols[:, [0, 2, 3]] if cols is not None
+                 else np.array([(iv.buffer, iv.start, iv.end) for iv in intervals], np.int64).reshape(-1, 3))
         lo = self._key.searchsorted(spans[:, 0] * width + np.maximum(spans[:, 1], 0))
         hi = self._key.searchsorted(spans[:, 0] * width + np.minimum(spans[:, 2], self.base.n_ops))
         keep = hi > lo
@@ -146,8 +149,10 @@ class PrefetchEvaluator:
         section 5 (deadline, first slot, buffer, then interval start): ``kind -> (first, deadline, seconds,
         buffer)``, each ``[copies of that kind]``. The eviction rule is :func:`eviction_of`'s, for all intervals
         at once (a Python call per interval cost 0.13 s per evaluation at 10k intervals)."""
-        spans = np.array([(iv.buffer, iv.start, iv.end, iv.copy_start is not None, iv.copy_start or 0)
-                          for iv in intervals], np.int64).reshape(-1, 5)
+        cols = interval_columns(intervals)
+        spans = (cols[:, [0, 2, 3, 4, 5]] if cols is not None
+                 else np.array([(iv.buffer, iv.start, iv.end, iv.copy_start is not None, iv.copy_start or 0)
+                                for iv in intervals], np.int64).reshape(-1, 5))
         spans = spans[np.lexsort((spans[:, 1], spans[:, 0]))]  # (buffer, start): the last tie-break
         buf, start, end, has_copy, copy_start = spans.T
         n_ops = self.base.n_ops
