@@ -51,3 +51,49 @@ def first_overlap_loop(const long long[::1] event_index, const signed char[::1] 
                         return near.second, i
             active.insert(item)
     return -1, -1
+
+
+# ---- a prefetch answer's intervals as columns (mallocgame.hardware.validator.interval_columns) -------------------
+
+cdef inline bint _exact_int(object x, long long* out):
+    # an exact int that fits in 64 bits (no bool, no numpy scalar: those take the Python path, as before)
+    if type(x) is not int:
+        return False
+    try:
+        out[0] = x
+    except OverflowError:
+        return False
+    return True
+
+
+def interval_columns_loop(intervals):
+    """int64 ``[n, 6]``: each interval's ``(buffer, offset, start, end, copy_start is not None, copy_start or 0)``,
+    or ``None`` when a field is not an exact 64-bit int (the caller then builds them in Python)."""
+    cdef Py_ssize_t n = len(intervals), i = 0
+    out = np.empty((n, 6), np.int64)
+    cdef long long[:, ::1] v = out
+    cdef long long x
+    for iv in intervals:
+        if i >= n:
+            return None
+        if not _exact_int(iv.buffer, &x):
+            return None
+        v[i, 0] = x
+        if not _exact_int(iv.offset, &x):
+            return None
+        v[i, 1] = x
+        if not _exact_int(iv.start, &x):
+            return None
+        v[i, 2] = x
+        if not _exact_int(iv.end, &x):
+            return None
+        v[i, 3] = x
+        c = iv.copy_start
+        if c is None:
+            v[i, 4], v[i, 5] = 0, 0
+        else:
+            if not _exact_int(c, &x):
+                return None
+            v[i, 4], v[i, 5] = 1, x
+        i += 1
+    return out if i == n else None

@@ -123,7 +123,7 @@ class PrefetchEvaluator:
         width = self.base.n_ops + 1
         n_keys = len(self._key)
         # every interval's operand range [lo, hi) marked at once: +1 at lo, -1 at hi, covered where the sum > 0
-        spans = interval_columns(intervals)[:, :3]
+        spans = span_columns(intervals)[:, :3]
         lo = self._key.searchsorted(spans[:, 0] * width + np.maximum(spans[:, 1], 0))
         hi = self._key.searchsorted(spans[:, 0] * width + np.minimum(spans[:, 2], self.base.n_ops))
         keep = hi > lo
@@ -147,7 +147,7 @@ class PrefetchEvaluator:
         section 5 (deadline, first slot, buffer, then interval start): ``kind -> (first, deadline, seconds,
         buffer)``, each ``[copies of that kind]``. The eviction rule is :func:`eviction_of`'s, for all intervals
         at once (a Python call per interval cost 0.13 s per evaluation at 10k intervals)."""
-        spans = interval_columns(intervals)
+        spans = span_columns(intervals)
         spans = spans[np.lexsort((spans[:, 1], spans[:, 0]))]  # (buffer, start): the last tie-break
         buf, start, end, has_copy, copy_start = spans.T
         n_ops = self.base.n_ops
@@ -219,7 +219,7 @@ class PrefetchEvaluator:
         return self.time_all_slow - self.time(intervals, mode=mode)
 
 
-def interval_columns(intervals: Sequence[FastInterval]) -> np.ndarray:
+def span_columns(intervals: Sequence[FastInterval]) -> np.ndarray:
     """int64 ``[len(intervals), 5]``: each interval's buffer, start, end, whether it has a copy, and its copy start
     (0 without one), from :func:`mallocgame.hardware.validator.interval_table` (read once per tuple of intervals)."""
     return interval_table(intervals)[:, [0, 2, 3, 4, 5]]

@@ -21,7 +21,7 @@ from typing import Sequence
 
 import numpy as np
 
-from mallocgame._native import first_overlap_loop
+from mallocgame._native import first_overlap_loop, interval_columns_loop
 from mallocgame.problem.intervals import overlapping_pairs
 from mallocgame.problem.model import KEY_WIDTH, Buffer, Problem
 from mallocgame.runtime.native_engine import engine
@@ -272,18 +272,38 @@ def validate_intervals(problem: Problem, intervals: Sequence, *, capacity: int |
     return first_overlap(shadow, [iv.offset for iv, _ in rects])
 
 
+def interval_columns(intervals: Sequence) -> np.ndarray | None:
+    """A prefetch answer's intervals as int64 columns ``[n, 6]``: ``(buffer, offset, start, end, has_copy,
+    copy_start or 0)`` (``has_copy``: 1 when ``copy_start`` is not None), or ``None`` when a field is not an
+    integer that fits in 64 bits. The validator and the evaluator read an answer this way.
+
+    >>> from mallocgame.problem.model import FastInterval
+    >>> interval_columns([FastInterval(0, 64, 2, 5, 1), FastInterval(1, 0, 0, 3)]).tolist()
+    [[0, 64, 2, 5, 1, 1], [1, 0, 0, 3, 0, 0]]
+    """
+    if engine() == "native" and isinstance(intervals, (list, tuple)):
+        cols = interval_columns_loop(intervals)  # exact ints only; anything else is read below
+        if cols is not None:
+            return cols
+    try:
+        return np.array([(iv.buffer, iv.offset, iv.start, iv.end, iv.copy_start is not None, iv.copy_start or 0)
+                         for iv in intervals], np.int64).reshape(-1, 6)
+    except (OverflowError, TypeError, ValueError):
+        return None
+
+
 _LAST_TABLE: list = [None, None]  # the last tuple of intervals read, and its table
 
 
 def interval_table(intervals: Sequence) -> np.ndarray:
-    """int64 ``[len(intervals), 6]``, read-only: each fast interval's buffer, offset, start, end, whether it has a copy
-    and its copy start (0 without one). The table of the last tuple read is kept (a tuple's frozen intervals do not
-    change): an answer is validated, then scored (its copies served) from one reading, which took a second at 200k
-    intervals."""
+    """:func:`interval_columns`, read-only, raising ``ValueError`` where those say ``None``. The table of the last
+    tuple read is kept (a tuple's frozen intervals do not change): an answer is validated, then scored (its copies
+    served) from one reading."""
     if type(intervals) is tuple and intervals is _LAST_TABLE[0]:
         return _LAST_TABLE[1]
-    table = np.array([(iv.buffer, iv.offset, iv.start, iv.end, iv.copy_start is not None, iv.copy_start or 0)
-                      for iv in intervals], np.int64).reshape(-1, 6)
+    table = interval_columns(intervals)
+    if table is None:
+        raise ValueError("an interval's field is not an integer of 64 bits")
     table.setflags(write=False)
     if type(intervals) is tuple:
         _LAST_TABLE[:] = [intervals, table]

@@ -21,8 +21,8 @@ multiply-adds; the same operations in the same order). The boundary, what Python
   prefetch (``mallocgame/algorithms/_msa.pxi``, ``mallocgame.algorithms.memory_space_assignment``);
 * ``first_fit_loop(...)``, ``CanonicalSearch``, ``ComponentTables``, ``FailedStates``: pack-search's first fit and
   canonical search (``solvers/pack_search/_pack.pxi``, ``mallocgame.solvers.pack_search.search``);
-* ``first_overlap_loop(...)``: the validator's sweep over time (``hardware/_overlap_sweep.pxi``,
-  ``mallocgame.hardware.validator.first_overlap``).
+* ``first_overlap_loop(...)``: the validator's sweep over time, and ``interval_columns_loop(...)``: a prefetch
+  answer's intervals as int64 columns (``hardware/_overlap_sweep.pxi``, ``mallocgame.hardware.validator``).
 
 msa's and pack-search's parts divide as C does (``@cython.cdivision(True)`` on each of their functions and
 classes), as they were written and checked against their references; the other parts divide as Python does.

@@ -24,11 +24,14 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+import numpy as np
+
 from mallocgame.algorithms.memory_space_assignment import MAX_OVERLAP_RATIO, MAX_RETRIES, _Msa, msa_run  # noqa: F401  (_Msa: tests)
 from mallocgame.engine.protocol import Solver
 from mallocgame.engine.request import Options, SolveRequest, option
 from mallocgame.engine.session import MSA_VARIANTS, VARIANTS_SHARE
 from mallocgame.formats.lift import hint_intervals
+from mallocgame.hardware.validator import interval_columns
 from mallocgame.problem.model import FastInterval, Problem, Solution, Status
 from mallocgame.problem.objective import better
 from mallocgame.runtime.budget import Budget, fits_again
@@ -68,12 +71,12 @@ class MemorySpaceAssignment(Solver):
             return empty.replace(wall_time=time.monotonic() - t0)
         deadline = request.budget.search_part(n=n, extra=0.02).deadline
         ev = request.facts.prefetch_evaluator
-        candidates: list[tuple[str, list[FastInterval], dict]] = [("all-slow", [], {})]
+        # (label, intervals, stats, value or None: not evaluated yet; a session baseline's is its objective)
+        candidates: list[tuple[str, list[FastInterval], dict, float | None]] = [("all-slow", [], {}, 0.0)]
         hinted = self._hint_intervals(problem, hint)
         if hinted is not None:
-            candidates.append(("hint", hinted, {}))
+            candidates.append(("hint", hinted, {}, None))
         history: list[tuple[float, float]] = []
-        known: dict[int, float] = {}  # the value of a candidate's intervals, by id, where it is known already
         timed_out = False
         runs = [None] + ([hinted] if hinted else [])
         # with XLA's defaults msa's runs are the solve session's baselines (built once, shared with the searches)
@@ -81,24 +84,27 @@ class MemorySpaceAssignment(Solver):
         for start in runs:
             if time.monotonic() > deadline and start is not None:
                 break
+            value = None
             if start is None and xla_defaults:
                 built = request.facts.baseline("msa", deadline)  # once per solve session
                 answer, stats = (None, {"timed_out": False}) if built is None else (list(built.intervals), built.stats)
-                if built is not None:
-                    known[id(answer)] = built.objective  # scored by the session: not again below (a second at 200k)
+                value = None if built is None else built.objective
             else:
                 answer, stats = msa_run(problem, hardware, deadline, start=start, max_retries=max_retries,
                                         max_overlap=max_overlap, overlap_ratio=overlap_ratio)
             timed_out = timed_out or stats["timed_out"]
             if answer is not None:
-                candidates.append(("msa" if start is None else "msa+hint", answer, stats))
+                candidates.append(("msa" if start is None else "msa+hint", answer, stats, value))
         variants_until = min(deadline, variants.deadline)
         tried, skipped = self._variants(problem, hardware, variants_until, t0, candidates, max_retries, max_overlap,
                                         opts.variants and not timed_out, overlap_ratio,
                                         shared=xla_defaults, facts=request.facts)
         best_label, best, best_stats, best_value = "all-slow", [], {}, 0.0
-        for label, ivs, stats in candidates:
-            value = known[id(ivs)] if id(ivs) in known else ev.value(ivs) if ivs else 0.0
+        for label, ivs, stats, value in candidates:
+            if not ivs:
+                value = 0.0
+            elif value is None:
+                value = ev.value(ivs)
             if better("prefetch", value, best_value):
                 best_label, best, best_stats, best_value = label, ivs, stats, value
                 history.append((time.monotonic() - t0, value))
@@ -108,7 +114,7 @@ class MemorySpaceAssignment(Solver):
                      variants_skipped=skipped)
         return Solution(offsets=(None,) * n, status=Status.FEASIBLE, mode=problem.mode, objective=best_value,
                         wall_time=time.monotonic() - t0, history=tuple(history), stats=stats, solver=self.name,
-                        intervals=tuple(sorted(best, key=lambda iv: (iv.buffer, iv.start))))
+                        intervals=by_buffer_and_start(best))
 
     @staticmethod
     def _variants(problem, hardware, deadline, t0, candidates, max_retries, max_overlap, on,
@@ -134,15 +140,26 @@ class MemorySpaceAssignment(Solver):
                     skipped.append(label)
                     continue
                 answer, stats = list(built.intervals), dict(built.stats, timed_out=not built.complete)
+                value = built.objective
             else:
                 answer, stats = msa_run(problem, hardware, deadline, max_retries=max_retries,
                                         overlap_ratio=overlap_ratio, **opts)
+                value = None
             tried.append(label)
             if answer is not None and not stats["timed_out"]:
-                candidates.append((label, answer, stats))
+                candidates.append((label, answer, stats, value))
         return tried, skipped
 
     @staticmethod
     def _hint_intervals(problem: Problem, hint: Solution | None) -> list[FastInterval] | None:
         """The hint as valid prefetch intervals (a map answer is lifted), or None."""
         return hint_intervals(problem, hint)
+
+
+def by_buffer_and_start(intervals: list[FastInterval]) -> tuple[FastInterval, ...]:
+    """``intervals`` sorted by (buffer, start), ties in their given order (``sorted``'s, by a stable sort of the
+    intervals' columns when they are plain ints)."""
+    cols = interval_columns(intervals)
+    if cols is None:
+        return tuple(sorted(intervals, key=lambda iv: (iv.buffer, iv.start)))
+    return tuple([intervals[i] for i in np.lexsort((cols[:, 2], cols[:, 0])).tolist()])

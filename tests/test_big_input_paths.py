@@ -20,7 +20,7 @@ from mallocgame.engine.request import SolveRequest
 from mallocgame.engine.session import Session, session_for, work_units
 from mallocgame.formats.io import write_workload_json
 from mallocgame.formats.lift import lift_map_answer, map_intervals
-from mallocgame.hardware.prefetch_cost import PrefetchEvaluator, interval_columns
+from mallocgame.hardware.prefetch_cost import PrefetchEvaluator, span_columns
 from mallocgame.hardware.validator import interval_peak
 from mallocgame.inputs.generate import layered_network
 from mallocgame.inputs.load import prepare, read_problem
@@ -98,7 +98,7 @@ def test_a_report_scores_a_prefetch_answer_without_a_copy_object_and_to_the_same
 
 def test_interval_columns_and_peak_match_the_intervals(workload):
     problem, _, answer = _prefetch_answer(workload)
-    cols = interval_columns(answer)
+    cols = span_columns(answer)
     assert cols.shape == (len(answer), 5)
     assert cols.tolist() == [[iv.buffer, iv.start, iv.end, iv.copy_start is not None, iv.copy_start or 0]
                              for iv in answer]

@@ -77,3 +77,32 @@ def test_prefetch_intervals_sweep_agrees_across_engines(monkeypatch):
         monkeypatch.setenv("MALLOCGAME_ENGINE", name)
         verdicts.append(validate_intervals(p, intervals))
     assert verdicts[0] == verdicts[1] and verdicts[0] is not None
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 50), st.integers(0, 2**40), st.integers(-1, 99), st.integers(0, 99),
+                          st.one_of(st.none(), st.integers(-1, 99))), max_size=30))
+def test_interval_columns_are_the_same_in_both_engines(fields):
+    """A prefetch answer's columns: the compiled reading equals the Python one, field by field, copy starts of
+    ``None`` as (0, 0), a list or a tuple of intervals."""
+    intervals = [FastInterval(*f) for f in fields]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("MALLOCGAME_ENGINE", "python")
+        reference = validator_module.interval_columns(intervals)
+        mp.setenv("MALLOCGAME_ENGINE", "native")
+        native, native_tuple = validator_module.interval_columns(intervals), validator_module.interval_columns(tuple(intervals))
+    assert reference.dtype == native.dtype == np.int64 and reference.shape == native.shape == (len(fields), 6)
+    assert native.tolist() == reference.tolist() == native_tuple.tolist()
+    assert native.tolist() == [[b, o, s, e, c is not None, c or 0] for b, o, s, e, c in fields]
+
+
+def test_interval_columns_read_other_numbers_as_the_python_engine_and_say_none_when_they_cannot():
+    """Fields that are not plain ints (numpy integers, bools) read as the Python engine reads them; a field beyond
+    64 bits or not a number gives ``None`` (the validator then looks interval by interval) in both engines."""
+    odd = [FastInterval(np.int64(3), 0, 1, np.int32(4), True), FastInterval(1, 8, 0, 2)]
+    with pytest.MonkeyPatch.context() as mp:
+        for name in ("python", "native"):
+            mp.setenv("MALLOCGAME_ENGINE", name)
+            assert validator_module.interval_columns(odd).tolist() == [[3, 0, 1, 4, 1, 1], [1, 8, 0, 2, 0, 0]]
+            assert validator_module.interval_columns([FastInterval(0, 2**64, 0, 1)]) is None
+            assert validator_module.interval_columns([FastInterval(0, "eight", 0, 1)]) is None

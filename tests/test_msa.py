@@ -24,7 +24,7 @@ from mallocgame.inputs import workloads as w
 from mallocgame.inputs.generate import layered_network
 from mallocgame.inputs.load import prepare
 from mallocgame.problem.model import Buffer, FastInterval, Op, Operand, Problem, Solution, Status
-from mallocgame.solvers.msa import MemorySpaceAssignment, _Msa
+from mallocgame.solvers.msa import MemorySpaceAssignment, _Msa, by_buffer_and_start
 from tests.prefetch_tools import value
 
 TPU = PRESETS["tpuv4i"]
@@ -93,6 +93,30 @@ def test_deterministic_and_seed_is_ignored():
     a, b, c = (_solve(problem, seed=s) for s in (0, 0, 12345))
     assert a.intervals == b.intervals == c.intervals
     assert a.objective == b.objective == c.objective
+
+
+def test_the_msa_answer_is_scored_once_and_its_value_is_its_score(monkeypatch):
+    """The solver takes the session's msa baseline with its objective (the evaluator's value of those very
+    intervals) instead of scoring it again; the answer is sorted by (buffer, start)."""
+    problem = _layered(300, 3, 0.2)
+    calls = []
+    score = PrefetchEvaluator.value
+    monkeypatch.setattr(PrefetchEvaluator, "value", lambda self, ivs, **kw: calls.append(len(ivs)) or score(self, ivs, **kw))
+    sol = _solve(problem, variants=False)
+    assert sol.stats["source"] == "msa" and sol.intervals
+    assert calls == [len(sol.intervals)]
+    assert sol.objective == score(PrefetchEvaluator.of(problem, TPU), list(sol.intervals))
+    assert list(sol.intervals) == sorted(sol.intervals, key=lambda iv: (iv.buffer, iv.start))
+
+
+def test_by_buffer_and_start_is_sorted_by_buffer_and_start_ties_kept():
+    ivs = [FastInterval(2, 0, 5, 6, 1), FastInterval(0, 8, 3, 4, 0), FastInterval(2, 64, 1, 2, 0),
+           FastInterval(0, 0, 3, 5, 1), FastInterval(1, 0, 0, 1)]
+    expected = tuple(sorted(ivs, key=lambda iv: (iv.buffer, iv.start)))
+    got = by_buffer_and_start(ivs)
+    assert got == expected and all(a is b for a, b in zip(got, expected))
+    odd = [FastInterval(np.int64(1), 0, 0, 1), FastInterval(0, 0, 2, 3)]  # a numpy int: read as numpy reads it
+    assert by_buffer_and_start(odd) == (odd[1], odd[0])
 
 
 def test_time_limit_is_honoured_and_the_partial_answer_is_valid(monkeypatch):

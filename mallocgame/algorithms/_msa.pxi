@@ -44,6 +44,20 @@ cdef extern from * nogil:
             return x.hi < y.hi;
         }
     };
+    // a heap bucket's rectangle indices in that order, and one more sorted run of a pool merged into the rest
+    template <typename R> struct MsaIndexLess {
+        const R* r;
+        explicit MsaIndexLess(const R* rects) : r(rects) {}
+        bool operator()(Py_ssize_t a, Py_ssize_t b) const { return MsaRectLess<R>()(r[a], r[b]); }
+    };
+    template <typename R> void msa_insert_index(std::vector<Py_ssize_t>& idx, Py_ssize_t k, const R* rects) {
+        MsaIndexLess<R> less(rects);
+        if (idx.empty() || less(idx.back(), k)) idx.push_back(k);
+        else idx.insert(std::upper_bound(idx.begin(), idx.end(), k, less), k);
+    }
+    template <typename R> void msa_merge_run(std::vector<R>& v, size_t mid) {
+        std::inplace_merge(v.begin(), v.begin() + mid, v.end(), MsaRectLess<R>());
+    }
     template <typename J> struct MsaJobLess {
         bool operator()(const J& x, const J& y) const {
             if (x.d != y.d) return x.d < y.d;
@@ -57,6 +71,8 @@ cdef extern from * nogil:
     """
     cdef cppclass MsaRectLess[R]:
         MsaRectLess()
+    void msa_insert_index[R](vector[Py_ssize_t]& idx, Py_ssize_t k, const R* rects)
+    void msa_merge_run[R](vector[R]& v, size_t mid)
     cdef cppclass MsaJobLess[J]:
         MsaJobLess()
 
@@ -128,7 +144,7 @@ cdef class NativeHeap:
 
     cdef readonly msa_i64 capacity
     cdef readonly Py_ssize_t n
-    cdef vector[msa_i64] lo_, hi_, off_, top_
+    cdef vector[MsaRect] r_  # the rectangles, each in one place (a query reads it from one cache line)
     cdef vector[vector[Py_ssize_t]] buckets
     cdef msa_i64 B
 
@@ -139,56 +155,53 @@ cdef class NativeHeap:
 
     @property
     def lo(self):
-        return list(self.lo_)
+        return [r.lo for r in self.r_]
 
     @property
     def hi(self):
-        return list(self.hi_)
+        return [r.hi for r in self.r_]
 
     @property
     def off(self):
-        return list(self.off_)
+        return [r.off for r in self.r_]
 
     @property
     def top(self):
-        return list(self.top_)
+        return [r.top for r in self.r_]
 
     cdef inline vector[Py_ssize_t]* _bucket(self, msa_i64 i) noexcept nogil:
         if i < 0 or i >= <msa_i64>self.buckets.size():
             return NULL
         return &self.buckets[i]
 
-    cdef void _register(self, Py_ssize_t k, msa_i64 a, msa_i64 e) noexcept nogil:
-        cdef msa_i64 i, first = _floor_div(a, self.B), last = _floor_div(e - 1, self.B)
+    cdef void _register(self, Py_ssize_t k, msa_i64 first, msa_i64 last) noexcept nogil:
+        # rectangle k into buckets first..last (it is in none of them yet), each kept in the pool order
+        cdef msa_i64 i
         if first < 0:  # an op index below 0: never read back (queries start at op 0)
             first = 0
         if last >= <msa_i64>self.buckets.size():
             self.buckets.resize(last + 1)
         for i in range(first, last + 1):
-            if self.buckets[i].empty() or self.buckets[i].back() != k:
-                self.buckets[i].push_back(k)
+            msa_insert_index(self.buckets[i], k, self.r_.data())
 
     cpdef Py_ssize_t add(self, msa_i64 occ, msa_i64 end, msa_i64 offset, msa_i64 size):
         cdef Py_ssize_t k = self.n
-        self.lo_.resize(k)
-        self.hi_.resize(k)
-        self.off_.resize(k)
-        self.top_.resize(k)
-        self.lo_.push_back(occ)
-        self.hi_.push_back(end)
-        self.off_.push_back(offset)
-        self.top_.push_back(offset + size)
+        cdef MsaRect r
+        r.off, r.top, r.lo, r.hi = offset, offset + size, occ, end
+        self.r_.resize(k)
+        self.r_.push_back(r)
         self.n += 1
         if end > occ:
-            self._register(k, occ, end)
+            self._register(k, _floor_div(occ, self.B), _floor_div(end - 1, self.B))
         return k
 
     cpdef void extend(self, Py_ssize_t k, msa_i64 end):
         """Rectangle ``k`` now ends at op ``end`` (not earlier than before)."""
-        cdef msa_i64 old = self.hi_[k]
-        self.hi_[k] = end
-        if end > old:
-            self._register(k, old if old > self.lo_[k] else self.lo_[k], end)
+        cdef msa_i64 old = self.r_[k].hi, lo = self.r_[k].lo
+        self.r_[k].hi = end
+        if end > old and end > lo:  # the buckets after those it is in already (none if it was empty)
+            self._register(k, _floor_div(old - 1, self.B) + 1 if old > lo else _floor_div(lo, self.B),
+                           _floor_div(end - 1, self.B))
 
     cpdef void truncate(self, Py_ssize_t n):
         """Drop the rectangles added after the first ``n`` (a buffer's failed try)."""
@@ -196,48 +209,54 @@ cdef class NativeHeap:
         cdef msa_i64 lo, hi, i
         cdef vector[Py_ssize_t]* lst
         for k in range(self.n - 1, n - 1, -1):
-            lo, hi = self.lo_[k], self.hi_[k]
+            lo, hi = self.r_[k].lo, self.r_[k].hi
             if hi <= lo:
                 continue
             for i in range(max(_floor_div(lo, self.B), 0), _floor_div(hi - 1, self.B) + 1):
                 lst = &self.buckets[i]
                 if not lst.empty() and lst.back() == k:
                     lst.pop_back()
-                else:  # not at the end (as the Python heap: cannot happen)
-                    for j in range(<Py_ssize_t>lst.size()):
+                else:  # inside: the bucket is in the pool order, not the order of adding
+                    for j in range(<Py_ssize_t>lst.size() - 1, -1, -1):
                         if lst[0][j] == k:
                             lst.erase(lst.begin() + j)
                             break
         self.n = n
-        self.lo_.resize(n)
-        self.hi_.resize(n)
-        self.off_.resize(n)
-        self.top_.resize(n)
+        self.r_.resize(n)
 
     cdef void _near(self, msa_i64 a, msa_i64 e, vector[MsaRect]& out) noexcept nogil:
-        """The rectangles meeting ops ``[a, e)`` (or covering op ``a``), each once, sorted."""
+        """The rectangles meeting ops ``[a, e)`` (or covering op ``a``), each once, sorted.
+
+        Each bucket keeps its rectangles in the pool order (inserted in place: the heap is read far more often
+        than it grows), so the pool is its buckets' sorted runs merged. An :meth:`extend` moving an end can
+        only reorder rectangles alike in (offset, top, occ), which share addresses at op occ: never in msa, and
+        no query reads the order among equal offsets (``near`` sorts once more for its caller)."""
         cdef msa_i64 B = self.B, first = _floor_div(a, B), last = _floor_div(e - 1 if e - 1 > a else a, B), i, occ
         cdef vector[Py_ssize_t]* lst
-        cdef Py_ssize_t q, k
-        cdef MsaRect r
+        cdef Py_ssize_t q
+        cdef size_t run
+        cdef MsaRect* r
         out.clear()
         for i in range(first, last + 1):
             lst = self._bucket(i)
             if lst == NULL:
                 continue
+            run = out.size()
             for q in range(<Py_ssize_t>lst.size()):
-                k = lst[0][q]
-                occ = self.lo_[k]
-                # each once: in the first bucket of the range it is in (its buckets are contiguous)
-                if occ < e and self.hi_[k] > a and (i == first or _floor_div(occ, B) == i):
-                    r.off, r.top, r.lo, r.hi = self.off_[k], self.top_[k], occ, self.hi_[k]
-                    out.push_back(r)
-        sort(out.begin(), out.end(), MsaRectLess[MsaRect]())
+                r = &self.r_[lst[0][q]]
+                occ = r.lo
+                # each once: in the first bucket of the range it is in (its buckets are contiguous; listed in
+                # bucket i, it starts in bucket i exactly when occ >= i * B)
+                if occ < e and r.hi > a and (i == first or occ >= i * B):
+                    out.push_back(r[0])
+            if run > 0 and out.size() > run:
+                msa_merge_run(out, run)
 
     def near(self, msa_i64 a, msa_i64 e):
         """The rectangles meeting ops ``[a, e)``: a :class:`HeapPool` for queries inside that range (``pool=``)."""
         cdef HeapPool pool = HeapPool.__new__(HeapPool)
         self._near(a, e, pool.rects)
+        sort(pool.rects.begin(), pool.rects.end(), MsaRectLess[MsaRect]())
         return pool
 
     def best_fit(self, msa_i64 a, msa_i64 e, msa_i64 size, msa_i64 align, HeapPool pool=None):
@@ -286,7 +305,7 @@ cdef class NativeHeap:
                 continue
             for q in range(lst.size()):
                 k = lst[0][q]
-                if self.lo_[k] < e and self.hi_[k] > a and self.off_[k] < end and self.top_[k] > offset:
+                if self.r_[k].lo < e and self.r_[k].hi > a and self.r_[k].off < end and self.r_[k].top > offset:
                     return False
         return True
 
