@@ -3,6 +3,7 @@ value leaf backs up; the context head is read with the search's own reference ep
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -211,3 +212,22 @@ def test_mallocgame_train_adds_a_value_leaf_head_the_leaves_read(tmp_path):
         rep = run_solver("muzero", problem, HW, time_limit=120, seed=1,
                          options={"leaf": "value", "simulations": 3, "checkpoint": str(runs[name][0])})
         assert rep.valid and rep.stats["leaf_value"].startswith(read)
+
+
+def test_finetune_trains_the_value_head_alone_and_marks_its_target(context_network, tmp_path):
+    from mallocgame.search.muzero import checkpoint as ckpt
+    from mallocgame.search.muzero.value import VALUE_TARGET, finetune
+    from mallocgame.solvers.muzero import VALUE_CHECKPOINT
+
+    _, _, arrays, _ = context_network
+    data = tmp_path / "data.npz"
+    np.savez(data, **{k: arrays[k] for k in arrays.files})
+    out, log = tmp_path / "head.pt", tmp_path / "log.jsonl"
+    summary = finetune(str(data), str(VALUE_CHECKPOINT), str(out), epochs=3, seed=0, log=str(log))
+    assert summary["epochs"] == 3 and len(log.read_text().splitlines()) == 3
+    assert summary["val_mse_best"] == min(json.loads(line)["val_mse"] for line in log.read_text().splitlines())
+    saved, shipped = ckpt.load(str(out)), ckpt.load(str(VALUE_CHECKPOINT))
+    assert saved["value_target"] == VALUE_TARGET
+    changed = {k for k in saved["model"] if not np.array_equal(np.asarray(saved["model"][k]),
+                                                                np.asarray(shipped["model"][k]))}
+    assert changed and all(k.startswith("value_head.") for k in changed)  # the policy stays the shipped one

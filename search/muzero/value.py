@@ -307,32 +307,46 @@ def finetune(data: str, init: str, out: str, *, seconds: float = 300.0, epochs: 
     summary = {"rows": int(len(y)), "train_rows": int(tr.sum()), "val_rows": int(va.sum()),
                "val_mse_zero": float((y[va] ** 2).mean()), "val_mse_mean": float(((y[va] - y[tr].mean()) ** 2).mean()),
                "val_mse_init": mse(va), "fresh": fresh, "learning_rate": learning_rate, "weight_decay": weight_decay}
-    best, best_state, t0 = math.inf, None, time.monotonic()
-    gen = torch.Generator().manual_seed(seed)
-    xt, yt = x[tr], y[tr]
-    logf = open(log, "a") if log else None
-    for epoch in range(epochs):
-        if time.monotonic() - t0 > seconds:
-            break
-        for idx in torch.randperm(len(yt), generator=gen).split(256):
-            loss = ((head(xt[idx]).squeeze(-1) - yt[idx]) ** 2).mean()
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-        entry = {"epoch": epoch, "train_mse": round(mse(tr), 5), "val_mse": round(mse(va), 5)}
-        if entry["val_mse"] < best:
-            best, best_state = entry["val_mse"], {k: v.detach().clone() for k, v in head.state_dict().items()}
-        if logf:
-            logf.write(json.dumps(entry) + "\n")
-            logf.flush()
-    if logf:
-        logf.close()
+    best, best_state, epoch = _fit(head, opt, x[tr], y[tr], mse, tr, va, seconds=seconds, epochs=epochs, seed=seed,
+                                   log=log)
     model = dict(payload["model"])
     model.update({f"value_head.{k}": v for k, v in (best_state or head.state_dict()).items()})
     summary.update(val_mse_best=best, epochs=epoch + 1)
     ckpt.atomic_save(dict(ckpt.model_only(payload), model=model, value_target=VALUE_TARGET,
                           summary=summary), out)
     return summary
+
+
+def _fit(head, opt, xt, yt, mse, tr, va, *, seconds: float, epochs: int, seed: int,
+         log: str | None) -> tuple[float, dict | None, int]:
+    """Minibatch (256 rows) MSE epochs of ``head`` on the training rows ``xt`` ``[rows, inputs]``, ``yt`` ``[rows]``
+    until ``epochs`` or ``seconds`` have passed, each epoch's training and validation MSE (``mse(tr)``,
+    ``mse(va)``) appended to the JSON-lines ``log``. Returns the best validation MSE, the head's state at that epoch
+    (``None`` if no epoch ran) and the last epoch (-1 if none)."""
+    import torch  # lazily: the solver and the CLI never pay for it
+
+    best, best_state, t0, epoch = math.inf, None, time.monotonic(), -1
+    gen = torch.Generator().manual_seed(seed)
+    logf = open(log, "a") if log else None
+    try:
+        for epoch in range(epochs):
+            if time.monotonic() - t0 > seconds:
+                break
+            for idx in torch.randperm(len(yt), generator=gen).split(256):
+                loss = ((head(xt[idx]).squeeze(-1) - yt[idx]) ** 2).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+            entry = {"epoch": epoch, "train_mse": round(mse(tr), 5), "val_mse": round(mse(va), 5)}
+            if entry["val_mse"] < best:
+                best, best_state = entry["val_mse"], {k: v.detach().clone() for k, v in head.state_dict().items()}
+            if logf:
+                logf.write(json.dumps(entry) + "\n")
+                logf.flush()
+    finally:
+        if logf:
+            logf.close()
+    return best, best_state, epoch
 
 
 def train_context_head(data: str, init: str, out: str, *, inputs: str = "both", seconds: float = 300.0,
@@ -374,26 +388,8 @@ def train_context_head(data: str, init: str, out: str, *, inputs: str = "both", 
     summary = {"rows": int(len(y)), "train_rows": int(tr.sum()), "val_rows": int(va.sum()), "inputs": inputs,
                "hidden": hidden, "val_mse_zero": float((y[va] ** 2).mean()),
                "val_mse_mean": float(((y[va] - y[tr].mean()) ** 2).mean())}
-    best, best_state, t0, epoch = math.inf, None, time.monotonic(), -1
-    gen = torch.Generator().manual_seed(seed)
-    zt, yt = z[tr], y[tr]
-    logf = open(log, "a") if log else None
-    for epoch in range(epochs):
-        if time.monotonic() - t0 > seconds:
-            break
-        for idx in torch.randperm(len(yt), generator=gen).split(256):
-            loss = ((head(zt[idx]).squeeze(-1) - yt[idx]) ** 2).mean()
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-        entry = {"epoch": epoch, "train_mse": round(mse(tr), 5), "val_mse": round(mse(va), 5)}
-        if entry["val_mse"] < best:
-            best, best_state = entry["val_mse"], {k: v.detach().clone() for k, v in head.state_dict().items()}
-        if logf:
-            logf.write(json.dumps(entry) + "\n")
-            logf.flush()
-    if logf:
-        logf.close()
+    best, best_state, epoch = _fit(head, opt, z[tr], y[tr], mse, tr, va, seconds=seconds, epochs=epochs, seed=seed,
+                                   log=log)
     state = best_state or head.state_dict()
     head.load_state_dict(state)
     with torch.no_grad():  # the head shrunk towards y = 0 by the factor in [0, 1] best on the validation rows
