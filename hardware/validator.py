@@ -277,9 +277,10 @@ def interval_columns(intervals: Sequence) -> np.ndarray | None:
     copy_start or 0)`` (``has_copy``: 1 when ``copy_start`` is not None), or ``None`` when a field is not an
     integer that fits in 64 bits. The validator and the evaluator read an answer this way.
 
-    >>> from mallocgame.problem.model import FastInterval
-    >>> interval_columns([FastInterval(0, 64, 2, 5, 1), FastInterval(1, 0, 0, 3)]).tolist()
-    [[0, 64, 2, 5, 1, 1], [1, 0, 0, 3, 0, 0]]
+    Examples:
+        >>> from mallocgame.problem.model import FastInterval
+        >>> interval_columns([FastInterval(0, 64, 2, 5, 1), FastInterval(1, 0, 0, 3)]).tolist()
+        [[0, 64, 2, 5, 1, 1], [1, 0, 0, 3, 0, 0]]
     """
     if engine() == "native" and isinstance(intervals, (list, tuple)):
         cols = interval_columns_loop(intervals)  # exact ints only; anything else is read below
@@ -296,7 +297,7 @@ _LAST_TABLE: list = [None, None]  # the last tuple of intervals read, and its ta
 
 
 def interval_table(intervals: Sequence) -> np.ndarray:
-    """:func:`interval_columns`, read-only, raising ``ValueError`` where those say ``None``. The table of the last
+    """`interval_columns`, read-only, raising ``ValueError`` where those say ``None``. The table of the last
     tuple read is kept (a tuple's frozen intervals do not change): an answer is validated, then scored (its copies
     served) from one reading."""
     if type(intervals) is tuple and intervals is _LAST_TABLE[0]:

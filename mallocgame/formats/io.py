@@ -22,7 +22,6 @@ import contextlib
 import csv
 import errno
 import fcntl
-import gc
 import gzip
 import io
 import itertools
@@ -58,6 +57,7 @@ from mallocgame.problem.model import (
     check_regular_file,
 )
 from mallocgame.problem.units import parse_bytes
+from mallocgame.runtime.collection import gc_paused
 
 WORKLOAD_FORMAT = "mallocgame.workload/1"
 CSV_COLUMNS = ("id", "lower", "upper", "size")
@@ -579,21 +579,6 @@ def _header(fields: list[str]) -> list[str]:
     return [h.strip().lower() for h in fields]
 
 
-@contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
-    """No cyclic garbage collection inside (a reader's objects hold no cycles).
-
-    Reading 100k buffers makes millions of small objects; each batch of allocations would
-    start a collection that walks everything read so far (most of the reading time before).
-    """
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
-
 
 @contextlib.contextmanager
 def _any_field_size() -> Iterator[None]:
@@ -758,7 +743,7 @@ def _fast_csv_buffers(path: str, text: str) -> BufferTable | None:
                        if benefit else np.full(n, np.nan), np.zeros(n, np.uint8))
 
 
-@_gc_paused()
+@gc_paused()
 def read_csv(path: str | os.PathLike, *, with_offsets: bool = False) -> tuple[Problem, list[int | None] | None]:
     path = str(path)
     text = read_text(path)
@@ -1481,7 +1466,7 @@ def _columnar_workload(path: str, data: bytes) -> Problem | None:
                                  original_order=original_order))
 
 
-@_gc_paused()
+@gc_paused()
 def read_workload_json(path: str | os.PathLike) -> Problem:
     path = str(path)
     data = read_bytes(path)

@@ -44,13 +44,11 @@ Measurements: experiments/results/cpsat_history.md.
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import itertools
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, Iterator, NamedTuple, Sequence
+from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
@@ -69,6 +67,7 @@ from mallocgame.problem.intervals import component_runs, maximal_live_sets
 from mallocgame.problem.model import FastInterval, Problem, Solution, Status
 from mallocgame.problem.objective import at_least, better
 from mallocgame.runtime.budget import Budget, fits_again
+from mallocgame.runtime.collection import gc_paused
 from mallocgame.solvers.cpsat.model import grid_unit
 
 PREFETCH_RATIOS = (1.0, 1.5, 4.0)  # window budget / copy time of the candidate copy starts
@@ -263,20 +262,9 @@ def candidates(problem: Problem, hardware, budgets: Sequence[np.ndarray], extra:
     """The candidate stays of every buffer (see the module docstring), plus those of ``extra``; no duplicates.
     ``deadline`` (monotonic): no more buffers' stays after it (those of ``extra`` are always there); ``report``
     gets ``"buffers_with_candidates"``, how many buffers (in index order) got theirs before it."""
-    with _gc_paused():  # hundreds of thousands of tuples, no cycles: each collection would walk them all again
+    with gc_paused():  # hundreds of thousands of tuples, no cycles: each collection would walk them all again
         return _candidates(problem, hardware, budgets, extra, deadline=deadline, report=report)
 
-
-@contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
-    """No cyclic garbage collection inside (what is built there holds no cycles)."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def _candidates(problem: Problem, hardware, budgets: Sequence[np.ndarray], extra: Sequence[FastInterval],
@@ -940,7 +928,7 @@ class PrefetchWindows:
         self.seed, self.workers, self.deterministic, self.t0 = seed, workers, deterministic, t0
         profiles = [op_time_floor(problem, ev), pev.op_times(incumbent)]
         self.setup: dict = {}
-        with _gc_paused():  # the candidates' tuples and their indexes hold no cycles
+        with gc_paused():  # the candidates' tuples and their indexes hold no cycles
             self.stays = candidates(problem, hardware, profiles, extra, deadline=until, report=self.setup)
             self.index = {_key(s): c for c, s in enumerate(self.stays)}
             self.occ = np.fromiter((s.occupied_from for s in self.stays), np.int64, len(self.stays))
