@@ -6,6 +6,7 @@ card fixes them) and install as ``mallocgame.solvers`` and so on (package-dir in
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import tomllib
@@ -38,7 +39,14 @@ def test_old_top_level_names_are_gone_and_new_ones_import(tmp_path):
     code = ("import importlib.util, mallocgame.search.game, mallocgame.solvers.greedy_xla, mallocgame.hybrid.lns, "
             "mallocgame.hardware.validator\n"
             "print([n for n in ('search', 'solvers', 'hybrid', 'hardware') if importlib.util.find_spec(n)])")
-    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    env = dict(os.environ)
+    if env.get("PYTHONPATH"):  # a checkout put on the path by hand puts its top-level folders there too: the child
+        # sees the package alone instead, as an install shows it
+        (tmp_path / "path").mkdir()
+        (tmp_path / "path" / "mallocgame").symlink_to(ROOT / "mallocgame")
+        env["PYTHONPATH"] = str(tmp_path / "path")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          env=env)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"
 
