@@ -298,7 +298,7 @@ class _Race:
                 # msa's XLA variants too, if the msa member had no time for them (with the baselines' deadline, not
                 # their tenth of the limit): the msa solver of this limit may have built them on a quieter core,
                 # and the portfolio must not end below it. Before msa+greedy-xla, which can take several msa
-                # runs' time on a large program and leave them none (lstm3-scan150-train at load 14: 12.8 s)
+                # runs' time on a large program and leave them none (docs/results.md, the prefetch portfolio)
                 self.run_baselines(until, names=CHEAP_BASELINES)
                 self.run_variants(until)
                 self.run_baselines(until)
