@@ -580,8 +580,8 @@ def member_budget(problem, race: Budget, slots_left: int = 1) -> Budget:
     """A member's child budget: its share of the race's time left, less what its child needs to validate, score and
     send back its answer (a time per buffer, larger in prefetch mode, whose validation is the slow one: docs/results.md,
     "portfolio's defaults")."""
-    keep = 0.05 + (2e-4 if problem.mode == "prefetch" else 3e-5) * problem.n
-    return race.share((1 - CHILD_MARGIN) / max(slots_left, 1), keep=keep)
+    reply_seconds = 0.05 + (2e-4 if problem.mode == "prefetch" else 3e-5) * problem.n
+    return race.share((1 - CHILD_MARGIN) / max(slots_left, 1), keep=reply_seconds)
 
 
 def _split_members(names: list[str], lifted: set[str], *, large: bool) -> tuple[list[str], list[str], bool]:
