@@ -30,7 +30,7 @@ from mallocgame._native import serve_copies_left as _compiled_serve
 from mallocgame._native import serve_queue  # noqa: F401 (the prefetch game's door to it)
 from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.hardware.spec import HardwareSpec
-from mallocgame.hardware.validator import interval_table
+from mallocgame.hardware.validator import interval_columns
 from mallocgame.problem.model import KEY_WIDTH, FastInterval, Problem, ProblemRef, derived_facts
 
 
@@ -221,8 +221,12 @@ class PrefetchEvaluator:
 
 def span_columns(intervals: Sequence[FastInterval]) -> np.ndarray:
     """int64 ``[len(intervals), 5]``: each interval's buffer, start, end, whether it has a copy, and its copy start
-    (0 without one), from :func:`mallocgame.hardware.validator.interval_table` (read once per tuple of intervals)."""
-    return interval_table(intervals)[:, [0, 2, 3, 4, 5]]
+    (0 without one), from :func:`mallocgame.hardware.validator.interval_columns` (read once per tuple of intervals);
+    ``ValueError`` when a field is not an integer of 64 bits."""
+    cols = interval_columns(intervals)
+    if cols is None:
+        raise ValueError("an interval's field is not an integer of 64 bits")
+    return cols[:, [0, 2, 3, 4, 5]]
 
 
 def serve_copies(copies: Sequence[tuple[int, int, float]], budgets: Sequence[float]) -> list[float]:

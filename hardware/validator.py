@@ -21,7 +21,7 @@ from typing import Sequence
 
 import numpy as np
 
-from mallocgame._native import first_overlap_loop, interval_columns_loop
+from mallocgame._native import first_overlap_merged, interval_columns_loop, offset_columns_loop
 from mallocgame.problem.intervals import overlapping_pairs
 from mallocgame.problem.model import KEY_WIDTH, Buffer, Problem
 from mallocgame.runtime.native_engine import engine
@@ -35,6 +35,10 @@ def validate(problem: Problem, offsets: Sequence[int | None] | np.ndarray, *,
     """
     capacity = problem.capacity if capacity is None else capacity
     mode = problem.mode if mode is None else mode
+    if engine() == "native":
+        verdict = _columns_verdict(problem, offsets, capacity, mode)
+        if verdict is not _LOOK_CLOSER:
+            return verdict
     bufs = problem.buffers
     if isinstance(offsets, np.ndarray):
         offsets = [None if o < 0 else int(o) for o in offsets.tolist()]
@@ -43,17 +47,66 @@ def validate(problem: Problem, offsets: Sequence[int | None] | np.ndarray, *,
     if _valid_at_once(problem, offsets, capacity, mode):
         return None
     for b, off in zip(bufs, offsets):
-        if off is None:
-            if mode == "pack":
-                return f"buffer {b.id!r} has no offset (pack mode places every buffer)"
-            continue
-        if off < 0:
-            return f"buffer {b.id!r}: negative offset {off}"
-        if off % b.alignment:
-            return f"buffer {b.id!r}: offset {off} is not a multiple of its alignment {b.alignment}"
-        if capacity is not None and off + b.size > capacity:
-            return f"buffer {b.id!r}: offset {off} + size {b.size} = {off + b.size} exceeds capacity {capacity}"
+        violation = _buffer_violation(b, off, capacity, mode)
+        if violation is not None:
+            return violation
     return first_overlap(problem, offsets)
+
+
+def _buffer_violation(b: Buffer, off: int | None, capacity: int | None, mode: str) -> str | None:
+    """The first rule buffer ``b`` at ``off`` breaks on its own (placed in pack mode, offset, alignment,
+    capacity), or ``None``."""
+    if off is None:
+        return f"buffer {b.id!r} has no offset (pack mode places every buffer)" if mode == "pack" else None
+    if off < 0:
+        return f"buffer {b.id!r}: negative offset {off}"
+    if off % b.alignment:
+        return f"buffer {b.id!r}: offset {off} is not a multiple of its alignment {b.alignment}"
+    if capacity is not None and off + b.size > capacity:
+        return f"buffer {b.id!r}: offset {off} + size {b.size} = {off + b.size} exceeds capacity {capacity}"
+    return None
+
+
+_LOOK_CLOSER = object()  # _columns_verdict: the columns cannot say; the reference path judges
+
+
+def _columns_verdict(problem: Problem, offsets, capacity: int | None, mode: str):
+    """:func:`validate`'s verdict read from the answer's columns (:func:`offset_columns`) and the compiled sweep:
+    the same first violation, found without an object per buffer; ``_LOOK_CLOSER`` when the offsets are no
+    64-bit ints, their count is wrong or a top would not fit 64 bits."""
+    cols = offset_columns(offsets)
+    if cols is None or len(cols[0]) != problem.n:
+        return _LOOK_CLOSER
+    off, placed = cols
+    a = problem.arrays
+    if not _tops_fit(off, placed, a.size):
+        return _LOOK_CLOSER
+    bad = placed & ((off < 0) | (off % a.alignment != 0))
+    if capacity is not None and capacity < 2 ** 63:  # (above, no top that fits 64 bits exceeds it)
+        bad |= placed & (off > capacity - a.size)
+    if mode == "pack":
+        bad |= ~placed
+    if bad.any():  # the first buffer in index order that breaks a rule of its own, as the reference loop finds it
+        i = int(np.argmax(bad))
+        return _buffer_violation(problem.buffers[i], int(off[i]) if placed[i] else None, capacity, mode)
+    i, j = _sweep_pair(problem, off, placed)
+    return None if i < 0 else _overlap_message(problem, i, j, (int(off[i]), int(off[j])), (0, 1))
+
+
+def _tops_fit(off: np.ndarray, placed: np.ndarray, size: np.ndarray) -> bool:
+    """Does every ``offset + size`` fit a 64-bit integer (the compiled sweep's items)?"""
+    return not placed.any() or int(off[placed].max()) + int(size.max()) < 2 ** 63
+
+
+def _sweep_pair(problem: Problem, off: np.ndarray, placed: np.ndarray) -> tuple[int, int]:
+    """The compiled sweep (``first_overlap_merged``) over the placed buffers: the pair :func:`first_overlap`'s Python
+    sweep finds first, or ``(-1, -1)``."""
+    a = problem.arrays
+    index = np.flatnonzero(placed)
+    by_start = index[np.argsort(a.start[index], kind="stable")]
+    by_end = index[np.argsort(a.end[index], kind="stable")]
+    return first_overlap_merged(by_start, by_end, np.ascontiguousarray(a.start, np.int64),
+                                np.ascontiguousarray(a.end, np.int64), off, off + a.size)
 
 
 def _valid_at_once(problem: Problem, offsets: Sequence[int | None], capacity: int | None, mode: str) -> bool:
@@ -98,7 +151,7 @@ def first_overlap(problem: Problem, offsets: Sequence[int | None]) -> str | None
     """The first pair of live-overlapping placed buffers that share an address, if any.
 
     With the ``native`` engine (``mallocgame.runtime.native_engine``) the sweep runs compiled
-    (``mallocgame._native.first_overlap_loop``, the same events in the same order, the same pair) whenever the
+    (``mallocgame._native.first_overlap_merged``, the same events in the same order, the same pair) whenever the
     offsets fit 64-bit integers; ``python`` runs the loop below, the reference.
     """
     if engine() == "native":
@@ -129,26 +182,10 @@ def first_overlap(problem: Problem, offsets: Sequence[int | None]) -> str | None
 def _native_first_overlap(problem: Problem, offsets: Sequence[int | None]) -> tuple[int, int] | None:
     """The compiled sweep's ``(i, j)`` (``(-1, -1)``: no overlap), or ``None`` when an offset or a top does not fit
     a 64-bit integer (the Python sweep then judges)."""
-    a = problem.arrays
-    placed = np.flatnonzero(np.fromiter((o is not None for o in offsets), bool, len(offsets)))
-    try:
-        placed_off = np.array([offsets[i] for i in placed.tolist()])
-        if len(placed_off) and placed_off.dtype.kind != "i":  # floats or odd values
-            return None
-        placed_off = placed_off.astype(np.int64)
-        off = np.zeros(len(offsets), np.int64)
-        off[placed] = placed_off
-        with np.errstate(over="raise"):
-            top = off + a.size.astype(np.int64)
-    except (OverflowError, TypeError, ValueError, FloatingPointError):
+    cols = None if isinstance(offsets, np.ndarray) else offset_columns(offsets)
+    if cols is None or len(cols[0]) != problem.n or not _tops_fit(*cols, problem.arrays.size):
         return None
-    if len(placed_off) and (int(placed_off.max()) + int(a.size.max()) >= 2 ** 63):
-        return None
-    times = np.concatenate([a.start[placed], a.end[placed]]).astype(np.int64)
-    kinds = np.concatenate([np.ones(len(placed), np.int8), np.zeros(len(placed), np.int8)])
-    index = np.concatenate([placed, placed]).astype(np.int64)
-    order = np.lexsort((index, kinds, times))  # (time, kind, index): what the Python sweep sorts its events by
-    return first_overlap_loop(np.ascontiguousarray(index[order]), np.ascontiguousarray(kinds[order]), off, top)
+    return _sweep_pair(problem, *cols)
 
 
 class _SortedBlocks:
@@ -202,17 +239,34 @@ class _SortedBlocks:
             self.firsts[b] = block[0]
 
 
-def _overlap_message(problem: Problem, i: int, j: int, offsets: Sequence[int | None]) -> str:
+def _overlap_message(problem: Problem, i: int, j: int, offsets: Sequence[int | None],
+                     at: tuple[int, int] | None = None) -> str:
+    """Buffers ``i`` and ``j`` overlap; their offsets are ``offsets[i]`` and ``offsets[j]`` (``at``: the positions in
+    ``offsets`` to read instead)."""
     a, b = problem.buffers[i], problem.buffers[j]
-    oa, ob = offsets[i], offsets[j]
+    oa, ob = (offsets[i], offsets[j]) if at is None else (offsets[at[0]], offsets[at[1]])
     return (f"buffers {a.id!r} and {b.id!r} overlap: live [{a.start}, {a.end}) and [{b.start}, {b.end}), "
             f"addresses [{oa}, {oa + a.size}) and [{ob}, {ob + b.size})")
 
 
 def peak(problem: Problem, offsets: Sequence[int | None]) -> int:
     """Highest address used: max of ``offset + size`` over placed buffers (0 if none)."""
+    if engine() == "native" and type(offsets) in (list, tuple):
+        cols = offset_columns(offsets)
+        if cols is not None and len(cols[0]) == problem.n and _tops_fit(*cols, problem.arrays.size):
+            off, placed = cols
+            return int((off + problem.arrays.size)[placed].max()) if placed.any() else 0
     sizes = problem.arrays.size.tolist()  # the column: no buffer object made
     return max((off + z for z, off in zip(sizes, offsets) if off is not None), default=0)
+
+
+def count_placed(offsets: Sequence[int | None]) -> int:
+    """How many entries of ``offsets`` are not ``None`` (placed in fast memory)."""
+    if engine() == "native" and type(offsets) in (list, tuple):
+        cols = offset_columns(offsets)
+        if cols is not None:
+            return int(cols[1].sum())
+    return sum(o is not None for o in offsets)
 
 
 def validate_intervals(problem: Problem, intervals: Sequence, *, capacity: int | None = None) -> str | None:
@@ -273,15 +327,53 @@ def validate_intervals(problem: Problem, intervals: Sequence, *, capacity: int |
 
 
 def interval_columns(intervals: Sequence) -> np.ndarray | None:
-    """A prefetch answer's intervals as int64 columns ``[n, 6]``: ``(buffer, offset, start, end, has_copy,
-    copy_start or 0)`` (``has_copy``: 1 when ``copy_start`` is not None), or ``None`` when a field is not an
-    integer that fits in 64 bits. The validator and the evaluator read an answer this way.
+    """A prefetch answer's intervals as read-only int64 columns ``[n, 6]``: ``(buffer, offset, start, end,
+    has_copy, copy_start or 0)`` (``has_copy``: 1 when ``copy_start`` is not None), or ``None`` when a field is not
+    an integer that fits in 64 bits. The validator and the evaluator read an answer this way. A tuple's columns
+    are kept (its frozen intervals do not change): an answer is validated, then scored (its copies served) from
+    one reading.
 
     Examples:
         >>> from mallocgame.problem.model import FastInterval
         >>> interval_columns([FastInterval(0, 64, 2, 5, 1), FastInterval(1, 0, 0, 3)]).tolist()
         [[0, 64, 2, 5, 1, 1], [1, 0, 0, 3, 0, 0]]
     """
+    return _read_once("intervals", intervals, _read_interval_columns)
+
+
+def offset_columns(offsets: Sequence[int | None] | np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """A map or pack answer's offsets as read-only columns ``(offset, placed)``: int64 ``[n]`` (0 where not
+    placed) and bool ``[n]`` (``None`` is not placed; in an integer array, a negative entry, as :func:`validate`
+    reads one), or ``None`` when an entry is not an integer that fits in 64 bits. A tuple's columns are kept, as
+    :func:`interval_columns` keeps an answer's intervals.
+
+    Examples:
+        >>> [c.tolist() for c in offset_columns([64, None, 0])]
+        [[64, 0, 0], [True, False, True]]
+    """
+    return _read_once("offsets", offsets, _read_offset_columns)
+
+
+_LAST_READ: dict[str, tuple] = {}  # what (intervals, offsets) -> the last tuple read and its columns
+
+
+def _read_once(what: str, answer: Sequence, read):
+    """``read(answer)``, made read-only; for a tuple, the columns of the last tuple of ``what`` read if it is the
+    same object."""
+    keep = type(answer) is tuple
+    if keep:
+        last = _LAST_READ.get(what)
+        if last is not None and last[0] is answer:
+            return last[1]
+    cols = read(answer)
+    for col in (() if cols is None else cols if isinstance(cols, tuple) else (cols,)):
+        col.setflags(write=False)
+    if keep:
+        _LAST_READ[what] = (answer, cols)
+    return cols
+
+
+def _read_interval_columns(intervals: Sequence) -> np.ndarray | None:
     if engine() == "native" and isinstance(intervals, (list, tuple)):
         cols = interval_columns_loop(intervals)  # exact ints only; anything else is read below
         if cols is not None:
@@ -293,22 +385,27 @@ def interval_columns(intervals: Sequence) -> np.ndarray | None:
         return None
 
 
-_LAST_TABLE: list = [None, None]  # the last tuple of intervals read, and its table
-
-
-def interval_table(intervals: Sequence) -> np.ndarray:
-    """`interval_columns`, read-only, raising ``ValueError`` where those say ``None``. The table of the last
-    tuple read is kept (a tuple's frozen intervals do not change): an answer is validated, then scored (its copies
-    served) from one reading."""
-    if type(intervals) is tuple and intervals is _LAST_TABLE[0]:
-        return _LAST_TABLE[1]
-    table = interval_columns(intervals)
-    if table is None:
-        raise ValueError("an interval's field is not an integer of 64 bits")
-    table.setflags(write=False)
-    if type(intervals) is tuple:
-        _LAST_TABLE[:] = [intervals, table]
-    return table
+def _read_offset_columns(offsets) -> tuple[np.ndarray, np.ndarray] | None:
+    if isinstance(offsets, np.ndarray):
+        if offsets.ndim != 1 or offsets.dtype.kind not in "iu" or (
+                offsets.dtype.kind == "u" and len(offsets) and int(offsets.max()) >= 2 ** 63):
+            return None
+        placed = offsets >= 0
+        return np.where(placed, offsets, 0).astype(np.int64), placed
+    if engine() == "native" and isinstance(offsets, (list, tuple)):
+        cols = offset_columns_loop(offsets)  # exact ints only; anything else is read below
+        if cols is not None:
+            return cols
+    placed = np.fromiter((o is not None for o in offsets), bool, len(offsets))
+    try:
+        given = np.array([o for o in offsets if o is not None])
+    except (OverflowError, TypeError, ValueError):
+        return None
+    if len(given) and given.dtype.kind != "i":  # floats, bools, huge or odd values
+        return None
+    off = np.zeros(len(placed), np.int64)
+    off[placed] = given
+    return off, placed
 
 
 def _intervals_valid_at_once(problem: Problem, intervals: Sequence, capacity: int | None) -> bool:
@@ -316,9 +413,8 @@ def _intervals_valid_at_once(problem: Problem, intervals: Sequence, capacity: in
     occupied rectangles by every overlapping pair, when there are at most :data:`PAIR_LIMIT`). False says only
     "look closer": the loop then finds the first violation and its message. At 10k intervals the loop took
     0.25 s, which the searches' judges paid on every kept answer."""
-    try:
-        cols = interval_table(intervals)
-    except (OverflowError, TypeError, ValueError):
+    cols = interval_columns(intervals)
+    if cols is None:
         return False
     buf, off, start, end, has_copy, copy_start = cols.T
     n_ops, a, touches = len(problem.ops), problem.arrays, problem.touches

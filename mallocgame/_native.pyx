@@ -21,8 +21,10 @@ multiply-adds; the same operations in the same order). The boundary, what Python
   prefetch (``mallocgame/algorithms/_msa.pxi``, ``mallocgame.algorithms.memory_space_assignment``);
 * ``first_fit_loop(...)``, ``CanonicalSearch``, ``ComponentTables``, ``FailedStates``: pack-search's first fit and
   canonical search (``solvers/pack_search/_pack.pxi``, ``mallocgame.solvers.pack_search.search``);
-* ``first_overlap_loop(...)``: the validator's sweep over time, and ``interval_columns_loop(...)``: a prefetch
-  answer's intervals as int64 columns (``hardware/_overlap_sweep.pxi``, ``mallocgame.hardware.validator``).
+* ``first_overlap_merged(...)``: the validator's sweep over time, ``interval_columns_loop(...)`` and
+  ``offset_columns_loop(...)``: a prefetch answer's intervals and a map or pack answer's offsets as int64 columns
+  (``hardware/_overlap_sweep.pxi``, ``mallocgame.hardware.validator``);
+* ``csv_rows(...)``: the rows of a solution CSV (``formats/_csv_rows.pxi``, ``mallocgame.formats.io.problem_csv_text``).
 
 msa's and pack-search's parts divide as C does (``@cython.cdivision(True)`` on each of their functions and
 classes), as they were written and checked against their references; the other parts divide as Python does.
@@ -44,3 +46,4 @@ include "algorithms/_placement.pxi"
 include "algorithms/_msa.pxi"
 include "../solvers/pack_search/_pack.pxi"
 include "../hardware/_overlap_sweep.pxi"
+include "formats/_csv_rows.pxi"

@@ -279,13 +279,54 @@ def test_mcts_builds_the_mode_baselines_first_until_its_deadline(workload, mode,
 
 def test_an_answer_is_read_into_columns_once_per_tuple(workload):
     """Validating, then scoring (serving its copies) read the same tuple: one reading, a second at 200k intervals."""
-    from mallocgame.hardware.validator import interval_table
+    from mallocgame.hardware.validator import interval_columns
 
     _, _, answer = _prefetch_answer(workload)
-    table = interval_table(answer)
+    table = interval_columns(answer)
     assert table.shape == (len(answer), 6) and not table.flags.writeable
     assert table.tolist() == [[iv.buffer, iv.offset, iv.start, iv.end, iv.copy_start is not None, iv.copy_start or 0]
                               for iv in answer]
-    assert interval_table(answer) is table  # the same tuple: read once
-    assert interval_table(list(answer)) is not table  # a list may change: read again
-    assert interval_table(answer[:-1]) is not table and interval_table(answer[:-1]).shape[0] == len(answer) - 1
+    assert interval_columns(answer) is table  # the same tuple: read once
+    assert interval_columns(list(answer)) is not table  # a list may change: read again
+    assert interval_columns(answer[:-1]) is not table and interval_columns(answer[:-1]).shape[0] == len(answer) - 1
+
+
+def _csv_problems():
+    """Problems whose solution CSVs use every column: quoted and non-ASCII ids, alignment, benefit, none."""
+    from mallocgame.problem.model import Buffer, Problem
+
+    plain = layered_network(60, seed=3).replace(mode="pack", capacity=None)
+    odd = Problem("odd", (Buffer('a,"1"', 8, 0, 2, 1.5, 4), Buffer("b\nc", 16, 1, 3, None, 1), Buffer("é", 4, 0, 3, 2.0, 1),
+                          Buffer("d", 2 ** 40, 2, 4, None, 1)), capacity=None, mode="map")
+    return [plain, odd, Problem("empty", (), capacity=None, mode="map")]
+
+
+def test_solution_csv_text_is_the_same_in_both_engines(monkeypatch):
+    """The compiled rows (``mallocgame._native.csv_rows``) are the Python join's, byte for byte: with offsets
+    (placed, slow, 0, past 32 bits), numpy integers, an int64 array, none, and quoted or non-ASCII ids."""
+    from mallocgame.formats import io as io_module
+
+    calls = []
+    compiled = io_module.csv_rows
+    monkeypatch.setattr(io_module, "csv_rows", lambda *args: calls.append(1) or compiled(*args))
+    for p in _csv_problems():
+        stacked = np.cumsum([0] + [b.size for b in p.buffers])[:-1].tolist()
+        answers = [None, tuple(stacked), tuple(None if i % 3 == 1 else o for i, o in enumerate(stacked)),
+                   [np.int64(o) for o in stacked], np.array(stacked, np.int64), [-8] * p.n, [2 ** 62 + 1] * p.n]
+        for offsets in answers:
+            texts = []
+            for name in ("python", "native"):
+                monkeypatch.setenv("MALLOCGAME_ENGINE", name)
+                texts.append(io_module.problem_csv_text(p, offsets))
+            assert texts[1] == texts[0], (p.name, offsets)
+    assert len(calls) >= 3 * 5  # the native engine wrote the rows of every problem compiled (not the arrays' rows)
+
+
+def test_report_offsets_by_id_are_the_same_from_ints_and_numpy_ints():
+    p = layered_network(30, seed=4)
+    offsets = tuple(None if i % 4 else 64 * i for i in range(p.n))
+    fast = common.offsets_by_id(p, offsets)
+    assert fast == {i: o for i, o in zip(p.ids, offsets)} and list(fast) == list(p.ids)
+    assert common.offsets_by_id(p, tuple(None if o is None else np.int64(o) for o in offsets)) == fast
+    assert all(type(v) is int for v in common.offsets_by_id(p, tuple(None if o is None else np.int64(o)
+                                                                       for o in offsets)).values() if v is not None)

@@ -106,3 +106,96 @@ def test_interval_columns_read_other_numbers_as_the_python_engine_and_say_none_w
             assert validator_module.interval_columns(odd).tolist() == [[3, 0, 1, 4, 1, 1], [1, 8, 0, 2, 0, 0]]
             assert validator_module.interval_columns([FastInterval(0, 2**64, 0, 1)]) is None
             assert validator_module.interval_columns([FastInterval(0, "eight", 0, 1)]) is None
+
+
+def _mutated(rng, p, good):
+    """``good`` (a valid packing) and answers that break each rule: a buffer left out, a negative, misaligned or
+    too high offset, two buffers moved onto each other, numpy integers, an array with -1 slow, a wrong length."""
+    answers = [list(good)]
+    for _ in range(6):
+        bad = list(good)
+        i = int(rng.integers(0, p.n))
+        kind = int(rng.integers(0, 5))
+        if kind == 0:
+            bad[i] = None
+        elif kind == 1:
+            bad[i] = -int(p.buffers[i].alignment)
+        elif kind == 2:
+            bad[i] = good[i] + 1
+        elif kind == 3:
+            bad[i] = (p.capacity or 64) + int(p.buffers[i].alignment)
+        else:
+            bad[i] = good[int(rng.integers(0, p.n))]
+        answers.append(bad)
+    answers += [[None if o is None else np.int64(o) for o in good], np.array(good, np.int64),
+                np.array([-1] + list(good[1:]), np.int64), list(good[:-1]), tuple(good)]
+    return answers
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 10_000), st.integers(2, 40), st.sampled_from(["pack", "map"]), st.booleans())
+def test_validate_gives_the_reference_verdict_on_valid_and_mutated_answers(seed, n, mode, aligned):
+    """The native engine's verdict read from columns (no object per buffer) is the Python engine's, word for word,
+    on a valid packing and on answers that break each rule; the peak and the count of placed buffers too."""
+    rng = np.random.default_rng(seed)
+    p, good = packed_instance(n, seed=seed, capacity=64, horizon=8)
+    if aligned:  # offsets of a packing scaled by 4, alignments of 4 or 1
+        p = p.replace(buffers=tuple(Buffer(b.id, 4 * b.size, b.start, b.end, None, int(rng.choice([1, 4])))
+                                    for b in p.buffers), capacity=256)
+        good = [4 * o for o in good]
+    p = p.replace(mode=mode)
+    for answer in _mutated(rng, p, good):
+        seen = []
+        for name in ("python", "native"):
+            with pytest.MonkeyPatch.context() as mp:
+                mp.setenv("MALLOCGAME_ENGINE", name)
+                readable = len(answer) == p.n
+                seen.append((validate(p, answer), validate(p, answer, capacity=10 ** 30), validate(p, answer, mode="map"),
+                             validator_module.peak(p, answer) if readable else None,
+                             validator_module.count_placed(answer)))
+        assert seen[0] == seen[1], answer
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("MALLOCGAME_ENGINE", "native")
+        assert validate(p, good) is None
+
+
+def test_a_valid_answer_is_validated_from_its_columns(monkeypatch):
+    """With the native engine a valid pack answer is judged from its columns and the compiled sweep: neither the
+    pair listing of the reference nor its per-buffer loop runs (at 2M buffers they took seconds)."""
+    p = layered_network(400, seed=2).replace(mode="pack", capacity=None)
+    top, offsets = 0, []
+    for b in p.buffers:
+        top = -(-top // b.alignment) * b.alignment
+        offsets.append(top)
+        top += b.size
+
+    def reference(*args, **kwargs):
+        raise AssertionError("the reference path ran")
+
+    monkeypatch.setenv("MALLOCGAME_ENGINE", "native")
+    monkeypatch.setattr(validator_module, "_valid_at_once", reference)
+    monkeypatch.setattr(validator_module, "_buffer_violation", reference)
+    answer = tuple(offsets)
+    assert validate(p, answer) is None and validate(p, np.array(offsets)) is None
+    cols = validator_module.offset_columns(answer)
+    assert validator_module.offset_columns(answer) is cols and not cols[0].flags.writeable  # a tuple: read once
+    assert cols[0].tolist() == offsets and cols[1].all()
+    clash = list(offsets)
+    clash[1] = offsets[0]
+    monkeypatch.undo()
+    monkeypatch.setenv("MALLOCGAME_ENGINE", "python")
+    expected = validate(p, clash)
+    monkeypatch.setenv("MALLOCGAME_ENGINE", "native")
+    monkeypatch.setattr(validator_module, "_valid_at_once", reference)
+    assert validate(p, clash) == expected and "overlap" in expected
+
+
+def test_offset_columns_read_what_validate_reads():
+    """``None`` (and, in an integer array, a negative entry) is not placed; numpy integers are read as the Python
+    engine reads them; floats, bools and ints past 64 bits give ``None``."""
+    cols = validator_module.offset_columns([8, None, np.int64(4)])
+    assert cols[0].tolist() == [8, 0, 4] and cols[1].tolist() == [True, False, True]
+    cols = validator_module.offset_columns(np.array([8, -1, 0]))
+    assert cols[0].tolist() == [8, 0, 0] and cols[1].tolist() == [True, False, True]
+    for odd in ([0.0, 8.0], [True, None], [2 ** 64, 0], np.array([0.5])):
+        assert validator_module.offset_columns(odd) is None

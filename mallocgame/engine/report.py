@@ -24,7 +24,8 @@ from mallocgame.bounds.bounds import Bound
 from mallocgame.engine.protocol import LIMIT_GRACE
 from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.hardware.prefetch_cost import Breakdown, PrefetchEvaluator
-from mallocgame.hardware.validator import interval_peak, peak, validate, validate_intervals, validate_schedule
+from mallocgame.hardware.validator import (count_placed, interval_peak, peak, validate, validate_intervals,
+                                             validate_schedule)
 from mallocgame.problem.model import Problem, Solution, Status, offsets_tuple
 from mallocgame.problem.objective import better as better_value
 from mallocgame.problem.units import SAME, distinct, format_bytes, format_number, format_percent, format_seconds
@@ -101,7 +102,7 @@ def judge(problem: Problem, hardware, answer: Sequence, *, violation: str | None
         if violation is None:
             violation = validate(problem, answer)
         readable = len(answer) == problem.n
-        placed = sum(o is not None for o in answer) if readable else 0
+        placed = count_placed(answer) if readable else 0
         top = peak(problem, answer) if readable else 0
         if found and violation is not None and readable and _only_too_high(problem, answer, placed, top):
             violation = does_not_fit(top, problem.capacity)

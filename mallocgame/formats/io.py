@@ -41,6 +41,7 @@ from typing import IO, Any, Iterable, Iterator, Literal, Sequence
 import msgspec
 import numpy as np
 
+from mallocgame._native import csv_rows, offset_columns_loop
 from mallocgame.formats.lift import map_intervals
 from mallocgame.problem.aliasing import merge_inplace
 from mallocgame.problem.model import (
@@ -58,6 +59,7 @@ from mallocgame.problem.model import (
 )
 from mallocgame.problem.units import parse_bytes
 from mallocgame.runtime.collection import gc_paused
+from mallocgame.runtime.native_engine import engine
 
 WORKLOAD_FORMAT = "mallocgame.workload/1"
 CSV_COLUMNS = ("id", "lower", "upper", "size")
@@ -318,15 +320,45 @@ def problem_csv_text(problem: Problem, offsets: Sequence[int | None] | None = No
     ids = problem.ids
     if any(c in "\0".join(ids) for c in ',"\r\n'):  # some id needs quoting: each is looked at
         ids = [_csv_line([i])[:-1] for i in ids]
-    columns: list[Iterable[str]] = [ids] + [map(str, c.tolist()) for c in (a.start, a.end, a.size)]
-    if with_alignment:
-        columns.append(map(str, a.alignment.tolist()))
+    numbers = [a.start, a.end, a.size] + ([a.alignment] if with_alignment else [])
+    benefits = None
     if with_benefit:  # a table's column is its buffers' benefit; objects keep theirs (an int stays an int)
         given = a.benefit.tolist() if isinstance(bufs, BufferTable) else [b.benefit for b in bufs]
-        columns.append(["" if b is None or b != b else _fmt_num(b) for b in given])
+        benefits = ["" if b is None or b != b else _fmt_num(b) for b in given]
+    if engine() == "native":
+        rows = _compiled_rows(list(ids), numbers, benefits, offsets)
+        if rows is not None:
+            return _csv_line(cols) + rows
+    columns: list[Iterable[str]] = [ids] + [map(str, c.tolist()) for c in numbers]
+    if benefits is not None:
+        columns.append(benefits)
     if offsets is not None:
         columns.append(["" if o is None else str(o) for o in offsets])
     return _csv_line(cols) + "".join([row + "\n" for row in map(",".join, zip(*columns))])
+
+
+def _compiled_rows(ids: list[str], numbers: list[np.ndarray], benefits: list[str] | None,
+                   offsets: Sequence[int | None] | None) -> str | None:
+    """:func:`problem_csv_text`'s rows, written compiled (``mallocgame._native.csv_rows``): the same text, or
+    ``None`` when the offsets are not exact 64-bit ints (or ``None``) in a list or tuple, or an id is no UTF-8
+    (the join in Python then writes them)."""
+    placed = None
+    if offsets is not None:
+        read = offset_columns_loop(offsets) if type(offsets) in (list, tuple) else None
+        if read is None:
+            return None
+        numbers = numbers + [read[0]]
+        placed = read[1]
+    table = np.ascontiguousarray(np.column_stack(numbers).astype(np.int64, copy=False).reshape(len(ids), len(numbers)))
+    blank = np.zeros(table.shape, np.uint8)
+    if placed is not None:
+        blank[:, -1] = ~placed
+    layout = [-1, *range(len(numbers) - (placed is not None))] + ([-2] if benefits is not None else []) + \
+        ([len(numbers) - 1] if placed is not None else [])
+    try:
+        return csv_rows([ids] + ([benefits] if benefits is not None else []), table, blank, layout)
+    except UnicodeEncodeError:
+        return None
 
 
 def write_solution_csv(path: str | os.PathLike, problem: Problem, solution: Solution) -> None:
