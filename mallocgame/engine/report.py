@@ -24,8 +24,7 @@ from mallocgame.bounds.bounds import Bound
 from mallocgame.engine.protocol import LIMIT_GRACE
 from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.hardware.prefetch_cost import Breakdown, PrefetchEvaluator
-from mallocgame.hardware.validator import (count_placed, interval_peak, peak, validate, validate_intervals,
-                                             validate_schedule)
+from mallocgame.hardware.validator import count_placed, interval_peak, peak, validate, validate_intervals, validate_schedule
 from mallocgame.problem.model import Problem, Solution, Status, offsets_tuple
 from mallocgame.problem.objective import better as better_value
 from mallocgame.problem.units import SAME, distinct, format_bytes, format_number, format_percent, format_seconds
