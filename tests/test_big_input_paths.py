@@ -321,12 +321,3 @@ def test_solution_csv_text_is_the_same_in_both_engines(monkeypatch):
             assert texts[1] == texts[0], (p.name, offsets)
     assert len(calls) >= 3 * 5  # the native engine wrote the rows of every problem compiled (not the arrays' rows)
 
-
-def test_report_offsets_by_id_are_the_same_from_ints_and_numpy_ints():
-    p = layered_network(30, seed=4)
-    offsets = tuple(None if i % 4 else 64 * i for i in range(p.n))
-    fast = common.offsets_by_id(p, offsets)
-    assert fast == {i: o for i, o in zip(p.ids, offsets)} and list(fast) == list(p.ids)
-    assert common.offsets_by_id(p, tuple(None if o is None else np.int64(o) for o in offsets)) == fast
-    assert all(type(v) is int for v in common.offsets_by_id(p, tuple(None if o is None else np.int64(o)
-                                                                       for o in offsets)).values() if v is not None)

@@ -272,8 +272,6 @@ def offsets_by_id(problem: Problem, offsets: Sequence[int | None] | None) -> dic
     """``{"b7": 1024, "b9": None}``: a solution's offsets keyed by buffer id (``None``: slow memory)."""
     if offsets is None or len(offsets) != problem.n:
         return None
-    if set(map(type, offsets)) <= {int, type(None)}:  # as they are (2M offsets one by one took seconds)
-        return dict(zip(problem.ids, offsets))
     return {i: (None if o is None else int(o)) for i, o in zip(problem.ids, offsets)}
 
 
