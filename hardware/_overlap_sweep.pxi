@@ -5,7 +5,7 @@
 # :func:`first_overlap_merged` walks the placed buffers' events by (time, kind, index), a release before an
 # allocation at equal times, keeps the live placed buffers as (offset, top, index) in an ordered set, and at each
 # allocation looks at the items just before and just after where the new one goes, exactly as the Python sweep
-# does, so both report the same first pair. tests/test_evaluator_validator.py checks both engines against each other.
+# does, so both report the same first pair. tests/test_engine_validator.py checks both engines against each other.
 
 from libcpp.set cimport set as cpp_set
 from libcpp.pair cimport pair
