@@ -191,15 +191,32 @@ def command_budget(time_limit: float, *, started: float | None = None, loading: 
 
 def answer_reserve(n: int) -> float:
     """Seconds the parent keeps back at the end of a solve of ``n`` buffers for judging the answer it holds and
-    writing the outputs (the solution CSV and the report: :data:`RESERVE_SECONDS` plus
-    :data:`RESERVE_PER_BUFFER` per buffer): the solver's budget ends that much before the command's deadline, and
-    a child still running is stopped that much before the deadline + `LIMIT_GRACE`.
+    writing the outputs (the solution CSV and the report): :data:`RESERVE_SECONDS` plus :data:`RESERVE_PER_BUFFER`
+    per buffer (:func:`child_limits`).
 
     Examples:
         >>> answer_reserve(0), round(answer_reserve(200_000), 3)
         (0.1, 0.7)
     """
     return RESERVE_SECONDS + RESERVE_PER_BUFFER * n
+
+
+def child_limits(budget: Budget, n: int) -> tuple[Budget, float]:
+    """A forked solve of ``n`` buffers within the whole solve's ``budget`` (:func:`command_budget`): the solver's
+    budget (from now until :func:`answer_reserve` before the deadline) and the monotonic instant the parent stops a
+    child still running: :data:`~mallocgame.engine.protocol.LIMIT_GRACE` past the deadline less the reserve, but
+    never before the deadline itself (a big input's first answer has until then to arrive).
+
+    Examples:
+        >>> whole = Budget(10.0, time.monotonic())
+        >>> solver, stop = child_limits(whole, 0)
+        >>> solver.deadline == whole.deadline - 0.1, round(stop - whole.deadline, 6)
+        (True, 0.9)
+        >>> round(child_limits(whole, 2_000_000)[1] - whole.deadline, 6)  # reserve 6.1 s: stopped at the deadline
+        0.0
+    """
+    reserve = answer_reserve(n)
+    return Budget.until(budget.deadline - reserve), max(budget.deadline, budget.deadline + LIMIT_GRACE - reserve)
 
 
 def solve_beside_bound(name: str, problem: Problem, hardware, *, time_limit: float, seed: int,
@@ -211,26 +228,26 @@ def solve_beside_bound(name: str, problem: Problem, hardware, *, time_limit: flo
 
     ``budget``: the whole solve's time (:func:`command_budget`: a command's from its start, load time added); by
     default ``time_limit`` seconds from now. The child's solver gets what is left of it less
-    :func:`answer_reserve`; the bound is the tightest known without waiting (the instant bound or the cached one,
-    `mallocgame.engine.session.Session.bound`), built here while the child solves. The child sends each better
-    answer as found (`mallocgame.runtime.incumbents`; ``on_improvement`` is called with each
-    `mallocgame.runtime.incumbents.Improvement`, ``on_bound`` with the bound); a child still running at the
-    budget's deadline + `mallocgame.engine.protocol.LIMIT_GRACE` - :func:`answer_reserve` is stopped and the best
-    answer it sent (or the hint, if better) is reported, validated, FEASIBLE, with the note "stopped at the limit"
+    :func:`answer_reserve` (:func:`child_limits`); the bound is the tightest known without waiting (the instant
+    bound or the cached one, `mallocgame.engine.session.Session.bound`), built here while the child solves. The
+    child sends each better answer as found (`mallocgame.runtime.incumbents`; ``on_improvement`` is called with
+    each `mallocgame.runtime.incumbents.Improvement`, ``on_bound`` with the bound); a child still running at the
+    instant :func:`child_limits` gives (the deadline + `mallocgame.engine.protocol.LIMIT_GRACE` less the reserve)
+    is stopped and the best answer it sent (or the hint, if better) is reported, validated, FEASIBLE, with the
+    note "stopped at the limit"
     (`mallocgame.engine.report.stopped_at_limit`).
     """
-    budget = command_budget(time_limit) if budget is None else budget
-    reserve = answer_reserve(problem.n)
+    solver_budget, stop_at = child_limits(command_budget(time_limit) if budget is None else budget, problem.n)
     # the child imports its solvers (runner.preload) and builds what its runs read (overlap index, evaluators:
     # seconds at 2M buffers) on this clock, after its first answer (solve_in_child), while the bound is built here
     # (hashing the problem for the bound cache and the instant bound: seconds at 2M buffers)
     facts = session_for(problem, hardware)
     run = ChildCall.start(solve_in_child, (name, problem, hardware),
-                          dict(budget=Budget.until(budget.deadline - reserve), seed=seed, hint=hint,
-                               warm_start=warm_start, options=options, compute_bound=False, facts=facts),
+                          dict(budget=solver_budget, seed=seed, hint=hint, warm_start=warm_start, options=options,
+                               compute_bound=False, facts=facts),
                           channel=(problem, name))
     # a thread reads the child's answers and stops it at the limit, whatever this process does meanwhile
-    run.keep_limit(budget.deadline + LIMIT_GRACE - reserve, on_improvement)
+    run.keep_limit(stop_at, on_improvement)
     try:
         bound = problem_bound(problem, hardware)
         if on_bound is not None:
