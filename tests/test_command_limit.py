@@ -22,7 +22,7 @@ from tests.conftest import run_cli
 from tests.test_plugins import make_distribution
 
 IMPORT_SECONDS = 2.0  # what the slow plugin's import sleeps
-LIMIT = 3.0
+LIMIT = 5.0  # more than the interpreter's start, its imports and the slow import on a loaded machine
 
 # A solver whose module takes IMPORT_SECONDS to import, that sends the all-slow answer and then never returns.
 SLOW_PLUGIN = textwrap.dedent(f"""
@@ -81,7 +81,7 @@ def test_a_slow_solver_import_is_inside_the_command_s_limit(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "stopped at the limit" in r.stdout + r.stderr
     # the example loads in milliseconds: the whole command, interpreter and imports included, within limit + grace
-    assert wall <= LIMIT + LIMIT_GRACE + 0.75, wall
+    assert wall <= LIMIT + LIMIT_GRACE + 1.0, wall  # before: import + limit + grace at least (8 s)
     assert wall >= IMPORT_SECONDS
 
 
