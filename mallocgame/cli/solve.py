@@ -39,6 +39,7 @@ from mallocgame.cli.common import (
     write_file,
     write_text,
 )
+from mallocgame.cli.exits import command_started
 from mallocgame.cli.progress import SolveProgress
 from mallocgame.cli.schedule import reschedule_outputs
 from mallocgame.engine.protocol import option_kinds, parse_solver_options, split_option
@@ -49,7 +50,6 @@ from mallocgame.formats.io import intervals_csv_text, problem_csv_text
 from mallocgame.hybrid.reschedule import reschedule_beside_limit
 from mallocgame.problem.model import InputError, Problem
 from mallocgame.problem.suggest import did_you_mean
-from mallocgame.runtime.budget import process_started
 
 
 def _check_hint(problem: Problem, hint_path: str, time_limit: float):
@@ -155,7 +155,7 @@ def solve(problem_path, solver_name, mode, capacity, capacity_fraction, hardware
     except InputError as exc:
         fail(str(exc))
     # the limit counts from the command's start with the inputs' load added: everything else is inside it
-    budget = command_budget(time_limit, started=process_started(), loading=time.monotonic() - loading)
+    budget = command_budget(time_limit, started=command_started(), loading=time.monotonic() - loading)
     gc.freeze()  # the problem lives to the end: collections (and a forked solver's pages) leave it alone
     options = _solve_options(names, solver_options, workers, simulations, minimize_peak)
     capacity_warning(problem)
