@@ -176,10 +176,11 @@ def command_budget(time_limit: float, *, started: float | None = None, loading: 
     """The time of one solve as its caller promises it: ``time_limit`` seconds plus the ``loading`` seconds its
     inputs took to read, from the instant ``started``.
 
-    A command counts from its process's start (:func:`mallocgame.runtime.budget.process_started`) and adds the time
-    it took to load its input files; the API (a call of :func:`mallocgame.solve`) and a ``compare`` run count from
-    their own start (``started`` ``None``: now). Everything the solve does is inside it: imports, the bound, the
-    fork, the solver's imports and set-up, its answer validated and written (:func:`answer_reserve`); the solver's
+    A command counts from its start (:func:`mallocgame.cli.exits.command_started`: run as its process, the
+    process's start) and adds the time it took to load its input files; the API (a call of :func:`mallocgame.solve`)
+    and a ``compare`` run count from their own start (``started`` ``None``: now). Everything the solve does is inside
+    it: imports, the bound, the fork, the solver's imports and set-up, its answer validated and written
+    (:func:`answer_reserve`); the solver's
     budget is what is left (:func:`solve_beside_bound`).
 
     Examples:
