@@ -39,6 +39,8 @@ FIRST_ANSWER_BUFFERS = 100_000
 # (scoring a 200k-buffer answer and writing its CSV take 2.6 us per buffer on an idle machine: docs/results.md).
 RESERVE_SECONDS = 0.1
 RESERVE_PER_BUFFER = 3e-6
+# Seconds a solving child has at least before the parent stops it (`child_limits`): to send the answer it has.
+CHILD_FLOOR = 0.5
 WARM_START_SHARE = 0.2  # of a solve's time, the share its warm-start solver gets (the main solver gets the rest)
 
 # ---------------------------------------------------------------------------- the request
@@ -203,10 +205,12 @@ def answer_reserve(n: int) -> float:
 
 
 def child_limits(budget: Budget, n: int) -> tuple[Budget, float]:
-    """A forked solve of ``n`` buffers within the whole solve's ``budget`` (:func:`command_budget`): the solver's
-    budget (from now until :func:`answer_reserve` before the deadline) and the monotonic instant the parent stops a
-    child still running: :data:`~mallocgame.engine.protocol.LIMIT_GRACE` past the deadline less the reserve, but
-    never before the deadline itself (a big input's first answer has until then to arrive).
+    """A forked solve of ``n`` buffers within the whole solve's ``budget`` (:func:`command_budget`), its child
+    started now: the solver's budget (from now until :func:`answer_reserve` before the deadline) and the monotonic
+    instant the parent stops a child still running: :data:`~mallocgame.engine.protocol.LIMIT_GRACE` past the
+    deadline less the reserve, but never before the deadline itself (a big input's first answer has until then to
+    arrive) nor before the child has had :data:`CHILD_FLOOR` seconds (a command whose start took its whole limit
+    ends that much late with an answer, not on time without one).
 
     Examples:
         >>> whole = Budget(10.0, time.monotonic())
@@ -215,9 +219,13 @@ def child_limits(budget: Budget, n: int) -> tuple[Budget, float]:
         (True, 0.9)
         >>> round(child_limits(whole, 2_000_000)[1] - whole.deadline, 6)  # reserve 6.1 s: stopped at the deadline
         0.0
+        >>> spent = Budget(1.0, time.monotonic() - 5.0)
+        >>> child_limits(spent, 0)[1] - time.monotonic() > CHILD_FLOOR - 0.1
+        True
     """
     reserve = answer_reserve(n)
-    return Budget.until(budget.deadline - reserve), max(budget.deadline, budget.deadline + LIMIT_GRACE - reserve)
+    stop = max(budget.deadline + max(LIMIT_GRACE - reserve, 0.0), time.monotonic() + CHILD_FLOOR)
+    return Budget.until(budget.deadline - reserve), stop
 
 
 def solve_beside_bound(name: str, problem: Problem, hardware, *, time_limit: float, seed: int,
