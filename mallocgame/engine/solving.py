@@ -36,11 +36,14 @@ from mallocgame.runtime.incumbents import offer
 # before a solver's first answer (overlap index, evaluators, a baseline) can take longer than a short limit there.
 FIRST_ANSWER_BUFFERS = 100_000
 # What the parent keeps back for judging and writing an answer (`answer_reserve`): a fixed part and a part per buffer
-# (scoring a 200k-buffer answer and writing its CSV take 2.6 us per buffer on an idle machine: docs/results.md).
+# (scoring a 200k-buffer answer and writing its CSV take 2.6 us per buffer on an idle machine, judging the first
+# answer of the one-op 500k workload 2.9 us: about 1.5x that for a loaded machine; docs/results.md).
 RESERVE_SECONDS = 0.1
-RESERVE_PER_BUFFER = 3e-6
-# Seconds a solving child has at least before the parent stops it (`child_limits`): to send the answer it has.
+RESERVE_PER_BUFFER = 4e-6
+# Seconds a solving child has at least before the parent stops it (`child_limits`): to send the answer it has, and
+# per buffer, to build and send a big input's first answer (`first_answer`; 16 MB of offsets at 2M buffers).
 CHILD_FLOOR = 0.5
+FIRST_ANSWER_PER_BUFFER = 1e-6
 WARM_START_SHARE = 0.2  # of a solve's time, the share its warm-start solver gets (the main solver gets the rest)
 
 # ---------------------------------------------------------------------------- the request
@@ -199,7 +202,7 @@ def answer_reserve(n: int) -> float:
 
     Examples:
         >>> answer_reserve(0), round(answer_reserve(200_000), 3)
-        (0.1, 0.7)
+        (0.1, 0.9)
     """
     return RESERVE_SECONDS + RESERVE_PER_BUFFER * n
 
@@ -208,23 +211,24 @@ def child_limits(budget: Budget, n: int) -> tuple[Budget, float]:
     """A forked solve of ``n`` buffers within the whole solve's ``budget`` (:func:`command_budget`), its child
     started now: the solver's budget (from now until :func:`answer_reserve` before the deadline) and the monotonic
     instant the parent stops a child still running: :data:`~mallocgame.engine.protocol.LIMIT_GRACE` past the
-    deadline less the reserve, but never before the deadline itself (a big input's first answer has until then to
-    arrive) nor before the child has had :data:`CHILD_FLOOR` seconds (a command whose start took its whole limit
-    ends that much late with an answer, not on time without one).
+    deadline less the reserve (before the deadline when judging and writing an answer of ``n`` buffers takes more
+    than the grace: a big input's child sends its first answer at once), but never before the child has had
+    :data:`CHILD_FLOOR` seconds, and :data:`FIRST_ANSWER_PER_BUFFER` more per buffer to send its first answer (a
+    command whose start took its whole limit ends that much late with an answer, not on time without one).
 
     Examples:
         >>> whole = Budget(10.0, time.monotonic())
         >>> solver, stop = child_limits(whole, 0)
         >>> solver.deadline == whole.deadline - 0.1, round(stop - whole.deadline, 6)
         (True, 0.9)
-        >>> round(child_limits(whole, 2_000_000)[1] - whole.deadline, 6)  # reserve 6.1 s: stopped at the deadline
-        0.0
+        >>> round(child_limits(whole, 500_000)[1] - whole.deadline, 6)  # reserve 2.1 s: stopped 1.1 s before
+        -1.1
         >>> spent = Budget(1.0, time.monotonic() - 5.0)
         >>> child_limits(spent, 0)[1] - time.monotonic() > CHILD_FLOOR - 0.1
         True
     """
     reserve = answer_reserve(n)
-    stop = max(budget.deadline + max(LIMIT_GRACE - reserve, 0.0), time.monotonic() + CHILD_FLOOR)
+    stop = max(budget.deadline + LIMIT_GRACE - reserve, time.monotonic() + CHILD_FLOOR + FIRST_ANSWER_PER_BUFFER * n)
     return Budget.until(budget.deadline - reserve), stop
 
 
