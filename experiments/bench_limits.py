@@ -8,8 +8,8 @@ every other), it runs the command a user would::
 
     mallocgame solve FILE --solver S --mode M --time-limit T [--minimize-peak] --report R.json
 
-from a small wrapper process (``--one``) that reports the command's wall time and the peak resident
-memory of its process tree (``RUSAGE_CHILDREN``: the largest of the command and the solver's forked
+from a small wrapper process (``--one``) that reports the command's wall time, CPU seconds and the peak
+resident memory of its process tree (``RUSAGE_CHILDREN``: the largest of the command and the solver's forked
 child). ``load s`` is the time of reading and preparing the same file in the same mode (``--load``,
 a process of its own); ``overrun s = wall - limit - load`` (the issue's promise: at most 1 s). A
 command still running at ``--timeout`` seconds (default: 3 x limit + 2 x load + 60) has its process
@@ -42,7 +42,7 @@ MODES = ("map", "pack", "prefetch")
 
 def one(args: list[str], timeout: float) -> dict:
     """Run ``mallocgame ARGS`` (killed with its process group at ``timeout``); its exit code, wall seconds,
-    the tree's peak RSS (MB) and its last line."""
+    the tree's CPU seconds (user + system) and peak RSS (MB), and its last line."""
     t0 = time.monotonic()
     proc = subprocess.Popen([sys.executable, "-m", "mallocgame.cli.main", *args], cwd=ROOT, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
@@ -54,12 +54,13 @@ def one(args: list[str], timeout: float) -> dict:
         out, err = proc.communicate()
         code = "timeout"
     wall = time.monotonic() - t0
-    rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    rss, cpu = usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
     summary = (out.strip().splitlines() or [""])[-1]  # solve's summary line (also when it exits 1: no valid answer)
     summary = summary.split(" capacity=none")[0]  # --minimize-peak's note, the same on every pack row
     if code != 0:
         summary = " ".join(filter(None, [summary, (err.strip().splitlines() or [""])[-1]]))
-    return {"code": code, "wall": wall, "rss_mb": rss, "tail": summary[:400]}
+    return {"code": code, "wall": wall, "cpu": cpu, "rss_mb": rss, "tail": summary[:400]}
 
 
 def load_only(path: str, mode: str, minimize_peak: bool) -> dict:
@@ -109,9 +110,9 @@ def solver_modes() -> dict[str, tuple[str, ...]]:
 
 # ---------------------------------------------------------------------------- the table
 
-HEADER = ["| workload | buffers | mode | solver | limit s | load s | wall s | overrun s | solver s | max RSS MB "
+HEADER = ["| workload | buffers | mode | solver | limit s | load s | wall s | overrun s | solver s | CPU s | max RSS MB "
           "| exit | last line |",
-          "|---|---:|---|---|---:|---:|---:|---:|---:|---:|---|---|"]
+          "|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|"]
 
 
 def row(workload: str, n: int, mode: str, solver: str, limit: float, load: float, r: dict) -> str:
@@ -119,7 +120,8 @@ def row(workload: str, n: int, mode: str, solver: str, limit: float, load: float
     over = r["wall"] - limit - load
     tail = r["tail"].replace("|", "/")
     return (f"| {workload} | {n} | {mode} | {solver} | {limit:g} | {load:.2f} | {r['wall']:.2f} | {over:+.2f} | "
-            f"{'-' if s is None else f'{s:.2f}'} | {r['rss_mb']:.0f} | {r['code']} | {tail[:400]} |")
+            f"{'-' if s is None else f'{s:.2f}'} | {r.get('cpu', float('nan')):.2f} | {r['rss_mb']:.0f} | {r['code']} | "
+            f"{tail[:400]} |")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -183,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
                 try:
                     loaded = in_wrapper("--load", [str(path), mode, pack])
                 except subprocess.CalledProcessError as exc:  # the input refused in this mode
-                    lines.append(f"| {name} | {n} | {mode} | - | {limit:g} | - | - | - | - | - | - | "
+                    lines.append(f"| {name} | {n} | {mode} | - | {limit:g} | - | - | - | - | - | - | - | "
                                  f"refused: {(exc.stderr.strip().splitlines() or [''])[-1][:120]} |")
                     continue
                 load = loaded["load"]

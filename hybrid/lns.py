@@ -343,12 +343,9 @@ class ModeDispatch(Solver):
         elif problem.mode == "prefetch":
             answer = self._solve_prefetch(request, workers)
         else:
-            # the start alone may run until an answer that is one tuple of offsets is back in time (greedy-xla's
-            # rule): at 200k buffers best fit needs more than the search's half of the limit, and cut short it
-            # stacks most buffers
-            start_until = request.budget.search_part(n=problem.n, per_buffer=1e-6).deadline
+            # the start may take more than the search's part (the session's rule)
             answer = self._solve_pack(problem, hardware, budget, seed, hint, workers, minimize_peak, request.facts,
-                                      start_until=start_until)
+                                      start_until=request.facts.start_deadline(request.budget))
         return no_worse_than_held(problem, hardware, answer, held, answer_from=self._source(answer))
 
     def _source(self, answer: Solution) -> str:
@@ -413,18 +410,19 @@ class LargeNeighbourhoodSearch(ModeDispatch):
 
     # ------------------------------------------------------------------ pack mode
 
-    def _solve_pack(self, problem, hardware, budget: Budget, seed, hint, workers, minimize_peak, facts,
-                    start_until: float | None = None):
-        """From the lower-peak of the hint and best fit (built until ``start_until`` if later than the search's
-        deadline): the driver's search over windows near the peak (:class:`PackWindows`), every freed part
-        re-solved by CP-SAT for its highest top."""
+    def _solve_pack(self, problem, hardware, budget: Budget, seed, hint, workers, minimize_peak, facts, *,
+                    start_until: float):
+        """From the lower-peak of the hint and best fit (built until ``start_until``:
+        :meth:`mallocgame.engine.session.Session.start_deadline`, never before the search's deadline): the driver's
+        search over windows near the peak (:class:`PackWindows`), every freed part re-solved by CP-SAT for its
+        highest top."""
         index = overlap_index(problem)
         capacity = None if minimize_peak else problem.capacity
         # On 10^8-pair traces best fit takes most of the time but starts far better than
         # the online allocator, and steps there gain little: it may take the search's time (cut short,
         # the buffers it did not reach are stacked on top: a poor start).
         t0, deadline = budget.started, budget.deadline
-        x, source = self._pack_start(problem, facts, index, hint, max(deadline, start_until or deadline))
+        x, source = self._pack_start(problem, facts, index, hint, start_until)
         peak = int((x + problem.arrays.size).max())
         floor = int(live_profile(problem)[1].max())
         history = [(time.monotonic() - t0, float(peak))]

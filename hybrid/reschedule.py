@@ -25,11 +25,10 @@ import numpy as np
 
 from mallocgame.algorithms.placement import greedy_place, xla_order
 from mallocgame.algorithms.scheduling import reorder, schedule
-from mallocgame.engine.protocol import LIMIT_GRACE
 from mallocgame.engine.registry import load_solver
 from mallocgame.engine.report import Report, stopped_at_limit, with_bound
 from mallocgame.engine.runner import preload, problem_bound, shared_caches
-from mallocgame.engine.solving import better, solve_with_warm_start
+from mallocgame.engine.solving import better, child_limits, command_budget, solve_with_warm_start
 from mallocgame.hardware.validator import validate
 from mallocgame.problem.intervals import overlap_index
 from mallocgame.problem.model import InputError, Problem, Solution, Status, offsets_tuple
@@ -139,17 +138,18 @@ def _offer(report: Report, problem: Problem, source: str) -> None:
 
 def reschedule_beside_limit(name: str, problem: Problem, hardware, *, time_limit: float, seed: int,
                             hint: Solution | None = None, warm_start: str | None = None,
-                            options: dict[str, Any] | None = None) -> RescheduleResult:
+                            options: dict[str, Any] | None = None, budget: Budget | None = None) -> RescheduleResult:
     """:func:`solve_with_reschedule` in a forked child, the limit kept here (module docstring): what
-    ``mallocgame solve --reschedule`` runs."""
+    ``mallocgame solve --reschedule`` runs. ``budget``: the whole solve's time, as
+    :func:`mallocgame.engine.solving.solve_beside_bound` takes it (by default ``time_limit`` seconds from now)."""
+    solver_budget, stop_at = child_limits(command_budget(time_limit) if budget is None else budget, problem.n)
     shared_caches(problem, hardware)
-    for solver in dict.fromkeys(filter(None, (name, warm_start))):  # heavy imports before the child's clock starts
+    for solver in dict.fromkeys(filter(None, (name, warm_start))):  # imported once, before the fork
         preload(load_solver(solver))
-    budget = Budget.start(time_limit)  # the rounds' time starts with their child
     run = ChildCall.start(solve_with_reschedule, (name, problem, hardware),
-                          dict(budget=budget, seed=seed, hint=hint, warm_start=warm_start, options=options),
+                          dict(budget=solver_budget, seed=seed, hint=hint, warm_start=warm_start, options=options),
                           channel=(problem, name))
-    run.keep_limit(budget.deadline + LIMIT_GRACE)
+    run.keep_limit(stop_at)
     try:
         try:
             return run.result()

@@ -197,8 +197,8 @@ class SelectPack(ModeDispatch):
 
     # ------------------------------------------------------------------ pack mode
 
-    def _solve_pack(self, problem, hardware, budget: Budget, seed, hint, workers, minimize_peak, facts,
-                    start_until: float | None = None):
+    def _solve_pack(self, problem, hardware, budget: Budget, seed, hint, workers, minimize_peak, facts, *,
+                    start_until: float):
 
         rng = np.random.default_rng(seed)
         a = problem.arrays
@@ -207,9 +207,8 @@ class SelectPack(ModeDispatch):
         orders = list(heap_orders(problem).values())
         floor = session.max_live
         t0 = budget.started
-        # best fit until half the time, or later when the caller allows it (lns's rule for its start: cut short,
-        # it stacks most buffers of a large input)
-        best = session.baseline("best-fit", max(budget.part(0.5).deadline, start_until or 0.0)).offsets
+        # best fit until the session's deadline for a search's start (cut short, it stacks most buffers of a large input)
+        best = session.baseline("best-fit", start_until).offsets
         if hint is not None and all(o is not None for o in hint.offsets):
             h = offsets_array(hint.offsets)
             if (h + a.size).max() < (best + a.size).max():

@@ -13,6 +13,7 @@ Examples:
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -22,7 +23,7 @@ from mallocgame.engine.comparison import run_comparison
 from mallocgame.engine.protocol import bad_seed, bad_time_limit, options_of
 from mallocgame.engine.registry import describe, load_solver, solver_entries, solver_modes
 from mallocgame.engine.report import Report, answer, judge
-from mallocgame.engine.solving import check_request, solve_beside_bound
+from mallocgame.engine.solving import check_request, command_budget, solve_beside_bound
 from mallocgame.formats.io import read_intervals_csv, read_solution_csv
 from mallocgame.inputs.load import load_problem, prepare
 from mallocgame.plots import plot_intervals, plot_solution
@@ -250,7 +251,9 @@ def solve(problem: Problem | str, solver: str = "greedy-xla", *, time_limit: flo
     hint. ``options`` are the solver's own (``workers``, ``simulations``, ...): one it does
     not take raises [`InputError`][mallocgame.problem.model.InputError] naming the ones it does.
     """
+    started = time.monotonic()  # the limit counts from the call, with a problem's load (a path given) added
     problem = _ready(problem)
+    loading = time.monotonic() - started
     # the request checked once, by the core (time limit; hint, a map answer lifted in prefetch mode)
     time_limit, hint_solution, _ = check_request(problem, time_limit=time_limit, **_hint_request(problem, hint))
     if bad_seed(seed):
@@ -259,7 +262,8 @@ def solve(problem: Problem | str, solver: str = "greedy-xla", *, time_limit: flo
     # in a forked child, the limit kept here: a solver still running at time_limit + LIMIT_GRACE is stopped and
     # the best answer it sent is the result ("stopped at the limit")
     report = solve_beside_bound(solver, problem, problem.hardware, time_limit=time_limit, seed=seed,
-                                hint=hint_solution, warm_start=warm_start, options=options)
+                                hint=hint_solution, warm_start=warm_start, options=options,
+                                budget=command_budget(time_limit, started=started, loading=loading))
     solution = (answer(report, problem).replace(status=Status(report.status), objective=report.objective,
                                                 bound=report.bound, wall_time=report.seconds,
                                                 history=tuple(report.history), stats=report.stats, solver=solver)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import click
 
-from mallocgame.cli.exits import EXIT_NO_SOLUTION, fail
+from mallocgame.cli.exits import EXIT_NO_SOLUTION, command_starts, fail
 from mallocgame.problem.model import InputError
 from mallocgame.problem.suggest import did_you_mean
 from mallocgame.runtime.interrupts import interrupted, raise_on_signals
@@ -130,7 +130,9 @@ class LazyGroup(click.Group):
                 formatter.write_dl([(name, shortened(text, limit)) for name, text in rows])
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
-        """Click's own ``main``, with every usage error as one ``error:`` line (exit 2)."""
+        """Click's own ``main``, with every usage error as one ``error:`` line (exit 2). A command that reads the
+        process's arguments (``args`` None) is the process's command: its time counts from the process's start."""
+        command_starts(own_process=args is None)
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode, **extra)
 

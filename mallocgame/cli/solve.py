@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 import sys
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,12 +39,13 @@ from mallocgame.cli.common import (
     write_file,
     write_text,
 )
+from mallocgame.cli.exits import command_started
 from mallocgame.cli.progress import SolveProgress
 from mallocgame.cli.schedule import reschedule_outputs
 from mallocgame.engine.protocol import option_kinds, parse_solver_options, split_option
 from mallocgame.engine.registry import SolverLoadError, implied_mode, load_solver, solver_entries, solver_entry
 from mallocgame.engine.runner import UnsupportedMode
-from mallocgame.engine.solving import check_request, solve_beside_bound
+from mallocgame.engine.solving import check_request, command_budget, solve_beside_bound
 from mallocgame.formats.io import intervals_csv_text, problem_csv_text
 from mallocgame.hybrid.reschedule import reschedule_beside_limit
 from mallocgame.problem.model import InputError, Problem
@@ -144,6 +146,7 @@ def solve(problem_path, solver_name, mode, capacity, capacity_fraction, hardware
         fail("--log and --quiet: choose one")
     if mode is None and not minimize_peak:  # a solver with one mode implies it (msa: prefetch)
         mode = implied_mode([solver_name])
+    loading = time.monotonic()
     try:
         problem, spec = load_prepared(problem_path, mode=mode, capacity=capacity, capacity_fraction=capacity_fraction,
                                       hardware=hardware, minimize_peak=minimize_peak)
@@ -151,6 +154,8 @@ def solve(problem_path, solver_name, mode, capacity, capacity_fraction, hardware
         hint = _check_hint(problem, hint_path, time_limit) if hint_path else None
     except InputError as exc:
         fail(str(exc))
+    # the limit counts from the command's start with the inputs' load added: everything else is inside it
+    budget = command_budget(time_limit, started=command_started(), loading=time.monotonic() - loading)
     gc.freeze()  # the problem lives to the end: collections (and a forked solver's pages) leave it alone
     options = _solve_options(names, solver_options, workers, simulations, minimize_peak)
     capacity_warning(problem)
@@ -159,14 +164,14 @@ def solve(problem_path, solver_name, mode, capacity, capacity_fraction, hardware
         # In a forked child (mallocgame.runtime.forking.ChildCall): Ctrl-C/SIGTERM stop any solver at once, CP-SAT's
         # native search included, nothing it started is left running, and the limit is kept here.
         if reschedule:  # schedule and placement alternated (hybrid.reschedule); the answer is the new order's
-            rescheduled = reschedule_beside_limit(solver_name, problem, spec, time_limit=time_limit,
+            rescheduled = reschedule_beside_limit(solver_name, problem, spec, time_limit=time_limit, budget=budget,
                                                   seed=seed, hint=hint, warm_start=warm_start, options=options)
             report, problem = rescheduled.report, rescheduled.problem
         else:
             progress = SolveProgress(solver_name, problem.mode, time_limit, log=log, quiet=quiet)
             try:
                 report = solve_beside_bound(solver_name, problem, spec, time_limit=time_limit, seed=seed, hint=hint,
-                                            warm_start=warm_start, options=options,
+                                            warm_start=warm_start, options=options, budget=budget,
                                             on_improvement=progress.improved if progress.shows else None,
                                             on_bound=progress.bound if progress.shows else None)
             finally:

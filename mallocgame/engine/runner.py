@@ -1,4 +1,4 @@
-"""Run a solver: load it, import its heavy modules before its clock starts, solve, validate and score.
+"""Run a solver: load it, import its heavy modules before it solves, solve, validate and score.
 
 :func:`run_solver` is the one call that runs a solver in this process; its answer is validated and
 scored (:func:`mallocgame.engine.report.score`), so whatever a solver claims, the report's ``valid``,
@@ -46,8 +46,9 @@ def shared_caches(problem: Problem, hardware) -> None:
 
 
 def preload(solver: Any) -> None:
-    """Import the heavy modules a solver declares (``preload = ("ortools.sat.python.cp_model",)``) before
-    its clock starts: OR-Tools' first import takes 0.3-0.8 s, which would come off the solver's time."""
+    """Import the heavy modules a solver declares (``preload = ("ortools.sat.python.cp_model",)``) before it solves
+    (OR-Tools' first import takes 0.3-0.8 s): inside a budget handed down (a command's, whose limit counts every
+    import: :func:`mallocgame.engine.solving.command_budget`), else before a ``time_limit`` budget starts."""
     for module in getattr(solver, "preload", ()) or ():
         try:
             importlib.import_module(module)

@@ -71,6 +71,9 @@ VARIANTS_SHARE = 0.1
 # msa's XLA variants aside (:data:`VARIANTS_SHARE`): they are built to their end whatever the clock says, so a
 # machine that gives the solver a quarter of a core still has them back within the limit.
 HELD_SHARE = 0.25
+# Seconds per buffer a search keeps back from its whole budget after the baseline it starts from
+# (:meth:`Session.start_deadline`): sending back an answer that is one tuple of offsets.
+START_PER_BUFFER = 1e-6
 # The CPU seconds each baseline takes at most per unit of work (:func:`work_units`): about twice the most measured
 # on the generated layered networks and the xla suite's programs (experiments/results/held_baselines.md). They decide,
 # with the time limit alone, which baselines a search holds (:func:`held_names`): no clock, so the same at any load.
@@ -198,6 +201,21 @@ class Session:
             self.evaluator  # noqa: B018
 
     # ------------------------------------------------------------------ baselines
+    def start_deadline(self, budget: Budget) -> float:
+        """Until when the baseline a search starts from may be built, for a search given ``budget`` (its request's):
+        past the search's own part of it (`Budget.search_part`), until only the time to send back one answer of
+        the problem's buffers is left (:data:`START_PER_BUFFER` each, greedy-xla's rule). A large input's best fit
+        needs more than the search's part, and cut short it stacks most buffers: a poor start. The one rule of the
+        pack searches' starts (lns, select-pack).
+
+        Examples:
+            >>> from mallocgame.inputs.load import load_problem
+            >>> p = load_problem("example:layered150", mode="pack")
+            >>> session_for(p, p.hardware).start_deadline(Budget(10.0, 0.0))
+            9.94985
+        """
+        return budget.search_part(n=self.problem.n, per_buffer=START_PER_BUFFER).deadline
+
     def baseline(self, name: str, deadline: float | None = None) -> Baseline | None:
         """Baseline ``name`` of the mode (:data:`BASELINES`), built once until ``deadline`` (monotonic).
 

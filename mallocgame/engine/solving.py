@@ -13,15 +13,16 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import time
 from typing import Any
 
 import numpy as np
 
 from mallocgame.algorithms.placement import stacked_offsets
 from mallocgame.engine.protocol import LIMIT_GRACE, bad_time_limit
-from mallocgame.engine.registry import load_solver, solver_entry, solver_modes
+from mallocgame.engine.registry import solver_entry, solver_modes
 from mallocgame.engine.report import Report, answer, better, score, stopped_at_limit, with_bound
-from mallocgame.engine.runner import preload, problem_bound, run_solver
+from mallocgame.engine.runner import problem_bound, run_solver
 from mallocgame.engine.session import Session, session_for
 from mallocgame.formats.io import read_intervals_csv, read_solution_csv
 from mallocgame.formats.lift import lift_map_answer
@@ -34,6 +35,15 @@ from mallocgame.runtime.incumbents import offer
 # From this many buffers on, a solving child first sends the mode's trivial answer (`first_answer`): what it builds
 # before a solver's first answer (overlap index, evaluators, a baseline) can take longer than a short limit there.
 FIRST_ANSWER_BUFFERS = 100_000
+# What the parent keeps back for judging and writing an answer (`answer_reserve`): a fixed part and a part per buffer
+# (scoring a 200k-buffer answer and writing its CSV take 2.6 us per buffer on an idle machine, judging the first
+# answer of the one-op 500k workload 2.9 us: about 1.5x that for a loaded machine; docs/results.md).
+RESERVE_SECONDS = 0.1
+RESERVE_PER_BUFFER = 4e-6
+# Seconds a solving child has at least before the parent stops it (`child_limits`): to send the answer it has, and
+# per buffer, to build and send a big input's first answer (`first_answer`; 16 MB of offsets at 2M buffers).
+CHILD_FLOOR = 0.5
+FIRST_ANSWER_PER_BUFFER = 1e-6
 WARM_START_SHARE = 0.2  # of a solve's time, the share its warm-start solver gets (the main solver gets the rest)
 
 # ---------------------------------------------------------------------------- the request
@@ -167,33 +177,90 @@ def solve_with_warm_start(name: str, problem: Problem, hardware, *, seed: int, b
                   options=options, bound=bound, keep_hint=keep_hint, facts=facts)
 
 
+def command_budget(time_limit: float, *, started: float | None = None, loading: float = 0.0) -> Budget:
+    """The time of one solve as its caller promises it: ``time_limit`` seconds plus the ``loading`` seconds its
+    inputs took to read, from the instant ``started``.
+
+    A command counts from its start (:func:`mallocgame.cli.exits.command_started`: run as its process, the
+    process's start) and adds the time it took to load its input files; the API (a call of :func:`mallocgame.solve`)
+    and a ``compare`` run count from their own start (``started`` ``None``: now). Everything the solve does is inside
+    it: imports, the bound, the fork, the solver's imports and set-up, its answer validated and written
+    (:func:`answer_reserve`); the solver's
+    budget is what is left (:func:`solve_beside_bound`).
+
+    Examples:
+        >>> command_budget(5.0, started=100.0, loading=2.5)
+        Budget(seconds=7.5, started=100.0)
+    """
+    return Budget(float(time_limit) + max(float(loading), 0.0), time.monotonic() if started is None else started)
+
+
+def answer_reserve(n: int) -> float:
+    """Seconds the parent keeps back at the end of a solve of ``n`` buffers for judging the answer it holds and
+    writing the outputs (the solution CSV and the report): :data:`RESERVE_SECONDS` plus :data:`RESERVE_PER_BUFFER`
+    per buffer (:func:`child_limits`).
+
+    Examples:
+        >>> answer_reserve(0), round(answer_reserve(200_000), 3)
+        (0.1, 0.9)
+    """
+    return RESERVE_SECONDS + RESERVE_PER_BUFFER * n
+
+
+def child_limits(budget: Budget, n: int) -> tuple[Budget, float]:
+    """A forked solve of ``n`` buffers within the whole solve's ``budget`` (:func:`command_budget`), its child
+    started now: the solver's budget (from now until :func:`answer_reserve` before the deadline) and the monotonic
+    instant the parent stops a child still running: :data:`~mallocgame.engine.protocol.LIMIT_GRACE` past the
+    deadline less the reserve (before the deadline when judging and writing an answer of ``n`` buffers takes more
+    than the grace: a big input's child sends its first answer at once), but never before the child has had
+    :data:`CHILD_FLOOR` seconds, and :data:`FIRST_ANSWER_PER_BUFFER` more per buffer to send its first answer (a
+    command whose start took its whole limit ends that much late with an answer, not on time without one).
+
+    Examples:
+        >>> whole = Budget(10.0, time.monotonic())
+        >>> solver, stop = child_limits(whole, 0)
+        >>> solver.deadline == whole.deadline - 0.1, round(stop - whole.deadline, 6)
+        (True, 0.9)
+        >>> round(child_limits(whole, 500_000)[1] - whole.deadline, 6)  # reserve 2.1 s: stopped 1.1 s before
+        -1.1
+        >>> spent = Budget(1.0, time.monotonic() - 5.0)
+        >>> child_limits(spent, 0)[1] - time.monotonic() > CHILD_FLOOR - 0.1
+        True
+    """
+    reserve = answer_reserve(n)
+    stop = max(budget.deadline + LIMIT_GRACE - reserve, time.monotonic() + CHILD_FLOOR + FIRST_ANSWER_PER_BUFFER * n)
+    return Budget.until(budget.deadline - reserve), stop
+
+
 def solve_beside_bound(name: str, problem: Problem, hardware, *, time_limit: float, seed: int,
                        hint: Solution | None = None, warm_start: str | None = None,
-                       options: dict[str, Any] | None = None, on_improvement=None, on_bound=None) -> Report:
+                       options: dict[str, Any] | None = None, on_improvement=None, on_bound=None,
+                       budget: Budget | None = None) -> Report:
     """`solve_with_warm_start` in a forked child, with the problem's bound and the limit kept here: what
     ``mallocgame solve`` and `mallocgame.solve` run.
 
-    The bound is the tightest known without waiting (the instant bound or the cached one,
-    `mallocgame.engine.session.Session.bound`), built here while the child solves. The child sends each better
-    answer as found (`mallocgame.runtime.incumbents`; ``on_improvement`` is called with each
-    `mallocgame.runtime.incumbents.Improvement`, ``on_bound`` with the bound); a child still
-    running at ``time_limit`` + `mallocgame.engine.protocol.LIMIT_GRACE` is stopped and the best answer it sent
-    (or the hint, if better) is reported, validated, FEASIBLE, with the note "stopped at the limit"
+    ``budget``: the whole solve's time (:func:`command_budget`: a command's from its start, load time added); by
+    default ``time_limit`` seconds from now. The child's solver gets what is left of it less
+    :func:`answer_reserve` (:func:`child_limits`); the bound is the tightest known without waiting (the instant
+    bound or the cached one, `mallocgame.engine.session.Session.bound`), built here while the child solves. The
+    child sends each better answer as found (`mallocgame.runtime.incumbents`; ``on_improvement`` is called with
+    each `mallocgame.runtime.incumbents.Improvement`, ``on_bound`` with the bound); a child still running at the
+    instant :func:`child_limits` gives (the deadline + `mallocgame.engine.protocol.LIMIT_GRACE` less the reserve)
+    is stopped and the best answer it sent (or the hint, if better) is reported, validated, FEASIBLE, with the
+    note "stopped at the limit"
     (`mallocgame.engine.report.stopped_at_limit`).
     """
-    for solver in dict.fromkeys(filter(None, (name, warm_start))):  # heavy imports before the child's clock starts
-        preload(load_solver(solver))  # (the same at any size; on the clock, a short limit would go to them)
-    # the limit counts from here: the child builds what its runs read (overlap index, evaluators: seconds at 2M
-    # buffers) on its clock, after its first answer (_solve_in_child), and the bound is built here meanwhile (hashing
-    # the problem for the bound cache and the instant bound: seconds at 2M buffers, which before the fork left the
-    # child no time at all)
-    budget = Budget.start(time_limit)
+    solver_budget, stop_at = child_limits(command_budget(time_limit) if budget is None else budget, problem.n)
+    # the child imports its solvers (runner.preload) and builds what its runs read (overlap index, evaluators:
+    # seconds at 2M buffers) on this clock, after its first answer (solve_in_child), while the bound is built here
+    # (hashing the problem for the bound cache and the instant bound: seconds at 2M buffers)
     facts = session_for(problem, hardware)
-    run = ChildCall.start(_solve_in_child, (name, problem, hardware),
-                          dict(budget=budget, seed=seed, hint=hint, warm_start=warm_start, options=options,
-                               compute_bound=False, facts=facts), channel=(problem, name))
+    run = ChildCall.start(solve_in_child, (name, problem, hardware),
+                          dict(budget=solver_budget, seed=seed, hint=hint, warm_start=warm_start, options=options,
+                               compute_bound=False, facts=facts),
+                          channel=(problem, name))
     # a thread reads the child's answers and stops it at the limit, whatever this process does meanwhile
-    run.keep_limit(budget.deadline + LIMIT_GRACE, on_improvement)
+    run.keep_limit(stop_at, on_improvement)
     try:
         bound = problem_bound(problem, hardware)
         if on_bound is not None:
@@ -210,8 +277,10 @@ def solve_beside_bound(name: str, problem: Problem, hardware, *, time_limit: flo
     return with_bound(result, bound)
 
 
-def _solve_in_child(name: str, problem: Problem, hardware, **kwargs: Any) -> Report:
-    """`solve_with_warm_start` in `solve_beside_bound`'s child, after the first answer on a big input."""
+def solve_in_child(name: str, problem: Problem, hardware, **kwargs: Any) -> Report:
+    """`solve_with_warm_start` as every forked solving run starts it (`solve_beside_bound`'s child, a pool's run:
+    `run_one`): on a big input (:data:`FIRST_ANSWER_BUFFERS`) the mode's trivial answer goes to the parent first
+    (:func:`first_answer`), so a run stopped at its limit has a valid answer whatever its solver did."""
     if problem.n >= FIRST_ANSWER_BUFFERS:
         first_answer(problem)
     return solve_with_warm_start(name, problem, hardware, **kwargs)
@@ -256,13 +325,13 @@ def _solve(name: str, problem: Problem, hardware, *, budget: Budget, seed: int, 
 
 def run_one(name: str, problem: Problem, hardware, budget: Budget, seed: int, hint: Solution | None,
             options: dict[str, Any], bound, facts: Session | None = None) -> tuple[str, Any]:
-    """One run of a pool (:mod:`mallocgame.engine.pools`: ``compare``'s, a portfolio's member): the solve path within
-    ``budget`` against ``bound``, with the ``facts`` its caller holds, the hint handed on but not kept;
-    ``("ok", Report)`` or ``("error", one line)``, never an exception."""
+    """One run of a pool (:mod:`mallocgame.engine.pools`: ``compare``'s, a portfolio's member): the solve path
+    (:func:`solve_in_child`: a big input's first answer first) within ``budget`` against ``bound``, with the
+    ``facts`` its caller holds, the hint handed on but not kept; ``("ok", Report)`` or ``("error", one line)``, never
+    an exception."""
     try:
-        return "ok", solve_with_warm_start(name, problem, hardware, budget=budget, seed=seed, hint=hint,
-                                           options=options, compute_bound=False, bound=bound, keep_hint=False,
-                                           facts=facts)
+        return "ok", solve_in_child(name, problem, hardware, budget=budget, seed=seed, hint=hint, options=options,
+                                    compute_bound=False, bound=bound, keep_hint=False, facts=facts)
     except BaseException as exc:  # any failure of a solver is its run's error, never a traceback
         text = " ".join(str(exc).split())
         return "error", f"{exc.__class__.__name__}: {text}" if text else exc.__class__.__name__

@@ -16,6 +16,7 @@ Examples:
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 
@@ -35,6 +36,36 @@ def fits_again(took: float, deadline: float | None) -> bool:
         (True, True, False)
     """
     return deadline is None or time.monotonic() + RERUN_MARGIN * took <= deadline
+
+
+# The instant this module was first imported: a floor for `process_started` (a process imports it within seconds of
+# its start), and its answer where the OS does not say when the process started.
+_IMPORTED = time.monotonic()
+# A start the OS reports more than this many seconds before the import above is not believed (a clock of another
+# time namespace, say): no command's imports take that long.
+_MAX_IMPORT_SECONDS = 60.0
+
+
+def process_started() -> float:
+    """The monotonic instant this process started: what a command's time limit counts from (the interpreter's start,
+    its imports included). Linux: the start time in ``/proc/self/stat`` against ``CLOCK_BOOTTIME``, 10 ms
+    resolution; elsewhere, or when that is not believable, the instant this module was imported.
+
+    Examples:
+        >>> process_started() <= time.monotonic()
+        True
+    """
+    try:
+        with open("/proc/self/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        started = int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22: starttime, clock ticks after boot
+        age = time.clock_gettime(time.CLOCK_BOOTTIME) - started
+        now = time.monotonic()
+    except (OSError, ValueError, IndexError, AttributeError):
+        return _IMPORTED
+    if not 0.0 <= now - age <= _IMPORTED or _IMPORTED - (now - age) > _MAX_IMPORT_SECONDS:
+        return _IMPORTED
+    return now - age
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,187 @@
+"""The limit is a promise from the caller's start: a command's from its process's start with the input's load added,
+an API call's and a pool run's from their own; every forked solving run sends a big input's trivial answer first;
+the pack searches' start deadline is the session's one rule."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from mallocgame.engine import runner, solving
+from mallocgame.engine.pools import ProcessPool
+from mallocgame.engine.protocol import LIMIT_GRACE, options_of
+from mallocgame.engine.request import SolveRequest
+from mallocgame.engine.session import Session
+from mallocgame.inputs.load import prepare, read_problem
+from mallocgame.runtime.budget import Budget, process_started
+from tests.conftest import run_cli
+from tests.test_plugins import make_distribution
+
+IMPORT_SECONDS = 2.0  # what the slow plugin's import sleeps
+LIMIT = 5.0  # more than the interpreter's start, its imports and the slow import on a loaded machine
+
+# A solver whose module takes IMPORT_SECONDS to import, that sends the all-slow answer and then never returns.
+SLOW_PLUGIN = textwrap.dedent(f"""
+    import time
+
+    import numpy as np
+
+    from mallocgame import Solver
+    from mallocgame.runtime.incumbents import offer
+
+    time.sleep({IMPORT_SECONDS})
+
+
+    class SlowImport(Solver):
+        name = "slow-import"
+        modes = frozenset({{"map"}})
+
+        def solve(self, request):
+            problem = request.problem
+            offer(value=0.0, source="all slow", offsets=np.full(problem.n, -1, np.int64), problem=problem)
+            while True:
+                time.sleep(0.05)
+""")
+
+
+def _load(mode: str):
+    """The 150-buffer example in ``mode`` (pack: minimising the peak, as every pack row of the benchmark)."""
+    problem, _ = prepare(read_problem("example:layered150"), mode=mode, minimize_peak=mode == "pack")
+    return problem
+
+
+def test_process_started_is_the_interpreter_s_start_not_the_import_of_mallocgame():
+    code = ("import time; time.sleep(0.5); from mallocgame.runtime import budget; "
+            "print(budget._IMPORTED - budget.process_started())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert 0.45 <= float(out.stdout) < 30.0
+    assert process_started() <= time.monotonic()
+
+
+def test_the_command_budget_counts_from_the_start_with_the_load_added():
+    budget = solving.command_budget(5.0, started=100.0, loading=2.5)
+    assert (budget.started, budget.deadline) == (100.0, 107.5)
+    now = time.monotonic()
+    assert now <= solving.command_budget(1.0).started <= time.monotonic()  # the API's and a pool run's: from now
+    assert solving.answer_reserve(200_000) > solving.answer_reserve(1_000) > 0
+
+
+def test_a_slow_solver_import_is_inside_the_command_s_limit(tmp_path):
+    """The solver's import (2 s) came before the clock started: the command ended at about import + limit + grace."""
+    make_distribution(tmp_path, "slow-import-plugin", "slow-import = slow_import_plugin:SlowImport",
+                      {"slow_import_plugin.py": SLOW_PLUGIN})
+    t0 = time.monotonic()
+    r = run_cli("solve", "example:layered150", "--mode", "map", "--solver", "slow-import", "--time-limit",
+                f"{LIMIT:g}", "--quiet", env={"PYTHONPATH": str(tmp_path)})
+    wall = time.monotonic() - t0
+    assert r.returncode == 0, r.stderr
+    assert "stopped at the limit" in r.stdout + r.stderr
+    # the example loads in milliseconds: the whole command, interpreter and imports included, within limit + grace
+    assert wall <= LIMIT + LIMIT_GRACE + 1.0, wall  # before: import + limit + grace at least (8 s)
+    assert wall >= IMPORT_SECONDS
+
+
+class _SlowPreload:
+    """A solver whose declared heavy module (``preload``) takes a second to import, and that never answers."""
+
+    name = "slow-preload"
+    modes = frozenset({"map", "pack", "prefetch"})
+    preload = ("limit4_slow_module",)
+
+    def solve(self, request):
+        while True:
+            time.sleep(0.05)
+
+
+def test_the_api_s_limit_holds_the_solver_s_imports(tmp_path, monkeypatch):
+    """``preload`` imports ran before the limit's clock in the parent: 1 s more than the limit + grace."""
+    (tmp_path / "limit4_slow_module.py").write_text("import time\ntime.sleep(1.0)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "limit4_slow_module", raising=False)
+    solver = _SlowPreload()
+    monkeypatch.setattr(runner, "load_solver", lambda name: solver)
+    monkeypatch.setattr(solving, "load_solver", lambda name: solver, raising=False)  # where the parent imported
+    monkeypatch.setattr(solving, "FIRST_ANSWER_BUFFERS", 0)
+    problem = _load("map")
+    t0 = time.monotonic()
+    report = solving.solve_beside_bound("slow-preload", problem, problem.hardware, time_limit=0.5, seed=0)
+    wall = time.monotonic() - t0
+    assert report.valid and "stopped_at_limit" in report.stats
+    assert wall <= 0.5 + LIMIT_GRACE + 0.4, wall
+
+
+class _Hang:
+    def solve(self, request):
+        while True:
+            time.sleep(0.05)
+
+
+@pytest.mark.parametrize("mode", ["map", "pack", "prefetch"])
+def test_a_pool_run_on_a_big_input_sends_the_trivial_answer_first(mode, monkeypatch):
+    """compare's runs and a portfolio's members (a pool's run_one) had no first answer: a solver that never
+    answered ended as an error at the limit where ``solve`` ended with a valid answer."""
+    monkeypatch.setattr(solving, "FIRST_ANSWER_BUFFERS", 0)
+    monkeypatch.setattr(solving, "solve_with_warm_start", lambda *a, **k: _Hang().solve(None))
+    problem = _load(mode)
+    pool = ProcessPool(1)
+    try:
+        pool.start("run", "greedy-xla", problem, problem.hardware, seed=0, time_limit=0.2)
+        done = pool.wait(None)
+    finally:
+        pool.close()
+    [(key, kind, report)] = done
+    assert kind == "ok", report
+    assert report.valid and "first answer" in report.stats["source"] and "stopped_at_limit" in report.stats
+
+
+def test_below_the_size_a_pool_run_sends_nothing_first(monkeypatch):
+    monkeypatch.setattr(solving, "FIRST_ANSWER_BUFFERS", 10**9)
+    monkeypatch.setattr(solving, "solve_with_warm_start", lambda *a, **k: _Hang().solve(None))
+    problem = _load("map")
+    pool = ProcessPool(1)
+    try:
+        pool.start("run", "greedy-xla", problem, problem.hardware, seed=0, time_limit=0.2)
+        [(_, kind, line)] = pool.wait(None)
+    finally:
+        pool.close()
+    assert kind == "error" and "sent no answer" in line
+
+
+class _DeadlineSpy(Session):
+    """A solve session that records the start deadlines it gives and the deadlines best fit is built with."""
+
+    def __init__(self, problem, hw):
+        super().__init__(problem, hw)
+        self.given: list[tuple[Budget, float]] = []
+        self.asked: list[float | None] = []
+
+    def start_deadline(self, budget):
+        deadline = super().start_deadline(budget)
+        self.given.append((budget, deadline))
+        return deadline
+
+    def baseline(self, name, deadline=None):
+        if name == "best-fit":
+            self.asked.append(deadline)
+        return super().baseline(name, deadline)
+
+
+@pytest.mark.parametrize("name", ["lns", "select-pack"])
+def test_the_pack_searches_build_their_start_until_the_session_s_one_deadline(name):
+    from mallocgame.engine.registry import load_solver
+
+    problem = _load("pack")
+    spy = _DeadlineSpy(problem, problem.hardware)
+    solver = load_solver(name)
+    budget = Budget.start(2.0)
+    solver.solve(SolveRequest(problem, problem.hardware, budget, 0, None, options_of(solver).taken({}), spy))
+    [(given, deadline)] = spy.given
+    assert given is budget  # the request's whole budget, not the search's part
+    assert deadline == pytest.approx(budget.search_part(n=problem.n, per_buffer=1e-6).deadline)  # behaviour kept
+    assert deadline >= budget.search_part(n=problem.n).deadline  # never before the search's own deadline
+    assert deadline in spy.asked
+
