@@ -19,7 +19,8 @@ this script was written), ``D`` for a number (``leaf=rollout``, ``rollout_depth=
 the root), ``auto`` (``leaf=auto``: rollouts where the time per move affords two to the end, else 64 greedy steps
 valued by the greedy episode's return to go; the muzero solver's prefetch leaf without a network).
 
-Every run: its own copy of the problem (``heldout_muzero_mcts.own_copy``), ``--seconds`` of time limit, seed
+Every run: its own copy of the problem (``heldout_muzero_mcts.own_copy``), ``--seconds`` of time limit and no cap
+on simulations (``--simulations``, default 10^9: equal wall time as ``heldout_muzero_mcts.budget_of("t10")``), seed
 ``--seed``, through :func:`mallocgame.engine.runner.run_solver` (validated; an invalid answer stops the script).
 On problem ``i`` the candidates run in their order rotated by ``i``, so that no candidate always runs first or last
 on a loaded machine. Every run is appended to ``--csv`` as it ends; a rerun skips the runs already there (resumes).
@@ -27,7 +28,9 @@ on a loaded machine. Every run is appended to ``--csv`` as it ends; a rerun skip
 Printed: per problem the values and simulations; per candidate the wins/ties/losses against ``--against`` (default
 ``end``; ties within :data:`mallocgame.problem.objective.TOLERANCE`), the one-sided sign test p (ties dropped),
 the families where it has more losses than wins, the mean and median simulations per wall second and per CPU
-second of the process, and the mean ratio of its value to the baseline's.
+second of the process, and the mean ratio of its value to the baseline's. ``--repeat-of CSV`` (a first run's CSV):
+also each candidate of this run against the same candidate in that run, the run-to-run noise of a 10 s limit on a
+loaded machine that a difference between candidates must stand out from.
 """
 
 from __future__ import annotations
@@ -89,6 +92,7 @@ def problems(sets: list[str], real_count: int, max_n: int) -> list[tuple[str, st
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=10.0, help="time limit per run")
+    ap.add_argument("--simulations", type=int, default=10**9, help="simulations per move (default: no cap)")
     ap.add_argument("--sets", default=",".join(SETS), help=f"comma-separated, of {', '.join(SETS)}")
     ap.add_argument("--candidates", default="end,16,64,256,auto")
     ap.add_argument("--against", default="end", help="the candidate the others are compared with")
@@ -97,6 +101,8 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--csv", default=None, help="default: --out with .csv")
     ap.add_argument("--out", default="tune_mcts_rollout_depth.md")
+    ap.add_argument("--repeat-of", metavar="CSV", default=None,
+                    help="a first run's CSV: also each candidate against itself in that run (the run-to-run noise)")
     args = ap.parse_args()
     sets = args.sets.split(",")
     if any(s not in SETS for s in sets):
@@ -106,13 +112,10 @@ def main() -> None:
     if args.against not in options:
         raise SystemExit(f"--against: {args.against!r} is not among the candidates")
     csv_path = Path(args.csv) if args.csv else results_path(Path(args.out).with_suffix(".csv"))
-    done: dict[tuple[str, str], dict] = {}
-    if csv_path.exists():
-        with open(csv_path) as fh:
-            for r in csv.DictReader(fh):
-                done[(r["problem"], r["candidate"])] = r
+    done = read_runs(csv_path) if csv_path.exists() else {}
     show = Transcript()
-    show(f"mcts, prefetch mode, {args.seconds:g} s per run, seed {args.seed}; sets {', '.join(sets)} (real: "
+    show(f"mcts, prefetch mode, {args.seconds:g} s per run, {args.simulations} simulations per move at most, "
+         f"seed {args.seed}; sets {', '.join(sets)} (real: "
          f"tuning_recipes count {args.real_count}, <= {args.max_n} buffers); candidates {', '.join(names)}; "
          f"resumed {len(done)} runs")
     insts = problems(sets, args.real_count, args.max_n)
@@ -128,7 +131,8 @@ def main() -> None:
                     continue
                 copy = own_copy(problem, hw)
                 cpu = time.process_time()
-                rep = run_solver("mcts", copy, hw, time_limit=args.seconds, seed=args.seed, options=options[name])
+                rep = run_solver("mcts", copy, hw, time_limit=args.seconds, seed=args.seed,
+                                 options={**options[name], "simulations": args.simulations})
                 cpu = time.process_time() - cpu
                 if not rep.valid:
                     raise SystemExit(f"{name} on {label}: invalid answer: {rep.violation}")
@@ -144,10 +148,35 @@ def main() -> None:
                 for name in names))
     show()
     show(summary(insts, names, args.against, done))
+    if args.repeat_of:
+        show()
+        show(f"This run against the same candidate in {Path(args.repeat_of).name} (W/T/L of this run, sign test p):")
+        show(repeat_summary(insts, names, done, read_runs(Path(args.repeat_of))))
     write_results(args.out, (
         "# mcts's rollout depth in prefetch mode, on the tuning problems\n\n"
         "Made by `experiments/tune_mcts_rollout_depth.py` (its docstring says what is compared). "
         f"Every run is in `{csv_path.name}`. Output as printed:\n\n" + fenced(show.text)))
+
+
+def read_runs(path: Path) -> dict[tuple[str, str], dict]:
+    """The runs of a CSV this script wrote, by ``(problem, candidate)``."""
+    with open(path) as fh:
+        return {(r["problem"], r["candidate"]): r for r in csv.DictReader(fh)}
+
+
+def repeat_summary(insts: list, names: list[str], done: dict, first: dict) -> str:
+    """Each candidate of this run against itself in the ``first`` run, on the problems both ran."""
+    lines = []
+    for name in names:
+        w = t = lo = 0
+        for _, _, label, _, _ in insts:
+            if (label, name) not in done or (label, name) not in first:
+                continue
+            va, vb = float(done[(label, name)]["value"]), float(first[(label, name)]["value"])
+            w, t, lo = (w + 1, t, lo) if better("prefetch", va, vb) else (w, t, lo + 1) if better(
+                "prefetch", vb, va) else (w, t + 1, lo)
+        lines.append(f"- {name}: {w}/{t}/{lo}, p = {sign_test(w, lo):.3g}" if w + t + lo else f"- {name}: no runs")
+    return "\n".join(lines)
 
 
 def summary(insts: list, names: list[str], against: str, done: dict) -> str:

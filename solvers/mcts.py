@@ -21,10 +21,18 @@ the ``hint`` (a prefetch answer; a map answer is lifted), compared with
 
 Options (`MCTSOptions`; `mallocgame solvers mcts` lists them): ``variant`` ("order" | "address"; prefetch mode
 always plays "prefetch"), ``k`` (default 16; prefetch mode 4), ``windows`` (prefetch mode, default 2),
-``order``, ``rollout`` ("greedy" | "random"), ``epsilon``, ``rollout_depth``,
-``exploration``, ``commit`` ("visits" | "max"; default ``DEFAULT_COMMIT`` of :mod:`mallocgame.search.uct`:
-"max" in map and prefetch modes, where committing to the most visited move led the search away from the best
-episode it had seen, "visits" in pack mode).
+``order``, ``rollout`` ("greedy" | "random"), ``epsilon``, ``rollout_depth`` (rollout steps past the root; default:
+to the end of the episode, in every mode), ``leaf``, ``exploration``, ``commit`` ("visits" | "max"; default
+``DEFAULT_COMMIT`` of :mod:`mallocgame.search.uct`: "max" in map and prefetch modes, where committing to the most
+visited move led the search away from the best episode it had seen, "visits" in pack mode).
+
+``leaf``: "rollout" (every mode's default, ``DEFAULT_LEAF``: a new leaf is valued by a rollout, to the end or
+``rollout_depth`` steps past the root) or "auto" (:mod:`mallocgame.search.uct`, "Value leaves", without a network:
+rollouts to the end where the time per move affords ``AUTO_SIMULATIONS`` of them, else ``AUTO_LEAF_STEPS`` greedy
+steps and the return still to come in the greedy episode from the search's start; the muzero solver's prefetch
+leaf, so that its uniform control is mcts with ``leaf="auto"``). In prefetch mode, at 10 s on the tuning problems,
+neither "auto" nor a rollout depth of 16-1024 steps was ahead of rollouts to the end (docs/results.md, "mcts's
+defaults").
 """
 
 from __future__ import annotations
@@ -49,7 +57,8 @@ ORDERS = ("start", "xla", "size")  # the buffer orders of the fixed-order games 
 #: The leaf evaluations of mcts (option ``leaf``): a rollout (to the end, or ``rollout_depth`` steps past the root),
 #: or "auto" (module docstring).
 MCTS_LEAVES = ("rollout", "auto")
-#: The leaf evaluation per mode (option ``leaf``).
+#: The leaf evaluation per mode (option ``leaf``): rollouts in every mode; in prefetch mode neither "auto" nor rollouts
+#: cut at 16-1024 steps were ahead of rollouts to the end on the tuning problems (docs/results.md, "mcts's defaults").
 DEFAULT_LEAF = {"map": "rollout", "pack": "rollout", "prefetch": "rollout"}
 #: ``leaf="auto"``: greedy steps before the reference episode values a leaf, and the rollouts to the end a move must
 #: afford for rollouts to be played (the muzero solver's prefetch-mode values, so that its uniform control is mcts).
