@@ -227,6 +227,11 @@ def greedy_profile(game: Game) -> tuple[np.ndarray, float]:
     return _play_recording(game.clone())
 
 
+def reference_value(game: Game) -> tuple[float, None]:
+    """The leaf value without a network: ``y = 0`` (the future as in the reference episode), no prior."""
+    return 0.0, None
+
+
 def episode_of(game: Game, source: str) -> Episode:
     """The game's placement as an episode. An unfinished one counts only in map mode,
     where undecided buffers are slow and the return so far is its exact value."""

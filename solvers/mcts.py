@@ -21,10 +21,18 @@ the ``hint`` (a prefetch answer; a map answer is lifted), compared with
 
 Options (`MCTSOptions`; `mallocgame solvers mcts` lists them): ``variant`` ("order" | "address"; prefetch mode
 always plays "prefetch"), ``k`` (default 16; prefetch mode 4), ``windows`` (prefetch mode, default 2),
-``order``, ``rollout`` ("greedy" | "random"), ``epsilon``, ``rollout_depth``,
-``exploration``, ``commit`` ("visits" | "max"; default ``DEFAULT_COMMIT`` of :mod:`mallocgame.search.uct`:
-"max" in map and prefetch modes, where committing to the most visited move led the search away from the best
-episode it had seen, "visits" in pack mode).
+``order``, ``rollout`` ("greedy" | "random"), ``epsilon``, ``rollout_depth`` (rollout steps past the root; default:
+to the end of the episode, in every mode), ``leaf``, ``exploration``, ``commit`` ("visits" | "max"; default
+``DEFAULT_COMMIT`` of :mod:`mallocgame.search.uct`: "max" in map and prefetch modes, where committing to the most
+visited move led the search away from the best episode it had seen, "visits" in pack mode).
+
+``leaf``: "rollout" (every mode's default, ``DEFAULT_LEAF``: a new leaf is valued by a rollout, to the end or
+``rollout_depth`` steps past the root) or "auto" (:mod:`mallocgame.search.uct`, "Value leaves", without a network:
+rollouts to the end where the time per move affords ``AUTO_SIMULATIONS`` of them, else ``AUTO_LEAF_STEPS`` greedy
+steps and the return still to come in the greedy episode from the search's start; the muzero solver's prefetch
+leaf, so that its uniform control is mcts with ``leaf="auto"``). In prefetch mode, at 10 s on the tuning problems,
+neither "auto" nor a rollout depth of 16-1024 steps was ahead of rollouts to the end (docs/results.md, "mcts's
+defaults").
 """
 
 from __future__ import annotations
@@ -35,9 +43,27 @@ from mallocgame.engine.protocol import Solver
 from mallocgame.engine.request import Options, SolveRequest, option
 from mallocgame.problem.model import InputError, Solution
 from mallocgame.search.game import GameConfig
-from mallocgame.search.uct import COMMITS, DEFAULT_COMMIT, DEFAULT_GAME, PREFETCH_K, MCTSConfig, solve_with_uct
+from mallocgame.search.uct import (
+    COMMITS,
+    DEFAULT_COMMIT,
+    DEFAULT_GAME,
+    PREFETCH_K,
+    MCTSConfig,
+    reference_value,
+    solve_with_uct,
+)
 
 ORDERS = ("start", "xla", "size")  # the buffer orders of the fixed-order games (search.game_data.buffer_order)
+#: The leaf evaluations of mcts (option ``leaf``): a rollout (to the end, or ``rollout_depth`` steps past the root),
+#: or "auto" (module docstring).
+MCTS_LEAVES = ("rollout", "auto")
+#: The leaf evaluation per mode (option ``leaf``): rollouts in every mode; in prefetch mode neither "auto" nor rollouts
+#: cut at 16-1024 steps were ahead of rollouts to the end on the tuning problems (docs/results.md, "mcts's defaults").
+DEFAULT_LEAF = {"map": "rollout", "pack": "rollout", "prefetch": "rollout"}
+#: ``leaf="auto"``: greedy steps before the reference episode values a leaf, and the rollouts to the end a move must
+#: afford for rollouts to be played (the muzero solver's prefetch-mode values, so that its uniform control is mcts).
+AUTO_LEAF_STEPS = 64
+AUTO_SIMULATIONS = 2
 
 
 @dataclass(frozen=True)
@@ -56,6 +82,9 @@ class MCTSOptions(Options):
     commit: str | None = option(None, "which move is committed: most visited or best return (default: per mode)",
                                 choices=COMMITS)
     windows: int = option(2, "copy windows per use segment (prefetch mode)", low=1, high=3)
+    leaf: str | None = option(None, "the leaf evaluation: a rollout, or 'auto' (rollouts where a move affords "
+                                    f"{AUTO_SIMULATIONS} to the end, else {AUTO_LEAF_STEPS} greedy steps and the "
+                                    "greedy episode's return to go) (default: per mode)", choices=MCTS_LEAVES)
 
 
 class MCTSSolver(Solver):
@@ -68,10 +97,12 @@ class MCTSSolver(Solver):
         simulations, variant, k, order, windows = opts.simulations, opts.variant, opts.k, opts.order, opts.windows
         rollout, epsilon, rollout_depth, exploration, commit = (opts.rollout, opts.epsilon, opts.rollout_depth,
                                                                 opts.exploration, opts.commit)
+        leaf = opts.leaf or DEFAULT_LEAF[problem.mode]
         try:  # an option value the game or the search cannot take is bad input (one line, exit 2)
             cfg = MCTSConfig(simulations=simulations or MCTSConfig.simulations, exploration=exploration,
                              rollout=rollout, epsilon=epsilon, rollout_depth=rollout_depth,
-                             commit=commit or DEFAULT_COMMIT[problem.mode])
+                             commit=commit or DEFAULT_COMMIT[problem.mode], leaf=leaf, leaf_steps=AUTO_LEAF_STEPS,
+                             auto_simulations=AUTO_SIMULATIONS)
             if problem.mode == "prefetch":
                 if variant not in (None, "prefetch"):
                     raise ValueError(f"prefetch mode plays the prefetch variant of the game, not {variant!r}")
@@ -85,4 +116,6 @@ class MCTSSolver(Solver):
                                       order=order or (default_order if variant in (None, default_variant) else "start"))
         except (ValueError, TypeError) as exc:
             raise InputError(f"mcts: {exc}") from None
-        return solve_with_uct(self.name, request, cfg, game_cfg)
+        stats = {"leaf_steps": AUTO_LEAF_STEPS, "leaf_value": "reference"} if leaf == "auto" else None
+        return solve_with_uct(self.name, request, cfg, game_cfg, stats=stats,
+                              leaf_value=reference_value if leaf == "auto" else None)

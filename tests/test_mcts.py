@@ -143,3 +143,22 @@ def test_a_moves_budget_is_its_share_of_the_search_less_the_reserve_and_the_grac
     assert (before + (search.deadline - before - 2.0) / 4 - 1e-9 <= move.deadline
             <= after + (search.deadline - after - 2.0) / 4 + 1e-9)
     assert greedy_finish_until(Budget(10.0, 100.0)) == 110.0 + 0.02 * 10.0 + 0.2
+
+
+def test_auto_leaf_is_the_muzero_prefetch_leaf_without_a_network(monkeypatch):
+    """``leaf="auto"``: where the time per move does not afford two rollouts to the end (here forced, so that a
+    simulation budget keeps the answer deterministic) mixed leaves of 64 greedy steps valued by the greedy episode's
+    return to go, exactly as the muzero solver's prefetch default (uniform prior there) plays them."""
+    import mallocgame.search.uct as uct
+
+    monkeypatch.setattr(uct, "auto_leaf", lambda *args, **kwargs: "mixed")
+    problem = layered_network(60, seed=5, capacity_fraction=0.3).replace(mode="prefetch")
+    mcts = run_solver("mcts", problem, HW, time_limit=600, seed=2, options={"simulations": 2, "leaf": "auto"})
+    muzero = run_solver("muzero", problem, HW, time_limit=600, seed=2, options={"simulations": 2})
+    assert mcts.valid and muzero.valid
+    assert mcts.stats["leaf"] == "auto" and mcts.stats["leaf_played"] == "mixed" and mcts.stats["leaf_calls"] > 0
+    assert (mcts.stats["leaf_steps"], mcts.stats["leaf_value"]) == (64, "reference")
+    assert (mcts.objective, mcts.stats["simulations"], mcts.stats["leaf_calls"]) == (
+        muzero.objective, muzero.stats["simulations"], muzero.stats["leaf_calls"])
+    rollouts = run_solver("mcts", problem, HW, time_limit=600, seed=2, options={"simulations": 2, "leaf": "rollout"})
+    assert "leaf" not in rollouts.stats  # a rollout search has no leaf statistics

@@ -191,11 +191,11 @@ def test_options_are_frozen_and_described():
 
 
 # What each built-in solver's solve took before its Options (names and defaults): the option names stay (muzero's
-# leaf_batch was added after).
+# leaf_batch and mcts's leaf were added after).
 OLD_OPTIONS = {
     "greedy-xla": {}, "best-fit": {},
     "mcts": {"simulations": None, "variant": None, "k": None, "order": None, "rollout": "greedy", "epsilon": 0.0,
-             "rollout_depth": None, "exploration": 1.0, "commit": None, "windows": 2},
+             "rollout_depth": None, "exploration": 1.0, "commit": None, "windows": 2, "leaf": None},
     "muzero": {"simulations": None, "checkpoint": None, "prior": "network", "exploration": None, "method": "uct",
                "model": None, "search_model": None, "c_scale": None, "rollout_depth": None, "selection": None,
                "prior_power": None, "prior_decay": None, "leaf": None, "leaf_steps": None, "leaf_value": "network",

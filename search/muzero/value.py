@@ -50,6 +50,7 @@ from mallocgame.search.muzero import encoder
 from mallocgame.search.muzero.guide import input_vector
 from mallocgame.search.muzero.problems import Curriculum, Recipe, build
 from mallocgame.search.uct import greedy_profile
+from mallocgame.search.uct import reference_value as reference_value  # the control without a network (re-exported)
 
 #: The mark of a checkpoint whose value leaves' head estimates ``y`` (module docstring): its ``context_value``
 #: head where it has one (:func:`train_context_head`), else its ``value_head`` (:func:`finetune`). Value leaves read
@@ -137,11 +138,6 @@ class NetworkValue:
             z = np.exp(z - z.max())
             out.append((value, z / z.sum()))
         return out
-
-
-def reference_value(game) -> tuple[float, None]:
-    """The control without a network: ``y = 0`` (the future as in the reference episode), no prior."""
-    return 0.0, None
 
 
 def label_problem(recipe: Recipe, net, game_fields: dict, rng: np.random.Generator, *, states: int = 16,
