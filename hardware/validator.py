@@ -343,9 +343,9 @@ def interval_columns(intervals: Sequence) -> np.ndarray | None:
 
 def offset_columns(offsets: Sequence[int | None] | np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     """A map or pack answer's offsets as read-only columns ``(offset, placed)``: int64 ``[n]`` (0 where not
-    placed) and bool ``[n]`` (``None`` is not placed; in an integer array, a negative entry, as :func:`validate`
+    placed) and bool ``[n]`` (``None`` is not placed; in an integer array, a negative entry, as ``validate``
     reads one), or ``None`` when an entry is not an integer that fits in 64 bits. A tuple's columns are kept, as
-    :func:`interval_columns` keeps an answer's intervals.
+    ``interval_columns`` keeps an answer's intervals.
 
     Examples:
         >>> [c.tolist() for c in offset_columns([64, None, 0])]
