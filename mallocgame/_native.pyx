@@ -23,6 +23,8 @@ multiply-adds; the same operations in the same order). The boundary, what Python
   canonical search (``solvers/pack_search/_pack.pxi``, ``mallocgame.solvers.pack_search.search``);
 * ``first_overlap_loop(...)``: the validator's sweep over time, and ``interval_columns_loop(...)``: a prefetch
   answer's intervals as int64 columns (``hardware/_overlap_sweep.pxi``, ``mallocgame.hardware.validator``).
+* ``json_buffer_columns(...)``, ``json_op_columns(...)``: a workload JSON's buffers and ops read into numpy
+  columns (``formats/_json_columns.pxi``, ``mallocgame.formats.io``).
 
 msa's and pack-search's parts divide as C does (``@cython.cdivision(True)`` on each of their functions and
 classes), as they were written and checked against their references; the other parts divide as Python does.
