@@ -97,12 +97,18 @@ ODD = {
     "an empty op": _doc([_b("a", 8, 0, 1)], [{}]),
     "an op id that is an object": _doc([_b("a", 8, 0, 1)], [_op({"x": 1}, {"buffer": "a"})]),
     "buffers that are not a list": _doc({"a": 1}),
+    "an id not in UTF-8": b'{"format": "%s", "buffers": [{"id": "a\xff", "size": 8, "start": 0, "end": 1}]}' % FORMAT.encode(),
+    "an operand not in UTF-8": json.dumps(_doc([_b("a", 8, 0, 1)], [_op("o", {"buffer": "a"})])).encode().replace(
+        b'"buffer": "a"', b'"buffer": "a\xff"'),
     "no buffers": _doc([]),
 }
 
 
-def _write(tmp_path: Path, doc: dict | str, indent=None, name: str = "w.json") -> Path:
+def _write(tmp_path: Path, doc: dict | str | bytes, indent=None, name: str = "w.json") -> Path:
     path = tmp_path / name
+    if isinstance(doc, bytes):
+        path.write_bytes(doc)
+        return path
     path.write_text(doc if isinstance(doc, str) else json.dumps(doc, indent=indent, ensure_ascii=False), encoding="utf-8")
     return path
 

@@ -151,6 +151,24 @@ _OPERAND_KEYS = (b"buffer", b"access", b"bytes")
 
 
 def json_buffer_columns(raw, tuple kinds):
+    """The JSON list of buffer records ``raw`` as columns (:func:`_json_buffer_columns`), or ``None`` when it is not
+    of the plain shape or not valid UTF-8 (the reference decides then)."""
+    try:
+        return _json_buffer_columns(raw, kinds)
+    except UnicodeDecodeError:
+        return None
+
+
+def json_op_columns(raw, dict index, const long long[::1] sizes):
+    """The JSON list of op records ``raw`` as columns (:func:`_json_op_columns`), or ``None`` when it is not of the
+    plain shape, not valid UTF-8 or names a buffer not in ``index`` (the reference decides then)."""
+    try:
+        return _json_op_columns(raw, index, sizes)
+    except UnicodeDecodeError:
+        return None
+
+
+def _json_buffer_columns(raw, tuple kinds):
     """The JSON list of buffer records ``raw`` (bytes-like) as ``(ids, size, start, end, alignment, benefit, kind)``
     (a list of str, int64 columns, float64 with NaN where no benefit is given, uint8 codes into ``kinds``), or
     ``None`` when it is not of the plain shape (the reference decides then)."""
@@ -255,7 +273,7 @@ def json_buffer_columns(raw, tuple kinds):
     return (ids, *_json_shrunk(columns, m + 1))
 
 
-def json_op_columns(raw, dict index, const long long[::1] sizes):
+def _json_op_columns(raw, dict index, const long long[::1] sizes):
     """The JSON list of op records ``raw`` (bytes-like) as ``(ids, kinds, flops, transcendentals, fixed_bytes,
     counts, buffer, write, bytes)``: ids and kinds as lists of str (one str per distinct kind), an op without an
     id named ``op<index>``; per op float64 and int64 columns; per operand (op by op) the buffer's position in
