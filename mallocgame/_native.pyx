@@ -25,6 +25,8 @@ multiply-adds; the same operations in the same order). The boundary, what Python
   ``offset_columns_loop(...)``: a prefetch answer's intervals and a map or pack answer's offsets as int64 columns
   (``hardware/_overlap_sweep.pxi``, ``mallocgame.hardware.validator``);
 * ``csv_rows(...)``: the rows of a solution CSV (``formats/_csv_rows.pxi``, ``mallocgame.formats.io.problem_csv_text``).
+* ``json_buffer_columns(...)``, ``json_op_columns(...)``: a workload JSON's buffers and ops read into numpy
+  columns (``formats/_json_columns.pxi``, ``mallocgame.formats.io``).
 
 msa's and pack-search's parts divide as C does (``@cython.cdivision(True)`` on each of their functions and
 classes), as they were written and checked against their references; the other parts divide as Python does.
@@ -47,3 +49,4 @@ include "algorithms/_msa.pxi"
 include "../solvers/pack_search/_pack.pxi"
 include "../hardware/_overlap_sweep.pxi"
 include "formats/_csv_rows.pxi"
+include "formats/_json_columns.pxi"

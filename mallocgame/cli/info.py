@@ -34,10 +34,18 @@ from mallocgame.problem.graph import conflicts as problem_conflicts
 from mallocgame.problem.intervals import max_live
 from mallocgame.problem.model import InputError, Problem
 from mallocgame.problem.units import distinct, format_bytes, format_number, format_seconds
+from mallocgame.runtime.budget import Budget
 
 # Seconds the expensive bound may take in `info`, before it answers, by mode (the no-fragmentation
 # relaxation, the residency bound); computed once per problem, then read from the bound cache.
 INFO_BOUND_SECONDS = {"map": MAP_BOUND_SECONDS, "prefetch": 10.0}
+# `info` answers within this many seconds of its start at any size: the expensive bound gets at most what
+# reading the problem and the facts left of them, less INFO_KEEP_SECONDS (the instant bound, the output), and is
+# not started with less than MIN_BOUND_SECONDS (the instant or cached bound is reported then; the cache records
+# the seconds a bound was given, so a later command with more time computes it again).
+INFO_SECONDS = 10.0
+INFO_KEEP_SECONDS = 1.0
+MIN_BOUND_SECONDS = 1.0
 
 
 def _bound_label(mode: str, kind: str) -> str:
@@ -47,7 +55,16 @@ def _bound_label(mode: str, kind: str) -> str:
     return f"relaxation {kind}, docs/prefetch.md" if mode == "prefetch" else f"relaxation {kind}"
 
 
-def _info_facts(problem: Problem, spec, bound_time: float = 0.0) -> dict[str, Any]:
+def _expensive_bound_seconds(mode: str, budget: Budget | None) -> float:
+    """The seconds ``info`` gives the expensive bound of a ``mode`` problem with ``budget`` left (``None``: no
+    limit): :data:`INFO_BOUND_SECONDS` at most, 0 (none) when less than :data:`MIN_BOUND_SECONDS` is left."""
+    seconds = INFO_BOUND_SECONDS[mode]
+    if budget is not None:
+        seconds = min(seconds, budget.left() - INFO_KEEP_SECONDS)
+    return seconds if seconds >= MIN_BOUND_SECONDS else 0.0
+
+
+def _info_facts(problem: Problem, spec, bound_time: float = 0.0, budget: Budget | None = None) -> dict[str, Any]:
     a = problem.arrays
     live = max_live(problem)
     conflicts = problem_conflicts(problem, build_graph_up_to=GRAPH_EDGES)
@@ -65,7 +82,7 @@ def _info_facts(problem: Problem, spec, bound_time: float = 0.0) -> dict[str, An
     }
     if problem.mode in ("map", "prefetch"):
         ev = Evaluator.of(problem, spec)
-        bound = problem_bound(problem, spec, tighten=INFO_BOUND_SECONDS[problem.mode])
+        bound = problem_bound(problem, spec, tighten=_expensive_bound_seconds(problem.mode, budget))
         if bound.others:
             facts.update(bounds=dict(bound.others))
         facts.update(time_all_slow=ev.time_all_slow, time_all_fast=ev.time_all_fast, bound=bound.value,
@@ -112,6 +129,7 @@ def _bytes(n: int) -> str:
 def info(problem_path: str, mode: str | None, capacity: str | None, capacity_fraction: str | None,
          hardware: str | None, as_json: bool, bound_time: float | None, quiet: bool = False) -> None:
     """Size, horizon, components, largest clique, max live bytes and (map mode) the bound of PROBLEM."""
+    budget = Budget.start(INFO_SECONDS)
     with status(f"info: reading {problem_path}", quiet=quiet) as line:
         try:
             problem, spec = load_prepared(problem_path, mode=mode, capacity=capacity,
@@ -122,7 +140,7 @@ def info(problem_path: str, mode: str | None, capacity: str | None, capacity_fra
             fail(str(exc))
         gc.freeze()  # the problem lives to the end: later collections need not walk its objects
         line.set(f"info: {problem_path}: {problem.n} buffers, computing the facts and the bound")
-        f = _info_facts(problem, spec, bound_time or 0.0)
+        f = _info_facts(problem, spec, bound_time or 0.0, budget)
     capacity_warning(problem)
     if as_json:
         click.echo(dump_json({**stamp(), **f}), nl=False)

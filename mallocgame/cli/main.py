@@ -27,6 +27,7 @@ from mallocgame.cli.exits import EXIT_NO_SOLUTION, command_starts, fail
 from mallocgame.problem.model import InputError
 from mallocgame.problem.suggest import did_you_mean
 from mallocgame.runtime.interrupts import interrupted, raise_on_signals
+from mallocgame.runtime.memory import keep_freed_memory
 
 
 @dataclass(frozen=True)
@@ -200,6 +201,7 @@ def _one_line_warning(message, category, filename, lineno, file=None, line=None)
 @click.version_option(package_name="mallocgame")
 def main() -> None:
     """mallocgame: place ML buffers in fast memory so programs run fast."""
+    keep_freed_memory()  # before a command reads its input: big columns reuse freed pages
 
 
 if __name__ == "__main__":

@@ -41,7 +41,7 @@ from typing import IO, Any, Iterable, Iterator, Literal, Sequence
 import msgspec
 import numpy as np
 
-from mallocgame._native import csv_rows, offset_columns_loop
+from mallocgame._native import csv_rows, json_buffer_columns, json_op_columns, offset_columns_loop
 from mallocgame.formats.lift import map_intervals
 from mallocgame.problem.aliasing import merge_inplace
 from mallocgame.problem.model import (
@@ -1357,9 +1357,9 @@ _GET = {name: operator.attrgetter(name) for name in (
     "transcendentals", "fixed_bytes", "operands", "control_deps")}
 
 
-def _columnar_buffers(raw: msgspec.Raw) -> tuple[BufferTable, dict[str, int]] | None:
-    """The ``buffers`` list as a :class:`~mallocgame.problem.model.BufferTable` and the index of its ids, or ``None``
-    when any buffer needs the checking loop."""
+def _buffer_columns(raw: msgspec.Raw) -> tuple | None:
+    """The ``buffers`` list decoded by msgspec into ``(ids, size, start, end, alignment, benefit, kind)`` (the
+    reference of :func:`mallocgame._native.json_buffer_columns`), or ``None`` when any buffer needs the checking loop."""
     ids: list[str] = []
     parts: dict[str, list[np.ndarray]] = {f: [] for f in ("size", "start", "end", "alignment", "benefit", "kind")}
     try:
@@ -1380,11 +1380,29 @@ def _columnar_buffers(raw: msgspec.Raw) -> tuple[BufferTable, dict[str, int]] | 
                 [math.nan if x is msgspec.UNSET else x for x in benefit], np.float64))
     except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
         return None
-    n = len(ids)
-    if not n:
+    if not ids:
         return None
-    size, start, end, alignment, benefit, kind = (np.concatenate(parts.pop(f)) for f in (
-        "size", "start", "end", "alignment", "benefit", "kind"))
+    return (ids, *(np.concatenate(parts.pop(f)) for f in ("size", "start", "end", "alignment", "benefit", "kind")))
+
+
+def _within_max_int(*columns: np.ndarray) -> bool:
+    """Every value of the int64 ``columns`` is at most :data:`MAX_INT` in magnitude."""
+    return all(not len(c) or (-MAX_INT <= c.min() and c.max() <= MAX_INT) for c in columns)
+
+
+def _columnar_buffers(raw: msgspec.Raw) -> tuple[BufferTable, dict[str, int]] | None:
+    """The ``buffers`` list as a :class:`~mallocgame.problem.model.BufferTable` and the index of its ids, or ``None``
+    when any buffer needs the checking loop. Decoded by the compiled scanner when ``MALLOCGAME_ENGINE`` is
+    ``native`` and the list is of its plain shape, else by :func:`_buffer_columns`."""
+    columns = json_buffer_columns(raw, BUFFER_KINDS) if engine() == "native" else None
+    if columns is None:
+        columns = _buffer_columns(raw)
+    if columns is None:
+        return None
+    ids, size, start, end, alignment, benefit, kind = columns
+    n = len(ids)
+    if not _within_max_int(size, start, end, alignment):
+        return None
     index = dict(zip(ids, range(n)))
     if not all(ids) or len(index) != n or size.min() <= 0 or start.min() < 0 or alignment.min() <= 0 \
             or (end <= start).any() or not _sum_fits(size):
@@ -1395,10 +1413,10 @@ def _columnar_buffers(raw: msgspec.Raw) -> tuple[BufferTable, dict[str, int]] | 
     return BufferTable(ids, size, start, end, alignment, benefit, kind), index
 
 
-def _columnar_ops(raw: msgspec.Raw, buffers: BufferTable, index: dict[str, int]
-                  ) -> tuple[OpTable, list[tuple[str, int, Any, str]]] | None:
-    """The ops (and their control predecessors, as :func:`parse_workload` collects them) as an
-    :class:`~mallocgame.problem.model.OpTable` naming ``buffers``, or ``None`` when any needs the checking loop."""
+def _op_columns(raw: msgspec.Raw, buffers: BufferTable, index: dict[str, int]) -> tuple | None:
+    """The ops decoded by msgspec into ``(ids, kinds, flops, transcendentals, fixed_bytes, counts, buffer, write,
+    bytes)`` and their control predecessors (as :func:`parse_workload` collects them): the reference of
+    :func:`mallocgame._native.json_op_columns`; ``None`` when any op needs the checking loop."""
     ids: list[str] = []
     kinds: list[str] = []
     strings: dict[str, str] = {}  # one string per op kind
@@ -1444,13 +1462,29 @@ def _columnar_ops(raw: msgspec.Raw, buffers: BufferTable, index: dict[str, int]
             parts["bytes"].append(column)
     except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
         return None
-    n_ops = len(ids)
-    if len(set(ids)) != n_ops:
-        return None
     flops, trans, fixed, counts, buf, write, nbytes = (
         np.concatenate(parts.pop(f)) if parts[f] else np.zeros(0, np.float64 if f in ("flops", "transcendentals")
                                                                  else bool if f == "write" else np.int64)
         for f in ("flops", "transcendentals", "fixed_bytes", "counts", "buffer", "write", "bytes"))
+    return (ids, kinds, flops, trans, fixed, counts, buf, write, nbytes), control
+
+
+def _columnar_ops(raw: msgspec.Raw, buffers: BufferTable, index: dict[str, int]
+                  ) -> tuple[OpTable, list[tuple[str, int, Any, str]]] | None:
+    """The ops (and their control predecessors, as :func:`parse_workload` collects them) as an
+    :class:`~mallocgame.problem.model.OpTable` naming ``buffers``, or ``None`` when any needs the checking loop.
+    Decoded by the compiled scanner when ``MALLOCGAME_ENGINE`` is ``native`` and the list is of its plain shape
+    (no ``control_deps``), else by :func:`_op_columns`."""
+    columns = json_op_columns(raw, index, buffers.size) if engine() == "native" else None
+    made = (columns, []) if columns is not None else _op_columns(raw, buffers, index)
+    if made is None:
+        return None
+    (ids, kinds, flops, trans, fixed, counts, buf, write, nbytes), control = made
+    if not _within_max_int(fixed, nbytes):
+        return None
+    n_ops = len(ids)
+    if len(set(ids)) != n_ops:
+        return None
     if n_ops and (fixed.min() < 0 or min(flops.min(), trans.min()) < 0
                   or not math.isfinite(float(flops.sum() + trans.sum()))):
         return None
