@@ -1,0 +1,154 @@
+"""MuZero n-step value targets from the guided search's own moves at real size, and a head trained on them (issue 40).
+
+    nice python experiments/nstep_value_targets.py generate --data runs/nstep.npz --log runs/nstep.jsonl \
+        --seconds 2700 [--sampling reanalyse] [--simulations 8] [--n 8] [--states 8] [--min-size 1000 --max-size 5000]
+    nice python experiments/nstep_value_targets.py train --data runs/nstep.npz --out runs/nstep.pt \
+        [--target y] [--inputs both] [--log runs/nstep_train.jsonl]
+    nice python experiments/nstep_value_targets.py tune --checkpoint runs/nstep.pt [--count 8] [--states 8]
+
+``generate`` labels training problems (:func:`mallocgame.search.muzero.nstep.generate`: the
+:mod:`mallocgame.search.muzero.problems` curriculum, seeds >= 1,000,000, layered, random-interval, realistic and
+XLA-compiled programs of ``--min-size``..``--max-size`` buffers; never a tuning or held-out problem) with the
+n-step targets of the muzero solver's guided search in map mode (its selection rule, prior power, exploration and
+commitment; the prior of ``default.pt``, rollout leaves, ``--simulations`` per move; the features under
+``value.pt``'s frozen network, which value leaves read) for ``--seconds`` into ``--data``, continuing an existing
+file (resumable: the problems are drawn per index from ``--seed``). ``train`` trains a ``context_value`` head
+(:func:`mallocgame.search.muzero.value.train_context_head`, added to ``value.pt``) on the column ``--target``
+(``y``: n = ``--n`` of the generation; ``y_n1``, ``y_n4``, ``y_n16``, ``y_best``, or ``y_greedy``, the greedy
+rollout's label of the same states, the control), chosen on the last problems of ``--data``. ``tune`` measures
+a checkpoint's error against the greedy rollout's ``y`` on the tuning problems of the curriculum
+(:func:`mallocgame.search.muzero.problems.tuning_recipes`, never trained on nor held out), the quantity
+``experiments/value_head_error.py`` measures on the held-out programs: per family and overall, head against
+``y = 0``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from mallocgame.search.muzero.nstep import SAMPLINGS, generate
+from mallocgame.search.muzero.problems import Curriculum, build, tuning_recipes
+from mallocgame.search.muzero.torchless import load_agent_network
+from mallocgame.search.muzero.value import label_states, train_context_head
+from mallocgame.search.uct import DEFAULT_COMMIT, MCTSConfig
+from mallocgame.solvers.muzero import (
+    DEFAULT_CHECKPOINT,
+    DEFAULT_EXPLORATION,
+    DEFAULT_PRIOR_POWER,
+    DEFAULT_SELECTION,
+    VALUE_CHECKPOINT,
+)
+
+
+def curriculum_of(args) -> Curriculum:
+    return Curriculum(min_size=args.min_size, max_size=args.max_size, layered_share=0.6, min_capacity_fraction=0.2,
+                      max_capacity_fraction=0.5, realistic_share=args.realistic_share, xla_share=args.xla_share)
+
+
+def search_config(simulations: int) -> MCTSConfig:
+    """The muzero solver's guided search in map mode (its defaults), rollout leaves, ``simulations`` per move."""
+    return MCTSConfig(simulations=simulations, exploration=DEFAULT_EXPLORATION[DEFAULT_SELECTION]["map"],
+                      rollout="greedy", commit=DEFAULT_COMMIT["map"], guided=DEFAULT_SELECTION,
+                      prior_power=DEFAULT_PRIOR_POWER)
+
+
+def run_generate(args) -> None:
+    value_net, fields = load_agent_network(str(VALUE_CHECKPOINT))
+    prior_net, prior_fields = load_agent_network(str(DEFAULT_CHECKPOINT))
+    if prior_fields != fields:
+        print(f"nstep_value_targets.py: {DEFAULT_CHECKPOINT} and {VALUE_CHECKPOINT} play different games",
+              file=sys.stderr)
+        sys.exit(2)
+    Path(args.data).parent.mkdir(parents=True, exist_ok=True)
+    try:
+        done = generate(args.data, prior_net, value_net, fields, curriculum_of(args), search_config(args.simulations),
+                        seed=args.seed, seconds=args.seconds, sampling=args.sampling, n=args.n, states=args.states,
+                        log=args.log, problems=args.problems)
+    except ValueError as exc:  # a data file this generator cannot continue
+        print(f"nstep_value_targets.py: {exc}", file=sys.stderr)
+        sys.exit(2)
+    print(json.dumps({"problems": done, "data": args.data}))
+
+
+def run_train(args) -> None:
+    arrays = dict(np.load(args.data))
+    if args.target not in arrays:
+        print(f"nstep_value_targets.py: {args.data}: no column {args.target!r}", file=sys.stderr)
+        sys.exit(2)
+    arrays["y"] = arrays[args.target]
+    with tempfile.TemporaryDirectory() as tmp:  # the trainer reads column y
+        data = str(Path(tmp) / "data.npz")
+        np.savez(data, **arrays)
+        summary = train_context_head(data, str(VALUE_CHECKPOINT), args.out, inputs=args.inputs,
+                                     seconds=args.train_seconds, seed=args.seed, hidden=args.hidden, log=args.log)
+    summary.update(target=args.target, data=args.data)
+    line = json.dumps({"summary": summary})
+    if args.log:
+        with open(args.log, "a") as fh:
+            fh.write(line + "\n")
+    print(line)
+
+
+def run_tune(args) -> None:
+    from value_head_error import head_of, summary  # experiments/: the held-out measure's own functions
+
+    net, fields = load_agent_network(args.checkpoint)
+    by_family: dict[str, list] = {}
+    for i, recipe in enumerate(tuning_recipes(curriculum_of(args), args.count)):
+        problem, hw = build(recipe)
+        rows: dict = {}
+        x, y = label_states(problem, hw, net, fields, np.random.default_rng([args.seed, i]), states=args.states,
+                            rows=rows)
+        by_family.setdefault(recipe.kind, []).append((y.astype(np.float64), head_of(net, x, rows["context"])))
+        print(f"| {recipe.kind}-{problem.n}-c{recipe.capacity_fraction} | {summary(*by_family[recipe.kind][-1])} |",
+              flush=True)
+    every = []
+    for family, parts in by_family.items():
+        every += parts
+        print(f"| {family} | {summary(np.concatenate([a for a, _ in parts]), np.concatenate([b for _, b in parts]))} |")
+    print(f"| all | {summary(np.concatenate([a for a, _ in every]), np.concatenate([b for _, b in every]))} |")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="command", required=True)
+    for name in ("generate", "train", "tune"):
+        p = sub.add_parser(name)
+        p.add_argument("--seed", type=int, default=0)
+        p.add_argument("--min-size", type=int, default=1000)
+        p.add_argument("--max-size", type=int, default=5000)
+        p.add_argument("--realistic-share", type=float, default=0.25)
+        p.add_argument("--xla-share", type=float, default=0.25)
+        if name == "generate":
+            p.add_argument("--data", required=True)
+            p.add_argument("--log", default=None)
+            p.add_argument("--seconds", type=float, default=2700.0)
+            p.add_argument("--sampling", choices=SAMPLINGS, default="reanalyse")
+            p.add_argument("--simulations", type=int, default=8)
+            p.add_argument("--n", type=int, default=8)
+            p.add_argument("--states", type=int, default=8)
+            p.add_argument("--problems", type=int, default=None, help="stop at this problem count")
+        elif name == "train":
+            p.add_argument("--data", required=True)
+            p.add_argument("--out", required=True)
+            p.add_argument("--log", default=None)
+            p.add_argument("--target", default="y")
+            p.add_argument("--inputs", choices=("both", "context"), default="both")
+            p.add_argument("--hidden", type=int, default=32)
+            p.add_argument("--train-seconds", type=float, default=300.0)
+        else:
+            p.add_argument("--checkpoint", required=True)
+            p.add_argument("--count", type=int, default=8)
+            p.add_argument("--states", type=int, default=8)
+    args = ap.parse_args()
+    {"generate": run_generate, "train": run_train, "tune": run_tune}[args.command](args)
+
+
+if __name__ == "__main__":
+    main()
