@@ -17,19 +17,23 @@ reference episode (the greedy episode from the game's start: ``to_go``, ``scale`
 
     y_n(s_t) = 100 x (z_t - to_go[t]) / scale
 
-so a leaf reading it backs up ``to_go[t] + scale / 100 x y_n``, the search's return still to come. Where the search
-plays no better than the greedy, ``y_n`` is the greedy rollout's ``y``; where it plays better, ``y_n`` is larger.
+so a leaf reading it backs up ``to_go[t] + scale / 100 x y_n``, the search's return still to come. It differs from
+the greedy rollout's ``y`` by what the search's moves gain over the greedy's, and, through the root's mean, by the
+rollouts of the moves the search tried and rejected (which pull it below; ``y_best`` does not count them).
 
-:func:`label_game` plays one game and labels ``states`` of its searched moves, sampled before the game from a
-seeded generator: their features (the value head's input under the frozen network and the
-:func:`~mallocgame.search.muzero.value.context_features` a leaf reads), ``y_n``, ``y_best`` (the same sum
-bootstrapped from the best return seen through the root, :attr:`~mallocgame.search.uct.Node.best`, instead of the
-mean) and ``y_greedy`` (the greedy rollout's ``y`` of the same state,
-:func:`~mallocgame.search.muzero.value.value_target`, for comparison). With ``children`` it also labels the root's
-visited children at those moves by the search's own mean value of them (the tree's estimate, no rewards played:
-``source`` 1; the game's states are ``source`` 0), the kind of state a leaf of the search is.
-:func:`generate` runs it over training problems (:func:`mallocgame.search.muzero.value.generate`: resumable, one
-``.npz``); ``experiments/nstep_value_targets.py`` is its command.
+:func:`label_game` plays one whole game and labels ``states`` of its searched moves, sampled before the game from a
+seeded generator. A whole game costs a search per move over thousands of moves at real size, so
+:func:`label_reanalysed` (reanalyse-style) labels instead the leaves a search values -- every child of
+``states`` states of a greedy walk, as :func:`mallocgame.search.muzero.value.label_states` draws them -- each by the
+search played from it for ``n`` steps only. Every row has the features value leaves read (the value head's input
+under the frozen network, the :func:`~mallocgame.search.muzero.value.context_features`), ``y_n`` (column ``y``),
+``y_n<k>`` for the other horizons of :data:`EXTRA_N`, ``y_best`` (the same sum bootstrapped from the best return seen
+through the root, :attr:`~mallocgame.search.uct.Node.best`, instead of the mean) and ``y_greedy`` (the greedy
+rollout's ``y`` of the same state, :func:`~mallocgame.search.muzero.value.value_target`, the control). With
+``children`` a whole game also labels the root's visited children at its labelled moves by the search's own mean
+value of them (the tree's estimate, no move played: ``source`` 1; game states are ``source`` 0, reanalysed leaves
+``source`` 2). :func:`generate` runs either over training problems (:func:`mallocgame.search.muzero.value.generate`:
+resumable, one ``.npz``); ``experiments/nstep_value_targets.py`` is its command.
 """
 
 from __future__ import annotations
