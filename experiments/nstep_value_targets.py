@@ -4,7 +4,8 @@
         --seconds 2700 [--sampling reanalyse] [--simulations 8] [--n 8] [--states 8] [--min-size 1000 --max-size 5000]
     nice python experiments/nstep_value_targets.py train --data runs/nstep.npz --out runs/nstep.pt \
         [--target y] [--inputs both] [--log runs/nstep_train.jsonl]
-    nice python experiments/nstep_value_targets.py tune --checkpoint runs/nstep.pt [--count 8] [--states 8]
+    nice python experiments/nstep_value_targets.py tune --checkpoint runs/a.pt runs/b.pt [--cache runs/tuning.npz] \
+        [--count 8] [--states 8]
 
 ``generate`` labels training problems (:func:`mallocgame.search.muzero.nstep.generate`: the
 :mod:`mallocgame.search.muzero.problems` curriculum, seeds >= 1,000,000, layered, random-interval, realistic and
@@ -15,7 +16,9 @@ commitment; the prior of ``default.pt``, rollout leaves, ``--simulations`` per m
 file (resumable: the problems are drawn per index from ``--seed``). ``train`` trains a ``context_value`` head
 (:func:`mallocgame.search.muzero.value.train_context_head`, added to ``value.pt``) on the column ``--target``
 (``y``: n = ``--n`` of the generation; ``y_n1``, ``y_n4``, ``y_n16``, ``y_best``, or ``y_greedy``, the greedy
-rollout's label of the same states, the control), chosen on the last problems of ``--data``. ``tune`` measures
+rollout's label of the same states, the control), chosen on the last problems of ``--data`` (or those a seeded
+permutation puts last, ``--val-seed``); a head on an n-step column is marked
+:data:`~mallocgame.search.muzero.nstep.NSTEP_TARGET`, which value leaves never read. ``tune`` measures
 a checkpoint's error against the greedy rollout's ``y`` on the tuning problems of the curriculum
 (:func:`mallocgame.search.muzero.problems.tuning_recipes`, never trained on nor held out), the quantity
 ``experiments/value_head_error.py`` measures on the held-out programs: per family and overall, head against
@@ -31,8 +34,10 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+from _common import Transcript, write_results
 
-from mallocgame.search.muzero.nstep import SAMPLINGS, generate
+from mallocgame.search.muzero import checkpoint as ckpt
+from mallocgame.search.muzero.nstep import NSTEP_TARGET, SAMPLINGS, generate
 from mallocgame.search.muzero.problems import Curriculum, build, tuning_recipes
 from mallocgame.search.muzero.torchless import load_agent_network
 from mallocgame.search.muzero.value import label_states, train_context_head
@@ -82,11 +87,18 @@ def run_train(args) -> None:
         print(f"nstep_value_targets.py: {args.data}: no column {args.target!r}", file=sys.stderr)
         sys.exit(2)
     arrays["y"] = arrays[args.target]
+    if args.val_seed is not None:  # the validation problems (the last ids) drawn by a seeded permutation of the ids
+        ids = np.unique(arrays["problem"])
+        renumber = dict(zip(ids.tolist(), np.random.default_rng(args.val_seed).permutation(len(ids)).tolist()))
+        arrays["problem"] = np.asarray([renumber[i] for i in arrays["problem"].tolist()], np.int64)
     with tempfile.TemporaryDirectory() as tmp:  # the trainer reads column y
         data = str(Path(tmp) / "data.npz")
         np.savez(data, **arrays)
         summary = train_context_head(data, str(VALUE_CHECKPOINT), args.out, inputs=args.inputs,
                                      seconds=args.train_seconds, seed=args.seed, hidden=args.hidden, log=args.log)
+    if args.target != "y_greedy":  # the search's n-step return, not the value leaves' one target: marked so
+        payload = ckpt.load(args.out)
+        ckpt.atomic_save(dict(payload, value_target=NSTEP_TARGET), args.out)
     summary.update(target=args.target, data=args.data)
     line = json.dumps({"summary": summary})
     if args.log:
@@ -95,24 +107,70 @@ def run_train(args) -> None:
     print(line)
 
 
-def run_tune(args) -> None:
-    from value_head_error import head_of, summary  # experiments/: the held-out measure's own functions
-
-    net, fields = load_agent_network(args.checkpoint)
-    by_family: dict[str, list] = {}
+def tuning_set(args, net, fields) -> dict[str, np.ndarray]:
+    """The tuning problems' labelled leaves (``x``, ``context``, the greedy rollout's ``y``, ``kind``, ``problem``),
+    read from ``--cache`` where it exists, else labelled and written there."""
+    if args.cache and Path(args.cache).exists():
+        return dict(np.load(args.cache))
+    parts: dict[str, list] = {"x": [], "context": [], "y": [], "kind": [], "problem": []}
     for i, recipe in enumerate(tuning_recipes(curriculum_of(args), args.count)):
         problem, hw = build(recipe)
         rows: dict = {}
         x, y = label_states(problem, hw, net, fields, np.random.default_rng([args.seed, i]), states=args.states,
                             rows=rows)
-        by_family.setdefault(recipe.kind, []).append((y.astype(np.float64), head_of(net, x, rows["context"])))
-        print(f"| {recipe.kind}-{problem.n}-c{recipe.capacity_fraction} | {summary(*by_family[recipe.kind][-1])} |",
-              flush=True)
-    every = []
-    for family, parts in by_family.items():
-        every += parts
-        print(f"| {family} | {summary(np.concatenate([a for a, _ in parts]), np.concatenate([b for _, b in parts]))} |")
-    print(f"| all | {summary(np.concatenate([a for a, _ in every]), np.concatenate([b for _, b in every]))} |")
+        for k, v in (("x", x), ("context", rows["context"]), ("y", y), ("kind", np.full(len(y), recipe.kind, "<U10")),
+                     ("problem", np.full(len(y), i))):
+            parts[k].append(v)
+        print(f"tuning problem {i}: {recipe.kind}-{problem.n}-c{recipe.capacity_fraction}, {len(y)} leaves", flush=True)
+    arrays = {k: np.concatenate(v) for k, v in parts.items()}
+    if args.cache:
+        np.savez(args.cache + ".tmp.npz", **arrays)
+        Path(args.cache + ".tmp.npz").replace(args.cache)
+    return arrays
+
+
+def data_summary(path: str, t) -> None:
+    """The generated targets of ``path``: problems and rows per family, and per target column its mean, spread and
+    correlation with the greedy rollout's ``y`` of the same leaves."""
+    d = np.load(path)
+    t(f"\n## The generated targets (`{path}`)\n")
+    t("| family | problems | buffers | rows |")
+    t("|---|---:|---|---:|")
+    for kind in sorted(set(d["kind"].tolist())):
+        rows = d["kind"] == kind
+        sizes = d["n"][rows]
+        t(f"| {kind} | {len(set(d['problem'][rows].tolist()))} | {sizes.min()}-{sizes.max()} | {int(rows.sum())} |")
+    t(f"| all | {len(set(d['problem'].tolist()))} | {d['n'].min()}-{d['n'].max()} | {len(d['y'])} |")
+    t("\n| target | mean | std | corr with y_greedy | mean (target - y_greedy) |")
+    t("|---|---:|---:|---:|---:|")
+    g = d["y_greedy"].astype(np.float64)
+    for col in ("y", "y_n1", "y_n4", "y_n16", "y_best", "y_greedy"):
+        v = d[col].astype(np.float64)
+        corr = np.corrcoef(v, g)[0, 1] if v.std() > 0 and g.std() > 0 else float("nan")
+        t(f"| {col} | {v.mean():.4f} | {v.std():.4f} | {corr:.3f} | {(v - g).mean():.4f} |")
+
+
+def run_tune(args) -> None:
+    from value_head_error import head_of, summary  # experiments/: the held-out measure's own functions
+
+    t = Transcript()
+    nets = [load_agent_network(c) for c in args.checkpoint]
+    data = tuning_set(args, *nets[0])
+    y = data["y"].astype(np.float64)
+    t(f"# n-step value heads on the tuning problems ({args.count} tuning recipes, {args.states} walk states each)\n")
+    t("The truth is the greedy rollout's `y` of every child of the walk states (as `value_head_error.py` measures on "
+      "the held-out programs); R^2 = 1 - MSE(head) / MSE(y = 0).\n")
+    t("| checkpoint | family | rows | MSE head | MAE head | MSE y=0 | MAE y=0 | corr | R^2 |")
+    t("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    for path, (net, _) in zip(args.checkpoint, nets):
+        pred = head_of(net, data["x"], data["context"])
+        for family in [*sorted(set(data["kind"].tolist())), "all"]:
+            rows = data["kind"] == family if family != "all" else np.ones(len(y), bool)
+            t(f"| {path} | {family} | {summary(y[rows], pred[rows])} |")
+    if args.data:
+        data_summary(args.data, t)
+    if args.out:
+        write_results(args.out, t.text)
 
 
 def main() -> None:
@@ -142,8 +200,13 @@ def main() -> None:
             p.add_argument("--inputs", choices=("both", "context"), default="both")
             p.add_argument("--hidden", type=int, default=32)
             p.add_argument("--train-seconds", type=float, default=300.0)
+            p.add_argument("--val-seed", type=int, default=None,
+                           help="validate on the problems a seeded permutation puts last (default: the last ones)")
         else:
-            p.add_argument("--checkpoint", required=True)
+            p.add_argument("--checkpoint", nargs="+", required=True)
+            p.add_argument("--cache", default=None, help="the labelled tuning set (.npz): read if it exists")
+            p.add_argument("--data", default=None, help="the generated targets to summarise too")
+            p.add_argument("--out", default=None, help="the record in experiments/results/")
             p.add_argument("--count", type=int, default=8)
             p.add_argument("--states", type=int, default=8)
     args = ap.parse_args()

@@ -33,7 +33,8 @@ rollout's ``y`` of the same state, :func:`~mallocgame.search.muzero.value.value_
 ``children`` a whole game also labels the root's visited children at its labelled moves by the search's own mean
 value of them (the tree's estimate, no move played: ``source`` 1; game states are ``source`` 0, reanalysed leaves
 ``source`` 2). :func:`generate` runs either over training problems (:func:`mallocgame.search.muzero.value.generate`:
-resumable, one ``.npz``); ``experiments/nstep_value_targets.py`` is its command.
+resumable, one ``.npz``); ``experiments/nstep_value_targets.py`` is its command, and marks a head trained on these
+targets :data:`NSTEP_TARGET`.
 """
 
 from __future__ import annotations
@@ -163,6 +164,11 @@ class _Rows:
                         **{k: np.asarray(v, np.float32) for k, v in self.z.items() if k != "y"})
         return np.asarray(self.x, np.float32).reshape(-1, width), np.asarray(self.z["y"], np.float32)
 
+
+#: The mark of a head trained on these targets (:data:`mallocgame.search.muzero.value.VALUE_TARGET` is the greedy
+#: rollout's ``y``, the one target value leaves read): the search's return in ``y``'s units, another quantity, so
+#: value leaves never read such a head.
+NSTEP_TARGET = "relative-search-nstep/1"
 
 #: The other horizons :func:`label_game` and :func:`label_reanalysed` label (columns ``y_n<k>``), for choosing ``n``.
 EXTRA_N = (1, 4, 16)
