@@ -7,13 +7,14 @@ import pytest
 
 from mallocgame.hardware.spec import PRESETS
 from mallocgame.inputs.generate import layered_network
+from mallocgame.runtime.budget import Budget
 from mallocgame.search.game import Game, GameConfig
 from mallocgame.search.muzero import nstep
 from mallocgame.search.muzero.guide import NetworkPrior
 from mallocgame.search.muzero.problems import Curriculum
 from mallocgame.search.muzero.torchless import load_agent_network
 from mallocgame.search.muzero.value import label_states
-from mallocgame.search.uct import MCTSConfig, greedy_profile
+from mallocgame.search.uct import MCTSConfig, UCTSearch, greedy_profile
 from mallocgame.solvers.muzero import DEFAULT_CHECKPOINT, VALUE_CHECKPOINT
 
 HW = PRESETS["tpuv4i"]
@@ -112,3 +113,19 @@ def test_generation_resumes_where_it_stopped_without_duplicating(nets, tmp_path)
     for k in a.files:
         np.testing.assert_array_equal(a[k], b[k])
     assert sorted(set(b["problem"].tolist())) == [0, 1, 2]
+
+
+def test_after_search_sees_every_searched_move_once_before_its_commitment(nets):
+    prior_net, _, fields = nets
+    game = Game(_problem(40, seed=2), HW, GameConfig(**fields))
+    seen = []
+
+    def after_search(state, root):
+        seen.append((state.steps, root.visits))
+
+    result = UCTSearch(CFG, np.random.default_rng(0), prior=NetworkPrior(prior_net)).run(
+        game, budget=Budget.start(float("inf")), after_search=after_search)
+    assert len(seen) == result.searched_moves > 0
+    steps = [s for s, _ in seen]
+    assert steps == sorted(set(steps))  # once per move, in order
+    assert all(visits >= CFG.simulations for _, visits in seen)  # after the move's simulations
