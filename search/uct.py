@@ -578,7 +578,7 @@ class UCTSearch:
 
         ``before_move(game)``, if given, is called before each searched move (training records
         the states the search reaches; it must not change ``game``); ``after_search(game, root)`` after its
-        simulations, before the commitment (training reads the root's value; neither may change)."""
+        simulations, before the commitment (training reads the root's value; it must change neither)."""
         t0 = budget.started
         cfg = self.cfg
         probe, step_time = self._reference_episode(game, budget)

@@ -52,9 +52,6 @@ from mallocgame.search.muzero.guide import NetworkPrior, input_vector, uniform_p
 from mallocgame.search.muzero.problems import Curriculum
 from mallocgame.search.uct import MCTSConfig, UCTSearch, greedy_profile
 
-#: The columns :func:`generate` adds to :func:`mallocgame.search.muzero.value.generate`'s (module docstring).
-COLUMNS = ("y_best", "y_greedy", "source")
-
 
 @dataclass(frozen=True)
 class SearchRecord:
