@@ -575,13 +575,15 @@ class UCTSearch:
         return probe, step_time
 
     def run(self, game: Game, *, budget: Budget, incumbents: list[Episode] = (),
-            before_move: Callable[[Game], None] | None = None) -> SearchResult:
+            before_move: Callable[[Game], None] | None = None,
+            after_search: Callable[[Game, Node], None] | None = None) -> SearchResult:
         """Play ``game`` (in place) to the end by move-by-move search within ``budget`` (its deadline is the
         search's; each searched move gets a share of the time left, :meth:`_move_budget`); the best episode seen
         wins. The history's times count from ``budget.started``.
 
         ``before_move(game)``, if given, is called before each searched move (training records
-        the states the search reaches; it must not change ``game``)."""
+        the states the search reaches; it must not change ``game``); ``after_search(game, root)`` after its
+        simulations, before the commitment (training reads the root's value; it must change neither)."""
         t0 = budget.started
         cfg = self.cfg
         probe, step_time = self._reference_episode(game, budget)
@@ -625,6 +627,8 @@ class UCTSearch:
                     sims += group
                 result.simulations += sims
                 result.searched_moves += 1
+                if after_search is not None:
+                    after_search(game, root)
                 if cfg.commit == "max":
                     action = max(root.children.items(), key=lambda kv: (kv[1].reward + kv[1].best, kv[1].visits))[0]
                 else:

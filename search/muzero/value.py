@@ -209,15 +209,18 @@ def recipe_of(curriculum: Curriculum, seed: int, index: int) -> Recipe:
 
 
 def generate(out: str, net, game_fields: dict, curriculum: Curriculum, *, seed: int, seconds: float,
-             log: str | None = None, states: int = 16, save_every: float = 60.0, problems: int | None = None) -> int:
+             log: str | None = None, states: int = 16, save_every: float = 60.0, problems: int | None = None,
+             label=None, columns: tuple[str, ...] = ()) -> int:
     """Label problems ``0, 1, ...`` (:func:`recipe_of`) for ``seconds`` (and at most up to problem ``problems``: a
     run is reproduced exactly by its count) into the ``.npz`` ``out`` (saved every ``save_every`` seconds and at
     the end, by a temporary file and a rename; an existing file is continued). Its arrays: ``x`` (value-head
     inputs), ``y`` (targets), ``problem`` (the problem's index), ``context`` (:func:`context_features`), ``step``,
     ``greedy`` (the child's move was the greedy's), ``kind`` (the recipe's kind) and ``n`` (buffers), a row each.
-    Returns the problems labelled."""
+    ``label(problem, hw, rng, rows) -> (x, y)``, if given, labels a problem instead of :func:`label_states` (its
+    ``rows`` get ``context``, ``step``, ``greedy`` and the extra ``columns``, a row each; the n-step targets of
+    :mod:`mallocgame.search.muzero.nstep`). Returns the problems labelled."""
     path = Path(out)
-    names = ("x", "y", "problem", "context", "step", "greedy", "kind", "n")
+    names = ("x", "y", "problem", "context", "step", "greedy", "kind", "n", *columns)
     parts: dict[str, list[np.ndarray]] = {k: [] for k in names}
     if path.exists():
         old = np.load(path)
@@ -240,11 +243,15 @@ def generate(out: str, net, game_fields: dict, curriculum: Curriculum, *, seed: 
             tp = time.monotonic()
             rows: dict = {}
             problem, hw = build(recipe)
-            x, y = label_states(problem, hw, net, game_fields, np.random.default_rng([seed, done, 1]),
-                                states=states, rows=rows)
+            rng = np.random.default_rng([seed, done, 1])
+            if label is None:
+                x, y = label_states(problem, hw, net, game_fields, rng, states=states, rows=rows)
+            else:
+                x, y = label(problem, hw, rng, rows)
             for k, v in (("x", x), ("y", y), ("problem", np.full(len(y), done, np.int64)),
                          ("context", rows["context"]), ("step", rows["step"]), ("greedy", rows["greedy"]),
-                         ("kind", np.full(len(y), recipe.kind, "<U10")), ("n", np.full(len(y), problem.n, np.int64))):
+                         ("kind", np.full(len(y), recipe.kind, "<U10")), ("n", np.full(len(y), problem.n, np.int64)),
+                         *((c, rows[c]) for c in columns)):
                 parts[k].append(v)
             if logf:
                 logf.write(json.dumps({"problem": done, "recipe": recipe.as_dict(), "n": problem.n, "labels": len(y),
