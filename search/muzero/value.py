@@ -407,3 +407,111 @@ def train_context_head(data: str, init: str, out: str, *, inputs: str = "both", 
     ckpt.atomic_save(dict(ckpt.model_only(payload), model=model, value_target=VALUE_TARGET,
                           summary=summary), out)
     return summary
+
+
+# --- prefetch mode: the same target, read by a head over the leaf's context alone ---------------------------------
+#: The prefetch game the muzero solver plays (``solvers/muzero.py``: k = PREFETCH_K per copy window, two windows,
+#: greedy-xla's order): the only game a prefetch value head is read on.
+PREFETCH_GAME = {"variant": "prefetch", "k": 4, "order": "xla", "windows": 2}
+#: What a prefetch value head reads, in this order (:func:`prefetch_context_features`).
+PREFETCH_FEATURES = ("ahead", "remaining", "progress", "next", "length")
+#: The kind of a prefetch value head's checkpoint (its ``kind`` field): a context-only MLP, no network.
+PREFETCH_HEAD_KIND = "prefetch-context-value/1"
+
+
+def prefetch_context_features(game, to_go: np.ndarray, scale: float) -> np.ndarray:
+    """What a prefetch leaf reads (:data:`PREFETCH_FEATURES`): :func:`context_features` (its place relative to the
+    reference episode) and ``length``, the decisions the state has left beyond the reference's at the same step, as a
+    fraction of the reference's length (the prefetch game's episodes differ in length: a copy decided fast or slow
+    changes the decisions still to come)."""
+    steps = max(len(to_go) - 1, 1)
+    ref_left = max(len(to_go) - 1 - game.steps, 0)
+    return np.append(context_features(game, to_go, scale),
+                     np.float32((int(game.decisions_left) - ref_left) / steps)).astype(np.float32)
+
+
+def label_prefetch_states(problem, hw, rng: np.random.Generator, *, states: int = 32, eps: float = 0.05,
+                          leaf_steps: int = 64, rows: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Features ``[m, len(PREFETCH_FEATURES)]`` and targets ``y`` ``[m]`` of a prefetch-mode problem: at ``states``
+    steps of a walk that follows the greedy (a random move with probability ``eps``) every child of the state (one
+    move each), played on by ``leaf_steps`` greedy steps as a mixed leaf of the search is, is labelled with ``y``
+    (:func:`value_target`, a greedy rollout to the end) and its :func:`prefetch_context_features`, both at the state
+    the leaf is valued at. ``rows``, if given, gets per row its step (``"step"``) and whether the child's move was
+    the greedy's (``"greedy"``)."""
+    game = Game(problem, hw, GameConfig(**PREFETCH_GAME))
+    to_go, scale = greedy_profile(game)
+    length = len(to_go) - 1
+    picks = set(rng.choice(length, size=min(states, length), replace=False).tolist()) if length > 0 else set()
+    xs, ys, steps, greedy = [], [], [], []
+    walk = game.clone()
+    while not walk.done:
+        legal = walk.legal_actions()
+        if walk.steps in picks:
+            best = walk.greedy_action()
+            for a in legal.tolist():
+                leaf = walk.clone()
+                leaf.step(int(a))
+                if leaf_steps and not leaf.done:
+                    leaf.greedy_rollout(leaf.steps + leaf_steps)
+                if leaf.done:
+                    continue
+                xs.append(prefetch_context_features(leaf, to_go, scale))
+                ys.append(value_target(leaf, to_go, scale))
+                steps.append(leaf.steps)
+                greedy.append(int(a) == best)
+        action = int(legal[rng.integers(len(legal))]) if rng.random() < eps else walk.greedy_action()
+        walk.step(action)
+    if rows is not None:
+        rows.update(step=np.asarray(steps, np.int64), greedy=np.asarray(greedy, bool))
+    return np.asarray(xs, np.float32).reshape(-1, len(PREFETCH_FEATURES)), np.asarray(ys, np.float32)
+
+
+def generate_prefetch(out: str, curriculum: Curriculum, *, seed: int, seconds: float, log: str | None = None,
+                      states: int = 32, leaf_steps: int = 64, save_every: float = 60.0,
+                      problems: int | None = None) -> int:
+    """:func:`generate` in prefetch mode: problems ``0, 1, ...`` of ``curriculum`` (:func:`recipe_of`; training
+    seeds) turned to prefetch mode, labelled by :func:`label_prefetch_states`, into the ``.npz`` ``out`` (continued if
+    it exists; saved by a temporary file and a rename). Its arrays, a row each: ``context`` (the features), ``y``,
+    ``problem``, ``step``, ``greedy``, ``kind``, ``n``. Returns the problems labelled."""
+    path = Path(out)
+    names = ("context", "y", "problem", "step", "greedy", "kind", "n")
+    parts: dict[str, list[np.ndarray]] = {k: [] for k in names}
+    if path.exists():
+        old = np.load(path)
+        for k in names:
+            parts[k].append(old[k])
+    done = int(parts["problem"][0].max()) + 1 if parts["problem"] and len(parts["problem"][0]) else 0
+    t0 = last = time.monotonic()
+    logf = open(log, "a") if log else None
+
+    def save():
+        np.savez(str(path) + ".tmp.npz", **{k: np.concatenate(v) for k, v in parts.items() if v})
+        Path(str(path) + ".tmp.npz").replace(path)
+
+    try:
+        while time.monotonic() - t0 < seconds and (problems is None or done < problems):
+            recipe = recipe_of(curriculum, seed, done)
+            tp = time.monotonic()
+            problem, hw = build(recipe)
+            rows: dict = {}
+            x, y = label_prefetch_states(problem.replace(mode="prefetch"), hw, np.random.default_rng([seed, done, 1]),
+                                         states=states, leaf_steps=leaf_steps, rows=rows)
+            for k, v in (("context", x), ("y", y), ("problem", np.full(len(y), done, np.int64)),
+                         ("step", rows["step"]), ("greedy", rows["greedy"]),
+                         ("kind", np.full(len(y), recipe.kind, "<U10")), ("n", np.full(len(y), problem.n, np.int64))):
+                parts[k].append(v)
+            if logf:
+                logf.write(json.dumps({"problem": done, "recipe": recipe.as_dict(), "n": problem.n, "labels": len(y),
+                                       "y_mean": round(float(y.mean()), 4) if len(y) else None,
+                                       "y_abs_max": round(float(np.abs(y).max()), 4) if len(y) else None,
+                                       "seconds": round(time.monotonic() - tp, 2)}) + "\n")
+                logf.flush()
+            done += 1
+            if time.monotonic() - last >= save_every:
+                save()
+                last = time.monotonic()
+        save()
+    finally:
+        if logf:
+            logf.close()
+    return done
