@@ -104,7 +104,12 @@ Options (`MuZeroOptions`, listed by `mallocgame solvers muzero`; the CLI passes 
   ``y = 0`` (the future as in the greedy reference episode). A game the network was not trained on (pack and
   prefetch modes), or a checkpoint whose value heads are not trained on the leaves' target (no
   ``mallocgame.search.muzero.value.VALUE_TARGET`` mark: ``default.pt`` and ``mallocgame train``'s), gets the
-  reference (``stats["leaf_value"]`` says so).
+  reference (``stats["leaf_value"]`` says so). Prefetch mode's leaves read no network: they read the prefetch
+  value head (`mallocgame.search.muzero.value.PrefetchValue`, ``stats["leaf_value"] = "prefetch head"``) of
+  ``value_checkpoint`` or, by default, ``PREFETCH_VALUE_CHECKPOINT`` where it is shipped, if marked with the value
+  leaves' target; else the reference;
+* ``value_checkpoint`` prefetch mode: the prefetch value head's checkpoint
+  (`mallocgame.search.muzero.value.train_prefetch_head`; a missing or foreign file is an input error).
 
 The answer is the best complete episode seen: the committed path, a rollout that reached the
 end, the greedy episodes of the other game shapes, or the ``hint`` (prefetch mode: also
@@ -200,7 +205,7 @@ PREFETCH_CHECKPOINT = DEFAULT_CHECKPOINT.with_name("prefetch.pt")
 #: ``checkpoint``; not the default (docs/results.md, "muzero's defaults").
 GRAPH_CHECKPOINT = DEFAULT_CHECKPOINT.with_name("encoder3.pt")
 #: Prefetch mode's value leaves: the prefetch value head (`mallocgame.search.muzero.value.PrefetchValue`, a small MLP
-#: over the leaf's context relative to the reference episode, trained on ``y``; ``experiments/train_prefetch_value.py``)
+#: over the leaf's context relative to the reference episode, trained on ``y``; experiments/value_head_error_prefetch.py)
 #: read where a leaf is valued, when this file is shipped; without it the leaves get the reference, ``y = 0``.
 PREFETCH_VALUE_CHECKPOINT = DEFAULT_CHECKPOINT.with_name("prefetch_value.pt")
 #: Whether ``prior="network"`` plays ``PREFETCH_CHECKPOINT`` in prefetch mode when no checkpoint is given; decided

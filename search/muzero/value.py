@@ -33,6 +33,14 @@ head's input under the frozen network (:meth:`~mallocgame.search.muzero.inferenc
 fine-tuning moves the value head only and the policy stays the shipped one. :func:`finetune` and
 :func:`train_context_head` (torch, imported lazily) train a head by MSE; ``experiments/train_value_head.py`` runs
 the labelling and either.
+
+**Prefetch mode** (the section at the end): the same target ``y``, with the same mark rule, read by a
+:class:`PrefetchHead`, a small MLP over the leaf's :func:`prefetch_context_features` alone (its place relative to the
+reference episode; no network: prefetch mode's default search plays a uniform prior). :func:`label_prefetch_states`
+labels, on a walk as above, every child played on by the mixed leaf's greedy steps, at the state the leaf is valued
+at (``experiments/label_prefetch_value.py``); :func:`train_prefetch_head` trains and marks a head;
+:class:`PrefetchValue` is the prefetch leaves' evaluator, which the muzero solver builds only from a checkpoint of
+kind :data:`PREFETCH_HEAD_KIND` marked :data:`VALUE_TARGET` (:func:`load_prefetch_head`; otherwise ``y = 0``).
 """
 
 from __future__ import annotations
