@@ -39,7 +39,7 @@ from mallocgame.search.muzero.value import (
 
 #: (features read, hidden units) tried by leave-one-problem-out.
 CONFIGS = ((("ahead", "remaining", "progress"), 16),
-           (("ahead", "remaining", "progress", "length"), 16),
+           (("ahead", "remaining", "progress", "scale", "density"), 16),
            (PREFETCH_FEATURES, 4),
            (PREFETCH_FEATURES, 16),
            (PREFETCH_FEATURES, 32))

@@ -422,15 +422,17 @@ def train_context_head(data: str, init: str, out: str, *, inputs: str = "both", 
 #: greedy-xla's order): the only game a prefetch value head is read on.
 PREFETCH_GAME = {"variant": "prefetch", "k": PREFETCH_K, "order": "xla", "windows": 2}
 #: What a prefetch value head reads, in this order (:func:`prefetch_context_features`).
-PREFETCH_FEATURES = ("ahead", "remaining", "progress", "next", "length")
+PREFETCH_FEATURES = ("ahead", "remaining", "progress", "next", "length", "scale", "density")
 #: The kind of a prefetch value head's checkpoint (its ``kind`` field): a context-only MLP, no network.
 PREFETCH_HEAD_KIND = "prefetch-context-value/1"
 
 
 def prefetch_context_features(game, to_go: np.ndarray, scale: float, probe: bool = True) -> np.ndarray:
     """What a prefetch leaf reads (:data:`PREFETCH_FEATURES`): :func:`context_features` (its place relative to the
-    reference episode) and ``length``, the decisions the state has left beyond the reference's at the same step, as a
-    fraction of the reference's length (a copy decided fast or slow may change the decisions still to come).
+    reference episode); ``length``, the decisions the state has left beyond the reference's at the same step, as a
+    fraction of the reference's length (a copy decided fast or slow may change the decisions still to come); and two
+    of the problem's own: ``scale``, the reference episode's return (the game's normalised reward: the share of the
+    program's benefit the greedy gets), and ``density``, the reference episode's decisions per buffer.
     ``probe=False`` leaves ``next`` 0 (it costs a clone of the game and a greedy step)."""
     if probe:
         ahead, remaining, progress, nxt = context_features(game, to_go, scale).tolist()
@@ -439,9 +441,9 @@ def prefetch_context_features(game, to_go: np.ndarray, scale: float, probe: bool
         unit = 100.0 / (scale if scale > 0 else 1.0)
         remaining = unit * (float(to_go[t]) if t < len(to_go) else 0.0)
         ahead, progress, nxt = unit * game.total_reward() - (100.0 - remaining), t / max(len(to_go) - 1, 1), 0.0
-    ref_left = max(len(to_go) - 1 - game.steps, 0)
-    length = (int(game.decisions_left) - ref_left) / max(len(to_go) - 1, 1)
-    return np.asarray([ahead, remaining, progress, nxt, length], np.float32)
+    steps = max(len(to_go) - 1, 1)
+    length = (int(game.decisions_left) - max(len(to_go) - 1 - game.steps, 0)) / steps
+    return np.asarray([ahead, remaining, progress, nxt, length, scale, steps / max(game.data.n, 1)], np.float32)
 
 
 def label_prefetch_states(problem, hw, rng: np.random.Generator, *, states: int = 32, eps: float = 0.05,
