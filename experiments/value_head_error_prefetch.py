@@ -39,8 +39,8 @@ from mallocgame.search.muzero.value import (
 
 #: (features read, hidden units) tried by leave-one-problem-out.
 CONFIGS = ((("ahead", "remaining", "progress"), 16),
+           (("ahead", "progress", "scale"), 8),
            (("ahead", "remaining", "progress", "scale", "density"), 16),
-           (PREFETCH_FEATURES, 4),
            (PREFETCH_FEATURES, 16),
            (PREFETCH_FEATURES, 32))
 

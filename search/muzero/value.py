@@ -483,12 +483,13 @@ def label_prefetch_states(problem, hw, rng: np.random.Generator, *, states: int 
 
 
 def generate_prefetch(out: str, curriculum: Curriculum, *, seed: int, seconds: float, log: str | None = None,
-                      states: int = 32, leaf_steps: int = 64, save_every: float = 60.0,
+                      states: int = 32, leaf_steps: int = 64, save_every: float = 0.0,
                       problems: int | None = None) -> int:
     """:func:`generate` in prefetch mode: problems ``0, 1, ...`` of ``curriculum`` (:func:`recipe_of`; training
     seeds) turned to prefetch mode, labelled by :func:`label_prefetch_states`, into the ``.npz`` ``out`` (continued if
-    it exists; saved by a temporary file and a rename). Its arrays, a row each: ``context`` (the features), ``y``,
-    ``problem``, ``step``, ``greedy``, ``kind``, ``n``. Returns the problems labelled."""
+    it exists; saved by a temporary file and a rename, by default after every problem: one program may take minutes
+    to compile, and a run stopped then keeps every problem before it). Its arrays, a row each: ``context`` (the
+    features), ``y``, ``problem``, ``step``, ``greedy``, ``kind``, ``n``. Returns the problems labelled."""
     path = Path(out)
     names = ("context", "y", "problem", "step", "greedy", "kind", "n")
     parts: dict[str, list[np.ndarray]] = {k: [] for k in names}
