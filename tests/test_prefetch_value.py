@@ -150,3 +150,18 @@ def test_without_a_shipped_prefetch_head_the_default_leaves_get_the_reference(mo
     rep = run_solver("muzero", _problem(60, seed=7), HW, time_limit=120, seed=1,
                      options={"leaf": "mixed", "simulations": 2})
     assert rep.valid and rep.stats["leaf_value"] == "reference (no value head for prefetch mode's game)"
+
+
+def test_a_resumed_prefetch_labelling_run_is_the_same_as_one_run(tmp_path):
+    from mallocgame.search.muzero.problems import Curriculum
+    from mallocgame.search.muzero.value import generate_prefetch
+
+    curriculum = Curriculum(min_size=30, max_size=50, layered_share=1.0)
+    once, twice = tmp_path / "once.npz", tmp_path / "twice.npz"
+    assert generate_prefetch(str(once), curriculum, seed=3, seconds=600, states=8, leaf_steps=4, problems=2) == 2
+    assert generate_prefetch(str(twice), curriculum, seed=3, seconds=600, states=8, leaf_steps=4, problems=1) == 1
+    assert generate_prefetch(str(twice), curriculum, seed=3, seconds=600, states=8, leaf_steps=4, problems=2) == 2
+    a, b = np.load(once), np.load(twice)
+    assert set(a.files) == {"context", "y", "problem", "step", "greedy", "kind", "n"} and len(np.unique(a["problem"])) == 2
+    for k in a.files:
+        np.testing.assert_array_equal(a[k], b[k])
