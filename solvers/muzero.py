@@ -104,7 +104,12 @@ Options (`MuZeroOptions`, listed by `mallocgame solvers muzero`; the CLI passes 
   ``y = 0`` (the future as in the greedy reference episode). A game the network was not trained on (pack and
   prefetch modes), or a checkpoint whose value heads are not trained on the leaves' target (no
   ``mallocgame.search.muzero.value.VALUE_TARGET`` mark: ``default.pt`` and ``mallocgame train``'s), gets the
-  reference (``stats["leaf_value"]`` says so).
+  reference (``stats["leaf_value"]`` says so). Prefetch mode's leaves read no network: they read the prefetch
+  value head (`mallocgame.search.muzero.value.PrefetchValue`, ``stats["leaf_value"] = "prefetch head"``) of
+  ``value_checkpoint`` or, by default, ``PREFETCH_VALUE_CHECKPOINT`` where it is shipped, if marked with the value
+  leaves' target; else the reference;
+* ``value_checkpoint`` prefetch mode: the prefetch value head's checkpoint
+  (`mallocgame.search.muzero.value.train_prefetch_head`; a missing or foreign file is an input error).
 
 The answer is the best complete episode seen: the committed path, a rollout that reached the
 end, the greedy episodes of the other game shapes, or the ``hint`` (prefetch mode: also
@@ -137,7 +142,13 @@ from mallocgame.search.muzero.guide import BlendedPrior, NetworkPrior, Relaxatio
 from mallocgame.search.muzero.search import SearchConfig
 from mallocgame.search.muzero.selfplay import Agent
 from mallocgame.search.muzero.torchless import load_agent_network  # shared with the CLI's checkpoint check
-from mallocgame.search.muzero.value import NetworkValue, reads_value_target, reference_value
+from mallocgame.search.muzero.value import (
+    NetworkValue,
+    PrefetchValue,
+    load_prefetch_head,
+    reads_value_target,
+    reference_value,
+)
 from mallocgame.search.uct import (
     COMMITS,
     DEFAULT_COMMIT,
@@ -193,6 +204,10 @@ PREFETCH_CHECKPOINT = DEFAULT_CHECKPOINT.with_name("prefetch.pt")
 #: Map mode: the network with a learned graph encoder (features ``encoder/3``, docs/training.md), read when given as
 #: ``checkpoint``; not the default (docs/results.md, "muzero's defaults").
 GRAPH_CHECKPOINT = DEFAULT_CHECKPOINT.with_name("encoder3.pt")
+#: Prefetch mode's value leaves: the prefetch value head (`mallocgame.search.muzero.value.PrefetchValue`, a small MLP
+#: over the leaf's context relative to the reference episode, trained on ``y``; experiments/value_head_error_prefetch.py)
+#: read where a leaf is valued, when this file is shipped; without it the leaves get the reference, ``y = 0``.
+PREFETCH_VALUE_CHECKPOINT = DEFAULT_CHECKPOINT.with_name("prefetch_value.pt")
 #: Whether ``prior="network"`` plays ``PREFETCH_CHECKPOINT`` in prefetch mode when no checkpoint is given; decided
 #: by the held-out prefetch measurement (docs/results.md, "muzero's defaults").
 PREFETCH_NETWORK_BY_DEFAULT = False
@@ -254,6 +269,8 @@ class MuZeroOptions(Options):
                                                 f"(default {DEFAULT_AUTO_SIMULATIONS})", low=1)
     leaf_batch: int | None = option(None, "value leaves valued by one network pass "
                                           f"(default {DEFAULT_LEAF_BATCH})", low=1)
+    value_checkpoint: str | None = option(None, "prefetch mode: the value head's checkpoint "
+                                                "(default: the shipped one, if any)")
 
 
 class MuZeroSolver(Solver):
@@ -304,7 +321,8 @@ class MuZeroSolver(Solver):
                           sims=sims, checkpoint=checkpoint, prior=prior, exploration=float(exploration),
                           rollout_depth=rollout_depth, selection=selection, prior_power=float(prior_power),
                           prior_decay=float(prior_decay), leaf=(leaf, leaf_steps, leaf_value), commit=commit,
-                          auto_simulations=auto_simulations, leaf_batch=leaf_batch)
+                          auto_simulations=auto_simulations, leaf_batch=leaf_batch,
+                          value_checkpoint=opts.value_checkpoint)
 
 
 # --- the default: UCT with the network's prior (search/uct.py, "Guided selection") --------------
@@ -330,7 +348,7 @@ def _default_checkpoint(mode: str, valued: bool) -> Path:
 def _solve_uct(name: str, request: SolveRequest, *, sims: int, checkpoint: str | None, prior: str, exploration: float,
                rollout_depth: int | None, selection: str, prior_power: float, prior_decay: float = 0.0,
                leaf: tuple[str, int, str] = ("rollout", 0, "network"), commit: str,
-               auto_simulations: int = 2, leaf_batch: int = 1) -> Solution:
+               auto_simulations: int = 2, leaf_batch: int = 1, value_checkpoint: str | None = None) -> Solution:
     problem, hardware = request.problem, request.hardware
     stats: dict[str, Any] = {"method": "uct", "selection": selection, "exploration": exploration,
                              "prior_power": prior_power, "prior_decay": prior_decay, "commit": commit}
@@ -364,8 +382,10 @@ def _solve_uct(name: str, request: SolveRequest, *, sims: int, checkpoint: str |
             stats["prior"] = f"uniform (the relaxation prior plays map mode only, not {problem.mode})"
     elif blend and net is not None:
         prior_fn, stats["prior"] = BlendedPrior(prior_fn, RelaxationPrior(), blend), f"network-relaxation-{blend}"
-    # the prefetch network's value head is untrained (policy-only expert iteration): leaves get the reference
-    leaf_fn = _leaf_evaluator(leaf, value_net if problem.mode != "prefetch" else None, stats)
+    # the prefetch network's value head is untrained (policy-only expert iteration): prefetch leaves read the prefetch
+    # value head, if any, or the reference
+    leaf_fn = (_prefetch_leaf_evaluator(leaf, value_checkpoint, stats) if problem.mode == "prefetch"
+               else _leaf_evaluator(leaf, value_net, stats))
     reads_relax = isinstance(prior_fn, RelaxationPrior | BlendedPrior) or getattr(net, "features", "") in WITH_RELAX
     valued_relax = isinstance(leaf_fn, NetworkValue) and getattr(value_net, "features", "") in WITH_RELAX
     data = GameData(problem, hardware) if problem.mode == "map" and (reads_relax or valued_relax) else None
@@ -390,8 +410,10 @@ def _solve_uct(name: str, request: SolveRequest, *, sims: int, checkpoint: str |
     solution = solve_with_uct(name, request, cfg, game_cfg, prior=prior_fn, data=data, stats=stats, leaf_value=leaf_fn,
                               prepare=prepare)
     # The network is asked exactly when the search asks its prior (never at a forced move) or values a leaf.
-    calls = (prior_fn.calls if isinstance(prior_fn, NetworkPrior | BlendedPrior) else 0) + getattr(leaf_fn, "calls", 0)
-    passes = {"leaf_passes": leaf_fn.passes} if isinstance(leaf_fn, NetworkValue) else {}
+    calls = ((prior_fn.calls if isinstance(prior_fn, NetworkPrior | BlendedPrior) else 0)
+             + (leaf_fn.calls if isinstance(leaf_fn, NetworkValue) else 0))
+    passes = ({"leaf_passes": leaf_fn.passes} if isinstance(leaf_fn, NetworkValue) else
+              {"value_head_calls": leaf_fn.calls} if isinstance(leaf_fn, PrefetchValue) else {})
     return dataclasses.replace(solution, stats={**solution.stats, "network_evaluations": calls, **passes})
 
 
@@ -409,6 +431,34 @@ def _leaf_evaluator(leaf: tuple[str, int, str], value_net, stats: dict):
                            if value_net is None else
                            "reference (the checkpoint's value head is not trained on the value leaves' target)")
     return reference_value
+
+
+def _prefetch_leaf_evaluator(leaf: tuple[str, int, str], path: str | None, stats: dict):
+    """Prefetch mode's leaf evaluator of ``leaf = (leaf, leaf_steps, leaf_value)``: None for rollouts, the prefetch
+    value head of ``path`` (default ``PREFETCH_VALUE_CHECKPOINT`` where shipped) when it is marked with the value
+    leaves' target, else the reference control; ``stats`` says which and why."""
+    kind, steps, which = leaf
+    if kind == "rollout":
+        return None
+    stats.update({"leaf": kind, "leaf_steps": steps if kind in ("mixed", "auto") else 0})
+    if which == "reference":
+        stats["leaf_value"] = "reference"
+        return reference_value
+    if path is None and PREFETCH_VALUE_CHECKPOINT.is_file():
+        path = str(PREFETCH_VALUE_CHECKPOINT)
+    if path is None:
+        stats["leaf_value"] = "reference (no value head for prefetch mode's game)"
+        return reference_value
+    try:
+        head, why = load_prefetch_head(path)
+    except ValueError as exc:
+        raise InputError(f"muzero: option value_checkpoint: {exc}") from None
+    stats["value_checkpoint"] = path
+    if head is None:
+        stats["leaf_value"] = f"reference ({why})"
+        return reference_value
+    stats["leaf_value"] = "prefetch head"
+    return PrefetchValue(head)
 
 
 # --- the searches inside a model (Gumbel / pUCT of search.muzero.search), map mode ---------------

@@ -33,6 +33,14 @@ head's input under the frozen network (:meth:`~mallocgame.search.muzero.inferenc
 fine-tuning moves the value head only and the policy stays the shipped one. :func:`finetune` and
 :func:`train_context_head` (torch, imported lazily) train a head by MSE; ``experiments/train_value_head.py`` runs
 the labelling and either.
+
+**Prefetch mode** (the section at the end): the same target ``y``, with the same mark rule, read by a
+:class:`PrefetchHead`, a small MLP over the leaf's :func:`prefetch_context_features` alone (its place relative to the
+reference episode; no network: prefetch mode's default search plays a uniform prior). :func:`label_prefetch_states`
+labels, on a walk as above, every child played on by the mixed leaf's greedy steps, at the state the leaf is valued
+at (``experiments/label_prefetch_value.py``); :func:`train_prefetch_head` trains and marks a head;
+:class:`PrefetchValue` is the prefetch leaves' evaluator, which the muzero solver builds only from a checkpoint of
+kind :data:`PREFETCH_HEAD_KIND` marked :data:`VALUE_TARGET` (:func:`load_prefetch_head`; otherwise ``y = 0``).
 """
 
 from __future__ import annotations
@@ -49,7 +57,7 @@ from mallocgame.search.game_data import GameData
 from mallocgame.search.muzero import encoder
 from mallocgame.search.muzero.guide import input_vector
 from mallocgame.search.muzero.problems import Curriculum, Recipe, build
-from mallocgame.search.uct import greedy_profile
+from mallocgame.search.uct import PREFETCH_K, greedy_profile
 from mallocgame.search.uct import reference_value as reference_value  # the control without a network (re-exported)
 
 #: The mark of a checkpoint whose value leaves' head estimates ``y`` (module docstring): its ``context_value``
@@ -409,4 +417,240 @@ def train_context_head(data: str, init: str, out: str, *, inputs: str = "both", 
                    val_mse_shrunk=float(((shrink * pred - y[va]) ** 2).mean()))
     ckpt.atomic_save(dict(ckpt.model_only(payload), model=model, value_target=VALUE_TARGET,
                           summary=summary), out)
+    return summary
+
+
+# --- prefetch mode: the same target, read by a head over the leaf's context alone ---------------------------------
+#: The prefetch game the muzero solver plays (``solvers/muzero.py``: k = PREFETCH_K per copy window, two windows,
+#: greedy-xla's order): the only game a prefetch value head is read on.
+PREFETCH_GAME = {"variant": "prefetch", "k": PREFETCH_K, "order": "xla", "windows": 2}
+#: What a prefetch value head reads, in this order (:func:`prefetch_context_features`).
+PREFETCH_FEATURES = ("ahead", "remaining", "progress", "next", "length", "scale", "density")
+#: The kind of a prefetch value head's checkpoint (its ``kind`` field): a context-only MLP, no network.
+PREFETCH_HEAD_KIND = "prefetch-context-value/1"
+
+
+def prefetch_context_features(game, to_go: np.ndarray, scale: float, probe: bool = True) -> np.ndarray:
+    """What a prefetch leaf reads (:data:`PREFETCH_FEATURES`): :func:`context_features` (its place relative to the
+    reference episode); ``length``, the decisions the state has left beyond the reference's at the same step, as a
+    fraction of the reference's length (a copy decided fast or slow may change the decisions still to come); and two
+    of the problem's own: ``scale``, the reference episode's return (the game's normalised reward: the share of the
+    program's benefit the greedy gets), and ``density``, the reference episode's decisions per buffer.
+    ``probe=False`` leaves ``next`` 0 (it costs a clone of the game and a greedy step)."""
+    if probe:
+        ahead, remaining, progress, nxt = context_features(game, to_go, scale).tolist()
+    else:
+        t = game.steps
+        unit = 100.0 / (scale if scale > 0 else 1.0)
+        remaining = unit * (float(to_go[t]) if t < len(to_go) else 0.0)
+        ahead, progress, nxt = unit * game.total_reward() - (100.0 - remaining), t / max(len(to_go) - 1, 1), 0.0
+    steps = max(len(to_go) - 1, 1)
+    length = (int(game.decisions_left) - max(len(to_go) - 1 - game.steps, 0)) / steps
+    return np.asarray([ahead, remaining, progress, nxt, length, scale, steps / max(game.data.n, 1)], np.float32)
+
+
+def label_prefetch_states(problem, hw, rng: np.random.Generator, *, states: int = 32, eps: float = 0.05,
+                          leaf_steps: int = 64, rows: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Features ``[m, len(PREFETCH_FEATURES)]`` and targets ``y`` ``[m]`` of a prefetch-mode problem: at ``states``
+    steps of a walk that follows the greedy (a random move with probability ``eps``) every child of the state (one
+    move each), played on by ``leaf_steps`` greedy steps as a mixed leaf of the search is, is labelled with ``y``
+    (:func:`value_target`, a greedy rollout to the end) and its :func:`prefetch_context_features`, both at the state
+    the leaf is valued at. ``rows``, if given, gets per row its step (``"step"``) and whether the child's move was
+    the greedy's (``"greedy"``)."""
+    game = Game(problem, hw, GameConfig(**PREFETCH_GAME))
+    to_go, scale = greedy_profile(game)
+    length = len(to_go) - 1
+    picks = set(rng.choice(length, size=min(states, length), replace=False).tolist()) if length > 0 else set()
+    xs, ys, steps, greedy = [], [], [], []
+    walk = game.clone()
+    while not walk.done:
+        legal = walk.legal_actions()
+        if walk.steps in picks:
+            best = walk.greedy_action()
+            for a in legal.tolist():
+                leaf = walk.clone()
+                leaf.step(int(a))
+                if leaf_steps and not leaf.done:
+                    leaf.greedy_rollout(leaf.steps + leaf_steps)
+                if leaf.done:
+                    continue
+                xs.append(prefetch_context_features(leaf, to_go, scale))
+                ys.append(value_target(leaf, to_go, scale))
+                steps.append(leaf.steps)
+                greedy.append(int(a) == best)
+        action = int(legal[rng.integers(len(legal))]) if rng.random() < eps else walk.greedy_action()
+        walk.step(action)
+    if rows is not None:
+        rows.update(step=np.asarray(steps, np.int64), greedy=np.asarray(greedy, bool))
+    return np.asarray(xs, np.float32).reshape(-1, len(PREFETCH_FEATURES)), np.asarray(ys, np.float32)
+
+
+def generate_prefetch(out: str, curriculum: Curriculum, *, seed: int, seconds: float, log: str | None = None,
+                      states: int = 32, leaf_steps: int = 64, save_every: float = 0.0,
+                      problems: int | None = None) -> int:
+    """:func:`generate` in prefetch mode: problems ``0, 1, ...`` of ``curriculum`` (:func:`recipe_of`; training
+    seeds) turned to prefetch mode, labelled by :func:`label_prefetch_states`, into the ``.npz`` ``out`` (continued if
+    it exists; saved by a temporary file and a rename, by default after every problem: one program may take minutes
+    to compile, and a run stopped then keeps every problem before it). Its arrays, a row each: ``context`` (the
+    features), ``y``, ``problem``, ``step``, ``greedy``, ``kind``, ``n``. Returns the problems labelled."""
+    path = Path(out)
+    names = ("context", "y", "problem", "step", "greedy", "kind", "n")
+    parts: dict[str, list[np.ndarray]] = {k: [] for k in names}
+    if path.exists():
+        old = np.load(path)
+        for k in names:
+            parts[k].append(old[k])
+    done = int(parts["problem"][0].max()) + 1 if parts["problem"] and len(parts["problem"][0]) else 0
+    t0 = last = time.monotonic()
+    logf = open(log, "a") if log else None
+
+    def save():
+        np.savez(str(path) + ".tmp.npz", **{k: np.concatenate(v) for k, v in parts.items() if v})
+        Path(str(path) + ".tmp.npz").replace(path)
+
+    try:
+        while time.monotonic() - t0 < seconds and (problems is None or done < problems):
+            recipe = recipe_of(curriculum, seed, done)
+            tp = time.monotonic()
+            problem, hw = build(recipe)
+            rows: dict = {}
+            x, y = label_prefetch_states(problem.replace(mode="prefetch"), hw, np.random.default_rng([seed, done, 1]),
+                                         states=states, leaf_steps=leaf_steps, rows=rows)
+            for k, v in (("context", x), ("y", y), ("problem", np.full(len(y), done, np.int64)),
+                         ("step", rows["step"]), ("greedy", rows["greedy"]),
+                         ("kind", np.full(len(y), recipe.kind, "<U10")), ("n", np.full(len(y), problem.n, np.int64))):
+                parts[k].append(v)
+            if logf:
+                logf.write(json.dumps({"problem": done, "recipe": recipe.as_dict(), "n": problem.n, "labels": len(y),
+                                       "y_mean": round(float(y.mean()), 4) if len(y) else None,
+                                       "y_abs_max": round(float(np.abs(y).max()), 4) if len(y) else None,
+                                       "seconds": round(time.monotonic() - tp, 2)}) + "\n")
+                logf.flush()
+            done += 1
+            if time.monotonic() - last >= save_every:
+                save()
+                last = time.monotonic()
+        save()
+    finally:
+        if logf:
+            logf.close()
+    return done
+
+
+class PrefetchHead:
+    """A prefetch value head: ``y`` of leaves from their :func:`prefetch_context_features` ``[m, F]`` by a one-hidden-
+    layer ReLU MLP (numpy; its inputs' standardisation folded into the first layer). ``inputs`` names the features it
+    reads; the others have zero weights."""
+
+    def __init__(self, w1: np.ndarray, b1: np.ndarray, w2: np.ndarray, b2: np.ndarray, inputs: tuple[str, ...]):
+        self.w1, self.b1 = np.asarray(w1, np.float64), np.asarray(b1, np.float64)
+        self.w2, self.b2 = np.asarray(w2, np.float64), np.asarray(b2, np.float64)
+        self.inputs = tuple(inputs)
+        self.probes = "next" in self.inputs  # whether its features need the greedy probe (a clone and a step)
+
+    def __call__(self, features: np.ndarray) -> np.ndarray:
+        hidden = np.maximum(np.asarray(features, np.float64) @ self.w1.T + self.b1, 0.0)
+        return (hidden @ self.w2.T + self.b2)[:, 0]
+
+
+def load_prefetch_head(path: str) -> tuple[PrefetchHead | None, str]:
+    """``(head, "")`` from a prefetch value head's checkpoint (:func:`train_prefetch_head`), read without torch, or
+    ``(None, why not)`` for a head without the :data:`VALUE_TARGET` mark or of another game (value leaves read no head
+    trained on another target). A missing or unreadable file, or one of another kind, raises ``ValueError`` (one
+    line)."""
+    from mallocgame.search.muzero.torchless import UnsupportedCheckpoint, read
+
+    if not Path(path).is_file():
+        raise ValueError(f"{path}: prefetch value head not found")
+    try:
+        payload = read(path)
+    except UnsupportedCheckpoint as exc:
+        raise ValueError(f"{path}: not a readable prefetch value head ({exc})") from None
+    if not isinstance(payload, dict) or payload.get("kind") != PREFETCH_HEAD_KIND:
+        raise ValueError(f"{path}: not a {PREFETCH_HEAD_KIND} checkpoint")
+    w = payload.get("head") or {}
+    inputs = tuple(payload.get("inputs") or ())
+    if (set(w) != {"w1", "b1", "w2", "b2"} or np.shape(w["w1"])[1:] != (len(PREFETCH_FEATURES),)
+            or not inputs or not set(inputs) <= set(PREFETCH_FEATURES)):
+        raise ValueError(f"{path}: its head does not read the features {', '.join(PREFETCH_FEATURES)}")
+    if payload.get("value_target") != VALUE_TARGET:
+        return None, f"{path}: its head is not marked {VALUE_TARGET} (not trained on the value leaves' target)"
+    if dict(payload.get("game") or {}) != PREFETCH_GAME:
+        return None, f"{path}: its head is trained on another game ({payload.get('game')})"
+    return PrefetchHead(w["w1"], w["b1"], w["w2"], w["b2"], inputs), ""
+
+
+class PrefetchValue:
+    """The leaf evaluator of prefetch mode: ``(y, None)`` of a leaf from a :class:`PrefetchHead` over its
+    :func:`prefetch_context_features` relative to the reference episode the search hands over (:meth:`set_reference`;
+    before that, ``y = 0``); no prior. ``calls`` counts the states valued."""
+
+    def __init__(self, head: PrefetchHead):
+        self.head = head
+        self.calls = 0
+        self.to_go: np.ndarray | None = None
+        self.scale = 0.0
+
+    def set_reference(self, to_go: np.ndarray, scale: float) -> None:
+        """The search's reference episode (:func:`~mallocgame.search.uct.greedy_profile`)."""
+        self.to_go, self.scale = to_go, scale
+
+    def __call__(self, game) -> tuple[float, None]:
+        self.calls += 1
+        if self.to_go is None:
+            return 0.0, None
+        features = prefetch_context_features(game, self.to_go, self.scale, probe=self.head.probes)
+        return float(self.head(features[None, :])[0]), None
+
+
+def train_prefetch_head(data: str, out: str, *, inputs: tuple[str, ...] = PREFETCH_FEATURES, hidden: int = 16,
+                        seconds: float = 300.0, epochs: int = 150, seed: int = 0, learning_rate: float = 1e-3,
+                        weight_decay: float = 1e-3, log: str | None = None) -> dict:
+    """Train a prefetch value head by MSE on the ``.npz`` ``data`` of :func:`generate_prefetch`, as
+    :func:`train_context_head` trains its head (standardised ``inputs``, the others weighted 0; AdamW; the epoch with
+    the lowest validation MSE, :func:`split`; its output shrunk towards ``y = 0`` by the factor in [0, 1] best on the
+    validation rows) and save it to ``out`` marked :data:`VALUE_TARGET` (kind :data:`PREFETCH_HEAD_KIND`, game
+    :data:`PREFETCH_GAME`). Returns the summary (validation MSE of ``y = 0``, of the best epoch, of the saved head)."""
+    import torch  # lazily: the solver and the CLI never pay for it
+
+    from mallocgame.search.muzero import checkpoint as ckpt
+
+    unknown = set(inputs) - set(PREFETCH_FEATURES)
+    if unknown:
+        raise ValueError(f"unknown prefetch features {', '.join(sorted(unknown))} (known: {', '.join(PREFETCH_FEATURES)})")
+    torch.set_num_threads(1)
+    torch.manual_seed(seed)
+    arrays = np.load(data)
+    val = split(arrays["problem"])
+    x = arrays["context"].astype(np.float32)
+    used = np.asarray([name in inputs for name in PREFETCH_FEATURES])
+    mean = np.where(used, x[~val].mean(0), 0.0).astype(np.float32)
+    std = np.where(used, x[~val].std(0) + 1e-6, 1.0).astype(np.float32)
+    z = torch.from_numpy(np.where(used, (x - mean) / std, 0.0).astype(np.float32))
+    y = torch.from_numpy(arrays["y"].astype(np.float32))
+    head = torch.nn.Sequential(torch.nn.Linear(x.shape[1], hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, 1))
+    opt = torch.optim.AdamW(head.parameters(), lr=learning_rate, weight_decay=weight_decay)
+    tr, va = torch.from_numpy(~val), torch.from_numpy(val)
+
+    def mse(rows) -> float:
+        with torch.no_grad():
+            return float(((head(z[rows]).squeeze(-1) - y[rows]) ** 2).mean())
+
+    summary = {"rows": int(len(y)), "train_rows": int(tr.sum()), "val_rows": int(va.sum()), "inputs": list(inputs),
+               "hidden": hidden, "val_mse_zero": float((y[va] ** 2).mean())}
+    best, best_state, epoch = _fit(head, opt, z[tr], y[tr], mse, tr, va, seconds=seconds, epochs=epochs, seed=seed,
+                                   log=log)
+    state = best_state or head.state_dict()
+    head.load_state_dict(state)
+    with torch.no_grad():
+        pred = head(z[va]).squeeze(-1)
+    shrink = float(min(max(float((pred * y[va]).sum() / max(float((pred * pred).sum()), 1e-12)), 0.0), 1.0))
+    w1 = state["0.weight"].numpy() * np.where(used, 1.0 / std, 0.0)[None, :]  # standardisation folded in
+    b1 = state["0.bias"].numpy() - w1 @ mean
+    summary.update(val_mse_best=best, epochs=epoch + 1, shrink=shrink,
+                   val_mse_shrunk=float(((shrink * pred - y[va]) ** 2).mean()))
+    weights = {"w1": torch.from_numpy(w1.astype(np.float32)), "b1": torch.from_numpy(b1.astype(np.float32)),
+               "w2": shrink * state["2.weight"].clone(), "b2": shrink * state["2.bias"].clone()}
+    ckpt.atomic_save({"kind": PREFETCH_HEAD_KIND, "value_target": VALUE_TARGET, "game": dict(PREFETCH_GAME),
+                      "inputs": list(inputs), "head": weights, "summary": summary}, out)
     return summary
