@@ -52,6 +52,18 @@ def summary(y: np.ndarray, pred: np.ndarray) -> str:
             f"{float(np.abs(y).mean()):.4g} | {corr:.3f} | {r2}")
 
 
+def family_table(t: Transcript, by_family: dict[str, list[tuple[np.ndarray, np.ndarray]]]) -> None:
+    """The error table by family and over all rows: ``by_family`` maps a family to its (truth, prediction) pairs."""
+    t("\n| family | rows | MSE head | MAE head | MSE y=0 | MAE y=0 | corr | R^2 |")
+    t("|---|---:|---:|---:|---:|---:|---:|---:|")
+    every = []
+    for family, parts in by_family.items():
+        every += parts
+        t(f"| {family} | {summary(np.concatenate([a for a, _ in parts]), np.concatenate([b for _, b in parts]))} |")
+    if every:
+        t(f"| all | {summary(np.concatenate([a for a, _ in every]), np.concatenate([b for _, b in every]))} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--min-n", type=int, default=1000)
@@ -77,14 +89,7 @@ def main() -> None:
         y = y.astype(np.float64)
         by_family.setdefault(h.family, []).append((y, pred))
         t(f"| {h.label} | {h.problem.n} | {summary(y, pred)} | {time.monotonic() - start:.1f} |")
-    t("\n| family | rows | MSE head | MAE head | MSE y=0 | MAE y=0 | corr | R^2 |")
-    t("|---|---:|---:|---:|---:|---:|---:|---:|")
-    every = []
-    for family, parts in by_family.items():
-        every += parts
-        t(f"| {family} | {summary(np.concatenate([a for a, _ in parts]), np.concatenate([b for _, b in parts]))} |")
-    if every:
-        t(f"| all | {summary(np.concatenate([a for a, _ in every]), np.concatenate([b for _, b in every]))} |")
+    family_table(t, by_family)
     write_results(args.out, t.text)
 
 

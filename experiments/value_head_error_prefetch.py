@@ -28,7 +28,7 @@ import numpy as np
 from _common import Transcript, write_results
 from heldout import held_out_prefetch
 from value_head_cv import held_out_predictions
-from value_head_error import summary
+from value_head_error import family_table, summary
 
 from mallocgame.search.muzero.value import (
     PREFETCH_FEATURES,
@@ -112,14 +112,7 @@ def main() -> None:
         truth = truth.astype(np.float64)
         by_family.setdefault(h.family, []).append((truth, pred))
         t(f"| {h.label} | {h.family} | {h.problem.n} | {summary(truth, pred)} | {time.monotonic() - start:.1f} |")
-    t("\n| family | rows | MSE head | MAE head | MSE y=0 | MAE y=0 | corr | R^2 |")
-    t("|---|---:|---:|---:|---:|---:|---:|---:|")
-    every = []
-    for family, parts in by_family.items():
-        every += parts
-        t(f"| {family} | {summary(np.concatenate([a for a, _ in parts]), np.concatenate([b for _, b in parts]))} |")
-    if every:
-        t(f"| all | {summary(np.concatenate([a for a, _ in every]), np.concatenate([b for _, b in every]))} |")
+    family_table(t, by_family)
     write_results(args.out, t.text)
 
 

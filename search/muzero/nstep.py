@@ -240,30 +240,15 @@ def label_reanalysed(problem, hw, prior_net, value_net, game_fields: dict, cfg: 
     game = Game(problem, hw, GameConfig(**game_fields), data=GameData(problem, hw))
     to_go, scale = greedy_profile(game)
     out = _Rows(value_net, to_go, scale)
-    length = len(to_go) - 1
-    picks = set(rng.choice(length, size=min(states, length), replace=False).tolist()) if length > 0 else set()
     horizon = max(n, *EXTRA_N)
     prior = _prior(prior_net)
     search_rng = rng.spawn(1)[0]
-    walk = game
-    while not walk.done:
-        legal = walk.legal_actions()
-        if walk.steps in picks:
-            best = walk.greedy_action()
-            for a in legal.tolist():
-                child = walk.clone()
-                child.step(int(a))
-                if child.done:
-                    continue
-                out.state(child, 2, int(a) == best)
-                t, start = child.steps, child.total_reward()
-                record = search_from(child.clone(), prior, cfg, search_rng, until_step=t + horizon,
-                                     leaf_value=leaf_value)
-                one = lambda k, how="mean": float(nstep_targets(record, [t], [start], k, bootstrap=how)[0])  # noqa: E731
-                out.targets({"y": one(n), "y_best": one(n, "best"),
-                             **{f"y_n{k}": one(k) for k in EXTRA_N}}, t)
-        action = int(legal[rng.integers(len(legal))]) if rng.random() < eps else walk.greedy_action()
-        walk.step(action)
+    for child, is_greedy in value_data.walk_children(game, to_go, rng, states=states, eps=eps):
+        out.state(child, 2, is_greedy)
+        t, start = child.steps, child.total_reward()
+        record = search_from(child.clone(), prior, cfg, search_rng, until_step=t + horizon, leaf_value=leaf_value)
+        one = lambda k, how="mean": float(nstep_targets(record, [t], [start], k, bootstrap=how)[0])  # noqa: E731
+        out.targets({"y": one(n), "y_best": one(n, "best"), **{f"y_n{k}": one(k) for k in EXTRA_N}}, t)
     return out.arrays(rows)
 
 

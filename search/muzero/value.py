@@ -172,6 +172,28 @@ def context_features(game, to_go: np.ndarray, scale: float) -> np.ndarray:
                        t / max(len(to_go) - 1, 1), unit * nxt], np.float32)
 
 
+def walk_children(game: Game, to_go: np.ndarray, rng: np.random.Generator, *, states: int, eps: float = 0.05):
+    """The leaves the labellers label, as a generator of ``(child, greedy)``: every child (one legal move each,
+    not at the episode's end) of ``states`` states of a walk from ``game`` (left unchanged) that follows the greedy,
+    a random legal move with probability ``eps``; the states are steps drawn by ``rng`` from the reference
+    episode's (``to_go`` ``[steps + 1]``, :func:`mallocgame.search.uct.greedy_profile`), and ``greedy`` says
+    whether the child's move was the greedy's. The walk goes on after a state's children are taken."""
+    length = len(to_go) - 1
+    picks = set(rng.choice(length, size=min(states, length), replace=False).tolist()) if length > 0 else set()
+    walk = game.clone()
+    while not walk.done:
+        legal = walk.legal_actions()
+        if walk.steps in picks:
+            best = walk.greedy_action()
+            for a in legal.tolist():
+                child = walk.clone()
+                child.step(int(a))
+                if not child.done:
+                    yield child, int(a) == best
+        action = int(legal[rng.integers(len(legal))]) if rng.random() < eps else walk.greedy_action()
+        walk.step(action)
+
+
 def label_states(problem, hw, net, game_fields: dict, rng: np.random.Generator, *, states: int = 16,
                  eps: float = 0.05, rows: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
     """:func:`label_problem` of a given problem and hardware: features and targets of the children of ``states``
@@ -181,29 +203,16 @@ def label_states(problem, hw, net, game_fields: dict, rng: np.random.Generator, 
     data = GameData(problem, hw)
     game = Game(problem, hw, GameConfig(**game_fields), data=data)
     to_go, scale = greedy_profile(game)
-    length = len(to_go) - 1
-    picks = set(rng.choice(length, size=min(states, length), replace=False).tolist())
     xs, ys, context, steps, greedy = [], [], [], [], []
-    walk = game.clone()
-    while not walk.done:
-        legal = walk.legal_actions()
-        if walk.steps in picks:
-            best = walk.greedy_action()
-            for a in legal.tolist():
-                child = walk.clone()
-                child.step(int(a))
-                if child.done:
-                    continue
-                obs = child.observation()
-                xs.append(net.value_input(input_vector(child, obs, net.features, net),
-                                          np.asarray(obs.actions, np.float32), np.asarray(obs.mask, bool)))
-                ys.append(value_target(child, to_go, scale))
-                if rows is not None:
-                    context.append(context_features(child, to_go, scale))
-                    steps.append(child.steps)
-                    greedy.append(int(a) == best)
-        action = int(legal[rng.integers(len(legal))]) if rng.random() < eps else walk.greedy_action()
-        walk.step(action)
+    for child, is_greedy in walk_children(game, to_go, rng, states=states, eps=eps):
+        obs = child.observation()
+        xs.append(net.value_input(input_vector(child, obs, net.features, net),
+                                  np.asarray(obs.actions, np.float32), np.asarray(obs.mask, bool)))
+        ys.append(value_target(child, to_go, scale))
+        if rows is not None:
+            context.append(context_features(child, to_go, scale))
+            steps.append(child.steps)
+            greedy.append(is_greedy)
     if rows is not None:
         rows.update(context=np.asarray(context, np.float32).reshape(-1, 4), step=np.asarray(steps, np.int64),
                     greedy=np.asarray(greedy, bool))
@@ -227,8 +236,30 @@ def generate(out: str, net, game_fields: dict, curriculum: Curriculum, *, seed: 
     ``label(problem, hw, rng, rows) -> (x, y)``, if given, labels a problem instead of :func:`label_states` (its
     ``rows`` get ``context``, ``step``, ``greedy`` and the extra ``columns``, a row each; the n-step targets of
     :mod:`mallocgame.search.muzero.nstep`). Returns the problems labelled."""
-    path = Path(out)
     names = ("x", "y", "problem", "context", "step", "greedy", "kind", "n", *columns)
+
+    def label_one(index: int) -> tuple[dict[str, np.ndarray], int]:
+        rows: dict = {}
+        problem, hw = build(recipe_of(curriculum, seed, index))
+        rng = np.random.default_rng([seed, index, 1])
+        if label is None:
+            x, y = label_states(problem, hw, net, game_fields, rng, states=states, rows=rows)
+        else:
+            x, y = label(problem, hw, rng, rows)
+        return {"x": x, "y": y, **{k: rows[k] for k in ("context", "step", "greedy", *columns)}}, problem.n
+
+    return _label_into(out, names, curriculum, seed=seed, seconds=seconds, log=log, save_every=save_every,
+                       problems=problems, label_one=label_one)
+
+
+def _label_into(out: str, names: tuple[str, ...], curriculum: Curriculum, *, seed: int, seconds: float,
+                log: str | None, save_every: float, problems: int | None, label_one) -> int:
+    """The labelling run of :func:`generate` and :func:`generate_prefetch`: problems ``0, 1, ...`` (:func:`recipe_of`)
+    for ``seconds`` and up to ``problems``, each labelled by ``label_one(index) -> (arrays, n)`` (a row each; the
+    run adds ``problem``, ``kind`` and ``n``), into the ``.npz`` ``out`` with the arrays ``names``: continued from the
+    problem after its last if it exists, saved every ``save_every`` seconds and at the end by a temporary file and a
+    rename; a line per problem to ``log``. Returns the problems labelled."""
+    path = Path(out)
     parts: dict[str, list[np.ndarray]] = {k: [] for k in names}
     if path.exists():
         old = np.load(path)
@@ -249,20 +280,14 @@ def generate(out: str, net, game_fields: dict, curriculum: Curriculum, *, seed: 
         while time.monotonic() - t0 < seconds and (problems is None or done < problems):
             recipe = recipe_of(curriculum, seed, done)
             tp = time.monotonic()
-            rows: dict = {}
-            problem, hw = build(recipe)
-            rng = np.random.default_rng([seed, done, 1])
-            if label is None:
-                x, y = label_states(problem, hw, net, game_fields, rng, states=states, rows=rows)
-            else:
-                x, y = label(problem, hw, rng, rows)
-            for k, v in (("x", x), ("y", y), ("problem", np.full(len(y), done, np.int64)),
-                         ("context", rows["context"]), ("step", rows["step"]), ("greedy", rows["greedy"]),
-                         ("kind", np.full(len(y), recipe.kind, "<U10")), ("n", np.full(len(y), problem.n, np.int64)),
-                         *((c, rows[c]) for c in columns)):
-                parts[k].append(v)
+            arrays, n = label_one(done)
+            y = arrays["y"]
+            arrays.update(problem=np.full(len(y), done, np.int64), kind=np.full(len(y), recipe.kind, "<U10"),
+                          n=np.full(len(y), n, np.int64))
+            for k in names:
+                parts[k].append(arrays[k])
             if logf:
-                logf.write(json.dumps({"problem": done, "recipe": recipe.as_dict(), "n": problem.n, "labels": len(y),
+                logf.write(json.dumps({"problem": done, "recipe": recipe.as_dict(), "n": n, "labels": len(y),
                                        "y_mean": round(float(y.mean()), 4) if len(y) else None,
                                        "y_abs_max": round(float(np.abs(y).max()), 4) if len(y) else None,
                                        "seconds": round(time.monotonic() - tp, 2)}) + "\n")
@@ -360,6 +385,28 @@ def _fit(head, opt, xt, yt, mse, tr, va, *, seconds: float, epochs: int, seed: i
     return best, best_state, epoch
 
 
+def _head_setup(x: np.ndarray, targets: np.ndarray, val: np.ndarray, used: np.ndarray, *, hidden: int,
+                learning_rate: float, weight_decay: float):
+    """What both leaf heads' trainers fit: the inputs ``x`` ``[m, F]`` standardised on the training rows (``~val``)
+    where ``used`` ``[F]`` (zero elsewhere), a one-hidden-layer ReLU MLP with its AdamW optimiser, the training and
+    validation masks and the MSE over a mask. Returns ``(mean, std, z, y, head, opt, tr, va, mse)``."""
+    import torch
+
+    mean = np.where(used, x[~val].mean(0), 0.0).astype(np.float32)
+    std = np.where(used, x[~val].std(0) + 1e-6, 1.0).astype(np.float32)
+    z = torch.from_numpy(np.where(used, (x - mean) / std, 0.0).astype(np.float32))
+    y = torch.from_numpy(targets.astype(np.float32))
+    head = torch.nn.Sequential(torch.nn.Linear(x.shape[1], hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, 1))
+    opt = torch.optim.AdamW(head.parameters(), lr=learning_rate, weight_decay=weight_decay)
+    tr, va = torch.from_numpy(~val), torch.from_numpy(val)
+
+    def mse(rows) -> float:
+        with torch.no_grad():
+            return float(((head(z[rows]).squeeze(-1) - y[rows]) ** 2).mean())
+
+    return mean, std, z, y, head, opt, tr, va, mse
+
+
 def train_context_head(data: str, init: str, out: str, *, inputs: str = "both", seconds: float = 300.0,
                        epochs: int = 200, seed: int = 0, hidden: int = 32, learning_rate: float = 1e-3,
                        weight_decay: float = 1e-3, log: str | None = None) -> dict:
@@ -384,17 +431,8 @@ def train_context_head(data: str, init: str, out: str, *, inputs: str = "both", 
     x = np.concatenate([arrays["x"], arrays["context"]], 1).astype(np.float32)
     width, ctx_width = arrays["x"].shape[1], arrays["context"].shape[1]
     used = np.ones(x.shape[1], bool) if inputs == "both" else np.arange(x.shape[1]) >= width
-    mean = np.where(used, x[~val].mean(0), 0.0).astype(np.float32)
-    std = np.where(used, x[~val].std(0) + 1e-6, 1.0).astype(np.float32)
-    z = torch.from_numpy(np.where(used, (x - mean) / std, 0.0).astype(np.float32))
-    y = torch.from_numpy(arrays["y"].astype(np.float32))
-    head = torch.nn.Sequential(torch.nn.Linear(x.shape[1], hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, 1))
-    opt = torch.optim.AdamW(head.parameters(), lr=learning_rate, weight_decay=weight_decay)
-    tr, va = torch.from_numpy(~val), torch.from_numpy(val)
-
-    def mse(rows) -> float:
-        with torch.no_grad():
-            return float(((head(z[rows]).squeeze(-1) - y[rows]) ** 2).mean())
+    mean, std, z, y, head, opt, tr, va, mse = _head_setup(x, arrays["y"], val, used, hidden=hidden,
+                                                          learning_rate=learning_rate, weight_decay=weight_decay)
 
     summary = {"rows": int(len(y)), "train_rows": int(tr.sum()), "val_rows": int(va.sum()), "inputs": inputs,
                "hidden": hidden, "val_mse_zero": float((y[va] ** 2).mean()),
@@ -459,27 +497,16 @@ def label_prefetch_states(problem, hw, rng: np.random.Generator, *, states: int 
     the greedy's (``"greedy"``)."""
     game = Game(problem, hw, GameConfig(**PREFETCH_GAME))
     to_go, scale = greedy_profile(game)
-    length = len(to_go) - 1
-    picks = set(rng.choice(length, size=min(states, length), replace=False).tolist()) if length > 0 else set()
     xs, ys, steps, greedy = [], [], [], []
-    walk = game.clone()
-    while not walk.done:
-        legal = walk.legal_actions()
-        if walk.steps in picks:
-            best = walk.greedy_action()
-            for a in legal.tolist():
-                leaf = walk.clone()
-                leaf.step(int(a))
-                if leaf_steps and not leaf.done:
-                    leaf.greedy_rollout(leaf.steps + leaf_steps)
-                if leaf.done:
-                    continue
-                xs.append(prefetch_context_features(leaf, to_go, scale))
-                ys.append(value_target(leaf, to_go, scale))
-                steps.append(leaf.steps)
-                greedy.append(int(a) == best)
-        action = int(legal[rng.integers(len(legal))]) if rng.random() < eps else walk.greedy_action()
-        walk.step(action)
+    for leaf, is_greedy in walk_children(game, to_go, rng, states=states, eps=eps):
+        if leaf_steps:
+            leaf.greedy_rollout(leaf.steps + leaf_steps)
+        if leaf.done:
+            continue
+        xs.append(prefetch_context_features(leaf, to_go, scale))
+        ys.append(value_target(leaf, to_go, scale))
+        steps.append(leaf.steps)
+        greedy.append(is_greedy)
     if rows is not None:
         rows.update(step=np.asarray(steps, np.int64), greedy=np.asarray(greedy, bool))
     return np.asarray(xs, np.float32).reshape(-1, len(PREFETCH_FEATURES)), np.asarray(ys, np.float32)
@@ -493,48 +520,17 @@ def generate_prefetch(out: str, curriculum: Curriculum, *, seed: int, seconds: f
     it exists; saved by a temporary file and a rename, by default after every problem: one program may take minutes
     to compile, and a run stopped then keeps every problem before it). Its arrays, a row each: ``context`` (the
     features), ``y``, ``problem``, ``step``, ``greedy``, ``kind``, ``n``. Returns the problems labelled."""
-    path = Path(out)
     names = ("context", "y", "problem", "step", "greedy", "kind", "n")
-    parts: dict[str, list[np.ndarray]] = {k: [] for k in names}
-    if path.exists():
-        old = np.load(path)
-        for k in names:
-            parts[k].append(old[k])
-    done = int(parts["problem"][0].max()) + 1 if parts["problem"] and len(parts["problem"][0]) else 0
-    t0 = last = time.monotonic()
-    logf = open(log, "a") if log else None
 
-    def save():
-        np.savez(str(path) + ".tmp.npz", **{k: np.concatenate(v) for k, v in parts.items() if v})
-        Path(str(path) + ".tmp.npz").replace(path)
+    def label_one(index: int) -> tuple[dict[str, np.ndarray], int]:
+        problem, hw = build(recipe_of(curriculum, seed, index))
+        rows: dict = {}
+        x, y = label_prefetch_states(problem.replace(mode="prefetch"), hw, np.random.default_rng([seed, index, 1]),
+                                     states=states, leaf_steps=leaf_steps, rows=rows)
+        return {"context": x, "y": y, "step": rows["step"], "greedy": rows["greedy"]}, problem.n
 
-    try:
-        while time.monotonic() - t0 < seconds and (problems is None or done < problems):
-            recipe = recipe_of(curriculum, seed, done)
-            tp = time.monotonic()
-            problem, hw = build(recipe)
-            rows: dict = {}
-            x, y = label_prefetch_states(problem.replace(mode="prefetch"), hw, np.random.default_rng([seed, done, 1]),
-                                         states=states, leaf_steps=leaf_steps, rows=rows)
-            for k, v in (("context", x), ("y", y), ("problem", np.full(len(y), done, np.int64)),
-                         ("step", rows["step"]), ("greedy", rows["greedy"]),
-                         ("kind", np.full(len(y), recipe.kind, "<U10")), ("n", np.full(len(y), problem.n, np.int64))):
-                parts[k].append(v)
-            if logf:
-                logf.write(json.dumps({"problem": done, "recipe": recipe.as_dict(), "n": problem.n, "labels": len(y),
-                                       "y_mean": round(float(y.mean()), 4) if len(y) else None,
-                                       "y_abs_max": round(float(np.abs(y).max()), 4) if len(y) else None,
-                                       "seconds": round(time.monotonic() - tp, 2)}) + "\n")
-                logf.flush()
-            done += 1
-            if time.monotonic() - last >= save_every:
-                save()
-                last = time.monotonic()
-        save()
-    finally:
-        if logf:
-            logf.close()
-    return done
+    return _label_into(out, names, curriculum, seed=seed, seconds=seconds, log=log, save_every=save_every,
+                       problems=problems, label_one=label_one)
 
 
 class PrefetchHead:
@@ -624,17 +620,8 @@ def train_prefetch_head(data: str, out: str, *, inputs: tuple[str, ...] = PREFET
     val = split(arrays["problem"])
     x = arrays["context"].astype(np.float32)
     used = np.asarray([name in inputs for name in PREFETCH_FEATURES])
-    mean = np.where(used, x[~val].mean(0), 0.0).astype(np.float32)
-    std = np.where(used, x[~val].std(0) + 1e-6, 1.0).astype(np.float32)
-    z = torch.from_numpy(np.where(used, (x - mean) / std, 0.0).astype(np.float32))
-    y = torch.from_numpy(arrays["y"].astype(np.float32))
-    head = torch.nn.Sequential(torch.nn.Linear(x.shape[1], hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, 1))
-    opt = torch.optim.AdamW(head.parameters(), lr=learning_rate, weight_decay=weight_decay)
-    tr, va = torch.from_numpy(~val), torch.from_numpy(val)
-
-    def mse(rows) -> float:
-        with torch.no_grad():
-            return float(((head(z[rows]).squeeze(-1) - y[rows]) ** 2).mean())
+    mean, std, z, y, head, opt, tr, va, mse = _head_setup(x, arrays["y"], val, used, hidden=hidden,
+                                                          learning_rate=learning_rate, weight_decay=weight_decay)
 
     summary = {"rows": int(len(y)), "train_rows": int(tr.sum()), "val_rows": int(va.sum()), "inputs": list(inputs),
                "hidden": hidden, "val_mse_zero": float((y[va] ** 2).mean())}
