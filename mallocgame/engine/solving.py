@@ -35,9 +35,8 @@ from mallocgame.runtime.incumbents import offer
 # From this many buffers on, a solving child first sends the mode's trivial answer (`first_answer`): what it builds
 # before a solver's first answer (overlap index, evaluators, a baseline) can take longer than a short limit there.
 FIRST_ANSWER_BUFFERS = 100_000
-# What the parent keeps back for judging and writing an answer (`answer_reserve`): a fixed part and a part per buffer
-# (scoring a 200k-buffer answer and writing its CSV take 2.6 us per buffer on an idle machine, judging the first
-# answer of the one-op 500k workload 2.9 us: about 1.5x that for a loaded machine; docs/results.md).
+# What the parent keeps back for judging and writing an answer (`answer_reserve`): a fixed part and a part per buffer,
+# sized from the measured cost of scoring and writing big answers with room for a loaded machine (docs/results.md).
 RESERVE_SECONDS = 0.1
 RESERVE_PER_BUFFER = 4e-6
 # Seconds a solving child has at least before the parent stops it (`child_limits`): to send the answer it has, and
