@@ -9,6 +9,7 @@ import sys
 import textwrap
 import time
 
+import numpy as np
 import pytest
 
 from mallocgame.engine import runner, solving
@@ -185,3 +186,35 @@ def test_the_pack_searches_build_their_start_until_the_session_s_one_deadline(na
     assert deadline >= budget.search_part(n=problem.n).deadline  # never before the search's own deadline
     assert deadline in spy.asked
 
+
+
+def test_a_big_input_s_answer_is_judged_while_its_solver_runs_not_after_the_stop(monkeypatch):
+    """A child stopped at its limit left the validation of its answer to after the stop, on the answer reserve."""
+    from mallocgame.engine import report as report_module
+
+    monkeypatch.setattr(solving, "FIRST_ANSWER_BUFFERS", 0)
+    monkeypatch.setattr(solving, "solve_with_warm_start", lambda *a, **k: _Hang().solve(None))
+    judged_at = []
+    score = report_module.score
+    monkeypatch.setattr(report_module, "score", lambda *a, **k: judged_at.append(time.monotonic()) or score(*a, **k))
+    problem = _load("pack")
+    t0 = time.monotonic()
+    report = solving.solve_beside_bound("greedy-xla", problem, problem.hardware, time_limit=0.5, seed=0)
+    assert report.valid and "stopped_at_limit" in report.stats and "first answer" in report.stats["source"]
+    assert len(judged_at) == 1 and judged_at[0] < t0 + report.seconds  # once, before the child was stopped
+
+
+def test_an_answer_judged_ahead_is_not_judged_again(monkeypatch):
+    from mallocgame.engine import report as report_module
+    from mallocgame.runtime.incumbents import Improvement, Incumbent
+
+    problem = _load("map")
+    incumbent = Incumbent(Improvement(0.1, 0.0, "all slow"), offsets=np.full(problem.n, -1, np.int64))
+    ahead = report_module.stopped_at_limit(problem, problem.hardware, incumbent, solver_name="x", seconds=0.0,
+                                           time_limit=1.0)
+    monkeypatch.setattr(report_module, "score", lambda *a, **k: pytest.fail("judged again"))
+    report = report_module.stopped_at_limit(problem, problem.hardware, incumbent, solver_name="x", seconds=1.5,
+                                            time_limit=1.0, improvements=(incumbent.improvement,),
+                                            judged=(incumbent, ahead))
+    assert report.valid and report.seconds == 1.5 and report.history == [(0.1, 0.0)]
+    assert report.stats["source"] == "all slow" and report.objective == ahead.objective

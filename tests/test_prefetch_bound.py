@@ -176,3 +176,84 @@ def test_without_the_whole_lp_the_buffer_prices_still_bound_it(monkeypatch):
     assert not fast.solved and fast.source in ("buffer prices", "per-op prices", "per-op")
     assert np.isfinite(fast.value) and fast.value >= exact * (1 - 1e-9)
     assert fast.value <= prefetch_upper_bound(problem, hw).value
+
+
+def _op_savings_item_by_item(problem, ev, exact_up_to):
+    """:func:`prefetch_op_savings`'s knapsack of every op, one operand and one item at a time (the reference)."""
+    import itertools
+
+    capacity = problem.capacity
+    sizes = problem.arrays.size
+    headroom = np.maximum(ev.slow_mem - ev.compute, 0.0)
+    saving, exact = np.zeros(ev.n_ops), True
+    for t in range(ev.n_ops):
+        if headroom[t] <= 0:
+            continue
+        per: dict[int, float] = {}
+        rows = sorted(np.flatnonzero(ev.op_of == t).tolist(), key=lambda r: int(ev.buf_of[r]))
+        for r in rows:
+            b = int(ev.buf_of[r])
+            if sizes[b] <= capacity:
+                per[b] = per.get(b, 0.0) + float(ev.delta[r])
+        items = [(per[b], int(sizes[b])) for b in sorted(per) if per[b] > 0]
+        if sum(z for _, z in items) <= capacity:
+            best = sum(d for d, _ in items)
+        elif len(items) <= exact_up_to:
+            best = max(sum(d for d, _ in combo) for k in range(len(items) + 1)
+                       for combo in itertools.combinations(items, k) if sum(z for _, z in combo) <= capacity)
+        else:
+            exact, best, room = False, 0.0, capacity
+            for d, z in sorted(items, key=lambda it: -it[0] / it[1]):
+                take = min(1.0, room / z)
+                best += d * take
+                room -= z * take
+                if room <= 0:
+                    break
+        saving[t] = min(float(headroom[t]), best)
+    return saving, exact
+
+
+@pytest.mark.parametrize("exact_up_to", [0, 2, 10])
+def test_the_per_op_knapsacks_by_columns_equal_the_item_by_item_walk(exact_up_to, monkeypatch):
+    from mallocgame.bounds import bounds as bounds_module
+    from mallocgame.hardware.evaluator import Evaluator
+    from mallocgame.inputs.generate import layered_network
+
+    solved = []
+    knapsack = bounds_module._op_knapsack
+    monkeypatch.setattr(bounds_module, "_op_knapsack", lambda *a: solved.append(1) or knapsack(*a))
+    for seed in range(4):
+        problem = layered_network(200, seed=seed, capacity_fraction=0.03).replace(mode="prefetch")
+        ev = Evaluator.of(problem, PRESETS["tpuv4i"])
+        got, got_exact = bounds_module.prefetch_op_savings(problem, ev, exact_up_to=exact_up_to)
+        want, want_exact = _op_savings_item_by_item(problem, ev, exact_up_to)
+        assert got.tolist() == want.tolist() and got_exact == want_exact
+    assert solved  # ops whose operands do not all fit took the knapsack path
+
+
+class _NoScalarIndexing(np.ndarray):
+    """Sizes that refuse to be read one buffer at a time (a Python walk over an op's operands)."""
+
+    def __getitem__(self, key):
+        if isinstance(key, (int, np.integer)):
+            raise AssertionError("sizes read one buffer at a time")
+        return np.asarray(super().__getitem__(key))
+
+
+def test_an_op_with_many_operands_is_bounded_by_columns_not_operand_by_operand():
+    from types import SimpleNamespace
+
+    from mallocgame.bounds.bounds import prefetch_op_savings
+    from mallocgame.hardware.evaluator import Evaluator
+
+    n = 400  # one op writes n buffers, one reads them: a shape where a walk per operand costs seconds at 500k
+    sizes = [256 * (1 + i % 7) for i in range(n)]
+    problem = program([[(f"b{i}", "write", sizes[i]) for i in range(n)], [(f"b{i}", "read", sizes[i]) for i in range(n)]],
+                      [(f"b{i}", sizes[i], "activation") for i in range(n)], capacity=64 * 1024, flops=0.0)
+    ev = Evaluator.of(problem, PRESETS["tpuv4i"])
+    want = prefetch_op_savings(problem, ev)
+    guarded = SimpleNamespace(capacity=problem.capacity,
+                              arrays=SimpleNamespace(size=np.asarray(problem.arrays.size).view(_NoScalarIndexing)))
+    got = prefetch_op_savings(guarded, ev)
+    assert got[0].tolist() == want[0].tolist() and got[1] is want[1] is False  # the fractional knapsack ran
+    assert got[0].sum() > 0

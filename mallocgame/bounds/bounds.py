@@ -420,27 +420,48 @@ def prefetch_op_savings(problem: Problem, ev, *, exact_up_to: int = 10) -> tuple
     best_easy = np.bincount(p_op, per[serve], minlength=ev.n_ops)
     saving[easy] = np.minimum(headroom[easy], best_easy[easy])
     for t in np.flatnonzero((headroom > 0) & ~easy).tolist():
-        per: dict[int, float] = {}
-        for b, d in zip(buf_of[cuts[t]:cuts[t + 1]].tolist(), delta[cuts[t]:cuts[t + 1]].tolist()):
-            if sizes[b] <= capacity:
-                per[b] = per.get(b, 0.0) + d
-        items = [(per[b], int(sizes[b])) for b in per if per[b] > 0]  # serving a buffer that saves nothing never helps
-        if sum(z for _, z in items) <= capacity:
-            best = sum(d for d, _ in items)
-        elif len(items) <= exact_up_to:
-            best = max(sum(d for d, _ in combo) for k in range(len(items) + 1)
-                       for combo in itertools.combinations(items, k) if sum(z for _, z in combo) <= capacity)
-        else:
-            exact = False
-            best, room = 0.0, capacity
-            for d, z in sorted(items, key=lambda it: -it[0] / it[1]):
-                take = min(1.0, room / z)
-                best += d * take
-                room -= z * take
-                if room <= 0:
-                    break
+        best, op_exact = _op_knapsack(buf_of[cuts[t]:cuts[t + 1]], delta[cuts[t]:cuts[t + 1]], sizes, capacity,
+                                      exact_up_to)
+        exact = exact and op_exact
         saving[t] = min(float(headroom[t]), best)
     return saving, exact
+
+
+def _op_knapsack(bufs: np.ndarray, deltas: np.ndarray, sizes: np.ndarray, capacity: int,
+                 exact_up_to: int) -> tuple[float, bool]:
+    """One op's knapsack of :func:`prefetch_op_savings`: the best sum of the deltas of its operands' buffers
+    (``bufs`` ascending, ``deltas`` theirs) that fit ``capacity`` together, and whether it is exact. By columns
+    (an op may have hundreds of thousands of operands), the floats added in the order of an item-by-item walk:
+    buffers in ascending order, the fractional knapsack's items by decreasing delta per byte (stable)."""
+    fit = sizes[bufs] <= capacity
+    bufs, deltas = bufs[fit], deltas[fit]
+    if not len(bufs):
+        return 0.0, True
+    first = np.concatenate(([True], bufs[1:] != bufs[:-1]))
+    per = np.bincount(np.cumsum(first) - 1, deltas)  # adds in input order
+    serve = per > 0  # serving a buffer that saves nothing never helps
+    d, z = per[serve], sizes[bufs[first][serve]].astype(np.int64)
+    if not len(d):
+        return 0.0, True
+    total = int(z.sum()) if float(z.sum(dtype=np.float64)) < 2.0**61 else sum(z.tolist())
+    if total <= capacity:
+        return float(np.cumsum(d)[-1]), True
+    if len(d) <= exact_up_to:
+        items = list(zip(d.tolist(), z.tolist()))
+        return max(sum(di for di, _ in combo) for k in range(len(items) + 1)
+                   for combo in itertools.combinations(items, k) if sum(zi for _, zi in combo) <= capacity), True
+    order = np.argsort(-d / z, kind="stable")
+    d, z = d[order], z[order]
+    whole = int(np.searchsorted(np.cumsum(z), capacity, side="right"))  # the items taken whole (total > capacity)
+    best = float(np.cumsum(d[:whole])[-1]) if whole else 0.0
+    room = float(capacity - int(z[:whole].sum())) if whole else capacity
+    for di, zi in zip(d[whole:].tolist(), z[whole:].tolist()):  # the item taken in part (rounding: maybe more)
+        if room <= 0:
+            break
+        take = min(1.0, room / zi)
+        best += di * take
+        room -= zi * take
+    return best, False
 
 
 def map_instant_bound(problem: Problem, hardware) -> Bound:

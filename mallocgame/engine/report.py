@@ -366,24 +366,29 @@ def with_bound(report: Report, bound: Bound | None) -> Report:
 
 def stopped_at_limit(problem: Problem, hardware, incumbent: incumbents.Incumbent | None, *, solver_name: str,
                      seconds: float, time_limit: float, bound: Bound | None = None, hint: Solution | None = None,
-                     improvements: tuple = ()) -> Report:
+                     improvements: tuple = (), judged: tuple[incumbents.Incumbent, Report] | None = None) -> Report:
     """The report of a solver its parent stopped at ``time_limit`` + :data:`~mallocgame.engine.protocol.LIMIT_GRACE`:
     the best answer it sent (``incumbent``, or the ``hint`` it was given if better), validated and scored,
     FEASIBLE, with the note "stopped at the limit" (``stats["stopped_at_limit"]``, its source in
-    ``stats["source"]``); with neither, an invalid report that says the solver sent no answer."""
+    ``stats["source"]``); with neither, an invalid report that says the solver sent no answer. ``judged``: an
+    answer the parent validated and scored (against the same ``bound``) while the solver ran, with its report; when it
+    is ``incumbent`` its report is taken as it is (only its time and history are this call's)."""
     note = f"stopped at the limit: still running at {time_limit:g} s + {LIMIT_GRACE:g} s grace"
     history = tuple((float(e.seconds), float(e.value)) for e in improvements)
-    candidates = []
-    if incumbent is not None:
+    scored = []
+    if incumbent is not None and judged is not None and judged[0] is incumbent:
+        scored.append((replace(judged[1], seconds=seconds, history=list(history)), incumbent.improvement.source))
+    elif incumbent is not None:
         offsets = (None,) * problem.n if incumbent.offsets is None else offsets_tuple(incumbent.offsets)
-        candidates.append((Solution(offsets=offsets, status=Status.FEASIBLE, mode=problem.mode, history=history,
-                                    solver=solver_name, intervals=tuple(incumbent.intervals)),
-                           incumbent.improvement.source))
+        solution = Solution(offsets=offsets, status=Status.FEASIBLE, mode=problem.mode, history=history,
+                            solver=solver_name, intervals=tuple(incumbent.intervals))
+        scored.append((score(problem, hardware, solution, seconds=seconds, bound=bound, solver_name=solver_name),
+                       incumbent.improvement.source))
     if hint is not None:
-        candidates.append((hint.replace(history=history), "hint"))
+        scored.append((score(problem, hardware, hint.replace(history=history), seconds=seconds, bound=bound,
+                             solver_name=solver_name), "hint"))
     best = None
-    for solution, source in candidates:
-        report = score(problem, hardware, solution, seconds=seconds, bound=bound, solver_name=solver_name)
+    for report, source in scored:
         report = replace(report, stats={"stopped_at_limit": note, "source": source})
         if best is None or better(report, best):
             best = report

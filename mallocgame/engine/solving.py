@@ -43,6 +43,7 @@ RESERVE_PER_BUFFER = 4e-6
 # per buffer, to build and send a big input's first answer (`first_answer`; 16 MB of offsets at 2M buffers).
 CHILD_FLOOR = 0.5
 FIRST_ANSWER_PER_BUFFER = 1e-6
+JUDGE_POLL = 0.05  # seconds between the parent's looks for a newer answer to judge (`judge_while_running`)
 WARM_START_SHARE = 0.2  # of a solve's time, the share its warm-start solver gets (the main solver gets the rest)
 
 # ---------------------------------------------------------------------------- the request
@@ -264,16 +265,36 @@ def solve_beside_bound(name: str, problem: Problem, hardware, *, time_limit: flo
         bound = problem_bound(problem, hardware)
         if on_bound is not None:
             on_bound(bound)
+        judged = judge_while_running(run, problem, hardware, name=name, time_limit=time_limit)
         try:
             result = run.result()
         except TimeoutError:
             result = stopped_at_limit(problem, hardware, run.incumbent, solver_name=name,
                                       seconds=run.stopped - run.started, time_limit=time_limit,
-                                      hint=hint, improvements=tuple(run.improvements))
+                                      hint=hint, improvements=tuple(run.improvements), judged=judged)
     except BaseException:
         run.cancel()
         raise
     return with_bound(result, bound)
+
+
+def judge_while_running(run: ChildCall, problem: Problem, hardware, *, name: str, time_limit: float):
+    """While a solving child of a big input (:data:`FIRST_ANSWER_BUFFERS`) runs, the parent validates and scores the
+    latest answer it sent (:func:`mallocgame.engine.report.stopped_at_limit`, no bound), so a child stopped at its
+    limit leaves only the writing of that answer after the stop (the parent is idle meanwhile; a loaded machine
+    multiplies what judging a big answer costs). Returns ``(incumbent, report)`` of the last answer judged, or
+    ``None``; returns when the child has finished or was stopped."""
+    judged = None
+    if problem.n < FIRST_ANSWER_BUFFERS:
+        return judged
+    while not run.ready():
+        incumbent = run.incumbent
+        if incumbent is None or (judged is not None and judged[0] is incumbent):
+            run.wait(JUDGE_POLL)
+            continue
+        judged = (incumbent, stopped_at_limit(problem, hardware, incumbent, solver_name=name, seconds=0.0,
+                                              time_limit=time_limit))
+    return judged
 
 
 def solve_in_child(name: str, problem: Problem, hardware, **kwargs: Any) -> Report:

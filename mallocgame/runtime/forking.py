@@ -269,6 +269,11 @@ class ChildCall:
             raise payload
         return payload
 
+    def wait(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for the child to finish (its answer, its death or its stop at the limit,
+        read by :meth:`keep_limit`'s thread, which must be running); has it?"""
+        return self._done.wait(timeout)
+
     def ready(self) -> bool:
         """Has the child finished (so :meth:`result` returns at once)?"""
         if self._reader is not None:
