@@ -57,6 +57,8 @@ from mallocgame.search.game_data import GameData
 from mallocgame.search.muzero import encoder
 from mallocgame.search.muzero.guide import input_vector
 from mallocgame.search.muzero.problems import Curriculum, Recipe, build
+from mallocgame.search.muzero.torchless import UnsupportedCheckpoint
+from mallocgame.search.muzero.torchless import read as read_checkpoint
 from mallocgame.search.uct import PREFETCH_K, greedy_profile
 from mallocgame.search.uct import reference_value as reference_value  # the control without a network (re-exported)
 
@@ -554,12 +556,10 @@ def load_prefetch_head(path: str) -> tuple[PrefetchHead | None, str]:
     ``(None, why not)`` for a head without the :data:`VALUE_TARGET` mark or of another game (value leaves read no head
     trained on another target). A missing or unreadable file, or one of another kind, raises ``ValueError`` (one
     line)."""
-    from mallocgame.search.muzero.torchless import UnsupportedCheckpoint, read
-
     if not Path(path).is_file():
         raise ValueError(f"{path}: prefetch value head not found")
     try:
-        payload = read(path)
+        payload = read_checkpoint(path)
     except UnsupportedCheckpoint as exc:
         raise ValueError(f"{path}: not a readable prefetch value head ({exc})") from None
     if not isinstance(payload, dict) or payload.get("kind") != PREFETCH_HEAD_KIND:
