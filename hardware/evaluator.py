@@ -24,8 +24,10 @@ from typing import Sequence
 
 import numpy as np
 
+from mallocgame._native import operand_benefits_loop
 from mallocgame.hardware.spec import HardwareSpec
 from mallocgame.problem.model import Problem, ProblemRef, derived_facts
+from mallocgame.runtime.native_engine import engine
 
 
 class Evaluator:
@@ -104,6 +106,13 @@ class Evaluator:
         if self.additive:
             return self._benefit.copy()
         headroom = np.maximum(self.slow_mem - self.compute, 0.0)  # [n_ops]
+        if engine() == "native":
+            out = operand_benefits_loop(np.ascontiguousarray(self.op_of, np.int64),
+                                        np.ascontiguousarray(self.buf_of, np.int64),
+                                        np.ascontiguousarray(self.delta, np.float64),
+                                        np.ascontiguousarray(headroom, np.float64), self.n)
+            if out is not None:
+                return out
         # A buffer touched twice by one op: the two operands share that op's headroom.
         key = self.op_of * self.n + self.buf_of
         uniq, inv = np.unique(key, return_inverse=True)

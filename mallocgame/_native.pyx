@@ -27,6 +27,10 @@ multiply-adds; the same operations in the same order). The boundary, what Python
 * ``csv_rows(...)``: the rows of a solution CSV (``formats/_csv_rows.pxi``, ``mallocgame.formats.io.problem_csv_text``).
 * ``json_buffer_columns(...)``, ``json_op_columns(...)``: a workload JSON's buffers and ops read into numpy
   columns (``formats/_json_columns.pxi``, ``mallocgame.formats.io``).
+* ``checkpoint_sets_loop(...)``: an overlap index's checkpoint sets (``problem/_overlap_index.pxi``,
+  ``mallocgame.problem.intervals.OverlapIndex``).
+* ``operand_benefits_loop(...)``: the map evaluator's per-buffer benefits with ops (``hardware/_operand_benefits.pxi``,
+  ``mallocgame.hardware.evaluator.Evaluator.benefits``).
 
 msa's and pack-search's parts divide as C does (``@cython.cdivision(True)`` on each of their functions and
 classes), as they were written and checked against their references; the other parts divide as Python does.
@@ -50,3 +54,5 @@ include "../solvers/pack_search/_pack.pxi"
 include "../hardware/_overlap_sweep.pxi"
 include "formats/_csv_rows.pxi"
 include "formats/_json_columns.pxi"
+include "problem/_overlap_index.pxi"
+include "../hardware/_operand_benefits.pxi"

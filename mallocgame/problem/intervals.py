@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from mallocgame._native import checkpoint_sets_loop
 from mallocgame.problem.model import Problem, derived_facts
+from mallocgame.runtime.native_engine import engine
 
 
 def next_open(nxt: list[int], t: int) -> int:
@@ -297,6 +299,13 @@ class OverlapIndex:
         # (c, j) pair each, grouped by c
         c_lo = np.searchsorted(self.cp_pos, np.arange(n), side="right")
         c_hi = np.searchsorted(self.cp_time, self.end[self.order], side="left") - 1
+        if engine() == "native":
+            indptr, indices = checkpoint_sets_loop(np.ascontiguousarray(self.order, np.int64),
+                                                   np.ascontiguousarray(c_lo, np.int64),
+                                                   np.ascontiguousarray(c_hi, np.int64), len(cp_pos))
+            self._checkpoint_csr = (indptr, indices)
+            self.cp_sets = _CsrRows(indptr, indices)
+            return
         count = np.maximum(c_hi - c_lo + 1, 0)
         first = np.cumsum(count) - count
         j_of = np.repeat(np.arange(n, dtype=np.int64), count)
