@@ -101,7 +101,9 @@ class Evaluator:
         """``time(all slow) - time(only buffer i fast)`` for every buffer, shape ``[n]``.
 
         Summed over a set they bound the set's value from above (op time is concave in the
-        bytes made fast), which is what makes the knapsack relaxation a valid bound.
+        bytes made fast), which is what makes the knapsack relaxation a valid bound. With ops, one compiled pass
+        over the operands op by op (``mallocgame._native.operand_benefits_loop``; ``MALLOCGAME_ENGINE=python``: a
+        sort of the (op, buffer) pairs, the same floats).
         """
         if self.additive:
             return self._benefit.copy()

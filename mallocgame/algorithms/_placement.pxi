@@ -175,3 +175,99 @@ def greedy_place_loop(const long long[::1] order, const long long[::1] size, con
                 out[i] = off
                 placed[i] = 1
                 tops[i] = off + size[i]
+
+
+# ---- XLA's memory-space-assignment order (mallocgame.algorithms.placement.xla_order) ----------------------------
+# One sort of the buffers by (density descending, NaN last; size descending; length descending; index), then each
+# run that ties on the three numeric keys sorted by the ids' ranks (then index): numpy's lexsort of the reference,
+# without its passes over a column of strings.
+
+cdef extern from * nogil:
+    """
+    #include <algorithm>
+    #include <cmath>
+    #include <vector>
+    struct XlaKey { double density; long long size, length, rank, index; };
+    struct XlaNumericLess {  // numpy's ascending order of -density (NaN last), -size, -length; then the index
+        bool operator()(const XlaKey& x, const XlaKey& y) const {
+            bool xn = std::isnan(x.density), yn = std::isnan(y.density);
+            if (xn != yn) return yn;
+            if (!xn && x.density != y.density) return x.density > y.density;
+            if (x.size != y.size) return x.size > y.size;
+            if (x.length != y.length) return x.length > y.length;
+            return x.index < y.index;
+        }
+    };
+    struct XlaTieLess {  // within a tie of the numeric keys: the id's rank, then the index
+        bool operator()(const XlaKey& x, const XlaKey& y) const {
+            if (x.rank != y.rank) return x.rank < y.rank;
+            return x.index < y.index;
+        }
+    };
+    static void xla_sort_numeric(std::vector<XlaKey>& v) { std::sort(v.begin(), v.end(), XlaNumericLess()); }
+    static void xla_sort_tie(std::vector<XlaKey>& v, size_t lo, size_t hi) {
+        std::sort(v.begin() + lo, v.begin() + hi, XlaTieLess());
+    }
+    static inline bool xla_numeric_tie(const XlaKey& x, const XlaKey& y) {
+        bool xn = std::isnan(x.density), yn = std::isnan(y.density);
+        if (xn != yn || (!xn && x.density != y.density)) return false;
+        return x.size == y.size && x.length == y.length;
+    }
+    """
+    cdef cppclass XlaKey:
+        double density
+        long long size, length, rank, index
+    void xla_sort_numeric(vector[XlaKey]& v)
+    void xla_sort_tie(vector[XlaKey]& v, size_t lo, size_t hi)
+    bint xla_numeric_tie(const XlaKey& x, const XlaKey& y)
+
+
+def xla_order_loop(const double[::1] density, const long long[::1] size, const long long[::1] length):
+    """int64 ``[n]``: the buffers by density, size and length descending (NaN densities last), ties by index;
+    and whether any two tie on those three keys (:func:`xla_ties_loop` then orders the ties by id)."""
+    cdef Py_ssize_t n = density.shape[0], i
+    cdef vector[XlaKey] keys = vector[XlaKey](n)
+    for i in range(n):
+        keys[i].density = density[i]
+        keys[i].size = size[i]
+        keys[i].length = length[i]
+        keys[i].rank = 0
+        keys[i].index = i
+    with nogil:
+        xla_sort_numeric(keys)
+    cdef bint tied = False
+    for i in range(1, n):
+        if xla_numeric_tie(keys[i - 1], keys[i]):
+            tied = True
+            break
+    out = np.empty(n, np.int64)
+    cdef long long[::1] o = out
+    for i in range(n):
+        o[i] = keys[i].index
+    return out, tied
+
+
+def xla_ties_loop(long long[::1] order, const double[::1] density, const long long[::1] size,
+                  const long long[::1] length, const long long[::1] rank):
+    """Order in place each run of ``order`` (as :func:`xla_order_loop` gives it) that ties on density, size and
+    length by ``rank`` (int64 ``[n]``, each buffer's id's rank), then index."""
+    cdef Py_ssize_t n = order.shape[0], i, lo, hi
+    cdef vector[XlaKey] keys = vector[XlaKey](n)
+    cdef long long b
+    for i in range(n):
+        b = order[i]
+        keys[i].density = density[b]
+        keys[i].size = size[b]
+        keys[i].length = length[b]
+        keys[i].rank = rank[b]
+        keys[i].index = b
+    lo = 0
+    while lo < n:
+        hi = lo + 1
+        while hi < n and xla_numeric_tie(keys[lo], keys[hi]):
+            hi += 1
+        if hi - lo > 1:
+            xla_sort_tie(keys, lo, hi)
+        lo = hi
+    for i in range(n):
+        order[i] = keys[i].index

@@ -35,7 +35,7 @@ import time
 
 import numpy as np
 
-from mallocgame._native import greedy_place_loop
+from mallocgame._native import greedy_place_loop, xla_order_loop, xla_ties_loop
 from mallocgame.problem.intervals import OverlapIndex, neighbour_lists, overlap_index
 from mallocgame.problem.model import Problem
 from mallocgame.runtime.native_engine import engine
@@ -157,7 +157,8 @@ def xla_order(problem: Problem, benefits: np.ndarray) -> np.ndarray:
     """Buffer indices in XLA memory-space-assignment order, shape ``[n]``.
 
     Memory-boundedness first: ``benefits / sqrt(size)`` descending, then size descending,
-    then live-range length descending, then id.
+    then live-range length descending, then id. One compiled sort by the numeric keys, then the runs that tie
+    on them by the ids' ranks (``MALLOCGAME_ENGINE=python``: numpy's lexsort with the id column, the same order).
     """
     a = problem.arrays
     density = benefits / np.sqrt(a.size)
@@ -165,21 +166,20 @@ def xla_order(problem: Problem, benefits: np.ndarray) -> np.ndarray:
     if engine() == "python":
         ids = np.array(problem.ids)  # the id column: no Buffer object is made for it
         return np.lexsort((ids, -length, -a.size, -density))
-    ids = problem.ids
-    order = np.lexsort((-length, -a.size, -density))
-    d, z, span = density[order], a.size[order], length[order]
-    tie = (z[1:] == z[:-1]) & (span[1:] == span[:-1]) & (
-        (d[1:] == d[:-1]) | (np.isnan(d[1:]) & np.isnan(d[:-1])))  # NaN ties NaN, as in the sort
-    if not tie.any():
+    keys = (np.ascontiguousarray(density, np.float64), np.ascontiguousarray(a.size, np.int64),
+            np.ascontiguousarray(length, np.int64))
+    order, tied = xla_order_loop(*keys)
+    if not tied:
         return order
+    ids = problem.ids
     if "\x00" in "".join(ids):  # numpy's strings drop trailing NULs: only its sort orders such ids as the reference
         return np.lexsort((np.array(ids), -length, -a.size, -density))
-    # the ids' ranks (Python's sort of str is numpy's order, and fast on ids that come nearly sorted), then the
-    # tied runs ordered by them: the reference's order without a sort by strings (seconds at 2M buffers)
+    # the ids' ranks (Python's sort of str is numpy's order, and fast on ids that come nearly sorted) order the
+    # ties: the reference's order without a sort by strings (seconds at 2M buffers)
     rank = np.empty(len(ids), np.int64)
     rank[np.array(sorted(range(len(ids)), key=ids.__getitem__), np.int64)] = np.arange(len(ids), dtype=np.int64)
-    group = np.concatenate(([0], np.cumsum(~tie)))
-    return order[np.argsort(group * len(ids) + rank[order], kind="stable")]
+    xla_ties_loop(order, *keys, rank)
+    return order
 
 
 def heap_orders(problem: Problem) -> dict[str, np.ndarray]:

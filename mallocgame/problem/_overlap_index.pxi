@@ -26,7 +26,7 @@ def checkpoint_sets_loop(const long long[::1] order, const long long[::1] c_lo, 
     total = indptr[checkpoints]
     indices_a = np.empty(total, np.int64)
     cdef long long[::1] indices = indices_a
-    fill_a = indptr_a[:-1].copy()
+    fill_a = indptr_a[:checkpoints].copy()
     cdef long long[::1] fill = fill_a
     for j in range(n):
         for c in range(c_lo[j], c_hi[j] + 1):

@@ -260,7 +260,9 @@ class OverlapIndex:
     ``stride``-th start (in start order) are stored, with ``stride`` chosen so that about
     ``budget`` indices are kept. A query combines the stored set nearest below ``s``
     (filtered by end), the few starts between that checkpoint and ``s``, and the starts
-    inside ``(s, e)`` — each a contiguous slice or one vectorised filter.
+    inside ``(s, e)`` — each a contiguous slice or one vectorised filter. With many checkpoints the stored
+    sets are filled in one compiled pass (``mallocgame._native.checkpoint_sets_loop``; ``MALLOCGAME_ENGINE=python``:
+    the numpy reference, the same sets).
 
     Example:
         >>> import numpy as np
