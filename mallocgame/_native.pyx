@@ -16,8 +16,8 @@ multiply-adds; the same operations in the same order). The boundary, what Python
   (``search/_address_game.pxi``, ``search.game_address.NativeAddressGame``);
 * ``PrefetchTables``, ``PrefetchState``: the prefetch game's state and step (``search/_prefetch_game.pxi``,
   ``search.game_prefetch.NativePrefetchGame``);
-* ``greedy_place_loop(...)``: greedy-xla's and best-fit's ordered best-fit placement, and ``xla_order_loop(...)``,
-  ``xla_ties_loop(...)``: XLA's order it places in (``mallocgame/algorithms/_placement.pxi``);
+* ``greedy_place_loop(...)``: greedy-xla's and best-fit's ordered best-fit placement, and ``xla_order_loop(...)``:
+  XLA's order it places in (``mallocgame/algorithms/_placement.pxi``);
 * ``NativeHeap``, ``NativeCopyResource``, ``NativePrefetcher``: msa's fast-memory heap, copy budgets and a use's
   prefetch (``mallocgame/algorithms/_msa.pxi``, ``mallocgame.algorithms.memory_space_assignment``);
 * ``first_fit_loop(...)``, ``CanonicalSearch``, ``ComponentTables``, ``FailedStates``: pack-search's first fit and

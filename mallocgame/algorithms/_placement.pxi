@@ -178,96 +178,93 @@ def greedy_place_loop(const long long[::1] order, const long long[::1] size, con
 
 
 # ---- XLA's memory-space-assignment order (mallocgame.algorithms.placement.xla_order) ----------------------------
-# One sort of the buffers by (density descending, NaN last; size descending; length descending; index), then each
-# run that ties on the three numeric keys sorted by the ids' ranks (then index): numpy's lexsort of the reference,
-# without its passes over a column of strings.
+# A stable least-significant-digit radix sort, 8 bits a pass (a pass whose digit is the same for every buffer is
+# skipped), by length descending, then size descending, then density descending (NaN last, -0.0 as 0.0): numpy's
+# lexsort of the reference, from the given starting permutation (the buffers by id, when ids must break ties).
 
-cdef extern from * nogil:
-    """
-    #include <algorithm>
-    #include <cmath>
-    #include <vector>
-    struct XlaKey { double density; long long size, length, rank, index; };
-    struct XlaNumericLess {  // numpy's ascending order of -density (NaN last), -size, -length; then the index
-        bool operator()(const XlaKey& x, const XlaKey& y) const {
-            bool xn = std::isnan(x.density), yn = std::isnan(y.density);
-            if (xn != yn) return yn;
-            if (!xn && x.density != y.density) return x.density > y.density;
-            if (x.size != y.size) return x.size > y.size;
-            if (x.length != y.length) return x.length > y.length;
-            return x.index < y.index;
-        }
-    };
-    struct XlaTieLess {  // within a tie of the numeric keys: the id's rank, then the index
-        bool operator()(const XlaKey& x, const XlaKey& y) const {
-            if (x.rank != y.rank) return x.rank < y.rank;
-            return x.index < y.index;
-        }
-    };
-    static void xla_sort_numeric(std::vector<XlaKey>& v) { std::sort(v.begin(), v.end(), XlaNumericLess()); }
-    static void xla_sort_tie(std::vector<XlaKey>& v, size_t lo, size_t hi) {
-        std::sort(v.begin() + lo, v.begin() + hi, XlaTieLess());
-    }
-    static inline bool xla_numeric_tie(const XlaKey& x, const XlaKey& y) {
-        bool xn = std::isnan(x.density), yn = std::isnan(y.density);
-        if (xn != yn || (!xn && x.density != y.density)) return false;
-        return x.size == y.size && x.length == y.length;
-    }
-    """
-    cdef cppclass XlaKey:
-        double density
-        long long size, length, rank, index
-    void xla_sort_numeric(vector[XlaKey]& v)
-    void xla_sort_tie(vector[XlaKey]& v, size_t lo, size_t hi)
-    bint xla_numeric_tie(const XlaKey& x, const XlaKey& y)
+from libc.stdint cimport uint64_t
+from libc.string cimport memcpy
 
 
-def xla_order_loop(const double[::1] density, const long long[::1] size, const long long[::1] length):
-    """int64 ``[n]``: the buffers by density, size and length descending (NaN densities last), ties by index;
-    and whether any two tie on those three keys (:func:`xla_ties_loop` then orders the ties by id)."""
+cdef inline uint64_t _descending_int(long long x) noexcept nogil:
+    # ascending in the returned key = descending in x
+    return (<uint64_t>(-x)) ^ (<uint64_t>1 << 63)
+
+
+cdef inline uint64_t _descending_float(double x) noexcept nogil:
+    # ascending in the returned key = descending in x, NaN last, -0.0 equal to 0.0 (numpy's sort of -x)
+    cdef double y
+    cdef uint64_t bits
+    if x != x:
+        return <uint64_t>0xFFFFFFFFFFFFFFFF
+    y = -x
+    if y == 0.0:
+        y = 0.0
+    memcpy(&bits, &y, 8)
+    if bits >> 63:
+        return ~bits
+    return bits | (<uint64_t>1 << 63)
+
+
+cdef void _radix_pass_all(uint64_t* key, long long* perm, long long* tmp, Py_ssize_t n) noexcept nogil:
+    # sort perm (stable) by key[perm[i]], 8 bits at a time from the lowest; the result ends in perm
+    cdef Py_ssize_t i, shift, d
+    cdef Py_ssize_t count[256]
+    cdef long long* src = perm
+    cdef long long* dst = tmp
+    cdef long long* swap
+    cdef Py_ssize_t total, c
+    for shift in range(0, 64, 8):
+        for d in range(256):
+            count[d] = 0
+        for i in range(n):
+            count[(key[src[i]] >> shift) & 255] += 1
+        if n and count[(key[src[0]] >> shift) & 255] == n:
+            continue  # every buffer has the same digit here
+        total = 0
+        for d in range(256):
+            c = count[d]
+            count[d] = total
+            total += c
+        for i in range(n):
+            d = (key[src[i]] >> shift) & 255
+            dst[count[d]] = src[i]
+            count[d] += 1
+        swap = src
+        src = dst
+        dst = swap
+    if src != perm:
+        memcpy(perm, src, n * sizeof(long long))
+
+
+def xla_order_loop(const double[::1] density, const long long[::1] size, const long long[::1] length,
+                   start=None):
+    """int64 ``[n]``: the buffers by density, size and length descending (NaN densities last), ties in the order
+    of ``start`` (a permutation, int64 ``[n]``; default: by index); and whether any two tie on those three keys
+    (the caller then passes the buffers by id as ``start``)."""
     cdef Py_ssize_t n = density.shape[0], i
-    cdef vector[XlaKey] keys = vector[XlaKey](n)
-    for i in range(n):
-        keys[i].density = density[i]
-        keys[i].size = size[i]
-        keys[i].length = length[i]
-        keys[i].rank = 0
-        keys[i].index = i
-    with nogil:
-        xla_sort_numeric(keys)
+    out = np.arange(n, dtype=np.int64) if start is None else np.array(start, np.int64)
+    cdef long long[::1] perm = out
+    tmp_a = np.empty(n, np.int64)
+    cdef long long[::1] tmp = tmp_a
+    key_a = np.empty(n, np.uint64)
+    cdef uint64_t[::1] key = key_a
     cdef bint tied = False
-    for i in range(1, n):
-        if xla_numeric_tie(keys[i - 1], keys[i]):
-            tied = True
-            break
-    out = np.empty(n, np.int64)
-    cdef long long[::1] o = out
-    for i in range(n):
-        o[i] = keys[i].index
+    if n == 0:
+        return out, tied
+    with nogil:
+        for i in range(n):
+            key[i] = _descending_int(length[i])
+        _radix_pass_all(&key[0], &perm[0], &tmp[0], n)
+        for i in range(n):
+            key[i] = _descending_int(size[i])
+        _radix_pass_all(&key[0], &perm[0], &tmp[0], n)
+        for i in range(n):
+            key[i] = _descending_float(density[i])
+        _radix_pass_all(&key[0], &perm[0], &tmp[0], n)
+        for i in range(1, n):
+            if key[perm[i]] == key[perm[i - 1]] and size[perm[i]] == size[perm[i - 1]] and \
+                    length[perm[i]] == length[perm[i - 1]]:
+                tied = True
+                break
     return out, tied
-
-
-def xla_ties_loop(long long[::1] order, const double[::1] density, const long long[::1] size,
-                  const long long[::1] length, const long long[::1] rank):
-    """Order in place each run of ``order`` (as :func:`xla_order_loop` gives it) that ties on density, size and
-    length by ``rank`` (int64 ``[n]``, each buffer's id's rank), then index."""
-    cdef Py_ssize_t n = order.shape[0], i, lo, hi
-    cdef vector[XlaKey] keys = vector[XlaKey](n)
-    cdef long long b
-    for i in range(n):
-        b = order[i]
-        keys[i].density = density[b]
-        keys[i].size = size[b]
-        keys[i].length = length[b]
-        keys[i].rank = rank[b]
-        keys[i].index = b
-    lo = 0
-    while lo < n:
-        hi = lo + 1
-        while hi < n and xla_numeric_tie(keys[lo], keys[hi]):
-            hi += 1
-        if hi - lo > 1:
-            xla_sort_tie(keys, lo, hi)
-        lo = hi
-    for i in range(n):
-        order[i] = keys[i].index

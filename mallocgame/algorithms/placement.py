@@ -35,7 +35,7 @@ import time
 
 import numpy as np
 
-from mallocgame._native import greedy_place_loop, xla_order_loop, xla_ties_loop
+from mallocgame._native import greedy_place_loop, xla_order_loop
 from mallocgame.problem.intervals import OverlapIndex, neighbour_lists, overlap_index
 from mallocgame.problem.model import Problem
 from mallocgame.runtime.native_engine import engine
@@ -157,8 +157,9 @@ def xla_order(problem: Problem, benefits: np.ndarray) -> np.ndarray:
     """Buffer indices in XLA memory-space-assignment order, shape ``[n]``.
 
     Memory-boundedness first: ``benefits / sqrt(size)`` descending, then size descending,
-    then live-range length descending, then id. One compiled sort by the numeric keys, then the runs that tie
-    on them by the ids' ranks (``MALLOCGAME_ENGINE=python``: numpy's lexsort with the id column, the same order).
+    then live-range length descending, then id. A compiled stable radix sort by the numeric keys, from the
+    buffers sorted by id when some tie (``MALLOCGAME_ENGINE=python``: numpy's lexsort with the id column, the same
+    order).
     """
     a = problem.arrays
     density = benefits / np.sqrt(a.size)
@@ -174,12 +175,9 @@ def xla_order(problem: Problem, benefits: np.ndarray) -> np.ndarray:
     ids = problem.ids
     if "\x00" in "".join(ids):  # numpy's strings drop trailing NULs: only its sort orders such ids as the reference
         return np.lexsort((np.array(ids), -length, -a.size, -density))
-    # the ids' ranks (Python's sort of str is numpy's order, and fast on ids that come nearly sorted) order the
-    # ties: the reference's order without a sort by strings (seconds at 2M buffers)
-    rank = np.empty(len(ids), np.int64)
-    rank[np.array(sorted(range(len(ids)), key=ids.__getitem__), np.int64)] = np.arange(len(ids), dtype=np.int64)
-    xla_ties_loop(order, *keys, rank)
-    return order
+    # the buffers by id (Python's sort of str is numpy's order, and fast on ids that come nearly sorted), then the
+    # same stable sort from there: the reference's order without a sort by strings (seconds at 2M buffers)
+    return xla_order_loop(*keys, sorted(range(len(ids)), key=ids.__getitem__))[0]
 
 
 def heap_orders(problem: Problem) -> dict[str, np.ndarray]:
