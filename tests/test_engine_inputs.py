@@ -37,7 +37,7 @@ def test_checkpoint_sets_are_the_references(monkeypatch, budget, seed):
     p = random_intervals(3000, seed=seed, horizon=200)
     a = p.arrays
     ref, nat = per_engine(monkeypatch, lambda: OverlapIndex(a.start, a.end, budget=budget))
-    assert len(ref.cp_time) > 1
+    assert len(ref.cp_time) > 1 and ref.stride == nat.stride and np.array_equal(ref.cp_pos, nat.cp_pos)
     for x, y in zip(ref.checkpoint_csr(), nat.checkpoint_csr()):
         assert x.dtype == y.dtype == np.int64 and np.array_equal(x, y)
     rng = np.random.default_rng(seed)

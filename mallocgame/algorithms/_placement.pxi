@@ -206,20 +206,27 @@ cdef inline uint64_t _descending_float(double x) noexcept nogil:
     return bits | (<uint64_t>1 << 63)
 
 
-cdef void _radix_pass_all(uint64_t* key, long long* perm, long long* tmp, Py_ssize_t n) noexcept nogil:
-    # sort perm (stable) by key[perm[i]], 8 bits at a time from the lowest; the result ends in perm
+cdef void _radix_pass_all(const uint64_t* key, long long* perm, long long* tmp, uint64_t* kv, uint64_t* kv_tmp,
+                          Py_ssize_t n) noexcept nogil:
+    # sort perm (stable) by key[perm[i]], 8 bits at a time from the lowest; the keys travel with the permutation
+    # (one gather, then every pass reads and writes in sequence); the result ends in perm
     cdef Py_ssize_t i, shift, d
     cdef Py_ssize_t count[256]
     cdef long long* src = perm
     cdef long long* dst = tmp
+    cdef uint64_t* ksrc = kv
+    cdef uint64_t* kdst = kv_tmp
     cdef long long* swap
+    cdef uint64_t* kswap
     cdef Py_ssize_t total, c
+    for i in range(n):
+        kv[i] = key[perm[i]]
     for shift in range(0, 64, 8):
         for d in range(256):
             count[d] = 0
         for i in range(n):
-            count[(key[src[i]] >> shift) & 255] += 1
-        if n and count[(key[src[0]] >> shift) & 255] == n:
+            count[(ksrc[i] >> shift) & 255] += 1
+        if n and count[(ksrc[0] >> shift) & 255] == n:
             continue  # every buffer has the same digit here
         total = 0
         for d in range(256):
@@ -227,12 +234,16 @@ cdef void _radix_pass_all(uint64_t* key, long long* perm, long long* tmp, Py_ssi
             count[d] = total
             total += c
         for i in range(n):
-            d = (key[src[i]] >> shift) & 255
+            d = (ksrc[i] >> shift) & 255
             dst[count[d]] = src[i]
+            kdst[count[d]] = ksrc[i]
             count[d] += 1
         swap = src
         src = dst
         dst = swap
+        kswap = ksrc
+        ksrc = kdst
+        kdst = kswap
     if src != perm:
         memcpy(perm, src, n * sizeof(long long))
 
@@ -249,19 +260,23 @@ def xla_order_loop(const double[::1] density, const long long[::1] size, const l
     cdef long long[::1] tmp = tmp_a
     key_a = np.empty(n, np.uint64)
     cdef uint64_t[::1] key = key_a
+    kv_a = np.empty(n, np.uint64)
+    cdef uint64_t[::1] kv = kv_a
+    kv_tmp_a = np.empty(n, np.uint64)
+    cdef uint64_t[::1] kv_tmp = kv_tmp_a
     cdef bint tied = False
     if n == 0:
         return out, tied
     with nogil:
         for i in range(n):
             key[i] = _descending_int(length[i])
-        _radix_pass_all(&key[0], &perm[0], &tmp[0], n)
+        _radix_pass_all(&key[0], &perm[0], &tmp[0], &kv[0], &kv_tmp[0], n)
         for i in range(n):
             key[i] = _descending_int(size[i])
-        _radix_pass_all(&key[0], &perm[0], &tmp[0], n)
+        _radix_pass_all(&key[0], &perm[0], &tmp[0], &kv[0], &kv_tmp[0], n)
         for i in range(n):
             key[i] = _descending_float(density[i])
-        _radix_pass_all(&key[0], &perm[0], &tmp[0], n)
+        _radix_pass_all(&key[0], &perm[0], &tmp[0], &kv[0], &kv_tmp[0], n)
         for i in range(1, n):
             if key[perm[i]] == key[perm[i - 1]] and size[perm[i]] == size[perm[i - 1]] and \
                     length[perm[i]] == length[perm[i - 1]]:
