@@ -2,7 +2,7 @@
 # ``mallocgame.hardware.evaluator.Evaluator.benefits`` with ops, compiled (its ``native`` engine): one pass over the
 # operands, op by op, instead of a sort of the (op, buffer) pairs. The sums are taken in the reference's order (a
 # pair's operands in operand order, a buffer's pairs in op order), so both give the same floats.
-# tests/test_engine_benefits.py checks both engines against each other.
+# tests/test_engine_inputs.py checks both engines against each other.
 
 
 def operand_benefits_loop(const long long[::1] op_of, const long long[::1] buf_of, const double[::1] delta,

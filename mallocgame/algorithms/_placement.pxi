@@ -181,6 +181,7 @@ def greedy_place_loop(const long long[::1] order, const long long[::1] size, con
 # A stable least-significant-digit radix sort, 8 bits a pass (a pass whose digit is the same for every buffer is
 # skipped), by length descending, then size descending, then density descending (NaN last, -0.0 as 0.0): numpy's
 # lexsort of the reference, from the given starting permutation (the buffers by id, when ids must break ties).
+# tests/test_engine_inputs.py checks both engines against each other.
 
 from libc.stdint cimport uint64_t
 from libc.string cimport memcpy

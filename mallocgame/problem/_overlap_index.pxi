@@ -2,7 +2,7 @@
 # The stored sets of an ``mallocgame.problem.intervals.OverlapIndex`` with many checkpoints, compiled (its ``native``
 # engine): buffer at start position ``j`` belongs to checkpoints ``c_lo[j] .. c_hi[j]``; the sets are filled in
 # ``j`` order, so each holds its buffers in start order, exactly as the stable sort of the Python reference does.
-# tests/test_engine_overlap_index.py checks both engines against each other.
+# tests/test_engine_inputs.py checks both engines against each other.
 
 
 def checkpoint_sets_loop(const long long[::1] order, const long long[::1] c_lo, const long long[::1] c_hi,
