@@ -4,7 +4,8 @@ search/_prefetch_holes.pxi; the order, address and prefetch games' native engine
 search/_address_game.pxi and search/_prefetch_game.pxi; the ordered best-fit placement loop,
 mallocgame/algorithms/_placement.pxi; msa's heap, copy budgets and prefetch picker, mallocgame/algorithms/_msa.pxi; pack-search's
 first
-fit and canonical search, solvers/pack_search/_pack.pxi);
+fit and canonical search, solvers/pack_search/_pack.pxi; the overlap index's checkpoint sets,
+mallocgame/problem/_overlap_index.pxi; the map evaluator's benefits, hardware/_operand_benefits.pxi);
 everything else is in pyproject.toml.
 
 setuptools reads the project's metadata, packages and package dirs from pyproject.toml; this file only adds the

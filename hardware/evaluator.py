@@ -24,8 +24,10 @@ from typing import Sequence
 
 import numpy as np
 
+from mallocgame._native import operand_benefits_loop
 from mallocgame.hardware.spec import HardwareSpec
 from mallocgame.problem.model import Problem, ProblemRef, derived_facts
+from mallocgame.runtime.native_engine import engine
 
 
 class Evaluator:
@@ -99,11 +101,20 @@ class Evaluator:
         """``time(all slow) - time(only buffer i fast)`` for every buffer, shape ``[n]``.
 
         Summed over a set they bound the set's value from above (op time is concave in the
-        bytes made fast), which is what makes the knapsack relaxation a valid bound.
+        bytes made fast), which is what makes the knapsack relaxation a valid bound. With ops, one compiled pass
+        over the operands op by op (``mallocgame._native.operand_benefits_loop``; ``MALLOCGAME_ENGINE=python``: a
+        sort of the (op, buffer) pairs, the same floats).
         """
         if self.additive:
             return self._benefit.copy()
         headroom = np.maximum(self.slow_mem - self.compute, 0.0)  # [n_ops]
+        if engine() == "native":
+            out = operand_benefits_loop(np.ascontiguousarray(self.op_of, np.int64),
+                                        np.ascontiguousarray(self.buf_of, np.int64),
+                                        np.ascontiguousarray(self.delta, np.float64),
+                                        np.ascontiguousarray(headroom, np.float64), self.n)
+            if out is not None:
+                return out
         # A buffer touched twice by one op: the two operands share that op's headroom.
         key = self.op_of * self.n + self.buf_of
         uniq, inv = np.unique(key, return_inverse=True)

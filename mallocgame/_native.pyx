@@ -16,7 +16,8 @@ multiply-adds; the same operations in the same order). The boundary, what Python
   (``search/_address_game.pxi``, ``search.game_address.NativeAddressGame``);
 * ``PrefetchTables``, ``PrefetchState``: the prefetch game's state and step (``search/_prefetch_game.pxi``,
   ``search.game_prefetch.NativePrefetchGame``);
-* ``greedy_place_loop(...)``: greedy-xla's and best-fit's ordered best-fit placement (``mallocgame/algorithms/_placement.pxi``);
+* ``greedy_place_loop(...)``: greedy-xla's and best-fit's ordered best-fit placement, and ``xla_order_loop(...)``:
+  XLA's order it places in (``mallocgame/algorithms/_placement.pxi``);
 * ``NativeHeap``, ``NativeCopyResource``, ``NativePrefetcher``: msa's fast-memory heap, copy budgets and a use's
   prefetch (``mallocgame/algorithms/_msa.pxi``, ``mallocgame.algorithms.memory_space_assignment``);
 * ``first_fit_loop(...)``, ``CanonicalSearch``, ``ComponentTables``, ``FailedStates``: pack-search's first fit and
@@ -27,6 +28,10 @@ multiply-adds; the same operations in the same order). The boundary, what Python
 * ``csv_rows(...)``: the rows of a solution CSV (``formats/_csv_rows.pxi``, ``mallocgame.formats.io.problem_csv_text``).
 * ``json_buffer_columns(...)``, ``json_op_columns(...)``: a workload JSON's buffers and ops read into numpy
   columns (``formats/_json_columns.pxi``, ``mallocgame.formats.io``).
+* ``checkpoint_sets_loop(...)``: an overlap index's checkpoint sets (``problem/_overlap_index.pxi``,
+  ``mallocgame.problem.intervals.OverlapIndex``).
+* ``operand_benefits_loop(...)``: the map evaluator's per-buffer benefits with ops (``hardware/_operand_benefits.pxi``,
+  ``mallocgame.hardware.evaluator.Evaluator.benefits``).
 
 msa's and pack-search's parts divide as C does (``@cython.cdivision(True)`` on each of their functions and
 classes), as they were written and checked against their references; the other parts divide as Python does.
@@ -50,3 +55,5 @@ include "../solvers/pack_search/_pack.pxi"
 include "../hardware/_overlap_sweep.pxi"
 include "formats/_csv_rows.pxi"
 include "formats/_json_columns.pxi"
+include "problem/_overlap_index.pxi"
+include "../hardware/_operand_benefits.pxi"

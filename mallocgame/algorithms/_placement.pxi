@@ -175,3 +175,112 @@ def greedy_place_loop(const long long[::1] order, const long long[::1] size, con
                 out[i] = off
                 placed[i] = 1
                 tops[i] = off + size[i]
+
+
+# ---- XLA's memory-space-assignment order (mallocgame.algorithms.placement.xla_order) ----------------------------
+# A stable least-significant-digit radix sort, 8 bits a pass (a pass whose digit is the same for every buffer is
+# skipped), by length descending, then size descending, then density descending (NaN last, -0.0 as 0.0): numpy's
+# lexsort of the reference, from the given starting permutation (the buffers by id, when ids must break ties).
+# tests/test_engine_inputs.py checks both engines against each other.
+
+from libc.stdint cimport uint64_t
+from libc.string cimport memcpy
+
+
+cdef inline uint64_t _descending_int(long long x) noexcept nogil:
+    # ascending in the returned key = descending in x
+    return (<uint64_t>(-x)) ^ (<uint64_t>1 << 63)
+
+
+cdef inline uint64_t _descending_float(double x) noexcept nogil:
+    # ascending in the returned key = descending in x, NaN last, -0.0 equal to 0.0 (numpy's sort of -x)
+    cdef double y
+    cdef uint64_t bits
+    if x != x:
+        return <uint64_t>0xFFFFFFFFFFFFFFFF
+    y = -x
+    if y == 0.0:
+        y = 0.0
+    memcpy(&bits, &y, 8)
+    if bits >> 63:
+        return ~bits
+    return bits | (<uint64_t>1 << 63)
+
+
+cdef void _radix_pass_all(const uint64_t* key, long long* perm, long long* tmp, uint64_t* kv, uint64_t* kv_tmp,
+                          Py_ssize_t n) noexcept nogil:
+    # sort perm (stable) by key[perm[i]], 8 bits at a time from the lowest; the keys travel with the permutation
+    # (one gather, then every pass reads and writes in sequence); the result ends in perm
+    cdef Py_ssize_t i, shift, d
+    cdef Py_ssize_t count[256]
+    cdef long long* src = perm
+    cdef long long* dst = tmp
+    cdef uint64_t* ksrc = kv
+    cdef uint64_t* kdst = kv_tmp
+    cdef long long* swap
+    cdef uint64_t* kswap
+    cdef Py_ssize_t total, c
+    for i in range(n):
+        kv[i] = key[perm[i]]
+    for shift in range(0, 64, 8):
+        for d in range(256):
+            count[d] = 0
+        for i in range(n):
+            count[(ksrc[i] >> shift) & 255] += 1
+        if n and count[(ksrc[0] >> shift) & 255] == n:
+            continue  # every buffer has the same digit here
+        total = 0
+        for d in range(256):
+            c = count[d]
+            count[d] = total
+            total += c
+        for i in range(n):
+            d = (ksrc[i] >> shift) & 255
+            dst[count[d]] = src[i]
+            kdst[count[d]] = ksrc[i]
+            count[d] += 1
+        swap = src
+        src = dst
+        dst = swap
+        kswap = ksrc
+        ksrc = kdst
+        kdst = kswap
+    if src != perm:
+        memcpy(perm, src, n * sizeof(long long))
+
+
+def xla_order_loop(const double[::1] density, const long long[::1] size, const long long[::1] length,
+                   start=None):
+    """int64 ``[n]``: the buffers by density, size and length descending (NaN densities last), ties in the order
+    of ``start`` (a permutation, int64 ``[n]``; default: by index); and whether any two tie on those three keys
+    (the caller then passes the buffers by id as ``start``)."""
+    cdef Py_ssize_t n = density.shape[0], i
+    out = np.arange(n, dtype=np.int64) if start is None else np.array(start, np.int64)
+    cdef long long[::1] perm = out
+    tmp_a = np.empty(n, np.int64)
+    cdef long long[::1] tmp = tmp_a
+    key_a = np.empty(n, np.uint64)
+    cdef uint64_t[::1] key = key_a
+    kv_a = np.empty(n, np.uint64)
+    cdef uint64_t[::1] kv = kv_a
+    kv_tmp_a = np.empty(n, np.uint64)
+    cdef uint64_t[::1] kv_tmp = kv_tmp_a
+    cdef bint tied = False
+    if n == 0:
+        return out, tied
+    with nogil:
+        for i in range(n):
+            key[i] = _descending_int(length[i])
+        _radix_pass_all(&key[0], &perm[0], &tmp[0], &kv[0], &kv_tmp[0], n)
+        for i in range(n):
+            key[i] = _descending_int(size[i])
+        _radix_pass_all(&key[0], &perm[0], &tmp[0], &kv[0], &kv_tmp[0], n)
+        for i in range(n):
+            key[i] = _descending_float(density[i])
+        _radix_pass_all(&key[0], &perm[0], &tmp[0], &kv[0], &kv_tmp[0], n)
+        for i in range(1, n):
+            if key[perm[i]] == key[perm[i - 1]] and size[perm[i]] == size[perm[i - 1]] and \
+                    length[perm[i]] == length[perm[i - 1]]:
+                tied = True
+                break
+    return out, tied

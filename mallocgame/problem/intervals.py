@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from mallocgame._native import checkpoint_runs_loop, checkpoint_sets_loop, live_sum_loop
 from mallocgame.problem.model import Problem, derived_facts
+from mallocgame.runtime.native_engine import engine
 
 
 def next_open(nxt: list[int], t: int) -> int:
@@ -258,7 +260,9 @@ class OverlapIndex:
     ``stride``-th start (in start order) are stored, with ``stride`` chosen so that about
     ``budget`` indices are kept. A query combines the stored set nearest below ``s``
     (filtered by end), the few starts between that checkpoint and ``s``, and the starts
-    inside ``(s, e)`` — each a contiguous slice or one vectorised filter.
+    inside ``(s, e)`` — each a contiguous slice or one vectorised filter. With many checkpoints the stored
+    sets are filled in one compiled pass (``mallocgame._native.checkpoint_sets_loop``; ``MALLOCGAME_ENGINE=python``:
+    the numpy reference, the same sets).
 
     Example:
         >>> import numpy as np
@@ -276,9 +280,13 @@ class OverlapIndex:
             self.stride, self.cp_time, self.cp_pos, self.cp_sets = 1, np.zeros(0, np.int64), np.zeros(0, np.int64), []
             return
         e_sorted = np.sort(end)
-        live_at = np.searchsorted(self.sorted_start, self.sorted_start, side="right") - np.searchsorted(
-            e_sorted, self.sorted_start, side="right")
-        self.stride = max(1, int(np.ceil(live_at.sum() / budget)))
+        native = engine() == "native"
+        if native:
+            live_sum = live_sum_loop(np.ascontiguousarray(self.sorted_start, np.int64), np.ascontiguousarray(e_sorted, np.int64))
+        else:
+            live_sum = (np.searchsorted(self.sorted_start, self.sorted_start, side="right") - np.searchsorted(
+                e_sorted, self.sorted_start, side="right")).sum()
+        self.stride = max(1, int(np.ceil(live_sum / budget)))
         cp_pos = np.arange(0, n, self.stride)
         self.cp_time = self.sorted_start[cp_pos]
         # Position just past every start <= checkpoint time: what the stored set covers.
@@ -295,8 +303,21 @@ class OverlapIndex:
             return
         # many (a Python loop over them is too slow at scale): buffer j is in checkpoints c_lo(j)..c_hi(j), one
         # (c, j) pair each, grouped by c
-        c_lo = np.searchsorted(self.cp_pos, np.arange(n), side="right")
-        c_hi = np.searchsorted(self.cp_time, self.end[self.order], side="left") - 1
+        if native:
+            c_lo, c_hi = checkpoint_runs_loop(np.ascontiguousarray(self.sorted_start, np.int64),
+                                              np.ascontiguousarray(self.end[self.order], np.int64),
+                                              np.ascontiguousarray(self.cp_time, np.int64),
+                                              np.ascontiguousarray(self.cp_pos, np.int64))
+        else:
+            c_lo = np.searchsorted(self.cp_pos, np.arange(n), side="right")
+            c_hi = np.searchsorted(self.cp_time, self.end[self.order], side="left") - 1
+        if native:
+            indptr, indices = checkpoint_sets_loop(np.ascontiguousarray(self.order, np.int64),
+                                                   np.ascontiguousarray(c_lo, np.int64),
+                                                   np.ascontiguousarray(c_hi, np.int64), len(cp_pos))
+            self._checkpoint_csr = (indptr, indices)
+            self.cp_sets = _CsrRows(indptr, indices)
+            return
         count = np.maximum(c_hi - c_lo + 1, 0)
         first = np.cumsum(count) - count
         j_of = np.repeat(np.arange(n, dtype=np.int64), count)

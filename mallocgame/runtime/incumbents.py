@@ -37,7 +37,8 @@ from mallocgame.problem.model import FastInterval
 from mallocgame.problem.objective import better
 
 # Seconds an answer's pickling may cost per second of the solver's time, at most (the sender waits
-# this many times its last send's cost before the next answer; values and sources go every time).
+# this many times its last send's cost before the next answer; values and sources go every time). The cost is
+# the sending thread's CPU time: a send that waits for a busy parent to read costs the solver nothing.
 SEND_SHARE = 0.1
 
 
@@ -157,7 +158,7 @@ class _Channel:
                 answer = None
                 if time.monotonic() >= quiet_until or self.flushing:  # else it waits for the end of the quiet time
                     answer, self.answer = self.answer, None
-            started = time.monotonic()
+            started = time.thread_time()
             if answer is not None:
                 event, offsets, intervals, order = answer
                 answer = Incumbent(event, offsets, None if intervals is None else columns_of_intervals(intervals),
@@ -170,7 +171,7 @@ class _Channel:
             except (OSError, ValueError, EOFError):  # the parent is gone or closed the pipe: nothing more to send
                 return
             if answer is not None:
-                quiet_until = time.monotonic() + (time.monotonic() - started) / SEND_SHARE
+                quiet_until = time.monotonic() + (time.thread_time() - started) / SEND_SHARE
 
     def answering(self, problem: Any, order) -> None:
         """Later offers answer ``problem`` (the child's problem with its ops in ``order``); what waits is sent first."""
