@@ -38,7 +38,7 @@ FIRST_ANSWER_BUFFERS = 100_000
 # What the parent keeps back for judging and writing an answer (`answer_reserve`): a fixed part and a part per buffer,
 # sized from the measured cost of scoring and writing big answers with room for a loaded machine (docs/results.md).
 RESERVE_SECONDS = 0.1
-RESERVE_PER_BUFFER = 4e-6
+RESERVE_PER_BUFFER = 2e-6
 # Seconds a solving child has at least before the parent stops it (`child_limits`): to send the answer it has, and
 # per buffer, to build and send a big input's first answer (`first_answer`; 16 MB of offsets at 2M buffers).
 CHILD_FLOOR = 0.5
@@ -202,7 +202,7 @@ def answer_reserve(n: int) -> float:
 
     Examples:
         >>> answer_reserve(0), round(answer_reserve(200_000), 3)
-        (0.1, 0.9)
+        (0.1, 0.5)
     """
     return RESERVE_SECONDS + RESERVE_PER_BUFFER * n
 
@@ -221,8 +221,8 @@ def child_limits(budget: Budget, n: int) -> tuple[Budget, float]:
         >>> solver, stop = child_limits(whole, 0)
         >>> solver.deadline == whole.deadline - 0.1, round(stop - whole.deadline, 6)
         (True, 0.9)
-        >>> round(child_limits(whole, 500_000)[1] - whole.deadline, 6)  # reserve 2.1 s: stopped 1.1 s before
-        -1.1
+        >>> round(child_limits(whole, 500_000)[1] - whole.deadline, 6)  # reserve 1.1 s: stopped 0.1 s before
+        -0.1
         >>> spent = Budget(1.0, time.monotonic() - 5.0)
         >>> child_limits(spent, 0)[1] - time.monotonic() > CHILD_FLOOR - 0.1
         True
