@@ -35,3 +35,20 @@ def test_info_reports_the_instant_bound_when_its_time_is_spent(info_seconds, kin
     out = capsys.readouterr().out
     assert stop.value.code in (0, None)
     assert f"bound ({kind}" in out
+
+
+def test_info_s_budget_counts_from_the_command_s_start(tmp_path, monkeypatch, capsys):
+    """The interpreter's start and the imports are inside INFO_SECONDS: a command that started a minute ago (as a
+    process whose imports took that long) has no time left for the expensive bound and reports the instant one."""
+    import time
+
+    path = tmp_path / "layered.json"
+    write_workload_json(path, layered_network(300, seed=1))
+    monkeypatch.setenv("MALLOCGAME_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(info_module, "command_started", lambda: time.monotonic() - 60.0)
+    monkeypatch.setattr(info_module, "INFO_SECONDS", 30.0)
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["info", str(path), "--quiet"], prog_name="mallocgame")
+    out = capsys.readouterr().out
+    assert stop.value.code in (0, None)
+    assert "bound (relaxation per-op" in out

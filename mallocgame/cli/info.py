@@ -25,6 +25,7 @@ from mallocgame.cli.common import (
     problem_options,
     stamp,
 )
+from mallocgame.cli.exits import command_started
 from mallocgame.cli.progress import status
 from mallocgame.engine.runner import problem_bound
 from mallocgame.hardware.evaluator import Evaluator
@@ -39,7 +40,7 @@ from mallocgame.runtime.budget import Budget
 # Seconds the expensive bound may take in `info`, before it answers, by mode (the no-fragmentation
 # relaxation, the residency bound); computed once per problem, then read from the bound cache.
 INFO_BOUND_SECONDS = {"map": MAP_BOUND_SECONDS, "prefetch": 10.0}
-# `info` answers within this many seconds of its start at any size: the expensive bound gets at most what
+# `info` answers within this many seconds of the command's start at any size: the expensive bound gets at most what
 # reading the problem and the facts left of them, less INFO_KEEP_SECONDS (the instant bound, the output), and is
 # not started with less than MIN_BOUND_SECONDS (the instant or cached bound is reported then; the cache records
 # the seconds a bound was given, so a later command with more time computes it again).
@@ -129,7 +130,7 @@ def _bytes(n: int) -> str:
 def info(problem_path: str, mode: str | None, capacity: str | None, capacity_fraction: str | None,
          hardware: str | None, as_json: bool, bound_time: float | None, quiet: bool = False) -> None:
     """Size, horizon, components, largest clique, max live bytes and (map mode) the bound of PROBLEM."""
-    budget = Budget.start(INFO_SECONDS)
+    budget = Budget(INFO_SECONDS, command_started())  # from the command's start: the interpreter and imports too
     with status(f"info: reading {problem_path}", quiet=quiet) as line:
         try:
             problem, spec = load_prepared(problem_path, mode=mode, capacity=capacity,
