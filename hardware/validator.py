@@ -74,13 +74,11 @@ def _columns_verdict(problem: Problem, offsets, capacity: int | None, mode: str)
     """:func:`validate`'s verdict read from the answer's columns (:func:`offset_columns`) and the compiled sweep:
     the same first violation, found without an object per buffer; ``_LOOK_CLOSER`` when the offsets are no
     64-bit ints, their count is wrong or a top would not fit 64 bits."""
-    cols = offset_columns(offsets)
-    if cols is None or len(cols[0]) != problem.n:
+    cols = _sweepable_columns(problem, offsets)
+    if cols is None:
         return _LOOK_CLOSER
     off, placed = cols
     a = problem.arrays
-    if not _tops_fit(off, placed, a.size):
-        return _LOOK_CLOSER
     bad = placed & ((off < 0) | (off % a.alignment != 0))
     if capacity is not None and capacity < 2 ** 63:  # (above, no top that fits 64 bits exceeds it)
         bad |= placed & (off > capacity - a.size)
@@ -93,9 +91,16 @@ def _columns_verdict(problem: Problem, offsets, capacity: int | None, mode: str)
     return None if i < 0 else _overlap_message(problem, i, j, (int(off[i]), int(off[j])), (0, 1))
 
 
-def _tops_fit(off: np.ndarray, placed: np.ndarray, size: np.ndarray) -> bool:
-    """Does every ``offset + size`` fit a 64-bit integer (the compiled sweep's items)?"""
-    return not placed.any() or int(off[placed].max()) + int(size.max()) < 2 ** 63
+def _sweepable_columns(problem: Problem, offsets) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`offset_columns` of ``offsets`` when the compiled paths can read them: one per buffer of ``problem`` and
+    every ``offset + size`` within a 64-bit integer; else ``None`` (the Python reference judges)."""
+    cols = offset_columns(offsets)
+    if cols is None or len(cols[0]) != problem.n:
+        return None
+    off, placed = cols
+    if placed.any() and int(off[placed].max()) + int(problem.arrays.size.max()) >= 2 ** 63:
+        return None
+    return cols
 
 
 def _sweep_pair(problem: Problem, off: np.ndarray, placed: np.ndarray) -> tuple[int, int]:
@@ -182,8 +187,8 @@ def first_overlap(problem: Problem, offsets: Sequence[int | None]) -> str | None
 def _native_first_overlap(problem: Problem, offsets: Sequence[int | None]) -> tuple[int, int] | None:
     """The compiled sweep's ``(i, j)`` (``(-1, -1)``: no overlap), or ``None`` when an offset or a top does not fit
     a 64-bit integer (the Python sweep then judges)."""
-    cols = None if isinstance(offsets, np.ndarray) else offset_columns(offsets)
-    if cols is None or len(cols[0]) != problem.n or not _tops_fit(*cols, problem.arrays.size):
+    cols = None if isinstance(offsets, np.ndarray) else _sweepable_columns(problem, offsets)
+    if cols is None:
         return None
     return _sweep_pair(problem, *cols)
 
@@ -252,8 +257,8 @@ def _overlap_message(problem: Problem, i: int, j: int, offsets: Sequence[int | N
 def peak(problem: Problem, offsets: Sequence[int | None]) -> int:
     """Highest address used: max of ``offset + size`` over placed buffers (0 if none)."""
     if engine() == "native" and type(offsets) in (list, tuple):
-        cols = offset_columns(offsets)
-        if cols is not None and len(cols[0]) == problem.n and _tops_fit(*cols, problem.arrays.size):
+        cols = _sweepable_columns(problem, offsets)
+        if cols is not None:
             off, placed = cols
             return int((off + problem.arrays.size)[placed].max()) if placed.any() else 0
     sizes = problem.arrays.size.tolist()  # the column: no buffer object made
