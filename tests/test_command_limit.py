@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -218,3 +219,62 @@ def test_an_answer_judged_ahead_is_not_judged_again(monkeypatch):
                                             judged=(incumbent, ahead))
     assert report.valid and report.seconds == 1.5 and report.history == [(0.1, 0.0)]
     assert report.stats["source"] == "all slow" and report.objective == ahead.objective
+
+
+def _offer_first_and_hang(name, problem, hardware, **kwargs):
+    """A pool run's child (`solving.solve_in_child`) that sends the mode's trivial answer and never returns."""
+    solving.first_answer(problem)
+    _Hang().solve(None)
+
+
+def _judged_at(monkeypatch) -> list[float]:
+    """The instants this process validates and scores an answer (report.score), from now on."""
+    from mallocgame.engine import report as report_module
+
+    times = []
+    score = report_module.score
+    monkeypatch.setattr(report_module, "score", lambda *a, **k: times.append(time.monotonic()) or score(*a, **k))
+    return times
+
+
+def _pool_stop_report(problem, bound, time_limit):
+    pool = ProcessPool(1)
+    try:
+        t0 = time.monotonic()
+        pool.start("run", "greedy-xla", problem, problem.hardware, seed=0, time_limit=time_limit, bound=bound)
+        [(_, kind, report)] = pool.wait(None)
+    finally:
+        pool.close()
+    assert kind == "ok", report
+    return t0, report
+
+
+def test_a_pool_run_of_a_big_input_is_judged_while_it_runs_as_after_the_stop(monkeypatch):
+    """compare's runs and a portfolio's members judged a big input's answer only after the stop (only
+    solve_beside_bound judged ahead): the pool judges it while it waits, and the stop's report is the same."""
+    monkeypatch.setattr(solving, "solve_in_child", _offer_first_and_hang)
+    problem = _load("map")
+    bound = runner.problem_bound(problem, problem.hardware)
+    monkeypatch.setattr(solving, "FIRST_ANSWER_BUFFERS", 10**9)  # a small input: judged after the stop
+    _, after = _pool_stop_report(problem, bound, 0.2)
+    monkeypatch.setattr(solving, "FIRST_ANSWER_BUFFERS", 0)  # a big input: judged while it runs
+    judged_at = _judged_at(monkeypatch)
+    t0, ahead = _pool_stop_report(problem, bound, 0.2)
+    assert len(judged_at) == 1 and judged_at[0] < t0 + 0.2 + LIMIT_GRACE  # once, before the stop
+    assert ahead.valid and "stopped_at_limit" in ahead.stats and ahead.bound == bound.value
+    assert [v for _, v in ahead.history] == [v for _, v in after.history] == [0.0]  # the times are each run's
+    assert replace(ahead, seconds=0.0, history=[]) == replace(after, seconds=0.0, history=[])
+
+
+def test_a_ray_task_s_run_of_a_big_input_is_judged_while_it_runs(monkeypatch):
+    from mallocgame.engine.pools import _ray_run
+
+    monkeypatch.setattr(solving, "solve_in_child", _offer_first_and_hang)
+    monkeypatch.setattr(solving, "FIRST_ANSWER_BUFFERS", 0)
+    judged_at = _judged_at(monkeypatch)
+    problem = _load("pack")
+    t0 = time.monotonic()
+    kind, report = _ray_run("greedy-xla", problem, problem.hardware, 0.2, 0, None, {}, None)
+    assert kind == "ok", report
+    assert report.valid and "stopped_at_limit" in report.stats and "first answer" in report.stats["source"]
+    assert len(judged_at) == 1 and judged_at[0] < t0 + 0.2 + LIMIT_GRACE

@@ -187,7 +187,7 @@ def test_each_member_gets_a_child_budget_of_the_race_and_the_pool_keeps_its_dead
     with ProcessPool(1) as pool:
         pool.start("msa", "msa", problem, hw, budget=half, seed=0, facts=race.session)
         (run,) = pool._runs.values()
-        assert run.call.sent.until == half.deadline + LIMIT_GRACE and run.time_limit == half.seconds
+        assert run.call.sent.until == half.deadline + LIMIT_GRACE and run.judge.time_limit == half.seconds
         (finished,) = pool.wait(timeout=30)
     key, kind, report = finished
     assert (key, kind) == ("msa", "ok") and report.valid

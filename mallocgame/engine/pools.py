@@ -7,8 +7,9 @@ pool. The caller schedules (:meth:`Pool.start` while :attr:`Pool.free` > 0), col
 whatever still runs. Each run is the one solve path (:func:`mallocgame.engine.solving.run_one`) in a
 forked child (:class:`mallocgame.runtime.forking.ChildCall`) whose time limit its parent keeps: a run still
 going at its limit + :data:`~mallocgame.engine.protocol.LIMIT_GRACE` is stopped and reported with the best
-answer it sent (:func:`mallocgame.engine.report.stopped_at_limit`). With Ray the parent is the Ray task, on
-whichever node runs it.
+answer it sent (:func:`mallocgame.engine.report.stopped_at_limit`), on a big input judged while the run went
+(:class:`mallocgame.engine.solving.StopJudge`: the parent judges while it waits). With Ray the parent is the Ray
+task, on whichever node runs it.
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ from typing import Any, Callable
 
 from mallocgame.bounds.bounds import Bound
 from mallocgame.engine.protocol import LIMIT_GRACE
-from mallocgame.engine.report import Report, stopped_at_limit
+from mallocgame.engine.report import Report
 from mallocgame.engine.session import Session
-from mallocgame.engine.solving import run_one
+from mallocgame.engine.solving import StopJudge, run_one
 from mallocgame.problem.model import InputError, Problem, Solution
 from mallocgame.runtime.budget import Budget
 from mallocgame.runtime.forking import ChildCall, ChildDied
@@ -109,23 +110,15 @@ def _died(exc: BaseException) -> tuple[str, str]:
 
 @dataclass
 class _Run:
-    """One run of a :class:`ProcessPool`: its key, its child, and what its limit's report needs."""
+    """One run of a :class:`ProcessPool`: its key, its child, and its limit's report (judged ahead on a big input)."""
 
     key: Any
     call: ChildCall
-    name: str
-    problem: Problem
-    hardware: Any
-    time_limit: float
-    bound: Bound | None
+    judge: StopJudge
 
     def limit_report(self) -> tuple[str, Any]:
         """The run stopped now: the best answer it sent, validated and scored ("stopped at the limit")."""
-        call = self.call
-        return _limit_outcome(stopped_at_limit(
-            self.problem, self.hardware, call.incumbent, solver_name=self.name,
-            seconds=time.monotonic() - call.started, time_limit=self.time_limit, bound=self.bound,
-            improvements=tuple(call.improvements)))
+        return _limit_outcome(self.judge.report(time.monotonic() - self.call.started))
 
 
 class ProcessPool(Pool):
@@ -152,11 +145,14 @@ class ProcessPool(Pool):
         call = ChildCall.start(run_one, (name, problem, hardware, budget, seed, hint, dict(options or {}), bound,
                                          facts), channel=(problem, name), own_group=self.own_groups)
         call.sent.until = budget.deadline + LIMIT_GRACE
-        self._runs[call.connection] = _Run(key, call, name, problem, hardware, budget.seconds, bound)
+        judge = StopJudge(call, problem, hardware, name=name, time_limit=budget.seconds, bound=bound)
+        self._runs[call.connection] = _Run(key, call, judge)
 
     def wait(self, timeout: float | None) -> list[tuple[Any, str, Any]]:
         """As :meth:`Pool.wait`; a run still going at its time limit + :data:`~mallocgame.engine.protocol.LIMIT_GRACE` is
-        killed and finishes with the best answer it sent."""
+        killed and finishes with the best answer it sent. Meanwhile, with nothing else to do, the latest answer of a
+        big input's run is judged (:class:`~mallocgame.engine.solving.StopJudge`; the run due first first), so a stop
+        leaves only its report to make."""
         if not self._runs:
             return []
         until = None if timeout is None else time.monotonic() + timeout
@@ -164,6 +160,10 @@ class ProcessPool(Pool):
         while not done and self._runs:
             due = min(run.call.sent.left() for run in self._runs.values())
             left = due if until is None else min(until - time.monotonic(), due)
+            ahead = min((run for run in self._runs.values() if run.judge.pending()),
+                        key=lambda run: run.call.sent.left(), default=None)
+            if ahead is not None:  # only look: an answer to judge is waiting
+                left = 0.0
             for conn in wait(list(self._runs), timeout=max(left, 0.0)):
                 run = self._runs[conn]
                 try:
@@ -178,6 +178,8 @@ class ProcessPool(Pool):
             for conn, run in list(self._runs.items()):
                 if run.call.sent.due():
                     done.append((run.key, *self._stop(conn)))
+            if not done and ahead is not None and ahead.judge.pending():
+                ahead.judge.judge()
             if until is not None and time.monotonic() >= until:
                 break
         return done
@@ -257,17 +259,23 @@ def _ray_run(name: str, problem: Problem, hardware, time_limit: float, seed: int
     answers sent as found); the worker waits in Python, so a cancel (``KeyboardInterrupt`` in the task)
     reaches it even while the solver is in native code, and kills the solver's whole process group. A run
     still going at its limit + :data:`~mallocgame.engine.protocol.LIMIT_GRACE` is stopped and reported with the best
-    answer it sent; a solver that dies is this run's error.
+    answer it sent (on a big input judged while it ran: :class:`~mallocgame.engine.solving.StopJudge`); a solver
+    that dies is this run's error.
     """
     budget = Budget.start(time_limit)
     call = ChildCall.start(run_one, (name, problem, hardware, budget, seed, hint, options, bound),
                            channel=(problem, name))
-    run = _Run(name, call, name, problem, hardware, time_limit, bound)
-    call.keep_limit(budget.deadline + LIMIT_GRACE)
+    judge = StopJudge(call, problem, hardware, name=name, time_limit=time_limit, bound=bound)
+    try:
+        call.keep_limit(budget.deadline + LIMIT_GRACE)
+        judge.while_running()
+    except BaseException:  # a cancel of the task: its solver goes too
+        call.cancel()
+        raise
     try:
         return call.result()
     except TimeoutError:
-        return run.limit_report()
+        return _limit_outcome(judge.report(call.stopped - call.started))
     except ChildDied as exc:
         return _died(exc)
 

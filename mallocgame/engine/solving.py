@@ -46,7 +46,7 @@ PREFETCH_RESERVE_PER_BUFFER = 4e-6
 # per buffer, to build and send a big input's first answer (`first_answer`; 16 MB of offsets at 2M buffers).
 CHILD_FLOOR = 0.5
 FIRST_ANSWER_PER_BUFFER = 1e-6
-JUDGE_POLL = 0.05  # seconds between the parent's looks for a newer answer to judge (`judge_while_running`)
+JUDGE_POLL = 0.05  # seconds between the parent's looks for a newer answer to judge (`StopJudge.while_running`)
 WARM_START_SHARE = 0.2  # of a solve's time, the share its warm-start solver gets (the main solver gets the rest)
 
 # ---------------------------------------------------------------------------- the request
@@ -270,36 +270,65 @@ def solve_beside_bound(name: str, problem: Problem, hardware, *, time_limit: flo
         bound = problem_bound(problem, hardware)
         if on_bound is not None:
             on_bound(bound)
-        judged = judge_while_running(run, problem, hardware, name=name, time_limit=time_limit)
+        # judged without the bound (built above meanwhile): the result gets it below
+        judge = StopJudge(run, problem, hardware, name=name, time_limit=time_limit)
+        judge.while_running()
         try:
             result = run.result()
         except TimeoutError:
-            result = stopped_at_limit(problem, hardware, run.incumbent, solver_name=name,
-                                      seconds=run.stopped - run.started, time_limit=time_limit,
-                                      hint=hint, improvements=tuple(run.improvements), judged=judged)
+            result = judge.report(run.stopped - run.started, hint=hint)
     except BaseException:
         run.cancel()
         raise
     return with_bound(result, bound)
 
 
-def judge_while_running(run: ChildCall, problem: Problem, hardware, *, name: str, time_limit: float):
-    """While a solving child of a big input (:data:`FIRST_ANSWER_BUFFERS`) runs, the parent validates and scores the
-    latest answer it sent (:func:`mallocgame.engine.report.stopped_at_limit`, no bound), so a child stopped at its
-    limit leaves only the writing of that answer after the stop (the parent is idle meanwhile; a loaded machine
-    multiplies what judging a big answer costs). Returns ``(incumbent, report)`` of the last answer judged, or
-    ``None``; returns when the child has finished or was stopped."""
-    judged = None
-    if problem.n < FIRST_ANSWER_BUFFERS:
-        return judged
-    while not run.ready():
-        incumbent = run.incumbent
-        if incumbent is None or (judged is not None and judged[0] is incumbent):
-            run.wait(JUDGE_POLL)
-            continue
-        judged = (incumbent, stopped_at_limit(problem, hardware, incumbent, solver_name=name, seconds=0.0,
-                                              time_limit=time_limit))
-    return judged
+class StopJudge:
+    """The parent's side of one forked solving run (:class:`~mallocgame.runtime.forking.ChildCall` ``call``, solver
+    ``name`` on ``problem`` with ``time_limit`` seconds, scored against ``bound``) for the report of its stop at the
+    limit: on a big input (:data:`FIRST_ANSWER_BUFFERS`) the parent validates and scores the latest answer the child
+    sent while it waits (:meth:`judge`), so a run stopped at its limit leaves only the writing of that answer after
+    the stop (the parent is idle meanwhile; a loaded machine multiplies what judging a big answer costs);
+    :meth:`report` is the stop's report (:func:`mallocgame.engine.report.stopped_at_limit`), the judged one when
+    the answer is the same. Every path that waits on a forked solving run uses it: `solve_beside_bound`, a pool's
+    runs (:mod:`mallocgame.engine.pools`: ``compare``'s, a portfolio's members) and a Ray task's run."""
+
+    def __init__(self, call: ChildCall, problem: Problem, hardware, *, name: str, time_limit: float, bound=None):
+        self.call, self.problem, self.hardware = call, problem, hardware
+        self.name, self.time_limit, self.bound = name, time_limit, bound
+        self.judged = None  # (incumbent, its report) of the last answer judged
+        self.ahead = problem.n >= FIRST_ANSWER_BUFFERS
+
+    def pending(self) -> bool:
+        """Is there an answer of a big input the child sent that is not judged yet?"""
+        incumbent = self.call.incumbent
+        return self.ahead and incumbent is not None and (self.judged is None or self.judged[0] is not incumbent)
+
+    def judge(self) -> None:
+        """Validate and score the latest answer the child sent (as the stop's report would, no time yet)."""
+        incumbent = self.call.incumbent
+        if incumbent is not None:
+            self.judged = (incumbent, stopped_at_limit(self.problem, self.hardware, incumbent, solver_name=self.name,
+                                                       seconds=0.0, time_limit=self.time_limit, bound=self.bound))
+
+    def while_running(self) -> None:
+        """Judge each newer answer until the child has finished or was stopped (its reader thread keeps the limit:
+        :meth:`~mallocgame.runtime.forking.ChildCall.keep_limit`)."""
+        if not self.ahead:
+            return
+        while not self.call.ready():
+            if self.pending():
+                self.judge()
+            else:
+                self.call.wait(JUDGE_POLL)
+
+    def report(self, seconds: float, hint: Solution | None = None) -> Report:
+        """The report of the run stopped at its limit after ``seconds``: the best answer it sent (or ``hint``, if
+        better), validated and scored, "stopped at the limit"; an answer judged ahead is not judged again."""
+        call = self.call
+        return stopped_at_limit(self.problem, self.hardware, call.incumbent, solver_name=self.name, seconds=seconds,
+                                time_limit=self.time_limit, bound=self.bound, hint=hint,
+                                improvements=tuple(call.improvements), judged=self.judged)
 
 
 def solve_in_child(name: str, problem: Problem, hardware, **kwargs: Any) -> Report:
