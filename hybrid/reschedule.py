@@ -25,9 +25,8 @@ import numpy as np
 
 from mallocgame.algorithms.placement import greedy_place, xla_order
 from mallocgame.algorithms.scheduling import reorder, schedule
-from mallocgame.engine.registry import load_solver
 from mallocgame.engine.report import Report, stopped_at_limit, with_bound
-from mallocgame.engine.runner import preload, problem_bound, shared_caches
+from mallocgame.engine.runner import problem_bound, shared_caches
 from mallocgame.engine.solving import better, child_limits, command_budget, solve_with_warm_start
 from mallocgame.hardware.validator import validate
 from mallocgame.problem.intervals import overlap_index
@@ -144,9 +143,8 @@ def reschedule_beside_limit(name: str, problem: Problem, hardware, *, time_limit
     :func:`mallocgame.engine.solving.solve_beside_bound` takes it (by default ``time_limit`` seconds from now)."""
     solver_budget, stop_at = child_limits(command_budget(time_limit) if budget is None else budget, problem.n,
                                           problem.mode)
+    # as in solve_beside_bound, the child imports its solvers (runner.preload, in each run) on this clock
     shared_caches(problem, hardware)
-    for solver in dict.fromkeys(filter(None, (name, warm_start))):  # imported once, before the fork
-        preload(load_solver(solver))
     run = ChildCall.start(solve_with_reschedule, (name, problem, hardware),
                           dict(budget=solver_budget, seed=seed, hint=hint, warm_start=warm_start, options=options),
                           channel=(problem, name))

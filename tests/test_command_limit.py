@@ -278,3 +278,31 @@ def test_a_ray_task_s_run_of_a_big_input_is_judged_while_it_runs(monkeypatch):
     assert kind == "ok", report
     assert report.valid and "stopped_at_limit" in report.stats and "first answer" in report.stats["source"]
     assert len(judged_at) == 1 and judged_at[0] < t0 + 0.2 + LIMIT_GRACE
+
+
+def test_reschedule_lets_its_child_import_the_solver_as_solve_does(tmp_path, monkeypatch):
+    """``solve --reschedule`` imported its solvers' heavy modules in the parent before the fork, where ``solve``
+    lets the child import them (runner.preload, inside the limit): now both are the child's, with the same answer."""
+    from mallocgame.engine.registry import load_solver
+    from mallocgame.hybrid import reschedule
+
+    (tmp_path / "resched_preload_module.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "resched_preload_module", raising=False)
+    greedy = load_solver("greedy-xla")
+
+    class PreloadedGreedy:
+        name, modes, preload = "preloaded-greedy", greedy.modes, ("resched_preload_module",)
+
+        def solve(self, request):
+            assert "resched_preload_module" in sys.modules  # the child's own import, before its solve
+            return greedy.solve(request)
+
+    problem = _load("pack")
+    plain = reschedule.reschedule_beside_limit("greedy-xla", problem, problem.hardware, time_limit=2.0, seed=0)
+    solver = PreloadedGreedy()
+    monkeypatch.setattr(runner, "load_solver", lambda name: solver)
+    monkeypatch.setattr(reschedule, "load_solver", lambda name: solver, raising=False)  # where the parent imported
+    got = reschedule.reschedule_beside_limit("preloaded-greedy", problem, problem.hardware, time_limit=2.0, seed=0)
+    assert "resched_preload_module" not in sys.modules  # the parent imported nothing
+    assert got.report.valid and got.report.objective == plain.report.objective and got.order == plain.order
