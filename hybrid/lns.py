@@ -331,7 +331,7 @@ class ModeDispatch(Solver):
 
     def solve(self, request: SolveRequest) -> Solution:
         problem, hardware, seed, hint = request.problem, request.hardware, request.seed, request.hint
-        workers, minimize_peak = request.options.workers, request.options.minimize_peak
+        workers = request.options.workers
         # Keep a margin for validating and scoring, which grows with the problem.
         budget = request.budget.search_part(n=problem.n)
         if problem.n == 0:
@@ -343,9 +343,7 @@ class ModeDispatch(Solver):
         elif problem.mode == "prefetch":
             answer = self._solve_prefetch(request, workers)
         else:
-            # the start may take more than the search's part (the session's rule)
-            answer = self._solve_pack(problem, hardware, budget, seed, hint, workers, minimize_peak, request.facts,
-                                      start_until=request.facts.start_deadline(request.budget))
+            answer = self._solve_pack(request, budget)
         return no_worse_than_held(problem, hardware, answer, held, answer_from=self._source(answer))
 
     def _source(self, answer: Solution) -> str:
@@ -410,19 +408,21 @@ class LargeNeighbourhoodSearch(ModeDispatch):
 
     # ------------------------------------------------------------------ pack mode
 
-    def _solve_pack(self, problem, hardware, budget: Budget, seed, hint, workers, minimize_peak, facts, *,
-                    start_until: float):
-        """From the lower-peak of the hint and best fit (built until ``start_until``:
-        :meth:`mallocgame.engine.session.Session.start_deadline`, never before the search's deadline): the driver's
+    def _solve_pack(self, request: SolveRequest, budget: Budget):
+        """From the lower-peak of the hint and best fit (built until the session's deadline for the request's start:
+        :meth:`mallocgame.engine.session.Session.start_deadline`, never before the search's, ``budget``): the driver's
         search over windows near the peak (:class:`PackWindows`), every freed part re-solved by CP-SAT for its
         highest top."""
+        problem, hint, seed, facts = request.problem, request.hint, request.seed, request.facts
+        workers, minimize_peak = request.options.workers, request.options.minimize_peak
         index = overlap_index(problem)
         capacity = None if minimize_peak else problem.capacity
         # On 10^8-pair traces best fit takes most of the time but starts far better than
         # the online allocator, and steps there gain little: it may take the search's time (cut short,
         # the buffers it did not reach are stacked on top: a poor start).
         t0, deadline = budget.started, budget.deadline
-        x, source = self._pack_start(problem, facts, index, hint, start_until)
+        # the start may take more than the search's part (the session's rule)
+        x, source = self._pack_start(problem, facts, index, hint, facts.start_deadline(request.budget))
         peak = int((x + problem.arrays.size).max())
         floor = int(live_profile(problem)[1].max())
         history = [(time.monotonic() - t0, float(peak))]

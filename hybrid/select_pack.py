@@ -38,6 +38,7 @@ import numpy as np
 
 from mallocgame.algorithms.placement import greedy_place, heap_orders, push_down, xla_order
 from mallocgame.bounds.bounds import no_fragmentation_relaxation
+from mallocgame.engine.request import SolveRequest
 from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.hybrid.lns import ModeDispatch, fixed_rectangles, neighbourhood, window_around
 from mallocgame.problem.model import Problem, Solution, Status, offsets_array, offsets_tuple
@@ -197,18 +198,17 @@ class SelectPack(ModeDispatch):
 
     # ------------------------------------------------------------------ pack mode
 
-    def _solve_pack(self, problem, hardware, budget: Budget, seed, hint, workers, minimize_peak, facts, *,
-                    start_until: float):
-
+    def _solve_pack(self, request: SolveRequest, budget: Budget):
+        problem, hint, seed, session = request.problem, request.hint, request.seed, request.facts
+        workers, minimize_peak = request.options.workers, request.options.minimize_peak
         rng = np.random.default_rng(seed)
         a = problem.arrays
-        session = facts
         index = session.overlap
         orders = list(heap_orders(problem).values())
         floor = session.max_live
         t0 = budget.started
         # best fit until the session's deadline for a search's start (cut short, it stacks most buffers of a large input)
-        best = session.baseline("best-fit", start_until).offsets
+        best = session.baseline("best-fit", session.start_deadline(request.budget)).offsets
         if hint is not None and all(o is not None for o in hint.offsets):
             h = offsets_array(hint.offsets)
             if (h + a.size).max() < (best + a.size).max():

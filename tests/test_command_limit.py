@@ -4,6 +4,7 @@ the pack searches' start deadline is the session's one rule."""
 
 from __future__ import annotations
 
+import inspect
 import subprocess
 import sys
 import textwrap
@@ -186,6 +187,8 @@ def test_the_pack_searches_build_their_start_until_the_session_s_one_deadline(na
     assert deadline == pytest.approx(budget.search_part(n=problem.n, per_buffer=1e-6).deadline)  # behaviour kept
     assert deadline >= budget.search_part(n=problem.n).deadline  # never before the search's own deadline
     assert deadline in spy.asked
+    # the search asks the session itself: no deadline handed in by hand
+    assert "start_until" not in inspect.signature(solver._solve_pack).parameters
 
 
 
