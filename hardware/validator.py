@@ -16,6 +16,8 @@ Examples:
 from __future__ import annotations
 
 import bisect
+import gc
+import sys
 from operator import attrgetter
 from typing import Sequence
 
@@ -359,17 +361,39 @@ def offset_columns(offsets: Sequence[int | None] | np.ndarray) -> tuple[np.ndarr
     return _read_once("offsets", offsets, _read_offset_columns)
 
 
-_LAST_READ: dict[str, tuple] = {}  # what (intervals, offsets) -> the last tuple read and its columns
+# what (intervals, offsets) -> the last tuple read and its columns, while something else holds that tuple: a tuple
+# cannot be weakly referenced, so an entry whose tuple only this holds is dropped at the next garbage collection
+# (`_forget_dropped_answers`) or read, with its columns (32 MB at 2M buffers)
+_LAST_READ: dict[str, tuple] = {}
+
+
+def _answer_refs(entry: tuple) -> int:
+    """References to the tuple of an entry of :data:`_LAST_READ` (this call's own included)."""
+    return sys.getrefcount(entry[0])
+
+
+_ONLY_HERE = _answer_refs((tuple([None]), None))  # ... when the entry is all that holds it
+
+
+def _forget_dropped_answers(*_gc_info) -> None:
+    """Drop every entry of :data:`_LAST_READ` whose tuple nothing else holds (a :data:`gc.callbacks` callback)."""
+    for what, entry in list(_LAST_READ.items()):
+        if _answer_refs(entry) <= _ONLY_HERE and _LAST_READ.get(what) is entry:
+            _LAST_READ.pop(what, None)
+
+
+gc.callbacks.append(_forget_dropped_answers)
 
 
 def _read_once(what: str, answer: Sequence, read):
     """``read(answer)``, made read-only; for a tuple, the columns of the last tuple of ``what`` read if it is the
-    same object."""
+    same object (kept while that tuple is held elsewhere: :data:`_LAST_READ`)."""
     keep = type(answer) is tuple
     if keep:
         last = _LAST_READ.get(what)
         if last is not None and last[0] is answer:
             return last[1]
+    _forget_dropped_answers()
     cols = read(answer)
     for col in (() if cols is None else cols if isinstance(cols, tuple) else (cols,)):
         col.setflags(write=False)

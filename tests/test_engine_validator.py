@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -199,3 +201,33 @@ def test_offset_columns_read_what_validate_reads():
     assert cols[0].tolist() == [8, 0, 0] and cols[1].tolist() == [True, False, True]
     for odd in ([0.0, 8.0], [True, None], [2 ** 64, 0], np.array([0.5])):
         assert validator_module.offset_columns(odd) is None
+
+
+
+def _first_column(cols):
+    """The int64 column of what ``offset_columns`` (a pair) or ``interval_columns`` (one table) read."""
+    return cols[0] if isinstance(cols, tuple) else cols
+
+
+@pytest.mark.parametrize("what", ["offsets", "intervals"])
+def test_an_answer_s_columns_are_reused_while_it_lives_and_freed_with_it(what):
+    """The validator kept the last answer tuple read and its columns alive until the next read (32 MB at 2M
+    buffers): now they go with the answer, and a second read of the same answer still reuses them."""
+    import gc
+    import weakref
+
+    if what == "offsets":
+        read, answer = validator_module.offset_columns, tuple(range(1000, 1000 + 64 * 500, 64))
+    else:
+        read, answer = validator_module.interval_columns, tuple(FastInterval(i, 64 * i, i, i + 2) for i in range(500))
+    cols = read(answer)
+    assert read(answer) is cols  # the same tuple: read once
+    column, element = weakref.ref(_first_column(cols)), answer[-1]
+    del cols
+    gc.collect()
+    assert _first_column(read(answer)) is column()  # kept while the answer lives, through a collection
+    answer_refs = sys.getrefcount(element)
+    del answer
+    gc.collect()
+    assert column() is None  # freed with the answer, no other read needed
+    assert sys.getrefcount(element) == answer_refs - 1  # the answer itself is gone
