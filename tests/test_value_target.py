@@ -231,3 +231,32 @@ def test_finetune_trains_the_value_head_alone_and_marks_its_target(context_netwo
     changed = {k for k in saved["model"] if not np.array_equal(np.asarray(saved["model"][k]),
                                                                 np.asarray(shipped["model"][k]))}
     assert changed and all(k.startswith("value_head.") for k in changed)  # the policy stays the shipped one
+
+
+def test_generate_draws_each_problem_s_recipe_once_with_the_same_labels(tmp_path, monkeypatch):
+    """generate drew each problem's recipe twice (in the run's loop and again in its labeller): once now, and the
+    labels of a seed are those of its problems as `recipe_of` defines them."""
+    from mallocgame.search.muzero import value as value_module
+    from mallocgame.search.muzero.problems import Curriculum, build
+
+    def label(problem, hw, rng, rows):  # a cheap labeller that reads the problem and the run's generator
+        y = rng.random(3) + float(sum(b.size for b in problem.buffers))
+        rows.update(context=np.zeros((3, 1)), step=np.arange(3), greedy=np.zeros(3, bool))
+        return np.full((3, 1), problem.n, np.float32), y
+
+    curriculum = Curriculum(min_size=30, max_size=60)
+    drawn = []
+    recipe_of = value_module.recipe_of
+    monkeypatch.setattr(value_module, "recipe_of", lambda *a: drawn.append(a[1:]) or recipe_of(*a))
+    runs = []
+    for name in ("a.npz", "b.npz"):
+        value_module.generate(str(tmp_path / name), None, {}, curriculum, seed=3, seconds=60, problems=3, label=label)
+        runs.append(np.load(tmp_path / name))
+    assert drawn == [(3, 0), (3, 1), (3, 2)] * 2  # once per problem and run
+    assert all(np.array_equal(runs[0][k], runs[1][k]) for k in runs[0].files)  # the same seed: the same labels
+    for index in range(3):
+        problem, hw = build(recipe_of(curriculum, 3, index))
+        x, y = label(problem, hw, np.random.default_rng([3, index, 1]), {})
+        rows = runs[0]["problem"] == index
+        assert np.array_equal(runs[0]["y"][rows], y) and np.array_equal(runs[0]["x"][rows], x)
+        assert set(runs[0]["kind"][rows]) == {recipe_of(curriculum, 3, index).kind}

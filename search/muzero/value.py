@@ -240,9 +240,9 @@ def generate(out: str, net, game_fields: dict, curriculum: Curriculum, *, seed: 
     :mod:`mallocgame.search.muzero.nstep`). Returns the problems labelled."""
     names = ("x", "y", "problem", "context", "step", "greedy", "kind", "n", *columns)
 
-    def label_one(index: int) -> tuple[dict[str, np.ndarray], int]:
+    def label_one(index: int, recipe: Recipe) -> tuple[dict[str, np.ndarray], int]:
         rows: dict = {}
-        problem, hw = build(recipe_of(curriculum, seed, index))
+        problem, hw = build(recipe)
         rng = np.random.default_rng([seed, index, 1])
         if label is None:
             x, y = label_states(problem, hw, net, game_fields, rng, states=states, rows=rows)
@@ -257,10 +257,10 @@ def generate(out: str, net, game_fields: dict, curriculum: Curriculum, *, seed: 
 def _label_into(out: str, names: tuple[str, ...], curriculum: Curriculum, *, seed: int, seconds: float,
                 log: str | None, save_every: float, problems: int | None, label_one) -> int:
     """The labelling run of :func:`generate` and :func:`generate_prefetch`: problems ``0, 1, ...`` (:func:`recipe_of`)
-    for ``seconds`` and up to ``problems``, each labelled by ``label_one(index) -> (arrays, n)`` (a row each; the
-    run adds ``problem``, ``kind`` and ``n``), into the ``.npz`` ``out`` with the arrays ``names``: continued from the
-    problem after its last if it exists, saved every ``save_every`` seconds and at the end by a temporary file and a
-    rename; a line per problem to ``log``. Returns the problems labelled."""
+    for ``seconds`` and up to ``problems``, each drawn once and labelled by ``label_one(index, recipe) -> (arrays, n)``
+    (a row each; the run adds ``problem``, ``kind`` and ``n``), into the ``.npz`` ``out`` with the arrays ``names``:
+    continued from the problem after its last if it exists, saved every ``save_every`` seconds and at the end by a
+    temporary file and a rename; a line per problem to ``log``. Returns the problems labelled."""
     path = Path(out)
     parts: dict[str, list[np.ndarray]] = {k: [] for k in names}
     if path.exists():
@@ -282,7 +282,7 @@ def _label_into(out: str, names: tuple[str, ...], curriculum: Curriculum, *, see
         while time.monotonic() - t0 < seconds and (problems is None or done < problems):
             recipe = recipe_of(curriculum, seed, done)
             tp = time.monotonic()
-            arrays, n = label_one(done)
+            arrays, n = label_one(done, recipe)
             y = arrays["y"]
             arrays.update(problem=np.full(len(y), done, np.int64), kind=np.full(len(y), recipe.kind, "<U10"),
                           n=np.full(len(y), n, np.int64))
@@ -524,8 +524,8 @@ def generate_prefetch(out: str, curriculum: Curriculum, *, seed: int, seconds: f
     features), ``y``, ``problem``, ``step``, ``greedy``, ``kind``, ``n``. Returns the problems labelled."""
     names = ("context", "y", "problem", "step", "greedy", "kind", "n")
 
-    def label_one(index: int) -> tuple[dict[str, np.ndarray], int]:
-        problem, hw = build(recipe_of(curriculum, seed, index))
+    def label_one(index: int, recipe: Recipe) -> tuple[dict[str, np.ndarray], int]:
+        problem, hw = build(recipe)
         rows: dict = {}
         x, y = label_prefetch_states(problem.replace(mode="prefetch"), hw, np.random.default_rng([seed, index, 1]),
                                      states=states, leaf_steps=leaf_steps, rows=rows)
