@@ -269,6 +269,25 @@ def test_a_pool_run_of_a_big_input_is_judged_while_it_runs_as_after_the_stop(mon
     assert replace(ahead, seconds=0.0, history=[]) == replace(after, seconds=0.0, history=[])
 
 
+def test_a_portfolio_s_member_stopped_at_the_race_s_end_keeps_the_answer_judged_while_it_ran(monkeypatch):
+    """The portfolio stops its members at its own deadline (`ProcessPool.stop`): the answer the pool judged while it
+    waited is reported, not judged again after the stop."""
+    monkeypatch.setattr(solving, "solve_in_child", _offer_first_and_hang)
+    monkeypatch.setattr(solving, "FIRST_ANSWER_BUFFERS", 0)
+    problem = _load("map")
+    judged_at = _judged_at(monkeypatch)
+    with ProcessPool(1, own_groups=False) as pool:
+        pool.start("member", "greedy-xla", problem, problem.hardware, seed=0, time_limit=30.0)
+        deadline = time.monotonic() + 5.0
+        while not judged_at and time.monotonic() < deadline:
+            assert pool.wait(timeout=0.1) == []
+        [(key, _)] = pool.sent_answers()
+        stopped_at = time.monotonic()
+        kind, report = pool.stop(key)
+    assert kind == "ok" and report.valid and "stopped_at_limit" in report.stats
+    assert len(judged_at) == 1 and judged_at[0] < stopped_at  # judged while it ran, not again at the stop
+
+
 def test_a_ray_task_s_run_of_a_big_input_is_judged_while_it_runs(monkeypatch):
     from mallocgame.engine.pools import _ray_run
 
