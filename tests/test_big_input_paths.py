@@ -321,3 +321,35 @@ def test_solution_csv_text_is_the_same_in_both_engines(monkeypatch):
             assert texts[1] == texts[0], (p.name, offsets)
     assert len(calls) >= 3 * 5  # the native engine wrote the rows of every problem compiled (not the arrays' rows)
 
+
+def test_intervals_csv_text_is_the_same_in_both_engines(monkeypatch, workload):
+    """A prefetch answer's compiled rows (``mallocgame._native.csv_rows`` over the intervals' columns) are the
+    Python rows', byte for byte: unsorted, a buffer with three stays, copies from -1, 0 and past 32 bits, quoted and
+    non-ASCII ids, none; and intervals the compiled path leaves to Python (numpy ints, bools, a generator, an index
+    out of range) give the Python text too."""
+    from mallocgame.formats import io as io_module
+    from mallocgame.problem.model import Buffer, Problem
+
+    calls = []
+    compiled = io_module.csv_rows
+    monkeypatch.setattr(io_module, "csv_rows", lambda *args: calls.append(1) or compiled(*args))
+    big, _, greedy = _prefetch_answer(workload)
+    odd = Problem("odd", (Buffer('a,"1"', 8, 0, 6), Buffer("b\nc", 16, 1, 5), Buffer("é", 4, 0, 6)), capacity=None,
+                  mode="prefetch")
+    stays = [FastInterval(2, 2**40, 3, 5, -1), FastInterval(0, 8, 4, 6, 2), FastInterval(0, 0, 0, 2),
+             FastInterval(1, 24, 2**34, 2**34 + 1, 2**33), FastInterval(0, 16, 2, 3, 0)]
+    exact = [(big, lambda: greedy), (big, lambda: list(reversed(greedy))), (big, tuple), (odd, lambda: list(stays)),
+             (odd, lambda: tuple(stays)), (odd, list)]
+    left_to_python = [(odd, lambda: [FastInterval(0, np.int64(8), 1, 2)]), (odd, lambda: [FastInterval(0, True, 1, 2)]),
+                      (odd, lambda: (iv for iv in stays)), (odd, lambda: [FastInterval(-1, 0, 1, 2)])]
+    for problem, intervals in exact + left_to_python:
+        texts = []
+        for name in ("python", "native"):
+            monkeypatch.setenv("MALLOCGAME_ENGINE", name)
+            texts.append(io_module.intervals_csv_text(problem, intervals()))
+        assert texts[1] == texts[0], (problem.name, intervals())
+    assert len(calls) == len(exact)  # the native engine wrote every exact answer's rows compiled, and only those
+    assert io_module.intervals_csv_text(odd, stays) == (
+        'id,offset,start,end,copy_start\n"a,""1""",0,0,2,\n"a,""1""",16,2,3,0\n"a,""1""",8,4,6,2\n'
+        '"b\nc",24,17179869184,17179869185,8589934592\né,1099511627776,3,5,-1\n')
+    assert len(io_module.intervals_csv_text(big, greedy).splitlines()) == len(greedy) + 1 > 100
