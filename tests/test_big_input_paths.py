@@ -353,3 +353,51 @@ def test_intervals_csv_text_is_the_same_in_both_engines(monkeypatch, workload):
         'id,offset,start,end,copy_start\n"a,""1""",0,0,2,\n"a,""1""",16,2,3,0\n"a,""1""",8,4,6,2\n'
         '"b\nc",24,17179869184,17179869185,8589934592\né,1099511627776,3,5,-1\n')
     assert len(io_module.intervals_csv_text(big, greedy).splitlines()) == len(greedy) + 1 > 100
+
+
+def test_answer_columns_and_intervals_are_the_same_in_both_engines(monkeypatch, workload):
+    """An answer's columns (``columns_of_intervals``: read compiled) and its intervals made back from them
+    (``intervals_of_columns``: ``mallocgame._native.intervals_of_columns_loop``) are the Python reference's: equal
+    columns, equal FastIntervals (hash, ``occupied_from``, ``replace`` and pickle as ever), a copy from -1 kept."""
+    import dataclasses
+
+    calls = []
+    compiled = incumbents.intervals_of_columns_loop
+    monkeypatch.setattr(incumbents, "intervals_of_columns_loop", lambda *args: calls.append(1) or compiled(*args))
+    _, _, answer = _prefetch_answer(workload)
+    minus_one = (FastInterval(3, 2**40, 0, 2, -1), FastInterval(4, 8, 1, 3, None), FastInterval(4, 8, 5, 9, 3))
+    for given in (answer, list(answer), minus_one, (), [FastInterval(1, np.int64(8), 2, 3, 0)]):
+        cols, made = [], []
+        for name in ("python", "native"):
+            monkeypatch.setenv("MALLOCGAME_ENGINE", name)
+            cols.append(incumbents.columns_of_intervals(given))
+            made.append(incumbents.intervals_of_columns(cols[-1]))
+        assert cols[0].dtype == cols[1].dtype == np.int64 and np.array_equal(cols[0], cols[1])
+        assert made[1] == made[0] == tuple(given) and type(made[1]) is tuple
+        assert all(type(iv) is FastInterval for iv in made[1])
+    assert len(calls) == 4  # every non-empty answer made compiled in the native engine
+    back = incumbents.intervals_of_columns(incumbents.columns_of_intervals(minus_one))
+    assert [iv.occupied_from for iv in back] == [0, 1, 4] and {*back} == {*minus_one}
+    assert dataclasses.replace(back[0], offset=0) == FastInterval(3, 0, 0, 2, -1)
+    assert pickle.loads(pickle.dumps(back)) == minus_one
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        back[0].offset = 1
+
+
+def test_a_prefetch_judgement_counts_and_peaks_from_the_columns(workload):
+    """``judge`` in prefetch mode: placed = buffers with a fast interval, peak = the highest address, from the
+    columns the validator read; (0, 0) for no interval or an interval of no buffer of the problem; an offset past 64
+    bits summed one by one."""
+    problem, hw, answer = _prefetch_answer(workload)
+    sizes = problem.arrays.size
+    verdict = judge(problem, hw, answer, copies=False)
+    assert verdict.valid and verdict.placed == len({iv.buffer for iv in answer}) > 100
+    assert verdict.peak == max(iv.offset + int(sizes[iv.buffer]) for iv in answer)
+    twice = judge(problem, hw, answer + (answer[0],))  # a buffer with two (clashing) stays counts once
+    assert not twice.valid and (twice.placed, twice.peak) == (verdict.placed, verdict.peak)
+    assert (judge(problem, hw, ()).placed, judge(problem, hw, ()).peak) == (0, 0)
+    stray = answer + (FastInterval(problem.n, 0, 0, 1),)
+    assert (judge(problem, hw, stray).placed, judge(problem, hw, stray).peak) == (0, 0)
+    huge = answer[:1] + (FastInterval(answer[1].buffer, 2**70, 0, 1),)
+    far = judge(problem, hw, huge)
+    assert not far.valid and (far.placed, far.peak) == (len({iv.buffer for iv in huge}), 2**70 + int(sizes[answer[1].buffer]))

@@ -1661,16 +1661,32 @@ def intervals_csv_text(problem: Problem, intervals: Sequence) -> str:
     return "".join(lines)
 
 
+def _sorted_interval_columns(problem: Problem, intervals: Sequence) -> np.ndarray | None:
+    """A prefetch answer's intervals as int64 columns ``(buffer, offset, start, end, has_copy, copy_start or 0)`` in
+    the order of (buffer, start), read compiled; ``None`` when they are not in a list or tuple, a field is not an
+    exact 64-bit int or a buffer index is not one of ``problem``'s (the callers then read them one by one).
+
+    Examples:
+        >>> from mallocgame.problem.model import Buffer
+        >>> p = Problem("t", (Buffer("a", 8, 0, 3), Buffer("b", 4, 0, 2)), capacity=16, mode="prefetch")
+        >>> _sorted_interval_columns(p, [FastInterval(1, 8, 1, 2, 0), FastInterval(0, 0, 0, 3)]).tolist()
+        [[0, 0, 0, 3, 0, 0], [1, 8, 1, 2, 1, 0]]
+    """
+    if type(intervals) not in (list, tuple):
+        return None
+    cols = interval_columns_loop(intervals)
+    if cols is None or (len(cols) and not (0 <= cols[:, 0].min() and cols[:, 0].max() < problem.n)):
+        return None
+    return cols[np.lexsort((cols[:, 2], cols[:, 0]))]  # stable, as sorted() by (buffer, start)
+
+
 def _compiled_interval_rows(problem: Problem, intervals: Sequence) -> str | None:
     """:func:`intervals_csv_text`'s rows, written compiled (``mallocgame._native.csv_rows``): the same text, or
     ``None`` when the intervals are not in a list or tuple, a field is not an exact 64-bit int, a buffer index is
     not one of the problem's, or an id is no UTF-8 (the Python rows then write them)."""
-    if type(intervals) not in (list, tuple):
+    cols = _sorted_interval_columns(problem, intervals)
+    if cols is None:
         return None
-    cols = interval_columns_loop(intervals)  # (buffer, offset, start, end, has_copy, copy_start)
-    if cols is None or (len(cols) and not (0 <= cols[:, 0].min() and cols[:, 0].max() < problem.n)):
-        return None
-    cols = cols[np.lexsort((cols[:, 2], cols[:, 0]))]  # stable, as sorted() by (buffer, start)
     ids = _csv_ids(problem.ids)
     row_ids = [ids[i] for i in cols[:, 0].tolist()]
     table = np.ascontiguousarray(cols[:, [1, 2, 3, 5]])
