@@ -401,3 +401,23 @@ def test_a_prefetch_judgement_counts_and_peaks_from_the_columns(workload):
     huge = answer[:1] + (FastInterval(answer[1].buffer, 2**70, 0, 1),)
     far = judge(problem, hw, huge)
     assert not far.valid and (far.placed, far.peak) == (len({iv.buffer for iv in huge}), 2**70 + int(sizes[answer[1].buffer]))
+
+
+@pytest.mark.parametrize("mode", ["map", "pack", "prefetch"])
+def test_the_answer_s_reserve_is_the_same_in_every_mode(workload, monkeypatch, mode):
+    """``solve`` gives its child's solver the whole budget less ``answer_reserve(n)`` in every mode: a prefetch
+    answer is judged and written by compiled paths as a map or pack answer is, so it keeps no larger reserve."""
+    problem, hw = _load(workload, mode)
+    whole = Budget(10.0, time.monotonic())
+    started = []
+
+    def start(call, args, kwargs, **_):
+        started.append(kwargs["budget"])
+        raise KeyboardInterrupt  # no child: the budget it would get is what is checked
+
+    monkeypatch.setattr(solving.ChildCall, "start", start)
+    with pytest.raises(KeyboardInterrupt):
+        solving.solve_beside_bound("greedy-xla" if mode != "prefetch" else "msa", problem, hw, time_limit=10.0,
+                                   seed=0, budget=whole)
+    assert started[0].deadline == whole.deadline - solving.answer_reserve(problem.n)
+    assert solving.answer_reserve(problem.n) == solving.RESERVE_SECONDS + solving.RESERVE_PER_BUFFER * problem.n
