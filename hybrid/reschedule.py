@@ -141,8 +141,7 @@ def reschedule_beside_limit(name: str, problem: Problem, hardware, *, time_limit
     """:func:`solve_with_reschedule` in a forked child, the limit kept here (module docstring): what
     ``mallocgame solve --reschedule`` runs. ``budget``: the whole solve's time, as
     :func:`mallocgame.engine.solving.solve_beside_bound` takes it (by default ``time_limit`` seconds from now)."""
-    solver_budget, stop_at = child_limits(command_budget(time_limit) if budget is None else budget, problem.n,
-                                          problem.mode)
+    solver_budget, stop_at = child_limits(command_budget(time_limit) if budget is None else budget, problem.n)
     # as in solve_beside_bound, the child imports its solvers (runner.preload, in each run) on this clock
     shared_caches(problem, hardware)
     run = ChildCall.start(solve_with_reschedule, (name, problem, hardware),

@@ -25,13 +25,16 @@ multiply-adds; the same operations in the same order). The boundary, what Python
 * ``first_overlap_merged(...)``: the validator's sweep over time, ``interval_columns_loop(...)`` and
   ``offset_columns_loop(...)``: a prefetch answer's intervals and a map or pack answer's offsets as int64 columns
   (``hardware/_overlap_sweep.pxi``, ``mallocgame.hardware.validator``);
-* ``csv_rows(...)``: the rows of a solution CSV (``formats/_csv_rows.pxi``, ``mallocgame.formats.io.problem_csv_text``).
+* ``csv_rows(...)``: the rows of a solution CSV (``formats/_csv_rows.pxi``, ``mallocgame.formats.io.problem_csv_text``)
+  and of a prefetch answer's intervals CSV (``mallocgame.formats.io.intervals_csv_text``).
 * ``json_buffer_columns(...)``, ``json_op_columns(...)``: a workload JSON's buffers and ops read into numpy
   columns (``formats/_json_columns.pxi``, ``mallocgame.formats.io``).
 * ``checkpoint_sets_loop(...)``: an overlap index's checkpoint sets (``problem/_overlap_index.pxi``,
   ``mallocgame.problem.intervals.OverlapIndex``).
 * ``operand_benefits_loop(...)``: the map evaluator's per-buffer benefits with ops (``hardware/_operand_benefits.pxi``,
   ``mallocgame.hardware.evaluator.Evaluator.benefits``).
+* ``intervals_of_columns_loop(...)``: a prefetch answer's intervals made from the columns it travels in
+  (``runtime/_interval_objects.pxi``, ``mallocgame.runtime.incumbents.intervals_of_columns``).
 
 msa's and pack-search's parts divide as C does (``@cython.cdivision(True)`` on each of their functions and
 classes), as they were written and checked against their references; the other parts divide as Python does.
@@ -57,3 +60,4 @@ include "formats/_csv_rows.pxi"
 include "formats/_json_columns.pxi"
 include "problem/_overlap_index.pxi"
 include "../hardware/_operand_benefits.pxi"
+include "runtime/_interval_objects.pxi"

@@ -321,3 +321,103 @@ def test_solution_csv_text_is_the_same_in_both_engines(monkeypatch):
             assert texts[1] == texts[0], (p.name, offsets)
     assert len(calls) >= 3 * 5  # the native engine wrote the rows of every problem compiled (not the arrays' rows)
 
+
+def test_intervals_csv_text_is_the_same_in_both_engines(monkeypatch, workload):
+    """A prefetch answer's compiled rows (``mallocgame._native.csv_rows`` over the intervals' columns) are the
+    Python rows', byte for byte: unsorted, a buffer with three stays, copies from -1, 0 and past 32 bits, quoted and
+    non-ASCII ids, none; and intervals the compiled path leaves to Python (numpy ints, bools, a generator, an index
+    out of range) give the Python text too."""
+    from mallocgame.formats import io as io_module
+    from mallocgame.problem.model import Buffer, Problem
+
+    calls = []
+    compiled = io_module.csv_rows
+    monkeypatch.setattr(io_module, "csv_rows", lambda *args: calls.append(1) or compiled(*args))
+    big, _, greedy = _prefetch_answer(workload)
+    odd = Problem("odd", (Buffer('a,"1"', 8, 0, 6), Buffer("b\nc", 16, 1, 5), Buffer("é", 4, 0, 6)), capacity=None,
+                  mode="prefetch")
+    stays = [FastInterval(2, 2**40, 3, 5, -1), FastInterval(0, 8, 4, 6, 2), FastInterval(0, 0, 0, 2),
+             FastInterval(1, 24, 2**34, 2**34 + 1, 2**33), FastInterval(0, 16, 2, 3, 0)]
+    exact = [(big, lambda: greedy), (big, lambda: list(reversed(greedy))), (big, tuple), (odd, lambda: list(stays)),
+             (odd, lambda: tuple(stays)), (odd, list)]
+    left_to_python = [(odd, lambda: [FastInterval(0, np.int64(8), 1, 2)]), (odd, lambda: [FastInterval(0, True, 1, 2)]),
+                      (odd, lambda: (iv for iv in stays)), (odd, lambda: [FastInterval(-1, 0, 1, 2)])]
+    for problem, intervals in exact + left_to_python:
+        texts = []
+        for name in ("python", "native"):
+            monkeypatch.setenv("MALLOCGAME_ENGINE", name)
+            texts.append(io_module.intervals_csv_text(problem, intervals()))
+        assert texts[1] == texts[0], (problem.name, intervals())
+    assert len(calls) == len(exact)  # the native engine wrote every exact answer's rows compiled, and only those
+    assert io_module.intervals_csv_text(odd, stays) == (
+        'id,offset,start,end,copy_start\n"a,""1""",0,0,2,\n"a,""1""",16,2,3,0\n"a,""1""",8,4,6,2\n'
+        '"b\nc",24,17179869184,17179869185,8589934592\né,1099511627776,3,5,-1\n')
+    assert len(io_module.intervals_csv_text(big, greedy).splitlines()) == len(greedy) + 1 > 100
+
+
+def test_answer_columns_and_intervals_are_the_same_in_both_engines(monkeypatch, workload):
+    """An answer's columns (``columns_of_intervals``: read compiled) and its intervals made back from them
+    (``intervals_of_columns``: ``mallocgame._native.intervals_of_columns_loop``) are the Python reference's: equal
+    columns, equal FastIntervals (hash, ``occupied_from``, ``replace`` and pickle as ever), a copy from -1 kept."""
+    import dataclasses
+
+    calls = []
+    compiled = incumbents.intervals_of_columns_loop
+    monkeypatch.setattr(incumbents, "intervals_of_columns_loop", lambda *args: calls.append(1) or compiled(*args))
+    _, _, answer = _prefetch_answer(workload)
+    minus_one = (FastInterval(3, 2**40, 0, 2, -1), FastInterval(4, 8, 1, 3, None), FastInterval(4, 8, 5, 9, 3))
+    for given in (answer, list(answer), minus_one, (), [FastInterval(1, np.int64(8), 2, 3, 0)]):
+        cols, made = [], []
+        for name in ("python", "native"):
+            monkeypatch.setenv("MALLOCGAME_ENGINE", name)
+            cols.append(incumbents.columns_of_intervals(given))
+            made.append(incumbents.intervals_of_columns(cols[-1]))
+        assert cols[0].dtype == cols[1].dtype == np.int64 and np.array_equal(cols[0], cols[1])
+        assert made[1] == made[0] == tuple(given) and type(made[1]) is tuple
+        assert all(type(iv) is FastInterval for iv in made[1])
+    assert len(calls) == 4  # every non-empty answer made compiled in the native engine
+    back = incumbents.intervals_of_columns(incumbents.columns_of_intervals(minus_one))
+    assert [iv.occupied_from for iv in back] == [0, 1, 4] and {*back} == {*minus_one}
+    assert dataclasses.replace(back[0], offset=0) == FastInterval(3, 0, 0, 2, -1)
+    assert pickle.loads(pickle.dumps(back)) == minus_one
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        back[0].offset = 1
+
+
+def test_a_prefetch_judgement_counts_and_peaks_from_the_columns(workload):
+    """``judge`` in prefetch mode: placed = buffers with a fast interval, peak = the highest address, from the
+    columns the validator read; (0, 0) for no interval or an interval of no buffer of the problem; an offset past 64
+    bits summed one by one."""
+    problem, hw, answer = _prefetch_answer(workload)
+    sizes = problem.arrays.size
+    verdict = judge(problem, hw, answer, copies=False)
+    assert verdict.valid and verdict.placed == len({iv.buffer for iv in answer}) > 100
+    assert verdict.peak == max(iv.offset + int(sizes[iv.buffer]) for iv in answer)
+    twice = judge(problem, hw, answer + (answer[0],))  # a buffer with two (clashing) stays counts once
+    assert not twice.valid and (twice.placed, twice.peak) == (verdict.placed, verdict.peak)
+    assert (judge(problem, hw, ()).placed, judge(problem, hw, ()).peak) == (0, 0)
+    stray = answer + (FastInterval(problem.n, 0, 0, 1),)
+    assert (judge(problem, hw, stray).placed, judge(problem, hw, stray).peak) == (0, 0)
+    huge = answer[:1] + (FastInterval(answer[1].buffer, 2**70, 0, 1),)
+    far = judge(problem, hw, huge)
+    assert not far.valid and (far.placed, far.peak) == (len({iv.buffer for iv in huge}), 2**70 + int(sizes[answer[1].buffer]))
+
+
+@pytest.mark.parametrize("mode", ["map", "pack", "prefetch"])
+def test_the_answer_s_reserve_is_the_same_in_every_mode(workload, monkeypatch, mode):
+    """``solve`` gives its child's solver the whole budget less ``answer_reserve(n)`` in every mode: a prefetch
+    answer is judged and written by compiled paths as a map or pack answer is, so it keeps no larger reserve."""
+    problem, hw = _load(workload, mode)
+    whole = Budget(10.0, time.monotonic())
+    started = []
+
+    def start(call, args, kwargs, **_):
+        started.append(kwargs["budget"])
+        raise KeyboardInterrupt  # no child: the budget it would get is what is checked
+
+    monkeypatch.setattr(solving.ChildCall, "start", start)
+    with pytest.raises(KeyboardInterrupt):
+        solving.solve_beside_bound("greedy-xla" if mode != "prefetch" else "msa", problem, hw, time_limit=10.0,
+                                   seed=0, budget=whole)
+    assert started[0].deadline == whole.deadline - solving.answer_reserve(problem.n)
+    assert solving.answer_reserve(problem.n) == solving.RESERVE_SECONDS + solving.RESERVE_PER_BUFFER * problem.n

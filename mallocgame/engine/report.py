@@ -24,7 +24,15 @@ from mallocgame.bounds.bounds import Bound
 from mallocgame.engine.protocol import LIMIT_GRACE
 from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.hardware.prefetch_cost import Breakdown, PrefetchEvaluator
-from mallocgame.hardware.validator import count_placed, interval_peak, peak, validate, validate_intervals, validate_schedule
+from mallocgame.hardware.validator import (
+    count_placed,
+    interval_columns,
+    interval_peak,
+    peak,
+    validate,
+    validate_intervals,
+    validate_schedule,
+)
 from mallocgame.problem.model import Problem, Solution, Status, offsets_tuple
 from mallocgame.problem.objective import better as better_value
 from mallocgame.problem.units import SAME, distinct, format_bytes, format_number, format_percent, format_seconds
@@ -78,6 +86,25 @@ def _only_too_high(problem: Problem, offsets: Sequence, placed: int, top: int) -
     return validate(problem, offsets, capacity=top) is None
 
 
+def _placed_and_peak(problem: Problem, intervals: Sequence) -> tuple[int, int]:
+    """A prefetch answer's buffers with a fast interval and its highest address, read from its columns (the ones
+    the validator read); ``(0, 0)`` when an interval's buffer is not one of the problem's."""
+    cols = interval_columns(intervals)
+    if cols is None:  # a field that is no int64 (an invalid answer): read one by one
+        n = problem.n
+        if not all(0 <= iv.buffer < n for iv in intervals):
+            return 0, 0
+        return len({iv.buffer for iv in intervals}), interval_peak(problem, intervals)
+    buf = cols[:, 0]
+    if not len(buf):
+        return 0, 0
+    if buf.min() < 0 or buf.max() >= problem.n:
+        return 0, 0
+    has_fast = np.zeros(problem.n, bool)
+    has_fast[buf] = True
+    return int(np.count_nonzero(has_fast)), int((cols[:, 1] + problem.arrays.size[buf]).max())
+
+
 def judge(problem: Problem, hardware, answer: Sequence, *, violation: str | None = None,
           schedule: bool = False, copies: bool = True) -> Judgement:
     """Validate and score ``answer``: a sequence of offsets (``None`` = slow; map, pack) or of
@@ -92,10 +119,7 @@ def judge(problem: Problem, hardware, answer: Sequence, *, violation: str | None
     if prefetch:
         if violation is None:
             violation = validate_intervals(problem, answer)
-        n = problem.n
-        readable = all(0 <= iv.buffer < n for iv in answer)
-        placed = len({iv.buffer for iv in answer}) if readable else 0
-        top = interval_peak(problem, answer) if readable else 0
+        placed, top = _placed_and_peak(problem, answer)
     else:
         found = violation is None
         if violation is None:
@@ -194,7 +218,9 @@ class Report:
         object per interval cost a second each way at 200k intervals)."""
         values = {f.name: getattr(self, f.name) for f in fields(self)}
         if self.intervals:
-            values["intervals"] = incumbents.columns_of_intervals(self.intervals)
+            cols = interval_columns(self.intervals)  # those the judge read: the same tuple is read once
+            values["intervals"] = incumbents.columns_of_intervals(self.intervals) if cols is None else \
+                cols[:, [0, 1, 2, 3, 5, 4]]  # in the order columns_of_intervals gives
         return _unpickle_report, (values,)
 
     def as_json(self) -> dict[str, Any]:

@@ -35,13 +35,11 @@ from mallocgame.runtime.incumbents import offer
 # From this many buffers on, a solving child first sends the mode's trivial answer (`first_answer`): what it builds
 # before a solver's first answer (overlap index, evaluators, a baseline) can take longer than a short limit there.
 FIRST_ANSWER_BUFFERS = 100_000
-# What the parent keeps back for judging and writing an answer (`answer_reserve`): a fixed part and a part per buffer,
-# sized from the measured cost of scoring and writing big answers with room for a loaded machine (docs/results.md).
+# What the parent keeps back for judging and writing an answer (`answer_reserve`), in every mode: a fixed part and a
+# part per buffer, sized from the measured cost of scoring and writing big answers with room for a loaded machine
+# (docs/results.md).
 RESERVE_SECONDS = 0.1
 RESERVE_PER_BUFFER = 2e-6
-# A prefetch answer's intervals and copies are judged and written by the Python reference (no compiled path for its
-# CSV), so its part per buffer is larger.
-PREFETCH_RESERVE_PER_BUFFER = 4e-6
 # Seconds a solving child has at least before the parent stops it (`child_limits`): to send the answer it has, and
 # per buffer, to build and send a big input's first answer (`first_answer`; 16 MB of offsets at 2M buffers).
 CHILD_FLOOR = 0.5
@@ -198,21 +196,21 @@ def command_budget(time_limit: float, *, started: float | None = None, loading: 
     return Budget(float(time_limit) + max(float(loading), 0.0), time.monotonic() if started is None else started)
 
 
-def answer_reserve(n: int, mode: str = "map") -> float:
-    """Seconds the parent keeps back at the end of a solve of ``n`` buffers in ``mode`` for judging the answer it
-    holds and writing the outputs (the solution CSV and the report): :data:`RESERVE_SECONDS` plus
-    :data:`RESERVE_PER_BUFFER` per buffer (:data:`PREFETCH_RESERVE_PER_BUFFER` in prefetch mode; :func:`child_limits`).
+def answer_reserve(n: int) -> float:
+    """Seconds the parent keeps back at the end of a solve of ``n`` buffers for judging the answer it holds and
+    writing the outputs (the solution CSV and the report), the same in every mode (a map or pack answer's offsets
+    and a prefetch answer's intervals are validated, carried and written by compiled paths alike):
+    :data:`RESERVE_SECONDS` plus :data:`RESERVE_PER_BUFFER` per buffer (:func:`child_limits`).
 
     Examples:
-        >>> answer_reserve(0), round(answer_reserve(200_000), 3), round(answer_reserve(200_000, "prefetch"), 3)
-        (0.1, 0.5, 0.9)
+        >>> answer_reserve(0), round(answer_reserve(200_000), 3), round(answer_reserve(2_000_000), 3)
+        (0.1, 0.5, 4.1)
     """
-    per_buffer = PREFETCH_RESERVE_PER_BUFFER if mode == "prefetch" else RESERVE_PER_BUFFER
-    return RESERVE_SECONDS + per_buffer * n
+    return RESERVE_SECONDS + RESERVE_PER_BUFFER * n
 
 
-def child_limits(budget: Budget, n: int, mode: str = "map") -> tuple[Budget, float]:
-    """A forked solve of ``n`` buffers in ``mode`` within the whole solve's ``budget`` (:func:`command_budget`), its child
+def child_limits(budget: Budget, n: int) -> tuple[Budget, float]:
+    """A forked solve of ``n`` buffers within the whole solve's ``budget`` (:func:`command_budget`), its child
     started now: the solver's budget (from now until :func:`answer_reserve` before the deadline) and the monotonic
     instant the parent stops a child still running: :data:`~mallocgame.engine.protocol.LIMIT_GRACE` past the
     deadline less the reserve (before the deadline when judging and writing an answer of ``n`` buffers takes more
@@ -231,7 +229,7 @@ def child_limits(budget: Budget, n: int, mode: str = "map") -> tuple[Budget, flo
         >>> child_limits(spent, 0)[1] - time.monotonic() > CHILD_FLOOR - 0.1
         True
     """
-    reserve = answer_reserve(n, mode)
+    reserve = answer_reserve(n)
     stop = max(budget.deadline + LIMIT_GRACE - reserve, time.monotonic() + CHILD_FLOOR + FIRST_ANSWER_PER_BUFFER * n)
     return Budget.until(budget.deadline - reserve), stop
 
@@ -254,8 +252,7 @@ def solve_beside_bound(name: str, problem: Problem, hardware, *, time_limit: flo
     note "stopped at the limit"
     (`mallocgame.engine.report.stopped_at_limit`).
     """
-    solver_budget, stop_at = child_limits(command_budget(time_limit) if budget is None else budget, problem.n,
-                                          problem.mode)
+    solver_budget, stop_at = child_limits(command_budget(time_limit) if budget is None else budget, problem.n)
     # the child imports its solvers (runner.preload) and builds what its runs read (overlap index, evaluators:
     # seconds at 2M buffers) on this clock, after its first answer (solve_in_child), while the bound is built here
     # (hashing the problem for the bound cache and the instant bound: seconds at 2M buffers)

@@ -1,7 +1,8 @@
 # ---- the rows of a CSV table, written compiled (mallocgame/formats/_csv_rows.pxi) ------------------------------
-# The body of ``mallocgame.formats.io.problem_csv_text`` (a solution CSV of millions of rows): each row's fields,
-# text as given and integers in decimal, joined by commas, one line each. The Python join it replaces is the
-# reference: tests/test_big_input_paths.py checks both give the same text.
+# The body of ``mallocgame.formats.io.problem_csv_text`` (a solution CSV of millions of rows) and of
+# ``intervals_csv_text`` (a prefetch answer's intervals): each row's fields, text as given and integers in decimal,
+# joined by commas, one line each. The Python joins it replaces are the reference: tests/test_big_input_paths.py checks
+# both give the same text.
 
 from libcpp.string cimport string
 

@@ -41,7 +41,13 @@ from typing import IO, Any, Iterable, Iterator, Literal, Sequence
 import msgspec
 import numpy as np
 
-from mallocgame._native import csv_rows, json_buffer_columns, json_op_columns, offset_columns_loop
+from mallocgame._native import (
+    csv_rows,
+    interval_columns_loop,
+    json_buffer_columns,
+    json_op_columns,
+    offset_columns_loop,
+)
 from mallocgame.formats.lift import map_intervals
 from mallocgame.problem.aliasing import merge_inplace
 from mallocgame.problem.model import (
@@ -305,6 +311,13 @@ def _csv_line(fields: Iterable[Any]) -> str:
     return ",".join(out) + "\n"
 
 
+def _csv_ids(ids: list[str]) -> list[str]:
+    """The ids as CSV fields: as they are, or each quoted as :func:`_csv_line` quotes it when some id needs it."""
+    if any(c in "\0".join(ids) for c in ',"\r\n'):  # some id needs quoting: each is looked at
+        return [_csv_line([i])[:-1] for i in ids]
+    return ids
+
+
 def problem_csv_text(problem: Problem, offsets: Sequence[int | None] | None = None) -> str:
     """The problem (and optionally a solution's offsets) as MiniMalloc-style CSV text.
 
@@ -317,9 +330,7 @@ def problem_csv_text(problem: Problem, offsets: Sequence[int | None] | None = No
     with_alignment = bool((a.alignment != 1).any())
     cols = list(CSV_COLUMNS) + (["alignment"] if with_alignment else []) + (["benefit"] if with_benefit else []) + \
         (["offset"] if offsets is not None else [])
-    ids = problem.ids
-    if any(c in "\0".join(ids) for c in ',"\r\n'):  # some id needs quoting: each is looked at
-        ids = [_csv_line([i])[:-1] for i in ids]
+    ids = _csv_ids(problem.ids)
     numbers = [a.start, a.end, a.size] + ([a.alignment] if with_alignment else [])
     benefits = None
     if with_benefit:  # a table's column is its buffers' benefit; objects keep theirs (an int stays an int)
@@ -1628,12 +1639,63 @@ INTERVAL_COLUMNS = ("id", "offset", "start", "end", "copy_start")
 
 
 def intervals_csv_text(problem: Problem, intervals: Sequence) -> str:
-    """A prefetch answer as CSV ``id,offset,start,end,copy_start`` (docs/prefetch.md section 2)."""
+    """A prefetch answer as CSV ``id,offset,start,end,copy_start`` (docs/prefetch.md section 2), one row per
+    interval in the order of (buffer, start).
+
+    Examples:
+        >>> from mallocgame.problem.model import Buffer
+        >>> p = Problem("t", (Buffer("a", 8, 0, 3), Buffer("b,c", 4, 0, 2)), capacity=16, mode="prefetch")
+        >>> print(intervals_csv_text(p, [FastInterval(1, 8, 1, 2, 0), FastInterval(0, 0, 0, 3)]), end="")
+        id,offset,start,end,copy_start
+        a,0,0,3,
+        "b,c",8,1,2,0
+    """
+    if engine() == "native":
+        rows = _compiled_interval_rows(problem, intervals)
+        if rows is not None:
+            return _csv_line(INTERVAL_COLUMNS) + rows
     lines = [_csv_line(INTERVAL_COLUMNS)]
     for iv in sorted(intervals, key=lambda v: (v.buffer, v.start)):
         lines.append(_csv_line([problem.buffers[iv.buffer].id, iv.offset, iv.start, iv.end,
                                 "" if iv.copy_start is None else iv.copy_start]))
     return "".join(lines)
+
+
+def _sorted_interval_columns(problem: Problem, intervals: Sequence) -> np.ndarray | None:
+    """A prefetch answer's intervals as int64 columns ``(buffer, offset, start, end, has_copy, copy_start or 0)`` in
+    the order of (buffer, start), read compiled; ``None`` when they are not in a list or tuple, a field is not an
+    exact 64-bit int or a buffer index is not one of ``problem``'s (the callers then read them one by one).
+
+    Examples:
+        >>> from mallocgame.problem.model import Buffer
+        >>> p = Problem("t", (Buffer("a", 8, 0, 3), Buffer("b", 4, 0, 2)), capacity=16, mode="prefetch")
+        >>> _sorted_interval_columns(p, [FastInterval(1, 8, 1, 2, 0), FastInterval(0, 0, 0, 3)]).tolist()
+        [[0, 0, 0, 3, 0, 0], [1, 8, 1, 2, 1, 0]]
+    """
+    if type(intervals) not in (list, tuple):
+        return None
+    cols = interval_columns_loop(intervals)
+    if cols is None or (len(cols) and not (0 <= cols[:, 0].min() and cols[:, 0].max() < problem.n)):
+        return None
+    return cols[np.lexsort((cols[:, 2], cols[:, 0]))]  # stable, as sorted() by (buffer, start)
+
+
+def _compiled_interval_rows(problem: Problem, intervals: Sequence) -> str | None:
+    """:func:`intervals_csv_text`'s rows, written compiled (``mallocgame._native.csv_rows``): the same text, or
+    ``None`` when the intervals are not in a list or tuple, a field is not an exact 64-bit int, a buffer index is
+    not one of the problem's, or an id is no UTF-8 (the Python rows then write them)."""
+    cols = _sorted_interval_columns(problem, intervals)
+    if cols is None:
+        return None
+    ids = _csv_ids(problem.ids)
+    row_ids = [ids[i] for i in cols[:, 0].tolist()]
+    table = np.ascontiguousarray(cols[:, [1, 2, 3, 5]])
+    blank = np.zeros(table.shape, np.uint8)
+    blank[:, 3] = cols[:, 4] == 0  # no copy: an empty copy_start
+    try:
+        return csv_rows([row_ids], table, blank, [-1, 0, 1, 2, 3])
+    except UnicodeEncodeError:
+        return None
 
 
 def write_intervals_csv(path: str | os.PathLike, problem: Problem, intervals: Sequence) -> None:

@@ -33,8 +33,11 @@ from typing import Any
 
 import numpy as np
 
+from mallocgame._native import interval_columns_loop, intervals_of_columns_loop
 from mallocgame.problem.model import FastInterval
 from mallocgame.problem.objective import better
+from mallocgame.runtime.collection import gc_paused
+from mallocgame.runtime.native_engine import engine
 
 # Seconds an answer's pickling may cost per second of the solver's time, at most (the sender waits
 # this many times its last send's cost before the next answer; values and sources go every time). The cost is
@@ -74,6 +77,10 @@ class Incumbent:
 def columns_of_intervals(intervals) -> np.ndarray:
     """int64 ``[k, 6]``: each fast interval's buffer, offset, start, end, copy start (0 without one) and whether it
     has a copy."""
+    if engine() == "native" and type(intervals) in (list, tuple):
+        cols = interval_columns_loop(intervals)  # exact ints only; anything else is read below
+        if cols is not None:
+            return cols[:, [0, 1, 2, 3, 5, 4]]
     intervals = list(intervals)
     out = np.empty((len(intervals), 6), np.int64)
     if intervals:
@@ -88,8 +95,11 @@ def intervals_of_columns(columns: np.ndarray | None) -> tuple:
     """The fast intervals :func:`columns_of_intervals` encoded."""
     if columns is None or not len(columns):
         return ()
-    buf, off, start, end, copy, has = (c.tolist() for c in columns.T)
-    return tuple(map(FastInterval, buf, off, start, end, [c if h else None for c, h in zip(copy, has)]))
+    with gc_paused():  # an object per interval, no cycle among them
+        if engine() == "native":
+            return intervals_of_columns_loop(np.ascontiguousarray(columns, np.int64), FastInterval)
+        buf, off, start, end, copy, has = (c.tolist() for c in columns.T)
+        return tuple(map(FastInterval, buf, off, start, end, [c if h else None for c, h in zip(copy, has)]))
 
 
 class _Channel:
