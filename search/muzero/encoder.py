@@ -56,7 +56,8 @@ RELAX_SECONDS = 5.0  # the relaxation MIP's time limit (its best set so far is u
 RELAX_GAP = 0.01  # the MIP stops within 1% of optimal: a guide, not a bound (deterministic, and faster)
 #: Constraint nonzeros up to which the relaxation is solved as a MIP; past them as its LP, rounded down: on big
 #: programs the MIP does not end within its share of a time limit (the search then plays without the network),
-#: while the LP's set is nearly the MIP's (docs/results.md, "muzero's defaults").
+#: while the LP ends sooner with a set that agrees with the MIP's on most buffers (docs/results.md, "muzero's
+#: defaults").
 RELAX_MIP_NONZEROS = 200_000
 
 
