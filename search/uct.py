@@ -69,12 +69,13 @@ unbatched search, simulation for simulation.
 
 Focus (``MCTSConfig.focus`` = F > 0, with a prior): where the time binds (an equal share of the time left affords
 fewer than ``simulations`` simulations a move at their cost so far), a move whose prior gives the greedy's choice at
-least F is committed to the greedy's choice without a simulation (the prior is asked once at the move, and the search reuses
-it where the move is searched); a prior constant over a move's legal actions (the uniform control) focuses nothing. The time of the moves left is then shared over those the search expects to search,
-at the rate it has searched its moves with a choice so far. Where a rollout to the end costs more than a move's
-equal share of the time (thousands of buffers at a limit of seconds), every move gets one simulation, which the
-untried-first rule gives to the greedy's choice: the search then plays the greedy episode. Focus spends that time
-on the moves the prior doubts instead. Without a prior, or at F = 0, every move with a choice is searched.
+least F is committed to the greedy's choice without a simulation (the prior is asked once at the move, and the
+search reuses it where the move is searched); a prior constant over a move's legal actions (the uniform control)
+focuses nothing. The time of the moves left is then shared over those the search expects to search, at the rate it
+has searched its moves with a choice so far. Where a rollout to the end costs more than a move's equal share of the
+time (thousands of buffers at a limit of seconds), every move gets one simulation, which the untried-first rule
+gives to the greedy's choice: the search then plays the greedy episode. Focus spends that time on the moves the
+prior doubts instead. Without a prior, or at F = 0, every move with a choice is searched.
 
 Budgets: at most ``simulations`` new simulations per move, and a wall-clock deadline
 shared out over the remaining moves. A reserve for finishing greedily is kept (measured
