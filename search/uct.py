@@ -67,6 +67,16 @@ its mean-preserving form); once the group is valued the virtual visits are taken
 backed up as an unbatched leaf's is. A descent that ends the episode is backed up at once. B = 1 is the
 unbatched search, simulation for simulation.
 
+Focus (``MCTSConfig.focus`` = F > 0, with a prior): where the time binds (an equal share of the time left affords
+fewer than ``simulations`` simulations a move at their cost so far), a move whose prior gives the greedy's choice at
+least F is committed to the greedy's choice without a simulation (the prior is asked once at the move, and the
+search reuses it where the move is searched); a prior constant over a move's legal actions (the uniform control)
+focuses nothing. The time of the moves left is then shared over those the search expects to search, at the rate it
+has searched its moves with a choice so far. Where a rollout to the end costs more than a move's equal share of the
+time (thousands of buffers at a limit of seconds), every move gets one simulation, which the untried-first rule
+gives to the greedy's choice: the search then plays the greedy episode. Focus spends that time on the moves the
+prior doubts instead. Without a prior, or at F = 0, every move with a choice is searched.
+
 Budgets: at most ``simulations`` new simulations per move, and a wall-clock deadline
 shared out over the remaining moves. A reserve for finishing greedily is kept (measured
 on a first greedy episode); when the time is gone the episode is finished greedily, and
@@ -126,6 +136,7 @@ class MCTSConfig:
     leaf_steps: int = 16  # leaf="mixed" (and "auto" when it picks "mixed"): greedy rollout steps before the value
     auto_simulations: int = 2  # leaf="auto": rollouts when the time per move affords this many (or `simulations`)
     leaf_batch: int = 1  # value leaves: descents valued by one batched network pass (docstring, "Batched value leaves")
+    focus: float = 0.0  # with a prior: a move whose prior gives the greedy's choice >= focus is not searched (docstring)
 
     def __post_init__(self):
         if self.rollout not in ROLLOUTS:
@@ -142,6 +153,8 @@ class MCTSConfig:
             raise ValueError("MCTSConfig: leaf_steps >= 0, auto_simulations >= 1, leaf_batch >= 1")
         if self.commit not in COMMITS:
             raise ValueError(f"unknown commit rule {self.commit!r} (known: visits, max)")
+        if not 0.0 <= self.focus <= 1.0:
+            raise ValueError("MCTSConfig: 0 <= focus <= 1")
         if self.simulations < 1 or not 0.0 <= self.epsilon <= 1.0 or self.exploration < 0:
             raise ValueError("MCTSConfig: simulations >= 1, 0 <= epsilon <= 1, exploration >= 0")
 
@@ -160,6 +173,7 @@ class SearchResult:
     best: Episode
     moves: int = 0
     searched_moves: int = 0
+    focused_moves: int = 0  # moves the prior's focus committed to the greedy's choice unsearched
     simulations: int = 0
     finished_greedily_at: int | None = None  # move index where time ran out, if it did
     history: list[tuple[float, float]] = field(default_factory=list)  # (seconds, best value)
@@ -301,6 +315,7 @@ class UCTSearch:
         self.leaf = cfg.leaf if cfg.leaf != "auto" else "rollout"  # what a leaf plays ("auto": chosen by run)
         self.leaf_cost = self.rollout_cost = 0.0  # "auto": the measured seconds of a value leaf and of a rollout
         self._batch_seconds, self._batch_simulations = 0.0, 0  # the grouped simulations' cost so far
+        self._move_seconds, self._move_simulations = 0.0, 0  # the searched moves' simulations and their cost so far
 
     def set_reference(self, game: Game) -> None:
         """The reference episode of value leaves: the greedy episode from ``game`` (:func:`greedy_profile`)."""
@@ -383,6 +398,30 @@ class UCTSearch:
             node.prior = np.asarray(self.prior(game, legal), np.float64)
         if self.cfg.guided != "puct":
             node.untried = self._untried_by_prior(node, game)
+
+    def _time_binds(self, budget: Budget, moves_left: int, reserve: float, step_time: float) -> bool:
+        """Whether the time, not ``cfg.simulations``, limits a move's search (where focus applies, with a prior): an
+        equal share of the time left over ``moves_left`` moves affords fewer than ``cfg.simulations`` simulations at
+        their mean cost so far (before any, a rollout's cost: ``step_time`` per step to the end)."""
+        if not self.cfg.focus or self.prior is None:
+            return False
+        share = max(budget.left() - reserve, 0.0) / moves_left
+        cost = (self._move_seconds / self._move_simulations if self._move_simulations
+                else step_time * moves_left)
+        return share < self.cfg.simulations * cost
+
+    def _focused_out(self, root: Node, game: Game) -> bool:
+        """Whether the move at ``root`` is committed to the greedy's choice unsearched: with ``cfg.focus`` and a
+        prior that is not constant over the legal moves, when the prior (asked once here; the search reuses it)
+        gives the greedy's choice at least ``focus``."""
+        if not self.cfg.focus or self.prior is None:
+            return False
+        if root.legal is None:
+            self._init_guided(root, game)
+        prior = root.prior
+        if np.all(prior == prior[0]):  # a constant prior knows nothing of the move: it is searched
+            return False
+        return bool(prior[root.legal.index(root.greedy)] >= self.cfg.focus)
 
     def _untried_by_prior(self, node: Node, game: Game) -> list[int]:
         """The untried actions of plain UCT (:meth:`_ordered_actions`, the same random draw), the greedy's choice
@@ -603,13 +642,18 @@ class UCTSearch:
                 # buffers (an unfinished game loses to the incumbents, which the baselines are among)
                 play_greedy(game, greedy_finish_until(budget))
                 break
-            if len(legal) > 1:
+            if len(legal) > 1 and self._time_binds(budget, left, reserve, step_time) and self._focused_out(root, game):
+                action = root.greedy
+                result.focused_moves += 1
+            elif len(legal) > 1:
                 if before_move is not None:
                     before_move(game)
-                move_deadline = _move_budget(budget, left, reserve).deadline
+                to_search = left if not cfg.focus or self.prior is None else _searched_share(result, left)
+                move_deadline = _move_budget(budget, to_search, reserve).deadline
                 stop_step = game.steps + cfg.rollout_depth if cfg.rollout_depth is not None else math.inf
                 sims = 0
                 batched = self._batched()
+                move_started = time.monotonic()
                 while sims < cfg.simulations and (sims == 0 or time.monotonic() < move_deadline):
                     best_before = best.value
                     if batched:  # a group no larger than the move's time left affords at the measured cost
@@ -626,6 +670,8 @@ class UCTSearch:
                         result.history.append((time.monotonic() - t0, best.value))
                     sims += group
                 result.simulations += sims
+                self._move_seconds += time.monotonic() - move_started
+                self._move_simulations += sims
                 result.searched_moves += 1
                 if after_search is not None:
                     after_search(game, root)
@@ -645,6 +691,14 @@ class UCTSearch:
             result.history.append((time.monotonic() - t0, best.value))
         result.best = best
         return result
+
+
+def _searched_share(result: SearchResult, moves_left: int) -> int:
+    """The moves of ``moves_left`` a focused search (``MCTSConfig.focus``) expects to search, at the rate it has
+    searched its moves with a choice so far (one more searched and one more seen: the first moves count as
+    searched), at least 1."""
+    seen = result.searched_moves + result.focused_moves
+    return max(1, round(moves_left * (result.searched_moves + 1) / (seen + 1)))
 
 
 def _move_budget(search: Budget, moves_left: int, reserve: float) -> Budget:
@@ -864,6 +918,7 @@ def _search_stats(cfg: MCTSConfig, game_cfg, search: UCTSearch, result: SearchRe
     """The search's statistics in the answer: the game, the simulations and moves, the prior's and leaves' calls."""
     stats = {"variant": game_cfg.variant, "k": game_cfg.k, "simulations_per_move": cfg.simulations,
              "simulations": result.simulations, "moves": result.moves, "searched_moves": result.searched_moves,
+             **({"focused_moves": result.focused_moves} if cfg.focus and prior is not None else {}),
              "finished_greedily_at": result.finished_greedily_at}
     if prior is not None:
         stats["prior_calls"] = search.prior_calls

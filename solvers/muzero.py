@@ -96,6 +96,10 @@ Options (`MuZeroOptions`, listed by `mallocgame solvers muzero`; the CLI passes 
   rollouts wherever a mixed leaf would cost as much as the rollout it replaces (``stats["leaf_cost_us"]``,
   ``stats["rollout_cost_us"]``): the rule that picks the value head where rollouts are dear. Not map mode's
   default: it has not been measured on the tuning sets;
+* ``focus``        a move whose network prior gives the greedy's move at least ``focus`` is committed to it
+  unsearched, and the time goes to the moves the network doubts (``search/uct.py``, "Focus"; default
+  ``DEFAULT_FOCUS``, 0: every move with a choice is searched); with the uniform prior every move of ``k`` legal
+  moves has ``1/k``;
 * ``leaf_batch``   with value leaves read from the network: descents whose leaves one batched network pass values
   (default ``DEFAULT_LEAF_BATCH``; ``search/uct.py``, "Batched value leaves"); 1 values each leaf alone;
 * ``leaf_steps``   with ``leaf="mixed"``: greedy rollout steps before the value (default 16, not tuned; with
@@ -232,6 +236,8 @@ DEFAULT_LEAF = {"map": "rollout", "pack": "rollout", "prefetch": "auto"}
 #: pass costs a few times one example's (experiments/bench_muzero_inference.py) and a move's simulations still
 #: spread over the tree.
 DEFAULT_LEAF_BATCH = 16
+#: The prior's focus (option ``focus``; ``search/uct.py``, "Focus"): 0, every move with a choice is searched.
+DEFAULT_FOCUS = 0.0
 
 
 def _choice(name: str, value, choices: tuple[str, ...]) -> str:
@@ -271,6 +277,8 @@ class MuZeroOptions(Options):
                                           f"(default {DEFAULT_LEAF_BATCH})", low=1)
     value_checkpoint: str | None = option(None, "prefetch mode: the value head's checkpoint "
                                                 "(default: the shipped one, if any)")
+    focus: float | None = option(None, "moves whose prior gives the greedy's move at least this are not searched "
+                                       f"(default {DEFAULT_FOCUS:g}: all are)", low=0.0, high=1.0)
 
 
 class MuZeroSolver(Solver):
@@ -322,7 +330,8 @@ class MuZeroSolver(Solver):
                           rollout_depth=rollout_depth, selection=selection, prior_power=float(prior_power),
                           prior_decay=float(prior_decay), leaf=(leaf, leaf_steps, leaf_value), commit=commit,
                           auto_simulations=auto_simulations, leaf_batch=leaf_batch,
-                          value_checkpoint=opts.value_checkpoint)
+                          value_checkpoint=opts.value_checkpoint,
+                          focus=DEFAULT_FOCUS if opts.focus is None else opts.focus)
 
 
 # --- the default: UCT with the network's prior (search/uct.py, "Guided selection") --------------
@@ -348,7 +357,8 @@ def _default_checkpoint(mode: str, valued: bool) -> Path:
 def _solve_uct(name: str, request: SolveRequest, *, sims: int, checkpoint: str | None, prior: str, exploration: float,
                rollout_depth: int | None, selection: str, prior_power: float, prior_decay: float = 0.0,
                leaf: tuple[str, int, str] = ("rollout", 0, "network"), commit: str,
-               auto_simulations: int = 2, leaf_batch: int = 1, value_checkpoint: str | None = None) -> Solution:
+               auto_simulations: int = 2, leaf_batch: int = 1, value_checkpoint: str | None = None,
+               focus: float = 0.0) -> Solution:
     problem, hardware = request.problem, request.hardware
     stats: dict[str, Any] = {"method": "uct", "selection": selection, "exploration": exploration,
                              "prior_power": prior_power, "prior_decay": prior_decay, "commit": commit}
@@ -406,7 +416,8 @@ def _solve_uct(name: str, request: SolveRequest, *, sims: int, checkpoint: str |
 
     cfg = MCTSConfig(simulations=sims, exploration=exploration, rollout="greedy", rollout_depth=rollout_depth,
                      commit=commit, guided=selection, prior_power=prior_power, prior_decay=prior_decay,
-                     leaf=leaf[0], leaf_steps=leaf[1], auto_simulations=auto_simulations, leaf_batch=leaf_batch)
+                     leaf=leaf[0], leaf_steps=leaf[1], auto_simulations=auto_simulations, leaf_batch=leaf_batch,
+                     focus=focus)
     solution = solve_with_uct(name, request, cfg, game_cfg, prior=prior_fn, data=data, stats=stats, leaf_value=leaf_fn,
                               prepare=prepare)
     # The network is asked exactly when the search asks its prior (never at a forced move) or values a leaf.

@@ -42,6 +42,25 @@ def test_relaxation_set_is_the_bound_relaxations_choice_and_fits_the_capacity(ki
 
 
 @pytest.mark.parametrize("kind", ["intervals", "layered"])
+def test_a_big_relaxation_is_solved_as_its_lp_rounded_down(monkeypatch, kind):
+    from mallocgame.bounds.bounds import no_fragmentation_relaxation
+    from mallocgame.hardware.evaluator import Evaluator
+    from mallocgame.problem.intervals import live_profile
+    from mallocgame.search.game_data import GameData
+    from mallocgame.search.muzero import encoder
+
+    monkeypatch.setattr(encoder, "RELAX_MIP_NONZEROS", 0)  # every model is "big"
+    problem, hw = _problem(kind)
+    chosen = encoder.relaxation_set(GameData(problem, hw))
+    ev = Evaluator.of(problem, hw)
+    lp = no_fragmentation_relaxation(problem, ev, (ev.benefits > 0) & (problem.arrays.size <= problem.capacity),
+                                     mip_nonzeros=0)
+    assert lp.kind == "lp"
+    np.testing.assert_array_equal(chosen, lp.chosen)
+    assert chosen.any() and live_profile(problem, chosen)[1].max() <= problem.capacity
+
+
+@pytest.mark.parametrize("kind", ["intervals", "layered"])
 def test_relaxation_prior_and_features_follow_the_set(kind):
     from mallocgame.search.game import Game, GameConfig
     from mallocgame.search.muzero import encoder

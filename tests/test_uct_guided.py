@@ -144,3 +144,90 @@ def test_the_prior_power_fades_with_the_visits_of_a_node():
 
     with pytest.raises(InputError, match="prior_decay"):
         MuZeroSolver().solve(MuZeroSolver.request(_problem(20), HW, time_limit=5, seed=0, prior_decay=-2))
+
+
+def sure_of_greedy(game, legal):
+    """All weight on the greedy's move."""
+    return (legal == game.greedy_action()).astype(np.float64)
+
+
+def _time_binding(monkeypatch):
+    """Every move's time binds (focus applies), whatever the machine's speed."""
+    monkeypatch.setattr(UCTSearch, "_time_binds", lambda self, *args: bool(self.cfg.focus and self.prior is not None))
+
+
+def test_focus_commits_the_moves_the_prior_is_sure_of_unsearched(monkeypatch):
+    _time_binding(monkeypatch)
+    problem = _problem(70, seed=12)
+    game = Game(problem, HW, GameConfig(variant="order", k=16, order="xla"))
+    greedy = game.clone()
+    greedy.greedy_rollout()
+    res = UCTSearch(MCTSConfig(simulations=8, guided="untried-uct", focus=0.5), np.random.default_rng(0),
+                    prior=sure_of_greedy).run(game, budget=Budget.start(math.inf))
+    assert res.simulations == 0 and res.searched_moves == 0 and res.focused_moves > 0
+    assert game.offsets().tolist() == greedy.offsets().tolist()  # every move with a choice: the greedy's
+
+
+def test_focus_searches_the_moves_the_prior_doubts(monkeypatch):
+    _time_binding(monkeypatch)
+    problem = _problem(70, seed=12)
+    runs = []
+    for focus in (0.0, 0.5):
+        game = Game(problem, HW, GameConfig(variant="order", k=16, order="xla"))
+        res = UCTSearch(MCTSConfig(simulations=8, guided="untried-uct", focus=focus), np.random.default_rng(0),
+                        prior=starving_prior).run(game, budget=Budget.start(math.inf))
+        runs.append((res.best.value, res.simulations, res.searched_moves, res.focused_moves))
+    assert runs[1] == runs[0]  # a prior that never backs the greedy's move: every move searched, as without focus
+    assert runs[1][2] > 0 and runs[1][3] == 0
+
+
+def test_focus_without_a_prior_is_plain_uct(monkeypatch):
+    _time_binding(monkeypatch)
+    problem = _problem(70, seed=12)
+    runs = []
+    for focus in (0.0, 0.9):
+        game = Game(problem, HW, GameConfig(variant="order", k=16, order="xla"))
+        res = UCTSearch(MCTSConfig(simulations=8, focus=focus), np.random.default_rng(3)).run(
+            game, budget=Budget.start(math.inf))
+        runs.append((res.best.value, res.simulations, game.offsets().tolist()))
+    assert runs[0] == runs[1]
+
+
+def test_solver_focus_is_checked_counted_and_valid(monkeypatch):
+    _time_binding(monkeypatch)
+    problem = _problem(60, seed=21)
+    with pytest.raises(InputError, match="focus"):
+        run_solver("muzero", problem, HW, time_limit=20, seed=0, options={"focus": 1.5})
+    with pytest.raises(ValueError):
+        MCTSConfig(focus=-0.1)
+    rep = run_solver("muzero", problem, HW, time_limit=60, seed=2, options={"simulations": 8, "focus": 0.6})
+    again = run_solver("muzero", problem, HW, time_limit=60, seed=2, options={"simulations": 8, "focus": 0.6})
+    assert rep.valid and rep.stats["prior"] == "network"
+    assert rep.stats["focused_moves"] + rep.stats["searched_moves"] > 0
+    assert (rep.objective, rep.stats["simulations"]) == (again.objective, again.stats["simulations"])
+
+
+def test_focus_with_the_uniform_prior_is_plain_uct(monkeypatch):
+    _time_binding(monkeypatch)
+    problem = _problem(70, seed=12)
+    runs = []
+    for prior, focus in ((None, 0.0), (uniform_prior, 0.3)):
+        game = Game(problem, HW, GameConfig(variant="order", k=16, order="xla"))
+        res = UCTSearch(MCTSConfig(simulations=8, guided="untried-uct", prior_power=2.0, focus=focus),
+                        np.random.default_rng(3), prior=prior).run(game, budget=Budget.start(math.inf))
+        runs.append((res.best.value, res.simulations, res.searched_moves, game.offsets().tolist()))
+    assert runs[0] == runs[1]
+
+
+def test_focus_applies_only_where_the_time_binds():
+    search = UCTSearch(MCTSConfig(simulations=16, focus=0.5), np.random.default_rng(0), prior=sure_of_greedy)
+    unlimited = Budget.start(math.inf)
+    assert not search._time_binds(unlimited, 1000, 0.0, 1e-3)  # no deadline: the simulation cap binds
+    tight = Budget.start(10.0)  # 10 ms a move against 16 rollouts of 1,000 steps at 1 ms
+    assert search._time_binds(tight, 1000, 0.0, 1e-3)
+    search._move_seconds, search._move_simulations = 1e-4, 100  # measured: 1 us a simulation, 16 fit in 10 ms
+    assert not search._time_binds(tight, 1000, 0.0, 1e-3)
+    off = UCTSearch(MCTSConfig(simulations=16), np.random.default_rng(0), prior=sure_of_greedy)
+    assert not off._time_binds(tight, 1000, 0.0, 1e-3)  # focus 0: never
+    plain = UCTSearch(MCTSConfig(simulations=16, focus=0.5), np.random.default_rng(0))
+    assert not plain._time_binds(tight, 1000, 0.0, 1e-3)  # no prior: never

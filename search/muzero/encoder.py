@@ -54,6 +54,11 @@ EXTRA = ENCODING + STATE  # numbers appended to the observation vector
 RELAX = 4  # further numbers under encoder/2
 RELAX_SECONDS = 5.0  # the relaxation MIP's time limit (its best set so far is used when it binds)
 RELAX_GAP = 0.01  # the MIP stops within 1% of optimal: a guide, not a bound (deterministic, and faster)
+#: Constraint nonzeros up to which the relaxation is solved as a MIP; past them as its LP, rounded down: on big
+#: programs the MIP does not end within its share of a time limit (the search then plays without the network),
+#: while the LP ends sooner with a set that agrees with the MIP's on most buffers (docs/results.md, "muzero's
+#: defaults").
+RELAX_MIP_NONZEROS = 200_000
 
 
 def extra_inputs(features: str) -> int:
@@ -66,15 +71,17 @@ _RELAX_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 def relaxation_set(data, time_limit: float = RELAX_SECONDS) -> np.ndarray:
     """bool ``[n]``: the fast set of the no-fragmentation relaxation over the buffers that fit and
-    have a positive benefit (all of them when there is no capacity); solved once per
-    :class:`GameData` (``time_limit`` for HiGHS on that first call) and cached."""
+    have a positive benefit (all of them when there is no capacity): the MIP's, or past :data:`RELAX_MIP_NONZEROS`
+    the LP's rounded down; solved once per :class:`GameData` (``time_limit`` for HiGHS on that first call) and
+    cached."""
     cached = _RELAX_CACHE.get(data)
     if cached is None:
         candidates = data.benefit > 0
         if data.capacity is not None:
             candidates &= data.size <= data.capacity
         chosen = bounds.no_fragmentation_relaxation(data.problem, data.evaluator, candidates,
-                                             time_limit=time_limit, rel_gap=RELAX_GAP).chosen
+                                             time_limit=time_limit, rel_gap=RELAX_GAP,
+                                             mip_nonzeros=RELAX_MIP_NONZEROS).chosen
         # An empty set where there were candidates: the model was too big, or HiGHS found no
         # integral answer in its time -- not a guide (it would say "slow" of every buffer).
         cached = _RELAX_CACHE[data] = (chosen, bool(chosen.any() or not candidates.any()))
