@@ -168,29 +168,29 @@ def test_focus_commits_the_moves_the_prior_is_sure_of_unsearched(monkeypatch):
     assert game.offsets().tolist() == greedy.offsets().tolist()  # every move with a choice: the greedy's
 
 
+def _search_run(problem, prior, focus: float, seed: int, **cfg) -> tuple:
+    """One search of ``problem``'s order game to its end: its best value, simulations, searched and focused moves,
+    and the game's offsets."""
+    game = Game(problem, HW, GameConfig(variant="order", k=16, order="xla"))
+    res = UCTSearch(MCTSConfig(simulations=8, focus=focus, **cfg), np.random.default_rng(seed), prior=prior).run(
+        game, budget=Budget.start(math.inf))
+    return res.best.value, res.simulations, res.searched_moves, res.focused_moves, game.offsets().tolist()
+
+
 def test_focus_searches_the_moves_the_prior_doubts(monkeypatch):
     _time_binding(monkeypatch)
     problem = _problem(70, seed=12)
-    runs = []
-    for focus in (0.0, 0.5):
-        game = Game(problem, HW, GameConfig(variant="order", k=16, order="xla"))
-        res = UCTSearch(MCTSConfig(simulations=8, guided="untried-uct", focus=focus), np.random.default_rng(0),
-                        prior=starving_prior).run(game, budget=Budget.start(math.inf))
-        runs.append((res.best.value, res.simulations, res.searched_moves, res.focused_moves))
-    assert runs[1] == runs[0]  # a prior that never backs the greedy's move: every move searched, as without focus
-    assert runs[1][2] > 0 and runs[1][3] == 0
+    plain, focused = (_search_run(problem, starving_prior, focus, 0, guided="untried-uct") for focus in (0.0, 0.5))
+    assert focused == plain  # a prior that never backs the greedy's move: every move searched, as without focus
+    assert focused[2] > 0 and focused[3] == 0
 
 
-def test_focus_without_a_prior_is_plain_uct(monkeypatch):
+@pytest.mark.parametrize("prior", [None, uniform_prior])
+def test_focus_without_a_prior_or_with_the_uniform_one_is_plain_uct(monkeypatch, prior):
     _time_binding(monkeypatch)
     problem = _problem(70, seed=12)
-    runs = []
-    for focus in (0.0, 0.9):
-        game = Game(problem, HW, GameConfig(variant="order", k=16, order="xla"))
-        res = UCTSearch(MCTSConfig(simulations=8, focus=focus), np.random.default_rng(3)).run(
-            game, budget=Budget.start(math.inf))
-        runs.append((res.best.value, res.simulations, game.offsets().tolist()))
-    assert runs[0] == runs[1]
+    plain = _search_run(problem, None, 0.0, 3, guided="untried-uct", prior_power=2.0)
+    assert _search_run(problem, prior, 0.3, 3, guided="untried-uct", prior_power=2.0) == plain
 
 
 def test_solver_focus_is_checked_counted_and_valid(monkeypatch):
@@ -205,18 +205,6 @@ def test_solver_focus_is_checked_counted_and_valid(monkeypatch):
     assert rep.valid and rep.stats["prior"] == "network"
     assert rep.stats["focused_moves"] + rep.stats["searched_moves"] > 0
     assert (rep.objective, rep.stats["simulations"]) == (again.objective, again.stats["simulations"])
-
-
-def test_focus_with_the_uniform_prior_is_plain_uct(monkeypatch):
-    _time_binding(monkeypatch)
-    problem = _problem(70, seed=12)
-    runs = []
-    for prior, focus in ((None, 0.0), (uniform_prior, 0.3)):
-        game = Game(problem, HW, GameConfig(variant="order", k=16, order="xla"))
-        res = UCTSearch(MCTSConfig(simulations=8, guided="untried-uct", prior_power=2.0, focus=focus),
-                        np.random.default_rng(3), prior=prior).run(game, budget=Budget.start(math.inf))
-        runs.append((res.best.value, res.simulations, res.searched_moves, game.offsets().tolist()))
-    assert runs[0] == runs[1]
 
 
 def test_focus_applies_only_where_the_time_binds():
