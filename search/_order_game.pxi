@@ -61,6 +61,9 @@ cdef inline Py_ssize_t _first_at_or_above(const long long* a, Py_ssize_t n, long
     return lo
 
 
+ctypedef const long long* _Row  # a read-only row of int64
+
+
 cdef enum RewardKind:
     OPS = 0        # map mode, the roofline per op: a placement changes the times of the ops it touches
     ADDITIVE = 1   # map mode, additive benefits: a placement earns its own benefit
@@ -90,16 +93,16 @@ cdef class OrderTables:
     cdef vector[long long] op_ptr, near_ptr
     cdef vector[int] ops, near
     cdef bint has_near
-    # Past the pair budget: the overlap index's arrays (numpy, int64, kept alive by ``index_arrays``), read
-    # through the pointers below: buffers in start order and their starts ``[n]``, the checkpoints' times and
-    # start positions ``[checkpoints]``, their stored sets as CSR ``[checkpoints + 1]`` / ``[stored]``.
+    # Past the pair budget: the overlap index's arrays (numpy, int64, kept alive by ``index_arrays``; not copied),
+    # read through the pointers below: buffers in start order and their starts ``[n]``, the checkpoints' times and
+    # start positions ``[checkpoints]``, and each checkpoint's stored set (``cp_len[k]`` buffers at ``cp_set[k]``).
     cdef object index_arrays
     cdef const long long* ix_order
     cdef const long long* ix_start
     cdef const long long* cp_time
     cdef const long long* cp_pos
-    cdef const long long* cp_ptr
-    cdef const long long* cp_idx
+    cdef vector[_Row] cp_set
+    cdef vector[Py_ssize_t] cp_len
     cdef Py_ssize_t n_cp
     cdef vector[long long] start, end
     cdef object dec
@@ -150,22 +153,37 @@ cdef class OrderTables:
     cdef void _keep_index(self, data):
         """The problem's overlap index as arrays the decisions read in C (no per-position table: past the
         pair budget it would not fit in memory)."""
-        cdef Py_ssize_t n = self.n, i
+        cdef Py_ssize_t n = self.n, i, k
         cdef const long long[:] start = data.start
         cdef const long long[:] end = data.end
+        cdef const long long[::1] view, indptr
         index = data.index
-        cp_ptr, cp_idx = index.checkpoint_csr()
-        arrays = tuple(np.ascontiguousarray(a, np.int64) for a in (
-            index.order, index.sorted_start, index.cp_time, index.cp_pos, cp_ptr, cp_idx))
-        self.index_arrays = arrays
-        cdef const long long[::1] view
-        cdef const long long** slots[6]
-        slots[0], slots[1], slots[2] = &self.ix_order, &self.ix_start, &self.cp_time
-        slots[3], slots[4], slots[5] = &self.cp_pos, &self.cp_ptr, &self.cp_idx
-        for i in range(6):
+        arrays = [np.ascontiguousarray(a, np.int64) for a in (index.order, index.sorted_start, index.cp_time,
+                                                              index.cp_pos)]
+        cdef const long long** slots[4]
+        slots[0], slots[1], slots[2], slots[3] = &self.ix_order, &self.ix_start, &self.cp_time, &self.cp_pos
+        for i in range(4):
             view = arrays[i]
             slots[i][0] = &view[0] if view.shape[0] else NULL
         self.n_cp = arrays[2].shape[0]
+        self.cp_set.resize(self.n_cp)
+        self.cp_len.resize(self.n_cp)
+        if isinstance(index.cp_sets, list):  # the sets as arrays of their own (few checkpoints)
+            rows = [np.ascontiguousarray(r, np.int64) for r in index.cp_sets]
+            arrays.append(rows)
+            for k in range(self.n_cp):
+                view = rows[k]
+                self.cp_len[k] = view.shape[0]
+                self.cp_set[k] = &view[0] if view.shape[0] else NULL
+        else:  # rows of CSR arrays (the index keeps them)
+            csr = tuple(np.ascontiguousarray(a, np.int64) for a in index.checkpoint_csr())
+            arrays.append(csr)
+            indptr = csr[0]
+            view = csr[1]
+            for k in range(self.n_cp):
+                self.cp_len[k] = indptr[k + 1] - indptr[k]
+                self.cp_set[k] = &view[indptr[k]] if self.cp_len[k] else NULL
+        self.index_arrays = arrays
         self.start.resize(n)
         self.end.resize(n)
         for i in range(n):
@@ -360,8 +378,9 @@ cdef class OrderState:
                 if o >= 0:
                     rs.push_back(Rect(o, o + t.size[j], 0))
             return
-        for q in range(t.cp_ptr[k], t.cp_ptr[k + 1]):
-            j = t.cp_idx[q]
+        cdef _Row row = t.cp_set[k]
+        for q in range(t.cp_len[k]):
+            j = row[q]
             if t.end[j] > s:
                 o = self.off[j]
                 if o >= 0:

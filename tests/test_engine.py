@@ -20,6 +20,7 @@ from mallocgame.hardware.spec import PRESETS
 from mallocgame.inputs.generate import layered_network, packed_instance, random_intervals
 from mallocgame.inputs.load import example_path
 from mallocgame.inputs.suites import suite_entries
+from mallocgame.problem import intervals
 from mallocgame.problem.intervals import OverlapIndex
 from mallocgame.problem.model import Buffer, InputError, Problem
 from mallocgame.runtime.native_engine import ENGINE_ENV, engine
@@ -203,13 +204,18 @@ def test_native_errors_match_the_reference():
 
 
 def both_past_budget(problem: Problem, hw, config: GameConfig, patch: pytest.MonkeyPatch, *, index_budget: int,
-                     mode: str | None = None) -> tuple[OrderGame, NativeOrderGame]:
+                     mode: str | None = None, csr: bool = False) -> tuple[OrderGame, NativeOrderGame]:
     """Both games past the decision order's pair budget (no per-position neighbour table), their overlap index
     built with ``index_budget`` stored indices (a small one: checkpoints every few starts, so that a query reads
-    a stored set and the starts after it)."""
+    a stored set and the starts after it); ``csr``: its stored sets as CSR arrays (as with many checkpoints),
+    else as an array each."""
     patch.setattr(game_order._DecisionOrder, "PAIR_BUDGET", -1)
     data = GameData(problem, hw, mode=mode)
-    data.index = OverlapIndex(data.start, data.end, budget=index_budget)
+    with pytest.MonkeyPatch.context() as sets:
+        if csr:
+            sets.setattr(intervals, "_SWEEP_CHECKPOINTS", 0)
+        data.index = OverlapIndex(data.start, data.end, budget=index_budget)
+    assert isinstance(data.index.cp_sets, list) != csr
     ref, nat = OrderGame(problem, hw, config, data=data), NativeOrderGame(problem, hw, config, data=data)
     assert nat._dec.cache is None
     return ref, nat
@@ -226,16 +232,18 @@ PAST_BUDGET_PROGRAMS = {
 }
 
 
-@pytest.mark.parametrize("index_budget", [50, 4_000_000])
+@pytest.mark.parametrize("index_budget, csr", [(50, False), (50, True), (4_000_000, False)])
 @pytest.mark.parametrize("name", sorted(PAST_BUDGET_PROGRAMS))
-def test_engines_agree_past_the_pair_budget(name, index_budget):
+def test_engines_agree_past_the_pair_budget(name, index_budget, csr):
     """Past the pair budget the native game queries the overlap index's arrays in compiled code: the same rewards
     (to the last bit), offsets, holes, legal and greedy actions as the reference, through a greedy and a random
     episode with undo and clone, and the same greedy rollouts from states along the way, on layered programs
-    (ops) and random intervals, map and pack modes, with checkpoints at every start and every few starts."""
+    (ops) and random intervals, map and pack modes, with checkpoints at every start and every few starts, their
+    sets stored as arrays or as CSR rows."""
     problem, hw, mode = PAST_BUDGET_PROGRAMS[name]()
     with pytest.MonkeyPatch.context() as patch:
-        ref, nat = both_past_budget(problem, hw, GameConfig(k=4), patch, index_budget=index_budget, mode=mode)
+        ref, nat = both_past_budget(problem, hw, GameConfig(k=4), patch, index_budget=index_budget, mode=mode,
+                                    csr=csr)
         assert (ref.data.index.stride > 1) == (index_budget == 50)
         rng = np.random.default_rng(index_budget)
         for greedy_share in (1.0, 0.3):
