@@ -14,13 +14,17 @@ XLA-compiled program of 7,578 buffers and [9] the torch-exported one of 7,972), 
 * ``mcts``: the ``mcts`` solver in-process (default options, seed 0) for ``--mcts-seconds`` (wall: its deadline),
   its ``simulations``, wall and CPU seconds and its answer's ``value_normalised``.
 
+With ``--intervals N`` (repeatable) also ``random_intervals(N, seed=1, max_size=64, with_benefit=True)`` in map
+mode on the unit hardware at 1/40 of its bytes (live ranges a quarter of the horizon long on average: some
+thousands of interfering buffers per decision): ``setup``, ``rollout`` and the process's peak resident memory.
+
 It measures whatever ``mallocgame`` the path imports; with ``--trees A B`` it runs itself once per tree
 (``PYTHONPATH`` set to it, each tree's own compiled module), alternating for ``--rounds`` rounds, so that two builds
 are compared under the same load, and writes what they printed to ``--out``. The two builds must give the same
 rollout values (checked).
 
 Usage: nice python experiments/bench_order_game_past_budget.py [--recipes 8 9] [--repeat 3] [--mcts-seconds 10]
-       [--trees BEFORE AFTER --rounds 2 --out order_game_past_budget.md]
+       [--intervals 30000] [--trees BEFORE AFTER --rounds 2 --out order_game_past_budget.md]
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import resource
 import subprocess
 import sys
 import time
@@ -85,6 +90,25 @@ def probe(index: int, repeat: int, mcts_seconds: float) -> None:
     sys.stdout.flush()
 
 
+def probe_intervals(n: int, repeat: int) -> None:
+    from mallocgame.hardware.spec import PRESETS
+    from mallocgame.inputs.generate import random_intervals
+
+    problem = random_intervals(n, seed=1, max_size=64, with_benefit=True)
+    a = problem.arrays
+    problem = problem.replace(capacity=int(a.size.sum()) // 40)
+    pairs = count_overlapping_pairs(a.start, a.end)
+    t = time.process_time()
+    game = NativeOrderGame(problem, PRESETS["unit"], CONFIG, data=GameData(problem, PRESETS["unit"], mode="map"))
+    setup = time.process_time() - t
+    least, median, value = rollouts(game, repeat)
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"[intervals-{n}] {n} buffers, {pairs:,} interfering pairs "
+          f"({'past' if game._dec.cache is None else 'within'} the budget): setup {setup:.3f} s, "
+          f"rollout least {least:.3f} s median {median:.3f} s value {value!r}, peak RSS {rss:.0f} MB")
+    sys.stdout.flush()
+
+
 def compare(args) -> None:
     """Run this probe once per tree of ``args.trees``, alternating for ``args.rounds`` rounds; write the outputs."""
     show = Transcript()
@@ -99,6 +123,8 @@ def compare(args) -> None:
             env.pop("MALLOCGAME_ENGINE", None)
             cmd = [sys.executable, __file__, "--recipes", *map(str, args.recipes), "--repeat", str(args.repeat),
                    "--mcts-seconds", str(args.mcts_seconds)]
+            for n in args.intervals:
+                cmd += ["--intervals", str(n)]
             run = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
             if run.returncode != 0:
                 raise SystemExit(f"{tree}: the probe failed (exit {run.returncode}): {run.stderr.strip()[-400:]}")
@@ -108,7 +134,7 @@ def compare(args) -> None:
             show("```")
             for line in run.stdout.strip().splitlines():
                 show(line)
-                for key, value in re.findall(r"(\[\d+\]).*?rollout .*?value (\S+),", line):
+                for key, value in re.findall(r"(\[[\w-]+\]).*?rollout .*?value (\S+),", line):
                     values.setdefault(key, set()).add(value)
             show("```")
     differ = {k: v for k, v in values.items() if len(v) > 1}
@@ -125,6 +151,8 @@ def main() -> None:
                     help="indices into tuning_recipes(named_curriculum('real', 'map'), count=12)")
     ap.add_argument("--repeat", type=int, default=3, help="greedy rollouts per measurement")
     ap.add_argument("--mcts-seconds", type=float, default=10.0, help="mcts in-process per program (0: skip)")
+    ap.add_argument("--intervals", type=int, action="append", default=[],
+                    help="also random_intervals(N) in map mode: setup, rollout, peak memory (repeatable)")
     ap.add_argument("--trees", nargs="*", default=[], help="project trees to compare (each run on its own path)")
     ap.add_argument("--rounds", type=int, default=2, help="with --trees: rounds of one run per tree")
     ap.add_argument("--out", default="order_game_past_budget.md", help="with --trees: the results file")
@@ -137,6 +165,8 @@ def main() -> None:
     print(f"# {mallocgame.__file__}")
     for index in args.recipes:
         probe(index, args.repeat, args.mcts_seconds)
+    for n in args.intervals:
+        probe_intervals(n, args.repeat)
 
 
 if __name__ == "__main__":
