@@ -6,7 +6,8 @@
 # * :class:`OrderTables`: what every game on one problem and decision order reads but never writes:
 #   the decision order, sizes, alignments, capacity, each position's earlier interfering buffers (a CSR
 #   table built by one sweep over the start-sorted live ranges, or, past the decision order's pair budget,
-#   asked of its Python ``earlier_neighbours`` per decision), and the reward model (per buffer the ops it
+#   where that table would not fit in memory, the problem's ``OverlapIndex`` arrays, queried per decision in
+#   compiled code as ``OverlapIndex.query`` answers), and the reward model (per buffer the ops it
 #   touches and its saving on each, the ops' compute and slow-memory seconds; or the additive per-buffer
 #   rewards; or the pack-mode byte counts).
 # * :class:`OrderState`: one game's state: offsets ``[n]``, the per-op saved seconds ``[n_ops]``, the
@@ -36,6 +37,33 @@ cdef Py_ssize_t _INDEX_LIMIT = 1 << 20
 cdef long long _OFFSET_LIMIT = 1LL << 43
 
 
+cdef inline Py_ssize_t _first_above(const long long* a, Py_ssize_t n, long long x) noexcept nogil:
+    # the first index of the sorted ``a[:n]`` whose value is > x (numpy's searchsorted side="right")
+    cdef Py_ssize_t lo = 0, hi = n, mid
+    while lo < hi:
+        mid = lo + (hi - lo) // 2
+        if a[mid] <= x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+cdef inline Py_ssize_t _first_at_or_above(const long long* a, Py_ssize_t n, long long x) noexcept nogil:
+    # the first index of the sorted ``a[:n]`` whose value is >= x (numpy's searchsorted side="left")
+    cdef Py_ssize_t lo = 0, hi = n, mid
+    while lo < hi:
+        mid = lo + (hi - lo) // 2
+        if a[mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+ctypedef const long long* _Row  # a read-only row of int64
+
+
 cdef enum RewardKind:
     OPS = 0        # map mode, the roofline per op: a placement changes the times of the ops it touches
     ADDITIVE = 1   # map mode, additive benefits: a placement earns its own benefit
@@ -52,7 +80,8 @@ cdef enum RewardKind:
 
 cdef class OrderTables:
     """The immutable tables of one problem and decision order (``data``: a ``GameData``; ``dec``: its
-    ``_DecisionOrder``, whose ``cache`` being ``None`` means too many interfering pairs to tabulate)."""
+    ``_DecisionOrder``, whose ``cache`` being ``None`` means too many interfering pairs to tabulate: the
+    decisions then query ``data.index``'s arrays)."""
 
     cdef Py_ssize_t n, n_ops
     cdef vector[long long] order, size, align
@@ -64,6 +93,18 @@ cdef class OrderTables:
     cdef vector[long long] op_ptr, near_ptr
     cdef vector[int] ops, near
     cdef bint has_near
+    # Past the pair budget: the overlap index's arrays (numpy, int64, kept alive by ``index_arrays``; not copied),
+    # read through the pointers below: buffers in start order and their starts ``[n]``, the checkpoints' times and
+    # start positions ``[checkpoints]``, and each checkpoint's stored set (``cp_len[k]`` buffers at ``cp_set[k]``).
+    cdef object index_arrays
+    cdef const long long* ix_order
+    cdef const long long* ix_start
+    cdef const long long* cp_time
+    cdef const long long* cp_pos
+    cdef vector[_Row] cp_set
+    cdef vector[Py_ssize_t] cp_len
+    cdef Py_ssize_t n_cp
+    cdef vector[long long] start, end
     cdef object dec
     cdef vector[Rect] scratch  # the placed neighbours of one decision (shared: one decision at a time, GIL held)
     cdef vector[unsigned long long] keys  # their sort keys, the same way
@@ -106,6 +147,48 @@ cdef class OrderTables:
         self.has_near = dec.cache is not None
         if self.has_near:
             self._tabulate_neighbours(data)
+        else:
+            self._keep_index(data)
+
+    cdef void _keep_index(self, data):
+        """The problem's overlap index as arrays the decisions read in C (no per-position table: past the
+        pair budget it would not fit in memory)."""
+        cdef Py_ssize_t n = self.n, i, k
+        cdef const long long[:] start = data.start
+        cdef const long long[:] end = data.end
+        cdef const long long[::1] view, indptr
+        index = data.index
+        arrays = [np.ascontiguousarray(a, np.int64) for a in (index.order, index.sorted_start, index.cp_time,
+                                                              index.cp_pos)]
+        cdef const long long** slots[4]
+        slots[0], slots[1], slots[2], slots[3] = &self.ix_order, &self.ix_start, &self.cp_time, &self.cp_pos
+        for i in range(4):
+            view = arrays[i]
+            slots[i][0] = &view[0] if view.shape[0] else NULL
+        self.n_cp = arrays[2].shape[0]
+        self.cp_set.resize(self.n_cp)
+        self.cp_len.resize(self.n_cp)
+        if isinstance(index.cp_sets, list):  # the sets as arrays of their own (few checkpoints)
+            rows = [np.ascontiguousarray(r, np.int64) for r in index.cp_sets]
+            arrays.append(rows)
+            for k in range(self.n_cp):
+                view = rows[k]
+                self.cp_len[k] = view.shape[0]
+                self.cp_set[k] = &view[0] if view.shape[0] else NULL
+        else:  # rows of CSR arrays (the index keeps them)
+            csr = tuple(np.ascontiguousarray(a, np.int64) for a in index.checkpoint_csr())
+            arrays.append(csr)
+            indptr = csr[0]
+            view = csr[1]
+            for k in range(self.n_cp):
+                self.cp_len[k] = indptr[k + 1] - indptr[k]
+                self.cp_set[k] = &view[indptr[k]] if self.cp_len[k] else NULL
+        self.index_arrays = arrays
+        self.start.resize(n)
+        self.end.resize(n)
+        for i in range(n):
+            self.start[i] = start[i]
+            self.end[i] = end[i]
 
     cdef void _tabulate_neighbours(self, data):
         """``near[near_ptr[p]:near_ptr[p + 1]]``: the buffers interfering with ``order[p]`` decided before it.
@@ -234,7 +317,6 @@ cdef class OrderState:
         cdef OrderTables t = self.t
         cdef Py_ssize_t i = t.order[self.pos], p, m
         cdef long long size = t.size[i], align = t.align[i], cur = 0, a, o
-        cdef const long long[:] near_py
         cdef vector[Rect]* rs = &t.scratch
         cdef Rect r
         rs.clear()
@@ -244,11 +326,7 @@ cdef class OrderState:
                 if o >= 0:
                     rs.push_back(Rect(o, o + t.size[t.near[p]], 0))
         else:
-            near_py = t.dec.earlier_neighbours(self.pos)
-            for p in range(near_py.shape[0]):
-                o = self.off[near_py[p]]
-                if o >= 0:
-                    rs.push_back(Rect(o, o + t.size[near_py[p]], 0))
+            self._index_neighbours(i, rs)
         self.cur_holes.clear()
         self.holes_valid = True
         m = rs.size()
@@ -280,6 +358,39 @@ cdef class OrderState:
         a = _align_up(cur, align)
         if not t.capped or a + size <= t.capacity:
             self.cur_holes.push_back(Hole(a, cur, t.capacity))
+
+    cdef void _index_neighbours(self, Py_ssize_t i, vector[Rect]* rs) except *:
+        """Push the placed buffers interfering with ``i`` onto ``rs``: ``OverlapIndex.query(start_i, end_i)``'s
+        buffers (checkpoint ``k``'s stored set, then the starts after it and before ``end_i``, those ending after
+        ``start_i``; every start before ``end_i`` when no checkpoint is at or before ``start_i``), in its order.
+        Only a buffer decided before the current position has an offset, so ``offset >= 0`` is the filter."""
+        cdef OrderTables t = self.t
+        cdef long long s = t.start[i], e = t.end[i], o
+        cdef Py_ssize_t k, hi, q, j
+        if t.n_cp == 0 or e <= s:
+            return
+        k = _first_above(t.cp_time, t.n_cp, s) - 1
+        hi = _first_at_or_above(t.ix_start, t.n, e)
+        if k < 0:
+            for q in range(hi):
+                j = t.ix_order[q]
+                o = self.off[j]
+                if o >= 0:
+                    rs.push_back(Rect(o, o + t.size[j], 0))
+            return
+        cdef _Row row = t.cp_set[k]
+        for q in range(t.cp_len[k]):
+            j = row[q]
+            if t.end[j] > s:
+                o = self.off[j]
+                if o >= 0:
+                    rs.push_back(Rect(o, o + t.size[j], 0))
+        for q in range(t.cp_pos[k], hi):
+            j = t.ix_order[q]
+            if t.end[j] > s:
+                o = self.off[j]
+                if o >= 0:
+                    rs.push_back(Rect(o, o + t.size[j], 0))
 
     cdef inline bint _slow_legal(self) except -1:
         return self.t.kind != PACK or self.cur_holes.size() == 0

@@ -298,7 +298,8 @@ class _DecisionOrder:
 
     ``order`` [n] buffer indices; ``earlier_neighbours(pos)`` the buffers that interfere
     with ``order[pos]`` and come before it (the only ones that can be placed when it is
-    decided), cached per position unless the problem has too many interfering pairs.
+    decided), cached per position unless the problem has too many interfering pairs (``PAIR_BUDGET``; past it
+    the native engine's ``OrderTables`` query the problem's overlap index in compiled code).
     """
 
     PAIR_BUDGET = 4_000_000

@@ -20,6 +20,8 @@ from mallocgame.hardware.spec import PRESETS
 from mallocgame.inputs.generate import layered_network, packed_instance, random_intervals
 from mallocgame.inputs.load import example_path
 from mallocgame.inputs.suites import suite_entries
+from mallocgame.problem import intervals
+from mallocgame.problem.intervals import OverlapIndex
 from mallocgame.problem.model import Buffer, InputError, Problem
 from mallocgame.runtime.native_engine import ENGINE_ENV, engine
 from mallocgame.search import game_order
@@ -140,7 +142,7 @@ def programs(draw):
        seed=st.integers(0, 2**32 - 1), tabulated=st.booleans())
 def test_engines_agree_on_generated_programs(problem, k, order, seed, tabulated):
     with pytest.MonkeyPatch.context() as patch:
-        if not tabulated:  # past the pair budget: the native game asks the Python decision order for the neighbours
+        if not tabulated:  # past the pair budget: the native game queries the overlap index's arrays
             patch.setattr(game_order._DecisionOrder, "PAIR_BUDGET", -1)
         ref, nat = both(problem, UNIT, GameConfig(k=k, order=order))
     assert (nat._dec.cache is not None) == tabulated
@@ -199,6 +201,89 @@ def test_native_errors_match_the_reference():
     assert_same_state(ref, nat)
     assert ref.steps == 0 and ref.total_reward() == nat.total_reward() == 0.0
     assert (ref.offsets() == -1).all()
+
+
+def both_past_budget(problem: Problem, hw, config: GameConfig, patch: pytest.MonkeyPatch, *, index_budget: int,
+                     mode: str | None = None, csr: bool = False) -> tuple[OrderGame, NativeOrderGame]:
+    """Both games past the decision order's pair budget (no per-position neighbour table), their overlap index
+    built with ``index_budget`` stored indices (a small one: checkpoints every few starts, so that a query reads
+    a stored set and the starts after it); ``csr``: its stored sets as CSR arrays (as with many checkpoints),
+    else as an array each."""
+    patch.setattr(game_order._DecisionOrder, "PAIR_BUDGET", -1)
+    data = GameData(problem, hw, mode=mode)
+    with pytest.MonkeyPatch.context() as sets:
+        if csr:
+            sets.setattr(intervals, "_SWEEP_CHECKPOINTS", 0)
+        data.index = OverlapIndex(data.start, data.end, budget=index_budget)
+    assert isinstance(data.index.cp_sets, list) != csr
+    ref, nat = OrderGame(problem, hw, config, data=data), NativeOrderGame(problem, hw, config, data=data)
+    assert nat._dec.cache is None
+    return ref, nat
+
+
+PAST_BUDGET_PROGRAMS = {
+    "layered-map": lambda: (layered_network(400, seed=7), HW, None),
+    "layered-pack": lambda: (layered_network(300, seed=8), HW, "pack"),
+    "intervals-map": lambda: (random_intervals(400, seed=9, max_size=16, with_benefit=True).replace(capacity=200), UNIT,
+                              None),
+    "intervals-pack": lambda: (packed_instance(300, seed=10, capacity=64, horizon=60)[0], UNIT, None),
+    "intervals-pack-nocap": lambda: (packed_instance(300, seed=11, capacity=64, horizon=60)[0].replace(capacity=None),
+                                     UNIT, None),
+}
+
+
+@pytest.mark.parametrize("index_budget, csr", [(50, False), (50, True), (4_000_000, False)])
+@pytest.mark.parametrize("name", sorted(PAST_BUDGET_PROGRAMS))
+def test_engines_agree_past_the_pair_budget(name, index_budget, csr):
+    """Past the pair budget the native game queries the overlap index's arrays in compiled code: the same rewards
+    (to the last bit), offsets, holes, legal and greedy actions as the reference, through a greedy and a random
+    episode with undo and clone, and the same greedy rollouts from states along the way, on layered programs
+    (ops) and random intervals, map and pack modes, with checkpoints at every start and every few starts, their
+    sets stored as arrays or as CSR rows."""
+    problem, hw, mode = PAST_BUDGET_PROGRAMS[name]()
+    with pytest.MonkeyPatch.context() as patch:
+        ref, nat = both_past_budget(problem, hw, GameConfig(k=4), patch, index_budget=index_budget, mode=mode,
+                                    csr=csr)
+        assert (ref.data.index.stride > 1) == (index_budget == 50)
+        rng = np.random.default_rng(index_budget)
+        for greedy_share in (1.0, 0.3):
+            a, b = ref.clone(), nat.clone()
+            for a_left, b_left in play_both(a, b, rng, greedy_share=greedy_share, undo_share=0.1, clone_share=0.02):
+                assert_same_state(a_left, b_left)
+        while not ref.done:
+            a, b = ref.clone(), nat.clone()
+            assert a.greedy_rollout() == b.greedy_rollout()
+            assert_same_state(a, b)
+            for _ in range(int(rng.integers(1, problem.n // 5))):
+                if ref.done:
+                    break
+                action = int(rng.choice(ref.legal_actions()))
+                assert ref.step(action) == nat.step(action)
+
+
+def test_the_native_game_past_the_pair_budget_calls_no_python_per_decision():
+    """The native game's decisions read the overlap index in compiled code: the decision order's Python
+    ``earlier_neighbours`` (the reference's query) is never called, and the game ends where the reference does."""
+    problem = layered_network(300, seed=12)
+
+    def refuse(self, pos):
+        raise AssertionError(f"earlier_neighbours({pos}) called")
+
+    with pytest.MonkeyPatch.context() as patch:
+        ref, nat = both_past_budget(problem, HW, GameConfig(), patch, index_budget=200)
+        with pytest.MonkeyPatch.context() as no_python:
+            no_python.setattr(game_order._DecisionOrder, "earlier_neighbours", refuse)
+            greedy = nat.clone()
+            greedy_total = greedy.greedy_rollout()
+            stepped = nat.clone()
+            rng = np.random.default_rng(12)
+            stepped_rewards = [stepped.step(int(rng.choice(stepped.legal_actions()))) for _ in range(150)]
+        ref_greedy = ref.clone()
+        assert ref_greedy.greedy_rollout() == greedy_total and greedy.done
+        assert np.array_equal(ref_greedy.offsets(), greedy.offsets())
+        rng = np.random.default_rng(12)
+        assert [ref.step(int(rng.choice(ref.legal_actions()))) for _ in range(150)] == stepped_rewards
+        assert_same_state(ref, stepped)
 
 
 XLA_SMALL = ["gpt2-tiny-train-adam", "mixer-s16-b8", "vit-s16-b8", "resnet20-cifar-train", "gpt2-medium-decode-kv"]
