@@ -28,7 +28,8 @@ the problem's bound) on its own copy of the problem (``heldout_muzero_mcts.own_c
 another's baselines or game data), seed 0, the same wall time ``--seconds`` each and no cap on simulations:
 ``muzero`` (the solver's defaults), ``muzero-auto`` (``leaf=auto``: value leaves from the value head, batched,
 where a measured rollout costs more than a measured leaf; ``search/uct.py`` ``auto_leaf``), ``mcts`` (its
-defaults) and the mode's baseline, ``greedy-xla`` in map mode and ``msa`` in prefetch mode.
+defaults) and the mode's baseline, ``greedy-xla`` in map mode and ``msa`` in prefetch mode (``--contestants``: a
+subset of them, for a rerun of a pair at a later commit).
 
 **Reported** (``heldout_muzero_mcts.summary``): per family and overall, mean gaps to the bound, simulations per
 second of every contestant (simulations over its seconds), and wins / ties / losses with the one-sided sign test
@@ -100,10 +101,17 @@ def main() -> None:
     ap.add_argument("--csv", default=None, help="default: equal_wall_time_{mode}_t{seconds}.csv in experiments/results")
     ap.add_argument("--out", default=None, help="default: the CSV's name with .md")
     ap.add_argument("--summary-only", action="store_true")
+    ap.add_argument("--contestants", default=None,
+                    help="comma-separated subset of the four (default: all); a rerun of a pair at a new commit")
     args = ap.parse_args()
     csv_name = args.csv or f"equal_wall_time_{args.mode}_t{args.seconds}.csv"
     out_name = args.out or Path(csv_name).with_suffix(".md").name
     wanted = ["muzero", "muzero-auto", "mcts", BASELINE[args.mode]]
+    if args.contestants:
+        chosen = args.contestants.split(",")
+        if not set(chosen) <= set(wanted):
+            raise SystemExit(f"--contestants: a subset of {', '.join(wanted)}, got {args.contestants!r}")
+        wanted = [w for w in wanted if w in chosen]
     budget = f"t{args.seconds}"
     # the attributes run_heldout reads: every family, size and seed is fixed above
     run_args = argparse.Namespace(families=args.families, budgets=budget, contestants=",".join(wanted), seed=0,
