@@ -32,11 +32,12 @@ curriculum; chosen on two tuning sets), and map mode commits to the move with th
 (``commit="max"``, as ``mcts``). Prefetch mode plays the uniform prior with ``leaf="auto"`` (``DEFAULT_LEAF``:
 rollouts where the time per move affords two, else 64 greedy steps and the reference episode's return to go; no
 network is read). At equal wall time (10 s and 60 s) on held-out programs of 1,000 buffers or more, the default
-beats the mode's baseline (greedy-xla, msa) and is not ahead of ``mcts`` in either mode: with the network playing,
-most answers of both searches at 10 s are the same fallback answer, which neither search of the order game beats,
-and on the largest programs the relaxation the network reads does not end within the time it gets, so the search
-plays the uniform prior there (figures: docs/results.md, "Equal wall time" and "The network at real size"). The
-measurements that chose every default below: docs/results.md, "muzero's defaults".
+beats the mode's baseline (greedy-xla, msa); against ``mcts`` it is not ahead at 10 s in either mode (with the
+network playing, most answers of both searches are the same fallback answer, which neither search of the order game
+beats) and in map mode at 60 s it is ahead on more programs than behind without reaching significance; on the
+largest programs the relaxation the network reads may not end within the time it gets, and the search then plays
+the uniform prior (figures: docs/results.md, "Equal wall time" and "The network at real size"). The measurements
+that chose every default below: docs/results.md, "muzero's defaults".
 
 Options (`MuZeroOptions`, listed by `mallocgame solvers muzero`; the CLI passes ``--simulations`` and ``--solver-option``):
 
