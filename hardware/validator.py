@@ -363,7 +363,7 @@ def offset_columns(offsets: Sequence[int | None] | np.ndarray) -> tuple[np.ndarr
 
 # what (intervals, offsets) -> the last tuple read and its columns, while something else holds that tuple: a tuple
 # cannot be weakly referenced, so an entry whose tuple only this holds is dropped at the next garbage collection
-# (`_forget_dropped_answers`) or read, with its columns (32 MB at 2M buffers)
+# (`_forget_dropped_answers`) or read, with its columns (tens of MB at millions of buffers)
 _LAST_READ: dict[str, tuple] = {}
 
 
