@@ -12,6 +12,8 @@ multiply-adds; the same operations in the same order). The boundary, what Python
 * ``prefetch_holes(...)``: the offsets the prefetch game offers a new interval (``search/_prefetch_holes.pxi``);
 * ``OrderTables``, ``OrderState``: the map/pack order game's state and step (``search/_order_game.pxi``,
   ``search.game_order.NativeOrderGame``);
+* ``OrderLeafTables``, ``order_leaf_inputs(...)``: a batch of order-game states' observations and network input
+  vectors (``search/_order_leaf.pxi``, ``search.game_order.NativeOrderGame.leaf_inputs``);
 * ``AddressTables``, ``AddressState``: the map/pack address (skyline) game's state and step
   (``search/_address_game.pxi``, ``search.game_address.NativeAddressGame``);
 * ``PrefetchTables``, ``PrefetchState``: the prefetch game's state and step (``search/_prefetch_game.pxi``,
@@ -50,6 +52,7 @@ include "_native_common.pxi"
 include "../hardware/_copy_service.pxi"
 include "../search/_prefetch_holes.pxi"
 include "../search/_order_game.pxi"
+include "../search/_order_leaf.pxi"
 include "../search/_address_game.pxi"
 include "../search/_prefetch_game.pxi"
 include "algorithms/_placement.pxi"

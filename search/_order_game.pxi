@@ -147,8 +147,7 @@ cdef class OrderTables:
         self.has_near = dec.cache is not None
         if self.has_near:
             self._tabulate_neighbours(data)
-        else:
-            self._keep_index(data)
+        self._keep_index(data)  # the decisions past the pair budget and the leaf inputs (_order_leaf.pxi) query it
 
     cdef void _keep_index(self, data):
         """The problem's overlap index as arrays the decisions read in C (no per-position table: past the

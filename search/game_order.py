@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mallocgame._native import OrderState, OrderTables
+from mallocgame._native import OrderLeafTables, OrderState, OrderTables, order_leaf_inputs
 from mallocgame.problem.intervals import count_overlapping_pairs
 from mallocgame.search.game import ACTION_FEATURES, BUFFER_FEATURES, Game, GameConfig, NativeState, Observation
 from mallocgame.search.game_data import GameData, buffer_order
@@ -291,6 +291,41 @@ class NativeOrderGame(NativeState, OrderGame, variant="order", engine_name="nati
     def _slow_legal(self) -> bool:
         return self._core.slow_legal()
 
+    # --- observation: compiled (search/_order_leaf.pxi), the same floats as OrderGame.observation ---------------
+    def observation(self) -> Observation:
+        vectors, actions, masks = self.leaf_inputs([self])
+        v, bins, upcoming = vectors[0], self.config.profile_bins, self.config.upcoming
+        return Observation(v[:BUFFER_FEATURES], v[BUFFER_FEATURES:BUFFER_FEATURES + bins], actions[0],
+                           v[BUFFER_FEATURES + bins:-2].reshape(upcoming, BUFFER_FEATURES), v[-2:], masks[0])
+
+    @staticmethod
+    def leaf_inputs(games: list, enc: np.ndarray | None = None,
+                    chosen: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The network's inputs at every game of ``games`` (native order games of one problem, decision order and
+        game shape), in one compiled call: float32 ``[B, D]`` vectors (the observation vector; with ``enc``, the
+        per-buffer encodings float32 ``[n, E]``, :func:`mallocgame.search.muzero.encoder.network_vector`'s numbers
+        after it; with ``chosen`` too, bool ``[n]``, the relaxation's numbers last), float32 ``[B, k + 1,
+        ACTION_FEATURES]`` action features and bool ``[B, k + 1]`` legal masks."""
+        first = games[0]
+        cfg = first.config
+        if any(g._dec is not first._dec or g.config != cfg for g in games):
+            raise ValueError("leaf_inputs: games of one problem, decision order and game shape only")
+        shape = (cfg.k, cfg.upcoming, cfg.profile_bins)
+        tables = first._dec.leaf_tables.get(shape)
+        if tables is None:
+            tables = first._dec.leaf_tables[shape] = OrderLeafTables(first._dec.tables, first.data, first._dec,
+                                                                     *shape)
+        width = tables.obs_dim
+        if enc is not None:
+            width += 2 * enc.shape[1] + 6 + (4 if chosen is not None else 0)
+        B = len(games)
+        vectors = np.zeros((B, width), np.float32)
+        actions = np.zeros((B, first.num_actions, ACTION_FEATURES), np.float32)
+        masks = np.zeros((B, first.num_actions), bool)
+        order_leaf_inputs(tables, [g._core for g in games], vectors, actions, masks.view(np.uint8), enc,
+                          None if chosen is None else np.ascontiguousarray(chosen, bool).view(np.uint8))
+        return vectors, actions, masks
+
 
 
 class _DecisionOrder:
@@ -312,6 +347,7 @@ class _DecisionOrder:
         self.position[self.order] = np.arange(d.n)
         self.cache: list[np.ndarray | None] | None = None
         self.tables: OrderTables | None = None  # the native engine's tables, built on first use
+        self.leaf_tables: dict = {}  # the native leaf inputs' tables per (k, upcoming, profile_bins), on first use
         if count_overlapping_pairs(d.start, d.end) <= self.PAIR_BUDGET:
             self.cache = [None] * d.n
 

@@ -41,6 +41,7 @@ import numpy as np
 
 from mallocgame.bounds import bounds  # the module: its relaxation is read at call time (a test replaces it)
 from mallocgame.problem.graph import conflicts as problem_conflicts
+from mallocgame.search.game_order import NativeOrderGame
 from mallocgame.search.muzero.graph_encoder import BASE, base_values
 
 NAME = "encoder/1"
@@ -214,11 +215,37 @@ def _vector(game, obs, features: str, enc: np.ndarray) -> np.ndarray:
     return np.concatenate(parts)
 
 
+def leaf_inputs(games: list, features: str = "", net=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """What the network reads at ``games`` (of one problem): float32 ``[B, D]`` input vectors under ``features``
+    (``""``: the observation vector), float32 ``[B, num_actions, ACTION_FEATURES]`` action features and bool
+    ``[B, num_actions]`` legal masks. Native order games (:class:`~mallocgame.search.game_order.NativeOrderGame`)
+    of one decision order get them from one compiled call (``search/_order_leaf.pxi``), the same floats; other
+    games from their observations and :func:`network_vector` (:func:`network_vectors` for several)."""
+    if features and features not in NAMES:
+        raise ValueError(f"unknown network input features {features!r} (known: {', '.join(NAMES)})")
+    first = games[0]
+    if isinstance(first, NativeOrderGame) and all(type(g) is type(first) and g._dec is first._dec
+                                                  and g.config == first.config for g in games):
+        enc = table(first.data, features, net) if features else None
+        if enc is None or enc.dtype == np.float32:  # the compiled mean sums in float32, as numpy does for these
+            chosen = relaxation_set(first.data) if features in WITH_RELAX else None
+            return NativeOrderGame.leaf_inputs(games, enc, chosen)
+    observations = [g.observation() for g in games]
+    if not features:
+        vectors = np.asarray([o.as_vector() for o in observations], np.float32)
+    elif len(games) > 1 and all(g.data is first.data for g in games):
+        vectors = network_vectors(games, observations, features, net)
+    else:
+        vectors = np.asarray([network_vector(g, o, features, net) for g, o in zip(games, observations)], np.float32)
+    return (vectors, np.asarray([o.actions for o in observations], np.float32),
+            np.asarray([o.mask for o in observations], bool))
+
+
 def network_vectors(games: list, observations: list, features: str = NAME, net=None) -> np.ndarray:
     """float32 ``[B, D]``: :func:`network_vector` of every game (of one problem: one :class:`GameData`) with its
-    observation, equal to it to float rounding (sums and means run in another order). The per-state reductions of
-    :func:`state_features` and :func:`relaxation_features` run once over all the games' overlapping buffers, so the
-    numpy calls per state are the neighbour query's only."""
+    observation, the same floats. The per-state reductions of :func:`state_features` and
+    :func:`relaxation_features` run once over all the games' overlapping buffers, so the numpy calls per state are
+    the neighbour query's only (and one per row of the longest mean)."""
     B = len(games)
     if B == 0:
         return np.zeros((0, 0), np.float32)
@@ -252,8 +279,13 @@ def network_vectors(games: list, observations: list, features: str = NAME, net=N
         np.maximum.at(peak, seg_u, dens_u)
         state[has, 3] = peak[has]
         starts = np.concatenate(([0], np.cumsum(n_und)[:-1]))[has]
-        if len(all_u):
-            state[has, 6:] = np.add.reduceat(enc[all_u], starts, axis=0) / n_und[has, None]
+        if len(all_u):  # each state's mean summed row by row in float32, as state_features's mean(0) sums
+            rows_u, lengths = enc[all_u], n_und[has]
+            sums = np.zeros((len(lengths), enc.shape[1]), np.float32)
+            for r in range(int(lengths.max())):
+                longer = lengths > r
+                sums[longer] += rows_u[starts[longer] + r]
+            state[has, 6:] = sums / lengths[:, None]
         state[:, 4] = np.bincount(seg_p, size_p, m) / d.scale
         state[:, 5] = d.size[cur].astype(np.float64) / d.scale
         extra[rows, :ENCODING] = enc[cur]

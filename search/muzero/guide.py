@@ -24,9 +24,8 @@ class NetworkPrior:
 
     def __call__(self, game, legal: np.ndarray) -> np.ndarray:
         self.calls += 1
-        obs = game.observation()
-        logits = self.net.policy_logits(input_vector(game, obs, getattr(self.net, "features", ""), self.net),
-                                        np.asarray(obs.actions, np.float32), np.asarray(obs.mask, bool))
+        vectors, actions, masks = encoder.leaf_inputs([game], getattr(self.net, "features", ""), self.net)
+        logits = self.net.policy_logits(vectors[0], actions[0], masks[0])
         z = logits[legal].astype(np.float64)
         z = np.exp(z - z.max())
         return z / z.sum()

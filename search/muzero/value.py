@@ -111,11 +111,10 @@ class NetworkValue:
     def __call__(self, game) -> tuple[float, np.ndarray]:
         self.calls += 1
         self.passes += 1
-        obs = game.observation()
-        mask = np.asarray(obs.mask, bool)
+        vectors, actions, masks = encoder.leaf_inputs([game], getattr(self.net, "features", ""), self.net)
+        mask = masks[0]
         context = self._context(game)
-        logits, value = self.net.evaluate(input_vector(game, obs, getattr(self.net, "features", ""), self.net),
-                                          np.asarray(obs.actions, np.float32), mask, context)
+        logits, value = self.net.evaluate(vectors[0], actions[0], mask, context)
         if context is None and getattr(self.net, "context_value", None) is not None:
             value = 0.0  # no reference yet: the context head cannot be read, and the value head is not its target
         z = logits[np.flatnonzero(mask)].astype(np.float64)
@@ -129,17 +128,14 @@ class NetworkValue:
             return [self(games[0])]
         self.calls += len(games)
         self.passes += 1
-        features = getattr(self.net, "features", "")
-        observations = [game.observation() for game in games]
-        if features in encoder.NAMES and all(g.data is games[0].data for g in games):  # one problem: batched inputs
-            vectors = encoder.network_vectors(games, observations, features, self.net)
+        if all(g.data is games[0].data for g in games):  # one problem: the inputs in one batch
+            vectors, actions, masks = encoder.leaf_inputs(games, getattr(self.net, "features", ""), self.net)
         else:
-            vectors = np.asarray([input_vector(g, o, features, self.net) for g, o in zip(games, observations)],
-                                 np.float32)
-        masks = np.asarray([o.mask for o in observations], bool)
+            vectors, actions, masks = (np.concatenate(parts) for parts in zip(*(
+                encoder.leaf_inputs([g], getattr(self.net, "features", ""), self.net) for g in games)))
         contexts = [self._context(g) for g in games]
-        logits, values = self.net.evaluate_batch(vectors, np.asarray([o.actions for o in observations], np.float32),
-                                                 masks, None if contexts[0] is None else np.asarray(contexts))
+        logits, values = self.net.evaluate_batch(vectors, actions, masks,
+                                                 None if contexts[0] is None else np.asarray(contexts))
         out = []
         if contexts[0] is None and getattr(self.net, "context_value", None) is not None:
             values = np.zeros(len(games))  # as in __call__: no reference yet
