@@ -32,8 +32,9 @@ from _common import Transcript, write_results
 from mallocgame.engine.runner import run_solver
 from mallocgame.search.game import Game, GameConfig
 from mallocgame.search.game_data import GameData
+from mallocgame.search.game_order import OrderGame
 from mallocgame.search.muzero import encoder
-from mallocgame.search.muzero.guide import input_vector
+from mallocgame.search.muzero.guide import NetworkPrior, input_vector
 from mallocgame.search.muzero.problems import Recipe, build
 from mallocgame.search.muzero.torchless import load_agent_network
 from mallocgame.search.muzero.value import NetworkValue
@@ -54,14 +55,19 @@ def best_of(repeats: int, fn) -> float:
     return min(out)
 
 
-def walk_states(game: Game, count: int, seed: int) -> list[Game]:
+def walk_states(game: Game, count: int, seed: int, twin: Game | None = None) -> list[Game]:
+    """Up to ``count`` states with a choice along the walk; with ``twin`` (the same game on the other engine,
+    played with the same moves) the pairs ``(state, twin's state)``."""
     rng = np.random.default_rng(seed)
     states = []
     while not game.done and len(states) < count:
         legal = game.legal_actions()
         if len(legal) > 1:
-            states.append(game.clone())
-        game.step(int(legal[rng.integers(len(legal))]) if rng.random() < 0.3 else game.greedy_action())
+            states.append(game.clone() if twin is None else (game.clone(), twin.clone()))
+        action = int(legal[rng.integers(len(legal))]) if rng.random() < 0.3 else game.greedy_action()
+        game.step(action)
+        if twin is not None:
+            twin.step(action)
     return states
 
 
@@ -84,7 +90,8 @@ def bench(n: int, args, t: Transcript) -> None:
     game = Game(problem, hw, GameConfig(**fields), data=data)
     rollout = game.clone()
     rollout_s = best_of(1, lambda: rollout.greedy_rollout(float("inf")))
-    states = walk_states(game, args.states, args.seed)
+    pairs = walk_states(game, args.states, args.seed, twin=OrderGame(problem, hw, GameConfig(**fields), data=data))
+    states, python_states = [a for a, _ in pairs], [b for _, b in pairs]
     obs = [g.observation() for g in states]
     vectors = np.asarray([input_vector(g, o, net.features) for g, o in zip(states, obs)], np.float32)
     actions = np.asarray([o.actions for o in obs], np.float32)
@@ -109,6 +116,7 @@ def bench(n: int, args, t: Transcript) -> None:
           + " | ".join(f"{leaf_batched[b]:.1f}" for b in BATCHES) + " |")
     t(f"\nof a whole leaf: the observation {observe:.1f} us, observation + input vector {features:.1f} us; "
           f"one greedy rollout from the start {1e3 * rollout_s:.2f} ms ({problem.n} steps)\n")
+    engines(states, python_states, net, args, t)
     if args.seconds <= 0:
         return
     t(f"| at {args.seconds:g} s | simulations | per second | network passes | value | answer from | auto: played, "
@@ -123,6 +131,31 @@ def bench(n: int, args, t: Transcript) -> None:
               f"{rep.objective:.6g} | {st.get('answer_from', '')} | "
               + (f"{st['leaf_played']}, {st['leaf_cost_us']} / {st['rollout_cost_us']} |" if "leaf_played" in st else " |")
               + ("" if rep.valid else " INVALID"))
+
+
+def engines(states: list, python_states: list, net, args, t: Transcript) -> None:
+    """The leaf's inputs and the whole leaf on the compiled path (native states: ``encoder.leaf_inputs`` in one
+    call of ``search/_order_leaf.pxi``) and on the Python reference (the same states on the Python engine),
+    side by side, at batch 1, 16 and 64; the default search's prior call on each; and whether both give the
+    same floats."""
+    same = all(np.array_equal(a, b) for a, b in zip(encoder.leaf_inputs(states, net.features, net),
+                                                    encoder.leaf_inputs(python_states, net.features, net)))
+    rows, priors = {}, {}
+    for name, group in (("Python", python_states), ("compiled", states)):
+        rows[f"inputs (observation + input vector), {name}"] = per_leaf_us(
+            group, args.repeats, lambda g: encoder.leaf_inputs(g, net.features, net))
+        value = NetworkValue(net)
+        rows[f"whole leaf (NetworkValue.batch), {name}"] = per_leaf_us(group, args.repeats, value.batch)
+        prior, legal = NetworkPrior(net), [g.legal_actions() for g in group]
+        priors[name] = 1e6 * best_of(args.repeats, lambda: [prior(g, a) for g, a in zip(group, legal)]) / len(group)
+    t("| us per leaf, by engine | batch 1 | batch 16 | batch 64 |")
+    t("|---|---:|---:|---:|")
+    for name, us in rows.items():
+        t(f"| {name} | " + " | ".join(f"{us[b]:.1f}" for b in BATCHES) + " |")
+    t("\nthe default muzero's prior at a node (NetworkPrior, one state per call: inputs + policy logits + softmax): "
+      + ", ".join(f"{name} {us:.1f} us" for name, us in priors.items()))
+    t(f"\ncompiled and Python inputs identical (vectors, action features, masks) on all {len(states)} states: "
+      f"{'yes' if same else 'NO'}\n")
 
 
 def main() -> None:

@@ -190,8 +190,13 @@ def relaxation_features(game, around: tuple | None = None) -> np.ndarray:
 
 def network_vector(game, obs, features: str = NAME, net=None) -> np.ndarray:
     """The network's input vector under ``features``: observation, encoding of the current buffer, state
-    summary[, relaxation features] (``encoder/3``: ``net``'s learned encodings)."""
-    return _vector(game, obs, features, table(game.data, features, net))
+    summary[, relaxation features] (``encoder/3``: ``net``'s learned encodings); ``obs`` is ``game``'s observation
+    (a native order game's vector is compiled from its state: :func:`leaf_inputs`)."""
+    enc = table(game.data, features, net)
+    if isinstance(game, NativeOrderGame) and enc.dtype == np.float32:
+        return NativeOrderGame.leaf_inputs([game], enc, relaxation_set(game.data) if features in WITH_RELAX
+                                           else None)[0][0]
+    return _vector(game, obs, features, enc)
 
 
 def static_vector(game, obs) -> np.ndarray:

@@ -136,14 +136,14 @@ class NetworkValue:
         contexts = [self._context(g) for g in games]
         logits, values = self.net.evaluate_batch(vectors, actions, masks,
                                                  None if contexts[0] is None else np.asarray(contexts))
-        out = []
         if contexts[0] is None and getattr(self.net, "context_value", None) is not None:
             values = np.zeros(len(games))  # as in __call__: no reference yet
-        for row, mask, value in zip(logits, masks, values.tolist()):
-            z = row[np.flatnonzero(mask)].astype(np.float64)
-            z = np.exp(z - z.max())
-            out.append((value, z / z.sum()))
-        return out
+        # every row's softmax over its legal actions at once (the illegal ones at -inf add zeros to the sums)
+        z = np.where(masks, logits, -np.inf).astype(np.float64)
+        z = np.exp(z - z.max(1, keepdims=True))
+        priors = (z / z.sum(1, keepdims=True))[masks]
+        ends = np.cumsum(masks.sum(1)).tolist()
+        return [(value, priors[start:end]) for value, start, end in zip(values.tolist(), [0] + ends[:-1], ends)]
 
 
 def label_problem(recipe: Recipe, net, game_fields: dict, rng: np.random.Generator, *, states: int = 16,
