@@ -12,6 +12,9 @@ the greedy's move with probability 0.3, collects the states with a choice (up to
 * a whole leaf: the game's observation and the network's input vector (``guide.input_vector``) of every state
   plus the pass, by ``NetworkValue.__call__`` one at a time and ``NetworkValue.batch`` at 1, 16 and 64;
 * one greedy rollout to the end from the start (what a rollout leaf costs at most);
+* by engine, side by side: the leaf's inputs (``encoder.leaf_inputs``) and the whole leaf (``NetworkValue.batch``)
+  at batch 1, 16 and 64 on the native states (compiled, ``search/_order_leaf.pxi``) and on the same states on the
+  Python engine (the reference), the default search's prior call on each, and whether both give the same floats;
 * simulations per second of ``mcts``, the default ``muzero`` (rollout leaves), ``muzero leaf=value``
   (batched value leaves, ``leaf_batch`` 16) and ``muzero leaf=auto`` (the rule of ``search/uct.py``'s ``auto_leaf``:
   which it played, and the two costs it measured) at ``--seconds`` wall time with no cap on simulations
