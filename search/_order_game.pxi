@@ -150,8 +150,8 @@ cdef class OrderTables:
         self._keep_index(data)  # the decisions past the pair budget and the leaf inputs (_order_leaf.pxi) query it
 
     cdef void _keep_index(self, data):
-        """The problem's overlap index as arrays the decisions read in C (no per-position table: past the
-        pair budget it would not fit in memory)."""
+        """The problem's overlap index as arrays read in C: by the decisions past the pair budget (where a
+        per-position table would not fit in memory) and by the leaf inputs (``_order_leaf.pxi``) always."""
         cdef Py_ssize_t n = self.n, i, k
         cdef const long long[:] start = data.start
         cdef const long long[:] end = data.end

@@ -12,7 +12,8 @@ State: offsets ``[n]``, the position in the order, the per-op saved seconds of t
 reward model. A step costs one index query plus a scan of the interfering buffers.
 
 Two engines (:func:`mallocgame.runtime.native_engine.engine`): ``Game(...)`` builds a :class:`NativeOrderGame` (state, step,
-clone, undo, legal and greedy actions in compiled code, ``search/_order_game.pxi``) unless
+clone, undo, legal and greedy actions in compiled code, ``search/_order_game.pxi``; the observation and the network's
+input vectors, ``search/_order_leaf.pxi``) unless
 ``MALLOCGAME_ENGINE=python``, which builds this module's :class:`OrderGame`, the reference it must match.
 """
 
@@ -239,7 +240,7 @@ class NativeOrderGame(NativeState, OrderGame, variant="order", engine_name="nati
 
     Same interface and the same answers (rewards to the last bit); the tables the compiled state reads are
     built once per problem and decision order and shared like the decision order. ``_off`` etc. are
-    read-only copies of the compiled state, for the observation and the text view.
+    read-only copies of the compiled state, for the text view.
     """
 
     def __init__(self, problem, hardware, config: GameConfig = GameConfig(), *, data=None, mode=None):
