@@ -99,14 +99,13 @@ def order_leaf_inputs(OrderLeafTables lt, list states, float[:, ::1] vectors, fl
     cdef Py_ssize_t n = lt.n, first, last
     cdef long long s, e, o, lo, hi, size_i, placed_bytes, chosen_u, other_u, other_p, int_hole
     cdef double scale = lt.scale, width, v, value, hole, waste, undecided_bytes, denser_bytes, peak, dens_i
-    cdef double diff[1025]
+    cdef vector[double] diff
     cdef float* row
     cdef const float* src
     cdef vector[long long] near
     cdef vector[float] acc
     cdef Hole h
-    if bins > 1024:
-        raise ValueError("profile_bins above 1024")
+    diff.resize(bins + 1)
     if enc is not None:
         e_dim = enc.shape[1]
         if enc.shape[0] != n:

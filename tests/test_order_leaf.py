@@ -149,3 +149,11 @@ def test_the_search_answers_the_same_on_either_engine(monkeypatch, leaf):
                         rep.stats.get("network_evaluations"), rep.stats.get("leaf_passes")))
     assert answers[0] == answers[1]
     assert answers[0][3] or answers[0][4]  # the network was asked
+
+
+@pytest.mark.parametrize("upcoming, bins", [(0, 1), (7, 1500)])
+def test_compiled_leaf_inputs_of_other_game_shapes(upcoming, bins):
+    """No upcoming buffers and one profile bin, or many of each: the same shapes and floats as the Python's."""
+    problem, hw, mode = PROGRAMS["intervals-map"]()
+    data, refs, nats = walk(problem, hw, mode, GameConfig(k=2, upcoming=upcoming, profile_bins=bins), 8)
+    assert_identical(encoder.leaf_inputs(nats, encoder.NAME_RELAX), reference(refs, encoder.NAME_RELAX))
