@@ -328,3 +328,35 @@ def test_reschedule_lets_its_child_import_the_solver_as_solve_does(tmp_path, mon
     got = reschedule.reschedule_beside_limit("preloaded-greedy", problem, problem.hardware, time_limit=2.0, seed=0)
     assert "resched_preload_module" not in sys.modules  # the parent imported nothing
     assert got.report.valid and got.report.objective == plain.report.objective and got.order == plain.order
+
+
+def _offer_and_score_slowly(answer, name, problem, hardware, **kwargs):
+    """A child's solve that offers its answer and returns it (``answer``, a map Report), scored in the child as
+    ``run_solver`` scores it, the judge slowed as a big answer's is."""
+    from mallocgame.engine import report as report_module
+    from mallocgame.problem.model import Solution, Status
+    from mallocgame.runtime.incumbents import offer
+
+    judge = report_module.judge
+    report_module.judge = lambda *a, **k: time.sleep(0.5) or judge(*a, **k)  # this child's only
+    offer(value=answer.objective, offsets=np.array([-1 if o is None else o for o in answer.offsets]), problem=problem)
+    solution = Solution(answer.offsets, Status.FEASIBLE, problem.mode, solver=name)
+    return report_module.score(problem, hardware, solution, seconds=0.1, bound=None, solver_name=name)
+
+
+def test_a_child_s_final_answer_is_judged_by_the_child_alone(monkeypatch):
+    """The parent judged a big input's latest answer while the child scored the same answer as its final one (both
+    at once, and the parent's result waited for its own judgement): now only the child judges it."""
+    from mallocgame.engine import report as report_module
+
+    problem = _load("map")
+    answer = runner.run_solver("greedy-xla", problem, problem.hardware, seed=0, time_limit=5.0)
+    assert answer.valid and answer.objective > 0
+    monkeypatch.setattr(solving, "FIRST_ANSWER_BUFFERS", 0)  # a big input: the parent judges answers ahead
+    monkeypatch.setattr(solving, "solve_with_warm_start", lambda *a, **k: _offer_and_score_slowly(answer, *a, **k))
+    judged = []  # the answers this process scores
+    score = report_module.score
+    monkeypatch.setattr(report_module, "score", lambda *a, **k: judged.append(score(*a, **k)) or judged[-1])
+    report = solving.solve_beside_bound("greedy-xla", problem, problem.hardware, time_limit=20.0, seed=0)
+    assert report.valid and "stopped_at_limit" not in report.stats and report.objective == answer.objective
+    assert all(r.objective == 0.0 for r in judged)  # the all-slow first answer may be judged here, the final one not

@@ -45,6 +45,10 @@ RESERVE_PER_BUFFER = 2e-6
 CHILD_FLOOR = 0.5
 FIRST_ANSWER_PER_BUFFER = 1e-6
 JUDGE_POLL = 0.05  # seconds between the parent's looks for a newer answer to judge (`StopJudge.while_running`)
+# Seconds an answer is the child's latest, and the child not scoring one, before the parent judges it ahead
+# (`StopJudge.pending_in`): a solver that returns its last answer has the child's scoring of it (`incumbents.scoring`)
+# on the pipe by then, and a child that has scored its final answer has said it returned.
+JUDGE_SETTLE = 0.25
 WARM_START_SHARE = 0.2  # of a solve's time, the share its warm-start solver gets (the main solver gets the rest)
 
 # ---------------------------------------------------------------------------- the request
@@ -297,9 +301,22 @@ class StopJudge:
         self.ahead = problem.n >= FIRST_ANSWER_BUFFERS
 
     def pending(self) -> bool:
-        """Is there an answer of a big input the child sent that is not judged yet?"""
-        incumbent = self.call.incumbent
-        return self.ahead and incumbent is not None and (self.judged is None or self.judged[0] is not incumbent)
+        """Is there an answer of a big input the child sent to judge now (:meth:`pending_in` is 0)?"""
+        return self.pending_in() == 0.0
+
+    def pending_in(self) -> float | None:
+        """Seconds until the latest answer of a big input the child sent is to be judged; ``None`` when there is none
+        not judged yet, or the child has returned (its report, judged there, comes next). The child judges its final
+        answer itself, so the parent does not judge while the child scores an answer (:data:`JUDGE_POLL`: the time to
+        look again), nor before the answer has been the latest, and the child's scoring over, for
+        :data:`JUDGE_SETTLE` seconds: a child that goes on solving after it scored has its answer judged then."""
+        incumbent, sent = self.call.incumbent, self.call.sent
+        if not self.ahead or incumbent is None or sent.returned or (
+                self.judged is not None and self.judged[0] is incumbent):
+            return None
+        if sent.scoring:
+            return JUDGE_POLL
+        return max(max(sent.incumbent_at, sent.scored_at) + JUDGE_SETTLE - time.monotonic(), 0.0)
 
     def judge(self) -> None:
         """Validate and score the latest answer the child sent (as the stop's report would, no time yet)."""
@@ -314,10 +331,11 @@ class StopJudge:
         if not self.ahead:
             return
         while not self.call.ready():
-            if self.pending():
+            wait = self.pending_in()
+            if wait == 0.0:
                 self.judge()
             else:
-                self.call.wait(JUDGE_POLL)
+                self.call.wait(JUDGE_POLL if wait is None else min(wait, JUDGE_POLL))
 
     def report(self, seconds: float, hint: Solution | None = None) -> Report:
         """The report of the run stopped at its limit after ``seconds``: the best answer it sent (or ``hint``, if
