@@ -4,7 +4,7 @@ On a workload read and prepared as ``solve --mode prefetch`` does, with msa's an
 each row times one step of the path from the solver's answer to the files, twice, the Python reference
 (``MALLOCGAME_ENGINE=python``) and the native engine, one after the other, so a busy machine slows both alike; CPU
 seconds (``time.process_time``) beside wall seconds, the median of ``--repeats`` runs. Every run gets a fresh tuple of
-the same intervals (the validator reads a tuple's columns once and keeps them):
+the same intervals (read anew, as a new answer is):
 
 * ``judge``: ``mallocgame.engine.report.judge`` (``copies=False``, as a report scores: validated, placed buffers and
   peak counted, its time from the prefetch evaluator);

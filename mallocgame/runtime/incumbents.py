@@ -77,7 +77,7 @@ class Incumbent:
 def columns_of_intervals(intervals) -> np.ndarray:
     """int64 ``[k, 6]``: each fast interval's buffer, offset, start, end, copy start (0 without one) and whether it
     has a copy."""
-    if engine() == "native" and type(intervals) in (list, tuple):
+    if engine() == "native" and isinstance(intervals, (list, tuple)):
         cols = interval_columns_loop(intervals)  # exact ints only; anything else is read below
         if cols is not None:
             return cols[:, [0, 1, 2, 3, 5, 4]]
