@@ -597,7 +597,8 @@ class UCTSearch:
 
     def _reference_episode(self, game: Game, budget: Budget) -> tuple[Game, float]:
         """The greedy episode from ``game`` (played on a clone, the search's first incumbent and the value
-        leaves' reference) and the seconds a rollout step costs; with ``leaf="auto"`` also the leaf kind."""
+        leaves' reference) and the seconds a rollout step costs; with ``leaf="auto"`` also the leaf kind; with focus
+        and a prior, the seconds a step of one rollout to the end costs, measured."""
         cfg = self.cfg
         probe = game.clone()
         tp = time.monotonic()
@@ -614,6 +615,10 @@ class UCTSearch:
             self.leaf = auto_leaf(cfg, step_time, probe.steps - game.steps, game.decisions_left,
                                   budget.left(), self.leaf_cost)
             self.rollout_cost = step_time * (probe.steps - game.steps) / 2
+        if cfg.focus and self.prior is not None and self._rollout_step is None:
+            # focus's first cost (before any simulation): a rollout as the search plays it, measured once (it costs
+            # less than the probe's episode, played step by step; a probe the deadline cut leaves no time to measure)
+            self._rollout_step = self._measure_rollout_step(game) if probe.done else step_time
         return probe, step_time
 
     def run(self, game: Game, *, budget: Budget, incumbents: list[Episode] = (),
@@ -629,10 +634,6 @@ class UCTSearch:
         t0 = budget.started
         cfg = self.cfg
         probe, step_time = self._reference_episode(game, budget)
-        if cfg.focus and self.prior is not None and self._rollout_step is None:
-            # focus's first cost (before any simulation): a rollout as the search plays it, measured once (it costs
-            # less than the probe's episode, played step by step; a probe the deadline cut leaves no time to measure)
-            self._rollout_step = self._measure_rollout_step(game) if probe.done else step_time
         best = episode_of(probe, "greedy")
         for inc in incumbents:
             if inc.value > best.value:
