@@ -360,3 +360,30 @@ def test_a_child_s_final_answer_is_judged_by_the_child_alone(monkeypatch):
     report = solving.solve_beside_bound("greedy-xla", problem, problem.hardware, time_limit=20.0, seed=0)
     assert report.valid and "stopped_at_limit" not in report.stats and report.objective == answer.objective
     assert all(r.objective == 0.0 for r in judged)  # the all-slow first answer may be judged here, the final one not
+
+
+def test_the_parent_judges_ahead_an_answer_only_once_it_settled_and_never_after_the_child_returned():
+    from types import SimpleNamespace
+
+    from mallocgame.runtime.incumbents import Improvement, Incumbent, Received
+
+    problem = _load("map")
+    sent = Received(float("inf"))
+    call = SimpleNamespace(sent=sent, incumbent=None)
+    judge = solving.StopJudge(call, problem, problem.hardware, name="x", time_limit=1.0)
+    judge.ahead = True  # a big input's run
+    assert judge.pending_in() is None  # nothing sent
+    answer = Incumbent(Improvement(0.1, 0.0, "all slow"), offsets=np.full(problem.n, -1, np.int64))
+    sent.take("incumbent", ([answer.improvement], answer))
+    call.incumbent = sent.incumbent
+    assert 0.0 < judge.pending_in() <= solving.JUDGE_SETTLE and not judge.pending()  # just came
+    sent.incumbent_at -= solving.JUDGE_SETTLE
+    assert judge.pending()
+    sent.take("scoring", True)
+    assert judge.pending_in() == solving.JUDGE_POLL  # the child judges an answer itself: look again later
+    sent.take("scoring", False)
+    assert not judge.pending()  # its scoring just ended: the child may be about to return
+    sent.scored_at -= solving.JUDGE_SETTLE
+    assert judge.pending()  # it went on solving
+    sent.take("returned", None)
+    assert judge.pending_in() is None  # its report (its final answer, judged there) comes next
