@@ -385,5 +385,14 @@ def test_the_parent_judges_ahead_an_answer_only_once_it_settled_and_never_after_
     assert not judge.pending()  # its scoring just ended: the child may be about to return
     sent.scored_at -= solving.JUDGE_SETTLE
     assert judge.pending()  # it went on solving
+    judge.judge()
+    assert judge.pending_in() is None and judge.judged[1].valid
+    for seconds in (0.2, 0.3):  # newer answers, one after the other: each just came
+        newer = Incumbent(Improvement(seconds, 0.0, "all slow"), offsets=np.full(problem.n, -1, np.int64))
+        sent.take("incumbent", ([newer.improvement], newer))
+        call.incumbent = sent.incumbent
+        assert not judge.pending()
+        judge.unjudged_since -= solving.JUDGE_WAIT / 2
+    assert judge.pending()  # the first of them has waited JUDGE_WAIT: the latest is judged
     sent.take("returned", None)
     assert judge.pending_in() is None  # its report (its final answer, judged there) comes next

@@ -49,6 +49,9 @@ JUDGE_POLL = 0.05  # seconds between the parent's looks for a newer answer to ju
 # (`StopJudge.pending_in`): a solver that returns its last answer has the child's scoring of it (`incumbents.scoring`)
 # on the pipe by then, and a child that has scored its final answer has said it returned.
 JUDGE_SETTLE = 0.25
+# Seconds an answer waits unjudged at most while newer ones keep coming (a search that improves more often than
+# JUDGE_SETTLE still has its latest answer judged ahead of a stop).
+JUDGE_WAIT = 1.0
 WARM_START_SHARE = 0.2  # of a solve's time, the share its warm-start solver gets (the main solver gets the rest)
 
 # ---------------------------------------------------------------------------- the request
@@ -298,6 +301,7 @@ class StopJudge:
         self.call, self.problem, self.hardware = call, problem, hardware
         self.name, self.time_limit, self.bound = name, time_limit, bound
         self.judged = None  # (incumbent, its report) of the last answer judged
+        self.unjudged_since: float | None = None  # when the answer first seen unjudged (since the last judgement) came
         self.ahead = problem.n >= FIRST_ANSWER_BUFFERS
 
     def pending(self) -> bool:
@@ -309,19 +313,24 @@ class StopJudge:
         not judged yet, or the child has returned (its report, judged there, comes next). The child judges its final
         answer itself, so the parent does not judge while the child scores an answer (:data:`JUDGE_POLL`: the time to
         look again), nor before the answer has been the latest, and the child's scoring over, for
-        :data:`JUDGE_SETTLE` seconds: a child that goes on solving after it scored has its answer judged then."""
+        :data:`JUDGE_SETTLE` seconds: a child that goes on solving after it scored has its answer judged then. While
+        newer answers keep coming, the latest is judged once the first of them has waited :data:`JUDGE_WAIT`."""
         incumbent, sent = self.call.incumbent, self.call.sent
         if not self.ahead or incumbent is None or sent.returned or (
                 self.judged is not None and self.judged[0] is incumbent):
             return None
+        if self.unjudged_since is None:
+            self.unjudged_since = sent.incumbent_at
         if sent.scoring:
             return JUDGE_POLL
-        return max(max(sent.incumbent_at, sent.scored_at) + JUDGE_SETTLE - time.monotonic(), 0.0)
+        settled = min(sent.incumbent_at + JUDGE_SETTLE, self.unjudged_since + JUDGE_WAIT)
+        return max(max(settled, sent.scored_at + JUDGE_SETTLE) - time.monotonic(), 0.0)
 
     def judge(self) -> None:
         """Validate and score the latest answer the child sent (as the stop's report would, no time yet)."""
         incumbent = self.call.incumbent
         if incumbent is not None:
+            self.unjudged_since = None
             self.judged = (incumbent, stopped_at_limit(self.problem, self.hardware, incumbent, solver_name=self.name,
                                                        seconds=0.0, time_limit=self.time_limit, bound=self.bound))
 
