@@ -18,6 +18,10 @@ without any path manipulation, and ``experiments/`` needs no ``__init__.py``.
   :class:`Transcript` keeps what a script printed, for its results file.
 * The ``mallocgame compare`` summaries of the ``paper_*.py`` scripts: :func:`read_rows`,
   :func:`speedup_stats`, :func:`stats_table`, :func:`per_input_table`, :func:`registered_solvers`.
+* :func:`reference_vs_native` -- steps timed under both engines, side by side (the ``bench_*answer_output.py``).
+* :func:`run_in_trees` -- a probe run once per project tree in turn (two builds compared, ``--trees``).
+* :func:`read_runs`, :func:`run_rotated`, :func:`tally` -- the tuning scripts' runs: resumed from their CSV, in an
+  order rotated per problem, counted against a baseline for the sign test.
 """
 
 from __future__ import annotations
@@ -29,9 +33,11 @@ import os
 import platform
 import re
 import shlex
+import statistics
 import subprocess
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -335,3 +341,150 @@ def parse_peak(validate_output: str) -> int | None:
     """The peak from ``mallocgame validate``'s ``ok: ... peak N`` line; ``None`` if the answer was invalid."""
     m = re.search(r"^ok\b.*\bpeak (\d+)", validate_output, re.M)
     return int(m.group(1)) if m else None
+
+
+# --------------------------------------------------------------------------- reference vs native (bench_*answer_output.py)
+
+@dataclass(frozen=True)
+class OwnSeconds:
+    """A step's answer with the seconds of the part of it a row times (the rest of the step is set-up)."""
+
+    answer: object
+    seconds: float
+
+
+def reference_vs_native(steps, *, repeats: int = 1, digits: int = 2) -> str:
+    """Markdown table: per ``(name, fn)`` of ``steps``, the median CPU (``time.process_time``) and wall seconds of
+    ``repeats`` calls of ``fn`` under the Python reference (``MALLOCGAME_ENGINE=python``), then under the native
+    engine (one after the other, so a busy machine slows both alike), and whether both gave the same answer (the last
+    call's). A step that returns :class:`OwnSeconds` is timed by its seconds (CPU and wall alike). Each row is
+    printed as it is made."""
+    rows = ["| step | reference CPU s | reference wall s | native CPU s | native wall s | same answer |",
+            "|---|---:|---:|---:|---:|---|"]
+    for name, fn in steps:
+        (ref_cpu, ref_wall, ref_out), (cpu, wall, out) = (_timed_under(engine, fn, repeats)
+                                                          for engine in ("python", "native"))
+        same = ref_out == out
+        rows.append(f"| {name} | {ref_cpu:.{digits}f} | {ref_wall:.{digits}f} | {cpu:.{digits}f} | "
+                    f"{wall:.{digits}f} | {'yes' if same else 'NO'} |")
+        print(rows[-1], flush=True)
+    return "\n".join(rows) + "\n"
+
+
+def _timed_under(engine: str, fn, repeats: int) -> tuple[float, float, object]:
+    """Median CPU and wall seconds of ``repeats`` calls of ``fn`` under ``engine``, and the last call's answer."""
+    os.environ["MALLOCGAME_ENGINE"] = engine
+    cpus, walls, out = [], [], None
+    for _ in range(repeats):
+        cpu, wall = time.process_time(), time.monotonic()
+        out = fn()
+        cpus.append(time.process_time() - cpu)
+        walls.append(time.monotonic() - wall)
+        if isinstance(out, OwnSeconds):
+            cpus[-1] = walls[-1] = out.seconds
+            out = out.answer
+    return statistics.median(cpus), statistics.median(walls), out
+
+
+# --------------------------------------------------------------------------- two builds side by side (--trees)
+
+def add_tree_arguments(ap, out: str) -> None:
+    """``--trees``, ``--rounds`` and ``--out`` (default ``out``) of a probe that compares builds (:func:`run_in_trees`)."""
+    ap.add_argument("--trees", nargs="*", default=[], help="project trees to compare (each run on its own path)")
+    ap.add_argument("--rounds", type=int, default=2, help="with --trees: rounds of one run per tree")
+    ap.add_argument("--out", default=out, help="with --trees: the results file")
+
+
+def run_in_trees(show: Transcript, script: str | os.PathLike, args: list[str], trees: list[str],
+                 rounds: int) -> list[tuple[str, str]]:
+    """Run ``python SCRIPT ARGS`` once per tree of ``trees`` in turn, for ``rounds`` rounds, each with
+    ``PYTHONPATH`` at that tree (its own compiled module; ``MALLOCGAME_ENGINE`` unset: the native engine), so that
+    two builds are compared under the same load. Each run's output is shown as a fenced block headed
+    "Round R, TREE:"; returns ``(tree, output)`` of every run in order. Exits with one line when a run fails."""
+    outputs = []
+    for r in range(rounds):
+        for tree in trees:
+            env = dict(os.environ, PYTHONPATH=os.path.abspath(tree))
+            env.pop("MALLOCGAME_ENGINE", None)
+            run = subprocess.run([sys.executable, str(script), *map(str, args)], env=env, capture_output=True,
+                                 text=True, check=False)
+            if run.returncode != 0:
+                raise SystemExit(f"{tree}: the probe failed (exit {run.returncode}): {run.stderr.strip()[-400:]}")
+            show()
+            show(f"Round {r + 1}, {tree}:")
+            show()
+            show("```")
+            for line in run.stdout.strip().splitlines():
+                show(line)
+            show("```")
+            outputs.append((tree, run.stdout))
+    return outputs
+
+
+# --------------------------------------------------------------------------- tuning runs (tune_*.py)
+
+def read_runs(path: str | os.PathLike, setting: str) -> dict[tuple[str, str], dict[str, str]]:
+    """The rows of a tuning script's runs CSV by ``(problem, row[setting])``; empty when there is no such file."""
+    if not Path(path).exists():
+        return {}
+    with open(path, newline="") as fh:
+        return {(r["problem"], r[setting]): r for r in csv.DictReader(fh)}
+
+
+def run_rotated(csv_path: str | os.PathLike, fields: list[str], done: dict, labels: list[str], settings: list[str],
+                run, *, after_problem=None) -> None:
+    """Every setting of ``settings`` on every problem of ``labels``; on problem ``i`` in their order rotated by
+    ``i``, so that none always runs first or last on a loaded machine. ``run(i, setting)`` makes the row of one run
+    (a dict of ``fields``, its ``problem`` the label); each row is appended to ``csv_path`` as it ends (headed by
+    ``fields`` in a new file) and kept in ``done`` (:func:`read_runs`'s form), and a run already in ``done`` is
+    skipped: a rerun resumes. ``after_problem(i)`` is called when problem ``i``'s runs are all done."""
+    new = not Path(csv_path).exists()
+    with open(csv_path, "a", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=fields)
+        if new:
+            writer.writeheader()
+        for i, label in enumerate(labels):
+            turn = i % len(settings)
+            for setting in settings[turn:] + settings[:turn]:
+                if (label, setting) in done:
+                    continue
+                row = run(i, setting)
+                writer.writerow(row)
+                fh.flush()
+                done[(label, setting)] = {k: str(v) for k, v in row.items()}
+            if after_problem is not None:
+                after_problem(i)
+
+
+@dataclass
+class Tally:
+    """Wins, ties and losses of values against a baseline's, in all and by family (``[wins, losses]``)."""
+
+    wins: int = 0
+    ties: int = 0
+    losses: int = 0
+    by_family: dict[str, list[int]] = field(default_factory=dict)
+
+    def behind(self) -> dict[str, tuple[int, int]]:
+        """The families with more losses than wins: ``{family: (wins, losses)}``."""
+        return {f: (w, lo) for f, (w, lo) in self.by_family.items() if lo > w}
+
+
+def tally(mode: str, pairs) -> Tally:
+    """:class:`Tally` of ``(family, value, baseline's value)`` triples in ``mode`` (a win: better by more than
+    :data:`mallocgame.problem.objective.TOLERANCE`, :func:`mallocgame.problem.objective.better`; the rest ties). The
+    sign test of a tally is ``level_muzero_mcts.sign_test(wins, losses)`` (ties dropped)."""
+    from mallocgame.problem.objective import better
+
+    t = Tally()
+    for family, value, base in pairs:
+        count = t.by_family.setdefault(family, [0, 0])
+        if better(mode, value, base):
+            t.wins += 1
+            count[0] += 1
+        elif better(mode, base, value):
+            t.losses += 1
+            count[1] += 1
+        else:
+            t.ties += 1
+    return t

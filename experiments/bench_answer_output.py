@@ -22,22 +22,14 @@ Each row says whether both gave the same answer (verdict, report fields, text by
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from pathlib import Path
 
 
-def _timed(engine: str, fn):
-    os.environ["MALLOCGAME_ENGINE"] = engine
-    cpu, wall = time.process_time(), time.monotonic()
-    out = fn()
-    return time.process_time() - cpu, time.monotonic() - wall, out
-
-
 def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from _common import write_results
+    from _common import reference_vs_native, write_results
 
     from mallocgame.algorithms.placement import stacked_offsets
     from mallocgame.cli.common import dump_json, offsets_by_id
@@ -68,27 +60,17 @@ def main(argv: list[str] | None = None) -> int:
         r = stopped_at_limit(problem, spec, incumbent, solver_name="best-fit", seconds=6.0, time_limit=5.0)
         return r.valid, r.objective, r.peak, r.placed, r.offsets
 
-    rows = []
-    for name, reference, native in (
-            ("validate + score", report, report),
-            ("validate a clash", lambda: validate(problem, clash), lambda: validate(problem, clash)),
-            ("report offsets by id",
-             lambda: dump_json({"offsets": offsets_by_id(problem, tuple(incumbent.offsets.tolist()))}),
-             lambda: dump_json({"offsets": offsets_by_id(problem, tuple(incumbent.offsets.tolist()))})),
-            ("solution CSV", lambda: problem_csv_text(problem, tuple(incumbent.offsets.tolist())),
-             lambda: problem_csv_text(problem, tuple(incumbent.offsets.tolist())))):
-        ref_cpu, ref_wall, ref_out = _timed("python", reference)
-        cpu, wall, out = _timed("native", native)
-        same = ref_out == out
-        rows.append(f"| {name} | {ref_cpu:.2f} | {ref_wall:.2f} | {cpu:.2f} | {wall:.2f} | {'yes' if same else 'NO'} |")
-        print(rows[-1], flush=True)
+    table = reference_vs_native((
+        ("validate + score", report),
+        ("validate a clash", lambda: validate(problem, clash)),
+        ("report offsets by id",
+         lambda: dump_json({"offsets": offsets_by_id(problem, tuple(incumbent.offsets.tolist()))})),
+        ("solution CSV", lambda: problem_csv_text(problem, tuple(incumbent.offsets.tolist())))))
     lines = ["# A 2M-buffer pack answer: validated, scored and written, reference vs native", "",
              f"Workload `{Path(args.workload).name}`: {problem.n} buffers, read and prepared in {load:.1f} s; the answer: "
              "every buffer stacked (what a big input's child sends first). Seconds of one run each, CPU and wall, "
-             "on a machine shared with other jobs (run under nice).", "",
-             "| step | reference CPU s | reference wall s | native CPU s | native wall s | same answer |",
-             "|---|---:|---:|---:|---:|---|", *rows]
-    write_results(args.out, "\n".join(lines) + "\n", argv=argv)
+             "on a machine shared with other jobs (run under nice).", "", table]
+    write_results(args.out, "\n".join(lines), argv=argv)
     return 0
 
 

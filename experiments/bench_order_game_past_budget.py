@@ -33,11 +33,10 @@ import argparse
 import os
 import re
 import resource
-import subprocess
 import sys
 import time
 
-from _common import Transcript, write_results
+from _common import Transcript, add_tree_arguments, run_in_trees, write_results
 
 from mallocgame.problem.intervals import count_overlapping_pairs
 from mallocgame.search.game import GameConfig
@@ -116,27 +115,14 @@ def compare(args) -> None:
     show()
     show(f"Trees: {', '.join(args.trees)}; one run per tree in turn, {args.rounds} rounds; native engine, CPU seconds "
          f"(mcts: {args.mcts_seconds:g} s wall each, its deadline).")
-    values: dict[str, set[str]] = {}
-    for r in range(args.rounds):
-        for tree in args.trees:
-            env = dict(os.environ, PYTHONPATH=os.path.abspath(tree))
-            env.pop("MALLOCGAME_ENGINE", None)
-            cmd = [sys.executable, __file__, "--recipes", *map(str, args.recipes), "--repeat", str(args.repeat),
+    args_of_run = ["--recipes", *map(str, args.recipes), "--repeat", str(args.repeat),
                    "--mcts-seconds", str(args.mcts_seconds)]
-            for n in args.intervals:
-                cmd += ["--intervals", str(n)]
-            run = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
-            if run.returncode != 0:
-                raise SystemExit(f"{tree}: the probe failed (exit {run.returncode}): {run.stderr.strip()[-400:]}")
-            show()
-            show(f"Round {r + 1}, {tree}:")
-            show()
-            show("```")
-            for line in run.stdout.strip().splitlines():
-                show(line)
-                for key, value in re.findall(r"(\[[\w-]+\]).*?rollout .*?value (\S+),", line):
-                    values.setdefault(key, set()).add(value)
-            show("```")
+    for n in args.intervals:
+        args_of_run += ["--intervals", str(n)]
+    values: dict[str, set[str]] = {}
+    for _, output in run_in_trees(show, __file__, args_of_run, args.trees, args.rounds):
+        for key, value in re.findall(r"(\[[\w-]+\]).*?rollout .*?value (\S+),", output):
+            values.setdefault(key, set()).add(value)
     differ = {k: v for k, v in values.items() if len(v) > 1}
     show()
     show("The rollout values agree across the trees." if not differ else f"The rollout values DIFFER: {differ}")
@@ -153,9 +139,7 @@ def main() -> None:
     ap.add_argument("--mcts-seconds", type=float, default=10.0, help="mcts in-process per program (0: skip)")
     ap.add_argument("--intervals", type=int, action="append", default=[],
                     help="also random_intervals(N) in map mode: setup, rollout, peak memory (repeatable)")
-    ap.add_argument("--trees", nargs="*", default=[], help="project trees to compare (each run on its own path)")
-    ap.add_argument("--rounds", type=int, default=2, help="with --trees: rounds of one run per tree")
-    ap.add_argument("--out", default="order_game_past_budget.md", help="with --trees: the results file")
+    add_tree_arguments(ap, out="order_game_past_budget.md")
     args = ap.parse_args()
     if args.trees:
         compare(args)

@@ -4,12 +4,12 @@ On a workload read and prepared as ``solve --mode prefetch`` does, with msa's an
 each row times one step of the path from the solver's answer to the files, twice, the Python reference
 (``MALLOCGAME_ENGINE=python``) and the native engine, one after the other, so a busy machine slows both alike; CPU
 seconds (``time.process_time``) beside wall seconds, the median of ``--repeats`` runs. Every run gets a fresh tuple of
-the same intervals (the validator reads a tuple's columns once and keeps them):
+the same intervals (read anew, as a new answer is):
 
 * ``judge``: ``mallocgame.engine.report.judge`` (``copies=False``, as a report scores: validated, placed buffers and
   peak counted, its time from the prefetch evaluator);
 * ``report pickled``: ``pickle.dumps`` of the child's report (made by ``score``; its intervals go as columns; the
-  seconds of the last run alone);
+  seconds of the dumps alone);
 * ``report unpickled``: ``pickle.loads`` of it in the parent (the intervals made again);
 * ``report JSON``: the document ``solve --report`` writes (``mallocgame.cli.solve._report_json`` and ``dump_json``);
 * ``intervals CSV``: ``mallocgame.formats.io.intervals_csv_text`` (``-o``), the Python rows against the compiled rows.
@@ -24,29 +24,15 @@ another checkout (e.g. a copy of main) to time that checkout's code: the script 
 from __future__ import annotations
 
 import argparse
-import os
 import pickle
-import statistics
 import sys
 import time
 from pathlib import Path
 
 
-def _timed(engine: str, fn, repeats: int):
-    """Median CPU and wall seconds of ``repeats`` calls of ``fn`` under ``engine``, and the last call's answer."""
-    os.environ["MALLOCGAME_ENGINE"] = engine
-    cpus, walls = [], []
-    for _ in range(repeats):
-        cpu, wall = time.process_time(), time.monotonic()
-        out = fn()
-        cpus.append(time.process_time() - cpu)
-        walls.append(time.monotonic() - wall)
-    return statistics.median(cpus), statistics.median(walls), out
-
-
 def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from _common import write_results
+    from _common import OwnSeconds, reference_vs_native, write_results
 
     import mallocgame
     from mallocgame.cli.common import dump_json
@@ -88,32 +74,22 @@ def main(argv: list[str] | None = None) -> int:
         report = scored()  # untimed part: its intervals' columns are read by the judge, as in a child
         t = time.monotonic()
         data = pickle.dumps(report, protocol=pickle.HIGHEST_PROTOCOL)
-        return data, time.monotonic() - t
+        return OwnSeconds(data, time.monotonic() - t)  # the dumps alone (its CPU is the wall's here)
 
     report = scored()
     data = pickle.dumps(report, protocol=pickle.HIGHEST_PROTOCOL)
     unstamped = {"timestamp": ""}  # the document's time: the same text in both engines
-    rows = []
-    for name, step in (("judge", judged),
-                       ("report pickled (child)", pickled),
-                       ("report unpickled (parent)", lambda: pickle.loads(data)),
-                       ("report JSON", lambda: dump_json(_report_json(report, problem, spec, False) | unstamped)),
-                       ("intervals CSV", lambda: intervals_csv_text(problem, fresh()))):
-        ref_cpu, ref_wall, ref_out = _timed("python", step, args.repeats)
-        cpu, wall, out = _timed("native", step, args.repeats)
-        if step is pickled:  # the dumps alone: wall seconds of the last run (its CPU is the wall's here)
-            (ref_out, ref_wall), (out, wall) = ref_out, out
-            ref_cpu, cpu = ref_wall, wall
-        same = ref_out == out
-        rows.append(f"| {name} | {ref_cpu:.3f} | {ref_wall:.3f} | {cpu:.3f} | {wall:.3f} | {'yes' if same else 'NO'} |")
-        print(rows[-1], flush=True)
+    table = reference_vs_native((
+        ("judge", judged),
+        ("report pickled (child)", pickled),
+        ("report unpickled (parent)", lambda: pickle.loads(data)),
+        ("report JSON", lambda: dump_json(_report_json(report, problem, spec, False) | unstamped)),
+        ("intervals CSV", lambda: intervals_csv_text(problem, fresh()))), repeats=args.repeats, digits=3)
     lines = ["# A 200k-buffer prefetch answer: judged, carried to the parent and written, reference vs native", "",
              f"Workload `{Path(args.workload).name}`: {problem.n} buffers, read and prepared in {load:.1f} s; the answer: "
              f"msa's, {len(answer)} intervals ({solved:.1f} s). Code: `{Path(mallocgame.__file__).parent}`. Median seconds of "
-             f"{args.repeats} runs each, CPU and wall, on a machine shared with other jobs (run under nice).", "",
-             "| step | reference CPU s | reference wall s | native CPU s | native wall s | same answer |",
-             "|---|---:|---:|---:|---:|---|", *rows]
-    write_results(args.out, "\n".join(lines) + "\n", argv=argv)
+             f"{args.repeats} runs each, CPU and wall, on a machine shared with other jobs (run under nice).", "", table]
+    write_results(args.out, "\n".join(lines), argv=argv)
     return 0
 
 

@@ -16,12 +16,9 @@ Usage: nice python experiments/probe_prefetch_rollout.py [--programs a,b] [--rep
 from __future__ import annotations
 
 import argparse
-import os
-import subprocess
-import sys
 import time
 
-from _common import Transcript, write_results
+from _common import Transcript, add_tree_arguments, run_in_trees, write_results
 
 from mallocgame.hardware.spec import PRESETS
 from mallocgame.inputs.load import prepare
@@ -62,9 +59,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--programs", default=DEFAULT_PROGRAMS, help="xla-suite programs, comma-separated")
     ap.add_argument("--repeat", type=int, default=5, help="greedy episodes per program")
-    ap.add_argument("--trees", nargs="*", default=[], help="project trees to compare (each run on its own path)")
-    ap.add_argument("--rounds", type=int, default=2, help="with --trees: rounds of one run per tree")
-    ap.add_argument("--out", default="prefetch_rollout_before_after.md", help="with --trees: the results file")
+    add_tree_arguments(ap, out="prefetch_rollout_before_after.md")
     args = ap.parse_args()
     if args.trees:
         compare(args)
@@ -91,20 +86,7 @@ def compare(args) -> None:
     show("# The prefetch game's native greedy episode and clone: builds side by side")
     show()
     show(f"Trees: {', '.join(args.trees)}; one run per tree in turn, {args.rounds} rounds; CPU seconds, native engine.")
-    for r in range(args.rounds):
-        for tree in args.trees:
-            env = dict(os.environ, PYTHONPATH=os.path.abspath(tree))
-            run = subprocess.run([sys.executable, __file__, "--programs", args.programs, "--repeat", str(args.repeat)],
-                                 env=env, capture_output=True, text=True, check=False)
-            if run.returncode != 0:
-                raise SystemExit(f"{tree}: the probe failed (exit {run.returncode}): {run.stderr.strip()[-400:]}")
-            show()
-            show(f"Round {r + 1}, {tree}:")
-            show()
-            show("```")
-            for line in run.stdout.strip().splitlines():
-                show(line)
-            show("```")
+    run_in_trees(show, __file__, ["--programs", args.programs, "--repeat", str(args.repeat)], args.trees, args.rounds)
     write_results(args.out, show.text)
 
 

@@ -36,18 +36,16 @@ loaded machine that a difference between candidates must stand out from.
 from __future__ import annotations
 
 import argparse
-import csv
 import statistics
 import time
 from pathlib import Path
 
-from _common import Transcript, fenced, results_path, write_results
+from _common import Transcript, fenced, read_runs, results_path, run_rotated, tally, write_results
 from heldout import Held, in_prefetch_mode
 from heldout_muzero_mcts import own_copy
 from level_muzero_mcts import sign_test, tuning, tuning_real
 
 from mallocgame.engine.runner import run_solver
-from mallocgame.problem.objective import better
 from mallocgame.search.muzero.problems import build, named_curriculum, tuning_recipes
 
 SETS = ("tuning", "tuning-real", "real")
@@ -112,70 +110,57 @@ def main() -> None:
     if args.against not in options:
         raise SystemExit(f"--against: {args.against!r} is not among the candidates")
     csv_path = Path(args.csv) if args.csv else results_path(Path(args.out).with_suffix(".csv"))
-    done = read_runs(csv_path) if csv_path.exists() else {}
+    done = read_runs(csv_path, "candidate")
     show = Transcript()
     show(f"mcts, prefetch mode, {args.seconds:g} s per run, {args.simulations} simulations per move at most, "
          f"seed {args.seed}; sets {', '.join(sets)} (real: "
          f"tuning_recipes count {args.real_count}, <= {args.max_n} buffers); candidates {', '.join(names)}; "
          f"resumed {len(done)} runs")
     insts = problems(sets, args.real_count, args.max_n)
-    new = not csv_path.exists()
-    with open(csv_path, "a", newline="") as fh:
-        out = csv.writer(fh)
-        if new:
-            out.writerow(FIELDS)
-        for i, (which, family, label, problem, hw) in enumerate(insts):
-            turn = names[i % len(names):] + names[:i % len(names)]  # the order rotates from problem to problem
-            for name in turn:
-                if (label, name) in done:
-                    continue
-                copy = own_copy(problem, hw)
-                cpu = time.process_time()
-                rep = run_solver("mcts", copy, hw, time_limit=args.seconds, seed=args.seed,
-                                 options={**options[name], "simulations": args.simulations})
-                cpu = time.process_time() - cpu
-                if not rep.valid:
-                    raise SystemExit(f"{name} on {label}: invalid answer: {rep.violation}")
-                row = {"set": which, "family": family, "problem": label, "n": problem.n, "candidate": name,
-                       "value": repr(float(rep.objective)), "simulations": rep.stats.get("simulations", 0),
-                       "seconds": round(rep.seconds, 3), "cpu_seconds": round(cpu, 3),
-                       "answer_from": rep.stats.get("answer_from", ""), "leaf_played": rep.stats.get("leaf_played", "")}
-                out.writerow([row[f] for f in FIELDS])
-                fh.flush()
-                done[(label, name)] = {k: str(v) for k, v in row.items()}
-            show(f"{label} ({problem.n} buffers): " + ", ".join(
-                f"{name} {float(done[(label, name)]['value']):.6g} ({done[(label, name)]['simulations']} sims)"
-                for name in names))
+
+    def run(i: int, name: str) -> dict:
+        which, family, label, problem, hw = insts[i]
+        copy = own_copy(problem, hw)
+        cpu = time.process_time()
+        rep = run_solver("mcts", copy, hw, time_limit=args.seconds, seed=args.seed,
+                         options={**options[name], "simulations": args.simulations})
+        cpu = time.process_time() - cpu
+        if not rep.valid:
+            raise SystemExit(f"{name} on {label}: invalid answer: {rep.violation}")
+        return {"set": which, "family": family, "problem": label, "n": problem.n, "candidate": name,
+                "value": repr(float(rep.objective)), "simulations": rep.stats.get("simulations", 0),
+                "seconds": round(rep.seconds, 3), "cpu_seconds": round(cpu, 3),
+                "answer_from": rep.stats.get("answer_from", ""), "leaf_played": rep.stats.get("leaf_played", "")}
+
+    def shown(i: int) -> None:
+        _, _, label, problem, _ = insts[i]
+        show(f"{label} ({problem.n} buffers): " + ", ".join(
+            f"{name} {float(done[(label, name)]['value']):.6g} ({done[(label, name)]['simulations']} sims)"
+            for name in names))
+
+    run_rotated(csv_path, FIELDS, done, [label for _, _, label, _, _ in insts], names, run, after_problem=shown)
     show()
     show(summary(insts, names, args.against, done))
     if args.repeat_of:
+        if not Path(args.repeat_of).exists():
+            raise SystemExit(f"--repeat-of: no such file {args.repeat_of}")
         show()
         show(f"This run against the same candidate in {Path(args.repeat_of).name} (W/T/L of this run, sign test p):")
-        show(repeat_summary(insts, names, done, read_runs(Path(args.repeat_of))))
+        show(repeat_summary(insts, names, done, read_runs(args.repeat_of, "candidate")))
     write_results(args.out, (
         "# mcts's rollout depth in prefetch mode, on the tuning problems\n\n"
         "Made by `experiments/tune_mcts_rollout_depth.py` (its docstring says what is compared). "
         f"Every run is in `{csv_path.name}`. Output as printed:\n\n" + fenced(show.text)))
 
 
-def read_runs(path: Path) -> dict[tuple[str, str], dict]:
-    """The runs of a CSV this script wrote, by ``(problem, candidate)``."""
-    with open(path) as fh:
-        return {(r["problem"], r["candidate"]): r for r in csv.DictReader(fh)}
-
-
 def repeat_summary(insts: list, names: list[str], done: dict, first: dict) -> str:
     """Each candidate of this run against itself in the ``first`` run, on the problems both ran."""
     lines = []
     for name in names:
-        w = t = lo = 0
-        for _, _, label, _, _ in insts:
-            if (label, name) not in done or (label, name) not in first:
-                continue
-            va, vb = float(done[(label, name)]["value"]), float(first[(label, name)]["value"])
-            w, t, lo = (w + 1, t, lo) if better("prefetch", va, vb) else (w, t, lo + 1) if better(
-                "prefetch", vb, va) else (w, t + 1, lo)
-        lines.append(f"- {name}: {w}/{t}/{lo}, p = {sign_test(w, lo):.3g}" if w + t + lo else f"- {name}: no runs")
+        t = tally("prefetch", (("", float(done[(label, name)]["value"]), float(first[(label, name)]["value"]))
+                               for _, _, label, _, _ in insts if (label, name) in done and (label, name) in first))
+        lines.append(f"- {name}: {t.wins}/{t.ties}/{t.losses}, p = {sign_test(t.wins, t.losses):.3g}"
+                     if t.wins + t.ties + t.losses else f"- {name}: no runs")
     return "\n".join(lines)
 
 
@@ -189,21 +174,12 @@ def summary(insts: list, names: list[str], against: str, done: dict) -> str:
         if any((label, name) not in done or (label, against) not in done for _, label in labels):
             lines.append(f"| {name} | incomplete | | | | | | |")
             continue
-        w = t = lo = 0
-        by_family: dict[str, list[int]] = {}
+        t = tally("prefetch", ((family, float(done[(label, name)]["value"]), float(done[(label, against)]["value"]))
+                               for family, label in labels))
         ratios, wall, cpu, played = [], [], [], {}
-        for family, label in labels:
+        for _, label in labels:
             a, b = done[(label, name)], done[(label, against)]
             va, vb = float(a["value"]), float(b["value"])
-            tally = by_family.setdefault(family, [0, 0])
-            if better("prefetch", va, vb):
-                w += 1
-                tally[0] += 1
-            elif better("prefetch", vb, va):
-                lo += 1
-                tally[1] += 1
-            else:
-                t += 1
             if vb > 0:
                 ratios.append(va / vb)
             sims = int(a["simulations"])
@@ -211,8 +187,9 @@ def summary(insts: list, names: list[str], against: str, done: dict) -> str:
             cpu.append(sims / max(float(a["cpu_seconds"]), 1e-9))
             if a["leaf_played"]:
                 played[a["leaf_played"]] = played.get(a["leaf_played"], 0) + 1
-        behind = [f"{f} ({x}/{y})" for f, (x, y) in by_family.items() if y > x]
-        lines.append(f"| {name} | {w}/{t}/{lo} | {sign_test(w, lo):.3g} | {', '.join(behind) or 'none'} | "
+        behind = [f"{f} ({x}/{y})" for f, (x, y) in t.behind().items()]
+        lines.append(f"| {name} | {t.wins}/{t.ties}/{t.losses} | {sign_test(t.wins, t.losses):.3g} | "
+                     f"{', '.join(behind) or 'none'} | "
                      f"{statistics.mean(ratios) if ratios else float('nan'):.5f} | "
                      f"{statistics.mean(wall):,.1f}, {statistics.median(wall):,.1f} | "
                      f"{statistics.mean(cpu):,.1f}, {statistics.median(cpu):,.1f} | "

@@ -22,16 +22,14 @@ sign test p (ties dropped), the families with more losses than wins, and on how 
 from __future__ import annotations
 
 import argparse
-import csv
 import statistics
 from pathlib import Path
 
-from _common import Transcript, fenced, results_path, write_results
+from _common import Transcript, fenced, read_runs, results_path, run_rotated, tally, write_results
 from heldout_muzero_mcts import budget_of, own_copy
 from level_muzero_mcts import sign_test
 
 from mallocgame.engine.runner import problem_bound, run_solver
-from mallocgame.problem.objective import better
 from mallocgame.search.muzero.problems import build, named_curriculum, tuning_recipes
 
 FIELDS = ["family", "problem", "n", "setting", "value", "bound", "gap", "simulations", "searched_moves",
@@ -74,62 +72,47 @@ def main() -> None:
     csv_path = Path(args.csv) if args.csv else results_path(Path(out_name).with_suffix(".csv"))
     sims, limit = budget_of(f"t{args.seconds:g}", args.seconds)
     chosen = settings(focus)
-    done: dict[tuple[str, str], dict] = {}
-    if csv_path.exists():
-        with open(csv_path) as fh:
-            done = {(r["problem"], r["setting"]): r for r in csv.DictReader(fh)}
+    done = read_runs(csv_path, "setting")
     show = Transcript()
     show(f"real-size tuning recipes (count {args.count}, n >= {args.min_n}); map mode; {limit:g} s per run, no cap on "
          f"simulations; seed {args.seed}; settings {', '.join(s[0] for s in chosen)}; resumed {len(done)} runs")
     insts = problems(args.count, args.min_n)
-    new = not csv_path.exists()
-    with open(csv_path, "a", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=FIELDS)
-        if new:
-            writer.writeheader()
-        for i, (family, label, problem, hw) in enumerate(insts):
-            bound = problem_bound(problem, hw)
-            for name, solver, opts in chosen[i % len(chosen):] + chosen[:i % len(chosen)]:
-                if (label, name) in done:
-                    continue
-                rep = run_solver(solver, own_copy(problem, hw), hw, time_limit=limit, seed=args.seed,
-                                 options={**opts, "simulations": sims}, bound=bound)
-                if not rep.valid:
-                    raise SystemExit(f"{name} on {label}: invalid answer: {rep.violation}")
-                row = {"family": family, "problem": label, "n": problem.n, "setting": name, "value": rep.objective,
-                       "bound": bound.value, "gap": rep.gap, "simulations": rep.stats.get("simulations", 0),
-                       "searched_moves": rep.stats.get("searched_moves", ""),
-                       "focused_moves": rep.stats.get("focused_moves", ""), "seconds": round(rep.seconds, 2),
-                       "prior": rep.stats.get("prior", ""), "answer_from": rep.stats.get("answer_from", "")}
-                writer.writerow(row)
-                fh.flush()
-                done[(label, name)] = {k: str(v) for k, v in row.items()}
-            cells = [f"{name} {float(done[(label, name)]['gap']):.3%} ({done[(label, name)]['simulations']} sim, "
-                     f"{done[(label, name)]['searched_moves']} searched)" for name, _, _ in chosen]
-            show(f"{label:34s} {problem.n:6d}  " + "  ".join(cells))
-    show()
+
+    def run(i: int, name: str) -> dict:
+        family, label, problem, hw = insts[i]
+        solver, opts = by_name[name]
+        if i not in bounds:
+            bounds[i] = problem_bound(problem, hw)
+        rep = run_solver(solver, own_copy(problem, hw), hw, time_limit=limit, seed=args.seed,
+                         options={**opts, "simulations": sims}, bound=bounds[i])
+        if not rep.valid:
+            raise SystemExit(f"{name} on {label}: invalid answer: {rep.violation}")
+        return {"family": family, "problem": label, "n": problem.n, "setting": name, "value": rep.objective,
+                "bound": bounds[i].value, "gap": rep.gap, "simulations": rep.stats.get("simulations", 0),
+                "searched_moves": rep.stats.get("searched_moves", ""),
+                "focused_moves": rep.stats.get("focused_moves", ""), "seconds": round(rep.seconds, 2),
+                "prior": rep.stats.get("prior", ""), "answer_from": rep.stats.get("answer_from", "")}
+
+    def shown(i: int) -> None:
+        _, label, problem, _ = insts[i]
+        cells = [f"{name} {float(done[(label, name)]['gap']):.3%} ({done[(label, name)]['simulations']} sim, "
+                 f"{done[(label, name)]['searched_moves']} searched)" for name, _, _ in chosen]
+        show(f"{label:34s} {problem.n:6d}  " + "  ".join(cells))
+
+    by_name = {name: (solver, opts) for name, solver, opts in chosen}
+    bounds = {}
     labels = [lb for _, lb, _, _ in insts]
+    run_rotated(csv_path, FIELDS, done, labels, [name for name, _, _ in chosen], run, after_problem=shown)
+    show()
     show("| setting | mean gap | vs mcts W/T/L | p | families behind | network played |")
     show("|---|---|---|---|---|---|")
     for name, _, _ in chosen:
         rows = [done[(lb, name)] for lb in labels]
-        w = t = lo = 0
-        per_family: dict[str, list[int]] = {}
-        for r in rows:
-            base = done[(r["problem"], "mcts")]
-            fam = per_family.setdefault(r["family"], [0, 0])
-            if better("map", float(r["value"]), float(base["value"])):
-                w += 1
-                fam[0] += 1
-            elif better("map", float(base["value"]), float(r["value"])):
-                lo += 1
-                fam[1] += 1
-            else:
-                t += 1
-        behind = ", ".join(f for f, (fw, fl) in sorted(per_family.items()) if fl > fw) or "none"
+        t = tally("map", ((r["family"], float(r["value"]), float(done[(r["problem"], "mcts")]["value"])) for r in rows))
+        behind = ", ".join(sorted(t.behind())) or "none"
         network = sum(r["prior"] == "network" for r in rows)
-        show(f"| {name} | {statistics.mean(float(r['gap']) for r in rows):.3%} | {w}/{t}/{lo} | "
-             f"{sign_test(w, lo):.3g} | {behind} | {network}/{len(rows)} |")
+        show(f"| {name} | {statistics.mean(float(r['gap']) for r in rows):.3%} | {t.wins}/{t.ties}/{t.losses} | "
+             f"{sign_test(t.wins, t.losses):.3g} | {behind} | {network}/{len(rows)} |")
     write_results(out_name, (
         f"# muzero's focus at equal wall time ({limit:g} s) on real-size tuning problems\n\n"
         "Made by `experiments/tune_muzero_focus.py` (its docstring says what is compared). "

@@ -221,7 +221,7 @@ class PrefetchEvaluator:
 
 def span_columns(intervals: Sequence[FastInterval]) -> np.ndarray:
     """int64 ``[len(intervals), 5]``: each interval's buffer, start, end, whether it has a copy, and its copy start
-    (0 without one), from :func:`mallocgame.hardware.validator.interval_columns` (read once per tuple of intervals);
+    (0 without one), from :func:`mallocgame.hardware.validator.interval_columns` (read once per AnswerTuple);
     ``ValueError`` when a field is not an integer of 64 bits."""
     cols = interval_columns(intervals)
     if cols is None:

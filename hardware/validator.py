@@ -16,8 +16,6 @@ Examples:
 from __future__ import annotations
 
 import bisect
-import gc
-import sys
 from operator import attrgetter
 from typing import Sequence
 
@@ -258,7 +256,7 @@ def _overlap_message(problem: Problem, i: int, j: int, offsets: Sequence[int | N
 
 def peak(problem: Problem, offsets: Sequence[int | None]) -> int:
     """Highest address used: max of ``offset + size`` over placed buffers (0 if none)."""
-    if engine() == "native" and type(offsets) in (list, tuple):
+    if engine() == "native" and isinstance(offsets, (list, tuple)):
         cols = _sweepable_columns(problem, offsets)
         if cols is not None:
             off, placed = cols
@@ -269,7 +267,7 @@ def peak(problem: Problem, offsets: Sequence[int | None]) -> int:
 
 def count_placed(offsets: Sequence[int | None]) -> int:
     """How many entries of ``offsets`` are not ``None`` (placed in fast memory)."""
-    if engine() == "native" and type(offsets) in (list, tuple):
+    if engine() == "native" and isinstance(offsets, (list, tuple)):
         cols = offset_columns(offsets)
         if cols is not None:
             return int(cols[1].sum())
@@ -333,12 +331,39 @@ def validate_intervals(problem: Problem, intervals: Sequence, *, capacity: int |
     return first_overlap(shadow, [iv.offset for iv, _ in rects])
 
 
+class AnswerTuple(tuple):
+    """An answer (offsets, or a prefetch answer's FastIntervals) as a tuple that keeps its columns once read
+    (``offset_columns``, ``interval_columns``): the judge hands it to the validator, the evaluator and the report,
+    and each reads the columns of the first reading instead of the answer again. A tuple does not change, so its
+    columns stay its own; it pickles as a plain tuple (the columns stay in this process)."""
+
+    columns: dict[str, object]  # "offsets" or "intervals" -> the columns read
+
+    def __new__(cls, answer: Sequence = ()):
+        self = super().__new__(cls, answer)
+        self.columns = {}
+        return self
+
+    def __reduce__(self):
+        return tuple, (tuple(self),)
+
+
+def answer_tuple(answer: Sequence) -> AnswerTuple:
+    """``answer`` as an ``AnswerTuple`` (itself when it is one).
+
+    Examples:
+        >>> answer = answer_tuple([64, None, 0])
+        >>> answer_tuple(answer) is answer, offset_columns(answer) is offset_columns(answer), answer == (64, None, 0)
+        (True, True, True)
+    """
+    return answer if isinstance(answer, AnswerTuple) else AnswerTuple(answer)
+
+
 def interval_columns(intervals: Sequence) -> np.ndarray | None:
     """A prefetch answer's intervals as read-only int64 columns ``[n, 6]``: ``(buffer, offset, start, end,
     has_copy, copy_start or 0)`` (``has_copy``: 1 when ``copy_start`` is not None), or ``None`` when a field is not
-    an integer that fits in 64 bits. The validator and the evaluator read an answer this way. A tuple's columns
-    are kept (its frozen intervals do not change): an answer is validated, then scored (its copies served) from
-    one reading.
+    an integer that fits in 64 bits. The validator and the evaluator read an answer this way; an
+    ``AnswerTuple`` is read once.
 
     Examples:
         >>> from mallocgame.problem.model import FastInterval
@@ -351,8 +376,8 @@ def interval_columns(intervals: Sequence) -> np.ndarray | None:
 def offset_columns(offsets: Sequence[int | None] | np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     """A map or pack answer's offsets as read-only columns ``(offset, placed)``: int64 ``[n]`` (0 where not
     placed) and bool ``[n]`` (``None`` is not placed; in an integer array, a negative entry, as ``validate``
-    reads one), or ``None`` when an entry is not an integer that fits in 64 bits. A tuple's columns are kept, as
-    ``interval_columns`` keeps an answer's intervals.
+    reads one), or ``None`` when an entry is not an integer that fits in 64 bits. An ``AnswerTuple`` is read
+    once, as ``interval_columns`` reads one.
 
     Examples:
         >>> [c.tolist() for c in offset_columns([64, None, 0])]
@@ -361,44 +386,17 @@ def offset_columns(offsets: Sequence[int | None] | np.ndarray) -> tuple[np.ndarr
     return _read_once("offsets", offsets, _read_offset_columns)
 
 
-# what (intervals, offsets) -> the last tuple read and its columns, while something else holds that tuple: a tuple
-# cannot be weakly referenced, so an entry whose tuple only this holds is dropped at the next garbage collection
-# (`_forget_dropped_answers`) or read, with its columns (tens of MB at millions of buffers)
-_LAST_READ: dict[str, tuple] = {}
-
-
-def _answer_refs(entry: tuple) -> int:
-    """References to the tuple of an entry of :data:`_LAST_READ` (this call's own included)."""
-    return sys.getrefcount(entry[0])
-
-
-_ONLY_HERE = _answer_refs((tuple([None]), None))  # ... when the entry is all that holds it
-
-
-def _forget_dropped_answers(*_gc_info) -> None:
-    """Drop every entry of :data:`_LAST_READ` whose tuple nothing else holds (a :data:`gc.callbacks` callback)."""
-    for what, entry in list(_LAST_READ.items()):
-        if _answer_refs(entry) <= _ONLY_HERE and _LAST_READ.get(what) is entry:
-            _LAST_READ.pop(what, None)
-
-
-gc.callbacks.append(_forget_dropped_answers)
-
-
 def _read_once(what: str, answer: Sequence, read):
-    """``read(answer)``, made read-only; for a tuple, the columns of the last tuple of ``what`` read if it is the
-    same object (kept while that tuple is held elsewhere: :data:`_LAST_READ`)."""
-    keep = type(answer) is tuple
-    if keep:
-        last = _LAST_READ.get(what)
-        if last is not None and last[0] is answer:
-            return last[1]
-    _forget_dropped_answers()
+    """``read(answer)``, made read-only; for an ``AnswerTuple``, the columns of ``what`` it keeps, read the first
+    time."""
+    kept = answer.columns if isinstance(answer, AnswerTuple) else None
+    if kept is not None and what in kept:
+        return kept[what]
     cols = read(answer)
     for col in (() if cols is None else cols if isinstance(cols, tuple) else (cols,)):
         col.setflags(write=False)
-    if keep:
-        _LAST_READ[what] = (answer, cols)
+    if kept is not None:
+        kept[what] = cols
     return cols
 
 

@@ -68,9 +68,10 @@ backed up as an unbatched leaf's is. A descent that ends the episode is backed u
 unbatched search, simulation for simulation.
 
 Focus (``MCTSConfig.focus`` = F > 0, with a prior): where the time binds (an equal share of the time left affords
-fewer than ``simulations`` simulations a move at their cost so far), a move whose prior gives the greedy's choice at
-least F is committed to the greedy's choice without a simulation (the prior is asked once at the move, and the
-search reuses it where the move is searched); a prior constant over a move's legal actions (the uniform control)
+fewer than ``simulations`` simulations a move at their cost so far; before the first, at the cost of one rollout from
+the start, measured once), a move whose prior gives the greedy's choice at least F is committed to the greedy's
+choice without a simulation (the prior is asked once at the move, only where the time binds, and the search reuses
+it where the move is searched); a prior constant over a move's legal actions (the uniform control)
 focuses nothing. The time of the moves left is then shared over those the search expects to search, at the rate it
 has searched its moves with a choice so far. Where a rollout to the end costs more than a move's equal share of the
 time (thousands of buffers at a limit of seconds), every move gets one simulation, which the untried-first rule
@@ -316,6 +317,7 @@ class UCTSearch:
         self.leaf_cost = self.rollout_cost = 0.0  # "auto": the measured seconds of a value leaf and of a rollout
         self._batch_seconds, self._batch_simulations = 0.0, 0  # the grouped simulations' cost so far
         self._move_seconds, self._move_simulations = 0.0, 0  # the searched moves' simulations and their cost so far
+        self._rollout_step: float | None = None  # seconds a step of one rollout to the end costs, when measured
 
     def set_reference(self, game: Game) -> None:
         """The reference episode of value leaves: the greedy episode from ``game`` (:func:`greedy_profile`)."""
@@ -399,15 +401,16 @@ class UCTSearch:
         if self.cfg.guided != "puct":
             node.untried = self._untried_by_prior(node, game)
 
-    def _time_binds(self, budget: Budget, moves_left: int, reserve: float, step_time: float) -> bool:
+    def _time_binds(self, budget: Budget, moves_left: int, reserve: float, rollout_step: float) -> bool:
         """Whether the time, not ``cfg.simulations``, limits a move's search (where focus applies, with a prior): an
         equal share of the time left over ``moves_left`` moves affords fewer than ``cfg.simulations`` simulations at
-        their mean cost so far (before any, a rollout's cost: ``step_time`` per step to the end)."""
+        their mean cost so far (before any, a rollout's cost: ``rollout_step`` seconds per step to the end, as
+        :meth:`run` measured one rollout from the start)."""
         if not self.cfg.focus or self.prior is None:
             return False
         share = max(budget.left() - reserve, 0.0) / moves_left
         cost = (self._move_seconds / self._move_simulations if self._move_simulations
-                else step_time * moves_left)
+                else rollout_step * moves_left)
         return share < self.cfg.simulations * cost
 
     def _focused_out(self, root: Node, game: Game) -> bool:
@@ -594,7 +597,8 @@ class UCTSearch:
 
     def _reference_episode(self, game: Game, budget: Budget) -> tuple[Game, float]:
         """The greedy episode from ``game`` (played on a clone, the search's first incumbent and the value
-        leaves' reference) and the seconds a rollout step costs; with ``leaf="auto"`` also the leaf kind."""
+        leaves' reference) and the seconds a rollout step costs; with ``leaf="auto"`` also the leaf kind; with focus
+        and a prior, the seconds a step of one rollout to the end costs, measured."""
         cfg = self.cfg
         probe = game.clone()
         tp = time.monotonic()
@@ -607,10 +611,14 @@ class UCTSearch:
         if cfg.leaf == "auto":
             self.leaf_cost = self.measure_leaf_cost(game)
             if self._batches():  # leaves the network values: a rollout's cost as the search pays it (one native
-                step_time = self._measure_rollout_step(game)  # call, not the probe's step-by-step episode)
+                step_time = self._rollout_step = self._measure_rollout_step(game)  # call, not the probe's steps)
             self.leaf = auto_leaf(cfg, step_time, probe.steps - game.steps, game.decisions_left,
                                   budget.left(), self.leaf_cost)
             self.rollout_cost = step_time * (probe.steps - game.steps) / 2
+        if cfg.focus and self.prior is not None and self._rollout_step is None:
+            # focus's first cost (before any simulation): a rollout as the search plays it, measured once (it costs
+            # less than the probe's episode, played step by step; a probe the deadline cut leaves no time to measure)
+            self._rollout_step = self._measure_rollout_step(game) if probe.done else step_time
         return probe, step_time
 
     def run(self, game: Game, *, budget: Budget, incumbents: list[Episode] = (),
@@ -642,7 +650,8 @@ class UCTSearch:
                 # buffers (an unfinished game loses to the incumbents, which the baselines are among)
                 play_greedy(game, greedy_finish_until(budget))
                 break
-            if len(legal) > 1 and self._time_binds(budget, left, reserve, step_time) and self._focused_out(root, game):
+            if len(legal) > 1 and self._time_binds(budget, left, reserve, self._rollout_step or step_time) \
+                    and self._focused_out(root, game):  # the prior is asked only where the time binds
                 action = root.greedy
                 result.focused_moves += 1
             elif len(legal) > 1:

@@ -277,17 +277,18 @@ def test_mcts_builds_the_mode_baselines_first_until_its_deadline(workload, mode,
     assert seen and seen[0] > budget.part(session_module.BASELINE_SHARE).deadline  # past the half: until the search's end
 
 
-def test_an_answer_is_read_into_columns_once_per_tuple(workload):
-    """Validating, then scoring (serving its copies) read the same tuple: one reading, a second at 200k intervals."""
-    from mallocgame.hardware.validator import interval_columns
+def test_an_answer_is_read_into_columns_once_per_answer_tuple(workload):
+    """Validating, then scoring (serving its copies) read the same answer: one reading, a second at 200k intervals."""
+    from mallocgame.hardware.validator import AnswerTuple, interval_columns
 
-    _, _, answer = _prefetch_answer(workload)
+    _, _, intervals = _prefetch_answer(workload)
+    answer = AnswerTuple(intervals)
     table = interval_columns(answer)
     assert table.shape == (len(answer), 6) and not table.flags.writeable
     assert table.tolist() == [[iv.buffer, iv.offset, iv.start, iv.end, iv.copy_start is not None, iv.copy_start or 0]
                               for iv in answer]
-    assert interval_columns(answer) is table  # the same tuple: read once
-    assert interval_columns(list(answer)) is not table  # a list may change: read again
+    assert interval_columns(answer) is table  # the same answer: read once
+    assert interval_columns(tuple(answer)) is not table  # a plain tuple: read each time (the caller keeps it)
     assert interval_columns(answer[:-1]) is not table and interval_columns(answer[:-1]).shape[0] == len(answer) - 1
 
 

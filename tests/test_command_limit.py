@@ -328,3 +328,71 @@ def test_reschedule_lets_its_child_import_the_solver_as_solve_does(tmp_path, mon
     got = reschedule.reschedule_beside_limit("preloaded-greedy", problem, problem.hardware, time_limit=2.0, seed=0)
     assert "resched_preload_module" not in sys.modules  # the parent imported nothing
     assert got.report.valid and got.report.objective == plain.report.objective and got.order == plain.order
+
+
+def _offer_and_score_slowly(answer, name, problem, hardware, **kwargs):
+    """A child's solve that offers its answer and returns it (``answer``, a map Report), scored in the child as
+    ``run_solver`` scores it, the judge slowed as a big answer's is."""
+    from mallocgame.engine import report as report_module
+    from mallocgame.problem.model import Solution, Status
+    from mallocgame.runtime.incumbents import offer
+
+    judge = report_module.judge
+    report_module.judge = lambda *a, **k: time.sleep(0.5) or judge(*a, **k)  # this child's only
+    offer(value=answer.objective, offsets=np.array([-1 if o is None else o for o in answer.offsets]), problem=problem)
+    solution = Solution(answer.offsets, Status.FEASIBLE, problem.mode, solver=name)
+    return report_module.score(problem, hardware, solution, seconds=0.1, bound=None, solver_name=name)
+
+
+def test_a_child_s_final_answer_is_judged_by_the_child_alone(monkeypatch):
+    """The parent judged a big input's latest answer while the child scored the same answer as its final one (both
+    at once, and the parent's result waited for its own judgement): now only the child judges it."""
+    from mallocgame.engine import report as report_module
+
+    problem = _load("map")
+    answer = runner.run_solver("greedy-xla", problem, problem.hardware, seed=0, time_limit=5.0)
+    assert answer.valid and answer.objective > 0
+    monkeypatch.setattr(solving, "FIRST_ANSWER_BUFFERS", 0)  # a big input: the parent judges answers ahead
+    monkeypatch.setattr(solving, "solve_with_warm_start", lambda *a, **k: _offer_and_score_slowly(answer, *a, **k))
+    judged = []  # the answers this process scores
+    score = report_module.score
+    monkeypatch.setattr(report_module, "score", lambda *a, **k: judged.append(score(*a, **k)) or judged[-1])
+    report = solving.solve_beside_bound("greedy-xla", problem, problem.hardware, time_limit=20.0, seed=0)
+    assert report.valid and "stopped_at_limit" not in report.stats and report.objective == answer.objective
+    assert all(r.objective == 0.0 for r in judged)  # the all-slow first answer may be judged here, the final one not
+
+
+def test_the_parent_judges_ahead_an_answer_only_once_it_settled_and_never_after_the_child_returned():
+    from types import SimpleNamespace
+
+    from mallocgame.runtime.incumbents import Improvement, Incumbent, Received
+
+    problem = _load("map")
+    sent = Received(float("inf"))
+    call = SimpleNamespace(sent=sent, incumbent=None)
+    judge = solving.StopJudge(call, problem, problem.hardware, name="x", time_limit=1.0)
+    judge.ahead = True  # a big input's run
+    assert judge.pending_in() is None  # nothing sent
+    answer = Incumbent(Improvement(0.1, 0.0, "all slow"), offsets=np.full(problem.n, -1, np.int64))
+    sent.take("incumbent", ([answer.improvement], answer))
+    call.incumbent = sent.incumbent
+    assert 0.0 < judge.pending_in() <= solving.JUDGE_SETTLE and not judge.pending()  # just came
+    sent.incumbent_at -= solving.JUDGE_SETTLE
+    assert judge.pending()
+    sent.take("scoring", True)
+    assert judge.pending_in() == solving.JUDGE_POLL  # the child judges an answer itself: look again later
+    sent.take("scoring", False)
+    assert not judge.pending()  # its scoring just ended: the child may be about to return
+    sent.scored_at -= solving.JUDGE_SETTLE
+    assert judge.pending()  # it went on solving
+    judge.judge()
+    assert judge.pending_in() is None and judge.judged[1].valid
+    for seconds in (0.2, 0.3):  # newer answers, one after the other: each just came
+        newer = Incumbent(Improvement(seconds, 0.0, "all slow"), offsets=np.full(problem.n, -1, np.int64))
+        sent.take("incumbent", ([newer.improvement], newer))
+        call.incumbent = sent.incumbent
+        assert not judge.pending()
+        judge.unjudged_since -= solving.JUDGE_WAIT / 2
+    assert judge.pending()  # the first of them has waited JUDGE_WAIT: the latest is judged
+    sent.take("returned", None)
+    assert judge.pending_in() is None  # its report (its final answer, judged there) comes next

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -177,10 +175,10 @@ def test_a_valid_answer_is_validated_from_its_columns(monkeypatch):
     monkeypatch.setenv("MALLOCGAME_ENGINE", "native")
     monkeypatch.setattr(validator_module, "_valid_at_once", reference)
     monkeypatch.setattr(validator_module, "_buffer_violation", reference)
-    answer = tuple(offsets)
+    answer = validator_module.AnswerTuple(offsets)
     assert validate(p, answer) is None and validate(p, np.array(offsets)) is None
     cols = validator_module.offset_columns(answer)
-    assert validator_module.offset_columns(answer) is cols and not cols[0].flags.writeable  # a tuple: read once
+    assert validator_module.offset_columns(answer) is cols and not cols[0].flags.writeable  # kept: read once
     assert cols[0].tolist() == offsets and cols[1].all()
     clash = list(offsets)
     clash[1] = offsets[0]
@@ -210,24 +208,55 @@ def _first_column(cols):
 
 
 @pytest.mark.parametrize("what", ["offsets", "intervals"])
-def test_an_answer_s_columns_are_reused_while_it_lives_and_freed_with_it(what):
-    """The validator kept the last answer tuple read and its columns alive until the next read (32 MB at 2M
-    buffers): now they go with the answer, and a second read of the same answer still reuses them."""
+def test_an_answer_s_columns_go_with_the_answer_that_keeps_them(what):
+    """The validator kept the last tuple read and its columns in a module cache, dropped by reference counts: now
+    an AnswerTuple keeps its own columns (read once, freed with it, pickled as a plain tuple) and nothing keeps those
+    of any other answer."""
     import gc
+    import pickle
     import weakref
 
     if what == "offsets":
-        read, answer = validator_module.offset_columns, tuple(range(1000, 1000 + 64 * 500, 64))
+        read, plain = validator_module.offset_columns, tuple(range(1000, 1000 + 64 * 500, 64))
     else:
-        read, answer = validator_module.interval_columns, tuple(FastInterval(i, 64 * i, i, i + 2) for i in range(500))
+        read, plain = validator_module.interval_columns, tuple(FastInterval(i, 64 * i, i, i + 2) for i in range(500))
+    column = weakref.ref(_first_column(read(plain)))
+    gc.collect()
+    assert column() is None and plain  # a plain tuple's columns: the caller's alone, though the tuple lives on
+    answer = validator_module.AnswerTuple(plain)
     cols = read(answer)
-    assert read(answer) is cols  # the same tuple: read once
-    column, element = weakref.ref(_first_column(cols)), answer[-1]
+    assert read(answer) is cols and answer == plain  # read once
+    column = weakref.ref(_first_column(cols))
     del cols
     gc.collect()
     assert _first_column(read(answer)) is column()  # kept while the answer lives, through a collection
-    answer_refs = sys.getrefcount(element)
+    again = pickle.loads(pickle.dumps(answer))
+    assert type(again) is tuple and again == plain  # the columns stay in this process
     del answer
     gc.collect()
-    assert column() is None  # freed with the answer, no other read needed
-    assert sys.getrefcount(element) == answer_refs - 1  # the answer itself is gone
+    assert column() is None  # freed with the answer
+
+
+def test_a_judged_and_scored_answer_is_read_once(monkeypatch):
+    """``score`` validates, counts, times and (a child's report) pickles an answer from one reading of its columns,
+    in prefetch mode (intervals) as in map mode (offsets)."""
+    import pickle
+
+    from mallocgame.engine.report import score
+    from mallocgame.engine.runner import run_solver
+    from mallocgame.inputs.load import prepare, read_problem
+    from mallocgame.problem.model import Solution, Status
+
+    reads = []
+    for name in ("_read_interval_columns", "_read_offset_columns"):
+        inner = getattr(validator_module, name)
+        monkeypatch.setattr(validator_module, name, lambda answer, inner=inner: reads.append(1) or inner(answer))
+    for mode, solver in (("prefetch", "msa"), ("map", "greedy-xla")):
+        problem, hw = prepare(read_problem("example:layered150"), mode=mode)
+        found = run_solver(solver, problem, hw, seed=0, time_limit=5.0)
+        solution = Solution(tuple(found.offsets) or (None,) * problem.n, Status.FEASIBLE, mode,
+                            intervals=tuple(found.intervals))
+        reads.clear()
+        report = score(problem, hw, solution, seconds=0.0, bound=None, solver_name="t")
+        pickle.dumps(report)
+        assert report.valid and report.placed > 0 and len(reads) == 1, (mode, reads)

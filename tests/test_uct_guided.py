@@ -207,6 +207,35 @@ def test_solver_focus_is_checked_counted_and_valid(monkeypatch):
     assert (rep.objective, rep.stats["simulations"]) == (again.objective, again.stats["simulations"])
 
 
+def test_focus_s_first_cost_is_a_measured_rollout_not_the_probe_s_steps(monkeypatch):
+    """Before any simulation focus costed a simulation at the probe's step time (its greedy episode, step by step)
+    times the moves left, far more than a native rollout where those steps are slow: the time "bound" from the first
+    move, the prior was asked and every move it was sure of went unsearched, so no simulation ever corrected the
+    estimate. Now the first cost is one rollout, measured: where the time does not bind the focused search asks the
+    prior and plays exactly as the search without focus."""
+    reference = UCTSearch._reference_episode
+    # a probe whose steps are slow (50 ms: a recorded or Python episode on a loaded machine), the time still ample
+    monkeypatch.setattr(UCTSearch, "_reference_episode", lambda self, game, budget: (reference(self, game, budget)[0],
+                                                                                    0.05))
+    problem = _problem(70, seed=12)
+    runs = {}
+    for focus in (0.0, 0.5):
+        calls = []
+
+        def counted(game, legal):
+            calls.append(game.steps)
+            return sure_of_greedy(game, legal)
+
+        game = Game(problem, HW, GameConfig(variant="order", k=16, order="xla"))
+        search = UCTSearch(MCTSConfig(simulations=8, guided="untried-uct", focus=focus), np.random.default_rng(0),
+                           prior=counted)
+        res = search.run(game, budget=Budget.start(30.0))
+        runs[focus] = (res.best.value, res.simulations, res.searched_moves, res.focused_moves, calls,
+                       game.offsets().tolist())
+    assert runs[0.5][3] == 0 and runs[0.5][2] > 0  # nothing committed unsearched: the time does not bind
+    assert runs[0.5] == runs[0.0]  # the same prior calls, the same search
+
+
 def test_focus_applies_only_where_the_time_binds():
     search = UCTSearch(MCTSConfig(simulations=16, focus=0.5), np.random.default_rng(0), prior=sure_of_greedy)
     unlimited = Budget.start(math.inf)

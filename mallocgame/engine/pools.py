@@ -160,10 +160,11 @@ class ProcessPool(Pool):
         while not done and self._runs:
             due = min(run.call.sent.left() for run in self._runs.values())
             left = due if until is None else min(until - time.monotonic(), due)
-            ahead = min((run for run in self._runs.values() if run.judge.pending()),
-                        key=lambda run: run.call.sent.left(), default=None)
-            if ahead is not None:  # only look: an answer to judge is waiting
-                left = 0.0
+            judging = [(soon, run) for run in self._runs.values() if (soon := run.judge.pending_in()) is not None]
+            ahead = min((run for soon, run in judging if soon == 0.0), key=lambda run: run.call.sent.left(),
+                        default=None)
+            # only look when an answer to judge is waiting; else wake when one is to be judged
+            left = min([left] + [soon for soon, _ in judging])
             for conn in wait(list(self._runs), timeout=max(left, 0.0)):
                 run = self._runs[conn]
                 try:

@@ -25,6 +25,8 @@ from mallocgame.engine.protocol import LIMIT_GRACE
 from mallocgame.hardware.evaluator import Evaluator
 from mallocgame.hardware.prefetch_cost import Breakdown, PrefetchEvaluator
 from mallocgame.hardware.validator import (
+    AnswerTuple,
+    answer_tuple,
     count_placed,
     interval_columns,
     interval_peak,
@@ -116,6 +118,8 @@ def judge(problem: Problem, hardware, answer: Sequence, *, violation: str | None
     (prefetch mode): the same time, without the breakdown's object per copy (``breakdown`` is ``None``).
     """
     prefetch = problem.mode == "prefetch"
+    if isinstance(answer, (list, tuple)):
+        answer = answer_tuple(answer)  # its columns read once, for the validator and the evaluator alike
     if prefetch:
         if violation is None:
             violation = validate_intervals(problem, answer)
@@ -218,7 +222,7 @@ class Report:
         object per interval cost a second each way at 200k intervals)."""
         values = {f.name: getattr(self, f.name) for f in fields(self)}
         if self.intervals:
-            cols = interval_columns(self.intervals)  # those the judge read: the same tuple is read once
+            cols = interval_columns(self.intervals)  # those the judge read, when score made the report
             values["intervals"] = incumbents.columns_of_intervals(self.intervals) if cols is None else \
                 cols[:, [0, 1, 2, 3, 5, 4]]  # in the order columns_of_intervals gives
         return _unpickle_report, (values,)
@@ -331,7 +335,8 @@ def score(problem: Problem, hardware, solution: Solution, *, seconds: float, bou
     Map and prefetch modes report the time saved against all-slow, pack mode the peak.
     """
     prefetch = problem.mode == "prefetch"
-    answer_ = tuple(solution.intervals) if prefetch else tuple(solution.offsets)
+    # its columns read once: validated, scored and (a child's report) pickled from one reading
+    answer_ = AnswerTuple(solution.intervals if prefetch else solution.offsets)
     with incumbents.scoring():  # in a solving child, the parent's clock of the limit stops meanwhile
         verdict = judge(problem, hardware, answer_, violation=_refusal(problem, solution), copies=False)
     valid, violation, placed, pk = verdict.valid, verdict.violation, verdict.placed, verdict.peak

@@ -45,6 +45,13 @@ RESERVE_PER_BUFFER = 2e-6
 CHILD_FLOOR = 0.5
 FIRST_ANSWER_PER_BUFFER = 1e-6
 JUDGE_POLL = 0.05  # seconds between the parent's looks for a newer answer to judge (`StopJudge.while_running`)
+# Seconds an answer is the child's latest, and the child not scoring one, before the parent judges it ahead
+# (`StopJudge.pending_in`): a solver that returns its last answer has the child's scoring of it (`incumbents.scoring`)
+# on the pipe by then, and a child that has scored its final answer has said it returned.
+JUDGE_SETTLE = 0.25
+# Seconds an answer waits unjudged at most while newer ones keep coming (a search that improves more often than
+# JUDGE_SETTLE still has its latest answer judged ahead of a stop).
+JUDGE_WAIT = 1.0
 WARM_START_SHARE = 0.2  # of a solve's time, the share its warm-start solver gets (the main solver gets the rest)
 
 # ---------------------------------------------------------------------------- the request
@@ -294,17 +301,36 @@ class StopJudge:
         self.call, self.problem, self.hardware = call, problem, hardware
         self.name, self.time_limit, self.bound = name, time_limit, bound
         self.judged = None  # (incumbent, its report) of the last answer judged
+        self.unjudged_since: float | None = None  # when the answer first seen unjudged (since the last judgement) came
         self.ahead = problem.n >= FIRST_ANSWER_BUFFERS
 
     def pending(self) -> bool:
-        """Is there an answer of a big input the child sent that is not judged yet?"""
-        incumbent = self.call.incumbent
-        return self.ahead and incumbent is not None and (self.judged is None or self.judged[0] is not incumbent)
+        """Is there an answer of a big input the child sent to judge now (:meth:`pending_in` is 0)?"""
+        return self.pending_in() == 0.0
+
+    def pending_in(self) -> float | None:
+        """Seconds until the latest answer of a big input the child sent is to be judged; ``None`` when there is none
+        not judged yet, or the child has returned (its report, judged there, comes next). The child judges its final
+        answer itself, so the parent does not judge while the child scores an answer (:data:`JUDGE_POLL`: the time to
+        look again), nor before the answer has been the latest, and the child's scoring over, for
+        :data:`JUDGE_SETTLE` seconds: a child that goes on solving after it scored has its answer judged then. While
+        newer answers keep coming, the latest is judged once the first of them has waited :data:`JUDGE_WAIT`."""
+        incumbent, sent = self.call.incumbent, self.call.sent
+        if not self.ahead or incumbent is None or sent.returned or (
+                self.judged is not None and self.judged[0] is incumbent):
+            return None
+        if self.unjudged_since is None:
+            self.unjudged_since = sent.incumbent_at
+        if sent.scoring:
+            return JUDGE_POLL
+        settled = min(sent.incumbent_at + JUDGE_SETTLE, self.unjudged_since + JUDGE_WAIT)
+        return max(max(settled, sent.scored_at + JUDGE_SETTLE) - time.monotonic(), 0.0)
 
     def judge(self) -> None:
         """Validate and score the latest answer the child sent (as the stop's report would, no time yet)."""
         incumbent = self.call.incumbent
         if incumbent is not None:
+            self.unjudged_since = None
             self.judged = (incumbent, stopped_at_limit(self.problem, self.hardware, incumbent, solver_name=self.name,
                                                        seconds=0.0, time_limit=self.time_limit, bound=self.bound))
 
@@ -314,10 +340,11 @@ class StopJudge:
         if not self.ahead:
             return
         while not self.call.ready():
-            if self.pending():
+            wait = self.pending_in()
+            if wait == 0.0:
                 self.judge()
             else:
-                self.call.wait(JUDGE_POLL)
+                self.call.wait(JUDGE_POLL if wait is None else min(wait, JUDGE_POLL))
 
     def report(self, seconds: float, hint: Solution | None = None) -> Report:
         """The report of the run stopped at its limit after ``seconds``: the best answer it sent (or ``hint``, if

@@ -355,7 +355,7 @@ def _compiled_rows(ids: list[str], numbers: list[np.ndarray], benefits: list[str
     (the join in Python then writes them)."""
     placed = None
     if offsets is not None:
-        read = offset_columns_loop(offsets) if type(offsets) in (list, tuple) else None
+        read = offset_columns_loop(offsets) if isinstance(offsets, (list, tuple)) else None
         if read is None:
             return None
         numbers = numbers + [read[0]]

@@ -120,6 +120,8 @@ def _child_main(conn, fn: Callable, args: tuple, kwargs: dict, own_group: bool, 
         incumbents.close_channel()
         try:
             with lock:
+                if channel is not None:  # the parent judges no sent answer ahead now: this call's answer comes next
+                    conn.send(("returned", None))
                 conn.send(result)
         except Exception:  # an exception that does not pickle: its type and text
             exc = result[1]

@@ -77,7 +77,7 @@ class Incumbent:
 def columns_of_intervals(intervals) -> np.ndarray:
     """int64 ``[k, 6]``: each fast interval's buffer, offset, start, end, copy start (0 without one) and whether it
     has a copy."""
-    if engine() == "native" and type(intervals) in (list, tuple):
+    if engine() == "native" and isinstance(intervals, (list, tuple)):
         cols = interval_columns_loop(intervals)  # exact ints only; anything else is read below
         if cols is not None:
             return cols[:, [0, 1, 2, 3, 5, 4]]
@@ -279,15 +279,20 @@ def scoring():
 
 
 class Received:
-    """What a parent holds of one solving child: the best answer it sent (:attr:`incumbent`; :attr:`own`, the
-    best of its problem as given, when it re-schedules), every :class:`Improvement` in order, and the monotonic
-    time :attr:`until` it may run (moved on by the time its answers were being scored)."""
+    """What a parent holds of one solving child: the best answer it sent (:attr:`incumbent`, come at
+    :attr:`incumbent_at`; :attr:`own`, the best of its problem as given, when it re-schedules), every
+    :class:`Improvement` in order, the monotonic time :attr:`until` it may run (moved on by the time its answers were
+    being scored), whether it is scoring an answer now (:attr:`scoring`; the last scoring ended at :attr:`scored_at`)
+    and whether its call has returned (:attr:`returned`: its final answer comes next)."""
 
     def __init__(self, until: float):
         self.until = until
         self.incumbent: Incumbent | None = None
         self.own: Incumbent | None = None  # the best answer of the child's problem as given (order None)
         self.improvements: list[Improvement] = []
+        self.incumbent_at = 0.0  # monotonic time the incumbent came
+        self.scored_at = 0.0  # monotonic time the child's last scoring of an answer ended
+        self.returned = False  # the child's call has returned: its final answer comes next
         self._scoring_since: float | None = None
         self._seen = 0
 
@@ -297,7 +302,7 @@ class Received:
             events, answer = payload
             self.improvements.extend(events)
             if answer is not None:
-                self.incumbent = answer
+                self.incumbent, self.incumbent_at = answer, time.monotonic()
                 if answer.order is None:
                     self.own = answer
             return True
@@ -308,8 +313,17 @@ class Received:
             elif self._scoring_since is not None:
                 self.until += now - self._scoring_since
                 self._scoring_since = None
+                self.scored_at = now
+            return True
+        if kind == "returned":
+            self.returned = True
             return True
         return False
+
+    @property
+    def scoring(self) -> bool:
+        """Is the child scoring an answer now (its own judge at work)?"""
+        return self._scoring_since is not None
 
     def due(self) -> bool:
         """Is the child past its time (and not scoring an answer)?"""
