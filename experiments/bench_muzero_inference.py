@@ -23,7 +23,8 @@ the greedy's move with probability 0.3, collects the states with a choice (up to
   (batched value leaves, ``leaf_batch`` 16) and ``muzero leaf=auto`` (the rule of ``search/uct.py``'s ``auto_leaf``:
   which it played, and the two costs it measured) at ``--seconds`` wall time with no cap on simulations
   (``simulations`` 10^9), each in this process by :func:`mallocgame.engine.runner.run_solver` (validated), seed 0;
-  the default ``muzero`` also with the numpy pass (the compiled one switched off: ``numpy pass``).
+  the default ``muzero`` and ``muzero leaf=value`` also with the numpy pass (the compiled one switched off:
+  ``numpy pass``).
 
 Every timing is the best of ``--repeats`` runs (the machine is shared: the best is the least disturbed).
 Writes ``experiments/results/bench_muzero_inference.md`` (``--out``).
@@ -52,7 +53,8 @@ from mallocgame.solvers.muzero import DEFAULT_CHECKPOINT, VALUE_CHECKPOINT
 
 BATCHES = (1, 16, 64)
 CONTESTANTS = {"mcts": ("mcts", {}), "muzero": ("muzero", {}), "muzero, numpy pass": ("muzero", {}),
-               "muzero leaf=value": ("muzero", {"leaf": "value"}), "muzero leaf=auto": ("muzero", {"leaf": "auto"})}
+               "muzero leaf=value": ("muzero", {"leaf": "value"}), "muzero leaf=value, numpy pass": ("muzero", {"leaf": "value"}),
+               "muzero leaf=auto": ("muzero", {"leaf": "auto"})}
 
 
 @contextlib.contextmanager
