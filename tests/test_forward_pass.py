@@ -117,8 +117,11 @@ def test_compiled_pass_equals_numpy_on_real_leaf_inputs(name):
 
 def with_context_head(net: NumpyNet, rng: np.random.Generator, context_dim: int = 4) -> NumpyNet:
     """``net`` with a random ``context_value`` head over the value head's input and ``context_dim`` features."""
-    state = {f"{head}.{i}.{p}": w for head in NumpyNet.HEADS for i, layer in ((0, "1"), (2, "2"))
-             for p, w in (("weight", getattr(getattr(net, head), f"w{layer}").T), ("bias", getattr(getattr(net, head), f"b{layer}")))}
+    state = {}
+    for head in NumpyNet.HEADS:
+        mlp = getattr(net, head)  # _MLP keeps the weights transposed: [in, out]
+        state.update({f"{head}.0.weight": mlp.w1.T, f"{head}.0.bias": mlp.b1,
+                      f"{head}.2.weight": mlp.w2.T, f"{head}.2.bias": mlp.b2})
     width = net.value_head.w1.shape[0] + context_dim
     state.update({"context_value.0.weight": rng.normal(size=(32, width)).astype(np.float32) / 8,
                   "context_value.0.bias": rng.normal(size=32).astype(np.float32),
