@@ -14,6 +14,9 @@ multiply-adds; the same operations in the same order). The boundary, what Python
   ``search.game_order.NativeOrderGame``);
 * ``OrderLeafTables``, ``order_leaf_inputs(...)``: a batch of order-game states' observations and network input
   vectors (``search/_order_leaf.pxi``, ``search.game_order.NativeOrderGame.leaf_inputs``);
+* ``ForwardNet``: the network's forward pass the tree search asks for, policy logits of one example and the
+  batched evaluation of value leaves (``search/muzero/_forward.pxi``, ``search.muzero.inference.compiled_forward``;
+  on both engines, checked against ``NumpyNet`` to float32 rounding, not bit for bit);
 * ``AddressTables``, ``AddressState``: the map/pack address (skyline) game's state and step
   (``search/_address_game.pxi``, ``search.game_address.NativeAddressGame``);
 * ``PrefetchTables``, ``PrefetchState``: the prefetch game's state and step (``search/_prefetch_game.pxi``,
@@ -53,6 +56,7 @@ include "../hardware/_copy_service.pxi"
 include "../search/_prefetch_holes.pxi"
 include "../search/_order_game.pxi"
 include "../search/_order_leaf.pxi"
+include "../search/muzero/_forward.pxi"
 include "../search/_address_game.pxi"
 include "../search/_prefetch_game.pxi"
 include "algorithms/_placement.pxi"

@@ -9,22 +9,27 @@ from __future__ import annotations
 import numpy as np
 
 from mallocgame.search.muzero import encoder
+from mallocgame.search.muzero.inference import compiled_forward
 
 
 class NetworkPrior:
     """``prior(game, legal)``: the softmax of the network's policy logits over the legal actions.
 
-    ``net`` is a :class:`~mallocgame.search.muzero.inference.NumpyNet`; ``calls`` counts network evaluations
-    (the search never asks at a forced move).
+    ``net`` is a :class:`~mallocgame.search.muzero.inference.NumpyNet`, run by its compiled forward pass
+    (:func:`~mallocgame.search.muzero.inference.compiled_forward`: logits and softmax in one call); ``calls`` counts
+    network evaluations (the search never asks at a forced move).
     """
 
     def __init__(self, net):
         self.net = net
+        self.forward = compiled_forward(net)
         self.calls = 0
 
     def __call__(self, game, legal: np.ndarray) -> np.ndarray:
         self.calls += 1
         vectors, actions, masks = encoder.leaf_inputs([game], getattr(self.net, "features", ""), self.net)
+        if self.forward is not None:
+            return self.forward.prior(vectors[0], actions[0], masks[0], legal)
         logits = self.net.policy_logits(vectors[0], actions[0], masks[0])
         z = logits[legal].astype(np.float64)
         z = np.exp(z - z.max())

@@ -5,12 +5,16 @@ the value leaves of ``search/uct.py``); at those sizes PyTorch's per-call dispat
 arithmetic, so the search uses this copy of the weights instead. Same functions as the module docstring of
 :mod:`mallocgame.search.muzero.networks`; results agree with the torch forward pass to float32 rounding (a test checks it). The
 torch module stays the one that is trained and saved. Imports no torch.
+
+The search itself runs the compiled twin of the passes it asks for (:func:`compiled_forward`:
+``search/muzero/_forward.pxi``, the same results to float32 rounding); this module is its reference.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from mallocgame._native import ForwardNet
 from mallocgame.search.muzero.graph_encoder import NumpyGraphEncoder
 
 
@@ -191,3 +195,18 @@ class NumpyNet:
 
     def unscale(self, scaled: float) -> float:
         return min(max(scaled / self.value_scale, 0.0), 1.0)
+
+
+def compiled_forward(net):
+    """The compiled forward pass of ``net`` (a :class:`mallocgame._native.ForwardNet`: ``policy_logits``, ``prior``,
+    ``evaluate``, ``evaluate_batch``), a copy of its weights made once and kept on it (made anew when one of its
+    layers was replaced since); ``None`` for any other network object (e.g. a test's stand-in), whose own methods
+    the search then calls. An evaluator reads it when it is built: the weights are final by then (a network whose
+    weights change is copied anew, ``NumpyNet.from_torch``)."""
+    if not isinstance(net, NumpyNet):
+        return None
+    layers = tuple(getattr(net, name) for name in NumpyNet.HEADS) + (net.context_value,)
+    cached = net.__dict__.get("_compiled_forward")
+    if cached is None or any(a is not b for a, b in zip(cached[0], layers)):
+        cached = net._compiled_forward = (layers, ForwardNet(net))
+    return cached[1]

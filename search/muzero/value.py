@@ -56,6 +56,7 @@ from mallocgame.search.game import Game, GameConfig
 from mallocgame.search.game_data import GameData
 from mallocgame.search.muzero import encoder
 from mallocgame.search.muzero.guide import input_vector
+from mallocgame.search.muzero.inference import compiled_forward
 from mallocgame.search.muzero.problems import Curriculum, Recipe, build
 from mallocgame.search.muzero.torchless import UnsupportedCheckpoint
 from mallocgame.search.muzero.torchless import read as read_checkpoint
@@ -93,6 +94,8 @@ class NetworkValue:
 
     def __init__(self, net):
         self.net = net
+        # the passes run compiled (inference.compiled_forward) wherever the network is a NumpyNet
+        self.forward = compiled_forward(net) or net
         self.calls = 0
         self.passes = 0
         self.to_go: np.ndarray | None = None
@@ -114,7 +117,7 @@ class NetworkValue:
         vectors, actions, masks = encoder.leaf_inputs([game], getattr(self.net, "features", ""), self.net)
         mask = masks[0]
         context = self._context(game)
-        logits, value = self.net.evaluate(vectors[0], actions[0], mask, context)
+        logits, value = self.forward.evaluate(vectors[0], actions[0], mask, context)
         if context is None and getattr(self.net, "context_value", None) is not None:
             value = 0.0  # no reference yet: the context head cannot be read, and the value head is not its target
         z = logits[np.flatnonzero(mask)].astype(np.float64)
@@ -134,7 +137,7 @@ class NetworkValue:
             vectors, actions, masks = (np.concatenate(parts) for parts in zip(*(
                 encoder.leaf_inputs([g], getattr(self.net, "features", ""), self.net) for g in games)))
         contexts = [self._context(g) for g in games]
-        logits, values = self.net.evaluate_batch(vectors, actions, masks,
+        logits, values = self.forward.evaluate_batch(vectors, actions, masks,
                                                  None if contexts[0] is None else np.asarray(contexts))
         if contexts[0] is None and getattr(self.net, "context_value", None) is not None:
             values = np.zeros(len(games))  # as in __call__: no reference yet
