@@ -87,6 +87,7 @@ committed path, any rollout that reached the end, or the incumbents given by the
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from dataclasses import dataclass, field
@@ -102,6 +103,7 @@ from mallocgame.problem.model import Solution, Status, offsets_array, offsets_tu
 from mallocgame.runtime.budget import SAFETY, Budget
 from mallocgame.search.game import Game, GameConfig
 from mallocgame.search.game_data import GameData, GameDataCutShort
+from mallocgame.search.game_order import ANSWER_ORDER, use_answer_order
 from mallocgame.search.game_prefetch import PrefetchData, intervals_of, rows_of
 
 ROLLOUTS = ("greedy", "random")
@@ -742,6 +744,12 @@ PREFETCH_K = 4  # offsets per copy window in prefetch mode (fewer actions per se
 #: rollouts then end badly (docs/results.md, "mcts's defaults"). Pack mode keeps "visits".
 COMMITS = ("visits", "max")
 DEFAULT_COMMIT = {"map": "max", "pack": "visits", "prefetch": "max"}
+#: Where the search of map mode's fixed-order game starts (option ``start`` of mcts and muzero): "game" plays the
+#: buffers in the game's own order (``GameConfig.order``), "answer" in the order of the best fallback answer
+#: (:func:`mallocgame.search.game_order.answer_order`: its fast buffers by offset), whose greedy episode replays that
+#: answer or betters it, so the search starts from the best answer it has rather than below it.
+STARTS = ("game", "answer")
+DEFAULT_START = {"map": "game", "pack": "game", "prefetch": "game"}
 
 
 def episode_value(data, offsets: np.ndarray) -> float:
@@ -843,7 +851,8 @@ def placement_answer(problem, data, result: SearchResult):
 
 def solve_with_uct(name: str, request: SolveRequest, cfg: MCTSConfig, game_cfg, *,
                    prior: Prior | None = None, data=None, stats: dict | None = None,
-                   leaf_value: LeafValue | None = None, prepare: Callable[[Prior | None, dict], Prior | None] | None = None):
+                   leaf_value: LeafValue | None = None, prepare: Callable[[Prior | None, dict], Prior | None] | None = None,
+                   start: str = "game"):
     """The frame both UCT solvers (``mcts``, ``muzero``) run: fallback answers, the search, the answer.
 
     Map and pack mode: the greedy episodes of the other game shapes and the ``hint``; prefetch mode:
@@ -853,7 +862,9 @@ def solve_with_uct(name: str, request: SolveRequest, cfg: MCTSConfig, game_cfg, 
     caller built it already; ``stats``: the caller's statistics, the search's are added. ``leaf_value``: the leaf
     evaluator of ``cfg.leaf="value"|"mixed"``. ``prepare(prior, stats) -> prior``: the caller's set-up (the muzero
     solver's relaxation MIP), run after the fallback answers are built so that its time does not cut them short; it
-    returns the prior to search with and may note in ``stats`` (the answer's) why it changed.
+    returns the prior to search with and may note in ``stats`` (the answer's) why it changed. ``start`` (one of
+    :data:`STARTS`): "answer" plays map mode's fixed-order game in the order of the best fallback answer
+    (:func:`answer_game`; ``stats["start"]`` says which answer), "game" in ``game_cfg``'s own order.
     """
     problem, budget = request.problem, request.budget
     stats = dict(stats or {})
@@ -873,6 +884,8 @@ def solve_with_uct(name: str, request: SolveRequest, cfg: MCTSConfig, game_cfg, 
         slow = Solution(offsets=(None,) * problem.n, status=Status.FEASIBLE, mode=problem.mode, objective=0.0,
                         wall_time=time.monotonic() - budget.started, solver=name, stats=stats)
         return no_worse_than_held(problem, request.hardware, slow, held, answer_from="all-slow", value=0.0)
+    if start == "answer":
+        game_cfg = answer_game(problem, data, game_cfg, incumbents, stats)
     if prepare is not None:
         prior = prepare(prior, stats)
     search = UCTSearch(cfg, np.random.default_rng(request.seed), prior=prior, leaf_value=leaf_value)
@@ -883,6 +896,20 @@ def solve_with_uct(name: str, request: SolveRequest, cfg: MCTSConfig, game_cfg, 
                             incumbents=incumbents)
     stats.update(_search_stats(cfg, game_cfg, search, result, prior))
     return _uct_answer(name, request, game_cfg, data, result, incumbents, held, stats)
+
+
+def answer_game(problem, data, game_cfg, incumbents: list[Episode], stats: dict):
+    """The game of ``start="answer"``: in map mode, ``game_cfg``'s fixed-order game with its buffers in the order of
+    the best of ``incumbents`` (:func:`mallocgame.search.game_order.answer_order`, set on ``data``); elsewhere, or
+    without an incumbent, ``game_cfg``. ``stats["start"]`` says which."""
+    if problem.mode != "map" or game_cfg.variant != "order" or not incumbents:
+        stats["start"] = f"game (the answer's order plays map mode's fixed-order game, not {problem.mode} mode's " \
+                         f"{game_cfg.variant} game)" if incumbents else "game (no fallback answer)"
+        return game_cfg
+    best = max(incumbents, key=lambda e: e.value)  # the first best: the greedy episodes come first
+    use_answer_order(data, best.offsets)
+    stats["start"] = f"answer ({best.source})"
+    return dataclasses.replace(game_cfg, order=ANSWER_ORDER)
 
 
 def _fallback_answers(request: SolveRequest, game_cfg, data, held: list, *,

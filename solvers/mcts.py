@@ -47,7 +47,9 @@ from mallocgame.search.uct import (
     COMMITS,
     DEFAULT_COMMIT,
     DEFAULT_GAME,
+    DEFAULT_START,
     PREFETCH_K,
+    STARTS,
     MCTSConfig,
     reference_value,
     solve_with_uct,
@@ -85,6 +87,8 @@ class MCTSOptions(Options):
     leaf: str | None = option(None, "the leaf evaluation: a rollout, or 'auto' (rollouts where a move affords "
                                     f"{AUTO_SIMULATIONS} to the end, else {AUTO_LEAF_STEPS} greedy steps and the "
                                     "greedy episode's return to go) (default: per mode)", choices=MCTS_LEAVES)
+    start: str | None = option(None, "map mode's fixed-order game: its buffers in the game's order or in the best "
+                                     "fallback answer's (default: per mode)", choices=STARTS)
 
 
 class MCTSSolver(Solver):
@@ -118,4 +122,5 @@ class MCTSSolver(Solver):
             raise InputError(f"mcts: {exc}") from None
         stats = {"leaf_steps": AUTO_LEAF_STEPS, "leaf_value": "reference"} if leaf == "auto" else None
         return solve_with_uct(self.name, request, cfg, game_cfg, stats=stats,
-                              leaf_value=reference_value if leaf == "auto" else None)
+                              leaf_value=reference_value if leaf == "auto" else None,
+                              start=opts.start or DEFAULT_START[problem.mode])
