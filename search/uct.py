@@ -948,10 +948,9 @@ def solve_with_uct(name: str, request: SolveRequest, cfg: MCTSConfig, game_cfg, 
                         wall_time=time.monotonic() - budget.started, solver=name, stats=stats)
         return no_worse_than_held(problem, request.hardware, slow, held, answer_from="all-slow", value=0.0)
     if start == "answer":
-        answer_cfg = answer_game(problem, data, game_cfg, incumbents, stats)
-        if answer_cfg != game_cfg and _greedy_to_the_end(cfg):  # the greedy episode is the start: known, not replayed
+        game_cfg, started = answer_game(problem, data, game_cfg, incumbents, stats)
+        if started and _greedy_to_the_end(cfg):  # the greedy episode is the start: known, not replayed
             cfg = dataclasses.replace(cfg, known_greedy=True)
-        game_cfg = answer_cfg
     if prepare is not None:
         prior = prepare(prior, stats)
     search = UCTSearch(cfg, np.random.default_rng(request.seed), prior=prior, leaf_value=leaf_value)
@@ -970,17 +969,23 @@ def _greedy_to_the_end(cfg: MCTSConfig) -> bool:
 
 
 def answer_game(problem, data, game_cfg, incumbents: list[Episode], stats: dict):
-    """The game of ``start="answer"``: in map mode, ``game_cfg``'s fixed-order game with its buffers in the order of
-    the best of ``incumbents`` (:func:`mallocgame.search.game_order.answer_order`, set on ``data``); elsewhere, or
-    without an incumbent, ``game_cfg``. ``stats["start"]`` says which."""
+    """``(game, started)``, the game of ``start="answer"`` and whether its greedy episode is the best of ``incumbents``.
+
+    In map mode's fixed-order game: ``game_cfg`` itself where the best incumbent is its own greedy episode (greedy-xla's
+    answer in greedy-xla's order), else ``game_cfg`` with its buffers in the order of the best incumbent
+    (:func:`mallocgame.search.game_order.answer_order`, set on ``data``), whose greedy episode replays it or betters
+    it. Elsewhere, or without an incumbent, ``(game_cfg, False)``. ``stats["start"]`` says which."""
     if problem.mode != "map" or game_cfg.variant != "order" or not incumbents:
         stats["start"] = f"game (the answer's order plays map mode's fixed-order game, not {problem.mode} mode's " \
                          f"{game_cfg.variant} game)" if incumbents else "game (no fallback answer)"
-        return game_cfg
+        return game_cfg, False
     best = max(incumbents, key=lambda e: e.value)  # the first best: the greedy episodes come first
+    if best.source in (f"greedy-order-{game_cfg.order}", f"greedy-{game_cfg.order}"):
+        stats["start"] = f"game ({best.source}: the game's own greedy episode)"
+        return game_cfg, True
     use_answer_order(data, best.offsets)
     stats["start"] = f"answer ({best.source})"
-    return dataclasses.replace(game_cfg, order=ANSWER_ORDER)
+    return dataclasses.replace(game_cfg, order=ANSWER_ORDER), True
 
 
 def _fallback_answers(request: SolveRequest, game_cfg, data, held: list, *,

@@ -103,6 +103,9 @@ Options (`MuZeroOptions`, listed by `mallocgame solvers muzero`; the CLI passes 
   unsearched, and the time goes to the moves the network doubts (``search/uct.py``, "Focus"; default
   ``DEFAULT_FOCUS``, 0: every move with a choice is searched); with the uniform prior every move of ``k`` legal
   moves has ``1/k``;
+* ``start``        map mode: ``"game"`` (the checkpoint's game, greedy-xla's order) or ``"answer"`` (the same game in
+  the order of the best fallback answer, as ``mcts``'s option ``start``; the network reads that order, which it was
+  not trained on); default ``DEFAULT_START`` of `mallocgame.search.uct`;
 * ``leaf_batch``   with value leaves read from the network: descents whose leaves one batched network pass values
   (default ``DEFAULT_LEAF_BATCH``; ``search/uct.py``, "Batched value leaves"); 1 values each leaf alone;
 * ``leaf_steps``   with ``leaf="mixed"``: greedy rollout steps before the value (default 16, not tuned; with

@@ -137,3 +137,13 @@ def test_known_greedy_needs_greedy_rollouts_to_the_end():
 
     with pytest.raises(ValueError, match="known_greedy"):
         MCTSConfig(known_greedy=True, rollout_depth=8)
+
+
+def test_start_answer_keeps_the_games_order_where_its_greedy_episode_is_the_best_answer():
+    problem = _problem(0)  # greedy-xla's answer beats the other game shapes' greedy episodes here
+    fallbacks = _fallback_greedy_values(problem)
+    assert fallbacks["order-xla"] > max(fallbacks["order-start"], fallbacks["address-start"])
+    rep = run_solver("mcts", problem, HW, time_limit=60, seed=1, options={"simulations": 4, "start": "answer"})
+    assert rep.valid and rep.stats["start"] == "game (greedy-xla: the game's own greedy episode)"
+    assert rep.stats["known_greedy_moves"] > 0
+    assert rep.objective >= fallbacks["order-xla"] - 1e-12
