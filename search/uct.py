@@ -913,7 +913,7 @@ def placement_answer(problem, data, result: SearchResult):
 def solve_with_uct(name: str, request: SolveRequest, cfg: MCTSConfig, game_cfg, *,
                    prior: Prior | None = None, data=None, stats: dict | None = None,
                    leaf_value: LeafValue | None = None, prepare: Callable[[Prior | None, dict], Prior | None] | None = None,
-                   start: str = "game"):
+                   start: str = "game", prior_reads_any_order: bool = True):
     """The frame both UCT solvers (``mcts``, ``muzero``) run: fallback answers, the search, the answer.
 
     Map and pack mode: the greedy episodes of the other game shapes and the ``hint``; prefetch mode:
@@ -927,7 +927,9 @@ def solve_with_uct(name: str, request: SolveRequest, cfg: MCTSConfig, game_cfg, 
     :data:`STARTS`): "answer" plays map mode's fixed-order game in the order of the best fallback answer
     (:func:`answer_game`; ``stats["start"]`` says which answer) and, with greedy rollouts to the end, enters the
     greedy's moves with their known returns (``MCTSConfig.known_greedy``), so that the search's simulations go to the
-    alternatives of that answer; "game" plays ``game_cfg``'s own order.
+    alternatives of that answer; "game" plays ``game_cfg``'s own order. ``prior_reads_any_order=False``: ``prior`` (and
+    ``prepare``) belong to ``game_cfg``'s order only, so where the answer's order is played the search runs without them
+    (plain UCT) and ``stats["prior"]`` says so.
     """
     problem, budget = request.problem, request.budget
     stats = dict(stats or {})
@@ -948,9 +950,13 @@ def solve_with_uct(name: str, request: SolveRequest, cfg: MCTSConfig, game_cfg, 
                         wall_time=time.monotonic() - budget.started, solver=name, stats=stats)
         return no_worse_than_held(problem, request.hardware, slow, held, answer_from="all-slow", value=0.0)
     if start == "answer":
+        own_order = game_cfg.order
         game_cfg, started = answer_game(problem, data, game_cfg, incumbents, stats)
         if started and _greedy_to_the_end(cfg):  # the greedy episode is the start: known, not replayed
             cfg = dataclasses.replace(cfg, known_greedy=True)
+        if game_cfg.order != own_order and prior is not None and not prior_reads_any_order:
+            prior, prepare = None, None
+            stats["prior"] = f"uniform (the prior reads the game in {own_order} order, not in the answer's)"
     if prepare is not None:
         prior = prepare(prior, stats)
     search = UCTSearch(cfg, np.random.default_rng(request.seed), prior=prior, leaf_value=leaf_value)

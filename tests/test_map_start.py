@@ -76,15 +76,28 @@ def test_start_answer_is_reproducible_under_a_seed():
     assert runs[0].stats["simulations"] == runs[1].stats["simulations"] > 0
 
 
-def test_start_answer_uniform_control_is_mcts_and_the_network_plays_the_answer_order():
-    problem = _problem(4)
+@pytest.mark.parametrize("seed", [0, 4])  # greedy-xla's answer is the best fallback on 0, the address game's on 4
+def test_start_answer_uniform_control_is_mcts(seed):
+    problem = _problem(seed)
     opts = {"simulations": 6, "start": "answer"}
     mcts = run_solver("mcts", problem, HW, time_limit=60, seed=2, options=opts)
     uni = run_solver("muzero", problem, HW, time_limit=60, seed=2, options={**opts, "prior": "uniform"})
-    assert uni.stats["start"] == mcts.stats["start"] == "answer (greedy-address-start)"
+    assert uni.stats["start"] == mcts.stats["start"]
     assert uni.offsets == mcts.offsets and uni.stats["simulations"] == mcts.stats["simulations"]
+
+
+def test_start_answer_plays_the_network_only_in_the_order_it_was_trained_on():
+    opts = {"simulations": 6, "start": "answer"}
+    problem = _problem(4)  # the address game's answer is the best: its order is played, without the network
+    mcts = run_solver("mcts", problem, HW, time_limit=60, seed=2, options=opts)
+    net = run_solver("muzero", problem, HW, time_limit=60, seed=2, options=opts)
+    assert net.stats["start"] == "answer (greedy-address-start)"
+    assert net.stats["prior"].startswith("uniform (the prior reads the game in xla order")
+    assert net.stats["network_evaluations"] == 0 and net.offsets == mcts.offsets
+    problem = _problem(0)  # greedy-xla's answer is the best: greedy-xla's order is played, with the network
     net = run_solver("muzero", problem, HW, time_limit=60, seed=2, options=opts)
     assert net.valid and net.stats["prior"] == "network" and net.stats["network_evaluations"] > 0
+    assert net.stats["start"].startswith("game (greedy-xla")
     assert net.objective >= max(_fallback_greedy_values(problem).values()) - 1e-12
 
 
