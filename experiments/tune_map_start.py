@@ -12,7 +12,7 @@ its own copy of the problem (``heldout_muzero_mcts.own_copy``), ``--seconds`` of
 seed ``--seed``: ``mcts`` and ``muzero`` with option ``start=game`` (the fixed-order game in greedy-xla's order) and
 with ``start=answer`` (the same game with its buffers in the order of the best fallback answer, fast buffers by offset;
 ``search/uct.py`` ``answer_game``). muzero's network was trained on greedy-xla's order; with ``start=answer`` it reads
-the answer's order. On problem ``i`` the settings run in their order rotated by ``i``, so that none always runs first
+the answer's order. Problems run in order of requested size; on problem ``i`` the settings run in their order rotated by ``i``, so that none always runs first
 or last on a loaded machine. Every run is appended to ``--csv`` as it ends; a rerun skips the runs there.
 
 Printed: per problem each setting's gap to the bound, simulations and where the answer came from; then each
@@ -50,14 +50,13 @@ COMPARISONS = [("mcts start=answer", "mcts start=game"), ("muzero start=answer",
 SEARCHED = ("rollout", "committed")
 
 
-def problems(count: int, min_n: int) -> list[tuple[str, str, object, object]]:
-    """``(family, label, problem, hardware)`` of the real-size tuning recipes, smallest first."""
-    out = []
-    for r in tuning_recipes(named_curriculum("real", "map"), count=count):
+def problems(count: int, min_n: int):
+    """``(family, label, problem, hardware)`` of the real-size tuning recipes in order of requested size, built one at a
+    time (24 real-size programs held at once take about 6 GB)."""
+    for r in sorted(tuning_recipes(named_curriculum("real", "map"), count=count), key=lambda r: (r.n, r.seed)):
         problem, hw = build(r)
         if problem.n >= min_n:
-            out.append((r.kind, f"{r.kind}-{r.n}-c{r.capacity_fraction:g}-s{r.seed}", problem, hw))
-    return sorted(out, key=lambda p: p[2].n)
+            yield r.kind, f"{r.kind}-{r.n}-c{r.capacity_fraction:g}-s{r.seed}", problem, hw
 
 
 def main() -> None:
@@ -79,13 +78,14 @@ def main() -> None:
     show = Transcript()
     show(f"real-size tuning recipes (count {args.count}, n >= {args.min_n}); map mode; {limit:g} s per run, no cap on "
          f"simulations; seed {args.seed}; settings {', '.join(s[0] for s in SETTINGS)}; resumed {len(done)} runs")
-    insts = problems(args.count, args.min_n)
+    labels = []
     new = not csv_path.exists()
     with open(csv_path, "a", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=FIELDS)
         if new:
             writer.writeheader()
-        for i, (family, label, problem, hw) in enumerate(insts):
+        for i, (family, label, problem, hw) in enumerate(problems(args.count, args.min_n)):
+            labels.append(label)
             bound = problem_bound(problem, hw)
             for name, solver, opts in SETTINGS[i % len(SETTINGS):] + SETTINGS[:i % len(SETTINGS)]:
                 if (label, name) in done:
@@ -106,7 +106,6 @@ def main() -> None:
                      f"{done[(label, name)]['answer_from']})" for name, _, _ in SETTINGS]
             show(f"{label:34s} {problem.n:6d}  " + "  ".join(cells))
     show()
-    labels = [lb for _, lb, _, _ in insts]
     show("| setting | against | W/T/L | p | families behind |")
     show("|---|---|---|---|---|")
     for name, against in COMPARISONS:
