@@ -84,7 +84,8 @@ simulation had played it: its reward by one step, its return the recorded one, w
 The move's simulations then go to the other moves first (untried-first rules; under "puct" the greedy's child simply
 has that visit). Where a move's share of the time buys one rollout (thousands of buffers at a limit of seconds), that
 rollout tries an alternative to the greedy's move instead of replaying it, and with ``commit="max"`` the committed path
-never falls below the greedy episode it started from.
+does not fall below the greedy episode it started from while the time lasts (past it the game is finished greedily;
+the answer is the best episode seen in any case).
 
 Budgets: at most ``simulations`` new simulations per move, and a wall-clock deadline
 shared out over the remaining moves. A reserve for finishing greedily is kept (measured
@@ -805,10 +806,11 @@ PREFETCH_K = 4  # offsets per copy window in prefetch mode (fewer actions per se
 COMMITS = ("visits", "max")
 DEFAULT_COMMIT = {"map": "max", "pack": "visits", "prefetch": "max"}
 #: Where the search of map mode's fixed-order game starts (option ``start`` of mcts and muzero): "game" plays the
-#: buffers in the game's own order (``GameConfig.order``), "answer" in the order of the best fallback answer
-#: (:func:`mallocgame.search.game_order.answer_order`: its fast buffers by offset), whose greedy episode replays that
-#: answer or betters it, so the search starts from the best answer it has rather than below it, and its simulations
-#: try the alternatives of that episode's moves (``MCTSConfig.known_greedy``).
+#: buffers in the game's own order (``GameConfig.order``) from its greedy episode; "answer" starts from the best
+#: fallback answer (:func:`answer_game`): the game's own order where that answer is its greedy episode, else the order
+#: of that answer (:func:`mallocgame.search.game_order.answer_order`: its fast buffers by offset), whose greedy episode
+#: replays it or betters it; its simulations then try the alternatives of that episode's moves
+#: (``MCTSConfig.known_greedy``).
 STARTS = ("game", "answer")
 DEFAULT_START = {"map": "game", "pack": "game", "prefetch": "game"}
 
