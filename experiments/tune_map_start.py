@@ -10,10 +10,10 @@ buffers; never the held-out sets.
 Settings, each through :func:`mallocgame.engine.runner.run_solver` (validated; an invalid answer stops the script) on
 its own copy of the problem (``heldout_muzero_mcts.own_copy``), ``--seconds`` of time limit, no cap on simulations,
 seed ``--seed``: ``mcts`` and ``muzero`` with option ``start=game`` (the fixed-order game in greedy-xla's order) and
-with ``start=answer`` (the same game with its buffers in the order of the best fallback answer, fast buffers by offset;
-``search/uct.py`` ``answer_game``). muzero's network was trained on greedy-xla's order; with ``start=answer`` it reads
-the answer's order. Problems run in order of requested size; on problem ``i`` the settings run in their order rotated by ``i``, so that none always runs first
-or last on a loaded machine. Every run is appended to ``--csv`` as it ends; a rerun skips the runs there.
+with ``start=answer`` (the search starts from the best fallback answer: ``search/uct.py`` ``answer_game``, what it plays
+depends on the code it runs at, which the records name). muzero's network was trained on greedy-xla's order.
+Problems run in order of requested size; on problem ``i`` the settings run in their order rotated by ``i``, so that
+none always runs first or last on a loaded machine. Every run is appended to ``--csv`` as it ends; a rerun skips the runs there.
 
 Printed: per problem each setting's gap to the bound, simulations and where the answer came from; then each
 comparison (``start=answer`` against ``start=game`` for each solver, and muzero against mcts at ``start=answer``):

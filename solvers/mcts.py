@@ -26,12 +26,14 @@ to the end of the episode, in every mode), ``leaf``, ``exploration``, ``commit``
 ``DEFAULT_COMMIT`` of :mod:`mallocgame.search.uct`: "max" in map and prefetch modes, where committing to the most
 visited move led the search away from the best episode it had seen, "visits" in pack mode).
 
-``start`` (map mode's fixed-order game; ``DEFAULT_START`` of :mod:`mallocgame.search.uct`): "game" plays the buffers in
-the game's order (``order``), "answer" in the order of the best fallback answer, its fast buffers by offset
-(:func:`mallocgame.search.game_order.answer_order`), in which the game's greedy episode replays that answer or betters
-it; the greedy's moves then enter the tree with their known returns (:class:`mallocgame.search.uct.MCTSConfig`
-``known_greedy``), so each move's simulations try alternatives to the answer and the committed path never falls below
-it. ``stats["start"]`` names the answer.
+``start`` (map mode's fixed-order game; default ``DEFAULT_START`` of :mod:`mallocgame.search.uct`, "answer" in map
+mode): "game" plays the buffers in the game's order (``order``) from its greedy episode; "answer" starts from the best
+fallback answer: the game keeps its order where that answer is its own greedy episode (greedy-xla's), else plays the
+buffers in the answer's order, its fast buffers by offset (:func:`mallocgame.search.game_order.answer_order`), in which
+the game's greedy episode replays that answer or betters it; the greedy's moves then enter the tree with their known
+returns (:class:`mallocgame.search.uct.MCTSConfig` ``known_greedy``), so each move's simulations try alternatives to
+the answer. ``stats["start"]`` names the answer. "answer" was ahead of "game" at 10 s on the real-size tuning recipes
+(docs/results.md, "Where map mode's search starts").
 
 ``leaf``: "rollout" (every mode's default, ``DEFAULT_LEAF``: a new leaf is valued by a rollout, to the end or
 ``rollout_depth`` steps past the root) or "auto" (:mod:`mallocgame.search.uct`, "Value leaves", without a network:

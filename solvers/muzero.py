@@ -106,7 +106,9 @@ Options (`MuZeroOptions`, listed by `mallocgame solvers muzero`; the CLI passes 
 * ``start``        map mode: ``"game"`` (the checkpoint's game, greedy-xla's order) or ``"answer"`` (the same game in
   the order of the best fallback answer, as ``mcts``'s option ``start``); where that order is played the search runs
   without the network (trained on greedy-xla's order; in the answer's order it searched worse than the uniform prior
-  on the tuning recipes) and ``stats["prior"]`` says so; default ``DEFAULT_START`` of `mallocgame.search.uct`;
+  on the tuning recipes) and ``stats["prior"]`` says so; default ``DEFAULT_START`` of `mallocgame.search.uct`,
+  ``"answer"`` in map mode (ahead of ``"game"`` at 10 s on the real-size tuning recipes; the held-out figures above
+  were measured with ``"game"``: docs/results.md, "Where map mode's search starts");
 * ``leaf_batch``   with value leaves read from the network: descents whose leaves one batched network pass values
   (default ``DEFAULT_LEAF_BATCH``; ``search/uct.py``, "Batched value leaves"); 1 values each leaf alone;
 * ``leaf_steps``   with ``leaf="mixed"``: greedy rollout steps before the value (default 16, not tuned; with
@@ -431,7 +433,7 @@ def _solve_uct(name: str, request: SolveRequest, *, sims: int, checkpoint: str |
                      leaf=leaf[0], leaf_steps=leaf[1], auto_simulations=auto_simulations, leaf_batch=leaf_batch,
                      focus=focus)
     solution = solve_with_uct(name, request, cfg, game_cfg, prior=prior_fn, data=data, stats=stats, leaf_value=leaf_fn,
-                              prepare=prepare, start=start, prior_reads_any_order=False)
+                              prepare=prepare, start=start, prior_reads_any_order=prior_fn is uniform_prior)
     # The network is asked exactly when the search asks its prior (never at a forced move) or values a leaf.
     calls = ((prior_fn.calls if isinstance(prior_fn, NetworkPrior | BlendedPrior) else 0)
              + (leaf_fn.calls if isinstance(leaf_fn, NetworkValue) else 0))
