@@ -329,6 +329,35 @@ class NativeOrderGame(NativeState, OrderGame, variant="order", engine_name="nati
 
 
 
+#: The name of the decision order :func:`use_answer_order` sets on a problem's data (the best answer's order).
+ANSWER_ORDER = "answer"
+
+
+def answer_order(data: GameData, offsets: np.ndarray) -> np.ndarray:
+    """A decision order that follows a placement (offsets int64 ``[n]``, -1 slow): its fast buffers by offset
+    ascending (then index), then its slow ones in greedy-xla's order, int64 ``[n]``.
+
+    Where each fast buffer rests on the floor or on an interfering buffer (the greedy answers do), its offset is, when
+    it is decided in that order, 0 or the top of an interfering buffer decided before it: a canonical offset of the
+    fixed-order game, so the placement is a path of the game when that offset is among the ``k`` lowest holes; the
+    game's greedy episode (best fit) then tends to replay it.
+    """
+    offsets = np.asarray(offsets, np.int64)
+    fast = np.flatnonzero(offsets >= 0)
+    slow = np.flatnonzero(offsets < 0)
+    if "xla" not in data.orders:
+        data.orders["xla"] = _DecisionOrder(data, "xla")
+    xla_position = data.orders["xla"].position
+    return np.concatenate((fast[np.lexsort((fast, offsets[fast]))],
+                           slow[np.argsort(xla_position[slow], kind="stable")])).astype(np.int64)
+
+
+def use_answer_order(data: GameData, offsets: np.ndarray) -> None:
+    """Make ``GameConfig(order=ANSWER_ORDER)`` on ``data`` play the buffers in :func:`answer_order` of ``offsets``
+    (replacing an answer order set before)."""
+    data.orders[ANSWER_ORDER] = _DecisionOrder(data, ANSWER_ORDER, answer_order(data, offsets))
+
+
 class _DecisionOrder:
     """One decision order of a problem, shared by every game on it.
 
@@ -340,9 +369,11 @@ class _DecisionOrder:
 
     PAIR_BUDGET = 4_000_000
 
-    def __init__(self, d, kind: str):
+    def __init__(self, d, kind: str, order: np.ndarray | None = None):
+        """``kind``: a named order of :func:`buffer_order`, or any name when ``order`` (a permutation of the buffers,
+        int64 ``[n]``) is given."""
         self.data = d
-        self.order = buffer_order(d.problem, d.benefit, kind)
+        self.order = buffer_order(d.problem, d.benefit, kind) if order is None else np.asarray(order, np.int64)
         self.order_l = self.order.tolist()
         self.position = np.empty(d.n, np.int64)
         self.position[self.order] = np.arange(d.n)

@@ -78,6 +78,16 @@ time (thousands of buffers at a limit of seconds), every move gets one simulatio
 gives to the greedy's choice: the search then plays the greedy episode. Focus spends that time on the moves the
 prior doubts instead. Without a prior, or at F = 0, every move with a choice is searched.
 
+Known greedy return (``MCTSConfig.known_greedy``, with deterministic greedy rollouts to the end): at a move whose
+state lies on a greedy episode the search has recorded (the first greedy episode, or one recorded from the state
+after a committed move that left it), the greedy's move enters the tree before the move's simulations as if one
+simulation had played it: its reward by one step, its return the recorded one, which a rollout would only repeat.
+The move's simulations then go to the other moves first (untried-first rules; under "puct" the greedy's child simply
+has that visit). Where a move's share of the time buys one rollout (thousands of buffers at a limit of seconds), that
+rollout tries an alternative to the greedy's move instead of replaying it, and with ``commit="max"`` the committed path
+does not fall below the greedy episode it started from while the time lasts (past it the game is finished greedily;
+the answer is the best episode seen in any case).
+
 Budgets: at most ``simulations`` new simulations per move, and a wall-clock deadline
 shared out over the remaining moves. A reserve for finishing greedily is kept (measured
 on a first greedy episode); when the time is gone the episode is finished greedily, and
@@ -88,6 +98,7 @@ committed path, any rollout that reached the end, or the incumbents given by the
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from dataclasses import dataclass, field
@@ -103,6 +114,7 @@ from mallocgame.problem.model import Solution, Status, offsets_array, offsets_tu
 from mallocgame.runtime.budget import SAFETY, Budget
 from mallocgame.search.game import Game, GameConfig
 from mallocgame.search.game_data import GameData, GameDataCutShort
+from mallocgame.search.game_order import ANSWER_ORDER, use_answer_order
 from mallocgame.search.game_prefetch import PrefetchData, intervals_of, rows_of
 
 ROLLOUTS = ("greedy", "random")
@@ -138,6 +150,7 @@ class MCTSConfig:
     auto_simulations: int = 2  # leaf="auto": rollouts when the time per move affords this many (or `simulations`)
     leaf_batch: int = 1  # value leaves: descents valued by one batched network pass (docstring, "Batched value leaves")
     focus: float = 0.0  # with a prior: a move whose prior gives the greedy's choice >= focus is not searched (docstring)
+    known_greedy: bool = False  # greedy rollouts to the end: the greedy's move enters the tree with its known return
 
     def __post_init__(self):
         if self.rollout not in ROLLOUTS:
@@ -156,6 +169,10 @@ class MCTSConfig:
             raise ValueError(f"unknown commit rule {self.commit!r} (known: visits, max)")
         if not 0.0 <= self.focus <= 1.0:
             raise ValueError("MCTSConfig: 0 <= focus <= 1")
+        if self.known_greedy and (self.rollout != "greedy" or self.epsilon or self.rollout_depth is not None
+                                  or self.leaf != "rollout"):
+            raise ValueError("MCTSConfig: known_greedy needs greedy rollouts to the end (rollout='greedy', "
+                             "epsilon=0, rollout_depth=None, leaf='rollout')")
         if self.simulations < 1 or not 0.0 <= self.epsilon <= 1.0 or self.exploration < 0:
             raise ValueError("MCTSConfig: simulations >= 1, 0 <= epsilon <= 1, exploration >= 0")
 
@@ -318,6 +335,8 @@ class UCTSearch:
         self._batch_seconds, self._batch_simulations = 0.0, 0  # the grouped simulations' cost so far
         self._move_seconds, self._move_simulations = 0.0, 0  # the searched moves' simulations and their cost so far
         self._rollout_step: float | None = None  # seconds a step of one rollout to the end costs, when measured
+        self.known_to_go: np.ndarray | None = None  # known_greedy: the recorded greedy episode's return to come per step
+        self.known_moves = 0  # known_greedy: moves whose greedy child entered the tree with its recorded return
 
     def set_reference(self, game: Game) -> None:
         """The reference episode of value leaves: the greedy episode from ``game`` (:func:`greedy_profile`)."""
@@ -595,6 +614,38 @@ class UCTSearch:
             self._init_guided(node, game, prior)
         return ret + self._leaf_value_at(game, y)
 
+    def _record_known(self, game: Game, deadline: float) -> None:
+        """``known_greedy``: record the greedy episode from ``game``'s state (not changed); none if ``deadline``
+        stops it first."""
+        copy = game.clone()
+        to_go, _ = _play_recording(copy, deadline)
+        self.known_to_go = to_go if copy.done else None
+
+    def _add_known_greedy(self, root: Node, game: Game) -> None:
+        """``known_greedy`` (module docstring): give ``root`` its greedy child as one simulation that played it would,
+        its return the recorded greedy episode's, unless the child is in the tree already."""
+        if game.done or self.known_to_go is None:
+            return
+        if self.prior is not None:
+            if root.legal is None:
+                self._init_guided(root, game)
+            greedy = root.greedy
+        else:
+            if root.untried is None:
+                root.untried = self._ordered_actions(game)
+            greedy = int(game.greedy_action())
+        if greedy in root.children:
+            return
+        if root.untried and greedy in root.untried:
+            root.untried.remove(greedy)
+        t = game.steps
+        child_game = game.clone()
+        child = Node(child_game.step(greedy))
+        root.children[greedy] = child
+        ret = float(self.known_to_go[t + 1]) if t + 1 < len(self.known_to_go) else 0.0
+        self._backup([root, child], child_game, ret, Episode(math.inf, np.zeros(0, np.int64), "known"))
+        self.known_moves += 1
+
     def _reference_episode(self, game: Game, budget: Budget) -> tuple[Game, float]:
         """The greedy episode from ``game`` (played on a clone, the search's first incumbent and the value
         leaves' reference) and the seconds a rollout step costs; with ``leaf="auto"`` also the leaf kind; with focus
@@ -602,7 +653,11 @@ class UCTSearch:
         cfg = self.cfg
         probe = game.clone()
         tp = time.monotonic()
-        if cfg.leaf == "rollout":
+        if cfg.known_greedy:  # the same greedy episode, its rewards recorded: the greedy's known returns
+            self.known_to_go, _ = _play_recording(probe, budget.deadline)
+            if not probe.done:
+                self.known_to_go = None
+        elif cfg.leaf == "rollout":
             play_greedy(probe, budget.deadline)
         else:  # the same greedy episode, its rewards recorded: the reference of the value leaves
             self.to_go, self.scale = _play_recording(probe, budget.deadline)
@@ -640,6 +695,7 @@ class UCTSearch:
                 best = inc
         result = SearchResult(best=best, history=[(time.monotonic() - t0, best.value)])
         root = Node()
+        off_known = False  # known_greedy: the state left the recorded greedy episode (record one from it)
         while not game.done:
             legal = game.legal_actions()
             left = max(game.decisions_left, 1)
@@ -657,6 +713,11 @@ class UCTSearch:
             elif len(legal) > 1:
                 if before_move is not None:
                     before_move(game)
+                if cfg.known_greedy:
+                    if self.known_to_go is None and off_known:  # left the recorded episode: record the greedy one
+                        self._record_known(game, budget.deadline)  # from here (one rollout's cost)
+                    off_known = False
+                    self._add_known_greedy(root, game)
                 to_search = left if not cfg.focus or self.prior is None else _searched_share(result, left)
                 move_deadline = _move_budget(budget, to_search, reserve).deadline
                 stop_step = game.steps + cfg.rollout_depth if cfg.rollout_depth is not None else math.inf
@@ -690,6 +751,8 @@ class UCTSearch:
                     action = max(root.children.items(), key=lambda kv: (kv[1].visits, kv[1].q()))[0]
             else:
                 action = int(legal[0])
+            if cfg.known_greedy and self.known_to_go is not None and len(legal) > 1 and action != game.greedy_action():
+                self.known_to_go, off_known = None, True  # the state leaves the recorded greedy episode
             game.step(action)
             result.moves += 1
             child = root.children.get(action)
@@ -751,6 +814,16 @@ PREFETCH_K = 4  # offsets per copy window in prefetch mode (fewer actions per se
 #: rollouts then end badly (docs/results.md, "mcts's defaults"). Pack mode keeps "visits".
 COMMITS = ("visits", "max")
 DEFAULT_COMMIT = {"map": "max", "pack": "visits", "prefetch": "max"}
+#: Where the search of map mode's fixed-order game starts (option ``start`` of mcts and muzero): "game" plays the
+#: buffers in the game's own order (``GameConfig.order``) from its greedy episode; "answer" starts from the best
+#: fallback answer (:func:`answer_game`): the game's own order where that answer is its greedy episode, else the order
+#: of that answer (:func:`mallocgame.search.game_order.answer_order`: its fast buffers by offset), whose greedy episode
+#: replays it or betters it; its simulations then try the alternatives of that episode's moves
+#: (``MCTSConfig.known_greedy``).
+STARTS = ("game", "answer")
+#: Map mode plays "answer", ahead of "game" for mcts and muzero at 10 s on the real-size tuning recipes (docs/results.md,
+#: "Where map mode's search starts"). Pack and prefetch modes do not play the fixed-order game.
+DEFAULT_START = {"map": "answer", "pack": "game", "prefetch": "game"}
 
 
 def episode_value(data, offsets: np.ndarray) -> float:
@@ -852,7 +925,8 @@ def placement_answer(problem, data, result: SearchResult):
 
 def solve_with_uct(name: str, request: SolveRequest, cfg: MCTSConfig, game_cfg, *,
                    prior: Prior | None = None, data=None, stats: dict | None = None,
-                   leaf_value: LeafValue | None = None, prepare: Callable[[Prior | None, dict], Prior | None] | None = None):
+                   leaf_value: LeafValue | None = None, prepare: Callable[[Prior | None, dict], Prior | None] | None = None,
+                   start: str = "game", prior_reads_any_order: bool = True):
     """The frame both UCT solvers (``mcts``, ``muzero``) run: fallback answers, the search, the answer.
 
     Map and pack mode: the greedy episodes of the other game shapes and the ``hint``; prefetch mode:
@@ -862,7 +936,13 @@ def solve_with_uct(name: str, request: SolveRequest, cfg: MCTSConfig, game_cfg, 
     caller built it already; ``stats``: the caller's statistics, the search's are added. ``leaf_value``: the leaf
     evaluator of ``cfg.leaf="value"|"mixed"``. ``prepare(prior, stats) -> prior``: the caller's set-up (the muzero
     solver's relaxation MIP), run after the fallback answers are built so that its time does not cut them short; it
-    returns the prior to search with and may note in ``stats`` (the answer's) why it changed.
+    returns the prior to search with and may note in ``stats`` (the answer's) why it changed. ``start`` (one of
+    :data:`STARTS`): "answer" plays map mode's fixed-order game in the order of the best fallback answer
+    (:func:`answer_game`; ``stats["start"]`` says which answer) and, with greedy rollouts to the end, enters the
+    greedy's moves with their known returns (``MCTSConfig.known_greedy``), so that the search's simulations go to the
+    alternatives of that answer; "game" plays ``game_cfg``'s own order. ``prior_reads_any_order=False``: ``prior`` (and
+    ``prepare``) belong to ``game_cfg``'s order only, so where the answer's order is played the search runs without them
+    (plain UCT) and ``stats["prior"]`` says so.
     """
     problem, budget = request.problem, request.budget
     stats = dict(stats or {})
@@ -882,6 +962,14 @@ def solve_with_uct(name: str, request: SolveRequest, cfg: MCTSConfig, game_cfg, 
         slow = Solution(offsets=(None,) * problem.n, status=Status.FEASIBLE, mode=problem.mode, objective=0.0,
                         wall_time=time.monotonic() - budget.started, solver=name, stats=stats)
         return no_worse_than_held(problem, request.hardware, slow, held, answer_from="all-slow", value=0.0)
+    if start == "answer":
+        own_order = game_cfg.order
+        game_cfg, started = answer_game(problem, data, game_cfg, incumbents, stats)
+        if started and _greedy_to_the_end(cfg):  # the greedy episode is the start: known, not replayed
+            cfg = dataclasses.replace(cfg, known_greedy=True)
+        if game_cfg.order != own_order and prior is not None and not prior_reads_any_order:
+            prior, prepare = None, None
+            stats["prior"] = f"uniform (the prior reads the game in {own_order} order, not in the answer's)"
     if prepare is not None:
         prior = prepare(prior, stats)
     search = UCTSearch(cfg, np.random.default_rng(request.seed), prior=prior, leaf_value=leaf_value)
@@ -892,6 +980,31 @@ def solve_with_uct(name: str, request: SolveRequest, cfg: MCTSConfig, game_cfg, 
                             incumbents=incumbents)
     stats.update(_search_stats(cfg, game_cfg, search, result, prior))
     return _uct_answer(name, request, game_cfg, data, result, incumbents, held, stats)
+
+
+def _greedy_to_the_end(cfg: MCTSConfig) -> bool:
+    """Whether ``cfg``'s leaves are deterministic greedy rollouts to the end (``known_greedy`` applies)."""
+    return cfg.rollout == "greedy" and not cfg.epsilon and cfg.rollout_depth is None and cfg.leaf == "rollout"
+
+
+def answer_game(problem, data, game_cfg, incumbents: list[Episode], stats: dict):
+    """``(game, started)``, the game of ``start="answer"`` and whether its greedy episode is the best of ``incumbents``.
+
+    In map mode's fixed-order game: ``game_cfg`` itself where the best incumbent is its own greedy episode (greedy-xla's
+    answer in greedy-xla's order), else ``game_cfg`` with its buffers in the order of the best incumbent
+    (:func:`mallocgame.search.game_order.answer_order`, set on ``data``), whose greedy episode replays it or betters
+    it. Elsewhere, or without an incumbent, ``(game_cfg, False)``. ``stats["start"]`` says which."""
+    if problem.mode != "map" or game_cfg.variant != "order" or not incumbents:
+        stats["start"] = f"game (the answer's order plays map mode's fixed-order game, not {problem.mode} mode's " \
+                         f"{game_cfg.variant} game)" if incumbents else "game (no fallback answer)"
+        return game_cfg, False
+    best = max(incumbents, key=lambda e: e.value)  # the first best: the greedy episodes come first
+    if best.source in (f"greedy-order-{game_cfg.order}", f"greedy-{game_cfg.order}"):
+        stats["start"] = f"game ({best.source}: the game's own greedy episode)"
+        return game_cfg, True
+    use_answer_order(data, best.offsets)
+    stats["start"] = f"answer ({best.source})"
+    return dataclasses.replace(game_cfg, order=ANSWER_ORDER), True
 
 
 def _fallback_answers(request: SolveRequest, game_cfg, data, held: list, *,
@@ -929,6 +1042,8 @@ def _search_stats(cfg: MCTSConfig, game_cfg, search: UCTSearch, result: SearchRe
              "simulations": result.simulations, "moves": result.moves, "searched_moves": result.searched_moves,
              **({"focused_moves": result.focused_moves} if cfg.focus and prior is not None else {}),
              "finished_greedily_at": result.finished_greedily_at}
+    if cfg.known_greedy:
+        stats["known_greedy_moves"] = search.known_moves
     if prior is not None:
         stats["prior_calls"] = search.prior_calls
     if cfg.leaf != "rollout":

@@ -26,6 +26,15 @@ to the end of the episode, in every mode), ``leaf``, ``exploration``, ``commit``
 ``DEFAULT_COMMIT`` of :mod:`mallocgame.search.uct`: "max" in map and prefetch modes, where committing to the most
 visited move led the search away from the best episode it had seen, "visits" in pack mode).
 
+``start`` (map mode's fixed-order game; default ``DEFAULT_START`` of :mod:`mallocgame.search.uct`, "answer" in map
+mode): "game" plays the buffers in the game's order (``order``) from its greedy episode; "answer" starts from the best
+fallback answer: the game keeps its order where that answer is its own greedy episode (greedy-xla's), else plays the
+buffers in the answer's order, its fast buffers by offset (:func:`mallocgame.search.game_order.answer_order`), in which
+the game's greedy episode replays that answer or betters it; the greedy's moves then enter the tree with their known
+returns (:class:`mallocgame.search.uct.MCTSConfig` ``known_greedy``), so each move's simulations try alternatives to
+the answer. ``stats["start"]`` names the answer. "answer" was ahead of "game" at 10 s on the real-size tuning recipes
+(docs/results.md, "Where map mode's search starts").
+
 ``leaf``: "rollout" (every mode's default, ``DEFAULT_LEAF``: a new leaf is valued by a rollout, to the end or
 ``rollout_depth`` steps past the root) or "auto" (:mod:`mallocgame.search.uct`, "Value leaves", without a network:
 rollouts to the end where the time per move affords ``AUTO_SIMULATIONS`` of them, else ``AUTO_LEAF_STEPS`` greedy
@@ -47,7 +56,9 @@ from mallocgame.search.uct import (
     COMMITS,
     DEFAULT_COMMIT,
     DEFAULT_GAME,
+    DEFAULT_START,
     PREFETCH_K,
+    STARTS,
     MCTSConfig,
     reference_value,
     solve_with_uct,
@@ -85,6 +96,8 @@ class MCTSOptions(Options):
     leaf: str | None = option(None, "the leaf evaluation: a rollout, or 'auto' (rollouts where a move affords "
                                     f"{AUTO_SIMULATIONS} to the end, else {AUTO_LEAF_STEPS} greedy steps and the "
                                     "greedy episode's return to go) (default: per mode)", choices=MCTS_LEAVES)
+    start: str | None = option(None, "map mode's fixed-order game: its buffers in the game's order or in the best "
+                                     "fallback answer's (default: per mode)", choices=STARTS)
 
 
 class MCTSSolver(Solver):
@@ -118,4 +131,5 @@ class MCTSSolver(Solver):
             raise InputError(f"mcts: {exc}") from None
         stats = {"leaf_steps": AUTO_LEAF_STEPS, "leaf_value": "reference"} if leaf == "auto" else None
         return solve_with_uct(self.name, request, cfg, game_cfg, stats=stats,
-                              leaf_value=reference_value if leaf == "auto" else None)
+                              leaf_value=reference_value if leaf == "auto" else None,
+                              start=opts.start or DEFAULT_START[problem.mode])

@@ -103,6 +103,12 @@ Options (`MuZeroOptions`, listed by `mallocgame solvers muzero`; the CLI passes 
   unsearched, and the time goes to the moves the network doubts (``search/uct.py``, "Focus"; default
   ``DEFAULT_FOCUS``, 0: every move with a choice is searched); with the uniform prior every move of ``k`` legal
   moves has ``1/k``;
+* ``start``        map mode: ``"game"`` (the checkpoint's game, greedy-xla's order) or ``"answer"`` (the same game in
+  the order of the best fallback answer, as ``mcts``'s option ``start``); where that order is played the search runs
+  without the network (trained on greedy-xla's order; in the answer's order it searched worse than the uniform prior
+  on the tuning recipes) and ``stats["prior"]`` says so; default ``DEFAULT_START`` of `mallocgame.search.uct`,
+  ``"answer"`` in map mode (ahead of ``"game"`` at 10 s on the real-size tuning recipes; the held-out figures above
+  were measured with ``"game"``: docs/results.md, "Where map mode's search starts");
 * ``leaf_batch``   with value leaves read from the network: descents whose leaves one batched network pass values
   (default ``DEFAULT_LEAF_BATCH``; ``search/uct.py``, "Batched value leaves"); 1 values each leaf alone;
 * ``leaf_steps``   with ``leaf="mixed"``: greedy rollout steps before the value (default 16, not tuned; with
@@ -160,9 +166,11 @@ from mallocgame.search.uct import (
     COMMITS,
     DEFAULT_COMMIT,
     DEFAULT_GAME,
+    DEFAULT_START,
     GUIDED_RULES,
     LEAVES,
     PREFETCH_K,
+    STARTS,
     MCTSConfig,
     solve_with_uct,
 )
@@ -282,6 +290,8 @@ class MuZeroOptions(Options):
                                                 "(default: the shipped one, if any)")
     focus: float | None = option(None, "moves whose prior gives the greedy's move at least this are not searched "
                                        f"(default {DEFAULT_FOCUS:g}: all are)", low=0.0, high=1.0)
+    start: str | None = option(None, "map mode's fixed-order game: its buffers in the game's order or in the best "
+                                     "fallback answer's (default: per mode)", choices=STARTS)
 
 
 class MuZeroSolver(Solver):
@@ -334,7 +344,8 @@ class MuZeroSolver(Solver):
                           prior_decay=float(prior_decay), leaf=(leaf, leaf_steps, leaf_value), commit=commit,
                           auto_simulations=auto_simulations, leaf_batch=leaf_batch,
                           value_checkpoint=opts.value_checkpoint,
-                          focus=DEFAULT_FOCUS if opts.focus is None else opts.focus)
+                          focus=DEFAULT_FOCUS if opts.focus is None else opts.focus,
+                          start=opts.start or DEFAULT_START[problem.mode])
 
 
 # --- the default: UCT with the network's prior (search/uct.py, "Guided selection") --------------
@@ -361,7 +372,7 @@ def _solve_uct(name: str, request: SolveRequest, *, sims: int, checkpoint: str |
                rollout_depth: int | None, selection: str, prior_power: float, prior_decay: float = 0.0,
                leaf: tuple[str, int, str] = ("rollout", 0, "network"), commit: str,
                auto_simulations: int = 2, leaf_batch: int = 1, value_checkpoint: str | None = None,
-               focus: float = 0.0) -> Solution:
+               focus: float = 0.0, start: str = "game") -> Solution:
     problem, hardware = request.problem, request.hardware
     stats: dict[str, Any] = {"method": "uct", "selection": selection, "exploration": exploration,
                              "prior_power": prior_power, "prior_decay": prior_decay, "commit": commit}
@@ -422,7 +433,7 @@ def _solve_uct(name: str, request: SolveRequest, *, sims: int, checkpoint: str |
                      leaf=leaf[0], leaf_steps=leaf[1], auto_simulations=auto_simulations, leaf_batch=leaf_batch,
                      focus=focus)
     solution = solve_with_uct(name, request, cfg, game_cfg, prior=prior_fn, data=data, stats=stats, leaf_value=leaf_fn,
-                              prepare=prepare)
+                              prepare=prepare, start=start, prior_reads_any_order=prior_fn is uniform_prior)
     # The network is asked exactly when the search asks its prior (never at a forced move) or values a leaf.
     calls = ((prior_fn.calls if isinstance(prior_fn, NetworkPrior | BlendedPrior) else 0)
              + (leaf_fn.calls if isinstance(leaf_fn, NetworkValue) else 0))

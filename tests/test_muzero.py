@@ -407,7 +407,8 @@ def test_uniform_prior_option_plays_without_the_network_and_bad_values_are_refus
     s = MuZeroSolver().solve(MuZeroSolver.request(problem, hw, time_limit=30, seed=1, simulations=4, prior="uniform"))
     assert validate(problem, s.offsets) is None
     assert s.stats["prior"] == "uniform" and s.stats["network_evaluations"] == 0 and s.stats["prior_calls"] > 0
-    g = MuZeroSolver().solve(MuZeroSolver.request(problem, hw, time_limit=30, seed=1, simulations=4, checkpoint=real_checkpoint))
+    g = MuZeroSolver().solve(MuZeroSolver.request(problem, hw, time_limit=30, seed=1, simulations=4, checkpoint=real_checkpoint,
+                                                  start="game"))  # the network's own order
     assert g.stats["prior"] == "network" and g.stats["network_evaluations"] == g.stats["prior_calls"] > 0
     for bad in (dict(prior="Uniform"), dict(prior=1), dict(method="mcts"), dict(simulations=0),
                 dict(simulations=True), dict(rollout_depth=-1), dict(exploration=-1.0), dict(commit="best")):
@@ -460,7 +461,8 @@ def test_forced_moves_never_call_the_network(real_checkpoint, monkeypatch):
 
     monkeypatch.setattr(NetworkPrior, "__call__", spy)
     problem, hw = _layered(40, seed=8)
-    s = MuZeroSolver().solve(MuZeroSolver.request(problem, hw, time_limit=60, seed=0, simulations=8, checkpoint=real_checkpoint))
+    s = MuZeroSolver().solve(MuZeroSolver.request(problem, hw, time_limit=60, seed=0, simulations=8, checkpoint=real_checkpoint,
+                                                  start="game"))  # the network's own order: it plays
     assert seen and min(seen) >= 2
     assert s.stats["network_evaluations"] == len(seen)
     assert s.stats["moves"] > s.stats["searched_moves"]  # forced moves happened and were not searched

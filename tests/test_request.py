@@ -191,16 +191,16 @@ def test_options_are_frozen_and_described():
 
 
 # What each built-in solver's solve took before its Options (names and defaults): the option names stay (muzero's
-# leaf_batch, mcts's leaf and muzero's value_checkpoint and focus were added after).
+# leaf_batch, mcts's leaf and start, and muzero's value_checkpoint, focus and start were added after).
 OLD_OPTIONS = {
     "greedy-xla": {}, "best-fit": {},
     "mcts": {"simulations": None, "variant": None, "k": None, "order": None, "rollout": "greedy", "epsilon": 0.0,
-             "rollout_depth": None, "exploration": 1.0, "commit": None, "windows": 2, "leaf": None},
+             "rollout_depth": None, "exploration": 1.0, "commit": None, "windows": 2, "leaf": None, "start": None},
     "muzero": {"simulations": None, "checkpoint": None, "prior": "network", "exploration": None, "method": "uct",
                "model": None, "search_model": None, "c_scale": None, "rollout_depth": None, "selection": None,
                "prior_power": None, "prior_decay": None, "leaf": None, "leaf_steps": None, "leaf_value": "network",
                "commit": None, "auto_simulations": None, "leaf_batch": None, "value_checkpoint": None,
-               "focus": None},
+               "focus": None, "start": None},
     "cpsat": {"workers": 1, "minimize_peak": False, "deterministic": True, "build_baselines": True},
     "lns": {"workers": 1, "minimize_peak": False}, "select-pack": {"workers": 1, "minimize_peak": False},
     "portfolio": {"workers": 2, "minimize_peak": False, "solvers": None},
