@@ -128,8 +128,8 @@ def test_native_observation_is_the_compiled_one_and_states_of_two_problems_are_r
 
 @pytest.mark.parametrize("leaf", ["rollout", "value"])
 def test_the_search_answers_the_same_on_either_engine(monkeypatch, leaf):
-    """The default muzero (the shipped network's prior at every node left; leaf=value: batched value leaves) at a
-    fixed number of simulations and seed gives the same answer with the compiled leaf inputs and with the Python
+    """muzero in the network's own buffer order (start=game: the shipped network's prior at every node left;
+    leaf=value: batched value leaves) at a fixed number of simulations and seed gives the same answer with the compiled leaf inputs and with the Python
     reference (MALLOCGAME_ENGINE=python)."""
     from mallocgame.engine.runner import run_solver
 
@@ -142,7 +142,7 @@ def test_the_search_answers_the_same_on_either_engine(monkeypatch, leaf):
     for name in ("native", "python"):
         monkeypatch.setenv("MALLOCGAME_ENGINE", name)
         compiled_calls.clear()
-        rep = run_solver("muzero", problem, HW, time_limit=60, seed=3, options={"simulations": 24, "leaf": leaf})
+        rep = run_solver("muzero", problem, HW, time_limit=60, seed=3, options={"simulations": 24, "leaf": leaf, "start": "game"})
         assert rep.valid
         assert bool(compiled_calls) == (name == "native")
         answers.append((rep.offsets, rep.objective, rep.stats.get("simulations"),
