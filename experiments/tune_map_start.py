@@ -1,6 +1,6 @@
 """Choose where map mode's search starts (option ``start`` of mcts and muzero) at equal wall time on real-size tuning problems.
 
-    nice python experiments/tune_map_start.py --seconds 10 [--count 12] [--csv PATH]
+    nice python experiments/tune_map_start.py --seconds 10 [--count 12] [--csv PATH] [--solvers mcts]
 
 Problems: :func:`mallocgame.search.muzero.problems.tuning_recipes` of the ``real`` map-mode curriculum (``--count``
 recipes, sizes spread over 1,000-15,000 requested buffers, seeds from 1,970,000 that no training stream draws and no
@@ -13,7 +13,8 @@ seed ``--seed``: ``mcts`` and ``muzero`` with option ``start=game`` (the fixed-o
 with ``start=answer`` (the search starts from the best fallback answer: ``search/uct.py`` ``answer_game``, what it plays
 depends on the code it runs at, which the records name). muzero's network was trained on greedy-xla's order.
 Problems run in order of requested size; on problem ``i`` the settings run in their order rotated by ``i``, so that
-none always runs first or last on a loaded machine. Every run is appended to ``--csv`` as it ends; a rerun skips the runs there.
+none always runs first or last on a loaded machine. ``--solvers``: the settings of these solvers only (e.g. ``mcts``,
+the check of a longer limit in half the time), and the comparisons among them. Every run is appended to ``--csv`` as it ends; a rerun skips the runs there.
 
 Printed: per problem each setting's gap to the bound, simulations and where the answer came from; then each
 comparison (``start=answer`` against ``start=game`` for each solver, and muzero against mcts at ``start=answer``):
@@ -67,7 +68,12 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=None, help="results file (default tune_map_start_tS.md)")
     ap.add_argument("--csv", default=None)
+    ap.add_argument("--solvers", default="mcts,muzero", help="the settings of these solvers (comma list)")
     args = ap.parse_args()
+    wanted = set(args.solvers.split(","))
+    settings = [s for s in SETTINGS if s[1] in wanted]
+    names = {s[0] for s in settings}
+    comparisons = [c for c in COMPARISONS if set(c) <= names]
     out_name = args.out or f"tune_map_start_t{args.seconds:g}.md"
     csv_path = Path(args.csv) if args.csv else results_path(Path(out_name).with_suffix(".csv"))
     sims, limit = budget_of(f"t{args.seconds:g}", args.seconds)
@@ -77,7 +83,7 @@ def main() -> None:
             done = {(r["problem"], r["setting"]): r for r in csv.DictReader(fh)}
     show = Transcript()
     show(f"real-size tuning recipes (count {args.count}, n >= {args.min_n}); map mode; {limit:g} s per run, no cap on "
-         f"simulations; seed {args.seed}; settings {', '.join(s[0] for s in SETTINGS)}; resumed {len(done)} runs")
+         f"simulations; seed {args.seed}; settings {', '.join(s[0] for s in settings)}; resumed {len(done)} runs")
     labels = []
     new = not csv_path.exists()
     with open(csv_path, "a", newline="") as fh:
@@ -87,7 +93,7 @@ def main() -> None:
         for i, (family, label, problem, hw) in enumerate(problems(args.count, args.min_n)):
             labels.append(label)
             bound = problem_bound(problem, hw)
-            for name, solver, opts in SETTINGS[i % len(SETTINGS):] + SETTINGS[:i % len(SETTINGS)]:
+            for name, solver, opts in settings[i % len(settings):] + settings[:i % len(settings)]:
                 if (label, name) in done:
                     continue
                 rep = run_solver(solver, own_copy(problem, hw), hw, time_limit=limit, seed=args.seed,
@@ -103,12 +109,12 @@ def main() -> None:
                 fh.flush()
                 done[(label, name)] = {k: str(v) for k, v in row.items()}
             cells = [f"{name} {float(done[(label, name)]['gap']):.3%} ({done[(label, name)]['simulations']} sim, "
-                     f"{done[(label, name)]['answer_from']})" for name, _, _ in SETTINGS]
+                     f"{done[(label, name)]['answer_from']})" for name, _, _ in settings]
             show(f"{label:34s} {problem.n:6d}  " + "  ".join(cells))
     show()
     show("| setting | against | W/T/L | p | families behind |")
     show("|---|---|---|---|---|")
-    for name, against in COMPARISONS:
+    for name, against in comparisons:
         w = t = lo = 0
         per_family: dict[str, list[int]] = {}
         for lb in labels:
@@ -127,7 +133,7 @@ def main() -> None:
     show()
     show("| setting | mean gap | answer the search's own | network played |")
     show("|---|---|---|---|")
-    for name, _, _ in SETTINGS:
+    for name, _, _ in settings:
         rows = [done[(lb, name)] for lb in labels]
         own = sum(r["answer_from"] in SEARCHED for r in rows)
         network = sum(r["prior"] == "network" for r in rows)
