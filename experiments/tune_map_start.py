@@ -14,7 +14,8 @@ with ``start=answer`` (the search starts from the best fallback answer: ``search
 depends on the code it runs at, which the records name). muzero's network was trained on greedy-xla's order.
 Problems run in order of requested size; on problem ``i`` the settings run in their order rotated by ``i``, so that
 none always runs first or last on a loaded machine. ``--solvers``: the settings of these solvers only (e.g. ``mcts``,
-the check of a longer limit in half the time), and the comparisons among them. Every run is appended to ``--csv`` as it ends; a rerun skips the runs there.
+the check of a longer limit in half the time), and the comparisons among them. Every run is appended to ``--csv`` as
+it ends; a rerun skips the runs there.
 
 Printed: per problem each setting's gap to the bound, simulations and where the answer came from; then each
 comparison (``start=answer`` against ``start=game`` for each solver, and muzero against mcts at ``start=answer``):
