@@ -719,30 +719,8 @@ class UCTSearch:
                     off_known = False
                     self._add_known_greedy(root, game)
                 to_search = left if not cfg.focus or self.prior is None else _searched_share(result, left)
-                move_deadline = _move_budget(budget, to_search, reserve).deadline
-                stop_step = game.steps + cfg.rollout_depth if cfg.rollout_depth is not None else math.inf
-                sims = 0
-                batched = self._batched()
-                move_started = time.monotonic()
-                while sims < cfg.simulations and (sims == 0 or time.monotonic() < move_deadline):
-                    best_before = best.value
-                    if batched:  # a group no larger than the move's time left affords at the measured cost
-                        group = min(cfg.leaf_batch, cfg.simulations - sims,
-                                    self._affordable_group(move_deadline - time.monotonic()))
-                        started = time.monotonic()
-                        best = self.simulate_batch(root, game, stop_step, best, group)
-                        self._batch_seconds += time.monotonic() - started
-                        self._batch_simulations += group
-                    else:
-                        group = 1
-                        best = self.simulate(root, game, stop_step, best)
-                    if best.value > best_before:
-                        result.history.append((time.monotonic() - t0, best.value))
-                    sims += group
-                result.simulations += sims
-                self._move_seconds += time.monotonic() - move_started
-                self._move_simulations += sims
-                result.searched_moves += 1
+                best = self._search_move(root, game, best, result, _move_budget(budget, to_search, reserve).deadline,
+                                         t0)
                 if after_search is not None:
                     after_search(game, root)
                 if cfg.commit == "max":
@@ -763,6 +741,38 @@ class UCTSearch:
             result.history.append((time.monotonic() - t0, best.value))
         result.best = best
         return result
+
+
+    def _search_move(self, root: Node, game: Game, best: Episode, result: SearchResult, move_deadline: float,
+                     t0: float) -> Episode:
+        """The simulations of one move from ``root`` (``game`` at the root, not changed) until ``cfg.simulations`` or
+        ``move_deadline`` (at least one); counted in ``result``, improvements in its history (times from ``t0``);
+        returns the best episode seen."""
+        cfg = self.cfg
+        stop_step = game.steps + cfg.rollout_depth if cfg.rollout_depth is not None else math.inf
+        sims = 0
+        batched = self._batched()
+        move_started = time.monotonic()
+        while sims < cfg.simulations and (sims == 0 or time.monotonic() < move_deadline):
+            best_before = best.value
+            if batched:  # a group no larger than the move's time left affords at the measured cost
+                group = min(cfg.leaf_batch, cfg.simulations - sims,
+                            self._affordable_group(move_deadline - time.monotonic()))
+                started = time.monotonic()
+                best = self.simulate_batch(root, game, stop_step, best, group)
+                self._batch_seconds += time.monotonic() - started
+                self._batch_simulations += group
+            else:
+                group = 1
+                best = self.simulate(root, game, stop_step, best)
+            if best.value > best_before:
+                result.history.append((time.monotonic() - t0, best.value))
+            sims += group
+        result.simulations += sims
+        self._move_seconds += time.monotonic() - move_started
+        self._move_simulations += sims
+        result.searched_moves += 1
+        return best
 
 
 def _searched_share(result: SearchResult, moves_left: int) -> int:

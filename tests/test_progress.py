@@ -89,7 +89,8 @@ def test_portfolio_summary_names_the_member_that_won_and_its_log_the_members():
     sources = [m[6] for m in _log_lines(r.stderr)]
     members = set(report["stats"]["members"])
     assert sources[0].startswith("baseline ")  # built in the portfolio's process first
-    assert any(s.split(":")[0] in members - {"greedy-xla"} for s in sources), sources  # a member's, sent on
+    assert any(s.split(":")[0] in members - {"greedy-xla"} for s in sources), (  # a member's, sent on
+        sources, report["stats"]["members"], report["stats"]["errors"])
 
 
 def _on_a_terminal(args: list[str], env: dict) -> bytes:
