@@ -74,7 +74,7 @@ def run_generate(args) -> None:
     try:
         done = generate(args.data, prior_net, value_net, fields, curriculum_of(args), search_config(args.simulations),
                         seed=args.seed, seconds=args.seconds, sampling=args.sampling, n=args.n, states=args.states,
-                        log=args.log, problems=args.problems)
+                        log=args.log, problems=args.problems, save_every=args.save_every)
     except ValueError as exc:  # a data file this generator cannot continue
         print(f"nstep_value_targets.py: {exc}", file=sys.stderr)
         sys.exit(2)
@@ -192,6 +192,8 @@ def main() -> None:
             p.add_argument("--n", type=int, default=8)
             p.add_argument("--states", type=int, default=8)
             p.add_argument("--problems", type=int, default=None, help="stop at this problem count")
+            p.add_argument("--save-every", type=float, default=60.0,
+                           help="seconds between saves (0: after every problem, so a stopped run keeps each one)")
         elif name == "train":
             p.add_argument("--data", required=True)
             p.add_argument("--out", required=True)
