@@ -16,8 +16,9 @@ commitment; the prior of ``default.pt``, rollout leaves, ``--simulations`` per m
 file (resumable: the problems are drawn per index from ``--seed``). ``train`` trains a ``context_value`` head
 (:func:`mallocgame.search.muzero.value.train_context_head`, added to ``value.pt``) on the column ``--target``
 (``y``: n = ``--n`` of the generation; ``y_n1``, ``y_n4``, ``y_n16``, ``y_best``, or ``y_greedy``, the greedy
-rollout's label of the same states, the control), chosen on the last problems of ``--data`` (or those a seeded
-permutation puts last, ``--val-seed``); a head on an n-step column is marked
+rollout's label of the same states, the control; ``--clip c``: clipped to ``[-c, c]``), chosen on the last problems
+of ``--data`` (or those a seeded permutation puts last, ``--val-seed``), its output scaled by the factor best there
+or by ``--shrink``; a head on an n-step column is marked
 :data:`~mallocgame.search.muzero.nstep.NSTEP_TARGET`, which value leaves never read. ``tune`` measures
 a checkpoint's error against the greedy rollout's ``y`` on the tuning problems of the curriculum
 (:func:`mallocgame.search.muzero.problems.tuning_recipes`, never trained on nor held out), the quantity
@@ -86,7 +87,7 @@ def run_train(args) -> None:
     if args.target not in arrays:
         print(f"nstep_value_targets.py: {args.data}: no column {args.target!r}", file=sys.stderr)
         sys.exit(2)
-    arrays["y"] = arrays[args.target]
+    arrays["y"] = arrays[args.target] if args.clip is None else np.clip(arrays[args.target], -args.clip, args.clip)
     if args.val_seed is not None:  # the validation problems (the last ids) drawn by a seeded permutation of the ids
         ids = np.unique(arrays["problem"])
         renumber = dict(zip(ids.tolist(), np.random.default_rng(args.val_seed).permutation(len(ids)).tolist()))
@@ -95,11 +96,12 @@ def run_train(args) -> None:
         data = str(Path(tmp) / "data.npz")
         np.savez(data, **arrays)
         summary = train_context_head(data, str(VALUE_CHECKPOINT), args.out, inputs=args.inputs,
-                                     seconds=args.train_seconds, seed=args.seed, hidden=args.hidden, log=args.log)
+                                     seconds=args.train_seconds, seed=args.seed, hidden=args.hidden, log=args.log,
+                                     shrink=args.shrink)
     if args.target != "y_greedy":  # the search's n-step return, not the value leaves' one target: marked so
         payload = ckpt.load(args.out)
         ckpt.atomic_save(dict(payload, value_target=NSTEP_TARGET), args.out)
-    summary.update(target=args.target, data=args.data)
+    summary.update(target=args.target, data=args.data, clip=args.clip, fixed_shrink=args.shrink)
     line = json.dumps({"summary": summary})
     if args.log:
         with open(args.log, "a") as fh:
@@ -202,6 +204,9 @@ def main() -> None:
             p.add_argument("--inputs", choices=("both", "context"), default="both")
             p.add_argument("--hidden", type=int, default=32)
             p.add_argument("--train-seconds", type=float, default=300.0)
+            p.add_argument("--clip", type=float, default=None, help="train on the target clipped to [-clip, clip]")
+            p.add_argument("--shrink", type=float, default=None,
+                           help="the output factor in [0, 1] (instead of the one best on the validation problems)")
             p.add_argument("--val-seed", type=int, default=None,
                            help="validate on the problems a seeded permutation puts last (default: the last ones)")
         else:

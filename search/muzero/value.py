@@ -411,20 +411,23 @@ def _head_setup(x: np.ndarray, targets: np.ndarray, val: np.ndarray, used: np.nd
 
 def train_context_head(data: str, init: str, out: str, *, inputs: str = "both", seconds: float = 300.0,
                        epochs: int = 200, seed: int = 0, hidden: int = 32, learning_rate: float = 1e-3,
-                       weight_decay: float = 1e-3, log: str | None = None) -> dict:
+                       weight_decay: float = 1e-3, log: str | None = None, shrink: float | None = None) -> dict:
     """Train the value leaves' ``context_value`` head by MSE on the ``.npz`` ``data`` of :func:`generate`: an MLP
     (``hidden`` units) over the value head's input under ``init``'s frozen network and the leaf's
     :func:`context_features` (``inputs="both"``) or over the context features alone (``"context"``: the other
     inputs' weights are 0). Inputs are standardised by the training rows' mean and spread, folded into the first
     layer. The epoch with the lowest validation MSE (:func:`split`: the last problems, never a held-out one),
     its output scaled by the factor in [0, 1] with the lowest validation MSE (towards ``y = 0``: a head that knows
-    little says little), is saved to ``out`` as ``init``'s network plus the head, marked :data:`VALUE_TARGET`.
-    Returns the summary (validation MSE of ``y = 0``, of the training rows' mean, of the best epoch and of the saved
-    head, ``val_mse_shrunk``)."""
+    little says little; ``shrink``, if given, is the factor instead: one chosen on the training problems by other
+    means, such as leave-one-problem-out), is saved to ``out`` as ``init``'s network plus the head, marked
+    :data:`VALUE_TARGET`. Returns the summary (validation MSE of ``y = 0``, of the training rows' mean, of the best
+    epoch and of the saved head, ``val_mse_shrunk``; ``shrink``, the factor)."""
     import torch  # lazily: the solver and the CLI never pay for it
 
     from mallocgame.search.muzero import checkpoint as ckpt
 
+    if shrink is not None and not 0.0 <= shrink <= 1.0:
+        raise ValueError(f"shrink {shrink} is not in [0, 1]")
     torch.set_num_threads(1)
     torch.manual_seed(seed)
     payload = ckpt.load(init)
@@ -445,7 +448,8 @@ def train_context_head(data: str, init: str, out: str, *, inputs: str = "both", 
     head.load_state_dict(state)
     with torch.no_grad():  # the head shrunk towards y = 0 by the factor in [0, 1] best on the validation rows
         pred = head(z[va]).squeeze(-1)
-    shrink = float(min(max(float((pred * y[va]).sum() / max(float((pred * pred).sum()), 1e-12)), 0.0), 1.0))
+    if shrink is None:
+        shrink = float(min(max(float((pred * y[va]).sum() / max(float((pred * pred).sum()), 1e-12)), 0.0), 1.0))
     w1 = state["0.weight"].numpy() * np.where(used, 1.0 / std, 0.0)[None, :]  # standardisation folded in
     b1 = state["0.bias"].numpy() - w1 @ mean
     model = dict(payload["model"])
@@ -631,7 +635,8 @@ def train_prefetch_head(data: str, out: str, *, inputs: tuple[str, ...] = PREFET
     head.load_state_dict(state)
     with torch.no_grad():
         pred = head(z[va]).squeeze(-1)
-    shrink = float(min(max(float((pred * y[va]).sum() / max(float((pred * pred).sum()), 1e-12)), 0.0), 1.0))
+    if shrink is None:
+        shrink = float(min(max(float((pred * y[va]).sum() / max(float((pred * pred).sum()), 1e-12)), 0.0), 1.0))
     w1 = state["0.weight"].numpy() * np.where(used, 1.0 / std, 0.0)[None, :]  # standardisation folded in
     b1 = state["0.bias"].numpy() - w1 @ mean
     summary.update(val_mse_best=best, epochs=epoch + 1, shrink=shrink,
