@@ -15,10 +15,10 @@ reference episode on problems it never saw). No held-out problem is read.
 ``--target`` names the column the heads are trained on (``y``; on ``nstep_value_targets.py``'s data also ``y_n16``,
 ``y_best``, ``y_greedy``) and ``--truth`` the one they are scored against (by default the target; ``y_greedy`` is
 the quantity the tuning and held-out checks measure). ``--clip c`` adds, per configuration, heads trained on the
-target clipped to ``[-c, c]`` (one outlying problem's search gains pull less). Each row also gives the output
+target clipped to ``[-c, c]`` (one outlying problem's search gains pull less). Each configuration also gets the output
 factor ``s`` in [0, 1] with the lowest squared error of ``s x prediction`` against the truth over all the
-left-out predictions, and the R^2 with it: a shrink chosen on the training problems (it is fitted on the same
-predictions it is scored on, so that column is optimistic by one parameter).
+left-out predictions, and a second row with the R^2 of ``s x prediction``: a shrink chosen on the training problems
+(fitted on the same predictions it is scored on, so that row is optimistic by one parameter).
 """
 
 from __future__ import annotations
@@ -92,17 +92,19 @@ def main() -> None:
       f"({', '.join(f'{k} {int((kinds == k).sum())}' for k in np.unique(kinds))} rows), {args.epochs} epochs; "
       f"trained on `{args.target}`, scored against `{truth_column}`\n")
     groups = [str(k) for k in np.unique(kinds)] + ["all"]
-    t("| inputs | hidden | clip | " + " | ".join(f"R^2 {g}" for g in groups) + " | s | R^2 all, s x head |")
-    t("|---|---:|---:|" + "---:|" * len(groups) + "---:|---:|")
+    t("| inputs | hidden | clip | shrink | " + " | ".join(f"R^2 {g}" for g in groups) + " |")
+    t("|---|---:|---:|---:|" + "---:|" * len(groups))
     for inputs, hidden in configs:
         used = np.ones(x.shape[1], bool) if inputs == "both" else np.arange(x.shape[1]) >= width
         for clip in [None, *args.clip]:
             trained_on = target if clip is None else np.clip(target, -clip, clip)
             pred = held_out_predictions(x, trained_on, problems, used, hidden, args.epochs, args.seed)
-            cells = [r_squared(y, pred, kinds == g if g != "all" else np.ones(len(y), bool)) for g in groups]
             s = float(np.clip((pred * y).sum() / max(float((pred * pred).sum()), 1e-12), 0.0, 1.0))
-            t(f"| {inputs} | {hidden} | {'-' if clip is None else clip} | " + " | ".join(cells)
-              + f" | {s:.3f} | {r_squared(y, s * pred, np.ones(len(y), bool))} |")
+            for shrink, label in ((1.0, "1"), (s, f"{s:.3f}*")):
+                cells = [r_squared(y, shrink * pred, kinds == g if g != "all" else np.ones(len(y), bool))
+                         for g in groups]
+                t(f"| {inputs} | {hidden} | {'-' if clip is None else clip} | {label} | " + " | ".join(cells) + " |")
+    t("\n`*`: the factor with the lowest squared error over all left-out predictions (chosen on these problems).")
     write_results(args.out, t.text)
 
 
