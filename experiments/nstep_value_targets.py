@@ -13,7 +13,8 @@ XLA-compiled programs of ``--min-size``..``--max-size`` buffers; never a tuning 
 n-step targets of the muzero solver's guided search in map mode (its selection rule, prior power, exploration and
 commitment; the prior of ``default.pt``, rollout leaves, ``--simulations`` per move; the features under
 ``value.pt``'s frozen network, which value leaves read) for ``--seconds`` into ``--data``, continuing an existing
-file (resumable: the problems are drawn per index from ``--seed``). ``train`` trains a ``context_value`` head
+file (resumable: the problems are drawn per index from ``--seed``; ``--cap intervals=3000`` makes a family's larger
+draws that size). ``train`` trains a ``context_value`` head
 (:func:`mallocgame.search.muzero.value.train_context_head`, added to ``value.pt``) on the column ``--target``
 (``y``: n = ``--n`` of the generation; ``y_n1``, ``y_n4``, ``y_n16``, ``y_best``, or ``y_greedy``, the greedy
 rollout's label of the same states, the control; ``--clip c``: clipped to ``[-c, c]``), chosen on the last problems
@@ -29,6 +30,7 @@ a checkpoint's error against the greedy rollout's ``y`` on the tuning problems o
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import tempfile
@@ -57,6 +59,32 @@ def curriculum_of(args) -> Curriculum:
                       max_capacity_fraction=0.5, realistic_share=args.realistic_share, xla_share=args.xla_share)
 
 
+@dataclasses.dataclass(frozen=True)
+class CappedCurriculum(Curriculum):
+    """A curriculum whose problems of a family are at most a size (``caps``: ``(kind, max buffers)`` pairs): the same
+    draws, one family's large problems made smaller (one 4,680-buffer random-interval program takes longer to label
+    than dozens of the others)."""
+
+    caps: tuple[tuple[str, int], ...] = ()
+
+    def sample(self, rng: np.random.Generator):
+        recipe = super().sample(rng)
+        cap = dict(self.caps).get(recipe.kind)
+        return recipe if cap is None or recipe.n <= cap else dataclasses.replace(recipe, n=cap)
+
+
+def family_caps(specs: list[str]) -> tuple[tuple[str, int], ...]:
+    """``["intervals=3000", ...]`` as ``(("intervals", 3000), ...)``; a malformed one exits with one line."""
+    caps = []
+    for spec in specs:
+        kind, _, size = spec.partition("=")
+        if not kind or not size.isdigit():
+            print(f"nstep_value_targets.py: --cap {spec!r}: expected KIND=BUFFERS, e.g. intervals=3000", file=sys.stderr)
+            sys.exit(2)
+        caps.append((kind, int(size)))
+    return tuple(caps)
+
+
 def search_config(simulations: int) -> MCTSConfig:
     """The muzero solver's guided search in map mode (its defaults), rollout leaves, ``simulations`` per move."""
     return MCTSConfig(simulations=simulations, exploration=DEFAULT_EXPLORATION[DEFAULT_SELECTION]["map"],
@@ -73,7 +101,8 @@ def run_generate(args) -> None:
         sys.exit(2)
     Path(args.data).parent.mkdir(parents=True, exist_ok=True)
     try:
-        done = generate(args.data, prior_net, value_net, fields, curriculum_of(args), search_config(args.simulations),
+        curriculum = CappedCurriculum(**dataclasses.asdict(curriculum_of(args)), caps=family_caps(args.cap))
+        done = generate(args.data, prior_net, value_net, fields, curriculum, search_config(args.simulations),
                         seed=args.seed, seconds=args.seconds, sampling=args.sampling, n=args.n, states=args.states,
                         log=args.log, problems=args.problems, save_every=args.save_every)
     except ValueError as exc:  # a data file this generator cannot continue
@@ -194,6 +223,8 @@ def main() -> None:
             p.add_argument("--n", type=int, default=8)
             p.add_argument("--states", type=int, default=8)
             p.add_argument("--problems", type=int, default=None, help="stop at this problem count")
+            p.add_argument("--cap", nargs="*", default=[], metavar="KIND=BUFFERS",
+                           help="at most this many buffers in a family's problems (the same draws otherwise)")
             p.add_argument("--save-every", type=float, default=60.0,
                            help="seconds between saves (0: after every problem, so a stopped run keeps each one)")
         elif name == "train":
