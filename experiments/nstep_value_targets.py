@@ -17,7 +17,8 @@ file (resumable: the problems are drawn per index from ``--seed``; ``--cap inter
 draws that size). ``train`` trains a ``context_value`` head
 (:func:`mallocgame.search.muzero.value.train_context_head`, added to ``value.pt``) on the column ``--target``
 (``y``: n = ``--n`` of the generation; ``y_n1``, ``y_n4``, ``y_n16``, ``y_best``, or ``y_greedy``, the greedy
-rollout's label of the same states, the control; ``--clip c``: clipped to ``[-c, c]``), chosen on the last problems
+rollout's label of the same states, the control; ``--clip c``: clipped to ``[-c, c]``; ``--drop ahead``: without
+that context feature), chosen on the last problems
 of ``--data`` (or those a seeded permutation puts last, ``--val-seed``), its output scaled by the factor best there
 or by ``--shrink``; a head on an n-step column is marked
 :data:`~mallocgame.search.muzero.nstep.NSTEP_TARGET`, which value leaves never read. ``tune`` measures
@@ -43,7 +44,7 @@ from mallocgame.search.muzero import checkpoint as ckpt
 from mallocgame.search.muzero.nstep import NSTEP_TARGET, SAMPLINGS, generate
 from mallocgame.search.muzero.problems import Curriculum, build, tuning_recipes
 from mallocgame.search.muzero.torchless import load_agent_network
-from mallocgame.search.muzero.value import label_states, train_context_head
+from mallocgame.search.muzero.value import CONTEXT_FEATURES, label_states, train_context_head
 from mallocgame.search.uct import DEFAULT_COMMIT, MCTSConfig
 from mallocgame.solvers.muzero import (
     DEFAULT_CHECKPOINT,
@@ -126,7 +127,7 @@ def run_train(args) -> None:
         np.savez(data, **arrays)
         summary = train_context_head(data, str(VALUE_CHECKPOINT), args.out, inputs=args.inputs,
                                      seconds=args.train_seconds, seed=args.seed, hidden=args.hidden, log=args.log,
-                                     shrink=args.shrink)
+                                     shrink=args.shrink, drop=tuple(args.drop))
     if args.target != "y_greedy":  # the search's n-step return, not the value leaves' one target: marked so
         payload = ckpt.load(args.out)
         ckpt.atomic_save(dict(payload, value_target=NSTEP_TARGET), args.out)
@@ -236,6 +237,8 @@ def main() -> None:
             p.add_argument("--hidden", type=int, default=32)
             p.add_argument("--train-seconds", type=float, default=300.0)
             p.add_argument("--clip", type=float, default=None, help="train on the target clipped to [-clip, clip]")
+            p.add_argument("--drop", nargs="*", default=[], choices=CONTEXT_FEATURES,
+                           help="context features the head does not read")
             p.add_argument("--shrink", type=float, default=None,
                            help="the output factor in [0, 1] (instead of the one best on the validation problems)")
             p.add_argument("--val-seed", type=int, default=None,

@@ -14,7 +14,8 @@ reference episode on problems it never saw). No held-out problem is read.
 
 ``--target`` names the column the heads are trained on (``y``; on ``nstep_value_targets.py``'s data also ``y_n16``,
 ``y_best``, ``y_greedy``) and ``--truth`` the one they are scored against (by default the target; ``y_greedy`` is
-the quantity the tuning and held-out checks measure). ``--clip c`` adds, per configuration, heads trained on the
+the quantity the tuning and held-out checks measure). ``--drop ahead`` leaves a context feature out of every
+head. ``--clip c`` adds, per configuration, heads trained on the
 target clipped to ``[-c, c]`` (one outlying problem's search gains pull less). Each configuration also gets the output
 factor ``s`` in [0, 1] with the lowest squared error of ``s x prediction`` against the truth over all the
 left-out predictions, and a second row with the R^2 of ``s x prediction``: a shrink chosen on the training problems
@@ -27,6 +28,8 @@ import argparse
 
 import numpy as np
 from _common import Transcript, write_results
+
+from mallocgame.search.muzero.value import CONTEXT_FEATURES
 
 CONFIGS = (("context", 8), ("context", 32), ("both", 32))
 
@@ -73,6 +76,7 @@ def main() -> None:
     ap.add_argument("--target", default="y", help="the column the heads are trained on")
     ap.add_argument("--truth", default=None, help="the column they are scored against (default: --target)")
     ap.add_argument("--clip", type=float, nargs="*", default=[], help="also train on the target clipped to [-c, c]")
+    ap.add_argument("--drop", nargs="*", default=[], help="context features no head reads (value.CONTEXT_FEATURES)")
     ap.add_argument("--configs", nargs="*", default=None, help="inputs:hidden pairs (default: context:8 context:32 "
                                                                 "both:32)")
     args = ap.parse_args()
@@ -90,12 +94,15 @@ def main() -> None:
     t("# value leaves' head: leave-one-problem-out error on the training problems\n")
     t(f"`{args.data}`: {len(y)} labelled children of {len(np.unique(problems))} problems "
       f"({', '.join(f'{k} {int((kinds == k).sum())}' for k in np.unique(kinds))} rows), {args.epochs} epochs; "
-      f"trained on `{args.target}`, scored against `{truth_column}`\n")
+      f"trained on `{args.target}`, scored against `{truth_column}`"
+      + (f"; context features not read: {', '.join(args.drop)}" if args.drop else "") + "\n")
     groups = [str(k) for k in np.unique(kinds)] + ["all"]
     t("| inputs | hidden | clip | shrink | " + " | ".join(f"R^2 {g}" for g in groups) + " |")
     t("|---|---:|---:|---:|" + "---:|" * len(groups))
     for inputs, hidden in configs:
         used = np.ones(x.shape[1], bool) if inputs == "both" else np.arange(x.shape[1]) >= width
+        for name in args.drop:
+            used[width + CONTEXT_FEATURES.index(name)] = False
         for clip in [None, *args.clip]:
             trained_on = target if clip is None else np.clip(target, -clip, clip)
             pred = held_out_predictions(x, trained_on, problems, used, hidden, args.epochs, args.seed)
