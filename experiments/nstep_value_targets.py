@@ -13,11 +13,14 @@ XLA-compiled programs of ``--min-size``..``--max-size`` buffers; never a tuning 
 n-step targets of the muzero solver's guided search in map mode (its selection rule, prior power, exploration and
 commitment; the prior of ``default.pt``, rollout leaves, ``--simulations`` per move; the features under
 ``value.pt``'s frozen network, which value leaves read) for ``--seconds`` into ``--data``, continuing an existing
-file (resumable: the problems are drawn per index from ``--seed``). ``train`` trains a ``context_value`` head
+file (resumable: the problems are drawn per index from ``--seed``; ``--cap intervals=3000`` makes a family's larger
+draws that size). ``train`` trains a ``context_value`` head
 (:func:`mallocgame.search.muzero.value.train_context_head`, added to ``value.pt``) on the column ``--target``
 (``y``: n = ``--n`` of the generation; ``y_n1``, ``y_n4``, ``y_n16``, ``y_best``, or ``y_greedy``, the greedy
-rollout's label of the same states, the control), chosen on the last problems of ``--data`` (or those a seeded
-permutation puts last, ``--val-seed``); a head on an n-step column is marked
+rollout's label of the same states, the control; ``--clip c``: clipped to ``[-c, c]``; ``--drop ahead``: without
+that context feature), chosen on the last problems
+of ``--data`` (or those a seeded permutation puts last, ``--val-seed``), its output scaled by the factor best there
+or by ``--shrink``; a head on an n-step column is marked
 :data:`~mallocgame.search.muzero.nstep.NSTEP_TARGET`, which value leaves never read. ``tune`` measures
 a checkpoint's error against the greedy rollout's ``y`` on the tuning problems of the curriculum
 (:func:`mallocgame.search.muzero.problems.tuning_recipes`, never trained on nor held out), the quantity
@@ -28,6 +31,7 @@ a checkpoint's error against the greedy rollout's ``y`` on the tuning problems o
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import tempfile
@@ -40,7 +44,7 @@ from mallocgame.search.muzero import checkpoint as ckpt
 from mallocgame.search.muzero.nstep import NSTEP_TARGET, SAMPLINGS, generate
 from mallocgame.search.muzero.problems import Curriculum, build, tuning_recipes
 from mallocgame.search.muzero.torchless import load_agent_network
-from mallocgame.search.muzero.value import label_states, train_context_head
+from mallocgame.search.muzero.value import CONTEXT_FEATURES, label_states, train_context_head
 from mallocgame.search.uct import DEFAULT_COMMIT, MCTSConfig
 from mallocgame.solvers.muzero import (
     DEFAULT_CHECKPOINT,
@@ -54,6 +58,32 @@ from mallocgame.solvers.muzero import (
 def curriculum_of(args) -> Curriculum:
     return Curriculum(min_size=args.min_size, max_size=args.max_size, layered_share=0.6, min_capacity_fraction=0.2,
                       max_capacity_fraction=0.5, realistic_share=args.realistic_share, xla_share=args.xla_share)
+
+
+@dataclasses.dataclass(frozen=True)
+class CappedCurriculum(Curriculum):
+    """A curriculum whose problems of a family are at most a size (``caps``: ``(kind, max buffers)`` pairs): the same
+    draws, one family's large problems made smaller (one 4,680-buffer random-interval program takes longer to label
+    than dozens of the others)."""
+
+    caps: tuple[tuple[str, int], ...] = ()
+
+    def sample(self, rng: np.random.Generator):
+        recipe = super().sample(rng)
+        cap = dict(self.caps).get(recipe.kind)
+        return recipe if cap is None or recipe.n <= cap else dataclasses.replace(recipe, n=cap)
+
+
+def family_caps(specs: list[str]) -> tuple[tuple[str, int], ...]:
+    """``["intervals=3000", ...]`` as ``(("intervals", 3000), ...)``; a malformed one exits with one line."""
+    caps = []
+    for spec in specs:
+        kind, _, size = spec.partition("=")
+        if not kind or not size.isdigit():
+            print(f"nstep_value_targets.py: --cap {spec!r}: expected KIND=BUFFERS, e.g. intervals=3000", file=sys.stderr)
+            sys.exit(2)
+        caps.append((kind, int(size)))
+    return tuple(caps)
 
 
 def search_config(simulations: int) -> MCTSConfig:
@@ -72,9 +102,10 @@ def run_generate(args) -> None:
         sys.exit(2)
     Path(args.data).parent.mkdir(parents=True, exist_ok=True)
     try:
-        done = generate(args.data, prior_net, value_net, fields, curriculum_of(args), search_config(args.simulations),
+        curriculum = CappedCurriculum(**dataclasses.asdict(curriculum_of(args)), caps=family_caps(args.cap))
+        done = generate(args.data, prior_net, value_net, fields, curriculum, search_config(args.simulations),
                         seed=args.seed, seconds=args.seconds, sampling=args.sampling, n=args.n, states=args.states,
-                        log=args.log, problems=args.problems)
+                        log=args.log, problems=args.problems, save_every=args.save_every)
     except ValueError as exc:  # a data file this generator cannot continue
         print(f"nstep_value_targets.py: {exc}", file=sys.stderr)
         sys.exit(2)
@@ -86,7 +117,7 @@ def run_train(args) -> None:
     if args.target not in arrays:
         print(f"nstep_value_targets.py: {args.data}: no column {args.target!r}", file=sys.stderr)
         sys.exit(2)
-    arrays["y"] = arrays[args.target]
+    arrays["y"] = arrays[args.target] if args.clip is None else np.clip(arrays[args.target], -args.clip, args.clip)
     if args.val_seed is not None:  # the validation problems (the last ids) drawn by a seeded permutation of the ids
         ids = np.unique(arrays["problem"])
         renumber = dict(zip(ids.tolist(), np.random.default_rng(args.val_seed).permutation(len(ids)).tolist()))
@@ -95,11 +126,12 @@ def run_train(args) -> None:
         data = str(Path(tmp) / "data.npz")
         np.savez(data, **arrays)
         summary = train_context_head(data, str(VALUE_CHECKPOINT), args.out, inputs=args.inputs,
-                                     seconds=args.train_seconds, seed=args.seed, hidden=args.hidden, log=args.log)
+                                     seconds=args.train_seconds, seed=args.seed, hidden=args.hidden, log=args.log,
+                                     shrink=args.shrink, drop=tuple(args.drop))
     if args.target != "y_greedy":  # the search's n-step return, not the value leaves' one target: marked so
         payload = ckpt.load(args.out)
         ckpt.atomic_save(dict(payload, value_target=NSTEP_TARGET), args.out)
-    summary.update(target=args.target, data=args.data)
+    summary.update(target=args.target, data=args.data, clip=args.clip, fixed_shrink=args.shrink)
     line = json.dumps({"summary": summary})
     if args.log:
         with open(args.log, "a") as fh:
@@ -192,6 +224,10 @@ def main() -> None:
             p.add_argument("--n", type=int, default=8)
             p.add_argument("--states", type=int, default=8)
             p.add_argument("--problems", type=int, default=None, help="stop at this problem count")
+            p.add_argument("--cap", nargs="*", default=[], metavar="KIND=BUFFERS",
+                           help="at most this many buffers in a family's problems (the same draws otherwise)")
+            p.add_argument("--save-every", type=float, default=60.0,
+                           help="seconds between saves (0: after every problem, so a stopped run keeps each one)")
         elif name == "train":
             p.add_argument("--data", required=True)
             p.add_argument("--out", required=True)
@@ -200,6 +236,11 @@ def main() -> None:
             p.add_argument("--inputs", choices=("both", "context"), default="both")
             p.add_argument("--hidden", type=int, default=32)
             p.add_argument("--train-seconds", type=float, default=300.0)
+            p.add_argument("--clip", type=float, default=None, help="train on the target clipped to [-clip, clip]")
+            p.add_argument("--drop", nargs="*", default=[], choices=CONTEXT_FEATURES,
+                           help="context features the head does not read")
+            p.add_argument("--shrink", type=float, default=None,
+                           help="the output factor in [0, 1] (instead of the one best on the validation problems)")
             p.add_argument("--val-seed", type=int, default=None,
                            help="validate on the problems a seeded permutation puts last (default: the last ones)")
         else:

@@ -124,6 +124,51 @@ def test_context_head_is_saved_with_its_standardisation_folded_in(context_networ
     assert set(arrays.files) >= {"x", "y", "problem", "context", "step", "greedy", "kind", "n"}
 
 
+def test_context_head_takes_a_fixed_shrink_instead_of_the_validations(context_network, tmp_path):
+    from mallocgame.search.muzero.torchless import load_agent_network
+    from mallocgame.search.muzero.value import train_context_head
+    from mallocgame.solvers.muzero import VALUE_CHECKPOINT
+
+    _, _, arrays, _ = context_network
+    data = tmp_path / "data.npz"
+    np.savez(data, **arrays)
+    inputs = np.concatenate([arrays["x"], arrays["context"]], 1)
+    preds = {}
+    for shrink in (1.0, 0.25):
+        out = tmp_path / f"head{shrink}.pt"
+        summary = train_context_head(str(data), str(VALUE_CHECKPOINT), str(out), epochs=5, seed=0, shrink=shrink)
+        assert summary["shrink"] == shrink
+        preds[shrink] = load_agent_network(str(out))[0].context_value(inputs)[:, 0]
+    assert np.abs(preds[1.0]).max() > 0
+    np.testing.assert_allclose(preds[0.25], 0.25 * preds[1.0], rtol=1e-4, atol=1e-6)  # the same head, scaled
+    with pytest.raises(ValueError, match="not in"):
+        train_context_head(str(data), str(VALUE_CHECKPOINT), str(tmp_path / "bad.pt"), epochs=1, shrink=1.5)
+
+
+def test_context_head_reads_no_dropped_context_feature(context_network, tmp_path):
+    from mallocgame.search.muzero.torchless import load_agent_network
+    from mallocgame.search.muzero.value import CONTEXT_FEATURES, train_context_head
+    from mallocgame.solvers.muzero import VALUE_CHECKPOINT
+
+    _, _, arrays, _ = context_network
+    data = tmp_path / "data.npz"
+    np.savez(data, **arrays)
+    out = tmp_path / "head.pt"
+    summary = train_context_head(str(data), str(VALUE_CHECKPOINT), str(out), epochs=5, seed=0, shrink=1.0,
+                                 drop=("ahead",))
+    assert summary["drop"] == ["ahead"]
+    net = load_agent_network(str(out))[0]
+    context = arrays["context"].copy()
+    moved = context.copy()
+    moved[:, CONTEXT_FEATURES.index("ahead")] -= 50.0  # far outside the training rows
+    pred = net.context_value(np.concatenate([arrays["x"], context], 1))[:, 0]
+    np.testing.assert_allclose(net.context_value(np.concatenate([arrays["x"], moved], 1))[:, 0], pred, atol=1e-6)
+    moved[:, CONTEXT_FEATURES.index("remaining")] += 50.0  # a feature it reads does move it
+    assert np.abs(net.context_value(np.concatenate([arrays["x"], moved], 1))[:, 0] - pred).max() > 1e-4
+    with pytest.raises(ValueError, match="unknown context features"):
+        train_context_head(str(data), str(VALUE_CHECKPOINT), str(tmp_path / "bad.pt"), epochs=1, drop=("behind",))
+
+
 def test_network_value_reads_the_context_head_with_the_searchs_reference(context_network):
     from mallocgame.search.muzero.guide import input_vector
     from mallocgame.search.muzero.value import NetworkValue

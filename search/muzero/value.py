@@ -156,6 +156,10 @@ def label_problem(recipe: Recipe, net, game_fields: dict, rng: np.random.Generat
     return label_states(problem, hw, net, game_fields, rng, states=states, eps=eps)
 
 
+#: The names of :func:`context_features`' columns, in order.
+CONTEXT_FEATURES = ("ahead", "remaining", "progress", "next")
+
+
 def context_features(game, to_go: np.ndarray, scale: float) -> np.ndarray:
     """The state's place relative to the reference episode, per problem normalised (percent of ``scale``, fractions
     of the episode): ``[ahead, remaining, progress, next]`` -- the return so far beyond the reference's at the same
@@ -410,20 +414,29 @@ def _head_setup(x: np.ndarray, targets: np.ndarray, val: np.ndarray, used: np.nd
 
 def train_context_head(data: str, init: str, out: str, *, inputs: str = "both", seconds: float = 300.0,
                        epochs: int = 200, seed: int = 0, hidden: int = 32, learning_rate: float = 1e-3,
-                       weight_decay: float = 1e-3, log: str | None = None) -> dict:
+                       weight_decay: float = 1e-3, log: str | None = None, shrink: float | None = None,
+                       drop: tuple[str, ...] = ()) -> dict:
     """Train the value leaves' ``context_value`` head by MSE on the ``.npz`` ``data`` of :func:`generate`: an MLP
     (``hidden`` units) over the value head's input under ``init``'s frozen network and the leaf's
     :func:`context_features` (``inputs="both"``) or over the context features alone (``"context"``: the other
-    inputs' weights are 0). Inputs are standardised by the training rows' mean and spread, folded into the first
+    inputs' weights are 0); ``drop`` names context features (:data:`CONTEXT_FEATURES`) it does not read either
+    (weight 0: a feature whose range on other programs lies outside the training rows' is not extrapolated).
+    Inputs are standardised by the training rows' mean and spread, folded into the first
     layer. The epoch with the lowest validation MSE (:func:`split`: the last problems, never a held-out one),
     its output scaled by the factor in [0, 1] with the lowest validation MSE (towards ``y = 0``: a head that knows
-    little says little), is saved to ``out`` as ``init``'s network plus the head, marked :data:`VALUE_TARGET`.
-    Returns the summary (validation MSE of ``y = 0``, of the training rows' mean, of the best epoch and of the saved
-    head, ``val_mse_shrunk``)."""
+    little says little; ``shrink``, if given, is the factor instead: one chosen on the training problems by other
+    means, such as leave-one-problem-out), is saved to ``out`` as ``init``'s network plus the head, marked
+    :data:`VALUE_TARGET`. Returns the summary (validation MSE of ``y = 0``, of the training rows' mean, of the best
+    epoch and of the saved head, ``val_mse_shrunk``; ``shrink``, the factor)."""
     import torch  # lazily: the solver and the CLI never pay for it
 
     from mallocgame.search.muzero import checkpoint as ckpt
 
+    if shrink is not None and not 0.0 <= shrink <= 1.0:
+        raise ValueError(f"shrink {shrink} is not in [0, 1]")
+    unknown = set(drop) - set(CONTEXT_FEATURES)
+    if unknown:
+        raise ValueError(f"unknown context features {', '.join(sorted(unknown))} (known: {', '.join(CONTEXT_FEATURES)})")
     torch.set_num_threads(1)
     torch.manual_seed(seed)
     payload = ckpt.load(init)
@@ -432,10 +445,13 @@ def train_context_head(data: str, init: str, out: str, *, inputs: str = "both", 
     x = np.concatenate([arrays["x"], arrays["context"]], 1).astype(np.float32)
     width, ctx_width = arrays["x"].shape[1], arrays["context"].shape[1]
     used = np.ones(x.shape[1], bool) if inputs == "both" else np.arange(x.shape[1]) >= width
+    for name in drop:
+        used[width + CONTEXT_FEATURES.index(name)] = False
     mean, std, z, y, head, opt, tr, va, mse = _head_setup(x, arrays["y"], val, used, hidden=hidden,
                                                           learning_rate=learning_rate, weight_decay=weight_decay)
 
     summary = {"rows": int(len(y)), "train_rows": int(tr.sum()), "val_rows": int(va.sum()), "inputs": inputs,
+               "drop": list(drop),
                "hidden": hidden, "val_mse_zero": float((y[va] ** 2).mean()),
                "val_mse_mean": float(((y[va] - y[tr].mean()) ** 2).mean())}
     best, best_state, epoch = _fit(head, opt, z[tr], y[tr], mse, tr, va, seconds=seconds, epochs=epochs, seed=seed,
@@ -444,7 +460,8 @@ def train_context_head(data: str, init: str, out: str, *, inputs: str = "both", 
     head.load_state_dict(state)
     with torch.no_grad():  # the head shrunk towards y = 0 by the factor in [0, 1] best on the validation rows
         pred = head(z[va]).squeeze(-1)
-    shrink = float(min(max(float((pred * y[va]).sum() / max(float((pred * pred).sum()), 1e-12)), 0.0), 1.0))
+    if shrink is None:
+        shrink = float(min(max(float((pred * y[va]).sum() / max(float((pred * pred).sum()), 1e-12)), 0.0), 1.0))
     w1 = state["0.weight"].numpy() * np.where(used, 1.0 / std, 0.0)[None, :]  # standardisation folded in
     b1 = state["0.bias"].numpy() - w1 @ mean
     model = dict(payload["model"])
