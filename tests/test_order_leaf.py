@@ -129,8 +129,8 @@ def test_native_observation_is_the_compiled_one_and_states_of_two_problems_are_r
 @pytest.mark.parametrize("leaf", ["rollout", "value"])
 def test_the_search_answers_the_same_on_either_engine(monkeypatch, leaf):
     """muzero in the network's own buffer order (start=game: the shipped network's prior at every node left;
-    leaf=value: batched value leaves) at a fixed number of simulations and seed gives the same answer with the compiled leaf inputs and with the Python
-    reference (MALLOCGAME_ENGINE=python)."""
+    leaf=value: batched value leaves) at a fixed number of simulations and seed gives the same answer with the
+    compiled leaf inputs and with the Python reference (MALLOCGAME_ENGINE=python)."""
     from mallocgame.engine.runner import run_solver
 
     problem = layered_network(60, seed=11)
