@@ -32,12 +32,14 @@ curriculum; chosen on two tuning sets), and map mode commits to the move with th
 (``commit="max"``, as ``mcts``). Prefetch mode plays the uniform prior with ``leaf="auto"`` (``DEFAULT_LEAF``:
 rollouts where the time per move affords two, else 64 greedy steps and the reference episode's return to go; no
 network is read). At equal wall time (10 s and 60 s) on held-out programs of 1,000 buffers or more, the default
-beats the mode's baseline (greedy-xla, msa); against ``mcts`` it is not ahead at 10 s in either mode (with the
-network playing, most answers of both searches are the same fallback answer, which neither search of the order game
-beats) and in map mode at 60 s it is ahead on more programs than behind without reaching significance; on the
-largest programs the relaxation the network reads may not end within the time it gets, and the search then plays
-the uniform prior (figures: docs/results.md, "Equal wall time" and "The network at real size"). The measurements
-that chose every default below: docs/results.md, "muzero's defaults".
+beats the mode's baseline (greedy-xla, msa; in map mode measured with ``start="game"``, and greedy-xla's answer is
+among the fallback answers the search starts from) and is level with ``mcts``, not ahead of it, in both modes. In map mode the
+search starts from the best fallback answer (``start="answer"``) and plays the network only where that answer is
+greedy-xla's, in greedy-xla's order, which the network was trained on; elsewhere it plays the uniform prior, which is
+``mcts``'s search, so most held-out answers of the two are the same. With the network playing everywhere
+(``start="game"``) it was ahead of ``mcts`` at 60 s on more programs than behind without reaching significance, and not
+ahead at 10 s; prefetch mode's default plays no network (figures: docs/results.md, "Equal wall time", "The network at
+real size" and "Map mode's start at 60 s"). The measurements that chose every default below: docs/results.md, "muzero's defaults".
 
 Options (`MuZeroOptions`, listed by `mallocgame solvers muzero`; the CLI passes ``--simulations`` and ``--solver-option``):
 
