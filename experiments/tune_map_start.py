@@ -31,12 +31,11 @@ import csv
 import statistics
 from pathlib import Path
 
-from _common import Transcript, fenced, results_path, write_results
+from _common import Transcript, fenced, results_path, tally, write_results
 from heldout_muzero_mcts import budget_of, own_copy
 from level_muzero_mcts import sign_test
 
 from mallocgame.engine.runner import problem_bound, run_solver
-from mallocgame.problem.objective import better
 from mallocgame.search.muzero.problems import build, named_curriculum, tuning_recipes
 
 FIELDS = ["family", "problem", "n", "setting", "value", "bound", "gap", "simulations", "searched_moves", "seconds",
@@ -116,21 +115,10 @@ def main() -> None:
     show("| setting | against | W/T/L | p | families behind |")
     show("|---|---|---|---|---|")
     for name, against in comparisons:
-        w = t = lo = 0
-        per_family: dict[str, list[int]] = {}
-        for lb in labels:
-            r, base = done[(lb, name)], done[(lb, against)]
-            fam = per_family.setdefault(r["family"], [0, 0])
-            if better("map", float(r["value"]), float(base["value"])):
-                w += 1
-                fam[0] += 1
-            elif better("map", float(base["value"]), float(r["value"])):
-                lo += 1
-                fam[1] += 1
-            else:
-                t += 1
-        behind = ", ".join(f for f, (fw, fl) in sorted(per_family.items()) if fl > fw) or "none"
-        show(f"| {name} | {against} | {w}/{t}/{lo} | {sign_test(w, lo):.3g} | {behind} |")
+        t = tally("map", ((done[(lb, name)]["family"], float(done[(lb, name)]["value"]),
+                           float(done[(lb, against)]["value"])) for lb in labels))
+        behind = ", ".join(sorted(t.behind())) or "none"
+        show(f"| {name} | {against} | {t.wins}/{t.ties}/{t.losses} | {sign_test(t.wins, t.losses):.3g} | {behind} |")
     show()
     show("| setting | mean gap | answer the search's own | network played |")
     show("|---|---|---|---|")
