@@ -109,8 +109,8 @@ Options (`MuZeroOptions`, listed by `mallocgame solvers muzero`; the CLI passes 
   the order of the best fallback answer, as ``mcts``'s option ``start``); where that order is played the search runs
   without the network (trained on greedy-xla's order; in the answer's order it searched worse than the uniform prior
   on the tuning recipes) and ``stats["prior"]`` says so; default ``DEFAULT_START`` of `mallocgame.search.uct`,
-  ``"answer"`` in map mode (ahead of ``"game"`` at 10 s on the real-size tuning recipes; the held-out figures above
-  were measured with ``"game"``: docs/results.md, "Where map mode's search starts");
+  ``"answer"`` in map mode (ahead of ``"game"`` at 10 s on the real-size tuning recipes, not behind at 60 s:
+  docs/results.md, "Where map mode's search starts" and "Map mode's start at 60 s");
 * ``leaf_batch``   with value leaves read from the network: descents whose leaves one batched network pass values
   (default ``DEFAULT_LEAF_BATCH``; ``search/uct.py``, "Batched value leaves"); 1 values each leaf alone;
 * ``leaf_steps``   with ``leaf="mixed"``: greedy rollout steps before the value (default 16, not tuned; with
