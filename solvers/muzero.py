@@ -299,7 +299,9 @@ class MuZeroOptions(Options):
 class MuZeroSolver(Solver):
     name = "muzero"
     modes = frozenset({"map", "pack", "prefetch"})
-    preload = ("torch", "scipy.optimize")  # imported before the clock starts (mallocgame.engine.runner.preload)
+    # imported before the clock starts (mallocgame.engine.runner.preload); not torch: the search reads its networks
+    # without it (search/muzero/torchless.py), and a command's limit counts what is preloaded
+    preload = ("scipy.optimize",)
 
     Options = MuZeroOptions
 
