@@ -22,6 +22,7 @@ without any path manipulation, and ``experiments/`` needs no ``__init__.py``.
 * :func:`run_in_trees` -- a probe run once per project tree in turn (two builds compared, ``--trees``).
 * :func:`read_runs`, :func:`run_rotated`, :func:`tally` -- the tuning scripts' runs: resumed from their CSV, in an
   order rotated per problem, counted against a baseline for the sign test.
+* :func:`preload_solvers` -- every contestant's heavy imports, once, before an in-process script's first timed run.
 """
 
 from __future__ import annotations
@@ -422,6 +423,21 @@ def run_in_trees(show: Transcript, script: str | os.PathLike, args: list[str], t
 
 
 # --------------------------------------------------------------------------- tuning runs (tune_*.py)
+
+def preload_solvers(names) -> None:
+    """Import the heavy modules every solver of ``names`` declares (its ``preload``), once, before the first timed run.
+
+    :func:`mallocgame.engine.runner.run_solver` imports them on every run, before the solver's own clock starts but
+    inside the wall time a script measures around the call; in one process only the first run of a solver pays the
+    first import (scipy's is seconds on a loaded machine), so a script comparing contestants in-process calls this
+    before its first run and no run pays it.
+    """
+    from mallocgame.engine import runner
+    from mallocgame.engine.registry import load_solver
+
+    for name in dict.fromkeys(names):
+        runner.preload(load_solver(name))
+
 
 def read_runs(path: str | os.PathLike, setting: str) -> dict[tuple[str, str], dict[str, str]]:
     """The rows of a tuning script's runs CSV by ``(problem, row[setting])``; empty when there is no such file."""

@@ -37,7 +37,7 @@ import statistics
 import time
 from pathlib import Path
 
-from _common import Transcript, fenced, results_path, write_results
+from _common import Transcript, fenced, preload_solvers, results_path, write_results
 from heldout import confirmation_for, held_out, with_candidate
 from level_muzero_mcts import sign_test
 
@@ -178,7 +178,8 @@ def run_heldout(args, held, contestants: dict, budgets: list[str], wanted: list[
     (a name of ``contestants``, whose value is ``(solver, options)``) at every budget on each problem of
     ``held(families)``, smallest first, within ``args.max_n`` / ``args.min_n``. What ``rows`` has (same problem,
     size, budget and contestant) is skipped; each new row is appended to ``csv_path`` and ``rows`` as it ends, and
-    one line a problem and budget is printed with ``show``.
+    one line a problem and budget is printed with ``show``. Every contestant's heavy imports are done before the
+    first run (``_common.preload_solvers``), so no run's seconds hold them.
 
     ``searches``: the contestants that take a simulation budget (None: all of them); the others get no
     ``simulations`` option and are never clock-bound. ``on_row(h, name, rep, row)`` may stop the run
@@ -194,6 +195,7 @@ def run_heldout(args, held, contestants: dict, budgets: list[str], wanted: list[
     insts = [h for h in insts if (args.max_n is None or h.problem.n <= args.max_n)
              and (args.min_n is None or h.problem.n >= args.min_n)]
     prefix = prefix or (lambda h, budget: f"{h.label:<40}{h.problem.n:>5} {budget:>3} ")
+    preload_solvers(contestants[name][0] for name in wanted)
     new = not csv_path.exists()
     with open(csv_path, "a", newline="") as fh:
         out = csv.DictWriter(fh, FIELDS)

@@ -46,7 +46,7 @@ import statistics
 import time
 from pathlib import Path
 
-from _common import Transcript, fenced, results_path, write_results
+from _common import Transcript, fenced, preload_solvers, results_path, write_results
 
 from mallocgame.engine.runner import problem_bound, run_solver
 from mallocgame.hardware.spec import PRESETS
@@ -167,6 +167,7 @@ def main() -> None:
          + (f"; others from {args.reuse}" if args.reuse else ""))
     rows: list[dict] = []
     insts = problems(args.set, args.realistic, args.limit)
+    preload_solvers(solver for _, solver, _ in cols)  # the first run's seconds hold no first import
     with open(csv_path, "w", newline="") as fh:
         out = csv.writer(fh)
         out.writerow(["problem", "n", "budget", "contestant", "value", "bound", "gap", "seconds", "simulations",

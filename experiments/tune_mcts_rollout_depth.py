@@ -40,7 +40,7 @@ import statistics
 import time
 from pathlib import Path
 
-from _common import Transcript, fenced, read_runs, results_path, run_rotated, tally, write_results
+from _common import Transcript, fenced, preload_solvers, read_runs, results_path, run_rotated, tally, write_results
 from heldout import Held, in_prefetch_mode
 from heldout_muzero_mcts import own_copy
 from level_muzero_mcts import sign_test, tuning, tuning_real
@@ -138,6 +138,7 @@ def main() -> None:
             f"{name} {float(done[(label, name)]['value']):.6g} ({done[(label, name)]['simulations']} sims)"
             for name in names))
 
+    preload_solvers(["mcts"])  # the first run's seconds hold no first import
     run_rotated(csv_path, FIELDS, done, [label for _, _, label, _, _ in insts], names, run, after_problem=shown)
     show()
     show(summary(insts, names, args.against, done))

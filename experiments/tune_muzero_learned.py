@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 import statistics
 
-from _common import Transcript, write_results
+from _common import Transcript, preload_solvers, write_results
 from level_muzero_mcts import tuning
 
 from mallocgame.engine.runner import problem_bound, run_solver
@@ -49,6 +49,7 @@ def main() -> None:
     for r in tuning():
         problem, hw = build(r)
         insts.append((r, problem, hw, problem_bound(problem, hw)))
+    preload_solvers(["muzero"])  # the first run's seconds hold no first import
     for path in args.checkpoints.split(","):
         game_fields = load_inference(path)[1]["game"]
         greedy = []

@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from _common import write_results
+from _common import preload_solvers, write_results
 from heldout_muzero_mcts import own_copy
 
 from mallocgame.engine.runner import run_solver
@@ -43,6 +43,7 @@ def main() -> None:
     lines = ["| problem | buffers | " + " | ".join(f"{c} (time, sims)" for c in contestants) + " |",
              "|---|---|" + "---|" * len(contestants)]
     tally = {other: [0, 0, 0] for other in contestants if other != "candidate"}
+    preload_solvers(solver for solver, _ in contestants.values())  # the first run's seconds hold no first import
     for r in recipes:
         problem, hardware = build(r)
         problem = problem.replace(mode="prefetch")
