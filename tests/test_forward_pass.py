@@ -170,3 +170,47 @@ def test_compiled_pass_refuses_inputs_of_other_shapes():
         forward.evaluate_batch(vectors, actions, masks[:, 1:])
     with pytest.raises(ValueError, match="mask"):
         forward.policy_logits(vectors[0], actions[0], masks[0, 1:])
+
+
+def test_two_threads_calling_one_network_get_the_reference_answers():
+    # the scratch buffers are the network's: safe while each example's pass holds the GIL (ForwardNet's docstring)
+    import sys
+    import threading
+
+    net, _ = load_agent_network(str(VALUE_CHECKPOINT))
+    forward = ForwardNet(net)  # a network of this test's own
+    rng = np.random.default_rng(11)
+    inputs = [random_inputs(net, rng, 6, slots) for slots in (9, 40)]  # other sizes: other scratch lengths
+    want = []
+    for vectors, actions, masks in inputs:
+        logits, values = forward.evaluate_batch(vectors, actions, masks)
+        want_logits, want_values = net.evaluate_batch(vectors, actions, masks)
+        np.testing.assert_allclose(logits, want_logits, rtol=RTOL, atol=ATOL)
+        np.testing.assert_allclose(values, want_values, rtol=RTOL, atol=ATOL)
+        want.append((logits, values, [forward.policy_logits(vectors[b], actions[b], masks[b]) for b in range(6)]))
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads switch as often as the interpreter lets them
+    start, wrong = threading.Barrier(2), []
+
+    def calls(k: int) -> None:
+        vectors, actions, masks = inputs[k]
+        logits, values, one = want[k]
+        start.wait()
+        for _ in range(300):
+            got_logits, got_values = forward.evaluate_batch(vectors, actions, masks)
+            b = int(rng.integers(6)) if k else 0
+            got_one = forward.policy_logits(vectors[b], actions[b], masks[b])
+            if not (np.array_equal(got_logits, logits) and np.array_equal(got_values, values)
+                    and np.array_equal(got_one, one[b], equal_nan=True)):
+                wrong.append(k)
+                return
+
+    try:
+        threads = [threading.Thread(target=calls, args=(k,)) for k in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert not wrong, f"threads {wrong} read another thread's pass"

@@ -122,7 +122,12 @@ cdef inline void _start(const _Mlp& f, float* h) noexcept nogil:
 cdef class ForwardNet:
     """The compiled forward pass of a :class:`~mallocgame.search.muzero.inference.NumpyNet` (its weights copied
     at construction): :meth:`policy_logits`, :meth:`prior`, :meth:`evaluate` and :meth:`evaluate_batch`, the same
-    arguments and results as the numpy methods of those names."""
+    arguments and results as the numpy methods of those names.
+
+    The scratch buffers of a pass (``hid``, ``phi``, ``state``, ``rows``, ...) belong to the network, not to the call,
+    and carry nothing from one example to the next. That is safe because one example's pass (``_example``) runs with
+    the GIL held from start to end: it has no ``nogil`` section and calls no Python, so threads sharing a network take
+    turns between examples. A pass that released the GIL would need scratch of its own per call."""
 
     cdef object keep  # the float32 arrays the pointers of the layers read
     cdef _Mlp embed, represent, context, policy, value, context_value
@@ -132,6 +137,7 @@ cdef class ForwardNet:
     cdef float policy_b2
     cdef _fvector[float] empty_phi  # the action embedding of an empty slot (zero features, not slow)
     cdef _fvector[float] empty_context  # its part of action_context's first layer: empty_phi @ w1[:d]
+    # scratch of one example's pass: one pass at a time, under the GIL (class docstring)
     cdef _fvector[float] phi, emb, hid, hid2, state, state_ctx, state_pol, pooled, head_in, emb_empty, out
     cdef _fvector[Py_ssize_t] rows
 
