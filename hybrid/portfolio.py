@@ -558,13 +558,16 @@ class Portfolio(Solver):
                 finished = pool.wait(timeout=race.race.left())
             if not finished:
                 break  # deadline: leaving the caller's block stops whatever still runs
-            for name, kind, payload in finished:
+            settled = False
+            for name, kind, payload in finished:  # every run that ended counts, also those after one that settles
                 if kind != "ok":
                     errors[name] = payload
                 elif race.consider_member(name, payload):
-                    for other, _ in pool.running():
-                        errors[other] = "stopped: another member settled the problem"
-                    return True
+                    settled = True
+            if settled:
+                for other, _ in pool.running():
+                    errors[other] = "stopped: another member settled the problem"
+                return True
         for other, _ in pool.sent_answers():  # a member past the deadline: the best answer it sent counts
             kind, payload = pool.stop(other)
             if kind == "ok":

@@ -152,6 +152,47 @@ def test_portfolio_keeps_the_best_valid_member_answer():
     assert s.stats["winner"] in members
 
 
+class _EndTogether:
+    """A pool whose runs all end in one ``wait`` (two members finishing while the portfolio's process waits)."""
+
+    def __init__(self, reports):
+        self.reports, self.runs = reports, []
+
+    free = property(lambda self: 2 - len(self.runs))
+    busy = property(lambda self: bool(self.runs))
+
+    def running(self):
+        return [(key, 0.0) for key in self.runs]
+
+    def start(self, key, *args, **kwargs):
+        self.runs.append(key)
+
+    def wait(self, timeout):
+        done, self.runs = [(key, "ok", self.reports[key]) for key in self.runs], []
+        return done
+
+    def sent_answers(self):
+        return []
+
+
+def test_portfolio_keeps_every_report_of_a_wait_in_which_one_member_settles_the_problem():
+    import dataclasses
+    import time
+
+    from mallocgame.engine.session import session_for
+    from mallocgame.hybrid.portfolio import _Race
+    from mallocgame.runtime.budget import Budget
+
+    p = layered_network(150, seed=1)
+    answered = greedy(p)
+    reports = {"select-pack": dataclasses.replace(answered, solver="select-pack", status="OPTIMAL"),
+               "lns": dataclasses.replace(answered, solver="lns")}
+    race = _Race(p, HW, Budget(10.0, time.monotonic()), minimize_peak=False, lifted=set(), session=session_for(p, HW))
+    assert Portfolio._run_parallel(["select-pack", "lns"], race, 0, None, {}, 2, _EndTogether(reports))
+    assert set(race.reports) == {"select-pack", "lns"} and not race.errors  # lns's report, after the settling one
+    assert race.best.solver == "select-pack"
+
+
 def test_portfolio_reports_a_proven_infeasible_pack():
     over = Problem("over", (Buffer("a", 4, 0, 2), Buffer("b", 4, 0, 2), Buffer("c", 4, 1, 3)), capacity=10,
                    mode="pack")
