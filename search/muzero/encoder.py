@@ -42,7 +42,7 @@ import numpy as np
 from mallocgame.bounds import bounds  # the module: its relaxation is read at call time (a test replaces it)
 from mallocgame.problem.graph import conflicts as problem_conflicts
 from mallocgame.search.game_order import NativeOrderGame
-from mallocgame.search.muzero.graph_encoder import BASE, base_values
+from mallocgame.search.muzero.graph_encoder import BASE, Neighbourhood, base_features
 
 NAME = "encoder/1"
 NAME_RELAX = "encoder/2"
@@ -107,12 +107,9 @@ def encoding(data) -> np.ndarray:
     enc = _CACHE.get(data)
     if enc is not None:
         return enc
-    nbrs = neighbours(data)
-    size = data.size.astype(np.float64)
-    x = base_values(data, np.array([len(v) for v in nbrs], np.float64),
-                    np.array([size[v].sum() for v in nbrs], np.float64))
-    h1 = _mean_over(nbrs, x)
-    h2 = _mean_over(nbrs, h1)
+    x, hood = base_features(data)
+    h1 = _mean_over(hood, x)
+    h2 = _mean_over(hood, h1)
     enc = np.concatenate([x, h1, h2], 1).astype(np.float32)
     _CACHE[data] = enc
     return enc
@@ -129,11 +126,13 @@ def table(data, features: str = NAME, net=None) -> np.ndarray:
     return graph.embed(data)
 
 
-def _mean_over(nbrs: list[np.ndarray], x: np.ndarray) -> np.ndarray:
-    out = np.zeros_like(x)
-    for i, v in enumerate(nbrs):
-        if len(v):
-            out[i] = x[v].mean(0)
+def _mean_over(hood: Neighbourhood, x: np.ndarray) -> np.ndarray:
+    """float64: row ``i`` is the mean of ``x``'s rows over ``i``'s neighbours (zeros where it has none)."""
+    out = hood.sum(x)
+    deg = hood.degree
+    has = deg > 0
+    out[has] /= deg[has, None]
+    out[~has] = 0.0
     return out
 
 
