@@ -537,6 +537,10 @@ def test_encoder_shapes_and_permutation_equivariance():
         if len(near):
             np.testing.assert_allclose(enc[i, encoder.BASE:2 * encoder.BASE], enc[near, :encoder.BASE].mean(0),
                                        rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(enc[i, 2 * encoder.BASE:], enc[near, encoder.BASE:2 * encoder.BASE].mean(0),
+                                       rtol=1e-5, atol=1e-6)  # and the means of their means
+        else:
+            assert not enc[i, encoder.BASE:].any()
 
 
 def test_encoder_neighbours_are_the_interference_graphs(monkeypatch):
