@@ -108,7 +108,8 @@ Options (`MuZeroOptions`, listed by `mallocgame solvers muzero`; the CLI passes 
 * ``start``        map mode: ``"game"`` (the checkpoint's game, greedy-xla's order) or ``"answer"`` (the same game in
   the order of the best fallback answer, as ``mcts``'s option ``start``); where that order is played the search runs
   without the network (trained on greedy-xla's order; in the answer's order it searched worse than the uniform prior
-  on the tuning recipes) and ``stats["prior"]`` says so; default ``DEFAULT_START`` of `mallocgame.search.uct`,
+  on the tuning recipes) and ``stats["prior"]`` says so; ``prior="relaxation"`` plays in any order (it reads which
+  buffer is decided, not the order); default ``DEFAULT_START`` of `mallocgame.search.uct`,
   ``"answer"`` in map mode (ahead of ``"game"`` at 10 s on the real-size tuning recipes, not behind at 60 s:
   docs/results.md, "Where map mode's search starts" and "Map mode's start at 60 s");
 * ``leaf_batch``   with value leaves read from the network: descents whose leaves one batched network pass values
@@ -437,13 +438,20 @@ def _solve_uct(name: str, request: SolveRequest, *, sims: int, checkpoint: str |
                      leaf=leaf[0], leaf_steps=leaf[1], auto_simulations=auto_simulations, leaf_batch=leaf_batch,
                      focus=focus)
     solution = solve_with_uct(name, request, cfg, game_cfg, prior=prior_fn, data=data, stats=stats, leaf_value=leaf_fn,
-                              prepare=prepare, start=start, prior_reads_any_order=prior_fn is uniform_prior)
+                              prepare=prepare, start=start, prior_reads_any_order=_reads_any_order(prior_fn))
     # The network is asked exactly when the search asks its prior (never at a forced move) or values a leaf.
     calls = ((prior_fn.calls if isinstance(prior_fn, NetworkPrior | BlendedPrior) else 0)
              + (leaf_fn.calls if isinstance(leaf_fn, NetworkValue) else 0))
     passes = ({"leaf_passes": leaf_fn.passes} if isinstance(leaf_fn, NetworkValue) else
               {"value_head_calls": leaf_fn.calls} if isinstance(leaf_fn, PrefetchValue) else {})
     return dataclasses.replace(solution, stats={**solution.stats, "network_evaluations": calls, **passes})
+
+
+def _reads_any_order(prior_fn) -> bool:
+    """Whether ``prior_fn`` may guide the fixed-order game in any order of its buffers (``start="answer"``): the
+    uniform prior, and the relaxation's, which reads only which buffer is decided; not the network's, which reads the
+    game in the order it was trained on."""
+    return prior_fn is uniform_prior or isinstance(prior_fn, RelaxationPrior)
 
 
 def _leaf_evaluator(leaf: tuple[str, int, str], value_net, stats: dict):

@@ -101,6 +101,27 @@ def test_start_answer_plays_the_network_only_in_the_order_it_was_trained_on():
     assert net.objective >= max(_fallback_greedy_values(problem).values()) - 1e-12
 
 
+def test_start_answer_keeps_the_relaxation_prior_in_the_answers_order(monkeypatch):
+    import mallocgame.solvers.muzero as muzero
+
+    limits = []
+
+    def relaxation_set(data, time_limit=muzero.RELAX_SECONDS):
+        limits.append(time_limit)
+        return real(data, time_limit=time_limit)
+
+    real = muzero.relaxation_set
+    monkeypatch.setattr(muzero, "relaxation_set", relaxation_set)
+    opts = {"simulations": 6, "start": "answer"}
+    problem = _problem(4)  # the address game's answer is the best: its order is played
+    relax = run_solver("muzero", problem, HW, time_limit=4, seed=2, options={**opts, "prior": "relaxation"})
+    assert relax.valid and relax.stats["start"] == "answer (greedy-address-start)"
+    assert relax.stats["prior"] == "relaxation" and relax.stats["network_evaluations"] == 0
+    assert limits and all(0 < t <= muzero.RELAX_SHARE * 4 for t in limits)  # a share of the limit, as in its own order
+    net = run_solver("muzero", problem, HW, time_limit=60, seed=2, options=opts)
+    assert net.stats["prior"].startswith("uniform (the prior reads the game in xla order")
+
+
 def test_start_answer_plays_the_game_outside_map_modes_fixed_order_game():
     problem = _problem(3, n=40)
     rep = run_solver("mcts", problem, HW, time_limit=60, seed=0,
