@@ -575,16 +575,16 @@ def train(out: str, *, init: str | None = None, config: ExpertConfig = ExpertCon
                                        f"mode's {GAME_FIELDS[config.mode]}")
     else:
         game_fields = dict(GAME_FIELDS[config.mode])
-    if config.order is not None:  # the run's order, whatever order the initial weights played
-        game_fields["order"] = config.order
-    if game_fields.get("order") == ANSWER_ORDER and config.reanalyse_per_game > 0:
-        # reanalyse rebuilds a state from its recipe in the game's order, which the answer's order is not
-        raise ValueError("order answer: no reanalyse")
         dims = observation_dims(GameConfig(**game_fields))
         extra = encoder.extra_inputs(config.features)
         net = MuZeroNet(NetworkConfig(dims["obs_dim"] + extra, dims["action_features"], dims["num_actions"],
                                       aux=config.aux_weight > 0, **_graph_fields(config.features)),
                         torch.Generator().manual_seed(config.seed)).eval()
+    if config.order is not None:  # the run's order, whatever order the initial weights played
+        game_fields["order"] = config.order
+    if game_fields.get("order") == ANSWER_ORDER and config.reanalyse_per_game > 0:
+        # reanalyse rebuilds a state from its recipe in the game's order, which the answer's order is not
+        raise ValueError("order answer: no reanalyse")
     state = _State(config, net, game_fields, np.random.default_rng(config.seed), teacher_answer)
     return _loop(state, Path(out), time_limit, Path(log_path) if log_path else None, max_games)
 
