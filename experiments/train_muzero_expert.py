@@ -38,6 +38,9 @@ def main() -> None:
                     help="simulations per move of the student's game (its cost grows as n^2: a 2,000-buffer game at "
                          "16 is ~32M rollout steps)")
     ap.add_argument("--states-per-game", type=int, default=8)
+    ap.add_argument("--order", default=None, choices=("xla", "answer"),
+                    help="map mode's game: greedy-xla's order, or the order of the best fallback answer as the "
+                         "solvers' start=answer plays it (default: --init's order; fresh weights: xla)")
     ap.add_argument("--features", default="", help="'encoder/1': the per-buffer encoder; 'encoder/2': and the "
                                                    "relaxation's features (both need --init none or a checkpoint "
                                                    "of the same features); 'encoder/3': encoder/2 with a learned "
@@ -86,7 +89,7 @@ def run(args) -> None:
                           realistic_share=args.realistic_share, xla_share=args.xla_share, torch_share=args.torch_share,
                           reanalyse_per_game=args.reanalyse,
                           value_weight=args.value_weight, aux_weight=args.aux_weight,
-                          teacher_target=args.teacher_target)
+                          teacher_target=args.teacher_target, order=args.order)
     train(args.out, init=None if args.init == "none" else args.init, config=config, time_limit=args.time_limit,
           log_path=args.log, max_games=args.games, teacher_answer=answer)
 

@@ -1003,10 +1003,14 @@ def answer_game(problem, data, game_cfg, incumbents: list[Episode], stats: dict)
     In map mode's fixed-order game: ``game_cfg`` itself where the best incumbent is its own greedy episode (greedy-xla's
     answer in greedy-xla's order), else ``game_cfg`` with its buffers in the order of the best incumbent
     (:func:`mallocgame.search.game_order.answer_order`, set on ``data``), whose greedy episode replays it or betters
-    it. Elsewhere, or without an incumbent, ``(game_cfg, False)``. ``stats["start"]`` says which."""
+    it. Elsewhere, or without an incumbent, ``(game_cfg, False)``. ``stats["start"]`` says which. A ``game_cfg`` of
+    order :data:`~mallocgame.search.game_order.ANSWER_ORDER` (a network trained in the answer's order) always plays the
+    best incumbent's order (without an incumbent: all-slow's, greedy-xla's order)."""
     if problem.mode != "map" or game_cfg.variant != "order" or not incumbents:
         stats["start"] = f"game (the answer's order plays map mode's fixed-order game, not {problem.mode} mode's " \
                          f"{game_cfg.variant} game)" if incumbents else "game (no fallback answer)"
+        if game_cfg.order == ANSWER_ORDER and problem.mode == "map" and game_cfg.variant == "order":
+            use_answer_order(data, np.full(problem.n, -1, np.int64))  # all-slow's order: greedy-xla's
         return game_cfg, False
     best = max(incumbents, key=lambda e: e.value)  # the first best: the greedy episodes come first
     if best.source in (f"greedy-order-{game_cfg.order}", f"greedy-{game_cfg.order}"):
@@ -1015,6 +1019,19 @@ def answer_game(problem, data, game_cfg, incumbents: list[Episode], stats: dict)
     use_answer_order(data, best.offsets)
     stats["start"] = f"answer ({best.source})"
     return dataclasses.replace(game_cfg, order=ANSWER_ORDER), True
+
+
+def answer_start(problem, hardware, game_cfg, data=None, *, time_limit: float = 10.0,
+                 stats: dict | None = None) -> tuple[Any, Any, list[Episode]]:
+    """``(game_cfg, data, incumbents)``: the game ``start="answer"`` plays on ``problem`` (:func:`answer_game`) and the
+    fallback answers it starts from, built as :func:`solve_with_uct` builds them for a request of ``time_limit``
+    seconds (expert iteration plays the solver's game with it). ``data``: the game's data if the caller built it."""
+    request = SolveRequest.of(problem, hardware, time_limit=time_limit)
+    held = held_baselines(request.facts, time_limit)
+    searching = request.budget.part(SEARCH_SHARE, keep=SAFETY)
+    data, incumbents = _fallback_answers(request, game_cfg, data, held, until=searching.deadline)
+    game_cfg, _ = answer_game(problem, data, game_cfg, incumbents, {} if stats is None else stats)
+    return game_cfg, data, incumbents
 
 
 def _fallback_answers(request: SolveRequest, game_cfg, data, held: list, *,

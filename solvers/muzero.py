@@ -61,7 +61,9 @@ Options (`MuZeroOptions`, listed by `mallocgame solvers muzero`; the CLI passes 
   environment variable ``MALLOCGAME_MUZERO_CHECKPOINT``, else the shipped
   ``search/muzero/checkpoints/default.pt``; in prefetch mode ``prefetch.pt`` is read only when given here;
   with ``model=learned|simulator`` and ``method=gumbel|puct``, which read the plain observation,
-  ``selfplay.pt``, the Gumbel self-play network);
+  ``selfplay.pt``, the Gumbel self-play network); a network trained in the answer's order (expert iteration's
+  ``order="answer"``, its ``game`` fields say order ``"answer"``) plays map mode's game of ``start="answer"``, always
+  in the order of the best fallback answer, and with ``start="game"`` the search runs without it;
 * ``selection``    ``"untried-uct"`` (default, above), ``"untried-puct"`` (untried-first, then pUCT) or ``"puct"``
   (pUCT over all legal moves, an untried one at its parent's mean; can starve a move);
 * ``prior_power``  with ``untried-uct``: the power of ``k * p(a)`` (default 2, chosen on the tuning problems);
@@ -152,6 +154,7 @@ from mallocgame.problem.model import InputError, Problem, Solution, Status, offs
 from mallocgame.runtime.budget import SAFETY, Budget
 from mallocgame.search.game import Game, GameConfig
 from mallocgame.search.game_data import GameData
+from mallocgame.search.game_order import ANSWER_ORDER
 from mallocgame.search.muzero import checkpoints as shipped_checkpoints
 from mallocgame.search.muzero.encoder import RELAX_SECONDS, WITH_RELAX, relaxation_set, relaxation_usable
 from mallocgame.search.muzero.guide import BlendedPrior, NetworkPrior, RelaxationPrior, uniform_prior
@@ -392,6 +395,9 @@ def _solve_uct(name: str, request: SolveRequest, *, sims: int, checkpoint: str |
         net, trained_game = load_agent_network(path)
         stats["checkpoint"] = path
     game_cfg = _game_config(problem, trained_game)
+    answer_net = game_cfg.order == ANSWER_ORDER and start != "answer"  # a network of the answer's order, not played
+    if answer_net:
+        game_cfg = dataclasses.replace(game_cfg, order=DEFAULT_GAME[problem.mode][1])
     value_net = net if net is not None and GameConfig(**trained_game) == game_cfg else None  # its game, or none
     if blend:  # the network joined with the relaxation: without a network for this game, the relaxation alone
         prior = "network" if value_net is not None else "relaxation"
@@ -399,7 +405,8 @@ def _solve_uct(name: str, request: SolveRequest, *, sims: int, checkpoint: str |
         why = (" by default: checkpoint=" + str(PREFETCH_CHECKPOINT) + " plays it"
                if problem.mode == "prefetch" and not PREFETCH_NETWORK_BY_DEFAULT and PREFETCH_CHECKPOINT.is_file()
                else "")
-        stats["prior"] = f"uniform (no network trained for {problem.mode} mode's {game_cfg.variant} game{why})"
+        stats["prior"] = ("uniform (the network plays the game in the answer's order: start=answer)" if answer_net
+                          else f"uniform (no network trained for {problem.mode} mode's {game_cfg.variant} game{why})")
     else:
         stats["prior"] = "network" if value_net is not None and prior == "network" else "uniform"
     net = value_net if prior == "network" else None
@@ -514,6 +521,9 @@ def _solve_legacy(name: str, request: SolveRequest, *, t0: float, sims: int, che
     if getattr(net, "features", ""):
         raise InputError(f"muzero: method {method!r} / model read the plain observation, but checkpoint {path} "
                          f"reads features {net.features!r}; give one from `mallocgame train` (checkpoint=...)")
+    if game_fields.get("order") == ANSWER_ORDER:
+        raise InputError(f"muzero: method {method!r} / model play greedy-xla's order, but checkpoint {path}'s network "
+                         "plays the answer's (method=uct)")
     search = SearchConfig(simulations=sims, method=method, gumbel_scale=0.0, c_scale=c_scale)
     depth = (DEFAULT_ROLLOUT_DEPTH if model == "simulator" else 0) if rollout_depth is None else rollout_depth
     if depth and model != "simulator":

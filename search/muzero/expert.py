@@ -25,6 +25,7 @@ from torch.nn import functional as F
 from mallocgame.runtime.budget import Budget
 from mallocgame.search.game import Game, GameConfig, observation_dims
 from mallocgame.search.game_data import GameData
+from mallocgame.search.game_order import ANSWER_ORDER
 from mallocgame.search.muzero import checkpoint as ckpt
 from mallocgame.search.muzero import encoder
 from mallocgame.search.muzero.graph_encoder import base_features, csr_adjacency
@@ -32,7 +33,16 @@ from mallocgame.search.muzero.guide import NetworkPrior, RelaxationPrior, input_
 from mallocgame.search.muzero.inference import NumpyNet
 from mallocgame.search.muzero.networks import MuZeroNet, NetworkConfig, sparse_adjacency
 from mallocgame.search.muzero.problems import Curriculum, Recipe, build
-from mallocgame.search.uct import GUIDED_RULES, PREFETCH_K, Episode, MCTSConfig, Node, UCTSearch, play_greedy
+from mallocgame.search.uct import (
+    GUIDED_RULES,
+    PREFETCH_K,
+    Episode,
+    MCTSConfig,
+    Node,
+    UCTSearch,
+    answer_start,
+    play_greedy,
+)
 
 if TYPE_CHECKING:
     from mallocgame.search.uct import Episode
@@ -41,6 +51,11 @@ FORMAT = ckpt.FORMAT
 TEACHER_PRIORS = ("uniform", "relaxation", "network")
 TEACHER_TARGETS = ("visits", "best", "mix")
 MODES = ("map", "prefetch")
+#: The buffer orders of map mode's fixed-order game a run trains in: greedy-xla's, or the order of the best fallback
+#: answer, the game the solvers' ``start="answer"`` plays (:func:`mallocgame.search.uct.answer_start`).
+ORDERS = ("xla", ANSWER_ORDER)
+#: The time limit of the request whose fallback answers give the answer's order (the solvers' usual limit).
+ANSWER_SECONDS = 10.0
 #: The game each mode trains on: map mode's fixed-order game in greedy-xla's order (``default.pt``), and the
 #: prefetch game exactly as the ``muzero`` solver plays it (``solvers/muzero.py``: k = PREFETCH_K per copy window,
 #: two windows, greedy-xla's order), so a checkpoint's ``game`` fields match and the solver uses it.
@@ -82,6 +97,8 @@ class ExpertConfig:
     #                          is "untried-uct")
     prior_power: float = 1.0  # with selection "untried-uct": the power of k * p(a) (the solver's default is 2)
     commit: str = "visits"  # the student's commitment rule (the solver commits "max" in prefetch mode)
+    order: str | None = None  # map mode's game: "xla" (greedy-xla's order) or "answer" (start="answer"'s game,
+    #                           ORDERS); None: the initial checkpoint's (fresh weights: greedy-xla's)
 
     def __post_init__(self):
         if self.mode not in MODES:
@@ -97,6 +114,8 @@ class ExpertConfig:
                 raise ValueError("mode prefetch: layered-share must be 1 (random intervals have no ops)")
             if self.reanalyse_per_game > 0 or self.features:
                 raise ValueError("mode prefetch: no reanalyse, the plain observation (features '')")
+        if self.order is not None and (self.order not in ORDERS or self.mode != "map"):
+            raise ValueError(f"order {self.order!r}: map mode's game plays one of {', '.join(ORDERS)}")
         if self.teacher not in ("search", "answer"):
             raise ValueError(f"unknown teacher {self.teacher!r} (known: search, answer)")
         if self.teacher_target not in TEACHER_TARGETS:
@@ -309,6 +328,8 @@ def play_and_label(state: _State) -> dict[str, Any]:
         problem = problem.replace(mode="prefetch")
     game_cfg = GameConfig(**state.game_fields)
     data = GameData(problem, hw) if c.mode == "map" else None  # the prefetch game builds (and caches) its own
+    if game_cfg.order == ANSWER_ORDER:  # the solver's start="answer": its fallback answers set the order on data
+        game_cfg, data, _ = answer_start(problem, hw, game_cfg, data, time_limit=ANSWER_SECONDS)
     greedy = Game(problem, hw, game_cfg, data=data)
     play_greedy(greedy)
     answer = state.teacher_answer(problem, hw) if c.teacher == "answer" else None
@@ -535,8 +556,8 @@ def train(out: str, *, init: str | None = None, config: ExpertConfig = ExpertCon
           log_path: str | None = None, max_games: int | None = None,
           teacher_answer: TeacherAnswer | None = None) -> _State:
     """A new run writing checkpoints to ``out``; weights start from checkpoint ``init`` if given (its game must be
-    of ``config.mode``; fresh weights play :data:`GAME_FIELDS`). ``teacher_answer`` gives the targets when
-    ``config.teacher == "answer"``."""
+    of ``config.mode``; fresh weights play :data:`GAME_FIELDS`; ``config.order`` replaces the game's order).
+    ``teacher_answer`` gives the targets when ``config.teacher == "answer"``."""
     torch.manual_seed(config.seed)
     if init is not None:
         payload = ckpt.load(init)
@@ -559,6 +580,11 @@ def train(out: str, *, init: str | None = None, config: ExpertConfig = ExpertCon
         net = MuZeroNet(NetworkConfig(dims["obs_dim"] + extra, dims["action_features"], dims["num_actions"],
                                       aux=config.aux_weight > 0, **_graph_fields(config.features)),
                         torch.Generator().manual_seed(config.seed)).eval()
+    if config.order is not None:  # the run's order, whatever order the initial weights played
+        game_fields["order"] = config.order
+    if game_fields.get("order") == ANSWER_ORDER and config.reanalyse_per_game > 0:
+        # reanalyse rebuilds a state from its recipe in the game's order, which the answer's order is not
+        raise ValueError("order answer: no reanalyse")
     state = _State(config, net, game_fields, np.random.default_rng(config.seed), teacher_answer)
     return _loop(state, Path(out), time_limit, Path(log_path) if log_path else None, max_games)
 
