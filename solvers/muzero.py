@@ -33,13 +33,15 @@ curriculum; chosen on two tuning sets), and map mode commits to the move with th
 rollouts where the time per move affords two, else 64 greedy steps and the reference episode's return to go; no
 network is read). At equal wall time (10 s and 60 s) on held-out programs of 1,000 buffers or more, the default
 beats the mode's baseline (greedy-xla, msa; in map mode measured with ``start="game"``, and greedy-xla's answer is
-among the fallback answers the search starts from) and is level with ``mcts``, not ahead of it, in both modes. In map mode the
+among the fallback answers the search starts from). Against ``mcts`` it is level in map mode; in prefetch mode, where
+its truncated leaves afford many more simulations than ``mcts``'s rollouts on the programs whose rollouts are dear, it
+is ahead of ``mcts`` on a few programs and behind on at most one, not significantly. In map mode the
 search starts from the best fallback answer (``start="answer"``) and plays the network only where that answer is
 greedy-xla's, in greedy-xla's order, which the network was trained on; elsewhere it plays the uniform prior, which is
 ``mcts``'s search, so most held-out answers of the two are the same. With the network playing everywhere
 (``start="game"``) it was ahead of ``mcts`` at 60 s on more programs than behind without reaching significance, and not
 ahead at 10 s; prefetch mode's default plays no network (figures: docs/results.md, "Equal wall time", "The network at
-real size" and "Map mode's start at 60 s"). The measurements that chose every default below: docs/results.md, "muzero's defaults".
+real size", "Map mode's start at 60 s" and "Prefetch mode at equal wall time, again"). The measurements that chose every default below: docs/results.md, "muzero's defaults".
 
 Options (`MuZeroOptions`, listed by `mallocgame solvers muzero`; the CLI passes ``--simulations`` and ``--solver-option``):
 
