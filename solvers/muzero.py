@@ -41,7 +41,8 @@ greedy-xla's, in greedy-xla's order, which the network was trained on; elsewhere
 ``mcts``'s search, so most held-out answers of the two are the same. With the network playing everywhere
 (``start="game"``) it was ahead of ``mcts`` at 60 s on more programs than behind without reaching significance, and not
 ahead at 10 s; prefetch mode's default plays no network (figures: docs/results.md, "Equal wall time", "The network at
-real size", "Map mode's start at 60 s" and "Prefetch mode at equal wall time, again"). The measurements that chose every default below: docs/results.md, "muzero's defaults".
+real size", "Map mode's start at 60 s" and "Prefetch mode at equal wall time, again"). The measurements that chose
+every default below: docs/results.md, "muzero's defaults".
 
 Options (`MuZeroOptions`, listed by `mallocgame solvers muzero`; the CLI passes ``--simulations`` and ``--solver-option``):
 
