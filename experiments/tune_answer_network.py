@@ -25,12 +25,12 @@ import argparse
 import statistics
 from pathlib import Path
 
-from _common import Transcript, fenced, read_runs, results_path, tally, write_results
+from _common import Transcript, fenced, preload_solvers, read_runs, results_path, run_rotated, tally, write_results
 from heldout_muzero_mcts import budget_of, own_copy
 from level_muzero_mcts import sign_test
+from tune_map_start import Problems, recipes
 
-from mallocgame.engine.runner import problem_bound, run_solver
-from mallocgame.search.muzero.problems import build, named_curriculum, tuning_recipes
+from mallocgame.engine.runner import run_solver
 
 FIELDS = ["family", "problem", "n", "setting", "value", "bound", "gap", "simulations", "seconds", "prior",
           "network_evaluations", "start", "answer_from"]
@@ -65,47 +65,29 @@ def main() -> None:
 
 
 def run_all(args, settings: dict, done: dict, csv_path: Path, sims: int, limit: float, show) -> list[str]:
-    """Every setting on every tuning problem (rotated), appended to ``csv_path``; the problems' labels."""
-    import csv
+    """Every setting on every tuning problem, in the rotated order of :func:`_common.run_rotated`, appended to
+    ``csv_path`` (a rerun resumes); the problems' labels."""
+    names = list(settings)
+    insts = Problems(recipes(args.count, None), args.min_n, done, names)
 
-    labels = []
-    recipes = sorted(tuning_recipes(named_curriculum("real", "map"), count=args.count), key=lambda r: (r.n, r.seed))
-    new = not csv_path.exists()
-    with open(csv_path, "a", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=FIELDS)
-        if new:
-            writer.writeheader()
-        for r in recipes:
-            label = f"{r.kind}-{r.n}-c{r.capacity_fraction:g}-s{r.seed}"
-            names = list(settings)
-            turn = len(labels) % len(names)
-            if all((label, name) in done for name in names):
-                labels.append(label)
-                show_problem(show, label, done, names)
-                continue
-            problem, hw = build(r)
-            if problem.n < args.min_n:
-                continue
-            labels.append(label)
-            bound = problem_bound(problem, hw)
-            for name in names[turn:] + names[:turn]:
-                if (label, name) in done:
-                    continue
-                solver, opts = settings[name]
-                rep = run_solver(solver, own_copy(problem, hw), hw, time_limit=limit, seed=args.seed,
-                                 options={**opts, "simulations": sims}, bound=bound)
-                if not rep.valid:
-                    raise SystemExit(f"{name} on {label}: invalid answer: {rep.violation}")
-                row = {"family": r.kind, "problem": label, "n": problem.n, "setting": name, "value": rep.objective,
-                       "bound": bound.value, "gap": rep.gap, "simulations": rep.stats.get("simulations", 0),
-                       "seconds": round(rep.seconds, 2), "prior": rep.stats.get("prior", ""),
-                       "network_evaluations": rep.stats.get("network_evaluations", ""),
-                       "start": rep.stats.get("start", ""), "answer_from": rep.stats.get("answer_from", "")}
-                writer.writerow(row)
-                fh.flush()
-                done[(label, name)] = {k: str(v) for k, v in row.items()}
-            show_problem(show, label, done, names)
-    return labels
+    def run(i: int, name: str) -> dict:
+        label = insts.labels[i]
+        problem, hw, bound = insts.built[i]
+        solver, opts = settings[name]
+        rep = run_solver(solver, own_copy(problem, hw), hw, time_limit=limit, seed=args.seed,
+                         options={**opts, "simulations": sims}, bound=bound)
+        if not rep.valid:
+            raise SystemExit(f"{name} on {label}: invalid answer: {rep.violation}")
+        return {"family": insts.family[label], "problem": label, "n": problem.n, "setting": name,
+                "value": rep.objective, "bound": bound.value, "gap": rep.gap,
+                "simulations": rep.stats.get("simulations", 0), "seconds": round(rep.seconds, 2),
+                "prior": rep.stats.get("prior", ""), "network_evaluations": rep.stats.get("network_evaluations", ""),
+                "start": rep.stats.get("start", ""), "answer_from": rep.stats.get("answer_from", "")}
+
+    preload_solvers(solver for solver, _ in settings.values())  # the first run's seconds hold no first import
+    run_rotated(csv_path, FIELDS, done, insts, names, run,
+                after_problem=lambda i: show_problem(show, insts.labels[i], done, names))
+    return insts.labels
 
 
 def show_problem(show, label: str, done: dict, names: list[str]) -> None:
