@@ -78,10 +78,12 @@ time (thousands of buffers at a limit of seconds), every move gets one simulatio
 gives to the greedy's choice: the search then plays the greedy episode. Focus spends that time on the moves the
 prior doubts instead. Without a prior, or at F = 0, every move with a choice is searched.
 
-Known greedy return (``MCTSConfig.known_greedy``, with deterministic greedy rollouts to the end): at a move whose
-state lies on a greedy episode the search has recorded (the first greedy episode, or one recorded from the state
-after a committed move that left it), the greedy's move enters the tree before the move's simulations as if one
-simulation had played it: its reward by one step, its return the recorded one, which a rollout would only repeat.
+Known greedy return (``MCTSConfig.known_greedy``, with deterministic greedy rollouts to the end: ``leaf="rollout"``,
+or ``leaf="auto"`` where it picks rollouts; where it picks mixed leaves no known return enters): at a move whose
+state lies on a greedy episode the search has recorded (the first greedy episode, which with ``leaf="auto"`` is also
+the value leaves' reference episode, recorded once; or one recorded from the state after a committed move that left
+it), the greedy's move enters the tree before the move's simulations as if one simulation had played it: its reward by
+one step, its return the recorded one, which a rollout would only repeat.
 The move's simulations then go to the other moves first (untried-first rules; under "puct" the greedy's child simply
 has that visit). Where a move's share of the time buys one rollout (thousands of buffers at a limit of seconds), that
 rollout tries an alternative to the greedy's move instead of replaying it, and with ``commit="max"`` the committed path
@@ -150,7 +152,8 @@ class MCTSConfig:
     auto_simulations: int = 2  # leaf="auto": rollouts when the time per move affords this many (or `simulations`)
     leaf_batch: int = 1  # value leaves: descents valued by one batched network pass (docstring, "Batched value leaves")
     focus: float = 0.0  # with a prior: a move whose prior gives the greedy's choice >= focus is not searched (docstring)
-    known_greedy: bool = False  # greedy rollouts to the end: the greedy's move enters the tree with its known return
+    known_greedy: bool = False  # greedy rollouts to the end (leaf "rollout", or "auto" where it picks rollouts): the
+    # greedy's move enters the tree with its known return (docstring, "Known greedy return")
 
     def __post_init__(self):
         if self.rollout not in ROLLOUTS:
@@ -170,9 +173,9 @@ class MCTSConfig:
         if not 0.0 <= self.focus <= 1.0:
             raise ValueError("MCTSConfig: 0 <= focus <= 1")
         if self.known_greedy and (self.rollout != "greedy" or self.epsilon or self.rollout_depth is not None
-                                  or self.leaf != "rollout"):
+                                  or self.leaf not in ("rollout", "auto")):
             raise ValueError("MCTSConfig: known_greedy needs greedy rollouts to the end (rollout='greedy', "
-                             "epsilon=0, rollout_depth=None, leaf='rollout')")
+                             "epsilon=0, rollout_depth=None, leaf='rollout' or 'auto')")
         if self.simulations < 1 or not 0.0 <= self.epsilon <= 1.0 or self.exploration < 0:
             raise ValueError("MCTSConfig: simulations >= 1, 0 <= epsilon <= 1, exploration >= 0")
 
@@ -337,6 +340,7 @@ class UCTSearch:
         self._rollout_step: float | None = None  # seconds a step of one rollout to the end costs, when measured
         self.known_to_go: np.ndarray | None = None  # known_greedy: the recorded greedy episode's return to come per step
         self.known_moves = 0  # known_greedy: moves whose greedy child entered the tree with its recorded return
+        self.known_greedy = cfg.known_greedy  # whether this run enters known greedy returns (off where auto picks mixed)
 
     def set_reference(self, game: Game) -> None:
         """The reference episode of value leaves: the greedy episode from ``game`` (:func:`greedy_profile`)."""
@@ -651,17 +655,18 @@ class UCTSearch:
         leaves' reference) and the seconds a rollout step costs; with ``leaf="auto"`` also the leaf kind; with focus
         and a prior, the seconds a step of one rollout to the end costs, measured."""
         cfg = self.cfg
+        self.known_greedy = cfg.known_greedy
         probe = game.clone()
         tp = time.monotonic()
-        if cfg.known_greedy:  # the same greedy episode, its rewards recorded: the greedy's known returns
-            self.known_to_go, _ = _play_recording(probe, budget.deadline)
-            if not probe.done:
-                self.known_to_go = None
-        elif cfg.leaf == "rollout":
+        if cfg.known_greedy or cfg.leaf != "rollout":  # the same greedy episode, its rewards recorded once
+            to_go, scale = _play_recording(probe, budget.deadline)
+            if cfg.leaf != "rollout":  # the reference of the value leaves
+                self.to_go, self.scale = to_go, scale
+                self._share_reference()
+            if cfg.known_greedy:  # the greedy's known returns
+                self.known_to_go = to_go if probe.done else None
+        else:
             play_greedy(probe, budget.deadline)
-        else:  # the same greedy episode, its rewards recorded: the reference of the value leaves
-            self.to_go, self.scale = _play_recording(probe, budget.deadline)
-            self._share_reference()
         step_time = (time.monotonic() - tp) / max(probe.steps - game.steps, 1)
         if cfg.leaf == "auto":
             self.leaf_cost = self.measure_leaf_cost(game)
@@ -670,6 +675,8 @@ class UCTSearch:
             self.leaf = auto_leaf(cfg, step_time, probe.steps - game.steps, game.decisions_left,
                                   budget.left(), self.leaf_cost)
             self.rollout_cost = step_time * (probe.steps - game.steps) / 2
+            if self.leaf != "rollout":  # value leaves: no known greedy returns
+                self.known_greedy, self.known_to_go = False, None
         if cfg.focus and self.prior is not None and self._rollout_step is None:
             # focus's first cost (before any simulation): a rollout as the search plays it, measured once (it costs
             # less than the probe's episode, played step by step; a probe the deadline cut leaves no time to measure)
@@ -713,7 +720,7 @@ class UCTSearch:
             elif len(legal) > 1:
                 if before_move is not None:
                     before_move(game)
-                if cfg.known_greedy:
+                if self.known_greedy:
                     if self.known_to_go is None and off_known:  # left the recorded episode: record the greedy one
                         self._record_known(game, budget.deadline)  # from here (one rollout's cost)
                     off_known = False
@@ -729,7 +736,7 @@ class UCTSearch:
                     action = max(root.children.items(), key=lambda kv: (kv[1].visits, kv[1].q()))[0]
             else:
                 action = int(legal[0])
-            if cfg.known_greedy and self.known_to_go is not None and len(legal) > 1 and action != game.greedy_action():
+            if self.known_greedy and self.known_to_go is not None and len(legal) > 1 and action != game.greedy_action():
                 self.known_to_go, off_known = None, True  # the state leaves the recorded greedy episode
             game.step(action)
             result.moves += 1
@@ -948,11 +955,12 @@ def solve_with_uct(name: str, request: SolveRequest, cfg: MCTSConfig, game_cfg, 
     solver's relaxation MIP), run after the fallback answers are built so that its time does not cut them short; it
     returns the prior to search with and may note in ``stats`` (the answer's) why it changed. ``start`` (one of
     :data:`STARTS`): "answer" plays map mode's fixed-order game in the order of the best fallback answer
-    (:func:`answer_game`; ``stats["start"]`` says which answer) and, with greedy rollouts to the end, enters the
-    greedy's moves with their known returns (``MCTSConfig.known_greedy``), so that the search's simulations go to the
-    alternatives of that answer; "game" plays ``game_cfg``'s own order. ``prior_reads_any_order=False``: ``prior`` (and
-    ``prepare``) belong to ``game_cfg``'s order only, so where the answer's order is played the search runs without them
-    (plain UCT) and ``stats["prior"]`` says so.
+    (:func:`answer_game`; ``stats["start"]`` says which answer) and, with greedy rollouts to the end (``leaf``
+    "rollout", or "auto" where it picks rollouts), enters the greedy's moves with their known returns
+    (``MCTSConfig.known_greedy``), so that the search's simulations go to the alternatives of that answer; "game" plays
+    ``game_cfg``'s own order. ``prior_reads_any_order=False``: ``prior`` (and ``prepare``) belong to ``game_cfg``'s
+    order only, so where the answer's order is played the search runs without them (plain UCT) and ``stats["prior"]``
+    says so.
     """
     problem, budget = request.problem, request.budget
     stats = dict(stats or {})
@@ -993,8 +1001,9 @@ def solve_with_uct(name: str, request: SolveRequest, cfg: MCTSConfig, game_cfg, 
 
 
 def _greedy_to_the_end(cfg: MCTSConfig) -> bool:
-    """Whether ``cfg``'s leaves are deterministic greedy rollouts to the end (``known_greedy`` applies)."""
-    return cfg.rollout == "greedy" and not cfg.epsilon and cfg.rollout_depth is None and cfg.leaf == "rollout"
+    """Whether ``cfg``'s rollouts are deterministic greedy rollouts to the end and its leaves play them (``leaf``
+    "rollout", or "auto" where it picks rollouts): ``known_greedy`` applies."""
+    return cfg.rollout == "greedy" and not cfg.epsilon and cfg.rollout_depth is None and cfg.leaf in ("rollout", "auto")
 
 
 def answer_game(problem, data, game_cfg, incumbents: list[Episode], stats: dict):

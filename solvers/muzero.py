@@ -104,8 +104,10 @@ Options (`MuZeroOptions`, listed by `mallocgame solvers muzero`; the CLI passes 
   With the network at the leaves (map mode) it first measures what a value leaf costs (its share of one batched
   pass, ``leaf_batch`` copies of the start state) and what a rollout costs (one rollout from the start), and plays
   rollouts wherever a mixed leaf would cost as much as the rollout it replaces (``stats["leaf_cost_us"]``,
-  ``stats["rollout_cost_us"]``): the rule that picks the value head where rollouts are dear. Not map mode's
-  default: it has not been measured on the tuning sets;
+  ``stats["rollout_cost_us"]``): the rule that picks the value head where rollouts are dear. Where it plays
+  rollouts to the end, ``start="answer"`` enters the greedy's moves with their known returns as with ``"rollout"``
+  (``search/uct.py``, "Known greedy return"; ``stats["known_greedy_moves"]``, 0 where it plays mixed leaves). Not
+  map mode's default: it has not been measured on the tuning sets;
 * ``focus``        a move whose network prior gives the greedy's move at least ``focus`` is committed to it
   unsearched, and the time goes to the moves the network doubts (``search/uct.py``, "Focus"; default
   ``DEFAULT_FOCUS``, 0: every move with a choice is searched); with the uniform prior every move of ``k`` legal

@@ -129,15 +129,16 @@ def test_start_answer_plays_the_game_outside_map_modes_fixed_order_game():
     assert rep.valid and rep.stats["start"].startswith("game (")
 
 
-def _searches(problem, simulations: int, known: bool, prior=None, seed: int = 0):
+def _searches(problem, simulations: int, known: bool, prior=None, seed: int = 0, leaf: str = "rollout"):
     import math
 
     from mallocgame.runtime.budget import Budget
-    from mallocgame.search.uct import MCTSConfig, UCTSearch
+    from mallocgame.search.uct import MCTSConfig, UCTSearch, reference_value
 
     game = Game(problem, HW, GameConfig(variant="order", k=16, order="xla"))
-    search = UCTSearch(MCTSConfig(simulations=simulations, commit="max", guided="untried-uct", known_greedy=known),
-                       np.random.default_rng(seed), prior=prior)
+    cfg = MCTSConfig(simulations=simulations, commit="max", guided="untried-uct", known_greedy=known, leaf=leaf)
+    search = UCTSearch(cfg, np.random.default_rng(seed), prior=prior,
+                       leaf_value=reference_value if leaf != "rollout" else None)
     result = search.run(game, budget=Budget.start(math.inf))
     return search, result, game
 
@@ -171,6 +172,42 @@ def test_known_greedy_needs_greedy_rollouts_to_the_end():
 
     with pytest.raises(ValueError, match="known_greedy"):
         MCTSConfig(known_greedy=True, rollout_depth=8)
+    for leaf in ("value", "mixed"):
+        with pytest.raises(ValueError, match="known_greedy"):
+            MCTSConfig(known_greedy=True, leaf=leaf)
+    assert MCTSConfig(known_greedy=True, leaf="auto").known_greedy  # decided by the run: where auto plays rollouts
+
+
+@pytest.mark.parametrize(("solver", "seed"), [("mcts", 4), ("muzero", 0), ("muzero", 4)])
+def test_start_answer_leaf_auto_playing_rollouts_keeps_the_known_greedy_returns(solver, seed):
+    """Where ``leaf="auto"`` plays rollouts to the end (60 s for a small program affords them), the search at
+    ``start="answer"`` is the ``leaf="rollout"`` search: the same answer and the same known greedy moves."""
+    problem = _problem(seed)
+    opts = {"simulations": 4, "start": "answer"}
+    rollout = run_solver(solver, problem, HW, time_limit=60, seed=2, options={**opts, "leaf": "rollout"})
+    auto = run_solver(solver, problem, HW, time_limit=60, seed=2,
+                      options={**opts, "leaf": "auto", **({"leaf_value": "reference"} if solver == "muzero" else {})})
+    assert auto.valid and auto.stats["leaf_played"] == "rollout" and auto.stats["start"] == rollout.stats["start"]
+    assert auto.stats["known_greedy_moves"] == rollout.stats["known_greedy_moves"] > 0
+    assert auto.offsets == rollout.offsets and auto.stats["simulations"] == rollout.stats["simulations"]
+
+
+def test_known_greedy_with_leaf_auto_playing_mixed_leaves_changes_nothing(monkeypatch):
+    import mallocgame.search.uct as uct
+
+    problem = _problem(3)
+    search, _, _ = _searches(problem, 3, known=True, seed=5, leaf="auto")
+    assert search.leaf == "rollout" and search.known_moves > 0  # the time affords rollouts: known returns
+    monkeypatch.setattr(uct, "auto_leaf", lambda *args, **kwargs: "mixed")
+    runs = []
+    for k in (True, False):
+        search, result, game = _searches(problem, 3, known=k, seed=5, leaf="auto")
+        assert search.leaf == "mixed" and search.known_moves == 0 and search.leaf_calls > 0
+        runs.append((result.best.value, result.best.offsets.tolist(), result.simulations, game.offsets().tolist()))
+    assert runs[0] == runs[1]
+    rep = run_solver("mcts", problem, HW, time_limit=60, seed=2,
+                     options={"simulations": 4, "start": "answer", "leaf": "auto"})
+    assert rep.valid and rep.stats["leaf_played"] == "mixed" and rep.stats["known_greedy_moves"] == 0
 
 
 def test_start_answer_keeps_the_games_order_where_its_greedy_episode_is_the_best_answer():
