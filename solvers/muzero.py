@@ -107,7 +107,8 @@ Options (`MuZeroOptions`, listed by `mallocgame solvers muzero`; the CLI passes 
   ``stats["rollout_cost_us"]``): the rule that picks the value head where rollouts are dear. Where it plays
   rollouts to the end, ``start="answer"`` enters the greedy's moves with their known returns as with ``"rollout"``
   (``search/uct.py``, "Known greedy return"; ``stats["known_greedy_moves"]``, 0 where it plays mixed leaves). Not
-  map mode's default: it has not been measured on the tuning sets;
+  map mode's default: behind rollouts on the real-size tuning recipes at the answer start (docs/results.md,
+  "leaf=auto with map mode's known greedy returns");
 * ``focus``        a move whose network prior gives the greedy's move at least ``focus`` is committed to it
   unsearched, and the time goes to the moves the network doubts (``search/uct.py``, "Focus"; default
   ``DEFAULT_FOCUS``, 0: every move with a choice is searched); with the uniform prior every move of ``k`` legal
