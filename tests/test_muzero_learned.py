@@ -173,11 +173,16 @@ def test_cli_bad_model_is_one_line():
     assert len(lines) == 1 and "Traceback" not in r.stderr and "model=dreamed: must be one of" in lines[0], r.stderr
 
 
-def test_train_cli_refuses_a_bad_reanalyse_fraction_and_a_missing_init_in_one_line(tmp_path):
+def test_train_cli_refuses_a_bad_reanalyse_fraction_and_a_missing_or_foreign_init_in_one_line(tmp_path):
     from tests.conftest import run_cli
 
+    from mallocgame.solvers.muzero import DEFAULT_CHECKPOINT
+
     for args, words in ((["--reanalyse-fraction", "2"], "--reanalyse-fraction: must be in [0, 1]"),
-                        (["--init", str(tmp_path / "none.pt")], "--init: ")):
+                        (["--init", str(tmp_path / "none.pt")], "--init: "),
+                        (["--init", str(DEFAULT_CHECKPOINT)], "reads features 'encoder/2'; self-play reads the plain "
+                                                              "observation (a network with input features is trained "
+                                                              "by expert iteration")):
         r = run_cli("train", "--steps", "1", "--out", str(tmp_path / "x.pt"), *args)
         lines = r.stderr.strip().splitlines()
         assert r.returncode == 2 and len(lines) == 1 and "Traceback" not in r.stderr, r.stderr

@@ -127,7 +127,8 @@ def new_state(config: TrainConfig, seed: int, make_game: Callable[[Recipe], Any]
     if init is not None:
         if init.get("features"):
             raise ckpt.CheckpointError(f"init checkpoint reads features {init['features']!r}; self-play reads the plain "
-                                       "observation")
+                                       "observation (a network with input features is trained by expert iteration: "
+                                       "experiments/train_muzero_expert.py, docs/training.md)")
         if dict(init.get("network", {})) != net_config.as_dict() or dict(init.get("game", {})) != dict(game_config):
             raise ckpt.CheckpointError(f"init checkpoint is another network or game ({init.get('network')}, "
                                        f"{init.get('game')}) than this run's ({net_config.as_dict()}, {game_config})")
