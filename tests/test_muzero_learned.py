@@ -174,9 +174,8 @@ def test_cli_bad_model_is_one_line():
 
 
 def test_train_cli_refuses_a_bad_reanalyse_fraction_and_a_missing_or_foreign_init_in_one_line(tmp_path):
-    from tests.conftest import run_cli
-
     from mallocgame.solvers.muzero import DEFAULT_CHECKPOINT
+    from tests.conftest import run_cli
 
     for args, words in ((["--reanalyse-fraction", "2"], "--reanalyse-fraction: must be in [0, 1]"),
                         (["--init", str(tmp_path / "none.pt")], "--init: "),
@@ -188,3 +187,28 @@ def test_train_cli_refuses_a_bad_reanalyse_fraction_and_a_missing_or_foreign_ini
         assert r.returncode == 2 and len(lines) == 1 and "Traceback" not in r.stderr, r.stderr
         assert words in lines[0], lines[0]
     assert not (tmp_path / "x.pt").exists()
+
+
+@pytest.mark.parametrize("name, fields", [("selfplay.pt", {"variant": "order", "k": 16, "order": "xla"}),
+                                          ("prefetch.pt", None)])
+def test_init_starts_from_a_shipped_plain_observation_network_written_before_newer_fields(name, fields):
+    """``--init`` of the shipped self-play / prefetch networks (their saved network config lacks the fields added
+    since, which take their defaults): the run starts with exactly their weights; a foreign shape is refused."""
+    import torch
+
+    from mallocgame.cli.train import PREFETCH_GAME_FIELDS
+    from mallocgame.search.muzero import checkpoint as ckpt
+    from mallocgame.search.muzero.env import game_factory
+    from mallocgame.search.muzero.problems import Recipe
+    from mallocgame.search.muzero.train import TrainConfig, new_state
+    from mallocgame.solvers.muzero import DEFAULT_CHECKPOINT
+
+    fields = dict(PREFETCH_GAME_FIELDS) if fields is None else fields
+    init = ckpt.load(str(DEFAULT_CHECKPOINT.with_name(name)))
+    assert "graph_rounds" not in init["network"]  # written before the graph encoder's fields
+    state = new_state(TrainConfig(), 0, game_factory(fields), fields, Recipe("layered", 16, 0), init=init)
+    weights = state.net.state_dict()
+    assert weights.keys() == init["model"].keys()
+    assert all(torch.equal(weights[key], init["model"][key]) for key in weights)
+    with pytest.raises(ckpt.CheckpointError, match="another network or game"):
+        new_state(TrainConfig(hidden=32), 0, game_factory(fields), fields, Recipe("layered", 16, 0), init=init)

@@ -129,7 +129,11 @@ def new_state(config: TrainConfig, seed: int, make_game: Callable[[Recipe], Any]
             raise ckpt.CheckpointError(f"init checkpoint reads features {init['features']!r}; self-play reads the plain "
                                        "observation (a network with input features is trained by expert iteration: "
                                        "experiments/train_muzero_expert.py, docs/training.md)")
-        if dict(init.get("network", {})) != net_config.as_dict() or dict(init.get("game", {})) != dict(game_config):
+        try:  # a checkpoint written before a field was added has its default: read it as the network it builds
+            same_network = NetworkConfig(**dict(init.get("network", {}))) == net_config
+        except TypeError:  # missing or unknown fields: another network
+            same_network = False
+        if not same_network or dict(init.get("game", {})) != dict(game_config):
             raise ckpt.CheckpointError(f"init checkpoint is another network or game ({init.get('network')}, "
                                        f"{init.get('game')}) than this run's ({net_config.as_dict()}, {game_config})")
         net.load_state_dict(init["model"])
