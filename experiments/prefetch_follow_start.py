@@ -17,13 +17,13 @@ Problems: the ``real`` prefetch curriculum's tuning recipes (``tuning_recipes``;
 from __future__ import annotations
 
 import argparse
-import math
 
 from _common import Transcript, fenced, preload_solvers, write_results
 from heldout_muzero_mcts import own_copy
 
 from mallocgame.engine.runner import problem_bound, run_solver
 from mallocgame.search import uct
+from mallocgame.search.game import Game
 from mallocgame.search.game_prefetch import NativePrefetchGame, intervals_of
 from mallocgame.search.muzero.expert import stays_by_buffer
 from mallocgame.search.muzero.problems import build, named_curriculum, tuning_recipes
@@ -46,11 +46,7 @@ class FollowingGame(NativePrefetchGame):
         finally:
             self._inside = False
 
-    def greedy_rollout(self, stop_step: float = math.inf) -> float:
-        total = 0.0
-        while not self.done and self.steps < stop_step:
-            total += self.step(self.greedy_action())
-        return total
+    greedy_rollout = Game.greedy_rollout  # step by step through greedy_action, not the native engine's own greedy
 
 
 def follow_best_incumbent(on: dict):

@@ -26,14 +26,13 @@ import statistics
 from pathlib import Path
 
 from _common import Transcript, fenced, preload_solvers, read_runs, results_path, run_rotated, tally, write_results
-from heldout_muzero_mcts import budget_of, own_copy
+from heldout_muzero_mcts import budget_of
 from level_muzero_mcts import sign_test
-from tune_map_start import Problems, recipes
-
-from mallocgame.engine.runner import run_solver
+from tune_map_start import Problems, recipes, run_row
 
 FIELDS = ["family", "problem", "n", "setting", "value", "bound", "gap", "simulations", "seconds", "prior",
           "network_evaluations", "start", "answer_from"]
+STATS = ("simulations", "prior", "network_evaluations", "start", "answer_from")
 NETWORK, MCTS = "muzero start=answer answer-net", "mcts start=answer"
 
 
@@ -71,18 +70,7 @@ def run_all(args, settings: dict, done: dict, csv_path: Path, sims: int, limit: 
     insts = Problems(recipes(args.count, None), args.min_n, done, names)
 
     def run(i: int, name: str) -> dict:
-        label = insts.labels[i]
-        problem, hw, bound = insts.built[i]
-        solver, opts = settings[name]
-        rep = run_solver(solver, own_copy(problem, hw), hw, time_limit=limit, seed=args.seed,
-                         options={**opts, "simulations": sims}, bound=bound)
-        if not rep.valid:
-            raise SystemExit(f"{name} on {label}: invalid answer: {rep.violation}")
-        return {"family": insts.family[label], "problem": label, "n": problem.n, "setting": name,
-                "value": rep.objective, "bound": bound.value, "gap": rep.gap,
-                "simulations": rep.stats.get("simulations", 0), "seconds": round(rep.seconds, 2),
-                "prior": rep.stats.get("prior", ""), "network_evaluations": rep.stats.get("network_evaluations", ""),
-                "start": rep.stats.get("start", ""), "answer_from": rep.stats.get("answer_from", "")}
+        return run_row(insts, settings, i, name, limit=limit, sims=sims, seed=args.seed, stats=STATS)
 
     preload_solvers(solver for solver, _ in settings.values())  # the first run's seconds hold no first import
     run_rotated(csv_path, FIELDS, done, insts, names, run,

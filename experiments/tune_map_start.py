@@ -45,6 +45,8 @@ from mallocgame.search.muzero.problems import build, named_curriculum, tuning_re
 
 FIELDS = ["family", "problem", "n", "setting", "value", "bound", "gap", "simulations", "searched_moves", "seconds",
           "prior", "start", "answer_from"]
+#: The answer's statistics each row carries (the columns of FIELDS past the run's own).
+STATS = ("simulations", "searched_moves", "prior", "start", "answer_from")
 #: ``(name, solver, options)`` of the default settings: each solver at each start.
 STARTS = [("mcts start=game", "mcts", {"start": "game"}), ("mcts start=answer", "mcts", {"start": "answer"}),
           ("muzero start=game", "muzero", {"start": "game"}), ("muzero start=answer", "muzero", {"start": "answer"})]
@@ -127,6 +129,22 @@ class Problems:
             yield label
 
 
+def run_row(insts: Problems, settings: dict, i: int, name: str, *, limit: float, sims: int, seed: int,
+            stats: tuple[str, ...]) -> dict:
+    """One run of setting ``name`` (``settings[name] = (solver, options)``) on the ``i``-th problem of ``insts`` (own
+    copy, ``limit`` seconds, ``sims`` simulations, ``seed``), validated: its CSV row, with the answer's ``stats``."""
+    label = insts.labels[i]
+    problem, hw, bound = insts.built[i]
+    solver, opts = settings[name]
+    rep = run_solver(solver, own_copy(problem, hw), hw, time_limit=limit, seed=seed,
+                     options={**opts, "simulations": sims}, bound=bound)
+    if not rep.valid:
+        raise SystemExit(f"{name} on {label}: invalid answer: {rep.violation}")
+    row = {"family": insts.family[label], "problem": label, "n": problem.n, "setting": name, "value": rep.objective,
+           "bound": bound.value, "gap": rep.gap, "seconds": round(rep.seconds, 2)}
+    return row | {key: rep.stats.get(key, 0 if key == "simulations" else "") for key in stats}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=10.0)
@@ -153,18 +171,7 @@ def main() -> None:
     insts = Problems(recipes(args.count, args.not_in), args.min_n, done, list(by_name))
 
     def run(i: int, name: str) -> dict:
-        label = insts.labels[i]
-        problem, hw, bound = insts.built[i]
-        solver, opts = by_name[name]
-        rep = run_solver(solver, own_copy(problem, hw), hw, time_limit=limit, seed=args.seed,
-                         options={**opts, "simulations": sims}, bound=bound)
-        if not rep.valid:
-            raise SystemExit(f"{name} on {label}: invalid answer: {rep.violation}")
-        return {"family": insts.family[label], "problem": label, "n": problem.n, "setting": name,
-                "value": rep.objective, "bound": bound.value, "gap": rep.gap,
-                "simulations": rep.stats.get("simulations", 0), "searched_moves": rep.stats.get("searched_moves", ""),
-                "seconds": round(rep.seconds, 2), "prior": rep.stats.get("prior", ""),
-                "start": rep.stats.get("start", ""), "answer_from": rep.stats.get("answer_from", "")}
+        return run_row(insts, by_name, i, name, limit=limit, sims=sims, seed=args.seed, stats=STATS)
 
     def shown(i: int) -> None:
         label = insts.labels[i]

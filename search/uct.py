@@ -340,7 +340,12 @@ class UCTSearch:
         self._rollout_step: float | None = None  # seconds a step of one rollout to the end costs, when measured
         self.known_to_go: np.ndarray | None = None  # known_greedy: the recorded greedy episode's return to come per step
         self.known_moves = 0  # known_greedy: moves whose greedy child entered the tree with its recorded return
-        self.known_greedy = cfg.known_greedy  # whether this run enters known greedy returns (off where auto picks mixed)
+
+    @property
+    def known_greedy(self) -> bool:
+        """Whether this run enters known greedy returns: ``cfg.known_greedy`` where its leaves are rollouts (not where
+        ``leaf="auto"`` picked mixed leaves)."""
+        return self.cfg.known_greedy and self.leaf == "rollout"
 
     def set_reference(self, game: Game) -> None:
         """The reference episode of value leaves: the greedy episode from ``game`` (:func:`greedy_profile`)."""
@@ -655,7 +660,6 @@ class UCTSearch:
         leaves' reference) and the seconds a rollout step costs; with ``leaf="auto"`` also the leaf kind; with focus
         and a prior, the seconds a step of one rollout to the end costs, measured."""
         cfg = self.cfg
-        self.known_greedy = cfg.known_greedy
         probe = game.clone()
         tp = time.monotonic()
         if cfg.known_greedy or cfg.leaf != "rollout":  # the same greedy episode, its rewards recorded once
@@ -675,8 +679,6 @@ class UCTSearch:
             self.leaf = auto_leaf(cfg, step_time, probe.steps - game.steps, game.decisions_left,
                                   budget.left(), self.leaf_cost)
             self.rollout_cost = step_time * (probe.steps - game.steps) / 2
-            if self.leaf != "rollout":  # value leaves: no known greedy returns
-                self.known_greedy, self.known_to_go = False, None
         if cfg.focus and self.prior is not None and self._rollout_step is None:
             # focus's first cost (before any simulation): a rollout as the search plays it, measured once (it costs
             # less than the probe's episode, played step by step; a probe the deadline cut leaves no time to measure)
